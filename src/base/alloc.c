@@ -1,0 +1,128 @@
+/* Host allocator: 64-byte aligned blocks with a size-bucketed cache, so a training loop that
+ * frees and re-allocates the same shapes every step stops calling malloc after step one.
+ * When the system refuses memory the cache is emptied and the request retried before an
+ * out-of-memory error is reported. */
+#include "base.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define ALIGN 64
+#define N_BUCKETS 48          /* power-of-two size classes from 64 B */
+#define CACHE_LIMIT (1LL << 30) /* keep at most this many freed bytes */
+
+typedef struct block { struct block *next; } block;
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static block *buckets[N_BUCKETS];
+static oar_memory_stats stats;
+
+static int bucket_of(size_t n, size_t *rounded) {
+    size_t sz = ALIGN;
+    int b = 0;
+    while (sz < n) {
+        sz <<= 1;
+        b++;
+    }
+    *rounded = sz;
+    return b;
+}
+
+static void empty_cache_locked(void) {
+    for (int b = 0; b < N_BUCKETS; b++) {
+        while (buckets[b]) {
+            block *blk = buckets[b];
+            buckets[b] = blk->next;
+            free(blk);
+        }
+    }
+    stats.cached_bytes = 0;
+}
+
+void *oar_alloc(size_t nbytes) {
+    size_t rounded;
+    if (nbytes == 0) nbytes = 1;
+    int b = bucket_of(nbytes, &rounded);
+    if (b >= N_BUCKETS) {
+        oar_error(OAR_ERR_OOM, "allocation of %zu bytes is larger than any device memory", nbytes);
+        return NULL;
+    }
+    pthread_mutex_lock(&mu);
+    void *p = buckets[b];
+    if (p) {
+        buckets[b] = ((block *)p)->next;
+        stats.cached_bytes -= (int64_t)rounded;
+    }
+    if (!p) {
+        p = aligned_alloc(ALIGN, rounded);
+        if (!p) {
+            empty_cache_locked();
+            p = aligned_alloc(ALIGN, rounded);
+        }
+    }
+    if (p) {
+        stats.current_bytes += (int64_t)rounded;
+        stats.n_allocs++;
+        if (stats.current_bytes > stats.peak_bytes) stats.peak_bytes = stats.current_bytes;
+    }
+    pthread_mutex_unlock(&mu);
+    if (!p)
+        oar_error(OAR_ERR_OOM,
+                  "out of memory: could not allocate %zu bytes (%.1f MiB in use by tensors); "
+                  "reduce the batch size or free tensors you no longer need",
+                  rounded, (double)stats.current_bytes / (1 << 20));
+    return p;
+}
+
+void oar_free(void *p, size_t nbytes) {
+    if (!p) return;
+    size_t rounded;
+    if (nbytes == 0) nbytes = 1;
+    int b = bucket_of(nbytes, &rounded);
+    pthread_mutex_lock(&mu);
+    stats.current_bytes -= (int64_t)rounded;
+    if (stats.cached_bytes + (int64_t)rounded <= CACHE_LIMIT) {
+        ((block *)p)->next = buckets[b];
+        buckets[b] = p;
+        stats.cached_bytes += (int64_t)rounded;
+        p = NULL;
+    }
+    pthread_mutex_unlock(&mu);
+    free(p);
+}
+
+void *oar_malloc(size_t nbytes) {
+    void *p = calloc(1, nbytes ? nbytes : 1);
+    if (!p) oar_error(OAR_ERR_OOM, "out of memory: could not allocate %zu bytes of metadata", nbytes);
+    return p;
+}
+
+void *oar_realloc(void *p, size_t nbytes) {
+    void *q = realloc(p, nbytes ? nbytes : 1);
+    if (!q) oar_error(OAR_ERR_OOM, "out of memory: could not grow a buffer to %zu bytes", nbytes);
+    return q;
+}
+
+oar_memory_stats oar_memory_stats_get(oar_device dev) {
+    oar_memory_stats s = {0};
+    if (dev != OAR_CPU) return s;
+    pthread_mutex_lock(&mu);
+    s = stats;
+    pthread_mutex_unlock(&mu);
+    return s;
+}
+
+void oar_memory_reset_peak(oar_device dev) {
+    if (dev != OAR_CPU) return;
+    pthread_mutex_lock(&mu);
+    stats.peak_bytes = stats.current_bytes;
+    pthread_mutex_unlock(&mu);
+}
+
+void oar_memory_empty_cache(oar_device dev) {
+    if (dev != OAR_CPU) return;
+    pthread_mutex_lock(&mu);
+    empty_cache_locked();
+    pthread_mutex_unlock(&mu);
+}

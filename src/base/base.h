@@ -1,0 +1,62 @@
+/* Internal base layer: errors, allocation, threads, random numbers. No tensor knowledge. */
+#ifndef OAR_BASE_H
+#define OAR_BASE_H
+
+#include "oar.h"
+
+#include <stdarg.h>
+
+#if defined(__GNUC__)
+#define OAR_PRINTF(a, b) __attribute__((format(printf, a, b)))
+#define OAR_LIKELY(x) __builtin_expect(!!(x), 1)
+#define OAR_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#else
+#define OAR_PRINTF(a, b)
+#define OAR_LIKELY(x) (x)
+#define OAR_UNLIKELY(x) (x)
+#endif
+
+/* ---- errors (status.c) */
+/* Records status s with a printf-style message in the thread's error slot; returns s. */
+oar_status oar_error(oar_status s, const char *fmt, ...) OAR_PRINTF(2, 3);
+oar_status oar_errorv(oar_status s, const char *fmt, va_list ap);
+/* Prefixes the current message with "context: " (used when an error passes through layers). */
+void oar_error_prefix(const char *fmt, ...) OAR_PRINTF(1, 2);
+/* Internal invariant violated: reports through the assert hook; never used for user input. */
+void oar_internal_assert_fail(const char *expr, const char *file, int line);
+#define OAR_ASSERT(x) ((x) ? (void)0 : oar_internal_assert_fail(#x, __FILE__, __LINE__))
+
+/* ---- allocation (alloc.c): 64-byte aligned; failure sets OAR_ERR_OOM and returns NULL */
+void *oar_alloc(size_t nbytes);           /* tensor storage, counted in memory stats */
+void oar_free(void *p, size_t nbytes);
+void *oar_malloc(size_t nbytes);          /* metadata; plain heap, zeroed; OOM message set */
+void *oar_realloc(void *p, size_t nbytes);
+#define OAR_NEW(T) ((T *)oar_malloc(sizeof(T)))
+
+/* ---- threads (threadpool.c) */
+typedef void (*oar_range_fn)(void *ctx, int64_t begin, int64_t end);
+/* Runs fn over [0, n) in chunks of at least grain items on the pool; serial when small. */
+void oar_parallel_for(int64_t n, int64_t grain, oar_range_fn fn, void *ctx);
+/* Called when the thread count changes, to configure the libraries oar calls. */
+void oar_threads_set_library_hook(void (*hook)(int nthreads));
+
+/* ---- random numbers (rng.c): Philox-4x32-10 */
+/* Reserves n counters from the global generator and returns their (seed, first counter). */
+oar_rng_state oar_rng_reserve(uint64_t n);
+/* Four 32-bit random words for counter c under key seed. */
+void oar_philox(uint64_t seed, uint64_t counter, uint32_t out[4]);
+/* Helpers: the i-th uniform float in [0,1) / normal sample of a reserved stream. */
+double oar_rng_uniform(oar_rng_state s, uint64_t i);
+double oar_rng_normal(oar_rng_state s, uint64_t i);
+
+/* ---- arena (arena.c): grows in chunks, freed at once */
+typedef struct oar_arena oar_arena;
+oar_arena *oar_arena_create(size_t chunk_bytes);
+void *oar_arena_alloc(oar_arena *a, size_t nbytes);  /* zeroed, 16-byte aligned */
+void oar_arena_reset(oar_arena *a);
+void oar_arena_destroy(oar_arena *a);
+
+/* One-time library initialisation (registry, kernels, threads); idempotent, thread safe. */
+void oar_init(void);
+
+#endif

@@ -1,0 +1,69 @@
+/* Thread-local error slot: every failing call records a status and a message here. */
+#include "base.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define OAR_ERRMSG_CAP 1024
+
+static _Thread_local char tl_msg[OAR_ERRMSG_CAP];
+static _Thread_local oar_status tl_status;
+
+const char *oar_version(void) { return "0.1.0"; }
+const char *oar_last_error(void) { return tl_msg; }
+oar_status oar_last_status(void) { return tl_status; }
+
+void oar_clear_error(void) {
+    tl_msg[0] = '\0';
+    tl_status = OAR_OK;
+}
+
+const char *oar_status_name(oar_status s) {
+    switch (s) {
+    case OAR_OK: return "ok";
+    case OAR_ERR_INVALID_ARG: return "invalid argument";
+    case OAR_ERR_SHAPE: return "shape mismatch";
+    case OAR_ERR_DTYPE: return "dtype mismatch";
+    case OAR_ERR_OOM: return "out of memory";
+    case OAR_ERR_IO: return "i/o error";
+    case OAR_ERR_FORMAT: return "malformed data";
+    case OAR_ERR_UNSUPPORTED: return "unsupported";
+    case OAR_ERR_STATE: return "invalid state";
+    case OAR_ERR_NUMERIC: return "numeric error";
+    case OAR_ERR_INTERNAL: return "internal error";
+    }
+    return "unknown status";
+}
+
+oar_status oar_errorv(oar_status s, const char *fmt, va_list ap) {
+    vsnprintf(tl_msg, sizeof tl_msg, fmt, ap);
+    tl_status = s;
+    return s;
+}
+
+oar_status oar_error(oar_status s, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    oar_errorv(s, fmt, ap);
+    va_end(ap);
+    return s;
+}
+
+void oar_error_prefix(const char *fmt, ...) {
+    char prefix[256], old[OAR_ERRMSG_CAP];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(prefix, sizeof prefix, fmt, ap);
+    va_end(ap);
+    memcpy(old, tl_msg, sizeof old);
+    snprintf(tl_msg, sizeof tl_msg, "%s: %s", prefix, old);
+}
+
+void oar_internal_assert_fail(const char *expr, const char *file, int line) {
+    /* An invariant of oar itself is broken: continuing would corrupt memory, so report and
+     * stop. User input never reaches here; it gets a status instead. */
+    fprintf(stderr, "oar internal error: assertion '%s' failed at %s:%d; please report it\n",
+            expr, file, line);
+    abort();
+}

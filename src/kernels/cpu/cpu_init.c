@@ -1,0 +1,18 @@
+/* Registers every CPU backend's kernels. A backend adds one line here. */
+#include "kernels/cpu/cpu_kernels.h"
+
+bool oar_cpu_has_avx2(void) {
+#if defined(__x86_64__) && defined(__GNUC__)
+    static int cached = -1;
+    if (cached < 0) {
+        __builtin_cpu_init();
+        cached = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    }
+    return cached;
+#else
+    return false;
+#endif
+}
+
+void oar_cpu_kernels_init(void) {
+}

@@ -1,0 +1,142 @@
+/* The eager call path: validate -> infer -> allocate or view -> select kernel -> run -> record.
+ * Kept short and allocation-light: it runs once per op call. */
+#include "ops/dispatch.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static oar_record_fn g_recorder;
+void oar_dispatch_set_recorder(oar_record_fn fn) { g_recorder = fn; }
+
+static oar_status check_inputs(const oar_op_def *d, oar_tensor *const *in, int n_in) {
+    if (d->n_inputs >= 0 ? n_in != d->n_inputs : (n_in < 1 || n_in > OAR_MAX_INPUTS))
+        return oar_error(OAR_ERR_INVALID_ARG, "%s: expected %s%d inputs, got %d", d->name,
+                         d->n_inputs < 0 ? "1 to " : "", d->n_inputs < 0 ? OAR_MAX_INPUTS : d->n_inputs,
+                         n_in);
+    for (int i = 0; i < n_in; i++) {
+        if (in[i]) {
+            if (!in[i]->storage)
+                return oar_error(OAR_ERR_STATE, "%s: input %d is symbolic (being traced); eager "
+                                                "calls need tensors with data", d->name, i);
+            continue;
+        }
+        if (i < 32 && (d->optional_inputs >> i) & 1u) continue;
+        if (oar_last_status() != OAR_OK) return oar_last_status(); /* keep the first error */
+        return oar_error(OAR_ERR_INVALID_ARG, "%s: input %d is NULL; expected a tensor", d->name, i);
+    }
+    return OAR_OK;
+}
+
+oar_status oar_op_infer(oar_op_id op, oar_tensor *const *in, int n_in, const oar_attr *attrs,
+                        oar_meta *out, int *n_out) {
+    const oar_op_def *d = oar_op_table[op];
+    oar_status st = check_inputs(d, in, n_in);
+    if (st != OAR_OK) return st;
+    for (int i = 0; i < d->n_attrs; i++) {
+        if (!attrs || attrs[i].kind != d->attrs[i].kind)
+            return oar_error(OAR_ERR_INVALID_ARG, "%s: attribute '%s' is missing or has the wrong kind",
+                             d->name, d->attrs[i].name);
+    }
+    int n = d->n_outputs >= 0 ? d->n_outputs : OAR_MAX_OUTPUTS;
+    st = d->infer(in, n_in, attrs, out, &n);
+    if (st != OAR_OK) return st;
+    *n_out = n;
+    return OAR_OK;
+}
+
+oar_status oar_op_run_kernel(oar_op_id op, const oar_kernel_entry *k, oar_tensor *const *in,
+                             int n_in, oar_tensor *const *out, int n_out, const oar_attr *attrs) {
+    const oar_op_def *d = oar_op_table[op];
+    oar_tensor *tmp[OAR_MAX_INPUTS];
+    oar_tensor *const *args = in;
+    int n_tmp = 0;
+    if (!(d->flags & OAR_OPF_STRIDED)) {
+        for (int i = 0; i < n_in; i++) {
+            if (in[i] && !in[i]->contiguous) {
+                if (args == in) {
+                    memcpy(tmp, in, sizeof(*in) * (size_t)n_in);
+                    args = tmp;
+                }
+                tmp[i] = oar_tensor_contiguous_copy(in[i]);
+                if (!tmp[i]) {
+                    for (int j = 0; j < i; j++)
+                        if (tmp[j] != in[j]) oar_tensor_unref(tmp[j]);
+                    return OAR_ERR_OOM;
+                }
+                n_tmp++;
+            }
+        }
+    }
+    oar_kctx ctx = {.nthreads = oar_get_num_threads()};
+    if (d->flags & OAR_OPF_RANDOM) ctx.rng = oar_rng_reserve((uint64_t)(n_out ? out[0]->numel : 0));
+    oar_status st = k->fn(&ctx, args, n_in, out, n_out, attrs);
+    if (n_tmp)
+        for (int i = 0; i < n_in; i++)
+            if (tmp[i] != in[i]) oar_tensor_unref(tmp[i]);
+    if (st != OAR_OK && oar_last_status() == OAR_OK)
+        oar_error(st, "%s: the %s kernel failed without a message", d->name, k->impl);
+    return st;
+}
+
+oar_status oar_op_call(oar_op_id op, oar_tensor *const *in, int n_in, const oar_attr *attrs,
+                       oar_tensor **out, int *n_out) {
+    oar_init();
+    const oar_op_def *d = oar_op_table[op];
+    oar_meta meta[OAR_MAX_OUTPUTS];
+    int n = 0;
+    oar_status st = oar_op_infer(op, in, n_in, attrs, meta, &n);
+    if (st != OAR_OK) return st;
+    if (n > *n_out)
+        return oar_error(OAR_ERR_INVALID_ARG, "%s: produces %d outputs but room was given for %d",
+                         d->name, n, *n_out);
+    int made = 0;
+    for (; made < n; made++) {
+        oar_tensor *t;
+        if (d->flags & OAR_OPF_VIEW) {
+            t = oar_tensor_alias(in[0]);
+            if (t) {
+                t->dtype = meta[made].dtype;
+                t->ndim = meta[made].ndim;
+                memcpy(t->shape, meta[made].shape, sizeof(int64_t) * (size_t)t->ndim);
+            }
+        } else {
+            t = oar_tensor_new(meta[made].dtype, meta[made].shape, meta[made].ndim);
+        }
+        if (!t) {
+            st = oar_last_status();
+            goto fail;
+        }
+        out[made] = t;
+    }
+    if (d->flags & OAR_OPF_VIEW) {
+        st = d->view(in, n_in, attrs, out, n);
+        for (int i = 0; i < n; i++) oar_tensor_refresh(out[i]);
+    } else {
+        const oar_kernel_entry *k = oar_select_kernel(op, in, n_in, out, n, attrs);
+        st = k ? oar_op_run_kernel(op, k, in, n_in, out, n, attrs) : oar_last_status();
+    }
+    if (st != OAR_OK) goto fail;
+    if (g_recorder && !(d->flags & OAR_OPF_NONDIFF)) {
+        for (int i = 0; i < n_in; i++) {
+            if (in[i] && in[i]->requires_grad) {
+                st = g_recorder(op, in, n_in, attrs, out, n);
+                if (st != OAR_OK) goto fail;
+                break;
+            }
+        }
+    }
+    *n_out = n;
+    return OAR_OK;
+fail:
+    for (int i = 0; i < made; i++) oar_tensor_unref(out[i]);
+    return st;
+}
+
+oar_tensor *oar_op_call1(oar_op_id op, oar_tensor *const *in, int n_in, const oar_attr *attrs) {
+    oar_tensor *out[OAR_MAX_OUTPUTS];
+    int n = OAR_MAX_OUTPUTS;
+    if (oar_op_call(op, in, n_in, attrs, out, &n) != OAR_OK) return NULL;
+    /* hidden outputs (e.g. a dropout mask) stay alive through the autograd node only */
+    for (int i = 1; i < n; i++) oar_tensor_unref(out[i]);
+    return oar_track(out[0]);
+}

@@ -1,0 +1,181 @@
+/* The operator contract. Every operator is one oar_op_def (schema, shape/dtype inference,
+ * reference kernel, gradient rule, flags), listed once in ops.def. Fast kernels for an op
+ * are registered separately by backends and checked against the reference by the sweep. */
+#ifndef OAR_OP_H
+#define OAR_OP_H
+
+#include "tensor/tensor.h"
+
+/* ---- attributes: typed values, positional per the op's schema */
+#define OAR_MAX_ATTRS 8
+#define OAR_ATTR_MAX_INTS 16
+#define OAR_ATTR_STR_CAP 64
+
+typedef enum oar_attr_kind {
+    OAR_ATTR_NONE = 0,
+    OAR_ATTR_INT,     /* also bools and dtypes */
+    OAR_ATTR_FLOAT,
+    OAR_ATTR_INTS,    /* up to OAR_ATTR_MAX_INTS */
+    OAR_ATTR_STR,
+} oar_attr_kind;
+
+typedef struct oar_attr {
+    oar_attr_kind kind;
+    int n; /* OAR_ATTR_INTS: entries used */
+    union {
+        int64_t i;
+        double f;
+        int64_t ints[OAR_ATTR_MAX_INTS];
+        char s[OAR_ATTR_STR_CAP];
+    };
+} oar_attr;
+
+typedef struct oar_attr_schema {
+    const char *name;
+    oar_attr_kind kind;
+} oar_attr_schema;
+
+oar_attr oar_attr_int(int64_t v);
+oar_attr oar_attr_float(double v);
+oar_attr oar_attr_ints(const int64_t *v, int n);   /* n > OAR_ATTR_MAX_INTS is truncated: check first */
+oar_attr oar_attr_dims(const int *dims, int n);
+oar_attr oar_attr_str(const char *s);
+
+/* ---- metadata produced by inference */
+typedef struct oar_meta {
+    oar_dtype dtype;
+    int ndim;
+    int64_t shape[OAR_MAX_DIMS];
+} oar_meta;
+
+#define OAR_MAX_OUTPUTS 64 /* for variadic outputs (split, chunk) */
+#define OAR_MAX_INPUTS 64  /* for variadic inputs (concat, stack) */
+
+/* ---- kernel context: everything a kernel may use besides its tensors (no globals) */
+typedef struct oar_kctx {
+    int nthreads;
+    oar_rng_state rng;  /* counters reserved for this call (random ops) */
+} oar_kctx;
+
+typedef oar_status (*oar_infer_fn)(oar_tensor *const *in, int n_in, const oar_attr *attrs,
+                                   oar_meta *out, int *n_out);
+/* Outputs are allocated contiguous from inference; inputs are contiguous unless the op is
+ * OAR_OPF_STRIDED. */
+typedef oar_status (*oar_kernel_fn)(const oar_kctx *ctx, oar_tensor *const *in, int n_in,
+                                    oar_tensor *const *out, int n_out, const oar_attr *attrs);
+/* View ops fill out's shape, strides and offset; out already shares in[0]'s storage. */
+typedef oar_status (*oar_view_fn)(oar_tensor *const *in, int n_in, const oar_attr *attrs,
+                                  oar_tensor *const *out, int n_out);
+typedef bool (*oar_supports_fn)(oar_tensor *const *in, int n_in, oar_tensor *const *out,
+                                int n_out, const oar_attr *attrs);
+
+/* ---- gradient rules: written with public op calls so they serve eager, graph and
+ * higher-order gradients alike. They run inside a scope: temporaries need no release, and
+ * the tensors stored in gin[] are borrowed (the engine takes its own reference). */
+typedef struct oar_grad_ctx {
+    const oar_attr *attrs;
+    oar_tensor *const *in;   /* the op's inputs */
+    int n_in;
+    oar_tensor *const *out;  /* the op's outputs (differentiable aliases) */
+    int n_out;
+    oar_tensor *const *gout; /* gradient of each output; NULL where none flowed */
+    const bool *needs;       /* needs[i]: input i wants a gradient */
+    oar_tensor **gin;        /* rule writes gradients here (NULL means zero) */
+} oar_grad_ctx;
+typedef oar_status (*oar_grad_fn)(oar_grad_ctx *g);
+
+/* ---- flags */
+enum {
+    OAR_OPF_ELEMENTWISE = 1u << 0,
+    OAR_OPF_INPLACE_OK = 1u << 1,   /* output may reuse input 0's buffer */
+    OAR_OPF_RANDOM = 1u << 2,       /* draws from the generator: ctx->rng */
+    OAR_OPF_VIEW = 1u << 3,         /* output aliases input 0 (view fn, no kernel) */
+    OAR_OPF_NONDIFF = 1u << 4,      /* not differentiable by nature (comparisons, argmax...) */
+    OAR_OPF_STRIDED = 1u << 5,      /* reference kernel reads inputs of any strides */
+    OAR_OPF_AMP_ALLOW = 1u << 6,    /* safe and fast in fp16/bf16 */
+    OAR_OPF_AMP_DENY = 1u << 7,     /* keep in fp32 */
+    OAR_OPF_AMP_PROMOTE = 1u << 8,  /* run in the widest input type */
+    OAR_OPF_QUANTIZABLE = 1u << 9,
+};
+
+typedef struct oar_op_def {
+    const char *name;
+    int n_inputs;       /* -1: variadic (1..OAR_MAX_INPUTS) */
+    int n_outputs;      /* -1: decided by inference */
+    int n_visible;      /* outputs returned to users (the rest are saved for backward); 0 = all */
+    int key_input;      /* input whose dtype selects the kernel */
+    int n_attrs;
+    oar_attr_schema attrs[OAR_MAX_ATTRS];
+    unsigned flags;
+    uint32_t ref_dtypes; /* dtypes (of the key input) the reference kernel handles */
+    uint32_t optional_inputs; /* bit i: input i may be NULL (e.g. a bias) */
+    oar_infer_fn infer;
+    oar_kernel_fn reference;
+    oar_view_fn view;
+    oar_grad_fn grad;
+} oar_op_def;
+
+/* ---- the table (generated from ops.def) */
+typedef enum oar_op_id {
+#define OAR_OP(name) OAR_OP_##name,
+#include "ops/ops.def"
+#undef OAR_OP
+    OAR_OP_COUNT
+} oar_op_id;
+
+#define OAR_OP(name) extern const oar_op_def oar_opdef_##name;
+#include "ops/ops.def"
+#undef OAR_OP
+
+extern const oar_op_def *const oar_op_table[OAR_OP_COUNT];
+int oar_op_find(const char *name); /* -1 if unknown */
+
+/* ---- kernels registered by backends */
+typedef struct oar_kernel_entry {
+    oar_device device;
+    uint32_t dtypes;        /* OAR_DTYPE_BIT mask of the key input's dtype */
+    const char *impl;       /* "reference", "avx2", "openblas", "onednn", ... */
+    int priority;           /* higher wins; reference is 0 */
+    oar_kernel_fn fn;
+    oar_supports_fn supports; /* NULL: supports every input the dtype mask admits */
+} oar_kernel_entry;
+oar_status oar_register_kernel(oar_op_id op, oar_kernel_entry e);
+/* Kernels of op, best first (reference included). */
+int oar_op_kernels(oar_op_id op, const oar_kernel_entry **out);
+/* Selects the kernel dispatch would use, or NULL (error set). */
+const oar_kernel_entry *oar_select_kernel(oar_op_id op, oar_tensor *const *in, int n_in,
+                                          oar_tensor *const *out, int n_out, const oar_attr *attrs);
+
+/* ---- calling ops */
+/* The full eager path: validate, infer, allocate (or view), dispatch, record for autograd.
+ * out receives *n_out new, untracked references; *n_out is capacity on entry. */
+oar_status oar_op_call(oar_op_id op, oar_tensor *const *in, int n_in, const oar_attr *attrs,
+                       oar_tensor **out, int *n_out);
+/* Convenience for single-result ops: the first output, tracked in the current scope. */
+oar_tensor *oar_op_call1(oar_op_id op, oar_tensor *const *in, int n_in, const oar_attr *attrs);
+/* Validates inputs against the schema and runs inference only. */
+oar_status oar_op_infer(oar_op_id op, oar_tensor *const *in, int n_in, const oar_attr *attrs,
+                        oar_meta *out, int *n_out);
+/* Runs one specific kernel on prepared outputs (the sweep compares kernels with this). */
+oar_status oar_op_run_kernel(oar_op_id op, const oar_kernel_entry *k, oar_tensor *const *in,
+                             int n_in, oar_tensor *const *out, int n_out, const oar_attr *attrs);
+
+/* ---- helpers for op families */
+/* Error in the house style: "<op>: expected ..., got ...". */
+#define OAR_FAIL(status, opname, ...) oar_error(status, opname ": " __VA_ARGS__)
+/* Reduces a broadcast gradient back to shape (sums the broadcast dims). */
+oar_tensor *oar_sum_to_shape(oar_tensor *g, const int64_t *shape, int ndim);
+/* Common inference: output like input 0 / broadcast of all inputs. */
+oar_status oar_infer_same_as_input0(oar_tensor *const *in, int n_in, const oar_attr *attrs,
+                                    oar_meta *out, int *n_out);
+oar_status oar_infer_broadcast(const char *opname, oar_tensor *const *in, int n_in,
+                               oar_dtype out_dtype, oar_meta *out);
+/* Checks all inputs have one dtype. */
+oar_status oar_check_same_dtype(const char *opname, oar_tensor *const *in, int n_in);
+oar_status oar_check_float(const char *opname, const oar_tensor *t, const char *what);
+/* Normalizes a list of dims (negative allowed) into a bitmask; error names the op. */
+oar_status oar_dims_mask(const char *opname, const oar_attr *dims, int ndim, uint32_t *mask);
+/* Sets meta from a tensor. */
+void oar_meta_from(oar_meta *m, const oar_tensor *t);
+
+#endif

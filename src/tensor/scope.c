@@ -1,0 +1,71 @@
+/* Scopes: a per-thread stack of tensor lists. Tensors handed to the user inside a scope are
+ * recorded in it and released together at oar_scope_end(), so a training step written in C
+ * does not need one oar_release() per temporary. */
+#include "tensor/tensor.h"
+
+#include <stdlib.h>
+
+typedef struct oar_scope {
+    oar_tensor **items;
+    int64_t n, cap;
+    struct oar_scope *parent;
+} oar_scope;
+
+static _Thread_local oar_scope *tl_top;
+
+void oar_scope_begin(void) {
+    oar_scope *s = OAR_NEW(oar_scope);
+    if (!s) return; /* out of memory: tensors stay owned by the caller, nothing leaks */
+    s->parent = tl_top;
+    tl_top = s;
+}
+
+static bool scope_add(oar_scope *s, oar_tensor *t) {
+    if (s->n == s->cap) {
+        int64_t cap = s->cap ? s->cap * 2 : 64;
+        oar_tensor **items = oar_realloc(s->items, sizeof(*items) * (size_t)cap);
+        if (!items) return false;
+        s->items = items;
+        s->cap = cap;
+    }
+    t->scope = s;
+    t->scope_slot = s->n;
+    s->items[s->n++] = t;
+    return true;
+}
+
+oar_tensor *oar_track(oar_tensor *t) {
+    if (t && tl_top && !t->scope) scope_add(tl_top, t);
+    return t;
+}
+
+void oar_scope_forget(oar_tensor *t) {
+    oar_scope *s = t->scope;
+    if (!s) return;
+    s->items[t->scope_slot] = NULL;
+    t->scope = NULL;
+    t->scope_slot = -1;
+}
+
+void oar_scope_end(void) {
+    oar_scope *s = tl_top;
+    if (!s) return;
+    tl_top = s->parent;
+    for (int64_t i = 0; i < s->n; i++) {
+        oar_tensor *t = s->items[i];
+        if (!t) continue;
+        t->scope = NULL;
+        t->scope_slot = -1;
+        oar_tensor_unref(t);
+    }
+    free(s->items);
+    free(s);
+}
+
+oar_tensor *oar_keep(oar_tensor *t) {
+    if (!t || !t->scope) return t;
+    oar_scope *parent = t->scope->parent;
+    oar_scope_forget(t);
+    if (parent) scope_add(parent, t);
+    return t;
+}

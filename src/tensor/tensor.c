@@ -1,0 +1,248 @@
+/* Tensor and storage lifetimes, metadata accessors, element copies. */
+#include "tensor/tensor.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void storage_release(oar_storage *s) {
+    if (!s || __atomic_sub_fetch(&s->refcount, 1, __ATOMIC_ACQ_REL) > 0) return;
+    if (s->owned) oar_free(s->data, s->nbytes);
+    else if (s->deleter) s->deleter(s->data, s->deleter_ctx);
+    free(s);
+}
+
+void oar_tensor_set_contiguous_strides(oar_tensor *t) {
+    int64_t st = 1;
+    for (int d = t->ndim - 1; d >= 0; d--) {
+        t->strides[d] = st;
+        st *= t->shape[d];
+    }
+}
+
+bool oar_tensor_compute_contiguous(const oar_tensor *t) {
+    int64_t st = 1;
+    for (int d = t->ndim - 1; d >= 0; d--) {
+        if (t->shape[d] != 1 && t->strides[d] != st) return false;
+        st *= t->shape[d];
+    }
+    return true;
+}
+
+void oar_tensor_refresh(oar_tensor *t) {
+    int64_t n = 1;
+    for (int d = 0; d < t->ndim; d++) n *= t->shape[d];
+    t->numel = n;
+    t->contiguous = oar_tensor_compute_contiguous(t);
+}
+
+oar_tensor *oar_tensor_shell(oar_dtype dt, const int64_t *shape, int ndim) {
+    if (!oar_dtype_valid(dt)) {
+        oar_error(OAR_ERR_DTYPE, "tensor: expected a dtype in 0..%d, got %d", OAR_DTYPE_COUNT - 1, (int)dt);
+        return NULL;
+    }
+    if (ndim < 0 || ndim > OAR_MAX_DIMS) {
+        oar_error(OAR_ERR_SHAPE, "tensor: expected 0 <= ndim <= %d, got %d", OAR_MAX_DIMS, ndim);
+        return NULL;
+    }
+    for (int d = 0; d < ndim; d++) {
+        if (shape[d] < 0) {
+            oar_error(OAR_ERR_SHAPE, "tensor: expected non-negative sizes, got shape[%d] = %lld", d,
+                      (long long)shape[d]);
+            return NULL;
+        }
+    }
+    oar_tensor *t = OAR_NEW(oar_tensor);
+    if (!t) return NULL;
+    t->refcount = 1;
+    t->ndim = ndim;
+    t->dtype = dt;
+    t->device = OAR_CPU;
+    t->scope_slot = -1;
+    if (ndim) memcpy(t->shape, shape, sizeof(int64_t) * (size_t)ndim);
+    oar_tensor_set_contiguous_strides(t);
+    oar_tensor_refresh(t);
+    return t;
+}
+
+oar_status oar_tensor_alloc_storage(oar_tensor *t) {
+    oar_storage *s = OAR_NEW(oar_storage);
+    if (!s) return OAR_ERR_OOM;
+    s->refcount = 1;
+    s->nbytes = (size_t)t->numel * oar_dtypes[t->dtype].size;
+    s->owned = true;
+    s->device = t->device;
+    s->data = oar_alloc(s->nbytes);
+    if (!s->data) {
+        free(s);
+        return OAR_ERR_OOM;
+    }
+    t->storage = s;
+    t->offset = 0;
+    return OAR_OK;
+}
+
+oar_tensor *oar_tensor_new(oar_dtype dt, const int64_t *shape, int ndim) {
+    oar_tensor *t = oar_tensor_shell(dt, shape, ndim);
+    if (t && oar_tensor_alloc_storage(t) != OAR_OK) {
+        free(t);
+        return NULL;
+    }
+    return t;
+}
+
+oar_tensor *oar_tensor_alias(oar_tensor *src) {
+    oar_tensor *t = OAR_NEW(oar_tensor);
+    if (!t) return NULL;
+    t->refcount = 1;
+    t->storage = src->storage;
+    if (t->storage) __atomic_add_fetch(&t->storage->refcount, 1, __ATOMIC_RELAXED);
+    t->offset = src->offset;
+    t->numel = src->numel;
+    t->ndim = src->ndim;
+    t->dtype = src->dtype;
+    t->device = src->device;
+    t->contiguous = src->contiguous;
+    memcpy(t->shape, src->shape, sizeof t->shape);
+    memcpy(t->strides, src->strides, sizeof t->strides);
+    t->scope_slot = -1;
+    return t;
+}
+
+oar_tensor *oar_retain(oar_tensor *t) {
+    if (t) __atomic_add_fetch(&t->refcount, 1, __ATOMIC_RELAXED);
+    return t;
+}
+
+void oar_release(oar_tensor *t) {
+    if (!t) return;
+    if (t->scope) oar_scope_forget(t); /* the scope's reference is the one released */
+    oar_tensor_unref(t);
+}
+
+void oar_tensor_unref(oar_tensor *t) {
+    if (!t || __atomic_sub_fetch(&t->refcount, 1, __ATOMIC_ACQ_REL) > 0) return;
+    oar_tensor_unref(t->grad);
+    oar_node_header_release(t->grad_fn);
+    for (oar_hook_entry *h = t->hooks; h;) {
+        oar_hook_entry *n = h->next;
+        free(h);
+        h = n;
+    }
+    storage_release(t->storage);
+    free(t);
+}
+
+int oar_ndim(const oar_tensor *t) { return t ? t->ndim : -1; }
+const int64_t *oar_shape(const oar_tensor *t) { return t ? t->shape : NULL; }
+const int64_t *oar_strides(const oar_tensor *t) { return t ? t->strides : NULL; }
+int64_t oar_numel(const oar_tensor *t) { return t ? t->numel : -1; }
+oar_dtype oar_dtype_of(const oar_tensor *t) { return t ? t->dtype : OAR_DTYPE_COUNT; }
+oar_device oar_device_of(const oar_tensor *t) { return t ? t->device : OAR_CPU; }
+bool oar_is_contiguous(const oar_tensor *t) { return t && t->contiguous; }
+
+int64_t oar_size(const oar_tensor *t, int dim) {
+    if (!t) return -1;
+    int d = oar_normalize_dim(dim, t->ndim);
+    if (d < 0) {
+        oar_error(OAR_ERR_INVALID_ARG, "size: expected dim in [%d, %d], got %d", -t->ndim,
+                  t->ndim - 1, dim);
+        return -1;
+    }
+    return t->shape[d];
+}
+
+void *oar_data(oar_tensor *t) {
+    if (!t) return NULL;
+    if (!t->storage) {
+        oar_error(OAR_ERR_STATE, "data: this tensor is symbolic (being traced) and has no data; "
+                                 "use oar_cond/oar_while for data-dependent logic");
+        return NULL;
+    }
+    return oar_tensor_ptr(t);
+}
+
+int oar_normalize_dim(int dim, int ndim) {
+    int n = ndim == 0 ? 1 : ndim;
+    if (dim < -n || dim >= n) return -1;
+    return dim < 0 ? dim + n : dim;
+}
+
+void oar_format_shape(const int64_t *shape, int ndim, char *buf, size_t size) {
+    size_t k = (size_t)snprintf(buf, size, "[");
+    for (int d = 0; d < ndim && k < size; d++)
+        k += (size_t)snprintf(buf + k, size - k, d ? ", %lld" : "%lld", (long long)shape[d]);
+    if (k < size) snprintf(buf + k, size - k, "]");
+}
+
+bool oar_broadcast_shapes(const int64_t *a, int na, const int64_t *b, int nb, int64_t *out, int *nout) {
+    int n = na > nb ? na : nb;
+    for (int i = 0; i < n; i++) {
+        int64_t da = i < n - na ? 1 : a[i - (n - na)];
+        int64_t db = i < n - nb ? 1 : b[i - (n - nb)];
+        if (da != db && da != 1 && db != 1) return false;
+        out[i] = da == 1 ? db : da;
+    }
+    *nout = n;
+    return true;
+}
+
+void oar_iter_init(oar_iter *it, const int64_t *shape, int ndim, oar_tensor *const *ops, int n_ops) {
+    memset(it, 0, sizeof *it);
+    it->ndim = ndim;
+    it->n_ops = n_ops;
+    it->remaining = 1;
+    for (int d = 0; d < ndim; d++) {
+        it->shape[d] = shape[d];
+        it->remaining *= shape[d];
+    }
+    for (int k = 0; k < n_ops; k++) {
+        const oar_tensor *t = ops[k];
+        int64_t es = (int64_t)oar_dtypes[t->dtype].size;
+        int lead = ndim - t->ndim;
+        for (int d = 0; d < ndim; d++) {
+            int td = d - lead;
+            it->strides[k][d] = (td < 0 || t->shape[td] == 1) ? 0 : t->strides[td] * es;
+        }
+        it->ptr[k] = t->storage ? oar_tensor_ptr(t) : NULL;
+    }
+}
+
+bool oar_iter_next(oar_iter *it) {
+    if (--it->remaining <= 0) return false;
+    for (int d = it->ndim - 1; d >= 0; d--) {
+        if (++it->idx[d] < it->shape[d]) {
+            for (int k = 0; k < it->n_ops; k++) it->ptr[k] += it->strides[k][d];
+            return true;
+        }
+        it->idx[d] = 0;
+        for (int k = 0; k < it->n_ops; k++) it->ptr[k] -= it->strides[k][d] * (it->shape[d] - 1);
+    }
+    return false;
+}
+
+void oar_tensor_copy_strided(oar_tensor *dst, const oar_tensor *src) {
+    if (dst->numel == 0) return;
+    if (dst->dtype == src->dtype && dst->contiguous && src->contiguous && dst->numel == src->numel) {
+        memcpy(oar_tensor_ptr(dst), oar_tensor_ptr(src), (size_t)dst->numel * oar_dtypes[dst->dtype].size);
+        return;
+    }
+    oar_tensor *ops[2] = {dst, (oar_tensor *)src};
+    oar_iter it;
+    oar_iter_init(&it, dst->shape, dst->ndim, ops, 2);
+    const oar_dtype_traits *td = &oar_dtypes[dst->dtype], *ts = &oar_dtypes[src->dtype];
+    if (dst->dtype == src->dtype) {
+        size_t es = td->size;
+        do memcpy(it.ptr[0], it.ptr[1], es); while (oar_iter_next(&it));
+    } else if (!td->is_float && !ts->is_float) {
+        do td->store_i64(it.ptr[0], ts->load_i64(it.ptr[1])); while (oar_iter_next(&it));
+    } else {
+        do td->store(it.ptr[0], ts->load(it.ptr[1])); while (oar_iter_next(&it));
+    }
+}
+
+oar_tensor *oar_tensor_contiguous_copy(const oar_tensor *src) {
+    oar_tensor *t = oar_tensor_new(src->dtype, src->shape, src->ndim);
+    if (t) oar_tensor_copy_strided(t, src);
+    return t;
+}

@@ -1,0 +1,119 @@
+/* Internal tensor layer: storage, the tensor struct, dtype traits, strided iteration. */
+#ifndef OAR_TENSOR_H
+#define OAR_TENSOR_H
+
+#include "base/base.h"
+
+/* ---- dtype traits (dtype.c): one row per dtype, checked against OAR_DTYPE_COUNT */
+typedef struct oar_dtype_traits {
+    const char *name;
+    size_t size;
+    bool is_float, is_signed;
+    double (*load)(const void *p);          /* element -> double */
+    void (*store)(void *p, double v);       /* double -> element (ints truncate toward 0) */
+    int64_t (*load_i64)(const void *p);
+    void (*store_i64)(void *p, int64_t v);
+} oar_dtype_traits;
+extern const oar_dtype_traits oar_dtypes[OAR_DTYPE_COUNT];
+#define OAR_DTYPE_BIT(dt) (1u << (dt))
+#define OAR_FLOAT_DTYPES (OAR_DTYPE_BIT(OAR_F32) | OAR_DTYPE_BIT(OAR_F64) | OAR_DTYPE_BIT(OAR_F16) | OAR_DTYPE_BIT(OAR_BF16))
+#define OAR_INT_DTYPES (OAR_DTYPE_BIT(OAR_I8) | OAR_DTYPE_BIT(OAR_U8) | OAR_DTYPE_BIT(OAR_I32) | OAR_DTYPE_BIT(OAR_I64))
+#define OAR_ALL_DTYPES ((1u << OAR_DTYPE_COUNT) - 1)
+bool oar_dtype_valid(oar_dtype dt);
+
+/* ---- storage: a refcounted buffer shared by all views of it */
+typedef struct oar_storage {
+    int refcount;
+    void *data;
+    size_t nbytes;
+    oar_device device;
+    void (*deleter)(void *data, void *ctx); /* set for user buffers (oar_from_blob) */
+    void *deleter_ctx;
+    bool owned;                              /* allocated by oar_alloc */
+    uint32_t version;                        /* bumped by in-place writes (autograd checks it) */
+} oar_storage;
+
+/* Autograd nodes belong to the autograd layer; tensors only hold and drop references through
+ * this header, so the tensor layer does not depend on autograd. */
+typedef struct oar_node_header {
+    int refcount;
+    void (*destroy)(struct oar_node_header *n);
+} oar_node_header;
+static inline void oar_node_header_release(oar_node_header *n) {
+    if (n && __atomic_sub_fetch(&n->refcount, 1, __ATOMIC_ACQ_REL) == 0) n->destroy(n);
+}
+static inline void oar_node_header_retain(oar_node_header *n) {
+    if (n) __atomic_add_fetch(&n->refcount, 1, __ATOMIC_RELAXED);
+}
+struct oar_scope;
+typedef struct oar_hook_entry {
+    oar_grad_hook fn;
+    void *user;
+    int handle;
+    struct oar_hook_entry *next;
+} oar_hook_entry;
+
+struct oar_tensor {
+    int refcount;
+    oar_storage *storage;     /* NULL for a symbolic tensor (tracing) */
+    int64_t offset;           /* in elements */
+    int64_t numel;
+    int ndim;
+    oar_dtype dtype;
+    oar_device device;
+    bool contiguous;
+    int64_t shape[OAR_MAX_DIMS];
+    int64_t strides[OAR_MAX_DIMS];
+    /* autograd */
+    bool requires_grad;
+    oar_tensor *grad;         /* leaves: accumulated gradient */
+    oar_node_header *grad_fn; /* non-leaves: the node that made it */
+    int output_nr;
+    oar_hook_entry *hooks;    /* leaves only; non-leaf hooks live on grad_fn */
+    /* scope ownership */
+    struct oar_scope *scope;
+    int64_t scope_slot;
+};
+
+/* Creation without scope tracking (internal). */
+oar_tensor *oar_tensor_new(oar_dtype dt, const int64_t *shape, int ndim); /* contiguous, uninitialised */
+/* Drops a reference held by oar itself (oar_release is for the user's, and leaves scopes). */
+void oar_tensor_unref(oar_tensor *t);
+oar_tensor *oar_tensor_alias(oar_tensor *src);                           /* same storage and layout */
+oar_tensor *oar_tensor_shell(oar_dtype dt, const int64_t *shape, int ndim); /* no storage yet */
+oar_status oar_tensor_alloc_storage(oar_tensor *t);
+void oar_tensor_set_contiguous_strides(oar_tensor *t);
+bool oar_tensor_compute_contiguous(const oar_tensor *t);
+void oar_tensor_refresh(oar_tensor *t);   /* recompute numel and contiguous after layout edits */
+static inline char *oar_tensor_ptr(const oar_tensor *t) {
+    return (char *)t->storage->data + t->offset * (int64_t)oar_dtypes[t->dtype].size;
+}
+/* Registers a tensor returned to the user with the current scope (if any); returns t. */
+oar_tensor *oar_track(oar_tensor *t);
+/* Scopes (scope.c): drop t from the scope that owns it (it keeps its reference count). */
+void oar_scope_forget(oar_tensor *t);
+/* Copies src into dst elementwise (shapes equal, any strides, any dtypes). */
+void oar_tensor_copy_strided(oar_tensor *dst, const oar_tensor *src);
+/* New contiguous tensor with the same values (internal, no autograd, untracked). */
+oar_tensor *oar_tensor_contiguous_copy(const oar_tensor *src);
+int oar_normalize_dim(int dim, int ndim);  /* -1 if out of range */
+void oar_format_shape(const int64_t *shape, int ndim, char *buf, size_t size); /* "[2, 3]" */
+
+/* ---- strided iteration over up to 4 operands sharing one (broadcast) shape */
+#define OAR_ITER_MAX 4
+typedef struct oar_iter {
+    int ndim, n_ops;
+    int64_t shape[OAR_MAX_DIMS];
+    int64_t strides[OAR_ITER_MAX][OAR_MAX_DIMS]; /* bytes; 0 on broadcast dims */
+    int64_t idx[OAR_MAX_DIMS];
+    char *ptr[OAR_ITER_MAX];
+    int64_t remaining;
+} oar_iter;
+/* Operands are viewed at shape (each broadcast to it, aligned at the last dim). */
+void oar_iter_init(oar_iter *it, const int64_t *shape, int ndim, oar_tensor *const *ops, int n_ops);
+bool oar_iter_next(oar_iter *it); /* advances; false after the last element */
+
+/* Broadcast two shapes; false when incompatible. */
+bool oar_broadcast_shapes(const int64_t *a, int na, const int64_t *b, int nb, int64_t *out, int *nout);
+
+#endif

@@ -1,0 +1,26 @@
+/* Sweep cases for copies and casts. */
+#include "sweep.h"
+
+const sweep_case sweep_cases_tensor_ops[] = {
+    {"contiguous", "n:3x4", ""},
+    {"contiguous", "n:2x0x3", ""},
+    {"contiguous", "i0_9:5", ""},
+    {"cast", "n:3x4", "dtype=1"},           /* to f64 */
+    {"cast", "n:3x4", "dtype=0", SWEEP_NO_GRAD}, /* to f32: too coarse for f64 differences */
+    {"cast", "n:2x3", "dtype=7", SWEEP_NO_GRAD}, /* to i64: no gradient flows */
+    {"cast", "i0_100:6", "dtype=0"},
+    {"cast", "n:5", "dtype=2", SWEEP_NO_GRAD, 1e-3},    /* to f16 */
+    {"cast", "n:5", "dtype=3", SWEEP_NO_GRAD, 1e-2},    /* to bf16 */
+    {0},
+};
+
+static bool bad_cast_dtype(void) {
+    int64_t s[1] = {2};
+    oar_tensor *x = oar_zeros(s, 1, OAR_F32);
+    return oar_cast(x, (oar_dtype)42) != NULL;
+}
+
+const sweep_bad sweep_bad_tensor_ops[] = {
+    {"cast to an invalid dtype", bad_cast_dtype, "expected a target dtype"},
+    {0},
+};

@@ -1,0 +1,51 @@
+/* Sweep cases for views. */
+#include "sweep.h"
+
+const sweep_case sweep_cases_view[] = {
+    /* the strided pass spreads every dim apart, which reshape cannot view: contiguous only */
+    {"reshape", "n:2x3x4", "shape=6,4", SWEEP_NO_STRIDED},
+    {"reshape", "n:2x3x4", "shape=-1", SWEEP_NO_STRIDED},
+    {"reshape", "n:2x3x4", "shape=2,-1,2", SWEEP_NO_STRIDED},
+    {"reshape", "n:2x3x4", "shape=2,3,2,2"}, /* splits only the last dim: a view of any layout */
+    {"reshape", "n:1", "shape="},
+    {"reshape", "n:0x3", "shape=3,0"},
+    {"permute", "n:2x3x4", "dims=2,0,1"},
+    {"permute", "n:2x3", "dims=-1,0"},
+    {"slice", "n:6x4", "dim=0 start=1 end=5 step=2"},
+    {"slice", "n:6x4", "dim=-1 start=-3 end=100 step=1"},
+    {"slice", "n:6x4", "dim=1 start=3 end=1 step=1"},
+    {"expand", "n:3x1", "shape=2,3,4"},
+    {"expand", "n:1x4", "shape=-1,4"},
+    {"squeeze", "n:3x1x4", "dim=1"},
+    {"squeeze", "n:3x2", "dim=0"},
+    {"unsqueeze", "n:3x4", "dim=1"},
+    {"unsqueeze", "n:3x4", "dim=-1"},
+    {"slice_backward", "n:2x4", "shape=6,4 dim=0 start=1 end=5 step=2"},
+    {"slice_backward", "n:6x2", "shape=6,4 dim=1 start=1 end=4 step=2"},
+    {0},
+};
+
+static bool bad_reshape(void) {
+    int64_t s[2] = {2, 3}, t[1] = {7};
+    return oar_reshape(oar_zeros(s, 2, OAR_F32), t, 1) != NULL;
+}
+static bool bad_expand(void) {
+    int64_t s[1] = {3}, t[1] = {4};
+    return oar_expand(oar_zeros(s, 1, OAR_F32), t, 1) != NULL;
+}
+static bool bad_view_noncontig(void) {
+    int64_t s[2] = {2, 3}, t[1] = {6};
+    return oar_view(oar_transpose(oar_zeros(s, 2, OAR_F32), 0, 1), t, 1) != NULL;
+}
+static bool bad_slice_dim(void) {
+    int64_t s[2] = {2, 3};
+    return oar_slice(oar_zeros(s, 2, OAR_F32), 5, 0, 1, 1) != NULL;
+}
+
+const sweep_bad sweep_bad_view[] = {
+    {"reshape to a different element count", bad_reshape, "expected the new shape to hold 6 elements"},
+    {"expand a dim of size 3 to 4", bad_expand, "expected each input dim to be 1 or equal"},
+    {"view of a transposed tensor", bad_view_noncontig, "without a copy"},
+    {"slice of a dim that does not exist", bad_slice_dim, "expected dim in [-2, 1], got 5"},
+    {0},
+};

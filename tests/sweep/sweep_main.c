@@ -1,0 +1,540 @@
+/* The op sweep runner. For every case: each kernel against the reference on fresh guarded
+ * outputs, the eager path on non-contiguous inputs, and a float64 finite-difference check of
+ * the gradient rule. Then coverage: every registered op has a case, every differentiable op
+ * a rule, every family a bad-input case that fails with a clear message.
+ * Usage: sweep [op-name-filter] */
+#include "sweep.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define GUARD 64
+#define GUARD_BYTE 0xA5
+
+static int g_failures, g_checks;
+static const char *g_filter;
+
+#define FAIL(...)                           \
+    do {                                    \
+        g_failures++;                       \
+        fprintf(stderr, "FAIL ");           \
+        fprintf(stderr, __VA_ARGS__);       \
+        fprintf(stderr, "\n");              \
+    } while (0)
+
+/* ---- parsing of case specs */
+static int parse_dtype(const char *s, oar_dtype *dt) {
+    for (int d = 0; d < OAR_DTYPE_COUNT; d++) {
+        size_t n = strlen(oar_dtype_name((oar_dtype)d));
+        if (strncmp(s, oar_dtype_name((oar_dtype)d), n) == 0 && (s[n] == '\0' || s[n] == ':')) {
+            *dt = (oar_dtype)d;
+            return (int)n;
+        }
+    }
+    return 0;
+}
+
+typedef struct input_spec {
+    char kind;          /* n u p d b i, or 0 for none */
+    int64_t lo, hi;
+    bool fixed;         /* dtype given explicitly */
+    oar_dtype dtype;
+    int ndim;
+    int64_t shape[OAR_MAX_DIMS];
+} input_spec;
+
+static bool parse_input(const char *s, size_t len, input_spec *sp) {
+    char buf[128];
+    if (len >= sizeof buf) return false;
+    memcpy(buf, s, len);
+    buf[len] = '\0';
+    memset(sp, 0, sizeof *sp);
+    if (strcmp(buf, "none") == 0) return true;
+    char *p = buf;
+    sp->kind = *p++;
+    if (!strchr("nupdbi", sp->kind)) return false;
+    if (sp->kind == 'i') {
+        sp->lo = strtoll(p, &p, 10);
+        if (*p++ != '_') return false;
+        sp->hi = strtoll(p, &p, 10);
+        sp->fixed = true;
+        sp->dtype = OAR_I64;
+    }
+    if (sp->kind == 'b') {
+        sp->fixed = true;
+        sp->dtype = OAR_BOOL;
+    }
+    if (*p != ':') {
+        int n = parse_dtype(p, &sp->dtype);
+        if (!n) return false;
+        sp->fixed = true;
+        p += n;
+    }
+    if (*p++ != ':') return false;
+    while (*p) {
+        if (sp->ndim == OAR_MAX_DIMS) return false;
+        sp->shape[sp->ndim++] = strtoll(p, &p, 10);
+        if (*p == 'x') p++;
+        else if (*p) return false;
+    }
+    return true;
+}
+
+static int parse_inputs(const char *spec, input_spec *out) {
+    int n = 0;
+    const char *s = spec;
+    while (*s) {
+        const char *e = strchr(s, ';');
+        size_t len = e ? (size_t)(e - s) : strlen(s);
+        if (n == OAR_MAX_INPUTS || !parse_input(s, len, &out[n])) return -1;
+        n++;
+        if (!e) break;
+        s = e + 1;
+    }
+    return n;
+}
+
+static bool parse_attrs(const oar_op_def *d, const char *spec, oar_attr *out) {
+    for (int i = 0; i < d->n_attrs; i++) {
+        const char *name = d->attrs[i].name;
+        size_t nl = strlen(name);
+        const char *s = spec;
+        const char *v = NULL;
+        while (s && *s) {
+            while (*s == ' ') s++;
+            if (strncmp(s, name, nl) == 0 && s[nl] == '=') {
+                v = s + nl + 1;
+                break;
+            }
+            s = strchr(s, ' ');
+        }
+        if (!v) {
+            FAIL("%s: case attrs \"%s\" lack '%s'", d->name, spec, name);
+            return false;
+        }
+        char val[128];
+        size_t vl = strcspn(v, " ");
+        if (vl >= sizeof val) return false;
+        memcpy(val, v, vl);
+        val[vl] = '\0';
+        switch (d->attrs[i].kind) {
+        case OAR_ATTR_INT: out[i] = oar_attr_int(strcmp(val, "true") == 0 ? 1 : strtoll(val, NULL, 10)); break;
+        case OAR_ATTR_FLOAT: out[i] = oar_attr_float(strtod(val, NULL)); break;
+        case OAR_ATTR_STR: out[i] = oar_attr_str(val); break;
+        case OAR_ATTR_INTS: {
+            int64_t ints[OAR_ATTR_MAX_INTS];
+            int n = 0;
+            char *p = val;
+            while (*p && n < OAR_ATTR_MAX_INTS) {
+                ints[n++] = strtoll(p, &p, 10);
+                if (*p == ',') p++;
+            }
+            out[i] = oar_attr_ints(ints, n);
+            break;
+        }
+        default: return false;
+        }
+    }
+    return true;
+}
+
+/* ---- inputs */
+static uint64_t g_seed;
+static double urand(void) { /* xorshift; deterministic per case */
+    g_seed ^= g_seed << 13;
+    g_seed ^= g_seed >> 7;
+    g_seed ^= g_seed << 17;
+    return (double)(g_seed >> 11) * (1.0 / 9007199254740992.0);
+}
+
+static oar_tensor *make_input(const input_spec *sp, oar_dtype float_dt) {
+    if (!sp->kind) return NULL;
+    oar_dtype dt = sp->fixed ? sp->dtype : float_dt;
+    oar_tensor *t = oar_tensor_new(dt, sp->shape, sp->ndim);
+    const oar_dtype_traits *tr = &oar_dtypes[dt];
+    char *p = oar_tensor_ptr(t);
+    for (int64_t i = 0; i < t->numel; i++) {
+        double v;
+        switch (sp->kind) {
+        case 'n': v = sqrt(-2 * log(urand() + 1e-12)) * cos(6.283185307 * urand()); break;
+        case 'u': v = urand() * 2 - 1; break;
+        case 'p': v = 0.5 + 1.5 * urand(); break;
+        case 'd': v = (double)i; break; /* shuffled below */
+        case 'b': v = urand() < 0.5; break;
+        default: v = (double)(sp->lo + (int64_t)(urand() * (double)(sp->hi - sp->lo))); break;
+        }
+        tr->store(p + i * (int64_t)tr->size, v);
+    }
+    if (sp->kind == 'd') { /* distinct values spaced well apart, in random order, centred on 0 */
+        for (int64_t i = t->numel - 1; i > 0; i--) {
+            int64_t j = (int64_t)(urand() * (double)(i + 1));
+            double a = tr->load(p + i * (int64_t)tr->size), b = tr->load(p + j * (int64_t)tr->size);
+            tr->store(p + i * (int64_t)tr->size, b);
+            tr->store(p + j * (int64_t)tr->size, a);
+        }
+        for (int64_t i = 0; i < t->numel; i++) {
+            double v = tr->load(p + i * (int64_t)tr->size);
+            tr->store(p + i * (int64_t)tr->size, (v - (double)t->numel / 2 + 0.5) * 0.25); /* never 0 */
+        }
+    }
+    return t;
+}
+
+/* Same values, different layout: every dim strided by 2 inside a larger buffer. */
+static oar_tensor *make_strided(oar_tensor *src) {
+    if (!src || src->ndim == 0 || src->numel == 0) return oar_retain(src);
+    int64_t big[OAR_MAX_DIMS];
+    for (int d = 0; d < src->ndim; d++) big[d] = src->shape[d] * 2;
+    oar_tensor *b = oar_tensor_new(src->dtype, big, src->ndim);
+    memset(oar_tensor_ptr(b), 0x7F, (size_t)b->numel * oar_dtypes[b->dtype].size);
+    oar_tensor *v = oar_tensor_alias(b);
+    oar_tensor_unref(b);
+    for (int d = 0; d < src->ndim; d++) {
+        v->shape[d] = src->shape[d];
+        v->strides[d] *= 2;
+    }
+    oar_tensor_refresh(v);
+    oar_tensor_copy_strided(v, src);
+    return v;
+}
+
+/* ---- guarded outputs */
+static void guarded_free(void *data, void *ctx) {
+    (void)ctx;
+    free((char *)data - GUARD);
+}
+
+static oar_tensor *guarded_new(const oar_meta *m) {
+    oar_tensor *t = oar_tensor_shell(m->dtype, m->shape, m->ndim);
+    size_t nbytes = (size_t)t->numel * oar_dtypes[m->dtype].size;
+    char *buf = malloc(nbytes + 2 * GUARD);
+    memset(buf, GUARD_BYTE, nbytes + 2 * GUARD);
+    memset(buf + GUARD, 0xFF, nbytes); /* NaN-ish garbage: a kernel must write every element */
+    oar_storage *s = calloc(1, sizeof *s);
+    s->refcount = 1;
+    s->data = buf + GUARD;
+    s->nbytes = nbytes;
+    s->deleter = guarded_free;
+    t->storage = s;
+    return t;
+}
+
+static bool guards_intact(const oar_tensor *t) {
+    const unsigned char *p = (const unsigned char *)t->storage->data;
+    for (int i = 1; i <= GUARD; i++)
+        if (p[-i] != GUARD_BYTE || p[t->storage->nbytes + (size_t)i - 1] != GUARD_BYTE) return false;
+    return true;
+}
+
+/* ---- comparisons */
+static bool close_enough(double a, double b, double tol) {
+    if (isnan(a) || isnan(b)) return isnan(a) && isnan(b);
+    if (isinf(a) || isinf(b)) return a == b;
+    return fabs(a - b) <= tol + tol * fabs(b);
+}
+
+static bool same_values(const char *what, const oar_tensor *got, const oar_tensor *want, double tol) {
+    g_checks++;
+    if (got->ndim != want->ndim || got->dtype != want->dtype ||
+        memcmp(got->shape, want->shape, sizeof(int64_t) * (size_t)got->ndim)) {
+        FAIL("%s: shape/dtype differ from the reference", what);
+        return false;
+    }
+    if (!got->numel) return true;
+    oar_tensor *ops[2] = {(oar_tensor *)got, (oar_tensor *)want};
+    oar_iter it;
+    oar_iter_init(&it, got->shape, got->ndim, ops, 2);
+    const oar_dtype_traits *tr = &oar_dtypes[got->dtype];
+    int64_t i = 0;
+    do {
+        bool ok = tr->is_float ? close_enough(tr->load(it.ptr[0]), tr->load(it.ptr[1]), tol)
+                               : tr->load_i64(it.ptr[0]) == tr->load_i64(it.ptr[1]);
+        if (!ok) {
+            FAIL("%s: element %lld is %.9g, reference %.9g", what, (long long)i, tr->load(it.ptr[0]),
+                 tr->load(it.ptr[1]));
+            return false;
+        }
+        i++;
+    } while (oar_iter_next(&it));
+    return true;
+}
+
+static const oar_rng_state FIXED_RNG = {.seed = 1234, .offset = 0};
+
+/* ---- one pass of a case at one float dtype: kernels vs reference, then strided eager path */
+static void run_kernels(const sweep_case *c, int op, const input_spec *specs, int n_in, const oar_attr *attrs,
+                        oar_dtype dt, const char *label) {
+    const oar_op_def *d = oar_op_table[op];
+    oar_tensor *in[OAR_MAX_INPUTS];
+    for (int i = 0; i < n_in; i++) in[i] = make_input(&specs[i], dt);
+    double tol = c->tol > 0 ? c->tol : (dt == OAR_F64 ? 1e-9 : 1e-4);
+    oar_meta meta[OAR_MAX_OUTPUTS];
+    int n_out = 0;
+    if (oar_op_infer((oar_op_id)op, in, n_in, attrs, meta, &n_out) != OAR_OK) {
+        FAIL("%s: inference failed: %s", label, oar_last_error());
+        goto done;
+    }
+    if ((d->flags & OAR_OPF_VIEW) && (c->flags & SWEEP_NO_STRIDED)) goto done;
+    if (d->flags & OAR_OPF_VIEW) {
+        /* views: the eager path on strided inputs must see the same values */
+        oar_tensor *a[OAR_MAX_OUTPUTS], *b[OAR_MAX_OUTPUTS], *sin[OAR_MAX_INPUTS];
+        int na = OAR_MAX_OUTPUTS, nb = OAR_MAX_OUTPUTS;
+        for (int i = 0; i < n_in; i++) sin[i] = make_strided(in[i]);
+        if (oar_op_call((oar_op_id)op, in, n_in, attrs, a, &na) != OAR_OK ||
+            oar_op_call((oar_op_id)op, sin, n_in, attrs, b, &nb) != OAR_OK) {
+            FAIL("%s: view failed: %s", label, oar_last_error());
+        } else {
+            for (int o = 0; o < na; o++) {
+                same_values(label, b[o], a[o], 0);
+                oar_tensor_unref(a[o]);
+                oar_tensor_unref(b[o]);
+            }
+        }
+        for (int i = 0; i < n_in; i++) oar_tensor_unref(sin[i]);
+        goto done;
+    }
+    oar_tensor *ref[OAR_MAX_OUTPUTS];
+    for (int o = 0; o < n_out; o++) ref[o] = guarded_new(&meta[o]);
+    const oar_kernel_entry *ks;
+    int nk = oar_op_kernels((oar_op_id)op, &ks);
+    const oar_kernel_entry *refk = NULL;
+    for (int k = 0; k < nk; k++)
+        if (strcmp(ks[k].impl, "reference") == 0 && (ks[k].dtypes & OAR_DTYPE_BIT(in[d->key_input]->dtype))) refk = &ks[k];
+    if (!refk) {
+        FAIL("%s: the reference kernel does not handle dtype %s", label, oar_dtype_name(in[d->key_input]->dtype));
+        goto free_ref;
+    }
+    oar_rng_set_state(FIXED_RNG);
+    if (oar_op_run_kernel((oar_op_id)op, refk, in, n_in, ref, n_out, attrs) != OAR_OK) {
+        FAIL("%s: reference kernel failed: %s", label, oar_last_error());
+        goto free_ref;
+    }
+    for (int o = 0; o < n_out; o++)
+        if (!guards_intact(ref[o])) FAIL("%s: reference kernel wrote outside output %d", label, o);
+    for (int k = 0; k < nk; k++) {
+        const oar_kernel_entry *e = &ks[k];
+        if (e == refk || e->device != OAR_CPU || !(e->dtypes & OAR_DTYPE_BIT(in[d->key_input]->dtype))) continue;
+        oar_tensor *out[OAR_MAX_OUTPUTS];
+        for (int o = 0; o < n_out; o++) out[o] = guarded_new(&meta[o]);
+        if (!e->supports || e->supports(in, n_in, out, n_out, attrs)) {
+            char what[256];
+            snprintf(what, sizeof what, "%s [%s kernel]", label, e->impl);
+            oar_rng_set_state(FIXED_RNG);
+            if (oar_op_run_kernel((oar_op_id)op, e, in, n_in, out, n_out, attrs) != OAR_OK) {
+                FAIL("%s: failed: %s", what, oar_last_error());
+            } else {
+                for (int o = 0; o < n_out; o++) {
+                    if (!guards_intact(out[o])) FAIL("%s: wrote outside output %d", what, o);
+                    same_values(what, out[o], ref[o], tol);
+                }
+            }
+        }
+        for (int o = 0; o < n_out; o++) oar_tensor_unref(out[o]);
+    }
+    if (!(c->flags & SWEEP_NO_STRIDED)) {
+        oar_tensor *sin[OAR_MAX_INPUTS], *out[OAR_MAX_OUTPUTS];
+        int no = OAR_MAX_OUTPUTS;
+        for (int i = 0; i < n_in; i++) sin[i] = make_strided(in[i]);
+        char what[256];
+        snprintf(what, sizeof what, "%s [eager, non-contiguous inputs]", label);
+        oar_rng_set_state(FIXED_RNG);
+        bool prev = oar_set_grad_enabled(false);
+        if (oar_op_call((oar_op_id)op, sin, n_in, attrs, out, &no) != OAR_OK) {
+            FAIL("%s: failed: %s", what, oar_last_error());
+        } else {
+            for (int o = 0; o < no; o++) {
+                same_values(what, out[o], ref[o], tol);
+                oar_tensor_unref(out[o]);
+            }
+        }
+        oar_set_grad_enabled(prev);
+        for (int i = 0; i < n_in; i++) oar_tensor_unref(sin[i]);
+    }
+free_ref:
+    for (int o = 0; o < n_out; o++) oar_tensor_unref(ref[o]);
+done:
+    for (int i = 0; i < n_in; i++) oar_tensor_unref(in[i]);
+}
+
+/* ---- gradient check in float64: loss = sum_k sum(out_k * w_k) */
+static double eval_loss(int op, oar_tensor *const *in, int n_in, const oar_attr *attrs, oar_tensor *const *w,
+                        int n_vis, oar_tensor **outs_keep) {
+    oar_tensor *out[OAR_MAX_OUTPUTS];
+    int no = OAR_MAX_OUTPUTS;
+    oar_rng_set_state(FIXED_RNG);
+    if (oar_op_call((oar_op_id)op, in, n_in, attrs, out, &no) != OAR_OK) return NAN;
+    double loss = 0;
+    for (int o = 0; o < no; o++) {
+        if (o < n_vis && w[o]) {
+            oar_tensor *ops[2] = {out[o], w[o]};
+            if (out[o]->numel) {
+                oar_iter it;
+                oar_iter_init(&it, out[o]->shape, out[o]->ndim, ops, 2);
+                const oar_dtype_traits *tr = &oar_dtypes[out[o]->dtype];
+                do loss += tr->load(it.ptr[0]) * *(double *)it.ptr[1]; while (oar_iter_next(&it));
+            }
+        }
+        if (outs_keep) outs_keep[o] = out[o];
+        else oar_tensor_unref(out[o]);
+    }
+    return loss;
+}
+
+static void grad_check(const sweep_case *c, int op, const input_spec *specs, int n_in, const oar_attr *attrs,
+                       const char *label) {
+    const oar_op_def *d = oar_op_table[op];
+    oar_tensor *in[OAR_MAX_INPUTS];
+    int n_float = 0;
+    for (int i = 0; i < n_in; i++) {
+        in[i] = make_input(&specs[i], OAR_F64);
+        if (in[i] && in[i]->dtype == OAR_F64 && in[i]->numel > 0) {
+            in[i]->requires_grad = true;
+            n_float++;
+        }
+    }
+    if (!n_float) goto done;
+    int n_vis = d->n_visible ? d->n_visible : OAR_MAX_OUTPUTS;
+    oar_tensor *outs[OAR_MAX_OUTPUTS] = {0}, *w[OAR_MAX_OUTPUTS] = {0};
+    oar_tensor *wtmp[OAR_MAX_OUTPUTS] = {0};
+    /* weights: one random tensor per float output */
+    double base = eval_loss(op, in, n_in, attrs, wtmp, 0, outs);
+    (void)base;
+    int no = 0;
+    while (no < OAR_MAX_OUTPUTS && outs[no]) no++;
+    if (no == 0) {
+        FAIL("%s: forward failed: %s", label, oar_last_error());
+        goto done;
+    }
+    oar_scope_begin();
+    oar_tensor *terms = NULL;
+    for (int o = 0; o < no && o < n_vis; o++) {
+        if (!oar_dtypes[outs[o]->dtype].is_float) continue;
+        input_spec ws = {.kind = 'u', .ndim = outs[o]->ndim};
+        memcpy(ws.shape, outs[o]->shape, sizeof ws.shape);
+        w[o] = make_input(&ws, OAR_F64);
+        oar_tensor *t = oar_sum(oar_mul(oar_cast(outs[o], OAR_F64), w[o]), NULL, 0, false);
+        terms = terms ? oar_add(terms, t) : t;
+    }
+    oar_tensor *gin[OAR_MAX_INPUTS] = {0}, *wrt[OAR_MAX_INPUTS];
+    int idx[OAR_MAX_INPUTS], nw = 0;
+    for (int i = 0; i < n_in; i++)
+        if (in[i] && in[i]->requires_grad) {
+            idx[nw] = i;
+            wrt[nw++] = in[i];
+        }
+    oar_grad_opts go = {.allow_unused = true};
+    if (!terms || !terms->requires_grad) {
+        FAIL("%s: outputs do not require grad (no node recorded)", label);
+    } else if (oar_grad(&terms, 1, NULL, wrt, nw, gin, &go) != OAR_OK) {
+        FAIL("%s: backward failed: %s", label, oar_last_error());
+    } else {
+        bool prev = oar_set_grad_enabled(false);
+        for (int k = 0; k < nw; k++) {
+            oar_tensor *x = wrt[k];
+            double *xp = (double *)oar_tensor_ptr(x);
+            g_checks++;
+            for (int64_t e = 0; e < x->numel; e++) {
+                double keep = xp[e], h = 1e-6 * (fabs(keep) > 1 ? fabs(keep) : 1);
+                xp[e] = keep + h;
+                double lp = eval_loss(op, in, n_in, attrs, w, n_vis, NULL);
+                xp[e] = keep - h;
+                double lm = eval_loss(op, in, n_in, attrs, w, n_vis, NULL);
+                xp[e] = keep;
+                double num = (lp - lm) / (2 * h);
+                double ana = 0;
+                if (gin[k]) {
+                    oar_tensor *gc = oar_tensor_contiguous_copy(gin[k]);
+                    ana = ((double *)oar_tensor_ptr(gc))[e];
+                    oar_tensor_unref(gc);
+                }
+                if (!close_enough(ana, num, 1e-4)) {
+                    FAIL("%s: d/d input %d element %lld: rule gives %.8g, finite differences %.8g", label,
+                         idx[k], (long long)e, ana, num);
+                    break;
+                }
+            }
+        }
+        oar_set_grad_enabled(prev);
+    }
+    oar_scope_end();
+    for (int o = 0; o < no; o++) {
+        oar_tensor_unref(outs[o]);
+        oar_tensor_unref(w[o]);
+    }
+done:
+    for (int i = 0; i < n_in; i++) oar_tensor_unref(in[i]);
+    (void)c;
+}
+
+static void run_case(const sweep_case *c, int case_no) {
+    int op = oar_op_find(c->op);
+    if (op < 0) {
+        FAIL("case for unknown op '%s'", c->op);
+        return;
+    }
+    const oar_op_def *d = oar_op_table[op];
+    input_spec specs[OAR_MAX_INPUTS];
+    int n_in = parse_inputs(c->inputs, specs);
+    oar_attr attrs[OAR_MAX_ATTRS];
+    if (n_in < 0) {
+        FAIL("%s: cannot parse inputs \"%s\"", c->op, c->inputs);
+        return;
+    }
+    if (!parse_attrs(d, c->attrs ? c->attrs : "", attrs)) return;
+    char label[256];
+    bool has_float_kind = false;
+    for (int i = 0; i < n_in; i++) has_float_kind |= specs[i].kind && !specs[i].fixed;
+    oar_dtype pass_dt[2] = {OAR_F32, OAR_F64};
+    for (int p = 0; p < (has_float_kind ? 2 : 1); p++) {
+        snprintf(label, sizeof label, "%s(%s | %s) %s", c->op, c->inputs, c->attrs ? c->attrs : "",
+                 oar_dtype_name(pass_dt[p]));
+        g_seed = 0x9E3779B97F4A7C15ULL ^ (uint64_t)(case_no * 7919 + 1);
+        run_kernels(c, op, specs, n_in, attrs, pass_dt[p], label);
+    }
+    if (has_float_kind && !(d->flags & OAR_OPF_NONDIFF) && d->grad && !(c->flags & SWEEP_NO_GRAD)) {
+        snprintf(label, sizeof label, "%s(%s | %s) gradient", c->op, c->inputs, c->attrs ? c->attrs : "");
+        g_seed = 0x9E3779B97F4A7C15ULL ^ (uint64_t)(case_no * 7919 + 1);
+        grad_check(c, op, specs, n_in, attrs, label);
+    }
+}
+
+int main(int argc, char **argv) {
+    g_filter = argc > 1 ? argv[1] : NULL;
+    oar_init();
+    int case_no = 0, n_cases = 0;
+    for (int f = 0; f < sweep_n_families; f++) {
+        for (const sweep_case *c = sweep_families[f].cases; c->op; c++, case_no++) {
+            if (g_filter && strcmp(g_filter, c->op) != 0) continue;
+            int before = g_failures;
+            run_case(c, case_no);
+            n_cases++;
+            if (g_failures != before) fprintf(stderr, "  (case %d of family %s)\n", case_no, sweep_families[f].name);
+        }
+        if (g_filter) continue;
+        int n_bad = 0;
+        for (const sweep_bad *b = sweep_families[f].bad; b->call; b++, n_bad++) {
+            oar_clear_error();
+            oar_scope_begin();
+            bool ok = b->call();
+            oar_scope_end();
+            g_checks++;
+            if (ok) FAIL("bad input '%s' (%s) was accepted", b->what, sweep_families[f].name);
+            else if (!strstr(oar_last_error(), b->expect))
+                FAIL("bad input '%s' (%s): message \"%s\" lacks \"%s\"", b->what, sweep_families[f].name,
+                     oar_last_error(), b->expect);
+        }
+        if (n_bad == 0) FAIL("family %s has no bad-input case", sweep_families[f].name);
+    }
+    if (!g_filter) {
+        for (int op = 0; op < OAR_OP_COUNT; op++) {
+            const oar_op_def *d = oar_op_table[op];
+            if (sweep_count_cases(d->name) == 0) FAIL("op '%s' has no sweep case", d->name);
+            if (!(d->flags & OAR_OPF_NONDIFF) && !d->grad) FAIL("differentiable op '%s' has no gradient rule", d->name);
+        }
+    }
+    printf("sweep: %d cases, %d checks, %d ops registered, %d failures\n", n_cases, g_checks, OAR_OP_COUNT,
+           g_failures);
+    return g_failures ? 1 : 0;
+}
