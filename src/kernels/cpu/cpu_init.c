@@ -15,4 +15,11 @@ bool oar_cpu_has_avx2(void) {
 }
 
 void oar_cpu_kernels_init(void) {
+    oar_cpu_register_elementwise();
+    oar_cpu_register_reduce();
+    oar_cpu_register_gemm();
+    oar_cpu_register_conv();
+    oar_cpu_register_nn();
+    oar_cpu_register_loss();
+    oar_cpu_register_index();
 }
