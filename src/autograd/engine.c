@@ -19,8 +19,17 @@ typedef struct capture {
     oar_tensor *grad;
 } capture;
 
+/* A leaf's incoming gradients are summed, then delivered once (hooks see the total). */
+typedef struct leaf_info {
+    oar_tensor *leaf;
+    int deps;
+    oar_tensor *buf;
+} leaf_info;
+
 typedef struct engine {
     bool create_graph, retain_graph;
+    leaf_info *leaves;
+    int n_leaves, cap_leaves;
     capture *caps;      /* oar_grad: where to capture; NULL for backward */
     int n_caps;
     oar_node **nodes;   /* every reachable node */
@@ -87,13 +96,37 @@ static oar_status push_node(engine *e, oar_node *n) {
     return OAR_OK;
 }
 
-/* Discovers all reachable nodes; deps counts edges from reachable nodes. */
+static leaf_info *find_leaf(engine *e, oar_tensor *leaf) {
+    for (int i = 0; i < e->n_leaves; i++)
+        if (e->leaves[i].leaf == leaf) return &e->leaves[i];
+    return NULL;
+}
+
+static oar_status count_leaf(engine *e, oar_tensor *leaf) {
+    leaf_info *li = find_leaf(e, leaf);
+    if (!li) {
+        if (e->n_leaves == e->cap_leaves) {
+            int cap = e->cap_leaves ? e->cap_leaves * 2 : 32;
+            leaf_info *l = oar_realloc(e->leaves, sizeof(*l) * (size_t)cap);
+            if (!l) return OAR_ERR_OOM;
+            e->leaves = l;
+            e->cap_leaves = cap;
+        }
+        li = &e->leaves[e->n_leaves++];
+        *li = (leaf_info){.leaf = leaf};
+    }
+    li->deps++;
+    return OAR_OK;
+}
+
+/* Discovers all reachable nodes and leaves; deps counts edges from reachable nodes. */
 static oar_status discover(engine *e, int first) {
     for (int k = first; k < e->n_nodes; k++) {
         oar_node *n = e->nodes[k];
         for (int i = 0; i < n->n_in; i++) {
-            if (!n->edges[i].node) continue;
-            oar_status st = push_node(e, n->edges[i].node);
+            oar_status st = OAR_OK;
+            if (n->edges[i].node) st = push_node(e, n->edges[i].node);
+            else if (n->edges[i].leaf) st = count_leaf(e, n->edges[i].leaf);
             if (st != OAR_OK) return st;
         }
     }
@@ -232,9 +265,16 @@ static oar_status run_node(engine *e, oar_node *n, oar_node **ready, int *n_read
                 gin[i] = NULL;
             }
             if (--ci->deps == 0) ready[(*n_ready)++] = ed->node;
-        } else if (ed->leaf && gin[i]) {
-            st = deliver_to_leaf(e, ed->leaf, gin[i]);
-            gin[i] = NULL;
+        } else if (ed->leaf) {
+            leaf_info *li = find_leaf(e, ed->leaf);
+            if (gin[i]) {
+                st = accumulate(&li->buf, gin[i]);
+                gin[i] = NULL;
+            }
+            if (--li->deps == 0 && li->buf && st == OAR_OK) {
+                st = deliver_to_leaf(e, li->leaf, li->buf);
+                li->buf = NULL;
+            }
         }
     }
     for (int i = 0; i < n->n_in; i++) oar_tensor_unref(gin[i]);
@@ -255,7 +295,19 @@ static oar_status run_engine(engine *e, oar_tensor *const *roots, oar_tensor *co
             run_info *ri = ((oar_node *)roots[r]->grad_fn)->run;
             st = accumulate(&ri->buf[roots[r]->output_nr], g);
         } else {
-            st = deliver_to_leaf(e, roots[r], g);
+            leaf_info *li = find_leaf(e, roots[r]);
+            if (!li && (st = count_leaf(e, roots[r])) == OAR_OK) {
+                li = find_leaf(e, roots[r]);
+                li->deps = 0; /* a root, not an edge */
+            }
+            if (st == OAR_OK) st = accumulate(&li->buf, g);
+            else oar_tensor_unref(g);
+        }
+    }
+    for (int l = 0; l < e->n_leaves && st == OAR_OK; l++) {
+        if (e->leaves[l].deps == 0 && e->leaves[l].buf) {
+            st = deliver_to_leaf(e, e->leaves[l].leaf, e->leaves[l].buf);
+            e->leaves[l].buf = NULL;
         }
     }
     oar_node **ready = NULL;
@@ -284,6 +336,8 @@ static oar_status run_engine(engine *e, oar_tensor *const *roots, oar_tensor *co
         n->run = NULL;
     }
     free(e->nodes);
+    for (int l = 0; l < e->n_leaves; l++) oar_tensor_unref(e->leaves[l].buf);
+    free(e->leaves);
     return st;
 }
 

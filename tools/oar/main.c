@@ -1,4 +1,53 @@
-/* The oar command (placeholder dispatcher, filled in below). */
+/* The oar command: a thin layer over the C API. */
+#include "cli.h"
 #include "oar.h"
+
 #include <stdio.h>
-int main(void) { printf("oar %s\n", oar_version()); return 0; }
+#include <string.h>
+
+static void usage(FILE *f) {
+    fprintf(f,
+            "usage: oar <command> [options]\n"
+            "\n"
+            "commands:\n"
+            "  ops [--json]                      list every registered op: kernels, gradient, sweep coverage\n"
+            "  bench --workload NAME [--json]    benchmarks: dispatch (per-op overhead), gemm (GFLOP/s)\n"
+            "  --version                         print the version\n"
+            "  help                              this text\n");
+}
+
+const char *cli_flag_value(int argc, char **argv, const char *flag) {
+    size_t n = strlen(flag);
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], flag) == 0 && i + 1 < argc) return argv[i + 1];
+        if (strncmp(argv[i], flag, n) == 0 && argv[i][n] == '=') return argv[i] + n + 1;
+    }
+    return NULL;
+}
+
+int cli_has_flag(int argc, char **argv, const char *flag) {
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], flag) == 0) return 1;
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    const char *cmd = argv[1];
+    if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "version") == 0) {
+        printf("oar %s\n", oar_version());
+        return 0;
+    }
+    if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {
+        usage(stdout);
+        return 0;
+    }
+    if (strcmp(cmd, "ops") == 0) return oar_cmd_ops(argc - 1, argv + 1);
+    if (strcmp(cmd, "bench") == 0) return oar_cmd_bench(argc - 1, argv + 1);
+    fprintf(stderr, "oar: unknown command '%s'\n\n", cmd);
+    usage(stderr);
+    return 2;
+}

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Installs the Debian packages oar builds with, when they are missing. As root it installs
+# them with apt-get and says what it did; otherwise it lists what is missing (oar still
+# builds without the optional ones, using its portable kernels).
+set -euo pipefail
+
+required=(build-essential cmake pkg-config)
+optional=(libopenblas-dev libdnnl-dev libcjson-dev zlib1g-dev)
+
+missing=()
+for p in "${required[@]}" "${optional[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "setup: all packages present (${required[*]} ${optional[*]})"
+  exit 0
+fi
+
+if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null; then
+  echo "setup: installing ${missing[*]} with apt-get"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  echo "setup: installed ${missing[*]}"
+else
+  echo "setup: missing packages: ${missing[*]}"
+  echo "setup: run 'sudo apt-get install ${missing[*]}' for the fast kernels; continuing without them"
+fi

@@ -1,0 +1,16 @@
+/* `oar bench --workload NAME`: benchmarks print JSON (one object per line). */
+#include "cli.h"
+
+#include <stdio.h>
+#include <string.h>
+
+int oar_cmd_bench(int argc, char **argv) {
+    const char *w = cli_flag_value(argc, argv, "--workload");
+    if (!w) {
+        fprintf(stderr, "oar bench: expected --workload NAME (dispatch, gemm)\n");
+        return 2;
+    }
+    if (strcmp(w, "dispatch") == 0) return oar_bench_dispatch(argc, argv);
+    fprintf(stderr, "oar bench: unknown workload '%s'; expected dispatch or gemm\n", w);
+    return 2;
+}

@@ -1,0 +1,13 @@
+/* Subcommands of the oar command; each lives in its own file. */
+#ifndef OAR_CLI_H
+#define OAR_CLI_H
+
+int oar_cmd_ops(int argc, char **argv);
+int oar_cmd_bench(int argc, char **argv);
+int oar_bench_dispatch(int argc, char **argv);
+
+/* Small argument helpers shared by the subcommands. */
+const char *cli_flag_value(int argc, char **argv, const char *flag); /* "--x V" or "--x=V", else NULL */
+int cli_has_flag(int argc, char **argv, const char *flag);
+
+#endif
