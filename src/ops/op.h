@@ -115,6 +115,10 @@ typedef struct oar_op_def {
     oar_grad_fn grad;
 } oar_op_def;
 
+/* Attributes as text (attr_text.c): "dims=0,2 keepdim=1 eps=1e-05 equation=ij,jk->ik". */
+oar_status oar_attrs_parse(const oar_op_def *d, const char *text, oar_attr *out);
+int oar_attrs_format(const oar_op_def *d, const oar_attr *a, char *buf, size_t size);
+
 /* ---- the table (generated from ops.def) */
 typedef enum oar_op_id {
 #define OAR_OP(name) OAR_OP_##name,

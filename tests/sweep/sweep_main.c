@@ -97,47 +97,9 @@ static int parse_inputs(const char *spec, input_spec *out) {
 }
 
 static bool parse_attrs(const oar_op_def *d, const char *spec, oar_attr *out) {
-    for (int i = 0; i < d->n_attrs; i++) {
-        const char *name = d->attrs[i].name;
-        size_t nl = strlen(name);
-        const char *s = spec;
-        const char *v = NULL;
-        while (s && *s) {
-            while (*s == ' ') s++;
-            if (strncmp(s, name, nl) == 0 && s[nl] == '=') {
-                v = s + nl + 1;
-                break;
-            }
-            s = strchr(s, ' ');
-        }
-        if (!v) {
-            FAIL("%s: case attrs \"%s\" lack '%s'", d->name, spec, name);
-            return false;
-        }
-        char val[128];
-        size_t vl = strcspn(v, " ");
-        if (vl >= sizeof val) return false;
-        memcpy(val, v, vl);
-        val[vl] = '\0';
-        switch (d->attrs[i].kind) {
-        case OAR_ATTR_INT: out[i] = oar_attr_int(strcmp(val, "true") == 0 ? 1 : strtoll(val, NULL, 10)); break;
-        case OAR_ATTR_FLOAT: out[i] = oar_attr_float(strtod(val, NULL)); break;
-        case OAR_ATTR_STR: out[i] = oar_attr_str(val); break;
-        case OAR_ATTR_INTS: {
-            int64_t ints[OAR_ATTR_MAX_INTS];
-            int n = 0;
-            char *p = val;
-            while (*p && n < OAR_ATTR_MAX_INTS) {
-                ints[n++] = strtoll(p, &p, 10);
-                if (*p == ',') p++;
-            }
-            out[i] = oar_attr_ints(ints, n);
-            break;
-        }
-        default: return false;
-        }
-    }
-    return true;
+    if (oar_attrs_parse(d, spec, out) == OAR_OK) return true;
+    FAIL("%s", oar_last_error());
+    return false;
 }
 
 /* ---- inputs */
