@@ -96,7 +96,13 @@ static void ensure_configured(void) {
     pthread_mutex_unlock(&g_config_mu);
 }
 
-void oar_threads_set_library_hook(void (*hook)(int nthreads)) { g_library_hook = hook; }
+void oar_threads_set_library_hook(void (*hook)(int nthreads)) {
+    pthread_mutex_lock(&g_config_mu);
+    g_library_hook = hook;
+    int n = g_nthreads;
+    pthread_mutex_unlock(&g_config_mu);
+    if (hook && n) hook(n); /* threads were configured before the hook arrived */
+}
 
 oar_status oar_set_num_threads(int n) {
     if (n < 1 || n > MAX_THREADS)
