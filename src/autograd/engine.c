@@ -428,8 +428,23 @@ oar_status oar_grad(oar_tensor *const *outputs, int n_outputs, oar_tensor *const
                                           "allow_unused = true to get NULL for it", i);
     }
     for (int i = 0; i < n_inputs; i++) {
-        if (st == OAR_OK) grads[i] = oar_track(caps[i].grad);
-        else oar_tensor_unref(caps[i].grad);
+        oar_tensor *g = caps[i].grad;
+        if (st == OAR_OK && g && g->scope) {
+            /* the same tensor answers two inputs (e.g. both operands of an add): give the
+             * second its own handle, so each returned reference is owned exactly once */
+            oar_tensor *h = oar_tensor_alias(g);
+            if (h) {
+                h->requires_grad = g->requires_grad;
+                h->grad_fn = g->grad_fn;
+                h->output_nr = g->output_nr;
+                oar_node_header_retain(g->grad_fn);
+            }
+            oar_tensor_unref(g);
+            g = h;
+            if (!g) st = OAR_ERR_OOM;
+        }
+        if (st == OAR_OK) grads[i] = oar_track(g);
+        else oar_tensor_unref(g);
     }
     free(caps);
     return st;
