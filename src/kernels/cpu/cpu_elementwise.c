@@ -1,5 +1,11 @@
-/* CPU AVX2/FMA kernels for elementwise unary and binary ops. */
-#include "kernels/cpu/cpu_kernels.h"
+/* CPU fast kernels for elementwise unary and binary ops. The AVX2/FMA kernels are registered
+ * on every x86-64 build; their `supports` checks the CPU at run time, so other machines fall
+ * back to the reference kernels. */
+#include "kernels/cpu/avx2_elementwise.h"
 
 void oar_cpu_register_elementwise(void) {
+#if defined(__x86_64__)
+    oar_avx2_register_unary();
+    oar_avx2_register_binary();
+#endif
 }

@@ -1,0 +1,137 @@
+/* AVX2/FMA f32 kernels for unary elementwise ops on contiguous tensors. Each op is one vector
+ * expression of v (8 inputs) and parameters p0, p1 (taken from its attributes); the loop runs
+ * in chunks of OAR_EW_GRAIN elements on the thread pool, with a masked tail. */
+#include "kernels/cpu/avx2_elementwise.h"
+
+#if defined(__x86_64__)
+#include "kernels/cpu/avx2_math.h"
+
+typedef struct unary_job {
+    const float *x;
+    float *y;
+    float p0, p1;
+} unary_job;
+
+/* NAME_range(job, begin, end): y[i] = EXPR for x[i] in v. */
+#define UNARY_RANGE(NAME, EXPR)                                                 \
+    static OAR_AVX2 void NAME##_range(void *vjob, int64_t begin, int64_t end) { \
+        const unary_job *j = vjob;                                              \
+        const __m256 p0 = _mm256_set1_ps(j->p0), p1 = _mm256_set1_ps(j->p1);    \
+        (void)p0;                                                               \
+        (void)p1;                                                               \
+        int64_t i = begin;                                                      \
+        for (; i + 8 <= end; i += 8) {                                          \
+            __m256 v = _mm256_loadu_ps(j->x + i);                               \
+            _mm256_storeu_ps(j->y + i, EXPR);                                   \
+        }                                                                       \
+        if (i < end) {                                                          \
+            __m256i m = oar_v_tail_mask(end - i);                               \
+            __m256 v = _mm256_maskload_ps(j->x + i, m);                         \
+            _mm256_maskstore_ps(j->y + i, m, EXPR);                             \
+        }                                                                       \
+    }
+
+static oar_status run_unary(oar_range_fn fn, oar_tensor *const *in, oar_tensor *const *out, float p0, float p1) {
+    unary_job j = {(const float *)oar_tensor_ptr(in[0]), (float *)oar_tensor_ptr(out[0]), p0, p1};
+    oar_parallel_for(out[0]->numel, OAR_EW_GRAIN, fn, &j);
+    return OAR_OK;
+}
+
+/* NAME_avx2: the kernel entry; P0 and P1 may read the attributes a. */
+#define UNARY_KERNEL(NAME, EXPR, P0, P1)                                                        \
+    UNARY_RANGE(NAME, EXPR)                                                                     \
+    static oar_status NAME##_avx2(const oar_kctx *ctx, oar_tensor *const *in, int n_in,         \
+                                  oar_tensor *const *out, int n_out, const oar_attr *a) {       \
+        (void)ctx; (void)n_in; (void)n_out; (void)a;                                            \
+        return run_unary(NAME##_range, in, out, (P0), (P1));                                    \
+    }
+
+/* x > 0 ? x : x * slope; NaN takes the slope side and stays NaN. */
+OAR_V_INLINE __m256 v_leaky_relu(__m256 v, __m256 slope) {
+    return _mm256_blendv_ps(_mm256_mul_ps(v, slope), v, _mm256_cmp_ps(v, _mm256_setzero_ps(), _CMP_GT_OQ));
+}
+
+/* torch.clamp: x < lo -> lo, then > hi -> hi. Ordered compares leave NaN inputs alone and
+ * ignore a NaN bound, like the reference. Comparing with the f32-rounded bounds gives the
+ * same f32 result as comparing in double. */
+OAR_V_INLINE __m256 v_clip(__m256 v, __m256 lo, __m256 hi) {
+    v = _mm256_blendv_ps(v, lo, _mm256_cmp_ps(v, lo, _CMP_LT_OQ));
+    return _mm256_blendv_ps(v, hi, _mm256_cmp_ps(v, hi, _CMP_GT_OQ));
+}
+
+/* gelu, tanh form: x/2 (1 + tanh(u)) = x sigmoid(2u), z = 2u = x (A + B x^2). An f32 rounding
+ * of z would cost |z| ulps through the exponential, so z is carried as zh + zl with
+ * error-free products and sums (constants split in two as well), and
+ * sigmoid(zh + zl) = s + zl s (1 - s) to first order. */
+#define GELU_A 1.5957691216057308 /* 2 sqrt(2/pi) */
+#define GELU_B (GELU_A * 0.044715)
+OAR_V_INLINE __m256 v_gelu_tanh(__m256 x) {
+    const __m256 ah = _mm256_set1_ps((float)GELU_A), al = _mm256_set1_ps((float)(GELU_A - (float)GELU_A));
+    const __m256 bh = _mm256_set1_ps((float)GELU_B), bl = _mm256_set1_ps((float)(GELU_B - (float)GELU_B));
+    __m256 h = _mm256_mul_ps(x, x), hl = _mm256_fmsub_ps(x, x, h);        /* x^2 = h + hl */
+    __m256 q = _mm256_mul_ps(bh, h), ql = _mm256_fmsub_ps(bh, h, q);      /* bh h = q + ql */
+    __m256 p = _mm256_add_ps(ah, q);                                       /* two-sum ah + q */
+    __m256 qv = _mm256_sub_ps(p, ah), av = _mm256_sub_ps(p, qv);
+    __m256 pl = _mm256_add_ps(_mm256_sub_ps(ah, av), _mm256_sub_ps(q, qv));
+    pl = _mm256_add_ps(pl, _mm256_add_ps(ql, _mm256_fmadd_ps(bh, hl, _mm256_fmadd_ps(bl, h, al))));
+    __m256 zh = _mm256_mul_ps(x, p);
+    __m256 zl = _mm256_fmadd_ps(x, pl, _mm256_fmsub_ps(x, p, zh));
+    __m256 s = oar_v_sigmoid(zh);
+    /* zl is NaN where zh is infinite (inf - inf): the correction is dropped there */
+    __m256 corr = _mm256_mul_ps(_mm256_mul_ps(s, zl), _mm256_sub_ps(_mm256_set1_ps(1.0f), s));
+    corr = _mm256_andnot_ps(oar_v_isnan(corr), corr);
+    return _mm256_mul_ps(x, _mm256_add_ps(s, corr));
+}
+
+/* max(0, v) returns its second operand for NaN and for -0.0, as torch.relu does */
+UNARY_KERNEL(relu, _mm256_max_ps(_mm256_setzero_ps(), v), 0, 0)
+UNARY_KERNEL(neg, _mm256_xor_ps(v, _mm256_set1_ps(-0.0f)), 0, 0)
+UNARY_KERNEL(abs, oar_v_abs(v), 0, 0)
+UNARY_KERNEL(square, _mm256_mul_ps(v, v), 0, 0)
+UNARY_KERNEL(sqrt, _mm256_sqrt_ps(v), 0, 0)
+UNARY_KERNEL(exp, oar_v_exp(v), 0, 0)
+UNARY_KERNEL(log, oar_v_log(v), 0, 0)
+UNARY_KERNEL(tanh, oar_v_tanh(v), 0, 0)
+UNARY_KERNEL(sigmoid, oar_v_sigmoid(v), 0, 0)
+UNARY_KERNEL(silu, _mm256_mul_ps(v, oar_v_sigmoid(v)), 0, 0)
+UNARY_KERNEL(leaky_relu, v_leaky_relu(v, p0), (float)a[0].f, 0)
+UNARY_KERNEL(clip, v_clip(v, p0, p1), (float)a[0].f, (float)a[1].f)
+UNARY_RANGE(gelu_erf, _mm256_mul_ps(v, oar_v_normcdf(v)))
+UNARY_RANGE(gelu_tanh, v_gelu_tanh(v))
+
+static oar_status gelu_avx2(const oar_kctx *ctx, oar_tensor *const *in, int n_in, oar_tensor *const *out,
+                            int n_out, const oar_attr *a) {
+    (void)ctx; (void)n_in; (void)n_out;
+    return run_unary(a[0].i ? gelu_tanh_range : gelu_erf_range, in, out, 0, 0);
+}
+
+static bool unary_supports(oar_tensor *const *in, int n_in, oar_tensor *const *out, int n_out,
+                           const oar_attr *a) {
+    (void)n_in; (void)n_out; (void)a;
+    return oar_cpu_has_avx2() && in[0]->dtype == OAR_F32 && in[0]->contiguous && out[0]->contiguous;
+}
+
+void oar_avx2_register_unary(void) {
+    static const struct {
+        oar_op_id op;
+        oar_kernel_fn fn;
+    } table[] = {
+        {OAR_OP_relu, relu_avx2},       {OAR_OP_neg, neg_avx2},         {OAR_OP_abs, abs_avx2},
+        {OAR_OP_square, square_avx2},   {OAR_OP_sqrt, sqrt_avx2},       {OAR_OP_exp, exp_avx2},
+        {OAR_OP_log, log_avx2},         {OAR_OP_tanh, tanh_avx2},       {OAR_OP_sigmoid, sigmoid_avx2},
+        {OAR_OP_silu, silu_avx2},       {OAR_OP_gelu, gelu_avx2},       {OAR_OP_leaky_relu, leaky_relu_avx2},
+        {OAR_OP_clip, clip_avx2},
+    };
+    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
+        oar_register_kernel(table[i].op, (oar_kernel_entry){.device = OAR_CPU,
+                                                            .dtypes = OAR_DTYPE_BIT(OAR_F32),
+                                                            .impl = "avx2",
+                                                            .priority = 10,
+                                                            .fn = table[i].fn,
+                                                            .supports = unary_supports});
+}
+
+#else
+/* Not x86-64: nothing to register (cpu_elementwise.c does not call in). */
+typedef int oar_avx2_unary_unused;
+#endif
