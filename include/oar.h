@@ -255,15 +255,20 @@ OAR_API oar_tensor *oar_leaky_relu(oar_tensor *x, double negative_slope);
 OAR_API oar_tensor *oar_elu(oar_tensor *x, double alpha);
 OAR_API oar_tensor *oar_gelu(oar_tensor *x, bool tanh_approximation);
 OAR_API oar_tensor *oar_silu(oar_tensor *x);
-OAR_API oar_tensor *oar_softplus(oar_tensor *x, double beta, double threshold); /* 1, 20 in torch */
+/* log(1 + e^(beta x)) / beta, or x where beta x > threshold (torch: 1, 20); beta must be nonzero. */
+OAR_API oar_tensor *oar_softplus(oar_tensor *x, double beta, double threshold);
 OAR_API oar_tensor *oar_erf(oar_tensor *x);
+/* torch.clamp: NaN stays NaN, +-INFINITY means no bound, min > max gives max. Integer tensors
+ * keep their dtype, so their bounds must be integers in the dtype's range. */
 OAR_API oar_tensor *oar_clip(oar_tensor *x, double min, double max);
 OAR_API oar_tensor *oar_sign(oar_tensor *x);
 OAR_API oar_tensor *oar_floor(oar_tensor *x);  /* floor, ceil, round: no gradient */
 OAR_API oar_tensor *oar_ceil(oar_tensor *x);
 OAR_API oar_tensor *oar_round(oar_tensor *x);  /* half to even, like torch.round */
 
-/* 6.3 Reductions over a set of dims (dims == NULL or n_dims == 0: all dims). */
+/* 6.3 Reductions over a set of dims (dims == NULL or n_dims == 0: all dims). As in torch,
+ * sum and prod of integers or bools give i64, mean/var/std/norm need floating inputs,
+ * amax/amin over an empty dim fail, and NaN propagates. */
 OAR_API oar_tensor *oar_sum(oar_tensor *x, const int *dims, int n_dims, bool keepdim);
 OAR_API oar_tensor *oar_mean(oar_tensor *x, const int *dims, int n_dims, bool keepdim);
 OAR_API oar_tensor *oar_amax(oar_tensor *x, const int *dims, int n_dims, bool keepdim);
@@ -273,18 +278,23 @@ OAR_API oar_tensor *oar_prod(oar_tensor *x, const int *dims, int n_dims, bool ke
 OAR_API oar_tensor *oar_var(oar_tensor *x, const int *dims, int n_dims, int correction, bool keepdim);
 OAR_API oar_tensor *oar_std(oar_tensor *x, const int *dims, int n_dims, int correction, bool keepdim);
 OAR_API oar_tensor *oar_logsumexp(oar_tensor *x, const int *dims, int n_dims, bool keepdim);
-/* p-norm (p = 2 for the Euclidean norm; p = INFINITY for the max norm). */
+/* p-norm (p = 2 for the Euclidean norm; p = INFINITY for the max norm); p > 0 only. */
 OAR_API oar_tensor *oar_norm(oar_tensor *x, double p, const int *dims, int n_dims, bool keepdim);
-/* Index (i64) of the first maximum/minimum along dim. */
+/* Index (i64) of the first maximum/minimum along dim; NaN counts as the extreme, like torch.
+ * torch's dim=None (over all elements) is not offered: flatten first with oar_reshape. */
 OAR_API oar_tensor *oar_argmax(oar_tensor *x, int dim, bool keepdim);
 OAR_API oar_tensor *oar_argmin(oar_tensor *x, int dim, bool keepdim);
 
 /* 6.4 Linear algebra. */
 /* Batched matmul with broadcasting batch dims; 1-d operands follow torch.matmul. */
 OAR_API oar_tensor *oar_matmul(oar_tensor *a, oar_tensor *b);
-/* x·weightᵀ + bias; weight is [out, in], bias [out] or NULL. */
+/* x·weightᵀ + bias over the last dim of x (any leading dims); weight is [out, in], bias [out]
+ * or NULL. */
 OAR_API oar_tensor *oar_linear(oar_tensor *x, oar_tensor *weight, oar_tensor *bias);
-/* Two-operand einsum, e.g. "bij,bjk->bik", "ij->ji" (b may be NULL for one operand). */
+/* einsum of one or two operands as torch.einsum (b is NULL for one operand), e.g.
+ * "bij,bjk->bik", "ij->ji", "ii->i", "...ij,jk->...ik". Labels are a-z and A-Z; without
+ * "->" the output is the labels used once, sorted. Labels of size 1 broadcast. At most 63
+ * characters. */
 OAR_API oar_tensor *oar_einsum(const char *equation, oar_tensor *a, oar_tensor *b);
 
 /* 6.5 Neural network operators. Images are NCHW. */
@@ -314,24 +324,29 @@ OAR_API oar_tensor *oar_max_pool2d(oar_tensor *x, const oar_pool_opts *opts);
 OAR_API oar_tensor *oar_avg_pool2d(oar_tensor *x, const oar_pool_opts *opts);
 OAR_API oar_tensor *oar_adaptive_avg_pool2d(oar_tensor *x, int64_t out_h, int64_t out_w);
 
-/* Batch norm over N (and H, W). In training, batch statistics normalize and running_mean /
- * running_var (may be NULL) are updated in place with momentum; in inference they normalize.
- * weight and bias may be NULL. */
+/* Batch norm of x [N, C, ...] over all dims but C. In training, batch statistics (biased
+ * variance) normalize and running_mean / running_var (both or neither may be NULL) are updated
+ * in place with momentum, using the unbiased variance as torch does; in inference they are
+ * required and normalize. Running statistics may have any float dtype and never take
+ * gradients. weight and bias ([C]) may be NULL. */
 OAR_API oar_tensor *oar_batch_norm(oar_tensor *x, oar_tensor *weight, oar_tensor *bias,
                                    oar_tensor *running_mean, oar_tensor *running_var,
                                    bool training, double momentum, double eps);
 /* Normalizes over the last normalized_ndim dims; weight/bias have those dims' shape or NULL. */
 OAR_API oar_tensor *oar_layer_norm(oar_tensor *x, int normalized_ndim, oar_tensor *weight,
                                    oar_tensor *bias, double eps);
+/* x [N, C, ...] normalized per sample over groups of C/groups channels; weight/bias [C] or NULL. */
 OAR_API oar_tensor *oar_group_norm(oar_tensor *x, int64_t groups, oar_tensor *weight,
                                    oar_tensor *bias, double eps);
 OAR_API oar_tensor *oar_softmax(oar_tensor *x, int dim);
 OAR_API oar_tensor *oar_log_softmax(oar_tensor *x, int dim);
-/* Zeroes elements with probability p and scales the rest by 1/(1-p); identity if !training. */
+/* Zeroes elements with probability p and scales the rest by 1/(1-p); identity if !training,
+ * zeros if p = 1. */
 OAR_API oar_tensor *oar_dropout(oar_tensor *x, double p, bool training);
-/* Rows of weight [num, dim] picked by integer indices of any shape. */
+/* Rows of weight [num, dim] picked by integer indices (in [0, num)) of any shape. */
 OAR_API oar_tensor *oar_embedding(oar_tensor *weight, oar_tensor *indices);
-OAR_API oar_tensor *oar_one_hot(oar_tensor *indices, int64_t num_classes); /* i64 result */
+/* i64 result [..., num_classes]; num_classes = -1 uses max(indices) + 1. */
+OAR_API oar_tensor *oar_one_hot(oar_tensor *indices, int64_t num_classes);
 
 /* 6.6 Losses. */
 typedef enum oar_reduction { OAR_REDUCE_MEAN = 0, OAR_REDUCE_SUM, OAR_REDUCE_NONE } oar_reduction;
@@ -342,19 +357,29 @@ typedef struct oar_ce_opts {
 } oar_ce_opts;
 /* NULL opts: mean, ignore_index -100, no smoothing. */
 OAR_API oar_ce_opts oar_ce_defaults(void);
-/* logits [N, C] (or [N, C, d...]), target integer class indices [N] (or [N, d...]). */
+/* logits [N, C] (or [N, C, d...], or [C] for one sample), target integer class indices [N]
+ * (or [N, d...], or []). As torch: none gives per-sample losses (0 where ignored), mean
+ * divides by the samples not ignored (NaN if none); smoothing eps gives
+ * (1 - eps) * nll + eps * mean over classes of -log p. */
 OAR_API oar_tensor *oar_cross_entropy(oar_tensor *logits, oar_tensor *target, const oar_ce_opts *opts);
+/* The same options on log-probabilities: cross_entropy(x) == nll_loss(log_softmax(x)). */
 OAR_API oar_tensor *oar_nll_loss(oar_tensor *log_probs, oar_tensor *target, const oar_ce_opts *opts);
+/* Elementwise losses: target of the input's shape and dtype (torch would broadcast a
+ * mismatch with a warning; oar refuses it). */
 OAR_API oar_tensor *oar_mse_loss(oar_tensor *input, oar_tensor *target, oar_reduction r);
 OAR_API oar_tensor *oar_l1_loss(oar_tensor *input, oar_tensor *target, oar_reduction r);
+/* beta >= 0 (1 in torch); beta = 0 is the L1 loss. */
 OAR_API oar_tensor *oar_smooth_l1_loss(oar_tensor *input, oar_tensor *target, oar_reduction r, double beta);
+/* Numerically stable for any logits; target probabilities in [0, 1]. */
 OAR_API oar_tensor *oar_bce_with_logits(oar_tensor *logits, oar_tensor *target, oar_reduction r);
 
 /* 6.7 Shape and indexing. */
 OAR_API oar_tensor *oar_concat(oar_tensor *const *xs, int n, int dim);
 OAR_API oar_tensor *oar_stack(oar_tensor *const *xs, int n, int dim);
-/* Splits into pieces of split_size along dim (the last may be smaller); writes at most
- * max_out views into out and returns how many it wrote, or -1 on error. */
+/* Splits into pieces of split_size along dim (the last may be smaller); chunk makes pieces of
+ * ceil(size / chunks), so possibly fewer than chunks, like torch.chunk. Writes the pieces
+ * (differentiable views, at most 64) into out and returns how many, or -1 on error; more
+ * pieces than max_out is an error. With out == NULL it only returns the count. */
 OAR_API int oar_split(oar_tensor *x, int64_t split_size, int dim, oar_tensor **out, int max_out);
 OAR_API int oar_chunk(oar_tensor *x, int chunks, int dim, oar_tensor **out, int max_out);
 OAR_API oar_tensor *oar_index_select(oar_tensor *x, int dim, oar_tensor *index);
@@ -366,7 +391,9 @@ typedef enum oar_pad_mode { OAR_PAD_CONSTANT = 0, OAR_PAD_REFLECT, OAR_PAD_REPLI
 OAR_API oar_tensor *oar_pad(oar_tensor *x, const int64_t *pads, int n_pads, oar_pad_mode mode, double value);
 OAR_API oar_tensor *oar_flip(oar_tensor *x, const int *dims, int n_dims);
 OAR_API oar_tensor *oar_cumsum(oar_tensor *x, int dim);
-/* k largest (or smallest) along dim: values and i64 indices (both new references). */
+/* k largest (or smallest) along dim: values and i64 indices (both new references). Ties
+ * keep the lowest index first; NaN ranks above every number; sorted = false returns the
+ * chosen elements in input order. */
 OAR_API oar_status oar_topk(oar_tensor *x, int64_t k, int dim, bool largest, bool sorted,
                             oar_tensor **values, oar_tensor **indices);
 OAR_API oar_tensor *oar_masked_fill(oar_tensor *x, oar_tensor *mask, double value);
