@@ -305,10 +305,12 @@ typedef struct oar_conv_opts {
     int64_t groups;             /* 0 means 1; in_channels for depthwise */
     int64_t output_padding[2];  /* conv_transpose2d only */
 } oar_conv_opts;
-/* conv1d uses index 0 of each pair. weight: [out, in/groups, k...]; bias may be NULL. */
+/* x [N, C, H, W] (conv1d: [N, C, L]; add a batch dim for a single image). conv1d uses
+ * index 0 of each pair. weight: [out, in/groups, k...]; bias [out] or NULL. opts NULL:
+ * stride 1, no padding, dilation 1, one group. Output sizes follow torch. */
 OAR_API oar_tensor *oar_conv1d(oar_tensor *x, oar_tensor *weight, oar_tensor *bias, const oar_conv_opts *opts);
 OAR_API oar_tensor *oar_conv2d(oar_tensor *x, oar_tensor *weight, oar_tensor *bias, const oar_conv_opts *opts);
-/* weight: [in, out/groups, kh, kw]. */
+/* weight: [in, out/groups, kh, kw]; output_padding must be below stride or dilation. */
 OAR_API oar_tensor *oar_conv_transpose2d(oar_tensor *x, oar_tensor *weight, oar_tensor *bias,
                                          const oar_conv_opts *opts);
 
@@ -320,8 +322,11 @@ typedef struct oar_pool_opts {
     bool ceil_mode;
     bool count_include_pad;     /* avg pooling; torch's default is true */
 } oar_pool_opts;
+/* Pooling over the last two dims of [N, C, H, W] or [C, H, W]. opts is required (the kernel
+ * size); padding may be at most half the kernel; windows and ceil_mode follow torch. */
 OAR_API oar_tensor *oar_max_pool2d(oar_tensor *x, const oar_pool_opts *opts);
 OAR_API oar_tensor *oar_avg_pool2d(oar_tensor *x, const oar_pool_opts *opts);
+/* Output bin i of n over a size s averages [floor(i*s/n), ceil((i+1)*s/n)). */
 OAR_API oar_tensor *oar_adaptive_avg_pool2d(oar_tensor *x, int64_t out_h, int64_t out_w);
 
 /* Batch norm of x [N, C, ...] over all dims but C. In training, batch statistics (biased

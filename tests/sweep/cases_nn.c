@@ -1,10 +1,185 @@
-/* Sweep cases for the nn family. */
+/* Sweep cases for the nn family: normalizations, softmax, dropout, embedding, one_hot.
+ * Large cases (SWEEP_NO_GRAD) exist to run the vectorized kernels, tails included. Running
+ * statistics are fixed to f32 so the f64 gradient pass does not treat them as differentiable. */
 #include "sweep.h"
 
+#define BN_TRAIN "training=1 momentum=0.1 eps=1e-5"
+#define BN_EVAL "training=0 momentum=0.1 eps=1e-5"
+
 const sweep_case sweep_cases_nn[] = {
+    /* softmax / log_softmax */
+    {"softmax", "n:3x5", "dim=-1"},
+    {"softmax", "n:2x3x4", "dim=1"},
+    {"softmax", "n:2x3x4", "dim=0"},
+    {"softmax", "n:4x1", "dim=1"},
+    {"softmax", "n:", "dim=0"},
+    {"softmax", "n:2x0x3", "dim=-1"},
+    {"softmax", "n:3x13", "dim=-1"},
+    {"softmax", "n:5x300", "dim=-1", SWEEP_NO_GRAD},
+    {"softmax", "n:3x7x19", "dim=1", SWEEP_NO_GRAD},
+    {"softmax", "n:2x5x3x11", "dim=-3", SWEEP_NO_GRAD},
+    {"log_softmax", "n:3x5", "dim=-1"},
+    {"log_softmax", "n:2x3x4", "dim=1"},
+    {"log_softmax", "n:4x1", "dim=-1"},
+    {"log_softmax", "n:", "dim=-1"},
+    {"log_softmax", "n:2x3x0", "dim=1"},
+    {"log_softmax", "n:2x11", "dim=1"},
+    {"log_softmax", "n:5x300", "dim=-1", SWEEP_NO_GRAD},
+    {"log_softmax", "n:4x9x17", "dim=-2", SWEEP_NO_GRAD},
+    /* dropout: the sweep resets the generator before each run, so masks repeat */
+    {"dropout", "n:4x5", "p=0.3 training=1"},
+    {"dropout", "n:2x3x4", "p=0.5 training=1"},
+    {"dropout", "n:3x4", "p=0 training=1"},
+    {"dropout", "n:3x4", "p=0.5 training=0"},
+    {"dropout", "n:2x3", "p=1 training=1"},
+    {"dropout", "n:", "p=0.2 training=1"},
+    {"dropout", "n:0x3", "p=0.2 training=1"},
+    {"dropout", "n:40x37", "p=0.2 training=1", SWEEP_NO_GRAD},
+    {"dropout", "n:97x91", "p=0.35 training=1", SWEEP_NO_GRAD}, /* split over threads */
+    /* embedding and its backward (indices of any integer type and shape) */
+    {"embedding", "n:5x3;i0_5:2x4", ""},
+    {"embedding", "n:5x3;i0_5:7", ""},
+    {"embedding", "n:4x2;i0_4i32:3x1x2", ""},
+    {"embedding", "n:6x1;i0_6u8:", ""},
+    {"embedding", "n:5x3;i0_5:0", ""},
+    {"embedding", "i0_9:5x3;i0_5:4", ""},
+    {"embedding_backward", "n:2x4x3;i0_5:2x4", "num_weights=5"},
+    {"embedding_backward", "n:6x2;i0_3i32:6", "num_weights=4"},
+    {"embedding_backward", "n:3;i0_2:", "num_weights=2"},
+    {"embedding_backward", "n:0x3;i0_2:0", "num_weights=2"},
+    /* one_hot */
+    {"one_hot", "i0_4:5", "num_classes=4"},
+    {"one_hot", "i0_4:2x3", "num_classes=-1"},
+    {"one_hot", "i0_3i32:4", "num_classes=5"},
+    {"one_hot", "i0_5u8:", "num_classes=-1"},
+    {"one_hot", "i0_1:0", "num_classes=3"},
+    /* layer_norm */
+    {"layer_norm", "n:3x4;n:4;n:4", "normalized_ndim=1 eps=1e-5"},
+    {"layer_norm", "n:2x3x4;n:3x4;n:3x4", "normalized_ndim=2 eps=1e-5"},
+    {"layer_norm", "n:2x3x4;none;none", "normalized_ndim=1 eps=1e-5"},
+    {"layer_norm", "n:2x3x4;n:4;none", "normalized_ndim=1 eps=1e-5"},
+    {"layer_norm", "n:2x3x4;none;n:2x3x4", "normalized_ndim=3 eps=0.1"},
+    {"layer_norm", "n:5;n:5;n:5", "normalized_ndim=1 eps=1e-5"},
+    {"layer_norm", "n:3x1;n:1;n:1", "normalized_ndim=1 eps=1e-5"},
+    {"layer_norm", "n:0x4;n:4;n:4", "normalized_ndim=1 eps=1e-5"},
+    {"layer_norm", "n:5x300;n:300;n:300", "normalized_ndim=1 eps=1e-5", SWEEP_NO_GRAD},
+    {"layer_norm", "n:3x4x37;none;none", "normalized_ndim=1 eps=1e-5", SWEEP_NO_GRAD},
+    {"layer_norm", "n:4x6x32;n:6x32;n:6x32", "normalized_ndim=2 eps=1e-5", SWEEP_NO_GRAD},
+    {"layer_norm", "n:7x3;n:3;n:3", "normalized_ndim=1 eps=1e-5", SWEEP_NO_GRAD},
+    /* group_norm */
+    {"group_norm", "n:2x6x3;n:6;n:6", "groups=3 eps=1e-5"},
+    {"group_norm", "n:2x4x2x2;none;none", "groups=2 eps=1e-5"},
+    {"group_norm", "n:3x4;n:4;n:4", "groups=2 eps=1e-5"},
+    {"group_norm", "n:1x6x5;n:6;none", "groups=1 eps=1e-5"},
+    {"group_norm", "n:2x4x2x3;none;n:4", "groups=4 eps=1e-3"},
+    {"group_norm", "n:0x4x3;n:4;n:4", "groups=2 eps=1e-5"},
+    {"group_norm", "n:4x32x7x7;n:32;n:32", "groups=8 eps=1e-5", SWEEP_NO_GRAD},
+    /* batch_norm, training: batch statistics, running statistics updated in place */
+    {"batch_norm", "n:4x3;n:3;n:3;nf32:3;pf32:3", BN_TRAIN},
+    {"batch_norm", "n:2x3x4;n:3;n:3;nf32:3;pf32:3", BN_TRAIN},
+    {"batch_norm", "n:2x3x2x2;none;none;none;none", BN_TRAIN},
+    {"batch_norm", "n:2x3x2x2;n:3;none;nf32:3;pf32:3", "training=1 momentum=0.5 eps=1e-3"},
+    {"batch_norm", "n:3x2x1;none;n:2;nf32:2;pf32:2", BN_TRAIN},
+    {"batch_norm", "n:0x3x2;n:3;n:3;nf32:3;pf32:3", BN_TRAIN},
+    /* batch_norm, inference: running statistics normalize */
+    {"batch_norm", "n:2x3x4;n:3;n:3;nf32:3;pf32:3", BN_EVAL},
+    {"batch_norm", "n:2x3x2x2;none;none;nf32:3;pf32:3", BN_EVAL},
+    {"batch_norm", "n:1x4;n:4;none;nf32:4;pf32:4", BN_EVAL},
+    {"batch_norm", "n:1x3x5;n:3;n:3;n:3;p:3", BN_EVAL, SWEEP_NO_GRAD},
+    /* vectorized paths */
+    {"batch_norm", "n:4x16x50;n:16;n:16;nf32:16;pf32:16", BN_TRAIN, SWEEP_NO_GRAD},
+    {"batch_norm", "n:4x16x50;n:16;n:16;nf32:16;pf32:16", BN_EVAL, SWEEP_NO_GRAD},
+    {"batch_norm", "n:64x37;none;n:37;nf32:37;pf32:37", BN_TRAIN, SWEEP_NO_GRAD},
+    {"batch_norm", "n:64x37;n:37;none;nf32:37;pf32:37", BN_EVAL, SWEEP_NO_GRAD},
+    {"batch_norm", "n:3x5x3x7;n:5;n:5;none;none", BN_TRAIN, SWEEP_NO_GRAD},
     {0},
 };
 
+/* ---- bad inputs */
+static oar_tensor *f32(int64_t a, int64_t b, int nd) {
+    int64_t s[2] = {a, b};
+    return oar_zeros(s, nd, OAR_F32);
+}
+static oar_tensor *idx(const int64_t *v, int64_t n) { return oar_from_data(v, &n, 1, OAR_I64); }
+
+static bool bad_ln_weight(void) { return oar_layer_norm(f32(2, 4, 2), 1, f32(3, 0, 1), NULL, 1e-5) != NULL; }
+static bool bad_ln_bias_dtype(void) {
+    int64_t s = 4;
+    return oar_layer_norm(f32(2, 4, 2), 1, NULL, oar_zeros(&s, 1, OAR_F64), 1e-5) != NULL;
+}
+static bool bad_ln_ndim(void) { return oar_layer_norm(f32(2, 4, 2), 3, NULL, NULL, 1e-5) != NULL; }
+static bool bad_gn_groups(void) {
+    int64_t s[3] = {2, 6, 3};
+    return oar_group_norm(oar_zeros(s, 3, OAR_F32), 4, NULL, NULL, 1e-5) != NULL;
+}
+static bool bad_gn_rank(void) { return oar_group_norm(f32(6, 0, 1), 2, NULL, NULL, 1e-5) != NULL; }
+static bool bad_bn_one_value(void) { return oar_batch_norm(f32(1, 3, 2), NULL, NULL, NULL, NULL, true, 0.1, 1e-5) != NULL; }
+static bool bad_bn_eval_no_stats(void) {
+    return oar_batch_norm(f32(4, 3, 2), NULL, NULL, NULL, NULL, false, 0.1, 1e-5) != NULL;
+}
+static bool bad_bn_half_stats(void) {
+    return oar_batch_norm(f32(4, 3, 2), NULL, NULL, f32(3, 0, 1), NULL, true, 0.1, 1e-5) != NULL;
+}
+static bool bad_bn_stats_shape(void) {
+    return oar_batch_norm(f32(4, 3, 2), NULL, NULL, f32(4, 0, 1), f32(4, 0, 1), true, 0.1, 1e-5) != NULL;
+}
+static bool bad_bn_stats_grad(void) {
+    oar_tensor *rm = f32(3, 0, 1);
+    oar_set_requires_grad(rm, true);
+    return oar_batch_norm(f32(4, 3, 2), NULL, NULL, rm, f32(3, 0, 1), true, 0.1, 1e-5) != NULL;
+}
+static bool bad_softmax_dim(void) { return oar_softmax(f32(2, 3, 2), 2) != NULL; }
+static bool bad_log_softmax_int(void) {
+    int64_t v[2] = {1, 2};
+    return oar_log_softmax(idx(v, 2), 0) != NULL;
+}
+static bool bad_dropout_p(void) { return oar_dropout(f32(2, 3, 2), 1.5, true) != NULL; }
+static bool bad_embedding_range(void) {
+    int64_t v[3] = {1, 7, 0};
+    return oar_embedding(f32(5, 3, 2), idx(v, 3)) != NULL;
+}
+static bool bad_embedding_negative(void) {
+    int64_t v[2] = {-1, 0};
+    return oar_embedding(f32(5, 3, 2), idx(v, 2)) != NULL;
+}
+static bool bad_embedding_float_idx(void) { return oar_embedding(f32(5, 3, 2), f32(4, 0, 1)) != NULL; }
+static bool bad_embedding_weight(void) {
+    int64_t v[1] = {0};
+    return oar_embedding(f32(5, 0, 1), idx(v, 1)) != NULL;
+}
+static bool bad_one_hot_negative(void) {
+    int64_t v[3] = {0, -1, 2};
+    return oar_one_hot(idx(v, 3), 4) != NULL;
+}
+static bool bad_one_hot_range(void) {
+    int64_t v[3] = {0, 4, 2};
+    return oar_one_hot(idx(v, 3), 4) != NULL;
+}
+static bool bad_one_hot_empty(void) {
+    int64_t v[1] = {0};
+    return oar_one_hot(idx(v, 0), -1) != NULL;
+}
+
 const sweep_bad sweep_bad_nn[] = {
+    {"layer_norm weight of the wrong shape", bad_ln_weight, "layer_norm: expected weight of shape [4], got [3]"},
+    {"layer_norm bias of another dtype", bad_ln_bias_dtype, "expected bias of dtype f32 (the input's), got f64"},
+    {"layer_norm over more dims than the input has", bad_ln_ndim, "expected normalized_ndim in [1, 2]"},
+    {"group_norm with groups not dividing C", bad_gn_groups, "dividing the 6 channels, got groups = 4"},
+    {"group_norm of a 1-d input", bad_gn_rank, "group_norm: expected an input of shape [N, C, ...]"},
+    {"batch_norm training on one value per channel", bad_bn_one_value, "expected more than 1 value per channel"},
+    {"batch_norm inference without running stats", bad_bn_eval_no_stats, "expected running_mean and running_var in"},
+    {"batch_norm with running_mean only", bad_bn_half_stats, "got only running_mean"},
+    {"batch_norm running stats of the wrong shape", bad_bn_stats_shape, "expected running_mean of shape [3], got [4]"},
+    {"batch_norm running stats requiring grad", bad_bn_stats_grad, "running statistics are not differentiable"},
+    {"softmax over a dim that does not exist", bad_softmax_dim, "softmax: expected dim in [-2, 1]"},
+    {"log_softmax of integers", bad_log_softmax_int, "log_softmax: expected the input to have a floating dtype"},
+    {"dropout with p > 1", bad_dropout_p, "expected a probability p in [0, 1], got 1.5"},
+    {"embedding index past the last row", bad_embedding_range, "index 7 is out of range; expected indices in [0, 5)"},
+    {"embedding negative index", bad_embedding_negative, "index -1 is out of range"},
+    {"embedding with float indices", bad_embedding_float_idx, "embedding: expected integer indices"},
+    {"embedding weight that is not 2-d", bad_embedding_weight, "expected weight of shape [num_embeddings, embedding_dim]"},
+    {"one_hot of a negative class", bad_one_hot_negative, "expected class values >= 0, got -1"},
+    {"one_hot class beyond num_classes", bad_one_hot_range, "class value 4 is out of range"},
+    {"one_hot num_classes = -1 of an empty tensor", bad_one_hot_empty, "cannot infer num_classes from an empty"},
     {0},
 };

@@ -1,0 +1,303 @@
+/* AVX2/FMA normalization kernels in f32: layer_norm over the last dims, group_norm over
+ * contiguous (sample, group) blocks, batch_norm in training and inference. Statistics are
+ * accumulated in double (two passes), the normalization is one fused multiply-add per element,
+ * and the work is split over rows, groups, channels or planes. */
+#include "kernels/cpu/nn_kernels.h"
+#include "kernels/cpu/nn_simd.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef OAR_NN_SIMD
+
+/* Mean and biased variance of m contiguous floats. The second pass is centred on the mean
+ * rounded to float; the exact identity sum((x - mf)^2)/m = var + (mean - mf)^2 removes that
+ * rounding again. */
+static NN_AVX2 void row_moments(const float *x, int64_t m, double *mean, double *var) {
+    const int64_t full = m & ~(int64_t)7, rest = m - full;
+    const __m256i tail = nn_tail_mask(rest);
+    nn_dacc s = nn_dacc_zero(), q = nn_dacc_zero();
+    for (int64_t i = 0; i < full; i += 8) nn_dacc_add(&s, _mm256_loadu_ps(x + i));
+    if (rest) nn_dacc_add(&s, nn_load_tail(x + full, tail, 0.0f));
+    double mu = m ? nn_dacc_sum(s) / (double)m : 0.0;
+    float muf = (float)mu;
+    const __m256 vmu = _mm256_set1_ps(muf);
+    for (int64_t i = 0; i < full; i += 8) nn_dacc_add_sq(&q, _mm256_sub_ps(_mm256_loadu_ps(x + i), vmu));
+    if (rest) nn_dacc_add_sq(&q, _mm256_sub_ps(nn_load_tail(x + full, tail, muf), vmu));
+    double v = m ? nn_dacc_sum(q) / (double)m - (mu - muf) * (mu - muf) : 0.0;
+    *mean = mu;
+    *var = v > 0 ? v : 0.0;
+}
+
+/* y = (x - mean) * scale + shift over n floats; w and b (per element, may be NULL) multiply
+ * scale and add to shift elementwise. */
+static NN_AVX2 void normalize_run(const float *x, float *y, int64_t n, float mean, float scale, float shift,
+                                  const float *w, const float *b) {
+    const __m256 vm = _mm256_set1_ps(mean), vs = _mm256_set1_ps(scale), vb = _mm256_set1_ps(shift);
+    const int64_t full = n & ~(int64_t)7, rest = n - full;
+    const __m256i tail = nn_tail_mask(rest);
+    for (int64_t i = 0; i <= full; i += 8) {
+        bool last = i == full;
+        if (last && !rest) break;
+        __m256 v = last ? _mm256_maskload_ps(x + i, tail) : _mm256_loadu_ps(x + i);
+        __m256 sc = vs, sh = vb;
+        if (w) sc = _mm256_mul_ps(sc, last ? _mm256_maskload_ps(w + i, tail) : _mm256_loadu_ps(w + i));
+        if (b) sh = last ? _mm256_maskload_ps(b + i, tail) : _mm256_loadu_ps(b + i);
+        __m256 r = _mm256_fmadd_ps(_mm256_sub_ps(v, vm), sc, sh);
+        if (last) _mm256_maskstore_ps(y + i, tail, r);
+        else _mm256_storeu_ps(y + i, r);
+    }
+}
+
+/* ---- layer_norm: rows of m values, each normalized on its own */
+typedef struct ln_job {
+    const float *x, *w, *b;
+    float *y, *mean, *rstd;
+    int64_t m;
+    double eps;
+} ln_job;
+
+static void ln_rows(void *ctx, int64_t begin, int64_t end) {
+    const ln_job *j = ctx;
+    for (int64_t r = begin; r < end; r++) {
+        double mean, var;
+        row_moments(j->x + r * j->m, j->m, &mean, &var);
+        float rstd = (float)(1.0 / sqrt(var + j->eps));
+        j->mean[r] = (float)mean;
+        j->rstd[r] = rstd;
+        normalize_run(j->x + r * j->m, j->y + r * j->m, j->m, (float)mean, rstd, 0.0f, j->w, j->b);
+    }
+}
+
+static oar_status layer_norm_avx2(const oar_kctx *ctx, oar_tensor *const *in, int n_in, oar_tensor *const *out,
+                                  int n_out, const oar_attr *a) {
+    (void)ctx; (void)n_in; (void)n_out;
+    const oar_tensor *x = in[0];
+    int k = (int)a[0].i;
+    int64_t m = 1;
+    for (int d = x->ndim - k; d < x->ndim; d++) m *= x->shape[d];
+    if (x->numel == 0) {
+        /* rows without values: torch's mean of nothing is NaN */
+        for (int o = 1; o < 3; o++)
+            for (int64_t r = 0; r < out[o]->numel; r++) ((float *)oar_tensor_ptr(out[o]))[r] = NAN;
+        return OAR_OK;
+    }
+    ln_job j = {(const float *)oar_tensor_ptr(x), in[1] ? (const float *)oar_tensor_ptr(in[1]) : NULL,
+                in[2] ? (const float *)oar_tensor_ptr(in[2]) : NULL, (float *)oar_tensor_ptr(out[0]),
+                (float *)oar_tensor_ptr(out[1]), (float *)oar_tensor_ptr(out[2]), m, a[1].f};
+    oar_parallel_for(x->numel / m, 16384 / m + 1, ln_rows, &j);
+    return OAR_OK;
+}
+
+/* ---- group_norm: each (sample, group) is one contiguous block of cg channels x s values */
+typedef struct gn_job {
+    const float *x, *w, *b;
+    float *y, *mean, *rstd;
+    int64_t groups, cg, s;
+    double eps;
+} gn_job;
+
+static void gn_blocks(void *ctx, int64_t begin, int64_t end) {
+    const gn_job *j = ctx;
+    const int64_t m = j->cg * j->s;
+    for (int64_t r = begin; r < end; r++) {
+        double mean, var;
+        row_moments(j->x + r * m, m, &mean, &var);
+        float rstd = (float)(1.0 / sqrt(var + j->eps));
+        j->mean[r] = (float)mean;
+        j->rstd[r] = rstd;
+        for (int64_t c = 0; c < j->cg; c++) {
+            int64_t ch = (r % j->groups) * j->cg + c, at = r * m + c * j->s;
+            float scale = rstd * (j->w ? j->w[ch] : 1.0f), shift = j->b ? j->b[ch] : 0.0f;
+            normalize_run(j->x + at, j->y + at, j->s, (float)mean, scale, shift, NULL, NULL);
+        }
+    }
+}
+
+static oar_status group_norm_avx2(const oar_kctx *ctx, oar_tensor *const *in, int n_in, oar_tensor *const *out,
+                                  int n_out, const oar_attr *a) {
+    (void)ctx; (void)n_in; (void)n_out;
+    const oar_tensor *x = in[0];
+    const int64_t groups = a[0].i, n = x->shape[0], c = x->shape[1];
+    int64_t s = 1;
+    for (int d = 2; d < x->ndim; d++) s *= x->shape[d];
+    const int64_t m = c / groups * s;
+    if (m == 0) {
+        for (int o = 1; o < 3; o++)
+            for (int64_t r = 0; r < out[o]->numel; r++) ((float *)oar_tensor_ptr(out[o]))[r] = NAN;
+        return OAR_OK;
+    }
+    gn_job j = {(const float *)oar_tensor_ptr(x), in[1] ? (const float *)oar_tensor_ptr(in[1]) : NULL,
+                in[2] ? (const float *)oar_tensor_ptr(in[2]) : NULL, (float *)oar_tensor_ptr(out[0]),
+                (float *)oar_tensor_ptr(out[1]), (float *)oar_tensor_ptr(out[2]), groups, c / groups, s, a[1].f};
+    oar_parallel_for(n * groups, 16384 / m + 1, gn_blocks, &j);
+    return OAR_OK;
+}
+
+/* ---- batch_norm over [N, C, S]: statistics per channel, then y = (x - mean) * scale + shift */
+typedef struct bn_job {
+    const float *x;
+    float *y;
+    int64_t n, c, s;
+    double *mean, *var;                /* phase 1 results, per channel */
+    const float *vmean, *scale, *shift; /* phase 2 inputs, per channel */
+} bn_job;
+
+/* Channel statistics when each channel is N planes of s contiguous values: plane moments are
+ * merged one by one with Chan's update, which stays accurate for any mean. */
+static void bn_stats_planes(void *ctx, int64_t begin, int64_t end) {
+    const bn_job *j = ctx;
+    for (int64_t ch = begin; ch < end; ch++) {
+        double cnt = 0, mean = 0, m2 = 0, s = (double)j->s;
+        for (int64_t i = 0; i < j->n; i++) {
+            double mu, var;
+            row_moments(j->x + (i * j->c + ch) * j->s, j->s, &mu, &var);
+            double tot = cnt + s, delta = mu - mean;
+            mean += delta * s / tot;
+            m2 += var * s + delta * delta * cnt * s / tot;
+            cnt = tot;
+        }
+        j->mean[ch] = mean;
+        j->var[ch] = m2 / cnt;
+    }
+}
+
+/* Channel statistics of an [N, C] input: eight channels at a time, down the columns. */
+static NN_AVX2 void bn_stats_cols(void *ctx, int64_t begin, int64_t end) {
+    const bn_job *j = ctx;
+    for (int64_t blk = begin; blk < end; blk++) {
+        const int64_t c0 = blk * 8, width = j->c - c0 < 8 ? j->c - c0 : 8;
+        const __m256i mask = nn_tail_mask(width);
+        nn_dacc s = nn_dacc_zero(), q = nn_dacc_zero();
+        for (int64_t i = 0; i < j->n; i++) nn_dacc_add(&s, nn_load_tail(j->x + i * j->c + c0, mask, 0.0f));
+        double sum[8], sq[8], mean[8];
+        float meanf[8];
+        nn_dacc_lanes(s, sum);
+        for (int l = 0; l < 8; l++) {
+            mean[l] = sum[l] / (double)j->n;
+            meanf[l] = (float)mean[l];
+        }
+        const __m256 vm = _mm256_loadu_ps(meanf);
+        for (int64_t i = 0; i < j->n; i++)
+            nn_dacc_add_sq(&q, _mm256_sub_ps(nn_load_tail(j->x + i * j->c + c0, mask, 0.0f), vm));
+        nn_dacc_lanes(q, sq);
+        for (int l = 0; l < width; l++) { /* centred on the float mean; the identity corrects it */
+            double v = sq[l] / (double)j->n - (mean[l] - meanf[l]) * (mean[l] - meanf[l]);
+            j->mean[c0 + l] = mean[l];
+            j->var[c0 + l] = v > 0 ? v : 0.0;
+        }
+    }
+}
+
+/* y = (x - mean[c]) * scale[c] + shift[c] for one plane (s values of channel c) at a time. */
+static void bn_apply_planes(void *ctx, int64_t begin, int64_t end) {
+    const bn_job *j = ctx;
+    for (int64_t p = begin; p < end; p++) {
+        int64_t ch = p % j->c;
+        normalize_run(j->x + p * j->s, j->y + p * j->s, j->s, j->vmean[ch], j->scale[ch], j->shift[ch], NULL, NULL);
+    }
+}
+
+/* The same for [N, C] inputs, vectorized along each row's channels. */
+static NN_AVX2 void bn_apply_rows(void *ctx, int64_t begin, int64_t end) {
+    const bn_job *j = ctx;
+    const int64_t full = j->c & ~(int64_t)7, rest = j->c - full;
+    const __m256i tail = nn_tail_mask(rest);
+    for (int64_t r = begin; r < end; r++) {
+        const float *x = j->x + r * j->c;
+        float *y = j->y + r * j->c;
+        for (int64_t i = 0; i < full; i += 8) {
+            __m256 v = _mm256_sub_ps(_mm256_loadu_ps(x + i), _mm256_loadu_ps(j->vmean + i));
+            _mm256_storeu_ps(y + i, _mm256_fmadd_ps(v, _mm256_loadu_ps(j->scale + i), _mm256_loadu_ps(j->shift + i)));
+        }
+        if (rest) {
+            __m256 v = _mm256_sub_ps(_mm256_maskload_ps(x + full, tail), _mm256_maskload_ps(j->vmean + full, tail));
+            __m256 r8 = _mm256_fmadd_ps(v, _mm256_maskload_ps(j->scale + full, tail), _mm256_maskload_ps(j->shift + full, tail));
+            _mm256_maskstore_ps(y + full, tail, r8);
+        }
+    }
+}
+
+static oar_status batch_norm_avx2(const oar_kctx *ctx, oar_tensor *const *in, int n_in, oar_tensor *const *out,
+                                  int n_out, const oar_attr *a) {
+    (void)ctx; (void)n_in; (void)n_out;
+    const oar_tensor *x = in[0];
+    const float *w = in[1] ? (const float *)oar_tensor_ptr(in[1]) : NULL;
+    const float *b = in[2] ? (const float *)oar_tensor_ptr(in[2]) : NULL;
+    float *rm = in[3] ? (float *)oar_tensor_ptr(in[3]) : NULL, *rv = in[4] ? (float *)oar_tensor_ptr(in[4]) : NULL;
+    const bool training = a[0].i != 0;
+    const double momentum = a[1].f, eps = a[2].f;
+    const int64_t n = x->shape[0], c = x->shape[1];
+    int64_t s = 1;
+    for (int d = 2; d < x->ndim; d++) s *= x->shape[d];
+    const int64_t cnt = n * s;
+    /* per channel: mean, var (double); the float mean, scale and shift used to normalize */
+    char *buf = oar_malloc((size_t)(c ? c : 1) * (2 * sizeof(double) + 3 * sizeof(float)));
+    if (!buf) return OAR_ERR_OOM;
+    double *mean = (double *)buf, *var = mean + c;
+    float *fmean = (float *)(var + c), *scale = fmean + c, *shift = scale + c;
+    bn_job j = {(const float *)oar_tensor_ptr(x), (float *)oar_tensor_ptr(out[0]), n, c, s, mean, var,
+                fmean, scale, shift};
+    if (training && cnt > 0) {
+        if (s == 1) oar_parallel_for((c + 7) / 8, 8192 / n + 1, bn_stats_cols, &j);
+        else oar_parallel_for(c, 16384 / cnt + 1, bn_stats_planes, &j);
+    }
+    const bool update = training && rm && cnt > 0; /* an empty batch leaves them alone, as in torch */
+    float *om = (float *)oar_tensor_ptr(out[1]), *oi = (float *)oar_tensor_ptr(out[2]);
+    for (int64_t ch = 0; ch < c; ch++) {
+        if (training && cnt == 0) mean[ch] = var[ch] = 0;
+        if (!training) {
+            mean[ch] = rm[ch];
+            var[ch] = rv[ch];
+        }
+        double invstd = 1.0 / sqrt(var[ch] + eps);
+        if (update) {
+            rm[ch] = (float)((1 - momentum) * rm[ch] + momentum * mean[ch]);
+            rv[ch] = (float)((1 - momentum) * rv[ch] + momentum * var[ch] * (double)cnt / (double)(cnt - 1));
+        }
+        om[ch] = fmean[ch] = (float)mean[ch];
+        oi[ch] = (float)invstd;
+        scale[ch] = (float)(invstd * (w ? w[ch] : 1.0));
+        shift[ch] = b ? b[ch] : 0.0f;
+    }
+    if (update) { /* once per call, so autograd sees the in-place write */
+        in[3]->storage->version++;
+        in[4]->storage->version++;
+    }
+    if (x->numel) {
+        if (s == 1) oar_parallel_for(n, 16384 / c + 1, bn_apply_rows, &j);
+        else oar_parallel_for(n * c, 16384 / s + 1, bn_apply_planes, &j);
+    }
+    free(buf);
+    return OAR_OK;
+}
+
+/* ---- selection */
+static bool avx2_ok(oar_tensor *const *in, int n_in, oar_tensor *const *out, int n_out, const oar_attr *a) {
+    (void)in; (void)n_in; (void)out; (void)n_out; (void)a;
+    return oar_cpu_has_avx2();
+}
+
+/* batch_norm reads strided inputs itself: take dense f32 tensors only. */
+static bool batch_norm_ok(oar_tensor *const *in, int n_in, oar_tensor *const *out, int n_out, const oar_attr *a) {
+    (void)out; (void)n_out; (void)a;
+    if (!oar_cpu_has_avx2()) return false;
+    for (int i = 0; i < n_in; i++)
+        if (in[i] && (in[i]->dtype != OAR_F32 || !in[i]->contiguous)) return false;
+    return true;
+}
+
+#endif
+
+void oar_cpu_nn_register_norm(void) {
+#ifdef OAR_NN_SIMD
+    oar_kernel_entry e = {.device = OAR_CPU, .dtypes = OAR_DTYPE_BIT(OAR_F32), .impl = "avx2", .priority = 10,
+                          .fn = layer_norm_avx2, .supports = avx2_ok};
+    oar_register_kernel(OAR_OP_layer_norm, e);
+    e.fn = group_norm_avx2;
+    oar_register_kernel(OAR_OP_group_norm, e);
+    e.fn = batch_norm_avx2;
+    e.supports = batch_norm_ok;
+    oar_register_kernel(OAR_OP_batch_norm, e);
+#endif
+}
