@@ -87,9 +87,11 @@ oar_status oar_autograd_record(oar_op_id op, oar_tensor *const *in, int n_in,
     n->seq = __atomic_add_fetch(&g_seq, 1, __ATOMIC_RELAXED);
     for (int i = 0; i < n_in; i++) {
         oar_tensor *x = in[i];
-        n->saved_in[i] = oar_retain(x);
         if (!x) continue;
-        n->in_version[i] = x->storage->version;
+        if (!(i < 32 && (d->unsaved_inputs >> i) & 1u)) {
+            n->saved_in[i] = oar_retain(x);
+            n->in_version[i] = x->storage->version;
+        }
         if (!x->requires_grad) continue;
         if (x->grad_fn) {
             n->edges[i].node = (oar_node *)x->grad_fn;

@@ -109,6 +109,8 @@ typedef struct oar_op_def {
     unsigned flags;
     uint32_t ref_dtypes; /* dtypes (of the key input) the reference kernel handles */
     uint32_t optional_inputs; /* bit i: input i may be NULL (e.g. a bias) */
+    uint32_t unsaved_inputs;  /* bit i: the rule never reads input i (e.g. running stats
+                                 updated in place): not kept for backward, not version-checked */
     oar_infer_fn infer;
     oar_kernel_fn reference;
     oar_view_fn view;
