@@ -10,6 +10,7 @@
  * tensor) and KIND is
  *   n  normal(0,1)            u  uniform(-1,1)          p  uniform(0.5,2) (positive)
  *   d  distinct values (no ties; for max/sort/pool)     b  random bool
+ *      (multiples of 0.25; even sizes never contain 0, odd sizes do, and contain x.5 ties)
  *   iLO_HI  int64 in [LO,HI)  (e.g. i0_5)                none  a NULL optional input
  *   nI32 etc.: append a dtype to fix it (f32,f64,f16,bf16,i8,u8,i32,i64,bool); otherwise float
  *   kinds take the dtype of the pass (f32 for kernels, f64 for gradients).

@@ -138,7 +138,7 @@ static oar_tensor *make_input(const input_spec *sp, oar_dtype float_dt) {
         }
         for (int64_t i = 0; i < t->numel; i++) {
             double v = tr->load(p + i * (int64_t)tr->size);
-            tr->store(p + i * (int64_t)tr->size, (v - (double)t->numel / 2 + 0.5) * 0.25); /* never 0 */
+            tr->store(p + i * (int64_t)tr->size, (v - (double)t->numel / 2 + 0.5) * 0.25); /* 0 never occurs for even sizes */
         }
     }
     return t;
