@@ -220,7 +220,7 @@ static oar_status run_node(engine *e, oar_node *n, oar_node **ready, int *n_read
             for (int o = 0; o < n->n_out; o++) {
                 if (!n->saved_out[o]) continue;
                 outs[o] = oar_tensor_alias(n->saved_out[o]);
-                if (outs[o] && e->create_graph) {
+                if (outs[o] && e->create_graph && oar_dtypes[outs[o]->dtype].is_float) {
                     outs[o]->requires_grad = true;
                     outs[o]->grad_fn = &n->h;
                     outs[o]->output_nr = o;

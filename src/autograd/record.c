@@ -103,12 +103,13 @@ oar_status oar_autograd_record(oar_op_id op, oar_tensor *const *in, int n_in,
     }
     for (int o = 0; o < n_out; o++) {
         oar_meta_from(&n->out_meta[o], out[o]);
-        if (!differentiable_dtype(out[o]->dtype)) continue;
+        /* integer outputs (indices) are kept for the rule too, but never carry gradients */
         n->saved_out[o] = oar_tensor_alias(out[o]);
         if (!n->saved_out[o]) {
             node_destroy(&n->h);
             return OAR_ERR_OOM;
         }
+        if (!differentiable_dtype(out[o]->dtype)) continue;
         out[o]->requires_grad = true;
         out[o]->grad_fn = &n->h;
         out[o]->output_nr = o;

@@ -37,8 +37,9 @@ void *oar_realloc(void *p, size_t nbytes);
 typedef void (*oar_range_fn)(void *ctx, int64_t begin, int64_t end);
 /* Runs fn over [0, n) in chunks of at least grain items on the pool; serial when small. */
 void oar_parallel_for(int64_t n, int64_t grain, oar_range_fn fn, void *ctx);
-/* Called when the thread count changes, to configure the libraries oar calls. */
-void oar_threads_set_library_hook(void (*hook)(int nthreads));
+/* Adds a hook called with the thread count whenever it is decided or changed, so the
+ * libraries oar calls (OpenBLAS, oneDNN) share its one budget of threads. */
+void oar_threads_add_library_hook(void (*hook)(int nthreads));
 
 /* ---- random numbers (rng.c): Philox-4x32-10 */
 /* Reserves n counters from the global generator and returns their (seed, first counter). */

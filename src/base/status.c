@@ -57,7 +57,10 @@ void oar_error_prefix(const char *fmt, ...) {
     vsnprintf(prefix, sizeof prefix, fmt, ap);
     va_end(ap);
     memcpy(old, tl_msg, sizeof old);
-    snprintf(tl_msg, sizeof tl_msg, "%s: %s", prefix, old);
+    /* the combined message is cut at the slot's size; the prefix always survives */
+    int n = snprintf(tl_msg, sizeof tl_msg, "%s: ", prefix);
+    if (n > 0 && (size_t)n < sizeof tl_msg) snprintf(tl_msg + n, sizeof tl_msg - (size_t)n, "%.*s",
+                                                     (int)(sizeof tl_msg - (size_t)n - 1), old);
 }
 
 void oar_internal_assert_fail(const char *expr, const char *file, int line) {

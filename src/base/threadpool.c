@@ -31,7 +31,13 @@ static pool P = {.mu = PTHREAD_MUTEX_INITIALIZER,
 static int g_nthreads = 0;        /* 0: not decided yet */
 static pthread_mutex_t g_config_mu = PTHREAD_MUTEX_INITIALIZER;
 static _Thread_local bool tl_in_parallel;
-static void (*g_library_hook)(int);
+#define MAX_LIBRARY_HOOKS 4
+static void (*g_library_hooks[MAX_LIBRARY_HOOKS])(int);
+static int g_n_library_hooks;
+
+static void call_library_hooks(int n) {
+    for (int i = 0; i < g_n_library_hooks; i++) g_library_hooks[i](n);
+}
 
 static void run_chunk(int idx) {
     int64_t b = (int64_t)idx * P.chunk;
@@ -90,18 +96,20 @@ static void ensure_configured(void) {
     if (!g_nthreads) {
         int n = default_threads();
         pool_start(n);
-        if (g_library_hook) g_library_hook(n);
+        call_library_hooks(n);
         __atomic_store_n(&g_nthreads, n, __ATOMIC_RELEASE);
     }
     pthread_mutex_unlock(&g_config_mu);
 }
 
-void oar_threads_set_library_hook(void (*hook)(int nthreads)) {
+void oar_threads_add_library_hook(void (*hook)(int nthreads)) {
+    if (!hook) return;
     pthread_mutex_lock(&g_config_mu);
-    g_library_hook = hook;
+    OAR_ASSERT(g_n_library_hooks < MAX_LIBRARY_HOOKS);
+    g_library_hooks[g_n_library_hooks++] = hook;
     int n = g_nthreads;
     pthread_mutex_unlock(&g_config_mu);
-    if (hook && n) hook(n); /* threads were configured before the hook arrived */
+    if (n) hook(n); /* threads were configured before the hook arrived */
 }
 
 oar_status oar_set_num_threads(int n) {
@@ -117,7 +125,7 @@ oar_status oar_set_num_threads(int n) {
         pool_start(n);
         __atomic_store_n(&g_nthreads, n, __ATOMIC_RELEASE);
     }
-    if (g_library_hook) g_library_hook(n);
+    call_library_hooks(n);
     pthread_mutex_unlock(&g_config_mu);
     return OAR_OK;
 }

@@ -1,11 +1,10 @@
 /* Elementwise losses of an input against a target of the same shape: mse, l1, smooth_l1 and
  * bce_with_logits, each reduced by mean, sum or none as in torch. The reference kernels
  * compute in double; the gradient rules are op calls, so double backward works. */
-#include "ops/op.h"
+#include "ops/loss.h"
 
 #include <math.h>
 
-/* Shared with loss_ce.c. */
 oar_status oar_loss_check_reduction(const char *op, int64_t r) {
     if (r == OAR_REDUCE_MEAN || r == OAR_REDUCE_SUM || r == OAR_REDUCE_NONE) return OAR_OK;
     return oar_error(OAR_ERR_INVALID_ARG, "%s: expected reduction OAR_REDUCE_MEAN (0), OAR_REDUCE_SUM (1) "

@@ -4,12 +4,11 @@
  * class dim. With smoothing eps, a sample's loss is (1 - eps) * nll + eps * mean over classes
  * of -log p; ignored samples contribute 0 and the mean divides by the counted samples.
  * cross_entropy(x) equals nll_loss(log_softmax(x)) for every option. */
-#include "ops/op.h"
+#include "ops/loss.h"
 
 #include <math.h>
 #include <string.h>
 
-oar_status oar_loss_check_reduction(const char *op, int64_t r); /* loss.c */
 
 /* Attribute positions of cross_entropy, nll_loss and cross_entropy_backward;
  * nll_loss_backward has num_classes first, then these. */

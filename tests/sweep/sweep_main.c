@@ -281,8 +281,8 @@ static void run_kernels(const sweep_case *c, int op, const input_spec *specs, in
         oar_tensor *out[OAR_MAX_OUTPUTS];
         for (int o = 0; o < n_out; o++) out[o] = guarded_new(&meta[o]);
         if (!e->supports || e->supports(in, n_in, out, n_out, attrs)) {
-            char what[256];
-            snprintf(what, sizeof what, "%s [%s kernel]", label, e->impl);
+            char what[320];
+            snprintf(what, sizeof what, "%.256s [%.40s kernel]", label, e->impl);
             oar_rng_set_state(FIXED_RNG);
             if (oar_op_run_kernel((oar_op_id)op, e, in, n_in, out, n_out, attrs) != OAR_OK) {
                 FAIL("%s: failed: %s", what, oar_last_error());
@@ -299,8 +299,8 @@ static void run_kernels(const sweep_case *c, int op, const input_spec *specs, in
         oar_tensor *sin[OAR_MAX_INPUTS], *out[OAR_MAX_OUTPUTS];
         int no = OAR_MAX_OUTPUTS;
         for (int i = 0; i < n_in; i++) sin[i] = make_strided(in[i]);
-        char what[256];
-        snprintf(what, sizeof what, "%s [eager, non-contiguous inputs]", label);
+        char what[320];
+        snprintf(what, sizeof what, "%.256s [eager, non-contiguous inputs]", label);
         oar_rng_set_state(FIXED_RNG);
         bool prev = oar_set_grad_enabled(false);
         if (oar_op_call((oar_op_id)op, sin, n_in, attrs, out, &no) != OAR_OK) {

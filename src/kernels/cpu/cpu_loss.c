@@ -3,6 +3,7 @@
  * vector exp (chosen at run time) and portable C. Row sums are taken in double, and reduced
  * losses add fixed blocks of rows in order, so results do not depend on the thread count. */
 #include "kernels/cpu/cpu_kernels.h"
+#include "ops/loss.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -14,10 +15,6 @@
 #define AVX2_FN __attribute__((target("avx2,fma")))
 #endif
 
-/* ops/loss_ce.c: counts targets != ignore_index, and reports one outside [0, classes) in the
- * same words as the reference kernel. */
-oar_status oar_loss_count_targets(const char *op, const oar_tensor *target, int64_t classes,
-                                  int64_t ignore_index, int64_t *count);
 
 /* The row loops of one instruction set. */
 typedef struct row_ops {
