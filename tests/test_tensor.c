@@ -193,6 +193,7 @@ static void test_scopes(void) {
 }
 
 int main(void) {
+    oar_scope_begin(); /* nested calls create temporaries; the scope frees them */
     test_creation();
     test_views();
     test_copy_cast();
@@ -200,5 +201,6 @@ int main(void) {
     test_half();
     test_random();
     test_scopes();
+    oar_scope_end();
     return test_summary("test_tensor");
 }
