@@ -17,9 +17,10 @@ F = torch.nn.functional
 CASES = []
 
 
-def case(op, attrs, inputs, fn, grad=True):
-    """inputs: list of tensors (or None); fn(*inputs) -> tensor or tuple of tensors."""
-    CASES.append((op, attrs, inputs, fn, grad))
+def case(op, attrs, inputs, fn, grad=True, nograd=()):
+    """inputs: list of tensors (or None); fn(*inputs) -> tensor or tuple of tensors.
+    nograd: indices of float inputs that take no gradient (e.g. running statistics)."""
+    CASES.append((op, attrs, inputs, fn, grad, set(nograd)))
 
 
 def randn(*shape):
@@ -81,9 +82,10 @@ def fmt(t):
 def main():
     out_path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "ops.txt")
     lines = [f"# oar golden values from torch {torch.__version__}; regenerate with gen_golden.py"]
-    for op, attrs, inputs, fn, grad in CASES:
-        ins = [None if x is None else (x.clone().requires_grad_(grad) if x.dtype.is_floating_point else x)
-               for x in inputs]
+    for op, attrs, inputs, fn, grad, nograd in CASES:
+        wants = [x is not None and x.dtype.is_floating_point and grad and i not in nograd
+                 for i, x in enumerate(inputs)]
+        ins = [None if x is None else x.clone().requires_grad_(w) for x, w in zip(inputs, wants)]
         outs = fn(*ins)
         outs = list(outs) if isinstance(outs, tuple) else [outs]
         lines.append(f"case {op} | {attrs}")
@@ -98,11 +100,11 @@ def main():
                 term = (y * w).sum()
                 loss = term if loss is None else loss + term
         if grad and loss is not None:
-            floats = [x for x in ins if x is not None and x.dtype.is_floating_point]
+            floats = [x for x, w in zip(ins, wants) if w]
             gs = torch.autograd.grad(loss, floats, allow_unused=True)
             gi = 0
             for i, x in enumerate(ins):
-                if x is not None and x.dtype.is_floating_point:
+                if wants[i]:
                     g = gs[gi] if gs[gi] is not None else torch.zeros_like(x)
                     lines.append(f"grad {i} " + fmt(g))
                     gi += 1
