@@ -1,10 +1,122 @@
-/* Sweep cases for the linalg family. */
+/* Sweep cases for linear algebra: matmul, linear, einsum. The larger cases (no gradient
+ * check) exercise the GEMM kernels: folded batches, per-batch loops, packed layouts. */
 #include "sweep.h"
 
 const sweep_case sweep_cases_linalg[] = {
+    {"matmul", "n:3x4;n:4x5", ""},
+    {"matmul", "n:2x3x4;n:2x4x5", ""},
+    {"matmul", "n:2x1x3x4;n:5x4x2", ""},
+    {"matmul", "n:2x3x4;n:4x5", ""},
+    {"matmul", "n:3x4;n:2x4x5", ""},
+    {"matmul", "n:4;n:4", ""},
+    {"matmul", "n:4;n:4x3", ""},
+    {"matmul", "n:3x4;n:4", ""},
+    {"matmul", "n:4;n:2x4x3", ""},
+    {"matmul", "n:2x3x4;n:4", ""},
+    {"matmul", "n:1x4;n:4x1", ""},
+    {"matmul", "n:3x1;n:1x4", ""},
+    {"matmul", "n:3x0;n:0x4", ""},
+    {"matmul", "n:0x3;n:3x4", ""},
+    {"matmul", "n:2x0x3;n:3x4", ""},
+    {"matmul", "i-3_4:3x4;i-3_4:4x2", ""},
+    {"matmul", "nf16:3x4;nf16:4x2", "", 0, 1e-2},
+    {"matmul", "nbf16:2x3x20;nbf16:20x6", "", 0, 2e-2},
+    {"matmul", "n:33x65;n:65x17", "", SWEEP_NO_GRAD},
+    {"matmul", "n:3x33x65;n:65x17", "", SWEEP_NO_GRAD},
+    {"matmul", "n:2x1x20x30;n:3x30x25", "", SWEEP_NO_GRAD},
+    {"matmul", "n:40;n:3x40x21", "", SWEEP_NO_GRAD},
+    {"linear", "n:3x4;n:5x4;n:5", ""},
+    {"linear", "n:2x3x4;n:5x4;n:5", ""},
+    {"linear", "n:4;n:5x4;n:5", ""},
+    {"linear", "n:3x4;n:5x4;none", ""},
+    {"linear", "n:1x1;n:1x1;n:1", ""},
+    {"linear", "n:3x0;n:5x0;n:5", ""},
+    {"linear", "n:0x4;n:5x4;n:5", ""},
+    {"linear", "n:2x0x4;n:3x4;n:3", ""},
+    {"linear", "i-3_4:3x4;i-3_4:5x4;i-3_4:5", ""},
+    {"linear", "nbf16:2x3x20;nbf16:6x20;nbf16:6", "", 0, 2e-2},
+    {"linear", "n:40x65;n:17x65;n:17", "", SWEEP_NO_GRAD},
+    {"linear", "n:2x20x33;n:30x33;none", "", SWEEP_NO_GRAD},
+    {"einsum", "n:3x4;n:4x5", "equation=ij,jk->ik"},
+    {"einsum", "n:3x4;n:4x5", "equation=ij,jk"},
+    {"einsum", "n:2x3x4;n:2x4x5", "equation=bij,bjk->bik"},
+    {"einsum", "n:2x3x4;n:2x5x4", "equation=bij,bkj->bki"},
+    {"einsum", "n:3x4;none", "equation=ij->ji"},
+    {"einsum", "n:2x3x4;none", "equation=abc->cab"},
+    {"einsum", "n:3x4;none", "equation=ij->i"},
+    {"einsum", "n:3x4;none", "equation=ij->"},
+    {"einsum", "n:3;n:4", "equation=i,j->ij"},
+    {"einsum", "n:2x3;n:2x3", "equation=ij,ij->ij"},
+    {"einsum", "n:2x3;n:3x2", "equation=ij,ji->"},
+    {"einsum", "n:2x3;n:4x5", "equation=ij,kl->jl"},
+    {"einsum", "n:3x3;none", "equation=ii->i"},
+    {"einsum", "n:3x3;none", "equation=ii"},
+    {"einsum", "n:3x4x3;n:4", "equation=iji,j->ij"},
+    {"einsum", "n:2x3x4;n:4x5", "equation=...ij,jk->...ik"},
+    {"einsum", "n:2x1x3;n:4x3", "equation=...i,...i->..."},
+    {"einsum", "n:2x3x4;none", "equation=i...->..."},
+    {"einsum", "n:2x1;n:3x4", "equation=ij,jk->ik"},
+    {"einsum", "n:;n:3", "equation=,i->i"},
+    {"einsum", "n:2x3;n:3x0", "equation=ij,jk->ik"},
+    {"einsum", "n:2x0;n:0x3", "equation=ij,jk->ik"},
+    {"einsum", "i0_5:3x4;i0_5:4x2", "equation=ij,jk->ik"},
+    {"einsum", "nf16:2x3x20;nf16:2x5x20", "equation=bij,bkj->bki", 0, 1e-2},
+    {"einsum", "n:3x4;n:4x5", "equation=ij,jk->ki"},
+    {"einsum", "n:2x3x4;n:2x4x5", "equation=bij,bjk->ikb"},
+    {"einsum", "n:1x3x4;n:2x4x5", "equation=bij,bjk->bik"},
+    {"einsum", "n:3x4x2;n:2x5x4", "equation=ikb,bjk->bij"},
+    {"einsum", "n:4x16x24;n:4x24x20", "equation=bij,bjk->bik", SWEEP_NO_GRAD},
+    {"einsum", "n:20x33x3;n:3x17x33", "equation=ikb,bjk->bji", SWEEP_NO_GRAD},
+    {"einsum", "n:30x40;n:40x20", "equation=ij,jk->ki", SWEEP_NO_GRAD},
+    {"einsum", "n:2x3x16x8;n:2x3x20x8", "equation=bhqd,bhkd->bhqk", SWEEP_NO_GRAD},
     {0},
 };
 
+static oar_tensor *z(int64_t d0, int64_t d1, int nd) {
+    int64_t s[2] = {d0, d1};
+    return oar_zeros(s, nd, OAR_F32);
+}
+
+static bool mm_inner(void) { return oar_matmul(z(2, 3, 2), z(4, 5, 2)) != NULL; }
+static bool mm_scalar(void) { return oar_matmul(oar_scalar(1, OAR_F32), z(2, 2, 2)) != NULL; }
+static bool mm_batch(void) {
+    int64_t a[3] = {2, 3, 4}, b[3] = {3, 4, 5};
+    return oar_matmul(oar_zeros(a, 3, OAR_F32), oar_zeros(b, 3, OAR_F32)) != NULL;
+}
+static bool mm_bool(void) {
+    int64_t s[2] = {2, 2};
+    return oar_matmul(oar_zeros(s, 2, OAR_BOOL), oar_zeros(s, 2, OAR_BOOL)) != NULL;
+}
+static bool mm_dtype(void) {
+    int64_t s[2] = {2, 2};
+    return oar_matmul(oar_zeros(s, 2, OAR_F32), oar_zeros(s, 2, OAR_F64)) != NULL;
+}
+static bool lin_in(void) { return oar_linear(z(3, 3, 2), z(5, 4, 2), NULL) != NULL; }
+static bool lin_bias(void) { return oar_linear(z(3, 4, 2), z(5, 4, 2), z(4, 0, 1)) != NULL; }
+static bool lin_weight(void) { return oar_linear(z(3, 4, 2), z(4, 0, 1), NULL) != NULL; }
+static bool es_char(void) { return oar_einsum("i1->i", z(2, 3, 2), NULL) != NULL; }
+static bool es_ndim(void) { return oar_einsum("ijk->i", z(2, 3, 2), NULL) != NULL; }
+static bool es_size(void) { return oar_einsum("ij,jk->ik", z(2, 3, 2), z(4, 5, 2)) != NULL; }
+static bool es_out(void) { return oar_einsum("ij->k", z(2, 3, 2), NULL) != NULL; }
+static bool es_count(void) { return oar_einsum("ij->ji", z(2, 3, 2), z(3, 0, 1)) != NULL; }
+static bool es_null(void) { return oar_einsum("ij,jk->ik", z(2, 3, 2), NULL) != NULL; }
+static bool es_diag(void) { return oar_einsum("ii->i", z(2, 3, 2), NULL) != NULL; }
+
 const sweep_bad sweep_bad_linalg[] = {
+    {"matmul of 2x3 and 4x5", mm_inner, "matmul: expected a.shape[-1] == b.shape[-2], got 3 != 4"},
+    {"matmul of a scalar", mm_scalar, "expected both operands to have at least 1 dim, got 0D and 2D"},
+    {"matmul with batch dims 2 and 3", mm_batch, "expected batch dims that broadcast"},
+    {"matmul of bools", mm_bool, "expected numeric operands, got bool"},
+    {"matmul of f32 and f64", mm_dtype, "got f32 (input 0) and f64 (input 1)"},
+    {"linear with the wrong in_features", lin_in, "expected x.shape[-1] == weight.shape[1] (in_features), got 3 != 4"},
+    {"linear with the wrong bias", lin_bias, "expected bias of shape [5] (out_features), got [4]"},
+    {"linear with a vector weight", lin_weight, "expected weight of shape [out_features, in_features]"},
+    {"einsum with a digit", es_char, "invalid character '1' at index 1"},
+    {"einsum with too many labels", es_ndim, "expected operand 0 to have 3 dims (one per label)"},
+    {"einsum with mismatched sizes", es_size, "expected label 'j' to have one size across operands"},
+    {"einsum with an unknown output label", es_out, "expected output labels that appear in an operand, got 'k'"},
+    {"einsum with an extra operand", es_count, "expected 1 operand as the equation"},
+    {"einsum missing its second operand", es_null, "input 1 is NULL"},
+    {"einsum of a non-square diagonal", es_diag, "repeated in operand 0, to have one size, got 2 and 3"},
     {0},
 };

@@ -11,6 +11,7 @@ int oar_cmd_bench(int argc, char **argv) {
         return 2;
     }
     if (strcmp(w, "dispatch") == 0) return oar_bench_dispatch(argc, argv);
+    if (strcmp(w, "gemm") == 0) return oar_bench_gemm(argc, argv);
     fprintf(stderr, "oar bench: unknown workload '%s'; expected dispatch or gemm\n", w);
     return 2;
 }

@@ -5,6 +5,9 @@
 int oar_cmd_ops(int argc, char **argv);
 int oar_cmd_bench(int argc, char **argv);
 int oar_bench_dispatch(int argc, char **argv);
+/* GFLOP/s of oar_matmul and of the BLAS library on the same buffers, one JSON object per
+ * shape: [--threads N] [--quick] [--reps N] [--shape NAME]. */
+int oar_bench_gemm(int argc, char **argv);
 
 /* Small argument helpers shared by the subcommands. */
 const char *cli_flag_value(int argc, char **argv, const char *flag); /* "--x V" or "--x=V", else NULL */

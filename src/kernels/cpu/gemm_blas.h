@@ -1,0 +1,42 @@
+/* Helpers shared by the BLAS-backed kernels (cpu_gemm.c, gemm_einsum.c): the GEMM call for
+ * f32/f64 and the description of a strided matrix operand, which BLAS reads row-major,
+ * column-major (the Trans flag), or after packing it densely. Only built with OpenBLAS. */
+#ifndef OAR_GEMM_BLAS_H
+#define OAR_GEMM_BLAS_H
+
+#include "ops/op.h"
+
+#ifdef OAR_HAVE_OPENBLAS
+
+/* Row-major C = op(A)·op(B) + beta·C (beta 0 or 1) in dtype dt (f32 or f64). */
+void oar_gemm(oar_dtype dt, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const void *A, int64_t lda,
+              const void *B, int64_t ldb, double beta, void *C, int64_t ldc);
+
+/* A rows x cols matrix with element strides rs (rows) and cs (columns). */
+typedef struct oar_gemm_mat {
+    int64_t rows, cols, rs, cs;
+    bool trans;  /* BLAS reads it column-major */
+    bool pack;   /* neither layout fits: copy it into a dense row-major buffer first */
+    int64_t ld;
+} oar_gemm_mat;
+
+/* Sets trans, pack and ld from the shape and strides. */
+void oar_gemm_mat_layout(oar_gemm_mat *m);
+/* The transpose of m (rows and columns swapped), layout chosen afresh. */
+oar_gemm_mat oar_gemm_mat_t(const oar_gemm_mat *m);
+/* Copies the matrix at src into dst, dense row-major (f32 or f64 by element size). */
+void oar_gemm_mat_pack(const oar_gemm_mat *m, const char *src, size_t es, char *dst);
+/* Whether v fits BLAS's int arguments. */
+bool oar_gemm_fits(int64_t v);
+
+/* Runs the f32 kernel fn on f32 copies of f16/bf16 inputs and converts its result into
+ * out[0]: the copies cost O(inputs + output) against the product's O(mnk). */
+oar_status oar_gemm_via_f32(oar_kernel_fn fn, const oar_kctx *ctx, oar_tensor *const *in, int n_in,
+                            oar_tensor *const *out, const oar_attr *attrs);
+#define OAR_GEMM_HALF_DTYPES (OAR_DTYPE_BIT(OAR_F16) | OAR_DTYPE_BIT(OAR_BF16))
+
+/* Registers the GEMM-backed einsum kernel (gemm_einsum.c). */
+void oar_cpu_register_gemm_einsum(void);
+#endif
+
+#endif

@@ -1,0 +1,203 @@
+/* `oar bench --workload gemm`: GFLOP/s of oar_matmul next to a direct cblas_sgemm call on the
+ * same buffers, for square shapes and the GEMMs of the reference workloads (see
+ * shared/bench/RESULTS.md). Samples of the two alternate, so the noise of a shared machine
+ * hits both alike; each figure is the median of the samples, with their min and max. The
+ * output is JSON, one object per shape. */
+#include "cli.h"
+#include "oar.h"
+
+#ifdef OAR_HAVE_OPENBLAS
+#include <cblas.h>
+#endif
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+typedef struct gemm_shape {
+    const char *name;
+    int64_t batch, m, k, n;
+    bool ta, tb;  /* operand stored transposed (oar sees a transposed view) */
+    bool quick;   /* part of the --quick subset */
+} gemm_shape;
+
+static const gemm_shape SHAPES[] = {
+    {"sq256", 1, 256, 256, 256, false, false, true},
+    {"sq512", 1, 512, 512, 512, false, false, true},
+    {"sq1024", 1, 1024, 1024, 1024, false, false, false},
+    {"sq2048", 1, 2048, 2048, 2048, false, false, false},
+    {"mlp_fc1_NN", 1, 128, 784, 512, false, false, true},
+    {"dl_1024x256x1024", 1, 1024, 256, 1024, false, false, false},
+    {"dl_1024x1024x256", 1, 1024, 1024, 256, false, false, false},
+    {"mlp_fc1_fwd_NT", 1, 128, 784, 512, false, true, true},
+    {"mlp_fc1_bwdX_NN", 1, 128, 512, 784, false, false, false},
+    {"mlp_fc1_bwdW_TN", 1, 512, 128, 784, true, false, true},
+    {"gpt_attn_scores_NT", 32, 128, 64, 128, false, true, false},
+};
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+typedef struct run {
+    const gemm_shape *s;
+    oar_tensor *a, *b;  /* what oar_matmul sees (views when transposed) */
+    float *pa, *pb, *pc; /* the same storage, for the library call */
+} run;
+
+static void call_oar(run *r) { oar_release(oar_matmul(r->a, r->b)); }
+
+#ifdef OAR_HAVE_OPENBLAS
+static void call_lib(run *r) {
+    const gemm_shape *s = r->s;
+    int m = (int)s->m, n = (int)s->n, k = (int)s->k;
+    for (int64_t i = 0; i < s->batch; i++)
+        cblas_sgemm(CblasRowMajor, s->ta ? CblasTrans : CblasNoTrans, s->tb ? CblasTrans : CblasNoTrans, m, n, k,
+                    1.0f, r->pa + i * s->m * s->k, s->ta ? m : k, r->pb + i * s->k * s->n, s->tb ? k : n, 0.0f,
+                    r->pc + i * s->m * s->n, n);
+}
+#endif
+
+/* GFLOP/s over back-to-back calls lasting at least min_s. */
+static double sample(void (*fn)(run *), run *r, double min_s) {
+    double flop = 2.0 * (double)r->s->batch * (double)r->s->m * (double)r->s->n * (double)r->s->k;
+    int calls = 0;
+    double t0 = now_s(), dt;
+    do {
+        fn(r);
+        calls++;
+        dt = now_s() - t0;
+    } while (dt < min_s);
+    return flop * calls / dt * 1e-9;
+}
+
+/* A stored [batch, rows, cols] (or [batch, cols, rows] seen through a transpose). */
+static oar_tensor *operand(int64_t batch, int64_t rows, int64_t cols, bool trans) {
+    int64_t shape[3] = {batch, trans ? cols : rows, trans ? rows : cols};
+    oar_tensor *t = oar_randn(batch > 1 ? shape : shape + 1, batch > 1 ? 3 : 2, OAR_F32);
+    if (!t || !trans) return t;
+    oar_tensor *v = oar_transpose(t, -1, -2);
+    oar_release(t);
+    return v;
+}
+
+static void stats(double *v, int n, double out[3]) {
+    qsort(v, (size_t)n, sizeof(double), cmp_double);
+    out[0] = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+    out[1] = v[0];
+    out[2] = v[n - 1];
+}
+
+static int bench_shape(const gemm_shape *s, int reps, double min_s) {
+    run r = {.s = s};
+    r.a = operand(s->batch, s->m, s->k, s->ta);
+    r.b = operand(s->batch, s->k, s->n, s->tb);
+    float *c = malloc(sizeof(float) * (size_t)(s->batch * s->m * s->n));
+    double *ov = calloc((size_t)reps * 3, sizeof(double)), *lv = ov + reps, *pr = ov + 2 * reps;
+    if (!r.a || !r.b || !c || !ov) {
+        fprintf(stderr, "oar bench gemm: %s: %s\n", s->name, r.a && r.b ? "out of memory" : oar_last_error());
+        oar_release(r.a);
+        oar_release(r.b);
+        free(c);
+        free(ov);
+        return 1;
+    }
+    r.pa = oar_data(r.a);
+    r.pb = oar_data(r.b);
+    r.pc = c;
+    double o[3], l[3] = {0, 0, 0}, ratio[3] = {0, 0, 0};
+    call_oar(&r); /* warm up: caches, the allocator, the library's buffers and threads */
+#ifdef OAR_HAVE_OPENBLAS
+    call_lib(&r);
+#endif
+    for (int i = 0; i < reps; i++) {
+        ov[i] = sample(call_oar, &r, min_s);
+#ifdef OAR_HAVE_OPENBLAS
+        lv[i] = sample(call_lib, &r, min_s);
+#endif
+    }
+    /* the ratio pairs each oar sample with the library sample taken right after it, so a
+     * change of load during the run cancels out */
+    for (int i = 0; i < reps; i++) pr[i] = lv[i] > 0 ? ov[i] / lv[i] : 0;
+    stats(pr, reps, ratio);
+    stats(ov, reps, o);
+    printf("{\"workload\": \"gemm\", \"name\": \"%s\", \"batch\": %lld, \"m\": %lld, \"k\": %lld, \"n\": %lld, "
+           "\"layout\": \"%c%c\", \"dtype\": \"f32\", \"threads\": %d, \"reps\": %d, "
+           "\"oar_gflops\": %.2f, \"oar_gflops_min\": %.2f, \"oar_gflops_max\": %.2f",
+           s->name, (long long)s->batch, (long long)s->m, (long long)s->k, (long long)s->n, s->ta ? 'T' : 'N',
+           s->tb ? 'T' : 'N', oar_get_num_threads(), reps, o[0], o[1], o[2]);
+#ifdef OAR_HAVE_OPENBLAS
+    stats(lv, reps, l);
+    printf(", \"lib\": \"openblas\", \"lib_gflops\": %.2f, \"lib_gflops_min\": %.2f, \"lib_gflops_max\": %.2f, "
+           "\"ratio\": %.3f, \"ratio_min\": %.3f, \"ratio_max\": %.3f}\n", l[0], l[1], l[2], ratio[0], ratio[1],
+           ratio[2]);
+#else
+    (void)l;
+    (void)ratio;
+    printf(", \"lib\": null, \"lib_gflops\": null, \"lib_gflops_min\": null, \"lib_gflops_max\": null, "
+           "\"ratio\": null, \"ratio_min\": null, \"ratio_max\": null}\n");
+#endif
+    fflush(stdout);
+    free(ov);
+    free(c);
+    oar_release(r.a);
+    oar_release(r.b);
+    return 0;
+}
+
+static int parse_count(const char *flag, const char *v, int lo, int hi, int *out) {
+    char *end;
+    long n = strtol(v, &end, 10);
+    if (*v == '\0' || *end != '\0' || n < lo || n > hi) {
+        fprintf(stderr, "oar bench gemm: expected %s N with %d <= N <= %d, got '%s'\n", flag, lo, hi, v);
+        return 2;
+    }
+    *out = (int)n;
+    return 0;
+}
+
+int oar_bench_gemm(int argc, char **argv) {
+    bool quick = cli_has_flag(argc, argv, "--quick");
+    int reps = quick ? 3 : 9;
+    double min_s = quick ? 0.02 : 0.1;
+    const char *v = cli_flag_value(argc, argv, "--threads");
+    if (v) {
+        int n, rc = parse_count("--threads", v, 1, 256, &n);
+        if (rc) return rc;
+        if (oar_set_num_threads(n) != OAR_OK) {
+            fprintf(stderr, "oar bench gemm: %s\n", oar_last_error());
+            return 1;
+        }
+    }
+    if ((v = cli_flag_value(argc, argv, "--reps")) && parse_count("--reps", v, 1, 1000, &reps)) return 2;
+#ifndef OAR_HAVE_OPENBLAS
+    fprintf(stderr, "oar bench gemm: built without OpenBLAS: oar runs its reference kernel and there is no library "
+                    "to compare with; measuring the --quick shapes once\n");
+    quick = true;
+    reps = 1;
+#endif
+    const char *only = cli_flag_value(argc, argv, "--shape");
+    size_t n_shapes = sizeof SHAPES / sizeof SHAPES[0], matched = 0;
+    for (size_t i = 0; i < n_shapes; i++) matched += !only || strcmp(only, SHAPES[i].name) == 0;
+    if (!matched) {
+        fprintf(stderr, "oar bench gemm: unknown --shape '%s'; expected one of", only);
+        for (size_t i = 0; i < n_shapes; i++) fprintf(stderr, " %s", SHAPES[i].name);
+        fprintf(stderr, "\n");
+        return 2;
+    }
+    oar_manual_seed(0);
+    bool prev = oar_set_grad_enabled(false);
+    int rc = 0;
+    for (size_t i = 0; i < n_shapes && !rc; i++)
+        if (only ? strcmp(only, SHAPES[i].name) == 0 : !quick || SHAPES[i].quick)
+            rc = bench_shape(&SHAPES[i], reps, min_s);
+    oar_set_grad_enabled(prev);
+    return rc;
+}
