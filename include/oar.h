@@ -9,6 +9,10 @@
  *   5. Autograd: requires_grad, backward, grad, hooks, no-grad mode
  *   6. Operators, by family
  *   7. Runtime: threads, random numbers, memory statistics
+ *   8. Modules: parameters, buffers, children; initializers; the built-in layers
+ *   9. Optimizers, gradient clipping, learning-rate schedules
+ *  10. Data: datasets and a batching loader with background prefetch
+ *  11. Files: safetensors, .npy, checkpoints
  *
  * Conventions
  *   - Every function that can fail returns an oar_status, or NULL for functions that return
@@ -427,6 +431,264 @@ typedef struct oar_memory_stats {
 OAR_API oar_memory_stats oar_memory_stats_get(oar_device dev);
 OAR_API void oar_memory_reset_peak(oar_device dev);
 OAR_API void oar_memory_empty_cache(oar_device dev);
+
+
+/* ---------------------------------------------------------------- 8. modules */
+
+/* A module is parameters + buffers + child modules + a forward function, like torch.nn.Module.
+ * Names are dotted paths ("layers.0.weight"). oar_module_free releases the whole tree.
+ * Tensors returned by forward follow the usual rule (new references, scoped if in a scope);
+ * parameters and buffers returned by lookups are borrowed from the module. */
+typedef struct oar_module oar_module;
+
+/* What a module type does. forward writes n_out new references into out. */
+typedef struct oar_module_ops {
+    const char *type_name;  /* "Linear", "Sequential", "MyBlock", ... */
+    oar_status (*forward)(oar_module *self, oar_tensor *const *in, int n_in, oar_tensor **out, int n_out);
+    void (*destroy)(void *state);                                  /* frees state; may be NULL */
+    int (*describe)(const oar_module *self, char *buf, size_t size); /* "in=4, out=5"; may be NULL */
+} oar_module_ops;
+
+/* A user-defined module: ops must outlive the module; state is passed back by oar_module_state. */
+OAR_API oar_module *oar_module_new(const oar_module_ops *ops, void *state);
+OAR_API void *oar_module_state(oar_module *m);
+OAR_API const char *oar_module_type(const oar_module *m);
+OAR_API void oar_module_free(oar_module *m);
+/* Registration takes a reference to t (parameters get requires_grad) / ownership of child. */
+OAR_API oar_status oar_module_add_parameter(oar_module *m, const char *name, oar_tensor *t);
+OAR_API oar_status oar_module_add_buffer(oar_module *m, const char *name, oar_tensor *t);
+OAR_API oar_status oar_module_add_child(oar_module *m, const char *name, oar_module *child);
+/* Lookups by dotted path (borrowed; NULL with an error when absent). */
+OAR_API oar_tensor *oar_module_get(oar_module *m, const char *path);      /* parameter or buffer */
+OAR_API oar_module *oar_module_child(oar_module *m, const char *path);
+/* Replaces the tensor registered under path, keeping its name (loading checkpoints). */
+OAR_API oar_status oar_module_set(oar_module *m, const char *path, oar_tensor *t);
+
+/* Forward: one input and one output, or several of each. */
+OAR_API oar_tensor *oar_forward(oar_module *m, oar_tensor *x);
+OAR_API oar_status oar_forward_n(oar_module *m, oar_tensor *const *in, int n_in, oar_tensor **out, int n_out);
+
+/* Every parameter (or buffer) of the tree, depth first in registration order. */
+OAR_API int oar_module_num_parameters(oar_module *m);
+OAR_API oar_tensor *oar_module_parameter(oar_module *m, int i, const char **name); /* borrowed */
+OAR_API int oar_module_num_buffers(oar_module *m);
+OAR_API oar_tensor *oar_module_buffer(oar_module *m, int i, const char **name);
+OAR_API int64_t oar_module_count_elements(oar_module *m, bool trainable_only);
+
+OAR_API void oar_module_train(oar_module *m, bool training); /* recursive; eval is train(false) */
+OAR_API bool oar_module_is_training(const oar_module *m);
+OAR_API void oar_module_zero_grad(oar_module *m);
+/* Freezes (requires_grad false) or unfreezes every parameter whose path starts with prefix
+ * ("" for all). */
+OAR_API oar_status oar_module_set_requires_grad(oar_module *m, const char *prefix, bool requires_grad);
+/* A readable tree: "Sequential(\n  (0): Linear(in=4, out=8, bias=true)\n ...)". */
+OAR_API int oar_module_format(const oar_module *m, char *buf, size_t size);
+OAR_API void oar_module_print(const oar_module *m);
+
+/* Initializers: fill t in place (outside autograd) from the global generator. fan_in and
+ * fan_out follow torch: dims [out, in, k...] give fan_in = in * prod(k). */
+typedef enum oar_fan_mode { OAR_FAN_IN = 0, OAR_FAN_OUT } oar_fan_mode;
+OAR_API oar_status oar_init_uniform_(oar_tensor *t, double low, double high);
+OAR_API oar_status oar_init_normal_(oar_tensor *t, double mean, double std);
+OAR_API oar_status oar_init_constant_(oar_tensor *t, double value); /* zeros_/ones_ are 0 and 1 */
+OAR_API oar_status oar_init_xavier_uniform_(oar_tensor *t, double gain);
+OAR_API oar_status oar_init_xavier_normal_(oar_tensor *t, double gain);
+/* a: the negative slope after the layer (0 for ReLU); gain sqrt(2 / (1 + a^2)). */
+OAR_API oar_status oar_init_kaiming_uniform_(oar_tensor *t, double a, oar_fan_mode mode);
+OAR_API oar_status oar_init_kaiming_normal_(oar_tensor *t, double a, oar_fan_mode mode);
+OAR_API oar_status oar_init_orthogonal_(oar_tensor *t, double gain);
+
+/* Built-in layers (f32 parameters, initialized as torch does). */
+OAR_API oar_module *oar_nn_linear(int64_t in, int64_t out, bool bias);
+OAR_API oar_module *oar_nn_conv1d(int64_t in, int64_t out, int64_t kernel, const oar_conv_opts *opts, bool bias);
+OAR_API oar_module *oar_nn_conv2d(int64_t in, int64_t out, int64_t kernel, const oar_conv_opts *opts, bool bias);
+OAR_API oar_module *oar_nn_conv_transpose2d(int64_t in, int64_t out, int64_t kernel, const oar_conv_opts *opts,
+                                            bool bias);
+/* affine: weight and bias; track: running statistics (eval uses them). */
+OAR_API oar_module *oar_nn_batch_norm1d(int64_t features, double eps, double momentum, bool affine, bool track);
+OAR_API oar_module *oar_nn_batch_norm2d(int64_t features, double eps, double momentum, bool affine, bool track);
+OAR_API oar_module *oar_nn_layer_norm(const int64_t *shape, int ndim, double eps, bool affine);
+OAR_API oar_module *oar_nn_group_norm(int64_t groups, int64_t channels, double eps, bool affine);
+OAR_API oar_module *oar_nn_dropout(double p);
+OAR_API oar_module *oar_nn_embedding(int64_t num, int64_t dim);
+OAR_API oar_module *oar_nn_max_pool2d(const oar_pool_opts *opts);
+OAR_API oar_module *oar_nn_avg_pool2d(const oar_pool_opts *opts);
+OAR_API oar_module *oar_nn_adaptive_avg_pool2d(int64_t out_h, int64_t out_w);
+OAR_API oar_module *oar_nn_flatten(int start_dim, int end_dim);
+typedef enum oar_activation {
+    OAR_ACT_RELU = 0, OAR_ACT_LEAKY_RELU, OAR_ACT_ELU, OAR_ACT_GELU, OAR_ACT_GELU_TANH,
+    OAR_ACT_SILU, OAR_ACT_TANH, OAR_ACT_SIGMOID, OAR_ACT_SOFTPLUS, OAR_ACT_IDENTITY
+} oar_activation;
+OAR_API oar_module *oar_nn_activation(oar_activation kind, double param); /* slope / alpha */
+/* Children are run in order; the Sequential takes ownership of them. */
+OAR_API oar_module *oar_nn_sequential(oar_module *const *children, int n);
+OAR_API oar_status oar_nn_sequential_append(oar_module *seq, oar_module *child);
+/* Attention over [N, L, E] (batch first): forward_n(query, key, value) -> output, or
+ * oar_forward(x) for self-attention. causal masks future positions. */
+OAR_API oar_module *oar_nn_multihead_attention(int64_t embed_dim, int64_t heads, bool bias, bool causal,
+                                               double dropout);
+/* Recurrent layers: forward_n(x, h0, c0) -> (y, h_n, c_n) for LSTM, (x, h0) -> (y, h_n) for GRU;
+ * h0/c0 may be NULL (zeros). x is [T, N, I], or [N, T, I] with batch_first. */
+OAR_API oar_module *oar_nn_lstm(int64_t input, int64_t hidden, int layers, bool batch_first);
+OAR_API oar_module *oar_nn_gru(int64_t input, int64_t hidden, int layers, bool batch_first);
+
+/* ---------------------------------------------------------------- 9. optimizers */
+
+typedef struct oar_optimizer oar_optimizer;
+typedef enum oar_optim_kind {
+    OAR_OPTIM_SGD = 0, OAR_OPTIM_ADAM, OAR_OPTIM_ADAMW, OAR_OPTIM_RMSPROP, OAR_OPTIM_ADAGRAD, OAR_OPTIM_LAMB
+} oar_optim_kind;
+
+/* Hyper-parameters; zero fields take the torch default of the chosen kind (use
+ * oar_optim_defaults to start from them explicitly, e.g. to set a field to 0 on purpose). */
+typedef struct oar_optim_opts {
+    oar_optim_kind kind;
+    double lr;
+    double momentum, dampening;  /* SGD; RMSprop uses momentum too */
+    bool nesterov;               /* SGD */
+    double weight_decay;         /* L2 for SGD/Adam/RMSprop/Adagrad, decoupled for AdamW/LAMB */
+    double beta1, beta2, eps;    /* Adam, AdamW, LAMB */
+    bool amsgrad;                /* Adam, AdamW */
+    double alpha;                /* RMSprop smoothing */
+    bool centered;               /* RMSprop */
+    double lr_decay, initial_accumulator; /* Adagrad */
+} oar_optim_opts;
+OAR_API oar_optim_opts oar_optim_defaults(oar_optim_kind kind);
+
+/* An optimizer over n tensors (borrowed: they must outlive it), as one parameter group. */
+OAR_API oar_optimizer *oar_optimizer_new(oar_tensor *const *params, int n, const oar_optim_opts *opts);
+/* The same over every trainable parameter of a module. */
+OAR_API oar_optimizer *oar_optimizer_for(oar_module *m, const oar_optim_opts *opts);
+/* Another parameter group with its own options (e.g. no weight decay for biases); returns its index. */
+OAR_API int oar_optimizer_add_group(oar_optimizer *o, oar_tensor *const *params, int n, const oar_optim_opts *opts);
+OAR_API int oar_optimizer_num_groups(const oar_optimizer *o);
+OAR_API oar_optim_opts *oar_optimizer_group_opts(oar_optimizer *o, int group); /* mutable: lr, wd... */
+OAR_API void oar_optimizer_free(oar_optimizer *o);
+/* One update from the parameters' .grad (parameters without a gradient are skipped). */
+OAR_API oar_status oar_optimizer_step(oar_optimizer *o);
+OAR_API void oar_optimizer_zero_grad(oar_optimizer *o);
+OAR_API int64_t oar_optimizer_steps(const oar_optimizer *o);
+/* State (momentum buffers, moments, step counts) as named tensors, for inspection and
+ * checkpoints: names are "<param index>.<slot>", e.g. "3.exp_avg". */
+OAR_API int oar_optimizer_num_state(oar_optimizer *o);
+OAR_API oar_tensor *oar_optimizer_state(oar_optimizer *o, int i, const char **name); /* borrowed */
+OAR_API oar_status oar_optimizer_load_state(oar_optimizer *o, const char *name, const oar_tensor *value);
+OAR_API oar_status oar_optimizer_set_steps(oar_optimizer *o, int64_t steps);
+
+/* Gradient clipping over a set of tensors' .grad; the total norm before clipping is returned
+ * in *total_norm (may be NULL). */
+OAR_API oar_status oar_clip_grad_norm(oar_tensor *const *params, int n, double max_norm, double norm_type,
+                                      double *total_norm);
+OAR_API oar_status oar_clip_grad_value(oar_tensor *const *params, int n, double clip);
+
+/* Learning-rate schedules: oar_scheduler_step sets every group's lr for the next epoch/step. */
+typedef struct oar_scheduler oar_scheduler;
+typedef enum oar_sched_kind {
+    OAR_SCHED_STEP = 0,      /* lr * gamma^(floor(t / step_size)) */
+    OAR_SCHED_MULTISTEP,     /* lr * gamma^(number of milestones <= t) */
+    OAR_SCHED_EXPONENTIAL,   /* lr * gamma^t */
+    OAR_SCHED_COSINE,        /* cosine from lr to eta_min over t_max */
+    OAR_SCHED_WARMUP_COSINE, /* linear warmup over warmup steps, then cosine to eta_min at t_max */
+    OAR_SCHED_ONE_CYCLE,     /* torch OneCycleLR (cosine annealing), max_lr over t_max steps */
+    OAR_SCHED_PLATEAU        /* multiply by gamma after `patience` non-improving metrics */
+} oar_sched_kind;
+typedef struct oar_sched_opts {
+    oar_sched_kind kind;
+    int64_t step_size, t_max, warmup, patience;
+    int64_t milestones[16];
+    int n_milestones;
+    double gamma, eta_min, max_lr, pct_start, div_factor, final_div_factor, threshold;
+    bool mode_max;           /* plateau: the metric should increase */
+} oar_sched_opts;
+OAR_API oar_scheduler *oar_scheduler_new(oar_optimizer *o, const oar_sched_opts *opts);
+OAR_API oar_status oar_scheduler_step(oar_scheduler *s, double metric); /* metric: plateau only */
+OAR_API double oar_scheduler_lr(const oar_scheduler *s, int group);
+OAR_API void oar_scheduler_free(oar_scheduler *s);
+
+/* ---------------------------------------------------------------- 10. data */
+
+/* A dataset yields samples by index as (input, target) tensors; the loader stacks them into
+ * batches. Datasets are read-only and may be used from several threads at once. */
+typedef struct oar_dataset oar_dataset;
+/* IDX files (MNIST format; .gz read through zlib): images as f32 [1, rows, cols] scaled to
+ * [0, 1], labels as i64. */
+OAR_API oar_dataset *oar_dataset_idx(const char *images_path, const char *labels_path);
+/* CSV with a header: numeric feature columns (f32) and an integer label column (by name, or
+ * the last column when label is NULL). */
+OAR_API oar_dataset *oar_dataset_csv(const char *path, const char *label);
+/* A byte corpus for language models: sample i is a window of T bytes (i64 token ids) and the
+ * target is the same window shifted by one. Windows start at random offsets drawn from the
+ * loader's generator when random_windows, else at i * T. */
+OAR_API oar_dataset *oar_dataset_text(const char *path, int64_t T, bool random_windows);
+/* In-memory tensors: sample i is x[i] and y[i] (both retained). */
+OAR_API oar_dataset *oar_dataset_tensors(oar_tensor *x, oar_tensor *y);
+OAR_API int64_t oar_dataset_size(const oar_dataset *d);
+/* Sample i as new references (caller releases). */
+OAR_API oar_status oar_dataset_get(oar_dataset *d, int64_t i, oar_tensor **input, oar_tensor **target);
+OAR_API void oar_dataset_free(oar_dataset *d);
+
+typedef enum oar_transform_kind {
+    OAR_TF_NORMALIZE = 0,   /* (x - mean) / std, per channel (up to 16 channels) */
+    OAR_TF_RANDOM_CROP,     /* pad by `padding`, crop back to the original size at a random place */
+    OAR_TF_HFLIP            /* flip the last dim with probability p */
+} oar_transform_kind;
+typedef struct oar_transform {
+    oar_transform_kind kind;
+    double mean[16], std[16];
+    int n_channels;
+    int64_t padding;
+    double p;
+} oar_transform;
+
+typedef struct oar_loader_opts {
+    int64_t batch_size;     /* 0 means 1 */
+    bool shuffle;
+    bool drop_last;
+    uint64_t seed;          /* order and random transforms depend only on (seed, epoch) */
+    int workers;            /* background threads preparing batches; 0 = in the caller */
+    int prefetch;           /* batches prepared ahead; 0 means 2 per worker */
+    const oar_transform *transforms;
+    int n_transforms;
+} oar_loader_opts;
+typedef struct oar_loader oar_loader;
+/* The loader borrows the dataset (it must outlive the loader). */
+OAR_API oar_loader *oar_loader_new(oar_dataset *d, const oar_loader_opts *opts);
+OAR_API int64_t oar_loader_num_batches(const oar_loader *l);
+/* Starts an epoch (0, 1, ...): shuffles with (seed, epoch) and starts prefetching. */
+OAR_API oar_status oar_loader_start_epoch(oar_loader *l, int64_t epoch);
+/* The next batch as new references; returns false at the end of the epoch (or on error, with
+ * *status set). */
+OAR_API bool oar_loader_next(oar_loader *l, oar_tensor **inputs, oar_tensor **targets, oar_status *status);
+/* Seconds the caller spent waiting for data since the epoch started (the reader cost). */
+OAR_API double oar_loader_wait_seconds(const oar_loader *l);
+OAR_API void oar_loader_free(oar_loader *l);
+
+/* ---------------------------------------------------------------- 11. files */
+
+/* safetensors (8-byte little-endian header length, JSON header, raw little-endian data),
+ * readable by the Python safetensors library. Writes are atomic: a temporary file, fsync,
+ * rename, so a crash never leaves a truncated file under path. */
+OAR_API oar_status oar_safetensors_save(const char *path, const char *const *names, oar_tensor *const *tensors,
+                                        int n, const char *const *meta_keys, const char *const *meta_values,
+                                        int n_meta);
+typedef struct oar_tensor_dict oar_tensor_dict;
+/* Loads every tensor (validated: header, offsets, sizes, dtypes) into a dictionary. */
+OAR_API oar_tensor_dict *oar_safetensors_load(const char *path);
+OAR_API int oar_dict_size(const oar_tensor_dict *d);
+OAR_API oar_tensor *oar_dict_at(oar_tensor_dict *d, int i, const char **name); /* borrowed */
+OAR_API oar_tensor *oar_dict_get(oar_tensor_dict *d, const char *name);        /* borrowed; NULL if absent */
+OAR_API const char *oar_dict_meta(const oar_tensor_dict *d, const char *key);  /* NULL if absent */
+OAR_API void oar_dict_free(oar_tensor_dict *d);
+
+/* NumPy .npy (version 1.0/2.0, little-endian, C order). */
+OAR_API oar_status oar_npy_save(const char *path, const oar_tensor *t);
+OAR_API oar_tensor *oar_npy_load(const char *path);
+
+/* Checkpoints: module parameters and buffers ("model.<path>"), optimizer state ("optim.<name>"),
+ * the generator state and the step counter, in one safetensors file. Loading validates names,
+ * shapes and dtypes and reports every mismatch in one message. optimizer may be NULL. */
+OAR_API oar_status oar_checkpoint_save(const char *path, oar_module *m, oar_optimizer *o, int64_t step);
+OAR_API oar_status oar_checkpoint_load(const char *path, oar_module *m, oar_optimizer *o, int64_t *step);
 
 #ifdef __cplusplus
 }

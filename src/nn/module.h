@@ -1,0 +1,35 @@
+/* Internal view of modules, for the built-in layers. */
+#ifndef OAR_MODULE_H
+#define OAR_MODULE_H
+
+#include "ops/op.h"
+
+typedef struct oar_named {
+    char *name;
+    oar_tensor *tensor;
+} oar_named;
+
+typedef struct oar_named_child {
+    char *name;
+    oar_module *module;
+} oar_named_child;
+
+struct oar_module {
+    const oar_module_ops *ops;
+    void *state;
+    bool training;
+    oar_named *params, *buffers;
+    int n_params, n_buffers, cap_params, cap_buffers;
+    oar_named_child *children;
+    int n_children, cap_children;
+    /* flattened views of the whole tree, rebuilt when the structure changes */
+    oar_named *flat_params, *flat_buffers;
+    int n_flat_params, n_flat_buffers;
+    bool flat_valid;
+    oar_module *parent;
+};
+
+/* Borrowed direct parameter/buffer by local name (no dots), for layers' forward functions. */
+oar_tensor *oar_module_local(oar_module *m, const char *name);
+
+#endif
