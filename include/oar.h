@@ -13,6 +13,7 @@
  *   9. Optimizers, gradient clipping, learning-rate schedules
  *  10. Data: datasets and a batching loader with background prefetch
  *  11. Files: safetensors, .npy, checkpoints
+ *  12. The model zoo
  *
  * Conventions
  *   - Every function that can fail returns an oar_status, or NULL for functions that return
@@ -72,6 +73,12 @@ OAR_API const char *oar_last_error(void);        /* message of the last failure,
 OAR_API oar_status oar_last_status(void);        /* status of the last failure */
 OAR_API void oar_clear_error(void);
 OAR_API const char *oar_status_name(oar_status s);
+/* For user code (modules, callbacks): records an error the way oar does; returns s. */
+OAR_API oar_status oar_set_error(oar_status s, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
 
 /* ---------------------------------------------------------------- 2. data types */
 
@@ -534,54 +541,136 @@ OAR_API oar_module *oar_nn_gru(int64_t input, int64_t hidden, int layers, bool b
 
 /* ---------------------------------------------------------------- 9. optimizers */
 
+/* Updates follow torch.optim 1.13 (foreach=False, maximize=False) exactly; LAMB, which torch
+ * lacks, is defined below. They run in place on the parameters' storage outside autograd, one
+ * fused loop per tensor (threaded for large ones). Parameters must be contiguous f32 or f64 CPU
+ * leaf tensors; a gradient must have its parameter's shape and dtype. State buffers are made
+ * once, at a parameter's first update, so steps after the first allocate nothing (a
+ * non-contiguous gradient is the exception: it is copied first). */
 typedef struct oar_optimizer oar_optimizer;
 typedef enum oar_optim_kind {
     OAR_OPTIM_SGD = 0, OAR_OPTIM_ADAM, OAR_OPTIM_ADAMW, OAR_OPTIM_RMSPROP, OAR_OPTIM_ADAGRAD, OAR_OPTIM_LAMB
 } oar_optim_kind;
 
-/* Hyper-parameters; zero fields take the torch default of the chosen kind (use
- * oar_optim_defaults to start from them explicitly, e.g. to set a field to 0 on purpose). */
+/* Hyper-parameters. Unless explicit_values is set, a zero field takes the torch default of the
+ * chosen kind; only these defaults are nonzero:
+ *            lr      beta1  beta2   eps     alpha  weight_decay
+ *   SGD      none    -      -       -       -      0    (lr is required: 0 is an error)
+ *   Adam     1e-3    0.9    0.999   1e-8    -      0
+ *   AdamW    1e-3    0.9    0.999   1e-8    -      1e-2
+ *   RMSprop  1e-2    -      -       1e-8    0.99   0
+ *   Adagrad  1e-2    -      -       1e-10   -      0
+ *   LAMB     1e-3    0.9    0.999   1e-6    -      0
+ * Every other field defaults to 0 / false, as in torch. oar_optim_defaults returns that table's
+ * row with explicit_values set, so every field is then used as given, zero included (e.g.
+ * AdamW without weight decay, or Adam with beta1 = 0).
+ * Checked as torch does: lr, momentum, weight_decay, eps, alpha, lr_decay and
+ * initial_accumulator >= 0 and finite; 0 <= beta1, beta2 < 1; nesterov needs momentum > 0 and
+ * dampening 0. A value of the wrong sign is an error ("Adam: expected 0 <= beta1 < 1, got 1.5").
+ *
+ * The updates, per parameter p with gradient g and step count t (after the increment), as in
+ * torch: SGD (first-step buffer = g, no dampening on that step), Adam (L2: g += wd p), AdamW
+ * (decoupled: p *= 1 - lr wd), RMSprop (centered, momentum), Adagrad (lr / (1 + (t-1) lr_decay)).
+ * LAMB (You et al. 2019, Algorithm 2, with the identity scaling function):
+ *   m = beta1 m + (1 - beta1) g;  v = beta2 v + (1 - beta2) g^2
+ *   u = (m / (1 - beta1^t)) / (sqrt(v / (1 - beta2^t)) + eps) + weight_decay p
+ *   p -= lr * r u,  r = ||p|| / ||u|| (Euclidean norms over the tensor), r = 1 if either is 0 */
 typedef struct oar_optim_opts {
     oar_optim_kind kind;
     double lr;
     double momentum, dampening;  /* SGD; RMSprop uses momentum too */
     bool nesterov;               /* SGD */
     double weight_decay;         /* L2 for SGD/Adam/RMSprop/Adagrad, decoupled for AdamW/LAMB */
-    double beta1, beta2, eps;    /* Adam, AdamW, LAMB */
+    double beta1, beta2, eps;    /* Adam, AdamW, LAMB; eps also RMSprop, Adagrad */
     bool amsgrad;                /* Adam, AdamW */
     double alpha;                /* RMSprop smoothing */
     bool centered;               /* RMSprop */
     double lr_decay, initial_accumulator; /* Adagrad */
+    bool explicit_values;        /* every field is used as given (set by oar_optim_defaults) */
 } oar_optim_opts;
 OAR_API oar_optim_opts oar_optim_defaults(oar_optim_kind kind);
 
-/* An optimizer over n tensors (borrowed: they must outlive it), as one parameter group. */
+/* An optimizer over n tensors (borrowed: they must outlive it), as one parameter group.
+ * Parameters must be distinct. */
 OAR_API oar_optimizer *oar_optimizer_new(oar_tensor *const *params, int n, const oar_optim_opts *opts);
-/* The same over every trainable parameter of a module. */
+/* The same over every trainable (requires_grad) parameter of a module, each once. */
 OAR_API oar_optimizer *oar_optimizer_for(oar_module *m, const oar_optim_opts *opts);
-/* Another parameter group with its own options (e.g. no weight decay for biases); returns its index. */
+/* Another parameter group with its own options (e.g. no weight decay for biases); returns its
+ * index, or -1 on error. opts NULL copies group 0's options; otherwise the rules of
+ * oar_optimizer_new apply and the kind must be the optimizer's. To change one field, start from
+ * a copy of *oar_optimizer_group_opts(o, 0) (its explicit_values is set). Parameters continue
+ * the numbering of the earlier groups. */
 OAR_API int oar_optimizer_add_group(oar_optimizer *o, oar_tensor *const *params, int n, const oar_optim_opts *opts);
 OAR_API int oar_optimizer_num_groups(const oar_optimizer *o);
-OAR_API oar_optim_opts *oar_optimizer_group_opts(oar_optimizer *o, int group); /* mutable: lr, wd... */
+/* The group's options with defaults filled in (explicit_values set). Mutable: edits (lr, wd...)
+ * take effect at the next step, where they are checked again; the kind must not change. The
+ * pointer stays valid until oar_optimizer_free. NULL with an error for a bad index. */
+OAR_API oar_optim_opts *oar_optimizer_group_opts(oar_optimizer *o, int group);
 OAR_API void oar_optimizer_free(oar_optimizer *o);
-/* One update from the parameters' .grad (parameters without a gradient are skipped). */
+/* One update from the parameters' .grad (parameters without a gradient are skipped and keep
+ * their state and step count, as in torch). Everything is checked before anything is updated,
+ * so a failed step changes nothing. */
 OAR_API oar_status oar_optimizer_step(oar_optimizer *o);
+/* Drops every parameter's gradient (like torch's zero_grad(set_to_none=True)). */
 OAR_API void oar_optimizer_zero_grad(oar_optimizer *o);
+/* Successful oar_optimizer_step calls so far (or as set by oar_optimizer_set_steps). */
 OAR_API int64_t oar_optimizer_steps(const oar_optimizer *o);
 /* State (momentum buffers, moments, step counts) as named tensors, for inspection and
- * checkpoints: names are "<param index>.<slot>", e.g. "3.exp_avg". */
+ * checkpoints: names are "<param index>.<slot>", e.g. "3.exp_avg". Slots, made at a
+ * parameter's first update:
+ *   SGD      momentum_buffer (when momentum != 0)
+ *   Adam(W)  step, exp_avg, exp_avg_sq, max_exp_avg_sq (amsgrad)
+ *   RMSprop  step, square_avg, momentum_buffer (momentum > 0), grad_avg (centered)
+ *   Adagrad  step, sum
+ *   LAMB     step, exp_avg, exp_avg_sq
+ * "step" is an i64 scalar (the parameter's own update count); the others have the parameter's
+ * shape and dtype. Listed by parameter, then in the order above. */
 OAR_API int oar_optimizer_num_state(oar_optimizer *o);
 OAR_API oar_tensor *oar_optimizer_state(oar_optimizer *o, int i, const char **name); /* borrowed */
+/* Copies value into the named slot (creating the parameter's state, zero-filled, if it has none
+ * yet). The slot must be one the parameter's options use; shape and dtype must match. */
 OAR_API oar_status oar_optimizer_load_state(oar_optimizer *o, const char *name, const oar_tensor *value);
+/* Sets the counter returned by oar_optimizer_steps (>= 0); per-parameter "step" state is
+ * separate (restore it with oar_optimizer_load_state). */
 OAR_API oar_status oar_optimizer_set_steps(oar_optimizer *o, int64_t steps);
 
-/* Gradient clipping over a set of tensors' .grad; the total norm before clipping is returned
- * in *total_norm (may be NULL). */
+/* Gradient clipping over a set of tensors' .grad (tensors without one are skipped), in place,
+ * like torch.nn.utils.clip_grad_norm_: the total norm is the norm_type-norm of the per-tensor
+ * norms (norm_type > 0, or INFINITY for the largest magnitude); when it exceeds max_norm
+ * (>= 0) every gradient is scaled by max_norm / (total + 1e-6) (a NaN total makes them NaN,
+ * as in torch). The total norm before clipping is returned in *total_norm (may be NULL; 0 when
+ * no tensor has a gradient). */
 OAR_API oar_status oar_clip_grad_norm(oar_tensor *const *params, int n, double max_norm, double norm_type,
                                       double *total_norm);
+/* Clamps every gradient element into [-clip, clip] (clip >= 0; NaN stays NaN). */
 OAR_API oar_status oar_clip_grad_value(oar_tensor *const *params, int n, double clip);
 
-/* Learning-rate schedules: oar_scheduler_step sets every group's lr for the next epoch/step. */
+/* Learning-rate schedules, as torch.optim.lr_scheduler. A scheduler counts steps t (torch's
+ * last_epoch): t = 0 at creation, which already sets every group's lr to its value at t = 0;
+ * each oar_scheduler_step adds 1 and sets every group's lr to its value at t. base is a group's
+ * lr when the scheduler first sees it (at creation, or at the first step after the group was
+ * added). Closed forms:
+ *   STEP         base * gamma^floor(t / step_size)                    gamma 0 means 0.1
+ *   MULTISTEP    base * gamma^(number of milestones <= t)             gamma 0 means 0.1
+ *   EXPONENTIAL  base * gamma^t                                       gamma required
+ *   COSINE       eta_min + (base - eta_min) (1 + cos(pi t / t_max)) / 2  (torch CosineAnnealingLR;
+ *                periodic past t_max, as torch)
+ *   WARMUP_COSINE  base * t / warmup                                  for t < warmup,
+ *                eta_min + (base - eta_min) (1 + cos(pi (t - warmup) / (t_max - warmup))) / 2
+ *                                                                     for warmup <= t <= t_max,
+ *                eta_min after t_max (0 <= warmup < t_max; warmup 0: cosine from the start)
+ *   ONE_CYCLE    torch OneCycleLR(max_lr, total_steps = t_max, pct_start (0 means 0.3),
+ *                div_factor (0: 25), final_div_factor (0: 1e4), anneal_strategy 'cos',
+ *                three_phase False, cycle_momentum False); max_lr 0 means each group's base.
+ *                Stepping past t = t_max is an error, as in torch.
+ *   PLATEAU      torch ReduceLROnPlateau(mode min, or max with mode_max; factor gamma (0: 0.1,
+ *                must be < 1); patience; threshold in 'rel' mode; min_lr eta_min; cooldown 0;
+ *                eps 1e-8): the lr is multiplied by gamma when the metric has not improved on
+ *                the best by the relative threshold for more than patience steps. Only PLATEAU
+ *                reads the metric, and does not change the lr at creation.
+ * Unless explicit_values is set, zero fields take the defaults named above and, for PLATEAU,
+ * patience 10 and threshold 1e-4 (torch's); oar_sched_defaults returns them with
+ * explicit_values set, so that zero means zero. */
 typedef struct oar_scheduler oar_scheduler;
 typedef enum oar_sched_kind {
     OAR_SCHED_STEP = 0,      /* lr * gamma^(floor(t / step_size)) */
@@ -599,10 +688,15 @@ typedef struct oar_sched_opts {
     int n_milestones;
     double gamma, eta_min, max_lr, pct_start, div_factor, final_div_factor, threshold;
     bool mode_max;           /* plateau: the metric should increase */
+    bool explicit_values;    /* every field is used as given (set by oar_sched_defaults) */
 } oar_sched_opts;
+OAR_API oar_sched_opts oar_sched_defaults(oar_sched_kind kind);
+/* The scheduler borrows the optimizer (it must outlive the scheduler). */
 OAR_API oar_scheduler *oar_scheduler_new(oar_optimizer *o, const oar_sched_opts *opts);
 OAR_API oar_status oar_scheduler_step(oar_scheduler *s, double metric); /* metric: plateau only */
+/* The lr of a group as last set (torch's get_last_lr); NaN with an error for a bad group. */
 OAR_API double oar_scheduler_lr(const oar_scheduler *s, int group);
+OAR_API int64_t oar_scheduler_t(const oar_scheduler *s); /* steps taken (torch's last_epoch) */
 OAR_API void oar_scheduler_free(oar_scheduler *s);
 
 /* ---------------------------------------------------------------- 10. data */
@@ -666,29 +760,76 @@ OAR_API void oar_loader_free(oar_loader *l);
 /* ---------------------------------------------------------------- 11. files */
 
 /* safetensors (8-byte little-endian header length, JSON header, raw little-endian data),
- * readable by the Python safetensors library. Writes are atomic: a temporary file, fsync,
- * rename, so a crash never leaves a truncated file under path. */
+ * readable by the Python safetensors library. Writes are atomic: a temporary file in the same
+ * directory, fsync, rename over path, fsync of the directory; a failed save removes the
+ * temporary and leaves any previous file under path intact. Tensors may have any strides
+ * (they are written in row-major order); names must be distinct, non-empty UTF-8 and not
+ * "__metadata__"; metadata (may be NULL with n_meta 0) is string key/value pairs.
+ * safetensors needs cJSON: without it these functions fail with OAR_ERR_UNSUPPORTED. */
 OAR_API oar_status oar_safetensors_save(const char *path, const char *const *names, oar_tensor *const *tensors,
                                         int n, const char *const *meta_keys, const char *const *meta_values,
                                         int n_meta);
 typedef struct oar_tensor_dict oar_tensor_dict;
-/* Loads every tensor (validated: header, offsets, sizes, dtypes) into a dictionary. */
+/* Loads every tensor into a dictionary, after validating the whole file: header length
+ * against the file size, well-formed JSON, dtype names, shapes, data offsets inside the data
+ * section, covering it without overlap or holes, sizes equal to numel * itemsize, bools 0/1.
+ * A bad file gives NULL with OAR_ERR_FORMAT (or OAR_ERR_UNSUPPORTED for a dtype oar lacks)
+ * and a message naming the file and the problem. */
 OAR_API oar_tensor_dict *oar_safetensors_load(const char *path);
+/* The same from size bytes in memory (copied; data may be freed afterwards). */
+OAR_API oar_tensor_dict *oar_safetensors_load_buffer(const void *data, size_t size);
+/* Tensors are in file order; the dictionary owns them (oar_retain one to keep it longer). */
 OAR_API int oar_dict_size(const oar_tensor_dict *d);
 OAR_API oar_tensor *oar_dict_at(oar_tensor_dict *d, int i, const char **name); /* borrowed */
 OAR_API oar_tensor *oar_dict_get(oar_tensor_dict *d, const char *name);        /* borrowed; NULL if absent */
 OAR_API const char *oar_dict_meta(const oar_tensor_dict *d, const char *key);  /* NULL if absent */
+OAR_API int oar_dict_meta_size(const oar_tensor_dict *d);
+OAR_API const char *oar_dict_meta_at(const oar_tensor_dict *d, int i, const char **key); /* the value */
 OAR_API void oar_dict_free(oar_tensor_dict *d);
 
-/* NumPy .npy (version 1.0/2.0, little-endian, C order). */
+/* NumPy .npy. Saving writes version 1.0 (2.0 when the header needs it), little-endian, C
+ * order, atomically as above; bf16 has no NumPy type and is refused (cast to f32 first).
+ * Loading reads versions 1.0, 2.0 and 3.0 with descr f2/f4/f8/i1/u1/i4/i8/b1 in either byte
+ * order, converting big-endian data and Fortran-order arrays to oar's layout. */
 OAR_API oar_status oar_npy_save(const char *path, const oar_tensor *t);
 OAR_API oar_tensor *oar_npy_load(const char *path);
+OAR_API oar_tensor *oar_npy_load_buffer(const void *data, size_t size);
 
-/* Checkpoints: module parameters and buffers ("model.<path>"), optimizer state ("optim.<name>"),
- * the generator state and the step counter, in one safetensors file. Loading validates names,
- * shapes and dtypes and reports every mismatch in one message. optimizer may be NULL. */
+/* Checkpoints, in one safetensors file: module parameters and buffers ("model.<path>"),
+ * optimizer state ("optim.<name>", see oar_optimizer_state), and metadata: format and oar
+ * versions, step, the generator's seed and offset, the optimizer's kind and step count.
+ * Loading first checks the file against the module and optimizer (names, shapes, dtypes,
+ * optimizer kind) and reports every mismatch in one message, changing nothing when anything is
+ * wrong; then it copies the values into the existing tensors (in place, so optimizers that
+ * hold the parameters stay valid), restores the optimizer state and step count and the
+ * generator, and sets *step (may be NULL). Resuming from a checkpoint reproduces the
+ * uninterrupted run bit for bit. optimizer may be NULL (its state in the file is ignored). */
 OAR_API oar_status oar_checkpoint_save(const char *path, oar_module *m, oar_optimizer *o, int64_t step);
 OAR_API oar_status oar_checkpoint_load(const char *path, oar_module *m, oar_optimizer *o, int64_t *step);
+
+/* ---------------------------------------------------------------- 12. the model zoo */
+
+/* The reference workloads (../shared/bench) as modules, built with this API like user code. */
+typedef enum oar_zoo_input {
+    OAR_ZOO_FEATURES = 0,     /* [N, features] f32 */
+    OAR_ZOO_IMAGE,            /* [N, C, H, W] f32 */
+    OAR_ZOO_TOKENS,           /* [N, T] i64 -> logits [N, T, vocab] */
+    OAR_ZOO_TOKENS_STATEFUL   /* forward_n(x [T, N] i64, h, c) -> (logits [T, N, vocab], h, c) */
+} oar_zoo_input;
+typedef struct oar_zoo_info {
+    const char *name, *description;
+    oar_zoo_input input;
+    int64_t in_channels;      /* images: channels; features: width */
+    int64_t num_classes;      /* classes, or vocabulary size */
+    int64_t context;          /* language models: sequence length */
+} oar_zoo_info;
+typedef struct oar_zoo_opts {
+    int64_t in_channels;      /* 0: the model's default */
+    int64_t num_classes;      /* 0: the model's default */
+} oar_zoo_opts;
+OAR_API oar_module *oar_zoo_create(const char *name, const oar_zoo_opts *opts);
+OAR_API const oar_zoo_info *oar_zoo_info_at(int i);    /* NULL past the end */
+OAR_API const oar_zoo_info *oar_zoo_find(const char *name);
 
 #ifdef __cplusplus
 }

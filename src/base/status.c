@@ -50,6 +50,14 @@ oar_status oar_error(oar_status s, const char *fmt, ...) {
     return s;
 }
 
+oar_status oar_set_error(oar_status s, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    oar_errorv(s, fmt, ap);
+    va_end(ap);
+    return s;
+}
+
 void oar_error_prefix(const char *fmt, ...) {
     char prefix[256], old[OAR_ERRMSG_CAP];
     va_list ap;
