@@ -710,20 +710,47 @@ OAR_API oar_dataset *oar_dataset_idx(const char *images_path, const char *labels
 /* CSV with a header: numeric feature columns (f32) and an integer label column (by name, or
  * the last column when label is NULL). */
 OAR_API oar_dataset *oar_dataset_csv(const char *path, const char *label);
-/* A byte corpus for language models: sample i is a window of T bytes (i64 token ids) and the
- * target is the same window shifted by one. Windows start at random offsets drawn from the
- * loader's generator when random_windows, else at i * T. */
-OAR_API oar_dataset *oar_dataset_text(const char *path, int64_t T, bool random_windows);
-/* In-memory tensors: sample i is x[i] and y[i] (both retained). */
+/* A byte corpus for language models: sample i is a window of `window` bytes (i64 token ids)
+ * and the target is the same window shifted by one; there are (bytes - 1) / window samples.
+ * Windows start at i * window, or, when random_windows, at an offset drawn from the loader's
+ * (seed, epoch, i) (oar_dataset_get draws as for seed 0, epoch 0). */
+OAR_API oar_dataset *oar_dataset_text(const char *path, int64_t window, bool random_windows);
+/* The same over the part [begin, end) of the file, as fractions of its size (e.g. 0 to 0.9 to
+ * train and 0.9 to 1 to evaluate). */
+OAR_API oar_dataset *oar_dataset_text_range(const char *path, int64_t window, bool random_windows, double begin,
+                                            double end);
+/* In-memory tensors: sample i is x[i] and y[i] (both retained; a non-contiguous one is copied
+ * once). Any dtypes; both need the same size in dim 0. */
 OAR_API oar_dataset *oar_dataset_tensors(oar_tensor *x, oar_tensor *y);
+/* A dataset computed by the caller: get() writes sample i into input and target, contiguous
+ * buffers of the declared per-sample shapes and dtypes (at most OAR_MAX_DIMS - 1 dims). It is
+ * called from the loader's workers at the same time, so it must be thread safe. On failure it
+ * returns an error status and may write a message into errmsg (errmsg_size bytes), which the
+ * loader reports. free_user (may be NULL) runs on user in oar_dataset_free. */
+typedef oar_status (*oar_sample_fn)(void *user, int64_t i, void *input, void *target,
+                                    char *errmsg, size_t errmsg_size);
+typedef struct oar_dataset_fns {
+    int64_t size;
+    oar_dtype input_dtype, target_dtype;
+    int input_ndim, target_ndim;
+    int64_t input_shape[OAR_MAX_DIMS], target_shape[OAR_MAX_DIMS];
+    oar_sample_fn get;
+    void (*free_user)(void *user);
+    void *user;
+} oar_dataset_fns;
+OAR_API oar_dataset *oar_dataset_custom(const oar_dataset_fns *fns);
 OAR_API int64_t oar_dataset_size(const oar_dataset *d);
 /* Sample i as new references (caller releases). */
 OAR_API oar_status oar_dataset_get(oar_dataset *d, int64_t i, oar_tensor **input, oar_tensor **target);
 OAR_API void oar_dataset_free(oar_dataset *d);
 
+/* Transforms act on f32 input samples, in order, in place in the batch. Channels are the
+ * sample's first dim; random choices depend only on (seed, epoch, sample index). */
 typedef enum oar_transform_kind {
-    OAR_TF_NORMALIZE = 0,   /* (x - mean) / std, per channel (up to 16 channels) */
-    OAR_TF_RANDOM_CROP,     /* pad by `padding`, crop back to the original size at a random place */
+    OAR_TF_NORMALIZE = 0,   /* (x - mean) / std in f32, per channel (up to 16 channels); n_channels
+                             * is 1 (one mean/std for all; 0 also means 1) or the channel count */
+    OAR_TF_RANDOM_CROP,     /* pad the last two dims by `padding` zeros, crop back to the original
+                             * size at a random place */
     OAR_TF_HFLIP            /* flip the last dim with probability p */
 } oar_transform_kind;
 typedef struct oar_transform {
@@ -739,9 +766,10 @@ typedef struct oar_loader_opts {
     bool shuffle;
     bool drop_last;
     uint64_t seed;          /* order and random transforms depend only on (seed, epoch) */
-    int workers;            /* background threads preparing batches; 0 = in the caller */
+    int workers;            /* background threads preparing batches; 0 = in the caller. Batches
+                             * are identical for any number of workers and arrive in order */
     int prefetch;           /* batches prepared ahead; 0 means 2 per worker */
-    const oar_transform *transforms;
+    const oar_transform *transforms;  /* copied by oar_loader_new; at most 15 */
     int n_transforms;
 } oar_loader_opts;
 typedef struct oar_loader oar_loader;
@@ -750,11 +778,16 @@ OAR_API oar_loader *oar_loader_new(oar_dataset *d, const oar_loader_opts *opts);
 OAR_API int64_t oar_loader_num_batches(const oar_loader *l);
 /* Starts an epoch (0, 1, ...): shuffles with (seed, epoch) and starts prefetching. */
 OAR_API oar_status oar_loader_start_epoch(oar_loader *l, int64_t epoch);
-/* The next batch as new references; returns false at the end of the epoch (or on error, with
- * *status set). */
+/* The next batch as new references: inputs [B, sample dims...] and targets [B, ...], contiguous
+ * (B is batch_size, or less for the last batch unless drop_last). Returns false at the end of
+ * the epoch with *status OAR_OK, or on error with *status set (a worker's error keeps its
+ * message, and the epoch stays failed until the next oar_loader_start_epoch). status may be
+ * NULL. Called before any oar_loader_start_epoch, it runs epoch 0. */
 OAR_API bool oar_loader_next(oar_loader *l, oar_tensor **inputs, oar_tensor **targets, oar_status *status);
-/* Seconds the caller spent waiting for data since the epoch started (the reader cost). */
+/* Seconds the caller spent in oar_loader_next since the epoch started (the reader cost): the
+ * time blocked on workers, or with 0 workers the time spent building batches. */
 OAR_API double oar_loader_wait_seconds(const oar_loader *l);
+/* Stops and joins the workers (also mid-epoch) and drops the batches they prepared. */
 OAR_API void oar_loader_free(oar_loader *l);
 
 /* ---------------------------------------------------------------- 11. files */

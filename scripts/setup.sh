@@ -6,14 +6,15 @@ set -euo pipefail
 
 required=(build-essential cmake pkg-config)
 optional=(libopenblas-dev libdnnl-dev libcjson-dev zlib1g-dev)
+data=(dataset-fashion-mnist)  # the main job's data: /usr/share/datasets/fashion-mnist
 
 missing=()
-for p in "${required[@]}" "${optional[@]}"; do
+for p in "${required[@]}" "${optional[@]}" "${data[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 
 if [ ${#missing[@]} -eq 0 ]; then
-  echo "setup: all packages present (${required[*]} ${optional[*]})"
+  echo "setup: all packages present (${required[*]} ${optional[*]} ${data[*]})"
   exit 0
 fi
 
