@@ -331,7 +331,8 @@ typedef struct oar_pool_opts {
     int64_t padding[2];
     int64_t dilation[2];        /* 0 means 1; max pooling only */
     bool ceil_mode;
-    bool count_include_pad;     /* avg pooling; torch's default is true */
+    bool exclude_pad;           /* avg pooling: divide by the real elements only (torch's
+                                   count_include_pad=False); false counts padding, like torch */
 } oar_pool_opts;
 /* Pooling over the last two dims of [N, C, H, W] or [C, H, W]. opts is required (the kernel
  * size); padding may be at most half the kernel; windows and ceil_mode follow torch. */
@@ -488,7 +489,7 @@ OAR_API void oar_module_zero_grad(oar_module *m);
 /* Freezes (requires_grad false) or unfreezes every parameter whose path starts with prefix
  * ("" for all). */
 OAR_API oar_status oar_module_set_requires_grad(oar_module *m, const char *prefix, bool requires_grad);
-/* A readable tree: "Sequential(\n  (0): Linear(in=4, out=8, bias=true)\n ...)". */
+/* A readable tree, like torch's repr: "Sequential(\n  (0): Linear(in_features=4, out_features=8, bias=true)\n ...)". */
 OAR_API int oar_module_format(const oar_module *m, char *buf, size_t size);
 OAR_API void oar_module_print(const oar_module *m);
 
@@ -505,19 +506,28 @@ OAR_API oar_status oar_init_kaiming_uniform_(oar_tensor *t, double a, oar_fan_mo
 OAR_API oar_status oar_init_kaiming_normal_(oar_tensor *t, double a, oar_fan_mode mode);
 OAR_API oar_status oar_init_orthogonal_(oar_tensor *t, double gain);
 
-/* Built-in layers (f32 parameters, initialized as torch does). */
+/* Built-in layers, named, shaped and printed as in torch, with f32 parameters initialized as
+ * torch does (from oar's generator): Linear and convolutions U(-1/sqrt(fan_in), 1/sqrt(fan_in))
+ * for "weight" and "bias", Embedding N(0, 1), normalization weights ones and biases zeros.
+ * Convolutions also take one unbatched sample ([C, L] / [C, H, W]); their zero option fields
+ * mean torch's defaults, as for the ops. */
 OAR_API oar_module *oar_nn_linear(int64_t in, int64_t out, bool bias);
 OAR_API oar_module *oar_nn_conv1d(int64_t in, int64_t out, int64_t kernel, const oar_conv_opts *opts, bool bias);
 OAR_API oar_module *oar_nn_conv2d(int64_t in, int64_t out, int64_t kernel, const oar_conv_opts *opts, bool bias);
 OAR_API oar_module *oar_nn_conv_transpose2d(int64_t in, int64_t out, int64_t kernel, const oar_conv_opts *opts,
                                             bool bias);
-/* affine: weight and bias; track: running statistics (eval uses them). */
+/* affine: "weight" and "bias". track: buffers "running_mean", "running_var" and the i64 scalar
+ * "num_batches_tracked", updated in training and used in evaluation; without them batch
+ * statistics are used always. eps as given (torch: 1e-5); momentum in [0, 1] (torch: 0.1), or
+ * negative for torch's momentum=None (a cumulative average). BatchNorm1d takes [N, C] or
+ * [N, C, L], BatchNorm2d [N, C, H, W]. */
 OAR_API oar_module *oar_nn_batch_norm1d(int64_t features, double eps, double momentum, bool affine, bool track);
 OAR_API oar_module *oar_nn_batch_norm2d(int64_t features, double eps, double momentum, bool affine, bool track);
 OAR_API oar_module *oar_nn_layer_norm(const int64_t *shape, int ndim, double eps, bool affine);
 OAR_API oar_module *oar_nn_group_norm(int64_t groups, int64_t channels, double eps, bool affine);
-OAR_API oar_module *oar_nn_dropout(double p);
+OAR_API oar_module *oar_nn_dropout(double p);            /* the identity in evaluation */
 OAR_API oar_module *oar_nn_embedding(int64_t num, int64_t dim);
+/* The options are copied (required: the kernel size). */
 OAR_API oar_module *oar_nn_max_pool2d(const oar_pool_opts *opts);
 OAR_API oar_module *oar_nn_avg_pool2d(const oar_pool_opts *opts);
 OAR_API oar_module *oar_nn_adaptive_avg_pool2d(int64_t out_h, int64_t out_w);
@@ -526,16 +536,29 @@ typedef enum oar_activation {
     OAR_ACT_RELU = 0, OAR_ACT_LEAKY_RELU, OAR_ACT_ELU, OAR_ACT_GELU, OAR_ACT_GELU_TANH,
     OAR_ACT_SILU, OAR_ACT_TANH, OAR_ACT_SIGMOID, OAR_ACT_SOFTPLUS, OAR_ACT_IDENTITY
 } oar_activation;
-OAR_API oar_module *oar_nn_activation(oar_activation kind, double param); /* slope / alpha */
-/* Children are run in order; the Sequential takes ownership of them. */
+/* param: negative slope (LEAKY_RELU), alpha (ELU) or beta (SOFTPLUS, threshold 20); 0 selects
+ * torch's default (0.01, 1, 1). The other kinds ignore it. */
+OAR_API oar_module *oar_nn_activation(oar_activation kind, double param);
+/* Children are named "0", "1", ... and run in order. The Sequential owns every child handed to
+ * it, even when the call fails: then they are freed (a NULL child, e.g. from a failed
+ * constructor, fails the call with that constructor's error). A child that already belongs to
+ * another module is refused and left with its owner. */
 OAR_API oar_module *oar_nn_sequential(oar_module *const *children, int n);
 OAR_API oar_status oar_nn_sequential_append(oar_module *seq, oar_module *child);
-/* Attention over [N, L, E] (batch first): forward_n(query, key, value) -> output, or
- * oar_forward(x) for self-attention. causal masks future positions. */
+/* torch's nn.MultiheadAttention with batch_first=True. forward_n(query [N, L, E], key [N, S, E],
+ * value [N, S, E]) -> output [N, L, E] and, when n_out is 2, the attention weights averaged
+ * over heads [N, L, S] (torch's need_weights); oar_forward(x) is self-attention; unbatched
+ * [L, E] inputs work too. causal hides key j from query i when j > i (torch's attn_mask
+ * triu(ones(L, S), 1)); dropout applies to the weights in training only. embed_dim must be
+ * divisible by heads. Parameters: in_proj_weight [3E, E], in_proj_bias [3E], out_proj.weight
+ * [E, E], out_proj.bias [E] (biases only with bias). */
 OAR_API oar_module *oar_nn_multihead_attention(int64_t embed_dim, int64_t heads, bool bias, bool causal,
                                                double dropout);
 /* Recurrent layers: forward_n(x, h0, c0) -> (y, h_n, c_n) for LSTM, (x, h0) -> (y, h_n) for GRU;
- * h0/c0 may be NULL (zeros). x is [T, N, I], or [N, T, I] with batch_first. */
+ * h0/c0 may be NULL (zeros) and n_out may be smaller (oar_forward gives y). x is [T, N, I], or
+ * [N, T, I] with batch_first, or [T, I] unbatched; y is [T, N, H] ([N, T, H], [T, H]); states
+ * are [layers, N, H] ([layers, H] unbatched). Parameters weight_ih_l{k}, weight_hh_l{k},
+ * bias_ih_l{k}, bias_hh_l{k} in torch's layout and gate order (LSTM i, f, g, o; GRU r, z, n). */
 OAR_API oar_module *oar_nn_lstm(int64_t input, int64_t hidden, int layers, bool batch_first);
 OAR_API oar_module *oar_nn_gru(int64_t input, int64_t hidden, int layers, bool batch_first);
 

@@ -585,7 +585,7 @@ static oar_tensor *pool_public(oar_op_id op, oar_tensor *x, const oar_pool_opts 
         return NULL;
     }
     oar_attr a[5] = {oar_attr_ints(o->kernel, 2), oar_attr_ints(s, 2), oar_attr_ints(o->padding, 2),
-                     oar_attr_int(o->ceil_mode), oar_attr_int(o->count_include_pad)};
+                     oar_attr_int(o->ceil_mode), oar_attr_int(!o->exclude_pad)};
     return oar_op_call1(op, in, 1, a);
 }
 
