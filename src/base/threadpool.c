@@ -16,6 +16,7 @@ typedef struct pool {
     pthread_t threads[MAX_THREADS];
     int n_workers;           /* threads besides the caller */
     uint64_t generation;     /* bumped for each loop */
+    uint64_t start_generation; /* the generation when the workers were started */
     int pending;             /* workers still running the current loop */
     bool stop;
     /* the current loop */
@@ -47,7 +48,9 @@ static void run_chunk(int idx) {
 
 static void *worker_main(void *arg) {
     int id = (int)(intptr_t)arg; /* 1..n_workers; the caller is 0 */
-    uint64_t seen = 0;
+    /* loops issued before this worker existed are not its to run; written before the thread
+     * was created, and no loop can start until the pool is configured */
+    uint64_t seen = P.start_generation;
     tl_in_parallel = true;
     pthread_mutex_lock(&P.mu);
     for (;;) {
@@ -83,6 +86,7 @@ static int default_threads(void) {
 
 static void pool_start(int nthreads) {
     P.n_workers = 0;
+    P.start_generation = P.generation;
     for (int i = 1; i < nthreads; i++) {
         if (pthread_create(&P.threads[P.n_workers], NULL, worker_main, (void *)(intptr_t)i) != 0)
             break; /* fewer workers is still correct */
