@@ -651,7 +651,8 @@ OAR_API int64_t oar_optimizer_steps(const oar_optimizer *o);
 OAR_API int oar_optimizer_num_state(oar_optimizer *o);
 OAR_API oar_tensor *oar_optimizer_state(oar_optimizer *o, int i, const char **name); /* borrowed */
 /* Copies value into the named slot (creating the parameter's state, zero-filled, if it has none
- * yet). The slot must be one the parameter's options use; shape and dtype must match. */
+ * yet). The slot must be one the parameter's options use (or one it already has); shape and
+ * dtype must match. */
 OAR_API oar_status oar_optimizer_load_state(oar_optimizer *o, const char *name, const oar_tensor *value);
 /* Sets the counter returned by oar_optimizer_steps (>= 0); per-parameter "step" state is
  * separate (restore it with oar_optimizer_load_state). */
@@ -852,14 +853,16 @@ OAR_API oar_tensor *oar_npy_load(const char *path);
 OAR_API oar_tensor *oar_npy_load_buffer(const void *data, size_t size);
 
 /* Checkpoints, in one safetensors file: module parameters and buffers ("model.<path>"),
- * optimizer state ("optim.<name>", see oar_optimizer_state), and metadata: format and oar
- * versions, step, the generator's seed and offset, the optimizer's kind and step count.
- * Loading first checks the file against the module and optimizer (names, shapes, dtypes,
- * optimizer kind) and reports every mismatch in one message, changing nothing when anything is
- * wrong; then it copies the values into the existing tensors (in place, so optimizers that
- * hold the parameters stay valid), restores the optimizer state and step count and the
- * generator, and sets *step (may be NULL). Resuming from a checkpoint reproduces the
- * uninterrupted run bit for bit. optimizer may be NULL (its state in the file is ignored). */
+ * optimizer state ("optim.<name>", see oar_optimizer_state), and metadata (decimal strings):
+ * format and oar versions, step, the generator's seed and offset, the optimizer's kind,
+ * parameter count and step count. Loading first checks the file against the module and the
+ * optimizer (names, shapes, dtypes, optimizer kind, each parameter's state complete) and
+ * reports every mismatch in one message (OAR_ERR_INVALID_ARG: counts of missing, unexpected
+ * and mismatched entries, then the details), changing nothing when anything is wrong; then it
+ * copies the values into the existing tensors (in place, so optimizers holding the parameters
+ * stay valid), restores the optimizer state and step count and the generator, and sets *step
+ * (may be NULL). Resuming from a checkpoint reproduces the uninterrupted run bit for bit.
+ * o may be NULL: the file's optimizer state is then ignored (loading weights only). */
 OAR_API oar_status oar_checkpoint_save(const char *path, oar_module *m, oar_optimizer *o, int64_t step);
 OAR_API oar_status oar_checkpoint_load(const char *path, oar_module *m, oar_optimizer *o, int64_t *step);
 

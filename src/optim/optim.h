@@ -1,0 +1,116 @@
+/* Internal view of optimizers: groups, per-parameter state slots, the fused update kernels. */
+#ifndef OAR_OPTIM_H
+#define OAR_OPTIM_H
+
+#include "tensor/tensor.h"
+
+/* State slots, in the order they are listed (and named) by oar_optimizer_state. */
+typedef enum oar_slot {
+    OAR_SLOT_STEP = 0,        /* i64 scalar: the parameter's own update count */
+    OAR_SLOT_MOMENTUM_BUFFER,
+    OAR_SLOT_EXP_AVG,
+    OAR_SLOT_EXP_AVG_SQ,
+    OAR_SLOT_MAX_EXP_AVG_SQ,
+    OAR_SLOT_SQUARE_AVG,
+    OAR_SLOT_GRAD_AVG,
+    OAR_SLOT_SUM,
+    OAR_SLOT_COUNT
+} oar_slot;
+
+extern const char *const oar_slot_names[OAR_SLOT_COUNT];
+
+typedef struct oar_optim_param {
+    oar_tensor *t;                   /* borrowed */
+    int group;
+    oar_tensor *slot[OAR_SLOT_COUNT];
+    char name[OAR_SLOT_COUNT][40];   /* "<index>.<slot>" once the slot exists */
+    /* during a step */
+    bool fresh_momentum;             /* SGD: the buffer was just made; this update fills it */
+    oar_tensor *grad_copy;           /* a contiguous copy of a strided gradient, or NULL */
+} oar_optim_param;
+
+struct oar_optimizer {
+    oar_optim_kind kind;
+    oar_optim_opts **groups;         /* each allocated alone, so user pointers stay valid */
+    int n_groups;
+    oar_optim_param *params;
+    int n_params;
+    int64_t steps;
+    /* flat (param, slot) list of existing state, rebuilt when state_dirty */
+    int *state_index;
+    int n_state, cap_state;
+    bool state_dirty;
+};
+
+/* ---- options (options.c) */
+const char *oar_optim_kind_name(oar_optim_kind kind);  /* "SGD", "Adam", ...; "optimizer" if bad */
+/* Fills zero fields with the kind's defaults (unless explicit_values) and checks the result.
+ * creating: at construction SGD's lr must be > 0 (it has no default). */
+oar_status oar_optim_resolve(const oar_optim_opts *in, oar_optim_opts *out, bool creating);
+oar_status oar_optim_check(const oar_optim_opts *o, bool creating);
+/* Whether a slot is used by a parameter under these options. */
+bool oar_optim_slot_used(const oar_optim_opts *o, oar_slot slot);
+
+/* ---- state (state.c) */
+/* Makes every slot the options use that does not exist yet: zeros (Adagrad's sum: the initial
+ * accumulator), except SGD's momentum buffer, which the first update fills (fresh_momentum). */
+oar_status oar_optim_ensure_state(oar_optimizer *o, int param, bool *fresh_momentum);
+
+/* ---- fused updates (update_f32.c, update_f64.c from update_impl.h) */
+typedef struct oar_optim_update {
+    const oar_optim_opts *o;
+    int64_t n;                  /* elements */
+    void *p;                    /* parameter data */
+    const void *g;              /* gradient data */
+    void *s[OAR_SLOT_COUNT];    /* slot data (NULL when unused) */
+    int64_t t;                  /* the parameter's step count after this update's increment */
+    bool fresh_momentum;        /* SGD: the momentum buffer is filled with d_p on this step */
+} oar_optim_update;
+
+void oar_optim_update_f32(const oar_optim_update *u);
+void oar_optim_update_f64(const oar_optim_update *u);
+
+/* What one update loop reads: data pointers and scalars (as double; each loop rounds them to
+ * its element type, as torch rounds a Python scalar to the tensor's dtype). The meaning of
+ * a, b, c and the scalars depends on the kind; see update_impl.h. */
+typedef struct oar_optim_ctx {
+    void *p;
+    const void *g;
+    void *a, *b, *c;
+    double lr_neg, wd, k1, k1c, k2, k2c, eps, scale, bc1, bc2;
+    bool wd_on, flag1, flag2, flag3;
+    int64_t n, block;
+    double *sum_p2, *sum_u2; /* LAMB: per-block partial squared norms */
+} oar_optim_ctx;
+
+/* The fixed order in which 8 lanes of a sum are combined. */
+static inline double oar_optim_sum8(const double a[8]) {
+    double t0 = a[0] + a[4], t1 = a[1] + a[5], t2 = a[2] + a[6], t3 = a[3] + a[7];
+    return (t0 + t1) + (t2 + t3);
+}
+
+/* AVX2 versions of the f32 loops whose square roots and divisions the compiler leaves scalar
+ * (update_avx2.c). They use the same operations in the same order (no FMA), so they give the
+ * same bits as the portable loops, whichever handles an element. */
+#if defined(__x86_64__) && defined(__GNUC__)
+#define OAR_OPTIM_AVX2 1
+bool oar_optim_use_avx2(void);
+void oar_optim_adam_f32_avx2(void *ctx, int64_t begin, int64_t end);
+void oar_optim_rmsprop_f32_avx2(void *ctx, int64_t begin, int64_t end);
+void oar_optim_adagrad_f32_avx2(void *ctx, int64_t begin, int64_t end);
+void oar_optim_lamb_moments_f32_avx2(void *ctx, int64_t block_begin, int64_t block_end);
+void oar_optim_lamb_apply_f32_avx2(void *ctx, int64_t begin, int64_t end);
+#endif
+
+/* Elements per thread chunk: large enough that handing work to the pool is noise. */
+#define OAR_OPTIM_GRAIN 32768
+/* Reductions (LAMB's norms, clipping) sum fixed blocks, so results do not depend on the
+ * number of threads: at most OAR_OPTIM_MAX_BLOCKS blocks of at least OAR_OPTIM_MIN_BLOCK. */
+#define OAR_OPTIM_MAX_BLOCKS 64
+#define OAR_OPTIM_MIN_BLOCK 16384
+static inline int64_t oar_optim_block_size(int64_t n) {
+    int64_t b = (n + OAR_OPTIM_MAX_BLOCKS - 1) / OAR_OPTIM_MAX_BLOCKS;
+    return b < OAR_OPTIM_MIN_BLOCK ? OAR_OPTIM_MIN_BLOCK : b;
+}
+
+#endif
