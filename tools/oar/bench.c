@@ -1,5 +1,6 @@
 /* `oar bench --workload NAME`: benchmarks print JSON (one object per line). */
 #include "cli.h"
+#include "oar.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -7,11 +8,14 @@
 int oar_cmd_bench(int argc, char **argv) {
     const char *w = cli_flag_value(argc, argv, "--workload");
     if (!w) {
-        fprintf(stderr, "oar bench: expected --workload NAME (dispatch, gemm)\n");
+        fprintf(stderr, "oar bench: expected --workload NAME (dispatch, gemm, tiny, mlp, lenet, resnet20, gpt-mini, lstm-lm)\n");
         return 2;
     }
     if (strcmp(w, "dispatch") == 0) return oar_bench_dispatch(argc, argv);
     if (strcmp(w, "gemm") == 0) return oar_bench_gemm(argc, argv);
-    fprintf(stderr, "oar bench: unknown workload '%s'; expected dispatch or gemm\n", w);
+    int rc = oar_bench_train(argc, argv);
+    if (rc != 2 || oar_zoo_find(w)) return rc;
+    fprintf(stderr, "oar bench: unknown workload '%s'; expected dispatch, gemm, tiny, mlp, lenet, resnet20, "
+                    "gpt-mini or lstm-lm\n", w);
     return 2;
 }

@@ -4,6 +4,12 @@
 
 int oar_cmd_ops(int argc, char **argv);
 int oar_cmd_bench(int argc, char **argv);
+int oar_cmd_train(int argc, char **argv);
+int oar_cmd_eval(int argc, char **argv);
+int oar_cmd_sample(int argc, char **argv);
+/* One eager training step of a reference workload (tiny, mlp, lenet, resnet20, gpt-mini,
+ * lstm-lm), timed: --threads N --steps N --mode eager. */
+int oar_bench_train(int argc, char **argv);
 int oar_bench_dispatch(int argc, char **argv);
 /* GFLOP/s of oar_matmul and of the BLAS library on the same buffers, one JSON object per
  * shape: [--threads N] [--quick] [--reps N] [--shape NAME]. */

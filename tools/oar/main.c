@@ -10,8 +10,12 @@ static void usage(FILE *f) {
             "usage: oar <command> [options]\n"
             "\n"
             "commands:\n"
+            "  train --model M --data D [...]    train a zoo model (run 'oar train' for the options)\n"
+            "  eval --model M --data D           test loss and accuracy of a checkpoint\n"
+            "  sample [--checkpoint F] [--prompt TEXT] [--tokens N]   text from a gpt-mini checkpoint\n"
             "  ops [--json]                      list every registered op: kernels, gradient, sweep coverage\n"
-            "  bench --workload NAME [--json]    benchmarks: dispatch (per-op overhead), gemm (GFLOP/s)\n"
+            "  bench --workload NAME [--json]    dispatch, gemm, or a training step: tiny, mlp, lenet,\n"
+            "                                    resnet20, gpt-mini, lstm-lm (--threads N --steps N)\n"
             "  --version                         print the version\n"
             "  help                              this text\n");
 }
@@ -46,6 +50,9 @@ int main(int argc, char **argv) {
         return 0;
     }
     if (strcmp(cmd, "ops") == 0) return oar_cmd_ops(argc - 1, argv + 1);
+    if (strcmp(cmd, "train") == 0) return oar_cmd_train(argc - 1, argv + 1);
+    if (strcmp(cmd, "eval") == 0) return oar_cmd_eval(argc - 1, argv + 1);
+    if (strcmp(cmd, "sample") == 0) return oar_cmd_sample(argc - 1, argv + 1);
     if (strcmp(cmd, "bench") == 0) return oar_cmd_bench(argc - 1, argv + 1);
     fprintf(stderr, "oar: unknown command '%s'\n\n", cmd);
     usage(stderr);

@@ -1,0 +1,174 @@
+/* `oar bench --workload tiny|mlp|lenet|resnet20|gpt-mini|lstm-lm`: the time of one eager
+ * training step (forward, loss, backward, optimizer step, zero_grad) on the shapes of the
+ * reference workloads in ../shared/bench/torch_workloads.py: fixed random inputs, the same
+ * optimizers, the median over the timed steps. Prints one JSON object. */
+#include "cli.h"
+#include "oar.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+typedef struct workload {
+    const char *name;
+    int64_t batch, items;     /* items per step: samples or tokens */
+    bool tokens;
+    int default_steps;
+} workload;
+
+static const workload WORKLOADS[] = {
+    {"tiny", 32, 32, false, 300}, {"mlp", 128, 128, false, 50}, {"lenet", 64, 64, false, 50},
+    {"resnet20", 32, 32, false, 10}, {"gpt-mini", 8, 8 * 128, true, 10}, {"lstm-lm", 20, 35 * 20, true, 10},
+};
+
+typedef struct bench_state {
+    oar_module *m;
+    oar_optimizer *opt;
+    oar_tensor *x, *y, *h, *c; /* h, c: lstm-lm's carried state */
+    oar_tensor **params;
+    int n_params;
+    const char *name;
+} bench_state;
+
+static oar_status setup(const char *name, bench_state *b) {
+    memset(b, 0, sizeof *b);
+    b->name = name;
+    oar_manual_seed(0);
+    oar_optim_opts oo = oar_optim_defaults(OAR_OPTIM_SGD);
+    oo.lr = 0.01;
+    oo.momentum = 0.9;
+    b->m = oar_zoo_create(name, NULL);
+    if (!b->m) return oar_last_status();
+    oar_manual_seed(1234);
+    if (!strcmp(name, "tiny") || !strcmp(name, "mlp") || !strcmp(name, "lenet") || !strcmp(name, "resnet20")) {
+        int64_t xs[4][4] = {{32, 64}, {128, 784}, {64, 1, 28, 28}, {32, 3, 32, 32}};
+        int which = !strcmp(name, "tiny") ? 0 : !strcmp(name, "mlp") ? 1 : !strcmp(name, "lenet") ? 2 : 3;
+        int nd = which < 2 ? 2 : 4;
+        b->x = oar_randn(xs[which], nd, OAR_F32);
+        b->y = oar_randint(0, 10, xs[which], 1, OAR_I64);
+        if (which == 3) {
+            oo.lr = 0.1;
+            oo.weight_decay = 5e-4;
+        }
+    } else if (!strcmp(name, "gpt-mini")) {
+        int64_t s[2] = {8, 128};
+        b->x = oar_randint(0, 256, s, 2, OAR_I64);
+        b->y = oar_randint(0, 256, s, 2, OAR_I64);
+        oo = oar_optim_defaults(OAR_OPTIM_ADAMW);
+        oo.lr = 3e-4;
+        oo.weight_decay = 0.1;
+    } else {
+        int64_t s[2] = {35, 20}, hs[3] = {2, 20, 200};
+        b->x = oar_randint(0, 10000, s, 2, OAR_I64);
+        b->y = oar_randint(0, 10000, s, 2, OAR_I64);
+        b->h = oar_zeros(hs, 3, OAR_F32);
+        b->c = oar_zeros(hs, 3, OAR_F32);
+        oo.lr = 1.0;
+        oo.momentum = 0;
+    }
+    b->opt = oar_optimizer_for(b->m, &oo);
+    b->n_params = oar_module_num_parameters(b->m);
+    b->params = malloc(sizeof(oar_tensor *) * (size_t)b->n_params);
+    for (int i = 0; i < b->n_params; i++) b->params[i] = oar_module_parameter(b->m, i, NULL);
+    return b->x && b->y && b->opt ? OAR_OK : oar_last_status();
+}
+
+static oar_status train_step(bench_state *b) {
+    oar_scope_begin();
+    oar_tensor *loss;
+    if (b->h) { /* truncated BPTT: the state carries over, detached */
+        oar_tensor *in[3] = {b->x, oar_detach(b->h), oar_detach(b->c)}, *out[3];
+        if (oar_forward_n(b->m, in, 3, out, 3) != OAR_OK) {
+            oar_scope_end();
+            return oar_last_status();
+        }
+        int64_t s2[2] = {-1, 10000}, flat = -1;
+        loss = oar_cross_entropy(oar_reshape(out[0], s2, 2), oar_reshape(b->y, &flat, 1), NULL);
+        oar_release(b->h);
+        oar_release(b->c);
+        b->h = oar_keep(oar_detach(out[1]));
+        b->c = oar_keep(oar_detach(out[2]));
+    } else if (b->name[0] == 'g') {
+        int64_t s2[2] = {-1, 256}, flat = -1;
+        loss = oar_cross_entropy(oar_reshape(oar_forward(b->m, b->x), s2, 2), oar_reshape(b->y, &flat, 1), NULL);
+    } else {
+        loss = oar_cross_entropy(oar_forward(b->m, b->x), b->y, NULL);
+    }
+    oar_status st = loss ? oar_backward(loss, NULL, false) : oar_last_status();
+    if (st == OAR_OK && b->h) st = oar_clip_grad_norm(b->params, b->n_params, 0.25, 2.0, NULL);
+    if (st == OAR_OK) st = oar_optimizer_step(b->opt);
+    oar_optimizer_zero_grad(b->opt);
+    oar_scope_end();
+    return st;
+}
+
+static void teardown(bench_state *b) {
+    oar_release(b->x);
+    oar_release(b->y);
+    oar_release(b->h);
+    oar_release(b->c);
+    oar_optimizer_free(b->opt);
+    oar_module_free(b->m);
+    free(b->params);
+}
+
+int oar_bench_train(int argc, char **argv) {
+    const char *name = cli_flag_value(argc, argv, "--workload"), *mode = cli_flag_value(argc, argv, "--mode");
+    const char *th = cli_flag_value(argc, argv, "--threads"), *st_s = cli_flag_value(argc, argv, "--steps");
+    const workload *w = NULL;
+    for (size_t i = 0; i < sizeof WORKLOADS / sizeof WORKLOADS[0]; i++)
+        if (!strcmp(WORKLOADS[i].name, name)) w = &WORKLOADS[i];
+    if (!w) return 2;
+    if (mode && strcmp(mode, "eager") != 0) {
+        fprintf(stderr, "oar bench: --mode %s is not available yet; expected eager\n", mode);
+        return 2;
+    }
+    if (th && oar_set_num_threads(atoi(th)) != OAR_OK) {
+        fprintf(stderr, "oar bench: %s\n", oar_last_error());
+        return 2;
+    }
+    int steps = st_s ? atoi(st_s) : w->default_steps, warmup = 3;
+    bench_state b;
+    if (setup(w->name, &b) != OAR_OK) {
+        fprintf(stderr, "oar bench: %s\n", oar_last_error());
+        teardown(&b);
+        return 1;
+    }
+    double *t = malloc(sizeof(double) * (size_t)(steps > 0 ? steps : 1));
+    for (int i = 0; i < warmup + steps; i++) {
+        double t0 = now_s();
+        if (train_step(&b) != OAR_OK) {
+            fprintf(stderr, "oar bench: %s\n", oar_last_error());
+            free(t);
+            teardown(&b);
+            return 1;
+        }
+        if (i >= warmup) t[i - warmup] = (now_s() - t0) * 1e3;
+    }
+    qsort(t, (size_t)steps, sizeof(double), cmp_double);
+    double med = t[steps / 2];
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    printf("{\"workload\": \"%s\", \"mode\": \"eager\", \"threads\": %d, \"batch\": %lld, \"steps\": %d, "
+           "\"median_ms\": %.3f, \"min_ms\": %.3f, \"max_ms\": %.3f, \"samples_per_s\": %.1f",
+           w->name, oar_get_num_threads(), (long long)w->batch, steps, med, t[0], t[steps - 1],
+           (double)w->batch / med * 1e3);
+    if (w->tokens) printf(", \"tokens_per_s\": %.1f", (double)w->items / med * 1e3);
+    printf(", \"peak_rss_mb\": %.1f}\n", (double)ru.ru_maxrss / 1024.0);
+    free(t);
+    teardown(&b);
+    return 0;
+}

@@ -1,0 +1,176 @@
+/* `oar train`: trains a zoo model on real data, eagerly, with a live progress line, an
+ * evaluation after each epoch, metrics as JSON lines, and a checkpoint to resume from. */
+#include "cli.h"
+#include "train.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static oar_optimizer *make_optimizer(const train_opts *o, oar_module *m, const char **kind_name) {
+    const char *k = o->optimizer ? o->optimizer : (!strcmp(o->model, "gpt-mini") ? "adamw" : "sgd");
+    oar_optim_kind kind = !strcmp(k, "adam") ? OAR_OPTIM_ADAM : !strcmp(k, "adamw") ? OAR_OPTIM_ADAMW
+                        : !strcmp(k, "sgd") ? OAR_OPTIM_SGD : (oar_optim_kind)-1;
+    if ((int)kind < 0) {
+        oar_set_error(OAR_ERR_INVALID_ARG, "train: unknown optimizer '%s'; expected sgd, adam or adamw", k);
+        return NULL;
+    }
+    oar_optim_opts oo = oar_optim_defaults(kind);
+    if (kind == OAR_OPTIM_SGD) {
+        oo.lr = 0.05;
+        oo.momentum = o->momentum;
+    } else if (!strcmp(o->model, "gpt-mini")) {
+        oo.lr = 3e-4;
+        oo.weight_decay = 0.1;
+    }
+    if (o->lr > 0) oo.lr = o->lr;
+    if (o->weight_decay >= 0) oo.weight_decay = o->weight_decay;
+    *kind_name = k;
+    return oar_optimizer_for(m, &oo);
+}
+
+static void fmt_eta(double s, char *buf, size_t n) {
+    int t = s < 0 ? 0 : (int)(s + 0.5);
+    snprintf(buf, n, "%d:%02d", t / 60, t % 60);
+}
+
+int oar_cmd_train(int argc, char **argv) {
+    train_opts o;
+    if (!train_parse(argc, argv, &o)) return 2;
+    if (o.threads && oar_set_num_threads(o.threads) != OAR_OK) {
+        fprintf(stderr, "oar train: %s\n", oar_last_error());
+        return 2;
+    }
+    oar_manual_seed(o.seed);
+    train_data d;
+    oar_module *m = NULL;
+    oar_optimizer *opt = NULL;
+    oar_loader *loader = NULL;
+    oar_scheduler *sched = NULL;
+    FILE *metrics = NULL;
+    int rc = 1;
+    char ckpt[512];
+    snprintf(ckpt, sizeof ckpt, "%s", o.checkpoint ? o.checkpoint : "");
+    if (!*ckpt) snprintf(ckpt, sizeof ckpt, "oar-%s.safetensors", o.model);
+
+    if (train_data_open(&o, &d) != OAR_OK || !(m = train_model_create(&o, &d))) goto fail;
+    const char *kind = "";
+    if (!(opt = make_optimizer(&o, m, &kind))) goto fail;
+    oar_loader_opts lo = {.batch_size = o.batch, .shuffle = true, .drop_last = true, .seed = o.seed,
+                          .workers = o.workers, .transforms = d.n_transforms ? &d.norm : NULL,
+                          .n_transforms = d.n_transforms};
+    if (!(loader = oar_loader_new(d.train, &lo))) goto fail;
+    int64_t per_epoch = oar_loader_num_batches(loader), step = 0;
+    if (per_epoch == 0) {
+        oar_set_error(OAR_ERR_INVALID_ARG, "train: the training set (%lld samples) is smaller than one batch of %lld",
+                      (long long)oar_dataset_size(d.train), (long long)o.batch);
+        goto fail;
+    }
+    if (o.resume && access(ckpt, R_OK) == 0) {
+        if (oar_checkpoint_load(ckpt, m, opt, &step) != OAR_OK) goto fail;
+        printf("resumed from %s at step %lld (epoch %lld)\n", ckpt, (long long)step, (long long)(step / per_epoch));
+    }
+    if (!o.schedule || !strcmp(o.schedule, "cosine")) {
+        /* warm up over the first 2% of the run, then anneal to 0 by its end; the schedule is a
+         * function of the step, so a resumed run continues on the same curve */
+        int64_t total = per_epoch * o.epochs;
+        oar_sched_opts so = {.kind = OAR_SCHED_WARMUP_COSINE, .t_max = total, .warmup = total / 50};
+        if (!(sched = oar_scheduler_new(opt, &so))) goto fail;
+        for (int64_t t = 0; t < step; t++)
+            if (oar_scheduler_step(sched, 0) != OAR_OK) goto fail;
+    }
+    if (o.metrics && !(metrics = fopen(o.metrics, o.resume ? "a" : "w"))) {
+        oar_set_error(OAR_ERR_IO, "train: cannot open %s for writing the metrics", o.metrics);
+        goto fail;
+    }
+    printf("model: %s (%s), %lld parameters\n", o.model, d.info->description,
+           (long long)oar_module_count_elements(m, true));
+    printf("data: %s\n", d.source);
+    printf("training: %d epochs of %lld steps, batch %lld, %s lr %g (%s schedule), %d threads, %d loader workers\n",
+           o.epochs, (long long)per_epoch, (long long)o.batch, kind, oar_optimizer_group_opts(opt, 0)->lr,
+           sched ? "warmup + cosine" : "constant", oar_get_num_threads(), o.workers);
+    bool tty = isatty(fileno(stdout));
+    oar_tensor *const *params = NULL;
+    int n_params = oar_module_num_parameters(m);
+    oar_tensor **plist = malloc(sizeof(oar_tensor *) * (size_t)(n_params ? n_params : 1));
+    for (int i = 0; i < n_params; i++) plist[i] = oar_module_parameter(m, i, NULL);
+    params = plist;
+
+    for (int64_t epoch = step / per_epoch; epoch < o.epochs; epoch++) {
+        oar_module_train(m, true);
+        if (oar_loader_start_epoch(loader, epoch) != OAR_OK) goto fail_params;
+        double t0 = now_s(), last_print = 0, sum_loss = 0;
+        int64_t done = 0, samples = 0, next_report = per_epoch / 10 ? per_epoch / 10 : 1;
+        oar_tensor *x, *y;
+        oar_status st = OAR_OK;
+        while (oar_loader_next(loader, &x, &y, &st)) {
+            oar_scope_begin();
+            oar_tensor *loss = train_loss(m, &d, x, y, NULL);
+            double lv = 0;
+            bool ok = loss && oar_backward(loss, NULL, false) == OAR_OK && oar_item(loss, &lv) == OAR_OK &&
+                      (o.clip <= 0 || oar_clip_grad_norm(params, n_params, o.clip, 2.0, NULL) == OAR_OK) &&
+                      oar_optimizer_step(opt) == OAR_OK && (!sched || oar_scheduler_step(sched, 0) == OAR_OK);
+            oar_optimizer_zero_grad(opt);
+            oar_scope_end();
+            samples += oar_size(x, 0);
+            oar_release(x);
+            oar_release(y);
+            if (!ok) goto fail_params;
+            sum_loss += lv;
+            done++;
+            step++;
+            double t = now_s() - t0;
+            bool report = tty ? (t - last_print > 0.25 || done == per_epoch) : (done % next_report == 0);
+            if (report && !o.quiet) {
+                char eta[32];
+                fmt_eta(t / (double)done * (double)(per_epoch - done), eta, sizeof eta);
+                printf("%sepoch %lld/%d  step %lld/%lld  loss %.4f  %.0f samples/s  data-wait %.1f%%  ETA %s%s",
+                       tty ? "\r" : "", (long long)epoch + 1, o.epochs, (long long)done, (long long)per_epoch,
+                       sum_loss / (double)done, (double)samples / t, 100.0 * oar_loader_wait_seconds(loader) / t, eta,
+                       tty ? "   " : "\n");
+                fflush(stdout);
+                last_print = t;
+            }
+            if (o.steps_limit && step >= o.steps_limit) break;
+        }
+        if (st != OAR_OK) goto fail_params;
+        if (tty && !o.quiet) printf("\n");
+        double secs = now_s() - t0, test_loss = 0, test_acc = 0;
+        if (train_evaluate(m, &d, d.test, o.batch, &test_loss, &test_acc) != OAR_OK) goto fail_params;
+        double train_loss_avg = done ? sum_loss / (double)done : 0;
+        printf("epoch %lld/%d: train loss %.4f, test loss %.4f, test accuracy %.2f%% (%.1f s, %.0f samples/s, "
+               "data-wait %.1f%%)\n", (long long)epoch + 1, o.epochs, train_loss_avg, test_loss, 100 * test_acc,
+               secs, (double)samples / secs, 100.0 * oar_loader_wait_seconds(loader) / secs);
+        if (metrics) {
+            fprintf(metrics, "{\"epoch\": %lld, \"step\": %lld, \"train_loss\": %.6f, \"test_loss\": %.6f, "
+                             "\"test_accuracy\": %.6f, \"seconds\": %.3f, \"samples_per_s\": %.1f, "
+                             "\"data_wait_fraction\": %.4f}\n",
+                    (long long)epoch + 1, (long long)step, train_loss_avg, test_loss, test_acc, secs,
+                    (double)samples / secs, oar_loader_wait_seconds(loader) / secs);
+            fflush(metrics);
+        }
+        if (oar_checkpoint_save(ckpt, m, opt, step) != OAR_OK) goto fail_params;
+        if (o.steps_limit && step >= o.steps_limit) break;
+    }
+    printf("checkpoint: %s\n", ckpt);
+    rc = 0;
+fail_params:
+    free(plist);
+fail:
+    if (rc) fprintf(stderr, "oar train: %s\n", oar_last_error());
+    if (metrics) fclose(metrics);
+    oar_loader_free(loader);
+    oar_scheduler_free(sched);
+    oar_optimizer_free(opt);
+    oar_module_free(m);
+    train_data_close(&d);
+    return rc;
+}

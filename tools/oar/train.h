@@ -1,0 +1,42 @@
+/* Shared pieces of `oar train`, `oar eval` and `oar sample`: data and model setup by name,
+ * one evaluation pass, and the options they all read. */
+#ifndef OAR_TRAIN_H
+#define OAR_TRAIN_H
+
+#include "oar.h"
+
+typedef struct train_opts {
+    const char *model, *data, *optimizer, *checkpoint, *metrics, *schedule;
+    int epochs, threads, workers;
+    int64_t batch, context, steps_limit;
+    double lr, weight_decay, momentum, clip;
+    uint64_t seed;
+    bool resume, quiet;
+} train_opts;
+
+/* Parses the flags shared by train/eval/sample; prints usage and returns false on error. */
+bool train_parse(int argc, char **argv, train_opts *o);
+
+typedef struct train_data {
+    oar_dataset *train, *test;
+    const oar_zoo_info *info;
+    bool language;      /* token windows; loss is per token */
+    oar_transform norm; /* images: normalization applied by the loader */
+    int n_transforms;
+    char source[512];   /* where the data came from, for the log */
+} train_data;
+
+/* Finds the data for o->data ("fashion-mnist", "digits", or a text file) and checks that it
+ * suits the model. */
+oar_status train_data_open(const train_opts *o, train_data *d);
+void train_data_close(train_data *d);
+oar_module *train_model_create(const train_opts *o, const train_data *d);
+
+/* Cross-entropy of the model on a batch: logits are reshaped for language models. */
+oar_tensor *train_loss(oar_module *m, const train_data *d, oar_tensor *x, oar_tensor *y, oar_tensor **logits);
+
+/* Mean loss and accuracy over a dataset, in eval mode without gradients. */
+oar_status train_evaluate(oar_module *m, const train_data *d, oar_dataset *ds, int64_t batch, double *loss,
+                          double *accuracy);
+
+#endif
