@@ -1,5 +1,5 @@
 # The two commands of the README:
-#   make run    builds oar and runs the main job (trains a model, reports test accuracy)
+#   make run    builds oar and runs the main job: trains LeNet on Fashion-MNIST, reports accuracy
 #   make test   builds everything and runs the test suite, then again under ASan+UBSan
 # Other targets: build, setup, bench, clean.
 
@@ -22,7 +22,8 @@ build: setup
 	@cmake --build $(BUILD) -j $(JOBS)
 
 run: build
-	./$(BUILD)/example_train_mlp
+	./$(BUILD)/oar train --model lenet --data fashion-mnist --epochs 3 \
+	    --checkpoint $(BUILD)/lenet.safetensors --metrics $(BUILD)/lenet-metrics.jsonl
 
 test: test-fast test-asan
 

@@ -14,7 +14,7 @@ int oar_cmd_bench(int argc, char **argv) {
     if (strcmp(w, "dispatch") == 0) return oar_bench_dispatch(argc, argv);
     if (strcmp(w, "gemm") == 0) return oar_bench_gemm(argc, argv);
     int rc = oar_bench_train(argc, argv);
-    if (rc != 2 || oar_zoo_find(w)) return rc;
+    if (rc != 2 || oar_zoo_find(w)) return rc; /* zoo models without a workload were reported */
     fprintf(stderr, "oar bench: unknown workload '%s'; expected dispatch, gemm, tiny, mlp, lenet, resnet20, "
                     "gpt-mini or lstm-lm\n", w);
     return 2;

@@ -131,7 +131,12 @@ int oar_bench_train(int argc, char **argv) {
     const workload *w = NULL;
     for (size_t i = 0; i < sizeof WORKLOADS / sizeof WORKLOADS[0]; i++)
         if (!strcmp(WORKLOADS[i].name, name)) w = &WORKLOADS[i];
-    if (!w) return 2;
+    if (!w) {
+        if (oar_zoo_find(name))
+            fprintf(stderr, "oar bench: '%s' has no reference workload to time; expected tiny, mlp, lenet, resnet20, "
+                            "gpt-mini or lstm-lm\n", name);
+        return 2;
+    }
     if (mode && strcmp(mode, "eager") != 0) {
         fprintf(stderr, "oar bench: --mode %s is not available yet; expected eager\n", mode);
         return 2;

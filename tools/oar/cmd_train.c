@@ -64,6 +64,7 @@ int oar_cmd_train(int argc, char **argv) {
     if (train_data_open(&o, &d) != OAR_OK || !(m = train_model_create(&o, &d))) goto fail;
     const char *kind = "";
     if (!(opt = make_optimizer(&o, m, &kind))) goto fail;
+    double base_lr = oar_optimizer_group_opts(opt, 0)->lr; /* before the schedule's warmup */
     oar_loader_opts lo = {.batch_size = o.batch, .shuffle = true, .drop_last = true, .seed = o.seed,
                           .workers = o.workers, .transforms = d.n_transforms ? &d.norm : NULL,
                           .n_transforms = d.n_transforms};
@@ -95,7 +96,7 @@ int oar_cmd_train(int argc, char **argv) {
            (long long)oar_module_count_elements(m, true));
     printf("data: %s\n", d.source);
     printf("training: %d epochs of %lld steps, batch %lld, %s lr %g (%s schedule), %d threads, %d loader workers\n",
-           o.epochs, (long long)per_epoch, (long long)o.batch, kind, oar_optimizer_group_opts(opt, 0)->lr,
+           o.epochs, (long long)per_epoch, (long long)o.batch, kind, base_lr,
            sched ? "warmup + cosine" : "constant", oar_get_num_threads(), o.workers);
     bool tty = isatty(fileno(stdout));
     oar_tensor *const *params = NULL;
