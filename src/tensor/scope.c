@@ -12,10 +12,16 @@ typedef struct oar_scope {
 } oar_scope;
 
 static _Thread_local oar_scope *tl_top;
+static _Thread_local int64_t tl_unallocated; /* scopes begun without memory for them */
 
 void oar_scope_begin(void) {
-    oar_scope *s = OAR_NEW(oar_scope);
-    if (!s) return; /* out of memory: tensors stay owned by the caller, nothing leaks */
+    oar_scope *s = tl_unallocated ? NULL : OAR_NEW(oar_scope);
+    if (!s) {
+        /* out of memory: tensors stay with the enclosing scope (or the caller); the matching
+         * end must then close nothing, so count it */
+        tl_unallocated++;
+        return;
+    }
     s->parent = tl_top;
     tl_top = s;
 }
@@ -48,6 +54,10 @@ void oar_scope_forget(oar_tensor *t) {
 }
 
 void oar_scope_end(void) {
+    if (tl_unallocated) {
+        tl_unallocated--;
+        return;
+    }
     oar_scope *s = tl_top;
     if (!s) return;
     tl_top = s->parent;
