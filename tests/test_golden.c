@@ -2,31 +2,13 @@
  * outputs and input gradients must match torch's within 1e-6 relative. The file is part of
  * the repository, so this test does not need torch. */
 #include "ops/op.h"
+#include "golden_util.h"
 #include "test_util.h"
 
 #include <ctype.h>
 
 #define MAX_LINE (1 << 20)
 
-static oar_tensor *parse_tensor(char *s) {
-    char dt[8];
-    int ndim, used;
-    if (sscanf(s, "%7s %d%n", dt, &ndim, &used) != 2 || ndim < 0 || ndim > OAR_MAX_DIMS) return NULL;
-    s += used;
-    int64_t shape[OAR_MAX_DIMS];
-    for (int d = 0; d < ndim; d++) shape[d] = strtoll(s, &s, 10);
-    s = strchr(s, '|');
-    if (!s) return NULL;
-    s++;
-    oar_dtype dtype = strcmp(dt, "f64") == 0 ? OAR_F64 : strcmp(dt, "f32") == 0 ? OAR_F32
-                    : strcmp(dt, "i64") == 0 ? OAR_I64 : OAR_BOOL;
-    oar_tensor *t = oar_tensor_new(dtype, shape, ndim);
-    for (int64_t i = 0; i < t->numel; i++) {
-        double v = strtod(s, &s);
-        oar_dtypes[dtype].store(oar_tensor_ptr(t) + i * (int64_t)oar_dtypes[dtype].size, v);
-    }
-    return t;
-}
 
 static bool matches(const char *what, oar_tensor *got, oar_tensor *want) {
     if (!got || got->ndim != want->ndim || memcmp(got->shape, want->shape, sizeof(int64_t) * (size_t)want->ndim)) {
@@ -131,12 +113,12 @@ int main(void) {
             while (*a == ' ') a++;
             snprintf(c.attrs, sizeof c.attrs, "%s", a);
         } else if (strncmp(line, "input ", 6) == 0) {
-            c.in[c.n_in++] = strncmp(line + 6, "none", 4) == 0 ? NULL : parse_tensor(line + 6);
+            c.in[c.n_in++] = strncmp(line + 6, "none", 4) == 0 ? NULL : golden_parse_tensor(line + 6);
         } else if (strncmp(line, "output ", 7) == 0 || strncmp(line, "weight ", 7) == 0 ||
                    strncmp(line, "grad ", 5) == 0) {
             char *p = strchr(line, ' ') + 1;
             int k = (int)strtol(p, &p, 10);
-            oar_tensor *t = parse_tensor(p);
+            oar_tensor *t = golden_parse_tensor(p);
             if (line[0] == 'o') {
                 c.out[k] = t;
                 if (k + 1 > c.n_out) c.n_out = k + 1;

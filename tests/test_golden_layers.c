@@ -11,6 +11,7 @@
  * A semantic difference (a wrong window, a missing eps, biased vs unbiased variance) shows up
  * at 1e-3 or more, so 1e-5 separates the two with margin on both sides. */
 #include "ops/op.h"
+#include "golden_util.h"
 #include "test_util.h"
 
 #define MAX_LINE (1 << 20)
@@ -31,30 +32,13 @@ typedef struct block {
     oar_tensor *input, *output, *weight, *gradin;
 } block;
 
-/* "f32 2 4 5 | v v v ..." */
-static oar_tensor *parse_tensor(char *s) {
-    char dt[8];
-    int ndim, used;
-    if (sscanf(s, "%7s %d%n", dt, &ndim, &used) != 2 || ndim < 0 || ndim > OAR_MAX_DIMS) return NULL;
-    s += used;
-    int64_t shape[OAR_MAX_DIMS];
-    for (int d = 0; d < ndim; d++) shape[d] = strtoll(s, &s, 10);
-    s = strchr(s, '|');
-    if (!s) return NULL;
-    s++;
-    oar_dtype dtype = strcmp(dt, "i64") == 0 ? OAR_I64 : strcmp(dt, "f64") == 0 ? OAR_F64 : OAR_F32;
-    oar_tensor *t = oar_tensor_new(dtype, shape, ndim);
-    for (int64_t i = 0; t && i < t->numel; i++)
-        oar_dtypes[dtype].store(oar_tensor_ptr(t) + i * (int64_t)oar_dtypes[dtype].size, strtod(s, &s));
-    return t;
-}
 
 /* "<path> <tensor>" into list. */
 static void parse_named(char *s, named *list, int *n) {
     if (*n >= MAX_NAMED) return;
     int used = 0;
     sscanf(s, "%63s %n", list[*n].name, &used);
-    list[*n].t = parse_tensor(s + used);
+    list[*n].t = golden_parse_tensor(s + used);
     (*n)++;
 }
 
@@ -291,10 +275,10 @@ int main(void) {
         else if (starts(line, "buffer", &rest)) parse_named(rest, b->buffers, &b->n_buffers);
         else if (starts(line, "grad", &rest)) parse_named(rest, b->grads, &b->n_grads);
         else if (starts(line, "after", &rest)) parse_named(rest, b->after, &b->n_after);
-        else if (starts(line, "input", &rest)) b->input = parse_tensor(rest);
-        else if (starts(line, "output", &rest)) b->output = parse_tensor(rest);
-        else if (starts(line, "weight", &rest)) b->weight = parse_tensor(rest);
-        else if (starts(line, "gradin", &rest)) b->gradin = parse_tensor(rest);
+        else if (starts(line, "input", &rest)) b->input = golden_parse_tensor(rest);
+        else if (starts(line, "output", &rest)) b->output = golden_parse_tensor(rest);
+        else if (starts(line, "weight", &rest)) b->weight = golden_parse_tensor(rest);
+        else if (starts(line, "gradin", &rest)) b->gradin = golden_parse_tensor(rest);
         else if (strcmp(line, "end") == 0) {
             run(b);
             clear(b);

@@ -3,6 +3,7 @@
  * backward must match torch within 1e-5, and again in f32 (the fast kernels' dtype) within
  * 1e-4: the inputs are f32-exact, but f32 arithmetic rounds at ~1e-7 of logits up to 1000. */
 #include "ops/op.h"
+#include "golden_util.h"
 #include "test_util.h"
 
 #define MAX_LINE (1 << 20)
@@ -15,23 +16,6 @@ typedef struct gcase {
     int n_in;
 } gcase;
 
-/* "f64 2 4 5 | v v v ..." */
-static oar_tensor *parse_tensor(char *s) {
-    char dt[8];
-    int ndim, used;
-    if (sscanf(s, "%7s %d%n", dt, &ndim, &used) != 2 || ndim < 0 || ndim > OAR_MAX_DIMS) return NULL;
-    s += used;
-    int64_t shape[OAR_MAX_DIMS];
-    for (int d = 0; d < ndim; d++) shape[d] = strtoll(s, &s, 10);
-    s = strchr(s, '|');
-    if (!s) return NULL;
-    s++;
-    oar_dtype dtype = strcmp(dt, "i64") == 0 ? OAR_I64 : OAR_F64;
-    oar_tensor *t = oar_tensor_new(dtype, shape, ndim);
-    for (int64_t i = 0; t && i < t->numel; i++)
-        oar_dtypes[dtype].store(oar_tensor_ptr(t) + i * (int64_t)oar_dtypes[dtype].size, strtod(s, &s));
-    return t;
-}
 
 static bool matches(const char *what, oar_tensor *got, oar_tensor *want, double tol) {
     if (!got || got->ndim != want->ndim || memcmp(got->shape, want->shape, sizeof(int64_t) * (size_t)want->ndim)) {
@@ -127,12 +111,12 @@ static bool read_line(char *line, gcase *c) {
         sscanf(line + 5, "%63s", c->op);
         snprintf(c->attrs, sizeof c->attrs, "%s", bar + 1 + (bar[1] == ' '));
     } else if (strncmp(line, "input ", 6) == 0 && c->n_in < MAX_IN) {
-        c->in[c->n_in++] = parse_tensor(p + 1);
+        c->in[c->n_in++] = golden_parse_tensor(p + 1);
     } else if (p && (strncmp(line, "output ", 7) == 0 || strncmp(line, "weight ", 7) == 0 ||
                      strncmp(line, "grad ", 5) == 0 || strncmp(line, "direction ", 10) == 0 ||
                      strncmp(line, "grad2 ", 6) == 0)) {
         long k = strtol(p + 1, &p, 10);
-        oar_tensor *t = parse_tensor(p);
+        oar_tensor *t = golden_parse_tensor(p);
         oar_tensor **slot = line[0] == 'o' ? &c->out : line[0] == 'w' ? &c->weight : line[0] == 'd' ? &c->direction
                           : line[4] == '2' ? &c->grad2 : (k >= 0 && k < MAX_IN ? &c->grad[k] : NULL);
         if (slot) *slot = t;

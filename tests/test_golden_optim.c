@@ -13,6 +13,7 @@
  * more; any change of formula moves values by ~lr * 1e-2 or more. Schedules are double closed
  * forms against torch's chainable forms: 1e-9 relative. */
 #include "test_util.h"
+#include "golden_util.h"
 
 #include <stddef.h>
 
@@ -21,26 +22,6 @@
 #define MAX_STEPS 8
 #define MAX_SCHED 16
 
-/* "<dtype> <ndim> <dims...> | <values>" -> a new tensor (NULL if malformed). */
-static oar_tensor *parse_tensor(const char *s) {
-    char dt[8];
-    int ndim, used;
-    if (sscanf(s, "%7s %d%n", dt, &ndim, &used) != 2 || ndim < 0 || ndim > OAR_MAX_DIMS) return NULL;
-    char *p = (char *)s + used;
-    int64_t shape[OAR_MAX_DIMS], n = 1;
-    for (int d = 0; d < ndim; d++) n *= shape[d] = strtoll(p, &p, 10);
-    p = strchr(p, '|');
-    if (!p) return NULL;
-    p++;
-    double *v = malloc(sizeof(double) * (size_t)(n > 0 ? n : 1));
-    for (int64_t i = 0; i < n; i++) v[i] = strtod(p, &p);
-    oar_dtype dtype = !strcmp(dt, "f32") ? OAR_F32 : !strcmp(dt, "f64") ? OAR_F64 : OAR_I64;
-    oar_tensor *f64 = oar_from_data(v, shape, ndim, OAR_F64);
-    oar_tensor *t = oar_cast(f64, dtype);
-    oar_release(f64);
-    free(v);
-    return t;
-}
 
 /* Compares got with want elementwise; on failure prints the first bad element. */
 static bool close_to(const char *what, oar_tensor *got, oar_tensor *want) {
@@ -287,14 +268,14 @@ int main(void) {
         } else if (!strncmp(line, "param ", 6)) {
             int i = atoi(line + 6);
             if (i < MAX_PARAMS) {
-                oc.init[i] = parse_tensor(strchr(line + 6, ' ') + 1);
+                oc.init[i] = golden_parse_tensor(strchr(line + 6, ' ') + 1);
                 if (i + 1 > oc.n_params) oc.n_params = i + 1;
             }
         } else if (!strncmp(line, "grad ", 5) || !strncmp(line, "after ", 6)) {
             char *p = strchr(line, ' ') + 1;
             int s = (int)strtol(p, &p, 10), i = (int)strtol(p, &p, 10);
             if (s < MAX_STEPS && i < MAX_PARAMS) {
-                oar_tensor *t = strstr(p, "none") ? NULL : parse_tensor(p + 1);
+                oar_tensor *t = strstr(p, "none") ? NULL : golden_parse_tensor(p + 1);
                 if (line[0] == 'g') oc.grad[s][i] = t;
                 else oc.after[s][i] = t;
                 if (s + 1 > oc.n_steps) oc.n_steps = s + 1;
@@ -303,7 +284,7 @@ int main(void) {
             char name[64];
             sscanf(line + 6, "%63s", name);
             oc.state_names[oc.n_state] = strdup(name);
-            oc.state[oc.n_state++] = parse_tensor(line + 6 + strlen(name) + 1);
+            oc.state[oc.n_state++] = golden_parse_tensor(line + 6 + strlen(name) + 1);
         } else if (!strncmp(line, "metrics", 7) && bar) {
             parse_doubles(bar + 1, sc.metrics, MAX_SCHED);
         } else if (!strncmp(line, "lrs ", 4) && bar) {

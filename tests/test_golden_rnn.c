@@ -11,6 +11,7 @@
  * 1e-5 keeps a margin of 25, while a wrong gate, bias or mask moves values by 1e-4 to 1e-1
  * (a 1e-4 relative change of one stored value already fails). */
 #include "ops/op.h"
+#include "golden_util.h"
 #include "test_util.h"
 
 #define MAX_LINE (1 << 20)
@@ -30,21 +31,6 @@ typedef struct gcase {
 
 static double worst[2]; /* largest |a - b| / (1 + |b|) seen, per pass */
 
-/* "f64 2 4 5 | v v v ..." */
-static oar_tensor *parse_tensor(char *s) {
-    char dt[8];
-    int ndim, used;
-    if (sscanf(s, "%7s %d%n", dt, &ndim, &used) != 2 || ndim < 0 || ndim > OAR_MAX_DIMS) return NULL;
-    s += used;
-    int64_t shape[OAR_MAX_DIMS];
-    for (int d = 0; d < ndim; d++) shape[d] = strtoll(s, &s, 10);
-    s = strchr(s, '|');
-    if (!s) return NULL;
-    s++;
-    oar_tensor *t = oar_tensor_new(OAR_F64, shape, ndim);
-    for (int64_t i = 0; t && i < t->numel; i++) ((double *)oar_tensor_ptr(t))[i] = strtod(s, &s);
-    return t;
-}
 
 static bool matches(const char *what, oar_tensor *got, oar_tensor *want, double tol, int pass) {
     if (!got || got->ndim != want->ndim || memcmp(got->shape, want->shape, sizeof(int64_t) * (size_t)want->ndim)) {
@@ -172,7 +158,7 @@ static void add_named(named *list, int *n, int cap, char *rest) {
     if (!sp) return;
     *sp = '\0';
     snprintf(list[*n].name, sizeof list[*n].name, "%s", rest);
-    list[*n].t = parse_tensor(sp + 1);
+    list[*n].t = golden_parse_tensor(sp + 1);
     if (list[*n].t) (*n)++;
 }
 
@@ -205,10 +191,10 @@ int main(void) {
             int k = (int)strtol(p, &p, 10);
             if (k < 0 || k >= 4) continue;
             if (line[0] == 'o') {
-                c.out[k] = parse_tensor(p);
+                c.out[k] = golden_parse_tensor(p);
                 if (k + 1 > c.n_out) c.n_out = k + 1;
             } else {
-                c.w[k] = parse_tensor(p);
+                c.w[k] = golden_parse_tensor(p);
             }
         } else if (!strcmp(line, "end")) {
             run(&c, OAR_F64, 1e-10, 0);
