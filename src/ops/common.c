@@ -92,3 +92,14 @@ oar_tensor *oar_sum_to_shape(oar_tensor *g, const int64_t *shape, int ndim) {
     oar_tensor *s = n ? oar_sum(g, dims, n, true) : g;
     return oar_reshape(s, shape, ndim);
 }
+
+int oar_dim_index(int64_t dim, int ndim) {
+    if (dim < -OAR_MAX_DIMS - 1 || dim > OAR_MAX_DIMS) return -1; /* keeps the int conversion exact */
+    return oar_normalize_dim((int)dim, ndim);
+}
+
+oar_status oar_dim_error(const char *opname, int64_t dim, int ndim) {
+    int n = ndim ? ndim : 1;
+    return oar_error(OAR_ERR_INVALID_ARG, "%s: expected dim in [%d, %d] for a %d-d input, got %lld", opname, -n,
+                     n - 1, ndim, (long long)dim);
+}

@@ -6,18 +6,6 @@
 
 #include <string.h>
 
-static int dim_of(int64_t dim, int ndim) {
-    int n = ndim ? ndim : 1;
-    if (dim < -n || dim >= n) return -1;
-    return (int)(dim < 0 ? dim + n : dim);
-}
-
-static oar_status dim_error(const char *op, int64_t dim, int ndim) {
-    int n = ndim ? ndim : 1;
-    return oar_error(OAR_ERR_INVALID_ARG, "%s: expected dim in [%d, %d] for a %d-d input, got %lld", op, -n,
-                     n - 1, ndim, (long long)dim);
-}
-
 /* Size and stride of dim d, with a 0-d tensor read as shape [1]. */
 static int64_t size_at(const oar_tensor *t, int d) { return (unsigned)d < (unsigned)t->ndim ? t->shape[d] : 1; }
 static int64_t stride_at(const oar_tensor *t, int d) { return (unsigned)d < (unsigned)t->ndim ? t->strides[d] : 0; }
@@ -64,8 +52,8 @@ static oar_status select_shape(const char *op, const int64_t *shape, int nd, con
         oar_format_shape(idx->shape, idx->ndim, s, sizeof s);
         return oar_error(OAR_ERR_SHAPE, "%s: expected a 1-d index, got shape %s; flatten it with oar_flatten", op, s);
     }
-    int d = dim_of(dim, nd);
-    if (d < 0) return dim_error(op, dim, nd);
+    int d = oar_dim_index(dim, nd);
+    if (d < 0) return oar_dim_error(op, dim, nd);
     if (nd == 0 && idx->numel != 1)
         return oar_error(OAR_ERR_SHAPE, "%s: expected one index for a 0-d input, got %lld", op,
                          (long long)idx->numel);
@@ -111,7 +99,7 @@ static oar_status index_select_ref(const oar_kctx *ctx, oar_tensor *const *in, i
     (void)ctx; (void)n_in; (void)n_out;
     oar_tensor *y = out[0];
     if (y->numel == 0) return OAR_OK;
-    int d = dim_of(a[0].i, in[0]->ndim);
+    int d = oar_dim_index(a[0].i, in[0]->ndim);
     size_t es = oar_dtypes[y->dtype].size;
     oar_tensor xv, iv;
     select_walk w;
@@ -172,7 +160,7 @@ static oar_status isb_ref(const oar_kctx *ctx, oar_tensor *const *in, int n_in, 
     const oar_dtype_traits *tr = &oar_dtypes[y->dtype];
     if (y->numel) memset(oar_tensor_ptr(y), 0, (size_t)y->numel * tr->size);
     if (g->numel == 0) return OAR_OK;
-    int d = dim_of(a[1].i, y->ndim);
+    int d = oar_dim_index(a[1].i, y->ndim);
     oar_tensor yv, iv;
     select_walk w;
     select_walk_init(&w, g, y, in[1], d, &yv, &iv);
@@ -223,8 +211,8 @@ static oar_status gather_infer(oar_tensor *const *in, int n_in, const oar_attr *
     if (ndim1(idx) != ndim1(x))
         return oar_error(OAR_ERR_SHAPE, "gather: expected index to have as many dims as the input (%d), got %d",
                          x->ndim, idx->ndim);
-    int d = dim_of(a[0].i, x->ndim);
-    if (d < 0) return dim_error("gather", a[0].i, x->ndim);
+    int d = oar_dim_index(a[0].i, x->ndim);
+    if (d < 0) return oar_dim_error("gather", a[0].i, x->ndim);
     if ((st = check_fits("gather", x, idx, NULL, d)) != OAR_OK) return st;
     oar_meta_from(out, idx);
     out->dtype = x->dtype;
@@ -239,7 +227,7 @@ static oar_status gather_ref(const oar_kctx *ctx, oar_tensor *const *in, int n_i
     const oar_tensor *x = in[0];
     oar_tensor *y = out[0];
     if (y->numel == 0) return OAR_OK;
-    int d = dim_of(a[0].i, x->ndim);
+    int d = oar_dim_index(a[0].i, x->ndim);
     int64_t size = size_at(x, d), step = stride_at(x, d) * (int64_t)oar_dtypes[x->dtype].size;
     size_t es = oar_dtypes[y->dtype].size;
     const oar_dtype_traits *ti = &oar_dtypes[in[1]->dtype];
@@ -277,8 +265,8 @@ static oar_status scatter_add_infer(oar_tensor *const *in, int n_in, const oar_a
     if (ndim1(idx) != ndim1(x) || ndim1(src) != ndim1(x))
         return oar_error(OAR_ERR_SHAPE, "scatter_add: expected index and src to have as many dims as the input "
                                         "(%d), got %d and %d", x->ndim, idx->ndim, src->ndim);
-    int d = dim_of(a[0].i, x->ndim);
-    if (d < 0) return dim_error("scatter_add", a[0].i, x->ndim);
+    int d = oar_dim_index(a[0].i, x->ndim);
+    if (d < 0) return oar_dim_error("scatter_add", a[0].i, x->ndim);
     if ((st = check_fits("scatter_add", x, idx, src, d)) != OAR_OK) return st;
     oar_meta_from(out, x);
     *n_out = 1;
@@ -292,7 +280,7 @@ static oar_status scatter_add_ref(const oar_kctx *ctx, oar_tensor *const *in, in
     oar_tensor *y = out[0], *idx = in[1];
     oar_tensor_copy_strided(y, in[0]);
     if (idx->numel == 0) return OAR_OK;
-    int d = dim_of(a[0].i, y->ndim);
+    int d = oar_dim_index(a[0].i, y->ndim);
     const oar_dtype_traits *tr = &oar_dtypes[y->dtype], *ti = &oar_dtypes[idx->dtype];
     int64_t size = size_at(y, d), step = stride_at(y, d) * (int64_t)tr->size;
     oar_tensor yv = index_view(y, idx->shape, idx->ndim, d);

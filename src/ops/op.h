@@ -181,6 +181,10 @@ oar_status oar_check_same_dtype(const char *opname, oar_tensor *const *in, int n
 oar_status oar_check_float(const char *opname, const oar_tensor *t, const char *what);
 /* Normalizes a list of dims (negative allowed) into a bitmask; error names the op. */
 oar_status oar_dims_mask(const char *opname, const oar_attr *dims, int ndim, uint32_t *mask);
+/* A dim attribute normalized against ndim (a 0-d tensor accepts 0 and -1, like torch); -1 when
+ * out of range. oar_dim_error reports it in the house style. */
+int oar_dim_index(int64_t dim, int ndim);
+oar_status oar_dim_error(const char *opname, int64_t dim, int ndim);
 /* Sets meta from a tensor. */
 void oar_meta_from(oar_meta *m, const oar_tensor *t);
 

@@ -5,19 +5,6 @@
 
 #include <string.h>
 
-/* dim normalized against ndim (a 0-d tensor accepts 0 and -1, like torch); -1 if out of range. */
-static int dim_of(int64_t dim, int ndim) {
-    int n = ndim ? ndim : 1;
-    if (dim < -n || dim >= n) return -1;
-    return (int)(dim < 0 ? dim + n : dim);
-}
-
-static oar_status dim_error(const char *op, int64_t dim, int ndim) {
-    int n = ndim ? ndim : 1;
-    return oar_error(OAR_ERR_INVALID_ARG, "%s: expected dim in [%d, %d] for a %d-d input, got %lld", op, -n,
-                     n - 1, ndim, (long long)dim);
-}
-
 /* t with dim d restricted to [start, start + len): a by-value view, no references taken. */
 static oar_tensor window(const oar_tensor *t, int d, int64_t start, int64_t len) {
     oar_tensor w = *t;
@@ -43,8 +30,8 @@ static oar_status concat_infer(oar_tensor *const *in, int n_in, const oar_attr *
         if (lead < 0 && !concat_skips(in[i])) lead = i;
     }
     const oar_tensor *x = in[lead < 0 ? 0 : lead];
-    int d = dim_of(a[0].i, x->ndim);
-    if (d < 0) return dim_error("concat", a[0].i, x->ndim);
+    int d = oar_dim_index(a[0].i, x->ndim);
+    if (d < 0) return oar_dim_error("concat", a[0].i, x->ndim);
     oar_meta_from(out, x);
     *n_out = 1;
     if (lead < 0) return OAR_OK; /* only skipped inputs: the result is empty like them */
@@ -71,7 +58,7 @@ static oar_status concat_ref(const oar_kctx *ctx, oar_tensor *const *in, int n_i
                              int n_out, const oar_attr *a) {
     (void)ctx; (void)n_out;
     oar_tensor *y = out[0];
-    int d = dim_of(a[0].i, y->ndim);
+    int d = oar_dim_index(a[0].i, y->ndim);
     int64_t at = 0;
     for (int i = 0; i < n_in; i++) {
         if (concat_skips(in[i])) continue;
@@ -84,7 +71,7 @@ static oar_status concat_ref(const oar_kctx *ctx, oar_tensor *const *in, int n_i
 
 /* Each input's gradient is its slice of g. */
 static oar_status concat_grad(oar_grad_ctx *g) {
-    int d = dim_of(g->attrs[0].i, g->gout[0]->ndim);
+    int d = oar_dim_index(g->attrs[0].i, g->gout[0]->ndim);
     int64_t at = 0;
     for (int i = 0; i < g->n_in; i++) {
         if (concat_skips(g->in[i])) continue;
@@ -110,7 +97,7 @@ static oar_status stack_infer(oar_tensor *const *in, int n_in, const oar_attr *a
     if (x->ndim >= OAR_MAX_DIMS)
         return oar_error(OAR_ERR_SHAPE, "stack: expected inputs with fewer than %d dims (the result gains "
                                         "one), got %d", OAR_MAX_DIMS, x->ndim);
-    int d = dim_of(a[0].i, x->ndim + 1);
+    int d = oar_dim_index(a[0].i, x->ndim + 1);
     if (d < 0)
         return oar_error(OAR_ERR_INVALID_ARG, "stack: expected dim in [%d, %d] for %d-d inputs, got %lld",
                          -(x->ndim + 1), x->ndim, x->ndim, (long long)a[0].i);
@@ -134,7 +121,7 @@ static oar_status stack_ref(const oar_kctx *ctx, oar_tensor *const *in, int n_in
                             int n_out, const oar_attr *a) {
     (void)ctx; (void)n_out;
     oar_tensor *y = out[0];
-    int d = dim_of(a[0].i, y->ndim);
+    int d = oar_dim_index(a[0].i, y->ndim);
     for (int i = 0; i < n_in; i++) {
         /* the window at position i along d, with that size-1 dim dropped */
         oar_tensor w = window(y, d, i, 1);
@@ -151,7 +138,7 @@ static oar_status stack_ref(const oar_kctx *ctx, oar_tensor *const *in, int n_in
 
 /* Input i's gradient is g at position i along the new dim. */
 static oar_status stack_grad(oar_grad_ctx *g) {
-    int d = dim_of(g->attrs[0].i, g->gout[0]->ndim);
+    int d = oar_dim_index(g->attrs[0].i, g->gout[0]->ndim);
     for (int i = 0; i < g->n_in; i++) {
         if (g->needs[i] && !(g->gin[i] = oar_squeeze(oar_slice(g->gout[0], d, i, i + 1, 1), d)))
             return oar_last_status();
@@ -178,8 +165,8 @@ static int64_t piece_len(const split_plan *p, int k) { return k < p->n - 1 ? p->
 static oar_status plan_dim(const char *op, const oar_tensor *x, int64_t dim, split_plan *p) {
     if (x->ndim == 0)
         return oar_error(OAR_ERR_SHAPE, "%s: expected a tensor with at least 1 dim, got a 0-d tensor", op);
-    p->dim = dim_of(dim, x->ndim);
-    return p->dim < 0 ? dim_error(op, dim, x->ndim) : OAR_OK;
+    p->dim = oar_dim_index(dim, x->ndim);
+    return p->dim < 0 ? oar_dim_error(op, dim, x->ndim) : OAR_OK;
 }
 
 static oar_status plan_finish(const char *op, const char *remedy, const oar_tensor *x, int64_t n, int64_t step,
@@ -287,8 +274,8 @@ PIECES_OP(chunk, chunk_plan_of, "chunks")
 static oar_status flip_mask(const oar_tensor *x, const oar_attr *dims, uint32_t *mask) {
     uint32_t m = 0;
     for (int i = 0; i < dims->n; i++) {
-        int d = dim_of(dims->ints[i], x->ndim);
-        if (d < 0) return dim_error("flip", dims->ints[i], x->ndim);
+        int d = oar_dim_index(dims->ints[i], x->ndim);
+        if (d < 0) return oar_dim_error("flip", dims->ints[i], x->ndim);
         if (m & (1u << d))
             return oar_error(OAR_ERR_INVALID_ARG, "flip: expected distinct dims, got dim %d twice", d);
         m |= 1u << d;
@@ -299,7 +286,7 @@ static oar_status flip_mask(const oar_tensor *x, const oar_attr *dims, uint32_t 
 
 static oar_status flip_infer(oar_tensor *const *in, int n_in, const oar_attr *a, oar_meta *out, int *n_out) {
     (void)n_in;
-    uint32_t mask;
+    uint32_t mask = 0;
     oar_status st = flip_mask(in[0], &a[0], &mask);
     if (st != OAR_OK) return st;
     oar_meta_from(out, in[0]);
@@ -311,7 +298,7 @@ static oar_status flip_infer(oar_tensor *const *in, int n_in, const oar_attr *a,
 static oar_status flip_ref(const oar_kctx *ctx, oar_tensor *const *in, int n_in, oar_tensor *const *out,
                            int n_out, const oar_attr *a) {
     (void)ctx; (void)n_in; (void)n_out;
-    uint32_t mask;
+    uint32_t mask = 0;
     oar_status st = flip_mask(in[0], &a[0], &mask);
     if (st != OAR_OK || out[0]->numel == 0) return st;
     oar_tensor r = *in[0];
