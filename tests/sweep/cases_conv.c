@@ -23,6 +23,10 @@ const sweep_case sweep_cases_conv[] = {
     {"conv2d", "n:3x8x7x7;n:5x8x1x1;none", C2("1,1", "0,0", "1,1", "1"), SWEEP_NO_GRAD},
     {"conv2d", "n:4x1x28x28;n:6x1x5x5;n:6", C2("1,1", "2,2", "1,1", "1"), SWEEP_NO_GRAD},
     {"conv2d", "n:2x6x9x9;n:6x1x3x3;n:6", C2("2,2", "1,1", "1,1", "6"), SWEEP_NO_GRAD},
+    /* ResNet-like channel counts, where oneDNN picks blocked layouts and reorders */
+    {"conv2d", "n:2x16x10x10;n:32x16x3x3;n:32", C2("2,2", "1,1", "1,1", "1"), SWEEP_NO_GRAD},
+    {"conv2d", "n:2x32x6x6;n:64x32x1x1;none", C2("2,2", "0,0", "1,1", "1"), SWEEP_NO_GRAD},
+    {"conv2d", "n:2x16x8x8;n:16x1x3x3;n:16", C2("1,1", "2,2", "2,2", "16"), SWEEP_NO_GRAD},
     /* conv1d */
     {"conv1d", "n:2x3x8;n:4x3x3;n:4", C2("1", "1", "1", "1")},
     {"conv1d", "n:1x4x9;n:4x2x2;none", C2("2", "0", "2", "2")},
@@ -40,12 +44,16 @@ const sweep_case sweep_cases_conv[] = {
     {"conv2d_grad_input", "n:1x2x2x3;n:2x2x2x2", "input_shape=1,2,5,6 " C2("2,2", "0,1", "2,1", "1")},
     {"conv2d_grad_input", "n:2x4x12x12;n:4x3x3x3", "input_shape=2,3,12,12 " C2("1,1", "1,1", "1,1", "1"), SWEEP_NO_GRAD},
     {"conv2d_grad_input", "n:2x6x7x5;n:6x2x3x3", "input_shape=2,4,13,11 " C2("2,2", "2,1", "2,2", "2"), SWEEP_NO_GRAD},
+    {"conv2d_grad_input", "n:2x32x5x5;n:32x16x3x3", "input_shape=2,16,10,10 " C2("2,2", "1,1", "1,1", "1"), SWEEP_NO_GRAD},
+    {"conv2d_grad_input", "n:2x16x4x4;n:16x8x3x3", "input_shape=2,16,8,8 " C2("2,2", "1,1", "1,1", "2"), SWEEP_NO_GRAD},
     {"conv2d_grad_weight", "n:1x2x5x5;n:1x3x3x3", "weight_shape=3,2,3,3 " C2("1,1", "0,0", "1,1", "1")},
     {"conv2d_grad_weight", "n:2x2x4x4;n:2x2x2x2", "weight_shape=2,1,2,2 " C2("2,2", "1,1", "1,1", "2")},
     {"conv2d_grad_weight", "n:1x2x5x6;n:1x2x2x3", "weight_shape=2,2,2,2 " C2("2,2", "0,1", "2,1", "1")},
     {"conv2d_grad_weight", "n:2x3x12x12;n:2x4x12x12", "weight_shape=4,3,3,3 " C2("1,1", "1,1", "1,1", "1"), SWEEP_NO_GRAD},
     {"conv2d_grad_weight", "n:2x4x13x11;n:2x6x7x5", "weight_shape=6,2,3,3 " C2("2,2", "2,1", "2,2", "2"), SWEEP_NO_GRAD},
     {"conv2d_grad_weight", "n:3x8x7x7;n:3x5x7x7", "weight_shape=5,8,1,1 " C2("1,1", "0,0", "1,1", "1"), SWEEP_NO_GRAD},
+    {"conv2d_grad_weight", "n:2x16x10x10;n:2x32x5x5", "weight_shape=32,16,3,3 " C2("2,2", "1,1", "1,1", "1"), SWEEP_NO_GRAD},
+    {"conv2d_grad_weight", "n:2x16x8x8;n:2x16x8x8", "weight_shape=16,1,3,3 " C2("1,1", "2,2", "2,2", "16"), SWEEP_NO_GRAD},
     /* max pooling */
     {"max_pool2d", "d:1x2x5x5", MP("2,2", "2,2", "0,0", "1,1", "0")},
     {"max_pool2d", "d:1x2x5x5", MP("3,3", "2,2", "1,1", "1,1", "1")},

@@ -4,6 +4,7 @@
  * stride-1 unpadded conv is a GEMM on the image itself (no im2col). Pooling kernels live in
  * conv_pool.c; all are registered here. */
 #include "kernels/cpu/cpu_kernels.h"
+#include "kernels/cpu/conv_dnnl.h"
 #include "kernels/cpu/conv_gemm.h"
 #include "kernels/cpu/conv_pool.h"
 
@@ -278,4 +279,5 @@ void oar_cpu_register_conv(void) {
         oar_register_kernel(k[i].op, (oar_kernel_entry){.device = OAR_CPU, .dtypes = OAR_DTYPE_BIT(OAR_F32),
                                                         .impl = impl, .priority = 10, .fn = k[i].fn});
     oar_cpu_conv_register_pool();
+    oar_cpu_conv_register_dnnl(); /* conv2d and its backward ops, priority 20 where oneDNN takes them */
 }
