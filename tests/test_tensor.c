@@ -87,6 +87,28 @@ static void test_copy_cast(void) {
     oar_release(a); oar_release(i); oar_release(bl); oar_release(dst); oar_release(row); oar_release(cl);
 }
 
+/* Copies of permuted, transposed and sliced layouts (the row and tiled copy paths) must equal
+ * an element-by-element reading of the source. */
+static void test_strided_copies(void) {
+    int64_t shape[4] = {3, 37, 5, 41};
+    oar_tensor *x = oar_reshape(oar_arange(0, 3 * 37 * 5 * 41, 1, OAR_F32), shape, 4);
+    oar_tensor *views[3] = {oar_permute(x, (int[]){0, 2, 1, 3}, 4), oar_transpose(x, -1, -2),
+                            oar_slice(oar_slice(x, 3, 1, 40, 3), 1, 2, 30, 1)};
+    for (int v = 0; v < 3; v++) {
+        oar_tensor *c = oar_contiguous(views[v]);
+        CHECK(c && oar_is_contiguous(c));
+        const float *cp = oar_data(c), *xp = oar_data(x);
+        const int64_t *vs = oar_strides(views[v]), *sh = oar_shape(views[v]);
+        int64_t base = (const float *)oar_data(views[v]) - xp, bad = 0, i = 0;
+        for (int64_t a = 0; a < sh[0]; a++)
+            for (int64_t b = 0; b < sh[1]; b++)
+                for (int64_t d = 0; d < sh[2]; d++)
+                    for (int64_t e = 0; e < sh[3]; e++, i++)
+                        bad += cp[i] != xp[base + a * vs[0] + b * vs[1] + d * vs[2] + e * vs[3]];
+        CHECK(bad == 0);
+    }
+}
+
 static void test_format(void) {
     oar_tensor *x = oar_reshape(oar_arange(0, 4, 1, OAR_F32), (int64_t[]){2, 2}, 2);
     char buf[256];
@@ -197,6 +219,7 @@ int main(void) {
     test_creation();
     test_views();
     test_copy_cast();
+    test_strided_copies();
     test_format();
     test_half();
     test_random();

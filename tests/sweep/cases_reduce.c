@@ -1,6 +1,6 @@
 /* Sweep cases for reductions (reduce.c) and the ops along one dim (reduce_dim.c). The large
- * f32 cases reach the AVX2 kernels' vector paths (rows, columns, a middle run, segments split
- * across threads); they skip the gradient check only to keep it cheap (the rule is checked on
+ * f32 cases reach the AVX2 kernels' vector paths (rows, columns, a middle run, reduced dims in
+ * several runs, segments split across threads); they skip the gradient check only to keep it cheap (the rule is checked on
  * the small cases). Max-like ops use distinct values: ties are kinks. */
 #include "sweep.h"
 
@@ -24,7 +24,18 @@ const sweep_case sweep_cases_reduce[] = {
     {"sum", "n:5000", "dims=0 keepdim=0", BIG},
     {"sum", "n:2x20000", "dims=1 keepdim=0", BIG},
     {"sum", "n:9000x3", "dims=0 keepdim=0", BIG},
-    {"sum", "n:4x5x300", "dims=0,2 keepdim=0", BIG}, /* not one run: the reference serves it */
+    /* reduced dims split into several runs: per-channel sums, column blocks, rows split into
+     * segments that cross block boundaries, size-1 dims in between */
+    {"sum", "n:4x5x300", "dims=0,2 keepdim=0", BIG},
+    {"sum", "n:8x16x10x10", "dims=0,2,3 keepdim=0", BIG},
+    {"sum", "n:8x16x10x10", "dims=0,2,3 keepdim=1", BIG},
+    {"sum", "n:5x7x3x9", "dims=0,2,3 keepdim=1", BIG},
+    {"sum", "n:3x40x5x36", "dims=0,2 keepdim=0", BIG},
+    {"sum", "n:6x3x7x5x40", "dims=1,3 keepdim=1", BIG},
+    {"sum", "n:2x3x4x5x6", "dims=0,2,4 keepdim=0", BIG},
+    {"sum", "n:40x3x500", "dims=0,2 keepdim=0", BIG},
+    {"sum", "n:31x2x300x5", "dims=0,2 keepdim=1", BIG},
+    {"sum", "n:3x1x4x1x50", "dims=0,3,4 keepdim=0", BIG},
 
     {"mean", "n:3x4", "dims=1 keepdim=0"},
     {"mean", "n:2x3x4", "dims=0,2 keepdim=1"},
@@ -35,6 +46,10 @@ const sweep_case sweep_cases_reduce[] = {
     {"mean", "n:300x7", "dims=0 keepdim=1", BIG},
     {"mean", "n:3x40x64", "dims=1 keepdim=0", BIG},
     {"mean", "n:30000", "dims= keepdim=0", BIG},
+    {"mean", "n:8x16x10x10", "dims=0,2,3 keepdim=1", BIG},
+    {"mean", "n:8x16x10x10", "dims=0,2,3 keepdim=0", BIG},
+    {"mean", "n:7x5x3x11", "dims=0,2 keepdim=0", BIG},
+    {"mean", "n:31x2x300x5", "dims=2,0 keepdim=0", BIG},
 
     {"amax", "d:3x4", "dims=1 keepdim=0"},
     {"amax", "d:2x3x4", "dims=0,2 keepdim=1"},
@@ -48,6 +63,8 @@ const sweep_case sweep_cases_reduce[] = {
     {"amax", "n:300x7", "dims=0 keepdim=0", BIG},
     {"amax", "n:3x40x50", "dims=1 keepdim=1", BIG},
     {"amax", "n:20000x2", "dims=0 keepdim=0", BIG},
+    {"amax", "n:8x16x10x10", "dims=0,2,3 keepdim=1", BIG},
+    {"amax", "n:9x3x40x7", "dims=0,2 keepdim=0", BIG},
     {"amin", "d:3x4", "dims=1 keepdim=0"},
     {"amin", "d:2x3x4", "dims=0,1 keepdim=1"},
     {"amin", "d:4", "dims=-1 keepdim=0"},
@@ -55,6 +72,8 @@ const sweep_case sweep_cases_reduce[] = {
     {"amin", "n:7x300", "dims=1 keepdim=0", BIG},
     {"amin", "n:300x40", "dims=0 keepdim=0", BIG},
     {"amin", "n:40000", "dims=0 keepdim=0", BIG},
+    {"amin", "n:5x7x3x9", "dims=0,2,3 keepdim=0", BIG},
+    {"amin", "n:40x3x500", "dims=0,2 keepdim=1", BIG},
 
     {"prod", "p:3x4", "dims=1 keepdim=0"},
     {"prod", "n:2x3x4", "dims=0,2 keepdim=1"},

@@ -5,6 +5,13 @@ const sweep_case sweep_cases_tensor_ops[] = {
     {"contiguous", "n:3x4", ""},
     {"contiguous", "n:2x0x3", ""},
     {"contiguous", "i0_9:5", ""},
+    /* larger inputs: the strided pass copies them through the tiled path (rows, columns and
+     * a partial tile), for each element size */
+    {"contiguous", "n:3x40x50", "", SWEEP_NO_GRAD},
+    {"contiguous", "n:70x33", "", SWEEP_NO_GRAD},
+    {"contiguous", "i0_9:7x45", ""},
+    {"contiguous", "nf16:40x37", "", SWEEP_NO_GRAD},
+    {"contiguous", "b:6x50", ""},
     {"cast", "n:3x4", "dtype=1"},           /* to f64 */
     {"cast", "n:3x4", "dtype=0", SWEEP_NO_GRAD}, /* to f32: too coarse for f64 differences */
     {"cast", "n:2x3", "dtype=7", SWEEP_NO_GRAD}, /* to i64: no gradient flows */
