@@ -1,8 +1,9 @@
 /* `oar bench --workload gemm`: GFLOP/s of oar_matmul next to a direct cblas_sgemm call on the
  * same buffers, for square shapes and the GEMMs of the reference workloads (see
- * shared/bench/RESULTS.md). Samples of the two alternate, so the noise of a shared machine
- * hits both alike; each figure is the median of the samples, with their min and max. The
- * output is JSON, one object per shape. */
+ * shared/bench/RESULTS.md). Each figure is the median of the samples, with their min and max. The
+ * output is JSON, one object per shape. oar keeps OpenBLAS on one thread and splits GEMMs
+ * over its own pool; the library figure is OpenBLAS threading the call itself, at the same
+ * thread count. */
 #include "cli.h"
 #include "oar.h"
 
@@ -78,6 +79,15 @@ static double sample(void (*fn)(run *), run *r, double min_s) {
     return flop * calls / dt * 1e-9;
 }
 
+#ifdef OAR_HAVE_OPENBLAS
+/* After a threaded call OpenBLAS's workers spin on sched_yield for about 0.1 s (its thread
+ * timeout; also after the process's first GEMM) before they sleep. Waiting that out keeps them off
+ * the cores while oar, which keeps OpenBLAS on one thread, is measured. */
+static void let_blas_threads_sleep(void) {
+    if (oar_get_num_threads() > 1) nanosleep(&(struct timespec){.tv_nsec = 300000000}, NULL);
+}
+#endif
+
 /* A stored [batch, rows, cols] (or [batch, cols, rows] seen through a transpose). */
 static oar_tensor *operand(int64_t batch, int64_t rows, int64_t cols, bool trans) {
     int64_t shape[3] = {batch, trans ? cols : rows, trans ? rows : cols};
@@ -113,18 +123,20 @@ static int bench_shape(const gemm_shape *s, int reps, double min_s) {
     r.pb = oar_data(r.b);
     r.pc = c;
     double o[3], l[3] = {0, 0, 0}, ratio[3] = {0, 0, 0};
+    /* oar's samples first, then the library's with OpenBLAS threading the call itself at the
+     * same thread count (its spinning workers would distort oar's samples if interleaved) */
     call_oar(&r); /* warm up: caches, the allocator, the library's buffers and threads */
 #ifdef OAR_HAVE_OPENBLAS
-    call_lib(&r);
+    let_blas_threads_sleep(); /* after the previous shape's library samples and the first GEMM */
 #endif
-    for (int i = 0; i < reps; i++) {
-        ov[i] = sample(call_oar, &r, min_s);
+    for (int i = 0; i < reps; i++) ov[i] = sample(call_oar, &r, min_s);
 #ifdef OAR_HAVE_OPENBLAS
-        lv[i] = sample(call_lib, &r, min_s);
+    openblas_set_num_threads(oar_get_num_threads());
+    call_lib(&r);
+    for (int i = 0; i < reps; i++) lv[i] = sample(call_lib, &r, min_s);
+    openblas_set_num_threads(1);
 #endif
-    }
-    /* the ratio pairs each oar sample with the library sample taken right after it, so a
-     * change of load during the run cancels out */
+    /* the ratio pairs the i-th oar sample with the i-th library sample */
     for (int i = 0; i < reps; i++) pr[i] = lv[i] > 0 ? ov[i] / lv[i] : 0;
     stats(pr, reps, ratio);
     stats(ov, reps, o);

@@ -1,22 +1,19 @@
-/* f32 GEMM for the convolution kernels. OpenBLAS threads GEMMs above about 2^18
- * multiply-adds itself; below that it runs on the calling thread, which is what lets the
+/* f32 GEMM for the convolution kernels. With OpenBLAS this is oar_gemm, which splits large
+ * products over oar's pool; smaller ones run on the calling thread, which is what lets the
  * conv kernels thread over the batch instead. */
 #include "kernels/cpu/conv_gemm.h"
 
 #include <string.h>
 
 #ifdef OAR_HAVE_OPENBLAS
-#include <cblas.h>
+#include "kernels/cpu/gemm_blas.h"
 
 void oar_conv_sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
                     const float *b, int64_t ldb, float beta, float *c, int64_t ldc) {
-    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)m, (int)n,
-                (int)k, 1.0f, a, (int)lda, b, (int)ldb, beta, c, (int)ldc);
+    oar_gemm(OAR_F32, ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc);
 }
 
-bool oar_conv_sgemm_threads_itself(int64_t m, int64_t n, int64_t k) {
-    return (double)m * (double)n * (double)k > 262144.0;
-}
+bool oar_conv_sgemm_threads_itself(int64_t m, int64_t n, int64_t k) { return oar_gemm_splits(m, n, k); }
 
 #else
 

@@ -1,8 +1,8 @@
 /* GEMM-backed kernels for matmul and linear through OpenBLAS: f32 and f64 directly, f16 and
  * bf16 through f32 copies. A matrix operand whose last two dims are row-major or
  * column-major (a transposed view) goes to BLAS as it is, with the Trans flag for the
- * latter; other layouts are packed first. OpenBLAS learns oar's thread count through the
- * library hook, so the two never oversubscribe the cores. */
+ * latter; other layouts are packed first. OpenBLAS runs single-threaded; large products are
+ * split over oar's pool (oar_gemm), so the two never oversubscribe the cores. */
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cpu/gemm_blas.h"
 
@@ -67,9 +67,52 @@ static bool can_fold(const mm_plan *p) {
     return oar_gemm_fits(p->nbatch * p->a.rows);
 }
 
+/* Batch items [b, e) of a batched product, each a GEMM; packed operands get a buffer per
+ * call, filled once when the operand does not vary by batch. */
+typedef struct mm_job {
+    const mm_plan *p;
+    oar_dtype dt;
+    const char *A0, *B0;
+    char *C;
+    int oom; /* set (atomically) when a part could not get its buffer */
+} mm_job;
+
+static void mm_batches(void *ctx, int64_t b, int64_t e) {
+    mm_job *j = ctx;
+    const mm_plan *p = j->p;
+    int64_t es = (int64_t)oar_dtypes[j->dt].size, m = p->a.rows, k = p->a.cols, n = p->b.cols;
+    size_t abytes = p->a.pack ? (size_t)(m * k * es) : 0, bbytes = p->b.pack ? (size_t)(k * n * es) : 0;
+    char *buf = NULL;
+    if (abytes + bbytes && !(buf = oar_alloc(abytes + bbytes))) {
+        __atomic_store_n(&j->oom, 1, __ATOMIC_RELAXED);
+        return;
+    }
+    bool a_once = batch_invariant(p->a_bs, p->nb), b_once = batch_invariant(p->b_bs, p->nb);
+    for (int64_t bi = b; bi < e; bi++) {
+        int64_t ao = 0, bo = 0, rest = bi;
+        for (int d = p->nb - 1; d >= 0; d--) {
+            int64_t i = rest % p->batch[d];
+            rest /= p->batch[d];
+            ao += i * p->a_bs[d];
+            bo += i * p->b_bs[d];
+        }
+        const char *A = j->A0 + ao * es, *B = j->B0 + bo * es;
+        if (p->a.pack) {
+            if (bi == b || !a_once) oar_gemm_mat_pack(&p->a, A, (size_t)es, buf);
+            A = buf;
+        }
+        if (p->b.pack) {
+            if (bi == b || !b_once) oar_gemm_mat_pack(&p->b, B, (size_t)es, buf + abytes);
+            B = buf + abytes;
+        }
+        oar_gemm(j->dt, p->a.trans, p->b.trans, m, n, k, A, p->a.ld, B, p->b.ld, 0.0, j->C + bi * m * n * es, n);
+    }
+    if (buf) oar_free(buf, abytes + bbytes);
+}
+
 static oar_status matmul_blas(const oar_kctx *ctx, oar_tensor *const *in, int n_in, oar_tensor *const *out,
                               int n_out, const oar_attr *attrs) {
-    (void)ctx; (void)n_in; (void)n_out; (void)attrs;
+    (void)n_in; (void)n_out; (void)attrs;
     oar_tensor *y = out[0];
     oar_dtype dt = in[0]->dtype;
     int64_t es = (int64_t)oar_dtypes[dt].size;
@@ -87,32 +130,13 @@ static oar_status matmul_blas(const oar_kctx *ctx, oar_tensor *const *in, int n_
         oar_gemm(dt, false, p.b.trans, p.nbatch * m, n, k, A0, p.a.ld, B0, p.b.ld, 0.0, C, n);
         return OAR_OK;
     }
-    /* packed operands get one buffer each, filled once when the operand does not vary by batch */
-    size_t abytes = p.a.pack ? (size_t)(m * k * es) : 0, bbytes = p.b.pack ? (size_t)(k * n * es) : 0;
-    char *buf = NULL;
-    if (abytes + bbytes && !(buf = oar_alloc(abytes + bbytes))) return OAR_ERR_OOM;
-    bool a_once = batch_invariant(p.a_bs, p.nb), b_once = batch_invariant(p.b_bs, p.nb);
-    for (int64_t bi = 0; bi < p.nbatch; bi++) {
-        int64_t ao = 0, bo = 0, rest = bi;
-        for (int d = p.nb - 1; d >= 0; d--) {
-            int64_t i = rest % p.batch[d];
-            rest /= p.batch[d];
-            ao += i * p.a_bs[d];
-            bo += i * p.b_bs[d];
-        }
-        const char *A = A0 + ao * es, *B = B0 + bo * es;
-        if (p.a.pack) {
-            if (bi == 0 || !a_once) oar_gemm_mat_pack(&p.a, A, (size_t)es, buf);
-            A = buf;
-        }
-        if (p.b.pack) {
-            if (bi == 0 || !b_once) oar_gemm_mat_pack(&p.b, B, (size_t)es, buf + abytes);
-            B = buf + abytes;
-        }
-        oar_gemm(dt, p.a.trans, p.b.trans, m, n, k, A, p.a.ld, B, p.b.ld, 0.0, C + bi * m * n * es, n);
-    }
-    if (buf) oar_free(buf, abytes + bbytes);
-    return OAR_OK;
+    mm_job j = {.p = &p, .dt = dt, .A0 = A0, .B0 = B0, .C = C};
+    /* threads take whole batch items when there are enough of them (no split GEMM, no shared
+     * pack buffer); otherwise each GEMM splits itself if it is large enough */
+    bool by_batch = p.nbatch >= ctx->nthreads && (double)p.nbatch * (double)m * (double)n * (double)k > OAR_GEMM_SPLIT_MIN_MACS;
+    if (by_batch) oar_parallel_for(p.nbatch, 1, mm_batches, &j);
+    else mm_batches(&j, 0, p.nbatch);
+    return j.oom ? OAR_ERR_OOM : OAR_OK;
 }
 
 /* ---- linear: inputs arrive contiguous (the op is not strided) */
@@ -157,11 +181,16 @@ static oar_status linear_half(const oar_kctx *ctx, oar_tensor *const *in, int n_
     return oar_gemm_via_f32(linear_blas, ctx, in, n_in, out, attrs);
 }
 
-static void gemm_threads_hook(int nthreads) { openblas_set_num_threads(nthreads); }
+/* oar's pool threads the GEMMs (oar_gemm); OpenBLAS stays on one thread at any count */
+static void gemm_threads_hook(int nthreads) {
+    (void)nthreads;
+    oar_gemm_blas_single_thread();
+}
 #endif
 
 void oar_cpu_register_gemm(void) {
 #ifdef OAR_HAVE_OPENBLAS
+    oar_gemm_blas_single_thread(); /* before any GEMM can start OpenBLAS's threads */
     oar_threads_add_library_hook(gemm_threads_hook);
     uint32_t dts = OAR_DTYPE_BIT(OAR_F32) | OAR_DTYPE_BIT(OAR_F64);
     oar_register_kernel(OAR_OP_matmul, (oar_kernel_entry){.device = OAR_CPU, .dtypes = dts, .impl = "openblas",

@@ -5,14 +5,63 @@
 #include <cblas.h>
 #include <limits.h>
 
-void oar_gemm(oar_dtype dt, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const void *A, int64_t lda,
-              const void *B, int64_t ldb, double beta, void *C, int64_t ldc) {
+/* OpenBLAS runs on the calling thread only: its own workers spin on sched_yield for about
+ * 0.1 s after every threaded call, fighting oar's pool for the cores. oar splits large GEMMs
+ * over its pool instead (oar_gemm), so one set of threads exists. */
+void oar_gemm_blas_single_thread(void) { openblas_set_num_threads(1); }
+
+static void gemm_1(oar_dtype dt, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const void *A, int64_t lda,
+                   const void *B, int64_t ldb, double beta, void *C, int64_t ldc) {
     enum CBLAS_TRANSPOSE fa = ta ? CblasTrans : CblasNoTrans, fb = tb ? CblasTrans : CblasNoTrans;
     if (dt == OAR_F32)
         cblas_sgemm(CblasRowMajor, fa, fb, (int)m, (int)n, (int)k, 1.0f, A, (int)lda, B, (int)ldb, (float)beta, C,
                     (int)ldc);
     else
         cblas_dgemm(CblasRowMajor, fa, fb, (int)m, (int)n, (int)k, 1.0, A, (int)lda, B, (int)ldb, beta, C, (int)ldc);
+}
+
+/* Parts of the split dim are multiples of this, a whole number of BLAS micro-tiles. */
+#define SPLIT_BLOCK 16
+
+bool oar_gemm_splits(int64_t m, int64_t n, int64_t k) {
+    return (m >= 2 * SPLIT_BLOCK || n >= 2 * SPLIT_BLOCK) && (double)m * (double)n * (double)k > OAR_GEMM_SPLIT_MIN_MACS &&
+           oar_get_num_threads() > 1;
+}
+
+typedef struct gemm_job {
+    oar_dtype dt;
+    bool ta, tb, split_m;
+    int64_t m, n, k, lda, ldb, ldc;
+    const char *A, *B;
+    char *C;
+    double beta;
+} gemm_job;
+
+/* Blocks [b, e) of rows of C (split_m) or of its columns, with the matching slice of A or B. */
+static void gemm_part(void *ctx, int64_t b, int64_t e) {
+    const gemm_job *j = ctx;
+    int64_t es = (int64_t)oar_dtypes[j->dt].size, dim = j->split_m ? j->m : j->n;
+    int64_t lo = b * SPLIT_BLOCK, hi = e * SPLIT_BLOCK < dim ? e * SPLIT_BLOCK : dim;
+    if (j->split_m)
+        gemm_1(j->dt, j->ta, j->tb, hi - lo, j->n, j->k, j->A + (j->ta ? lo : lo * j->lda) * es, j->lda, j->B, j->ldb,
+               j->beta, j->C + lo * j->ldc * es, j->ldc);
+    else
+        gemm_1(j->dt, j->ta, j->tb, j->m, hi - lo, j->k, j->A, j->lda, j->B + (j->tb ? lo * j->ldb : lo) * es, j->ldb,
+               j->beta, j->C + lo * es, j->ldc);
+}
+
+void oar_gemm(oar_dtype dt, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const void *A, int64_t lda,
+              const void *B, int64_t ldb, double beta, void *C, int64_t ldc) {
+    if (!oar_gemm_splits(m, n, k)) {
+        gemm_1(dt, ta, tb, m, n, k, A, lda, B, ldb, beta, C, ldc);
+        return;
+    }
+    /* split the larger dim: each part packs all of the other operand, so that one should be
+     * the smaller */
+    gemm_job j = {.dt = dt, .ta = ta, .tb = tb, .split_m = m >= n, .m = m, .n = n, .k = k, .lda = lda, .ldb = ldb,
+                  .ldc = ldc, .A = A, .B = B, .C = C, .beta = beta};
+    int64_t dim = j.split_m ? m : n;
+    oar_parallel_for((dim + SPLIT_BLOCK - 1) / SPLIT_BLOCK, 1, gemm_part, &j);
 }
 
 void oar_gemm_mat_layout(oar_gemm_mat *m) {

@@ -8,9 +8,19 @@
 
 #ifdef OAR_HAVE_OPENBLAS
 
-/* Row-major C = op(A)·op(B) + beta·C (beta 0 or 1) in dtype dt (f32 or f64). */
+/* Row-major C = op(A)·op(B) + beta·C (beta 0 or 1) in dtype dt (f32 or f64). A large product
+ * is split into row or column blocks over oar's thread pool, each a single-threaded BLAS call;
+ * inside a parallel loop it runs whole on the calling thread. */
 void oar_gemm(oar_dtype dt, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const void *A, int64_t lda,
               const void *B, int64_t ldb, double beta, void *C, int64_t ldc);
+/* Below this many multiply-adds waking a pool worker costs more than it saves (OpenBLAS's
+ * own threshold for threading is the same 2^18). */
+#define OAR_GEMM_SPLIT_MIN_MACS 262144.0
+/* Whether oar_gemm splits an [m, k]·[k, n] product over the pool (when not already inside a
+ * parallel loop): callers that could thread over something else should not, then. */
+bool oar_gemm_splits(int64_t m, int64_t n, int64_t k);
+/* Keeps OpenBLAS on the calling thread: oar's pool does the threading (see oar_gemm). */
+void oar_gemm_blas_single_thread(void);
 
 /* A rows x cols matrix with element strides rs (rows) and cs (columns). */
 typedef struct oar_gemm_mat {
