@@ -14,6 +14,9 @@
  *  10. Data: datasets and a batching loader with background prefetch
  *  11. Files: safetensors, .npy, checkpoints
  *  12. The model zoo
+ *  13. Static graph: compiling a function by tracing, control flow, export
+ *  14. Inference: the predictor
+ *  15. Profiling: step timer, op spans, summaries, Chrome trace; the NaN/Inf check
  *
  * Conventions
  *   - Every function that can fail returns an oar_status, or NULL for functions that return
@@ -435,6 +438,9 @@ typedef struct oar_memory_stats {
     int64_t peak_bytes;     /* most at once since start or reset */
     int64_t cached_bytes;   /* freed blocks kept for reuse */
     int64_t n_allocs;       /* allocations served */
+    int64_t n_frees;        /* blocks given back */
+    int64_t allocated_bytes;/* bytes served by all allocations since start (cumulative) */
+    int64_t n_cache_hits;   /* allocations served from the cache, without the system */
 } oar_memory_stats;
 OAR_API oar_memory_stats oar_memory_stats_get(oar_device dev);
 OAR_API void oar_memory_reset_peak(oar_device dev);
@@ -632,7 +638,12 @@ OAR_API oar_optim_opts *oar_optimizer_group_opts(oar_optimizer *o, int group);
 OAR_API void oar_optimizer_free(oar_optimizer *o);
 /* One update from the parameters' .grad (parameters without a gradient are skipped and keep
  * their state and step count, as in torch). Everything is checked before anything is updated,
- * so a failed step changes nothing. */
+ * so a failed step changes nothing. Each parameter's update is one optimizer_update op, so a
+ * step inside a function compiled by oar_jit_to_static is part of the program: every run
+ * updates the parameters and state, uses the groups' options as they are just before it
+ * (edits and schedulers between calls take effect) and adds 1 to oar_optimizer_steps. The
+ * parameters updated are those with a gradient at tracing; changing momentum, amsgrad or
+ * centered afterwards needs a new trace. Free the compiled function before the optimizer. */
 OAR_API oar_status oar_optimizer_step(oar_optimizer *o);
 /* Drops every parameter's gradient (like torch's zero_grad(set_to_none=True)). */
 OAR_API void oar_optimizer_zero_grad(oar_optimizer *o);
@@ -658,15 +669,21 @@ OAR_API oar_status oar_optimizer_load_state(oar_optimizer *o, const char *name, 
  * separate (restore it with oar_optimizer_load_state). */
 OAR_API oar_status oar_optimizer_set_steps(oar_optimizer *o, int64_t steps);
 
-/* Gradient clipping over a set of tensors' .grad (tensors without one are skipped), in place,
- * like torch.nn.utils.clip_grad_norm_: the total norm is the norm_type-norm of the per-tensor
+/* Gradient clipping over a set of tensors' .grad (tensors without one are skipped), like
+ * torch.nn.utils.clip_grad_norm_: the total norm is the norm_type-norm of the per-tensor
  * norms (norm_type > 0, or INFINITY for the largest magnitude); when it exceeds max_norm
  * (>= 0) every gradient is scaled by max_norm / (total + 1e-6) (a NaN total makes them NaN,
- * as in torch). The total norm before clipping is returned in *total_norm (may be NULL; 0 when
- * no tensor has a gradient). */
+ * as in torch). A scaled gradient is a new tensor that replaces .grad (pointers from
+ * oar_grad_get taken before are stale). The total norm before clipping is returned in
+ * *total_norm (may be NULL; 0 when no tensor has a gradient). Both functions are made of ops,
+ * so they work in a function compiled by oar_jit_to_static; there the total has no value while
+ * tracing and *total_norm is set to NaN: use oar_clip_grad_norm_total and return the tensor. */
 OAR_API oar_status oar_clip_grad_norm(oar_tensor *const *params, int n, double max_norm, double norm_type,
                                       double *total_norm);
-/* Clamps every gradient element into [-clip, clip] (clip >= 0; NaN stays NaN). */
+/* The same, returning the total norm as an f64 scalar tensor (NULL on error), which a traced
+ * function can return as an output. */
+OAR_API oar_tensor *oar_clip_grad_norm_total(oar_tensor *const *params, int n, double max_norm, double norm_type);
+/* Clamps every gradient element into [-clip, clip] (clip >= 0; NaN stays NaN), replacing .grad. */
 OAR_API oar_status oar_clip_grad_value(oar_tensor *const *params, int n, double clip);
 
 /* Learning-rate schedules, as torch.optim.lr_scheduler. A scheduler counts steps t (torch's
@@ -889,6 +906,233 @@ typedef struct oar_zoo_opts {
 OAR_API oar_module *oar_zoo_create(const char *name, const oar_zoo_opts *opts);
 OAR_API const oar_zoo_info *oar_zoo_info_at(int i);    /* NULL past the end */
 OAR_API const oar_zoo_info *oar_zoo_find(const char *name);
+
+/* ---------------------------------------------------------------- 13. static graph */
+
+/* One call turns a function written with this API into a compiled one. The first call with
+ * a given input signature (dtypes, shapes, except dims declared dynamic) runs fn once with
+ * symbolic tensors (shape and dtype, no data) and records every op it calls into a program:
+ * module forwards, losses, oar_backward (its gradient rules become ops), optimizer steps and
+ * zero_grad, oar_cond/oar_while. The program is optimized by passes, its intermediates are
+ * planned into one arena, and later calls with that signature run it without calling fn.
+ *
+ * What the traced function may do:
+ *   - Tensors made inside it (oar_zeros, oar_from_data, ...) become constants of the program.
+ *   - Parameters, buffers and optimizer state it touches are bound by reference: each run
+ *     reads their current values and updates them in place, as eager code would.
+ *   - Random ops (dropout) draw fresh numbers at every run, from the global generator.
+ *   - Reading data (oar_item, oar_data, printing values) is an error naming the op that made
+ *     the tensor: the value does not exist until the program runs. Branch and loop on tensor
+ *     values with oar_cond and oar_while, which work the same in both modes.
+ *   - Gradients from oar_backward are fresh at every call: call zero_grad in the function (or
+ *     before each call), as a training step does. They are set as parameters' .grad after a
+ *     run, unless the function clears them itself.
+ *   - Host-side effects (a counter in C, a learning-rate schedule stepped inside fn) happen
+ *     once, at tracing: keep them outside the function.
+ * Errors in fn surface from oar_jit_call with fn's message. */
+typedef oar_status (*oar_static_fn)(void *user, oar_tensor *const *in, int n_in, oar_tensor **out,
+                                    int n_out);
+
+typedef struct oar_input_spec {
+    oar_dtype dtype;
+    int ndim;
+    int64_t shape[OAR_MAX_DIMS]; /* -1: dynamic, any size at call time (e.g. the batch) */
+    const char *name;            /* NULL: "input0", "input1", ... */
+} oar_input_spec;
+
+/* Which passes run, switched by name (oar_pass_name lists them). Zeroed means the defaults. */
+typedef struct oar_build_strategy {
+    uint64_t enable, disable; /* bits over the pass table; disable wins */
+} oar_build_strategy;
+OAR_API oar_status oar_build_strategy_set(oar_build_strategy *s, const char *pass, bool on);
+OAR_API const char *oar_pass_name(int i);    /* NULL past the end */
+OAR_API const char *oar_pass_summary(int i);
+
+typedef struct oar_jit_opts {
+    const oar_input_spec *specs; /* NULL, or one per input: dtypes and dynamic dims */
+    int n_specs;
+    const char *const *output_names; /* n_output_names names; the rest "output0", ... (export) */
+    int n_output_names;
+    oar_module *module;          /* names the parameters and buffers it owns in the program */
+    oar_optimizer *optimizer;    /* names its state ("optim.<name>") */
+    int cache_capacity;          /* programs kept, one per signature; 0: 8 (least recent goes) */
+    oar_build_strategy strategy;
+} oar_jit_opts;
+
+typedef struct oar_jit oar_jit;
+OAR_API oar_jit *oar_jit_to_static(oar_static_fn fn, void *user, const oar_jit_opts *opts);
+/* Calls the compiled function: out receives n_out new references (fresh tensors: later calls
+ * never overwrite them). */
+OAR_API oar_status oar_jit_call(oar_jit *f, oar_tensor *const *in, int n_in, oar_tensor **out, int n_out);
+OAR_API void oar_jit_free(oar_jit *f);
+OAR_API bool oar_is_tracing(void);
+
+/* The cache: programs kept now, traces made so far, and program i as readable text. */
+OAR_API int oar_jit_num_programs(const oar_jit *f);
+OAR_API int64_t oar_jit_num_traces(const oar_jit *f);
+OAR_API int oar_jit_dump(const oar_jit *f, int i, char *buf, size_t size); /* like snprintf; -1 if no i */
+
+/* Memory of program i: the planned arena peak is known before the first run; measured_peak
+ * is the allocator's peak during its runs (0 before one). */
+typedef struct oar_program_memory_stats {
+    int64_t planned_arena_bytes;  /* intermediates, planned by liveness */
+    int64_t persistent_bytes;     /* owned by the program (gradients it writes) */
+    int64_t output_bytes;         /* fresh per call (results handed to the caller) */
+    int64_t naive_bytes;          /* all intermediates with no reuse, for comparison */
+    int64_t measured_peak_bytes;  /* allocator peak above the level before the run */
+    int n_nodes, n_buffers;
+} oar_program_memory_stats;
+OAR_API oar_status oar_program_memory_stats_get(const oar_jit *f, int i, oar_program_memory_stats *out);
+
+/* Control flow that behaves the same eagerly and compiled. Branches and bodies take n inputs
+ * and write n_out new references. oar_cond runs then_fn or else_fn on in[] as pred (a one-
+ * element tensor) is nonzero or zero; both must return the same dtypes and shapes. oar_while
+ * carries n loop variables: while cond_fn(vars) yields a nonzero one-element tensor,
+ * vars = body_fn(vars) (same dtypes and shapes); out receives the final values. Gradients
+ * flow through both, in both modes. */
+typedef oar_status (*oar_block_fn)(void *user, oar_tensor *const *in, int n_in, oar_tensor **out,
+                                   int n_out);
+OAR_API oar_status oar_cond(oar_tensor *pred, oar_block_fn then_fn, oar_block_fn else_fn, void *user,
+                            oar_tensor *const *in, int n_in, oar_tensor **out, int n_out);
+OAR_API oar_status oar_while(oar_block_fn cond_fn, oar_block_fn body_fn, void *user, oar_tensor *const *vars,
+                             int n, oar_tensor **out);
+
+/* Export for deployment: path.json (the program, versioned and readable: ops, attributes,
+ * inputs and outputs with names, shapes (-1 for dynamic dims) and dtypes, oar's version) and
+ * path.safetensors (its parameters and constants). Saves the program of the latest call. */
+OAR_API oar_status oar_jit_save(oar_jit *f, const char *path);
+
+/* ---------------------------------------------------------------- 14. inference: the predictor */
+
+/* Loads an exported model (no tracing, no model code) and runs it. Inputs and outputs are
+ * addressed by the names saved with the model. A clone shares the weights and has its own
+ * buffers, so clones may run on different threads at once. */
+typedef struct oar_predictor oar_predictor;
+typedef struct oar_predictor_config {
+    const char *model_path;      /* "dir/model" for dir/model.json and dir/model.safetensors */
+    oar_build_strategy strategy; /* passes run on the loaded program */
+} oar_predictor_config;
+OAR_API oar_predictor *oar_predictor_create(const oar_predictor_config *config);
+OAR_API oar_predictor *oar_predictor_clone(oar_predictor *p);
+OAR_API void oar_predictor_free(oar_predictor *p);
+OAR_API int oar_predictor_num_inputs(const oar_predictor *p);
+OAR_API int oar_predictor_num_outputs(const oar_predictor *p);
+OAR_API const char *oar_predictor_input_name(const oar_predictor *p, int i);
+OAR_API const char *oar_predictor_output_name(const oar_predictor *p, int i);
+/* Binds an input by name (the predictor keeps a reference until the next set or free). */
+OAR_API oar_status oar_predictor_set_input(oar_predictor *p, const char *name, oar_tensor *t);
+OAR_API oar_status oar_predictor_run(oar_predictor *p);
+/* The output of the last run, a new reference; NULL (error set) for an unknown name. */
+OAR_API oar_tensor *oar_predictor_get_output(oar_predictor *p, const char *name);
+
+/* ---------------------------------------------------------------- 15. profiling */
+
+/* Two modes, as PaddlePaddle's profiler:
+ *   TIMER  near-zero overhead: per step, the time spent waiting for data (reader_cost), the
+ *          step's time (batch_cost: from one oar_profiler_step to the next) and the throughput
+ *          (ips: the items passed to oar_profiler_step per second: samples, or tokens for
+ *          language models; steps per second when 0 is passed).
+ *   FULL   also every op execution (eager calls and static-graph instructions, with the
+ *          kernel's backend and the inputs' shapes and dtypes), data-loader waits, the phases
+ *          and user ranges, as spans on one track per thread; tables per phase, op, kernel and
+ *          memory; a Chrome trace (open it in https://ui.perfetto.dev or chrome://tracing).
+ * Phases are ranges named "forward", "backward" and "optimizer": oar_backward, oar_grad and
+ * oar_optimizer_step push theirs; push "forward" around the forward pass and loss (without it
+ * the overview counts the rest of the step as forward). One run at a time, process wide.
+ * Steps count from 0 at oar_profiler_start; step i is recorded when i >= skip_first and
+ * record_begin <= i < record_end (record_end 0: no end). Outside that window full mode records
+ * no spans. Summaries read the last run: call them after oar_profiler_stop, or between steps. */
+typedef enum oar_profiler_mode { OAR_PROFILER_TIMER = 1, OAR_PROFILER_FULL = 2 } oar_profiler_mode;
+typedef struct oar_profiler_opts {
+    oar_profiler_mode mode;
+    int64_t skip_first;                /* steps left out at the start (warm-up) */
+    int64_t record_begin, record_end;  /* steps recorded: [begin, end); end 0: until stop */
+    bool record_shapes;                /* full: inputs' shapes and dtypes in op spans */
+    bool record_memory;                /* allocations, bytes and peak per step */
+    const char *items_unit;            /* what oar_profiler_step counts: NULL means "samples" */
+    const char *trace_dir;             /* full: stop writes DIR/oar-trace-<pid>-<run>.json; NULL: none */
+    bool print_at_stop;                /* stop prints the summary to stdout */
+    int64_t max_events;                /* spans kept per thread, the rest counted as dropped; 0: 4M */
+} oar_profiler_opts;
+/* The mode with record_shapes and record_memory on, everything else zero. */
+OAR_API oar_profiler_opts oar_profiler_defaults(oar_profiler_mode mode);
+OAR_API oar_status oar_profiler_start(const oar_profiler_opts *opts);  /* NULL: timer defaults */
+OAR_API oar_status oar_profiler_stop(void);
+OAR_API bool oar_profiler_running(void);
+/* Ends the current step, which processed `items` samples (or tokens); 0 counts steps only. */
+OAR_API void oar_profiler_step(int64_t items);
+/* Between steps: time from pause to resume (evaluation, checkpoints) belongs to no step. */
+OAR_API void oar_profiler_pause(void);
+OAR_API void oar_profiler_resume(void);
+/* A user range, nested per thread, shown as a span in full mode (name is copied, 63 chars). */
+OAR_API void oar_profiler_range_push(const char *name);
+OAR_API void oar_profiler_range_pop(void);
+
+/* The timer over the recorded steps: seconds, and ips in items (or steps) per second. */
+typedef struct oar_profiler_timer {
+    int64_t steps, items;
+    double reader_avg, reader_max, reader_min;
+    double batch_avg, batch_max, batch_min;
+    double ips_avg, ips_max, ips_min;
+    double steps_per_s, items_per_s;   /* over the total batch time */
+    double reader_ratio;               /* total reader_cost / total batch_cost */
+} oar_profiler_timer;
+OAR_API oar_status oar_profiler_timer_get(oar_profiler_timer *out);
+
+/* Full mode: where the recorded steps' time went, in seconds; the five parts sum to step. */
+typedef struct oar_profiler_overview {
+    int64_t steps;
+    double step, data, forward, backward, optimizer, other;
+    bool forward_inferred;  /* no "forward" range was recorded: forward is the rest of the step */
+} oar_profiler_overview;
+OAR_API oar_status oar_profiler_overview_get(oar_profiler_overview *out);
+
+/* Full mode: rows of the operator table (one per op) and of the kernel table (one per op and
+ * kernel). An op's time is the whole call (checks, allocation, kernel, autograd recording); a
+ * kernel's is the kernel alone. GFLOP/s uses kernel time, for ops whose FLOPs are known
+ * (matmul, linear, convolutions). */
+typedef enum oar_profiler_sort {
+    OAR_PROFILER_SORT_TOTAL = 0, OAR_PROFILER_SORT_AVG, OAR_PROFILER_SORT_CALLS
+} oar_profiler_sort;
+typedef struct oar_profiler_op_row {
+    const char *name;          /* borrowed until the next oar_profiler_start */
+    const char *impl;          /* kernel table: the kernel ("avx2", "openblas", ...); op table: NULL */
+    int64_t calls;
+    double total, avg, min, max;   /* seconds */
+    double step_fraction;          /* total / recorded step time */
+    double gflops_per_s;           /* 0 when unknown */
+} oar_profiler_op_row;
+OAR_API int oar_profiler_op_count(bool kernels);
+OAR_API oar_status oar_profiler_op_at(bool kernels, oar_profiler_sort sort, int i, oar_profiler_op_row *out);
+OAR_API oar_status oar_profiler_op_find(const char *name, oar_profiler_op_row *out); /* op table */
+
+/* Memory over the recorded steps (record_memory), from the CPU allocator. */
+typedef struct oar_profiler_memory {
+    int64_t steps;
+    double allocs_per_step, bytes_per_step;  /* averages */
+    int64_t max_allocs, max_bytes;           /* in one step */
+    int64_t peak_bytes;                      /* most in tensors at once during a recorded step */
+    int64_t current_bytes, cached_bytes;     /* at the end of the last recorded step */
+} oar_profiler_memory;
+OAR_API oar_status oar_profiler_memory_get(oar_profiler_memory *out);
+
+/* The summary as text: the timer table, then in full mode the overview, operator and kernel
+ * tables (max_rows rows each; 0 means 30), and the memory table. snprintf-style: returns the
+ * length needed. oar_profiler_print writes it to stdout. */
+OAR_API int oar_profiler_summary(char *buf, size_t size, oar_profiler_sort sort, int max_rows);
+OAR_API void oar_profiler_print(oar_profiler_sort sort, int max_rows);
+/* Full mode: the last run's spans as Chrome trace JSON, written atomically to path. */
+OAR_API oar_status oar_profiler_export_chrome_trace(const char *path);
+/* The trace file oar_profiler_stop wrote under trace_dir ("" when none). */
+OAR_API const char *oar_profiler_trace_path(void);
+
+/* The NaN/Inf check (PaddlePaddle's FLAGS_check_nan_inf): when on, every op's floating-point
+ * outputs are scanned, and the first op that produces a NaN or Inf fails with OAR_ERR_NUMERIC
+ * and a message naming the op, the output, the counts, and the min, max and mean of each input.
+ * Off by default; OAR_CHECK_NAN_INF=1 in the environment turns it on. Independent of the
+ * profiler. */
+OAR_API void oar_set_check_nan_inf(bool on);
+OAR_API bool oar_check_nan_inf_enabled(void);
 
 #ifdef __cplusplus
 }

@@ -59,7 +59,7 @@ static oar_module *attention(void) {
     s->heads = HEADS;
     int64_t sq[2] = {CTX, CTX};
     oar_scope_begin();
-    s->mask = oar_keep(oar_triu(oar_ones(sq, 2, OAR_BOOL), 1));
+    s->mask = oar_retain(oar_triu(oar_ones(sq, 2, OAR_BOOL), 1)); /* ours, whatever scope the caller has */
     oar_scope_end();
     bool ok = s->mask != NULL;
     zoo_add(m, &s->kids, "qkv", oar_nn_linear(D, 3 * D, true), &ok);

@@ -1,8 +1,10 @@
 /* Library initialisation: the op registry, the kernels of each backend, the autograd
  * recorder, and the shared thread budget. Runs once, on first use. */
 #include "autograd/autograd.h"
+#include "graph/graph_init.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "ops/dispatch.h"
+#include "profiler/profiler.h"
 
 #include <pthread.h>
 
@@ -13,6 +15,8 @@ static void init_once(void) {
     oar_registry_init();
     oar_cpu_kernels_init();
     oar_dispatch_set_recorder(oar_autograd_record);
+    oar_prof_init_from_env();
+    oar_graph_init();
     __atomic_store_n(&g_ready, 1, __ATOMIC_RELEASE);
 }
 

@@ -3,6 +3,7 @@
  * each rule runs exactly once per pass. oar_backward accumulates into leaves' .grad;
  * oar_grad captures the gradients of chosen tensors instead. */
 #include "autograd/autograd.h"
+#include "profiler/profiler.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -152,8 +153,14 @@ static oar_status deliver_to_leaf(engine *e, oar_tensor *leaf, oar_tensor *g) {
         oar_tensor_unref(g);
         return OAR_OK;
     }
+    if (oar_active_trace && leaf->grad && leaf->grad->storage) {
+        oar_tensor_unref(g);
+        return oar_error(OAR_ERR_STATE, "backward: while tracing, a parameter already holds a gradient, which "
+                                        "the compiled function would add to only at tracing; call zero_grad "
+                                        "inside the function before backward (or before each call)");
+    }
     if (!leaf->grad) {
-        if (e->create_graph || (g->refcount == 1 && g->contiguous && !g->grad_fn)) {
+        if (e->create_graph || !g->storage || (g->refcount == 1 && g->contiguous && !g->grad_fn)) {
             leaf->grad = g;
         } else {
             leaf->grad = oar_tensor_contiguous_copy(g);
@@ -162,11 +169,15 @@ static oar_status deliver_to_leaf(engine *e, oar_tensor *leaf, oar_tensor *g) {
         }
         return OAR_OK;
     }
-    if (e->create_graph) return accumulate(&leaf->grad, g);
+    if (e->create_graph || !g->storage) return accumulate(&leaf->grad, g);
     /* in place: leaf.grad += g */
     oar_tensor *in[2] = {leaf->grad, g};
     const oar_kernel_entry *k = oar_select_kernel(OAR_OP_add, in, 2, &leaf->grad, 1, NULL);
+    int64_t t0 = oar_prof_spans_on() ? oar_prof_now() : 0;
     st = k ? oar_op_run_kernel(OAR_OP_add, k, in, 2, &leaf->grad, 1, NULL) : oar_last_status();
+    if (t0 && st == OAR_OK) oar_prof_kernel_end("add_", k->impl, in, 2, &leaf->grad, 1, t0);
+    if (st == OAR_OK && oar_prof_check_on())
+        st = oar_check_outputs("add_ (gradient accumulation)", in, 2, &leaf->grad, 1);
     leaf->grad->storage->version++;
     oar_tensor_unref(g);
     return st;
@@ -180,7 +191,7 @@ static oar_status check_saved(oar_node *n) {
                                         "true to the first backward if you need a second one", d->name);
     for (int i = 0; i < n->n_in; i++) {
         oar_tensor *x = n->saved_in[i];
-        if (x && x->storage->version != n->in_version[i])
+        if (x && x->storage && x->storage->version != n->in_version[i])
             return oar_error(OAR_ERR_STATE, "backward: input %d of '%s' was modified in place after "
                                             "it was used; its gradient would be wrong. Clone the tensor "
                                             "before modifying it", i, d->name);
@@ -231,7 +242,10 @@ static oar_status run_node(engine *e, oar_node *n, oar_node **ready, int *n_read
             oar_scope_begin();
             oar_grad_ctx g = {.attrs = n->attrs, .in = n->saved_in, .n_in = n->n_in, .out = outs,
                               .n_out = n->n_out, .gout = ri->buf, .needs = needs, .gin = gin};
+            uint64_t nan_failures = oar_prof_check_on() ? oar_prof_nan_failures() : 0;
             st = d->grad(&g);
+            if (st == OAR_OK && oar_prof_check_on() && oar_prof_nan_failures() != nan_failures)
+                st = OAR_ERR_NUMERIC; /* an op of the rule made a NaN/Inf (its result, NULL, would read as zero) */
             for (int i = 0; i < n->n_in; i++) {
                 if (st == OAR_OK && gin[i] && needs[i]) oar_retain(gin[i]);
                 else gin[i] = NULL;
@@ -385,7 +399,9 @@ oar_status oar_backward(oar_tensor *root, oar_tensor *grad_root, bool retain_gra
     oar_status st = prepare_roots("backward", &root, grad_root ? &grad_root : NULL, 1, &g);
     if (st == OAR_OK) {
         engine e = {.retain_graph = retain_graph};
+        oar_prof_push("backward");
         st = run_engine(&e, &root, &g, 1);
+        oar_prof_pop();
     }
     oar_tensor_unref(g);
     return st;
@@ -419,7 +435,9 @@ oar_status oar_grad(oar_tensor *const *outputs, int n_outputs, oar_tensor *const
     if (st == OAR_OK) {
         engine e = {.create_graph = o.create_graph, .retain_graph = o.retain_graph || o.create_graph,
                     .caps = caps, .n_caps = n_inputs};
+        oar_prof_push("backward");
         st = run_engine(&e, outputs, root_grads, n_outputs);
+        oar_prof_pop();
     }
     for (int r = 0; r < n_outputs; r++) oar_tensor_unref(root_grads[r]);
     for (int i = 0; i < n_inputs; i++) {

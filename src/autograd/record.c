@@ -90,7 +90,7 @@ oar_status oar_autograd_record(oar_op_id op, oar_tensor *const *in, int n_in,
         if (!x) continue;
         if (!(i < 32 && (d->unsaved_inputs >> i) & 1u)) {
             n->saved_in[i] = oar_retain(x);
-            n->in_version[i] = x->storage->version;
+            n->in_version[i] = x->storage ? x->storage->version : 0; /* symbolic: never written */
         }
         if (!x->requires_grad) continue;
         if (x->grad_fn) {
@@ -142,6 +142,7 @@ void oar_zero_grad(oar_tensor *t) {
     if (!t) return;
     oar_tensor_unref(t->grad);
     t->grad = NULL;
+    if (oar_active_trace) t->grad_cleared_in = oar_active_trace; /* the compiled step clears it too */
 }
 
 oar_tensor *oar_detach(oar_tensor *t) {

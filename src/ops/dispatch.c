@@ -1,21 +1,24 @@
 /* The eager call path: validate -> infer -> allocate or view -> select kernel -> run -> record.
  * Kept short and allocation-light: it runs once per op call. */
 #include "ops/dispatch.h"
+#include "profiler/profiler.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 static oar_record_fn g_recorder;
 void oar_dispatch_set_recorder(oar_record_fn fn) { g_recorder = fn; }
+static oar_trace_fn g_tracer;
+void oar_dispatch_set_tracer(oar_trace_fn fn) { g_tracer = fn; }
 
-static oar_status check_inputs(const oar_op_def *d, oar_tensor *const *in, int n_in) {
+static oar_status check_inputs(const oar_op_def *d, oar_tensor *const *in, int n_in, bool symbolic_ok) {
     if (d->n_inputs >= 0 ? n_in != d->n_inputs : (n_in < 1 || n_in > OAR_MAX_INPUTS))
         return oar_error(OAR_ERR_INVALID_ARG, "%s: expected %s%d inputs, got %d", d->name,
                          d->n_inputs < 0 ? "1 to " : "", d->n_inputs < 0 ? OAR_MAX_INPUTS : d->n_inputs,
                          n_in);
     for (int i = 0; i < n_in; i++) {
         if (in[i]) {
-            if (!in[i]->storage)
+            if (!in[i]->storage && !symbolic_ok)
                 return oar_error(OAR_ERR_STATE, "%s: input %d is symbolic (being traced); eager "
                                                 "calls need tensors with data", d->name, i);
             continue;
@@ -27,10 +30,10 @@ static oar_status check_inputs(const oar_op_def *d, oar_tensor *const *in, int n
     return OAR_OK;
 }
 
-oar_status oar_op_infer(oar_op_id op, oar_tensor *const *in, int n_in, const oar_attr *attrs,
-                        oar_meta *out, int *n_out) {
+static oar_status infer(oar_op_id op, oar_tensor *const *in, int n_in, const oar_attr *attrs, oar_meta *out,
+                        int *n_out, bool symbolic_ok) {
     const oar_op_def *d = oar_op_table[op];
-    oar_status st = check_inputs(d, in, n_in);
+    oar_status st = check_inputs(d, in, n_in, symbolic_ok);
     if (st != OAR_OK) return st;
     for (int i = 0; i < d->n_attrs; i++) {
         if (!attrs || attrs[i].kind != d->attrs[i].kind)
@@ -41,6 +44,24 @@ oar_status oar_op_infer(oar_op_id op, oar_tensor *const *in, int n_in, const oar
     st = d->infer(in, n_in, attrs, out, &n);
     if (st != OAR_OK) return st;
     *n_out = n;
+    return OAR_OK;
+}
+
+oar_status oar_op_infer(oar_op_id op, oar_tensor *const *in, int n_in, const oar_attr *attrs,
+                        oar_meta *out, int *n_out) {
+    return infer(op, in, n_in, attrs, out, n_out, oar_active_trace != 0);
+}
+
+oar_status oar_op_infer_symbolic(oar_op_id op, oar_tensor *const *in, int n_in, const oar_attr *attrs,
+                                 oar_meta *out, int *n_out) {
+    return infer(op, in, n_in, attrs, out, n_out, true);
+}
+
+oar_status oar_dispatch_record(oar_op_id op, oar_tensor *const *in, int n_in, const oar_attr *attrs,
+                               oar_tensor *const *out, int n_out) {
+    if (!g_recorder || (oar_op_table[op]->flags & OAR_OPF_NONDIFF)) return OAR_OK;
+    for (int i = 0; i < n_in; i++)
+        if (in[i] && in[i]->requires_grad) return g_recorder(op, in, n_in, attrs, out, n_out);
     return OAR_OK;
 }
 
@@ -78,9 +99,17 @@ oar_status oar_op_run_kernel(oar_op_id op, const oar_kernel_entry *k, oar_tensor
     return st;
 }
 
-oar_status oar_op_call(oar_op_id op, oar_tensor *const *in, int n_in, const oar_attr *attrs,
-                       oar_tensor **out, int *n_out) {
-    oar_init();
+/* The call itself. prof (profiler spans, the NaN/Inf check) is a constant in each of the two
+ * copies oar_op_call uses, so the plain one carries no trace of the hooks. */
+#if defined(__GNUC__)
+#define CALL_INLINE inline __attribute__((always_inline))
+#define CALL_COLD __attribute__((noinline, cold))
+#else
+#define CALL_INLINE inline
+#define CALL_COLD
+#endif
+static CALL_INLINE oar_status call(oar_op_id op, oar_tensor *const *in, int n_in, const oar_attr *attrs,
+                                   oar_tensor **out, int *n_out, const int prof) {
     const oar_op_def *d = oar_op_table[op];
     oar_meta meta[OAR_MAX_OUTPUTS];
     int n = 0;
@@ -113,23 +142,34 @@ oar_status oar_op_call(oar_op_id op, oar_tensor *const *in, int n_in, const oar_
         for (int i = 0; i < n; i++) oar_tensor_refresh(out[i]);
     } else {
         const oar_kernel_entry *k = oar_select_kernel(op, in, n_in, out, n, attrs);
+        if (OAR_UNLIKELY(prof) && k) oar_prof_call_kernel_begin(k->impl);
         st = k ? oar_op_run_kernel(op, k, in, n_in, out, n, attrs) : oar_last_status();
+        if (OAR_UNLIKELY(prof) && k) st = oar_prof_call_kernel_end(d->name, in, n_in, out, n, st);
     }
     if (st != OAR_OK) goto fail;
-    if (g_recorder && !(d->flags & OAR_OPF_NONDIFF)) {
-        for (int i = 0; i < n_in; i++) {
-            if (in[i] && in[i]->requires_grad) {
-                st = g_recorder(op, in, n_in, attrs, out, n);
-                if (st != OAR_OK) goto fail;
-                break;
-            }
-        }
-    }
+    if ((st = oar_dispatch_record(op, in, n_in, attrs, out, n)) != OAR_OK) goto fail;
     *n_out = n;
     return OAR_OK;
 fail:
     for (int i = 0; i < made; i++) oar_tensor_unref(out[i]);
     return st;
+}
+
+static CALL_COLD oar_status call_profiled(oar_op_id op, oar_tensor *const *in, int n_in, const oar_attr *attrs,
+                                          oar_tensor **out, int *n_out) {
+    if (OAR_UNLIKELY(oar_active_trace) && g_tracer) return g_tracer(op, in, n_in, attrs, out, n_out);
+    oar_prof_call_begin();
+    oar_status st = call(op, in, n_in, attrs, out, n_out, 1);
+    oar_prof_call_end(oar_op_table[op]->name, in, n_in, out, st == OAR_OK ? *n_out : 0, st == OAR_OK);
+    return st;
+}
+
+oar_status oar_op_call(oar_op_id op, oar_tensor *const *in, int n_in, const oar_attr *attrs,
+                       oar_tensor **out, int *n_out) {
+    oar_init();
+    if (OAR_UNLIKELY(oar_prof_hooks_on())) return call_profiled(op, in, n_in, attrs, out, n_out);
+    if (OAR_UNLIKELY(oar_active_trace) && g_tracer) return g_tracer(op, in, n_in, attrs, out, n_out);
+    return call(op, in, n_in, attrs, out, n_out, 0);
 }
 
 oar_tensor *oar_op_call1(oar_op_id op, oar_tensor *const *in, int n_in, const oar_attr *attrs) {

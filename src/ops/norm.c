@@ -425,6 +425,7 @@ const oar_op_def oar_opdef_batch_norm = {
     .attrs = {{"training", OAR_ATTR_INT}, {"momentum", OAR_ATTR_FLOAT}, {"eps", OAR_ATTR_FLOAT}},
     .flags = OAR_OPF_STRIDED | OAR_OPF_AMP_DENY, .ref_dtypes = OAR_FLOAT_DTYPES, .optional_inputs = 0x1E,
     .unsaved_inputs = 0x18, /* running stats: updated in place, never read by the rule */
+    .mutated_inputs = 0x18,
     .infer = batch_norm_infer, .reference = batch_norm_ref, .grad = batch_norm_grad,
 };
 

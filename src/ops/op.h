@@ -96,6 +96,8 @@ enum {
     OAR_OPF_AMP_DENY = 1u << 7,     /* keep in fp32 */
     OAR_OPF_AMP_PROMOTE = 1u << 8,  /* run in the widest input type */
     OAR_OPF_QUANTIZABLE = 1u << 9,
+    OAR_OPF_CONTROL = 1u << 10,     /* control flow (cond, while_loop): a program node with sub-blocks,
+                                       made by oar_cond/oar_while, never called through dispatch */
 };
 
 typedef struct oar_op_def {
@@ -111,6 +113,8 @@ typedef struct oar_op_def {
     uint32_t optional_inputs; /* bit i: input i may be NULL (e.g. a bias) */
     uint32_t unsaved_inputs;  /* bit i: the rule never reads input i (e.g. running stats
                                  updated in place): not kept for backward, not version-checked */
+    uint32_t mutated_inputs;  /* bit i: the kernel writes input i in place (running stats,
+                                 optimizer state); programs keep such nodes and order them */
     oar_infer_fn infer;
     oar_kernel_fn reference;
     oar_view_fn view;

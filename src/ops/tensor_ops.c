@@ -63,9 +63,7 @@ oar_tensor *oar_cast(oar_tensor *t, oar_dtype dt) {
 
 oar_status oar_item(const oar_tensor *t, double *out) {
     if (!t || !out) return oar_error(OAR_ERR_INVALID_ARG, "item: expected a tensor and an output pointer, got NULL");
-    if (!t->storage)
-        return oar_error(OAR_ERR_STATE, "item: the tensor is symbolic (being traced) and has no value; "
-                                        "use oar_cond/oar_while for data-dependent logic");
+    if (!t->storage) return oar_symbolic_error("item", t);
     if (t->numel != 1) {
         char s[128];
         oar_format_shape(t->shape, t->ndim, s, sizeof s);
@@ -77,7 +75,7 @@ oar_status oar_item(const oar_tensor *t, double *out) {
 
 oar_status oar_copy_to_buffer(const oar_tensor *t, void *buf, size_t capacity, oar_dtype dt) {
     if (!t || !buf) return oar_error(OAR_ERR_INVALID_ARG, "copy_to_buffer: expected a tensor and a buffer, got NULL");
-    if (!t->storage) return oar_error(OAR_ERR_STATE, "copy_to_buffer: the tensor is symbolic (being traced)");
+    if (!t->storage) return oar_symbolic_error("copy_to_buffer", t);
     if (!oar_dtype_valid(dt)) return oar_error(OAR_ERR_DTYPE, "copy_to_buffer: invalid dtype %d", (int)dt);
     size_t need = (size_t)t->numel * oar_dtypes[dt].size;
     if (capacity < need)
@@ -95,7 +93,9 @@ oar_status oar_copy_to_buffer(const oar_tensor *t, void *buf, size_t capacity, o
 
 oar_status oar_copy_(oar_tensor *dst, const oar_tensor *src) {
     if (!dst || !src) return oar_error(OAR_ERR_INVALID_ARG, "copy_: expected two tensors, got NULL");
-    if (!dst->storage || !src->storage) return oar_error(OAR_ERR_STATE, "copy_: symbolic tensors have no data");
+    if (!dst->storage || !src->storage) return oar_symbolic_error("copy_", dst->storage ? src : dst);
+    oar_status wst = oar_trace_check_write("copy_", dst);
+    if (wst != OAR_OK) return wst;
     int64_t shape[OAR_MAX_DIMS];
     int nd;
     if (!oar_broadcast_shapes(dst->shape, dst->ndim, src->shape, src->ndim, shape, &nd) || nd != dst->ndim ||
@@ -124,7 +124,7 @@ oar_status oar_copy_(oar_tensor *dst, const oar_tensor *src) {
 
 oar_status oar_fill_(oar_tensor *dst, double value) {
     if (!dst) return oar_error(OAR_ERR_INVALID_ARG, "fill_: tensor is NULL");
-    if (!dst->storage) return oar_error(OAR_ERR_STATE, "fill_: symbolic tensors have no data");
+    if (!dst->storage) return oar_symbolic_error("fill_", dst);
     oar_tensor *s = oar_tensor_new(dst->dtype, NULL, 0);
     if (!s) return oar_last_status();
     oar_dtypes[dst->dtype].store(oar_tensor_ptr(s), value);

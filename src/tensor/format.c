@@ -65,8 +65,10 @@ int oar_format(const oar_tensor *t, char *buf, size_t size) {
     }
     char shape[128];
     oar_format_shape(t->shape, t->ndim, shape, sizeof shape);
-    if (!t->storage) {
-        put(&o, "tensor(<symbolic>, shape=%s, dtype=%s)", shape, oar_dtype_name(t->dtype));
+    if (!t->storage) { /* printing values while tracing is a data read: report it */
+        oar_symbolic_error("print", t);
+        put(&o, "tensor(<symbolic, made by %s>, shape=%s, dtype=%s)", t->trace_op ? t->trace_op : "an input",
+            shape, oar_dtype_name(t->dtype));
         return (int)o.len;
     }
     bool int_like = oar_dtypes[t->dtype].is_float;

@@ -5,7 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void storage_release(oar_storage *s) {
+_Thread_local uint64_t oar_active_trace;
+
+void oar_storage_release(oar_storage *s) {
     if (!s || __atomic_sub_fetch(&s->refcount, 1, __ATOMIC_ACQ_REL) > 0) return;
     if (s->owned) oar_free(s->data, s->nbytes);
     else if (s->deleter) s->deleter(s->data, s->deleter_ctx);
@@ -59,6 +61,7 @@ oar_tensor *oar_tensor_shell(oar_dtype dt, const int64_t *shape, int ndim) {
     t->dtype = dt;
     t->device = OAR_CPU;
     t->scope_slot = -1;
+    t->trace_id = oar_active_trace;
     if (ndim) memcpy(t->shape, shape, sizeof(int64_t) * (size_t)ndim);
     oar_tensor_set_contiguous_strides(t);
     oar_tensor_refresh(t);
@@ -106,6 +109,9 @@ oar_tensor *oar_tensor_alias(oar_tensor *src) {
     memcpy(t->shape, src->shape, sizeof t->shape);
     memcpy(t->strides, src->strides, sizeof t->strides);
     t->scope_slot = -1;
+    t->trace_id = src->trace_id;
+    t->trace_value = src->trace_value;
+    t->trace_op = src->trace_op;
     return t;
 }
 
@@ -129,7 +135,7 @@ void oar_tensor_unref(oar_tensor *t) {
         free(h);
         h = n;
     }
-    storage_release(t->storage);
+    oar_storage_release(t->storage);
     free(t);
 }
 
@@ -152,11 +158,25 @@ int64_t oar_size(const oar_tensor *t, int dim) {
     return t->shape[d];
 }
 
+oar_status oar_symbolic_error(const char *who, const oar_tensor *t) {
+    const char *op = t->trace_op ? t->trace_op : "an input";
+    return oar_error(OAR_ERR_STATE, "%s: this tensor is symbolic: it was made by '%s' in a function being "
+                                    "traced by oar_jit_to_static, and has no value until the compiled program "
+                                    "runs. Return it as an output, or use oar_cond/oar_while to branch or loop "
+                                    "on tensor values", who, t->trace_op ? t->trace_op : op);
+}
+
+oar_status oar_trace_check_write(const char *who, const oar_tensor *dst) {
+    if (!oar_active_trace || dst->trace_id == oar_active_trace) return OAR_OK;
+    return oar_error(OAR_ERR_STATE, "%s: writing into a tensor made outside the function being traced by "
+                                    "oar_jit_to_static would happen once, at tracing, not at every run; compute "
+                                    "a new tensor and return it instead", who);
+}
+
 void *oar_data(oar_tensor *t) {
     if (!t) return NULL;
     if (!t->storage) {
-        oar_error(OAR_ERR_STATE, "data: this tensor is symbolic (being traced) and has no data; "
-                                 "use oar_cond/oar_while for data-dependent logic");
+        oar_symbolic_error("data", t);
         return NULL;
     }
     return oar_tensor_ptr(t);

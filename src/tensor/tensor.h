@@ -73,7 +73,25 @@ struct oar_tensor {
     /* scope ownership */
     struct oar_scope *scope;
     int64_t scope_slot;
+    /* tracing (graph layer): the trace active on this thread when the tensor was made (0:
+     * none); for symbolic tensors, the program value they stand for and the op that made it */
+    uint64_t trace_id;
+    int trace_value;
+    const char *trace_op;
+    uint64_t grad_cleared_in; /* the trace during which zero_grad dropped its .grad */
 };
+
+/* The id of the trace running on this thread (0 when none); set by the graph layer. */
+extern _Thread_local uint64_t oar_active_trace;
+/* The error for reading a symbolic tensor's data (who: "item", "data", ...); names the op that
+ * made it and says what to do instead. Returns OAR_ERR_STATE. */
+oar_status oar_symbolic_error(const char *who, const oar_tensor *t);
+/* The error for writing, while tracing, into a tensor made outside the traced function: the
+ * write would happen once, at tracing, not at every run. OAR_OK when the write is fine. */
+oar_status oar_trace_check_write(const char *who, const oar_tensor *dst);
+
+/* Drops one reference to a storage (NULL is fine); the last frees its data. */
+void oar_storage_release(oar_storage *s);
 
 /* Creation without scope tracking (internal). */
 oar_tensor *oar_tensor_new(oar_dtype dt, const int64_t *shape, int ndim); /* contiguous, uninitialised */

@@ -1,0 +1,332 @@
+/* The executor (see exec.h). Preparing resolves everything a run needs: a kernel per node
+ * (chosen once, for the program's shapes), a tensor header per value pointing into the planned
+ * arena, and the instruction list. A run binds the inputs, allocates the outputs the caller
+ * will keep, walks the list and sets the gradients the program writes. */
+#include "graph/exec.h"
+
+#include "profiler/profiler.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct instr {
+    oar_op_id op;
+    const oar_op_def *def;
+    const oar_kernel_entry *kernel; /* NULL for views */
+    const oar_node *node;
+} instr;
+
+struct oar_exec {
+    const oar_program *p;
+    oar_memory_plan plan;
+    oar_tensor **hdr;        /* per value: its tensor header (borrowed storage where not a root) */
+    bool *borrowed;          /* per value: hdr's storage is borrowed from another header */
+    oar_storage *arena;      /* the planned intermediates, one allocation */
+    instr *code;
+    int n_code;
+    int *fresh;              /* FRESH roots, allocated per run */
+    int n_fresh;
+    int *shared;             /* non-view values sharing a root (in-place outputs) */
+    int n_shared;
+    oar_tensor **input_shell; /* per main input: the layout kernels were chosen for */
+    oar_tensor **input_copy;  /* per main input: a contiguous copy made for this run, if any */
+    bool bound;               /* inputs are bound (between bind_inputs and unbind) */
+    int64_t measured_peak;
+};
+
+const oar_memory_plan *oar_exec_plan(const oar_exec *e) { return &e->plan; }
+int64_t oar_exec_measured_peak(const oar_exec *e) { return e->measured_peak; }
+
+static oar_tensor *shell_of(const oar_program *p, int v) {
+    const oar_meta *m = &p->values[v].meta;
+    return oar_tensor_shell(m->dtype, m->shape, m->ndim);
+}
+
+/* Points header v at its root's storage (borrowed: the root's header keeps it alive). */
+static void share_root(oar_exec *e, int v) {
+    oar_tensor *root = e->hdr[e->plan.root[v]], *h = e->hdr[v];
+    h->storage = root->storage;
+    h->offset = root->offset;
+    e->borrowed[v] = true;
+}
+
+/* The view fn of node n on current headers: out shares in[0]'s storage. */
+static oar_status run_view(oar_exec *e, const instr *I) {
+    const oar_node *n = I->node;
+    oar_tensor *in[OAR_MAX_INPUTS], *out[OAR_MAX_OUTPUTS];
+    for (int k = 0; k < n->n_in; k++) in[k] = n->in[k] >= 0 ? e->hdr[n->in[k]] : NULL;
+    for (int o = 0; o < n->n_out; o++) {
+        oar_tensor *h = e->hdr[n->out[o]];
+        const oar_meta *m = &e->p->values[n->out[o]].meta;
+        h->storage = in[0]->storage;
+        h->offset = in[0]->offset;
+        h->ndim = in[0]->ndim;
+        memcpy(h->shape, in[0]->shape, sizeof h->shape);
+        memcpy(h->strides, in[0]->strides, sizeof h->strides);
+        h->dtype = m->dtype;
+        h->ndim = m->ndim;
+        memcpy(h->shape, m->shape, sizeof(int64_t) * (size_t)m->ndim);
+        e->borrowed[n->out[o]] = true;
+        out[o] = h;
+    }
+    oar_status st = I->def->view(in, n->n_in, n->attrs, out, n->n_out);
+    for (int o = 0; o < n->n_out; o++) oar_tensor_refresh(out[o]);
+    return st;
+}
+
+static oar_status run_instr(oar_exec *e, const instr *I) {
+    if (I->def->flags & OAR_OPF_CONTROL) return oar_run_control(e->p, I->node, e->hdr);
+    if (!I->kernel) return run_view(e, I);
+    const oar_node *n = I->node;
+    oar_tensor *in[OAR_MAX_INPUTS], *out[OAR_MAX_OUTPUTS];
+    for (int k = 0; k < n->n_in; k++) in[k] = n->in[k] >= 0 ? e->hdr[n->in[k]] : NULL;
+    for (int o = 0; o < n->n_out; o++) out[o] = e->hdr[n->out[o]];
+    int64_t t0 = oar_prof_spans_on() ? oar_prof_now() : 0;
+    oar_status st = oar_op_run_kernel(I->op, I->kernel, in, n->n_in, out, n->n_out, n->attrs);
+    if (t0 && st == OAR_OK) oar_prof_kernel_end(I->def->name, I->kernel->impl, in, n->n_in, out, n->n_out, t0);
+    if (st == OAR_OK && oar_prof_check_on()) st = oar_check_outputs(I->def->name, in, n->n_in, out, n->n_out);
+    if (st != OAR_OK) oar_error_prefix("program node %d", (int)(n - e->p->nodes));
+    return st;
+}
+
+static oar_status make_headers(oar_exec *e) {
+    const oar_program *p = e->p;
+    const oar_memory_plan *pl = &e->plan;
+    e->hdr = oar_malloc(sizeof(oar_tensor *) * (size_t)(p->n_values + 1));
+    e->borrowed = oar_malloc(sizeof(bool) * (size_t)(p->n_values + 1));
+    e->fresh = oar_malloc(sizeof(int) * (size_t)(p->n_values + 1));
+    e->shared = oar_malloc(sizeof(int) * (size_t)(p->n_values + 1));
+    int n_in = p->blocks[OAR_MAIN_BLOCK].n_in;
+    e->input_shell = oar_malloc(sizeof(oar_tensor *) * (size_t)(n_in + 1));
+    e->input_copy = oar_malloc(sizeof(oar_tensor *) * (size_t)(n_in + 1));
+    if (!e->hdr || !e->borrowed || !e->fresh || !e->shared || !e->input_shell || !e->input_copy) return OAR_ERR_OOM;
+    if (pl->arena_bytes > 0) {
+        e->arena = OAR_NEW(oar_storage);
+        if (!e->arena) return OAR_ERR_OOM;
+        e->arena->refcount = 1;
+        e->arena->owned = true;
+        e->arena->nbytes = (size_t)pl->arena_bytes;
+        if (!(e->arena->data = oar_alloc(e->arena->nbytes))) return OAR_ERR_OOM;
+    }
+    for (int v = 0; v < p->n_values; v++) {
+        const oar_value *val = &p->values[v];
+        if (val->kind == OAR_VAL_PARAM || val->kind == OAR_VAL_CONST) {
+            e->hdr[v] = oar_retain(val->tensor);
+            continue;
+        }
+        if (val->block != OAR_MAIN_BLOCK) continue; /* sub-block values: made when their block runs */
+        if (val->kind == OAR_VAL_INPUT) { /* bound per run; a contiguous shell until then */
+            if (!(e->hdr[v] = shell_of(p, v))) return oar_last_status();
+            continue;
+        }
+        if (!(e->hdr[v] = shell_of(p, v))) return oar_last_status();
+        if (pl->root[v] != v) { /* views: set by their instruction; in-place outputs: at each run */
+            if (!(oar_op_table[p->nodes[val->node].op]->flags & OAR_OPF_VIEW)) e->shared[e->n_shared++] = v;
+            continue;
+        }
+        switch (pl->cls[v]) {
+        case OAR_BUF_ARENA:
+            e->hdr[v]->storage = e->arena;
+            __atomic_add_fetch(&e->arena->refcount, 1, __ATOMIC_RELAXED);
+            e->hdr[v]->offset = pl->offset[v] / (int64_t)oar_dtypes[val->meta.dtype].size;
+            break;
+        case OAR_BUF_PERSISTENT:
+            if (oar_tensor_alloc_storage(e->hdr[v]) != OAR_OK) return OAR_ERR_OOM;
+            break;
+        case OAR_BUF_FRESH: e->fresh[e->n_fresh++] = v; break;
+        default: break;
+        }
+    }
+    return OAR_OK;
+}
+
+/* Kernels are chosen once, on headers with the program's shapes and planned storage. */
+static oar_status make_code(oar_exec *e) {
+    const oar_program *p = e->p;
+    const oar_block *main = &p->blocks[OAR_MAIN_BLOCK];
+    e->code = oar_malloc(sizeof(instr) * (size_t)(main->n_nodes + 1));
+    if (!e->code) return OAR_ERR_OOM;
+    for (int i = 0; i < main->n_nodes; i++) {
+        const oar_node *n = &p->nodes[main->nodes[i]];
+        const oar_op_def *d = oar_op_table[n->op];
+        instr *I = &e->code[e->n_code++];
+        I->op = n->op;
+        I->def = d;
+        I->node = n;
+        if (d->flags & OAR_OPF_VIEW) { /* the layout it gives, so consumers' kernels fit it */
+            oar_status st = run_view(e, I);
+            for (int o = 0; o < n->n_out; o++) e->hdr[n->out[o]]->storage = NULL;
+            if (st != OAR_OK) return st;
+            continue;
+        }
+        if (d->flags & OAR_OPF_CONTROL) continue;
+        oar_tensor *in[OAR_MAX_INPUTS], *out[OAR_MAX_OUTPUTS];
+        for (int k = 0; k < n->n_in; k++) in[k] = n->in[k] >= 0 ? e->hdr[n->in[k]] : NULL;
+        for (int o = 0; o < n->n_out; o++) out[o] = e->hdr[n->out[o]];
+        bool shapes_only = true;
+        oar_tensor *tmp[OAR_MAX_INPUTS] = {0}; /* values of sub-blocks have no header */
+        for (int k = 0; k < n->n_in; k++)
+            if (n->in[k] >= 0 && !in[k]) {
+                if (!(tmp[k] = shell_of(p, n->in[k]))) shapes_only = false;
+                in[k] = tmp[k];
+            }
+        /* kernels' supports() may look at pointers: headers bound only at run time get a stand-in */
+        static char stand_in_data[64];
+        static oar_storage stand_in = {.refcount = 1 << 30, .data = stand_in_data, .nbytes = sizeof stand_in_data};
+        oar_tensor *lent[OAR_MAX_INPUTS + OAR_MAX_OUTPUTS];
+        int n_lent = 0;
+        for (int k = 0; k < n->n_in; k++)
+            if (in[k] && !in[k]->storage) (lent[n_lent++] = in[k])->storage = &stand_in;
+        for (int o = 0; o < n->n_out; o++)
+            if (!out[o]->storage) (lent[n_lent++] = out[o])->storage = &stand_in;
+        I->kernel = shapes_only ? oar_select_kernel(n->op, in, n->n_in, out, n->n_out, n->attrs) : NULL;
+        for (int k = 0; k < n_lent; k++) lent[k]->storage = NULL;
+        for (int k = 0; k < n->n_in; k++) oar_tensor_unref(tmp[k]);
+        if (!I->kernel) {
+            oar_error_prefix("executor: node %d", main->nodes[i]);
+            return oar_last_status();
+        }
+    }
+    return OAR_OK;
+}
+
+oar_exec *oar_exec_create(const oar_program *p) {
+    oar_exec *e = OAR_NEW(oar_exec);
+    if (!e) return NULL;
+    e->p = p;
+    oar_status st = oar_plan_memory(p, &e->plan);
+    if (st == OAR_OK && getenv("OAR_CHECK_PLAN")) st = oar_plan_check(p, &e->plan);
+    if (st == OAR_OK) st = make_headers(e);
+    if (st == OAR_OK) st = make_code(e);
+    if (st != OAR_OK) {
+        oar_exec_free(e);
+        return NULL;
+    }
+    return e;
+}
+
+void oar_exec_free(oar_exec *e) {
+    if (!e) return;
+    if (e->hdr)
+        for (int v = 0; v < e->p->n_values; v++) {
+            if (!e->hdr[v]) continue;
+            if (e->borrowed[v]) e->hdr[v]->storage = NULL;
+            oar_tensor_unref(e->hdr[v]);
+        }
+    oar_storage_release(e->arena); /* the exec's own reference */
+    oar_plan_free(&e->plan);
+    free(e->hdr);
+    free(e->borrowed);
+    free(e->fresh);
+    free(e->shared);
+    free(e->input_shell);
+    free(e->input_copy);
+    free(e->code);
+    free(e);
+}
+
+static oar_status bind_inputs(oar_exec *e, oar_tensor *const *in, int n_in) {
+    const oar_program *p = e->p;
+    const oar_block *main = &p->blocks[OAR_MAIN_BLOCK];
+    if (n_in != main->n_in)
+        return oar_error(OAR_ERR_INVALID_ARG, "program: expected %d inputs, got %d", main->n_in, n_in);
+    for (int i = 0; i < n_in; i++) {
+        const oar_meta *m = &p->values[main->in[i]].meta;
+        oar_tensor *x = in[i];
+        if (!x) return oar_error(OAR_ERR_INVALID_ARG, "program: input %d is NULL", i);
+        if (!x->storage) return oar_symbolic_error("program input", x);
+        if (x->dtype != m->dtype || x->ndim != m->ndim ||
+            memcmp(x->shape, m->shape, sizeof(int64_t) * (size_t)m->ndim)) {
+            char want[200], got[200];
+            oar_meta_format(m, 0, want, sizeof want);
+            oar_meta t;
+            oar_meta_from(&t, x);
+            oar_meta_format(&t, 0, got, sizeof got);
+            return oar_error(OAR_ERR_SHAPE, "program: expected input %d to be %s, got %s", i, want, got);
+        }
+    }
+    for (int i = 0; i < n_in; i++) {
+        e->input_shell[i] = e->hdr[main->in[i]];
+        e->input_copy[i] = NULL;
+    }
+    e->bound = true;
+    for (int i = 0; i < n_in; i++) { /* kernels were chosen for contiguous inputs */
+        oar_tensor *x = in[i];
+        if (!x->contiguous && !(e->input_copy[i] = oar_tensor_contiguous_copy(x))) return OAR_ERR_OOM;
+        e->hdr[main->in[i]] = e->input_copy[i] ? e->input_copy[i] : x; /* borrowed for the run */
+    }
+    return OAR_OK;
+}
+
+static void unbind(oar_exec *e) {
+    const oar_block *main = &e->p->blocks[OAR_MAIN_BLOCK];
+    if (e->bound) {
+        for (int i = 0; i < main->n_in; i++) {
+            e->hdr[main->in[i]] = e->input_shell[i];
+            oar_tensor_unref(e->input_copy[i]);
+        }
+        e->bound = false;
+    }
+    /* this run's fresh storage goes; the caller's output headers keep what they need */
+    for (int k = 0; k < e->n_fresh; k++) {
+        oar_tensor *h = e->hdr[e->fresh[k]];
+        oar_storage_release(h->storage);
+        h->storage = NULL;
+    }
+}
+
+/* Outputs the caller keeps: fresh roots and views of them get their own headers. */
+static oar_status hand_out(oar_exec *e, oar_tensor **out, int n_out) {
+    const oar_block *main = &e->p->blocks[OAR_MAIN_BLOCK];
+    if (n_out != main->n_out)
+        return oar_error(OAR_ERR_INVALID_ARG, "program: expected room for %d outputs, got %d", main->n_out, n_out);
+    for (int k = 0; k < n_out; k++) {
+        oar_tensor *h = e->hdr[main->out[k]];
+        out[k] = oar_tensor_alias(h);
+        if (!out[k]) {
+            for (int j = 0; j < k; j++) oar_tensor_unref(out[j]);
+            return OAR_ERR_OOM;
+        }
+        out[k]->trace_id = 0;
+        out[k]->trace_op = NULL;
+    }
+    return OAR_OK;
+}
+
+static void write_grads(oar_exec *e) {
+    const oar_program *p = e->p;
+    for (int k = 0; k < p->n_grad_writes; k++) {
+        oar_tensor *param = p->grad_writes[k].param, *g = e->hdr[p->grad_writes[k].value];
+        if (param->grad && param->grad->storage == g->storage && param->grad->offset == g->offset) continue;
+        oar_tensor *a = oar_tensor_alias(g);
+        if (!a) continue;
+        a->trace_id = 0;
+        oar_tensor_unref(param->grad);
+        param->grad = a;
+    }
+}
+
+oar_status oar_exec_run(oar_exec *e, oar_tensor *const *in, int n_in, oar_tensor **out, int n_out) {
+    oar_status st = bind_inputs(e, in, n_in);
+    if (st != OAR_OK) {
+        unbind(e);
+        return st;
+    }
+    int64_t base = oar_memory_stats_get(OAR_CPU).current_bytes;
+    oar_memory_reset_peak(OAR_CPU);
+    for (int k = 0; k < e->n_fresh && st == OAR_OK; k++) {
+        oar_tensor *h = e->hdr[e->fresh[k]];
+        if (oar_tensor_alloc_storage(h) != OAR_OK) st = OAR_ERR_OOM;
+    }
+    /* headers sharing a root (in-place outputs) follow the root's storage of this run */
+    for (int k = 0; k < e->n_shared && st == OAR_OK; k++) share_root(e, e->shared[k]);
+    oar_no_grad_begin();
+    for (int i = 0; i < e->n_code && st == OAR_OK; i++) st = run_instr(e, &e->code[i]);
+    oar_no_grad_end();
+    if (st == OAR_OK) st = hand_out(e, out, n_out);
+    if (st == OAR_OK) write_grads(e);
+    int64_t peak = oar_memory_stats_get(OAR_CPU).peak_bytes - base + e->plan.arena_bytes + e->plan.persistent_bytes;
+    if (peak > e->measured_peak) e->measured_peak = peak;
+    unbind(e);
+    return st;
+}

@@ -1,0 +1,344 @@
+/* The tracer (see trace.h): op calls become nodes, tensors become values. */
+#include "graph/trace.h"
+
+#include "graph/graph_init.h"
+#include "ops/dispatch.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Open-addressing map from a real tensor to its captured value. */
+typedef struct capture_map {
+    int cap, n;
+    oar_tensor **keys;
+    int *vals;
+} capture_map;
+
+struct oar_trace {
+    uint64_t id;
+    oar_program *prog;
+    int block;
+    capture_map captured;
+    const oar_trace_names *names;
+    oar_run_hooks hooks;
+    oar_tensor **sym; /* per value: the symbolic tensor standing for it (a reference) */
+    int cap_sym;
+};
+
+/* Remembers x as the tensor of value v (control flow needs it to take gradients). */
+static bool keep_symbol(oar_trace *t, int v, oar_tensor *x) {
+    if (v >= t->cap_sym) {
+        int cap = t->cap_sym ? t->cap_sym : 256;
+        while (cap <= v) cap *= 2;
+        void *p = oar_realloc(t->sym, sizeof(oar_tensor *) * (size_t)cap);
+        if (!p) return false;
+        t->sym = p;
+        memset(t->sym + t->cap_sym, 0, sizeof(oar_tensor *) * (size_t)(cap - t->cap_sym));
+        t->cap_sym = cap;
+    }
+    t->sym[v] = oar_retain(x);
+    return true;
+}
+
+oar_tensor *oar_trace_tensor_of(oar_trace *t, int v) {
+    if (v < 0 || v >= t->prog->n_values) return NULL;
+    if (t->prog->values[v].tensor) return t->prog->values[v].tensor;
+    return v < t->cap_sym ? t->sym[v] : NULL;
+}
+
+static uint64_t g_next_id;
+static _Thread_local oar_trace *tl_trace;
+
+static size_t slot_of(const capture_map *m, const oar_tensor *t) {
+    uintptr_t h = (uintptr_t)t;
+    h ^= h >> 17;
+    h *= 0x9E3779B97F4A7C15ull;
+    return (size_t)(h >> 7) & (size_t)(m->cap - 1);
+}
+
+static int map_get(const capture_map *m, const oar_tensor *t) {
+    if (!m->cap) return -1;
+    for (size_t i = slot_of(m, t);; i = (i + 1) & (size_t)(m->cap - 1)) {
+        if (!m->keys[i]) return -1;
+        if (m->keys[i] == t) return m->vals[i];
+    }
+}
+
+static bool map_put(capture_map *m, oar_tensor *t, int v) {
+    if (2 * (m->n + 1) > m->cap) {
+        capture_map bigger = {m->cap ? 2 * m->cap : 64, 0, NULL, NULL};
+        bigger.keys = oar_malloc(sizeof(oar_tensor *) * (size_t)bigger.cap);
+        bigger.vals = oar_malloc(sizeof(int) * (size_t)bigger.cap);
+        if (!bigger.keys || !bigger.vals) {
+            free(bigger.keys);
+            free(bigger.vals);
+            return false;
+        }
+        for (int i = 0; i < m->cap; i++)
+            if (m->keys[i]) map_put(&bigger, m->keys[i], m->vals[i]);
+        free(m->keys);
+        free(m->vals);
+        *m = bigger;
+    }
+    size_t i = slot_of(m, t);
+    while (m->keys[i]) i = (i + 1) & (size_t)(m->cap - 1);
+    m->keys[i] = t;
+    m->vals[i] = v;
+    m->n++;
+    return true;
+}
+
+void oar_run_hooks_free(oar_run_hooks *h) {
+    free(h->items);
+    memset(h, 0, sizeof *h);
+}
+
+oar_trace *oar_trace_current(void) { return tl_trace; }
+oar_program *oar_trace_program(oar_trace *t) { return t->prog; }
+int oar_trace_block(oar_trace *t) { return t->block; }
+
+oar_trace *oar_trace_begin(const oar_trace_names *names) {
+    oar_init();
+    if (tl_trace) {
+        oar_error(OAR_ERR_STATE, "jit: a trace is already running on this thread; compiled functions called "
+                                 "inside a traced function are traced inline");
+        return NULL;
+    }
+    oar_trace *t = OAR_NEW(oar_trace);
+    if (!t) return NULL;
+    if (!(t->prog = oar_program_new())) {
+        free(t);
+        return NULL;
+    }
+    t->id = __atomic_add_fetch(&g_next_id, 1, __ATOMIC_RELAXED);
+    t->block = OAR_MAIN_BLOCK;
+    t->names = names;
+    tl_trace = t;
+    oar_active_trace = t->id;
+    return t;
+}
+
+oar_tensor *oar_trace_block_input(oar_trace *t, int block, const oar_meta *m, const char *name) {
+    int v = oar_program_add_input(t->prog, block, m, name);
+    if (v < 0) return NULL;
+    oar_tensor *x = oar_tensor_shell(m->dtype, m->shape, m->ndim);
+    if (!x) return NULL;
+    x->trace_value = v;
+    if (!keep_symbol(t, v, x)) {
+        oar_tensor_unref(x);
+        return NULL;
+    }
+    return x;
+}
+
+oar_tensor *oar_trace_input(oar_trace *t, const oar_meta *m, uint32_t dyn_dims, const char *name) {
+    oar_tensor *x = oar_trace_block_input(t, OAR_MAIN_BLOCK, m, name);
+    if (x) t->prog->values[x->trace_value].dyn_dims = dyn_dims;
+    return x;
+}
+
+static const char *name_of(const oar_trace *t, const oar_tensor *x) {
+    if (!t->names) return NULL;
+    for (int i = 0; i < t->names->n; i++)
+        if (t->names->tensors[i] == x) return t->names->names[i];
+    return NULL;
+}
+
+int oar_trace_value(oar_trace *t, oar_tensor *x) {
+    if (!x->storage) {
+        if (x->trace_id == t->id) return x->trace_value;
+        oar_error(OAR_ERR_STATE, "jit: a symbolic tensor from another trace reached '%s'; tensors made while "
+                                 "tracing must not be kept between calls", x->trace_op ? x->trace_op : "an op");
+        return -1;
+    }
+    int v = map_get(&t->captured, x);
+    if (v >= 0) return v;
+    /* made during this trace: a constant; made before: state bound by reference */
+    oar_value_kind kind = x->trace_id == t->id ? OAR_VAL_CONST : OAR_VAL_PARAM;
+    v = oar_program_add_tensor(t->prog, kind, x, name_of(t, x));
+    if (v < 0 || !map_put(&t->captured, x, v)) return -1;
+    return v;
+}
+
+oar_status oar_trace_op(oar_op_id op, oar_tensor *const *in, int n_in, const oar_attr *attrs,
+                        oar_tensor **out, int *n_out) {
+    oar_trace *t = tl_trace;
+    const oar_op_def *d = oar_op_table[op];
+    oar_meta meta[OAR_MAX_OUTPUTS];
+    int n = 0;
+    oar_status st = oar_op_infer_symbolic(op, in, n_in, attrs, meta, &n);
+    if (st != OAR_OK) return st;
+    if (n > *n_out)
+        return oar_error(OAR_ERR_INVALID_ARG, "%s: produces %d outputs but room was given for %d", d->name, n,
+                         *n_out);
+    int ids[OAR_MAX_INPUTS];
+    for (int i = 0; i < n_in; i++) {
+        ids[i] = in[i] ? oar_trace_value(t, in[i]) : -1;
+        if (in[i] && ids[i] < 0) return oar_last_status();
+        if (in[i] && i < 32 && ((d->mutated_inputs >> i) & 1u)) {
+            oar_value *v = &t->prog->values[ids[i]];
+            if (v->kind != OAR_VAL_PARAM && v->kind != OAR_VAL_CONST)
+                return oar_error(OAR_ERR_STATE, "%s: writes its input %d in place; inside a traced function that "
+                                                "input must be a parameter, buffer or state made outside it",
+                                 d->name, i);
+            v->kind = OAR_VAL_PARAM; /* written at every run: never folded */
+        }
+    }
+    int out_ids[OAR_MAX_OUTPUTS];
+    if (oar_program_add_node(t->prog, t->block, op, ids, n_in, attrs, meta, n, out_ids) < 0) return oar_last_status();
+    int made = 0;
+    for (; made < n; made++) {
+        oar_tensor *x = oar_tensor_shell(meta[made].dtype, meta[made].shape, meta[made].ndim);
+        if (!x) {
+            st = oar_last_status();
+            goto fail;
+        }
+        if (d->flags & OAR_OPF_VIEW) { /* the view's layout, as eager would make it */
+            x->offset = in[0]->offset;
+            memcpy(x->strides, in[0]->strides, sizeof x->strides);
+        }
+        x->trace_value = out_ids[made];
+        x->trace_op = d->name;
+        out[made] = x;
+        if (!keep_symbol(t, out_ids[made], x)) {
+            st = OAR_ERR_OOM;
+            made++;
+            goto fail;
+        }
+    }
+    if (d->flags & OAR_OPF_VIEW) {
+        if ((st = d->view(in, n_in, attrs, out, n)) != OAR_OK) goto fail;
+        for (int i = 0; i < n; i++) oar_tensor_refresh(out[i]);
+    }
+    if ((st = oar_dispatch_record(op, in, n_in, attrs, out, n)) != OAR_OK) goto fail;
+    *n_out = n;
+    return OAR_OK;
+fail:
+    for (int i = 0; i < made; i++) oar_tensor_unref(out[i]);
+    return st;
+}
+
+int oar_trace_push_block(oar_trace *t) {
+    int b = oar_program_add_block(t->prog, t->block);
+    if (b >= 0) t->block = b;
+    return b;
+}
+
+void oar_trace_pop_block(oar_trace *t) { t->block = t->prog->blocks[t->block].parent; }
+
+oar_status oar_trace_add_run_hook(oar_run_hook pre, oar_run_hook post, void *user) {
+    oar_trace *t = tl_trace;
+    if (!t) return OAR_OK;
+    oar_run_hooks *h = &t->hooks;
+    for (int i = 0; i < h->n; i++)
+        if (h->items[i].pre == pre && h->items[i].post == post && h->items[i].user == user) return OAR_OK;
+    if (h->n == h->cap) {
+        int cap = h->cap ? 2 * h->cap : 4;
+        void *p = oar_realloc(h->items, sizeof *h->items * (size_t)cap);
+        if (!p) return OAR_ERR_OOM;
+        h->items = p;
+        h->cap = cap;
+    }
+    h->items[h->n++] = (struct oar_run_hook_entry){pre, post, user};
+    return OAR_OK;
+}
+
+/* Parameters whose .grad is a symbol of this trace: the program writes it after each run. */
+static oar_status collect_grad_writes(oar_trace *t) {
+    for (int v = 0; v < t->prog->n_values; v++) {
+        oar_value *val = &t->prog->values[v];
+        if (val->kind != OAR_VAL_PARAM || !val->tensor) continue;
+        oar_tensor *p = val->tensor, *g = p->grad;
+        if (!g || g->storage) continue;
+        int gv = oar_trace_value(t, g);
+        if (gv < 0) return oar_last_status();
+        oar_status st = oar_program_add_grad_write(t->prog, gv, p);
+        if (st != OAR_OK) return st;
+    }
+    return OAR_OK;
+}
+
+/* Drops every symbol the trace left on captured tensors (gradients), so nothing symbolic
+ * outlives the trace. */
+static void drop_symbolic_grads(oar_trace *t) {
+    for (int v = 0; v < t->prog->n_values; v++) {
+        oar_tensor *p = t->prog->values[v].tensor;
+        if (p && p->grad && !p->grad->storage) {
+            oar_tensor_unref(p->grad);
+            p->grad = NULL;
+        }
+    }
+}
+
+oar_status oar_trace_end(oar_trace *t, oar_status status, oar_tensor *const *outputs, int n_out,
+                         const char *const *output_names, oar_program **program, oar_run_hooks *hooks) {
+    oar_status st = status;
+    for (int i = 0; st == OAR_OK && i < n_out; i++) {
+        if (!outputs[i]) {
+            st = oar_error(OAR_ERR_INVALID_ARG, "jit: the traced function left output %d NULL", i);
+            break;
+        }
+        int v = oar_trace_value(t, outputs[i]);
+        if (v < 0) st = oar_last_status();
+        else st = oar_program_add_output(t->prog, OAR_MAIN_BLOCK, v);
+        (void)output_names;
+    }
+    if (st == OAR_OK) st = collect_grad_writes(t);
+    drop_symbolic_grads(t);
+    for (int v = 0; v < t->cap_sym; v++) oar_tensor_unref(t->sym[v]);
+    free(t->sym);
+    tl_trace = NULL;
+    oar_active_trace = 0;
+    free(t->captured.keys);
+    free(t->captured.vals);
+    if (st == OAR_OK) {
+        *program = t->prog;
+        *hooks = t->hooks;
+    } else {
+        oar_program_free(t->prog);
+        oar_run_hooks_free(&t->hooks);
+    }
+    free(t);
+    return st;
+}
+
+void oar_graph_init(void) { oar_dispatch_set_tracer(oar_trace_op); }
+
+oar_status oar_trace_emit(oar_trace *t, oar_op_id op, oar_tensor *const *in, int n_in, const oar_attr *attrs,
+                          const oar_meta *meta, int n_out, const int *blocks, int n_blocks, oar_tensor **out) {
+    const oar_op_def *d = oar_op_table[op];
+    int ids[OAR_MAX_INPUTS];
+    for (int i = 0; i < n_in; i++)
+        if ((ids[i] = oar_trace_value(t, in[i])) < 0) return oar_last_status();
+    int out_ids[OAR_MAX_OUTPUTS];
+    int node = oar_program_add_node(t->prog, t->block, op, ids, n_in, attrs, meta, n_out, out_ids);
+    if (node < 0) return oar_last_status();
+    oar_node *n = &t->prog->nodes[node];
+    n->blocks = oar_arena_alloc(t->prog->arena, sizeof(int) * (size_t)(n_blocks + 1));
+    if (!n->blocks) return OAR_ERR_OOM;
+    memcpy(n->blocks, blocks, sizeof(int) * (size_t)n_blocks);
+    n->n_blocks = n_blocks;
+    int made = 0;
+    oar_status st = OAR_OK;
+    for (; made < n_out; made++) {
+        oar_tensor *x = oar_tensor_shell(meta[made].dtype, meta[made].shape, meta[made].ndim);
+        if (!x) {
+            st = oar_last_status();
+            goto fail;
+        }
+        x->trace_value = out_ids[made];
+        x->trace_op = d->name;
+        out[made] = x;
+        if (!keep_symbol(t, out_ids[made], x)) {
+            st = OAR_ERR_OOM;
+            made++;
+            goto fail;
+        }
+    }
+    if ((st = oar_dispatch_record(op, in, n_in, attrs, out, n_out)) == OAR_OK) return OAR_OK;
+fail:
+    for (int i = 0; i < made; i++) oar_tensor_unref(out[i]);
+    return st;
+}
+
+void *oar_trace_alloc(oar_trace *t, size_t nbytes) { return oar_arena_alloc(t->prog->arena, nbytes); }
