@@ -19,15 +19,47 @@ typedef enum oar_slot {
 
 extern const char *const oar_slot_names[OAR_SLOT_COUNT];
 
+/* The f64 "hyper" tensor of a parameter, input of the optimizer_update op: its group's options
+ * (refreshed from them before every step, eager or compiled) and SGD's fresh-buffer flag (set
+ * when the momentum buffer is made, cleared by the update that fills it). Booleans are 0 or 1;
+ * KIND must match the op's kind attribute. */
+typedef enum oar_hyper {
+    OAR_HYPER_KIND = 0,
+    OAR_HYPER_LR,
+    OAR_HYPER_MOMENTUM,
+    OAR_HYPER_DAMPENING,
+    OAR_HYPER_NESTEROV,
+    OAR_HYPER_WEIGHT_DECAY,
+    OAR_HYPER_BETA1,
+    OAR_HYPER_BETA2,
+    OAR_HYPER_EPS,
+    OAR_HYPER_AMSGRAD,
+    OAR_HYPER_ALPHA,
+    OAR_HYPER_CENTERED,
+    OAR_HYPER_LR_DECAY,
+    OAR_HYPER_INITIAL_ACCUMULATOR,
+    OAR_HYPER_FRESH_MOMENTUM, /* SGD: the momentum buffer is still to be filled with d_p */
+    OAR_HYPER_COUNT
+} oar_hyper;
+
 typedef struct oar_optim_param {
     oar_tensor *t;                   /* borrowed */
     int group;
     oar_tensor *slot[OAR_SLOT_COUNT];
     char name[OAR_SLOT_COUNT][40];   /* "<index>.<slot>" once the slot exists */
+    oar_tensor *hyper;               /* f64 [OAR_HYPER_COUNT], made with the optimizer */
     /* during a step */
-    bool fresh_momentum;             /* SGD: the buffer was just made; this update fills it */
+    bool made_momentum;              /* SGD: this step made the buffer (dropped if the step fails) */
     oar_tensor *grad_copy;           /* a contiguous copy of a strided gradient, or NULL */
 } oar_optim_param;
+
+/* The steps one traced program makes (the user of its run hooks): the optimizer's step counter
+ * advances by `steps` after every run. Owned by the optimizer. */
+typedef struct oar_optim_traced {
+    struct oar_optimizer *o;
+    uint64_t trace;  /* the trace that recorded the steps */
+    int64_t steps;   /* oar_optimizer_step calls it recorded */
+} oar_optim_traced;
 
 struct oar_optimizer {
     oar_optim_kind kind;
@@ -40,6 +72,8 @@ struct oar_optimizer {
     int *state_index;
     int n_state, cap_state;
     bool state_dirty;
+    oar_optim_traced **traced;       /* one per trace that recorded a step */
+    int n_traced;
 };
 
 /* ---- options (options.c) */
@@ -53,8 +87,21 @@ bool oar_optim_slot_used(const oar_optim_opts *o, oar_slot slot);
 
 /* ---- state (state.c) */
 /* Makes every slot the options use that does not exist yet: zeros (Adagrad's sum: the initial
- * accumulator), except SGD's momentum buffer, which the first update fills (fresh_momentum). */
-oar_status oar_optim_ensure_state(oar_optimizer *o, int param, bool *fresh_momentum);
+ * accumulator). SGD's momentum buffer is filled by the first update that runs after it is made:
+ * making it sets the parameter's OAR_HYPER_FRESH_MOMENTUM (and *made_momentum). */
+oar_status oar_optim_ensure_state(oar_optimizer *o, int param, bool *made_momentum);
+/* Writes a group's options into a hyper tensor's data (FRESH_MOMENTUM is left alone). */
+void oar_optim_write_hyper(double *h, const oar_optim_opts *g);
+/* The options a hyper tensor holds, for kind (no check). */
+void oar_optim_read_hyper(const double *h, oar_optim_kind kind, oar_optim_opts *out);
+
+/* ---- ops (update_op.c, norm_op.c) */
+/* optimizer_update on one parameter: inputs param, grad, hyper, then the slots in oar_slot order
+ * (NULL where unused). Eager: runs now; traced: recorded. */
+oar_status oar_optim_update_call(oar_optim_kind kind, oar_tensor *param, oar_tensor *grad, oar_tensor *hyper,
+                                 oar_tensor *const slot[OAR_SLOT_COUNT]);
+/* vector_norm: the p-norm of all of x's elements, as an f64 scalar (tracked in the scope). */
+oar_tensor *oar_optim_vector_norm(oar_tensor *x, double p);
 
 /* ---- fused updates (update_f32.c, update_f64.c from update_impl.h) */
 typedef struct oar_optim_update {

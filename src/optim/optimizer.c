@@ -33,6 +33,19 @@ static oar_status check_param(const oar_optimizer *o, oar_tensor *const *params,
     return OAR_OK;
 }
 
+/* A parameter's hyper tensor (optim.h), made with the optimizer so that it exists before any
+ * trace of a step and is bound by reference like the parameters. */
+static oar_tensor *new_hyper(const oar_optim_opts *opts) {
+    int64_t n = OAR_HYPER_COUNT;
+    oar_tensor *h = oar_tensor_new(OAR_F64, &n, 1);
+    if (!h) return NULL;
+    h->trace_id = 0;
+    double *d = (double *)oar_tensor_ptr(h);
+    for (int k = 0; k < OAR_HYPER_COUNT; k++) d[k] = 0;
+    oar_optim_write_hyper(d, opts);
+    return h;
+}
+
 /* Appends a group with resolved options; on failure the optimizer is unchanged. */
 static int append_group(oar_optimizer *o, oar_tensor *const *params, int n, const oar_optim_opts *opts) {
     const char *who = oar_optim_kind_name(o->kind);
@@ -57,13 +70,18 @@ static int append_group(oar_optimizer *o, oar_tensor *const *params, int n, cons
         return -1;
     }
     o->params = ps;
-    *g = *opts;
-    o->groups[o->n_groups] = g;
     for (int i = 0; i < n; i++) {
         memset(&ps[o->n_params + i], 0, sizeof *ps);
         ps[o->n_params + i].t = params[i];
         ps[o->n_params + i].group = o->n_groups;
+        if (!(ps[o->n_params + i].hyper = new_hyper(opts))) {
+            for (int k = 0; k < i; k++) oar_tensor_unref(ps[o->n_params + k].hyper);
+            free(g);
+            return -1;
+        }
     }
+    *g = *opts;
+    o->groups[o->n_groups] = g;
     o->n_params += n;
     return o->n_groups++;
 }
@@ -125,8 +143,12 @@ oar_optim_opts *oar_optimizer_group_opts(oar_optimizer *o, int group) {
 
 void oar_optimizer_free(oar_optimizer *o) {
     if (!o) return;
-    for (int i = 0; i < o->n_params; i++)
+    for (int i = 0; i < o->n_params; i++) {
         for (int s = 0; s < OAR_SLOT_COUNT; s++) oar_tensor_unref(o->params[i].slot[s]);
+        oar_tensor_unref(o->params[i].hyper);
+    }
+    for (int k = 0; k < o->n_traced; k++) free(o->traced[k]);
+    free(o->traced);
     for (int g = 0; g < o->n_groups; g++) free(o->groups[g]);
     free(o->groups);
     free(o->params);

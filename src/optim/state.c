@@ -9,16 +9,20 @@ const char *const oar_slot_names[OAR_SLOT_COUNT] = {
     "step", "momentum_buffer", "exp_avg", "exp_avg_sq", "max_exp_avg_sq", "square_avg", "grad_avg", "sum",
 };
 
+/* State is made with real data even while a step is being traced (the update op then binds it
+ * by reference, like the parameters), and belongs to no trace. */
 static oar_tensor *make_slot(const oar_optimizer *o, const oar_optim_param *p, oar_slot s) {
     const oar_optim_opts *opts = o->groups[p->group];
     if (s == OAR_SLOT_STEP) {
         oar_tensor *t = oar_tensor_new(OAR_I64, NULL, 0);
         if (t) *(int64_t *)oar_tensor_ptr(t) = 0;
+        if (t) t->trace_id = 0;
         return t;
     }
     oar_tensor *t = oar_tensor_new(p->t->dtype, p->t->shape, p->t->ndim);
     if (!t) return NULL;
-    if (o->kind == OAR_OPTIM_SGD) return t; /* the momentum buffer: the first update fills it */
+    t->trace_id = 0;
+    /* zeros; SGD's momentum buffer is then filled by its first update (OAR_HYPER_FRESH_MOMENTUM) */
     double v = s == OAR_SLOT_SUM ? opts->initial_accumulator : 0.0;
     if (t->dtype == OAR_F32) {
         float *d = (float *)oar_tensor_ptr(t);
@@ -30,17 +34,20 @@ static oar_tensor *make_slot(const oar_optimizer *o, const oar_optim_param *p, o
     return t;
 }
 
-oar_status oar_optim_ensure_state(oar_optimizer *o, int param, bool *fresh_momentum) {
+oar_status oar_optim_ensure_state(oar_optimizer *o, int param, bool *made_momentum) {
     oar_optim_param *p = &o->params[param];
     const oar_optim_opts *opts = o->groups[p->group];
-    if (fresh_momentum) *fresh_momentum = false;
+    if (made_momentum) *made_momentum = false;
     for (int s = 0; s < OAR_SLOT_COUNT; s++) {
         if (p->slot[s] || !oar_optim_slot_used(opts, (oar_slot)s)) continue;
         p->slot[s] = make_slot(o, p, (oar_slot)s);
         if (!p->slot[s]) return oar_last_status();
         snprintf(p->name[s], sizeof p->name[s], "%d.%s", param, oar_slot_names[s]);
         o->state_dirty = true;
-        if (o->kind == OAR_OPTIM_SGD && fresh_momentum) *fresh_momentum = true;
+        if (o->kind == OAR_OPTIM_SGD) {
+            ((double *)oar_tensor_ptr(p->hyper))[OAR_HYPER_FRESH_MOMENTUM] = 1;
+            if (made_momentum) *made_momentum = true;
+        }
     }
     return OAR_OK;
 }
@@ -145,5 +152,7 @@ oar_status oar_optimizer_load_state(oar_optimizer *o, const char *name, const oa
     oar_tensor *dst = o->params[i].slot[s];
     oar_tensor_copy_strided(dst, value);
     dst->storage->version++;
+    if (o->kind == OAR_OPTIM_SGD && s == OAR_SLOT_MOMENTUM_BUFFER) /* a loaded buffer is a filled one */
+        ((double *)oar_tensor_ptr(o->params[i].hyper))[OAR_HYPER_FRESH_MOMENTUM] = 0;
     return OAR_OK;
 }

@@ -1,15 +1,23 @@
-/* oar_optimizer_step: check everything, make missing state, then run one fused update per
- * parameter that has a gradient. */
+/* oar_optimizer_step: check everything, make missing state, then call the optimizer_update op
+ * once per parameter that has a gradient. Eagerly the op runs at once; while a step is traced
+ * (oar_jit_to_static) it is recorded, and run hooks keep the host side in step with the
+ * program: before every run the hyper tensors are refreshed from the groups' options (so edits
+ * and schedulers take effect), after it the step counter advances by the steps the program
+ * made. */
+#include "graph/trace.h"
 #include "optim/optim.h"
+#include "profiler/profiler.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 static oar_status check_grad(const oar_optimizer *o, int i) {
     const char *who = oar_optim_kind_name(o->kind);
     const oar_tensor *p = o->params[i].t, *g = p->grad;
-    if (!g->storage)
+    if (!g->storage && (!oar_active_trace || g->trace_id != oar_active_trace))
         return oar_error(OAR_ERR_STATE, "%s: expected the gradient of parameter %d to hold data, got a symbolic "
-                                        "tensor", who, i);
+                                        "tensor of %s", who, i,
+                         oar_active_trace ? "another trace" : "a trace (step inside the traced function)");
     if (g->device != p->device)
         return oar_error(OAR_ERR_INVALID_ARG, "%s: expected the gradient of parameter %d on its parameter's device, "
                                               "got another", who, i);
@@ -26,6 +34,7 @@ static oar_status check_grad(const oar_optimizer *o, int i) {
     return OAR_OK;
 }
 
+/* Reads metadata only: while tracing, gradients are symbolic. */
 static oar_status check(const oar_optimizer *o) {
     for (int k = 0; k < o->n_groups; k++) {
         if (o->groups[k]->kind != o->kind)
@@ -46,61 +55,93 @@ static oar_status check(const oar_optimizer *o) {
     return OAR_OK;
 }
 
-/* Makes missing state and contiguous copies of strided gradients, before anything changes. */
-static oar_status prepare(oar_optimizer *o) {
+/* Makes missing state and, eagerly, contiguous copies of strided gradients, before anything
+ * changes (the op would copy them too, but a step that fails must change nothing). */
+static oar_status prepare(oar_optimizer *o, bool traced) {
     for (int i = 0; i < o->n_params; i++) {
         oar_optim_param *p = &o->params[i];
         if (!p->t->grad) continue;
-        oar_status st = oar_optim_ensure_state(o, i, &p->fresh_momentum);
+        oar_status st = oar_optim_ensure_state(o, i, &p->made_momentum);
         if (st != OAR_OK) return st;
-        if (!p->t->grad->contiguous && !(p->grad_copy = oar_tensor_contiguous_copy(p->t->grad)))
+        if (!traced && !p->t->grad->contiguous && !(p->grad_copy = oar_tensor_contiguous_copy(p->t->grad)))
             return oar_last_status();
     }
     return OAR_OK;
 }
 
-/* After a step (or a failed prepare, which also drops momentum buffers it made and did not fill). */
+/* After a step (or a failed prepare, which also drops momentum buffers it made). */
 static void release_copies(oar_optimizer *o, bool failed) {
     for (int i = 0; i < o->n_params; i++) {
-        if (failed && o->params[i].fresh_momentum) {
+        if (failed && o->params[i].made_momentum) {
             oar_tensor_unref(o->params[i].slot[OAR_SLOT_MOMENTUM_BUFFER]);
             o->params[i].slot[OAR_SLOT_MOMENTUM_BUFFER] = NULL;
             o->state_dirty = true;
         }
         oar_tensor_unref(o->params[i].grad_copy);
         o->params[i].grad_copy = NULL;
-        o->params[i].fresh_momentum = false;
+        o->params[i].made_momentum = false;
     }
 }
 
-static void update(oar_optimizer *o, int i) {
+static void refresh_hyper(oar_optimizer *o, int i) {
     oar_optim_param *p = &o->params[i];
-    oar_tensor *g = p->grad_copy ? p->grad_copy : p->t->grad;
-    oar_optim_update u = {.o = o->groups[p->group], .n = p->t->numel, .p = oar_tensor_ptr(p->t),
-                          .g = oar_tensor_ptr(g), .fresh_momentum = p->fresh_momentum};
-    for (int s = 0; s < OAR_SLOT_COUNT; s++) u.s[s] = p->slot[s] ? oar_tensor_ptr(p->slot[s]) : NULL;
-    if (p->slot[OAR_SLOT_STEP]) {
-        int64_t *step = (int64_t *)oar_tensor_ptr(p->slot[OAR_SLOT_STEP]);
-        u.t = ++*step;
+    oar_optim_write_hyper((double *)oar_tensor_ptr(p->hyper), o->groups[p->group]);
+}
+
+/* Run hooks of a compiled program (user: its oar_optim_traced). */
+static void before_run(void *user) {
+    oar_optimizer *o = ((oar_optim_traced *)user)->o;
+    for (int i = 0; i < o->n_params; i++) refresh_hyper(o, i);
+}
+
+static void after_run(void *user) {
+    oar_optim_traced *r = user;
+    r->o->steps += r->steps;
+}
+
+/* The record of the trace running now, made (with its hooks registered) at its first step. */
+static oar_optim_traced *traced_record(oar_optimizer *o) {
+    for (int k = o->n_traced - 1; k >= 0; k--)
+        if (o->traced[k]->trace == oar_active_trace) return o->traced[k];
+    oar_optim_traced **list = oar_realloc(o->traced, sizeof *list * (size_t)(o->n_traced + 1));
+    if (!list) return NULL;
+    o->traced = list;
+    oar_optim_traced *r = OAR_NEW(oar_optim_traced);
+    if (!r) return NULL;
+    *r = (oar_optim_traced){.o = o, .trace = oar_active_trace};
+    if (oar_trace_add_run_hook(before_run, after_run, r) != OAR_OK) {
+        free(r);
+        return NULL;
     }
-    if (p->t->dtype == OAR_F32) oar_optim_update_f32(&u);
-    else oar_optim_update_f64(&u);
-    p->t->storage->version++; /* an in-place write, as torch's param.add_ */
+    o->traced[o->n_traced++] = r;
+    return r;
 }
 
 oar_status oar_optimizer_step(oar_optimizer *o) {
     if (!o) return oar_error(OAR_ERR_INVALID_ARG, "optimizer_step: expected an optimizer, got NULL");
+    oar_prof_push("optimizer");
+    bool traced = oar_active_trace != 0;
     oar_status st = check(o);
-    if (st != OAR_OK) return st;
-    if ((st = prepare(o)) != OAR_OK) {
-        release_copies(o, true);
+    oar_optim_traced *rec = NULL;
+    if (st == OAR_OK && traced && !(rec = traced_record(o))) st = OAR_ERR_OOM;
+    if (st == OAR_OK && (st = prepare(o, traced)) != OAR_OK) release_copies(o, true);
+    if (st != OAR_OK) {
+        oar_prof_pop();
         return st;
     }
     oar_no_grad_begin();
-    for (int i = 0; i < o->n_params; i++)
-        if (o->params[i].t->grad) update(o, i);
+    for (int i = 0; i < o->n_params && st == OAR_OK; i++) {
+        oar_optim_param *p = &o->params[i];
+        if (!p->t->grad) continue;
+        refresh_hyper(o, i); /* traced: before_run refreshes it again before every run */
+        st = oar_optim_update_call(o->kind, p->t, p->grad_copy ? p->grad_copy : p->t->grad, p->hyper, p->slot);
+    }
     oar_no_grad_end();
     release_copies(o, false);
-    o->steps++;
-    return OAR_OK;
+    if (st == OAR_OK) { /* traced: after_run counts the runs */
+        if (traced) rec->steps++;
+        else o->steps++;
+    }
+    oar_prof_pop();
+    return st;
 }

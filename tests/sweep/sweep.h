@@ -12,10 +12,13 @@
  *   d  distinct values (no ties; for max/sort/pool)     b  random bool
  *      (multiples of 0.25; even sizes never contain 0, odd sizes do, and contain x.5 ties)
  *   iLO_HI  int64 in [LO,HI)  (e.g. i0_5)                none  a NULL optional input
+ *   cV,V,...  the given values (up to 32), repeated to fill the tensor (e.g. c0.1,0.9f64:4)
  *   nI32 etc.: append a dtype to fix it (f32,f64,f16,bf16,i8,u8,i32,i64,bool); otherwise float
  *   kinds take the dtype of the pass (f32 for kernels, f64 for gradients).
  * attrs: space-separated name=value pairs, one per schema attribute, in any order:
- *   ints as 1,2,3 (empty for none), floats as 0.5 or inf, strings verbatim. */
+ *   ints as 1,2,3 (empty for none), floats as 0.5 or inf, strings verbatim.
+ * Inputs an op writes in place (its mutated_inputs) start every run from the case's values,
+ * stay contiguous in the non-contiguous pass, and are compared like outputs. */
 typedef struct sweep_case {
     const char *op;
     const char *inputs;
