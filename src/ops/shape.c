@@ -459,6 +459,10 @@ static oar_status pad_backward_infer(oar_tensor *const *in, int n_in, const oar_
     int nd = a[0].n;
     if (nd > OAR_MAX_DIMS)
         return oar_error(OAR_ERR_SHAPE, "pad_backward: expected a shape of at most %d dims, got %d", OAR_MAX_DIMS, nd);
+    for (int d = 0; d < nd; d++) /* from a model file, the shape may be anything */
+        if (a[0].ints[d] < 0 || a[0].ints[d] > INT64_MAX / 4)
+            return oar_error(OAR_ERR_SHAPE, "pad_backward: expected sizes in [0, 2^61] in the shape, got %lld",
+                             (long long)a[0].ints[d]);
     pad_plan p;
     oar_status st = pad_plan_make("pad_backward", a[0].ints, nd, &a[1], a[2].i, &p);
     if (st != OAR_OK) return st;

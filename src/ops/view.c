@@ -55,8 +55,8 @@ static oar_status reshape_infer(oar_tensor *const *in, int n_in, const oar_attr 
             infer_at = d;
         } else if (s < 0) {
             return shape_error("reshape", "expected sizes >= 0 or -1 in the new shape", x);
-        } else {
-            known *= s;
+        } else if (__builtin_mul_overflow(known, s, &known)) {
+            return shape_error("reshape", "expected a new shape whose element count fits in 64 bits", x);
         }
         out->shape[d] = s;
     }
@@ -154,7 +154,7 @@ static void slice_bounds(int64_t size, int64_t *start, int64_t *end, int64_t ste
     e = e < s ? s : e > size ? size : e;
     *start = s;
     *end = e;
-    *len = (e - s + step - 1) / step;
+    *len = e == s ? 0 : (e - s - 1) / step + 1; /* no overflow for any step */
 }
 
 static oar_status slice_infer(oar_tensor *const *in, int n_in, const oar_attr *a, oar_meta *out, int *n_out) {
@@ -205,6 +205,9 @@ const oar_op_def oar_opdef_slice = {
 /* slice_backward(g; shape, dim, start, end, step): zeros of shape with g written at the slice. */
 static oar_status slice_backward_infer(oar_tensor *const *in, int n_in, const oar_attr *a, oar_meta *out, int *n_out) {
     (void)n_in;
+    if (a[0].n < 0 || a[0].n > OAR_MAX_DIMS) return shape_error("slice_backward", "expected a shape of at most 8 dims", in[0]);
+    for (int d = 0; d < a[0].n; d++)
+        if (a[0].ints[d] < 0) return shape_error("slice_backward", "expected sizes >= 0 in the shape", in[0]);
     out->dtype = in[0]->dtype;
     out->ndim = a[0].n;
     memcpy(out->shape, a[0].ints, sizeof(int64_t) * (size_t)a[0].n);
