@@ -17,6 +17,7 @@ typedef struct block { struct block *next; } block;
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static block *buckets[N_BUCKETS];
 static oar_memory_stats stats;
+static int64_t window_peak; /* the profiler's per-step peak */
 
 static int bucket_of(size_t n, size_t *rounded) {
     size_t sz = ALIGN;
@@ -53,6 +54,7 @@ void *oar_alloc(size_t nbytes) {
     if (p) {
         buckets[b] = ((block *)p)->next;
         stats.cached_bytes -= (int64_t)rounded;
+        stats.n_cache_hits++;
     }
     if (!p) {
         p = aligned_alloc(ALIGN, rounded);
@@ -64,7 +66,9 @@ void *oar_alloc(size_t nbytes) {
     if (p) {
         stats.current_bytes += (int64_t)rounded;
         stats.n_allocs++;
+        stats.allocated_bytes += (int64_t)rounded;
         if (stats.current_bytes > stats.peak_bytes) stats.peak_bytes = stats.current_bytes;
+        if (stats.current_bytes > window_peak) window_peak = stats.current_bytes;
     }
     pthread_mutex_unlock(&mu);
     if (!p)
@@ -82,6 +86,7 @@ void oar_free(void *p, size_t nbytes) {
     int b = bucket_of(nbytes, &rounded);
     pthread_mutex_lock(&mu);
     stats.current_bytes -= (int64_t)rounded;
+    stats.n_frees++;
     if (stats.cached_bytes + (int64_t)rounded <= CACHE_LIMIT) {
         ((block *)p)->next = buckets[b];
         buckets[b] = p;
@@ -111,6 +116,15 @@ oar_memory_stats oar_memory_stats_get(oar_device dev) {
     s = stats;
     pthread_mutex_unlock(&mu);
     return s;
+}
+
+int64_t oar_alloc_window_peak(oar_memory_stats *s, bool reset) {
+    pthread_mutex_lock(&mu);
+    int64_t p = window_peak;
+    if (s) *s = stats;
+    if (reset) window_peak = stats.current_bytes;
+    pthread_mutex_unlock(&mu);
+    return p;
 }
 
 void oar_memory_reset_peak(oar_device dev) {

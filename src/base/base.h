@@ -31,6 +31,10 @@ void *oar_alloc(size_t nbytes);           /* tensor storage, counted in memory s
 void oar_free(void *p, size_t nbytes);
 void *oar_malloc(size_t nbytes);          /* metadata; plain heap, zeroed; OOM message set */
 void *oar_realloc(void *p, size_t nbytes);
+/* The most bytes in tensors at once since the last reset, and the statistics (stats may be
+ * NULL), in one lock; reset restarts the window from the current bytes (the profiler's peak
+ * per step; oar_memory_stats' peak is the user's). */
+int64_t oar_alloc_window_peak(oar_memory_stats *stats, bool reset);
 #define OAR_NEW(T) ((T *)oar_malloc(sizeof(T)))
 
 /* ---- threads (threadpool.c) */

@@ -2,6 +2,7 @@
  * caller, built inline (workers == 0) or taken from the prefetch queue (workers.c). Either
  * way batch k of an epoch is the same tensor, and errors surface at the same batch. */
 #include "data/loader.h"
+#include "profiler/profiler.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -121,6 +122,7 @@ bool oar_loader_next(oar_loader *l, oar_tensor **inputs, oar_tensor **targets, o
     /* workers only write next_deliver inside take(), which this thread calls: no race here */
     if (l->next_deliver >= l->n_batches) return finish(status, OAR_OK);
     double t0 = now_seconds();
+    int64_t p0 = oar_prof_active() ? oar_prof_now() : 0; /* the profiler's reader_cost */
     oar_tensor *x = NULL, *y = NULL;
     oar_status st;
     if (l->workers) {
@@ -130,6 +132,7 @@ bool oar_loader_next(oar_loader *l, oar_tensor **inputs, oar_tensor **targets, o
         if (st != OAR_OK) snprintf(l->failed_msg, sizeof l->failed_msg, "%s", oar_last_error());
     }
     l->wait_s += now_seconds() - t0;
+    if (p0) oar_prof_reader(p0, oar_prof_now());
     if (st != OAR_OK) {
         l->failed = st;
         return finish(status, oar_error(st, "%s", l->failed_msg));

@@ -3,6 +3,7 @@
  * strictly in order. A batch is a pure function of (seed, epoch, batch index), so which
  * worker builds it, and when, never changes the result. */
 #include "data/loader.h"
+#include "profiler/profiler.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,7 +35,14 @@ static void *worker_main(void *p) {
         pthread_mutex_unlock(&l->mu);
 
         oar_tensor *x = NULL, *y = NULL;
+        int64_t b0 = oar_prof_spans_on() ? oar_prof_now() : 0;
         oar_status st = oar_loader_build(l, k, scratch, &x, &y);
+        if (b0) {
+            char name[32];
+            snprintf(name, sizeof name, "loader worker %d", a->id);
+            oar_prof_thread_name(name);
+            oar_prof_span("loader.batch", b0, oar_prof_now());
+        }
 
         pthread_mutex_lock(&l->mu);
         if (--l->busy == 0) pthread_cond_broadcast(&l->idle_cv);
