@@ -41,6 +41,7 @@ typedef struct bench_state {
     oar_tensor **params;
     int n_params;
     const char *name;
+    oar_jit *jit; /* --mode static: the step compiled */
 } bench_state;
 
 static oar_status setup(const char *name, bench_state *b) {
@@ -86,36 +87,56 @@ static oar_status setup(const char *name, bench_state *b) {
     return b->x && b->y && b->opt ? OAR_OK : oar_last_status();
 }
 
-static oar_status train_step(bench_state *b) {
-    oar_scope_begin();
+/* One training step as a function of its inputs (x, y, and lstm-lm's carried h, c), so the
+ * same code runs eagerly and compiled: outputs are the loss (and the next h, c). */
+static oar_status step_fn(void *user, oar_tensor *const *in, int n_in, oar_tensor **out, int n_out) {
+    bench_state *b = user;
+    oar_optimizer_zero_grad(b->opt);
+    oar_profiler_range_push("forward"); /* forward and loss: a phase of the profiler's overview */
     oar_tensor *loss;
     if (b->h) { /* truncated BPTT: the state carries over, detached */
-        oar_tensor *in[3] = {b->x, oar_detach(b->h), oar_detach(b->c)}, *out[3];
-        if (oar_forward_n(b->m, in, 3, out, 3) != OAR_OK) {
-            oar_scope_end();
+        oar_tensor *hin[3] = {in[0], oar_detach(in[2]), oar_detach(in[3])}, *o[3];
+        if (oar_forward_n(b->m, hin, 3, o, 3) != OAR_OK) {
+            oar_profiler_range_pop();
             return oar_last_status();
         }
         int64_t s2[2] = {-1, 10000}, flat = -1;
-        loss = oar_cross_entropy(oar_reshape(out[0], s2, 2), oar_reshape(b->y, &flat, 1), NULL);
-        oar_release(b->h);
-        oar_release(b->c);
-        b->h = oar_keep(oar_detach(out[1]));
-        b->c = oar_keep(oar_detach(out[2]));
+        loss = oar_cross_entropy(oar_reshape(o[0], s2, 2), oar_reshape(in[1], &flat, 1), NULL);
+        out[1] = oar_detach(o[1]);
+        out[2] = oar_detach(o[2]);
     } else if (b->name[0] == 'g') {
         int64_t s2[2] = {-1, 256}, flat = -1;
-        loss = oar_cross_entropy(oar_reshape(oar_forward(b->m, b->x), s2, 2), oar_reshape(b->y, &flat, 1), NULL);
+        loss = oar_cross_entropy(oar_reshape(oar_forward(b->m, in[0]), s2, 2), oar_reshape(in[1], &flat, 1), NULL);
     } else {
-        loss = oar_cross_entropy(oar_forward(b->m, b->x), b->y, NULL);
+        loss = oar_cross_entropy(oar_forward(b->m, in[0]), in[1], NULL);
     }
+    oar_profiler_range_pop();
     oar_status st = loss ? oar_backward(loss, NULL, false) : oar_last_status();
     if (st == OAR_OK && b->h) st = oar_clip_grad_norm(b->params, b->n_params, 0.25, 2.0, NULL);
     if (st == OAR_OK) st = oar_optimizer_step(b->opt);
-    oar_optimizer_zero_grad(b->opt);
+    out[0] = loss;
+    (void)n_in;
+    (void)n_out;
+    return st;
+}
+
+static oar_status train_step(bench_state *b) {
+    oar_scope_begin();
+    oar_tensor *in[4] = {b->x, b->y, b->h, b->c}, *out[3] = {0};
+    int n_in = b->h ? 4 : 2, n_out = b->h ? 3 : 1;
+    oar_status st = b->jit ? oar_jit_call(b->jit, in, n_in, out, n_out) : step_fn(b, in, n_in, out, n_out);
+    if (st == OAR_OK && b->h) {
+        oar_release(b->h);
+        oar_release(b->c);
+        b->h = oar_keep(out[1]);
+        b->c = oar_keep(out[2]);
+    }
     oar_scope_end();
     return st;
 }
 
 static void teardown(bench_state *b) {
+    oar_jit_free(b->jit);
     oar_release(b->x);
     oar_release(b->y);
     oar_release(b->h);
@@ -137,12 +158,18 @@ int oar_bench_train(int argc, char **argv) {
                             "gpt-mini or lstm-lm\n", name);
         return 2;
     }
-    if (mode && strcmp(mode, "eager") != 0) {
-        fprintf(stderr, "oar bench: --mode %s is not available yet; expected eager\n", mode);
+    if (mode && strcmp(mode, "eager") != 0 && strcmp(mode, "static") != 0) {
+        fprintf(stderr, "oar bench: unknown --mode %s; expected eager or static\n", mode);
         return 2;
     }
+    bool statik = mode && !strcmp(mode, "static");
     if (th && oar_set_num_threads(atoi(th)) != OAR_OK) {
         fprintf(stderr, "oar bench: %s\n", oar_last_error());
+        return 2;
+    }
+    const char *profile = cli_flag_value(argc, argv, "--profile");
+    if (profile && strcmp(profile, "timer") != 0 && strcmp(profile, "full") != 0) {
+        fprintf(stderr, "oar bench: unknown --profile '%s'; expected timer or full\n", profile);
         return 2;
     }
     int steps = st_s ? atoi(st_s) : w->default_steps, warmup = 3;
@@ -152,8 +179,24 @@ int oar_bench_train(int argc, char **argv) {
         teardown(&b);
         return 1;
     }
+    if (statik) {
+        oar_jit_opts jo = {.module = b.m, .optimizer = b.opt};
+        b.jit = oar_jit_to_static(step_fn, &b, &jo);
+    }
     double *t = malloc(sizeof(double) * (size_t)(steps > 0 ? steps : 1));
+    int64_t peak_alloc = 0;
+    /* --profile: the profiler runs over the timed steps (its overhead is the difference) */
+    oar_profiler_opts po = oar_profiler_defaults(profile && !strcmp(profile, "full") ? OAR_PROFILER_FULL
+                                                                                      : OAR_PROFILER_TIMER);
+    po.items_unit = w->tokens ? "tokens" : "samples";
     for (int i = 0; i < warmup + steps; i++) {
+        if (profile && i == warmup && oar_profiler_start(&po) != OAR_OK) {
+            fprintf(stderr, "oar bench: %s\n", oar_last_error());
+            free(t);
+            teardown(&b);
+            return 1;
+        }
+        if (i == warmup) oar_memory_reset_peak(OAR_CPU);
         double t0 = now_s();
         if (train_step(&b) != OAR_OK) {
             fprintf(stderr, "oar bench: %s\n", oar_last_error());
@@ -161,19 +204,66 @@ int oar_bench_train(int argc, char **argv) {
             teardown(&b);
             return 1;
         }
+        if (profile) oar_profiler_step(w->items);
         if (i >= warmup) t[i - warmup] = (now_s() - t0) * 1e3;
     }
+    if (profile) {
+        oar_profiler_stop();
+        char *sum = malloc(1 << 16);
+        if (sum) { /* the tables go to stderr: stdout stays one JSON object */
+            oar_profiler_summary(sum, 1 << 16, OAR_PROFILER_SORT_TOTAL, 15);
+            fputs(sum, stderr);
+            free(sum);
+        }
+    }
+    peak_alloc = oar_memory_stats_get(OAR_CPU).peak_bytes;
     qsort(t, (size_t)steps, sizeof(double), cmp_double);
     double med = t[steps / 2];
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
-    printf("{\"workload\": \"%s\", \"mode\": \"eager\", \"threads\": %d, \"batch\": %lld, \"steps\": %d, "
+    printf("{\"workload\": \"%s\", \"mode\": \"%s\", \"threads\": %d, \"batch\": %lld, \"steps\": %d, "
            "\"median_ms\": %.3f, \"min_ms\": %.3f, \"max_ms\": %.3f, \"samples_per_s\": %.1f",
-           w->name, oar_get_num_threads(), (long long)w->batch, steps, med, t[0], t[steps - 1],
+           w->name, statik ? "static" : "eager", oar_get_num_threads(), (long long)w->batch, steps, med, t[0], t[steps - 1],
            (double)w->batch / med * 1e3);
     if (w->tokens) printf(", \"tokens_per_s\": %.1f", (double)w->items / med * 1e3);
-    printf(", \"peak_rss_mb\": %.1f}\n", (double)ru.ru_maxrss / 1024.0);
+    if (profile) printf(", \"profile\": \"%s\"", profile);
+    printf(", \"peak_alloc_mb\": %.2f, \"peak_rss_mb\": %.1f}\n", (double)peak_alloc / (1 << 20),
+           (double)ru.ru_maxrss / 1024.0);
     free(t);
     teardown(&b);
     return 0;
+}
+
+/* ---- the workloads step by step, for `oar profile` */
+
+bench_state *bench_workload_open(const char *name, int64_t *items, const char **unit) {
+    const workload *w = NULL;
+    for (size_t i = 0; i < sizeof WORKLOADS / sizeof WORKLOADS[0]; i++)
+        if (name && !strcmp(WORKLOADS[i].name, name)) w = &WORKLOADS[i];
+    if (!w) {
+        oar_set_error(OAR_ERR_INVALID_ARG, "unknown workload '%s'; expected tiny, mlp, lenet, resnet20, gpt-mini "
+                                           "or lstm-lm", name ? name : "(none)");
+        return NULL;
+    }
+    bench_state *b = malloc(sizeof *b);
+    if (!b) {
+        oar_set_error(OAR_ERR_OOM, "out of memory");
+        return NULL;
+    }
+    if (setup(w->name, b) != OAR_OK) {
+        teardown(b);
+        free(b);
+        return NULL;
+    }
+    *items = w->items;
+    *unit = w->tokens ? "tokens" : "samples";
+    return b;
+}
+
+oar_status bench_workload_step(bench_state *b) { return train_step(b); }
+
+void bench_workload_close(bench_state *b) {
+    if (!b) return;
+    teardown(b);
+    free(b);
 }

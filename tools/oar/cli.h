@@ -2,11 +2,20 @@
 #ifndef OAR_CLI_H
 #define OAR_CLI_H
 
+#include "oar.h"
+
 int oar_cmd_ops(int argc, char **argv);
 int oar_cmd_bench(int argc, char **argv);
 int oar_cmd_train(int argc, char **argv);
 int oar_cmd_eval(int argc, char **argv);
 int oar_cmd_sample(int argc, char **argv);
+int oar_cmd_profile(int argc, char **argv);
+/* Export and inference (cmd_export.c, cmd_infer.c, cmd_inspect.c). */
+int oar_cmd_export(int argc, char **argv);
+int oar_cmd_infer(int argc, char **argv);
+int oar_cmd_inspect(int argc, char **argv);
+/* An exported model's path as given ("dir/m", "dir/m.json", "dir/m.safetensors") -> "dir/m". */
+void cli_model_path(const char *arg, char *buf, size_t size);
 /* One eager training step of a reference workload (tiny, mlp, lenet, resnet20, gpt-mini,
  * lstm-lm), timed: --threads N --steps N --mode eager. */
 int oar_bench_train(int argc, char **argv);
@@ -14,6 +23,20 @@ int oar_bench_dispatch(int argc, char **argv);
 /* GFLOP/s of oar_matmul and of the BLAS library on the same buffers, one JSON object per
  * shape: [--threads N] [--quick] [--reps N] [--shape NAME]. */
 int oar_bench_gemm(int argc, char **argv);
+
+/* The profiler for a command's run of total_steps steps (cmd_profile.c): mode "timer" or
+ * "full"; the trace directory (full; NULL: oar-profile); the recorded steps "A:B" (NULL: from
+ * step min(5, total/5), 20 steps in full mode, to the end in timer mode); the unit of items
+ * ("samples", "tokens"). cli_profile_finish stops it, prints the tables and the trace's path. */
+oar_status cli_profile_start(const char *mode, const char *dir, const char *steps, int64_t total_steps,
+                             const char *unit);
+oar_status cli_profile_finish(const char *sort, int rows);
+/* A reference workload of `oar bench` (bench_train.c) to run step by step: items per step and
+ * their unit ("samples" or "tokens"). */
+typedef struct bench_state bench_state;
+bench_state *bench_workload_open(const char *name, int64_t *items, const char **unit);
+oar_status bench_workload_step(bench_state *b);
+void bench_workload_close(bench_state *b);
 
 /* Small argument helpers shared by the subcommands. */
 const char *cli_flag_value(int argc, char **argv, const char *flag); /* "--x V" or "--x=V", else NULL */

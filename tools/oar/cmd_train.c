@@ -37,6 +37,44 @@ static oar_optimizer *make_optimizer(const train_opts *o, oar_module *m, const c
     return oar_optimizer_for(m, &oo);
 }
 
+/* One training step as a function of the batch, so the same code runs eagerly or, with
+ * --mode static, compiled once into a program (the scheduler stays outside: host code). */
+typedef struct step_ctx {
+    oar_module *m;
+    const train_data *d;
+    oar_optimizer *opt;
+    oar_tensor *const *params;
+    int n_params;
+    double clip;
+} step_ctx;
+
+static oar_status train_step_fn(void *user, oar_tensor *const *in, int n_in, oar_tensor **out, int n_out) {
+    step_ctx *c = user;
+    oar_optimizer_zero_grad(c->opt);
+    oar_profiler_range_push("forward");
+    oar_tensor *loss = train_loss(c->m, c->d, in[0], in[1], NULL);
+    oar_profiler_range_pop();
+    oar_status st = loss ? oar_backward(loss, NULL, false) : oar_last_status();
+    if (st == OAR_OK && c->clip > 0) st = oar_clip_grad_norm(c->params, c->n_params, c->clip, 2.0, NULL);
+    if (st == OAR_OK) st = oar_optimizer_step(c->opt);
+    out[0] = loss;
+    (void)n_in;
+    (void)n_out;
+    return st;
+}
+
+/* The step compiled, with the batch dim dynamic so a short last batch reuses the program. */
+static oar_jit *compile_step(step_ctx *c, oar_tensor *const *batch) {
+    oar_input_spec specs[2];
+    for (int i = 0; i < 2; i++) {
+        specs[i] = (oar_input_spec){oar_dtype_of(batch[i]), oar_ndim(batch[i]), {0}, i ? "y" : "x"};
+        memcpy(specs[i].shape, oar_shape(batch[i]), sizeof(int64_t) * (size_t)specs[i].ndim);
+        specs[i].shape[0] = -1;
+    }
+    oar_jit_opts jo = {.specs = specs, .n_specs = 2, .module = c->m, .optimizer = c->opt};
+    return oar_jit_to_static(train_step_fn, c, &jo);
+}
+
 static void fmt_eta(double s, char *buf, size_t n) {
     int t = s < 0 ? 0 : (int)(s + 0.5);
     snprintf(buf, n, "%d:%02d", t / 60, t % 60);
@@ -50,12 +88,14 @@ int oar_cmd_train(int argc, char **argv) {
         return 2;
     }
     oar_manual_seed(o.seed);
+    if (o.check_nan_inf) oar_set_check_nan_inf(true);
     train_data d;
     oar_module *m = NULL;
     oar_optimizer *opt = NULL;
     oar_loader *loader = NULL;
     oar_scheduler *sched = NULL;
     FILE *metrics = NULL;
+    oar_jit *jit = NULL;
     int rc = 1;
     char ckpt[512];
     snprintf(ckpt, sizeof ckpt, "%s", o.checkpoint ? o.checkpoint : "");
@@ -104,7 +144,20 @@ int oar_cmd_train(int argc, char **argv) {
     oar_tensor **plist = malloc(sizeof(oar_tensor *) * (size_t)(n_params ? n_params : 1));
     for (int i = 0; i < n_params; i++) plist[i] = oar_module_parameter(m, i, NULL);
     params = plist;
+    if (o.profile) {
+        int64_t run = per_epoch * o.epochs - step;
+        if (o.steps_limit && o.steps_limit - step < run) run = o.steps_limit - step;
+        if (cli_profile_start(o.profile, o.profile_dir, o.profile_steps, run, d.language ? "tokens" : "samples") !=
+            OAR_OK)
+            goto fail_params;
+    }
 
+    step_ctx sc = {m, &d, opt, params, n_params, o.clip};
+    bool compiled = o.mode && !strcmp(o.mode, "static");
+    if (o.mode && !compiled && strcmp(o.mode, "eager") != 0) {
+        oar_set_error(OAR_ERR_INVALID_ARG, "train: unknown --mode '%s'; expected eager or static", o.mode);
+        goto fail_params;
+    }
     for (int64_t epoch = step / per_epoch; epoch < o.epochs; epoch++) {
         oar_module_train(m, true);
         if (oar_loader_start_epoch(loader, epoch) != OAR_OK) goto fail_params;
@@ -112,16 +165,20 @@ int oar_cmd_train(int argc, char **argv) {
         int64_t done = 0, samples = 0, next_report = per_epoch / 10 ? per_epoch / 10 : 1;
         oar_tensor *x, *y;
         oar_status st = OAR_OK;
+        oar_profiler_resume(); /* paused for the evaluation of the previous epoch */
         while (oar_loader_next(loader, &x, &y, &st)) {
             oar_scope_begin();
-            oar_tensor *loss = train_loss(m, &d, x, y, NULL);
+            oar_tensor *io[2] = {x, y}, *loss[1] = {0};
+            if (compiled && !jit && !(jit = compile_step(&sc, io))) {
+                oar_scope_end();
+                goto fail_params;
+            }
             double lv = 0;
-            bool ok = loss && oar_backward(loss, NULL, false) == OAR_OK && oar_item(loss, &lv) == OAR_OK &&
-                      (o.clip <= 0 || oar_clip_grad_norm(params, n_params, o.clip, 2.0, NULL) == OAR_OK) &&
-                      oar_optimizer_step(opt) == OAR_OK && (!sched || oar_scheduler_step(sched, 0) == OAR_OK);
-            oar_optimizer_zero_grad(opt);
+            bool ok = (jit ? oar_jit_call(jit, io, 2, loss, 1) : train_step_fn(&sc, io, 2, loss, 1)) == OAR_OK &&
+                      oar_item(loss[0], &lv) == OAR_OK && (!sched || oar_scheduler_step(sched, 0) == OAR_OK);
             oar_scope_end();
             samples += oar_size(x, 0);
+            oar_profiler_step(d.language ? oar_numel(y) : oar_size(x, 0));
             oar_release(x);
             oar_release(y);
             if (!ok) goto fail_params;
@@ -143,6 +200,7 @@ int oar_cmd_train(int argc, char **argv) {
             if (o.steps_limit && step >= o.steps_limit) break;
         }
         if (st != OAR_OK) goto fail_params;
+        oar_profiler_pause();
         if (tty && !o.quiet) printf("\n");
         double secs = now_s() - t0, test_loss = 0, test_acc = 0;
         if (train_evaluate(m, &d, d.test, o.batch, &test_loss, &test_acc) != OAR_OK) goto fail_params;
@@ -162,11 +220,14 @@ int oar_cmd_train(int argc, char **argv) {
         if (o.steps_limit && step >= o.steps_limit) break;
     }
     printf("checkpoint: %s\n", ckpt);
+    if (o.profile && cli_profile_finish(NULL, 0) != OAR_OK) goto fail_params;
     rc = 0;
 fail_params:
     free(plist);
+    oar_jit_free(jit);
 fail:
     if (rc) fprintf(stderr, "oar train: %s\n", oar_last_error());
+    if (oar_profiler_running()) oar_profiler_stop(); /* after a failure: still writes the trace */
     if (metrics) fclose(metrics);
     oar_loader_free(loader);
     oar_scheduler_free(sched);

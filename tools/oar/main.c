@@ -13,9 +13,15 @@ static void usage(FILE *f) {
             "  train --model M --data D [...]    train a zoo model (run 'oar train' for the options)\n"
             "  eval --model M --data D           test loss and accuracy of a checkpoint\n"
             "  sample [--checkpoint F] [--prompt TEXT] [--tokens N]   text from a gpt-mini checkpoint\n"
+            "  export --model M --checkpoint F --out PATH   compile a zoo model for inference (PATH.json +\n"
+            "                                    PATH.safetensors, dynamic batch; run 'oar export' for options)\n"
+            "  infer PATH --input X.npy [--output Y.npy]   run an exported model with the predictor\n"
+            "  inspect PATH [--passes]           an exported model: inputs, outputs, program, passes\n"
             "  ops [--json]                      list every registered op: kernels, gradient, sweep coverage\n"
             "  bench --workload NAME [--json]    dispatch, gemm, or a training step: tiny, mlp, lenet,\n"
             "                                    resnet20, gpt-mini, lstm-lm (--threads N --steps N)\n"
+            "  profile --workload NAME [...]     profile training steps of a workload: timer table, op\n"
+            "                                    tables, Chrome trace (run 'oar profile' for the options)\n"
             "  --version                         print the version\n"
             "  help                              this text\n");
 }
@@ -54,6 +60,10 @@ int main(int argc, char **argv) {
     if (strcmp(cmd, "eval") == 0) return oar_cmd_eval(argc - 1, argv + 1);
     if (strcmp(cmd, "sample") == 0) return oar_cmd_sample(argc - 1, argv + 1);
     if (strcmp(cmd, "bench") == 0) return oar_cmd_bench(argc - 1, argv + 1);
+    if (strcmp(cmd, "profile") == 0) return oar_cmd_profile(argc - 1, argv + 1);
+    if (strcmp(cmd, "export") == 0) return oar_cmd_export(argc - 1, argv + 1);
+    if (strcmp(cmd, "infer") == 0) return oar_cmd_infer(argc - 1, argv + 1);
+    if (strcmp(cmd, "inspect") == 0) return oar_cmd_inspect(argc - 1, argv + 1);
     fprintf(stderr, "oar: unknown command '%s'\n\n", cmd);
     usage(stderr);
     return 2;

@@ -7,11 +7,13 @@
 
 typedef struct train_opts {
     const char *model, *data, *optimizer, *checkpoint, *metrics, *schedule;
+    const char *profile, *profile_dir, *profile_steps; /* --profile timer|full, --profile-dir, A:B */
+    const char *mode;  /* --mode eager|static: the training step run op by op, or compiled */
     int epochs, threads, workers;
     int64_t batch, context, steps_limit;
     double lr, weight_decay, momentum, clip;
     uint64_t seed;
-    bool resume, quiet;
+    bool resume, quiet, check_nan_inf;
 } train_opts;
 
 /* Parses the flags shared by train/eval/sample; prints usage and returns false on error. */

@@ -20,7 +20,13 @@ static void usage(void) {
             "  --seed N    --threads N          --workers N (data loader threads, default 1)\n"
             "  --checkpoint FILE (default oar-<model>.safetensors)   --resume\n"
             "  --metrics FILE (JSON lines, one per epoch)   --steps N (stop after N steps)\n"
-            "  --context N (language models: tokens per window)   --quiet\n");
+            "  --context N (language models: tokens per window)   --quiet\n"
+            "  --mode eager | static (default eager; static compiles the whole training step)\n"
+            "  --profile timer|full  step timer table, or also op spans, tables and a Chrome trace\n"
+            "  --check-nan-inf   stop at the first op that makes a NaN or Inf, and name it\n"
+            "  --profile-dir DIR (full: where the trace goes, default oar-profile)\n"
+            "  --profile-steps A:B (steps recorded; default: from step min(5, steps/5), 20 steps\n"
+            "                    in full mode, to the end in timer mode)\n");
 }
 
 bool train_parse(int argc, char **argv, train_opts *o) {
@@ -35,6 +41,10 @@ bool train_parse(int argc, char **argv, train_opts *o) {
         else if (FLAG("--checkpoint")) o->checkpoint = v;
         else if (FLAG("--metrics")) o->metrics = v;
         else if (FLAG("--schedule")) o->schedule = v;
+        else if (FLAG("--mode")) o->mode = v;
+        else if (FLAG("--profile")) o->profile = v;
+        else if (FLAG("--profile-dir")) o->profile_dir = v;
+        else if (FLAG("--profile-steps")) o->profile_steps = v;
         else if (FLAG("--epochs")) o->epochs = atoi(v);
         else if (FLAG("--batch")) o->batch = atoll(v);
         else if (FLAG("--context")) o->context = atoll(v);
@@ -48,6 +58,7 @@ bool train_parse(int argc, char **argv, train_opts *o) {
         else if (FLAG("--seed")) o->seed = strtoull(v, NULL, 10);
         else if (!strcmp(a, "--resume")) o->resume = true;
         else if (!strcmp(a, "--quiet")) o->quiet = true;
+        else if (!strcmp(a, "--check-nan-inf")) o->check_nan_inf = true;
         else {
             fprintf(stderr, "oar: unknown or incomplete option '%s'\n\n", a);
             usage();
@@ -62,6 +73,10 @@ bool train_parse(int argc, char **argv, train_opts *o) {
     }
     if (o->schedule && strcmp(o->schedule, "cosine") != 0 && strcmp(o->schedule, "constant") != 0) {
         fprintf(stderr, "oar: unknown --schedule '%s'; expected cosine or constant\n", o->schedule);
+        return false;
+    }
+    if (o->profile && strcmp(o->profile, "timer") != 0 && strcmp(o->profile, "full") != 0) {
+        fprintf(stderr, "oar: unknown --profile '%s'; expected timer or full\n", o->profile);
         return false;
     }
     if (o->epochs < 1 || o->batch < 1 || o->workers < 0) {
