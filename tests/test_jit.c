@@ -76,6 +76,18 @@ static void test_dynamic_batch(void) {
     }
     CHECK(oar_jit_num_traces(f) == 1);
     CHECK(oar_jit_num_programs(f) == 1);
+    /* the profiler sees the executor's instructions: one linear per call */
+    oar_profiler_opts po = oar_profiler_defaults(OAR_PROFILER_FULL);
+    CHECK(oar_profiler_start(&po) == OAR_OK);
+    for (int k = 0; k < 3; k++) {
+        oar_tensor *x = oar_randn((int64_t[]){4, 3}, 2, OAR_F32), *y[1] = {0};
+        CHECK(oar_jit_call(f, &x, 1, y, 1) == OAR_OK);
+        oar_profiler_step(4);
+    }
+    oar_profiler_op_row row;
+    CHECK(oar_profiler_op_find("linear", &row) == OAR_OK && row.calls == 3);
+    CHECK(oar_profiler_op_find("softmax", &row) == OAR_OK && row.calls == 3);
+    oar_profiler_stop();
     /* the spec is enforced */
     oar_tensor *bad = oar_randn((int64_t[]){4, 7}, 2, OAR_F32), *y[1] = {0};
     CHECK_ERR(oar_jit_call(f, &bad, 1, y, 1), "expected input 0 to match its spec f32[-1, 3]");
