@@ -167,8 +167,8 @@ static jit_entry *take_slot(oar_jit *f) {
 }
 
 /* Traces fn at the inputs' signature and fills a cache entry. */
-static oar_status trace(oar_jit *f, oar_tensor *const *in, const oar_meta *m, const uint32_t *dyn, int n_in,
-                        int n_out, jit_entry **out_entry) {
+static oar_status trace(oar_jit *f, const oar_meta *m, const uint32_t *dyn, int n_in, int n_out,
+                        jit_entry **out_entry) {
     oar_trace_names names = {0};
     collect_names(f, &names);
     oar_trace *t = oar_trace_begin(&names);
@@ -185,7 +185,6 @@ static oar_status trace(oar_jit *f, oar_tensor *const *in, const oar_meta *m, co
         sym[i] = oar_trace_input(t, &m[i], dyn[i], f->input_names[i][0] ? f->input_names[i] : nm);
         if (!sym[i]) st = oar_last_status();
     }
-    (void)in;
     if (st == OAR_OK) {
         oar_scope_begin();
         st = f->fn(f->user, sym, n_in, res, n_out);
@@ -197,7 +196,7 @@ static oar_status trace(oar_jit *f, oar_tensor *const *in, const oar_meta *m, co
     }
     oar_program *prog = NULL;
     oar_run_hooks hooks = {0};
-    st = oar_trace_end(t, st, res, n_out, NULL, &prog, &hooks);
+    st = oar_trace_end(t, st, res, n_out, &prog, &hooks);
     for (int i = 0; i < n_in; i++) oar_tensor_unref(sym[i]);
     for (int k = 0; k < n_out; k++) oar_release(res[k]);
     free_names(f, &names);
@@ -239,7 +238,7 @@ static oar_status trace(oar_jit *f, oar_tensor *const *in, const oar_meta *m, co
 }
 
 /* The executor of en for concrete metas m, specializing the program when they differ. */
-static oar_exec *exec_for(oar_jit *f, jit_entry *en, const oar_meta *m, bool *unservable) {
+static oar_exec *exec_for(jit_entry *en, const oar_meta *m, bool *unservable) {
     for (int k = 0; k < en->n_execs; k++) {
         bool same = true;
         for (int i = 0; i < en->n_in && same; i++) same = same_meta(&en->execs[k].meta[i], &m[i]);
@@ -267,7 +266,6 @@ static oar_exec *exec_for(oar_jit *f, jit_entry *en, const oar_meta *m, bool *un
     x->exec = e;
     x->program = p;
     memcpy(x->meta, m, sizeof(oar_meta) * (size_t)en->n_in);
-    (void)f;
     return e;
 }
 
@@ -285,7 +283,7 @@ static oar_status check_grads(const jit_entry *en) {
 
 static oar_status run_entry(oar_jit *f, jit_entry *en, const oar_meta *m, oar_tensor *const *in, int n_in,
                             oar_tensor **out, int n_out, bool *unservable) {
-    oar_exec *e = exec_for(f, en, m, unservable);
+    oar_exec *e = exec_for(en, m, unservable);
     if (!e) return oar_last_status();
     oar_status st = check_grads(en);
     if (st != OAR_OK) return st;
@@ -328,7 +326,7 @@ oar_status oar_jit_call(oar_jit *f, oar_tensor *const *in, int n_in, oar_tensor 
         memset(dyn, 0, sizeof dyn);
         oar_clear_error();
     }
-    oar_status st = trace(f, in, m, dyn, n_in, n_out, &en);
+    oar_status st = trace(f, m, dyn, n_in, n_out, &en);
     if (st != OAR_OK) return st;
     return run_entry(f, en, m, in, n_in, out, n_out, &unservable);
 }

@@ -271,7 +271,7 @@ static void drop_symbolic_grads(oar_trace *t) {
 }
 
 oar_status oar_trace_end(oar_trace *t, oar_status status, oar_tensor *const *outputs, int n_out,
-                         const char *const *output_names, oar_program **program, oar_run_hooks *hooks) {
+                         oar_program **program, oar_run_hooks *hooks) {
     oar_status st = status;
     for (int i = 0; st == OAR_OK && i < n_out; i++) {
         if (!outputs[i]) {
@@ -281,7 +281,6 @@ oar_status oar_trace_end(oar_trace *t, oar_status status, oar_tensor *const *out
         int v = oar_trace_value(t, outputs[i]);
         if (v < 0) st = oar_last_status();
         else st = oar_program_add_output(t->prog, OAR_MAIN_BLOCK, v);
-        (void)output_names;
     }
     if (st == OAR_OK) st = collect_grad_writes(t);
     drop_symbolic_grads(t);

@@ -43,7 +43,7 @@ int oar_trace_value(oar_trace *t, oar_tensor *x);
  * and hands over the program and the run hooks. On failure (status != OAR_OK) everything is
  * discarded. */
 oar_status oar_trace_end(oar_trace *t, oar_status status, oar_tensor *const *outputs, int n_out,
-                         const char *const *output_names, oar_program **program, oar_run_hooks *hooks);
+                         oar_program **program, oar_run_hooks *hooks);
 /* While tracing, registers hooks around every run of the program being traced. */
 oar_status oar_trace_add_run_hook(oar_run_hook pre, oar_run_hook post, void *user);
 /* The trace active on this thread, or NULL. */
