@@ -160,6 +160,27 @@ int oar_trace_value(oar_trace *t, oar_tensor *x) {
     return v;
 }
 
+/* The symbolic outputs of a recorded node; a view's start from its input's layout (view_of).
+ * *made counts those made, which the caller releases on failure. */
+static oar_status make_symbols(oar_trace *t, const oar_op_def *d, const oar_meta *meta, const int *ids, int n,
+                               const oar_tensor *view_of, oar_tensor **out, int *made) {
+    *made = 0;
+    for (int i = 0; i < n; i++) {
+        oar_tensor *x = oar_tensor_shell(meta[i].dtype, meta[i].shape, meta[i].ndim);
+        if (!x) return oar_last_status();
+        if (view_of) { /* the view's layout, as eager would make it */
+            x->offset = view_of->offset;
+            memcpy(x->strides, view_of->strides, sizeof x->strides);
+        }
+        x->trace_value = ids[i];
+        x->trace_op = d->name;
+        out[i] = x;
+        *made = i + 1;
+        if (!keep_symbol(t, ids[i], x)) return OAR_ERR_OOM;
+    }
+    return OAR_OK;
+}
+
 oar_status oar_trace_op(oar_op_id op, oar_tensor *const *in, int n_in, const oar_attr *attrs,
                         oar_tensor **out, int *n_out) {
     oar_trace *t = tl_trace;
@@ -187,25 +208,8 @@ oar_status oar_trace_op(oar_op_id op, oar_tensor *const *in, int n_in, const oar
     int out_ids[OAR_MAX_OUTPUTS];
     if (oar_program_add_node(t->prog, t->block, op, ids, n_in, attrs, meta, n, out_ids) < 0) return oar_last_status();
     int made = 0;
-    for (; made < n; made++) {
-        oar_tensor *x = oar_tensor_shell(meta[made].dtype, meta[made].shape, meta[made].ndim);
-        if (!x) {
-            st = oar_last_status();
-            goto fail;
-        }
-        if (d->flags & OAR_OPF_VIEW) { /* the view's layout, as eager would make it */
-            x->offset = in[0]->offset;
-            memcpy(x->strides, in[0]->strides, sizeof x->strides);
-        }
-        x->trace_value = out_ids[made];
-        x->trace_op = d->name;
-        out[made] = x;
-        if (!keep_symbol(t, out_ids[made], x)) {
-            st = OAR_ERR_OOM;
-            made++;
-            goto fail;
-        }
-    }
+    if ((st = make_symbols(t, d, meta, out_ids, n, d->flags & OAR_OPF_VIEW ? in[0] : NULL, out, &made)) != OAR_OK)
+        goto fail;
     if (d->flags & OAR_OPF_VIEW) {
         if ((st = d->view(in, n_in, attrs, out, n)) != OAR_OK) goto fail;
         for (int i = 0; i < n; i++) oar_tensor_refresh(out[i]);
@@ -318,22 +322,8 @@ oar_status oar_trace_emit(oar_trace *t, oar_op_id op, oar_tensor *const *in, int
     memcpy(n->blocks, blocks, sizeof(int) * (size_t)n_blocks);
     n->n_blocks = n_blocks;
     int made = 0;
-    oar_status st = OAR_OK;
-    for (; made < n_out; made++) {
-        oar_tensor *x = oar_tensor_shell(meta[made].dtype, meta[made].shape, meta[made].ndim);
-        if (!x) {
-            st = oar_last_status();
-            goto fail;
-        }
-        x->trace_value = out_ids[made];
-        x->trace_op = d->name;
-        out[made] = x;
-        if (!keep_symbol(t, out_ids[made], x)) {
-            st = OAR_ERR_OOM;
-            made++;
-            goto fail;
-        }
-    }
+    oar_status st = make_symbols(t, d, meta, out_ids, n_out, NULL, out, &made);
+    if (st != OAR_OK) goto fail;
     if ((st = oar_dispatch_record(op, in, n_in, attrs, out, n_out)) == OAR_OK) return OAR_OK;
 fail:
     for (int i = 0; i < made; i++) oar_tensor_unref(out[i]);
