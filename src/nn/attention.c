@@ -8,7 +8,10 @@
  *
  * Per head: softmax(q kᵀ / sqrt(E / heads) + mask) v, with the causal mask putting -inf on
  * key positions j > i (torch's attn_mask = triu(ones(L, S), 1)); dropout on the weights in
- * training only. */
+ * training only. As in torch, q is scaled before the product (the [N, L, E] projection, not
+ * the larger [N, heads, L, S] scores). The causal mask is a bool [L, S] applied with
+ * masked_fill (broadcast over batch and heads, one pass) and kept for the next call with the
+ * same lengths. */
 #include "nn/module.h"
 
 #include <math.h>
@@ -19,6 +22,8 @@ typedef struct mha_state {
     int64_t embed_dim, heads;
     bool bias, causal;
     double dropout;
+    oar_tensor *mask;          /* bool [mask_L, mask_S], true above the diagonal; NULL until used */
+    int64_t mask_L, mask_S;
 } mha_state;
 
 /* ---- out_proj: a plain linear child, so its parameters are "out_proj.weight/bias" */
@@ -103,23 +108,21 @@ static oar_status project(oar_module *m, oar_tensor *const *x, oar_tensor **out)
     return OAR_OK;
 }
 
-/* 0 where key j may be seen from query i (j <= i), -inf after: a row of L * S, added to the
- * scores viewed as [N * heads, L * S]. */
-static oar_tensor *causal_mask(int64_t L, int64_t S, oar_dtype dt) {
-    double *d = malloc(sizeof(double) * (size_t)(L * S));
-    if (!d) {
-        oar_error(OAR_ERR_OOM, "MultiheadAttention: out of memory for a %lld x %lld mask", (long long)L, (long long)S);
-        return NULL;
-    }
-    for (int64_t i = 0; i < L; i++)
-        for (int64_t j = 0; j < S; j++) d[i * S + j] = j > i ? -INFINITY : 0.0;
-    int64_t n = L * S;
-    oar_tensor *t = oar_from_data(d, &n, 1, OAR_F64);
-    free(d);
-    return dt == OAR_F64 ? t : oar_cast(t, dt);
+/* The causal mask for L queries and S keys: true where key j lies in the future of query i
+ * (j > i). Borrowed: the state keeps it (one reference of its own) for the next call. */
+static oar_tensor *causal_mask(mha_state *s, int64_t L, int64_t S) {
+    if (s->mask && s->mask_L == L && s->mask_S == S) return s->mask;
+    int64_t shape[2] = {L, S};
+    oar_tensor *m = oar_triu(oar_ones(shape, 2, OAR_BOOL), 1); /* owned by the caller's scope */
+    if (!m) return NULL;
+    oar_release(s->mask);
+    s->mask = oar_retain(m);
+    s->mask_L = L;
+    s->mask_S = S;
+    return m;
 }
 
-static oar_status mha_attend(oar_module *m, const mha_state *s, oar_tensor *const *in, int n_in, oar_tensor **out,
+static oar_status mha_attend(oar_module *m, mha_state *s, oar_tensor *const *in, int n_in, oar_tensor **out,
                              int n_out) {
     oar_tensor *x[3];
     for (int i = 0; i < 3; i++) x[i] = in[n_in == 3 ? i : 0];
@@ -130,13 +133,9 @@ static oar_status mha_attend(oar_module *m, const mha_state *s, oar_tensor *cons
     if (st != OAR_OK) return st;
     int64_t N = oar_size(x[0], 0), L = oar_size(x[0], 1), S = oar_size(x[1], 1), H = s->heads;
     double scale = 1.0 / sqrt((double)(s->embed_dim / H));
-    oar_tensor *q = split_heads(p[0], H), *k = split_heads(p[1], H), *v = split_heads(p[2], H);
-    oar_tensor *scores = oar_mul_scalar(oar_matmul(q, oar_transpose(k, -1, -2)), scale); /* [N, H, L, S] */
-    if (s->causal) {
-        int64_t flat[2] = {N * H, L * S}, full[4] = {N, H, L, S};
-        oar_tensor *mask = scores ? causal_mask(L, S, oar_dtype_of(scores)) : NULL;
-        scores = oar_reshape(oar_add(oar_reshape(scores, flat, 2), mask), full, 4);
-    }
+    oar_tensor *q = split_heads(oar_mul_scalar(p[0], scale), H), *k = split_heads(p[1], H), *v = split_heads(p[2], H);
+    oar_tensor *scores = oar_matmul(q, oar_transpose(k, -1, -2)); /* [N, H, L, S] */
+    if (s->causal) scores = scores ? oar_masked_fill(scores, causal_mask(s, L, S), -INFINITY) : NULL;
     oar_tensor *attn = oar_softmax(scores, -1);
     if (m->training && s->dropout > 0) attn = oar_dropout(attn, s->dropout, true);
     int64_t merged[3] = {N, L, s->embed_dim};
@@ -155,7 +154,7 @@ static oar_status mha_attend(oar_module *m, const mha_state *s, oar_tensor *cons
 }
 
 static oar_status mha_forward(oar_module *m, oar_tensor *const *in, int n_in, oar_tensor **out, int n_out) {
-    const mha_state *s = m->state;
+    mha_state *s = m->state;
     oar_status st = check_inputs(s, oar_dtype_of(oar_module_local(m, "in_proj_weight")), in, n_in, n_out);
     if (st != OAR_OK) return st;
     oar_scope_begin();
@@ -170,7 +169,13 @@ static int mha_describe(const oar_module *m, char *buf, size_t size) {
                     (long long)s->heads, s->bias ? "true" : "false", s->causal ? "true" : "false", s->dropout);
 }
 
-static const oar_module_ops mha_ops = {"MultiheadAttention", mha_forward, free, mha_describe};
+static void mha_destroy(void *p) {
+    mha_state *s = p;
+    oar_release(s->mask);
+    free(s);
+}
+
+static const oar_module_ops mha_ops = {"MultiheadAttention", mha_forward, mha_destroy, mha_describe};
 
 /* Registers t (made by the caller) under name and drops the caller's reference. */
 static oar_status add_param(oar_module *m, const char *name, oar_tensor *t, oar_status init) {
@@ -220,7 +225,7 @@ oar_module *oar_nn_multihead_attention(int64_t embed_dim, int64_t heads, bool bi
         if (oar_last_status() == OAR_OK) oar_error(OAR_ERR_OOM, "MultiheadAttention: out of memory");
         return NULL;
     }
-    *s = (mha_state){embed_dim, heads, bias, causal, dropout};
+    *s = (mha_state){embed_dim, heads, bias, causal, dropout, NULL, 0, 0};
     int64_t ws[2] = {3 * embed_dim, embed_dim}, bs = 3 * embed_dim;
     oar_tensor *w = oar_empty(ws, 2, OAR_F32);
     oar_status st = add_param(m, "in_proj_weight", w, w ? oar_init_xavier_uniform_(w, 1.0) : OAR_OK);

@@ -1,4 +1,5 @@
-/* Neural-network ops that are not normalizations: softmax, log_softmax, dropout, embedding
+/* Neural-network ops that are not normalizations: softmax, log_softmax (each with a
+ * registered backward op that their rules call), dropout, embedding
  * (with its backward, a registered op so double backward works) and one_hot. Reference
  * kernels compute floats in double through the dtype traits. */
 #include "ops/op.h"
@@ -96,21 +97,21 @@ static oar_status log_softmax_ref(const oar_kctx *ctx, oar_tensor *const *in, in
     return softmax_ref_as(true, in, out, a);
 }
 
-/* dx = y * (g - sum(g * y)) along dim */
+/* Both rules are registered ops (softmax_backward, log_softmax_backward below): one pass over
+ * each line instead of a product, a keepdim reduction and two broadcast ops. */
+static oar_tensor *call_backward(oar_op_id op, oar_tensor *gy, oar_tensor *y, int64_t dim) {
+    oar_attr a = oar_attr_int(dim);
+    oar_tensor *in[2] = {gy, y};
+    return oar_op_call1(op, in, 2, &a);
+}
 static oar_status softmax_grad(oar_grad_ctx *g) {
     if (!g->gout[0]) return OAR_OK;
-    int d = (int)g->attrs[0].i;
-    oar_tensor *y = g->out[0];
-    oar_tensor *dot = oar_sum(oar_mul(g->gout[0], y), &d, 1, true);
-    g->gin[0] = oar_mul(y, oar_sub(g->gout[0], dot));
+    g->gin[0] = call_backward(OAR_OP_softmax_backward, g->gout[0], g->out[0], g->attrs[0].i);
     return g->gin[0] ? OAR_OK : oar_last_status();
 }
-/* dx = g - softmax * sum(g) along dim, with softmax = exp(y) */
 static oar_status log_softmax_grad(oar_grad_ctx *g) {
     if (!g->gout[0]) return OAR_OK;
-    int d = (int)g->attrs[0].i;
-    oar_tensor *total = oar_sum(g->gout[0], &d, 1, true);
-    g->gin[0] = oar_sub(g->gout[0], oar_mul(oar_exp(g->out[0]), total));
+    g->gin[0] = call_backward(OAR_OP_log_softmax_backward, g->gout[0], g->out[0], g->attrs[0].i);
     return g->gin[0] ? OAR_OK : oar_last_status();
 }
 
@@ -135,6 +136,118 @@ oar_tensor *oar_log_softmax(oar_tensor *x, int dim) {
     oar_tensor *in[1] = {x};
     return oar_op_call1(OAR_OP_log_softmax, in, 1, &a);
 }
+
+/* ---- softmax_backward(grad_output, output; dim) -> dx = y * (g - sum(g * y))
+ *      log_softmax_backward(grad_output, output; dim) -> dx = g - exp(y) * sum(g)
+ * along dim, y being the forward op's output. Both inputs have one shape and float dtype. */
+static oar_status softmax_backward_infer_as(const char *name, oar_tensor *const *in, const oar_attr *a,
+                                            oar_meta *out, int *n_out) {
+    oar_status st = oar_check_float(name, in[0], "the gradient");
+    if (st == OAR_OK) st = oar_check_same_dtype(name, in, 2);
+    if (st != OAR_OK) return st;
+    if (in[0]->ndim != in[1]->ndim || memcmp(in[0]->shape, in[1]->shape, sizeof(int64_t) * (size_t)in[0]->ndim)) {
+        char s0[128], s1[128];
+        oar_format_shape(in[0]->shape, in[0]->ndim, s0, sizeof s0);
+        oar_format_shape(in[1]->shape, in[1]->ndim, s1, sizeof s1);
+        return oar_error(OAR_ERR_SHAPE, "%s: expected the gradient and the output to have one shape, got %s and %s",
+                         name, s0, s1);
+    }
+    int d = 0;
+    if ((st = softmax_dim(name, in[0], a[0].i, &d)) != OAR_OK) return st;
+    oar_meta_from(out, in[0]);
+    *n_out = 1;
+    return OAR_OK;
+}
+static oar_status softmax_backward_infer(oar_tensor *const *in, int n_in, const oar_attr *a, oar_meta *out,
+                                         int *n_out) {
+    (void)n_in;
+    return softmax_backward_infer_as("softmax_backward", in, a, out, n_out);
+}
+static oar_status log_softmax_backward_infer(oar_tensor *const *in, int n_in, const oar_attr *a, oar_meta *out,
+                                             int *n_out) {
+    (void)n_in;
+    return softmax_backward_infer_as("log_softmax_backward", in, a, out, n_out);
+}
+
+static oar_status softmax_backward_ref_as(bool log_form, oar_tensor *const *in, oar_tensor *const *out,
+                                          const oar_attr *a) {
+    const oar_tensor *gy = in[0], *y = in[1];
+    oar_tensor *dx = out[0];
+    if (dx->numel == 0) return OAR_OK;
+    int d = 0;
+    oar_status st = softmax_dim(log_form ? "log_softmax_backward" : "softmax_backward", gy, a[0].i, &d);
+    if (st != OAR_OK) return st;
+    int64_t outer, n, inner;
+    around_dim(gy, d, &outer, &n, &inner);
+    const oar_dtype_traits *tr = &oar_dtypes[gy->dtype];
+    const int64_t es = (int64_t)tr->size;
+    const char *gp = oar_tensor_ptr(gy), *yp = oar_tensor_ptr(y);
+    char *dp = oar_tensor_ptr(dx);
+    for (int64_t o = 0; o < outer; o++) {
+        for (int64_t j = 0; j < inner; j++) {
+            int64_t base = o * n * inner + j;
+            double s = 0;
+            for (int64_t k = 0; k < n; k++) {
+                int64_t at = (base + k * inner) * es;
+                s += log_form ? tr->load(gp + at) : tr->load(gp + at) * tr->load(yp + at);
+            }
+            for (int64_t k = 0; k < n; k++) {
+                int64_t at = (base + k * inner) * es;
+                double gv = tr->load(gp + at), yv = tr->load(yp + at);
+                tr->store(dp + at, log_form ? gv - exp(yv) * s : yv * (gv - s));
+            }
+        }
+    }
+    return OAR_OK;
+}
+static oar_status softmax_backward_ref(const oar_kctx *ctx, oar_tensor *const *in, int n_in,
+                                       oar_tensor *const *out, int n_out, const oar_attr *a) {
+    (void)ctx; (void)n_in; (void)n_out;
+    return softmax_backward_ref_as(false, in, out, a);
+}
+static oar_status log_softmax_backward_ref(const oar_kctx *ctx, oar_tensor *const *in, int n_in,
+                                           oar_tensor *const *out, int n_out, const oar_attr *a) {
+    (void)ctx; (void)n_in; (void)n_out;
+    return softmax_backward_ref_as(true, in, out, a);
+}
+
+/* dx = y * (g - s) with s = sum(g * y); for an incoming gradient u of dx:
+ *   d/dg = y * (u - sum(u * y)) = softmax_backward(u, y)
+ *   d/dy = u * (g - s) - g * sum(u * y) */
+static oar_status softmax_backward_grad(oar_grad_ctx *g) {
+    oar_tensor *u = g->gout[0], *gy = g->in[0], *y = g->in[1];
+    if (!u) return OAR_OK;
+    int d = (int)g->attrs[0].i;
+    if (g->needs[0] && !(g->gin[0] = call_backward(OAR_OP_softmax_backward, u, y, d))) return oar_last_status();
+    if (g->needs[1]) {
+        oar_tensor *s = oar_sum(oar_mul(gy, y), &d, 1, true), *uy = oar_sum(oar_mul(u, y), &d, 1, true);
+        if (!(g->gin[1] = oar_sub(oar_mul(u, oar_sub(gy, s)), oar_mul(gy, uy)))) return oar_last_status();
+    }
+    return OAR_OK;
+}
+/* dx = g - exp(y) * S with S = sum(g); for an incoming gradient u of dx:
+ *   d/dg = u - sum(u * exp(y)),  d/dy = -u * exp(y) * S */
+static oar_status log_softmax_backward_grad(oar_grad_ctx *g) {
+    oar_tensor *u = g->gout[0], *gy = g->in[0], *y = g->in[1];
+    if (!u) return OAR_OK;
+    int d = (int)g->attrs[0].i;
+    oar_tensor *p = oar_exp(y);
+    if (g->needs[0] && !(g->gin[0] = oar_sub(u, oar_sum(oar_mul(u, p), &d, 1, true)))) return oar_last_status();
+    if (g->needs[1] && !(g->gin[1] = oar_neg(oar_mul(oar_mul(u, p), oar_sum(gy, &d, 1, true)))))
+        return oar_last_status();
+    return OAR_OK;
+}
+
+const oar_op_def oar_opdef_softmax_backward = {
+    .name = "softmax_backward", .n_inputs = 2, .n_outputs = 1, .n_attrs = 1, .attrs = {{"dim", OAR_ATTR_INT}},
+    .flags = OAR_OPF_AMP_DENY, .ref_dtypes = OAR_FLOAT_DTYPES,
+    .infer = softmax_backward_infer, .reference = softmax_backward_ref, .grad = softmax_backward_grad,
+};
+const oar_op_def oar_opdef_log_softmax_backward = {
+    .name = "log_softmax_backward", .n_inputs = 2, .n_outputs = 1, .n_attrs = 1, .attrs = {{"dim", OAR_ATTR_INT}},
+    .flags = OAR_OPF_AMP_DENY, .ref_dtypes = OAR_FLOAT_DTYPES,
+    .infer = log_softmax_backward_infer, .reference = log_softmax_backward_ref, .grad = log_softmax_backward_grad,
+};
 
 /* ---- dropout(x; p, training) -> y [, mask]
  * The mask (hidden output, x's dtype) holds 0 or 1/(1-p), so y = x * mask and the gradient is

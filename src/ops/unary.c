@@ -224,7 +224,8 @@ static oar_status sigmoid_grad(oar_grad_ctx *g) {
     return OAR_OK;
 }
 static oar_status relu_grad(oar_grad_ctx *g) {
-    g->gin[0] = oar_where(positive_mask(X), GOUT, oar_zeros_like(GOUT));
+    oar_tensor *in[2] = {GOUT, X}; /* one registered op (unary_backward.c): x > 0 ? g : 0 */
+    g->gin[0] = oar_op_call1(OAR_OP_relu_backward, in, 2, NULL);
     return OAR_OK;
 }
 static oar_status leaky_relu_grad(oar_grad_ctx *g) {
@@ -241,25 +242,10 @@ static oar_status elu_grad(oar_grad_ctx *g) {
     g->gin[0] = oar_where(pos, GOUT, oar_mul(GOUT, slope));
     return OAR_OK;
 }
+/* one registered op (unary_backward.c): a single pass instead of a dozen elementwise ops */
 static oar_status gelu_grad(oar_grad_ctx *g) {
-    oar_tensor *x = X;
-    if (g->attrs[0].i) {
-        /* y = x/2 (1 + t), t = tanh(k (x + c x^3)):
-         * dy/dx = (1 + t)/2 + x/2 (1 - t^2) k (1 + 3 c x^2) */
-        oar_tensor *x2 = oar_square(x);
-        oar_tensor *inner = oar_mul_scalar(oar_add(x, oar_mul_scalar(oar_mul(x2, x), GELU_TANH_C)), GELU_TANH_K);
-        oar_tensor *t = oar_tanh(inner);
-        oar_tensor *left = oar_mul_scalar(oar_add_scalar(t, 1.0), 0.5);
-        oar_tensor *dinner = oar_mul_scalar(oar_add_scalar(oar_mul_scalar(x2, 3.0 * GELU_TANH_C), 1.0), GELU_TANH_K);
-        oar_tensor *sech2 = oar_add_scalar(oar_neg(oar_square(t)), 1.0);
-        oar_tensor *right = oar_mul(oar_mul_scalar(x, 0.5), oar_mul(sech2, dinner));
-        g->gin[0] = oar_mul(GOUT, oar_add(left, right));
-    } else {
-        /* dy/dx = Phi(x) + x phi(x), Phi(x) = (1 + erf(x / sqrt 2)) / 2, phi(x) = e^(-x^2/2) / sqrt(2 pi) */
-        oar_tensor *cdf = oar_mul_scalar(oar_add_scalar(oar_erf(oar_mul_scalar(x, M_SQRT1_2)), 1.0), 0.5);
-        oar_tensor *pdf = oar_mul_scalar(oar_exp(oar_mul_scalar(oar_square(x), -0.5)), 0.3989422804014327);
-        g->gin[0] = oar_mul(GOUT, oar_add(cdf, oar_mul(x, pdf)));
-    }
+    oar_tensor *in[2] = {GOUT, X};
+    g->gin[0] = oar_op_call1(OAR_OP_gelu_backward, in, 2, g->attrs);
     return OAR_OK;
 }
 static oar_status silu_grad(oar_grad_ctx *g) {

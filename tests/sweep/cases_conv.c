@@ -66,6 +66,16 @@ const sweep_case sweep_cases_conv[] = {
     {"max_pool2d_backward", "n:1x2x2x2;d:1x2x5x5", MP("2,2", "2,2", "0,0", "1,1", "0")},
     {"max_pool2d_backward", "n:1x2x3x3;d:1x2x5x5", MP("3,3", "2,2", "1,1", "1,1", "1")},
     {"max_pool2d_backward", "n:2x3x7x7;d:2x3x12x12", MP("3,3", "2,2", "1,1", "1,1", "1"), SWEEP_NO_GRAD},
+    /* 2x2 stride 2 (the AVX2 kernel): full vectors, tails, odd sizes, ceil mode (declined) */
+    {"max_pool2d", "d:2x3x28x28", MP("2,2", "2,2", "0,0", "1,1", "0"), SWEEP_NO_GRAD},
+    {"max_pool2d", "d:3x2x10x10", MP("2,2", "2,2", "0,0", "1,1", "0")},
+    {"max_pool2d", "d:2x2x7x37", MP("2,2", "2,2", "0,0", "1,1", "0"), SWEEP_NO_GRAD},
+    {"max_pool2d", "d:2x7x9", MP("2,2", "2,2", "0,0", "1,1", "1"), SWEEP_NO_GRAD},
+    {"max_pool2d_backward", "n:2x3x14x14;d:2x3x28x28", MP("2,2", "2,2", "0,0", "1,1", "0"), SWEEP_NO_GRAD},
+    {"max_pool2d_backward", "n:3x2x5x5;d:3x2x10x10", MP("2,2", "2,2", "0,0", "1,1", "0")},
+    {"max_pool2d_backward", "n:2x2x3x18;d:2x2x7x37", MP("2,2", "2,2", "0,0", "1,1", "0"), SWEEP_NO_GRAD},
+    {"max_pool2d_backward", "n:2x4x7x6;d:2x4x13x11", MP("2,2", "2,2", "0,0", "1,1", "1"), SWEEP_NO_GRAD},
+    {"max_pool2d_backward", "n:64x6x14x14;d:64x6x28x28", MP("2,2", "2,2", "0,0", "1,1", "0"), SWEEP_NO_GRAD},
     {"max_pool2d_gather", "n:1x2x5x5;d:1x2x5x5", MP("2,2", "2,2", "0,0", "1,1", "0")},
     {"max_pool2d_gather", "n:2x5x5;d:2x5x5", MP("3,3", "2,2", "1,1", "1,1", "1")},
     /* average pooling */

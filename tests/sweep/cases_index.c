@@ -78,6 +78,15 @@ const sweep_case sweep_cases_index[] = {
     {"masked_fill", "n:;b:", "value=inf", SWEEP_NO_GRAD},
     {"masked_fill", "i0_9:3x4;b:3x4", "value=-7"},
     {"masked_fill", "b:5;b:5", "value=1"},
+    /* the block kernel: x of the output's shape, mask broadcast along leading dims only */
+    {"masked_fill", "n:2x3x5x5;b:5x5", "value=-3"},
+    {"masked_fill", "n:2x3x5x5;b:1x5x5", "value=0.5"},
+    {"masked_fill", "n:2x4x37x37;b:37x37", "value=-inf", SWEEP_NO_GRAD},  /* tails, threads */
+    {"masked_fill", "n:3x70x300;b:300", "value=-inf", SWEEP_NO_GRAD},
+    {"masked_fill", "nf64:3x9;b:3x9", "value=2.5"},
+    {"masked_fill", "nf16:4x9;b:9", "value=-2"},
+    {"masked_fill", "i0_9i32:6x11;b:11", "value=-7"},
+    {"masked_fill", "i0_9i8:6x11;b:6x11", "value=3"},
     /* tril, triu */
     {"tril", "n:4x4", "diagonal=0"},
     {"tril", "n:3x5", "diagonal=-1"},

@@ -26,6 +26,26 @@ const sweep_case sweep_cases_nn[] = {
     {"log_softmax", "n:2x11", "dim=1"},
     {"log_softmax", "n:5x300", "dim=-1", SWEEP_NO_GRAD},
     {"log_softmax", "n:4x9x17", "dim=-2", SWEEP_NO_GRAD},
+    /* their backward ops (gradient, forward output): y is any tensor here, not only a softmax */
+    {"softmax_backward", "n:3x5;u:3x5", "dim=-1"},
+    {"softmax_backward", "n:2x3x4;u:2x3x4", "dim=1"},
+    {"softmax_backward", "n:2x3x4;u:2x3x4", "dim=0"},
+    {"softmax_backward", "n:4x1;u:4x1", "dim=1"},
+    {"softmax_backward", "n:;u:", "dim=0"},
+    {"softmax_backward", "n:2x0x3;u:2x0x3", "dim=-1"},
+    {"softmax_backward", "n:3x13;u:3x13", "dim=-1"},
+    {"softmax_backward", "n:5x300;u:5x300", "dim=-1", SWEEP_NO_GRAD},
+    {"softmax_backward", "n:2x4x128x128;u:2x4x128x128", "dim=-1", SWEEP_NO_GRAD}, /* attention, threads */
+    {"softmax_backward", "n:3x7x19;u:3x7x19", "dim=1", SWEEP_NO_GRAD},
+    {"softmax_backward", "n:2x5x3x11;u:2x5x3x11", "dim=-3", SWEEP_NO_GRAD},
+    {"log_softmax_backward", "n:3x5;u:3x5", "dim=-1"},
+    {"log_softmax_backward", "n:2x3x4;u:2x3x4", "dim=1"},
+    {"log_softmax_backward", "n:4x1;u:4x1", "dim=-1"},
+    {"log_softmax_backward", "n:;u:", "dim=-1"},
+    {"log_softmax_backward", "n:2x3x0;u:2x3x0", "dim=1"},
+    {"log_softmax_backward", "n:2x11;u:2x11", "dim=1"},
+    {"log_softmax_backward", "n:5x300;u:5x300", "dim=-1", SWEEP_NO_GRAD},
+    {"log_softmax_backward", "n:4x9x17;u:4x9x17", "dim=-2", SWEEP_NO_GRAD},
     /* dropout: the sweep resets the generator before each run, so masks repeat */
     {"dropout", "n:4x5", "p=0.3 training=1"},
     {"dropout", "n:2x3x4", "p=0.5 training=1"},
@@ -133,6 +153,25 @@ static bool bad_log_softmax_int(void) {
     int64_t v[2] = {1, 2};
     return oar_log_softmax(idx(v, 2), 0) != NULL;
 }
+static bool bad_softmax_backward(oar_op_id op, oar_tensor *g, oar_tensor *y, int64_t dim) {
+    oar_attr a = oar_attr_int(dim);
+    oar_tensor *in[2] = {g, y};
+    return oar_op_call1(op, in, 2, &a) != NULL;
+}
+static bool bad_softmax_backward_shape(void) {
+    return bad_softmax_backward(OAR_OP_softmax_backward, f32(2, 3, 2), f32(3, 2, 2), -1);
+}
+static bool bad_softmax_backward_dtype(void) {
+    int64_t s[2] = {2, 3};
+    return bad_softmax_backward(OAR_OP_softmax_backward, f32(2, 3, 2), oar_zeros(s, 2, OAR_F64), -1);
+}
+static bool bad_log_softmax_backward_dim(void) {
+    return bad_softmax_backward(OAR_OP_log_softmax_backward, f32(2, 3, 2), f32(2, 3, 2), -3);
+}
+static bool bad_log_softmax_backward_int(void) {
+    int64_t v[2] = {1, 2};
+    return bad_softmax_backward(OAR_OP_log_softmax_backward, idx(v, 2), idx(v, 2), 0);
+}
 static bool bad_dropout_p(void) { return oar_dropout(f32(2, 3, 2), 1.5, true) != NULL; }
 static bool bad_embedding_range(void) {
     int64_t v[3] = {1, 7, 0};
@@ -173,6 +212,14 @@ const sweep_bad sweep_bad_nn[] = {
     {"batch_norm running stats requiring grad", bad_bn_stats_grad, "running statistics are not differentiable"},
     {"softmax over a dim that does not exist", bad_softmax_dim, "softmax: expected dim in [-2, 1]"},
     {"log_softmax of integers", bad_log_softmax_int, "log_softmax: expected the input to have a floating dtype"},
+    {"softmax_backward with the output of another shape", bad_softmax_backward_shape,
+     "softmax_backward: expected the gradient and the output to have one shape, got [2, 3] and [3, 2]"},
+    {"softmax_backward with the output of another dtype", bad_softmax_backward_dtype,
+     "softmax_backward: expected inputs of one dtype, got f32 (input 0) and f64 (input 1)"},
+    {"log_softmax_backward over a dim that does not exist", bad_log_softmax_backward_dim,
+     "log_softmax_backward: expected dim in [-2, 1]"},
+    {"log_softmax_backward of integers", bad_log_softmax_backward_int,
+     "log_softmax_backward: expected the gradient to have a floating dtype"},
     {"dropout with p > 1", bad_dropout_p, "expected a probability p in [0, 1], got 1.5"},
     {"embedding index past the last row", bad_embedding_range, "index 7 is out of range; expected indices in [0, 5)"},
     {"embedding negative index", bad_embedding_negative, "index -1 is out of range"},

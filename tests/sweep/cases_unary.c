@@ -65,6 +65,21 @@ const sweep_case sweep_cases_unary[] = {
     {"gelu", "n:1x5", "approximate=0"},
     {"gelu", "n:3x67", "approximate=0", BIG},
     {"gelu", "n:3x67", "approximate=1", BIG},
+    /* gelu_backward(grad, x): the op gelu's rule calls */
+    {"gelu_backward", "n:3x4;n:3x4", "approximate=0"},
+    {"gelu_backward", "n:3x4;n:3x4", "approximate=1"},
+    {"gelu_backward", "n:;n:", "approximate=1"},
+    {"gelu_backward", "n:0x3;n:0x3", "approximate=0"},
+    {"gelu_backward", "n:3x67;n:3x67", "approximate=0", BIG},
+    {"gelu_backward", "n:3x67;n:3x67", "approximate=1", BIG},
+    {"gelu_backward", "n:5x4099;n:5x4099", "approximate=1", BIG}, /* split over threads */
+    /* relu_backward(grad, x): relu's rule; x from distinct values (no kink at 0), or with zeros */
+    {"relu_backward", "n:3x4;d:3x4", ""},
+    {"relu_backward", "n:2x3x5;d:2x3x5", ""},
+    {"relu_backward", "n:;p:", ""},
+    {"relu_backward", "n:0x4;d:0x4", ""},
+    {"relu_backward", "n:5x4099;u:5x4099", "", BIG},
+    {"relu_backward", "n:3x67;d:3x67", "", BIG}, /* odd size: contains 0 */
     {"silu", "n:3x4", ""},
     {"silu", "n:", ""},
     {"silu", "n:3x67", "", BIG},
@@ -129,6 +144,28 @@ static bool bad_softplus_beta(void) { return oar_softplus(oar_scalar(1.0, OAR_F3
 static bool bad_clip_fraction(void) { return oar_clip(int_tensor(OAR_I64), 0.5, 2.0) != NULL; }
 static bool bad_clip_range(void) { return oar_clip(int_tensor(OAR_U8), -1.0, 2.0) != NULL; }
 static bool bad_null(void) { return oar_tanh(NULL) != NULL; }
+static bool bad_gelu_backward(oar_tensor *g, oar_tensor *x, int64_t approximate) {
+    oar_attr a = oar_attr_int(approximate);
+    oar_tensor *in[2] = {g, x};
+    return oar_op_call1(OAR_OP_gelu_backward, in, 2, &a) != NULL;
+}
+static bool bad_gelu_backward_shape(void) {
+    int64_t s1[2] = {2, 3}, s2[2] = {3, 2};
+    return bad_gelu_backward(oar_zeros(s1, 2, OAR_F32), oar_zeros(s2, 2, OAR_F32), 1);
+}
+static bool bad_gelu_backward_dtype(void) {
+    int64_t s[2] = {2, 3};
+    return bad_gelu_backward(oar_zeros(s, 2, OAR_F32), oar_zeros(s, 2, OAR_F64), 0);
+}
+static bool bad_gelu_backward_mode(void) {
+    int64_t s[2] = {2, 3};
+    return bad_gelu_backward(oar_zeros(s, 2, OAR_F32), oar_zeros(s, 2, OAR_F32), 3);
+}
+static bool bad_relu_backward_shape(void) {
+    int64_t s1[2] = {4, 3}, s2[1] = {12};
+    oar_tensor *in[2] = {oar_zeros(s1, 2, OAR_F32), oar_zeros(s2, 1, OAR_F32)};
+    return oar_op_call1(OAR_OP_relu_backward, in, 2, NULL) != NULL;
+}
 static bool bad_gelu_mode(void) {
     oar_tensor *x = oar_scalar(1.0, OAR_F32);
     oar_attr a[1] = {oar_attr_int(2)};
@@ -143,6 +180,14 @@ const sweep_bad sweep_bad_unary[] = {
     {"clip of an i64 tensor at 0.5", bad_clip_fraction, "clip: expected integer bounds for integer dtype i64, got min=0.5"},
     {"clip of a u8 tensor at -1", bad_clip_range, "clip: expected bounds within the range of u8 [0, 255], got min=-1"},
     {"tanh of NULL", bad_null, "tanh: input 0 is NULL"},
+    {"gelu_backward with an input of another shape", bad_gelu_backward_shape,
+     "gelu_backward: expected the gradient and the input to have one shape, got [2, 3] and [3, 2]"},
+    {"gelu_backward with an input of another dtype", bad_gelu_backward_dtype,
+     "gelu_backward: expected inputs of one dtype, got f32 (input 0) and f64 (input 1)"},
+    {"gelu_backward with approximate 3", bad_gelu_backward_mode,
+     "gelu_backward: expected approximate 0 (exact, erf) or 1 (tanh), got 3"},
+    {"relu_backward with an input of another shape", bad_relu_backward_shape,
+     "relu_backward: expected the gradient and the input to have one shape, got [4, 3] and [12]"},
     {"gelu with approximate 2", bad_gelu_mode, "gelu: expected approximate 0 (exact, erf) or 1 (tanh), got 2"},
     {0},
 };

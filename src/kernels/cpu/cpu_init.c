@@ -22,4 +22,7 @@ void oar_cpu_kernels_init(void) {
     oar_cpu_register_nn();
     oar_cpu_register_loss();
     oar_cpu_register_index();
+    oar_cpu_register_masked_fill();
+    oar_cpu_register_unary_backward();
+    oar_cpu_register_pool2x2();
 }

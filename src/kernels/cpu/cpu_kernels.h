@@ -14,6 +14,9 @@ void oar_cpu_register_conv(void);
 void oar_cpu_register_nn(void);
 void oar_cpu_register_loss(void);
 void oar_cpu_register_index(void);
+void oar_cpu_register_masked_fill(void); /* index_masked_fill.c */
+void oar_cpu_register_unary_backward(void); /* avx2_unary_backward.c */
+void oar_cpu_register_pool2x2(void);   /* conv_pool2x2.c */
 /* True when the CPU supports AVX2 and FMA (checked at run time). */
 bool oar_cpu_has_avx2(void);
 
