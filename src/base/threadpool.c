@@ -1,5 +1,9 @@
-/* One thread pool for every parallel loop in oar. The caller runs a share of the work itself;
- * between loops workers poll for SPIN_NS, then sleep on a condition variable. Nested loops run
+/* One thread pool for every parallel loop in oar. A loop is cut into at most one chunk per
+ * thread (the cut depends only on n, grain and the thread count, so results do not depend on
+ * who runs which chunk); the caller and the workers claim chunks from a shared counter, and
+ * the loop ends when every chunk is done. A worker that the OS has not scheduled yet (a busy
+ * machine) therefore never holds the loop up: the caller runs its chunk instead. Between
+ * loops workers poll for SPIN_NS, then sleep on a condition variable. Nested loops run
  * serially, so a kernel called from a worker never oversubscribes the cores. The libraries oar
  * calls are told the thread count through a hook (OpenBLAS is kept at one thread and oar splits
  * GEMMs itself), so there is one budget of threads. */
@@ -25,7 +29,12 @@ typedef struct pool {
     int n_workers;           /* threads besides the caller */
     uint64_t generation;     /* bumped for each loop; read without the lock while polling */
     uint64_t start_generation; /* the generation when the workers were started */
-    int pending;             /* workers still running the current loop; polled likewise */
+    /* the next chunk to claim: (generation << 32) | (n_chunks << 16) | index, low 32 bits of
+     * the generation. The tag keeps a late worker from claiming a chunk of a loop it did not
+     * see start; the chunk count travels in the same word so a claimer reads no other field
+     * before its claim succeeds. */
+    uint64_t claim;
+    int done;                /* chunks of the current loop finished; polled like generation */
     bool stop;               /* polled likewise */
     /* the current loop */
     oar_range_fn fn;
@@ -57,6 +66,27 @@ static void run_chunk(int idx) {
     if (b < e) P.fn(P.ctx, b, e);
 }
 
+/* Claims and runs chunks of loop g until none is left. The loop's fields are read only after
+ * a successful claim: the loop cannot end (and the next one cannot overwrite them) before that
+ * chunk is done. */
+static void run_claimed(uint64_t g) {
+    uint64_t c = __atomic_load_n(&P.claim, __ATOMIC_ACQUIRE);
+    for (;;) {
+        if ((uint32_t)(c >> 32) != (uint32_t)g) return; /* another loop's counter */
+        int n_chunks = (int)((c >> 16) & 0xffff), idx = (int)(c & 0xffff);
+        if (idx >= n_chunks) return;
+        if (!__atomic_compare_exchange_n(&P.claim, &c, c + 1, true, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) continue;
+        run_chunk(idx);
+        /* release: the caller reads this chunk's results once it sees every chunk done */
+        if (__atomic_add_fetch(&P.done, 1, __ATOMIC_ACQ_REL) == n_chunks) {
+            pthread_mutex_lock(&P.mu);
+            pthread_cond_signal(&P.done_cv);
+            pthread_mutex_unlock(&P.mu);
+        }
+        c = __atomic_load_n(&P.claim, __ATOMIC_ACQUIRE);
+    }
+}
+
 static int64_t now_ns(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -86,7 +116,7 @@ static bool spin_more(spin *s) {
 }
 
 static void *worker_main(void *arg) {
-    int id = (int)(intptr_t)arg; /* 1..n_workers; the caller is 0 */
+    (void)arg; /* workers are interchangeable: they claim chunks, none is assigned one */
     /* loops issued before this worker existed are not its to run; written before the thread
      * was created, and no loop can start until the pool is configured */
     uint64_t seen = P.start_generation;
@@ -106,14 +136,7 @@ static void *worker_main(void *arg) {
         }
         if (__atomic_load_n(&P.stop, __ATOMIC_ACQUIRE)) break;
         seen = g;
-        if (id < P.n_chunks) run_chunk(id);
-        /* release: the caller polls pending without the lock, then reads our results; the lock
-         * is only for waking a caller that went to sleep */
-        if (__atomic_sub_fetch(&P.pending, 1, __ATOMIC_ACQ_REL) == 0) {
-            pthread_mutex_lock(&P.mu);
-            pthread_cond_signal(&P.done_cv);
-            pthread_mutex_unlock(&P.mu);
-        }
+        run_claimed(g);
     }
     return NULL;
 }
@@ -214,22 +237,24 @@ void oar_parallel_for(int64_t n, int64_t grain, oar_range_fn fn, void *ctx) {
     P.n = n;
     P.n_chunks = n_chunks;
     P.chunk = (n + n_chunks - 1) / n_chunks;
-    __atomic_store_n(&P.pending, P.n_workers, __ATOMIC_RELAXED);
+    __atomic_store_n(&P.done, 0, __ATOMIC_RELAXED);
+    uint64_t g = P.generation + 1;
+    __atomic_store_n(&P.claim, g << 32 | (uint64_t)n_chunks << 16, __ATOMIC_RELAXED);
     /* release: a worker that sees the new generation reads the fields above without the
      * lock; the lock itself is for workers that went to sleep (no lost wake-up) */
-    __atomic_store_n(&P.generation, P.generation + 1, __ATOMIC_RELEASE);
+    __atomic_store_n(&P.generation, g, __ATOMIC_RELEASE);
     pthread_cond_broadcast(&P.work_cv); /* no system call when every worker is polling */
     pthread_mutex_unlock(&P.mu);
 
     tl_in_parallel = true;
-    run_chunk(0);
+    run_claimed(g);
     tl_in_parallel = false;
 
-    for (spin sp = {0}; __atomic_load_n(&P.pending, __ATOMIC_ACQUIRE) > 0 && spin_more(&sp);) {
+    for (spin sp = {0}; __atomic_load_n(&P.done, __ATOMIC_ACQUIRE) < n_chunks && spin_more(&sp);) {
     }
-    if (__atomic_load_n(&P.pending, __ATOMIC_ACQUIRE) > 0) {
+    if (__atomic_load_n(&P.done, __ATOMIC_ACQUIRE) < n_chunks) {
         pthread_mutex_lock(&P.mu);
-        while (__atomic_load_n(&P.pending, __ATOMIC_ACQUIRE) > 0) pthread_cond_wait(&P.done_cv, &P.mu);
+        while (__atomic_load_n(&P.done, __ATOMIC_ACQUIRE) < n_chunks) pthread_cond_wait(&P.done_cv, &P.mu);
         pthread_mutex_unlock(&P.mu);
     }
     pthread_mutex_unlock(&g_config_mu);
