@@ -979,7 +979,9 @@ typedef struct oar_program_memory_stats {
     int64_t persistent_bytes;     /* owned by the program (gradients it writes) */
     int64_t output_bytes;         /* fresh per call (results handed to the caller) */
     int64_t naive_bytes;          /* all intermediates with no reuse, for comparison */
-    int64_t measured_peak_bytes;  /* allocator peak above the level before the run */
+    int64_t measured_peak_bytes;  /* allocator peak (since the last oar_memory_reset_peak) above the
+                                     level before a run, plus the arena: reset the peak before a run
+                                     to measure that run alone */
     int n_nodes, n_buffers;
 } oar_program_memory_stats;
 OAR_API oar_status oar_program_memory_stats_get(const oar_jit *f, int i, oar_program_memory_stats *out);

@@ -312,8 +312,7 @@ oar_status oar_exec_run(oar_exec *e, oar_tensor *const *in, int n_in, oar_tensor
         unbind(e);
         return st;
     }
-    int64_t base = oar_memory_stats_get(OAR_CPU).current_bytes;
-    oar_memory_reset_peak(OAR_CPU);
+    int64_t base = oar_memory_stats_get(OAR_CPU).current_bytes; /* the peak is the caller's: never reset here */
     for (int k = 0; k < e->n_fresh && st == OAR_OK; k++) {
         oar_tensor *h = e->hdr[e->fresh[k]];
         if (oar_tensor_alloc_storage(h) != OAR_OK) st = OAR_ERR_OOM;
