@@ -445,6 +445,10 @@ typedef struct oar_memory_stats {
 OAR_API oar_memory_stats oar_memory_stats_get(oar_device dev);
 OAR_API void oar_memory_reset_peak(oar_device dev);
 OAR_API void oar_memory_empty_cache(oar_device dev);
+/* Caps the bytes tensors of dev may hold at once (0: no cap, the default). An allocation past
+ * the cap fails with OAR_ERR_OOM, as if the machine had that much memory: for sharing a
+ * machine, and for testing how a program handles running out. */
+OAR_API oar_status oar_memory_set_limit(oar_device dev, int64_t bytes);
 
 
 /* ---------------------------------------------------------------- 8. modules */

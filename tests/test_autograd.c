@@ -151,6 +151,26 @@ static void test_leaks(void) {
     CHECK(after.current_bytes == before.current_bytes); /* graphs and grads all freed */
 }
 
+/* A gradient rule whose op runs out of memory fails the backward with that error; it is never
+ * read as a zero gradient. The memory cap makes the failure happen on demand. */
+static void test_rule_failure_is_an_error(void) {
+    oar_scope_begin();
+    int64_t n = 1 << 20;
+    oar_tensor *x = oar_rand(&n, 1, OAR_F32);
+    oar_set_requires_grad(x, true);
+    oar_tensor *y = oar_sum(oar_exp(x), NULL, 0, false); /* exp's rule allocates n floats */
+    int64_t in_use = oar_memory_stats_get(OAR_CPU).current_bytes;
+    CHECK(oar_memory_set_limit(OAR_CPU, in_use + (1 << 16)) == OAR_OK);
+    CHECK(oar_backward(y, NULL, false) == OAR_ERR_OOM);
+    CHECK(strstr(oar_last_error(), "oar_memory_set_limit") != NULL);
+    CHECK(oar_grad_get(x) == NULL);
+    CHECK(oar_memory_set_limit(OAR_CPU, 0) == OAR_OK);
+    CHECK(oar_memory_set_limit(OAR_CPU, -1) == OAR_ERR_INVALID_ARG);
+    oar_tensor *y2 = oar_sum(oar_exp(x), NULL, 0, false);
+    CHECK(oar_backward(y2, NULL, false) == OAR_OK && oar_grad_get(x) != NULL);
+    oar_scope_end();
+}
+
 int main(void) {
     test_basic_and_accumulate();
     test_diamond_and_broadcast();
@@ -160,5 +180,6 @@ int main(void) {
     test_inplace_check();
     test_views_grad();
     test_leaks();
+    test_rule_failure_is_an_error();
     return test_summary("test_autograd");
 }

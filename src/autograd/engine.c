@@ -243,9 +243,14 @@ static oar_status run_node(engine *e, oar_node *n, oar_node **ready, int *n_read
             oar_grad_ctx g = {.attrs = n->attrs, .in = n->saved_in, .n_in = n->n_in, .out = outs,
                               .n_out = n->n_out, .gout = ri->buf, .needs = needs, .gin = gin};
             uint64_t nan_failures = oar_prof_check_on() ? oar_prof_nan_failures() : 0;
+            uint64_t errors = oar_error_serial();
             st = d->grad(&g);
             if (st == OAR_OK && oar_prof_check_on() && oar_prof_nan_failures() != nan_failures)
                 st = OAR_ERR_NUMERIC; /* an op of the rule made a NaN/Inf (its result, NULL, would read as zero) */
+            /* a needed gradient left NULL after an op of the rule failed is that failure, not zero */
+            for (int i = 0; i < n->n_in && st == OAR_OK; i++)
+                if (needs[i] && !gin[i] && oar_error_serial() != errors)
+                    st = oar_last_status() != OAR_OK ? oar_last_status() : OAR_ERR_INTERNAL;
             for (int i = 0; i < n->n_in; i++) {
                 if (st == OAR_OK && gin[i] && needs[i]) oar_retain(gin[i]);
                 else gin[i] = NULL;

@@ -18,6 +18,7 @@ static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static block *buckets[N_BUCKETS];
 static oar_memory_stats stats;
 static int64_t window_peak; /* the profiler's per-step peak */
+static int64_t limit_bytes; /* oar_memory_set_limit; 0: none */
 
 /* Size classes: powers of two up to 4 KiB, then eight classes per octave, so a block wastes at
  * most 1/8 of its size (a planned 75 MB arena would otherwise take a 128 MB block). */
@@ -59,6 +60,15 @@ void *oar_alloc(size_t nbytes) {
         return NULL;
     }
     pthread_mutex_lock(&mu);
+    if (limit_bytes > 0 && stats.current_bytes + (int64_t)rounded > limit_bytes) {
+        int64_t in_use = stats.current_bytes;
+        pthread_mutex_unlock(&mu);
+        oar_error(OAR_ERR_OOM,
+                  "out of memory: %zu more bytes would bring tensor memory to %.1f MiB, above the limit "
+                  "of %.1f MiB set by oar_memory_set_limit; raise the limit or reduce the batch size",
+                  rounded, (double)(in_use + (int64_t)rounded) / (1 << 20), (double)limit_bytes / (1 << 20));
+        return NULL;
+    }
     void *p = buckets[b];
     if (p) {
         buckets[b] = ((block *)p)->next;
@@ -148,4 +158,16 @@ void oar_memory_empty_cache(oar_device dev) {
     pthread_mutex_lock(&mu);
     empty_cache_locked();
     pthread_mutex_unlock(&mu);
+}
+
+oar_status oar_memory_set_limit(oar_device dev, int64_t bytes) {
+    if (dev != OAR_CPU)
+        return oar_error(OAR_ERR_UNSUPPORTED, "oar_memory_set_limit: expected device cpu, got device %d", (int)dev);
+    if (bytes < 0)
+        return oar_error(OAR_ERR_INVALID_ARG, "oar_memory_set_limit: expected a limit >= 0 bytes (0: none), got %lld",
+                         (long long)bytes);
+    pthread_mutex_lock(&mu);
+    limit_bytes = bytes;
+    pthread_mutex_unlock(&mu);
+    return OAR_OK;
 }

@@ -20,6 +20,9 @@
 /* Records status s with a printf-style message in the thread's error slot; returns s. */
 oar_status oar_error(oar_status s, const char *fmt, ...) OAR_PRINTF(2, 3);
 oar_status oar_errorv(oar_status s, const char *fmt, va_list ap);
+/* Counts the errors raised on this thread: a caller that gets NULL from code that returns
+ * no status (a gradient rule's op calls) tells "failed" from "nothing" by comparing it. */
+uint64_t oar_error_serial(void);
 /* Prefixes the current message with "context: " (used when an error passes through layers). */
 void oar_error_prefix(const char *fmt, ...) OAR_PRINTF(1, 2);
 /* Internal invariant violated: reports through the assert hook; never used for user input. */

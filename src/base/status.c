@@ -9,10 +9,12 @@
 
 static _Thread_local char tl_msg[OAR_ERRMSG_CAP];
 static _Thread_local oar_status tl_status;
+static _Thread_local uint64_t tl_serial; /* errors raised so far on this thread */
 
 const char *oar_version(void) { return "0.1.0"; }
 const char *oar_last_error(void) { return tl_msg; }
 oar_status oar_last_status(void) { return tl_status; }
+uint64_t oar_error_serial(void) { return tl_serial; }
 
 void oar_clear_error(void) {
     tl_msg[0] = '\0';
@@ -39,6 +41,7 @@ const char *oar_status_name(oar_status s) {
 oar_status oar_errorv(oar_status s, const char *fmt, va_list ap) {
     vsnprintf(tl_msg, sizeof tl_msg, fmt, ap);
     tl_status = s;
+    tl_serial++;
     return s;
 }
 

@@ -1,0 +1,154 @@
+#!/usr/bin/env python3
+"""oar eager, oar static and PyTorch eager on the reference workloads, interleaved in one run.
+
+For each workload and thread count, every repetition runs oar eager, oar static and PyTorch
+back to back (so machine noise hits all three alike); the figure of each is the median over
+repetitions of each run's median step time, with the spread (min-max over repetitions).
+PyTorch's 2-thread figure is the best of its three 2-thread configurations
+(../shared/bench/README.md explains why). resnet20 inference is compared against PyTorch's
+best inference variant (torch.jit.optimize_for_inference, or frozen/eager if faster).
+
+Prints one JSON object per line on stdout and a Markdown table on stderr.
+Usage: bench/compare.py [--build build] [--shared ../shared] [--reps 3] [--threads 1 2]
+                        [--workloads tiny mlp ...]
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+PEAK_GFLOPS_PER_CORE = 102.0  # Zen3 at the measured 3.18 GHz, 32 FP32 FLOP/cycle (shared/bench)
+
+# GEMM/conv/attention FLOP per training step, as in ../shared/bench/make_results.py (tiny: 3x fwd).
+STEP_FLOP = {"tiny": 1.70e6, "mlp": 410.8e6, "lenet": 144.9e6, "resnet20": 7807.8e6,
+             "gpt-mini": 21340.8e6, "lstm-lm": 11088e6}
+INFER_FLOP_PER_IMAGE = 2 * 40.81e6  # resnet20 forward
+TORCH_NAME = {"gpt-mini": "gpt", "lstm-lm": "lstm"}
+TRAIN = ["tiny", "mlp", "lenet", "resnet20", "gpt-mini", "lstm-lm"]
+INFER = ["resnet20-infer-bs1", "resnet20-infer-bs32"]
+
+
+def oar_ms(build, workload, mode, threads):
+    cmd = [os.path.join(build, "oar"), "bench", "--mode", mode, "--threads", str(threads), "--json"]
+    if workload.startswith("resnet20-infer"):
+        cmd += ["--workload", "resnet20-infer", "--batch", workload.rsplit("bs", 1)[1]]
+    else:
+        cmd += ["--workload", workload]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.stderr.write(f"compare: {' '.join(cmd)} failed: {r.stderr.strip()}\n")
+        return None
+    return json.loads(r.stdout.strip().splitlines()[-1])["median_ms"]
+
+
+def torch_run(shared, workload, extra):
+    with tempfile.NamedTemporaryFile(suffix=".jsonl", delete=False) as f:
+        out = f.name
+    try:
+        cmd = ["/usr/bin/python3", os.path.join(shared, "bench", "torch_workloads.py"),
+               "--workload", workload, "--out", out] + extra
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        if r.returncode != 0:
+            sys.stderr.write(f"compare: {' '.join(cmd)} failed: {r.stderr.strip()[-300:]}\n")
+            return None
+        with open(out) as f:
+            return json.loads(f.read().strip().splitlines()[-1])
+    finally:
+        os.unlink(out)
+
+
+def torch_configs(threads):
+    if threads == 1:
+        return [["--threads", "1"]]
+    return [["--threads", "2"], ["--threads", "1", "--blas-threads", "2"],
+            ["--threads", "2", "--omp-wait", "passive"]]
+
+
+def torch_ms(shared, workload, threads):
+    """Best configuration's median; for inference, the best variant at the batch asked."""
+    best = None
+    for cfg in torch_configs(threads):
+        if workload.startswith("resnet20-infer"):
+            rec = torch_run(shared, "resnet20_infer", cfg)
+            bs = workload.rsplit("bs", 1)[1]
+            ms = min((v for k, v in (rec or {}).items() if k.endswith(f"_bs{bs}_ms")), default=None)
+        else:
+            rec = torch_run(shared, TORCH_NAME.get(workload, workload), cfg)
+            ms = rec["median_ms"] if rec else None
+        if ms is not None and (best is None or ms < best[0]):
+            best = (ms, " ".join(cfg))
+    return best
+
+
+def flop(workload):
+    if workload.startswith("resnet20-infer"):
+        return INFER_FLOP_PER_IMAGE * int(workload.rsplit("bs", 1)[1])
+    return STEP_FLOP[workload]
+
+
+def summary(xs):
+    xs = [x for x in xs if x is not None]
+    if not xs:
+        return None, None, None
+    return statistics.median(xs), min(xs), max(xs)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--build", default="build")
+    ap.add_argument("--shared", default=os.environ.get("OAR_SHARED_DIR", "../shared"))
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
+    ap.add_argument("--workloads", nargs="+", default=TRAIN + INFER)
+    a = ap.parse_args()
+    if not os.path.exists(os.path.join(a.shared, "bench", "torch_workloads.py")):
+        sys.exit(f"compare: {a.shared}/bench/torch_workloads.py not found; pass --shared DIR")
+
+    rows = []
+    for w in a.workloads:
+        for t in a.threads:
+            eager, static, torch, cfgs = [], [], [], []
+            for rep in range(a.reps):
+                sys.stderr.write(f"\r{w} threads {t}: repetition {rep + 1}/{a.reps} ")
+                sys.stderr.flush()
+                eager.append(oar_ms(a.build, w, "eager", t))
+                static.append(oar_ms(a.build, w, "static", t))
+                tb = torch_ms(a.shared, w, t)
+                torch.append(tb[0] if tb else None)
+                cfgs.append(tb[1] if tb else None)
+            sys.stderr.write("\r" + " " * 60 + "\r")
+            e, s, p = summary(eager), summary(static), summary(torch)
+            peak = PEAK_GFLOPS_PER_CORE * t
+            row = {"workload": w, "threads": t, "reps": a.reps,
+                   "oar_eager_ms": e[0], "oar_eager_spread": [e[1], e[2]],
+                   "oar_static_ms": s[0], "oar_static_spread": [s[1], s[2]],
+                   "torch_ms": p[0], "torch_spread": [p[1], p[2]],
+                   "torch_config": max(set(c for c in cfgs if c), key=cfgs.count, default=None),
+                   "ratio_torch_over_eager": p[0] / e[0] if p[0] and e[0] else None,
+                   "ratio_torch_over_static": p[0] / s[0] if p[0] and s[0] else None,
+                   "static_gflops": flop(w) / (s[0] * 1e6) if s[0] else None}
+            row["static_peak_fraction"] = row["static_gflops"] / peak if row["static_gflops"] else None
+            row["torch_peak_fraction"] = flop(w) / (p[0] * 1e6) / peak if p[0] else None
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+
+    def f(x, fmt):
+        return "-" if x is None else format(x, fmt)
+
+    sys.stderr.write("\n| workload | thr | oar eager ms | oar static ms | torch ms | torch/eager | "
+                     "torch/static | static GFLOP/s (% peak) | torch % peak |\n|---|---|---|---|---|---|---|---|---|\n")
+    for r in rows:
+        sp = lambda k: f"[{f(r[k][0], '.3g')}–{f(r[k][1], '.3g')}]"
+        sys.stderr.write(
+            f"| {r['workload']} | {r['threads']} | {f(r['oar_eager_ms'], '.3g')} {sp('oar_eager_spread')} | "
+            f"{f(r['oar_static_ms'], '.3g')} {sp('oar_static_spread')} | {f(r['torch_ms'], '.3g')} {sp('torch_spread')} | "
+            f"{f(r['ratio_torch_over_eager'], '.2f')} | {f(r['ratio_torch_over_static'], '.2f')} | "
+            f"{f(r['static_gflops'], '.1f')} ({f(r['static_peak_fraction'] and 100 * r['static_peak_fraction'], '.0f')}%) | "
+            f"{f(r['torch_peak_fraction'] and 100 * r['torch_peak_fraction'], '.0f')}% |\n")
+
+
+if __name__ == "__main__":
+    main()
