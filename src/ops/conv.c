@@ -17,9 +17,14 @@ typedef struct geom {
     int64_t sh, sw, ph, pw, dh, dw, groups;
 } geom;
 
+/* Sizes are computed in 128 bits: a model file may pair a huge dim with a huge attribute, and
+ * that must be an error, not an overflow. Results past int64 saturate (and are then refused). */
+typedef __int128 wide;
+static int64_t sat64(wide v) { return v > INT64_MAX ? INT64_MAX : v < INT64_MIN ? INT64_MIN : (int64_t)v; }
+
 static int64_t conv_out_size(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d) {
-    int64_t span = in + 2 * p - d * (k - 1) - 1;
-    return span < 0 ? 0 : span / s + 1;
+    wide span = (wide)in + 2 * (wide)p - (wide)d * (k - 1) - 1;
+    return span < 0 ? 0 : sat64(span / s + 1);
 }
 
 /* Reads one spatial parameter list (stride, padding, ...) with nsp entries, each >= min. */
@@ -66,7 +71,7 @@ static oar_status fill_geom(const char *op, const int64_t *xs, const int64_t *ws
     if (g->co % g->groups != 0)
         return oar_error(OAR_ERR_SHAPE, "%s: expected %s.shape[0] (out channels) divisible by groups, got "
                                         "%lld %% %lld != 0", op, wn, (long long)g->co, (long long)g->groups);
-    if (ws[1] * g->groups != g->ci)
+    if ((wide)ws[1] * g->groups != g->ci)
         return oar_error(OAR_ERR_SHAPE, "%s: expected %s.shape[1] * groups == %s.shape[1], got %lld * %lld "
                                         "!= %lld", op, wn, xn, (long long)ws[1], (long long)g->groups,
                          (long long)g->ci);
@@ -76,9 +81,13 @@ static oar_status fill_geom(const char *op, const int64_t *xs, const int64_t *ws
                          (long long)g->kh, (long long)g->kw);
     g->oh = conv_out_size(g->h, g->kh, g->sh, g->ph, g->dh);
     g->ow = conv_out_size(g->w, g->kw, g->sw, g->pw, g->dw);
+    if (g->oh == INT64_MAX || g->ow == INT64_MAX)
+        return oar_error(OAR_ERR_SHAPE, "%s: expected an output size below 2^63, got a larger one from input "
+                                        "%lld x %lld and padding %lld x %lld", op, (long long)g->h,
+                         (long long)g->w, (long long)g->ph, (long long)g->pw);
     if (g->oh < 1 || g->ow < 1) {
-        int64_t in[2] = {g->h + 2 * g->ph, g->w + 2 * g->pw};
-        int64_t k[2] = {g->dh * (g->kh - 1) + 1, g->dw * (g->kw - 1) + 1};
+        int64_t in[2] = {sat64((wide)g->h + 2 * (wide)g->ph), sat64((wide)g->w + 2 * (wide)g->pw)};
+        int64_t k[2] = {sat64((wide)g->dh * (g->kh - 1) + 1), sat64((wide)g->dw * (g->kw - 1) + 1)};
         char a[64], b[64];
         oar_format_shape(in + 2 - nsp, nsp, a, sizeof a);
         oar_format_shape(k + 2 - nsp, nsp, b, sizeof b);
@@ -447,9 +456,13 @@ static oar_status transpose_geom(oar_tensor *const *in, const oar_attr *a, geom 
                                                   "got output_padding %lld with stride %lld and dilation %lld", op,
                              (long long)opad[i], (long long)s[i], (long long)d[i]);
     yshape[0] = x->shape[0];
-    yshape[1] = w->shape[1] * g->groups;
+    yshape[1] = sat64((wide)w->shape[1] * g->groups);
     for (int i = 0; i < 2; i++) {
-        yshape[2 + i] = (x->shape[2 + i] - 1) * s[i] - 2 * p[i] + d[i] * (w->shape[2 + i] - 1) + opad[i] + 1;
+        yshape[2 + i] = sat64(((wide)x->shape[2 + i] - 1) * s[i] - 2 * (wide)p[i] +
+                              (wide)d[i] * (w->shape[2 + i] - 1) + opad[i] + 1);
+        if (yshape[1] == INT64_MAX || yshape[2 + i] == INT64_MAX)
+            return oar_error(OAR_ERR_SHAPE, "%s: expected an output size below 2^63, got a larger one along dim "
+                                            "%d; check stride, dilation and groups", op, yshape[1] == INT64_MAX ? 1 : 2 + i);
         if (yshape[2 + i] < 1 || x->shape[2 + i] < 1)
             return oar_error(OAR_ERR_SHAPE, "%s: expected a positive output size, got %lld along dim %d for input "
                                             "size %lld; use less padding", op, (long long)yshape[2 + i], 2 + i,

@@ -16,11 +16,14 @@ typedef struct pgeom {
 
 /* torch's pooling_output_shape: floor (or ceil) division, and with ceil_mode no window may
  * start beyond the input and its left padding. */
+/* In 128 bits, so that huge attributes from a model file give an error instead of overflowing;
+ * a result past int64 saturates to INT64_MAX (refused by the caller). */
 static int64_t pool_out_size(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d, bool ceil_mode) {
-    int64_t num = in + 2 * p - d * (k - 1) - 1 + (ceil_mode ? s - 1 : 0);
-    int64_t out = (num >= 0 ? num / s : -((-num + s - 1) / s)) + 1;
-    if (ceil_mode && (out - 1) * s >= in + p) out--;
-    return out;
+    typedef __int128 wide;
+    wide num = (wide)in + 2 * (wide)p - (wide)d * (k - 1) - 1 + (ceil_mode ? s - 1 : 0);
+    wide out = (num >= 0 ? num / s : -((-num + s - 1) / s)) + 1;
+    if (ceil_mode && (out - 1) * s >= (wide)in + p) out--;
+    return out > INT64_MAX ? INT64_MAX : out < INT64_MIN ? INT64_MIN : (int64_t)out;
 }
 
 static oar_status check_input_shape(const char *op, const char *name, const int64_t *xs, int nd) {
@@ -70,6 +73,10 @@ static oar_status pool_geom(const char *op, const char *xname, const int64_t *xs
     g->ceil_mode = ceil_mode;
     g->oh = pool_out_size(g->h, k[0], s[0], p[0], d[0], ceil_mode);
     g->ow = pool_out_size(g->w, k[1], s[1], p[1], d[1], ceil_mode);
+    if (g->oh == INT64_MAX || g->ow == INT64_MAX)
+        return oar_error(OAR_ERR_SHAPE, "%s: expected an output size below 2^63, got a larger one from input "
+                                        "%lld x %lld with padding [%lld, %lld]", op, (long long)g->h, (long long)g->w,
+                         (long long)p[0], (long long)p[1]);
     if (g->oh < 1 || g->ow < 1)
         return oar_error(OAR_ERR_SHAPE, "%s: expected an output of at least 1 x 1, got %lld x %lld from input "
                                         "%lld x %lld with kernel [%lld, %lld], padding [%lld, %lld], dilation "

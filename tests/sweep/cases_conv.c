@@ -172,7 +172,29 @@ static bool adaptive_negative(void) {
     return oar_adaptive_avg_pool2d(zeros4(1, 1, 6, 6, OAR_F32), -1, 2) != NULL;
 }
 
+/* Attributes whose arithmetic passes 2^63 (they reach inference from model files too) */
+static bool conv_huge_padding(void) {
+    oar_conv_opts o = {.padding = {INT64_MAX / 2, 0}};
+    return oar_conv2d(zeros4(1, 1, 4, 4, OAR_F32), zeros4(1, 1, 3, 3, OAR_F32), NULL, &o) != NULL;
+}
+static bool conv_huge_dilation(void) {
+    oar_conv_opts o = {.dilation = {INT64_MAX / 2, 1}};
+    return oar_conv2d(zeros4(1, 1, 4, 4, OAR_F32), zeros4(1, 1, 5, 3, OAR_F32), NULL, &o) != NULL;
+}
+static bool transpose_huge_stride(void) {
+    oar_conv_opts o = {.stride = {INT64_MAX / 2, 1}};
+    return oar_conv_transpose2d(zeros4(1, 2, 3, 3, OAR_F32), zeros4(2, 3, 3, 3, OAR_F32), NULL, &o) != NULL;
+}
+static bool pool_huge_dilation(void) {
+    oar_pool_opts o = {.kernel = {INT64_MAX / 2, 2}, .dilation = {4, 1}};
+    return oar_max_pool2d(zeros4(1, 1, 4, 4, OAR_F32), &o) != NULL;
+}
+
 const sweep_bad sweep_bad_conv[] = {
+    {"conv2d with padding past 2^62", conv_huge_padding, "expected an output size below 2^63"},
+    {"conv2d with dilation past 2^62", conv_huge_dilation, "at least as large as the dilated kernel [9223372036854775807"},
+    {"conv_transpose2d with stride past 2^62", transpose_huge_stride, "expected an output size below 2^63"},
+    {"max_pool2d with a dilated kernel past 2^63", pool_huge_dilation, "expected an output of at least 1 x 1"},
     {"conv2d with mismatched channels", conv_channels, "expected weight.shape[1] * groups == x.shape[1], got 3 * 1 != 4"},
     {"conv2d with out channels not divisible by groups", conv_groups, "divisible by groups, got 3 % 2 != 0"},
     {"conv2d of an unbatched image", conv_unbatched, "add a batch dim with oar_unsqueeze(x, 0)"},
