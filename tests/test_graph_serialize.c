@@ -110,7 +110,7 @@ static oar_program *build_main(void) {
     node(p, OAR_MAIN_BLOCK, OAR_OP_split, "dim=1 split_size=2", (const int[]){sl}, 1, parts);
     int t = OP(p, linear, "", x, tied, -1);
     int sel = OP(p, index_select, "dim=1", t, idx);
-    int d64 = OP(p, cast, "dtype=1", sel); /* f64 */
+    int d64 = OP(p, cast, "dtype=f64", sel);
     int sm = OP(p, softmax, "dim=-1", d64);
 
     /* control flow by hand: a node owning block 1 (input "carry"), which owns block 2 */
@@ -336,6 +336,18 @@ static void test_round_trip(void) {
     CHECK(q != NULL);
     if (q) check_same(p, q);
     oar_program_free(q);
+    /* cast's dtype is written by name; a file from before names (the enum number) still loads */
+    char *named = strstr(s.json, "\"attrs\": {\"dtype\": \"f64\"}");
+    CHECK(named != NULL);
+    if (named) {
+        memcpy(named + strlen("\"attrs\": {\"dtype\": "), "    1", 5); /* same length: "f64" -> 1 */
+        q = oar_program_load_buffers(s.json, s.jlen, s.weights, s.wlen);
+        CHECK(q != NULL);
+        if (q) check_same(p, q);
+        oar_program_free(q);
+        memcpy(named + strlen("\"attrs\": {\"dtype\": "), "\"f65\"", 5);
+        CHECK_ERR(oar_program_load_buffers(s.json, s.jlen, s.weights, s.wlen), "to be a dtype name");
+    }
     saved_free(&s);
     oar_program_free(p);
 

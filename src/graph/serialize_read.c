@@ -301,6 +301,7 @@ static const char *attr_kind_name(oar_attr_kind k) {
     case OAR_ATTR_FLOAT: return "a number (or \"inf\", \"-inf\", \"nan\")";
     case OAR_ATTR_INTS: return "an array of integers";
     case OAR_ATTR_STR: return "a string";
+    case OAR_ATTR_DTYPE: return "a dtype name (f32, f64, f16, bf16, i8, u8, i32, i64, bool)";
     default: return "nothing";
     }
 }
@@ -340,6 +341,16 @@ static bool read_attr(const cJSON *v, oar_attr_kind kind, oar_attr *a) {
         if (!cJSON_IsString(v) || !v->valuestring || strlen(v->valuestring) >= OAR_ATTR_STR_CAP) return false;
         *a = oar_attr_str(v->valuestring);
         return true;
+    case OAR_ATTR_DTYPE: {
+        oar_dtype dt;
+        if (json_i64(v, &x) && oar_dtype_valid((oar_dtype)x)) { /* files written before dtypes had names */
+            *a = oar_attr_dtype((oar_dtype)x);
+            return true;
+        }
+        if (!cJSON_IsString(v) || !oar_dtype_from_name(v->valuestring, &dt)) return false;
+        *a = oar_attr_dtype(dt);
+        return true;
+    }
     default: return false;
     }
 }

@@ -296,6 +296,7 @@ static cJSON *value_entry(const saver *s, int v) {
 static cJSON *attr_json(const oar_attr *a) {
     switch (a->kind) {
     case OAR_ATTR_INT: return json_int(a->i);
+    case OAR_ATTR_DTYPE: return oar_dtype_valid((oar_dtype)a->i) ? cJSON_CreateString(oar_dtype_name((oar_dtype)a->i)) : NULL;
     case OAR_ATTR_FLOAT: return json_float(a->f);
     case OAR_ATTR_STR: {
         char str[OAR_ATTR_STR_CAP];

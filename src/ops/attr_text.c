@@ -42,6 +42,15 @@ oar_status oar_attrs_parse(const oar_op_def *d, const char *text, oar_attr *out)
             else out[i] = oar_attr_int(strtoll(val, &end, 10));
             break;
         case OAR_ATTR_FLOAT: out[i] = oar_attr_float(strtod(val, &end)); break;
+        case OAR_ATTR_DTYPE: {
+            oar_dtype dt;
+            if (!oar_dtype_from_name(val, &dt))
+                return oar_error(OAR_ERR_FORMAT, "%s: expected attribute '%s' to be a dtype name (f32, f64, f16, "
+                                                 "bf16, i8, u8, i32, i64, bool), got '%s'", d->name, d->attrs[i].name, val);
+            out[i] = oar_attr_dtype(dt);
+            end = val + len;
+            break;
+        }
         case OAR_ATTR_STR:
             if (len >= OAR_ATTR_STR_CAP)
                 return oar_error(OAR_ERR_FORMAT, "%s: attribute '%s' is longer than %d characters", d->name,
@@ -83,6 +92,7 @@ int oar_attrs_format(const oar_op_def *d, const oar_attr *a, char *buf, size_t s
         case OAR_ATTR_INT: PUT("%lld", (long long)a[i].i); break;
         case OAR_ATTR_FLOAT: PUT("%.17g", a[i].f); break;
         case OAR_ATTR_STR: PUT("%s", a[i].s); break;
+        case OAR_ATTR_DTYPE: PUT("%s", oar_dtype_name((oar_dtype)a[i].i)); break;
         case OAR_ATTR_INTS:
             for (int k = 0; k < a[i].n; k++) PUT("%s%lld", k ? "," : "", (long long)a[i].ints[k]);
             break;

@@ -17,6 +17,7 @@ typedef enum oar_attr_kind {
     OAR_ATTR_FLOAT,
     OAR_ATTR_INTS,    /* up to OAR_ATTR_MAX_INTS */
     OAR_ATTR_STR,
+    OAR_ATTR_DTYPE,   /* an oar_dtype in .i; written by name ("f32") in text and model files */
 } oar_attr_kind;
 
 typedef struct oar_attr {
@@ -40,6 +41,7 @@ oar_attr oar_attr_float(double v);
 oar_attr oar_attr_ints(const int64_t *v, int n);   /* n > OAR_ATTR_MAX_INTS is truncated: check first */
 oar_attr oar_attr_dims(const int *dims, int n);
 oar_attr oar_attr_str(const char *s);
+oar_attr oar_attr_dtype(oar_dtype dt);
 
 /* ---- metadata produced by inference */
 typedef struct oar_meta {

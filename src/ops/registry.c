@@ -104,6 +104,8 @@ oar_attr oar_attr_dims(const int *dims, int n) {
     return a;
 }
 
+oar_attr oar_attr_dtype(oar_dtype dt) { return (oar_attr){.kind = OAR_ATTR_DTYPE, .i = dt}; }
+
 oar_attr oar_attr_str(const char *s) {
     oar_attr a = {.kind = OAR_ATTR_STR};
     snprintf(a.s, sizeof a.s, "%s", s ? s : "");

@@ -39,7 +39,7 @@ static oar_status cast_grad(oar_grad_ctx *g) {
 }
 
 const oar_op_def oar_opdef_cast = {
-    .name = "cast", .n_inputs = 1, .n_outputs = 1, .n_attrs = 1, .attrs = {{"dtype", OAR_ATTR_INT}},
+    .name = "cast", .n_inputs = 1, .n_outputs = 1, .n_attrs = 1, .attrs = {{"dtype", OAR_ATTR_DTYPE}},
     .flags = OAR_OPF_STRIDED | OAR_OPF_ELEMENTWISE, .ref_dtypes = OAR_ALL_DTYPES,
     .infer = cast_infer, .reference = copy_ref, .grad = cast_grad,
 };
@@ -56,7 +56,7 @@ oar_tensor *oar_clone(oar_tensor *t) {
 }
 
 oar_tensor *oar_cast(oar_tensor *t, oar_dtype dt) {
-    oar_attr a = oar_attr_int(dt);
+    oar_attr a = oar_attr_dtype(dt);
     oar_tensor *in[1] = {t};
     return oar_op_call1(OAR_OP_cast, in, 1, &a);
 }

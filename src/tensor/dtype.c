@@ -103,6 +103,14 @@ _Static_assert(sizeof oar_dtypes / sizeof oar_dtypes[0] == OAR_DTYPE_COUNT,
                "one traits row per dtype");
 
 bool oar_dtype_valid(oar_dtype dt) { return (unsigned)dt < OAR_DTYPE_COUNT; }
+bool oar_dtype_from_name(const char *name, oar_dtype *out) {
+    for (int k = 0; name && k < OAR_DTYPE_COUNT; k++)
+        if (!strcmp(name, oar_dtypes[k].name)) {
+            *out = (oar_dtype)k;
+            return true;
+        }
+    return false;
+}
 const char *oar_dtype_name(oar_dtype dt) { return oar_dtype_valid(dt) ? oar_dtypes[dt].name : "invalid"; }
 size_t oar_dtype_size(oar_dtype dt) { return oar_dtype_valid(dt) ? oar_dtypes[dt].size : 0; }
 bool oar_dtype_is_float(oar_dtype dt) { return oar_dtype_valid(dt) && oar_dtypes[dt].is_float; }

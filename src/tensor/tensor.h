@@ -20,6 +20,8 @@ extern const oar_dtype_traits oar_dtypes[OAR_DTYPE_COUNT];
 #define OAR_INT_DTYPES (OAR_DTYPE_BIT(OAR_I8) | OAR_DTYPE_BIT(OAR_U8) | OAR_DTYPE_BIT(OAR_I32) | OAR_DTYPE_BIT(OAR_I64))
 #define OAR_ALL_DTYPES ((1u << OAR_DTYPE_COUNT) - 1)
 bool oar_dtype_valid(oar_dtype dt);
+/* The dtype named name ("f32", "i64", ...); false if there is none. */
+bool oar_dtype_from_name(const char *name, oar_dtype *out);
 
 /* ---- storage: a refcounted buffer shared by all views of it */
 typedef struct oar_storage {

@@ -12,12 +12,12 @@ const sweep_case sweep_cases_tensor_ops[] = {
     {"contiguous", "i0_9:7x45", ""},
     {"contiguous", "nf16:40x37", "", SWEEP_NO_GRAD},
     {"contiguous", "b:6x50", ""},
-    {"cast", "n:3x4", "dtype=1"},           /* to f64 */
-    {"cast", "n:3x4", "dtype=0", SWEEP_NO_GRAD}, /* to f32: too coarse for f64 differences */
-    {"cast", "n:2x3", "dtype=7", SWEEP_NO_GRAD}, /* to i64: no gradient flows */
-    {"cast", "i0_100:6", "dtype=0"},
-    {"cast", "n:5", "dtype=2", SWEEP_NO_GRAD, 1e-3},    /* to f16 */
-    {"cast", "n:5", "dtype=3", SWEEP_NO_GRAD, 1e-2},    /* to bf16 */
+    {"cast", "n:3x4", "dtype=f64"},           /* to f64 */
+    {"cast", "n:3x4", "dtype=f32", SWEEP_NO_GRAD}, /* to f32: too coarse for f64 differences */
+    {"cast", "n:2x3", "dtype=i64", SWEEP_NO_GRAD}, /* to i64: no gradient flows */
+    {"cast", "i0_100:6", "dtype=f32"},
+    {"cast", "n:5", "dtype=f16", SWEEP_NO_GRAD, 1e-3},    /* to f16 */
+    {"cast", "n:5", "dtype=bf16", SWEEP_NO_GRAD, 1e-2},    /* to bf16 */
     {0},
 };
 

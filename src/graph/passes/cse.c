@@ -21,7 +21,8 @@ static uint64_t mix(uint64_t h, uint64_t v) {
 static uint64_t attr_hash(uint64_t h, const oar_attr *a) {
     h = mix(h, (uint64_t)a->kind);
     switch (a->kind) {
-    case OAR_ATTR_INT: return mix(h, (uint64_t)a->i);
+    case OAR_ATTR_INT:
+    case OAR_ATTR_DTYPE: return mix(h, (uint64_t)a->i);
     case OAR_ATTR_FLOAT: {
         uint64_t bits;
         memcpy(&bits, &a->f, sizeof bits);
@@ -43,7 +44,8 @@ static uint64_t attr_hash(uint64_t h, const oar_attr *a) {
 static bool attr_equal(const oar_attr *a, const oar_attr *b) {
     if (a->kind != b->kind) return false;
     switch (a->kind) {
-    case OAR_ATTR_INT: return a->i == b->i;
+    case OAR_ATTR_INT:
+    case OAR_ATTR_DTYPE: return a->i == b->i;
     case OAR_ATTR_FLOAT: return memcmp(&a->f, &b->f, sizeof a->f) == 0;
     case OAR_ATTR_INTS:
         if (a->n != b->n) return false;
