@@ -29,4 +29,10 @@ awk -v a="$acc" 'BEGIN { exit !(a > 0.80) }'
 head -c 100 "$dir/full.safetensors" > "$dir/bad.safetensors"
 if "$oar" eval --model tiny --data digits --checkpoint "$dir/bad.safetensors" 2> "$dir/err.log"; then exit 1; fi
 grep -q "bad.safetensors" "$dir/err.log"
+# label smoothing changes the training (and only the training loss); a bad value is refused
+"$oar" train $common --epochs 1 --steps 20 --checkpoint "$dir/plain.safetensors" > /dev/null
+"$oar" train $common --epochs 1 --steps 20 --label-smoothing 0.1 --checkpoint "$dir/smooth.safetensors" > /dev/null
+if cmp -s "$dir/plain.safetensors" "$dir/smooth.safetensors"; then exit 1; fi
+if "$oar" train $common --label-smoothing 1 2> "$dir/err.log"; then exit 1; fi
+grep -q "label-smoothing expects a value in \[0, 1)" "$dir/err.log"
 echo "train_resume: 1 passed, 0 failed (test accuracy $acc)"

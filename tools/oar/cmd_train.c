@@ -45,14 +45,14 @@ typedef struct step_ctx {
     oar_optimizer *opt;
     oar_tensor *const *params;
     int n_params;
-    double clip;
+    double clip, label_smoothing;
 } step_ctx;
 
 static oar_status train_step_fn(void *user, oar_tensor *const *in, int n_in, oar_tensor **out, int n_out) {
     step_ctx *c = user;
     oar_optimizer_zero_grad(c->opt);
     oar_profiler_range_push("forward");
-    oar_tensor *loss = train_loss(c->m, c->d, in[0], in[1], NULL);
+    oar_tensor *loss = train_loss(c->m, c->d, in[0], in[1], c->label_smoothing, NULL);
     oar_profiler_range_pop();
     oar_status st = loss ? oar_backward(loss, NULL, false) : oar_last_status();
     if (st == OAR_OK && c->clip > 0) st = oar_clip_grad_norm(c->params, c->n_params, c->clip, 2.0, NULL);
@@ -152,7 +152,7 @@ int oar_cmd_train(int argc, char **argv) {
             goto fail_params;
     }
 
-    step_ctx sc = {m, &d, opt, params, n_params, o.clip};
+    step_ctx sc = {m, &d, opt, params, n_params, o.clip, o.label_smoothing};
     bool compiled = o.mode && !strcmp(o.mode, "static");
     if (o.mode && !compiled && strcmp(o.mode, "eager") != 0) {
         oar_set_error(OAR_ERR_INVALID_ARG, "train: unknown --mode '%s'; expected eager or static", o.mode);

@@ -12,6 +12,7 @@ typedef struct train_opts {
     int epochs, threads, workers;
     int64_t batch, context, steps_limit;
     double lr, weight_decay, momentum, clip;
+    double label_smoothing; /* --label-smoothing: of the training loss only */
     uint64_t seed;
     bool resume, quiet, check_nan_inf;
 } train_opts;
@@ -34,8 +35,10 @@ oar_status train_data_open(const train_opts *o, train_data *d);
 void train_data_close(train_data *d);
 oar_module *train_model_create(const train_opts *o, const train_data *d);
 
-/* Cross-entropy of the model on a batch: logits are reshaped for language models. */
-oar_tensor *train_loss(oar_module *m, const train_data *d, oar_tensor *x, oar_tensor *y, oar_tensor **logits);
+/* Cross-entropy of the model on a batch, with label smoothing (0: none); logits are reshaped
+ * for language models. */
+oar_tensor *train_loss(oar_module *m, const train_data *d, oar_tensor *x, oar_tensor *y, double label_smoothing,
+                       oar_tensor **logits);
 
 /* Mean loss and accuracy over a dataset, in eval mode without gradients. */
 oar_status train_evaluate(oar_module *m, const train_data *d, oar_dataset *ds, int64_t batch, double *loss,

@@ -15,6 +15,7 @@ static void usage(void) {
             "  --epochs N  (default 2)          --batch N   (default 64)\n"
             "  --optimizer sgd | adam | adamw   (default sgd with momentum 0.9; adamw for gpt-mini)\n"
             "  --lr X      --weight-decay X     --momentum X   --clip X (gradient norm)\n"
+            "  --label-smoothing X  (training loss only; evaluation reports plain cross-entropy)\n"
             "  --schedule cosine | constant     (default cosine: linear warmup, then cosine decay to 0\n"
             "                                    over the whole run, stepped every batch)\n"
             "  --seed N    --threads N          --workers N (data loader threads, default 1)\n"
@@ -55,6 +56,7 @@ bool train_parse(int argc, char **argv, train_opts *o) {
         else if (FLAG("--weight-decay")) o->weight_decay = atof(v);
         else if (FLAG("--momentum")) o->momentum = atof(v);
         else if (FLAG("--clip")) o->clip = atof(v);
+        else if (FLAG("--label-smoothing")) o->label_smoothing = atof(v);
         else if (FLAG("--seed")) o->seed = strtoull(v, NULL, 10);
         else if (!strcmp(a, "--resume")) o->resume = true;
         else if (!strcmp(a, "--quiet")) o->quiet = true;
@@ -69,6 +71,10 @@ bool train_parse(int argc, char **argv, train_opts *o) {
     if (!o->model || !o->data) {
         fprintf(stderr, "oar: --model and --data are required\n\n");
         usage();
+        return false;
+    }
+    if (!(o->label_smoothing >= 0 && o->label_smoothing < 1)) {
+        fprintf(stderr, "oar: --label-smoothing expects a value in [0, 1), got %g\n", o->label_smoothing);
         return false;
     }
     if (o->schedule && strcmp(o->schedule, "cosine") != 0 && strcmp(o->schedule, "constant") != 0) {
@@ -192,7 +198,8 @@ oar_module *train_model_create(const train_opts *o, const train_data *d) {
     return oar_zoo_create(o->model, &zo);
 }
 
-oar_tensor *train_loss(oar_module *m, const train_data *d, oar_tensor *x, oar_tensor *y, oar_tensor **logits) {
+oar_tensor *train_loss(oar_module *m, const train_data *d, oar_tensor *x, oar_tensor *y, double label_smoothing,
+                       oar_tensor **logits) {
     oar_tensor *z;
     if (d->info->input == OAR_ZOO_TOKENS_STATEFUL) {
         /* [N, T] -> [T, N]; a fresh state per window (windows are drawn at random) */
@@ -203,12 +210,14 @@ oar_tensor *train_loss(oar_module *m, const train_data *d, oar_tensor *x, oar_te
         z = oar_forward(m, x);
     }
     if (logits) *logits = z;
+    oar_ce_opts ce = oar_ce_defaults();
+    ce.label_smoothing = label_smoothing;
     if (d->language) {
         int64_t v = oar_size(z, -1), flat = -1;
         int64_t s2[2] = {-1, v};
-        return oar_cross_entropy(oar_reshape(z, s2, 2), oar_reshape(y, &flat, 1), NULL);
+        return oar_cross_entropy(oar_reshape(z, s2, 2), oar_reshape(y, &flat, 1), &ce);
     }
-    return oar_cross_entropy(z, y, NULL);
+    return oar_cross_entropy(z, y, &ce);
 }
 
 oar_status train_evaluate(oar_module *m, const train_data *d, oar_dataset *ds, int64_t batch, double *loss,
@@ -225,7 +234,7 @@ oar_status train_evaluate(oar_module *m, const train_data *d, oar_dataset *ds, i
     oar_tensor *x, *y;
     while (st == OAR_OK && oar_loader_next(l, &x, &y, &st)) {
         oar_scope_begin();
-        oar_tensor *logits = NULL, *lv = train_loss(m, d, x, y, &logits);
+        oar_tensor *logits = NULL, *lv = train_loss(m, d, x, y, 0.0, &logits); /* plain NLL */
         double v, n = (double)oar_numel(y);
         if (!lv || oar_item(lv, &v) != OAR_OK) {
             st = oar_last_status();
