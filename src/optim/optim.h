@@ -117,6 +117,14 @@ typedef struct oar_optim_update {
 void oar_optim_update_f32(const oar_optim_update *u);
 void oar_optim_update_f64(const oar_optim_update *u);
 
+/* One optimizer_update, split so several can be checked before any writes (update_op.c): _read
+ * checks the hyper tensor in[2] against kind and the slots passed (in: the op's inputs, param,
+ * grad, hyper, then the slots) and fills u (pointing to *o) with the step count this update
+ * makes, writing nothing; _commit, after the loops ran, stores the step count, clears SGD's
+ * fresh flag and bumps param's version. */
+oar_status oar_optim_update_read(oar_optim_kind kind, oar_tensor *const *in, oar_optim_opts *o, oar_optim_update *u);
+void oar_optim_update_commit(const oar_optim_update *u, oar_tensor *const *in);
+
 /* What one update loop reads: data pointers and scalars (as double; each loop rounds them to
  * its element type, as torch rounds a Python scalar to the tensor's dtype). The meaning of
  * a, b, c and the scalars depends on the kind; see update_impl.h. */
@@ -159,5 +167,25 @@ static inline int64_t oar_optim_block_size(int64_t n) {
     int64_t b = (n + OAR_OPTIM_MAX_BLOCKS - 1) / OAR_OPTIM_MAX_BLOCKS;
     return b < OAR_OPTIM_MIN_BLOCK ? OAR_OPTIM_MIN_BLOCK : b;
 }
+
+/* One parameter's update made ready to run over ranges of its elements (update_impl.h), so
+ * several parameters can share one thread-pool dispatch (optimizer_update_multi): `run` over
+ * elements [0, n) of c. LAMB first runs `moments` over blocks [0, n_blocks) of c.block
+ * elements, filling sum_p2 and sum_u2, then oar_optim_lamb_trust sets its step; `run` then
+ * applies it. Whatever the split, each element gets the same arithmetic as
+ * oar_optim_update_f32/f64, which run a plan themselves. c points into the plan: do not copy
+ * a plan once made. */
+typedef struct oar_optim_plan {
+    oar_optim_ctx c;
+    void (*run)(void *ctx, int64_t begin, int64_t end);
+    void (*moments)(void *ctx, int64_t block_begin, int64_t block_end); /* LAMB only, else NULL */
+    int64_t n_blocks;
+    double sum_p2[OAR_OPTIM_MAX_BLOCKS], sum_u2[OAR_OPTIM_MAX_BLOCKS];
+} oar_optim_plan;
+
+void oar_optim_plan_f32(const oar_optim_update *u, oar_optim_plan *pl);
+void oar_optim_plan_f64(const oar_optim_update *u, oar_optim_plan *pl);
+/* LAMB, after `moments` ran over every block: the trust ratio ||p|| / ||u|| scales the step. */
+void oar_optim_lamb_trust(oar_optim_plan *pl, double lr);
 
 #endif
