@@ -188,4 +188,20 @@ void oar_optim_plan_f64(const oar_optim_update *u, oar_optim_plan *pl);
 /* LAMB, after `moments` ran over every block: the trust ratio ||p|| / ||u|| scales the step. */
 void oar_optim_lamb_trust(oar_optim_plan *pl, double lr);
 
+/* ---- optimizer_update_multi (update_multi_op.c): several parameters' updates as one op.
+ * Inputs 0..OAR_OPTIM_MULTI_STATE-1 hold what it writes (per parameter: param, hyper, then the
+ * slots of the `slots` mask, in oar_slot order; NULL after the last), then one gradient per
+ * parameter. Attributes: kind, slots. */
+#define OAR_OPTIM_MULTI_STATE 32
+#define OAR_OPTIM_MULTI_MAX (OAR_OPTIM_MULTI_STATE / 2) /* parameters: at least param and hyper each */
+/* State inputs per parameter under a slots mask. */
+int oar_optim_multi_group(int64_t slots);
+/* Parameter i's inputs in optimizer_update's layout (param, grad, hyper, the 8 slots). */
+void oar_optim_multi_single(oar_tensor *const *in, int n_in, int64_t slots, int i, oar_tensor *one[3 + OAR_SLOT_COUNT]);
+/* Every parameter's oar_optim_update_read (o, u: one per parameter), nothing written; then,
+ * after the loops, every parameter's oar_optim_update_commit. */
+oar_status oar_optim_multi_read(oar_tensor *const *in, int n_in, oar_optim_kind kind, int64_t slots, oar_optim_opts *o,
+                                oar_optim_update *u);
+void oar_optim_multi_commit(oar_tensor *const *in, int n_in, int64_t slots, const oar_optim_update *u);
+
 #endif
