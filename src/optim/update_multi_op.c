@@ -67,7 +67,7 @@ static oar_status multi_infer(oar_tensor *const *in, int n_in, const oar_attr *a
         oar_optim_multi_single(in, n_in, slots, i, one);
         oar_meta m[1];
         int n1 = 1;
-        oar_status st = oar_op_infer(OAR_OP_optimizer_update, one, 3 + OAR_SLOT_COUNT, &kind_attr, m, &n1);
+        oar_status st = oar_opdef_optimizer_update.infer(one, 3 + OAR_SLOT_COUNT, &kind_attr, m, &n1);
         if (st != OAR_OK) {
             oar_error_prefix(NAME ": parameter %d", i);
             return st;
