@@ -173,18 +173,18 @@ static inline int64_t oar_optim_block_size(int64_t n) {
  * elements [0, n) of c. LAMB first runs `moments` over blocks [0, n_blocks) of c.block
  * elements, filling sum_p2 and sum_u2, then oar_optim_lamb_trust sets its step; `run` then
  * applies it. Whatever the split, each element gets the same arithmetic as
- * oar_optim_update_f32/f64, which run a plan themselves. c points into the plan: do not copy
- * a plan once made. */
+ * oar_optim_update_f32/f64, which run a plan themselves. LAMB's per-block sums go to `sums`
+ * (2 * OAR_OPTIM_MAX_BLOCKS doubles, kept by the caller; NULL for other kinds), so a plan
+ * stays small for the kinds that need none. */
 typedef struct oar_optim_plan {
     oar_optim_ctx c;
     void (*run)(void *ctx, int64_t begin, int64_t end);
     void (*moments)(void *ctx, int64_t block_begin, int64_t block_end); /* LAMB only, else NULL */
     int64_t n_blocks;
-    double sum_p2[OAR_OPTIM_MAX_BLOCKS], sum_u2[OAR_OPTIM_MAX_BLOCKS];
 } oar_optim_plan;
 
-void oar_optim_plan_f32(const oar_optim_update *u, oar_optim_plan *pl);
-void oar_optim_plan_f64(const oar_optim_update *u, oar_optim_plan *pl);
+void oar_optim_plan_f32(const oar_optim_update *u, oar_optim_plan *pl, double *sums);
+void oar_optim_plan_f64(const oar_optim_update *u, oar_optim_plan *pl, double *sums);
 /* LAMB, after `moments` ran over every block: the trust ratio ||p|| / ||u|| scales the step. */
 void oar_optim_lamb_trust(oar_optim_plan *pl, double lr);
 

@@ -162,7 +162,7 @@ static inline void FN(lamb_apply_range)(void *ctx, int64_t begin, int64_t end) {
 #define PICK(name) FN(name##_range)
 #endif
 
-void FN(oar_optim_plan)(const oar_optim_update *u, oar_optim_plan *pl) {
+void FN(oar_optim_plan)(const oar_optim_update *u, oar_optim_plan *pl, double *sums) {
     const oar_optim_opts *o = u->o;
     pl->moments = NULL;
     pl->n_blocks = 0;
@@ -221,8 +221,8 @@ void FN(oar_optim_plan)(const oar_optim_update *u, oar_optim_plan *pl) {
         c.bc1 = 1 - pow(o->beta1, t);
         c.bc2 = 1 - pow(o->beta2, t);
         c.block = oar_optim_block_size(u->n);
-        c.sum_p2 = pl->sum_p2;
-        c.sum_u2 = pl->sum_u2;
+        c.sum_p2 = sums;
+        c.sum_u2 = sums + OAR_OPTIM_MAX_BLOCKS;
         pl->n_blocks = (u->n + c.block - 1) / c.block;
         pl->moments = PICK(lamb_moments);
         pl->run = PICK(lamb_apply);
@@ -233,7 +233,8 @@ void FN(oar_optim_plan)(const oar_optim_update *u, oar_optim_plan *pl) {
 
 void FN(oar_optim_update)(const oar_optim_update *u) {
     oar_optim_plan pl;
-    FN(oar_optim_plan)(u, &pl);
+    double sums[2 * OAR_OPTIM_MAX_BLOCKS];
+    FN(oar_optim_plan)(u, &pl, sums);
     if (pl.moments) {
         oar_parallel_for(pl.n_blocks, 1, pl.moments, &pl.c);
         oar_optim_lamb_trust(&pl, u->o->lr);

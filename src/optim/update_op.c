@@ -161,7 +161,7 @@ void oar_optim_update_commit(const oar_optim_update *u, oar_tensor *const *in) {
 
 void oar_optim_lamb_trust(oar_optim_plan *pl, double lr) {
     double np = 0, nu = 0;
-    for (int64_t k = 0; k < pl->n_blocks; k++) np += pl->sum_p2[k], nu += pl->sum_u2[k];
+    for (int64_t k = 0; k < pl->n_blocks; k++) np += pl->c.sum_p2[k], nu += pl->c.sum_u2[k];
     np = sqrt(np), nu = sqrt(nu);
     double trust = np > 0 && nu > 0 ? np / nu : 1.0;
     pl->c.lr_neg = -lr * trust;

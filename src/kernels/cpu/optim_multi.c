@@ -39,9 +39,11 @@ static oar_status multi_fused(const oar_kctx *ctx, oar_tensor *const *in, int n_
     if (st != OAR_OK) return st;
     multi_job j = {.plan = plan, .n = n_in - OAR_OPTIM_MULTI_STATE};
     int g = oar_optim_multi_group(a[1].i);
+    double sums[a[0].i == OAR_OPTIM_LAMB ? OAR_OPTIM_MULTI_MAX * 2 * OAR_OPTIM_MAX_BLOCKS : 1]; /* LAMB's norms */
     for (int i = 0; i < j.n; i++) {
-        if (in[i * g]->dtype == OAR_F32) oar_optim_plan_f32(&u[i], &plan[i]);
-        else oar_optim_plan_f64(&u[i], &plan[i]);
+        double *si = a[0].i == OAR_OPTIM_LAMB ? sums + i * 2 * OAR_OPTIM_MAX_BLOCKS : NULL;
+        if (in[i * g]->dtype == OAR_F32) oar_optim_plan_f32(&u[i], &plan[i], si);
+        else oar_optim_plan_f64(&u[i], &plan[i], si);
     }
     if (a[0].i == OAR_OPTIM_LAMB) {
         j.blocks = true;
