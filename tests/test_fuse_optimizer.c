@@ -8,7 +8,10 @@
  *   - groups end where the op's inputs are full (Adam: 6 parameters a node), where a parameter
  *     is updated again (two steps in one function), and where a node between two updates
  *     reads a parameter already updated (two optimizers with a read between their steps):
- *     results stay those of the eager steps. */
+ *     results stay those of the eager steps;
+ *   - a thread chunk may start anywhere inside a parameter: every kind's loop over a whole
+ *     range (AVX2 where it has one) gives the bits of the loop run one element at a time (the
+ *     portable tail code). */
 #include "ops/op.h"
 #include "optim/optim.h"
 #include "test_util.h"
@@ -235,6 +238,63 @@ static void test_read_between(void) {
     CHECK(multi == 2 && single == 0);
 }
 
+/* Runs plan pl's loop over [0, n) at once, or element by element. */
+static void run_loop(oar_optim_plan *pl, int64_t n, bool by_element) {
+    if (!by_element) pl->run(&pl->c, 0, n);
+    else
+        for (int64_t i = 0; i < n; i++) pl->run(&pl->c, i, i + 1);
+}
+
+/* Two copies of one update (param, grad, slots), one run whole and one element by element. */
+static void test_split_anywhere(void) {
+    oar_optim_opts c[16];
+    const char *names[16];
+    int n_cfg = configs(c, names);
+    const int64_t sizes[2] = {37, 1003};
+    for (int ci = 0; ci < n_cfg; ci++)
+        for (int si = 0; si < 2; si++) {
+            int64_t n = sizes[si];
+            oar_manual_seed(50 + (uint64_t)ci);
+            float *data[2][2 + OAR_SLOT_COUNT];
+            oar_tensor *src[2 + OAR_SLOT_COUNT];
+            for (int k = 0; k < 2 + OAR_SLOT_COUNT; k++) { /* param, grad, then slots (positive: sqrt) */
+                src[k] = k < 2 ? oar_randn(&n, 1, OAR_F32) : oar_abs(oar_randn(&n, 1, OAR_F32));
+                for (int copy = 0; copy < 2; copy++) {
+                    data[copy][k] = malloc(sizeof(float) * (size_t)n);
+                    oar_copy_to_buffer(src[k], data[copy][k], sizeof(float) * (size_t)n, OAR_F32);
+                }
+            }
+            double sums[2][2 * OAR_OPTIM_MAX_BLOCKS];
+            for (int copy = 0; copy < 2; copy++) {
+                oar_optim_update u = {.o = &c[ci], .n = n, .p = data[copy][0], .g = data[copy][1], .t = 3,
+                                      .fresh_momentum = si == 0 && c[ci].kind == OAR_OPTIM_SGD};
+                for (int s = 1; s < OAR_SLOT_COUNT; s++)
+                    u.s[s] = oar_optim_slot_used(&c[ci], (oar_slot)s) ? data[copy][2 + s] : NULL;
+                oar_optim_plan pl;
+                oar_optim_plan_f32(&u, &pl, sums[copy]);
+                if (pl.moments) { /* LAMB: copy 0's moments for both, then the apply loops compared */
+                    if (copy == 0) {
+                        pl.moments(&pl.c, 0, pl.n_blocks);
+                        for (int k = 0; k < 2 + OAR_SLOT_COUNT; k++)
+                            memcpy(data[1][k], data[0][k], sizeof(float) * (size_t)n);
+                        memcpy(sums[1], sums[0], sizeof sums[0]);
+                    }
+                    oar_optim_lamb_trust(&pl, c[ci].lr);
+                }
+                run_loop(&pl, n, copy == 1);
+            }
+            bool eq = true;
+            for (int k = 0; k < 2 + OAR_SLOT_COUNT; k++) eq &= memcmp(data[0][k], data[1][k], sizeof(float) * (size_t)n) == 0;
+            CHECK(eq);
+            if (!eq) printf("  %s, %lld elements: the loop split per element differs\n", names[ci], (long long)n);
+            for (int k = 0; k < 2 + OAR_SLOT_COUNT; k++) {
+                oar_release(src[k]);
+                free(data[0][k]);
+                free(data[1][k]);
+            }
+        }
+}
+
 int main(void) {
     oar_init();
     CHECK(oar_op_find("optimizer_update_multi") >= 0);
@@ -242,5 +302,6 @@ int main(void) {
     test_capacity();
     test_updated_twice();
     test_read_between();
+    test_split_anywhere();
     return test_summary("test_fuse_optimizer");
 }

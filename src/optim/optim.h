@@ -144,12 +144,14 @@ static inline double oar_optim_sum8(const double a[8]) {
     return (t0 + t1) + (t2 + t3);
 }
 
-/* AVX2 versions of the f32 loops whose square roots and divisions the compiler leaves scalar
- * (update_avx2.c). They use the same operations in the same order (no FMA), so they give the
- * same bits as the portable loops, whichever handles an element. */
+/* AVX2 versions of the f32 loops whose square roots and divisions the compiler leaves scalar,
+ * and of SGD's, which it leaves 4-wide (update_avx2.c). They use the same operations in the
+ * same order (no FMA), so they give the same bits as the portable loops, whichever handles an
+ * element. */
 #if defined(__x86_64__) && defined(__GNUC__)
 #define OAR_OPTIM_AVX2 1
 bool oar_optim_use_avx2(void);
+void oar_optim_sgd_f32_avx2(void *ctx, int64_t begin, int64_t end);
 void oar_optim_adam_f32_avx2(void *ctx, int64_t begin, int64_t end);
 void oar_optim_rmsprop_f32_avx2(void *ctx, int64_t begin, int64_t end);
 void oar_optim_adagrad_f32_avx2(void *ctx, int64_t begin, int64_t end);

@@ -178,7 +178,7 @@ void FN(oar_optim_plan)(const oar_optim_update *u, oar_optim_plan *pl, double *s
         c.flag1 = o->momentum != 0;
         c.flag2 = u->fresh_momentum;
         c.flag3 = o->nesterov;
-        pl->run = FN(sgd_range);
+        pl->run = PICK(sgd);
         break;
     case OAR_OPTIM_ADAM:
     case OAR_OPTIM_ADAMW:
