@@ -99,9 +99,9 @@ oar_status oar_optim_multi_read(oar_tensor *const *in, int n_in, oar_optim_kind 
 }
 
 void oar_optim_multi_commit(oar_tensor *const *in, int n_in, int64_t slots, const oar_optim_update *u) {
+    int g = oar_optim_multi_group(slots);
     for (int i = 0; i < n_in - OAR_OPTIM_MULTI_STATE; i++) {
-        oar_tensor *one[3 + OAR_SLOT_COUNT];
-        oar_optim_multi_single(in, n_in, slots, i, one);
+        oar_tensor *one[3] = {in[i * g], NULL, in[i * g + 1]}; /* what commit reads: param and hyper */
         oar_optim_update_commit(&u[i], one);
     }
 }
