@@ -123,6 +123,9 @@ void oar_optim_update_f64(const oar_optim_update *u);
  * makes, writing nothing; _commit, after the loops ran, stores the step count, clears SGD's
  * fresh flag and bumps param's version. */
 oar_status oar_optim_update_read(oar_optim_kind kind, oar_tensor *const *in, oar_optim_opts *o, oar_optim_update *u);
+/* The part of _read after the checks: u from the tensors, for options *o already checked
+ * against them (same kind, same slots passed). */
+void oar_optim_update_fill(oar_tensor *const *in, const oar_optim_opts *o, oar_optim_update *u);
 void oar_optim_update_commit(const oar_optim_update *u, oar_tensor *const *in);
 
 /* What one update loop reads: data pointers and scalars (as double; each loop rounds them to

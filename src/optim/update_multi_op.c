@@ -86,9 +86,18 @@ static oar_status multi_infer(oar_tensor *const *in, int n_in, const oar_attr *a
 oar_status oar_optim_multi_read(oar_tensor *const *in, int n_in, oar_optim_kind kind, int64_t slots, oar_optim_opts *o,
                                 oar_optim_update *u) {
     int n = n_in - OAR_OPTIM_MULTI_STATE;
+    const double *prev = NULL;
     for (int i = 0; i < n; i++) {
         oar_tensor *one[3 + OAR_SLOT_COUNT];
         oar_optim_multi_single(in, n_in, slots, i, one);
+        /* parameters of one group hold the same options: those checked for the previous
+         * parameter (the same kind and slots) hold for this one */
+        const double *h = (const double *)oar_tensor_ptr(one[2]);
+        if (prev && !memcmp(h, prev, sizeof(double) * OAR_HYPER_FRESH_MOMENTUM)) {
+            oar_optim_update_fill(one, u[i - 1].o, &u[i]);
+            continue;
+        }
+        prev = h;
         oar_status st = oar_optim_update_read(kind, one, &o[i], &u[i]);
         if (st != OAR_OK) {
             oar_error_prefix(NAME ": parameter %d", i);

@@ -133,7 +133,6 @@ static oar_status check_slots(const oar_optim_opts *o, oar_tensor *const *in) {
 }
 
 oar_status oar_optim_update_read(oar_optim_kind kind, oar_tensor *const *in, oar_optim_opts *o, oar_optim_update *u) {
-    oar_tensor *p = in[IN_PARAM];
     const double *h = (const double *)oar_tensor_ptr(in[IN_HYPER]);
     if (h[OAR_HYPER_KIND] != (double)kind)
         return OAR_FAIL(OAR_ERR_INVALID_ARG, NAME, "expected hyperparameters for %s, got kind %g", oar_optim_kind_name(kind),
@@ -145,12 +144,18 @@ oar_status oar_optim_update_read(oar_optim_kind kind, oar_tensor *const *in, oar
         if (st == OAR_ERR_INVALID_ARG) oar_error_prefix(NAME);
         return st;
     }
-    bool fresh = kind == OAR_OPTIM_SGD && h[OAR_HYPER_FRESH_MOMENTUM] != 0 && in[IN_SLOT0 + OAR_SLOT_MOMENTUM_BUFFER];
+    oar_optim_update_fill(in, o, u);
+    return OAR_OK;
+}
+
+void oar_optim_update_fill(oar_tensor *const *in, const oar_optim_opts *o, oar_optim_update *u) {
+    oar_tensor *p = in[IN_PARAM];
+    const double *h = (const double *)oar_tensor_ptr(in[IN_HYPER]);
+    bool fresh = o->kind == OAR_OPTIM_SGD && h[OAR_HYPER_FRESH_MOMENTUM] != 0 && in[IN_SLOT0 + OAR_SLOT_MOMENTUM_BUFFER];
     *u = (oar_optim_update){.o = o, .n = p->numel, .p = oar_tensor_ptr(p), .g = oar_tensor_ptr(in[IN_GRAD]),
                             .fresh_momentum = fresh};
     for (int s = 0; s < OAR_SLOT_COUNT; s++) u->s[s] = in[IN_SLOT0 + s] ? oar_tensor_ptr(in[IN_SLOT0 + s]) : NULL;
     if (u->s[OAR_SLOT_STEP]) u->t = *(int64_t *)u->s[OAR_SLOT_STEP] + 1; /* stored by _commit */
-    return OAR_OK;
 }
 
 void oar_optim_update_commit(const oar_optim_update *u, oar_tensor *const *in) {

@@ -17,6 +17,7 @@
 #define H_SGD_FRESH "c0,0.1,0.9,0,0,0,0,0,0,0,0,0,0,0,1f64:15"
 #define H_SGD_NEST  "c0,0.05,0.8,0,1,0,0,0,0,0,0,0,0,0,0f64:15"
 #define H_ADAM      "c1,0.001,0,0,0,0,0.9,0.999,1e-08,0,0,0,0,0,0f64:15"
+#define H_ADAM_LR   "c1,0.01,0,0,0,0,0.9,0.999,1e-08,0,0,0,0,0,0f64:15"
 #define H_ADAMW_AMS "c2,0.01,0,0,0,0.1,0.9,0.999,1e-08,1,0,0,0,0,0f64:15"
 #define H_RMS_CM    "c3,0.01,0.9,0,0,0.01,0,0,1e-08,0,0.5,1,0,0,0f64:15"
 #define H_ADAGRAD   "c4,0.01,0,0,0,0.01,0,0,1e-10,0,0,0,0.01,0,0f64:15"
@@ -48,6 +49,12 @@ const sweep_case sweep_cases_optim_multi[] = {
     /* Adam (step, exp_avg, exp_avg_sq) across the grain and the AVX2 tail */
     {"optimizer_update_multi",
      "n:2x3;" H_ADAM ";" STEP ";n:2x3;p:2x3;n:40003;" H_ADAM ";" STEP ";n:40003;p:40003;" N16 N4 N2 "n:2x3;n:40003",
+     "kind=1 slots=13", SWEEP_NO_GRAD},
+    /* three Adam parameters, the first two with the same options (checked once), the third with
+     * another lr */
+    {"optimizer_update_multi",
+     "n:5;" H_ADAM ";" STEP ";n:5;p:5;n:9;" H_ADAM ";" STEP ";n:9;p:9;n:3;" H_ADAM_LR ";" STEP ";n:3;p:3;" N16 N1
+     "n:5;n:9;n:3",
      "kind=1 slots=13", SWEEP_NO_GRAD},
     /* AdamW with amsgrad (max_exp_avg_sq) */
     {"optimizer_update_multi",

@@ -49,7 +49,7 @@ static oar_status multi_fused(const oar_kctx *ctx, oar_tensor *const *in, int n_
         j.blocks = true;
         for (int i = 0; i < j.n; i++) j.start[i + 1] = j.start[i] + plan[i].n_blocks;
         oar_parallel_for(j.start[j.n], 1, multi_range, &j);
-        for (int i = 0; i < j.n; i++) oar_optim_lamb_trust(&plan[i], o[i].lr);
+        for (int i = 0; i < j.n; i++) oar_optim_lamb_trust(&plan[i], u[i].o->lr);
         j.blocks = false;
     }
     for (int i = 0; i < j.n; i++) j.start[i + 1] = j.start[i] + u[i].n;
