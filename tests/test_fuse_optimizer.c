@@ -247,6 +247,7 @@ static void run_loop(oar_optim_plan *pl, int64_t n, bool by_element) {
 
 /* Two copies of one update (param, grad, slots), one run whole and one element by element. */
 static void test_split_anywhere(void) {
+    oar_scope_begin();
     oar_optim_opts c[16];
     const char *names[16];
     int n_cfg = configs(c, names);
@@ -288,11 +289,11 @@ static void test_split_anywhere(void) {
             CHECK(eq);
             if (!eq) printf("  %s, %lld elements: the loop split per element differs\n", names[ci], (long long)n);
             for (int k = 0; k < 2 + OAR_SLOT_COUNT; k++) {
-                oar_release(src[k]);
                 free(data[0][k]);
                 free(data[1][k]);
             }
         }
+    oar_scope_end(); /* the source tensors */
 }
 
 int main(void) {
