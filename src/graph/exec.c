@@ -1,7 +1,15 @@
 /* The executor (see exec.h). Preparing resolves everything a run needs: a kernel per node
  * (chosen once, for the program's shapes), a tensor header per value pointing into the planned
  * arena, and the instruction list. A run binds the inputs, allocates the outputs the caller
- * will keep, walks the list and sets the gradients the program writes. */
+ * will keep, walks the list and sets the gradients the program writes.
+ *
+ * The run loop is the per-op cost of every compiled step, so an instruction holds what stays
+ * the same between runs, resolved once: the kernel's function, its argument lists (header
+ * pointers; the few slots that name a main input are patched when inputs are bound), whether
+ * its inputs are contiguous by construction (then the kernel is called directly, with no
+ * check or copy), and its attributes. Views whose input's storage never changes (parameters,
+ * the arena, persistent buffers) are computed once and leave the list. The profiler's spans
+ * and the NaN/Inf check cost one load and one predictable branch per instruction when off. */
 #include "graph/exec.h"
 
 #include "profiler/profiler.h"
@@ -9,10 +17,19 @@
 #include <stdlib.h>
 #include <string.h>
 
+typedef enum instr_kind { INSTR_KERNEL, INSTR_VIEW, INSTR_CONTROL } instr_kind;
+
 typedef struct instr {
+    instr_kind kind;
+    bool direct;                    /* kernel: inputs contiguous (or op strided): call fn as is */
+    bool random;                    /* kernel: reserves generator counters per run */
+    int n_in, n_out;
+    oar_kernel_fn fn;               /* kernel->fn */
+    oar_tensor **in, **out;         /* kernel: argument lists, in e->args */
+    const oar_attr *attrs;
     oar_op_id op;
     const oar_op_def *def;
-    const oar_kernel_entry *kernel; /* NULL for views */
+    const oar_kernel_entry *kernel; /* NULL for views and control flow */
     const oar_node *node;
 } instr;
 
@@ -24,6 +41,10 @@ struct oar_exec {
     oar_storage *arena;      /* the planned intermediates, one allocation */
     instr *code;
     int n_code;
+    oar_tensor **args;        /* the kernels' argument lists, one after another */
+    int *input_arg;           /* args slots holding a main input's header, patched by bind */
+    int *input_arg_of;        /* per such slot: the main input's index */
+    int n_input_args;
     int *fresh;              /* FRESH roots, allocated per run */
     int n_fresh;
     int *shared;             /* non-view values sharing a root (in-place outputs) */
@@ -74,18 +95,36 @@ static oar_status run_view(oar_exec *e, const instr *I) {
     return st;
 }
 
-static oar_status run_instr(oar_exec *e, const instr *I) {
-    if (I->def->flags & OAR_OPF_CONTROL) return oar_run_control(e->p, I->node, e->hdr);
-    if (!I->kernel) return run_view(e, I);
-    const oar_node *n = I->node;
-    oar_tensor *in[OAR_MAX_INPUTS], *out[OAR_MAX_OUTPUTS];
-    for (int k = 0; k < n->n_in; k++) in[k] = n->in[k] >= 0 ? e->hdr[n->in[k]] : NULL;
-    for (int o = 0; o < n->n_out; o++) out[o] = e->hdr[n->out[o]];
-    int64_t t0 = oar_prof_spans_on() ? oar_prof_now() : 0;
-    oar_status st = oar_op_run_kernel(I->op, I->kernel, in, n->n_in, out, n->n_out, n->attrs);
-    if (t0 && st == OAR_OK) oar_prof_kernel_end(I->def->name, I->kernel->impl, in, n->n_in, out, n->n_out, t0);
-    if (st == OAR_OK && oar_prof_check_on()) st = oar_check_outputs(I->def->name, in, n->n_in, out, n->n_out);
-    if (st != OAR_OK) oar_error_prefix("program node %d", (int)(n - e->p->nodes));
+/* A kernel instruction through the checked path: inputs that are not contiguous are copied
+ * (oar_op_run_kernel), and the profiler's hooks run around it when on. */
+#if defined(__GNUC__)
+__attribute__((noinline, cold))
+#endif
+static oar_status run_kernel_slow(const instr *I, int hooks) {
+    int64_t t0 = (hooks & 1) && oar_prof_spans_on() ? oar_prof_now() : 0;
+    oar_status st = oar_op_run_kernel(I->op, I->kernel, I->in, I->n_in, I->out, I->n_out, I->attrs);
+    if (t0 && st == OAR_OK) oar_prof_kernel_end(I->def->name, I->kernel->impl, I->in, I->n_in, I->out, I->n_out, t0);
+    if (st == OAR_OK && oar_prof_check_on()) st = oar_check_outputs(I->def->name, I->in, I->n_in, I->out, I->n_out);
+    return st;
+}
+
+static oar_status run_instr(oar_exec *e, const instr *I, const oar_kctx *ctx) {
+    oar_status st;
+    if (OAR_LIKELY(I->kind == INSTR_KERNEL)) {
+        int hooks = oar_prof_hooks_on();
+        if (OAR_LIKELY(I->direct && !hooks && !I->random)) {
+            st = I->fn(ctx, I->in, I->n_in, I->out, I->n_out, I->attrs);
+            if (OAR_UNLIKELY(st != OAR_OK) && oar_last_status() == OAR_OK)
+                oar_error(st, "%s: the %s kernel failed without a message", I->def->name, I->kernel->impl);
+        } else {
+            st = run_kernel_slow(I, hooks);
+        }
+    } else if (I->kind == INSTR_VIEW) {
+        st = run_view(e, I);
+    } else {
+        st = oar_run_control(e->p, I->node, e->hdr);
+    }
+    if (OAR_UNLIKELY(st != OAR_OK)) oar_error_prefix("program node %d", (int)(I->node - e->p->nodes));
     return st;
 }
 
@@ -140,26 +179,76 @@ static oar_status make_headers(oar_exec *e) {
     return OAR_OK;
 }
 
+/* Fills a kernel instruction's argument lists (in e->args from *next on) and notes the slots
+ * that name a main input, whose header changes with every run. */
+static void make_args(oar_exec *e, instr *I, const int *input_index, int *next) {
+    const oar_node *n = I->node;
+    I->in = e->args + *next;
+    I->out = I->in + n->n_in;
+    *next += n->n_in + n->n_out;
+    bool direct = (I->def->flags & OAR_OPF_STRIDED) != 0, all_contiguous = true;
+    for (int k = 0; k < n->n_in; k++) {
+        int v = n->in[k];
+        I->in[k] = v >= 0 ? e->hdr[v] : NULL;
+        if (v >= 0 && !I->in[k]) all_contiguous = false; /* a sub-block value: no header here */
+        else if (I->in[k] && !I->in[k]->contiguous) all_contiguous = false;
+        if (v >= 0 && input_index[v] >= 0) {
+            e->input_arg[e->n_input_args] = (int)(&I->in[k] - e->args);
+            e->input_arg_of[e->n_input_args++] = input_index[v];
+        }
+    }
+    for (int o = 0; o < n->n_out; o++) I->out[o] = e->hdr[n->out[o]];
+    /* bound inputs are made contiguous and other layouts are fixed once prepared */
+    I->direct = direct || all_contiguous;
+    I->random = (I->def->flags & OAR_OPF_RANDOM) != 0;
+    I->fn = I->kernel->fn;
+    I->attrs = n->attrs;
+    I->n_in = n->n_in;
+    I->n_out = n->n_out;
+}
+
 /* Kernels are chosen once, on headers with the program's shapes and planned storage. */
 static oar_status make_code(oar_exec *e) {
     const oar_program *p = e->p;
     const oar_block *main = &p->blocks[OAR_MAIN_BLOCK];
     e->code = oar_malloc(sizeof(instr) * (size_t)(main->n_nodes + 1));
     if (!e->code) return OAR_ERR_OOM;
+    size_t n_args = 0;
+    for (int i = 0; i < main->n_nodes; i++) n_args += (size_t)(p->nodes[main->nodes[i]].n_in + p->nodes[main->nodes[i]].n_out);
+    e->args = oar_malloc(sizeof(oar_tensor *) * (n_args + 1));
+    e->input_arg = oar_malloc(sizeof(int) * (n_args + 1));
+    e->input_arg_of = oar_malloc(sizeof(int) * (n_args + 1));
+    int *input_index = oar_malloc(sizeof(int) * (size_t)(p->n_values + 1));
+    if (!e->args || !e->input_arg || !e->input_arg_of || !input_index) {
+        free(input_index);
+        return OAR_ERR_OOM;
+    }
+    for (int v = 0; v < p->n_values; v++) input_index[v] = -1;
+    for (int i = 0; i < main->n_in; i++) input_index[main->in[i]] = i;
+    int next_arg = 0;
     for (int i = 0; i < main->n_nodes; i++) {
         const oar_node *n = &p->nodes[main->nodes[i]];
         const oar_op_def *d = oar_op_table[n->op];
         instr *I = &e->code[e->n_code++];
+        memset(I, 0, sizeof *I);
         I->op = n->op;
         I->def = d;
         I->node = n;
         if (d->flags & OAR_OPF_VIEW) { /* the layout it gives, so consumers' kernels fit it */
+            I->kind = INSTR_VIEW;
             oar_status st = run_view(e, I);
             for (int o = 0; o < n->n_out; o++) e->hdr[n->out[o]]->storage = NULL;
-            if (st != OAR_OK) return st;
+            if (st != OAR_OK) {
+                free(input_index);
+                return st;
+            }
             continue;
         }
-        if (d->flags & OAR_OPF_CONTROL) continue;
+        if (d->flags & OAR_OPF_CONTROL) {
+            I->kind = INSTR_CONTROL;
+            continue;
+        }
+        I->kind = INSTR_KERNEL;
         oar_tensor *in[OAR_MAX_INPUTS], *out[OAR_MAX_OUTPUTS];
         for (int k = 0; k < n->n_in; k++) in[k] = n->in[k] >= 0 ? e->hdr[n->in[k]] : NULL;
         for (int o = 0; o < n->n_out; o++) out[o] = e->hdr[n->out[o]];
@@ -183,10 +272,52 @@ static oar_status make_code(oar_exec *e) {
         for (int k = 0; k < n_lent; k++) lent[k]->storage = NULL;
         for (int k = 0; k < n->n_in; k++) oar_tensor_unref(tmp[k]);
         if (!I->kernel) {
+            free(input_index);
             oar_error_prefix("executor: node %d", main->nodes[i]);
             return oar_last_status();
         }
+        make_args(e, I, input_index, &next_arg);
     }
+    free(input_index);
+    return OAR_OK;
+}
+
+/* Whether value v's storage is the same at every run: parameters and constants, the arena and
+ * persistent buffers (not inputs, bound per run, nor fresh outputs, allocated per run). */
+static bool storage_fixed(const oar_exec *e, int v) {
+    int r = e->plan.root[v];
+    switch (e->plan.cls[v]) {
+    case OAR_BUF_ARENA:
+    case OAR_BUF_PERSISTENT: return true;
+    case OAR_BUF_EXTERNAL: return e->p->values[r].kind == OAR_VAL_PARAM || e->p->values[r].kind == OAR_VAL_CONST;
+    default: return false;
+    }
+}
+
+/* What needs no redoing per run is done now: in-place outputs of fixed roots take the root's
+ * storage, and views of fixed storage are computed and leave the instruction list. */
+static oar_status settle_fixed(oar_exec *e) {
+    int kept = 0;
+    for (int k = 0; k < e->n_shared; k++) {
+        if (storage_fixed(e, e->shared[k])) share_root(e, e->shared[k]);
+        else e->shared[kept++] = e->shared[k];
+    }
+    e->n_shared = kept;
+    kept = 0;
+    for (int i = 0; i < e->n_code; i++) {
+        instr *I = &e->code[i];
+        const oar_node *n = I->node;
+        if (I->kind == INSTR_VIEW && n->n_in > 0 && n->in[0] >= 0 && e->hdr[n->in[0]] && storage_fixed(e, n->in[0])) {
+            oar_status st = run_view(e, I);
+            if (st != OAR_OK) {
+                oar_error_prefix("program node %d", (int)(n - e->p->nodes));
+                return st;
+            }
+            continue;
+        }
+        e->code[kept++] = *I;
+    }
+    e->n_code = kept;
     return OAR_OK;
 }
 
@@ -198,6 +329,7 @@ oar_exec *oar_exec_create(const oar_program *p) {
     if (st == OAR_OK && getenv("OAR_CHECK_PLAN")) st = oar_plan_check(p, &e->plan);
     if (st == OAR_OK) st = make_headers(e);
     if (st == OAR_OK) st = make_code(e);
+    if (st == OAR_OK) st = settle_fixed(e);
     if (st != OAR_OK) {
         oar_exec_free(e);
         return NULL;
@@ -222,6 +354,9 @@ void oar_exec_free(oar_exec *e) {
     free(e->input_shell);
     free(e->input_copy);
     free(e->code);
+    free(e->args);
+    free(e->input_arg);
+    free(e->input_arg_of);
     free(e);
 }
 
@@ -255,6 +390,7 @@ static oar_status bind_inputs(oar_exec *e, oar_tensor *const *in, int n_in) {
         if (!x->contiguous && !(e->input_copy[i] = oar_tensor_contiguous_copy(x))) return OAR_ERR_OOM;
         e->hdr[main->in[i]] = e->input_copy[i] ? e->input_copy[i] : x; /* borrowed for the run */
     }
+    for (int k = 0; k < e->n_input_args; k++) e->args[e->input_arg[k]] = e->hdr[main->in[e->input_arg_of[k]]];
     return OAR_OK;
 }
 
@@ -265,6 +401,7 @@ static void unbind(oar_exec *e) {
             e->hdr[main->in[i]] = e->input_shell[i];
             oar_tensor_unref(e->input_copy[i]);
         }
+        for (int k = 0; k < e->n_input_args; k++) e->args[e->input_arg[k]] = e->hdr[main->in[e->input_arg_of[k]]];
         e->bound = false;
     }
     /* this run's fresh storage goes; the caller's output headers keep what they need */
@@ -319,8 +456,9 @@ oar_status oar_exec_run(oar_exec *e, oar_tensor *const *in, int n_in, oar_tensor
     }
     /* headers sharing a root (in-place outputs) follow the root's storage of this run */
     for (int k = 0; k < e->n_shared && st == OAR_OK; k++) share_root(e, e->shared[k]);
+    oar_kctx ctx = {.nthreads = oar_get_num_threads()}; /* once per run: the pool's size may change between runs */
     oar_no_grad_begin();
-    for (int i = 0; i < e->n_code && st == OAR_OK; i++) st = run_instr(e, &e->code[i]);
+    for (int i = 0; i < e->n_code && st == OAR_OK; i++) st = run_instr(e, &e->code[i], &ctx);
     oar_no_grad_end();
     if (st == OAR_OK) st = hand_out(e, out, n_out);
     if (st == OAR_OK) write_grads(e);

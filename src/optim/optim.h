@@ -117,6 +117,17 @@ typedef struct oar_optim_update {
 void oar_optim_update_f32(const oar_optim_update *u);
 void oar_optim_update_f64(const oar_optim_update *u);
 
+/* One optimizer_update, split so several can be checked before any writes (update_op.c): _read
+ * checks the hyper tensor in[2] against kind and the slots passed (in: the op's inputs, param,
+ * grad, hyper, then the slots) and fills u (pointing to *o) with the step count this update
+ * makes, writing nothing; _commit, after the loops ran, stores the step count, clears SGD's
+ * fresh flag and bumps param's version. */
+oar_status oar_optim_update_read(oar_optim_kind kind, oar_tensor *const *in, oar_optim_opts *o, oar_optim_update *u);
+/* The part of _read after the checks: u from the tensors, for options *o already checked
+ * against them (same kind, same slots passed). */
+void oar_optim_update_fill(oar_tensor *const *in, const oar_optim_opts *o, oar_optim_update *u);
+void oar_optim_update_commit(const oar_optim_update *u, oar_tensor *const *in);
+
 /* What one update loop reads: data pointers and scalars (as double; each loop rounds them to
  * its element type, as torch rounds a Python scalar to the tensor's dtype). The meaning of
  * a, b, c and the scalars depends on the kind; see update_impl.h. */
@@ -136,12 +147,14 @@ static inline double oar_optim_sum8(const double a[8]) {
     return (t0 + t1) + (t2 + t3);
 }
 
-/* AVX2 versions of the f32 loops whose square roots and divisions the compiler leaves scalar
- * (update_avx2.c). They use the same operations in the same order (no FMA), so they give the
- * same bits as the portable loops, whichever handles an element. */
+/* AVX2 versions of the f32 loops whose square roots and divisions the compiler leaves scalar,
+ * and of SGD's, which it leaves 4-wide (update_avx2.c). They use the same operations in the
+ * same order (no FMA), so they give the same bits as the portable loops, whichever handles an
+ * element. */
 #if defined(__x86_64__) && defined(__GNUC__)
 #define OAR_OPTIM_AVX2 1
 bool oar_optim_use_avx2(void);
+void oar_optim_sgd_f32_avx2(void *ctx, int64_t begin, int64_t end);
 void oar_optim_adam_f32_avx2(void *ctx, int64_t begin, int64_t end);
 void oar_optim_rmsprop_f32_avx2(void *ctx, int64_t begin, int64_t end);
 void oar_optim_adagrad_f32_avx2(void *ctx, int64_t begin, int64_t end);
@@ -159,5 +172,41 @@ static inline int64_t oar_optim_block_size(int64_t n) {
     int64_t b = (n + OAR_OPTIM_MAX_BLOCKS - 1) / OAR_OPTIM_MAX_BLOCKS;
     return b < OAR_OPTIM_MIN_BLOCK ? OAR_OPTIM_MIN_BLOCK : b;
 }
+
+/* One parameter's update made ready to run over ranges of its elements (update_impl.h), so
+ * several parameters can share one thread-pool dispatch (optimizer_update_multi): `run` over
+ * elements [0, n) of c. LAMB first runs `moments` over blocks [0, n_blocks) of c.block
+ * elements, filling sum_p2 and sum_u2, then oar_optim_lamb_trust sets its step; `run` then
+ * applies it. Whatever the split, each element gets the same arithmetic as
+ * oar_optim_update_f32/f64, which run a plan themselves. LAMB's per-block sums go to `sums`
+ * (2 * OAR_OPTIM_MAX_BLOCKS doubles, kept by the caller; NULL for other kinds), so a plan
+ * stays small for the kinds that need none. */
+typedef struct oar_optim_plan {
+    oar_optim_ctx c;
+    void (*run)(void *ctx, int64_t begin, int64_t end);
+    void (*moments)(void *ctx, int64_t block_begin, int64_t block_end); /* LAMB only, else NULL */
+    int64_t n_blocks;
+} oar_optim_plan;
+
+void oar_optim_plan_f32(const oar_optim_update *u, oar_optim_plan *pl, double *sums);
+void oar_optim_plan_f64(const oar_optim_update *u, oar_optim_plan *pl, double *sums);
+/* LAMB, after `moments` ran over every block: the trust ratio ||p|| / ||u|| scales the step. */
+void oar_optim_lamb_trust(oar_optim_plan *pl, double lr);
+
+/* ---- optimizer_update_multi (update_multi_op.c): several parameters' updates as one op.
+ * Inputs 0..OAR_OPTIM_MULTI_STATE-1 hold what it writes (per parameter: param, hyper, then the
+ * slots of the `slots` mask, in oar_slot order; NULL after the last), then one gradient per
+ * parameter. Attributes: kind, slots. */
+#define OAR_OPTIM_MULTI_STATE 32
+#define OAR_OPTIM_MULTI_MAX (OAR_OPTIM_MULTI_STATE / 2) /* parameters: at least param and hyper each */
+/* State inputs per parameter under a slots mask. */
+int oar_optim_multi_group(int64_t slots);
+/* Parameter i's inputs in optimizer_update's layout (param, grad, hyper, the 8 slots). */
+void oar_optim_multi_single(oar_tensor *const *in, int n_in, int64_t slots, int i, oar_tensor *one[3 + OAR_SLOT_COUNT]);
+/* Every parameter's oar_optim_update_read (o, u: one per parameter), nothing written; then,
+ * after the loops, every parameter's oar_optim_update_commit. */
+oar_status oar_optim_multi_read(oar_tensor *const *in, int n_in, oar_optim_kind kind, int64_t slots, oar_optim_opts *o,
+                                oar_optim_update *u);
+void oar_optim_multi_commit(oar_tensor *const *in, int n_in, int64_t slots, const oar_optim_update *u);
 
 #endif

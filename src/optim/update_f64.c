@@ -2,6 +2,7 @@
 #include "optim/optim.h"
 
 #include <math.h>
+#include <string.h>
 
 #define UPD_T double
 #define UPD_SQRT sqrt

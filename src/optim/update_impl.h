@@ -162,77 +162,92 @@ static inline void FN(lamb_apply_range)(void *ctx, int64_t begin, int64_t end) {
 #define PICK(name) FN(name##_range)
 #endif
 
-void FN(oar_optim_update)(const oar_optim_update *u) {
+void FN(oar_optim_plan)(const oar_optim_update *u, oar_optim_plan *pl, double *sums) {
     const oar_optim_opts *o = u->o;
-    oar_optim_ctx c = {.p = u->p, .g = u->g, .n = u->n, .wd = o->weight_decay, .wd_on = o->weight_decay != 0,
-                       .eps = o->eps};
+    pl->run = NULL; /* every kind sets it */
+    pl->moments = NULL;
+    pl->n_blocks = 0;
+    /* written in place, field by field: building a local and copying it costs more than the
+     * loop itself for the small parameters of a tiny model */
+    oar_optim_ctx *c = &pl->c;
+    memset(c, 0, sizeof *c);
+    c->p = u->p;
+    c->g = u->g;
+    c->n = u->n;
+    c->wd = o->weight_decay;
+    c->wd_on = o->weight_decay != 0;
+    c->eps = o->eps;
     double t = (double)u->t;
     switch (o->kind) {
     case OAR_OPTIM_SGD:
-        c.a = u->s[OAR_SLOT_MOMENTUM_BUFFER];
-        c.lr_neg = -o->lr;
-        c.k1 = o->momentum;
-        c.k1c = 1 - o->dampening;
-        c.flag1 = o->momentum != 0;
-        c.flag2 = u->fresh_momentum;
-        c.flag3 = o->nesterov;
-        oar_parallel_for(u->n, OAR_OPTIM_GRAIN, FN(sgd_range), &c);
+        c->a = u->s[OAR_SLOT_MOMENTUM_BUFFER];
+        c->lr_neg = -o->lr;
+        c->k1 = o->momentum;
+        c->k1c = 1 - o->dampening;
+        c->flag1 = o->momentum != 0;
+        c->flag2 = u->fresh_momentum;
+        c->flag3 = o->nesterov;
+        pl->run = PICK(sgd);
         break;
     case OAR_OPTIM_ADAM:
     case OAR_OPTIM_ADAMW:
-        c.a = u->s[OAR_SLOT_EXP_AVG];
-        c.b = u->s[OAR_SLOT_EXP_AVG_SQ];
-        c.c = u->s[OAR_SLOT_MAX_EXP_AVG_SQ];
-        c.k1 = o->beta1, c.k1c = 1 - o->beta1;
-        c.k2 = o->beta2, c.k2c = 1 - o->beta2;
-        c.lr_neg = -(o->lr / (1 - pow(o->beta1, t)));
-        c.scale = sqrt(1 - pow(o->beta2, t));
-        c.flag2 = o->amsgrad;
+        c->a = u->s[OAR_SLOT_EXP_AVG];
+        c->b = u->s[OAR_SLOT_EXP_AVG_SQ];
+        c->c = u->s[OAR_SLOT_MAX_EXP_AVG_SQ];
+        c->k1 = o->beta1, c->k1c = 1 - o->beta1;
+        c->k2 = o->beta2, c->k2c = 1 - o->beta2;
+        c->lr_neg = -(o->lr / (1 - pow(o->beta1, t)));
+        c->scale = sqrt(1 - pow(o->beta2, t));
+        c->flag2 = o->amsgrad;
         if (o->kind == OAR_OPTIM_ADAMW) {
-            c.wd_on = false;
-            c.flag1 = true; /* torch multiplies even when weight_decay is 0 (by exactly 1) */
-            c.wd = 1 - o->lr * o->weight_decay;
+            c->wd_on = false;
+            c->flag1 = true; /* torch multiplies even when weight_decay is 0 (by exactly 1) */
+            c->wd = 1 - o->lr * o->weight_decay;
         }
-        oar_parallel_for(u->n, OAR_OPTIM_GRAIN, PICK(adam), &c);
+        pl->run = PICK(adam);
         break;
     case OAR_OPTIM_RMSPROP:
-        c.a = u->s[OAR_SLOT_SQUARE_AVG];
-        c.b = u->s[OAR_SLOT_GRAD_AVG];
-        c.c = u->s[OAR_SLOT_MOMENTUM_BUFFER];
-        c.lr_neg = -o->lr;
-        c.k1 = o->alpha, c.k1c = 1 - o->alpha;
-        c.k2 = o->momentum;
-        c.flag1 = o->centered;
-        c.flag2 = o->momentum > 0;
-        oar_parallel_for(u->n, OAR_OPTIM_GRAIN, PICK(rmsprop), &c);
+        c->a = u->s[OAR_SLOT_SQUARE_AVG];
+        c->b = u->s[OAR_SLOT_GRAD_AVG];
+        c->c = u->s[OAR_SLOT_MOMENTUM_BUFFER];
+        c->lr_neg = -o->lr;
+        c->k1 = o->alpha, c->k1c = 1 - o->alpha;
+        c->k2 = o->momentum;
+        c->flag1 = o->centered;
+        c->flag2 = o->momentum > 0;
+        pl->run = PICK(rmsprop);
         break;
     case OAR_OPTIM_ADAGRAD:
-        c.a = u->s[OAR_SLOT_SUM];
-        c.lr_neg = -(o->lr / (1 + (t - 1) * o->lr_decay));
-        oar_parallel_for(u->n, OAR_OPTIM_GRAIN, PICK(adagrad), &c);
+        c->a = u->s[OAR_SLOT_SUM];
+        c->lr_neg = -(o->lr / (1 + (t - 1) * o->lr_decay));
+        pl->run = PICK(adagrad);
         break;
-    case OAR_OPTIM_LAMB: {
-        double sum_p2[OAR_OPTIM_MAX_BLOCKS], sum_u2[OAR_OPTIM_MAX_BLOCKS];
-        c.a = u->s[OAR_SLOT_EXP_AVG];
-        c.b = u->s[OAR_SLOT_EXP_AVG_SQ];
-        c.k1 = o->beta1, c.k1c = 1 - o->beta1;
-        c.k2 = o->beta2, c.k2c = 1 - o->beta2;
-        c.bc1 = 1 - pow(o->beta1, t);
-        c.bc2 = 1 - pow(o->beta2, t);
-        c.block = oar_optim_block_size(u->n);
-        c.sum_p2 = sum_p2;
-        c.sum_u2 = sum_u2;
-        int64_t n_blocks = (u->n + c.block - 1) / c.block;
-        oar_parallel_for(n_blocks, 1, PICK(lamb_moments), &c);
-        double np = 0, nu = 0;
-        for (int64_t k = 0; k < n_blocks; k++) np += sum_p2[k], nu += sum_u2[k];
-        np = sqrt(np), nu = sqrt(nu);
-        double trust = np > 0 && nu > 0 ? np / nu : 1.0;
-        c.lr_neg = -o->lr * trust;
-        oar_parallel_for(u->n, OAR_OPTIM_GRAIN, PICK(lamb_apply), &c);
+    case OAR_OPTIM_LAMB:
+        c->a = u->s[OAR_SLOT_EXP_AVG];
+        c->b = u->s[OAR_SLOT_EXP_AVG_SQ];
+        c->k1 = o->beta1, c->k1c = 1 - o->beta1;
+        c->k2 = o->beta2, c->k2c = 1 - o->beta2;
+        c->bc1 = 1 - pow(o->beta1, t);
+        c->bc2 = 1 - pow(o->beta2, t);
+        c->block = oar_optim_block_size(u->n);
+        c->sum_p2 = sums;
+        c->sum_u2 = sums + OAR_OPTIM_MAX_BLOCKS;
+        pl->n_blocks = (u->n + c->block - 1) / c->block;
+        pl->moments = PICK(lamb_moments);
+        pl->run = PICK(lamb_apply);
         break;
     }
+}
+
+void FN(oar_optim_update)(const oar_optim_update *u) {
+    oar_optim_plan pl;
+    double sums[2 * OAR_OPTIM_MAX_BLOCKS];
+    FN(oar_optim_plan)(u, &pl, sums);
+    if (pl.moments) {
+        oar_parallel_for(pl.n_blocks, 1, pl.moments, &pl.c);
+        oar_optim_lamb_trust(&pl, u->o->lr);
     }
+    oar_parallel_for(u->n, OAR_OPTIM_GRAIN, pl.run, &pl.c);
 }
 
 #undef PICK

@@ -132,35 +132,59 @@ static oar_status check_slots(const oar_optim_opts *o, oar_tensor *const *in) {
                                          "changing momentum, amsgrad or centered", oar_slot_names[s]);
 }
 
+oar_status oar_optim_update_read(oar_optim_kind kind, oar_tensor *const *in, oar_optim_opts *o, oar_optim_update *u) {
+    const double *h = (const double *)oar_tensor_ptr(in[IN_HYPER]);
+    if (h[OAR_HYPER_KIND] != (double)kind)
+        return OAR_FAIL(OAR_ERR_INVALID_ARG, NAME, "expected hyperparameters for %s, got kind %g", oar_optim_kind_name(kind),
+                        h[OAR_HYPER_KIND]);
+    oar_optim_read_hyper(h, kind, o);
+    oar_status st = oar_optim_check(o, false);
+    if (st == OAR_OK) st = check_slots(o, in);
+    if (st != OAR_OK) {
+        if (st == OAR_ERR_INVALID_ARG) oar_error_prefix(NAME);
+        return st;
+    }
+    oar_optim_update_fill(in, o, u);
+    return OAR_OK;
+}
+
+void oar_optim_update_fill(oar_tensor *const *in, const oar_optim_opts *o, oar_optim_update *u) {
+    oar_tensor *p = in[IN_PARAM];
+    const double *h = (const double *)oar_tensor_ptr(in[IN_HYPER]);
+    bool fresh = o->kind == OAR_OPTIM_SGD && h[OAR_HYPER_FRESH_MOMENTUM] != 0 && in[IN_SLOT0 + OAR_SLOT_MOMENTUM_BUFFER];
+    *u = (oar_optim_update){.o = o, .n = p->numel, .p = oar_tensor_ptr(p), .g = oar_tensor_ptr(in[IN_GRAD]),
+                            .fresh_momentum = fresh};
+    for (int s = 0; s < OAR_SLOT_COUNT; s++) u->s[s] = in[IN_SLOT0 + s] ? oar_tensor_ptr(in[IN_SLOT0 + s]) : NULL;
+    if (u->s[OAR_SLOT_STEP]) u->t = *(int64_t *)u->s[OAR_SLOT_STEP] + 1; /* stored by _commit */
+}
+
+void oar_optim_update_commit(const oar_optim_update *u, oar_tensor *const *in) {
+    if (u->s[OAR_SLOT_STEP]) *(int64_t *)u->s[OAR_SLOT_STEP] = u->t;
+    if (u->fresh_momentum) ((double *)oar_tensor_ptr(in[IN_HYPER]))[OAR_HYPER_FRESH_MOMENTUM] = 0;
+    in[IN_PARAM]->storage->version++; /* an in-place write, as torch's param.add_ */
+}
+
+void oar_optim_lamb_trust(oar_optim_plan *pl, double lr) {
+    double np = 0, nu = 0;
+    for (int64_t k = 0; k < pl->n_blocks; k++) np += pl->c.sum_p2[k], nu += pl->c.sum_u2[k];
+    np = sqrt(np), nu = sqrt(nu);
+    double trust = np > 0 && nu > 0 ? np / nu : 1.0;
+    pl->c.lr_neg = -lr * trust;
+}
+
 static oar_status update_ref(const oar_kctx *ctx, oar_tensor *const *in, int n_in, oar_tensor *const *out,
                              int n_out, const oar_attr *a) {
     (void)ctx;
     (void)n_in;
     (void)out;
     (void)n_out;
-    oar_optim_kind kind = (oar_optim_kind)a[0].i;
-    oar_tensor *p = in[IN_PARAM];
-    double *h = (double *)oar_tensor_ptr(in[IN_HYPER]);
-    if (h[OAR_HYPER_KIND] != (double)kind)
-        return OAR_FAIL(OAR_ERR_INVALID_ARG, NAME, "expected hyperparameters for %s, got kind %g", oar_optim_kind_name(kind),
-                        h[OAR_HYPER_KIND]);
     oar_optim_opts o;
-    oar_optim_read_hyper(h, kind, &o);
-    oar_status st = oar_optim_check(&o, false);
-    if (st == OAR_OK) st = check_slots(&o, in);
-    if (st != OAR_OK) {
-        if (st == OAR_ERR_INVALID_ARG) oar_error_prefix(NAME);
-        return st;
-    }
-    bool fresh = kind == OAR_OPTIM_SGD && h[OAR_HYPER_FRESH_MOMENTUM] != 0 && in[IN_SLOT0 + OAR_SLOT_MOMENTUM_BUFFER];
-    oar_optim_update u = {.o = &o, .n = p->numel, .p = oar_tensor_ptr(p), .g = oar_tensor_ptr(in[IN_GRAD]),
-                          .fresh_momentum = fresh};
-    for (int s = 0; s < OAR_SLOT_COUNT; s++) u.s[s] = in[IN_SLOT0 + s] ? oar_tensor_ptr(in[IN_SLOT0 + s]) : NULL;
-    if (u.s[OAR_SLOT_STEP]) u.t = ++*(int64_t *)u.s[OAR_SLOT_STEP];
-    if (p->dtype == OAR_F32) oar_optim_update_f32(&u);
+    oar_optim_update u;
+    oar_status st = oar_optim_update_read((oar_optim_kind)a[0].i, in, &o, &u);
+    if (st != OAR_OK) return st;
+    if (in[IN_PARAM]->dtype == OAR_F32) oar_optim_update_f32(&u);
     else oar_optim_update_f64(&u);
-    if (fresh) h[OAR_HYPER_FRESH_MOMENTUM] = 0;
-    p->storage->version++; /* an in-place write, as torch's param.add_ */
+    oar_optim_update_commit(&u, in);
     return OAR_OK;
 }
 
