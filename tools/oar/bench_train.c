@@ -181,6 +181,16 @@ int oar_bench_train(int argc, char **argv) {
     }
     if (statik) {
         oar_jit_opts jo = {.module = b.m, .optimizer = b.opt};
+        /* --disable-pass a,b: A/B timing of passes by name */
+        const char *off = cli_flag_value(argc, argv, "--disable-pass");
+        char names[256];
+        snprintf(names, sizeof names, "%s", off ? off : "");
+        for (char *save = NULL, *n = strtok_r(names, ",", &save); n; n = strtok_r(NULL, ",", &save))
+            if (oar_build_strategy_set(&jo.strategy, n, false) != OAR_OK) {
+                fprintf(stderr, "oar bench: %s\n", oar_last_error());
+                teardown(&b);
+                return 2;
+            }
         b.jit = oar_jit_to_static(step_fn, &b, &jo);
     }
     double *t = malloc(sizeof(double) * (size_t)(steps > 0 ? steps : 1));
