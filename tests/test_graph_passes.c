@@ -32,9 +32,12 @@ static int count_kind(const oar_program *p, oar_value_kind k) {
 }
 
 static void test_table(void) {
-    CHECK(oar_pass_count() == 4);
-    CHECK(strcmp(oar_pass_name(0), "dead_code") == 0 && strcmp(oar_pass_name(3), "inplace") == 0);
-    CHECK(oar_pass_name(4) == NULL && oar_pass_name(-1) == NULL && oar_pass_summary(4) == NULL);
+    /* fusion passes join the table between constant_folding and inplace: masks by name */
+    const int np = oar_pass_count();
+    CHECK(np >= 4);
+    CHECK(strcmp(oar_pass_name(0), "dead_code") == 0 && strcmp(oar_pass_name(np - 1), "inplace") == 0);
+    CHECK(oar_pass_name(np) == NULL && oar_pass_name(-1) == NULL && oar_pass_summary(np) == NULL);
+    const uint64_t all = (1ull << np) - 1, cse = 1ull << oar_pass_find("cse"), inpl = 1ull << (np - 1);
     for (int i = 0; i < oar_pass_count(); i++) {
         CHECK(oar_pass_summary(i) && strlen(oar_pass_summary(i)) > 10);
         CHECK(oar_pass_find(oar_pass_name(i)) == i);
@@ -43,18 +46,18 @@ static void test_table(void) {
     CHECK(oar_pass_find("fusion") == -1 && oar_pass_find(NULL) == -1 && oar_pass_at(9) == NULL);
 
     oar_build_strategy s = {0};
-    CHECK(oar_build_strategy_mask(&s) == 0xF);
-    CHECK(oar_build_strategy_mask(NULL) == 0xF);
+    CHECK(oar_build_strategy_mask(&s) == all);
+    CHECK(oar_build_strategy_mask(NULL) == all);
     CHECK(oar_build_strategy_set(&s, "cse", false) == OAR_OK);
-    CHECK(oar_build_strategy_mask(&s) == 0xD);
+    CHECK(oar_build_strategy_mask(&s) == (all & ~cse));
     CHECK(oar_build_strategy_set(&s, "cse", true) == OAR_OK);
-    CHECK(oar_build_strategy_mask(&s) == 0xF);
-    CHECK(oar_build_strategy_set(&s, "inplace", false) == OAR_OK && oar_build_strategy_mask(&s) == 0x7);
-    oar_build_strategy both = {.enable = 0x8, .disable = 0x8}; /* disable wins */
-    CHECK(oar_build_strategy_mask(&both) == 0x7);
+    CHECK(oar_build_strategy_mask(&s) == all);
+    CHECK(oar_build_strategy_set(&s, "inplace", false) == OAR_OK && oar_build_strategy_mask(&s) == (all & ~inpl));
+    oar_build_strategy both = {.enable = inpl, .disable = inpl}; /* disable wins */
+    CHECK(oar_build_strategy_mask(&both) == (all & ~inpl));
     oar_clear_error();
     CHECK(oar_build_strategy_set(&s, "fusion", true) == OAR_ERR_INVALID_ARG);
-    CHECK(strstr(oar_last_error(), "dead_code, cse, constant_folding, inplace") != NULL);
+    CHECK(strstr(oar_last_error(), "dead_code, cse, constant_folding, ") != NULL);
     CHECK(strstr(oar_last_error(), "'fusion'") != NULL);
     CHECK_ERR(oar_build_strategy_set(NULL, "cse", true), "NULL");
 }
