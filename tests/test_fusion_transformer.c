@@ -2,7 +2,7 @@
  * composition (eager, causal and masked, strided heads), finite differences in f64, and the
  * fuse_attention pass on traced programs: node counts, and fused against unfused results,
  * gradients and parameter updates (gpt-mini, MultiheadAttention), with the pass switched by
- * name.
+ * name; layer_norm's backward op against the composition and by finite differences.
  *
  * Tolerances. The fused kernels compute the same function with another rounding order: the
  * [L, S] scores and the products are f32 GEMMs split into other blocks, and the softmax
@@ -135,6 +135,16 @@ static oar_tensor *fa_grad_q(oar_tensor *const *in) {
     return oar_keep(g[0]) ? g[0] : NULL;
 }
 
+static oar_tensor *ln_input_grad(oar_tensor *const *in) {
+    /* the gradient of x, made with create_graph: its own gradient runs layer_norm_backward's rule */
+    oar_tensor *y = oar_layer_norm(in[0], 1, in[1], in[2], 1e-5);
+    oar_tensor *ramp = oar_reshape(oar_arange(0, (double)oar_numel(y), 1, OAR_F64), oar_shape(y), oar_ndim(y));
+    oar_tensor *l = oar_sum(oar_mul(oar_mul(y, y), ramp), NULL, 0, false), *g[1];
+    oar_grad_opts go = {.create_graph = true};
+    if (oar_grad(&l, 1, NULL, in, 1, g, &go) != OAR_OK) return NULL;
+    return oar_keep(g[0]) ? g[0] : NULL;
+}
+
 static double fd_check(attn_fn f, oar_tensor *const *in, int n_in) {
     double worst = 0;
     oar_scope_begin();
@@ -173,6 +183,44 @@ static void test_finite_differences(void) {
     printf("  finite differences (f64): first order %.1e, second order (attention_backward's rule) %.1e\n", e1, e2);
     CHECK(e1 < 1e-6);
     CHECK(e2 < 1e-6);
+    int64_t xs[2] = {3, 6}, ws = 6;
+    oar_tensor *ln[3] = {leaf(xs, 2, OAR_F64), leaf(&ws, 1, OAR_F64), leaf(&ws, 1, OAR_F64)};
+    double e3 = fd_check(ln_input_grad, ln, 3);
+    printf("  finite differences (f64): layer_norm second order (layer_norm_backward's rule) %.1e\n", e3);
+    CHECK(e3 < 1e-6);
+    oar_scope_end();
+}
+
+/* ---- layer_norm's backward as one op (layer_norm_backward) against the composition */
+
+/* layer norm over the last dim written with public ops: its gradients are the composition's. */
+static oar_tensor *naive_layer_norm(oar_tensor *x, oar_tensor *w, oar_tensor *b, double eps) {
+    const int last = -1;
+    oar_tensor *mu = oar_mean(x, &last, 1, true), *xc = oar_sub(x, mu);
+    oar_tensor *var = oar_mean(oar_mul(xc, xc), &last, 1, true);
+    oar_tensor *y = oar_div(xc, oar_sqrt(oar_add_scalar(var, eps)));
+    return oar_add(oar_mul(y, w), b);
+}
+
+static void test_layer_norm_backward(void) {
+    oar_manual_seed(4);
+    oar_scope_begin();
+    int64_t xs[3] = {8, 128, 256}, ws = 256;
+    oar_tensor *x = leaf(xs, 3, OAR_F32), *w = leaf(&ws, 1, OAR_F32), *b = leaf(&ws, 1, OAR_F32);
+    oar_tensor *up = oar_randn(xs, 3, OAR_F32), *leaves[3] = {x, w, b}, *gf[3], *gr[3];
+    oar_tensor *lf = oar_sum(oar_mul(oar_layer_norm(x, 1, w, b, 1e-5), up), NULL, 0, false);
+    oar_tensor *lr = oar_sum(oar_mul(naive_layer_norm(x, w, b, 1e-5), up), NULL, 0, false);
+    CHECK(oar_grad(&lf, 1, NULL, leaves, 3, gf, NULL) == OAR_OK);
+    CHECK(oar_grad(&lr, 1, NULL, leaves, 3, gr, NULL) == OAR_OK);
+    /* dweight and dbias sum 1024 rows: 1e-5 relative covers f32 summation in another order */
+    double d[3];
+    for (int i = 0; i < 3; i++) {
+        d[i] = rel_diff(gf[i], gr[i]);
+        oar_release(gf[i]);
+        oar_release(gr[i]);
+    }
+    printf("  layer_norm backward, one op vs composition: dx %.1e, dweight %.1e, dbias %.1e\n", d[0], d[1], d[2]);
+    CHECK(d[0] < 2e-5 && d[1] < 2e-5 && d[2] < 2e-5);
     oar_scope_end();
 }
 
@@ -357,6 +405,7 @@ static void test_unfused_patterns(void) {
 int main(void) {
     test_op_vs_composition();
     test_finite_differences();
+    test_layer_norm_backward();
     test_gpt_mini();
     test_mha(true, false);
     test_mha(false, false);
