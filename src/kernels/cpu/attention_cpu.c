@@ -150,8 +150,7 @@ static void backward_range(void *ctx, int64_t begin, int64_t end) {
     attn_job *j = ctx;
     const oar_tensor *g = j->in[0], *q = j->in[1], *k = j->in[2], *v = j->in[3], *pt = j->in[4];
     const int64_t L = j->L, S = j->S, D = j->D, Dv = j->Dv, ldp = ld_of(pt);
-    const int64_t bm = ROW_BLOCK < L ? ROW_BLOCK : L;
-    float *ds = malloc(sizeof(float) * (size_t)(bm * S));
+    float *ds = malloc(sizeof(float) * (size_t)(L * S)); /* a whole [L, S] when no row block is cut short */
     int64_t *ext = malloc(sizeof(int64_t) * (size_t)L);
     if (!ds || !ext) {
         free(ds);
@@ -167,15 +166,10 @@ static void backward_range(void *ctx, int64_t begin, int64_t end) {
         float *dv = (float *)oar_tensor_ptr(j->out[2]) + b * S * Dv;
         bool uniform = true;
         for (int64_t i = 0; i < L; i++) uniform &= (ext[i] = row_extent(pb + i * ldp, S)) == S;
-        const int64_t rb = uniform ? L : bm;
+        const int64_t rb = uniform ? L : ROW_BLOCK;
         if (!uniform) {
             memset(dk, 0, sizeof(float) * (size_t)(S * D));
             memset(dv, 0, sizeof(float) * (size_t)(S * Dv));
-        }
-        float *dsb = uniform ? malloc(sizeof(float) * (size_t)(L * S)) : ds;
-        if (!dsb) {
-            j->failed = true;
-            break;
         }
         for (int64_t i0 = 0; i0 < L; i0 += rb) {
             int64_t i1 = i0 + rb < L ? i0 + rb : L, m = i1 - i0, nb = block_extent(ext, i0, i1);
@@ -185,12 +179,11 @@ static void backward_range(void *ctx, int64_t begin, int64_t end) {
                 continue;
             }
             oar_gemm(OAR_F32, true, false, nb, Dv, m, pb + i0 * ldp, ldp, gb + i0 * ld_of(g), ld_of(g), beta, dv, Dv);
-            oar_gemm(OAR_F32, false, true, m, nb, Dv, gb + i0 * ld_of(g), ld_of(g), vb, ld_of(v), 0.0, dsb, S);
-            for (int64_t i = 0; i < m; i++) softmax_backward_scaled_row(dsb + i * S, pb + (i0 + i) * ldp, nb, j->scale);
-            oar_gemm(OAR_F32, false, false, m, D, nb, dsb, S, kb, ld_of(k), 0.0, dq + i0 * D, D);
-            oar_gemm(OAR_F32, true, false, nb, D, m, dsb, S, qb + i0 * ld_of(q), ld_of(q), beta, dk, D);
+            oar_gemm(OAR_F32, false, true, m, nb, Dv, gb + i0 * ld_of(g), ld_of(g), vb, ld_of(v), 0.0, ds, S);
+            for (int64_t i = 0; i < m; i++) softmax_backward_scaled_row(ds + i * S, pb + (i0 + i) * ldp, nb, j->scale);
+            oar_gemm(OAR_F32, false, false, m, D, nb, ds, S, kb, ld_of(k), 0.0, dq + i0 * D, D);
+            oar_gemm(OAR_F32, true, false, nb, D, m, ds, S, qb + i0 * ld_of(q), ld_of(q), beta, dk, D);
         }
-        if (dsb != ds) free(dsb);
     }
     free(ds);
     free(ext);
