@@ -139,13 +139,13 @@ static int insert_node(fa_ctx *c, int blk, int at, oar_op_id op, const int *in, 
     return id;
 }
 
-static void kill(oar_node *n) { n->dead = true; }
+static void kill_node(oar_node *n) { n->dead = true; }
 
 /* v's only use was a node just killed: when a permute made v, kill it too, and so on up a
  * chain of permutes (kᵀ of kᵀ in the backward). */
 static void kill_view_if_unused(fa_ctx *c, int v, int blk) {
     for (oar_node *n; c->uses[v] == 1 && (n = producer(c, v, OAR_OP_permute, blk));) {
-        kill(n);
+        kill_node(n);
         c->uses[v] = 0;
         v = n->in[0];
     }
@@ -232,11 +232,11 @@ static int fuse_forward(fa_ctx *c, const fwd_match *m) {
     oar_program_replace_uses(p, o_old, out[0]);
     oar_program_replace_uses(p, p_old, out[1]);
     kill_view_if_unused(c, m->kt, blk);
-    kill(&p->nodes[m->mm1]);
-    if (m->mul >= 0) kill(&p->nodes[m->mul]);
-    if (m->mf >= 0) kill(&p->nodes[m->mf]);
-    kill(&p->nodes[m->sm]);
-    kill(&p->nodes[m->mm2]);
+    kill_node(&p->nodes[m->mm1]);
+    if (m->mul >= 0) kill_node(&p->nodes[m->mul]);
+    if (m->mf >= 0) kill_node(&p->nodes[m->mf]);
+    kill_node(&p->nodes[m->sm]);
+    kill_node(&p->nodes[m->mm2]);
     return id;
 }
 
@@ -366,15 +366,15 @@ static bool fuse_backward(fa_ctx *c, int fa) {
     kill_view_if_unused(c, vt, blk);
     kill_view_if_unused(c, mq_k, blk);
     kill_view_if_unused(c, mk_q, blk);
-    kill(&p->nodes[pt]);
-    kill(&p->nodes[mmv]);
-    kill(&p->nodes[dpm_id]);
-    if (rs >= 0) kill(&p->nodes[rs]);
-    kill(&p->nodes[sb]);
-    if (wh >= 0) kill(&p->nodes[wh]);
-    if (mu >= 0) kill(&p->nodes[mu]);
-    kill(&p->nodes[mq]);
-    kill(&p->nodes[mk]);
+    kill_node(&p->nodes[pt]);
+    kill_node(&p->nodes[mmv]);
+    kill_node(&p->nodes[dpm_id]);
+    if (rs >= 0) kill_node(&p->nodes[rs]);
+    kill_node(&p->nodes[sb]);
+    if (wh >= 0) kill_node(&p->nodes[wh]);
+    if (mu >= 0) kill_node(&p->nodes[mu]);
+    kill_node(&p->nodes[mq]);
+    kill_node(&p->nodes[mk]);
     return true;
 }
 
