@@ -330,28 +330,28 @@ static oar_status mha_step(void *user, oar_tensor *const *in, int n_in, oar_tens
 
 static void test_mha(bool causal, bool train) {
     oar_scope_begin();
-    mha_run r[3]; /* fused, unfused, eager (a module the tracer never saw: it caches its mask) */
+    mha_run r[2]; /* fused and unfused; the unfused module also runs eagerly after its trace */
     oar_jit *f[2];
     int64_t xs[3] = {2, 37, 16};
     oar_manual_seed(5);
     oar_tensor *x = oar_randn(xs, 3, OAR_F32), *w = oar_randn(xs, 3, OAR_F32);
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < 2; i++) {
         oar_manual_seed(11);
         r[i] = (mha_run){oar_nn_multihead_attention(16, 4, true, causal, 0.0), w, train};
         oar_module_train(r[i].m, train);
-        if (i == 2) break;
         oar_jit_opts jo = {.module = r[i].m};
         CHECK(oar_build_strategy_set(&jo.strategy, "fuse_attention", i == 0) == OAR_OK);
         f[i] = oar_jit_to_static(mha_step, &r[i], &jo);
     }
     oar_tensor *y[2];
     for (int i = 0; i < 2; i++) CHECK(oar_jit_call(f[i], &x, 1, &y[i], 1) == OAR_OK);
-    oar_tensor *ye = NULL; /* and eager */
-    CHECK(mha_step(&r[2], &x, 1, &ye, 1) == OAR_OK);
-    double d = rel_diff(y[0], y[1]), de = rel_diff(y[0], ye), dg = 0;
+    double d = rel_diff(y[0], y[1]), dg = 0;
     for (int p = 0; train && p < oar_module_num_parameters(r[0].m); p++)
         dg = fmax(dg, rel_diff(oar_grad_get(oar_module_parameter(r[0].m, p, NULL)),
                                oar_grad_get(oar_module_parameter(r[1].m, p, NULL))));
+    oar_tensor *ye = NULL; /* and eager, after the trace: the module's cached causal mask must be real */
+    CHECK(mha_step(&r[1], &x, 1, &ye, 1) == OAR_OK);
+    double de = rel_diff(y[0], ye);
     CHECK(count_in_dump(f[0], "= fused_attention(") == 1);
     CHECK(count_in_dump(f[0], "scale=1 ") == 1);
     CHECK(count_in_dump(f[0], "= attention_backward(") == (train ? 1 : 0));
@@ -364,7 +364,6 @@ static void test_mha(bool causal, bool train) {
         oar_jit_free(f[i]);
         oar_module_free(r[i].m);
     }
-    oar_module_free(r[2].m);
     oar_scope_end();
 }
 
