@@ -360,6 +360,10 @@ OAR_API oar_tensor *oar_group_norm(oar_tensor *x, int64_t groups, oar_tensor *we
                                    oar_tensor *bias, double eps);
 OAR_API oar_tensor *oar_softmax(oar_tensor *x, int dim);
 OAR_API oar_tensor *oar_log_softmax(oar_tensor *x, int dim);
+/* softmax(q kᵀ * scale, -inf where mask [L, S] is true or, if causal, key j > query i) v, one op:
+ * q [..., L, D], k [..., S, D], v [..., S, Dv] with equal leading dims; mask bool or NULL. */
+OAR_API oar_tensor *oar_scaled_dot_product_attention(oar_tensor *q, oar_tensor *k, oar_tensor *v,
+                                                     oar_tensor *mask, double scale, bool causal);
 /* Zeroes elements with probability p and scales the rest by 1/(1-p); identity if !training,
  * zeros if p = 1. */
 OAR_API oar_tensor *oar_dropout(oar_tensor *x, double p, bool training);

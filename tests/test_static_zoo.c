@@ -91,6 +91,8 @@ static void check_model(const char *name, int64_t n, int steps, oar_optim_kind k
     make_run(&e, name, kind);
     make_run(&s, name, kind);
     oar_jit_opts jo = {.module = s.m, .optimizer = s.opt};
+    /* fusions that change rounding are compared within tolerances in their own tests */
+    CHECK(oar_build_strategy_set(&jo.strategy, "fuse_attention", false) == OAR_OK); /* test_fusion_transformer */
     oar_jit *f = oar_jit_to_static(step_fn, &s, &jo);
     int curve_diffs = 0;
     oar_manual_seed(99);

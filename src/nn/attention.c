@@ -114,7 +114,7 @@ static oar_tensor *causal_mask(mha_state *s, int64_t L, int64_t S) {
     if (s->mask && s->mask_L == L && s->mask_S == S) return s->mask;
     int64_t shape[2] = {L, S};
     oar_tensor *m = oar_triu(oar_ones(shape, 2, OAR_BOOL), 1); /* owned by the caller's scope */
-    if (!m) return NULL;
+    if (!m || oar_is_tracing()) return m; /* a mask made while tracing has no data: never keep it */
     oar_release(s->mask);
     s->mask = oar_retain(m);
     s->mask_L = L;

@@ -14,6 +14,8 @@ static const oar_pass_info g_passes[] = {
      oar_pass_cse},
     {"constant_folding", "computes nodes whose inputs are all constants once, at compile time", true,
      false, oar_pass_constant_folding},
+    {"fuse_attention", "matmul, scale, mask, softmax, matmul (and their traced backward) become fused_attention "
+     "(and attention_backward)", true, false, oar_pass_fuse_attention},
     {"fuse_all_optimizer_ops", "merges a step's optimizer_update nodes into optimizer_update_multi nodes (one "
      "dispatch)", true, false, oar_pass_fuse_all_optimizer_ops},
     {"inplace", "lets elementwise nodes write into their input's buffer when nothing else reads it",

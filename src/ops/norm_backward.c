@@ -1,0 +1,165 @@
+/* layer_norm_backward(grad_out, x, weight?, mean, rstd; normalized_ndim) -> dx, dweight, dbias
+ *
+ * The backward of layer_norm in one op (layer_norm's rule calls it when no gradient reaches
+ * its hidden statistics): per row of the m normalized values, with xhat = (x - mean) * rstd
+ * and gxhat = grad_out * weight (grad_out without weight),
+ *   dx      = rstd * (gxhat - mean(gxhat) - xhat * mean(gxhat * xhat))
+ *   dweight = sum over rows of grad_out * xhat,  dbias = sum over rows of grad_out
+ * dweight and dbias have the normalized shape (computed even without weight or bias: the
+ * rule drops them). mean and rstd are inputs of their own, shaped as layer_norm returns them
+ * (x's shape with the normalized dims at 1), so the rule below also serves double backward.
+ * The reference kernel computes in double through the dtype traits. */
+#include "ops/op.h"
+
+#include <string.h>
+
+static int64_t prod(const int64_t *s, int from, int to) {
+    int64_t n = 1;
+    for (int i = from; i < to; i++) n *= s[i];
+    return n;
+}
+
+static oar_status ln_backward_infer(oar_tensor *const *in, int n_in, const oar_attr *a, oar_meta *out, int *n_out) {
+    (void)n_in;
+    static const char *const op = "layer_norm_backward";
+    const oar_tensor *g = in[0], *x = in[1], *w = in[2], *mean = in[3], *rstd = in[4];
+    oar_status st = oar_check_float(op, x, "the input");
+    if (st != OAR_OK) return st;
+    oar_tensor *same[4] = {in[0], in[1], in[3], in[4]};
+    if ((st = oar_check_same_dtype(op, same, 4)) != OAR_OK) return st;
+    int64_t k = a[0].i;
+    if (k < 1 || k > x->ndim)
+        return oar_error(OAR_ERR_INVALID_ARG, "%s: expected normalized_ndim in [1, %d] (the input has %d dims), got "
+                                              "%lld", op, x->ndim, x->ndim, (long long)k);
+    int nd = x->ndim, lead = nd - (int)k;
+    char sx[128], sg[128];
+    oar_format_shape(x->shape, nd, sx, sizeof sx);
+    oar_format_shape(g->shape, g->ndim, sg, sizeof sg);
+    if (g->ndim != nd || memcmp(g->shape, x->shape, sizeof(int64_t) * (size_t)nd))
+        return oar_error(OAR_ERR_SHAPE, "%s: expected grad_out of the input's shape %s, got %s", op, sx, sg);
+    for (int s = 0; s < 2; s++) {
+        const oar_tensor *t = s ? rstd : mean;
+        bool ok = t->ndim == nd && !memcmp(t->shape, x->shape, sizeof(int64_t) * (size_t)lead);
+        for (int d = lead; ok && d < nd; d++) ok = t->shape[d] == 1;
+        if (!ok) {
+            char st_[128];
+            oar_format_shape(t->shape, t->ndim, st_, sizeof st_);
+            return oar_error(OAR_ERR_SHAPE, "%s: expected %s of shape %s with the last %lld dims at 1 (as layer_norm "
+                                            "returns it), got %s", op, s ? "rstd" : "mean", sx, (long long)k, st_);
+        }
+    }
+    if (w && (w->dtype != x->dtype || w->ndim != (int)k ||
+              memcmp(w->shape, x->shape + lead, sizeof(int64_t) * (size_t)k))) {
+        char sw[128], sn[128];
+        oar_format_shape(w->shape, w->ndim, sw, sizeof sw);
+        oar_format_shape(x->shape + lead, (int)k, sn, sizeof sn);
+        return oar_error(OAR_ERR_SHAPE, "%s: expected weight %s%s (the input's dtype), got %s%s", op,
+                         oar_dtype_name(x->dtype), sn, oar_dtype_name(w->dtype), sw);
+    }
+    oar_meta_from(&out[0], x);
+    for (int o = 1; o < 3; o++) {
+        out[o].dtype = x->dtype;
+        out[o].ndim = (int)k;
+        memcpy(out[o].shape, x->shape + lead, sizeof(int64_t) * (size_t)k);
+    }
+    *n_out = 3;
+    return OAR_OK;
+}
+
+static oar_status ln_backward_ref(const oar_kctx *ctx, oar_tensor *const *in, int n_in, oar_tensor *const *out,
+                                  int n_out, const oar_attr *a) {
+    (void)ctx; (void)n_in; (void)n_out;
+    const oar_tensor *g = in[0], *x = in[1], *w = in[2];
+    const oar_dtype_traits *tr = &oar_dtypes[x->dtype];
+    const int64_t es = (int64_t)tr->size;
+    int k = (int)a[0].i;
+    int64_t m = prod(x->shape, x->ndim - k, x->ndim), rows = prod(x->shape, 0, x->ndim - k);
+    const char *gp = oar_tensor_ptr(g), *xp = oar_tensor_ptr(x), *wp = w ? oar_tensor_ptr(w) : NULL;
+    const char *mp = oar_tensor_ptr(in[3]), *rp = oar_tensor_ptr(in[4]);
+    char *dx = oar_tensor_ptr(out[0]), *dw = oar_tensor_ptr(out[1]), *db = oar_tensor_ptr(out[2]);
+    for (int64_t i = 0; i < m; i++) {
+        double sw = 0, sb = 0;
+        for (int64_t r = 0; r < rows; r++) {
+            double gv = tr->load(gp + (r * m + i) * es);
+            sw += gv * (tr->load(xp + (r * m + i) * es) - tr->load(mp + r * es)) * tr->load(rp + r * es);
+            sb += gv;
+        }
+        tr->store(dw + i * es, sw);
+        tr->store(db + i * es, sb);
+    }
+    for (int64_t r = 0; r < rows; r++) {
+        double mean = tr->load(mp + r * es), rstd = tr->load(rp + r * es), m1 = 0, m2 = 0;
+        for (int64_t i = 0; i < m; i++) {
+            double gx = tr->load(gp + (r * m + i) * es) * (wp ? tr->load(wp + i * es) : 1.0);
+            m1 += gx;
+            m2 += gx * (tr->load(xp + (r * m + i) * es) - mean) * rstd;
+        }
+        m1 /= (double)m;
+        m2 /= (double)m;
+        for (int64_t i = 0; i < m; i++) {
+            double gx = tr->load(gp + (r * m + i) * es) * (wp ? tr->load(wp + i * es) : 1.0);
+            double xh = (tr->load(xp + (r * m + i) * es) - mean) * rstd;
+            tr->store(dx + (r * m + i) * es, rstd * (gx - m1 - xh * m2));
+        }
+    }
+    return OAR_OK;
+}
+
+/* Double backward. With a = rstd * u (u: the gradient reaching dx), t = gxhat - m1 - xhat * m2,
+ * mean_n / sum_n over a row's normalized values and sum_r over rows:
+ *   to gxhat: G = a - mean_n(a) - xhat * mean_n(a * xhat)
+ *   to xhat:  H = -a * m2 - gxhat * mean_n(a * xhat) + grad_out * uw
+ *   grad_out: G * weight + xhat * uw + ub       x: rstd * H        weight: sum_r(G * grad_out)
+ *   mean:     -rstd * sum_n(H)                  rstd: sum_n(u * t) + sum_n(H * (x - mean))
+ * where uw and ub reach dweight and dbias (broadcast over rows). */
+static oar_status ln_backward_grad(oar_grad_ctx *g) {
+    oar_tensor *gy = g->in[0], *x = g->in[1], *w = g->in[2], *mean = g->in[3], *rstd = g->in[4];
+    oar_tensor *u = g->gout[0], *uw = g->gout[1], *ub = g->gout[2];
+    int k = (int)g->attrs[0].i, rd[OAR_MAX_DIMS], lead = x->ndim - k;
+    for (int i = 0; i < k; i++) rd[i] = lead + i;
+    double inv_n = 1.0 / (double)prod(x->shape, lead, x->ndim);
+    oar_tensor *xc = oar_sub(x, mean), *xhat = oar_mul(xc, rstd), *gxh = w ? oar_mul(gy, w) : gy;
+    oar_tensor *G = NULL, *H = NULL, *t = NULL;
+    if (u) {
+        oar_tensor *m1 = oar_mul_scalar(oar_sum(gxh, rd, k, true), inv_n);
+        oar_tensor *m2 = oar_mul_scalar(oar_sum(oar_mul(gxh, xhat), rd, k, true), inv_n);
+        t = oar_sub(oar_sub(gxh, m1), oar_mul(xhat, m2));
+        oar_tensor *aa = oar_mul(rstd, u);
+        oar_tensor *ma = oar_mul_scalar(oar_sum(aa, rd, k, true), inv_n);
+        oar_tensor *max = oar_mul_scalar(oar_sum(oar_mul(aa, xhat), rd, k, true), inv_n);
+        G = oar_sub(oar_sub(aa, ma), oar_mul(xhat, max));
+        H = oar_neg(oar_add(oar_mul(aa, m2), oar_mul(gxh, max)));
+    }
+    if (uw) {
+        oar_tensor *h = oar_mul(gy, uw);
+        H = H ? oar_add(H, h) : h;
+    }
+    if (g->needs[0] && (G || uw || ub)) {
+        oar_tensor *d = G ? (w ? oar_mul(G, w) : G) : NULL;
+        if (uw) d = d ? oar_add(d, oar_mul(xhat, uw)) : oar_mul(xhat, uw);
+        if (ub) d = d ? oar_add(d, ub) : oar_expand(ub, gy->shape, gy->ndim);
+        g->gin[0] = d;
+    }
+    if (g->needs[1] && H) g->gin[1] = oar_mul(rstd, H);
+    if (w && g->needs[2] && G) g->gin[2] = oar_reshape(oar_sum_to_shape(oar_mul(G, gy), w->shape, w->ndim), w->shape, w->ndim);
+    if (g->needs[3] && H) g->gin[3] = oar_neg(oar_mul(rstd, oar_sum(H, rd, k, true)));
+    if (g->needs[4] && (t || H)) {
+        oar_tensor *r = t ? oar_sum(oar_mul(u, t), rd, k, true) : NULL;
+        if (H) {
+            oar_tensor *s = oar_sum(oar_mul(H, xc), rd, k, true);
+            r = r ? oar_add(r, s) : s;
+        }
+        g->gin[4] = r;
+    }
+    bool due[5] = {G || uw || ub, H != NULL, w && G, H != NULL, t || H};
+    for (int i = 0; i < 5; i++)
+        if (g->needs[i] && due[i] && !g->gin[i]) return oar_last_status();
+    return OAR_OK;
+}
+
+const oar_op_def oar_opdef_layer_norm_backward = {
+    .name = "layer_norm_backward", .n_inputs = 5, .n_outputs = 3, .key_input = 1, .n_attrs = 1,
+    .attrs = {{"normalized_ndim", OAR_ATTR_INT}},
+    .flags = OAR_OPF_AMP_DENY, .ref_dtypes = OAR_FLOAT_DTYPES, .optional_inputs = 0x4,
+    .infer = ln_backward_infer, .reference = ln_backward_ref, .grad = ln_backward_grad,
+};

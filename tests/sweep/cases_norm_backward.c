@@ -1,0 +1,41 @@
+/* Sweep cases for layer_norm_backward: with and without weight, one and two normalized dims,
+ * mean and rstd as independent inputs (rstd positive). The large cases (no finite
+ * differences) run the vectorized kernel with row tails and several row parts. */
+#include "sweep.h"
+
+const sweep_case sweep_cases_norm_backward[] = {
+    {"layer_norm_backward", "n:3x5;n:3x5;n:5;n:3x1;p:3x1", "normalized_ndim=1"},
+    {"layer_norm_backward", "n:2x3x4;n:2x3x4;none;n:2x3x1;p:2x3x1", "normalized_ndim=1"},
+    {"layer_norm_backward", "n:2x3x4;n:2x3x4;n:3x4;n:2x1x1;p:2x1x1", "normalized_ndim=2"},
+    {"layer_norm_backward", "n:4x9;n:4x9;n:9;n:4x1;p:4x1", "normalized_ndim=1"},
+    {"layer_norm_backward", "n:64x300;n:64x300;n:300;n:64x1;p:64x1", "normalized_ndim=1", SWEEP_NO_GRAD},
+    {"layer_norm_backward", "n:3x333x256;n:3x333x256;n:256;n:3x333x1;p:3x333x1", "normalized_ndim=1",
+     SWEEP_NO_GRAD, 2e-4},
+    {"layer_norm_backward", "n:5x7x3;n:5x7x3;none;n:5x1x1;p:5x1x1", "normalized_ndim=2", SWEEP_NO_GRAD},
+    {0},
+};
+
+static oar_tensor *z(int64_t a, int64_t b, oar_dtype dt) {
+    int64_t s[2] = {a, b};
+    return oar_zeros(s, b ? 2 : 1, dt);
+}
+static bool ln_backward(oar_tensor *g, oar_tensor *x, oar_tensor *w, oar_tensor *m, oar_tensor *r) {
+    oar_attr a = oar_attr_int(1);
+    oar_tensor *in[5] = {g, x, w, m, r};
+    return oar_op_call1(OAR_OP_layer_norm_backward, in, 5, &a) != NULL;
+}
+static bool bad_grad_shape(void) { return ln_backward(z(3, 4, OAR_F32), z(3, 5, OAR_F32), NULL, z(3, 1, OAR_F32), z(3, 1, OAR_F32)); }
+static bool bad_stats_shape(void) { return ln_backward(z(3, 5, OAR_F32), z(3, 5, OAR_F32), NULL, z(3, 5, OAR_F32), z(3, 1, OAR_F32)); }
+static bool bad_weight(void) { return ln_backward(z(3, 5, OAR_F32), z(3, 5, OAR_F32), z(4, 0, OAR_F32), z(3, 1, OAR_F32), z(3, 1, OAR_F32)); }
+static bool bad_dtype(void) { return ln_backward(z(3, 5, OAR_F64), z(3, 5, OAR_F32), NULL, z(3, 1, OAR_F32), z(3, 1, OAR_F32)); }
+
+const sweep_bad sweep_bad_norm_backward[] = {
+    {"layer_norm_backward with grad_out of another shape", bad_grad_shape,
+     "layer_norm_backward: expected grad_out of the input's shape [3, 5], got [3, 4]"},
+    {"layer_norm_backward with mean not reduced", bad_stats_shape,
+     "layer_norm_backward: expected mean of shape [3, 5] with the last 1 dims at 1 (as layer_norm returns it), got [3, 5]"},
+    {"layer_norm_backward with a weight of the wrong shape", bad_weight,
+     "layer_norm_backward: expected weight f32[5] (the input's dtype), got f32[4]"},
+    {"layer_norm_backward with mixed dtypes", bad_dtype, "layer_norm_backward: expected inputs of one dtype"},
+    {0},
+};
