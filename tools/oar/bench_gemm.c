@@ -1,10 +1,11 @@
 /* `oar bench --workload gemm`: GFLOP/s of each f32 GEMM backend oar has (OpenBLAS, oneDNN's
- * dnnl_sgemm, oar's AVX2 kernel), forced in turn through oar_gemm on the same buffers, for
- * square shapes and the GEMMs of the zoo workloads (forward and backward forms), with the
- * backend oar's rule chooses and its fraction of the machine's peak. Next to them: oar_matmul
- * (the whole op, rule's choice) and a direct cblas_sgemm with OpenBLAS threading the call itself at the same
- * thread count. Each figure is the median of the samples, with their min and max. The output
- * is JSON, one object per shape. docs/kernels-gemm.md explains the rule these figures set. */
+ * dnnl_sgemm, oar's kernel in AVX2 and AVX-512 tiles), forced in turn through oar_gemm on the
+ * same buffers, for square shapes and the GEMMs of the zoo workloads (forward and backward
+ * forms), with the backend oar's rule chooses and its fraction of peak (--peak-gflops, per
+ * core). Next to them: oar_matmul (the whole op, the rule's choice) and a direct cblas_sgemm
+ * with OpenBLAS threading the call itself at the same thread count. Each figure is the median
+ * of the samples, with their min and max. The output is JSON, one object per shape.
+ * docs/kernels-gemm.md explains the rule these figures set. */
 #include "cli.h"
 #include "oar.h"
 
@@ -20,8 +21,8 @@
 #include <time.h>
 
 /* FP32 peak of one core of the reference machine: 2 FMA pipes x 8 lanes x 2 FLOP at the
- * measured 3.18 GHz (shared/bench/README.md). */
-#define PEAK_GFLOPS_PER_CORE 101.8
+ * measured 3.18 GHz (shared/bench/README.md); --peak-gflops sets another machine's. */
+static double g_peak_per_core = 101.8;
 
 typedef struct gemm_shape {
     const char *name;
@@ -181,7 +182,7 @@ static int bench_shape(const gemm_shape *s, int reps, double min_s) {
     r.pb = oar_data(r.b);
     r.pc = c;
     int nt = oar_get_num_threads();
-    double o[3], l[3] = {0, 0, 0}, ratio[3] = {0, 0, 0}, peak = PEAK_GFLOPS_PER_CORE * nt;
+    double o[3], l[3] = {0, 0, 0}, ratio[3] = {0, 0, 0}, peak = g_peak_per_core * nt;
     printf("{\"workload\": \"gemm\", \"name\": \"%s\", \"batch\": %lld, \"m\": %lld, \"k\": %lld, \"n\": %lld, "
            "\"layout\": \"%c%c\", \"dtype\": \"f32\", \"threads\": %d, \"reps\": %d, \"peak_gflops\": %.1f",
            s->name, (long long)s->batch, (long long)s->m, (long long)s->k, (long long)s->n, s->ta ? 'T' : 'N',
@@ -229,7 +230,7 @@ static int bench_shape(const gemm_shape *s, int reps, double min_s) {
     printf(", \"oar_gflops\": %.2f, \"oar_gflops_min\": %.2f, \"oar_gflops_max\": %.2f", o[0], o[1], o[2]);
 #ifdef OAR_HAVE_OPENBLAS
     stats(lv, reps, l);
-    printf(", \"lib\": \"openblas-threaded\", \"lib_gflops\": %.2f, \"lib_gflops_min\": %.2f, \"lib_gflops_max\": %.2f, "
+    printf(", \"lib\": \"openblas\", \"lib_gflops\": %.2f, \"lib_gflops_min\": %.2f, \"lib_gflops_max\": %.2f, "
            "\"ratio\": %.3f, \"ratio_min\": %.3f, \"ratio_max\": %.3f}\n", l[0], l[1], l[2], ratio[0], ratio[1],
            ratio[2]);
 #else
@@ -271,6 +272,14 @@ int oar_bench_gemm(int argc, char **argv) {
         }
     }
     if ((v = cli_flag_value(argc, argv, "--reps")) && parse_count("--reps", v, 1, 1000, &reps)) return 2;
+    if ((v = cli_flag_value(argc, argv, "--peak-gflops"))) {
+        char *end;
+        g_peak_per_core = strtod(v, &end);
+        if (*v == '\0' || *end != '\0' || !(g_peak_per_core > 0)) {
+            fprintf(stderr, "oar bench gemm: expected --peak-gflops X (GFLOP/s of one core, > 0), got '%s'\n", v);
+            return 2;
+        }
+    }
 #ifndef OAR_HAVE_OPENBLAS
     fprintf(stderr, "oar bench gemm: built without OpenBLAS: oar runs its reference kernel and there is no library "
                     "to compare with; measuring the --quick shapes once\n");
