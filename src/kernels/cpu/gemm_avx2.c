@@ -2,13 +2,12 @@
  * 12 accumulators, each step two loads of op(B), six broadcasts of op(A), twelve FMAs.
  * Small products are where libraries lose most to call overhead, so nothing is copied that
  * need not be: full row panels of op(A) are read in place (either transpose), and op(B) too
- * when it is not transposed and fits L2; otherwise op(B) is packed per K block into k-major
- * [KC x nr] panels (8x8 register transposes for B^T). Only the last, partial panels are
- * copied with zero padding. Buffers are per-thread scratch that only grows (no allocation
- * per call once warm). Edge tiles run the same micro-kernel into a small tile and copy the
- * valid part, so every element of C sees the same arithmetic, in both tile widths: per K
- * block, acc = 0, acc = fma(a, b, acc) in k order, then C = acc (first block, beta 0) or
- * C = C + acc. */
+ * when it is not transposed (see DIRECT_B_ALIAS); otherwise each [kc x nr] panel of op(B) is
+ * packed k-major just before use (8x8 register transposes for B^T). The last, partial row
+ * panel of A is copied with zero padding once per K block. Buffers are per-thread scratch
+ * that only grows (no allocation per call once warm). Edge tiles run the same micro-kernel
+ * into a small tile and copy the valid part, so every element of C sees the same arithmetic,
+ * in both tile widths, the arithmetic of oar_sgemm_plain. */
 #include "kernels/cpu/gemm_avx2.h"
 
 #include "kernels/cpu/cpu_kernels.h"
@@ -19,11 +18,9 @@
 #include <string.h>
 
 #define MR 6
-#define NR 16
 /* K blocks of 256 keep a [KC x nr] panel of B (16 or 32 KiB) in L1 while row panels of A
- * pass; N blocks of 2048 keep the packed [KC x NC] block (2 MiB) in L3. */
+ * pass over it. */
 #define KC 256
-#define NC 2048
 
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 
@@ -57,8 +54,9 @@ static void scale_c(int64_t m, int64_t n, float beta, float *C, int64_t ldc) {
     }
 }
 
-/* The same arithmetic as the packed path, element by element: the fallback when no scratch
- * can be had, so a result never depends on memory pressure. */
+/* The defining arithmetic, element by element: per K block of KC, acc = 0, acc = fma(a, b,
+ * acc) in k order, then C = acc (first block when beta is 0) or C = C + acc. Also the fallback
+ * when no scratch can be had, so a result never depends on memory pressure. */
 static void gemm_plain(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *A, int64_t lda, const float *B,
                        int64_t ldb, bool first_stores, float *C, int64_t ldc) {
     for (int64_t pc = 0; pc < k; pc += KC) {
@@ -72,6 +70,13 @@ static void gemm_plain(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const 
                 *c = pc == 0 && first_stores ? acc : *c + acc;
             }
     }
+}
+
+void oar_sgemm_plain(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *A, int64_t lda, const float *B,
+                     int64_t ldb, float beta, float *C, int64_t ldc) {
+    if (m <= 0 || n <= 0) return;
+    if (beta != 1.0f && (k == 0 || beta != 0.0f)) scale_c(m, n, beta, C, ldc);
+    if (k > 0) gemm_plain(ta, tb, m, n, k, A, lda, B, ldb, beta == 0.0f, C, ldc);
 }
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -257,34 +262,32 @@ static void gemm_blocked(const kernel *kn, bool ta, bool tb, int64_t m, int64_t 
         return;
     }
     float *Bp = buf, *Ap = buf + b_floats, *tile = Ap + a_floats;
-    for (int64_t jc = 0; jc < n; jc += NC) {
-        int64_t nc = min64(NC, n - jc);
-        for (int64_t pc = 0; pc < k; pc += KC) {
-            int64_t kc = min64(KC, k - pc);
-            bool add = pc > 0 || !first_stores;
-            const float *Bk = tb ? B + jc * ldb + pc : B + pc * ldb + jc; /* op(B) at (pc, jc) */
-            if (m % MR) /* the partial row panel, once per K block */
-                pack_a_panel(ta, kc, m - m % MR, m % MR, ta ? A + pc * lda : A + pc, lda, Ap);
-            for (int64_t j0 = 0; j0 < nc; j0 += nr) {
-                int64_t w = min64(nr, nc - j0), bps = nr;
-                const float *b = Bp;
-                if (direct_b && w == nr) b = Bk + j0, bps = ldb;
-                else pack_b_panel(tb, kc, j0, w, nr, Bk, ldb, Bp);
-                for (int64_t i0 = 0; i0 < m; i0 += MR) {
-                    int64_t h = min64(MR, m - i0);
-                    float *c = C + i0 * ldc + jc + j0;
-                    const float *a = ta ? A + pc * lda + i0 : A + i0 * lda + pc;
-                    int64_t ars = ta ? 1 : lda, aps = ta ? lda : 1;
-                    if (h < MR) a = Ap, ars = 1, aps = MR;
-                    if (h == MR && w == nr) {
-                        kn->micro(kc, a, ars, aps, b, bps, c, ldc, add);
-                        continue;
-                    }
-                    kn->micro(kc, a, ars, aps, b, bps, tile, nr, false);
-                    for (int64_t r = 0; r < h; r++)
-                        for (int64_t q = 0; q < w; q++)
-                            c[r * ldc + q] = add ? c[r * ldc + q] + tile[r * nr + q] : tile[r * nr + q];
+    for (int64_t pc = 0; pc < k; pc += KC) {
+        int64_t kc = min64(KC, k - pc);
+        bool add = pc > 0 || !first_stores;
+        const float *Bk = tb ? B + pc : B + pc * ldb; /* op(B) from row pc */
+        if (m % MR) /* the partial row panel, once per K block */
+            pack_a_panel(ta, kc, m - m % MR, m % MR, ta ? A + pc * lda : A + pc, lda, Ap);
+        for (int64_t j0 = 0; j0 < n; j0 += nr) {
+            int64_t w = min64(nr, n - j0), bps = nr;
+            const float *b = Bp;
+            if (direct_b && w == nr) b = Bk + j0, bps = ldb;
+            else pack_b_panel(tb, kc, j0, w, nr, Bk, ldb, Bp);
+            /* row panels innermost: the B panel stays in L1 across them */
+            for (int64_t i0 = 0; i0 < m; i0 += MR) {
+                int64_t h = min64(MR, m - i0);
+                float *c = C + i0 * ldc + j0;
+                const float *a = ta ? A + pc * lda + i0 : A + i0 * lda + pc;
+                int64_t ars = ta ? 1 : lda, aps = ta ? lda : 1;
+                if (h < MR) a = Ap, ars = 1, aps = MR;
+                if (h == MR && w == nr) {
+                    kn->micro(kc, a, ars, aps, b, bps, c, ldc, add);
+                    continue;
                 }
+                kn->micro(kc, a, ars, aps, b, bps, tile, nr, false);
+                for (int64_t r = 0; r < h; r++)
+                    for (int64_t q = 0; q < w; q++)
+                        c[r * ldc + q] = add ? c[r * ldc + q] + tile[r * nr + q] : tile[r * nr + q];
             }
         }
     }
@@ -318,21 +321,14 @@ bool oar_gemm_avx512_available(void) { return false; }
 
 /* never chosen on these targets (not available); kept total so that a forced call still
  * computes the product, with the same arithmetic */
-static void gemm_driver_plain(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *A, int64_t lda,
-                              const float *B, int64_t ldb, float beta, float *C, int64_t ldc) {
-    if (m <= 0 || n <= 0) return;
-    if (beta != 1.0f && (k == 0 || beta != 0.0f)) scale_c(m, n, beta, C, ldc);
-    if (k > 0) gemm_plain(ta, tb, m, n, k, A, lda, B, ldb, beta == 0.0f, C, ldc);
-}
-
 void oar_sgemm_avx2(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *A, int64_t lda, const float *B,
                     int64_t ldb, float beta, float *C, int64_t ldc) {
-    gemm_driver_plain(ta, tb, m, n, k, A, lda, B, ldb, beta, C, ldc);
+    oar_sgemm_plain(ta, tb, m, n, k, A, lda, B, ldb, beta, C, ldc);
 }
 
 void oar_sgemm_avx512(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *A, int64_t lda,
                       const float *B, int64_t ldb, float beta, float *C, int64_t ldc) {
-    gemm_driver_plain(ta, tb, m, n, k, A, lda, B, ldb, beta, C, ldc);
+    oar_sgemm_plain(ta, tb, m, n, k, A, lda, B, ldb, beta, C, ldc);
 }
 
 #endif

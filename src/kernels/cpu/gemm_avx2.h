@@ -19,5 +19,9 @@ void oar_sgemm_avx2(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const flo
                     int64_t ldb, float beta, float *C, int64_t ldc);
 void oar_sgemm_avx512(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *A, int64_t lda, const float *B,
                       int64_t ldb, float beta, float *C, int64_t ldc);
+/* The arithmetic both compute, written element by element (portable, slow): the definition
+ * the tests compare them with bitwise. */
+void oar_sgemm_plain(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *A, int64_t lda, const float *B,
+                     int64_t ldb, float beta, float *C, int64_t ldc);
 
 #endif
