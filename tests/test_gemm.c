@@ -1,11 +1,12 @@
-/* The f32 GEMM backends behind oar_gemm (OpenBLAS, oneDNN's dnnl_sgemm, oar's AVX2 kernel),
- * each forced in turn: every transpose combination, odd sizes around the AVX2 kernel's tile
- * and block edges (6 x 16 tiles, K blocks of 256, N blocks of 2048), beta 0 / 1 / other,
- * padded leading dimensions (whose padding must stay untouched), K = 0, at 1 and 2 threads,
- * against a float64 reference. Then the choice of backend: a pure function of the shape
- * (the same on every call, cache or no cache), and oar's kernel's results bitwise the same
- * however the pool splits the product and in both tile widths (AVX2, AVX-512). Matmul and linear through the public API with each
- * backend forced are the op sweep's cases (ctest runs `sweep matmul --gemm-backend NAME`). */
+/* The f32 GEMM backends behind oar_gemm (OpenBLAS, oneDNN's dnnl_sgemm, oar's kernel in
+ * AVX2 and AVX-512 tiles), each forced in turn: every transpose combination, odd sizes around
+ * the kernel's tile and block edges (6 x 16 / 6 x 32 tiles, K blocks of 256), beta 0 / 1 /
+ * other, padded leading dimensions (whose padding must stay untouched), K = 0, at 1 and 2
+ * threads, against a float64 reference. Then the choice of backend: a pure function of the
+ * shape (the same on every call, cache or no cache); oar's kernel bitwise the same however
+ * the pool splits the product, in both tile widths, and equal to its written-out arithmetic
+ * (oar_sgemm_plain). Matmul, linear, einsum and conv through the public API with each backend
+ * forced are the op sweep's cases (ctest runs `sweep OP --gemm-backend NAME`). */
 #include "base/base.h"
 #include "kernels/cpu/gemm_avx2.h"
 #include "kernels/cpu/gemm_blas.h"
@@ -68,7 +69,8 @@ static bool check_problem(const problem *p, const char *what) {
         for (int64_t j = 0; j < p->ldc && ok; j++) {
             float got = C[i * p->ldc + j];
             if (j >= p->n) {
-                if (!(ok = got == SENTINEL)) fprintf(stderr, "%s: wrote C[%lld][%lld], past n\n", what, (long long)i, (long long)j);
+                if (!(ok = got == SENTINEL))
+                    fprintf(stderr, "%s: wrote C[%lld][%lld], past n\n", what, (long long)i, (long long)j);
                 continue;
             }
             double ref = 0, mag = 0;
@@ -84,7 +86,8 @@ static bool check_problem(const problem *p, const char *what) {
             double tol = 2.0 * (double)(p->k + 2) * 0x1p-24 * mag + 1e-30;
             ok = isfinite(got) && fabs(got - ref) <= tol;
             if (!ok)
-                fprintf(stderr, "%s: %c%c m=%lld n=%lld k=%lld beta=%g: C[%lld][%lld] = %.9g, expected %.9g (tol %.3g)\n",
+                fprintf(stderr, "%s: %c%c m=%lld n=%lld k=%lld beta=%g: C[%lld][%lld] = %.9g, expected %.9g "
+                                "(tol %.3g)\n",
                         what, p->ta ? 'T' : 'N', p->tb ? 'T' : 'N', (long long)p->m, (long long)p->n, (long long)p->k,
                         (double)p->beta, (long long)i, (long long)j, (double)got, ref, tol);
         }
@@ -123,8 +126,8 @@ static void check_backends(void) {
                     }
 }
 
-/* Shapes past the AVX2 kernel's blocks: m > 96 rows of A per block, n > 2048 columns of B. */
-static void check_large_blocks(void) {
+/* Larger shapes: many row and column panels, a partial K block, columns past 2048. */
+static void check_large_shapes(void) {
     const int64_t shapes[][3] = {{200, 33, 70}, {5, 2100, 40}, {97, 2049, 257}};
     for (int s = 0; s < 3; s++)
         for (int t = 0; t < 4; t++) {
@@ -240,7 +243,7 @@ int main(void) {
     for (int nt = 1; nt <= 2; nt++) {
         CHECK(oar_set_num_threads(nt) == OAR_OK);
         check_backends();
-        check_large_blocks();
+        check_large_shapes();
     }
     check_choice_deterministic();
     check_avx2_split_invariant();

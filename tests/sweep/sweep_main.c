@@ -2,8 +2,8 @@
  * outputs, the eager path on non-contiguous inputs, and a float64 finite-difference check of
  * the gradient rule. Then coverage: every registered op has a case, every differentiable op
  * a rule, every family a bad-input case that fails with a clear message.
- * Usage: sweep [op-name-filter] [--gemm-backend NAME] (NAME: openblas, dnnl, avx2; every f32
- * GEMM then runs on that backend, so the matmul/linear cases check each one). */
+ * Usage: sweep [op-name-filter] [--gemm-backend NAME] (NAME: openblas, dnnl, avx2, avx512;
+ * every f32 GEMM then runs on that backend, so the GEMM-backed ops' cases check each one). */
 #include "sweep.h"
 
 #include "kernels/cpu/gemm_select.h"
@@ -516,7 +516,12 @@ int main(int argc, char **argv) {
     oar_init();
     if (gemm_backend) {
         int b = oar_gemm_backend_from_name(gemm_backend);
-        if (b < 0 || oar_gemm_force_backend((oar_gemm_backend)b) < 0) {
+        if (b < 0) {
+            fprintf(stderr, "sweep: unknown --gemm-backend '%s'; expected openblas, dnnl, avx2 or avx512\n",
+                    gemm_backend);
+            return 2;
+        }
+        if (oar_gemm_force_backend((oar_gemm_backend)b) < 0) {
             printf("sweep: GEMM backend '%s' is not available in this build; nothing to check\n", gemm_backend);
             return 0;
         }

@@ -210,7 +210,8 @@ static int bench_shape(const gemm_shape *s, int reps, double min_s) {
         if (be_med[b] > be_med[best]) best = b;
     printf("}, \"chosen\": \"%s\", \"chosen_gflops\": %.2f, \"chosen_peak_fraction\": %.3f, \"best\": \"%s\", "
            "\"chosen_vs_best\": %.3f",
-           oar_gemm_backend_name(chosen), be_med[chosen], be_med[chosen] / peak, oar_gemm_backend_name((oar_gemm_backend)best),
+           oar_gemm_backend_name(chosen), be_med[chosen], be_med[chosen] / peak,
+           oar_gemm_backend_name((oar_gemm_backend)best),
            be_med[best] > 0 ? be_med[chosen] / be_med[best] : 0.0);
 #endif
     /* oar_matmul's samples, then the library's with OpenBLAS threading the call itself at the
