@@ -2,8 +2,11 @@
  * outputs, the eager path on non-contiguous inputs, and a float64 finite-difference check of
  * the gradient rule. Then coverage: every registered op has a case, every differentiable op
  * a rule, every family a bad-input case that fails with a clear message.
- * Usage: sweep [op-name-filter] */
+ * Usage: sweep [op-name-filter] [--gemm-backend NAME] (NAME: openblas, dnnl, avx2, avx512;
+ * every f32 GEMM then runs on that backend, so the GEMM-backed ops' cases check each one). */
 #include "sweep.h"
+
+#include "kernels/cpu/gemm_select.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -505,8 +508,24 @@ static void run_case(const sweep_case *c, int case_no) {
 }
 
 int main(int argc, char **argv) {
-    g_filter = argc > 1 ? argv[1] : NULL;
+    const char *gemm_backend = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--gemm-backend") == 0 && i + 1 < argc) gemm_backend = argv[++i];
+        else g_filter = argv[i];
+    }
     oar_init();
+    if (gemm_backend) {
+        int b = oar_gemm_backend_from_name(gemm_backend);
+        if (b < 0) {
+            fprintf(stderr, "sweep: unknown --gemm-backend '%s'; expected openblas, dnnl, avx2 or avx512\n",
+                    gemm_backend);
+            return 2;
+        }
+        if (oar_gemm_force_backend((oar_gemm_backend)b) < 0) {
+            printf("sweep: GEMM backend '%s' is not available in this build; nothing to check\n", gemm_backend);
+            return 0;
+        }
+    }
     int case_no = 0, n_cases = 0;
     for (int f = 0; f < sweep_n_families; f++) {
         for (const sweep_case *c = sweep_families[f].cases; c->op; c++, case_no++) {

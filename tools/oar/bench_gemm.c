@@ -1,19 +1,28 @@
-/* `oar bench --workload gemm`: GFLOP/s of oar_matmul next to a direct cblas_sgemm call on the
- * same buffers, for square shapes and the GEMMs of the reference workloads (see
- * shared/bench/RESULTS.md). Each figure is the median of the samples, with their min and max. The
- * output is JSON, one object per shape. oar keeps OpenBLAS on one thread and splits GEMMs
- * over its own pool; the library figure is OpenBLAS threading the call itself, at the same
- * thread count. */
+/* `oar bench --workload gemm`: GFLOP/s of each f32 GEMM backend oar has (OpenBLAS, oneDNN's
+ * dnnl_sgemm, oar's kernel in AVX2 and AVX-512 tiles), forced in turn through oar_gemm on the
+ * same buffers, for square shapes and the GEMMs of the zoo workloads (forward and backward
+ * forms), with the backend oar's rule chooses and its fraction of peak (--peak-gflops, per
+ * core). Next to them: oar_matmul (the whole op, the rule's choice) and a direct cblas_sgemm
+ * with OpenBLAS threading the call itself at the same thread count. Each figure is the median
+ * of the samples, with their min and max. The output is JSON, one object per shape.
+ * docs/kernels-gemm.md explains the rule these figures set. */
 #include "cli.h"
 #include "oar.h"
 
 #ifdef OAR_HAVE_OPENBLAS
+#include "kernels/cpu/gemm_blas.h"
+#include "kernels/cpu/gemm_select.h"
+
 #include <cblas.h>
 #endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+/* FP32 peak of one core of the reference machine: 2 FMA pipes x 8 lanes x 2 FLOP at the
+ * measured 3.18 GHz (shared/bench/README.md); --peak-gflops sets another machine's. */
+static double g_peak_per_core = 101.8;
 
 typedef struct gemm_shape {
     const char *name;
@@ -22,18 +31,53 @@ typedef struct gemm_shape {
     bool quick;   /* part of the --quick subset */
 } gemm_shape;
 
+/* Linear layers run y = x·W^T (NT), dx = dy·W (NN), dW = dy^T·x (TN). */
 static const gemm_shape SHAPES[] = {
+    {"sq64", 1, 64, 64, 64, false, false, false},
+    {"sq128", 1, 128, 128, 128, false, false, false},
     {"sq256", 1, 256, 256, 256, false, false, true},
     {"sq512", 1, 512, 512, 512, false, false, true},
     {"sq1024", 1, 1024, 1024, 1024, false, false, false},
-    {"sq2048", 1, 2048, 2048, 2048, false, false, false},
-    {"mlp_fc1_NN", 1, 128, 784, 512, false, false, true},
-    {"dl_1024x256x1024", 1, 1024, 256, 1024, false, false, false},
-    {"dl_1024x1024x256", 1, 1024, 1024, 256, false, false, false},
+    /* tiny: batch 32, 64-64-64-10 */
+    {"tiny_fc_fwd_NT", 1, 32, 64, 64, false, true, true},
+    {"tiny_fc_bwdX_NN", 1, 32, 64, 64, false, false, true},
+    {"tiny_fc_bwdW_TN", 1, 64, 32, 64, true, false, true},
+    {"tiny_head_fwd_NT", 1, 32, 64, 10, false, true, false},
+    {"tiny_head_bwdX_NN", 1, 32, 10, 64, false, false, false},
+    {"tiny_head_bwdW_TN", 1, 10, 32, 64, true, false, false},
+    /* mlp: batch 128, 784-512-512-10 */
     {"mlp_fc1_fwd_NT", 1, 128, 784, 512, false, true, true},
-    {"mlp_fc1_bwdX_NN", 1, 128, 512, 784, false, false, false},
     {"mlp_fc1_bwdW_TN", 1, 512, 128, 784, true, false, true},
+    {"mlp_fc2_fwd_NT", 1, 128, 512, 512, false, true, false},
+    {"mlp_fc2_bwdX_NN", 1, 128, 512, 512, false, false, false},
+    {"mlp_fc2_bwdW_TN", 1, 512, 128, 512, true, false, false},
+    {"mlp_head_fwd_NT", 1, 128, 512, 10, false, true, false},
+    {"mlp_head_bwdW_TN", 1, 10, 128, 512, true, false, false},
+    /* lenet fc: batch 64, 400-120-84-10 */
+    {"lenet_fc1_fwd_NT", 1, 64, 400, 120, false, true, false},
+    {"lenet_fc1_bwdW_TN", 1, 120, 64, 400, true, false, false},
+    {"lenet_fc2_fwd_NT", 1, 64, 120, 84, false, true, false},
+    /* resnet20 im2col (per image): W[co, ci*9] . col[ci*9, oh*ow], and the backward forms */
+    {"resnet_c16_fwd_NN", 1, 16, 144, 1024, false, false, false},
+    {"resnet_c32_fwd_NN", 1, 32, 288, 256, false, false, false},
+    {"resnet_c64_fwd_NN", 1, 64, 576, 64, false, false, false},
+    {"resnet_c16_bwdX_TN", 1, 144, 16, 1024, true, false, false},
+    {"resnet_c64_bwdW_NT", 1, 64, 64, 576, false, true, false},
+    /* gpt-mini: 8 x 128 tokens, d 256, MLP 1024 */
+    {"gpt_qkv_fwd_NT", 1, 1024, 256, 768, false, true, true},
+    {"gpt_qkv_bwdX_NN", 1, 1024, 768, 256, false, false, false},
+    {"gpt_qkv_bwdW_TN", 1, 768, 1024, 256, true, false, false},
+    {"gpt_mlp_up_fwd_NT", 1, 1024, 256, 1024, false, true, false},
+    {"gpt_mlp_down_fwd_NT", 1, 1024, 1024, 256, false, true, false},
     {"gpt_attn_scores_NT", 32, 128, 64, 128, false, true, false},
+    {"gpt_attn_values_NN", 32, 128, 128, 64, false, false, false},
+    /* lstm-lm: batch 20, seq 35, hidden 200, vocab 10000 */
+    {"lstm_gates_fwd_NT", 1, 20, 200, 800, false, true, true},
+    {"lstm_gates_bwdX_NN", 1, 20, 800, 200, false, false, false},
+    {"lstm_gates_bwdW_TN", 1, 800, 20, 200, true, false, false},
+    {"lstm_decoder_fwd_NT", 1, 700, 200, 10000, false, true, false},
+    {"lstm_decoder_bwdX_NN", 1, 700, 10000, 200, false, false, false},
+    {"lstm_decoder_bwdW_TN", 1, 10000, 700, 200, true, false, false},
 };
 
 static double now_s(void) {
@@ -63,6 +107,14 @@ static void call_lib(run *r) {
         cblas_sgemm(CblasRowMajor, s->ta ? CblasTrans : CblasNoTrans, s->tb ? CblasTrans : CblasNoTrans, m, n, k,
                     1.0f, r->pa + i * s->m * s->k, s->ta ? m : k, r->pb + i * s->k * s->n, s->tb ? k : n, 0.0f,
                     r->pc + i * s->m * s->n, n);
+}
+
+/* oar's internal GEMM entry (the backend set by oar_gemm_force_backend), as the kernels call it */
+static void call_gemm(run *r) {
+    const gemm_shape *s = r->s;
+    for (int64_t i = 0; i < s->batch; i++)
+        oar_gemm(OAR_F32, s->ta, s->tb, s->m, s->n, s->k, r->pa + i * s->m * s->k, s->ta ? s->m : s->k,
+                 r->pb + i * s->k * s->n, s->tb ? s->k : s->n, 0.0, r->pc + i * s->m * s->n, s->n);
 }
 #endif
 
@@ -105,6 +157,13 @@ static void stats(double *v, int n, double out[3]) {
     out[2] = v[n - 1];
 }
 
+/* reps samples of fn: median, min, max into out */
+static void measure(void (*fn)(run *), run *r, int reps, double min_s, double *scratch, double out[3]) {
+    fn(r); /* warm up: caches, packing buffers, the library's state */
+    for (int i = 0; i < reps; i++) scratch[i] = sample(fn, r, min_s);
+    stats(scratch, reps, out);
+}
+
 static int bench_shape(const gemm_shape *s, int reps, double min_s) {
     run r = {.s = s};
     r.a = operand(s->batch, s->m, s->k, s->ta);
@@ -122,16 +181,45 @@ static int bench_shape(const gemm_shape *s, int reps, double min_s) {
     r.pa = oar_data(r.a);
     r.pb = oar_data(r.b);
     r.pc = c;
-    double o[3], l[3] = {0, 0, 0}, ratio[3] = {0, 0, 0};
-    /* oar's samples first, then the library's with OpenBLAS threading the call itself at the
-     * same thread count (its spinning workers would distort oar's samples if interleaved) */
-    call_oar(&r); /* warm up: caches, the allocator, the library's buffers and threads */
+    int nt = oar_get_num_threads();
+    double o[3], l[3] = {0, 0, 0}, ratio[3] = {0, 0, 0}, peak = g_peak_per_core * nt;
+    printf("{\"workload\": \"gemm\", \"name\": \"%s\", \"batch\": %lld, \"m\": %lld, \"k\": %lld, \"n\": %lld, "
+           "\"layout\": \"%c%c\", \"dtype\": \"f32\", \"threads\": %d, \"reps\": %d, \"peak_gflops\": %.1f",
+           s->name, (long long)s->batch, (long long)s->m, (long long)s->k, (long long)s->n, s->ta ? 'T' : 'N',
+           s->tb ? 'T' : 'N', nt, reps, peak);
 #ifdef OAR_HAVE_OPENBLAS
     let_blas_threads_sleep(); /* after the previous shape's library samples and the first GEMM */
+    /* each backend forced in turn through oar_gemm; then the rule's choice, whose figure is
+     * its backend's */
+    double be_med[OAR_GEMM_BACKEND_COUNT] = {0};
+    printf(", \"backends\": {");
+    bool first = true;
+    for (int b = OAR_GEMM_AUTO + 1; b < OAR_GEMM_BACKEND_COUNT; b++) {
+        if (oar_gemm_force_backend((oar_gemm_backend)b) < 0) continue;
+        double g[3];
+        measure(call_gemm, &r, reps, min_s, pr, g);
+        be_med[b] = g[0];
+        printf("%s\"%s\": {\"gflops\": %.2f, \"gflops_min\": %.2f, \"gflops_max\": %.2f, \"peak_fraction\": %.3f}",
+               first ? "" : ", ", oar_gemm_backend_name((oar_gemm_backend)b), g[0], g[1], g[2], g[0] / peak);
+        first = false;
+    }
+    oar_gemm_force_backend(OAR_GEMM_AUTO);
+    oar_gemm_backend chosen = oar_gemm_choose(s->ta, s->tb, s->m, s->n, s->k, nt);
+    int best = OAR_GEMM_AUTO + 1;
+    for (int b = best; b < OAR_GEMM_BACKEND_COUNT; b++)
+        if (be_med[b] > be_med[best]) best = b;
+    printf("}, \"chosen\": \"%s\", \"chosen_gflops\": %.2f, \"chosen_peak_fraction\": %.3f, \"best\": \"%s\", "
+           "\"chosen_vs_best\": %.3f",
+           oar_gemm_backend_name(chosen), be_med[chosen], be_med[chosen] / peak,
+           oar_gemm_backend_name((oar_gemm_backend)best),
+           be_med[best] > 0 ? be_med[chosen] / be_med[best] : 0.0);
 #endif
+    /* oar_matmul's samples, then the library's with OpenBLAS threading the call itself at the
+     * same thread count (its spinning workers would distort oar's samples if interleaved) */
+    call_oar(&r);
     for (int i = 0; i < reps; i++) ov[i] = sample(call_oar, &r, min_s);
 #ifdef OAR_HAVE_OPENBLAS
-    openblas_set_num_threads(oar_get_num_threads());
+    openblas_set_num_threads(nt);
     call_lib(&r);
     for (int i = 0; i < reps; i++) lv[i] = sample(call_lib, &r, min_s);
     openblas_set_num_threads(1);
@@ -140,11 +228,7 @@ static int bench_shape(const gemm_shape *s, int reps, double min_s) {
     for (int i = 0; i < reps; i++) pr[i] = lv[i] > 0 ? ov[i] / lv[i] : 0;
     stats(pr, reps, ratio);
     stats(ov, reps, o);
-    printf("{\"workload\": \"gemm\", \"name\": \"%s\", \"batch\": %lld, \"m\": %lld, \"k\": %lld, \"n\": %lld, "
-           "\"layout\": \"%c%c\", \"dtype\": \"f32\", \"threads\": %d, \"reps\": %d, "
-           "\"oar_gflops\": %.2f, \"oar_gflops_min\": %.2f, \"oar_gflops_max\": %.2f",
-           s->name, (long long)s->batch, (long long)s->m, (long long)s->k, (long long)s->n, s->ta ? 'T' : 'N',
-           s->tb ? 'T' : 'N', oar_get_num_threads(), reps, o[0], o[1], o[2]);
+    printf(", \"oar_gflops\": %.2f, \"oar_gflops_min\": %.2f, \"oar_gflops_max\": %.2f", o[0], o[1], o[2]);
 #ifdef OAR_HAVE_OPENBLAS
     stats(lv, reps, l);
     printf(", \"lib\": \"openblas\", \"lib_gflops\": %.2f, \"lib_gflops_min\": %.2f, \"lib_gflops_max\": %.2f, "
@@ -189,6 +273,14 @@ int oar_bench_gemm(int argc, char **argv) {
         }
     }
     if ((v = cli_flag_value(argc, argv, "--reps")) && parse_count("--reps", v, 1, 1000, &reps)) return 2;
+    if ((v = cli_flag_value(argc, argv, "--peak-gflops"))) {
+        char *end;
+        g_peak_per_core = strtod(v, &end);
+        if (*v == '\0' || *end != '\0' || !(g_peak_per_core > 0)) {
+            fprintf(stderr, "oar bench gemm: expected --peak-gflops X (GFLOP/s of one core, > 0), got '%s'\n", v);
+            return 2;
+        }
+    }
 #ifndef OAR_HAVE_OPENBLAS
     fprintf(stderr, "oar bench gemm: built without OpenBLAS: oar runs its reference kernel and there is no library "
                     "to compare with; measuring the --quick shapes once\n");

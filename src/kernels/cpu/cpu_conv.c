@@ -266,11 +266,7 @@ static oar_status transpose_fast(const oar_kctx *ctx, oar_tensor *const *in, int
 }
 
 void oar_cpu_register_conv(void) {
-#ifdef OAR_HAVE_OPENBLAS
-    const char *impl = "openblas";
-#else
-    const char *impl = "im2col";
-#endif
+    const char *impl = "im2col"; /* its GEMMs: oar_gemm's choice with OpenBLAS, else portable */
     struct { oar_op_id op; oar_kernel_fn fn; } k[] = {
         {OAR_OP_conv2d, conv2d_fast}, {OAR_OP_conv1d, conv1d_fast}, {OAR_OP_conv2d_grad_input, grad_input_fast},
         {OAR_OP_conv2d_grad_weight, grad_weight_fast}, {OAR_OP_conv_transpose2d, transpose_fast},

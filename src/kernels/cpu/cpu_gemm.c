@@ -1,8 +1,9 @@
-/* GEMM-backed kernels for matmul and linear through OpenBLAS: f32 and f64 directly, f16 and
- * bf16 through f32 copies. A matrix operand whose last two dims are row-major or
- * column-major (a transposed view) goes to BLAS as it is, with the Trans flag for the
- * latter; other layouts are packed first. OpenBLAS runs single-threaded; large products are
- * split over oar's pool (oar_gemm), so the two never oversubscribe the cores. */
+/* GEMM-backed kernels for matmul and linear through oar_gemm (OpenBLAS, oneDNN or oar's own
+ * kernel, chosen per shape: docs/kernels-gemm.md): f32 and f64 directly, f16 and bf16 through
+ * f32 copies. A matrix operand whose last two dims are row-major or column-major (a
+ * transposed view) goes to the GEMM as it is, with the Trans flag for the latter; other
+ * layouts are packed first. The libraries run single-threaded; large products are split over
+ * oar's pool (oar_gemm), so nothing oversubscribes the cores. */
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cpu/gemm_blas.h"
 
@@ -193,17 +194,17 @@ void oar_cpu_register_gemm(void) {
     oar_gemm_blas_single_thread(); /* before any GEMM can start OpenBLAS's threads */
     oar_threads_add_library_hook(gemm_threads_hook);
     uint32_t dts = OAR_DTYPE_BIT(OAR_F32) | OAR_DTYPE_BIT(OAR_F64);
-    oar_register_kernel(OAR_OP_matmul, (oar_kernel_entry){.device = OAR_CPU, .dtypes = dts, .impl = "openblas",
+    oar_register_kernel(OAR_OP_matmul, (oar_kernel_entry){.device = OAR_CPU, .dtypes = dts, .impl = "gemm",
                                                           .priority = 20, .fn = matmul_blas,
                                                           .supports = matmul_blas_supports});
-    oar_register_kernel(OAR_OP_linear, (oar_kernel_entry){.device = OAR_CPU, .dtypes = dts, .impl = "openblas",
+    oar_register_kernel(OAR_OP_linear, (oar_kernel_entry){.device = OAR_CPU, .dtypes = dts, .impl = "gemm",
                                                           .priority = 20, .fn = linear_blas,
                                                           .supports = linear_blas_supports});
     oar_register_kernel(OAR_OP_matmul, (oar_kernel_entry){.device = OAR_CPU, .dtypes = OAR_GEMM_HALF_DTYPES,
-                                                          .impl = "openblas-f32", .priority = 20, .fn = matmul_half,
+                                                          .impl = "gemm-f32", .priority = 20, .fn = matmul_half,
                                                           .supports = matmul_blas_supports});
     oar_register_kernel(OAR_OP_linear, (oar_kernel_entry){.device = OAR_CPU, .dtypes = OAR_GEMM_HALF_DTYPES,
-                                                          .impl = "openblas-f32", .priority = 20, .fn = linear_half,
+                                                          .impl = "gemm-f32", .priority = 20, .fn = linear_half,
                                                           .supports = linear_blas_supports});
     oar_cpu_register_gemm_einsum();
 #endif

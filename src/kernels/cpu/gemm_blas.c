@@ -2,6 +2,10 @@
 #include "kernels/cpu/gemm_blas.h"
 
 #ifdef OAR_HAVE_OPENBLAS
+#include "kernels/cpu/gemm_avx2.h"
+#include "kernels/cpu/gemm_dnnl.h"
+#include "kernels/cpu/gemm_select.h"
+
 #include <cblas.h>
 #include <limits.h>
 
@@ -10,9 +14,22 @@
  * over its pool instead (oar_gemm), so one set of threads exists. */
 void oar_gemm_blas_single_thread(void) { openblas_set_num_threads(1); }
 
-static void gemm_1(oar_dtype dt, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const void *A, int64_t lda,
-                   const void *B, int64_t ldb, double beta, void *C, int64_t ldc) {
+/* One GEMM on the calling thread; f32 through the backend chosen for the whole product. */
+static void gemm_1(oar_dtype dt, oar_gemm_backend be, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
+                   const void *A, int64_t lda, const void *B, int64_t ldb, double beta, void *C, int64_t ldc) {
     enum CBLAS_TRANSPOSE fa = ta ? CblasTrans : CblasNoTrans, fb = tb ? CblasTrans : CblasNoTrans;
+    if (dt == OAR_F32 && be == OAR_GEMM_AVX2) {
+        oar_sgemm_avx2(ta, tb, m, n, k, A, lda, B, ldb, (float)beta, C, ldc);
+        return;
+    }
+    if (dt == OAR_F32 && be == OAR_GEMM_AVX512) {
+        oar_sgemm_avx512(ta, tb, m, n, k, A, lda, B, ldb, (float)beta, C, ldc);
+        return;
+    }
+    /* should oneDNN decline a call (any status but success), OpenBLAS runs it: the same for
+     * every run of that shape */
+    if (dt == OAR_F32 && be == OAR_GEMM_DNNL && oar_sgemm_dnnl(ta, tb, m, n, k, A, lda, B, ldb, (float)beta, C, ldc))
+        return;
     if (dt == OAR_F32)
         cblas_sgemm(CblasRowMajor, fa, fb, (int)m, (int)n, (int)k, 1.0f, A, (int)lda, B, (int)ldb, (float)beta, C,
                     (int)ldc);
@@ -30,6 +47,7 @@ bool oar_gemm_splits(int64_t m, int64_t n, int64_t k) {
 
 typedef struct gemm_job {
     oar_dtype dt;
+    oar_gemm_backend be;
     bool ta, tb, split_m;
     int64_t m, n, k, lda, ldb, ldc;
     const char *A, *B;
@@ -43,23 +61,27 @@ static void gemm_part(void *ctx, int64_t b, int64_t e) {
     int64_t es = (int64_t)oar_dtypes[j->dt].size, dim = j->split_m ? j->m : j->n;
     int64_t lo = b * SPLIT_BLOCK, hi = e * SPLIT_BLOCK < dim ? e * SPLIT_BLOCK : dim;
     if (j->split_m)
-        gemm_1(j->dt, j->ta, j->tb, hi - lo, j->n, j->k, j->A + (j->ta ? lo : lo * j->lda) * es, j->lda, j->B, j->ldb,
-               j->beta, j->C + lo * j->ldc * es, j->ldc);
+        gemm_1(j->dt, j->be, j->ta, j->tb, hi - lo, j->n, j->k, j->A + (j->ta ? lo : lo * j->lda) * es, j->lda,
+               j->B, j->ldb, j->beta, j->C + lo * j->ldc * es, j->ldc);
     else
-        gemm_1(j->dt, j->ta, j->tb, j->m, hi - lo, j->k, j->A, j->lda, j->B + (j->tb ? lo * j->ldb : lo) * es, j->ldb,
-               j->beta, j->C + lo * es, j->ldc);
+        gemm_1(j->dt, j->be, j->ta, j->tb, j->m, hi - lo, j->k, j->A, j->lda, j->B + (j->tb ? lo * j->ldb : lo) * es,
+               j->ldb, j->beta, j->C + lo * es, j->ldc);
 }
 
 void oar_gemm(oar_dtype dt, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const void *A, int64_t lda,
               const void *B, int64_t ldb, double beta, void *C, int64_t ldc) {
+    /* chosen for the whole product and the configured thread count, whether or not it is
+     * split here, so the same product always runs the same backend */
+    oar_gemm_backend be =
+        dt == OAR_F32 ? oar_gemm_choose(ta, tb, m, n, k, oar_get_num_threads()) : OAR_GEMM_OPENBLAS;
     if (!oar_gemm_splits(m, n, k)) {
-        gemm_1(dt, ta, tb, m, n, k, A, lda, B, ldb, beta, C, ldc);
+        gemm_1(dt, be, ta, tb, m, n, k, A, lda, B, ldb, beta, C, ldc);
         return;
     }
     /* split the larger dim: each part packs all of the other operand, so that one should be
      * the smaller */
-    gemm_job j = {.dt = dt, .ta = ta, .tb = tb, .split_m = m >= n, .m = m, .n = n, .k = k, .lda = lda, .ldb = ldb,
-                  .ldc = ldc, .A = A, .B = B, .C = C, .beta = beta};
+    gemm_job j = {.dt = dt, .be = be, .ta = ta, .tb = tb, .split_m = m >= n, .m = m, .n = n, .k = k, .lda = lda,
+                  .ldb = ldb, .ldc = ldc, .A = A, .B = B, .C = C, .beta = beta};
     int64_t dim = j.split_m ? m : n;
     oar_parallel_for((dim + SPLIT_BLOCK - 1) / SPLIT_BLOCK, 1, gemm_part, &j);
 }

@@ -8,9 +8,10 @@
 
 #ifdef OAR_HAVE_OPENBLAS
 
-/* Row-major C = op(A)·op(B) + beta·C (beta 0 or 1) in dtype dt (f32 or f64). A large product
- * is split into row or column blocks over oar's thread pool, each a single-threaded BLAS call;
- * inside a parallel loop it runs whole on the calling thread. */
+/* Row-major C = op(A)·op(B) + beta·C in dtype dt (f32 or f64). f32 runs on the backend
+ * oar_gemm_choose picks for the shape (gemm_select.h), f64 on OpenBLAS. A large product is
+ * split into row or column blocks over oar's thread pool, each a single-threaded call; inside
+ * a parallel loop it runs whole on the calling thread. */
 void oar_gemm(oar_dtype dt, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const void *A, int64_t lda,
               const void *B, int64_t ldb, double beta, void *C, int64_t ldc);
 /* Below this many multiply-adds waking a pool worker costs more than it saves (OpenBLAS's

@@ -252,10 +252,10 @@ static oar_status einsum_half(const oar_kctx *ctx, oar_tensor *const *in, int n_
 void oar_cpu_register_gemm_einsum(void) {
     oar_register_kernel(OAR_OP_einsum, (oar_kernel_entry){.device = OAR_CPU,
                                                           .dtypes = OAR_DTYPE_BIT(OAR_F32) | OAR_DTYPE_BIT(OAR_F64),
-                                                          .impl = "openblas", .priority = 20, .fn = einsum_blas,
+                                                          .impl = "gemm", .priority = 20, .fn = einsum_blas,
                                                           .supports = einsum_blas_supports});
     oar_register_kernel(OAR_OP_einsum, (oar_kernel_entry){.device = OAR_CPU, .dtypes = OAR_GEMM_HALF_DTYPES,
-                                                          .impl = "openblas-f32", .priority = 20, .fn = einsum_half,
+                                                          .impl = "gemm-f32", .priority = 20, .fn = einsum_half,
                                                           .supports = einsum_blas_supports});
 }
 #endif
