@@ -95,7 +95,11 @@ typedef struct group {
     int root;
     int members[OAR_FEW_MAX_CODE], n_members;
     int inputs[OAR_FEW_MAX_INPUTS], n_inputs;
+    int pending; /* operands of members not yet resolved: each may still become an input */
 } group;
+
+/* Operand slots of node n, a value read twice counted once. */
+static int distinct_operands(const oar_node *n) { return n->n_in == 2 && n->in[0] == n->in[1] ? 1 : n->n_in; }
 
 static int input_index(const group *g, int v) {
     for (int i = 0; i < g->n_inputs; i++)
@@ -113,14 +117,11 @@ static bool can_join(const fuse_ctx *c, const group *g, int v) {
     if (!same_shape(val, &p->values[p->nodes[g->root].out[0]])) return false;
     if (g->n_members >= OAR_FEW_MAX_CODE) return false;
     const oar_node *n = &p->nodes[m];
-    int added = -1; /* v stops being an input; new operands become inputs */
-    for (int k = 0; k < n->n_in; k++) {
+    for (int k = 0; k < n->n_in; k++)
         if (written_between(c, n->in[k], c->pos[m], c->pos[g->root])) return false;
-        bool seen = input_index(g, n->in[k]) >= 0 || (k == 1 && n->in[1] == n->in[0]);
-        if (!seen) added++;
-    }
-    if (g->n_inputs + added > OAR_FEW_MAX_INPUTS) return false;
-    return g->n_inputs + added + g->n_members + 1 <= OAR_FEW_MAX_REGS;
+    /* room for every operand of n to become an input, besides those already pending */
+    if (g->n_inputs + g->pending + distinct_operands(n) > OAR_FEW_MAX_INPUTS) return false;
+    return g->n_inputs + g->pending + distinct_operands(n) + g->n_members + 1 <= OAR_FEW_MAX_REGS;
 }
 
 /* Grows g from the operands of member node m, depth first. A member's output has one use, so
@@ -129,14 +130,19 @@ static void grow(fuse_ctx *c, group *g, int m) {
     const oar_node *n = &c->p->nodes[m];
     for (int k = 0; k < n->n_in; k++) {
         int v = n->in[k];
+        if (k == 1 && v == n->in[0]) continue; /* resolved with operand 0 */
+        g->pending--;
         if (input_index(g, v) >= 0) continue;
         if (can_join(c, g, v)) {
             int pm = c->p->values[v].node;
             c->taken[pm] = true;
             g->members[g->n_members++] = pm;
+            g->pending += distinct_operands(&c->p->nodes[pm]);
             grow(c, g, pm);
+        } else if (g->n_inputs < OAR_FEW_MAX_INPUTS) {
+            g->inputs[g->n_inputs++] = v; /* can_join kept room for it */
         } else {
-            g->inputs[g->n_inputs++] = v; /* can_join counted room for it */
+            OAR_ASSERT(!"fuse_elementwise: a group outgrew its inputs");
         }
     }
 }
@@ -220,6 +226,7 @@ oar_status oar_pass_fuse_elementwise(oar_program *p) {
         g->members[0] = id;
         g->n_members = 1;
         g->n_inputs = 0;
+        g->pending = distinct_operands(&p->nodes[id]);
         grow(&c, g, id);
         if (g->n_members > 1) st = emit(&c, g);
     }
