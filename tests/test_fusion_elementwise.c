@@ -64,6 +64,16 @@ static oar_status shared_mid(void *user, oar_tensor *const *in, int n_in, oar_te
     return OAR_OK;
 }
 
+/* sum of 40 terms x * c_k with distinct constants: 41 inputs and 79 instructions, more than
+ * one fused op holds, so the tree is cut into several groups */
+static oar_status wide(void *user, oar_tensor *const *in, int n_in, oar_tensor **out, int n_out) {
+    (void)user; (void)n_in; (void)n_out;
+    oar_tensor *acc = oar_mul_scalar(in[0], 0.5);
+    for (int k = 1; k < 40; k++) acc = oar_add(acc, oar_mul_scalar(oar_tanh(in[0]), 0.25 + k));
+    out[0] = acc;
+    return OAR_OK;
+}
+
 typedef oar_status (*fn_t)(void *, oar_tensor *const *, int, oar_tensor **, int);
 
 /* Runs fn eagerly, compiled with and without the pass; all results bitwise equal. */
@@ -109,6 +119,10 @@ static void test_inference(void) {
     check_inference("gelu chain", gelu_chain, g_in, 2, 1, &fused, &on, &off);
     /* h = x + bias has three readers: it stays; the rest is one tree */
     CHECK(fused == 1 && on == 2 && off == 13);
+
+    oar_tensor *w = oar_randn(s, 2, OAR_F32);
+    check_inference("wide", wide, &w, 1, 1, &fused, &on, &off);
+    CHECK(fused >= 2 && on < off / 2);
 
     oar_tensor *x = oar_randn(s, 2, OAR_F32);
     check_inference("shared mid", shared_mid, &x, 1, 2, &fused, &on, &off);
