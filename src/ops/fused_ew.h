@@ -47,4 +47,9 @@ oar_status oar_few_decode(const oar_attr *attrs, int n_in, oar_few_instr *code, 
 /* Packs code into the attributes (OAR_FEW_CODE_ATTRS entries); an error when it does not fit. */
 oar_status oar_few_encode(const oar_few_instr *code, int n_code, int n_in, oar_attr *attrs);
 
+/* linear_act's activations (its attribute "activation"; fused_linear_act.c). */
+typedef enum oar_linear_act_kind {
+    OAR_LINEAR_ACT_NONE = 0, OAR_LINEAR_ACT_RELU = 1, OAR_LINEAR_ACT_GELU = 2, OAR_LINEAR_ACT_GELU_TANH = 3,
+} oar_linear_act_kind;
+
 #endif

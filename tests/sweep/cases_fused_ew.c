@@ -45,6 +45,18 @@ const sweep_case sweep_cases_fused_ew[] = {
     {"fused_elementwise", "n:0x3;n:3", "code0=10001,110200" EMPTY3},
     /* split over threads, with a tail in each chunk */
     {"fused_elementwise", "n:5x4099;n:5x4099;n:4099", "code0=10001,120300,30402" EMPTY3, BIG},
+    /* linear_act: activation 0 none, 1 relu, 2 gelu, 3 gelu (tanh) */
+    {"linear_act", "n:4x5;n:3x5;n:3", "activation=0"},
+    {"linear_act", "n:4x5;n:3x5;n:3", "activation=1"},
+    {"linear_act", "n:4x5;n:3x5;none", "activation=2"},
+    {"linear_act", "n:2x3x5;n:7x5;n:7", "activation=3"},
+    {"linear_act", "n:5;n:3x5;n:3", "activation=3"},
+    {"linear_act", "n:0x5;n:3x5;n:3", "activation=1"},
+    {"linear_act", "n:4x0;n:3x0;n:3", "activation=2"},
+    {"linear_act", "i-3_3:2x3;i-3_3:4x3;none", "activation=1", SWEEP_NO_GRAD},
+    {"linear_act", "n:33x70;n:41x70;n:41", "activation=1", BIG},
+    {"linear_act", "n:33x70;n:41x70;n:41", "activation=3", BIG},
+    {"linear_act", "n:64x96;n:300x96;n:300", "activation=2", BIG}, /* split over threads */
     {0},
 };
 
@@ -75,7 +87,22 @@ static bool bad_gap(void) { /* code1 used while code0 is not full */
     return oar_op_call1(OAR_OP_fused_elementwise, in, 2, at) != NULL;
 }
 
+static bool linear_act_call(oar_tensor *x, oar_tensor *w, int64_t act) {
+    oar_attr at[1] = {oar_attr_int(act)};
+    oar_tensor *in[3] = {x, w, NULL};
+    return oar_op_call1(OAR_OP_linear_act, in, 3, at) != NULL;
+}
+static bool bad_activation(void) { return linear_act_call(zeros23(OAR_F32), zeros23(OAR_F32), 7); }
+static bool bad_linear_shape(void) {
+    int64_t s[2] = {4, 2};
+    return linear_act_call(zeros23(OAR_F32), oar_zeros(s, 2, OAR_F32), 1);
+}
+static bool bad_gelu_int(void) { return linear_act_call(zeros23(OAR_I64), zeros23(OAR_I64), 2); }
+
 const sweep_bad sweep_bad_fused_ew[] = {
+    {"linear_act unknown activation", bad_activation, "linear_act: expected activation 0 (none)"},
+    {"linear_act in_features differ", bad_linear_shape, "linear_act: linear: expected x.shape[-1] == weight.shape[1]"},
+    {"linear_act gelu on integers", bad_gelu_int, "linear_act"},
     {"fused_elementwise unknown opcode", bad_opcode, "expected instruction 0 as opcode*10000"},
     {"fused_elementwise register not yet written", bad_register, "to read registers below 2"},
     {"fused_elementwise unary with operand b", bad_unary_operand, "expected operand b == 0"},

@@ -14,6 +14,8 @@ static const oar_pass_info g_passes[] = {
      oar_pass_cse},
     {"constant_folding", "computes nodes whose inputs are all constants once, at compile time", true,
      false, oar_pass_constant_folding},
+    {"fuse_linear_act", "runs linear followed by relu or gelu as one linear_act node (the activation applied "
+     "right after the GEMM)", true, false, oar_pass_fuse_linear_act},
     {"fuse_elementwise", "runs trees of f32 elementwise nodes whose intermediates nothing else reads as one "
      "fused_elementwise node", true, false, oar_pass_fuse_elementwise},
     {"inplace", "lets elementwise nodes write into their input's buffer when nothing else reads it",

@@ -46,6 +46,7 @@ oar_status oar_pass_dead_code(oar_program *p);        /* dead_code.c */
 oar_status oar_pass_cse(oar_program *p);              /* cse.c */
 oar_status oar_pass_constant_folding(oar_program *p); /* constant_folding.c */
 oar_status oar_pass_inplace(oar_program *p);          /* inplace.c: marks oar_node.inplace */
+oar_status oar_pass_fuse_linear_act(oar_program *p);  /* fuse_linear_act.c */
 oar_status oar_pass_fuse_elementwise(oar_program *p); /* fuse_elementwise.c */
 
 #endif

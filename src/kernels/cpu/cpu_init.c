@@ -26,4 +26,5 @@ void oar_cpu_kernels_init(void) {
     oar_cpu_register_unary_backward();
     oar_cpu_register_pool2x2();
     oar_cpu_register_fused_ew();
+    oar_cpu_register_linear_act();
 }

@@ -18,6 +18,7 @@ void oar_cpu_register_masked_fill(void); /* index_masked_fill.c */
 void oar_cpu_register_unary_backward(void); /* avx2_unary_backward.c */
 void oar_cpu_register_pool2x2(void);   /* conv_pool2x2.c */
 void oar_cpu_register_fused_ew(void);  /* avx2_fused_ew.c */
+void oar_cpu_register_linear_act(void); /* avx2_linear_act.c */
 /* True when the CPU supports AVX2 and FMA (checked at run time). */
 bool oar_cpu_has_avx2(void);
 
