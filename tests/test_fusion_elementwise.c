@@ -253,8 +253,12 @@ static void check_training(const char *name, int64_t n, int steps, bool expect_f
     CHECK(count_op(fb, OAR_OP_fused_elementwise) == 0);
     CHECK(!expect_fused || fused > 0);
     CHECK(oar_program_verify(fa->entries[0].program) == OAR_OK);
-    printf("  %-9s %d steps: nodes %d -> %d (%d fused); %d loss, %d gradient, %d parameter differences\n", name,
-           steps, n_nodes(fb), n_nodes(fa), fused, loss_diffs, grad_diffs, param_diffs);
+    oar_program_memory_stats ma, mb;
+    CHECK(oar_program_memory_stats_get(fa, 0, &ma) == OAR_OK && oar_program_memory_stats_get(fb, 0, &mb) == OAR_OK);
+    printf("  %-9s %d steps: nodes %d -> %d (%d fused), arena %.1f -> %.1f KiB, peak %.1f -> %.1f KiB; %d loss, %d "
+           "gradient, %d parameter differences\n", name, steps, n_nodes(fb), n_nodes(fa), fused,
+           mb.planned_arena_bytes / 1024.0, ma.planned_arena_bytes / 1024.0, mb.measured_peak_bytes / 1024.0,
+           ma.measured_peak_bytes / 1024.0, loss_diffs, grad_diffs, param_diffs);
     oar_jit_free(fa);
     oar_jit_free(fb);
     oar_optimizer_free(a.opt);

@@ -126,7 +126,8 @@ static oar_status few_infer(oar_tensor *const *in, int n_in, const oar_attr *a, 
     return oar_infer_broadcast(FEW, in, n_in, in[0]->dtype, out);
 }
 
-/* ---- reference: the ops' own reference kernels, one after another */
+/* ---- reference: the ops' own reference kernels, one after another, on contiguous copies of
+ * the inputs broadcast to the output shape (the op is strided: inputs may have any layout) */
 static oar_tensor *broadcast_copy(const oar_tensor *x, const oar_tensor *y) {
     oar_tensor *t = oar_tensor_new(x->dtype, y->shape, y->ndim);
     if (!t || t->numel == 0) return t;
@@ -258,6 +259,7 @@ static oar_status few_grad(oar_grad_ctx *g) {
 const oar_op_def oar_opdef_fused_elementwise = {
     .name = FEW, .n_inputs = -1, .n_outputs = 1, .n_attrs = OAR_FEW_CODE_ATTRS,
     .attrs = {{"code0", OAR_ATTR_INTS}, {"code1", OAR_ATTR_INTS}, {"code2", OAR_ATTR_INTS}, {"code3", OAR_ATTR_INTS}},
-    .flags = OAR_OPF_ELEMENTWISE | OAR_OPF_INPLACE_OK, .ref_dtypes = OAR_FLOAT_DTYPES,
+    /* strided: a broadcast (expanded) or transposed input is read in place, never copied */
+    .flags = OAR_OPF_ELEMENTWISE | OAR_OPF_STRIDED | OAR_OPF_INPLACE_OK, .ref_dtypes = OAR_FLOAT_DTYPES,
     .infer = few_infer, .reference = few_ref, .grad = few_grad,
 };

@@ -25,6 +25,7 @@
 #include "graph/passes/passes.h"
 #include "ops/fused_ew.h"
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -36,7 +37,13 @@ typedef struct fuse_ctx {
     int *pos;            /* per node: index in the main block, -1 elsewhere */
     int *opcode;         /* per node: its fused opcode, 0 when not fusable */
     bool *taken;         /* per node: member of an earlier group */
+    int *last_read;      /* per value: main-block position of its last reader (INT_MAX: read
+                            in a sub-block, by a block output or a gradient write) */
 } fuse_ctx;
+
+/* A member at position lo joining a root at hi keeps its operands alive until hi. Across more
+ * nodes than this, only when that costs no memory (see extends_lifetime). */
+#define FUSE_WINDOW 16
 
 /* Ops whose AVX2 kernel differs from the reference (approximations): fused only on inputs
  * known to be contiguous. */
@@ -107,6 +114,24 @@ static int input_index(const group *g, int v) {
     return -1;
 }
 
+/* Whether node n joining g would keep an intermediate alive longer: an operand held in the
+ * arena (a node output) whose last reader comes before the root, unless its producer is
+ * likely to join the group too (then it is never stored at all). In a training step's backward
+ * an unbounded chain could otherwise gather gradients of every time step of an RNN at its end. */
+static bool extends_lifetime(const fuse_ctx *c, const group *g, const oar_node *n) {
+    const oar_program *p = c->p;
+    const oar_value *rv = &p->values[p->nodes[g->root].out[0]];
+    for (int k = 0; k < n->n_in; k++) {
+        int u = n->in[k];
+        const oar_value *uv = &p->values[u];
+        if (uv->kind != OAR_VAL_NODE || c->last_read[u] >= c->pos[g->root]) continue;
+        int m = uv->node;
+        bool may_join = c->uses[u] == 1 && !c->mutated[u] && c->opcode[m] && !c->taken[m] && same_shape(uv, rv);
+        if (!may_join) return true;
+    }
+    return false;
+}
+
 /* Whether the producer of v may join g, the consumer being a member. */
 static bool can_join(const fuse_ctx *c, const group *g, int v) {
     const oar_program *p = c->p;
@@ -117,6 +142,7 @@ static bool can_join(const fuse_ctx *c, const group *g, int v) {
     if (!same_shape(val, &p->values[p->nodes[g->root].out[0]])) return false;
     if (g->n_members >= OAR_FEW_MAX_CODE) return false;
     const oar_node *n = &p->nodes[m];
+    if (c->pos[g->root] - c->pos[m] > FUSE_WINDOW && extends_lifetime(c, g, n)) return false;
     for (int k = 0; k < n->n_in; k++)
         if (written_between(c, n->in[k], c->pos[m], c->pos[g->root])) return false;
     /* room for every operand of n to become an input, besides those already pending */
@@ -191,6 +217,20 @@ static oar_status emit(fuse_ctx *c, group *g) {
     return OAR_OK;
 }
 
+static void last_reads(const oar_program *p, const int *pos, int *last) {
+    for (int v = 0; v < p->n_values; v++) last[v] = -1;
+    for (int i = 0; i < p->n_nodes; i++) {
+        const oar_node *n = &p->nodes[i];
+        if (n->dead) continue;
+        int at = n->block == OAR_MAIN_BLOCK ? pos[i] : INT_MAX;
+        for (int k = 0; k < n->n_in; k++)
+            if (n->in[k] >= 0 && last[n->in[k]] < at) last[n->in[k]] = at;
+    }
+    for (int b = 0; b < p->n_blocks; b++)
+        for (int k = 0; k < p->blocks[b].n_out; k++) last[p->blocks[b].out[k]] = INT_MAX;
+    for (int k = 0; k < p->n_grad_writes; k++) last[p->grad_writes[k].value] = INT_MAX;
+}
+
 oar_status oar_pass_fuse_elementwise(oar_program *p) {
     fuse_ctx c = {.p = p};
     int *uses = malloc(sizeof(int) * ((size_t)p->n_values + 1));
@@ -200,9 +240,10 @@ oar_status oar_pass_fuse_elementwise(oar_program *p) {
     c.pos = malloc(sizeof(int) * ((size_t)p->n_nodes + 1));
     c.opcode = calloc((size_t)p->n_nodes + 1, sizeof(int));
     c.taken = calloc((size_t)p->n_nodes + 1, 1);
+    c.last_read = malloc(sizeof(int) * ((size_t)p->n_values + 1));
     group *g = malloc(sizeof *g);
     oar_status st = OAR_OK;
-    if (!uses || !mut_root || !mutated || !c.pos || !c.opcode || !c.taken || !g) {
+    if (!uses || !mut_root || !mutated || !c.pos || !c.opcode || !c.taken || !c.last_read || !g) {
         st = oar_error(OAR_ERR_OOM, "fuse_elementwise: out of memory");
         goto done;
     }
@@ -218,6 +259,7 @@ oar_status oar_pass_fuse_elementwise(oar_program *p) {
         c.pos[id] = i;
         c.opcode[id] = fusable_opcode(p, &p->nodes[id]);
     }
+    last_reads(p, c.pos, c.last_read);
     for (int i = mb->n_nodes - 1; i >= 0 && st == OAR_OK; i--) {
         int id = mb->nodes[i];
         if (!c.opcode[id] || c.taken[id]) continue;
@@ -238,6 +280,7 @@ done:
     free(c.pos);
     free(c.opcode);
     free(c.taken);
+    free(c.last_read);
     free(g);
     return st;
 }

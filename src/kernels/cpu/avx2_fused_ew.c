@@ -1,6 +1,6 @@
 /* AVX2/FMA f32 kernel for fused_elementwise (src/ops/fused_ew.c). The output is cut into tiles
  * of TILE floats; each instruction runs over the whole tile before the next, reading its
- * operands from the inputs (in place, or gathered when broadcast) or from small per-thread
+ * operands from the inputs (in place, or gathered when broadcast or strided) or from small per-thread
  * buffers ("slots") that hold the live intermediates, so the interpreter's dispatch costs one
  * switch per instruction per tile and intermediates never leave L1.
  *
@@ -48,18 +48,17 @@ static bool plan(oar_tensor *const *in, int n_in, oar_tensor *y, const oar_attr 
     for (int i = 0; i < n_in; i++) {
         const oar_tensor *x = in[i];
         j->base[i] = (const float *)oar_tensor_ptr(x);
-        if (x->numel == y->numel) j->form[i] = IN_FULL; /* broadcasting only added 1s: same layout */
+        if (x->numel == y->numel && x->contiguous) j->form[i] = IN_FULL; /* broadcasting only added 1s */
         else if (x->numel == 1) j->form[i] = IN_SCALAR;
         else {
             j->form[i] = IN_GATHER;
             j->slot[i] = used++;
-            int64_t s = 1; /* contiguous strides, 0 on broadcast dims, aligned at the last dim */
-            for (int d = j->nd - 1; d >= 0; d--) {
+            for (int d = 0; d < j->nd; d++) { /* strides over the output dims, 0 where broadcast */
                 int k = d - (j->nd - x->ndim);
-                j->st[i][d] = (k < 0 || x->shape[k] == 1) ? 0 : s;
-                if (k >= 0) s *= x->shape[k];
+                j->st[i][d] = (k < 0 || x->shape[k] == 1) ? 0 : x->strides[k];
             }
         }
+        if (used > MAX_SLOTS) return false;
     }
     /* intermediates: a slot from the first write to the last read; the result needs none */
     int last[OAR_FEW_MAX_REGS], free_list[MAX_SLOTS], n_free = 0, n_slots = used;
@@ -97,8 +96,10 @@ static void gather(const few_job *j, int i, int64_t t0, int64_t len, float *dst)
         if (run > len) run = len;
         if (st[last] == 0)
             for (int64_t e = 0; e < run; e++) dst[e] = src[off];
-        else
+        else if (st[last] == 1)
             memcpy(dst, src + off, sizeof(float) * (size_t)run);
+        else
+            for (int64_t e = 0; e < run; e++) dst[e] = src[off + e * st[last]];
         dst += run;
         len -= run;
         off += run * st[last];
