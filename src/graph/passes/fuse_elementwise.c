@@ -16,8 +16,10 @@
  *     alias) or is control flow;
  *   - the fused kernel reproduces it bitwise: its unfused kernel would have been the AVX2 one.
  *     The transcendental ops' AVX2 kernels take only contiguous inputs; a view's output may be
- *     strided and then ran through the reference kernel, so such a node reading a view (or a
+ *     strided and then runs through the reference kernel, so such a node reading a view (or a
  *     non-contiguous bound tensor) is not fused;
+ *   - it is at most FUSE_WINDOW nodes before the root, or joining keeps none of its operands
+ *     alive longer than before (extends_lifetime): fusion must not grow the arena;
  *   - the group still fits the op: at most OAR_FEW_MAX_INPUTS inputs, OAR_FEW_MAX_CODE
  *     instructions.
  * The root node is rewritten in place into the fused node (its output value, position and
