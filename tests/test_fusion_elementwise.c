@@ -3,6 +3,8 @@
  * losses, gradients and updated parameters), and that it can be switched off by name. */
 #include "test_util.h"
 
+#include <unistd.h>
+
 #include "graph/jit.h"
 #include "graph/passes/passes.h"
 #include "ops/fused_ew.h"
@@ -128,6 +130,45 @@ static void test_inference(void) {
     check_inference("shared mid", shared_mid, &x, 1, 2, &fused, &on, &off);
     /* exp+add (y is an output), sigmoid alone (two readers), tanh*relu */
     CHECK(off == 6 && fused == 2 && on == 3);
+    oar_scope_end();
+}
+
+/* A fused program exported and run by the predictor: the program text keeps the fused node,
+ * and the results stay bitwise equal. */
+static void test_export(void) {
+    oar_scope_begin();
+    int64_t s[2] = {4, 9};
+    oar_tensor *in[5];
+    for (int i = 0; i < 5; i++) in[i] = oar_randn(s, 2, OAR_F32);
+    oar_jit *f = compile(lstm_cell, NULL, true, NULL, NULL);
+    oar_tensor *out[2] = {0};
+    CHECK(oar_jit_call(f, in, 5, out, 2) == OAR_OK);
+    char dir[] = "/tmp/oar-fusion-XXXXXX", path[256], file[300];
+    CHECK(mkdtemp(dir) != NULL);
+    snprintf(path, sizeof path, "%s/cell", dir);
+    CHECK(oar_jit_save(f, path) == OAR_OK);
+    oar_predictor *pr = oar_predictor_create(&(oar_predictor_config){.model_path = path});
+    CHECK(pr != NULL);
+    for (int i = 0; pr && i < 5; i++) CHECK(oar_predictor_set_input(pr, oar_predictor_input_name(pr, i), in[i]) == OAR_OK);
+    CHECK(pr && oar_predictor_run(pr) == OAR_OK);
+    for (int k = 0; pr && k < 2; k++) {
+        oar_tensor *y = oar_predictor_get_output(pr, oar_predictor_output_name(pr, k));
+        CHECK(same_bits(y, out[k]));
+        oar_release(y);
+    }
+    oar_predictor_free(pr);
+    snprintf(file, sizeof file, "%s.json", path);
+    FILE *fp = fopen(file, "r");
+    char text[65536] = {0};
+    CHECK(fp && fread(text, 1, sizeof text - 1, fp) > 0);
+    if (fp) fclose(fp);
+    CHECK(strstr(text, "fused_elementwise") != NULL);
+    remove(file);
+    snprintf(file, sizeof file, "%s.safetensors", path);
+    remove(file);
+    rmdir(dir);
+    for (int k = 0; k < 2; k++) oar_release(out[k]);
+    oar_jit_free(f);
     oar_scope_end();
 }
 
@@ -300,6 +341,7 @@ int main(void) {
     test_switch();
     test_inference();
     test_views();
+    test_export();
     check_training("mlp", 8, 3, false);
     check_training("gpt-mini", 2, 3, true);
     check_training("lstm-lm", 3, 3, true);
