@@ -359,7 +359,7 @@ static void test_random_programs(void) {
         bool ok = oar_program_verify(p) == OAR_OK;
         ok = ok && runs_as_planned(p, in, 2); /* no passes: views, duplicates, dead code */
         oar_program *before = gt_clone(p);
-        uint64_t mask = trial % 4 == 0 ? (uint64_t)rnd(16) : oar_build_strategy_mask(NULL);
+        uint64_t mask = trial % 4 == 0 ? (uint64_t)rnd(1 << oar_pass_count()) : oar_build_strategy_mask(NULL);
         ok = ok && oar_passes_run(p, mask, false) == OAR_OK;
         oar_memory_plan plan;
         if (ok && plan_ok(p, &plan)) {

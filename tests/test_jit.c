@@ -65,6 +65,7 @@ static void test_dynamic_batch(void) {
     oar_tensor *w[2] = {oar_randn((int64_t[]){5, 3}, 2, OAR_F32), oar_randn((int64_t[]){5}, 1, OAR_F32)};
     oar_input_spec spec = {OAR_F32, 2, {-1, 3}, "x"};
     oar_jit_opts o = {.specs = &spec, .n_specs = 1};
+    CHECK(oar_build_strategy_set(&o.strategy, "fuse_linear_act", false) == OAR_OK); /* keep a linear node to count */
     oar_jit *f = oar_jit_to_static(mlp_fn, w, &o);
     int64_t sizes[3] = {8, 5, 8};
     for (int k = 0; k < 3; k++) {

@@ -154,6 +154,7 @@ static oar_status make_headers(oar_exec *e) {
             continue;
         }
         if (val->block != OAR_MAIN_BLOCK) continue; /* sub-block values: made when their block runs */
+        if (val->kind == OAR_VAL_NODE && p->nodes[val->node].dead) continue; /* removed by a pass: never used */
         if (val->kind == OAR_VAL_INPUT) { /* bound per run; a contiguous shell until then */
             if (!(e->hdr[v] = shell_of(p, v))) return oar_last_status();
             continue;

@@ -16,6 +16,10 @@ static const oar_pass_info g_passes[] = {
      false, oar_pass_constant_folding},
     {"fuse_attention", "matmul, scale, mask, softmax, matmul (and their traced backward) become fused_attention "
      "(and attention_backward)", true, false, oar_pass_fuse_attention},
+    {"fuse_linear_act", "runs linear followed by relu or gelu as one linear_act node (the activation applied "
+     "right after the GEMM)", true, false, oar_pass_fuse_linear_act},
+    {"fuse_elementwise", "runs trees of f32 elementwise nodes whose intermediates nothing else reads as one "
+     "fused_elementwise node", true, false, oar_pass_fuse_elementwise},
     {"fuse_all_optimizer_ops", "merges a step's optimizer_update nodes into optimizer_update_multi nodes (one "
      "dispatch)", true, false, oar_pass_fuse_all_optimizer_ops},
     {"inplace", "lets elementwise nodes write into their input's buffer when nothing else reads it",

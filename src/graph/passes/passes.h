@@ -48,5 +48,7 @@ oar_status oar_pass_constant_folding(oar_program *p); /* constant_folding.c */
 oar_status oar_pass_fuse_all_optimizer_ops(oar_program *p); /* fuse_optimizer.c */
 oar_status oar_pass_fuse_attention(oar_program *p);  /* fuse_attention.c */
 oar_status oar_pass_inplace(oar_program *p);          /* inplace.c: marks oar_node.inplace */
+oar_status oar_pass_fuse_linear_act(oar_program *p);  /* fuse_linear_act.c */
+oar_status oar_pass_fuse_elementwise(oar_program *p); /* fuse_elementwise.c */
 
 #endif

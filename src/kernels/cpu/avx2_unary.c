@@ -4,7 +4,7 @@
 #include "kernels/cpu/avx2_elementwise.h"
 
 #if defined(__x86_64__)
-#include "kernels/cpu/avx2_math.h"
+#include "kernels/cpu/avx2_activation.h"
 
 typedef struct unary_job {
     const float *x;
@@ -59,32 +59,7 @@ OAR_V_INLINE __m256 v_clip(__m256 v, __m256 lo, __m256 hi) {
     return _mm256_blendv_ps(v, hi, _mm256_cmp_ps(v, hi, _CMP_GT_OQ));
 }
 
-/* gelu, tanh form: x/2 (1 + tanh(u)) = x sigmoid(2u), z = 2u = x (A + B x^2). An f32 rounding
- * of z would cost |z| ulps through the exponential, so z is carried as zh + zl with
- * error-free products and sums (constants split in two as well), and
- * sigmoid(zh + zl) = s + zl s (1 - s) to first order. */
-#define GELU_A 1.5957691216057308 /* 2 sqrt(2/pi) */
-#define GELU_B (GELU_A * 0.044715)
-OAR_V_INLINE __m256 v_gelu_tanh(__m256 x) {
-    const __m256 ah = _mm256_set1_ps((float)GELU_A), al = _mm256_set1_ps((float)(GELU_A - (float)GELU_A));
-    const __m256 bh = _mm256_set1_ps((float)GELU_B), bl = _mm256_set1_ps((float)(GELU_B - (float)GELU_B));
-    __m256 h = _mm256_mul_ps(x, x), hl = _mm256_fmsub_ps(x, x, h);        /* x^2 = h + hl */
-    __m256 q = _mm256_mul_ps(bh, h), ql = _mm256_fmsub_ps(bh, h, q);      /* bh h = q + ql */
-    __m256 p = _mm256_add_ps(ah, q);                                       /* two-sum ah + q */
-    __m256 qv = _mm256_sub_ps(p, ah), av = _mm256_sub_ps(p, qv);
-    __m256 pl = _mm256_add_ps(_mm256_sub_ps(ah, av), _mm256_sub_ps(q, qv));
-    pl = _mm256_add_ps(pl, _mm256_add_ps(ql, _mm256_fmadd_ps(bh, hl, _mm256_fmadd_ps(bl, h, al))));
-    __m256 zh = _mm256_mul_ps(x, p);
-    __m256 zl = _mm256_fmadd_ps(x, pl, _mm256_fmsub_ps(x, p, zh));
-    __m256 s = oar_v_sigmoid(zh);
-    /* zl is NaN where zh is infinite (inf - inf): the correction is dropped there */
-    __m256 corr = _mm256_mul_ps(_mm256_mul_ps(s, zl), _mm256_sub_ps(_mm256_set1_ps(1.0f), s));
-    corr = _mm256_andnot_ps(oar_v_isnan(corr), corr);
-    return _mm256_mul_ps(x, _mm256_add_ps(s, corr));
-}
-
-/* max(0, v) returns its second operand for NaN and for -0.0, as torch.relu does */
-UNARY_KERNEL(relu, _mm256_max_ps(_mm256_setzero_ps(), v), 0, 0)
+UNARY_KERNEL(relu, oar_v_relu(v), 0, 0)
 UNARY_KERNEL(neg, _mm256_xor_ps(v, _mm256_set1_ps(-0.0f)), 0, 0)
 UNARY_KERNEL(abs, oar_v_abs(v), 0, 0)
 UNARY_KERNEL(square, _mm256_mul_ps(v, v), 0, 0)
@@ -96,8 +71,8 @@ UNARY_KERNEL(sigmoid, oar_v_sigmoid(v), 0, 0)
 UNARY_KERNEL(silu, _mm256_mul_ps(v, oar_v_sigmoid(v)), 0, 0)
 UNARY_KERNEL(leaky_relu, v_leaky_relu(v, p0), (float)a[0].f, 0)
 UNARY_KERNEL(clip, v_clip(v, p0, p1), (float)a[0].f, (float)a[1].f)
-UNARY_RANGE(gelu_erf, _mm256_mul_ps(v, oar_v_normcdf(v)))
-UNARY_RANGE(gelu_tanh, v_gelu_tanh(v))
+UNARY_RANGE(gelu_erf, oar_v_gelu_erf(v))
+UNARY_RANGE(gelu_tanh, oar_v_gelu_tanh(v))
 
 static oar_status gelu_avx2(const oar_kctx *ctx, oar_tensor *const *in, int n_in, oar_tensor *const *out,
                             int n_out, const oar_attr *a) {

@@ -8,11 +8,8 @@
 #include "kernels/cpu/cpu_kernels.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
-#include "kernels/cpu/avx2_math.h"
+#include "kernels/cpu/avx2_activation.h"
 
-#define GB_A 1.5957691216057308f        /* 2 sqrt(2/pi) */
-#define GB_B (1.5957691216057308f * 0.044715f)
-#define GB_INV_SQRT_2PI 0.3989422804014327f
 #define GB_CHUNK ((int64_t)8192) /* elements per task */
 
 typedef struct gb_job {
@@ -22,43 +19,25 @@ typedef struct gb_job {
     enum { GB_GELU_ERF, GB_GELU_TANH, GB_RELU } kind;
 } gb_job;
 
-OAR_V_INLINE __m256 gelu_prime_tanh(__m256 x) {
-    __m256 x2 = _mm256_mul_ps(x, x);
-    __m256 z = _mm256_mul_ps(x, _mm256_fmadd_ps(_mm256_set1_ps(GB_B), x2, _mm256_set1_ps(GB_A)));
-    __m256 dz = _mm256_fmadd_ps(_mm256_set1_ps(3.0f * GB_B), x2, _mm256_set1_ps(GB_A));
-    __m256 s = oar_v_sigmoid(z);
-    __m256 xs1 = _mm256_mul_ps(_mm256_mul_ps(x, _mm256_sub_ps(_mm256_set1_ps(1.0f), s)), dz);
-    /* s + s * x (1 - s) z' */
-    return _mm256_fmadd_ps(s, xs1, s);
-}
-
-OAR_V_INLINE __m256 gelu_prime_erf(__m256 x) {
-    __m256 pdf = _mm256_mul_ps(oar_v_exp(_mm256_mul_ps(_mm256_mul_ps(x, x), _mm256_set1_ps(-0.5f))),
-                               _mm256_set1_ps(GB_INV_SQRT_2PI));
-    return _mm256_fmadd_ps(x, pdf, oar_v_normcdf(x));
-}
-
 static OAR_AVX2 void gb_range(const gb_job *j, int64_t b, int64_t e) {
     const float *g = j->g, *x = j->x;
     float *dx = j->dx;
     int64_t i = b;
     if (j->kind == GB_RELU) {
-        const __m256 zero = _mm256_setzero_ps();
         for (; i + 8 <= e; i += 8)
-            _mm256_storeu_ps(dx + i, _mm256_and_ps(_mm256_cmp_ps(_mm256_loadu_ps(x + i), zero, _CMP_GT_OQ),
-                                                   _mm256_loadu_ps(g + i)));
+            _mm256_storeu_ps(dx + i, oar_v_relu_backward(_mm256_loadu_ps(g + i), _mm256_loadu_ps(x + i)));
     } else if (j->kind == GB_GELU_TANH) {
         for (; i + 8 <= e; i += 8)
-            _mm256_storeu_ps(dx + i, _mm256_mul_ps(_mm256_loadu_ps(g + i), gelu_prime_tanh(_mm256_loadu_ps(x + i))));
+            _mm256_storeu_ps(dx + i, _mm256_mul_ps(_mm256_loadu_ps(g + i), oar_v_gelu_prime_tanh(_mm256_loadu_ps(x + i))));
     } else {
         for (; i + 8 <= e; i += 8)
-            _mm256_storeu_ps(dx + i, _mm256_mul_ps(_mm256_loadu_ps(g + i), gelu_prime_erf(_mm256_loadu_ps(x + i))));
+            _mm256_storeu_ps(dx + i, _mm256_mul_ps(_mm256_loadu_ps(g + i), oar_v_gelu_prime_erf(_mm256_loadu_ps(x + i))));
     }
     if (i < e) {
         __m256i mask = oar_v_tail_mask(e - i);
         __m256 xv = _mm256_maskload_ps(x + i, mask), gv = _mm256_maskload_ps(g + i, mask);
-        __m256 d = j->kind == GB_RELU ? _mm256_and_ps(_mm256_cmp_ps(xv, _mm256_setzero_ps(), _CMP_GT_OQ), gv)
-                   : _mm256_mul_ps(gv, j->kind == GB_GELU_TANH ? gelu_prime_tanh(xv) : gelu_prime_erf(xv));
+        __m256 d = j->kind == GB_RELU ? oar_v_relu_backward(gv, xv)
+                   : _mm256_mul_ps(gv, j->kind == GB_GELU_TANH ? oar_v_gelu_prime_tanh(xv) : oar_v_gelu_prime_erf(xv));
         _mm256_maskstore_ps(dx + i, mask, d);
     }
 }

@@ -28,4 +28,6 @@ void oar_cpu_kernels_init(void) {
     oar_cpu_register_optim_multi();
     oar_cpu_register_attention();
     oar_cpu_register_norm_backward();
+    oar_cpu_register_fused_ew();
+    oar_cpu_register_linear_act();
 }

@@ -1,0 +1,145 @@
+/* The fuse_linear_act pass on traced programs: linear + relu/gelu become linear_act, results
+ * bitwise equal to the unfused program (inference and training steps: losses, gradients and
+ * parameters), relu_backward switched to read the activation, and the pass off by name. */
+#include "test_util.h"
+
+#include "graph/jit.h"
+#include "graph/passes/passes.h"
+
+static int count_op(const oar_jit *f, oar_op_id op) {
+    const oar_program *p = f->entries[0].program;
+    int n = 0;
+    for (int i = 0; i < p->blocks[OAR_MAIN_BLOCK].n_nodes; i++) n += p->nodes[p->blocks[OAR_MAIN_BLOCK].nodes[i]].op == op;
+    return n;
+}
+
+static bool same_bits(oar_tensor *a, oar_tensor *b) {
+    if (!a || !b || oar_numel(a) != oar_numel(b) || oar_dtype_of(a) != oar_dtype_of(b)) return false;
+    size_t n = (size_t)oar_numel(a) * oar_dtype_size(oar_dtype_of(a));
+    char *x = malloc(n + 1), *y = malloc(n + 1);
+    oar_copy_to_buffer(a, x, n, oar_dtype_of(a));
+    oar_copy_to_buffer(b, y, n, oar_dtype_of(b));
+    bool same = !memcmp(x, y, n);
+    free(x);
+    free(y);
+    return same;
+}
+
+static oar_jit *compile(oar_static_fn fn, void *user, bool fuse, oar_module *m, oar_optimizer *o) {
+    oar_jit_opts jo = {.module = m, .optimizer = o};
+    if (!fuse) CHECK(oar_build_strategy_set(&jo.strategy, "fuse_linear_act", false) == OAR_OK);
+    return oar_jit_to_static(fn, user, &jo);
+}
+
+/* three layers: gelu (tanh), gelu (erf) without bias, relu; and a linear read twice */
+static oar_status layers(void *user, oar_tensor *const *in, int n_in, oar_tensor **out, int n_out) {
+    (void)user; (void)n_in; (void)n_out;
+    oar_tensor *h = oar_gelu(oar_linear(in[0], in[1], in[2]), true);
+    h = oar_gelu(oar_linear(h, in[3], NULL), false);
+    oar_tensor *z = oar_linear(h, in[4], in[5]);
+    out[0] = oar_relu(oar_linear(h, in[3], NULL));
+    out[1] = oar_add(oar_relu(z), z); /* z has two readers: not fused */
+    return OAR_OK;
+}
+
+static void test_inference(void) {
+    oar_scope_begin();
+    oar_tensor *in[6] = {oar_randn((int64_t[]){37, 24}, 2, OAR_F32), oar_randn((int64_t[]){40, 24}, 2, OAR_F32),
+                         oar_randn((int64_t[]){40}, 1, OAR_F32),     oar_randn((int64_t[]){40, 40}, 2, OAR_F32),
+                         oar_randn((int64_t[]){9, 40}, 2, OAR_F32),  oar_randn((int64_t[]){9}, 1, OAR_F32)};
+    oar_tensor *eager[2], *on[2], *off[2];
+    CHECK(layers(NULL, in, 6, eager, 2) == OAR_OK);
+    oar_jit *f_on = compile(layers, NULL, true, NULL, NULL), *f_off = compile(layers, NULL, false, NULL, NULL);
+    CHECK(oar_jit_call(f_on, in, 6, on, 2) == OAR_OK && oar_jit_call(f_off, in, 6, off, 2) == OAR_OK);
+    for (int k = 0; k < 2; k++) CHECK(same_bits(eager[k], on[k]) && same_bits(off[k], on[k]));
+    CHECK(count_op(f_on, OAR_OP_linear_act) == 3 && count_op(f_on, OAR_OP_linear) == 1);
+    CHECK(count_op(f_off, OAR_OP_linear_act) == 0 && count_op(f_off, OAR_OP_linear) == 4);
+    CHECK(oar_program_verify(f_on->entries[0].program) == OAR_OK);
+    for (int k = 0; k < 2; k++) {
+        oar_release(on[k]);
+        oar_release(off[k]);
+    }
+    oar_jit_free(f_on);
+    oar_jit_free(f_off);
+    oar_scope_end();
+}
+
+/* ---- training steps of zoo models */
+typedef struct run {
+    oar_module *m;
+    oar_optimizer *opt;
+} run;
+
+static oar_status step_fn(void *user, oar_tensor *const *in, int n_in, oar_tensor **out, int n_out) {
+    (void)n_in; (void)n_out;
+    run *r = user;
+    oar_optimizer_zero_grad(r->opt);
+    oar_tensor *loss = oar_cross_entropy(oar_forward(r->m, in[0]), in[1], NULL);
+    oar_status st = loss ? oar_backward(loss, NULL, false) : oar_last_status();
+    if (st == OAR_OK) st = oar_optimizer_step(r->opt);
+    out[0] = loss;
+    return st;
+}
+
+static void make_run(run *r, const char *name) {
+    oar_manual_seed(3);
+    r->m = oar_zoo_create(name, NULL);
+    oar_optim_opts oo = oar_optim_defaults(OAR_OPTIM_SGD);
+    oo.lr = 0.05;
+    oo.momentum = 0.9;
+    r->opt = oar_optimizer_for(r->m, &oo);
+}
+
+static void check_training(const char *name, int64_t n, int steps) {
+    oar_scope_begin();
+    const oar_zoo_info *info = oar_zoo_find(name);
+    run a, b;
+    make_run(&a, name);
+    make_run(&b, name);
+    oar_jit *fa = compile(step_fn, &a, true, a.m, a.opt), *fb = compile(step_fn, &b, false, b.m, b.opt);
+    int diffs = 0;
+    oar_manual_seed(8);
+    for (int k = 0; k < steps; k++) {
+        oar_scope_begin();
+        oar_tensor *io[2];
+        if (info->input == OAR_ZOO_IMAGE) io[0] = oar_randn((int64_t[]){n, info->in_channels, 28, 28}, 4, OAR_F32);
+        else io[0] = oar_randn((int64_t[]){n, info->in_channels}, 2, OAR_F32);
+        io[1] = oar_randint(0, info->num_classes, (int64_t[]){n}, 1, OAR_I64);
+        oar_tensor *la[1] = {0}, *lb[1] = {0};
+        CHECK(oar_jit_call(fa, io, 2, la, 1) == OAR_OK && oar_jit_call(fb, io, 2, lb, 1) == OAR_OK);
+        diffs += !same_bits(la[0], lb[0]);
+        for (int i = 0; i < oar_module_num_parameters(a.m); i++) {
+            oar_tensor *pa = oar_module_parameter(a.m, i, NULL), *pb = oar_module_parameter(b.m, i, NULL);
+            diffs += !same_bits(pa, pb) + !same_bits(oar_grad_get(pa), oar_grad_get(pb));
+        }
+        oar_release(la[0]);
+        oar_release(lb[0]);
+        oar_scope_end();
+    }
+    int fused = count_op(fa, OAR_OP_linear_act);
+    CHECK(diffs == 0 && fused > 0 && count_op(fb, OAR_OP_linear_act) == 0);
+    CHECK(oar_program_verify(fa->entries[0].program) == OAR_OK);
+    printf("  %-5s %d steps: %d linear_act, %d differences\n", name, steps, fused, diffs);
+    oar_jit_free(fa);
+    oar_jit_free(fb);
+    oar_optimizer_free(a.opt);
+    oar_optimizer_free(b.opt);
+    oar_module_free(a.m);
+    oar_module_free(b.m);
+    oar_scope_end();
+}
+
+static void test_switch(void) {
+    oar_build_strategy s = {0};
+    int i = oar_pass_find("fuse_linear_act");
+    CHECK(i >= 0 && i < oar_pass_find("inplace") && ((oar_build_strategy_mask(&s) >> i) & 1u));
+    CHECK(oar_build_strategy_set(&s, "fuse_linear_act", false) == OAR_OK && !((oar_build_strategy_mask(&s) >> i) & 1u));
+}
+
+int main(void) {
+    test_switch();
+    test_inference();
+    check_training("mlp", 16, 3);
+    check_training("tiny", 16, 3);
+    return test_summary("test_fusion_linear_act");
+}
