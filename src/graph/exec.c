@@ -4,6 +4,7 @@
  * will keep, walks the list and sets the gradients the program writes. */
 #include "graph/exec.h"
 
+#include "graph/hoist.h"
 #include "profiler/profiler.h"
 
 #include <stdlib.h>
@@ -24,6 +25,13 @@ struct oar_exec {
     oar_storage *arena;      /* the planned intermediates, one allocation */
     instr *code;
     int n_code;
+    instr *once;             /* nodes computed from parameters and constants only (hoist.h) */
+    int n_once;
+    int *watch;              /* the parameters and constants they read */
+    oar_storage **watch_storage; /* each one's storage when they last ran (a reference) */
+    uint32_t *watch_version;     /* and that storage's version then */
+    int n_watch;
+    bool once_done;
     int *fresh;              /* FRESH roots, allocated per run */
     int n_fresh;
     int *shared;             /* non-view values sharing a root (in-place outputs) */
@@ -140,26 +148,68 @@ static oar_status make_headers(oar_exec *e) {
     return OAR_OK;
 }
 
+static oar_status make_instr(oar_exec *e, int id, instr *I);
+
+/* The parameters and constants the computed-once nodes read, each listed once. */
+static oar_status watch_inputs(oar_exec *e, const bool *hoisted) {
+    const oar_program *p = e->p;
+    bool *listed = calloc((size_t)p->n_values + 1, 1);
+    e->watch = oar_malloc(sizeof(int) * (size_t)(p->n_values + 1));
+    e->watch_storage = calloc((size_t)p->n_values + 1, sizeof(oar_storage *));
+    e->watch_version = calloc((size_t)p->n_values + 1, sizeof(uint32_t));
+    if (!listed || !e->watch || !e->watch_storage || !e->watch_version) {
+        free(listed);
+        return oar_error(OAR_ERR_OOM, "executor: out of memory");
+    }
+    for (int i = 0; i < p->n_nodes; i++) {
+        const oar_node *n = &p->nodes[i];
+        if (!hoisted[i]) continue;
+        for (int k = 0; k < n->n_in; k++) {
+            int v = n->in[k];
+            if (v < 0 || listed[v] || p->values[v].kind == OAR_VAL_NODE) continue;
+            listed[v] = true;
+            e->watch[e->n_watch++] = v;
+        }
+    }
+    free(listed);
+    return OAR_OK;
+}
+
 /* Kernels are chosen once, on headers with the program's shapes and planned storage. */
 static oar_status make_code(oar_exec *e) {
     const oar_program *p = e->p;
     const oar_block *main = &p->blocks[OAR_MAIN_BLOCK];
     e->code = oar_malloc(sizeof(instr) * (size_t)(main->n_nodes + 1));
-    if (!e->code) return OAR_ERR_OOM;
-    for (int i = 0; i < main->n_nodes; i++) {
-        const oar_node *n = &p->nodes[main->nodes[i]];
+    e->once = oar_malloc(sizeof(instr) * (size_t)(main->n_nodes + 1));
+    bool *hoisted = oar_program_hoisted_nodes(p);
+    if (!e->code || !e->once || !hoisted) {
+        free(hoisted);
+        return OAR_ERR_OOM;
+    }
+    oar_status st = watch_inputs(e, hoisted);
+    for (int i = 0; i < main->n_nodes && st == OAR_OK; i++) {
+        st = make_instr(e, main->nodes[i], hoisted[main->nodes[i]] ? &e->once[e->n_once++] : &e->code[e->n_code++]);
+        if (st != OAR_OK) oar_error_prefix("executor: node %d", main->nodes[i]);
+    }
+    free(hoisted);
+    return st;
+}
+
+/* The instruction of node id: its kernel, chosen on headers with the program's shapes. */
+static oar_status make_instr(oar_exec *e, int id, instr *I) {
+    const oar_program *p = e->p;
+    {
+        const oar_node *n = &p->nodes[id];
         const oar_op_def *d = oar_op_table[n->op];
-        instr *I = &e->code[e->n_code++];
         I->op = n->op;
         I->def = d;
         I->node = n;
         if (d->flags & OAR_OPF_VIEW) { /* the layout it gives, so consumers' kernels fit it */
             oar_status st = run_view(e, I);
             for (int o = 0; o < n->n_out; o++) e->hdr[n->out[o]]->storage = NULL;
-            if (st != OAR_OK) return st;
-            continue;
+            return st;
         }
-        if (d->flags & OAR_OPF_CONTROL) continue;
+        if (d->flags & OAR_OPF_CONTROL) return OAR_OK;
         oar_tensor *in[OAR_MAX_INPUTS], *out[OAR_MAX_OUTPUTS];
         for (int k = 0; k < n->n_in; k++) in[k] = n->in[k] >= 0 ? e->hdr[n->in[k]] : NULL;
         for (int o = 0; o < n->n_out; o++) out[o] = e->hdr[n->out[o]];
@@ -182,10 +232,7 @@ static oar_status make_code(oar_exec *e) {
         I->kernel = shapes_only ? oar_select_kernel(n->op, in, n->n_in, out, n->n_out, n->attrs) : NULL;
         for (int k = 0; k < n_lent; k++) lent[k]->storage = NULL;
         for (int k = 0; k < n->n_in; k++) oar_tensor_unref(tmp[k]);
-        if (!I->kernel) {
-            oar_error_prefix("executor: node %d", main->nodes[i]);
-            return oar_last_status();
-        }
+        if (!I->kernel) return oar_last_status();
     }
     return OAR_OK;
 }
@@ -222,6 +269,11 @@ void oar_exec_free(oar_exec *e) {
     free(e->input_shell);
     free(e->input_copy);
     free(e->code);
+    free(e->once);
+    for (int k = 0; k < e->n_watch; k++) oar_storage_release(e->watch_storage[k]);
+    free(e->watch);
+    free(e->watch_storage);
+    free(e->watch_version);
     free(e);
 }
 
@@ -306,6 +358,38 @@ static void write_grads(oar_exec *e) {
     }
 }
 
+/* Whether the computed-once nodes hold results for the parameters as they are now: each one
+ * still has the storage it had (a reference is kept, so its address cannot be reused by
+ * another) at the same version. Writes through the API bump the version (copy_, init,
+ * checkpoint loads, optimizer updates); raw writes through oar_data are not seen, as for
+ * autograd's checks. */
+static bool once_current(const oar_exec *e) {
+    if (!e->once_done) return false;
+    for (int k = 0; k < e->n_watch; k++) {
+        const oar_storage *s = e->hdr[e->watch[k]]->storage;
+        if (s != e->watch_storage[k] || s->version != e->watch_version[k]) return false;
+    }
+    return true;
+}
+
+static oar_status run_once(oar_exec *e) {
+    e->once_done = false;
+    oar_status st = OAR_OK;
+    for (int i = 0; i < e->n_once && st == OAR_OK; i++) st = run_instr(e, &e->once[i]);
+    if (st != OAR_OK) return st;
+    for (int k = 0; k < e->n_watch; k++) {
+        oar_storage *s = e->hdr[e->watch[k]]->storage;
+        if (s != e->watch_storage[k]) {
+            if (s) __atomic_add_fetch(&s->refcount, 1, __ATOMIC_RELAXED);
+            oar_storage_release(e->watch_storage[k]);
+            e->watch_storage[k] = s;
+        }
+        e->watch_version[k] = s ? s->version : 0;
+    }
+    e->once_done = true;
+    return OAR_OK;
+}
+
 oar_status oar_exec_run(oar_exec *e, oar_tensor *const *in, int n_in, oar_tensor **out, int n_out) {
     oar_status st = bind_inputs(e, in, n_in);
     if (st != OAR_OK) {
@@ -320,6 +404,7 @@ oar_status oar_exec_run(oar_exec *e, oar_tensor *const *in, int n_in, oar_tensor
     /* headers sharing a root (in-place outputs) follow the root's storage of this run */
     for (int k = 0; k < e->n_shared && st == OAR_OK; k++) share_root(e, e->shared[k]);
     oar_no_grad_begin();
+    if (st == OAR_OK && e->n_once && !once_current(e)) st = run_once(e);
     for (int i = 0; i < e->n_code && st == OAR_OK; i++) st = run_instr(e, &e->code[i]);
     oar_no_grad_end();
     if (st == OAR_OK) st = hand_out(e, out, n_out);

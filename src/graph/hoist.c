@@ -1,0 +1,49 @@
+/* Which nodes the executor computes once (see hoist.h): one walk of the main block in order. */
+#include "graph/hoist.h"
+
+#include "graph/passes/passes.h"
+
+#include <stdlib.h>
+
+bool *oar_program_hoisted_nodes(const oar_program *p) {
+    int nv = p->n_values;
+    bool *hoisted = calloc((size_t)p->n_nodes + 1, 1);
+    bool *stable = calloc((size_t)nv + 1, 1);   /* per value: same data at every run */
+    bool *pinned = calloc((size_t)nv + 1, 1);   /* per root: an output, a gradient, or overwritten */
+    int *root = oar_pass_value_roots(p);
+    bool *mut = root ? oar_pass_mutable_roots(p, root) : NULL;
+    if (!hoisted || !stable || !pinned || !root || !mut) {
+        free(hoisted);
+        hoisted = NULL;
+        oar_error(OAR_ERR_OOM, "executor: out of memory");
+        goto done;
+    }
+    const oar_block *mb = &p->blocks[OAR_MAIN_BLOCK];
+    for (int k = 0; k < mb->n_out; k++) pinned[root[mb->out[k]]] = true;
+    for (int k = 0; k < p->n_grad_writes; k++) pinned[root[p->grad_writes[k].value]] = true;
+    for (int i = 0; i < p->n_nodes; i++) {
+        const oar_node *n = &p->nodes[i];
+        if (!n->dead && n->inplace && n->n_in > 0 && n->in[0] >= 0) pinned[root[n->in[0]]] = true;
+    }
+    for (int v = 0; v < nv; v++) {
+        oar_value_kind k = p->values[v].kind;
+        stable[v] = (k == OAR_VAL_PARAM || k == OAR_VAL_CONST) && !mut[root[v]];
+    }
+    for (int i = 0; i < mb->n_nodes; i++) {
+        const oar_node *n = &p->nodes[mb->nodes[i]];
+        const oar_op_def *d = oar_op_table[n->op];
+        bool ok = !n->dead && !n->inplace && n->n_in > 0 && !d->mutated_inputs &&
+                  !(d->flags & (OAR_OPF_CONTROL | OAR_OPF_RANDOM));
+        for (int k = 0; ok && k < n->n_in; k++) ok = n->in[k] < 0 || stable[n->in[k]];
+        for (int o = 0; ok && o < n->n_out; o++) ok = !pinned[root[n->out[o]]] && !mut[root[n->out[o]]];
+        if (!ok) continue;
+        hoisted[mb->nodes[i]] = true;
+        for (int o = 0; o < n->n_out; o++) stable[n->out[o]] = true;
+    }
+done:
+    free(stable);
+    free(pinned);
+    free(root);
+    free(mut);
+    return hoisted;
+}
