@@ -32,7 +32,7 @@ bool *oar_program_hoisted_nodes(const oar_program *p) {
     for (int i = 0; i < mb->n_nodes; i++) {
         const oar_node *n = &p->nodes[mb->nodes[i]];
         const oar_op_def *d = oar_op_table[n->op];
-        bool ok = !n->dead && !n->inplace && n->n_in > 0 && !d->mutated_inputs &&
+        bool ok = !n->dead && !n->inplace && n->n_in > 0 && !oar_node_mutated_inputs(n) &&
                   !(d->flags & (OAR_OPF_CONTROL | OAR_OPF_RANDOM));
         for (int k = 0; ok && k < n->n_in; k++) ok = n->in[k] < 0 || stable[n->in[k]];
         for (int o = 0; ok && o < n->n_out; o++) ok = !pinned[root[n->out[o]]] && !mut[root[n->out[o]]];

@@ -14,6 +14,8 @@ static const oar_pass_info g_passes[] = {
      oar_pass_cse},
     {"constant_folding", "computes nodes whose inputs are all constants once, at compile time", true,
      false, oar_pass_constant_folding},
+    {"fold_conv_bn", "folds an inference-mode batch_norm into the conv2d before it (weights recomputed when "
+     "parameters change)", true, true, oar_pass_fold_conv_bn},
     {"inplace", "lets elementwise nodes write into their input's buffer when nothing else reads it",
      true, false, oar_pass_inplace},
 };
@@ -123,7 +125,7 @@ bool *oar_pass_mutable_roots(const oar_program *p, const int *root) {
     }
     for (int i = 0; i < p->n_nodes; i++) {
         const oar_node *n = &p->nodes[i];
-        uint32_t m = oar_op_table[n->op]->mutated_inputs;
+        uint32_t m = oar_node_mutated_inputs(n);
         if (n->dead || !m) continue;
         for (int k = 0; k < n->n_in && k < 32; k++)
             if (((m >> k) & 1u) && n->in[k] >= 0) mut[root[n->in[k]]] = true;
