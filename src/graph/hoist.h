@@ -11,9 +11,9 @@
 
 /* Per node (n_nodes entries, malloc'd; NULL with the error set on OOM): whether it is computed
  * once. Excluded: control flow, random and mutating ops, nodes reading a parameter some node of
- * the program mutates, nodes marked in place, nodes whose outputs (through any alias) are
- * block outputs or gradient writes, or are overwritten by another node in place, and nodes
- * with no inputs (constant folding's business). */
+ * the program mutates, nodes whose outputs (through any alias) are block outputs or gradient
+ * writes or are overwritten in place by a node that is not computed once, and nodes with no
+ * inputs (constant folding's business). */
 bool *oar_program_hoisted_nodes(const oar_program *p);
 
 #endif

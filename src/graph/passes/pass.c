@@ -16,6 +16,8 @@ static const oar_pass_info g_passes[] = {
      false, oar_pass_constant_folding},
     {"fold_conv_bn", "folds an inference-mode batch_norm into the conv2d before it (weights recomputed when "
      "parameters change)", true, true, oar_pass_fold_conv_bn},
+    {"fuse_conv_act", "fuses conv2d with a following relu and/or residual add into conv2d_act (oneDNN post-ops)",
+     true, true, oar_pass_fuse_conv_act},
     {"inplace", "lets elementwise nodes write into their input's buffer when nothing else reads it",
      true, false, oar_pass_inplace},
 };

@@ -25,4 +25,5 @@ void oar_cpu_kernels_init(void) {
     oar_cpu_register_masked_fill();
     oar_cpu_register_unary_backward();
     oar_cpu_register_pool2x2();
+    oar_cpu_register_conv_act();
 }

@@ -17,6 +17,7 @@ void oar_cpu_register_index(void);
 void oar_cpu_register_masked_fill(void); /* index_masked_fill.c */
 void oar_cpu_register_unary_backward(void); /* avx2_unary_backward.c */
 void oar_cpu_register_pool2x2(void);   /* conv_pool2x2.c */
+void oar_cpu_register_conv_act(void);  /* conv_act.c */
 /* True when the CPU supports AVX2 and FMA (checked at run time). */
 bool oar_cpu_has_avx2(void);
 
