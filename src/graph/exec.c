@@ -32,6 +32,7 @@ struct oar_exec {
     uint32_t *watch_version;     /* and that storage's version then */
     int n_watch;
     bool once_done;
+    bool *hoisted;           /* per node: computed once (hoist.h) */
     int *fresh;              /* FRESH roots, allocated per run */
     int n_fresh;
     int *shared;             /* non-view values sharing a root (in-place outputs) */
@@ -91,6 +92,7 @@ static oar_status run_instr(oar_exec *e, const instr *I) {
     for (int o = 0; o < n->n_out; o++) out[o] = e->hdr[n->out[o]];
     int64_t t0 = oar_prof_spans_on() ? oar_prof_now() : 0;
     oar_status st = oar_op_run_kernel(I->op, I->kernel, in, n->n_in, out, n->n_out, n->attrs);
+    if (n->inplace) out[0]->storage->version++; /* input 0's buffer was written in place */
     if (t0 && st == OAR_OK) oar_prof_kernel_end(I->def->name, I->kernel->impl, in, n->n_in, out, n->n_out, t0);
     if (st == OAR_OK && oar_prof_check_on()) st = oar_check_outputs(I->def->name, in, n->n_in, out, n->n_out);
     if (st != OAR_OK) oar_error_prefix("program node %d", (int)(n - e->p->nodes));
@@ -140,6 +142,9 @@ static oar_status make_headers(oar_exec *e) {
             break;
         case OAR_BUF_PERSISTENT:
             if (oar_tensor_alloc_storage(e->hdr[v]) != OAR_OK) return OAR_ERR_OOM;
+            /* gradients are rewritten every run without a version bump: not tracked. Computed-
+             * once values bump their version each time they are recomputed (run_once). */
+            if (!e->hoisted[val->node]) e->hdr[v]->storage->uid = 0;
             break;
         case OAR_BUF_FRESH: e->fresh[e->n_fresh++] = v; break;
         default: break;
@@ -181,17 +186,13 @@ static oar_status make_code(oar_exec *e) {
     const oar_block *main = &p->blocks[OAR_MAIN_BLOCK];
     e->code = oar_malloc(sizeof(instr) * (size_t)(main->n_nodes + 1));
     e->once = oar_malloc(sizeof(instr) * (size_t)(main->n_nodes + 1));
-    bool *hoisted = oar_program_hoisted_nodes(p);
-    if (!e->code || !e->once || !hoisted) {
-        free(hoisted);
-        return OAR_ERR_OOM;
-    }
+    const bool *hoisted = e->hoisted;
+    if (!e->code || !e->once) return OAR_ERR_OOM;
     oar_status st = watch_inputs(e, hoisted);
     for (int i = 0; i < main->n_nodes && st == OAR_OK; i++) {
         st = make_instr(e, main->nodes[i], hoisted[main->nodes[i]] ? &e->once[e->n_once++] : &e->code[e->n_code++]);
         if (st != OAR_OK) oar_error_prefix("executor: node %d", main->nodes[i]);
     }
-    free(hoisted);
     return st;
 }
 
@@ -243,6 +244,7 @@ oar_exec *oar_exec_create(const oar_program *p) {
     e->p = p;
     oar_status st = oar_plan_memory(p, &e->plan);
     if (st == OAR_OK && getenv("OAR_CHECK_PLAN")) st = oar_plan_check(p, &e->plan);
+    if (st == OAR_OK && !(e->hoisted = oar_program_hoisted_nodes(p))) st = oar_last_status();
     if (st == OAR_OK) st = make_headers(e);
     if (st == OAR_OK) st = make_code(e);
     if (st != OAR_OK) {
@@ -270,6 +272,7 @@ void oar_exec_free(oar_exec *e) {
     free(e->input_copy);
     free(e->code);
     free(e->once);
+    free(e->hoisted);
     for (int k = 0; k < e->n_watch; k++) oar_storage_release(e->watch_storage[k]);
     free(e->watch);
     free(e->watch_storage);
@@ -377,6 +380,11 @@ static oar_status run_once(oar_exec *e) {
     oar_status st = OAR_OK;
     for (int i = 0; i < e->n_once && st == OAR_OK; i++) st = run_instr(e, &e->once[i]);
     if (st != OAR_OK) return st;
+    for (int i = 0; i < e->n_once; i++) { /* new data in the same buffers: caches keyed on versions see it */
+        const oar_node *n = e->once[i].node;
+        if (e->once[i].kernel)
+            for (int o = 0; o < n->n_out; o++) e->hdr[n->out[o]]->storage->version++;
+    }
     for (int k = 0; k < e->n_watch; k++) {
         oar_storage *s = e->hdr[e->watch[k]]->storage;
         if (s != e->watch_storage[k]) {
