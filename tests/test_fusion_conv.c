@@ -12,6 +12,8 @@
  * error (a wrong channel, a stale weight, a missing epsilon) is far larger. */
 #include "test_util.h"
 
+#include "ops/op.h"
+
 #include <unistd.h>
 
 #define TOL 1e-4
@@ -78,11 +80,23 @@ static int count_op(oar_jit *f, const char *op) {
     return n;
 }
 
-static oar_jit *compile(oar_module *m, const char *off1, const char *off2) {
+/* Compiled with the passes named in off (comma-separated) switched off. */
+static oar_jit *compile(oar_module *m, const char *off) {
     oar_jit_opts o = {.module = m};
-    if (off1) CHECK(oar_build_strategy_set(&o.strategy, off1, false) == OAR_OK);
-    if (off2) CHECK(oar_build_strategy_set(&o.strategy, off2, false) == OAR_OK);
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", off ? off : "");
+    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save))
+        CHECK(oar_build_strategy_set(&o.strategy, t, false) == OAR_OK);
     return oar_jit_to_static(forward_fn, m, &o);
+}
+
+/* conv_nhwc runs only where oneDNN runs conv2d_act */
+static bool have_onednn(void) {
+    const oar_kernel_entry *k;
+    int n = oar_op_kernels(OAR_OP_conv2d_act, &k);
+    for (int i = 0; i < n; i++)
+        if (!strcmp(k[i].impl, "onednn")) return true;
+    return false;
 }
 
 static oar_tensor *run(oar_jit *f, oar_tensor *x) {
@@ -99,16 +113,19 @@ static oar_module *resnet(void) {
 }
 
 /* ResNet-20 has 21 conv + batch_norm pairs, 19 relus and 9 residual adds; its two 1x1
- * projection shortcuts end in an add whose other side fuses first, so they stay conv2d. */
+ * projection shortcuts end in an add whose other side fuses first, so they stay conv2d until
+ * conv_nhwc makes every conv a conv2d_act on NHWC data: one conversion at the input, one view
+ * back to NCHW for the pooling. */
 static void test_counts_and_results(void) {
     oar_scope_begin();
     oar_module *m = resnet();
     oar_tensor *x = oar_randn((int64_t[]){3, 3, 32, 32}, 4, OAR_F32);
     oar_tensor *eager = oar_forward(m, x);
-    oar_jit *both = compile(m, NULL, NULL), *fold = compile(m, "fuse_conv_act", NULL);
-    oar_jit *none = compile(m, "fuse_conv_act", "fold_conv_bn");
-    oar_tensor *y_both = run(both, x), *y_fold = run(fold, x), *y_none = run(none, x);
-    CHECK(y_both && y_fold && y_none);
+    oar_jit *all = compile(m, NULL), *both = compile(m, "conv_nhwc"), *fold = compile(m, "fuse_conv_act,conv_nhwc");
+    oar_jit *none = compile(m, "fuse_conv_act,fold_conv_bn,conv_nhwc"), *layout = compile(m, "fuse_conv_act,fold_conv_bn");
+    oar_tensor *y_both = run(both, x), *y_fold = run(fold, x), *y_none = run(none, x), *y_all = run(all, x);
+    oar_tensor *y_layout = run(layout, x);
+    CHECK(y_both && y_fold && y_none && y_all && y_layout);
 
     CHECK(count_op(none, "batch_norm") == 21 && count_op(none, "conv2d") == 21);
     CHECK(count_op(none, "conv2d_act") == 0 && count_op(none, "relu") == 19 && count_op(none, "add") == 9);
@@ -116,6 +133,13 @@ static void test_counts_and_results(void) {
     CHECK(count_op(fold, "rsqrt") == 21 && count_op(fold, "relu") == 19); /* the folded weights' nodes */
     CHECK(count_op(both, "batch_norm") == 0 && count_op(both, "relu") == 0);
     CHECK(count_op(both, "conv2d_act") == 19 && count_op(both, "conv2d") == 2);
+    if (have_onednn()) {
+        CHECK(count_op(all, "conv2d_act") == 21 && count_op(all, "conv2d") == 0 && count_op(all, "batch_norm") == 0);
+        CHECK(count_op(all, "permute") == 2 && count_op(all, "contiguous") == 1);
+        CHECK(count_op(layout, "conv2d_act") == 21 && count_op(layout, "batch_norm") == 21 && count_op(layout, "relu") == 19);
+    } else { /* no NHWC convolution to run: the pass leaves the program alone */
+        CHECK(count_op(all, "conv2d_act") == 19 && count_op(all, "permute") == 0);
+    }
 
     /* the folded weights are computed once and kept outside the arena (all ~270k weights) */
     oar_program_memory_stats ms_both, ms_none;
@@ -127,6 +151,7 @@ static void test_counts_and_results(void) {
     CHECK(near(y_fold, eager));
     CHECK(near(y_both, eager));
     CHECK(near(y_both, y_none));
+    CHECK(near(y_all, eager) && near(y_all, y_both) && near(y_layout, y_none));
     /* a second run takes the computed-once weights from the first */
     oar_tensor *again = run(both, x);
     CHECK(again && near(again, y_both));
@@ -135,9 +160,11 @@ static void test_counts_and_results(void) {
             CHECK(!"a second run differs from the first");
             break;
         }
+    oar_jit_free(all);
     oar_jit_free(both);
     oar_jit_free(fold);
     oar_jit_free(none);
+    oar_jit_free(layout);
     oar_module_free(m);
     oar_scope_end();
 }
@@ -147,7 +174,7 @@ static void test_parameter_changes(void) {
     oar_scope_begin();
     oar_module *m = resnet();
     oar_tensor *x = oar_randn((int64_t[]){2, 3, 32, 32}, 4, OAR_F32);
-    oar_jit *f = compile(m, NULL, NULL);
+    oar_jit *f = compile(m, NULL);
     oar_tensor *first = run(f, x);
     CHECK(first && near(first, oar_forward(m, x)));
     const char *names[3] = {"bn.weight", "conv.weight", "layers.4.bn2.bias"};
@@ -190,7 +217,7 @@ static void test_training_untouched(void) {
     oar_module *m = resnet();
     oar_module_train(m, true);
     oar_tensor *x = oar_randn((int64_t[]){4, 3, 32, 32}, 4, OAR_F32);
-    oar_jit *f = compile(m, NULL, NULL);
+    oar_jit *f = compile(m, NULL);
     oar_tensor *y = run(f, x);
     CHECK(y != NULL);
     CHECK(count_op(f, "batch_norm") == 21 && count_op(f, "conv2d_act") == 0 && count_op(f, "relu") == 19);
@@ -212,10 +239,11 @@ static void test_small_net(void) {
     randomize_bn(m);
     oar_module_train(m, false);
     oar_tensor *x = oar_randn((int64_t[]){2, 3, 9, 9}, 4, OAR_F32);
-    oar_jit *f = compile(m, NULL, NULL);
+    oar_jit *f = compile(m, NULL);
     oar_tensor *y = run(f, x);
     CHECK(y && near(y, oar_forward(m, x)));
     CHECK(count_op(f, "batch_norm") == 0 && count_op(f, "conv2d_act") == 1 && count_op(f, "conv2d") == 0);
+    CHECK(count_op(f, "permute") == (have_onednn() ? 2 : 0)); /* in and out of NHWC */
     CHECK(count_op(f, "neg") == 0 && count_op(f, "sub") == 1); /* (bias - mean) * scale, no beta */
     oar_jit_free(f);
     oar_module_free(m);
@@ -229,8 +257,8 @@ static int pass_index(const char *name) {
 }
 
 static void test_switches(void) {
-    int a = pass_index("fold_conv_bn"), b = pass_index("fuse_conv_act");
-    CHECK(a >= 0 && b > a && b < pass_index("inplace")); /* the fold first, so conv+bn+relu fuses */
+    int a = pass_index("fold_conv_bn"), b = pass_index("fuse_conv_act"), c = pass_index("conv_nhwc");
+    CHECK(a >= 0 && b > a && c > b && c < pass_index("inplace")); /* fold, fuse, then the layout */
     oar_build_strategy s = {0};
     CHECK(oar_build_strategy_set(&s, "fold_conv_bn", false) == OAR_OK);
     CHECK(oar_build_strategy_set(&s, "fuse_conv_act", false) == OAR_OK);

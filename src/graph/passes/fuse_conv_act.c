@@ -59,9 +59,10 @@ static oar_status try_fuse(fuser *f, int conv_id) {
     if (tail < 0) return OAR_OK; /* a lone conv */
     int pos = pos_in_block(&p->blocks[OAR_MAIN_BLOCK], tail);
     if (pos < 0) return OAR_OK;
-    oar_attr attrs[5];
+    oar_attr attrs[6];
     memcpy(attrs, conv->attrs, sizeof(oar_attr) * 4);
     attrs[4] = oar_attr_str(relu >= 0 ? "relu" : "none");
+    attrs[5] = oar_attr_str("nchw");
     int in[4] = {conv->in[0], conv->in[1], conv->in[2], res}, out;
     int old_out = p->nodes[tail].out[0];
     if (oar_pass_insert_node(p, OAR_MAIN_BLOCK, pos, OAR_OP_conv2d_act, in, 4, attrs, &out) < 0)

@@ -18,6 +18,8 @@ static const oar_pass_info g_passes[] = {
      "parameters change)", true, true, oar_pass_fold_conv_bn},
     {"fuse_conv_act", "fuses conv2d with a following relu and/or residual add into conv2d_act (oneDNN post-ops)",
      true, true, oar_pass_fuse_conv_act},
+    {"conv_nhwc", "runs convolutions on NHWC activations (oneDNN's layout) so chains of convs skip conversions",
+     true, true, oar_pass_conv_nhwc},
     {"inplace", "lets elementwise nodes write into their input's buffer when nothing else reads it",
      true, false, oar_pass_inplace},
 };

@@ -54,6 +54,7 @@ oar_status oar_pass_cse(oar_program *p);              /* cse.c */
 oar_status oar_pass_constant_folding(oar_program *p); /* constant_folding.c */
 oar_status oar_pass_fold_conv_bn(oar_program *p);     /* fold_conv_bn.c (inference only) */
 oar_status oar_pass_fuse_conv_act(oar_program *p);    /* fuse_conv_act.c (inference only) */
+oar_status oar_pass_conv_nhwc(oar_program *p);        /* conv_nhwc.c (inference only) */
 oar_status oar_pass_inplace(oar_program *p);          /* inplace.c: marks oar_node.inplace */
 
 #endif

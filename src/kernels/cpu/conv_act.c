@@ -2,7 +2,7 @@
  * best conv2d kernel into the output, then residual add and relu in one pass over it, in f32
  * with the same operations as the add and relu kernels, so the result equals the unfused
  * conv2d + add + relu. oneDNN's kernel (conv_dnnl.c, priority 20) applies the epilogue as
- * post-ops instead. */
+ * post-ops instead. NCHW only. */
 #include "kernels/cpu/cpu_kernels.h"
 
 #include <string.h>
@@ -25,8 +25,16 @@ static oar_status conv2d_act_composed(const oar_kctx *ctx, oar_tensor *const *in
     return OAR_OK;
 }
 
+/* NHWC convolutions run in oneDNN (or the reference): no NHWC conv2d kernel to compose with. */
+static bool conv2d_act_composed_supports(oar_tensor *const *in, int n_in, oar_tensor *const *out, int n_out,
+                                         const oar_attr *a) {
+    (void)in; (void)n_in; (void)out; (void)n_out;
+    return !strcmp(a[5].s, "nchw");
+}
+
 void oar_cpu_register_conv_act(void) {
     oar_register_kernel(OAR_OP_conv2d_act, (oar_kernel_entry){.device = OAR_CPU, .dtypes = OAR_DTYPE_BIT(OAR_F32),
                                                               .impl = "composed", .priority = 10,
-                                                              .fn = conv2d_act_composed});
+                                                              .fn = conv2d_act_composed,
+                                                              .supports = conv2d_act_composed_supports});
 }

@@ -25,6 +25,7 @@ typedef enum { DK_FORWARD, DK_GRAD_INPUT, DK_GRAD_WEIGHT } dk_kind;
 typedef struct dkey {
     int64_t kind, bias;
     int64_t sum, relu; /* forward post-ops (conv2d_act): add the residual, then relu */
+    int64_t nhwc;      /* x and y are NHWC in memory (conv2d_act layout=nhwc) */
     int64_t x[4], w[4], y[4]; /* x [n, ci, h, w], weight [co, ci / groups, kh, kw], y [n, co, oh, ow] */
     int64_t s[2], pl[2], pr[2], d[2], groups;
 } dkey;
@@ -175,8 +176,9 @@ static dprim *dprim_build(const dkey *k) {
     dnnl_dims_t d = {k->d[0] - 1, k->d[1] - 1}; /* oneDNN counts dilation from 0 */
     dnnl_memory_desc_t ax, aw, ay; /* "any": the primitive picks the layouts it runs fastest on */
     /* groups > 1: the 5-d goihw view of the same OIHW buffer */
-    bool ok = dnnl_memory_desc_init_by_tag(&p->op[0].plain, 4, x, dnnl_f32, dnnl_nchw) == dnnl_success &&
-              dnnl_memory_desc_init_by_tag(&p->op[2].plain, 4, y, dnnl_f32, dnnl_nchw) == dnnl_success &&
+    dnnl_format_tag_t act_tag = k->nhwc ? dnnl_nhwc : dnnl_nchw; /* dims are NCHW either way */
+    bool ok = dnnl_memory_desc_init_by_tag(&p->op[0].plain, 4, x, dnnl_f32, act_tag) == dnnl_success &&
+              dnnl_memory_desc_init_by_tag(&p->op[2].plain, 4, y, dnnl_f32, act_tag) == dnnl_success &&
               (g > 1 ? dnnl_memory_desc_init_by_tag(&p->op[1].plain, 5, w, dnnl_f32, dnnl_goihw)
                      : dnnl_memory_desc_init_by_tag(&p->op[1].plain, 4, w4, dnnl_f32, dnnl_oihw)) == dnnl_success &&
               dnnl_memory_desc_init_by_tag(&p->md_b, 1, b, dnnl_f32, dnnl_x) == dnnl_success;
@@ -355,7 +357,16 @@ static bool plan_make(dplan *pl, dk_kind kind, oar_tensor *const *in, oar_tensor
     }
     if (!plain_f32(x, 4) || !plain_f32(w, 4) || !plain_f32(y, 4) || !plain_f32(b, 1)) return false;
     dkey k;
-    if (!key_make(&k, kind, b != NULL, x->shape, w->shape, y->shape, conv)) return false;
+    bool nhwc = fused && !strcmp(a[5].s, "nhwc");
+    int64_t xs[4], ys[4]; /* NCHW order for oneDNN's dims */
+    for (int d = 0; d < 4; d++) {
+        static const int from_nhwc[4] = {0, 3, 1, 2};
+        xs[d] = x->shape[nhwc ? from_nhwc[d] : d];
+        ys[d] = y->shape[nhwc ? from_nhwc[d] : d];
+    }
+    if (fused && !nhwc && strcmp(a[5].s, "nchw") != 0) return false;
+    if (!key_make(&k, kind, b != NULL, xs, w->shape, ys, conv)) return false;
+    k.nhwc = nhwc;
     if (fused) {
         if (!plain_f32(in[3], 4)) return false;
         k.sum = in[3] != NULL;
