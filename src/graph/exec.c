@@ -199,42 +199,40 @@ static oar_status make_code(oar_exec *e) {
 /* The instruction of node id: its kernel, chosen on headers with the program's shapes. */
 static oar_status make_instr(oar_exec *e, int id, instr *I) {
     const oar_program *p = e->p;
-    {
-        const oar_node *n = &p->nodes[id];
-        const oar_op_def *d = oar_op_table[n->op];
-        I->op = n->op;
-        I->def = d;
-        I->node = n;
-        if (d->flags & OAR_OPF_VIEW) { /* the layout it gives, so consumers' kernels fit it */
-            oar_status st = run_view(e, I);
-            for (int o = 0; o < n->n_out; o++) e->hdr[n->out[o]]->storage = NULL;
-            return st;
-        }
-        if (d->flags & OAR_OPF_CONTROL) return OAR_OK;
-        oar_tensor *in[OAR_MAX_INPUTS], *out[OAR_MAX_OUTPUTS];
-        for (int k = 0; k < n->n_in; k++) in[k] = n->in[k] >= 0 ? e->hdr[n->in[k]] : NULL;
-        for (int o = 0; o < n->n_out; o++) out[o] = e->hdr[n->out[o]];
-        bool shapes_only = true;
-        oar_tensor *tmp[OAR_MAX_INPUTS] = {0}; /* values of sub-blocks have no header */
-        for (int k = 0; k < n->n_in; k++)
-            if (n->in[k] >= 0 && !in[k]) {
-                if (!(tmp[k] = shell_of(p, n->in[k]))) shapes_only = false;
-                in[k] = tmp[k];
-            }
-        /* kernels' supports() may look at pointers: headers bound only at run time get a stand-in */
-        static char stand_in_data[64];
-        static oar_storage stand_in = {.refcount = 1 << 30, .data = stand_in_data, .nbytes = sizeof stand_in_data};
-        oar_tensor *lent[OAR_MAX_INPUTS + OAR_MAX_OUTPUTS];
-        int n_lent = 0;
-        for (int k = 0; k < n->n_in; k++)
-            if (in[k] && !in[k]->storage) (lent[n_lent++] = in[k])->storage = &stand_in;
-        for (int o = 0; o < n->n_out; o++)
-            if (!out[o]->storage) (lent[n_lent++] = out[o])->storage = &stand_in;
-        I->kernel = shapes_only ? oar_select_kernel(n->op, in, n->n_in, out, n->n_out, n->attrs) : NULL;
-        for (int k = 0; k < n_lent; k++) lent[k]->storage = NULL;
-        for (int k = 0; k < n->n_in; k++) oar_tensor_unref(tmp[k]);
-        if (!I->kernel) return oar_last_status();
+    const oar_node *n = &p->nodes[id];
+    const oar_op_def *d = oar_op_table[n->op];
+    I->op = n->op;
+    I->def = d;
+    I->node = n;
+    if (d->flags & OAR_OPF_VIEW) { /* the layout it gives, so consumers' kernels fit it */
+        oar_status st = run_view(e, I);
+        for (int o = 0; o < n->n_out; o++) e->hdr[n->out[o]]->storage = NULL;
+        return st;
     }
+    if (d->flags & OAR_OPF_CONTROL) return OAR_OK;
+    oar_tensor *in[OAR_MAX_INPUTS], *out[OAR_MAX_OUTPUTS];
+    for (int k = 0; k < n->n_in; k++) in[k] = n->in[k] >= 0 ? e->hdr[n->in[k]] : NULL;
+    for (int o = 0; o < n->n_out; o++) out[o] = e->hdr[n->out[o]];
+    bool shapes_only = true;
+    oar_tensor *tmp[OAR_MAX_INPUTS] = {0}; /* values of sub-blocks have no header */
+    for (int k = 0; k < n->n_in; k++)
+        if (n->in[k] >= 0 && !in[k]) {
+            if (!(tmp[k] = shell_of(p, n->in[k]))) shapes_only = false;
+            in[k] = tmp[k];
+        }
+    /* kernels' supports() may look at pointers: headers bound only at run time get a stand-in */
+    static char stand_in_data[64];
+    static oar_storage stand_in = {.refcount = 1 << 30, .data = stand_in_data, .nbytes = sizeof stand_in_data};
+    oar_tensor *lent[OAR_MAX_INPUTS + OAR_MAX_OUTPUTS];
+    int n_lent = 0;
+    for (int k = 0; k < n->n_in; k++)
+        if (in[k] && !in[k]->storage) (lent[n_lent++] = in[k])->storage = &stand_in;
+    for (int o = 0; o < n->n_out; o++)
+        if (!out[o]->storage) (lent[n_lent++] = out[o])->storage = &stand_in;
+    I->kernel = shapes_only ? oar_select_kernel(n->op, in, n->n_in, out, n->n_out, n->attrs) : NULL;
+    for (int k = 0; k < n_lent; k++) lent[k]->storage = NULL;
+    for (int k = 0; k < n->n_in; k++) oar_tensor_unref(tmp[k]);
+    if (!I->kernel) return oar_last_status();
     return OAR_OK;
 }
 
