@@ -6,8 +6,11 @@
  * where x' (and the residual r') is the NHWC twin of x: the y' of the conv that made x when
  * there is one, else contiguous(permute(x, [0, 2, 3, 1])) (one conversion, at the network's
  * input). y, a view with y's shape and values, replaces y for every other reader (a pooling
- * reads it through a strided copy); views nobody reads are removed. Results are the same
- * values in another memory order: exact, up to the kernel's own accumulation order.
+ * reads it through a strided copy); views nobody reads are removed. A global average pool
+ * (adaptive_avg_pool2d to 1 x 1) of such a view becomes mean(y', dims 1, 2) reshaped to
+ * [N, C, 1, 1]: the fast reduction on the NHWC data instead of a copy and the reference
+ * kernel (5% of ResNet-20 at 2 threads). Results are the same values in another memory
+ * order: exact up to accumulation order (the pool's reference sums in double, mean in f32).
  * Only when oneDNN runs conv2d_act: other kernels have no NHWC convolution. */
 #include "graph/passes/passes.h"
 
@@ -109,6 +112,28 @@ static oar_status convert(layouter *l, int id) {
     return set_twin(l, view, yt) ? OAR_OK : oar_error(OAR_ERR_OOM, "conv_nhwc: out of memory");
 }
 
+/* adaptive_avg_pool2d(view) to 1 x 1, view an NCHW view of NHWC twin t: mean over H, W of t. */
+static oar_status pool_nhwc(layouter *l, int id) {
+    oar_program *p = l->p;
+    const oar_node *n = &p->nodes[id];
+    if (n->dead || n->op != OAR_OP_adaptive_avg_pool2d || n->block != OAR_MAIN_BLOCK) return OAR_OK;
+    if (n->attrs[0].n != 2 || n->attrs[0].ints[0] != 1 || n->attrs[0].ints[1] != 1) return OAR_OK;
+    int t = twin_of(l, n->in[0]), y = n->out[0];
+    int pos = pos_in_block(&p->blocks[OAR_MAIN_BLOCK], id);
+    if (t < 0 || pos < 0) return OAR_OK;
+    int64_t dims[2] = {1, 2}, shape[4] = {-1, p->values[t].meta.shape[3], 1, 1}; /* -1: any batch */
+    oar_attr ma[2] = {oar_attr_ints(dims, 2), oar_attr_int(1)}, ra = oar_attr_ints(shape, 4);
+    int in[1] = {t}, m, r;
+    if (oar_pass_insert_node(p, OAR_MAIN_BLOCK, pos++, OAR_OP_mean, in, 1, ma, &m) < 0) return oar_last_status();
+    p->values[m].dyn_dims = p->values[t].dyn_dims & 1u;
+    in[0] = m;
+    if (oar_pass_insert_node(p, OAR_MAIN_BLOCK, pos, OAR_OP_reshape, in, 1, &ra, &r) < 0) return oar_last_status();
+    p->values[r].dyn_dims = p->values[y].dyn_dims;
+    oar_program_replace_uses(p, y, r);
+    p->nodes[id].dead = true;
+    return OAR_OK;
+}
+
 oar_status oar_pass_conv_nhwc(oar_program *p) {
     if (!has_onednn()) return OAR_OK;
     layouter l = {p, NULL, 0};
@@ -119,8 +144,11 @@ oar_status oar_pass_conv_nhwc(oar_program *p) {
     int *order = malloc(sizeof(int) * (size_t)(n_main + 1));
     if (!order) return oar_error(OAR_ERR_OOM, "conv_nhwc: out of memory");
     memcpy(order, p->blocks[OAR_MAIN_BLOCK].nodes, sizeof(int) * (size_t)n_main);
-    for (int i = 0; i < n_main && st == OAR_OK; i++)
-        if (order[i] < n_nodes && convertible(p, &p->nodes[order[i]])) st = convert(&l, order[i]);
+    for (int i = 0; i < n_main && st == OAR_OK; i++) {
+        if (order[i] >= n_nodes) continue;
+        if (convertible(p, &p->nodes[order[i]])) st = convert(&l, order[i]);
+        else st = pool_nhwc(&l, order[i]);
+    }
     free(order);
     /* views nobody reads any more (their readers took the twin) */
     int *uses = st == OAR_OK ? malloc(sizeof(int) * (size_t)(p->n_values + 1)) : NULL;
