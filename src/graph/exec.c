@@ -12,6 +12,7 @@
  * and the NaN/Inf check cost one load and one predictable branch per instruction when off. */
 #include "graph/exec.h"
 
+#include "graph/hoist.h"
 #include "profiler/profiler.h"
 
 #include <stdlib.h>
@@ -23,6 +24,7 @@ typedef struct instr {
     instr_kind kind;
     bool direct;                    /* kernel: inputs contiguous (or op strided): call fn as is */
     bool random;                    /* kernel: reserves generator counters per run */
+    bool bumps;                     /* kernel: writes input 0's buffer in place (a new version) */
     int n_in, n_out;
     oar_kernel_fn fn;               /* kernel->fn */
     oar_tensor **in, **out;         /* kernel: argument lists, in e->args */
@@ -45,6 +47,14 @@ struct oar_exec {
     int *input_arg;           /* args slots holding a main input's header, patched by bind */
     int *input_arg_of;        /* per such slot: the main input's index */
     int n_input_args;
+    instr *once;             /* nodes computed from parameters and constants only (hoist.h) */
+    int n_once;
+    int *watch;              /* the parameters and constants they read */
+    oar_storage **watch_storage; /* each one's storage when they last ran (a reference) */
+    uint32_t *watch_version;     /* and that storage's version then */
+    int n_watch;
+    bool once_done;
+    bool *hoisted;           /* per node: computed once (hoist.h) */
     int *fresh;              /* FRESH roots, allocated per run */
     int n_fresh;
     int *shared;             /* non-view values sharing a root (in-place outputs) */
@@ -119,6 +129,8 @@ static oar_status run_instr(oar_exec *e, const instr *I, const oar_kctx *ctx) {
         } else {
             st = run_kernel_slow(I, hooks);
         }
+        /* caches keyed on (storage, version), such as oneDNN's packed weights, see the new data */
+        if (I->bumps) I->out[0]->storage->version++;
     } else if (I->kind == INSTR_VIEW) {
         st = run_view(e, I);
     } else {
@@ -172,6 +184,9 @@ static oar_status make_headers(oar_exec *e) {
             break;
         case OAR_BUF_PERSISTENT:
             if (oar_tensor_alloc_storage(e->hdr[v]) != OAR_OK) return OAR_ERR_OOM;
+            /* gradients are rewritten every run without a version bump: not tracked. Computed-
+             * once values bump their version each time they are recomputed (run_once). */
+            if (!e->hoisted[val->node]) e->hdr[v]->storage->uid = 0;
             break;
         case OAR_BUF_FRESH: e->fresh[e->n_fresh++] = v; break;
         default: break;
@@ -202,10 +217,36 @@ static void make_args(oar_exec *e, instr *I, const int *input_index, int *next) 
     /* bound inputs are made contiguous and other layouts are fixed once prepared */
     I->direct = direct || all_contiguous;
     I->random = (I->def->flags & OAR_OPF_RANDOM) != 0;
+    I->bumps = n->inplace;
     I->fn = I->kernel->fn;
     I->attrs = n->attrs;
     I->n_in = n->n_in;
     I->n_out = n->n_out;
+}
+
+/* The parameters and constants the computed-once nodes read, each listed once. */
+static oar_status watch_inputs(oar_exec *e, const bool *hoisted) {
+    const oar_program *p = e->p;
+    bool *listed = calloc((size_t)p->n_values + 1, 1);
+    e->watch = oar_malloc(sizeof(int) * (size_t)(p->n_values + 1));
+    e->watch_storage = calloc((size_t)p->n_values + 1, sizeof(oar_storage *));
+    e->watch_version = calloc((size_t)p->n_values + 1, sizeof(uint32_t));
+    if (!listed || !e->watch || !e->watch_storage || !e->watch_version) {
+        free(listed);
+        return oar_error(OAR_ERR_OOM, "executor: out of memory");
+    }
+    for (int i = 0; i < p->n_nodes; i++) {
+        const oar_node *n = &p->nodes[i];
+        if (!hoisted[i]) continue;
+        for (int k = 0; k < n->n_in; k++) {
+            int v = n->in[k];
+            if (v < 0 || listed[v] || p->values[v].kind == OAR_VAL_NODE) continue;
+            listed[v] = true;
+            e->watch[e->n_watch++] = v;
+        }
+    }
+    free(listed);
+    return OAR_OK;
 }
 
 /* Kernels are chosen once, on headers with the program's shapes and planned storage. */
@@ -213,7 +254,10 @@ static oar_status make_code(oar_exec *e) {
     const oar_program *p = e->p;
     const oar_block *main = &p->blocks[OAR_MAIN_BLOCK];
     e->code = oar_malloc(sizeof(instr) * (size_t)(main->n_nodes + 1));
-    if (!e->code) return OAR_ERR_OOM;
+    e->once = oar_malloc(sizeof(instr) * (size_t)(main->n_nodes + 1));
+    if (!e->code || !e->once) return OAR_ERR_OOM;
+    oar_status wst = watch_inputs(e, e->hoisted);
+    if (wst != OAR_OK) return wst;
     size_t n_args = 0;
     for (int i = 0; i < main->n_nodes; i++) n_args += (size_t)(p->nodes[main->nodes[i]].n_in + p->nodes[main->nodes[i]].n_out);
     e->args = oar_malloc(sizeof(oar_tensor *) * (n_args + 1));
@@ -230,7 +274,8 @@ static oar_status make_code(oar_exec *e) {
     for (int i = 0; i < main->n_nodes; i++) {
         const oar_node *n = &p->nodes[main->nodes[i]];
         const oar_op_def *d = oar_op_table[n->op];
-        instr *I = &e->code[e->n_code++];
+        /* nodes reading only parameters and constants run once per parameter change (hoist.h) */
+        instr *I = e->hoisted[main->nodes[i]] ? &e->once[e->n_once++] : &e->code[e->n_code++];
         memset(I, 0, sizeof *I);
         I->op = n->op;
         I->def = d;
@@ -328,6 +373,7 @@ oar_exec *oar_exec_create(const oar_program *p) {
     e->p = p;
     oar_status st = oar_plan_memory(p, &e->plan);
     if (st == OAR_OK && getenv("OAR_CHECK_PLAN")) st = oar_plan_check(p, &e->plan);
+    if (st == OAR_OK && !(e->hoisted = oar_program_hoisted_nodes(p))) st = oar_last_status();
     if (st == OAR_OK) st = make_headers(e);
     if (st == OAR_OK) st = make_code(e);
     if (st == OAR_OK) st = settle_fixed(e);
@@ -358,6 +404,12 @@ void oar_exec_free(oar_exec *e) {
     free(e->args);
     free(e->input_arg);
     free(e->input_arg_of);
+    free(e->once);
+    free(e->hoisted);
+    for (int k = 0; k < e->n_watch; k++) oar_storage_release(e->watch_storage[k]);
+    free(e->watch);
+    free(e->watch_storage);
+    free(e->watch_version);
     free(e);
 }
 
@@ -444,6 +496,43 @@ static void write_grads(oar_exec *e) {
     }
 }
 
+/* Whether the computed-once nodes hold results for the parameters as they are now: each one
+ * still has the storage it had (a reference is kept, so its address cannot be reused by
+ * another) at the same version. Writes through the API bump the version (copy_, init,
+ * checkpoint loads, optimizer updates); raw writes through oar_data are not seen, as for
+ * autograd's checks. */
+static bool once_current(const oar_exec *e) {
+    if (!e->once_done) return false;
+    for (int k = 0; k < e->n_watch; k++) {
+        const oar_storage *s = e->hdr[e->watch[k]]->storage;
+        if (s != e->watch_storage[k] || s->version != e->watch_version[k]) return false;
+    }
+    return true;
+}
+
+static oar_status run_once(oar_exec *e, const oar_kctx *ctx) {
+    e->once_done = false;
+    oar_status st = OAR_OK;
+    for (int i = 0; i < e->n_once && st == OAR_OK; i++) st = run_instr(e, &e->once[i], ctx);
+    if (st != OAR_OK) return st;
+    for (int i = 0; i < e->n_once; i++) { /* new data in the same buffers: caches keyed on versions see it */
+        const oar_node *n = e->once[i].node;
+        if (e->once[i].kernel)
+            for (int o = 0; o < n->n_out; o++) e->hdr[n->out[o]]->storage->version++;
+    }
+    for (int k = 0; k < e->n_watch; k++) {
+        oar_storage *s = e->hdr[e->watch[k]]->storage;
+        if (s != e->watch_storage[k]) {
+            if (s) __atomic_add_fetch(&s->refcount, 1, __ATOMIC_RELAXED);
+            oar_storage_release(e->watch_storage[k]);
+            e->watch_storage[k] = s;
+        }
+        e->watch_version[k] = s ? s->version : 0;
+    }
+    e->once_done = true;
+    return OAR_OK;
+}
+
 oar_status oar_exec_run(oar_exec *e, oar_tensor *const *in, int n_in, oar_tensor **out, int n_out) {
     oar_status st = bind_inputs(e, in, n_in);
     if (st != OAR_OK) {
@@ -459,6 +548,7 @@ oar_status oar_exec_run(oar_exec *e, oar_tensor *const *in, int n_in, oar_tensor
     for (int k = 0; k < e->n_shared && st == OAR_OK; k++) share_root(e, e->shared[k]);
     oar_kctx ctx = {.nthreads = oar_get_num_threads()}; /* once per run: the pool's size may change between runs */
     oar_no_grad_begin();
+    if (st == OAR_OK && e->n_once && !once_current(e)) st = run_once(e, &ctx);
     for (int i = 0; i < e->n_code && st == OAR_OK; i++) st = run_instr(e, &e->code[i], &ctx);
     oar_no_grad_end();
     if (st == OAR_OK) st = hand_out(e, out, n_out);

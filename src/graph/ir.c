@@ -176,12 +176,18 @@ void oar_program_use_counts(const oar_program *p, int *counts) {
     for (int k = 0; k < p->n_grad_writes; k++) counts[p->grad_writes[k].value]++;
 }
 
+uint32_t oar_node_mutated_inputs(const oar_node *n) {
+    if (n->op == OAR_OP_batch_norm && n->attrs[0].i == 0) return 0; /* eval: only reads the statistics */
+    return oar_op_table[n->op]->mutated_inputs;
+}
+
 bool oar_node_has_effects(const oar_program *p, const oar_node *n) {
     const oar_op_def *d = oar_op_table[n->op];
+    uint32_t m = oar_node_mutated_inputs(n);
     if (d->flags & OAR_OPF_RANDOM) return true;
     if (n->n_blocks) return true; /* control flow: its blocks may hold effects */
     for (int k = 0; k < n->n_in && k < 32; k++)
-        if (((d->mutated_inputs >> k) & 1u) && n->in[k] >= 0) return true;
+        if (((m >> k) & 1u) && n->in[k] >= 0) return true;
     (void)p;
     return false;
 }

@@ -100,6 +100,9 @@ void oar_program_use_counts(const oar_program *p, int *counts);
  * in place (optimizer updates, batch-norm running stats) or draws random numbers that later
  * runs must not see again. */
 bool oar_node_has_effects(const oar_program *p, const oar_node *n);
+/* The inputs node n writes in place: its op's mutated_inputs, except for a batch_norm in
+ * inference mode (training = 0), which only reads its running statistics. */
+uint32_t oar_node_mutated_inputs(const oar_node *n);
 
 /* ---- checking and printing */
 /* Structural checks plus re-inference of every node: ids in range, inputs defined before use

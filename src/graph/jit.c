@@ -152,7 +152,7 @@ static void free_names(oar_jit *f, oar_trace_names *names) {
 static bool program_trains(const oar_program *p) {
     if (p->n_grad_writes) return true;
     for (int i = 0; i < p->n_nodes; i++)
-        if (!p->nodes[i].dead && oar_op_table[p->nodes[i].op]->mutated_inputs) return true;
+        if (!p->nodes[i].dead && oar_node_mutated_inputs(&p->nodes[i])) return true;
     return false;
 }
 

@@ -11,6 +11,7 @@
  *      Ranges are inclusive, so a node's inputs and outputs never share bytes unless the
  *      node was marked in place (then they are one root). */
 #include "graph/plan.h"
+#include "graph/hoist.h"
 #include "graph/passes/passes.h"
 
 #include <stdlib.h>
@@ -194,8 +195,9 @@ oar_status oar_plan_memory(const oar_program *p, oar_memory_plan *plan) {
     planner pl = {p, plan, malloc(sizeof(int) * ((size_t)p->n_nodes + 1)), calloc(n1, 1)};
     char *seen = calloc(n1, 1); /* per root: 1 aliased by a main-block output, 2 by a gradient write */
     int *order = malloc(sizeof(int) * n1);
+    bool *hoisted = oar_program_hoisted_nodes(p); /* computed once: outside the arena */
     oar_status st = OAR_OK;
-    if (!plan->root || !plan->cls || !plan->offset || !plan->nbytes || !plan->first || !plan->last || !pl.step ||
+    if (!hoisted || !plan->root || !plan->cls || !plan->offset || !plan->nbytes || !plan->first || !plan->last || !pl.step ||
         !pl.where || !seen || !order) {
         st = oar_error(OAR_ERR_OOM, "plan: out of memory");
         goto done;
@@ -226,6 +228,7 @@ oar_status oar_plan_memory(const oar_program *p, oar_memory_plan *plan) {
         else if (pl.where[v] != WHERE_MAIN) c = OAR_BUF_FRESH;
         else if (seen[v] & 1) c = OAR_BUF_FRESH; /* the caller keeps it, even if also a gradient */
         else if (seen[v] & 2) c = OAR_BUF_PERSISTENT;
+        else if (val->kind == OAR_VAL_NODE && hoisted[val->node]) c = OAR_BUF_PERSISTENT;
         else c = OAR_BUF_ARENA;
         plan->cls[v] = c;
         if (pl.where[v] != WHERE_NONE) plan->nbytes[v] = value_bytes(val);
@@ -267,6 +270,7 @@ done:
     free(pl.where);
     free(seen);
     free(order);
+    free(hoisted);
     if (st != OAR_OK) oar_plan_free(plan);
     return st;
 }

@@ -4,6 +4,7 @@
  * root is aligned and inside the arena, that the plan's live ranges cover the real ones, and
  * that no two arena roots live at the same step share a byte. */
 #include "graph/plan.h"
+#include "graph/hoist.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -97,7 +98,12 @@ static oar_status check(checker *c) {
 
     const oar_block *mb = &p->blocks[OAR_MAIN_BLOCK];
     char *seen = calloc((size_t)nv + 1, 1);
-    if (!seen) return oar_error(OAR_ERR_OOM, "plan check: out of memory");
+    bool *hoisted = oar_program_hoisted_nodes(p);
+    if (!seen || !hoisted) {
+        free(seen);
+        free(hoisted);
+        return oar_error(OAR_ERR_OOM, "plan check: out of memory");
+    }
     for (int k = 0; k < mb->n_out; k++) seen[plan->root[mb->out[k]]] |= 1;
     for (int k = 0; k < p->n_grad_writes; k++) seen[plan->root[p->grad_writes[k].value]] |= 2;
     for (int v = 0; v < nv && st == OAR_OK; v++) {
@@ -113,6 +119,7 @@ static oar_status check(checker *c) {
         if (val->kind != OAR_VAL_NODE) want = OAR_BUF_EXTERNAL;
         else if (c->at[v] != AT_MAIN || (seen[v] & 1)) want = OAR_BUF_FRESH;
         else if (seen[v] & 2) want = OAR_BUF_PERSISTENT;
+        else if (hoisted[val->node]) want = OAR_BUF_PERSISTENT; /* computed once (hoist.h) */
         else want = OAR_BUF_ARENA;
         if (plan->cls[v] != want) {
             st = bad("has the wrong buffer class", v);
@@ -133,6 +140,7 @@ static oar_status check(checker *c) {
         c->rf[v] = c->rl[v] = c->step[val->node];
     }
     free(seen);
+    free(hoisted);
     if (st != OAR_OK) return st;
 
     for (int s = 0; s < mb->n_nodes; s++) {

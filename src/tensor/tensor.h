@@ -33,6 +33,10 @@ typedef struct oar_storage {
     void *deleter_ctx;
     bool owned;                              /* allocated by oar_alloc */
     uint32_t version;                        /* bumped by in-place writes (autograd checks it) */
+    uint64_t uid;                            /* unique per storage oar allocates and versions (never
+                                                reused, unlike addresses); 0: not tracked (user
+                                                buffers, executor buffers rewritten each run).
+                                                (uid, version) names data for caches (packed weights) */
 } oar_storage;
 
 /* Autograd nodes belong to the autograd layer; tensors only hold and drop references through

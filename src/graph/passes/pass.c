@@ -14,6 +14,12 @@ static const oar_pass_info g_passes[] = {
      oar_pass_cse},
     {"constant_folding", "computes nodes whose inputs are all constants once, at compile time", true,
      false, oar_pass_constant_folding},
+    {"fold_conv_bn", "folds an inference-mode batch_norm into the conv2d before it (weights recomputed when "
+     "parameters change)", true, true, oar_pass_fold_conv_bn},
+    {"fuse_conv_act", "fuses conv2d with a following relu and/or residual add into conv2d_act (oneDNN post-ops)",
+     true, true, oar_pass_fuse_conv_act},
+    {"conv_nhwc", "runs convolutions on NHWC activations (oneDNN's layout) so chains of convs skip conversions",
+     true, true, oar_pass_conv_nhwc},
     {"fuse_attention", "matmul, scale, mask, softmax, matmul (and their traced backward) become fused_attention "
      "(and attention_backward)", true, false, oar_pass_fuse_attention},
     {"fuse_linear_act", "runs linear followed by relu or gelu as one linear_act node (the activation applied "
@@ -131,7 +137,7 @@ bool *oar_pass_mutable_roots(const oar_program *p, const int *root) {
     }
     for (int i = 0; i < p->n_nodes; i++) {
         const oar_node *n = &p->nodes[i];
-        uint32_t m = oar_op_table[n->op]->mutated_inputs;
+        uint32_t m = oar_node_mutated_inputs(n);
         if (n->dead || !m) continue;
         for (int k = 0; k < n->n_in && k < 32; k++)
             if (((m >> k) & 1u) && n->in[k] >= 0) mut[root[n->in[k]]] = true;

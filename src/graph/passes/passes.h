@@ -41,12 +41,22 @@ int *oar_pass_value_roots(const oar_program *p);
 bool *oar_pass_mutable_roots(const oar_program *p, const int *root);
 bool *oar_pass_mutable_values(const oar_program *p);
 
+/* For passes that add nodes (pass_emit.c). insert_node: a node of op in block at position pos
+ * of its node list (-1: last), output metas inferred from its inputs; the node id, or -1 with
+ * the error set. scalar_const: a 0-d constant value; its id or -1. */
+int oar_pass_insert_node(oar_program *p, int block, int pos, oar_op_id op, const int *in, int n_in,
+                         const oar_attr *attrs, int *out_ids);
+int oar_pass_scalar_const(oar_program *p, double value, oar_dtype dt);
+
 /* The passes themselves (one file each). */
 oar_status oar_pass_dead_code(oar_program *p);        /* dead_code.c */
 oar_status oar_pass_cse(oar_program *p);              /* cse.c */
 oar_status oar_pass_constant_folding(oar_program *p); /* constant_folding.c */
 oar_status oar_pass_fuse_all_optimizer_ops(oar_program *p); /* fuse_optimizer.c */
 oar_status oar_pass_fuse_attention(oar_program *p);  /* fuse_attention.c */
+oar_status oar_pass_fold_conv_bn(oar_program *p);     /* fold_conv_bn.c (inference only) */
+oar_status oar_pass_fuse_conv_act(oar_program *p);    /* fuse_conv_act.c (inference only) */
+oar_status oar_pass_conv_nhwc(oar_program *p);        /* conv_nhwc.c (inference only) */
 oar_status oar_pass_inplace(oar_program *p);          /* inplace.c: marks oar_node.inplace */
 oar_status oar_pass_fuse_linear_act(oar_program *p);  /* fuse_linear_act.c */
 oar_status oar_pass_fuse_elementwise(oar_program *p); /* fuse_elementwise.c */

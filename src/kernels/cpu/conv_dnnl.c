@@ -24,6 +24,8 @@ typedef enum { DK_FORWARD, DK_GRAD_INPUT, DK_GRAD_WEIGHT } dk_kind;
 /* Everything a primitive depends on; all int64 so memcmp sees no padding. */
 typedef struct dkey {
     int64_t kind, bias;
+    int64_t sum, relu; /* forward post-ops (conv2d_act): add the residual, then relu */
+    int64_t nhwc;      /* x and y are NHWC in memory (conv2d_act layout=nhwc) */
     int64_t x[4], w[4], y[4]; /* x [n, ci, h, w], weight [co, ci / groups, kh, kw], y [n, co, oh, ow] */
     int64_t s[2], pl[2], pr[2], d[2], groups;
 } dkey;
@@ -37,6 +39,23 @@ typedef struct doperand {
     int arg;                  /* DNNL_ARG_* */
 } doperand;
 
+/* Weights already in the layout a forward primitive wants, for the data they were made from:
+ * the storage's uid and version (tensor.h) and the weight's offset in it. Immutable once made;
+ * refs counts the primitive's reference and each running call's. */
+typedef struct dpacked {
+    int refs;
+    uint64_t uid;
+    uint32_t version;
+    int64_t offset;
+    uint64_t used; /* the cache clock at its last use */
+    void *data;
+    size_t bytes;
+} dpacked;
+
+/* Packings kept per primitive: convs of one shape share a primitive (six in ResNet-20's
+ * first stage), and each keeps its weights packed. */
+#define PACK_SLOTS 16
+
 /* A cached primitive (prim NULL: oneDNN declined this key, remembered so as not to retry).
  * refs counts the cache's reference and each running call's, so eviction never frees a
  * primitive in use. */
@@ -46,6 +65,8 @@ typedef struct dprim {
     dnnl_primitive_desc_t hint; /* the forward pd a backward primitive was built from */
     doperand op[3];             /* x, weight, y */
     dnnl_memory_desc_t md_b;
+    dnnl_primitive_t res_reorder; /* sum post-op into a blocked output: the residual into its layout */
+    dpacked *packed[PACK_SLOTS];  /* forward: weights reordered, reused while unchanged */
     size_t scratch; /* bytes of user scratchpad */
     int refs;
     uint64_t used;
@@ -101,12 +122,20 @@ static void threads_hook(int nthreads) {
 }
 #endif
 
+static void packed_put(dpacked *k) {
+    if (!k || __atomic_sub_fetch(&k->refs, 1, __ATOMIC_ACQ_REL) > 0) return;
+    oar_free(k->data, k->bytes);
+    free(k);
+}
+
 static void dprim_free(dprim *p) {
     if (!p) return;
+    for (int i = 0; i < PACK_SLOTS; i++) packed_put(p->packed[i]);
     if (p->prim) dnnl_primitive_destroy(p->prim);
     if (p->hint) dnnl_primitive_desc_destroy(p->hint);
     for (int i = 0; i < 3; i++)
         if (p->op[i].reorder) dnnl_primitive_destroy(p->op[i].reorder);
+    if (p->res_reorder) dnnl_primitive_destroy(p->res_reorder);
     free(p);
 }
 
@@ -147,8 +176,9 @@ static dprim *dprim_build(const dkey *k) {
     dnnl_dims_t d = {k->d[0] - 1, k->d[1] - 1}; /* oneDNN counts dilation from 0 */
     dnnl_memory_desc_t ax, aw, ay; /* "any": the primitive picks the layouts it runs fastest on */
     /* groups > 1: the 5-d goihw view of the same OIHW buffer */
-    bool ok = dnnl_memory_desc_init_by_tag(&p->op[0].plain, 4, x, dnnl_f32, dnnl_nchw) == dnnl_success &&
-              dnnl_memory_desc_init_by_tag(&p->op[2].plain, 4, y, dnnl_f32, dnnl_nchw) == dnnl_success &&
+    dnnl_format_tag_t act_tag = k->nhwc ? dnnl_nhwc : dnnl_nchw; /* dims are NCHW either way */
+    bool ok = dnnl_memory_desc_init_by_tag(&p->op[0].plain, 4, x, dnnl_f32, act_tag) == dnnl_success &&
+              dnnl_memory_desc_init_by_tag(&p->op[2].plain, 4, y, dnnl_f32, act_tag) == dnnl_success &&
               (g > 1 ? dnnl_memory_desc_init_by_tag(&p->op[1].plain, 5, w, dnnl_f32, dnnl_goihw)
                      : dnnl_memory_desc_init_by_tag(&p->op[1].plain, 4, w4, dnnl_f32, dnnl_oihw)) == dnnl_success &&
               dnnl_memory_desc_init_by_tag(&p->md_b, 1, b, dnnl_f32, dnnl_x) == dnnl_success;
@@ -160,6 +190,14 @@ static dprim *dprim_build(const dkey *k) {
     dnnl_primitive_attr_t attr = NULL;
     ok = ok && dnnl_primitive_attr_create(&attr) == dnnl_success &&
          dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user) == dnnl_success;
+    if (ok && (k->sum || k->relu)) { /* the epilogue of conv2d_act, applied as the output is written */
+        dnnl_post_ops_t po = NULL;
+        ok = dnnl_post_ops_create(&po) == dnnl_success &&
+             (!k->sum || dnnl_post_ops_append_sum(po, 1.0f) == dnnl_success) &&
+             (!k->relu || dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_relu, 0.0f, 0.0f) == dnnl_success) &&
+             dnnl_primitive_attr_set_post_ops(attr, po) == dnnl_success;
+        if (po) dnnl_post_ops_destroy(po);
+    }
     dnnl_convolution_desc_t fd, bd;
     dnnl_primitive_desc_t fpd = NULL, pd = NULL;
     bool fwd = k->kind == DK_FORWARD;
@@ -180,7 +218,18 @@ static dprim *dprim_build(const dkey *k) {
     } else {
         pd = fpd;
     }
-    if (ok && plan_operands(p, pd)) {
+    if (ok) ok = plan_operands(p, pd);
+    if (ok && k->sum && p->op[2].reorder) { /* residual (plain) into the output's layout */
+        dnnl_primitive_desc_t rpd;
+        ok = dnnl_reorder_primitive_desc_create(&rpd, &p->op[2].plain, g_engine, &p->op[2].want, g_engine, NULL) ==
+             dnnl_success;
+        if (ok) {
+            ok = dnnl_primitive_create(&p->res_reorder, rpd) == dnnl_success;
+            dnnl_primitive_desc_destroy(rpd);
+            if (!ok) p->res_reorder = NULL;
+        }
+    }
+    if (ok) {
         const dnnl_memory_desc_t *smd = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
         p->scratch = smd ? dnnl_memory_desc_get_size(smd) : 0;
         if (dnnl_primitive_create(&p->prim, pd) != dnnl_success) p->prim = NULL;
@@ -190,6 +239,7 @@ static dprim *dprim_build(const dkey *k) {
     if (!p->prim) {
         for (int i = 0; i < 3; i++)
             if (p->op[i].reorder) dnnl_primitive_destroy(p->op[i].reorder), p->op[i].reorder = NULL;
+        if (p->res_reorder) dnnl_primitive_destroy(p->res_reorder), p->res_reorder = NULL;
         if (p->hint) dnnl_primitive_desc_destroy(p->hint), p->hint = NULL;
     }
     return p;
@@ -291,8 +341,10 @@ static void plan_release(dplan *pl) {
         if (pl->p[i]) dprim_put(pl->p[i]);
 }
 
-/* The primitives for a call; false (nothing held) when oneDNN declines it. */
-static bool plan_make(dplan *pl, dk_kind kind, oar_tensor *const *in, oar_tensor *const *out, const oar_attr *a) {
+/* The primitives for a call; false (nothing held) when oneDNN declines it. fused: conv2d_act
+ * (in[3] the residual or NULL, a[4] the activation). */
+static bool plan_make(dplan *pl, dk_kind kind, oar_tensor *const *in, oar_tensor *const *out, const oar_attr *a,
+                      bool fused) {
     memset(pl, 0, sizeof *pl);
     pl->kind = kind;
     if (!engine_ready()) return false;
@@ -305,7 +357,22 @@ static bool plan_make(dplan *pl, dk_kind kind, oar_tensor *const *in, oar_tensor
     }
     if (!plain_f32(x, 4) || !plain_f32(w, 4) || !plain_f32(y, 4) || !plain_f32(b, 1)) return false;
     dkey k;
-    if (!key_make(&k, kind, b != NULL, x->shape, w->shape, y->shape, conv)) return false;
+    bool nhwc = fused && !strcmp(a[5].s, "nhwc");
+    int64_t xs[4], ys[4]; /* NCHW order for oneDNN's dims */
+    for (int d = 0; d < 4; d++) {
+        static const int from_nhwc[4] = {0, 3, 1, 2};
+        xs[d] = x->shape[nhwc ? from_nhwc[d] : d];
+        ys[d] = y->shape[nhwc ? from_nhwc[d] : d];
+    }
+    if (fused && !nhwc && strcmp(a[5].s, "nchw") != 0) return false;
+    if (!key_make(&k, kind, b != NULL, xs, w->shape, ys, conv)) return false;
+    k.nhwc = nhwc;
+    if (fused) {
+        if (!plain_f32(in[3], 4)) return false;
+        k.sum = in[3] != NULL;
+        k.relu = !strcmp(a[4].s, "relu");
+        if (!k.relu && strcmp(a[4].s, "none") != 0) return false;
+    }
     int64_t n = k.x[0], nt = oar_get_num_threads();
     if (nt > MAX_PARTS) nt = MAX_PARTS;
 #ifndef OAR_HAVE_OPENMP
@@ -336,14 +403,73 @@ static oar_status run_prim(const char *op, dnnl_primitive_t prim, dnnl_stream_t 
     return st == dnnl_success ? OAR_OK : dnnl_fail(op, st);
 }
 
+/* The weights w in p's layout with a reference for the caller (packed_put), reordering them
+ * only when p holds none for w's data as it is now. Static programs and inference call a conv
+ * with the same weights again and again: at batch 1 the weight reorder measured a quarter of
+ * ResNet-20's time. NULL: the caller reorders itself (untracked storage, or no memory). */
+static dpacked *packed_get(const char *op, dprim *p, const oar_tensor *w, oar_status *rc) {
+    const oar_storage *st = w->storage;
+    if (!st || !st->uid || !p->op[1].reorder || p->key.kind != DK_FORWARD) return NULL;
+    pthread_mutex_lock(&g_cache.mu);
+    for (int i = 0; i < PACK_SLOTS; i++) {
+        dpacked *k = p->packed[i];
+        if (k && k->uid == st->uid && k->version == st->version && k->offset == w->offset) {
+            __atomic_add_fetch(&k->refs, 1, __ATOMIC_RELAXED);
+            k->used = ++g_cache.clock;
+            pthread_mutex_unlock(&g_cache.mu);
+            return k;
+        }
+    }
+    pthread_mutex_unlock(&g_cache.mu);
+    dpacked *k = calloc(1, sizeof *k);
+    if (!k || !(k->data = oar_alloc(p->op[1].bytes))) {
+        free(k);
+        return NULL;
+    }
+    k->refs = 1, k->uid = st->uid, k->version = st->version, k->offset = w->offset, k->bytes = p->op[1].bytes;
+    dnnl_stream_t strm = NULL;
+    dnnl_memory_t from = NULL, to = NULL;
+    dnnl_status_t ds = dnnl_stream_create(&strm, g_engine, dnnl_stream_default_flags);
+    if (ds == dnnl_success) ds = dnnl_memory_create(&from, &p->op[1].plain, g_engine, oar_tensor_ptr(w));
+    if (ds == dnnl_success) ds = dnnl_memory_create(&to, &p->op[1].want, g_engine, k->data);
+    *rc = ds == dnnl_success ? run_prim(op, p->op[1].reorder, strm, 2,
+                                        (dnnl_exec_arg_t[]){{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}})
+                             : dnnl_fail(op, ds);
+    if (*rc == OAR_OK && (ds = dnnl_stream_wait(strm)) != dnnl_success) *rc = dnnl_fail(op, ds);
+    if (from) dnnl_memory_destroy(from);
+    if (to) dnnl_memory_destroy(to);
+    if (strm) dnnl_stream_destroy(strm);
+    if (*rc != OAR_OK) {
+        packed_put(k);
+        return NULL;
+    }
+    pthread_mutex_lock(&g_cache.mu); /* replaces an older packing of the same weights, else the least recent */
+    int slot = 0;
+    for (int i = 0; i < PACK_SLOTS; i++) {
+        dpacked *o = p->packed[i];
+        if (!o || (o->uid == k->uid && o->offset == k->offset)) {
+            slot = i;
+            break;
+        }
+        if (o->used < p->packed[slot]->used) slot = i;
+    }
+    dpacked *old = p->packed[slot];
+    p->packed[slot] = k;
+    k->used = ++g_cache.clock;
+    __atomic_add_fetch(&k->refs, 1, __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&g_cache.mu);
+    packed_put(old);
+    return k;
+}
+
 /* Runs p on the caller's buffers x, weight, y (and bias or NULL): converts the inputs the
  * primitive wants in another layout, runs it, converts its output back. */
-static oar_status execute(const char *op, dprim *p, void *const bufs[3], void *bias) {
+static oar_status execute(const char *op, dprim *p, void *const bufs[3], void *bias, void *res, void *wpacked) {
     enum { SCRATCH = 3, BIAS = 4, N_MEM = 8 }; /* 0..2 plain operands, 5..7 converted ones */
     dnnl_memory_t mem[N_MEM] = {0};
     dnnl_stream_t strm = NULL;
     void *tmp[4] = {0};
-    size_t tmp_bytes[4] = {p->op[0].bytes, p->op[1].bytes, p->op[2].bytes, p->scratch};
+    size_t tmp_bytes[4] = {p->op[0].bytes, wpacked ? 0 : p->op[1].bytes, p->op[2].bytes, p->scratch};
     oar_status rc = OAR_OK;
     for (int i = 0; i < 4; i++)
         if (tmp_bytes[i] && !(tmp[i] = oar_alloc(tmp_bytes[i]))) rc = OAR_ERR_OOM;
@@ -353,14 +479,26 @@ static oar_status execute(const char *op, dprim *p, void *const bufs[3], void *b
     if (p->scratch && st == dnnl_success) st = dnnl_memory_desc_init_by_tag(&smd, 1, sd, dnnl_u8, dnnl_x);
     for (int i = 0; i < 3 && st == dnnl_success && rc == OAR_OK; i++) {
         st = dnnl_memory_create(&mem[i], &p->op[i].plain, g_engine, bufs[i]);
-        if (st == dnnl_success && p->op[i].reorder) st = dnnl_memory_create(&mem[5 + i], &p->op[i].want, g_engine, tmp[i]);
+        if (st == dnnl_success && p->op[i].reorder)
+            st = dnnl_memory_create(&mem[5 + i], &p->op[i].want, g_engine, i == 1 && wpacked ? wpacked : tmp[i]);
     }
     if (p->scratch && st == dnnl_success && rc == OAR_OK) st = dnnl_memory_create(&mem[SCRATCH], &smd, g_engine, tmp[3]);
     if (bias && st == dnnl_success && rc == OAR_OK) st = dnnl_memory_create(&mem[BIAS], &p->md_b, g_engine, bias);
     if (st != dnnl_success && rc == OAR_OK) rc = dnnl_fail(op, st);
     int out = k_out[p->key.kind];
+    dnnl_memory_t res_mem = NULL;
+    if (rc == OAR_OK && p->key.sum) { /* the sum post-op adds what the output holds: the residual */
+        if (p->res_reorder) {
+            st = dnnl_memory_create(&res_mem, &p->op[2].plain, g_engine, res);
+            rc = st == dnnl_success ? run_prim(op, p->res_reorder, strm, 2,
+                                               (dnnl_exec_arg_t[]){{DNNL_ARG_FROM, res_mem}, {DNNL_ARG_TO, mem[5 + 2]}})
+                                    : dnnl_fail(op, st);
+        } else if (res != bufs[2]) {
+            memcpy(bufs[2], res, dnnl_memory_desc_get_size(&p->op[2].plain));
+        }
+    }
     for (int i = 0; i < 3 && rc == OAR_OK; i++) /* inputs into the wanted layout */
-        if (p->op[i].reorder && i != out)
+        if (p->op[i].reorder && i != out && !(i == 1 && wpacked))
             rc = run_prim(op, p->op[i].reorder, strm, 2,
                           (dnnl_exec_arg_t[]){{DNNL_ARG_FROM, mem[i]}, {DNNL_ARG_TO, mem[5 + i]}});
     if (rc == OAR_OK) {
@@ -377,6 +515,7 @@ static oar_status execute(const char *op, dprim *p, void *const bufs[3], void *b
     if (rc == OAR_OK && (st = dnnl_stream_wait(strm)) != dnnl_success) rc = dnnl_fail(op, st);
     for (int i = 0; i < N_MEM; i++)
         if (mem[i]) dnnl_memory_destroy(mem[i]);
+    if (res_mem) dnnl_memory_destroy(res_mem);
     if (strm) dnnl_stream_destroy(strm);
     for (int i = 0; i < 4; i++) oar_free(tmp[i], tmp_bytes[i]);
     return rc == OAR_ERR_OOM ? oar_error(OAR_ERR_OOM, "%s: out of memory for oneDNN buffers", op) : rc;
@@ -387,7 +526,8 @@ static oar_status execute(const char *op, dprim *p, void *const bufs[3], void *b
 typedef struct djob {
     const char *op;
     const dplan *pl;
-    char *x, *w, *y, *bias;
+    char *x, *w, *y, *bias, *res; /* res: conv2d_act's residual or NULL */
+    dpacked *packed[2];           /* forward: each primitive's weights already reordered, or NULL */
     int64_t xb, yb;   /* bytes of one image of x / y */
     float *partial;   /* grad_weight: parts - 1 gradients of wn floats */
     int64_t wn;
@@ -402,22 +542,28 @@ static void run_parts(void *ctx, int64_t begin, int64_t end) {
         int64_t n0 = i * pl->q + (i < pl->r ? i : pl->r);
         dprim *p = pl->p[pl->r && i >= pl->r];
         void *w = pl->kind == DK_GRAD_WEIGHT && i > 0 ? (void *)(j->partial + (i - 1) * j->wn) : j->w;
-        oar_status st = execute(j->op, p, (void *[3]){j->x + n0 * j->xb, w, j->y + n0 * j->yb}, j->bias);
+        dpacked *k = j->packed[pl->r && i >= pl->r];
+        oar_status st = execute(j->op, p, (void *[3]){j->x + n0 * j->xb, w, j->y + n0 * j->yb}, j->bias,
+                                j->res ? j->res + n0 * j->yb : NULL, k ? k->data : NULL);
         j->st[i] = st;
     }
 }
 
 static oar_status run_call(const char *op, dk_kind kind, oar_tensor *const *in, oar_tensor *const *out,
-                           const oar_attr *a, oar_tensor *x, oar_tensor *w, oar_tensor *y, oar_tensor *bias) {
+                           const oar_attr *a, oar_tensor *x, oar_tensor *w, oar_tensor *y, oar_tensor *bias,
+                           bool fused) {
     dplan pl;
-    if (!plan_make(&pl, kind, in, out, a)) return oar_error(OAR_ERR_UNSUPPORTED, "%s: oneDNN declined these inputs", op);
+    if (!plan_make(&pl, kind, in, out, a, fused)) return oar_error(OAR_ERR_UNSUPPORTED, "%s: oneDNN declined these inputs", op);
     djob j = {.op = op, .pl = &pl, .x = oar_tensor_ptr(x), .w = oar_tensor_ptr(w), .y = oar_tensor_ptr(y),
-              .bias = bias ? oar_tensor_ptr(bias) : NULL, .xb = (int64_t)sizeof(float) * (x->numel / x->shape[0]),
+              .bias = bias ? oar_tensor_ptr(bias) : NULL, .res = fused && in[3] ? oar_tensor_ptr(in[3]) : NULL, .xb = (int64_t)sizeof(float) * (x->numel / x->shape[0]),
               .yb = (int64_t)sizeof(float) * (y->numel / y->shape[0]), .wn = w->numel};
     size_t pbytes = kind == DK_GRAD_WEIGHT ? sizeof(float) * (size_t)((pl.parts - 1) * j.wn) : 0;
     oar_status st = OAR_OK;
     if (pbytes && !(j.partial = oar_alloc(pbytes))) st = oar_error(OAR_ERR_OOM, "%s: out of memory", op);
+    for (int i = 0; i < 2 && st == OAR_OK && kind == DK_FORWARD; i++)
+        if (pl.p[i]) j.packed[i] = packed_get(op, pl.p[i], w, &st);
     if (st == OAR_OK) oar_parallel_for(pl.parts, 1, run_parts, &j);
+    for (int i = 0; i < 2; i++) packed_put(j.packed[i]);
     for (int64_t i = 0; i < pl.parts && st == OAR_OK; i++) st = j.st[i];
     float *gw = (float *)j.w;
     for (int64_t i = 1; st == OAR_OK && pbytes && i < pl.parts; i++) {
@@ -433,40 +579,52 @@ static oar_status run_call(const char *op, dk_kind kind, oar_tensor *const *in, 
 static oar_status conv2d_dnnl(const oar_kctx *ctx, oar_tensor *const *in, int n_in, oar_tensor *const *out,
                               int n_out, const oar_attr *a) {
     (void)ctx; (void)n_in; (void)n_out;
-    return run_call("conv2d", DK_FORWARD, in, out, a, in[0], in[1], out[0], in[2]);
+    return run_call("conv2d", DK_FORWARD, in, out, a, in[0], in[1], out[0], in[2], false);
+}
+
+static oar_status conv2d_act_dnnl(const oar_kctx *ctx, oar_tensor *const *in, int n_in, oar_tensor *const *out,
+                                  int n_out, const oar_attr *a) {
+    (void)ctx; (void)n_in; (void)n_out;
+    return run_call("conv2d_act", DK_FORWARD, in, out, a, in[0], in[1], out[0], in[2], true);
 }
 
 static oar_status grad_input_dnnl(const oar_kctx *ctx, oar_tensor *const *in, int n_in, oar_tensor *const *out,
                                   int n_out, const oar_attr *a) {
     (void)ctx; (void)n_in; (void)n_out;
-    return run_call("conv2d_grad_input", DK_GRAD_INPUT, in, out, a, out[0], in[1], in[0], NULL);
+    return run_call("conv2d_grad_input", DK_GRAD_INPUT, in, out, a, out[0], in[1], in[0], NULL, false);
 }
 
 static oar_status grad_weight_dnnl(const oar_kctx *ctx, oar_tensor *const *in, int n_in, oar_tensor *const *out,
                                    int n_out, const oar_attr *a) {
     (void)ctx; (void)n_in; (void)n_out;
-    return run_call("conv2d_grad_weight", DK_GRAD_WEIGHT, in, out, a, in[0], out[0], in[1], NULL);
+    return run_call("conv2d_grad_weight", DK_GRAD_WEIGHT, in, out, a, in[0], out[0], in[1], NULL, false);
 }
 
-static bool supports_kind(dk_kind kind, oar_tensor *const *in, oar_tensor *const *out, const oar_attr *a) {
+static bool supports_kind(dk_kind kind, oar_tensor *const *in, oar_tensor *const *out, const oar_attr *a,
+                          bool fused) {
     dplan pl;
-    if (!plan_make(&pl, kind, in, out, a)) return false;
+    if (!plan_make(&pl, kind, in, out, a, fused)) return false;
     plan_release(&pl);
     return true;
 }
 static bool conv2d_supports(oar_tensor *const *in, int n_in, oar_tensor *const *out, int n_out, const oar_attr *a) {
     (void)n_in; (void)n_out;
-    return supports_kind(DK_FORWARD, in, out, a);
+    return supports_kind(DK_FORWARD, in, out, a, false);
+}
+static bool conv2d_act_supports(oar_tensor *const *in, int n_in, oar_tensor *const *out, int n_out,
+                                const oar_attr *a) {
+    (void)n_in; (void)n_out;
+    return supports_kind(DK_FORWARD, in, out, a, true);
 }
 static bool grad_input_supports(oar_tensor *const *in, int n_in, oar_tensor *const *out, int n_out,
                                 const oar_attr *a) {
     (void)n_in; (void)n_out;
-    return supports_kind(DK_GRAD_INPUT, in, out, a);
+    return supports_kind(DK_GRAD_INPUT, in, out, a, false);
 }
 static bool grad_weight_supports(oar_tensor *const *in, int n_in, oar_tensor *const *out, int n_out,
                                  const oar_attr *a) {
     (void)n_in; (void)n_out;
-    return supports_kind(DK_GRAD_WEIGHT, in, out, a);
+    return supports_kind(DK_GRAD_WEIGHT, in, out, a, false);
 }
 
 void oar_cpu_conv_register_dnnl(void) {
@@ -475,6 +633,7 @@ void oar_cpu_conv_register_dnnl(void) {
 #endif
     struct { oar_op_id op; oar_kernel_fn fn; oar_supports_fn sup; } k[] = {
         {OAR_OP_conv2d, conv2d_dnnl, conv2d_supports},
+        {OAR_OP_conv2d_act, conv2d_act_dnnl, conv2d_act_supports},
         {OAR_OP_conv2d_grad_input, grad_input_dnnl, grad_input_supports},
         {OAR_OP_conv2d_grad_weight, grad_weight_dnnl, grad_weight_supports},
     };
