@@ -232,7 +232,7 @@ int oar_bench_train(int argc, char **argv) {
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     printf("{\"workload\": \"%s\", \"mode\": \"%s\", \"threads\": %d, \"batch\": %lld, \"steps\": %d, "
-           "\"median_ms\": %.3f, \"min_ms\": %.3f, \"max_ms\": %.3f, \"samples_per_s\": %.1f",
+           "\"median_ms\": %.4f, \"min_ms\": %.4f, \"max_ms\": %.4f, \"samples_per_s\": %.1f",
            w->name, statik ? "static" : "eager", oar_get_num_threads(), (long long)w->batch, steps, med, t[0], t[steps - 1],
            (double)w->batch / med * 1e3);
     if (w->tokens) printf(", \"tokens_per_s\": %.1f", (double)w->items / med * 1e3);
