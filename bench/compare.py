@@ -20,7 +20,6 @@ import subprocess
 import sys
 import tempfile
 
-PEAK_GFLOPS_PER_CORE = 102.0  # Zen3 at the measured 3.18 GHz, 32 FP32 FLOP/cycle (shared/bench)
 
 # GEMM/conv/attention FLOP per training step, as in ../shared/bench/make_results.py (tiny: 3x fwd).
 STEP_FLOP = {"tiny": 1.70e6, "mlp": 410.8e6, "lenet": 144.9e6, "resnet20": 7807.8e6,
@@ -83,6 +82,15 @@ def torch_ms(shared, workload, threads):
     return best
 
 
+def measured_peak(build, threads):
+    """This machine's fp32 FMA peak at `threads` threads, measured by `oar bench --workload peak`
+    (the figures in ../shared/bench are for another CPU)."""
+    r = subprocess.run([os.path.join(build, "oar"), "bench", "--workload", "peak", "--threads", str(threads)],
+                       capture_output=True, text=True, check=True)
+    rec = json.loads(r.stdout.strip().splitlines()[-1])
+    return rec["gflops_1t"] if threads == 1 else rec["gflops_all"], rec["isa"]
+
+
 def flop(workload):
     if workload.startswith("resnet20-infer"):
         return INFER_FLOP_PER_IMAGE * int(workload.rsplit("bs", 1)[1])
@@ -107,6 +115,9 @@ def main():
     if not os.path.exists(os.path.join(a.shared, "bench", "torch_workloads.py")):
         sys.exit(f"compare: {a.shared}/bench/torch_workloads.py not found; pass --shared DIR")
 
+    peaks = {t: measured_peak(a.build, t) for t in a.threads}
+    for t, (g, isa) in peaks.items():
+        print(json.dumps({"workload": "peak", "threads": t, "isa": isa, "gflops": g}), flush=True)
     rows = []
     for w in a.workloads:
         for t in a.threads:
@@ -121,7 +132,7 @@ def main():
                 cfgs.append(tb[1] if tb else None)
             sys.stderr.write("\r" + " " * 60 + "\r")
             e, s, p = summary(eager), summary(static), summary(torch)
-            peak = PEAK_GFLOPS_PER_CORE * t
+            peak = peaks[t][0]
             row = {"workload": w, "threads": t, "reps": a.reps,
                    "oar_eager_ms": e[0], "oar_eager_spread": [e[1], e[2]],
                    "oar_static_ms": s[0], "oar_static_spread": [s[1], s[2]],
@@ -138,6 +149,7 @@ def main():
     def f(x, fmt):
         return "-" if x is None else format(x, fmt)
 
+    sys.stderr.write("\nmeasured fp32 peak: " + ", ".join(f"{g:.0f} GFLOP/s at {t} thread(s) ({isa})" for t, (g, isa) in peaks.items()))
     sys.stderr.write("\n| workload | thr | oar eager ms | oar static ms | torch ms | torch/eager | "
                      "torch/static | static GFLOP/s (% peak) | torch % peak |\n|---|---|---|---|---|---|---|---|---|\n")
     for r in rows:

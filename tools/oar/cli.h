@@ -26,6 +26,7 @@ int oar_bench_infer(int argc, char **argv);
 /* GFLOP/s of oar_matmul and of the BLAS library on the same buffers, one JSON object per
  * shape: [--threads N] [--quick] [--reps N] [--shape NAME]. */
 int oar_bench_gemm(int argc, char **argv);
+int oar_bench_peak(int argc, char **argv); /* bench_peak.c: measured fp32 FMA peak */
 
 /* The profiler for a command's run of total_steps steps (cmd_profile.c): mode "timer" or
  * "full"; the trace directory (full; NULL: oar-profile); the recorded steps "A:B" (NULL: from
