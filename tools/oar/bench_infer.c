@@ -2,7 +2,7 @@
  * off, the counterpart of resnet20_infer in ../shared/bench/torch_workloads.py (same input
  * shapes, 300 timed calls at batch 1 and 40 at batch 32 by default). --mode eager calls the
  * module; --mode static compiles the same forward with oar_jit_to_static, the path users get
- * (inference-only passes run since the program updates nothing). --disable a,b switches
+ * (inference-only passes run since the program updates nothing). --disable-pass a,b switches
  * passes off by name for A/B runs in one build. Prints one JSON object. */
 #include "cli.h"
 #include "oar.h"
@@ -55,7 +55,7 @@ static int call(oar_module *m, oar_jit *jit, oar_tensor *x) {
 int oar_bench_infer(int argc, char **argv) {
     const char *mode = cli_flag_value(argc, argv, "--mode"), *th = cli_flag_value(argc, argv, "--threads");
     const char *bs = cli_flag_value(argc, argv, "--batch"), *st_s = cli_flag_value(argc, argv, "--steps");
-    const char *off = cli_flag_value(argc, argv, "--disable"), *profile = cli_flag_value(argc, argv, "--profile");
+    const char *off = cli_flag_value(argc, argv, "--disable-pass"), *profile = cli_flag_value(argc, argv, "--profile");
     if (mode && strcmp(mode, "eager") != 0 && strcmp(mode, "static") != 0) {
         fprintf(stderr, "oar bench: unknown --mode %s; expected eager or static\n", mode);
         return 2;

@@ -21,7 +21,7 @@ void cli_model_path(const char *arg, char *buf, size_t size);
 int oar_bench_train(int argc, char **argv);
 int oar_bench_dispatch(int argc, char **argv);
 /* ResNet-20 inference, eval mode, no grad (bench_infer.c): --batch N --mode eager|static
- * --threads N --steps N --disable pass,pass --profile timer|full. */
+ * --threads N --steps N --disable-pass pass,pass --profile timer|full. */
 int oar_bench_infer(int argc, char **argv);
 /* GFLOP/s of oar_matmul and of the BLAS library on the same buffers, one JSON object per
  * shape: [--threads N] [--quick] [--reps N] [--shape NAME]. */

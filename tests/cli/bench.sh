@@ -1,0 +1,30 @@
+#!/bin/sh
+# oar bench end to end: every workload prints one JSON object with the documented fields
+# (short runs: this checks the command, not the speed), and bad flags are refused.
+# Usage: bench.sh OAR_BINARY
+set -eu
+oar=$1
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+field() { grep -q "\"$1\": " "$dir/out" || { echo "bench: no $1 in: $(cat "$dir/out")"; exit 1; }; }
+
+"$oar" bench --workload peak --threads 1 > "$dir/out"
+for f in workload isa gflops_1t gflops_all; do field $f; done
+"$oar" bench --workload dispatch --json > "$dir/out"
+field workload
+for mode in eager static; do
+  "$oar" bench --workload tiny --mode $mode --threads 1 --steps 5 --json > "$dir/out"
+  for f in workload mode threads batch median_ms samples_per_s peak_rss_mb; do field $f; done
+  "$oar" bench --workload resnet20-infer --batch 1 --mode $mode --threads 1 --steps 3 --json > "$dir/out"
+  for f in workload mode threads batch median_ms samples_per_s; do field $f; done
+done
+"$oar" bench --workload gpt-mini --mode static --threads 1 --steps 1 --disable-pass fuse_attention --json > "$dir/out"
+field tokens_per_s
+# a pass that does not exist is named in the error
+if "$oar" bench --workload tiny --mode static --steps 1 --disable-pass no_such_pass 2> "$dir/err"; then exit 1; fi
+grep -q "no_such_pass" "$dir/err"
+if "$oar" bench --workload resnet20-infer --mode static --steps 1 --disable-pass no_such_pass 2> "$dir/err"; then exit 1; fi
+grep -q "no_such_pass" "$dir/err"
+if "$oar" bench --workload nope 2> "$dir/err"; then exit 1; fi
+grep -q "unknown workload 'nope'" "$dir/err"
+echo "bench: 1 passed, 0 failed"
