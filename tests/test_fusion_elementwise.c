@@ -191,6 +191,24 @@ static void test_views(void) {
     oar_scope_end();
 }
 
+/* A node with a broadcast operand that is not a scalar (a per-channel scale, as batch norm's
+ * backward has) stays unfused: the fused kernel would gather that operand element by element,
+ * which measured slower than the broadcasting kernel (ResNet-20's step, docs/fusion-passes.md). */
+static oar_status channel_scale(void *user, oar_tensor *const *in, int n_in, oar_tensor **out, int n_out) {
+    (void)user; (void)n_in; (void)n_out;
+    out[0] = oar_add_scalar(oar_relu(oar_mul(in[0], in[1])), 1.0);
+    return OAR_OK;
+}
+
+static void test_broadcast_operand(void) {
+    int fused, on, off;
+    oar_scope_begin();
+    oar_tensor *in[2] = {oar_randn((int64_t[]){8, 37}, 2, OAR_F32), oar_randn((int64_t[]){8, 1}, 2, OAR_F32)};
+    check_inference("per-channel", channel_scale, in, 2, 1, &fused, &on, &off);
+    CHECK(off == 3 && on == 2 && fused == 1); /* the mul stays; relu and the scalar add fuse */
+    oar_scope_end();
+}
+
 /* ---- training steps */
 typedef struct run {
     oar_module *m;
@@ -341,6 +359,7 @@ int main(void) {
     test_switch();
     test_inference();
     test_views();
+    test_broadcast_operand();
     test_export();
     check_training("mlp", 8, 3, false);
     /* gpt-mini's elementwise chains (attention's scale and mask, layer norm's backward) are one op

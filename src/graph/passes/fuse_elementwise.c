@@ -10,7 +10,9 @@
  *     do not add extra outputs to the fused op, which keeps the op single-output and the planner
  *     unchanged, and the backward reads the value from memory instead of recomputing it;
  *   - its output has the root's shape (a node on a smaller, broadcast shape would be computed
- *     once per output element instead of once);
+ *     once per output element instead of once), and each operand is either of that shape or a
+ *     scalar: the fused kernel gathers any other broadcast operand element by element, which
+ *     made ResNet-20's batch-norm backward chains slower fused than unfused;
  *   - its output's memory is never mutated, and moving it down to the root does not move a read
  *     past a write: no node between it and the root mutates one of its inputs (through any
  *     alias) or is control flow;
@@ -76,6 +78,14 @@ static int fusable_opcode(const oar_program *p, const oar_node *n) {
     for (int k = 0; k < n->n_in; k++)
         if (n->in[k] < 0 || p->values[n->in[k]].meta.dtype != OAR_F32) return 0;
     if (inexact(code) && !surely_contiguous(p, n->in[0])) return 0;
+    const oar_meta *om = &p->values[n->out[0]].meta; /* operands: full shape or a scalar */
+    for (int k = 0; k < n->n_in; k++) {
+        const oar_meta *im = &p->values[n->in[k]].meta;
+        int64_t numel = 1;
+        for (int d = 0; d < im->ndim; d++) numel *= im->shape[d];
+        bool full = im->ndim == om->ndim && !memcmp(im->shape, om->shape, sizeof(int64_t) * (size_t)om->ndim);
+        if (!full && numel != 1) return 0;
+    }
     return code;
 }
 

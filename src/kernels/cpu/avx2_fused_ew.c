@@ -80,6 +80,14 @@ static bool plan(oar_tensor *const *in, int n_in, oar_tensor *y, const oar_attr 
     return true;
 }
 
+/* dst[0..n) = v: a broadcast run (a per-channel value over a row), 8 lanes a store. */
+static OAR_AVX2 void fill(float *dst, int64_t n, float v) {
+    __m256 x = _mm256_set1_ps(v);
+    int64_t e = 0;
+    for (; e + 8 <= n; e += 8) _mm256_storeu_ps(dst + e, x);
+    for (; e < n; e++) dst[e] = v;
+}
+
 /* dst[0..len) = input i at output positions [t0, t0 + len), broadcast. */
 static void gather(const few_job *j, int i, int64_t t0, int64_t len, float *dst) {
     int64_t idx[OAR_MAX_DIMS], off = 0, rem = t0;
@@ -95,7 +103,7 @@ static void gather(const few_job *j, int i, int64_t t0, int64_t len, float *dst)
         int64_t run = j->shape[last] - idx[last];
         if (run > len) run = len;
         if (st[last] == 0)
-            for (int64_t e = 0; e < run; e++) dst[e] = src[off];
+            fill(dst, run, src[off]);
         else if (st[last] == 1)
             memcpy(dst, src + off, sizeof(float) * (size_t)run);
         else
