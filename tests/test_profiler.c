@@ -340,6 +340,52 @@ static void test_phases(void) {
     free(buf);
 }
 
+/* A compiled step: its nodes carry the phase they were traced in, and the executor replays
+ * them as ranges, so the overview splits the step as it does eagerly. */
+typedef struct static_step {
+    oar_module *net;
+    oar_optimizer *opt;
+} static_step;
+
+static oar_status static_step_fn(void *user, oar_tensor *const *in, int n_in, oar_tensor **out, int n_out) {
+    static_step *s = user;
+    oar_optimizer_zero_grad(s->opt);
+    oar_profiler_range_push("forward");
+    out[0] = oar_cross_entropy(oar_forward(s->net, in[0]), in[1], NULL);
+    oar_profiler_range_pop();
+    oar_status st = out[0] ? oar_backward(out[0], NULL, false) : oar_last_status();
+    return st == OAR_OK ? oar_optimizer_step(s->opt) : st;
+}
+
+static void test_static_phases(void) {
+    oar_optim_opts so = oar_optim_defaults(OAR_OPTIM_SGD);
+    so.lr = 0.1;
+    static_step s = {.net = small_net()};
+    s.opt = oar_optimizer_for(s.net, &so);
+    oar_jit *f = oar_jit_to_static(static_step_fn, &s, &(oar_jit_opts){.module = s.net, .optimizer = s.opt});
+    int64_t n = 16;
+    oar_tensor *in[2] = {oar_randn((int64_t[]){n, 8}, 2, OAR_F32), oar_randint(0, 4, &n, 1, OAR_I64)}, *loss[1];
+    CHECK(f && oar_jit_call(f, in, 2, loss, 1) == OAR_OK); /* traced here, with the profiler off */
+    oar_release(loss[0]);
+    CHECK(oar_profiler_start(&(oar_profiler_opts){.mode = OAR_PROFILER_FULL}) == OAR_OK);
+    for (int i = 0; i < 4; i++) {
+        CHECK(oar_jit_call(f, in, 2, loss, 1) == OAR_OK);
+        oar_release(loss[0]);
+        oar_profiler_step(n);
+    }
+    CHECK(oar_profiler_stop() == OAR_OK);
+    oar_profiler_overview ov;
+    CHECK(oar_profiler_overview_get(&ov) == OAR_OK && ov.steps == 4 && !ov.forward_inferred);
+    CHECK(ov.forward > 0 && ov.backward > 0 && ov.optimizer > 0);
+    CHECK(ov.forward + ov.backward + ov.optimizer <= ov.step * (1 + 1e-9));
+    CHECK(oar_prof_current_phase() == 0); /* every range the executor opened was closed */
+    oar_release(in[0]);
+    oar_release(in[1]);
+    oar_jit_free(f);
+    oar_optimizer_free(s.opt);
+    oar_module_free(s.net);
+}
+
 /* ---------------------------------------------------------------- Chrome trace */
 
 #if defined(OAR_HAVE_CJSON)
@@ -525,6 +571,7 @@ int main(void) {
     test_timer();
     test_op_counts();
     test_phases();
+    test_static_phases();
     test_trace();
     test_threads_and_ranges();
     test_memory_stats();

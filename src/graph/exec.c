@@ -533,6 +533,25 @@ static oar_status run_once(oar_exec *e, const oar_kctx *ctx) {
     return OAR_OK;
 }
 
+/* The instruction list with the phases its nodes were traced in replayed as profiler ranges,
+ * so a compiled step's overview splits forward, backward and optimizer as eager's does. Nodes
+ * a pass made (phase 0) continue the phase before them. */
+static oar_status run_phased(oar_exec *e, const oar_kctx *ctx) {
+    oar_status st = OAR_OK;
+    uint8_t cur = 0;
+    for (int i = 0; i < e->n_code && st == OAR_OK; i++) {
+        uint8_t ph = e->code[i].node->phase;
+        if (ph && ph != cur) {
+            if (cur) oar_prof_pop();
+            oar_prof_push(oar_prof_phase_name(ph));
+            cur = ph;
+        }
+        st = run_instr(e, &e->code[i], ctx);
+    }
+    if (cur) oar_prof_pop();
+    return st;
+}
+
 oar_status oar_exec_run(oar_exec *e, oar_tensor *const *in, int n_in, oar_tensor **out, int n_out) {
     oar_status st = bind_inputs(e, in, n_in);
     if (st != OAR_OK) {
@@ -549,7 +568,11 @@ oar_status oar_exec_run(oar_exec *e, oar_tensor *const *in, int n_in, oar_tensor
     oar_kctx ctx = {.nthreads = oar_get_num_threads()}; /* once per run: the pool's size may change between runs */
     oar_no_grad_begin();
     if (st == OAR_OK && e->n_once && !once_current(e)) st = run_once(e, &ctx);
-    for (int i = 0; i < e->n_code && st == OAR_OK; i++) st = run_instr(e, &e->code[i], &ctx);
+    if (OAR_UNLIKELY(oar_prof_ranges_on())) {
+        if (st == OAR_OK) st = run_phased(e, &ctx);
+    } else {
+        for (int i = 0; i < e->n_code && st == OAR_OK; i++) st = run_instr(e, &e->code[i], &ctx);
+    }
     oar_no_grad_end();
     if (st == OAR_OK) st = hand_out(e, out, n_out);
     if (st == OAR_OK) write_grads(e);

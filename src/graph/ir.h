@@ -39,6 +39,8 @@ typedef struct oar_node {
     int block;         /* block that holds the node */
     bool dead;         /* killed by a pass; oar_program_compact drops it from its block */
     bool inplace;      /* set by the in-place pass: output 0 reuses input 0's buffer */
+    uint8_t phase;     /* profiler phase it was traced in (forward, backward, optimizer; 0: none,
+                          as for nodes passes make): the executor replays it as ranges */
 } oar_node;
 
 typedef struct oar_block {

@@ -3,6 +3,7 @@
 
 #include "graph/graph_init.h"
 #include "ops/dispatch.h"
+#include "profiler/profiler.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -206,7 +207,9 @@ oar_status oar_trace_op(oar_op_id op, oar_tensor *const *in, int n_in, const oar
         }
     }
     int out_ids[OAR_MAX_OUTPUTS];
-    if (oar_program_add_node(t->prog, t->block, op, ids, n_in, attrs, meta, n, out_ids) < 0) return oar_last_status();
+    int node = oar_program_add_node(t->prog, t->block, op, ids, n_in, attrs, meta, n, out_ids);
+    if (node < 0) return oar_last_status();
+    t->prog->nodes[node].phase = oar_prof_current_phase();
     int made = 0;
     if ((st = make_symbols(t, d, meta, out_ids, n, d->flags & OAR_OPF_VIEW ? in[0] : NULL, out, &made)) != OAR_OK)
         goto fail;
@@ -317,6 +320,7 @@ oar_status oar_trace_emit(oar_trace *t, oar_op_id op, oar_tensor *const *in, int
     int node = oar_program_add_node(t->prog, t->block, op, ids, n_in, attrs, meta, n_out, out_ids);
     if (node < 0) return oar_last_status();
     oar_node *n = &t->prog->nodes[node];
+    n->phase = oar_prof_current_phase();
     n->blocks = oar_arena_alloc(t->prog->arena, sizeof(int) * (size_t)(n_blocks + 1));
     if (!n->blocks) return OAR_ERR_OOM;
     memcpy(n->blocks, blocks, sizeof(int) * (size_t)n_blocks);

@@ -82,6 +82,12 @@ void oar_prof_kernel_end(const char *name, const char *impl, oar_tensor *const *
  * overview's phases (counted once where they nest). oar_prof_push copies name. */
 void oar_prof_push(const char *name);
 void oar_prof_pop(void);
+/* The innermost phase range open on this thread (1 forward, 2 backward, 3 optimizer; 0 none),
+ * tracked even with the profiler off: the tracer stamps each node with it. */
+uint8_t oar_prof_current_phase(void);
+const char *oar_prof_phase_name(uint8_t phase); /* NULL for 0 */
+/* Whether ranges are recorded now (a full run): the executor then replays node phases. */
+bool oar_prof_ranges_on(void);
 
 /* Time the caller waited for data in [t0, t1] (the loader's reader cost). Counted by the
  * timer; a "dataloader" span in full mode. */

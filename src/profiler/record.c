@@ -286,13 +286,40 @@ void oar_prof_kernel_end(const char *name, const char *impl, oar_tensor *const *
 /* ---------------------------------------------------------------- ranges and spans */
 
 static uint8_t phase_of(const char *name) {
+    if (!name) return PH_NONE;
     if (!strcmp(name, "forward")) return PH_FORWARD;
     if (!strcmp(name, "backward")) return PH_BACKWARD;
     if (!strcmp(name, "optimizer")) return PH_OPTIMIZER;
     return PH_NONE;
 }
 
+/* Phases of the ranges open on this thread, profiler on or off (a few pushes per step) */
+#define PHASE_STACK 16
+static _Thread_local uint8_t tl_phase[PHASE_STACK];
+static _Thread_local int tl_phase_depth;
+
+uint8_t oar_prof_current_phase(void) {
+    int d = tl_phase_depth < PHASE_STACK ? tl_phase_depth : PHASE_STACK;
+    return d > 0 ? tl_phase[d - 1] : PH_NONE;
+}
+
+const char *oar_prof_phase_name(uint8_t phase) {
+    switch (phase) {
+    case PH_FORWARD: return "forward";
+    case PH_BACKWARD: return "backward";
+    case PH_OPTIMIZER: return "optimizer";
+    default: return NULL;
+    }
+}
+
+bool oar_prof_ranges_on(void) { return __atomic_load_n(&g_stacks_on, __ATOMIC_RELAXED) != 0; }
+
 void oar_prof_push(const char *name) {
+    int d = tl_phase_depth++;
+    if (d < PHASE_STACK) {
+        uint8_t ph = phase_of(name);
+        tl_phase[d] = ph ? ph : d > 0 ? tl_phase[d - 1] : PH_NONE; /* other ranges keep the phase */
+    }
     if (!__atomic_load_n(&g_stacks_on, __ATOMIC_RELAXED)) return;
     prof_thread *t = thread_get();
     if (!t) return;
@@ -314,6 +341,7 @@ void oar_prof_push(const char *name) {
 }
 
 void oar_prof_pop(void) {
+    if (tl_phase_depth > 0) tl_phase_depth--;
     if (!__atomic_load_n(&g_stacks_on, __ATOMIC_RELAXED)) return;
     prof_thread *t = thread_get();
     if (!t || t->stack_gen != __atomic_load_n(&prof.gen, __ATOMIC_ACQUIRE)) return;

@@ -136,6 +136,7 @@ static int insert_node(fa_ctx *c, int blk, int at, oar_op_id op, const int *in, 
     oar_block *b = &p->blocks[blk];
     memmove(b->nodes + at + 1, b->nodes + at, sizeof(int) * (size_t)(b->n_nodes - 1 - at));
     b->nodes[at] = id;
+    if (at + 1 < b->n_nodes) p->nodes[id].phase = p->nodes[b->nodes[at + 1]].phase; /* the profiler's phase there */
     return id;
 }
 

@@ -77,6 +77,7 @@ static oar_status emit(fuser *f) {
     oar_block *b = &p->blocks[OAR_MAIN_BLOCK];
     b->n_nodes--; /* appended at the end: it goes where the last member was */
     int last = g->nodes[g->n - 1];
+    p->nodes[id].phase = p->nodes[last].phase; /* the profiler's phase of the updates it replaces */
     for (int i = 0; i < b->n_nodes; i++)
         if (b->nodes[i] == last) b->nodes[i] = id;
     p->nodes[last].dead = true; /* it no longer sits in the block; compaction needs no entry */

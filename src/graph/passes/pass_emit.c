@@ -27,6 +27,7 @@ int oar_pass_insert_node(oar_program *p, int block, int pos, oar_op_id op, const
     if (pos >= 0 && pos < b->n_nodes - 1) {
         memmove(&b->nodes[pos + 1], &b->nodes[pos], sizeof(int) * (size_t)(b->n_nodes - 1 - pos));
         b->nodes[pos] = id;
+        p->nodes[id].phase = p->nodes[b->nodes[pos + 1]].phase; /* the profiler's phase there */
     }
     return id;
 }
