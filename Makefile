@@ -22,7 +22,7 @@ build: setup
 	@cmake --build $(BUILD) -j $(JOBS)
 
 run: build
-	./$(BUILD)/oar train --model lenet --data fashion-mnist --epochs 2 --batch 32 --lr 0.03 --label-smoothing 0.1 \
+	./$(BUILD)/oar train --model lenet --data fashion-mnist --epochs 2 --batch 16 --lr 0.02 --label-smoothing 0.1 \
 	    --checkpoint $(BUILD)/lenet.safetensors --metrics $(BUILD)/lenet-metrics.jsonl
 
 test: test-fast test-asan
