@@ -1,7 +1,7 @@
 /* The fuse_elementwise pass on traced programs: what it fuses (node counts, the verifier), that
  * fused programs give bitwise the results of unfused ones (inference, and training steps:
  * losses, gradients and updated parameters), and that it can be switched off by name. */
-#include "test_util.h"
+#include "zoo_step_util.h"
 
 #include <unistd.h>
 
@@ -17,17 +17,6 @@ static int count_op(const oar_jit *f, oar_op_id op) {
 }
 static int n_nodes(const oar_jit *f) { return f->entries[0].program->blocks[OAR_MAIN_BLOCK].n_nodes; }
 
-static bool same_bits(oar_tensor *a, oar_tensor *b) {
-    if (!a || !b || oar_numel(a) != oar_numel(b) || oar_dtype_of(a) != oar_dtype_of(b)) return false;
-    size_t n = (size_t)oar_numel(a) * oar_dtype_size(oar_dtype_of(a));
-    char *x = malloc(n + 1), *y = malloc(n + 1);
-    oar_copy_to_buffer(a, x, n, oar_dtype_of(a));
-    oar_copy_to_buffer(b, y, n, oar_dtype_of(b));
-    bool same = !memcmp(x, y, n);
-    free(x);
-    free(y);
-    return same;
-}
 
 static oar_jit *compile(oar_static_fn fn, void *user, bool fuse, oar_module *m, oar_optimizer *o) {
     oar_jit_opts jo = {.module = m, .optimizer = o};
@@ -88,8 +77,8 @@ static void check_inference(const char *name, fn_t fn, oar_tensor *const *in, in
     CHECK(oar_jit_call(f_on, in, n_in, on, n_out) == OAR_OK);
     CHECK(oar_jit_call(f_off, in, n_in, off, n_out) == OAR_OK);
     for (int k = 0; k < n_out; k++) {
-        CHECK(same_bits(eager[k], on[k]));
-        CHECK(same_bits(off[k], on[k]));
+        CHECK(zoo_same_bits(eager[k], on[k]));
+        CHECK(zoo_same_bits(off[k], on[k]));
     }
     CHECK(oar_program_verify(f_on->entries[0].program) == OAR_OK);
     *fused = count_op(f_on, OAR_OP_fused_elementwise);
@@ -153,7 +142,7 @@ static void test_export(void) {
     CHECK(pr && oar_predictor_run(pr) == OAR_OK);
     for (int k = 0; pr && k < 2; k++) {
         oar_tensor *y = oar_predictor_get_output(pr, oar_predictor_output_name(pr, k));
-        CHECK(same_bits(y, out[k]));
+        CHECK(zoo_same_bits(y, out[k]));
         oar_release(y);
     }
     oar_predictor_free(pr);
@@ -210,70 +199,10 @@ static void test_broadcast_operand(void) {
 }
 
 /* ---- training steps */
-typedef struct run {
-    oar_module *m;
-    oar_optimizer *opt;
-    bool language, stateful;
-    int64_t vocab;
-} run;
-
-static oar_status step_fn(void *user, oar_tensor *const *in, int n_in, oar_tensor **out, int n_out) {
-    (void)n_in; (void)n_out;
-    run *r = user;
-    oar_optimizer_zero_grad(r->opt);
-    oar_tensor *z;
-    if (r->stateful) {
-        oar_tensor *args[3] = {in[0], NULL, NULL}, *o[3];
-        if (oar_forward_n(r->m, args, 3, o, 3) != OAR_OK) return oar_last_status();
-        z = o[0];
-    } else {
-        z = oar_forward(r->m, in[0]);
-    }
-    oar_tensor *loss;
-    if (r->language) {
-        int64_t s2[2] = {-1, r->vocab}, flat = -1;
-        loss = oar_cross_entropy(oar_reshape(z, s2, 2), oar_reshape(in[1], &flat, 1), NULL);
-    } else {
-        loss = oar_cross_entropy(z, in[1], NULL);
-    }
-    oar_status st = loss ? oar_backward(loss, NULL, false) : oar_last_status();
-    if (st == OAR_OK) st = oar_optimizer_step(r->opt);
-    out[0] = loss;
-    return st;
-}
-
-static void make_run(run *r, const char *name) {
-    oar_manual_seed(11);
-    r->m = oar_zoo_create(name, NULL);
+static void make_run(zoo_run *r, const char *name) {
     oar_optim_opts oo = oar_optim_defaults(OAR_OPTIM_ADAMW);
     oo.lr = 1e-3;
-    r->opt = oar_optimizer_for(r->m, &oo);
-    const oar_zoo_info *info = oar_zoo_find(name);
-    r->language = info->input == OAR_ZOO_TOKENS || info->input == OAR_ZOO_TOKENS_STATEFUL;
-    r->stateful = info->input == OAR_ZOO_TOKENS_STATEFUL;
-    r->vocab = info->num_classes;
-}
-
-static void batch(const oar_zoo_info *info, int64_t n, oar_tensor **x, oar_tensor **y) {
-    int64_t t = info->context ? (info->context < 12 ? info->context : 12) : 0;
-    switch (info->input) {
-    case OAR_ZOO_FEATURES:
-        *x = oar_randn((int64_t[]){n, info->in_channels}, 2, OAR_F32);
-        *y = oar_randint(0, info->num_classes, (int64_t[]){n}, 1, OAR_I64);
-        break;
-    case OAR_ZOO_IMAGE:
-        *x = oar_randn((int64_t[]){n, info->in_channels, 28, 28}, 4, OAR_F32);
-        *y = oar_randint(0, info->num_classes, (int64_t[]){n}, 1, OAR_I64);
-        break;
-    case OAR_ZOO_TOKENS:
-        *x = oar_randint(0, info->num_classes, (int64_t[]){n, t}, 2, OAR_I64);
-        *y = oar_randint(0, info->num_classes, (int64_t[]){n, t}, 2, OAR_I64);
-        break;
-    case OAR_ZOO_TOKENS_STATEFUL:
-        *x = oar_randint(0, info->num_classes, (int64_t[]){t, n}, 2, OAR_I64);
-        *y = oar_randint(0, info->num_classes, (int64_t[]){t, n}, 2, OAR_I64);
-        break;
-    }
+    zoo_run_init(r, name, 11, &oo);
 }
 
 /* Steps of one model, compiled with and without the pass: losses, gradients and parameters
@@ -281,27 +210,27 @@ static void batch(const oar_zoo_info *info, int64_t n, oar_tensor **x, oar_tenso
 static void check_training(const char *name, int64_t n, int steps, bool expect_fused) {
     oar_scope_begin();
     const oar_zoo_info *info = oar_zoo_find(name);
-    run a, b;
+    zoo_run a, b;
     make_run(&a, name);
     make_run(&b, name);
-    oar_jit *fa = compile(step_fn, &a, true, a.m, a.opt), *fb = compile(step_fn, &b, false, b.m, b.opt);
+    oar_jit *fa = compile(zoo_step_fn, &a, true, a.m, a.opt), *fb = compile(zoo_step_fn, &b, false, b.m, b.opt);
     int loss_diffs = 0, grad_diffs = 0, param_diffs = 0;
     oar_manual_seed(5);
     for (int k = 0; k < steps; k++) {
         oar_scope_begin();
         oar_tensor *io[2];
-        batch(info, n, &io[0], &io[1]);
+        zoo_batch(info, n, 12, &io[0], &io[1]);
         oar_rng_state rs = oar_rng_get_state();
         oar_tensor *la[1] = {0}, *lb[1] = {0};
         CHECK(oar_jit_call(fa, io, 2, la, 1) == OAR_OK);
         oar_rng_set_state(rs);
         CHECK(oar_jit_call(fb, io, 2, lb, 1) == OAR_OK);
-        loss_diffs += !same_bits(la[0], lb[0]);
+        loss_diffs += !zoo_same_bits(la[0], lb[0]);
         for (int i = 0; i < oar_module_num_parameters(a.m); i++) {
             oar_tensor *pa = oar_module_parameter(a.m, i, NULL), *pb = oar_module_parameter(b.m, i, NULL);
-            param_diffs += !same_bits(pa, pb);
+            param_diffs += !zoo_same_bits(pa, pb);
             oar_tensor *ga = oar_grad_get(pa), *gb = oar_grad_get(pb);
-            grad_diffs += (ga || gb) && !same_bits(ga, gb);
+            grad_diffs += (ga || gb) && !zoo_same_bits(ga, gb);
         }
         oar_release(la[0]);
         oar_release(lb[0]);
@@ -314,7 +243,7 @@ static void check_training(const char *name, int64_t n, int steps, bool expect_f
     for (int k = 0; k < 2; k++) {
         oar_scope_begin();
         oar_tensor *io[2], *l[1] = {0};
-        batch(info, n, &io[0], &io[1]);
+        zoo_batch(info, n, 12, &io[0], &io[1]);
         oar_memory_stats m0 = oar_memory_stats_get(OAR_CPU);
         oar_memory_reset_peak(OAR_CPU);
         CHECK(oar_jit_call(k ? fb : fa, io, 2, l, 1) == OAR_OK);

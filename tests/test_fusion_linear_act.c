@@ -1,7 +1,7 @@
 /* The fuse_linear_act pass on traced programs: linear + relu/gelu become linear_act, results
  * bitwise equal to the unfused program (inference and training steps: losses, gradients and
  * parameters), relu_backward switched to read the activation, and the pass off by name. */
-#include "test_util.h"
+#include "zoo_step_util.h"
 
 #include "graph/jit.h"
 #include "graph/passes/passes.h"
@@ -13,17 +13,6 @@ static int count_op(const oar_jit *f, oar_op_id op) {
     return n;
 }
 
-static bool same_bits(oar_tensor *a, oar_tensor *b) {
-    if (!a || !b || oar_numel(a) != oar_numel(b) || oar_dtype_of(a) != oar_dtype_of(b)) return false;
-    size_t n = (size_t)oar_numel(a) * oar_dtype_size(oar_dtype_of(a));
-    char *x = malloc(n + 1), *y = malloc(n + 1);
-    oar_copy_to_buffer(a, x, n, oar_dtype_of(a));
-    oar_copy_to_buffer(b, y, n, oar_dtype_of(b));
-    bool same = !memcmp(x, y, n);
-    free(x);
-    free(y);
-    return same;
-}
 
 static oar_jit *compile(oar_static_fn fn, void *user, bool fuse, oar_module *m, oar_optimizer *o) {
     oar_jit_opts jo = {.module = m, .optimizer = o};
@@ -51,7 +40,7 @@ static void test_inference(void) {
     CHECK(layers(NULL, in, 6, eager, 2) == OAR_OK);
     oar_jit *f_on = compile(layers, NULL, true, NULL, NULL), *f_off = compile(layers, NULL, false, NULL, NULL);
     CHECK(oar_jit_call(f_on, in, 6, on, 2) == OAR_OK && oar_jit_call(f_off, in, 6, off, 2) == OAR_OK);
-    for (int k = 0; k < 2; k++) CHECK(same_bits(eager[k], on[k]) && same_bits(off[k], on[k]));
+    for (int k = 0; k < 2; k++) CHECK(zoo_same_bits(eager[k], on[k]) && zoo_same_bits(off[k], on[k]));
     CHECK(count_op(f_on, OAR_OP_linear_act) == 3 && count_op(f_on, OAR_OP_linear) == 1);
     CHECK(count_op(f_off, OAR_OP_linear_act) == 0 && count_op(f_off, OAR_OP_linear) == 4);
     CHECK(oar_program_verify(f_on->entries[0].program) == OAR_OK);
@@ -107,10 +96,10 @@ static void check_training(const char *name, int64_t n, int steps) {
         io[1] = oar_randint(0, info->num_classes, (int64_t[]){n}, 1, OAR_I64);
         oar_tensor *la[1] = {0}, *lb[1] = {0};
         CHECK(oar_jit_call(fa, io, 2, la, 1) == OAR_OK && oar_jit_call(fb, io, 2, lb, 1) == OAR_OK);
-        diffs += !same_bits(la[0], lb[0]);
+        diffs += !zoo_same_bits(la[0], lb[0]);
         for (int i = 0; i < oar_module_num_parameters(a.m); i++) {
             oar_tensor *pa = oar_module_parameter(a.m, i, NULL), *pb = oar_module_parameter(b.m, i, NULL);
-            diffs += !same_bits(pa, pb) + !same_bits(oar_grad_get(pa), oar_grad_get(pb));
+            diffs += !zoo_same_bits(pa, pb) + !zoo_same_bits(oar_grad_get(pa), oar_grad_get(pb));
         }
         oar_release(la[0]);
         oar_release(lb[0]);
