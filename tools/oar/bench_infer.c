@@ -31,18 +31,6 @@ static oar_status forward_fn(void *user, oar_tensor *const *in, int n_in, oar_te
     return out[0] ? OAR_OK : oar_last_status();
 }
 
-/* Passes named in a comma-separated list are switched off in s. */
-static int disable_passes(oar_build_strategy *s, const char *list) {
-    char buf[512];
-    snprintf(buf, sizeof buf, "%s", list);
-    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
-        if (oar_build_strategy_set(s, tok, false) != OAR_OK) {
-            fprintf(stderr, "oar bench: %s\n", oar_last_error());
-            return 2;
-        }
-    return 0;
-}
-
 static int call(oar_module *m, oar_jit *jit, oar_tensor *x) {
     oar_scope_begin();
     oar_tensor *out[1] = {0};
@@ -77,7 +65,7 @@ int oar_bench_infer(int argc, char **argv) {
     int steps = st_s ? atoi(st_s) : batch == 1 ? 300 : 40, warmup = 5;
     if (steps < 1) steps = 1;
     oar_jit_opts jo = {0};
-    if (off && disable_passes(&jo.strategy, off)) return 2;
+    if (cli_disable_passes(&jo.strategy, off)) return 2;
 
     oar_manual_seed(0);
     oar_module *m = oar_zoo_create("resnet20", NULL);

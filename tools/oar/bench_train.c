@@ -182,15 +182,10 @@ int oar_bench_train(int argc, char **argv) {
     if (statik) {
         oar_jit_opts jo = {.module = b.m, .optimizer = b.opt};
         /* --disable-pass A,B: the same binary with passes off, for A/B timings */
-        const char *off = cli_flag_value(argc, argv, "--disable-pass");
-        char names[256];
-        snprintf(names, sizeof names, "%s", off ? off : "");
-        for (char *save = NULL, *pass = strtok_r(names, ",", &save); pass; pass = strtok_r(NULL, ",", &save))
-            if (oar_build_strategy_set(&jo.strategy, pass, false) != OAR_OK) {
-                fprintf(stderr, "oar bench: %s\n", oar_last_error());
-                teardown(&b);
-                return 2;
-            }
+        if (cli_disable_passes(&jo.strategy, cli_flag_value(argc, argv, "--disable-pass"))) {
+            teardown(&b);
+            return 2;
+        }
         b.jit = oar_jit_to_static(step_fn, &b, &jo);
     }
     double *t = malloc(sizeof(double) * (size_t)(steps > 0 ? steps : 1));

@@ -44,6 +44,9 @@ void bench_workload_close(bench_state *b);
 
 /* Small argument helpers shared by the subcommands. */
 const char *cli_flag_value(int argc, char **argv, const char *flag); /* "--x V" or "--x=V", else NULL */
+/* Switches off in s the passes named in a comma-separated list (--disable-pass); prints the
+ * error and returns 2 for an unknown name, else 0. NULL list: nothing. */
+int cli_disable_passes(oar_build_strategy *s, const char *list);
 int cli_has_flag(int argc, char **argv, const char *flag);
 
 #endif

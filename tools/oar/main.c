@@ -36,6 +36,17 @@ const char *cli_flag_value(int argc, char **argv, const char *flag) {
     return NULL;
 }
 
+int cli_disable_passes(oar_build_strategy *s, const char *list) {
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s", list ? list : "");
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
+        if (oar_build_strategy_set(s, tok, false) != OAR_OK) {
+            fprintf(stderr, "oar bench: %s\n", oar_last_error());
+            return 2;
+        }
+    return 0;
+}
+
 int cli_has_flag(int argc, char **argv, const char *flag) {
     for (int i = 1; i < argc; i++)
         if (strcmp(argv[i], flag) == 0) return 1;

@@ -6,6 +6,9 @@
 
 void oar_cpu_nn_register_softmax(void); /* nn_softmax.c */
 void oar_cpu_nn_register_norm(void);    /* nn_norm.c */
+/* supports(): AVX2 present and every input dense f32 (nn_norm.c; for kernels that index
+ * their inputs themselves) */
+bool oar_nn_dense_f32_ok(oar_tensor *const *in, int n_in, oar_tensor *const *out, int n_out, const oar_attr *a);
 void oar_cpu_nn_register_dropout(void); /* nn_dropout.c */
 
 #endif

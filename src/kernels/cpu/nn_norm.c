@@ -279,7 +279,7 @@ static bool avx2_ok(oar_tensor *const *in, int n_in, oar_tensor *const *out, int
 }
 
 /* batch_norm reads strided inputs itself: take dense f32 tensors only. */
-static bool batch_norm_ok(oar_tensor *const *in, int n_in, oar_tensor *const *out, int n_out, const oar_attr *a) {
+bool oar_nn_dense_f32_ok(oar_tensor *const *in, int n_in, oar_tensor *const *out, int n_out, const oar_attr *a) {
     (void)out; (void)n_out; (void)a;
     if (!oar_cpu_has_avx2()) return false;
     for (int i = 0; i < n_in; i++)
@@ -297,7 +297,7 @@ void oar_cpu_nn_register_norm(void) {
     e.fn = group_norm_avx2;
     oar_register_kernel(OAR_OP_group_norm, e);
     e.fn = batch_norm_avx2;
-    e.supports = batch_norm_ok;
+    e.supports = oar_nn_dense_f32_ok;
     oar_register_kernel(OAR_OP_batch_norm, e);
 #endif
 }

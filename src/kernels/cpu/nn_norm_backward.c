@@ -4,6 +4,7 @@
  * number of parts (independent of the thread count, so results do not depend on it); each part
  * has its own dweight/dbias partials, summed in part order at the end. */
 #include "kernels/cpu/cpu_kernels.h"
+#include "kernels/cpu/nn_kernels.h"
 #include "kernels/cpu/nn_simd.h"
 
 #include <stdlib.h>
@@ -102,20 +103,12 @@ static oar_status layer_norm_backward_avx2(const oar_kctx *ctx, oar_tensor *cons
     return OAR_OK;
 }
 
-static bool lnb_ok(oar_tensor *const *in, int n_in, oar_tensor *const *out, int n_out, const oar_attr *a) {
-    (void)out; (void)n_out; (void)a;
-    if (!oar_cpu_has_avx2()) return false;
-    for (int i = 0; i < n_in; i++)
-        if (in[i] && (in[i]->dtype != OAR_F32 || !in[i]->contiguous)) return false;
-    return true;
-}
-
 #endif
 
 void oar_cpu_register_norm_backward(void) {
 #ifdef OAR_NN_SIMD
     oar_kernel_entry e = {.device = OAR_CPU, .dtypes = OAR_DTYPE_BIT(OAR_F32), .impl = "avx2", .priority = 10,
-                          .fn = layer_norm_backward_avx2, .supports = lnb_ok};
+                          .fn = layer_norm_backward_avx2, .supports = oar_nn_dense_f32_ok};
     oar_register_kernel(OAR_OP_layer_norm_backward, e);
 #endif
 }
