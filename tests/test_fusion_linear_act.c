@@ -54,46 +54,26 @@ static void test_inference(void) {
 }
 
 /* ---- training steps of zoo models */
-typedef struct run {
-    oar_module *m;
-    oar_optimizer *opt;
-} run;
-
-static oar_status step_fn(void *user, oar_tensor *const *in, int n_in, oar_tensor **out, int n_out) {
-    (void)n_in; (void)n_out;
-    run *r = user;
-    oar_optimizer_zero_grad(r->opt);
-    oar_tensor *loss = oar_cross_entropy(oar_forward(r->m, in[0]), in[1], NULL);
-    oar_status st = loss ? oar_backward(loss, NULL, false) : oar_last_status();
-    if (st == OAR_OK) st = oar_optimizer_step(r->opt);
-    out[0] = loss;
-    return st;
-}
-
-static void make_run(run *r, const char *name) {
-    oar_manual_seed(3);
-    r->m = oar_zoo_create(name, NULL);
+static void make_run(zoo_run *r, const char *name) {
     oar_optim_opts oo = oar_optim_defaults(OAR_OPTIM_SGD);
     oo.lr = 0.05;
     oo.momentum = 0.9;
-    r->opt = oar_optimizer_for(r->m, &oo);
+    zoo_run_init(r, name, 3, &oo);
 }
 
 static void check_training(const char *name, int64_t n, int steps) {
     oar_scope_begin();
     const oar_zoo_info *info = oar_zoo_find(name);
-    run a, b;
+    zoo_run a, b;
     make_run(&a, name);
     make_run(&b, name);
-    oar_jit *fa = compile(step_fn, &a, true, a.m, a.opt), *fb = compile(step_fn, &b, false, b.m, b.opt);
+    oar_jit *fa = compile(zoo_step_fn, &a, true, a.m, a.opt), *fb = compile(zoo_step_fn, &b, false, b.m, b.opt);
     int diffs = 0;
     oar_manual_seed(8);
     for (int k = 0; k < steps; k++) {
         oar_scope_begin();
         oar_tensor *io[2];
-        if (info->input == OAR_ZOO_IMAGE) io[0] = oar_randn((int64_t[]){n, info->in_channels, 28, 28}, 4, OAR_F32);
-        else io[0] = oar_randn((int64_t[]){n, info->in_channels}, 2, OAR_F32);
-        io[1] = oar_randint(0, info->num_classes, (int64_t[]){n}, 1, OAR_I64);
+        zoo_batch(info, n, 0, &io[0], &io[1]);
         oar_tensor *la[1] = {0}, *lb[1] = {0};
         CHECK(oar_jit_call(fa, io, 2, la, 1) == OAR_OK && oar_jit_call(fb, io, 2, lb, 1) == OAR_OK);
         diffs += !zoo_same_bits(la[0], lb[0]);

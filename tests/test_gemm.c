@@ -253,37 +253,6 @@ int main(void) {
 #else
 /* oar_gemm and its backends exist only in builds with OpenBLAS; without it the matmul kernels
  * are the portable reference ones, which the op sweep checks. */
-/* oar's kernel does exactly the arithmetic oar_sgemm_plain writes out (two K blocks, partial
- * tiles, beta 0 / 1 / 0.5): bitwise equal, in both tile widths. */
-static void check_avx2_is_plain(void) {
-    if (!oar_gemm_backend_available(OAR_GEMM_AVX2)) return;
-    const int64_t shapes[][3] = {{13, 37, 300}, {6, 16, 5}, {31, 70, 257}, {7, 9, 1}};
-    for (int s = 0; s < 4; s++)
-        for (int t = 0; t < 4; t++)
-            for (int bi = 0; bi < 3; bi++) {
-                float beta = bi == 0 ? 0.0f : bi == 1 ? 1.0f : 0.5f;
-                problem p;
-                problem_make(&p, t & 1, t >> 1, shapes[s][0], shapes[s][1], shapes[s][2], beta);
-                size_t cn = (size_t)(p.m * p.ldc);
-                float *ref = malloc(sizeof(float) * cn), *got = malloc(sizeof(float) * cn);
-                memcpy(ref, p.C0, sizeof(float) * cn);
-                oar_sgemm_plain(p.ta, p.tb, p.m, p.n, p.k, p.A, p.lda, p.B, p.ldb, beta, ref, p.ldc);
-                for (int wide = 0; wide < 2; wide++) {
-                    if (wide && !oar_gemm_backend_available(OAR_GEMM_AVX512)) continue;
-                    memcpy(got, p.C0, sizeof(float) * cn);
-                    (wide ? oar_sgemm_avx512 : oar_sgemm_avx2)(p.ta, p.tb, p.m, p.n, p.k, p.A, p.lda, p.B, p.ldb, beta,
-                                                              got, p.ldc);
-                    bool same = true;
-                    for (int64_t i = 0; i < p.m; i++)
-                        same = same && !memcmp(ref + i * p.ldc, got + i * p.ldc, sizeof(float) * (size_t)p.n);
-                    CHECK(same);
-                }
-                free(ref);
-                free(got);
-                problem_free(&p);
-            }
-}
-
 int main(void) {
     printf("test_gemm: skipped (built without OpenBLAS)\n");
     return 0;
