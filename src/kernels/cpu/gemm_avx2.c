@@ -101,79 +101,49 @@ bool oar_gemm_avx512_available(void) {
 typedef void (*micro_fn)(int64_t kc, const float *a, int64_t ars, int64_t aps, const float *b, int64_t bps, float *c,
                          int64_t ldc, bool add);
 
-OAR_AVX2 static void micro_6x16(int64_t kc, const float *a, int64_t ars, int64_t aps, const float *b, int64_t bps,
-                                float *c, int64_t ldc, bool add) {
-    __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00, c31 = c00,
-           c40 = c00, c41 = c00, c50 = c00, c51 = c00;
-    const float *a0 = a, *a1 = a + ars, *a2 = a + 2 * ars, *a3 = a + 3 * ars, *a4 = a + 4 * ars, *a5 = a + 5 * ars;
-#pragma GCC unroll 4
-    for (int64_t p = 0; p < kc; p++) {
-        __m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8), av;
-        av = _mm256_broadcast_ss(a0), c00 = _mm256_fmadd_ps(av, b0, c00), c01 = _mm256_fmadd_ps(av, b1, c01);
-        av = _mm256_broadcast_ss(a1), c10 = _mm256_fmadd_ps(av, b0, c10), c11 = _mm256_fmadd_ps(av, b1, c11);
-        av = _mm256_broadcast_ss(a2), c20 = _mm256_fmadd_ps(av, b0, c20), c21 = _mm256_fmadd_ps(av, b1, c21);
-        av = _mm256_broadcast_ss(a3), c30 = _mm256_fmadd_ps(av, b0, c30), c31 = _mm256_fmadd_ps(av, b1, c31);
-        av = _mm256_broadcast_ss(a4), c40 = _mm256_fmadd_ps(av, b0, c40), c41 = _mm256_fmadd_ps(av, b1, c41);
-        av = _mm256_broadcast_ss(a5), c50 = _mm256_fmadd_ps(av, b0, c50), c51 = _mm256_fmadd_ps(av, b1, c51);
-        a0 += aps, a1 += aps, a2 += aps, a3 += aps, a4 += aps, a5 += aps;
-        b += bps;
-    }
-#define OAR_STORE_ROW(r, lo, hi)                                 \
-    do {                                                         \
-        float *cr = c + (r) * ldc;                               \
-        if (add) {                                               \
-            lo = _mm256_add_ps(_mm256_loadu_ps(cr), lo);         \
-            hi = _mm256_add_ps(_mm256_loadu_ps(cr + 8), hi);     \
-        }                                                        \
-        _mm256_storeu_ps(cr, lo);                                \
-        _mm256_storeu_ps(cr + 8, hi);                            \
+/* Row r of the tile to C: c = acc, or c + acc when adding. */
+#define OAR_STORE_ROW(P, VEC, r, lo, hi)                                                                   \
+    do {                                                                                                   \
+        float *cr = c + (r) * ldc;                                                                         \
+        if (add) lo = P##_add_ps(P##_loadu_ps(cr), lo), hi = P##_add_ps(P##_loadu_ps(cr + VEC), hi);      \
+        P##_storeu_ps(cr, lo);                                                                             \
+        P##_storeu_ps(cr + VEC, hi);                                                                       \
     } while (0)
-    OAR_STORE_ROW(0, c00, c01);
-    OAR_STORE_ROW(1, c10, c11);
-    OAR_STORE_ROW(2, c20, c21);
-    OAR_STORE_ROW(3, c30, c31);
-    OAR_STORE_ROW(4, c40, c41);
-    OAR_STORE_ROW(5, c50, c51);
-#undef OAR_STORE_ROW
-}
 
-/* The same tile twice as wide in 512-bit registers: per element the same FMA chain, so the
- * two kernels give bitwise equal results. */
-OAR_AVX512 static void micro_6x32(int64_t kc, const float *a, int64_t ars, int64_t aps, const float *b, int64_t bps,
-                                  float *c, int64_t ldc, bool add) {
-    __m512 c00 = _mm512_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00, c31 = c00,
-           c40 = c00, c41 = c00, c50 = c00, c51 = c00;
-    const float *a0 = a, *a1 = a + ars, *a2 = a + 2 * ars, *a3 = a + 3 * ars, *a4 = a + 4 * ars, *a5 = a + 5 * ars;
-#pragma GCC unroll 4
-    for (int64_t p = 0; p < kc; p++) {
-        __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16), av;
-        av = _mm512_set1_ps(*a0), c00 = _mm512_fmadd_ps(av, b0, c00), c01 = _mm512_fmadd_ps(av, b1, c01);
-        av = _mm512_set1_ps(*a1), c10 = _mm512_fmadd_ps(av, b0, c10), c11 = _mm512_fmadd_ps(av, b1, c11);
-        av = _mm512_set1_ps(*a2), c20 = _mm512_fmadd_ps(av, b0, c20), c21 = _mm512_fmadd_ps(av, b1, c21);
-        av = _mm512_set1_ps(*a3), c30 = _mm512_fmadd_ps(av, b0, c30), c31 = _mm512_fmadd_ps(av, b1, c31);
-        av = _mm512_set1_ps(*a4), c40 = _mm512_fmadd_ps(av, b0, c40), c41 = _mm512_fmadd_ps(av, b1, c41);
-        av = _mm512_set1_ps(*a5), c50 = _mm512_fmadd_ps(av, b0, c50), c51 = _mm512_fmadd_ps(av, b1, c51);
-        a0 += aps, a1 += aps, a2 += aps, a3 += aps, a4 += aps, a5 += aps;
-        b += bps;
+/* One micro-kernel body for both vector widths (VEC lanes of type V, intrinsics prefixed P):
+ * per element the same FMA chain, so the 6x16 and 6x32 tiles give bitwise equal results. */
+#define OAR_MICRO_KERNEL(NAME, ATTR, V, VEC, P, SET1)                                                      \
+    ATTR static void NAME(int64_t kc, const float *a, int64_t ars, int64_t aps, const float *b, int64_t bps, \
+                          float *c, int64_t ldc, bool add) {                                               \
+        V c00 = P##_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00,        \
+          c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;                                          \
+        const float *a0 = a, *a1 = a + ars, *a2 = a + 2 * ars, *a3 = a + 3 * ars, *a4 = a + 4 * ars,       \
+                    *a5 = a + 5 * ars;                                                                     \
+        _Pragma("GCC unroll 4") for (int64_t p = 0; p < kc; p++) {                                         \
+            V b0 = P##_loadu_ps(b), b1 = P##_loadu_ps(b + VEC), av;                                        \
+            av = SET1(a0), c00 = P##_fmadd_ps(av, b0, c00), c01 = P##_fmadd_ps(av, b1, c01);               \
+            av = SET1(a1), c10 = P##_fmadd_ps(av, b0, c10), c11 = P##_fmadd_ps(av, b1, c11);               \
+            av = SET1(a2), c20 = P##_fmadd_ps(av, b0, c20), c21 = P##_fmadd_ps(av, b1, c21);               \
+            av = SET1(a3), c30 = P##_fmadd_ps(av, b0, c30), c31 = P##_fmadd_ps(av, b1, c31);               \
+            av = SET1(a4), c40 = P##_fmadd_ps(av, b0, c40), c41 = P##_fmadd_ps(av, b1, c41);               \
+            av = SET1(a5), c50 = P##_fmadd_ps(av, b0, c50), c51 = P##_fmadd_ps(av, b1, c51);               \
+            a0 += aps, a1 += aps, a2 += aps, a3 += aps, a4 += aps, a5 += aps;                              \
+            b += bps;                                                                                      \
+        }                                                                                                  \
+        OAR_STORE_ROW(P, VEC, 0, c00, c01);                                                                \
+        OAR_STORE_ROW(P, VEC, 1, c10, c11);                                                                \
+        OAR_STORE_ROW(P, VEC, 2, c20, c21);                                                                \
+        OAR_STORE_ROW(P, VEC, 3, c30, c31);                                                                \
+        OAR_STORE_ROW(P, VEC, 4, c40, c41);                                                                \
+        OAR_STORE_ROW(P, VEC, 5, c50, c51);                                                                \
     }
-#define OAR_STORE_ROW(r, lo, hi)                                 \
-    do {                                                         \
-        float *cr = c + (r) * ldc;                               \
-        if (add) {                                               \
-            lo = _mm512_add_ps(_mm512_loadu_ps(cr), lo);         \
-            hi = _mm512_add_ps(_mm512_loadu_ps(cr + 16), hi);    \
-        }                                                        \
-        _mm512_storeu_ps(cr, lo);                                \
-        _mm512_storeu_ps(cr + 16, hi);                           \
-    } while (0)
-    OAR_STORE_ROW(0, c00, c01);
-    OAR_STORE_ROW(1, c10, c11);
-    OAR_STORE_ROW(2, c20, c21);
-    OAR_STORE_ROW(3, c30, c31);
-    OAR_STORE_ROW(4, c40, c41);
-    OAR_STORE_ROW(5, c50, c51);
+
+#define OAR_BCAST256(p) _mm256_broadcast_ss(p)
+#define OAR_BCAST512(p) _mm512_set1_ps(*(p))
+OAR_MICRO_KERNEL(micro_6x16, OAR_AVX2, __m256, 8, _mm256, OAR_BCAST256)
+OAR_MICRO_KERNEL(micro_6x32, OAR_AVX512, __m512, 16, _mm512, OAR_BCAST512)
+#undef OAR_MICRO_KERNEL
 #undef OAR_STORE_ROW
-}
 
 /* 8 rows of 8 floats (row stride ld) transposed into 8 rows at dst (row stride NRmax...). */
 OAR_AVX2 static void transpose_8x8(const float *s, int64_t ld, float *d, int64_t dld) {
