@@ -16,18 +16,6 @@
 #include "optim/optim.h"
 #include "test_util.h"
 
-static bool same(oar_tensor *a, oar_tensor *b) { /* bitwise, same shape */
-    if (!a || !b || oar_numel(a) != oar_numel(b) || oar_dtype_of(a) != oar_dtype_of(b)) return false;
-    size_t n = (size_t)oar_numel(a) * oar_dtype_size(oar_dtype_of(a));
-    void *x = malloc(n + 1), *y = malloc(n + 1);
-    oar_copy_to_buffer(a, x, n, oar_dtype_of(a));
-    oar_copy_to_buffer(b, y, n, oar_dtype_of(b));
-    bool eq = memcmp(x, y, n) == 0;
-    free(x);
-    free(y);
-    return eq;
-}
-
 /* Occurrences of "= op(" or " op(" in program i's text. */
 static int count_op(oar_jit *f, const char *op) {
     char *buf = malloc(1 << 20);
@@ -103,14 +91,14 @@ static bool same_training(trainer *a, trainer *b) {
     bool eq = true;
     for (int i = 0; i < oar_module_num_parameters(a->m); i++) {
         oar_tensor *pa = oar_module_parameter(a->m, i, NULL), *pb = oar_module_parameter(b->m, i, NULL);
-        eq &= same(pa, pb) && same(oar_grad_get(pa), oar_grad_get(pb));
+        eq &= t_same_bits(pa, pb) && t_same_bits(oar_grad_get(pa), oar_grad_get(pb));
     }
     oar_optimizer *oa[2] = {a->o, a->o2}, *ob[2] = {b->o, b->o2};
     for (int k = 0; k < 2; k++) {
         if (!oa[k]) continue;
         eq &= oar_optimizer_num_state(oa[k]) == oar_optimizer_num_state(ob[k]);
         for (int i = 0; eq && i < oar_optimizer_num_state(oa[k]); i++)
-            eq &= same(oar_optimizer_state(oa[k], i, NULL), oar_optimizer_state(ob[k], i, NULL));
+            eq &= t_same_bits(oar_optimizer_state(oa[k], i, NULL), oar_optimizer_state(ob[k], i, NULL));
     }
     return eq;
 }
@@ -143,7 +131,7 @@ static void compare(const char *what, int layers, const oar_optim_opts *opts, in
             ok = false;
             break;
         }
-        eq &= same(le[0], lon[0]) && same(le[0], loff[0]);
+        eq &= t_same_bits(le[0], lon[0]) && t_same_bits(le[0], loff[0]);
     }
     if (ok) {
         eq &= same_training(&e, &on) && same_training(&e, &off);

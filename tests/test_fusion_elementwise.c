@@ -77,8 +77,8 @@ static void check_inference(const char *name, fn_t fn, oar_tensor *const *in, in
     CHECK(oar_jit_call(f_on, in, n_in, on, n_out) == OAR_OK);
     CHECK(oar_jit_call(f_off, in, n_in, off, n_out) == OAR_OK);
     for (int k = 0; k < n_out; k++) {
-        CHECK(zoo_same_bits(eager[k], on[k]));
-        CHECK(zoo_same_bits(off[k], on[k]));
+        CHECK(t_same_bits(eager[k], on[k]));
+        CHECK(t_same_bits(off[k], on[k]));
     }
     CHECK(oar_program_verify(f_on->entries[0].program) == OAR_OK);
     *fused = count_op(f_on, OAR_OP_fused_elementwise);
@@ -142,7 +142,7 @@ static void test_export(void) {
     CHECK(pr && oar_predictor_run(pr) == OAR_OK);
     for (int k = 0; pr && k < 2; k++) {
         oar_tensor *y = oar_predictor_get_output(pr, oar_predictor_output_name(pr, k));
-        CHECK(zoo_same_bits(y, out[k]));
+        CHECK(t_same_bits(y, out[k]));
         oar_release(y);
     }
     oar_predictor_free(pr);
@@ -225,12 +225,12 @@ static void check_training(const char *name, int64_t n, int steps, bool expect_f
         CHECK(oar_jit_call(fa, io, 2, la, 1) == OAR_OK);
         oar_rng_set_state(rs);
         CHECK(oar_jit_call(fb, io, 2, lb, 1) == OAR_OK);
-        loss_diffs += !zoo_same_bits(la[0], lb[0]);
+        loss_diffs += !t_same_bits(la[0], lb[0]);
         for (int i = 0; i < oar_module_num_parameters(a.m); i++) {
             oar_tensor *pa = oar_module_parameter(a.m, i, NULL), *pb = oar_module_parameter(b.m, i, NULL);
-            param_diffs += !zoo_same_bits(pa, pb);
+            param_diffs += !t_same_bits(pa, pb);
             oar_tensor *ga = oar_grad_get(pa), *gb = oar_grad_get(pb);
-            grad_diffs += (ga || gb) && !zoo_same_bits(ga, gb);
+            grad_diffs += (ga || gb) && !t_same_bits(ga, gb);
         }
         oar_release(la[0]);
         oar_release(lb[0]);

@@ -40,7 +40,7 @@ static void test_inference(void) {
     CHECK(layers(NULL, in, 6, eager, 2) == OAR_OK);
     oar_jit *f_on = compile(layers, NULL, true, NULL, NULL), *f_off = compile(layers, NULL, false, NULL, NULL);
     CHECK(oar_jit_call(f_on, in, 6, on, 2) == OAR_OK && oar_jit_call(f_off, in, 6, off, 2) == OAR_OK);
-    for (int k = 0; k < 2; k++) CHECK(zoo_same_bits(eager[k], on[k]) && zoo_same_bits(off[k], on[k]));
+    for (int k = 0; k < 2; k++) CHECK(t_same_bits(eager[k], on[k]) && t_same_bits(off[k], on[k]));
     CHECK(count_op(f_on, OAR_OP_linear_act) == 3 && count_op(f_on, OAR_OP_linear) == 1);
     CHECK(count_op(f_off, OAR_OP_linear_act) == 0 && count_op(f_off, OAR_OP_linear) == 4);
     CHECK(oar_program_verify(f_on->entries[0].program) == OAR_OK);
@@ -76,10 +76,10 @@ static void check_training(const char *name, int64_t n, int steps) {
         zoo_batch(info, n, 0, &io[0], &io[1]);
         oar_tensor *la[1] = {0}, *lb[1] = {0};
         CHECK(oar_jit_call(fa, io, 2, la, 1) == OAR_OK && oar_jit_call(fb, io, 2, lb, 1) == OAR_OK);
-        diffs += !zoo_same_bits(la[0], lb[0]);
+        diffs += !t_same_bits(la[0], lb[0]);
         for (int i = 0; i < oar_module_num_parameters(a.m); i++) {
             oar_tensor *pa = oar_module_parameter(a.m, i, NULL), *pb = oar_module_parameter(b.m, i, NULL);
-            diffs += !zoo_same_bits(pa, pb) + !zoo_same_bits(oar_grad_get(pa), oar_grad_get(pb));
+            diffs += !t_same_bits(pa, pb) + !t_same_bits(oar_grad_get(pa), oar_grad_get(pb));
         }
         oar_release(la[0]);
         oar_release(lb[0]);

@@ -14,27 +14,6 @@ static oar_tensor *param(const int64_t *shape, int ndim, double scale) {
     return t;
 }
 
-/* A new leaf parameter with p's values. */
-static oar_tensor *copy_param(oar_tensor *p) {
-    oar_tensor *d = oar_detach(p), *t = oar_clone(d);
-    oar_release(d);
-    oar_set_requires_grad(t, true);
-    return t;
-}
-
-/* Gives p the gradient g (d/dp sum(p * g) = g), replacing any earlier one. */
-static void give_grad(oar_tensor *p, oar_tensor *g) {
-    oar_zero_grad(p);
-    oar_scope_begin();
-    CHECK(oar_backward(oar_sum(oar_mul(p, g), NULL, 0, false), NULL, false) == OAR_OK);
-    oar_scope_end();
-}
-
-static bool same(oar_tensor *a, oar_tensor *b) { /* bitwise, same shape */
-    return oar_numel(a) == oar_numel(b) && oar_dtype_of(a) == oar_dtype_of(b) &&
-           !memcmp(oar_data(a), oar_data(b), (size_t)oar_numel(a) * oar_dtype_size(oar_dtype_of(a)));
-}
-
 static void test_defaults(void) {
     oar_optim_opts d = oar_optim_defaults(OAR_OPTIM_ADAMW);
     CHECK(d.explicit_values && d.lr == 1e-3 && d.beta1 == 0.9 && d.beta2 == 0.999 && d.eps == 1e-8 &&
@@ -116,7 +95,7 @@ static void test_state_names(void) {
     adam.amsgrad = true;
     oar_optimizer *o = oar_optimizer_new(p, 2, &adam);
     CHECK(oar_optimizer_num_state(o) == 0); /* made lazily */
-    for (int k = 0; k < 2; k++) give_grad(p[k], oar_ones_like(p[k]));
+    for (int k = 0; k < 2; k++) t_give_grad(p[k], oar_ones_like(p[k]));
     CHECK(oar_optimizer_step(o) == OAR_OK);
     const char *want[] = {"0.step", "0.exp_avg", "0.exp_avg_sq", "0.max_exp_avg_sq",
                           "1.step", "1.exp_avg", "1.exp_avg_sq", "1.max_exp_avg_sq"};
@@ -169,10 +148,10 @@ static void test_load_state_round_trip(oar_optim_kind kind) {
     opts.lr_decay = kind == OAR_OPTIM_ADAGRAD ? 0.01 : 0;
     oar_optimizer *a = oar_optimizer_new(p, 2, &opts);
     for (int s = 0; s < 3; s++) {
-        for (int k = 0; k < 2; k++) give_grad(p[k], oar_randn(oar_shape(p[k]), oar_ndim(p[k]), OAR_F32));
+        for (int k = 0; k < 2; k++) t_give_grad(p[k], oar_randn(oar_shape(p[k]), oar_ndim(p[k]), OAR_F32));
         CHECK(oar_optimizer_step(a) == OAR_OK);
     }
-    oar_tensor *q[2] = {copy_param(p[0]), copy_param(p[1])};
+    oar_tensor *q[2] = {t_leaf_copy(p[0]), t_leaf_copy(p[1])};
     oar_optimizer *b = oar_optimizer_new(q, 2, &opts);
     CHECK(oar_optimizer_num_state(a) > 0);
     for (int i = 0; i < oar_optimizer_num_state(a); i++) {
@@ -184,11 +163,11 @@ static void test_load_state_round_trip(oar_optim_kind kind) {
     CHECK(oar_optimizer_num_state(b) == oar_optimizer_num_state(a) && oar_optimizer_steps(b) == 3);
     for (int k = 0; k < 2; k++) {
         oar_tensor *g = oar_randn(oar_shape(p[k]), oar_ndim(p[k]), OAR_F32);
-        give_grad(p[k], g);
-        give_grad(q[k], g);
+        t_give_grad(p[k], g);
+        t_give_grad(q[k], g);
     }
     CHECK(oar_optimizer_step(a) == OAR_OK && oar_optimizer_step(b) == OAR_OK);
-    for (int k = 0; k < 2; k++) CHECK(same(p[k], q[k]));
+    for (int k = 0; k < 2; k++) CHECK(t_same_bits(p[k], q[k]));
     oar_optimizer_free(a);
     oar_optimizer_free(b);
     for (int k = 0; k < 2; k++) {
@@ -219,7 +198,7 @@ static void test_load_state_errors(void) {
     /* a load before the first step makes the parameter's state; the step continues from it */
     CHECK(oar_optimizer_load_state(o, "0.step", step_i) == OAR_OK);
     CHECK(oar_optimizer_num_state(o) == 3);
-    give_grad(p[0], oar_ones_like(p[0]));
+    t_give_grad(p[0], oar_ones_like(p[0]));
     CHECK(oar_optimizer_step(o) == OAR_OK);
     double v = 0;
     CHECK(oar_item(oar_optimizer_state(o, 0, NULL), &v) == OAR_OK && v == 4);
@@ -252,9 +231,9 @@ static void test_groups(void) {
               "SGD: expected every group to have kind SGD, got Adam");
     CHECK_ERR(oar_optimizer_group_opts(o, 3), "expected a group in [0, 3), got 3");
     CHECK(oar_optimizer_num_groups(o) == 3);
-    give_grad(a, g);
-    give_grad(b, g);
-    give_grad(c, g);
+    t_give_grad(a, g);
+    t_give_grad(b, g);
+    t_give_grad(c, g);
     CHECK(oar_optimizer_step(o) == OAR_OK);
     CHECK_NEAR(t_at(a, 1), -0.1f, 1e-7);
     CHECK_NEAR(t_at(b, 1), -0.01f, 1e-8);
@@ -276,18 +255,18 @@ static void test_groups(void) {
 
 static void test_zero_grad_and_skips(void) {
     oar_tensor *p[2] = {param((int64_t[]){5}, 1, 1.0), param((int64_t[]){5}, 1, 1.0)};
-    oar_tensor *p1_before = copy_param(p[1]);
+    oar_tensor *p1_before = t_leaf_copy(p[1]);
     oar_optimizer *o = oar_optimizer_new(p, 2, &(oar_optim_opts){.kind = OAR_OPTIM_ADAM, .lr = 0.1});
-    give_grad(p[0], oar_ones_like(p[0]));
+    t_give_grad(p[0], oar_ones_like(p[0]));
     CHECK(oar_optimizer_step(o) == OAR_OK);
-    CHECK(same(p[1], p1_before));          /* no gradient: skipped */
+    CHECK(t_same_bits(p[1], p1_before));          /* no gradient: skipped */
     CHECK(oar_optimizer_num_state(o) == 3); /* and no state for it */
     CHECK(oar_grad_get(p[0]) != NULL);
     oar_optimizer_zero_grad(o);
     CHECK(oar_grad_get(p[0]) == NULL && oar_grad_get(p[1]) == NULL);
-    oar_tensor *p0 = copy_param(p[0]);
+    oar_tensor *p0 = t_leaf_copy(p[0]);
     CHECK(oar_optimizer_step(o) == OAR_OK); /* nothing has a gradient: nothing changes */
-    CHECK(same(p[0], p0) && oar_optimizer_steps(o) == 2);
+    CHECK(t_same_bits(p[0], p0) && oar_optimizer_steps(o) == 2);
     oar_optimizer_free(o);
     oar_release(p0);
     oar_release(p1_before);
@@ -296,7 +275,7 @@ static void test_zero_grad_and_skips(void) {
 
 static void test_bad_grads(void) {
     oar_tensor *p = param((int64_t[]){2, 3}, 2, 1.0);
-    oar_tensor *before = copy_param(p);
+    oar_tensor *before = t_leaf_copy(p);
     oar_optimizer *o = oar_optimizer_new(&p, 1, &(oar_optim_opts){.kind = OAR_OPTIM_SGD, .lr = 0.1, .momentum = 0.9});
     oar_zero_grad(p);
     p->grad = oar_tensor_contiguous_copy(oar_zeros((int64_t[]){3, 2}, 2, OAR_F32));
@@ -305,17 +284,17 @@ static void test_bad_grads(void) {
     oar_zero_grad(p);
     p->grad = oar_tensor_contiguous_copy(oar_zeros((int64_t[]){2, 3}, 2, OAR_F64));
     CHECK_ERR(oar_optimizer_step(o), "SGD: expected the gradient of parameter 0 to be f32 like the parameter, got f64");
-    CHECK(same(p, before) && oar_optimizer_num_state(o) == 0 && oar_optimizer_steps(o) == 0);
+    CHECK(t_same_bits(p, before) && oar_optimizer_num_state(o) == 0 && oar_optimizer_steps(o) == 0);
     /* a strided gradient works, and gives what its contiguous copy gives */
     oar_tensor *gt = oar_randn((int64_t[]){3, 2}, 2, OAR_F32);
     oar_zero_grad(p);
     p->grad = oar_retain(oar_transpose(gt, 0, 1));
     CHECK(!p->grad->contiguous);
-    oar_tensor *q = copy_param(before);
+    oar_tensor *q = t_leaf_copy(before);
     oar_optimizer *o2 = oar_optimizer_new(&q, 1, oar_optimizer_group_opts(o, 0));
-    give_grad(q, oar_contiguous(oar_transpose(gt, 0, 1)));
+    t_give_grad(q, oar_contiguous(oar_transpose(gt, 0, 1)));
     CHECK(oar_optimizer_step(o) == OAR_OK && oar_optimizer_step(o2) == OAR_OK);
-    CHECK(same(p, q));
+    CHECK(t_same_bits(p, q));
     oar_optimizer_free(o);
     oar_optimizer_free(o2);
     oar_release(gt);
@@ -360,7 +339,7 @@ static void test_optimizer_for(void) {
     CHECK(o != NULL);
     for (int i = 2; i < 4; i++) {
         oar_tensor *t = oar_module_parameter(m, i, NULL);
-        give_grad(t, oar_ones_like(t));
+        t_give_grad(t, oar_ones_like(t));
     }
     CHECK(oar_optimizer_step(o) == OAR_OK);
     const char *name = NULL;
@@ -378,17 +357,17 @@ static oar_tensor *run_big(oar_optim_kind kind) {
     int64_t n = 300001;
     oar_manual_seed(5);
     oar_tensor *g = oar_randn(&n, 1, OAR_F32), *init = oar_randn(&n, 1, OAR_F32);
-    oar_tensor *p = copy_param(init);
+    oar_tensor *p = t_leaf_copy(init);
     oar_optim_opts opts = oar_optim_defaults(kind);
     opts.lr = 0.01;
     opts.weight_decay = 0.01;
     opts.momentum = kind == OAR_OPTIM_SGD ? 0.9 : 0;
     oar_optimizer *o = oar_optimizer_new(&p, 1, &opts);
     for (int s = 0; s < 3; s++) {
-        give_grad(p, g);
+        t_give_grad(p, g);
         CHECK(oar_optimizer_step(o) == OAR_OK);
     }
-    CHECK(!same(p, init));
+    CHECK(!t_same_bits(p, init));
     oar_optimizer_free(o);
     oar_release(g);
     oar_release(init);
@@ -409,9 +388,9 @@ static void test_threads_agree(void) {
         }
     }
     for (int k = 0; k < N; k++) {
-        CHECK(same(res[0][k], res[1][k]));
+        CHECK(t_same_bits(res[0][k], res[1][k]));
         CHECK(norms[0][k] == norms[1][k]);
-        CHECK(same(oar_grad_get(res[0][k]), oar_grad_get(res[1][k])));
+        CHECK(t_same_bits(oar_grad_get(res[0][k]), oar_grad_get(res[1][k])));
         oar_release(res[0][k]);
         oar_release(res[1][k]);
     }
@@ -438,8 +417,8 @@ static void test_vector_matches_scalar(oar_optim_opts opts) {
     for (int i = 0; i < N; i++) small[i] = scalar_param(init[i]);
     oar_optimizer *ob = oar_optimizer_new(&big, 1, &opts), *os = oar_optimizer_new(small, N, &opts);
     for (int s = 0; s < 3; s++) {
-        give_grad(big, vec(grads[s], N));
-        for (int i = 0; i < N; i++) give_grad(small[i], vec(&grads[s][i], 1));
+        t_give_grad(big, vec(grads[s], N));
+        for (int i = 0; i < N; i++) t_give_grad(small[i], vec(&grads[s][i], 1));
         CHECK(oar_optimizer_step(ob) == OAR_OK && oar_optimizer_step(os) == OAR_OK);
     }
     if (opts.kind == OAR_OPTIM_LAMB) {
@@ -489,7 +468,7 @@ static void test_lamb_reference(void) {
     oar_optim_opts o = oar_optim_defaults(OAR_OPTIM_LAMB);
     o.lr = 0.01, o.weight_decay = 0.1;
     oar_optimizer *opt = oar_optimizer_new(&p, 1, &o);
-    give_grad(p, g);
+    t_give_grad(p, g);
     CHECK(oar_optimizer_step(opt) == OAR_OK);
     const float *gv = oar_data(g), *pv = oar_data(p);
     double np = 0, nu = 0;
@@ -516,8 +495,8 @@ static void test_clip(void) {
     float va[2] = {3, 4}, vb[1] = {12}, vc[2] = {0.5f, -2};
     oar_tensor *p[3] = {vec(va, 2), vec(vb, 1), vec(vc, 2)};
     for (int k = 0; k < 3; k++) oar_set_requires_grad(p[k], true);
-    give_grad(p[0], vec(va, 2)); /* gradients [3, 4], [12]; p[2] has none */
-    give_grad(p[1], vec(vb, 1));
+    t_give_grad(p[0], vec(va, 2)); /* gradients [3, 4], [12]; p[2] has none */
+    t_give_grad(p[1], vec(vb, 1));
     oar_tensor *list[3] = {p[0], p[2], p[1]};
     double total = 0;
     CHECK(oar_clip_grad_norm(list, 3, 100, 2, &total) == OAR_OK);
@@ -544,7 +523,7 @@ static void test_clip(void) {
     CHECK(oar_grad_get(p[2]) == NULL);
     float vn[2] = {NAN, -5};
     oar_tensor *gn = vec(vn, 2);
-    give_grad(p[2], gn);
+    t_give_grad(p[2], gn);
     CHECK(oar_clip_grad_value(&p[2], 1, 1.0) == OAR_OK);
     CHECK(isnan(t_at(oar_grad_get(p[2]), 0)) && t_at(oar_grad_get(p[2]), 1) == -1);
     CHECK(oar_clip_grad_norm(&p[2], 1, 1.0, 2, &total) == OAR_OK && isnan(total)); /* NaN spreads, as torch */

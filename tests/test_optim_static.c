@@ -9,33 +9,6 @@
 #include "optim/optim.h"
 #include "test_util.h"
 
-static bool same(oar_tensor *a, oar_tensor *b) { /* bitwise, same shape */
-    if (!a || !b || oar_numel(a) != oar_numel(b) || oar_dtype_of(a) != oar_dtype_of(b)) return false;
-    size_t n = (size_t)oar_numel(a) * oar_dtype_size(oar_dtype_of(a));
-    void *x = malloc(n + 1), *y = malloc(n + 1);
-    oar_copy_to_buffer(a, x, n, oar_dtype_of(a));
-    oar_copy_to_buffer(b, y, n, oar_dtype_of(b));
-    bool eq = memcmp(x, y, n) == 0;
-    free(x);
-    free(y);
-    return eq;
-}
-
-static oar_tensor *leaf_copy(oar_tensor *p) {
-    oar_tensor *d = oar_detach(p), *t = oar_clone(d);
-    oar_release(d);
-    oar_set_requires_grad(t, true);
-    return t;
-}
-
-/* Gives p the gradient g (d/dp sum(p * g) = g). */
-static void give_grad(oar_tensor *p, oar_tensor *g) {
-    oar_zero_grad(p);
-    oar_scope_begin();
-    CHECK(oar_backward(oar_sum(oar_mul(p, g), NULL, 0, false), NULL, false) == OAR_OK);
-    oar_scope_end();
-}
-
 typedef struct config {
     const char *name;
     oar_optim_opts opts;
@@ -82,7 +55,7 @@ static void test_op_matches_step(const config *c) {
     int64_t shape[2] = {37, 5};
     oar_tensor *p = oar_randn(shape, 2, OAR_F32);
     oar_set_requires_grad(p, true);
-    oar_tensor *q = leaf_copy(p); /* updated by the op directly */
+    oar_tensor *q = t_leaf_copy(p); /* updated by the op directly */
     oar_optimizer *o = oar_optimizer_new(&p, 1, &c->opts);
     CHECK(o != NULL);
     /* the op's own inputs: zeroed state of the slots the options use, and a hyper tensor */
@@ -99,19 +72,19 @@ static void test_op_matches_step(const config *c) {
     h[OAR_HYPER_FRESH_MOMENTUM] = c->opts.kind == OAR_OPTIM_SGD && c->opts.momentum != 0;
     for (int step = 0; o && step < 3; step++) {
         oar_tensor *g = oar_randn(shape, 2, OAR_F32);
-        give_grad(p, g);
+        t_give_grad(p, g);
         CHECK(oar_optimizer_step(o) == OAR_OK);
         CHECK(oar_optim_update_call(c->opts.kind, q, g, hyper, slot) == OAR_OK);
         CHECK(h[OAR_HYPER_FRESH_MOMENTUM] == 0); /* filled once */
     }
-    CHECK(same(p, q));
-    if (!same(p, q)) printf("  %s: the op and the optimizer differ\n", c->name);
+    CHECK(t_same_bits(p, q));
+    if (!t_same_bits(p, q)) printf("  %s: the op and the optimizer differ\n", c->name);
     for (int i = 0; o && i < oar_optimizer_num_state(o); i++) {
         const char *name;
         oar_tensor *st = oar_optimizer_state(o, i, &name);
         const char *slot_name = strchr(name, '.') + 1;
         for (int s = 0; s < OAR_SLOT_COUNT; s++)
-            if (!strcmp(slot_name, oar_slot_names[s])) CHECK(same(st, slot[s]));
+            if (!strcmp(slot_name, oar_slot_names[s])) CHECK(t_same_bits(st, slot[s]));
     }
     if (slot[OAR_SLOT_STEP]) CHECK(t_at(slot[OAR_SLOT_STEP], 0) == 3);
     oar_optimizer_free(o);
@@ -183,19 +156,19 @@ static void compare_compiled(const config *c, double clip, const double *lr_at, 
             ok = false;
             break;
         }
-        CHECK(same(le[0], ls[0]));
+        CHECK(t_same_bits(le[0], ls[0]));
     }
     if (ok) {
         CHECK(oar_jit_num_traces(f) == 1);
         CHECK(oar_optimizer_steps(s.o) == 5 && oar_optimizer_steps(e.o) == 5);
         bool eq = oar_optimizer_num_state(s.o) == oar_optimizer_num_state(e.o);
         for (int i = 0; i < oar_module_num_parameters(e.m); i++)
-            eq &= same(oar_module_parameter(e.m, i, NULL), oar_module_parameter(s.m, i, NULL));
+            eq &= t_same_bits(oar_module_parameter(e.m, i, NULL), oar_module_parameter(s.m, i, NULL));
         for (int i = 0; eq && i < oar_optimizer_num_state(e.o); i++)
-            eq &= same(oar_optimizer_state(e.o, i, NULL), oar_optimizer_state(s.o, i, NULL));
+            eq &= t_same_bits(oar_optimizer_state(e.o, i, NULL), oar_optimizer_state(s.o, i, NULL));
         /* gradients of the last run are on the parameters, as eagerly */
         for (int i = 0; i < oar_module_num_parameters(e.m); i++)
-            eq &= same(oar_grad_get(oar_module_parameter(e.m, i, NULL)), oar_grad_get(oar_module_parameter(s.m, i, NULL)));
+            eq &= t_same_bits(oar_grad_get(oar_module_parameter(e.m, i, NULL)), oar_grad_get(oar_module_parameter(s.m, i, NULL)));
         if (!eq) printf("  %s%s%s: compiled and eager steps differ\n", c->name, clip > 0 ? " (clipped)" : "",
                         lr_at ? " (lr changed)" : "");
         *all_same &= eq;
@@ -234,7 +207,7 @@ static void test_scheduler(void) {
         CHECK(oar_jit_call(f, in, 2, l, 1) == OAR_OK);
         CHECK(oar_scheduler_step(se, 0) == OAR_OK && oar_scheduler_step(ss, 0) == OAR_OK);
         for (int i = 0; i < 2; i++)
-            eq &= same(oar_module_parameter(e.m, i, NULL), oar_module_parameter(s.m, i, NULL));
+            eq &= t_same_bits(oar_module_parameter(e.m, i, NULL), oar_module_parameter(s.m, i, NULL));
     }
     CHECK(eq);
     CHECK(oar_optimizer_group_opts(s.o, 0)->lr < 0.5 * 0.1 * 0.1 * 1.0001);
@@ -248,7 +221,7 @@ static void test_scheduler(void) {
         oar_tensor *in[2] = {xs[k], ys[k]}, *l[1] = {0};
         CHECK(oar_jit_call(f2, in, 2, l, 1) == OAR_OK);
     }
-    CHECK(!same(oar_module_parameter(fixed.m, 0, NULL), oar_module_parameter(s.m, 0, NULL)));
+    CHECK(!t_same_bits(oar_module_parameter(fixed.m, 0, NULL), oar_module_parameter(s.m, 0, NULL)));
     oar_jit_free(f2);
     free_trainer(&fixed);
     oar_scheduler_free(se);
@@ -329,9 +302,9 @@ static void test_clip_total(void) {
             break;
         }
         CHECK(oar_dtype_of(ts[0]) == OAR_F64 && oar_numel(ts[0]) == 1);
-        eq &= same(te[0], ts[0]) && t_at(ts[0], 0) > 0.01;
+        eq &= t_same_bits(te[0], ts[0]) && t_at(ts[0], 0) > 0.01;
         for (int i = 0; i < 2; i++)
-            eq &= same(oar_module_parameter(e.m, i, NULL), oar_module_parameter(s.m, i, NULL));
+            eq &= t_same_bits(oar_module_parameter(e.m, i, NULL), oar_module_parameter(s.m, i, NULL));
     }
     CHECK(eq);
     oar_jit_free(f);
@@ -362,7 +335,7 @@ static void test_two_steps(void) {
         CHECK(two_steps_fn(&e, in, 2, l, 1) == OAR_OK);
         CHECK(oar_jit_call(f, in, 2, l, 1) == OAR_OK);
         for (int i = 0; i < 2; i++)
-            eq &= same(oar_module_parameter(e.m, i, NULL), oar_module_parameter(s.m, i, NULL));
+            eq &= t_same_bits(oar_module_parameter(e.m, i, NULL), oar_module_parameter(s.m, i, NULL));
     }
     CHECK(eq);
     CHECK(oar_optimizer_steps(s.o) == 6 && oar_optimizer_steps(e.o) == 6);

@@ -33,13 +33,13 @@ static void check_model(const char *name, int64_t n, int steps, oar_optim_kind k
         CHECK(zoo_step_fn(&e, io, 2, le, 1) == OAR_OK);
         oar_rng_set_state(rs);
         CHECK(oar_jit_call(f, io, 2, ls, 1) == OAR_OK);
-        if (!le[0] || !ls[0] || !zoo_same_bits(le[0], ls[0])) curve_diffs++;
+        if (!le[0] || !ls[0] || !t_same_bits(le[0], ls[0])) curve_diffs++;
         oar_scope_end();
     }
     CHECK(curve_diffs == 0);
     int diffs = 0;
     for (int i = 0; i < oar_module_num_parameters(e.m); i++)
-        diffs += !zoo_same_bits(oar_module_parameter(e.m, i, NULL), oar_module_parameter(s.m, i, NULL));
+        diffs += !t_same_bits(oar_module_parameter(e.m, i, NULL), oar_module_parameter(s.m, i, NULL));
     CHECK(diffs == 0);
     CHECK(oar_optimizer_steps(e.opt) == oar_optimizer_steps(s.opt));
     CHECK(oar_jit_num_traces(f) == 1);

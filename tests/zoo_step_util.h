@@ -75,17 +75,4 @@ static inline void zoo_batch(const oar_zoo_info *info, int64_t n, int64_t max_t,
     }
 }
 
-/* Whether a and b hold the same dtype, count and bytes. */
-static inline bool zoo_same_bits(oar_tensor *a, oar_tensor *b) {
-    if (!a || !b || oar_numel(a) != oar_numel(b) || oar_dtype_of(a) != oar_dtype_of(b)) return false;
-    size_t n = (size_t)oar_numel(a) * oar_dtype_size(oar_dtype_of(a));
-    char *x = malloc(n + 1), *y = malloc(n + 1);
-    oar_copy_to_buffer(a, x, n, oar_dtype_of(a));
-    oar_copy_to_buffer(b, y, n, oar_dtype_of(b));
-    bool same = !memcmp(x, y, n);
-    free(x);
-    free(y);
-    return same;
-}
-
 #endif
