@@ -2,11 +2,13 @@
  * the unfused ops (bitwise, one and two threads), and the pass on traced programs: a pre-LN
  * inference function (with a broadcast add and a final norm that must stay unfused), and
  * gpt-mini training steps (losses, gradients and parameters after AdamW updates), fused
- * against unfused with the pass switched off by name, bitwise. */
+ * against unfused with the pass switched off by name, bitwise; and hand-built programs for the
+ * conditions (where the backward fusion goes, and the cases it must refuse). */
 #include "zoo_step_util.h"
 
 #include "graph/jit.h"
 #include "graph/passes/passes.h"
+#include "graph_test_util.h"
 
 static int count_op(const oar_jit *f, oar_op_id op) {
     const oar_program *p = f->entries[0].program;
@@ -106,6 +108,46 @@ static void test_inference(void) {
     oar_scope_end();
 }
 
+/* ---- hand-built programs: the pass alone, then results against the unpassed copy */
+enum { BW_LATE_RESIDUAL, BW_DW_READ_EARLY, BW_DX_READ_TWICE, FW_WEIGHT_MADE_LATE };
+
+/* x + g -> layer_norm -> layer_norm_backward(q, ...) whose dx is added to r = y * q, a residual
+ * gradient made after the backward node; variants break one condition each. */
+static void check_program(int variant, int want_fwd, int want_bwd) {
+    oar_scope_begin();
+    oar_program *p = oar_program_new();
+    int64_t sh[2] = {4, 12}, ns[1] = {12};
+    int x = gt_input(p, sh, 2), g = gt_input(p, sh, 2), q = gt_input(p, sh, 2);
+    int w = gt_tensor(p, OAR_VAL_PARAM, ns, 1, "w"), b = gt_tensor(p, OAR_VAL_PARAM, ns, 1, "b");
+    int s = GT_OP(p, add, "", x, g);
+    if (variant == FW_WEIGHT_MADE_LATE) w = GT_OP(p, mul, "", w, w);
+    int ln[3], bw[3];
+    gt_node(p, GT_MAIN, OAR_OP_layer_norm, "normalized_ndim=1 eps=1e-05", (int[]){s, w, b}, 3, ln, NULL);
+    gt_node(p, GT_MAIN, OAR_OP_layer_norm_backward, "normalized_ndim=1", (int[]){q, s, w, ln[1], ln[2]}, 5, bw, NULL);
+    int extra = variant == BW_DW_READ_EARLY ? GT_OP(p, mul, "", bw[1], bw[1])
+              : variant == BW_DX_READ_TWICE ? GT_OP(p, mul, "", bw[0], q) : -1;
+    int r = GT_OP(p, mul, "", ln[0], q);
+    int t = GT_OP(p, add, "", bw[0], r);
+    int outs[] = {t, bw[1], bw[2], ln[0], s, extra};
+    for (int k = 0; k < 6 && outs[k] >= 0; k++) CHECK(oar_program_add_output(p, GT_MAIN, outs[k]) == OAR_OK);
+    CHECK(oar_program_verify(p) == OAR_OK);
+    oar_program *before = gt_clone(p);
+    CHECK(oar_passes_run(p, 1ull << oar_pass_find("fuse_add_layer_norm"), true) == OAR_OK);
+    CHECK(gt_count_op(p, OAR_OP_add_layer_norm) == want_fwd && gt_count_op(p, OAR_OP_layer_norm_backward_add) == want_bwd);
+    oar_tensor *in[3] = {oar_randn(sh, 2, OAR_F32), oar_randn(sh, 2, OAR_F32), oar_randn(sh, 2, OAR_F32)};
+    CHECK(gt_same_results(before, NULL, p, NULL, in, 3));
+    oar_program_free(before);
+    oar_program_free(p);
+    oar_scope_end();
+}
+
+static void test_programs(void) {
+    check_program(BW_LATE_RESIDUAL, 1, 1);    /* fused at the add's position */
+    check_program(BW_DW_READ_EARLY, 1, 0);    /* dw read before the add: neither place works */
+    check_program(BW_DX_READ_TWICE, 1, 0);    /* dx has another reader */
+    check_program(FW_WEIGHT_MADE_LATE, 0, 1); /* the weight is made after the add */
+}
+
 /* ---- training: gpt-mini steps with AdamW */
 static void test_gpt_training(int steps) {
     oar_scope_begin();
@@ -155,6 +197,7 @@ int main(void) {
     test_switch();
     test_ops();
     test_inference();
+    test_programs();
     test_gpt_training(3);
     return test_summary("test_fusion_add_layer_norm");
 }
