@@ -108,6 +108,31 @@ static void test_inference(void) {
     oar_scope_end();
 }
 
+/* gpt-mini's forward alone (an inference program): 8 fusions, logits bitwise equal */
+static oar_status gpt_forward_fn(void *user, oar_tensor *const *in, int n_in, oar_tensor **out, int n_out) {
+    (void)n_in; (void)n_out;
+    out[0] = oar_forward(user, in[0]);
+    return out[0] ? OAR_OK : oar_last_status();
+}
+
+static void test_gpt_inference(void) {
+    oar_scope_begin();
+    oar_manual_seed(4);
+    oar_module *m = oar_zoo_create("gpt-mini", NULL);
+    oar_tensor *x = oar_randint(0, 256, (int64_t[]){2, 24}, 2, OAR_I64), *eager = oar_forward(m, x), *on[1], *off[1];
+    oar_jit *f_on = compile(gpt_forward_fn, m, true, m, NULL), *f_off = compile(gpt_forward_fn, m, false, m, NULL);
+    CHECK(oar_jit_call(f_on, &x, 1, on, 1) == OAR_OK && oar_jit_call(f_off, &x, 1, off, 1) == OAR_OK);
+    CHECK(zoo_same_bits(eager, on[0]) && zoo_same_bits(off[0], on[0]));
+    CHECK(count_op(f_on, OAR_OP_add_layer_norm) == 8 && count_op(f_on, OAR_OP_layer_norm) == 1);
+    CHECK(count_op(f_on, OAR_OP_layer_norm_backward_add) == 0 && count_op(f_off, OAR_OP_add_layer_norm) == 0);
+    oar_release(on[0]);
+    oar_release(off[0]);
+    oar_jit_free(f_on);
+    oar_jit_free(f_off);
+    oar_module_free(m);
+    oar_scope_end();
+}
+
 /* ---- hand-built programs: the pass alone, then results against the unpassed copy */
 enum { BW_LATE_RESIDUAL, BW_DW_READ_EARLY, BW_DX_READ_TWICE, FW_WEIGHT_MADE_LATE };
 
@@ -197,6 +222,7 @@ int main(void) {
     test_switch();
     test_ops();
     test_inference();
+    test_gpt_inference();
     test_programs();
     test_gpt_training(3);
     return test_summary("test_fusion_add_layer_norm");
