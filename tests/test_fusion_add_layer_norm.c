@@ -161,6 +161,7 @@ static void check_program(int variant, int want_fwd, int want_bwd) {
     CHECK(gt_count_op(p, OAR_OP_add_layer_norm) == want_fwd && gt_count_op(p, OAR_OP_layer_norm_backward_add) == want_bwd);
     oar_tensor *in[3] = {oar_randn(sh, 2, OAR_F32), oar_randn(sh, 2, OAR_F32), oar_randn(sh, 2, OAR_F32)};
     CHECK(gt_same_results(before, NULL, p, NULL, in, 3));
+    for (int k = 0; k < 3; k++) oar_release(in[k]);
     oar_program_free(before);
     oar_program_free(p);
     oar_scope_end();
