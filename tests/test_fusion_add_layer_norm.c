@@ -134,7 +134,7 @@ static void test_gpt_inference(void) {
 }
 
 /* ---- hand-built programs: the pass alone, then results against the unpassed copy */
-enum { BW_LATE_RESIDUAL, BW_DW_READ_EARLY, BW_DX_READ_TWICE, FW_WEIGHT_MADE_LATE };
+enum { BW_LATE_RESIDUAL, BW_DW_READ_EARLY, BW_DX_READ_TWICE, FW_WEIGHT_MADE_LATE, FW_WEIGHT_WRITTEN };
 
 /* x + g -> layer_norm -> layer_norm_backward(q, ...) whose dx is added to r = y * q, a residual
  * gradient made after the backward node; variants break one condition each. */
@@ -146,11 +146,16 @@ static void check_program(int variant, int want_fwd, int want_bwd) {
     int w = gt_tensor(p, OAR_VAL_PARAM, ns, 1, "w"), b = gt_tensor(p, OAR_VAL_PARAM, ns, 1, "b");
     int s = GT_OP(p, add, "", x, g);
     if (variant == FW_WEIGHT_MADE_LATE) w = GT_OP(p, mul, "", w, w);
+    int bn = -1; /* batch_norm writing w as its running mean (momentum 0 keeps the values, not the write) */
+    if (variant == FW_WEIGHT_WRITTEN) {
+        int v = gt_tensor(p, OAR_VAL_PARAM, ns, 1, "v");
+        bn = GT_OP(p, batch_norm, "training=1 momentum=0 eps=1e-05", q, -1, -1, w, v);
+    }
     int ln[3], bw[3];
     gt_node(p, GT_MAIN, OAR_OP_layer_norm, "normalized_ndim=1 eps=1e-05", (int[]){s, w, b}, 3, ln, NULL);
     gt_node(p, GT_MAIN, OAR_OP_layer_norm_backward, "normalized_ndim=1", (int[]){q, s, w, ln[1], ln[2]}, 5, bw, NULL);
     int extra = variant == BW_DW_READ_EARLY ? GT_OP(p, mul, "", bw[1], bw[1])
-              : variant == BW_DX_READ_TWICE ? GT_OP(p, mul, "", bw[0], q) : -1;
+              : variant == BW_DX_READ_TWICE ? GT_OP(p, mul, "", bw[0], q) : bn;
     int r = GT_OP(p, mul, "", ln[0], q);
     int t = GT_OP(p, add, "", bw[0], r);
     int outs[] = {t, bw[1], bw[2], ln[0], s, extra};
@@ -172,6 +177,7 @@ static void test_programs(void) {
     check_program(BW_DW_READ_EARLY, 1, 0);    /* dw read before the add: neither place works */
     check_program(BW_DX_READ_TWICE, 1, 0);    /* dx has another reader */
     check_program(FW_WEIGHT_MADE_LATE, 0, 1); /* the weight is made after the add */
+    check_program(FW_WEIGHT_WRITTEN, 0, 1);   /* the weight is written in place after the add */
 }
 
 /* ---- training: gpt-mini steps with AdamW */
