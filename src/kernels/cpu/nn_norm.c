@@ -57,6 +57,7 @@ typedef struct ln_job {
     double eps;
 } ln_job;
 
+/* One row of layer_norm; the add_layer_norm kernel calls it too, so both round alike. */
 void oar_nn_layer_norm_row(const float *x, const float *w, const float *b, float *y, float *mean_out,
                            float *rstd_out, int64_t m, double eps) {
     double mean, var;
