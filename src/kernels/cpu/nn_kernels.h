@@ -10,5 +10,13 @@ void oar_cpu_nn_register_norm(void);    /* nn_norm.c */
  * their inputs themselves) */
 bool oar_nn_dense_f32_ok(oar_tensor *const *in, int n_in, oar_tensor *const *out, int n_out, const oar_attr *a);
 void oar_cpu_nn_register_dropout(void); /* nn_dropout.c */
+/* Shared with the add + layer_norm fusion (nn_add_layer_norm.c), so its kernels do the float
+ * arithmetic of the unfused ones: one row of layer_norm in f32 (nn_norm.c), and the
+ * layer_norm_backward kernel, which adds a sixth input (a residual gradient) to dx when given
+ * one (nn_norm_backward.c). */
+void oar_nn_layer_norm_row(const float *x, const float *w, const float *b, float *y, float *mean_out,
+                           float *rstd_out, int64_t m, double eps);
+oar_status oar_nn_layer_norm_backward_avx2(const oar_kctx *ctx, oar_tensor *const *in, int n_in,
+                                          oar_tensor *const *out, int n_out, const oar_attr *a);
 
 #endif

@@ -57,16 +57,21 @@ typedef struct ln_job {
     double eps;
 } ln_job;
 
+/* One row of layer_norm; the add_layer_norm kernel calls it too, so both round alike. */
+void oar_nn_layer_norm_row(const float *x, const float *w, const float *b, float *y, float *mean_out,
+                           float *rstd_out, int64_t m, double eps) {
+    double mean, var;
+    row_moments(x, m, &mean, &var);
+    float rstd = (float)(1.0 / sqrt(var + eps));
+    *mean_out = (float)mean;
+    *rstd_out = rstd;
+    normalize_run(x, y, m, (float)mean, rstd, 0.0f, w, b);
+}
+
 static void ln_rows(void *ctx, int64_t begin, int64_t end) {
     const ln_job *j = ctx;
-    for (int64_t r = begin; r < end; r++) {
-        double mean, var;
-        row_moments(j->x + r * j->m, j->m, &mean, &var);
-        float rstd = (float)(1.0 / sqrt(var + j->eps));
-        j->mean[r] = (float)mean;
-        j->rstd[r] = rstd;
-        normalize_run(j->x + r * j->m, j->y + r * j->m, j->m, (float)mean, rstd, 0.0f, j->w, j->b);
-    }
+    for (int64_t r = begin; r < end; r++)
+        oar_nn_layer_norm_row(j->x + r * j->m, j->w, j->b, j->y + r * j->m, j->mean + r, j->rstd + r, j->m, j->eps);
 }
 
 static oar_status layer_norm_avx2(const oar_kctx *ctx, oar_tensor *const *in, int n_in, oar_tensor *const *out,

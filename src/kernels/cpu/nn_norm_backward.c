@@ -2,7 +2,8 @@
  * accumulates the row's two sums (kept in double) and the dweight/dbias partial sums, then a
  * second pass over the same row, still in L1, that writes dx. Rows are split into a fixed
  * number of parts (independent of the thread count, so results do not depend on it); each part
- * has its own dweight/dbias partials, summed in part order at the end. */
+ * has its own dweight/dbias partials, summed in part order at the end. With a sixth input
+ * (layer_norm_backward_add) the residual gradient is added to each dx as it is written. */
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cpu/nn_kernels.h"
 #include "kernels/cpu/nn_simd.h"
@@ -17,6 +18,7 @@
 
 typedef struct lnb_job {
     const float *g, *x, *w, *mean, *rstd;
+    const float *res; /* layer_norm_backward_add: the residual gradient added to dx; else NULL */
     float *dx, *part_w, *part_b; /* part_*: LN_PARTS rows of m partial sums */
     int64_t rows, m, parts;
 } lnb_job;
@@ -26,6 +28,7 @@ static NN_AVX2 void lnb_row(const lnb_job *j, int64_t r, float *pw, float *pb) {
     const __m256i tail = nn_tail_mask(rest);
     const float *g = j->g + r * m, *x = j->x + r * m;
     float *dx = j->dx + r * m;
+    const float *res = j->res ? j->res + r * m : NULL;
     const __m256 vmean = _mm256_set1_ps(j->mean[r]), vrstd = _mm256_set1_ps(j->rstd[r]), one = _mm256_set1_ps(1.0f);
     nn_dacc s1 = nn_dacc_zero(), s2 = nn_dacc_zero();
     for (int64_t i = 0; i < m; i += 8) {
@@ -56,6 +59,7 @@ static NN_AVX2 void lnb_row(const lnb_job *j, int64_t r, float *pw, float *pb) {
         __m256 wv = !j->w ? one : last ? nn_load_tail(j->w + i, tail, 0.0f) : _mm256_loadu_ps(j->w + i);
         __m256 xh = _mm256_mul_ps(_mm256_sub_ps(xv, vmean), vrstd), gx = _mm256_mul_ps(gv, wv);
         __m256 d = _mm256_mul_ps(vrstd, _mm256_fnmadd_ps(xh, m2, _mm256_sub_ps(gx, m1)));
+        if (res) d = _mm256_add_ps(d, last ? nn_load_tail(res + i, tail, 0.0f) : _mm256_loadu_ps(res + i));
         if (last) _mm256_maskstore_ps(dx + i, tail, d);
         else _mm256_storeu_ps(dx + i, d);
     }
@@ -71,9 +75,9 @@ static void lnb_parts(void *ctx, int64_t begin, int64_t end) {
     }
 }
 
-static oar_status layer_norm_backward_avx2(const oar_kctx *ctx, oar_tensor *const *in, int n_in,
-                                           oar_tensor *const *out, int n_out, const oar_attr *a) {
-    (void)ctx; (void)n_in; (void)n_out;
+oar_status oar_nn_layer_norm_backward_avx2(const oar_kctx *ctx, oar_tensor *const *in, int n_in,
+                                          oar_tensor *const *out, int n_out, const oar_attr *a) {
+    (void)ctx; (void)n_out;
     const oar_tensor *x = in[1];
     int k = (int)a[0].i;
     int64_t m = 1;
@@ -87,7 +91,8 @@ static oar_status layer_norm_backward_avx2(const oar_kctx *ctx, oar_tensor *cons
     }
     float *part = malloc(sizeof(float) * (size_t)(2 * parts * m));
     if (!part) return oar_error(OAR_ERR_OOM, "layer_norm_backward: out of memory");
-    lnb_job j = {F32(in[0]), F32(x), in[2] ? F32(in[2]) : NULL, F32(in[3]), F32(in[4]), (float *)oar_tensor_ptr(out[0]),
+    lnb_job j = {F32(in[0]), F32(x), in[2] ? F32(in[2]) : NULL, F32(in[3]), F32(in[4]),
+                 n_in > 5 ? F32(in[5]) : NULL, (float *)oar_tensor_ptr(out[0]),
                  part, part + parts * m, rows, m, parts};
     oar_parallel_for(parts, 1, lnb_parts, &j);
     for (int64_t i = 0; i < m; i++) { /* parts in order: the same sums whatever the threads */
@@ -108,7 +113,7 @@ static oar_status layer_norm_backward_avx2(const oar_kctx *ctx, oar_tensor *cons
 void oar_cpu_register_norm_backward(void) {
 #ifdef OAR_NN_SIMD
     oar_kernel_entry e = {.device = OAR_CPU, .dtypes = OAR_DTYPE_BIT(OAR_F32), .impl = "avx2", .priority = 10,
-                          .fn = layer_norm_backward_avx2, .supports = oar_nn_dense_f32_ok};
+                          .fn = oar_nn_layer_norm_backward_avx2, .supports = oar_nn_dense_f32_ok};
     oar_register_kernel(OAR_OP_layer_norm_backward, e);
 #endif
 }
