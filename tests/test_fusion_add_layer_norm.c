@@ -47,8 +47,8 @@ static void check_ops(const int64_t *shape, int nd, int k, bool affine) {
         CHECK(oar_op_call(OAR_OP_layer_norm, ln_in, 3, at, ln, &n) == OAR_OK);
         oar_tensor *in4[4] = {a, b, w, bias};
         CHECK(oar_op_call(OAR_OP_add_layer_norm, in4, 4, at, fu, &nf) == OAR_OK && nf == 4);
-        bool same = zoo_same_bits(s, fu[0]);
-        for (int o = 0; o < 3; o++) same &= zoo_same_bits(ln[o], fu[o + 1]);
+        bool same = t_same_bits(s, fu[0]);
+        for (int o = 0; o < 3; o++) same &= t_same_bits(ln[o], fu[o + 1]);
         CHECK(same);
         oar_tensor *bw_in[6] = {g, s, w, ln[1], ln[2], r}, *bw[3], *bwa[3];
         n = 3;
@@ -56,7 +56,7 @@ static void check_ops(const int64_t *shape, int nd, int k, bool affine) {
         CHECK(oar_op_call(OAR_OP_layer_norm_backward, bw_in, 5, at, bw, &n) == OAR_OK);
         CHECK(oar_op_call(OAR_OP_layer_norm_backward_add, bw_in, 6, at, bwa, &nf) == OAR_OK);
         oar_tensor *dx = oar_add(r, bw[0]);
-        CHECK(zoo_same_bits(dx, bwa[0]) && zoo_same_bits(bw[1], bwa[1]) && zoo_same_bits(bw[2], bwa[2]));
+        CHECK(t_same_bits(dx, bwa[0]) && t_same_bits(bw[1], bwa[1]) && t_same_bits(bw[2], bwa[2]));
         for (int o = 0; o < 3; o++) {
             oar_release(ln[o]);
             oar_release(bw[o]);
@@ -93,7 +93,7 @@ static void test_inference(void) {
     CHECK(pre_ln(NULL, in, 5, eager, 2) == OAR_OK);
     oar_jit *f_on = compile(pre_ln, NULL, true, NULL, NULL), *f_off = compile(pre_ln, NULL, false, NULL, NULL);
     CHECK(oar_jit_call(f_on, in, 5, on, 2) == OAR_OK && oar_jit_call(f_off, in, 5, off, 2) == OAR_OK);
-    for (int k = 0; k < 2; k++) CHECK(zoo_same_bits(eager[k], on[k]) && zoo_same_bits(off[k], on[k]));
+    for (int k = 0; k < 2; k++) CHECK(t_same_bits(eager[k], on[k]) && t_same_bits(off[k], on[k]));
     /* the residual adds of layers 0..2 feed layers 1, 2 and the final norm; add(x, x) fuses too */
     CHECK(count_op(f_on, OAR_OP_add_layer_norm) == 4 && count_op(f_on, OAR_OP_layer_norm) == 1);
     CHECK(count_op(f_on, OAR_OP_add) == 1);
@@ -122,7 +122,7 @@ static void test_gpt_inference(void) {
     oar_tensor *x = oar_randint(0, 256, (int64_t[]){2, 24}, 2, OAR_I64), *eager = oar_forward(m, x), *on[1], *off[1];
     oar_jit *f_on = compile(gpt_forward_fn, m, true, m, NULL), *f_off = compile(gpt_forward_fn, m, false, m, NULL);
     CHECK(oar_jit_call(f_on, &x, 1, on, 1) == OAR_OK && oar_jit_call(f_off, &x, 1, off, 1) == OAR_OK);
-    CHECK(zoo_same_bits(eager, on[0]) && zoo_same_bits(off[0], on[0]));
+    CHECK(t_same_bits(eager, on[0]) && t_same_bits(off[0], on[0]));
     CHECK(count_op(f_on, OAR_OP_add_layer_norm) == 8 && count_op(f_on, OAR_OP_layer_norm) == 1);
     CHECK(count_op(f_on, OAR_OP_layer_norm_backward_add) == 0 && count_op(f_off, OAR_OP_add_layer_norm) == 0);
     oar_release(on[0]);
@@ -198,10 +198,10 @@ static void test_gpt_training(int steps) {
         zoo_batch(info, 2, 16, &io[0], &io[1]);
         oar_tensor *la[1] = {0}, *lb[1] = {0};
         CHECK(oar_jit_call(fa, io, 2, la, 1) == OAR_OK && oar_jit_call(fb, io, 2, lb, 1) == OAR_OK);
-        diffs += !zoo_same_bits(la[0], lb[0]);
+        diffs += !t_same_bits(la[0], lb[0]);
         for (int i = 0; i < oar_module_num_parameters(a.m); i++) {
             oar_tensor *pa = oar_module_parameter(a.m, i, NULL), *pb = oar_module_parameter(b.m, i, NULL);
-            diffs += !zoo_same_bits(pa, pb) + !zoo_same_bits(oar_grad_get(pa), oar_grad_get(pb));
+            diffs += !t_same_bits(pa, pb) + !t_same_bits(oar_grad_get(pa), oar_grad_get(pb));
         }
         oar_release(la[0]);
         oar_release(lb[0]);
