@@ -24,6 +24,9 @@ static const oar_pass_info g_passes[] = {
      "(and attention_backward)", true, false, oar_pass_fuse_attention},
     {"fuse_linear_act", "runs linear followed by relu or gelu as one linear_act node (the activation applied "
      "right after the GEMM)", true, false, oar_pass_fuse_linear_act},
+    {"fuse_bn_act", "batch_norm (+ residual add) + relu become batch_norm_act, and relu_backward + "
+     "batch_norm_backward batch_norm_act_backward (before fuse_elementwise takes add + relu)", true, false,
+     oar_pass_fuse_bn_act},
     {"fuse_elementwise", "runs trees of f32 elementwise nodes whose intermediates nothing else reads as one "
      "fused_elementwise node", true, false, oar_pass_fuse_elementwise},
     {"fuse_all_optimizer_ops", "merges a step's optimizer_update nodes into optimizer_update_multi nodes (one "

@@ -60,5 +60,6 @@ oar_status oar_pass_conv_nhwc(oar_program *p);        /* conv_nhwc.c (inference 
 oar_status oar_pass_inplace(oar_program *p);          /* inplace.c: marks oar_node.inplace */
 oar_status oar_pass_fuse_linear_act(oar_program *p);  /* fuse_linear_act.c */
 oar_status oar_pass_fuse_elementwise(oar_program *p); /* fuse_elementwise.c */
+oar_status oar_pass_fuse_bn_act(oar_program *p);      /* fuse_bn_act.c */
 
 #endif

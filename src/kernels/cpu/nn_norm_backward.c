@@ -187,6 +187,20 @@ static oar_status batch_norm_backward_avx2(const oar_kctx *ctx, oar_tensor *cons
     return OAR_OK;
 }
 
+/* batch_norm_act_backward(grad_out, x, weight, mean, rstd, y; masked_out) */
+static oar_status batch_norm_act_backward_avx2(const oar_kctx *ctx, oar_tensor *const *in, int n_in,
+                                               oar_tensor *const *out, int n_out, const oar_attr *a) {
+    (void)ctx; (void)n_in; (void)n_out;
+    const oar_tensor *x = in[1];
+    int64_t s = 1;
+    for (int d = 2; d < x->ndim; d++) s *= x->shape[d];
+    oar_nn_batch_norm_backward_f32(F32(in[0]), F32(x), in[2] ? F32(in[2]) : NULL, F32(in[3]), F32(in[4]), F32(in[5]),
+                                   (float *)oar_tensor_ptr(out[0]), (float *)oar_tensor_ptr(out[1]),
+                                   (float *)oar_tensor_ptr(out[2]), a[0].i ? (float *)oar_tensor_ptr(out[3]) : NULL,
+                                   x->shape[0], x->shape[1], s);
+    return OAR_OK;
+}
+
 #endif
 
 void oar_cpu_register_norm_backward(void) {
@@ -196,5 +210,7 @@ void oar_cpu_register_norm_backward(void) {
     oar_register_kernel(OAR_OP_layer_norm_backward, e);
     e.fn = batch_norm_backward_avx2;
     oar_register_kernel(OAR_OP_batch_norm_backward, e);
+    e.fn = batch_norm_act_backward_avx2;
+    oar_register_kernel(OAR_OP_batch_norm_act_backward, e);
 #endif
 }
