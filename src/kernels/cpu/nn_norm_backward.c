@@ -104,8 +104,8 @@ static oar_status layer_norm_backward_avx2(const oar_kctx *ctx, oar_tensor *cons
 }
 
 /* ---- batch_norm_backward over [N, C, S]: each channel is N planes of S contiguous values.
- * One pass over a channel's grad_out and x accumulates sum(g) and sum(g * xhat) in double, a
- * second pass writes dx. Channels are independent, so splitting them over threads changes no
+ * One pass over a channel's grad_out and x accumulates sum(g) and sum(g * xhat), a second
+ * pass writes dx (bnb_channel has the arithmetic). Channels are independent, so splitting them over threads changes no
  * sum. With relu_y set (batch_norm_act_backward), g is first masked to relu_y > 0 ? g : 0, an
  * exact select like relu_backward's, and g_out (when set) receives the masked g. */
 typedef struct bnb_job {
@@ -123,40 +123,59 @@ static inline NN_AVX2 __m256 bnb_grad(const bnb_job *j, int64_t at, bool last, _
     return gv;
 }
 
+#define BNB_CHUNK 128 /* values summed in float before each double accumulation */
+
+/* Pass 1 sums g and g * (x - mean) (rstd is applied to the sum), in float over runs of
+ * BNB_CHUNK values and in double across them. Pass 2 writes
+ *   dx = rstd * (w g - m1 - xhat m2) = g * a + ((x - mean) * b + c)
+ * with a = w rstd, b = -rstd^2 m2, c = -rstd m1 (m1 = w sum(g) / cnt, m2 = w sum(g xhat) / cnt)
+ * formed in double: a subtraction and two fused multiply-adds per vector. */
 static NN_AVX2 void bnb_channel(const bnb_job *j, int64_t ch) {
     const int64_t s = j->s, full = s & ~(int64_t)7, rest = s - full;
     const __m256i tail = nn_tail_mask(rest ? rest : 8);
-    const __m256 vmean = _mm256_set1_ps(j->mean[ch]), vrstd = _mm256_set1_ps(j->rstd[ch]);
+    const float mean = j->mean[ch];
+    const __m256 vmean = _mm256_set1_ps(mean);
+    /* with a mask, pass 1 keeps the masked g (in g_out, else in dx, which pass 2 overwrites
+     * value by value after reading it), so pass 2 reads one stream instead of two */
+    float *gbuf = j->relu_y ? (j->g_out ? j->g_out : j->dx) : NULL;
+    const float *g2 = gbuf ? gbuf : j->g;
     nn_dacc sb = nn_dacc_zero(), sw = nn_dacc_zero();
     for (int64_t i = 0; i < j->n; i++) {
         const int64_t base = (i * j->c + ch) * s;
-        for (int64_t k = 0; k < s; k += 8) {
-            bool last = k == full;
-            __m256 gv = bnb_grad(j, base + k, last, tail);
-            __m256 xh = _mm256_mul_ps(_mm256_sub_ps(last ? nn_load_tail(j->x + base + k, tail, 0.0f)
-                                                         : _mm256_loadu_ps(j->x + base + k), vmean), vrstd);
-            nn_dacc_add(&sb, gv); /* tail lanes of gv are 0, so they add nothing to either sum */
-            nn_dacc_add(&sw, _mm256_mul_ps(gv, xh));
-            if (j->g_out) {
-                if (last) _mm256_maskstore_ps(j->g_out + base + k, tail, gv);
-                else _mm256_storeu_ps(j->g_out + base + k, gv);
+        for (int64_t k0 = 0; k0 < s; k0 += BNB_CHUNK) {
+            const int64_t k1 = k0 + BNB_CHUNK < s ? k0 + BNB_CHUNK : s;
+            __m256 fb = _mm256_setzero_ps(), fw = _mm256_setzero_ps();
+            for (int64_t k = k0; k < k1; k += 8) {
+                bool last = k == full;
+                __m256 gv = bnb_grad(j, base + k, last, tail); /* tail lanes are 0: they add nothing */
+                __m256 xc = _mm256_sub_ps(last ? nn_load_tail(j->x + base + k, tail, mean)
+                                               : _mm256_loadu_ps(j->x + base + k), vmean);
+                fb = _mm256_add_ps(fb, gv);
+                fw = _mm256_fmadd_ps(gv, xc, fw);
+                if (gbuf) {
+                    if (last) _mm256_maskstore_ps(gbuf + base + k, tail, gv);
+                    else _mm256_storeu_ps(gbuf + base + k, gv);
+                }
             }
+            nn_dacc_add(&sb, fb);
+            nn_dacc_add(&sw, fw);
         }
     }
-    const double cnt = (double)(j->n * s), wv = j->w ? j->w[ch] : 1.0, b = nn_dacc_sum(sb), w = nn_dacc_sum(sw);
+    const double cnt = (double)(j->n * s), wv = j->w ? j->w[ch] : 1.0, rstd = j->rstd[ch];
+    const double b = nn_dacc_sum(sb), w = nn_dacc_sum(sw) * rstd;
     j->db[ch] = (float)b;
     j->dw[ch] = (float)w;
-    const __m256 vw = _mm256_set1_ps((float)wv);
-    const __m256 m1 = _mm256_set1_ps((float)(cnt > 0 ? wv * b / cnt : 0.0));
-    const __m256 m2 = _mm256_set1_ps((float)(cnt > 0 ? wv * w / cnt : 0.0));
+    const double m1 = cnt > 0 ? wv * b / cnt : 0.0, m2 = cnt > 0 ? wv * w / cnt : 0.0;
+    const __m256 va = _mm256_set1_ps((float)(wv * rstd)), vb = _mm256_set1_ps((float)(-rstd * rstd * m2));
+    const __m256 vc = _mm256_set1_ps((float)(-rstd * m1));
     for (int64_t i = 0; i < j->n; i++) {
         const int64_t base = (i * j->c + ch) * s;
         for (int64_t k = 0; k < s; k += 8) {
             bool last = k == full;
-            __m256 gv = bnb_grad(j, base + k, last, tail);
-            __m256 xh = _mm256_mul_ps(_mm256_sub_ps(last ? nn_load_tail(j->x + base + k, tail, 0.0f)
-                                                         : _mm256_loadu_ps(j->x + base + k), vmean), vrstd);
-            __m256 d = _mm256_mul_ps(vrstd, _mm256_fnmadd_ps(xh, m2, _mm256_sub_ps(_mm256_mul_ps(gv, vw), m1)));
+            __m256 gv = last ? nn_load_tail(g2 + base + k, tail, 0.0f) : _mm256_loadu_ps(g2 + base + k);
+            __m256 xc = _mm256_sub_ps(last ? nn_load_tail(j->x + base + k, tail, mean)
+                                           : _mm256_loadu_ps(j->x + base + k), vmean);
+            __m256 d = _mm256_fmadd_ps(gv, va, _mm256_fmadd_ps(xc, vb, vc));
             if (last) _mm256_maskstore_ps(j->dx + base + k, tail, d);
             else _mm256_storeu_ps(j->dx + base + k, d);
         }
