@@ -17,7 +17,7 @@
  * with mean, rstd, x and w those of the batch_norm_act node that made r. gz may have other
  * readers (the residual's gradient, from add's rule): they read gz' (masked_out = 1); without
  * them the fused node writes no mask. The node takes relu_backward's place; batch_norm_backward
- * moves up to it, sound when nothing in between writes x or w.
+ * moves up to it, sound when nothing in between writes x, w, mean or rstd.
  *
  * The fused kernels run the unfused fast kernels' float operations in the same order
  * (normalization fma, then one add, then max(0, .); the same masked gradient into the same
@@ -185,8 +185,10 @@ static int fuse_backward(bna_ctx *c, int i) {
     }
     if (bid < 0) return 0;
     for (int k = 0; k < p->nodes[bid].n_in; k++) readers += p->nodes[bid].in[k] == gz;
-    if (readers != 1 || touched_between(c, x, i, c->pos[bid], false) || touched_between(c, w, i, c->pos[bid], false))
-        return 0;
+    if (readers != 1) return 0;
+    const int moved[4] = {x, w, mean, rstd}; /* read earlier than before: nothing in between may write them */
+    for (int k = 0; k < 4; k++)
+        if (touched_between(c, moved[k], i, c->pos[bid], false)) return 0;
     const bool masked = c->uses[gz] > 1;
     int in[6] = {g, x, w, mean, rstd, y}, out[4];
     oar_attr attr = oar_attr_int(masked);
