@@ -17,7 +17,7 @@ int oar_program_state_writer(const oar_program *p) {
         const oar_node *n = &p->nodes[i];
         const oar_op_def *d = oar_op_table[n->op];
         if (n->dead || !d->mutated_inputs) continue;
-        if (n->op == OAR_OP_batch_norm && n->attrs[0].i == 0) continue; /* eval: reads the statistics */
+        if ((n->op == OAR_OP_batch_norm || n->op == OAR_OP_batch_norm_act) && n->attrs[0].i == 0) continue; /* eval: reads the statistics */
         for (int k = 0; k < n->n_in && k < 32; k++)
             if (((d->mutated_inputs >> k) & 1u) && n->in[k] >= 0) return i;
     }

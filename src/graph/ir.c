@@ -177,7 +177,7 @@ void oar_program_use_counts(const oar_program *p, int *counts) {
 }
 
 uint32_t oar_node_mutated_inputs(const oar_node *n) {
-    if (n->op == OAR_OP_batch_norm && n->attrs[0].i == 0) return 0; /* eval: only reads the statistics */
+    if ((n->op == OAR_OP_batch_norm || n->op == OAR_OP_batch_norm_act) && n->attrs[0].i == 0) return 0; /* eval: only reads the statistics */
     return oar_op_table[n->op]->mutated_inputs;
 }
 

@@ -1,4 +1,4 @@
-/* Sweep cases for layer_norm_backward: with and without weight, one and two normalized dims,
+/* Sweep cases for layer_norm_backward and batch_norm_backward. layer_norm_backward: with and without weight, one and two normalized dims,
  * mean and rstd as independent inputs (rstd positive). The large cases (no finite
  * differences) run the vectorized kernel with row tails and several row parts. */
 #include "sweep.h"
@@ -12,6 +12,29 @@ const sweep_case sweep_cases_norm_backward[] = {
     {"layer_norm_backward", "n:3x333x256;n:3x333x256;n:256;n:3x333x1;p:3x333x1", "normalized_ndim=1",
      SWEEP_NO_GRAD, 2e-4},
     {"layer_norm_backward", "n:5x7x3;n:5x7x3;none;n:5x1x1;p:5x1x1", "normalized_ndim=2", SWEEP_NO_GRAD},
+    {"batch_norm_backward", "n:3x4;n:3x4;n:4;n:4;p:4", ""},
+    {"batch_norm_backward", "n:2x3x5;n:2x3x5;none;n:3;p:3", ""},
+    {"batch_norm_backward", "n:2x3x2x3;n:2x3x2x3;n:3;n:3;p:3", ""},
+    {"batch_norm_backward", "n:4x2x9;n:4x2x9;n:2;n:2;p:2", ""},
+    /* the vectorized kernel: plane tails (s = 9, 1, 13), full vectors, several channel chunks */
+    {"batch_norm_backward", "n:8x16x32x32;n:8x16x32x32;n:16;n:16;p:16", "", SWEEP_NO_GRAD, 2e-4},
+    {"batch_norm_backward", "n:5x7x3x3;n:5x7x3x3;none;n:7;p:7", "", SWEEP_NO_GRAD},
+    {"batch_norm_backward", "n:64x10;n:64x10;n:10;n:10;p:10", "", SWEEP_NO_GRAD},
+    {"batch_norm_backward", "n:3x70x13;n:3x70x13;n:70;n:70;p:70", "", SWEEP_NO_GRAD},
+    /* the fused forms fuse_bn_act makes (fused_bn_act.c): relu kinks are met with probability 0
+     * at random points, so finite differences apply */
+    {"batch_norm_act", "n:4x3;n:3;n:3;nf32:3;pf32:3;none", "training=1 momentum=0.1 eps=1e-5"},
+    {"batch_norm_act", "n:2x3x4;n:3;n:3;nf32:3;pf32:3;n:2x3x4", "training=1 momentum=0.1 eps=1e-5"},
+    {"batch_norm_act", "n:2x3x2x2;none;none;none;none;n:2x3x2x2", "training=1 momentum=0.5 eps=1e-3"},
+    {"batch_norm_act", "n:2x3x4;n:3;n:3;nf32:3;pf32:3;n:2x3x4", "training=0 momentum=0.1 eps=1e-5"},
+    {"batch_norm_act", "n:8x16x9x9;n:16;n:16;nf32:16;pf32:16;n:8x16x9x9", "training=1 momentum=0.1 eps=1e-5",
+     SWEEP_NO_GRAD},
+    {"batch_norm_act", "n:33x10;n:10;n:10;nf32:10;pf32:10;none", "training=1 momentum=0.1 eps=1e-5", SWEEP_NO_GRAD},
+    {"batch_norm_act_backward", "n:3x4;n:3x4;n:4;n:4;p:4;n:3x4", "masked_out=0"},
+    {"batch_norm_act_backward", "n:2x3x5;n:2x3x5;none;n:3;p:3;n:2x3x5", "masked_out=1"},
+    {"batch_norm_act_backward", "n:8x16x32x32;n:8x16x32x32;n:16;n:16;p:16;n:8x16x32x32", "masked_out=1",
+     SWEEP_NO_GRAD, 2e-4},
+    {"batch_norm_act_backward", "n:5x7x3x3;n:5x7x3x3;n:7;n:7;p:7;n:5x7x3x3", "masked_out=0", SWEEP_NO_GRAD},
     {0},
 };
 
@@ -29,6 +52,25 @@ static bool bad_stats_shape(void) { return ln_backward(z(3, 5, OAR_F32), z(3, 5,
 static bool bad_weight(void) { return ln_backward(z(3, 5, OAR_F32), z(3, 5, OAR_F32), z(4, 0, OAR_F32), z(3, 1, OAR_F32), z(3, 1, OAR_F32)); }
 static bool bad_dtype(void) { return ln_backward(z(3, 5, OAR_F64), z(3, 5, OAR_F32), NULL, z(3, 1, OAR_F32), z(3, 1, OAR_F32)); }
 
+static bool bn_backward(oar_tensor *g, oar_tensor *x, oar_tensor *w, oar_tensor *m, oar_tensor *r) {
+    oar_tensor *in[5] = {g, x, w, m, r};
+    return oar_op_call1(OAR_OP_batch_norm_backward, in, 5, NULL) != NULL;
+}
+static bool bn_act_bad_residual(void) {
+    oar_tensor *in[6] = {z(3, 5, OAR_F32), NULL, NULL, NULL, NULL, z(3, 4, OAR_F32)};
+    oar_attr a[3] = {oar_attr_int(1), oar_attr_float(0.1), oar_attr_float(1e-5)};
+    return oar_op_call1(OAR_OP_batch_norm_act, in, 6, a) != NULL;
+}
+static bool bn_act_bad_y(void) {
+    oar_tensor *in[6] = {z(3, 5, OAR_F32), z(3, 5, OAR_F32), NULL, z(5, 0, OAR_F32), z(5, 0, OAR_F32), z(3, 5, OAR_F64)};
+    oar_attr a = oar_attr_int(0);
+    return oar_op_call1(OAR_OP_batch_norm_act_backward, in, 6, &a) != NULL;
+}
+static bool bn_bad_rank(void) { return bn_backward(z(5, 0, OAR_F32), z(5, 0, OAR_F32), NULL, z(5, 0, OAR_F32), z(5, 0, OAR_F32)); }
+static bool bn_bad_grad(void) { return bn_backward(z(3, 4, OAR_F32), z(3, 5, OAR_F32), NULL, z(5, 0, OAR_F32), z(5, 0, OAR_F32)); }
+static bool bn_bad_stats(void) { return bn_backward(z(3, 5, OAR_F32), z(3, 5, OAR_F32), NULL, z(5, 0, OAR_F32), z(3, 0, OAR_F32)); }
+static bool bn_bad_weight(void) { return bn_backward(z(3, 5, OAR_F32), z(3, 5, OAR_F32), z(5, 0, OAR_F64), z(5, 0, OAR_F32), z(5, 0, OAR_F32)); }
+
 const sweep_bad sweep_bad_norm_backward[] = {
     {"layer_norm_backward with grad_out of another shape", bad_grad_shape,
      "layer_norm_backward: expected grad_out of the input's shape [3, 5], got [3, 4]"},
@@ -37,5 +79,16 @@ const sweep_bad sweep_bad_norm_backward[] = {
     {"layer_norm_backward with a weight of the wrong shape", bad_weight,
      "layer_norm_backward: expected weight f32[5] (the input's dtype), got f32[4]"},
     {"layer_norm_backward with mixed dtypes", bad_dtype, "layer_norm_backward: expected inputs of one dtype"},
+    {"batch_norm_backward with a 1-d input", bn_bad_rank, "batch_norm_backward: expected an input of shape [N, C, ...]"},
+    {"batch_norm_backward with grad_out of another shape", bn_bad_grad,
+     "batch_norm_backward: expected grad_out of the input's shape [3, 5], got [3, 4]"},
+    {"batch_norm_backward with rstd per sample", bn_bad_stats,
+     "batch_norm_backward: expected rstd f32[5] (one value per channel, the input's dtype), got f32[3]"},
+    {"batch_norm_backward with a weight of another dtype", bn_bad_weight,
+     "batch_norm_backward: expected weight f32[5] (one value per channel, the input's dtype), got f64[5]"},
+    {"batch_norm_act with a residual of another shape", bn_act_bad_residual,
+     "batch_norm_act: expected residual f32[3, 5] (the input's dtype and shape), got f32[3, 4]"},
+    {"batch_norm_act_backward with y of another dtype", bn_act_bad_y,
+     "batch_norm_act_backward: expected y f32[3, 5] (the input's dtype and shape), got f64[3, 5]"},
     {0},
 };

@@ -24,6 +24,9 @@ static const oar_pass_info g_passes[] = {
      "(and attention_backward)", true, false, oar_pass_fuse_attention},
     {"fuse_linear_act", "runs linear followed by relu or gelu as one linear_act node (the activation applied "
      "right after the GEMM)", true, false, oar_pass_fuse_linear_act},
+    {"fuse_bn_act", "batch_norm (+ residual add) + relu become batch_norm_act, and relu_backward + "
+     "batch_norm_backward batch_norm_act_backward (before fuse_elementwise takes add + relu)", true, false,
+     oar_pass_fuse_bn_act},
     {"fuse_add_layer_norm", "a residual add feeding layer_norm becomes add_layer_norm; layer_norm_backward whose dx is "
      "added to a residual gradient becomes layer_norm_backward_add", true, false, oar_pass_fuse_add_layer_norm},
     {"fuse_elementwise", "runs trees of f32 elementwise nodes whose intermediates nothing else reads as one "

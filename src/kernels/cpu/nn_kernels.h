@@ -18,5 +18,10 @@ void oar_nn_layer_norm_row(const float *x, const float *w, const float *b, float
                            float *rstd_out, int64_t m, double eps);
 oar_status oar_nn_layer_norm_backward_avx2(const oar_kctx *ctx, oar_tensor *const *in, int n_in,
                                           oar_tensor *const *out, int n_out, const oar_attr *a);
+/* batch_norm_backward in f32 over [n, c, s] (nn_norm_backward.c; AVX2 builds only): relu_y,
+ * when set, masks g to relu_y > 0 first, and g_out, when set, receives the masked g. */
+void oar_nn_batch_norm_backward_f32(const float *g, const float *x, const float *w, const float *mean,
+                                    const float *rstd, const float *relu_y, float *dx, float *dw, float *db,
+                                    float *g_out, int64_t n, int64_t c, int64_t s);
 
 #endif

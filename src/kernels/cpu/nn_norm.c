@@ -1,5 +1,6 @@
 /* AVX2/FMA normalization kernels in f32: layer_norm over the last dims, group_norm over
- * contiguous (sample, group) blocks, batch_norm in training and inference. Statistics are
+ * contiguous (sample, group) blocks, batch_norm in training and inference (and batch_norm_act:
+ * batch_norm, residual add and relu in one pass). Statistics are
  * accumulated in double (two passes), the normalization is one fused multiply-add per element,
  * and the work is split over rows, groups, channels or planes. */
 #include "kernels/cpu/nn_kernels.h"
@@ -146,7 +147,26 @@ typedef struct bn_job {
     int64_t n, c, s;
     double *mean, *var;                /* phase 1 results, per channel */
     const float *vmean, *scale, *shift; /* phase 2 inputs, per channel */
+    const float *res;                   /* batch_norm_act: added after the normalization, or NULL */
+    bool relu;                          /* batch_norm_act: relu last */
 } bn_job;
+
+/* batch_norm_act's epilogue on a run the normalization just wrote (still in L1): y = y + r (one
+ * rounding, as the add kernel) then max(0, y) (as the relu kernel), so the fused node gives the
+ * bits of batch_norm, add and relu run one after another. */
+static NN_AVX2 void bn_epilogue(float *y, const float *r, int64_t n, bool relu) {
+    const int64_t full = n & ~(int64_t)7, rest = n - full;
+    const __m256i tail = nn_tail_mask(rest ? rest : 8);
+    const __m256 zero = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n; i += 8) {
+        bool last = i == full;
+        __m256 v = last ? _mm256_maskload_ps(y + i, tail) : _mm256_loadu_ps(y + i);
+        if (r) v = _mm256_add_ps(v, last ? _mm256_maskload_ps(r + i, tail) : _mm256_loadu_ps(r + i));
+        if (relu) v = _mm256_max_ps(zero, v);
+        if (last) _mm256_maskstore_ps(y + i, tail, v);
+        else _mm256_storeu_ps(y + i, v);
+    }
+}
 
 /* Channel statistics when each channel is N planes of s contiguous values: plane moments are
  * merged one by one with Chan's update, which stays accurate for any mean. */
@@ -200,6 +220,7 @@ static void bn_apply_planes(void *ctx, int64_t begin, int64_t end) {
     for (int64_t p = begin; p < end; p++) {
         int64_t ch = p % j->c;
         normalize_run(j->x + p * j->s, j->y + p * j->s, j->s, j->vmean[ch], j->scale[ch], j->shift[ch], NULL, NULL);
+        if (j->res || j->relu) bn_epilogue(j->y + p * j->s, j->res ? j->res + p * j->s : NULL, j->s, j->relu);
     }
 }
 
@@ -220,12 +241,13 @@ static NN_AVX2 void bn_apply_rows(void *ctx, int64_t begin, int64_t end) {
             __m256 r8 = _mm256_fmadd_ps(v, _mm256_maskload_ps(j->scale + full, tail), _mm256_maskload_ps(j->shift + full, tail));
             _mm256_maskstore_ps(y + full, tail, r8);
         }
+        if (j->res || j->relu) bn_epilogue(y, j->res ? j->res + r * j->c : NULL, j->c, j->relu);
     }
 }
 
-static oar_status batch_norm_avx2(const oar_kctx *ctx, oar_tensor *const *in, int n_in, oar_tensor *const *out,
-                                  int n_out, const oar_attr *a) {
-    (void)ctx; (void)n_in; (void)n_out;
+/* batch_norm, and batch_norm_act when res or relu is set */
+static oar_status bn_forward(oar_tensor *const *in, oar_tensor *const *out, const oar_attr *a, const float *res,
+                             bool relu) {
     const oar_tensor *x = in[0];
     const float *w = in[1] ? (const float *)oar_tensor_ptr(in[1]) : NULL;
     const float *b = in[2] ? (const float *)oar_tensor_ptr(in[2]) : NULL;
@@ -242,7 +264,7 @@ static oar_status batch_norm_avx2(const oar_kctx *ctx, oar_tensor *const *in, in
     double *mean = (double *)buf, *var = mean + c;
     float *fmean = (float *)(var + c), *scale = fmean + c, *shift = scale + c;
     bn_job j = {(const float *)oar_tensor_ptr(x), (float *)oar_tensor_ptr(out[0]), n, c, s, mean, var,
-                fmean, scale, shift};
+                fmean, scale, shift, res, relu};
     if (training && cnt > 0) {
         if (s == 1) oar_parallel_for((c + 7) / 8, 8192 / n + 1, bn_stats_cols, &j);
         else oar_parallel_for(c, 16384 / cnt + 1, bn_stats_planes, &j);
@@ -277,6 +299,19 @@ static oar_status batch_norm_avx2(const oar_kctx *ctx, oar_tensor *const *in, in
     return OAR_OK;
 }
 
+static oar_status batch_norm_avx2(const oar_kctx *ctx, oar_tensor *const *in, int n_in, oar_tensor *const *out,
+                                  int n_out, const oar_attr *a) {
+    (void)ctx; (void)n_in; (void)n_out;
+    return bn_forward(in, out, a, NULL, false);
+}
+
+/* batch_norm_act(x, weight, bias, running_mean, running_var, residual; training, momentum, eps) */
+static oar_status batch_norm_act_avx2(const oar_kctx *ctx, oar_tensor *const *in, int n_in, oar_tensor *const *out,
+                                      int n_out, const oar_attr *a) {
+    (void)ctx; (void)n_in; (void)n_out;
+    return bn_forward(in, out, a, in[5] ? (const float *)oar_tensor_ptr(in[5]) : NULL, true);
+}
+
 /* ---- selection */
 static bool avx2_ok(oar_tensor *const *in, int n_in, oar_tensor *const *out, int n_out, const oar_attr *a) {
     (void)in; (void)n_in; (void)out; (void)n_out; (void)a;
@@ -304,5 +339,7 @@ void oar_cpu_nn_register_norm(void) {
     e.fn = batch_norm_avx2;
     e.supports = oar_nn_dense_f32_ok;
     oar_register_kernel(OAR_OP_batch_norm, e);
+    e.fn = batch_norm_act_avx2;
+    oar_register_kernel(OAR_OP_batch_norm_act, e);
 #endif
 }

@@ -1,4 +1,4 @@
-/* AVX2/FMA layer_norm_backward in f32: one pass per row over grad_out, x and weight that
+/* AVX2/FMA layer_norm_backward and batch_norm_backward in f32. layer_norm_backward: one pass per row over grad_out, x and weight that
  * accumulates the row's two sums (kept in double) and the dweight/dbias partial sums, then a
  * second pass over the same row, still in L1, that writes dx. Rows are split into a fixed
  * number of parts (independent of the thread count, so results do not depend on it); each part
@@ -108,6 +108,123 @@ oar_status oar_nn_layer_norm_backward_avx2(const oar_kctx *ctx, oar_tensor *cons
     return OAR_OK;
 }
 
+/* ---- batch_norm_backward over [N, C, S]: each channel is N planes of S contiguous values.
+ * One pass over a channel's grad_out and x accumulates sum(g) and sum(g * xhat), a second
+ * pass writes dx (bnb_channel has the arithmetic). Channels are independent, so splitting them over threads changes no
+ * sum. With relu_y set (batch_norm_act_backward), g is first masked to relu_y > 0 ? g : 0, an
+ * exact select like relu_backward's, and g_out (when set) receives the masked g. */
+typedef struct bnb_job {
+    const float *g, *x, *w, *mean, *rstd, *relu_y;
+    float *dx, *dw, *db, *g_out;
+    int64_t n, c, s;
+} bnb_job;
+
+static inline NN_AVX2 __m256 bnb_grad(const bnb_job *j, int64_t at, bool last, __m256i tail) {
+    __m256 gv = last ? nn_load_tail(j->g + at, tail, 0.0f) : _mm256_loadu_ps(j->g + at);
+    if (j->relu_y) {
+        __m256 yv = last ? nn_load_tail(j->relu_y + at, tail, 0.0f) : _mm256_loadu_ps(j->relu_y + at);
+        gv = _mm256_and_ps(gv, _mm256_cmp_ps(yv, _mm256_setzero_ps(), _CMP_GT_OQ));
+    }
+    return gv;
+}
+
+#define BNB_CHUNK 128 /* values summed in float before each double accumulation */
+
+/* Pass 1 sums g and g * (x - mean) (rstd is applied to the sum), in float over runs of
+ * BNB_CHUNK values and in double across them. Pass 2 writes
+ *   dx = rstd * (w g - m1 - xhat m2) = g * a + ((x - mean) * b + c)
+ * with a = w rstd, b = -rstd^2 m2, c = -rstd m1 (m1 = w sum(g) / cnt, m2 = w sum(g xhat) / cnt)
+ * formed in double: a subtraction and two fused multiply-adds per vector. */
+static NN_AVX2 void bnb_channel(const bnb_job *j, int64_t ch) {
+    const int64_t s = j->s, full = s & ~(int64_t)7, rest = s - full;
+    const __m256i tail = nn_tail_mask(rest ? rest : 8);
+    const float mean = j->mean[ch];
+    const __m256 vmean = _mm256_set1_ps(mean);
+    /* with a mask, pass 1 keeps the masked g (in g_out, else in dx, which pass 2 overwrites
+     * value by value after reading it), so pass 2 reads one stream instead of two */
+    float *gbuf = j->relu_y ? (j->g_out ? j->g_out : j->dx) : NULL;
+    const float *g2 = gbuf ? gbuf : j->g;
+    nn_dacc sb = nn_dacc_zero(), sw = nn_dacc_zero();
+    for (int64_t i = 0; i < j->n; i++) {
+        const int64_t base = (i * j->c + ch) * s;
+        for (int64_t k0 = 0; k0 < s; k0 += BNB_CHUNK) {
+            const int64_t k1 = k0 + BNB_CHUNK < s ? k0 + BNB_CHUNK : s;
+            __m256 fb = _mm256_setzero_ps(), fw = _mm256_setzero_ps();
+            for (int64_t k = k0; k < k1; k += 8) {
+                bool last = k == full;
+                __m256 gv = bnb_grad(j, base + k, last, tail); /* tail lanes are 0: they add nothing */
+                __m256 xc = _mm256_sub_ps(last ? nn_load_tail(j->x + base + k, tail, mean)
+                                               : _mm256_loadu_ps(j->x + base + k), vmean);
+                fb = _mm256_add_ps(fb, gv);
+                fw = _mm256_fmadd_ps(gv, xc, fw);
+                if (gbuf) {
+                    if (last) _mm256_maskstore_ps(gbuf + base + k, tail, gv);
+                    else _mm256_storeu_ps(gbuf + base + k, gv);
+                }
+            }
+            nn_dacc_add(&sb, fb);
+            nn_dacc_add(&sw, fw);
+        }
+    }
+    const double cnt = (double)(j->n * s), wv = j->w ? j->w[ch] : 1.0, rstd = j->rstd[ch];
+    const double b = nn_dacc_sum(sb), w = nn_dacc_sum(sw) * rstd;
+    j->db[ch] = (float)b;
+    j->dw[ch] = (float)w;
+    const double m1 = cnt > 0 ? wv * b / cnt : 0.0, m2 = cnt > 0 ? wv * w / cnt : 0.0;
+    const __m256 va = _mm256_set1_ps((float)(wv * rstd)), vb = _mm256_set1_ps((float)(-rstd * rstd * m2));
+    const __m256 vc = _mm256_set1_ps((float)(-rstd * m1));
+    for (int64_t i = 0; i < j->n; i++) {
+        const int64_t base = (i * j->c + ch) * s;
+        for (int64_t k = 0; k < s; k += 8) {
+            bool last = k == full;
+            __m256 gv = last ? nn_load_tail(g2 + base + k, tail, 0.0f) : _mm256_loadu_ps(g2 + base + k);
+            __m256 xc = _mm256_sub_ps(last ? nn_load_tail(j->x + base + k, tail, mean)
+                                           : _mm256_loadu_ps(j->x + base + k), vmean);
+            __m256 d = _mm256_fmadd_ps(gv, va, _mm256_fmadd_ps(xc, vb, vc));
+            if (last) _mm256_maskstore_ps(j->dx + base + k, tail, d);
+            else _mm256_storeu_ps(j->dx + base + k, d);
+        }
+    }
+}
+
+static void bnb_channels(void *ctx, int64_t begin, int64_t end) {
+    for (int64_t ch = begin; ch < end; ch++) bnb_channel(ctx, ch);
+}
+
+void oar_nn_batch_norm_backward_f32(const float *g, const float *x, const float *w, const float *mean,
+                                    const float *rstd, const float *relu_y, float *dx, float *dw, float *db,
+                                    float *g_out, int64_t n, int64_t c, int64_t s) {
+    bnb_job j = {g, x, w, mean, rstd, relu_y, dx, dw, db, g_out, n, c, s};
+    int64_t cnt = n * s;
+    oar_parallel_for(c, 16384 / (cnt ? cnt : 1) + 1, bnb_channels, &j);
+}
+
+static oar_status batch_norm_backward_avx2(const oar_kctx *ctx, oar_tensor *const *in, int n_in,
+                                           oar_tensor *const *out, int n_out, const oar_attr *a) {
+    (void)ctx; (void)n_in; (void)n_out; (void)a;
+    const oar_tensor *x = in[1];
+    int64_t s = 1;
+    for (int d = 2; d < x->ndim; d++) s *= x->shape[d];
+    oar_nn_batch_norm_backward_f32(F32(in[0]), F32(x), in[2] ? F32(in[2]) : NULL, F32(in[3]), F32(in[4]), NULL,
+                                   (float *)oar_tensor_ptr(out[0]), (float *)oar_tensor_ptr(out[1]),
+                                   (float *)oar_tensor_ptr(out[2]), NULL, x->shape[0], x->shape[1], s);
+    return OAR_OK;
+}
+
+/* batch_norm_act_backward(grad_out, x, weight, mean, rstd, y; masked_out) */
+static oar_status batch_norm_act_backward_avx2(const oar_kctx *ctx, oar_tensor *const *in, int n_in,
+                                               oar_tensor *const *out, int n_out, const oar_attr *a) {
+    (void)ctx; (void)n_in; (void)n_out;
+    const oar_tensor *x = in[1];
+    int64_t s = 1;
+    for (int d = 2; d < x->ndim; d++) s *= x->shape[d];
+    oar_nn_batch_norm_backward_f32(F32(in[0]), F32(x), in[2] ? F32(in[2]) : NULL, F32(in[3]), F32(in[4]), F32(in[5]),
+                                   (float *)oar_tensor_ptr(out[0]), (float *)oar_tensor_ptr(out[1]),
+                                   (float *)oar_tensor_ptr(out[2]), a[0].i ? (float *)oar_tensor_ptr(out[3]) : NULL,
+                                   x->shape[0], x->shape[1], s);
+    return OAR_OK;
+}
+
 #endif
 
 void oar_cpu_register_norm_backward(void) {
@@ -115,5 +232,9 @@ void oar_cpu_register_norm_backward(void) {
     oar_kernel_entry e = {.device = OAR_CPU, .dtypes = OAR_DTYPE_BIT(OAR_F32), .impl = "avx2", .priority = 10,
                           .fn = oar_nn_layer_norm_backward_avx2, .supports = oar_nn_dense_f32_ok};
     oar_register_kernel(OAR_OP_layer_norm_backward, e);
+    e.fn = batch_norm_backward_avx2;
+    oar_register_kernel(OAR_OP_batch_norm_backward, e);
+    e.fn = batch_norm_act_backward_avx2;
+    oar_register_kernel(OAR_OP_batch_norm_act_backward, e);
 #endif
 }
