@@ -4,30 +4,13 @@
  * gpt-mini training steps (losses, gradients and parameters after AdamW updates), fused
  * against unfused with the pass switched off by name, bitwise; and hand-built programs for the
  * conditions (where the backward fusion goes, and the cases it must refuse). */
+#include "fusion_test_util.h"
 #include "zoo_step_util.h"
 
-#include "graph/jit.h"
-#include "graph/passes/passes.h"
 #include "graph_test_util.h"
 
-static int count_op(const oar_jit *f, oar_op_id op) {
-    const oar_program *p = f->entries[0].program;
-    int n = 0;
-    for (int i = 0; i < p->blocks[OAR_MAIN_BLOCK].n_nodes; i++) n += p->nodes[p->blocks[OAR_MAIN_BLOCK].nodes[i]].op == op;
-    return n;
-}
-
 static oar_jit *compile(oar_static_fn fn, void *user, bool fuse, oar_module *m, oar_optimizer *o) {
-    oar_jit_opts jo = {.module = m, .optimizer = o};
-    if (!fuse) CHECK(oar_build_strategy_set(&jo.strategy, "fuse_add_layer_norm", false) == OAR_OK);
-    return oar_jit_to_static(fn, user, &jo);
-}
-
-static void test_switch(void) {
-    oar_build_strategy s = {0};
-    int i = oar_pass_find("fuse_add_layer_norm");
-    CHECK(i >= 0 && i < oar_pass_find("fuse_elementwise") && ((oar_build_strategy_mask(&s) >> i) & 1u));
-    CHECK(oar_build_strategy_set(&s, "fuse_add_layer_norm", false) == OAR_OK && !((oar_build_strategy_mask(&s) >> i) & 1u));
+    return fusion_compile(fn, user, fuse ? NULL : "fuse_add_layer_norm", m, o);
 }
 
 /* ---- the fused ops against the unfused ones, eager, bitwise */
@@ -95,9 +78,9 @@ static void test_inference(void) {
     CHECK(oar_jit_call(f_on, in, 5, on, 2) == OAR_OK && oar_jit_call(f_off, in, 5, off, 2) == OAR_OK);
     for (int k = 0; k < 2; k++) CHECK(t_same_bits(eager[k], on[k]) && t_same_bits(off[k], on[k]));
     /* the residual adds of layers 0..2 feed layers 1, 2 and the final norm; add(x, x) fuses too */
-    CHECK(count_op(f_on, OAR_OP_add_layer_norm) == 4 && count_op(f_on, OAR_OP_layer_norm) == 1);
-    CHECK(count_op(f_on, OAR_OP_add) == 1);
-    CHECK(count_op(f_off, OAR_OP_add_layer_norm) == 0 && count_op(f_off, OAR_OP_layer_norm) == 5);
+    CHECK(fusion_count_op(f_on, OAR_OP_add_layer_norm) == 4 && fusion_count_op(f_on, OAR_OP_layer_norm) == 1);
+    CHECK(fusion_count_op(f_on, OAR_OP_add) == 1);
+    CHECK(fusion_count_op(f_off, OAR_OP_add_layer_norm) == 0 && fusion_count_op(f_off, OAR_OP_layer_norm) == 5);
     CHECK(oar_program_verify(f_on->entries[0].program) == OAR_OK);
     for (int k = 0; k < 2; k++) {
         oar_release(on[k]);
@@ -123,8 +106,8 @@ static void test_gpt_inference(void) {
     oar_jit *f_on = compile(gpt_forward_fn, m, true, m, NULL), *f_off = compile(gpt_forward_fn, m, false, m, NULL);
     CHECK(oar_jit_call(f_on, &x, 1, on, 1) == OAR_OK && oar_jit_call(f_off, &x, 1, off, 1) == OAR_OK);
     CHECK(t_same_bits(eager, on[0]) && t_same_bits(off[0], on[0]));
-    CHECK(count_op(f_on, OAR_OP_add_layer_norm) == 8 && count_op(f_on, OAR_OP_layer_norm) == 1);
-    CHECK(count_op(f_on, OAR_OP_layer_norm_backward_add) == 0 && count_op(f_off, OAR_OP_add_layer_norm) == 0);
+    CHECK(fusion_count_op(f_on, OAR_OP_add_layer_norm) == 8 && fusion_count_op(f_on, OAR_OP_layer_norm) == 1);
+    CHECK(fusion_count_op(f_on, OAR_OP_layer_norm_backward_add) == 0 && fusion_count_op(f_off, OAR_OP_add_layer_norm) == 0);
     oar_release(on[0]);
     oar_release(off[0]);
     oar_jit_free(f_on);
@@ -210,9 +193,9 @@ static void test_gpt_training(int steps) {
     /* 4 blocks: each block's two residual adds feed ln2, the next ln1 or ln_f; block 0's ln1
      * reads the broadcast embedding add. Backward: every layer_norm but ln_f (whose input has
      * no other reader) has its dx added to a residual gradient. */
-    int fwd = count_op(fa, OAR_OP_add_layer_norm), bwd = count_op(fa, OAR_OP_layer_norm_backward_add);
+    int fwd = fusion_count_op(fa, OAR_OP_add_layer_norm), bwd = fusion_count_op(fa, OAR_OP_layer_norm_backward_add);
     CHECK(diffs == 0 && fwd == 8 && bwd == 8);
-    CHECK(count_op(fb, OAR_OP_add_layer_norm) == 0 && count_op(fb, OAR_OP_layer_norm_backward_add) == 0);
+    CHECK(fusion_count_op(fb, OAR_OP_add_layer_norm) == 0 && fusion_count_op(fb, OAR_OP_layer_norm_backward_add) == 0);
     CHECK(oar_program_verify(fa->entries[0].program) == OAR_OK);
     printf("  gpt-mini %d AdamW steps: %d add_layer_norm, %d layer_norm_backward_add, %d differences\n", steps, fwd,
            bwd, diffs);
@@ -226,7 +209,7 @@ static void test_gpt_training(int steps) {
 }
 
 int main(void) {
-    test_switch();
+    fusion_check_switch("fuse_add_layer_norm", "fuse_elementwise");
     test_ops();
     test_inference();
     test_gpt_inference();

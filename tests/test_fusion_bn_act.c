@@ -3,22 +3,12 @@
  * bitwise equal to the unfused program and to eager mode (forward in training and inference
  * mode; training steps of zoo models: losses, gradients, parameters and running statistics),
  * patterns with an extra reader left alone, and the pass switchable by name. */
+#include "fusion_test_util.h"
 #include "zoo_step_util.h"
 #include <string.h>
-#include "graph/jit.h"
-#include "graph/passes/passes.h"
-
-static int count_op(const oar_jit *f, oar_op_id op) {
-    const oar_program *p = f->entries[0].program;
-    int n = 0;
-    for (int i = 0; i < p->blocks[OAR_MAIN_BLOCK].n_nodes; i++) n += p->nodes[p->blocks[OAR_MAIN_BLOCK].nodes[i]].op == op;
-    return n;
-}
 
 static oar_jit *compile(oar_static_fn fn, void *user, bool fuse, oar_module *m, oar_optimizer *o) {
-    oar_jit_opts jo = {.module = m, .optimizer = o};
-    if (!fuse) CHECK(oar_build_strategy_set(&jo.strategy, "fuse_bn_act", false) == OAR_OK);
-    return oar_jit_to_static(fn, user, &jo);
+    return fusion_compile(fn, user, fuse ? NULL : "fuse_bn_act", m, o);
 }
 
 /* in: x, w, b, residual; user: running mean and var (captured, updated in place). relu(bn(x));
@@ -59,8 +49,8 @@ static void check_forward(int training) {
     for (int k = 0; k < 4; k++) diffs += !t_same_bits(eager[k], on[k]) + !t_same_bits(off[k], on[k]);
     for (int k = 0; k < 2; k++) diffs += !t_same_bits(rs[0][k], rs[1][k]) + !t_same_bits(rs[2][k], rs[1][k]);
     CHECK(diffs == 0);
-    CHECK(count_op(f_on, OAR_OP_batch_norm_act) == 2 && count_op(f_on, OAR_OP_batch_norm) == 1);
-    CHECK(count_op(f_off, OAR_OP_batch_norm_act) == 0 && count_op(f_off, OAR_OP_batch_norm) == 3);
+    CHECK(fusion_count_op(f_on, OAR_OP_batch_norm_act) == 2 && fusion_count_op(f_on, OAR_OP_batch_norm) == 1);
+    CHECK(fusion_count_op(f_off, OAR_OP_batch_norm_act) == 0 && fusion_count_op(f_off, OAR_OP_batch_norm) == 3);
     CHECK(oar_program_verify(f_on->entries[0].program) == OAR_OK);
     printf("  forward (%s): %d differences\n", training ? "training" : "inference", diffs);
     oar_jit_free(f_on);
@@ -120,9 +110,9 @@ static void check_training(const char *name, int64_t n, int steps, int want_fwd,
         oar_release(lb[0]);
         oar_scope_end();
     }
-    int fwd = count_op(fa, OAR_OP_batch_norm_act), bwd = count_op(fa, OAR_OP_batch_norm_act_backward);
+    int fwd = fusion_count_op(fa, OAR_OP_batch_norm_act), bwd = fusion_count_op(fa, OAR_OP_batch_norm_act_backward);
     CHECK(diffs == 0 && fwd == want_fwd && bwd == want_bwd);
-    CHECK(count_op(fb, OAR_OP_batch_norm_act) == 0 && count_op(fb, OAR_OP_batch_norm_act_backward) == 0);
+    CHECK(fusion_count_op(fb, OAR_OP_batch_norm_act) == 0 && fusion_count_op(fb, OAR_OP_batch_norm_act_backward) == 0);
     CHECK(oar_program_verify(fa->entries[0].program) == OAR_OK);
     printf("  %-9s %d steps: %d batch_norm_act, %d batch_norm_act_backward, %d differences\n", name, steps, fwd, bwd,
            diffs);
@@ -137,15 +127,8 @@ static void check_training(const char *name, int64_t n, int steps, int want_fwd,
     oar_scope_end();
 }
 
-static void test_switch(void) {
-    oar_build_strategy s = {0};
-    int i = oar_pass_find("fuse_bn_act");
-    CHECK(i >= 0 && i < oar_pass_find("fuse_elementwise") && ((oar_build_strategy_mask(&s) >> i) & 1u));
-    CHECK(oar_build_strategy_set(&s, "fuse_bn_act", false) == OAR_OK && !((oar_build_strategy_mask(&s) >> i) & 1u));
-}
-
 int main(void) {
-    test_switch();
+    fusion_check_switch("fuse_bn_act", "fuse_elementwise");
     check_forward(1);
     check_forward(0);
     /* ResNet-20: the stem and each block's first relu(bn), and the 9 residual relu(bn + shortcut) */

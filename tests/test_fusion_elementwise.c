@@ -1,27 +1,17 @@
 /* The fuse_elementwise pass on traced programs: what it fuses (node counts, the verifier), that
  * fused programs give bitwise the results of unfused ones (inference, and training steps:
  * losses, gradients and updated parameters), and that it can be switched off by name. */
+#include "fusion_test_util.h"
 #include "zoo_step_util.h"
 
 #include <unistd.h>
 
-#include "graph/jit.h"
-#include "graph/passes/passes.h"
 #include "ops/fused_ew.h"
 
-static int count_op(const oar_jit *f, oar_op_id op) {
-    const oar_program *p = f->entries[0].program;
-    int n = 0;
-    for (int i = 0; i < p->blocks[OAR_MAIN_BLOCK].n_nodes; i++) n += p->nodes[p->blocks[OAR_MAIN_BLOCK].nodes[i]].op == op;
-    return n;
-}
 static int n_nodes(const oar_jit *f) { return f->entries[0].program->blocks[OAR_MAIN_BLOCK].n_nodes; }
 
-
 static oar_jit *compile(oar_static_fn fn, void *user, bool fuse, oar_module *m, oar_optimizer *o) {
-    oar_jit_opts jo = {.module = m, .optimizer = o};
-    if (!fuse) CHECK(oar_build_strategy_set(&jo.strategy, "fuse_elementwise", false) == OAR_OK);
-    return oar_jit_to_static(fn, user, &jo);
+    return fusion_compile(fn, user, fuse ? NULL : "fuse_elementwise", m, o);
 }
 
 /* ---- inference programs */
@@ -81,8 +71,8 @@ static void check_inference(const char *name, fn_t fn, oar_tensor *const *in, in
         CHECK(t_same_bits(off[k], on[k]));
     }
     CHECK(oar_program_verify(f_on->entries[0].program) == OAR_OK);
-    *fused = count_op(f_on, OAR_OP_fused_elementwise);
-    CHECK(count_op(f_off, OAR_OP_fused_elementwise) == 0);
+    *fused = fusion_count_op(f_on, OAR_OP_fused_elementwise);
+    CHECK(fusion_count_op(f_off, OAR_OP_fused_elementwise) == 0);
     *nodes_on = n_nodes(f_on);
     *nodes_off = n_nodes(f_off);
     printf("  %-12s nodes %d -> %d, %d fused\n", name, *nodes_off, *nodes_on, *fused);
@@ -252,8 +242,8 @@ static void check_training(const char *name, int64_t n, int steps, bool expect_f
         oar_scope_end();
     }
     CHECK(extra[0] <= extra[1] + 4096);
-    int fused = count_op(fa, OAR_OP_fused_elementwise);
-    CHECK(count_op(fb, OAR_OP_fused_elementwise) == 0);
+    int fused = fusion_count_op(fa, OAR_OP_fused_elementwise);
+    CHECK(fusion_count_op(fb, OAR_OP_fused_elementwise) == 0);
     CHECK(!expect_fused || fused > 0);
     CHECK(oar_program_verify(fa->entries[0].program) == OAR_OK);
     oar_program_memory_stats ma, mb;
@@ -273,19 +263,8 @@ static void check_training(const char *name, int64_t n, int steps, bool expect_f
 }
 
 /* ---- switching the pass by name */
-static void test_switch(void) {
-    oar_build_strategy s = {0};
-    int i = -1;
-    for (int k = 0; oar_pass_name(k); k++)
-        if (!strcmp(oar_pass_name(k), "fuse_elementwise")) i = k;
-    CHECK(i >= 0 && i < oar_pass_count() - 1 && !strcmp(oar_pass_name(oar_pass_count() - 1), "inplace"));
-    CHECK((oar_build_strategy_mask(&s) >> i) & 1u);
-    CHECK(oar_build_strategy_set(&s, "fuse_elementwise", false) == OAR_OK);
-    CHECK(!((oar_build_strategy_mask(&s) >> i) & 1u));
-}
-
 int main(void) {
-    test_switch();
+    fusion_check_switch("fuse_elementwise", "inplace");
     test_inference();
     test_views();
     test_broadcast_operand();

@@ -1,23 +1,11 @@
 /* The fuse_linear_act pass on traced programs: linear + relu/gelu become linear_act, results
  * bitwise equal to the unfused program (inference and training steps: losses, gradients and
  * parameters), relu_backward switched to read the activation, and the pass off by name. */
+#include "fusion_test_util.h"
 #include "zoo_step_util.h"
 
-#include "graph/jit.h"
-#include "graph/passes/passes.h"
-
-static int count_op(const oar_jit *f, oar_op_id op) {
-    const oar_program *p = f->entries[0].program;
-    int n = 0;
-    for (int i = 0; i < p->blocks[OAR_MAIN_BLOCK].n_nodes; i++) n += p->nodes[p->blocks[OAR_MAIN_BLOCK].nodes[i]].op == op;
-    return n;
-}
-
-
 static oar_jit *compile(oar_static_fn fn, void *user, bool fuse, oar_module *m, oar_optimizer *o) {
-    oar_jit_opts jo = {.module = m, .optimizer = o};
-    if (!fuse) CHECK(oar_build_strategy_set(&jo.strategy, "fuse_linear_act", false) == OAR_OK);
-    return oar_jit_to_static(fn, user, &jo);
+    return fusion_compile(fn, user, fuse ? NULL : "fuse_linear_act", m, o);
 }
 
 /* three layers: gelu (tanh), gelu (erf) without bias, relu; and a linear read twice */
@@ -41,8 +29,8 @@ static void test_inference(void) {
     oar_jit *f_on = compile(layers, NULL, true, NULL, NULL), *f_off = compile(layers, NULL, false, NULL, NULL);
     CHECK(oar_jit_call(f_on, in, 6, on, 2) == OAR_OK && oar_jit_call(f_off, in, 6, off, 2) == OAR_OK);
     for (int k = 0; k < 2; k++) CHECK(t_same_bits(eager[k], on[k]) && t_same_bits(off[k], on[k]));
-    CHECK(count_op(f_on, OAR_OP_linear_act) == 3 && count_op(f_on, OAR_OP_linear) == 1);
-    CHECK(count_op(f_off, OAR_OP_linear_act) == 0 && count_op(f_off, OAR_OP_linear) == 4);
+    CHECK(fusion_count_op(f_on, OAR_OP_linear_act) == 3 && fusion_count_op(f_on, OAR_OP_linear) == 1);
+    CHECK(fusion_count_op(f_off, OAR_OP_linear_act) == 0 && fusion_count_op(f_off, OAR_OP_linear) == 4);
     CHECK(oar_program_verify(f_on->entries[0].program) == OAR_OK);
     for (int k = 0; k < 2; k++) {
         oar_release(on[k]);
@@ -85,8 +73,8 @@ static void check_training(const char *name, int64_t n, int steps) {
         oar_release(lb[0]);
         oar_scope_end();
     }
-    int fused = count_op(fa, OAR_OP_linear_act);
-    CHECK(diffs == 0 && fused > 0 && count_op(fb, OAR_OP_linear_act) == 0);
+    int fused = fusion_count_op(fa, OAR_OP_linear_act);
+    CHECK(diffs == 0 && fused > 0 && fusion_count_op(fb, OAR_OP_linear_act) == 0);
     CHECK(oar_program_verify(fa->entries[0].program) == OAR_OK);
     printf("  %-5s %d steps: %d linear_act, %d differences\n", name, steps, fused, diffs);
     oar_jit_free(fa);
@@ -98,15 +86,8 @@ static void check_training(const char *name, int64_t n, int steps) {
     oar_scope_end();
 }
 
-static void test_switch(void) {
-    oar_build_strategy s = {0};
-    int i = oar_pass_find("fuse_linear_act");
-    CHECK(i >= 0 && i < oar_pass_find("inplace") && ((oar_build_strategy_mask(&s) >> i) & 1u));
-    CHECK(oar_build_strategy_set(&s, "fuse_linear_act", false) == OAR_OK && !((oar_build_strategy_mask(&s) >> i) & 1u));
-}
-
 int main(void) {
-    test_switch();
+    fusion_check_switch("fuse_linear_act", "inplace");
     test_inference();
     check_training("mlp", 16, 3);
     check_training("tiny", 16, 3);
