@@ -182,10 +182,7 @@ static void test_gpt_training(int steps) {
         oar_tensor *la[1] = {0}, *lb[1] = {0};
         CHECK(oar_jit_call(fa, io, 2, la, 1) == OAR_OK && oar_jit_call(fb, io, 2, lb, 1) == OAR_OK);
         diffs += !t_same_bits(la[0], lb[0]);
-        for (int i = 0; i < oar_module_num_parameters(a.m); i++) {
-            oar_tensor *pa = oar_module_parameter(a.m, i, NULL), *pb = oar_module_parameter(b.m, i, NULL);
-            diffs += !t_same_bits(pa, pb) + !t_same_bits(oar_grad_get(pa), oar_grad_get(pb));
-        }
+        diffs += zoo_param_grad_diffs(a.m, b.m);
         oar_release(la[0]);
         oar_release(lb[0]);
         oar_scope_end();
@@ -201,10 +198,8 @@ static void test_gpt_training(int steps) {
            bwd, diffs);
     oar_jit_free(fa);
     oar_jit_free(fb);
-    oar_optimizer_free(a.opt);
-    oar_optimizer_free(b.opt);
-    oar_module_free(a.m);
-    oar_module_free(b.m);
+    zoo_run_free(&a);
+    zoo_run_free(&b);
     oar_scope_end();
 }
 

@@ -118,12 +118,9 @@ static void check_training(const char *name, int64_t n, int steps, int want_fwd,
            diffs);
     oar_jit_free(fa);
     oar_jit_free(fb);
-    oar_optimizer_free(a.opt);
-    oar_optimizer_free(b.opt);
-    oar_optimizer_free(e.opt);
-    oar_module_free(a.m);
-    oar_module_free(b.m);
-    oar_module_free(e.m);
+    zoo_run_free(&a);
+    zoo_run_free(&b);
+    zoo_run_free(&e);
     oar_scope_end();
 }
 

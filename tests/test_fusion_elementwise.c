@@ -255,10 +255,8 @@ static void check_training(const char *name, int64_t n, int steps, bool expect_f
            loss_diffs, grad_diffs, param_diffs);
     oar_jit_free(fa);
     oar_jit_free(fb);
-    oar_optimizer_free(a.opt);
-    oar_optimizer_free(b.opt);
-    oar_module_free(a.m);
-    oar_module_free(b.m);
+    zoo_run_free(&a);
+    zoo_run_free(&b);
     oar_scope_end();
 }
 

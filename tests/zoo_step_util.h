@@ -75,4 +75,19 @@ static inline void zoo_batch(const oar_zoo_info *info, int64_t n, int64_t max_t,
     }
 }
 
+/* Parameters and gradients of a and b (same architecture) that are not bitwise equal. */
+static inline int zoo_param_grad_diffs(oar_module *a, oar_module *b) {
+    int diffs = 0;
+    for (int i = 0; i < oar_module_num_parameters(a); i++) {
+        oar_tensor *pa = oar_module_parameter(a, i, NULL), *pb = oar_module_parameter(b, i, NULL);
+        diffs += !t_same_bits(pa, pb) + !t_same_bits(oar_grad_get(pa), oar_grad_get(pb));
+    }
+    return diffs;
+}
+
+static inline void zoo_run_free(zoo_run *r) {
+    oar_optimizer_free(r->opt);
+    oar_module_free(r->m);
+}
+
 #endif
