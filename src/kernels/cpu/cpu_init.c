@@ -31,4 +31,5 @@ void oar_cpu_kernels_init(void) {
     oar_cpu_register_fused_ew();
     oar_cpu_register_linear_act();
     oar_cpu_register_conv_act();
+    oar_cpu_register_conv_direct();
 }

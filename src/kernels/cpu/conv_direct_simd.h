@@ -1,0 +1,152 @@
+/* The inner loops of the direct convolutions (conv_direct.c), written once over a 16-lane
+ * float vector and included once per instruction set: AVX-512 (one zmm) and AVX2+FMA (a pair
+ * of ymm). Every output element sees the same FMAs in the same order in both, and the
+ * horizontal sums use one fixed scalar tree, so the two are bitwise equal.
+ *
+ * The includer defines CD_NAME(f) (f with the set's suffix), CD_TARGET (the target
+ * attribute), the vector type cd_vec and cd_zero / cd_set1 / cd_load / cd_store / cd_fma
+ * (cd_fma(a, b, c) = a * b + c, one rounding) and cd_hsum (the fixed tree). Tile sizes come in as constant arguments of
+ * always-inline functions, so each (CB, NV) or (CB, T) pair is its own fully unrolled loop
+ * with its accumulators in registers. */
+
+#define CD_INLINE CD_TARGET static inline __attribute__((always_inline))
+
+/* Forward tile: CB output channels x NV vectors of flat positions p0 .. p0 + 16 NV. acc starts
+ * at the (padded) bias, then acc = fma(x, w, acc) over (ci, ky, kx) in that order. */
+CD_INLINE void CD_NAME(fwd_tile)(const cd_fwd *f, const float *restrict xp, const float *restrict wblk,
+                                 const float *restrict bblk, float *restrict yblk, int64_t p0, const int CB,
+                                 const int NV) {
+    cd_vec acc[8][4];
+#pragma GCC unroll 8
+    for (int c = 0; c < CB; c++)
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; v++) acc[c][v] = cd_set1(bblk[c]);
+    for (int64_t ci = 0; ci < f->cin; ci++)
+        for (int64_t ky = 0; ky < f->kh; ky++) {
+            const float *row = xp + ci * f->plane + ky * f->wp + p0;
+            const float *wk = wblk + (ci * f->kh + ky) * f->kw * CB;
+            for (int64_t kx = 0; kx < f->kw; kx++, wk += CB) {
+                cd_vec xv[4];
+#pragma GCC unroll 4
+                for (int v = 0; v < NV; v++) xv[v] = cd_load(row + kx + 16 * v);
+#pragma GCC unroll 8
+                for (int c = 0; c < CB; c++) {
+                    cd_vec w = cd_set1(wk[c]);
+#pragma GCC unroll 4
+                    for (int v = 0; v < NV; v++) acc[c][v] = cd_fma(xv[v], w, acc[c][v]);
+                }
+            }
+        }
+#pragma GCC unroll 8
+    for (int c = 0; c < CB; c++)
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; v++) cd_store(yblk + c * f->pv + p0 + 16 * v, acc[c][v]);
+}
+
+CD_INLINE void CD_NAME(fwd_all)(const cd_fwd *f, const float *xp, float *yflat, const int CB, const int NV) {
+    for (int64_t c0 = 0; c0 < f->co_pad; c0 += CB)
+        for (int64_t p0 = 0; p0 < f->pv; p0 += 16 * NV)
+            CD_NAME(fwd_tile)(f, xp, f->wpk + c0 * f->cin * f->kh * f->kw, f->bias + c0, yflat + c0 * f->pv, p0, CB,
+                              NV);
+}
+
+/* yflat [co_pad][pv] from the padded input planes xp, with f's tile shape. */
+CD_TARGET static void CD_NAME(fwd_image)(const cd_fwd *f, const float *xp, float *yflat) {
+    switch (f->tile) {
+    case CD_FWD_6x4: CD_NAME(fwd_all)(f, xp, yflat, 6, 4); break;
+    case CD_FWD_8x3: CD_NAME(fwd_all)(f, xp, yflat, 8, 3); break;
+    case CD_FWD_6x1: CD_NAME(fwd_all)(f, xp, yflat, 6, 1); break;
+    }
+}
+
+/* a[c][t] += dy row c . x shifted by t, over the flat positions [0, pv), by fma in p order. */
+CD_INLINE void CD_NAME(gw_pass)(cd_vec (*a)[5], const float *restrict d, const float *restrict xr, int64_t pv,
+                                const int CB, const int T) {
+    for (int64_t p = 0; p < pv; p += 16) {
+        cd_vec dv[6];
+#pragma GCC unroll 6
+        for (int c = 0; c < CB; c++) dv[c] = cd_load(d + c * pv + p);
+#pragma GCC unroll 5
+        for (int t = 0; t < T; t++) {
+            cd_vec xv = cd_load(xr + t + p);
+#pragma GCC unroll 6
+            for (int c = 0; c < CB; c++) a[c][t] = cd_fma(dv[c], xv, a[c][t]);
+        }
+    }
+}
+
+/* Weight-gradient tile: CB output channels x T taps (kx0 .. kx0 + T of every kernel row ky,
+ * channel ci), summed over the chunk's images and all flat positions: lane l sums the
+ * positions p = l mod 16 in (image, p) order by fma, then one cd_hsum. dy is zero at
+ * positions outside the grid. Two loop orders give the same sums: kernel rows outermost
+ * (accumulators stay in registers across images), or images outermost (one image's dy rows
+ * stay in L1 across the kernel rows; each row's accumulators wait in acc in between). */
+CD_INLINE void CD_NAME(gw_tile)(const cd_gw *g, const float *const *xps, const float *const *dys, int nimg,
+                                int64_t ci, int64_t kx0, int64_t co0, cd_vec (*acc)[6][5], float *out,
+                                const int CB, const int T) {
+    cd_vec a[6][5];
+    if (!g->image_outer) {
+        for (int64_t ky = 0; ky < g->kh; ky++) {
+#pragma GCC unroll 6
+            for (int c = 0; c < CB; c++)
+#pragma GCC unroll 5
+                for (int t = 0; t < T; t++) a[c][t] = cd_zero();
+            for (int n = 0; n < nimg; n++)
+                CD_NAME(gw_pass)(a, dys[n] + co0 * g->pv, xps[n] + ci * g->plane + ky * g->wp + kx0, g->pv, CB, T);
+#pragma GCC unroll 6
+            for (int c = 0; c < CB; c++)
+#pragma GCC unroll 5
+                for (int t = 0; t < T; t++) out[(ky * CB + c) * T + t] = cd_hsum(a[c][t]);
+        }
+        return;
+    }
+    for (int64_t ky = 0; ky < g->kh; ky++)
+#pragma GCC unroll 6
+        for (int c = 0; c < CB; c++)
+#pragma GCC unroll 5
+            for (int t = 0; t < T; t++) acc[ky][c][t] = cd_zero();
+    for (int n = 0; n < nimg; n++)
+        for (int64_t ky = 0; ky < g->kh; ky++) {
+#pragma GCC unroll 6
+            for (int c = 0; c < CB; c++)
+#pragma GCC unroll 5
+                for (int t = 0; t < T; t++) a[c][t] = acc[ky][c][t];
+            CD_NAME(gw_pass)(a, dys[n] + co0 * g->pv, xps[n] + ci * g->plane + ky * g->wp + kx0, g->pv, CB, T);
+#pragma GCC unroll 6
+            for (int c = 0; c < CB; c++)
+#pragma GCC unroll 5
+                for (int t = 0; t < T; t++) acc[ky][c][t] = a[c][t];
+        }
+    for (int64_t ky = 0; ky < g->kh; ky++)
+#pragma GCC unroll 6
+        for (int c = 0; c < CB; c++)
+#pragma GCC unroll 5
+            for (int t = 0; t < T; t++) out[(ky * CB + c) * T + t] = cd_hsum(acc[ky][c][t]);
+}
+
+CD_INLINE void CD_NAME(gw_all)(const cd_gw *g, const float *const *xps, const float *const *dys, int nimg,
+                               float *dw, const int CB, const int T) {
+    cd_vec acc[CD_MAX_K][6][5];
+    float out[CD_MAX_K * 6 * 5];
+    for (int64_t co0 = 0; co0 < g->co_pad; co0 += CB)
+        for (int64_t ci = 0; ci < g->cin; ci++)
+            for (int64_t kx0 = 0; kx0 < g->kw; kx0 += T) {
+                CD_NAME(gw_tile)(g, xps, dys, nimg, ci, kx0, co0, acc, out, CB, T);
+                for (int64_t ky = 0; ky < g->kh; ky++)
+                    for (int c = 0; c < CB && co0 + c < g->co; c++)
+                        for (int t = 0; t < T && kx0 + t < g->kw; t++)
+                            dw[(((co0 + c) * g->cin + ci) * g->kh + ky) * g->kw + kx0 + t] = out[(ky * CB + c) * T + t];
+            }
+}
+
+/* dw [co][cin][kh][kw] of one chunk of images (written, not accumulated). */
+CD_TARGET static void CD_NAME(gw_chunk)(const cd_gw *g, const float *const *xps, const float *const *dys, int nimg,
+                                        float *dw) {
+    switch (g->tile) {
+    case CD_GW_4x5: CD_NAME(gw_all)(g, xps, dys, nimg, dw, 4, 5); break;
+    case CD_GW_3x5: CD_NAME(gw_all)(g, xps, dys, nimg, dw, 3, 5); break;
+    case CD_GW_2x2: CD_NAME(gw_all)(g, xps, dys, nimg, dw, 2, 2); break;
+    }
+}
+
+#undef CD_INLINE
