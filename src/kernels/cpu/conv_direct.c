@@ -31,7 +31,7 @@
 #define CD_MAX_K 7
 
 typedef enum { CD_FWD_6x4, CD_FWD_8x3, CD_FWD_6x1 } cd_fwd_tile;
-typedef enum { CD_GW_4x5, CD_GW_3x5, CD_GW_2x2 } cd_gw_tile;
+typedef enum { CD_GW_4x5, CD_GW_3x5, CD_GW_6x3, CD_GW_2x2 } cd_gw_tile;
 
 /* A forward conv over padded planes: cin planes of `plane` floats with row stride wp; output
  * flat positions [0, pv) (pv a multiple of the tile's 16 * NV) for co_pad channels. */
@@ -158,11 +158,14 @@ static cd_fwd_tile fwd_tile_for(bool avx512, int64_t co, int *cb, int *nv) {
     return *cb = 6, *nv = 4, CD_FWD_6x4;
 }
 
-/* The weight-gradient tile: least padded work over channels and taps. */
+/* The weight-gradient tile: least padded work over channels x taps, ties to the first. */
 static cd_gw_tile gw_tile_for(bool avx512, int64_t co, int64_t kw, int *cb, int *t) {
     if (!avx512) return *cb = 2, *t = 2, CD_GW_2x2;
-    if (round_up(co, 4) * round_up(kw, 5) <= round_up(co, 3) * round_up(kw, 5)) return *cb = 4, *t = 5, CD_GW_4x5;
-    return *cb = 3, *t = 5, CD_GW_3x5;
+    static const struct { cd_gw_tile tile; int cb, t; } c[] = {{CD_GW_4x5, 4, 5}, {CD_GW_3x5, 3, 5}, {CD_GW_6x3, 6, 3}};
+    int best = 0;
+    for (int i = 1; i < 3; i++)
+        if (round_up(co, c[i].cb) * round_up(kw, c[i].t) < round_up(co, c[best].cb) * round_up(kw, c[best].t)) best = i;
+    return *cb = c[best].cb, *t = c[best].t, c[best].tile;
 }
 
 /* Copies c planes [sh][sw] into planes of `plane` floats with `rows` rows of wp, at offset
@@ -344,37 +347,41 @@ static oar_status gw_run(const oar_kctx *ctx, const float *x, int64_t n, int64_t
 }
 
 /* ---- the rule */
-bool oar_conv_direct_takes(int64_t ci, int64_t co, int64_t kh, int64_t kw, const int64_t *stride, const int64_t *pad,
-                           const int64_t *dilation, int64_t groups) {
+bool oar_conv_direct_takes(oar_conv_direct_op op, int64_t ci, int64_t co, int64_t kh, int64_t kw,
+                           const int64_t *stride, const int64_t *pad, const int64_t *dilation, int64_t groups) {
     if (!oar_cpu_has_avx2()) return false;
     if (stride[0] != 1 || stride[1] != 1 || dilation[0] != 1 || dilation[1] != 1 || groups != 1) return false;
     if (pad[0] > kh - 1 || pad[1] > kw - 1) return false; /* grad_input pads dy by k - 1 - pad */
     /* small channel counts: a handful of accumulator tiles cover the output channels */
-    return ci <= 16 && co <= 16 && kh <= CD_MAX_K && kw <= CD_MAX_K;
+    if (ci > 16 || co > 16 || kh > CD_MAX_K || kw > CD_MAX_K) return false;
+    /* the weight gradient loses to oneDNN on 3 x 3 kernels (ResNet-20: 1.5x slower), where a
+     * row of taps fills its tiles poorly; it wins from 5 wide (LeNet) */
+    return op != OAR_CONV_DIRECT_GRAD_WEIGHT || kw >= 5;
+}
+
+/* attrs from `first`: stride, padding, dilation, groups */
+static bool takes_attrs(oar_conv_direct_op op, const int64_t *xs, const int64_t *ws, const oar_attr *a) {
+    return oar_conv_direct_takes(op, xs[1], ws[0], ws[2], ws[3], a[0].ints, a[1].ints, a[2].ints, a[3].i);
 }
 
 static const float *fptr(const oar_tensor *t) { return t ? (const float *)oar_tensor_ptr(t) : NULL; }
 
 /* attrs from `first`: stride, padding, dilation, groups */
-static bool takes_attrs(const int64_t *xs, const int64_t *ws, const oar_attr *a) {
-    return oar_conv_direct_takes(xs[1], ws[0], ws[2], ws[3], a[0].ints, a[1].ints, a[2].ints, a[3].i);
-}
-
 static bool conv2d_supports(oar_tensor *const *in, int n_in, oar_tensor *const *out, int n_out, const oar_attr *a) {
     (void)n_in; (void)out; (void)n_out;
-    return in[0]->ndim == 4 && takes_attrs(in[0]->shape, in[1]->shape, a);
+    return in[0]->ndim == 4 && takes_attrs(OAR_CONV_DIRECT_FORWARD, in[0]->shape, in[1]->shape, a);
 }
 
 static bool grad_input_supports(oar_tensor *const *in, int n_in, oar_tensor *const *out, int n_out,
                                 const oar_attr *a) {
     (void)n_in; (void)n_out;
-    return out[0]->ndim == 4 && takes_attrs(out[0]->shape, in[1]->shape, a + 1);
+    return out[0]->ndim == 4 && takes_attrs(OAR_CONV_DIRECT_GRAD_INPUT, out[0]->shape, in[1]->shape, a + 1);
 }
 
 static bool grad_weight_supports(oar_tensor *const *in, int n_in, oar_tensor *const *out, int n_out,
                                  const oar_attr *a) {
     (void)n_in; (void)n_out;
-    return in[0]->ndim == 4 && takes_attrs(in[0]->shape, out[0]->shape, a + 1);
+    return in[0]->ndim == 4 && takes_attrs(OAR_CONV_DIRECT_GRAD_WEIGHT, in[0]->shape, out[0]->shape, a + 1);
 }
 
 /* conv2d(x, w, bias; stride, padding, dilation, groups) */
@@ -422,9 +429,9 @@ void oar_cpu_register_conv_direct(void) {
 
 #else /* no x86-64 SIMD: the im2col and oneDNN kernels take every conv */
 int oar_conv_direct_force_isa(oar_conv_direct_isa isa) { return isa == OAR_CONV_DIRECT_AUTO ? OAR_CONV_DIRECT_AUTO : -1; }
-bool oar_conv_direct_takes(int64_t ci, int64_t co, int64_t kh, int64_t kw, const int64_t *stride, const int64_t *pad,
-                           const int64_t *dilation, int64_t groups) {
-    (void)ci; (void)co; (void)kh; (void)kw; (void)stride; (void)pad; (void)dilation; (void)groups;
+bool oar_conv_direct_takes(oar_conv_direct_op op, int64_t ci, int64_t co, int64_t kh, int64_t kw,
+                           const int64_t *stride, const int64_t *pad, const int64_t *dilation, int64_t groups) {
+    (void)op; (void)ci; (void)co; (void)kh; (void)kw; (void)stride; (void)pad; (void)dilation; (void)groups;
     return false;
 }
 void oar_cpu_register_conv_direct(void) {}

@@ -13,9 +13,12 @@ typedef enum { OAR_CONV_DIRECT_AUTO, OAR_CONV_DIRECT_AVX2, OAR_CONV_DIRECT_AVX51
  * the set is not available in this build or on this CPU. */
 int oar_conv_direct_force_isa(oar_conv_direct_isa isa);
 
-/* The rule for which convs the direct kernels take, on the forward conv's geometry (x
- * [*, ci, *, *], weight [co, ci / groups, kh, kw]); false where AVX2 is missing. */
-bool oar_conv_direct_takes(int64_t ci, int64_t co, int64_t kh, int64_t kw, const int64_t *stride, const int64_t *pad,
-                           const int64_t *dilation, int64_t groups);
+typedef enum { OAR_CONV_DIRECT_FORWARD, OAR_CONV_DIRECT_GRAD_INPUT, OAR_CONV_DIRECT_GRAD_WEIGHT } oar_conv_direct_op;
+
+/* The rule for which convs the direct kernels take (a pure function of the shape), on the
+ * forward conv's geometry: x [*, ci, *, *], weight [co, ci / groups, kh, kw]. False where AVX2
+ * is missing. */
+bool oar_conv_direct_takes(oar_conv_direct_op op, int64_t ci, int64_t co, int64_t kh, int64_t kw,
+                           const int64_t *stride, const int64_t *pad, const int64_t *dilation, int64_t groups);
 
 #endif

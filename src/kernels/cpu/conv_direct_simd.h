@@ -145,6 +145,7 @@ CD_TARGET static void CD_NAME(gw_chunk)(const cd_gw *g, const float *const *xps,
     switch (g->tile) {
     case CD_GW_4x5: CD_NAME(gw_all)(g, xps, dys, nimg, dw, 4, 5); break;
     case CD_GW_3x5: CD_NAME(gw_all)(g, xps, dys, nimg, dw, 3, 5); break;
+    case CD_GW_6x3: CD_NAME(gw_all)(g, xps, dys, nimg, dw, 6, 3); break;
     case CD_GW_2x2: CD_NAME(gw_all)(g, xps, dys, nimg, dw, 2, 2); break;
     }
 }
