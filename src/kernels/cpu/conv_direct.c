@@ -30,14 +30,16 @@
 /* Largest kernel side the rule admits (weight-gradient accumulators per kernel row). */
 #define CD_MAX_K 7
 
-typedef enum { CD_FWD_6x4, CD_FWD_8x3, CD_FWD_6x1 } cd_fwd_tile;
+/* Forward tiles: CB channels x NV vectors of flat positions, or (CHAN) 16 channels x R x C
+ * output pixels. */
+typedef enum { CD_FWD_6x4, CD_FWD_8x3, CD_FWD_6x1, CD_CHAN_2x10, CD_CHAN_2x12, CD_CHAN_3x8 } cd_fwd_tile;
 typedef enum { CD_GW_4x5, CD_GW_3x5, CD_GW_6x3, CD_GW_2x2 } cd_gw_tile;
 
 /* A forward conv over padded planes: cin planes of `plane` floats with row stride wp; output
  * flat positions [0, pv) (pv a multiple of the tile's 16 * NV) for co_pad channels. */
 typedef struct cd_fwd {
     int64_t cin, kh, kw, wp, plane, pv, co, co_pad;
-    const float *wpk;  /* [co_pad / CB][cin][kh][kw][CB] */
+    const float *wpk;  /* [co_pad / CB][cin][kh][kw][CB], CB = 16 for the CHAN tiles */
     const float *bias; /* [co_pad], zero where there is none */
     cd_fwd_tile tile;
 } cd_fwd;
@@ -80,7 +82,9 @@ CD512 static inline float cd512_hsum(__m512 v) {
 #define cd_store cd512_store
 #define cd_fma cd512_fma
 #define cd_hsum cd512_hsum
+#define CD_CHAN_TILES
 #include "kernels/cpu/conv_direct_simd.h"
+#undef CD_CHAN_TILES
 #undef CD_NAME
 #undef CD_TARGET
 #undef cd_vec
@@ -151,11 +155,30 @@ static bool use_avx512(void) {
 
 static int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 
-/* The forward tile for co channels: the one that pads co least (AVX2 has one). */
-static cd_fwd_tile fwd_tile_for(bool avx512, int64_t co, int *cb, int *nv) {
+static bool is_chan(cd_fwd_tile t) { return t == CD_CHAN_2x10 || t == CD_CHAN_2x12 || t == CD_CHAN_3x8; }
+
+/* The forward tile for co channels and an oh x ow output: the flat tile that pads co least
+ * (AVX2 has one), or, with AVX-512 and whole vectors of channels, a channel tile where it does
+ * at most 80% of the flat tile's FMAs (it also transposes its results; on LeNet's conv2 it
+ * does 100 against 144 and runs 1.4x faster). */
+static cd_fwd_tile fwd_tile_for(bool avx512, int64_t co, int64_t oh, int64_t ow, int64_t kw, int *cb, int *nv) {
     if (!avx512) return *cb = 6, *nv = 1, CD_FWD_6x1;
-    if (round_up(co, 8) <= round_up(co, 6)) return *cb = 8, *nv = 3, CD_FWD_8x3;
-    return *cb = 6, *nv = 4, CD_FWD_6x4;
+    cd_fwd_tile t = CD_FWD_6x4;
+    *cb = 6, *nv = 4;
+    if (round_up(co, 8) <= round_up(co, 6)) t = CD_FWD_8x3, *cb = 8, *nv = 3;
+    if (co % 16) return t;
+    int64_t flat = round_up(co, *cb) * round_up(oh * (ow + kw - 1), 16 * *nv) / 16;
+    static const struct { cd_fwd_tile tile; int r, c; } ch[] = {{CD_CHAN_2x10, 2, 10}, {CD_CHAN_2x12, 2, 12},
+                                                               {CD_CHAN_3x8, 3, 8}};
+    int best = -1;
+    int64_t best_work = flat * 4 / 5 + 1;
+    for (int i = 0; i < 3; i++) {
+        int64_t work = co / 16 * round_up(oh, ch[i].r) * round_up(ow, ch[i].c);
+        if (work < best_work) best = i, best_work = work;
+    }
+    if (best < 0) return t;
+    *cb = 16, *nv = 1; /* nv: unused by the channel tiles */
+    return ch[best].tile;
 }
 
 /* The weight-gradient tile: least padded work over channels x taps, ties to the first. */
@@ -203,9 +226,13 @@ static void fwd_parts(void *ctx, int64_t begin, int64_t end) {
         for (int64_t n = part * j->n / j->parts; n < (part + 1) * j->n / j->parts; n++) {
             place(j->src + n * f->cin * j->sh * j->sw, f->cin, j->sh, j->sw, xp, f->plane, j->rows, f->wp, j->offy,
                   j->offx);
+            float *y = j->dst + n * f->co * j->oh * j->ow;
+            if (is_chan(f->tile)) { /* AVX-512 only (fwd_tile_for) */
+                chan_image_avx512(f, xp, y, j->oh, j->ow);
+                continue;
+            }
             if (j->avx512) fwd_image_avx512(f, xp, yflat);
             else fwd_image_avx2(f, xp, yflat);
-            float *y = j->dst + n * f->co * j->oh * j->ow;
             for (int64_t c = 0; c < f->co; c++)
                 for (int64_t oy = 0; oy < j->oh; oy++)
                     memcpy(y + (c * j->oh + oy) * j->ow, yflat + c * f->pv + oy * f->wp, sizeof(float) * (size_t)j->ow);
@@ -240,12 +267,13 @@ static oar_status fwd_run(const oar_kctx *ctx, const float *src, int64_t n, int6
                  .dst = dst, .oh = oh, .ow = ow};
     cd_fwd *f = &j.f;
     int cb, nv;
-    f->tile = fwd_tile_for(j.avx512, cout, &cb, &nv);
+    f->tile = fwd_tile_for(j.avx512, cout, oh, ow, kw, &cb, &nv);
     f->cin = cin, f->kh = kh, f->kw = kw, f->co = cout, f->co_pad = round_up(cout, cb);
     f->wp = ow + kw - 1, j.rows = oh + kh - 1, f->plane = j.rows * f->wp;
     f->pv = round_up(oh * f->wp, 16 * nv);
-    /* the last tile reads up to pv + (kh - 1) * wp + kw - 1 past its plane's start */
-    j.xbuf = cin * f->plane + f->pv + kh * f->wp + 16;
+    /* the last flat tile reads up to pv + (kh - 1) * wp + kw - 1 past its plane's start; the
+     * last channel tile up to 3 rows and 12 columns past the last output's window */
+    j.xbuf = cin * f->plane + f->pv + (kh + 4) * f->wp + 32;
     j.parts = ctx->nthreads < n ? ctx->nthreads : n;
     if (j.parts < 1) j.parts = 1;
     size_t wbytes = sizeof(float) * (size_t)(f->co_pad * (cin * kh * kw + 1));

@@ -5,9 +5,9 @@
  *
  * The includer defines CD_NAME(f) (f with the set's suffix), CD_TARGET (the target
  * attribute), the vector type cd_vec and cd_zero / cd_set1 / cd_load / cd_store / cd_fma
- * (cd_fma(a, b, c) = a * b + c, one rounding) and cd_hsum (the fixed tree). Tile sizes come in as constant arguments of
- * always-inline functions, so each (CB, NV) or (CB, T) pair is its own fully unrolled loop
- * with its accumulators in registers. */
+ * (cd_fma(a, b, c) = a * b + c, one rounding) and cd_hsum (the fixed tree). Tile sizes
+ * come in as constant arguments of always-inline functions, so each tile shape is its own
+ * fully unrolled loop with its accumulators in registers. */
 
 #define CD_INLINE CD_TARGET static inline __attribute__((always_inline))
 
@@ -56,8 +56,67 @@ CD_TARGET static void CD_NAME(fwd_image)(const cd_fwd *f, const float *xp, float
     case CD_FWD_6x4: CD_NAME(fwd_all)(f, xp, yflat, 6, 4); break;
     case CD_FWD_8x3: CD_NAME(fwd_all)(f, xp, yflat, 8, 3); break;
     case CD_FWD_6x1: CD_NAME(fwd_all)(f, xp, yflat, 6, 1); break;
+    default: break;
     }
 }
+
+#ifdef CD_CHAN_TILES /* AVX-512 only: 24-36 accumulators would not fit in AVX2's 16 registers */
+/* Forward tile over channels: 16 output channels (one vector) x R rows x C columns of output
+ * pixels from (oy0, ox0), the same arithmetic per element as fwd_tile (acc = bias, then
+ * fma(x, w, acc) over (ci, ky, kx)). Results go to tile [R * C][16]. */
+CD_INLINE void CD_NAME(chan_tile)(const cd_fwd *f, const float *restrict xp, const float *restrict wblk,
+                                  const float *restrict bblk, float *restrict tile, int64_t oy0, int64_t ox0,
+                                  const int R, const int C) {
+    cd_vec acc[3][12];
+    cd_vec b = cd_load(bblk);
+#pragma GCC unroll 3
+    for (int r = 0; r < R; r++)
+#pragma GCC unroll 12
+        for (int c = 0; c < C; c++) acc[r][c] = b;
+    for (int64_t ci = 0; ci < f->cin; ci++)
+        for (int64_t ky = 0; ky < f->kh; ky++) {
+            const float *row = xp + ci * f->plane + (oy0 + ky) * f->wp + ox0;
+            const float *wk = wblk + (ci * f->kh + ky) * f->kw * 16;
+            for (int64_t kx = 0; kx < f->kw; kx++, wk += 16) {
+                cd_vec w = cd_load(wk);
+#pragma GCC unroll 3
+                for (int r = 0; r < R; r++)
+#pragma GCC unroll 12
+                    for (int c = 0; c < C; c++) acc[r][c] = cd_fma(cd_set1(row[r * f->wp + c + kx]), w, acc[r][c]);
+            }
+        }
+#pragma GCC unroll 3
+    for (int r = 0; r < R; r++)
+#pragma GCC unroll 12
+        for (int c = 0; c < C; c++) cd_store(tile + (r * C + c) * 16, acc[r][c]);
+}
+
+/* y [co][oh][ow] of one image by channel tiles; co is a multiple of 16. */
+CD_INLINE void CD_NAME(chan_all)(const cd_fwd *f, const float *xp, float *y, int64_t oh, int64_t ow, const int R,
+                                 const int C) {
+    float tile[3 * 12 * 16];
+    for (int64_t c0 = 0; c0 < f->co; c0 += 16)
+        for (int64_t oy0 = 0; oy0 < oh; oy0 += R)
+            for (int64_t ox0 = 0; ox0 < ow; ox0 += C) {
+                CD_NAME(chan_tile)(f, xp, f->wpk + c0 * f->cin * f->kh * f->kw, f->bias + c0, tile, oy0, ox0, R, C);
+                int64_t nr = oh - oy0 < R ? oh - oy0 : R, nc = ow - ox0 < C ? ow - ox0 : C;
+                for (int64_t l = 0; l < 16; l++)
+                    for (int64_t r = 0; r < nr; r++) {
+                        float *yr = y + ((c0 + l) * oh + oy0 + r) * ow + ox0;
+                        for (int64_t c = 0; c < nc; c++) yr[c] = tile[(r * C + c) * 16 + l];
+                    }
+            }
+}
+
+CD_TARGET static void CD_NAME(chan_image)(const cd_fwd *f, const float *xp, float *y, int64_t oh, int64_t ow) {
+    switch (f->tile) {
+    case CD_CHAN_2x10: CD_NAME(chan_all)(f, xp, y, oh, ow, 2, 10); break;
+    case CD_CHAN_2x12: CD_NAME(chan_all)(f, xp, y, oh, ow, 2, 12); break;
+    case CD_CHAN_3x8: CD_NAME(chan_all)(f, xp, y, oh, ow, 3, 8); break;
+    default: break;
+    }
+}
+#endif
 
 /* a[c][t] += dy row c . x shifted by t, over the flat positions [0, pv), by fma in p order. */
 CD_INLINE void CD_NAME(gw_pass)(cd_vec (*a)[5], const float *restrict d, const float *restrict xr, int64_t pv,
