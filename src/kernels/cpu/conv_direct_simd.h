@@ -206,6 +206,7 @@ CD_TARGET static void CD_NAME(gw_chunk)(const cd_gw *g, const float *const *xps,
     case CD_GW_3x5: CD_NAME(gw_all)(g, xps, dys, nimg, dw, 3, 5); break;
     case CD_GW_6x3: CD_NAME(gw_all)(g, xps, dys, nimg, dw, 6, 3); break;
     case CD_GW_2x2: CD_NAME(gw_all)(g, xps, dys, nimg, dw, 2, 2); break;
+    case CD_GW_1x5: CD_NAME(gw_all)(g, xps, dys, nimg, dw, 1, 5); break;
     }
 }
 
