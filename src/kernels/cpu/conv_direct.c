@@ -71,6 +71,7 @@ CD512 static inline __m512 cd512_set1(float v) { return _mm512_set1_ps(v); }
 CD512 static inline __m512 cd512_load(const float *p) { return _mm512_loadu_ps(p); }
 CD512 static inline void cd512_store(float *p, __m512 v) { _mm512_storeu_ps(p, v); }
 CD512 static inline __m512 cd512_fma(__m512 a, __m512 b, __m512 c) { return _mm512_fmadd_ps(a, b, c); }
+#define cd512_in_register(v) __asm__("" : "+v"(v))
 CD512 static inline float cd512_hsum(__m512 v) {
     __m256 hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1));
     return cd_hsum8(_mm256_add_ps(_mm512_castps512_ps256(v), hi));
@@ -85,6 +86,7 @@ CD512 static inline float cd512_hsum(__m512 v) {
 #define cd_store cd512_store
 #define cd_fma cd512_fma
 #define cd_hsum cd512_hsum
+#define cd_in_register cd512_in_register
 #define CD_CHAN_TILES
 #include "kernels/cpu/conv_direct_simd.h"
 #undef CD_CHAN_TILES
@@ -97,6 +99,7 @@ CD512 static inline float cd512_hsum(__m512 v) {
 #undef cd_store
 #undef cd_fma
 #undef cd_hsum
+#undef cd_in_register
 
 /* ---- AVX2: a pair of ymm per 16-lane vector (lanes 0-7, 8-15) */
 typedef struct { __m256 lo, hi; } cd_v8x2;
@@ -110,6 +113,7 @@ CD256 static inline void cd256_store(float *p, cd_v8x2 v) {
 CD256 static inline cd_v8x2 cd256_fma(cd_v8x2 a, cd_v8x2 b, cd_v8x2 c) {
     return (cd_v8x2){_mm256_fmadd_ps(a.lo, b.lo, c.lo), _mm256_fmadd_ps(a.hi, b.hi, c.hi)};
 }
+#define cd256_in_register(v) __asm__("" : "+v"((v).lo), "+v"((v).hi))
 CD256 static inline float cd256_hsum(cd_v8x2 v) { return cd_hsum8(_mm256_add_ps(v.lo, v.hi)); }
 
 #define CD_NAME(f) f##_avx2
@@ -121,6 +125,7 @@ CD256 static inline float cd256_hsum(cd_v8x2 v) { return cd_hsum8(_mm256_add_ps(
 #define cd_store cd256_store
 #define cd_fma cd256_fma
 #define cd_hsum cd256_hsum
+#define cd_in_register cd256_in_register
 #include "kernels/cpu/conv_direct_simd.h"
 #undef CD_NAME
 #undef CD_TARGET
@@ -131,6 +136,7 @@ CD256 static inline float cd256_hsum(cd_v8x2 v) { return cd_hsum8(_mm256_add_ps(
 #undef cd_store
 #undef cd_fma
 #undef cd_hsum
+#undef cd_in_register
 
 /* ---- instruction set */
 static int g_forced = OAR_CONV_DIRECT_AUTO;

@@ -5,7 +5,8 @@
  *
  * The includer defines CD_NAME(f) (f with the set's suffix), CD_TARGET (the target
  * attribute), the vector type cd_vec and cd_zero / cd_set1 / cd_load / cd_store / cd_fma
- * (cd_fma(a, b, c) = a * b + c, one rounding) and cd_hsum (the fixed tree). Tile sizes
+ * (cd_fma(a, b, c) = a * b + c, one rounding), cd_hsum (the fixed tree) and cd_in_register
+ * (keeps a loaded vector in a register). Tile sizes
  * come in as constant arguments of always-inline functions, so each tile shape is its own
  * fully unrolled loop with its accumulators in registers. */
 
@@ -128,6 +129,7 @@ CD_INLINE void CD_NAME(gw_pass)(cd_vec (*a)[5], const float *restrict d, const f
 #pragma GCC unroll 5
         for (int t = 0; t < T; t++) {
             cd_vec xv = cd_load(xr + t + p);
+            cd_in_register(xv); /* one load, not one folded into each FMA (unaligned: 2 lines each) */
 #pragma GCC unroll 6
             for (int c = 0; c < CB; c++) a[c][t] = cd_fma(dv[c], xv, a[c][t]);
         }
