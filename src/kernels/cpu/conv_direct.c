@@ -393,14 +393,14 @@ bool oar_conv_direct_takes(oar_conv_direct_op op, int64_t ci, int64_t co, int64_
     if (pad[0] > kh - 1 || pad[1] > kw - 1) return false; /* grad_input pads dy by k - 1 - pad */
     /* small channel counts: a handful of accumulator tiles cover the output channels */
     if (ci > 16 || co > 16 || kh > CD_MAX_K || kw > CD_MAX_K) return false;
-    if (op == OAR_CONV_DIRECT_FORWARD) return true;
+    /* kernels at least 5 wide (LeNet's): on ResNet-20's 3 x 3 convs the weight gradient is
+     * 1.5x slower than oneDNN's, and the forward ones, though faster alone, would keep its
+     * inference off NHWC (conv_nhwc), which costs more than they gain */
+    if (kw < 5) return false;
     /* AVX2 only (its 16-lane accumulators take two of 16 registers): oneDNN's AVX2 backward
      * kernels win once there are more channels (LeNet's conv2: grad_weight 1.4x, grad_input
      * 1.2x faster than ours; conv1 with 1 x 6 channels: ours 5.8x faster) */
-    if (!isa_available(OAR_CONV_DIRECT_AVX512) && ci * co > 32) return false;
-    /* the weight gradient loses to oneDNN on 3 x 3 kernels (ResNet-20: 1.5x slower), where a
-     * row of taps fills its tiles poorly; it wins from 5 wide (LeNet) */
-    return op != OAR_CONV_DIRECT_GRAD_WEIGHT || kw >= 5;
+    return op == OAR_CONV_DIRECT_FORWARD || isa_available(OAR_CONV_DIRECT_AVX512) || ci * co <= 32;
 }
 
 /* attrs from `first`: stride, padding, dilation, groups */
@@ -458,13 +458,37 @@ static oar_status grad_weight_direct(const oar_kctx *ctx, oar_tensor *const *in,
                   pad[1], (float *)oar_tensor_ptr(out[0]));
 }
 
+/* conv2d_act (inference: fuse_conv_act's conv2d [+ add] [+ relu]) on the convs the direct
+ * kernel takes, NCHW: that kernel, then the residual add and relu in f32 as the add and relu
+ * kernels do them (as conv_act.c's composed kernel), so the fused program equals the unfused
+ * one and eager inference bitwise. */
+static oar_status conv2d_act_direct(const oar_kctx *ctx, oar_tensor *const *in, int n_in, oar_tensor *const *out,
+                                    int n_out, const oar_attr *a) {
+    oar_status st = conv2d_direct(ctx, in, n_in, out, n_out, a);
+    if (st != OAR_OK) return st;
+    float *y = (float *)oar_tensor_ptr(out[0]);
+    const float *r = fptr(in[3]);
+    int64_t n = out[0]->numel;
+    if (r)
+        for (int64_t i = 0; i < n; i++) y[i] += r[i];
+    if (!strcmp(a[4].s, "relu"))
+        for (int64_t i = 0; i < n; i++) y[i] = y[i] > 0.0f ? y[i] : 0.0f;
+    return OAR_OK;
+}
+
+static bool conv2d_act_supports(oar_tensor *const *in, int n_in, oar_tensor *const *out, int n_out,
+                                const oar_attr *a) {
+    return !strcmp(a[5].s, "nchw") && conv2d_supports(in, n_in, out, n_out, a);
+}
+
 void oar_cpu_register_conv_direct(void) {
     struct { oar_op_id op; oar_kernel_fn fn; oar_supports_fn sup; } k[] = {
         {OAR_OP_conv2d, conv2d_direct, conv2d_supports},
+        {OAR_OP_conv2d_act, conv2d_act_direct, conv2d_act_supports},
         {OAR_OP_conv2d_grad_input, grad_input_direct, grad_input_supports},
         {OAR_OP_conv2d_grad_weight, grad_weight_direct, grad_weight_supports},
     };
-    /* above oneDNN (20) and im2col (10) on the shapes the rule takes */
+    /* above oneDNN (20) and im2col / composed (10) on the shapes the rule takes */
     for (size_t i = 0; i < sizeof k / sizeof k[0]; i++)
         oar_register_kernel(k[i].op, (oar_kernel_entry){.device = OAR_CPU, .dtypes = OAR_DTYPE_BIT(OAR_F32),
                                                         .impl = "direct", .priority = 30, .fn = k[i].fn,
