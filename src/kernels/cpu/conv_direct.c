@@ -142,10 +142,12 @@ CD256 static inline float cd256_hsum(cd_v8x2 v) { return cd_hsum8(_mm256_add_ps(
 static int g_forced = OAR_CONV_DIRECT_AUTO;
 
 static bool isa_available(oar_conv_direct_isa isa) {
-    static int avx512 = -1;
+    static int cached = -1; /* threads may race to fill it, with the same value */
+    int avx512 = __atomic_load_n(&cached, __ATOMIC_RELAXED);
     if (avx512 < 0) {
         __builtin_cpu_init();
         avx512 = oar_cpu_has_avx2() && __builtin_cpu_supports("avx512f");
+        __atomic_store_n(&cached, avx512, __ATOMIC_RELAXED);
     }
     return isa == OAR_CONV_DIRECT_AUTO || (isa == OAR_CONV_DIRECT_AVX2 && oar_cpu_has_avx2()) ||
            (isa == OAR_CONV_DIRECT_AVX512 && avx512);
