@@ -36,7 +36,8 @@
 /* Forward tiles: CB channels x NV vectors of flat positions, or (CHAN) 16 channels x R x C
  * output pixels. */
 typedef enum { CD_FWD_6x4, CD_FWD_8x3, CD_FWD_6x1, CD_CHAN_2x10, CD_CHAN_2x12, CD_CHAN_3x8 } cd_fwd_tile;
-typedef enum { CD_GW_4x5, CD_GW_3x5, CD_GW_6x3, CD_GW_2x2, CD_GW_1x5 } cd_gw_tile;
+/* Weight-gradient tiles: CB channels x T taps, or (CHAN) 16 channels x 5 x 5 taps. */
+typedef enum { CD_GW_4x5, CD_GW_3x5, CD_GW_6x3, CD_GW_2x2, CD_GW_1x5, CD_GW_CHAN } cd_gw_tile;
 
 /* A forward conv over padded planes: cin planes of `plane` floats with row stride wp; output
  * flat positions [0, pv) (pv a multiple of the tile's 16 * NV) for co_pad channels. */
@@ -52,6 +53,7 @@ typedef struct cd_gw {
     int64_t cin, kh, kw, wp, plane, pv, co, co_pad;
     bool image_outer; /* loop order in the tile (same results): see gw_run */
     cd_gw_tile tile;
+    const int32_t *pos, *cls; /* CHAN: grid positions by class p mod 16, class l at [cls[l], cls[l + 1]) */
 } cd_gw;
 
 #define CD512 __attribute__((target("avx512f,avx2,fma")))
@@ -71,6 +73,7 @@ CD512 static inline __m512 cd512_set1(float v) { return _mm512_set1_ps(v); }
 CD512 static inline __m512 cd512_load(const float *p) { return _mm512_loadu_ps(p); }
 CD512 static inline void cd512_store(float *p, __m512 v) { _mm512_storeu_ps(p, v); }
 CD512 static inline __m512 cd512_fma(__m512 a, __m512 b, __m512 c) { return _mm512_fmadd_ps(a, b, c); }
+CD512 static inline __m512 cd512_add(__m512 a, __m512 b) { return _mm512_add_ps(a, b); }
 #define cd512_in_register(v) __asm__("" : "+v"(v))
 CD512 static inline float cd512_hsum(__m512 v) {
     __m256 hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1));
@@ -85,6 +88,7 @@ CD512 static inline float cd512_hsum(__m512 v) {
 #define cd_load cd512_load
 #define cd_store cd512_store
 #define cd_fma cd512_fma
+#define cd_add cd512_add
 #define cd_hsum cd512_hsum
 #define cd_in_register cd512_in_register
 #define CD_CHAN_TILES
@@ -98,6 +102,7 @@ CD512 static inline float cd512_hsum(__m512 v) {
 #undef cd_load
 #undef cd_store
 #undef cd_fma
+#undef cd_add
 #undef cd_hsum
 #undef cd_in_register
 
@@ -114,6 +119,9 @@ CD256 static inline cd_v8x2 cd256_fma(cd_v8x2 a, cd_v8x2 b, cd_v8x2 c) {
     return (cd_v8x2){_mm256_fmadd_ps(a.lo, b.lo, c.lo), _mm256_fmadd_ps(a.hi, b.hi, c.hi)};
 }
 #define cd256_in_register(v) __asm__("" : "+v"((v).lo), "+v"((v).hi))
+CD256 static inline cd_v8x2 cd256_add(cd_v8x2 a, cd_v8x2 b) {
+    return (cd_v8x2){_mm256_add_ps(a.lo, b.lo), _mm256_add_ps(a.hi, b.hi)};
+}
 CD256 static inline float cd256_hsum(cd_v8x2 v) { return cd_hsum8(_mm256_add_ps(v.lo, v.hi)); }
 
 #define CD_NAME(f) f##_avx2
@@ -124,6 +132,7 @@ CD256 static inline float cd256_hsum(cd_v8x2 v) { return cd_hsum8(_mm256_add_ps(
 #define cd_load cd256_load
 #define cd_store cd256_store
 #define cd_fma cd256_fma
+#define cd_add cd256_add
 #define cd_hsum cd256_hsum
 #define cd_in_register cd256_in_register
 #include "kernels/cpu/conv_direct_simd.h"
@@ -135,6 +144,7 @@ CD256 static inline float cd256_hsum(cd_v8x2 v) { return cd_hsum8(_mm256_add_ps(
 #undef cd_load
 #undef cd_store
 #undef cd_fma
+#undef cd_add
 #undef cd_hsum
 #undef cd_in_register
 
@@ -333,11 +343,19 @@ static void gw_parts(void *ctx, int64_t begin, int64_t end) {
             for (int64_t n = c * CHUNK; n < j->n && n < (c + 1) * CHUNK; n++, nimg++) {
                 place(j->x + n * g->cin * j->h * j->w, g->cin, j->h, j->w, (float *)xps[nimg], g->plane, j->rows,
                       g->wp, j->ph, j->pw);
-                place(j->dy + n * g->co * j->oh * j->ow, g->co, j->oh, j->ow, (float *)dys[nimg], g->pv, j->oh, g->wp,
-                      0, 0);
+                const float *dy = j->dy + n * g->co * j->oh * j->ow;
+                if (g->tile != CD_GW_CHAN) {
+                    place(dy, g->co, j->oh, j->ow, (float *)dys[nimg], g->pv, j->oh, g->wp, 0, 0);
+                    continue;
+                }
+                float *dt = (float *)dys[nimg]; /* [p][16]: only grid positions are read */
+                for (int64_t co = 0; co < 16; co++)
+                    for (int64_t oy = 0; oy < j->oh; oy++)
+                        for (int64_t ox = 0; ox < j->ow; ox++) dt[(oy * g->wp + ox) * 16 + co] = dy[(co * j->oh + oy) * j->ow + ox];
             }
             float *out = c == 0 ? j->dw : j->partial + (c - 1) * j->wsize;
-            if (j->avx512) gw_chunk_avx512(g, xps, dys, nimg, out);
+            if (g->tile == CD_GW_CHAN) gw_chan_chunk_avx512(g, xps, dys, nimg, out);
+            else if (j->avx512) gw_chunk_avx512(g, xps, dys, nimg, out);
             else gw_chunk_avx2(g, xps, dys, nimg, out);
         }
     }
@@ -359,6 +377,22 @@ static oar_status gw_run(const oar_kctx *ctx, const float *x, int64_t n, int64_t
     g->cin = cin, g->kh = kh, g->kw = kw, g->co = co, g->co_pad = round_up(co, cb);
     g->wp = ow + kw - 1, j.rows = oh + kh - 1, g->plane = j.rows * g->wp;
     g->pv = round_up(oh * g->wp, 16);
+    /* 16 channels and 5 x 5 taps (LeNet's conv2): the channel tile, the same sums without the
+     * flat grid's off-grid lanes (100 of 144 there; 1.4x faster) */
+    int32_t *pos = NULL, cls[17];
+    size_t pos_bytes = 0;
+    if (j.avx512 && co == 16 && kh == 5 && kw == 5 && oh * g->wp < INT32_MAX) {
+        pos_bytes = sizeof(int32_t) * (size_t)(oh * ow);
+        if (!(pos = oar_alloc(pos_bytes))) return OAR_ERR_OOM;
+        int32_t k = 0;
+        for (int l = 0; l < 16; l++) {
+            cls[l] = k;
+            for (int64_t p = l; p < oh * g->wp; p += 16)
+                if (p % g->wp < ow) pos[k++] = (int32_t)p;
+        }
+        cls[16] = k;
+        g->tile = CD_GW_CHAN, g->pos = pos, g->cls = cls, cb = 16, g->co_pad = 16;
+    }
     /* a chunk's dy rows for one channel tile beyond 32 KiB would leave L1 between kernel rows:
      * then run image by image (measured: LeNet's conv1, 86 KiB, 10% faster; conv2, 18 KiB, 25%
      * slower that way) */
@@ -375,6 +409,7 @@ static oar_status gw_run(const oar_kctx *ctx, const float *x, int64_t n, int64_t
     if ((pbytes && !j.partial) || !j.scratch) {
         oar_free(j.partial, pbytes);
         oar_free(j.scratch, sbytes);
+        oar_free(pos, pos_bytes);
         return OAR_ERR_OOM;
     }
     oar_parallel_for(j.parts, 1, gw_parts, &j);
@@ -384,6 +419,7 @@ static oar_status gw_run(const oar_kctx *ctx, const float *x, int64_t n, int64_t
     }
     oar_free(j.partial, pbytes);
     oar_free(j.scratch, sbytes);
+    oar_free(pos, pos_bytes);
     return OAR_OK;
 }
 

@@ -5,8 +5,8 @@
  *
  * The includer defines CD_NAME(f) (f with the set's suffix), CD_TARGET (the target
  * attribute), the vector type cd_vec and cd_zero / cd_set1 / cd_load / cd_store / cd_fma
- * (cd_fma(a, b, c) = a * b + c, one rounding), cd_hsum (the fixed tree) and cd_in_register
- * (keeps a loaded vector in a register). Tile sizes
+ * (cd_fma(a, b, c) = a * b + c, one rounding), cd_hsum (the fixed tree) cd_in_register
+ * (keeps a loaded vector in a register) and cd_add. Tile sizes
  * come in as constant arguments of always-inline functions, so each tile shape is its own
  * fully unrolled loop with its accumulators in registers. */
 
@@ -80,10 +80,11 @@ CD_INLINE void CD_NAME(chan_tile)(const cd_fwd *f, const float *restrict xp, con
             const float *wk = wblk + (ci * f->kh + ky) * f->kw * 16;
             for (int64_t kx = 0; kx < f->kw; kx++, wk += 16) {
                 cd_vec w = cd_load(wk);
+                const float *q = row + kx;
 #pragma GCC unroll 3
-                for (int r = 0; r < R; r++)
+                for (int r = 0; r < R; r++, q += f->wp) /* one pointer per row: columns are displacements */
 #pragma GCC unroll 12
-                    for (int c = 0; c < C; c++) acc[r][c] = cd_fma(cd_set1(row[r * f->wp + c + kx]), w, acc[r][c]);
+                    for (int c = 0; c < C; c++) acc[r][c] = cd_fma(cd_set1(q[c]), w, acc[r][c]);
             }
         }
 #pragma GCC unroll 3
@@ -109,12 +110,64 @@ CD_INLINE void CD_NAME(chan_all)(const cd_fwd *f, const float *xp, float *y, int
             }
 }
 
-CD_TARGET static void CD_NAME(chan_image)(const cd_fwd *f, const float *xp, float *y, int64_t oh, int64_t ow) {
+/* GCC's predictive commoning would carry the broadcasts of one kx over to the next (the same
+ * inputs one column on) and spill them: the tile needs its registers for accumulators. */
+CD_TARGET __attribute__((optimize("no-predictive-commoning"))) static void CD_NAME(chan_image)(const cd_fwd *f, const float *xp, float *y, int64_t oh, int64_t ow) {
     switch (f->tile) {
     case CD_CHAN_2x10: CD_NAME(chan_all)(f, xp, y, oh, ow, 2, 10); break;
     case CD_CHAN_2x12: CD_NAME(chan_all)(f, xp, y, oh, ow, 2, 12); break;
     case CD_CHAN_3x8: CD_NAME(chan_all)(f, xp, y, oh, ow, 3, 8); break;
     default: break;
+    }
+}
+#endif
+
+#ifdef CD_CHAN_TILES
+/* Weight gradient over channels, for 16 output channels (one vector) and 5 x 5 kernels: the
+ * same sums as gw_tile, in the same order, without its wasted lanes. gw_tile's lane l sums the
+ * flat positions p = l mod 16 (images, then positions, in order) and then the 16 lanes by the
+ * tree of cd_hsum; here the vector lanes are the output channels, the positions of class l
+ * (pos[cls[l]] .. pos[cls[l + 1]], only those on the output grid: the others add fma(0, x)
+ * there, which changes nothing for finite x) are summed into lanes[l], and the 16 classes are
+ * added by the same tree. dts[n] is image n's dy transposed: [p][16 channels]. */
+CD_TARGET static void CD_NAME(gw_chan_chunk)(const cd_gw *g, const float *const *xps, const float *const *dts,
+                                             int nimg, float *dw) {
+    enum { R = 5, T = 5 };
+    cd_vec lanes[16][R][T];
+    float v[16];
+    for (int64_t ci = 0; ci < g->cin; ci++) {
+        for (int l = 0; l < 16; l++) {
+            cd_vec acc[R][T];
+#pragma GCC unroll 5
+            for (int r = 0; r < R; r++)
+#pragma GCC unroll 5
+                for (int t = 0; t < T; t++) acc[r][t] = cd_zero();
+            for (int n = 0; n < nimg; n++) {
+                const float *xr = xps[n] + ci * g->plane, *dt = dts[n];
+                for (int32_t k = g->cls[l]; k < g->cls[l + 1]; k++) {
+                    int64_t p = g->pos[k];
+                    cd_vec d = cd_load(dt + p * 16);
+                    const float *q = xr + p;
+#pragma GCC unroll 5
+                    for (int r = 0; r < R; r++, q += g->wp) /* one pointer per row: taps are displacements */
+#pragma GCC unroll 5
+                        for (int t = 0; t < T; t++) acc[r][t] = cd_fma(d, cd_set1(q[t]), acc[r][t]);
+                }
+            }
+#pragma GCC unroll 5
+            for (int r = 0; r < R; r++)
+#pragma GCC unroll 5
+                for (int t = 0; t < T; t++) lanes[l][r][t] = acc[r][t];
+        }
+        for (int r = 0; r < R; r++)
+            for (int t = 0; t < T; t++) {
+                cd_vec s[16];
+                for (int l = 0; l < 16; l++) s[l] = lanes[l][r][t];
+                for (int w = 8; w >= 1; w /= 2) /* cd_hsum's tree: i + 8, i + 4, i + 2, i + 1 */
+                    for (int i = 0; i < w; i++) s[i] = cd_add(s[i], s[i + w]);
+                cd_store(v, s[0]);
+                for (int c = 0; c < 16; c++) dw[((c * g->cin + ci) * g->kh + r) * g->kw + t] = v[c];
+            }
     }
 }
 #endif
@@ -209,6 +262,7 @@ CD_TARGET static void CD_NAME(gw_chunk)(const cd_gw *g, const float *const *xps,
     case CD_GW_6x3: CD_NAME(gw_all)(g, xps, dys, nimg, dw, 6, 3); break;
     case CD_GW_2x2: CD_NAME(gw_all)(g, xps, dys, nimg, dw, 2, 2); break;
     case CD_GW_1x5: CD_NAME(gw_all)(g, xps, dys, nimg, dw, 1, 5); break;
+    default: break; /* CD_GW_CHAN: gw_chan_chunk */
     }
 }
 
