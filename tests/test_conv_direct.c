@@ -155,6 +155,7 @@ int main(void) {
         check_shape(2, 16, 7, 6, 13, 7, 7, 3, false);
         check_shape(3, 2, 11, 10, 9, 1, 5, 0, true);    /* one kernel row */
         check_shape(2, 4, 10, 9, 16, 5, 5, 2, true);    /* 16 channels: the channel tiles */
+        check_shape(3, 3, 13, 12, 5, 5, 5, 2, true);    /* rows of <= 16 outputs: one vector per row, odd rows */
         check_shape(1, 4, 5, 33, 5, 2, 6, 1, true);
         check_shape(2, 3, 9, 9, 4, 3, 3, 1, true);      /* declined: nothing to run */
     }

@@ -66,6 +66,7 @@ const sweep_case sweep_cases_conv[] = {
     {"conv2d", "n:3x16x10x9;n:16x16x5x5;n:16", C2("1,1", "2,2", "1,1", "1"), SWEEP_NO_GRAD},
     {"conv2d", "n:1x4x6x20;n:13x4x2x6;n:13", C2("1,1", "1,0", "1,1", "1"), SWEEP_NO_GRAD},
     {"conv2d", "n:2x3x5x5;n:9x3x1x5;none", C2("1,1", "0,2", "1,1", "1"), SWEEP_NO_GRAD},
+    {"conv2d", "n:2x3x13x12;n:5x3x5x5;n:5", C2("1,1", "2,2", "1,1", "1"), SWEEP_NO_GRAD},
     {"conv2d", "n:1x2x4x5;n:3x2x3x5;n:3", C2("1,1", "1,2", "1,1", "1")},
     {"conv2d", "n:2x1x5x4;n:2x1x5x5;none", C2("1,1", "2,2", "1,1", "1")},
     {"conv2d_grad_input", "n:3x16x10x10;n:16x6x5x5", "input_shape=3,6,14,14 " C2("1,1", "0,0", "1,1", "1"), SWEEP_NO_GRAD},

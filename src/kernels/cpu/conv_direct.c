@@ -33,9 +33,9 @@
 /* Largest kernel side the rule admits (weight-gradient accumulators per kernel row). */
 #define CD_MAX_K 7
 
-/* Forward tiles: CB channels x NV vectors of flat positions, or (CHAN) 16 channels x R x C
- * output pixels. */
-typedef enum { CD_FWD_6x4, CD_FWD_8x3, CD_FWD_6x1, CD_CHAN_2x10, CD_CHAN_2x12, CD_CHAN_3x8 } cd_fwd_tile;
+/* Forward tiles: CB channels x NV vectors of flat positions (ROWS: one vector per output row),
+ * or (CHAN) 16 channels x R x C output pixels. */
+typedef enum { CD_FWD_6x4, CD_FWD_8x3, CD_FWD_6x1, CD_ROWS_6x2, CD_CHAN_2x10, CD_CHAN_2x12, CD_CHAN_3x8 } cd_fwd_tile;
 /* Weight-gradient tiles: CB channels x T taps, or (CHAN) 16 channels x 5 x 5 taps. */
 typedef enum { CD_GW_4x5, CD_GW_3x5, CD_GW_6x3, CD_GW_2x2, CD_GW_1x5, CD_GW_CHAN } cd_gw_tile;
 
@@ -178,24 +178,34 @@ static int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 
 static bool is_chan(cd_fwd_tile t) { return t == CD_CHAN_2x10 || t == CD_CHAN_2x12 || t == CD_CHAN_3x8; }
 
-/* The forward tile for co channels and an oh x ow output: the flat tile that pads co least
- * (AVX2 has one), or, with AVX-512 and whole vectors of channels, a channel tile where it does
- * at most 80% of the flat tile's FMAs (it also transposes its results; on LeNet's conv2 it
- * does 100 against 144 and runs 1.4x faster). */
+/* Output positions a forward tile computes: flat runs of 16 * nv, or (ROWS) nv rows of wp. */
+static int64_t fwd_positions(cd_fwd_tile t, int64_t oh, int64_t wp, int nv) {
+    return t == CD_ROWS_6x2 ? round_up(oh, nv) * wp : round_up(oh * wp, 16 * (int64_t)nv);
+}
+
+/* The forward tile for co channels and an oh x ow output, by least vector FMAs: the flat tile
+ * that pads co least (AVX2 has one); with AVX-512, one vector per output row where rows fit
+ * in 16 lanes (LeNet's conv2 grad_input: 84 against 96 vectors per tap and channel block,
+ * 1.1x faster), and, with whole vectors of channels, a channel tile where it does at most 80%
+ * of the others' FMAs (it also transposes its results; LeNet's conv2: 100 against 144, 1.4x
+ * faster). */
 static cd_fwd_tile fwd_tile_for(bool avx512, int64_t co, int64_t oh, int64_t ow, int64_t kw, int *cb, int *nv) {
     if (!avx512) return *cb = 6, *nv = 1, CD_FWD_6x1;
+    int64_t wp = ow + kw - 1;
     cd_fwd_tile t = CD_FWD_6x4;
     *cb = 6, *nv = 4;
     if (round_up(co, 8) <= round_up(co, 6)) t = CD_FWD_8x3, *cb = 8, *nv = 3;
+    int64_t work = round_up(co, *cb) * fwd_positions(t, oh, wp, *nv) / 16;
+    if (wp >= 16 && ow <= 16 && round_up(co, 6) * round_up(oh, 2) < work)
+        t = CD_ROWS_6x2, *cb = 6, *nv = 2, work = round_up(co, 6) * round_up(oh, 2);
     if (co % 16) return t;
-    int64_t flat = round_up(co, *cb) * round_up(oh * (ow + kw - 1), 16 * *nv) / 16;
     static const struct { cd_fwd_tile tile; int r, c; } ch[] = {{CD_CHAN_2x10, 2, 10}, {CD_CHAN_2x12, 2, 12},
                                                                {CD_CHAN_3x8, 3, 8}};
     int best = -1;
-    int64_t best_work = flat * 4 / 5 + 1;
+    int64_t best_work = work * 4 / 5 + 1;
     for (int i = 0; i < 3; i++) {
-        int64_t work = co / 16 * round_up(oh, ch[i].r) * round_up(ow, ch[i].c);
-        if (work < best_work) best = i, best_work = work;
+        int64_t w = co / 16 * round_up(oh, ch[i].r) * round_up(ow, ch[i].c);
+        if (w < best_work) best = i, best_work = w;
     }
     if (best < 0) return t;
     *cb = 16, *nv = 1; /* nv: unused by the channel tiles */
@@ -293,7 +303,7 @@ static oar_status fwd_run(const oar_kctx *ctx, const float *src, int64_t n, int6
     f->tile = fwd_tile_for(j.avx512, cout, oh, ow, kw, &cb, &nv);
     f->cin = cin, f->kh = kh, f->kw = kw, f->co = cout, f->co_pad = round_up(cout, cb);
     f->wp = ow + kw - 1, j.rows = oh + kh - 1, f->plane = j.rows * f->wp;
-    f->pv = round_up(oh * f->wp, 16 * nv);
+    f->pv = fwd_positions(f->tile, oh, f->wp, nv);
     /* the last flat tile reads up to pv + (kh - 1) * wp + kw - 1 past its plane's start; the
      * last channel tile up to 3 rows and 12 columns past the last output's window */
     j.xbuf = cin * f->plane + f->pv + (kh + 4) * f->wp + 32;

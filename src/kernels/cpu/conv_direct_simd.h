@@ -12,11 +12,14 @@
 
 #define CD_INLINE CD_TARGET static inline __attribute__((always_inline))
 
-/* Forward tile: CB output channels x NV vectors of flat positions p0 .. p0 + 16 NV. acc starts
- * at the (padded) bias, then acc = fma(x, w, acc) over (ci, ky, kx) in that order. */
+/* Forward tile: CB output channels x NV vectors of 16 flat positions from p0, consecutive
+ * (ROWS 0) or one per output row (ROWS 1: vector v at p0 + v * wp; for rows of at most 16
+ * outputs, where fewer lanes fall on the padding columns). acc starts at the (padded) bias,
+ * then acc = fma(x, w, acc) over (ci, ky, kx) in that order. */
 CD_INLINE void CD_NAME(fwd_tile)(const cd_fwd *f, const float *restrict xp, const float *restrict wblk,
                                  const float *restrict bblk, float *restrict yblk, int64_t p0, const int CB,
-                                 const int NV) {
+                                 const int NV, const int ROWS) {
+    const int64_t vs = ROWS ? f->wp : 16;
     cd_vec acc[8][4];
 #pragma GCC unroll 8
     for (int c = 0; c < CB; c++)
@@ -29,7 +32,7 @@ CD_INLINE void CD_NAME(fwd_tile)(const cd_fwd *f, const float *restrict xp, cons
             for (int64_t kx = 0; kx < f->kw; kx++, wk += CB) {
                 cd_vec xv[4];
 #pragma GCC unroll 4
-                for (int v = 0; v < NV; v++) xv[v] = cd_load(row + kx + 16 * v);
+                for (int v = 0; v < NV; v++) xv[v] = cd_load(row + kx + vs * v);
 #pragma GCC unroll 8
                 for (int c = 0; c < CB; c++) {
                     cd_vec w = cd_set1(wk[c]);
@@ -41,22 +44,24 @@ CD_INLINE void CD_NAME(fwd_tile)(const cd_fwd *f, const float *restrict xp, cons
 #pragma GCC unroll 8
     for (int c = 0; c < CB; c++)
 #pragma GCC unroll 4
-        for (int v = 0; v < NV; v++) cd_store(yblk + c * f->pv + p0 + 16 * v, acc[c][v]);
+        for (int v = 0; v < NV; v++) cd_store(yblk + c * f->pv + p0 + vs * v, acc[c][v]);
 }
 
-CD_INLINE void CD_NAME(fwd_all)(const cd_fwd *f, const float *xp, float *yflat, const int CB, const int NV) {
+CD_INLINE void CD_NAME(fwd_all)(const cd_fwd *f, const float *xp, float *yflat, const int CB, const int NV,
+                                const int ROWS) {
     for (int64_t c0 = 0; c0 < f->co_pad; c0 += CB)
-        for (int64_t p0 = 0; p0 < f->pv; p0 += 16 * NV)
+        for (int64_t p0 = 0; p0 < f->pv; p0 += (ROWS ? f->wp : 16) * NV)
             CD_NAME(fwd_tile)(f, xp, f->wpk + c0 * f->cin * f->kh * f->kw, f->bias + c0, yflat + c0 * f->pv, p0, CB,
-                              NV);
+                              NV, ROWS);
 }
 
 /* yflat [co_pad][pv] from the padded input planes xp, with f's tile shape. */
 CD_TARGET static void CD_NAME(fwd_image)(const cd_fwd *f, const float *xp, float *yflat) {
     switch (f->tile) {
-    case CD_FWD_6x4: CD_NAME(fwd_all)(f, xp, yflat, 6, 4); break;
-    case CD_FWD_8x3: CD_NAME(fwd_all)(f, xp, yflat, 8, 3); break;
-    case CD_FWD_6x1: CD_NAME(fwd_all)(f, xp, yflat, 6, 1); break;
+    case CD_FWD_6x4: CD_NAME(fwd_all)(f, xp, yflat, 6, 4, 0); break;
+    case CD_FWD_8x3: CD_NAME(fwd_all)(f, xp, yflat, 8, 3, 0); break;
+    case CD_FWD_6x1: CD_NAME(fwd_all)(f, xp, yflat, 6, 1, 0); break;
+    case CD_ROWS_6x2: CD_NAME(fwd_all)(f, xp, yflat, 6, 2, 1); break;
     default: break;
     }
 }
