@@ -3,18 +3,19 @@
  *
  * Each image is copied once into zero-padded planes of width wp = ow + kw - 1, so that output
  * (oy, ox) lies at the flat position p = oy * wp + ox and tap (ky, kx) of it reads the padded
- * input at p + ky * wp + kx: one shifted vector load per tap, no edge branches. The kernels
- * compute 16 consecutive flat positions per vector (columns ox >= ow are computed too and
- * dropped; they cost (kw - 1) / wp of the work).
- *   conv2d: tiles of CB output channels x NV vectors of positions in registers; per tap NV
- *     loads, CB broadcast weights, CB * NV FMAs.
- *   conv2d_grad_input: the same kernel on dy padded by k - 1 - pad with the weights flipped
+ * input at p + ky * wp + kx: one shifted vector load per tap, no edge branches.
+ *   conv2d: tiles of output channels x 16-lane vectors of positions in registers (flat runs,
+ *     or one vector per short output row; columns ox >= ow are computed and dropped), or, for
+ *     16 channels, one vector of channels x a block of output pixels (no dropped lanes).
+ *   conv2d_grad_input: the same kernels on dy padded by k - 1 - pad with the weights flipped
  *     and transposed (a full correlation).
  *   conv2d_grad_weight: dot products of dy (laid out on the same flat grid, zero off the
- *     grid) with shifted input planes; tiles of CB channels x T taps, each a 16-lane
- *     accumulator summed once at the end by a fixed tree. Images are summed in fixed chunks of
- *     CHUNK, and the chunks' results added in chunk order, so results do not depend on threads.
- * The inner loops (conv_direct_simd.h) exist for AVX-512 and AVX2+FMA and are bitwise equal.
+ *     grid) with shifted input planes; tiles of channels x taps, each a 16-lane accumulator
+ *     summed once at the end by a fixed tree (or, for 16 channels x 5 x 5, the same sums with
+ *     the channels in the lanes). Images are summed in fixed chunks of CHUNK, and the chunks'
+ *     results added in chunk order, so results do not depend on threads.
+ * Every tile of an op does the same float operations per output, in the same order; the inner
+ * loops (conv_direct_simd.h) exist for AVX-512 and AVX2+FMA and are bitwise equal.
  * Which convs they take: oar_conv_direct_takes (docs/kernels-conv.md has the measurements). */
 #include "kernels/cpu/conv_direct.h"
 
@@ -40,7 +41,7 @@ typedef enum { CD_FWD_6x4, CD_FWD_8x3, CD_FWD_6x1, CD_ROWS_6x2, CD_CHAN_2x10, CD
 typedef enum { CD_GW_4x5, CD_GW_3x5, CD_GW_6x3, CD_GW_2x2, CD_GW_1x5, CD_GW_CHAN } cd_gw_tile;
 
 /* A forward conv over padded planes: cin planes of `plane` floats with row stride wp; output
- * flat positions [0, pv) (pv a multiple of the tile's 16 * NV) for co_pad channels. */
+ * flat positions [0, pv) (fwd_positions) for co_pad channels. */
 typedef struct cd_fwd {
     int64_t cin, kh, kw, wp, plane, pv, co, co_pad;
     const float *wpk;  /* [co_pad / CB][cin][kh][kw][CB], CB = 16 for the CHAN tiles */
