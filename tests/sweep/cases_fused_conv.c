@@ -18,6 +18,10 @@ const sweep_case sweep_cases_fused_conv[] = {
     {"conv2d_act", "n:3x32x6x6;n:64x32x1x1;none;n:3x64x3x3", CA("2,2", "0,0", "1,1", "1", "none"), SWEEP_NO_GRAD},
     {"conv2d_act", "n:1x3x9x9;n:5x3x3x3;n:5;n:1x5x9x9", CA("1,1", "1,1", "1,1", "1", "relu"), SWEEP_NO_GRAD},
     {"conv2d_act", "n:2x6x7x7;n:6x1x3x3;n:6;n:2x6x7x7", CA("1,1", "1,1", "1,1", "6", "relu"), SWEEP_NO_GRAD},
+    /* LeNet's convs with relu, and with a residual (the direct kernels, conv_direct.c) */
+    {"conv2d_act", "n:3x1x28x28;n:6x1x5x5;n:6;none", CA("1,1", "2,2", "1,1", "1", "relu"), SWEEP_NO_GRAD},
+    {"conv2d_act", "n:2x6x14x14;n:16x6x5x5;n:16;n:2x16x10x10", CA("1,1", "0,0", "1,1", "1", "relu"), SWEEP_NO_GRAD},
+    {"conv2d_act", "n:1x3x7x9;n:7x3x5x5;none;n:1x7x7x9", CA("1,1", "2,2", "1,1", "1", "none"), SWEEP_NO_GRAD},
     /* NHWC: x [N, H, W, C], residual and output [N, OH, OW, CO] */
     {"conv2d_act", "n:1x4x4x2;n:3x2x3x3;n:3;n:1x2x2x3", CN("1,1", "0,0", "1,1", "1", "relu")},
     {"conv2d_act", "n:1x3x3x4;n:4x2x2x2;none;n:1x4x4x4", CN("1,1", "1,1", "1,1", "2", "none")},

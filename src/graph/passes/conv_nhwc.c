@@ -11,8 +11,10 @@
  * [N, C, 1, 1]: the fast reduction on the NHWC data instead of a copy and the reference
  * kernel (5% of ResNet-20 at 2 threads). Results are the same values in another memory
  * order: exact up to accumulation order (the pool's reference sums in double, mean in f32).
- * Only when oneDNN runs conv2d_act: other kernels have no NHWC convolution. */
+ * Only when oneDNN runs conv2d_act: other kernels have no NHWC convolution; and not for the
+ * convs the direct kernels take (conv_direct.c), which stay NCHW. */
 #include "graph/passes/passes.h"
+#include "kernels/cpu/conv_direct.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -77,8 +79,12 @@ static bool convertible(const oar_program *p, const oar_node *n) {
     if (n->dead || n->block != OAR_MAIN_BLOCK) return false;
     if (n->op == OAR_OP_conv2d_act) { if (strcmp(n->attrs[5].s, "nchw") != 0) return false; }
     else if (n->op != OAR_OP_conv2d) return false;
-    const oar_value *x = &p->values[n->in[0]];
-    return x->meta.dtype == OAR_F32 && x->meta.ndim == 4;
+    const oar_value *x = &p->values[n->in[0]], *w = &p->values[n->in[1]];
+    if (x->meta.dtype != OAR_F32 || x->meta.ndim != 4 || w->meta.ndim != 4) return false;
+    /* convs the direct NCHW kernels take run faster there than in oneDNN (docs/kernels-conv.md) */
+    return !oar_conv_direct_takes(OAR_CONV_DIRECT_FORWARD, x->meta.shape[1], w->meta.shape[0], w->meta.shape[2],
+                                  w->meta.shape[3], n->attrs[0].ints, n->attrs[1].ints, n->attrs[2].ints,
+                                  n->attrs[3].i);
 }
 
 /* The NHWC operand for NCHW value v: its twin, or a conversion emitted at *pos. */

@@ -32,4 +32,5 @@ void oar_cpu_kernels_init(void) {
     oar_cpu_register_linear_act();
     oar_cpu_register_conv_act();
     oar_cpu_register_add_layer_norm();
+    oar_cpu_register_conv_direct();
 }
