@@ -321,7 +321,8 @@ static void test_training_refused(void) {
     oar_tensor *x = oar_randn((int64_t[]){2, 3, 32, 32}, 4, OAR_F32), *y[1] = {0};
     CHECK(oar_jit_call(f, &x, 1, y, 1) == OAR_OK);
     CHECK_MSG(oar_jit_save(f, path) == OAR_ERR_UNSUPPORTED, "updates state in place");
-    CHECK(strstr(oar_last_error(), "batch_norm") != NULL);
+    /* the first writer: batch_norm(_act) of the running statistics or increment of the counter */
+    CHECK(strstr(oar_last_error(), "batch_norm") != NULL || strstr(oar_last_error(), "num_batches_tracked") != NULL);
     CHECK(access(json, F_OK) != 0);
     oar_jit_free(f);
     oar_module_free(m);

@@ -74,12 +74,17 @@ oar_status oar_jit_save(oar_jit *f, const char *path) {
                          "of %d parameters); export a forward function with the model in eval mode instead",
                          p->n_grad_writes);
     int w = oar_program_state_writer(p);
-    if (w >= 0)
+    if (w >= 0) {
+        const oar_node *n = &p->nodes[w];
+        const char *what = NULL; /* the state it writes, named when the module named it */
+        for (int k = 0; k < n->n_in && k < 32 && !what; k++)
+            if (((oar_node_mutated_inputs(n) >> k) & 1u) && n->in[k] >= 0) what = p->values[n->in[k]].name;
         return oar_error(OAR_ERR_UNSUPPORTED,
                          "jit_save: expected an inference program, got one that updates state in place (node %d, "
-                         "%s: an optimizer step, or batch norm in training mode); export a forward function with "
-                         "the model in eval mode (oar_module_train(m, false)) instead",
-                         w, oar_op_table[p->nodes[w].op]->name);
+                         "%s%s%s: an optimizer step, or batch norm in training mode); export a forward function "
+                         "with the model in eval mode (oar_module_train(m, false)) instead",
+                         w, oar_op_table[n->op]->name, what ? " writing " : "", what ? what : "");
+    }
     const oar_block *main = &p->blocks[OAR_MAIN_BLOCK];
     if (main->n_in > JIT_MAX_IO || main->n_out > JIT_MAX_IO)
         return oar_error(OAR_ERR_INTERNAL, "jit_save: the program has %d inputs and %d outputs, above %d", main->n_in,

@@ -3,6 +3,9 @@
  * num_batches_tracked an i64 scalar). */
 #include "nn/layers_util.h"
 
+#include "graph/trace.h"
+#include "ops/increment.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,22 +44,27 @@ static oar_status bn_forward(oar_module *m, oar_tensor *const *in, int n_in, oar
     bool batch_stats = m->training || !c->track;
     bool update = m->training && c->track;
     double momentum = c->momentum;
-    int64_t batches = 0;
     if (update) {
-        if (nbt->numel != 1 || oar_dtype_is_float(nbt->dtype))
+        if (nbt->numel != 1 || !(OAR_INT_DTYPES & OAR_DTYPE_BIT(nbt->dtype)))
             return oar_error(OAR_ERR_STATE, "%s: expected num_batches_tracked to be one integer, got %s of %lld "
                                             "elements; load an i64 scalar into it", oar_module_type(m),
                              oar_dtype_name(nbt->dtype), (long long)nbt->numel);
-        batches = oar_dtypes[nbt->dtype].load_i64(oar_tensor_ptr(nbt)) + 1;
-        if (momentum < 0) momentum = 1.0 / (double)batches;
+        if (momentum < 0) {
+            /* the factor is read on the host: a traced program would keep the one of the trace */
+            if (oar_trace_current())
+                return oar_error(OAR_ERR_STATE, "%s: momentum=None (cumulative average) uses 1/num_batches_tracked, "
+                                                "which changes every step and cannot be compiled by "
+                                                "oar_jit_to_static; set a momentum (e.g. 0.1) or run eagerly",
+                                 oar_module_type(m));
+            momentum = 1.0 / (double)(oar_dtypes[nbt->dtype].load_i64(oar_tensor_ptr(nbt)) + 1);
+        }
     }
     /* rm and rv are NULL without tracking; with it they are updated (training) or used (eval) */
     out[0] = oar_batch_norm(x, w, b, rm, rv, batch_stats, update ? momentum : 0.0, c->eps);
     if (!out[0]) return oar_last_status();
-    if (update) { /* counted only once the step has happened, so a failed call changes nothing */
-        oar_dtypes[nbt->dtype].store_i64(oar_tensor_ptr(nbt), batches);
-        nbt->storage->version++;
-    }
+    /* counted only once the step has happened, so a failed call changes nothing; an op rather
+     * than a host store, so a compiled training step counts too */
+    if (update && (st = oar_increment_(nbt)) != OAR_OK) return st;
     return OAR_OK;
 }
 

@@ -1,4 +1,6 @@
-/* Sweep cases for copies and casts. */
+/* Sweep cases for copies and casts, and increment (an in-place counter step: the sweep runs
+ * it from the case's values each time and compares what it wrote). */
+#include "ops/increment.h"
 #include "sweep.h"
 
 const sweep_case sweep_cases_tensor_ops[] = {
@@ -18,6 +20,13 @@ const sweep_case sweep_cases_tensor_ops[] = {
     {"cast", "i0_100:6", "dtype=f32"},
     {"cast", "n:5", "dtype=f16", SWEEP_NO_GRAD, 1e-3},    /* to f16 */
     {"cast", "n:5", "dtype=bf16", SWEEP_NO_GRAD, 1e-2},    /* to bf16 */
+    /* increment: a 0-d i64 (num_batches_tracked), each integer dtype, negatives, the largest
+     * i8 and u8 (wrap around), an empty tensor */
+    {"increment", "i0_5:", ""},
+    {"increment", "i-3_3i32:2x3", ""},
+    {"increment", "c127,0,-128i8:3", ""},
+    {"increment", "c255,0u8:4", ""},
+    {"increment", "i0_5:0x2", ""},
     {0},
 };
 
@@ -27,7 +36,25 @@ static bool bad_cast_dtype(void) {
     return oar_cast(x, (oar_dtype)42) != NULL;
 }
 
+static bool bad_increment_float(void) {
+    int64_t s[1] = {2};
+    return oar_increment_(oar_zeros(s, 1, OAR_F32)) == OAR_OK;
+}
+static bool bad_increment_bool(void) { return oar_increment_(oar_zeros(NULL, 0, OAR_BOOL)) == OAR_OK; }
+static bool bad_increment_strided(void) {
+    int64_t s[2] = {2, 3};
+    return oar_increment_(oar_transpose(oar_zeros(s, 2, OAR_I64), 0, 1)) == OAR_OK;
+}
+static bool bad_increment_null(void) { return oar_increment_(NULL) == OAR_OK; }
+
 const sweep_bad sweep_bad_tensor_ops[] = {
     {"cast to an invalid dtype", bad_cast_dtype, "expected a target dtype"},
+    {"increment of a float tensor", bad_increment_float,
+     "increment: expected an integer tensor (i8, u8, i32 or i64), got f32"},
+    {"increment of a bool tensor", bad_increment_bool,
+     "increment: expected an integer tensor (i8, u8, i32 or i64), got bool"},
+    {"increment of a strided view", bad_increment_strided,
+     "increment: expected a contiguous tensor (it is updated in place), got a strided view"},
+    {"increment of NULL", bad_increment_null, "increment: input 0 is NULL"},
     {0},
 };
