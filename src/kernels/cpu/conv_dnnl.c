@@ -1,7 +1,9 @@
 /* oneDNN kernels (f32) for conv2d and its two backward ops. oar's buffers are plain NCHW /
  * OIHW; the primitive may choose blocked layouts (format "any"), and then each call reorders
  * into and out of them: on ResNet-20 and LeNet steps that is 2x faster than plain layouts,
- * whose oneDNN kernel is gemm-based like our im2col one. A primitive is specific to shapes
+ * whose oneDNN kernel is gemm-based like our im2col one. Outputs in NHWC-like layouts come
+ * back through our transpose (conv_dnnl_layout.c), faster than oneDNN's reorder in that
+ * direction; see docs/kernels-conv-dnnl.md. A primitive is specific to shapes
  * and attributes, and creating one costs far more than a small conv, so they
  * live in a small LRU cache.
  * supports() builds (or finds) the primitive and declines whatever oneDNN rejects, so
@@ -38,8 +40,8 @@ typedef struct doperand {
     dnnl_primitive_t reorder; /* NULL: the primitive reads / writes the plain buffer */
     size_t bytes;             /* of the converted copy */
     int arg;                  /* DNNL_ARG_* */
-    bool chan;                /* x or y in a channels-innermost layout: converted by our transposes
-                                 (conv_dnnl_layout.h), faster than reorder on these */
+    bool chan;                /* an output converted to plain by our transpose (conv_dnnl_layout.h)
+                                 rather than by reorder */
     oar_chan_layout lay;
 } doperand;
 
@@ -163,9 +165,10 @@ static bool plan_operands(dprim *p, const_dnnl_primitive_desc_t pd) {
             o->reorder = NULL;
             return false;
         }
-        /* ours only where it measured faster than oneDNN's reorder: into plain from layouts
-         * whose pixels hold all their channels together (NHWC, 16 channels in nChw16c);
-         * blocked layouts of more channels and the other direction oneDNN does ~2x faster */
+        /* ours only where it measured faster than oneDNN's reorder: outputs (x of grad_input,
+         * y of conv2d) into plain from layouts whose pixels hold all their channels together
+         * (NHWC; nChw16c of 16 channels). oneDNN converts nChw16c of more channels ~2x faster,
+         * and into those layouts at least as fast. */
         o->chan = i != 1 && out && oar_chan_layout_of(&o->want, &o->lay) && o->lay.pixel_stride == o->lay.c;
     }
     return true;
@@ -349,17 +352,6 @@ static void plan_release(dplan *pl) {
         if (pl->p[i]) dprim_put(pl->p[i]);
 }
 
-/* Most images per part: one part's activations (x and y, converted copies included) should
- * stay in L2 (~1 MiB) from the reorder in through the convolution to the reorder out. On
- * ResNet-20's 32-image 16-channel 32x32 convs, parts of 8 ran the forward ~35% faster and the
- * backward ops ~15% faster than one part of 32, with inputs not in cache. grad_weight sums a
- * partial gradient per extra part, so it is split only half as finely. */
-static int64_t chunk_images(dk_kind kind, int64_t act_floats_per_image) {
-    int64_t budget = (kind == DK_GRAD_WEIGHT ? 2 : 1) * (1 << 20);
-    int64_t per = budget / (act_floats_per_image * (int64_t)sizeof(float));
-    return per > 0 ? per : 1;
-}
-
 /* The primitives for a call; false (nothing held) when oneDNN declines it. fused: conv2d_act
  * (in[3] the residual or NULL, a[4] the activation). */
 static bool plan_make(dplan *pl, dk_kind kind, oar_tensor *const *in, oar_tensor *const *out, const oar_attr *a,
@@ -398,13 +390,6 @@ static bool plan_make(dplan *pl, dk_kind kind, oar_tensor *const *in, oar_tensor
     nt = 1; /* no way to keep oneDNN's own threads out: do not add ours */
 #endif
     pl->parts = nt < n ? nt : n;
-    int64_t per = chunk_images(kind, k.x[1] * k.x[2] * k.x[3] + k.y[1] * k.y[2] * k.y[3]);
-    int64_t chunks = (n + per - 1) / per;
-    if (chunks > pl->parts) { /* a multiple of the threads, so that each runs as many */
-        chunks = (chunks + pl->parts - 1) / pl->parts * pl->parts;
-        pl->parts = chunks < n ? chunks : n;
-        if (pl->parts > MAX_PARTS) pl->parts = MAX_PARTS;
-    }
     pl->q = n / pl->parts, pl->r = n % pl->parts;
     one_omp_thread(); /* oneDNN sizes its work split at creation */
     for (int i = 0; i < (pl->r ? 2 : 1); i++) {
@@ -514,9 +499,7 @@ static oar_status execute(const char *op, dprim *p, void *const bufs[3], void *b
     int out = k_out[p->key.kind];
     dnnl_memory_t res_mem = NULL;
     if (rc == OAR_OK && p->key.sum) { /* the sum post-op adds what the output holds: the residual */
-        if (p->op[2].chan) {
-            oar_chan_from_plain(&p->op[2].lay, res, tmp[2]);
-        } else if (p->res_reorder) {
+        if (p->res_reorder) {
             st = dnnl_memory_create(&res_mem, &p->op[2].plain, g_engine, res);
             rc = st == dnnl_success ? run_prim(op, p->res_reorder, strm, 2,
                                                (dnnl_exec_arg_t[]){{DNNL_ARG_FROM, res_mem}, {DNNL_ARG_TO, mem[5 + 2]}})
@@ -526,9 +509,7 @@ static oar_status execute(const char *op, dprim *p, void *const bufs[3], void *b
         }
     }
     for (int i = 0; i < 3 && rc == OAR_OK; i++) /* inputs into the wanted layout */
-        if (p->op[i].chan && i != out)
-            oar_chan_from_plain(&p->op[i].lay, bufs[i], tmp[i]);
-        else if (p->op[i].reorder && i != out && !(i == 1 && wpacked))
+        if (p->op[i].reorder && i != out && !(i == 1 && wpacked))
             rc = run_prim(op, p->op[i].reorder, strm, 2,
                           (dnnl_exec_arg_t[]){{DNNL_ARG_FROM, mem[i]}, {DNNL_ARG_TO, mem[5 + i]}});
     if (rc == OAR_OK) {

@@ -1,4 +1,4 @@
-/* NCHW <-> channels-innermost conversions for the oneDNN conv kernels: see conv_dnnl_layout.h. */
+/* Channels-innermost to NCHW conversion for the oneDNN conv kernels: see conv_dnnl_layout.h. */
 #include "kernels/cpu/conv_dnnl_layout.h"
 
 #include "kernels/cpu/cpu_kernels.h"
@@ -51,14 +51,6 @@ static void to_plain_tail(const oar_chan_layout *l, const float *src, float *pla
         for (int c = 0; c < 8; c++) d[c * l->pixels + p] = s[p * l->pixel_stride + c];
 }
 
-static void from_plain_tail(const oar_chan_layout *l, const float *plain, float *dst, int64_t n, int64_t g,
-                            int64_t p0) {
-    float *d = dst + n * l->n_stride + chan_off(l, g);
-    const float *s = plain + (n * l->c + g) * l->pixels;
-    for (int64_t p = p0; p < l->pixels; p++)
-        for (int c = 0; c < 8; c++) d[p * l->pixel_stride + c] = s[c * l->pixels + p];
-}
-
 #if defined(__x86_64__)
 #include <immintrin.h>
 
@@ -100,31 +92,11 @@ OAR_AVX2_ONLY void oar_chan_to_plain(const oar_chan_layout *l, const float *src,
         }
 }
 
-OAR_AVX2_ONLY void oar_chan_from_plain(const oar_chan_layout *l, const float *plain, float *dst) {
-    const int64_t P = l->pixels, ps = l->pixel_stride;
-    for (int64_t n = 0; n < l->n; n++)
-        for (int64_t g = 0; g < l->c; g += 8) {
-            float *d = dst + n * l->n_stride + chan_off(l, g);
-            const float *s = plain + (n * l->c + g) * P;
-            int64_t p = 0;
-            for (; p + 8 <= P; p += 8) {
-                __m256 r[8];
-                for (int c = 0; c < 8; c++) r[c] = _mm256_loadu_ps(s + c * P + p);
-                transpose8(r);
-                for (int k = 0; k < 8; k++) _mm256_storeu_ps(d + (p + k) * ps, r[k]);
-            }
-            from_plain_tail(l, plain, dst, n, g, p);
-        }
-}
 #else
-/* Elsewhere oar_chan_layout_of declines every layout; these stay correct for any caller. */
+/* Elsewhere oar_chan_layout_of declines every layout; this stays correct for any caller. */
 void oar_chan_to_plain(const oar_chan_layout *l, const float *src, float *plain) {
     for (int64_t n = 0; n < l->n; n++)
         for (int64_t g = 0; g < l->c; g += 8) to_plain_tail(l, src, plain, n, g, 0);
 }
 
-void oar_chan_from_plain(const oar_chan_layout *l, const float *plain, float *dst) {
-    for (int64_t n = 0; n < l->n; n++)
-        for (int64_t g = 0; g < l->c; g += 8) from_plain_tail(l, plain, dst, n, g, 0);
-}
 #endif

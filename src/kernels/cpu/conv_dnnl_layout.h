@@ -1,9 +1,9 @@
-/* Activation layout conversions for the oneDNN conv kernels (conv_dnnl.c): between oar's
- * plain NCHW and the channels-innermost layouts oneDNN's fast convolutions run on (NHWC and
- * nChw8c / nChw16c). oneDNN's own reorders for these measured 2-3x slower than the reverse
- * direction (NHWC or 16-channel blocks to NCHW: ~135 us for 2 MiB on ResNet-20's first stage,
- * where NCHW to nChw16c takes ~64 us); these are AVX2 8x8 transposes (~127 us there). Pure
- * data movement: the same bits as oneDNN's reorder gives. */
+/* Output layout conversion for the oneDNN conv kernels (conv_dnnl.c): from the channels-
+ * innermost layouts oneDNN's fast convolutions write (NHWC; nChw8c / nChw16c) into oar's
+ * plain NCHW. oneDNN's own reorder measured ~3x slower in this direction than the other
+ * when all channels of a pixel are together (NHWC, 16-channel nChw16c): 32x16x32x32 took
+ * ~135-190 us into NCHW and ~47-64 us out of it; the AVX2 8x8 transposes here take ~127 us.
+ * Pure data movement: the same bits as oneDNN's reorder gives. */
 #ifndef OAR_CONV_DNNL_LAYOUT_H
 #define OAR_CONV_DNNL_LAYOUT_H
 
@@ -25,9 +25,8 @@ typedef struct oar_chan_layout {
  * a multiple of 8, padded channels, other blockings) or the CPU lacks AVX2. */
 bool oar_chan_layout_of(const void *dnnl_md, oar_chan_layout *l);
 
-/* plain [n, c, pixels] into l's layout, and back. The buffers must not overlap. On x86 they
- * use AVX2: call them only on a CPU where oar_chan_layout_of accepts layouts. */
-void oar_chan_from_plain(const oar_chan_layout *l, const float *plain, float *dst);
+/* src in l's layout into plain [n, c, pixels]; the buffers must not overlap. On x86 it uses
+ * AVX2: call it only on a CPU where oar_chan_layout_of accepts layouts. */
 void oar_chan_to_plain(const oar_chan_layout *l, const float *src, float *plain);
 
 #endif
