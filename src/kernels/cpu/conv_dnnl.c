@@ -1,12 +1,15 @@
 /* oneDNN kernels (f32) for conv2d and its two backward ops. oar's buffers are plain NCHW /
  * OIHW; the primitive may choose blocked layouts (format "any"), and then each call reorders
  * into and out of them: on ResNet-20 and LeNet steps that is 2x faster than plain layouts,
- * whose oneDNN kernel is gemm-based like our im2col one. A primitive is specific to shapes
+ * whose oneDNN kernel is gemm-based like our im2col one. Outputs in NHWC-like layouts come
+ * back through our transpose (conv_dnnl_layout.c), faster than oneDNN's reorder in that
+ * direction; see docs/kernels-conv-dnnl.md. A primitive is specific to shapes
  * and attributes, and creating one costs far more than a small conv, so they
  * live in a small LRU cache.
  * supports() builds (or finds) the primitive and declines whatever oneDNN rejects, so
  * dispatch falls back to the im2col kernels. */
 #include "kernels/cpu/conv_dnnl.h"
+#include "kernels/cpu/conv_dnnl_layout.h"
 
 #ifdef OAR_HAVE_ONEDNN
 #include "kernels/cpu/cpu_kernels.h"
@@ -37,6 +40,9 @@ typedef struct doperand {
     dnnl_primitive_t reorder; /* NULL: the primitive reads / writes the plain buffer */
     size_t bytes;             /* of the converted copy */
     int arg;                  /* DNNL_ARG_* */
+    bool chan;                /* an output converted to plain by our transpose (conv_dnnl_layout.h)
+                                 rather than by reorder */
+    oar_chan_layout lay;
 } doperand;
 
 /* Weights already in the layout a forward primitive wants, for the data they were made from:
@@ -159,6 +165,11 @@ static bool plan_operands(dprim *p, const_dnnl_primitive_desc_t pd) {
             o->reorder = NULL;
             return false;
         }
+        /* ours only where it measured faster than oneDNN's reorder: outputs (x of grad_input,
+         * y of conv2d) into plain from layouts whose pixels hold all their channels together
+         * (NHWC; nChw16c of 16 channels). oneDNN converts nChw16c of more channels ~2x faster,
+         * and into those layouts at least as fast. */
+        o->chan = i != 1 && out && oar_chan_layout_of(&o->want, &o->lay) && o->lay.pixel_stride == o->lay.c;
     }
     return true;
 }
@@ -509,10 +520,11 @@ static oar_status execute(const char *op, dprim *p, void *const bufs[3], void *b
         if (mem[BIAS]) a[n++] = (dnnl_exec_arg_t){DNNL_ARG_BIAS, mem[BIAS]};
         rc = run_prim(op, p->prim, strm, n, a);
     }
-    if (rc == OAR_OK && p->op[out].reorder)
+    if (rc == OAR_OK && p->op[out].reorder && !p->op[out].chan)
         rc = run_prim(op, p->op[out].reorder, strm, 2,
                       (dnnl_exec_arg_t[]){{DNNL_ARG_FROM, mem[5 + out]}, {DNNL_ARG_TO, mem[out]}});
     if (rc == OAR_OK && (st = dnnl_stream_wait(strm)) != dnnl_success) rc = dnnl_fail(op, st);
+    if (rc == OAR_OK && p->op[out].chan) oar_chan_to_plain(&p->op[out].lay, tmp[out], bufs[out]); /* after the wait */
     for (int i = 0; i < N_MEM; i++)
         if (mem[i]) dnnl_memory_destroy(mem[i]);
     if (res_mem) dnnl_memory_destroy(res_mem);

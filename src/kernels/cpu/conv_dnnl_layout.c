@@ -1,0 +1,102 @@
+/* Channels-innermost to NCHW conversion for the oneDNN conv kernels: see conv_dnnl_layout.h. */
+#include "kernels/cpu/conv_dnnl_layout.h"
+
+#include "kernels/cpu/cpu_kernels.h"
+
+#include <string.h>
+
+#ifdef OAR_HAVE_ONEDNN
+#include <oneapi/dnnl/dnnl.h>
+
+bool oar_chan_layout_of(const void *dnnl_md, oar_chan_layout *l) {
+#if defined(__x86_64__)
+    const dnnl_memory_desc_t *md = dnnl_md;
+    if (!oar_cpu_has_avx2() || md->ndims != 4 || md->data_type != dnnl_f32 || md->format_kind != dnnl_blocked ||
+        md->offset0 != 0)
+        return false;
+    for (int i = 0; i < 4; i++)
+        if (md->padded_dims[i] != md->dims[i] || md->padded_offsets[i] != 0) return false;
+    const dnnl_blocking_desc_t *b = &md->format_desc.blocking;
+    memset(l, 0, sizeof *l);
+    l->n = md->dims[0], l->c = md->dims[1], l->pixels = md->dims[2] * md->dims[3];
+    l->n_stride = b->strides[0], l->block_stride = b->strides[1], l->pixel_stride = b->strides[3];
+    if (b->inner_nblks == 0) { /* NHWC-like: channels adjacent */
+        if (b->strides[1] != 1) return false;
+        l->block = 1;
+    } else if (b->inner_nblks == 1 && b->inner_idxs[0] == 1 && b->inner_blks[0] % 8 == 0) {
+        l->block = b->inner_blks[0];
+    } else {
+        return false;
+    }
+    /* pixels of a row follow each other's at pixel_stride, and rows each other's */
+    if (md->dims[2] > 1 && b->strides[2] != md->dims[3] * b->strides[3]) return false;
+    return l->c % 8 == 0 && l->pixels >= 1 && l->n >= 1;
+#else
+    (void)dnnl_md, (void)l;
+    return false;
+#endif
+}
+#endif
+
+/* Offset of channel c's element of pixel 0 of image 0. */
+static inline int64_t chan_off(const oar_chan_layout *l, int64_t c) {
+    return (c / l->block) * l->block_stride + c % l->block;
+}
+
+/* Pixels p0.. of image n, channels g..g + 7, one element at a time (the tails). */
+static void to_plain_tail(const oar_chan_layout *l, const float *src, float *plain, int64_t n, int64_t g, int64_t p0) {
+    const float *s = src + n * l->n_stride + chan_off(l, g);
+    float *d = plain + (n * l->c + g) * l->pixels;
+    for (int64_t p = p0; p < l->pixels; p++)
+        for (int c = 0; c < 8; c++) d[c * l->pixels + p] = s[p * l->pixel_stride + c];
+}
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+
+#define OAR_AVX2_ONLY __attribute__((target("avx2")))
+
+/* Rows r[0..7] become columns: r[i][j] takes r[j][i]. */
+static inline OAR_AVX2_ONLY void transpose8(__m256 r[8]) {
+    __m256 t[8], u[8];
+    for (int i = 0; i < 4; i++) {
+        t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+    for (int i = 0; i < 2; i++) {
+        u[4 * i + 0] = _mm256_shuffle_ps(t[4 * i + 0], t[4 * i + 2], _MM_SHUFFLE(1, 0, 1, 0));
+        u[4 * i + 1] = _mm256_shuffle_ps(t[4 * i + 0], t[4 * i + 2], _MM_SHUFFLE(3, 2, 3, 2));
+        u[4 * i + 2] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], _MM_SHUFFLE(1, 0, 1, 0));
+        u[4 * i + 3] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], _MM_SHUFFLE(3, 2, 3, 2));
+    }
+    for (int i = 0; i < 4; i++) {
+        r[i] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x20);
+        r[i + 4] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x31);
+    }
+}
+
+OAR_AVX2_ONLY void oar_chan_to_plain(const oar_chan_layout *l, const float *src, float *plain) {
+    const int64_t P = l->pixels, ps = l->pixel_stride;
+    for (int64_t n = 0; n < l->n; n++)
+        for (int64_t g = 0; g < l->c; g += 8) {
+            const float *s = src + n * l->n_stride + chan_off(l, g);
+            float *d = plain + (n * l->c + g) * P;
+            int64_t p = 0;
+            for (; p + 8 <= P; p += 8) {
+                __m256 r[8];
+                for (int k = 0; k < 8; k++) r[k] = _mm256_loadu_ps(s + (p + k) * ps);
+                transpose8(r);
+                for (int c = 0; c < 8; c++) _mm256_storeu_ps(d + c * P + p, r[c]);
+            }
+            to_plain_tail(l, src, plain, n, g, p);
+        }
+}
+
+#else
+/* Elsewhere oar_chan_layout_of declines every layout; this stays correct for any caller. */
+void oar_chan_to_plain(const oar_chan_layout *l, const float *src, float *plain) {
+    for (int64_t n = 0; n < l->n; n++)
+        for (int64_t g = 0; g < l->c; g += 8) to_plain_tail(l, src, plain, n, g, 0);
+}
+
+#endif

@@ -1,0 +1,32 @@
+/* Output layout conversion for the oneDNN conv kernels (conv_dnnl.c): from the channels-
+ * innermost layouts oneDNN's fast convolutions write (NHWC; nChw8c / nChw16c) into oar's
+ * plain NCHW. oneDNN's own reorder measured ~3x slower in this direction than the other
+ * when all channels of a pixel are together (NHWC, 16-channel nChw16c): 32x16x32x32 took
+ * ~135-190 us into NCHW and ~47-64 us out of it; the AVX2 8x8 transposes here take ~127 us.
+ * Pure data movement: the same bits as oneDNN's reorder gives. */
+#ifndef OAR_CONV_DNNL_LAYOUT_H
+#define OAR_CONV_DNNL_LAYOUT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* Where element (n, c, pixel p) of an [n, c, h, w] tensor lies, for layouts whose channels
+ * come in contiguous runs of 8 or more:
+ *   n * n_stride + (c / block) * block_stride + c % block + p * pixel_stride
+ * (NHWC: block 1, block_stride 1; nChw16c: block 16, pixel_stride 16). */
+typedef struct oar_chan_layout {
+    int64_t n, c, pixels;  /* batch, channels, h * w */
+    int64_t n_stride, block_stride, pixel_stride;
+    int64_t block;
+} oar_chan_layout;
+
+/* Describes a oneDNN memory descriptor (passed as void * so this header needs no oneDNN)
+ * as an oar_chan_layout; false where it is not one these converters handle (channels not
+ * a multiple of 8, padded channels, other blockings) or the CPU lacks AVX2. */
+bool oar_chan_layout_of(const void *dnnl_md, oar_chan_layout *l);
+
+/* src in l's layout into plain [n, c, pixels]; the buffers must not overlap. On x86 it uses
+ * AVX2: call it only on a CPU where oar_chan_layout_of accepts layouts. */
+void oar_chan_to_plain(const oar_chan_layout *l, const float *src, float *plain);
+
+#endif

@@ -1,0 +1,151 @@
+/* The oneDNN conv kernels' own parts (src/kernels/cpu/conv_dnnl*.c):
+ *  - the channels-innermost to NCHW transpose is exact on every layout it accepts (tails of
+ *    pixels included) and the layout check declines what it cannot do;
+ *  - convs whose outputs go through it agree with the reference kernels, at 1 thread and at
+ *    2 (the batch split in uneven parts, so two primitives), for conv2d and both backward ops. */
+#include "test_util.h"
+
+#include "kernels/cpu/conv_dnnl_layout.h"
+#include "kernels/cpu/cpu_kernels.h"
+#include "ops/op.h"
+#include "tensor/tensor.h"
+
+#ifdef OAR_HAVE_ONEDNN
+#include <oneapi/dnnl/dnnl.h>
+#endif
+
+/* Element (n, c, p) of l's layout, by the formula the header gives. */
+static int64_t at(const oar_chan_layout *l, int64_t n, int64_t c, int64_t p) {
+    return n * l->n_stride + (c / l->block) * l->block_stride + c % l->block + p * l->pixel_stride;
+}
+
+static void check_to_plain(int64_t block, int64_t n, int64_t c, int64_t pixels) {
+    oar_chan_layout l = {.n = n, .c = c, .pixels = pixels, .n_stride = c * pixels, .block = block,
+                         .block_stride = block == 1 ? 1 : pixels * block, .pixel_stride = block == 1 ? c : block};
+    size_t count = (size_t)(n * c * pixels);
+    float *src = malloc(sizeof(float) * count), *plain = malloc(sizeof(float) * count);
+    for (size_t i = 0; i < count; i++) src[i] = (float)i + 0.5f; /* all distinct, exact in f32 */
+    oar_chan_to_plain(&l, src, plain);
+    int64_t bad = 0;
+    for (int64_t in = 0; in < n; in++)
+        for (int64_t ic = 0; ic < c; ic++)
+            for (int64_t p = 0; p < pixels; p++) bad += plain[(in * c + ic) * pixels + p] != src[at(&l, in, ic, p)];
+    CHECK(bad == 0);
+    if (bad) fprintf(stderr, "  block %lld, %lldx%lldx%lld\n", (long long)block, (long long)n, (long long)c, (long long)pixels);
+    free(src);
+    free(plain);
+}
+
+static void test_transposes(void) {
+#if defined(__x86_64__)
+    if (!oar_cpu_has_avx2()) return; /* the layout check declines everything there */
+#endif
+    const int64_t pixels[] = {1, 7, 8, 25, 64, 21}; /* below, at and past the 8-pixel tiles */
+    for (size_t i = 0; i < sizeof pixels / sizeof pixels[0]; i++) {
+        check_to_plain(1, 2, 8, pixels[i]);  /* NHWC */
+        check_to_plain(1, 3, 48, pixels[i]);
+        check_to_plain(8, 2, 24, pixels[i]); /* nChw8c */
+        check_to_plain(16, 2, 16, pixels[i]); /* nChw16c: one block */
+        check_to_plain(16, 3, 32, pixels[i]);
+    }
+}
+
+#ifdef OAR_HAVE_ONEDNN
+static bool layout_of_tag(int64_t c, int64_t h, int64_t w, dnnl_format_tag_t tag, oar_chan_layout *l) {
+    dnnl_memory_desc_t md;
+    dnnl_dims_t d = {2, c, h, w};
+    if (dnnl_memory_desc_init_by_tag(&md, 4, d, dnnl_f32, tag) != dnnl_success) return false;
+    return oar_chan_layout_of(&md, l);
+}
+
+static void test_layout_check(void) {
+#if defined(__x86_64__)
+    if (!oar_cpu_has_avx2()) return;
+#endif
+    oar_chan_layout l;
+    CHECK(layout_of_tag(16, 5, 3, dnnl_nhwc, &l) && l.block == 1 && l.pixel_stride == 16 && l.pixels == 15 &&
+          l.n_stride == 16 * 15);
+    CHECK(layout_of_tag(32, 4, 4, dnnl_nChw16c, &l) && l.block == 16 && l.pixel_stride == 16 &&
+          l.block_stride == 16 * 16);
+    CHECK(layout_of_tag(24, 3, 3, dnnl_nChw8c, &l) && l.block == 8 && l.c == 24);
+    CHECK(!layout_of_tag(16, 4, 4, dnnl_nchw, &l));    /* channels apart */
+    CHECK(!layout_of_tag(12, 4, 4, dnnl_nhwc, &l));    /* not a multiple of 8 */
+    CHECK(!layout_of_tag(20, 4, 4, dnnl_nChw16c, &l)); /* padded to 32 */
+    CHECK(!layout_of_tag(16, 4, 4, dnnl_nChw4c, &l));  /* runs of 4 */
+}
+#endif
+
+static const oar_kernel_entry *kernel(oar_op_id op, const char *impl) {
+    const oar_kernel_entry *k;
+    int n = oar_op_kernels(op, &k);
+    for (int i = 0; i < n; i++)
+        if (!strcmp(k[i].impl, impl)) return &k[i];
+    return NULL;
+}
+
+/* max |a - b| <= 1e-4 * max(1, max |b|): the kernels sum the 144 products of each output (or
+ * batch * 1024 of each weight gradient) in other orders; f32 rounding of such sums stays
+ * ~1e-6 relative, while a misplaced part or image is off by O(1). */
+static bool near_ref(oar_tensor *a, oar_tensor *b) {
+    int64_t n = oar_numel(b);
+    const float *x = (const float *)oar_tensor_ptr(a), *y = (const float *)oar_tensor_ptr(b);
+    double scale = 1, err = 0;
+    for (int64_t i = 0; i < n; i++) scale = fmax(scale, fabs(y[i]));
+    for (int64_t i = 0; i < n; i++) err = fmax(err, fabs((double)x[i] - y[i]));
+    return err <= 1e-4 * scale;
+}
+
+/* 37 images of 16 channels 32x32 (NHWC-like outputs) at 1 and 2 threads. */
+static void test_against_reference(int threads) {
+    const oar_kernel_entry *fast[3] = {kernel(OAR_OP_conv2d, "onednn"), kernel(OAR_OP_conv2d_grad_input, "onednn"),
+                                       kernel(OAR_OP_conv2d_grad_weight, "onednn")};
+    const oar_kernel_entry *ref[3] = {kernel(OAR_OP_conv2d, "reference"),
+                                      kernel(OAR_OP_conv2d_grad_input, "reference"),
+                                      kernel(OAR_OP_conv2d_grad_weight, "reference")};
+    if (!fast[0] || !fast[1] || !fast[2]) return; /* a build without oneDNN */
+    CHECK(ref[0] && ref[1] && ref[2]);
+    if (!ref[0] || !ref[1] || !ref[2]) return;
+    int before = oar_get_num_threads();
+    CHECK(oar_set_num_threads(threads) == OAR_OK);
+    oar_scope_begin();
+    oar_manual_seed(11);
+    const int64_t xs[4] = {37, 16, 32, 32}, ws[4] = {24, 16, 3, 3}, ys[4] = {37, 24, 32, 32};
+    oar_tensor *x = oar_randn(xs, 4, OAR_F32), *w = oar_randn(ws, 4, OAR_F32), *b = oar_randn(ws, 1, OAR_F32);
+    oar_tensor *gy = oar_randn(ys, 4, OAR_F32);
+    oar_attr spdg[4] = {oar_attr_ints((int64_t[]){1, 1}, 2), oar_attr_ints((int64_t[]){1, 1}, 2),
+                        oar_attr_ints((int64_t[]){1, 1}, 2), oar_attr_int(1)};
+    oar_attr gi[5] = {oar_attr_ints(xs, 4), spdg[0], spdg[1], spdg[2], spdg[3]};
+    oar_attr gw[5] = {oar_attr_ints(ws, 4), spdg[0], spdg[1], spdg[2], spdg[3]};
+    struct {
+        oar_op_id op;
+        oar_tensor *in[3];
+        int n_in;
+        const int64_t *out_shape;
+        const oar_attr *attrs;
+    } calls[3] = {{OAR_OP_conv2d, {x, w, b}, 3, ys, spdg}, {OAR_OP_conv2d_grad_input, {gy, w}, 2, xs, gi},
+                  {OAR_OP_conv2d_grad_weight, {x, gy}, 2, ws, gw}};
+    for (int i = 0; i < 3; i++) {
+        oar_tensor *got = oar_empty(calls[i].out_shape, 4, OAR_F32), *want = oar_empty(calls[i].out_shape, 4, OAR_F32);
+        CHECK(fast[i]->supports == NULL ||
+              fast[i]->supports(calls[i].in, calls[i].n_in, (oar_tensor *[]){got}, 1, calls[i].attrs));
+        CHECK(oar_op_run_kernel(calls[i].op, fast[i], calls[i].in, calls[i].n_in, &got, 1, calls[i].attrs) == OAR_OK);
+        CHECK(oar_op_run_kernel(calls[i].op, ref[i], calls[i].in, calls[i].n_in, &want, 1, calls[i].attrs) == OAR_OK);
+        CHECK(near_ref(got, want));
+        /* the same call again: same bits (nothing carried over from the first) */
+        oar_tensor *again = oar_empty(calls[i].out_shape, 4, OAR_F32);
+        CHECK(oar_op_run_kernel(calls[i].op, fast[i], calls[i].in, calls[i].n_in, &again, 1, calls[i].attrs) == OAR_OK);
+        CHECK(t_same_bits(again, got));
+    }
+    oar_scope_end();
+    oar_set_num_threads(before);
+}
+
+int main(void) {
+    test_transposes();
+#ifdef OAR_HAVE_ONEDNN
+    test_layout_check();
+#endif
+    test_against_reference(1);
+    test_against_reference(2);
+    return test_summary("test_conv_dnnl");
+}
