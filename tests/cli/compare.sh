@@ -1,0 +1,35 @@
+#!/bin/sh
+# bench/compare.py end to end on the tiny workload at 1 and 2 threads, one repetition: a peak
+# record per thread count, a row per thread count with oar and torch times and ratios, and a
+# thread-scaling record (this checks the script, not the speed). Skipped without PyTorch
+# (/usr/bin/python3 -c 'import torch') or ../shared/bench.
+# Usage: compare.sh OAR_BINARY SOURCE_DIR SHARED_DIR
+set -eu
+oar=$1 src=$2 shared=$3
+if [ ! -f "$shared/bench/torch_workloads.py" ]; then
+  echo "compare: skipped: $shared/bench/torch_workloads.py not found"; exit 0
+fi
+if ! /usr/bin/python3 -c 'import torch' 2>/dev/null; then
+  echo "compare: skipped: /usr/bin/python3 cannot import torch (apt-get install python3-torch)"; exit 0
+fi
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+/usr/bin/python3 "$src/bench/compare.py" --build "$(dirname "$oar")" --shared "$shared" --reps 1 \
+  --threads 1 2 --workloads tiny > "$dir/out" 2> "$dir/err" || { cat "$dir/err"; exit 1; }
+/usr/bin/python3 - "$dir/out" <<'PY'
+import json, sys
+recs = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+peaks = {r["threads"]: r for r in recs if r["workload"] == "peak"}
+rows = {r["threads"]: r for r in recs if r["workload"] == "tiny" and "threads" in r}
+scal = [r for r in recs if "scaling_threads" in r]
+ok = set(peaks) == {1, 2} and all(p["gflops"] > 0 for p in peaks.values()) and set(rows) == {1, 2}
+for r in rows.values():
+    ok = ok and all(isinstance(r[k], float) and r[k] > 0 for k in
+                    ("oar_eager_ms", "oar_static_ms", "torch_ms", "ratio_torch_over_static", "static_peak_fraction"))
+ok = ok and len(scal) == 1 and scal[0]["scaling_threads"] == [1, 2] and scal[0]["oar_static_speedup"] > 0
+ok = ok and abs(scal[0]["oar_static_speedup"] - rows[1]["oar_static_ms"] / rows[2]["oar_static_ms"]) < 1e-9
+if not ok:
+    sys.exit("compare: unexpected output:\n" + open(sys.argv[1]).read())
+PY
+grep -q "| tiny | 1 → 2 |" "$dir/err" || { echo "compare: no scaling table in: $(cat "$dir/err")"; exit 1; }
+echo "compare: 1 passed, 0 failed"
