@@ -128,6 +128,18 @@ const sweep_case sweep_cases_conv[] = {
     {"adaptive_avg_pool2d", "n:2x3x12x12", "output_size=5,7", SWEEP_NO_GRAD},
     {"adaptive_avg_pool2d_backward", "n:1x2x3x4", "input_shape=1,2,5,7"},
     {"adaptive_avg_pool2d_backward", "n:2x4x3", "input_shape=2,3,2"},
+    /* even bins (the output size divides the input size): oneDNN's average pooling where
+     * present (pool_dnnl.c); batches of 3 and 5 give parts of two sizes at 2+ threads */
+    {"adaptive_avg_pool2d", "n:3x4x8x8", "output_size=1,1"},
+    {"adaptive_avg_pool2d", "n:2x3x12x10", "output_size=3,5"},
+    {"adaptive_avg_pool2d", "n:4x6x6", "output_size=2,3"},
+    {"adaptive_avg_pool2d", "n:32x64x8x8", "output_size=1,1", SWEEP_NO_GRAD}, /* ResNet-20's head */
+    {"adaptive_avg_pool2d", "n:5x7x9x9", "output_size=9,9", SWEEP_NO_GRAD},
+    {"adaptive_avg_pool2d_backward", "n:3x4x1x1", "input_shape=3,4,8,8"},
+    {"adaptive_avg_pool2d_backward", "n:2x3x3x5", "input_shape=2,3,12,10"},
+    {"adaptive_avg_pool2d_backward", "n:4x2x3", "input_shape=4,6,6"},
+    {"adaptive_avg_pool2d_backward", "n:32x64x1x1", "input_shape=32,64,8,8", SWEEP_NO_GRAD},
+    {"adaptive_avg_pool2d_backward", "n:5x7x3x3", "input_shape=5,7,9,9", SWEEP_NO_GRAD},
     {0},
 };
 
