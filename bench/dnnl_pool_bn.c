@@ -2,8 +2,9 @@
  * reference workloads (LeNet's 2x2 max pooling, ResNet-20's training batch norm and global
  * average pooling), forward and backward. Built only when oneDNN is found.
  *
- * oar's side is the kernel dispatch picks for the op (oar_select_kernel), run through
- * oar_op_run_kernel on prepared buffers. oneDNN's side runs primitives on plain NCHW memory,
+ * oar's side is the best of oar's own kernels for the op (dispatch's order, passing over
+ * the "onednn" ones, pool_dnnl.c's included), run through oar_op_run_kernel on prepared
+ * buffers. oneDNN's side runs primitives on plain NCHW memory,
  * built once (as a primitive cache would hold them), with a stream and memory objects made
  * per call as conv_dnnl.c does, threaded two ways:
  *   split: oar's pool runs parts on one OpenMP thread each (conv_dnnl.c's scheme); pooling
@@ -293,9 +294,14 @@ static void okernel_init(okernel *o, const char *op, oar_tensor *const *in, int 
     }
     o->n_out = n;
     for (int i = 0; i < n; i++) o->out[i] = oar_tensor_new(m[i].dtype, m[i].shape, m[i].ndim);
-    o->k = oar_select_kernel(o->op, o->in, n_in, o->out, n, o->attrs);
+    /* oar's own best kernel: the first (best) that takes the call, passing over oneDNN's */
+    const oar_kernel_entry *ks;
+    int nk = oar_op_kernels(o->op, &ks);
+    for (int i = 0; i < nk && !o->k; i++)
+        if (strcmp(ks[i].impl, "onednn") != 0 && (!ks[i].supports || ks[i].supports(o->in, n_in, o->out, n, o->attrs)))
+            o->k = &ks[i];
     if (!o->k) {
-        fprintf(stderr, "%s: %s\n", op, oar_last_error());
+        fprintf(stderr, "%s: no kernel of oar's own takes it\n", op);
         exit(1);
     }
 }
