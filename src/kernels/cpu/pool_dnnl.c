@@ -2,7 +2,7 @@
  * the same window: the output size divides the input size (kernel = stride = in / out), which
  * includes the global pooling of ResNet's and MobileNet's heads. Other sizes (uneven bins)
  * are declined and stay with the reference kernel. On ResNet-20's [32, 64, 8, 8] -> 1x1 these
- * ran 12-16x faster than the reference kernel (bench/dnnl_pool_bn.c,
+ * ran 11-20x faster than the reference kernel (bench/dnnl_pool_bn.c,
  * docs/kernels-conv-dnnl.md); oneDNN's max pooling and batch norm measured slower than oar's
  * own kernels, so they are not used.
  *
