@@ -33,4 +33,5 @@ void oar_cpu_kernels_init(void) {
     oar_cpu_register_conv_act();
     oar_cpu_register_add_layer_norm();
     oar_cpu_register_conv_direct();
+    oar_cpu_register_copy();
 }
