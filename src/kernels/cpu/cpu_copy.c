@@ -23,8 +23,10 @@
 
 enum { COPY_ROWS, COPY_TRANSPOSE, COPY_STRIDED };
 
-/* One dst <- src copy of equal shapes; strides in bytes. The block is rows x cols; outer dims
- * are walked by unit index. A unit is (outer position, a run of rows, a run of columns). */
+/* One dst <- src copy of equal shapes; strides in bytes. Rows and strided copies: every dim
+ * before the last is one list of `rows` rows (outer holds those dims); a unit is a run of rows
+ * (or of columns, for a single long row). Transposes: the block is rows x cols, where rows is
+ * the source's dense dim; a unit is (outer position, a run of whole tiles of rows). */
 typedef struct copy_plan {
     char *dst;
     const char *src;
@@ -79,14 +81,20 @@ static void plan_copy(copy_plan *p, char *dst, const int64_t *dstr, const char *
     p->cols = sh[c];
     p->cds = ds[c];
     p->css = ss[c];
-    p->rows = r >= 0 ? sh[r] : 1;
-    p->rds = r >= 0 ? ds[r] : 0;
-    p->rss = r >= 0 ? ss[r] : 0;
+    p->rows = 1;
+    if (p->kind == COPY_TRANSPOSE) {
+        p->rows = sh[r];
+        p->rds = ds[r];
+        p->rss = ss[r];
+    }
+    /* rows and strided copies walk every dim before the last as one list of rows (an
+     * odometer), so a unit spans as many rows as UNIT_BYTES allows whatever the shape */
     for (int k = 0; k < c; k++) {
-        if (k == r) continue;
+        if (p->kind == COPY_TRANSPOSE && k == r) continue;
         p->outer[p->n_outer] = sh[k];
         p->outer_ds[p->n_outer] = ds[k];
         p->outer_ss[p->n_outer++] = ss[k];
+        if (p->kind != COPY_TRANSPOSE) p->rows *= sh[k];
     }
     int64_t row_bytes = p->cols * es;
     p->rows_per_unit = row_bytes >= UNIT_BYTES ? 1 : UNIT_BYTES / row_bytes;
@@ -99,7 +107,8 @@ static void plan_copy(copy_plan *p, char *dst, const int64_t *dstr, const char *
     p->row_units = (p->rows + p->rows_per_unit - 1) / p->rows_per_unit;
     p->col_units = (p->cols + p->cols_per_unit - 1) / p->cols_per_unit;
     p->units = p->row_units * p->col_units;
-    for (int k = 0; k < p->n_outer; k++) p->units *= p->outer[k];
+    if (p->kind == COPY_TRANSPOSE)
+        for (int k = 0; k < p->n_outer; k++) p->units *= p->outer[k];
     if (p->bytes == 0) p->units = 0;
 }
 
@@ -166,9 +175,62 @@ static void copy_transpose(const copy_plan *p, char *d, const char *s, int64_t n
     }
 }
 
+/* Rows [r0, r0 + nr) of the row list, columns [c0, c0 + nc): the start found by division,
+ * then an odometer over the dims before the last. */
+static void copy_row_list(const copy_plan *p, int64_t r0, int64_t nr, int64_t c0, int64_t nc) {
+    /* locals: the copies write through char pointers, which could alias *p */
+    const int n_outer = p->n_outer;
+    const bool rows = p->kind == COPY_ROWS;
+    const int64_t cds = p->cds, css = p->css, es = p->es;
+    int64_t idx[OAR_MAX_DIMS], size[OAR_MAX_DIMS], ds[OAR_MAX_DIMS], ss[OAR_MAX_DIMS], rest = r0;
+    char *d = p->dst + c0 * cds;
+    const char *s = p->src + c0 * css;
+    for (int k = n_outer - 1; k >= 0; k--) {
+        size[k] = p->outer[k];
+        ds[k] = p->outer_ds[k];
+        ss[k] = p->outer_ss[k];
+        idx[k] = rest % size[k];
+        rest /= size[k];
+        d += idx[k] * ds[k];
+        s += idx[k] * ss[k];
+    }
+    const size_t row_bytes = (size_t)(nc * es);
+    const int last = n_outer - 1; /* rows along the last outer dim go in a tight loop */
+    const int64_t dl = last >= 0 ? ds[last] : 0, sl = last >= 0 ? ss[last] : 0;
+    for (int64_t r = 0; r < nr;) {
+        int64_t run = last >= 0 ? size[last] - idx[last] : 1;
+        if (run > nr - r) run = nr - r;
+        for (int64_t i = 0; i < run; i++) {
+            if (rows) memcpy(d + i * dl, s + i * sl, row_bytes);
+            else copy_run(d + i * dl, cds, s + i * sl, css, nc, es);
+        }
+        r += run;
+        if (r == nr) break;
+        /* here the last dim is done: back to its start, and carry into the dims before it */
+        d -= idx[last] * dl;
+        s -= idx[last] * sl;
+        idx[last] = 0;
+        for (int k = last - 1; k >= 0; k--) {
+            d += ds[k];
+            s += ss[k];
+            if (++idx[k] < size[k]) break;
+            d -= ds[k] * size[k];
+            s -= ss[k] * size[k];
+            idx[k] = 0;
+        }
+    }
+}
+
 static void run_unit(const copy_plan *p, int64_t u, bool avx2) {
     int64_t cu = u % p->col_units, rest = u / p->col_units;
     int64_t ru = rest % p->row_units, o = rest / p->row_units;
+    int64_t r0 = ru * p->rows_per_unit, c0 = cu * p->cols_per_unit;
+    int64_t nr = p->rows - r0 < p->rows_per_unit ? p->rows - r0 : p->rows_per_unit;
+    int64_t nc = p->cols - c0 < p->cols_per_unit ? p->cols - c0 : p->cols_per_unit;
+    if (p->kind != COPY_TRANSPOSE) {
+        copy_row_list(p, r0, nr, c0, nc);
+        return;
+    }
     char *d = p->dst;
     const char *s = p->src;
     for (int k = p->n_outer - 1; k >= 0; k--) {
@@ -177,20 +239,7 @@ static void run_unit(const copy_plan *p, int64_t u, bool avx2) {
         d += i * p->outer_ds[k];
         s += i * p->outer_ss[k];
     }
-    int64_t r0 = ru * p->rows_per_unit, c0 = cu * p->cols_per_unit;
-    int64_t nr = p->rows - r0 < p->rows_per_unit ? p->rows - r0 : p->rows_per_unit;
-    int64_t nc = p->cols - c0 < p->cols_per_unit ? p->cols - c0 : p->cols_per_unit;
-    d += r0 * p->rds + c0 * p->cds;
-    s += r0 * p->rss + c0 * p->css;
-    switch (p->kind) {
-    case COPY_ROWS:
-        for (int64_t r = 0; r < nr; r++) memcpy(d + r * p->rds, s + r * p->rss, (size_t)(nc * p->es));
-        break;
-    case COPY_TRANSPOSE: copy_transpose(p, d, s, nr, nc, avx2); break;
-    default:
-        for (int64_t r = 0; r < nr; r++) copy_run(d + r * p->rds, p->cds, s + r * p->rss, p->css, nc, p->es);
-        break;
-    }
+    copy_transpose(p, d + r0 * p->rds, s + r0 * p->rss, nr, nc, avx2);
 }
 
 /* Several copies (one per concat / stack input) as one range of units. */
@@ -238,7 +287,8 @@ static oar_status contiguous_kernel(const oar_kctx *ctx, oar_tensor *const *in, 
     const oar_tensor *x = in[0];
     oar_tensor *y = out[0];
     if (y->numel == 0) return OAR_OK;
-    copy_job j = {.n = 1};
+    copy_job j; /* not zeroed: it is large, and only the planned entries are read */
+    j.n = 1;
     int64_t es = (int64_t)oar_dtypes[y->dtype].size;
     plan_copy(&j.plan[0], oar_tensor_ptr(y), y->strides, oar_tensor_ptr(x), x->strides, y->shape, y->ndim, es);
     run_job(ctx, &j);
@@ -253,7 +303,8 @@ static oar_status concat_kernel(const oar_kctx *ctx, oar_tensor *const *in, int 
     if (y->numel == 0) return OAR_OK;
     int64_t es = (int64_t)oar_dtypes[y->dtype].size;
     int d = (int)(a[0].i < 0 ? a[0].i + y->ndim : a[0].i); /* validated by inference */
-    copy_job j = {0};
+    copy_job j;
+    j.n = 0;
     int64_t at = 0;
     for (int i = 0; i < n_in; i++) {
         const oar_tensor *x = in[i];
@@ -278,7 +329,8 @@ static oar_status stack_kernel(const oar_kctx *ctx, oar_tensor *const *in, int n
     int64_t wstr[OAR_MAX_DIMS];
     for (int k = 0, m = 0; k < y->ndim; k++)
         if (k != d) wstr[m++] = y->strides[k];
-    copy_job j = {0};
+    copy_job j;
+    j.n = 0;
     for (int i = 0; i < n_in; i++)
         plan_copy(&j.plan[j.n++], oar_tensor_ptr(y) + i * y->strides[d] * es, wstr, oar_tensor_ptr(in[i]),
                   in[i]->strides, in[i]->shape, in[i]->ndim, es);
