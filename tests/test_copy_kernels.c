@@ -33,9 +33,9 @@ static oar_tensor *run(oar_op_id op, const oar_kernel_entry *k, oar_tensor **in,
     int n_out = 0;
     if (oar_op_infer(op, in, n_in, a, m, &n_out) != OAR_OK) return NULL;
     oar_tensor *out = oar_empty(m[0].shape, m[0].ndim, m[0].dtype);
+    if (!out || (k->supports && !k->supports(in, n_in, &out, 1, a))) return NULL;
     size_t nb = (size_t)out->numel * oar_dtype_size(m[0].dtype);
     if (nb) memset(oar_tensor_ptr(out), 0xA5, nb); /* every byte must be written */
-    if (!out || (k->supports && !k->supports(in, n_in, &out, 1, a))) return NULL;
     if (oar_op_run_kernel(op, k, in, n_in, &out, 1, a) != OAR_OK) return NULL;
     return out;
 }
