@@ -16,6 +16,13 @@ const sweep_case sweep_cases_index[] = {
     {"concat", "i0_100:3x6000;i0_100:3x5000", "dim=1"},
     {"concat", "i0_100:5000x3;i0_100:3000x3", "dim=0"},
     {"concat", "i0_100:20000x1;i0_100:20000x2", "dim=-1"},
+    /* the copy kernel takes strided inputs (the strided pass): odd sizes, each element size,
+     * gpt-mini's backward concat of the head gradients (threaded) */
+    {"concat", "n:3x5x7;n:3x5x2;n:3x5x1", "dim=-1", SWEEP_NO_GRAD},
+    {"concat", "nf64:2x3x5;nf64:2x4x5", "dim=1", SWEEP_NO_GRAD},
+    {"concat", "i-100_100i8:5x3;i-100_100i8:5x9", "dim=1"},
+    {"concat", "nf16:7x3;nf16:2x3", "dim=0", SWEEP_NO_GRAD},
+    {"concat", "n:8x128x256;n:8x128x256;n:8x128x256", "dim=-1", SWEEP_NO_GRAD},
     /* stack */
     {"stack", "n:2x3;n:2x3", "dim=0"},
     {"stack", "n:2x3;n:2x3;n:2x3", "dim=-1"},
@@ -25,6 +32,8 @@ const sweep_case sweep_cases_index[] = {
     {"stack", "i0_5:4;i0_5:4", "dim=0"},
     {"stack", "b:3;b:3", "dim=-1"},
     {"stack", "i0_100:4000x5;i0_100:4000x5;i0_100:4000x5", "dim=1"},
+    {"stack", "i-9_9i32:3x7;i-9_9i32:3x7", "dim=2"},
+    {"stack", "n:64x300;n:64x300", "dim=0", SWEEP_NO_GRAD},
     /* split and chunk: views, one output per piece */
     {"split", "n:5x3", "dim=0 split_size=2"},
     {"split", "n:4x6", "dim=-1 split_size=3"},

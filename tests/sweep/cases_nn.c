@@ -67,6 +67,11 @@ const sweep_case sweep_cases_nn[] = {
     {"embedding_backward", "n:6x2;i0_3i32:6", "num_weights=4"},
     {"embedding_backward", "n:3;i0_2:", "num_weights=2"},
     {"embedding_backward", "n:0x3;i0_2:0", "num_weights=2"},
+    /* the column kernel (nn_embedding_backward.c): repeated rows, a partial column range, byte
+     * indices, and gpt-mini's token embedding (large enough to thread) */
+    {"embedding_backward", "n:40x70;i0_3i8:40", "num_weights=3"},
+    {"embedding_backward", "n:5x2x130;i0_200u8:5x2", "num_weights=200"},
+    {"embedding_backward", "n:8x128x256;i0_256:8x128", "num_weights=256", SWEEP_NO_GRAD},
     /* one_hot */
     {"one_hot", "i0_4:5", "num_classes=4"},
     {"one_hot", "i0_4:2x3", "num_classes=-1"},

@@ -14,6 +14,19 @@ const sweep_case sweep_cases_tensor_ops[] = {
     {"contiguous", "i0_9:7x45", ""},
     {"contiguous", "nf16:40x37", "", SWEEP_NO_GRAD},
     {"contiguous", "b:6x50", ""},
+    /* the copy kernel (cpu_copy.c): odd sizes, one element, each element size, and sizes
+     * it cuts into units and threads (the strided pass sends every dim strided by 2 to it;
+     * tests/test_copy_kernels.c covers permutes, chunk views and broadcasts) */
+    {"contiguous", "n:3x7x5x9", "", SWEEP_NO_GRAD},
+    {"contiguous", "n:1x1", ""},
+    {"contiguous", "nf64:5x3x17", "", SWEEP_NO_GRAD},
+    {"contiguous", "nbf16:9x31", "", SWEEP_NO_GRAD},
+    {"contiguous", "i-100_100i8:13x11", ""},
+    {"contiguous", "i0_200u8:6x19", ""},
+    {"contiguous", "i-9_9i32:4x3x5", ""},
+    {"contiguous", "n:8x128x4x64", "", SWEEP_NO_GRAD},
+    {"contiguous", "i0_9:300x70", "", SWEEP_NO_GRAD},
+    {"contiguous", "n:100000", "", SWEEP_NO_GRAD},
     {"cast", "n:3x4", "dtype=f64"},           /* to f64 */
     {"cast", "n:3x4", "dtype=f32", SWEEP_NO_GRAD}, /* to f32: too coarse for f64 differences */
     {"cast", "n:2x3", "dtype=i64", SWEEP_NO_GRAD}, /* to i64: no gradient flows */

@@ -34,4 +34,6 @@ void oar_cpu_kernels_init(void) {
     oar_cpu_register_add_layer_norm();
     oar_cpu_register_conv_direct();
     oar_cpu_register_pool_dnnl();
+    oar_cpu_register_copy();
+    oar_cpu_register_embedding_backward();
 }

@@ -26,6 +26,8 @@ void oar_cpu_register_conv_act(void);  /* conv_act.c */
 void oar_cpu_register_add_layer_norm(void); /* nn_add_layer_norm.c */
 void oar_cpu_register_conv_direct(void); /* conv_direct.c */
 void oar_cpu_register_pool_dnnl(void);  /* pool_dnnl.c: adaptive_avg_pool2d on oneDNN (nothing without it) */
+void oar_cpu_register_copy(void);       /* cpu_copy.c */
+void oar_cpu_register_embedding_backward(void); /* nn_embedding_backward.c */
 /* True when the CPU supports AVX2 and FMA (checked at run time). */
 bool oar_cpu_has_avx2(void);
 
