@@ -10,6 +10,7 @@
  * dispatch falls back to the im2col kernels. */
 #include "kernels/cpu/conv_dnnl.h"
 #include "kernels/cpu/conv_dnnl_layout.h"
+#include "kernels/cpu/dnnl_engine.h"
 
 #ifdef OAR_HAVE_ONEDNN
 #include "kernels/cpu/cpu_kernels.h"
@@ -95,32 +96,8 @@ static struct {
     uint64_t clock;
 } g_cache = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
-/* One CPU engine for the process: oneDNN's CPU engine is stateless and thread safe, and
- * kernels have no context object to own it, hence a static built once through pthread_once.
- * Streams are made per call (cheap on CPU), since parts of one call run on several threads. */
-static pthread_once_t g_once = PTHREAD_ONCE_INIT;
-static dnnl_engine_t g_engine;
-
-static void engine_init(void) {
-    if (dnnl_engine_create(&g_engine, dnnl_cpu, 0) != dnnl_success) g_engine = NULL;
-}
-
-static bool engine_ready(void) {
-    pthread_once(&g_once, engine_init);
-    return g_engine != NULL;
-}
-
-/* Threads: oneDNN runs one OpenMP thread per call and oar's pool splits the batch. Letting
- * OpenMP thread it instead measured up to 8x slower at 2 threads on a busy 2-core machine
- * (ResNet-20 step 2.0 s vs 0.25 s before oneDNN): libgomp's workers spin between calls and
- * starve oar's pool and each other. The OpenMP thread count is per calling thread, hence
- * the check on every thread that runs a part; the hook covers the configuring thread. */
-static void one_omp_thread(void) {
-#ifdef OAR_HAVE_OPENMP
-    if (omp_get_max_threads() != 1) omp_set_num_threads(1);
-#endif
-}
-
+/* Threads: oneDNN runs one OpenMP thread per call (oar_dnnl_one_omp_thread, which says why)
+ * and oar's pool splits the batch; the hook covers the configuring thread. */
 #ifdef OAR_HAVE_OPENMP
 static void threads_hook(int nthreads) {
     (void)nthreads;
@@ -158,7 +135,7 @@ static bool plan_operands(dprim *p, const_dnnl_primitive_desc_t pd) {
         bool out = i == k_out[p->key.kind];
         const dnnl_memory_desc_t *from = out ? &o->want : &o->plain, *to = out ? &o->plain : &o->want;
         dnnl_primitive_desc_t rpd;
-        if (dnnl_reorder_primitive_desc_create(&rpd, from, g_engine, to, g_engine, NULL) != dnnl_success) return false;
+        if (dnnl_reorder_primitive_desc_create(&rpd, from, oar_dnnl_engine(), to, oar_dnnl_engine(), NULL) != dnnl_success) return false;
         dnnl_status_t st = dnnl_primitive_create(&o->reorder, rpd);
         dnnl_primitive_desc_destroy(rpd);
         if (st != dnnl_success) {
@@ -216,7 +193,7 @@ static dprim *dprim_build(const dkey *k) {
                                                           dnnl_convolution_direct, &ax, &aw,
                                                           k->bias ? &p->md_b : NULL, &ay, s, d, pl, pr) ==
                    dnnl_success;
-    ok = ok && dnnl_primitive_desc_create(&fpd, &fd, fwd ? attr : NULL, g_engine, NULL) == dnnl_success;
+    ok = ok && dnnl_primitive_desc_create(&fpd, &fd, fwd ? attr : NULL, oar_dnnl_engine(), NULL) == dnnl_success;
     if (ok && !fwd) {
         dnnl_status_t st =
             k->kind == DK_GRAD_INPUT
@@ -224,7 +201,7 @@ static dprim *dprim_build(const dkey *k) {
                                                                    pl, pr)
                 : dnnl_dilated_convolution_backward_weights_desc_init(&bd, dnnl_convolution_direct, &ax, &aw, NULL,
                                                                       &ay, s, d, pl, pr);
-        ok = st == dnnl_success && dnnl_primitive_desc_create(&pd, &bd, attr, g_engine, fpd) == dnnl_success;
+        ok = st == dnnl_success && dnnl_primitive_desc_create(&pd, &bd, attr, oar_dnnl_engine(), fpd) == dnnl_success;
         p->hint = fpd; /* kept alive while the backward primitive lives */
     } else {
         pd = fpd;
@@ -232,7 +209,7 @@ static dprim *dprim_build(const dkey *k) {
     if (ok) ok = plan_operands(p, pd);
     if (ok && k->sum && p->op[2].reorder) { /* residual (plain) into the output's layout */
         dnnl_primitive_desc_t rpd;
-        ok = dnnl_reorder_primitive_desc_create(&rpd, &p->op[2].plain, g_engine, &p->op[2].want, g_engine, NULL) ==
+        ok = dnnl_reorder_primitive_desc_create(&rpd, &p->op[2].plain, oar_dnnl_engine(), &p->op[2].want, oar_dnnl_engine(), NULL) ==
              dnnl_success;
         if (ok) {
             ok = dnnl_primitive_create(&p->res_reorder, rpd) == dnnl_success;
@@ -358,7 +335,7 @@ static bool plan_make(dplan *pl, dk_kind kind, oar_tensor *const *in, oar_tensor
                       bool fused) {
     memset(pl, 0, sizeof *pl);
     pl->kind = kind;
-    if (!engine_ready()) return false;
+    if (!oar_dnnl_engine()) return false;
     const oar_tensor *x, *w, *y, *b = NULL;
     const oar_attr *conv = a + 1; /* the backward ops lead with a shape attribute */
     switch (kind) {
@@ -391,7 +368,7 @@ static bool plan_make(dplan *pl, dk_kind kind, oar_tensor *const *in, oar_tensor
 #endif
     pl->parts = nt < n ? nt : n;
     pl->q = n / pl->parts, pl->r = n % pl->parts;
-    one_omp_thread(); /* oneDNN sizes its work split at creation */
+    oar_dnnl_one_omp_thread(); /* oneDNN sizes its work split at creation */
     for (int i = 0; i < (pl->r ? 2 : 1); i++) {
         k.x[0] = k.y[0] = pl->q + (pl->r ? 1 - i : 0);
         dprim *p = dprim_get(&k);
@@ -440,9 +417,9 @@ static dpacked *packed_get(const char *op, dprim *p, const oar_tensor *w, oar_st
     k->refs = 1, k->uid = st->uid, k->version = st->version, k->offset = w->offset, k->bytes = p->op[1].bytes;
     dnnl_stream_t strm = NULL;
     dnnl_memory_t from = NULL, to = NULL;
-    dnnl_status_t ds = dnnl_stream_create(&strm, g_engine, dnnl_stream_default_flags);
-    if (ds == dnnl_success) ds = dnnl_memory_create(&from, &p->op[1].plain, g_engine, oar_tensor_ptr(w));
-    if (ds == dnnl_success) ds = dnnl_memory_create(&to, &p->op[1].want, g_engine, k->data);
+    dnnl_status_t ds = dnnl_stream_create(&strm, oar_dnnl_engine(), dnnl_stream_default_flags);
+    if (ds == dnnl_success) ds = dnnl_memory_create(&from, &p->op[1].plain, oar_dnnl_engine(), oar_tensor_ptr(w));
+    if (ds == dnnl_success) ds = dnnl_memory_create(&to, &p->op[1].want, oar_dnnl_engine(), k->data);
     *rc = ds == dnnl_success ? run_prim(op, p->op[1].reorder, strm, 2,
                                         (dnnl_exec_arg_t[]){{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}})
                              : dnnl_fail(op, ds);
@@ -486,21 +463,21 @@ static oar_status execute(const char *op, dprim *p, void *const bufs[3], void *b
         if (tmp_bytes[i] && !(tmp[i] = oar_alloc(tmp_bytes[i]))) rc = OAR_ERR_OOM;
     dnnl_memory_desc_t smd;
     dnnl_dims_t sd = {(int64_t)p->scratch};
-    dnnl_status_t st = dnnl_stream_create(&strm, g_engine, dnnl_stream_default_flags);
+    dnnl_status_t st = dnnl_stream_create(&strm, oar_dnnl_engine(), dnnl_stream_default_flags);
     if (p->scratch && st == dnnl_success) st = dnnl_memory_desc_init_by_tag(&smd, 1, sd, dnnl_u8, dnnl_x);
     for (int i = 0; i < 3 && st == dnnl_success && rc == OAR_OK; i++) {
-        st = dnnl_memory_create(&mem[i], &p->op[i].plain, g_engine, bufs[i]);
+        st = dnnl_memory_create(&mem[i], &p->op[i].plain, oar_dnnl_engine(), bufs[i]);
         if (st == dnnl_success && p->op[i].reorder)
-            st = dnnl_memory_create(&mem[5 + i], &p->op[i].want, g_engine, i == 1 && wpacked ? wpacked : tmp[i]);
+            st = dnnl_memory_create(&mem[5 + i], &p->op[i].want, oar_dnnl_engine(), i == 1 && wpacked ? wpacked : tmp[i]);
     }
-    if (p->scratch && st == dnnl_success && rc == OAR_OK) st = dnnl_memory_create(&mem[SCRATCH], &smd, g_engine, tmp[3]);
-    if (bias && st == dnnl_success && rc == OAR_OK) st = dnnl_memory_create(&mem[BIAS], &p->md_b, g_engine, bias);
+    if (p->scratch && st == dnnl_success && rc == OAR_OK) st = dnnl_memory_create(&mem[SCRATCH], &smd, oar_dnnl_engine(), tmp[3]);
+    if (bias && st == dnnl_success && rc == OAR_OK) st = dnnl_memory_create(&mem[BIAS], &p->md_b, oar_dnnl_engine(), bias);
     if (st != dnnl_success && rc == OAR_OK) rc = dnnl_fail(op, st);
     int out = k_out[p->key.kind];
     dnnl_memory_t res_mem = NULL;
     if (rc == OAR_OK && p->key.sum) { /* the sum post-op adds what the output holds: the residual */
         if (p->res_reorder) {
-            st = dnnl_memory_create(&res_mem, &p->op[2].plain, g_engine, res);
+            st = dnnl_memory_create(&res_mem, &p->op[2].plain, oar_dnnl_engine(), res);
             rc = st == dnnl_success ? run_prim(op, p->res_reorder, strm, 2,
                                                (dnnl_exec_arg_t[]){{DNNL_ARG_FROM, res_mem}, {DNNL_ARG_TO, mem[5 + 2]}})
                                     : dnnl_fail(op, st);
@@ -549,7 +526,7 @@ typedef struct djob {
 static void run_parts(void *ctx, int64_t begin, int64_t end) {
     djob *j = ctx;
     const dplan *pl = j->pl;
-    one_omp_thread();
+    oar_dnnl_one_omp_thread();
     for (int64_t i = begin; i < end; i++) {
         int64_t n0 = i * pl->q + (i < pl->r ? i : pl->r);
         dprim *p = pl->p[pl->r && i >= pl->r];

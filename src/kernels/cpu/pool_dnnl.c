@@ -11,15 +11,13 @@
  * on the thread count. Primitives (one per batch size of a part) live in a small LRU cache;
  * each call brings its own scratchpad, so parts of one size can share a primitive. */
 #include "kernels/cpu/cpu_kernels.h"
+#include "kernels/cpu/dnnl_engine.h"
 
 #ifdef OAR_HAVE_ONEDNN
 #include <oneapi/dnnl/dnnl.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#ifdef OAR_HAVE_OPENMP
-#include <omp.h>
-#endif
 
 /* All a primitive depends on; int64 so memcmp sees no padding. */
 typedef struct pkey {
@@ -46,22 +44,6 @@ static struct {
     int n;
     uint64_t clock;
 } g_cache = {.mu = PTHREAD_MUTEX_INITIALIZER};
-
-/* One CPU engine for the process (stateless, thread safe), built once. */
-static pthread_once_t g_once = PTHREAD_ONCE_INIT;
-static dnnl_engine_t g_engine;
-
-static void engine_init(void) {
-    if (dnnl_engine_create(&g_engine, dnnl_cpu, 0) != dnnl_success) g_engine = NULL;
-}
-
-/* oneDNN's OpenMP threads stay at one per calling thread: oar's pool does the threading
- * (see conv_dnnl.c on why). */
-static void one_omp_thread(void) {
-#ifdef OAR_HAVE_OPENMP
-    if (omp_get_max_threads() != 1) omp_set_num_threads(1);
-#endif
-}
 
 static void pprim_free(pprim *p) {
     if (!p) return;
@@ -90,11 +72,11 @@ static pprim *pprim_build(const pkey *k) {
     /* no padding, so "exclude padding" divides every window by its full size, as the reference */
     ok = ok && dnnl_pooling_v2_forward_desc_init(&fd, dnnl_forward_training, dnnl_pooling_avg_exclude_padding, &p->x,
                                                  &p->y, kr, kr, dil, pad, pad) == dnnl_success;
-    ok = ok && dnnl_primitive_desc_create(&fpd, &fd, k->backward ? NULL : attr, g_engine, NULL) == dnnl_success;
+    ok = ok && dnnl_primitive_desc_create(&fpd, &fd, k->backward ? NULL : attr, oar_dnnl_engine(), NULL) == dnnl_success;
     if (ok && k->backward)
         ok = dnnl_pooling_v2_backward_desc_init(&bd, dnnl_pooling_avg_exclude_padding, &p->x, &p->y, kr, kr, dil, pad,
                                                 pad) == dnnl_success &&
-             dnnl_primitive_desc_create(&bpd, &bd, attr, g_engine, fpd) == dnnl_success;
+             dnnl_primitive_desc_create(&bpd, &bd, attr, oar_dnnl_engine(), fpd) == dnnl_success;
     const_dnnl_primitive_desc_t pd = k->backward ? bpd : fpd;
     if (ok) {
         const dnnl_memory_desc_t *smd = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
@@ -155,8 +137,7 @@ static void plan_release(pplan *pl) {
  * held) where oneDNN cannot take the call: uneven bins, empty tensors, or oneDNN declines. */
 static bool plan_make(pplan *pl, bool backward, const oar_tensor *x, const oar_tensor *y) {
     memset(pl, 0, sizeof *pl);
-    pthread_once(&g_once, engine_init);
-    if (!g_engine) return false;
+    if (!oar_dnnl_engine()) return false;
     if (x->dtype != OAR_F32 || y->dtype != OAR_F32 || !x->contiguous || !y->contiguous) return false;
     if (x->ndim != y->ndim || x->ndim < 3 || x->ndim > 4 || x->numel == 0 || y->numel == 0) return false;
     int nd = x->ndim;
@@ -170,7 +151,7 @@ static bool plan_make(pplan *pl, bool backward, const oar_tensor *x, const oar_t
 #endif
     pl->parts = nt < k.n ? nt : k.n;
     pl->q = k.n / pl->parts, pl->r = k.n % pl->parts;
-    one_omp_thread(); /* oneDNN sizes its work split at creation */
+    oar_dnnl_one_omp_thread(); /* oneDNN sizes its work split at creation */
     for (int i = 0; i < (pl->r ? 2 : 1); i++) {
         k.n = pl->q + (pl->r ? 1 - i : 0);
         pprim *p = pprim_get(&k);
@@ -197,11 +178,11 @@ static oar_status execute(const char *op, const pprim *p, void *x, void *y) {
     if (p->scratch && !scratch) return oar_error(OAR_ERR_OOM, "%s: out of memory for oneDNN's scratchpad", op);
     dnnl_memory_desc_t smd;
     dnnl_dims_t sd = {(int64_t)p->scratch};
-    dnnl_status_t st = dnnl_stream_create(&strm, g_engine, dnnl_stream_default_flags);
-    if (st == dnnl_success) st = dnnl_memory_create(&mx, &p->x, g_engine, x);
-    if (st == dnnl_success) st = dnnl_memory_create(&my, &p->y, g_engine, y);
+    dnnl_status_t st = dnnl_stream_create(&strm, oar_dnnl_engine(), dnnl_stream_default_flags);
+    if (st == dnnl_success) st = dnnl_memory_create(&mx, &p->x, oar_dnnl_engine(), x);
+    if (st == dnnl_success) st = dnnl_memory_create(&my, &p->y, oar_dnnl_engine(), y);
     if (st == dnnl_success && p->scratch) st = dnnl_memory_desc_init_by_tag(&smd, 1, sd, dnnl_u8, dnnl_x);
-    if (st == dnnl_success && p->scratch) st = dnnl_memory_create(&ms, &smd, g_engine, scratch);
+    if (st == dnnl_success && p->scratch) st = dnnl_memory_create(&ms, &smd, oar_dnnl_engine(), scratch);
     if (st == dnnl_success) {
         dnnl_exec_arg_t a[3] = {{bwd ? DNNL_ARG_DIFF_SRC : DNNL_ARG_SRC, mx},
                                 {bwd ? DNNL_ARG_DIFF_DST : DNNL_ARG_DST, my},
@@ -228,7 +209,7 @@ typedef struct pjob {
 static void run_parts(void *ctx, int64_t begin, int64_t end) {
     pjob *j = ctx;
     const pplan *pl = j->pl;
-    one_omp_thread();
+    oar_dnnl_one_omp_thread();
     for (int64_t i = begin; i < end; i++) {
         int64_t n0 = i * pl->q + (i < pl->r ? i : pl->r);
         j->st[i] = execute(j->op, pl->p[pl->r && i >= pl->r], j->x + n0 * j->xb, j->y + n0 * j->yb);
