@@ -94,18 +94,6 @@ CD512 static inline float cd512_hsum(__m512 v) {
 #define cd_in_register cd512_in_register
 #define CD_CHAN_TILES
 #include "kernels/cpu/conv_direct_simd.h"
-#undef CD_CHAN_TILES
-#undef CD_NAME
-#undef CD_TARGET
-#undef cd_vec
-#undef cd_zero
-#undef cd_set1
-#undef cd_load
-#undef cd_store
-#undef cd_fma
-#undef cd_add
-#undef cd_hsum
-#undef cd_in_register
 
 /* ---- AVX2: a pair of ymm per 16-lane vector (lanes 0-7, 8-15) */
 typedef struct { __m256 lo, hi; } cd_v8x2;
@@ -137,17 +125,6 @@ CD256 static inline float cd256_hsum(cd_v8x2 v) { return cd_hsum8(_mm256_add_ps(
 #define cd_hsum cd256_hsum
 #define cd_in_register cd256_in_register
 #include "kernels/cpu/conv_direct_simd.h"
-#undef CD_NAME
-#undef CD_TARGET
-#undef cd_vec
-#undef cd_zero
-#undef cd_set1
-#undef cd_load
-#undef cd_store
-#undef cd_fma
-#undef cd_add
-#undef cd_hsum
-#undef cd_in_register
 
 /* ---- instruction set */
 static int g_forced = OAR_CONV_DIRECT_AUTO;

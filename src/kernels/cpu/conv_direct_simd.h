@@ -6,7 +6,7 @@
  * The includer defines CD_NAME(f) (f with the set's suffix), CD_TARGET (the target
  * attribute), the vector type cd_vec and cd_zero / cd_set1 / cd_load / cd_store / cd_fma
  * (cd_fma(a, b, c) = a * b + c, one rounding), cd_hsum (the fixed tree) cd_in_register
- * (keeps a loaded vector in a register) and cd_add. Tile sizes
+ * (keeps a loaded vector in a register) and cd_add; all are undefined at the end. Tile sizes
  * come in as constant arguments of always-inline functions, so each tile shape is its own
  * fully unrolled loop with its accumulators in registers. */
 
@@ -272,3 +272,16 @@ CD_TARGET static void CD_NAME(gw_chunk)(const cd_gw *g, const float *const *xps,
 }
 
 #undef CD_INLINE
+/* the includer's parameters, so the next instruction set can define its own */
+#undef CD_CHAN_TILES
+#undef CD_NAME
+#undef CD_TARGET
+#undef cd_vec
+#undef cd_zero
+#undef cd_set1
+#undef cd_load
+#undef cd_store
+#undef cd_fma
+#undef cd_add
+#undef cd_hsum
+#undef cd_in_register
