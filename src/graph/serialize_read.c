@@ -445,6 +445,10 @@ static oar_status read_node(reader *r, const cJSON *e, int b, const char *block_
         return fail(r, OAR_ERR_FORMAT, "%s: expected 'blocks' to be an array of block indices, got %s", where,
                     kind_of(blocks));
     int n_in = cJSON_GetArraySize(ins), n_out = cJSON_GetArraySize(outs), n_blocks = blocks ? cJSON_GetArraySize(blocks) : 0;
+    /* a model from an oar whose op had fewer inputs: the newer trailing optional inputs are absent */
+    const int n_listed = n_in;
+    while (d->n_inputs >= 0 && n_in >= 0 && n_in < d->n_inputs && n_in < 32 && ((d->optional_inputs >> n_in) & 1u)) n_in++;
+    if (d->n_inputs >= 0 && n_in != d->n_inputs) n_in = n_listed;
     if (d->n_inputs >= 0 ? n_in != d->n_inputs : n_in < 1 || n_in > OAR_MAX_INPUTS)
         return fail(r, OAR_ERR_FORMAT, "%s: expected %s%d inputs, got %d", where, d->n_inputs < 0 ? "1 to " : "",
                     d->n_inputs < 0 ? OAR_MAX_INPUTS : d->n_inputs, n_in);
@@ -477,6 +481,7 @@ static oar_status read_node(reader *r, const cJSON *e, int b, const char *block_
         if (n->in[k] < 0 && !(k < 32 && (d->optional_inputs >> k) & 1u))
             return fail(r, OAR_ERR_FORMAT, "%s: input %d is absent (-1), but %s requires it", where, k, d->name);
     }
+    for (; k < n_in; k++) n->in[k] = -1;
     k = 0;
     for (const cJSON *c = outs->child; c; c = c->next, k++) {
         int v;
