@@ -132,7 +132,7 @@ static void check_program(int variant, int want_fwd, int want_bwd) {
     int bn = -1; /* batch_norm writing w as its running mean (momentum 0 keeps the values, not the write) */
     if (variant == FW_WEIGHT_WRITTEN) {
         int v = gt_tensor(p, OAR_VAL_PARAM, ns, 1, "v");
-        bn = GT_OP(p, batch_norm, "training=1 momentum=0 eps=1e-05", q, -1, -1, w, v);
+        bn = GT_OP(p, batch_norm, "training=1 momentum=0 eps=1e-05", q, -1, -1, w, v, -1);
     }
     int ln[3], bw[3];
     gt_node(p, GT_MAIN, OAR_OP_layer_norm, "normalized_ndim=1 eps=1e-05", (int[]){s, w, b}, 3, ln, NULL);

@@ -2,10 +2,14 @@
  * the traced relu_backward + batch_norm_backward become batch_norm_act_backward, with results
  * bitwise equal to the unfused program and to eager mode (forward in training and inference
  * mode; training steps of zoo models: losses, gradients, parameters, running statistics and
- * num_batches_tracked), patterns with an extra reader left alone, and the pass switchable by
- * name. */
+ * num_batches_tracked; the cumulative average, whose counter the fused node carries and reads
+ * at run time), patterns with an extra reader left alone, and the pass switchable by name. */
 #include "fusion_test_util.h"
 #include "zoo_step_util.h"
+
+#include "ops/batch_norm_factor.h"
+#include "ops/increment.h"
+
 #include <string.h>
 
 static oar_jit *compile(oar_static_fn fn, void *user, bool fuse, oar_module *m, oar_optimizer *o) {
@@ -116,10 +120,53 @@ static void check_training(const char *name, int64_t n, int steps, int want_fwd,
     oar_scope_end();
 }
 
+/* user: running mean, var and num_batches_tracked (captured). relu(bn(x)) with the cumulative
+ * average; the counter is advanced between calls outside the program, so each call's factor
+ * must come from the counter at run time, in the fused node as in the unfused one. */
+static oar_status counted(void *user, oar_tensor *const *in, int n_in, oar_tensor **out, int n_out) {
+    (void)n_in; (void)n_out;
+    oar_tensor **rs = user;
+    out[0] = oar_relu(oar_batch_norm_counted(in[0], in[1], in[2], rs[0], rs[1], rs[2], true, -1, 1e-5));
+    return out[0] ? OAR_OK : oar_last_status();
+}
+
+static void check_counter(void) {
+    oar_scope_begin();
+    int64_t xs[3] = {5, 4, 3}, cs[1] = {4};
+    oar_tensor *in[3] = {oar_randn(xs, 3, OAR_F32), oar_randn(cs, 1, OAR_F32), oar_randn(cs, 1, OAR_F32)};
+    oar_tensor *rs[3][3];
+    for (int k = 0; k < 3; k++) { /* eager, fused, unfused */
+        rs[k][0] = oar_zeros(cs, 1, OAR_F32);
+        rs[k][1] = oar_ones(cs, 1, OAR_F32);
+        rs[k][2] = oar_full(NULL, 0, 2, OAR_I64);
+    }
+    oar_jit *f_on = compile(counted, rs[1], true, NULL, NULL), *f_off = compile(counted, rs[2], false, NULL, NULL);
+    int diffs = 0;
+    for (int step = 0; step < 3; step++) {
+        oar_tensor *e[1], *on[1], *off[1];
+        in[0] = oar_randn(xs, 3, OAR_F32);
+        CHECK(counted(rs[0], in, 3, e, 1) == OAR_OK);
+        CHECK(oar_jit_call(f_on, in, 3, on, 1) == OAR_OK);
+        CHECK(oar_jit_call(f_off, in, 3, off, 1) == OAR_OK);
+        diffs += !t_same_bits(e[0], on[0]) + !t_same_bits(off[0], on[0]);
+        for (int k = 0; k < 2; k++) diffs += !t_same_bits(rs[0][k], rs[1][k]) + !t_same_bits(rs[2][k], rs[1][k]);
+        for (int k = 0; k < 3; k++) CHECK(oar_increment_(rs[k][2]) == OAR_OK);
+    }
+    CHECK(diffs == 0);
+    CHECK(fusion_count_op(f_on, OAR_OP_batch_norm_act) == 1 && fusion_count_op(f_on, OAR_OP_batch_norm) == 0);
+    CHECK(fusion_count_op(f_off, OAR_OP_batch_norm_act) == 0 && fusion_count_op(f_off, OAR_OP_batch_norm) == 1);
+    CHECK(oar_program_verify(f_on->entries[0].program) == OAR_OK);
+    printf("  cumulative average (counter read at run time), 3 calls: %d differences\n", diffs);
+    oar_jit_free(f_on);
+    oar_jit_free(f_off);
+    oar_scope_end();
+}
+
 int main(void) {
     fusion_check_switch("fuse_bn_act", "fuse_elementwise");
     check_forward(1);
     check_forward(0);
+    check_counter();
     /* ResNet-20: the stem and each block's first relu(bn), and the 9 residual relu(bn + shortcut) */
     check_training("resnet20", 4, 2, 19, 19);
     return test_summary("test_fusion_bn_act");

@@ -104,7 +104,7 @@ static void test_dead_code_keeps(void) {
     oar_tensor *rm_t = oar_zeros(cs, 1, OAR_F32), *rv_t = oar_ones(cs, 1, OAR_F32);
     int rm = oar_program_add_tensor(p, OAR_VAL_PARAM, rm_t, "bn.running_mean");
     int rv = oar_program_add_tensor(p, OAR_VAL_PARAM, rv_t, "bn.running_var");
-    GT_OP(p, batch_norm, "training=1 momentum=0.1 eps=1e-5", x, w, b, rm, rv); /* unused, mutates */
+    GT_OP(p, batch_norm, "training=1 momentum=0.1 eps=1e-5", x, w, b, rm, rv, -1); /* unused, mutates */
     GT_OP(p, dropout, "p=0.5 training=1", x);                                  /* unused, random */
     int g = GT_OP(p, square, "", x);                                           /* a gradient */
     oar_tensor *param = oar_zeros(xs, 2, OAR_F32);
@@ -183,12 +183,12 @@ static void test_cse_keeps(void) {
     int v1 = GT_OP(p, reshape, "shape=1,3", rm);
     int m1 = GT_OP(p, mul, "", rm, c);
     int m1b = GT_OP(p, mul, "", rm, c); /* no update in between: merged */
-    int y = GT_OP(p, batch_norm, "training=1 momentum=0.5 eps=1e-5", x, -1, -1, rm, rv);
+    int y = GT_OP(p, batch_norm, "training=1 momentum=0.5 eps=1e-5", x, -1, -1, rm, rv, -1);
     int m2 = GT_OP(p, mul, "", rm, c); /* reads the updated running mean */
     int v2 = GT_OP(p, reshape, "shape=1,3", rm);
     int n1 = GT_OP(p, neg, "", v1), n2 = GT_OP(p, neg, "", v2); /* v1 and v2 alias a mutated param */
     int a1 = GT_OP(p, exp, "", p0), a2 = GT_OP(p, exp, "", p0);
-    GT_OP(p, batch_norm, "training=1 momentum=0.5 eps=1e-5", x, -1, -1, a1, rv2); /* a1 changes */
+    GT_OP(p, batch_norm, "training=1 momentum=0.5 eps=1e-5", x, -1, -1, a1, rv2, -1); /* a1 changes */
     int na2 = GT_OP(p, neg, "", a2);
     int outs[] = {d1, d2, m1, m2, y, n1, n2, m1b, na2};
     for (int i = 0; i < 9; i++) oar_program_add_output(p, GT_MAIN, outs[i]);

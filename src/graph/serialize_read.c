@@ -424,6 +424,14 @@ static oar_status read_id_list(reader *r, const cJSON *obj, const char *key, con
     return OAR_OK;
 }
 
+/* Ops that gained trailing optional inputs: a model saved before lists the older count
+ * (batch_norm and batch_norm_act gained num_batches_tracked); -1 for every other op. */
+static int older_input_count(int op) {
+    if (op == OAR_OP_batch_norm) return 5;
+    if (op == OAR_OP_batch_norm_act) return 6;
+    return -1;
+}
+
 static oar_status read_node(reader *r, const cJSON *e, int b, const char *block_where, int index) {
     oar_program *p = r->p;
     char where[160];
@@ -445,6 +453,7 @@ static oar_status read_node(reader *r, const cJSON *e, int b, const char *block_
         return fail(r, OAR_ERR_FORMAT, "%s: expected 'blocks' to be an array of block indices, got %s", where,
                     kind_of(blocks));
     int n_in = cJSON_GetArraySize(ins), n_out = cJSON_GetArraySize(outs), n_blocks = blocks ? cJSON_GetArraySize(blocks) : 0;
+    if (n_in == older_input_count(op)) n_in = d->n_inputs; /* the added inputs are absent (-1) */
     if (d->n_inputs >= 0 ? n_in != d->n_inputs : n_in < 1 || n_in > OAR_MAX_INPUTS)
         return fail(r, OAR_ERR_FORMAT, "%s: expected %s%d inputs, got %d", where, d->n_inputs < 0 ? "1 to " : "",
                     d->n_inputs < 0 ? OAR_MAX_INPUTS : d->n_inputs, n_in);
@@ -477,6 +486,7 @@ static oar_status read_node(reader *r, const cJSON *e, int b, const char *block_
         if (n->in[k] < 0 && !(k < 32 && (d->optional_inputs >> k) & 1u))
             return fail(r, OAR_ERR_FORMAT, "%s: input %d is absent (-1), but %s requires it", where, k, d->name);
     }
+    for (; k < n_in; k++) n->in[k] = -1;
     k = 0;
     for (const cJSON *c = outs->child; c; c = c->next, k++) {
         int v;

@@ -3,7 +3,7 @@
  * num_batches_tracked an i64 scalar). */
 #include "nn/layers_util.h"
 
-#include "graph/trace.h"
+#include "ops/batch_norm_factor.h"
 #include "ops/increment.h"
 
 #include <math.h>
@@ -49,18 +49,12 @@ static oar_status bn_forward(oar_module *m, oar_tensor *const *in, int n_in, oar
             return oar_error(OAR_ERR_STATE, "%s: expected num_batches_tracked to be one integer, got %s of %lld "
                                             "elements; load an i64 scalar into it", oar_module_type(m),
                              oar_dtype_name(nbt->dtype), (long long)nbt->numel);
-        if (momentum < 0) {
-            /* the factor is read on the host: a traced program would keep the one of the trace */
-            if (oar_trace_current())
-                return oar_error(OAR_ERR_STATE, "%s: momentum=None (cumulative average) uses 1/num_batches_tracked, "
-                                                "which changes every step and cannot be compiled by "
-                                                "oar_jit_to_static; set a momentum (e.g. 0.1) or run eagerly",
-                                 oar_module_type(m));
-            momentum = 1.0 / (double)(oar_dtypes[nbt->dtype].load_i64(oar_tensor_ptr(nbt)) + 1);
-        }
     }
+    /* with momentum < 0 the op reads the factor 1 / (count + 1) from the counter at run time,
+     * so a compiled step computes its own step's factor, exactly as eager mode does */
+    oar_tensor *counter = update && momentum < 0 ? nbt : NULL;
     /* rm and rv are NULL without tracking; with it they are updated (training) or used (eval) */
-    out[0] = oar_batch_norm(x, w, b, rm, rv, batch_stats, update ? momentum : 0.0, c->eps);
+    out[0] = oar_batch_norm_counted(x, w, b, rm, rv, counter, batch_stats, update ? momentum : 0.0, c->eps);
     if (!out[0]) return oar_last_status();
     /* counted only once the step has happened, so a failed call changes nothing; an op rather
      * than a host store, so a compiled training step counts too */

@@ -1,8 +1,8 @@
 /* batch_norm_act and batch_norm_act_backward: what fuse_bn_act makes of ResNet's
  * relu(batch_norm(x)) and relu(batch_norm(x) + residual) and of their traced backward.
  *
- *   batch_norm_act(x, weight?, bias?, running_mean?, running_var?, residual?; training,
- *                  momentum, eps) -> y, mean, rstd
+ *   batch_norm_act(x, weight?, bias?, running_mean?, running_var?, residual?,
+ *                  num_batches_tracked?; training, momentum, eps) -> y, mean, rstd
  *     y = relu(batch_norm(x) [+ residual]); mean and rstd (hidden) and the running statistics
  *     exactly as batch_norm has them.
  *   batch_norm_act_backward(grad_out, x, weight?, mean, rstd, y; masked_out) -> dx, dweight,
@@ -29,16 +29,27 @@ static oar_status same_as_input(const char *op, const char *what, const oar_tens
 
 /* ---- batch_norm_act */
 
+/* batch_norm's inputs out of batch_norm_act's: all but the residual (input 5). */
+static void bn_inputs(oar_tensor *const *in, oar_tensor **bn) {
+    for (int k = 0; k < 5; k++) bn[k] = in[k];
+    bn[5] = in[6];
+}
+
 static oar_status bn_act_infer(oar_tensor *const *in, int n_in, const oar_attr *a, oar_meta *out, int *n_out) {
-    oar_status st = oar_opdef_batch_norm.infer(in, 5, a, out, n_out);
-    if (st != OAR_OK || n_in < 6 || !in[5]) return st;
+    (void)n_in;
+    oar_tensor *bn[6];
+    bn_inputs(in, bn);
+    oar_status st = oar_opdef_batch_norm.infer(bn, 6, a, out, n_out);
+    if (st != OAR_OK || !in[5]) return st;
     return same_as_input("batch_norm_act", "residual", in[0], in[5]);
 }
 
 static oar_status bn_act_ref(const oar_kctx *ctx, oar_tensor *const *in, int n_in, oar_tensor *const *out, int n_out,
                              const oar_attr *a) {
     (void)n_in;
-    oar_status st = oar_opdef_batch_norm.reference(ctx, in, 5, out, n_out, a);
+    oar_tensor *bn[6];
+    bn_inputs(in, bn);
+    oar_status st = oar_opdef_batch_norm.reference(ctx, bn, 6, out, n_out, a);
     if (st != OAR_OK) return st;
     oar_tensor *y = out[0], *r = in[5] ? (in[5]->contiguous ? oar_retain(in[5]) : oar_tensor_contiguous_copy(in[5])) : NULL;
     if (in[5] && !r) return OAR_ERR_OOM;
@@ -69,10 +80,10 @@ static oar_status bn_act_grad(oar_grad_ctx *g) {
 }
 
 const oar_op_def oar_opdef_batch_norm_act = {
-    .name = "batch_norm_act", .n_inputs = 6, .n_outputs = 3, .n_visible = 1, .n_attrs = 3,
+    .name = "batch_norm_act", .n_inputs = 7, .n_outputs = 3, .n_visible = 1, .n_attrs = 3,
     .attrs = {{"training", OAR_ATTR_INT}, {"momentum", OAR_ATTR_FLOAT}, {"eps", OAR_ATTR_FLOAT}},
-    .flags = OAR_OPF_STRIDED | OAR_OPF_AMP_DENY, .ref_dtypes = OAR_FLOAT_DTYPES, .optional_inputs = 0x3E,
-    .unsaved_inputs = 0x18, /* running stats: updated in place, never read by the rule */
+    .flags = OAR_OPF_STRIDED | OAR_OPF_AMP_DENY, .ref_dtypes = OAR_FLOAT_DTYPES, .optional_inputs = 0x7E,
+    .unsaved_inputs = 0x58, /* running stats (updated in place) and the counter: never read by the rule */
     .mutated_inputs = 0x18,
     .infer = bn_act_infer, .reference = bn_act_ref, .grad = bn_act_grad,
 };

@@ -4,6 +4,8 @@
  * backward gradients also reach the hidden statistics, and the rules account for them. */
 #include "ops/op.h"
 
+#include "ops/batch_norm_factor.h"
+
 #include <math.h>
 #include <string.h>
 
@@ -282,11 +284,14 @@ oar_tensor *oar_group_norm(oar_tensor *x, int64_t groups, oar_tensor *weight, oa
     return oar_op_call1(OAR_OP_group_norm, in, 3, a);
 }
 
-/* ---- batch_norm(x [N, C, ...], weight?, bias?, running_mean?, running_var?; training, momentum,
- * eps) -> y [, mean, invstd [C]]. Training normalizes with the batch mean and biased variance
- * and updates the running statistics in place (unbiased variance, like torch); inference
- * normalizes with the running statistics, which the hidden outputs then carry. The op is
- * STRIDED so the running statistics are updated where they live, never in a copy. */
+/* ---- batch_norm(x [N, C, ...], weight?, bias?, running_mean?, running_var?,
+ * num_batches_tracked?; training, momentum, eps) -> y [, mean, invstd [C]]. Training normalizes
+ * with the batch mean and biased variance and updates the running statistics in place
+ * (unbiased variance, like torch); inference normalizes with the running statistics, which the
+ * hidden outputs then carry. A negative momentum with num_batches_tracked (an integer scalar,
+ * only read) blends with 1 / (count + 1) instead: torch's cumulative average (momentum=None),
+ * read at run time so compiled steps follow the count. The op is STRIDED so the running
+ * statistics are updated where they live, never in a copy. */
 
 static oar_status check_running(const oar_tensor *x, const oar_tensor *r, const char *what) {
     if (!r) return OAR_OK;
@@ -296,6 +301,25 @@ static oar_status check_running(const oar_tensor *x, const oar_tensor *r, const 
     if (r->requires_grad && oar_grad_enabled())
         return oar_error(OAR_ERR_INVALID_ARG, "batch_norm: %s requires grad, but running statistics are not "
                                               "differentiable; pass a tensor that does not (see oar_detach)", what);
+    return OAR_OK;
+}
+
+/* num_batches_tracked: an integer scalar, given exactly when a negative momentum asks for the
+ * cumulative average (needed then only when running statistics are updated). */
+static oar_status check_counter(const oar_tensor *n, double momentum, bool updates) {
+    if (n && (n->numel != 1 || !(OAR_INT_DTYPES & OAR_DTYPE_BIT(n->dtype)))) {
+        char s[128];
+        oar_format_shape(n->shape, n->ndim, s, sizeof s);
+        return oar_error(OAR_ERR_DTYPE, "batch_norm: expected num_batches_tracked to be an integer scalar, got %s%s",
+                         oar_dtype_name(n->dtype), s);
+    }
+    if (n && !(momentum < 0))
+        return oar_error(OAR_ERR_INVALID_ARG, "batch_norm: expected num_batches_tracked only with a negative momentum "
+                                              "(cumulative average), got momentum %g; pass NULL instead", momentum);
+    if (!n && momentum < 0 && updates)
+        return oar_error(OAR_ERR_INVALID_ARG, "batch_norm: expected num_batches_tracked with a negative momentum "
+                                              "(cumulative average) in training, got none; pass it or a momentum "
+                                              "in [0, 1]");
     return OAR_OK;
 }
 
@@ -317,6 +341,7 @@ static oar_status batch_norm_infer(oar_tensor *const *in, int n_in, const oar_at
     if ((st = check_running(x, in[3], "running_mean")) != OAR_OK) return st;
     if ((st = check_running(x, in[4], "running_var")) != OAR_OK) return st;
     bool training = a[0].i != 0;
+    if ((st = check_counter(in[5], a[1].f, training && in[3])) != OAR_OK) return st;
     if (!training && !in[3])
         return oar_error(OAR_ERR_INVALID_ARG, "batch_norm: expected running_mean and running_var in inference "
                                               "(training = false), got none; pass them or use training mode");
@@ -339,9 +364,10 @@ static oar_tensor *dense(oar_tensor *t) {
 }
 
 static oar_status batch_norm_compute(const oar_tensor *x, const oar_tensor *w, const oar_tensor *b,
-                                     oar_tensor *rmean, oar_tensor *rvar, oar_tensor *const *out, const oar_attr *a) {
+                                     oar_tensor *rmean, oar_tensor *rvar, const oar_tensor *counter,
+                                     oar_tensor *const *out, const oar_attr *a) {
     const bool training = a[0].i != 0;
-    const double momentum = a[1].f, eps = a[2].f;
+    const double momentum = oar_batch_norm_factor(a[1].f, counter), eps = a[2].f;
     const int64_t n = x->shape[0], c = x->shape[1], s = prod(x->shape, 2, x->ndim), cnt = n * s;
     const oar_dtype_traits *tr = &oar_dtypes[x->dtype];
     const int64_t es = (int64_t)tr->size;
@@ -400,7 +426,7 @@ static oar_status batch_norm_ref(const oar_kctx *ctx, oar_tensor *const *in, int
     (void)ctx; (void)n_in; (void)n_out;
     oar_tensor *x = dense(in[0]), *w = dense(in[1]), *b = dense(in[2]);
     oar_status st = (!x || (in[1] && !w) || (in[2] && !b)) ? OAR_ERR_OOM
-                                                           : batch_norm_compute(x, w, b, in[3], in[4], out, a);
+                                                           : batch_norm_compute(x, w, b, in[3], in[4], in[5], out, a);
     oar_tensor_unref(x);
     oar_tensor_unref(w);
     oar_tensor_unref(b);
@@ -444,17 +470,23 @@ static oar_status batch_norm_grad(oar_grad_ctx *g) {
 }
 
 const oar_op_def oar_opdef_batch_norm = {
-    .name = "batch_norm", .n_inputs = 5, .n_outputs = 3, .n_visible = 1, .n_attrs = 3,
+    .name = "batch_norm", .n_inputs = 6, .n_outputs = 3, .n_visible = 1, .n_attrs = 3,
     .attrs = {{"training", OAR_ATTR_INT}, {"momentum", OAR_ATTR_FLOAT}, {"eps", OAR_ATTR_FLOAT}},
-    .flags = OAR_OPF_STRIDED | OAR_OPF_AMP_DENY, .ref_dtypes = OAR_FLOAT_DTYPES, .optional_inputs = 0x1E,
-    .unsaved_inputs = 0x18, /* running stats: updated in place, never read by the rule */
+    .flags = OAR_OPF_STRIDED | OAR_OPF_AMP_DENY, .ref_dtypes = OAR_FLOAT_DTYPES, .optional_inputs = 0x3E,
+    .unsaved_inputs = 0x38, /* running stats (updated in place) and the counter: never read by the rule */
     .mutated_inputs = 0x18,
     .infer = batch_norm_infer, .reference = batch_norm_ref, .grad = batch_norm_grad,
 };
 
+oar_tensor *oar_batch_norm_counted(oar_tensor *x, oar_tensor *weight, oar_tensor *bias, oar_tensor *running_mean,
+                                   oar_tensor *running_var, oar_tensor *num_batches_tracked, bool training,
+                                   double momentum, double eps) {
+    oar_attr a[3] = {oar_attr_int(training), oar_attr_float(momentum), oar_attr_float(eps)};
+    oar_tensor *in[6] = {x, weight, bias, running_mean, running_var, num_batches_tracked};
+    return oar_op_call1(OAR_OP_batch_norm, in, 6, a);
+}
+
 oar_tensor *oar_batch_norm(oar_tensor *x, oar_tensor *weight, oar_tensor *bias, oar_tensor *running_mean,
                            oar_tensor *running_var, bool training, double momentum, double eps) {
-    oar_attr a[3] = {oar_attr_int(training), oar_attr_float(momentum), oar_attr_float(eps)};
-    oar_tensor *in[5] = {x, weight, bias, running_mean, running_var};
-    return oar_op_call1(OAR_OP_batch_norm, in, 5, a);
+    return oar_batch_norm_counted(x, weight, bias, running_mean, running_var, NULL, training, momentum, eps);
 }

@@ -3,8 +3,11 @@
  * statistics are fixed to f32 so the f64 gradient pass does not treat them as differentiable. */
 #include "sweep.h"
 
+#include "ops/batch_norm_factor.h"
+
 #define BN_TRAIN "training=1 momentum=0.1 eps=1e-5"
 #define BN_EVAL "training=0 momentum=0.1 eps=1e-5"
+#define BN_CMA "training=1 momentum=-1 eps=1e-5" /* cumulative average: factor 1 / (counter + 1) */
 
 const sweep_case sweep_cases_nn[] = {
     /* softmax / log_softmax */
@@ -100,23 +103,28 @@ const sweep_case sweep_cases_nn[] = {
     {"group_norm", "n:0x4x3;n:4;n:4", "groups=2 eps=1e-5"},
     {"group_norm", "n:4x32x7x7;n:32;n:32", "groups=8 eps=1e-5", SWEEP_NO_GRAD},
     /* batch_norm, training: batch statistics, running statistics updated in place */
-    {"batch_norm", "n:4x3;n:3;n:3;nf32:3;pf32:3", BN_TRAIN},
-    {"batch_norm", "n:2x3x4;n:3;n:3;nf32:3;pf32:3", BN_TRAIN},
-    {"batch_norm", "n:2x3x2x2;none;none;none;none", BN_TRAIN},
-    {"batch_norm", "n:2x3x2x2;n:3;none;nf32:3;pf32:3", "training=1 momentum=0.5 eps=1e-3"},
-    {"batch_norm", "n:3x2x1;none;n:2;nf32:2;pf32:2", BN_TRAIN},
-    {"batch_norm", "n:0x3x2;n:3;n:3;nf32:3;pf32:3", BN_TRAIN},
+    {"batch_norm", "n:4x3;n:3;n:3;nf32:3;pf32:3;none", BN_TRAIN},
+    {"batch_norm", "n:2x3x4;n:3;n:3;nf32:3;pf32:3;none", BN_TRAIN},
+    {"batch_norm", "n:2x3x2x2;none;none;none;none;none", BN_TRAIN},
+    {"batch_norm", "n:2x3x2x2;n:3;none;nf32:3;pf32:3;none", "training=1 momentum=0.5 eps=1e-3"},
+    {"batch_norm", "n:3x2x1;none;n:2;nf32:2;pf32:2;none", BN_TRAIN},
+    {"batch_norm", "n:0x3x2;n:3;n:3;nf32:3;pf32:3;none", BN_TRAIN},
+    /* batch_norm, cumulative average (torch's momentum=None): the counter gives the factor */
+    {"batch_norm", "n:4x3;n:3;n:3;nf32:3;pf32:3;i0_20:", BN_CMA},
+    {"batch_norm", "n:2x3x4;none;n:3;nf32:3;pf32:3;i0_5i32:", BN_CMA},
+    {"batch_norm", "n:4x16x50;n:16;n:16;nf32:16;pf32:16;i3_9:", BN_CMA, SWEEP_NO_GRAD},
+    {"batch_norm", "n:2x3x4;n:3;n:3;nf32:3;pf32:3;i0_20:", "training=0 momentum=-1 eps=1e-5"},
     /* batch_norm, inference: running statistics normalize */
-    {"batch_norm", "n:2x3x4;n:3;n:3;nf32:3;pf32:3", BN_EVAL},
-    {"batch_norm", "n:2x3x2x2;none;none;nf32:3;pf32:3", BN_EVAL},
-    {"batch_norm", "n:1x4;n:4;none;nf32:4;pf32:4", BN_EVAL},
-    {"batch_norm", "n:1x3x5;n:3;n:3;n:3;p:3", BN_EVAL, SWEEP_NO_GRAD},
+    {"batch_norm", "n:2x3x4;n:3;n:3;nf32:3;pf32:3;none", BN_EVAL},
+    {"batch_norm", "n:2x3x2x2;none;none;nf32:3;pf32:3;none", BN_EVAL},
+    {"batch_norm", "n:1x4;n:4;none;nf32:4;pf32:4;none", BN_EVAL},
+    {"batch_norm", "n:1x3x5;n:3;n:3;n:3;p:3;none", BN_EVAL, SWEEP_NO_GRAD},
     /* vectorized paths */
-    {"batch_norm", "n:4x16x50;n:16;n:16;nf32:16;pf32:16", BN_TRAIN, SWEEP_NO_GRAD},
-    {"batch_norm", "n:4x16x50;n:16;n:16;nf32:16;pf32:16", BN_EVAL, SWEEP_NO_GRAD},
-    {"batch_norm", "n:64x37;none;n:37;nf32:37;pf32:37", BN_TRAIN, SWEEP_NO_GRAD},
-    {"batch_norm", "n:64x37;n:37;none;nf32:37;pf32:37", BN_EVAL, SWEEP_NO_GRAD},
-    {"batch_norm", "n:3x5x3x7;n:5;n:5;none;none", BN_TRAIN, SWEEP_NO_GRAD},
+    {"batch_norm", "n:4x16x50;n:16;n:16;nf32:16;pf32:16;none", BN_TRAIN, SWEEP_NO_GRAD},
+    {"batch_norm", "n:4x16x50;n:16;n:16;nf32:16;pf32:16;none", BN_EVAL, SWEEP_NO_GRAD},
+    {"batch_norm", "n:64x37;none;n:37;nf32:37;pf32:37;none", BN_TRAIN, SWEEP_NO_GRAD},
+    {"batch_norm", "n:64x37;n:37;none;nf32:37;pf32:37;none", BN_EVAL, SWEEP_NO_GRAD},
+    {"batch_norm", "n:3x5x3x7;n:5;n:5;none;none;none", BN_TRAIN, SWEEP_NO_GRAD},
     {0},
 };
 
@@ -153,6 +161,17 @@ static bool bad_bn_stats_grad(void) {
     oar_set_requires_grad(rm, true);
     return oar_batch_norm(f32(4, 3, 2), NULL, NULL, rm, f32(3, 0, 1), true, 0.1, 1e-5) != NULL;
 }
+static bool bad_bn_counter(oar_tensor *counter, double momentum) {
+    return oar_batch_norm_counted(f32(4, 3, 2), NULL, NULL, f32(3, 0, 1), f32(3, 0, 1), counter, true, momentum,
+                                  1e-5) != NULL;
+}
+static bool bad_bn_counter_float(void) { return bad_bn_counter(oar_zeros(NULL, 0, OAR_F32), -1); }
+static bool bad_bn_counter_vector(void) {
+    int64_t v[2] = {1, 2};
+    return bad_bn_counter(idx(v, 2), -1);
+}
+static bool bad_bn_counter_momentum(void) { return bad_bn_counter(oar_zeros(NULL, 0, OAR_I64), 0.1); }
+static bool bad_bn_no_counter(void) { return bad_bn_counter(NULL, -1); }
 static bool bad_softmax_dim(void) { return oar_softmax(f32(2, 3, 2), 2) != NULL; }
 static bool bad_log_softmax_int(void) {
     int64_t v[2] = {1, 2};
@@ -215,6 +234,14 @@ const sweep_bad sweep_bad_nn[] = {
     {"batch_norm with running_mean only", bad_bn_half_stats, "got only running_mean"},
     {"batch_norm running stats of the wrong shape", bad_bn_stats_shape, "expected running_mean of shape [3], got [4]"},
     {"batch_norm running stats requiring grad", bad_bn_stats_grad, "running statistics are not differentiable"},
+    {"batch_norm with a float counter", bad_bn_counter_float,
+     "batch_norm: expected num_batches_tracked to be an integer scalar, got f32[]"},
+    {"batch_norm with a counter of 2 values", bad_bn_counter_vector,
+     "batch_norm: expected num_batches_tracked to be an integer scalar, got i64[2]"},
+    {"batch_norm with a counter and a momentum", bad_bn_counter_momentum,
+     "batch_norm: expected num_batches_tracked only with a negative momentum"},
+    {"batch_norm with a negative momentum and no counter", bad_bn_no_counter,
+     "batch_norm: expected num_batches_tracked with a negative momentum"},
     {"softmax over a dim that does not exist", bad_softmax_dim, "softmax: expected dim in [-2, 1]"},
     {"log_softmax of integers", bad_log_softmax_int, "log_softmax: expected the input to have a floating dtype"},
     {"softmax_backward with the output of another shape", bad_softmax_backward_shape,

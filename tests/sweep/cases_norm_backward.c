@@ -23,13 +23,16 @@ const sweep_case sweep_cases_norm_backward[] = {
     {"batch_norm_backward", "n:3x70x13;n:3x70x13;n:70;n:70;p:70", "", SWEEP_NO_GRAD},
     /* the fused forms fuse_bn_act makes (fused_bn_act.c): relu kinks are met with probability 0
      * at random points, so finite differences apply */
-    {"batch_norm_act", "n:4x3;n:3;n:3;nf32:3;pf32:3;none", "training=1 momentum=0.1 eps=1e-5"},
-    {"batch_norm_act", "n:2x3x4;n:3;n:3;nf32:3;pf32:3;n:2x3x4", "training=1 momentum=0.1 eps=1e-5"},
-    {"batch_norm_act", "n:2x3x2x2;none;none;none;none;n:2x3x2x2", "training=1 momentum=0.5 eps=1e-3"},
-    {"batch_norm_act", "n:2x3x4;n:3;n:3;nf32:3;pf32:3;n:2x3x4", "training=0 momentum=0.1 eps=1e-5"},
-    {"batch_norm_act", "n:8x16x9x9;n:16;n:16;nf32:16;pf32:16;n:8x16x9x9", "training=1 momentum=0.1 eps=1e-5",
+    {"batch_norm_act", "n:4x3;n:3;n:3;nf32:3;pf32:3;none;none", "training=1 momentum=0.1 eps=1e-5"},
+    {"batch_norm_act", "n:2x3x4;n:3;n:3;nf32:3;pf32:3;n:2x3x4;none", "training=1 momentum=0.1 eps=1e-5"},
+    {"batch_norm_act", "n:2x3x2x2;none;none;none;none;n:2x3x2x2;none", "training=1 momentum=0.5 eps=1e-3"},
+    {"batch_norm_act", "n:2x3x4;n:3;n:3;nf32:3;pf32:3;n:2x3x4;none", "training=0 momentum=0.1 eps=1e-5"},
+    {"batch_norm_act", "n:8x16x9x9;n:16;n:16;nf32:16;pf32:16;n:8x16x9x9;none", "training=1 momentum=0.1 eps=1e-5",
      SWEEP_NO_GRAD},
-    {"batch_norm_act", "n:33x10;n:10;n:10;nf32:10;pf32:10;none", "training=1 momentum=0.1 eps=1e-5", SWEEP_NO_GRAD},
+    {"batch_norm_act", "n:33x10;n:10;n:10;nf32:10;pf32:10;none;none", "training=1 momentum=0.1 eps=1e-5", SWEEP_NO_GRAD},
+    {"batch_norm_act", "n:2x3x4;n:3;n:3;nf32:3;pf32:3;n:2x3x4;i0_20:", "training=1 momentum=-1 eps=1e-5"},
+    {"batch_norm_act", "n:8x16x9x9;n:16;n:16;nf32:16;pf32:16;none;i2_7:", "training=1 momentum=-1 eps=1e-5",
+     SWEEP_NO_GRAD},
     {"batch_norm_act_backward", "n:3x4;n:3x4;n:4;n:4;p:4;n:3x4", "masked_out=0"},
     {"batch_norm_act_backward", "n:2x3x5;n:2x3x5;none;n:3;p:3;n:2x3x5", "masked_out=1"},
     {"batch_norm_act_backward", "n:8x16x32x32;n:8x16x32x32;n:16;n:16;p:16;n:8x16x32x32", "masked_out=1",
@@ -57,9 +60,14 @@ static bool bn_backward(oar_tensor *g, oar_tensor *x, oar_tensor *w, oar_tensor 
     return oar_op_call1(OAR_OP_batch_norm_backward, in, 5, NULL) != NULL;
 }
 static bool bn_act_bad_residual(void) {
-    oar_tensor *in[6] = {z(3, 5, OAR_F32), NULL, NULL, NULL, NULL, z(3, 4, OAR_F32)};
+    oar_tensor *in[7] = {z(3, 5, OAR_F32), NULL, NULL, NULL, NULL, z(3, 4, OAR_F32), NULL};
     oar_attr a[3] = {oar_attr_int(1), oar_attr_float(0.1), oar_attr_float(1e-5)};
-    return oar_op_call1(OAR_OP_batch_norm_act, in, 6, a) != NULL;
+    return oar_op_call1(OAR_OP_batch_norm_act, in, 7, a) != NULL;
+}
+static bool bn_act_bad_counter(void) {
+    oar_tensor *in[7] = {z(3, 5, OAR_F32), NULL, NULL, z(5, 0, OAR_F32), z(5, 0, OAR_F32), NULL, z(5, 0, OAR_F32)};
+    oar_attr a[3] = {oar_attr_int(1), oar_attr_float(-1), oar_attr_float(1e-5)};
+    return oar_op_call1(OAR_OP_batch_norm_act, in, 7, a) != NULL;
 }
 static bool bn_act_bad_y(void) {
     oar_tensor *in[6] = {z(3, 5, OAR_F32), z(3, 5, OAR_F32), NULL, z(5, 0, OAR_F32), z(5, 0, OAR_F32), z(3, 5, OAR_F64)};
@@ -86,6 +94,8 @@ const sweep_bad sweep_bad_norm_backward[] = {
      "batch_norm_backward: expected rstd f32[5] (one value per channel, the input's dtype), got f32[3]"},
     {"batch_norm_backward with a weight of another dtype", bn_bad_weight,
      "batch_norm_backward: expected weight f32[5] (one value per channel, the input's dtype), got f64[5]"},
+    {"batch_norm_act with a float counter", bn_act_bad_counter,
+     "batch_norm: expected num_batches_tracked to be an integer scalar, got f32[5]"},
     {"batch_norm_act with a residual of another shape", bn_act_bad_residual,
      "batch_norm_act: expected residual f32[3, 5] (the input's dtype and shape), got f32[3, 4]"},
     {"batch_norm_act_backward with y of another dtype", bn_act_bad_y,

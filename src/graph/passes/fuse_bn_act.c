@@ -1,15 +1,16 @@
 /* fuse_bn_act: ResNet's batch norm + (residual add +) relu as one node, forward and backward.
  *
  * Forward, in the main block, f32:
- *     y = batch_norm(x, w, b, rm, rv)         ->  r, mean, rstd = batch_norm_act(x, w, b, rm, rv,
- *    [z = add(y, other)]  (either order)                                         other?)
+ *     y = batch_norm(x, w, b, rm, rv, n?)     ->  r, mean, rstd = batch_norm_act(x, w, b, rm, rv,
+ *    [z = add(y, other)]  (either order)                                         other?, n?)
  *     r = relu(z or y)
  * where y (and z) have no reader but the next node of the chain, except that the pre-relu
  * value may be read by relu_backward nodes as their second input: relu_backward(g, z) =
  * z > 0 ? g : 0 equals relu_backward(g, relu(z)) in every case (relu keeps NaN, which fails
  * > 0 either way, and maps z <= 0 to +-0), so those readers switch to r. The fused node takes
  * the relu's place; batch_norm moves down to it, which is sound when nothing in between
- * writes x, w, b or other, touches the running statistics, or reads mean and rstd.
+ * writes x, w, b or other, touches the running statistics or the counter (momentum=None's
+ * increment right after batch_norm keeps such a pair unfused), or reads mean and rstd.
  *
  * Backward (the traced training step), once the forward is fused:
  *     gz = relu_backward(g, r)                ->  dx, dw, db, gz' = batch_norm_act_backward(
@@ -136,14 +137,14 @@ static int fuse_forward(bna_ctx *c, int i) {
     const int lpos = c->pos[l - p->nodes];
     for (int k = 0; k < 3; k++)
         if (touched_between(c, l->in[k], lpos, i, false)) return 0;
-    for (int k = 3; k < 5; k++)
-        if (touched_between(c, l->in[k], lpos, i, true)) return 0;
+    for (int k = 3; k < 6; k++) /* the running statistics and the counter (read for the factor) */
+        if (k < l->n_in && touched_between(c, l->in[k], lpos, i, true)) return 0;
     if (d && touched_between(c, other, c->pos[d - p->nodes], i, false)) return 0;
     if (!read_only_after(c, l->out[1], i) || !read_only_after(c, l->out[2], i)) return 0;
-    int in[6] = {l->in[0], l->in[1], l->in[2], l->in[3], l->in[4], other}, out[3];
+    int in[7] = {l->in[0], l->in[1], l->in[2], l->in[3], l->in[4], other, l->in[5]}, out[3];
     oar_attr attrs[3] = {l->attrs[0], l->attrs[1], l->attrs[2]};
     const int r_old = a->out[0], mean_old = l->out[1], rstd_old = l->out[2];
-    int id = oar_pass_insert_node(p, OAR_MAIN_BLOCK, i, OAR_OP_batch_norm_act, in, 6, attrs, out);
+    int id = oar_pass_insert_node(p, OAR_MAIN_BLOCK, i, OAR_OP_batch_norm_act, in, 7, attrs, out);
     if (id < 0) return -1;
     a = &p->nodes[aid]; /* the node array may have moved */
     l = &p->nodes[p->values[mean_old].node];

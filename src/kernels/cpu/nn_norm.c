@@ -5,6 +5,7 @@
  * and the work is split over rows, groups, channels or planes. */
 #include "kernels/cpu/nn_kernels.h"
 #include "kernels/cpu/nn_simd.h"
+#include "ops/batch_norm_factor.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -245,15 +246,15 @@ static NN_AVX2 void bn_apply_rows(void *ctx, int64_t begin, int64_t end) {
     }
 }
 
-/* batch_norm, and batch_norm_act when res or relu is set */
+/* batch_norm, and batch_norm_act when res or relu is set; counter: num_batches_tracked or NULL */
 static oar_status bn_forward(oar_tensor *const *in, oar_tensor *const *out, const oar_attr *a, const float *res,
-                             bool relu) {
+                             bool relu, const oar_tensor *counter) {
     const oar_tensor *x = in[0];
     const float *w = in[1] ? (const float *)oar_tensor_ptr(in[1]) : NULL;
     const float *b = in[2] ? (const float *)oar_tensor_ptr(in[2]) : NULL;
     float *rm = in[3] ? (float *)oar_tensor_ptr(in[3]) : NULL, *rv = in[4] ? (float *)oar_tensor_ptr(in[4]) : NULL;
     const bool training = a[0].i != 0;
-    const double momentum = a[1].f, eps = a[2].f;
+    const double momentum = oar_batch_norm_factor(a[1].f, counter), eps = a[2].f;
     const int64_t n = x->shape[0], c = x->shape[1];
     int64_t s = 1;
     for (int d = 2; d < x->ndim; d++) s *= x->shape[d];
@@ -302,14 +303,15 @@ static oar_status bn_forward(oar_tensor *const *in, oar_tensor *const *out, cons
 static oar_status batch_norm_avx2(const oar_kctx *ctx, oar_tensor *const *in, int n_in, oar_tensor *const *out,
                                   int n_out, const oar_attr *a) {
     (void)ctx; (void)n_in; (void)n_out;
-    return bn_forward(in, out, a, NULL, false);
+    return bn_forward(in, out, a, NULL, false, in[5]);
 }
 
-/* batch_norm_act(x, weight, bias, running_mean, running_var, residual; training, momentum, eps) */
+/* batch_norm_act(x, weight, bias, running_mean, running_var, residual, num_batches_tracked;
+ * training, momentum, eps) */
 static oar_status batch_norm_act_avx2(const oar_kctx *ctx, oar_tensor *const *in, int n_in, oar_tensor *const *out,
                                       int n_out, const oar_attr *a) {
     (void)ctx; (void)n_in; (void)n_out;
-    return bn_forward(in, out, a, in[5] ? (const float *)oar_tensor_ptr(in[5]) : NULL, true);
+    return bn_forward(in, out, a, in[5] ? (const float *)oar_tensor_ptr(in[5]) : NULL, true, in[6]);
 }
 
 /* ---- selection */
@@ -327,6 +329,12 @@ bool oar_nn_dense_f32_ok(oar_tensor *const *in, int n_in, oar_tensor *const *out
     return true;
 }
 
+/* batch_norm and batch_norm_act: dense f32 tensors, and the integer counter (last input, a
+ * scalar the kernel only reads) as it comes. */
+static bool bn_dense_f32_ok(oar_tensor *const *in, int n_in, oar_tensor *const *out, int n_out, const oar_attr *a) {
+    return oar_nn_dense_f32_ok(in, n_in - 1, out, n_out, a);
+}
+
 #endif
 
 void oar_cpu_nn_register_norm(void) {
@@ -337,7 +345,7 @@ void oar_cpu_nn_register_norm(void) {
     e.fn = group_norm_avx2;
     oar_register_kernel(OAR_OP_group_norm, e);
     e.fn = batch_norm_avx2;
-    e.supports = oar_nn_dense_f32_ok;
+    e.supports = bn_dense_f32_ok;
     oar_register_kernel(OAR_OP_batch_norm, e);
     e.fn = batch_norm_act_avx2;
     oar_register_kernel(OAR_OP_batch_norm_act, e);
