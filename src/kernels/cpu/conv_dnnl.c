@@ -314,14 +314,14 @@ static bool key_make(dkey *k, dk_kind kind, bool bias, const int64_t *xs, const 
     return true;
 }
 
-/* A call split over the batch: parts of q or q + 1 images (the first r parts are longer),
+/* A call split over the batch (oar_dnnl_split_batch),
  * each with the primitive for its batch size (p[1] is NULL when all parts are equal). */
 #define MAX_PARTS 64
 
 typedef struct dplan {
     dk_kind kind;
     dprim *p[2];
-    int64_t parts, q, r;
+    oar_dnnl_split split;
 } dplan;
 
 static void plan_release(dplan *pl) {
@@ -361,16 +361,10 @@ static bool plan_make(dplan *pl, dk_kind kind, oar_tensor *const *in, oar_tensor
         k.relu = !strcmp(a[4].s, "relu");
         if (!k.relu && strcmp(a[4].s, "none") != 0) return false;
     }
-    int64_t n = k.x[0], nt = oar_get_num_threads();
-    if (nt > MAX_PARTS) nt = MAX_PARTS;
-#ifndef OAR_HAVE_OPENMP
-    nt = 1; /* no way to keep oneDNN's own threads out: do not add ours */
-#endif
-    pl->parts = nt < n ? nt : n;
-    pl->q = n / pl->parts, pl->r = n % pl->parts;
+    pl->split = oar_dnnl_split_batch(k.x[0], MAX_PARTS);
     oar_dnnl_one_omp_thread(); /* oneDNN sizes its work split at creation */
-    for (int i = 0; i < (pl->r ? 2 : 1); i++) {
-        k.x[0] = k.y[0] = pl->q + (pl->r ? 1 - i : 0);
+    for (int i = 0; i < (pl->split.r ? 2 : 1); i++) {
+        k.x[0] = k.y[0] = pl->split.q + (pl->split.r ? 1 - i : 0);
         dprim *p = dprim_get(&k);
         if (p && !p->prim) dprim_put(p), p = NULL;
         if (!p) {
@@ -382,13 +376,9 @@ static bool plan_make(dplan *pl, dk_kind kind, oar_tensor *const *in, oar_tensor
     return true;
 }
 
-static oar_status dnnl_fail(const char *op, dnnl_status_t st) {
-    return oar_error(OAR_ERR_INTERNAL, "%s: oneDNN failed with status %d", op, (int)st);
-}
-
 static oar_status run_prim(const char *op, dnnl_primitive_t prim, dnnl_stream_t s, int n, dnnl_exec_arg_t *args) {
     dnnl_status_t st = dnnl_primitive_execute(prim, s, n, args);
-    return st == dnnl_success ? OAR_OK : dnnl_fail(op, st);
+    return st == dnnl_success ? OAR_OK : oar_dnnl_fail(op, st);
 }
 
 /* The weights w in p's layout with a reference for the caller (packed_put), reordering them
@@ -422,8 +412,8 @@ static dpacked *packed_get(const char *op, dprim *p, const oar_tensor *w, oar_st
     if (ds == dnnl_success) ds = dnnl_memory_create(&to, &p->op[1].want, oar_dnnl_engine(), k->data);
     *rc = ds == dnnl_success ? run_prim(op, p->op[1].reorder, strm, 2,
                                         (dnnl_exec_arg_t[]){{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}})
-                             : dnnl_fail(op, ds);
-    if (*rc == OAR_OK && (ds = dnnl_stream_wait(strm)) != dnnl_success) *rc = dnnl_fail(op, ds);
+                             : oar_dnnl_fail(op, ds);
+    if (*rc == OAR_OK && (ds = dnnl_stream_wait(strm)) != dnnl_success) *rc = oar_dnnl_fail(op, ds);
     if (from) dnnl_memory_destroy(from);
     if (to) dnnl_memory_destroy(to);
     if (strm) dnnl_stream_destroy(strm);
@@ -472,7 +462,7 @@ static oar_status execute(const char *op, dprim *p, void *const bufs[3], void *b
     }
     if (p->scratch && st == dnnl_success && rc == OAR_OK) st = dnnl_memory_create(&mem[SCRATCH], &smd, oar_dnnl_engine(), tmp[3]);
     if (bias && st == dnnl_success && rc == OAR_OK) st = dnnl_memory_create(&mem[BIAS], &p->md_b, oar_dnnl_engine(), bias);
-    if (st != dnnl_success && rc == OAR_OK) rc = dnnl_fail(op, st);
+    if (st != dnnl_success && rc == OAR_OK) rc = oar_dnnl_fail(op, st);
     int out = k_out[p->key.kind];
     dnnl_memory_t res_mem = NULL;
     if (rc == OAR_OK && p->key.sum) { /* the sum post-op adds what the output holds: the residual */
@@ -480,7 +470,7 @@ static oar_status execute(const char *op, dprim *p, void *const bufs[3], void *b
             st = dnnl_memory_create(&res_mem, &p->op[2].plain, oar_dnnl_engine(), res);
             rc = st == dnnl_success ? run_prim(op, p->res_reorder, strm, 2,
                                                (dnnl_exec_arg_t[]){{DNNL_ARG_FROM, res_mem}, {DNNL_ARG_TO, mem[5 + 2]}})
-                                    : dnnl_fail(op, st);
+                                    : oar_dnnl_fail(op, st);
         } else if (res != bufs[2]) {
             memcpy(bufs[2], res, dnnl_memory_desc_get_size(&p->op[2].plain));
         }
@@ -500,7 +490,7 @@ static oar_status execute(const char *op, dprim *p, void *const bufs[3], void *b
     if (rc == OAR_OK && p->op[out].reorder && !p->op[out].chan)
         rc = run_prim(op, p->op[out].reorder, strm, 2,
                       (dnnl_exec_arg_t[]){{DNNL_ARG_FROM, mem[5 + out]}, {DNNL_ARG_TO, mem[out]}});
-    if (rc == OAR_OK && (st = dnnl_stream_wait(strm)) != dnnl_success) rc = dnnl_fail(op, st);
+    if (rc == OAR_OK && (st = dnnl_stream_wait(strm)) != dnnl_success) rc = oar_dnnl_fail(op, st);
     if (rc == OAR_OK && p->op[out].chan) oar_chan_to_plain(&p->op[out].lay, tmp[out], bufs[out]); /* after the wait */
     for (int i = 0; i < N_MEM; i++)
         if (mem[i]) dnnl_memory_destroy(mem[i]);
@@ -528,10 +518,10 @@ static void run_parts(void *ctx, int64_t begin, int64_t end) {
     const dplan *pl = j->pl;
     oar_dnnl_one_omp_thread();
     for (int64_t i = begin; i < end; i++) {
-        int64_t n0 = i * pl->q + (i < pl->r ? i : pl->r);
-        dprim *p = pl->p[pl->r && i >= pl->r];
+        int64_t n0 = oar_dnnl_part_start(&pl->split, i);
+        dprim *p = pl->p[pl->split.r && i >= pl->split.r];
         void *w = pl->kind == DK_GRAD_WEIGHT && i > 0 ? (void *)(j->partial + (i - 1) * j->wn) : j->w;
-        dpacked *k = j->packed[pl->r && i >= pl->r];
+        dpacked *k = j->packed[pl->split.r && i >= pl->split.r];
         oar_status st = execute(j->op, p, (void *[3]){j->x + n0 * j->xb, w, j->y + n0 * j->yb}, j->bias,
                                 j->res ? j->res + n0 * j->yb : NULL, k ? k->data : NULL);
         j->st[i] = st;
@@ -546,16 +536,16 @@ static oar_status run_call(const char *op, dk_kind kind, oar_tensor *const *in, 
     djob j = {.op = op, .pl = &pl, .x = oar_tensor_ptr(x), .w = oar_tensor_ptr(w), .y = oar_tensor_ptr(y),
               .bias = bias ? oar_tensor_ptr(bias) : NULL, .res = fused && in[3] ? oar_tensor_ptr(in[3]) : NULL, .xb = (int64_t)sizeof(float) * (x->numel / x->shape[0]),
               .yb = (int64_t)sizeof(float) * (y->numel / y->shape[0]), .wn = w->numel};
-    size_t pbytes = kind == DK_GRAD_WEIGHT ? sizeof(float) * (size_t)((pl.parts - 1) * j.wn) : 0;
+    size_t pbytes = kind == DK_GRAD_WEIGHT ? sizeof(float) * (size_t)((pl.split.parts - 1) * j.wn) : 0;
     oar_status st = OAR_OK;
     if (pbytes && !(j.partial = oar_alloc(pbytes))) st = oar_error(OAR_ERR_OOM, "%s: out of memory", op);
     for (int i = 0; i < 2 && st == OAR_OK && kind == DK_FORWARD; i++)
         if (pl.p[i]) j.packed[i] = packed_get(op, pl.p[i], w, &st);
-    if (st == OAR_OK) oar_parallel_for(pl.parts, 1, run_parts, &j);
+    if (st == OAR_OK) oar_parallel_for(pl.split.parts, 1, run_parts, &j);
     for (int i = 0; i < 2; i++) packed_put(j.packed[i]);
-    for (int64_t i = 0; i < pl.parts && st == OAR_OK; i++) st = j.st[i];
+    for (int64_t i = 0; i < pl.split.parts && st == OAR_OK; i++) st = j.st[i];
     float *gw = (float *)j.w;
-    for (int64_t i = 1; st == OAR_OK && pbytes && i < pl.parts; i++) {
+    for (int64_t i = 1; st == OAR_OK && pbytes && i < pl.split.parts; i++) {
         const float *restrict src = j.partial + (i - 1) * j.wn;
         for (int64_t e = 0; e < j.wn; e++) gw[e] += src[e];
     }

@@ -1,5 +1,7 @@
-/* The shared oneDNN CPU engine and OpenMP setting (dnnl_engine.h). */
+/* The shared oneDNN engine, OpenMP setting, batch split and error (dnnl_engine.h). */
 #include "kernels/cpu/dnnl_engine.h"
+
+#include "kernels/cpu/cpu_kernels.h"
 
 #ifdef OAR_HAVE_ONEDNN
 #include <pthread.h>
@@ -29,5 +31,20 @@ void oar_dnnl_one_omp_thread(void) {
 #ifdef OAR_HAVE_OPENMP
     if (omp_get_max_threads() != 1) omp_set_num_threads(1);
 #endif
+}
+
+oar_dnnl_split oar_dnnl_split_batch(int64_t n, int64_t max_parts) {
+    int64_t nt = oar_get_num_threads();
+    if (nt > max_parts) nt = max_parts;
+#ifndef OAR_HAVE_OPENMP
+    nt = 1;
+#endif
+    oar_dnnl_split s = {.parts = nt < n ? nt : n};
+    s.q = n / s.parts, s.r = n % s.parts;
+    return s;
+}
+
+oar_status oar_dnnl_fail(const char *op, dnnl_status_t st) {
+    return oar_error(OAR_ERR_INTERNAL, "%s: oneDNN failed with status %d", op, (int)st);
 }
 #endif

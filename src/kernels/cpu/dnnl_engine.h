@@ -1,10 +1,14 @@
-/* What every oneDNN kernel (conv_dnnl.c, pool_dnnl.c) shares: the process's CPU engine and
- * the rule that oneDNN runs one OpenMP thread per call while oar's pool does the threading. */
+/* What every oneDNN kernel (conv_dnnl.c, pool_dnnl.c) shares: the process's CPU engine, the
+ * rule that oneDNN runs one OpenMP thread per call while oar's pool splits the batch, and how
+ * a failure is reported. */
 #ifndef OAR_DNNL_ENGINE_H
 #define OAR_DNNL_ENGINE_H
 
 #ifdef OAR_HAVE_ONEDNN
+#include "oar.h"
+
 #include <oneapi/dnnl/dnnl.h>
+#include <stdint.h>
 
 /* The CPU engine, made on first use; NULL when oneDNN could not make one (callers decline). */
 dnnl_engine_t oar_dnnl_engine(void);
@@ -12,6 +16,21 @@ dnnl_engine_t oar_dnnl_engine(void);
 /* Keeps this thread's OpenMP team at one thread (call on every thread that runs oneDNN, and
  * before creating a primitive: oneDNN sizes its work split at creation). */
 void oar_dnnl_one_omp_thread(void);
+
+/* A batch of n images split over oar's threads: parts of q or q + 1 images, the first r parts
+ * being the longer ones. At most max_parts parts, and one without OpenMP (oneDNN's own threads
+ * could not be kept out). */
+typedef struct oar_dnnl_split {
+    int64_t parts, q, r;
+} oar_dnnl_split;
+oar_dnnl_split oar_dnnl_split_batch(int64_t n, int64_t max_parts);
+/* The first image of part i. */
+static inline int64_t oar_dnnl_part_start(const oar_dnnl_split *s, int64_t i) {
+    return i * s->q + (i < s->r ? i : s->r);
+}
+
+/* OAR_ERR_INTERNAL naming op and oneDNN's status. */
+oar_status oar_dnnl_fail(const char *op, dnnl_status_t st);
 #endif
 
 #endif

@@ -122,11 +122,11 @@ static pprim *pprim_get(const pkey *k) {
     return p;
 }
 
-/* A call split over the batch: parts of q or q + 1 images (the first r parts are longer),
+/* A call split over the batch (oar_dnnl_split_batch),
  * each run by the primitive for its size (p[1] NULL when all parts are equal). */
 typedef struct pplan {
     pprim *p[2];
-    int64_t parts, q, r;
+    oar_dnnl_split split;
 } pplan;
 
 static void plan_release(pplan *pl) {
@@ -144,16 +144,10 @@ static bool plan_make(pplan *pl, bool backward, const oar_tensor *x, const oar_t
     pkey k = {.backward = backward, .n = nd == 4 ? x->shape[0] : 1, .c = x->shape[nd - 3], .h = x->shape[nd - 2],
               .w = x->shape[nd - 1], .oh = y->shape[nd - 2], .ow = y->shape[nd - 1]};
     if (k.h % k.oh || k.w % k.ow) return false; /* bins of different sizes: no single window */
-    int64_t nt = oar_get_num_threads();
-    if (nt > MAX_PARTS) nt = MAX_PARTS;
-#ifndef OAR_HAVE_OPENMP
-    nt = 1; /* no way to keep oneDNN's own threads out: do not add ours */
-#endif
-    pl->parts = nt < k.n ? nt : k.n;
-    pl->q = k.n / pl->parts, pl->r = k.n % pl->parts;
+    pl->split = oar_dnnl_split_batch(k.n, MAX_PARTS);
     oar_dnnl_one_omp_thread(); /* oneDNN sizes its work split at creation */
-    for (int i = 0; i < (pl->r ? 2 : 1); i++) {
-        k.n = pl->q + (pl->r ? 1 - i : 0);
+    for (int i = 0; i < (pl->split.r ? 2 : 1); i++) {
+        k.n = pl->split.q + (pl->split.r ? 1 - i : 0);
         pprim *p = pprim_get(&k);
         if (p && !p->prim) pprim_put(p), p = NULL;
         if (!p) {
@@ -163,10 +157,6 @@ static bool plan_make(pplan *pl, bool backward, const oar_tensor *x, const oar_t
         pl->p[i] = p;
     }
     return true;
-}
-
-static oar_status dnnl_fail(const char *op, dnnl_status_t st) {
-    return oar_error(OAR_ERR_INTERNAL, "%s: oneDNN failed with status %d", op, (int)st);
 }
 
 /* Runs p on one part: x and y at the part's first image. */
@@ -195,7 +185,7 @@ static oar_status execute(const char *op, const pprim *p, void *x, void *y) {
     if (ms) dnnl_memory_destroy(ms);
     if (strm) dnnl_stream_destroy(strm);
     oar_free(scratch, p->scratch);
-    return st == dnnl_success ? OAR_OK : dnnl_fail(op, st);
+    return st == dnnl_success ? OAR_OK : oar_dnnl_fail(op, st);
 }
 
 typedef struct pjob {
@@ -211,8 +201,8 @@ static void run_parts(void *ctx, int64_t begin, int64_t end) {
     const pplan *pl = j->pl;
     oar_dnnl_one_omp_thread();
     for (int64_t i = begin; i < end; i++) {
-        int64_t n0 = i * pl->q + (i < pl->r ? i : pl->r);
-        j->st[i] = execute(j->op, pl->p[pl->r && i >= pl->r], j->x + n0 * j->xb, j->y + n0 * j->yb);
+        int64_t n0 = oar_dnnl_part_start(&pl->split, i);
+        j->st[i] = execute(j->op, pl->p[pl->split.r && i >= pl->split.r], j->x + n0 * j->xb, j->y + n0 * j->yb);
     }
 }
 
@@ -223,9 +213,9 @@ static oar_status run_call(const char *op, bool backward, oar_tensor *x, oar_ten
     int64_t n = x->ndim == 4 ? x->shape[0] : 1;
     pjob j = {.op = op, .pl = &pl, .x = oar_tensor_ptr(x), .y = oar_tensor_ptr(y),
               .xb = (int64_t)sizeof(float) * (x->numel / n), .yb = (int64_t)sizeof(float) * (y->numel / n)};
-    oar_parallel_for(pl.parts, 1, run_parts, &j);
+    oar_parallel_for(pl.split.parts, 1, run_parts, &j);
     oar_status st = OAR_OK;
-    for (int64_t i = 0; i < pl.parts && st == OAR_OK; i++) st = j.st[i];
+    for (int64_t i = 0; i < pl.split.parts && st == OAR_OK; i++) st = j.st[i];
     plan_release(&pl);
     return st;
 }
