@@ -64,13 +64,6 @@ static void check_forward(int training) {
 }
 
 /* ---- training steps of zoo models: fused, unfused and eager side by side */
-static void make_run(zoo_run *r, const char *name) {
-    oar_optim_opts oo = oar_optim_defaults(OAR_OPTIM_SGD);
-    oo.lr = 0.05;
-    oo.momentum = 0.9;
-    zoo_run_init(r, name, 3, &oo);
-}
-
 static int compare_models(oar_module *a, oar_module *b) {
     int diffs = zoo_param_grad_diffs(a, b);
     for (int i = 0; i < oar_module_num_buffers(a); i++)
@@ -82,9 +75,9 @@ static void check_training(const char *name, int64_t n, int steps, int want_fwd,
     oar_scope_begin();
     const oar_zoo_info *info = oar_zoo_find(name);
     zoo_run a, b, e;
-    make_run(&a, name);
-    make_run(&b, name);
-    make_run(&e, name);
+    zoo_run_init_sgd(&a, name, 3);
+    zoo_run_init_sgd(&b, name, 3);
+    zoo_run_init_sgd(&e, name, 3);
     oar_module_train(a.m, true);
     oar_module_train(b.m, true);
     oar_module_train(e.m, true);

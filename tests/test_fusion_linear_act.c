@@ -42,19 +42,12 @@ static void test_inference(void) {
 }
 
 /* ---- training steps of zoo models */
-static void make_run(zoo_run *r, const char *name) {
-    oar_optim_opts oo = oar_optim_defaults(OAR_OPTIM_SGD);
-    oo.lr = 0.05;
-    oo.momentum = 0.9;
-    zoo_run_init(r, name, 3, &oo);
-}
-
 static void check_training(const char *name, int64_t n, int steps) {
     oar_scope_begin();
     const oar_zoo_info *info = oar_zoo_find(name);
     zoo_run a, b;
-    make_run(&a, name);
-    make_run(&b, name);
+    zoo_run_init_sgd(&a, name, 3);
+    zoo_run_init_sgd(&b, name, 3);
     oar_jit *fa = compile(zoo_step_fn, &a, true, a.m, a.opt), *fb = compile(zoo_step_fn, &b, false, b.m, b.opt);
     int diffs = 0;
     oar_manual_seed(8);

@@ -75,6 +75,14 @@ static inline void zoo_batch(const oar_zoo_info *info, int64_t n, int64_t max_t,
     }
 }
 
+/* zoo_run_init with SGD, lr 0.05 and momentum 0.9: the fusion tests' training setting. */
+static inline void zoo_run_init_sgd(zoo_run *r, const char *name, uint64_t seed) {
+    oar_optim_opts oo = oar_optim_defaults(OAR_OPTIM_SGD);
+    oo.lr = 0.05;
+    oo.momentum = 0.9;
+    zoo_run_init(r, name, seed, &oo);
+}
+
 /* Parameters and gradients of a and b (same architecture) that are not bitwise equal. */
 static inline int zoo_param_grad_diffs(oar_module *a, oar_module *b) {
     int diffs = 0;
