@@ -20,6 +20,7 @@
  * usage: bench_dnnl_pool_bn [reps (default 31)] [threads... (default 1 2)]
  * OMP_WAIT_POLICY=passive keeps libgomp's idle workers from spinning against oar's pool. */
 #include "base/base.h"
+#include "oar/bench_util.h"
 #include "ops/op.h"
 #include "oar.h"
 #include "tensor/tensor.h"
@@ -43,17 +44,6 @@ static void check(dnnl_status_t st, const char *what) {
         fprintf(stderr, "oneDNN: %s failed (status %d)\n", what, (int)st);
         exit(1);
     }
-}
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
 }
 
 /* ---- oneDNN side: per part, up to two primitives run in turn, each with its arguments */
@@ -336,23 +326,23 @@ static void run_variant(bcase *c, int i) {
 static void time_case(bcase *c, int reps, int nt) {
     int nv = 1 + c->nd;
     for (int i = 0; i < nv; i++) run_variant(c, i); /* warm caches and threads */
-    double t0 = now_s();
+    double t0 = bench_now_s();
     run_variant(c, 0);
-    double once = now_s() - t0;
+    double once = bench_now_s() - t0;
     int iters = once > 0 ? (int)(3e-3 / once) : 100; /* ~3 ms per sample of oar's kernel */
     if (iters < 1) iters = 1;
     if (iters > 2000) iters = 2000;
     double *t = malloc(sizeof(double) * (size_t)(nv * reps));
     for (int r = 0; r < reps; r++)
         for (int i = 0; i < nv; i++) {
-            double s = now_s();
+            double s = bench_now_s();
             for (int k = 0; k < iters; k++) run_variant(c, i);
-            t[i * reps + r] = (now_s() - s) / iters * 1e6;
+            t[i * reps + r] = (bench_now_s() - s) / iters * 1e6;
         }
     double med0 = 0;
     for (int i = 0; i < nv; i++) {
         double *ti = t + i * reps;
-        qsort(ti, (size_t)reps, sizeof(double), cmp_double);
+        qsort(ti, (size_t)reps, sizeof(double), bench_cmp_double);
         double med = ti[reps / 2];
         if (i == 0) med0 = med;
         char label[96];
@@ -490,8 +480,8 @@ static void bench_bn(const int64_t *xs, int nt, int reps) {
     oar_tensor *rm = oar_tensor_new(OAR_F32, &c, 1), *rv = oar_tensor_new(OAR_F32, &c, 1);
     for (int64_t i = 0; i < c; i++) fptr(rm)[i] = 0, fptr(rv)[i] = 1;
     okernel fwd, bwd;
-    oar_tensor *fi[5] = {x, w, b, rm, rv};
-    okernel_init(&fwd, "batch_norm", fi, 5, "training=1 momentum=0.1 eps=1e-5");
+    oar_tensor *fi[6] = {x, w, b, rm, rv, NULL}; /* no num_batches_tracked: momentum is given */
+    okernel_init(&fwd, "batch_norm", fi, 6, "training=1 momentum=0.1 eps=1e-5");
     okernel_run(&fwd); /* saved mean and rstd for the backward */
     if (fwd.n_out < 3) {
         fprintf(stderr, "batch_norm: expected saved statistics among its outputs\n");

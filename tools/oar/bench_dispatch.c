@@ -3,6 +3,7 @@
  * --compare-torch the same measurement runs in PyTorch (Debian's python3-torch) in the same
  * run, and the ratio is printed. */
 #include "cli.h"
+#include "bench_util.h"
 #include "oar.h"
 
 #include <stdio.h>
@@ -10,26 +11,15 @@
 #include <string.h>
 #include <time.h>
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 /* us per op for `iters` adds, repeated `reps` times: median, min, max */
 static void time_adds(oar_tensor *a, oar_tensor *b, int iters, int reps, double out[3]) {
     double *t = malloc(sizeof(double) * (size_t)reps);
     for (int r = 0; r < reps; r++) {
-        double t0 = now_s();
+        double t0 = bench_now_s();
         for (int i = 0; i < iters; i++) oar_release(oar_add(a, b));
-        t[r] = (now_s() - t0) / iters * 1e6;
+        t[r] = (bench_now_s() - t0) / iters * 1e6;
     }
-    qsort(t, (size_t)reps, sizeof(double), cmp_double);
+    qsort(t, (size_t)reps, sizeof(double), bench_cmp_double);
     out[0] = t[reps / 2];
     out[1] = t[0];
     out[2] = t[reps - 1];

@@ -7,6 +7,7 @@
  * of the samples, with their min and max. The output is JSON, one object per shape.
  * docs/kernels-gemm.md explains the rule these figures set. */
 #include "cli.h"
+#include "bench_util.h"
 #include "oar.h"
 
 #ifdef OAR_HAVE_OPENBLAS
@@ -80,17 +81,6 @@ static const gemm_shape SHAPES[] = {
     {"lstm_decoder_bwdW_TN", 1, 10000, 700, 200, true, false, false},
 };
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 typedef struct run {
     const gemm_shape *s;
     oar_tensor *a, *b;  /* what oar_matmul sees (views when transposed) */
@@ -122,11 +112,11 @@ static void call_gemm(run *r) {
 static double sample(void (*fn)(run *), run *r, double min_s) {
     double flop = 2.0 * (double)r->s->batch * (double)r->s->m * (double)r->s->n * (double)r->s->k;
     int calls = 0;
-    double t0 = now_s(), dt;
+    double t0 = bench_now_s(), dt;
     do {
         fn(r);
         calls++;
-        dt = now_s() - t0;
+        dt = bench_now_s() - t0;
     } while (dt < min_s);
     return flop * calls / dt * 1e-9;
 }
@@ -151,7 +141,7 @@ static oar_tensor *operand(int64_t batch, int64_t rows, int64_t cols, bool trans
 }
 
 static void stats(double *v, int n, double out[3]) {
-    qsort(v, (size_t)n, sizeof(double), cmp_double);
+    qsort(v, (size_t)n, sizeof(double), bench_cmp_double);
     out[0] = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
     out[1] = v[0];
     out[2] = v[n - 1];

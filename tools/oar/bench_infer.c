@@ -5,6 +5,7 @@
  * (inference-only passes run since the program updates nothing). --disable-pass a,b switches
  * passes off by name for A/B runs in one build. Prints one JSON object. */
 #include "cli.h"
+#include "bench_util.h"
 #include "oar.h"
 
 #include <stdio.h>
@@ -17,11 +18,6 @@ static double now_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec * 1e3 + 1e-6 * (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
 }
 
 static oar_status forward_fn(void *user, oar_tensor *const *in, int n_in, oar_tensor **out, int n_out) {
@@ -110,7 +106,7 @@ int oar_bench_infer(int argc, char **argv) {
         }
     }
     if (rc == 0) {
-        qsort(t, (size_t)steps, sizeof(double), cmp_double);
+        qsort(t, (size_t)steps, sizeof(double), bench_cmp_double);
         double med = t[steps / 2];
         struct rusage ru;
         getrusage(RUSAGE_SELF, &ru);

@@ -4,6 +4,7 @@
  * width the CPU runs: AVX-512 where present, else AVX2. Best of nine, on 1 thread and on
  * oar's thread count. */
 #include "cli.h"
+#include "bench_util.h"
 #include "oar.h"
 
 #include "base/base.h"
@@ -16,12 +17,6 @@
 #if defined(__x86_64__)
 #include <immintrin.h>
 #define CHAINS 12
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static volatile float g_sink;
 
@@ -64,10 +59,10 @@ static void run_chunks(void *p, int64_t begin, int64_t end) {
 static double measure(const peak_ctx *c, int threads) {
     double flop_per_chunk = (double)c->iters * CHAINS * (c->wide ? 16 : 8) * 2, best = 0;
     for (int rep = 0; rep < 9; rep++) {
-        double t0 = now_s();
+        double t0 = bench_now_s();
         if (threads == 1) run_chunks((void *)c, 0, 1);
         else oar_parallel_for(threads, 1, run_chunks, (void *)c);
-        double g = flop_per_chunk * threads / (now_s() - t0) / 1e9;
+        double g = flop_per_chunk * threads / (bench_now_s() - t0) / 1e9;
         if (g > best) best = g;
     }
     return best;

@@ -3,6 +3,7 @@
  * reference workloads in ../shared/bench/torch_workloads.py: fixed random inputs, the same
  * optimizers, the median over the timed steps. Prints one JSON object. */
 #include "cli.h"
+#include "bench_util.h"
 #include "oar.h"
 
 #include <stdio.h>
@@ -10,17 +11,6 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <time.h>
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 typedef struct workload {
     const char *name;
@@ -202,7 +192,7 @@ int oar_bench_train(int argc, char **argv) {
             return 1;
         }
         if (i == warmup) oar_memory_reset_peak(OAR_CPU);
-        double t0 = now_s();
+        double t0 = bench_now_s();
         if (train_step(&b) != OAR_OK) {
             fprintf(stderr, "oar bench: %s\n", oar_last_error());
             free(t);
@@ -210,7 +200,7 @@ int oar_bench_train(int argc, char **argv) {
             return 1;
         }
         if (profile) oar_profiler_step(w->items);
-        if (i >= warmup) t[i - warmup] = (now_s() - t0) * 1e3;
+        if (i >= warmup) t[i - warmup] = (bench_now_s() - t0) * 1e3;
     }
     if (profile) {
         oar_profiler_stop();
@@ -222,7 +212,7 @@ int oar_bench_train(int argc, char **argv) {
         }
     }
     peak_alloc = oar_memory_stats_get(OAR_CPU).peak_bytes;
-    qsort(t, (size_t)steps, sizeof(double), cmp_double);
+    qsort(t, (size_t)steps, sizeof(double), bench_cmp_double);
     double med = t[steps / 2];
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);

@@ -1,6 +1,7 @@
 /* `oar train`: trains a zoo model on real data, eagerly, with a live progress line, an
  * evaluation after each epoch, metrics as JSON lines, and a checkpoint to resume from. */
 #include "cli.h"
+#include "bench_util.h"
 #include "train.h"
 
 #include <stdio.h>
@@ -8,12 +9,6 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static oar_optimizer *make_optimizer(const train_opts *o, oar_module *m, const char **kind_name) {
     const char *k = o->optimizer ? o->optimizer : (!strcmp(o->model, "gpt-mini") ? "adamw" : "sgd");
@@ -161,7 +156,7 @@ int oar_cmd_train(int argc, char **argv) {
     for (int64_t epoch = step / per_epoch; epoch < o.epochs; epoch++) {
         oar_module_train(m, true);
         if (oar_loader_start_epoch(loader, epoch) != OAR_OK) goto fail_params;
-        double t0 = now_s(), last_print = 0, sum_loss = 0;
+        double t0 = bench_now_s(), last_print = 0, sum_loss = 0;
         int64_t done = 0, samples = 0, next_report = per_epoch / 10 ? per_epoch / 10 : 1;
         oar_tensor *x, *y;
         oar_status st = OAR_OK;
@@ -185,7 +180,7 @@ int oar_cmd_train(int argc, char **argv) {
             sum_loss += lv;
             done++;
             step++;
-            double t = now_s() - t0;
+            double t = bench_now_s() - t0;
             bool report = tty ? (t - last_print > 0.25 || done == per_epoch) : (done % next_report == 0);
             if (report && !o.quiet) {
                 char eta[32];
@@ -202,7 +197,7 @@ int oar_cmd_train(int argc, char **argv) {
         if (st != OAR_OK) goto fail_params;
         oar_profiler_pause();
         if (tty && !o.quiet) printf("\n");
-        double secs = now_s() - t0, test_loss = 0, test_acc = 0;
+        double secs = bench_now_s() - t0, test_loss = 0, test_acc = 0;
         if (train_evaluate(m, &d, d.test, o.batch, &test_loss, &test_acc) != OAR_OK) goto fail_params;
         double train_loss_avg = done ? sum_loss / (double)done : 0;
         printf("epoch %lld/%d: train loss %.4f, test loss %.4f, test accuracy %.2f%% (%.1f s, %.0f samples/s, "
