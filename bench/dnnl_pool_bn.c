@@ -264,6 +264,7 @@ typedef struct okernel {
 static oar_tensor *randn4(const int64_t *shape, int ndim) {
     oar_tensor *t = oar_randn(shape, ndim, OAR_F32);
     oar_tensor *c = oar_tensor_contiguous_copy(t); /* untracked, ours to free */
+    oar_release(t);
     return c;
 }
 
