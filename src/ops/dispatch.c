@@ -1,6 +1,7 @@
 /* The eager call path: validate -> infer -> allocate or view -> select kernel -> run -> record.
  * Kept short and allocation-light: it runs once per op call. */
 #include "ops/dispatch.h"
+#include "base/device.h"
 #include "profiler/profiler.h"
 
 #include <stdlib.h>
@@ -27,7 +28,22 @@ static oar_status check_inputs(const oar_op_def *d, oar_tensor *const *in, int n
         if (oar_last_status() != OAR_OK) return oar_last_status(); /* keep the first error */
         return oar_error(OAR_ERR_INVALID_ARG, "%s: input %d is NULL; expected a tensor", d->name, i);
     }
+    /* one device per call: the key input's */
+    oar_device dev = n_in > d->key_input && in[d->key_input] ? in[d->key_input]->device : OAR_CPU;
+    for (int i = 0; i < n_in; i++) {
+        if (!in[i] || in[i]->device == dev) continue;
+        if (i < 32 && ((d->host_inputs >> i) & 1u) && in[i]->device == OAR_CPU) continue;
+        return oar_error(OAR_ERR_INVALID_ARG, "%s: expected all inputs on one device, got input %d on %s and "
+                                              "input %d on %s; move one with oar_to", d->name, d->key_input,
+                         oar_device_name(dev), i, oar_device_name(in[i]->device));
+    }
     return OAR_OK;
+}
+
+/* The device an op's outputs live on. */
+static oar_device output_device(const oar_op_def *d, oar_tensor *const *in, const oar_attr *attrs) {
+    if (d->flags & OAR_OPF_TO_DEVICE) return (oar_device)attrs[0].i;
+    return in[d->key_input] ? in[d->key_input]->device : OAR_CPU;
 }
 
 static oar_status infer(oar_op_id op, oar_tensor *const *in, int n_in, const oar_attr *attrs, oar_meta *out,
@@ -88,7 +104,8 @@ oar_status oar_op_run_kernel(oar_op_id op, const oar_kernel_entry *k, oar_tensor
             }
         }
     }
-    oar_kctx ctx = {.nthreads = oar_get_num_threads()};
+    oar_device dev = in[d->key_input] ? in[d->key_input]->device : OAR_CPU;
+    oar_kctx ctx = {.nthreads = oar_get_num_threads(), .device = dev, .stream = oar_device_stream(dev)};
     if (d->flags & OAR_OPF_RANDOM) ctx.rng = oar_rng_reserve((uint64_t)(n_out ? out[0]->numel : 0));
     oar_status st = k->fn(&ctx, args, n_in, out, n_out, attrs);
     if (n_tmp)
@@ -119,6 +136,7 @@ static CALL_INLINE oar_status call(oar_op_id op, oar_tensor *const *in, int n_in
         return oar_error(OAR_ERR_INVALID_ARG, "%s: produces %d outputs but room was given for %d",
                          d->name, n, *n_out);
     int made = 0;
+    oar_device dev = output_device(d, in, attrs);
     for (; made < n; made++) {
         oar_tensor *t;
         if (d->flags & OAR_OPF_VIEW) {
@@ -129,7 +147,7 @@ static CALL_INLINE oar_status call(oar_op_id op, oar_tensor *const *in, int n_in
                 memcpy(t->shape, meta[made].shape, sizeof(int64_t) * (size_t)t->ndim);
             }
         } else {
-            t = oar_tensor_new(meta[made].dtype, meta[made].shape, meta[made].ndim);
+            t = oar_tensor_new_on(dev, meta[made].dtype, meta[made].shape, meta[made].ndim);
         }
         if (!t) {
             st = oar_last_status();
