@@ -250,9 +250,12 @@ oar_tensor *oar_where(oar_tensor *cond, oar_tensor *a, oar_tensor *b) {
 /* ---- scalar forms: the scalar becomes a 0-d tensor of a's dtype */
 static oar_tensor *with_scalar(oar_tensor *(*op)(oar_tensor *, oar_tensor *), oar_tensor *a, double s) {
     if (!a) return NULL;
-    oar_tensor *b = oar_tensor_new(a->dtype, NULL, 0);
+    oar_tensor *b = oar_tensor_new_on(a->device, a->dtype, NULL, 0); /* on a's device */
     if (!b) return NULL;
-    oar_dtypes[a->dtype].store(oar_tensor_ptr(b), s);
+    if (oar_tensor_fill(b, s) != OAR_OK) {
+        oar_tensor_unref(b);
+        return NULL;
+    }
     oar_tensor *r = op(a, b);
     oar_tensor_unref(b);
     return r;

@@ -164,6 +164,15 @@ int oar_op_kernels(oar_op_id op, const oar_kernel_entry **out);
 const oar_kernel_entry *oar_select_kernel(oar_op_id op, oar_tensor *const *in, int n_in,
                                           oar_tensor *const *out, int n_out, const oar_attr *attrs);
 
+/* The device a call runs on: the first input's that is not the host, else the host. A 0-d
+ * host tensor may join a call on another device (a scalar, as in torch): dispatch copies it
+ * over; other inputs must all be on the call's device (except an op's host_inputs). */
+static inline oar_device oar_call_device(oar_tensor *const *in, int n_in) {
+    for (int i = 0; i < n_in; i++)
+        if (in[i] && in[i]->device != OAR_CPU) return in[i]->device;
+    return OAR_CPU;
+}
+
 /* ---- calling ops */
 /* The full eager path: validate, infer, allocate (or view), dispatch, record for autograd.
  * out receives *n_out new, untracked references; *n_out is capacity on entry. */

@@ -68,7 +68,7 @@ const oar_kernel_entry *oar_select_kernel(oar_op_id op, oar_tensor *const *in, i
                                           oar_tensor *const *out, int n_out, const oar_attr *attrs) {
     const oar_op_def *d = oar_op_table[op];
     oar_dtype dt = in[d->key_input]->dtype;
-    oar_device dev = in[d->key_input]->device;
+    oar_device dev = oar_call_device(in, n_in);
     for (int k = 0; k < g_n_kernels[op]; k++) {
         const oar_kernel_entry *e = &g_kernels[op][k];
         if (e->device != dev || !(e->dtypes & OAR_DTYPE_BIT(dt))) continue;
