@@ -142,7 +142,7 @@ OAR_API oar_tensor *oar_from_blob(void *data, const int64_t *shape, int ndim, oa
  * tensors draw the same values on every device. */
 OAR_API oar_status oar_set_default_device(oar_device dev);
 OAR_API oar_device oar_get_default_device(void);
-/* A copy of t on dev (t itself, retained, when it is there already), like Tensor.to(device):
+/* A copy of t on dev (a new view of t when it is there already), like Tensor.to(device):
  * differentiable, so gradients flow back to the source's device. */
 OAR_API oar_tensor *oar_to(oar_tensor *t, oar_device dev);
 
@@ -523,6 +523,10 @@ OAR_API oar_tensor *oar_module_buffer(oar_module *m, int i, const char **name);
 OAR_API int64_t oar_module_count_elements(oar_module *m, bool trainable_only);
 
 OAR_API void oar_module_train(oar_module *m, bool training); /* recursive; eval is train(false) */
+/* Moves every parameter and buffer (and their gradients) to dev in place, like module.to():
+ * handles stay valid, so do it before making the optimizer, whose state is made on the
+ * parameters' device. */
+OAR_API oar_status oar_module_to(oar_module *m, oar_device dev);
 OAR_API bool oar_module_is_training(const oar_module *m);
 OAR_API void oar_module_zero_grad(oar_module *m);
 /* Freezes (requires_grad false) or unfreezes every parameter whose path starts with prefix

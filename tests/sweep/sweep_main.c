@@ -588,7 +588,7 @@ static bool gradients_on(oar_device dev, int op, const input_spec *specs, int n_
         if (!oar_dtypes[out[o]->dtype].is_float) continue;
         input_spec ws = {.kind = 'u', .ndim = out[o]->ndim};
         memcpy(ws.shape, out[o]->shape, sizeof ws.shape);
-        oar_tensor *wh = make_input(&ws, OAR_F64), *w = dev == OAR_CPU ? oar_retain(wh) : to_gpu(wh);
+        oar_tensor *wh = make_input(&ws, OAR_F64), *w = out[o]->device == OAR_CPU ? oar_retain(wh) : to_gpu(wh);
         oar_tensor_unref(wh);
         oar_tensor *t = oar_sum(oar_mul(oar_cast(out[o], OAR_F64), w), NULL, 0, false);
         oar_tensor_unref(w);
