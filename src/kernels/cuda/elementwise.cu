@@ -372,3 +372,23 @@ extern "C" int oar_cu_where(const oar_cu_ew *e, void *stream) {
     }
     return (int)cudaGetLastError();
 }
+
+namespace {
+template <typename T>
+__global__ void increment_kernel(T *p, int64_t n) {
+    GRID_LOOP(i, n) p[i] = (T)((uint64_t)(int64_t)p[i] + 1u);  // wraps like the reference
+}
+}  // namespace
+
+extern "C" int oar_cu_increment(void *p, int dtype, int64_t n, void *stream) {
+    if (n <= 0) return 0;
+    cudaStream_t s = (cudaStream_t)stream;
+    unsigned b = blocks_for(n, 256);
+    switch (dtype) {
+    case I8: increment_kernel<int8_t><<<b, 256, 0, s>>>((int8_t *)p, n); break;
+    case U8: increment_kernel<uint8_t><<<b, 256, 0, s>>>((uint8_t *)p, n); break;
+    case I32: increment_kernel<int32_t><<<b, 256, 0, s>>>((int32_t *)p, n); break;
+    default: increment_kernel<int64_t><<<b, 256, 0, s>>>((int64_t *)p, n); break;
+    }
+    return (int)cudaGetLastError();
+}
