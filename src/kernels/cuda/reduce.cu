@@ -1,0 +1,212 @@
+// Reductions (sum, mean, amax, amin, prod, var, std, logsumexp, norm), argmax/argmin and
+// cumsum. One block per output group; each thread folds its strided share of the group in
+// double, then the block combines the threads' values in a fixed tree (block_reduce.cuh).
+// Semantics follow the reference (src/ops/reduce.c, reduce_dim.c): NaN propagates through
+// max/min, empty groups give sum 0, prod 1, mean nan, logsumexp -inf, norm 0.
+#include "block_reduce.cuh"
+#include "cuda_types.cuh"
+#include "launch_reduce.h"
+
+using namespace oarcu;
+
+namespace {
+
+struct Plan {
+    int no, ni;
+    int64_t osh[OAR_CU_RPLAN_DIMS], ost[OAR_CU_RPLAN_DIMS], ish[OAR_CU_RPLAN_DIMS], ist[OAR_CU_RPLAN_DIMS];
+    int64_t onum, inum;
+};
+
+Plan to_plan(const oar_cu_rplan *p) {
+    Plan q;
+    q.no = p->n_outer;
+    q.ni = p->n_inner;
+    for (int d = 0; d < OAR_CU_RPLAN_DIMS; d++) {
+        q.osh[d] = d < q.no ? p->outer_shape[d] : 1;
+        q.ost[d] = d < q.no ? p->outer_stride[d] : 0;
+        q.ish[d] = d < q.ni ? p->inner_shape[d] : 1;
+        q.ist[d] = d < q.ni ? p->inner_stride[d] : 0;
+    }
+    q.onum = p->outer_numel;
+    q.inum = p->inner_numel;
+    return q;
+}
+
+__device__ __forceinline__ int64_t inner_off(const Plan &p, int64_t i) {
+    if (p.ni == 1) return i * p.ist[0];
+    return space_off(p.ni, p.ish, p.ist, i);
+}
+
+// Folds f(x) over the group with op, then across the block.
+template <typename T, typename F, typename Op>
+__device__ __forceinline__ double fold(const T *xo, const Plan &p, F f, Op op, double ident, double *sh) {
+    double acc = ident;
+    for (int64_t i = threadIdx.x; i < p.inum; i += blockDim.x) acc = op(acc, f((double)xo[inner_off(p, i)]));
+    return block_reduce(acc, op, ident, sh);
+}
+
+template <typename T>
+__global__ void reduce_kernel(const T *x, T *y, Plan p, int kind, double pn, double corr) {
+    __shared__ double sh[32];
+    const double n = (double)p.inum;
+    for (int64_t o = blockIdx.x; o < p.onum; o += gridDim.x) {
+        const T *xo = x + space_off(p.no, p.osh, p.ost, o);
+        double r = 0;
+        switch (kind) {
+        case OAR_CU_R_SUM: r = fold(xo, p, [](double v) { return v; }, AddOp(), 0.0, sh); break;
+        case OAR_CU_R_MEAN: r = fold(xo, p, [](double v) { return v; }, AddOp(), 0.0, sh) / n; break;
+        case OAR_CU_R_AMAX: r = fold(xo, p, [](double v) { return v; }, MaxNanOp(), -INFINITY, sh); break;
+        case OAR_CU_R_AMIN: r = fold(xo, p, [](double v) { return v; }, MinNanOp(), INFINITY, sh); break;
+        case OAR_CU_R_PROD: r = fold(xo, p, [](double v) { return v; }, MulOp(), 1.0, sh); break;
+        case OAR_CU_R_VAR:
+        case OAR_CU_R_STD: {
+            double mean = fold(xo, p, [](double v) { return v; }, AddOp(), 0.0, sh) / n;
+            double m2 = fold(xo, p, [mean](double v) { return (v - mean) * (v - mean); }, AddOp(), 0.0, sh);
+            double div = n - corr;
+            r = m2 / (div > 0 ? div : 0.0);
+            if (kind == OAR_CU_R_STD) r = sqrt(r);
+            break;
+        }
+        case OAR_CU_R_LSE: {
+            double m = fold(xo, p, [](double v) { return v; }, MaxNanOp(), -INFINITY, sh);
+            if (m != m) {
+                r = m;
+                break;
+            }
+            if (isinf(m)) m = 0;
+            double s = fold(xo, p, [m](double v) { return exp(v - m); }, AddOp(), 0.0, sh);
+            r = log(s) + m;
+            break;
+        }
+        case OAR_CU_R_NORM:
+            if (isinf(pn)) {
+                r = fold(xo, p, [](double v) { return fabs(v); }, MaxNanOp(), 0.0, sh);
+            } else if (pn == 1) {
+                r = fold(xo, p, [](double v) { return fabs(v); }, AddOp(), 0.0, sh);
+            } else if (pn == 2) {
+                r = sqrt(fold(xo, p, [](double v) { return v * v; }, AddOp(), 0.0, sh));
+            } else {
+                r = pow(fold(xo, p, [pn](double v) { return pow(fabs(v), pn); }, AddOp(), 0.0, sh), 1.0 / pn);
+            }
+            break;
+        default: break;
+        }
+        if (threadIdx.x == 0) y[o] = (T)r;
+    }
+}
+
+// (value, index) pairs: the extreme wins, NaN beats any number, ties go to the lower index.
+__device__ __forceinline__ bool arg_better(double vb, int64_t ib, double va, int64_t ia, bool is_min) {
+    bool an = va != va, bn = vb != vb;
+    if (an || bn) return an && bn ? ib < ia : bn;
+    if (vb == va) return ib < ia;
+    return is_min ? vb < va : vb > va;
+}
+
+template <typename T>
+__global__ void argext_kernel(const T *x, int64_t *y, Plan p, bool is_min) {
+    __shared__ double shv[32];
+    __shared__ int64_t shi[32];
+    for (int64_t o = blockIdx.x; o < p.onum; o += gridDim.x) {
+        const T *xo = x + space_off(p.no, p.osh, p.ost, o);
+        double bv = is_min ? INFINITY : -INFINITY;
+        int64_t bi = INT64_MAX;
+        for (int64_t i = threadIdx.x; i < p.inum; i += blockDim.x) {
+            double v = (double)xo[inner_off(p, i)];
+            if (arg_better(v, i, bv, bi, is_min)) {
+                bv = v;
+                bi = i;
+            }
+        }
+        for (int s = 16; s > 0; s >>= 1) {
+            double v = __shfl_down_sync(0xffffffffu, bv, s);
+            int64_t i = __shfl_down_sync(0xffffffffu, bi, s);
+            if (arg_better(v, i, bv, bi, is_min)) {
+                bv = v;
+                bi = i;
+            }
+        }
+        const int lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = blockDim.x >> 5;
+        __syncthreads();
+        if (lane == 0) {
+            shv[w] = bv;
+            shi[w] = bi;
+        }
+        __syncthreads();
+        if (w == 0) {
+            bv = lane < nw ? shv[lane] : (is_min ? INFINITY : -INFINITY);
+            bi = lane < nw ? shi[lane] : INT64_MAX;
+            for (int s = 16; s > 0; s >>= 1) {
+                double v = __shfl_down_sync(0xffffffffu, bv, s);
+                int64_t i = __shfl_down_sync(0xffffffffu, bi, s);
+                if (arg_better(v, i, bv, bi, is_min)) {
+                    bv = v;
+                    bi = i;
+                }
+            }
+            if (lane == 0) y[o] = bi;
+        }
+    }
+}
+
+// One thread per line, summing in order in double like the reference.
+template <typename T>
+__global__ void cumsum_kernel(const T *x, T *y, Plan px, Plan py, bool rev) {
+    for (int64_t o = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; o < px.onum;
+         o += (int64_t)gridDim.x * blockDim.x) {
+        const T *xo = x + space_off(px.no, px.osh, px.ost, o);
+        T *yo = y + space_off(py.no, py.osh, py.ost, o);
+        const int64_t n = px.inum, sx = px.ni ? px.ist[0] : 0, sy = py.ni ? py.ist[0] : 0;
+        double acc = 0;
+        for (int64_t s = 0; s < n; s++) {
+            int64_t i = rev ? n - 1 - s : s;
+            acc += (double)xo[i * sx];
+            yo[i * sy] = (T)acc;
+        }
+    }
+}
+
+unsigned grid_for(int64_t n) { return (unsigned)(n < (1 << 20) ? (n < 1 ? 1 : n) : (1 << 20)); }
+
+}  // namespace
+
+extern "C" int oar_cu_reduce(int kind, int dtype, const void *x, void *y, const oar_cu_rplan *plan, double p,
+                             int64_t correction, void *stream) {
+    Plan q = to_plan(plan);
+    if (q.onum <= 0) return 0;
+    cudaStream_t s = (cudaStream_t)stream;
+    int t = threads_for(q.inum, 512);
+    if (dtype == F32)
+        reduce_kernel<float><<<grid_for(q.onum), t, 0, s>>>((const float *)x, (float *)y, q, kind, p,
+                                                           (double)correction);
+    else if (dtype == F64)
+        reduce_kernel<double><<<grid_for(q.onum), t, 0, s>>>((const double *)x, (double *)y, q, kind, p,
+                                                            (double)correction);
+    else
+        return (int)cudaErrorInvalidValue;
+    return (int)cudaGetLastError();
+}
+
+extern "C" int oar_cu_argext(int is_min, int dtype, const void *x, int64_t *y, const oar_cu_rplan *plan,
+                             void *stream) {
+    Plan q = to_plan(plan);
+    if (q.onum <= 0) return 0;
+    cudaStream_t s = (cudaStream_t)stream;
+    int t = threads_for(q.inum, 512);
+    if (dtype == F32) argext_kernel<float><<<grid_for(q.onum), t, 0, s>>>((const float *)x, y, q, is_min != 0);
+    else if (dtype == F64) argext_kernel<double><<<grid_for(q.onum), t, 0, s>>>((const double *)x, y, q, is_min != 0);
+    else return (int)cudaErrorInvalidValue;
+    return (int)cudaGetLastError();
+}
+
+extern "C" int oar_cu_cumsum(int dtype, const void *x, void *y, const oar_cu_rplan *plan_x,
+                             const oar_cu_rplan *plan_y, int reverse, void *stream) {
+    Plan px = to_plan(plan_x), py = to_plan(plan_y);
+    if (px.onum <= 0 || px.inum <= 0) return 0;
+    cudaStream_t s = (cudaStream_t)stream;
+    unsigned b = blocks_for(px.onum, 128);
+    if (dtype == F32) cumsum_kernel<float><<<b, 128, 0, s>>>((const float *)x, (float *)y, px, py, reverse != 0);
+    else if (dtype == F64) cumsum_kernel<double><<<b, 128, 0, s>>>((const double *)x, (double *)y, px, py, reverse != 0);
+    else return (int)cudaErrorInvalidValue;
+    return (int)cudaGetLastError();
+}
