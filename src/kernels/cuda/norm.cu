@@ -1,0 +1,265 @@
+// Normalizations (src/ops/norm.c, norm_backward.c, fused_add_ln.c, fused_bn_act.c). One block
+// per row (layer_norm, group_norm) or per channel (batch_norm); statistics in double with
+// two passes (mean, then squared deviations) like the reference, combined in a fixed tree.
+// Values the reference stores in the dtype before reading them again (the sum of
+// add_layer_norm, batch_norm's y before the residual and relu, dx before the residual add)
+// are rounded the same way here.
+#include "block_reduce.cuh"
+#include "cuda_types.cuh"
+#include "launch_norm.h"
+
+using namespace oarcu;
+
+namespace {
+
+template <typename T>
+__device__ __forceinline__ double in_x(const T *x, const T *x2, int64_t i) {
+    return x2 ? (double)(T)((double)x[i] + (double)x2[i]) : (double)x[i];
+}
+
+template <typename T>
+__global__ void row_norm_kernel(const T *x, const T *x2, T *sum_out, const T *w, const T *b, T *y, T *mean_out,
+                                T *rstd_out, int64_t rows, int64_t m, int64_t groups, int64_t s, double eps) {
+    __shared__ double sh[32];
+    const int64_t cg = groups > 0 ? m / (s ? s : 1) : 0;
+    for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+        const T *xr = x + r * m;
+        const T *x2r = x2 ? x2 + r * m : nullptr;
+        double acc = 0;
+        for (int64_t i = threadIdx.x; i < m; i += blockDim.x) {
+            double v = in_x(xr, x2r, i);
+            if (sum_out) sum_out[r * m + i] = (T)v;
+            acc += v;
+        }
+        const double mean = m ? block_reduce(acc, AddOp(), 0.0, sh) / (double)m : NAN;
+        double q = 0;
+        for (int64_t i = threadIdx.x; i < m; i += blockDim.x) {
+            double d = in_x(xr, x2r, i) - mean;
+            q += d * d;
+        }
+        q = block_reduce(q, AddOp(), 0.0, sh);
+        const double var = m ? q / (double)m : NAN;
+        const double rstd = 1.0 / sqrt(var + eps);
+        if (threadIdx.x == 0) {
+            mean_out[r] = (T)mean;
+            rstd_out[r] = (T)rstd;
+        }
+        for (int64_t i = threadIdx.x; i < m; i += blockDim.x) {
+            int64_t p = groups > 0 ? (r % groups) * cg + i / (s ? s : 1) : i;
+            double v = (in_x(xr, x2r, i) - mean) * rstd;
+            if (w) v *= (double)w[p];
+            if (b) v += (double)b[p];
+            y[r * m + i] = (T)v;
+        }
+    }
+}
+
+// dx per row: rstd * (gx - mean(gx) - xhat * mean(gx * xhat)), gx = g * w
+template <typename T>
+__global__ void ln_backward_dx_kernel(const T *g, const T *x, const T *w, const T *mean_in, const T *rstd_in,
+                                      const T *res, T *dx, int64_t rows, int64_t m) {
+    __shared__ double sh[32];
+    for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+        const double mean = (double)mean_in[r], rstd = (double)rstd_in[r];
+        const T *gr = g + r * m, *xr = x + r * m;
+        double m1 = 0, m2 = 0;
+        for (int64_t i = threadIdx.x; i < m; i += blockDim.x) {
+            double gx = (double)gr[i] * (w ? (double)w[i] : 1.0);
+            m1 += gx;
+            m2 += gx * ((double)xr[i] - mean) * rstd;
+        }
+        m1 = block_reduce(m1, AddOp(), 0.0, sh) / (double)m;
+        m2 = block_reduce(m2, AddOp(), 0.0, sh) / (double)m;
+        for (int64_t i = threadIdx.x; i < m; i += blockDim.x) {
+            double gx = (double)gr[i] * (w ? (double)w[i] : 1.0);
+            double xh = ((double)xr[i] - mean) * rstd;
+            T d = (T)(rstd * (gx - m1 - xh * m2));
+            dx[r * m + i] = res ? (T)((double)d + (double)res[r * m + i]) : d;
+        }
+    }
+}
+
+// dw, db per column i: sums over the rows
+template <typename T>
+__global__ void ln_backward_dwdb_kernel(const T *g, const T *x, const T *mean_in, const T *rstd_in, T *dw, T *db,
+                                        int64_t rows, int64_t m) {
+    __shared__ double sh[32];
+    for (int64_t i = blockIdx.x; i < m; i += gridDim.x) {
+        double sw = 0, sb = 0;
+        for (int64_t r = threadIdx.x; r < rows; r += blockDim.x) {
+            double gv = (double)g[r * m + i];
+            sw += gv * ((double)x[r * m + i] - (double)mean_in[r]) * (double)rstd_in[r];
+            sb += gv;
+        }
+        sw = block_reduce(sw, AddOp(), 0.0, sh);
+        sb = block_reduce(sb, AddOp(), 0.0, sh);
+        if (threadIdx.x == 0) {
+            dw[i] = (T)sw;
+            db[i] = (T)sb;
+        }
+    }
+}
+
+__device__ __forceinline__ int64_t load_counter(const void *p, int dt) {
+    switch (dt) {
+    case I8: return *(const int8_t *)p;
+    case U8: return *(const uint8_t *)p;
+    case I32: return *(const int32_t *)p;
+    default: return *(const int64_t *)p;
+    }
+}
+
+template <typename T>
+__global__ void batch_norm_kernel(const T *x, const T *w, const T *b, const T *res, bool act, T *y, T *mean_out,
+                                  T *invstd_out, T *rmean, int64_t rms, T *rvar, int64_t rvs, const void *counter,
+                                  int counter_dt, int64_t n, int64_t c, int64_t s, bool training, double momentum,
+                                  double eps) {
+    __shared__ double sh[32];
+    const int64_t cnt = n * s;
+    for (int64_t ch = blockIdx.x; ch < c; ch += gridDim.x) {
+        double mean, invstd;
+        if (training) {
+            double var = 0;
+            mean = 0;
+            if (cnt > 0) {
+                double acc = 0;
+                for (int64_t k = threadIdx.x; k < cnt; k += blockDim.x)
+                    acc += (double)x[((k / s) * c + ch) * s + k % s];
+                mean = block_reduce(acc, AddOp(), 0.0, sh) / (double)cnt;
+                double q = 0;
+                for (int64_t k = threadIdx.x; k < cnt; k += blockDim.x) {
+                    double d = (double)x[((k / s) * c + ch) * s + k % s] - mean;
+                    q += d * d;
+                }
+                var = block_reduce(q, AddOp(), 0.0, sh) / (double)cnt;
+            }
+            invstd = 1.0 / sqrt(var + eps);
+            if (rmean && cnt > 0 && threadIdx.x == 0) {
+                double mom = momentum >= 0 || !counter ? momentum : 1.0 / (double)(load_counter(counter, counter_dt) + 1);
+                double unbiased = var * (double)cnt / (double)(cnt - 1);
+                rmean[ch * rms] = (T)((1 - mom) * (double)rmean[ch * rms] + mom * mean);
+                rvar[ch * rvs] = (T)((1 - mom) * (double)rvar[ch * rvs] + mom * unbiased);
+            }
+        } else {
+            mean = (double)rmean[ch * rms];
+            invstd = 1.0 / sqrt((double)rvar[ch * rvs] + eps);
+        }
+        if (threadIdx.x == 0) {
+            mean_out[ch] = (T)mean;
+            invstd_out[ch] = (T)invstd;
+        }
+        const double scale = invstd * (w ? (double)w[ch] : 1.0), shift = b ? (double)b[ch] : 0.0;
+        for (int64_t k = threadIdx.x; k < cnt; k += blockDim.x) {
+            int64_t at = ((k / s) * c + ch) * s + k % s;
+            T v = (T)(((double)x[at] - mean) * scale + shift);
+            if (act) {
+                double u = (double)v;
+                if (res) u += (double)res[at];
+                v = (T)(u > 0 || u != u ? u : 0.0);
+            }
+            y[at] = v;
+        }
+    }
+}
+
+template <typename T>
+__global__ void batch_norm_backward_kernel(const T *g, const T *x, const T *w, const T *mean_in, const T *rstd_in,
+                                           const T *yact, T *masked, T *dx, T *dw, T *db, int64_t n, int64_t c,
+                                           int64_t s) {
+    __shared__ double sh[32];
+    const int64_t cnt = n * s;
+    for (int64_t ch = blockIdx.x; ch < c; ch += gridDim.x) {
+        const double mean = (double)mean_in[ch], rstd = (double)rstd_in[ch], wv = w ? (double)w[ch] : 1.0;
+        double sb = 0, sw = 0;
+        for (int64_t k = threadIdx.x; k < cnt; k += blockDim.x) {
+            int64_t at = ((k / s) * c + ch) * s + k % s;
+            double gv = yact && !((double)yact[at] > 0) ? 0.0 : (double)g[at];
+            if (masked) masked[at] = (T)gv;
+            sb += gv;
+            sw += gv * ((double)x[at] - mean) * rstd;
+        }
+        sb = block_reduce(sb, AddOp(), 0.0, sh);
+        sw = block_reduce(sw, AddOp(), 0.0, sh);
+        if (threadIdx.x == 0) {
+            dw[ch] = (T)sw;
+            db[ch] = (T)sb;
+        }
+        const double m1 = cnt > 0 ? wv * sb / (double)cnt : 0.0, m2 = cnt > 0 ? wv * sw / (double)cnt : 0.0;
+        for (int64_t k = threadIdx.x; k < cnt; k += blockDim.x) {
+            int64_t at = ((k / s) * c + ch) * s + k % s;
+            double gv = yact && !((double)yact[at] > 0) ? 0.0 : (double)g[at];
+            double xh = ((double)x[at] - mean) * rstd;
+            dx[at] = (T)(rstd * (gv * wv - m1 - xh * m2));
+        }
+    }
+}
+
+unsigned grid_for(int64_t n) { return (unsigned)(n < (1 << 20) ? (n < 1 ? 1 : n) : (1 << 20)); }
+
+}  // namespace
+
+#define DISPATCH_FLOAT(dtype, CALL)                  \
+    do {                                             \
+        if ((dtype) == F32) {                        \
+            typedef float T;                         \
+            CALL;                                    \
+        } else if ((dtype) == F64) {                 \
+            typedef double T;                        \
+            CALL;                                    \
+        } else {                                     \
+            return (int)cudaErrorInvalidValue;       \
+        }                                            \
+    } while (0)
+
+extern "C" int oar_cu_row_norm(int dtype, const void *x, const void *x2, void *sum_out, const void *w, const void *b,
+                               void *y, void *mean, void *rstd, int64_t rows, int64_t m, int64_t groups, int64_t s,
+                               double eps, void *stream) {
+    if (rows <= 0) return 0;
+    cudaStream_t st = (cudaStream_t)stream;
+    int t = threads_for(m, 512);
+    DISPATCH_FLOAT(dtype, (row_norm_kernel<T><<<grid_for(rows), t, 0, st>>>(
+                              (const T *)x, (const T *)x2, (T *)sum_out, (const T *)w, (const T *)b, (T *)y, (T *)mean,
+                              (T *)rstd, rows, m, groups, s, eps)));
+    return (int)cudaGetLastError();
+}
+
+extern "C" int oar_cu_layer_norm_backward(int dtype, const void *g, const void *x, const void *w, const void *mean,
+                                          const void *rstd, const void *residual, void *dx, void *dw, void *db,
+                                          int64_t rows, int64_t m, void *stream) {
+    cudaStream_t st = (cudaStream_t)stream;
+    if (m > 0)
+        DISPATCH_FLOAT(dtype, (ln_backward_dwdb_kernel<T><<<grid_for(m), threads_for(rows, 256), 0, st>>>(
+                                  (const T *)g, (const T *)x, (const T *)mean, (const T *)rstd, (T *)dw, (T *)db, rows,
+                                  m)));
+    if (rows > 0 && m > 0)
+        DISPATCH_FLOAT(dtype, (ln_backward_dx_kernel<T><<<grid_for(rows), threads_for(m, 512), 0, st>>>(
+                                  (const T *)g, (const T *)x, (const T *)w, (const T *)mean, (const T *)rstd,
+                                  (const T *)residual, (T *)dx, rows, m)));
+    return (int)cudaGetLastError();
+}
+
+extern "C" int oar_cu_batch_norm(int dtype, const void *x, const void *w, const void *b, const void *residual, int act,
+                                 void *y, void *mean_out, void *invstd_out, void *rmean, int64_t rm_stride, void *rvar,
+                                 int64_t rv_stride, const void *counter, int counter_dtype, int64_t n, int64_t c,
+                                 int64_t s, int training, double momentum, double eps, void *stream) {
+    if (c <= 0) return 0;
+    cudaStream_t st = (cudaStream_t)stream;
+    int t = threads_for(n * s, 512);
+    DISPATCH_FLOAT(dtype, (batch_norm_kernel<T><<<grid_for(c), t, 0, st>>>(
+                              (const T *)x, (const T *)w, (const T *)b, (const T *)residual, act != 0, (T *)y,
+                              (T *)mean_out, (T *)invstd_out, (T *)rmean, rm_stride, (T *)rvar, rv_stride, counter,
+                              counter_dtype, n, c, s, training != 0, momentum, eps)));
+    return (int)cudaGetLastError();
+}
+
+extern "C" int oar_cu_batch_norm_backward(int dtype, const void *g, const void *x, const void *w, const void *mean,
+                                          const void *rstd, const void *y, void *masked, void *dx, void *dw, void *db,
+                                          int64_t n, int64_t c, int64_t s, void *stream) {
+    if (c <= 0) return 0;
+    cudaStream_t st = (cudaStream_t)stream;
+    int t = threads_for(n * s, 512);
+    DISPATCH_FLOAT(dtype, (batch_norm_backward_kernel<T><<<grid_for(c), t, 0, st>>>(
+                              (const T *)g, (const T *)x, (const T *)w, (const T *)mean, (const T *)rstd,
+                              (const T *)y, (T *)masked, (T *)dx, (T *)dw, (T *)db, n, c, s)));
+    return (int)cudaGetLastError();
+}
