@@ -46,7 +46,7 @@ static oar_status count_targets(const oar_kctx *ctx, const char *op, const oar_t
                                 int64_t ignore, int64_t *count) {
     int64_t *scratch = oar_cuda_scratch(2 * sizeof(int64_t));
     if (!scratch) return oar_last_status();
-    int64_t got[3];
+    int64_t got[3] = {0, -1, 0};
     int e = oar_cu_check_targets((int)t->dtype, oar_tensor_ptr(t), t->numel, classes, ignore, scratch, got,
                                  oar_cuda_stream_of(ctx));
     oar_cuda_scratch_free(scratch, 2 * sizeof(int64_t));
@@ -64,7 +64,7 @@ static oar_status class_loss(const oar_kctx *ctx, bool is_ce, oar_tensor *const 
                              const oar_attr *a) {
     const char *name = is_ce ? "cross_entropy" : "nll_loss";
     const oar_tensor *x = in[0], *t = in[1];
-    int64_t outer, classes, inner, count;
+    int64_t outer = 0, classes = 0, inner = 0, count = 0;
     layout(x, &outer, &classes, &inner);
     oar_status st = count_targets(ctx, name, t, classes, a[A_IGNORE].i, &count);
     if (st != OAR_OK) return st;
@@ -96,7 +96,7 @@ static oar_status cu_cross_entropy_backward(const oar_kctx *ctx, oar_tensor *con
                                             oar_tensor *const *out, int n_out, const oar_attr *a) {
     (void)n_in; (void)n_out;
     const oar_tensor *g = in[0], *x = in[1], *t = in[2], *lse = in[3];
-    int64_t outer, classes, inner, count;
+    int64_t outer = 0, classes = 0, inner = 0, count = 0;
     layout(x, &outer, &classes, &inner);
     oar_status st = count_targets(ctx, "cross_entropy_backward", t, classes, a[A_IGNORE].i, &count);
     if (st != OAR_OK) return st;
@@ -113,7 +113,7 @@ static oar_status cu_nll_loss_backward(const oar_kctx *ctx, oar_tensor *const *i
     (void)n_in; (void)n_out;
     const oar_tensor *g = in[0], *t = in[1];
     const oar_attr *o = a + 1;
-    int64_t outer, classes, inner, count;
+    int64_t outer = 0, classes = 0, inner = 0, count = 0;
     layout(out[0], &outer, &classes, &inner);
     oar_status st = count_targets(ctx, "nll_loss_backward", t, classes, o[A_IGNORE].i, &count);
     if (st != OAR_OK) return st;

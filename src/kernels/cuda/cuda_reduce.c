@@ -29,7 +29,7 @@ static void to_cu_plan(const oar_tensor *t, uint32_t mask, oar_cu_rplan *q) {
 
 static oar_status run_reduce(const oar_kctx *ctx, int kind, const char *name, const oar_tensor *x, oar_tensor *y,
                              const oar_attr *dims, double p, int64_t correction) {
-    uint32_t mask;
+    uint32_t mask = 0;
     oar_status st = oar_dims_mask(name, dims, x->ndim, &mask);
     if (st != OAR_OK) return st;
     if (y->dtype != x->dtype)
@@ -85,7 +85,7 @@ static oar_status one_dim_mask(const char *name, const oar_tensor *x, int64_t di
 static oar_status run_argext(const oar_kctx *ctx, bool is_min, oar_tensor *const *in, oar_tensor *const *out,
                              const oar_attr *a) {
     const char *name = is_min ? "argmin" : "argmax";
-    uint32_t mask;
+    uint32_t mask = 0;
     oar_status st = one_dim_mask(name, in[0], a[0].i, &mask);
     if (st != OAR_OK) return st;
     oar_cu_rplan q;
@@ -108,7 +108,7 @@ static oar_status cu_argmin(const oar_kctx *ctx, oar_tensor *const *in, int n_in
 static oar_status cu_cumsum(const oar_kctx *ctx, oar_tensor *const *in, int n_in, oar_tensor *const *out,
                             int n_out, const oar_attr *a) {
     (void)n_in; (void)n_out;
-    uint32_t mask;
+    uint32_t mask = 0;
     oar_status st = one_dim_mask("cumsum", in[0], a[0].i, &mask);
     if (st != OAR_OK) return st;
     oar_cu_rplan qx, qy;

@@ -23,7 +23,7 @@ static oar_status around(const char *name, const oar_tensor *x, int64_t dim, int
 static oar_status fwd(const oar_kctx *ctx, bool log_form, oar_tensor *const *in, oar_tensor *const *out,
                       const oar_attr *a) {
     const char *name = log_form ? "log_softmax" : "softmax";
-    int64_t outer, n, inner;
+    int64_t outer = 0, n = 0, inner = 0;
     oar_status st = around(name, in[0], a[0].i, &outer, &n, &inner);
     if (st != OAR_OK) return st;
     if (out[0]->numel == 0) return OAR_OK;
@@ -34,7 +34,7 @@ static oar_status fwd(const oar_kctx *ctx, bool log_form, oar_tensor *const *in,
 static oar_status bwd(const oar_kctx *ctx, bool log_form, oar_tensor *const *in, oar_tensor *const *out,
                       const oar_attr *a) {
     const char *name = log_form ? "log_softmax_backward" : "softmax_backward";
-    int64_t outer, n, inner;
+    int64_t outer = 0, n = 0, inner = 0;
     oar_status st = around(name, in[0], a[0].i, &outer, &n, &inner);
     if (st != OAR_OK) return st;
     if (out[0]->numel == 0) return OAR_OK;
