@@ -92,8 +92,8 @@ static oar_status bn_forward(const oar_kctx *ctx, const char *name, oar_tensor *
     const bool training = a[0].i != 0;
     const int64_t n = x->shape[0], c = x->shape[1], s = prod(x->shape, 2, x->ndim);
     int e = oar_cu_batch_norm((int)x->dtype, ptr(x), ptr(w), ptr(b), ptr(r), act, ptr(out[0]), ptr(out[1]),
-                              ptr(out[2]), ptr(rmean), rmean ? rmean->strides[0] : 0, ptr(rvar),
-                              rvar ? rvar->strides[0] : 0, ptr(counter), counter ? (int)counter->dtype : 0, n, c, s,
+                              ptr(out[2]), ptr(rmean), rmean ? (int)rmean->dtype : 0, rmean ? rmean->strides[0] : 0,
+                              ptr(rvar), rvar ? (int)rvar->dtype : 0, rvar ? rvar->strides[0] : 0, ptr(counter), counter ? (int)counter->dtype : 0, n, c, s,
                               training, a[1].f, a[2].f, oar_cuda_stream_of(ctx));
     st = oar_cuda_status((cudaError_t)e, name);
     if (st == OAR_OK && training && rmean && n * s > 0) { /* once per call, so autograd sees the write */
@@ -139,12 +139,17 @@ static oar_status cu_batch_norm_act_backward(const oar_kctx *ctx, oar_tensor *co
     return bn_backward(ctx, "batch_norm_act_backward", in, in[5], a[0].i ? out[3] : NULL, out);
 }
 
-/* ---- supports: every float tensor (inputs and outputs) of x's dtype; integer counters. */
+/* ---- supports: every float tensor (inputs and outputs) of x's dtype, except batch_norm's
+ * running statistics (any float dtype, like the reference); integer counters. */
 static bool float_tensors_like(oar_tensor *const *in, int n_in, oar_tensor *const *out, int n_out, int key,
                                int counter) {
     oar_dtype dt = in[key]->dtype;
     for (int i = 0; i < n_in; i++) {
         if (!in[i]) continue;
+        if (counter >= 0 && (i == 3 || i == 4)) { /* running statistics: any float dtype, 1-d */
+            if (!(OAR_FLOAT_DTYPES & OAR_DTYPE_BIT(in[i]->dtype)) || in[i]->ndim != 1) return false;
+            continue;
+        }
         if (i == counter) {
             oar_dtype c = in[i]->dtype;
             if (c != OAR_I8 && c != OAR_U8 && c != OAR_I32 && c != OAR_I64) return false;

@@ -100,6 +100,24 @@ __global__ void ln_backward_dwdb_kernel(const T *g, const T *x, const T *mean_in
     }
 }
 
+// running statistics: any float dtype (they need not follow x's)
+__device__ __forceinline__ double ld_any(const void *p, int dt, int64_t i) {
+    switch (dt) {
+    case F32: return (double)((const float *)p)[i];
+    case F16: return (double)__half2float(((const __half *)p)[i]);
+    case BF16: return (double)__bfloat162float(((const __nv_bfloat16 *)p)[i]);
+    default: return ((const double *)p)[i];
+    }
+}
+__device__ __forceinline__ void st_any(void *p, int dt, int64_t i, double v) {
+    switch (dt) {
+    case F32: ((float *)p)[i] = (float)v; break;
+    case F16: ((__half *)p)[i] = __float2half_rn((float)v); break;
+    case BF16: ((__nv_bfloat16 *)p)[i] = __float2bfloat16_rn((float)v); break;
+    default: ((double *)p)[i] = v; break;
+    }
+}
+
 __device__ __forceinline__ int64_t load_counter(const void *p, int dt) {
     switch (dt) {
     case I8: return *(const int8_t *)p;
@@ -111,7 +129,8 @@ __device__ __forceinline__ int64_t load_counter(const void *p, int dt) {
 
 template <typename T>
 __global__ void batch_norm_kernel(const T *x, const T *w, const T *b, const T *res, bool act, T *y, T *mean_out,
-                                  T *invstd_out, T *rmean, int64_t rms, T *rvar, int64_t rvs, const void *counter,
+                                  T *invstd_out, void *rmean, int rmt, int64_t rms, void *rvar, int rvt, int64_t rvs,
+                                  const void *counter,
                                   int counter_dt, int64_t n, int64_t c, int64_t s, bool training, double momentum,
                                   double eps) {
     __shared__ double sh[32];
@@ -137,12 +156,12 @@ __global__ void batch_norm_kernel(const T *x, const T *w, const T *b, const T *r
             if (rmean && cnt > 0 && threadIdx.x == 0) {
                 double mom = momentum >= 0 || !counter ? momentum : 1.0 / (double)(load_counter(counter, counter_dt) + 1);
                 double unbiased = var * (double)cnt / (double)(cnt - 1);
-                rmean[ch * rms] = (T)((1 - mom) * (double)rmean[ch * rms] + mom * mean);
-                rvar[ch * rvs] = (T)((1 - mom) * (double)rvar[ch * rvs] + mom * unbiased);
+                st_any(rmean, rmt, ch * rms, (1 - mom) * ld_any(rmean, rmt, ch * rms) + mom * mean);
+                st_any(rvar, rvt, ch * rvs, (1 - mom) * ld_any(rvar, rvt, ch * rvs) + mom * unbiased);
             }
         } else {
-            mean = (double)rmean[ch * rms];
-            invstd = 1.0 / sqrt((double)rvar[ch * rvs] + eps);
+            mean = ld_any(rmean, rmt, ch * rms);
+            invstd = 1.0 / sqrt(ld_any(rvar, rvt, ch * rvs) + eps);
         }
         if (threadIdx.x == 0) {
             mean_out[ch] = (T)mean;
@@ -239,15 +258,15 @@ extern "C" int oar_cu_layer_norm_backward(int dtype, const void *g, const void *
 }
 
 extern "C" int oar_cu_batch_norm(int dtype, const void *x, const void *w, const void *b, const void *residual, int act,
-                                 void *y, void *mean_out, void *invstd_out, void *rmean, int64_t rm_stride, void *rvar,
-                                 int64_t rv_stride, const void *counter, int counter_dtype, int64_t n, int64_t c,
+                                 void *y, void *mean_out, void *invstd_out, void *rmean, int rm_dtype, int64_t rm_stride,
+                                 void *rvar, int rv_dtype, int64_t rv_stride, const void *counter, int counter_dtype, int64_t n, int64_t c,
                                  int64_t s, int training, double momentum, double eps, void *stream) {
     if (c <= 0) return 0;
     cudaStream_t st = (cudaStream_t)stream;
     int t = threads_for(n * s, 512);
     DISPATCH_FLOAT(dtype, (batch_norm_kernel<T><<<grid_for(c), t, 0, st>>>(
                               (const T *)x, (const T *)w, (const T *)b, (const T *)residual, act != 0, (T *)y,
-                              (T *)mean_out, (T *)invstd_out, (T *)rmean, rm_stride, (T *)rvar, rv_stride, counter,
+                              (T *)mean_out, (T *)invstd_out, rmean, rm_dtype, rm_stride, rvar, rv_dtype, rv_stride, counter,
                               counter_dtype, n, c, s, training != 0, momentum, eps)));
     return (int)cudaGetLastError();
 }
