@@ -1,6 +1,8 @@
 // Reductions (sum, mean, amax, amin, prod, var, std, logsumexp, norm), argmax/argmin and
 // cumsum. One block per output group; each thread folds its strided share of the group in
 // double, then the block combines the threads' values in a fixed tree (block_reduce.cuh).
+// Reductions over leading dims (many outputs adjacent in memory, their groups strided) use
+// one thread per output instead, so loads coalesce across the warp.
 // Semantics follow the reference (src/ops/reduce.c, reduce_dim.c): NaN propagates through
 // max/min, empty groups give sum 0, prod 1, mean nan, logsumexp -inf, norm 0.
 #include "block_reduce.cuh"
@@ -95,6 +97,84 @@ __global__ void reduce_kernel(const T *x, T *y, Plan p, int kind, double pn, dou
     }
 }
 
+// One thread per output, folding its group in order (the reference's order): for groups
+// whose elements are far apart in memory while neighbouring outputs are adjacent (reductions
+// over leading dims), so a warp's loads are coalesced.
+template <typename T>
+__device__ double seq_fold(const T *xo, const Plan &p, int kind, double pn, double corr) {
+    const int64_t n = p.inum;
+    switch (kind) {
+    case OAR_CU_R_SUM:
+    case OAR_CU_R_MEAN: {
+        double s = 0;
+        for (int64_t i = 0; i < n; i++) s += (double)xo[inner_off(p, i)];
+        return kind == OAR_CU_R_MEAN ? s / (double)n : s;
+    }
+    case OAR_CU_R_AMAX:
+    case OAR_CU_R_AMIN: {
+        double m = kind == OAR_CU_R_AMAX ? -INFINITY : INFINITY;
+        for (int64_t i = 0; i < n; i++) {
+            double v = (double)xo[inner_off(p, i)];
+            m = kind == OAR_CU_R_AMAX ? MaxNanOp()(m, v) : MinNanOp()(m, v);
+        }
+        return m;
+    }
+    case OAR_CU_R_PROD: {
+        double a = 1;
+        for (int64_t i = 0; i < n; i++) a *= (double)xo[inner_off(p, i)];
+        return a;
+    }
+    case OAR_CU_R_VAR:
+    case OAR_CU_R_STD: {
+        double s = 0, m2 = 0;
+        for (int64_t i = 0; i < n; i++) s += (double)xo[inner_off(p, i)];
+        const double mean = s / (double)n;
+        for (int64_t i = 0; i < n; i++) {
+            double d = (double)xo[inner_off(p, i)] - mean;
+            m2 += d * d;
+        }
+        const double div = (double)n - corr;
+        const double r = m2 / (div > 0 ? div : 0.0);
+        return kind == OAR_CU_R_STD ? sqrt(r) : r;
+    }
+    case OAR_CU_R_LSE: {
+        double m = -INFINITY;
+        for (int64_t i = 0; i < n; i++) m = MaxNanOp()(m, (double)xo[inner_off(p, i)]);
+        if (m != m) return m;
+        if (isinf(m)) m = 0;
+        double s = 0;
+        for (int64_t i = 0; i < n; i++) s += exp((double)xo[inner_off(p, i)] - m);
+        return log(s) + m;
+    }
+    case OAR_CU_R_NORM: {
+        double s = 0;
+        for (int64_t i = 0; i < n; i++) {
+            double v = (double)xo[inner_off(p, i)];
+            if (isinf(pn)) s = MaxNanOp()(s, fabs(v));
+            else if (pn == 1) s += fabs(v);
+            else if (pn == 2) s += v * v;
+            else s += pow(fabs(v), pn);
+        }
+        return isinf(pn) || pn == 1 ? s : pn == 2 ? sqrt(s) : pow(s, 1.0 / pn);
+    }
+    default: return 0;
+    }
+}
+
+template <typename T>
+__global__ void reduce_cols_kernel(const T *x, T *y, Plan p, int kind, double pn, double corr) {
+    for (int64_t o = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; o < p.onum; o += (int64_t)gridDim.x * blockDim.x)
+        y[o] = (T)seq_fold(x + space_off(p.no, p.osh, p.ost, o), p, kind, pn, corr);
+}
+
+// Columns: the reduced elements are strided while neighbouring outputs sit next to each
+// other, and there are outputs enough to fill warps.
+bool use_cols(const Plan &q) {
+    if (q.ni == 0 || q.no == 0 || q.onum < 64) return false;
+    int64_t inner_step = q.ist[q.ni - 1], outer_step = q.ost[q.no - 1];
+    return (inner_step > 1 || inner_step < -1) && (outer_step == 1 || outer_step == -1);
+}
+
 // (value, index) pairs: the extreme wins, NaN beats any number, ties go to the lower index.
 __device__ __forceinline__ bool arg_better(double vb, int64_t ib, double va, int64_t ia, bool is_min) {
     bool an = va != va, bn = vb != vb;
@@ -175,6 +255,17 @@ extern "C" int oar_cu_reduce(int kind, int dtype, const void *x, void *y, const 
     Plan q = to_plan(plan);
     if (q.onum <= 0) return 0;
     cudaStream_t s = (cudaStream_t)stream;
+    if (use_cols(q)) {
+        unsigned b = blocks_for(q.onum, 128);
+        if (dtype == F32)
+            reduce_cols_kernel<float><<<b, 128, 0, s>>>((const float *)x, (float *)y, q, kind, p, (double)correction);
+        else if (dtype == F64)
+            reduce_cols_kernel<double><<<b, 128, 0, s>>>((const double *)x, (double *)y, q, kind, p,
+                                                          (double)correction);
+        else
+            return (int)cudaErrorInvalidValue;
+        return (int)cudaGetLastError();
+    }
     int t = threads_for(q.inum, 512);
     if (dtype == F32)
         reduce_kernel<float><<<grid_for(q.onum), t, 0, s>>>((const float *)x, (float *)y, q, kind, p,
