@@ -37,8 +37,12 @@ static oar_status run_reduce(const oar_kctx *ctx, int kind, const char *name, co
                          oar_dtypes[x->dtype].name, oar_dtypes[y->dtype].name);
     oar_cu_rplan q;
     to_cu_plan(x, mask, &q);
-    int e = oar_cu_reduce(kind, (int)x->dtype, oar_tensor_ptr(x), oar_tensor_ptr(y), &q, p, correction,
+    size_t sb = oar_cu_reduce_scratch_bytes(kind, &q);
+    void *scratch = sb ? oar_cuda_scratch(sb) : NULL;
+    if (sb && !scratch) return oar_last_status();
+    int e = oar_cu_reduce(kind, (int)x->dtype, oar_tensor_ptr(x), oar_tensor_ptr(y), &q, p, correction, scratch,
                           oar_cuda_stream_of(ctx));
+    if (scratch) oar_cuda_scratch_free(scratch, sb);
     return oar_cuda_status((cudaError_t)e, name);
 }
 

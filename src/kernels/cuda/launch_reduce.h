@@ -25,10 +25,13 @@ enum {
     OAR_CU_R_LSE, OAR_CU_R_NORM,
 };
 
+/* Device scratch (bytes) oar_cu_reduce wants for plan (0: none); without it, it still
+ * works, with one block per output. */
+size_t oar_cu_reduce_scratch_bytes(int kind, const oar_cu_rplan *plan);
 /* y (contiguous, outer_numel elements) = reduction of each inner group of x. p: norm's p;
- * correction: var/std's. */
+ * correction: var/std's. scratch: oar_cu_reduce_scratch_bytes of device memory, or NULL. */
 int oar_cu_reduce(int kind, int dtype, const void *x, void *y, const oar_cu_rplan *plan, double p,
-                  int64_t correction, void *stream);
+                  int64_t correction, void *scratch, void *stream);
 /* y (int64, outer_numel) = index of the first max (min) of each group; NaN counts as the
  * extreme. */
 int oar_cu_argext(int is_min, int dtype, const void *x, int64_t *y, const oar_cu_rplan *plan, void *stream);

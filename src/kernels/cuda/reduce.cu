@@ -2,7 +2,8 @@
 // cumsum. One block per output group; each thread folds its strided share of the group in
 // double, then the block combines the threads' values in a fixed tree (block_reduce.cuh).
 // Reductions over leading dims (many outputs adjacent in memory, their groups strided) use
-// one thread per output instead, so loads coalesce across the warp.
+// one thread per output instead, so loads coalesce across the warp; a few outputs of large
+// groups split each group over several blocks (partials, then a fixed-order fold).
 // Semantics follow the reference (src/ops/reduce.c, reduce_dim.c): NaN propagates through
 // max/min, empty groups give sum 0, prod 1, mean nan, logsumexp -inf, norm 0.
 #include "block_reduce.cuh"
@@ -175,6 +176,122 @@ bool use_cols(const Plan &q) {
     return (inner_step > 1 || inner_step < -1) && (outer_step == 1 || outer_step == -1);
 }
 
+// ---- split groups: few outputs with large groups get several blocks per group. Each block
+// folds a fixed chunk of its group into parts[o * S + s]; one block per output then folds the
+// S parts in order. Ops that read their group twice (var, std: the mean; logsumexp: the max)
+// run two such passes, the first leaving its per-output value in aux.
+__device__ __forceinline__ bool two_pass(int kind) {
+    return kind == OAR_CU_R_VAR || kind == OAR_CU_R_STD || kind == OAR_CU_R_LSE;
+}
+
+// The fold of (kind, phase): 0 add, 1 max (NaN wins), 2 min (NaN wins), 3 multiply.
+__device__ __forceinline__ int split_op(int kind, int phase, double pn) {
+    if (phase == 1) return 0;
+    switch (kind) {
+    case OAR_CU_R_AMAX:
+    case OAR_CU_R_LSE: return 1;
+    case OAR_CU_R_AMIN: return 2;
+    case OAR_CU_R_PROD: return 3;
+    case OAR_CU_R_NORM: return isinf(pn) ? 1 : 0;
+    default: return 0;
+    }
+}
+__device__ __forceinline__ double split_ident(int op) {
+    return op == 1 ? -INFINITY : op == 2 ? INFINITY : op == 3 ? 1.0 : 0.0;
+}
+__device__ __forceinline__ double split_apply(int op, double a, double b) {
+    return op == 1 ? MaxNanOp()(a, b) : op == 2 ? MinNanOp()(a, b) : op == 3 ? a * b : a + b;
+}
+// The term an element adds in (kind, phase); aux: the first pass's value.
+__device__ __forceinline__ double split_term(int kind, int phase, double v, double pn, double aux) {
+    if (phase == 1) return kind == OAR_CU_R_LSE ? exp(v - aux) : (v - aux) * (v - aux);
+    if (kind != OAR_CU_R_NORM) return v;
+    if (isinf(pn) || pn == 1) return fabs(v);
+    return pn == 2 ? v * v : pow(fabs(v), pn);
+}
+__device__ __forceinline__ double split_block(double v, int op, double *sh) {
+    switch (op) {
+    case 1: return block_reduce(v, MaxNanOp(), -INFINITY, sh);
+    case 2: return block_reduce(v, MinNanOp(), INFINITY, sh);
+    case 3: return block_reduce(v, MulOp(), 1.0, sh);
+    default: return block_reduce(v, AddOp(), 0.0, sh);
+    }
+}
+
+// grid (S, outputs)
+template <typename T>
+__global__ void split_pass_kernel(const T *x, Plan p, int kind, int phase, double pn, int64_t chunk,
+                                  const double *aux, double *parts) {
+    __shared__ double sh[32];
+    const int64_t o = blockIdx.y, sidx = blockIdx.x, S = gridDim.x;
+    const T *xo = x + space_off(p.no, p.osh, p.ost, o);
+    const int op = split_op(kind, phase, pn);
+    const double a = phase == 1 ? aux[o] : 0.0;
+    const int64_t begin = sidx * chunk, end = begin + chunk < p.inum ? begin + chunk : p.inum;
+    double acc = split_ident(op);
+    for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x)
+        acc = split_apply(op, acc, split_term(kind, phase, (double)xo[inner_off(p, i)], pn, a));
+    acc = split_block(acc, op, sh);
+    if (threadIdx.x == 0) parts[o * S + sidx] = acc;
+}
+
+// one block per output: folds its S parts; phase 0 of a two-pass op leaves aux, else y.
+template <typename T>
+__global__ void split_final_kernel(const double *parts, int64_t S, int64_t onum, int64_t inum, int kind, int phase,
+                                   double pn, double corr, double *aux, T *y) {
+    __shared__ double sh[32];
+    const int op = split_op(kind, phase, pn);
+    const double n = (double)inum;
+    for (int64_t o = blockIdx.x; o < onum; o += gridDim.x) {
+        double acc = split_ident(op);
+        for (int64_t k = threadIdx.x; k < S; k += blockDim.x) acc = split_apply(op, acc, parts[o * S + k]);
+        acc = split_block(acc, op, sh);
+        if (threadIdx.x != 0) continue;
+        double r = acc;
+        if (phase == 0 && two_pass(kind)) {
+            double v = kind == OAR_CU_R_LSE ? (isinf(acc) ? 0.0 : acc) : acc / n; // the max (NaN stays), or the mean
+            aux[o] = v;
+            continue;
+        }
+        switch (kind) {
+        case OAR_CU_R_MEAN: r = acc / n; break;
+        case OAR_CU_R_VAR:
+        case OAR_CU_R_STD: {
+            double div = n - corr;
+            r = acc / (div > 0 ? div : 0.0);
+            if (kind == OAR_CU_R_STD) r = sqrt(r);
+            break;
+        }
+        case OAR_CU_R_LSE: r = log(acc) + aux[o]; break;
+        case OAR_CU_R_NORM: r = isinf(pn) || pn == 1 ? acc : pn == 2 ? sqrt(acc) : pow(acc, 1.0 / pn); break;
+        default: break;
+        }
+        y[o] = (T)r;
+    }
+}
+
+const int64_t SPLIT_MIN_INNER = 1 << 16, SPLIT_MAX_OUTER = 256, SPLIT_CHUNK = 1 << 14, SPLIT_MAX_PARTS = 512;
+
+int64_t split_parts(const Plan &q) {
+    if (q.onum > SPLIT_MAX_OUTER || q.inum < SPLIT_MIN_INNER) return 0;
+    int64_t S = (q.inum + SPLIT_CHUNK - 1) / SPLIT_CHUNK;
+    return S > SPLIT_MAX_PARTS ? SPLIT_MAX_PARTS : S;
+}
+
+template <typename T>
+void launch_split(const T *x, T *y, const Plan &q, int kind, double pn, double corr, int64_t S, double *scratch,
+                  cudaStream_t s) {
+    double *parts = scratch, *aux = scratch + q.onum * S;
+    const int64_t chunk = (q.inum + S - 1) / S;
+    dim3 grid((unsigned)S, (unsigned)q.onum);
+    split_pass_kernel<T><<<grid, 256, 0, s>>>(x, q, kind, 0, pn, chunk, aux, parts);
+    split_final_kernel<T><<<(unsigned)q.onum, 256, 0, s>>>(parts, S, q.onum, q.inum, kind, 0, pn, corr, aux, y);
+    if (kind == OAR_CU_R_VAR || kind == OAR_CU_R_STD || kind == OAR_CU_R_LSE) {
+        split_pass_kernel<T><<<grid, 256, 0, s>>>(x, q, kind, 1, pn, chunk, aux, parts);
+        split_final_kernel<T><<<(unsigned)q.onum, 256, 0, s>>>(parts, S, q.onum, q.inum, kind, 1, pn, corr, aux, y);
+    }
+}
+
 // (value, index) pairs: the extreme wins, NaN beats any number, ties go to the lower index.
 __device__ __forceinline__ bool arg_better(double vb, int64_t ib, double va, int64_t ia, bool is_min) {
     bool an = va != va, bn = vb != vb;
@@ -250,11 +367,30 @@ unsigned grid_for(int64_t n) { return (unsigned)(n < (1 << 20) ? (n < 1 ? 1 : n)
 
 }  // namespace
 
+extern "C" size_t oar_cu_reduce_scratch_bytes(int kind, const oar_cu_rplan *plan) {
+    (void)kind;
+    Plan q = to_plan(plan);
+    if (use_cols(q)) return 0;
+    int64_t S = split_parts(q);
+    return S ? sizeof(double) * (size_t)(q.onum * S + q.onum) : 0;
+}
+
 extern "C" int oar_cu_reduce(int kind, int dtype, const void *x, void *y, const oar_cu_rplan *plan, double p,
-                             int64_t correction, void *stream) {
+                             int64_t correction, void *scratch, void *stream) {
     Plan q = to_plan(plan);
     if (q.onum <= 0) return 0;
     cudaStream_t s = (cudaStream_t)stream;
+    int64_t S = use_cols(q) ? 0 : split_parts(q);
+    if (S && scratch) {
+        if (dtype == F32)
+            launch_split<float>((const float *)x, (float *)y, q, kind, p, (double)correction, S, (double *)scratch, s);
+        else if (dtype == F64)
+            launch_split<double>((const double *)x, (double *)y, q, kind, p, (double)correction, S, (double *)scratch,
+                                 s);
+        else
+            return (int)cudaErrorInvalidValue;
+        return (int)cudaGetLastError();
+    }
     if (use_cols(q)) {
         unsigned b = blocks_for(q.onum, 128);
         if (dtype == F32)
