@@ -1,5 +1,7 @@
 /* CUDA kernels of the reduction family (src/ops/reduce.c, reduce_dim.c): sum, mean, amax,
- * amin, prod, var, std, logsumexp, norm, argmax, argmin, cumsum; f32 and f64. Inputs may have
+ * amin, prod, var, std, logsumexp, norm, argmax, argmin, cumsum; f32 and f64, and integers
+ * and bool for sum, prod, amax, amin, argmax, argmin and cumsum (as the reference: int64
+ * accumulation with wrap-around). Inputs may have
  * any strides (the ops are OAR_OPF_STRIDED): the index plans carry them to the kernels. */
 #include "cuda_backend.h"
 #include "launch_reduce.h"
@@ -32,9 +34,6 @@ static oar_status run_reduce(const oar_kctx *ctx, int kind, const char *name, co
     uint32_t mask = 0;
     oar_status st = oar_dims_mask(name, dims, x->ndim, &mask);
     if (st != OAR_OK) return st;
-    if (y->dtype != x->dtype)
-        return oar_error(OAR_ERR_INTERNAL, "%s: CUDA kernel expected the output dtype %s, got %s", name,
-                         oar_dtypes[x->dtype].name, oar_dtypes[y->dtype].name);
     oar_cu_rplan q;
     to_cu_plan(x, mask, &q);
     size_t sb = oar_cu_reduce_scratch_bytes(kind, &q);
@@ -123,23 +122,31 @@ static oar_status cu_cumsum(const oar_kctx *ctx, oar_tensor *const *in, int n_in
     return oar_cuda_status((cudaError_t)e, "cumsum");
 }
 
-/* Only the float dtypes the launchers have; outputs of the input's dtype (true for floats). */
+/* Outputs of the input's dtype (the float ops, and amax/amin of any dtype). */
 static bool same_float_out(oar_tensor *const *in, int n_in, oar_tensor *const *out, int n_out, const oar_attr *a) {
     (void)n_in; (void)a;
     return n_out >= 1 && out[0]->dtype == in[0]->dtype && in[0]->ndim <= OAR_CU_RPLAN_DIMS;
 }
+/* sum, prod, cumsum: floats keep their dtype, integers and bool accumulate into int64. */
+static bool widening_out(oar_tensor *const *in, int n_in, oar_tensor *const *out, int n_out, const oar_attr *a) {
+    (void)n_in; (void)a;
+    oar_dtype want = oar_dtypes[in[0]->dtype].is_float ? in[0]->dtype : OAR_I64;
+    return n_out >= 1 && out[0]->dtype == want && in[0]->ndim <= OAR_CU_RPLAN_DIMS;
+}
+
+#define INTS (OAR_INT_DTYPES | OAR_DTYPE_BIT(OAR_BOOL))
 
 void oar_cuda_register_reduce(void) {
-    oar_cuda_register(OAR_OP_sum, F32_F64, cu_sum, same_float_out);
+    oar_cuda_register(OAR_OP_sum, F32_F64 | INTS, cu_sum, widening_out);
     oar_cuda_register(OAR_OP_mean, F32_F64, cu_mean, same_float_out);
-    oar_cuda_register(OAR_OP_amax, F32_F64, cu_amax, same_float_out);
-    oar_cuda_register(OAR_OP_amin, F32_F64, cu_amin, same_float_out);
-    oar_cuda_register(OAR_OP_prod, F32_F64, cu_prod, same_float_out);
+    oar_cuda_register(OAR_OP_amax, F32_F64 | INTS, cu_amax, same_float_out);
+    oar_cuda_register(OAR_OP_amin, F32_F64 | INTS, cu_amin, same_float_out);
+    oar_cuda_register(OAR_OP_prod, F32_F64 | INTS, cu_prod, widening_out);
     oar_cuda_register(OAR_OP_var, F32_F64, cu_var, same_float_out);
     oar_cuda_register(OAR_OP_std, F32_F64, cu_std, same_float_out);
     oar_cuda_register(OAR_OP_logsumexp, F32_F64, cu_logsumexp, same_float_out);
     oar_cuda_register(OAR_OP_norm, F32_F64, cu_norm, same_float_out);
-    oar_cuda_register(OAR_OP_argmax, F32_F64, cu_argmax, NULL);
-    oar_cuda_register(OAR_OP_argmin, F32_F64, cu_argmin, NULL);
-    oar_cuda_register(OAR_OP_cumsum, F32_F64, cu_cumsum, same_float_out);
+    oar_cuda_register(OAR_OP_argmax, F32_F64 | OAR_INT_DTYPES, cu_argmax, NULL);
+    oar_cuda_register(OAR_OP_argmin, F32_F64 | OAR_INT_DTYPES, cu_argmin, NULL);
+    oar_cuda_register(OAR_OP_cumsum, F32_F64 | INTS, cu_cumsum, widening_out);
 }

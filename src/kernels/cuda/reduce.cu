@@ -363,6 +363,114 @@ __global__ void cumsum_kernel(const T *x, T *y, Plan px, Plan py, bool rev) {
     }
 }
 
+// ---- integer inputs (i8 u8 i32 i64 bool): sums and products wrap like int64 (accumulated as
+// uint64), max/min exact; argmax/argmin compare exactly; cumsum gives int64.
+__device__ __forceinline__ int64_t ld_i(const void *x, int dt, int64_t i) {
+    switch (dt) {
+    case I8: return ((const int8_t *)x)[i];
+    case U8: return ((const uint8_t *)x)[i];
+    case I32: return ((const int32_t *)x)[i];
+    case I64: return ((const int64_t *)x)[i];
+    default: return ((const uint8_t *)x)[i] ? 1 : 0;
+    }
+}
+__device__ __forceinline__ void st_i(void *y, int dt, int64_t i, int64_t v) {
+    switch (dt) {
+    case I8: ((int8_t *)y)[i] = (int8_t)v; break;
+    case U8: ((uint8_t *)y)[i] = (uint8_t)v; break;
+    case I32: ((int32_t *)y)[i] = (int32_t)v; break;
+    case I64: ((int64_t *)y)[i] = v; break;
+    default: ((uint8_t *)y)[i] = v != 0; break;
+    }
+}
+
+// op: 0 add, 1 multiply (both wrapping), 2 max, 3 min
+__device__ __forceinline__ uint64_t iop(int op, uint64_t a, uint64_t b) {
+    switch (op) {
+    case 0: return a + b;
+    case 1: return a * b;
+    case 2: return (int64_t)b > (int64_t)a ? b : a;
+    default: return (int64_t)b < (int64_t)a ? b : a;
+    }
+}
+
+__device__ __forceinline__ uint64_t block_reduce_i(uint64_t v, int op, uint64_t ident, uint64_t *sh) {
+    for (int o = 16; o > 0; o >>= 1) v = iop(op, v, __shfl_down_sync(0xffffffffu, v, o));
+    const int lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = (blockDim.x + 31) >> 5;
+    __syncthreads();
+    if (lane == 0) sh[w] = v;
+    __syncthreads();
+    if (w == 0) {
+        v = lane < nw ? sh[lane] : ident;
+        for (int o = 16; o > 0; o >>= 1) v = iop(op, v, __shfl_down_sync(0xffffffffu, v, o));
+        if (lane == 0) sh[0] = v;
+    }
+    __syncthreads();
+    return sh[0];
+}
+
+// y: int64 for sum/prod, x's dtype for amax/amin (y_dt)
+__global__ void reduce_int_kernel(const void *x, int x_dt, void *y, int y_dt, Plan p, int op) {
+    __shared__ uint64_t sh[32];
+    const uint64_t ident = op == 0 ? 0 : op == 1 ? 1 : op == 2 ? (uint64_t)INT64_MIN : (uint64_t)INT64_MAX;
+    for (int64_t o = blockIdx.x; o < p.onum; o += gridDim.x) {
+        const int64_t base = space_off(p.no, p.osh, p.ost, o);
+        uint64_t acc = ident;
+        for (int64_t i = threadIdx.x; i < p.inum; i += blockDim.x)
+            acc = iop(op, acc, (uint64_t)ld_i(x, x_dt, base + inner_off(p, i)));
+        acc = block_reduce_i(acc, op, ident, sh);
+        if (threadIdx.x == 0) st_i(y, y_dt, o, (int64_t)acc);
+    }
+}
+
+__global__ void argext_int_kernel(const void *x, int x_dt, int64_t *y, Plan p, bool is_min) {
+    __shared__ int64_t shv[32], shi[32];
+    const int64_t worst = is_min ? INT64_MAX : INT64_MIN;
+    for (int64_t o = blockIdx.x; o < p.onum; o += gridDim.x) {
+        const int64_t base = space_off(p.no, p.osh, p.ost, o);
+        int64_t bv = worst, bi = INT64_MAX;
+        for (int64_t i = threadIdx.x; i < p.inum; i += blockDim.x) {
+            int64_t v = ld_i(x, x_dt, base + inner_off(p, i));
+            bool better = v == bv ? i < bi : (is_min ? v < bv : v > bv);
+            if (better) bv = v, bi = i;
+        }
+        for (int s = 16; s > 0; s >>= 1) {
+            int64_t v = __shfl_down_sync(0xffffffffu, bv, s), i = __shfl_down_sync(0xffffffffu, bi, s);
+            if (v == bv ? i < bi : (is_min ? v < bv : v > bv)) bv = v, bi = i;
+        }
+        const int lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = blockDim.x >> 5;
+        __syncthreads();
+        if (lane == 0) shv[w] = bv, shi[w] = bi;
+        __syncthreads();
+        if (w == 0) {
+            bv = lane < nw ? shv[lane] : worst;
+            bi = lane < nw ? shi[lane] : INT64_MAX;
+            for (int s = 16; s > 0; s >>= 1) {
+                int64_t v = __shfl_down_sync(0xffffffffu, bv, s), i = __shfl_down_sync(0xffffffffu, bi, s);
+                if (v == bv ? i < bi : (is_min ? v < bv : v > bv)) bv = v, bi = i;
+            }
+            if (lane == 0) y[o] = bi;
+        }
+    }
+}
+
+__global__ void cumsum_int_kernel(const void *x, int x_dt, int64_t *y, Plan px, Plan py, bool rev) {
+    for (int64_t o = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; o < px.onum;
+         o += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t xo = space_off(px.no, px.osh, px.ost, o);
+        int64_t *yo = y + space_off(py.no, py.osh, py.ost, o);
+        const int64_t n = px.inum, sx = px.ni ? px.ist[0] : 0, sy = py.ni ? py.ist[0] : 0;
+        uint64_t acc = 0;
+        for (int64_t s = 0; s < n; s++) {
+            int64_t i = rev ? n - 1 - s : s;
+            acc += (uint64_t)ld_i(x, x_dt, xo + i * sx);
+            yo[i * sy] = (int64_t)acc;
+        }
+    }
+}
+
+bool is_int_dt(int dt) { return dt >= I8 && dt <= BOOL; }
+
 unsigned grid_for(int64_t n) { return (unsigned)(n < (1 << 20) ? (n < 1 ? 1 : n) : (1 << 20)); }
 
 }  // namespace
@@ -380,6 +488,14 @@ extern "C" int oar_cu_reduce(int kind, int dtype, const void *x, void *y, const 
     Plan q = to_plan(plan);
     if (q.onum <= 0) return 0;
     cudaStream_t s = (cudaStream_t)stream;
+    if (is_int_dt(dtype)) {
+        int op = kind == OAR_CU_R_SUM ? 0 : kind == OAR_CU_R_PROD ? 1 : kind == OAR_CU_R_AMAX ? 2
+               : kind == OAR_CU_R_AMIN ? 3 : -1;
+        if (op < 0) return (int)cudaErrorInvalidValue;
+        int y_dt = op <= 1 ? (int)I64 : dtype;
+        reduce_int_kernel<<<grid_for(q.onum), threads_for(q.inum, 512), 0, s>>>(x, dtype, y, y_dt, q, op);
+        return (int)cudaGetLastError();
+    }
     int64_t S = use_cols(q) ? 0 : split_parts(q);
     if (S && scratch) {
         if (dtype == F32)
@@ -422,6 +538,7 @@ extern "C" int oar_cu_argext(int is_min, int dtype, const void *x, int64_t *y, c
     int t = threads_for(q.inum, 512);
     if (dtype == F32) argext_kernel<float><<<grid_for(q.onum), t, 0, s>>>((const float *)x, y, q, is_min != 0);
     else if (dtype == F64) argext_kernel<double><<<grid_for(q.onum), t, 0, s>>>((const double *)x, y, q, is_min != 0);
+    else if (is_int_dt(dtype)) argext_int_kernel<<<grid_for(q.onum), t, 0, s>>>(x, dtype, y, q, is_min != 0);
     else return (int)cudaErrorInvalidValue;
     return (int)cudaGetLastError();
 }
@@ -434,6 +551,7 @@ extern "C" int oar_cu_cumsum(int dtype, const void *x, void *y, const oar_cu_rpl
     unsigned b = blocks_for(px.onum, 128);
     if (dtype == F32) cumsum_kernel<float><<<b, 128, 0, s>>>((const float *)x, (float *)y, px, py, reverse != 0);
     else if (dtype == F64) cumsum_kernel<double><<<b, 128, 0, s>>>((const double *)x, (double *)y, px, py, reverse != 0);
+    else if (is_int_dt(dtype)) cumsum_int_kernel<<<b, 128, 0, s>>>(x, dtype, (int64_t *)y, px, py, reverse != 0);
     else return (int)cudaErrorInvalidValue;
     return (int)cudaGetLastError();
 }
