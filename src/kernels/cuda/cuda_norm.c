@@ -56,9 +56,13 @@ static oar_status ln_backward(const oar_kctx *ctx, const char *name, oar_tensor 
     const oar_tensor *x = in[1];
     int k = (int)a[0].i;
     int64_t m = prod(x->shape, x->ndim - k, x->ndim), rows = prod(x->shape, 0, x->ndim - k);
+    size_t sb = oar_cu_layer_norm_backward_scratch_bytes(rows, m);
+    void *scratch = sb ? oar_cuda_scratch(sb) : NULL;
+    if (sb && !scratch) return oar_last_status();
     int e = oar_cu_layer_norm_backward((int)x->dtype, ptr(in[0]), ptr(x), ptr(in[2]), ptr(in[3]), ptr(in[4]),
-                                       ptr(residual), ptr(out[0]), ptr(out[1]), ptr(out[2]), rows, m,
+                                       ptr(residual), ptr(out[0]), ptr(out[1]), ptr(out[2]), rows, m, scratch,
                                        oar_cuda_stream_of(ctx));
+    if (scratch) oar_cuda_scratch_free(scratch, sb);
     return oar_cuda_status((cudaError_t)e, name);
 }
 static oar_status cu_layer_norm_backward(const oar_kctx *ctx, oar_tensor *const *in, int n_in, oar_tensor *const *out,

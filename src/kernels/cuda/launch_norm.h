@@ -19,10 +19,13 @@ extern "C" {
 int oar_cu_row_norm(int dtype, const void *x, const void *x2, void *sum_out, const void *w, const void *b, void *y,
                     void *mean, void *rstd, int64_t rows, int64_t m, int64_t groups, int64_t s, double eps,
                     void *stream);
-/* layer_norm_backward: dx (+ residual when given, rounded like a separate add), dw, db. */
+/* Device scratch layer_norm_backward wants for many rows (0: none needed). */
+size_t oar_cu_layer_norm_backward_scratch_bytes(int64_t rows, int64_t m);
+/* layer_norm_backward: dx (+ residual when given, rounded like a separate add), dw, db.
+ * scratch: its scratch bytes of device memory (NULL works too, more slowly). */
 int oar_cu_layer_norm_backward(int dtype, const void *g, const void *x, const void *w, const void *mean,
                                const void *rstd, const void *residual, void *dx, void *dw, void *db, int64_t rows,
-                               int64_t m, void *stream);
+                               int64_t m, void *scratch, void *stream);
 /* batch_norm over x [n, c, s] (contiguous). rmean/rvar: running statistics (NULL: none) of
  * any float dtype (rm_dtype, rv_dtype) with element strides; counter (NULL: none) an integer scalar of counter_dtype that turns a
  * negative momentum into 1 / (count + 1). residual/act: batch_norm_act's relu(y + residual). */

@@ -118,6 +118,59 @@ __device__ __forceinline__ void st_any(void *p, int dt, int64_t i, double v) {
     }
 }
 
+// dw, db for many rows: tiles of 32 columns x 8 row lanes, each block summing one chunk of
+// rows (loads coalesced along the row), partial sums per (chunk, column) into parts; then one
+// thread per column adds the chunks in order.
+const int TILE_C = 32, TILE_R = 8;
+
+template <typename T>
+__global__ void ln_dwdb_parts_kernel(const T *g, const T *x, const T *mean_in, const T *rstd_in, int64_t rows,
+                                     int64_t m, int64_t chunk, double *parts_w, double *parts_b) {
+    __shared__ double shw[TILE_R][TILE_C], shb[TILE_R][TILE_C];
+    const int cx = threadIdx.x % TILE_C, ry = threadIdx.x / TILE_C;
+    const int64_t i = blockIdx.x * (int64_t)TILE_C + cx;
+    const int64_t r0 = blockIdx.y * chunk, r1 = r0 + chunk < rows ? r0 + chunk : rows;
+    double sw = 0, sb = 0;
+    if (i < m)
+        for (int64_t r = r0 + ry; r < r1; r += TILE_R) {
+            double gv = (double)g[r * m + i];
+            sw += gv * ((double)x[r * m + i] - (double)mean_in[r]) * (double)rstd_in[r];
+            sb += gv;
+        }
+    shw[ry][cx] = sw;
+    shb[ry][cx] = sb;
+    __syncthreads();
+    if (ry == 0 && i < m) {
+        for (int k = 1; k < TILE_R; k++) {
+            sw += shw[k][cx];
+            sb += shb[k][cx];
+        }
+        parts_w[blockIdx.y * m + i] = sw;
+        parts_b[blockIdx.y * m + i] = sb;
+    }
+}
+
+template <typename T>
+__global__ void ln_dwdb_final_kernel(const double *parts_w, const double *parts_b, int64_t nchunks, int64_t m, T *dw,
+                                     T *db) {
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < m; i += (int64_t)gridDim.x * blockDim.x) {
+        double sw = 0, sb = 0;
+        for (int64_t k = 0; k < nchunks; k++) {
+            sw += parts_w[k * m + i];
+            sb += parts_b[k * m + i];
+        }
+        dw[i] = (T)sw;
+        db[i] = (T)sb;
+    }
+}
+
+const int64_t LN_ROW_CHUNK = 64, LN_MAX_CHUNKS = 256;
+
+int64_t ln_chunks(int64_t rows) {
+    int64_t c = (rows + LN_ROW_CHUNK - 1) / LN_ROW_CHUNK;
+    return c < 1 ? 1 : (c > LN_MAX_CHUNKS ? LN_MAX_CHUNKS : c);
+}
+
 __device__ __forceinline__ int64_t load_counter(const void *p, int dt) {
     switch (dt) {
     case I8: return *(const int8_t *)p;
@@ -242,14 +295,28 @@ extern "C" int oar_cu_row_norm(int dtype, const void *x, const void *x2, void *s
     return (int)cudaGetLastError();
 }
 
+extern "C" size_t oar_cu_layer_norm_backward_scratch_bytes(int64_t rows, int64_t m) {
+    return rows > LN_ROW_CHUNK && m > 0 ? sizeof(double) * 2 * (size_t)(ln_chunks(rows) * m) : 0;
+}
+
 extern "C" int oar_cu_layer_norm_backward(int dtype, const void *g, const void *x, const void *w, const void *mean,
                                           const void *rstd, const void *residual, void *dx, void *dw, void *db,
-                                          int64_t rows, int64_t m, void *stream) {
+                                          int64_t rows, int64_t m, void *scratch, void *stream) {
     cudaStream_t st = (cudaStream_t)stream;
-    if (m > 0)
+    if (m > 0 && scratch && rows > LN_ROW_CHUNK) {
+        const int64_t nch = ln_chunks(rows), chunk = (rows + nch - 1) / nch;
+        double *pw = (double *)scratch, *pb = pw + nch * m;
+        dim3 grid((unsigned)((m + TILE_C - 1) / TILE_C), (unsigned)nch);
+        DISPATCH_FLOAT(dtype, (ln_dwdb_parts_kernel<T><<<grid, TILE_C * TILE_R, 0, st>>>(
+                                  (const T *)g, (const T *)x, (const T *)mean, (const T *)rstd, rows, m, chunk, pw,
+                                  pb)));
+        DISPATCH_FLOAT(dtype, (ln_dwdb_final_kernel<T><<<blocks_for(m, 256), 256, 0, st>>>(pw, pb, nch, m, (T *)dw,
+                                                                                           (T *)db)));
+    } else if (m > 0) {
         DISPATCH_FLOAT(dtype, (ln_backward_dwdb_kernel<T><<<grid_for(m), threads_for(rows, 256), 0, st>>>(
                                   (const T *)g, (const T *)x, (const T *)mean, (const T *)rstd, (T *)dw, (T *)db, rows,
                                   m)));
+    }
     if (rows > 0 && m > 0)
         DISPATCH_FLOAT(dtype, (ln_backward_dx_kernel<T><<<grid_for(rows), threads_for(m, 512), 0, st>>>(
                                   (const T *)g, (const T *)x, (const T *)w, (const T *)mean, (const T *)rstd,
