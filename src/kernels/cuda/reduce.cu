@@ -169,9 +169,10 @@ __global__ void reduce_cols_kernel(const T *x, T *y, Plan p, int kind, double pn
 }
 
 // Columns: the reduced elements are strided while neighbouring outputs sit next to each
-// other, and there are outputs enough to fill warps.
+// other (or the groups are short), and there are outputs enough to fill warps.
 bool use_cols(const Plan &q) {
     if (q.ni == 0 || q.no == 0 || q.onum < 64) return false;
+    if (q.inum <= 16) return true; // short groups: a block each would idle most of its threads
     int64_t inner_step = q.ist[q.ni - 1], outer_step = q.ost[q.no - 1];
     return (inner_step > 1 || inner_step < -1) && (outer_step == 1 || outer_step == -1);
 }
