@@ -2,11 +2,24 @@
 // results), so a result never depends on scheduling. blockDim.x must be a multiple of 32
 // (at most 1024); every thread of the block must call, and every thread gets the result.
 #pragma once
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 #include <math.h>
 #include <stdint.h>
 
 namespace oarcu {
+
+// Float elements to double and back (half types through float, as the CPU's dtype table).
+__device__ __forceinline__ double to_d(float v) { return (double)v; }
+__device__ __forceinline__ double to_d(double v) { return v; }
+__device__ __forceinline__ double to_d(__half v) { return (double)__half2float(v); }
+__device__ __forceinline__ double to_d(__nv_bfloat16 v) { return (double)__bfloat162float(v); }
+template <typename T> __device__ __forceinline__ T from_d(double v) { return (T)v; }
+template <> __device__ __forceinline__ __half from_d<__half>(double v) { return __float2half_rn((float)v); }
+template <> __device__ __forceinline__ __nv_bfloat16 from_d<__nv_bfloat16>(double v) {
+    return __float2bfloat16_rn((float)v);
+}
 
 struct AddOp {
     __device__ __forceinline__ double operator()(double a, double b) const { return a + b; }

@@ -1,5 +1,6 @@
 /* CUDA kernels of the reduction family (src/ops/reduce.c, reduce_dim.c): sum, mean, amax,
- * amin, prod, var, std, logsumexp, norm, argmax, argmin, cumsum; f32 and f64, and integers
+ * amin, prod, var, std, logsumexp, norm, argmax, argmin, cumsum; f32, f64, f16 and bf16
+ * (through double, like the reference), and integers
  * and bool for sum, prod, amax, amin, argmax, argmin and cumsum (as the reference: int64
  * accumulation with wrap-around). Inputs may have
  * any strides (the ops are OAR_OPF_STRIDED): the index plans carry them to the kernels. */
@@ -7,7 +8,7 @@
 #include "launch_reduce.h"
 #include "ops/reduce_plan.h"
 
-#define F32_F64 (OAR_DTYPE_BIT(OAR_F32) | OAR_DTYPE_BIT(OAR_F64))
+#define FLOATS OAR_FLOAT_DTYPES /* f32, f64, f16, bf16: computed in double, stored rounded */
 
 /* reduce_plan (byte strides) -> the launchers' plan (element strides) */
 static void to_cu_plan(const oar_tensor *t, uint32_t mask, oar_cu_rplan *q) {
@@ -137,16 +138,16 @@ static bool widening_out(oar_tensor *const *in, int n_in, oar_tensor *const *out
 #define INTS (OAR_INT_DTYPES | OAR_DTYPE_BIT(OAR_BOOL))
 
 void oar_cuda_register_reduce(void) {
-    oar_cuda_register(OAR_OP_sum, F32_F64 | INTS, cu_sum, widening_out);
-    oar_cuda_register(OAR_OP_mean, F32_F64, cu_mean, same_float_out);
-    oar_cuda_register(OAR_OP_amax, F32_F64 | INTS, cu_amax, same_float_out);
-    oar_cuda_register(OAR_OP_amin, F32_F64 | INTS, cu_amin, same_float_out);
-    oar_cuda_register(OAR_OP_prod, F32_F64 | INTS, cu_prod, widening_out);
-    oar_cuda_register(OAR_OP_var, F32_F64, cu_var, same_float_out);
-    oar_cuda_register(OAR_OP_std, F32_F64, cu_std, same_float_out);
-    oar_cuda_register(OAR_OP_logsumexp, F32_F64, cu_logsumexp, same_float_out);
-    oar_cuda_register(OAR_OP_norm, F32_F64, cu_norm, same_float_out);
-    oar_cuda_register(OAR_OP_argmax, F32_F64 | OAR_INT_DTYPES, cu_argmax, NULL);
-    oar_cuda_register(OAR_OP_argmin, F32_F64 | OAR_INT_DTYPES, cu_argmin, NULL);
-    oar_cuda_register(OAR_OP_cumsum, F32_F64 | INTS, cu_cumsum, widening_out);
+    oar_cuda_register(OAR_OP_sum, FLOATS | INTS, cu_sum, widening_out);
+    oar_cuda_register(OAR_OP_mean, FLOATS, cu_mean, same_float_out);
+    oar_cuda_register(OAR_OP_amax, FLOATS | INTS, cu_amax, same_float_out);
+    oar_cuda_register(OAR_OP_amin, FLOATS | INTS, cu_amin, same_float_out);
+    oar_cuda_register(OAR_OP_prod, FLOATS | INTS, cu_prod, widening_out);
+    oar_cuda_register(OAR_OP_var, FLOATS, cu_var, same_float_out);
+    oar_cuda_register(OAR_OP_std, FLOATS, cu_std, same_float_out);
+    oar_cuda_register(OAR_OP_logsumexp, FLOATS, cu_logsumexp, same_float_out);
+    oar_cuda_register(OAR_OP_norm, FLOATS, cu_norm, same_float_out);
+    oar_cuda_register(OAR_OP_argmax, FLOATS | OAR_INT_DTYPES, cu_argmax, NULL);
+    oar_cuda_register(OAR_OP_argmin, FLOATS | OAR_INT_DTYPES, cu_argmin, NULL);
+    oar_cuda_register(OAR_OP_cumsum, FLOATS | INTS, cu_cumsum, widening_out);
 }

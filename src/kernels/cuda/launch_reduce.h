@@ -1,7 +1,8 @@
 /* Launchers of reduce.cu: reductions over an index space split into kept (outer) and reduced
  * (inner) dims, each with its own element strides, so any input layout is read as is. One
  * block per output; floats accumulate in double (the reference's precision), in a fixed
- * order. dtype is OAR_F32 or OAR_F64 (oar numbering), or an integer dtype / bool for sum
+ * order. dtype is a float dtype (OAR_F32, OAR_F64, OAR_F16, OAR_BF16; oar numbering), or an
+ * integer dtype / bool for sum
  * and prod (int64 results, wrapping), amax and amin (x's dtype), argmax/argmin and cumsum
  * (int64 results); each returns a cudaError_t as int. */
 #ifndef OAR_CUDA_LAUNCH_REDUCE_H

@@ -44,7 +44,7 @@ __device__ __forceinline__ int64_t inner_off(const Plan &p, int64_t i) {
 template <typename T, typename F, typename Op>
 __device__ __forceinline__ double fold(const T *xo, const Plan &p, F f, Op op, double ident, double *sh) {
     double acc = ident;
-    for (int64_t i = threadIdx.x; i < p.inum; i += blockDim.x) acc = op(acc, f((double)xo[inner_off(p, i)]));
+    for (int64_t i = threadIdx.x; i < p.inum; i += blockDim.x) acc = op(acc, f(to_d(xo[inner_off(p, i)])));
     return block_reduce(acc, op, ident, sh);
 }
 
@@ -94,7 +94,7 @@ __global__ void reduce_kernel(const T *x, T *y, Plan p, int kind, double pn, dou
             break;
         default: break;
         }
-        if (threadIdx.x == 0) y[o] = (T)r;
+        if (threadIdx.x == 0) y[o] = from_d<T>(r);
     }
 }
 
@@ -108,30 +108,30 @@ __device__ double seq_fold(const T *xo, const Plan &p, int kind, double pn, doub
     case OAR_CU_R_SUM:
     case OAR_CU_R_MEAN: {
         double s = 0;
-        for (int64_t i = 0; i < n; i++) s += (double)xo[inner_off(p, i)];
+        for (int64_t i = 0; i < n; i++) s += to_d(xo[inner_off(p, i)]);
         return kind == OAR_CU_R_MEAN ? s / (double)n : s;
     }
     case OAR_CU_R_AMAX:
     case OAR_CU_R_AMIN: {
         double m = kind == OAR_CU_R_AMAX ? -INFINITY : INFINITY;
         for (int64_t i = 0; i < n; i++) {
-            double v = (double)xo[inner_off(p, i)];
+            double v = to_d(xo[inner_off(p, i)]);
             m = kind == OAR_CU_R_AMAX ? MaxNanOp()(m, v) : MinNanOp()(m, v);
         }
         return m;
     }
     case OAR_CU_R_PROD: {
         double a = 1;
-        for (int64_t i = 0; i < n; i++) a *= (double)xo[inner_off(p, i)];
+        for (int64_t i = 0; i < n; i++) a *= to_d(xo[inner_off(p, i)]);
         return a;
     }
     case OAR_CU_R_VAR:
     case OAR_CU_R_STD: {
         double s = 0, m2 = 0;
-        for (int64_t i = 0; i < n; i++) s += (double)xo[inner_off(p, i)];
+        for (int64_t i = 0; i < n; i++) s += to_d(xo[inner_off(p, i)]);
         const double mean = s / (double)n;
         for (int64_t i = 0; i < n; i++) {
-            double d = (double)xo[inner_off(p, i)] - mean;
+            double d = to_d(xo[inner_off(p, i)]) - mean;
             m2 += d * d;
         }
         const double div = (double)n - corr;
@@ -140,17 +140,17 @@ __device__ double seq_fold(const T *xo, const Plan &p, int kind, double pn, doub
     }
     case OAR_CU_R_LSE: {
         double m = -INFINITY;
-        for (int64_t i = 0; i < n; i++) m = MaxNanOp()(m, (double)xo[inner_off(p, i)]);
+        for (int64_t i = 0; i < n; i++) m = MaxNanOp()(m, to_d(xo[inner_off(p, i)]));
         if (m != m) return m;
         if (isinf(m)) m = 0;
         double s = 0;
-        for (int64_t i = 0; i < n; i++) s += exp((double)xo[inner_off(p, i)] - m);
+        for (int64_t i = 0; i < n; i++) s += exp(to_d(xo[inner_off(p, i)]) - m);
         return log(s) + m;
     }
     case OAR_CU_R_NORM: {
         double s = 0;
         for (int64_t i = 0; i < n; i++) {
-            double v = (double)xo[inner_off(p, i)];
+            double v = to_d(xo[inner_off(p, i)]);
             if (isinf(pn)) s = MaxNanOp()(s, fabs(v));
             else if (pn == 1) s += fabs(v);
             else if (pn == 2) s += v * v;
@@ -165,7 +165,7 @@ __device__ double seq_fold(const T *xo, const Plan &p, int kind, double pn, doub
 template <typename T>
 __global__ void reduce_cols_kernel(const T *x, T *y, Plan p, int kind, double pn, double corr) {
     for (int64_t o = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; o < p.onum; o += (int64_t)gridDim.x * blockDim.x)
-        y[o] = (T)seq_fold(x + space_off(p.no, p.osh, p.ost, o), p, kind, pn, corr);
+        y[o] = from_d<T>(seq_fold(x + space_off(p.no, p.osh, p.ost, o), p, kind, pn, corr));
 }
 
 // Columns: the reduced elements are strided while neighbouring outputs sit next to each
@@ -231,7 +231,7 @@ __global__ void split_pass_kernel(const T *x, Plan p, int kind, int phase, doubl
     const int64_t begin = sidx * chunk, end = begin + chunk < p.inum ? begin + chunk : p.inum;
     double acc = split_ident(op);
     for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x)
-        acc = split_apply(op, acc, split_term(kind, phase, (double)xo[inner_off(p, i)], pn, a));
+        acc = split_apply(op, acc, split_term(kind, phase, to_d(xo[inner_off(p, i)]), pn, a));
     acc = split_block(acc, op, sh);
     if (threadIdx.x == 0) parts[o * S + sidx] = acc;
 }
@@ -267,7 +267,7 @@ __global__ void split_final_kernel(const double *parts, int64_t S, int64_t onum,
         case OAR_CU_R_NORM: r = isinf(pn) || pn == 1 ? acc : pn == 2 ? sqrt(acc) : pow(acc, 1.0 / pn); break;
         default: break;
         }
-        y[o] = (T)r;
+        y[o] = from_d<T>(r);
     }
 }
 
@@ -310,7 +310,7 @@ __global__ void argext_kernel(const T *x, int64_t *y, Plan p, bool is_min) {
         double bv = is_min ? INFINITY : -INFINITY;
         int64_t bi = INT64_MAX;
         for (int64_t i = threadIdx.x; i < p.inum; i += blockDim.x) {
-            double v = (double)xo[inner_off(p, i)];
+            double v = to_d(xo[inner_off(p, i)]);
             if (arg_better(v, i, bv, bi, is_min)) {
                 bv = v;
                 bi = i;
@@ -358,8 +358,8 @@ __global__ void cumsum_kernel(const T *x, T *y, Plan px, Plan py, bool rev) {
         double acc = 0;
         for (int64_t s = 0; s < n; s++) {
             int64_t i = rev ? n - 1 - s : s;
-            acc += (double)xo[i * sx];
-            yo[i * sy] = (T)acc;
+            acc += to_d(xo[i * sx]);
+            yo[i * sy] = from_d<T>(acc);
         }
     }
 }
@@ -472,6 +472,14 @@ __global__ void cumsum_int_kernel(const void *x, int x_dt, int64_t *y, Plan px, 
 
 bool is_int_dt(int dt) { return dt >= I8 && dt <= BOOL; }
 
+// Runs CALL with T the C++ type of a float dtype; false for other dtypes.
+#define FLOAT_TYPES(dtype, CALL)                                  \
+    ((dtype) == F32    ? ([&] { typedef float T; CALL; }(), true)          \
+     : (dtype) == F64  ? ([&] { typedef double T; CALL; }(), true)         \
+     : (dtype) == F16  ? ([&] { typedef __half T; CALL; }(), true)         \
+     : (dtype) == BF16 ? ([&] { typedef __nv_bfloat16 T; CALL; }(), true)  \
+                       : false)
+
 unsigned grid_for(int64_t n) { return (unsigned)(n < (1 << 20) ? (n < 1 ? 1 : n) : (1 << 20)); }
 
 }  // namespace
@@ -489,6 +497,7 @@ extern "C" int oar_cu_reduce(int kind, int dtype, const void *x, void *y, const 
     Plan q = to_plan(plan);
     if (q.onum <= 0) return 0;
     cudaStream_t s = (cudaStream_t)stream;
+    const double corr = (double)correction;
     if (is_int_dt(dtype)) {
         int op = kind == OAR_CU_R_SUM ? 0 : kind == OAR_CU_R_PROD ? 1 : kind == OAR_CU_R_AMAX ? 2
                : kind == OAR_CU_R_AMIN ? 3 : -1;
@@ -497,38 +506,19 @@ extern "C" int oar_cu_reduce(int kind, int dtype, const void *x, void *y, const 
         reduce_int_kernel<<<grid_for(q.onum), threads_for(q.inum, 512), 0, s>>>(x, dtype, y, y_dt, q, op);
         return (int)cudaGetLastError();
     }
+    bool ok;
     int64_t S = use_cols(q) ? 0 : split_parts(q);
     if (S && scratch) {
-        if (dtype == F32)
-            launch_split<float>((const float *)x, (float *)y, q, kind, p, (double)correction, S, (double *)scratch, s);
-        else if (dtype == F64)
-            launch_split<double>((const double *)x, (double *)y, q, kind, p, (double)correction, S, (double *)scratch,
-                                 s);
-        else
-            return (int)cudaErrorInvalidValue;
-        return (int)cudaGetLastError();
-    }
-    if (use_cols(q)) {
+        ok = FLOAT_TYPES(dtype, launch_split<T>((const T *)x, (T *)y, q, kind, p, corr, S, (double *)scratch, s));
+    } else if (use_cols(q)) {
         unsigned b = blocks_for(q.onum, 128);
-        if (dtype == F32)
-            reduce_cols_kernel<float><<<b, 128, 0, s>>>((const float *)x, (float *)y, q, kind, p, (double)correction);
-        else if (dtype == F64)
-            reduce_cols_kernel<double><<<b, 128, 0, s>>>((const double *)x, (double *)y, q, kind, p,
-                                                          (double)correction);
-        else
-            return (int)cudaErrorInvalidValue;
-        return (int)cudaGetLastError();
+        ok = FLOAT_TYPES(dtype, (reduce_cols_kernel<T><<<b, 128, 0, s>>>((const T *)x, (T *)y, q, kind, p, corr)));
+    } else {
+        int t = threads_for(q.inum, 512);
+        ok = FLOAT_TYPES(dtype,
+                         (reduce_kernel<T><<<grid_for(q.onum), t, 0, s>>>((const T *)x, (T *)y, q, kind, p, corr)));
     }
-    int t = threads_for(q.inum, 512);
-    if (dtype == F32)
-        reduce_kernel<float><<<grid_for(q.onum), t, 0, s>>>((const float *)x, (float *)y, q, kind, p,
-                                                           (double)correction);
-    else if (dtype == F64)
-        reduce_kernel<double><<<grid_for(q.onum), t, 0, s>>>((const double *)x, (double *)y, q, kind, p,
-                                                            (double)correction);
-    else
-        return (int)cudaErrorInvalidValue;
-    return (int)cudaGetLastError();
+    return ok ? (int)cudaGetLastError() : (int)cudaErrorInvalidValue;
 }
 
 extern "C" int oar_cu_argext(int is_min, int dtype, const void *x, int64_t *y, const oar_cu_rplan *plan,
@@ -537,11 +527,12 @@ extern "C" int oar_cu_argext(int is_min, int dtype, const void *x, int64_t *y, c
     if (q.onum <= 0) return 0;
     cudaStream_t s = (cudaStream_t)stream;
     int t = threads_for(q.inum, 512);
-    if (dtype == F32) argext_kernel<float><<<grid_for(q.onum), t, 0, s>>>((const float *)x, y, q, is_min != 0);
-    else if (dtype == F64) argext_kernel<double><<<grid_for(q.onum), t, 0, s>>>((const double *)x, y, q, is_min != 0);
-    else if (is_int_dt(dtype)) argext_int_kernel<<<grid_for(q.onum), t, 0, s>>>(x, dtype, y, q, is_min != 0);
-    else return (int)cudaErrorInvalidValue;
-    return (int)cudaGetLastError();
+    if (is_int_dt(dtype)) {
+        argext_int_kernel<<<grid_for(q.onum), t, 0, s>>>(x, dtype, y, q, is_min != 0);
+        return (int)cudaGetLastError();
+    }
+    bool ok = FLOAT_TYPES(dtype, (argext_kernel<T><<<grid_for(q.onum), t, 0, s>>>((const T *)x, y, q, is_min != 0)));
+    return ok ? (int)cudaGetLastError() : (int)cudaErrorInvalidValue;
 }
 
 extern "C" int oar_cu_cumsum(int dtype, const void *x, void *y, const oar_cu_rplan *plan_x,
@@ -550,9 +541,10 @@ extern "C" int oar_cu_cumsum(int dtype, const void *x, void *y, const oar_cu_rpl
     if (px.onum <= 0 || px.inum <= 0) return 0;
     cudaStream_t s = (cudaStream_t)stream;
     unsigned b = blocks_for(px.onum, 128);
-    if (dtype == F32) cumsum_kernel<float><<<b, 128, 0, s>>>((const float *)x, (float *)y, px, py, reverse != 0);
-    else if (dtype == F64) cumsum_kernel<double><<<b, 128, 0, s>>>((const double *)x, (double *)y, px, py, reverse != 0);
-    else if (is_int_dt(dtype)) cumsum_int_kernel<<<b, 128, 0, s>>>(x, dtype, (int64_t *)y, px, py, reverse != 0);
-    else return (int)cudaErrorInvalidValue;
-    return (int)cudaGetLastError();
+    if (is_int_dt(dtype)) {
+        cumsum_int_kernel<<<b, 128, 0, s>>>(x, dtype, (int64_t *)y, px, py, reverse != 0);
+        return (int)cudaGetLastError();
+    }
+    bool ok = FLOAT_TYPES(dtype, (cumsum_kernel<T><<<b, 128, 0, s>>>((const T *)x, (T *)y, px, py, reverse != 0)));
+    return ok ? (int)cudaGetLastError() : (int)cudaErrorInvalidValue;
 }
