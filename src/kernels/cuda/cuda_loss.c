@@ -1,7 +1,8 @@
 /* CUDA kernels of the loss family (src/ops/loss.c, loss_ce.c): mse_loss, l1_loss,
  * smooth_l1_loss, bce_with_logits, cross_entropy (+ backward), nll_loss (+ backward); f32 and
- * f64 inputs, i64 or i32 targets. The class-index losses check their targets on the GPU and
- * read the count back (one synchronization), so a bad label is an error like on the CPU. */
+ * f64 inputs, integer targets (i64, i32, i8, u8). The class-index losses check their targets
+ * on the GPU and read the count back (one synchronization), so a bad label is an error like
+ * on the CPU. */
 #include "cuda_backend.h"
 #include "launch_loss.h"
 
@@ -123,7 +124,9 @@ static oar_status cu_nll_loss_backward(const oar_kctx *ctx, oar_tensor *const *i
     return oar_cuda_status((cudaError_t)e, "nll_loss_backward");
 }
 
-static bool idx_dtype(const oar_tensor *t) { return t && (t->dtype == OAR_I64 || t->dtype == OAR_I32); }
+static bool idx_dtype(const oar_tensor *t) {
+    return t && (t->dtype == OAR_I64 || t->dtype == OAR_I32 || t->dtype == OAR_I8 || t->dtype == OAR_U8);
+}
 
 /* pair losses: target and output of the input's dtype */
 static bool pair_ok(oar_tensor *const *in, int n_in, oar_tensor *const *out, int n_out, const oar_attr *a) {

@@ -97,8 +97,9 @@ static oar_status bn_forward(const oar_kctx *ctx, const char *name, oar_tensor *
     const int64_t n = x->shape[0], c = x->shape[1], s = prod(x->shape, 2, x->ndim);
     int e = oar_cu_batch_norm((int)x->dtype, ptr(x), ptr(w), ptr(b), ptr(r), act, ptr(out[0]), ptr(out[1]),
                               ptr(out[2]), ptr(rmean), rmean ? (int)rmean->dtype : 0, rmean ? rmean->strides[0] : 0,
-                              ptr(rvar), rvar ? (int)rvar->dtype : 0, rvar ? rvar->strides[0] : 0, ptr(counter), counter ? (int)counter->dtype : 0, n, c, s,
-                              training, a[1].f, a[2].f, oar_cuda_stream_of(ctx));
+                              ptr(rvar), rvar ? (int)rvar->dtype : 0, rvar ? rvar->strides[0] : 0, ptr(counter),
+                              counter ? (int)counter->dtype : 0, n, c, s, training, a[1].f, a[2].f,
+                              oar_cuda_stream_of(ctx));
     st = oar_cuda_status((cudaError_t)e, name);
     if (st == OAR_OK && training && rmean && n * s > 0) { /* once per call, so autograd sees the write */
         rmean->storage->version++;

@@ -1,8 +1,8 @@
 /* Launchers of loss.cu: elementwise losses (mse, l1, smooth_l1, bce_with_logits) and the
  * class-index losses (cross_entropy, nll_loss) with their backward ops. dtype (of the input)
- * is OAR_F32 or OAR_F64; target index tensors are OAR_I64 or OAR_I32 (tdtype). reduction is
- * oar_reduction (0 mean, 1 sum, 2 none). Sums run in double in a fixed order. Each returns a
- * cudaError_t as int. */
+ * is OAR_F32 or OAR_F64; target index tensors are OAR_I64, OAR_I32, OAR_I8 or OAR_U8
+ * (tdtype). reduction is oar_reduction (0 mean, 1 sum, 2 none). Sums run in double in a
+ * fixed order. Each returns a cudaError_t as int. */
 #ifndef OAR_CUDA_LAUNCH_LOSS_H
 #define OAR_CUDA_LAUNCH_LOSS_H
 

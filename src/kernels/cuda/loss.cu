@@ -5,6 +5,8 @@
 #include "cuda_types.cuh"
 #include "launch_loss.h"
 
+#include <string.h>
+
 using namespace oarcu;
 
 namespace {
@@ -64,7 +66,12 @@ __global__ void pair_kernel(int k, const T *x, const T *t, T *y, double *v, int6
 }
 
 __device__ __forceinline__ int64_t load_target(const void *t, int tdt, int64_t i) {
-    return tdt == I64 ? ((const int64_t *)t)[i] : (int64_t)((const int32_t *)t)[i];
+    switch (tdt) {
+    case I8: return ((const int8_t *)t)[i];
+    case U8: return ((const uint8_t *)t)[i];
+    case I32: return ((const int32_t *)t)[i];
+    default: return ((const int64_t *)t)[i];
+    }
 }
 
 __global__ void check_targets_kernel(int tdt, const void *t, int64_t n, int64_t classes, int64_t ignore,
@@ -188,14 +195,20 @@ extern "C" int oar_cu_check_targets(int tdtype, const void *t, int64_t n, int64_
     host_out[1] = got[1] == ~0ull ? -1 : (int64_t)got[1];
     host_out[2] = 0;
     if (host_out[1] >= 0) {
-        size_t es = tdtype == I64 ? 8 : 4;
-        int64_t val = 0;
-        int32_t v32 = 0;
-        e = cudaMemcpyAsync(es == 8 ? (void *)&val : (void *)&v32, (const char *)t + (size_t)host_out[1] * es, es,
-                            cudaMemcpyDeviceToHost, s);
+        size_t es = tdtype == I64 ? 8 : tdtype == I32 ? 4 : 1;
+        unsigned char raw[8] = {0};
+        e = cudaMemcpyAsync(raw, (const char *)t + (size_t)host_out[1] * es, es, cudaMemcpyDeviceToHost, s);
         if (e == cudaSuccess) e = cudaStreamSynchronize(s);
         if (e != cudaSuccess) return (int)e;
-        host_out[2] = es == 8 ? val : v32;
+        int64_t v64;
+        int32_t v32;
+        int8_t v8;
+        switch (tdtype) {
+        case I64: memcpy(&v64, raw, 8); host_out[2] = v64; break;
+        case I32: memcpy(&v32, raw, 4); host_out[2] = v32; break;
+        case I8: memcpy(&v8, raw, 1); host_out[2] = v8; break;
+        default: host_out[2] = raw[0]; break;
+        }
     }
     return 0;
 }

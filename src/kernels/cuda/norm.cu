@@ -325,16 +325,17 @@ extern "C" int oar_cu_layer_norm_backward(int dtype, const void *g, const void *
 }
 
 extern "C" int oar_cu_batch_norm(int dtype, const void *x, const void *w, const void *b, const void *residual, int act,
-                                 void *y, void *mean_out, void *invstd_out, void *rmean, int rm_dtype, int64_t rm_stride,
-                                 void *rvar, int rv_dtype, int64_t rv_stride, const void *counter, int counter_dtype, int64_t n, int64_t c,
-                                 int64_t s, int training, double momentum, double eps, void *stream) {
+                                 void *y, void *mean_out, void *invstd_out, void *rmean, int rm_dtype,
+                                 int64_t rm_stride, void *rvar, int rv_dtype, int64_t rv_stride, const void *counter,
+                                 int counter_dtype, int64_t n, int64_t c, int64_t s, int training, double momentum,
+                                 double eps, void *stream) {
     if (c <= 0) return 0;
     cudaStream_t st = (cudaStream_t)stream;
     int t = threads_for(n * s, 512);
     DISPATCH_FLOAT(dtype, (batch_norm_kernel<T><<<grid_for(c), t, 0, st>>>(
                               (const T *)x, (const T *)w, (const T *)b, (const T *)residual, act != 0, (T *)y,
-                              (T *)mean_out, (T *)invstd_out, rmean, rm_dtype, rm_stride, rvar, rv_dtype, rv_stride, counter,
-                              counter_dtype, n, c, s, training != 0, momentum, eps)));
+                              (T *)mean_out, (T *)invstd_out, rmean, rm_dtype, rm_stride, rvar, rv_dtype, rv_stride,
+                              counter, counter_dtype, n, c, s, training != 0, momentum, eps)));
     return (int)cudaGetLastError();
 }
 
