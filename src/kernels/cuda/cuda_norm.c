@@ -95,11 +95,18 @@ static oar_status bn_forward(const oar_kctx *ctx, const char *name, oar_tensor *
     }
     const bool training = a[0].i != 0;
     const int64_t n = x->shape[0], c = x->shape[1], s = prod(x->shape, 2, x->ndim);
+    size_t sb = oar_cu_batch_norm_scratch_bytes(n, c, s);
+    void *scratch = sb ? oar_cuda_scratch(sb) : NULL;
+    if (sb && !scratch) {
+        st = oar_last_status();
+        goto done;
+    }
     int e = oar_cu_batch_norm((int)x->dtype, ptr(x), ptr(w), ptr(b), ptr(r), act, ptr(out[0]), ptr(out[1]),
                               ptr(out[2]), ptr(rmean), rmean ? (int)rmean->dtype : 0, rmean ? rmean->strides[0] : 0,
                               ptr(rvar), rvar ? (int)rvar->dtype : 0, rvar ? rvar->strides[0] : 0, ptr(counter),
-                              counter ? (int)counter->dtype : 0, n, c, s, training, a[1].f, a[2].f,
+                              counter ? (int)counter->dtype : 0, n, c, s, training, a[1].f, a[2].f, scratch,
                               oar_cuda_stream_of(ctx));
+    if (scratch) oar_cuda_scratch_free(scratch, sb);
     st = oar_cuda_status((cudaError_t)e, name);
     if (st == OAR_OK && training && rmean && n * s > 0) { /* once per call, so autograd sees the write */
         rmean->storage->version++;
@@ -128,9 +135,13 @@ static oar_status bn_backward(const oar_kctx *ctx, const char *name, oar_tensor 
                               oar_tensor *masked, oar_tensor *const *out) {
     const oar_tensor *x = in[1];
     const int64_t n = x->shape[0], c = x->shape[1], s = prod(x->shape, 2, x->ndim);
+    size_t sb = oar_cu_batch_norm_scratch_bytes(n, c, s);
+    void *scratch = sb ? oar_cuda_scratch(sb) : NULL;
+    if (sb && !scratch) return oar_last_status();
     int e = oar_cu_batch_norm_backward((int)x->dtype, ptr(in[0]), ptr(x), ptr(in[2]), ptr(in[3]), ptr(in[4]), ptr(y),
-                                       ptr(masked), ptr(out[0]), ptr(out[1]), ptr(out[2]), n, c, s,
+                                       ptr(masked), ptr(out[0]), ptr(out[1]), ptr(out[2]), n, c, s, scratch,
                                        oar_cuda_stream_of(ctx));
+    if (scratch) oar_cuda_scratch_free(scratch, sb);
     return oar_cuda_status((cudaError_t)e, name);
 }
 static oar_status cu_batch_norm_backward(const oar_kctx *ctx, oar_tensor *const *in, int n_in, oar_tensor *const *out,

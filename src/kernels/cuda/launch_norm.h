@@ -26,6 +26,9 @@ size_t oar_cu_layer_norm_backward_scratch_bytes(int64_t rows, int64_t m);
 int oar_cu_layer_norm_backward(int dtype, const void *g, const void *x, const void *w, const void *mean,
                                const void *rstd, const void *residual, void *dx, void *dw, void *db, int64_t rows,
                                int64_t m, void *scratch, void *stream);
+/* Device scratch batch_norm and batch_norm_backward want for large channels (0: none); with
+ * it, each channel's values are split over several blocks (without, one block per channel). */
+size_t oar_cu_batch_norm_scratch_bytes(int64_t n, int64_t c, int64_t s);
 /* batch_norm over x [n, c, s] (contiguous). rmean/rvar: running statistics (NULL: none) of
  * any float dtype (rm_dtype, rv_dtype) with element strides; counter (NULL: none) an integer
  * scalar of counter_dtype that turns a negative momentum into 1 / (count + 1). residual/act:
@@ -33,12 +36,12 @@ int oar_cu_layer_norm_backward(int dtype, const void *g, const void *x, const vo
 int oar_cu_batch_norm(int dtype, const void *x, const void *w, const void *b, const void *residual, int act, void *y,
                       void *mean_out, void *invstd_out, void *rmean, int rm_dtype, int64_t rm_stride, void *rvar,
                       int rv_dtype, int64_t rv_stride, const void *counter, int counter_dtype, int64_t n, int64_t c,
-                      int64_t s, int training, double momentum, double eps, void *stream);
+                      int64_t s, int training, double momentum, double eps, void *scratch, void *stream);
 /* batch_norm_backward (y NULL) or batch_norm_act_backward (gradient masked by y > 0, written
  * to masked when not NULL). */
 int oar_cu_batch_norm_backward(int dtype, const void *g, const void *x, const void *w, const void *mean,
                                const void *rstd, const void *y, void *masked, void *dx, void *dw, void *db, int64_t n,
-                               int64_t c, int64_t s, void *stream);
+                               int64_t c, int64_t s, void *scratch, void *stream);
 
 #ifdef __cplusplus
 }

@@ -266,6 +266,161 @@ __global__ void batch_norm_backward_kernel(const T *g, const T *x, const T *w, c
     }
 }
 
+// ---- batch_norm over large channels: each channel's N * spatial values are split into
+// chunks, one block per (chunk, channel) writing partial sums to parts[ch * S + chunk]; one
+// block per channel folds them in order (the statistics); then one elementwise pass over all
+// of x. Same arithmetic as the one-block-per-channel kernels above.
+__device__ __forceinline__ int64_t bn_at(int64_t k, int64_t ch, int64_t c, int64_t s) {
+    return ((k / s) * c + ch) * s + k % s;
+}
+
+// phase 0: sum of x; phase 1: sum of (x - mean)^2 with stats[ch] the mean
+template <typename T>
+__global__ void bn_parts_kernel(const T *x, int64_t c, int64_t s, int64_t cnt, int64_t chunk, int phase,
+                                const double *stats, double *parts) {
+    __shared__ double sh[32];
+    const int64_t ch = blockIdx.y, S = gridDim.x, k0 = blockIdx.x * chunk;
+    const int64_t k1 = k0 + chunk < cnt ? k0 + chunk : cnt;
+    const double mean = phase ? stats[ch] : 0.0;
+    double acc = 0;
+    for (int64_t k = k0 + threadIdx.x; k < k1; k += blockDim.x) {
+        double v = (double)x[bn_at(k, ch, c, s)];
+        acc += phase ? (v - mean) * (v - mean) : v;
+    }
+    acc = block_reduce(acc, AddOp(), 0.0, sh);
+    if (threadIdx.x == 0) parts[ch * S + blockIdx.x] = acc;
+}
+
+// one block per channel. phase 0: stats[ch] = mean. phase 1: the variance, then as
+// batch_norm_kernel: invstd, the hidden outputs, the running statistics.
+template <typename T>
+__global__ void bn_stats_kernel(const double *parts, int64_t S, int64_t c, int64_t cnt, int phase, double *stats,
+                                T *mean_out, T *invstd_out, void *rmean, int rmt, int64_t rms, void *rvar, int rvt,
+                                int64_t rvs, const void *counter, int counter_dt, double momentum, double eps) {
+    __shared__ double sh[32];
+    for (int64_t ch = blockIdx.x; ch < c; ch += gridDim.x) {
+        double acc = 0;
+        for (int64_t k = threadIdx.x; k < S; k += blockDim.x) acc += parts[ch * S + k];
+        acc = block_reduce(acc, AddOp(), 0.0, sh);
+        if (threadIdx.x != 0) continue;
+        if (phase == 0) {
+            stats[ch] = acc / (double)cnt;
+            continue;
+        }
+        const double mean = stats[ch], var = acc / (double)cnt, invstd = 1.0 / sqrt(var + eps);
+        stats[c + ch] = invstd;
+        mean_out[ch] = (T)mean;
+        invstd_out[ch] = (T)invstd;
+        if (rmean) {
+            double mom = momentum >= 0 || !counter ? momentum : 1.0 / (double)(load_counter(counter, counter_dt) + 1);
+            double unbiased = var * (double)cnt / (double)(cnt - 1);
+            st_any(rmean, rmt, ch * rms, (1 - mom) * ld_any(rmean, rmt, ch * rms) + mom * mean);
+            st_any(rvar, rvt, ch * rvs, (1 - mom) * ld_any(rvar, rvt, ch * rvs) + mom * unbiased);
+        }
+    }
+}
+
+// inference: the statistics from the running ones, one thread per channel
+template <typename T>
+__global__ void bn_eval_stats_kernel(int64_t c, double *stats, T *mean_out, T *invstd_out, const void *rmean, int rmt,
+                                     int64_t rms, const void *rvar, int rvt, int64_t rvs, double eps) {
+    for (int64_t ch = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; ch < c; ch += (int64_t)gridDim.x * blockDim.x) {
+        const double mean = ld_any(rmean, rmt, ch * rms), invstd = 1.0 / sqrt(ld_any(rvar, rvt, ch * rvs) + eps);
+        stats[ch] = mean;
+        stats[c + ch] = invstd;
+        mean_out[ch] = (T)mean;
+        invstd_out[ch] = (T)invstd;
+    }
+}
+
+template <typename T>
+__global__ void bn_apply_kernel(const T *x, const T *w, const T *b, const T *res, bool act, T *y, const double *stats,
+                                int64_t total, int64_t c, int64_t s) {
+    for (int64_t at = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; at < total; at += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t ch = (at / s) % c;
+        const double mean = stats[ch], invstd = stats[c + ch];
+        const double scale = invstd * (w ? (double)w[ch] : 1.0), shift = b ? (double)b[ch] : 0.0;
+        T v = (T)(((double)x[at] - mean) * scale + shift);
+        if (act) {
+            double u = (double)v;
+            if (res) u += (double)res[at];
+            v = (T)(u > 0 || u != u ? u : 0.0);
+        }
+        y[at] = v;
+    }
+}
+
+// backward: parts[ch * S + k] the sums of g (masked by y > 0 when y is given), parts[(c + ch)
+// * S + k] those of g * xhat
+template <typename T>
+__global__ void bn_bwd_parts_kernel(const T *g, const T *x, const T *mean_in, const T *rstd_in, const T *yact,
+                                    int64_t c, int64_t s, int64_t cnt, int64_t chunk, double *parts) {
+    __shared__ double sh[32];
+    const int64_t ch = blockIdx.y, S = gridDim.x, k0 = blockIdx.x * chunk;
+    const int64_t k1 = k0 + chunk < cnt ? k0 + chunk : cnt;
+    const double mean = (double)mean_in[ch], rstd = (double)rstd_in[ch];
+    double sb = 0, sw = 0;
+    for (int64_t k = k0 + threadIdx.x; k < k1; k += blockDim.x) {
+        const int64_t at = bn_at(k, ch, c, s);
+        double gv = yact && !((double)yact[at] > 0) ? 0.0 : (double)g[at];
+        sb += gv;
+        sw += gv * ((double)x[at] - mean) * rstd;
+    }
+    sb = block_reduce(sb, AddOp(), 0.0, sh);
+    sw = block_reduce(sw, AddOp(), 0.0, sh);
+    if (threadIdx.x == 0) {
+        parts[ch * S + blockIdx.x] = sb;
+        parts[(c + ch) * S + blockIdx.x] = sw;
+    }
+}
+
+// one block per channel: dweight, dbias, and m1, m2 of dx into stats[ch], stats[c + ch]
+template <typename T>
+__global__ void bn_bwd_stats_kernel(const double *parts, int64_t S, int64_t c, int64_t cnt, const T *w, T *dw, T *db,
+                                    double *stats) {
+    __shared__ double sh[32];
+    for (int64_t ch = blockIdx.x; ch < c; ch += gridDim.x) {
+        double sb = 0, sw = 0;
+        for (int64_t k = threadIdx.x; k < S; k += blockDim.x) {
+            sb += parts[ch * S + k];
+            sw += parts[(c + ch) * S + k];
+        }
+        sb = block_reduce(sb, AddOp(), 0.0, sh);
+        sw = block_reduce(sw, AddOp(), 0.0, sh);
+        if (threadIdx.x == 0) {
+            const double wv = w ? (double)w[ch] : 1.0;
+            dw[ch] = (T)sw;
+            db[ch] = (T)sb;
+            stats[ch] = cnt > 0 ? wv * sb / (double)cnt : 0.0;
+            stats[c + ch] = cnt > 0 ? wv * sw / (double)cnt : 0.0;
+        }
+    }
+}
+
+template <typename T>
+__global__ void bn_bwd_apply_kernel(const T *g, const T *x, const T *w, const T *mean_in, const T *rstd_in,
+                                    const T *yact, T *masked, T *dx, const double *stats, int64_t total, int64_t c,
+                                    int64_t s) {
+    for (int64_t at = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; at < total; at += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t ch = (at / s) % c;
+        const double mean = (double)mean_in[ch], rstd = (double)rstd_in[ch], wv = w ? (double)w[ch] : 1.0;
+        double gv = yact && !((double)yact[at] > 0) ? 0.0 : (double)g[at];
+        if (masked) masked[at] = (T)gv;
+        double xh = ((double)x[at] - mean) * rstd;
+        dx[at] = (T)(rstd * (gv * wv - stats[ch] - xh * stats[c + ch]));
+    }
+}
+
+const int64_t BN_SPLIT_MIN = 1 << 15, BN_CHUNK = 1 << 13, BN_MAX_PARTS = 256;
+
+// chunks per channel for the split path (0: one block per channel instead)
+int64_t bn_parts(int64_t n, int64_t c, int64_t s) {
+    const int64_t cnt = n * s;
+    if (cnt < BN_SPLIT_MIN || c <= 0 || c > 65535) return 0; // channels index gridDim.y
+    int64_t S = (cnt + BN_CHUNK - 1) / BN_CHUNK;
+    return S > BN_MAX_PARTS ? BN_MAX_PARTS : S;
+}
+
 unsigned grid_for(int64_t n) { return (unsigned)(n < (1 << 20) ? (n < 1 ? 1 : n) : (1 << 20)); }
 
 }  // namespace
@@ -324,13 +479,43 @@ extern "C" int oar_cu_layer_norm_backward(int dtype, const void *g, const void *
     return (int)cudaGetLastError();
 }
 
+extern "C" size_t oar_cu_batch_norm_scratch_bytes(int64_t n, int64_t c, int64_t s) {
+    int64_t S = bn_parts(n, c, s);
+    return S ? sizeof(double) * (size_t)(2 * c * S + 2 * c) : 0;
+}
+
 extern "C" int oar_cu_batch_norm(int dtype, const void *x, const void *w, const void *b, const void *residual, int act,
                                  void *y, void *mean_out, void *invstd_out, void *rmean, int rm_dtype,
                                  int64_t rm_stride, void *rvar, int rv_dtype, int64_t rv_stride, const void *counter,
                                  int counter_dtype, int64_t n, int64_t c, int64_t s, int training, double momentum,
-                                 double eps, void *stream) {
+                                 double eps, void *scratch, void *stream) {
     if (c <= 0) return 0;
     cudaStream_t st = (cudaStream_t)stream;
+    const int64_t S = bn_parts(n, c, s), cnt = n * s;
+    if (S && scratch) {
+        double *parts = (double *)scratch, *stats = parts + 2 * c * S;
+        if (training) {
+            const int64_t chunk = (cnt + S - 1) / S;
+            dim3 grid((unsigned)S, (unsigned)c);
+            for (int phase = 0; phase < 2; phase++) {
+                DISPATCH_FLOAT(dtype, (bn_parts_kernel<T><<<grid, 256, 0, st>>>((const T *)x, c, s, cnt, chunk, phase,
+                                                                                  stats, parts)));
+                DISPATCH_FLOAT(dtype, (bn_stats_kernel<T><<<grid_for(c), 256, 0, st>>>(
+                                          parts, S, c, cnt, phase, stats, (T *)mean_out, (T *)invstd_out, rmean,
+                                          rm_dtype, rm_stride, rvar, rv_dtype, rv_stride, counter, counter_dtype,
+                                          momentum, eps)));
+            }
+        } else {
+            DISPATCH_FLOAT(dtype, (bn_eval_stats_kernel<T><<<blocks_for(c, 128), 128, 0, st>>>(
+                                      c, stats, (T *)mean_out, (T *)invstd_out, rmean, rm_dtype, rm_stride, rvar,
+                                      rv_dtype, rv_stride, eps)));
+        }
+        const int64_t total = n * c * s;
+        DISPATCH_FLOAT(dtype, (bn_apply_kernel<T><<<blocks_for(total, 256), 256, 0, st>>>(
+                                  (const T *)x, (const T *)w, (const T *)b, (const T *)residual, act != 0, (T *)y, stats,
+                                  total, c, s)));
+        return (int)cudaGetLastError();
+    }
     int t = threads_for(n * s, 512);
     DISPATCH_FLOAT(dtype, (batch_norm_kernel<T><<<grid_for(c), t, 0, st>>>(
                               (const T *)x, (const T *)w, (const T *)b, (const T *)residual, act != 0, (T *)y,
@@ -341,9 +526,24 @@ extern "C" int oar_cu_batch_norm(int dtype, const void *x, const void *w, const 
 
 extern "C" int oar_cu_batch_norm_backward(int dtype, const void *g, const void *x, const void *w, const void *mean,
                                           const void *rstd, const void *y, void *masked, void *dx, void *dw, void *db,
-                                          int64_t n, int64_t c, int64_t s, void *stream) {
+                                          int64_t n, int64_t c, int64_t s, void *scratch, void *stream) {
     if (c <= 0) return 0;
     cudaStream_t st = (cudaStream_t)stream;
+    const int64_t S = bn_parts(n, c, s), cnt = n * s;
+    if (S && scratch) {
+        double *parts = (double *)scratch, *stats = parts + 2 * c * S;
+        const int64_t chunk = (cnt + S - 1) / S, total = n * c * s;
+        dim3 grid((unsigned)S, (unsigned)c);
+        DISPATCH_FLOAT(dtype, (bn_bwd_parts_kernel<T><<<grid, 256, 0, st>>>(
+                                  (const T *)g, (const T *)x, (const T *)mean, (const T *)rstd, (const T *)y, c, s, cnt,
+                                  chunk, parts)));
+        DISPATCH_FLOAT(dtype, (bn_bwd_stats_kernel<T><<<grid_for(c), 256, 0, st>>>(parts, S, c, cnt, (const T *)w,
+                                                                                   (T *)dw, (T *)db, stats)));
+        DISPATCH_FLOAT(dtype, (bn_bwd_apply_kernel<T><<<blocks_for(total, 256), 256, 0, st>>>(
+                                  (const T *)g, (const T *)x, (const T *)w, (const T *)mean, (const T *)rstd,
+                                  (const T *)y, (T *)masked, (T *)dx, stats, total, c, s)));
+        return (int)cudaGetLastError();
+    }
     int t = threads_for(n * s, 512);
     DISPATCH_FLOAT(dtype, (batch_norm_backward_kernel<T><<<grid_for(c), t, 0, st>>>(
                               (const T *)g, (const T *)x, (const T *)w, (const T *)mean, (const T *)rstd,
