@@ -411,7 +411,7 @@ __global__ void bn_bwd_apply_kernel(const T *g, const T *x, const T *w, const T 
     }
 }
 
-const int64_t BN_SPLIT_MIN = 1 << 15, BN_CHUNK = 1 << 13, BN_MAX_PARTS = 256;
+const int64_t BN_SPLIT_MIN = 1 << 12, BN_CHUNK = 1 << 11, BN_MAX_PARTS = 256;
 
 // chunks per channel for the split path (0: one block per channel instead)
 int64_t bn_parts(int64_t n, int64_t c, int64_t s) {

@@ -271,7 +271,7 @@ __global__ void split_final_kernel(const double *parts, int64_t S, int64_t onum,
     }
 }
 
-const int64_t SPLIT_MIN_INNER = 1 << 16, SPLIT_MAX_OUTER = 256, SPLIT_CHUNK = 1 << 14, SPLIT_MAX_PARTS = 512;
+const int64_t SPLIT_MIN_INNER = 1 << 14, SPLIT_MAX_OUTER = 256, SPLIT_CHUNK = 1 << 12, SPLIT_MAX_PARTS = 512;
 
 int64_t split_parts(const Plan &q) {
     if (q.onum > SPLIT_MAX_OUTER || q.inum < SPLIT_MIN_INNER) return 0;
