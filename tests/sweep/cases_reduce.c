@@ -150,6 +150,10 @@ const sweep_case sweep_cases_reduce[] = {
     {"cumsum", "n:2x0x3", "dim=1 reverse=0"},
     {"cumsum", "i0_5:3x4", "dim=1 reverse=0"},
     {"cumsum", "b:5", "dim=0 reverse=0"},
+    /* long lines: the GPU scans them a block at a time */
+    {"cumsum", "n:5000", "dim=0 reverse=0", BIG},
+    {"cumsum", "n:3x3000", "dim=1 reverse=1", BIG},
+    {"cumsum", "n:3000x2", "dim=0 reverse=0", BIG},
 
     {"topk", "d:3x5", "k=2 dim=1 largest=1 sorted=1"},
     {"topk", "d:2x3x4", "k=3 dim=-1 largest=0 sorted=1"},

@@ -347,7 +347,7 @@ __global__ void argext_kernel(const T *x, int64_t *y, Plan p, bool is_min) {
     }
 }
 
-// One thread per line, summing in order in double like the reference.
+// One thread per line, summing in order in double like the reference (lines short or many).
 template <typename T>
 __global__ void cumsum_kernel(const T *x, T *y, Plan px, Plan py, bool rev) {
     for (int64_t o = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; o < px.onum;
@@ -363,6 +363,50 @@ __global__ void cumsum_kernel(const T *x, T *y, Plan px, Plan py, bool rev) {
         }
     }
 }
+
+// Long lines (few of them): one block per line, walking it in tiles of blockDim elements; each
+// tile is scanned in double (warp shuffles, then the warps' totals) and offset by the sum of
+// the tiles before it. A fixed order, so the result does not depend on scheduling.
+template <typename T>
+__global__ void cumsum_long_kernel(const T *x, T *y, Plan px, Plan py, bool rev) {
+    __shared__ double warp_tot[32];
+    __shared__ double carry_sh;
+    const int lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    for (int64_t o = blockIdx.x; o < px.onum; o += gridDim.x) {
+        const T *xo = x + space_off(px.no, px.osh, px.ost, o);
+        T *yo = y + space_off(py.no, py.osh, py.ost, o);
+        const int64_t n = px.inum, sx = px.ni ? px.ist[0] : 0, sy = py.ni ? py.ist[0] : 0;
+        double carry = 0;
+        for (int64_t t0 = 0; t0 < n; t0 += blockDim.x) {
+            const int64_t sidx = t0 + threadIdx.x; // position in summation order
+            const int64_t i = rev ? n - 1 - sidx : sidx;
+            double v = sidx < n ? to_d(xo[i * sx]) : 0.0;
+            for (int d = 1; d < 32; d <<= 1) { // inclusive scan within the warp
+                double u = __shfl_up_sync(0xffffffffu, v, d);
+                if (lane >= d) v += u;
+            }
+            if (lane == 31) warp_tot[w] = v;
+            __syncthreads();
+            if (w == 0) { // scan of the warps' totals
+                double t = lane < nw ? warp_tot[lane] : 0.0;
+                for (int d = 1; d < 32; d <<= 1) {
+                    double u = __shfl_up_sync(0xffffffffu, t, d);
+                    if (lane >= d) t += u;
+                }
+                if (lane < nw) warp_tot[lane] = t;
+            }
+            __syncthreads();
+            const double before = w ? warp_tot[w - 1] : 0.0;
+            if (sidx < n) yo[i * sy] = from_d<T>(carry + before + v);
+            if (threadIdx.x == 0) carry_sh = carry + warp_tot[nw - 1];
+            __syncthreads();
+            carry = carry_sh;
+            __syncthreads(); // warp_tot and carry_sh are rewritten by the next tile
+        }
+    }
+}
+
+bool use_long_scan(const Plan &px) { return px.onum < 128 && px.inum >= 2048; }
 
 // ---- integer inputs (i8 u8 i32 i64 bool): sums and products wrap like int64 (accumulated as
 // uint64), max/min exact; argmax/argmin compare exactly; cumsum gives int64.
@@ -545,6 +589,11 @@ extern "C" int oar_cu_cumsum(int dtype, const void *x, void *y, const oar_cu_rpl
         cumsum_int_kernel<<<b, 128, 0, s>>>(x, dtype, (int64_t *)y, px, py, reverse != 0);
         return (int)cudaGetLastError();
     }
-    bool ok = FLOAT_TYPES(dtype, (cumsum_kernel<T><<<b, 128, 0, s>>>((const T *)x, (T *)y, px, py, reverse != 0)));
+    bool ok;
+    if (use_long_scan(px))
+        ok = FLOAT_TYPES(dtype, (cumsum_long_kernel<T><<<(unsigned)px.onum, 1024, 0, s>>>((const T *)x, (T *)y, px, py,
+                                                                                         reverse != 0)));
+    else
+        ok = FLOAT_TYPES(dtype, (cumsum_kernel<T><<<b, 128, 0, s>>>((const T *)x, (T *)y, px, py, reverse != 0)));
     return ok ? (int)cudaGetLastError() : (int)cudaErrorInvalidValue;
 }
