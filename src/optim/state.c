@@ -164,7 +164,8 @@ oar_status oar_optimizer_load_state(oar_optimizer *o, const char *name, const oa
             oar_tensor_unref(h);
             if (st != OAR_OK) return st;
         }
-        if (step < 0) return oar_error(OAR_ERR_INVALID_ARG, "%s: expected '%s' >= 0, got %lld", who, name, (long long)step);
+        if (step < 0)
+            return oar_error(OAR_ERR_INVALID_ARG, "%s: expected '%s' >= 0, got %lld", who, name, (long long)step);
     }
     if ((st = oar_optim_ensure_state(o, i, NULL)) != OAR_OK) return st;
     oar_tensor *dst = o->params[i].slot[s];
