@@ -14,7 +14,7 @@ static oar_status pair(const oar_kctx *ctx, int kind, const char *name, oar_tens
     const oar_tensor *x = in[0], *t = in[1];
     int64_t n = x->numel;
     int r = (int)a[0].i;
-    size_t sb = r == OAR_REDUCE_NONE ? 0 : oar_cu_loss_scratch_bytes(n);
+    size_t sb = r == OAR_REDUCE_NONE ? 0 : oar_cu_pair_loss_scratch_bytes();
     void *scratch = sb ? oar_cuda_scratch(sb) : NULL;
     if (sb && !scratch) return oar_last_status();
     int e = oar_cu_pair_loss(kind, (int)x->dtype, oar_tensor_ptr(x), oar_tensor_ptr(t), oar_tensor_ptr(out[0]), n, r,

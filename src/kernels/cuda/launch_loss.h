@@ -14,8 +14,10 @@ extern "C" {
 
 enum { OAR_CU_L_MSE, OAR_CU_L_L1, OAR_CU_L_SMOOTH_L1, OAR_CU_L_BCE };
 
-/* Scratch the launchers need (bytes) for n elements / samples. */
+/* Scratch the class-index launchers need (bytes) for n samples. */
 size_t oar_cu_loss_scratch_bytes(int64_t n);
+/* Scratch a reduced pair loss needs (bytes; reduction none needs none). */
+size_t oar_cu_pair_loss_scratch_bytes(void);
 
 /* y = loss(x, t) elementwise (reduction none) or its sum / mean (y one element). */
 int oar_cu_pair_loss(int kind, int dtype, const void *x, const void *t, void *y, int64_t n, int reduction,

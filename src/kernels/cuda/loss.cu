@@ -56,13 +56,22 @@ __device__ __forceinline__ double pair_elem(int k, double x, double t, double be
     }
 }
 
+// reduced pair losses: each block's sum of its elements' losses (grid fixed by n, as
+// partial_sums), so the per-element values never go through memory
 template <typename T>
-__global__ void pair_kernel(int k, const T *x, const T *t, T *y, double *v, int64_t n, double beta) {
-    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
-        double l = pair_elem(k, (double)x[i], (double)t[i], beta);
-        if (y) y[i] = (T)l;
-        else v[i] = l;
-    }
+__global__ void pair_partial_kernel(int k, const T *x, const T *t, int64_t n, double beta, double *parts) {
+    __shared__ double sh[32];
+    double acc = 0;
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
+        acc += pair_elem(k, (double)x[i], (double)t[i], beta);
+    acc = block_reduce(acc, AddOp(), 0.0, sh);
+    if (threadIdx.x == 0) parts[blockIdx.x] = acc;
+}
+
+template <typename T>
+__global__ void pair_kernel(int k, const T *x, const T *t, T *y, int64_t n, double beta) {
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
+        y[i] = (T)pair_elem(k, (double)x[i], (double)t[i], beta);
 }
 
 __device__ __forceinline__ int64_t load_target(const void *t, int tdt, int64_t i) {
@@ -152,6 +161,8 @@ unsigned grid_for(int64_t n) { return (unsigned)(n < (1 << 20) ? (n < 1 ? 1 : n)
 
 }  // namespace
 
+extern "C" size_t oar_cu_pair_loss_scratch_bytes(void) { return sizeof(double) * (size_t)SUM_MAX_BLOCKS; }
+
 extern "C" size_t oar_cu_loss_scratch_bytes(int64_t n) {
     return sizeof(double) * (size_t)((n > 0 ? n : 0) + SUM_MAX_BLOCKS);
 }
@@ -159,19 +170,26 @@ extern "C" size_t oar_cu_loss_scratch_bytes(int64_t n) {
 extern "C" int oar_cu_pair_loss(int kind, int dtype, const void *x, const void *t, void *y, int64_t n, int reduction,
                                 double beta, void *scratch, void *stream) {
     cudaStream_t s = (cudaStream_t)stream;
-    bool none = reduction == 2;
-    double *v = (double *)scratch, *parts = v + (n > 0 ? n : 0);
-    unsigned b = blocks_for(n, 256);
+    const bool none = reduction == 2, mean = reduction == 0;
+    double *parts = (double *)scratch;
+    const unsigned b = blocks_for(n, 256);
+    const int64_t nb = n > 0 ? sum_blocks(n) : 0;
     if (dtype == F32) {
-        if (n > 0)
-            pair_kernel<float><<<b, 256, 0, s>>>(kind, (const float *)x, (const float *)t, none ? (float *)y : nullptr,
-                                                 v, n, beta);
-        if (!none) launch_sum<float>(v, n, parts, (float *)y, reduction == 0, (double)n, s);
+        const float *xf = (const float *)x, *tf = (const float *)t;
+        if (none) {
+            if (n > 0) pair_kernel<float><<<b, 256, 0, s>>>(kind, xf, tf, (float *)y, n, beta);
+        } else {
+            if (nb) pair_partial_kernel<float><<<(unsigned)nb, SUM_THREADS, 0, s>>>(kind, xf, tf, n, beta, parts);
+            final_sum<float><<<1, SUM_THREADS, 0, s>>>(parts, nb, (float *)y, mean, (double)n);
+        }
     } else if (dtype == F64) {
-        if (n > 0)
-            pair_kernel<double><<<b, 256, 0, s>>>(kind, (const double *)x, (const double *)t,
-                                                  none ? (double *)y : nullptr, v, n, beta);
-        if (!none) launch_sum<double>(v, n, parts, (double *)y, reduction == 0, (double)n, s);
+        const double *xd = (const double *)x, *td = (const double *)t;
+        if (none) {
+            if (n > 0) pair_kernel<double><<<b, 256, 0, s>>>(kind, xd, td, (double *)y, n, beta);
+        } else {
+            if (nb) pair_partial_kernel<double><<<(unsigned)nb, SUM_THREADS, 0, s>>>(kind, xd, td, n, beta, parts);
+            final_sum<double><<<1, SUM_THREADS, 0, s>>>(parts, nb, (double *)y, mean, (double)n);
+        }
     } else {
         return (int)cudaErrorInvalidValue;
     }
