@@ -10,7 +10,7 @@
 
 #include <string.h>
 
-#define SUMS (OAR_DTYPE_BIT(OAR_F32) | OAR_DTYPE_BIT(OAR_F64) | OAR_INT_DTYPES)
+#define SUMS (OAR_FLOAT_DTYPES | OAR_INT_DTYPES)
 
 static int esize_of(const oar_tensor *t) { return (int)oar_dtypes[t->dtype].size; }
 
@@ -471,7 +471,7 @@ static oar_status embedding_backward_cuda(const oar_kctx *ctx, oar_tensor *const
     int64_t num = a[0].i, dim = y->shape[1];
     if (y->numel == 0 && idx->numel == 0) return OAR_OK;
     cudaStream_t s = oar_cuda_stream_of(ctx);
-    size_t acc_bytes = y->dtype == OAR_F32 ? sizeof(double) * (size_t)y->numel : 0;
+    size_t acc_bytes = y->dtype != OAR_F64 ? sizeof(double) * (size_t)y->numel : 0;
     double *acc = NULL;
     if (acc_bytes && !(acc = oar_cuda_scratch(acc_bytes)))
         return oar_error(OAR_ERR_OOM, "embedding_backward: out of GPU memory for the sums (%zu bytes)", acc_bytes);
@@ -547,7 +547,6 @@ static bool gather_supports(oar_tensor *const *in, int n_in, oar_tensor *const *
 
 void oar_cuda_register_index(void) {
     const uint32_t all = OAR_ALL_DTYPES, no_bool = OAR_ALL_DTYPES & ~OAR_DTYPE_BIT(OAR_BOOL);
-    const uint32_t f32_f64 = OAR_DTYPE_BIT(OAR_F32) | OAR_DTYPE_BIT(OAR_F64);
     oar_cuda_register(OAR_OP_index_select, all, index_select_cuda, index_select_supports);
     oar_cuda_register(OAR_OP_index_select_backward, SUMS, index_select_backward_cuda, index_select_supports);
     oar_cuda_register(OAR_OP_gather, all, gather_cuda, gather_supports);
@@ -563,8 +562,8 @@ void oar_cuda_register_index(void) {
     oar_cuda_register(OAR_OP_pad_backward, SUMS, pad_backward_cuda, NULL);
     oar_cuda_register(OAR_OP_one_hot, OAR_INT_DTYPES, one_hot_cuda, NULL);
     oar_cuda_register(OAR_OP_embedding, all, embedding_cuda, NULL);
-    oar_cuda_register(OAR_OP_embedding_backward, f32_f64, embedding_backward_cuda, NULL);
+    oar_cuda_register(OAR_OP_embedding_backward, OAR_FLOAT_DTYPES, embedding_backward_cuda, NULL);
     oar_cuda_register(OAR_OP_topk, no_bool, topk_cuda, NULL);
-    oar_cuda_register(OAR_OP_topk_backward, f32_f64, topk_backward_cuda, NULL);
+    oar_cuda_register(OAR_OP_topk_backward, OAR_FLOAT_DTYPES, topk_backward_cuda, NULL);
     oar_cuda_register(OAR_OP_topk_gather, all, topk_gather_cuda, gather_supports);
 }

@@ -44,6 +44,9 @@ template <> struct Ty<BOOL> { typedef uint8_t T; };
 template <int D> __device__ __forceinline__ typename Ty<D>::T addv(typename Ty<D>::T a, typename Ty<D>::T b) {
     typedef typename Ty<D>::T T;
     if constexpr (D == F32 || D == F64) return a + b;
+    // the reference adds in double and stores through float: the double sum of two f16/bf16
+    // values is exact, so this is the float sum rounded once more, as here
+    else if constexpr (D == F16 || D == BF16) return cvt<T>(cvt<float>(a) + cvt<float>(b));
     else if constexpr (D == BOOL) return (T)((a | b) != 0);
     else return (T)(int64_t)((uint64_t)(int64_t)a + (uint64_t)(int64_t)b);
 }
@@ -64,11 +67,20 @@ template <> struct Bits<8> { typedef uint64_t T; };
     default: return (int)cudaErrorInvalidValue;               \
     }
 
-// Runs CALL with D the dtype, for the dtypes that add (floats f32/f64, integers, bool).
+// All bits zero: 0 in every element type.
+template <typename T> __device__ __forceinline__ T zero_of() {
+    T z;
+    memset(&z, 0, sizeof z);
+    return z;
+}
+
+// Runs CALL with D the dtype, for the dtypes that add (floats, integers, bool).
 #define BY_ADD_DTYPE(dt, ...)                                \
     switch (dt) {                                             \
     case F32: { constexpr int D = F32; __VA_ARGS__; } break;         \
     case F64: { constexpr int D = F64; __VA_ARGS__; } break;         \
+    case F16: { constexpr int D = F16; __VA_ARGS__; } break;         \
+    case BF16: { constexpr int D = BF16; __VA_ARGS__; } break;       \
     case I8: { constexpr int D = I8; __VA_ARGS__; } break;           \
     case U8: { constexpr int D = U8; __VA_ARGS__; } break;           \
     case I32: { constexpr int D = I32; __VA_ARGS__; } break;         \
@@ -112,6 +124,12 @@ __global__ void index_add_k(typename Ty<D>::T *y, const typename Ty<D>::T *g, co
     }
 }
 
+template <typename T> __device__ __forceinline__ double to_double(T v) { return (double)v; }
+template <> __device__ __forceinline__ double to_double<__half>(__half v) { return (double)__half2float(v); }
+template <> __device__ __forceinline__ double to_double<__nv_bfloat16>(__nv_bfloat16 v) {
+    return (double)__bfloat162float(v);
+}
+
 // One thread per column k: sums in double, in index order.
 template <typename T>
 __global__ void embedding_backward_k(double *acc, const T *g, const void *idx, int idt, int64_t n, int64_t num,
@@ -123,13 +141,14 @@ __global__ void embedding_backward_k(double *acc, const T *g, const void *idx, i
                 flag_bad(err, v);
                 continue;
             }
-            acc[v * dim + k] += (double)g[i * dim + k];
+            acc[v * dim + k] += to_double(g[i * dim + k]);
         }
     }
 }
 
-__global__ void round_f32_k(float *y, const double *acc, int64_t n) {
-    GRID_LOOP(t, n) y[t] = (float)acc[t];
+// The sums rounded to T as the reference stores them (half types through float).
+template <typename T> __global__ void round_k(T *y, const double *acc, int64_t n) {
+    GRID_LOOP(t, n) y[t] = cvt<T>((float)acc[t]);
 }
 
 // ---------------------------------------------------------------- gather, scatter_add
@@ -300,7 +319,7 @@ __global__ void pad_backward_k(typename Ty<D>::T *y, const typename Ty<D>::T *g,
             c[k] = rem % p.yshape[k];
             rem /= p.yshape[k];
         }
-        typename Ty<D>::T acc = (typename Ty<D>::T)0;
+        typename Ty<D>::T acc = zero_of<typename Ty<D>::T>();
         bool any = true;
         for (int k = 0; k < p.ndim && any; k++) {
             o[k] = next_reader(mode, c[k], p.before[k], p.yshape[k], p.gshape[k], -1);
@@ -461,18 +480,29 @@ extern "C" int oar_cu_embedding_backward(void *y, const void *g, int dtype, cons
     int64_t ny = num * dim;
     if (ny <= 0) return 0;
     if (dtype == F64) acc = (double *)y;
-    else if (dtype != F32 || !acc) return (int)cudaErrorInvalidValue;
+    else if ((dtype != F32 && dtype != F16 && dtype != BF16) || !acc) return (int)cudaErrorInvalidValue;
     cudaError_t e = cudaMemsetAsync(acc, 0, (size_t)ny * sizeof(double), s);
     if (e != cudaSuccess) return (int)e;
-    if (n > 0) {
-        if (dtype == F64)
-            embedding_backward_k<double><<<blocks_for(dim, 64), 64, 0, s>>>(acc, (const double *)g, idx, idx_dtype,
-                                                                          n, num, dim, err);
-        else
-            embedding_backward_k<float><<<blocks_for(dim, 64), 64, 0, s>>>(acc, (const float *)g, idx, idx_dtype, n,
-                                                                         num, dim, err);
+    unsigned b = blocks_for(dim, 64), bn = blocks_for(ny, kThreads);
+    switch (dtype) {
+    case F64:
+        if (n > 0) embedding_backward_k<double><<<b, 64, 0, s>>>(acc, (const double *)g, idx, idx_dtype, n, num, dim, err);
+        break;
+    case F32:
+        if (n > 0) embedding_backward_k<float><<<b, 64, 0, s>>>(acc, (const float *)g, idx, idx_dtype, n, num, dim, err);
+        round_k<float><<<bn, kThreads, 0, s>>>((float *)y, acc, ny);
+        break;
+    case F16:
+        if (n > 0) embedding_backward_k<__half><<<b, 64, 0, s>>>(acc, (const __half *)g, idx, idx_dtype, n, num, dim, err);
+        round_k<__half><<<bn, kThreads, 0, s>>>((__half *)y, acc, ny);
+        break;
+    default:
+        if (n > 0)
+            embedding_backward_k<__nv_bfloat16><<<b, 64, 0, s>>>(acc, (const __nv_bfloat16 *)g, idx, idx_dtype, n, num,
+                                                                 dim, err);
+        round_k<__nv_bfloat16><<<bn, kThreads, 0, s>>>((__nv_bfloat16 *)y, acc, ny);
+        break;
     }
-    if (dtype == F32) round_f32_k<<<blocks_for(ny, kThreads), kThreads, 0, s>>>((float *)y, acc, ny);
     return (int)cudaGetLastError();
 }
 

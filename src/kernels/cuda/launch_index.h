@@ -26,13 +26,13 @@ int oar_cu_index_select(void *y, const void *x, int esize, const void *idx, int 
                         int64_t size, int64_t inner, int64_t m, unsigned long long *err, void *stream);
 
 /* y [outer, size, inner] = 0, then y[o, idx[j], i] += g[o, j, i] for j in order (g [outer, m,
- * inner]). dtype: f32, f64 or an integer type (wrapping). index_select_backward. */
+ * inner]). dtype: a float type or an integer type (wrapping). index_select_backward. */
 int oar_cu_index_add(void *y, const void *g, int dtype, const void *idx, int idx_dtype, int64_t outer,
                      int64_t size, int64_t inner, int64_t m, unsigned long long *err, void *stream);
 
 /* embedding_backward: y [num, dim] = sums in double, in index order, of g's rows [n, dim] into
- * the rows idx names, rounded once to dtype (f32 or f64). acc: num * dim doubles of scratch
- * (unused for f64, pass NULL). */
+ * the rows idx names, rounded once to dtype (a float type, half types through float). acc:
+ * num * dim doubles of scratch (unused for f64, pass NULL). */
 int oar_cu_embedding_backward(void *y, const void *g, int dtype, const void *idx, int idx_dtype, int64_t n,
                               int64_t num, int64_t dim, double *acc, unsigned long long *err, void *stream);
 
@@ -74,7 +74,7 @@ int oar_cu_tri(void *y, const void *x, int esize, int lower, int64_t diagonal, c
 int oar_cu_pad(void *y, const void *x, int esize, uint64_t fill, int mode, const oar_cu_ew *l,
                const int64_t *xshape, const int64_t *before, int64_t n, void *stream);
 /* pad_backward: y (contiguous, shape yshape) = sum of g (contiguous, shape gshape) over the
- * padded positions that read each element, in g's row-major order. dtype: f32, f64, integers. */
+ * padded positions that read each element, in g's row-major order. dtype: floats, integers. */
 int oar_cu_pad_backward(void *y, const void *g, int dtype, int mode, int ndim, const int64_t *yshape,
                         const int64_t *gshape, const int64_t *before, int64_t n, void *stream);
 
