@@ -513,8 +513,8 @@ static oar_status topk_cuda(const oar_kctx *ctx, oar_tensor *const *in, int n_in
     int d = oar_dim_index(a[1].i, x->ndim);
     int64_t outer, n, inner;
     split_dims(x->shape, x->ndim, d, &outer, &n, &inner);
-    bool sorted = a[3].i != 0;
-    size_t rank_bytes = sorted ? 0 : sizeof(int64_t) * (size_t)x->numel;
+    bool sorted = a[3].i != 0, selects = inner == 1 && k <= OAR_CU_TOPK_SELECT_K && outer <= 0x7fffffffLL;
+    size_t rank_bytes = sorted || selects ? 0 : sizeof(int64_t) * (size_t)x->numel;
     int64_t *rank = NULL;
     if (rank_bytes && !(rank = oar_cuda_scratch(rank_bytes))) {
         oar_cu_temps_free(&tmp);

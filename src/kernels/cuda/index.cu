@@ -407,6 +407,82 @@ __global__ void topk_rank_k(typename Ty<D>::T *values, int64_t *indices, const t
     }
 }
 
+// (ka, ia) before (kb, ib) in the stable sort: by rank, then by index (a strict total order).
+template <typename K> __device__ __forceinline__ bool pair_before(K ka, int64_t ia, K kb, int64_t ib, bool largest) {
+    return ranks_before(ka, kb, largest) || (!ranks_before(kb, ka, largest) && ia < ib);
+}
+
+// Keeps in (bk, bi) the better of it and (ok, oi); an index < 0 is no candidate.
+template <typename K> __device__ __forceinline__ void keep_better(K &bk, int64_t &bi, K ok, int64_t oi, bool largest) {
+    if (oi >= 0 && (bi < 0 || pair_before(ok, oi, bk, bi, largest))) {
+        bk = ok;
+        bi = oi;
+    }
+}
+
+// Rows along the last dim (inner 1) with small k: one block per row picks the k best in k
+// rounds, each the best element after the previous pick in the sort's order.
+template <int D>
+__global__ void topk_select_k(typename Ty<D>::T *values, int64_t *indices, const typename Ty<D>::T *x, int64_t n,
+                              int64_t k, bool largest, bool sorted) {
+    typedef typename Key<D>::K K;
+    __shared__ K s_key[33];
+    __shared__ int64_t s_idx[33];
+    __shared__ int64_t chosen[OAR_CU_TOPK_SELECT_K];
+    const typename Ty<D>::T *row = x + (int64_t)blockIdx.x * n;
+    int lane = threadIdx.x & 31, wid = threadIdx.x >> 5, nw = (blockDim.x + 31) >> 5;
+    K pk = 0;
+    int64_t pi = -1; // the previous pick (none yet)
+    for (int64_t r = 0; r < k; r++) {
+        K bk = 0;
+        int64_t bi = -1;
+        for (int64_t j = threadIdx.x; j < n; j += blockDim.x) {
+            K kj = key_of<D>(row[j]);
+            if (pi >= 0 && !pair_before(pk, pi, kj, j, largest)) continue;
+            keep_better(bk, bi, kj, j, largest);
+        }
+        for (int o = 16; o > 0; o >>= 1) {
+            K ok = __shfl_down_sync(0xffffffffu, bk, o);
+            int64_t oi = __shfl_down_sync(0xffffffffu, bi, o);
+            keep_better(bk, bi, ok, oi, largest);
+        }
+        if (lane == 0) {
+            s_key[wid] = bk;
+            s_idx[wid] = bi;
+        }
+        __syncthreads();
+        if (wid == 0) {
+            bk = lane < nw ? s_key[lane] : (K)0;
+            bi = lane < nw ? s_idx[lane] : -1;
+            for (int o = 16; o > 0; o >>= 1) {
+                K ok = __shfl_down_sync(0xffffffffu, bk, o);
+                int64_t oi = __shfl_down_sync(0xffffffffu, bi, o);
+                keep_better(bk, bi, ok, oi, largest);
+            }
+            if (lane == 0) {
+                s_key[32] = bk;
+                s_idx[32] = bi;
+                chosen[r] = bi;
+            }
+        }
+        __syncthreads();
+        pk = s_key[32];
+        pi = s_idx[32];
+        __syncthreads();
+    }
+    if (!sorted && threadIdx.x == 0) /* the chosen elements in input order */
+        for (int64_t a = 1; a < k; a++) {
+            int64_t v = chosen[a], b = a - 1;
+            for (; b >= 0 && chosen[b] > v; b--) chosen[b + 1] = chosen[b];
+            chosen[b + 1] = v;
+        }
+    __syncthreads();
+    for (int64_t r = threadIdx.x; r < k; r += blockDim.x) {
+        values[(int64_t)blockIdx.x * k + r] = row[chosen[r]];
+        indices[(int64_t)blockIdx.x * k + r] = chosen[r];
+    }
+}
+
 // Unsorted: the chosen elements in input order.
 template <typename E>
 __global__ void topk_place_k(E *values, int64_t *indices, const E *x, const int64_t *rank, int64_t n, int64_t inner,
@@ -621,8 +697,16 @@ extern "C" int oar_cu_topk(void *values, int64_t *indices, const void *x, int dt
                            int64_t inner, int64_t k, int largest, int sorted, int64_t *rank, void *stream) {
     int64_t total = outer * n * inner;
     if (total <= 0 || k <= 0) return 0;
-    if (!sorted && !rank) return (int)cudaErrorInvalidValue;
     cudaStream_t s = (cudaStream_t)stream;
+    if (inner == 1 && k <= OAR_CU_TOPK_SELECT_K && outer <= 0x7fffffffLL) {
+        BY_TOPK_DTYPE(dtype, {
+            typedef typename Ty<D>::T T;
+            topk_select_k<D><<<(unsigned)outer, kThreads, 0, s>>>((T *)values, indices, (const T *)x, n, k,
+                                                                 largest != 0, sorted != 0);
+        });
+        return (int)cudaGetLastError();
+    }
+    if (!sorted && !rank) return (int)cudaErrorInvalidValue;
     unsigned b = blocks_for(total, kThreads);
     BY_TOPK_DTYPE(dtype, {
         typedef typename Ty<D>::T T;

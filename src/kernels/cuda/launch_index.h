@@ -88,8 +88,11 @@ int oar_cu_check_indices(const void *idx, int idx_dtype, int64_t n, int64_t limi
 
 /* topk along the middle dim of x [outer, n, inner] (contiguous): values and i64 indices
  * [outer, k, inner]. NaN ranks above every number; ties keep the lower index first (the
- * reference's stable sort). sorted = 0: the chosen elements in input order. rank: scratch of
- * outer * n * inner int64 (only for sorted = 0). */
+ * reference's stable sort). sorted = 0: the chosen elements in input order. Rows along the
+ * last dim (inner 1) with k <= OAR_CU_TOPK_SELECT_K take k selection rounds per row (O(k n));
+ * others rank every element against its row (O(n^2)). rank: scratch of outer * n * inner
+ * int64 for sorted = 0 on the ranking path (may be NULL otherwise). */
+#define OAR_CU_TOPK_SELECT_K 64
 int oar_cu_topk(void *values, int64_t *indices, const void *x, int dtype, int64_t outer, int64_t n,
                 int64_t inner, int64_t k, int largest, int sorted, int64_t *rank, void *stream);
 
