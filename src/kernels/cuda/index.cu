@@ -130,17 +130,22 @@ template <> __device__ __forceinline__ double to_double<__nv_bfloat16>(__nv_bflo
     return (double)__bfloat162float(v);
 }
 
-// One thread per column k: sums in double, in index order.
+// One thread per (column k, group of output rows): scans the indices in order and sums, in
+// double, those that land in its rows. Every output element has one thread adding its terms
+// in index order, so the result does not depend on the grouping; the groups only give the
+// GPU more threads than columns.
 template <typename T>
 __global__ void embedding_backward_k(double *acc, const T *g, const void *idx, int idt, int64_t n, int64_t num,
-                                     int64_t dim, unsigned long long *err) {
-    GRID_LOOP(k, dim) {
+                                     int64_t dim, int64_t rows_per_group, int64_t threads, unsigned long long *err) {
+    GRID_LOOP(t, threads) {
+        int64_t k = t % dim, r0 = t / dim * rows_per_group, r1 = r0 + rows_per_group;
         for (int64_t i = 0; i < n; i++) {
             int64_t v = load_index(idx, idt, i);
             if (v < 0 || v >= num) {
-                flag_bad(err, v);
+                if (r0 == 0) flag_bad(err, v);
                 continue;
             }
+            if (v < r0 || v >= r1) continue;
             acc[v * dim + k] += to_double(g[i * dim + k]);
         }
     }
@@ -559,23 +564,36 @@ extern "C" int oar_cu_embedding_backward(void *y, const void *g, int dtype, cons
     else if ((dtype != F32 && dtype != F16 && dtype != BF16) || !acc) return (int)cudaErrorInvalidValue;
     cudaError_t e = cudaMemsetAsync(acc, 0, (size_t)ny * sizeof(double), s);
     if (e != cudaSuccess) return (int)e;
-    unsigned b = blocks_for(dim, 64), bn = blocks_for(ny, kThreads);
+    // row groups: about 64Ki threads in all, at most 64 groups
+    int64_t groups = (65536 + dim - 1) / dim;
+    if (groups > 64) groups = 64;
+    if (groups > num) groups = num;
+    int64_t rows = (num + groups - 1) / groups;
+    groups = (num + rows - 1) / rows;
+    int64_t threads = groups * dim;
+    unsigned b = blocks_for(threads, 64), bn = blocks_for(ny, kThreads);
     switch (dtype) {
     case F64:
-        if (n > 0) embedding_backward_k<double><<<b, 64, 0, s>>>(acc, (const double *)g, idx, idx_dtype, n, num, dim, err);
+        if (n > 0)
+            embedding_backward_k<double><<<b, 64, 0, s>>>(acc, (const double *)g, idx, idx_dtype, n, num, dim, rows,
+                                                        threads, err);
         break;
     case F32:
-        if (n > 0) embedding_backward_k<float><<<b, 64, 0, s>>>(acc, (const float *)g, idx, idx_dtype, n, num, dim, err);
+        if (n > 0)
+            embedding_backward_k<float><<<b, 64, 0, s>>>(acc, (const float *)g, idx, idx_dtype, n, num, dim, rows,
+                                                        threads, err);
         round_k<float><<<bn, kThreads, 0, s>>>((float *)y, acc, ny);
         break;
     case F16:
-        if (n > 0) embedding_backward_k<__half><<<b, 64, 0, s>>>(acc, (const __half *)g, idx, idx_dtype, n, num, dim, err);
+        if (n > 0)
+            embedding_backward_k<__half><<<b, 64, 0, s>>>(acc, (const __half *)g, idx, idx_dtype, n, num, dim, rows,
+                                                        threads, err);
         round_k<__half><<<bn, kThreads, 0, s>>>((__half *)y, acc, ny);
         break;
     default:
         if (n > 0)
             embedding_backward_k<__nv_bfloat16><<<b, 64, 0, s>>>(acc, (const __nv_bfloat16 *)g, idx, idx_dtype, n, num,
-                                                                 dim, err);
+                                                                 dim, rows, threads, err);
         round_k<__nv_bfloat16><<<bn, kThreads, 0, s>>>((__nv_bfloat16 *)y, acc, ny);
         break;
     }
