@@ -286,6 +286,11 @@ static int64_t out_size(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d) 
     return span < 0 ? 0 : span / s + 1;
 }
 
+static oar_status zero(oar_tensor *t, cudaStream_t s, const char *op) {
+    size_t bytes = (size_t)t->numel * oar_dtypes[t->dtype].size;
+    return oar_cuda_status(cudaMemsetAsync(oar_tensor_ptr(t), 0, bytes, s), op);
+}
+
 static oar_status too_large(const char *op) {
     return oar_error(OAR_ERR_UNSUPPORTED, "%s: expected sizes below 2^31 for cuDNN, got a larger one; run it on the "
                                           "CPU", op);
@@ -306,7 +311,8 @@ static oar_status full_grid(const oar_tensor *gy, int64_t fh, int64_t fw, void *
     if (st == OAR_OK && gy->numel) {
         oar_cu_strided l = {.ndim = 4};
         for (int k = 0; k < 4; k++) l.shape[k] = gy->shape[k];
-        l.dst_strides[3] = 1, l.dst_strides[2] = fw, l.dst_strides[1] = fh * fw, l.dst_strides[0] = gy->shape[1] * fh * fw;
+        l.dst_strides[3] = 1, l.dst_strides[2] = fw, l.dst_strides[1] = fh * fw;
+        l.dst_strides[0] = gy->shape[1] * fh * fw;
         l.src_strides[3] = 1, l.src_strides[2] = gy->shape[3], l.src_strides[1] = gy->shape[2] * gy->shape[3];
         l.src_strides[0] = gy->shape[1] * gy->shape[2] * gy->shape[3];
         st = oar_cuda_status((cudaError_t)oar_cu_copy_strided(buf, gy->dtype, oar_tensor_ptr(gy), gy->dtype, &l,
@@ -395,9 +401,7 @@ static oar_status backward_data(const oar_kctx *ctx, const oar_tensor *gy, const
                                 const oar_attr *spdg, const char *op) {
     if (dx->numel == 0) return OAR_OK;
     cudaStream_t s = oar_cuda_stream_of(ctx);
-    if (gy->numel == 0)
-        return oar_cuda_status(cudaMemsetAsync(oar_tensor_ptr(dx), 0, (size_t)dx->numel * oar_dtypes[dx->dtype].size, s),
-                               op);
+    if (gy->numel == 0) return zero(dx, s, op);
     conv_problem p;
     memset(&p, 0, sizeof p);
     p.kind = KIND_BWD_DATA;
@@ -433,9 +437,7 @@ static oar_status grad_weight_cuda(const oar_kctx *ctx, oar_tensor *const *in, i
     oar_tensor *dw = out[0];
     if (dw->numel == 0) return OAR_OK;
     cudaStream_t s = oar_cuda_stream_of(ctx);
-    if (x->numel == 0 || gy->numel == 0) /* an empty batch: nothing to sum */
-        return oar_cuda_status(cudaMemsetAsync(oar_tensor_ptr(dw), 0, (size_t)dw->numel * oar_dtypes[dw->dtype].size, s),
-                               op);
+    if (x->numel == 0 || gy->numel == 0) return zero(dw, s, op); /* an empty batch: nothing to sum */
     conv_problem p;
     memset(&p, 0, sizeof p);
     p.kind = KIND_BWD_FILTER;
