@@ -1009,7 +1009,8 @@ OAR_API oar_status oar_while(oar_block_fn cond_fn, oar_block_fn body_fn, void *u
 
 /* Export for deployment: path.json (the program, versioned and readable: ops, attributes,
  * inputs and outputs with names, shapes (-1 for dynamic dims) and dtypes, oar's version) and
- * path.safetensors (its parameters and constants). Saves the program of the latest call. */
+ * path.safetensors (its parameters and constants). Saves the program of the latest call.
+ * path is "dir/model"; "dir/model.json" (or ".safetensors") names the same two files. */
 OAR_API oar_status oar_jit_save(oar_jit *f, const char *path);
 
 /* ---------------------------------------------------------------- 14. inference: the predictor */
@@ -1019,7 +1020,8 @@ OAR_API oar_status oar_jit_save(oar_jit *f, const char *path);
  * buffers, so clones may run on different threads at once. */
 typedef struct oar_predictor oar_predictor;
 typedef struct oar_predictor_config {
-    const char *model_path;      /* "dir/model" for dir/model.json and dir/model.safetensors */
+    const char *model_path;      /* "dir/model" (or "dir/model.json", "dir/model.safetensors")
+                                    for dir/model.json and dir/model.safetensors */
     oar_build_strategy strategy; /* passes run on the loaded program */
 } oar_predictor_config;
 OAR_API oar_predictor *oar_predictor_create(const oar_predictor_config *config);
