@@ -937,7 +937,9 @@ OAR_API const oar_zoo_info *oar_zoo_find(const char *name);
  *     run, unless the function clears them itself.
  *   - Host-side effects (a counter in C, a learning-rate schedule stepped inside fn) happen
  *     once, at tracing: keep them outside the function.
- * Errors in fn surface from oar_jit_call with fn's message. */
+ * Errors in fn surface from oar_jit_call with fn's message. Any error raised while fn is
+ * traced fails the call, even when fn ignored that status and returned OK: nothing is
+ * compiled from a trace in which a call failed. */
 typedef oar_status (*oar_static_fn)(void *user, oar_tensor *const *in, int n_in, oar_tensor **out,
                                     int n_out);
 
