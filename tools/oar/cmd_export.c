@@ -118,8 +118,10 @@ int oar_cmd_export(int argc, char **argv) {
     memcpy(os.shape, oar_shape(y[0]), sizeof(int64_t) * (size_t)os.ndim);
     os.shape[0] = -1;
     format_spec(&os, out_desc, sizeof out_desc);
+    char stem[1024]; /* --out may be given as PATH or PATH.json */
+    cli_model_path(out_path, stem, sizeof stem);
     printf("exported %s (checkpoint %s, step %lld) to %s.json and %s.safetensors\n", model, ckpt, (long long)step,
-           out_path, out_path);
+           stem, stem);
     printf("  input  '%s' %s\n  output '%s' %s\n", spec.name, in_desc, out_names[0], out_desc);
     rc = 0;
 done:
