@@ -35,6 +35,10 @@ static void format_spec(const oar_input_spec *s, char *buf, size_t size) {
 int oar_cmd_export(int argc, char **argv) {
     const char *model = NULL, *ckpt = NULL, *out_path = NULL;
     int64_t batch = 1, channels = 1, size = 28, context = 0;
+    static const cli_flag flags[] = {{"--model", CLI_TEXT},       {"--checkpoint", CLI_TEXT}, {"--out", CLI_TEXT},
+                                     {"--batch", CLI_COUNT},      {"--in-channels", CLI_COUNT},
+                                     {"--image-size", CLI_COUNT}, {"--context", CLI_INT}};
+    if (cli_check_flags("export", argc, argv, flags, CLI_N_FLAGS(flags), 0)) return 2;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 #define FLAG(name) (!strcmp(a, name) && v && (i++, 1))

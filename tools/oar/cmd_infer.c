@@ -56,6 +56,9 @@ int oar_cmd_infer(int argc, char **argv) {
     const char *inputs[MAX_INPUTS];
     int n_inputs = 0, threads = 0;
     int64_t rows = 8;
+    static const cli_flag flags[] = {{"--input", CLI_TEXT}, {"--output", CLI_TEXT}, {"--rows", CLI_INT},
+                                     {"--threads", CLI_COUNT}};
+    if (cli_check_flags("infer", argc, argv, flags, CLI_N_FLAGS(flags), 1)) return 2;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 #define FLAG(name) (!strcmp(a, name) && v && (i++, 1))
