@@ -860,6 +860,15 @@ typedef struct oar_tensor_dict oar_tensor_dict;
 OAR_API oar_tensor_dict *oar_safetensors_load(const char *path);
 /* The same from size bytes in memory (copied; data may be freed afterwards). */
 OAR_API oar_tensor_dict *oar_safetensors_load_buffer(const void *data, size_t size);
+/* Integrity: every safetensors file oar writes (oar_safetensors_save, checkpoints, exported
+ * weights) records a CRC32C of each tensor's bytes in its metadata ("oar.crc32c.<name>", which
+ * other readers ignore; these keys are not returned by oar_dict_meta). Every load checks them
+ * and fails with OAR_ERR_FORMAT naming the file, the tensor and both checksums when data was
+ * damaged after it was written. Files without checksums load as before. Verification costs one
+ * pass over the data (GB/s); oar_set_verify_checksums(false), or OAR_SKIP_CHECKSUM=1 in the
+ * environment, skips it (the call wins over the environment). Metadata keys starting with
+ * "oar.crc32c." are reserved. */
+OAR_API void oar_set_verify_checksums(bool verify);
 /* Tensors are in file order; the dictionary owns them (oar_retain one to keep it longer). */
 OAR_API int oar_dict_size(const oar_tensor_dict *d);
 OAR_API oar_tensor *oar_dict_at(oar_tensor_dict *d, int i, const char **name); /* borrowed */

@@ -40,6 +40,12 @@ void oar_error_prefix(const char *fmt, ...) OAR_PRINTF(1, 2);
 void oar_internal_assert_fail(const char *expr, const char *file, int line);
 #define OAR_ASSERT(x) ((x) ? (void)0 : oar_internal_assert_fail(#x, __FILE__, __LINE__))
 
+/* ---- checksums (crc32c.c): CRC32C of n bytes, continuing from crc (0 to start), so data can
+ * be fed in pieces. oar_crc32c uses the CPU's instruction where there is one; the portable
+ * (slice-by-8) version gives the same values on every host. */
+uint32_t oar_crc32c(uint32_t crc, const void *data, size_t n);
+uint32_t oar_crc32c_portable(uint32_t crc, const void *data, size_t n);
+
 /* ---- allocation (alloc.c): 64-byte aligned; failure sets OAR_ERR_OOM and returns NULL */
 void *oar_alloc(size_t nbytes);           /* tensor storage, counted in memory stats */
 void oar_free(void *p, size_t nbytes);
