@@ -30,8 +30,26 @@ static void usage(void) {
             "                    in full mode, to the end in timer mode)\n");
 }
 
+/* The flags of train, eval (which reads the same model and data flags) and their values. */
+static const cli_flag TRAIN_FLAGS[] = {
+    {"--model", CLI_TEXT},         {"--data", CLI_TEXT},        {"--optimizer", CLI_TEXT},
+    {"--checkpoint", CLI_TEXT},    {"--metrics", CLI_TEXT},     {"--schedule", CLI_TEXT},
+    {"--mode", CLI_TEXT},          {"--profile", CLI_TEXT},     {"--profile-dir", CLI_TEXT},
+    {"--profile-steps", CLI_TEXT}, {"--epochs", CLI_COUNT},     {"--batch", CLI_COUNT},
+    {"--context", CLI_COUNT},      {"--steps", CLI_COUNT},      {"--threads", CLI_COUNT},
+    {"--workers", CLI_INT},        {"--lr", CLI_NUMBER},        {"--weight-decay", CLI_NUMBER},
+    {"--momentum", CLI_NUMBER},    {"--clip", CLI_NUMBER},      {"--label-smoothing", CLI_NUMBER},
+    {"--seed", CLI_INT},           {"--resume", CLI_NONE},      {"--quiet", CLI_NONE},
+    {"--check-nan-inf", CLI_NONE},
+};
+
 bool train_parse(int argc, char **argv, train_opts *o) {
     *o = (train_opts){.epochs = 2, .batch = 64, .workers = 1, .momentum = 0.9, .lr = -1, .weight_decay = -1};
+    if (argc > 1 && cli_check_flags(argv[0], argc, argv, TRAIN_FLAGS, CLI_N_FLAGS(TRAIN_FLAGS), 0)) {
+        fprintf(stderr, "\n");
+        usage();
+        return false;
+    }
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
