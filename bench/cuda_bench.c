@@ -3,7 +3,8 @@
  *   gemm      oar_matmul against the same product called straight on cuBLASLt, f32 (TF32 off)
  *             and bf16, 4096^3: the framework's cost around the library call;
  *   bandwidth cudaMemcpy device-to-device against oar_add over 256 Mi floats;
- *   overhead  host time per eager op call (oar_add on 1-element GPU tensors);
+ *   overhead  host time per eager op call (oar_add on 1-element GPU tensors), beside one bare
+ *             launch through the CUDA runtime (a 4-byte memset), the floor;
  *   mlp       an eager training step (784-512-512-10 MLP, batch 256, SGD) on the GPU;
  *   zoo       an eager training step of each zoo model (SGD with momentum) on the GPU.
  * Each time is wall clock over a batch of calls ended by a device synchronize (medians of 7
@@ -82,13 +83,11 @@ static void bench_gemm(oar_dtype dt, int64_t n) {
     cublasLtMatmulAlgoGetHeuristic(c.h, c.op, c.l, c.l, c.l, c.l, pref, 1, &res, &nres);
     c.algo = res.algo;
     size_t bytes = (size_t)(n * n) * oar_dtype_size(dt);
-    cudaMalloc(&c.a, bytes);
-    cudaMalloc(&c.b, bytes);
+    c.a = oar_device_ptr(m.b); /* the same random operands (C^T = B^T A^T in column-major terms) */
+    c.b = oar_device_ptr(m.a);
     cudaMalloc(&c.d, bytes);
     cudaMalloc(&c.ws, c.ws_bytes);
-    cudaMemset(c.a, 0, bytes);
-    cudaMemset(c.b, 0, bytes);
-    cudaDeviceSynchronize();
+    oar_synchronize(OAR_CUDA);
     double t_lt = 0;
     {
         double t[REPS];
@@ -107,8 +106,6 @@ static void bench_gemm(oar_dtype dt, int64_t n) {
            "\"oar_tflops\":%.1f,\"cublaslt_tflops\":%.1f,\"oar_vs_cublaslt\":%.3f}\n",
            oar_dtype_name(dt), (long long)n, t_oar * 1e3, t_lt * 1e3, flops / t_oar * 1e-12, flops / t_lt * 1e-12,
            t_lt / t_oar);
-    cudaFree(c.a);
-    cudaFree(c.b);
     cudaFree(c.d);
     cudaFree(c.ws);
     cublasLtMatmulPreferenceDestroy(pref);
@@ -185,7 +182,18 @@ static void bench_overhead(void) {
         oar_synchronize(OAR_CUDA);
         t[r] = (h1 - h0) / calls;
     }
-    printf("{\"bench\":\"overhead\",\"op\":\"add\",\"host_us_per_call\":%.2f}\n", median(t, REPS) * 1e6);
+    /* the floor: one launch through the CUDA runtime (a 4-byte memset on oar's stream) */
+    double f[REPS];
+    void *dst = oar_device_ptr(a);
+    for (int r = 0; r < REPS; r++) {
+        oar_synchronize(OAR_CUDA);
+        double h0 = bench_now_s();
+        for (int i = 0; i < calls; i++) cudaMemsetAsync(dst, 0, 4, 0);
+        f[r] = (bench_now_s() - h0) / calls;
+        cudaDeviceSynchronize();
+    }
+    printf("{\"bench\":\"overhead\",\"op\":\"add\",\"host_us_per_call\":%.2f,\"launch_floor_us\":%.2f}\n",
+           median(t, REPS) * 1e6, median(f, REPS) * 1e6);
     oar_release(a);
     oar_release(b);
 }

@@ -169,6 +169,10 @@ OAR_API bool oar_is_contiguous(const oar_tensor *t);
 /* Pointer to the first element (honours the view's offset; use strides to walk it). Host
  * tensors only: for a tensor on a GPU it fails; copy it with oar_to(t, OAR_CPU) first. */
 OAR_API void *oar_data(oar_tensor *t);
+/* The first element's address in the memory of the tensor's device (a device pointer for a
+ * GPU tensor), for handing to other libraries; reading it from the host is the caller's
+ * concern. Work oar queued on it may still be running: oar_synchronize first. */
+OAR_API void *oar_device_ptr(oar_tensor *t);
 /* The value of a one-element tensor, as double. */
 OAR_API oar_status oar_item(const oar_tensor *t, double *out);
 /* Copies the elements in row-major order into buf (capacity in bytes), converting to dt. */

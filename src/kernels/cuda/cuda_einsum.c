@@ -1,8 +1,8 @@
 /* einsum on the GPU, composed of ops that have GPU kernels: each operand's private labels
  * are summed, the operands permuted (broadcast labels expanded) to [batch, m, k] and
  * [batch, k, n], multiplied by one batched matmul (cuBLASLt), and the product permuted into
- * the output's label order. One operand: a sum and a permute. Repeated labels in one
- * operand (diagonals) are not taken. */
+ * the output's label order. One operand: a sum and a permute. A label repeated in one operand
+ * (a diagonal) becomes one dim of a strided view whose stride is the sum of its dims'. */
 #include "cuda_backend.h"
 #include "ops/linalg.h"
 
@@ -58,9 +58,26 @@ static oar_status einsum_compose(oar_tensor *const *in, oar_tensor *y, const cha
     int n_ops = in[1] ? 2 : 1;
     es_operand x[2] = {{0}};
     for (int o = 0; o < n_ops; o++) {
-        x[o].t = in[o];
-        x[o].n = in[o]->ndim;
-        memcpy(x[o].id, lab[o], sizeof(int) * (size_t)in[o]->ndim);
+        /* one dim per distinct label: repeated labels walk the diagonal */
+        oar_tensor *v = oar_tensor_alias(in[o]);
+        if (!v) return oar_last_status();
+        int n = 0;
+        for (int d = 0; d < in[o]->ndim; d++) {
+            int at = -1;
+            for (int j = 0; j < n; j++)
+                if (x[o].id[j] == lab[o][d]) at = j;
+            if (at >= 0) {
+                v->strides[at] += in[o]->strides[d];
+            } else {
+                x[o].id[n] = lab[o][d];
+                v->shape[n] = in[o]->shape[d];
+                v->strides[n++] = in[o]->strides[d];
+            }
+        }
+        v->ndim = n;
+        oar_tensor_refresh(v);
+        x[o].t = oar_track(v);
+        x[o].n = n;
     }
     if (!sum_private(&x[0], out, n_out, n_ops > 1 ? x[1].id : NULL, n_ops > 1 ? x[1].n : 0) ||
         (n_ops > 1 && !sum_private(&x[1], out, n_out, x[0].id, x[0].n)))
@@ -115,21 +132,8 @@ static oar_status cu_einsum(const oar_kctx *ctx, oar_tensor *const *in, int n_in
     return st;
 }
 
-/* Labels repeated inside one operand (diagonals) are the reference's alone. */
-static bool no_diagonal(oar_tensor *const *in, int n_in, oar_tensor *const *out, int n_out, const oar_attr *a) {
-    (void)n_in; (void)out; (void)n_out;
-    int lab[2][OAR_MAX_DIMS], o[OAR_MAX_DIMS], no;
-    int64_t size[OAR_EINSUM_LABEL_IDS];
-    if (oar_einsum_labels(a[0].s, in, lab, o, &no, size) != OAR_OK) return false;
-    for (int k = 0; k < (in[1] ? 2 : 1); k++)
-        for (int i = 0; i < in[k]->ndim; i++)
-            for (int j = i + 1; j < in[k]->ndim; j++)
-                if (lab[k][i] == lab[k][j]) return false;
-    return true;
-}
-
 void oar_cuda_register_einsum(void) {
     oar_cuda_register(OAR_OP_einsum, OAR_DTYPE_BIT(OAR_F32) | OAR_DTYPE_BIT(OAR_F64) | OAR_DTYPE_BIT(OAR_F16) |
                                          OAR_DTYPE_BIT(OAR_BF16),
-                      cu_einsum, no_diagonal);
+                      cu_einsum, NULL);
 }
