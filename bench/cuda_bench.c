@@ -16,6 +16,7 @@
 #include <cuda_runtime_api.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define REPS 7
 
@@ -307,12 +308,29 @@ static void bench_zoo(const char *name, int64_t batch) {
     oar_module_free(c.m);
 }
 
+/* `bench_cuda --profile MODEL`: oar's op table over 5 training steps on the GPU. Run it with
+ * CUDA_LAUNCH_BLOCKING=1, so that each op's time includes its kernels. */
+static int profile_zoo(const char *name) {
+    const oar_zoo_info *info = oar_zoo_find(name);
+    if (!info) {
+        fprintf(stderr, "cuda_bench: unknown model '%s'\n", name);
+        return 2;
+    }
+    bench_zoo(name, 16); /* warm-up, and the step's time */
+    oar_profiler_opts po = oar_profiler_defaults(OAR_PROFILER_FULL);
+    po.print_at_stop = true;
+    oar_profiler_start(&po);
+    bench_zoo(name, 16);
+    oar_profiler_stop();
+    return 0;
+}
+
 int main(int argc, char **argv) {
-    (void)argc; (void)argv;
     if (!oar_cuda_is_available()) {
         printf("cuda_bench: no CUDA device; nothing to measure\n");
         return 77;
     }
+    if (argc == 3 && !strcmp(argv[1], "--profile")) return profile_zoo(argv[2]);
     bench_overhead();
     bench_bandwidth();
     bench_gemm(OAR_F32, 4096);

@@ -43,6 +43,7 @@ fails=$(grep '^FAIL' "$out/sweep_cuda.log" | sed 's/(.*//' | sort | uniq -c | so
 [ -n "$fails" ] && summary "failing ops (count): $(echo $fails)"
 run bench_oar 120 "$bin/bench_cuda"
 run bench_torch 300 python3 bench/cuda_torch.py ${OAR_TORCH_COMPILE:+--compile}
+{ CUDA_LAUNCH_BLOCKING=1 "$bin/bench_cuda" --profile gpt-mini; CUDA_LAUNCH_BLOCKING=1 "$bin/bench_cuda" --profile lstm-lm; } > "$out/profile.log" 2>&1
 san=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
 run memcheck_test_cuda 180 "$san" --tool memcheck --report-api-errors no --error-exitcode 9 "$bin/tests/test_cuda"
 cat "$out"/bench_*.log
