@@ -177,6 +177,56 @@ bool use_cols(const Plan &q) {
     return (inner_step > 1 || inner_step < -1) && (outer_step == 1 || outer_step == -1);
 }
 
+// ---- tiled columns, for sum and mean (a bias gradient: [rows, features] summed over rows).
+// One thread per output leaves most of the GPU idle when outputs are a few hundred and groups
+// thousands long, so a block of 32 x 8 threads takes 32 neighbouring outputs (coalesced
+// loads) and a chunk of rows: thread (c, r) adds rows r, r + 8, ... of its chunk, the 8
+// partials of a column are added in order through shared memory, and the chunks' partials
+// are added in order by a second kernel. A fixed split, so the order never depends on timing.
+const int64_t TILE_ROWS = 512; // rows per chunk
+const int64_t TILE_MIN_ROWS = 256;
+
+bool use_tiles(const Plan &q, int kind) {
+    return (kind == OAR_CU_R_SUM || kind == OAR_CU_R_MEAN) && use_cols(q) && q.inum >= TILE_MIN_ROWS;
+}
+int64_t tile_chunks(const Plan &q) { return (q.inum + TILE_ROWS - 1) / TILE_ROWS; }
+
+template <typename T>
+__global__ void tile_cols_kernel(const T *x, Plan p, double *parts) {
+    __shared__ double sh[8][33];
+    int64_t o = blockIdx.x * 32LL + threadIdx.x, c = blockIdx.y;
+    double acc = 0;
+    if (o < p.onum) {
+        const T *xo = x + space_off(p.no, p.osh, p.ost, o);
+        int64_t end = (c + 1) * TILE_ROWS < p.inum ? (c + 1) * TILE_ROWS : p.inum;
+        for (int64_t i = c * TILE_ROWS + threadIdx.y; i < end; i += 8) acc += to_d(xo[inner_off(p, i)]);
+    }
+    sh[threadIdx.y][threadIdx.x] = acc;
+    __syncthreads();
+    if (threadIdx.y == 0 && o < p.onum) {
+        double s = 0;
+        for (int r = 0; r < 8; r++) s += sh[r][threadIdx.x];
+        parts[c * p.onum + o] = s;
+    }
+}
+
+template <typename T>
+__global__ void tile_final_kernel(const double *parts, int64_t chunks, Plan p, bool mean, T *y) {
+    for (int64_t o = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; o < p.onum; o += (int64_t)gridDim.x * blockDim.x) {
+        double s = 0;
+        for (int64_t c = 0; c < chunks; c++) s += parts[c * p.onum + o];
+        y[o] = from_d<T>(mean ? s / (double)p.inum : s);
+    }
+}
+
+template <typename T>
+void launch_tiles(const T *x, T *y, const Plan &q, int kind, double *parts, cudaStream_t s) {
+    int64_t chunks = tile_chunks(q);
+    dim3 grid((unsigned)((q.onum + 31) / 32), (unsigned)chunks), block(32, 8);
+    tile_cols_kernel<T><<<grid, block, 0, s>>>(x, q, parts);
+    tile_final_kernel<T><<<blocks_for(q.onum, 256), 256, 0, s>>>(parts, chunks, q, kind == OAR_CU_R_MEAN, y);
+}
+
 // ---- split groups: few outputs with large groups get several blocks per group. Each block
 // folds a fixed chunk of its group into parts[o * S + s]; one block per output then folds the
 // S parts in order. Ops that read their group twice (var, std: the mean; logsumexp: the max)
@@ -529,8 +579,8 @@ unsigned grid_for(int64_t n) { return (unsigned)(n < (1 << 20) ? (n < 1 ? 1 : n)
 }  // namespace
 
 extern "C" size_t oar_cu_reduce_scratch_bytes(int kind, const oar_cu_rplan *plan) {
-    (void)kind;
     Plan q = to_plan(plan);
+    if (use_tiles(q, kind)) return sizeof(double) * (size_t)(q.onum * tile_chunks(q));
     if (use_cols(q)) return 0;
     int64_t S = split_parts(q);
     return S ? sizeof(double) * (size_t)(q.onum * S + q.onum) : 0;
@@ -552,7 +602,9 @@ extern "C" int oar_cu_reduce(int kind, int dtype, const void *x, void *y, const 
     }
     bool ok;
     int64_t S = use_cols(q) ? 0 : split_parts(q);
-    if (S && scratch) {
+    if (use_tiles(q, kind) && scratch) {
+        ok = FLOAT_TYPES(dtype, launch_tiles<T>((const T *)x, (T *)y, q, kind, (double *)scratch, s));
+    } else if (S && scratch) {
         ok = FLOAT_TYPES(dtype, launch_split<T>((const T *)x, (T *)y, q, kind, p, corr, S, (double *)scratch, s));
     } else if (use_cols(q)) {
         unsigned b = blocks_for(q.onum, 128);
