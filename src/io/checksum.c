@@ -36,8 +36,9 @@ oar_status oar_io_tensor_crc32c(const oar_tensor *t, uint32_t *out) {
     *out = 0;
     if (t->numel == 0) return OAR_OK;
     size_t es = oar_dtypes[t->dtype].size, nbytes = (size_t)t->numel * es;
-    oar_tensor *c = t->contiguous ? NULL : oar_tensor_contiguous_copy(t);
-    if (!t->contiguous && !c) return oar_last_status();
+    oar_status cst = OAR_OK;
+    oar_tensor *c = oar_io_host_copy(t, &cst); /* GPU tensors are checked from a host copy */
+    if (cst != OAR_OK) return cst;
     const unsigned char *src = (const unsigned char *)oar_tensor_ptr(c ? c : t);
     if (oar_io_host_is_le() || es == 1) {
         *out = oar_crc32c(0, src, nbytes);

@@ -83,6 +83,9 @@ struct oar_tensor_dict {
 };
 /* An empty dictionary with room for n tensors and n_meta metadata pairs (entries NULL). */
 oar_tensor_dict *oar_dict_alloc(int n, int n_meta);
+/* t's elements in host memory, contiguous: NULL when t is already so (read it in place), else
+ * a new host copy (a GPU tensor is copied over; the caller drops it). *err is set on failure. */
+oar_tensor *oar_io_host_copy(const oar_tensor *t, oar_status *err);
 /* Builds the name index; fails (format error naming it) on a duplicate name or key. */
 oar_status oar_dict_index(oar_tensor_dict *d, const char *who, const char *label);
 
