@@ -45,6 +45,12 @@ static void copies(void) {
     CHECK(t_same_bits(oar_to(oar_to(r, OAR_CUDA), OAR_CPU), r));
     double v = 0;
     CHECK(oar_item(oar_sum(g, NULL, 0, false), &v) == OAR_OK && v != 0);
+    /* printing reads a host copy and names the device, as torch */
+    char text[4096], want[4096];
+    int n = oar_format(g, text, sizeof text);
+    oar_format(x, want, sizeof want);
+    CHECK(n == (int)strlen(text) && strstr(text, "device='cuda')") && !strncmp(text, want, strlen(want) - 1));
+    CHECK(oar_format(g, NULL, 0) == n);
 }
 
 static void devices_mixed(void) {
