@@ -45,5 +45,16 @@ if "$oar" bench --workload resnet20-infer --mode static --steps 1 --disable-pass
 grep -q "no_such_pass" "$dir/err"
 if "$oar" bench --workload nope 2> "$dir/err"; then exit 1; fi
 grep -q "unknown workload 'nope'" "$dir/err"
+# --device: every line says where it ran; cuda runs eagerly on a GPU, and says why not elsewhere
+"$oar" bench --workload tiny --steps 1 --device cpu > "$dir/out"
+grep -q '"device": "cpu"' "$dir/out" || { echo "bench: no device field: $(cat "$dir/out")"; exit 1; }
+if "$oar" bench --workload tiny --steps 1 --device cuda > "$dir/out" 2> "$dir/err"; then
+  grep -q '"device": "cuda"' "$dir/out"
+else
+  grep -q -e "no CUDA device" -e "no CUDA (install" "$dir/err" || { echo "bench: $(cat "$dir/err")"; exit 1; }
+fi
+if "$oar" bench --workload tiny --device tpu 2> "$dir/err"; then exit 1; fi
+grep -q "expected cpu or cuda" "$dir/err"
+if "$oar" bench --workload tiny --mode static --device cuda 2> "$dir/err"; then exit 1; fi
 # unknown flags: tests/cli/flags.sh
 echo "bench: 1 passed, 0 failed"

@@ -18,7 +18,8 @@ static const cli_flag PEAK[] = {{"--workload", CLI_TEXT}, {"--json", CLI_NONE}, 
 /* resnet20-infer and the training steps; --context is for the language models only */
 static const cli_flag MODEL[] = {{"--workload", CLI_TEXT}, {"--json", CLI_NONE},        {"--mode", CLI_TEXT},
                                  {"--threads", CLI_COUNT}, {"--batch", CLI_COUNT},      {"--steps", CLI_COUNT},
-                                 {"--disable-pass", CLI_TEXT}, {"--profile", CLI_TEXT}, {"--context", CLI_COUNT}};
+                                 {"--disable-pass", CLI_TEXT}, {"--profile", CLI_TEXT}, {"--device", CLI_TEXT},
+                                 {"--context", CLI_COUNT}};
 
 int oar_cmd_bench(int argc, char **argv) {
     const char *w = cli_flag_value(argc, argv, "--workload");

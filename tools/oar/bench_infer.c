@@ -48,6 +48,12 @@ int oar_bench_infer(int argc, char **argv) {
         fprintf(stderr, "oar bench: unknown --profile '%s'; expected timer or full\n", profile);
         return 2;
     }
+    const char *dev = cli_flag_value(argc, argv, "--device");
+    if (dev && strcmp(dev, "cpu") != 0) {
+        fprintf(stderr, "oar bench: resnet20-infer times the host predictor; --device %s is for the training "
+                        "workloads\n", dev);
+        return 2;
+    }
     bool statik = mode && !strcmp(mode, "static");
     int64_t batch = bs ? atoll(bs) : 1;
     if (batch < 1) {

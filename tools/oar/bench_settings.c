@@ -23,6 +23,7 @@ void bench_print_settings(const bench_settings *s) {
     if (s->batch >= 0) printf("\"batch\": %lld, ", (long long)s->batch);
     else printf("\"batch\": null, ");
     if (s->context > 0) printf("\"context\": %lld, ", (long long)s->context);
-    printf("\"dtype\": \"%s\", \"disabled_passes\": \"%s\", \"isa\": \"%s\"", s->dtype ? s->dtype : "f32",
-           s->disabled_passes ? s->disabled_passes : "", bench_isa());
+    printf("\"dtype\": \"%s\", \"disabled_passes\": \"%s\", \"isa\": \"%s\", \"device\": \"%s\"",
+           s->dtype ? s->dtype : "f32", s->disabled_passes ? s->disabled_passes : "", bench_isa(),
+           s->device ? s->device : "cpu");
 }

@@ -40,12 +40,14 @@ typedef struct bench_state {
     int n_params;
     const char *name;
     oar_jit *jit; /* --mode static: the step compiled */
+    oar_device dev;
 } bench_state;
 
 /* The workload's model, optimizer and fixed random batch of batch samples (sequences of
  * context tokens for the language models). */
-static oar_status setup(const char *name, int64_t batch, int64_t context, bench_state *b) {
+static oar_status setup(const char *name, int64_t batch, int64_t context, oar_device dev, bench_state *b) {
     memset(b, 0, sizeof *b);
+    b->dev = dev;
     b->name = name;
     oar_manual_seed(0);
     oar_optim_opts oo = oar_optim_defaults(OAR_OPTIM_SGD);
@@ -79,6 +81,16 @@ static oar_status setup(const char *name, int64_t batch, int64_t context, bench_
         b->c = oar_zeros(hs, 3, OAR_F32);
         oo.lr = 1.0;
         oo.momentum = 0;
+    }
+    if (dev != OAR_CPU) { /* the model and the batch on the GPU, before the optimizer makes its state */
+        oar_tensor **io[4] = {&b->x, &b->y, &b->h, &b->c};
+        if (oar_module_to(b->m, dev) != OAR_OK) return oar_last_status();
+        for (int i = 0; i < 4; i++)
+            if (*io[i]) {
+                oar_tensor *moved = oar_to(*io[i], dev);
+                oar_release(*io[i]);
+                *io[i] = moved;
+            }
     }
     b->opt = oar_optimizer_for(b->m, &oo);
     b->n_params = oar_module_num_parameters(b->m);
@@ -125,6 +137,7 @@ static oar_status train_step(bench_state *b) {
     oar_tensor *in[4] = {b->x, b->y, b->h, b->c}, *out[3] = {0};
     int n_in = b->h ? 4 : 2, n_out = b->h ? 3 : 1;
     oar_status st = b->jit ? oar_jit_call(b->jit, in, n_in, out, n_out) : step_fn(b, in, n_in, out, n_out);
+    if (st == OAR_OK && b->dev != OAR_CPU) st = oar_synchronize(b->dev); /* the step's kernels are done */
     if (st == OAR_OK && b->h) {
         oar_release(b->h);
         oar_release(b->c);
@@ -176,6 +189,22 @@ int oar_bench_train(int argc, char **argv) {
         return 2;
     }
     bool statik = mode && !strcmp(mode, "static");
+    const char *dev_s = cli_flag_value(argc, argv, "--device");
+    if (dev_s && strcmp(dev_s, "cpu") != 0 && strcmp(dev_s, "cuda") != 0) {
+        fprintf(stderr, "oar bench: unknown --device %s; expected cpu or cuda\n", dev_s);
+        return 2;
+    }
+    oar_device dev = dev_s && !strcmp(dev_s, "cuda") ? OAR_CUDA : OAR_CPU;
+    if (dev == OAR_CUDA && !oar_cuda_is_available()) {
+        fprintf(stderr, "oar bench: --device cuda: %s\n",
+                oar_cuda_is_built() ? "no CUDA device on this machine" : "this build has no CUDA (install the toolkit)");
+        return 2;
+    }
+    if (dev == OAR_CUDA && statik) {
+        fprintf(stderr, "oar bench: --mode static runs on the host for now (GPU programs are not built yet); use "
+                        "--mode eager with --device cuda\n");
+        return 2;
+    }
     if (th && oar_set_num_threads(atoi(th)) != OAR_OK) {
         fprintf(stderr, "oar bench: %s\n", oar_last_error());
         return 2;
@@ -187,7 +216,7 @@ int oar_bench_train(int argc, char **argv) {
     }
     int steps = st_s ? atoi(st_s) : w->default_steps, warmup = 3;
     bench_state b;
-    if (setup(w->name, batch, context, &b) != OAR_OK) {
+    if (setup(w->name, batch, context, dev, &b) != OAR_OK) {
         fprintf(stderr, "oar bench: %s\n", oar_last_error());
         teardown(&b);
         return 1;
@@ -214,7 +243,7 @@ int oar_bench_train(int argc, char **argv) {
             teardown(&b);
             return 1;
         }
-        if (i == warmup) oar_memory_reset_peak(OAR_CPU);
+        if (i == warmup) oar_memory_reset_peak(dev);
         double t0 = bench_now_s();
         if (train_step(&b) != OAR_OK) {
             fprintf(stderr, "oar bench: %s\n", oar_last_error());
@@ -234,7 +263,7 @@ int oar_bench_train(int argc, char **argv) {
             free(sum);
         }
     }
-    peak_alloc = oar_memory_stats_get(OAR_CPU).peak_bytes;
+    peak_alloc = oar_memory_stats_get(dev).peak_bytes; /* on the device the step ran on */
     qsort(t, (size_t)steps, sizeof(double), bench_cmp_double);
     double med = t[steps / 2];
     struct rusage ru;
@@ -242,7 +271,8 @@ int oar_bench_train(int argc, char **argv) {
     const char *off = cli_flag_value(argc, argv, "--disable-pass");
     printf("{\"workload\": \"%s\", ", w->name);
     bench_print_settings(&(bench_settings){.mode = statik ? "static" : "eager", .batch = batch,
-                                           .context = w->tokens ? context : 0, .disabled_passes = off});
+                                           .context = w->tokens ? context : 0, .disabled_passes = off,
+                                           .device = dev == OAR_CUDA ? "cuda" : "cpu"});
     printf(", \"steps\": %d, \"median_ms\": %.4f, \"min_ms\": %.4f, \"max_ms\": %.4f, \"samples_per_s\": %.1f", steps,
            med, t[0], t[steps - 1], (double)batch / med * 1e3);
     if (w->tokens) printf(", \"tokens_per_s\": %.1f", (double)items / med * 1e3);
@@ -268,7 +298,7 @@ bench_state *bench_workload_open(const char *name, int64_t *items, const char **
         oar_set_error(OAR_ERR_OOM, "out of memory");
         return NULL;
     }
-    if (setup(w->name, w->batch, w->context, b) != OAR_OK) {
+    if (setup(w->name, w->batch, w->context, OAR_CPU, b) != OAR_OK) {
         teardown(b);
         free(b);
         return NULL;

@@ -38,11 +38,12 @@ typedef struct bench_settings {
     int64_t context;             /* language models: tokens per sequence; 0: not printed */
     const char *dtype;           /* NULL: f32 */
     const char *disabled_passes; /* --disable-pass as given; NULL: none */
+    const char *device;          /* "cpu" or "cuda" (NULL: cpu) */
 } bench_settings;
 /* The instruction set the CPU kernels use here ("avx512", "avx2" or "portable"). */
 const char *bench_isa(void);
 /* Prints `"mode": ..., "threads": ..., "batch": ..., ["context": ...,] "dtype": ...,
- * "disabled_passes": ..., "isa": ...` (no braces, no trailing comma). */
+ * "disabled_passes": ..., "isa": ..., "device": ...` (no braces, no trailing comma). */
 void bench_print_settings(const bench_settings *s);
 
 /* The profiler for a command's run of total_steps steps (cmd_profile.c): mode "timer" or
