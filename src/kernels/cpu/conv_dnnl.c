@@ -335,7 +335,7 @@ static bool plan_make(dplan *pl, dk_kind kind, oar_tensor *const *in, oar_tensor
                       bool fused) {
     memset(pl, 0, sizeof *pl);
     pl->kind = kind;
-    if (!oar_dnnl_engine()) return false;
+    if (!oar_dnnl_usable()) return false; /* under the CPU switch's cap */
     const oar_tensor *x, *w, *y, *b = NULL;
     const oar_attr *conv = a + 1; /* the backward ops lead with a shape attribute */
     switch (kind) {
