@@ -145,8 +145,12 @@ static bool plan_operands(dprim *p, const_dnnl_primitive_desc_t pd) {
         /* ours only where it measured faster than oneDNN's reorder: outputs (x of grad_input,
          * y of conv2d) into plain from layouts whose pixels hold all their channels together
          * (NHWC; nChw16c of 16 channels). oneDNN converts nChw16c of more channels ~2x faster,
-         * and into those layouts at least as fast. */
-        o->chan = i != 1 && out && oar_chan_layout_of(&o->want, &o->lay) && o->lay.pixel_stride == o->lay.c;
+         * and into those layouts at least as fast. Our transpose writes NCHW, so only where
+         * the caller's layout is NCHW: conv2d_act's NHWC output (key.nhwc) goes through the
+         * reorder, even when the primitive's layout has the same bytes (nChw8c of 8 channels
+         * on AVX2) and merely another descriptor. */
+        o->chan = i != 1 && out && !p->key.nhwc && oar_chan_layout_of(&o->want, &o->lay) &&
+                  o->lay.pixel_stride == o->lay.c;
     }
     return true;
 }
