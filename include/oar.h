@@ -477,6 +477,18 @@ OAR_API const char *oar_cpu_model(void); /* the CPU's brand string; "" where unk
 /* The flags that matter to oar and its libraries, space-separated ("avx2 fma avx512f ..."). */
 OAR_API const char *oar_cpu_flags(void);
 
+/* The optional libraries of this build, for bug reports (`oar info`): index 0..count-1 gives
+ * OpenBLAS, oneDNN, cJSON, zlib, MPI and CUDA in that order. */
+typedef struct oar_library_info {
+    const char *name;  /* "OpenBLAS", "oneDNN", "cJSON", "zlib", "MPI", "CUDA" */
+    bool found;        /* detected at configure time and built in */
+    char version[48];  /* the library's own version where it reports one, else "" */
+    char detail[200];  /* what else matters: OpenBLAS's core type and build config, oneDNN's ISA, ... */
+    int isa;           /* the oar_cpu_isa level its code runs at; -1 where unknown or not CPU code */
+} oar_library_info;
+OAR_API int oar_library_count(void);
+OAR_API oar_status oar_library_info_get(int i, oar_library_info *out);
+
 /* The global generator: the seed, and how many counters were used since seeding. */
 OAR_API void oar_manual_seed(uint64_t seed);
 typedef struct oar_rng_state { uint64_t seed, offset; } oar_rng_state;

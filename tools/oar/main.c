@@ -3,6 +3,7 @@
 #include "oar.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static void usage(FILE *f) {
@@ -18,6 +19,8 @@ static void usage(FILE *f) {
             "  infer PATH --input X.npy [--output Y.npy]   run an exported model with the predictor\n"
             "  inspect PATH [--passes]           an exported model: inputs, outputs, program, passes\n"
             "  ops [--json]                      list every registered op: kernels, gradient, sweep coverage\n"
+            "  info [--json]                     the CPU and its flags, the ISA in use (OAR_CPU_ISA caps it),\n"
+            "                                    the libraries and their versions, threads: for bug reports\n"
             "  bench --workload NAME [--json]    dispatch, gemm, or a training step: tiny, mlp, lenet,\n"
             "                                    resnet20, gpt-mini, lstm-lm (--threads N --steps N\n"
             "                                    --mode eager|static --disable-pass NAME,...)\n"
@@ -53,7 +56,19 @@ int cli_has_flag(int argc, char **argv, const char *flag) {
     return 0;
 }
 
+/* OAR_CPU_ISA, checked before anything runs: the library alone can only warn about a bad value
+ * and go on at the native ISA, which would make a capped run silently uncapped. */
+static int apply_isa_env(void) {
+    const char *env = getenv("OAR_CPU_ISA");
+    if (!env || !*env) return 0;
+    oar_cpu_isa isa;
+    if (oar_cpu_isa_from_name(env, &isa) == OAR_OK && oar_set_cpu_isa(isa) == OAR_OK) return 0;
+    fprintf(stderr, "oar: OAR_CPU_ISA=%s: %s\n", env, oar_last_error());
+    return 2;
+}
+
 int main(int argc, char **argv) {
+    if (apply_isa_env()) return 2;
     if (argc < 2) {
         usage(stderr);
         return 2;
@@ -68,6 +83,7 @@ int main(int argc, char **argv) {
         return 0;
     }
     if (strcmp(cmd, "ops") == 0) return oar_cmd_ops(argc - 1, argv + 1);
+    if (strcmp(cmd, "info") == 0) return oar_cmd_info(argc - 1, argv + 1);
     if (strcmp(cmd, "train") == 0) return oar_cmd_train(argc - 1, argv + 1);
     if (strcmp(cmd, "eval") == 0) return oar_cmd_eval(argc - 1, argv + 1);
     if (strcmp(cmd, "sample") == 0) return oar_cmd_sample(argc - 1, argv + 1);
