@@ -22,6 +22,7 @@ void oar_cpu_kernels_init(void) {
     oar_cpu_register_norm_backward();
     oar_cpu_register_fused_ew();
     oar_cpu_register_linear_act();
+    oar_cpu_register_linear_act_composed();
     oar_cpu_register_conv_act();
     oar_cpu_register_add_layer_norm();
     oar_cpu_register_conv_direct();

@@ -22,6 +22,7 @@ void oar_cpu_register_attention(void);  /* attention_cpu.c */
 void oar_cpu_register_norm_backward(void); /* nn_norm_backward.c */
 void oar_cpu_register_fused_ew(void);  /* avx2_fused_ew.c */
 void oar_cpu_register_linear_act(void); /* avx2_linear_act.c */
+void oar_cpu_register_linear_act_composed(void); /* linear_act_composed.c */
 void oar_cpu_register_conv_act(void);  /* conv_act.c */
 void oar_cpu_register_add_layer_norm(void); /* nn_add_layer_norm.c */
 void oar_cpu_register_conv_direct(void); /* conv_direct.c */
