@@ -19,6 +19,7 @@ void oar_cpu_kernels_init(void) {
     oar_cpu_register_pool2x2();
     oar_cpu_register_optim_multi();
     oar_cpu_register_attention();
+    oar_cpu_register_attention_composed();
     oar_cpu_register_norm_backward();
     oar_cpu_register_fused_ew();
     oar_cpu_register_linear_act();

@@ -19,6 +19,7 @@ void oar_cpu_register_unary_backward(void); /* avx2_unary_backward.c */
 void oar_cpu_register_pool2x2(void);   /* conv_pool2x2.c */
 void oar_cpu_register_optim_multi(void); /* optim_multi.c */
 void oar_cpu_register_attention(void);  /* attention_cpu.c */
+void oar_cpu_register_attention_composed(void); /* attention_composed.c */
 void oar_cpu_register_norm_backward(void); /* nn_norm_backward.c */
 void oar_cpu_register_fused_ew(void);  /* avx2_fused_ew.c */
 void oar_cpu_register_linear_act(void); /* avx2_linear_act.c */
