@@ -93,8 +93,42 @@ static void test_each_cap(void) {
     oar_scope_end();
 }
 
+/* A program compiled under one cap keeps the kernels chosen then: lowering the cap below the
+ * level oneDNN was fixed at must not make its oneDNN convs fail (they decline only when a
+ * kernel is chosen). Runs first, so oneDNN is fixed at this run's starting cap. */
+static oar_status conv_fn(void *user, oar_tensor *const *in, int n_in, oar_tensor **out, int n_out) {
+    (void)n_in; (void)n_out;
+    out[0] = oar_forward(user, in[0]);
+    return out[0] ? OAR_OK : oar_last_status();
+}
+
+static void test_compiled_keeps_kernels(void) {
+    oar_scope_begin();
+    oar_cpu_isa before = oar_get_cpu_isa();
+    oar_manual_seed(3);
+    oar_conv_opts co = {.stride = {1, 1}, .padding = {1, 1}};
+    oar_module *m = oar_nn_conv2d(16, 16, 3, &co, true);
+    oar_module_train(m, false);
+    oar_tensor *x = oar_randn((int64_t[]){2, 16, 12, 12}, 4, OAR_F32), *y[1] = {0}, *z[1] = {0};
+    oar_jit *f = oar_jit_to_static(conv_fn, m, &(oar_jit_opts){.module = m});
+    CHECK(oar_jit_call(f, &x, 1, y, 1) == OAR_OK);
+    CHECK(oar_set_cpu_isa(OAR_CPU_ISA_GENERIC) == OAR_OK);
+    CHECK(oar_jit_call(f, &x, 1, z, 1) == OAR_OK);
+    CHECK(y[0] && z[0] && t_same_bits(y[0], z[0]));
+    /* eager, the cap applies at once: still the same convolution, within rounding */
+    oar_tensor *e = oar_forward(m, x);
+    double worst = 0;
+    for (int64_t i = 0; e && i < oar_numel(e); i += 7) worst = fmax(worst, fabs(t_at(e, i) - t_at(y[0], i)));
+    CHECK(e && worst < 1e-4);
+    CHECK(oar_set_cpu_isa(before) == OAR_OK);
+    oar_jit_free(f);
+    oar_module_free(m);
+    oar_scope_end();
+}
+
 int main(void) {
     oar_init();
+    test_compiled_keeps_kernels();
     test_names();
     test_default();
     test_refusals();

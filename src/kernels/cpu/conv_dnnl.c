@@ -339,7 +339,7 @@ static bool plan_make(dplan *pl, dk_kind kind, oar_tensor *const *in, oar_tensor
                       bool fused) {
     memset(pl, 0, sizeof *pl);
     pl->kind = kind;
-    if (!oar_dnnl_usable()) return false; /* under the CPU switch's cap */
+    if (!oar_dnnl_engine()) return false;
     const oar_tensor *x, *w, *y, *b = NULL;
     const oar_attr *conv = a + 1; /* the backward ops lead with a shape attribute */
     switch (kind) {
@@ -586,6 +586,9 @@ static oar_status grad_weight_dnnl(const oar_kctx *ctx, oar_tensor *const *in, i
 static bool supports_kind(dk_kind kind, oar_tensor *const *in, oar_tensor *const *out, const oar_attr *a,
                           bool fused) {
     dplan pl;
+    /* the CPU switch's cap is asked when a kernel is chosen, not when it runs: a program
+     * compiled earlier keeps its kernels (docs/cpu-isa.md) and must not fail */
+    if (!oar_dnnl_usable()) return false;
     if (!plan_make(&pl, kind, in, out, a, fused)) return false;
     plan_release(&pl);
     return true;
