@@ -23,7 +23,8 @@ build: setup
 	@cmake --build $(BUILD) -j $(JOBS)
 
 run: build
-	./$(BUILD)/oar train --model lenet --data fashion-mnist --epochs 2 --batch 16 --lr 0.02 --label-smoothing 0.1 \
+	# the recipe is lenet's defaults (tools/oar/train_recipe.c), printed at the start
+	./$(BUILD)/oar train --model lenet --data fashion-mnist \
 	    --checkpoint $(BUILD)/lenet.safetensors --metrics $(BUILD)/lenet-metrics.jsonl
 
 test: test-fast test-asan
