@@ -20,6 +20,12 @@ if command -v python3 > /dev/null; then
   python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); assert len(d["libraries"]) == 6, d' "$dir/out"
 fi
 
+# CUDA, where built: the device count, or "no device"
+if grep -q '"name": "CUDA", "found": true' "$dir/out"; then
+  grep -Eq '"name": "CUDA", "found": true, "version": "[^"]*", "detail": "([0-9]+ devices?|no device)' "$dir/out" ||
+    { echo "info: CUDA found but no device count in: $(cat "$dir/out")"; exit 1; }
+fi
+
 # the cap, from the environment: generic is below every CPU oar runs on
 OAR_CPU_ISA=generic "$oar" info --json > "$dir/out"
 has '"isa": "generic", "isa_source": "OAR_CPU_ISA"'
