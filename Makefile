@@ -1,7 +1,8 @@
 # The two commands of the README:
 #   make run    builds oar and runs the main job: trains LeNet on Fashion-MNIST, reports accuracy
 #   make test   builds everything and runs the test suite (every kernel test at the native ISA
-#               and capped at avx2 and generic), then again under ASan+UBSan (native ISA)
+#               and capped at avx2 and generic), then again under ASan+UBSan (native ISA; that
+#               build leaves CUDA out, so the build without CUDA is tested too)
 # Other targets: build, setup, bench, clean.
 
 BUILD      ?= build
@@ -33,7 +34,7 @@ test-fast: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
 test-asan: setup
-	@cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DOAR_SANITIZE=ON >/dev/null
+	@cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DOAR_SANITIZE=ON -DOAR_WITH_CUDA=OFF >/dev/null
 	@cmake --build $(ASAN_BUILD) -j $(JOBS)
 	# one ISA under the sanitizers: the release pass (test-fast) covers the capped runs
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j $(JOBS) -LE isa-capped

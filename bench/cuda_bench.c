@@ -4,7 +4,8 @@
  *             and bf16, 4096^3: the framework's cost around the library call;
  *   bandwidth cudaMemcpy device-to-device against oar_add over 256 Mi floats;
  *   overhead  host time per eager op call (oar_add on 1-element GPU tensors);
- *   mlp       an eager training step (784-512-512-10 MLP, batch 256, SGD) on the GPU.
+ *   mlp       an eager training step (784-512-512-10 MLP, batch 256, SGD) on the GPU;
+ *   zoo       an eager training step of each zoo model (SGD with momentum) on the GPU.
  * Each time is wall clock over a batch of calls ended by a device synchronize (medians of 7
  * repetitions). */
 #include "oar.h"
@@ -223,6 +224,81 @@ static void bench_mlp(void) {
     printf("{\"bench\":\"mlp\",\"mode\":\"eager\",\"batch\":256,\"step_ms\":%.4f}\n", t * 1e3);
 }
 
+/* One eager training step of a zoo model on the GPU: forward, cross-entropy, backward, SGD
+ * with momentum; inputs made once on the GPU. */
+typedef struct zoo_ctx {
+    oar_module *m;
+    oar_optimizer *opt;
+    oar_tensor *x, *y;
+    const oar_zoo_info *info;
+} zoo_ctx;
+
+static void run_zoo_step(void *v) {
+    zoo_ctx *c = v;
+    oar_scope_begin();
+    oar_optimizer_zero_grad(c->opt);
+    oar_tensor *z;
+    if (c->info->input == OAR_ZOO_TOKENS_STATEFUL) {
+        oar_tensor *args[3] = {c->x, NULL, NULL}, *o[3];
+        z = oar_forward_n(c->m, args, 3, o, 3) == OAR_OK ? o[0] : NULL;
+    } else {
+        z = oar_forward(c->m, c->x);
+    }
+    int64_t s2[2] = {-1, c->info->num_classes}, flat = -1;
+    bool tokens = c->info->input == OAR_ZOO_TOKENS || c->info->input == OAR_ZOO_TOKENS_STATEFUL;
+    oar_tensor *loss = tokens ? oar_cross_entropy(oar_reshape(z, s2, 2), oar_reshape(c->y, &flat, 1), NULL)
+                              : oar_cross_entropy(z, c->y, NULL);
+    if (loss && oar_backward(loss, NULL, false) == OAR_OK) oar_optimizer_step(c->opt);
+    oar_scope_end();
+}
+
+static void bench_zoo(const char *name, int64_t batch) {
+    zoo_ctx c = {.info = oar_zoo_find(name)};
+    oar_manual_seed(1);
+    c.m = oar_zoo_create(name, NULL);
+    if (!c.m || oar_module_to(c.m, OAR_CUDA) != OAR_OK) {
+        printf("{\"bench\":\"zoo\",\"model\":\"%s\",\"error\":\"%s\"}\n", name, oar_last_error());
+        return;
+    }
+    oar_optim_opts oo = oar_optim_defaults(OAR_OPTIM_SGD);
+    oo.lr = 0.01;
+    oo.momentum = 0.9;
+    c.opt = oar_optimizer_for(c.m, &oo);
+    oar_set_default_device(OAR_CUDA);
+    int64_t t = c.info->context;
+    switch (c.info->input) {
+    case OAR_ZOO_FEATURES:
+        c.x = oar_randn((int64_t[]){batch, c.info->in_channels}, 2, OAR_F32);
+        break;
+    case OAR_ZOO_IMAGE: {
+        int64_t hw = c.info->in_channels == 3 ? 32 : 28;
+        c.x = oar_randn((int64_t[]){batch, c.info->in_channels, hw, hw}, 4, OAR_F32);
+        break;
+    }
+    case OAR_ZOO_TOKENS:
+        c.x = oar_randint(0, c.info->num_classes, (int64_t[]){batch, t}, 2, OAR_I64);
+        c.y = oar_randint(0, c.info->num_classes, (int64_t[]){batch, t}, 2, OAR_I64);
+        break;
+    case OAR_ZOO_TOKENS_STATEFUL:
+        c.x = oar_randint(0, c.info->num_classes, (int64_t[]){t, batch}, 2, OAR_I64);
+        c.y = oar_randint(0, c.info->num_classes, (int64_t[]){t, batch}, 2, OAR_I64);
+        break;
+    }
+    if (!c.y) c.y = oar_randint(0, c.info->num_classes, (int64_t[]){batch}, 1, OAR_I64);
+    oar_set_default_device(OAR_CPU);
+    oar_clear_error();
+    double ms = time_gpu(run_zoo_step, &c, 10) * 1e3;
+    if (oar_last_status() != OAR_OK)
+        printf("{\"bench\":\"zoo\",\"model\":\"%s\",\"error\":\"%s\"}\n", name, oar_last_error());
+    else
+        printf("{\"bench\":\"zoo\",\"model\":\"%s\",\"mode\":\"eager\",\"batch\":%lld,\"step_ms\":%.4f}\n", name,
+               (long long)batch, ms);
+    oar_release(c.x);
+    oar_release(c.y);
+    oar_optimizer_free(c.opt);
+    oar_module_free(c.m);
+}
+
 int main(int argc, char **argv) {
     (void)argc; (void)argv;
     if (!oar_cuda_is_available()) {
@@ -234,5 +310,8 @@ int main(int argc, char **argv) {
     bench_gemm(OAR_F32, 4096);
     bench_gemm(OAR_BF16, 4096);
     bench_mlp();
+    const struct { const char *name; int64_t batch; } zoo[] = {
+        {"tiny", 64}, {"mlp", 64}, {"lenet", 64}, {"resnet20", 32}, {"mobilenet", 32}, {"gpt-mini", 16}, {"lstm-lm", 20}};
+    for (int i = 0; i < (int)(sizeof zoo / sizeof zoo[0]); i++) bench_zoo(zoo[i].name, zoo[i].batch);
     return 0;
 }

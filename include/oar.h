@@ -142,7 +142,7 @@ OAR_API oar_tensor *oar_from_blob(void *data, const int64_t *shape, int ndim, oa
  * tensors draw the same values on every device. */
 OAR_API oar_status oar_set_default_device(oar_device dev);
 OAR_API oar_device oar_get_default_device(void);
-/* A copy of t on dev (t itself, retained, when it is there already), like Tensor.to(device):
+/* A copy of t on dev (a new view of t when it is there already), like Tensor.to(device):
  * differentiable, so gradients flow back to the source's device. */
 OAR_API oar_tensor *oar_to(oar_tensor *t, oar_device dev);
 
@@ -559,6 +559,10 @@ OAR_API oar_tensor *oar_module_buffer(oar_module *m, int i, const char **name);
 OAR_API int64_t oar_module_count_elements(oar_module *m, bool trainable_only);
 
 OAR_API void oar_module_train(oar_module *m, bool training); /* recursive; eval is train(false) */
+/* Moves every parameter and buffer (and their gradients) to dev in place, like module.to():
+ * handles stay valid, so do it before making the optimizer, whose state is made on the
+ * parameters' device. */
+OAR_API oar_status oar_module_to(oar_module *m, oar_device dev);
 OAR_API bool oar_module_is_training(const oar_module *m);
 OAR_API void oar_module_zero_grad(oar_module *m);
 /* Freezes (requires_grad false) or unfreezes every parameter whose path starts with prefix
@@ -921,6 +925,15 @@ typedef struct oar_tensor_dict oar_tensor_dict;
 OAR_API oar_tensor_dict *oar_safetensors_load(const char *path);
 /* The same from size bytes in memory (copied; data may be freed afterwards). */
 OAR_API oar_tensor_dict *oar_safetensors_load_buffer(const void *data, size_t size);
+/* Integrity: every safetensors file oar writes (oar_safetensors_save, checkpoints, exported
+ * weights) records a CRC32C of each tensor's bytes in its metadata ("oar.crc32c.<name>", which
+ * other readers ignore; these keys are not returned by oar_dict_meta). Every load checks them
+ * and fails with OAR_ERR_FORMAT naming the file, the tensor and both checksums when data was
+ * damaged after it was written. Files without checksums load as before. Verification costs one
+ * pass over the data (GB/s); oar_set_verify_checksums(false), or OAR_SKIP_CHECKSUM=1 in the
+ * environment, skips it (the call wins over the environment). Metadata keys starting with
+ * "oar.crc32c." are reserved. */
+OAR_API void oar_set_verify_checksums(bool verify);
 /* Tensors are in file order; the dictionary owns them (oar_retain one to keep it longer). */
 OAR_API int oar_dict_size(const oar_tensor_dict *d);
 OAR_API oar_tensor *oar_dict_at(oar_tensor_dict *d, int i, const char **name); /* borrowed */
@@ -998,7 +1011,9 @@ OAR_API const oar_zoo_info *oar_zoo_find(const char *name);
  *     run, unless the function clears them itself.
  *   - Host-side effects (a counter in C, a learning-rate schedule stepped inside fn) happen
  *     once, at tracing: keep them outside the function.
- * Errors in fn surface from oar_jit_call with fn's message. */
+ * Errors in fn surface from oar_jit_call with fn's message. Any error raised while fn is
+ * traced fails the call, even when fn ignored that status and returned OK: nothing is
+ * compiled from a trace in which a call failed. */
 typedef oar_status (*oar_static_fn)(void *user, oar_tensor *const *in, int n_in, oar_tensor **out,
                                     int n_out);
 
@@ -1070,7 +1085,8 @@ OAR_API oar_status oar_while(oar_block_fn cond_fn, oar_block_fn body_fn, void *u
 
 /* Export for deployment: path.json (the program, versioned and readable: ops, attributes,
  * inputs and outputs with names, shapes (-1 for dynamic dims) and dtypes, oar's version) and
- * path.safetensors (its parameters and constants). Saves the program of the latest call. */
+ * path.safetensors (its parameters and constants). Saves the program of the latest call.
+ * path is "dir/model"; "dir/model.json" (or ".safetensors") names the same two files. */
 OAR_API oar_status oar_jit_save(oar_jit *f, const char *path);
 
 /* ---------------------------------------------------------------- 14. inference: the predictor */
@@ -1080,7 +1096,8 @@ OAR_API oar_status oar_jit_save(oar_jit *f, const char *path);
  * buffers, so clones may run on different threads at once. */
 typedef struct oar_predictor oar_predictor;
 typedef struct oar_predictor_config {
-    const char *model_path;      /* "dir/model" for dir/model.json and dir/model.safetensors */
+    const char *model_path;      /* "dir/model" (or "dir/model.json", "dir/model.safetensors")
+                                    for dir/model.json and dir/model.safetensors */
     oar_build_strategy strategy; /* passes run on the loaded program */
 } oar_predictor_config;
 OAR_API oar_predictor *oar_predictor_create(const oar_predictor_config *config);

@@ -11,6 +11,7 @@
  * the arena, persistent buffers) are computed once and leave the list. The profiler's spans
  * and the NaN/Inf check cost one load and one predictable branch per instruction when off. */
 #include "graph/exec.h"
+#include "base/device.h"
 
 #include "graph/hoist.h"
 #include "profiler/profiler.h"
@@ -151,14 +152,15 @@ static oar_status make_headers(oar_exec *e) {
     e->input_shell = oar_malloc(sizeof(oar_tensor *) * (size_t)(n_in + 1));
     e->input_copy = oar_malloc(sizeof(oar_tensor *) * (size_t)(n_in + 1));
     if (!e->hdr || !e->borrowed || !e->fresh || !e->shared || !e->input_shell || !e->input_copy) return OAR_ERR_OOM;
-    if (pl->arena_bytes > 0) {
-        e->arena = OAR_NEW(oar_storage);
-        if (!e->arena) return OAR_ERR_OOM;
-        e->arena->refcount = 1;
-        e->arena->owned = true;
-        e->arena->nbytes = (size_t)pl->arena_bytes;
-        if (!(e->arena->data = oar_alloc(e->arena->nbytes))) return OAR_ERR_OOM;
-    }
+    /* Always made, even when the plan needs 0 bytes: at a zero-size batch every intermediate is
+     * empty, yet each is still an arena value whose header points at this storage (oar_alloc
+     * gives a valid pointer for 0 bytes). */
+    e->arena = OAR_NEW(oar_storage);
+    if (!e->arena) return OAR_ERR_OOM;
+    e->arena->refcount = 1;
+    e->arena->owned = true;
+    e->arena->nbytes = (size_t)pl->arena_bytes;
+    if (!(e->arena->data = oar_alloc(e->arena->nbytes))) return OAR_ERR_OOM;
     for (int v = 0; v < p->n_values; v++) {
         const oar_value *val = &p->values[v];
         if (val->kind == OAR_VAL_PARAM || val->kind == OAR_VAL_CONST) {
@@ -423,6 +425,11 @@ static oar_status bind_inputs(oar_exec *e, oar_tensor *const *in, int n_in) {
         oar_tensor *x = in[i];
         if (!x) return oar_error(OAR_ERR_INVALID_ARG, "program: input %d is NULL", i);
         if (!x->storage) return oar_symbolic_error("program input", x);
+        if (x->device != OAR_CPU)
+            return oar_error(OAR_ERR_UNSUPPORTED, "program: input %d is on %s; compiled programs run on the host for "
+                                                  "now (GPU programs are not built yet): run the model eagerly on the "
+                                                  "GPU, or move the input with oar_to(t, OAR_CPU)",
+                             i, oar_device_name(x->device));
         if (x->dtype != m->dtype || x->ndim != m->ndim ||
             memcmp(x->shape, m->shape, sizeof(int64_t) * (size_t)m->ndim)) {
             char want[200], got[200];

@@ -86,6 +86,17 @@ oar_tensor_dict *oar_dict_alloc(int n, int n_meta);
 /* Builds the name index; fails (format error naming it) on a duplicate name or key. */
 oar_status oar_dict_index(oar_tensor_dict *d, const char *who, const char *label);
 
+/* ---- checksums of tensor data (checksum.c) */
+#define OAR_IO_CRC_PREFIX "oar.crc32c." /* metadata key: prefix + tensor name; value: 8 hex digits */
+/* Whether loads verify checksums: oar_set_verify_checksums, else not when OAR_SKIP_CHECKSUM is
+ * set to anything but 0 or "". */
+bool oar_io_verify_checksums(void);
+bool oar_io_is_checksum_key(const char *key);
+/* CRC32C of t's elements as a file stores them: row-major, little-endian. */
+oar_status oar_io_tensor_crc32c(const oar_tensor *t, uint32_t *out);
+/* "0a1b2c3d" (lower-case hex, as written) -> value; false for anything else. */
+bool oar_io_parse_crc(const char *text, uint32_t *out);
+
 /* ---- safetensors dtype names */
 const char *oar_st_dtype_name(oar_dtype dt);              /* "F32", ... */
 bool oar_st_dtype_parse(const char *name, oar_dtype *dt); /* false when oar has no such type */

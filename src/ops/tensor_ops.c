@@ -66,7 +66,7 @@ const oar_op_def oar_opdef_to_device = {
 };
 
 oar_tensor *oar_to(oar_tensor *t, oar_device dev) {
-    if (t && t->device == dev && t->storage) return oar_view(t, t->shape, t->ndim); /* a new handle, no copy */
+    if (t && t->device == dev) return oar_view(t, t->shape, t->ndim); /* a new handle, no copy */
     oar_attr a = oar_attr_int(dev);
     oar_tensor *in[1] = {t};
     return oar_op_call1(OAR_OP_to_device, in, 1, &a);

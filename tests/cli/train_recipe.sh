@@ -36,7 +36,7 @@ if [ $checked = 0 ]; then
 fi
 # a bad value is still refused after the recipe fills the rest
 if "$oar" train --model lenet --data fashion-mnist --batch 0 2> "$dir/out"; then exit 1; fi
-has "expected --epochs >= 1, --batch >= 1"
+has "batch expects a whole number >= 1"
 if "$oar" train --model lenet --data fashion-mnist --label-smoothing -0.5 2> "$dir/out"; then exit 1; fi
 has "label-smoothing expects a value in \[0, 1)"
 echo "train_recipe: 1 passed, 0 failed"

@@ -42,7 +42,7 @@ run sweep_cuda 240 "$bin/tests/sweep" --device cuda
 fails=$(grep '^FAIL' "$out/sweep_cuda.log" | sed 's/(.*//' | sort | uniq -c | sort -rn | head -60)
 [ -n "$fails" ] && summary "failing ops (count): $(echo $fails)"
 run bench_oar 120 "$bin/bench_cuda"
-run bench_torch 120 python3 bench/cuda_torch.py
+run bench_torch 300 python3 bench/cuda_torch.py ${OAR_TORCH_COMPILE:+--compile}
 san=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
 run memcheck_test_cuda 180 "$san" --tool memcheck --report-api-errors no --error-exitcode 9 "$bin/tests/test_cuda"
 cat "$out"/bench_*.log

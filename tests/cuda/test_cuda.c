@@ -2,7 +2,7 @@
  * mixed-device errors, autograd across devices, and a small network trained on the GPU
  * tracking the same network on the host. Without a GPU it checks that everything fails
  * cleanly, then skips (exit 77) with one line. */
-#include "test_util.h"
+#include "zoo_step_util.h"
 
 static oar_tensor *iota(int64_t rows, int64_t cols, double scale) {
     int64_t shape[2] = {rows, cols};
@@ -160,6 +160,52 @@ static void train_mlp(void) {
     CHECK(worst < 1e-4);
 }
 
+/* Each zoo model trained eagerly on the GPU (moved with oar_module_to, SGD with momentum)
+ * and on the host from the same initial weights and batches: the loss curves agree. */
+static void train_zoo(const char *name, int steps, int64_t batch) {
+    oar_optim_opts oo = oar_optim_defaults(OAR_OPTIM_SGD);
+    oo.lr = 0.05;
+    oo.momentum = 0.9;
+    zoo_run host, gpu;
+    oar_manual_seed(11);
+    host.m = oar_zoo_create(name, NULL);
+    oar_manual_seed(11);
+    gpu.m = oar_zoo_create(name, NULL);
+    CHECK(oar_module_to(gpu.m, OAR_CUDA) == OAR_OK);
+    host.opt = oar_optimizer_for(host.m, &oo);
+    gpu.opt = oar_optimizer_for(gpu.m, &oo);
+    const oar_zoo_info *info = oar_zoo_find(name);
+    host.language = gpu.language = info->input == OAR_ZOO_TOKENS || info->input == OAR_ZOO_TOKENS_STATEFUL;
+    host.stateful = gpu.stateful = info->input == OAR_ZOO_TOKENS_STATEFUL;
+    host.vocab = gpu.vocab = info->num_classes;
+    double worst = 0, first = 0, last = 0, l[2] = {0};
+    bool ok = true;
+    for (int step = 0; step < steps && ok; step++) {
+        oar_scope_begin();
+        oar_manual_seed(100 + (uint64_t)step);
+        oar_tensor *x = NULL, *y = NULL, *in[2][2], *loss[2];
+        zoo_batch(info, batch, 32, &x, &y);
+        in[0][0] = x, in[0][1] = y, in[1][0] = oar_to(x, OAR_CUDA), in[1][1] = oar_to(y, OAR_CUDA);
+        zoo_run *r[2] = {&host, &gpu};
+        for (int d = 0; d < 2; d++) {
+            oar_manual_seed(7 + (uint64_t)step); /* dropout draws the same masks on both devices */
+            ok = ok && zoo_step_fn(r[d], in[d], 2, &loss[d], 1) == OAR_OK && oar_item(loss[d], &l[d]) == OAR_OK;
+        }
+        CHECK(ok);
+        CHECK(!ok || oar_device_of(loss[1]) == OAR_CUDA);
+        double gap = fabs(l[0] - l[1]) / (fabs(l[0]) > 1 ? fabs(l[0]) : 1);
+        if (gap > worst) worst = gap;
+        if (step == 0) first = l[1];
+        last = l[1];
+        oar_scope_end();
+    }
+    printf("test_cuda: %-9s %d steps on the GPU: loss %.4f -> %.4f, largest gap to the host %.2g\n", name, steps,
+           first, last, worst);
+    CHECK(ok && worst < 2e-3);
+    zoo_run_free(&host);
+    zoo_run_free(&gpu);
+}
+
 int main(void) {
     oar_scope_begin();
     if (!oar_cuda_is_available()) {
@@ -177,5 +223,7 @@ int main(void) {
     autograd_across_devices();
     train_mlp();
     oar_scope_end();
+    const char *zoo[] = {"tiny", "mlp", "lenet", "resnet20", "mobilenet", "gpt-mini", "lstm-lm"};
+    for (int i = 0; i < (int)(sizeof zoo / sizeof zoo[0]); i++) train_zoo(zoo[i], 8, 16);
     return test_summary("test_cuda");
 }

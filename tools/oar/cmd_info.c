@@ -100,11 +100,8 @@ static void print_text(const oar_library_info *libs, int n) {
 }
 
 int oar_cmd_info(int argc, char **argv) {
-    for (int i = 1; i < argc; i++)
-        if (strcmp(argv[i], "--json") != 0) {
-            fprintf(stderr, "oar info: unknown option '%s'; expected none or --json\n", argv[i]);
-            return 2;
-        }
+    static const cli_flag flags[] = {{"--json", CLI_NONE}};
+    if (cli_check_flags("info", argc, argv, flags, CLI_N_FLAGS(flags), 0)) return 2;
     oar_library_info libs[16];
     int n = oar_library_count();
     if (n > 16) n = 16;

@@ -129,6 +129,15 @@ static oar_status cu_where(const oar_kctx *ctx, oar_tensor *const *in, int n_in,
     return oar_cuda_status((cudaError_t)oar_cu_where(&e, ctx->stream), "where");
 }
 
+static oar_status cu_increment(const oar_kctx *ctx, oar_tensor *const *in, int n_in, oar_tensor *const *out,
+                               int n_out, const oar_attr *a) {
+    (void)n_in; (void)out; (void)n_out; (void)a;
+    oar_status st = oar_cuda_status(
+        (cudaError_t)oar_cu_increment(oar_tensor_ptr(in[0]), in[0]->dtype, in[0]->numel, ctx->stream), "increment");
+    if (st == OAR_OK) in[0]->storage->version++; /* an in-place write, as the reference records it */
+    return st;
+}
+
 void oar_cuda_register_elementwise(void) {
 #define REG(NAME) oar_cuda_register(OAR_OP_##NAME, oar_op_table[OAR_OP_##NAME]->ref_dtypes, cu_##NAME, fits);
     REG(neg) REG(abs) REG(exp) REG(log) REG(log1p) REG(sqrt) REG(rsqrt) REG(square) REG(sin) REG(cos)
@@ -136,5 +145,6 @@ void oar_cuda_register_elementwise(void) {
     REG(clip) REG(sign) REG(floor) REG(ceil) REG(round) REG(logical_not)
     REG(add) REG(sub) REG(mul) REG(div) REG(pow) REG(maximum) REG(minimum) REG(eq) REG(ne) REG(lt) REG(le)
     REG(gt) REG(ge) REG(logical_and) REG(logical_or) REG(relu_backward) REG(gelu_backward) REG(where)
+    oar_cuda_register(OAR_OP_increment, OAR_INT_DTYPES, cu_increment, NULL);
 #undef REG
 }

@@ -257,6 +257,41 @@ __global__ void binary_int(int k, Ew w, int64_t n) {
         sti<TO>(w.out, i, binary_i(k, ldi<TI>(w.in[0], off[0]), ldi<TI>(w.in[1], off[1])));
     }
 }
+// Contiguous f32 operands: four elements per thread through 16-byte loads and stores (the
+// memory system's natural width), the tail one at a time.
+__global__ void unary_f32x4(int k, const float *x, float *y, int64_t n, double a0, double a1) {
+    int64_t n4 = n / 4;
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n4; i += (int64_t)gridDim.x * blockDim.x) {
+        float4 v = reinterpret_cast<const float4 *>(x)[i];
+        v.x = (float)unary_f(k, v.x, a0, a1);
+        v.y = (float)unary_f(k, v.y, a0, a1);
+        v.z = (float)unary_f(k, v.z, a0, a1);
+        v.w = (float)unary_f(k, v.w, a0, a1);
+        reinterpret_cast<float4 *>(y)[i] = v;
+    }
+    int64_t t = n4 * 4 + blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+    if (t < n) y[t] = (float)unary_f(k, x[t], a0, a1);
+}
+__global__ void binary_f32x4(int k, const float *a, const float *b, float *y, int64_t n, double attr) {
+    int64_t n4 = n / 4;
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n4; i += (int64_t)gridDim.x * blockDim.x) {
+        float4 u = reinterpret_cast<const float4 *>(a)[i], v = reinterpret_cast<const float4 *>(b)[i];
+        u.x = (float)binary_f(k, u.x, v.x, attr);
+        u.y = (float)binary_f(k, u.y, v.y, attr);
+        u.z = (float)binary_f(k, u.z, v.z, attr);
+        u.w = (float)binary_f(k, u.w, v.w, attr);
+        reinterpret_cast<float4 *>(y)[i] = u;
+    }
+    int64_t t = n4 * 4 + blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+    if (t < n) y[t] = (float)binary_f(k, a[t], b[t], attr);
+}
+
+bool aligned16(const void *p) { return ((uintptr_t)p & 15) == 0; }
+unsigned blocks_x4(int64_t n) {
+    int64_t b = (n / 4 + 255) / 256;
+    return (unsigned)(b < 1 ? 1 : b > 65535LL * 16 ? 65535LL * 16 : b);
+}
+
 template <typename T>
 __global__ void where_kernel(Ew w, int64_t n) {
     GRID_LOOP(i, n) {
@@ -291,7 +326,10 @@ extern "C" int oar_cu_unary(int kind, const oar_cu_ew *e, void *stream) {
     cudaStream_t s = (cudaStream_t)stream;
     unsigned b = blocks_for(e->n, 256);
     bool to_bool = e->out_dtype == BOOL && e->in_dtype != BOOL;
-    if (is_float_dt(e->in_dtype)) {
+    if (e->contiguous && e->in_dtype == F32 && e->out_dtype == F32 && aligned16(e->in[0]) && aligned16(e->out)) {
+        unary_f32x4<<<blocks_x4(e->n), 256, 0, s>>>(kind, (const float *)e->in[0], (float *)e->out, e->n, e->attr[0],
+                                                     e->attr[1]);
+    } else if (is_float_dt(e->in_dtype)) {
         if (to_bool) { DISPATCH_IN(e->in_dtype, 0, (unary_float<TI, Bool8><<<b, 256, 0, s>>>(kind, w, e->n))) }
         else { DISPATCH_IN(e->in_dtype, 0, (unary_float<TI, TI><<<b, 256, 0, s>>>(kind, w, e->n))) }
     } else {
@@ -307,7 +345,11 @@ extern "C" int oar_cu_binary(int kind, const oar_cu_ew *e, void *stream) {
     cudaStream_t s = (cudaStream_t)stream;
     unsigned b = blocks_for(e->n, 256);
     bool to_bool = e->out_dtype == BOOL && e->in_dtype != BOOL;
-    if (is_float_dt(e->in_dtype)) {
+    if (e->contiguous && e->in_dtype == F32 && e->out_dtype == F32 && aligned16(e->in[0]) && aligned16(e->in[1]) &&
+        aligned16(e->out)) {
+        binary_f32x4<<<blocks_x4(e->n), 256, 0, s>>>(kind, (const float *)e->in[0], (const float *)e->in[1],
+                                                      (float *)e->out, e->n, e->attr[0]);
+    } else if (is_float_dt(e->in_dtype)) {
         if (to_bool) { DISPATCH_IN(e->in_dtype, 0, (binary_float<TI, Bool8><<<b, 256, 0, s>>>(kind, w, e->n))) }
         else { DISPATCH_IN(e->in_dtype, 0, (binary_float<TI, TI><<<b, 256, 0, s>>>(kind, w, e->n))) }
     } else {
@@ -327,6 +369,26 @@ extern "C" int oar_cu_where(const oar_cu_ew *e, void *stream) {
     case F32: case I32: where_kernel<uint32_t><<<b, 256, 0, s>>>(w, e->n); break;
     case F16: case BF16: where_kernel<uint16_t><<<b, 256, 0, s>>>(w, e->n); break;
     default: where_kernel<uint8_t><<<b, 256, 0, s>>>(w, e->n); break;
+    }
+    return (int)cudaGetLastError();
+}
+
+namespace {
+template <typename T>
+__global__ void increment_kernel(T *p, int64_t n) {
+    GRID_LOOP(i, n) p[i] = (T)((uint64_t)(int64_t)p[i] + 1u);  // wraps like the reference
+}
+}  // namespace
+
+extern "C" int oar_cu_increment(void *p, int dtype, int64_t n, void *stream) {
+    if (n <= 0) return 0;
+    cudaStream_t s = (cudaStream_t)stream;
+    unsigned b = blocks_for(n, 256);
+    switch (dtype) {
+    case I8: increment_kernel<int8_t><<<b, 256, 0, s>>>((int8_t *)p, n); break;
+    case U8: increment_kernel<uint8_t><<<b, 256, 0, s>>>((uint8_t *)p, n); break;
+    case I32: increment_kernel<int32_t><<<b, 256, 0, s>>>((int32_t *)p, n); break;
+    default: increment_kernel<int64_t><<<b, 256, 0, s>>>((int64_t *)p, n); break;
     }
     return (int)cudaGetLastError();
 }

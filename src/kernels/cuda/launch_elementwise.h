@@ -38,6 +38,7 @@ enum oar_cu_binary {
 int oar_cu_unary(int kind, const oar_cu_ew *e, void *stream);
 int oar_cu_binary(int kind, const oar_cu_ew *e, void *stream);
 int oar_cu_where(const oar_cu_ew *e, void *stream); /* in[0] bool cond, in[1], in[2] of in_dtype */
+int oar_cu_increment(void *p, int dtype, int64_t n, void *stream); /* p[i] += 1 on an integer dtype */
 
 #ifdef __cplusplus
 }
