@@ -457,6 +457,42 @@ OAR_API oar_tensor *oar_triu(oar_tensor *x, int64_t diagonal);
 OAR_API oar_status oar_set_num_threads(int n);
 OAR_API int oar_get_num_threads(void);
 
+/* The CPU instruction set oar may use (docs/cpu-isa.md). The cap applies to every runtime CPU
+ * choice: which of oar's kernels run (AVX2/FMA, AVX-512), the GEMM backend rule, the direct-conv
+ * rule, tile widths, and the ISA oneDNN may use. Default: OAR_CPU_ISA from the environment
+ * ("generic", "avx2" or "avx512"), else the best the CPU has. oar_set_cpu_isa refuses an ISA
+ * the CPU lacks (OAR_ERR_UNSUPPORTED) and applies to ops dispatched afterwards; programs
+ * compiled before keep their kernels. oneDNN's own cap is fixed at its first use: if oar's cap
+ * is later lowered below it, oar stops calling oneDNN (its kernels decline) rather than let
+ * it run above the cap. OpenBLAS picks its kernels when it loads (OPENBLAS_CORETYPE); oar
+ * cannot change that, and `oar info` reports it. */
+typedef enum oar_cpu_isa {
+    OAR_CPU_ISA_GENERIC, /* portable C only: reference and compiler-vectorized kernels */
+    OAR_CPU_ISA_AVX2,    /* AVX2 + FMA */
+    OAR_CPU_ISA_AVX512   /* AVX-512F on top of AVX2 + FMA */
+} oar_cpu_isa;
+OAR_API oar_status oar_set_cpu_isa(oar_cpu_isa isa);
+OAR_API oar_cpu_isa oar_get_cpu_isa(void);    /* the cap in use */
+OAR_API oar_cpu_isa oar_cpu_isa_native(void); /* the best this CPU has */
+OAR_API const char *oar_cpu_isa_name(oar_cpu_isa isa); /* "generic", "avx2", "avx512" */
+/* The ISA named name (case-insensitive); OAR_ERR_INVALID_ARG naming the choices otherwise. */
+OAR_API oar_status oar_cpu_isa_from_name(const char *name, oar_cpu_isa *out);
+OAR_API const char *oar_cpu_model(void); /* the CPU's brand string; "" where unknown */
+/* The flags that matter to oar and its libraries, space-separated ("avx2 fma avx512f ..."). */
+OAR_API const char *oar_cpu_flags(void);
+
+/* The optional libraries of this build, for bug reports (`oar info`): index 0..count-1 gives
+ * OpenBLAS, oneDNN, cJSON, zlib, MPI and CUDA in that order. */
+typedef struct oar_library_info {
+    const char *name;  /* "OpenBLAS", "oneDNN", "cJSON", "zlib", "MPI", "CUDA" */
+    bool found;        /* detected at configure time and built in */
+    char version[48];  /* the library's own version where it reports one, else "" */
+    char detail[200];  /* what else matters: OpenBLAS's core type and build config, oneDNN's ISA, ... */
+    int isa;           /* the oar_cpu_isa level its code runs at; -1 where unknown or not CPU code */
+} oar_library_info;
+OAR_API int oar_library_count(void);
+OAR_API oar_status oar_library_info_get(int i, oar_library_info *out);
+
 /* The global generator: the seed, and how many counters were used since seeding. */
 OAR_API void oar_manual_seed(uint64_t seed);
 typedef struct oar_rng_state { uint64_t seed, offset; } oar_rng_state;

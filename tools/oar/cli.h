@@ -5,6 +5,8 @@
 #include "oar.h"
 
 int oar_cmd_ops(int argc, char **argv);
+/* cmd_info.c: the CPU, the ISA in use, the libraries and their versions, threads. */
+int oar_cmd_info(int argc, char **argv);
 int oar_cmd_bench(int argc, char **argv);
 int oar_cmd_train(int argc, char **argv);
 int oar_cmd_eval(int argc, char **argv);

@@ -19,6 +19,8 @@ static void usage(FILE *f) {
             "  infer PATH --input X.npy [--output Y.npy]   run an exported model with the predictor\n"
             "  inspect PATH [--passes]           an exported model: inputs, outputs, program, passes\n"
             "  ops [--json]                      list every registered op: kernels, gradient, sweep coverage\n"
+            "  info [--json]                     the CPU and its flags, the ISA in use (OAR_CPU_ISA caps it),\n"
+            "                                    the libraries and their versions, threads: for bug reports\n"
             "  bench --workload NAME [--json]    dispatch, gemm, peak, resnet20-infer, or a training step:\n"
             "                                    tiny, mlp, lenet, resnet20, gpt-mini, lstm-lm (--threads N\n"
             "                                    --steps N --batch N [--context T] --mode eager|static\n"
@@ -55,6 +57,17 @@ int cli_has_flag(int argc, char **argv, const char *flag) {
     return 0;
 }
 
+/* OAR_CPU_ISA, checked before anything runs: the library alone can only warn about a bad value
+ * and go on at the native ISA, which would make a capped run silently uncapped. */
+static int apply_isa_env(void) {
+    const char *env = getenv("OAR_CPU_ISA");
+    if (!env || !*env) return 0;
+    oar_cpu_isa isa;
+    if (oar_cpu_isa_from_name(env, &isa) == OAR_OK && oar_set_cpu_isa(isa) == OAR_OK) return 0;
+    fprintf(stderr, "oar: OAR_CPU_ISA=%s: %s\n", env, oar_last_error());
+    return 2;
+}
+
 /* "--flag=value" -> "--flag" "value", so every subcommand's parser (and cli_check_flags) sees
  * one form; the strings are copied once and live for the process. */
 static char **g_split_args; /* kept reachable: the split strings live until exit */
@@ -81,6 +94,7 @@ static char **split_assignments(int *argc, char **argv) {
 }
 
 int main(int argc, char **argv) {
+    if (apply_isa_env()) return 2;
     if (argc < 2) {
         usage(stderr);
         return 2;
@@ -96,6 +110,7 @@ int main(int argc, char **argv) {
         return 0;
     }
     if (strcmp(cmd, "ops") == 0) return oar_cmd_ops(argc - 1, argv + 1);
+    if (strcmp(cmd, "info") == 0) return oar_cmd_info(argc - 1, argv + 1);
     if (strcmp(cmd, "train") == 0) return oar_cmd_train(argc - 1, argv + 1);
     if (strcmp(cmd, "eval") == 0) return oar_cmd_eval(argc - 1, argv + 1);
     if (strcmp(cmd, "sample") == 0) return oar_cmd_sample(argc - 1, argv + 1);
