@@ -20,6 +20,7 @@ if [ -z "${OAR_GPU_BIN:-}" ]; then
      cmake --build build-gpu -j "$(nproc)" --target test_cuda sweep bench_cuda oar_cli >> "$out/build.log" 2>&1; then
     bin=build-gpu
     summary "build: ok ($(grep -c 'Building' "$out/build.log") steps)"
+    rm -f "$out/build.log" # at most 8 files come back from some machines: keep the results
   else
     summary "build: FAILED here (tail of build.log below); trying carried binaries"
     tail -30 "$out/build.log"
@@ -50,4 +51,5 @@ run bench_torch 300 python3 bench/cuda_torch.py ${OAR_TORCH_COMPILE:+--compile}
 { CUDA_LAUNCH_BLOCKING=1 "$bin/bench_cuda" --profile gpt-mini; CUDA_LAUNCH_BLOCKING=1 "$bin/bench_cuda" --profile lstm-lm; } > "$out/profile.log" 2>&1
 san=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
 run memcheck_test_cuda 180 "$san" --tool memcheck --report-api-errors no --error-exitcode 9 "$bin/tests/test_cuda"
+run memcheck_sweep 240 "$san" --tool memcheck --report-api-errors no --error-exitcode 9 "$bin/tests/sweep" --device cuda
 cat "$out"/bench_*.log
