@@ -26,6 +26,7 @@ typedef struct live_entry { void *ptr; size_t size; cudaStream_t stream; } live_
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static cblock *classes[N_CLASSES];
+static cblock *spare; /* records of blocks handed out, kept for the next free (no malloc per op) */
 static live_entry *live;
 static size_t live_cap, live_n;
 static oar_memory_stats stats;
@@ -100,7 +101,8 @@ static void empty_cache_locked(void) {
             classes[c] = b->next;
             cudaFree(b->ptr);
             stats.cached_bytes -= (int64_t)b->size;
-            free(b);
+            b->next = spare;
+            spare = b;
         }
 }
 
@@ -143,7 +145,8 @@ void *oar_cuda_alloc(size_t nbytes) {
         p = b->ptr;
         stats.cached_bytes -= (int64_t)rounded;
         stats.n_cache_hits++;
-        free(b);
+        b->next = spare;
+        spare = b;
     } else {
         cudaError_t e = cudaMalloc(&p, rounded);
         if (e != cudaSuccess) {
@@ -196,7 +199,9 @@ void oar_cuda_free(void *p, size_t nbytes) {
     int c = class_of(e.size, &rounded);
     stats.current_bytes -= (int64_t)rounded;
     stats.n_frees++;
-    cblock *b = calloc(1, sizeof *b);
+    cblock *b = spare;
+    if (b) spare = b->next;
+    else b = calloc(1, sizeof *b);
     if (!b) { /* cannot cache it: give it back (cudaFree waits for the device) */
         pthread_mutex_unlock(&mu);
         cudaFree(p);
