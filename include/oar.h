@@ -743,9 +743,22 @@ OAR_API oar_sched_opts oar_sched_defaults(oar_sched_kind kind);
 /* The scheduler borrows the optimizer (it must outlive the scheduler). */
 OAR_API oar_scheduler *oar_scheduler_new(oar_optimizer *o, const oar_sched_opts *opts);
 OAR_API oar_status oar_scheduler_step(oar_scheduler *s, double metric); /* metric: plateau only */
+/* One step of a scheduler that reads no metric (every kind but PLATEAU, which it refuses). */
+OAR_API oar_status oar_scheduler_next(oar_scheduler *s);
 /* The lr of a group as last set (torch's get_last_lr); NaN with an error for a bad group. */
 OAR_API double oar_scheduler_lr(const oar_scheduler *s, int group);
 OAR_API int64_t oar_scheduler_t(const oar_scheduler *s); /* steps taken (torch's last_epoch) */
+/* What a resumed run needs besides the groups' lrs (checkpoints save it, see section 11): the
+ * step count t and PLATEAU's best metric and non-improving steps. Setting it moves the
+ * scheduler to t at once (no stepping t times): the closed forms set every group's lr to its
+ * value at t; PLATEAU leaves the lrs as they are. t must be >= 0 (<= t_max for ONE_CYCLE). */
+typedef struct oar_sched_state {
+    int64_t t;
+    double best;          /* plateau: +inf (min mode) or -inf (max mode) before any metric */
+    int64_t bad_steps;    /* plateau */
+} oar_sched_state;
+OAR_API oar_sched_state oar_scheduler_get_state(const oar_scheduler *s);
+OAR_API oar_status oar_scheduler_set_state(oar_scheduler *s, const oar_sched_state *state);
 OAR_API void oar_scheduler_free(oar_scheduler *s);
 
 /* ---------------------------------------------------------------- 10. data */
@@ -890,6 +903,17 @@ OAR_API oar_tensor *oar_npy_load_buffer(const void *data, size_t size);
  * o may be NULL: the file's optimizer state is then ignored (loading weights only). */
 OAR_API oar_status oar_checkpoint_save(const char *path, oar_module *m, oar_optimizer *o, int64_t step);
 OAR_API oar_status oar_checkpoint_load(const char *path, oar_module *m, oar_optimizer *o, int64_t *step);
+/* The same with the learning-rate scheduler too (s may be NULL): its kind, t, plateau state and
+ * every group's base and current lr. Loading with s checks the file has a scheduler of s's kind
+ * over as many groups, and restores it with the rest. A scheduler in the file is ignored when s
+ * is NULL, as optimizer state is when o is.
+ * Rewinding: a parameter without state in the file (saved before its first update) gets its
+ * state reset to none, as torch's load_state_dict does, in place, so functions compiled with
+ * oar_jit_to_static on this optimizer keep working; such state is also not saved. */
+OAR_API oar_status oar_checkpoint_save_all(const char *path, oar_module *m, oar_optimizer *o, oar_scheduler *s,
+                                           int64_t step);
+OAR_API oar_status oar_checkpoint_load_all(const char *path, oar_module *m, oar_optimizer *o, oar_scheduler *s,
+                                           int64_t *step);
 
 /* ---------------------------------------------------------------- 12. the model zoo */
 

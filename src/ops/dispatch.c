@@ -89,7 +89,10 @@ oar_status oar_op_run_kernel(oar_op_id op, const oar_kernel_entry *k, oar_tensor
         }
     }
     oar_kctx ctx = {.nthreads = oar_get_num_threads()};
-    if (d->flags & OAR_OPF_RANDOM) ctx.rng = oar_rng_reserve((uint64_t)(n_out ? out[0]->numel : 0));
+    if (d->flags & OAR_OPF_RANDOM) {
+        int64_t draws = d->draws ? d->draws(out, n_out, attrs) : n_out ? out[0]->numel : 0;
+        ctx.rng = oar_rng_reserve((uint64_t)draws);
+    }
     oar_status st = k->fn(&ctx, args, n_in, out, n_out, attrs);
     if (n_tmp)
         for (int i = 0; i < n_in; i++)
