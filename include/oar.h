@@ -83,6 +83,12 @@ OAR_API oar_status oar_set_error(oar_status s, const char *fmt, ...)
 #endif
     ;
 
+/* Warnings: misuse that is not the failure of the call at hand (an oar_scope_end without a
+ * matching begin, tensors alive at exit with OAR_DEBUG_HANDLES=1) is reported once per kind, as
+ * "oar warning: <message>" on stderr, or to fn (NULL restores stderr). */
+typedef void (*oar_warning_fn)(const char *message, void *user);
+OAR_API void oar_set_warning_handler(oar_warning_fn fn, void *user);
+
 /* ---------------------------------------------------------------- 2. data types */
 
 typedef enum oar_dtype {
@@ -135,6 +141,21 @@ OAR_API oar_tensor *oar_randint(int64_t low, int64_t high, const int64_t *shape,
 /* References. */
 OAR_API oar_tensor *oar_retain(oar_tensor *t);  /* returns t */
 OAR_API void oar_release(oar_tensor *t);        /* NULL is fine */
+
+/* Handles are checked. A handle is valid from the call that returned it until its last
+ * reference goes: oar_release, the end of the scope that owns it (section 4), or the free of
+ * the module, optimizer, dictionary or predictor that lent it. Every function taking a tensor
+ * checks the handle first: given a freed one (used after release or after its scope ended, or
+ * released twice) it fails with OAR_ERR_STATE and a message naming the misuse (pointers return
+ * NULL, counts -1, void functions only set the error) instead of reading freed memory. A freed
+ * tensor's memory waits in a per-thread quarantine of 8192 frees before it is reused, so a
+ * late use is caught within that window; with OAR_DEBUG_HANDLES=1 in the environment (read at
+ * the first tensor) freed tensors are never reused, so every late use is caught, tensors alive
+ * are counted, and those still alive at exit are reported as a warning (memory grows: for
+ * debugging only). Objects that hold others keep them alive or detect their loss: a compiled
+ * function refuses to run once the optimizer it steps was freed. */
+OAR_API bool oar_debug_handles(void);     /* whether OAR_DEBUG_HANDLES=1 is on */
+OAR_API int64_t oar_live_tensors(void);   /* tensors alive now, in debug mode; -1 otherwise */
 
 /* Properties (borrowed views of the tensor's metadata). */
 OAR_API int oar_ndim(const oar_tensor *t);
@@ -651,7 +672,8 @@ OAR_API void oar_optimizer_free(oar_optimizer *o);
  * updates the parameters and state, uses the groups' options as they are just before it
  * (edits and schedulers between calls take effect) and adds 1 to oar_optimizer_steps. The
  * parameters updated are those with a gradient at tracing; changing momentum, amsgrad or
- * centered afterwards needs a new trace. Free the compiled function before the optimizer. */
+ * centered afterwards needs a new trace. Free the compiled function before the optimizer: once the
+ * optimizer is freed, calling the function fails (OAR_ERR_STATE) instead of updating freed state. */
 OAR_API oar_status oar_optimizer_step(oar_optimizer *o);
 /* Drops every parameter's gradient (like torch's zero_grad(set_to_none=True)). */
 OAR_API void oar_optimizer_zero_grad(oar_optimizer *o);

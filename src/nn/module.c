@@ -94,6 +94,7 @@ static oar_status add_named(oar_named **list, int *n, int *cap, const char *name
 }
 
 oar_status oar_module_add_parameter(oar_module *m, const char *name, oar_tensor *t) {
+    OAR_CHECK_HANDLE("module_add_parameter", t, oar_last_status());
     oar_status st = check_name("module_add_parameter", m, name);
     if (st != OAR_OK) return st;
     if (!t) return oar_error(OAR_ERR_INVALID_ARG, "module_add_parameter: tensor for '%s' is NULL", name);
@@ -107,6 +108,7 @@ oar_status oar_module_add_parameter(oar_module *m, const char *name, oar_tensor 
 }
 
 oar_status oar_module_add_buffer(oar_module *m, const char *name, oar_tensor *t) {
+    OAR_CHECK_HANDLE("module_add_buffer", t, oar_last_status());
     oar_status st = check_name("module_add_buffer", m, name);
     if (st != OAR_OK) return st;
     if (!t) return oar_error(OAR_ERR_INVALID_ARG, "module_add_buffer: tensor for '%s' is NULL", name);
@@ -196,6 +198,7 @@ oar_module *oar_module_child(oar_module *m, const char *path) {
 }
 
 oar_status oar_module_set(oar_module *m, const char *path, oar_tensor *t) {
+    OAR_CHECK_HANDLE("module_set", t, oar_last_status());
     oar_named *n = find_named(m, path);
     if (!n)
         return oar_error(OAR_ERR_INVALID_ARG, "module_set: no parameter or buffer named '%s' in this %s",
@@ -212,6 +215,7 @@ oar_status oar_module_set(oar_module *m, const char *path, oar_tensor *t) {
 
 /* ---- forward */
 oar_status oar_forward_n(oar_module *m, oar_tensor *const *in, int n_in, oar_tensor **out, int n_out) {
+    if (n_in > 0 && oar_check_handles("forward", "input", in, n_in) != OAR_OK) return oar_last_status();
     if (!m) return oar_error(OAR_ERR_INVALID_ARG, "forward: module is NULL");
     for (int i = 0; i < n_out; i++) out[i] = NULL;
     oar_status st = m->ops->forward(m, in, n_in, out, n_out);

@@ -18,6 +18,7 @@ static oar_status check_inputs(const oar_op_def *d, oar_tensor *const *in, int n
                          n_in);
     for (int i = 0; i < n_in; i++) {
         if (in[i]) {
+            if (OAR_UNLIKELY(!OAR_HANDLE_OK(in[i]))) return oar_handle_error(d->name, "input", i, in[i]);
             if (!in[i]->storage && !symbolic_ok)
                 return oar_error(OAR_ERR_STATE, "%s: input %d is symbolic (being traced); eager "
                                                 "calls need tensors with data", d->name, i);

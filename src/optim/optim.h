@@ -56,10 +56,13 @@ typedef struct oar_optim_param {
 /* The steps one traced program makes (the user of its run hooks): the optimizer's step counter
  * advances by `steps` after every run. Owned by the optimizer. */
 typedef struct oar_optim_traced {
-    struct oar_optimizer *o;
+    struct oar_optimizer *o; /* NULL once the optimizer is freed */
     uint64_t trace;  /* the trace that recorded the steps */
     int64_t steps;   /* oar_optimizer_step calls it recorded */
+    int refs;        /* the optimizer's and the program's run hooks' */
 } oar_optim_traced;
+/* Drops one hold on r (step.c); the last frees it. */
+void oar_optim_traced_release(oar_optim_traced *r);
 
 struct oar_optimizer {
     oar_optim_kind kind;

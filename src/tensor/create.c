@@ -100,12 +100,12 @@ oar_tensor *oar_from_blob(void *data, const int64_t *shape, int ndim, oar_dtype 
     if (!t) return NULL;
     if (t->numel && !data) {
         oar_error(OAR_ERR_INVALID_ARG, "from_blob: data is NULL for %lld elements", (long long)t->numel);
-        free(t);
+        oar_tensor_struct_free(t);
         return NULL;
     }
     oar_storage *s = OAR_NEW(oar_storage);
     if (!s) {
-        free(t);
+        oar_tensor_struct_free(t);
         return NULL;
     }
     s->refcount = 1;

@@ -61,6 +61,7 @@ void oar_scope_end(void) {
     oar_scope *s = tl_top;
     if (!s) return;
     tl_top = s->parent;
+    oar_freed_how prev = oar_release_how_begin(OAR_FREED_SCOPE);
     for (int64_t i = 0; i < s->n; i++) {
         oar_tensor *t = s->items[i];
         if (!t) continue;
@@ -68,11 +69,13 @@ void oar_scope_end(void) {
         t->scope_slot = -1;
         oar_tensor_unref(t);
     }
+    oar_release_how_end(prev);
     free(s->items);
     free(s);
 }
 
 oar_tensor *oar_keep(oar_tensor *t) {
+    OAR_CHECK_HANDLE("keep", t, NULL);
     if (!t || !t->scope) return t;
     oar_scope *parent = t->scope->parent;
     oar_scope_forget(t);
