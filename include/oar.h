@@ -201,7 +201,13 @@ OAR_API void oar_print(const oar_tensor *t);
 
 /* Every tensor created between begin and end belongs to the scope and is released at its end,
  * unless passed to oar_keep(), which hands it to the enclosing scope (or to the caller when
- * there is none). Scopes nest; they are per thread. oar_release() on a scoped tensor is safe. */
+ * there is none). Scopes nest; they are per thread. oar_release() on a scoped tensor is safe.
+ * A tensor used after its scope ended is a dangling handle, reported by the next call given it
+ * (section 3). Unbalanced scopes are warned about once (oar_set_warning_handler): an
+ * oar_scope_end with no scope open (ignored), and scopes nested 1000 deep (a begin without
+ * its end at every step, which keeps every tensor made since). Tensors made outside any scope
+ * are the caller's to release: run with OAR_DEBUG_HANDLES=1 to have those alive at exit
+ * reported. */
 OAR_API void oar_scope_begin(void);
 OAR_API void oar_scope_end(void);
 OAR_API oar_tensor *oar_keep(oar_tensor *t);  /* returns t */
@@ -484,7 +490,10 @@ OAR_API oar_status oar_memory_set_limit(oar_device dev, int64_t bytes);
  * parameters and buffers returned by lookups are borrowed from the module. */
 typedef struct oar_module oar_module;
 
-/* What a module type does. forward writes n_out new references into out. */
+/* What a module type does. forward writes n_out new references into out. oar_forward runs it
+ * inside a scope of its own, so the temporaries it makes are released when it returns, whether
+ * or not it opens a scope itself (a scope it leaves open is closed after it, with a warning);
+ * its outputs go to the caller's scope. */
 typedef struct oar_module_ops {
     const char *type_name;  /* "Linear", "Sequential", "MyBlock", ... */
     oar_status (*forward)(oar_module *self, oar_tensor *const *in, int n_in, oar_tensor **out, int n_out);

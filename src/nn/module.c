@@ -218,15 +218,20 @@ oar_status oar_forward_n(oar_module *m, oar_tensor *const *in, int n_in, oar_ten
     if (n_in > 0 && oar_check_handles("forward", "input", in, n_in) != OAR_OK) return oar_last_status();
     if (!m) return oar_error(OAR_ERR_INVALID_ARG, "forward: module is NULL");
     for (int i = 0; i < n_out; i++) out[i] = NULL;
+    /* The forward runs in a scope of its own: its temporaries go when it returns, whether or
+     * not its author opened a scope (a forward called outside any scope would leak them). */
+    void *scope = oar_scope_enter();
     oar_status st = m->ops->forward(m, in, n_in, out, n_out);
     if (st != OAR_OK) {
         for (int i = 0; i < n_out; i++) {
             oar_release(out[i]);
             out[i] = NULL;
         }
+        oar_scope_leave(scope, NULL, 0);
         if (oar_last_status() == OAR_OK) oar_error(st, "%s: forward failed", oar_module_type(m));
         return st;
     }
+    oar_scope_leave(scope, out, n_out);
     for (int i = 0; i < n_out; i++) oar_track(out[i]);
     return OAR_OK;
 }
