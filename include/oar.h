@@ -261,10 +261,25 @@ OAR_API oar_tensor *oar_div(oar_tensor *a, oar_tensor *b);
 OAR_API oar_tensor *oar_pow(oar_tensor *a, oar_tensor *b);
 OAR_API oar_tensor *oar_maximum(oar_tensor *a, oar_tensor *b);
 OAR_API oar_tensor *oar_minimum(oar_tensor *a, oar_tensor *b);
-/* Scalar forms (the scalar takes a's dtype). */
-OAR_API oar_tensor *oar_add_scalar(oar_tensor *a, double s);
-OAR_API oar_tensor *oar_mul_scalar(oar_tensor *a, double s);
-OAR_API oar_tensor *oar_pow_scalar(oar_tensor *a, double s);
+/* Scalar forms, as torch's operators with a Python number: the scalar takes a's dtype (an
+ * integer or bool tensor takes only a scalar its dtype holds exactly: cast to a float dtype
+ * first otherwise). The r forms put the scalar first: rsub is s - a, rdiv s / a, rpow s^a. */
+OAR_API oar_tensor *oar_add_scalar(oar_tensor *a, double s);      /* a + s */
+OAR_API oar_tensor *oar_sub_scalar(oar_tensor *a, double s);      /* a - s */
+OAR_API oar_tensor *oar_rsub_scalar(oar_tensor *a, double s);     /* s - a */
+OAR_API oar_tensor *oar_mul_scalar(oar_tensor *a, double s);      /* a * s */
+OAR_API oar_tensor *oar_div_scalar(oar_tensor *a, double s);      /* a / s */
+OAR_API oar_tensor *oar_rdiv_scalar(oar_tensor *a, double s);     /* s / a */
+OAR_API oar_tensor *oar_pow_scalar(oar_tensor *a, double s);      /* a ^ s */
+OAR_API oar_tensor *oar_rpow_scalar(oar_tensor *a, double s);     /* s ^ a */
+OAR_API oar_tensor *oar_maximum_scalar(oar_tensor *a, double s);  /* torch.clamp_min, NaN kept */
+OAR_API oar_tensor *oar_minimum_scalar(oar_tensor *a, double s);  /* torch.clamp_max, NaN kept */
+OAR_API oar_tensor *oar_eq_scalar(oar_tensor *a, double s);       /* bool results */
+OAR_API oar_tensor *oar_ne_scalar(oar_tensor *a, double s);
+OAR_API oar_tensor *oar_lt_scalar(oar_tensor *a, double s);
+OAR_API oar_tensor *oar_le_scalar(oar_tensor *a, double s);
+OAR_API oar_tensor *oar_gt_scalar(oar_tensor *a, double s);
+OAR_API oar_tensor *oar_ge_scalar(oar_tensor *a, double s);
 /* Comparisons and logic return bool tensors. */
 OAR_API oar_tensor *oar_eq(oar_tensor *a, oar_tensor *b);
 OAR_API oar_tensor *oar_ne(oar_tensor *a, oar_tensor *b);
@@ -424,6 +439,12 @@ OAR_API oar_tensor *oar_smooth_l1_loss(oar_tensor *input, oar_tensor *target, oa
 /* Numerically stable for any logits; target probabilities in [0, 1]. */
 OAR_API oar_tensor *oar_bce_with_logits(oar_tensor *logits, oar_tensor *target, oar_reduction r);
 
+/* Classification accuracy: the fraction of samples whose target class is among the k largest
+ * logits (k = 1: argmax == target, the first maximum on ties, like torch), as an f64 scalar
+ * tensor (oar_item reads it). logits [N, C] floating, target [N] integer; no gradient. Made of
+ * ops, so it works in traced functions too. */
+OAR_API oar_tensor *oar_accuracy(oar_tensor *logits, oar_tensor *target, int64_t k);
+
 /* 6.7 Shape and indexing. */
 OAR_API oar_tensor *oar_concat(oar_tensor *const *xs, int n, int dim);
 OAR_API oar_tensor *oar_stack(oar_tensor *const *xs, int n, int dim);
@@ -501,9 +522,10 @@ typedef struct oar_module_ops {
     int (*describe)(const oar_module *self, char *buf, size_t size); /* "in=4, out=5"; may be NULL */
 } oar_module_ops;
 
-/* A user-defined module: ops must outlive the module; state is passed back by oar_module_state. */
+/* A user-defined module: ops must outlive the module; state is passed back by oar_module_state,
+ * which takes a const module so that describe can read it too. */
 OAR_API oar_module *oar_module_new(const oar_module_ops *ops, void *state);
-OAR_API void *oar_module_state(oar_module *m);
+OAR_API void *oar_module_state(const oar_module *m);
 OAR_API const char *oar_module_type(const oar_module *m);
 OAR_API void oar_module_free(oar_module *m);
 /* Registration takes a reference to t (parameters get requires_grad) / ownership of child. */
@@ -835,13 +857,17 @@ OAR_API oar_dataset *oar_dataset_custom(const oar_dataset_fns *fns);
 OAR_API int64_t oar_dataset_size(const oar_dataset *d);
 /* Sample i as new references (caller releases). */
 OAR_API oar_status oar_dataset_get(oar_dataset *d, int64_t i, oar_tensor **input, oar_tensor **target);
+/* Every sample at once, in order, as new references: inputs [N, sample dims...] and targets
+ * [N, ...] (e.g. a CSV as X [N, features] f32 and y [N] i64, without a loader). */
+OAR_API oar_status oar_dataset_to_tensors(oar_dataset *d, oar_tensor **inputs, oar_tensor **targets);
 OAR_API void oar_dataset_free(oar_dataset *d);
 
 /* Transforms act on f32 input samples, in order, in place in the batch. Channels are the
  * sample's first dim; random choices depend only on (seed, epoch, sample index). */
 typedef enum oar_transform_kind {
-    OAR_TF_NORMALIZE = 0,   /* (x - mean) / std in f32, per channel (up to 16 channels); n_channels
-                             * is 1 (one mean/std for all; 0 also means 1) or the channel count */
+    OAR_TF_NORMALIZE = 0,   /* (x - mean) / std in f32, per channel; n_channels is 1 (one mean/std
+                             * for all; 0 also means 1) or the channel count. Up to 16 channels in
+                             * mean[]/std[]; any number through means/stds */
     OAR_TF_RANDOM_CROP,     /* pad the last two dims by `padding` zeros, crop back to the original
                              * size at a random place */
     OAR_TF_HFLIP            /* flip the last dim with probability p */
@@ -852,6 +878,10 @@ typedef struct oar_transform {
     int n_channels;
     int64_t padding;
     double p;
+    /* NORMALIZE over more than 16 channels or features (e.g. a CSV's columns): n_channels
+     * values each, used instead of mean[]/std[] when set (both or neither); copied by
+     * oar_loader_new, so they need not outlive the call. */
+    const double *means, *stds;
 } oar_transform;
 
 typedef struct oar_loader_opts {

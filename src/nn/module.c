@@ -19,7 +19,8 @@ oar_module *oar_module_new(const oar_module_ops *ops, void *state) {
     return m;
 }
 
-void *oar_module_state(oar_module *m) { return m ? m->state : NULL; }
+/* const in, mutable out (like strchr): describe callbacks get a const module and need the state. */
+void *oar_module_state(const oar_module *m) { return m ? m->state : NULL; }
 const char *oar_module_type(const oar_module *m) { return m && m->ops->type_name ? m->ops->type_name : "Module"; }
 
 static void invalidate(oar_module *m) {
