@@ -620,6 +620,29 @@ OAR_API oar_status oar_nn_sequential_append(oar_module *seq, oar_module *child);
  * [E, E], out_proj.bias [E] (biases only with bias). */
 OAR_API oar_module *oar_nn_multihead_attention(int64_t embed_dim, int64_t heads, bool bias, bool causal,
                                                double dropout);
+/* torch's nn.TransformerEncoderLayer and nn.TransformerDecoderLayer (1.13), with its argument
+ * names and semantics. Start from oar_transformer_defaults (torch's defaults: dim_feedforward
+ * 2048, dropout 0.1, relu, layer_norm_eps 1e-5, batch_first and norm_first false); every field
+ * is then used as given. The encoder's forward takes src, the decoder's forward_n (tgt, memory):
+ * [N, L, E] with batch_first, else [L, N, E]; unbatched [L, E] works too; the output has the
+ * input's (tgt's) shape. Post-norm: x = norm1(x + sa(x)), x = norm2(x + ff(x)); norm_first:
+ * x = x + sa(norm1(x)), x = x + ff(norm2(x)); the decoder puts x (+)= mha(x, memory) with norm2
+ * between them and norm3 on ff; ff(x) = linear2(dropout(act(linear1(x)))). Children and
+ * parameters have torch's names (self_attn.in_proj_weight, multihead_attn.*, linear1.weight,
+ * norm1.bias, ...), so torch state dicts load by name. causal applies torch's square subsequent
+ * mask (src_mask / tgt_mask) to self-attention; other masks and key padding masks are not
+ * offered. */
+typedef struct oar_transformer_opts {
+    int64_t d_model, nhead, dim_feedforward;
+    double dropout;             /* on attention weights, the feed-forward and each residual branch */
+    oar_activation activation;  /* OAR_ACT_RELU or OAR_ACT_GELU (exact, torch's 'gelu') */
+    double layer_norm_eps;
+    bool batch_first, norm_first;
+    bool causal;                /* self-attention hides later positions */
+} oar_transformer_opts;
+OAR_API oar_transformer_opts oar_transformer_defaults(int64_t d_model, int64_t nhead);
+OAR_API oar_module *oar_nn_transformer_encoder_layer(const oar_transformer_opts *opts);
+OAR_API oar_module *oar_nn_transformer_decoder_layer(const oar_transformer_opts *opts);
 /* Recurrent layers: forward_n(x, h0, c0) -> (y, h_n, c_n) for LSTM, (x, h0) -> (y, h_n) for GRU;
  * h0/c0 may be NULL (zeros) and n_out may be smaller (oar_forward gives y). x is [T, N, I], or
  * [N, T, I] with batch_first, or [T, I] unbatched; y is [T, N, H] ([N, T, H], [T, H]); states

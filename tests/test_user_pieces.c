@@ -5,7 +5,8 @@
  *   - oar_dataset_to_tensors: a CSV as X, y without a loader;
  *   - NORMALIZE over more than 16 features, through means/stds;
  *   - a describe callback reads its state through a const module (oar_module_state);
- *   - a scheduler steps without a metric (oar_scheduler_next). */
+ *   - a scheduler steps without a metric (oar_scheduler_next);
+ *   - TransformerEncoderLayer / TransformerDecoderLayer: defaults, printing, errors. */
 #include "test_io_util.h"
 
 /* Before oar_module_state took a const module this file did not compile. */
@@ -180,6 +181,43 @@ static void test_scheduler_next(void) {
     oar_module_free(m);
 }
 
+/* The transformer layers' options, printing and errors (their numbers: test_golden_transformer). */
+static void test_transformer_layers(void) {
+    oar_scope_begin();
+    oar_transformer_opts d = oar_transformer_defaults(16, 4);
+    CHECK(d.dim_feedforward == 2048 && d.dropout == 0.1 && d.activation == OAR_ACT_RELU && d.layer_norm_eps == 1e-5 &&
+          !d.batch_first && !d.norm_first);
+    d.dim_feedforward = 32;
+    oar_module *enc = oar_nn_transformer_encoder_layer(&d);
+    CHECK(enc && oar_module_num_parameters(enc) == 12);
+    char buf[4096];
+    oar_module_format(enc, buf, sizeof buf);
+    CHECK(strstr(buf, "TransformerEncoderLayer(d_model=16, nhead=4, dim_feedforward=32, dropout=0.1, activation=relu"));
+    CHECK(strstr(buf, "(linear1): Linear(in_features=16, out_features=32, bias=true)"));
+    CHECK(strstr(buf, "(norm2): LayerNorm("));
+    /* sequence-first [L, N, E] in and out; a wrong d_model is refused with the layout expected */
+    oar_tensor *x = oar_randn((int64_t[]){5, 2, 16}, 3, OAR_F32);
+    oar_tensor *y = oar_forward(enc, x);
+    CHECK(y && oar_ndim(y) == 3 && oar_size(y, 0) == 5 && oar_size(y, 1) == 2 && oar_size(y, 2) == 16);
+    CHECK_ERR(oar_forward(enc, oar_randn((int64_t[]){5, 2, 8}, 3, OAR_F32)),
+              "TransformerEncoderLayer: expected src of shape [L, N, E] (or [L, E]) with d_model = 16, got [5, 2, 8]");
+    oar_module *dec = oar_nn_transformer_decoder_layer(&d);
+    CHECK(dec && oar_module_num_parameters(dec) == 18 && oar_module_get(dec, "multihead_attn.out_proj.weight"));
+    oar_tensor *in[2] = {x, oar_randn((int64_t[]){3, 2, 16}, 3, OAR_F32)}, *out[1] = {0};
+    CHECK(oar_forward_n(dec, in, 2, out, 1) == OAR_OK && oar_size(out[0], 0) == 5);
+    CHECK_ERR(oar_forward(dec, x), "TransformerDecoderLayer: expected 2 inputs (tgt, memory)");
+    oar_transformer_opts bad = d;
+    bad.nhead = 3;
+    CHECK_ERR(oar_nn_transformer_encoder_layer(&bad), "expected d_model >= 1 divisible by nhead >= 1, got d_model=16, nhead=3");
+    bad = d;
+    bad.activation = OAR_ACT_TANH;
+    CHECK_ERR(oar_nn_transformer_decoder_layer(&bad), "expected activation OAR_ACT_RELU or OAR_ACT_GELU");
+    CHECK_ERR(oar_nn_transformer_encoder_layer(NULL), "start from oar_transformer_defaults");
+    oar_module_free(enc);
+    oar_module_free(dec);
+    oar_scope_end();
+}
+
 int main(void) {
     char dir[512];
     if (!io_mkdtemp(dir, sizeof dir)) return 1;
@@ -188,6 +226,7 @@ int main(void) {
     test_csv_tensors_and_normalize(dir);
     test_describe_const();
     test_scheduler_next();
+    test_transformer_layers();
     io_rmtree(dir);
     return test_summary("test_user_pieces");
 }
