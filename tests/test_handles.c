@@ -45,6 +45,16 @@ static void test_use_after_release(void) {
     CHECK_ERR(oar_optimizer_new(ps, 2, &(oar_optim_opts){.kind = OAR_OPTIM_SGD, .lr = 0.1}),
               "optimizer_new: parameter 1 " MISUSE_RELEASE);
     CHECK_ERR(oar_clip_grad_value(ps, 2, 1.0), "clip_grad_value: tensor 1");
+    /* wrappers that read the tensor before dispatching check it first too */
+    CHECK_ERR(oar_reshape(a, (int64_t[]){2, 2}, 2), "reshape: the tensor " MISUSE_RELEASE);
+    CHECK_ERR(oar_view(a, (int64_t[]){4}, 1), "view");
+    CHECK_ERR(oar_flatten(a, 0, -1), "flatten");
+    CHECK_ERR(oar_transpose(a, 0, 0), "transpose");
+    CHECK_ERR(oar_zeros_like(a), "zeros_like");
+    CHECK_ERR(oar_contiguous(a), "contiguous");
+    CHECK_ERR(oar_sub_scalar(a, 1), "sub_scalar");
+    CHECK_ERR(oar_accuracy(a, b, 1), "accuracy: logits " MISUSE_RELEASE);
+    CHECK_ERR(oar_npy_save("/nonexistent/x.npy", a), "npy_save");
     oar_module_free(m);
     /* the double release: an error, no second free */
     oar_clear_error();

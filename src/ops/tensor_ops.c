@@ -45,6 +45,7 @@ const oar_op_def oar_opdef_cast = {
 };
 
 oar_tensor *oar_contiguous(oar_tensor *t) {
+    OAR_CHECK_HANDLE("contiguous", t, NULL);
     if (t && t->contiguous) return oar_view(t, t->shape, t->ndim); /* a new handle, no copy */
     oar_tensor *in[1] = {t};
     return oar_op_call1(OAR_OP_contiguous, in, 1, NULL);

@@ -165,6 +165,7 @@ static oar_status parse_name(oar_optimizer *o, const char *name, int *param, int
 }
 
 oar_status oar_optimizer_load_state(oar_optimizer *o, const char *name, const oar_tensor *value) {
+    OAR_CHECK_HANDLE("optimizer_load_state", value, oar_last_status());
     if (!o) return oar_error(OAR_ERR_INVALID_ARG, "optimizer_load_state: expected an optimizer, got NULL");
     const char *who = oar_optim_kind_name(o->kind);
     int i = 0, s = 0;

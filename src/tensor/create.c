@@ -32,10 +32,12 @@ oar_tensor *oar_full(const int64_t *shape, int ndim, double v, oar_dtype dt) { r
 oar_tensor *oar_scalar(double v, oar_dtype dt) { return filled(NULL, 0, v, dt); }
 
 oar_tensor *oar_zeros_like(const oar_tensor *t) {
+    OAR_CHECK_HANDLE("zeros_like", t, NULL);
     if (!t) return NULL;
     return filled(t->shape, t->ndim, 0.0, t->dtype);
 }
 oar_tensor *oar_ones_like(const oar_tensor *t) {
+    OAR_CHECK_HANDLE("ones_like", t, NULL);
     if (!t) return NULL;
     return filled(t->shape, t->ndim, 1.0, t->dtype);
 }
