@@ -107,6 +107,19 @@ OAR_API uint16_t oar_f32_to_bf16(float x);
 OAR_API float oar_bf16_to_f32(uint16_t h);
 
 typedef enum oar_device { OAR_CPU = 0, OAR_CUDA = 1 } oar_device;
+/* CUDA: whether this build has it, how many GPUs this machine has (0 without a GPU or a
+ * driver), and waiting for the work queued on the current stream. Kernels on a GPU run
+ * asynchronously: an op returns once its kernel is queued, and errors of a kernel that
+ * failed while running surface at the next call that waits (a copy to the host, item,
+ * oar_synchronize). */
+OAR_API bool oar_cuda_is_built(void);
+OAR_API int oar_cuda_device_count(void);
+OAR_API bool oar_cuda_is_available(void);  /* built and at least one GPU */
+OAR_API oar_status oar_synchronize(oar_device dev);
+/* TF32 tensor cores for f32 matrix products on CUDA: off by default (f32 results within
+ * f32 rounding, as PyTorch >= 1.12); on trades 10-bit mantissa products for speed. */
+OAR_API void oar_cuda_set_allow_tf32(bool allow);
+OAR_API bool oar_cuda_get_allow_tf32(void);
 
 /* ---------------------------------------------------------------- 3. tensors */
 
@@ -130,6 +143,14 @@ OAR_API oar_tensor *oar_from_data(const void *data, const int64_t *shape, int nd
  * (deleter may be NULL when the caller keeps data alive longer than the tensor). */
 OAR_API oar_tensor *oar_from_blob(void *data, const int64_t *shape, int ndim, oar_dtype dt,
                                   void (*deleter)(void *data, void *ctx), void *ctx);
+/* The device the creation functions above put tensors on (OAR_CPU unless set; per thread,
+ * like torch.set_default_device). *_like functions follow their argument's device. Random
+ * tensors draw the same values on every device. */
+OAR_API oar_status oar_set_default_device(oar_device dev);
+OAR_API oar_device oar_get_default_device(void);
+/* A copy of t on dev (a new view of t when it is there already), like Tensor.to(device):
+ * differentiable, so gradients flow back to the source's device. */
+OAR_API oar_tensor *oar_to(oar_tensor *t, oar_device dev);
 
 /* Random tensors from the seeded counter-based generator (Philox-4x32-10): element i of a
  * call uses counter (offset + i), so values do not depend on the number of threads. */
@@ -166,7 +187,8 @@ OAR_API int64_t oar_numel(const oar_tensor *t);
 OAR_API oar_dtype oar_dtype_of(const oar_tensor *t);
 OAR_API oar_device oar_device_of(const oar_tensor *t);
 OAR_API bool oar_is_contiguous(const oar_tensor *t);
-/* Pointer to the first element (honours the view's offset; use strides to walk it). */
+/* Pointer to the first element (honours the view's offset; use strides to walk it). Host
+ * tensors only: for a tensor on a GPU it fails; copy it with oar_to(t, OAR_CPU) first. */
 OAR_API void *oar_data(oar_tensor *t);
 /* The value of a one-element tensor, as double. */
 OAR_API oar_status oar_item(const oar_tensor *t, double *out);
@@ -493,6 +515,9 @@ typedef struct oar_memory_stats {
     int64_t n_frees;        /* blocks given back */
     int64_t allocated_bytes;/* bytes served by all allocations since start (cumulative) */
     int64_t n_cache_hits;   /* allocations served from the cache, without the system */
+    int64_t reserved_bytes; /* held from the system: in tensors + cached */
+    double fragmentation;   /* cached / reserved: the share held but not in use */
+    int64_t n_oom_retries;  /* times the cache was emptied to retry a failed allocation */
 } oar_memory_stats;
 OAR_API oar_memory_stats oar_memory_stats_get(oar_device dev);
 OAR_API void oar_memory_reset_peak(oar_device dev);
@@ -550,6 +575,10 @@ OAR_API oar_tensor *oar_module_buffer(oar_module *m, int i, const char **name);
 OAR_API int64_t oar_module_count_elements(oar_module *m, bool trainable_only);
 
 OAR_API void oar_module_train(oar_module *m, bool training); /* recursive; eval is train(false) */
+/* Moves every parameter and buffer (and their gradients) to dev in place, like module.to():
+ * handles stay valid, so do it before making the optimizer, whose state is made on the
+ * parameters' device. */
+OAR_API oar_status oar_module_to(oar_module *m, oar_device dev);
 OAR_API bool oar_module_is_training(const oar_module *m);
 OAR_API void oar_module_zero_grad(oar_module *m);
 /* Freezes (requires_grad false) or unfreezes every parameter whose path starts with prefix

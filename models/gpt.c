@@ -40,7 +40,7 @@ static oar_status attn_forward(oar_module *self, oar_tensor *const *in, int n_in
     oar_tensor *k = oar_transpose(oar_reshape(qkv[1], split, 4), 1, 2);
     oar_tensor *v = oar_transpose(oar_reshape(qkv[2], split, 4), 1, 2);
     oar_tensor *att = oar_mul_scalar(oar_matmul(q, oar_transpose(k, -2, -1)), 1.0 / sqrt((double)hd));
-    oar_tensor *mask = oar_slice(oar_slice(s->mask, 0, 0, T, 1), 1, 0, T, 1);
+    oar_tensor *mask = oar_to(oar_slice(oar_slice(s->mask, 0, 0, T, 1), 1, 0, T, 1), oar_device_of(att));
     att = oar_softmax(oar_masked_fill(att, mask, -INFINITY), -1);
     int64_t merged[3] = {B, T, C};
     oar_tensor *y = oar_reshape(oar_transpose(oar_matmul(att, v), 1, 2), merged, 3);
@@ -99,7 +99,7 @@ static oar_status gpt_forward(oar_module *self, oar_tensor *const *in, int n_in,
         return oar_set_error(OAR_ERR_SHAPE, "gpt-mini: expected token ids of shape [batch, time], got %d dims",
                              idx ? oar_ndim(idx) : -1);
     oar_scope_begin();
-    oar_tensor *pos = oar_arange(0, (double)oar_size(idx, 1), 1, OAR_I64);
+    oar_tensor *pos = oar_to(oar_arange(0, (double)oar_size(idx, 1), 1, OAR_I64), oar_device_of(idx));
     oar_tensor *x = oar_add(zoo_run(s->k[0], idx), zoo_run(s->k[1], pos));
     x = zoo_run(s->k[3], zoo_run(s->k[2], x));
     return zoo_finish(out, oar_linear(x, oar_module_get(s->k[0], "weight"), NULL)); /* tied */

@@ -3,6 +3,9 @@
 #include "autograd/autograd.h"
 #include "graph/graph_init.h"
 #include "kernels/cpu/cpu_kernels.h"
+#ifdef OAR_HAVE_CUDA
+#include "kernels/cuda/cuda_backend.h"
+#endif
 #include "ops/dispatch.h"
 #include "profiler/profiler.h"
 
@@ -14,6 +17,9 @@ static int g_ready;
 static void init_once(void) {
     oar_registry_init();
     oar_cpu_kernels_init();
+#ifdef OAR_HAVE_CUDA
+    oar_cuda_backend_init();
+#endif
     oar_dispatch_set_recorder(oar_autograd_record);
     oar_prof_init_from_env();
     oar_graph_init();

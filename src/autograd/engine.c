@@ -391,9 +391,10 @@ static oar_status prepare_roots(const char *who, oar_tensor *const *roots, oar_t
                                                 "one-element outputs, got shape %s; pass the gradient "
                                                 "of the output explicitly", who, a);
             }
-            grads[r] = oar_tensor_new(t->dtype, t->shape, t->ndim);
+            grads[r] = oar_tensor_new_on(t->device, t->dtype, t->shape, t->ndim);
             if (!grads[r]) return OAR_ERR_OOM;
-            oar_dtypes[t->dtype].store(oar_tensor_ptr(grads[r]), 1.0);
+            oar_status st = oar_tensor_fill(grads[r], 1.0);
+            if (st != OAR_OK) return st;
         }
     }
     return OAR_OK;

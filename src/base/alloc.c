@@ -3,6 +3,7 @@
  * When the system refuses memory the cache is emptied and the request retried before an
  * out-of-memory error is reported. */
 #include "base.h"
+#include "device.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -128,9 +129,8 @@ void *oar_realloc(void *p, size_t nbytes) {
     return q;
 }
 
-oar_memory_stats oar_memory_stats_get(oar_device dev) {
-    oar_memory_stats s = {0};
-    if (dev != OAR_CPU) return s;
+oar_memory_stats oar_host_memory_stats(void) {
+    oar_memory_stats s;
     pthread_mutex_lock(&mu);
     s = stats;
     pthread_mutex_unlock(&mu);
@@ -146,26 +146,19 @@ int64_t oar_alloc_window_peak(oar_memory_stats *s, bool reset) {
     return p;
 }
 
-void oar_memory_reset_peak(oar_device dev) {
-    if (dev != OAR_CPU) return;
+void oar_host_memory_reset_peak(void) {
     pthread_mutex_lock(&mu);
     stats.peak_bytes = stats.current_bytes;
     pthread_mutex_unlock(&mu);
 }
 
-void oar_memory_empty_cache(oar_device dev) {
-    if (dev != OAR_CPU) return;
+void oar_host_memory_empty_cache(void) {
     pthread_mutex_lock(&mu);
     empty_cache_locked();
     pthread_mutex_unlock(&mu);
 }
 
-oar_status oar_memory_set_limit(oar_device dev, int64_t bytes) {
-    if (dev != OAR_CPU)
-        return oar_error(OAR_ERR_UNSUPPORTED, "oar_memory_set_limit: expected device cpu, got device %d", (int)dev);
-    if (bytes < 0)
-        return oar_error(OAR_ERR_INVALID_ARG, "oar_memory_set_limit: expected a limit >= 0 bytes (0: none), got %lld",
-                         (long long)bytes);
+oar_status oar_host_memory_set_limit(int64_t bytes) {
     pthread_mutex_lock(&mu);
     limit_bytes = bytes;
     pthread_mutex_unlock(&mu);

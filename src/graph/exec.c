@@ -11,6 +11,7 @@
  * the arena, persistent buffers) are computed once and leave the list. The profiler's spans
  * and the NaN/Inf check cost one load and one predictable branch per instruction when off. */
 #include "graph/exec.h"
+#include "base/device.h"
 
 #include "graph/hoist.h"
 #include "profiler/profiler.h"
@@ -423,6 +424,11 @@ static oar_status bind_inputs(oar_exec *e, oar_tensor *const *in, int n_in) {
         oar_tensor *x = in[i];
         if (!x) return oar_error(OAR_ERR_INVALID_ARG, "program: input %d is NULL", i);
         if (!x->storage) return oar_symbolic_error("program input", x);
+        if (x->device != OAR_CPU)
+            return oar_error(OAR_ERR_UNSUPPORTED, "program: input %d is on %s; compiled programs run on the host for "
+                                                  "now (GPU programs are not built yet): run the model eagerly on the "
+                                                  "GPU, or move the input with oar_to(t, OAR_CPU)",
+                             i, oar_device_name(x->device));
         if (x->dtype != m->dtype || x->ndim != m->ndim ||
             memcmp(x->shape, m->shape, sizeof(int64_t) * (size_t)m->ndim)) {
             char want[200], got[200];

@@ -1,5 +1,6 @@
 /* The tracer (see trace.h): op calls become nodes, tensors become values. */
 #include "graph/trace.h"
+#include "base/device.h"
 
 #include "graph/graph_init.h"
 #include "ops/dispatch.h"
@@ -156,6 +157,13 @@ int oar_trace_value(oar_trace *t, oar_tensor *x) {
     }
     int v = map_get(&t->captured, x);
     if (v >= 0) return v;
+    if (x->device != OAR_CPU) {
+        oar_error(OAR_ERR_UNSUPPORTED, "jit: a tensor on %s reached '%s' while tracing; compiled programs run on "
+                                       "the host for now (GPU programs are not built yet): run this function "
+                                       "eagerly on the GPU, or keep its tensors on the CPU",
+                  oar_device_name(x->device), x->trace_op ? x->trace_op : "an op");
+        return -1;
+    }
     /* made during this trace: a constant; made before: state bound by reference */
     oar_value_kind kind = x->trace_id == t->id ? OAR_VAL_CONST : OAR_VAL_PARAM;
     v = oar_program_add_tensor(t->prog, kind, x, name_of(t, x));

@@ -136,7 +136,8 @@ static oar_status mha_attend(oar_module *m, mha_state *s, oar_tensor *const *in,
     double scale = 1.0 / sqrt((double)(s->embed_dim / H));
     oar_tensor *q = split_heads(oar_mul_scalar(p[0], scale), H), *k = split_heads(p[1], H), *v = split_heads(p[2], H);
     oar_tensor *scores = oar_matmul(q, oar_transpose(k, -1, -2)); /* [N, H, L, S] */
-    if (s->causal) scores = scores ? oar_masked_fill(scores, causal_mask(s, L, S), -INFINITY) : NULL;
+    if (s->causal) /* the mask is kept on the host and moved to the scores' device (a view when there) */
+        scores = scores ? oar_masked_fill(scores, oar_to(causal_mask(s, L, S), oar_device_of(scores)), -INFINITY) : NULL;
     oar_tensor *attn = oar_softmax(scores, -1);
     if (m->training && s->dropout > 0) attn = oar_dropout(attn, s->dropout, true);
     int64_t merged[3] = {N, L, s->embed_dim};

@@ -1,5 +1,6 @@
 /* Modules: a tree of named parameters, buffers and children with a forward function. */
 #include "nn/module.h"
+#include "base/device.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -368,4 +369,42 @@ void oar_module_print(const oar_module *m) {
     oar_module_format(m, buf, (size_t)n + 1);
     puts(buf);
     free(buf);
+}
+
+/* Moves t's data to dev in place: the handle (held by the module, an optimizer, a compiled
+ * function) stays the same, its storage is replaced by a contiguous copy on dev, like
+ * torch's module.to() replacing param.data. Its gradient moves too. */
+static oar_status move_tensor(oar_tensor *t, oar_device dev) {
+    if (!t || t->device == dev) return OAR_OK;
+    oar_tensor *moved = oar_tensor_new_on(dev, t->dtype, t->shape, t->ndim);
+    if (!moved) return oar_last_status();
+    oar_status st = oar_tensor_copy_strided(moved, t);
+    if (st == OAR_OK && t->grad) st = move_tensor(t->grad, dev);
+    if (st != OAR_OK) {
+        oar_tensor_unref(moved);
+        return st;
+    }
+    oar_storage *old = t->storage;
+    t->storage = moved->storage;
+    moved->storage = old; /* released with moved */
+    t->device = dev;
+    t->offset = 0;
+    oar_tensor_set_contiguous_strides(t);
+    oar_tensor_refresh(t);
+    oar_tensor_unref(moved);
+    return OAR_OK;
+}
+
+oar_status oar_module_to(oar_module *m, oar_device dev) {
+    if (!m) return oar_error(OAR_ERR_INVALID_ARG, "module_to: expected a module, got NULL");
+    if (dev != OAR_CPU && !oar_device_use(dev, "module_to")) return oar_last_status();
+    for (int i = 0; i < oar_module_num_parameters(m); i++) {
+        oar_status st = move_tensor(oar_module_parameter(m, i, NULL), dev);
+        if (st != OAR_OK) return st;
+    }
+    for (int i = 0; i < oar_module_num_buffers(m); i++) {
+        oar_status st = move_tensor(oar_module_buffer(m, i, NULL), dev);
+        if (st != OAR_OK) return st;
+    }
+    return OAR_OK;
 }

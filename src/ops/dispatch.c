@@ -1,6 +1,7 @@
 /* The eager call path: validate -> infer -> allocate or view -> select kernel -> run -> record.
  * Kept short and allocation-light: it runs once per op call. */
 #include "ops/dispatch.h"
+#include "base/device.h"
 #include "profiler/profiler.h"
 
 #include <stdlib.h>
@@ -28,7 +29,24 @@ static oar_status check_inputs(const oar_op_def *d, oar_tensor *const *in, int n
         if (oar_last_status() != OAR_OK) return oar_last_status(); /* keep the first error */
         return oar_error(OAR_ERR_INVALID_ARG, "%s: input %d is NULL; expected a tensor", d->name, i);
     }
+    /* one device per call (0-d host scalars and the op's host inputs aside) */
+    oar_device dev = oar_call_device(in, n_in);
+    for (int i = 0; i < n_in; i++) {
+        if (!in[i] || in[i]->device == dev) continue;
+        if (in[i]->device == OAR_CPU && (in[i]->ndim == 0 || (i < 32 && ((d->host_inputs >> i) & 1u)))) continue;
+        int first = 0;
+        while (!in[first] || in[first]->device != dev) first++;
+        return oar_error(OAR_ERR_INVALID_ARG, "%s: expected all inputs on one device, got input %d on %s and "
+                                              "input %d on %s; move one with oar_to", d->name, first,
+                         oar_device_name(dev), i, oar_device_name(in[i]->device));
+    }
     return OAR_OK;
+}
+
+/* The device an op's outputs live on. */
+static oar_device output_device(const oar_op_def *d, oar_tensor *const *in, int n_in, const oar_attr *attrs) {
+    if (d->flags & OAR_OPF_TO_DEVICE) return (oar_device)attrs[0].i;
+    return oar_call_device(in, n_in);
 }
 
 static oar_status infer(oar_op_id op, oar_tensor *const *in, int n_in, const oar_attr *attrs, oar_meta *out,
@@ -72,9 +90,27 @@ oar_status oar_op_run_kernel(oar_op_id op, const oar_kernel_entry *k, oar_tensor
     oar_tensor *tmp[OAR_MAX_INPUTS];
     oar_tensor *const *args = in;
     int n_tmp = 0;
-    if (!(d->flags & OAR_OPF_STRIDED)) {
+    oar_device dev = k->device;
+    bool moves = false; /* 0-d host scalars join a call on another device as device copies */
+    for (int i = 0; i < n_in && dev != OAR_CPU; i++)
+        moves |= in[i] && in[i]->device == OAR_CPU && !(i < 32 && ((d->host_inputs >> i) & 1u));
+    if (!(d->flags & OAR_OPF_STRIDED) || moves) {
         for (int i = 0; i < n_in; i++) {
-            if (in[i] && !in[i]->contiguous) {
+            bool move = dev != OAR_CPU && in[i] && in[i]->device == OAR_CPU && !(i < 32 && ((d->host_inputs >> i) & 1u));
+            if (move) {
+                if (args == in) {
+                    memcpy(tmp, in, sizeof(*in) * (size_t)n_in);
+                    args = tmp;
+                }
+                tmp[i] = oar_tensor_new_on(dev, in[i]->dtype, in[i]->shape, in[i]->ndim);
+                if (!tmp[i] || oar_tensor_copy_strided(tmp[i], in[i]) != OAR_OK) {
+                    oar_status st = oar_last_status();
+                    for (int j = 0; j <= i; j++)
+                        if (tmp[j] != in[j]) oar_tensor_unref(tmp[j]);
+                    return st;
+                }
+                n_tmp++;
+            } else if (in[i] && !in[i]->contiguous && !(d->flags & OAR_OPF_STRIDED)) {
                 if (args == in) {
                     memcpy(tmp, in, sizeof(*in) * (size_t)n_in);
                     args = tmp;
@@ -89,7 +125,7 @@ oar_status oar_op_run_kernel(oar_op_id op, const oar_kernel_entry *k, oar_tensor
             }
         }
     }
-    oar_kctx ctx = {.nthreads = oar_get_num_threads()};
+    oar_kctx ctx = {.nthreads = oar_get_num_threads(), .device = dev, .stream = oar_device_stream(dev)};
     if (d->flags & OAR_OPF_RANDOM) {
         int64_t draws = d->draws ? d->draws(out, n_out, attrs) : n_out ? out[0]->numel : 0;
         ctx.rng = oar_rng_reserve((uint64_t)draws);
@@ -123,6 +159,7 @@ static CALL_INLINE oar_status call(oar_op_id op, oar_tensor *const *in, int n_in
         return oar_error(OAR_ERR_INVALID_ARG, "%s: produces %d outputs but room was given for %d",
                          d->name, n, *n_out);
     int made = 0;
+    oar_device dev = output_device(d, in, n_in, attrs);
     for (; made < n; made++) {
         oar_tensor *t;
         if (d->flags & OAR_OPF_VIEW) {
@@ -133,7 +170,7 @@ static CALL_INLINE oar_status call(oar_op_id op, oar_tensor *const *in, int n_in
                 memcpy(t->shape, meta[made].shape, sizeof(int64_t) * (size_t)t->ndim);
             }
         } else {
-            t = oar_tensor_new(meta[made].dtype, meta[made].shape, meta[made].ndim);
+            t = oar_tensor_new_on(dev, meta[made].dtype, meta[made].shape, meta[made].ndim);
         }
         if (!t) {
             st = oar_last_status();

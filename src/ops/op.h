@@ -57,6 +57,8 @@ typedef struct oar_meta {
 typedef struct oar_kctx {
     int nthreads;
     oar_rng_state rng;  /* counters reserved for this call (random ops) */
+    oar_device device;  /* where the kernel runs (its key input's device) */
+    void *stream;       /* that device's stream to launch on (a cudaStream_t; NULL on the CPU) */
 } oar_kctx;
 
 typedef oar_status (*oar_infer_fn)(oar_tensor *const *in, int n_in, const oar_attr *attrs,
@@ -100,6 +102,8 @@ enum {
     OAR_OPF_QUANTIZABLE = 1u << 9,
     OAR_OPF_CONTROL = 1u << 10,     /* control flow (cond, while_loop): a program node with sub-blocks,
                                        made by oar_cond/oar_while, never called through dispatch */
+    OAR_OPF_TO_DEVICE = 1u << 11,   /* outputs go to the device named by attribute 0 (to_device);
+                                       its reference kernel serves every device */
 };
 
 typedef struct oar_op_def {
@@ -117,6 +121,8 @@ typedef struct oar_op_def {
                                  updated in place): not kept for backward, not version-checked */
     uint32_t mutated_inputs;  /* bit i: the kernel writes input i in place (running stats,
                                  optimizer state); programs keep such nodes and order them */
+    uint32_t host_inputs;     /* bit i: input i stays in host memory whatever the device (small
+                                 hyper-parameter tensors the launching code reads) */
     oar_infer_fn infer;
     oar_kernel_fn reference;
     oar_view_fn view;
@@ -161,6 +167,15 @@ int oar_op_kernels(oar_op_id op, const oar_kernel_entry **out);
 /* Selects the kernel dispatch would use, or NULL (error set). */
 const oar_kernel_entry *oar_select_kernel(oar_op_id op, oar_tensor *const *in, int n_in,
                                           oar_tensor *const *out, int n_out, const oar_attr *attrs);
+
+/* The device a call runs on: the first input's that is not the host, else the host. A 0-d
+ * host tensor may join a call on another device (a scalar, as in torch): dispatch copies it
+ * over; other inputs must all be on the call's device (except an op's host_inputs). */
+static inline oar_device oar_call_device(oar_tensor *const *in, int n_in) {
+    for (int i = 0; i < n_in; i++)
+        if (in[i] && in[i]->device != OAR_CPU) return in[i]->device;
+    return OAR_CPU;
+}
 
 /* ---- calling ops */
 /* The full eager path: validate, infer, allocate (or view), dispatch, record for autograd.

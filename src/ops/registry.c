@@ -49,6 +49,12 @@ void oar_registry_init(void) {
                                                                  .impl = "reference",
                                                                  .priority = 0,
                                                                  .fn = d->reference});
+        if (d->reference && (d->flags & OAR_OPF_TO_DEVICE)) /* it copies through the device table */
+            oar_register_kernel((oar_op_id)i, (oar_kernel_entry){.device = OAR_CUDA,
+                                                                 .dtypes = d->ref_dtypes,
+                                                                 .impl = "reference",
+                                                                 .priority = 0,
+                                                                 .fn = d->reference});
     }
 }
 
@@ -62,16 +68,21 @@ const oar_kernel_entry *oar_select_kernel(oar_op_id op, oar_tensor *const *in, i
                                           oar_tensor *const *out, int n_out, const oar_attr *attrs) {
     const oar_op_def *d = oar_op_table[op];
     oar_dtype dt = in[d->key_input]->dtype;
-    oar_device dev = in[d->key_input]->device;
+    oar_device dev = oar_call_device(in, n_in);
     for (int k = 0; k < g_n_kernels[op]; k++) {
         const oar_kernel_entry *e = &g_kernels[op][k];
         if (e->device != dev || !(e->dtypes & OAR_DTYPE_BIT(dt))) continue;
         if (e->supports && !e->supports(in, n_in, out, n_out, attrs)) continue;
         return e;
     }
-    oar_error(OAR_ERR_DTYPE, "%s: no kernel for dtype %s on %s; supported dtypes of the reference "
-                             "kernel are listed by `oar ops`; cast the input with oar_cast",
-              d->name, oar_dtype_name(dt), dev == OAR_CPU ? "cpu" : "cuda");
+    if (dev != OAR_CPU)
+        oar_error(OAR_ERR_UNSUPPORTED, "%s: no %s kernel for dtype %s; `oar ops` lists each op's kernels; "
+                                       "move the inputs to the host with oar_to(t, OAR_CPU) for this op",
+                  d->name, dev == OAR_CUDA ? "cuda" : "device", oar_dtype_name(dt));
+    else
+        oar_error(OAR_ERR_DTYPE, "%s: no kernel for dtype %s on cpu; supported dtypes of the reference "
+                                 "kernel are listed by `oar ops`; cast the input with oar_cast",
+                  d->name, oar_dtype_name(dt));
     return NULL;
 }
 

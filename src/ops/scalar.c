@@ -16,12 +16,15 @@ static oar_tensor *scalar_like(const char *who, oar_tensor *a, double s) {
         return NULL;
     }
     const oar_dtype_traits *tr = &oar_dtypes[a->dtype];
-    oar_tensor *b = oar_tensor_new(a->dtype, NULL, 0);
-    if (!b) return NULL;
-    tr->store(oar_tensor_ptr(b), s);
-    if (!tr->is_float && !(tr->load(oar_tensor_ptr(b)) == s)) {
+    unsigned char held[16]; /* the scalar as the dtype stores it, checked on the host */
+    tr->store(held, s);
+    if (!tr->is_float && !(tr->load(held) == s)) {
         oar_error(OAR_ERR_DTYPE, "%s: expected a scalar that %s holds exactly, got %g; cast the tensor to a float "
                                  "dtype first (oar_cast)", who, tr->name, s);
+        return NULL;
+    }
+    oar_tensor *b = oar_tensor_new_on(a->device, a->dtype, NULL, 0); /* on a's device */
+    if (b && oar_tensor_fill(b, s) != OAR_OK) {
         oar_tensor_unref(b);
         return NULL;
     }

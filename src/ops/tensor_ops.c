@@ -7,8 +7,7 @@
 static oar_status copy_ref(const oar_kctx *ctx, oar_tensor *const *in, int n_in,
                            oar_tensor *const *out, int n_out, const oar_attr *a) {
     (void)ctx; (void)n_in; (void)n_out; (void)a;
-    oar_tensor_copy_strided(out[0], in[0]);
-    return OAR_OK;
+    return oar_tensor_copy_strided(out[0], in[0]);
 }
 
 static oar_status contiguous_grad(oar_grad_ctx *g) {
@@ -44,6 +43,35 @@ const oar_op_def oar_opdef_cast = {
     .infer = cast_infer, .reference = copy_ref, .grad = cast_grad,
 };
 
+/* to_device: a copy on the device named by the attribute; its gradient goes back. */
+static oar_status to_device_infer(oar_tensor *const *in, int n_in, const oar_attr *a, oar_meta *out, int *n_out) {
+    (void)n_in;
+    if (a[0].i != OAR_CPU && a[0].i != OAR_CUDA)
+        return oar_error(OAR_ERR_INVALID_ARG, "to_device: expected a device (OAR_CPU or OAR_CUDA), got %lld",
+                         (long long)a[0].i);
+    oar_meta_from(out, in[0]);
+    *n_out = 1;
+    return OAR_OK;
+}
+
+static oar_status to_device_grad(oar_grad_ctx *g) {
+    g->gin[0] = oar_to(g->gout[0], g->in[0]->device);
+    return g->gin[0] ? OAR_OK : oar_last_status();
+}
+
+const oar_op_def oar_opdef_to_device = {
+    .name = "to_device", .n_inputs = 1, .n_outputs = 1, .n_attrs = 1, .attrs = {{"device", OAR_ATTR_INT}},
+    .flags = OAR_OPF_STRIDED | OAR_OPF_TO_DEVICE, .ref_dtypes = OAR_ALL_DTYPES,
+    .infer = to_device_infer, .reference = copy_ref, .grad = to_device_grad,
+};
+
+oar_tensor *oar_to(oar_tensor *t, oar_device dev) {
+    if (t && t->device == dev) return oar_view(t, t->shape, t->ndim); /* a new handle, no copy */
+    oar_attr a = oar_attr_int(dev);
+    oar_tensor *in[1] = {t};
+    return oar_op_call1(OAR_OP_to_device, in, 1, &a);
+}
+
 oar_tensor *oar_contiguous(oar_tensor *t) {
     OAR_CHECK_HANDLE("contiguous", t, NULL);
     if (t && t->contiguous) return oar_view(t, t->shape, t->ndim); /* a new handle, no copy */
@@ -71,6 +99,12 @@ oar_status oar_item(const oar_tensor *t, double *out) {
         oar_format_shape(t->shape, t->ndim, s, sizeof s);
         return oar_error(OAR_ERR_SHAPE, "item: expected a tensor with one element, got shape %s", s);
     }
+    if (t->device != OAR_CPU) {
+        double v;
+        oar_status st = oar_copy_to_buffer(t, &v, sizeof v, OAR_F64);
+        if (st == OAR_OK) *out = v;
+        return st;
+    }
     *out = oar_dtypes[t->dtype].load(oar_tensor_ptr(t));
     return OAR_OK;
 }
@@ -88,10 +122,10 @@ oar_status oar_copy_to_buffer(const oar_tensor *t, void *buf, size_t capacity, o
     if (!dst) return oar_last_status();
     oar_storage s = {.refcount = 1, .data = buf, .nbytes = need};
     dst->storage = &s;
-    oar_tensor_copy_strided(dst, t);
+    oar_status st = oar_tensor_copy_strided(dst, t);
     dst->storage = NULL;
     oar_tensor_unref(dst);
-    return OAR_OK;
+    return st;
 }
 
 oar_status oar_copy_(oar_tensor *dst, const oar_tensor *src) {
@@ -122,9 +156,9 @@ oar_status oar_copy_(oar_tensor *dst, const oar_tensor *src) {
         view.shape[d] = dst->shape[d];
         view.strides[d] = sd < 0 || src->shape[sd] == 1 ? 0 : src->strides[sd];
     }
-    oar_tensor_copy_strided(dst, &view);
+    oar_status st = oar_tensor_copy_strided(dst, &view);
     dst->storage->version++;
-    return OAR_OK;
+    return st;
 }
 
 oar_status oar_fill_(oar_tensor *dst, double value) {

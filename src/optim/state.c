@@ -52,20 +52,6 @@ oar_status oar_optim_ensure_state(oar_optimizer *o, int param, bool *made_moment
     return OAR_OK;
 }
 
-/* Fills t with v (f32, f64 or the i64 step), in place. */
-static void fill_slot(oar_tensor *t, double v) {
-    if (t->dtype == OAR_I64) {
-        int64_t *d = (int64_t *)oar_tensor_ptr(t);
-        for (int64_t i = 0; i < t->numel; i++) d[i] = (int64_t)v;
-    } else if (t->dtype == OAR_F32) {
-        float *d = (float *)oar_tensor_ptr(t);
-        for (int64_t i = 0; i < t->numel; i++) d[i] = (float)v;
-    } else {
-        double *d = (double *)oar_tensor_ptr(t);
-        for (int64_t i = 0; i < t->numel; i++) d[i] = v;
-    }
-}
-
 /* The slots keep their tensor objects: a compiled step binds them by reference, so dropping
  * them would leave its program updating tensors the optimizer no longer lists. Values as
  * make_slot gives them are what "no state" means to the next update: step 0, zero moments,
@@ -75,7 +61,7 @@ void oar_optim_reset_state(oar_optimizer *o, int param) {
     const oar_optim_opts *opts = o->groups[p->group];
     for (int s = 0; s < OAR_SLOT_COUNT; s++) {
         if (!p->slot[s]) continue;
-        fill_slot(p->slot[s], s == OAR_SLOT_SUM ? opts->initial_accumulator : 0.0);
+        oar_tensor_fill(p->slot[s], s == OAR_SLOT_SUM ? opts->initial_accumulator : 0.0); /* on its device */
         p->slot[s]->storage->version++;
     }
     if (p->slot[OAR_SLOT_MOMENTUM_BUFFER] && o->kind == OAR_OPTIM_SGD)

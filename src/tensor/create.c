@@ -1,18 +1,28 @@
 /* Public tensor creation: filled, ranges, identity, from user memory, random. */
 #include "tensor/tensor.h"
+#include "base/device.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-static oar_tensor *filled(const int64_t *shape, int ndim, double v, oar_dtype dt) {
-    if (ndim > 0 && !shape) {
-        oar_error(OAR_ERR_INVALID_ARG, "full: shape is NULL but ndim is %d", ndim);
-        return NULL;
+_Thread_local oar_device oar_default_device = OAR_CPU;
+
+oar_status oar_set_default_device(oar_device dev) {
+    if (dev != OAR_CPU && !oar_device_use(dev, "set_default_device")) return oar_last_status();
+    oar_default_device = dev;
+    return OAR_OK;
+}
+
+oar_device oar_get_default_device(void) { return oar_default_device; }
+
+oar_status oar_tensor_fill(oar_tensor *t, double v) {
+    const oar_dtype_traits *tr = &oar_dtypes[t->dtype];
+    if (!t->numel) return OAR_OK;
+    if (t->device != OAR_CPU) {
+        const oar_device_ops *ops = oar_device_use(t->device, "fill");
+        return ops ? ops->fill(oar_tensor_ptr(t), t->dtype, t->numel, v) : oar_last_status();
     }
-    oar_tensor *t = oar_tensor_new(dt, shape, ndim);
-    if (!t) return NULL;
-    const oar_dtype_traits *tr = &oar_dtypes[dt];
     char *p = oar_tensor_ptr(t);
     if (v == 0.0) {
         memset(p, 0, (size_t)t->numel * tr->size);
@@ -20,11 +30,42 @@ static oar_tensor *filled(const int64_t *shape, int ndim, double v, oar_dtype dt
         tr->store(p, v);
         for (int64_t i = 1; i < t->numel; i++) memcpy(p + i * (int64_t)tr->size, p, tr->size);
     }
+    return OAR_OK;
+}
+
+static oar_tensor *filled_on(oar_device dev, const int64_t *shape, int ndim, double v, oar_dtype dt) {
+    if (ndim > 0 && !shape) {
+        oar_error(OAR_ERR_INVALID_ARG, "full: shape is NULL but ndim is %d", ndim);
+        return NULL;
+    }
+    oar_tensor *t = oar_tensor_new_on(dev, dt, shape, ndim);
+    if (!t) return NULL;
+    if (oar_tensor_fill(t, v) != OAR_OK) {
+        oar_tensor_unref(t);
+        return NULL;
+    }
     return oar_track(t);
 }
 
+static oar_tensor *filled(const int64_t *shape, int ndim, double v, oar_dtype dt) {
+    return filled_on(oar_default_device, shape, ndim, v, dt);
+}
+
+/* A tensor made on the host moved to the default device (ranges, random and user data are
+ * made on the host, so every device gets the same values). */
+static oar_tensor *to_default_device(oar_tensor *host) {
+    if (!host || oar_default_device == OAR_CPU) return host;
+    oar_tensor *t = oar_tensor_new_on(oar_default_device, host->dtype, host->shape, host->ndim);
+    if (t && oar_tensor_copy_strided(t, host) != OAR_OK) {
+        oar_tensor_unref(t);
+        t = NULL;
+    }
+    oar_release(host);
+    return t ? oar_track(t) : NULL;
+}
+
 oar_tensor *oar_empty(const int64_t *shape, int ndim, oar_dtype dt) {
-    return oar_track(oar_tensor_new(dt, shape, ndim));
+    return oar_track(oar_tensor_new_on(oar_default_device, dt, shape, ndim));
 }
 oar_tensor *oar_zeros(const int64_t *shape, int ndim, oar_dtype dt) { return filled(shape, ndim, 0.0, dt); }
 oar_tensor *oar_ones(const int64_t *shape, int ndim, oar_dtype dt) { return filled(shape, ndim, 1.0, dt); }
@@ -34,12 +75,12 @@ oar_tensor *oar_scalar(double v, oar_dtype dt) { return filled(NULL, 0, v, dt); 
 oar_tensor *oar_zeros_like(const oar_tensor *t) {
     OAR_CHECK_HANDLE("zeros_like", t, NULL);
     if (!t) return NULL;
-    return filled(t->shape, t->ndim, 0.0, t->dtype);
+    return filled_on(t->device, t->shape, t->ndim, 0.0, t->dtype);
 }
 oar_tensor *oar_ones_like(const oar_tensor *t) {
     OAR_CHECK_HANDLE("ones_like", t, NULL);
     if (!t) return NULL;
-    return filled(t->shape, t->ndim, 1.0, t->dtype);
+    return filled_on(t->device, t->shape, t->ndim, 1.0, t->dtype);
 }
 
 oar_tensor *oar_arange(double start, double end, double step, oar_dtype dt) {
@@ -54,7 +95,7 @@ oar_tensor *oar_arange(double start, double end, double step, oar_dtype dt) {
     if (!t) return NULL;
     const oar_dtype_traits *tr = &oar_dtypes[dt];
     for (int64_t i = 0; i < n; i++) tr->store(oar_tensor_ptr(t) + i * (int64_t)tr->size, start + (double)i * step);
-    return oar_track(t);
+    return to_default_device(oar_track(t));
 }
 
 oar_tensor *oar_linspace(double start, double end, int64_t steps, oar_dtype dt) {
@@ -71,17 +112,17 @@ oar_tensor *oar_linspace(double start, double end, int64_t steps, oar_dtype dt) 
         double v = i < steps / 2 ? start + delta * (double)i : end - delta * (double)(steps - 1 - i);
         tr->store(oar_tensor_ptr(t) + i * (int64_t)tr->size, v);
     }
-    return oar_track(t);
+    return to_default_device(oar_track(t));
 }
 
 oar_tensor *oar_eye(int64_t n, int64_t m, oar_dtype dt) {
     if (m < 0) m = n;
     int64_t shape[2] = {n, m};
-    oar_tensor *t = filled(shape, 2, 0.0, dt);
+    oar_tensor *t = filled_on(OAR_CPU, shape, 2, 0.0, dt);
     if (!t) return NULL;
     const oar_dtype_traits *tr = &oar_dtypes[dt];
     for (int64_t i = 0; i < n && i < m; i++) tr->store(oar_tensor_ptr(t) + (i * m + i) * (int64_t)tr->size, 1.0);
-    return t;
+    return to_default_device(t);
 }
 
 oar_tensor *oar_from_data(const void *data, const int64_t *shape, int ndim, oar_dtype dt) {
@@ -93,7 +134,7 @@ oar_tensor *oar_from_data(const void *data, const int64_t *shape, int ndim, oar_
         return NULL;
     }
     if (t->numel) memcpy(oar_tensor_ptr(t), data, (size_t)t->numel * oar_dtypes[dt].size);
-    return oar_track(t);
+    return to_default_device(oar_track(t));
 }
 
 oar_tensor *oar_from_blob(void *data, const int64_t *shape, int ndim, oar_dtype dt,
@@ -155,7 +196,7 @@ static oar_tensor *random_tensor(const int64_t *shape, int ndim, oar_dtype dt, i
     if (!t) return NULL;
     rand_job j = {.t = t, .s = oar_rng_reserve((uint64_t)t->numel), .kind = kind, .low = low, .span = span};
     oar_parallel_for(t->numel, 16384, rand_range, &j);
-    return oar_track(t);
+    return to_default_device(oar_track(t));
 }
 
 oar_tensor *oar_rand(const int64_t *shape, int ndim, oar_dtype dt) {

@@ -1,5 +1,6 @@
 /* Tensor and storage lifetimes, metadata accessors, element copies. */
 #include "tensor/tensor.h"
+#include "base/device.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,7 +10,10 @@ _Thread_local uint64_t oar_active_trace;
 
 void oar_storage_release(oar_storage *s) {
     if (!s || __atomic_sub_fetch(&s->refcount, 1, __ATOMIC_ACQ_REL) > 0) return;
-    if (s->owned) oar_free(s->data, s->nbytes);
+    if (s->owned && s->device != OAR_CPU) {
+        const oar_device_ops *ops = oar_device_use(s->device, "free");
+        if (ops) ops->free(s->data, s->nbytes);
+    } else if (s->owned) oar_free(s->data, s->nbytes);
     else if (s->deleter) s->deleter(s->data, s->deleter_ctx);
     free(s);
 }
@@ -78,7 +82,12 @@ oar_status oar_tensor_alloc_storage(oar_tensor *t) {
     s->nbytes = (size_t)t->numel * oar_dtypes[t->dtype].size;
     s->owned = true;
     s->device = t->device;
-    s->data = oar_alloc(s->nbytes);
+    if (t->device == OAR_CPU) {
+        s->data = oar_alloc(s->nbytes);
+    } else {
+        const oar_device_ops *ops = oar_device_use(t->device, "tensor");
+        s->data = ops ? ops->alloc(s->nbytes) : NULL;
+    }
     if (!s->data) {
         free(s);
         return OAR_ERR_OOM;
@@ -89,7 +98,12 @@ oar_status oar_tensor_alloc_storage(oar_tensor *t) {
 }
 
 oar_tensor *oar_tensor_new(oar_dtype dt, const int64_t *shape, int ndim) {
+    return oar_tensor_new_on(OAR_CPU, dt, shape, ndim);
+}
+
+oar_tensor *oar_tensor_new_on(oar_device dev, oar_dtype dt, const int64_t *shape, int ndim) {
     oar_tensor *t = oar_tensor_shell(dt, shape, ndim);
+    if (t) t->device = dev;
     if (t && oar_tensor_alloc_storage(t) != OAR_OK) {
         oar_tensor_struct_free(t);
         return NULL;
@@ -189,6 +203,11 @@ void *oar_data(oar_tensor *t) {
     if (!t) return NULL;
     if (!t->storage) {
         oar_symbolic_error("data", t);
+        return NULL;
+    }
+    if (t->device != OAR_CPU) {
+        oar_error(OAR_ERR_STATE, "data: expected a tensor in host memory, got one on %s; copy it with "
+                                 "oar_to(t, OAR_CPU) first", oar_device_name(t->device));
         return NULL;
     }
     return oar_tensor_ptr(t);
@@ -326,11 +345,49 @@ static void copy_same_dtype(const oar_iter *it, size_t es) {
     }
 }
 
-void oar_tensor_copy_strided(oar_tensor *dst, const oar_tensor *src) {
-    if (dst->numel == 0) return;
+static oar_status copy_between_devices(oar_tensor *dst, const oar_tensor *src) {
+    oar_device dev = dst->device != OAR_CPU ? dst->device : src->device;
+    const oar_device_ops *ops = oar_device_use(dev, "copy");
+    if (!ops) return oar_last_status();
+    if (dst->device == src->device) {
+        oar_copy_desc d = {.ndim = dst->ndim, .dst_dtype = dst->dtype, .src_dtype = src->dtype,
+                           .dst = oar_tensor_ptr(dst), .src = oar_tensor_ptr(src)};
+        memcpy(d.shape, dst->shape, sizeof d.shape);
+        memcpy(d.dst_strides, dst->strides, sizeof d.dst_strides);
+        /* src may be broadcast to dst's shape (aligned at the last dim, like oar_iter) */
+        int lead = dst->ndim - src->ndim;
+        for (int k = 0; k < dst->ndim; k++) {
+            int sk = k - lead;
+            d.src_strides[k] = sk < 0 || src->shape[sk] == 1 ? 0 : src->strides[sk];
+        }
+        return ops->copy_strided(&d);
+    }
+    /* across devices: bytes move contiguous and in one dtype; layout and dtype change on one side */
+    if (dst->dtype != src->dtype || !dst->contiguous || !src->contiguous || dst->numel != src->numel) {
+        oar_tensor *tmp = oar_tensor_new_on(src->device, dst->dtype, dst->shape, dst->ndim);
+        if (!tmp) return oar_last_status();
+        oar_status st = oar_tensor_copy_strided(tmp, src);
+        if (st == OAR_OK && !dst->contiguous) {
+            oar_tensor *moved = oar_tensor_new_on(dst->device, dst->dtype, dst->shape, dst->ndim);
+            st = moved ? oar_tensor_copy_strided(moved, tmp) : oar_last_status();
+            if (st == OAR_OK) st = oar_tensor_copy_strided(dst, moved);
+            oar_tensor_unref(moved);
+        } else if (st == OAR_OK) {
+            st = oar_tensor_copy_strided(dst, tmp);
+        }
+        oar_tensor_unref(tmp);
+        return st;
+    }
+    return ops->copy(oar_tensor_ptr(dst), oar_tensor_ptr(src), (size_t)dst->numel * oar_dtypes[dst->dtype].size,
+                     dst->device == OAR_CPU ? OAR_COPY_TO_HOST : OAR_COPY_TO_DEVICE);
+}
+
+oar_status oar_tensor_copy_strided(oar_tensor *dst, const oar_tensor *src) {
+    if (dst->numel == 0) return OAR_OK;
+    if (dst->device != OAR_CPU || src->device != OAR_CPU) return copy_between_devices(dst, src);
     if (dst->dtype == src->dtype && dst->contiguous && src->contiguous && dst->numel == src->numel) {
         memcpy(oar_tensor_ptr(dst), oar_tensor_ptr(src), (size_t)dst->numel * oar_dtypes[dst->dtype].size);
-        return;
+        return OAR_OK;
     }
     oar_tensor *ops[2] = {dst, (oar_tensor *)src};
     oar_iter it;
@@ -343,10 +400,14 @@ void oar_tensor_copy_strided(oar_tensor *dst, const oar_tensor *src) {
     } else {
         do td->store(it.ptr[0], ts->load(it.ptr[1])); while (oar_iter_next(&it));
     }
+    return OAR_OK;
 }
 
 oar_tensor *oar_tensor_contiguous_copy(const oar_tensor *src) {
-    oar_tensor *t = oar_tensor_new(src->dtype, src->shape, src->ndim);
-    if (t) oar_tensor_copy_strided(t, src);
+    oar_tensor *t = oar_tensor_new_on(src->device, src->dtype, src->shape, src->ndim);
+    if (t && oar_tensor_copy_strided(t, src) != OAR_OK) {
+        oar_tensor_unref(t);
+        return NULL;
+    }
     return t;
 }

@@ -101,6 +101,9 @@ struct oar_tensor {
     uint64_t grad_cleared_in; /* the trace during which zero_grad dropped its .grad */
 };
 
+/* The device creation functions use on this thread (oar_set_default_device). */
+extern _Thread_local oar_device oar_default_device;
+
 /* The id of the trace running on this thread (0 when none); set by the graph layer. */
 extern _Thread_local uint64_t oar_active_trace;
 /* The error for reading a symbolic tensor's data (who: "item", "data", ...); names the op that
@@ -138,6 +141,7 @@ void oar_storage_release(oar_storage *s);
 
 /* Creation without scope tracking (internal). */
 oar_tensor *oar_tensor_new(oar_dtype dt, const int64_t *shape, int ndim); /* contiguous, uninitialised */
+oar_tensor *oar_tensor_new_on(oar_device dev, oar_dtype dt, const int64_t *shape, int ndim);
 /* Drops a reference held by oar itself (oar_release is for the user's, and leaves scopes). */
 void oar_tensor_unref(oar_tensor *t);
 oar_tensor *oar_tensor_alias(oar_tensor *src);                           /* same storage and layout */
@@ -158,8 +162,11 @@ void oar_scope_forget(oar_tensor *t);
  * are left untracked for the caller to track. */
 void *oar_scope_enter(void);
 void oar_scope_leave(void *scope, oar_tensor *const *keep, int n_keep);
-/* Copies src into dst elementwise (shapes equal, any strides, any dtypes). */
-void oar_tensor_copy_strided(oar_tensor *dst, const oar_tensor *src);
+/* Copies src into dst elementwise (src broadcast to dst's shape, any strides, any dtypes,
+ * any devices); fails only on a device error. */
+oar_status oar_tensor_copy_strided(oar_tensor *dst, const oar_tensor *src);
+/* Fills t (contiguous) with v on its device. */
+oar_status oar_tensor_fill(oar_tensor *t, double v);
 /* New contiguous tensor with the same values (internal, no autograd, untracked). */
 oar_tensor *oar_tensor_contiguous_copy(const oar_tensor *src);
 int oar_normalize_dim(int dim, int ndim);  /* -1 if out of range */

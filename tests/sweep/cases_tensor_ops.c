@@ -27,6 +27,9 @@ const sweep_case sweep_cases_tensor_ops[] = {
     {"contiguous", "n:8x128x4x64", "", SWEEP_NO_GRAD},
     {"contiguous", "i0_9:300x70", "", SWEEP_NO_GRAD},
     {"contiguous", "n:100000", "", SWEEP_NO_GRAD},
+    /* to_device on the host (device=0); the CUDA sweep runs the same cases host <-> GPU */
+    {"to_device", "n:3x4", "device=0"},
+    {"to_device", "i0_9:2x0x3", "device=0"},
     {"cast", "n:3x4", "dtype=f64"},           /* to f64 */
     {"cast", "n:3x4", "dtype=f32", SWEEP_NO_GRAD}, /* to f32: too coarse for f64 differences */
     {"cast", "n:2x3", "dtype=i64", SWEEP_NO_GRAD}, /* to i64: no gradient flows */

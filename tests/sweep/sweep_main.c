@@ -6,6 +6,7 @@
  * every f32 GEMM then runs on that backend, so the GEMM-backed ops' cases check each one). */
 #include "sweep.h"
 
+#include "base/device.h"
 #include "kernels/cpu/gemm_select.h"
 
 #include <math.h>
@@ -18,6 +19,10 @@
 
 static int g_failures, g_checks;
 static const char *g_filter;
+/* CUDA: g_cuda when a GPU is present (its kernels are then checked against the reference
+ * like every other kernel); g_cuda_only (--device cuda) skips the CPU-only checks */
+static bool g_cuda, g_cuda_only;
+static int g_cuda_checked;
 
 #define FAIL(...)                           \
     do {                                    \
@@ -261,6 +266,78 @@ static void same_mutated(const char *what, const oar_op_def *d, oar_tensor *cons
         }
 }
 
+/* ---- a CUDA kernel on copies of the inputs in GPU memory, its outputs (and what it wrote in
+ * place) copied back and compared with the reference's */
+static oar_tensor *to_gpu(oar_tensor *t) {
+    if (!t) return NULL;
+    oar_tensor *g = oar_tensor_new_on(OAR_CUDA, t->dtype, t->shape, t->ndim);
+    if (g && oar_tensor_copy_strided(g, t) != OAR_OK) {
+        oar_tensor_unref(g);
+        return NULL;
+    }
+    return g;
+}
+
+static oar_tensor *to_host(oar_tensor *g) {
+    oar_tensor *t = oar_tensor_new(g->dtype, g->shape, g->ndim);
+    if (t && oar_tensor_copy_strided(t, g) != OAR_OK) {
+        oar_tensor_unref(t);
+        return NULL;
+    }
+    return t;
+}
+
+static void run_cuda_kernel(const oar_op_def *d, int op, const oar_kernel_entry *e, oar_tensor *const *orig,
+                            oar_tensor *const *in, int n_in, const oar_attr *attrs, const oar_meta *meta, int n_out,
+                            oar_tensor *const *ref, double tol, const char *label) {
+    oar_tensor *host_in[OAR_MAX_INPUTS], *gin[OAR_MAX_INPUTS] = {0}, *gout[OAR_MAX_OUTPUTS] = {0};
+    char what[320];
+    snprintf(what, sizeof what, "%.256s [%.40s kernel]", label, e->impl);
+    copy_mutated(d, orig, in, n_in, host_in); /* inputs written in place start from the case's values */
+    bool ok = true;
+    for (int i = 0; i < n_in && ok; i++) {
+        bool host = i < 32 && ((d->host_inputs >> i) & 1u);
+        gin[i] = host ? oar_retain(host_in[i]) : to_gpu(host_in[i]);
+        if (host_in[i] && !gin[i]) ok = false;
+    }
+    for (int o = 0; o < n_out && ok; o++) {
+        gout[o] = oar_tensor_new_on(OAR_CUDA, meta[o].dtype, meta[o].shape, meta[o].ndim);
+        /* NaN (or all ones for integers) where a kernel forgets to write */
+        if (!gout[o] || oar_tensor_fill(gout[o], oar_dtypes[meta[o].dtype].is_float ? NAN : -1) != OAR_OK) ok = false;
+    }
+    if (!ok) {
+        FAIL("%s: could not set up GPU tensors: %s", what, oar_last_error());
+    } else if (!e->supports || e->supports(gin, n_in, gout, n_out, attrs)) {
+        g_cuda_checked++;
+        oar_rng_set_state(FIXED_RNG);
+        oar_status st = oar_op_run_kernel((oar_op_id)op, e, gin, n_in, gout, n_out, attrs);
+        if (st == OAR_OK) st = oar_synchronize(OAR_CUDA);
+        if (st != OAR_OK) {
+            FAIL("%s: failed: %s", what, oar_last_error());
+        } else {
+            for (int o = 0; o < n_out; o++) {
+                oar_tensor *h = to_host(gout[o]);
+                if (!h) FAIL("%s: copy back failed: %s", what, oar_last_error());
+                else same_values(what, h, ref[o], tol);
+                oar_tensor_unref(h);
+            }
+            for (int i = 0; i < n_in; i++)
+                if (gin[i] && mutated(d, i)) {
+                    oar_tensor *h = gin[i]->device == OAR_CUDA ? to_host(gin[i]) : oar_retain(gin[i]);
+                    char w[360];
+                    snprintf(w, sizeof w, "%.300s (input %d, written in place)", what, i);
+                    if (h) same_values(w, h, in[i], tol);
+                    oar_tensor_unref(h);
+                }
+        }
+    }
+    for (int i = 0; i < n_in; i++) {
+        oar_tensor_unref(gin[i]);
+        oar_tensor_unref(host_in[i]);
+    }
+    for (int o = 0; o < n_out; o++) oar_tensor_unref(gout[o]);
+}
+
 /* ---- one pass of a case at one float dtype: kernels vs reference, then strided eager path */
 static void run_kernels(const sweep_case *c, int op, const input_spec *specs, int n_in, const oar_attr *attrs,
                         oar_dtype dt, const char *label) {
@@ -300,7 +377,9 @@ static void run_kernels(const sweep_case *c, int op, const input_spec *specs, in
     int nk = oar_op_kernels((oar_op_id)op, &ks);
     const oar_kernel_entry *refk = NULL;
     for (int k = 0; k < nk; k++)
-        if (strcmp(ks[k].impl, "reference") == 0 && (ks[k].dtypes & OAR_DTYPE_BIT(in[d->key_input]->dtype))) refk = &ks[k];
+        if (strcmp(ks[k].impl, "reference") == 0 && ks[k].device == OAR_CPU &&
+            (ks[k].dtypes & OAR_DTYPE_BIT(in[d->key_input]->dtype)))
+            refk = &ks[k];
     if (!refk) {
         FAIL("%s: the reference kernel does not handle dtype %s", label, oar_dtype_name(in[d->key_input]->dtype));
         goto free_ref;
@@ -314,6 +393,11 @@ static void run_kernels(const sweep_case *c, int op, const input_spec *specs, in
         if (!guards_intact(ref[o])) FAIL("%s: reference kernel wrote outside output %d", label, o);
     for (int k = 0; k < nk; k++) {
         const oar_kernel_entry *e = &ks[k];
+        if (e->device == OAR_CUDA && e != refk && (e->dtypes & OAR_DTYPE_BIT(in[d->key_input]->dtype))) {
+            if (g_cuda) run_cuda_kernel(d, op, e, orig, in, n_in, attrs, meta, n_out, ref, tol, label);
+            continue;
+        }
+        if (g_cuda_only) continue;
         if (e == refk || e->device != OAR_CPU || !(e->dtypes & OAR_DTYPE_BIT(in[d->key_input]->dtype))) continue;
         oar_tensor *out[OAR_MAX_OUTPUTS];
         for (int o = 0; o < n_out; o++) out[o] = guarded_new(&meta[o]);
@@ -335,7 +419,7 @@ static void run_kernels(const sweep_case *c, int op, const input_spec *specs, in
         }
         for (int o = 0; o < n_out; o++) oar_tensor_unref(out[o]);
     }
-    if (!(c->flags & SWEEP_NO_STRIDED)) {
+    if (!(c->flags & SWEEP_NO_STRIDED) && !g_cuda_only) {
         oar_tensor *sin[OAR_MAX_INPUTS], *out[OAR_MAX_OUTPUTS];
         int no = OAR_MAX_OUTPUTS;
         for (int i = 0; i < n_in; i++) /* inputs written in place stay contiguous */
@@ -475,6 +559,79 @@ done:
     (void)c;
 }
 
+/* ---- the gradient rule run on the GPU (every op of the backward on CUDA kernels) against the
+ * same rule on the host, in float64: loss = sum_k sum(out_k * w_k) */
+static bool gradients_on(oar_device dev, int op, const input_spec *specs, int n_in, const oar_attr *attrs,
+                         uint64_t seed, oar_tensor **grads, const char *label) {
+    const oar_op_def *d = oar_op_table[op];
+    oar_tensor *in[OAR_MAX_INPUTS] = {0}, *out[OAR_MAX_OUTPUTS];
+    g_seed = seed;
+    for (int i = 0; i < n_in; i++) {
+        oar_tensor *h = make_input(&specs[i], OAR_F64);
+        bool host = i < 32 && ((d->host_inputs >> i) & 1u);
+        in[i] = dev == OAR_CPU || host || !h ? oar_retain(h) : to_gpu(h);
+        oar_tensor_unref(h);
+        if (in[i] && in[i]->dtype == OAR_F64 && in[i]->numel > 0) in[i]->requires_grad = true;
+    }
+    bool ok = false;
+    int no = OAR_MAX_OUTPUTS;
+    oar_scope_begin();
+    oar_rng_set_state(FIXED_RNG);
+    if (oar_op_call((oar_op_id)op, in, n_in, attrs, out, &no) != OAR_OK) {
+        FAIL("%s on %s: forward failed: %s", label, oar_device_name(dev), oar_last_error());
+        goto done;
+    }
+    int n_vis = d->n_visible ? d->n_visible : no;
+    oar_tensor *terms = NULL;
+    g_seed = seed ^ 0x5151;
+    for (int o = 0; o < no && o < n_vis; o++) {
+        if (!oar_dtypes[out[o]->dtype].is_float) continue;
+        input_spec ws = {.kind = 'u', .ndim = out[o]->ndim};
+        memcpy(ws.shape, out[o]->shape, sizeof ws.shape);
+        oar_tensor *wh = make_input(&ws, OAR_F64), *w = out[o]->device == OAR_CPU ? oar_retain(wh) : to_gpu(wh);
+        oar_tensor_unref(wh);
+        oar_tensor *t = oar_sum(oar_mul(oar_cast(out[o], OAR_F64), w), NULL, 0, false);
+        oar_tensor_unref(w);
+        terms = terms ? oar_add(terms, t) : t;
+    }
+    for (int o = 0; o < no; o++) oar_tensor_unref(out[o]);
+    oar_tensor *wrt[OAR_MAX_INPUTS], *g[OAR_MAX_INPUTS] = {0};
+    int nw = 0;
+    for (int i = 0; i < n_in; i++)
+        if (in[i] && in[i]->requires_grad) wrt[nw++] = in[i];
+    oar_grad_opts go = {.allow_unused = true};
+    if (!terms || !terms->requires_grad || oar_grad(&terms, 1, NULL, wrt, nw, g, &go) != OAR_OK) {
+        FAIL("%s on %s: backward failed: %s", label, oar_device_name(dev), oar_last_error());
+        goto done;
+    }
+    for (int k = 0; k < nw; k++) grads[k] = g[k] ? (g[k]->device == OAR_CPU ? oar_retain(g[k]) : to_host(g[k])) : NULL;
+    grads[nw] = NULL;
+    ok = true;
+done:
+    oar_scope_end();
+    for (int i = 0; i < n_in; i++) oar_tensor_unref(in[i]);
+    return ok;
+}
+
+static void cuda_grad_check(int op, const input_spec *specs, int n_in, const oar_attr *attrs, uint64_t seed,
+                            const char *label) {
+    oar_tensor *want[OAR_MAX_INPUTS + 1] = {0}, *got[OAR_MAX_INPUTS + 1] = {0};
+    if (!gradients_on(OAR_CPU, op, specs, n_in, attrs, seed, want, label)) return;
+    if (gradients_on(OAR_CUDA, op, specs, n_in, attrs, seed, got, label)) {
+        g_cuda_checked++;
+        for (int k = 0; want[k] || got[k]; k++) {
+            char w[300];
+            snprintf(w, sizeof w, "%.256s [cuda gradient %d]", label, k);
+            if (!want[k] != !got[k]) FAIL("%s: one device gave no gradient", w);
+            else same_values(w, got[k], want[k], 1e-9);
+        }
+    }
+    for (int k = 0; k <= OAR_MAX_INPUTS; k++) {
+        oar_tensor_unref(want[k]);
+        oar_tensor_unref(got[k]);
+    }
+}
+
 static void run_case(const sweep_case *c, int case_no) {
     int op = oar_op_find(c->op);
     if (op < 0) {
@@ -500,20 +657,89 @@ static void run_case(const sweep_case *c, int case_no) {
         g_seed = 0x9E3779B97F4A7C15ULL ^ (uint64_t)(case_no * 7919 + 1);
         run_kernels(c, op, specs, n_in, attrs, pass_dt[p], label);
     }
-    if (has_float_kind && !(d->flags & OAR_OPF_NONDIFF) && d->grad && !(c->flags & SWEEP_NO_GRAD)) {
+    bool differentiable = has_float_kind && !(d->flags & OAR_OPF_NONDIFF) && d->grad && !(c->flags & SWEEP_NO_GRAD);
+    if (g_cuda_only) {
+        if (differentiable) {
+            snprintf(label, sizeof label, "%s(%s | %s) gradient", c->op, c->inputs, c->attrs ? c->attrs : "");
+            cuda_grad_check(op, specs, n_in, attrs, 0x9E3779B97F4A7C15ULL ^ (uint64_t)(case_no * 7919 + 1), label);
+        }
+        return;
+    }
+    if (differentiable) {
         snprintf(label, sizeof label, "%s(%s | %s) gradient", c->op, c->inputs, c->attrs ? c->attrs : "");
         g_seed = 0x9E3779B97F4A7C15ULL ^ (uint64_t)(case_no * 7919 + 1);
         grad_check(c, op, specs, n_in, attrs, label);
     }
 }
 
+/* ---- CUDA coverage: every (op, f32) pair has a CUDA kernel, except the ops listed in the
+ * gaps file (one name a line, # comments). The list can only shrink: an op listed there that
+ * has a kernel fails too, so the file stays the true list of what is missing. */
+static int check_cuda_gaps(const char *path) {
+    oar_init();
+    if (!oar_cuda_is_built()) {
+        printf("sweep: this build has no CUDA; coverage not checked\n");
+        return 77;
+    }
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        printf("FAIL cannot read %s\n", path);
+        return 1;
+    }
+    bool listed[OAR_OP_COUNT] = {0};
+    char line[256];
+    int fails = 0, n_gaps = 0;
+    while (fgets(line, sizeof line, f)) {
+        char *p = line;
+        while (*p == ' ') p++;
+        p[strcspn(p, " \t\r\n#")] = 0;
+        if (!*p) continue;
+        int op = oar_op_find(p);
+        if (op < 0) {
+            printf("FAIL %s lists '%s', which is not an op\n", path, p);
+            fails++;
+        } else {
+            listed[op] = true;
+        }
+    }
+    fclose(f);
+    for (int op = 0; op < OAR_OP_COUNT; op++) {
+        const oar_op_def *d = oar_op_table[op];
+        if ((d->flags & (OAR_OPF_VIEW | OAR_OPF_CONTROL)) || !(d->ref_dtypes & OAR_DTYPE_BIT(OAR_F32))) continue;
+        const oar_kernel_entry *ks;
+        int nk = oar_op_kernels((oar_op_id)op, &ks);
+        bool has = false;
+        for (int k = 0; k < nk; k++) has |= ks[k].device == OAR_CUDA && (ks[k].dtypes & OAR_DTYPE_BIT(OAR_F32));
+        if (!has && !listed[op]) {
+            printf("FAIL op '%s' has no CUDA kernel for f32; write one (src/kernels/cuda) or list it in %s\n",
+                   d->name, path);
+            fails++;
+        } else if (has && listed[op]) {
+            printf("FAIL op '%s' has a CUDA kernel now; remove it from %s\n", d->name, path);
+            fails++;
+        }
+        n_gaps += !has;
+    }
+    printf("sweep: CUDA coverage: %d of %d ops without a CUDA f32 kernel (listed in %s), %d failures\n", n_gaps,
+           OAR_OP_COUNT, path, fails);
+    return fails ? 1 : 0;
+}
+
 int main(int argc, char **argv) {
     const char *gemm_backend = NULL;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--gemm-backend") == 0 && i + 1 < argc) gemm_backend = argv[++i];
+        else if (strcmp(argv[i], "--device") == 0 && i + 1 < argc && strcmp(argv[i + 1], "cuda") == 0) g_cuda_only = true, i++;
+        else if (strcmp(argv[i], "--cuda-gaps") == 0 && i + 1 < argc) return check_cuda_gaps(argv[++i]);
         else g_filter = argv[i];
     }
     oar_init();
+    g_cuda = oar_cuda_is_available();
+    if (g_cuda_only && !g_cuda) {
+        printf("sweep: no CUDA device (%s); the GPU checks are skipped\n",
+               oar_cuda_is_built() ? "none found" : "this build has no CUDA");
+        return 77;
+    }
     if (gemm_backend) {
         int b = oar_gemm_backend_from_name(gemm_backend);
         if (b < 0) {
@@ -535,7 +761,7 @@ int main(int argc, char **argv) {
             n_cases++;
             if (g_failures != before) fprintf(stderr, "  (case %d of family %s)\n", case_no, sweep_families[f].name);
         }
-        if (g_filter) continue;
+        if (g_filter || g_cuda_only) continue;
         int n_bad = 0;
         for (const sweep_bad *b = sweep_families[f].bad; b->call; b++, n_bad++) {
             oar_clear_error();
@@ -550,7 +776,7 @@ int main(int argc, char **argv) {
         }
         if (n_bad == 0) FAIL("family %s has no bad-input case", sweep_families[f].name);
     }
-    if (!g_filter) {
+    if (!g_filter && !g_cuda_only) {
         for (int op = 0; op < OAR_OP_COUNT; op++) {
             const oar_op_def *d = oar_op_table[op];
             /* control flow needs sub-blocks: tests/test_control.c covers it, eager against static */
@@ -559,6 +785,7 @@ int main(int argc, char **argv) {
             if (!(d->flags & OAR_OPF_NONDIFF) && !d->grad) FAIL("differentiable op '%s' has no gradient rule", d->name);
         }
     }
+    if (g_cuda) printf("sweep: %d CUDA kernel and gradient runs compared with the reference\n", g_cuda_checked);
     printf("sweep: %d cases, %d checks, %d ops registered, %d failures\n", n_cases, g_checks, OAR_OP_COUNT,
            g_failures);
     return g_failures ? 1 : 0;

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# The GPU checks of the CUDA backend, as one script for a machine with a GPU (about 8 minutes
+# on an H100/H200): builds oar there (or takes binaries built elsewhere from $OAR_GPU_BIN),
+# runs the CUDA test program, the op sweep's GPU pass (every CUDA kernel and gradient
+# against the host reference), the GPU micro-benchmarks beside PyTorch, and
+# compute-sanitizer's memcheck; writes one log per step into the folder named by its
+# argument and prints a summary. Usage: tests/cuda/run_on_device.sh OUTDIR
+set -u
+out=${1:?usage: run_on_device.sh OUTDIR}
+mkdir -p "$out"
+cd "$(dirname "$0")/../.."
+summary() { echo "== $*"; echo "$*" >> "$out/summary.txt"; }
+: > "$out/summary.txt"
+summary "gpu: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1)"
+
+bin=""
+if [ -z "${OAR_GPU_BIN:-}" ]; then
+  gen=""; command -v ninja >/dev/null && gen="-G Ninja"
+  if cmake -S . -B build-gpu $gen -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 > "$out/build.log" 2>&1 &&
+     cmake --build build-gpu -j "$(nproc)" --target test_cuda sweep bench_cuda >> "$out/build.log" 2>&1; then
+    bin=build-gpu
+    summary "build: ok ($(grep -c 'Building' "$out/build.log") steps)"
+  else
+    summary "build: FAILED here (tail of build.log below); trying carried binaries"
+    tail -30 "$out/build.log"
+  fi
+fi
+if [ -z "$bin" ]; then
+  bin=${OAR_GPU_BIN:-gpu-bin}
+  [ -x "$bin/tests/test_cuda" ] || { summary "no binaries in $bin"; exit 1; }
+fi
+run() { # name timeout command...
+  local name=$1 limit=$2; shift 2
+  local t0=$(date +%s)
+  timeout "$limit" "$@" > "$out/$name.log" 2>&1
+  local rc=$?
+  summary "$name: rc=$rc in $(( $(date +%s) - t0 ))s: $(tail -1 "$out/$name.log")"
+  return $rc
+}
+run test_cuda 120 "$bin/tests/test_cuda"
+run sweep_cuda 240 "$bin/tests/sweep" --device cuda
+fails=$(grep '^FAIL' "$out/sweep_cuda.log" | sed 's/(.*//' | sort | uniq -c | sort -rn | head -60)
+[ -n "$fails" ] && summary "failing ops (count): $(echo $fails)"
+run bench_oar 120 "$bin/bench_cuda"
+run bench_torch 120 python3 bench/cuda_torch.py
+san=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+run memcheck_test_cuda 180 "$san" --tool memcheck --report-api-errors no --error-exitcode 9 "$bin/tests/test_cuda"
+cat "$out"/bench_*.log

@@ -1,0 +1,229 @@
+/* The CUDA backend end to end: devices and copies, the caching allocator and out-of-memory,
+ * mixed-device errors, autograd across devices, and a small network trained on the GPU
+ * tracking the same network on the host. Without a GPU it checks that everything fails
+ * cleanly, then skips (exit 77) with one line. */
+#include "zoo_step_util.h"
+
+static oar_tensor *iota(int64_t rows, int64_t cols, double scale) {
+    int64_t shape[2] = {rows, cols};
+    oar_tensor *t = oar_arange(0, (double)(rows * cols), 1, OAR_F32);
+    oar_tensor *r = oar_reshape(oar_mul_scalar(oar_sin(t), scale), shape, 2);
+    return r;
+}
+
+static void without_gpu(void) {
+    int64_t shape[1] = {4};
+    oar_tensor *x = oar_ones(shape, 1, OAR_F32);
+    CHECK_ERR(oar_to(x, OAR_CUDA), oar_cuda_is_built() ? "no cuda device" : "no cuda support");
+    CHECK(oar_set_default_device(OAR_CUDA) != OAR_OK);
+    CHECK(oar_get_default_device() == OAR_CPU);
+    CHECK(oar_memory_stats_get(OAR_CUDA).reserved_bytes == 0);
+    CHECK(oar_memory_set_limit(OAR_CUDA, 1 << 20) != OAR_OK);
+}
+
+static void copies(void) {
+    oar_tensor *x = iota(37, 53, 3.0);
+    oar_tensor *g = oar_to(x, OAR_CUDA);
+    CHECK(g && oar_device_of(g) == OAR_CUDA);
+    CHECK(oar_data(g) == NULL); /* host pointer refused, with a message */
+    CHECK(strstr(oar_last_error(), "oar_to(t, OAR_CPU)") != NULL);
+    oar_tensor *back = oar_to(g, OAR_CPU);
+    CHECK(t_same_bits(back, x));
+    /* non-contiguous sources both ways, and casts on the device */
+    oar_tensor *xt = oar_transpose(x, 0, 1);
+    oar_tensor *gt = oar_to(xt, OAR_CUDA);
+    CHECK(t_same_bits(oar_to(gt, OAR_CPU), oar_contiguous(xt)));
+    oar_tensor *g64 = oar_cast(oar_transpose(g, 0, 1), OAR_F64);
+    CHECK(t_same_bits(oar_to(g64, OAR_CPU), oar_cast(xt, OAR_F64)));
+    for (int dt = 0; dt < OAR_DTYPE_COUNT; dt++) {
+        oar_tensor *c = oar_cast(x, (oar_dtype)dt);
+        CHECK(t_same_bits(oar_cast(g, (oar_dtype)dt), c));
+    }
+    /* a large copy goes through the pinned staging buffers */
+    int64_t big[1] = {3 << 20};
+    oar_tensor *r = oar_randn(big, 1, OAR_F32);
+    CHECK(t_same_bits(oar_to(oar_to(r, OAR_CUDA), OAR_CPU), r));
+    double v = 0;
+    CHECK(oar_item(oar_sum(g, NULL, 0, false), &v) == OAR_OK && v != 0);
+}
+
+static void devices_mixed(void) {
+    oar_tensor *x = iota(4, 4, 1.0), *g = oar_to(x, OAR_CUDA);
+    oar_clear_error();
+    CHECK(oar_add(x, g) == NULL);
+    CHECK(strstr(oar_last_error(), "cpu") && strstr(oar_last_error(), "cuda"));
+}
+
+static void default_device(void) {
+    int64_t shape[2] = {8, 9};
+    oar_manual_seed(7);
+    oar_tensor *h = oar_randn(shape, 2, OAR_F32);
+    CHECK(oar_set_default_device(OAR_CUDA) == OAR_OK);
+    oar_manual_seed(7);
+    oar_tensor *d = oar_randn(shape, 2, OAR_F32), *z = oar_zeros(shape, 2, OAR_F32);
+    CHECK(oar_device_of(d) == OAR_CUDA && oar_device_of(z) == OAR_CUDA);
+    CHECK(oar_device_of(oar_zeros_like(d)) == OAR_CUDA);
+    oar_set_default_device(OAR_CPU);
+    CHECK(t_same_bits(oar_to(d, OAR_CPU), h)); /* the same values on every device */
+}
+
+static void allocator(void) {
+    oar_memory_empty_cache(OAR_CUDA);
+    oar_memory_stats s0 = oar_memory_stats_get(OAR_CUDA);
+    int64_t shape[1] = {1 << 20};
+    oar_tensor *a = oar_empty(shape, 1, OAR_F32);
+    oar_tensor *g = oar_to(a, OAR_CUDA);
+    oar_memory_stats s1 = oar_memory_stats_get(OAR_CUDA);
+    CHECK(s1.current_bytes >= s0.current_bytes + (4 << 20));
+    CHECK(s1.peak_bytes >= s1.current_bytes);
+    oar_release(g);
+    oar_memory_stats s2 = oar_memory_stats_get(OAR_CUDA);
+    CHECK(s2.cached_bytes >= 4 << 20);
+    CHECK(s2.reserved_bytes == s2.current_bytes + s2.cached_bytes);
+    CHECK(s2.fragmentation > 0 && s2.fragmentation <= 1);
+    g = oar_to(a, OAR_CUDA); /* the same size again: served from the cache */
+    CHECK(oar_memory_stats_get(OAR_CUDA).n_cache_hits > s2.n_cache_hits);
+    oar_release(g);
+    oar_memory_empty_cache(OAR_CUDA);
+    CHECK(oar_memory_stats_get(OAR_CUDA).cached_bytes == 0);
+    /* a limit turns into OAR_ERR_OOM with a message, and nothing is left half-made */
+    CHECK(oar_memory_set_limit(OAR_CUDA, 1 << 20) == OAR_OK);
+    oar_clear_error();
+    CHECK(oar_to(a, OAR_CUDA) == NULL);
+    CHECK(oar_last_status() == OAR_ERR_OOM && strstr(oar_last_error(), "limit"));
+    CHECK(oar_memory_set_limit(OAR_CUDA, 0) == OAR_OK);
+    /* more than the GPU has: the cache is emptied, the allocation retried, then OOM */
+    int64_t huge[1] = {(int64_t)1 << 40};
+    oar_memory_stats s3 = oar_memory_stats_get(OAR_CUDA);
+    oar_set_default_device(OAR_CUDA);
+    oar_clear_error();
+    CHECK(oar_empty(huge, 1, OAR_U8) == NULL);
+    oar_set_default_device(OAR_CPU);
+    CHECK(oar_last_status() == OAR_ERR_OOM && strstr(oar_last_error(), "out of memory"));
+    CHECK(oar_memory_stats_get(OAR_CUDA).n_oom_retries == s3.n_oom_retries + 1);
+    /* the device still works after it */
+    CHECK(t_same_bits(oar_to(oar_to(a, OAR_CUDA), OAR_CPU), a));
+}
+
+static void autograd_across_devices(void) {
+    oar_tensor *x = t_leaf_copy(iota(5, 6, 2.0));
+    oar_tensor *y = oar_to(x, OAR_CUDA);
+    oar_tensor *loss = oar_sum(oar_mul(y, y), NULL, 0, false);
+    CHECK(loss && oar_device_of(loss) == OAR_CUDA);
+    CHECK(oar_backward(loss, NULL, false) == OAR_OK);
+    oar_tensor *gx = oar_grad_get(x);
+    CHECK(gx && oar_device_of(gx) == OAR_CPU);
+    oar_tensor *want = oar_mul_scalar(oar_detach(x), 2.0);
+    for (int64_t i = 0; gx && i < 30; i += 7) CHECK_NEAR(t_at(gx, i), t_at(want, i), 1e-5);
+}
+
+/* A 2-layer MLP trained with plain SGD on the GPU and on the host from the same weights:
+ * the loss curves agree step for step. */
+static void train_mlp(void) {
+    int64_t xs[2] = {64, 20}, w1s[2] = {32, 20}, w2s[2] = {5, 32}, b1s[1] = {32}, b2s[1] = {5}, ys[1] = {64};
+    oar_manual_seed(3);
+    oar_tensor *x = oar_randn(xs, 2, OAR_F32), *y = oar_randint(0, 5, ys, 1, OAR_I64);
+    oar_tensor *hp[4] = {oar_mul_scalar(oar_randn(w1s, 2, OAR_F32), 0.2), oar_zeros(b1s, 1, OAR_F32),
+                         oar_mul_scalar(oar_randn(w2s, 2, OAR_F32), 0.2), oar_zeros(b2s, 1, OAR_F32)};
+    oar_tensor *p[2][4];
+    for (int k = 0; k < 4; k++) {
+        p[0][k] = t_leaf_copy(hp[k]);
+        p[1][k] = oar_to(hp[k], OAR_CUDA);
+        oar_set_requires_grad(p[1][k], true);
+    }
+    oar_tensor *in[2][2] = {{x, y}, {oar_to(x, OAR_CUDA), oar_to(y, OAR_CUDA)}};
+    double first[2] = {0}, last[2] = {0}, worst = 0;
+    for (int step = 0; step < 30; step++) {
+        double l[2] = {0};
+        for (int dev = 0; dev < 2; dev++) {
+            oar_scope_begin();
+            oar_tensor *h = oar_relu(oar_linear(in[dev][0], p[dev][0], p[dev][1]));
+            oar_tensor *loss = oar_cross_entropy(oar_linear(h, p[dev][2], p[dev][3]), in[dev][1], NULL);
+            CHECK(loss && oar_backward(loss, NULL, false) == OAR_OK);
+            oar_item(loss, &l[dev]);
+            oar_no_grad_begin();
+            for (int k = 0; k < 4; k++) {
+                oar_tensor *g = oar_grad_get(p[dev][k]);
+                if (g) oar_copy_(p[dev][k], oar_sub(p[dev][k], oar_mul_scalar(g, 0.1)));
+                oar_zero_grad(p[dev][k]);
+            }
+            oar_no_grad_end();
+            oar_scope_end();
+        }
+        if (step == 0) first[0] = l[0], first[1] = l[1];
+        last[0] = l[0], last[1] = l[1];
+        if (fabs(l[0] - l[1]) > worst) worst = fabs(l[0] - l[1]);
+    }
+    printf("test_cuda: MLP loss %.5f -> %.5f on the host, %.5f -> %.5f on the GPU (largest gap %.2g)\n", first[0],
+           last[0], first[1], last[1], worst);
+    CHECK(last[1] < first[1] * 0.8);
+    CHECK(worst < 1e-4);
+}
+
+/* Each zoo model trained eagerly on the GPU (moved with oar_module_to, SGD with momentum)
+ * and on the host from the same initial weights and batches: the loss curves agree. */
+static void train_zoo(const char *name, int steps, int64_t batch) {
+    oar_optim_opts oo = oar_optim_defaults(OAR_OPTIM_SGD);
+    oo.lr = 0.05;
+    oo.momentum = 0.9;
+    zoo_run host, gpu;
+    oar_manual_seed(11);
+    host.m = oar_zoo_create(name, NULL);
+    oar_manual_seed(11);
+    gpu.m = oar_zoo_create(name, NULL);
+    CHECK(oar_module_to(gpu.m, OAR_CUDA) == OAR_OK);
+    host.opt = oar_optimizer_for(host.m, &oo);
+    gpu.opt = oar_optimizer_for(gpu.m, &oo);
+    const oar_zoo_info *info = oar_zoo_find(name);
+    host.language = gpu.language = info->input == OAR_ZOO_TOKENS || info->input == OAR_ZOO_TOKENS_STATEFUL;
+    host.stateful = gpu.stateful = info->input == OAR_ZOO_TOKENS_STATEFUL;
+    host.vocab = gpu.vocab = info->num_classes;
+    double worst = 0, first = 0, last = 0, l[2] = {0};
+    bool ok = true;
+    for (int step = 0; step < steps && ok; step++) {
+        oar_scope_begin();
+        oar_manual_seed(100 + (uint64_t)step);
+        oar_tensor *x = NULL, *y = NULL, *in[2][2], *loss[2];
+        zoo_batch(info, batch, 32, &x, &y);
+        in[0][0] = x, in[0][1] = y, in[1][0] = oar_to(x, OAR_CUDA), in[1][1] = oar_to(y, OAR_CUDA);
+        zoo_run *r[2] = {&host, &gpu};
+        for (int d = 0; d < 2; d++) {
+            oar_manual_seed(7 + (uint64_t)step); /* dropout draws the same masks on both devices */
+            ok = ok && zoo_step_fn(r[d], in[d], 2, &loss[d], 1) == OAR_OK && oar_item(loss[d], &l[d]) == OAR_OK;
+        }
+        CHECK(ok);
+        CHECK(!ok || oar_device_of(loss[1]) == OAR_CUDA);
+        double gap = fabs(l[0] - l[1]) / (fabs(l[0]) > 1 ? fabs(l[0]) : 1);
+        if (gap > worst) worst = gap;
+        if (step == 0) first = l[1];
+        last = l[1];
+        oar_scope_end();
+    }
+    printf("test_cuda: %-9s %d steps on the GPU: loss %.4f -> %.4f, largest gap to the host %.2g\n", name, steps,
+           first, last, worst);
+    CHECK(ok && worst < 2e-3);
+    zoo_run_free(&host);
+    zoo_run_free(&gpu);
+}
+
+int main(void) {
+    oar_scope_begin();
+    if (!oar_cuda_is_available()) {
+        without_gpu();
+        oar_scope_end();
+        if (t_failed) return test_summary("test_cuda");
+        printf("test_cuda: %s; GPU checks skipped\n",
+               oar_cuda_is_built() ? "no CUDA device on this machine" : "this build has no CUDA");
+        return 77;
+    }
+    copies();
+    devices_mixed();
+    default_device();
+    allocator();
+    autograd_across_devices();
+    train_mlp();
+    oar_scope_end();
+    const char *zoo[] = {"tiny", "mlp", "lenet", "resnet20", "mobilenet", "gpt-mini", "lstm-lm"};
+    for (int i = 0; i < (int)(sizeof zoo / sizeof zoo[0]); i++) train_zoo(zoo[i], 8, 16);
+    return test_summary("test_cuda");
+}
