@@ -77,7 +77,13 @@ static void init_once(void) {
     if (g_debug) atexit(report_live_at_exit);
 }
 
-static inline void ensure_init(void) { pthread_once(&g_once, init_once); }
+static int g_ready; /* set once init_once ran: the hot path reads it instead of calling pthread_once */
+
+static inline void ensure_init(void) {
+    if (OAR_LIKELY(__atomic_load_n(&g_ready, __ATOMIC_ACQUIRE))) return;
+    pthread_once(&g_once, init_once);
+    __atomic_store_n(&g_ready, 1, __ATOMIC_RELEASE);
+}
 
 bool oar_debug_handles(void) {
     ensure_init();
