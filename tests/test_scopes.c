@@ -61,6 +61,14 @@ static oar_status open_forward(oar_module *self, oar_tensor *const *in, int n_in
 }
 static const oar_module_ops open_ops = {"LeavesScopeOpen", open_forward, NULL, NULL};
 
+static oar_status extra_end_forward(oar_module *self, oar_tensor *const *in, int n_in, oar_tensor **out, int n_out) {
+    (void)self, (void)n_in, (void)n_out;
+    out[0] = oar_mul(in[0], in[0]);
+    oar_scope_end(); /* ends the scope oar runs this forward in */
+    return OAR_OK;
+}
+static const oar_module_ops extra_end_ops = {"EndsTooMuch", extra_end_forward, NULL, NULL};
+
 static oar_status identity_forward(oar_module *self, oar_tensor *const *in, int n_in, oar_tensor **out, int n_out) {
     (void)self, (void)n_in, (void)n_out;
     out[0] = oar_retain(in[0]);
@@ -113,6 +121,21 @@ static void test_forward_scoped(void) {
     oar_scope_end(); /* the caller's own scope: releases a and b */
     CHECK(oar_numel(a) == -1 && oar_numel(b) == -1);
     oar_scope_end(); /* no scope left: warned as unbalanced, proving the stack was restored */
+    CHECK(bytes_now() == before);
+    oar_module_free(m);
+
+    /* a forward with one oar_scope_end too many: warned, no crash, the caller's scope intact;
+     * its output went with the scope it ended, and says so when used */
+    n_warnings = 0;
+    m = oar_module_new(&extra_end_ops, NULL);
+    oar_scope_begin();
+    oar_clear_error();
+    CHECK(oar_forward(m, x) == NULL);
+    CHECK(strstr(oar_last_error(), "EndsTooMuch: forward output 0 was released when the scope that owned it ended"));
+    CHECK(n_warnings == 1 && strstr(warnings[0], "called oar_scope_end once more than oar_scope_begin"));
+    n_warnings = 0;
+    oar_scope_end(); /* the caller's scope is still there: no unbalanced warning */
+    CHECK(n_warnings == 0);
     CHECK(bytes_now() == before);
     oar_module_free(m);
 

@@ -222,7 +222,7 @@ oar_status oar_forward_n(oar_module *m, oar_tensor *const *in, int n_in, oar_ten
     for (int i = 0; i < n_out; i++) out[i] = NULL;
     /* The forward runs in a scope of its own: its temporaries go when it returns, whether or
      * not its author opened a scope (a forward called outside any scope would leak them). */
-    void *scope = oar_scope_enter();
+    int64_t scope = oar_scope_enter();
     oar_status st = m->ops->forward(m, in, n_in, out, n_out);
     if (st != OAR_OK) {
         for (int i = 0; i < n_out; i++) {
@@ -234,6 +234,15 @@ oar_status oar_forward_n(oar_module *m, oar_tensor *const *in, int n_in, oar_ten
         return st;
     }
     oar_scope_leave(scope, out, n_out);
+    for (int i = 0; i < n_out; i++) /* freed inside (the forward ended oar's scope): not the caller's */
+        if (!OAR_HANDLE_OK(out[i])) {
+            oar_handle_error(oar_module_type(m), "forward output", i, out[i]);
+            for (int j = 0; j < n_out; j++) {
+                if (OAR_HANDLE_OK(out[j])) oar_release(out[j]);
+                out[j] = NULL;
+            }
+            return OAR_ERR_STATE;
+        }
     for (int i = 0; i < n_out; i++) oar_track(out[i]);
     return OAR_OK;
 }

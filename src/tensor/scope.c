@@ -19,7 +19,7 @@ typedef struct oar_scope {
 
 static _Thread_local oar_scope *tl_top;
 static _Thread_local int64_t tl_unallocated; /* scopes begun without memory for them */
-static int g_warned_end, g_warned_depth, g_warned_forward;
+static int g_warned_end, g_warned_depth, g_warned_forward, g_warned_forward_end;
 
 static void warn_once(int *flag, const char *msg) {
     if (!__atomic_exchange_n(flag, 1, __ATOMIC_RELAXED)) oar_warn("%s", msg);
@@ -109,25 +109,34 @@ oar_tensor *oar_keep(oar_tensor *t) {
     return t;
 }
 
-void *oar_scope_enter(void) { return push(); }
+int64_t oar_scope_enter(void) {
+    oar_scope *s = push();
+    return s ? s->depth : 0;
+}
 
-void oar_scope_leave(void *scope, oar_tensor *const *keep, int n_keep) {
-    oar_scope *s = scope;
-    if (!s) { /* begun without memory: nothing was recorded in it */
+/* The scope is named by its depth, never by its address: code inside may have ended it with
+ * an extra oar_scope_end, and then the address is freed memory. */
+void oar_scope_leave(int64_t depth, oar_tensor *const *keep, int n_keep) {
+    if (depth == 0) { /* begun without memory: nothing was recorded in it */
         if (tl_unallocated) tl_unallocated--;
         return;
     }
-    /* scopes the code inside left open end here with it, or s would never be popped */
+    /* scopes the code inside left open end here with it, or ours would never be popped */
     bool left_open = false;
-    while (tl_top && tl_top != s && tl_top->depth > s->depth) {
+    while (tl_top && tl_top->depth > depth) {
         left_open = true;
         pop();
     }
     if (left_open)
         warn_once(&g_warned_forward, "a module's forward left an oar_scope_begin without its oar_scope_end; oar "
                                      "ended it after the forward");
-    if (tl_top != s) return; /* ended inside (an extra oar_scope_end): nothing of ours is left */
+    if (!tl_top || tl_top->depth != depth) { /* ended inside: what it owned, outputs included, is gone */
+        warn_once(&g_warned_forward_end, "a module's forward called oar_scope_end once more than "
+                                         "oar_scope_begin, ending the scope oar runs it in (its outputs were "
+                                         "released with it)");
+        return;
+    }
     for (int i = 0; i < n_keep; i++)
-        if (keep[i] && keep[i]->scope == s) oar_scope_forget(keep[i]);
+        if (keep[i] && keep[i]->scope == tl_top) oar_scope_forget(keep[i]);
     pop();
 }

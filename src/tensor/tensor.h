@@ -157,11 +157,11 @@ static inline char *oar_tensor_ptr(const oar_tensor *t) {
 oar_tensor *oar_track(oar_tensor *t);
 /* Scopes (scope.c): drop t from the scope that owns it (it keeps its reference count). */
 void oar_scope_forget(oar_tensor *t);
-/* A scope around code oar calls (a module's forward): enter returns it; leave ends it, and any
- * scope the code left open inside it, releasing what they own except the keep tensors, which
- * are left untracked for the caller to track. */
-void *oar_scope_enter(void);
-void oar_scope_leave(void *scope, oar_tensor *const *keep, int n_keep);
+/* A scope around code oar calls (a module's forward): enter returns its depth (0 if it could
+ * not be made); leave ends it, and any scope the code left open inside it, releasing what they
+ * own except the keep tensors, which are left untracked for the caller to track. */
+int64_t oar_scope_enter(void);
+void oar_scope_leave(int64_t depth, oar_tensor *const *keep, int n_keep);
 /* Copies src into dst elementwise (src broadcast to dst's shape, any strides, any dtypes,
  * any devices); fails only on a device error. */
 oar_status oar_tensor_copy_strided(oar_tensor *dst, const oar_tensor *src);
