@@ -52,8 +52,14 @@ static int64_t g_live;            /* debug mode: live tensors */
 static oar_tensor *g_dead;        /* debug mode: every freed struct */
 static pthread_mutex_t g_dead_mu = PTHREAD_MUTEX_INITIALIZER;
 
+/* Thread exit (runs on the exiting thread): frees the quarantine. A tensor freed later by
+ * another destructor on this thread starts a new one rather than writing into this one. */
 static void ring_drain(void *ring) {
     oar_tensor **r = ring;
+    if (r == tl_ring) {
+        tl_ring = NULL;
+        tl_next = 0;
+    }
     for (int i = 0; i < QUARANTINE; i++)
         if (r[i]) {
             UNPOISON_BODY(r[i]);
