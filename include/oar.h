@@ -169,7 +169,7 @@ OAR_API void oar_release(oar_tensor *t);        /* NULL is fine */
  * checks the handle first: given a freed one (used after release or after its scope ended, or
  * released twice) it fails with OAR_ERR_STATE and a message naming the misuse (pointers return
  * NULL, counts -1, void functions only set the error) instead of reading freed memory. A freed
- * tensor's memory waits in a per-thread quarantine of 8192 frees before it is reused, so a
+ * tensor's memory waits in a per-thread quarantine of 1024 frees before it is reused, so a
  * late use is caught within that window; with OAR_DEBUG_HANDLES=1 in the environment (read at
  * the first tensor) freed tensors are never reused, so every late use is caught, tensors alive
  * are counted, and those still alive at exit are reported as a warning (memory grows: for

@@ -5,6 +5,7 @@
  * nested so deep that a begin without its end each step is the likely cause. */
 #include "tensor/tensor.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 
 typedef struct oar_scope {
@@ -21,12 +22,40 @@ static _Thread_local oar_scope *tl_top;
 static _Thread_local int64_t tl_unallocated; /* scopes begun without memory for them */
 static int g_warned_end, g_warned_depth, g_warned_forward, g_warned_forward_end;
 
+/* Ended scopes kept for reuse, with their item arrays: every module forward runs in a scope,
+ * so a step begins and ends dozens, and malloc + free for each showed in small models' steps. */
+#define SPARE_MAX 16
+static _Thread_local oar_scope *tl_spare; /* linked through parent */
+static _Thread_local int tl_n_spare;
+static pthread_key_t g_spare_key;
+static pthread_once_t g_spare_once = PTHREAD_ONCE_INIT;
+
+static void spare_free(void *list) { /* thread exit, on the exiting thread */
+    for (oar_scope *s = list, *next; s; s = next) {
+        next = s->parent;
+        free(s->items);
+        free(s);
+    }
+    tl_spare = NULL;
+    tl_n_spare = 0;
+}
+
+static void spare_key_init(void) { pthread_key_create(&g_spare_key, spare_free); }
+
 static void warn_once(int *flag, const char *msg) {
     if (!__atomic_exchange_n(flag, 1, __ATOMIC_RELAXED)) oar_warn("%s", msg);
 }
 
 static oar_scope *push(void) {
-    oar_scope *s = tl_unallocated ? NULL : OAR_NEW(oar_scope);
+    oar_scope *s = NULL;
+    if (!tl_unallocated && tl_spare) {
+        s = tl_spare;
+        tl_spare = s->parent;
+        tl_n_spare--;
+        pthread_setspecific(g_spare_key, tl_spare);
+    } else if (!tl_unallocated) {
+        s = OAR_NEW(oar_scope);
+    }
     if (!s) {
         /* out of memory: tensors stay with the enclosing scope (or the caller); the matching
          * end must then close nothing, so count it */
@@ -83,6 +112,15 @@ static void pop(void) {
         oar_tensor_unref(t);
     }
     oar_release_how_end(prev);
+    if (tl_n_spare < SPARE_MAX) {
+        pthread_once(&g_spare_once, spare_key_init);
+        s->n = 0;
+        s->parent = tl_spare;
+        tl_spare = s;
+        tl_n_spare++;
+        pthread_setspecific(g_spare_key, tl_spare);
+        return;
+    }
     free(s->items);
     free(s);
 }
