@@ -3,8 +3,10 @@
  *   gemm      oar_matmul against the same product called straight on cuBLASLt, f32 (TF32 off)
  *             and bf16, 4096^3: the framework's cost around the library call;
  *   bandwidth cudaMemcpy device-to-device against oar_add over 256 Mi floats;
- *   overhead  host time per eager op call (oar_add on 1-element GPU tensors);
- *   mlp       an eager training step (784-512-512-10 MLP, batch 256, SGD) on the GPU.
+ *   overhead  host time per eager op call (oar_add on 1-element GPU tensors), beside one bare
+ *             launch through the CUDA runtime (a 4-byte memset), the floor;
+ *   mlp       an eager training step (784-512-512-10 MLP, batch 256, SGD) on the GPU;
+ *   zoo       an eager training step of each zoo model (SGD with momentum) on the GPU.
  * Each time is wall clock over a batch of calls ended by a device synchronize (medians of 7
  * repetitions). */
 #include "oar.h"
@@ -14,6 +16,7 @@
 #include <cuda_runtime_api.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define REPS 7
 
@@ -81,13 +84,11 @@ static void bench_gemm(oar_dtype dt, int64_t n) {
     cublasLtMatmulAlgoGetHeuristic(c.h, c.op, c.l, c.l, c.l, c.l, pref, 1, &res, &nres);
     c.algo = res.algo;
     size_t bytes = (size_t)(n * n) * oar_dtype_size(dt);
-    cudaMalloc(&c.a, bytes);
-    cudaMalloc(&c.b, bytes);
+    c.a = oar_device_ptr(m.b); /* the same random operands (C^T = B^T A^T in column-major terms) */
+    c.b = oar_device_ptr(m.a);
     cudaMalloc(&c.d, bytes);
     cudaMalloc(&c.ws, c.ws_bytes);
-    cudaMemset(c.a, 0, bytes);
-    cudaMemset(c.b, 0, bytes);
-    cudaDeviceSynchronize();
+    oar_synchronize(OAR_CUDA);
     double t_lt = 0;
     {
         double t[REPS];
@@ -106,8 +107,6 @@ static void bench_gemm(oar_dtype dt, int64_t n) {
            "\"oar_tflops\":%.1f,\"cublaslt_tflops\":%.1f,\"oar_vs_cublaslt\":%.3f}\n",
            oar_dtype_name(dt), (long long)n, t_oar * 1e3, t_lt * 1e3, flops / t_oar * 1e-12, flops / t_lt * 1e-12,
            t_lt / t_oar);
-    cudaFree(c.a);
-    cudaFree(c.b);
     cudaFree(c.d);
     cudaFree(c.ws);
     cublasLtMatmulPreferenceDestroy(pref);
@@ -184,7 +183,18 @@ static void bench_overhead(void) {
         oar_synchronize(OAR_CUDA);
         t[r] = (h1 - h0) / calls;
     }
-    printf("{\"bench\":\"overhead\",\"op\":\"add\",\"host_us_per_call\":%.2f}\n", median(t, REPS) * 1e6);
+    /* the floor: one launch through the CUDA runtime (a 4-byte memset on oar's stream) */
+    double f[REPS];
+    void *dst = oar_device_ptr(a);
+    for (int r = 0; r < REPS; r++) {
+        oar_synchronize(OAR_CUDA);
+        double h0 = bench_now_s();
+        for (int i = 0; i < calls; i++) cudaMemsetAsync(dst, 0, 4, 0);
+        f[r] = (bench_now_s() - h0) / calls;
+        cudaDeviceSynchronize();
+    }
+    printf("{\"bench\":\"overhead\",\"op\":\"add\",\"host_us_per_call\":%.2f,\"launch_floor_us\":%.2f}\n",
+           median(t, REPS) * 1e6, median(f, REPS) * 1e6);
     oar_release(a);
     oar_release(b);
 }
@@ -223,16 +233,111 @@ static void bench_mlp(void) {
     printf("{\"bench\":\"mlp\",\"mode\":\"eager\",\"batch\":256,\"step_ms\":%.4f}\n", t * 1e3);
 }
 
+/* One eager training step of a zoo model on the GPU: forward, cross-entropy, backward, SGD
+ * with momentum; inputs made once on the GPU. */
+typedef struct zoo_ctx {
+    oar_module *m;
+    oar_optimizer *opt;
+    oar_tensor *x, *y;
+    const oar_zoo_info *info;
+} zoo_ctx;
+
+static void run_zoo_step(void *v) {
+    zoo_ctx *c = v;
+    oar_scope_begin();
+    oar_optimizer_zero_grad(c->opt);
+    oar_tensor *z;
+    if (c->info->input == OAR_ZOO_TOKENS_STATEFUL) {
+        oar_tensor *args[3] = {c->x, NULL, NULL}, *o[3];
+        z = oar_forward_n(c->m, args, 3, o, 3) == OAR_OK ? o[0] : NULL;
+    } else {
+        z = oar_forward(c->m, c->x);
+    }
+    int64_t s2[2] = {-1, c->info->num_classes}, flat = -1;
+    bool tokens = c->info->input == OAR_ZOO_TOKENS || c->info->input == OAR_ZOO_TOKENS_STATEFUL;
+    oar_tensor *loss = tokens ? oar_cross_entropy(oar_reshape(z, s2, 2), oar_reshape(c->y, &flat, 1), NULL)
+                              : oar_cross_entropy(z, c->y, NULL);
+    if (loss && oar_backward(loss, NULL, false) == OAR_OK) oar_optimizer_step(c->opt);
+    oar_scope_end();
+}
+
+static void bench_zoo(const char *name, int64_t batch) {
+    zoo_ctx c = {.info = oar_zoo_find(name)};
+    oar_manual_seed(1);
+    c.m = oar_zoo_create(name, NULL);
+    if (!c.m || oar_module_to(c.m, OAR_CUDA) != OAR_OK) {
+        printf("{\"bench\":\"zoo\",\"model\":\"%s\",\"error\":\"%s\"}\n", name, oar_last_error());
+        return;
+    }
+    oar_optim_opts oo = oar_optim_defaults(OAR_OPTIM_SGD);
+    oo.lr = 0.01;
+    oo.momentum = 0.9;
+    c.opt = oar_optimizer_for(c.m, &oo);
+    oar_set_default_device(OAR_CUDA);
+    int64_t t = c.info->context;
+    switch (c.info->input) {
+    case OAR_ZOO_FEATURES:
+        c.x = oar_randn((int64_t[]){batch, c.info->in_channels}, 2, OAR_F32);
+        break;
+    case OAR_ZOO_IMAGE: {
+        int64_t hw = c.info->in_channels == 3 ? 32 : 28;
+        c.x = oar_randn((int64_t[]){batch, c.info->in_channels, hw, hw}, 4, OAR_F32);
+        break;
+    }
+    case OAR_ZOO_TOKENS:
+        c.x = oar_randint(0, c.info->num_classes, (int64_t[]){batch, t}, 2, OAR_I64);
+        c.y = oar_randint(0, c.info->num_classes, (int64_t[]){batch, t}, 2, OAR_I64);
+        break;
+    case OAR_ZOO_TOKENS_STATEFUL:
+        c.x = oar_randint(0, c.info->num_classes, (int64_t[]){t, batch}, 2, OAR_I64);
+        c.y = oar_randint(0, c.info->num_classes, (int64_t[]){t, batch}, 2, OAR_I64);
+        break;
+    }
+    if (!c.y) c.y = oar_randint(0, c.info->num_classes, (int64_t[]){batch}, 1, OAR_I64);
+    oar_set_default_device(OAR_CPU);
+    oar_clear_error();
+    double ms = time_gpu(run_zoo_step, &c, 10) * 1e3;
+    if (oar_last_status() != OAR_OK)
+        printf("{\"bench\":\"zoo\",\"model\":\"%s\",\"error\":\"%s\"}\n", name, oar_last_error());
+    else
+        printf("{\"bench\":\"zoo\",\"model\":\"%s\",\"mode\":\"eager\",\"batch\":%lld,\"step_ms\":%.4f}\n", name,
+               (long long)batch, ms);
+    oar_release(c.x);
+    oar_release(c.y);
+    oar_optimizer_free(c.opt);
+    oar_module_free(c.m);
+}
+
+/* `bench_cuda --profile MODEL`: oar's op table over 5 training steps on the GPU. Run it with
+ * CUDA_LAUNCH_BLOCKING=1, so that each op's time includes its kernels. */
+static int profile_zoo(const char *name) {
+    const oar_zoo_info *info = oar_zoo_find(name);
+    if (!info) {
+        fprintf(stderr, "cuda_bench: unknown model '%s'\n", name);
+        return 2;
+    }
+    bench_zoo(name, 16); /* warm-up, and the step's time */
+    oar_profiler_opts po = oar_profiler_defaults(OAR_PROFILER_FULL);
+    po.print_at_stop = true;
+    oar_profiler_start(&po);
+    bench_zoo(name, 16);
+    oar_profiler_stop();
+    return 0;
+}
+
 int main(int argc, char **argv) {
-    (void)argc; (void)argv;
     if (!oar_cuda_is_available()) {
         printf("cuda_bench: no CUDA device; nothing to measure\n");
         return 77;
     }
+    if (argc == 3 && !strcmp(argv[1], "--profile")) return profile_zoo(argv[2]);
     bench_overhead();
     bench_bandwidth();
     bench_gemm(OAR_F32, 4096);
     bench_gemm(OAR_BF16, 4096);
     bench_mlp();
+    const struct { const char *name; int64_t batch; } zoo[] = {
+        {"tiny", 64}, {"mlp", 64}, {"lenet", 64}, {"resnet20", 32}, {"mobilenet", 32}, {"gpt-mini", 16}, {"lstm-lm", 20}};
+    for (int i = 0; i < (int)(sizeof zoo / sizeof zoo[0]); i++) bench_zoo(zoo[i].name, zoo[i].batch);
     return 0;
 }

@@ -4,6 +4,7 @@ op call, and an eager training step of the same MLP (784-512-512-10, batch 256, 
 tests/cuda/run_on_device.sh runs it beside the oar program; ratios are taken from both."""
 import json
 import statistics
+import sys
 import time
 
 import torch
@@ -11,16 +12,21 @@ import torch
 REPS = 7
 
 
+def sync():
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
+
+
 def timed(fn, iters):
     fn()
-    torch.cuda.synchronize()
+    sync()
     out = []
     for _ in range(REPS):
-        torch.cuda.synchronize()
+        sync()
         t0 = time.perf_counter()
         for _ in range(iters):
             fn()
-        torch.cuda.synchronize()
+        sync()
         out.append((time.perf_counter() - t0) / iters)
     return statistics.median(out)
 
@@ -33,12 +39,12 @@ def main():
     calls = 20000
     per = []
     for _ in range(REPS):
-        torch.cuda.synchronize()
+        sync()
         t0 = time.perf_counter()
         for _ in range(calls):
             torch.add(one_a, one_b)
         per.append((time.perf_counter() - t0) / calls)
-        torch.cuda.synchronize()
+        sync()
     print(json.dumps({"bench": "overhead", "op": "add", "torch_host_us_per_call": statistics.median(per) * 1e6}))
 
     n = 256 << 20
@@ -71,6 +77,130 @@ def main():
         opt.step()
         opt.zero_grad()
     print(json.dumps({"bench": "mlp", "mode": "eager", "batch": 256, "torch_step_ms": timed(step, 20) * 1e3}))
+    zoo(dev, False)
+    if "--compile" in sys.argv:
+        zoo(dev, True)
+
+
+# ---- the zoo, as oar defines it (models/*.c), for eager training steps on the GPU
+F = torch.nn.functional
+nn = torch.nn
+
+
+class LeNet(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.c1, self.c2 = nn.Conv2d(1, 6, 5, padding=2), nn.Conv2d(6, 16, 5)
+        self.f1, self.f2, self.f3 = nn.Linear(400, 120), nn.Linear(120, 84), nn.Linear(84, 10)
+
+    def forward(self, x):
+        x = F.max_pool2d(F.relu(self.c1(x)), 2)
+        x = F.max_pool2d(F.relu(self.c2(x)), 2).flatten(1)
+        return self.f3(F.relu(self.f2(F.relu(self.f1(x)))))
+
+
+class Block(nn.Module):
+    def __init__(self, cin, cout, stride):
+        super().__init__()
+        self.conv1, self.bn1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False), nn.BatchNorm2d(cout)
+        self.conv2, self.bn2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False), nn.BatchNorm2d(cout)
+        self.short = None
+        if stride != 1 or cin != cout:
+            self.short = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
+
+    def forward(self, x):
+        out = self.bn2(self.conv2(F.relu(self.bn1(self.conv1(x)))))
+        return F.relu(out + (x if self.short is None else self.short(x)))
+
+
+class ResNet20(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv, self.bn = nn.Conv2d(3, 16, 3, 1, 1, bias=False), nn.BatchNorm2d(16)
+        layers, cin = [], 16
+        for cout, stride in ((16, 1), (32, 2), (64, 2)):
+            for i in range(3):
+                layers.append(Block(cin, cout, stride if i == 0 else 1))
+                cin = cout
+        self.layers, self.fc = nn.Sequential(*layers), nn.Linear(64, 10)
+
+    def forward(self, x):
+        x = self.layers(F.relu(self.bn(self.conv(x))))
+        return self.fc(F.adaptive_avg_pool2d(x, 1).flatten(1))
+
+
+class GPTBlock(nn.Module):
+    def __init__(self, d=256, heads=4, ctx=128):
+        super().__init__()
+        self.heads = heads
+        self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+        self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
+        self.fc, self.fc2 = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
+        self.register_buffer("mask", torch.triu(torch.ones(ctx, ctx, dtype=torch.bool), 1))
+
+    def attn(self, x):
+        b, t, c = x.shape
+        q, k, v = self.qkv(x).split(c, dim=2)
+        q, k, v = (z.view(b, t, self.heads, c // self.heads).transpose(1, 2) for z in (q, k, v))
+        att = (q @ k.transpose(-2, -1)) / (c // self.heads) ** 0.5
+        att = att.masked_fill(self.mask[:t, :t], float("-inf")).softmax(-1)
+        return self.proj((att @ v).transpose(1, 2).reshape(b, t, c))
+
+    def forward(self, x):
+        x = x + self.attn(self.ln1(x))
+        return x + self.fc2(F.gelu(self.fc(self.ln2(x)), approximate="tanh"))
+
+
+class GPTMini(nn.Module):
+    def __init__(self, vocab=256, ctx=128, d=256, layers=4):
+        super().__init__()
+        self.wte, self.wpe = nn.Embedding(vocab, d), nn.Embedding(ctx, d)
+        self.blocks = nn.Sequential(*[GPTBlock(d, 4, ctx) for _ in range(layers)])
+        self.ln_f = nn.LayerNorm(d)
+
+    def forward(self, idx):
+        x = self.wte(idx) + self.wpe(torch.arange(idx.shape[1], device=idx.device))
+        return self.ln_f(self.blocks(x)) @ self.wte.weight.t()
+
+
+class LSTMLM(nn.Module):
+    def __init__(self, vocab=10000, width=200):
+        super().__init__()
+        self.emb, self.rnn, self.dec = nn.Embedding(vocab, width), nn.LSTM(width, width, 2), nn.Linear(width, vocab)
+
+    def forward(self, x):
+        return self.dec(self.rnn(self.emb(x))[0])
+
+
+def zoo(dev, compiled):
+    tiny = lambda: nn.Sequential(nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 10))
+    mlp = lambda: nn.Sequential(nn.Flatten(), nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(),
+                                nn.Linear(512, 10))
+    cases = [("tiny", tiny, lambda b: torch.randn(b, 64), 64, None), ("mlp", mlp, lambda b: torch.randn(b, 1, 28, 28), 64, None),
+             ("lenet", LeNet, lambda b: torch.randn(b, 1, 28, 28), 64, None),
+             ("resnet20", ResNet20, lambda b: torch.randn(b, 3, 32, 32), 32, None),
+             ("gpt-mini", GPTMini, lambda b: torch.randint(0, 256, (b, 128)), 16, 256),
+             ("lstm-lm", LSTMLM, lambda b: torch.randint(0, 10000, (35, b)), 20, 10000)]
+    for name, make, inputs, batch, vocab in cases:
+        torch.manual_seed(1)
+        model = make().to(dev)
+        x = inputs(batch).to(dev)
+        y = torch.randint(0, vocab or 10, x.shape if vocab else (batch,), device=dev)
+        opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+        fwd = torch.compile(model) if compiled else model
+
+        def step():
+            z = fwd(x)
+            loss = F.cross_entropy(z.reshape(-1, vocab) if vocab else z, y.reshape(-1) if vocab else y)
+            loss.backward()
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+        try:
+            ms = timed(step, 10) * 1e3
+            print(json.dumps({"bench": "zoo", "model": name, "mode": "compile" if compiled else "eager",
+                              "batch": batch, "torch_step_ms": ms}), flush=True)
+        except Exception as e:  # torch.compile may be unavailable on the machine
+            print(json.dumps({"bench": "zoo", "model": name, "compiled": compiled, "error": str(e)[:200]}))
 
 
 if __name__ == "__main__":

@@ -289,7 +289,8 @@ static void okernel_init(okernel *o, const char *op, oar_tensor *const *in, int 
     const oar_kernel_entry *ks;
     int nk = oar_op_kernels(o->op, &ks);
     for (int i = 0; i < nk && !o->k; i++)
-        if (strcmp(ks[i].impl, "onednn") != 0 && (!ks[i].supports || ks[i].supports(o->in, n_in, o->out, n, o->attrs)))
+        if (ks[i].device == OAR_CPU && strcmp(ks[i].impl, "onednn") != 0 &&
+            (!ks[i].supports || ks[i].supports(o->in, n_in, o->out, n, o->attrs)))
             o->k = &ks[i];
     if (!o->k) {
         fprintf(stderr, "%s: no kernel of oar's own takes it\n", op);

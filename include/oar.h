@@ -190,6 +190,10 @@ OAR_API bool oar_is_contiguous(const oar_tensor *t);
 /* Pointer to the first element (honours the view's offset; use strides to walk it). Host
  * tensors only: for a tensor on a GPU it fails; copy it with oar_to(t, OAR_CPU) first. */
 OAR_API void *oar_data(oar_tensor *t);
+/* The first element's address in the memory of the tensor's device (a device pointer for a
+ * GPU tensor), for handing to other libraries; reading it from the host is the caller's
+ * concern. Work oar queued on it may still be running: oar_synchronize first. */
+OAR_API void *oar_device_ptr(oar_tensor *t);
 /* The value of a one-element tensor, as double. */
 OAR_API oar_status oar_item(const oar_tensor *t, double *out);
 /* Copies the elements in row-major order into buf (capacity in bytes), converting to dt. */
@@ -500,6 +504,42 @@ OAR_API oar_tensor *oar_triu(oar_tensor *x, int64_t diagonal);
  * to OAR_NUM_THREADS from the environment, else the number of cores. */
 OAR_API oar_status oar_set_num_threads(int n);
 OAR_API int oar_get_num_threads(void);
+
+/* The CPU instruction set oar may use (docs/cpu-isa.md). The cap applies to every runtime CPU
+ * choice: which of oar's kernels run (AVX2/FMA, AVX-512), the GEMM backend rule, the direct-conv
+ * rule, tile widths, and the ISA oneDNN may use. Default: OAR_CPU_ISA from the environment
+ * ("generic", "avx2" or "avx512"), else the best the CPU has. oar_set_cpu_isa refuses an ISA
+ * the CPU lacks (OAR_ERR_UNSUPPORTED) and applies to ops dispatched afterwards; programs
+ * compiled before keep their kernels. oneDNN's own cap is fixed at its first use: if oar's cap
+ * is later lowered below it, oar stops calling oneDNN (its kernels decline) rather than let
+ * it run above the cap. OpenBLAS picks its kernels when it loads (OPENBLAS_CORETYPE); oar
+ * cannot change that, and `oar info` reports it. */
+typedef enum oar_cpu_isa {
+    OAR_CPU_ISA_GENERIC, /* portable C only: reference and compiler-vectorized kernels */
+    OAR_CPU_ISA_AVX2,    /* AVX2 + FMA */
+    OAR_CPU_ISA_AVX512   /* AVX-512F on top of AVX2 + FMA */
+} oar_cpu_isa;
+OAR_API oar_status oar_set_cpu_isa(oar_cpu_isa isa);
+OAR_API oar_cpu_isa oar_get_cpu_isa(void);    /* the cap in use */
+OAR_API oar_cpu_isa oar_cpu_isa_native(void); /* the best this CPU has */
+OAR_API const char *oar_cpu_isa_name(oar_cpu_isa isa); /* "generic", "avx2", "avx512" */
+/* The ISA named name (case-insensitive); OAR_ERR_INVALID_ARG naming the choices otherwise. */
+OAR_API oar_status oar_cpu_isa_from_name(const char *name, oar_cpu_isa *out);
+OAR_API const char *oar_cpu_model(void); /* the CPU's brand string; "" where unknown */
+/* The flags that matter to oar and its libraries, space-separated ("avx2 fma avx512f ..."). */
+OAR_API const char *oar_cpu_flags(void);
+
+/* The optional libraries of this build, for bug reports (`oar info`): index 0..count-1 gives
+ * OpenBLAS, oneDNN, cJSON, zlib, MPI and CUDA in that order. */
+typedef struct oar_library_info {
+    const char *name;  /* "OpenBLAS", "oneDNN", "cJSON", "zlib", "MPI", "CUDA" */
+    bool found;        /* detected at configure time and built in */
+    char version[48];  /* the library's own version where it reports one, else "" */
+    char detail[200];  /* what else matters: OpenBLAS's core type and build config, oneDNN's ISA, ... */
+    int isa;           /* the oar_cpu_isa level its code runs at; -1 where unknown or not CPU code */
+} oar_library_info;
+OAR_API int oar_library_count(void);
+OAR_API oar_status oar_library_info_get(int i, oar_library_info *out);
 
 /* The global generator: the seed, and how many counters were used since seeding. */
 OAR_API void oar_manual_seed(uint64_t seed);
@@ -986,6 +1026,15 @@ typedef struct oar_tensor_dict oar_tensor_dict;
 OAR_API oar_tensor_dict *oar_safetensors_load(const char *path);
 /* The same from size bytes in memory (copied; data may be freed afterwards). */
 OAR_API oar_tensor_dict *oar_safetensors_load_buffer(const void *data, size_t size);
+/* Integrity: every safetensors file oar writes (oar_safetensors_save, checkpoints, exported
+ * weights) records a CRC32C of each tensor's bytes in its metadata ("oar.crc32c.<name>", which
+ * other readers ignore; these keys are not returned by oar_dict_meta). Every load checks them
+ * and fails with OAR_ERR_FORMAT naming the file, the tensor and both checksums when data was
+ * damaged after it was written. Files without checksums load as before. Verification costs one
+ * pass over the data (GB/s); oar_set_verify_checksums(false), or OAR_SKIP_CHECKSUM=1 in the
+ * environment, skips it (the call wins over the environment). Metadata keys starting with
+ * "oar.crc32c." are reserved. */
+OAR_API void oar_set_verify_checksums(bool verify);
 /* Tensors are in file order; the dictionary owns them (oar_retain one to keep it longer). */
 OAR_API int oar_dict_size(const oar_tensor_dict *d);
 OAR_API oar_tensor *oar_dict_at(oar_tensor_dict *d, int i, const char **name); /* borrowed */
@@ -1074,7 +1123,9 @@ OAR_API const oar_zoo_info *oar_zoo_find(const char *name);
  *     run, unless the function clears them itself.
  *   - Host-side effects (a counter in C, a learning-rate schedule stepped inside fn) happen
  *     once, at tracing: keep them outside the function.
- * Errors in fn surface from oar_jit_call with fn's message. */
+ * Errors in fn surface from oar_jit_call with fn's message. Any error raised while fn is
+ * traced fails the call, even when fn ignored that status and returned OK: nothing is
+ * compiled from a trace in which a call failed. */
 typedef oar_status (*oar_static_fn)(void *user, oar_tensor *const *in, int n_in, oar_tensor **out,
                                     int n_out);
 
@@ -1146,7 +1197,8 @@ OAR_API oar_status oar_while(oar_block_fn cond_fn, oar_block_fn body_fn, void *u
 
 /* Export for deployment: path.json (the program, versioned and readable: ops, attributes,
  * inputs and outputs with names, shapes (-1 for dynamic dims) and dtypes, oar's version) and
- * path.safetensors (its parameters and constants). Saves the program of the latest call. */
+ * path.safetensors (its parameters and constants). Saves the program of the latest call.
+ * path is "dir/model"; "dir/model.json" (or ".safetensors") names the same two files. */
 OAR_API oar_status oar_jit_save(oar_jit *f, const char *path);
 
 /* ---------------------------------------------------------------- 14. inference: the predictor */
@@ -1156,7 +1208,8 @@ OAR_API oar_status oar_jit_save(oar_jit *f, const char *path);
  * buffers, so clones may run on different threads at once. */
 typedef struct oar_predictor oar_predictor;
 typedef struct oar_predictor_config {
-    const char *model_path;      /* "dir/model" for dir/model.json and dir/model.safetensors */
+    const char *model_path;      /* "dir/model" (or "dir/model.json", "dir/model.safetensors")
+                                    for dir/model.json and dir/model.safetensors */
     oar_build_strategy strategy; /* passes run on the loaded program */
 } oar_predictor_config;
 OAR_API oar_predictor *oar_predictor_create(const oar_predictor_config *config);

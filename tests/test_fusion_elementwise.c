@@ -241,7 +241,11 @@ static void check_training(const char *name, int64_t n, int steps, bool expect_f
         oar_release(l[0]);
         oar_scope_end();
     }
-    CHECK(extra[0] <= extra[1] + 4096);
+    /* Only where the fused kernel is the AVX2 one: below the AVX2 cap (OAR_CPU_ISA=generic)
+     * fused_elementwise runs its reference kernel, which by design composes the ops' own
+     * reference kernels on temporaries it allocates (24 KiB a run in lstm-lm); the planned
+     * arenas below still show that removed values get no storage. */
+    if (oar_get_cpu_isa() >= OAR_CPU_ISA_AVX2) CHECK(extra[0] <= extra[1] + 4096);
     int fused = fusion_count_op(fa, OAR_OP_fused_elementwise);
     CHECK(fusion_count_op(fb, OAR_OP_fused_elementwise) == 0);
     CHECK(!expect_fused || fused > 0);

@@ -134,6 +134,46 @@ static oar_status reads_data(void *user, oar_tensor *const *in, int n_in, oar_te
     return OAR_OK;
 }
 
+/* The user's mistake of issue 13: the status of oar_item is ignored, so v keeps its initial
+ * value at tracing and the "sum" would be frozen into the program. */
+static oar_status ignores_item_error(void *user, oar_tensor *const *in, int n_in, oar_tensor **out, int n_out) {
+    double v = 123;
+    (void)oar_item(oar_sum(in[0], NULL, 0, false), &v);
+    out[0] = oar_scalar(v, OAR_F32);
+    return OAR_OK;
+}
+
+/* The same, and the function even clears the error slot before returning OK. */
+static oar_status hides_item_error(void *user, oar_tensor *const *in, int n_in, oar_tensor **out, int n_out) {
+    double v = 0;
+    if (oar_item(in[0], &v) != OAR_OK) oar_clear_error();
+    out[0] = oar_add_scalar(in[0], v);
+    return OAR_OK;
+}
+
+static void test_ignored_trace_errors(void) {
+    oar_scope_begin();
+    oar_tensor *x = oar_full((int64_t[]){4}, 1, 4.0, OAR_F32), *y[1] = {0};
+    oar_jit *f = oar_jit_to_static(ignores_item_error, NULL, NULL);
+    oar_clear_error();
+    CHECK(oar_jit_call(f, &x, 1, y, 1) == OAR_ERR_STATE);
+    CHECK(y[0] == NULL);
+    CHECK(strstr(oar_last_error(), "returned OK, but a call inside it failed"));
+    CHECK(strstr(oar_last_error(), "item: this tensor is symbolic: it was made by 'sum'"));
+    /* and again: nothing was cached from the failed trace */
+    CHECK(oar_jit_call(f, &x, 1, y, 1) == OAR_ERR_STATE);
+    CHECK(oar_jit_num_programs(f) == 0);
+    oar_jit_free(f);
+    f = oar_jit_to_static(hides_item_error, NULL, NULL);
+    CHECK_ERR(oar_jit_call(f, &x, 1, y, 1), "item: this tensor is symbolic");
+    CHECK(y[0] == NULL);
+    oar_jit_free(f);
+    CHECK(!oar_is_tracing());
+    /* eager, the same function gives the real answer */
+    CHECK(ignores_item_error(NULL, &x, 1, y, 1) == OAR_OK && y[0] && t_at(y[0], 0) == 16.0);
+    oar_scope_end();
+}
+
 static void test_trace_errors(void) {
     oar_scope_begin();
     oar_tensor *x = oar_randn((int64_t[]){4}, 1, OAR_F32), *y[1] = {0};
@@ -216,6 +256,7 @@ int main(void) {
     test_dynamic_batch();
     test_retrace();
     test_trace_errors();
+    test_ignored_trace_errors();
     test_backward();
     return test_summary("test_jit");
 }

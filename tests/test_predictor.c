@@ -72,6 +72,13 @@ static oar_tensor *predict(oar_predictor *p, oar_tensor *x) {
     return oar_predictor_get_output(p, "logits");
 }
 
+/* Runs p on x and returns the output named out (a new reference), NULL on failure. */
+static oar_tensor *predict_named(oar_predictor *p, oar_tensor *x, const char *out) {
+    if (oar_predictor_set_input(p, oar_predictor_input_name(p, 0), x) != OAR_OK) return NULL;
+    if (oar_predictor_run(p) != OAR_OK) return NULL;
+    return oar_predictor_get_output(p, out);
+}
+
 /* Whether a and b agree within tol relative to b (and tol absolute near 0). */
 static bool near_equal(oar_tensor *a, oar_tensor *b, double tol) {
     if (!a || !b || oar_numel(a) != oar_numel(b)) return false;
@@ -259,6 +266,28 @@ static void test_input_errors(void) {
     oar_tensor *y5 = oar_predictor_get_output(p, "output0");
     CHECK(y5 && oar_size(y5, 0) == 5 && oar_size(y5, 1) == 10);
     oar_predictor_free(p);
+    /* the path in each form a user types: "dir/model", "dir/model.json", "dir/model.safetensors" */
+    const char *forms[] = {".json", ".safetensors", ""};
+    for (int k = 0; k < 3; k++) {
+        char form[600];
+        snprintf(form, sizeof form, "%s%s", path, forms[k]);
+        oar_predictor *pf = oar_predictor_create(&(oar_predictor_config){.model_path = form});
+        CHECK(pf != NULL);
+        if (!pf) printf("  model path '%s': %s\n", form, oar_last_error());
+        oar_tensor *yf = pf ? predict_named(pf, x, "output0") : NULL;
+        CHECK(bitwise_equal(yf, y[0]));
+        oar_release(yf);
+        oar_predictor_free(pf);
+    }
+    /* saving to "dir/model.json" writes dir/model.json and dir/model.safetensors, not .json.json */
+    char json_form[600], doubled[700];
+    snprintf(json_form, sizeof json_form, "%s.json", path);
+    snprintf(doubled, sizeof doubled, "%s.json.json", path);
+    remove_model(path);
+    CHECK(oar_jit_save(f, json_form) == OAR_OK);
+    CHECK(access(json_form, F_OK) == 0 && access(doubled, F_OK) != 0);
+    snprintf(doubled, sizeof doubled, "%s.safetensors", path);
+    CHECK(access(doubled, F_OK) == 0);
     /* NULLs */
     CHECK(oar_predictor_create(NULL) == NULL);
     CHECK(oar_predictor_clone(NULL) == NULL);

@@ -23,6 +23,17 @@ oar_status oar_errorv(oar_status s, const char *fmt, va_list ap);
 /* Counts the errors raised on this thread: a caller that gets NULL from code that returns
  * no status (a gradient rule's op calls) tells "failed" from "nothing" by comparing it. */
 uint64_t oar_error_serial(void);
+/* Keeps the first error raised on this thread while it is installed, even when the code that
+ * got it ignored the status or cleared the slot: the jit fails a trace on any error raised
+ * inside it, whatever the traced function returned. Watches nest (each sees the errors raised
+ * while it is the innermost); end restores the previous one. */
+typedef struct oar_error_watch {
+    oar_status first;            /* OAR_OK while nothing was raised */
+    char message[512];           /* the first error's message, cut to fit */
+    struct oar_error_watch *prev;
+} oar_error_watch;
+void oar_error_watch_begin(oar_error_watch *w);
+void oar_error_watch_end(oar_error_watch *w);
 /* Prefixes the current message with "context: " (used when an error passes through layers). */
 void oar_error_prefix(const char *fmt, ...) OAR_PRINTF(1, 2);
 /* A warning (warn.c): to the user's handler, or "oar warning: <message>" on stderr. */
@@ -30,6 +41,12 @@ void oar_warn(const char *fmt, ...) OAR_PRINTF(1, 2);
 /* Internal invariant violated: reports through the assert hook; never used for user input. */
 void oar_internal_assert_fail(const char *expr, const char *file, int line);
 #define OAR_ASSERT(x) ((x) ? (void)0 : oar_internal_assert_fail(#x, __FILE__, __LINE__))
+
+/* ---- checksums (crc32c.c): CRC32C of n bytes, continuing from crc (0 to start), so data can
+ * be fed in pieces. oar_crc32c uses the CPU's instruction where there is one; the portable
+ * (slice-by-8) version gives the same values on every host. */
+uint32_t oar_crc32c(uint32_t crc, const void *data, size_t n);
+uint32_t oar_crc32c_portable(uint32_t crc, const void *data, size_t n);
 
 /* ---- allocation (alloc.c): 64-byte aligned; failure sets OAR_ERR_OOM and returns NULL */
 void *oar_alloc(size_t nbytes);           /* tensor storage, counted in memory stats */

@@ -10,6 +10,7 @@
 static _Thread_local char tl_msg[OAR_ERRMSG_CAP];
 static _Thread_local oar_status tl_status;
 static _Thread_local uint64_t tl_serial; /* errors raised so far on this thread */
+static _Thread_local oar_error_watch *tl_watch; /* the innermost installed watch, or NULL */
 
 const char *oar_version(void) { return "0.1.0"; }
 const char *oar_last_error(void) { return tl_msg; }
@@ -42,7 +43,22 @@ oar_status oar_errorv(oar_status s, const char *fmt, va_list ap) {
     vsnprintf(tl_msg, sizeof tl_msg, fmt, ap);
     tl_status = s;
     tl_serial++;
+    if (tl_watch && tl_watch->first == OAR_OK && s != OAR_OK) {
+        tl_watch->first = s;
+        snprintf(tl_watch->message, sizeof tl_watch->message, "%.*s", (int)sizeof tl_watch->message - 1, tl_msg);
+    }
     return s;
+}
+
+void oar_error_watch_begin(oar_error_watch *w) {
+    w->first = OAR_OK;
+    w->message[0] = '\0';
+    w->prev = tl_watch;
+    tl_watch = w;
+}
+
+void oar_error_watch_end(oar_error_watch *w) {
+    if (tl_watch == w) tl_watch = w->prev;
 }
 
 oar_status oar_error(oar_status s, const char *fmt, ...) {

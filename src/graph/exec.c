@@ -152,14 +152,15 @@ static oar_status make_headers(oar_exec *e) {
     e->input_shell = oar_malloc(sizeof(oar_tensor *) * (size_t)(n_in + 1));
     e->input_copy = oar_malloc(sizeof(oar_tensor *) * (size_t)(n_in + 1));
     if (!e->hdr || !e->borrowed || !e->fresh || !e->shared || !e->input_shell || !e->input_copy) return OAR_ERR_OOM;
-    if (pl->arena_bytes > 0) {
-        e->arena = OAR_NEW(oar_storage);
-        if (!e->arena) return OAR_ERR_OOM;
-        e->arena->refcount = 1;
-        e->arena->owned = true;
-        e->arena->nbytes = (size_t)pl->arena_bytes;
-        if (!(e->arena->data = oar_alloc(e->arena->nbytes))) return OAR_ERR_OOM;
-    }
+    /* Always made, even when the plan needs 0 bytes: at a zero-size batch every intermediate is
+     * empty, yet each is still an arena value whose header points at this storage (oar_alloc
+     * gives a valid pointer for 0 bytes). */
+    e->arena = OAR_NEW(oar_storage);
+    if (!e->arena) return OAR_ERR_OOM;
+    e->arena->refcount = 1;
+    e->arena->owned = true;
+    e->arena->nbytes = (size_t)pl->arena_bytes;
+    if (!(e->arena->data = oar_alloc(e->arena->nbytes))) return OAR_ERR_OOM;
     for (int v = 0; v < p->n_values; v++) {
         const oar_value *val = &p->values[v];
         if (val->kind == OAR_VAL_PARAM || val->kind == OAR_VAL_CONST) {

@@ -186,13 +186,25 @@ static oar_status trace(oar_jit *f, const oar_meta *m, const uint32_t *dyn, int 
         if (!sym[i]) st = oar_last_status();
     }
     if (st == OAR_OK) {
+        /* An error raised inside fn fails the trace even when fn ignored it and returned OK:
+         * the failed call recorded nothing (or a value frozen at tracing, e.g. a number read
+         * with oar_item), so the program would run without it, silently wrong at every call. */
+        oar_error_watch watch;
+        oar_error_watch_begin(&watch);
         oar_scope_begin();
         st = f->fn(f->user, sym, n_in, res, n_out);
         for (int k = 0; st == OAR_OK && k < n_out; k++) oar_keep(res[k]);
         oar_scope_end();
+        oar_error_watch_end(&watch);
         if (st != OAR_OK) memset(res, 0, sizeof res); /* the scope released whatever fn made */
         if (st != OAR_OK && oar_last_status() == OAR_OK)
             st = oar_error(st, "jit: the traced function failed without a message");
+        if (st == OAR_OK && watch.first != OAR_OK)
+            st = oar_error(watch.first,
+                           "the traced function returned OK, but a call inside it failed and its status was "
+                           "ignored: %s. The program would run without that call (or with a value frozen at "
+                           "tracing), so nothing was compiled; check the status of every call in the function",
+                           watch.message);
     }
     oar_program *prog = NULL;
     oar_run_hooks hooks = {0};

@@ -49,4 +49,10 @@ oar_program *oar_program_load_io(const char *path, oar_program_io *io);
 oar_program *oar_program_load_buffers_io(const char *json, size_t json_len, const void *weights,
                                          size_t weights_len, oar_program_io *io);
 
+/* A model path in either form a user gives ("dir/model", "dir/model.json" or
+ * "dir/model.safetensors"): the length of its stem ("dir/model"), and the stem with suffix
+ * appended (malloc'd; NULL when out of memory). */
+size_t oar_model_stem_len(const char *path);
+char *oar_model_file(const char *path, const char *suffix);
+
 #endif

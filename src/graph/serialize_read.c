@@ -925,16 +925,6 @@ oar_program *oar_program_load_buffers(const char *json, size_t json_len, const v
     return oar_program_load_buffers_io(json, json_len, weights, weights_len, NULL);
 }
 
-static char *with_suffix(const char *path, const char *suffix) {
-    size_t a = strlen(path), b = strlen(suffix);
-    char *s = malloc(a + b + 1);
-    if (s) {
-        memcpy(s, path, a);
-        memcpy(s + a, suffix, b + 1);
-    }
-    return s;
-}
-
 oar_program *oar_program_load_io(const char *path, oar_program_io *io) {
     if (io) memset(io, 0, sizeof *io);
     if (!path || !*path) {
@@ -942,7 +932,7 @@ oar_program *oar_program_load_io(const char *path, oar_program_io *io) {
                                        "dir/model.safetensors), got %s", WHO, path ? "\"\"" : "NULL");
         return NULL;
     }
-    char *jpath = with_suffix(path, ".json"), *wpath = with_suffix(path, ".safetensors");
+    char *jpath = oar_model_file(path, ".json"), *wpath = oar_model_file(path, ".safetensors");
     reader r = {0};
     oar_status st = OAR_OK;
     oar_io_source src = {.fd = -1};

@@ -475,16 +475,6 @@ static const char **pick_names(const char *const *given, const oar_program *p, c
     return names;
 }
 
-static char *with_suffix(const char *path, const char *suffix) {
-    size_t a = strlen(path), b = strlen(suffix);
-    char *s = malloc(a + b + 1);
-    if (s) {
-        memcpy(s, path, a);
-        memcpy(s + a, suffix, b + 1);
-    }
-    return s;
-}
-
 static cJSON *string_array(const char *const *names, int n) {
     cJSON *a = cJSON_CreateArray();
     for (int i = 0; a && i < n; i++)
@@ -512,7 +502,7 @@ oar_status oar_program_save(const oar_program *p, const char *path, const char *
     const char **out_names = store ? pick_names(output_names, p, NULL, main->n_out, "output", store + main->n_in) : NULL;
     saver s = {.p = p};
     text t = {0};
-    char *jpath = with_suffix(path, ".json"), *wpath = with_suffix(path, ".safetensors");
+    char *jpath = oar_model_file(path, ".json"), *wpath = oar_model_file(path, ".safetensors");
     char *in_list = NULL, *out_list = NULL;
     if (!in_names || !out_names || !jpath || !wpath) {
         st = oar_error(OAR_ERR_OOM, "%s: out of memory saving '%.300s'", WHO, path);

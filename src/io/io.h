@@ -83,8 +83,22 @@ struct oar_tensor_dict {
 };
 /* An empty dictionary with room for n tensors and n_meta metadata pairs (entries NULL). */
 oar_tensor_dict *oar_dict_alloc(int n, int n_meta);
+/* t's elements in host memory, contiguous: NULL when t is already so (read it in place), else
+ * a new host copy (a GPU tensor is copied over; the caller drops it). *err is set on failure. */
+oar_tensor *oar_io_host_copy(const oar_tensor *t, oar_status *err);
 /* Builds the name index; fails (format error naming it) on a duplicate name or key. */
 oar_status oar_dict_index(oar_tensor_dict *d, const char *who, const char *label);
+
+/* ---- checksums of tensor data (checksum.c) */
+#define OAR_IO_CRC_PREFIX "oar.crc32c." /* metadata key: prefix + tensor name; value: 8 hex digits */
+/* Whether loads verify checksums: oar_set_verify_checksums, else not when OAR_SKIP_CHECKSUM is
+ * set to anything but 0 or "". */
+bool oar_io_verify_checksums(void);
+bool oar_io_is_checksum_key(const char *key);
+/* CRC32C of t's elements as a file stores them: row-major, little-endian. */
+oar_status oar_io_tensor_crc32c(const oar_tensor *t, uint32_t *out);
+/* "0a1b2c3d" (lower-case hex, as written) -> value; false for anything else. */
+bool oar_io_parse_crc(const char *text, uint32_t *out);
 
 /* ---- safetensors dtype names */
 const char *oar_st_dtype_name(oar_dtype dt);              /* "F32", ... */

@@ -61,7 +61,7 @@ static oar_status parse_metadata(const oar_io_source *s, const cJSON *meta, oar_
             if (!cJSON_IsString(c) || !c->valuestring)
                 return oar_io_fail(s, OAR_ERR_FORMAT, "metadata '%.200s' is %s; metadata values must be strings",
                                    c->string ? c->string : "", json_kind(c));
-            n_meta++;
+            n_meta += !oar_io_is_checksum_key(c->string); /* checksums are oar's, not the caller's */
         }
     }
     oar_tensor_dict *d = oar_dict_alloc(n, n_meta);
@@ -69,10 +69,12 @@ static oar_status parse_metadata(const oar_io_source *s, const cJSON *meta, oar_
     *d_meta = d;
     int i = 0;
     if (n_meta)
-        for (const cJSON *c = meta->child; c; c = c->next, i++) {
+        for (const cJSON *c = meta->child; c; c = c->next) {
+            if (oar_io_is_checksum_key(c->string)) continue;
             d->meta_keys[i] = oar_io_strdup(c->string ? c->string : "");
             d->meta_values[i] = oar_io_strdup(c->valuestring);
             if (!d->meta_keys[i] || !d->meta_values[i]) return oar_io_fail(s, OAR_ERR_OOM, "out of memory for metadata");
+            i++;
         }
     return OAR_OK;
 }
@@ -128,6 +130,35 @@ static oar_status parse_entry(const oar_io_source *s, const cJSON *e, st_entry *
         return oar_io_fail(s, OAR_ERR_FORMAT, "tensor '%.200s': data_offsets [%llu, %llu] do not hold the %llu bytes "
                                               "that shape %s of %s needs", name, (unsigned long long)out->begin,
                            (unsigned long long)out->end, (unsigned long long)need, sh, dtype->valuestring);
+    }
+    return OAR_OK;
+}
+
+/* Each tensor whose checksum the metadata records must have it. A malformed checksum is a
+ * format error; a tensor without one (older files, other writers) is not checked. */
+static oar_status verify_checksums(const oar_io_source *s, const cJSON *meta, oar_tensor_dict *d) {
+    if (!meta || !cJSON_IsObject(meta) || !oar_io_verify_checksums()) return OAR_OK;
+    for (int i = 0; i < d->n; i++) {
+        size_t len = strlen(OAR_IO_CRC_PREFIX) + strlen(d->names[i]) + 1;
+        char *key = malloc(len);
+        if (!key) return oar_io_fail(s, OAR_ERR_OOM, "out of memory checking checksums");
+        snprintf(key, len, OAR_IO_CRC_PREFIX "%s", d->names[i]);
+        const cJSON *c = cJSON_GetObjectItemCaseSensitive(meta, key);
+        free(key);
+        if (!c) continue;
+        uint32_t want, got;
+        if (!oar_io_parse_crc(c->valuestring, &want))
+            return oar_io_fail(s, OAR_ERR_FORMAT, "metadata '" OAR_IO_CRC_PREFIX "%.200s' is '%.40s'; expected the "
+                                                  "tensor's CRC32C as 8 lower-case hex digits", d->names[i],
+                               c->valuestring);
+        oar_status st = oar_io_tensor_crc32c(d->tensors[i], &got);
+        if (st != OAR_OK) return st;
+        if (got != want)
+            return oar_io_fail(s, OAR_ERR_FORMAT,
+                               "tensor '%.200s' is damaged: its data has CRC32C %08x, but the file recorded %08x when "
+                               "it was written (a flipped bit or a bad copy); restore the file from a good copy, or, "
+                               "to load it anyway, set OAR_SKIP_CHECKSUM=1 or call oar_set_verify_checksums(false)",
+                               d->names[i], (unsigned)got, (unsigned)want);
     }
     return OAR_OK;
 }
@@ -248,6 +279,7 @@ static oar_tensor_dict *load(oar_io_source *s) {
     if (st == OAR_OK) st = oar_dict_index(d, s->who, s->label);
     for (int i = 0; i < n && st == OAR_OK; i++)
         st = oar_io_source_read_tensor(s, 8 + hlen + e[i].begin, d->tensors[i], false, e[i].name);
+    if (st == OAR_OK) st = verify_checksums(s, meta, d);
 done:
     free(e);
     cJSON_Delete(root);

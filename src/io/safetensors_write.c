@@ -1,6 +1,7 @@
 /* Writing safetensors: an 8-byte little-endian header length, a JSON header padded with
  * spaces to a multiple of 8 bytes (as the reference implementation does), then each tensor's
- * bytes in row-major order, little-endian, back to back in the order given. */
+ * bytes in row-major order, little-endian, back to back in the order given. The metadata
+ * records each tensor's CRC32C (io/checksum.c), verified when the file is loaded. */
 #include "io/io.h"
 
 #include <inttypes.h>
@@ -48,6 +49,10 @@ static oar_status check_args(const char *path, const char *const *names, oar_ten
     for (int i = 0; i < n_meta; i++) {
         if ((st = check_text("metadata key", i, meta_keys[i])) != OAR_OK) return st;
         if ((st = check_text("metadata value", i, meta_values[i])) != OAR_OK) return st;
+        if (oar_io_is_checksum_key(meta_keys[i]))
+            return oar_error(OAR_ERR_INVALID_ARG, "%s: metadata key '%.200s' is reserved: oar records each tensor's "
+                                                  "checksum under '" OAR_IO_CRC_PREFIX "<name>'; use another key",
+                             WHO, meta_keys[i]);
     }
     dup = oar_io_find_duplicate(meta_keys, n_meta);
     if (dup >= 0) return oar_error(OAR_ERR_INVALID_ARG, "%s: the metadata key '%.200s' is given twice", WHO, meta_keys[dup]);
@@ -62,15 +67,26 @@ static bool add_int(cJSON *array, uint64_t v) {
     return item && cJSON_AddItemToArray(array, item);
 }
 
+/* The header; crcs[i] is tensor i's checksum, recorded in the metadata after the caller's. */
 static cJSON *build_header(const char *const *names, oar_tensor *const *tensors, int n, const char *const *meta_keys,
-                           const char *const *meta_values, int n_meta) {
+                           const char *const *meta_values, int n_meta, const uint32_t *crcs) {
     cJSON *root = cJSON_CreateObject();
     if (!root) return NULL;
-    if (n_meta > 0) {
+    if (n_meta > 0 || n > 0) {
         cJSON *meta = cJSON_AddObjectToObject(root, "__metadata__");
         if (!meta) goto fail;
         for (int i = 0; i < n_meta; i++)
             if (!cJSON_AddStringToObject(meta, meta_keys[i], meta_values[i])) goto fail;
+        for (int i = 0; i < n; i++) {
+            size_t len = strlen(OAR_IO_CRC_PREFIX) + strlen(names[i]) + 1;
+            char *key = malloc(len), hex[9];
+            if (!key) goto fail;
+            snprintf(key, len, OAR_IO_CRC_PREFIX "%s", names[i]);
+            snprintf(hex, sizeof hex, "%08" PRIx32, crcs[i]);
+            cJSON *item = cJSON_AddStringToObject(meta, key, hex);
+            free(key);
+            if (!item) goto fail;
+        }
     }
     uint64_t offset = 0;
     for (int i = 0; i < n; i++) {
@@ -96,7 +112,16 @@ oar_status oar_safetensors_save(const char *path, const char *const *names, oar_
                                 const char *const *meta_keys, const char *const *meta_values, int n_meta) {
     oar_status st = check_args(path, names, tensors, n, meta_keys, meta_values, n_meta);
     if (st != OAR_OK) return st;
-    cJSON *root = build_header(names, tensors, n, meta_keys, meta_values, n_meta);
+    /* checksums first: the header that records them precedes the data */
+    uint32_t *crcs = malloc(sizeof(uint32_t) * (size_t)(n + 1));
+    if (!crcs) return oar_error(OAR_ERR_OOM, "%s: out of memory saving '%.300s'", WHO, path);
+    for (int i = 0; i < n && st == OAR_OK; i++) st = oar_io_tensor_crc32c(tensors[i], &crcs[i]);
+    cJSON *root = st == OAR_OK ? build_header(names, tensors, n, meta_keys, meta_values, n_meta, crcs) : NULL;
+    free(crcs);
+    if (st != OAR_OK) {
+        oar_error_prefix("%s: '%.300s'", WHO, path);
+        return st;
+    }
     char *json = root ? cJSON_PrintUnformatted(root) : NULL;
     cJSON_Delete(root);
     if (!json) return oar_error(OAR_ERR_OOM, "%s: out of memory building the header of '%.300s'", WHO, path);

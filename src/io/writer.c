@@ -217,13 +217,26 @@ oar_status oar_io_writer_commit(oar_io_writer *w) {
     return st;
 }
 
+oar_tensor *oar_io_host_copy(const oar_tensor *t, oar_status *err) {
+    *err = OAR_OK;
+    if (t->contiguous && t->device == OAR_CPU) return NULL;
+    oar_tensor *c = oar_tensor_new(t->dtype, t->shape, t->ndim);
+    if (!c || oar_tensor_copy_strided(c, t) != OAR_OK) {
+        oar_tensor_unref(c);
+        *err = oar_last_status();
+        return NULL;
+    }
+    return c;
+}
+
 oar_status oar_io_write_tensor(oar_io_writer *w, const oar_tensor *t) {
     if (t->numel == 0) return OAR_OK;
     size_t es = oar_dtypes[t->dtype].size, nbytes = (size_t)t->numel * es;
     bool le = oar_io_host_is_le();
-    if (t->contiguous && le) return oar_io_writer_write(w, oar_tensor_ptr(t), nbytes);
-    oar_tensor *c = t->contiguous ? NULL : oar_tensor_contiguous_copy(t);
-    if (!t->contiguous && !c) return oar_last_status();
+    oar_status cst = OAR_OK;
+    oar_tensor *c = oar_io_host_copy(t, &cst);
+    if (cst != OAR_OK) return cst;
+    if (!c && le) return oar_io_writer_write(w, oar_tensor_ptr(t), nbytes);
     const unsigned char *src = (const unsigned char *)oar_tensor_ptr(c ? c : t);
     oar_status st = OAR_OK;
     if (le) {

@@ -55,8 +55,10 @@ static oar_status check_inputs(oar_module *m, const rnn_state *s, oar_tensor *co
                          nd == 2 ? "[T, I]" : s->batch_first ? "[N, T, I]" : "[T, N, I]", (long long)s->input, sx);
     int64_t T = nd == 3 && s->batch_first ? oar_size(x, 1) : oar_size(x, 0);
     int64_t N = nd == 3 ? oar_size(x, s->batch_first ? 0 : 1) : 1;
-    if (T < 1 || N < 1)
-        return oar_error(OAR_ERR_SHAPE, "%s: expected at least one step and one sequence, got x of shape %s", who, sx);
+    /* a batch of no sequences is an empty request and gives empty outputs (as in PyTorch); a
+     * sequence needs a step, since h_n is the state after the last one */
+    if (T < 1 || N < 0)
+        return oar_error(OAR_ERR_SHAPE, "%s: expected at least one step, got x of shape %s", who, sx);
     for (int k = 1; k < n_in; k++) {
         oar_tensor *st = in[k];
         if (!st) continue; /* zeros */

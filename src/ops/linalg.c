@@ -580,7 +580,7 @@ static oar_tensor *es_grad_operand(const es_eq *e, int x, oar_tensor *gout, oar_
         if (f == d) continue;
         int64_t ms[OAR_MAX_DIMS];
         for (int k = 0; k < nd; k++) ms[k] = k == f || k == d ? X->shape[d] : 1;
-        t = oar_mul(t, oar_reshape(oar_eye(X->shape[d], X->shape[d], X->dtype), ms, nd));
+        t = oar_mul(t, oar_reshape(oar_to(oar_eye(X->shape[d], X->shape[d], X->dtype), X->device), ms, nd));
     }
     return t;
 }

@@ -379,7 +379,7 @@ static oar_tensor *smoothed_one_hot(oar_tensor *t64, const oar_tensor *x, double
     int cd = class_dim(x->ndim);
     int64_t classes = x->shape[cd], shape[OAR_MAX_DIMS];
     for (int d = 0; d < x->ndim; d++) shape[d] = d == cd ? classes : 1;
-    oar_tensor *ids = oar_reshape(oar_arange(0, (double)classes, 1, OAR_I64), shape, x->ndim);
+    oar_tensor *ids = oar_reshape(oar_to(oar_arange(0, (double)classes, 1, OAR_I64), x->device), shape, x->ndim);
     oar_tensor *hot = oar_cast(oar_eq(oar_unsqueeze(t64, cd), ids), x->dtype);
     return oar_add_scalar(oar_mul_scalar(hot, 1.0 - eps), eps / (double)classes);
 }

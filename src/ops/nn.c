@@ -483,6 +483,17 @@ static oar_status one_hot_infer(oar_tensor *const *in, int n_in, const oar_attr 
         if (!idx->storage)
             return oar_error(OAR_ERR_UNSUPPORTED, "one_hot: num_classes = -1 needs the indices' values; pass "
                                                   "num_classes explicitly when tracing");
+        /* indices on a device are read from a host copy */
+        oar_tensor *host = NULL;
+        if (idx->device != OAR_CPU) {
+            host = oar_tensor_new_on(OAR_CPU, idx->dtype, idx->shape, idx->ndim);
+            if (!host) return oar_last_status();
+            if ((st = oar_tensor_copy_strided(host, idx)) != OAR_OK) {
+                oar_tensor_unref(host);
+                return st;
+            }
+            idx = host;
+        }
         oar_iter it;
         oar_tensor *ops[1] = {(oar_tensor *)idx};
         oar_iter_init(&it, idx->shape, idx->ndim, ops, 1);
@@ -492,6 +503,7 @@ static oar_status one_hot_infer(oar_tensor *const *in, int n_in, const oar_attr 
             int64_t v = ti->load_i64(it.ptr[0]);
             if (v > mx) mx = v;
         } while (oar_iter_next(&it));
+        if (host) oar_tensor_unref(host);
         classes = mx < 0 ? 0 : mx + 1; /* negative values are reported by the kernel */
     }
     out->dtype = OAR_I64;

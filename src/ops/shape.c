@@ -232,7 +232,12 @@ static oar_status pieces_grad(oar_grad_ctx *g, const split_plan *p) {
             int64_t shape[OAR_MAX_DIMS];
             memcpy(shape, x->shape, sizeof shape);
             shape[p->dim] = piece_len(p, k);
-            if (!(parts[k] = oar_zeros(shape, x->ndim, x->dtype))) return oar_last_status();
+            oar_tensor *z = oar_tensor_new_on(x->device, x->dtype, shape, x->ndim); /* zeros on x's device */
+            if (!z || oar_tensor_fill(z, 0.0) != OAR_OK) {
+                oar_tensor_unref(z);
+                return oar_last_status();
+            }
+            parts[k] = oar_track(z);
         }
     }
     g->gin[0] = oar_concat(parts, p->n, p->dim);

@@ -11,8 +11,6 @@ static oar_status check_param(const oar_optimizer *o, oar_tensor *const *params,
     if (!t) return oar_error(OAR_ERR_INVALID_ARG, "%s: expected parameter %d to be a tensor, got NULL", who, index);
     if (!t->storage)
         return oar_error(OAR_ERR_STATE, "%s: expected parameter %d to hold data, got a symbolic tensor", who, index);
-    if (t->device != OAR_CPU)
-        return oar_error(OAR_ERR_UNSUPPORTED, "%s: expected parameter %d on the CPU, got a CUDA tensor", who, index);
     if (t->dtype != OAR_F32 && t->dtype != OAR_F64)
         return oar_error(OAR_ERR_DTYPE, "%s: expected parameter %d to be f32 or f64, got %s", who, index,
                          oar_dtype_name(t->dtype));

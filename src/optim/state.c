@@ -19,12 +19,19 @@ static oar_tensor *make_slot(const oar_optimizer *o, const oar_optim_param *p, o
         if (t) t->trace_id = 0;
         return t;
     }
-    oar_tensor *t = oar_tensor_new(p->t->dtype, p->t->shape, p->t->ndim);
+    /* the slots live with their parameter (the update kernels run on its device); the step
+     * count and the hyper tensor stay on the host, where the launching code reads them */
+    oar_tensor *t = oar_tensor_new_on(p->t->device, p->t->dtype, p->t->shape, p->t->ndim);
     if (!t) return NULL;
     t->trace_id = 0;
     /* zeros; SGD's momentum buffer is then filled by its first update (OAR_HYPER_FRESH_MOMENTUM) */
     double v = s == OAR_SLOT_SUM ? opts->initial_accumulator : 0.0;
-    if (t->dtype == OAR_F32) {
+    if (t->device != OAR_CPU) {
+        if (oar_tensor_fill(t, v) != OAR_OK) {
+            oar_tensor_unref(t);
+            return NULL;
+        }
+    } else if (t->dtype == OAR_F32) {
         float *d = (float *)oar_tensor_ptr(t);
         for (int64_t i = 0; i < t->numel; i++) d[i] = (float)v;
     } else {
@@ -172,9 +179,21 @@ oar_status oar_optimizer_load_state(oar_optimizer *o, const char *name, const oa
                          "%s: expected '%s' to be %s %s (%s), got %s %s", who, name, oar_dtype_name(want_dt), want,
                          s == OAR_SLOT_STEP ? "a step count" : "like its parameter", oar_dtype_name(value->dtype),
                          got);
-    if (s == OAR_SLOT_STEP && *(const int64_t *)oar_tensor_ptr(value) < 0)
-        return oar_error(OAR_ERR_INVALID_ARG, "%s: expected '%s' >= 0, got %lld", who, name,
-                         (long long)*(const int64_t *)oar_tensor_ptr(value));
+    if (s == OAR_SLOT_STEP) { /* the step count is read on the host, wherever the value lives */
+        int64_t step = 0;
+        if (value->device == OAR_CPU) {
+            step = *(const int64_t *)oar_tensor_ptr(value);
+        } else {
+            oar_tensor *h = oar_tensor_new(OAR_I64, NULL, 0);
+            if (!h) return oar_last_status();
+            st = oar_tensor_copy_strided(h, value);
+            if (st == OAR_OK) step = *(const int64_t *)oar_tensor_ptr(h);
+            oar_tensor_unref(h);
+            if (st != OAR_OK) return st;
+        }
+        if (step < 0)
+            return oar_error(OAR_ERR_INVALID_ARG, "%s: expected '%s' >= 0, got %lld", who, name, (long long)step);
+    }
     if ((st = oar_optim_ensure_state(o, i, NULL)) != OAR_OK) return st;
     oar_tensor *dst = o->params[i].slot[s];
     oar_tensor_copy_strided(dst, value);

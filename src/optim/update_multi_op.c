@@ -139,5 +139,9 @@ const oar_op_def oar_opdef_optimizer_update_multi = {
     .flags = OAR_OPF_NONDIFF, .ref_dtypes = OAR_DTYPE_BIT(OAR_F32) | OAR_DTYPE_BIT(OAR_F64),
     .optional_inputs = 0xffffffffu,  /* the state region's tail */
     .mutated_inputs = 0xffffffffu,   /* the state region: params, hypers, slots */
+    /* hypers and step counts stay on the host (as optimizer_update's); their positions depend
+     * on the slots attribute, so the whole state region may be on the host and the kernels
+     * check which tensor is where (the CUDA one refuses a param or slot on the host) */
+    .host_inputs = 0xffffffffu,
     .infer = multi_infer, .reference = multi_ref,
 };

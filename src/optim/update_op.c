@@ -195,6 +195,9 @@ const oar_op_def oar_opdef_optimizer_update = {
     .optional_inputs = ((1u << OAR_SLOT_COUNT) - 1) << IN_SLOT0,
     /* param, the hyper (its fresh flag) and every slot */
     .mutated_inputs = (1u << IN_PARAM) | (1u << IN_HYPER) | (((1u << OAR_SLOT_COUNT) - 1) << IN_SLOT0),
+    /* the hyper tensor and the step count are read and written by the launching code on the
+     * host, whatever device param is on */
+    .host_inputs = (1u << IN_HYPER) | (1u << (IN_SLOT0 + OAR_SLOT_STEP)),
     .infer = update_infer, .reference = update_ref,
 };
 

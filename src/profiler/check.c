@@ -75,6 +75,13 @@ static bad_count scan_contiguous(const void *base, int64_t n, oar_dtype dt) {
 }
 
 static bad_count scan(oar_tensor *t) {
+    if (t->device != OAR_CPU) { /* a GPU output is scanned in a host copy */
+        bad_count c = {0, 0, -1};
+        oar_tensor *h = oar_tensor_new(t->dtype, t->shape, t->ndim);
+        if (h && oar_tensor_copy_strided(h, t) == OAR_OK) c = scan_contiguous(oar_tensor_ptr(h), h->numel, h->dtype);
+        oar_tensor_unref(h);
+        return c;
+    }
     if (t->contiguous) return scan_contiguous(oar_tensor_ptr(t), t->numel, t->dtype);
     bad_count c = {0, 0, -1};
     oar_iter it;

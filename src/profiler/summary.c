@@ -418,6 +418,14 @@ static void memory_table(text *o) {
     put_mib(o, (double)m.peak_bytes);
     put(o, "\n  at the end: %.2f MiB in tensors, %.2f MiB cached for reuse\n",
         (double)m.current_bytes / (1024.0 * 1024.0), (double)m.cached_bytes / (1024.0 * 1024.0));
+    if (oar_cuda_is_available()) { /* the GPU's caching allocator, as it stands at the summary */
+        oar_memory_stats g = oar_memory_stats_get(OAR_CUDA);
+        const double mib = 1024.0 * 1024.0;
+        put(o, "Memory: CUDA allocator: %.2f MiB in tensors (peak %.2f), %.2f MiB reserved, %.1f%% of it cached; "
+               "%lld allocations, %lld from the cache\n",
+            (double)g.current_bytes / mib, (double)g.peak_bytes / mib, (double)g.reserved_bytes / mib,
+            100.0 * g.fragmentation, (long long)g.n_allocs, (long long)g.n_cache_hits);
+    }
 }
 
 int oar_profiler_summary(char *buf, size_t size, oar_profiler_sort sort, int max_rows) {

@@ -72,6 +72,28 @@ int oar_format(const oar_tensor *t, char *buf, size_t size) {
             shape, oar_dtype_name(t->dtype));
         return (int)o.len;
     }
+    if (t->device != OAR_CPU) { /* printed from a host copy, the device named as torch does */
+        oar_tensor *h = oar_tensor_new(t->dtype, t->shape, t->ndim);
+        if (!h || oar_tensor_copy_strided(h, t) != OAR_OK) {
+            oar_tensor_unref(h);
+            put(&o, "tensor(<on %s: could not copy to the host: %s>)", t->device == OAR_CUDA ? "cuda" : "a device",
+                oar_last_error());
+            return (int)o.len;
+        }
+        h->requires_grad = t->requires_grad;
+        int n = oar_format(h, buf, size);
+        oar_tensor_unref(h);
+        o.len = n > 0 ? (size_t)n : 0;
+        /* ", device='cuda'" before the closing parenthesis */
+        if (o.len && o.len + 16 < size && buf[o.len - 1] == ')') {
+            o.len--;
+            buf[o.len] = '\0';
+            put(&o, ", device='cuda')");
+        } else {
+            o.len += 15;
+        }
+        return (int)o.len;
+    }
     bool int_like = oar_dtypes[t->dtype].is_float;
     if (int_like) { /* print 1., 2. when every value is integral, like torch */
         oar_tensor *ops[1] = {(oar_tensor *)t};

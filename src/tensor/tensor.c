@@ -213,6 +213,15 @@ void *oar_data(oar_tensor *t) {
     return oar_tensor_ptr(t);
 }
 
+void *oar_device_ptr(oar_tensor *t) {
+    if (!t) return NULL;
+    if (!t->storage) {
+        oar_symbolic_error("device_ptr", t);
+        return NULL;
+    }
+    return oar_tensor_ptr(t);
+}
+
 int oar_normalize_dim(int dim, int ndim) {
     int n = ndim == 0 ? 1 : ndim;
     if (dim < -n || dim >= n) return -1;

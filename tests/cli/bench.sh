@@ -20,6 +20,24 @@ for mode in eager static; do
 done
 "$oar" bench --workload gpt-mini --mode static --threads 1 --steps 1 --disable-pass fuse_attention --json > "$dir/out"
 field tokens_per_s
+grep -q '"disabled_passes": "fuse_attention"' "$dir/out"
+# every line carries the settings it ran with
+settings() { for f in workload mode threads batch dtype disabled_passes isa; do field $f; done; }
+"$oar" bench --workload dispatch --quick > "$dir/out"; settings
+"$oar" bench --workload gemm --quick --reps 1 --shape sq64 > "$dir/out"; settings
+"$oar" bench --workload peak --threads 1 > "$dir/out" && settings
+# --batch (and --context for the language models) is what runs, in every model workload
+for w in tiny mlp lenet resnet20 resnet20-infer; do
+  "$oar" bench --workload $w --batch 3 --steps 1 --threads 1 > "$dir/out"
+  settings
+  grep -q '"batch": 3,' "$dir/out" || { echo "bench: $w ignored --batch 3: $(cat "$dir/out")"; exit 1; }
+done
+for w in gpt-mini lstm-lm; do
+  "$oar" bench --workload $w --batch 2 --context 7 --steps 1 --threads 1 > "$dir/out"
+  settings
+  grep -q '"batch": 2, "context": 7,' "$dir/out" || { echo "bench: $w ignored --batch/--context: $(cat "$dir/out")"; exit 1; }
+  grep -q '"tokens_per_s"' "$dir/out"
+done
 # a pass that does not exist is named in the error
 if "$oar" bench --workload tiny --mode static --steps 1 --disable-pass no_such_pass 2> "$dir/err"; then exit 1; fi
 grep -q "no_such_pass" "$dir/err"
@@ -27,4 +45,16 @@ if "$oar" bench --workload resnet20-infer --mode static --steps 1 --disable-pass
 grep -q "no_such_pass" "$dir/err"
 if "$oar" bench --workload nope 2> "$dir/err"; then exit 1; fi
 grep -q "unknown workload 'nope'" "$dir/err"
+# --device: every line says where it ran; cuda runs eagerly on a GPU, and says why not elsewhere
+"$oar" bench --workload tiny --steps 1 --device cpu > "$dir/out"
+grep -q '"device": "cpu"' "$dir/out" || { echo "bench: no device field: $(cat "$dir/out")"; exit 1; }
+if "$oar" bench --workload tiny --steps 1 --device cuda > "$dir/out" 2> "$dir/err"; then
+  grep -q '"device": "cuda"' "$dir/out"
+else
+  grep -q -e "no CUDA device" -e "no CUDA (install" "$dir/err" || { echo "bench: $(cat "$dir/err")"; exit 1; }
+fi
+if "$oar" bench --workload tiny --device tpu 2> "$dir/err"; then exit 1; fi
+grep -q "expected cpu or cuda" "$dir/err"
+if "$oar" bench --workload tiny --mode static --device cuda 2> "$dir/err"; then exit 1; fi
+# unknown flags: tests/cli/flags.sh
 echo "bench: 1 passed, 0 failed"

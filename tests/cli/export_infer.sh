@@ -22,6 +22,11 @@ trap 'rm -rf "$dir"' EXIT
 
 "$oar" train --model lenet --data fashion-mnist --epochs 1 --steps 150 --seed 1 --threads 2 --quiet \
   --checkpoint "$dir/lenet.safetensors" > "$dir/train.log"
+# (before the export to lenet below replaces the checkpoint lenet.safetensors)
+# --out with .json names the same two files (not lenet2.json.json)
+"$oar" export --model lenet --checkpoint "$dir/lenet.safetensors" --out "$dir/lenet2.json" --batch 2 > "$dir/export2.log"
+grep -q "to $dir/lenet2.json and $dir/lenet2.safetensors" "$dir/export2.log"
+test -s "$dir/lenet2.json" && test -s "$dir/lenet2.safetensors" && test ! -e "$dir/lenet2.json.json"
 "$oar" export --model lenet --checkpoint "$dir/lenet.safetensors" --out "$dir/lenet" --batch 2 > "$dir/export.log"
 grep -q "input  'images' f32\[?, 1, 28, 28\]" "$dir/export.log"
 grep -q "output 'logits' f32\[?, 10\]" "$dir/export.log"
@@ -51,6 +56,7 @@ PY
 
 # the batch of 32 runs on the program traced at 2 (dynamic dim)
 "$oar" infer "$dir/lenet.json" --input "$dir/x.npy" --output "$dir/y.npy" --rows 32 > "$dir/infer.log"
+"$oar" infer "$dir/lenet2" --input "$dir/x.npy" > /dev/null
 grep -q "output 'logits': f32\[32, 10\]" "$dir/infer.log"
 test -s "$dir/y.npy"
 # the predicted classes match the labels well above chance (10%)
@@ -62,7 +68,9 @@ test "$right" -ge 16
 python3 -c "import sys; h = open(sys.argv[1], 'rb').read(128).decode('latin1'); sys.exit(not ('<f4' in h and '(32, 10)' in h))" \
   "$dir/y.npy"
 
-# inspect: names, dynamic dims, ops, passes
+# inspect: names, dynamic dims, ops, passes; the model named with or without .json
+"$oar" inspect "$dir/lenet.json" > "$dir/inspect-json.log"
+grep -q "images *f32\[?, 1, 28, 28\]" "$dir/inspect-json.log"
 "$oar" inspect "$dir/lenet" --passes > "$dir/inspect.log"
 grep -q "images *f32\[?, 1, 28, 28\]" "$dir/inspect.log"
 grep -q "logits" "$dir/inspect.log"

@@ -29,6 +29,15 @@ awk -v a="$acc" 'BEGIN { exit !(a > 0.80) }'
 head -c 100 "$dir/full.safetensors" > "$dir/bad.safetensors"
 if "$oar" eval --model tiny --data digits --checkpoint "$dir/bad.safetensors" 2> "$dir/err.log"; then exit 1; fi
 grep -q "bad.safetensors" "$dir/err.log"
+# so is one with a flipped bit in its weights (the file is well formed; its checksum is not),
+# unless OAR_SKIP_CHECKSUM=1 asks to load it anyway
+if command -v python3 > /dev/null 2>&1; then
+  python3 -c "import sys; b = bytearray(open(sys.argv[1], 'rb').read()); b[-5] ^= 0x10; open(sys.argv[2], 'wb').write(b)" \
+    "$dir/full.safetensors" "$dir/flipped.safetensors"
+  if "$oar" eval --model tiny --data digits --checkpoint "$dir/flipped.safetensors" 2> "$dir/err.log"; then exit 1; fi
+  grep -q "flipped.safetensors.*is damaged" "$dir/err.log"
+  OAR_SKIP_CHECKSUM=1 "$oar" eval --model tiny --data digits --checkpoint "$dir/flipped.safetensors" > /dev/null
+fi
 # label smoothing changes the training (and only the training loss); a bad value is refused
 "$oar" train $common --epochs 1 --steps 20 --checkpoint "$dir/plain.safetensors" > /dev/null
 "$oar" train $common --epochs 1 --steps 20 --label-smoothing 0.1 --checkpoint "$dir/smooth.safetensors" > /dev/null

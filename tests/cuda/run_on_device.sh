@@ -17,7 +17,7 @@ bin=""
 if [ -z "${OAR_GPU_BIN:-}" ]; then
   gen=""; command -v ninja >/dev/null && gen="-G Ninja"
   if cmake -S . -B build-gpu $gen -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 > "$out/build.log" 2>&1 &&
-     cmake --build build-gpu -j "$(nproc)" --target test_cuda sweep bench_cuda >> "$out/build.log" 2>&1; then
+     cmake --build build-gpu -j "$(nproc)" --target test_cuda sweep bench_cuda oar_cli >> "$out/build.log" 2>&1; then
     bin=build-gpu
     summary "build: ok ($(grep -c 'Building' "$out/build.log") steps)"
   else
@@ -42,7 +42,12 @@ run sweep_cuda 240 "$bin/tests/sweep" --device cuda
 fails=$(grep '^FAIL' "$out/sweep_cuda.log" | sed 's/(.*//' | sort | uniq -c | sort -rn | head -60)
 [ -n "$fails" ] && summary "failing ops (count): $(echo $fails)"
 run bench_oar 120 "$bin/bench_cuda"
-run bench_torch 120 python3 bench/cuda_torch.py
+for w in tiny mlp lenet resnet20 gpt-mini lstm-lm; do  # the oar command's path to the GPU
+  timeout 60 "$bin/oar" bench --workload $w --device cuda --steps 20 >> "$out/bench_oar.log" 2>&1
+done
+summary "oar bench --device cuda: $(grep -c '"device": "cuda"' "$out/bench_oar.log") of 6 workloads ran"
+run bench_torch 300 python3 bench/cuda_torch.py ${OAR_TORCH_COMPILE:+--compile}
+{ CUDA_LAUNCH_BLOCKING=1 "$bin/bench_cuda" --profile gpt-mini; CUDA_LAUNCH_BLOCKING=1 "$bin/bench_cuda" --profile lstm-lm; } > "$out/profile.log" 2>&1
 san=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
 run memcheck_test_cuda 180 "$san" --tool memcheck --report-api-errors no --error-exitcode 9 "$bin/tests/test_cuda"
 cat "$out"/bench_*.log

@@ -45,6 +45,12 @@ static void copies(void) {
     CHECK(t_same_bits(oar_to(oar_to(r, OAR_CUDA), OAR_CPU), r));
     double v = 0;
     CHECK(oar_item(oar_sum(g, NULL, 0, false), &v) == OAR_OK && v != 0);
+    /* printing reads a host copy and names the device, as torch */
+    char text[4096], want[4096];
+    int n = oar_format(g, text, sizeof text);
+    oar_format(x, want, sizeof want);
+    CHECK(n == (int)strlen(text) && strstr(text, "device='cuda')") && !strncmp(text, want, strlen(want) - 1));
+    CHECK(oar_format(g, NULL, 0) == n);
 }
 
 static void devices_mixed(void) {
@@ -202,6 +208,17 @@ static void train_zoo(const char *name, int steps, int64_t batch) {
     printf("test_cuda: %-9s %d steps on the GPU: loss %.4f -> %.4f, largest gap to the host %.2g\n", name, steps,
            first, last, worst);
     CHECK(ok && worst < 2e-3);
+    /* a checkpoint of the GPU model (weights and optimizer state) loads on the host, bit for bit */
+    char path[64];
+    snprintf(path, sizeof path, "test_cuda_%s.safetensors", name);
+    CHECK(oar_checkpoint_save(path, gpu.m, gpu.opt, steps) == OAR_OK);
+    int64_t step = 0;
+    CHECK(oar_checkpoint_load(path, host.m, host.opt, &step) == OAR_OK && step == steps);
+    int diffs = 0;
+    for (int i = 0; i < oar_module_num_parameters(gpu.m); i++)
+        diffs += !t_same_bits(oar_module_parameter(host.m, i, NULL), oar_module_parameter(gpu.m, i, NULL));
+    CHECK(diffs == 0);
+    remove(path);
     zoo_run_free(&host);
     zoo_run_free(&gpu);
 }

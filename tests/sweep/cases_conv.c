@@ -75,6 +75,9 @@ const sweep_case sweep_cases_conv[] = {
     {"conv2d_grad_input", "n:1x5x30x27;n:5x16x7x7", "input_shape=1,16,30,27 " C2("1,1", "3,3", "1,1", "1"), SWEEP_NO_GRAD},
     {"conv2d_grad_input", "n:2x9x3x2;n:9x2x3x5", "input_shape=2,2,6,6 " C2("1,1", "0,0", "1,1", "1"), SWEEP_NO_GRAD},
     {"conv2d_grad_input", "n:1x2x3x4;n:2x2x3x5", "input_shape=1,2,3,4 " C2("1,1", "1,2", "1,1", "1")},
+    /* zero-size batches: the sweep's automatic pass cannot empty input_shape */
+    {"conv2d_grad_input", "n:0x3x3x3;n:3x2x3x3", "input_shape=0,2,5,5 " C2("1,1", "0,0", "1,1", "1")},
+    {"conv2d_grad_input", "n:0x4x2x2;n:4x1x2x2", "input_shape=0,2,4,5 " C2("2,2", "1,1", "1,1", "2")},
     /* 7056-term sums of unit products (magnitude ~84) to results near 1: f32 orders differ by ~2e-4 */
     {"conv2d_grad_weight", "n:9x1x28x28;n:9x6x28x28", "weight_shape=6,1,5,5 " C2("1,1", "2,2", "1,1", "1"), SWEEP_NO_GRAD, 1e-3},
     {"conv2d_grad_weight", "n:17x6x14x14;n:17x16x10x10", "weight_shape=16,6,5,5 " C2("1,1", "0,0", "1,1", "1"), SWEEP_NO_GRAD},
@@ -121,6 +124,7 @@ const sweep_case sweep_cases_conv[] = {
     {"avg_pool2d_backward", "n:1x2x3x3", "input_shape=1,2,5,5 " AP("3,3", "2,2", "1,1", "1", "0")},
     {"avg_pool2d_backward", "n:2x3x2", "input_shape=2,6,5 " AP("3,2", "2,3", "1,1", "0", "1")},
     {"avg_pool2d_backward", "n:2x4x7x4", "input_shape=2,4,13,11 " AP("3,2", "2,3", "1,1", "1", "0"), SWEEP_NO_GRAD},
+    {"avg_pool2d_backward", "n:0x2x3x3", "input_shape=0,2,5,5 " AP("3,3", "2,2", "1,1", "1", "0")},
     /* adaptive average pooling: bins [floor(i*H/oh), ceil((i+1)*H/oh)) */
     {"adaptive_avg_pool2d", "n:1x2x5x7", "output_size=3,4"},
     {"adaptive_avg_pool2d", "n:2x5x5", "output_size=2,2"},
@@ -141,6 +145,7 @@ const sweep_case sweep_cases_conv[] = {
     {"adaptive_avg_pool2d_backward", "n:4x2x3", "input_shape=4,6,6"},
     {"adaptive_avg_pool2d_backward", "n:32x64x1x1", "input_shape=32,64,8,8", SWEEP_NO_GRAD},
     {"adaptive_avg_pool2d_backward", "n:5x7x3x3", "input_shape=5,7,9,9", SWEEP_NO_GRAD},
+    {"adaptive_avg_pool2d_backward", "n:0x2x3x4", "input_shape=0,2,5,7"},
     {0},
 };
 

@@ -29,6 +29,13 @@ const sweep_case sweep_cases_fused_conv[] = {
     {"conv2d_act", "n:2x8x8x16;n:32x16x3x3;n:32;none", CN("2,2", "1,1", "1,1", "1", "relu"), SWEEP_NO_GRAD},
     {"conv2d_act", "n:3x6x6x32;n:64x32x1x1;none;n:3x3x3x64", CN("2,2", "0,0", "1,1", "1", "none"), SWEEP_NO_GRAD},
     {"conv2d_act", "n:1x9x9x3;n:5x3x3x3;n:5;n:1x9x9x5", CN("1,1", "1,1", "1,1", "1", "relu"), SWEEP_NO_GRAD},
+    /* 8 and 24 output channels: oneDNN's AVX2 kernels write nChw8c, which for 8 channels has
+     * NHWC's bytes but another descriptor (the output must come back through a reorder into
+     * NHWC, not oar's NCHW transpose); at 24 the blocks are apart. Regression cases for the
+     * AVX2-only failure of test_fusion_conv's small net: run capped (OAR_CPU_ISA=avx2). */
+    {"conv2d_act", "n:2x9x9x3;n:8x3x3x3;n:8;none", CN("1,1", "1,1", "1,1", "1", "relu"), SWEEP_NO_GRAD},
+    {"conv2d_act", "n:1x6x6x8;n:8x8x3x3;none;n:1x6x6x8", CN("1,1", "1,1", "1,1", "1", "none"), SWEEP_NO_GRAD},
+    {"conv2d_act", "n:2x6x6x8;n:24x8x3x3;n:24;n:2x6x6x24", CN("1,1", "1,1", "1,1", "1", "relu"), SWEEP_NO_GRAD},
     {0},
 };
 

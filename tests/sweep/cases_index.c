@@ -133,6 +133,8 @@ const sweep_case sweep_cases_index[] = {
     {"pad_backward", "n:4x6", "shape=2,3 pads=2,1,1,1 mode=2"},
     {"pad_backward", "n:2x4", "shape=2,5 pads=-1,0 mode=0"},
     {"pad_backward", "i0_5:2x5", "shape=2,3 pads=1,1 mode=1"},
+    {"pad_backward", "n:0x6", "shape=0,3 pads=1,2 mode=0"},
+    {"pad_backward", "n:0x9", "shape=0,5 pads=2,2 mode=1"},
     {0},
 };
 

@@ -125,6 +125,10 @@ const sweep_case sweep_cases_nn[] = {
     {"batch_norm", "n:64x37;none;n:37;nf32:37;pf32:37;none", BN_TRAIN, SWEEP_NO_GRAD},
     {"batch_norm", "n:64x37;n:37;none;nf32:37;pf32:37;none", BN_EVAL, SWEEP_NO_GRAD},
     {"batch_norm", "n:3x5x3x7;n:5;n:5;none;none;none", BN_TRAIN, SWEEP_NO_GRAD},
+    /* 4096 values per channel or more: the GPU kernels split each channel over several blocks */
+    {"batch_norm", "n:8x4x24x24;n:4;n:4;nf32:4;pf32:4;none", BN_TRAIN, SWEEP_NO_GRAD},
+    {"batch_norm", "n:8x4x24x24;none;n:4;nf32:4;pf32:4;i3_9:", BN_CMA, SWEEP_NO_GRAD},
+    {"batch_norm", "n:8x4x24x24;n:4;n:4;nf32:4;pf32:4;none", BN_EVAL, SWEEP_NO_GRAD},
     {0},
 };
 

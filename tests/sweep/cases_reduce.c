@@ -10,6 +10,10 @@ const sweep_case sweep_cases_reduce[] = {
     {"sum", "n:3x4", "dims= keepdim=0"},
     {"sum", "n:2x3x4", "dims=0,2 keepdim=1"},
     {"sum", "n:2x3x4", "dims=-1 keepdim=0"},
+    /* leading dims summed over many rows, as a bias gradient: the GPU's tiled column kernel
+     * (several row chunks, a partial last chunk, outputs not a multiple of 32) */
+    {"sum", "n:1100x70", "dims=0 keepdim=0", SWEEP_NO_GRAD},
+    {"mean", "n:4x300x45", "dims=0,1 keepdim=1", SWEEP_NO_GRAD},
     {"sum", "n:2x0x3", "dims=1 keepdim=0"},
     {"sum", "n:2x0x3", "dims=0 keepdim=1"},
     {"sum", "n:", "dims= keepdim=0"},
@@ -113,6 +117,26 @@ const sweep_case sweep_cases_reduce[] = {
     {"norm", "n:2x0x3", "p=2 dims=1 keepdim=0"},
     {"norm", "n:2x0x3", "p=inf dims=1 keepdim=0"},
 
+    /* the GPU kernels' strategies for every reduction: one thread per output (outputs adjacent
+     * in memory, groups strided or short) and groups split over several blocks (few outputs,
+     * 16384 elements or more; var, std and logsumexp in two passes) */
+    {"prod", "p:50x70", "dims=0 keepdim=0", BIG},
+    {"var", "n:50x70", "dims=0 correction=1 keepdim=0", BIG},
+    {"std", "n:3x40x70", "dims=0,1 correction=0 keepdim=1", BIG},
+    {"logsumexp", "n:50x70", "dims=0 keepdim=0", BIG},
+    {"norm", "n:50x70", "p=3 dims=0 keepdim=0", BIG},
+    {"norm", "n:50x70", "p=inf dims=0 keepdim=0", BIG},
+    {"amax", "n:100x4", "dims=1 keepdim=0", BIG},
+    {"mean", "n:2x20000", "dims=1 keepdim=0", BIG},
+    {"var", "n:40000", "dims= correction=1 keepdim=0", BIG},
+    {"std", "n:2x20000", "dims=1 correction=1 keepdim=1", BIG},
+    {"logsumexp", "n:40000", "dims= keepdim=0", BIG},
+    {"norm", "n:40000", "p=3 dims= keepdim=0", BIG},
+    {"norm", "n:20000x2", "p=inf dims=0 keepdim=0", BIG},
+    {"norm", "n:40000", "p=1 dims= keepdim=0", BIG},
+    {"prod", "c1,1.0001,0.9999,1.0002:40000", "dims= keepdim=0", BIG},
+    {"sum", "n:20000x3", "dims=0 keepdim=0", BIG},
+
     {"argmax", "d:3x4", "dim=1 keepdim=0"},
     {"argmax", "n:2x3x4", "dim=-1 keepdim=1"},
     {"argmax", "i0_3:4x5", "dim=0 keepdim=0"}, /* ties: first index */
@@ -130,6 +154,10 @@ const sweep_case sweep_cases_reduce[] = {
     {"cumsum", "n:2x0x3", "dim=1 reverse=0"},
     {"cumsum", "i0_5:3x4", "dim=1 reverse=0"},
     {"cumsum", "b:5", "dim=0 reverse=0"},
+    /* long lines: the GPU scans them a block at a time */
+    {"cumsum", "n:5000", "dim=0 reverse=0", BIG},
+    {"cumsum", "n:3x3000", "dim=1 reverse=1", BIG},
+    {"cumsum", "n:3000x2", "dim=0 reverse=0", BIG},
 
     {"topk", "d:3x5", "k=2 dim=1 largest=1 sorted=1"},
     {"topk", "d:2x3x4", "k=3 dim=-1 largest=0 sorted=1"},

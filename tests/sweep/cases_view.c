@@ -22,6 +22,8 @@ const sweep_case sweep_cases_view[] = {
     {"unsqueeze", "n:3x4", "dim=-1"},
     {"slice_backward", "n:2x4", "shape=6,4 dim=0 start=1 end=5 step=2"},
     {"slice_backward", "n:6x2", "shape=6,4 dim=1 start=1 end=4 step=2"},
+    {"slice_backward", "n:0x2", "shape=0,4 dim=1 start=1 end=4 step=2"},
+    {"slice_backward", "n:0x4", "shape=6,4 dim=0 start=2 end=2 step=1"},
     {0},
 };
 

@@ -559,12 +559,95 @@ done:
     (void)c;
 }
 
+/* ---- the zero-size pass: every case again with its batch emptied. An empty request must give
+ * the empty (or, reduced over the empty dim, the identity: 0 for sum, NaN for mean) result and
+ * never crash, in every kernel, through eager dispatch on strided inputs, and in the gradient
+ * rules (a weight's gradient from an empty batch is zero). Ops whose inference refuses every
+ * emptied case are listed at the end, with the message, so a refusal is a visible decision. */
+static bool g_zero_ran[OAR_OP_COUNT];
+static char g_zero_refused[OAR_OP_COUNT][160]; /* the first refusal's message */
+static int g_zero_cases;
+
+/* specs with their batch emptied; false when there is no batch to empty (0-d inputs only, or
+ * empty already). The batch is dim 0 of the first shaped input, except when an index input
+ * addresses that dim (int inputs whose range is [lo, size)): then the lookups are the batch
+ * (embedding's tokens, gather's index), since indices into an emptied dim would be out of
+ * range. Every input whose dim 0 has the batch's size is emptied with it. */
+static bool zero_variant(const input_spec *specs, int n_in, input_spec *out) {
+    int64_t b = -1;
+    for (int i = 0; i < n_in; i++) {
+        out[i] = specs[i];
+        if (b < 0 && specs[i].kind && specs[i].ndim > 0) b = specs[i].shape[0];
+    }
+    for (int i = 0; i < n_in && b > 0; i++)
+        if (specs[i].kind == 'i' && specs[i].hi == b) {
+            b = specs[i].ndim > 0 ? specs[i].shape[0] : -1;
+            break;
+        }
+    if (b <= 0) return false;
+    for (int i = 0; i < n_in; i++)
+        if (out[i].kind && out[i].ndim > 0 && out[i].shape[0] == b) out[i].shape[0] = 0;
+    return true;
+}
+
+static void run_zero(const sweep_case *c, int op, const input_spec *specs, int n_in, const oar_attr *attrs,
+                     int case_no, bool has_float_kind) {
+    input_spec zs[OAR_MAX_INPUTS];
+    if (!zero_variant(specs, n_in, zs)) return;
+    const oar_op_def *d = oar_op_table[op];
+    oar_tensor *in[OAR_MAX_INPUTS];
+    for (int i = 0; i < n_in; i++) in[i] = make_input(&zs[i], OAR_F32);
+    oar_meta meta[OAR_MAX_OUTPUTS];
+    int n_out = 0;
+    oar_clear_error();
+    bool ok = oar_op_infer((oar_op_id)op, in, n_in, attrs, meta, &n_out) == OAR_OK;
+    for (int i = 0; i < n_in; i++) oar_tensor_unref(in[i]);
+    if (!ok) {
+        if (!g_zero_refused[op][0]) snprintf(g_zero_refused[op], sizeof g_zero_refused[op], "%s", oar_last_error());
+        return;
+    }
+    g_zero_ran[op] = true;
+    g_zero_cases++;
+    char label[256];
+    oar_dtype pass_dt[2] = {OAR_F32, OAR_F64};
+    for (int p = 0; p < (has_float_kind ? 2 : 1); p++) {
+        snprintf(label, sizeof label, "%s(%s | %s) zero-size batch %s", c->op, c->inputs, c->attrs ? c->attrs : "",
+                 oar_dtype_name(pass_dt[p]));
+        g_seed = 0x9E3779B97F4A7C15ULL ^ (uint64_t)(case_no * 7919 + 1);
+        run_kernels(c, op, zs, n_in, attrs, pass_dt[p], label);
+    }
+    if (has_float_kind && !(d->flags & OAR_OPF_NONDIFF) && d->grad && !(c->flags & SWEEP_NO_GRAD) && !g_cuda_only) {
+        snprintf(label, sizeof label, "%s(%s | %s) zero-size batch gradient", c->op, c->inputs, c->attrs ? c->attrs : "");
+        grad_check(c, op, zs, n_in, attrs, label);
+    }
+}
+
+/* Fails for each op that refused an empty batch in every case (none ran): a zero-size batch is
+ * an ordinary input (an empty request) and each op must give its empty or reduced result. */
+static void report_zero(void) {
+    int refused = 0;
+    for (int op = 0; op < OAR_OP_COUNT; op++)
+        if (!g_zero_ran[op] && g_zero_refused[op][0]) {
+            refused++;
+            FAIL("%s refuses a zero-size batch in every case: %s", oar_op_table[op]->name, g_zero_refused[op]);
+        }
+    printf("sweep: %d zero-size cases ran, %d ops refuse an empty batch\n", g_zero_cases, refused);
+}
+
 /* ---- the gradient rule run on the GPU (every op of the backward on CUDA kernels) against the
  * same rule on the host, in float64: loss = sum_k sum(out_k * w_k) */
 static bool gradients_on(oar_device dev, int op, const input_spec *specs, int n_in, const oar_attr *attrs,
                          uint64_t seed, oar_tensor **grads, const char *label) {
     const oar_op_def *d = oar_op_table[op];
     oar_tensor *in[OAR_MAX_INPUTS] = {0}, *out[OAR_MAX_OUTPUTS];
+    bool any_float = false; /* an emptied case has nothing to differentiate: nothing to compare */
+    for (int i = 0; i < n_in; i++) {
+        int64_t n = 1;
+        for (int k = 0; k < specs[i].ndim; k++) n *= specs[i].shape[k];
+        any_float |= specs[i].kind && !specs[i].fixed && n > 0;
+    }
+    if (!any_float) return false;
+    oar_clear_error();
     g_seed = seed;
     for (int i = 0; i < n_in; i++) {
         oar_tensor *h = make_input(&specs[i], OAR_F64);
@@ -663,6 +746,7 @@ static void run_case(const sweep_case *c, int case_no) {
             snprintf(label, sizeof label, "%s(%s | %s) gradient", c->op, c->inputs, c->attrs ? c->attrs : "");
             cuda_grad_check(op, specs, n_in, attrs, 0x9E3779B97F4A7C15ULL ^ (uint64_t)(case_no * 7919 + 1), label);
         }
+        run_zero(c, op, specs, n_in, attrs, case_no, has_float_kind); /* empty batches on the GPU too */
         return;
     }
     if (differentiable) {
@@ -670,6 +754,14 @@ static void run_case(const sweep_case *c, int case_no) {
         g_seed = 0x9E3779B97F4A7C15ULL ^ (uint64_t)(case_no * 7919 + 1);
         grad_check(c, op, specs, n_in, attrs, label);
     }
+    bool empty = false; /* a case written with a zero-size batch counts as one of the pass */
+    for (int i = 0; i < n_in; i++)
+        for (int k = 0; k < specs[i].ndim && specs[i].kind; k++) empty |= specs[i].shape[k] == 0;
+    if (empty) {
+        g_zero_ran[op] = true;
+        g_zero_cases++;
+    }
+    run_zero(c, op, specs, n_in, attrs, case_no, has_float_kind);
 }
 
 /* ---- CUDA coverage: every (op, f32) pair has a CUDA kernel, except the ops listed in the
@@ -785,6 +877,7 @@ int main(int argc, char **argv) {
             if (!(d->flags & OAR_OPF_NONDIFF) && !d->grad) FAIL("differentiable op '%s' has no gradient rule", d->name);
         }
     }
+    report_zero();
     if (g_cuda) printf("sweep: %d CUDA kernel and gradient runs compared with the reference\n", g_cuda_checked);
     printf("sweep: %d cases, %d checks, %d ops registered, %d failures\n", n_cases, g_checks, OAR_OP_COUNT,
            g_failures);

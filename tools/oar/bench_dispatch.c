@@ -53,10 +53,12 @@ int oar_bench_dispatch(int argc, char **argv) {
     oar_set_requires_grad(a, true);
     time_adds(a, b, iters / 10, 1, grad);
     time_adds(a, b, iters, reps, grad);
-    printf("{\"workload\": \"dispatch\", \"op\": \"add\", \"numel\": 64, \"threads\": %d, "
+    printf("{\"workload\": \"dispatch\", ");
+    bench_print_settings(&(bench_settings){.mode = "eager", .batch = -1}); /* one op on 64 elements: no batch */
+    printf(", \"op\": \"add\", \"numel\": 64, "
            "\"us_per_op_nograd\": %.4f, \"us_per_op_nograd_min\": %.4f, \"us_per_op_nograd_max\": %.4f, "
            "\"us_per_op_grad\": %.4f, \"us_per_op_grad_min\": %.4f, \"us_per_op_grad_max\": %.4f",
-           oar_get_num_threads(), nograd[0], nograd[1], nograd[2], grad[0], grad[1], grad[2]);
+           nograd[0], nograd[1], nograd[2], grad[0], grad[1], grad[2]);
     if (cli_has_flag(argc, argv, "--compare-torch")) {
         double tn = torch_us(0), tg = torch_us(1);
         if (tn > 0 && tg > 0)

@@ -173,10 +173,10 @@ static int bench_shape(const gemm_shape *s, int reps, double min_s) {
     r.pc = c;
     int nt = oar_get_num_threads();
     double o[3], l[3] = {0, 0, 0}, ratio[3] = {0, 0, 0}, peak = g_peak_per_core * nt;
-    printf("{\"workload\": \"gemm\", \"name\": \"%s\", \"batch\": %lld, \"m\": %lld, \"k\": %lld, \"n\": %lld, "
-           "\"layout\": \"%c%c\", \"dtype\": \"f32\", \"threads\": %d, \"reps\": %d, \"peak_gflops\": %.1f",
-           s->name, (long long)s->batch, (long long)s->m, (long long)s->k, (long long)s->n, s->ta ? 'T' : 'N',
-           s->tb ? 'T' : 'N', nt, reps, peak);
+    printf("{\"workload\": \"gemm\", \"name\": \"%s\", ", s->name);
+    bench_print_settings(&(bench_settings){.mode = "eager", .batch = s->batch}); /* batch: of matrices */
+    printf(", \"m\": %lld, \"k\": %lld, \"n\": %lld, \"layout\": \"%c%c\", \"reps\": %d, \"peak_gflops\": %.1f",
+           (long long)s->m, (long long)s->k, (long long)s->n, s->ta ? 'T' : 'N', s->tb ? 'T' : 'N', reps, peak);
 #ifdef OAR_HAVE_OPENBLAS
     let_blas_threads_sleep(); /* after the previous shape's library samples and the first GEMM */
     /* each backend forced in turn through oar_gemm; then the rule's choice, whose figure is

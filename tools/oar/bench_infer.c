@@ -48,6 +48,12 @@ int oar_bench_infer(int argc, char **argv) {
         fprintf(stderr, "oar bench: unknown --profile '%s'; expected timer or full\n", profile);
         return 2;
     }
+    const char *dev = cli_flag_value(argc, argv, "--device");
+    if (dev && strcmp(dev, "cpu") != 0) {
+        fprintf(stderr, "oar bench: resnet20-infer times the host predictor; --device %s is for the training "
+                        "workloads\n", dev);
+        return 2;
+    }
     bool statik = mode && !strcmp(mode, "static");
     int64_t batch = bs ? atoll(bs) : 1;
     if (batch < 1) {
@@ -110,12 +116,11 @@ int oar_bench_infer(int argc, char **argv) {
         double med = t[steps / 2];
         struct rusage ru;
         getrusage(RUSAGE_SELF, &ru);
-        printf("{\"workload\": \"resnet20-infer\", \"mode\": \"%s\", \"threads\": %d, \"batch\": %lld, "
-               "\"steps\": %d, \"median_ms\": %.4f, \"p10_ms\": %.4f, \"p90_ms\": %.4f, \"min_ms\": %.4f, "
-               "\"max_ms\": %.4f, \"samples_per_s\": %.1f, \"disabled_passes\": \"%s\", \"peak_alloc_mb\": %.2f, "
-               "\"peak_rss_mb\": %.1f}\n",
-               statik ? "static" : "eager", oar_get_num_threads(), (long long)batch, steps, med, t[steps / 10],
-               t[steps * 9 / 10], t[0], t[steps - 1], (double)batch / med * 1e3, off ? off : "",
+        printf("{\"workload\": \"resnet20-infer\", ");
+        bench_print_settings(&(bench_settings){.mode = statik ? "static" : "eager", .batch = batch, .disabled_passes = off});
+        printf(", \"steps\": %d, \"median_ms\": %.4f, \"p10_ms\": %.4f, \"p90_ms\": %.4f, \"min_ms\": %.4f, "
+               "\"max_ms\": %.4f, \"samples_per_s\": %.1f, \"peak_alloc_mb\": %.2f, \"peak_rss_mb\": %.1f}\n",
+               steps, med, t[steps / 10], t[steps * 9 / 10], t[0], t[steps - 1], (double)batch / med * 1e3,
                (double)oar_memory_stats_get(OAR_CPU).peak_bytes / (1 << 20), (double)ru.ru_maxrss / 1024.0);
     }
     free(t);

@@ -14,15 +14,23 @@
 
 typedef struct workload {
     const char *name;
-    int64_t batch, items;     /* items per step: samples or tokens */
+    int64_t batch, context;   /* defaults: samples per step; tokens per sequence (language models) */
     bool tokens;
     int default_steps;
 } workload;
 
 static const workload WORKLOADS[] = {
-    {"tiny", 32, 32, false, 300}, {"mlp", 128, 128, false, 50}, {"lenet", 64, 64, false, 50},
-    {"resnet20", 32, 32, false, 10}, {"gpt-mini", 8, 8 * 128, true, 10}, {"lstm-lm", 20, 35 * 20, true, 10},
+    {"tiny", 32, 0, false, 300}, {"mlp", 128, 0, false, 50}, {"lenet", 64, 0, false, 50},
+    {"resnet20", 32, 0, false, 10}, {"gpt-mini", 8, 128, true, 10}, {"lstm-lm", 20, 35, true, 10},
 };
+
+static const workload *find_workload(const char *name) {
+    for (size_t i = 0; i < sizeof WORKLOADS / sizeof WORKLOADS[0]; i++)
+        if (name && !strcmp(WORKLOADS[i].name, name)) return &WORKLOADS[i];
+    return NULL;
+}
+
+bool bench_train_known(const char *name) { return find_workload(name) != NULL; }
 
 typedef struct bench_state {
     oar_module *m;
@@ -32,10 +40,14 @@ typedef struct bench_state {
     int n_params;
     const char *name;
     oar_jit *jit; /* --mode static: the step compiled */
+    oar_device dev;
 } bench_state;
 
-static oar_status setup(const char *name, bench_state *b) {
+/* The workload's model, optimizer and fixed random batch of batch samples (sequences of
+ * context tokens for the language models). */
+static oar_status setup(const char *name, int64_t batch, int64_t context, oar_device dev, bench_state *b) {
     memset(b, 0, sizeof *b);
+    b->dev = dev;
     b->name = name;
     oar_manual_seed(0);
     oar_optim_opts oo = oar_optim_defaults(OAR_OPTIM_SGD);
@@ -45,7 +57,7 @@ static oar_status setup(const char *name, bench_state *b) {
     if (!b->m) return oar_last_status();
     oar_manual_seed(1234);
     if (!strcmp(name, "tiny") || !strcmp(name, "mlp") || !strcmp(name, "lenet") || !strcmp(name, "resnet20")) {
-        int64_t xs[4][4] = {{32, 64}, {128, 784}, {64, 1, 28, 28}, {32, 3, 32, 32}};
+        int64_t xs[4][4] = {{batch, 64}, {batch, 784}, {batch, 1, 28, 28}, {batch, 3, 32, 32}};
         int which = !strcmp(name, "tiny") ? 0 : !strcmp(name, "mlp") ? 1 : !strcmp(name, "lenet") ? 2 : 3;
         int nd = which < 2 ? 2 : 4;
         b->x = oar_randn(xs[which], nd, OAR_F32);
@@ -55,20 +67,30 @@ static oar_status setup(const char *name, bench_state *b) {
             oo.weight_decay = 5e-4;
         }
     } else if (!strcmp(name, "gpt-mini")) {
-        int64_t s[2] = {8, 128};
+        int64_t s[2] = {batch, context};
         b->x = oar_randint(0, 256, s, 2, OAR_I64);
         b->y = oar_randint(0, 256, s, 2, OAR_I64);
         oo = oar_optim_defaults(OAR_OPTIM_ADAMW);
         oo.lr = 3e-4;
         oo.weight_decay = 0.1;
     } else {
-        int64_t s[2] = {35, 20}, hs[3] = {2, 20, 200};
+        int64_t s[2] = {context, batch}, hs[3] = {2, batch, 200};
         b->x = oar_randint(0, 10000, s, 2, OAR_I64);
         b->y = oar_randint(0, 10000, s, 2, OAR_I64);
         b->h = oar_zeros(hs, 3, OAR_F32);
         b->c = oar_zeros(hs, 3, OAR_F32);
         oo.lr = 1.0;
         oo.momentum = 0;
+    }
+    if (dev != OAR_CPU) { /* the model and the batch on the GPU, before the optimizer makes its state */
+        oar_tensor **io[4] = {&b->x, &b->y, &b->h, &b->c};
+        if (oar_module_to(b->m, dev) != OAR_OK) return oar_last_status();
+        for (int i = 0; i < 4; i++)
+            if (*io[i]) {
+                oar_tensor *moved = oar_to(*io[i], dev);
+                oar_release(*io[i]);
+                *io[i] = moved;
+            }
     }
     b->opt = oar_optimizer_for(b->m, &oo);
     b->n_params = oar_module_num_parameters(b->m);
@@ -115,6 +137,7 @@ static oar_status train_step(bench_state *b) {
     oar_tensor *in[4] = {b->x, b->y, b->h, b->c}, *out[3] = {0};
     int n_in = b->h ? 4 : 2, n_out = b->h ? 3 : 1;
     oar_status st = b->jit ? oar_jit_call(b->jit, in, n_in, out, n_out) : step_fn(b, in, n_in, out, n_out);
+    if (st == OAR_OK && b->dev != OAR_CPU) st = oar_synchronize(b->dev); /* the step's kernels are done */
     if (st == OAR_OK && b->h) {
         oar_release(b->h);
         oar_release(b->c);
@@ -139,20 +162,49 @@ static void teardown(bench_state *b) {
 int oar_bench_train(int argc, char **argv) {
     const char *name = cli_flag_value(argc, argv, "--workload"), *mode = cli_flag_value(argc, argv, "--mode");
     const char *th = cli_flag_value(argc, argv, "--threads"), *st_s = cli_flag_value(argc, argv, "--steps");
-    const workload *w = NULL;
-    for (size_t i = 0; i < sizeof WORKLOADS / sizeof WORKLOADS[0]; i++)
-        if (!strcmp(WORKLOADS[i].name, name)) w = &WORKLOADS[i];
+    const workload *w = find_workload(name);
     if (!w) {
-        if (oar_zoo_find(name))
-            fprintf(stderr, "oar bench: '%s' has no reference workload to time; expected tiny, mlp, lenet, resnet20, "
-                            "gpt-mini or lstm-lm\n", name);
+        fprintf(stderr, "oar bench: '%s' has no training workload to time; expected tiny, mlp, lenet, resnet20, "
+                        "gpt-mini or lstm-lm\n", name ? name : "(none)");
         return 2;
     }
+    const char *bs = cli_flag_value(argc, argv, "--batch"), *ctx_s = cli_flag_value(argc, argv, "--context");
+    int64_t batch = bs ? atoll(bs) : w->batch, context = ctx_s ? atoll(ctx_s) : w->context;
+    if (ctx_s && !w->tokens) {
+        fprintf(stderr, "oar bench: --context is for the language models (gpt-mini, lstm-lm), not %s\n", w->name);
+        return 2;
+    }
+    /* gpt-mini's position table has the model's context; lstm-lm unrolls any length */
+    int64_t max_ctx = !strcmp(w->name, "gpt-mini") ? oar_zoo_find("gpt-mini")->context : 0;
+    if (batch < 1 || (w->tokens && context < 1) || (max_ctx && context > max_ctx)) {
+        fprintf(stderr, "oar bench: expected --batch >= 1%s, got --batch %lld --context %lld\n",
+                max_ctx ? " and 1 <= --context <= the model's context" : w->tokens ? " and --context >= 1" : "",
+                (long long)batch, (long long)context);
+        if (max_ctx) fprintf(stderr, "oar bench: %s's context is %lld tokens\n", w->name, (long long)max_ctx);
+        return 2;
+    }
+    int64_t items = w->tokens ? batch * context : batch;
     if (mode && strcmp(mode, "eager") != 0 && strcmp(mode, "static") != 0) {
         fprintf(stderr, "oar bench: unknown --mode %s; expected eager or static\n", mode);
         return 2;
     }
     bool statik = mode && !strcmp(mode, "static");
+    const char *dev_s = cli_flag_value(argc, argv, "--device");
+    if (dev_s && strcmp(dev_s, "cpu") != 0 && strcmp(dev_s, "cuda") != 0) {
+        fprintf(stderr, "oar bench: unknown --device %s; expected cpu or cuda\n", dev_s);
+        return 2;
+    }
+    oar_device dev = dev_s && !strcmp(dev_s, "cuda") ? OAR_CUDA : OAR_CPU;
+    if (dev == OAR_CUDA && !oar_cuda_is_available()) {
+        fprintf(stderr, "oar bench: --device cuda: %s\n",
+                oar_cuda_is_built() ? "no CUDA device on this machine" : "this build has no CUDA (install the toolkit)");
+        return 2;
+    }
+    if (dev == OAR_CUDA && statik) {
+        fprintf(stderr, "oar bench: --mode static runs on the host for now (GPU programs are not built yet); use "
+                        "--mode eager with --device cuda\n");
+        return 2;
+    }
     if (th && oar_set_num_threads(atoi(th)) != OAR_OK) {
         fprintf(stderr, "oar bench: %s\n", oar_last_error());
         return 2;
@@ -164,7 +216,7 @@ int oar_bench_train(int argc, char **argv) {
     }
     int steps = st_s ? atoi(st_s) : w->default_steps, warmup = 3;
     bench_state b;
-    if (setup(w->name, &b) != OAR_OK) {
+    if (setup(w->name, batch, context, dev, &b) != OAR_OK) {
         fprintf(stderr, "oar bench: %s\n", oar_last_error());
         teardown(&b);
         return 1;
@@ -191,7 +243,7 @@ int oar_bench_train(int argc, char **argv) {
             teardown(&b);
             return 1;
         }
-        if (i == warmup) oar_memory_reset_peak(OAR_CPU);
+        if (i == warmup) oar_memory_reset_peak(dev);
         double t0 = bench_now_s();
         if (train_step(&b) != OAR_OK) {
             fprintf(stderr, "oar bench: %s\n", oar_last_error());
@@ -199,7 +251,7 @@ int oar_bench_train(int argc, char **argv) {
             teardown(&b);
             return 1;
         }
-        if (profile) oar_profiler_step(w->items);
+        if (profile) oar_profiler_step(items);
         if (i >= warmup) t[i - warmup] = (bench_now_s() - t0) * 1e3;
     }
     if (profile) {
@@ -211,16 +263,19 @@ int oar_bench_train(int argc, char **argv) {
             free(sum);
         }
     }
-    peak_alloc = oar_memory_stats_get(OAR_CPU).peak_bytes;
+    peak_alloc = oar_memory_stats_get(dev).peak_bytes; /* on the device the step ran on */
     qsort(t, (size_t)steps, sizeof(double), bench_cmp_double);
     double med = t[steps / 2];
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
-    printf("{\"workload\": \"%s\", \"mode\": \"%s\", \"threads\": %d, \"batch\": %lld, \"steps\": %d, "
-           "\"median_ms\": %.4f, \"min_ms\": %.4f, \"max_ms\": %.4f, \"samples_per_s\": %.1f",
-           w->name, statik ? "static" : "eager", oar_get_num_threads(), (long long)w->batch, steps, med, t[0], t[steps - 1],
-           (double)w->batch / med * 1e3);
-    if (w->tokens) printf(", \"tokens_per_s\": %.1f", (double)w->items / med * 1e3);
+    const char *off = cli_flag_value(argc, argv, "--disable-pass");
+    printf("{\"workload\": \"%s\", ", w->name);
+    bench_print_settings(&(bench_settings){.mode = statik ? "static" : "eager", .batch = batch,
+                                           .context = w->tokens ? context : 0, .disabled_passes = off,
+                                           .device = dev == OAR_CUDA ? "cuda" : "cpu"});
+    printf(", \"steps\": %d, \"median_ms\": %.4f, \"min_ms\": %.4f, \"max_ms\": %.4f, \"samples_per_s\": %.1f", steps,
+           med, t[0], t[steps - 1], (double)batch / med * 1e3);
+    if (w->tokens) printf(", \"tokens_per_s\": %.1f", (double)items / med * 1e3);
     if (profile) printf(", \"profile\": \"%s\"", profile);
     printf(", \"peak_alloc_mb\": %.2f, \"peak_rss_mb\": %.1f}\n", (double)peak_alloc / (1 << 20),
            (double)ru.ru_maxrss / 1024.0);
@@ -232,9 +287,7 @@ int oar_bench_train(int argc, char **argv) {
 /* ---- the workloads step by step, for `oar profile` */
 
 bench_state *bench_workload_open(const char *name, int64_t *items, const char **unit) {
-    const workload *w = NULL;
-    for (size_t i = 0; i < sizeof WORKLOADS / sizeof WORKLOADS[0]; i++)
-        if (name && !strcmp(WORKLOADS[i].name, name)) w = &WORKLOADS[i];
+    const workload *w = find_workload(name);
     if (!w) {
         oar_set_error(OAR_ERR_INVALID_ARG, "unknown workload '%s'; expected tiny, mlp, lenet, resnet20, gpt-mini "
                                            "or lstm-lm", name ? name : "(none)");
@@ -245,12 +298,12 @@ bench_state *bench_workload_open(const char *name, int64_t *items, const char **
         oar_set_error(OAR_ERR_OOM, "out of memory");
         return NULL;
     }
-    if (setup(w->name, b) != OAR_OK) {
+    if (setup(w->name, w->batch, w->context, OAR_CPU, b) != OAR_OK) {
         teardown(b);
         free(b);
         return NULL;
     }
-    *items = w->items;
+    *items = w->tokens ? w->batch * w->context : w->batch;
     *unit = w->tokens ? "tokens" : "samples";
     return b;
 }

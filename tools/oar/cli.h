@@ -5,6 +5,8 @@
 #include "oar.h"
 
 int oar_cmd_ops(int argc, char **argv);
+/* cmd_info.c: the CPU, the ISA in use, the libraries and their versions, threads. */
+int oar_cmd_info(int argc, char **argv);
 int oar_cmd_bench(int argc, char **argv);
 int oar_cmd_train(int argc, char **argv);
 int oar_cmd_eval(int argc, char **argv);
@@ -16,9 +18,11 @@ int oar_cmd_infer(int argc, char **argv);
 int oar_cmd_inspect(int argc, char **argv);
 /* An exported model's path as given ("dir/m", "dir/m.json", "dir/m.safetensors") -> "dir/m". */
 void cli_model_path(const char *arg, char *buf, size_t size);
-/* One eager training step of a reference workload (tiny, mlp, lenet, resnet20, gpt-mini,
- * lstm-lm), timed: --threads N --steps N --mode eager. */
+/* One training step of a reference workload (tiny, mlp, lenet, resnet20, gpt-mini, lstm-lm),
+ * timed: --threads N --steps N --mode eager|static --batch N (--context T for the language
+ * models) --disable-pass A,B --profile timer|full. */
 int oar_bench_train(int argc, char **argv);
+bool bench_train_known(const char *name); /* a training workload oar_bench_train times */
 int oar_bench_dispatch(int argc, char **argv);
 /* ResNet-20 inference, eval mode, no grad (bench_infer.c): --batch N --mode eager|static
  * --threads N --steps N --disable-pass pass,pass --profile timer|full. */
@@ -27,6 +31,22 @@ int oar_bench_infer(int argc, char **argv);
  * shape: [--threads N] [--quick] [--reps N] [--shape NAME]. */
 int oar_bench_gemm(int argc, char **argv);
 int oar_bench_peak(int argc, char **argv); /* bench_peak.c: measured fp32 FMA peak */
+
+/* What a benchmark ran with (bench_settings.c): every JSON line of `oar bench` prints all of
+ * it, after "workload", through bench_print_settings (threads are read from the library). */
+typedef struct bench_settings {
+    const char *mode;            /* "eager" or "static" (NULL: eager) */
+    int64_t batch;               /* samples per step; -1: the workload has none (printed null) */
+    int64_t context;             /* language models: tokens per sequence; 0: not printed */
+    const char *dtype;           /* NULL: f32 */
+    const char *disabled_passes; /* --disable-pass as given; NULL: none */
+    const char *device;          /* "cpu" or "cuda" (NULL: cpu) */
+} bench_settings;
+/* The instruction set the CPU kernels use here ("avx512", "avx2" or "portable"). */
+const char *bench_isa(void);
+/* Prints `"mode": ..., "threads": ..., "batch": ..., ["context": ...,] "dtype": ...,
+ * "disabled_passes": ..., "isa": ..., "device": ...` (no braces, no trailing comma). */
+void bench_print_settings(const bench_settings *s);
 
 /* The profiler for a command's run of total_steps steps (cmd_profile.c): mode "timer" or
  * "full"; the trace directory (full; NULL: oar-profile); the recorded steps "A:B" (NULL: from
@@ -41,6 +61,24 @@ typedef struct bench_state bench_state;
 bench_state *bench_workload_open(const char *name, int64_t *items, const char **unit);
 oar_status bench_workload_step(bench_state *b);
 void bench_workload_close(bench_state *b);
+
+/* The flags a subcommand accepts (cli_args.c): each with the value it takes. */
+typedef enum cli_value {
+    CLI_NONE = 0, /* a switch: --json */
+    CLI_TEXT,     /* any word: --model lenet */
+    CLI_INT,      /* a whole number: --seed 0 */
+    CLI_COUNT,    /* a whole number >= 1: --batch 32 */
+    CLI_NUMBER    /* a finite number: --lr 0.01 */
+} cli_value;
+typedef struct cli_flag {
+    const char *name;
+    cli_value value;
+} cli_flag;
+/* Checks argv[1..] ("--x V" or "--x=V") against flags, with at most n_positional words that
+ * are not flags. On an unknown flag, a missing or malformed value or an extra word, prints
+ * "oar CMD: ..." and the valid flags to stderr and returns 2; else 0. */
+int cli_check_flags(const char *cmd, int argc, char **argv, const cli_flag *flags, int n_flags, int n_positional);
+#define CLI_N_FLAGS(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
 /* Small argument helpers shared by the subcommands. */
 const char *cli_flag_value(int argc, char **argv, const char *flag); /* "--x V" or "--x=V", else NULL */

@@ -35,6 +35,10 @@ static void format_spec(const oar_input_spec *s, char *buf, size_t size) {
 int oar_cmd_export(int argc, char **argv) {
     const char *model = NULL, *ckpt = NULL, *out_path = NULL;
     int64_t batch = 1, channels = 1, size = 28, context = 0;
+    static const cli_flag flags[] = {{"--model", CLI_TEXT},       {"--checkpoint", CLI_TEXT}, {"--out", CLI_TEXT},
+                                     {"--batch", CLI_COUNT},      {"--in-channels", CLI_COUNT},
+                                     {"--image-size", CLI_COUNT}, {"--context", CLI_INT}};
+    if (cli_check_flags("export", argc, argv, flags, CLI_N_FLAGS(flags), 0)) return 2;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 #define FLAG(name) (!strcmp(a, name) && v && (i++, 1))
@@ -118,8 +122,10 @@ int oar_cmd_export(int argc, char **argv) {
     memcpy(os.shape, oar_shape(y[0]), sizeof(int64_t) * (size_t)os.ndim);
     os.shape[0] = -1;
     format_spec(&os, out_desc, sizeof out_desc);
+    char stem[1024]; /* --out may be given as PATH or PATH.json */
+    cli_model_path(out_path, stem, sizeof stem);
     printf("exported %s (checkpoint %s, step %lld) to %s.json and %s.safetensors\n", model, ckpt, (long long)step,
-           out_path, out_path);
+           stem, stem);
     printf("  input  '%s' %s\n  output '%s' %s\n", spec.name, in_desc, out_names[0], out_desc);
     rc = 0;
 done:

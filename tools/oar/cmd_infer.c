@@ -2,6 +2,7 @@
  * predictor, prints each output's shape (and, for 2-D float outputs, the argmax of the first
  * rows) and optionally saves the first output as .npy. */
 #include "cli.h"
+#include "graph/serialize.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,18 +19,10 @@ static void usage(void) {
             "  --rows N        2-D float outputs: rows whose argmax is printed (default 8)\n");
 }
 
-/* "dir/model.json" or "dir/model.safetensors" -> "dir/model". */
+/* "dir/model.json" or "dir/model.safetensors" -> "dir/model" (the library's rule), for messages. */
 void cli_model_path(const char *arg, char *buf, size_t size) {
-    snprintf(buf, size, "%s", arg);
-    size_t n = strlen(buf);
-    static const char *suffixes[] = {".json", ".safetensors"};
-    for (int k = 0; k < 2; k++) {
-        size_t s = strlen(suffixes[k]);
-        if (n > s && !strcmp(buf + n - s, suffixes[k])) {
-            buf[n - s] = '\0';
-            return;
-        }
-    }
+    size_t n = oar_model_stem_len(arg);
+    snprintf(buf, size, "%.*s", (int)(n < size ? n : size - 1), arg);
 }
 
 static void print_shape(const oar_tensor *t) {
@@ -63,6 +56,9 @@ int oar_cmd_infer(int argc, char **argv) {
     const char *inputs[MAX_INPUTS];
     int n_inputs = 0, threads = 0;
     int64_t rows = 8;
+    static const cli_flag flags[] = {{"--input", CLI_TEXT}, {"--output", CLI_TEXT}, {"--rows", CLI_INT},
+                                     {"--threads", CLI_COUNT}};
+    if (cli_check_flags("infer", argc, argv, flags, CLI_N_FLAGS(flags), 1)) return 2;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 #define FLAG(name) (!strcmp(a, name) && v && (i++, 1))

@@ -62,6 +62,8 @@ static oar_status print_passes(const oar_program *p) {
 int oar_cmd_inspect(int argc, char **argv) {
     const char *path = NULL;
     bool passes = false;
+    static const cli_flag flags[] = {{"--passes", CLI_NONE}};
+    if (cli_check_flags("inspect", argc, argv, flags, CLI_N_FLAGS(flags), 1)) return 2;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--passes")) passes = true;
         else if (argv[i][0] != '-' && !path) path = argv[i];

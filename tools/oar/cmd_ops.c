@@ -92,6 +92,8 @@ static void print_table(void) {
 }
 
 int oar_cmd_ops(int argc, char **argv) {
+    static const cli_flag flags[] = {{"--json", CLI_NONE}};
+    if (cli_check_flags("ops", argc, argv, flags, CLI_N_FLAGS(flags), 0)) return 2;
     oar_init();
     if (cli_has_flag(argc, argv, "--json")) print_json();
     else print_table();

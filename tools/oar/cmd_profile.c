@@ -61,6 +61,13 @@ oar_status cli_profile_finish(const char *sort, int rows) {
 }
 
 int oar_cmd_profile(int argc, char **argv) {
+    static const cli_flag flags[] = {{"--workload", CLI_TEXT}, {"--mode", CLI_TEXT}, {"--steps", CLI_COUNT},
+                                     {"--warmup", CLI_INT},    {"--dir", CLI_TEXT},  {"--sort", CLI_TEXT},
+                                     {"--rows", CLI_INT},      {"--threads", CLI_COUNT}};
+    if (cli_check_flags("profile", argc, argv, flags, CLI_N_FLAGS(flags), 0)) {
+        usage();
+        return 2;
+    }
     const char *name = cli_flag_value(argc, argv, "--workload"), *mode = cli_flag_value(argc, argv, "--mode");
     const char *steps_s = cli_flag_value(argc, argv, "--steps"), *warm_s = cli_flag_value(argc, argv, "--warmup");
     const char *dir = cli_flag_value(argc, argv, "--dir"), *sort = cli_flag_value(argc, argv, "--sort");

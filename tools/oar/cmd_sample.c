@@ -9,6 +9,9 @@
 #include <string.h>
 
 int oar_cmd_sample(int argc, char **argv) {
+    static const cli_flag flags[] = {{"--checkpoint", CLI_TEXT}, {"--prompt", CLI_TEXT}, {"--tokens", CLI_INT},
+                                     {"--temperature", CLI_NUMBER}, {"--seed", CLI_INT}};
+    if (cli_check_flags("sample", argc, argv, flags, CLI_N_FLAGS(flags), 0)) return 2;
     const char *ckpt = cli_flag_value(argc, argv, "--checkpoint");
     const char *prompt = cli_flag_value(argc, argv, "--prompt");
     const char *n_s = cli_flag_value(argc, argv, "--tokens"), *t_s = cli_flag_value(argc, argv, "--temperature");

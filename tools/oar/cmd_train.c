@@ -10,8 +10,9 @@
 #include <time.h>
 #include <unistd.h>
 
+/* The optimizer the options name (train_recipe_apply filled in the model's defaults). */
 static oar_optimizer *make_optimizer(const train_opts *o, oar_module *m, const char **kind_name) {
-    const char *k = o->optimizer ? o->optimizer : (!strcmp(o->model, "gpt-mini") ? "adamw" : "sgd");
+    const char *k = o->optimizer;
     oar_optim_kind kind = !strcmp(k, "adam") ? OAR_OPTIM_ADAM : !strcmp(k, "adamw") ? OAR_OPTIM_ADAMW
                         : !strcmp(k, "sgd") ? OAR_OPTIM_SGD : (oar_optim_kind)-1;
     if ((int)kind < 0) {
@@ -19,13 +20,7 @@ static oar_optimizer *make_optimizer(const train_opts *o, oar_module *m, const c
         return NULL;
     }
     oar_optim_opts oo = oar_optim_defaults(kind);
-    if (kind == OAR_OPTIM_SGD) {
-        oo.lr = 0.05;
-        oo.momentum = o->momentum;
-    } else if (!strcmp(o->model, "gpt-mini")) {
-        oo.lr = 3e-4;
-        oo.weight_decay = 0.1;
-    }
+    if (kind == OAR_OPTIM_SGD) oo.momentum = o->momentum;
     if (o->lr > 0) oo.lr = o->lr;
     if (o->weight_decay >= 0) oo.weight_decay = o->weight_decay;
     *kind_name = k;
@@ -129,6 +124,7 @@ int oar_cmd_train(int argc, char **argv) {
     printf("model: %s (%s), %lld parameters\n", o.model, d.info->description,
            (long long)oar_module_count_elements(m, true));
     printf("data: %s\n", d.source);
+    printf("recipe: %s\n", o.recipe);
     printf("training: %d epochs of %lld steps, batch %lld, %s lr %g (%s schedule), %d threads, %d loader workers\n",
            o.epochs, (long long)per_epoch, (long long)o.batch, kind, base_lr,
            sched ? "warmup + cosine" : "constant", oar_get_num_threads(), o.workers);

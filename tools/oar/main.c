@@ -3,6 +3,7 @@
 #include "oar.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static void usage(FILE *f) {
@@ -18,9 +19,12 @@ static void usage(FILE *f) {
             "  infer PATH --input X.npy [--output Y.npy]   run an exported model with the predictor\n"
             "  inspect PATH [--passes]           an exported model: inputs, outputs, program, passes\n"
             "  ops [--json]                      list every registered op: kernels, gradient, sweep coverage\n"
-            "  bench --workload NAME [--json]    dispatch, gemm, or a training step: tiny, mlp, lenet,\n"
-            "                                    resnet20, gpt-mini, lstm-lm (--threads N --steps N\n"
-            "                                    --mode eager|static --disable-pass NAME,...)\n"
+            "  info [--json]                     the CPU and its flags, the ISA in use (OAR_CPU_ISA caps it),\n"
+            "                                    the libraries and their versions, threads: for bug reports\n"
+            "  bench --workload NAME [--json]    dispatch, gemm, peak, resnet20-infer, or a training step:\n"
+            "                                    tiny, mlp, lenet, resnet20, gpt-mini, lstm-lm (--threads N\n"
+            "                                    --steps N --batch N [--context T] --mode eager|static\n"
+            "                                    --disable-pass NAME,...); unknown flags are refused\n"
             "  profile --workload NAME [...]     profile training steps of a workload: timer table, op\n"
             "                                    tables, Chrome trace (run 'oar profile' for the options)\n"
             "  --version                         print the version\n"
@@ -53,11 +57,49 @@ int cli_has_flag(int argc, char **argv, const char *flag) {
     return 0;
 }
 
+/* OAR_CPU_ISA, checked before anything runs: the library alone can only warn about a bad value
+ * and go on at the native ISA, which would make a capped run silently uncapped. */
+static int apply_isa_env(void) {
+    const char *env = getenv("OAR_CPU_ISA");
+    if (!env || !*env) return 0;
+    oar_cpu_isa isa;
+    if (oar_cpu_isa_from_name(env, &isa) == OAR_OK && oar_set_cpu_isa(isa) == OAR_OK) return 0;
+    fprintf(stderr, "oar: OAR_CPU_ISA=%s: %s\n", env, oar_last_error());
+    return 2;
+}
+
+/* "--flag=value" -> "--flag" "value", so every subcommand's parser (and cli_check_flags) sees
+ * one form; the strings are copied once and live for the process. */
+static char **g_split_args; /* kept reachable: the split strings live until exit */
+
+static char **split_assignments(int *argc, char **argv) {
+    char **out = g_split_args = calloc((size_t)(2 * *argc + 1), sizeof(char *));
+    if (!out) return argv;
+    int n = 0;
+    for (int i = 0; i < *argc; i++) {
+        const char *eq = strchr(argv[i], '=');
+        if (i > 1 && !strncmp(argv[i], "--", 2) && eq && eq > argv[i] + 2) {
+            char *flag = strdup(argv[i]);
+            if (!flag) return argv;
+            flag[eq - argv[i]] = '\0';
+            out[n++] = flag;
+            out[n++] = flag + (eq - argv[i]) + 1;
+        } else {
+            out[n++] = argv[i];
+        }
+    }
+    out[n] = NULL;
+    *argc = n;
+    return out;
+}
+
 int main(int argc, char **argv) {
+    if (apply_isa_env()) return 2;
     if (argc < 2) {
         usage(stderr);
         return 2;
     }
+    argv = split_assignments(&argc, argv);
     const char *cmd = argv[1];
     if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "version") == 0) {
         printf("oar %s\n", oar_version());
@@ -68,6 +110,7 @@ int main(int argc, char **argv) {
         return 0;
     }
     if (strcmp(cmd, "ops") == 0) return oar_cmd_ops(argc - 1, argv + 1);
+    if (strcmp(cmd, "info") == 0) return oar_cmd_info(argc - 1, argv + 1);
     if (strcmp(cmd, "train") == 0) return oar_cmd_train(argc - 1, argv + 1);
     if (strcmp(cmd, "eval") == 0) return oar_cmd_eval(argc - 1, argv + 1);
     if (strcmp(cmd, "sample") == 0) return oar_cmd_sample(argc - 1, argv + 1);

@@ -15,10 +15,15 @@ typedef struct train_opts {
     double label_smoothing; /* --label-smoothing: of the training loss only */
     uint64_t seed;
     bool resume, quiet, check_nan_inf;
+    char recipe[256]; /* the model's defaults, as train_recipe_apply describes them */
 } train_opts;
 
-/* Parses the flags shared by train/eval/sample; prints usage and returns false on error. */
+/* Parses the flags shared by train/eval/sample and fills the options not given from the model's
+ * recipe (train_recipe_apply); prints usage and returns false on error. */
 bool train_parse(int argc, char **argv, train_opts *o);
+/* Fills epochs, batch, optimizer, lr, weight decay and label smoothing not given (0, NULL or
+ * negative) from the per-model table in train_recipe.c, and describes that recipe in desc. */
+void train_recipe_apply(train_opts *o, char *desc, size_t size);
 
 typedef struct train_data {
     oar_dataset *train, *test;

@@ -129,16 +129,11 @@ CD256 static inline float cd256_hsum(cd_v8x2 v) { return cd_hsum8(_mm256_add_ps(
 /* ---- instruction set */
 static int g_forced = OAR_CONV_DIRECT_AUTO;
 
+/* Through the CPU switch, so the cap (oar_set_cpu_isa) holds for the rule, the tiles and the
+ * test hook alike. */
 static bool isa_available(oar_conv_direct_isa isa) {
-    static int cached = -1; /* threads may race to fill it, with the same value */
-    int avx512 = __atomic_load_n(&cached, __ATOMIC_RELAXED);
-    if (avx512 < 0) {
-        __builtin_cpu_init();
-        avx512 = oar_cpu_has_avx2() && __builtin_cpu_supports("avx512f");
-        __atomic_store_n(&cached, avx512, __ATOMIC_RELAXED);
-    }
     return isa == OAR_CONV_DIRECT_AUTO || (isa == OAR_CONV_DIRECT_AVX2 && oar_cpu_has_avx2()) ||
-           (isa == OAR_CONV_DIRECT_AVX512 && avx512);
+           (isa == OAR_CONV_DIRECT_AVX512 && oar_cpu_has_avx512());
 }
 
 int oar_conv_direct_force_isa(oar_conv_direct_isa isa) {
@@ -149,7 +144,7 @@ int oar_conv_direct_force_isa(oar_conv_direct_isa isa) {
 
 static bool use_avx512(void) {
     int f = __atomic_load_n(&g_forced, __ATOMIC_RELAXED);
-    return f == OAR_CONV_DIRECT_AUTO ? isa_available(OAR_CONV_DIRECT_AVX512) : f == OAR_CONV_DIRECT_AVX512;
+    return isa_available(OAR_CONV_DIRECT_AVX512) && (f == OAR_CONV_DIRECT_AUTO || f == OAR_CONV_DIRECT_AVX512);
 }
 
 static int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }

@@ -8,9 +8,9 @@
 
 typedef enum { OAR_CONV_DIRECT_AUTO, OAR_CONV_DIRECT_AVX2, OAR_CONV_DIRECT_AVX512 } oar_conv_direct_isa;
 
-/* Test hook: run the kernels in one instruction set (AUTO: the best this CPU has). Both
+/* Test hook: run the kernels in one instruction set (AUTO: the best the CPU switch allows). Both
  * give bitwise equal results. Returns the previous setting, or -1 (and changes nothing) when
- * the set is not available in this build or on this CPU. */
+ * the set is not available in this build, on this CPU or under the cap (oar_set_cpu_isa). */
 int oar_conv_direct_force_isa(oar_conv_direct_isa isa);
 
 typedef enum { OAR_CONV_DIRECT_FORWARD, OAR_CONV_DIRECT_GRAD_INPUT, OAR_CONV_DIRECT_GRAD_WEIGHT } oar_conv_direct_op;

@@ -145,8 +145,12 @@ static bool plan_operands(dprim *p, const_dnnl_primitive_desc_t pd) {
         /* ours only where it measured faster than oneDNN's reorder: outputs (x of grad_input,
          * y of conv2d) into plain from layouts whose pixels hold all their channels together
          * (NHWC; nChw16c of 16 channels). oneDNN converts nChw16c of more channels ~2x faster,
-         * and into those layouts at least as fast. */
-        o->chan = i != 1 && out && oar_chan_layout_of(&o->want, &o->lay) && o->lay.pixel_stride == o->lay.c;
+         * and into those layouts at least as fast. Our transpose writes NCHW, so only where
+         * the caller's layout is NCHW: conv2d_act's NHWC output (key.nhwc) goes through the
+         * reorder, even when the primitive's layout has the same bytes (nChw8c of 8 channels
+         * on AVX2) and merely another descriptor. */
+        o->chan = i != 1 && out && !p->key.nhwc && oar_chan_layout_of(&o->want, &o->lay) &&
+                  o->lay.pixel_stride == o->lay.c;
     }
     return true;
 }
@@ -582,6 +586,9 @@ static oar_status grad_weight_dnnl(const oar_kctx *ctx, oar_tensor *const *in, i
 static bool supports_kind(dk_kind kind, oar_tensor *const *in, oar_tensor *const *out, const oar_attr *a,
                           bool fused) {
     dplan pl;
+    /* the CPU switch's cap is asked when a kernel is chosen, not when it runs: a program
+     * compiled earlier keeps its kernels (docs/cpu-isa.md) and must not fail */
+    if (!oar_dnnl_usable()) return false;
     if (!plan_make(&pl, kind, in, out, a, fused)) return false;
     plan_release(&pl);
     return true;

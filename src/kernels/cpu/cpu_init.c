@@ -1,18 +1,10 @@
 /* Registers every CPU backend's kernels. A backend adds one line here. */
 #include "kernels/cpu/cpu_kernels.h"
 
-bool oar_cpu_has_avx2(void) {
-#if defined(__x86_64__) && defined(__GNUC__)
-    static int cached = -1;
-    if (cached < 0) {
-        __builtin_cpu_init();
-        cached = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-    }
-    return cached;
-#else
-    return false;
-#endif
-}
+/* Both read the one CPU switch (src/base/cpu_isa.c) at every call, so a cap set after
+ * registration (oar_set_cpu_isa) applies to the next dispatch. */
+bool oar_cpu_has_avx2(void) { return oar_get_cpu_isa() >= OAR_CPU_ISA_AVX2; }
+bool oar_cpu_has_avx512(void) { return oar_get_cpu_isa() >= OAR_CPU_ISA_AVX512; }
 
 void oar_cpu_kernels_init(void) {
     oar_cpu_register_elementwise();
@@ -27,9 +19,11 @@ void oar_cpu_kernels_init(void) {
     oar_cpu_register_pool2x2();
     oar_cpu_register_optim_multi();
     oar_cpu_register_attention();
+    oar_cpu_register_attention_composed();
     oar_cpu_register_norm_backward();
     oar_cpu_register_fused_ew();
     oar_cpu_register_linear_act();
+    oar_cpu_register_linear_act_composed();
     oar_cpu_register_conv_act();
     oar_cpu_register_add_layer_norm();
     oar_cpu_register_conv_direct();

@@ -19,16 +19,20 @@ void oar_cpu_register_unary_backward(void); /* avx2_unary_backward.c */
 void oar_cpu_register_pool2x2(void);   /* conv_pool2x2.c */
 void oar_cpu_register_optim_multi(void); /* optim_multi.c */
 void oar_cpu_register_attention(void);  /* attention_cpu.c */
+void oar_cpu_register_attention_composed(void); /* attention_composed.c */
 void oar_cpu_register_norm_backward(void); /* nn_norm_backward.c */
 void oar_cpu_register_fused_ew(void);  /* avx2_fused_ew.c */
 void oar_cpu_register_linear_act(void); /* avx2_linear_act.c */
+void oar_cpu_register_linear_act_composed(void); /* linear_act_composed.c */
 void oar_cpu_register_conv_act(void);  /* conv_act.c */
 void oar_cpu_register_add_layer_norm(void); /* nn_add_layer_norm.c */
 void oar_cpu_register_conv_direct(void); /* conv_direct.c */
 void oar_cpu_register_pool_dnnl(void);  /* pool_dnnl.c: adaptive_avg_pool2d on oneDNN (nothing without it) */
 void oar_cpu_register_copy(void);       /* cpu_copy.c */
 void oar_cpu_register_embedding_backward(void); /* nn_embedding_backward.c */
-/* True when the CPU supports AVX2 and FMA (checked at run time). */
+/* Whether oar's AVX2+FMA / AVX-512F code may run: the CPU has it and the cap (oar_set_cpu_isa,
+ * OAR_CPU_ISA) allows it. Every kernel asks these, at dispatch time, never the CPU directly. */
 bool oar_cpu_has_avx2(void);
+bool oar_cpu_has_avx512(void);
 
 #endif

@@ -256,19 +256,30 @@ KERNEL_PAIR(c, rows_c)
 KERNEL_PAIR(avx2, rows_avx2)
 #endif
 
-static void register_pair(const char *impl, int priority, oar_kernel_fn fwd, oar_kernel_fn bwd) {
+/* The AVX2 pair asks the CPU switch at dispatch time, so a cap set after registration holds. */
+static bool forward_avx2_supports(oar_tensor *const *in, int n_in, oar_tensor *const *out, int n_out,
+                                  const oar_attr *a) {
+    return oar_cpu_has_avx2() && forward_supports(in, n_in, out, n_out, a);
+}
+static bool backward_avx2_supports(oar_tensor *const *in, int n_in, oar_tensor *const *out, int n_out,
+                                   const oar_attr *a) {
+    return oar_cpu_has_avx2() && backward_supports(in, n_in, out, n_out, a);
+}
+
+static void register_pair(const char *impl, int priority, oar_kernel_fn fwd, oar_kernel_fn bwd, oar_supports_fn fsup,
+                          oar_supports_fn bsup) {
     oar_register_kernel(OAR_OP_cross_entropy, (oar_kernel_entry){.device = OAR_CPU, .dtypes = OAR_DTYPE_BIT(OAR_F32),
                                                                  .impl = impl, .priority = priority, .fn = fwd,
-                                                                 .supports = forward_supports});
+                                                                 .supports = fsup});
     oar_register_kernel(OAR_OP_cross_entropy_backward,
                         (oar_kernel_entry){.device = OAR_CPU, .dtypes = OAR_DTYPE_BIT(OAR_F32), .impl = impl,
-                                           .priority = priority, .fn = bwd, .supports = backward_supports});
+                                           .priority = priority, .fn = bwd, .supports = bsup});
 }
 
 void oar_cpu_register_loss(void) {
     /* the portable build serves machines without AVX2, and the sweep checks both */
-    register_pair("c", 5, forward_c, backward_c);
+    register_pair("c", 5, forward_c, backward_c, forward_supports, backward_supports);
 #ifdef OAR_LOSS_AVX2
-    if (oar_cpu_has_avx2()) register_pair("avx2", 10, forward_avx2, backward_avx2);
+    register_pair("avx2", 10, forward_avx2, backward_avx2, forward_avx2_supports, backward_avx2_supports);
 #endif
 }

@@ -5,6 +5,7 @@
 
 #ifdef OAR_HAVE_ONEDNN
 #include <pthread.h>
+#include <stdlib.h>
 #ifdef OAR_HAVE_OPENMP
 #include <omp.h>
 #endif
@@ -14,8 +15,36 @@
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 static dnnl_engine_t g_engine;
 
+static oar_cpu_isa g_dnnl_level;
+
+/* oar's ISA as oneDNN's: its AVX2 kernels for avx2, SSE4.1 (the lowest it has) for generic,
+ * the CPU's best for avx512. */
+static dnnl_cpu_isa_t to_dnnl(oar_cpu_isa isa) {
+    return isa == OAR_CPU_ISA_GENERIC ? dnnl_cpu_isa_sse41 : isa == OAR_CPU_ISA_AVX2 ? dnnl_cpu_isa_avx2 : dnnl_cpu_isa_all;
+}
+
+static oar_cpu_isa from_dnnl(dnnl_cpu_isa_t isa) {
+    if ((isa & dnnl_cpu_isa_avx512_core) == dnnl_cpu_isa_avx512_core) return OAR_CPU_ISA_AVX512;
+    if ((isa & dnnl_cpu_isa_avx2) == dnnl_cpu_isa_avx2) return OAR_CPU_ISA_AVX2;
+    return OAR_CPU_ISA_GENERIC;
+}
+
 static void engine_init(void) {
+    const char *env = getenv("ONEDNN_MAX_CPU_ISA"), *env_old = getenv("DNNL_MAX_CPU_ISA");
+    /* Fails (harmlessly) when something called oneDNN before oar did: its cap is fixed then. */
+    if (!(env && *env) && !(env_old && *env_old)) (void)dnnl_set_max_cpu_isa(to_dnnl(oar_get_cpu_isa()));
+    g_dnnl_level = from_dnnl(dnnl_get_effective_cpu_isa());
     if (dnnl_engine_create(&g_engine, dnnl_cpu, 0) != dnnl_success) g_engine = NULL;
+}
+
+bool oar_dnnl_usable(void) {
+    pthread_once(&g_once, engine_init);
+    return g_engine && oar_get_cpu_isa() >= g_dnnl_level;
+}
+
+oar_cpu_isa oar_dnnl_isa(void) {
+    pthread_once(&g_once, engine_init);
+    return g_dnnl_level;
 }
 
 dnnl_engine_t oar_dnnl_engine(void) {

@@ -10,8 +10,20 @@
 #include <oneapi/dnnl/dnnl.h>
 #include <stdint.h>
 
-/* The CPU engine, made on first use; NULL when oneDNN could not make one (callers decline). */
+/* The CPU engine, made on first use; NULL when oneDNN could not make one (callers decline).
+ * Its first use also fixes oneDNN's ISA cap to oar's (see oar_dnnl_usable). */
 dnnl_engine_t oar_dnnl_engine(void);
+
+/* Whether oar may call oneDNN now: the engine exists and oar's cap (oar_get_cpu_isa) is at
+ * least the level oneDNN was fixed at. oneDNN takes its cap once, before its first primitive
+ * (dnnl_set_max_cpu_isa): the first call here passes oar's cap at that moment, unless
+ * ONEDNN_MAX_CPU_ISA / DNNL_MAX_CPU_ISA are set, which oneDNN then reads itself. A cap lowered
+ * below that level later cannot reach oneDNN, so its kernels decline and oar's run instead;
+ * raised later, oneDNN stays at the lower level (it never runs above the cap either way). */
+bool oar_dnnl_usable(void);
+/* The level oneDNN's code runs at, as an oar ISA (its effective ISA, rounded down); fixes it
+ * as oar_dnnl_usable does. */
+oar_cpu_isa oar_dnnl_isa(void);
 
 /* Keeps this thread's OpenMP team at one thread (call on every thread that runs oneDNN, and
  * before creating a primitive: oneDNN sizes its work split at creation). */

@@ -86,14 +86,7 @@ void oar_sgemm_plain(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const fl
 
 bool oar_gemm_avx2_available(void) { return oar_cpu_has_avx2(); }
 
-bool oar_gemm_avx512_available(void) {
-    static int cached = -1;
-    if (cached < 0) {
-        __builtin_cpu_init();
-        cached = oar_cpu_has_avx2() && __builtin_cpu_supports("avx512f");
-    }
-    return cached;
-}
+bool oar_gemm_avx512_available(void) { return oar_cpu_has_avx512(); }
 
 /* A micro-kernel: c[MR x nr] = acc (add false) or c + acc, where acc is the k-ordered FMA
  * chain over op(A) rows at a (element (r, p) at a[r * ars + p * aps]) and op(B) columns at b

@@ -4,15 +4,19 @@
 #include "kernels/cpu/gemm_dnnl.h"
 
 #ifdef OAR_HAVE_ONEDNN
+#include "kernels/cpu/dnnl_engine.h"
+
 #include <oneapi/dnnl/dnnl.h>
 #ifdef OAR_HAVE_OPENMP
 #include <omp.h>
 #endif
 
-bool oar_gemm_dnnl_available(void) { return true; }
+/* Through the engine's first use, so dnnl_sgemm never runs before oneDNN's ISA cap is set. */
+bool oar_gemm_dnnl_available(void) { return oar_dnnl_usable(); }
 
 bool oar_sgemm_dnnl(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *A, int64_t lda, const float *B,
                     int64_t ldb, float beta, float *C, int64_t ldc) {
+    if (!oar_dnnl_usable()) return false;
     if (k == 0) { /* dnnl_sgemm leaves C as it was: do the beta part here */
         for (int64_t i = 0; i < m; i++)
             for (int64_t j = 0; j < n; j++) C[i * ldc + j] = beta == 0.0f ? 0.0f : beta * C[i * ldc + j];

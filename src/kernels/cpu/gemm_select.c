@@ -8,6 +8,8 @@
 #include "kernels/cpu/gemm_avx2.h"
 #include "kernels/cpu/gemm_dnnl.h"
 
+#include "oar.h"
+
 #include <pthread.h>
 #include <string.h>
 
@@ -71,7 +73,7 @@ oar_gemm_backend oar_gemm_rule(bool ta, bool tb, int64_t m, int64_t n, int64_t k
 #define MAX_PROBES 32
 typedef struct slot {
     int64_t m, n, k;
-    int32_t flags; /* ta | tb << 1 | nthreads << 2 */
+    int32_t flags; /* ta | tb << 1 | cpu isa << 2 | nthreads << 4 */
     int32_t backend;
     int state; /* 0 empty, 1 filled (release-stored after the fields) */
 } slot;
@@ -103,8 +105,11 @@ static int lookup(int64_t m, int64_t n, int64_t k, int32_t flags, uint64_t h, bo
 
 oar_gemm_backend oar_gemm_choose(bool ta, bool tb, int64_t m, int64_t n, int64_t k, int nthreads) {
     int forced = __atomic_load_n(&g_forced, __ATOMIC_RELAXED);
-    if (forced != OAR_GEMM_AUTO) return (oar_gemm_backend)forced;
-    int32_t flags = (int32_t)ta | (int32_t)tb << 1 | nthreads << 2;
+    /* a forced backend the CPU switch's cap has since ruled out gives way to the rule */
+    if (forced != OAR_GEMM_AUTO && oar_gemm_backend_available((oar_gemm_backend)forced))
+        return (oar_gemm_backend)forced;
+    /* the cap is part of the key: the rule's answer depends on it (oar_set_cpu_isa) */
+    int32_t flags = (int32_t)ta | (int32_t)tb << 1 | (int32_t)oar_get_cpu_isa() << 2 | nthreads << 4;
     uint64_t h = mix(mix(mix(mix(0, (uint64_t)m), (uint64_t)n), (uint64_t)k), (uint64_t)flags);
     bool found;
     int i = lookup(m, n, k, flags, h, &found);

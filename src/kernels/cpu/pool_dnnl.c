@@ -234,6 +234,9 @@ static oar_status adaptive_bwd_dnnl(const oar_kctx *ctx, oar_tensor *const *in, 
 
 static bool supports_kind(bool backward, const oar_tensor *x, const oar_tensor *y) {
     pplan pl;
+    /* the CPU switch's cap is asked when a kernel is chosen, not when it runs: a program
+     * compiled earlier keeps its kernels (docs/cpu-isa.md) and must not fail */
+    if (!oar_dnnl_usable()) return false;
     if (!plan_make(&pl, backward, x, y)) return false;
     plan_release(&pl);
     return true;

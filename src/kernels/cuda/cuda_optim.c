@@ -1,0 +1,128 @@
+/* CUDA kernels of the optimizer ops (src/optim/update_op.c, update_multi_op.c, norm_op.c):
+ * optimizer_update, optimizer_update_multi and vector_norm; f32 and f64 parameters. The hyper
+ * tensor and the step count stay in host memory (the ops' host_inputs): they are read and
+ * written here on the host, exactly as the CPU path does (oar_optim_update_read / _commit),
+ * and the per-step scalars are computed by the CPU's own plan (oar_optim_plan_f32/f64), so
+ * both devices use the same values; only the element loops run on the GPU. */
+#include "cuda_backend.h"
+#include "launch_optim.h"
+#include "optim/optim.h"
+
+#define F32_F64 (OAR_DTYPE_BIT(OAR_F32) | OAR_DTYPE_BIT(OAR_F64))
+#define IN_HYPER 2
+#define IN_SLOT0 3
+
+static int cu_kind(oar_optim_kind k) {
+    switch (k) {
+    case OAR_OPTIM_SGD: return OAR_CU_OPT_SGD;
+    case OAR_OPTIM_ADAM:
+    case OAR_OPTIM_ADAMW: return OAR_CU_OPT_ADAM;
+    case OAR_OPTIM_RMSPROP: return OAR_CU_OPT_RMSPROP;
+    case OAR_OPTIM_ADAGRAD: return OAR_CU_OPT_ADAGRAD;
+    case OAR_OPTIM_LAMB: return OAR_CU_OPT_LAMB;
+    }
+    return -1;
+}
+
+/* Launches one parameter's loops (u from oar_optim_update_read). */
+static oar_status launch_one(const oar_kctx *ctx, const char *name, oar_dtype dt, const oar_optim_update *u,
+                             void *scratch) {
+    oar_optim_plan pl;
+    double sums[2 * OAR_OPTIM_MAX_BLOCKS]; /* the CPU plan points LAMB's sums here; unused */
+    if (dt == OAR_F32) oar_optim_plan_f32(u, &pl, sums);
+    else oar_optim_plan_f64(u, &pl, sums);
+    const oar_optim_ctx *c = &pl.c;
+    oar_cu_optim q = {
+        .kind = cu_kind(u->o->kind), .dtype = (int)dt, .n = u->n, .p = c->p, .g = c->g, .a = c->a, .b = c->b,
+        .c = c->c, .lr_neg = c->lr_neg, .wd = c->wd, .k1 = c->k1, .k1c = c->k1c, .k2 = c->k2, .k2c = c->k2c,
+        .eps = c->eps, .scale = c->scale, .bc1 = c->bc1, .bc2 = c->bc2, .wd_on = c->wd_on, .flag1 = c->flag1,
+        .flag2 = c->flag2, .flag3 = c->flag3, .lr = u->o->lr,
+    };
+    return oar_cuda_status((cudaError_t)oar_cu_optim_update(&q, scratch, oar_cuda_stream_of(ctx)), name);
+}
+
+static oar_status cu_optimizer_update(const oar_kctx *ctx, oar_tensor *const *in, int n_in, oar_tensor *const *out,
+                                      int n_out, const oar_attr *a) {
+    (void)n_in; (void)out; (void)n_out;
+    oar_optim_opts o;
+    oar_optim_update u;
+    oar_status st = oar_optim_update_read((oar_optim_kind)a[0].i, in, &o, &u);
+    if (st != OAR_OK) return st;
+    size_t sb = oar_cu_optim_scratch_bytes();
+    void *scratch = o.kind == OAR_OPTIM_LAMB ? oar_cuda_scratch(sb) : NULL;
+    if (o.kind == OAR_OPTIM_LAMB && !scratch) return oar_last_status();
+    st = launch_one(ctx, "optimizer_update", in[0]->dtype, &u, scratch);
+    if (scratch) oar_cuda_scratch_free(scratch, sb);
+    if (st != OAR_OK) return st;
+    oar_optim_update_commit(&u, in);
+    return OAR_OK;
+}
+
+static oar_status cu_optimizer_update_multi(const oar_kctx *ctx, oar_tensor *const *in, int n_in,
+                                            oar_tensor *const *out, int n_out, const oar_attr *a) {
+    (void)out; (void)n_out;
+    oar_optim_opts o[OAR_OPTIM_MULTI_MAX];
+    oar_optim_update u[OAR_OPTIM_MULTI_MAX];
+    oar_optim_kind kind = (oar_optim_kind)a[0].i;
+    oar_status st = oar_optim_multi_read(in, n_in, kind, a[1].i, o, u);
+    if (st != OAR_OK) return st;
+    size_t sb = oar_cu_optim_scratch_bytes();
+    void *scratch = kind == OAR_OPTIM_LAMB ? oar_cuda_scratch(sb) : NULL;
+    if (kind == OAR_OPTIM_LAMB && !scratch) return oar_last_status();
+    int g = oar_optim_multi_group(a[1].i);
+    for (int i = 0; i < n_in - OAR_OPTIM_MULTI_STATE && st == OAR_OK; i++) /* scratch reuse is stream-ordered */
+        st = launch_one(ctx, "optimizer_update_multi", in[i * g]->dtype, &u[i], scratch);
+    if (scratch) oar_cuda_scratch_free(scratch, sb);
+    if (st != OAR_OK) return st;
+    oar_optim_multi_commit(in, n_in, a[1].i, u);
+    return OAR_OK;
+}
+
+static oar_status cu_vector_norm(const oar_kctx *ctx, oar_tensor *const *in, int n_in, oar_tensor *const *out,
+                                 int n_out, const oar_attr *a) {
+    (void)n_in; (void)n_out;
+    const oar_tensor *x = in[0];
+    size_t sb = oar_cu_optim_scratch_bytes();
+    void *scratch = oar_cuda_scratch(sb);
+    if (!scratch) return oar_last_status();
+    int e = oar_cu_vector_norm((int)x->dtype, x->numel ? oar_tensor_ptr(x) : NULL, x->numel, a[0].f,
+                               (double *)oar_tensor_ptr(out[0]), scratch, oar_cuda_stream_of(ctx));
+    oar_cuda_scratch_free(scratch, sb);
+    return oar_cuda_status((cudaError_t)e, "vector_norm");
+}
+
+/* ---- supports: param, grad and the state slots on the GPU; hyper and step on the host. */
+static bool one_on_devices(oar_tensor *const *one) {
+    for (int i = 0; i < 3 + OAR_SLOT_COUNT; i++) {
+        const oar_tensor *t = one[i];
+        if (!t) continue;
+        bool host = i == IN_HYPER || i == IN_SLOT0 + OAR_SLOT_STEP;
+        if (t->device != (host ? OAR_CPU : OAR_CUDA)) return false;
+    }
+    return true;
+}
+static bool sup_update(oar_tensor *const *in, int n_in, oar_tensor *const *out, int n_out, const oar_attr *a) {
+    (void)n_in; (void)out; (void)n_out; (void)a;
+    return one_on_devices(in);
+}
+static bool sup_update_multi(oar_tensor *const *in, int n_in, oar_tensor *const *out, int n_out, const oar_attr *a) {
+    (void)out; (void)n_out;
+    int n = n_in - OAR_OPTIM_MULTI_STATE;
+    if (n < 1 || n > OAR_OPTIM_MULTI_MAX) return false;
+    for (int i = 0; i < n; i++) {
+        oar_tensor *one[3 + OAR_SLOT_COUNT];
+        oar_optim_multi_single(in, n_in, a[1].i, i, one);
+        if (!one[0] || !one[1] || !one[2] || !one_on_devices(one)) return false;
+    }
+    return true;
+}
+static bool sup_norm(oar_tensor *const *in, int n_in, oar_tensor *const *out, int n_out, const oar_attr *a) {
+    (void)in; (void)n_in; (void)a;
+    return n_out == 1 && out[0]->dtype == OAR_F64 && out[0]->device == OAR_CUDA;
+}
+
+void oar_cuda_register_optim(void) {
+    oar_cuda_register(OAR_OP_optimizer_update, F32_F64, cu_optimizer_update, sup_update);
+    oar_cuda_register(OAR_OP_optimizer_update_multi, F32_F64, cu_optimizer_update_multi, sup_update_multi);
+    oar_cuda_register(OAR_OP_vector_norm, F32_F64, cu_vector_norm, sup_norm);
+}

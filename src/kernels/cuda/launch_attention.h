@@ -1,0 +1,32 @@
+/* Launchers of attention.cu: scaled dot-product attention and its backward over nb batch
+ * entries of contiguous q [L, D], k [S, D], v [S, Dv] (and g [L, Dv], p [L, S]), in double
+ * like the CPU reference, each sum in the reference's order. Plain C; dtype is an oar_dtype
+ * (f32, f64, f16, bf16); each returns a cudaError_t as int. */
+#ifndef OAR_CUDA_LAUNCH_ATTENTION_H
+#define OAR_CUDA_LAUNCH_ATTENTION_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The most keys (S) the forward kernel takes: a row of scores lives in shared memory. */
+#define OAR_CU_ATTENTION_MAX_S 6000
+
+/* out [nb, L, Dv] = probs v, probs [nb, L, S] = softmax(q kᵀ * scale masked to -inf where
+ * mask [L, S] (bool, or NULL) is set or, when causal, j > i). One block per row. */
+int oar_cu_attention_forward(void *out, void *probs, const void *q, const void *k, const void *v,
+                             const uint8_t *mask, int dtype, int64_t nb, int64_t L, int64_t S, int64_t D, int64_t Dv,
+                             double scale, int causal, void *stream);
+
+/* dv = pᵀ g; dp = g vᵀ; ds = scale * p * (dp - rowsum(dp * p)); dq = ds k; dk = dsᵀ q.
+ * ds: nb * L * S doubles of scratch. */
+int oar_cu_attention_backward(void *dq, void *dk, void *dv, const void *g, const void *q, const void *k,
+                              const void *v, const void *p, int dtype, int64_t nb, int64_t L, int64_t S, int64_t D,
+                              int64_t Dv, double scale, double *ds, void *stream);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
