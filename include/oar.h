@@ -83,6 +83,12 @@ OAR_API oar_status oar_set_error(oar_status s, const char *fmt, ...)
 #endif
     ;
 
+/* Warnings: misuse that is not the failure of the call at hand (an oar_scope_end without a
+ * matching begin, tensors alive at exit with OAR_DEBUG_HANDLES=1) is reported once per kind, as
+ * "oar warning: <message>" on stderr, or to fn (NULL restores stderr). */
+typedef void (*oar_warning_fn)(const char *message, void *user);
+OAR_API void oar_set_warning_handler(oar_warning_fn fn, void *user);
+
 /* ---------------------------------------------------------------- 2. data types */
 
 typedef enum oar_dtype {
@@ -157,6 +163,21 @@ OAR_API oar_tensor *oar_randint(int64_t low, int64_t high, const int64_t *shape,
 OAR_API oar_tensor *oar_retain(oar_tensor *t);  /* returns t */
 OAR_API void oar_release(oar_tensor *t);        /* NULL is fine */
 
+/* Handles are checked. A handle is valid from the call that returned it until its last
+ * reference goes: oar_release, the end of the scope that owns it (section 4), or the free of
+ * the module, optimizer, dictionary or predictor that lent it. Every function taking a tensor
+ * checks the handle first: given a freed one (used after release or after its scope ended, or
+ * released twice) it fails with OAR_ERR_STATE and a message naming the misuse (pointers return
+ * NULL, counts -1, void functions only set the error) instead of reading freed memory. A freed
+ * tensor's memory waits in a per-thread quarantine of 1024 frees before it is reused, so a
+ * late use is caught within that window; with OAR_DEBUG_HANDLES=1 in the environment (read at
+ * the first tensor) freed tensors are never reused, so every late use is caught, tensors alive
+ * are counted, and those still alive at exit are reported as a warning (memory grows: for
+ * debugging only). Objects that hold others keep them alive or detect their loss: a compiled
+ * function refuses to run once the optimizer it steps was freed. */
+OAR_API bool oar_debug_handles(void);     /* whether OAR_DEBUG_HANDLES=1 is on */
+OAR_API int64_t oar_live_tensors(void);   /* tensors alive now, in debug mode; -1 otherwise */
+
 /* Properties (borrowed views of the tensor's metadata). */
 OAR_API int oar_ndim(const oar_tensor *t);
 OAR_API const int64_t *oar_shape(const oar_tensor *t);
@@ -206,7 +227,13 @@ OAR_API void oar_print(const oar_tensor *t);
 
 /* Every tensor created between begin and end belongs to the scope and is released at its end,
  * unless passed to oar_keep(), which hands it to the enclosing scope (or to the caller when
- * there is none). Scopes nest; they are per thread. oar_release() on a scoped tensor is safe. */
+ * there is none). Scopes nest; they are per thread. oar_release() on a scoped tensor is safe.
+ * A tensor used after its scope ended is a dangling handle, reported by the next call given it
+ * (section 3). Unbalanced scopes are warned about once (oar_set_warning_handler): an
+ * oar_scope_end with no scope open (ignored), and scopes nested 1000 deep (a begin without
+ * its end at every step, which keeps every tensor made since). Tensors made outside any scope
+ * are the caller's to release: run with OAR_DEBUG_HANDLES=1 to have those alive at exit
+ * reported. */
 OAR_API void oar_scope_begin(void);
 OAR_API void oar_scope_end(void);
 OAR_API oar_tensor *oar_keep(oar_tensor *t);  /* returns t */
@@ -260,10 +287,25 @@ OAR_API oar_tensor *oar_div(oar_tensor *a, oar_tensor *b);
 OAR_API oar_tensor *oar_pow(oar_tensor *a, oar_tensor *b);
 OAR_API oar_tensor *oar_maximum(oar_tensor *a, oar_tensor *b);
 OAR_API oar_tensor *oar_minimum(oar_tensor *a, oar_tensor *b);
-/* Scalar forms (the scalar takes a's dtype). */
-OAR_API oar_tensor *oar_add_scalar(oar_tensor *a, double s);
-OAR_API oar_tensor *oar_mul_scalar(oar_tensor *a, double s);
-OAR_API oar_tensor *oar_pow_scalar(oar_tensor *a, double s);
+/* Scalar forms, as torch's operators with a Python number: the scalar takes a's dtype (an
+ * integer or bool tensor takes only a scalar its dtype holds exactly: cast to a float dtype
+ * first otherwise). The r forms put the scalar first: rsub is s - a, rdiv s / a, rpow s^a. */
+OAR_API oar_tensor *oar_add_scalar(oar_tensor *a, double s);      /* a + s */
+OAR_API oar_tensor *oar_sub_scalar(oar_tensor *a, double s);      /* a - s */
+OAR_API oar_tensor *oar_rsub_scalar(oar_tensor *a, double s);     /* s - a */
+OAR_API oar_tensor *oar_mul_scalar(oar_tensor *a, double s);      /* a * s */
+OAR_API oar_tensor *oar_div_scalar(oar_tensor *a, double s);      /* a / s */
+OAR_API oar_tensor *oar_rdiv_scalar(oar_tensor *a, double s);     /* s / a */
+OAR_API oar_tensor *oar_pow_scalar(oar_tensor *a, double s);      /* a ^ s */
+OAR_API oar_tensor *oar_rpow_scalar(oar_tensor *a, double s);     /* s ^ a */
+OAR_API oar_tensor *oar_maximum_scalar(oar_tensor *a, double s);  /* torch.clamp_min, NaN kept */
+OAR_API oar_tensor *oar_minimum_scalar(oar_tensor *a, double s);  /* torch.clamp_max, NaN kept */
+OAR_API oar_tensor *oar_eq_scalar(oar_tensor *a, double s);       /* bool results */
+OAR_API oar_tensor *oar_ne_scalar(oar_tensor *a, double s);
+OAR_API oar_tensor *oar_lt_scalar(oar_tensor *a, double s);
+OAR_API oar_tensor *oar_le_scalar(oar_tensor *a, double s);
+OAR_API oar_tensor *oar_gt_scalar(oar_tensor *a, double s);
+OAR_API oar_tensor *oar_ge_scalar(oar_tensor *a, double s);
 /* Comparisons and logic return bool tensors. */
 OAR_API oar_tensor *oar_eq(oar_tensor *a, oar_tensor *b);
 OAR_API oar_tensor *oar_ne(oar_tensor *a, oar_tensor *b);
@@ -423,6 +465,12 @@ OAR_API oar_tensor *oar_smooth_l1_loss(oar_tensor *input, oar_tensor *target, oa
 /* Numerically stable for any logits; target probabilities in [0, 1]. */
 OAR_API oar_tensor *oar_bce_with_logits(oar_tensor *logits, oar_tensor *target, oar_reduction r);
 
+/* Classification accuracy: the fraction of samples whose target class is among the k largest
+ * logits (k = 1: argmax == target, the first maximum on ties, like torch), as an f64 scalar
+ * tensor (oar_item reads it). logits [N, C] floating, target [N] integer; no gradient. Made of
+ * ops, so it works in traced functions too. */
+OAR_API oar_tensor *oar_accuracy(oar_tensor *logits, oar_tensor *target, int64_t k);
+
 /* 6.7 Shape and indexing. */
 OAR_API oar_tensor *oar_concat(oar_tensor *const *xs, int n, int dim);
 OAR_API oar_tensor *oar_stack(oar_tensor *const *xs, int n, int dim);
@@ -528,7 +576,10 @@ OAR_API oar_status oar_memory_set_limit(oar_device dev, int64_t bytes);
  * parameters and buffers returned by lookups are borrowed from the module. */
 typedef struct oar_module oar_module;
 
-/* What a module type does. forward writes n_out new references into out. */
+/* What a module type does. forward writes n_out new references into out. oar_forward runs it
+ * inside a scope of its own, so the temporaries it makes are released when it returns, whether
+ * or not it opens a scope itself (a scope it leaves open is closed after it, with a warning);
+ * its outputs go to the caller's scope. */
 typedef struct oar_module_ops {
     const char *type_name;  /* "Linear", "Sequential", "MyBlock", ... */
     oar_status (*forward)(oar_module *self, oar_tensor *const *in, int n_in, oar_tensor **out, int n_out);
@@ -536,9 +587,10 @@ typedef struct oar_module_ops {
     int (*describe)(const oar_module *self, char *buf, size_t size); /* "in=4, out=5"; may be NULL */
 } oar_module_ops;
 
-/* A user-defined module: ops must outlive the module; state is passed back by oar_module_state. */
+/* A user-defined module: ops must outlive the module; state is passed back by oar_module_state,
+ * which takes a const module so that describe can read it too. */
 OAR_API oar_module *oar_module_new(const oar_module_ops *ops, void *state);
-OAR_API void *oar_module_state(oar_module *m);
+OAR_API void *oar_module_state(const oar_module *m);
 OAR_API const char *oar_module_type(const oar_module *m);
 OAR_API void oar_module_free(oar_module *m);
 /* Registration takes a reference to t (parameters get requires_grad) / ownership of child. */
@@ -637,6 +689,29 @@ OAR_API oar_status oar_nn_sequential_append(oar_module *seq, oar_module *child);
  * [E, E], out_proj.bias [E] (biases only with bias). */
 OAR_API oar_module *oar_nn_multihead_attention(int64_t embed_dim, int64_t heads, bool bias, bool causal,
                                                double dropout);
+/* torch's nn.TransformerEncoderLayer and nn.TransformerDecoderLayer (1.13), with its argument
+ * names and semantics. Start from oar_transformer_defaults (torch's defaults: dim_feedforward
+ * 2048, dropout 0.1, relu, layer_norm_eps 1e-5, batch_first and norm_first false); every field
+ * is then used as given. The encoder's forward takes src, the decoder's forward_n (tgt, memory):
+ * [N, L, E] with batch_first, else [L, N, E]; unbatched [L, E] works too; the output has the
+ * input's (tgt's) shape. Post-norm: x = norm1(x + sa(x)), x = norm2(x + ff(x)); norm_first:
+ * x = x + sa(norm1(x)), x = x + ff(norm2(x)); the decoder puts x (+)= mha(x, memory) with norm2
+ * between them and norm3 on ff; ff(x) = linear2(dropout(act(linear1(x)))). Children and
+ * parameters have torch's names (self_attn.in_proj_weight, multihead_attn.*, linear1.weight,
+ * norm1.bias, ...), so torch state dicts load by name. causal applies torch's square subsequent
+ * mask (src_mask / tgt_mask) to self-attention; other masks and key padding masks are not
+ * offered. */
+typedef struct oar_transformer_opts {
+    int64_t d_model, nhead, dim_feedforward;
+    double dropout;             /* on attention weights, the feed-forward and each residual branch */
+    oar_activation activation;  /* OAR_ACT_RELU or OAR_ACT_GELU (exact, torch's 'gelu') */
+    double layer_norm_eps;
+    bool batch_first, norm_first;
+    bool causal;                /* self-attention hides later positions */
+} oar_transformer_opts;
+OAR_API oar_transformer_opts oar_transformer_defaults(int64_t d_model, int64_t nhead);
+OAR_API oar_module *oar_nn_transformer_encoder_layer(const oar_transformer_opts *opts);
+OAR_API oar_module *oar_nn_transformer_decoder_layer(const oar_transformer_opts *opts);
 /* Recurrent layers: forward_n(x, h0, c0) -> (y, h_n, c_n) for LSTM, (x, h0) -> (y, h_n) for GRU;
  * h0/c0 may be NULL (zeros) and n_out may be smaller (oar_forward gives y). x is [T, N, I], or
  * [N, T, I] with batch_first, or [T, I] unbatched; y is [T, N, H] ([N, T, H], [T, H]); states
@@ -720,7 +795,8 @@ OAR_API void oar_optimizer_free(oar_optimizer *o);
  * updates the parameters and state, uses the groups' options as they are just before it
  * (edits and schedulers between calls take effect) and adds 1 to oar_optimizer_steps. The
  * parameters updated are those with a gradient at tracing; changing momentum, amsgrad or
- * centered afterwards needs a new trace. Free the compiled function before the optimizer. */
+ * centered afterwards needs a new trace. Free the compiled function before the optimizer: once the
+ * optimizer is freed, calling the function fails (OAR_ERR_STATE) instead of updating freed state. */
 OAR_API oar_status oar_optimizer_step(oar_optimizer *o);
 /* Drops every parameter's gradient (like torch's zero_grad(set_to_none=True)). */
 OAR_API void oar_optimizer_zero_grad(oar_optimizer *o);
@@ -812,9 +888,22 @@ OAR_API oar_sched_opts oar_sched_defaults(oar_sched_kind kind);
 /* The scheduler borrows the optimizer (it must outlive the scheduler). */
 OAR_API oar_scheduler *oar_scheduler_new(oar_optimizer *o, const oar_sched_opts *opts);
 OAR_API oar_status oar_scheduler_step(oar_scheduler *s, double metric); /* metric: plateau only */
+/* One step of a scheduler that reads no metric (every kind but PLATEAU, which it refuses). */
+OAR_API oar_status oar_scheduler_next(oar_scheduler *s);
 /* The lr of a group as last set (torch's get_last_lr); NaN with an error for a bad group. */
 OAR_API double oar_scheduler_lr(const oar_scheduler *s, int group);
 OAR_API int64_t oar_scheduler_t(const oar_scheduler *s); /* steps taken (torch's last_epoch) */
+/* What a resumed run needs besides the groups' lrs (checkpoints save it, see section 11): the
+ * step count t and PLATEAU's best metric and non-improving steps. Setting it moves the
+ * scheduler to t at once (no stepping t times): the closed forms set every group's lr to its
+ * value at t; PLATEAU leaves the lrs as they are. t must be >= 0 (<= t_max for ONE_CYCLE). */
+typedef struct oar_sched_state {
+    int64_t t;
+    double best;          /* plateau: +inf (min mode) or -inf (max mode) before any metric */
+    int64_t bad_steps;    /* plateau */
+} oar_sched_state;
+OAR_API oar_sched_state oar_scheduler_get_state(const oar_scheduler *s);
+OAR_API oar_status oar_scheduler_set_state(oar_scheduler *s, const oar_sched_state *state);
 OAR_API void oar_scheduler_free(oar_scheduler *s);
 
 /* ---------------------------------------------------------------- 10. data */
@@ -860,13 +949,17 @@ OAR_API oar_dataset *oar_dataset_custom(const oar_dataset_fns *fns);
 OAR_API int64_t oar_dataset_size(const oar_dataset *d);
 /* Sample i as new references (caller releases). */
 OAR_API oar_status oar_dataset_get(oar_dataset *d, int64_t i, oar_tensor **input, oar_tensor **target);
+/* Every sample at once, in order, as new references: inputs [N, sample dims...] and targets
+ * [N, ...] (e.g. a CSV as X [N, features] f32 and y [N] i64, without a loader). */
+OAR_API oar_status oar_dataset_to_tensors(oar_dataset *d, oar_tensor **inputs, oar_tensor **targets);
 OAR_API void oar_dataset_free(oar_dataset *d);
 
 /* Transforms act on f32 input samples, in order, in place in the batch. Channels are the
  * sample's first dim; random choices depend only on (seed, epoch, sample index). */
 typedef enum oar_transform_kind {
-    OAR_TF_NORMALIZE = 0,   /* (x - mean) / std in f32, per channel (up to 16 channels); n_channels
-                             * is 1 (one mean/std for all; 0 also means 1) or the channel count */
+    OAR_TF_NORMALIZE = 0,   /* (x - mean) / std in f32, per channel; n_channels is 1 (one mean/std
+                             * for all; 0 also means 1) or the channel count. Up to 16 channels in
+                             * mean[]/std[]; any number through means/stds */
     OAR_TF_RANDOM_CROP,     /* pad the last two dims by `padding` zeros, crop back to the original
                              * size at a random place */
     OAR_TF_HFLIP            /* flip the last dim with probability p */
@@ -877,6 +970,10 @@ typedef struct oar_transform {
     int n_channels;
     int64_t padding;
     double p;
+    /* NORMALIZE over more than 16 channels or features (e.g. a CSV's columns): n_channels
+     * values each, used instead of mean[]/std[] when set (both or neither); copied by
+     * oar_loader_new, so they need not outlive the call. */
+    const double *means, *stds;
 } oar_transform;
 
 typedef struct oar_loader_opts {
@@ -968,6 +1065,17 @@ OAR_API oar_tensor *oar_npy_load_buffer(const void *data, size_t size);
  * o may be NULL: the file's optimizer state is then ignored (loading weights only). */
 OAR_API oar_status oar_checkpoint_save(const char *path, oar_module *m, oar_optimizer *o, int64_t step);
 OAR_API oar_status oar_checkpoint_load(const char *path, oar_module *m, oar_optimizer *o, int64_t *step);
+/* The same with the learning-rate scheduler too (s may be NULL): its kind, t, plateau state and
+ * every group's base and current lr. Loading with s checks the file has a scheduler of s's kind
+ * over as many groups, and restores it with the rest. A scheduler in the file is ignored when s
+ * is NULL, as optimizer state is when o is.
+ * Rewinding: a parameter without state in the file (saved before its first update) gets its
+ * state reset to none, as torch's load_state_dict does, in place, so functions compiled with
+ * oar_jit_to_static on this optimizer keep working; such state is also not saved. */
+OAR_API oar_status oar_checkpoint_save_all(const char *path, oar_module *m, oar_optimizer *o, oar_scheduler *s,
+                                           int64_t step);
+OAR_API oar_status oar_checkpoint_load_all(const char *path, oar_module *m, oar_optimizer *o, oar_scheduler *s,
+                                           int64_t *step);
 
 /* ---------------------------------------------------------------- 12. the model zoo */
 

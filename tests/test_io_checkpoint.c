@@ -341,8 +341,8 @@ static void test_optimizer_mismatch(void) {
           strstr(oar_last_error(), "the file has no optimizer state"));
     oar_optimizer *o3 = oar_optimizer_for(m2, &adam);
     CHECK(oar_checkpoint_save(bad, m2, o3, 0) == OAR_OK);
-    CHECK(oar_checkpoint_load(bad, m, o, NULL) == OAR_ERR_INVALID_ARG &&
-          strstr(oar_last_error(), "missing optim.0.exp_avg (the optimizer has this state)"));
+    /* rewinding: the used optimizer's state goes back to none (tests/test_resume.c) */
+    CHECK(oar_checkpoint_load(bad, m, o, NULL) == OAR_OK && oar_optimizer_steps(o) == 0);
     CHECK(oar_checkpoint_load(bad, m2, o3, NULL) == OAR_OK); /* fresh into fresh is fine */
 
     oar_optimizer_free(o);

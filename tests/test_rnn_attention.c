@@ -72,7 +72,7 @@ static void test_mha_structure(void) {
     char buf[512];
     oar_module_format(m, buf, sizeof buf);
     CHECK(strstr(buf, "MultiheadAttention(embed_dim=8, heads=2, bias=true, causal=false, dropout=0") != NULL);
-    CHECK(strstr(buf, "(out_proj): Linear(in=8, out=8, bias=true)") != NULL);
+    CHECK(strstr(buf, "(out_proj): Linear(in_features=8, out_features=8, bias=true)") != NULL); /* as every Linear */
     oar_module_free(m);
 
     m = oar_nn_multihead_attention(6, 3, false, true, 0.1);

@@ -401,6 +401,8 @@ static oar_status prepare_roots(const char *who, oar_tensor *const *roots, oar_t
 }
 
 oar_status oar_backward(oar_tensor *root, oar_tensor *grad_root, bool retain_graph) {
+    OAR_CHECK_HANDLE("backward", root, oar_last_status());
+    OAR_CHECK_HANDLE("backward (grad_root)", grad_root, oar_last_status());
     oar_tensor *g = NULL;
     oar_status st = prepare_roots("backward", &root, grad_root ? &grad_root : NULL, 1, &g);
     if (st == OAR_OK) {
@@ -416,6 +418,10 @@ oar_status oar_backward(oar_tensor *root, oar_tensor *grad_root, bool retain_gra
 oar_status oar_grad(oar_tensor *const *outputs, int n_outputs, oar_tensor *const *grad_outputs,
                     oar_tensor *const *inputs, int n_inputs, oar_tensor **grads,
                     const oar_grad_opts *opts) {
+    if ((outputs && oar_check_handles("grad", "output", outputs, n_outputs) != OAR_OK) ||
+        (inputs && oar_check_handles("grad", "input", inputs, n_inputs) != OAR_OK) ||
+        (grad_outputs && oar_check_handles("grad", "grad_output", grad_outputs, n_outputs) != OAR_OK))
+        return oar_last_status();
     oar_grad_opts o = opts ? *opts : (oar_grad_opts){0};
     if (n_outputs < 1 || n_inputs < 1 || n_outputs > OAR_MAX_INPUTS || !outputs || !inputs || !grads)
         return oar_error(OAR_ERR_INVALID_ARG, "grad: expected 1..%d outputs and at least one input, "

@@ -122,6 +122,7 @@ oar_status oar_autograd_record(oar_op_id op, oar_tensor *const *in, int n_in,
 /* ---- public tensor-level autograd API */
 
 oar_status oar_set_requires_grad(oar_tensor *t, bool requires_grad) {
+    OAR_CHECK_HANDLE("set_requires_grad", t, oar_last_status());
     if (!t) return oar_error(OAR_ERR_INVALID_ARG, "set_requires_grad: tensor is NULL");
     if (t->grad_fn)
         return oar_error(OAR_ERR_STATE, "set_requires_grad: only leaf tensors can change requires_grad; "
@@ -134,11 +135,21 @@ oar_status oar_set_requires_grad(oar_tensor *t, bool requires_grad) {
     return OAR_OK;
 }
 
-bool oar_requires_grad(const oar_tensor *t) { return t && t->requires_grad; }
-bool oar_is_leaf(const oar_tensor *t) { return t && !t->grad_fn; }
-oar_tensor *oar_grad_get(oar_tensor *t) { return t ? t->grad : NULL; }
+bool oar_requires_grad(const oar_tensor *t) {
+    OAR_CHECK_HANDLE("requires_grad", t, false);
+    return t && t->requires_grad;
+}
+bool oar_is_leaf(const oar_tensor *t) {
+    OAR_CHECK_HANDLE("is_leaf", t, false);
+    return t && !t->grad_fn;
+}
+oar_tensor *oar_grad_get(oar_tensor *t) {
+    OAR_CHECK_HANDLE("grad_get", t, NULL);
+    return t ? t->grad : NULL;
+}
 
 void oar_zero_grad(oar_tensor *t) {
+    OAR_CHECK_HANDLE("zero_grad", t, );
     if (!t) return;
     oar_tensor_unref(t->grad);
     t->grad = NULL;
@@ -146,6 +157,7 @@ void oar_zero_grad(oar_tensor *t) {
 }
 
 oar_tensor *oar_detach(oar_tensor *t) {
+    OAR_CHECK_HANDLE("detach", t, NULL);
     if (!t) return NULL;
     oar_tensor *a = oar_tensor_alias(t);
     return oar_track(a);
@@ -154,6 +166,7 @@ oar_tensor *oar_detach(oar_tensor *t) {
 static int g_hook_handle;
 
 int oar_register_hook(oar_tensor *t, oar_grad_hook hook, void *user) {
+    OAR_CHECK_HANDLE("register_hook", t, -1);
     if (!t || !hook) {
         oar_error(OAR_ERR_INVALID_ARG, "register_hook: expected a tensor and a hook, got NULL");
         return -1;
@@ -175,6 +188,7 @@ int oar_register_hook(oar_tensor *t, oar_grad_hook hook, void *user) {
 }
 
 oar_status oar_remove_hook(oar_tensor *t, int handle) {
+    OAR_CHECK_HANDLE("remove_hook", t, oar_last_status());
     if (!t) return oar_error(OAR_ERR_INVALID_ARG, "remove_hook: tensor is NULL");
     oar_hook_entry **list = t->grad_fn ? &((oar_node *)t->grad_fn)->out_hooks[t->output_nr] : &t->hooks;
     for (; *list; list = &(*list)->next) {

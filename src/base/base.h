@@ -36,6 +36,8 @@ void oar_error_watch_begin(oar_error_watch *w);
 void oar_error_watch_end(oar_error_watch *w);
 /* Prefixes the current message with "context: " (used when an error passes through layers). */
 void oar_error_prefix(const char *fmt, ...) OAR_PRINTF(1, 2);
+/* A warning (warn.c): to the user's handler, or "oar warning: <message>" on stderr. */
+void oar_warn(const char *fmt, ...) OAR_PRINTF(1, 2);
 /* Internal invariant violated: reports through the assert hook; never used for user input. */
 void oar_internal_assert_fail(const char *expr, const char *file, int line);
 #define OAR_ASSERT(x) ((x) ? (void)0 : oar_internal_assert_fail(#x, __FILE__, __LINE__))

@@ -44,6 +44,20 @@ static oar_status setup(oar_loader *l, const oar_loader_opts *o) {
         l->tf = oar_malloc(sizeof(oar_transform) * (size_t)l->n_tf);
         if (!l->tf) return OAR_ERR_OOM;
         memcpy(l->tf, o->transforms, sizeof(oar_transform) * (size_t)l->n_tf);
+        for (int k = 0; k < l->n_tf; k++) { /* the loader's own copy of long mean/std lists */
+            oar_transform *t = &l->tf[k];
+            if (!t->means) continue;
+            size_t nc = (size_t)(t->n_channels > 0 ? t->n_channels : 1);
+            double *both = oar_malloc(sizeof(double) * 2 * nc);
+            if (!both) {
+                for (int j = k; j < l->n_tf; j++) l->tf[j].means = l->tf[j].stds = NULL; /* not ours to free */
+                return OAR_ERR_OOM;
+            }
+            memcpy(both, t->means, sizeof(double) * nc);
+            memcpy(both + nc, t->stds, sizeof(double) * nc);
+            t->means = both;
+            t->stds = both + nc;
+        }
     }
     if (l->shuffle && !(l->order = oar_malloc(sizeof(int64_t) * (size_t)l->d->size)))
         return OAR_ERR_OOM;
@@ -159,6 +173,7 @@ void oar_loader_free(oar_loader *l) {
     free(l->worker_args);
     free(l->scratch);
     free(l->order);
+    for (int k = 0; l->tf && k < l->n_tf; k++) free((void *)l->tf[k].means); /* means and stds: one block */
     free(l->tf);
     free(l);
 }

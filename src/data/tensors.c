@@ -50,6 +50,8 @@ static oar_tensor *hold(oar_tensor *t) {
 }
 
 oar_dataset *oar_dataset_tensors(oar_tensor *x, oar_tensor *y) {
+    OAR_CHECK_HANDLE("dataset_tensors (x)", x, NULL);
+    OAR_CHECK_HANDLE("dataset_tensors (y)", y, NULL);
     if (check_source("x", x) != OAR_OK || check_source("y", y) != OAR_OK) return NULL;
     if (x->shape[0] != y->shape[0]) {
         oar_error(OAR_ERR_SHAPE, "dataset_tensors: expected x.shape[0] == y.shape[0], got %lld != %lld",

@@ -7,21 +7,29 @@
 #include <string.h>
 
 static int norm_channels(const oar_transform *t) { return t->n_channels > 0 ? t->n_channels : 1; }
+static const double *norm_mean(const oar_transform *t) { return t->means ? t->means : t->mean; }
+static const double *norm_std(const oar_transform *t) { return t->stds ? t->stds : t->std; }
 
 static oar_status check_one(const oar_transform *t, int k, const oar_dataset *d) {
     int64_t channels = d->in_ndim >= 1 ? d->in_shape[0] : 1;
     switch (t->kind) {
     case OAR_TF_NORMALIZE: {
         int nc = norm_channels(t);
-        if (nc > 16 || (nc != 1 && nc != channels))
+        if (!t->means != !t->stds)
+            return oar_error(OAR_ERR_INVALID_ARG, "loader: transform %d (normalize): expected both means and "
+                             "stds, or neither, got only %s", k, t->means ? "means" : "stds");
+        if (nc != 1 && nc != channels)
             return oar_error(OAR_ERR_SHAPE, "loader: transform %d (normalize): expected n_channels 1 "
-                             "or %lld (the sample's first dim, at most 16), got %d", k,
-                             (long long)channels, t->n_channels);
+                             "or %lld (the sample's first dim), got %d", k, (long long)channels, t->n_channels);
+        if (nc > 16 && !t->means)
+            return oar_error(OAR_ERR_INVALID_ARG, "loader: transform %d (normalize): %d channels do not fit "
+                             "mean[16]/std[16]; pass them through means and stds", k, nc);
+        const double *mean = norm_mean(t), *std = norm_std(t);
         for (int c = 0; c < nc; c++)
-            if (!isfinite(t->mean[c]) || !isfinite(t->std[c]) || t->std[c] == 0.0)
+            if (!isfinite(mean[c]) || !isfinite(std[c]) || std[c] == 0.0)
                 return oar_error(OAR_ERR_INVALID_ARG, "loader: transform %d (normalize): expected a "
                                  "finite mean and a finite non-zero std for channel %d, got mean=%g "
-                                 "std=%g", k, c, t->mean[c], t->std[c]);
+                                 "std=%g", k, c, mean[c], std[c]);
         return OAR_OK;
     }
     case OAR_TF_RANDOM_CROP:
@@ -61,9 +69,10 @@ oar_status oar_transforms_check(const oar_transform *tf, int n, const oar_datase
 static void normalize(const oar_transform *t, const oar_dataset *d, float *x) {
     int nc = norm_channels(t);
     int64_t plane = nc == 1 ? d->in_numel : d->in_numel / nc;
+    const double *mean = norm_mean(t), *std = norm_std(t);
     for (int c = 0; c < nc; c++) {
         /* (x - mean) / std in f32, as torchvision computes it */
-        float m = (float)t->mean[c], s = (float)t->std[c];
+        float m = (float)mean[c], s = (float)std[c];
         float *p = x + c * plane;
         for (int64_t k = 0; k < plane; k++) p[k] = (p[k] - m) / s;
     }

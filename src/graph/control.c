@@ -156,7 +156,9 @@ static oar_status cond_traced(oar_trace *t, oar_tensor *pred, closure *c, oar_te
 
 oar_status oar_cond(oar_tensor *pred, oar_block_fn then_fn, oar_block_fn else_fn, void *user,
                     oar_tensor *const *in, int n_in, oar_tensor **out, int n_out) {
+    OAR_CHECK_HANDLE("cond", pred, oar_last_status());
     oar_init();
+    if (in && n_in > 0 && oar_check_handles("cond", "input", in, n_in) != OAR_OK) return oar_last_status();
     oar_status st = check_counts("cond", n_in, n_out);
     if (st != OAR_OK) return st;
     if (!then_fn || !else_fn || !out || (n_in && !in))
@@ -315,6 +317,7 @@ static oar_status while_traced(oar_trace *t, closure *c, oar_tensor *const *vars
 oar_status oar_while(oar_block_fn cond_fn, oar_block_fn body_fn, void *user, oar_tensor *const *vars, int n,
                      oar_tensor **out) {
     oar_init();
+    if (vars && n > 0 && oar_check_handles("while", "loop variable", vars, n) != OAR_OK) return oar_last_status();
     oar_status st = check_counts("while", n, n);
     if (st != OAR_OK) return st;
     if (!cond_fn || !body_fn || !vars || !out)

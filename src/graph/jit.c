@@ -299,8 +299,9 @@ static oar_status run_entry(oar_jit *f, jit_entry *en, const oar_meta *m, oar_te
     if (!e) return oar_last_status();
     oar_status st = check_grads(en);
     if (st != OAR_OK) return st;
-    for (int k = 0; k < en->hooks.n; k++)
-        if (en->hooks.items[k].pre) en->hooks.items[k].pre(en->hooks.items[k].user);
+    for (int k = 0; k < en->hooks.n && st == OAR_OK; k++)
+        if (en->hooks.items[k].pre) st = en->hooks.items[k].pre(en->hooks.items[k].user);
+    if (st != OAR_OK) return st;
     st = oar_exec_run(e, in, n_in, out, n_out);
     if (st != OAR_OK) return st;
     for (int k = 0; k < en->hooks.n; k++)
@@ -322,6 +323,7 @@ oar_status oar_jit_call(oar_jit *f, oar_tensor *const *in, int n_in, oar_tensor 
     uint32_t dyn[JIT_MAX_IO];
     for (int i = 0; i < n_in; i++) {
         if (!in[i]) return oar_error(OAR_ERR_INVALID_ARG, "jit_call: input %d is NULL", i);
+        if (!OAR_HANDLE_OK(in[i])) return oar_handle_error("jit_call", "input", i, in[i]);
         oar_status st = check_spec(f, i, in[i], &dyn[i]);
         if (st != OAR_OK) return st;
         oar_meta_from(&m[i], in[i]);

@@ -181,6 +181,7 @@ static int find_name(const char *const *names, int n, const char *name) {
 }
 
 oar_status oar_predictor_set_input(oar_predictor *p, const char *name, oar_tensor *t) {
+    OAR_CHECK_HANDLE("predictor_set_input", t, oar_last_status());
     if (!p) return oar_error(OAR_ERR_INVALID_ARG, "predictor_set_input: expected a predictor, got NULL");
     const pred_model *m = p->m;
     int i = find_name(m->input_names, m->n_in, name);

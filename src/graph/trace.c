@@ -91,6 +91,8 @@ static bool map_put(capture_map *m, oar_tensor *t, int v) {
 }
 
 void oar_run_hooks_free(oar_run_hooks *h) {
+    for (int i = 0; i < h->n; i++)
+        if (h->items[i].release) h->items[i].release(h->items[i].user);
     free(h->items);
     memset(h, 0, sizeof *h);
 }
@@ -241,7 +243,7 @@ int oar_trace_push_block(oar_trace *t) {
 
 void oar_trace_pop_block(oar_trace *t) { t->block = t->prog->blocks[t->block].parent; }
 
-oar_status oar_trace_add_run_hook(oar_run_hook pre, oar_run_hook post, void *user) {
+oar_status oar_trace_add_run_hook(oar_run_pre_hook pre, oar_run_hook post, oar_run_hook release, void *user) {
     oar_trace *t = tl_trace;
     if (!t) return OAR_OK;
     oar_run_hooks *h = &t->hooks;
@@ -254,7 +256,7 @@ oar_status oar_trace_add_run_hook(oar_run_hook pre, oar_run_hook post, void *use
         h->items = p;
         h->cap = cap;
     }
-    h->items[h->n++] = (struct oar_run_hook_entry){pre, post, user};
+    h->items[h->n++] = (struct oar_run_hook_entry){pre, post, release, user};
     return OAR_OK;
 }
 

@@ -14,12 +14,16 @@ typedef struct oar_trace oar_trace;
 
 /* Code that must run around every execution of a traced program, registered while tracing
  * (the optimizer refreshes its hyperparameter tensors before a run and advances its host step
- * counter after one). Registering the same (fn, user) twice keeps one. */
+ * counter after one). Registering the same (fn, user) twice keeps one. A pre hook may refuse
+ * the run (its object is gone: an optimizer freed before the compiled function) with an error.
+ * release (may be NULL) runs on user when the hooks are freed: the program's hold on it ends. */
+typedef oar_status (*oar_run_pre_hook)(void *user);
 typedef void (*oar_run_hook)(void *user);
 typedef struct oar_run_hooks {
     int n, cap;
     struct oar_run_hook_entry {
-        oar_run_hook pre, post;
+        oar_run_pre_hook pre;
+        oar_run_hook post, release;
         void *user;
     } *items;
 } oar_run_hooks;
@@ -45,7 +49,7 @@ int oar_trace_value(oar_trace *t, oar_tensor *x);
 oar_status oar_trace_end(oar_trace *t, oar_status status, oar_tensor *const *outputs, int n_out,
                          oar_program **program, oar_run_hooks *hooks);
 /* While tracing, registers hooks around every run of the program being traced. */
-oar_status oar_trace_add_run_hook(oar_run_hook pre, oar_run_hook post, void *user);
+oar_status oar_trace_add_run_hook(oar_run_pre_hook pre, oar_run_hook post, oar_run_hook release, void *user);
 /* The trace active on this thread, or NULL. */
 oar_trace *oar_trace_current(void);
 

@@ -43,10 +43,22 @@ typedef struct oar_ckpt_meta {
     oar_rng_state rng;
     bool has_optim;
     int64_t optim_steps;
+    bool has_sched;               /* a scheduler was given and the file's state for it parsed */
+    oar_sched_state sched;
+    double *sched_base, *sched_lr; /* one per group (one allocation, at sched_base) */
 } oar_ckpt_meta;
-/* Checks d against m and o (o may be NULL): metadata, names, shapes, dtypes, optimizer kind
- * and state. Problems go to p; the return is OAR_OK unless something failed outright (OOM). */
-oar_status oar_ckpt_check(oar_tensor_dict *d, oar_module *m, oar_optimizer *o, oar_ckpt_meta *meta,
-                          oar_ckpt_problems *p);
+/* Checks d against m, o and s (o and s may be NULL): metadata, names, shapes, dtypes, optimizer
+ * kind and state, scheduler kind and state. Problems go to p; the return is OAR_OK unless
+ * something failed outright (OOM). meta->sched_base must be freed afterwards. */
+oar_status oar_ckpt_check(oar_tensor_dict *d, oar_module *m, oar_optimizer *o, oar_scheduler *s,
+                          oar_ckpt_meta *meta, oar_ckpt_problems *p);
+
+/* ---- the scheduler (checkpoint_sched.c), as metadata under these keys */
+#define OAR_CKPT_N_SCHED 6
+extern const char *const oar_ckpt_sched_keys[OAR_CKPT_N_SCHED];
+/* The values for oar_ckpt_sched_keys (each oar_malloc'd, freed by the caller even on error). */
+oar_status oar_ckpt_sched_meta(oar_scheduler *s, char *vals[OAR_CKPT_N_SCHED]);
+void oar_ckpt_sched_check(oar_tensor_dict *d, oar_scheduler *s, oar_ckpt_meta *meta, oar_ckpt_problems *p);
+void oar_ckpt_sched_apply(oar_scheduler *s, const oar_ckpt_meta *meta);
 
 #endif

@@ -122,17 +122,13 @@ static oar_status check_optimizer_state(oar_tensor_dict *d, oar_optimizer *o, oa
             oar_ckpt_problem(p, OAR_CKPT_OTHER, "%s is negative", name);
         }
     }
-    /* A parameter's slots are all present or all absent; state the optimizer already has
-     * must be replaced, since it cannot be dropped. */
+    /* A parameter's slots are all present or all absent. Absent means "before its first
+     * update": loading resets the state the optimizer has, as torch's load_state_dict does. */
     for (int i = 0; i < o->n_params; i++) {
         const oar_optim_opts *opts = o->groups[o->params[i].group];
-        for (int s = 0; s < OAR_SLOT_COUNT; s++) {
-            bool used = oar_optim_slot_used(opts, (oar_slot)s);
-            bool want = in_file[i] ? used : o->params[i].slot[s] != NULL;
-            if (want && !(in_file[i] & (1u << s)))
-                oar_ckpt_problem(p, OAR_CKPT_MISSING, "missing optim.%d.%s%s", i, oar_slot_names[s],
-                                 in_file[i] ? "" : " (the optimizer has this state)");
-        }
+        for (int s = 0; s < OAR_SLOT_COUNT && in_file[i]; s++)
+            if (oar_optim_slot_used(opts, (oar_slot)s) && !(in_file[i] & (1u << s)))
+                oar_ckpt_problem(p, OAR_CKPT_MISSING, "missing optim.%d.%s", i, oar_slot_names[s]);
     }
     free(in_file);
     return OAR_OK;
@@ -162,11 +158,12 @@ static oar_status check_optimizer(oar_tensor_dict *d, oar_optimizer *o, oar_ckpt
     return check_optimizer_state(d, o, p);
 }
 
-oar_status oar_ckpt_check(oar_tensor_dict *d, oar_module *m, oar_optimizer *o, oar_ckpt_meta *meta,
-                          oar_ckpt_problems *p) {
+oar_status oar_ckpt_check(oar_tensor_dict *d, oar_module *m, oar_optimizer *o, oar_scheduler *s,
+                          oar_ckpt_meta *meta, oar_ckpt_problems *p) {
     memset(meta, 0, sizeof *meta);
     check_meta(d, meta, p);
     oar_status st = check_module(d, m, p);
     if (st == OAR_OK && o) st = check_optimizer(d, o, meta, p);
+    if (st == OAR_OK && s) oar_ckpt_sched_check(d, s, meta, p);
     return st;
 }

@@ -2,8 +2,10 @@
  * optimizer (collecting every problem), and only when nothing is wrong copy the values into
  * the existing tensors, restore the optimizer's state and step count and the generator. */
 #include "io/checkpoint.h"
+#include "optim/optim.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 
 /* Copies src into the module's tensor in place: the optimizer and any user keep pointing at
  * the same tensor object. */
@@ -12,8 +14,21 @@ static void copy_into(oar_tensor *dst, const oar_tensor *src) {
     dst->storage->version++;
 }
 
-static oar_status apply(oar_tensor_dict *d, oar_module *m, oar_optimizer *o, const oar_ckpt_meta *meta) {
+static oar_status apply(oar_tensor_dict *d, oar_module *m, oar_optimizer *o, oar_scheduler *s,
+                        const oar_ckpt_meta *meta) {
     if (o) {
+        /* parameters without state in the file go back to no state (the file was saved before
+         * their first update); the others are overwritten below */
+        for (int i = 0; i < o->n_params; i++) {
+            char key[64];
+            snprintf(key, sizeof key, "optim.%d.%s", i, oar_slot_names[OAR_SLOT_STEP]);
+            bool in_file = oar_dict_get(d, key) != NULL;
+            for (int s = 1; s < OAR_SLOT_COUNT && !in_file; s++) {
+                snprintf(key, sizeof key, "optim.%d.%s", i, oar_slot_names[s]);
+                in_file = oar_dict_get(d, key) != NULL;
+            }
+            if (!in_file) oar_optim_reset_state(o, i);
+        }
         for (int i = 0; i < d->n; i++) {
             if (strncmp(d->names[i], "optim.", 6) != 0) continue;
             oar_status st = oar_optimizer_load_state(o, d->names[i] + 6, d->tensors[i]);
@@ -32,11 +47,13 @@ static oar_status apply(oar_tensor_dict *d, oar_module *m, oar_optimizer *o, con
         snprintf(key, sizeof key, "model.%s", name);
         copy_into(t, oar_dict_get(d, key));
     }
+    if (s && meta->has_sched) oar_ckpt_sched_apply(s, meta);
     oar_rng_set_state(meta->rng);
     return OAR_OK;
 }
 
-oar_status oar_checkpoint_load(const char *path, oar_module *m, oar_optimizer *o, int64_t *step) {
+oar_status oar_checkpoint_load_all(const char *path, oar_module *m, oar_optimizer *o, oar_scheduler *s,
+                                   int64_t *step) {
     if (!m) return oar_error(OAR_ERR_INVALID_ARG, "checkpoint_load: expected a module, got NULL");
     oar_tensor_dict *d = oar_safetensors_load(path);
     if (!d) {
@@ -45,11 +62,16 @@ oar_status oar_checkpoint_load(const char *path, oar_module *m, oar_optimizer *o
     }
     oar_ckpt_meta meta;
     oar_ckpt_problems problems = {0};
-    oar_status st = oar_ckpt_check(d, m, o, &meta, &problems);
+    oar_status st = oar_ckpt_check(d, m, o, s, &meta, &problems);
     if (st == OAR_OK && (problems.n || problems.oom)) st = oar_ckpt_problems_report(&problems, path);
-    if (st == OAR_OK) st = apply(d, m, o, &meta);
+    if (st == OAR_OK) st = apply(d, m, o, s, &meta);
     if (st == OAR_OK && step) *step = meta.step;
+    free(meta.sched_base);
     oar_ckpt_problems_free(&problems);
     oar_dict_free(d);
     return st;
+}
+
+oar_status oar_checkpoint_load(const char *path, oar_module *m, oar_optimizer *o, int64_t *step) {
+    return oar_checkpoint_load_all(path, m, o, NULL, step);
 }

@@ -6,6 +6,7 @@
 #include <stdio.h>
 
 oar_status oar_npy_save(const char *path, const oar_tensor *t) {
+    OAR_CHECK_HANDLE("npy_save", t, oar_last_status());
     if (!t) return oar_error(OAR_ERR_INVALID_ARG, "npy_save: tensor is NULL");
     if (!path || !*path) return oar_error(OAR_ERR_INVALID_ARG, "npy_save: expected a file path, got %s", path ? "\"\"" : "NULL");
     if (!t->storage) return oar_error(OAR_ERR_STATE, "npy_save: the tensor is symbolic (traced) and has no data");

@@ -37,6 +37,7 @@ static oar_status check_args(const char *path, const char *const *names, oar_ten
                                                   "\"__metadata__\"", WHO, i, names[i]);
         const oar_tensor *t = tensors[i];
         if (!t) return oar_error(OAR_ERR_INVALID_ARG, "%s: tensor '%.200s' is NULL", WHO, names[i]);
+        if (!OAR_HANDLE_OK(t)) return oar_handle_error(WHO, "tensor", i, t);
         if (!t->storage)
             return oar_error(OAR_ERR_STATE, "%s: tensor '%.200s' is symbolic (traced) and has no data", WHO, names[i]);
         if (t->device != OAR_CPU)

@@ -36,7 +36,8 @@ static oar_status proj_forward(oar_module *m, oar_tensor *const *in, int n_in, o
 
 static int proj_describe(const oar_module *m, char *buf, size_t size) {
     const int64_t *e = m->state;
-    return snprintf(buf, size, "in=%lld, out=%lld, bias=%s", (long long)e[0], (long long)e[0], e[1] ? "true" : "false");
+    return snprintf(buf, size, "in_features=%lld, out_features=%lld, bias=%s", (long long)e[0], (long long)e[0],
+                    e[1] ? "true" : "false");
 }
 
 static const oar_module_ops proj_ops = {"Linear", proj_forward, free, proj_describe};

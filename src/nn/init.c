@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 static oar_status check(const char *who, oar_tensor *t) {
+    OAR_CHECK_HANDLE(who, t, oar_last_status());
     if (!t) return oar_error(OAR_ERR_INVALID_ARG, "%s: tensor is NULL", who);
     if (!oar_dtypes[t->dtype].is_float)
         return oar_error(OAR_ERR_DTYPE, "%s: expected a floating tensor, got %s", who, oar_dtype_name(t->dtype));

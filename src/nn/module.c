@@ -20,7 +20,8 @@ oar_module *oar_module_new(const oar_module_ops *ops, void *state) {
     return m;
 }
 
-void *oar_module_state(oar_module *m) { return m ? m->state : NULL; }
+/* const in, mutable out (like strchr): describe callbacks get a const module and need the state. */
+void *oar_module_state(const oar_module *m) { return m ? m->state : NULL; }
 const char *oar_module_type(const oar_module *m) { return m && m->ops->type_name ? m->ops->type_name : "Module"; }
 
 static void invalidate(oar_module *m) {
@@ -95,6 +96,7 @@ static oar_status add_named(oar_named **list, int *n, int *cap, const char *name
 }
 
 oar_status oar_module_add_parameter(oar_module *m, const char *name, oar_tensor *t) {
+    OAR_CHECK_HANDLE("module_add_parameter", t, oar_last_status());
     oar_status st = check_name("module_add_parameter", m, name);
     if (st != OAR_OK) return st;
     if (!t) return oar_error(OAR_ERR_INVALID_ARG, "module_add_parameter: tensor for '%s' is NULL", name);
@@ -108,6 +110,7 @@ oar_status oar_module_add_parameter(oar_module *m, const char *name, oar_tensor 
 }
 
 oar_status oar_module_add_buffer(oar_module *m, const char *name, oar_tensor *t) {
+    OAR_CHECK_HANDLE("module_add_buffer", t, oar_last_status());
     oar_status st = check_name("module_add_buffer", m, name);
     if (st != OAR_OK) return st;
     if (!t) return oar_error(OAR_ERR_INVALID_ARG, "module_add_buffer: tensor for '%s' is NULL", name);
@@ -197,6 +200,7 @@ oar_module *oar_module_child(oar_module *m, const char *path) {
 }
 
 oar_status oar_module_set(oar_module *m, const char *path, oar_tensor *t) {
+    OAR_CHECK_HANDLE("module_set", t, oar_last_status());
     oar_named *n = find_named(m, path);
     if (!n)
         return oar_error(OAR_ERR_INVALID_ARG, "module_set: no parameter or buffer named '%s' in this %s",
@@ -213,17 +217,32 @@ oar_status oar_module_set(oar_module *m, const char *path, oar_tensor *t) {
 
 /* ---- forward */
 oar_status oar_forward_n(oar_module *m, oar_tensor *const *in, int n_in, oar_tensor **out, int n_out) {
+    if (n_in > 0 && oar_check_handles("forward", "input", in, n_in) != OAR_OK) return oar_last_status();
     if (!m) return oar_error(OAR_ERR_INVALID_ARG, "forward: module is NULL");
     for (int i = 0; i < n_out; i++) out[i] = NULL;
+    /* The forward runs in a scope of its own: its temporaries go when it returns, whether or
+     * not its author opened a scope (a forward called outside any scope would leak them). */
+    int64_t scope = oar_scope_enter();
     oar_status st = m->ops->forward(m, in, n_in, out, n_out);
     if (st != OAR_OK) {
         for (int i = 0; i < n_out; i++) {
             oar_release(out[i]);
             out[i] = NULL;
         }
+        oar_scope_leave(scope, NULL, 0);
         if (oar_last_status() == OAR_OK) oar_error(st, "%s: forward failed", oar_module_type(m));
         return st;
     }
+    oar_scope_leave(scope, out, n_out);
+    for (int i = 0; i < n_out; i++) /* freed inside (the forward ended oar's scope): not the caller's */
+        if (!OAR_HANDLE_OK(out[i])) {
+            oar_handle_error(oar_module_type(m), "forward output", i, out[i]);
+            for (int j = 0; j < n_out; j++) {
+                if (OAR_HANDLE_OK(out[j])) oar_release(out[j]);
+                out[j] = NULL;
+            }
+            return OAR_ERR_STATE;
+        }
     for (int i = 0; i < n_out; i++) oar_track(out[i]);
     return OAR_OK;
 }

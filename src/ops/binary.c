@@ -246,20 +246,3 @@ oar_tensor *oar_where(oar_tensor *cond, oar_tensor *a, oar_tensor *b) {
     oar_tensor *in[3] = {cond, a, b};
     return oar_op_call1(OAR_OP_where, in, 3, NULL);
 }
-
-/* ---- scalar forms: the scalar becomes a 0-d tensor of a's dtype */
-static oar_tensor *with_scalar(oar_tensor *(*op)(oar_tensor *, oar_tensor *), oar_tensor *a, double s) {
-    if (!a) return NULL;
-    oar_tensor *b = oar_tensor_new_on(a->device, a->dtype, NULL, 0); /* on a's device */
-    if (!b) return NULL;
-    if (oar_tensor_fill(b, s) != OAR_OK) {
-        oar_tensor_unref(b);
-        return NULL;
-    }
-    oar_tensor *r = op(a, b);
-    oar_tensor_unref(b);
-    return r;
-}
-oar_tensor *oar_add_scalar(oar_tensor *a, double s) { return with_scalar(oar_add, a, s); }
-oar_tensor *oar_mul_scalar(oar_tensor *a, double s) { return with_scalar(oar_mul, a, s); }
-oar_tensor *oar_pow_scalar(oar_tensor *a, double s) { return with_scalar(oar_pow, a, s); }

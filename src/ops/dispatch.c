@@ -19,6 +19,7 @@ static oar_status check_inputs(const oar_op_def *d, oar_tensor *const *in, int n
                          n_in);
     for (int i = 0; i < n_in; i++) {
         if (in[i]) {
+            if (OAR_UNLIKELY(!OAR_HANDLE_OK(in[i]))) return oar_handle_error(d->name, "input", i, in[i]);
             if (!in[i]->storage && !symbolic_ok)
                 return oar_error(OAR_ERR_STATE, "%s: input %d is symbolic (being traced); eager "
                                                 "calls need tensors with data", d->name, i);
@@ -125,7 +126,10 @@ oar_status oar_op_run_kernel(oar_op_id op, const oar_kernel_entry *k, oar_tensor
         }
     }
     oar_kctx ctx = {.nthreads = oar_get_num_threads(), .device = dev, .stream = oar_device_stream(dev)};
-    if (d->flags & OAR_OPF_RANDOM) ctx.rng = oar_rng_reserve((uint64_t)(n_out ? out[0]->numel : 0));
+    if (d->flags & OAR_OPF_RANDOM) {
+        int64_t draws = d->draws ? d->draws(out, n_out, attrs) : n_out ? out[0]->numel : 0;
+        ctx.rng = oar_rng_reserve((uint64_t)draws);
+    }
     oar_status st = k->fn(&ctx, args, n_in, out, n_out, attrs);
     if (n_tmp)
         for (int i = 0; i < n_in; i++)

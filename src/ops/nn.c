@@ -304,11 +304,16 @@ static oar_status dropout_grad(oar_grad_ctx *g) {
     return g->gin[0] ? OAR_OK : oar_last_status();
 }
 
+/* Only a call that makes a mask draws: evaluation, p = 0 and p = 1 leave the generator alone. */
+static int64_t dropout_draws(oar_tensor *const *out, int n_out, const oar_attr *a) {
+    return n_out >= 2 && dropout_masks(a) ? out[0]->numel : 0;
+}
+
 const oar_op_def oar_opdef_dropout = {
     .name = "dropout", .n_inputs = 1, .n_outputs = -1, .n_visible = 1, .n_attrs = 2,
     .attrs = {{"p", OAR_ATTR_FLOAT}, {"training", OAR_ATTR_INT}},
     .flags = OAR_OPF_RANDOM | OAR_OPF_AMP_ALLOW, .ref_dtypes = OAR_FLOAT_DTYPES,
-    .infer = dropout_infer, .reference = dropout_ref, .grad = dropout_grad,
+    .infer = dropout_infer, .reference = dropout_ref, .grad = dropout_grad, .draws = dropout_draws,
 };
 
 oar_tensor *oar_dropout(oar_tensor *x, double p, bool training) {

@@ -127,6 +127,10 @@ typedef struct oar_op_def {
     oar_kernel_fn reference;
     oar_view_fn view;
     oar_grad_fn grad;
+    /* OAR_OPF_RANDOM: how many generator counters the kernel uses for these outputs; NULL means
+     * one per element of output 0. A call that draws nothing (dropout in evaluation) must report
+     * 0, or it would advance the generator and change every later random op (resume, eval). */
+    int64_t (*draws)(oar_tensor *const *out, int n_out, const oar_attr *attrs);
 } oar_op_def;
 
 /* Attributes as text (attr_text.c): "dims=0,2 keepdim=1 eps=1e-05 equation=ij,jk->ik". */

@@ -73,6 +73,7 @@ oar_tensor *oar_to(oar_tensor *t, oar_device dev) {
 }
 
 oar_tensor *oar_contiguous(oar_tensor *t) {
+    OAR_CHECK_HANDLE("contiguous", t, NULL);
     if (t && t->contiguous) return oar_view(t, t->shape, t->ndim); /* a new handle, no copy */
     oar_tensor *in[1] = {t};
     return oar_op_call1(OAR_OP_contiguous, in, 1, NULL);
@@ -90,6 +91,7 @@ oar_tensor *oar_cast(oar_tensor *t, oar_dtype dt) {
 }
 
 oar_status oar_item(const oar_tensor *t, double *out) {
+    OAR_CHECK_HANDLE("item", t, oar_last_status());
     if (!t || !out) return oar_error(OAR_ERR_INVALID_ARG, "item: expected a tensor and an output pointer, got NULL");
     if (!t->storage) return oar_symbolic_error("item", t);
     if (t->numel != 1) {
@@ -108,6 +110,7 @@ oar_status oar_item(const oar_tensor *t, double *out) {
 }
 
 oar_status oar_copy_to_buffer(const oar_tensor *t, void *buf, size_t capacity, oar_dtype dt) {
+    OAR_CHECK_HANDLE("copy_to_buffer", t, oar_last_status());
     if (!t || !buf) return oar_error(OAR_ERR_INVALID_ARG, "copy_to_buffer: expected a tensor and a buffer, got NULL");
     if (!t->storage) return oar_symbolic_error("copy_to_buffer", t);
     if (!oar_dtype_valid(dt)) return oar_error(OAR_ERR_DTYPE, "copy_to_buffer: invalid dtype %d", (int)dt);
@@ -126,6 +129,8 @@ oar_status oar_copy_to_buffer(const oar_tensor *t, void *buf, size_t capacity, o
 }
 
 oar_status oar_copy_(oar_tensor *dst, const oar_tensor *src) {
+    OAR_CHECK_HANDLE("copy_ (dst)", dst, oar_last_status());
+    OAR_CHECK_HANDLE("copy_ (src)", src, oar_last_status());
     if (!dst || !src) return oar_error(OAR_ERR_INVALID_ARG, "copy_: expected two tensors, got NULL");
     if (!dst->storage || !src->storage) return oar_symbolic_error("copy_", dst->storage ? src : dst);
     oar_status wst = oar_trace_check_write("copy_", dst);
@@ -157,6 +162,7 @@ oar_status oar_copy_(oar_tensor *dst, const oar_tensor *src) {
 }
 
 oar_status oar_fill_(oar_tensor *dst, double value) {
+    OAR_CHECK_HANDLE("fill_", dst, oar_last_status());
     if (!dst) return oar_error(OAR_ERR_INVALID_ARG, "fill_: tensor is NULL");
     if (!dst->storage) return oar_symbolic_error("fill_", dst);
     oar_tensor *s = oar_tensor_new(dst->dtype, NULL, 0);

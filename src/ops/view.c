@@ -375,6 +375,7 @@ const oar_op_def oar_opdef_unsqueeze = {
 
 /* ---- public API */
 oar_tensor *oar_reshape(oar_tensor *t, const int64_t *shape, int ndim) {
+    OAR_CHECK_HANDLE("reshape", t, NULL);
     if (!t) return NULL;
     if (ndim > OAR_ATTR_MAX_INTS || ndim < 0 || (ndim && !shape)) {
         oar_error(OAR_ERR_INVALID_ARG, "reshape: expected 0..%d dims, got %d", OAR_MAX_DIMS, ndim);
@@ -396,6 +397,7 @@ oar_tensor *oar_reshape(oar_tensor *t, const int64_t *shape, int ndim) {
 }
 
 oar_tensor *oar_view(oar_tensor *t, const int64_t *shape, int ndim) {
+    OAR_CHECK_HANDLE("view", t, NULL);
     if (!t) return NULL;
     if (ndim > OAR_ATTR_MAX_INTS || ndim < 0 || (ndim && !shape)) {
         oar_error(OAR_ERR_INVALID_ARG, "view: expected 0..%d dims, got %d", OAR_MAX_DIMS, ndim);
@@ -407,6 +409,7 @@ oar_tensor *oar_view(oar_tensor *t, const int64_t *shape, int ndim) {
 }
 
 oar_tensor *oar_flatten(oar_tensor *t, int start_dim, int end_dim) {
+    OAR_CHECK_HANDLE("flatten", t, NULL);
     if (!t) return NULL;
     int nd = t->ndim ? t->ndim : 1;
     int s = oar_normalize_dim(start_dim, nd), e = oar_normalize_dim(end_dim, nd);
@@ -441,6 +444,7 @@ oar_tensor *oar_permute(oar_tensor *t, const int *dims, int ndim) {
 }
 
 oar_tensor *oar_transpose(oar_tensor *t, int dim0, int dim1) {
+    OAR_CHECK_HANDLE("transpose", t, NULL);
     if (!t) return NULL;
     int nd = t->ndim, a = oar_normalize_dim(dim0, nd), b = oar_normalize_dim(dim1, nd);
     if (a < 0 || b < 0) {

@@ -13,6 +13,7 @@ static oar_status check_grads(const char *who, oar_tensor *const *params, int n)
     if (n < 0 || (n > 0 && !params))
         return oar_error(OAR_ERR_INVALID_ARG, "%s: expected a list of n >= 0 tensors, got %s", who,
                          n < 0 ? "n < 0" : "NULL");
+    if (oar_check_handles(who, "tensor", params, n) != OAR_OK) return oar_last_status();
     for (int i = 0; i < n; i++) {
         if (!params[i]) return oar_error(OAR_ERR_INVALID_ARG, "%s: expected tensor %d, got NULL", who, i);
         const oar_tensor *g = params[i]->grad;

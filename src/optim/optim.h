@@ -56,10 +56,13 @@ typedef struct oar_optim_param {
 /* The steps one traced program makes (the user of its run hooks): the optimizer's step counter
  * advances by `steps` after every run. Owned by the optimizer. */
 typedef struct oar_optim_traced {
-    struct oar_optimizer *o;
+    struct oar_optimizer *o; /* NULL once the optimizer is freed */
     uint64_t trace;  /* the trace that recorded the steps */
     int64_t steps;   /* oar_optimizer_step calls it recorded */
+    int refs;        /* the optimizer's and the program's run hooks' */
 } oar_optim_traced;
+/* Drops one hold on r (step.c); the last frees it. */
+void oar_optim_traced_release(oar_optim_traced *r);
 
 struct oar_optimizer {
     oar_optim_kind kind;
@@ -76,6 +79,21 @@ struct oar_optimizer {
     int n_traced;
 };
 
+struct oar_scheduler {
+    oar_optimizer *o;      /* borrowed */
+    oar_sched_opts opts;   /* resolved; milestones sorted */
+    int64_t t;
+    double *base;          /* per group, as first seen */
+    int n_seen;
+    double best;           /* plateau */
+    int64_t bad_steps;
+};
+
+/* ---- schedulers (scheduler.c) */
+const char *oar_sched_name(oar_sched_kind k); /* torch's class name: "StepLR", ... */
+/* Records the base lr of groups added since the scheduler last looked. */
+oar_status oar_sched_see_groups(oar_scheduler *s);
+
 /* ---- options (options.c) */
 const char *oar_optim_kind_name(oar_optim_kind kind);  /* "SGD", "Adam", ...; "optimizer" if bad */
 /* Fills zero fields with the kind's defaults (unless explicit_values) and checks the result.
@@ -90,6 +108,13 @@ bool oar_optim_slot_used(const oar_optim_opts *o, oar_slot slot);
  * accumulator). SGD's momentum buffer is filled by the first update that runs after it is made:
  * making it sets the parameter's OAR_HYPER_FRESH_MOMENTUM (and *made_momentum). */
 oar_status oar_optim_ensure_state(oar_optimizer *o, int param, bool *made_momentum);
+/* Puts a parameter's state back to what it is before its first update, in place (the slot
+ * tensors stay, so compiled steps bound to them keep working): torch's load_state_dict with no
+ * state for the parameter. */
+void oar_optim_reset_state(oar_optimizer *o, int param);
+/* Whether the parameter's state is as before its first update (no slots, step 0, or SGD's
+ * buffer not filled yet): such state is not saved in checkpoints. */
+bool oar_optim_state_is_empty(const oar_optimizer *o, int param);
 /* Writes a group's options into a hyper tensor's data (FRESH_MOMENTUM is left alone). */
 void oar_optim_write_hyper(double *h, const oar_optim_opts *g);
 /* The options a hyper tensor holds, for kind (no check). */

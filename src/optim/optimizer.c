@@ -85,6 +85,7 @@ static int append_group(oar_optimizer *o, oar_tensor *const *params, int n, cons
 }
 
 oar_optimizer *oar_optimizer_new(oar_tensor *const *params, int n, const oar_optim_opts *opts) {
+    if (n > 0 && oar_check_handles("optimizer_new", "parameter", params, n) != OAR_OK) return NULL;
     oar_optim_opts resolved;
     if (oar_optim_resolve(opts, &resolved, true) != OAR_OK) return NULL;
     oar_optimizer *o = OAR_NEW(oar_optimizer);
@@ -122,6 +123,7 @@ oar_optimizer *oar_optimizer_for(oar_module *m, const oar_optim_opts *opts) {
 }
 
 int oar_optimizer_add_group(oar_optimizer *o, oar_tensor *const *params, int n, const oar_optim_opts *opts) {
+    if (n > 0 && oar_check_handles("optimizer_add_group", "parameter", params, n) != OAR_OK) return -1;
     if (!o) return oar_error(OAR_ERR_INVALID_ARG, "optimizer_add_group: expected an optimizer, got NULL"), -1;
     oar_optim_opts resolved;
     if (oar_optim_resolve(opts ? opts : o->groups[0], &resolved, opts != NULL) != OAR_OK) return -1;
@@ -145,7 +147,10 @@ void oar_optimizer_free(oar_optimizer *o) {
         for (int s = 0; s < OAR_SLOT_COUNT; s++) oar_tensor_unref(o->params[i].slot[s]);
         oar_tensor_unref(o->params[i].hyper);
     }
-    for (int k = 0; k < o->n_traced; k++) free(o->traced[k]);
+    for (int k = 0; k < o->n_traced; k++) { /* compiled functions may still hold these */
+        o->traced[k]->o = NULL;
+        oar_optim_traced_release(o->traced[k]);
+    }
     free(o->traced);
     for (int g = 0; g < o->n_groups; g++) free(o->groups[g]);
     free(o->groups);

@@ -7,17 +7,7 @@
 
 #define N_SCHED_KINDS 7
 
-struct oar_scheduler {
-    oar_optimizer *o;      /* borrowed */
-    oar_sched_opts opts;   /* resolved; milestones sorted */
-    int64_t t;
-    double *base;          /* per group, as first seen */
-    int n_seen;
-    double best;           /* plateau */
-    int64_t bad_steps;
-};
-
-static const char *sched_name(oar_sched_kind k) {
+const char *oar_sched_name(oar_sched_kind k) {
     static const char *const names[N_SCHED_KINDS] = {"StepLR", "MultiStepLR", "ExponentialLR", "CosineAnnealingLR",
                                                      "WarmupCosineLR", "OneCycleLR", "ReduceLROnPlateau"};
     return (unsigned)k < N_SCHED_KINDS ? names[k] : "scheduler";
@@ -41,7 +31,7 @@ static int cmp_i64(const void *a, const void *b) {
 }
 
 static oar_status check(const oar_sched_opts *s) {
-    const char *who = sched_name(s->kind);
+    const char *who = oar_sched_name(s->kind);
 #define NEED(ok, fmt, ...) \
     if (!(ok)) return oar_error(OAR_ERR_INVALID_ARG, "%s: expected " fmt, who, __VA_ARGS__)
     NEED((unsigned)s->kind < N_SCHED_KINDS, "a kind from OAR_SCHED_STEP (0) to OAR_SCHED_PLATEAU (%d), got %d",
@@ -144,7 +134,7 @@ static double closed_form(const oar_sched_opts *s, double base, int64_t t) {
 }
 
 /* Records the base lr of groups added since the last call. */
-static oar_status see_groups(oar_scheduler *s) {
+oar_status oar_sched_see_groups(oar_scheduler *s) {
     int n = s->o->n_groups;
     if (n <= s->n_seen) return OAR_OK;
     double *b = oar_realloc(s->base, sizeof(double) * (size_t)n);
@@ -171,7 +161,7 @@ oar_scheduler *oar_scheduler_new(oar_optimizer *o, const oar_sched_opts *opts) {
     s->o = o;
     s->opts = resolved;
     s->best = resolved.mode_max ? -INFINITY : INFINITY;
-    if (see_groups(s) != OAR_OK) {
+    if (oar_sched_see_groups(s) != OAR_OK) {
         oar_scheduler_free(s);
         return NULL;
     }
@@ -198,11 +188,11 @@ static void plateau_step(oar_scheduler *s, double metric) {
 
 oar_status oar_scheduler_step(oar_scheduler *s, double metric) {
     if (!s) return oar_error(OAR_ERR_INVALID_ARG, "scheduler_step: expected a scheduler, got NULL");
-    const char *who = sched_name(s->opts.kind);
+    const char *who = oar_sched_name(s->opts.kind);
     if (s->opts.kind == OAR_SCHED_ONE_CYCLE && s->t + 1 > s->opts.t_max)
         return oar_error(OAR_ERR_STATE, "%s: expected at most t_max = %lld steps (the total), got step %lld", who,
                          (long long)s->opts.t_max, (long long)(s->t + 1));
-    oar_status st = see_groups(s);
+    oar_status st = oar_sched_see_groups(s);
     if (st != OAR_OK) return st;
     s->t++;
     if (s->opts.kind == OAR_SCHED_PLATEAU) plateau_step(s, metric);
@@ -220,6 +210,42 @@ double oar_scheduler_lr(const oar_scheduler *s, int group) {
 }
 
 int64_t oar_scheduler_t(const oar_scheduler *s) { return s ? s->t : 0; }
+
+oar_status oar_scheduler_next(oar_scheduler *s) {
+    if (s && s->opts.kind == OAR_SCHED_PLATEAU)
+        return oar_error(OAR_ERR_INVALID_ARG, "ReduceLROnPlateau: expected oar_scheduler_step(s, metric): it "
+                                              "needs the metric, got oar_scheduler_next");
+    return oar_scheduler_step(s, 0);
+}
+
+oar_sched_state oar_scheduler_get_state(const oar_scheduler *s) {
+    oar_sched_state st = {0};
+    if (s) st = (oar_sched_state){.t = s->t, .best = s->best, .bad_steps = s->bad_steps};
+    return st;
+}
+
+oar_status oar_scheduler_set_state(oar_scheduler *s, const oar_sched_state *st) {
+    if (!s || !st)
+        return oar_error(OAR_ERR_INVALID_ARG, "scheduler_set_state: expected a scheduler and a state, got %s",
+                         s ? "a NULL state" : "a NULL scheduler");
+    const char *who = oar_sched_name(s->opts.kind);
+    if (st->t < 0) return oar_error(OAR_ERR_INVALID_ARG, "%s: expected t >= 0, got %lld", who, (long long)st->t);
+    if (s->opts.kind == OAR_SCHED_ONE_CYCLE && st->t > s->opts.t_max)
+        return oar_error(OAR_ERR_INVALID_ARG, "%s: expected t <= t_max = %lld, got %lld", who,
+                         (long long)s->opts.t_max, (long long)st->t);
+    if (st->bad_steps < 0 || isnan(st->best))
+        return oar_error(OAR_ERR_INVALID_ARG, "%s: expected bad_steps >= 0 and a best metric that is not NaN, got "
+                         "%lld and %g", who, (long long)st->bad_steps, st->best);
+    oar_status rc = oar_sched_see_groups(s);
+    if (rc != OAR_OK) return rc;
+    s->t = st->t;
+    s->best = st->best;
+    s->bad_steps = st->bad_steps;
+    /* the closed forms are functions of t: the lr is what t steps would have set; the plateau's
+     * lr is history, kept in the optimizer's options */
+    if (s->opts.kind != OAR_SCHED_PLATEAU) set_lrs(s);
+    return OAR_OK;
+}
 
 void oar_scheduler_free(oar_scheduler *s) {
     if (!s) return;

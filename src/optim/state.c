@@ -59,6 +59,32 @@ oar_status oar_optim_ensure_state(oar_optimizer *o, int param, bool *made_moment
     return OAR_OK;
 }
 
+/* The slots keep their tensor objects: a compiled step binds them by reference, so dropping
+ * them would leave its program updating tensors the optimizer no longer lists. Values as
+ * make_slot gives them are what "no state" means to the next update: step 0, zero moments,
+ * Adagrad's initial accumulator, and SGD's buffer to be filled by the next update. */
+void oar_optim_reset_state(oar_optimizer *o, int param) {
+    oar_optim_param *p = &o->params[param];
+    const oar_optim_opts *opts = o->groups[p->group];
+    for (int s = 0; s < OAR_SLOT_COUNT; s++) {
+        if (!p->slot[s]) continue;
+        oar_tensor_fill(p->slot[s], s == OAR_SLOT_SUM ? opts->initial_accumulator : 0.0); /* on its device */
+        p->slot[s]->storage->version++;
+    }
+    if (p->slot[OAR_SLOT_MOMENTUM_BUFFER] && o->kind == OAR_OPTIM_SGD)
+        ((double *)oar_tensor_ptr(p->hyper))[OAR_HYPER_FRESH_MOMENTUM] = 1;
+}
+
+bool oar_optim_state_is_empty(const oar_optimizer *o, int param) {
+    const oar_optim_param *p = &o->params[param];
+    if (p->slot[OAR_SLOT_STEP]) return *(const int64_t *)oar_tensor_ptr(p->slot[OAR_SLOT_STEP]) == 0;
+    if (p->slot[OAR_SLOT_MOMENTUM_BUFFER] && o->kind == OAR_OPTIM_SGD)
+        return ((const double *)oar_tensor_ptr(p->hyper))[OAR_HYPER_FRESH_MOMENTUM] != 0;
+    for (int s = 0; s < OAR_SLOT_COUNT; s++)
+        if (p->slot[s]) return false;
+    return true;
+}
+
 static oar_status rebuild_index(oar_optimizer *o) {
     if (!o->state_dirty) return OAR_OK;
     int n = 0;
@@ -132,6 +158,7 @@ static oar_status parse_name(oar_optimizer *o, const char *name, int *param, int
 }
 
 oar_status oar_optimizer_load_state(oar_optimizer *o, const char *name, const oar_tensor *value) {
+    OAR_CHECK_HANDLE("optimizer_load_state", value, oar_last_status());
     if (!o) return oar_error(OAR_ERR_INVALID_ARG, "optimizer_load_state: expected an optimizer, got NULL");
     const char *who = oar_optim_kind_name(o->kind);
     int i = 0, s = 0;

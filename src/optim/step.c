@@ -88,16 +88,30 @@ static void refresh_hyper(oar_optimizer *o, int i) {
     oar_optim_write_hyper((double *)oar_tensor_ptr(p->hyper), o->groups[p->group]);
 }
 
-/* Run hooks of a compiled program (user: its oar_optim_traced). */
-static void before_run(void *user) {
+/* Run hooks of a compiled program (user: its oar_optim_traced). The record outlives whichever
+ * of the optimizer and the program lets go of it first: an optimizer freed before the compiled
+ * function leaves the record with o = NULL, and the next run is refused instead of reading the
+ * freed optimizer. */
+static oar_status before_run(void *user) {
     oar_optimizer *o = ((oar_optim_traced *)user)->o;
+    if (!o)
+        return oar_error(OAR_ERR_STATE, "jit_call: the optimizer this function steps was freed (oar_optimizer_free) "
+                                        "while the compiled function still uses it; free the compiled function first "
+                                        "(oar_jit_free), or keep the optimizer until then");
     for (int i = 0; i < o->n_params; i++) refresh_hyper(o, i);
+    return OAR_OK;
 }
 
 static void after_run(void *user) {
     oar_optim_traced *r = user;
-    r->o->steps += r->steps;
+    if (r->o) r->o->steps += r->steps;
 }
+
+void oar_optim_traced_release(oar_optim_traced *r) {
+    if (r && __atomic_sub_fetch(&r->refs, 1, __ATOMIC_ACQ_REL) == 0) free(r);
+}
+
+static void release_record(void *user) { oar_optim_traced_release(user); }
 
 /* The record of the trace running now, made (with its hooks registered) at its first step. */
 static oar_optim_traced *traced_record(oar_optimizer *o) {
@@ -108,8 +122,8 @@ static oar_optim_traced *traced_record(oar_optimizer *o) {
     o->traced = list;
     oar_optim_traced *r = OAR_NEW(oar_optim_traced);
     if (!r) return NULL;
-    *r = (oar_optim_traced){.o = o, .trace = oar_active_trace};
-    if (oar_trace_add_run_hook(before_run, after_run, r) != OAR_OK) {
+    *r = (oar_optim_traced){.o = o, .trace = oar_active_trace, .refs = 2}; /* the optimizer and the hooks */
+    if (oar_trace_add_run_hook(before_run, after_run, release_record, r) != OAR_OK) {
         free(r);
         return NULL;
     }

@@ -73,10 +73,12 @@ oar_tensor *oar_full(const int64_t *shape, int ndim, double v, oar_dtype dt) { r
 oar_tensor *oar_scalar(double v, oar_dtype dt) { return filled(NULL, 0, v, dt); }
 
 oar_tensor *oar_zeros_like(const oar_tensor *t) {
+    OAR_CHECK_HANDLE("zeros_like", t, NULL);
     if (!t) return NULL;
     return filled_on(t->device, t->shape, t->ndim, 0.0, t->dtype);
 }
 oar_tensor *oar_ones_like(const oar_tensor *t) {
+    OAR_CHECK_HANDLE("ones_like", t, NULL);
     if (!t) return NULL;
     return filled_on(t->device, t->shape, t->ndim, 1.0, t->dtype);
 }
@@ -141,12 +143,12 @@ oar_tensor *oar_from_blob(void *data, const int64_t *shape, int ndim, oar_dtype 
     if (!t) return NULL;
     if (t->numel && !data) {
         oar_error(OAR_ERR_INVALID_ARG, "from_blob: data is NULL for %lld elements", (long long)t->numel);
-        free(t);
+        oar_tensor_struct_free(t);
         return NULL;
     }
     oar_storage *s = OAR_NEW(oar_storage);
     if (!s) {
-        free(t);
+        oar_tensor_struct_free(t);
         return NULL;
     }
     s->refcount = 1;

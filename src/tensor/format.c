@@ -57,6 +57,7 @@ static void put_dim(out *o, const oar_tensor *t, int d, const char *p, bool summ
 }
 
 int oar_format(const oar_tensor *t, char *buf, size_t size) {
+    OAR_CHECK_HANDLE("format", t, -1);
     out o = {buf, size, 0};
     if (size) buf[0] = '\0';
     if (!t) {

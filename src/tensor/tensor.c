@@ -58,7 +58,7 @@ oar_tensor *oar_tensor_shell(oar_dtype dt, const int64_t *shape, int ndim) {
             return NULL;
         }
     }
-    oar_tensor *t = OAR_NEW(oar_tensor);
+    oar_tensor *t = oar_tensor_struct_new();
     if (!t) return NULL;
     t->refcount = 1;
     t->ndim = ndim;
@@ -105,14 +105,14 @@ oar_tensor *oar_tensor_new_on(oar_device dev, oar_dtype dt, const int64_t *shape
     oar_tensor *t = oar_tensor_shell(dt, shape, ndim);
     if (t) t->device = dev;
     if (t && oar_tensor_alloc_storage(t) != OAR_OK) {
-        free(t);
+        oar_tensor_struct_free(t);
         return NULL;
     }
     return t;
 }
 
 oar_tensor *oar_tensor_alias(oar_tensor *src) {
-    oar_tensor *t = OAR_NEW(oar_tensor);
+    oar_tensor *t = oar_tensor_struct_new();
     if (!t) return NULL;
     t->refcount = 1;
     t->storage = src->storage;
@@ -133,14 +133,18 @@ oar_tensor *oar_tensor_alias(oar_tensor *src) {
 }
 
 oar_tensor *oar_retain(oar_tensor *t) {
+    OAR_CHECK_HANDLE("retain", t, NULL);
     if (t) __atomic_add_fetch(&t->refcount, 1, __ATOMIC_RELAXED);
     return t;
 }
 
 void oar_release(oar_tensor *t) {
     if (!t) return;
+    OAR_CHECK_HANDLE("release", t, );
     if (t->scope) oar_scope_forget(t); /* the scope's reference is the one released */
+    oar_freed_how prev = oar_release_how_begin(OAR_FREED_RELEASE);
     oar_tensor_unref(t);
+    oar_release_how_end(prev);
 }
 
 void oar_tensor_unref(oar_tensor *t) {
@@ -153,18 +157,22 @@ void oar_tensor_unref(oar_tensor *t) {
         h = n;
     }
     oar_storage_release(t->storage);
-    free(t);
+    oar_tensor_struct_free(t);
 }
 
-int oar_ndim(const oar_tensor *t) { return t ? t->ndim : -1; }
-const int64_t *oar_shape(const oar_tensor *t) { return t ? t->shape : NULL; }
-const int64_t *oar_strides(const oar_tensor *t) { return t ? t->strides : NULL; }
-int64_t oar_numel(const oar_tensor *t) { return t ? t->numel : -1; }
-oar_dtype oar_dtype_of(const oar_tensor *t) { return t ? t->dtype : OAR_DTYPE_COUNT; }
-oar_device oar_device_of(const oar_tensor *t) { return t ? t->device : OAR_CPU; }
-bool oar_is_contiguous(const oar_tensor *t) { return t && t->contiguous; }
+/* A dangling handle reads as NULL here (with the error set), like a missing tensor. */
+#define LIVE(who, t, ret) OAR_CHECK_HANDLE(who, t, ret)
+
+int oar_ndim(const oar_tensor *t) { LIVE("ndim", t, -1); return t ? t->ndim : -1; }
+const int64_t *oar_shape(const oar_tensor *t) { LIVE("shape", t, NULL); return t ? t->shape : NULL; }
+const int64_t *oar_strides(const oar_tensor *t) { LIVE("strides", t, NULL); return t ? t->strides : NULL; }
+int64_t oar_numel(const oar_tensor *t) { LIVE("numel", t, -1); return t ? t->numel : -1; }
+oar_dtype oar_dtype_of(const oar_tensor *t) { LIVE("dtype_of", t, OAR_DTYPE_COUNT); return t ? t->dtype : OAR_DTYPE_COUNT; }
+oar_device oar_device_of(const oar_tensor *t) { LIVE("device_of", t, OAR_CPU); return t ? t->device : OAR_CPU; }
+bool oar_is_contiguous(const oar_tensor *t) { LIVE("is_contiguous", t, false); return t && t->contiguous; }
 
 int64_t oar_size(const oar_tensor *t, int dim) {
+    LIVE("size", t, -1);
     if (!t) return -1;
     int d = oar_normalize_dim(dim, t->ndim);
     if (d < 0) {
@@ -191,6 +199,7 @@ oar_status oar_trace_check_write(const char *who, const oar_tensor *dst) {
 }
 
 void *oar_data(oar_tensor *t) {
+    LIVE("data", t, NULL);
     if (!t) return NULL;
     if (!t->storage) {
         oar_symbolic_error("data", t);

@@ -59,7 +59,21 @@ typedef struct oar_hook_entry {
     struct oar_hook_entry *next;
 } oar_hook_entry;
 
+/* Handle checks (handle.c). A tensor's first word says whether the handle is live; freed
+ * structs keep a poisoned word saying how they were freed, in a quarantine, so that a public
+ * entry given a dangling handle reports it instead of touching freed memory. */
+#define OAR_TENSOR_LIVE 0x7e45a11eu
+#define OAR_TENSOR_DEAD 0xdeadf7eeu
+typedef enum oar_freed_how {
+    OAR_FREED_INTERNAL = 0, /* its last reference was dropped (a module, optimizer, graph...) */
+    OAR_FREED_RELEASE,      /* by oar_release */
+    OAR_FREED_SCOPE         /* by the oar_scope_end of the scope that owned it */
+} oar_freed_how;
+
 struct oar_tensor {
+    uint32_t magic;           /* OAR_TENSOR_LIVE, or OAR_TENSOR_DEAD once freed */
+    uint32_t freed_how;       /* oar_freed_how, once freed */
+    struct oar_tensor *next_dead; /* debug mode: the list of freed structs (never reused) */
     int refcount;
     oar_storage *storage;     /* NULL for a symbolic tensor (tracing) */
     int64_t offset;           /* in elements */
@@ -99,6 +113,29 @@ oar_status oar_symbolic_error(const char *who, const oar_tensor *t);
  * write would happen once, at tracing, not at every run. OAR_OK when the write is fine. */
 oar_status oar_trace_check_write(const char *who, const oar_tensor *dst);
 
+/* The struct of a new tensor (zeroed, live) and its end (poisoned, quarantined). Every tensor
+ * struct goes through these two. */
+oar_tensor *oar_tensor_struct_new(void);
+void oar_tensor_struct_free(oar_tensor *t);
+/* How the frees on this thread are recorded until oar_release_how_end; nests (returns the
+ * previous value, to pass back). */
+oar_freed_how oar_release_how_begin(oar_freed_how how);
+void oar_release_how_end(oar_freed_how previous);
+/* Whether t is NULL or a live handle; a dangling one sets an error naming who, the argument
+ * (what: "input 0", "the tensor") and how it was freed. Cheap: one load and compare. */
+oar_status oar_handle_error(const char *who, const char *what, int index, const oar_tensor *t);
+/* The same over n tensors (NULL entries are fine): the first dangling one is reported. */
+oar_status oar_check_handles(const char *who, const char *what, oar_tensor *const *ts, int n);
+#define OAR_HANDLE_OK(t) OAR_LIKELY(!(t) || (t)->magic == OAR_TENSOR_LIVE)
+/* For public entries: returns ret (after setting the error) when t is a dangling handle. */
+#define OAR_CHECK_HANDLE(who, t, ret)                                            \
+    do {                                                                          \
+        if (!OAR_HANDLE_OK(t)) {                                                  \
+            oar_handle_error(who, "the tensor", -1, (t));                        \
+            return ret;                                                           \
+        }                                                                         \
+    } while (0)
+
 /* Drops one reference to a storage (NULL is fine); the last frees its data. */
 void oar_storage_release(oar_storage *s);
 
@@ -120,6 +157,11 @@ static inline char *oar_tensor_ptr(const oar_tensor *t) {
 oar_tensor *oar_track(oar_tensor *t);
 /* Scopes (scope.c): drop t from the scope that owns it (it keeps its reference count). */
 void oar_scope_forget(oar_tensor *t);
+/* A scope around code oar calls (a module's forward): enter returns its depth (0 if it could
+ * not be made); leave ends it, and any scope the code left open inside it, releasing what they
+ * own except the keep tensors, which are left untracked for the caller to track. */
+int64_t oar_scope_enter(void);
+void oar_scope_leave(int64_t depth, oar_tensor *const *keep, int n_keep);
 /* Copies src into dst elementwise (src broadcast to dst's shape, any strides, any dtypes,
  * any devices); fails only on a device error. */
 oar_status oar_tensor_copy_strided(oar_tensor *dst, const oar_tensor *src);

@@ -115,8 +115,7 @@ int oar_cmd_train(int argc, char **argv) {
         int64_t total = per_epoch * o.epochs;
         oar_sched_opts so = {.kind = OAR_SCHED_WARMUP_COSINE, .t_max = total, .warmup = total / 50};
         if (!(sched = oar_scheduler_new(opt, &so))) goto fail;
-        for (int64_t t = 0; t < step; t++)
-            if (oar_scheduler_step(sched, 0) != OAR_OK) goto fail;
+        if (step > 0 && oar_scheduler_set_state(sched, &(oar_sched_state){.t = step}) != OAR_OK) goto fail;
     }
     if (o.metrics && !(metrics = fopen(o.metrics, o.resume ? "a" : "w"))) {
         oar_set_error(OAR_ERR_IO, "train: cannot open %s for writing the metrics", o.metrics);
@@ -166,7 +165,7 @@ int oar_cmd_train(int argc, char **argv) {
             }
             double lv = 0;
             bool ok = (jit ? oar_jit_call(jit, io, 2, loss, 1) : train_step_fn(&sc, io, 2, loss, 1)) == OAR_OK &&
-                      oar_item(loss[0], &lv) == OAR_OK && (!sched || oar_scheduler_step(sched, 0) == OAR_OK);
+                      oar_item(loss[0], &lv) == OAR_OK && (!sched || oar_scheduler_next(sched) == OAR_OK);
             oar_scope_end();
             samples += oar_size(x, 0);
             oar_profiler_step(d.language ? oar_numel(y) : oar_size(x, 0));
