@@ -19,10 +19,9 @@ static oar_status check_grads(const char *who, oar_tensor *const *params, int n)
         const oar_tensor *g = params[i]->grad;
         if (!g) continue;
         bool symbolic_ok = !g->storage && oar_active_trace && g->trace_id == oar_active_trace;
-        if ((!g->storage && !symbolic_ok) || g->device != OAR_CPU)
-            return oar_error(OAR_ERR_UNSUPPORTED, "%s: expected the gradient of tensor %d to be a CPU tensor with "
-                                                  "data, got %s",
-                             who, i, g->device != OAR_CPU ? "a CUDA tensor" : "a symbolic one of another trace");
+        if (!g->storage && !symbolic_ok) /* on any device: the clipping is made of ops */
+            return oar_error(OAR_ERR_UNSUPPORTED, "%s: expected the gradient of tensor %d to hold data, got a "
+                                                  "symbolic one of another trace", who, i);
         if (g->dtype != OAR_F32 && g->dtype != OAR_F64)
             return oar_error(OAR_ERR_DTYPE, "%s: expected the gradient of tensor %d to be f32 or f64, got %s", who, i,
                              oar_dtype_name(g->dtype));

@@ -741,6 +741,13 @@ static void run_case(const sweep_case *c, int case_no) {
         run_kernels(c, op, specs, n_in, attrs, pass_dt[p], label);
     }
     bool differentiable = has_float_kind && !(d->flags & OAR_OPF_NONDIFF) && d->grad && !(c->flags & SWEEP_NO_GRAD);
+    bool empty = false; /* a case written with a zero-size batch counts as one of the pass */
+    for (int i = 0; i < n_in; i++)
+        for (int k = 0; k < specs[i].ndim && specs[i].kind; k++) empty |= specs[i].shape[k] == 0;
+    if (empty) {
+        g_zero_ran[op] = true;
+        g_zero_cases++;
+    }
     if (g_cuda_only) {
         if (differentiable) {
             snprintf(label, sizeof label, "%s(%s | %s) gradient", c->op, c->inputs, c->attrs ? c->attrs : "");
@@ -753,13 +760,6 @@ static void run_case(const sweep_case *c, int case_no) {
         snprintf(label, sizeof label, "%s(%s | %s) gradient", c->op, c->inputs, c->attrs ? c->attrs : "");
         g_seed = 0x9E3779B97F4A7C15ULL ^ (uint64_t)(case_no * 7919 + 1);
         grad_check(c, op, specs, n_in, attrs, label);
-    }
-    bool empty = false; /* a case written with a zero-size batch counts as one of the pass */
-    for (int i = 0; i < n_in; i++)
-        for (int k = 0; k < specs[i].ndim && specs[i].kind; k++) empty |= specs[i].shape[k] == 0;
-    if (empty) {
-        g_zero_ran[op] = true;
-        g_zero_cases++;
     }
     run_zero(c, op, specs, n_in, attrs, case_no, has_float_kind);
 }
