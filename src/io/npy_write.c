@@ -10,7 +10,6 @@ oar_status oar_npy_save(const char *path, const oar_tensor *t) {
     if (!t) return oar_error(OAR_ERR_INVALID_ARG, "npy_save: tensor is NULL");
     if (!path || !*path) return oar_error(OAR_ERR_INVALID_ARG, "npy_save: expected a file path, got %s", path ? "\"\"" : "NULL");
     if (!t->storage) return oar_error(OAR_ERR_STATE, "npy_save: the tensor is symbolic (traced) and has no data");
-    if (t->device != OAR_CPU) return oar_error(OAR_ERR_UNSUPPORTED, "npy_save: the tensor is not on the CPU; copy it first");
     const char *descr = oar_npy_descr(t->dtype);
     if (!descr)
         return oar_error(OAR_ERR_UNSUPPORTED, "npy_save: NumPy has no %s type; cast to f32 first (oar_cast) or save "

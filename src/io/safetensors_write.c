@@ -40,9 +40,7 @@ static oar_status check_args(const char *path, const char *const *names, oar_ten
         if (!OAR_HANDLE_OK(t)) return oar_handle_error(WHO, "tensor", i, t);
         if (!t->storage)
             return oar_error(OAR_ERR_STATE, "%s: tensor '%.200s' is symbolic (traced) and has no data", WHO, names[i]);
-        if (t->device != OAR_CPU)
-            return oar_error(OAR_ERR_UNSUPPORTED, "%s: tensor '%.200s' is not on the CPU; copy it to the CPU first",
-                             WHO, names[i]);
+        /* a GPU tensor is written from a host copy (oar_io_write_tensor) */
     }
     int dup = oar_io_find_duplicate(names, n);
     if (dup >= 0) return oar_error(OAR_ERR_INVALID_ARG, "%s: the name '%.200s' is given twice", WHO, names[dup]);
