@@ -503,6 +503,13 @@ OAR_API oar_tensor *oar_triu(oar_tensor *x, int64_t diagonal);
 /* Threads used by oar's kernels and the libraries it calls (OpenBLAS, oneDNN). Defaults
  * to OAR_NUM_THREADS from the environment, else the number of cores. */
 OAR_API oar_status oar_set_num_threads(int n);
+/* Results independent of the thread count: on, kernels whose sums split work by the number of
+ * threads decline (oneDNN's convolution weight gradient) and GEMMs split into fixed blocks, so
+ * a training run gives bit-identical parameters at 1 and at N threads. Off by default (the
+ * declined kernels are faster); OAR_DETERMINISTIC=1 turns it on at start. Set it before
+ * compiling: a compiled step keeps the kernels chosen when it was traced. */
+OAR_API void oar_set_deterministic(bool on);
+OAR_API bool oar_get_deterministic(void);
 OAR_API int oar_get_num_threads(void);
 
 /* The CPU instruction set oar may use (docs/cpu-isa.md). The cap applies to every runtime CPU

@@ -610,7 +610,8 @@ static bool grad_input_supports(oar_tensor *const *in, int n_in, oar_tensor *con
 static bool grad_weight_supports(oar_tensor *const *in, int n_in, oar_tensor *const *out, int n_out,
                                  const oar_attr *a) {
     (void)n_in; (void)n_out;
-    return supports_kind(DK_GRAD_WEIGHT, in, out, a, false);
+    /* oneDNN sums the batch in per-thread partials: a different sum for each thread count */
+    return !oar_get_deterministic() && supports_kind(DK_GRAD_WEIGHT, in, out, a, false);
 }
 
 void oar_cpu_conv_register_dnnl(void) {

@@ -103,6 +103,8 @@ typedef enum { JOB_FORWARD, JOB_GRAD_INPUT, JOB_GRAD_WEIGHT } job_kind;
 
 /* One kernel call, split into parts of the batch. x / w / y are the loop nest's operands (the
  * one the kind writes is the output); bias applies to the output's channels. */
+#define GW_PARTS 4 /* batch parts of the weight gradient (each a partial sum, added in order) */
+
 typedef struct conv_job {
     job_kind kind;
     cgeom g;
@@ -192,6 +194,9 @@ static oar_status conv_run(const oar_kctx *ctx, conv_job *j, int64_t out_numel) 
                         : j->kind == JOB_GRAD_INPUT ? oar_conv_sgemm_threads_itself(k, ohw, cog)
                                                     : oar_conv_sgemm_threads_itself(cog, k, ohw);
     int64_t parts = blas_threads ? 1 : ctx->nthreads < g->n ? ctx->nthreads : g->n;
+    /* the weight gradient sums the batch: in fixed parts, whatever the threads, so the sum's
+     * order (and its bits) never depends on the thread count */
+    if (gw) parts = g->n < GW_PARTS ? g->n : GW_PARTS;
     j->parts = parts < 1 ? 1 : parts;
     j->col_size = is_direct(g) ? 0 : k * ohw;
     j->acc_size = gw ? out_numel : 0;

@@ -40,15 +40,19 @@ static void gemm_1(oar_dtype dt, oar_gemm_backend be, bool ta, bool tb, int64_t 
 /* Parts of the split dim are multiples of this, a whole number of BLAS micro-tiles. */
 #define SPLIT_BLOCK 16
 
+/* Deterministic mode: parts of this many rows (or columns), each one BLAS call whichever thread
+ * runs it, so the calls, and the bits, are the same at any thread count. */
+#define DET_BLOCK (8 * SPLIT_BLOCK)
+
 bool oar_gemm_splits(int64_t m, int64_t n, int64_t k) {
     return (m >= 2 * SPLIT_BLOCK || n >= 2 * SPLIT_BLOCK) && (double)m * (double)n * (double)k > OAR_GEMM_SPLIT_MIN_MACS &&
-           oar_get_num_threads() > 1;
+           (oar_get_num_threads() > 1 || oar_get_deterministic());
 }
 
 typedef struct gemm_job {
     oar_dtype dt;
     oar_gemm_backend be;
-    bool ta, tb, split_m;
+    bool ta, tb, split_m, det;
     int64_t m, n, k, lda, ldb, ldc;
     const char *A, *B;
     char *C;
@@ -56,10 +60,20 @@ typedef struct gemm_job {
 } gemm_job;
 
 /* Blocks [b, e) of rows of C (split_m) or of its columns, with the matching slice of A or B. */
+static void gemm_rows(const gemm_job *j, int64_t lo, int64_t hi);
+
 static void gemm_part(void *ctx, int64_t b, int64_t e) {
     const gemm_job *j = ctx;
-    int64_t es = (int64_t)oar_dtypes[j->dt].size, dim = j->split_m ? j->m : j->n;
-    int64_t lo = b * SPLIT_BLOCK, hi = e * SPLIT_BLOCK < dim ? e * SPLIT_BLOCK : dim;
+    int64_t dim = j->split_m ? j->m : j->n;
+    if (j->det) { /* one call per fixed block, however the blocks were dealt to threads */
+        for (int64_t p = b; p < e; p++) gemm_rows(j, p * DET_BLOCK, (p + 1) * DET_BLOCK < dim ? (p + 1) * DET_BLOCK : dim);
+        return;
+    }
+    gemm_rows(j, b * SPLIT_BLOCK, e * SPLIT_BLOCK < dim ? e * SPLIT_BLOCK : dim);
+}
+
+static void gemm_rows(const gemm_job *j, int64_t lo, int64_t hi) {
+    int64_t es = (int64_t)oar_dtypes[j->dt].size;
     if (j->split_m)
         gemm_1(j->dt, j->be, j->ta, j->tb, hi - lo, j->n, j->k, j->A + (j->ta ? lo : lo * j->lda) * es, j->lda,
                j->B, j->ldb, j->beta, j->C + lo * j->ldc * es, j->ldc);
@@ -72,18 +86,19 @@ void oar_gemm(oar_dtype dt, bool ta, bool tb, int64_t m, int64_t n, int64_t k, c
               const void *B, int64_t ldb, double beta, void *C, int64_t ldc) {
     /* chosen for the whole product and the configured thread count, whether or not it is
      * split here, so the same product always runs the same backend */
+    bool det = oar_get_deterministic(); /* then neither the backend nor the parts follow the threads */
     oar_gemm_backend be =
-        dt == OAR_F32 ? oar_gemm_choose(ta, tb, m, n, k, oar_get_num_threads()) : OAR_GEMM_OPENBLAS;
+        dt == OAR_F32 ? oar_gemm_choose(ta, tb, m, n, k, det ? 1 : oar_get_num_threads()) : OAR_GEMM_OPENBLAS;
     if (!oar_gemm_splits(m, n, k)) {
         gemm_1(dt, be, ta, tb, m, n, k, A, lda, B, ldb, beta, C, ldc);
         return;
     }
     /* split the larger dim: each part packs all of the other operand, so that one should be
      * the smaller */
-    gemm_job j = {.dt = dt, .be = be, .ta = ta, .tb = tb, .split_m = m >= n, .m = m, .n = n, .k = k, .lda = lda,
-                  .ldb = ldb, .ldc = ldc, .A = A, .B = B, .C = C, .beta = beta};
-    int64_t dim = j.split_m ? m : n;
-    oar_parallel_for((dim + SPLIT_BLOCK - 1) / SPLIT_BLOCK, 1, gemm_part, &j);
+    gemm_job j = {.dt = dt, .be = be, .ta = ta, .tb = tb, .split_m = m >= n, .det = det, .m = m, .n = n, .k = k,
+                  .lda = lda, .ldb = ldb, .ldc = ldc, .A = A, .B = B, .C = C, .beta = beta};
+    int64_t dim = j.split_m ? m : n, block = det ? DET_BLOCK : SPLIT_BLOCK;
+    oar_parallel_for((dim + block - 1) / block, 1, gemm_part, &j);
 }
 
 void oar_gemm_mat_layout(oar_gemm_mat *m) {
