@@ -63,7 +63,8 @@ static oar_status concat_ref(const oar_kctx *ctx, oar_tensor *const *in, int n_i
     for (int i = 0; i < n_in; i++) {
         if (concat_skips(in[i])) continue;
         oar_tensor w = window(y, d, at, in[i]->shape[d]);
-        oar_tensor_copy_strided(&w, in[i]);
+        oar_status st = oar_tensor_copy_strided(&w, in[i]); /* any device: the GPU's kernel too */
+        if (st != OAR_OK) return st;
         at += in[i]->shape[d];
     }
     return OAR_OK;
@@ -131,7 +132,8 @@ static oar_status stack_ref(const oar_kctx *ctx, oar_tensor *const *in, int n_in
         }
         w.ndim--;
         oar_tensor_refresh(&w);
-        oar_tensor_copy_strided(&w, in[i]);
+        oar_status st = oar_tensor_copy_strided(&w, in[i]); /* any device: the GPU's kernel too */
+        if (st != OAR_OK) return st;
     }
     return OAR_OK;
 }
@@ -313,8 +315,7 @@ static oar_status flip_ref(const oar_kctx *ctx, oar_tensor *const *in, int n_in,
         r.strides[d] = -r.strides[d];
     }
     r.contiguous = false;
-    oar_tensor_copy_strided(out[0], &r);
-    return OAR_OK;
+    return oar_tensor_copy_strided(out[0], &r); /* any device: the GPU's kernel too */
 }
 
 static oar_status flip_grad(oar_grad_ctx *g) {

@@ -228,7 +228,9 @@ static oar_status slice_backward_ref(const oar_kctx *ctx, oar_tensor *const *in,
                                      oar_tensor *const *out, int n_out, const oar_attr *a) {
     (void)ctx; (void)n_in; (void)n_out;
     oar_tensor *y = out[0];
-    memset(oar_tensor_ptr(y), 0, (size_t)y->numel * oar_dtypes[y->dtype].size);
+    /* fill and copy go through the device table: the GPU's kernel too */
+    oar_status st = oar_tensor_fill(y, 0.0);
+    if (st != OAR_OK || in[0]->numel == 0) return st;
     oar_tensor *window = oar_tensor_alias(y);
     if (!window) return OAR_ERR_OOM;
     oar_tensor *pin[1] = {y};
@@ -236,9 +238,9 @@ static oar_status slice_backward_ref(const oar_kctx *ctx, oar_tensor *const *in,
     slice_view(pin, 1, a + 1, pout, 1);
     memcpy(window->shape, in[0]->shape, sizeof window->shape);
     oar_tensor_refresh(window);
-    oar_tensor_copy_strided(window, in[0]);
+    st = oar_tensor_copy_strided(window, in[0]);
     oar_tensor_unref(window);
-    return OAR_OK;
+    return st;
 }
 
 static oar_status slice_backward_grad(oar_grad_ctx *g) {

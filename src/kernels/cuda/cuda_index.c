@@ -280,93 +280,6 @@ static oar_status triu_cuda(const oar_kctx *ctx, oar_tensor *const *in, int n_in
     return tri_cuda(ctx, in[0], out[0], false, a[0].i, "triu");
 }
 
-/* ================================================================ concat, stack, flip, slice_backward */
-
-/* Copies run through the device's strided copy (copy.cu) into windows of the output. */
-static oar_tensor window(const oar_tensor *t, int d, int64_t start, int64_t len) {
-    oar_tensor w = *t;
-    w.shape[d] = len;
-    if (len) w.offset += start * t->strides[d];
-    oar_tensor_refresh(&w);
-    return w;
-}
-
-static bool concat_skips(const oar_tensor *t) { return t->ndim == 1 && t->shape[0] == 0; }
-
-static oar_status concat_cuda(const oar_kctx *ctx, oar_tensor *const *in, int n_in, oar_tensor *const *out,
-                              int n_out, const oar_attr *a) {
-    (void)ctx; (void)n_out;
-    oar_tensor *y = out[0];
-    if (y->numel == 0) return OAR_OK;
-    int d = oar_dim_index(a[0].i, y->ndim);
-    int64_t at = 0;
-    for (int i = 0; i < n_in; i++) {
-        if (concat_skips(in[i])) continue;
-        oar_tensor w = window(y, d, at, in[i]->shape[d]);
-        oar_status st = oar_tensor_copy_strided(&w, in[i]);
-        if (st != OAR_OK) return st;
-        at += in[i]->shape[d];
-    }
-    return OAR_OK;
-}
-
-static oar_status stack_cuda(const oar_kctx *ctx, oar_tensor *const *in, int n_in, oar_tensor *const *out,
-                             int n_out, const oar_attr *a) {
-    (void)ctx; (void)n_out;
-    oar_tensor *y = out[0];
-    if (y->numel == 0) return OAR_OK;
-    int d = oar_dim_index(a[0].i, y->ndim);
-    for (int i = 0; i < n_in; i++) {
-        oar_tensor w = window(y, d, i, 1);
-        for (int k = d; k + 1 < w.ndim; k++) {
-            w.shape[k] = w.shape[k + 1];
-            w.strides[k] = w.strides[k + 1];
-        }
-        w.ndim--;
-        oar_tensor_refresh(&w);
-        oar_status st = oar_tensor_copy_strided(&w, in[i]);
-        if (st != OAR_OK) return st;
-    }
-    return OAR_OK;
-}
-
-static oar_status flip_cuda(const oar_kctx *ctx, oar_tensor *const *in, int n_in, oar_tensor *const *out, int n_out,
-                            const oar_attr *a) {
-    (void)ctx; (void)n_in; (void)n_out;
-    if (out[0]->numel == 0) return OAR_OK;
-    oar_tensor r = *in[0];
-    for (int i = 0; i < a[0].n; i++) {
-        int d = oar_dim_index(a[0].ints[i], r.ndim);
-        if (d < 0 || r.ndim == 0) continue; /* a 0-d tensor flips to itself */
-        r.offset += (r.shape[d] - 1) * r.strides[d];
-        r.strides[d] = -r.strides[d];
-    }
-    r.contiguous = false;
-    return oar_tensor_copy_strided(out[0], &r);
-}
-
-static oar_status slice_backward_cuda(const oar_kctx *ctx, oar_tensor *const *in, int n_in, oar_tensor *const *out,
-                                      int n_out, const oar_attr *a) {
-    (void)n_in; (void)n_out;
-    oar_tensor *y = out[0];
-    if (y->numel == 0) return OAR_OK;
-    oar_status st = oar_cuda_status(
-        cudaMemsetAsync(oar_tensor_ptr(y), 0, (size_t)y->numel * oar_dtypes[y->dtype].size, oar_cuda_stream_of(ctx)),
-        "slice_backward");
-    if (st != OAR_OK || in[0]->numel == 0) return st;
-    oar_tensor *w = oar_tensor_alias(y);
-    if (!w) return oar_last_status();
-    oar_tensor *pin[1] = {y}, *pout[1] = {w};
-    st = oar_op_table[OAR_OP_slice]->view(pin, 1, a + 1, pout, 1);
-    if (st == OAR_OK) {
-        memcpy(w->shape, in[0]->shape, sizeof w->shape);
-        oar_tensor_refresh(w);
-        st = oar_tensor_copy_strided(w, in[0]);
-    }
-    oar_tensor_unref(w);
-    return st;
-}
-
 /* ================================================================ pad, pad_backward */
 
 static void pad_before(const oar_attr *pads, int nd, int64_t *before) {
@@ -554,10 +467,11 @@ void oar_cuda_register_index(void) {
     oar_cuda_register(OAR_OP_masked_fill, all, masked_fill_cuda, NULL);
     oar_cuda_register(OAR_OP_tril, all, tril_cuda, NULL);
     oar_cuda_register(OAR_OP_triu, all, triu_cuda, NULL);
-    oar_cuda_register(OAR_OP_concat, all, concat_cuda, NULL);
-    oar_cuda_register(OAR_OP_stack, all, stack_cuda, NULL);
-    oar_cuda_register(OAR_OP_flip, all, flip_cuda, NULL);
-    oar_cuda_register(OAR_OP_slice_backward, all, slice_backward_cuda, NULL);
+    /* layout copies: their reference kernels copy through the device table (copy.cu) */
+    oar_cuda_register(OAR_OP_concat, all, oar_op_table[OAR_OP_concat]->reference, NULL);
+    oar_cuda_register(OAR_OP_stack, all, oar_op_table[OAR_OP_stack]->reference, NULL);
+    oar_cuda_register(OAR_OP_flip, all, oar_op_table[OAR_OP_flip]->reference, NULL);
+    oar_cuda_register(OAR_OP_slice_backward, all, oar_op_table[OAR_OP_slice_backward]->reference, NULL);
     oar_cuda_register(OAR_OP_pad, all, pad_cuda, NULL);
     oar_cuda_register(OAR_OP_pad_backward, SUMS, pad_backward_cuda, NULL);
     oar_cuda_register(OAR_OP_one_hot, OAR_INT_DTYPES, one_hot_cuda, NULL);
