@@ -1151,13 +1151,33 @@ OAR_API oar_status oar_build_strategy_set(oar_build_strategy *s, const char *pas
 OAR_API const char *oar_pass_name(int i);    /* NULL past the end */
 OAR_API const char *oar_pass_summary(int i);
 
+/* Persistent tensors (parameters, buffers, optimizer state) are bound into a program by
+ * reference whoever owns them; their owner names them to the compiler through this one
+ * interface, so the compiler knows no layers: C modules, C optimizers and a binding's own
+ * classes (Python modules) are captured alike. The program calls a captured tensor
+ * "<prefix><name>" (export files, checkpoints, messages). count and tensor are asked while
+ * tracing, so state made lazily (an optimizer's moments) is named once it exists; tensor may
+ * return NULL for a slot that is empty. A source must outlive the compiled functions using it.
+ * Modules and optimizers are sources themselves (the functions below return the handle's own
+ * source, valid while the handle lives). */
+typedef struct oar_state_source {
+    void *owner;
+    int (*count)(void *owner);
+    oar_tensor *(*tensor)(void *owner, int i, const char **name); /* borrowed */
+    const char *prefix;                                           /* NULL: none */
+} oar_state_source;
+OAR_API const oar_state_source *oar_module_state_source(oar_module *m);       /* its parameters, buffers */
+OAR_API const oar_state_source *oar_optimizer_state_source(oar_optimizer *o); /* "optim.<name>" */
+
 typedef struct oar_jit_opts {
     const oar_input_spec *specs; /* NULL, or one per input: dtypes and dynamic dims */
     int n_specs;
     const char *const *output_names; /* n_output_names names; the rest "output0", ... (export) */
     int n_output_names;
-    oar_module *module;          /* names the parameters and buffers it owns in the program */
-    oar_optimizer *optimizer;    /* names its state ("optim.<name>") */
+    oar_module *module;          /* shorthand for the module's state source */
+    oar_optimizer *optimizer;    /* shorthand for the optimizer's state source */
+    const oar_state_source *const *state_sources; /* more owners (n_state_sources, copied) */
+    int n_state_sources;
     int cache_capacity;          /* programs kept, one per signature; 0: 8 (least recent goes) */
     oar_build_strategy strategy;
 } oar_jit_opts;

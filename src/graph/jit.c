@@ -22,6 +22,26 @@ static void free_entry(jit_entry *en) {
     memset(en, 0, sizeof *en);
 }
 
+/* The owners naming persistent tensors: the module and optimizer shorthands (each handle starts
+ * with its own source, see nn/module.h and optim/optim.h), then the listed sources. */
+static oar_status collect_sources(oar_jit *f, const oar_jit_opts *opts) {
+    if (!opts) return OAR_OK;
+    int n = (opts->module != NULL) + (opts->optimizer != NULL) + (opts->n_state_sources > 0 ? opts->n_state_sources : 0);
+    if (n > JIT_MAX_SOURCES)
+        return oar_error(OAR_ERR_INVALID_ARG, "jit_to_static: expected at most %d state sources (module, optimizer "
+                                              "and state_sources together), got %d", JIT_MAX_SOURCES, n);
+    if (opts->module) f->sources[f->n_sources++] = (const oar_state_source *)(const void *)opts->module;
+    if (opts->optimizer) f->sources[f->n_sources++] = (const oar_state_source *)(const void *)opts->optimizer;
+    for (int i = 0; i < opts->n_state_sources; i++) {
+        const oar_state_source *src = opts->state_sources ? opts->state_sources[i] : NULL;
+        if (!src || !src->count || !src->tensor)
+            return oar_error(OAR_ERR_INVALID_ARG, "jit_to_static: expected state source %d to have count and tensor "
+                                                  "functions, got %s", i, src ? "a NULL function" : "NULL");
+        f->sources[f->n_sources++] = src;
+    }
+    return OAR_OK;
+}
+
 oar_jit *oar_jit_to_static(oar_static_fn fn, void *user, const oar_jit_opts *opts) {
     oar_init();
     if (!fn) {
@@ -35,6 +55,11 @@ oar_jit *oar_jit_to_static(oar_static_fn fn, void *user, const oar_jit_opts *opt
     if (opts) f->opts = *opts;
     f->opts.specs = NULL;
     f->opts.output_names = NULL;
+    f->opts.state_sources = NULL;
+    if (collect_sources(f, opts) != OAR_OK) {
+        free(f);
+        return NULL;
+    }
     if (f->opts.cache_capacity <= 0) f->opts.cache_capacity = 8;
     if (f->opts.cache_capacity > JIT_MAX_ENTRIES) f->opts.cache_capacity = JIT_MAX_ENTRIES;
     if (opts && opts->specs && opts->n_specs > 0) {
@@ -112,43 +137,6 @@ static bool entry_serves(const jit_entry *en, const oar_meta *m, int n_in, int n
     return true;
 }
 
-static void collect_names(oar_jit *f, oar_trace_names *names) {
-    names->n = 0;
-    oar_module *m = f->opts.module;
-    oar_optimizer *o = f->opts.optimizer;
-    int cap = (m ? oar_module_num_parameters(m) + oar_module_num_buffers(m) : 0) + (o ? oar_optimizer_num_state(o) : 0);
-    names->tensors = oar_malloc(sizeof(oar_tensor *) * (size_t)(cap + 1));
-    names->names = oar_malloc(sizeof(char *) * (size_t)(cap + 1));
-    f->name_buf = oar_malloc((size_t)(cap + 1) * 128);
-    if (!names->tensors || !names->names || !f->name_buf) return;
-    for (int i = 0; m && i < oar_module_num_parameters(m); i++) {
-        const char *nm;
-        names->tensors[names->n] = oar_module_parameter(m, i, &nm);
-        names->names[names->n++] = nm;
-    }
-    for (int i = 0; m && i < oar_module_num_buffers(m); i++) {
-        const char *nm;
-        names->tensors[names->n] = oar_module_buffer(m, i, &nm);
-        names->names[names->n++] = nm;
-    }
-    for (int i = 0; o && i < oar_optimizer_num_state(o); i++) {
-        const char *nm;
-        oar_tensor *t = oar_optimizer_state(o, i, &nm);
-        if (!t) continue;
-        char *buf = f->name_buf + (size_t)names->n * 128;
-        snprintf(buf, 128, "optim.%s", nm);
-        names->tensors[names->n] = t;
-        names->names[names->n++] = buf;
-    }
-}
-
-static void free_names(oar_jit *f, oar_trace_names *names) {
-    free(names->tensors);
-    free(names->names);
-    free(f->name_buf);
-    f->name_buf = NULL;
-}
-
 static bool program_trains(const oar_program *p) {
     if (p->n_grad_writes) return true;
     for (int i = 0; i < p->n_nodes; i++)
@@ -169,13 +157,8 @@ static jit_entry *take_slot(oar_jit *f) {
 /* Traces fn at the inputs' signature and fills a cache entry. */
 static oar_status trace(oar_jit *f, const oar_meta *m, const uint32_t *dyn, int n_in, int n_out,
                         jit_entry **out_entry) {
-    oar_trace_names names = {0};
-    collect_names(f, &names);
-    oar_trace *t = oar_trace_begin(&names);
-    if (!t) {
-        free_names(f, &names);
-        return oar_last_status();
-    }
+    oar_trace *t = oar_trace_begin(f->sources, f->n_sources);
+    if (!t) return oar_last_status();
     uint64_t trace_id = oar_active_trace;
     oar_tensor *sym[JIT_MAX_IO] = {0}, *res[JIT_MAX_IO] = {0};
     oar_status st = OAR_OK;
@@ -211,7 +194,6 @@ static oar_status trace(oar_jit *f, const oar_meta *m, const uint32_t *dyn, int 
     st = oar_trace_end(t, st, res, n_out, &prog, &hooks);
     for (int i = 0; i < n_in; i++) oar_tensor_unref(sym[i]);
     for (int k = 0; k < n_out; k++) oar_release(res[k]);
-    free_names(f, &names);
     if (st != OAR_OK) {
         oar_error_prefix("jit (while tracing)");
         return st;

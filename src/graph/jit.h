@@ -8,6 +8,7 @@
 #define JIT_MAX_IO 16      /* inputs and outputs of a compiled function */
 #define JIT_MAX_ENTRIES 64 /* programs cached */
 #define JIT_MAX_EXECS 4    /* concrete shapes prepared per program */
+#define JIT_MAX_SOURCES 16 /* owners of persistent tensors (oar_state_source) */
 
 typedef struct jit_exec {
     oar_meta meta[JIT_MAX_IO];
@@ -43,7 +44,8 @@ struct oar_jit {
     int64_t n_traces;
     uint64_t tick;
     jit_entry *last;             /* the entry of the latest call (exported by oar_jit_save) */
-    char *name_buf;
+    const oar_state_source *sources[JIT_MAX_SOURCES];
+    int n_sources;
 };
 
 #endif

@@ -6,6 +6,7 @@
 #include "ops/dispatch.h"
 #include "profiler/profiler.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,7 +22,8 @@ struct oar_trace {
     oar_program *prog;
     int block;
     capture_map captured;
-    const oar_trace_names *names;
+    const oar_state_source *const *sources;
+    int n_sources;
     oar_run_hooks hooks;
     oar_tensor **sym; /* per value: the symbolic tensor standing for it (a reference) */
     int cap_sym;
@@ -101,7 +103,7 @@ oar_trace *oar_trace_current(void) { return tl_trace; }
 oar_program *oar_trace_program(oar_trace *t) { return t->prog; }
 int oar_trace_block(oar_trace *t) { return t->block; }
 
-oar_trace *oar_trace_begin(const oar_trace_names *names) {
+oar_trace *oar_trace_begin(const oar_state_source *const *sources, int n_sources) {
     oar_init();
     if (tl_trace) {
         oar_error(OAR_ERR_STATE, "jit: a trace is already running on this thread; compiled functions called "
@@ -116,7 +118,8 @@ oar_trace *oar_trace_begin(const oar_trace_names *names) {
     }
     t->id = __atomic_add_fetch(&g_next_id, 1, __ATOMIC_RELAXED);
     t->block = OAR_MAIN_BLOCK;
-    t->names = names;
+    t->sources = sources;
+    t->n_sources = n_sources;
     tl_trace = t;
     oar_active_trace = t->id;
     return t;
@@ -141,10 +144,18 @@ oar_tensor *oar_trace_input(oar_trace *t, const oar_meta *m, uint32_t dyn_dims, 
     return x;
 }
 
-static const char *name_of(const oar_trace *t, const oar_tensor *x) {
-    if (!t->names) return NULL;
-    for (int i = 0; i < t->names->n; i++)
-        if (t->names->tensors[i] == x) return t->names->names[i];
+/* x's name from the first source that owns it, written to buf; NULL when none does. */
+static const char *name_of(const oar_trace *t, const oar_tensor *x, char *buf, size_t size) {
+    for (int s = 0; s < t->n_sources; s++) {
+        const oar_state_source *src = t->sources[s];
+        int n = src->count(src->owner);
+        for (int i = 0; i < n; i++) {
+            const char *nm = NULL;
+            if (src->tensor(src->owner, i, &nm) != x || !nm) continue;
+            snprintf(buf, size, "%s%s", src->prefix ? src->prefix : "", nm);
+            return buf;
+        }
+    }
     return NULL;
 }
 
@@ -166,7 +177,8 @@ int oar_trace_value(oar_trace *t, oar_tensor *x) {
     }
     /* made during this trace: a constant; made before: state bound by reference */
     oar_value_kind kind = x->trace_id == t->id ? OAR_VAL_CONST : OAR_VAL_PARAM;
-    v = oar_program_add_tensor(t->prog, kind, x, name_of(t, x));
+    char name[256];
+    v = oar_program_add_tensor(t->prog, kind, x, kind == OAR_VAL_PARAM ? name_of(t, x, name, sizeof name) : NULL);
     if (v < 0 || !map_put(&t->captured, x, v)) return -1;
     return v;
 }

@@ -29,15 +29,9 @@ typedef struct oar_run_hooks {
 } oar_run_hooks;
 void oar_run_hooks_free(oar_run_hooks *h);
 
-/* Names for captured tensors (parameters "fc1.weight", optimizer state "optim.exp_avg.0"). */
-typedef struct oar_trace_names {
-    int n;
-    oar_tensor **tensors; /* borrowed */
-    const char **names;
-} oar_trace_names;
-
-/* Starts tracing on this thread into a new program; traces do not nest. */
-oar_trace *oar_trace_begin(const oar_trace_names *names);
+/* Starts tracing on this thread into a new program; traces do not nest. The sources (borrowed
+ * until the trace ends) name the persistent tensors the trace binds. */
+oar_trace *oar_trace_begin(const oar_state_source *const *sources, int n_sources);
 /* A symbolic input of the main block, for the function's argument. */
 oar_tensor *oar_trace_input(oar_trace *t, const oar_meta *m, uint32_t dyn_dims, const char *name);
 /* The value standing for tensor x (capturing it if it is real); -1 with the error set when x

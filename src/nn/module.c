@@ -2,9 +2,26 @@
 #include "nn/module.h"
 #include "base/device.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+_Static_assert(offsetof(oar_module, source) == 0, "graph/jit.c reads a module as its state source");
+
+/* The module's state source: its parameters, then its buffers, with their dotted names. */
+static int source_count(void *owner) {
+    oar_module *m = owner;
+    return oar_module_num_parameters(m) + oar_module_num_buffers(m);
+}
+
+static oar_tensor *source_tensor(void *owner, int i, const char **name) {
+    oar_module *m = owner;
+    int np = oar_module_num_parameters(m);
+    return i < np ? oar_module_parameter(m, i, name) : oar_module_buffer(m, i - np, name);
+}
+
+const oar_state_source *oar_module_state_source(oar_module *m) { return m ? &m->source : NULL; }
 
 oar_module *oar_module_new(const oar_module_ops *ops, void *state) {
     if (!ops || !ops->forward) {
@@ -14,6 +31,7 @@ oar_module *oar_module_new(const oar_module_ops *ops, void *state) {
     }
     oar_module *m = OAR_NEW(oar_module);
     if (!m) return NULL;
+    m->source = (oar_state_source){.owner = m, .count = source_count, .tensor = source_tensor};
     m->ops = ops;
     m->state = state;
     m->training = true;

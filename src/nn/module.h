@@ -14,7 +14,9 @@ typedef struct oar_named_child {
     oar_module *module;
 } oar_named_child;
 
+/* The state source comes first: the compiler reads opts.module as its source (graph/jit.c). */
 struct oar_module {
+    oar_state_source source;
     const oar_module_ops *ops;
     void *state;
     bool training;

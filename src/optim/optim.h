@@ -2,22 +2,9 @@
 #ifndef OAR_OPTIM_H
 #define OAR_OPTIM_H
 
+#include "ops/optim_layout.h"
 #include "tensor/tensor.h"
 
-/* State slots, in the order they are listed (and named) by oar_optimizer_state. */
-typedef enum oar_slot {
-    OAR_SLOT_STEP = 0,        /* i64 scalar: the parameter's own update count */
-    OAR_SLOT_MOMENTUM_BUFFER,
-    OAR_SLOT_EXP_AVG,
-    OAR_SLOT_EXP_AVG_SQ,
-    OAR_SLOT_MAX_EXP_AVG_SQ,
-    OAR_SLOT_SQUARE_AVG,
-    OAR_SLOT_GRAD_AVG,
-    OAR_SLOT_SUM,
-    OAR_SLOT_COUNT
-} oar_slot;
-
-extern const char *const oar_slot_names[OAR_SLOT_COUNT];
 
 /* The f64 "hyper" tensor of a parameter, input of the optimizer_update op: its group's options
  * (refreshed from them before every step, eager or compiled) and SGD's fresh-buffer flag (set
@@ -64,7 +51,9 @@ typedef struct oar_optim_traced {
 /* Drops one hold on r (step.c); the last frees it. */
 void oar_optim_traced_release(oar_optim_traced *r);
 
+/* The state source comes first: the compiler reads opts.optimizer as its source (graph/jit.c). */
 struct oar_optimizer {
+    oar_state_source source;
     oar_optim_kind kind;
     oar_optim_opts **groups;         /* each allocated alone, so user pointers stay valid */
     int n_groups;
@@ -218,14 +207,9 @@ void oar_optim_plan_f64(const oar_optim_update *u, oar_optim_plan *pl, double *s
 /* LAMB, after `moments` ran over every block: the trust ratio ||p|| / ||u|| scales the step. */
 void oar_optim_lamb_trust(oar_optim_plan *pl, double lr);
 
-/* ---- optimizer_update_multi (update_multi_op.c): several parameters' updates as one op.
- * Inputs 0..OAR_OPTIM_MULTI_STATE-1 hold what it writes (per parameter: param, hyper, then the
- * slots of the `slots` mask, in oar_slot order; NULL after the last), then one gradient per
- * parameter. Attributes: kind, slots. */
-#define OAR_OPTIM_MULTI_STATE 32
-#define OAR_OPTIM_MULTI_MAX (OAR_OPTIM_MULTI_STATE / 2) /* parameters: at least param and hyper each */
-/* State inputs per parameter under a slots mask. */
-int oar_optim_multi_group(int64_t slots);
+/* ---- optimizer_update_multi (update_multi_op.c): several parameters' updates as one op,
+ * inputs laid out as ops/optim_layout.h says (NULL after the last parameter's state).
+ * Attributes: kind, slots. */
 /* Parameter i's inputs in optimizer_update's layout (param, grad, hyper, the 8 slots). */
 void oar_optim_multi_single(oar_tensor *const *in, int n_in, int64_t slots, int i, oar_tensor *one[3 + OAR_SLOT_COUNT]);
 /* Every parameter's oar_optim_update_read (o, u: one per parameter), nothing written; then,

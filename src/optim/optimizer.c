@@ -2,6 +2,7 @@
 #include "nn/module.h"
 #include "optim/optim.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -84,12 +85,22 @@ static int append_group(oar_optimizer *o, oar_tensor *const *params, int n, cons
     return o->n_groups++;
 }
 
+_Static_assert(offsetof(oar_optimizer, source) == 0, "graph/jit.c reads an optimizer as its state source");
+
+static int source_count(void *owner) { return oar_optimizer_num_state(owner); }
+static oar_tensor *source_tensor(void *owner, int i, const char **name) {
+    return oar_optimizer_state(owner, i, name);
+}
+
+const oar_state_source *oar_optimizer_state_source(oar_optimizer *o) { return o ? &o->source : NULL; }
+
 oar_optimizer *oar_optimizer_new(oar_tensor *const *params, int n, const oar_optim_opts *opts) {
     if (n > 0 && oar_check_handles("optimizer_new", "parameter", params, n) != OAR_OK) return NULL;
     oar_optim_opts resolved;
     if (oar_optim_resolve(opts, &resolved, true) != OAR_OK) return NULL;
     oar_optimizer *o = OAR_NEW(oar_optimizer);
     if (!o) return NULL;
+    o->source = (oar_state_source){.owner = o, .count = source_count, .tensor = source_tensor, .prefix = "optim."};
     o->kind = resolved.kind;
     if (append_group(o, params, n, &resolved) < 0) {
         oar_optimizer_free(o);

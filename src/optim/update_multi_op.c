@@ -22,12 +22,6 @@
 #define NAME "optimizer_update_multi"
 #define N_KINDS (OAR_OPTIM_LAMB + 1)
 
-int oar_optim_multi_group(int64_t slots) {
-    int n = 2;
-    for (int s = 0; s < OAR_SLOT_COUNT; s++) n += (int)((slots >> s) & 1);
-    return n;
-}
-
 void oar_optim_multi_single(oar_tensor *const *in, int n_in, int64_t slots, int i, oar_tensor *one[3 + OAR_SLOT_COUNT]) {
     int g = oar_optim_multi_group(slots), at = i * g + 2;
     one[0] = in[i * g];

@@ -19,7 +19,7 @@
  * Results are bitwise those of the separate updates: the fused op runs each parameter's loop
  * with the same arithmetic (see optim/update_impl.h). */
 #include "graph/passes/passes.h"
-#include "optim/optim.h"
+#include "ops/optim_layout.h"
 
 #include <stdlib.h>
 #include <string.h>
