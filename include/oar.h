@@ -1361,6 +1361,8 @@ OAR_API const char *oar_profiler_trace_path(void);
 OAR_API void oar_set_check_nan_inf(bool on);
 OAR_API bool oar_check_nan_inf_enabled(void);
 
+#include "oar/sparse.h"
+
 #ifdef __cplusplus
 }
 #endif
