@@ -1367,3 +1367,4 @@ OAR_API bool oar_check_nan_inf_enabled(void);
 }
 #endif
 #endif /* OAR_H */
+#include "oar/dist.h" /* distributed training: collectives, data parallel */

@@ -7,8 +7,11 @@
 oar_status oar_loader_build(const oar_loader *l, int64_t k, float *scratch, oar_tensor **input,
                             oar_tensor **target) {
     const oar_dataset *d = l->d;
-    int64_t first = k * l->batch_size;
-    int64_t b = d->size - first < l->batch_size ? d->size - first : l->batch_size;
+    /* global batch k holds batch_size * shard_count samples; this shard takes its part */
+    int64_t global = l->batch_size * l->shard_count, start = k * global;
+    int64_t len = d->size - start < global ? d->size - start : global;
+    int64_t first = start + l->shard_rank * len / l->shard_count;
+    int64_t b = start + (l->shard_rank + 1) * len / l->shard_count - first;
     int64_t shape[OAR_MAX_DIMS];
     shape[0] = b;
     memcpy(shape + 1, d->in_shape, sizeof(int64_t) * (size_t)d->in_ndim);

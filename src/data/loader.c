@@ -87,6 +87,7 @@ oar_loader *oar_loader_new(oar_dataset *d, const oar_loader_opts *opts) {
     l->n_tf = o->n_transforms;
     l->workers = o->workers;
     l->prefetch = o->prefetch ? o->prefetch : 2 * o->workers;
+    l->shard_count = 1;
     l->n_batches = l->drop_last ? d->size / l->batch_size
                                 : d->size / l->batch_size + (d->size % l->batch_size != 0);
     if (setup(l, o) != OAR_OK) {
@@ -98,6 +99,21 @@ oar_loader *oar_loader_new(oar_dataset *d, const oar_loader_opts *opts) {
 }
 
 int64_t oar_loader_num_batches(const oar_loader *l) { return l ? l->n_batches : -1; }
+
+oar_status oar_loader_set_shard(oar_loader *l, int rank, int count) {
+    if (!l) return oar_error(OAR_ERR_INVALID_ARG, "loader_set_shard: the loader is NULL");
+    if (count < 1 || rank < 0 || rank >= count)
+        return oar_error(OAR_ERR_INVALID_ARG, "loader_set_shard: expected 0 <= rank < count, got rank %d of "
+                         "count %d", rank, count);
+    if (l->started)
+        return oar_error(OAR_ERR_STATE, "loader_set_shard: the loader has started an epoch; set the shard "
+                                        "right after oar_loader_new");
+    int64_t global = l->batch_size * count;
+    l->shard_rank = rank;
+    l->shard_count = count;
+    l->n_batches = l->drop_last ? l->d->size / global : l->d->size / global + (l->d->size % global != 0);
+    return OAR_OK;
+}
 
 oar_status oar_loader_start_epoch(oar_loader *l, int64_t epoch) {
     if (!l) return oar_error(OAR_ERR_INVALID_ARG, "loader_start_epoch: the loader is NULL");

@@ -21,6 +21,7 @@ typedef struct loader_slot {
 struct oar_loader {
     oar_dataset *d;
     int64_t batch_size, n_batches;
+    int shard_rank, shard_count; /* this loader's part of each global batch (1 part: no sharding) */
     bool shuffle, drop_last;
     uint64_t seed;
     oar_transform *tf;

@@ -16,6 +16,10 @@ int oar_cmd_profile(int argc, char **argv);
 int oar_cmd_export(int argc, char **argv);
 int oar_cmd_infer(int argc, char **argv);
 int oar_cmd_inspect(int argc, char **argv);
+/* cmd_launch.c: runs prog (NULL-terminated argv) as nproc ranks under mpirun (hosts "h1:n,h2:n"
+ * or NULL for this host; port 0 finds free ones); returns the job's exit status. */
+int oar_cmd_launch(int argc, char **argv);
+int oar_cli_launch(int nproc, const char *hosts, int port, char **prog);
 /* An exported model's path as given ("dir/m", "dir/m.json", "dir/m.safetensors") -> "dir/m". */
 void cli_model_path(const char *arg, char *buf, size_t size);
 /* One training step of a reference workload (tiny, mlp, lenet, resnet20, gpt-mini, lstm-lm),

@@ -36,6 +36,7 @@ typedef struct step_ctx {
     oar_tensor *const *params;
     int n_params;
     double clip, label_smoothing;
+    oar_dist_dp *dp;      /* several ranks: gradients averaged in buckets during backward */
 } step_ctx;
 
 static oar_status train_step_fn(void *user, oar_tensor *const *in, int n_in, oar_tensor **out, int n_out) {
@@ -44,7 +45,8 @@ static oar_status train_step_fn(void *user, oar_tensor *const *in, int n_in, oar
     oar_profiler_range_push("forward");
     oar_tensor *loss = train_loss(c->m, c->d, in[0], in[1], c->label_smoothing, NULL);
     oar_profiler_range_pop();
-    oar_status st = loss ? oar_backward(loss, NULL, false) : oar_last_status();
+    oar_status st = !loss ? oar_last_status() : c->dp ? oar_dist_dp_backward(c->dp, loss)
+                                                        : oar_backward(loss, NULL, false);
     if (st == OAR_OK && c->clip > 0) st = oar_clip_grad_norm(c->params, c->n_params, c->clip, 2.0, NULL);
     if (st == OAR_OK) st = oar_optimizer_step(c->opt);
     out[0] = loss;
@@ -73,6 +75,12 @@ static void fmt_eta(double s, char *buf, size_t n) {
 int oar_cmd_train(int argc, char **argv) {
     train_opts o;
     if (!train_parse(argc, argv, &o)) return 2;
+    int relaunched = train_dist_relaunch(argc, argv, o.nproc), world = 1, rank = 0;
+    if (relaunched >= 0) return relaunched;
+    if (train_dist_begin(&o, &world, &rank) != OAR_OK) {
+        fprintf(stderr, "oar train: %s\n", oar_last_error());
+        return 2;
+    }
     if (o.threads && oar_set_num_threads(o.threads) != OAR_OK) {
         fprintf(stderr, "oar train: %s\n", oar_last_error());
         return 2;
@@ -86,6 +94,7 @@ int oar_cmd_train(int argc, char **argv) {
     oar_scheduler *sched = NULL;
     FILE *metrics = NULL;
     oar_jit *jit = NULL;
+    oar_dist_dp *dp = NULL;
     int rc = 1;
     char ckpt[512];
     snprintf(ckpt, sizeof ckpt, "%s", o.checkpoint ? o.checkpoint : "");
@@ -95,10 +104,10 @@ int oar_cmd_train(int argc, char **argv) {
     const char *kind = "";
     if (!(opt = make_optimizer(&o, m, &kind))) goto fail;
     double base_lr = oar_optimizer_group_opts(opt, 0)->lr; /* before the schedule's warmup */
-    oar_loader_opts lo = {.batch_size = o.batch, .shuffle = true, .drop_last = true, .seed = o.seed,
+    oar_loader_opts lo = {.batch_size = o.batch / world, .shuffle = true, .drop_last = true, .seed = o.seed,
                           .workers = o.workers, .transforms = d.n_transforms ? &d.norm : NULL,
                           .n_transforms = d.n_transforms};
-    if (!(loader = oar_loader_new(d.train, &lo))) goto fail;
+    if (!(loader = oar_loader_new(d.train, &lo)) || oar_dist_shard_loader(loader) != OAR_OK) goto fail;
     int64_t per_epoch = oar_loader_num_batches(loader), step = 0;
     if (per_epoch == 0) {
         oar_set_error(OAR_ERR_INVALID_ARG, "train: the training set (%lld samples) is smaller than one batch of %lld",
@@ -109,6 +118,7 @@ int oar_cmd_train(int argc, char **argv) {
         if (oar_checkpoint_load(ckpt, m, opt, &step) != OAR_OK) goto fail;
         printf("resumed from %s at step %lld (epoch %lld)\n", ckpt, (long long)step, (long long)(step / per_epoch));
     }
+    if (world > 1 && !(dp = oar_dist_data_parallel(m, NULL))) goto fail; /* rank 0's parameters to all */
     if (!o.schedule || !strcmp(o.schedule, "cosine")) {
         /* warm up over the first 2% of the run, then anneal to 0 by its end; the schedule is a
          * function of the step, so a resumed run continues on the same curve */
@@ -128,6 +138,10 @@ int oar_cmd_train(int argc, char **argv) {
     printf("training: %d epochs of %lld steps, batch %lld, %s lr %g (%s schedule), %d threads, %d loader workers\n",
            o.epochs, (long long)per_epoch, (long long)o.batch, kind, base_lr,
            sched ? "warmup + cosine" : "constant", oar_get_num_threads(), o.workers);
+    oar_dist_dp_stats ds = {0};
+    if (dp && oar_dist_dp_get_stats(dp, &ds) == OAR_OK)
+        printf("data parallel: %d ranks of batch %lld, gradients averaged in %d buckets (progress shows rank 0's "
+               "loss)\n", world, (long long)(o.batch / world), ds.n_buckets);
     bool tty = isatty(fileno(stdout));
     oar_tensor *const *params = NULL;
     int n_params = oar_module_num_parameters(m);
@@ -142,7 +156,7 @@ int oar_cmd_train(int argc, char **argv) {
             goto fail_params;
     }
 
-    step_ctx sc = {m, &d, opt, params, n_params, o.clip, o.label_smoothing};
+    step_ctx sc = {m, &d, opt, params, n_params, o.clip, o.label_smoothing, dp};
     bool compiled = o.mode && !strcmp(o.mode, "static");
     if (o.mode && !compiled && strcmp(o.mode, "eager") != 0) {
         oar_set_error(OAR_ERR_INVALID_ARG, "train: unknown --mode '%s'; expected eager or static", o.mode);
@@ -167,7 +181,7 @@ int oar_cmd_train(int argc, char **argv) {
             bool ok = (jit ? oar_jit_call(jit, io, 2, loss, 1) : train_step_fn(&sc, io, 2, loss, 1)) == OAR_OK &&
                       oar_item(loss[0], &lv) == OAR_OK && (!sched || oar_scheduler_next(sched) == OAR_OK);
             oar_scope_end();
-            samples += oar_size(x, 0);
+            samples += oar_size(x, 0) * world; /* every rank's shard */
             oar_profiler_step(d.language ? oar_numel(y) : oar_size(x, 0));
             oar_release(x);
             oar_release(y);
@@ -206,21 +220,26 @@ int oar_cmd_train(int argc, char **argv) {
                     (double)samples / secs, oar_loader_wait_seconds(loader) / secs);
             fflush(metrics);
         }
-        if (oar_checkpoint_save(ckpt, m, opt, step) != OAR_OK) goto fail_params;
+        if (rank == 0 && oar_checkpoint_save(ckpt, m, opt, step) != OAR_OK) goto fail_params;
         if (o.steps_limit && step >= o.steps_limit) break;
     }
     printf("checkpoint: %s\n", ckpt);
     if (o.profile && cli_profile_finish(NULL, 0) != OAR_OK) goto fail_params;
+    oar_dist_dp_free(dp);
+    dp = NULL;
+    if (oar_dist_finalize() != OAR_OK) goto fail_params;
     rc = 0;
 fail_params:
     free(plist);
     oar_jit_free(jit);
 fail:
-    if (rc) fprintf(stderr, "oar train: %s\n", oar_last_error());
+    if (rc && world > 1) fprintf(stderr, "oar train: rank %d: %s\n", rank, oar_last_error());
+    else if (rc) fprintf(stderr, "oar train: %s\n", oar_last_error());
     if (oar_profiler_running()) oar_profiler_stop(); /* after a failure: still writes the trace */
     if (metrics) fclose(metrics);
     oar_loader_free(loader);
     oar_scheduler_free(sched);
+    oar_dist_dp_free(dp);
     oar_optimizer_free(opt);
     oar_module_free(m);
     train_data_close(&d);

@@ -27,6 +27,8 @@ static void usage(FILE *f) {
             "                                    --disable-pass NAME,...); unknown flags are refused\n"
             "  profile --workload NAME [...]     profile training steps of a workload: timer table, op\n"
             "                                    tables, Chrome trace (run 'oar profile' for the options)\n"
+            "  launch --nproc N [--hosts h:n,...] -- PROGRAM ARGS   run PROGRAM as N ranks under mpirun\n"
+            "                                    (table of ranks and endpoints; the job's exit status)\n"
             "  --version                         print the version\n"
             "  help                              this text\n");
 }
@@ -77,6 +79,10 @@ static char **split_assignments(int *argc, char **argv) {
     if (!out) return argv;
     int n = 0;
     for (int i = 0; i < *argc; i++) {
+        if (!strcmp(argv[i], "--")) { /* what follows is another program's (oar launch) */
+            while (i < *argc) out[n++] = argv[i++];
+            break;
+        }
         const char *eq = strchr(argv[i], '=');
         if (i > 1 && !strncmp(argv[i], "--", 2) && eq && eq > argv[i] + 2) {
             char *flag = strdup(argv[i]);
@@ -119,6 +125,7 @@ int main(int argc, char **argv) {
     if (strcmp(cmd, "export") == 0) return oar_cmd_export(argc - 1, argv + 1);
     if (strcmp(cmd, "infer") == 0) return oar_cmd_infer(argc - 1, argv + 1);
     if (strcmp(cmd, "inspect") == 0) return oar_cmd_inspect(argc - 1, argv + 1);
+    if (strcmp(cmd, "launch") == 0) return oar_cmd_launch(argc - 1, argv + 1);
     fprintf(stderr, "oar: unknown command '%s'\n\n", cmd);
     usage(stderr);
     return 2;

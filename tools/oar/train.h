@@ -10,6 +10,7 @@ typedef struct train_opts {
     const char *profile, *profile_dir, *profile_steps; /* --profile timer|full, --profile-dir, A:B */
     const char *mode;  /* --mode eager|static: the training step run op by op, or compiled */
     int epochs, threads, workers;
+    int nproc;         /* --nproc N: data parallel over N ranks (0: as launched) */
     int64_t batch, context, steps_limit;
     double lr, weight_decay, momentum, clip;
     double label_smoothing; /* --label-smoothing: of the training loss only */
@@ -48,5 +49,11 @@ oar_tensor *train_loss(oar_module *m, const train_data *d, oar_tensor *x, oar_te
 /* Mean loss and accuracy over a dataset, in eval mode without gradients. */
 oar_status train_evaluate(oar_module *m, const train_data *d, oar_dataset *ds, int64_t batch, double *loss,
                           double *accuracy);
+
+/* train_dist.c: with --nproc N > 1 outside a job, runs this command under `oar launch` and
+ * returns its status (-1: nothing to do, go on); train_dist_begin joins the job (any world
+ * size), checks the options against it and silences ranks other than 0. */
+int train_dist_relaunch(int argc, char **argv, int nproc);
+oar_status train_dist_begin(train_opts *o, int *world, int *rank);
 
 #endif

@@ -26,6 +26,7 @@ static void usage(void) {
             "  --mode eager | static (default eager; static compiles the whole training step)\n"
             "  --profile timer|full  step timer table, or also op spans, tables and a Chrome trace\n"
             "  --check-nan-inf   stop at the first op that makes a NaN or Inf, and name it\n"
+            "  --nproc N         data parallel over N processes (oar launch; --batch is the global batch)\n"
             "  --profile-dir DIR (full: where the trace goes, default oar-profile)\n"
             "  --profile-steps A:B (steps recorded; default: from step min(5, steps/5), 20 steps\n"
             "                    in full mode, to the end in timer mode)\n");
@@ -41,7 +42,7 @@ static const cli_flag TRAIN_FLAGS[] = {
     {"--workers", CLI_INT},        {"--lr", CLI_NUMBER},        {"--weight-decay", CLI_NUMBER},
     {"--momentum", CLI_NUMBER},    {"--clip", CLI_NUMBER},      {"--label-smoothing", CLI_NUMBER},
     {"--seed", CLI_INT},           {"--resume", CLI_NONE},      {"--quiet", CLI_NONE},
-    {"--check-nan-inf", CLI_NONE},
+    {"--check-nan-inf", CLI_NONE}, {"--nproc", CLI_COUNT},
 };
 
 bool train_parse(int argc, char **argv, train_opts *o) {
@@ -71,6 +72,7 @@ bool train_parse(int argc, char **argv, train_opts *o) {
         else if (FLAG("--context")) o->context = atoll(v);
         else if (FLAG("--steps")) o->steps_limit = atoll(v);
         else if (FLAG("--threads")) o->threads = atoi(v);
+        else if (FLAG("--nproc")) o->nproc = atoi(v);
         else if (FLAG("--workers")) o->workers = atoi(v);
         else if (FLAG("--lr")) o->lr = atof(v);
         else if (FLAG("--weight-decay")) o->weight_decay = atof(v);

@@ -1,0 +1,128 @@
+/* oar/dist.h — distributed training: process groups, collectives, data parallel.
+ * Included by oar.h. Read docs/dist.md for the design and the measurements.
+ *
+ *   1. The job: oar_dist_init reads the rank and world size from the MPI launcher (`oar launch`,
+ *      mpirun) or from Fleet-style variables, starts the liveness channel and the world
+ *      communicator; oar_dist_finalize ends it.
+ *   2. Collectives on tensors, all asynchronous: each returns a work handle that
+ *      oar_dist_wait completes (and frees). A dead peer, a mismatched collective or a timeout
+ *      fails the wait with a message naming the rank; nothing waits forever.
+ *   3. Data parallel: oar_dist_data_parallel wraps a module's parameters; gradients are
+ *      averaged across ranks in fused buckets while backward runs.
+ * Without MPI (or outside a launcher) the world has one rank and every call works locally. */
+#ifndef OAR_DIST_H
+#define OAR_DIST_H
+
+#include "oar.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------- the job */
+
+typedef struct oar_dist_opts {
+    int heartbeat_ms;          /* liveness: each rank signals every peer this often; 0 = 100 */
+    int peer_timeout_ms;       /* a peer silent this long is reported dead; 0 = 1500 */
+    int collective_timeout_ms; /* a collective that makes no progress this long fails naming the
+                                * ranks that never joined it; 0 = 300000 (5 minutes) */
+} oar_dist_opts;
+
+/* Starts the job's distributed state (idempotent once it succeeded). The world comes from the
+ * MPI launcher (OMPI_COMM_WORLD_RANK/SIZE, PMI_RANK/SIZE); PADDLE_TRAINER_ID and
+ * PADDLE_TRAINERS_NUM, when set, must agree with it. Environment overrides of opts:
+ * OAR_DIST_HEARTBEAT_MS, OAR_DIST_PEER_TIMEOUT_MS, OAR_DIST_COLLECTIVE_TIMEOUT_MS,
+ * OAR_DIST_PORT (base port of the liveness listeners; rank r uses base + local rank). */
+OAR_API oar_status oar_dist_init(const oar_dist_opts *opts);
+/* Ends the job cleanly (a barrier, then MPI_Finalize). After a peer failure it only stops
+ * oar's threads and returns the failure: MPI cannot finish with a dead rank. */
+OAR_API oar_status oar_dist_finalize(void);
+OAR_API bool oar_dist_initialized(void);
+OAR_API int oar_dist_rank(void);        /* 0 before init */
+OAR_API int oar_dist_world_size(void);  /* 1 before init */
+OAR_API int oar_dist_local_rank(void);  /* rank among the processes on this host */
+/* The communicator's backend: "mpi", or "local" for a one-process world. */
+OAR_API const char *oar_dist_backend(void);
+/* The rank that the liveness channel found dead (or unresponsive), -1 while all are alive. */
+OAR_API int oar_dist_dead_rank(void);
+
+/* ---------------------------------------------------------------- collectives */
+
+typedef enum oar_dist_op { OAR_DIST_SUM = 0, OAR_DIST_AVG, OAR_DIST_MAX, OAR_DIST_MIN } oar_dist_op;
+
+typedef struct oar_dist_work oar_dist_work;
+
+/* All operate on contiguous CPU tensors (f32, f64, i32, i64), in the world communicator, and
+ * must be called in the same order on every rank (as in MPI). They return NULL with an error
+ * for bad arguments. The tensors must stay alive and untouched until the wait.
+ *   allreduce: t = op over ranks, in place. fixed_order: the sum is taken in rank order
+ *     0, 1, ..., N-1 by oar itself (bitwise reproducible, identical on every rank, sizes and
+ *     signatures checked across ranks); otherwise MPI's own algorithm runs.
+ *   broadcast: t = root's t.   allgather: out = the ranks' in, concatenated along dim 0
+ *   (out.numel = N * in.numel).  reduce_scatter: out = rank's block of op over the ranks' in
+ *   (in.numel = N * out.numel).  send/recv: to/from peer with a tag >= 0. */
+OAR_API oar_dist_work *oar_dist_allreduce(oar_tensor *t, oar_dist_op op, bool fixed_order);
+OAR_API oar_dist_work *oar_dist_broadcast(oar_tensor *t, int root);
+OAR_API oar_dist_work *oar_dist_allgather(oar_tensor *out, oar_tensor *in);
+OAR_API oar_dist_work *oar_dist_reduce_scatter(oar_tensor *out, oar_tensor *in, oar_dist_op op);
+OAR_API oar_dist_work *oar_dist_barrier(void);
+OAR_API oar_dist_work *oar_dist_send(oar_tensor *t, int peer, int tag);
+OAR_API oar_dist_work *oar_dist_recv(oar_tensor *t, int peer, int tag);
+/* Waits for w, frees it and returns its status (a NULL w returns the error that made it NULL). */
+OAR_API oar_status oar_dist_wait(oar_dist_work *w);
+/* Whether w has completed (successfully or not); it still has to be waited for. */
+OAR_API bool oar_dist_test(oar_dist_work *w);
+
+/* ---------------------------------------------------------------- data parallel */
+
+typedef struct oar_dist_strategy {
+    double fuse_grad_size_in_MB; /* bucket capacity; 0 = 32 (Paddle Fleet's default) */
+    double first_bucket_MB;      /* the first bucket, small so communication starts early; 0 = 1 */
+    bool mpi_allreduce;          /* use MPI's allreduce instead of the fixed rank-order reduction:
+                                  * faster on some networks, not bitwise reproducible */
+} oar_dist_strategy;
+
+typedef struct oar_dist_dp oar_dist_dp;
+
+/* Data parallel over the world: broadcasts every parameter and buffer from rank 0 (a
+ * collective: every rank calls it), then groups the trainable parameters, in reverse order,
+ * into buckets, and hooks their gradients. During backward each gradient is copied into its
+ * bucket as soon as it is final and a full bucket's allreduce starts at once. Parameters must
+ * be f32 on the CPU. The module must outlive the handle. */
+OAR_API oar_dist_dp *oar_dist_data_parallel(oar_module *m, const oar_dist_strategy *strategy);
+/* After backward, before clipping or the optimizer: sends the buckets that are not full (a
+ * parameter without a gradient on this rank contributes zeros, so unused parameters never
+ * hang), waits for all, and leaves in every parameter's .grad the average over ranks (a view
+ * of its bucket). A parameter no rank used keeps no gradient, as in one process. Call
+ * oar_optimizer_zero_grad before each backward. */
+OAR_API oar_status oar_dist_dp_sync(oar_dist_dp *dp);
+/* oar_backward(loss) followed by oar_dist_dp_sync. */
+OAR_API oar_status oar_dist_dp_backward(oar_dist_dp *dp, oar_tensor *loss);
+
+typedef struct oar_dist_dp_stats {
+    int n_buckets;
+    int64_t steps;                  /* syncs completed */
+    int64_t launched_in_backward;   /* bucket allreduces started from a gradient hook (overlap) */
+    int64_t launched_at_sync;       /* started by the sync (buckets holding unused parameters) */
+    double comm_seconds;            /* summed time from each bucket's launch to its completion */
+    double exposed_seconds;         /* time the syncs spent waiting (communication not hidden) */
+} oar_dist_dp_stats;
+OAR_API oar_status oar_dist_dp_get_stats(const oar_dist_dp *dp, oar_dist_dp_stats *out);
+/* Bucket i (0 = the first sent): its element count and the number of parameters in it. */
+OAR_API int64_t oar_dist_dp_bucket_numel(const oar_dist_dp *dp, int i);
+OAR_API int oar_dist_dp_bucket_params(const oar_dist_dp *dp, int i);
+OAR_API void oar_dist_dp_free(oar_dist_dp *dp);
+
+/* The loader's share of each epoch for rank `rank` of `count` (set before the first epoch).
+ * Global batch k is batch_size * count consecutive samples of the epoch's order (shuffled
+ * with the loader's seed and the epoch, as in one process) and rank r takes its r-th part, so
+ * every sample is seen once per epoch across ranks and N ranks at batch B see exactly the
+ * batches of one process at batch N*B. A last, partial global batch is split as evenly as
+ * possible (drop_last drops it). oar_dist_shard_loader uses the world's rank and size. */
+OAR_API oar_status oar_loader_set_shard(oar_loader *l, int rank, int count);
+OAR_API oar_status oar_dist_shard_loader(oar_loader *l);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* OAR_DIST_H */

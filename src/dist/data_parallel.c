@@ -1,0 +1,329 @@
+/* Eager data parallel: gradient buckets filled from gradient hooks and averaged across ranks
+ * while backward continues (docs/dist.md).
+ *
+ * Each trainable parameter owns a slice of one bucket (reverse parameter order, since
+ * backward produces the last layers' gradients first). When its gradient is final the hook
+ * copies it into the slice and hands autograd a view of that slice as the parameter's .grad,
+ * so the averaged values land in .grad with no copy back. A bucket whose every parameter is
+ * in starts its allreduce at once. A bucket also carries one "used" flag per parameter:
+ * sync sends the buckets still open with zeros for parameters this rank did not use, so an
+ * unused parameter never hangs the job, and the averaged flag says whether any rank used it
+ * (if none did, the parameter keeps no gradient, exactly as in one process). No graph walk. */
+#include "dist/comm.h"
+#include "tensor/tensor.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct dp_param {
+    struct oar_dist_dp *dp;
+    oar_tensor *p;        /* borrowed from the module */
+    const char *name;
+    int bucket, slot;     /* slot: its index in the bucket (its used flag) */
+    oar_tensor *view;     /* its slice of the bucket, shaped like p */
+    bool ready;
+    int hook;
+} dp_param;
+
+typedef struct dp_bucket {
+    oar_tensor *buf;      /* f32 [numel + n_params]: gradients, then the used flags */
+    int64_t numel;
+    int n_params, first, n_ready;
+    uint64_t signature;
+    char label[160];
+    oar_dist_work *work;
+    double t_launch;
+} dp_bucket;
+
+struct oar_dist_dp {
+    oar_module *m;
+    oar_comm *c;
+    oar_dist_strategy s;
+    dp_param *params;     /* bucket order */
+    int n;
+    dp_bucket *b;
+    int nb;
+    oar_status err;       /* raised in a hook, reported by sync */
+    char err_msg[512];
+    oar_dist_dp_stats stats;
+};
+
+static uint64_t fnv(uint64_t h, const void *p, size_t n) {
+    for (size_t i = 0; i < n; i++) h = (h ^ ((const unsigned char *)p)[i]) * 1099511628211ull;
+    return h;
+}
+
+static void hook_error(oar_dist_dp *dp, oar_status st, const char *fmt, const char *name) {
+    if (dp->err != OAR_OK) return;
+    dp->err = st;
+    snprintf(dp->err_msg, sizeof dp->err_msg, fmt, name);
+}
+
+static void launch(oar_dist_dp *dp, dp_bucket *b, bool from_hook) {
+    oar_coll_desc d = {.kind = OAR_COLL_ALLREDUCE, .buf = oar_tensor_ptr(b->buf), .count = b->buf->numel,
+                       .dtype = OAR_F32, .op = OAR_DIST_AVG, .tag = (int)(b - dp->b),
+                       .fixed_order = !dp->s.mpi_allreduce, .signature = b->signature, .label = b->label};
+    b->t_launch = oar_dist_now();
+    b->work = oar_dist_submit(dp->c, &d);
+    if (!b->work) {
+        hook_error(dp, oar_last_status(), "data_parallel: could not start a bucket's allreduce: %s", oar_last_error());
+        return;
+    }
+    if (from_hook) dp->stats.launched_in_backward++;
+    else dp->stats.launched_at_sync++;
+}
+
+static float *used_flags(dp_bucket *b) { return (float *)oar_tensor_ptr(b->buf) + b->numel; }
+
+static oar_tensor *grad_ready(oar_tensor *g, void *user) {
+    dp_param *q = user;
+    oar_dist_dp *dp = q->dp;
+    dp_bucket *b = &dp->b[q->bucket];
+    if (dp->err != OAR_OK) return NULL;
+    if (q->ready || q->p->grad) {
+        hook_error(dp, OAR_ERR_STATE, "data_parallel: parameter '%s' got a second gradient before the sync (it "
+                   "already holds one); call oar_optimizer_zero_grad before each backward and oar_dist_dp_sync "
+                   "after it (accumulating over several backward calls is not supported yet)", q->name);
+        return NULL;
+    }
+    if (!g->storage || oar_tensor_copy_strided(q->view, g) != OAR_OK) {
+        hook_error(dp, OAR_ERR_STATE, "data_parallel: the gradient of '%s' could not be copied into its bucket "
+                   "(a compiled step? data parallel runs eagerly for now)", q->name);
+        return NULL;
+    }
+    q->ready = true;
+    used_flags(b)[q->slot] = 1.0f;
+    if (++b->n_ready == b->n_params) launch(dp, b, true);
+    return oar_track(oar_tensor_alias(q->view)); /* .grad becomes the bucket's slice */
+}
+
+/* Every rank must hold the same parameters: one fixed-order allreduce whose signature covers
+ * every name and shape fails, naming both sides, if any differ. Then rank 0's values. */
+static oar_status agree_and_broadcast(oar_dist_dp *dp, uint64_t model_sig, int64_t total) {
+    int np = oar_module_num_parameters(dp->m), nbuf = oar_module_num_buffers(dp->m);
+    oar_tensor *probe = oar_tensor_new(OAR_F32, (int64_t[]){1}, 1);
+    if (!probe) return oar_last_status();
+    char label[160];
+    snprintf(label, sizeof label, "data_parallel: the model (%d parameters, %d buffers, %lld trainable elements)",
+             np, nbuf, (long long)total);
+    oar_coll_desc d = {.kind = OAR_COLL_ALLREDUCE, .buf = oar_tensor_ptr(probe), .count = 1, .dtype = OAR_F32,
+                       .op = OAR_DIST_SUM, .tag = OAR_DIST_USER_CHANNEL - 1, .fixed_order = true,
+                       .signature = model_sig, .label = label};
+    oar_status st = oar_dist_wait(oar_dist_submit(dp->c, &d));
+    oar_tensor_unref(probe);
+    for (int i = 0; st == OAR_OK && i < np + nbuf; i++) {
+        const char *name;
+        oar_tensor *t = i < np ? oar_module_parameter(dp->m, i, &name) : oar_module_buffer(dp->m, i - np, &name);
+        if (!oar_dist_dtype_size(t->dtype)) continue; /* bool/u8 buffers: flags, not learned state */
+        oar_coll_desc bd = {.kind = OAR_COLL_BROADCAST, .buf = oar_tensor_ptr(t), .count = t->numel,
+                            .dtype = t->dtype, .peer = 0, .label = name};
+        st = oar_dist_wait(oar_dist_submit(dp->c, &bd));
+    }
+    if (st != OAR_OK) oar_error_prefix("data_parallel");
+    return st;
+}
+
+static oar_status check_param(const char *name, const oar_tensor *p) {
+    if (p->dtype != OAR_F32)
+        return oar_error(OAR_ERR_DTYPE, "data_parallel: expected f32 parameters, got %s for '%s'",
+                         oar_dtype_name(p->dtype), name);
+    if (p->device != OAR_CPU || !p->contiguous || !p->storage)
+        return oar_error(OAR_ERR_UNSUPPORTED, "data_parallel: expected '%s' contiguous on the CPU (NCCL for "
+                                              "CUDA tensors is not there yet)", name);
+    return OAR_OK;
+}
+
+/* Cuts the trainable parameters, last first, into buckets of the configured capacities. */
+static oar_status plan_buckets(oar_dist_dp *dp, uint64_t *model_sig, int64_t *total) {
+    int np = oar_module_num_parameters(dp->m);
+    dp->params = calloc((size_t)(np ? np : 1), sizeof(dp_param));
+    dp->b = calloc((size_t)(np ? np : 1), sizeof(dp_bucket));
+    if (!dp->params || !dp->b) return oar_error(OAR_ERR_OOM, "data_parallel: out of memory");
+    double first_cap = (dp->s.first_bucket_MB > 0 ? dp->s.first_bucket_MB : 1.0) * 1048576.0;
+    double cap = (dp->s.fuse_grad_size_in_MB > 0 ? dp->s.fuse_grad_size_in_MB : 32.0) * 1048576.0;
+    *model_sig = 14695981039346656037ull;
+    *total = 0;
+    for (int i = np - 1; i >= 0; i--) {
+        const char *name;
+        oar_tensor *p = oar_module_parameter(dp->m, i, &name);
+        *model_sig = fnv(fnv(*model_sig, name, strlen(name)), p->shape, sizeof(int64_t) * (size_t)p->ndim);
+        if (!oar_requires_grad(p)) continue;
+        bool seen = false;
+        for (int k = 0; k < dp->n; k++) seen |= dp->params[k].p == p;
+        if (seen) continue; /* a shared parameter is reduced once */
+        oar_status st = check_param(name, p);
+        if (st != OAR_OK) return st;
+        dp_bucket *b = dp->nb ? &dp->b[dp->nb - 1] : NULL;
+        double limit = dp->nb == 1 ? first_cap : cap;
+        if (!b || (b->n_params > 0 && 4.0 * (double)(b->numel + p->numel) > limit)) {
+            b = &dp->b[dp->nb++];
+            b->first = dp->n;
+        }
+        dp->params[dp->n] = (dp_param){.dp = dp, .p = p, .name = name, .bucket = dp->nb - 1, .slot = b->n_params};
+        b->n_params++;
+        b->numel += p->numel;
+        *total += p->numel;
+        dp->n++;
+    }
+    return OAR_OK;
+}
+
+static oar_status build_buckets(oar_dist_dp *dp) {
+    for (int k = 0; k < dp->nb; k++) {
+        dp_bucket *b = &dp->b[k];
+        b->buf = oar_tensor_new(OAR_F32, (int64_t[]){b->numel + b->n_params}, 1);
+        if (!b->buf || oar_tensor_fill(b->buf, 0.0) != OAR_OK) return oar_last_status();
+        b->signature = 14695981039346656037ull;
+        int used = snprintf(b->label, sizeof b->label, "gradient bucket %d (", k);
+        int64_t off = 0;
+        for (int j = 0; j < b->n_params; j++) {
+            dp_param *q = &dp->params[b->first + j];
+            b->signature = fnv(fnv(b->signature, q->name, strlen(q->name) + 1), q->p->shape,
+                               sizeof(int64_t) * (size_t)q->p->ndim);
+            if (used < (int)sizeof b->label)
+                used += snprintf(b->label + used, sizeof b->label - (size_t)used, "%s%s", j ? ", " : "", q->name);
+            q->view = oar_tensor_alias(b->buf);
+            if (!q->view) return oar_last_status();
+            q->view->offset = off;
+            q->view->ndim = q->p->ndim;
+            memcpy(q->view->shape, q->p->shape, sizeof(int64_t) * (size_t)q->p->ndim);
+            oar_tensor_set_contiguous_strides(q->view);
+            oar_tensor_refresh(q->view);
+            off += q->p->numel;
+        }
+        if (used < (int)sizeof b->label) snprintf(b->label + used, sizeof b->label - (size_t)used, ")");
+        else memcpy(b->label + sizeof b->label - 5, "...)", 5);
+    }
+    for (int k = 0; k < dp->n; k++) {
+        dp_param *q = &dp->params[k];
+        if ((q->hook = oar_register_hook(q->p, grad_ready, q)) < 0) return oar_last_status();
+    }
+    dp->stats.n_buckets = dp->nb;
+    return OAR_OK;
+}
+
+oar_dist_dp *oar_dist_data_parallel(oar_module *m, const oar_dist_strategy *strategy) {
+    if (!m) return oar_error(OAR_ERR_INVALID_ARG, "data_parallel: the module is NULL"), NULL;
+    oar_comm *c = oar_dist_world_comm();
+    if (!c) return oar_error(OAR_ERR_STATE, "data_parallel: call oar_dist_init first"), NULL;
+    oar_dist_strategy s = strategy ? *strategy : (oar_dist_strategy){0};
+    if (s.fuse_grad_size_in_MB < 0 || s.first_bucket_MB < 0)
+        return oar_error(OAR_ERR_INVALID_ARG, "data_parallel: expected bucket sizes >= 0 MB (0 means the default), "
+                         "got fuse_grad_size_in_MB %g, first_bucket_MB %g", s.fuse_grad_size_in_MB,
+                         s.first_bucket_MB), NULL;
+    oar_dist_dp *dp = OAR_NEW(oar_dist_dp);
+    if (!dp) return NULL;
+    dp->m = m;
+    dp->c = c;
+    dp->s = s;
+    uint64_t sig = 0;
+    int64_t total = 0;
+    oar_status st = plan_buckets(dp, &sig, &total);
+    if (st == OAR_OK) st = agree_and_broadcast(dp, sig, total);
+    if (st == OAR_OK) st = build_buckets(dp);
+    if (st != OAR_OK) {
+        oar_dist_dp_free(dp);
+        return NULL;
+    }
+    return dp;
+}
+
+static void reset_step(oar_dist_dp *dp) {
+    for (int k = 0; k < dp->n; k++) dp->params[k].ready = false;
+    for (int k = 0; k < dp->nb; k++) {
+        dp->b[k].n_ready = 0;
+        memset(used_flags(&dp->b[k]), 0, sizeof(float) * (size_t)dp->b[k].n_params);
+    }
+    dp->err = OAR_OK;
+}
+
+oar_status oar_dist_dp_sync(oar_dist_dp *dp) {
+    if (!dp) return oar_error(OAR_ERR_INVALID_ARG, "dist_dp_sync: the handle is NULL");
+    double t0 = oar_dist_now();
+    for (int k = 0; k < dp->nb && dp->err == OAR_OK; k++) {
+        dp_bucket *b = &dp->b[k];
+        if (b->work) continue;
+        for (int j = 0; j < b->n_params; j++) { /* unused here: zeros, flag 0 */
+            dp_param *q = &dp->params[b->first + j];
+            if (q->ready) continue;
+            if (q->p->grad) {
+                hook_error(dp, OAR_ERR_STATE, "dist_dp_sync: parameter '%s' holds a gradient from before this "
+                           "backward; call oar_optimizer_zero_grad before each backward", q->name);
+                break;
+            }
+            oar_tensor_fill(q->view, 0.0);
+        }
+        if (dp->err == OAR_OK) launch(dp, b, false);
+    }
+    oar_status st = OAR_OK;
+    for (int k = 0; k < dp->nb; k++) { /* wait for every launched bucket, even after an error */
+        dp_bucket *b = &dp->b[k];
+        if (!b->work) continue;
+        double t_done = 0;
+        oar_status s = oar_dist_wait_timed(b->work, &t_done);
+        b->work = NULL;
+        if (s != OAR_OK) {
+            reset_step(dp);
+            return s; /* the first failure (a dead peer fails them all alike) */
+        }
+        dp->stats.comm_seconds += t_done - b->t_launch;
+    }
+    if (dp->err != OAR_OK) {
+        st = oar_error(dp->err, "%s", dp->err_msg);
+        reset_step(dp);
+        return st;
+    }
+    for (int k = 0; k < dp->n; k++) {
+        dp_param *q = &dp->params[k];
+        bool anyone = used_flags(&dp->b[q->bucket])[q->slot] > 0.0f;
+        if (anyone && !q->p->grad && !(q->p->grad = oar_tensor_alias(q->view))) {
+            reset_step(dp);
+            return oar_last_status();
+        }
+    }
+    reset_step(dp);
+    dp->stats.exposed_seconds += oar_dist_now() - t0;
+    dp->stats.steps++;
+    return OAR_OK;
+}
+
+oar_status oar_dist_dp_backward(oar_dist_dp *dp, oar_tensor *loss) {
+    if (!dp) return oar_error(OAR_ERR_INVALID_ARG, "dist_dp_backward: the handle is NULL");
+    oar_status st = oar_backward(loss, NULL, false);
+    return st == OAR_OK ? oar_dist_dp_sync(dp) : st;
+}
+
+oar_status oar_dist_dp_get_stats(const oar_dist_dp *dp, oar_dist_dp_stats *out) {
+    if (!dp || !out) return oar_error(OAR_ERR_INVALID_ARG, "dist_dp_get_stats: expected a handle and an output");
+    *out = dp->stats;
+    return OAR_OK;
+}
+
+int64_t oar_dist_dp_bucket_numel(const oar_dist_dp *dp, int i) {
+    if (!dp || i < 0 || i >= dp->nb)
+        return oar_error(OAR_ERR_INVALID_ARG, "dist_dp_bucket_numel: expected 0 <= i < %d, got %d", dp ? dp->nb : 0, i), -1;
+    return dp->b[i].numel;
+}
+
+int oar_dist_dp_bucket_params(const oar_dist_dp *dp, int i) {
+    if (!dp || i < 0 || i >= dp->nb)
+        return oar_error(OAR_ERR_INVALID_ARG, "dist_dp_bucket_params: expected 0 <= i < %d, got %d", dp ? dp->nb : 0, i), -1;
+    return dp->b[i].n_params;
+}
+
+void oar_dist_dp_free(oar_dist_dp *dp) {
+    if (!dp) return;
+    for (int k = 0; k < dp->n; k++) {
+        dp_param *q = &dp->params[k];
+        if (q->hook > 0) oar_remove_hook(q->p, q->hook);
+        oar_tensor_unref(q->view);
+    }
+    for (int k = 0; k < dp->nb; k++) {
+        if (dp->b[k].work) oar_dist_wait(dp->b[k].work); /* never free a buffer MPI still reads */
+        oar_tensor_unref(dp->b[k].buf);
+    }
+    free(dp->params);
+    free(dp->b);
+    free(dp);
+}

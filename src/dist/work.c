@@ -1,0 +1,249 @@
+/* Work handles and the public collectives: tensors are checked and turned into raw-buffer
+ * descriptions for the backend; waiting is common to every backend, so a dead peer (from the
+ * liveness channel) or a collective that stops progressing fails every wait the same way. */
+#include "dist/comm.h"
+#include "dist/liveness.h"
+#include "tensor/tensor.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+double oar_dist_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+size_t oar_dist_dtype_size(oar_dtype dt) {
+    switch (dt) {
+    case OAR_F32: case OAR_I32: return 4;
+    case OAR_F64: case OAR_I64: return 8;
+    default: return 0;
+    }
+}
+
+#define REDUCE_LOOP(T)                                                         \
+    do {                                                                       \
+        T *a = acc;                                                            \
+        const T *b = x;                                                        \
+        switch (op) {                                                          \
+        case OAR_DIST_SUM: case OAR_DIST_AVG:                              \
+            for (int64_t i = 0; i < n; i++) a[i] += b[i];                      \
+            break;                                                             \
+        case OAR_DIST_MAX:                                                   \
+            for (int64_t i = 0; i < n; i++) a[i] = b[i] > a[i] ? b[i] : a[i];  \
+            break;                                                             \
+        case OAR_DIST_MIN:                                                   \
+            for (int64_t i = 0; i < n; i++) a[i] = b[i] < a[i] ? b[i] : a[i];  \
+            break;                                                             \
+        }                                                                      \
+    } while (0)
+
+void oar_dist_reduce_into(void *acc, const void *x, int64_t n, oar_dtype dt, oar_dist_op op) {
+    switch (dt) {
+    case OAR_F32: REDUCE_LOOP(float); break;
+    case OAR_F64: REDUCE_LOOP(double); break;
+    case OAR_I32: REDUCE_LOOP(int32_t); break;
+    case OAR_I64: REDUCE_LOOP(int64_t); break;
+    default: break;
+    }
+}
+
+void oar_dist_scale_avg(void *buf, int64_t n, oar_dtype dt, int size) {
+    switch (dt) { /* a division, as a mean over N*B samples divides once */
+    case OAR_F32: for (int64_t i = 0; i < n; i++) ((float *)buf)[i] /= (float)size; break;
+    case OAR_F64: for (int64_t i = 0; i < n; i++) ((double *)buf)[i] /= (double)size; break;
+    case OAR_I32: for (int64_t i = 0; i < n; i++) ((int32_t *)buf)[i] /= size; break;
+    case OAR_I64: for (int64_t i = 0; i < n; i++) ((int64_t *)buf)[i] /= size; break;
+    default: break;
+    }
+}
+
+void oar_dist_work_finish(oar_dist_work *w, oar_status st, const char *fmt, ...) {
+    w->status = st;
+    if (st != OAR_OK && fmt) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(w->msg, sizeof w->msg, fmt, ap);
+        va_end(ap);
+    }
+    w->t_done = oar_dist_now();
+    pthread_mutex_lock(&w->comm->mu);
+    atomic_store(&w->done, 1);
+    pthread_cond_broadcast(&w->comm->cv);
+    pthread_mutex_unlock(&w->comm->mu);
+}
+
+oar_dist_work *oar_dist_submit(oar_comm *c, const oar_coll_desc *d) {
+    oar_dist_work *w = OAR_NEW(oar_dist_work);
+    if (!w) return NULL;
+    w->comm = c;
+    w->d = *d;
+    snprintf(w->label, sizeof w->label, "%s", d->label ? d->label : "collective");
+    w->d.label = w->label;
+    w->t_submit = w->t_progress = oar_dist_now();
+    if (c->ops->submit(c, w) != OAR_OK) {
+        free(w);
+        return NULL;
+    }
+    return w;
+}
+
+bool oar_dist_test(oar_dist_work *w) { return w && atomic_load(&w->done); }
+
+oar_status oar_dist_wait(oar_dist_work *w) { return oar_dist_wait_timed(w, NULL); }
+
+oar_status oar_dist_wait_timed(oar_dist_work *w, double *t_done) {
+    if (!w) return oar_last_status() != OAR_OK ? oar_last_status()
+                                               : oar_error(OAR_ERR_INVALID_ARG, "dist_wait: the work is NULL");
+    oar_comm *c = w->comm;
+    double timeout = oar_dist_collective_timeout();
+    char why[320];
+    pthread_mutex_lock(&c->mu);
+    while (!atomic_load(&w->done)) {
+        int dead = oar_liveness_dead(why, sizeof why);
+        double stalled = oar_dist_now() - w->t_progress;
+        if (dead >= 0 || stalled > timeout) {
+            pthread_mutex_unlock(&c->mu);
+            oar_status st;
+            if (dead >= 0) {
+                st = oar_error(OAR_ERR_IO, "dist: %s; rank %d stops %s", why, c->rank, w->label);
+            } else {
+                char pending[160] = "";
+                if (c->ops->describe_pending) c->ops->describe_pending(c, w, pending, sizeof pending);
+                st = oar_error(OAR_ERR_IO, "dist: %s made no progress for %.0f s on rank %d%s%s (a rank that "
+                               "skipped it or called a different collective; the limit is "
+                               "OAR_DIST_COLLECTIVE_TIMEOUT_MS)", w->label, stalled, c->rank,
+                               pending[0] ? ": still waiting for " : "", pending);
+            }
+            return st; /* w stays with the backend: it may still touch its buffers */
+        }
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 20 * 1000 * 1000;
+        if (ts.tv_nsec >= 1000000000) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000;
+        }
+        pthread_cond_timedwait(&c->cv, &c->mu, &ts);
+    }
+    pthread_mutex_unlock(&c->mu);
+    oar_status st = w->status;
+    if (st != OAR_OK) oar_error(st, "%s", w->msg);
+    if (t_done) *t_done = w->t_done;
+    free(w->impl);
+    free(w);
+    return st;
+}
+
+/* ---- the public collectives on tensors */
+
+static oar_comm *world(const char *who) {
+    oar_comm *c = oar_dist_world_comm();
+    if (!c) oar_error(OAR_ERR_STATE, "%s: distributed state not started; call oar_dist_init first", who);
+    return c;
+}
+
+static bool check_tensor(const char *who, const char *what, const oar_tensor *t) {
+    if (!OAR_HANDLE_OK(t)) return oar_handle_error(who, what, -1, t), false;
+    if (!t) return oar_error(OAR_ERR_INVALID_ARG, "%s: %s is NULL", who, what), false;
+    if (!t->storage) return oar_error(OAR_ERR_STATE, "%s: %s is symbolic (tracing); collectives in compiled "
+                                                     "programs are not supported yet", who, what), false;
+    if (t->device != OAR_CPU)
+        return oar_error(OAR_ERR_UNSUPPORTED, "%s: expected %s on the CPU (the MPI backend), got another device; "
+                                              "copy it with oar_to(t, OAR_CPU) first", who, what), false;
+    if (!t->contiguous) return oar_error(OAR_ERR_INVALID_ARG, "%s: expected %s contiguous; use oar_contiguous",
+                                         who, what), false;
+    if (!oar_dist_dtype_size(t->dtype))
+        return oar_error(OAR_ERR_DTYPE, "%s: expected %s of dtype f32, f64, i32 or i64, got %s", who, what,
+                         oar_dtype_name(t->dtype)), false;
+    return true;
+}
+
+static oar_dist_work *submit_tensor(const char *who, oar_coll_desc d, oar_tensor *t) {
+    oar_comm *c = world(who);
+    if (!c || !check_tensor(who, "the tensor", t)) return NULL;
+    d.buf = oar_tensor_ptr(t);
+    d.count = t->numel;
+    d.dtype = t->dtype;
+    d.label = who;
+    return oar_dist_submit(c, &d);
+}
+
+static bool check_op(const char *who, oar_dist_op op) {
+    if (op >= OAR_DIST_SUM && op <= OAR_DIST_MIN) return true;
+    oar_error(OAR_ERR_INVALID_ARG, "%s: expected a reduce op (SUM, AVG, MAX, MIN), got %d", who, (int)op);
+    return false;
+}
+
+static bool check_rank(const char *who, const char *what, int r) {
+    oar_comm *c = oar_dist_world_comm();
+    if (c && r >= 0 && r < c->size) return true;
+    oar_error(OAR_ERR_INVALID_ARG, "%s: expected 0 <= %s < %d (the world size), got %d", who, what,
+              c ? c->size : 1, r);
+    return false;
+}
+
+oar_dist_work *oar_dist_allreduce(oar_tensor *t, oar_dist_op op, bool fixed_order) {
+    if (!check_op("dist_allreduce", op)) return NULL;
+    oar_comm *c = world("dist_allreduce");
+    if (!c) return NULL;
+    oar_coll_desc d = {.kind = OAR_COLL_ALLREDUCE, .op = op, .fixed_order = fixed_order};
+    if (fixed_order) {
+        d.tag = OAR_DIST_USER_CHANNEL + c->next_channel;
+        c->next_channel = (c->next_channel + 1) % (OAR_DIST_CHANNELS - OAR_DIST_USER_CHANNEL);
+        if (t) d.signature = ((uint64_t)t->numel << 8) ^ ((uint64_t)t->dtype << 4) ^ (uint64_t)op;
+    }
+    return submit_tensor("dist_allreduce", d, t);
+}
+
+oar_dist_work *oar_dist_broadcast(oar_tensor *t, int root) {
+    if (!check_rank("dist_broadcast", "root", root)) return NULL;
+    return submit_tensor("dist_broadcast", (oar_coll_desc){.kind = OAR_COLL_BROADCAST, .peer = root}, t);
+}
+
+static oar_dist_work *two_tensor(const char *who, oar_coll_kind kind, oar_tensor *out, oar_tensor *in,
+                                 oar_dist_op op) {
+    oar_comm *c = world(who);
+    if (!c || !check_tensor(who, "out", out) || !check_tensor(who, "in", in)) return NULL;
+    if (out->dtype != in->dtype)
+        return oar_error(OAR_ERR_DTYPE, "%s: expected out and in of one dtype, got %s and %s", who,
+                         oar_dtype_name(out->dtype), oar_dtype_name(in->dtype)), NULL;
+    int64_t big = kind == OAR_COLL_ALLGATHER ? out->numel : in->numel;
+    int64_t small = kind == OAR_COLL_ALLGATHER ? in->numel : out->numel;
+    if (big != small * c->size)
+        return oar_error(OAR_ERR_SHAPE, "%s: expected %s.numel == %d (world size) * %s.numel, got %lld and %lld",
+                         who, kind == OAR_COLL_ALLGATHER ? "out" : "in", c->size,
+                         kind == OAR_COLL_ALLGATHER ? "in" : "out", (long long)big, (long long)small), NULL;
+    oar_coll_desc d = {.kind = kind, .buf = oar_tensor_ptr(out), .in = oar_tensor_ptr(in), .count = out->numel,
+                       .dtype = out->dtype, .op = op, .label = who};
+    return oar_dist_submit(c, &d);
+}
+
+oar_dist_work *oar_dist_allgather(oar_tensor *out, oar_tensor *in) {
+    return two_tensor("dist_allgather", OAR_COLL_ALLGATHER, out, in, OAR_DIST_SUM);
+}
+
+oar_dist_work *oar_dist_reduce_scatter(oar_tensor *out, oar_tensor *in, oar_dist_op op) {
+    if (!check_op("dist_reduce_scatter", op)) return NULL;
+    return two_tensor("dist_reduce_scatter", OAR_COLL_REDUCE_SCATTER, out, in, op);
+}
+
+oar_dist_work *oar_dist_barrier(void) {
+    oar_comm *c = world("dist_barrier");
+    if (!c) return NULL;
+    return oar_dist_submit(c, &(oar_coll_desc){.kind = OAR_COLL_BARRIER, .label = "dist_barrier"});
+}
+
+static oar_dist_work *p2p(const char *who, oar_coll_kind kind, oar_tensor *t, int peer, int tag) {
+    if (!check_rank(who, "peer", peer)) return NULL;
+    if (tag < 0 || tag > 30000)
+        return oar_error(OAR_ERR_INVALID_ARG, "%s: expected 0 <= tag <= 30000, got %d", who, tag), NULL;
+    return submit_tensor(who, (oar_coll_desc){.kind = kind, .peer = peer, .tag = tag}, t);
+}
+
+oar_dist_work *oar_dist_send(oar_tensor *t, int peer, int tag) { return p2p("dist_send", OAR_COLL_SEND, t, peer, tag); }
+oar_dist_work *oar_dist_recv(oar_tensor *t, int peer, int tag) { return p2p("dist_recv", OAR_COLL_RECV, t, peer, tag); }

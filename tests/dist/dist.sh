@@ -1,0 +1,73 @@
+#!/bin/sh
+# Distributed training tests (docs/dist.md): dist_worker under mpirun with 2 and 3 ranks, one
+# thread each, beside one-process reference runs. Usage: dist.sh MPIEXEC DIST_WORKER
+# Skips (77) with a message when oar was built without MPI or mpirun cannot start a job.
+mpiexec=$1
+worker=$2
+if [ -z "$mpiexec" ]; then
+  echo "dist: skipped: oar was built without MPI (install libopenmpi-dev openmpi-bin, reconfigure)"
+  exit 77
+fi
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+fails=0
+root=""
+xopt=""
+[ "$(id -u)" -eq 0 ] && root="--allow-run-as-root"
+run() { # run NPROC ARGS...: the job's output in $dir/out, its status in $rc
+  np=$1; shift
+  timeout 120 "$mpiexec" $root --oversubscribe $xopt -np "$np" "$worker" "$@" >"$dir/out" 2>&1
+  rc=$?
+}
+fail() { echo "dist: FAILED: $*"; sed 's/^/    /' "$dir/out"; fails=$((fails + 1)); }
+expect_ok() { if [ $rc -eq 0 ]; then grep -v '^$' "$dir/out" | grep -v -- '^---' | head -3; else fail "$@ (exit $rc)"; fi; }
+count() { grep -c "$1" "$dir/out"; }
+
+if ! timeout 60 "$mpiexec" $root --oversubscribe -np 2 true >"$dir/out" 2>&1; then
+  echo "dist: skipped: $mpiexec cannot start a 2-process job here:"; sed 's/^/    /' "$dir/out"
+  exit 77
+fi
+
+for n in 2 3; do
+  run $n sampler; expect_ok "sampler, $n ranks"
+  run $n unused; expect_ok "unused parameters, $n ranks"
+done
+run 2 buckets; expect_ok "bucket sizes and overlap"
+
+# N ranks at batch 8 against one process at batch 8N over 200 steps (the bound of docs/dist.md),
+# and a repeated run bit for bit
+"$worker" train 200 16 "$dir/one16" >"$dir/out" 2>&1 || fail "one process, batch 16"
+"$worker" train 200 24 "$dir/one24" >"$dir/out" 2>&1 || fail "one process, batch 24"
+run 2 train 200 8 "$dir/two_a"; expect_ok "2 ranks, batch 8"
+run 2 train 200 8 "$dir/two_b"; expect_ok "2 ranks, batch 8, again"
+run 3 train 200 8 "$dir/three"; expect_ok "3 ranks, batch 8"
+for pair in "two_a two_b 0 0" "one16 two_a 1e-3 1e-4" "one24 three 1e-3 1e-4"; do
+  set -- $pair
+  "$worker" compare "$dir/$1" "$dir/$2" "$3" "$4" >"$dir/out" 2>&1 && sed "s|$dir/||g" "$dir/out" || fail "compare $pair"
+done
+
+# a rank SIGKILLed mid-training: the others stop within 2 s naming it
+start=$(date +%s)
+run 3 kill "$dir/killtime"
+took=$(( $(date +%s) - start ))
+if [ "$(count 'detected after')" -ne 2 ] || [ "$(count 'rank 2 (.*) died')" -ne 2 ]; then
+  fail "kill: expected both survivors to name rank 2"
+else
+  grep 'detected after' "$dir/out" | head -2
+  for ms in $(sed -n 's/.*detected after \([0-9]*\) ms.*/\1/p' "$dir/out"); do
+    [ "$ms" -lt 2000 ] || fail "kill: detected after $ms ms (limit 2000)"
+  done
+fi
+[ $rc -ne 0 ] || fail "kill: the job exited 0"
+[ $took -lt 30 ] || fail "kill: the job took $took s to end"
+
+# mismatched collectives and a skipped collective are reported, never hang
+run 2 mismatch
+[ "$(count 'mismatch OK')" -eq 2 ] && grep 'bucket mismatch' "$dir/out" | head -1 || fail "mismatch"
+export OAR_DIST_COLLECTIVE_TIMEOUT_MS=1000
+xopt="-x OAR_DIST_COLLECTIVE_TIMEOUT_MS"
+run 2 stall
+[ "$(count 'stall OK')" -eq 1 ] && grep 'stall reported' "$dir/out" || fail "stall"
+
+if [ $fails -ne 0 ]; then echo "dist: $fails failed"; exit 1; fi
+echo "dist: all passed"

@@ -1,0 +1,59 @@
+#!/bin/sh
+# `oar train --nproc N` end to end on the UCI digits: 2 ranks follow one process at the same
+# global batch; only rank 0 prints; a run stopped at a checkpoint resumes with another N; a rank
+# SIGKILLed mid-training stops the job naming it, the checkpoint stays loadable, and --resume
+# finishes. Usage: train_dist.sh OAR_BINARY SHARED_DIR HAVE_MPI(0|1)
+oar=$1
+shared=$2
+if [ "$3" != 1 ]; then echo "train_dist: skipped: oar was built without MPI"; exit 77; fi
+if [ ! -f "$shared/data/sklearn/digits_train.csv" ]; then echo "train_dist: skipped: $shared/data/sklearn not found"; exit 77; fi
+export OAR_SHARED_DIR=$shared
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+fails=0
+fail() { echo "train_dist: FAILED: $*"; for f in "$dir"/*.log; do echo "  $f:"; sed 's/^/    /' "$f" | tail -15; done; fails=$((fails + 1)); }
+common="--model tiny --data digits --batch 32 --seed 3 --threads 1 --workers 1"
+test_loss() { "$oar" eval --model tiny --data digits --checkpoint "$1" | sed -n 's/.*"test_loss": \([0-9.e+-]*\).*/\1/p'; }
+close() { awk -v a="$1" -v b="$2" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(a > 0 && d <= 1e-4 * a) }'; }
+
+# 2 ranks x 16 against 1 process x 32: the same run within fp32 rounding; only rank 0 prints
+"$oar" train $common --epochs 4 --quiet --checkpoint "$dir/one.safetensors" > "$dir/one.log" 2>&1 || fail "one process"
+"$oar" train $common --epochs 4 --nproc 2 --checkpoint "$dir/two.safetensors" > "$dir/two.log" 2>&1 || fail "2 ranks"
+grep -q "data parallel: 2 ranks of batch 16" "$dir/two.log" || fail "no data parallel line"
+[ "$(grep -c '^epoch 4/4:' "$dir/two.log")" -eq 1 ] || fail "expected one rank to print"
+a=$(test_loss "$dir/one.safetensors"); b=$(test_loss "$dir/two.safetensors")
+close "$a" "$b" && echo "train_dist: test loss one process $a, 2 ranks $b" || fail "test loss $a vs $b"
+
+# stopped after epoch 2 with 2 ranks, resumed in one process: ends where the uninterrupted run does
+"$oar" train $common --epochs 4 --steps 88 --nproc 2 --checkpoint "$dir/part.safetensors" > "$dir/part.log" 2>&1 || fail "part"
+"$oar" train $common --epochs 4 --resume --checkpoint "$dir/part.safetensors" > "$dir/resume.log" 2>&1 || fail "resume"
+grep -q "resumed from .* at step 88" "$dir/resume.log" || fail "did not resume at step 88"
+c=$(test_loss "$dir/part.safetensors")
+close "$a" "$c" && echo "train_dist: resumed with another N: test loss $c" || fail "resumed test loss $c vs $a"
+
+# rank 0 (the one that writes checkpoints) SIGKILLed mid-training
+"$oar" train $common --epochs 100000 --nproc 2 --checkpoint "$dir/kill.safetensors" > "$dir/kill.log" 2>&1 &
+job=$!
+for i in $(seq 1 200); do [ -f "$dir/kill.safetensors" ] && break; sleep 0.05; done
+sleep 0.3
+victim=""
+for p in $(pgrep -P "$(pgrep -P $job | head -1)" 2>/dev/null) $(pgrep -P $job); do
+  tr '\0' '\n' < /proc/$p/environ 2>/dev/null | grep -qx OMPI_COMM_WORLD_RANK=0 && victim=$p
+done
+if [ -z "$victim" ]; then
+  fail "could not find rank 0's process"; kill $job
+else
+  start=$(date +%s%N)
+  kill -9 "$victim"
+  wait $job; rc=$?
+  took=$(( ($(date +%s%N) - start) / 1000000 ))
+  [ $rc -ne 0 ] || fail "the job exited 0 after a rank was killed"
+  grep -q "rank 1: dist: rank 0 (.*) died" "$dir/kill.log" || fail "the survivor did not name rank 0"
+  [ $took -lt 5000 ] || fail "the job took $took ms to stop"
+  echo "train_dist: rank 0 killed; the job stopped after $took ms: $(grep -o 'rank 1: dist: rank 0 ([^)]*) died' "$dir/kill.log")"
+  "$oar" eval --model tiny --data digits --checkpoint "$dir/kill.safetensors" > /dev/null 2>&1 || fail "the checkpoint is damaged"
+  "$oar" train $common --epochs 100000 --steps 1 --nproc 2 --resume --checkpoint "$dir/kill.safetensors" > "$dir/resume2.log" 2>&1 &&
+    grep -q "resumed from" "$dir/resume2.log" || fail "resume after the kill"
+fi
+if [ $fails -ne 0 ]; then exit 1; fi
+echo "train_dist: all passed"
