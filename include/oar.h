@@ -1368,3 +1368,4 @@ OAR_API bool oar_check_nan_inf_enabled(void);
 #endif
 #endif /* OAR_H */
 #include "oar/dist.h" /* distributed training: collectives, data parallel */
+#include "oar/ps.h"   /* parameter-server training */
