@@ -1344,4 +1344,5 @@ OAR_API bool oar_check_nan_inf_enabled(void);
 #ifdef __cplusplus
 }
 #endif
+#include "oar/amp.h" /* mixed precision: autocast, loss scaling, O2 masters */
 #endif /* OAR_H */
