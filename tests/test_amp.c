@@ -381,6 +381,121 @@ static void test_o2(void) {
     oar_scope_end();
 }
 
+/* ---- compiled AMP steps: the program holds the casts as nodes and gives eager's bits */
+typedef struct amp_step {
+    oar_module *m;
+    oar_optimizer *o;
+    oar_dtype dt;
+} amp_step;
+
+static oar_status step_fn(void *user, oar_tensor *const *in, int n_in, oar_tensor **out, int n_out) {
+    (void)n_in, (void)n_out;
+    amp_step *s = user;
+    oar_optimizer_zero_grad(s->o);
+    oar_autocast_opts ac = oar_autocast_defaults();
+    ac.dtype = s->dt;
+    oar_status st = oar_autocast_begin(&ac);
+    if (st != OAR_OK) return st;
+    oar_tensor *loss = oar_mse_loss(oar_forward(s->m, in[0]), in[1], OAR_REDUCE_MEAN);
+    oar_autocast_end();
+    if (!loss) return oar_last_status();
+    if ((st = oar_backward(loss, NULL, false)) != OAR_OK) return st;
+    if ((st = oar_optimizer_step(s->o)) != OAR_OK) return st;
+    out[0] = oar_retain(loss);
+    return OAR_OK;
+}
+
+static oar_module *mlp(void) {
+    oar_manual_seed(11);
+    int64_t ln_shape[1] = {16};
+    oar_module *layers[5] = {oar_nn_linear(8, 16, true), oar_nn_activation(OAR_ACT_GELU, 0),
+                             oar_nn_layer_norm(ln_shape, 1, 1e-5, true), oar_nn_linear(16, 4, true),
+                             oar_nn_activation(OAR_ACT_TANH, 0)};
+    return oar_nn_sequential(layers, 5);
+}
+
+static void test_compiled(oar_dtype dt) {
+    oar_scope_begin();
+    oar_module *me = mlp(), *mc = mlp();
+    oar_optim_opts oo = oar_optim_defaults(OAR_OPTIM_ADAM);
+    oo.lr = 0.01;
+    amp_step se = {me, oar_optimizer_for(me, &oo), dt}, sc = {mc, oar_optimizer_for(mc, &oo), dt};
+    oar_jit_opts jo = {.module = mc, .optimizer = sc.o};
+    oar_jit *f = oar_jit_to_static(step_fn, &sc, &jo);
+    CHECK(f != NULL);
+    oar_tensor *x = mat(32, 8, 0.13, 0.4, false), *y = mat(32, 4, 0.29, 0.1, false);
+    oar_tensor *in[2] = {x, y};
+    bool same_loss = true;
+    for (int step = 0; step < 5; step++) {
+        oar_tensor *le = NULL, *lc = NULL;
+        CHECK(step_fn(&se, in, 2, &le, 1) == OAR_OK);
+        CHECK(oar_jit_call(f, in, 2, &lc, 1) == OAR_OK);
+        same_loss &= t_same_bits(le, lc);
+        oar_release(le);
+        oar_release(lc);
+    }
+    CHECK(same_loss);
+    for (int i = 0; i < oar_module_num_parameters(me); i++) {
+        const char *name;
+        oar_tensor *a = oar_module_parameter(me, i, &name), *b = oar_module_parameter(mc, i, NULL);
+        if (!t_same_bits(a, b)) fprintf(stderr, "compiled AMP step (%s): parameter %s differs\n", oar_dtype_name(dt), name);
+        CHECK(t_same_bits(a, b));
+    }
+    /* the casts are nodes of the program */
+    static char dump[1 << 18];
+    CHECK(oar_jit_dump(f, 0, dump, sizeof dump) > 0);
+    if (getenv("TEST_AMP_DUMP")) fputs(dump, stderr); /* to look at the program */
+    int casts = 0;
+    for (const char *p = dump; (p = strstr(p, "cast")) != NULL; p++) casts++;
+    CHECK(casts >= 4);
+    oar_jit_free(f);
+    oar_optimizer_free(se.o);
+    oar_optimizer_free(sc.o);
+    oar_module_free(me);
+    oar_module_free(mc);
+    oar_scope_end();
+}
+
+/* The amp_casts pass drops a lossless round trip (bf16 -> f32 -> bf16) and keeps eager's bits;
+ * a rounding pair (f32 -> bf16 -> f32) stays. */
+static oar_status round_trip_fn(void *user, oar_tensor *const *in, int n_in, oar_tensor **out, int n_out) {
+    (void)user, (void)n_in, (void)n_out;
+    oar_tensor *low = oar_cast(in[0], OAR_BF16);
+    oar_tensor *back = oar_cast(oar_cast(low, OAR_F32), OAR_BF16);  /* the identity */
+    oar_tensor *rounded = oar_cast(oar_cast(in[0], OAR_BF16), OAR_F32); /* not the identity */
+    out[0] = oar_retain(oar_add(oar_cast(oar_relu(back), OAR_F32), rounded));
+    return out[0] ? OAR_OK : oar_last_status();
+}
+
+static int count_casts(oar_jit *f) {
+    static char dump[1 << 16];
+    int casts = 0;
+    if (oar_jit_dump(f, 0, dump, sizeof dump) > 0)
+        for (const char *p = dump; (p = strstr(p, "= cast(")) != NULL; p++) casts++;
+    return casts;
+}
+
+static void test_cast_pass(void) {
+    oar_scope_begin();
+    oar_tensor *x = mat(5, 7, 0.77, 0.3, false), *want = NULL, *got = NULL, *got_off = NULL;
+    CHECK(round_trip_fn(NULL, &x, 1, &want, 1) == OAR_OK);
+    oar_jit *f = oar_jit_to_static(round_trip_fn, NULL, NULL);
+    oar_jit_opts off = {0};
+    CHECK(oar_build_strategy_set(&off.strategy, "amp_casts", false) == OAR_OK);
+    oar_jit *g = oar_jit_to_static(round_trip_fn, NULL, &off);
+    CHECK(oar_jit_call(f, &x, 1, &got, 1) == OAR_OK && oar_jit_call(g, &x, 1, &got_off, 1) == OAR_OK);
+    CHECK(t_same_bits(want, got) && t_same_bits(want, got_off));
+    /* cse merges the casts of x to bf16 and of that to f32 (which `rounded` still reads);
+     * amp_casts removes the cast back to bf16: 4 casts become 3 */
+    CHECK(count_casts(g) == 4 && count_casts(f) == 3);
+    oar_release(want);
+    oar_release(got);
+    oar_release(got_off);
+    oar_jit_free(f);
+    oar_jit_free(g);
+    oar_scope_end();
+}
+
 int main(void) {
     test_class_table();
     test_casts();
@@ -390,5 +505,8 @@ int main(void) {
     test_scaler_golden();
     test_scaler_floor_static();
     test_o2();
+    test_compiled(OAR_BF16);
+    test_compiled(OAR_F16);
+    test_cast_pass();
     return test_summary("test_amp");
 }
