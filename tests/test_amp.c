@@ -401,7 +401,7 @@ static oar_status step_fn(void *user, oar_tensor *const *in, int n_in, oar_tenso
     if (!loss) return oar_last_status();
     if ((st = oar_backward(loss, NULL, false)) != OAR_OK) return st;
     if ((st = oar_optimizer_step(s->o)) != OAR_OK) return st;
-    out[0] = oar_retain(loss);
+    out[0] = loss;
     return OAR_OK;
 }
 
@@ -463,7 +463,7 @@ static oar_status round_trip_fn(void *user, oar_tensor *const *in, int n_in, oar
     oar_tensor *low = oar_cast(in[0], OAR_BF16);
     oar_tensor *back = oar_cast(oar_cast(low, OAR_F32), OAR_BF16);  /* the identity */
     oar_tensor *rounded = oar_cast(oar_cast(in[0], OAR_BF16), OAR_F32); /* not the identity */
-    out[0] = oar_retain(oar_add(oar_cast(oar_relu(back), OAR_F32), rounded));
+    out[0] = oar_add(oar_cast(oar_relu(back), OAR_F32), rounded);
     return out[0] ? OAR_OK : oar_last_status();
 }
 
