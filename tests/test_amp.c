@@ -4,6 +4,8 @@
  * low-precision parameters with f32 masters. */
 #include "test_util.h"
 
+#include <unistd.h>
+
 static oar_tensor *mat(int64_t r, int64_t c, double a, double b, bool grad) {
     int64_t s[2] = {r, c};
     float *v = malloc(sizeof(float) * (size_t)(r * c));
@@ -381,6 +383,88 @@ static void test_o2(void) {
     oar_scope_end();
 }
 
+/* ---- an O2 f16 run with a scaler resumes from its checkpoint bit for bit */
+typedef struct o2_run {
+    oar_module *m;
+    oar_amp_masters *w;
+    oar_optimizer *o;
+    oar_grad_scaler *sc;
+} o2_run;
+
+static oar_module *mlp(void);
+
+static o2_run o2_new(void) {
+    o2_run r = {mlp()};
+    oar_amp_decorate_opts d = oar_amp_decorate_defaults();
+    d.dtype = OAR_F16;
+    r.w = oar_amp_decorate(r.m, &d);
+    oar_optim_opts oo = oar_optim_defaults(OAR_OPTIM_ADAMW);
+    oo.lr = 0.02;
+    r.o = oar_amp_masters_optimizer(r.w, &oo);
+    oar_grad_scaler_opts so = oar_grad_scaler_defaults();
+    so.growth_interval = 2;
+    r.sc = oar_grad_scaler_new(&so);
+    return r;
+}
+
+static void o2_free(o2_run *r) {
+    oar_grad_scaler_free(r->sc);
+    oar_optimizer_free(r->o);
+    oar_amp_masters_free(r->w);
+    oar_module_free(r->m);
+}
+
+static void o2_steps(o2_run *r, int n, oar_tensor *x, oar_tensor *y) {
+    for (int i = 0; i < n; i++) {
+        oar_scope_begin();
+        oar_optimizer_zero_grad(r->o);
+        oar_autocast_opts ac = oar_autocast_defaults();
+        ac.level = OAR_AMP_O2, ac.dtype = OAR_F16;
+        CHECK(oar_autocast_begin(&ac) == OAR_OK);
+        oar_tensor *loss = oar_mse_loss(oar_forward(r->m, x), y, OAR_REDUCE_MEAN);
+        oar_autocast_end();
+        CHECK(oar_backward(oar_grad_scaler_scale(r->sc, loss), NULL, false) == OAR_OK);
+        CHECK(oar_amp_masters_step(r->w, r->o, r->sc, NULL) == OAR_OK);
+        CHECK(oar_grad_scaler_update(r->sc) == OAR_OK);
+        oar_scope_end();
+    }
+}
+
+static void test_resume(void) {
+    oar_scope_begin();
+    oar_tensor *x = mat(32, 8, 0.13, 0.4, false), *y = mat(32, 4, 0.29, 0.1, false);
+    char path[256];
+    snprintf(path, sizeof path, "test_amp_resume_%d.safetensors", (int)getpid());
+    o2_run a = o2_new(), b = o2_new();
+    o2_steps(&a, 3, x, y);
+    CHECK(oar_amp_checkpoint_save(path, a.m, a.o, NULL, a.w, a.sc, 3) == OAR_OK);
+    CHECK(oar_dtype_of(oar_module_get(a.m, "0.weight")) == OAR_F16); /* the low parameters are back */
+    o2_steps(&a, 4, x, y);
+    int64_t step = 0;
+    CHECK(oar_amp_checkpoint_load(path, b.m, b.o, NULL, b.w, b.sc, &step) == OAR_OK && step == 3);
+    o2_steps(&b, 4, x, y);
+    CHECK(oar_grad_scaler_get_scale(a.sc) == oar_grad_scaler_get_scale(b.sc));
+    CHECK(oar_grad_scaler_growth_tracker(a.sc) == oar_grad_scaler_growth_tracker(b.sc));
+    for (int i = 0; i < oar_amp_masters_count(a.w); i++) {
+        const char *name;
+        CHECK(t_same_bits(oar_amp_master(a.w, i, &name), oar_amp_master(b.w, i, NULL)));
+        CHECK(t_same_bits(oar_module_get(a.m, name), oar_module_get(b.m, name)));
+    }
+    /* the file holds the f32 masters */
+    oar_tensor_dict *d = oar_safetensors_load(path);
+    CHECK(d && oar_dict_get(d, "model.0.weight") && oar_dtype_of(oar_dict_get(d, "model.0.weight")) == OAR_F32);
+    oar_dict_free(d);
+    char sp[300];
+    snprintf(sp, sizeof sp, "%s.scaler", path);
+    remove(sp);
+    CHECK_ERR(oar_amp_checkpoint_load(path, b.m, b.o, NULL, b.w, b.sc, &step),
+              "oar_amp_checkpoint_load: expected the loss scaler's state in");
+    remove(path);
+    o2_free(&a);
+    o2_free(&b);
+    oar_scope_end();
+}
+
 /* ---- compiled AMP steps: the program holds the casts as nodes and gives eager's bits */
 typedef struct amp_step {
     oar_module *m;
@@ -508,5 +592,6 @@ int main(void) {
     test_compiled(OAR_BF16);
     test_compiled(OAR_F16);
     test_cast_pass();
+    test_resume();
     return test_summary("test_amp");
 }

@@ -137,6 +137,15 @@ OAR_API oar_status oar_amp_masters_sync_params(oar_amp_masters *w);
 /* sync_grads, then the scaler's step (or the optimizer's when s is NULL), then sync_params. */
 OAR_API oar_status oar_amp_masters_step(oar_amp_masters *w, oar_optimizer *o, oar_grad_scaler *s, bool *skipped);
 
+/* Checkpoints of AMP runs: oar_checkpoint_save_all's file with the f32 masters saved under the
+ * parameters' names (w may be NULL), and the scaler's state (sc may be NULL) in <path>.scaler.
+ * The load restores the masters, rounds them into the low parameters and restores the scaler, so
+ * a resumed run continues bit for bit. */
+OAR_API oar_status oar_amp_checkpoint_save(const char *path, oar_module *m, oar_optimizer *o, oar_scheduler *s,
+                                           oar_amp_masters *w, oar_grad_scaler *sc, int64_t step);
+OAR_API oar_status oar_amp_checkpoint_load(const char *path, oar_module *m, oar_optimizer *o, oar_scheduler *s,
+                                           oar_amp_masters *w, oar_grad_scaler *sc, int64_t *step);
+
 #ifdef __cplusplus
 }
 #endif

@@ -3,6 +3,7 @@
  * runs on the masters, in f32, and the masters are rounded back into the parameters after each
  * step. Norm layers (and any prefix the user names) keep f32 parameters, which are their own
  * masters. */
+#include "amp/amp.h"
 #include "optim/optim.h"
 
 #include <stdlib.h>
@@ -190,4 +191,14 @@ oar_status oar_amp_masters_step(oar_amp_masters *w, oar_optimizer *o, oar_grad_s
     if (st != OAR_OK) return st;
     if (skipped) *skipped = skip;
     return skip ? OAR_OK : oar_amp_masters_sync_params(w);
+}
+
+oar_status oar_amp_masters_swap(oar_amp_masters *w, oar_module *m, bool masters_in) {
+    oar_status st = OAR_OK;
+    for (int i = 0; w && i < w->n; i++) {
+        if (w->param[i] == w->master[i]) continue;
+        oar_status s = oar_module_set(m, w->name[i], masters_in ? w->master[i] : w->param[i]);
+        if (st == OAR_OK) st = s; /* put every parameter back even after a failure */
+    }
+    return st;
 }
