@@ -1366,6 +1366,7 @@ OAR_API bool oar_check_nan_inf_enabled(void);
 #ifdef __cplusplus
 }
 #endif
+#include "oar/amp.h" /* mixed precision: autocast, loss scaling, O2 masters */
 #endif /* OAR_H */
 #include "oar/dist.h" /* distributed training: collectives, data parallel */
 #include "oar/ps.h"   /* parameter-server training */

@@ -3,6 +3,7 @@
  * each rule runs exactly once per pass. oar_backward accumulates into leaves' .grad;
  * oar_grad captures the gradients of chosen tensors instead. */
 #include "autograd/autograd.h"
+#include "ops/dispatch.h"
 #include "profiler/profiler.h"
 
 #include <stdlib.h>
@@ -303,6 +304,8 @@ static oar_status run_node(engine *e, oar_node *n, oar_node **ready, int *n_read
 
 static oar_status run_engine(engine *e, oar_tensor *const *roots, oar_tensor *const *root_grads, int n_roots) {
     oar_status st = OAR_OK;
+    /* gradient rules run without autocast: each gradient keeps its input's dtype */
+    const oar_amp_policy *amp = oar_dispatch_set_amp(NULL);
     for (int r = 0; r < n_roots && st == OAR_OK; r++)
         if (roots[r]->grad_fn) st = push_node(e, (oar_node *)roots[r]->grad_fn);
     /* roots were pushed with deps counted for duplicates; reset before counting edges */
@@ -357,6 +360,7 @@ static oar_status run_engine(engine *e, oar_tensor *const *roots, oar_tensor *co
     free(e->nodes);
     for (int l = 0; l < e->n_leaves; l++) oar_tensor_unref(e->leaves[l].buf);
     free(e->leaves);
+    oar_dispatch_set_amp(amp);
     return st;
 }
 

@@ -13,6 +13,7 @@
  * masked_fill (broadcast over batch and heads, one pass) and kept for the next call with the
  * same lengths. */
 #include "nn/module.h"
+#include "ops/dispatch.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -64,7 +65,7 @@ static oar_status check_inputs(const mha_state *s, oar_dtype dt, oar_tensor *con
     for (int i = 0; i < n_in; i++) {
         char sh[128];
         shape_str(in[i], sh, sizeof sh);
-        if (oar_dtype_of(in[i]) != dt)
+        if (oar_dtype_of(in[i]) != dt && !oar_amp_active) /* autocast casts them itself */
             return oar_error(OAR_ERR_DTYPE, "MultiheadAttention: expected %s of dtype %s (the parameters' dtype), "
                                             "got %s", names[i], oar_dtype_name(dt), oar_dtype_name(oar_dtype_of(in[i])));
         if ((nd != 2 && nd != 3) || oar_ndim(in[i]) != nd || oar_size(in[i], -1) != s->embed_dim)

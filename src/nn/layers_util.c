@@ -1,5 +1,6 @@
 /* Helpers shared by the built-in layers; see layers_util.h. */
 #include "nn/layers_util.h"
+#include "ops/dispatch.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -50,7 +51,8 @@ oar_status oar_layer_check_io(const oar_module *m, oar_tensor *const *in, int n_
 }
 
 oar_status oar_layer_check_dtype(const oar_module *m, const oar_tensor *x, const oar_tensor *p) {
-    if (!p || x->dtype == p->dtype) return OAR_OK;
+    /* under autocast the ops cast their inputs themselves (O2: f32 data into bf16 layers) */
+    if (!p || x->dtype == p->dtype || oar_amp_active) return OAR_OK;
     return oar_error(OAR_ERR_DTYPE, "%s: expected an input of dtype %s (the parameters' dtype), got %s; convert it "
                                     "with oar_cast", oar_module_type(m), oar_dtype_name(p->dtype),
                      oar_dtype_name(x->dtype));

@@ -4,6 +4,7 @@
  * forward_n(x, h0[, c0]) -> (y, h_n[, c_n]); x is [T, N, I] ([N, T, I] with batch_first) or
  * [T, I] unbatched; states are [layers, N, H] ([layers, H] unbatched), NULL for zeros. */
 #include "nn/rnn.h"
+#include "ops/dispatch.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -46,7 +47,7 @@ static oar_status check_inputs(oar_module *m, const rnn_state *s, oar_tensor *co
     oar_dtype dt = oar_dtype_of(param(m, "weight_ih", 0));
     char sx[128];
     shape_str(x, sx, sizeof sx);
-    if (oar_dtype_of(x) != dt)
+    if (oar_dtype_of(x) != dt && !oar_amp_active) /* autocast casts it itself */
         return oar_error(OAR_ERR_DTYPE, "%s: expected x of dtype %s (the parameters' dtype), got %s", who,
                          oar_dtype_name(dt), oar_dtype_name(oar_dtype_of(x)));
     int nd = oar_ndim(x);

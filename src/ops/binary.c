@@ -165,21 +165,21 @@ static oar_status maxmin_grad(oar_grad_ctx *g) {
         return oar_op_call1(OAR_OP_##NAME, in, 2, NULL);                                        \
     }
 
-BINARY(add, B_ADD, add_grad, OAR_OPF_INPLACE_OK | OAR_OPF_AMP_ALLOW)
-BINARY(sub, B_SUB, sub_grad, OAR_OPF_INPLACE_OK | OAR_OPF_AMP_ALLOW)
-BINARY(mul, B_MUL, mul_grad, OAR_OPF_INPLACE_OK | OAR_OPF_AMP_ALLOW)
+BINARY(add, B_ADD, add_grad, OAR_OPF_INPLACE_OK | OAR_OPF_AMP_PROMOTE)
+BINARY(sub, B_SUB, sub_grad, OAR_OPF_INPLACE_OK | OAR_OPF_AMP_PROMOTE)
+BINARY(mul, B_MUL, mul_grad, OAR_OPF_INPLACE_OK | OAR_OPF_AMP_PROMOTE)
 BINARY(div, B_DIV, div_grad, OAR_OPF_INPLACE_OK | OAR_OPF_AMP_PROMOTE)
-BINARY(pow, B_POW, pow_grad, OAR_OPF_INPLACE_OK | OAR_OPF_AMP_DENY)
-BINARY(maximum, B_MAX, maxmin_grad, OAR_OPF_INPLACE_OK)
-BINARY(minimum, B_MIN, maxmin_grad, OAR_OPF_INPLACE_OK)
-BINARY(eq, B_EQ, NULL, OAR_OPF_NONDIFF)
-BINARY(ne, B_NE, NULL, OAR_OPF_NONDIFF)
-BINARY(lt, B_LT, NULL, OAR_OPF_NONDIFF)
-BINARY(le, B_LE, NULL, OAR_OPF_NONDIFF)
-BINARY(gt, B_GT, NULL, OAR_OPF_NONDIFF)
-BINARY(ge, B_GE, NULL, OAR_OPF_NONDIFF)
-BINARY(logical_and, B_AND, NULL, OAR_OPF_NONDIFF)
-BINARY(logical_or, B_OR, NULL, OAR_OPF_NONDIFF)
+BINARY(pow, B_POW, pow_grad, OAR_OPF_INPLACE_OK | OAR_OPF_AMP_DENY_F16 | OAR_OPF_AMP_PROMOTE)
+BINARY(maximum, B_MAX, maxmin_grad, OAR_OPF_INPLACE_OK | OAR_OPF_AMP_PROMOTE)
+BINARY(minimum, B_MIN, maxmin_grad, OAR_OPF_INPLACE_OK | OAR_OPF_AMP_PROMOTE)
+BINARY(eq, B_EQ, NULL, OAR_OPF_NONDIFF | OAR_OPF_AMP_PROMOTE)
+BINARY(ne, B_NE, NULL, OAR_OPF_NONDIFF | OAR_OPF_AMP_PROMOTE)
+BINARY(lt, B_LT, NULL, OAR_OPF_NONDIFF | OAR_OPF_AMP_PROMOTE)
+BINARY(le, B_LE, NULL, OAR_OPF_NONDIFF | OAR_OPF_AMP_PROMOTE)
+BINARY(gt, B_GT, NULL, OAR_OPF_NONDIFF | OAR_OPF_AMP_PROMOTE)
+BINARY(ge, B_GE, NULL, OAR_OPF_NONDIFF | OAR_OPF_AMP_PROMOTE)
+BINARY(logical_and, B_AND, NULL, OAR_OPF_NONDIFF | OAR_OPF_AMP_PROMOTE)
+BINARY(logical_or, B_OR, NULL, OAR_OPF_NONDIFF | OAR_OPF_AMP_PROMOTE)
 
 /* ---- logical_not */
 static oar_status not_infer(oar_tensor *const *in, int n_in, const oar_attr *a, oar_meta *out, int *n_out) {
@@ -239,7 +239,7 @@ static oar_status where_grad(oar_grad_ctx *g) {
 }
 const oar_op_def oar_opdef_where = {
     .name = "where", .n_inputs = 3, .n_outputs = 1, .key_input = 1,
-    .flags = OAR_OPF_ELEMENTWISE | OAR_OPF_STRIDED, .ref_dtypes = OAR_ALL_DTYPES,
+    .flags = OAR_OPF_ELEMENTWISE | OAR_OPF_STRIDED | OAR_OPF_AMP_PROMOTE, .ref_dtypes = OAR_ALL_DTYPES,
     .infer = where_infer, .reference = where_ref, .grad = where_grad,
 };
 oar_tensor *oar_where(oar_tensor *cond, oar_tensor *a, oar_tensor *b) {

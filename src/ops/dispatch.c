@@ -130,7 +130,11 @@ oar_status oar_op_run_kernel(oar_op_id op, const oar_kernel_entry *k, oar_tensor
         int64_t draws = d->draws ? d->draws(out, n_out, attrs) : n_out ? out[0]->numel : 0;
         ctx.rng = oar_rng_reserve((uint64_t)draws);
     }
+    /* a kernel that composes other ops runs them as they are, without autocast's casts */
+    const oar_amp_policy *amp = oar_amp_active;
+    if (OAR_UNLIKELY(amp != NULL)) oar_amp_active = NULL;
     oar_status st = k->fn(&ctx, args, n_in, out, n_out, attrs);
+    oar_amp_active = amp;
     if (n_tmp)
         for (int i = 0; i < n_in; i++)
             if (tmp[i] != in[i]) oar_tensor_unref(tmp[i]);
@@ -208,6 +212,12 @@ static CALL_COLD oar_status call_profiled(oar_op_id op, oar_tensor *const *in, i
 oar_status oar_op_call(oar_op_id op, oar_tensor *const *in, int n_in, const oar_attr *attrs,
                        oar_tensor **out, int *n_out) {
     oar_init();
+    if (OAR_UNLIKELY(oar_amp_active != NULL) && oar_amp_active->cls[op]) return oar_amp_op_call(op, in, n_in, attrs, out, n_out);
+    return oar_op_call_plain(op, in, n_in, attrs, out, n_out);
+}
+
+oar_status oar_op_call_plain(oar_op_id op, oar_tensor *const *in, int n_in, const oar_attr *attrs,
+                             oar_tensor **out, int *n_out) {
     if (OAR_UNLIKELY(oar_prof_hooks_on())) return call_profiled(op, in, n_in, attrs, out, n_out);
     if (OAR_UNLIKELY(oar_active_trace) && g_tracer) return g_tracer(op, in, n_in, attrs, out, n_out);
     return call(op, in, n_in, attrs, out, n_out, 0);

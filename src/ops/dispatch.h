@@ -21,4 +21,23 @@ oar_status oar_op_infer_symbolic(oar_op_id op, oar_tensor *const *in, int n_in, 
                                  oar_meta *out, int *n_out);
 void oar_registry_init(void);
 
+/* Autocast's cast policy (src/amp sets it; amp_dispatch.c applies it): while one is installed on
+ * the thread, oar_op_call casts an op's inputs per cls[op] (an oar_amp_class) with cast ops
+ * before running it. */
+typedef struct oar_amp_policy {
+    oar_dtype low;                 /* OAR_F16 or OAR_BF16 */
+    uint8_t cls[OAR_OP_COUNT];
+} oar_amp_policy;
+extern _Thread_local const oar_amp_policy *oar_amp_active;
+/* Installs p (NULL: none) on this thread; returns the previous one. */
+const oar_amp_policy *oar_dispatch_set_amp(const oar_amp_policy *p);
+/* The class an op declares (its flags) for a low dtype. */
+uint8_t oar_op_amp_class(oar_op_id op, oar_dtype low);
+/* oar_op_call under a policy: casts the inputs, then the plain call (amp_dispatch.c). */
+oar_status oar_amp_op_call(oar_op_id op, oar_tensor *const *in, int n_in, const oar_attr *attrs,
+                           oar_tensor **out, int *n_out);
+/* oar_op_call without the policy. */
+oar_status oar_op_call_plain(oar_op_id op, oar_tensor *const *in, int n_in, const oar_attr *attrs,
+                             oar_tensor **out, int *n_out);
+
 #endif

@@ -330,7 +330,7 @@ static oar_status attention_backward_grad(oar_grad_ctx *g) {
 const oar_op_def oar_opdef_fused_attention = {
     .name = "fused_attention", .n_inputs = 4, .n_outputs = 2, .n_visible = 1, .n_attrs = 2,
     .attrs = {{"scale", OAR_ATTR_FLOAT}, {"causal", OAR_ATTR_INT}},
-    .flags = OAR_OPF_STRIDED | OAR_OPF_AMP_DENY, .ref_dtypes = OAR_FLOAT_DTYPES, .optional_inputs = 0x8,
+    .flags = OAR_OPF_STRIDED | OAR_OPF_AMP_ALLOW, .ref_dtypes = OAR_FLOAT_DTYPES, .optional_inputs = 0x8,
     .infer = fused_attention_infer, .reference = fused_attention_ref, .grad = fused_attention_grad,
 };
 

@@ -312,7 +312,7 @@ static int64_t dropout_draws(oar_tensor *const *out, int n_out, const oar_attr *
 const oar_op_def oar_opdef_dropout = {
     .name = "dropout", .n_inputs = 1, .n_outputs = -1, .n_visible = 1, .n_attrs = 2,
     .attrs = {{"p", OAR_ATTR_FLOAT}, {"training", OAR_ATTR_INT}},
-    .flags = OAR_OPF_RANDOM | OAR_OPF_AMP_ALLOW, .ref_dtypes = OAR_FLOAT_DTYPES,
+    .flags = OAR_OPF_RANDOM, .ref_dtypes = OAR_FLOAT_DTYPES,
     .infer = dropout_infer, .reference = dropout_ref, .grad = dropout_grad, .draws = dropout_draws,
 };
 
@@ -389,7 +389,7 @@ static oar_status embedding_grad(oar_grad_ctx *g) {
 
 const oar_op_def oar_opdef_embedding = {
     .name = "embedding", .n_inputs = 2, .n_outputs = 1, .key_input = 0,
-    .flags = OAR_OPF_AMP_ALLOW, .ref_dtypes = OAR_ALL_DTYPES,
+    .flags = 0, .ref_dtypes = OAR_ALL_DTYPES,
     .infer = embedding_infer, .reference = embedding_ref, .grad = embedding_grad,
 };
 

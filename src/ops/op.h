@@ -96,14 +96,17 @@ enum {
     OAR_OPF_VIEW = 1u << 3,         /* output aliases input 0 (view fn, no kernel) */
     OAR_OPF_NONDIFF = 1u << 4,      /* not differentiable by nature (comparisons, argmax...) */
     OAR_OPF_STRIDED = 1u << 5,      /* reference kernel reads inputs of any strides */
-    OAR_OPF_AMP_ALLOW = 1u << 6,    /* safe and fast in fp16/bf16 */
-    OAR_OPF_AMP_DENY = 1u << 7,     /* keep in fp32 */
-    OAR_OPF_AMP_PROMOTE = 1u << 8,  /* run in the widest input type */
+    /* AMP class (include/oar/amp.h); none of the three: follow the inputs' dtype */
+    OAR_OPF_AMP_ALLOW = 1u << 6,    /* autocast runs it in f16/bf16 (matmul, conv...) */
+    OAR_OPF_AMP_DENY = 1u << 7,     /* autocast runs it in fp32 (reductions, norms, losses) */
+    OAR_OPF_AMP_PROMOTE = 1u << 8,  /* autocast runs it in the widest input type (concat, add) */
     OAR_OPF_QUANTIZABLE = 1u << 9,
     OAR_OPF_CONTROL = 1u << 10,     /* control flow (cond, while_loop): a program node with sub-blocks,
                                        made by oar_cond/oar_while, never called through dispatch */
     OAR_OPF_TO_DEVICE = 1u << 11,   /* outputs go to the device named by attribute 0 (to_device);
                                        its reference kernel serves every device */
+    OAR_OPF_AMP_DENY_F16 = 1u << 12,/* keep in fp32 under f16 only (overflows f16's range; bf16 has
+                                       f32's): exp, log, pow... follow under bf16 */
 };
 
 typedef struct oar_op_def {

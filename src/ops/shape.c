@@ -85,7 +85,7 @@ static oar_status concat_grad(oar_grad_ctx *g) {
 
 const oar_op_def oar_opdef_concat = {
     .name = "concat", .n_inputs = -1, .n_outputs = 1, .n_attrs = 1, .attrs = {{"dim", OAR_ATTR_INT}},
-    .flags = OAR_OPF_STRIDED, .ref_dtypes = OAR_ALL_DTYPES,
+    .flags = OAR_OPF_STRIDED | OAR_OPF_AMP_PROMOTE, .ref_dtypes = OAR_ALL_DTYPES,
     .infer = concat_infer, .reference = concat_ref, .grad = concat_grad,
 };
 
@@ -150,7 +150,7 @@ static oar_status stack_grad(oar_grad_ctx *g) {
 
 const oar_op_def oar_opdef_stack = {
     .name = "stack", .n_inputs = -1, .n_outputs = 1, .n_attrs = 1, .attrs = {{"dim", OAR_ATTR_INT}},
-    .flags = OAR_OPF_STRIDED, .ref_dtypes = OAR_ALL_DTYPES,
+    .flags = OAR_OPF_STRIDED | OAR_OPF_AMP_PROMOTE, .ref_dtypes = OAR_ALL_DTYPES,
     .infer = stack_infer, .reference = stack_ref, .grad = stack_grad,
 };
 

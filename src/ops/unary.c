@@ -278,41 +278,42 @@ static oar_status clip_grad(oar_grad_ctx *g) {
 }
 
 /* ---- the ops */
-#define DENY OAR_OPF_AMP_DENY
-#define ALLOW OAR_OPF_AMP_ALLOW
+/* AMP: activations follow their input's dtype (0); F16_FP32 marks the ops fp16's range cannot hold
+ * (fp32 under f16 autocast, follow under bf16, whose range is f32's) */
+#define F16_FP32 OAR_OPF_AMP_DENY_F16
 #define NONDIFF OAR_OPF_NONDIFF
 
-UNARY(neg, -x, ineg(x), NULL, neg_grad, ALLOW, NUMERIC_DTYPES, 0)
-UNARY(abs, fabs(x), x < 0 ? ineg(x) : x, NULL, abs_grad, ALLOW, NUMERIC_DTYPES, 0)
-UNARY(exp, exp(x), 0, NULL, exp_grad, DENY, OAR_FLOAT_DTYPES, 0)
-UNARY(log, log(x), 0, NULL, log_grad, DENY, OAR_FLOAT_DTYPES, 0)
-UNARY(log1p, log1p(x), 0, NULL, log1p_grad, DENY, OAR_FLOAT_DTYPES, 0)
+UNARY(neg, -x, ineg(x), NULL, neg_grad, 0, NUMERIC_DTYPES, 0)
+UNARY(abs, fabs(x), x < 0 ? ineg(x) : x, NULL, abs_grad, 0, NUMERIC_DTYPES, 0)
+UNARY(exp, exp(x), 0, NULL, exp_grad, F16_FP32, OAR_FLOAT_DTYPES, 0)
+UNARY(log, log(x), 0, NULL, log_grad, F16_FP32, OAR_FLOAT_DTYPES, 0)
+UNARY(log1p, log1p(x), 0, NULL, log1p_grad, F16_FP32, OAR_FLOAT_DTYPES, 0)
 UNARY(sqrt, sqrt(x), 0, NULL, sqrt_grad, 0, OAR_FLOAT_DTYPES, 0)
-UNARY(rsqrt, 1.0 / sqrt(x), 0, NULL, rsqrt_grad, DENY, OAR_FLOAT_DTYPES, 0)
-UNARY(square, x * x, (int64_t)((uint64_t)x * (uint64_t)x), NULL, square_grad, ALLOW, NUMERIC_DTYPES, 0)
+UNARY(rsqrt, 1.0 / sqrt(x), 0, NULL, rsqrt_grad, F16_FP32, OAR_FLOAT_DTYPES, 0)
+UNARY(square, x * x, (int64_t)((uint64_t)x * (uint64_t)x), NULL, square_grad, F16_FP32, NUMERIC_DTYPES, 0)
 UNARY(sin, sin(x), 0, NULL, sin_grad, 0, OAR_FLOAT_DTYPES, 0)
 UNARY(cos, cos(x), 0, NULL, cos_grad, 0, OAR_FLOAT_DTYPES, 0)
-UNARY(tanh, tanh(x), 0, NULL, tanh_grad, ALLOW, OAR_FLOAT_DTYPES, 0)
-UNARY(sigmoid, sigmoid_d(x), 0, NULL, sigmoid_grad, ALLOW, OAR_FLOAT_DTYPES, 0)
+UNARY(tanh, tanh(x), 0, NULL, tanh_grad, 0, OAR_FLOAT_DTYPES, 0)
+UNARY(sigmoid, sigmoid_d(x), 0, NULL, sigmoid_grad, 0, OAR_FLOAT_DTYPES, 0)
 /* x < 0 ? 0 : x keeps NaN and -0.0 as torch.relu does */
-UNARY(relu, x < 0 ? 0.0 : x, x < 0 ? 0 : x, NULL, relu_grad, ALLOW, NUMERIC_DTYPES, 0)
-UNARY(leaky_relu, x > 0 ? x : x * a[0].f, 0, NULL, leaky_relu_grad, ALLOW, OAR_FLOAT_DTYPES, 1,
+UNARY(relu, x < 0 ? 0.0 : x, x < 0 ? 0 : x, NULL, relu_grad, 0, NUMERIC_DTYPES, 0)
+UNARY(leaky_relu, x > 0 ? x : x * a[0].f, 0, NULL, leaky_relu_grad, 0, OAR_FLOAT_DTYPES, 1,
       FLOAT_ATTR("negative_slope"))
-UNARY(elu, x > 0 ? x : a[0].f * expm1(x), 0, NULL, elu_grad, ALLOW, OAR_FLOAT_DTYPES, 1, FLOAT_ATTR("alpha"))
-UNARY(gelu, gelu_d(x, a), 0, gelu_check, gelu_grad, ALLOW, OAR_FLOAT_DTYPES, 1, {"approximate", OAR_ATTR_INT})
-UNARY(silu, x / (1.0 + exp(-x)), 0, NULL, silu_grad, ALLOW, OAR_FLOAT_DTYPES, 0)
-UNARY(softplus, softplus_d(x, a), 0, softplus_check, softplus_grad, DENY, OAR_FLOAT_DTYPES, 2,
+UNARY(elu, x > 0 ? x : a[0].f * expm1(x), 0, NULL, elu_grad, 0, OAR_FLOAT_DTYPES, 1, FLOAT_ATTR("alpha"))
+UNARY(gelu, gelu_d(x, a), 0, gelu_check, gelu_grad, 0, OAR_FLOAT_DTYPES, 1, {"approximate", OAR_ATTR_INT})
+UNARY(silu, x / (1.0 + exp(-x)), 0, NULL, silu_grad, 0, OAR_FLOAT_DTYPES, 0)
+UNARY(softplus, softplus_d(x, a), 0, softplus_check, softplus_grad, F16_FP32, OAR_FLOAT_DTYPES, 2,
       FLOAT_ATTR("beta"), FLOAT_ATTR("threshold"))
 UNARY(erf, erf(x), 0, NULL, erf_grad, 0, OAR_FLOAT_DTYPES, 0)
-UNARY(clip, clip_d(x, a), clip_int(x, a), clip_check, clip_grad, ALLOW, NUMERIC_DTYPES, 2, FLOAT_ATTR("min"),
+UNARY(clip, clip_d(x, a), clip_int(x, a), clip_check, clip_grad, 0, NUMERIC_DTYPES, 2, FLOAT_ATTR("min"),
       FLOAT_ATTR("max"))
 /* sign(NaN) is 0 in torch 1.13 ((0 < x) - (x < 0)); sign of a bool is itself */
-UNARY(sign, (double)((0 < x) - (x < 0)), (0 < x) - (x < 0), NULL, NULL, NONDIFF | ALLOW,
+UNARY(sign, (double)((0 < x) - (x < 0)), (0 < x) - (x < 0), NULL, NULL, NONDIFF,
       NUMERIC_DTYPES | OAR_DTYPE_BIT(OAR_BOOL), 0)
 /* integers are already integral: floor, ceil and round return them unchanged, as torch */
-UNARY(floor, floor(x), x, NULL, NULL, NONDIFF | ALLOW, NUMERIC_DTYPES, 0)
-UNARY(ceil, ceil(x), x, NULL, NULL, NONDIFF | ALLOW, NUMERIC_DTYPES, 0)
-UNARY(round, round_half_even(x), x, NULL, NULL, NONDIFF | ALLOW, NUMERIC_DTYPES, 0)
+UNARY(floor, floor(x), x, NULL, NULL, NONDIFF, NUMERIC_DTYPES, 0)
+UNARY(ceil, ceil(x), x, NULL, NULL, NONDIFF, NUMERIC_DTYPES, 0)
+UNARY(round, round_half_even(x), x, NULL, NULL, NONDIFF, NUMERIC_DTYPES, 0)
 
 /* ---- public functions */
 static oar_tensor *call_unary(oar_op_id op, oar_tensor *x, const oar_attr *a) {

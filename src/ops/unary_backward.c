@@ -98,7 +98,7 @@ static oar_status gelu_backward_grad(oar_grad_ctx *g) {
 
 const oar_op_def oar_opdef_gelu_backward = {
     .name = "gelu_backward", .n_inputs = 2, .n_outputs = 1, .n_attrs = 1, .attrs = {{"approximate", OAR_ATTR_INT}},
-    .flags = OAR_OPF_ELEMENTWISE | OAR_OPF_AMP_ALLOW, .ref_dtypes = OAR_FLOAT_DTYPES,
+    .flags = OAR_OPF_ELEMENTWISE, .ref_dtypes = OAR_FLOAT_DTYPES,
     .infer = gelu_backward_infer, .reference = gelu_backward_ref, .grad = gelu_backward_grad,
 };
 
@@ -132,6 +132,6 @@ static oar_status relu_backward_grad(oar_grad_ctx *g) {
 
 const oar_op_def oar_opdef_relu_backward = {
     .name = "relu_backward", .n_inputs = 2, .n_outputs = 1,
-    .flags = OAR_OPF_ELEMENTWISE | OAR_OPF_AMP_ALLOW, .ref_dtypes = OAR_FLOAT_DTYPES,
+    .flags = OAR_OPF_ELEMENTWISE, .ref_dtypes = OAR_FLOAT_DTYPES,
     .infer = relu_backward_infer, .reference = relu_backward_ref, .grad = relu_backward_grad,
 };

@@ -16,6 +16,15 @@ static void print_json_string(const char *s) {
     putchar('"');
 }
 
+/* The op's autocast class: "low", "fp32"... or "fp32/follow" where f16's and bf16's differ. */
+static const char *amp_classes(const char *op, char *buf, size_t size) {
+    const char *h = oar_amp_class_name((oar_amp_class)oar_amp_op_class(op, OAR_F16));
+    const char *b = oar_amp_class_name((oar_amp_class)oar_amp_op_class(op, OAR_BF16));
+    if (strcmp(h, b) == 0) snprintf(buf, size, "%s", h);
+    else snprintf(buf, size, "%s/%s", h, b);
+    return buf;
+}
+
 static void print_json(void) {
     printf("[\n");
     for (int op = 0; op < OAR_OP_COUNT; op++) {
@@ -41,7 +50,10 @@ static void print_json(void) {
             printf("%s{\"device\": \"cpu\", \"dtype\": \"any\", \"impl\": \"view\"}", first ? "" : ", ");
         }
         bool diff = !(d->flags & OAR_OPF_NONDIFF);
-        printf("], \"differentiable\": %s, \"has_grad\": %s, \"swept\": %s, \"sweep_cases\": %d, "
+        printf("], \"amp_f16\": \"%s\", \"amp_bf16\": \"%s\"",
+               oar_amp_class_name((oar_amp_class)oar_amp_op_class(d->name, OAR_F16)),
+               oar_amp_class_name((oar_amp_class)oar_amp_op_class(d->name, OAR_BF16)));
+        printf(", \"differentiable\": %s, \"has_grad\": %s, \"swept\": %s, \"sweep_cases\": %d, "
                "\"inputs\": %d, \"outputs\": %d, \"attrs\": [",
                diff ? "true" : "false", d->grad ? "true" : "false",
                sweep_count_cases(d->name) ? "true" : "false", sweep_count_cases(d->name), d->n_inputs,
@@ -64,7 +76,7 @@ static void dtype_list(uint32_t mask, char *buf, size_t size) {
 
 static void print_table(void) {
     int n_grad = 0, n_diff = 0, n_swept = 0, n_fast = 0;
-    printf("%-24s %-5s %-5s %-6s  %s\n", "op", "grad", "swept", "cases", "kernels (cpu)");
+    printf("%-24s %-5s %-5s %-6s %-14s %s\n", "op", "grad", "swept", "cases", "amp f16/bf16", "kernels (cpu)");
     for (int op = 0; op < OAR_OP_COUNT; op++) {
         const oar_op_def *d = oar_op_table[op];
         const oar_kernel_entry *ks;
@@ -84,8 +96,9 @@ static void print_table(void) {
             n += (size_t)snprintf(kinfo + n, sizeof kinfo - n, "%s%s[%s]", n ? "  " : "", ks[k].impl, dts);
         }
         n_fast += nk > 1;
-        printf("%-24s %-5s %-5s %-6d  %s\n", d->name, diff ? (d->grad ? "yes" : "MISSING") : "-",
-               cases ? "yes" : "no", cases, kinfo);
+        char amp[32];
+        printf("%-24s %-5s %-5s %-6d %-14s %s\n", d->name, diff ? (d->grad ? "yes" : "MISSING") : "-",
+               cases ? "yes" : "no", cases, amp_classes(d->name, amp, sizeof amp), kinfo);
     }
     printf("\n%d ops: %d differentiable (%d with a gradient rule), %d covered by the sweep, %d with fast kernels\n",
            OAR_OP_COUNT, n_diff, n_grad, n_swept, n_fast);

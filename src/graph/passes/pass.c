@@ -14,6 +14,8 @@ static const oar_pass_info g_passes[] = {
      oar_pass_cse},
     {"constant_folding", "computes nodes whose inputs are all constants once, at compile time", true,
      false, oar_pass_constant_folding},
+    {"amp_casts", "removes casts that change no value: to a value's own dtype, or a round trip through a "
+     "wider type (bf16 -> f32 -> bf16)", true, false, oar_pass_amp_casts},
     {"fold_conv_bn", "folds an inference-mode batch_norm into the conv2d before it (weights recomputed when "
      "parameters change)", true, true, oar_pass_fold_conv_bn},
     {"fuse_conv_act", "fuses conv2d with a following relu and/or residual add into conv2d_act (oneDNN post-ops)",

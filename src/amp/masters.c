@@ -1,0 +1,204 @@
+/* O2: a module's parameters in f16/bf16 with f32 master copies. The parameter handles stay the
+ * module's (their data is converted in place), so the model code is unchanged; the optimizer
+ * runs on the masters, in f32, and the masters are rounded back into the parameters after each
+ * step. Norm layers (and any prefix the user names) keep f32 parameters, which are their own
+ * masters. */
+#include "amp/amp.h"
+#include "optim/optim.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct oar_amp_masters {
+    int n;
+    oar_dtype dtype;
+    oar_tensor **param;   /* retained */
+    oar_tensor **master;  /* owned (the parameter itself, retained, when it stays f32) */
+    char **name;
+};
+
+oar_amp_decorate_opts oar_amp_decorate_defaults(void) {
+    return (oar_amp_decorate_opts){.dtype = OAR_BF16, .keep_norm_fp32 = true};
+}
+
+/* Whether the parameter at path belongs to a normalization layer (BatchNorm*, LayerNorm, GroupNorm). */
+static bool in_norm_layer(oar_module *m, const char *path) {
+    const char *dot = strrchr(path, '.');
+    oar_module *owner = m;
+    if (dot) {
+        char prefix[256];
+        size_t n = (size_t)(dot - path);
+        if (n >= sizeof prefix) return false;
+        memcpy(prefix, path, n);
+        prefix[n] = '\0';
+        owner = oar_module_child(m, prefix);
+        oar_clear_error();
+    }
+    const char *type = owner ? oar_module_type(owner) : NULL;
+    return type && strstr(type, "Norm") != NULL;
+}
+
+static bool kept(const oar_amp_decorate_opts *o, oar_module *m, const char *path) {
+    if (o->keep_norm_fp32 && in_norm_layer(m, path)) return true;
+    for (int i = 0; i < o->n_keep_fp32; i++)
+        if (o->keep_fp32[i] && strncmp(path, o->keep_fp32[i], strlen(o->keep_fp32[i])) == 0) return true;
+    return false;
+}
+
+/* Converts t's data to dt in place: a new storage, the same handle. */
+static oar_status convert_in_place(oar_tensor *t, oar_dtype dt) {
+    oar_tensor *c = oar_tensor_new_on(t->device, dt, t->shape, t->ndim);
+    if (!c) return oar_last_status();
+    oar_status st = oar_copy_(c, t);
+    if (st == OAR_OK) {
+        oar_storage *old = t->storage;
+        t->storage = c->storage;
+        c->storage->refcount++;
+        oar_storage_release(old);
+        t->dtype = dt;
+        t->offset = 0;
+        memcpy(t->strides, c->strides, sizeof(int64_t) * (size_t)t->ndim);
+        oar_tensor_refresh(t);
+        oar_tensor_unref(t->grad);
+        t->grad = NULL;
+    }
+    oar_tensor_unref(c);
+    return st;
+}
+
+void oar_amp_masters_free(oar_amp_masters *w) {
+    if (!w) return;
+    for (int i = 0; i < w->n; i++) {
+        oar_tensor_unref(w->param[i]);
+        oar_tensor_unref(w->master[i]);
+        free(w->name[i]);
+    }
+    free(w->param);
+    free(w->master);
+    free(w->name);
+    free(w);
+}
+
+oar_amp_masters *oar_amp_decorate(oar_module *m, const oar_amp_decorate_opts *opts) {
+    oar_init();
+    oar_amp_decorate_opts o = opts ? *opts : oar_amp_decorate_defaults();
+    if (!m) {
+        oar_error(OAR_ERR_INVALID_ARG, "oar_amp_decorate: expected a module, got NULL");
+        return NULL;
+    }
+    if (o.dtype != OAR_F16 && o.dtype != OAR_BF16) {
+        oar_error(OAR_ERR_DTYPE, "oar_amp_decorate: expected dtype f16 or bf16, got %s", oar_dtype_name(o.dtype));
+        return NULL;
+    }
+    int np = oar_module_num_parameters(m);
+    oar_amp_masters *w = calloc(1, sizeof *w);
+    if (w) {
+        w->dtype = o.dtype;
+        w->param = calloc((size_t)np + 1, sizeof *w->param);
+        w->master = calloc((size_t)np + 1, sizeof *w->master);
+        w->name = calloc((size_t)np + 1, sizeof *w->name);
+    }
+    if (!w || !w->param || !w->master || !w->name) {
+        oar_amp_masters_free(w);
+        oar_error(OAR_ERR_OOM, "oar_amp_decorate: out of memory");
+        return NULL;
+    }
+    for (int i = 0; i < np; i++) {
+        const char *path = NULL;
+        oar_tensor *p = oar_module_parameter(m, i, &path);
+        if (!p || !p->requires_grad) continue;
+        if (p->dtype != OAR_F32) {
+            oar_error(OAR_ERR_DTYPE, "oar_amp_decorate: expected f32 parameters, got %s for '%s'; decorate a module once",
+                      oar_dtype_name(p->dtype), path);
+            oar_amp_masters_free(w);
+            return NULL;
+        }
+        int k = w->n++;
+        w->param[k] = oar_retain(p);
+        w->name[k] = strdup(path ? path : "");
+        if (kept(&o, m, path ? path : "")) {
+            w->master[k] = oar_retain(p);
+            continue;
+        }
+        oar_tensor *master = oar_tensor_contiguous_copy(p);
+        if (!master || !w->name[k] || convert_in_place(p, o.dtype) != OAR_OK) {
+            oar_tensor_unref(master);
+            oar_amp_masters_free(w);
+            return NULL;
+        }
+        master->requires_grad = true;
+        w->master[k] = master;
+    }
+    return w;
+}
+
+int oar_amp_masters_count(const oar_amp_masters *w) { return w ? w->n : 0; }
+
+oar_tensor *oar_amp_master(oar_amp_masters *w, int i, const char **name) {
+    if (!w || i < 0 || i >= w->n) {
+        oar_error(OAR_ERR_INVALID_ARG, "oar_amp_master: expected an index in [0, %d), got %d", w ? w->n : 0, i);
+        return NULL;
+    }
+    if (name) *name = w->name[i];
+    return w->master[i];
+}
+
+oar_optimizer *oar_amp_masters_optimizer(oar_amp_masters *w, const oar_optim_opts *opts) {
+    if (!w) {
+        oar_error(OAR_ERR_INVALID_ARG, "oar_amp_masters_optimizer: expected the masters of oar_amp_decorate, got NULL");
+        return NULL;
+    }
+    return oar_optimizer_new(w->master, w->n, opts);
+}
+
+oar_status oar_amp_masters_sync_grads(oar_amp_masters *w) {
+    if (!w) return oar_error(OAR_ERR_INVALID_ARG, "oar_amp_masters_sync_grads: expected masters, got NULL");
+    for (int i = 0; i < w->n; i++) {
+        oar_tensor *p = w->param[i], *m = w->master[i];
+        if (p == m || !p->grad) continue;
+        oar_tensor *g = oar_tensor_new_on(m->device, OAR_F32, m->shape, m->ndim);
+        if (!g) return oar_last_status();
+        oar_status st = oar_copy_(g, p->grad);
+        if (st != OAR_OK) {
+            oar_tensor_unref(g);
+            return st;
+        }
+        oar_tensor_unref(m->grad);
+        m->grad = g;
+        /* the low gradient is consumed: the master's is the one the optimizer reads and zeroes */
+        oar_tensor_unref(p->grad);
+        p->grad = NULL;
+    }
+    return OAR_OK;
+}
+
+oar_status oar_amp_masters_sync_params(oar_amp_masters *w) {
+    if (!w) return oar_error(OAR_ERR_INVALID_ARG, "oar_amp_masters_sync_params: expected masters, got NULL");
+    oar_status st = OAR_OK;
+    oar_no_grad_begin(); /* an update, as the optimizer's */
+    for (int i = 0; i < w->n && st == OAR_OK; i++)
+        if (w->param[i] != w->master[i]) st = oar_copy_(w->param[i], w->master[i]);
+    oar_no_grad_end();
+    return st;
+}
+
+oar_status oar_amp_masters_step(oar_amp_masters *w, oar_optimizer *o, oar_grad_scaler *s, bool *skipped) {
+    if (skipped) *skipped = false;
+    oar_status st = oar_amp_masters_sync_grads(w);
+    if (st != OAR_OK) return st;
+    bool skip = false;
+    st = s ? oar_grad_scaler_step(s, o, &skip) : oar_optimizer_step(o);
+    if (st != OAR_OK) return st;
+    if (skipped) *skipped = skip;
+    return skip ? OAR_OK : oar_amp_masters_sync_params(w);
+}
+
+oar_status oar_amp_masters_swap(oar_amp_masters *w, oar_module *m, bool masters_in) {
+    oar_status st = OAR_OK;
+    for (int i = 0; w && i < w->n; i++) {
+        if (w->param[i] == w->master[i]) continue;
+        oar_status s = oar_module_set(m, w->name[i], masters_in ? w->master[i] : w->param[i]);
+        if (st == OAR_OK) st = s; /* put every parameter back even after a failure */
+    }
+    return st;
+}

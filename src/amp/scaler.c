@@ -1,0 +1,216 @@
+/* Dynamic loss scaling, as torch.cuda.amp.GradScaler: the loss is multiplied by the scale before
+ * backward, gradients are divided by it (amp_unscale: one fused pass that also notes inf/nan),
+ * the step is skipped when any gradient is not finite, and the scale backs off on such steps and
+ * grows after growth_interval good ones (amp_update_scale). State lives in 0-d tensors so
+ * checkpoints save it like any tensor. */
+#include "ops/op.h"
+#include "optim/optim.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define UNSCALE_CHUNK 30 /* gradients per amp_unscale call (its in-place inputs fit a 32-bit mask) */
+
+struct oar_grad_scaler {
+    oar_grad_scaler_opts opts;
+    oar_tensor *scale;          /* f32 0-d */
+    oar_tensor *growth_tracker; /* i64 0-d: good steps since the scale last changed */
+    oar_tensor *skipped;        /* i64 0-d: skipped steps in total */
+    oar_tensor *found;          /* f32 0-d: this step's gradients hold an inf/nan */
+    oar_tensor *inv_scale;      /* f32 0-d */
+    const oar_optimizer *unscaled; /* the optimizer unscaled this step, if any */
+    int64_t streak;             /* skipped steps in a row */
+};
+
+static const char *const state_names[] = {"scale", "growth_tracker", "skipped"};
+#define N_STATE 3
+
+oar_grad_scaler_opts oar_grad_scaler_defaults(void) {
+    return (oar_grad_scaler_opts){.init_scale = 65536.0, .growth_factor = 2.0, .backoff_factor = 0.5,
+                                  .growth_interval = 2000, .dynamic = true, .min_scale = 1.0, .warn_after = 10};
+}
+
+static oar_tensor *scalar(oar_dtype dt, double v) {
+    oar_tensor *t = oar_tensor_new(dt, NULL, 0);
+    if (t && oar_tensor_fill(t, v) != OAR_OK) {
+        oar_tensor_unref(t);
+        return NULL;
+    }
+    return t;
+}
+
+oar_grad_scaler *oar_grad_scaler_new(const oar_grad_scaler_opts *opts) {
+    oar_init();
+    oar_grad_scaler_opts o = opts ? *opts : oar_grad_scaler_defaults();
+    if (!(o.init_scale > 0 && isfinite(o.init_scale)) || !(o.growth_factor >= 1.0) ||
+        !(o.backoff_factor > 0 && o.backoff_factor <= 1.0) || o.growth_interval < 1 || !(o.min_scale > 0) ||
+        o.warn_after < 0) {
+        oar_error(OAR_ERR_INVALID_ARG, "oar_grad_scaler_new: expected init_scale > 0, growth_factor >= 1, "
+                                       "0 < backoff_factor <= 1, growth_interval >= 1, min_scale > 0 and warn_after >= 0, "
+                                       "got %g, %g, %g, %lld, %g, %lld; start from oar_grad_scaler_defaults()",
+                  o.init_scale, o.growth_factor, o.backoff_factor, (long long)o.growth_interval, o.min_scale,
+                  (long long)o.warn_after);
+        return NULL;
+    }
+    oar_grad_scaler *s = calloc(1, sizeof *s);
+    if (!s) {
+        oar_error(OAR_ERR_OOM, "oar_grad_scaler_new: out of memory");
+        return NULL;
+    }
+    s->opts = o;
+    s->scale = scalar(OAR_F32, o.init_scale);
+    s->growth_tracker = scalar(OAR_I64, 0);
+    s->skipped = scalar(OAR_I64, 0);
+    s->found = scalar(OAR_F32, 0);
+    s->inv_scale = scalar(OAR_F32, 1);
+    if (!s->scale || !s->growth_tracker || !s->skipped || !s->found || !s->inv_scale) {
+        oar_grad_scaler_free(s);
+        return NULL;
+    }
+    return s;
+}
+
+void oar_grad_scaler_free(oar_grad_scaler *s) {
+    if (!s) return;
+    oar_tensor_unref(s->scale);
+    oar_tensor_unref(s->growth_tracker);
+    oar_tensor_unref(s->skipped);
+    oar_tensor_unref(s->found);
+    oar_tensor_unref(s->inv_scale);
+    free(s);
+}
+
+static float f32_of(const oar_tensor *t) { return *(const float *)oar_tensor_ptr(t); }
+static int64_t i64_of(const oar_tensor *t) { return *(const int64_t *)oar_tensor_ptr(t); }
+
+oar_tensor *oar_grad_scaler_scale(oar_grad_scaler *s, oar_tensor *loss) {
+    if (!s || !loss) {
+        oar_error(OAR_ERR_INVALID_ARG, "oar_grad_scaler_scale: expected a scaler and a loss, got %s",
+                  s ? "a NULL loss" : "a NULL scaler");
+        return NULL;
+    }
+    if (!oar_dtype_is_float(loss->dtype)) {
+        oar_error(OAR_ERR_DTYPE, "oar_grad_scaler_scale: expected a float loss, got %s", oar_dtype_name(loss->dtype));
+        return NULL;
+    }
+    oar_tensor *sc = s->scale;
+    if (loss->dtype != OAR_F32) sc = oar_cast(sc, loss->dtype);
+    return sc ? oar_mul(loss, sc) : NULL;
+}
+
+/* amp_unscale over one run of gradients. */
+static oar_status unscale_chunk(oar_grad_scaler *s, oar_tensor **grads, int n) {
+    oar_tensor *in[UNSCALE_CHUNK + 2] = {s->found, s->inv_scale};
+    for (int i = 0; i < n; i++) in[2 + i] = grads[i];
+    oar_tensor *none[1];
+    int n_out = 1;
+    return oar_op_call(OAR_OP_amp_unscale, in, n + 2, NULL, none, &n_out);
+}
+
+oar_status oar_grad_scaler_unscale(oar_grad_scaler *s, oar_optimizer *o) {
+    if (!s || !o)
+        return oar_error(OAR_ERR_INVALID_ARG, "oar_grad_scaler_unscale: expected a scaler and an optimizer, got NULL");
+    if (s->unscaled == o)
+        return oar_error(OAR_ERR_STATE, "oar_grad_scaler_unscale: this optimizer's gradients were already unscaled "
+                                        "since the last oar_grad_scaler_update; unscale once per step");
+    /* 1/scale in double, rounded once to f32, as torch does */
+    *(float *)oar_tensor_ptr(s->inv_scale) = (float)(1.0 / (double)f32_of(s->scale));
+    oar_tensor *chunk[UNSCALE_CHUNK];
+    int n = 0;
+    oar_status st = OAR_OK;
+    for (int i = 0; i < o->n_params && st == OAR_OK; i++) {
+        oar_tensor *p = o->params[i].t, *g = p->grad;
+        if (!g) continue;
+        if (!g->contiguous) { /* amp_unscale writes in place: give the parameter a contiguous gradient */
+            oar_tensor *c = oar_tensor_contiguous_copy(g);
+            if (!c) return oar_last_status();
+            oar_tensor_unref(p->grad);
+            p->grad = g = c;
+        }
+        chunk[n++] = g;
+        if (n == UNSCALE_CHUNK) {
+            st = unscale_chunk(s, chunk, n);
+            n = 0;
+        }
+    }
+    if (st == OAR_OK && n) st = unscale_chunk(s, chunk, n);
+    if (st == OAR_OK) s->unscaled = o;
+    return st;
+}
+
+oar_status oar_grad_scaler_step(oar_grad_scaler *s, oar_optimizer *o, bool *skipped) {
+    if (skipped) *skipped = false;
+    if (!s || !o)
+        return oar_error(OAR_ERR_INVALID_ARG, "oar_grad_scaler_step: expected a scaler and an optimizer, got NULL");
+    oar_status st = OAR_OK;
+    if (s->unscaled != o && (st = oar_grad_scaler_unscale(s, o)) != OAR_OK) return st;
+    if (f32_of(s->found) != 0.0f) {
+        *(int64_t *)oar_tensor_ptr(s->skipped) += 1;
+        s->streak++;
+        if (s->opts.warn_after > 0 && s->streak == s->opts.warn_after)
+            oar_warn("oar_grad_scaler_step: %lld steps in a row skipped for inf/nan gradients (scale %g, floor %g); "
+                     "the loss itself may be inf/nan, or the learning rate too high",
+                     (long long)s->streak, (double)f32_of(s->scale), s->opts.min_scale);
+        if (skipped) *skipped = true;
+        return OAR_OK;
+    }
+    s->streak = 0;
+    return oar_optimizer_step(o);
+}
+
+oar_status oar_grad_scaler_update(oar_grad_scaler *s) {
+    if (!s) return oar_error(OAR_ERR_INVALID_ARG, "oar_grad_scaler_update: expected a scaler, got NULL");
+    oar_status st = OAR_OK;
+    if (s->opts.dynamic) {
+        oar_tensor *in[3] = {s->scale, s->growth_tracker, s->found};
+        oar_attr a[4] = {oar_attr_float(s->opts.growth_factor), oar_attr_float(s->opts.backoff_factor),
+                         oar_attr_int(s->opts.growth_interval), oar_attr_float(s->opts.min_scale)};
+        oar_tensor *none[1];
+        int n_out = 1;
+        st = oar_op_call(OAR_OP_amp_update_scale, in, 3, a, none, &n_out);
+    }
+    *(float *)oar_tensor_ptr(s->found) = 0.0f;
+    s->unscaled = NULL;
+    return st;
+}
+
+double oar_grad_scaler_get_scale(const oar_grad_scaler *s) { return s ? f32_of(s->scale) : 0.0; }
+int64_t oar_grad_scaler_growth_tracker(const oar_grad_scaler *s) { return s ? i64_of(s->growth_tracker) : 0; }
+int64_t oar_grad_scaler_skipped(const oar_grad_scaler *s) { return s ? i64_of(s->skipped) : 0; }
+int64_t oar_grad_scaler_skip_streak(const oar_grad_scaler *s) { return s ? s->streak : 0; }
+
+int oar_grad_scaler_num_state(const oar_grad_scaler *s) { return s ? N_STATE : 0; }
+
+static oar_tensor *state_tensor(oar_grad_scaler *s, int i) {
+    return i == 0 ? s->scale : i == 1 ? s->growth_tracker : s->skipped;
+}
+
+oar_tensor *oar_grad_scaler_state(oar_grad_scaler *s, int i, const char **name) {
+    if (!s || i < 0 || i >= N_STATE) {
+        oar_error(OAR_ERR_INVALID_ARG, "oar_grad_scaler_state: expected an index in [0, %d), got %d", N_STATE, i);
+        return NULL;
+    }
+    if (name) *name = state_names[i];
+    return state_tensor(s, i);
+}
+
+oar_status oar_grad_scaler_load_state(oar_grad_scaler *s, const char *name, const oar_tensor *value) {
+    if (!s || !name || !value)
+        return oar_error(OAR_ERR_INVALID_ARG, "oar_grad_scaler_load_state: expected a scaler, a name and a value, got NULL");
+    for (int i = 0; i < N_STATE; i++) {
+        if (strcmp(name, state_names[i]) != 0) continue;
+        oar_tensor *t = state_tensor(s, i);
+        if (value->ndim != 0 || value->dtype != t->dtype)
+            return oar_error(OAR_ERR_INVALID_ARG, "oar_grad_scaler_load_state: expected '%s' to be a 0-d %s tensor, "
+                                                  "got %s with %d dims", name, oar_dtype_name(t->dtype),
+                             oar_dtype_name(value->dtype), value->ndim);
+        oar_status st = oar_copy_(t, value);
+        if (st == OAR_OK && i == 0 && !(f32_of(t) > 0 && isfinite(f32_of(t))))
+            return oar_error(OAR_ERR_INVALID_ARG, "oar_grad_scaler_load_state: expected a finite scale > 0, got %g",
+                             (double)f32_of(t));
+        return st;
+    }
+    return oar_error(OAR_ERR_INVALID_ARG, "oar_grad_scaler_load_state: expected one of scale, growth_tracker, skipped, "
+                                          "got '%s'", name);
+}
