@@ -1345,3 +1345,4 @@ OAR_API bool oar_check_nan_inf_enabled(void);
 }
 #endif
 #endif /* OAR_H */
+#include "oar/quant.h" /* quantization (docs/quant.md) */

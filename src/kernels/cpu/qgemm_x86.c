@@ -1,0 +1,229 @@
+/* qlinear's fast kernels: int8 x·wᵀ with exact int32 sums, then the shared epilogue
+ * (src/ops/quant.h), so integer outputs equal the reference's bit for bit.
+ *
+ * - avx512-vnni: vpdpbusd multiplies u8 by s8 and adds groups of four into int32 lanes without
+ *   intermediate saturation. It needs u8 activations: s8 ones are shifted by 128 (x ^ 0x80) and
+ *   the shift taken back with the weight row sums, as is the zero point:
+ *   sum (x - z) w = sum x' w - (z + shift) sum w.
+ * - avx2: vpmaddubsw would add two u8·s8 products into a saturating int16 (255·127·2 > 32767:
+ *   pytorch#44939), so this path widens both operands to int16 first, subtracts the zero point
+ *   there (|x - z| <= 255) and uses vpmaddwd, whose int32 pair sums are exact. No 7-bit range
+ *   is needed and none is silently assumed.
+ * Both are dot products over contiguous K (no packing), in tiles of rows x columns, spread over
+ * oar's pool by blocks of 4 rows x 64 columns. */
+#include "kernels/cpu/cpu_kernels.h"
+#include "ops/quant.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(__x86_64__) || defined(_M_X64)
+#include <cpuid.h>
+#include <immintrin.h>
+
+#define NB 64 /* columns per task */
+#define MB 4  /* rows per task */
+
+typedef struct qgemm_job {
+    const uint8_t *x; /* [M, K] u8 or s8 bytes */
+    const int8_t *w;  /* [N, K] */
+    const int32_t *wsum; /* [N]: row sums of w (vnni only) */
+    int64_t m, n, k;
+    int32_t xzp, shift;  /* shift: 128 for s8 x on vnni, else 0 */
+    bool x_signed;
+    const oar_qepilogue *e;
+    const float *res;
+    char *out;
+    size_t osz;
+    int64_t n_blocks;
+} qgemm_job;
+
+/* ---- AVX-512 VNNI */
+#define VNNI __attribute__((target("avx512f,avx512bw,avx512vnni")))
+
+VNNI static inline __m512i vnni_load_x(const uint8_t *p, __mmask64 mk, __m512i flip) {
+    return _mm512_xor_si512(_mm512_maskz_loadu_epi8(mk, p), flip);
+}
+
+/* acc[r][c] for r < mr, c < nc (mr, nc <= 4): sums of x'[r]·w[c] over k */
+VNNI static void vnni_tile(const qgemm_job *j, int64_t m0, int mr, int64_t n0, int nc, int32_t acc[MB][NB],
+                           int64_t nb0) {
+    __m512i a[4][4];
+    for (int r = 0; r < 4; r++)
+        for (int c = 0; c < 4; c++) a[r][c] = _mm512_setzero_si512();
+    __m512i flip = _mm512_set1_epi8(j->x_signed ? (char)0x80 : 0);
+    int64_t k = j->k;
+    for (int64_t t = 0; t < k; t += 64) {
+        __mmask64 mk = k - t >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << (k - t)) - 1);
+        __m512i xv[4], wv[4];
+        for (int r = 0; r < mr; r++) xv[r] = vnni_load_x(j->x + (m0 + r) * k + t, mk, flip); /* w is 0 past k */
+        for (int c = 0; c < nc; c++) wv[c] = _mm512_maskz_loadu_epi8(mk, j->w + (n0 + c) * k + t);
+        for (int r = 0; r < mr; r++)
+            for (int c = 0; c < nc; c++) a[r][c] = _mm512_dpbusd_epi32(a[r][c], xv[r], wv[c]);
+    }
+    int32_t corr = j->xzp + j->shift;
+    for (int r = 0; r < mr; r++)
+        for (int c = 0; c < nc; c++)
+            acc[r][n0 + c - nb0] = (int32_t)((uint32_t)_mm512_reduce_add_epi32(a[r][c]) -
+                                             (uint32_t)corr * (uint32_t)j->wsum[n0 + c]);
+}
+
+VNNI static void vnni_wsum(const int8_t *w, int64_t n, int64_t k, int32_t *wsum) {
+    __m512i ones = _mm512_set1_epi8(1);
+    for (int64_t i = 0; i < n; i++) {
+        __m512i s = _mm512_setzero_si512();
+        for (int64_t t = 0; t < k; t += 64) {
+            __mmask64 mk = k - t >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << (k - t)) - 1);
+            s = _mm512_dpbusd_epi32(s, ones, _mm512_maskz_loadu_epi8(mk, w + i * k + t));
+        }
+        wsum[i] = _mm512_reduce_add_epi32(s);
+    }
+}
+
+/* ---- AVX2, exact: int16 operands, vpmaddwd */
+#define AVX2 __attribute__((target("avx2")))
+
+AVX2 static inline __m256i avx2_load_x(const qgemm_job *j, const uint8_t *p, __m256i zp) {
+    __m128i b = _mm_loadu_si128((const __m128i *)p);
+    __m256i v = j->x_signed ? _mm256_cvtepi8_epi16(b) : _mm256_cvtepu8_epi16(b);
+    return _mm256_sub_epi16(v, zp);
+}
+
+AVX2 static inline int32_t avx2_hsum(__m256i v) {
+    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4E));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xB1));
+    return _mm_cvtsi128_si32(s);
+}
+
+/* rows r < mr (<= 2), columns c < nc (<= 4) */
+AVX2 static void avx2_tile(const qgemm_job *j, int64_t m0, int mr, int64_t n0, int nc, int32_t acc[MB][NB],
+                           int64_t nb0) {
+    __m256i a[2][4];
+    for (int r = 0; r < 2; r++)
+        for (int c = 0; c < 4; c++) a[r][c] = _mm256_setzero_si256();
+    __m256i zp = _mm256_set1_epi16((short)j->xzp);
+    int64_t k = j->k, t = 0;
+    for (; t + 16 <= k; t += 16) {
+        __m256i xv[2], wv[4];
+        for (int r = 0; r < mr; r++) xv[r] = avx2_load_x(j, j->x + (m0 + r) * k + t, zp);
+        for (int c = 0; c < nc; c++)
+            wv[c] = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(j->w + (n0 + c) * k + t)));
+        for (int r = 0; r < mr; r++)
+            for (int c = 0; c < nc; c++) a[r][c] = _mm256_add_epi32(a[r][c], _mm256_madd_epi16(xv[r], wv[c]));
+    }
+    for (int r = 0; r < mr; r++)
+        for (int c = 0; c < nc; c++) {
+            uint32_t s = (uint32_t)avx2_hsum(a[r][c]);
+            const uint8_t *xr = j->x + (m0 + r) * k;
+            const int8_t *wr = j->w + (n0 + c) * k;
+            for (int64_t u = t; u < k; u++) {
+                int32_t xv = j->x_signed ? (int32_t)(int8_t)xr[u] : (int32_t)xr[u];
+                s += (uint32_t)((xv - j->xzp) * (int32_t)wr[u]);
+            }
+            acc[r][n0 + c - nb0] = (int32_t)s;
+        }
+}
+
+/* ---- the task loop: a block of rows x columns, then its epilogue */
+typedef void (*tile_fn)(const qgemm_job *, int64_t, int, int64_t, int, int32_t[MB][NB], int64_t);
+
+static void run_block(const qgemm_job *j, tile_fn tile, int tm, int64_t blk) {
+    int64_t mb = blk / j->n_blocks, nbk = blk % j->n_blocks;
+    int64_t m0 = mb * MB, m1 = m0 + MB < j->m ? m0 + MB : j->m;
+    int64_t n0 = nbk * NB, n1 = n0 + NB < j->n ? n0 + NB : j->n;
+    int32_t acc[MB][NB];
+    for (int64_t r = m0; r < m1; r += tm) {
+        int mr = (int)(m1 - r < tm ? m1 - r : tm);
+        for (int64_t c = n0; c < n1; c += 4) {
+            int32_t tacc[MB][NB];
+            tile(j, r, mr, c, (int)(n1 - c < 4 ? n1 - c : 4), tacc, c);
+            for (int rr = 0; rr < mr; rr++)
+                for (int64_t cc = c; cc < c + 4 && cc < n1; cc++) acc[r - m0 + rr][cc - n0] = tacc[rr][cc - c];
+        }
+    }
+    for (int64_t r = m0; r < m1; r++)
+        oar_qepilogue_row(j->e, acc[r - m0], j->res ? j->res + r * j->n : NULL, n0, n1,
+                          j->out + (size_t)(r * j->n) * j->osz);
+}
+
+static void vnni_range(void *ctx, int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; i++) run_block(ctx, vnni_tile, 4, i);
+}
+static void avx2_range(void *ctx, int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; i++) run_block(ctx, avx2_tile, 2, i);
+}
+
+static bool cpu_has_vnni(void) {
+    static int has = -1;
+    if (has < 0) {
+        unsigned a, b, c, d;
+        has = __get_cpuid_count(7, 0, &a, &b, &c, &d) && ((c >> 11) & 1) && ((b >> 30) & 1); /* VNNI, AVX512BW */
+    }
+    return has == 1;
+}
+
+static bool use_vnni(void) { return oar_cpu_has_avx512() && cpu_has_vnni(); }
+
+static oar_status qlinear_run(oar_tensor *const *in, oar_tensor *const *out, const oar_attr *a, bool vnni) {
+    oar_qepilogue e;
+    oar_status st = oar_qepilogue_init(&e, in, out[0], a);
+    if (st != OAR_OK) return st;
+    const oar_tensor *x = in[QL_X];
+    qgemm_job j = {
+        .x = (const uint8_t *)oar_tensor_ptr(x), .w = (const int8_t *)oar_tensor_ptr(in[QL_W]),
+        .n = in[QL_W]->shape[0], .k = in[QL_W]->shape[1], .x_signed = x->dtype == OAR_I8,
+        .xzp = (int32_t)oar_dtypes[in[QL_XZP]->dtype].load_i64(oar_tensor_ptr(in[QL_XZP])), .e = &e,
+        .res = in[QL_RES] ? (const float *)oar_tensor_ptr(in[QL_RES]) : NULL, .out = oar_tensor_ptr(out[0]),
+        .osz = oar_dtypes[out[0]->dtype].size,
+    };
+    j.m = j.n ? out[0]->numel / j.n : 0;
+    j.shift = vnni && j.x_signed ? 128 : 0;
+    int32_t *wsum = NULL;
+    if (vnni) {
+        wsum = malloc(sizeof(int32_t) * (size_t)(j.n ? j.n : 1));
+        if (!wsum) {
+            oar_qepilogue_free(&e);
+            return oar_error(OAR_ERR_OOM, "qlinear: out of memory");
+        }
+        vnni_wsum(j.w, j.n, j.k, wsum);
+        j.wsum = wsum;
+    }
+    j.n_blocks = (j.n + NB - 1) / NB;
+    int64_t blocks = ((j.m + MB - 1) / MB) * j.n_blocks;
+    /* a block is MB*NB*K multiply-adds; a few thousand make a chunk worth a thread */
+    int64_t grain = 1 + (1 << 16) / (MB * NB * (j.k + 1));
+    if (blocks) oar_parallel_for(blocks, grain, vnni ? vnni_range : avx2_range, &j);
+    free(wsum);
+    oar_qepilogue_free(&e);
+    return OAR_OK;
+}
+
+static oar_status qlinear_vnni(const oar_kctx *ctx, oar_tensor *const *in, int n_in, oar_tensor *const *out,
+                               int n_out, const oar_attr *a) {
+    return qlinear_run(in, out, a, true);
+}
+static oar_status qlinear_avx2(const oar_kctx *ctx, oar_tensor *const *in, int n_in, oar_tensor *const *out,
+                               int n_out, const oar_attr *a) {
+    return qlinear_run(in, out, a, false);
+}
+
+static bool supports_vnni(oar_tensor *const *in, int n_in, oar_tensor *const *out, int n_out, const oar_attr *a) {
+    return use_vnni();
+}
+/* The exact AVX2 path also serves AVX-512 CPUs without VNNI. */
+static bool supports_avx2(oar_tensor *const *in, int n_in, oar_tensor *const *out, int n_out, const oar_attr *a) {
+    return oar_cpu_has_avx2() && !use_vnni();
+}
+
+void oar_cpu_register_quant(void) {
+    uint32_t dts = OAR_DTYPE_BIT(OAR_U8) | OAR_DTYPE_BIT(OAR_I8);
+    oar_register_kernel(OAR_OP_qlinear, (oar_kernel_entry){.device = OAR_CPU, .dtypes = dts, .impl = "avx512-vnni",
+                                                           .priority = 20, .fn = qlinear_vnni, .supports = supports_vnni});
+    oar_register_kernel(OAR_OP_qlinear, (oar_kernel_entry){.device = OAR_CPU, .dtypes = dts, .impl = "avx2-exact",
+                                                           .priority = 10, .fn = qlinear_avx2, .supports = supports_avx2});
+}
+
+#else
+void oar_cpu_register_quant(void) {}
+#endif
