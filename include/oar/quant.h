@@ -43,6 +43,13 @@ typedef struct oar_qlinear_opts {
 OAR_API oar_tensor *oar_qlinear(oar_tensor *x, oar_tensor *x_scale, oar_tensor *x_zero_point, oar_tensor *weight,
                                 oar_tensor *w_scale, oar_tensor *bias, const oar_qlinear_opts *opts);
 
+/* The same as a convolution on NCHW data (groups and depthwise included): x u8/i8 [N, C, H, W]
+ * with 0-d qparams, weight i8 [out, in / groups, kh, kw] (symmetric), w_scale 0-d or [out], bias
+ * f32 [out]; opts' residual is f32 [N, out, oh, ow]. conv as oar_conv2d's (NULL: stride 1). */
+OAR_API oar_tensor *oar_qconv2d(oar_tensor *x, oar_tensor *x_scale, oar_tensor *x_zero_point, oar_tensor *weight,
+                                oar_tensor *w_scale, oar_tensor *bias, const oar_conv_opts *conv,
+                                const oar_qlinear_opts *opts);
+
 /* ---- observers: collect statistics of tensors, then give scale and zero point */
 typedef struct oar_observer oar_observer;
 typedef struct oar_observer_opts {

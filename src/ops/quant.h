@@ -70,28 +70,49 @@ typedef struct oar_qepilogue {
     int32_t y_zp, qmin, qmax;
 } oar_qepilogue;
 
-/* Columns [n0, n1) of one output row: acc[n - n0] are the int32 sums, res_row and out_row the
- * row's residual (may be NULL) and output, indexed by n. */
+/* The epilogue of one int32 sum of output channel ch (res: its residual, or NULL), then its store. */
+static inline float oar_qepilogue_value(const oar_qepilogue *e, int32_t acc, int64_t ch, const float *res) {
+    float v = fmaf((float)acc, e->comb[ch], e->bias ? e->bias[ch] : 0.0f);
+    if (res) v = v + *res;
+    return e->act == OAR_QACT_RELU ? oar_qmaxf(v, 0.0f) : v;
+}
+static inline void oar_qepilogue_store(const oar_qepilogue *e, float v, void *out, int64_t i) {
+    if (e->out_dtype == OAR_F32) ((float *)out)[i] = v;
+    else {
+        int32_t q = oar_quantize_f32(v, e->inv_y, e->y_zp, e->qmin, e->qmax);
+        if (e->out_dtype == OAR_U8) ((uint8_t *)out)[i] = (uint8_t)q;
+        else ((int8_t *)out)[i] = (int8_t)q;
+    }
+}
+
+/* Columns [n0, n1) of one qlinear output row: acc[n - n0] are the int32 sums, res_row and
+ * out_row the row's residual (may be NULL) and output, indexed by n. */
 static inline void oar_qepilogue_row(const oar_qepilogue *e, const int32_t *acc, const float *res_row, int64_t n0,
                                      int64_t n1, void *out_row) {
-    for (int64_t n = n0; n < n1; n++) {
-        float v = fmaf((float)acc[n - n0], e->comb[n], e->bias ? e->bias[n] : 0.0f);
-        if (res_row) v = v + res_row[n];
-        if (e->act == OAR_QACT_RELU) v = oar_qmaxf(v, 0.0f);
-        if (e->out_dtype == OAR_F32) ((float *)out_row)[n] = v;
-        else {
-            int32_t q = oar_quantize_f32(v, e->inv_y, e->y_zp, e->qmin, e->qmax);
-            if (e->out_dtype == OAR_U8) ((uint8_t *)out_row)[n] = (uint8_t)q;
-            else ((int8_t *)out_row)[n] = (int8_t)q;
-        }
-    }
+    for (int64_t n = n0; n < n1; n++)
+        oar_qepilogue_store(e, oar_qepilogue_value(e, acc[n - n0], n, res_row ? res_row + n : NULL), out_row, n);
 }
 
 /* qlinear's prepared epilogue for a call (comb is malloc'ed: free with oar_qepilogue_free). */
 oar_status oar_qepilogue_init(oar_qepilogue *e, oar_tensor *const *in, oar_tensor *y, const oar_attr *a);
 void oar_qepilogue_free(oar_qepilogue *e);
 
-/* qlinear's input positions */
+/* qlinear's and qconv2d's input positions */
 enum { QL_X, QL_XS, QL_XZP, QL_W, QL_WS, QL_BIAS, QL_YS, QL_YZP, QL_RES, QL_N };
+
+/* qconv2d's geometry, from its attributes (stride, padding, dilation, groups) and shapes */
+typedef struct oar_qconv_geom {
+    int64_t n, c, h, w, o, kh, kw, oh, ow, sh, sw, ph, pw, dh, dw, groups;
+} oar_qconv_geom;
+oar_status oar_qconv_geom_get(const oar_tensor *x, const oar_tensor *w, const oar_attr *a, oar_qconv_geom *g);
+
+/* The int8 GEMM of the fast kernels (src/kernels/cpu/qgemm_x86.c): acc[m][n] = sum_k (x[m, k] -
+ * x_zp) * w[n, k] for x u8 or s8 [M, K] and w s8 [N, K], exact in int32 (wrapping), handed to
+ * emit in blocks of rows [m0, m1) x columns [n0, n1) (acc row-major, leading dimension ld), over
+ * oar's thread pool. vnni picks the AVX-512 VNNI kernel, else the exact AVX2 one. */
+typedef void (*oar_qgemm_emit)(void *user, int64_t m0, int64_t m1, int64_t n0, int64_t n1, const int32_t *acc,
+                               int64_t ld);
+oar_status oar_qgemm(bool vnni, const uint8_t *x, bool x_signed, int32_t x_zp, const int8_t *w, int64_t m, int64_t n,
+                     int64_t k, oar_qgemm_emit emit, void *user);
 
 #endif

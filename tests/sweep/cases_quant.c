@@ -56,6 +56,20 @@ const sweep_case sweep_cases_quant[] = {
     {"qlinear", "c-128i8:2x35;c0.001f32:;c0i32:;c-128i8:3x35;c0.001f32:;none;none;none;none", "activation=0 dtype=f32"},
     {"qlinear", "c255,0u8:3x64;c1f32:;c0i32:;c127,-128i8:4x64;c1f32:;none;c1000f32:;c0i32:;none",
      "activation=0 dtype=i8"},
+    /* qconv2d: padding (the zero point), stride, dilation, groups, depthwise, requantized and residual */
+#define CONV(st, pd, dl, g, act, dt) "stride=" st " padding=" pd " dilation=" dl " groups=" g " activation=" act " dtype=" dt
+    {"qconv2d", "i0_256u8:2x3x7x6" XQ_U8 ";i-128_128i8:4x3x3x3;c0.01,0.02,0.03,0.04f32:4;nf32:4;none;none;none",
+     CONV("1,1", "1,1", "1,1", "1", "0", "f32")},
+    {"qconv2d", "i0_256u8:2x3x9x8" XQ_U8 ";i-128_128i8:5x3x3x2;c0.01f32:;nf32:5;c0.05f32:;c10i32:;none",
+     CONV("2,1", "0,2", "2,1", "1", "1", "u8")},
+    {"qconv2d", "i-128_128i8:3x4x6x6" XQ_S8 ";i-128_128i8:6x2x3x3;c0.01f32:;none;c0.1f32:;c-3i32:;nf32:3x6x6x6",
+     CONV("1,1", "1,1", "1,1", "2", "0", "i8")},
+    {"qconv2d", "i0_256u8:2x5x7x7" XQ_U8 ";i-128_128i8:5x1x3x3;c0.01,0.02,0.03,0.04,0.05f32:5;nf32:5;none;none;none",
+     CONV("2,2", "1,1", "1,1", "5", "1", "f32")}, /* depthwise */
+    {"qconv2d", "i0_256u8:2x16x5x5" XQ_U8 ";i-128_128i8:70x16x3x3;c0.001f32:;nf32:70;none;none;none",
+     CONV("1,1", "1,1", "1,1", "1", "0", "f32")}, /* K = 144 and N = 70 cross the GEMM's blocks */
+    {"qconv2d", "c255u8:1x8x4x4;c0.001f32:;c0i32:;c127i8:3x8x3x3;c0.001f32:;none;none;none;none",
+     CONV("1,1", "0,0", "1,1", "1", "0", "f32")}, /* the saturation worst case */
     {"choose_qparams", "n:4x5", "dtype=u8 symmetric=0"},
     {"choose_qparams", "u:7", "dtype=i8 symmetric=1"},
     {"choose_qparams", "p:3x2", "dtype=u8 symmetric=1"},
@@ -97,6 +111,11 @@ static bool bad_ql_yparams(void) {
 static bool bad_ql_x(void) {
     return oar_qlinear(zeros(OAR_F32, 2, 3), scalar_f(1), scalar_i(0), zeros(OAR_I8, 4, 3), scalar_f(1), NULL, NULL) != NULL;
 }
+static bool bad_qconv_groups(void) {
+    return oar_qconv2d(oar_zeros((int64_t[]){1, 4, 5, 5}, 4, OAR_U8), scalar_f(1), scalar_i(0),
+                       oar_zeros((int64_t[]){6, 3, 3, 3}, 4, OAR_I8), scalar_f(1), NULL,
+                       &(oar_conv_opts){.groups = 2}, NULL) != NULL;
+}
 static bool bad_choose_nan(void) {
     oar_tensor *s, *z;
     return oar_choose_qparams(vec((float[]){1, NAN}, 2), OAR_U8, false, &s, &z) == OAR_OK;
@@ -114,6 +133,7 @@ const sweep_bad sweep_bad_quant[] = {
     {"qlinear weight dtype", bad_ql_weight, "qlinear: expected weight i8 of 2 dims [out, in], got u8"},
     {"qlinear requantize without y params", bad_ql_yparams, "qlinear: expected y_scale and y_zero_point exactly when"},
     {"qlinear float x", bad_ql_x, "qlinear: expected x of dtype u8 or i8"},
+    {"qconv2d groups", bad_qconv_groups, "qconv2d: expected groups >= 1 dividing out channels 6, with weight.shape[1] * groups == x.shape[1], got groups 2, 3 * 2 != 4"},
     {"NaN calibration data", bad_choose_nan, "choose_qparams: expected finite values, got nan"},
     {0},
 };

@@ -10,7 +10,7 @@
  *   there (|x - z| <= 255) and uses vpmaddwd, whose int32 pair sums are exact. No 7-bit range
  *   is needed and none is silently assumed.
  * Both are dot products over contiguous K (no packing), in tiles of rows x columns, spread over
- * oar's pool by blocks of 4 rows x 64 columns. */
+ * oar's pool by blocks of 4 rows x 64 columns. qconv2d runs on the same GEMM after an im2col. */
 #include "kernels/cpu/cpu_kernels.h"
 #include "ops/quant.h"
 
@@ -31,10 +31,8 @@ typedef struct qgemm_job {
     int64_t m, n, k;
     int32_t xzp, shift;  /* shift: 128 for s8 x on vnni, else 0 */
     bool x_signed;
-    const oar_qepilogue *e;
-    const float *res;
-    char *out;
-    size_t osz;
+    oar_qgemm_emit emit;
+    void *user;
     int64_t n_blocks;
 } qgemm_job;
 
@@ -125,7 +123,7 @@ AVX2 static void avx2_tile(const qgemm_job *j, int64_t m0, int mr, int64_t n0, i
         }
 }
 
-/* ---- the task loop: a block of rows x columns, then its epilogue */
+/* ---- the task loop: a block of rows x columns, handed to emit */
 typedef void (*tile_fn)(const qgemm_job *, int64_t, int, int64_t, int, int32_t[MB][NB], int64_t);
 
 static void run_block(const qgemm_job *j, tile_fn tile, int tm, int64_t blk) {
@@ -142,9 +140,7 @@ static void run_block(const qgemm_job *j, tile_fn tile, int tm, int64_t blk) {
                 for (int64_t cc = c; cc < c + 4 && cc < n1; cc++) acc[r - m0 + rr][cc - n0] = tacc[rr][cc - c];
         }
     }
-    for (int64_t r = m0; r < m1; r++)
-        oar_qepilogue_row(j->e, acc[r - m0], j->res ? j->res + r * j->n : NULL, n0, n1,
-                          j->out + (size_t)(r * j->n) * j->osz);
+    j->emit(j->user, m0, m1, n0, n1, &acc[0][0], NB);
 }
 
 static void vnni_range(void *ctx, int64_t b, int64_t e) {
@@ -152,6 +148,25 @@ static void vnni_range(void *ctx, int64_t b, int64_t e) {
 }
 static void avx2_range(void *ctx, int64_t b, int64_t e) {
     for (int64_t i = b; i < e; i++) run_block(ctx, avx2_tile, 2, i);
+}
+
+oar_status oar_qgemm(bool vnni, const uint8_t *x, bool x_signed, int32_t x_zp, const int8_t *w, int64_t m, int64_t n,
+                     int64_t k, oar_qgemm_emit emit, void *user) {
+    qgemm_job j = {.x = x, .w = w, .m = m, .n = n, .k = k, .x_signed = x_signed, .xzp = x_zp,
+                   .shift = vnni && x_signed ? 128 : 0, .emit = emit, .user = user};
+    int32_t *wsum = NULL;
+    if (vnni) {
+        if (!(wsum = malloc(sizeof(int32_t) * (size_t)(n ? n : 1)))) return oar_error(OAR_ERR_OOM, "qgemm: out of memory");
+        vnni_wsum(w, n, k, wsum);
+        j.wsum = wsum;
+    }
+    j.n_blocks = (n + NB - 1) / NB;
+    int64_t blocks = ((m + MB - 1) / MB) * j.n_blocks;
+    /* a block is MB*NB*K multiply-adds; a few thousand make a chunk worth a thread */
+    int64_t grain = 1 + (1 << 16) / (MB * NB * (k + 1));
+    if (blocks) oar_parallel_for(blocks, grain, vnni ? vnni_range : avx2_range, &j);
+    free(wsum);
+    return OAR_OK;
 }
 
 static bool cpu_has_vnni(void) {
@@ -165,38 +180,105 @@ static bool cpu_has_vnni(void) {
 
 static bool use_vnni(void) { return oar_cpu_has_avx512() && cpu_has_vnni(); }
 
+/* ---- qlinear: rows of x times rows of w, the epilogue per output row */
+typedef struct linear_emit {
+    const oar_qepilogue *e;
+    const float *res;
+    char *out;
+    size_t osz;
+    int64_t n;
+} linear_emit;
+
+static void emit_linear(void *user, int64_t m0, int64_t m1, int64_t n0, int64_t n1, const int32_t *acc, int64_t ld) {
+    const linear_emit *l = user;
+    for (int64_t r = m0; r < m1; r++)
+        oar_qepilogue_row(l->e, acc + (r - m0) * ld, l->res ? l->res + r * l->n : NULL, n0, n1,
+                          l->out + (size_t)(r * l->n) * l->osz);
+}
+
 static oar_status qlinear_run(oar_tensor *const *in, oar_tensor *const *out, const oar_attr *a, bool vnni) {
     oar_qepilogue e;
     oar_status st = oar_qepilogue_init(&e, in, out[0], a);
     if (st != OAR_OK) return st;
-    const oar_tensor *x = in[QL_X];
-    qgemm_job j = {
-        .x = (const uint8_t *)oar_tensor_ptr(x), .w = (const int8_t *)oar_tensor_ptr(in[QL_W]),
-        .n = in[QL_W]->shape[0], .k = in[QL_W]->shape[1], .x_signed = x->dtype == OAR_I8,
-        .xzp = (int32_t)oar_dtypes[in[QL_XZP]->dtype].load_i64(oar_tensor_ptr(in[QL_XZP])), .e = &e,
-        .res = in[QL_RES] ? (const float *)oar_tensor_ptr(in[QL_RES]) : NULL, .out = oar_tensor_ptr(out[0]),
-        .osz = oar_dtypes[out[0]->dtype].size,
-    };
-    j.m = j.n ? out[0]->numel / j.n : 0;
-    j.shift = vnni && j.x_signed ? 128 : 0;
-    int32_t *wsum = NULL;
-    if (vnni) {
-        wsum = malloc(sizeof(int32_t) * (size_t)(j.n ? j.n : 1));
-        if (!wsum) {
-            oar_qepilogue_free(&e);
-            return oar_error(OAR_ERR_OOM, "qlinear: out of memory");
-        }
-        vnni_wsum(j.w, j.n, j.k, wsum);
-        j.wsum = wsum;
-    }
-    j.n_blocks = (j.n + NB - 1) / NB;
-    int64_t blocks = ((j.m + MB - 1) / MB) * j.n_blocks;
-    /* a block is MB*NB*K multiply-adds; a few thousand make a chunk worth a thread */
-    int64_t grain = 1 + (1 << 16) / (MB * NB * (j.k + 1));
-    if (blocks) oar_parallel_for(blocks, grain, vnni ? vnni_range : avx2_range, &j);
-    free(wsum);
+    int64_t n = in[QL_W]->shape[0], k = in[QL_W]->shape[1];
+    linear_emit l = {.e = &e, .res = in[QL_RES] ? (const float *)oar_tensor_ptr(in[QL_RES]) : NULL,
+                     .out = oar_tensor_ptr(out[0]), .osz = oar_dtypes[out[0]->dtype].size, .n = n};
+    st = oar_qgemm(vnni, (const uint8_t *)oar_tensor_ptr(in[QL_X]), in[QL_X]->dtype == OAR_I8,
+                   (int32_t)oar_dtypes[in[QL_XZP]->dtype].load_i64(oar_tensor_ptr(in[QL_XZP])),
+                   (const int8_t *)oar_tensor_ptr(in[QL_W]), n ? out[0]->numel / n : 0, n, k, emit_linear, &l);
     oar_qepilogue_free(&e);
-    return OAR_OK;
+    return st;
+}
+
+/* ---- qconv2d: per group, im2col into bytes (padding = the zero point's byte), then the GEMM of
+ * positions x output channels, emitted into NCHW */
+typedef struct conv_emit {
+    const oar_qepilogue *e;
+    const float *res;
+    char *out;
+    int64_t p, o, og, g; /* positions per image, out channels, per group, this group */
+} conv_emit;
+
+static void emit_conv(void *user, int64_t m0, int64_t m1, int64_t n0, int64_t n1, const int32_t *acc, int64_t ld) {
+    const conv_emit *c = user;
+    for (int64_t m = m0; m < m1; m++) {
+        int64_t b = m / c->p, p = m % c->p;
+        for (int64_t n = n0; n < n1; n++) {
+            int64_t ch = c->g * c->og + n, i = (b * c->o + ch) * c->p + p;
+            oar_qepilogue_store(c->e, oar_qepilogue_value(c->e, acc[(m - m0) * ld + n - n0], ch, c->res ? c->res + i : NULL),
+                                c->out, i);
+        }
+    }
+}
+
+static oar_status qconv_run(oar_tensor *const *in, oar_tensor *const *out, const oar_attr *a, bool vnni) {
+    oar_qconv_geom g;
+    oar_qepilogue e;
+    oar_status st = oar_qconv_geom_get(in[QL_X], in[QL_W], a, &g);
+    if (st != OAR_OK || (st = oar_qepilogue_init(&e, in, out[0], a + 4)) != OAR_OK) return st;
+    int32_t xzp = (int32_t)oar_dtypes[in[QL_XZP]->dtype].load_i64(oar_tensor_ptr(in[QL_XZP]));
+    int64_t cg = g.c / g.groups, og = g.o / g.groups, kg = cg * g.kh * g.kw, p = g.oh * g.ow, rows = g.n * p;
+    uint8_t *col = malloc((size_t)(rows * kg > 0 ? rows * kg : 1));
+    if (!col) {
+        oar_qepilogue_free(&e);
+        return oar_error(OAR_ERR_OOM, "qconv2d: out of memory for a %lld x %lld column buffer", (long long)rows,
+                         (long long)kg);
+    }
+    const uint8_t *x = (const uint8_t *)oar_tensor_ptr(in[QL_X]);
+    uint8_t pad = (uint8_t)xzp;
+    conv_emit ce = {.e = &e, .res = in[QL_RES] ? (const float *)oar_tensor_ptr(in[QL_RES]) : NULL,
+                    .out = oar_tensor_ptr(out[0]), .p = p, .o = g.o, .og = og};
+    for (int64_t gr = 0; gr < g.groups && st == OAR_OK; gr++) {
+        uint8_t *d = col;
+        for (int64_t b = 0; b < g.n; b++)
+            for (int64_t oy = 0; oy < g.oh; oy++)
+                for (int64_t ox = 0; ox < g.ow; ox++)
+                    for (int64_t c = 0; c < cg; c++) {
+                        const uint8_t *xc = x + ((b * g.c + gr * cg + c) * g.h) * g.w;
+                        for (int64_t ky = 0; ky < g.kh; ky++) {
+                            int64_t iy = oy * g.sh - g.ph + ky * g.dh;
+                            for (int64_t kx = 0; kx < g.kw; kx++) {
+                                int64_t ix = ox * g.sw - g.pw + kx * g.dw;
+                                *d++ = iy < 0 || iy >= g.h || ix < 0 || ix >= g.w ? pad : xc[iy * g.w + ix];
+                            }
+                        }
+                    }
+        ce.g = gr;
+        st = oar_qgemm(vnni, col, in[QL_X]->dtype == OAR_I8, xzp, (const int8_t *)oar_tensor_ptr(in[QL_W]) + gr * og * kg,
+                       rows, og, kg, emit_conv, &ce);
+    }
+    free(col);
+    oar_qepilogue_free(&e);
+    return st;
+}
+
+static oar_status qconv_vnni(const oar_kctx *ctx, oar_tensor *const *in, int n_in, oar_tensor *const *out,
+                             int n_out, const oar_attr *a) {
+    return qconv_run(in, out, a, true);
+}
+static oar_status qconv_avx2(const oar_kctx *ctx, oar_tensor *const *in, int n_in, oar_tensor *const *out,
+                             int n_out, const oar_attr *a) {
+    return qconv_run(in, out, a, false);
 }
 
 static oar_status qlinear_vnni(const oar_kctx *ctx, oar_tensor *const *in, int n_in, oar_tensor *const *out,
@@ -222,8 +304,16 @@ void oar_cpu_register_quant(void) {
                                                            .priority = 20, .fn = qlinear_vnni, .supports = supports_vnni});
     oar_register_kernel(OAR_OP_qlinear, (oar_kernel_entry){.device = OAR_CPU, .dtypes = dts, .impl = "avx2-exact",
                                                            .priority = 10, .fn = qlinear_avx2, .supports = supports_avx2});
+    oar_register_kernel(OAR_OP_qconv2d, (oar_kernel_entry){.device = OAR_CPU, .dtypes = dts, .impl = "avx512-vnni",
+                                                           .priority = 20, .fn = qconv_vnni, .supports = supports_vnni});
+    oar_register_kernel(OAR_OP_qconv2d, (oar_kernel_entry){.device = OAR_CPU, .dtypes = dts, .impl = "avx2-exact",
+                                                           .priority = 10, .fn = qconv_avx2, .supports = supports_avx2});
 }
 
 #else
 void oar_cpu_register_quant(void) {}
+oar_status oar_qgemm(bool vnni, const uint8_t *x, bool x_signed, int32_t x_zp, const int8_t *w, int64_t m, int64_t n,
+                     int64_t k, oar_qgemm_emit emit, void *user) {
+    return oar_error(OAR_ERR_UNSUPPORTED, "qgemm: no fast int8 kernel on this architecture");
+}
 #endif
