@@ -93,6 +93,23 @@ typedef struct oar_quant_dynamic_opts {
 OAR_API oar_status oar_quantize_dynamic(oar_module *m, const oar_quant_dynamic_opts *opts, oar_quant_layer *layers,
                                         int cap, int *n_layers);
 
+/* ---- static post-training quantization: int8 weights and activations with calibrated scales */
+typedef struct oar_quant_static_opts {
+    const char *observer;            /* activation observer kind (oar_observer_create); NULL: "minmax" */
+    oar_observer_opts observer_opts; /* its options (per tensor; dtype is u8 in this version) */
+    bool keep_first, keep_last;      /* keep the first / last Linear or Conv2d (module order) in fp32 */
+    const char *const *skip;         /* NULL-terminated module paths kept in fp32; may be NULL */
+} oar_quant_static_opts;
+/* Runs the n_batches calibration inputs through m (eval mode, no gradients) observing each
+ * target layer's input, then rewrites every Linear and Conv2d not kept in fp32: i8 weight
+ * (symmetric, per output channel) and "weight_scale", the input's fixed "input_scale" and
+ * "input_zero_point" (u8), and a forward of quantize + qlinear/qconv2d giving f32. layers gets
+ * per layer the weight SQNR and, in scale_min/scale_max, the input scale. Nothing changes when
+ * calibration fails (no batches, NaN/Inf in an activation, a layer never reached). */
+OAR_API oar_status oar_quantize_static(oar_module *m, oar_tensor *const *batches, int n_batches,
+                                       const oar_quant_static_opts *opts, oar_quant_layer *layers, int cap,
+                                       int *n_layers);
+
 /* SQNR in dB of approx against ref (same shape, float): 10 log10(sum ref² / sum (ref - approx)²);
  * +inf when equal. */
 OAR_API oar_status oar_sqnr(oar_tensor *ref, oar_tensor *approx, double *db);

@@ -52,6 +52,8 @@ static float thr_percentile(const oar_observer *o, int64_t c) {
 
 static float thr_kl(const oar_observer *o, int64_t c) {
     const double *h = hist_of(o, c);
+    /* |x| spans 128 levels of a signed grid; non-negative data on an affine grid gets all 256 */
+    int levels = o->lo[c] >= 0 && !o->o.symmetric ? 2 * KL_LEVELS : KL_LEVELS;
     int nb = o->o.bins, best = nb;
     double best_kl = INFINITY;
     double *p = malloc(sizeof(double) * (size_t)nb), *q = malloc(sizeof(double) * (size_t)nb);
@@ -62,14 +64,14 @@ static float thr_kl(const oar_observer *o, int64_t c) {
     }
     double tail = 0;
     for (int i = 0; i < nb; i++) tail += h[i];
-    for (int i = KL_LEVELS; i <= nb; i++) {
+    for (int i = levels; i <= nb; i++) {
         double outliers = 0;
         for (int k = i; k < nb; k++) outliers += h[k];
         memcpy(p, h, sizeof(double) * (size_t)i);
         p[i - 1] += outliers;
-        /* Q: hist[0, i) merged into KL_LEVELS groups, each spread over its non-empty bins */
-        for (int g = 0; g < KL_LEVELS; g++) {
-            int b0 = (int)((int64_t)g * i / KL_LEVELS), b1 = (int)((int64_t)(g + 1) * i / KL_LEVELS);
+        /* Q: hist[0, i) merged into `levels` groups, each spread over its non-empty bins */
+        for (int g = 0; g < levels; g++) {
+            int b0 = (int)((int64_t)g * i / levels), b1 = (int)((int64_t)(g + 1) * i / levels);
             double sum = 0;
             int nz = 0;
             for (int k = b0; k < b1; k++) {
@@ -150,10 +152,10 @@ oar_observer *oar_observer_create(const char *kind, const oar_observer_opts *opt
     if (!o.momentum) o.momentum = 0.9;
     if (!o.percentile) o.percentile = 99.99;
     if (!o.bins) o.bins = 2048;
-    if (o.momentum < 0 || o.momentum >= 1 || o.percentile <= 0 || o.percentile > 100 || o.bins < KL_LEVELS ||
+    if (o.momentum < 0 || o.momentum >= 1 || o.percentile <= 0 || o.percentile > 100 || o.bins < 2 * KL_LEVELS ||
         o.bins > (1 << 20)) {
         oar_error(OAR_ERR_INVALID_ARG, "observer %s: expected momentum in [0, 1), percentile in (0, 100] and bins in "
-                                       "[128, 2^20], got %g, %g and %d", k->name, o.momentum, o.percentile, o.bins);
+                                       "[256, 2^20], got %g, %g and %d", k->name, o.momentum, o.percentile, o.bins);
         return NULL;
     }
     oar_observer *ob = calloc(1, sizeof *ob);
