@@ -2,15 +2,16 @@
  * (src/ops/quant.h), so integer outputs equal the reference's bit for bit.
  *
  * - avx512-vnni: vpdpbusd multiplies u8 by s8 and adds groups of four into int32 lanes without
- *   intermediate saturation. It needs u8 activations: s8 ones are shifted by 128 (x ^ 0x80) and
+ *   intermediate saturation. Weights are packed per call (16 columns x 4 k per vector) and x is
+ *   broadcast four bytes at a time: 4 rows x 64 columns accumulate in 16 registers. It needs u8 activations: s8 ones are shifted by 128 (x ^ 0x80) and
  *   the shift taken back with the weight row sums, as is the zero point:
  *   sum (x - z) w = sum x' w - (z + shift) sum w.
  * - avx2: vpmaddubsw would add two u8·s8 products into a saturating int16 (255·127·2 > 32767:
  *   pytorch#44939), so this path widens both operands to int16 first, subtracts the zero point
  *   there (|x - z| <= 255) and uses vpmaddwd, whose int32 pair sums are exact. No 7-bit range
  *   is needed and none is silently assumed.
- * Both are dot products over contiguous K (no packing), in tiles of rows x columns, spread over
- * oar's pool by blocks of 4 rows x 64 columns. qconv2d runs on the same GEMM after an im2col. */
+ * The AVX2 path is a dot product over contiguous K (no packing), in tiles of 2 rows x 4 columns.
+ * Both are spread over oar's pool by blocks of 4 rows x 64 columns. qconv2d runs on the same GEMM after an im2col. */
 #include "kernels/cpu/cpu_kernels.h"
 #include "ops/quant.h"
 
@@ -28,6 +29,7 @@ typedef struct qgemm_job {
     const uint8_t *x; /* [M, K] u8 or s8 bytes */
     const int8_t *w;  /* [N, K] */
     const int32_t *wsum; /* [N]: row sums of w (vnni only) */
+    const int8_t *wp;    /* vnni: w packed as [N/16][K/4][16 columns][4 bytes], zero padded */
     int64_t m, n, k;
     int32_t xzp, shift;  /* shift: 128 for s8 x on vnni, else 0 */
     bool x_signed;
@@ -39,42 +41,65 @@ typedef struct qgemm_job {
 /* ---- AVX-512 VNNI */
 #define VNNI __attribute__((target("avx512f,avx512bw,avx512vnni")))
 
-VNNI static inline __m512i vnni_load_x(const uint8_t *p, __mmask64 mk, __m512i flip) {
-    return _mm512_xor_si512(_mm512_maskz_loadu_epi8(mk, p), flip);
+/* Weights packed for broadcast products: 16 columns x 4 consecutive k per 64 bytes, so one
+ * vpdpbusd adds x[m, 4q..4q+3] (broadcast) times 16 columns, with no horizontal sums; k and
+ * columns past the end are zero. Also the row sums for the zero-point correction. */
+static void vnni_pack(const int8_t *w, int64_t n, int64_t k, int8_t *wp, int32_t *wsum) {
+    int64_t kq = (k + 3) / 4;
+    memset(wp, 0, (size_t)(((n + 15) / 16) * kq * 64));
+    for (int64_t c = 0; c < n; c++) {
+        int32_t s = 0;
+        int8_t *d = wp + (c / 16) * kq * 64 + (c % 16) * 4;
+        for (int64_t t = 0; t < k; t++) {
+            d[(t / 4) * 64 + t % 4] = w[c * k + t];
+            s += w[c * k + t];
+        }
+        wsum[c] = s;
+    }
 }
 
-/* acc[r][c] for r < mr, c < nc (mr, nc <= 4): sums of x'[r]·w[c] over k */
-VNNI static void vnni_tile(const qgemm_job *j, int64_t m0, int mr, int64_t n0, int nc, int32_t acc[MB][NB],
-                           int64_t nb0) {
+/* Rows [m0, m0 + 4) (rows past m1 repeat row m0 and are dropped) x nbk blocks of 16 columns from n0. */
+__attribute__((target("avx512f,avx512bw,avx512vnni"), always_inline)) static inline void
+vnni_core(const qgemm_job *j, int64_t m0, int64_t m1, int64_t n0, int64_t n1, int32_t acc[MB][NB], const int nbk) {
+    int64_t k = j->k, kq = (k + 3) / 4, kfull = k / 4;
+    const uint8_t *xr[4];
+    for (int r = 0; r < 4; r++) xr[r] = j->x + (m0 + r < m1 ? m0 + r : m0) * k;
+    uint32_t flip = j->x_signed ? 0x80808080u : 0;
     __m512i a[4][4];
     for (int r = 0; r < 4; r++)
-        for (int c = 0; c < 4; c++) a[r][c] = _mm512_setzero_si512();
-    __m512i flip = _mm512_set1_epi8(j->x_signed ? (char)0x80 : 0);
-    int64_t k = j->k;
-    for (int64_t t = 0; t < k; t += 64) {
-        __mmask64 mk = k - t >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << (k - t)) - 1);
-        __m512i xv[4], wv[4];
-        for (int r = 0; r < mr; r++) xv[r] = vnni_load_x(j->x + (m0 + r) * k + t, mk, flip); /* w is 0 past k */
-        for (int c = 0; c < nc; c++) wv[c] = _mm512_maskz_loadu_epi8(mk, j->w + (n0 + c) * k + t);
-        for (int r = 0; r < mr; r++)
-            for (int c = 0; c < nc; c++) a[r][c] = _mm512_dpbusd_epi32(a[r][c], xv[r], wv[c]);
+        for (int b = 0; b < nbk; b++) a[r][b] = _mm512_setzero_si512();
+    const int8_t *wb = j->wp + (n0 / 16) * kq * 64;
+    for (int64_t q = 0; q < kq; q++) {
+        __m512i xb[4];
+        for (int r = 0; r < 4; r++) {
+            uint32_t v = 0;
+            if (q < kfull) memcpy(&v, xr[r] + 4 * q, 4);
+            else memcpy(&v, xr[r] + 4 * q, (size_t)(k - 4 * q)); /* never past the row */
+            xb[r] = _mm512_set1_epi32((int)(v ^ flip));
+        }
+        for (int b = 0; b < nbk; b++) {
+            __m512i wv = _mm512_loadu_si512(wb + (b * kq + q) * 64);
+            for (int r = 0; r < 4; r++) a[r][b] = _mm512_dpbusd_epi32(a[r][b], xb[r], wv);
+        }
     }
-    int32_t corr = j->xzp + j->shift;
-    for (int r = 0; r < mr; r++)
-        for (int c = 0; c < nc; c++)
-            acc[r][n0 + c - nb0] = (int32_t)((uint32_t)_mm512_reduce_add_epi32(a[r][c]) -
-                                             (uint32_t)corr * (uint32_t)j->wsum[n0 + c]);
+    uint32_t corr = (uint32_t)(j->xzp + j->shift);
+    for (int r = 0; r < 4 && m0 + r < m1; r++)
+        for (int b = 0; b < nbk; b++) {
+            int32_t t[16];
+            _mm512_storeu_si512(t, a[r][b]);
+            for (int i = 0; i < 16 && n0 + b * 16 + i < n1; i++) {
+                int64_t c = n0 + b * 16 + i;
+                acc[r][c - n0] = (int32_t)((uint32_t)t[i] - corr * (uint32_t)j->wsum[c]);
+            }
+        }
 }
 
-VNNI static void vnni_wsum(const int8_t *w, int64_t n, int64_t k, int32_t *wsum) {
-    __m512i ones = _mm512_set1_epi8(1);
-    for (int64_t i = 0; i < n; i++) {
-        __m512i s = _mm512_setzero_si512();
-        for (int64_t t = 0; t < k; t += 64) {
-            __mmask64 mk = k - t >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << (k - t)) - 1);
-            s = _mm512_dpbusd_epi32(s, ones, _mm512_maskz_loadu_epi8(mk, w + i * k + t));
-        }
-        wsum[i] = _mm512_reduce_add_epi32(s);
+VNNI static void vnni_block(const qgemm_job *j, int64_t m0, int64_t m1, int64_t n0, int64_t n1, int32_t acc[MB][NB]) {
+    switch ((n1 - n0 + 15) / 16) {
+    case 1: vnni_core(j, m0, m1, n0, n1, acc, 1); break;
+    case 2: vnni_core(j, m0, m1, n0, n1, acc, 2); break;
+    case 3: vnni_core(j, m0, m1, n0, n1, acc, 3); break;
+    default: vnni_core(j, m0, m1, n0, n1, acc, 4); break;
     }
 }
 
@@ -131,6 +156,11 @@ static void run_block(const qgemm_job *j, tile_fn tile, int tm, int64_t blk) {
     int64_t m0 = mb * MB, m1 = m0 + MB < j->m ? m0 + MB : j->m;
     int64_t n0 = nbk * NB, n1 = n0 + NB < j->n ? n0 + NB : j->n;
     int32_t acc[MB][NB];
+    if (!tile) { /* vnni: the whole block at once */
+        vnni_block(j, m0, m1, n0, n1, acc);
+        j->emit(j->user, m0, m1, n0, n1, &acc[0][0], NB);
+        return;
+    }
     for (int64_t r = m0; r < m1; r += tm) {
         int mr = (int)(m1 - r < tm ? m1 - r : tm);
         for (int64_t c = n0; c < n1; c += 4) {
@@ -144,7 +174,7 @@ static void run_block(const qgemm_job *j, tile_fn tile, int tm, int64_t blk) {
 }
 
 static void vnni_range(void *ctx, int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; i++) run_block(ctx, vnni_tile, 4, i);
+    for (int64_t i = b; i < e; i++) run_block(ctx, NULL, 4, i);
 }
 static void avx2_range(void *ctx, int64_t b, int64_t e) {
     for (int64_t i = b; i < e; i++) run_block(ctx, avx2_tile, 2, i);
@@ -155,10 +185,18 @@ oar_status oar_qgemm(bool vnni, const uint8_t *x, bool x_signed, int32_t x_zp, c
     qgemm_job j = {.x = x, .w = w, .m = m, .n = n, .k = k, .x_signed = x_signed, .xzp = x_zp,
                    .shift = vnni && x_signed ? 128 : 0, .emit = emit, .user = user};
     int32_t *wsum = NULL;
+    int8_t *wp = NULL;
     if (vnni) {
-        if (!(wsum = malloc(sizeof(int32_t) * (size_t)(n ? n : 1)))) return oar_error(OAR_ERR_OOM, "qgemm: out of memory");
-        vnni_wsum(w, n, k, wsum);
+        wsum = malloc(sizeof(int32_t) * (size_t)(n ? n : 1));
+        wp = malloc((size_t)(((n + 15) / 16) * ((k + 3) / 4) * 64 + 64));
+        if (!wsum || !wp) {
+            free(wsum);
+            free(wp);
+            return oar_error(OAR_ERR_OOM, "qgemm: out of memory");
+        }
+        vnni_pack(w, n, k, wp, wsum);
         j.wsum = wsum;
+        j.wp = wp;
     }
     j.n_blocks = (n + NB - 1) / NB;
     int64_t blocks = ((m + MB - 1) / MB) * j.n_blocks;
@@ -166,6 +204,7 @@ oar_status oar_qgemm(bool vnni, const uint8_t *x, bool x_signed, int32_t x_zp, c
     int64_t grain = 1 + (1 << 16) / (MB * NB * (k + 1));
     if (blocks) oar_parallel_for(blocks, grain, vnni ? vnni_range : avx2_range, &j);
     free(wsum);
+    free(wp);
     return OAR_OK;
 }
 
@@ -189,7 +228,10 @@ typedef struct linear_emit {
     int64_t n;
 } linear_emit;
 
-static void emit_linear(void *user, int64_t m0, int64_t m1, int64_t n0, int64_t n1, const int32_t *acc, int64_t ld) {
+/* fma in the target lets fmaf inline (the reference calls libm's: the same correctly rounded result) */
+#define EPI __attribute__((target("avx2,fma")))
+
+EPI static void emit_linear(void *user, int64_t m0, int64_t m1, int64_t n0, int64_t n1, const int32_t *acc, int64_t ld) {
     const linear_emit *l = user;
     for (int64_t r = m0; r < m1; r++)
         oar_qepilogue_row(l->e, acc + (r - m0) * ld, l->res ? l->res + r * l->n : NULL, n0, n1,
@@ -219,7 +261,7 @@ typedef struct conv_emit {
     int64_t p, o, og, g; /* positions per image, out channels, per group, this group */
 } conv_emit;
 
-static void emit_conv(void *user, int64_t m0, int64_t m1, int64_t n0, int64_t n1, const int32_t *acc, int64_t ld) {
+EPI static void emit_conv(void *user, int64_t m0, int64_t m1, int64_t n0, int64_t n1, const int32_t *acc, int64_t ld) {
     const conv_emit *c = user;
     for (int64_t m = m0; m < m1; m++) {
         int64_t b = m / c->p, p = m % c->p;
@@ -228,6 +270,40 @@ static void emit_conv(void *user, int64_t m0, int64_t m1, int64_t n0, int64_t n1
             oar_qepilogue_store(c->e, oar_qepilogue_value(c->e, acc[(m - m0) * ld + n - n0], ch, c->res ? c->res + i : NULL),
                                 c->out, i);
         }
+    }
+}
+
+typedef struct im2col_job {
+    const oar_qconv_geom *g;
+    const uint8_t *x;
+    uint8_t *col, pad;
+    int64_t gr, cg, kg;
+} im2col_job;
+
+/* rows [b, e) of (image, output row): each writes ow positions of kg bytes */
+static void im2col_rows(void *ctx, int64_t b, int64_t e) {
+    const im2col_job *j = ctx;
+    const oar_qconv_geom *g = j->g;
+    for (int64_t r = b; r < e; r++) {
+        int64_t img = r / g->oh, oy = r % g->oh;
+        uint8_t *d = j->col + r * g->ow * j->kg;
+        for (int64_t ox = 0; ox < g->ow; ox++)
+            for (int64_t c = 0; c < j->cg; c++) {
+                const uint8_t *xc = j->x + ((img * g->c + j->gr * j->cg + c) * g->h) * g->w;
+                for (int64_t ky = 0; ky < g->kh; ky++) {
+                    int64_t iy = oy * g->sh - g->ph + ky * g->dh, ix0 = ox * g->sw - g->pw;
+                    bool row_in = iy >= 0 && iy < g->h;
+                    if (row_in && g->dw == 1 && ix0 >= 0 && ix0 + g->kw <= g->w) { /* a run inside the row */
+                        memcpy(d, xc + iy * g->w + ix0, (size_t)g->kw);
+                        d += g->kw;
+                        continue;
+                    }
+                    for (int64_t kx = 0; kx < g->kw; kx++) {
+                        int64_t ix = ox * g->sw - g->pw + kx * g->dw;
+                        *d++ = row_in && ix >= 0 && ix < g->w ? xc[iy * g->w + ix] : j->pad;
+                    }
+                }
+            }
     }
 }
 
@@ -249,20 +325,8 @@ static oar_status qconv_run(oar_tensor *const *in, oar_tensor *const *out, const
     conv_emit ce = {.e = &e, .res = in[QL_RES] ? (const float *)oar_tensor_ptr(in[QL_RES]) : NULL,
                     .out = oar_tensor_ptr(out[0]), .p = p, .o = g.o, .og = og};
     for (int64_t gr = 0; gr < g.groups && st == OAR_OK; gr++) {
-        uint8_t *d = col;
-        for (int64_t b = 0; b < g.n; b++)
-            for (int64_t oy = 0; oy < g.oh; oy++)
-                for (int64_t ox = 0; ox < g.ow; ox++)
-                    for (int64_t c = 0; c < cg; c++) {
-                        const uint8_t *xc = x + ((b * g.c + gr * cg + c) * g.h) * g.w;
-                        for (int64_t ky = 0; ky < g.kh; ky++) {
-                            int64_t iy = oy * g.sh - g.ph + ky * g.dh;
-                            for (int64_t kx = 0; kx < g.kw; kx++) {
-                                int64_t ix = ox * g.sw - g.pw + kx * g.dw;
-                                *d++ = iy < 0 || iy >= g.h || ix < 0 || ix >= g.w ? pad : xc[iy * g.w + ix];
-                            }
-                        }
-                    }
+        im2col_job ij = {.g = &g, .x = x, .col = col, .pad = pad, .gr = gr, .cg = cg, .kg = kg};
+        oar_parallel_for(g.n * g.oh, 1 + 4096 / (g.ow * kg + 1), im2col_rows, &ij);
         ce.g = gr;
         st = oar_qgemm(vnni, col, in[QL_X]->dtype == OAR_I8, xzp, (const int8_t *)oar_tensor_ptr(in[QL_W]) + gr * og * kg,
                        rows, og, kg, emit_conv, &ce);
