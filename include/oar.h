@@ -1370,3 +1370,4 @@ OAR_API bool oar_check_nan_inf_enabled(void);
 #endif /* OAR_H */
 #include "oar/dist.h" /* distributed training: collectives, data parallel */
 #include "oar/ps.h"   /* parameter-server training */
+#include "oar/quant.h" /* quantization (docs/quant.md) */

@@ -155,3 +155,9 @@ oar_module *oar_nn_conv_transpose2d(int64_t in, int64_t out, int64_t kernel, con
     return conv_new(&convt2d_ops,
                     (conv_cfg){.nsp = 2, .transposed = true, .bias = bias, .in = in, .out = out, .kernel = kernel}, opts);
 }
+
+/* The resolved options (stride, padding, dilation, groups) of a Conv2d, for passes that rewrite
+ * it (quantization); NULL for any other module. */
+const oar_conv_opts *oar_layer_conv2d_opts(const oar_module *m) {
+    return m && m->ops == &conv2d_ops ? &((const conv_cfg *)m->state)->opts : NULL;
+}

@@ -37,4 +37,7 @@ const char *oar_layer_bool(bool b);
  * handle, so the caller may release it without touching x), differentiable. */
 oar_tensor *oar_layer_identity(oar_tensor *x);
 
+/* Conv2d's resolved options; NULL for other modules (layers_conv.c). */
+const oar_conv_opts *oar_layer_conv2d_opts(const oar_module *m);
+
 #endif

@@ -137,6 +137,25 @@ oar_status oar_module_add_buffer(oar_module *m, const char *name, oar_tensor *t)
     return st;
 }
 
+/* Removes m's own parameter or buffer name (no dots): for passes that rewrite a layer in place,
+ * such as quantization replacing an f32 weight parameter by an i8 buffer. */
+oar_status oar_module_remove_local(oar_module *m, const char *name) {
+    oar_named *lists[2] = {m->params, m->buffers};
+    int *counts[2] = {&m->n_params, &m->n_buffers};
+    for (int l = 0; l < 2; l++)
+        for (int i = 0; i < *counts[l]; i++)
+            if (!strcmp(lists[l][i].name, name)) {
+                free(lists[l][i].name);
+                oar_tensor_unref(lists[l][i].tensor);
+                memmove(&lists[l][i], &lists[l][i + 1], sizeof(oar_named) * (size_t)(*counts[l] - i - 1));
+                (*counts[l])--;
+                invalidate(m);
+                return OAR_OK;
+            }
+    return oar_error(OAR_ERR_INVALID_ARG, "module_remove_local: %s has no parameter or buffer '%s'", oar_module_type(m),
+                     name);
+}
+
 oar_status oar_module_add_child(oar_module *m, const char *name, oar_module *child) {
     oar_status st = check_name("module_add_child", m, name);
     if (st != OAR_OK) return st;

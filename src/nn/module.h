@@ -33,5 +33,7 @@ struct oar_module {
 
 /* Borrowed direct parameter/buffer by local name (no dots), for layers' forward functions. */
 oar_tensor *oar_module_local(oar_module *m, const char *name);
+/* Removes a direct parameter or buffer (rewriting a layer in place, e.g. quantization). */
+oar_status oar_module_remove_local(oar_module *m, const char *name);
 
 #endif

@@ -27,6 +27,7 @@ int oar_cmd_bench(int argc, char **argv) {
         fprintf(stderr, "oar bench: expected --workload NAME (" WORKLOAD_LIST ")\n");
         return 2;
     }
+    if (!strcmp(w, "quant-infer")) return oar_bench_quant(argc, argv); /* bench_quant.c: int8 inference */
     bool special = !strcmp(w, "dispatch") || !strcmp(w, "gemm") || !strcmp(w, "peak") || !strcmp(w, "resnet20-infer");
     if (!special && !bench_train_known(w)) {
         if (oar_zoo_find(w))

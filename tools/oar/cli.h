@@ -20,6 +20,8 @@ int oar_cmd_inspect(int argc, char **argv);
  * or NULL for this host; port 0 finds free ones); returns the job's exit status. */
 int oar_cmd_launch(int argc, char **argv);
 int oar_cli_launch(int nproc, const char *hosts, int port, char **prog);
+int oar_cmd_quantize(int argc, char **argv);
+int oar_bench_quant(int argc, char **argv); /* bench_quant.c: oar bench --workload quant-infer */ /* cmd_quantize.c: post-training quantization */
 /* An exported model's path as given ("dir/m", "dir/m.json", "dir/m.safetensors") -> "dir/m". */
 void cli_model_path(const char *arg, char *buf, size_t size);
 /* One training step of a reference workload (tiny, mlp, lenet, resnet20, gpt-mini, lstm-lm),

@@ -18,6 +18,8 @@ static void usage(FILE *f) {
             "                                    PATH.safetensors, dynamic batch; run 'oar export' for options)\n"
             "  infer PATH --input X.npy [--output Y.npy]   run an exported model with the predictor\n"
             "  inspect PATH [--passes]           an exported model: inputs, outputs, program, passes\n"
+            "  quantize --model M --checkpoint F --method dynamic|static   int8 after training: per-layer\n"
+            "                                    scales and SQNR, accuracy and size before/after, --out DIR\n"
             "  ops [--json]                      list every registered op: kernels, gradient, sweep coverage\n"
             "  info [--json]                     the CPU and its flags, the ISA in use (OAR_CPU_ISA caps it),\n"
             "                                    the libraries and their versions, threads: for bug reports\n"
@@ -126,6 +128,7 @@ int main(int argc, char **argv) {
     if (strcmp(cmd, "infer") == 0) return oar_cmd_infer(argc - 1, argv + 1);
     if (strcmp(cmd, "inspect") == 0) return oar_cmd_inspect(argc - 1, argv + 1);
     if (strcmp(cmd, "launch") == 0) return oar_cmd_launch(argc - 1, argv + 1);
+    if (strcmp(cmd, "quantize") == 0) return oar_cmd_quantize(argc - 1, argv + 1);
     fprintf(stderr, "oar: unknown command '%s'\n\n", cmd);
     usage(stderr);
     return 2;

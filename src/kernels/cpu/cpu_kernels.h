@@ -30,6 +30,7 @@ void oar_cpu_register_conv_direct(void); /* conv_direct.c */
 void oar_cpu_register_pool_dnnl(void);  /* pool_dnnl.c: adaptive_avg_pool2d on oneDNN (nothing without it) */
 void oar_cpu_register_copy(void);       /* cpu_copy.c */
 void oar_cpu_register_embedding_backward(void); /* nn_embedding_backward.c */
+void oar_cpu_register_quant(void);      /* qgemm_x86.c: qlinear on AVX-512 VNNI and exact AVX2 */
 /* Whether oar's AVX2+FMA / AVX-512F code may run: the CPU has it and the cap (oar_set_cpu_isa,
  * OAR_CPU_ISA) allows it. Every kernel asks these, at dispatch time, never the CPU directly. */
 bool oar_cpu_has_avx2(void);

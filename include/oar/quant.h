@@ -1,0 +1,120 @@
+/* oar quantization: affine quantize/dequantize, fake quantization, int8 linear, observers and
+ * dynamic post-training quantization (docs/quant.md). Included by oar.h.
+ *
+ * Quantization parameters are tensors: a 0-d scale (f32) and zero point (i32/i64) quantize per
+ * tensor; 1-d ones of size x.shape[axis] per channel. q = clamp(round_half_even(x / scale) +
+ * zero_point, qmin, qmax) (torch's map: x times 1/scale in float); x' = (q - zero_point) * scale. */
+#ifndef OAR_QUANT_H
+#define OAR_QUANT_H
+
+#include "oar.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- ops (eager and traced alike) */
+/* float -> u8 or i8 (dtype), saturating. */
+OAR_API oar_tensor *oar_quantize(oar_tensor *x, oar_tensor *scale, oar_tensor *zero_point, int axis, oar_dtype dtype);
+/* u8/i8 -> f32. */
+OAR_API oar_tensor *oar_dequantize(oar_tensor *q, oar_tensor *scale, oar_tensor *zero_point, int axis);
+/* quantize then dequantize in x's dtype over [quant_min, quant_max]; the gradient passes straight
+ * through where the value was not clamped (torch.fake_quantize_per_*_affine). */
+OAR_API oar_tensor *oar_fake_quant(oar_tensor *x, oar_tensor *scale, oar_tensor *zero_point, int axis,
+                                   int64_t quant_min, int64_t quant_max);
+/* fake_quant's backward: grad where x is in range, 0 elsewhere. */
+OAR_API oar_tensor *oar_fake_quant_grad(oar_tensor *grad, oar_tensor *x, oar_tensor *scale, oar_tensor *zero_point,
+                                        int64_t axis, int64_t quant_min, int64_t quant_max);
+/* Per-tensor scale (f32 0-d) and zero point (i32 0-d) covering x's range and 0, as torch's
+ * MinMaxObserver: symmetric or affine, for u8 or i8. NaN in x is an error. */
+OAR_API oar_status oar_choose_qparams(oar_tensor *x, oar_dtype dtype, bool symmetric, oar_tensor **scale,
+                                      oar_tensor **zero_point);
+
+typedef struct oar_qlinear_opts {
+    bool relu;               /* ReLU in the epilogue */
+    oar_dtype out_dtype;     /* OAR_F32 (default: dequantized) or OAR_U8 / OAR_I8 (requantized) */
+    oar_tensor *y_scale;     /* 0-d, with y_zero_point: required for u8/i8 outputs */
+    oar_tensor *y_zero_point;
+    oar_tensor *residual;    /* f32 of the output's shape, added before the ReLU; may be NULL */
+} oar_qlinear_opts;
+/* y = act(x_scale * w_scale[n] * sum_k (x - x_zp)[.., k] * w[n, k] + bias[n] + residual), with
+ * int32 accumulation. x: u8/i8 [..., K] with 0-d qparams; weight: i8 [N, K], symmetric, w_scale
+ * 0-d or [N]; bias f32 [N] or NULL. Exact on every CPU (no 16-bit saturation). */
+OAR_API oar_tensor *oar_qlinear(oar_tensor *x, oar_tensor *x_scale, oar_tensor *x_zero_point, oar_tensor *weight,
+                                oar_tensor *w_scale, oar_tensor *bias, const oar_qlinear_opts *opts);
+
+/* The same as a convolution on NCHW data (groups and depthwise included): x u8/i8 [N, C, H, W]
+ * with 0-d qparams, weight i8 [out, in / groups, kh, kw] (symmetric), w_scale 0-d or [out], bias
+ * f32 [out]; opts' residual is f32 [N, out, oh, ow]. conv as oar_conv2d's (NULL: stride 1). */
+OAR_API oar_tensor *oar_qconv2d(oar_tensor *x, oar_tensor *x_scale, oar_tensor *x_zero_point, oar_tensor *weight,
+                                oar_tensor *w_scale, oar_tensor *bias, const oar_conv_opts *conv,
+                                const oar_qlinear_opts *opts);
+
+/* ---- observers: collect statistics of tensors, then give scale and zero point */
+typedef struct oar_observer oar_observer;
+typedef struct oar_observer_opts {
+    oar_dtype dtype;     /* OAR_U8 (default when 0 is given: see below) or OAR_I8 */
+    bool symmetric;      /* zero point 0 (i8) or 128 (u8) */
+    bool per_channel;    /* one scale per index of axis */
+    int axis;
+    double momentum;     /* moving_average: weight of the old value; 0 means 0.9 */
+    double percentile;   /* percentile: in (0, 100]; 0 means 99.99 */
+    int bins;            /* histogram observers: 0 means 2048 */
+} oar_observer_opts;
+/* kind: "minmax", "moving_average" (of min and max, PaddleSlim's moving_average_abs_max when
+ * symmetric), "percentile", "kl" (entropy, as TensorRT), "mse". opts may be NULL (u8, affine,
+ * per tensor). dtype 0 (OAR_F32) is read as u8. NULL with a message for an unknown kind. */
+OAR_API oar_observer *oar_observer_create(const char *kind, const oar_observer_opts *opts);
+/* The registered kinds, in order; returns their count (names may be NULL). */
+OAR_API int oar_observer_kinds(const char **names, int cap);
+/* Records the values of x (float). NaN or Inf fails with a message and records nothing. */
+OAR_API oar_status oar_observer_observe(oar_observer *o, oar_tensor *x);
+/* New tensors: scale (f32) and zero point (i32), 0-d or [channels]. Fails when nothing was observed. */
+OAR_API oar_status oar_observer_qparams(oar_observer *o, oar_tensor **scale, oar_tensor **zero_point);
+OAR_API void oar_observer_free(oar_observer *o);
+
+/* ---- dynamic post-training quantization: int8 weights, activations quantized per batch */
+typedef struct oar_quant_layer {
+    char name[128];          /* dotted path of the module */
+    char type[32];           /* "Linear" */
+    int64_t weights;         /* number of weights quantized */
+    float scale_min, scale_max;
+    double weight_sqnr_db;   /* 10 log10(|w|² / |w - dequantize(quantize(w))|²) */
+} oar_quant_layer;
+typedef struct oar_quant_dynamic_opts {
+    bool per_tensor;         /* one weight scale per layer instead of one per output row */
+    const char *const *skip; /* NULL-terminated module paths to keep in fp32; may be NULL */
+} oar_quant_dynamic_opts;
+/* Rewrites every Linear of m in place: weight becomes an i8 buffer "weight" with f32
+ * "weight_scale" (symmetric), and forward quantizes its input to u8 per batch
+ * (oar_choose_qparams) and runs qlinear. layers (may be NULL) receives up to cap entries;
+ * *n_layers (may be NULL) the number converted. Fails without changing m when m is training or
+ * has no Linear to convert. */
+OAR_API oar_status oar_quantize_dynamic(oar_module *m, const oar_quant_dynamic_opts *opts, oar_quant_layer *layers,
+                                        int cap, int *n_layers);
+
+/* ---- static post-training quantization: int8 weights and activations with calibrated scales */
+typedef struct oar_quant_static_opts {
+    const char *observer;            /* activation observer kind (oar_observer_create); NULL: "minmax" */
+    oar_observer_opts observer_opts; /* its options (per tensor; dtype is u8 in this version) */
+    bool keep_first, keep_last;      /* keep the first / last Linear or Conv2d (module order) in fp32 */
+    const char *const *skip;         /* NULL-terminated module paths kept in fp32; may be NULL */
+} oar_quant_static_opts;
+/* Runs the n_batches calibration inputs through m (eval mode, no gradients) observing each
+ * target layer's input, then rewrites every Linear and Conv2d not kept in fp32: i8 weight
+ * (symmetric, per output channel) and "weight_scale", the input's fixed "input_scale" and
+ * "input_zero_point" (u8), and a forward of quantize + qlinear/qconv2d giving f32. layers gets
+ * per layer the weight SQNR and, in scale_min/scale_max, the input scale. Nothing changes when
+ * calibration fails (no batches, NaN/Inf in an activation, a layer never reached). */
+OAR_API oar_status oar_quantize_static(oar_module *m, oar_tensor *const *batches, int n_batches,
+                                       const oar_quant_static_opts *opts, oar_quant_layer *layers, int cap,
+                                       int *n_layers);
+
+/* SQNR in dB of approx against ref (same shape, float): 10 log10(sum ref² / sum (ref - approx)²);
+ * +inf when equal. */
+OAR_API oar_status oar_sqnr(oar_tensor *ref, oar_tensor *approx, double *db);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* OAR_QUANT_H */

@@ -1,0 +1,383 @@
+/* qlinear's fast kernels: int8 x·wᵀ with exact int32 sums, then the shared epilogue
+ * (src/ops/quant.h), so integer outputs equal the reference's bit for bit.
+ *
+ * - avx512-vnni: vpdpbusd multiplies u8 by s8 and adds groups of four into int32 lanes without
+ *   intermediate saturation. Weights are packed per call (16 columns x 4 k per vector) and x is
+ *   broadcast four bytes at a time: 4 rows x 64 columns accumulate in 16 registers. It needs u8 activations: s8 ones are shifted by 128 (x ^ 0x80) and
+ *   the shift taken back with the weight row sums, as is the zero point:
+ *   sum (x - z) w = sum x' w - (z + shift) sum w.
+ * - avx2: vpmaddubsw would add two u8·s8 products into a saturating int16 (255·127·2 > 32767:
+ *   pytorch#44939), so this path widens both operands to int16 first, subtracts the zero point
+ *   there (|x - z| <= 255) and uses vpmaddwd, whose int32 pair sums are exact. No 7-bit range
+ *   is needed and none is silently assumed.
+ * The AVX2 path is a dot product over contiguous K (no packing), in tiles of 2 rows x 4 columns.
+ * Both are spread over oar's pool by blocks of 4 rows x 64 columns. qconv2d runs on the same GEMM after an im2col. */
+#include "kernels/cpu/cpu_kernels.h"
+#include "ops/quant.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(__x86_64__) || defined(_M_X64)
+#include <cpuid.h>
+#include <immintrin.h>
+
+#define NB 64 /* columns per task */
+#define MB 4  /* rows per task */
+
+typedef struct qgemm_job {
+    const uint8_t *x; /* [M, K] u8 or s8 bytes */
+    const int8_t *w;  /* [N, K] */
+    const int32_t *wsum; /* [N]: row sums of w (vnni only) */
+    const int8_t *wp;    /* vnni: w packed as [N/16][K/4][16 columns][4 bytes], zero padded */
+    int64_t m, n, k;
+    int32_t xzp, shift;  /* shift: 128 for s8 x on vnni, else 0 */
+    bool x_signed;
+    oar_qgemm_emit emit;
+    void *user;
+    int64_t n_blocks;
+} qgemm_job;
+
+/* ---- AVX-512 VNNI */
+#define VNNI __attribute__((target("avx512f,avx512bw,avx512vnni")))
+
+/* Weights packed for broadcast products: 16 columns x 4 consecutive k per 64 bytes, so one
+ * vpdpbusd adds x[m, 4q..4q+3] (broadcast) times 16 columns, with no horizontal sums; k and
+ * columns past the end are zero. Also the row sums for the zero-point correction. */
+static void vnni_pack(const int8_t *w, int64_t n, int64_t k, int8_t *wp, int32_t *wsum) {
+    int64_t kq = (k + 3) / 4;
+    memset(wp, 0, (size_t)(((n + 15) / 16) * kq * 64));
+    for (int64_t c = 0; c < n; c++) {
+        int32_t s = 0;
+        int8_t *d = wp + (c / 16) * kq * 64 + (c % 16) * 4;
+        for (int64_t t = 0; t < k; t++) {
+            d[(t / 4) * 64 + t % 4] = w[c * k + t];
+            s += w[c * k + t];
+        }
+        wsum[c] = s;
+    }
+}
+
+/* Rows [m0, m0 + 4) (rows past m1 repeat row m0 and are dropped) x nbk blocks of 16 columns from n0. */
+__attribute__((target("avx512f,avx512bw,avx512vnni"), always_inline)) static inline void
+vnni_core(const qgemm_job *j, int64_t m0, int64_t m1, int64_t n0, int64_t n1, int32_t acc[MB][NB], const int nbk) {
+    int64_t k = j->k, kq = (k + 3) / 4, kfull = k / 4;
+    const uint8_t *xr[4];
+    for (int r = 0; r < 4; r++) xr[r] = j->x + (m0 + r < m1 ? m0 + r : m0) * k;
+    uint32_t flip = j->x_signed ? 0x80808080u : 0;
+    __m512i a[4][4];
+    for (int r = 0; r < 4; r++)
+        for (int b = 0; b < nbk; b++) a[r][b] = _mm512_setzero_si512();
+    const int8_t *wb = j->wp + (n0 / 16) * kq * 64;
+    for (int64_t q = 0; q < kq; q++) {
+        __m512i xb[4];
+        for (int r = 0; r < 4; r++) {
+            uint32_t v = 0;
+            if (q < kfull) memcpy(&v, xr[r] + 4 * q, 4);
+            else memcpy(&v, xr[r] + 4 * q, (size_t)(k - 4 * q)); /* never past the row */
+            xb[r] = _mm512_set1_epi32((int)(v ^ flip));
+        }
+        for (int b = 0; b < nbk; b++) {
+            __m512i wv = _mm512_loadu_si512(wb + (b * kq + q) * 64);
+            for (int r = 0; r < 4; r++) a[r][b] = _mm512_dpbusd_epi32(a[r][b], xb[r], wv);
+        }
+    }
+    uint32_t corr = (uint32_t)(j->xzp + j->shift);
+    for (int r = 0; r < 4 && m0 + r < m1; r++)
+        for (int b = 0; b < nbk; b++) {
+            int32_t t[16];
+            _mm512_storeu_si512(t, a[r][b]);
+            for (int i = 0; i < 16 && n0 + b * 16 + i < n1; i++) {
+                int64_t c = n0 + b * 16 + i;
+                acc[r][c - n0] = (int32_t)((uint32_t)t[i] - corr * (uint32_t)j->wsum[c]);
+            }
+        }
+}
+
+VNNI static void vnni_block(const qgemm_job *j, int64_t m0, int64_t m1, int64_t n0, int64_t n1, int32_t acc[MB][NB]) {
+    switch ((n1 - n0 + 15) / 16) {
+    case 1: vnni_core(j, m0, m1, n0, n1, acc, 1); break;
+    case 2: vnni_core(j, m0, m1, n0, n1, acc, 2); break;
+    case 3: vnni_core(j, m0, m1, n0, n1, acc, 3); break;
+    default: vnni_core(j, m0, m1, n0, n1, acc, 4); break;
+    }
+}
+
+/* ---- AVX2, exact: int16 operands, vpmaddwd */
+#define AVX2 __attribute__((target("avx2")))
+
+AVX2 static inline __m256i avx2_load_x(const qgemm_job *j, const uint8_t *p, __m256i zp) {
+    __m128i b = _mm_loadu_si128((const __m128i *)p);
+    __m256i v = j->x_signed ? _mm256_cvtepi8_epi16(b) : _mm256_cvtepu8_epi16(b);
+    return _mm256_sub_epi16(v, zp);
+}
+
+AVX2 static inline int32_t avx2_hsum(__m256i v) {
+    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4E));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xB1));
+    return _mm_cvtsi128_si32(s);
+}
+
+/* rows r < mr (<= 2), columns c < nc (<= 4) */
+AVX2 static void avx2_tile(const qgemm_job *j, int64_t m0, int mr, int64_t n0, int nc, int32_t acc[MB][NB],
+                           int64_t nb0) {
+    __m256i a[2][4];
+    for (int r = 0; r < 2; r++)
+        for (int c = 0; c < 4; c++) a[r][c] = _mm256_setzero_si256();
+    __m256i zp = _mm256_set1_epi16((short)j->xzp);
+    int64_t k = j->k, t = 0;
+    for (; t + 16 <= k; t += 16) {
+        __m256i xv[2], wv[4];
+        for (int r = 0; r < mr; r++) xv[r] = avx2_load_x(j, j->x + (m0 + r) * k + t, zp);
+        for (int c = 0; c < nc; c++)
+            wv[c] = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(j->w + (n0 + c) * k + t)));
+        for (int r = 0; r < mr; r++)
+            for (int c = 0; c < nc; c++) a[r][c] = _mm256_add_epi32(a[r][c], _mm256_madd_epi16(xv[r], wv[c]));
+    }
+    for (int r = 0; r < mr; r++)
+        for (int c = 0; c < nc; c++) {
+            uint32_t s = (uint32_t)avx2_hsum(a[r][c]);
+            const uint8_t *xr = j->x + (m0 + r) * k;
+            const int8_t *wr = j->w + (n0 + c) * k;
+            for (int64_t u = t; u < k; u++) {
+                int32_t xv = j->x_signed ? (int32_t)(int8_t)xr[u] : (int32_t)xr[u];
+                s += (uint32_t)((xv - j->xzp) * (int32_t)wr[u]);
+            }
+            acc[r][n0 + c - nb0] = (int32_t)s;
+        }
+}
+
+/* ---- the task loop: a block of rows x columns, handed to emit */
+typedef void (*tile_fn)(const qgemm_job *, int64_t, int, int64_t, int, int32_t[MB][NB], int64_t);
+
+static void run_block(const qgemm_job *j, tile_fn tile, int tm, int64_t blk) {
+    int64_t mb = blk / j->n_blocks, nbk = blk % j->n_blocks;
+    int64_t m0 = mb * MB, m1 = m0 + MB < j->m ? m0 + MB : j->m;
+    int64_t n0 = nbk * NB, n1 = n0 + NB < j->n ? n0 + NB : j->n;
+    int32_t acc[MB][NB];
+    if (!tile) { /* vnni: the whole block at once */
+        vnni_block(j, m0, m1, n0, n1, acc);
+        j->emit(j->user, m0, m1, n0, n1, &acc[0][0], NB);
+        return;
+    }
+    for (int64_t r = m0; r < m1; r += tm) {
+        int mr = (int)(m1 - r < tm ? m1 - r : tm);
+        for (int64_t c = n0; c < n1; c += 4) {
+            int32_t tacc[MB][NB];
+            tile(j, r, mr, c, (int)(n1 - c < 4 ? n1 - c : 4), tacc, c);
+            for (int rr = 0; rr < mr; rr++)
+                for (int64_t cc = c; cc < c + 4 && cc < n1; cc++) acc[r - m0 + rr][cc - n0] = tacc[rr][cc - c];
+        }
+    }
+    j->emit(j->user, m0, m1, n0, n1, &acc[0][0], NB);
+}
+
+static void vnni_range(void *ctx, int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; i++) run_block(ctx, NULL, 4, i);
+}
+static void avx2_range(void *ctx, int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; i++) run_block(ctx, avx2_tile, 2, i);
+}
+
+oar_status oar_qgemm(bool vnni, const uint8_t *x, bool x_signed, int32_t x_zp, const int8_t *w, int64_t m, int64_t n,
+                     int64_t k, oar_qgemm_emit emit, void *user) {
+    qgemm_job j = {.x = x, .w = w, .m = m, .n = n, .k = k, .x_signed = x_signed, .xzp = x_zp,
+                   .shift = vnni && x_signed ? 128 : 0, .emit = emit, .user = user};
+    int32_t *wsum = NULL;
+    int8_t *wp = NULL;
+    if (vnni) {
+        wsum = malloc(sizeof(int32_t) * (size_t)(n ? n : 1));
+        wp = malloc((size_t)(((n + 15) / 16) * ((k + 3) / 4) * 64 + 64));
+        if (!wsum || !wp) {
+            free(wsum);
+            free(wp);
+            return oar_error(OAR_ERR_OOM, "qgemm: out of memory");
+        }
+        vnni_pack(w, n, k, wp, wsum);
+        j.wsum = wsum;
+        j.wp = wp;
+    }
+    j.n_blocks = (n + NB - 1) / NB;
+    int64_t blocks = ((m + MB - 1) / MB) * j.n_blocks;
+    /* a block is MB*NB*K multiply-adds; a few thousand make a chunk worth a thread */
+    int64_t grain = 1 + (1 << 16) / (MB * NB * (k + 1));
+    if (blocks) oar_parallel_for(blocks, grain, vnni ? vnni_range : avx2_range, &j);
+    free(wsum);
+    free(wp);
+    return OAR_OK;
+}
+
+static bool cpu_has_vnni(void) {
+    static int has = -1;
+    if (has < 0) {
+        unsigned a, b, c, d;
+        has = __get_cpuid_count(7, 0, &a, &b, &c, &d) && ((c >> 11) & 1) && ((b >> 30) & 1); /* VNNI, AVX512BW */
+    }
+    return has == 1;
+}
+
+static bool use_vnni(void) { return oar_cpu_has_avx512() && cpu_has_vnni(); }
+
+/* ---- qlinear: rows of x times rows of w, the epilogue per output row */
+typedef struct linear_emit {
+    const oar_qepilogue *e;
+    const float *res;
+    char *out;
+    size_t osz;
+    int64_t n;
+} linear_emit;
+
+/* fma in the target lets fmaf inline (the reference calls libm's: the same correctly rounded result) */
+#define EPI __attribute__((target("avx2,fma")))
+
+EPI static void emit_linear(void *user, int64_t m0, int64_t m1, int64_t n0, int64_t n1, const int32_t *acc, int64_t ld) {
+    const linear_emit *l = user;
+    for (int64_t r = m0; r < m1; r++)
+        oar_qepilogue_row(l->e, acc + (r - m0) * ld, l->res ? l->res + r * l->n : NULL, n0, n1,
+                          l->out + (size_t)(r * l->n) * l->osz);
+}
+
+static oar_status qlinear_run(oar_tensor *const *in, oar_tensor *const *out, const oar_attr *a, bool vnni) {
+    oar_qepilogue e;
+    oar_status st = oar_qepilogue_init(&e, in, out[0], a);
+    if (st != OAR_OK) return st;
+    int64_t n = in[QL_W]->shape[0], k = in[QL_W]->shape[1];
+    linear_emit l = {.e = &e, .res = in[QL_RES] ? (const float *)oar_tensor_ptr(in[QL_RES]) : NULL,
+                     .out = oar_tensor_ptr(out[0]), .osz = oar_dtypes[out[0]->dtype].size, .n = n};
+    st = oar_qgemm(vnni, (const uint8_t *)oar_tensor_ptr(in[QL_X]), in[QL_X]->dtype == OAR_I8,
+                   (int32_t)oar_dtypes[in[QL_XZP]->dtype].load_i64(oar_tensor_ptr(in[QL_XZP])),
+                   (const int8_t *)oar_tensor_ptr(in[QL_W]), n ? out[0]->numel / n : 0, n, k, emit_linear, &l);
+    oar_qepilogue_free(&e);
+    return st;
+}
+
+/* ---- qconv2d: per group, im2col into bytes (padding = the zero point's byte), then the GEMM of
+ * positions x output channels, emitted into NCHW */
+typedef struct conv_emit {
+    const oar_qepilogue *e;
+    const float *res;
+    char *out;
+    int64_t p, o, og, g; /* positions per image, out channels, per group, this group */
+} conv_emit;
+
+EPI static void emit_conv(void *user, int64_t m0, int64_t m1, int64_t n0, int64_t n1, const int32_t *acc, int64_t ld) {
+    const conv_emit *c = user;
+    for (int64_t m = m0; m < m1; m++) {
+        int64_t b = m / c->p, p = m % c->p;
+        for (int64_t n = n0; n < n1; n++) {
+            int64_t ch = c->g * c->og + n, i = (b * c->o + ch) * c->p + p;
+            oar_qepilogue_store(c->e, oar_qepilogue_value(c->e, acc[(m - m0) * ld + n - n0], ch, c->res ? c->res + i : NULL),
+                                c->out, i);
+        }
+    }
+}
+
+typedef struct im2col_job {
+    const oar_qconv_geom *g;
+    const uint8_t *x;
+    uint8_t *col, pad;
+    int64_t gr, cg, kg;
+} im2col_job;
+
+/* rows [b, e) of (image, output row): each writes ow positions of kg bytes */
+static void im2col_rows(void *ctx, int64_t b, int64_t e) {
+    const im2col_job *j = ctx;
+    const oar_qconv_geom *g = j->g;
+    for (int64_t r = b; r < e; r++) {
+        int64_t img = r / g->oh, oy = r % g->oh;
+        uint8_t *d = j->col + r * g->ow * j->kg;
+        for (int64_t ox = 0; ox < g->ow; ox++)
+            for (int64_t c = 0; c < j->cg; c++) {
+                const uint8_t *xc = j->x + ((img * g->c + j->gr * j->cg + c) * g->h) * g->w;
+                for (int64_t ky = 0; ky < g->kh; ky++) {
+                    int64_t iy = oy * g->sh - g->ph + ky * g->dh, ix0 = ox * g->sw - g->pw;
+                    bool row_in = iy >= 0 && iy < g->h;
+                    if (row_in && g->dw == 1 && ix0 >= 0 && ix0 + g->kw <= g->w) { /* a run inside the row */
+                        memcpy(d, xc + iy * g->w + ix0, (size_t)g->kw);
+                        d += g->kw;
+                        continue;
+                    }
+                    for (int64_t kx = 0; kx < g->kw; kx++) {
+                        int64_t ix = ox * g->sw - g->pw + kx * g->dw;
+                        *d++ = row_in && ix >= 0 && ix < g->w ? xc[iy * g->w + ix] : j->pad;
+                    }
+                }
+            }
+    }
+}
+
+static oar_status qconv_run(oar_tensor *const *in, oar_tensor *const *out, const oar_attr *a, bool vnni) {
+    oar_qconv_geom g;
+    oar_qepilogue e;
+    oar_status st = oar_qconv_geom_get(in[QL_X], in[QL_W], a, &g);
+    if (st != OAR_OK || (st = oar_qepilogue_init(&e, in, out[0], a + 4)) != OAR_OK) return st;
+    int32_t xzp = (int32_t)oar_dtypes[in[QL_XZP]->dtype].load_i64(oar_tensor_ptr(in[QL_XZP]));
+    int64_t cg = g.c / g.groups, og = g.o / g.groups, kg = cg * g.kh * g.kw, p = g.oh * g.ow, rows = g.n * p;
+    uint8_t *col = malloc((size_t)(rows * kg > 0 ? rows * kg : 1));
+    if (!col) {
+        oar_qepilogue_free(&e);
+        return oar_error(OAR_ERR_OOM, "qconv2d: out of memory for a %lld x %lld column buffer", (long long)rows,
+                         (long long)kg);
+    }
+    const uint8_t *x = (const uint8_t *)oar_tensor_ptr(in[QL_X]);
+    uint8_t pad = (uint8_t)xzp;
+    conv_emit ce = {.e = &e, .res = in[QL_RES] ? (const float *)oar_tensor_ptr(in[QL_RES]) : NULL,
+                    .out = oar_tensor_ptr(out[0]), .p = p, .o = g.o, .og = og};
+    for (int64_t gr = 0; gr < g.groups && st == OAR_OK; gr++) {
+        im2col_job ij = {.g = &g, .x = x, .col = col, .pad = pad, .gr = gr, .cg = cg, .kg = kg};
+        oar_parallel_for(g.n * g.oh, 1 + 4096 / (g.ow * kg + 1), im2col_rows, &ij);
+        ce.g = gr;
+        st = oar_qgemm(vnni, col, in[QL_X]->dtype == OAR_I8, xzp, (const int8_t *)oar_tensor_ptr(in[QL_W]) + gr * og * kg,
+                       rows, og, kg, emit_conv, &ce);
+    }
+    free(col);
+    oar_qepilogue_free(&e);
+    return st;
+}
+
+static oar_status qconv_vnni(const oar_kctx *ctx, oar_tensor *const *in, int n_in, oar_tensor *const *out,
+                             int n_out, const oar_attr *a) {
+    return qconv_run(in, out, a, true);
+}
+static oar_status qconv_avx2(const oar_kctx *ctx, oar_tensor *const *in, int n_in, oar_tensor *const *out,
+                             int n_out, const oar_attr *a) {
+    return qconv_run(in, out, a, false);
+}
+
+static oar_status qlinear_vnni(const oar_kctx *ctx, oar_tensor *const *in, int n_in, oar_tensor *const *out,
+                               int n_out, const oar_attr *a) {
+    return qlinear_run(in, out, a, true);
+}
+static oar_status qlinear_avx2(const oar_kctx *ctx, oar_tensor *const *in, int n_in, oar_tensor *const *out,
+                               int n_out, const oar_attr *a) {
+    return qlinear_run(in, out, a, false);
+}
+
+static bool supports_vnni(oar_tensor *const *in, int n_in, oar_tensor *const *out, int n_out, const oar_attr *a) {
+    return use_vnni();
+}
+/* The exact AVX2 path also serves AVX-512 CPUs without VNNI. */
+static bool supports_avx2(oar_tensor *const *in, int n_in, oar_tensor *const *out, int n_out, const oar_attr *a) {
+    return oar_cpu_has_avx2() && !use_vnni();
+}
+
+void oar_cpu_register_quant(void) {
+    uint32_t dts = OAR_DTYPE_BIT(OAR_U8) | OAR_DTYPE_BIT(OAR_I8);
+    oar_register_kernel(OAR_OP_qlinear, (oar_kernel_entry){.device = OAR_CPU, .dtypes = dts, .impl = "avx512-vnni",
+                                                           .priority = 20, .fn = qlinear_vnni, .supports = supports_vnni});
+    oar_register_kernel(OAR_OP_qlinear, (oar_kernel_entry){.device = OAR_CPU, .dtypes = dts, .impl = "avx2-exact",
+                                                           .priority = 10, .fn = qlinear_avx2, .supports = supports_avx2});
+    oar_register_kernel(OAR_OP_qconv2d, (oar_kernel_entry){.device = OAR_CPU, .dtypes = dts, .impl = "avx512-vnni",
+                                                           .priority = 20, .fn = qconv_vnni, .supports = supports_vnni});
+    oar_register_kernel(OAR_OP_qconv2d, (oar_kernel_entry){.device = OAR_CPU, .dtypes = dts, .impl = "avx2-exact",
+                                                           .priority = 10, .fn = qconv_avx2, .supports = supports_avx2});
+}
+
+#else
+void oar_cpu_register_quant(void) {}
+oar_status oar_qgemm(bool vnni, const uint8_t *x, bool x_signed, int32_t x_zp, const int8_t *w, int64_t m, int64_t n,
+                     int64_t k, oar_qgemm_emit emit, void *user) {
+    return oar_error(OAR_ERR_UNSUPPORTED, "qgemm: no fast int8 kernel on this architecture");
+}
+#endif

@@ -1,0 +1,118 @@
+/* Quantization arithmetic shared by the reference kernels (src/ops/quant.c) and the fast int8
+ * kernels (src/kernels/cpu/qgemm_x86.c), so that their integer results agree bit for bit.
+ *
+ * The affine map is torch's: q = clamp(nearbyint(x * (1/scale)) + zero_point, qmin, qmax), the
+ * product taken in the input's precision (f32: 1/scale in float, as fbgemm does), rounding half
+ * to even, the zero point added after rounding; x = (q - zero_point) * scale. */
+#ifndef OAR_OPS_QUANT_H
+#define OAR_OPS_QUANT_H
+
+#include "ops/op.h"
+
+#include <math.h>
+
+/* qlinear's activation codes (attribute "activation") */
+enum { OAR_QACT_NONE = 0, OAR_QACT_RELU = 1 };
+
+/* max/min in the order _mm*_max_ps/_min_ps take them: a NaN t gives the bound, as the SIMD code does */
+static inline float oar_qmaxf(float t, float b) { return t > b ? t : b; }
+static inline float oar_qminf(float t, float b) { return t < b ? t : b; }
+
+/* One value quantized with inv = 1/scale in float; saturating to [qmin, qmax] (clamping before
+ * the rounding is the same as after for integer bounds, and keeps huge values out of int). */
+static inline int32_t oar_quantize_f32(float x, float inv, int32_t zp, int32_t qmin, int32_t qmax) {
+    float t = oar_qminf(oar_qmaxf(x * inv, (float)(qmin - zp)), (float)(qmax - zp));
+    return (int32_t)nearbyintf(t) + zp;
+}
+static inline int32_t oar_quantize_f64(double x, double inv, int32_t zp, int32_t qmin, int32_t qmax) {
+    double t = x * inv;
+    t = t > qmin - zp ? t : qmin - zp;
+    t = t < qmax - zp ? t : qmax - zp;
+    return (int32_t)nearbyint(t) + zp;
+}
+
+/* The value range of an 8-bit dtype. */
+static inline void oar_qrange(oar_dtype dt, int32_t *qmin, int32_t *qmax) {
+    *qmin = dt == OAR_U8 ? 0 : -128;
+    *qmax = dt == OAR_U8 ? 255 : 127;
+}
+
+/* Scale and zero point covering [lo, hi] and 0, as torch's MinMaxObserver computes them (float
+ * arithmetic, eps = FLT_EPSILON as the least scale): symmetric gives zero point 0 (i8) or 128 (u8). */
+static inline void oar_qparams_from_range(float lo, float hi, oar_dtype dt, bool symmetric, float *scale, int32_t *zp) {
+    int32_t qmin, qmax;
+    oar_qrange(dt, &qmin, &qmax);
+    float neg = lo < 0 ? lo : 0, pos = hi > 0 ? hi : 0, s;
+    if (symmetric) {
+        pos = -neg > pos ? -neg : pos;
+        s = pos / ((float)(qmax - qmin) / 2);
+        *zp = dt == OAR_U8 ? 128 : 0;
+    } else {
+        s = (pos - neg) / (float)(qmax - qmin);
+    }
+    if (!(s > 1.1920929e-07f)) s = 1.1920929e-07f;
+    if (!symmetric) {
+        float z = (float)qmin - nearbyintf(neg / s);
+        *zp = (int32_t)(z < qmin ? qmin : z > qmax ? qmax : z);
+    }
+    *scale = s;
+}
+
+/* qlinear's epilogue: acc (int32) -> fmaf(acc, x_scale * w_scale[n], bias[n]) (+ residual)
+ * (relu) -> f32, or requantized to u8/i8 with y_scale/y_zp. Written once, used by every
+ * kernel: the fast kernels differ only in how they compute acc. */
+typedef struct oar_qepilogue {
+    const float *comb;  /* [N]: x_scale * w_scale[n] (float product) */
+    const float *bias;  /* [N] or NULL */
+    int act;
+    oar_dtype out_dtype;
+    float inv_y;        /* 1 / y_scale (float) */
+    int32_t y_zp, qmin, qmax;
+} oar_qepilogue;
+
+/* The epilogue of one int32 sum of output channel ch (res: its residual, or NULL), then its store. */
+static inline float oar_qepilogue_value(const oar_qepilogue *e, int32_t acc, int64_t ch, const float *res) {
+    float v = fmaf((float)acc, e->comb[ch], e->bias ? e->bias[ch] : 0.0f);
+    if (res) v = v + *res;
+    return e->act == OAR_QACT_RELU ? oar_qmaxf(v, 0.0f) : v;
+}
+static inline void oar_qepilogue_store(const oar_qepilogue *e, float v, void *out, int64_t i) {
+    if (e->out_dtype == OAR_F32) ((float *)out)[i] = v;
+    else {
+        int32_t q = oar_quantize_f32(v, e->inv_y, e->y_zp, e->qmin, e->qmax);
+        if (e->out_dtype == OAR_U8) ((uint8_t *)out)[i] = (uint8_t)q;
+        else ((int8_t *)out)[i] = (int8_t)q;
+    }
+}
+
+/* Columns [n0, n1) of one qlinear output row: acc[n - n0] are the int32 sums, res_row and
+ * out_row the row's residual (may be NULL) and output, indexed by n. */
+static inline void oar_qepilogue_row(const oar_qepilogue *e, const int32_t *acc, const float *res_row, int64_t n0,
+                                     int64_t n1, void *out_row) {
+    for (int64_t n = n0; n < n1; n++)
+        oar_qepilogue_store(e, oar_qepilogue_value(e, acc[n - n0], n, res_row ? res_row + n : NULL), out_row, n);
+}
+
+/* qlinear's prepared epilogue for a call (comb is malloc'ed: free with oar_qepilogue_free). */
+oar_status oar_qepilogue_init(oar_qepilogue *e, oar_tensor *const *in, oar_tensor *y, const oar_attr *a);
+void oar_qepilogue_free(oar_qepilogue *e);
+
+/* qlinear's and qconv2d's input positions */
+enum { QL_X, QL_XS, QL_XZP, QL_W, QL_WS, QL_BIAS, QL_YS, QL_YZP, QL_RES, QL_N };
+
+/* qconv2d's geometry, from its attributes (stride, padding, dilation, groups) and shapes */
+typedef struct oar_qconv_geom {
+    int64_t n, c, h, w, o, kh, kw, oh, ow, sh, sw, ph, pw, dh, dw, groups;
+} oar_qconv_geom;
+oar_status oar_qconv_geom_get(const oar_tensor *x, const oar_tensor *w, const oar_attr *a, oar_qconv_geom *g);
+
+/* The int8 GEMM of the fast kernels (src/kernels/cpu/qgemm_x86.c): acc[m][n] = sum_k (x[m, k] -
+ * x_zp) * w[n, k] for x u8 or s8 [M, K] and w s8 [N, K], exact in int32 (wrapping), handed to
+ * emit in blocks of rows [m0, m1) x columns [n0, n1) (acc row-major, leading dimension ld), over
+ * oar's thread pool. vnni picks the AVX-512 VNNI kernel, else the exact AVX2 one. */
+typedef void (*oar_qgemm_emit)(void *user, int64_t m0, int64_t m1, int64_t n0, int64_t n1, const int32_t *acc,
+                               int64_t ld);
+oar_status oar_qgemm(bool vnni, const uint8_t *x, bool x_signed, int32_t x_zp, const int8_t *w, int64_t m, int64_t n,
+                     int64_t k, oar_qgemm_emit emit, void *user);
+
+#endif

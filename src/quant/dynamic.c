@@ -1,0 +1,150 @@
+/* Dynamic post-training quantization: every Linear of a model gets int8 weights (symmetric,
+ * per output row by default, as torch's default dynamic qconfig) and, at each call, quantizes
+ * its input to u8 over that batch's range, runs qlinear (int32 sums, exact) and gives f32.
+ * The layer is rewritten in place (the model's own forward keeps calling it): its f32 "weight"
+ * parameter becomes an i8 buffer "weight" beside an f32 buffer "weight_scale", so the quantized
+ * model's state saves and loads by name like any other. The forward is ops only
+ * (choose_qparams, quantize, qlinear), so it runs eagerly and traced alike. */
+#include "nn/module.h"
+#include "ops/quant.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- the quantized layer */
+static oar_status dq_linear_forward(oar_module *m, oar_tensor *const *in, int n_in, oar_tensor **out, int n_out) {
+    if (n_in != 1 || n_out != 1)
+        return oar_error(OAR_ERR_INVALID_ARG, "DynamicQuantizedLinear: expected 1 input and 1 output, got %d and %d",
+                         n_in, n_out);
+    oar_tensor *w = oar_module_local(m, "weight"), *ws = oar_module_local(m, "weight_scale");
+    oar_tensor *x = in[0], *s, *z;
+    if (oar_dtype_of(x) != OAR_F32)
+        return oar_error(OAR_ERR_DTYPE, "DynamicQuantizedLinear: expected an f32 input, got %s",
+                         oar_dtype_name(oar_dtype_of(x)));
+    oar_status st = oar_choose_qparams(x, OAR_U8, false, &s, &z);
+    if (st != OAR_OK) return st;
+    oar_tensor *q = oar_quantize(x, s, z, 0, OAR_U8);
+    out[0] = q ? oar_qlinear(q, s, z, w, ws, oar_module_local(m, "bias"), NULL) : NULL;
+    return out[0] ? OAR_OK : oar_last_status();
+}
+
+static int dq_linear_describe(const oar_module *m, char *buf, size_t size) {
+    oar_tensor *w = oar_module_local((oar_module *)m, "weight"), *ws = oar_module_local((oar_module *)m, "weight_scale");
+    return snprintf(buf, size, "in_features=%lld, out_features=%lld, weight=i8, %s", (long long)oar_shape(w)[1],
+                    (long long)oar_shape(w)[0], oar_ndim(ws) ? "per-channel" : "per-tensor");
+}
+
+static const oar_module_ops DQ_LINEAR_OPS = {"DynamicQuantizedLinear", dq_linear_forward, free, dq_linear_describe};
+
+/* ---- the pass */
+#define MAX_TARGETS 1024
+
+typedef struct target {
+    oar_module *m;
+    char path[128];
+} target;
+
+static bool skipped(const char *path, const char *const *skip) {
+    for (; skip && *skip; skip++)
+        if (!strcmp(*skip, path)) return true;
+    return false;
+}
+
+static void collect(oar_module *m, const char *path, const char *const *skip, target *t, int *n) {
+    if (!strcmp(oar_module_type(m), "Linear") && !skipped(path, skip) && *n < MAX_TARGETS) {
+        t[*n].m = m;
+        snprintf(t[*n].path, sizeof t[*n].path, "%s", path);
+        (*n)++;
+    }
+    for (int i = 0; i < m->n_children; i++) {
+        char p[128];
+        snprintf(p, sizeof p, "%s%s%s", path, *path ? "." : "", m->children[i].name);
+        collect(m->children[i].module, p, skip, t, n);
+    }
+}
+
+oar_status oar_sqnr(oar_tensor *ref, oar_tensor *approx, double *db) {
+    if (!ref || !approx || !db || oar_numel(ref) != oar_numel(approx))
+        return oar_error(OAR_ERR_INVALID_ARG, "sqnr: expected two tensors of one size and a result pointer");
+    int64_t n = oar_numel(ref);
+    double *a = malloc(sizeof(double) * (size_t)(n ? n : 1)), *b = malloc(sizeof(double) * (size_t)(n ? n : 1));
+    oar_status st = a && b ? OAR_OK : oar_error(OAR_ERR_OOM, "sqnr: out of memory");
+    if (st == OAR_OK) st = oar_copy_to_buffer(ref, a, sizeof(double) * (size_t)n, OAR_F64);
+    if (st == OAR_OK) st = oar_copy_to_buffer(approx, b, sizeof(double) * (size_t)n, OAR_F64);
+    if (st == OAR_OK) {
+        double sig = 0, err = 0;
+        for (int64_t i = 0; i < n; i++) {
+            sig += a[i] * a[i];
+            err += (a[i] - b[i]) * (a[i] - b[i]);
+        }
+        *db = err > 0 ? 10 * log10(sig / err) : INFINITY;
+    }
+    free(a);
+    free(b);
+    return st;
+}
+
+/* Quantizes one Linear's weight; fills info. The layer changes only once everything is made. */
+static oar_status convert_linear(oar_module *m, bool per_tensor, oar_quant_layer *info) {
+    oar_tensor *w = oar_module_local(m, "weight");
+    if (!w || oar_dtype_of(w) != OAR_F32 || oar_ndim(w) != 2 || oar_device_of(w) != OAR_CPU)
+        return oar_error(OAR_ERR_UNSUPPORTED, "quantize_dynamic: expected Linear weights f32 [out, in] on the CPU, got "
+                                              "%s", w ? oar_dtype_name(oar_dtype_of(w)) : "none");
+    oar_observer *ob = oar_observer_create("minmax", &(oar_observer_opts){.dtype = OAR_I8, .symmetric = true,
+                                                                          .per_channel = !per_tensor, .axis = 0});
+    if (!ob) return oar_last_status();
+    oar_tensor *s = NULL, *z = NULL, *q = NULL;
+    oar_status st = oar_observer_observe(ob, w);
+    if (st == OAR_OK) st = oar_observer_qparams(ob, &s, &z);
+    oar_observer_free(ob);
+    if (st == OAR_OK && !(q = oar_quantize(w, s, z, 0, OAR_I8))) st = oar_last_status();
+    if (st == OAR_OK) st = oar_sqnr(w, oar_dequantize(q, s, z, 0), &info->weight_sqnr_db);
+    if (st != OAR_OK) return st;
+    info->weights = oar_numel(w);
+    info->scale_min = INFINITY;
+    info->scale_max = 0;
+    for (int64_t i = 0; i < oar_numel(s); i++) {
+        float v = ((const float *)oar_tensor_ptr(s))[i];
+        info->scale_min = v < info->scale_min ? v : info->scale_min;
+        info->scale_max = v > info->scale_max ? v : info->scale_max;
+    }
+    snprintf(info->type, sizeof info->type, "Linear");
+    /* the rewrite: after this point only allocation failures remain */
+    oar_tensor *qd = oar_detach(q), *sd = oar_detach(s);
+    if ((st = oar_module_remove_local(m, "weight")) == OAR_OK && (st = oar_module_add_buffer(m, "weight", qd)) == OAR_OK)
+        st = oar_module_add_buffer(m, "weight_scale", sd);
+    m->ops = &DQ_LINEAR_OPS;
+    return st;
+}
+
+oar_status oar_quantize_dynamic(oar_module *m, const oar_quant_dynamic_opts *opts, oar_quant_layer *layers, int cap,
+                                int *n_layers) {
+    if (n_layers) *n_layers = 0;
+    if (!m) return oar_error(OAR_ERR_INVALID_ARG, "quantize_dynamic: expected a module, got NULL");
+    if (oar_module_is_training(m))
+        return oar_error(OAR_ERR_STATE, "quantize_dynamic: expected a model in evaluation mode, got one in training "
+                                        "mode; call oar_module_train(m, false) first");
+    oar_quant_dynamic_opts o = opts ? *opts : (oar_quant_dynamic_opts){0};
+    target *t = malloc(sizeof(target) * MAX_TARGETS);
+    if (!t) return oar_error(OAR_ERR_OOM, "quantize_dynamic: out of memory");
+    int n = 0;
+    collect(m, "", o.skip, t, &n);
+    if (!n) {
+        free(t);
+        return oar_error(OAR_ERR_INVALID_ARG, "quantize_dynamic: expected at least one Linear to quantize in %s, found "
+                                              "none (already quantized, or all skipped)", oar_module_type(m));
+    }
+    oar_status st = OAR_OK;
+    oar_scope_begin();
+    for (int i = 0; i < n && st == OAR_OK; i++) {
+        oar_quant_layer info = {0};
+        snprintf(info.name, sizeof info.name, "%s", t[i].path);
+        st = convert_linear(t[i].m, o.per_tensor, &info);
+        if (st == OAR_OK && layers && i < cap) layers[i] = info;
+        if (st == OAR_OK && n_layers) (*n_layers)++;
+    }
+    oar_scope_end();
+    free(t);
+    return st;
+}

@@ -1,0 +1,85 @@
+#!/bin/sh
+# oar quantize end to end: LeNet trained briefly on Fashion-MNIST, quantized dynamically and
+# statically (every observer), each within a point of fp32 accuracy (minmax) and about 4x
+# smaller; the static int8 program exported by --out runs in `oar infer` and still predicts the
+# labels; bad requests are refused with a message.
+# Usage: quantize.sh OAR_BINARY SHARED_DIR
+set -eu
+oar=$1
+shared=$2
+data=/usr/share/datasets/fashion-mnist
+if [ ! -f "$data/train-images-idx3-ubyte.gz" ]; then data=$shared/data/fashion-mnist; fi
+if [ ! -f "$data/t10k-images-idx3-ubyte.gz" ]; then
+  echo "quantize: skipped: Fashion-MNIST not found in /usr/share/datasets/fashion-mnist nor $shared/data"
+  exit 0
+fi
+if ! command -v python3 > /dev/null 2>&1; then
+  echo "quantize: skipped: python3 not found (it writes the .npy input and reads the JSON)"
+  exit 0
+fi
+export OAR_SHARED_DIR=$shared
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+
+"$oar" train --model lenet --data fashion-mnist --epochs 1 --steps 300 --seed 1 --threads 2 --quiet \
+  --checkpoint "$dir/lenet.safetensors" > "$dir/train.log"
+"$oar" quantize --model lenet --data fashion-mnist --checkpoint "$dir/lenet.safetensors" --method dynamic \
+  --threads 2 > "$dir/dynamic.log"
+"$oar" quantize --model lenet --data fashion-mnist --checkpoint "$dir/lenet.safetensors" --method static \
+  --observer all --calib 4 --threads 2 --out "$dir/q" > "$dir/static.log"
+grep -q "f1         Linear       48000" "$dir/dynamic.log"
+grep -q "c2         Conv2d        2400" "$dir/static.log"
+# accuracy within 1 point for dynamic and static minmax; every observer within 10; ~4x smaller
+for f in dynamic static; do
+  tail -1 "$dir/$f.log" | python3 -c "
+import json, sys
+r = json.load(sys.stdin)
+for q in r['results']:
+    drop = r['fp32_accuracy'] - q['accuracy']
+    limit = 0.01 if q['quant'] in ('dynamic', 'minmax') else 0.10
+    assert drop <= limit, (q, r['fp32_accuracy'])
+    assert q['bytes'] * 3 < r['fp32_bytes'] or q['quant'] == 'dynamic', q
+"
+done
+test -s "$dir/q/lenet-static-minmax.json" && test -s "$dir/q/lenet-static-minmax.safetensors"
+
+# the exported int8 program in the predictor: 32 test images
+python3 - "$data" "$dir" <<'PY'
+import gzip, struct, sys
+data, out = sys.argv[1], sys.argv[2]
+n = 32
+with gzip.open(data + "/t10k-images-idx3-ubyte.gz") as f:
+    magic, count, rows, cols = struct.unpack(">IIII", f.read(16))
+    pixels = f.read(n * rows * cols)
+with gzip.open(data + "/t10k-labels-idx1-ubyte.gz") as f:
+    f.read(8)
+    labels = f.read(n)
+values = [(p / 255.0 - 0.2860) / 0.3530 for p in pixels]
+header = "{'descr': '<f4', 'fortran_order': False, 'shape': (%d, 1, %d, %d), }" % (n, rows, cols)
+header += " " * (63 - (10 + len(header)) % 64) + "\n"
+with open(out + "/x.npy", "wb") as f:
+    f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header.encode("latin1"))
+    f.write(struct.pack("<%df" % len(values), *values))
+with open(out + "/labels.txt", "w") as f:
+    f.write(" ".join(str(b) for b in labels) + "\n")
+PY
+"$oar" infer "$dir/q/lenet-static-minmax" --input "$dir/x.npy" --rows 32 > "$dir/infer.log"
+grep -q "output 'logits': f32\[32, 10\]" "$dir/infer.log"
+pred=$(sed -n 's/.*argmax of rows 0\.\.31: //p' "$dir/infer.log")
+right=$(python3 -c "import sys; p, l = sys.argv[1].split(), sys.argv[2].split(); print(sum(a == b for a, b in zip(p, l)))" \
+  "$pred" "$(cat "$dir/labels.txt")")
+test "$right" -ge 16
+"$oar" inspect "$dir/q/lenet-static-minmax" > "$dir/inspect.log"
+for op in quantize qconv2d qlinear; do grep -q "$op" "$dir/inspect.log"; done
+
+# refusals
+if "$oar" quantize --model lenet --checkpoint "$dir/lenet.safetensors" --method fancy 2> "$dir/err.log"; then exit 1; fi
+grep -q "expected --method dynamic or static" "$dir/err.log"
+if "$oar" quantize --model lenet --data fashion-mnist --checkpoint "$dir/lenet.safetensors" --method static \
+  --observer entropy --calib 1 2> "$dir/err.log" > /dev/null; then exit 1; fi
+grep -q "observer: expected kind minmax, moving_average, percentile, kl or mse, got 'entropy'" "$dir/err.log"
+printf 'not a checkpoint' > "$dir/bad.safetensors"
+if "$oar" quantize --model lenet --data fashion-mnist --checkpoint "$dir/bad.safetensors" --method dynamic \
+  2> "$dir/err.log" > /dev/null; then exit 1; fi
+grep -q "bad.safetensors" "$dir/err.log"
+echo "quantize: ok"

@@ -1,0 +1,139 @@
+/* Sweep cases for the quantization ops (src/ops/quant.c). Integer outputs must equal the
+ * reference bit for bit in every kernel (qlinear's AVX-512 VNNI kernel at the native ISA, its
+ * exact AVX2 kernel in the sweep capped at avx2, the reference at generic).
+ * fake_quant is piecewise constant, so finite differences see 0 where its straight-through
+ * rule says 1: its gradient is pinned against torch in test_quant_golden instead, and the
+ * backward op fake_quant_grad (linear in grad) is checked here by finite differences, with x
+ * on grid points away from rounding edges. */
+#include "sweep.h"
+
+#include <math.h>
+
+#define NG SWEEP_NO_GRAD
+/* qlinear inputs after x: x_scale, x_zero_point, then w, w_scale, bias, y_scale, y_zero_point, residual */
+#define XQ_U8 ";c0.02f32:;c128i32:"
+#define XQ_S8 ";c0.03f32:;c-3i32:"
+
+const sweep_case sweep_cases_quant[] = {
+    /* per tensor, u8 and i8; 0-d; ties at .5 (half to even) and saturation at both ends */
+    {"quantize", "n:4x5;c0.05f32:;c3i32:", "axis=0 dtype=u8"},
+    {"quantize", "n:4x5;c0.05f32:;c-7i64:", "axis=0 dtype=i8"},
+    {"quantize", "n:;c0.1f32:;c10i32:", "axis=0 dtype=u8"},
+    {"quantize", "c0.25,0.75,-0.25,-1.25,2.5,1000,-1000,0:8;c0.5f32:;c0i32:", "axis=0 dtype=i8"},
+    {"quantize", "c0.25,0.75,-0.25,-1.25,2.5,1000,-1000,0:8;c0.5f32:;c1i32:", "axis=0 dtype=u8"},
+    /* per channel along a middle and the last axis */
+    {"quantize", "n:4x3x2;c0.1,0.02,0.3f32:3;c0,-5,7i64:3", "axis=1 dtype=i8"},
+    {"quantize", "n:2x3;c0.1,0.02,0.3f64:3;c0,5,255i32:3", "axis=-1 dtype=u8"},
+    {"quantize", "n:5x67;c0.01f32:;c0i32:", "axis=0 dtype=i8"},
+    {"dequantize", "i0_256u8:4x5;c0.05f32:;c3i32:", "axis=0"},
+    {"dequantize", "i-128_128i8:3x4;c0.1,0.2,0.3,0.4f32:4;c0,1,-1,5i32:4", "axis=1"},
+    {"dequantize", "i-128_128i8:3x4;c0.1,0.2,0.3f32:3;c0,1,-1i64:3", "axis=0"},
+    {"dequantize", "i0_256u8:;c0.5f32:;c255i32:", "axis=0"},
+    {"fake_quant", "n:4x5;c0.1f32:;c3i32:", "axis=0 quant_min=0 quant_max=255", NG},
+    {"fake_quant", "n:4x5;c0.1f32:;c0i32:", "axis=0 quant_min=-8 quant_max=7", NG},
+    {"fake_quant", "n:3x4;c0.1,0.02,0.3f32:3;c0,-5,7i32:3", "axis=0 quant_min=-128 quant_max=127", NG},
+    {"fake_quant", "c0.25,0.75,-0.25,-1.25,2.5,1000,-1000,0:8;c0.5f32:;c0i32:", "axis=0 quant_min=-4 quant_max=3", NG},
+    /* inside [-0.8, 0.7]: -0.5, 0.3, 0.1; outside: -2, -1, 1, 2 (x/scale integral: no rounding edge) */
+    {"fake_quant_grad", "n:4x5;c-2,-1,-0.5,0.3,0.1,1,2:4x5;c0.1f32:;c0i32:", "axis=0 quant_min=-8 quant_max=7"},
+    {"fake_quant_grad", "n:2x3;c-2,-1,0.5,0.3,0.1,1:2x3;c0.1,0.3,1f32:3;c0,2,-1i32:3",
+     "axis=1 quant_min=-8 quant_max=7"},
+    /* qlinear: f32 out; relu + requantized u8; s8 x with residual and i8 out over K and N tails */
+    {"qlinear", "i0_256u8:5x7" XQ_U8 ";i-128_128i8:3x7;c0.01,0.02,0.03f32:3;nf32:3;none;none;none",
+     "activation=0 dtype=f32"},
+    {"qlinear", "i0_256u8:5x7" XQ_U8 ";i-128_128i8:3x7;c0.01,0.02,0.03f32:3;nf32:3;c0.05f32:;c10i32:;none",
+     "activation=1 dtype=u8"},
+    {"qlinear", "i-128_128i8:2x3x70" XQ_S8 ";i-128_128i8:67x70;c0.002f32:;nf32:67;c0.1f32:;c-4i32:;nf32:2x3x67",
+     "activation=0 dtype=i8"},
+    {"qlinear", "i-128_128i8:9x130" XQ_S8 ";i-128_128i8:131x130;c0.002f32:;none;none;none;nf32:9x131",
+     "activation=1 dtype=f32"},
+    {"qlinear", "i0_256u8:70" XQ_U8 ";i-128_128i8:5x70;c0.01f32:;nf32:5;none;none;none", "activation=0 dtype=f32"},
+    {"qlinear", "i0_256u8:4x0" XQ_U8 ";i-128_128i8:3x0;c0.01f32:;nf32:3;c0.05f32:;c10i32:;none",
+     "activation=0 dtype=u8"},
+    /* the worst case for 16-bit pair sums (vpmaddubsw): 255 * 127 * 2 and 255 * -128 * 2, and
+     * -128 * -128 * 2 for s8 activations; the sums must be exact on every path */
+    {"qlinear", "c255u8:3x64;c0.001f32:;c0i32:;c127i8:2x64;c0.001f32:;none;none;none;none", "activation=0 dtype=f32"},
+    {"qlinear", "c255u8:3x67;c0.001f32:;c0i32:;c-128i8:5x67;c0.001f32:;none;none;none;none", "activation=0 dtype=f32"},
+    {"qlinear", "c-128i8:2x35;c0.001f32:;c0i32:;c-128i8:3x35;c0.001f32:;none;none;none;none", "activation=0 dtype=f32"},
+    {"qlinear", "c255,0u8:3x64;c1f32:;c0i32:;c127,-128i8:4x64;c1f32:;none;c1000f32:;c0i32:;none",
+     "activation=0 dtype=i8"},
+    /* qconv2d: padding (the zero point), stride, dilation, groups, depthwise, requantized and residual */
+#define CONV(st, pd, dl, g, act, dt) "stride=" st " padding=" pd " dilation=" dl " groups=" g " activation=" act " dtype=" dt
+    {"qconv2d", "i0_256u8:2x3x7x6" XQ_U8 ";i-128_128i8:4x3x3x3;c0.01,0.02,0.03,0.04f32:4;nf32:4;none;none;none",
+     CONV("1,1", "1,1", "1,1", "1", "0", "f32")},
+    {"qconv2d", "i0_256u8:2x3x9x8" XQ_U8 ";i-128_128i8:5x3x3x2;c0.01f32:;nf32:5;c0.05f32:;c10i32:;none",
+     CONV("2,1", "0,2", "2,1", "1", "1", "u8")},
+    {"qconv2d", "i-128_128i8:3x4x6x6" XQ_S8 ";i-128_128i8:6x2x3x3;c0.01f32:;none;c0.1f32:;c-3i32:;nf32:3x6x6x6",
+     CONV("1,1", "1,1", "1,1", "2", "0", "i8")},
+    {"qconv2d", "i0_256u8:2x5x7x7" XQ_U8 ";i-128_128i8:5x1x3x3;c0.01,0.02,0.03,0.04,0.05f32:5;nf32:5;none;none;none",
+     CONV("2,2", "1,1", "1,1", "5", "1", "f32")}, /* depthwise */
+    {"qconv2d", "i0_256u8:2x16x5x5" XQ_U8 ";i-128_128i8:70x16x3x3;c0.001f32:;nf32:70;none;none;none",
+     CONV("1,1", "1,1", "1,1", "1", "0", "f32")}, /* K = 144 and N = 70 cross the GEMM's blocks */
+    {"qconv2d", "c255u8:1x8x4x4;c0.001f32:;c0i32:;c127i8:3x8x3x3;c0.001f32:;none;none;none;none",
+     CONV("1,1", "0,0", "1,1", "1", "0", "f32")}, /* the saturation worst case */
+    {"choose_qparams", "n:4x5", "dtype=u8 symmetric=0"},
+    {"choose_qparams", "u:7", "dtype=i8 symmetric=1"},
+    {"choose_qparams", "p:3x2", "dtype=u8 symmetric=1"},
+    {"choose_qparams", "c0:3", "dtype=i8 symmetric=0"},
+    {0},
+};
+
+static oar_tensor *vec(const float *v, int n) { return oar_from_data(v, (int64_t[]){n}, 1, OAR_F32); }
+static oar_tensor *scalar_f(float v) { return oar_from_data(&v, NULL, 0, OAR_F32); }
+static oar_tensor *scalar_i(int32_t v) { return oar_from_data(&v, NULL, 0, OAR_I32); }
+static oar_tensor *zeros(oar_dtype dt, int64_t a, int64_t b) { return oar_zeros((int64_t[]){a, b}, 2, dt); }
+
+static bool bad_zp_dtype(void) {
+    return oar_quantize(zeros(OAR_F32, 2, 3), scalar_f(0.1f), scalar_f(0), 0, OAR_U8) != NULL;
+}
+static bool bad_channels(void) {
+    return oar_quantize(zeros(OAR_F32, 2, 3), vec((float[]){1, 1}, 2), oar_zeros((int64_t[]){2}, 1, OAR_I32), 1,
+                        OAR_U8) != NULL;
+}
+static bool bad_qdtype(void) { return oar_quantize(zeros(OAR_F32, 2, 3), scalar_f(0.1f), scalar_i(0), 0, OAR_I32) != NULL; }
+static bool bad_scale(void) { return oar_quantize(zeros(OAR_F32, 2, 3), scalar_f(0), scalar_i(0), 0, OAR_U8) != NULL; }
+static bool bad_zp_range(void) {
+    return oar_quantize(zeros(OAR_F32, 2, 3), scalar_f(0.1f), scalar_i(300), 0, OAR_U8) != NULL;
+}
+static bool bad_dequant_input(void) { return oar_dequantize(zeros(OAR_F32, 2, 3), scalar_f(1), scalar_i(0), 0) != NULL; }
+static bool bad_fq_range(void) {
+    return oar_fake_quant(zeros(OAR_F32, 2, 3), scalar_f(1), scalar_i(0), 0, 10, 3) != NULL;
+}
+static bool bad_ql_k(void) {
+    return oar_qlinear(zeros(OAR_U8, 2, 3), scalar_f(1), scalar_i(0), zeros(OAR_I8, 4, 5), scalar_f(1), NULL, NULL) != NULL;
+}
+static bool bad_ql_weight(void) {
+    return oar_qlinear(zeros(OAR_U8, 2, 3), scalar_f(1), scalar_i(0), zeros(OAR_U8, 4, 3), scalar_f(1), NULL, NULL) != NULL;
+}
+static bool bad_ql_yparams(void) {
+    oar_qlinear_opts o = {.out_dtype = OAR_U8};
+    return oar_qlinear(zeros(OAR_U8, 2, 3), scalar_f(1), scalar_i(0), zeros(OAR_I8, 4, 3), scalar_f(1), NULL, &o) != NULL;
+}
+static bool bad_ql_x(void) {
+    return oar_qlinear(zeros(OAR_F32, 2, 3), scalar_f(1), scalar_i(0), zeros(OAR_I8, 4, 3), scalar_f(1), NULL, NULL) != NULL;
+}
+static bool bad_qconv_groups(void) {
+    return oar_qconv2d(oar_zeros((int64_t[]){1, 4, 5, 5}, 4, OAR_U8), scalar_f(1), scalar_i(0),
+                       oar_zeros((int64_t[]){6, 3, 3, 3}, 4, OAR_I8), scalar_f(1), NULL,
+                       &(oar_conv_opts){.groups = 2}, NULL) != NULL;
+}
+static bool bad_choose_nan(void) {
+    oar_tensor *s, *z;
+    return oar_choose_qparams(vec((float[]){1, NAN}, 2), OAR_U8, false, &s, &z) == OAR_OK;
+}
+
+const sweep_bad sweep_bad_quant[] = {
+    {"float zero point", bad_zp_dtype, "quantize: expected an integer zero_point"},
+    {"per-channel size", bad_channels, "quantize: expected per-channel scale of size x.shape[1] = 3, got 2"},
+    {"quantized dtype", bad_qdtype, "quantize: expected dtype u8 or i8, got i32"},
+    {"zero scale", bad_scale, "quantize: expected positive finite scales, got scale[0] = 0"},
+    {"zero point range", bad_zp_range, "quantize: expected zero_point within [0, 255], got zero_point[0] = 300"},
+    {"dequantize a float", bad_dequant_input, "dequantize: expected a u8 or i8 input, got f32"},
+    {"fake_quant range", bad_fq_range, "fake_quant: expected quant_min < quant_max"},
+    {"qlinear K", bad_ql_k, "qlinear: expected x.shape[-1] == weight.shape[1], got 3 != 5"},
+    {"qlinear weight dtype", bad_ql_weight, "qlinear: expected weight i8 of 2 dims [out, in], got u8"},
+    {"qlinear requantize without y params", bad_ql_yparams, "qlinear: expected y_scale and y_zero_point exactly when"},
+    {"qlinear float x", bad_ql_x, "qlinear: expected x of dtype u8 or i8"},
+    {"qconv2d groups", bad_qconv_groups, "qconv2d: expected groups >= 1 dividing out channels 6, with weight.shape[1] * groups == x.shape[1], got groups 2, 3 * 2 != 4"},
+    {"NaN calibration data", bad_choose_nan, "choose_qparams: expected finite values, got nan"},
+    {0},
+};

@@ -1,0 +1,202 @@
+/* `oar quantize`: a trained zoo model, quantized after training, and what it cost.
+ *   oar quantize --model lenet --checkpoint C --method dynamic|static [--calib N]
+ *               [--observer minmax|moving_average|percentile|kl|mse|all] [--keep-first] [--keep-last]
+ *               [--out DIR] [--data ...] [--batch B] [--threads T]
+ * It evaluates the fp32 model on the test set, quantizes it (dynamic: Linear weights, activations
+ * per batch; static: Linear and Conv2d with activation scales from N training batches, once per
+ * observer kind), prints each layer's scale and weight SQNR, the test accuracy before and after,
+ * and the state's size before and after; with --out it exports each quantized model as a
+ * program (DIR/<model>-<method>[-<observer>].json + .safetensors) that `oar infer` runs. The
+ * last line is JSON. */
+#include "cli.h"
+#include "train.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+static void usage(void) {
+    fprintf(stderr, "usage: oar quantize --model M --checkpoint C --method dynamic|static [--calib N (8)]\n"
+                    "         [--observer minmax|moving_average|percentile|kl|mse|all (minmax)] [--keep-first]\n"
+                    "         [--keep-last] [--out DIR] [--data D] [--batch B] [--threads T]\n");
+}
+
+static int64_t state_bytes(oar_module *m) {
+    int64_t b = 0;
+    for (int i = 0; i < oar_module_num_parameters(m); i++) {
+        oar_tensor *t = oar_module_parameter(m, i, NULL);
+        b += oar_numel(t) * (int64_t)oar_dtype_size(oar_dtype_of(t));
+    }
+    for (int i = 0; i < oar_module_num_buffers(m); i++) {
+        oar_tensor *t = oar_module_buffer(m, i, NULL);
+        b += oar_numel(t) * (int64_t)oar_dtype_size(oar_dtype_of(t));
+    }
+    return b;
+}
+
+static oar_status forward_fn(void *user, oar_tensor *const *in, int n_in, oar_tensor **out, int n_out) {
+    return oar_forward_n(user, in, 1, out, 1);
+}
+
+/* Exports m traced at batch 2 with a dynamic batch, as `oar export` does. */
+static oar_status export_model(oar_module *m, const train_data *d, const char *path) {
+    const oar_zoo_info *info = d->info;
+    oar_input_spec spec = info->input == OAR_ZOO_IMAGE
+                              ? (oar_input_spec){OAR_F32, 4, {-1, info->in_channels ? info->in_channels : 1, 28, 28},
+                                                 "images"}
+                              : (oar_input_spec){OAR_F32, 2, {-1, info->in_channels}, "features"};
+    const char *names[] = {"logits"};
+    oar_jit *f = oar_jit_to_static(forward_fn, m, &(oar_jit_opts){.specs = &spec, .n_specs = 1, .output_names = names,
+                                                                   .n_output_names = 1, .module = m});
+    if (!f) return oar_last_status();
+    int64_t shape[OAR_MAX_DIMS];
+    memcpy(shape, spec.shape, sizeof shape);
+    shape[0] = 2;
+    oar_tensor *x = oar_randn(shape, spec.ndim, OAR_F32), *y = NULL;
+    oar_status st = oar_jit_call(f, &x, 1, &y, 1);
+    if (st == OAR_OK) st = oar_jit_save(f, path);
+    oar_release(y);
+    oar_jit_free(f);
+    return st;
+}
+
+/* The first n training batches, normalized as for training: the calibration set. */
+static oar_status calib_batches(const train_data *d, int64_t batch, int n, oar_tensor **out, int *got) {
+    oar_loader_opts lo = {.batch_size = batch, .transforms = d->n_transforms ? &d->norm : NULL,
+                          .n_transforms = d->n_transforms};
+    oar_loader *l = oar_loader_new(d->train, &lo);
+    if (!l) return oar_last_status();
+    oar_status st = oar_loader_start_epoch(l, 0);
+    oar_tensor *x, *y;
+    *got = 0;
+    while (st == OAR_OK && *got < n && oar_loader_next(l, &x, &y, &st)) {
+        out[(*got)++] = x;
+        oar_release(y);
+    }
+    oar_loader_free(l);
+    return st;
+}
+
+int oar_cmd_quantize(int argc, char **argv) {
+    const char *method = NULL, *observer = "minmax", *out_dir = NULL;
+    int calib = 8;
+    bool keep_first = false, keep_last = false;
+    char **rest = malloc(sizeof(char *) * (size_t)(argc + 1));
+    int nr = 0;
+    rest[nr++] = argv[0];
+    for (int i = 1; i < argc; i++) {
+        bool has = i + 1 < argc;
+        if (!strcmp(argv[i], "--method") && has) method = argv[++i];
+        else if (!strcmp(argv[i], "--observer") && has) observer = argv[++i];
+        else if (!strcmp(argv[i], "--out") && has) out_dir = argv[++i];
+        else if (!strcmp(argv[i], "--calib") && has) calib = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--keep-first")) keep_first = true;
+        else if (!strcmp(argv[i], "--keep-last")) keep_last = true;
+        else rest[nr++] = argv[i];
+    }
+    rest[nr] = NULL;
+    bool dynamic = method && !strcmp(method, "dynamic"), stat = method && !strcmp(method, "static");
+    if ((!dynamic && !stat) || calib < 1 || calib > 1000) {
+        fprintf(stderr, "oar quantize: expected --method dynamic or static and --calib in [1, 1000], got --method %s, "
+                        "--calib %d\n", method ? method : "(none)", calib);
+        usage();
+        free(rest);
+        return 2;
+    }
+    train_opts o;
+    bool ok = train_parse(nr, rest, &o);
+    free(rest);
+    if (!ok) return 2;
+    if (!o.checkpoint) {
+        fprintf(stderr, "oar quantize: expected --checkpoint (a trained model's)\n");
+        usage();
+        return 2;
+    }
+    const char *kinds[8];
+    int nk = 0;
+    if (stat && !strcmp(observer, "all")) nk = oar_observer_kinds(kinds, 8);
+    else kinds[nk++] = observer;
+    if (o.threads && oar_set_num_threads(o.threads) != OAR_OK) {
+        fprintf(stderr, "oar quantize: %s\n", oar_last_error());
+        return 2;
+    }
+    if (out_dir) mkdir(out_dir, 0777);
+    train_data d = {0};
+    oar_module *base = NULL;
+    oar_tensor *cal[1000];
+    int n_cal = 0, rc = 1;
+    double loss0, acc0;
+    oar_scope_begin();
+    if (train_data_open(&o, &d) != OAR_OK || !(base = train_model_create(&o, &d)) ||
+        oar_checkpoint_load(o.checkpoint, base, NULL, NULL) != OAR_OK ||
+        train_evaluate(base, &d, d.test, o.batch, &loss0, &acc0) != OAR_OK)
+        goto fail;
+    if (stat && calib_batches(&d, o.batch, calib, cal, &n_cal) != OAR_OK) goto fail;
+    if (out_dir && d.info->input != OAR_ZOO_IMAGE && d.info->input != OAR_ZOO_FEATURES) {
+        fprintf(stderr, "oar quantize: --out exports image and feature models only; %s takes tokens\n", o.model);
+        rc = 2;
+        goto done;
+    }
+    int64_t bytes0 = state_bytes(base);
+    printf("oar quantize: %s from %s, fp32 test accuracy %.4f (loss %.4f), state %lld bytes\n", o.model, o.checkpoint,
+           acc0, loss0, (long long)bytes0);
+    char json[4096];
+    int nj = snprintf(json, sizeof json, "{\"model\": \"%s\", \"method\": \"%s\", \"fp32_accuracy\": %.6f, "
+                      "\"fp32_bytes\": %lld, \"results\": [", o.model, method, acc0, (long long)bytes0);
+    for (int k = 0; k < nk; k++) {
+        oar_module *m = train_model_create(&o, &d);
+        oar_quant_layer layers[64];
+        int n = 0;
+        oar_status st = m ? oar_checkpoint_load(o.checkpoint, m, NULL, NULL) : oar_last_status();
+        if (st == OAR_OK) oar_module_train(m, false);
+        if (st == OAR_OK && dynamic) st = oar_quantize_dynamic(m, NULL, layers, 64, &n);
+        if (st == OAR_OK && stat) {
+            oar_quant_static_opts so = {.observer = kinds[k], .keep_first = keep_first, .keep_last = keep_last};
+            st = oar_quantize_static(m, cal, n_cal, &so, layers, 64, &n);
+        }
+        double loss, acc;
+        if (st == OAR_OK) st = train_evaluate(m, &d, d.test, o.batch, &loss, &acc);
+        if (st != OAR_OK) {
+            oar_module_free(m);
+            goto fail;
+        }
+        int64_t bytes = state_bytes(m);
+        const char *label = dynamic ? "dynamic" : kinds[k];
+        printf("\n%s%s%s: %d layers int8\n  %-10s %-7s %10s %22s %12s\n", method, stat ? ", observer " : "",
+               stat ? kinds[k] : "", n, "layer", "type", "weights", dynamic ? "weight scales" : "input scale",
+               "weight SQNR");
+        for (int i = 0; i < n && i < 64; i++) {
+            char sc[64];
+            if (dynamic) snprintf(sc, sizeof sc, "%.3g..%.3g", layers[i].scale_min, layers[i].scale_max);
+            else snprintf(sc, sizeof sc, "%.4g", layers[i].scale_min);
+            printf("  %-10s %-7s %10lld %22s %9.1f dB\n", layers[i].name, layers[i].type, (long long)layers[i].weights,
+                   sc, layers[i].weight_sqnr_db);
+        }
+        printf("  test accuracy %.4f (fp32 %.4f, %+.2f points), state %lld bytes (%.2fx smaller)\n", acc, acc0,
+               100 * (acc - acc0), (long long)bytes, (double)bytes0 / (double)bytes);
+        if (out_dir) {
+            char path[1024];
+            snprintf(path, sizeof path, "%s/%s-%s%s%s", out_dir, o.model, method, stat ? "-" : "", stat ? kinds[k] : "");
+            if ((st = export_model(m, &d, path)) != OAR_OK) {
+                oar_module_free(m);
+                goto fail;
+            }
+            printf("  exported to %s.json and %s.safetensors\n", path, path);
+        }
+        nj += snprintf(json + nj, sizeof json - (size_t)nj, "%s{\"quant\": \"%s\", \"accuracy\": %.6f, \"bytes\": %lld}",
+                       k ? ", " : "", label, acc, (long long)bytes);
+        oar_module_free(m);
+    }
+    snprintf(json + nj, sizeof json - (size_t)nj, "]}");
+    printf("%s\n", json);
+    rc = 0;
+fail:
+    if (rc) fprintf(stderr, "oar quantize: %s\n", oar_last_error());
+done:
+    for (int i = 0; i < n_cal; i++) oar_release(cal[i]);
+    oar_scope_end();
+    oar_module_free(base);
+    if (d.train || d.test) train_data_close(&d);
+    return rc;
+}
