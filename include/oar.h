@@ -1344,4 +1344,5 @@ OAR_API bool oar_check_nan_inf_enabled(void);
 #ifdef __cplusplus
 }
 #endif
+#include "oar/onnx.h" /* ONNX import */
 #endif /* OAR_H */

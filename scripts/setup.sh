@@ -5,7 +5,7 @@
 set -euo pipefail
 
 required=(build-essential cmake pkg-config)
-optional=(libopenblas-dev libdnnl-dev libcjson-dev zlib1g-dev)
+optional=(libopenblas-dev libdnnl-dev libcjson-dev zlib1g-dev libprotobuf-c-dev protobuf-c-compiler)
 data=(dataset-fashion-mnist)  # the main job's data: /usr/share/datasets/fashion-mnist
 
 missing=()

@@ -16,6 +16,12 @@ int oar_cmd_profile(int argc, char **argv);
 int oar_cmd_export(int argc, char **argv);
 int oar_cmd_infer(int argc, char **argv);
 int oar_cmd_inspect(int argc, char **argv);
+/* ONNX (cmd_onnx.c): the conformance runner, and `oar infer` / `oar inspect` on a .onnx file. */
+int oar_cmd_onnx_test(int argc, char **argv);
+int cli_onnx_infer(const char *path, const char *const *inputs, int n_inputs, const char *out_file);
+int cli_onnx_inspect(const char *path);
+/* Whether path names an ONNX model (ends in .onnx). */
+bool cli_is_onnx(const char *path);
 /* An exported model's path as given ("dir/m", "dir/m.json", "dir/m.safetensors") -> "dir/m". */
 void cli_model_path(const char *arg, char *buf, size_t size);
 /* One training step of a reference workload (tiny, mlp, lenet, resnet20, gpt-mini, lstm-lm),
