@@ -55,15 +55,15 @@ static bool read_external(const Onnx__TensorProto *t, const char *dir, const cha
         oar_error(OAR_ERR_FORMAT, "onnx: %s: external data without a 'location' key", what);
         return false;
     }
+    if (location[0] == '/' || strstr(location, "..")) {
+        oar_error(OAR_ERR_FORMAT, "onnx: %s: external data location '%s' leaves the model's directory; expected a "
+                                  "path relative to it", what, location);
+        return false;
+    }
     if (!dir) {
         oar_error(OAR_ERR_UNSUPPORTED, "onnx: %s: its data is in an external file '%s', but the model was loaded "
                                        "from memory without a directory; load it with oar_onnx_load(path)",
                   what, location);
-        return false;
-    }
-    if (location[0] == '/' || strstr(location, "..")) {
-        oar_error(OAR_ERR_FORMAT, "onnx: %s: external data location '%s' leaves the model's directory; expected a "
-                                  "path relative to it", what, location);
         return false;
     }
     if (length >= 0 && (uint64_t)length != nbytes) {
