@@ -18,6 +18,7 @@ int oar_cmd_infer(int argc, char **argv);
 int oar_cmd_inspect(int argc, char **argv);
 /* ONNX (cmd_onnx.c): the conformance runner, and `oar infer` / `oar inspect` on a .onnx file. */
 int oar_cmd_onnx_test(int argc, char **argv);
+int oar_cmd_onnx_bench(int argc, char **argv); /* cmd_onnx_bench.c */
 int cli_onnx_infer(const char *path, const char *const *inputs, int n_inputs, const char *out_file);
 int cli_onnx_inspect(const char *path);
 /* Whether path names an ONNX model (ends in .onnx). */

@@ -21,6 +21,8 @@ static void usage(FILE *f) {
             "                                    (infer and inspect also take an ONNX model, PATH.onnx)\n"
             "  onnx-test DIR... [--expect FILE]  ONNX node conformance cases: pass/fail/unsupported per case\n"
             "                                    and per operator (run 'oar onnx-test' for the options)\n"
+            "  onnx-bench PATH.onnx --input X.npy [--threads N] [--steps N]   load, first-run and\n"
+            "                                    median run times of an ONNX model, as JSON\n"
             "  ops [--json]                      list every registered op: kernels, gradient, sweep coverage\n"
             "  info [--json]                     the CPU and its flags, the ISA in use (OAR_CPU_ISA caps it),\n"
             "                                    the libraries and their versions, threads: for bug reports\n"
@@ -123,6 +125,7 @@ int main(int argc, char **argv) {
     if (strcmp(cmd, "infer") == 0) return oar_cmd_infer(argc - 1, argv + 1);
     if (strcmp(cmd, "inspect") == 0) return oar_cmd_inspect(argc - 1, argv + 1);
     if (strcmp(cmd, "onnx-test") == 0) return oar_cmd_onnx_test(argc - 1, argv + 1);
+    if (strcmp(cmd, "onnx-bench") == 0) return oar_cmd_onnx_bench(argc - 1, argv + 1);
     fprintf(stderr, "oar: unknown command '%s'\n\n", cmd);
     usage(stderr);
     return 2;

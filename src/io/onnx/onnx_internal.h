@@ -113,8 +113,9 @@ int ox_axis(const ox_ctx *c, int64_t axis, int rank, const char *what);
 bool ox_dtype_from_onnx(int32_t onnx_type, oar_dtype *out);
 const char *ox_onnx_type_name(int32_t onnx_type);
 /* A TensorProto as a new untracked tensor; dir: where external data files live (NULL: refused).
- * what names it in messages ("initializer 'w'"). */
-oar_tensor *ox_tensor_from_proto(const Onnx__TensorProto *t, const char *dir, const char *what);
+ * what names it in messages ("initializer 'w'"). steal: the tensor may take raw_data's buffer
+ * (the proto's field is emptied) instead of copying it. */
+oar_tensor *ox_tensor_from_proto(Onnx__TensorProto *t, const char *dir, const char *what, bool steal);
 
 /* The interpreter (onnx_run.c): the traced function's body. */
 oar_status ox_interpret(void *user, oar_tensor *const *in, int n_in, oar_tensor **out, int n_out);

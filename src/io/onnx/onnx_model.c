@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 
 #define OX_MAX_FILE_BYTES ((size_t)1 << 34) /* 16 GiB: the protobuf limit is 2 GiB, external data aside */
 
@@ -249,12 +251,12 @@ static oar_status read_graph(loader *L, const char *dir) {
     for (size_t i = 0; i < n_names; i++) L->producer[i] = -1;
     oar_status st = OAR_OK;
     for (size_t i = 0; i < g->n_initializer && st == OAR_OK; i++) {
-        const Onnx__TensorProto *t = g->initializer[i];
+        Onnx__TensorProto *t = g->initializer[i];
         char what[300];
         snprintf(what, sizeof what, "initializer '%.200s'", t->name ? t->name : "");
         st = new_value(L, t->name, what, &m->init_value[i]);
         if (st != OAR_OK) break;
-        if (!(m->init[i] = ox_tensor_from_proto(t, dir, what))) st = oar_last_status();
+        if (!(m->init[i] = ox_tensor_from_proto(t, dir, what, true))) st = oar_last_status();
         else m->n_init++;
     }
     for (size_t i = 0; i < g->n_input && st == OAR_OK; i++) {
@@ -356,24 +358,24 @@ oar_onnx_model *oar_onnx_load(const char *path, const oar_onnx_opts *opts) {
         oar_error(OAR_ERR_IO, "onnx_load: cannot open '%s'", path);
         return NULL;
     }
-    size_t size = 0;
-    uint8_t *buf = NULL;
-    if (fseeko(f, 0, SEEK_END) == 0) {
-        off_t end = ftello(f);
-        if (end >= 0 && (size_t)end <= OX_MAX_FILE_BYTES) {
-            size = (size_t)end;
-            buf = malloc(size + 1);
-        }
-    }
-    bool ok = buf && fseeko(f, 0, SEEK_SET) == 0 && fread(buf, 1, size, f) == size;
-    fclose(f);
-    if (!ok) {
-        free(buf);
-        oar_error(OAR_ERR_IO, "onnx_load: cannot read '%s'", path);
+    /* mapped, not read: the pages come from the page cache, and protobuf-c copies what it keeps */
+    int fd = fileno(f);
+    struct stat sb;
+    size_t size = fstat(fd, &sb) == 0 && sb.st_size >= 0 ? (size_t)sb.st_size : 0;
+    if (size > OX_MAX_FILE_BYTES) {
+        fclose(f);
+        oar_error(OAR_ERR_UNSUPPORTED, "onnx_load: '%s' has %zu bytes; at most %zu are supported", path, size,
+                  OX_MAX_FILE_BYTES);
         return NULL;
     }
-    Onnx__ModelProto *p = onnx__model_proto__unpack(NULL, size, buf);
-    free(buf);
+    void *map = size ? mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0) : NULL;
+    fclose(f);
+    if (size && map == MAP_FAILED) {
+        oar_error(OAR_ERR_IO, "onnx_load: cannot map '%s'", path);
+        return NULL;
+    }
+    Onnx__ModelProto *p = onnx__model_proto__unpack(NULL, size, map);
+    if (map) munmap(map, size);
     if (!p) {
         oar_error(OAR_ERR_FORMAT, "onnx_load: '%s' (%zu bytes) is not a valid ONNX model: malformed or truncated "
                                   "protobuf", path, size);

@@ -13,7 +13,7 @@ static oar_tensor *from_attr_tensor(ox_ctx *c, const Onnx__TensorProto *t) {
     char what[300];
     snprintf(what, sizeof what, "node '%.200s' (%s): its tensor attribute", c->node->p->name ? c->node->p->name : "",
              c->node->p->op_type);
-    oar_tensor *x = ox_tensor_from_proto(t, NULL, what);
+    oar_tensor *x = ox_tensor_from_proto((Onnx__TensorProto *)t, NULL, what, false);
     return x ? oar_track(x) : NULL;
 }
 

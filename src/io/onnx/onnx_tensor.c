@@ -124,7 +124,12 @@ static bool copy_typed(const Onnx__TensorProto *t, oar_tensor *x, int64_t n, con
     return true;
 }
 
-oar_tensor *ox_tensor_from_proto(const Onnx__TensorProto *t, const char *dir, const char *what) {
+static void free_blob(void *data, void *ctx) {
+    (void)ctx;
+    free(data); /* protobuf-c's default allocator: malloc per bytes field */
+}
+
+oar_tensor *ox_tensor_from_proto(Onnx__TensorProto *t, const char *dir, const char *what, bool steal) {
     oar_dtype dt;
     if (!ox_dtype_from_onnx(t->data_type, &dt)) {
         oar_error(OAR_ERR_UNSUPPORTED, "onnx: %s has dtype %s (%d); oar supports float, double, float16, bfloat16, "
@@ -156,6 +161,15 @@ oar_tensor *ox_tensor_from_proto(const Onnx__TensorProto *t, const char *dir, co
     }
     size_t nbytes = (size_t)n * es;
     bool external = t->has_data_location && t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
+    if (steal && !external && t->has_raw_data && nbytes && t->raw_data.len == nbytes && dt != OAR_BOOL &&
+        (uintptr_t)t->raw_data.data % es == 0) { /* the tensor takes the parsed bytes: no copy */
+        oar_tensor *x = oar_from_blob(t->raw_data.data, shape, (int)t->n_dims, dt, free_blob, NULL);
+        if (!x) return NULL;
+        oar_scope_forget(x); /* an internal reference, like oar_tensor_new's */
+        t->raw_data.data = NULL;
+        t->raw_data.len = 0;
+        return x;
+    }
     oar_tensor *x = oar_tensor_new(dt, shape, (int)t->n_dims);
     if (!x) return NULL;
     bool ok;
@@ -212,7 +226,7 @@ oar_tensor *oar_onnx_tensor_load(const char *path) {
     char *slash = strrchr(dir, '/');
     if (slash) *slash = '\0';
     else snprintf(dir, sizeof dir, ".");
-    oar_tensor *x = ox_tensor_from_proto(t, dir, what);
+    oar_tensor *x = ox_tensor_from_proto(t, dir, what, false);
     onnx__tensor_proto__free_unpacked(t, NULL);
     return x ? oar_track(x) : NULL;
 }
