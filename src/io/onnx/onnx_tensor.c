@@ -176,7 +176,7 @@ oar_tensor *ox_tensor_from_proto(Onnx__TensorProto *t, const char *dir, const ch
     if (external) ok = read_external(t, dir, what, oar_tensor_ptr(x), nbytes);
     else if (t->has_raw_data) {
         ok = t->raw_data.len == nbytes;
-        if (ok) memcpy(oar_tensor_ptr(x), t->raw_data.data, nbytes);
+        if (ok && nbytes) memcpy(oar_tensor_ptr(x), t->raw_data.data, nbytes);
         else oar_error(OAR_ERR_FORMAT, "onnx: %s: raw_data has %zu bytes, expected %zu (%lld %s values)", what,
                        t->raw_data.len, nbytes, (long long)n, ox_onnx_type_name(t->data_type));
         if (ok && dt == OAR_BOOL) /* any nonzero byte is true; oar's bools are 0 or 1 */
