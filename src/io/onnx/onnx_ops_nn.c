@@ -66,22 +66,28 @@ static oar_tensor *pad_explicitly(oar_tensor *x, geom *g, double v) {
     return oar_pad(x, pads, 2 * g->n, OAR_PAD_CONSTANT, v);
 }
 
-oar_status ox_Conv(ox_ctx *c) {
-    oar_tensor *x = OX_IN(c, 0), *w = OX_IN(c, 1), *b = OX_IN(c, 2);
-    if (!x || !w) return ox_fail(c, OAR_ERR_FORMAT, "expected inputs X and W");
-    if (w->ndim != x->ndim) return ox_fail(c, OAR_ERR_SHAPE, "expected W of rank %d, got %d", x->ndim, w->ndim);
+oar_tensor *ox_conv(ox_ctx *c, oar_tensor *x, oar_tensor *w, oar_tensor *b) {
+    if (!x || !w) {
+        ox_fail(c, OAR_ERR_FORMAT, "expected inputs X and W");
+        return NULL;
+    }
+    if (w->ndim != x->ndim) {
+        ox_fail(c, OAR_ERR_SHAPE, "expected W of rank %d, got %d", x->ndim, w->ndim);
+        return NULL;
+    }
     geom g;
-    oar_status st = read_geom(c, x, w->shape + 2, &g);
-    if (st != OAR_OK) return st;
-    if (!symmetric(&g) && !(x = pad_explicitly(x, &g, 0.0))) return oar_last_status();
+    if (read_geom(c, x, w->shape + 2, &g) != OAR_OK) return NULL;
+    if (!symmetric(&g) && !(x = pad_explicitly(x, &g, 0.0))) return NULL;
     oar_conv_opts o = {.groups = ox_attr_int(c, "group", 1)};
     for (int i = 0; i < g.n; i++) {
         o.stride[i] = g.stride[i];
         o.padding[i] = g.pad_begin[i];
         o.dilation[i] = g.dilation[i];
     }
-    return ox_set(c, 0, g.n == 1 ? oar_conv1d(x, w, b, &o) : oar_conv2d(x, w, b, &o));
+    return g.n == 1 ? oar_conv1d(x, w, b, &o) : oar_conv2d(x, w, b, &o);
 }
+
+oar_status ox_Conv(ox_ctx *c) { return ox_set(c, 0, ox_conv(c, OX_IN(c, 0), OX_IN(c, 1), OX_IN(c, 2))); }
 
 oar_status ox_ConvTranspose(ox_ctx *c) {
     oar_tensor *x = OX_IN(c, 0), *w = OX_IN(c, 1), *b = OX_IN(c, 2);
@@ -214,16 +220,41 @@ static oar_status global_pool(ox_ctx *c, bool max) {
 oar_status ox_GlobalAveragePool(ox_ctx *c) { return global_pool(c, false); }
 oar_status ox_GlobalMaxPool(ox_ctx *c) { return global_pool(c, true); }
 
+/* training_mode=1: normalized by the batch's statistics (population variance); outputs 1 and 2
+ * are the running statistics updated with momentum, as values (nothing is written in place). */
+static oar_status batch_norm_training(ox_ctx *c, oar_tensor *x, oar_tensor *scale, oar_tensor *bias, oar_tensor *mean,
+                                      oar_tensor *var, double eps) {
+    if (x->ndim < 2) return ox_fail(c, OAR_ERR_SHAPE, "expected X [N, C, ...], got %d dims", x->ndim);
+    int dims[OAR_MAX_DIMS], n = 0;
+    int64_t shape[OAR_MAX_DIMS];
+    for (int d = 0; d < x->ndim; d++) {
+        if (d != 1) dims[n++] = d;
+        shape[d] = d == 1 ? x->shape[1] : 1;
+    }
+    double momentum = ox_attr_float(c, "momentum", 0.9);
+    oar_tensor *bm = oar_mean(x, dims, n, false), *bv = oar_var(x, dims, n, 0, false);
+    if (!bm || !bv) return oar_last_status();
+    oar_tensor *inv = oar_mul(oar_rsqrt(oar_add_scalar(bv, eps)), scale);
+    oar_tensor *y = oar_add(oar_mul(oar_sub(x, oar_reshape(bm, shape, x->ndim)), oar_reshape(inv, shape, x->ndim)),
+                            oar_reshape(bias, shape, x->ndim));
+    oar_status st = ox_set(c, 0, y);
+    if (st == OAR_OK && c->n_out > 1)
+        st = ox_set(c, 1, oar_add(oar_mul_scalar(mean, momentum), oar_mul_scalar(bm, 1.0 - momentum)));
+    if (st == OAR_OK && c->n_out > 2)
+        st = ox_set(c, 2, oar_add(oar_mul_scalar(var, momentum), oar_mul_scalar(bv, 1.0 - momentum)));
+    return st;
+}
+
 oar_status ox_BatchNormalization(ox_ctx *c) {
-    if (ox_attr_int(c, "training_mode", 0) || (c->opset < 7 && !ox_attr_int(c, "is_test", 0) && c->n_out > 1))
-        return ox_unsupported(c, "training_mode=1 (batch statistics, running statistics as outputs); oar imports "
-                                 "inference models");
-    for (int k = 1; k < c->n_out; k++)
-        if (c->want[k]) return ox_unsupported(c, "output %d (running statistics) is requested; inference gives Y only", k);
     if (c->n_in < 5) return ox_fail(c, OAR_ERR_FORMAT, "expected inputs X, scale, B, mean, var");
     oar_tensor *x = OX_IN(c, 0), *scale = OX_IN(c, 1), *bias = OX_IN(c, 2), *mean = OX_IN(c, 3), *var = OX_IN(c, 4);
     double eps = ox_attr_float(c, "epsilon", 1e-5);
     if (!x || !scale || !bias || !mean || !var) return ox_fail(c, OAR_ERR_FORMAT, "expected inputs X, scale, B, mean, var");
+    if (ox_attr_int(c, "training_mode", 0)) return batch_norm_training(c, x, scale, bias, mean, var, eps);
+    if (c->opset < 7 && !ox_attr_int(c, "is_test", 0) && c->n_out > 1)
+        return ox_unsupported(c, "is_test=0 with the statistics outputs (opset < 7 training); not supported");
+    for (int k = 1; k < c->n_out; k++)
+        if (c->want[k]) return ox_unsupported(c, "output %d (running statistics) is requested; inference gives Y only", k);
     if (mean->storage && var->storage) { /* the statistics are the model's: one batch_norm op (foldable into a conv) */
         oar_tensor *stats[2] = {oar_tensor_alias(mean), oar_tensor_alias(var)};
         for (int k = 0; k < 2; k++) /* bound like a module's buffers, which batch_norm may read in place */
