@@ -1,6 +1,8 @@
 /* ONNX convolution, pooling, normalization and loss operators, translated to oar's ops. oar's
  * convolutions and pooling are 1-D and 2-D with symmetric padding: ONNX's auto_pad and
- * asymmetric pads become an explicit pad op first; 3-D is refused. */
+ * asymmetric pads become an explicit pad op first. 3-D convolution folds the output depth into
+ * the batch (one 2-D convolution per kernel depth, summed); 3-D pooling and average pooling
+ * with dilations take the extreme or the sum over the kernel's strided slices. */
 #include "io/onnx/onnx_ops.h"
 
 #include <math.h>
@@ -9,17 +11,17 @@
 /* Spatial geometry of a conv or pool node over n spatial dims. */
 typedef struct geom {
     int n;
-    int64_t kernel[2], stride[2], dilation[2], pad_begin[2], pad_end[2];
+    int64_t kernel[3], stride[3], dilation[3], pad_begin[3], pad_end[3];
 } geom;
 
 static oar_status read_geom(ox_ctx *c, const oar_tensor *x, const int64_t *kernel, geom *g) {
     g->n = x->ndim - 2;
-    if (g->n < 1 || g->n > 2)
-        return ox_unsupported(c, "a %d-D input (%d spatial dims); oar supports 1 and 2 spatial dims (3-D "
-                                 "convolution and pooling are not built)", x->ndim, g->n < 0 ? 0 : g->n);
-    int64_t s[4], d[4], p[4];
-    int ns = ox_attr_ints(c, "strides", s, 4), nd = ox_attr_ints(c, "dilations", d, 4),
-        np = ox_attr_ints(c, "pads", p, 4);
+    if (g->n < 1 || g->n > 3)
+        return ox_unsupported(c, "a %d-D input (%d spatial dims); oar supports 1 to 3 spatial dims", x->ndim,
+                              g->n < 0 ? 0 : g->n);
+    int64_t s[6], d[6], p[6];
+    int ns = ox_attr_ints(c, "strides", s, 6), nd = ox_attr_ints(c, "dilations", d, 6),
+        np = ox_attr_ints(c, "pads", p, 6);
     if (ns < 0 || nd < 0 || np < 0) return oar_last_status();
     if ((ns && ns != g->n) || (nd && nd != g->n) || (np && np != 2 * g->n))
         return ox_fail(c, OAR_ERR_FORMAT, "expected strides and dilations of %d values and pads of %d, got %d, %d "
@@ -57,13 +59,46 @@ static bool symmetric(const geom *g) {
 
 /* x padded explicitly by the geometry's pads (value v), which are then zero. */
 static oar_tensor *pad_explicitly(oar_tensor *x, geom *g, double v) {
-    int64_t pads[4];
+    int64_t pads[6];
     for (int i = 0; i < g->n; i++) { /* oar_pad's pairs start from the last dim */
         pads[2 * i] = g->pad_begin[g->n - 1 - i];
         pads[2 * i + 1] = g->pad_end[g->n - 1 - i];
         g->pad_begin[g->n - 1 - i] = g->pad_end[g->n - 1 - i] = 0;
     }
     return oar_pad(x, pads, 2 * g->n, OAR_PAD_CONSTANT, v);
+}
+
+/* 3-D: x padded, then for each kernel depth kd the input depths it meets, folded into the batch,
+ * convolved in 2-D with w[:, :, kd]; the sum over kd, unfolded. */
+static oar_tensor *conv3d_by_depth(ox_ctx *c, oar_tensor *x, oar_tensor *w, oar_tensor *b, geom *g) {
+    if (!(x = pad_explicitly(x, g, 0.0))) return NULL;
+    int64_t N = x->shape[0], C = x->shape[1], D = x->shape[2], kD = w->shape[2], M = w->shape[0];
+    int64_t span = (kD - 1) * g->dilation[0] + 1;
+    if (D < span) {
+        ox_fail(c, OAR_ERR_SHAPE, "the kernel's depth span %lld exceeds the padded input depth %lld", (long long)span,
+                (long long)D);
+        return NULL;
+    }
+    int64_t Do = (D - span) / g->stride[0] + 1;
+    oar_conv_opts o = {.groups = ox_attr_int(c, "group", 1)};
+    for (int i = 0; i < 2; i++) o.stride[i] = g->stride[1 + i], o.dilation[i] = g->dilation[1 + i];
+    int fold[5] = {0, 2, 1, 3, 4};
+    oar_tensor *acc = NULL;
+    for (int64_t kd = 0; kd < kD; kd++) {
+        int64_t start = kd * g->dilation[0];
+        oar_tensor *xs = oar_permute(oar_slice(x, 2, start, start + (Do - 1) * g->stride[0] + 1, g->stride[0]), fold, 5);
+        int64_t flat[4] = {N * Do, C, x->shape[3], x->shape[4]};
+        oar_tensor *y = oar_conv2d(oar_reshape(xs, flat, 4), oar_squeeze(oar_slice(w, 2, kd, kd + 1, 1), 2), NULL, &o);
+        acc = !y ? NULL : acc ? oar_add(acc, y) : y;
+        if (!acc) return NULL;
+    }
+    int64_t unfolded[5] = {N, Do, M, acc->shape[2], acc->shape[3]};
+    oar_tensor *y = oar_contiguous(oar_permute(oar_reshape(acc, unfolded, 5), fold, 5));
+    if (y && b) {
+        int64_t bs[5] = {1, M, 1, 1, 1};
+        y = oar_add(y, oar_reshape(b, bs, 5));
+    }
+    return y;
 }
 
 oar_tensor *ox_conv(ox_ctx *c, oar_tensor *x, oar_tensor *w, oar_tensor *b) {
@@ -77,6 +112,7 @@ oar_tensor *ox_conv(ox_ctx *c, oar_tensor *x, oar_tensor *w, oar_tensor *b) {
     }
     geom g;
     if (read_geom(c, x, w->shape + 2, &g) != OAR_OK) return NULL;
+    if (g.n == 3) return conv3d_by_depth(c, x, w, b, &g);
     if (!symmetric(&g) && !(x = pad_explicitly(x, &g, 0.0))) return NULL;
     oar_conv_opts o = {.groups = ox_attr_int(c, "group", 1)};
     for (int i = 0; i < g.n; i++) {
@@ -150,27 +186,83 @@ oar_status ox_ConvTranspose(ox_ctx *c) {
     return ox_set(c, 0, y);
 }
 
+/* Pooling over n spatial dims by strided slices: the windows' extreme (max) or sum, divided by
+ * the count of what the window may count (average; count_include_pad decides whether the pads
+ * do, never the extension ceil_mode adds). Used for 3-D and for average pooling with dilations. */
+static oar_tensor *pool_by_slices(ox_ctx *c, oar_tensor *x, const geom *g, bool max, bool include_pad, bool ceil_mode) {
+    int n = g->n;
+    int64_t out[3], extra[3], pads[6] = {0}, mask_pads[6] = {0}, ones_shape[OAR_MAX_DIMS];
+    for (int i = 0; i < n; i++) {
+        int64_t in = x->shape[2 + i], L = in + g->pad_begin[i] + g->pad_end[i];
+        int64_t span = (g->kernel[i] - 1) * g->dilation[i] + 1, room = L - span;
+        if (room < 0) {
+            ox_fail(c, OAR_ERR_SHAPE, "the window (span %lld) exceeds the padded input (%lld) in spatial dim %d",
+                    (long long)span, (long long)L, i);
+            return NULL;
+        }
+        out[i] = (ceil_mode ? (room + g->stride[i] - 1) / g->stride[i] : room / g->stride[i]) + 1;
+        if (ceil_mode && (out[i] - 1) * g->stride[i] >= in + g->pad_begin[i]) out[i]--; /* starts inside */
+        extra[i] = (out[i] - 1) * g->stride[i] + span - L;
+        if (extra[i] < 0) extra[i] = 0;
+        int j = n - 1 - i; /* oar_pad's pairs start from the last dim */
+        pads[2 * j] = g->pad_begin[i];
+        pads[2 * j + 1] = g->pad_end[i] + extra[i];
+        mask_pads[2 * j] = include_pad ? 0 : g->pad_begin[i];
+        mask_pads[2 * j + 1] = include_pad ? extra[i] : g->pad_end[i] + extra[i];
+        ones_shape[2 + i] = include_pad ? L : in;
+    }
+    oar_tensor *xp = oar_pad(x, pads, 2 * n, OAR_PAD_CONSTANT, max ? -INFINITY : 0.0), *mp = NULL;
+    if (!max) {
+        ones_shape[0] = ones_shape[1] = 1;
+        mp = oar_pad(oar_ones(ones_shape, x->ndim, x->dtype), mask_pads, 2 * n, OAR_PAD_CONSTANT, 0.0);
+    }
+    if (!xp || (!max && !mp)) return NULL;
+    oar_tensor *acc = NULL, *cnt = NULL;
+    int64_t k[3] = {0, 0, 0};
+    for (;;) { /* every kernel offset */
+        oar_tensor *sx = xp, *sm = mp;
+        for (int i = 0; i < n && sx; i++) {
+            int64_t start = k[i] * g->dilation[i], end = start + (out[i] - 1) * g->stride[i] + 1;
+            sx = oar_slice(sx, 2 + i, start, end, g->stride[i]);
+            if (sm) sm = oar_slice(sm, 2 + i, start, end, g->stride[i]);
+        }
+        if (!sx) return NULL;
+        acc = !acc ? sx : max ? oar_maximum(acc, sx) : oar_add(acc, sx);
+        if (!max) cnt = !cnt ? sm : oar_add(cnt, sm);
+        if (!acc || (!max && !cnt)) return NULL;
+        int i = n - 1;
+        while (i >= 0 && ++k[i] == g->kernel[i]) k[i--] = 0;
+        if (i < 0) break;
+    }
+    return max ? oar_contiguous(acc) : oar_div(acc, cnt);
+}
+
 static oar_status pool(ox_ctx *c, bool max) {
     oar_tensor *x = OX_IN(c, 0);
     if (!x) return ox_fail(c, OAR_ERR_FORMAT, "expected an input");
     if (max && c->n_out > 1 && c->want[1])
         return ox_unsupported(c, "output Indices is requested; oar's max pooling gives the values only");
     if (ox_attr_int(c, "storage_order", 0)) return ox_unsupported(c, "storage_order=1; only 0 (row major) is supported");
-    int64_t k[4];
-    int nk = ox_attr_ints(c, "kernel_shape", k, 4);
+    int64_t k[6];
+    int nk = ox_attr_ints(c, "kernel_shape", k, 6);
     if (nk < 0) return oar_last_status();
     if (nk != x->ndim - 2) {
-        if (x->ndim - 2 < 1 || x->ndim - 2 > 2)
-            return ox_unsupported(c, "a %d-D input; oar pools over 1 or 2 spatial dims (3-D pooling is not built)",
-                                  x->ndim);
+        if (x->ndim - 2 < 1 || x->ndim - 2 > 3)
+            return ox_unsupported(c, "a %d-D input; oar pools over 1 to 3 spatial dims", x->ndim);
         return ox_fail(c, OAR_ERR_FORMAT, "expected kernel_shape of %d values, got %d", x->ndim - 2, nk);
     }
     geom g;
     oar_status st = read_geom(c, x, k, &g);
     if (st != OAR_OK) return st;
     bool include_pad = ox_attr_int(c, "count_include_pad", 0) != 0, ceil_mode = ox_attr_int(c, "ceil_mode", 0) != 0;
-    for (int i = 0; i < g.n && !max; i++)
-        if (g.dilation[i] != 1) return ox_unsupported(c, "average pooling with dilations; oar's has none");
+    bool dilated = false;
+    for (int i = 0; i < g.n; i++) dilated |= g.dilation[i] != 1;
+    if (g.n == 3 || (!max && dilated)) {
+        oar_dtype dt = x->dtype;
+        if (max && !oar_dtype_is_float(dt)) x = oar_cast(x, OAR_F64);
+        oar_tensor *y = x ? pool_by_slices(c, x, &g, max, include_pad, ceil_mode) : NULL;
+        return ox_set(c, 0, y && y->dtype != dt ? oar_cast(y, dt) : y);
+    }
     bool fits = symmetric(&g);
     for (int i = 0; i < g.n; i++) fits &= 2 * g.pad_begin[i] <= g.kernel[i];
     oar_tensor *real = NULL; /* average pooling that must not count explicit pads: 1 where x is */
