@@ -61,6 +61,11 @@ static oar_status new_value(loader *L, const char *name, const char *what, int *
 static oar_status read_io(const Onnx__ValueInfoProto *v, ox_io *io, const char *what) {
     io->name = v->name;
     const Onnx__TypeProto *tp = v->type;
+    io->ndim = -1;
+    if (!tp && !strcmp(what, "graph output")) { /* an output's type is optional: the program gives it */
+        io->dtype = OAR_DTYPE_COUNT;
+        return OAR_OK;
+    }
     if (!tp || tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !tp->tensor_type)
         return oar_error(OAR_ERR_UNSUPPORTED, "onnx: %s '%.200s' is not a tensor (sequences, maps and optionals are "
                                               "not supported)", what, v->name);
@@ -426,7 +431,8 @@ const char *oar_onnx_output_name(const oar_onnx_model *m, int k) {
 }
 
 static void format_io(const ox_io *io, char *buf, size_t size) {
-    size_t n = (size_t)snprintf(buf, size, "%s %s", io->name, oar_dtype_name(io->dtype));
+    size_t n = (size_t)snprintf(buf, size, "%s %s", io->name,
+                                io->dtype == OAR_DTYPE_COUNT ? "(type not given)" : oar_dtype_name(io->dtype));
     if (io->ndim < 0) {
         snprintf(buf + n, size - n, "[any rank]");
         return;
