@@ -118,4 +118,21 @@ endif()
 oar_report("CUDA" OAR_HAVE_CUDA "(toolkit ${CUDAToolkit_VERSION}, architectures ${CMAKE_CUDA_ARCHITECTURES})")
 oar_report("cuDNN" OAR_HAVE_CUDNN "(GPU convolutions)")
 
+# protobuf-c (ONNX import, src/io/onnx): the library and protoc-c, which generates the C code of
+# the vendored schema third_party/onnx/onnx.proto at build time
+option(OAR_WITH_PROTOBUF_C "Build ONNX import when protobuf-c is found" ON)
+set(OAR_HAVE_PROTOBUF_C OFF)
+if(OAR_WITH_PROTOBUF_C)
+  find_path(PROTOBUF_C_INCLUDE protobuf-c/protobuf-c.h)
+  find_library(PROTOBUF_C_LIB NAMES protobuf-c)
+  find_program(PROTOC_C NAMES protoc-c)
+  if(PROTOBUF_C_INCLUDE AND PROTOBUF_C_LIB AND PROTOC_C)
+    set(OAR_HAVE_PROTOBUF_C ON)
+    target_include_directories(oar_deps INTERFACE ${PROTOBUF_C_INCLUDE})
+    target_link_libraries(oar_deps INTERFACE ${PROTOBUF_C_LIB})
+    target_compile_definitions(oar_deps INTERFACE OAR_HAVE_PROTOBUF_C=1)
+  endif()
+endif()
+oar_report("protobuf-c" OAR_HAVE_PROTOBUF_C "(ONNX import; Debian: libprotobuf-c-dev protobuf-c-compiler)")
+
 message(STATUS "oar optional dependencies:\n${OAR_FOUND_SUMMARY}")

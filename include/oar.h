@@ -1367,6 +1367,7 @@ OAR_API bool oar_check_nan_inf_enabled(void);
 }
 #endif
 #include "oar/amp.h" /* mixed precision: autocast, loss scaling, O2 masters */
+#include "oar/onnx.h" /* ONNX import */
 #endif /* OAR_H */
 #include "oar/dist.h" /* distributed training: collectives, data parallel */
 #include "oar/ps.h"   /* parameter-server training */

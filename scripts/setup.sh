@@ -5,7 +5,8 @@
 set -euo pipefail
 
 required=(build-essential cmake pkg-config)
-optional=(libopenblas-dev libdnnl-dev libcjson-dev zlib1g-dev libopenmpi-dev openmpi-bin)
+optional=(libopenblas-dev libdnnl-dev libcjson-dev zlib1g-dev libopenmpi-dev openmpi-bin libprotobuf-c-dev
+          protobuf-c-compiler)
 data=(dataset-fashion-mnist)  # the main job's data: /usr/share/datasets/fashion-mnist
 
 missing=()

@@ -22,6 +22,13 @@ int oar_cmd_launch(int argc, char **argv);
 int oar_cli_launch(int nproc, const char *hosts, int port, char **prog);
 int oar_cmd_quantize(int argc, char **argv);
 int oar_bench_quant(int argc, char **argv); /* bench_quant.c: oar bench --workload quant-infer */ /* cmd_quantize.c: post-training quantization */
+/* ONNX (cmd_onnx.c): the conformance runner, and `oar infer` / `oar inspect` on a .onnx file. */
+int oar_cmd_onnx_test(int argc, char **argv);
+int oar_cmd_onnx_bench(int argc, char **argv); /* cmd_onnx_bench.c */
+int cli_onnx_infer(const char *path, const char *const *inputs, int n_inputs, const char *out_file);
+int cli_onnx_inspect(const char *path);
+/* Whether path names an ONNX model (ends in .onnx). */
+bool cli_is_onnx(const char *path);
 /* An exported model's path as given ("dir/m", "dir/m.json", "dir/m.safetensors") -> "dir/m". */
 void cli_model_path(const char *arg, char *buf, size_t size);
 /* One training step of a reference workload (tiny, mlp, lenet, resnet20, gpt-mini, lstm-lm),

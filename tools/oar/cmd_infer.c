@@ -88,6 +88,7 @@ int oar_cmd_infer(int argc, char **argv) {
         fprintf(stderr, "oar infer: %s\n", oar_last_error());
         return 2;
     }
+    if (cli_is_onnx(path)) return cli_onnx_infer(path, inputs, n_inputs, out_file);
     char model[1024];
     cli_model_path(path, model, sizeof model);
     int rc = 1;

@@ -77,6 +77,7 @@ int oar_cmd_inspect(int argc, char **argv) {
         usage();
         return 2;
     }
+    if (cli_is_onnx(path)) return cli_onnx_inspect(path);
     char model[1024];
     cli_model_path(path, model, sizeof model);
     oar_program_io io = {0};

@@ -18,8 +18,13 @@ static void usage(FILE *f) {
             "                                    PATH.safetensors, dynamic batch; run 'oar export' for options)\n"
             "  infer PATH --input X.npy [--output Y.npy]   run an exported model with the predictor\n"
             "  inspect PATH [--passes]           an exported model: inputs, outputs, program, passes\n"
+            "                                    (infer and inspect also take an ONNX model, PATH.onnx)\n"
             "  quantize --model M --checkpoint F --method dynamic|static   int8 after training: per-layer\n"
             "                                    scales and SQNR, accuracy and size before/after, --out DIR\n"
+            "  onnx-test DIR... [--expect FILE]  ONNX node conformance cases: pass/fail/unsupported per case\n"
+            "                                    and per operator (run 'oar onnx-test' for the options)\n"
+            "  onnx-bench PATH.onnx --input X.npy [--threads N] [--steps N]   load, first-run and\n"
+            "                                    median run times of an ONNX model, as JSON\n"
             "  ops [--json]                      list every registered op: kernels, gradient, sweep coverage\n"
             "  info [--json]                     the CPU and its flags, the ISA in use (OAR_CPU_ISA caps it),\n"
             "                                    the libraries and their versions, threads: for bug reports\n"
@@ -129,6 +134,8 @@ int main(int argc, char **argv) {
     if (strcmp(cmd, "inspect") == 0) return oar_cmd_inspect(argc - 1, argv + 1);
     if (strcmp(cmd, "launch") == 0) return oar_cmd_launch(argc - 1, argv + 1);
     if (strcmp(cmd, "quantize") == 0) return oar_cmd_quantize(argc - 1, argv + 1);
+    if (strcmp(cmd, "onnx-test") == 0) return oar_cmd_onnx_test(argc - 1, argv + 1);
+    if (strcmp(cmd, "onnx-bench") == 0) return oar_cmd_onnx_bench(argc - 1, argv + 1);
     fprintf(stderr, "oar: unknown command '%s'\n\n", cmd);
     usage(stderr);
     return 2;

@@ -1,0 +1,98 @@
+"""ONNX inference speed: oar (the imported model, compiled with its passes; `oar onnx-bench`)
+beside onnxruntime (all graph optimizations, the same thread count) and PyTorch eager, in the
+same run, on the models of tests/onnx/torch_models.py. One JSON line per (model, batch,
+threads): medians of the timed runs in ms, 10th-90th percentile spread, and ratios (> 1: oar is
+faster). Also oar's load time and first run (trace + passes + planning).
+
+usage: python bench/onnx_vs_ort.py --oar build/oar [--models resnet18,...] [--batches 1,32]
+       [--threads 1,2] [--steps 10]
+Needs torch/torchvision (Debian's python3) and onnxruntime (PyPI), e.g. a venv made with
+`/usr/bin/python3 -m venv --system-site-packages V && V/bin/pip install onnxruntime`."""
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "onnx"))
+import torch_models  # noqa: E402
+
+
+def cpu_name():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor()
+
+
+def timed(fn, steps):
+    fn()  # warm-up
+    ts = []
+    for _ in range(steps):
+        t0 = time.perf_counter()
+        fn()
+        ts.append((time.perf_counter() - t0) * 1e3)
+    ts.sort()
+    return ts[len(ts) // 2], ts[len(ts) // 10], ts[min(len(ts) - 1, (len(ts) * 9) // 10)]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--oar", required=True)
+    ap.add_argument("--models", default=",".join(torch_models.MODELS))
+    ap.add_argument("--batches", default="1,32")
+    ap.add_argument("--threads", default="1,2")
+    ap.add_argument("--steps", type=int, default=10)
+    a = ap.parse_args()
+    import onnxruntime as ort
+
+    tmp = tempfile.mkdtemp()
+    for name in a.models.split(","):
+        for batch in [int(b) for b in a.batches.split(",")]:
+            model, x = torch_models.build(name, batch)
+            model.eval()
+            path = os.path.join(tmp, f"{name}.onnx")
+            torch.onnx.export(model, (x,), path, input_names=["input"], output_names=["output"],
+                              dynamic_axes={"input": {0: "batch"}, "output": {0: "batch"}}, opset_version=17)
+            xpath = os.path.join(tmp, f"{name}.x.npy")
+            np.save(xpath, x.numpy())
+            for threads in [int(t) for t in a.threads.split(",")]:
+                r = subprocess.run([a.oar, "onnx-bench", path, "--input", xpath, "--threads", str(threads),
+                                    "--steps", str(a.steps)], capture_output=True, text=True)
+                if r.returncode != 0:
+                    print(json.dumps({"model": name, "batch": batch, "threads": threads, "error": r.stderr.strip()}))
+                    continue
+                o = json.loads(r.stdout.strip().splitlines()[-1])
+                so = ort.SessionOptions()
+                so.intra_op_num_threads = threads
+                so.inter_op_num_threads = 1
+                so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+                sess = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+                feed = {"input": x.numpy()}
+                ort_t = timed(lambda: sess.run(None, feed), a.steps)
+                torch.set_num_threads(threads)
+                with torch.no_grad():
+                    torch_t = timed(lambda: model(x), a.steps)
+                print(json.dumps({
+                    "model": name, "batch": batch, "threads": threads, "steps": a.steps, "cpu": cpu_name(),
+                    "oar_ms": o["median_ms"], "oar_p10_p90": [o["p10_ms"], o["p90_ms"]],
+                    "ort_ms": round(ort_t[0], 4), "ort_p10_p90": [round(ort_t[1], 4), round(ort_t[2], 4)],
+                    "torch_ms": round(torch_t[0], 4), "torch_p10_p90": [round(torch_t[1], 4), round(torch_t[2], 4)],
+                    "ort_over_oar": round(ort_t[0] / o["median_ms"], 3),
+                    "torch_over_oar": round(torch_t[0] / o["median_ms"], 3),
+                    "oar_load_ms": o["load_ms"], "oar_first_run_ms": o["first_run_ms"],
+                    "onnxruntime": ort.__version__, "torch": torch.__version__}), flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,58 @@
+/* ONNX import (src/io/onnx, docs/onnx.md): a model file from PyTorch or another framework runs
+ * as an oar program, compiled by the static-graph machinery (passes, memory planner, executor).
+ * Built when protobuf-c is found; without it every function here fails with
+ * OAR_ERR_UNSUPPORTED and says so. */
+#ifndef OAR_ONNX_H
+#define OAR_ONNX_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct oar_onnx_model oar_onnx_model;
+
+typedef struct oar_onnx_opts {
+    oar_build_strategy strategy; /* passes run on each compiled program; zeroed: the defaults */
+} oar_onnx_opts;
+
+/* Loads and checks a model: the protobuf, the graph (every value defined once, no cycles), the
+ * initializers (raw_data, typed fields or external data files next to the model), and every
+ * operator against what oar supports at the model's opset. When the inputs' shapes are all
+ * static the model is also compiled at once, so shape errors and unsupported attribute values
+ * are reported here. Errors name the node, its op type and opset, and what is supported:
+ * OAR_ERR_UNSUPPORTED for what oar lacks, OAR_ERR_FORMAT for a malformed file. NULL on error;
+ * opts may be NULL. */
+OAR_API oar_onnx_model *oar_onnx_load(const char *path, const oar_onnx_opts *opts);
+/* The same from memory; external data files are looked up in dir (NULL: refused). */
+OAR_API oar_onnx_model *oar_onnx_load_buffer(const void *data, size_t size, const char *dir,
+                                             const oar_onnx_opts *opts);
+OAR_API void oar_onnx_free(oar_onnx_model *m);
+
+/* The graph's inputs (initializers excluded) and outputs. Input i's spec: name, dtype and
+ * shape, -1 for a dim the file leaves free (dim_param or no dim_value). */
+OAR_API int oar_onnx_num_inputs(const oar_onnx_model *m);
+OAR_API int oar_onnx_num_outputs(const oar_onnx_model *m);
+OAR_API oar_status oar_onnx_input_spec(const oar_onnx_model *m, int i, oar_input_spec *out);
+OAR_API const char *oar_onnx_output_name(const oar_onnx_model *m, int k); /* borrowed; NULL past the end */
+
+/* Runs the model: in holds one tensor per input in order, out receives n_out new references.
+ * Each set of input shapes is compiled once (Shape arithmetic folded for those sizes) and
+ * cached, as oar_jit_call does. */
+OAR_API oar_status oar_onnx_run(oar_onnx_model *m, oar_tensor *const *in, int n_in, oar_tensor **out, int n_out);
+
+/* The model as text: producer, IR version, opsets, inputs and outputs, operators used (count
+ * per op type). snprintf-style. */
+OAR_API int oar_onnx_describe(const oar_onnx_model *m, char *buf, size_t size);
+/* The compiled program of the latest run (or of the load-time compile), as oar_jit_dump. */
+OAR_API int oar_onnx_dump(const oar_onnx_model *m, char *buf, size_t size);
+/* Saves that program as an oar model (path.json + path.safetensors, as oar_jit_save), which
+ * oar_predictor_create loads. Shapes are those of the latest run. */
+OAR_API oar_status oar_onnx_save_program(oar_onnx_model *m, const char *path);
+
+/* A TensorProto file (ONNX test data: input_0.pb, output_0.pb) as a new tensor. */
+OAR_API oar_tensor *oar_onnx_tensor_load(const char *path);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* OAR_ONNX_H */

@@ -1,0 +1,123 @@
+/* ONNX import, internal: the loaded model (onnx_model.c), tensors from TensorProto
+ * (onnx_tensor.c), the operator translations (onnx_ops*.c) and the interpreter that the tracer
+ * records into a program (onnx_run.c).
+ *
+ * Route: the ONNX graph is checked and sorted once at load; a compiled function (oar_jit) whose
+ * body interprets the graph node by node with oar's public ops is traced per input signature,
+ * so every pass, the planner and the executor apply unchanged. A node whose inputs are all
+ * known (initializers, Constant, Shape of a static shape, and whatever is computed from them
+ * only) runs eagerly while the trace is paused, its results entering the program as constants:
+ * that is the load-time folding of shape arithmetic, general rather than a list of cases. */
+#ifndef OAR_IO_ONNX_INTERNAL_H
+#define OAR_IO_ONNX_INTERNAL_H
+
+#include "graph/jit.h"
+#include "tensor/tensor.h"
+
+#include "onnx.pb-c.h"
+
+#define OX_MAX_IO JIT_MAX_IO
+#define OX_MAX_NODE_IO 64 /* inputs or outputs of one node (Concat, Sum, Split) */
+
+typedef struct ox_node {
+    const Onnx__NodeProto *p;
+    int n_in, n_out;
+    int *in, *out;        /* value ids; -1: an absent optional input/output ("") */
+    const struct ox_op *op;
+} ox_node;
+
+typedef struct ox_io {
+    const char *name;
+    int value;
+    oar_dtype dtype;
+    int ndim;
+    int64_t shape[OAR_MAX_DIMS]; /* -1: free */
+} ox_io;
+
+/* A compiled function for one set of values of the value inputs (all of them when there are none). */
+#define OX_MAX_VARIANTS 8
+typedef struct ox_variant {
+    const struct oar_onnx_model *m;
+    oar_tensor *values[OX_MAX_IO]; /* per graph input: its value (untracked) if a value input, else NULL */
+    oar_jit *jit;                  /* takes the other inputs, in order */
+    uint64_t last_use;
+} ox_variant;
+
+struct oar_onnx_model {
+    Onnx__ModelProto *proto;
+    int64_t opset;         /* of the default domain (ai.onnx) */
+    int n_values;
+    const char **value_names;
+    int n_nodes;
+    ox_node *nodes;        /* in a topological order */
+    int n_in, n_out;
+    ox_io in[OX_MAX_IO], out[OX_MAX_IO];
+    int n_init;
+    int *init_value;
+    oar_tensor **init;     /* untracked references, one per initializer */
+    bool value_input[OX_MAX_IO]; /* the graph input feeds an input whose value must be known */
+    int n_value_inputs;
+    oar_onnx_opts opts;
+    ox_variant variants[OX_MAX_VARIANTS];
+    int n_variants;
+    uint64_t tick;
+    ox_variant *last;      /* of the latest run */
+};
+
+/* A node being translated: its inputs (NULL for absent optional ones) and the outputs it must
+ * write (out[k] NULL where the graph does not use output k; translations may still set it). */
+typedef struct ox_ctx {
+    const oar_onnx_model *m;
+    const ox_node *node;
+    int64_t opset;
+    oar_tensor **in;
+    int n_in;
+    oar_tensor **out;
+    int n_out;
+    bool *want;            /* output k is used by the graph */
+} ox_ctx;
+
+typedef oar_status (*ox_translate_fn)(ox_ctx *c);
+typedef struct ox_op {
+    const char *name;      /* ONNX op type */
+    int since;             /* lowest opset translated (older ones are refused) */
+    uint32_t known;        /* inputs whose values must be known at compile time (bit k: input k) */
+    ox_translate_fn fn;
+} ox_op;
+
+/* The operator table (onnx_ops.c): NULL when op_type is not translated. */
+const ox_op *ox_find_op(const char *op_type);
+/* "Abs, Add, ..." for messages. */
+void ox_list_ops(char *buf, size_t size);
+
+/* Errors naming the node: "onnx: node 'conv1' (Conv, opset 11): <what>". */
+oar_status ox_fail(const ox_ctx *c, oar_status s, const char *fmt, ...) OAR_PRINTF(3, 4);
+#define ox_unsupported(c, ...) ox_fail((c), OAR_ERR_UNSUPPORTED, __VA_ARGS__)
+
+/* Attributes (absent: the default). */
+const Onnx__AttributeProto *ox_attr(const ox_ctx *c, const char *name);
+int64_t ox_attr_int(const ox_ctx *c, const char *name, int64_t def);
+double ox_attr_float(const ox_ctx *c, const char *name, double def);
+const char *ox_attr_str(const ox_ctx *c, const char *name, const char *def, char *buf, size_t size);
+/* An ints attribute into buf (at most max); returns the count, 0 when absent, -1 on error. */
+int ox_attr_ints(const ox_ctx *c, const char *name, int64_t *buf, int max);
+/* Input k as a known int list (its value must not depend on the graph's inputs): the count, or
+ * -1 with the error set. */
+int ox_known_ints(const ox_ctx *c, int k, int64_t *buf, int max);
+/* Input k as a known scalar (double); false with the error set. */
+bool ox_known_scalar(const ox_ctx *c, int k, double *out);
+/* A dim attribute in [-rank, rank) made non-negative, or -1 with the error set. */
+int ox_axis(const ox_ctx *c, int64_t axis, int rank, const char *what);
+
+/* Tensors (onnx_tensor.c). */
+bool ox_dtype_from_onnx(int32_t onnx_type, oar_dtype *out);
+const char *ox_onnx_type_name(int32_t onnx_type);
+/* A TensorProto as a new untracked tensor; dir: where external data files live (NULL: refused).
+ * what names it in messages ("initializer 'w'"). steal: the tensor may take raw_data's buffer
+ * (the proto's field is emptied) instead of copying it. */
+oar_tensor *ox_tensor_from_proto(Onnx__TensorProto *t, const char *dir, const char *what, bool steal);
+
+/* The interpreter (onnx_run.c): the traced function's body. */
+oar_status ox_interpret(void *user, oar_tensor *const *in, int n_in, oar_tensor **out, int n_out);
+
+#endif

@@ -1,0 +1,165 @@
+/* ONNX quantization operators as compositions of oar's ops, computed in double (exact for the
+ * 8-bit integer products and sums involved): DequantizeLinear, QuantizeLinear (round half to
+ * even, saturate), MatMulInteger, ConvInteger, QLinearMatMul, QLinearConv. Scales per tensor,
+ * per axis, or per block; int8 and uint8 data (oar has no narrower or wider quantized types). */
+#include "io/onnx/onnx_ops.h"
+
+#include <string.h>
+
+/* A scale or zero point laid out to broadcast against x: per tensor as is, per axis as
+ * [1.., D, ..1], per block repeated block_size times along axis. */
+static oar_tensor *per_axis(ox_ctx *c, oar_tensor *s, const oar_tensor *x, bool blocked_ok) {
+    if (!s || s->numel == 1) return s ? oar_reshape(s, NULL, 0) : NULL;
+    int axis = ox_axis(c, ox_attr_int(c, "axis", 1), x->ndim, "axis");
+    if (axis < 0) return NULL;
+    int64_t block = blocked_ok ? ox_attr_int(c, "block_size", 0) : 0;
+    if (block > 0) { /* s has x's rank, dim axis of size ceil(D / block) */
+        if (s->ndim != x->ndim) {
+            ox_fail(c, OAR_ERR_SHAPE, "blocked scale of rank %d for an input of rank %d", s->ndim, x->ndim);
+            return NULL;
+        }
+        int64_t e[OAR_MAX_DIMS + 1], r[OAR_MAX_DIMS];
+        int n = 0;
+        for (int d = 0; d < s->ndim; d++) {
+            e[n++] = s->shape[d];
+            if (d == axis) e[n++] = block;
+            r[d] = d == axis ? s->shape[d] * block : s->shape[d];
+        }
+        oar_tensor *rep = oar_reshape(oar_expand(oar_unsqueeze(s, axis + 1), e, n), r, s->ndim);
+        return rep ? oar_slice(rep, axis, 0, x->shape[axis], 1) : NULL;
+    }
+    if (s->ndim != 1 || s->shape[0] != x->shape[axis]) {
+        ox_fail(c, OAR_ERR_SHAPE, "expected a scale of one value or of dim %d's size %lld", axis,
+                (long long)x->shape[axis]);
+        return NULL;
+    }
+    int64_t shape[OAR_MAX_DIMS];
+    for (int d = 0; d < x->ndim; d++) shape[d] = d == axis ? s->shape[0] : 1;
+    return oar_reshape(s, shape, x->ndim);
+}
+
+static oar_tensor *f64(oar_tensor *t) { return t ? oar_cast(t, OAR_F64) : NULL; }
+
+/* x - zero point, in double. */
+static oar_tensor *centered(oar_tensor *x, oar_tensor *zp) {
+    oar_tensor *d = f64(x);
+    return d && zp ? oar_sub(d, f64(zp)) : d;
+}
+
+static oar_status check_int8(ox_ctx *c, const oar_tensor *t, const char *what) {
+    if (t && t->dtype != OAR_I8 && t->dtype != OAR_U8)
+        return ox_unsupported(c, "%s of dtype %s; oar's quantized types are int8 and uint8", what,
+                              oar_dtype_name(t->dtype));
+    return OAR_OK;
+}
+
+/* round half to even, + zero point, saturated to dt's range, as dt */
+static oar_tensor *quantize(oar_tensor *v, oar_tensor *zp, oar_dtype dt) {
+    oar_tensor *q = oar_round(v);
+    if (q && zp) q = oar_add(q, f64(zp));
+    if (q) q = dt == OAR_U8 ? oar_clip(q, 0, 255) : oar_clip(q, -128, 127);
+    return q ? oar_cast(q, dt) : NULL;
+}
+
+oar_status ox_DequantizeLinear(ox_ctx *c) {
+    oar_tensor *x = OX_IN(c, 0), *scale = OX_IN(c, 1), *zp = OX_IN(c, 2);
+    if (!x || !scale) return ox_fail(c, OAR_ERR_FORMAT, "expected inputs x and x_scale");
+    oar_status st = x->dtype == OAR_I32 ? OAR_OK : check_int8(c, x, "x"); /* int32: a quantized bias */
+    if (st != OAR_OK) return st;
+    oar_tensor *y = oar_mul(centered(x, per_axis(c, zp, x, true)), f64(per_axis(c, scale, x, true)));
+    return ox_set(c, 0, y ? oar_cast(y, scale->dtype) : NULL);
+}
+
+oar_status ox_QuantizeLinear(ox_ctx *c) {
+    oar_tensor *x = OX_IN(c, 0), *scale = OX_IN(c, 1), *zp = OX_IN(c, 2);
+    if (!x || !scale) return ox_fail(c, OAR_ERR_FORMAT, "expected inputs x and y_scale");
+    oar_dtype dt = zp ? zp->dtype : OAR_U8;
+    int64_t odt = ox_attr_int(c, "output_dtype", 0);
+    if (odt && !ox_dtype_from_onnx((int32_t)odt, &dt))
+        return ox_unsupported(c, "output_dtype %s; oar's quantized types are int8 and uint8",
+                              ox_onnx_type_name((int32_t)odt));
+    if (dt != OAR_U8 && dt != OAR_I8)
+        return ox_unsupported(c, "output dtype %s; oar's quantized types are int8 and uint8", oar_dtype_name(dt));
+    /* x / scale in x's precision, as the reference computes it, then rounded */
+    oar_tensor *s = per_axis(c, scale, x, true);
+    oar_tensor *v = s ? oar_div(x, s->dtype == x->dtype ? s : oar_cast(s, x->dtype)) : NULL;
+    return ox_set(c, 0, v ? quantize(f64(v), per_axis(c, zp, x, true), dt) : NULL);
+}
+
+/* A zero point of A per row ([M]) or of B per column ([N]) broadcast against the product. */
+static oar_tensor *zp_rows(oar_tensor *zp, bool of_a) {
+    if (!zp || zp->numel == 1 || zp->ndim != 1) return zp;
+    int64_t shape[2] = {zp->shape[0], 1};
+    return of_a ? oar_reshape(zp, shape, 2) : zp;
+}
+
+oar_status ox_MatMulInteger(ox_ctx *c) {
+    oar_tensor *a = OX_IN(c, 0), *b = OX_IN(c, 1);
+    if (!a || !b) return ox_fail(c, OAR_ERR_FORMAT, "expected inputs A and B");
+    oar_status st = check_int8(c, a, "A");
+    if (st == OAR_OK) st = check_int8(c, b, "B");
+    if (st != OAR_OK) return st;
+    oar_tensor *y = oar_matmul(centered(a, zp_rows(OX_IN(c, 2), true)), centered(b, zp_rows(OX_IN(c, 3), false)));
+    return ox_set(c, 0, y ? oar_cast(y, OAR_I32) : NULL);
+}
+
+/* A zero point or scale per output channel of W [M, ...], shaped [M, 1, ...]. */
+static oar_tensor *per_out_channel(oar_tensor *t, const oar_tensor *w) {
+    if (!t || t->numel == 1) return t ? oar_reshape(t, NULL, 0) : NULL;
+    int64_t shape[OAR_MAX_DIMS] = {t->numel};
+    for (int d = 1; d < w->ndim; d++) shape[d] = 1;
+    return oar_reshape(t, shape, w->ndim);
+}
+
+oar_status ox_ConvInteger(ox_ctx *c) {
+    oar_tensor *x = OX_IN(c, 0), *w = OX_IN(c, 1);
+    if (!x || !w) return ox_fail(c, OAR_ERR_FORMAT, "expected inputs x and w");
+    oar_status st = check_int8(c, x, "x");
+    if (st == OAR_OK) st = check_int8(c, w, "w");
+    if (st != OAR_OK) return st;
+    oar_tensor *xz = OX_IN(c, 2);
+    if (xz && xz->numel != 1) return ox_unsupported(c, "x_zero_point with more than one value");
+    oar_tensor *y = ox_conv(c, centered(x, xz), centered(w, per_out_channel(OX_IN(c, 3), w)), NULL);
+    return ox_set(c, 0, y ? oar_cast(y, OAR_I32) : NULL);
+}
+
+oar_status ox_QLinearMatMul(ox_ctx *c) {
+    oar_tensor *a = OX_IN(c, 0), *as = OX_IN(c, 1), *az = OX_IN(c, 2), *b = OX_IN(c, 3), *bs = OX_IN(c, 4),
+               *bz = OX_IN(c, 5), *ys = OX_IN(c, 6), *yz = OX_IN(c, 7);
+    if (!a || !as || !b || !bs || !ys) return ox_fail(c, OAR_ERR_FORMAT, "expected inputs a, a_scale, b, b_scale, y_scale");
+    oar_status st = check_int8(c, a, "a");
+    if (st == OAR_OK) st = check_int8(c, b, "b");
+    if (st != OAR_OK) return st;
+    oar_dtype dt = yz ? yz->dtype : OAR_U8;
+    /* (a - az) as (b - bz) bs / ys, rounded: the integer product exactly, then one scaling */
+    oar_tensor *acc = oar_matmul(oar_mul(centered(a, zp_rows(az, true)), f64(zp_rows(as, true))),
+                                 oar_mul(centered(b, zp_rows(bz, false)), f64(zp_rows(bs, false))));
+    return ox_set(c, 0, acc ? quantize(oar_div(acc, f64(ys)), yz, dt) : NULL);
+}
+
+oar_status ox_QLinearConv(ox_ctx *c) {
+    oar_tensor *x = OX_IN(c, 0), *xs = OX_IN(c, 1), *xz = OX_IN(c, 2), *w = OX_IN(c, 3), *ws = OX_IN(c, 4),
+               *wz = OX_IN(c, 5), *ys = OX_IN(c, 6), *yz = OX_IN(c, 7), *b = OX_IN(c, 8);
+    if (!x || !xs || !w || !ws || !ys) return ox_fail(c, OAR_ERR_FORMAT, "expected inputs x, x_scale, w, w_scale, y_scale");
+    oar_status st = check_int8(c, x, "x");
+    if (st == OAR_OK) st = check_int8(c, w, "w");
+    if (st != OAR_OK) return st;
+    if (xz && xz->numel != 1) return ox_unsupported(c, "x_zero_point with more than one value");
+    oar_dtype dt = yz ? yz->dtype : OAR_U8;
+    oar_tensor *acc = ox_conv(c, centered(x, xz), centered(w, per_out_channel(wz, w)), NULL);
+    if (!acc) return oar_last_status();
+    if (b) { /* int32 bias in units of x_scale * w_scale */
+        int64_t shape[OAR_MAX_DIMS] = {1, b->numel};
+        for (int d = 2; d < acc->ndim; d++) shape[d] = 1;
+        acc = oar_add(acc, oar_reshape(f64(b), shape, acc->ndim));
+    }
+    /* per output channel scale: [M] -> [1, M, 1, ...] */
+    oar_tensor *s = oar_mul(f64(xs), f64(ws));
+    if (s && s->numel > 1) {
+        int64_t shape[OAR_MAX_DIMS] = {1, s->numel};
+        for (int d = 2; d < acc->ndim; d++) shape[d] = 1;
+        s = oar_reshape(s, shape, acc->ndim);
+    }
+    oar_tensor *v = acc && s ? oar_div(oar_mul(acc, s), f64(ys)) : NULL;
+    return ox_set(c, 0, v ? quantize(v, yz, dt) : NULL);
+}

@@ -1,0 +1,41 @@
+#!/bin/sh
+# Real models exported by PyTorch (torchvision resnet18, mobilenet_v2, squeezenet1_1, a
+# TransformerEncoder classifier, a 2-layer LSTM; tests/onnx/torch_models.py, random seeded
+# weights) run by `oar infer model.onnx` and compared with PyTorch's outputs on the same input:
+# |oar - torch| <= 1e-3 |torch| + 1e-4 max|torch|. Skips (77) without Debian's python3 with torch
+# and torchvision, or without ONNX support in the build.
+# Usage: real_models.sh OAR_BINARY SOURCE_DIR
+set -eu
+oar=$1
+src=$2
+py=/usr/bin/python3
+if ! [ -x "$py" ] || ! "$py" -c "import torch, torchvision, numpy" 2>/dev/null; then
+  echo "onnx_real_models: skipped: $py with torch, torchvision and numpy not found"
+  exit 77
+fi
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+"$py" "$src/tests/onnx/torch_models.py" "$dir" --batch 2 2> "$dir/export.log" || { cat "$dir/export.log"; exit 1; }
+for m in resnet18 mobilenet_v2 squeezenet1_1 transformer lstm; do
+  if ! "$oar" infer "$dir/$m.onnx" --input "$dir/$m.x.npy" --output "$dir/$m.oar.npy" > "$dir/$m.log" 2>&1; then
+    if grep -q "built without protobuf-c" "$dir/$m.log"; then
+      echo "onnx_real_models: skipped: oar was built without protobuf-c (no ONNX import)"
+      exit 77
+    fi
+    echo "onnx_real_models: oar infer $m.onnx failed:"; cat "$dir/$m.log"; exit 1
+  fi
+done
+"$py" - "$dir" <<'PY'
+import sys
+import numpy as np
+d = sys.argv[1]
+bad = 0
+for m in ["resnet18", "mobilenet_v2", "squeezenet1_1", "transformer", "lstm"]:
+    got, want = np.load(f"{d}/{m}.oar.npy"), np.load(f"{d}/{m}.y.npy")
+    scale = float(np.abs(want).max())
+    err = float(np.abs(got - want).max()) if got.shape == want.shape else float("inf")
+    ok = got.shape == want.shape and np.allclose(got, want, rtol=1e-3, atol=1e-4 * scale)
+    print(f"{m:14s} shape {got.shape} max|oar - torch| {err:.3g} (max|torch| {scale:.3g}) {'ok' if ok else 'MISMATCH'}")
+    bad += not ok
+sys.exit(1 if bad else 0)
+PY
