@@ -1344,4 +1344,5 @@ OAR_API bool oar_check_nan_inf_enabled(void);
 #ifdef __cplusplus
 }
 #endif
+#include "oar/ops.h" /* the op table at run time */
 #endif /* OAR_H */
