@@ -108,6 +108,9 @@ from . import nn  # noqa: E402,F401
 from . import optim  # noqa: E402,F401
 from . import utils  # noqa: E402,F401
 
+softmax, log_softmax, dropout = nn.functional.softmax, nn.functional.log_softmax, nn.functional.dropout
+conv2d, layer_norm, batch_norm = nn.functional.conv2d, nn.functional.layer_norm, nn.functional.batch_norm
+
 import os as _os  # noqa: E402
 
 if _os.environ.get("OAR_MOCK_TORCH") == "1":  # `import torch` gives oar from here on

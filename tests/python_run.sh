@@ -1,0 +1,12 @@
+#!/bin/sh
+# Runs the Python front end's pytest suite: python_run.sh PYTHON PACKAGE_DIR TESTS_DIR.
+# Exit 77 (CTest skip) with the reason when pytest or numpy is missing.
+py=$1 pkg=$2 tests=$3
+if ! "$py" -c "import pytest" 2>/dev/null; then
+  echo "python_tests: skipped: pytest is absent for $py (apt-get install python3-pytest)"; exit 77
+fi
+if ! "$py" -c "import numpy" 2>/dev/null; then
+  echo "python_tests: skipped: numpy is absent for $py (apt-get install python3-numpy)"; exit 77
+fi
+cd "$pkg" || exit 1
+PYTHONPATH="$pkg${PYTHONPATH:+:$PYTHONPATH}" exec "$py" -m pytest -q -p no:cacheprovider "$tests"
