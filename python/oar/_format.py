@@ -14,7 +14,7 @@ def _float_formatter(values):
     hi, lo = max(finite), min([v for v in finite if v != 0] or [0])
     if ints and hi < 1e8:
         return lambda v: _special(v) or f"{v:.0f}."
-    if hi >= 1e8 or (lo and lo < 1e-4) or (lo and hi / lo > 1000 and hi > 1000):
+    if hi > 1e8 or (lo and lo < 1e-4) or (lo and hi / lo > 1000):
         return lambda v: _special(v) or f"{v:.4e}"
     return lambda v: _special(v) or f"{v:.4f}"
 

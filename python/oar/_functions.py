@@ -122,13 +122,13 @@ add_ = G["add"]
 
 def add(input, other, *, alpha=1, out=None):
     if alpha != 1:
-        other = mul(other, alpha)
+        other = other * alpha if isinstance(other, numbers.Number) else mul(other, alpha)
     return G["add"](input, other, out=out)
 
 
 def sub(input, other, *, alpha=1, out=None):
     if alpha != 1:
-        other = mul(other, alpha)
+        other = other * alpha if isinstance(other, numbers.Number) else mul(other, alpha)
     return G["sub"](input, other, out=out)
 
 
@@ -568,8 +568,8 @@ def masked_select(input, mask):
 
 # ---------------------------------------------------------------- linear algebra
 def matmul(input, other):
-    a, b = _promote_pair(_check_tensor(input, "matmul"), _check_tensor(other, "matmul", "other"))
-    return call("matmul", (a, b))
+    # no type promotion, as in torch: mixed dtypes are an error
+    return call("matmul", (_check_tensor(input, "matmul"), _check_tensor(other, "matmul", "other")))
 
 
 def mm(input, mat2):

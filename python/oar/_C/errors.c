@@ -8,7 +8,8 @@ static PyObject *exception_for(oar_status st, const char *msg) {
     switch (st) {
     case OAR_ERR_INVALID_ARG:
         /* torch: "Dimension out of range" and out-of-range indices are IndexError */
-        if (strstr(msg, "expected dim in") || strstr(msg, "out of range") || strstr(msg, "index"))
+        if (strstr(msg, "expected dim in") || strstr(msg, "expected dims in") || strstr(msg, "out of range") ||
+            strstr(msg, "index"))
             return PyExc_IndexError;
         return PyExc_ValueError;
     case OAR_ERR_OOM: return PyExc_MemoryError;
