@@ -356,30 +356,12 @@ class Tensor(_C.TensorBase):
         memo[id(self)] = c
         return c
 
-    # ---- operators
-    def __add__(self, o):
-        return F.add(self, o)
+    # ---- operators: see _operator() below for the fast paths
+    def __matmul__(self, o):
+        return F.matmul(self, o)
 
-    def __radd__(self, o):
-        return F.add(o, self)
-
-    def __sub__(self, o):
-        return F.sub(self, o)
-
-    def __rsub__(self, o):
-        return F.sub(o, self)
-
-    def __mul__(self, o):
-        return F.mul(self, o)
-
-    def __rmul__(self, o):
-        return F.mul(o, self)
-
-    def __truediv__(self, o):
-        return F.div(self, o)
-
-    def __rtruediv__(self, o):
-        return F.div(o, self)
+    def __rmatmul__(self, o):
+        return F.matmul(o, self)
 
     def __floordiv__(self, o):
         r = F.floor(F.div(self, o))
@@ -387,12 +369,6 @@ class Tensor(_C.TensorBase):
 
     def __mod__(self, o):
         return F.sub(self, F.mul(self.__floordiv__(o), o))
-
-    def __pow__(self, o):
-        return F.pow(self, o)
-
-    def __rpow__(self, o):
-        return F.pow(o, self)
 
     def __matmul__(self, o):
         return F.matmul(self, o)
@@ -432,18 +408,6 @@ class Tensor(_C.TensorBase):
         if o is None:
             return True
         return F.ne(self, o)
-
-    def __lt__(self, o):
-        return F.lt(self, o)
-
-    def __le__(self, o):
-        return F.le(self, o)
-
-    def __gt__(self, o):
-        return F.gt(self, o)
-
-    def __ge__(self, o):
-        return F.ge(self, o)
 
     def __iadd__(self, o):
         return _inplace(self, F.add(self, o))
@@ -622,5 +586,45 @@ def _nnf():
 
     return functional
 
+
+def _operator(fn, scalar_kind, tensor_op, reflected=False):
+    """A Python operator with the common cases first: a tensor and a Python number of the same
+    kind (x + 1 on floats, i * 2 on integers) go straight to the C scalar op, and two tensors of
+    one dtype straight to the op; everything else takes the general path (promotion, errors)."""
+    kind = _SCALAR[scalar_kind] if scalar_kind else None
+    op = ID[tensor_op]
+    scalar_op, call, general = _C.scalar_op, _C.call, fn
+    floats, ints = _FLOAT_CODES, _INT_CODES
+
+    def forward(self, o):
+        t = type(o)
+        if t is float:
+            if kind is not None and self._dtype in floats:
+                return scalar_op(kind, self, o)
+        elif t is int:
+            if kind is not None and (self._dtype in floats or self._dtype in ints and tensor_op != "div"):
+                return scalar_op(kind, self, o)
+        elif isinstance(o, _C.TensorBase) and not reflected and o._dtype == self._dtype and \
+                (tensor_op != "div" or self._dtype in floats):
+            return call(op, (self, o))
+        return general(o, self) if reflected else general(self, o)
+
+    return forward
+
+
+from ._functions import _SCALAR  # noqa: E402
+from ._ops import ID  # noqa: E402
+
+_FLOAT_CODES = frozenset(d.code for d in (D.float32, D.float64, D.float16, D.bfloat16))
+_INT_CODES = frozenset(d.code for d in (D.int8, D.uint8, D.int32, D.int64))
+for _name, _fn, _scalar, _op, _refl in [
+        ("__add__", F.add, "add", "add", False), ("__radd__", F.add, "add", "add", True),
+        ("__sub__", F.sub, "sub", "sub", False), ("__rsub__", F.sub, "rsub", "sub", True),
+        ("__mul__", F.mul, "mul", "mul", False), ("__rmul__", F.mul, "mul", "mul", True),
+        ("__truediv__", F.div, "div", "div", False), ("__rtruediv__", F.div, "rdiv", "div", True),
+        ("__pow__", F.pow, "pow", "pow", False), ("__rpow__", F.pow, "rpow", "pow", True),
+        ("__lt__", F.lt, "lt", "lt", False), ("__le__", F.le, "le", "le", False),
+        ("__gt__", F.gt, "gt", "gt", False), ("__ge__", F.ge, "ge", "ge", False)]:
+    setattr(Tensor, _name, _operator(_fn, _scalar, _op, _refl))
 
 _C._set_tensor_class(Tensor)
