@@ -166,7 +166,31 @@ LAYERS = [
                                              nn.Softplus(), nn.Hardswish(), nn.ReLU6(), nn.Sigmoid()), (3, 4)),
     ("Softmax", lambda nn: nn.LogSoftmax(dim=1), (3, 4)),
     ("mlp", lambda nn: nn.Sequential(nn.Linear(6, 8), nn.ReLU(), nn.Dropout(0.0), nn.Linear(8, 2)), (5, 6)),
+    ("LSTM", lambda nn: _first(nn, nn.LSTM(4, 5, num_layers=2)), (3, 2, 4)),
+    ("LSTM_bidirectional_batch_first", lambda nn: _first(nn, nn.LSTM(4, 3, batch_first=True, bidirectional=True)),
+     (2, 5, 4)),
+    ("GRU", lambda nn: _first(nn, nn.GRU(3, 4)), (4, 2, 3)),
+    ("RNN_relu_unbatched", lambda nn: _first(nn, nn.RNN(3, 4, nonlinearity="relu")), (5, 3)),
 ]
+
+
+def _first(nn, rnn):
+    """The output and the final states as one flat tensor, so one comparison covers them all."""
+    import importlib
+
+    lib = importlib.import_module(nn.__name__.split(".")[0])
+
+    class RNNOut(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.rnn = rnn
+
+        def forward(self, x):
+            out, state = self.rnn(x)
+            states = state if isinstance(state, tuple) else (state,)
+            return lib.cat([out.reshape(-1)] + [s.reshape(-1) for s in states])
+
+    return RNNOut()
 
 
 def copy_weights(tm, om):
