@@ -390,3 +390,26 @@ def test_mock_torch_environment_variable(tmp_path):
     r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     assert "oar.Size([1, 2])" in r.stdout
+
+
+def test_mock_runner_and_path(tmp_path):
+    import subprocess
+    import sys
+
+    (tmp_path / "third_party_model.py").write_text(MODEL_FILE)
+    script = tmp_path / "train.py"
+    script.write_text("import torch, third_party_model as m\n"
+                      "import torch.optim as optim\n"
+                      "net = m.Net(); opt = optim.SGD(net.parameters(), lr=0.1)\n"
+                      "loss = -net(torch.ones(2, 4))[:, 0].mean(); loss.backward(); opt.step()\n"
+                      "print(type(torch.ones(1)).__module__, loss.shape)\n")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    r = subprocess.run([sys.executable, "-m", "oar.mock", str(script)], env=env, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("oar._tensor")
+    path = subprocess.run([sys.executable, "-m", "oar.mock", "--path"], env=env, capture_output=True,
+                          text=True).stdout.strip()
+    env["PYTHONPATH"] = os.pathsep.join([path] + sys.path)
+    r = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, cwd=str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("oar._tensor")
