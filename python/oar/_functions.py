@@ -10,7 +10,9 @@ import numbers
 
 from . import _C
 from . import _dtype as D
-from ._ops import SCHEMA, TABLE, call
+from ._ops import ID, SCHEMA, TABLE, call
+
+_call = _C.call
 
 TensorBase = _C.TensorBase
 _SCALAR = {n: i for i, n in enumerate(_C.SCALAR_OPS.split())}
@@ -78,7 +80,7 @@ _TRUE_DIV = {"div"}
 
 
 def _binary(name):
-    op_id_scalar = _SCALAR.get(name)
+    op_id = ID[name]
 
     def f(input, other, *, out=None):
         if out is not None:
@@ -87,7 +89,7 @@ def _binary(name):
             a, b = _promote_pair(input, other)
             if name in _TRUE_DIV and not _dt(a).is_floating_point:
                 a, b = _cast(a, D.float32), _cast(b, D.float32)
-            return call(name, (a, b))
+            return _call(op_id, (a, b))
         if _is_t(input):
             t, s, op = input, other, name
         elif _is_t(other):
@@ -149,12 +151,15 @@ _INT_OK = {"neg", "abs", "square", "relu", "sign", "floor", "ceil", "round", "lo
 
 def _unary(name):
     promote = name not in _INT_OK
+    op = ID[name]
+    floats = frozenset(d.code for d in (D.float32, D.float64, D.float16, D.bfloat16))
 
     def f(input):
-        _check_tensor(input, name)
-        if promote and not _dt(input).is_floating_point:
+        if not isinstance(input, TensorBase):
+            _check_tensor(input, name)
+        if promote and input._dtype not in floats:
             input = _cast(input, D.float32)  # torch: integers promote to the default float type
-        return call(name, (input,))
+        return _call(op, (input,))
 
     f.__name__ = name
     f.__doc__ = f"torch.{name} (generated from the op table)."

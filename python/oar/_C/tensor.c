@@ -137,6 +137,7 @@ static PyObject *get_is_leaf(PyObject *self, void *c) {
 
 static PyObject *get_grad(PyObject *self, void *c) {
     SELF_T("Tensor.grad");
+    oar_clear_error(); /* NULL means "no gradient yet" unless this call sets an error */
     oar_tensor *g = oar_grad_get(t);
     if (!g) {
         if (oar_last_status() != OAR_OK && oar_last_error()[0]) return oarpy_raise();
