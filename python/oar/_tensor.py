@@ -341,9 +341,7 @@ class Tensor(_C.TensorBase):
         return builtins.bool((self == element).any())
 
     def __reduce_ex__(self, proto):
-        from ._creation import tensor
-
-        return (tensor, (self.tolist(),), {"dtype": self.dtype})
+        return (_rebuild, (self.tolist(), self.dtype.name, self.requires_grad))
 
     def __deepcopy__(self, memo):
         c = F.clone(self.detach())
@@ -549,6 +547,13 @@ class Tensor(_C.TensorBase):
     def squeeze_(self, dim=None):
         self._set_(F.squeeze(self, dim))
         return self
+
+
+def _rebuild(data, dtype_name, requires_grad):
+    """Unpickles a tensor (copy.deepcopy and multiprocessing use this too)."""
+    from ._creation import tensor
+
+    return tensor(data, dtype=D.ALIASES[dtype_name], requires_grad=requires_grad)
 
 
 class _no_grad:

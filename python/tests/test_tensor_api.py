@@ -183,3 +183,19 @@ def test_ops_namespace_is_generated():
     assert callable(oar.ops.conv2d) and "stride: ints" in oar.ops.conv2d.__doc__
     y = oar.ops.sum(oar.ones(2, 3), dims=[1], keepdim=0)
     assert y.tolist() == [3.0, 3.0]
+
+
+def test_pickle_and_deepcopy():
+    import copy
+    import pickle
+
+    t = pickle.loads(pickle.dumps(oar.tensor([[1.5, 2]], dtype=oar.float64, requires_grad=True)))
+    assert t.dtype is oar.float64 and t.requires_grad and t.tolist() == [[1.5, 2.0]]
+    p = pickle.loads(pickle.dumps(oar.nn.Parameter(oar.ones(2))))
+    assert isinstance(p, oar.nn.Parameter) and p.requires_grad
+    m = oar.nn.Sequential(oar.nn.Linear(2, 3), oar.nn.BatchNorm1d(3))
+    c = copy.deepcopy(m)
+    assert isinstance(c[0].weight, oar.nn.Parameter) and (c[0].weight == m[0].weight).all()
+    with oar.no_grad():
+        c[0].weight.fill_(0)
+    assert m[0].weight.abs().sum().item() > 0  # a copy, not a view

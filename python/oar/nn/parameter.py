@@ -17,7 +17,7 @@ class Parameter(Tensor):
         return "Parameter containing:\n" + super().__repr__()
 
     def __reduce_ex__(self, proto):
-        return (Parameter, (self.detach(), self.requires_grad))
+        return (Parameter, (self.detach(), self.requires_grad))  # the data pickles as a Tensor
 
 
 class UninitializedParameter(Parameter):
