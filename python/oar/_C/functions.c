@@ -289,6 +289,29 @@ done:
     return res;
 }
 
+/* init_(kind, t, a, b): the C core's initializers, in place from the global generator
+ * (uniform [a, b), normal (mean a, std b), constant a), so layers made from Python draw the
+ * same values as the C layers for the same seed. */
+static PyObject *init_(PyObject *m, PyObject *args) {
+    const char *kind;
+    PyObject *x;
+    double a, b;
+    if (!PyArg_ParseTuple(args, "sOdd", &kind, &x, &a, &b)) return NULL;
+    oar_tensor *t = oarpy_tensor(x, "nn.init");
+    if (!t) return NULL;
+    oar_status st;
+    if (!strcmp(kind, "uniform")) st = oar_init_uniform_(t, a, b);
+    else if (!strcmp(kind, "normal")) st = oar_init_normal_(t, a, b);
+    else if (!strcmp(kind, "constant")) st = oar_init_constant_(t, a);
+    else {
+        PyErr_Format(PyExc_ValueError, "init_: unknown kind '%s'", kind);
+        return NULL;
+    }
+    if (oarpy_check(st)) return NULL;
+    Py_INCREF(x);
+    return x;
+}
+
 static PyObject *dtype_info(PyObject *m, PyObject *u) {
     PyObject *list = PyList_New(OAR_DTYPE_COUNT);
     for (int i = 0; list && i < OAR_DTYPE_COUNT; i++)
@@ -315,6 +338,7 @@ static PyMethodDef methods[] = {
     {"autograd_grad", autograd_grad, METH_VARARGS, NULL},
     {"clip_grad_norm", clip_grad_norm, METH_VARARGS, NULL},
     {"dtype_info", dtype_info, METH_NOARGS, NULL},
+    {"init_", init_, METH_VARARGS, NULL},
     {NULL, NULL, 0, NULL},
 };
 

@@ -39,24 +39,34 @@ def _calculate_correct_fan(tensor, mode):
 
 
 def uniform_(tensor, a=0.0, b=1.0):
-    with no_grad():
-        return tensor.uniform_(a, b)
+    """U[a, b) from the C core's initializer: the same draws as the C layers for the same seed."""
+    if not tensor.is_floating_point():
+        raise TypeError(f"uniform_: expected a floating tensor, got {tensor.dtype}")
+    return _C.init_("uniform", tensor, float(a), float(b))
 
 
 def normal_(tensor, mean=0.0, std=1.0):
-    with no_grad():
-        return tensor.normal_(mean, std)
+    if not tensor.is_floating_point():
+        raise TypeError(f"normal_: expected a floating tensor, got {tensor.dtype}")
+    return _C.init_("normal", tensor, float(mean), float(std))
 
 
 def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0):
-    with no_grad():
-        tensor.normal_(mean, std)
-        return tensor.clamp_(a, b)
+    """N(mean, std) restricted to [a, b]: values outside are drawn again (rejection)."""
+    from .._creation import randn
+
+    normal_(tensor, mean, std)
+    arr = tensor.detach().numpy()  # shares tensor's memory
+    bad = (arr < a) | (arr > b)
+    while bad.any():
+        redo = randn(int(bad.sum()), dtype=tensor.dtype).numpy() * std + mean
+        arr[bad] = redo
+        bad = (arr < a) | (arr > b)
+    return tensor
 
 
 def constant_(tensor, val):
-    with no_grad():
-        return tensor.fill_(val)
+    return _C.init_("constant", tensor, float(val), 0.0)
 
 
 def zeros_(tensor):

@@ -208,3 +208,34 @@ class DataLoader:
 
     def __len__(self):
         return len(self.batch_sampler) if self.batch_sampler is not None else len(self.sampler)
+
+
+class IdxLoader:
+    """Batches of an IDX dataset (MNIST, Fashion-MNIST: images scaled to [0, 1], optionally
+    normalized) from the C core's loader: shuffled by (seed, epoch), prepared by background
+    workers, the same batches `oar train` trains on. Each iteration is the next epoch.
+
+        loader = IdxLoader("train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz", batch_size=64,
+                           shuffle=True, drop_last=True, seed=0, mean=0.2860, std=0.3530)
+        for x, y in loader: ...                 # x [B, 1, 28, 28] float32, y [B] int64
+    """
+
+    def __init__(self, images, labels, batch_size=1, shuffle=False, drop_last=False, seed=0, num_workers=0,
+                 mean=None, std=None):
+        if (mean is None) != (std is None):
+            raise ValueError("IdxLoader: give both mean and std, or neither")
+        self._c = _C.IdxLoader(str(images), str(labels), int(batch_size), bool(shuffle), bool(drop_last), int(seed),
+                               int(num_workers), mean, std)
+        self.batch_size, self.epoch = batch_size, 0
+
+    def __len__(self):
+        return self._c.num_batches()
+
+    def __iter__(self):
+        self._c.start_epoch(self.epoch)
+        self.epoch += 1
+        while True:
+            b = self._c.next()
+            if b is None:
+                return
+            yield b
