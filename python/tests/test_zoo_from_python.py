@@ -1,5 +1,5 @@
-"""The zoo from Python: mlp trained on Fashion-MNIST from Python (oar.nn layers, the C loader
-through oar.utils.data.IdxLoader, oar.optim.SGD) gives what `oar train --model mlp` gives for the
+"""The zoo from Python: mlp and lenet trained on Fashion-MNIST from Python (oar.nn layers, the C loader
+through oar.utils.data.IdxLoader, oar.optim.SGD) gives what `oar train --model <name>` gives for the
 same seed: the same initial weights (the layers draw from the same generator in the same
 order), the same batches, the same mean training loss, test loss and accuracy, and the same
 final parameters. The front end adds no numerical difference. Skips without the data set or
@@ -17,7 +17,7 @@ import oar.nn as nn
 
 from conftest import shared_dir
 
-STEPS, BATCH, LR, MOMENTUM, SEED = 30, 64, 0.05, 0.9, 0  # mlp's recipe in `oar train`, constant schedule
+STEPS, MOMENTUM, SEED = 30, 0.9, 0
 
 
 def fashion_files():
@@ -43,13 +43,30 @@ class MLP(nn.Module):
         return self.fc3(oar.relu(self.fc2(x)))
 
 
-def test_mlp_matches_oar_train(tmp_path):
+class LeNet(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.c1, self.c2 = nn.Conv2d(1, 6, 5, padding=2), nn.Conv2d(6, 16, 5)
+        self.f1, self.f2, self.f3 = nn.Linear(400, 120), nn.Linear(120, 84), nn.Linear(84, 10)
+
+    def forward(self, x):
+        x = nn.functional.max_pool2d(oar.relu(self.c1(x)), 2)
+        x = nn.functional.max_pool2d(oar.relu(self.c2(x)), 2).flatten(1)
+        return self.f3(oar.relu(self.f2(oar.relu(self.f1(x)))))
+
+
+# each model with its recipe in `oar train` (tools/oar/train_recipe.c), under a constant schedule
+RECIPES = [("mlp", MLP, 64, 0.05, 0.0), ("lenet", LeNet, 16, 0.02, 0.1)]
+
+
+@pytest.mark.parametrize("name, build, batch, lr, smoothing", RECIPES, ids=[r[0] for r in RECIPES])
+def test_zoo_model_matches_oar_train(tmp_path, name, build, batch, lr, smoothing):
     files, cli = fashion_files(), os.environ.get("OAR_CLI")
     if not files:
         pytest.skip("Fashion-MNIST is absent (/usr/share/datasets/fashion-mnist or ../shared/data)")
     if not cli or not os.path.exists(cli):
         pytest.skip("the oar command is unknown (CTest sets OAR_CLI)")
-    r = subprocess.run([cli, "train", "--model", "mlp", "--data", "fashion-mnist", "--steps", str(STEPS),
+    r = subprocess.run([cli, "train", "--model", name, "--data", "fashion-mnist", "--steps", str(STEPS),
                         "--schedule", "constant", "--seed", str(SEED), "--workers", "0", "--quiet",
                         "--metrics", str(tmp_path / "m.jsonl"), "--checkpoint", str(tmp_path / "c.safetensors")],
                        capture_output=True, text=True, cwd=str(tmp_path))
@@ -58,21 +75,21 @@ def test_mlp_matches_oar_train(tmp_path):
     final = oar.load(str(tmp_path / "c.safetensors"))
 
     oar.manual_seed(SEED)
-    model = MLP()
-    opt = oar.optim.SGD(model.parameters(), lr=LR, momentum=MOMENTUM)
-    train = oar.utils.data.IdxLoader(files[0], files[1], BATCH, shuffle=True, drop_last=True, seed=SEED,
+    model = build()
+    opt = oar.optim.SGD(model.parameters(), lr=lr, momentum=MOMENTUM)
+    train = oar.utils.data.IdxLoader(files[0], files[1], batch, shuffle=True, drop_last=True, seed=SEED,
                                      mean=0.2860, std=0.3530)
     losses = []
     for x, y in train:
         opt.zero_grad()
-        loss = nn.functional.cross_entropy(model(x), y)
+        loss = nn.functional.cross_entropy(model(x), y, label_smoothing=smoothing)
         loss.backward()
         opt.step()
         losses.append(loss.item())
         if len(losses) == STEPS:
             break
     model.eval()
-    test = oar.utils.data.IdxLoader(files[2], files[3], BATCH, mean=0.2860, std=0.3530)
+    test = oar.utils.data.IdxLoader(files[2], files[3], batch, mean=0.2860, std=0.3530)
     total = right = count = 0.0
     with oar.no_grad():
         for x, y in test:
