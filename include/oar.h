@@ -1361,14 +1361,17 @@ OAR_API const char *oar_profiler_trace_path(void);
 OAR_API void oar_set_check_nan_inf(bool on);
 OAR_API bool oar_check_nan_inf_enabled(void);
 
-#include "oar/sparse.h"
-
 #ifdef __cplusplus
 }
 #endif
-#include "oar/amp.h" /* mixed precision: autocast, loss scaling, O2 masters */
-#include "oar/onnx.h" /* ONNX import */
+
+/* The subsystems' APIs, one header each (each includes this one). */
+#include "oar/ops.h"    /* the op table at run time: schemas and calls by name */
+#include "oar/amp.h"    /* mixed precision: autocast, loss scaling, O2 masters */
+#include "oar/quant.h"  /* quantization: observers, int8 ops, post-training and dynamic */
+#include "oar/dist.h"   /* distributed training: collectives, data parallel */
+#include "oar/ps.h"     /* parameter-server training */
+#include "oar/sparse.h" /* sparse-feature workloads: skip-gram and click-log data, AUC */
+#include "oar/onnx.h"   /* ONNX import */
+
 #endif /* OAR_H */
-#include "oar/dist.h" /* distributed training: collectives, data parallel */
-#include "oar/ps.h"   /* parameter-server training */
-#include "oar/quant.h" /* quantization (docs/quant.md) */

@@ -8,14 +8,17 @@ required=(build-essential cmake pkg-config)
 optional=(libopenblas-dev libdnnl-dev libcjson-dev zlib1g-dev libopenmpi-dev openmpi-bin libprotobuf-c-dev
           protobuf-c-compiler)
 data=(dataset-fashion-mnist)  # the main job's data: /usr/share/datasets/fashion-mnist
+# the Python front end (python/, docs/python.md): headers to build oar._C, and what its tests
+# use; python3-torch is the oracle the parity tests compare with (they skip without it)
+python=(python3-dev python3-numpy python3-pytest python3-setuptools python3-pip python3-torch)
 
 missing=()
-for p in "${required[@]}" "${optional[@]}" "${data[@]}"; do
+for p in "${required[@]}" "${optional[@]}" "${data[@]}" "${python[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 
 if [ ${#missing[@]} -eq 0 ]; then
-  echo "setup: all packages present (${required[*]} ${optional[*]} ${data[*]})"
+  echo "setup: all packages present (${required[*]} ${optional[*]} ${data[*]} ${python[*]})"
   exit 0
 fi
 

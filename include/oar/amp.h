@@ -14,6 +14,8 @@
 #ifndef OAR_AMP_H
 #define OAR_AMP_H
 
+#include "oar.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif

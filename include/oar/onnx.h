@@ -5,6 +5,8 @@
 #ifndef OAR_ONNX_H
 #define OAR_ONNX_H
 
+#include "oar.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif

@@ -4,6 +4,12 @@
 #ifndef OAR_SPARSE_H
 #define OAR_SPARSE_H
 
+#include "oar.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* ---- skip-gram with negative sampling (word2vec) over a text corpus.
  * Words are runs of ASCII letters, lowercased; words seen fewer than min_count times are
  * dropped from the stream; frequent words are subsampled once, keyed by seed (kept with
@@ -60,4 +66,7 @@ OAR_API double oar_clicks_probability(const oar_dataset *d, int64_t i);
  * lack one class. */
 OAR_API oar_status oar_auc(oar_tensor *scores, oar_tensor *labels, double *out);
 
+#ifdef __cplusplus
+}
 #endif
+#endif /* OAR_SPARSE_H */

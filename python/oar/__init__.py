@@ -1,0 +1,117 @@
+"""oar: a deep learning framework with a C core, used from Python with PyTorch's API.
+
+    import oar as torch          # or: with oar.mock_torch(): import torch
+    x = torch.randn(4, 3, requires_grad=True)
+    (x @ x.T).sum().backward()
+
+Tensors, ops and autograd run in oar's C core (libOAR); this package binds its public C API
+(the oar._C extension) and adds torch's names, signatures and Python objects."""
+import builtins as _builtins
+
+from . import _C
+from ._dtype import (bfloat16, bool_ as bool, dtype, float16, float32, float64, int8, int32, int64,  # noqa: F401
+                     uint8)
+from ._dtype import float32 as float, float64 as double, float16 as half, int64 as long, int32 as int  # noqa: F401
+from ._tensor import Size, Tensor, device  # noqa: F401
+from ._ops import ops  # noqa: F401
+from ._functions import *  # noqa: F401,F403
+from ._functions import abs, all, any, max, min, pow, round, sum  # noqa: F401  (shadow builtins, as torch does)
+from ._creation import (arange, as_tensor, empty, empty_like, eye, from_dlpack, from_numpy, full, full_like,  # noqa: F401
+                        linspace, ones, ones_like, rand, rand_like, randint, randn, randn_like, randperm,
+                        scalar_tensor, tensor, zeros, zeros_like)
+from ._grad_mode import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled  # noqa: F401
+from .serialization import load, save  # noqa: F401
+from . import autograd  # noqa: F401
+from ._mock import mock_torch  # noqa: F401
+
+__version__ = _C.version
+FloatTensor = DoubleTensor = LongTensor = Tensor
+_default_dtype = float32
+
+
+def manual_seed(seed):
+    """Seeds oar's generator (Philox: results do not depend on the thread count)."""
+    _C.manual_seed(_builtins.int(seed))
+
+
+seed = manual_seed
+
+
+def set_num_threads(n):
+    _C.set_num_threads(n)
+
+
+def get_num_threads():
+    return _C.get_num_threads()
+
+
+def get_default_dtype():
+    return _default_dtype
+
+
+def set_default_dtype(d):
+    if d is not float32:
+        raise NotImplementedError("oar: the default dtype is float32")
+
+
+def is_tensor(obj):
+    return isinstance(obj, _C.TensorBase)
+
+
+def numel(input):
+    return input.numel()
+
+
+def is_floating_point(input):
+    return input.is_floating_point()
+
+
+def typename(obj):
+    return obj.type() if is_tensor(obj) else type(obj).__name__
+
+
+class _Cuda:
+    """oar.cuda: GPU tensors are not reachable from Python in this version."""
+
+    @staticmethod
+    def is_available():
+        return False
+
+    @staticmethod
+    def device_count():
+        return 0
+
+    @staticmethod
+    def manual_seed(seed):
+        pass
+
+    manual_seed_all = manual_seed
+
+    @staticmethod
+    def synchronize(*a):
+        pass
+
+
+cuda = _Cuda()
+
+
+class _Backends:
+    class cudnn:
+        benchmark = False
+        deterministic = False
+        enabled = False
+
+
+backends = _Backends()
+
+from . import nn  # noqa: E402,F401
+from . import optim  # noqa: E402,F401
+from . import utils  # noqa: E402,F401
+
+softmax, log_softmax, dropout = nn.functional.softmax, nn.functional.log_softmax, nn.functional.dropout
+conv2d, layer_norm, batch_norm = nn.functional.conv2d, nn.functional.layer_norm, nn.functional.batch_norm
+
+import os as _os  # noqa: E402
+
+if _os.environ.get("OAR_MOCK_TORCH") == "1":  # `import torch` gives oar from here on
+    mock_torch(enable=True)

@@ -1,0 +1,90 @@
+"""dtypes with torch's names (oar.float32, oar.long, ...), mapped to oar's dtype codes."""
+import builtins
+
+from . import _C
+
+
+class dtype:
+    """A tensor element type; compares by identity like torch.dtype."""
+
+    __slots__ = ("name", "code", "itemsize", "is_floating_point", "is_signed")
+
+    def __init__(self, name, code, itemsize, is_float, signed):
+        self.name, self.code, self.itemsize = name, code, itemsize
+        self.is_floating_point, self.is_signed = is_float, signed
+
+    def __repr__(self):
+        return "oar." + self.name
+
+    def __reduce__(self):
+        return (_by_name, (self.name,))
+
+
+_info = _C.dtype_info()  # (oar name, size, is_float) by code
+_codes = {n: i for i, (n, _, _) in enumerate(_info)}
+
+
+def _make(name, oar_name, signed=True):
+    code = _codes[oar_name]
+    return dtype(name, code, _info[code][1], _info[code][2], signed)
+
+
+float32 = _make("float32", "f32")
+float64 = _make("float64", "f64")
+float16 = _make("float16", "f16")
+bfloat16 = _make("bfloat16", "bf16")
+int8 = _make("int8", "i8")
+uint8 = _make("uint8", "u8", signed=False)
+int32 = _make("int32", "i32")
+int64 = _make("int64", "i64")
+bool_ = _make("bool", "bool", signed=False)
+
+BY_CODE = [None] * len(_info)
+for _d in (float32, float64, float16, bfloat16, int8, uint8, int32, int64, bool_):
+    BY_CODE[_d.code] = _d
+
+ALIASES = {
+    "float32": float32, "float": float32, "float64": float64, "double": float64, "float16": float16,
+    "half": float16, "bfloat16": bfloat16, "int8": int8, "uint8": uint8, "int32": int32, "int": int32,
+    "int64": int64, "long": int64, "bool": bool_,
+}
+
+
+def _by_name(name):
+    return ALIASES[name]
+
+
+_NUMPY = {"float32": float32, "float64": float64, "float16": float16, "int8": int8, "uint8": uint8,
+          "int32": int32, "int64": int64, "bool": bool_}
+
+
+def to_dtype(d, what="dtype"):
+    """A dtype from an oar dtype, a torch dtype (by name), a numpy dtype or a Python type."""
+    if isinstance(d, dtype):
+        return d
+    if d is builtins.float:
+        return float32
+    if d is builtins.int:
+        return int64
+    if d is builtins.bool:
+        return bool_
+    name = getattr(d, "name", None) or str(d)
+    name = name.replace("torch.", "").replace("oar.", "")
+    if name in ALIASES:
+        return ALIASES[name]
+    raise TypeError(f"{what}: expected a dtype such as oar.float32, got {d!r}")
+
+
+def promote(a, b):
+    """torch's result type of two dtypes: floats beat integers beat bool, wider beats narrower."""
+    if a is b:
+        return a
+    rank = lambda d: (2 if d.is_floating_point else 0 if d is bool_ else 1)
+    ra, rb = rank(a), rank(b)
+    if ra != rb:
+        return a if ra > rb else b
+    if {a, b} == {float16, bfloat16}:
+        return float32
+    if {a, b} == {uint8, int8}:
+        return int32  # torch gives int16, which oar lacks: the next wider type
+    return a if a.itemsize >= b.itemsize else b

@@ -1,0 +1,611 @@
+"""Functions with torch's names, signatures and semantics, over the op table.
+
+Elementwise and reduction families are generated from the table (one wrapper per family,
+instantiated for every op of it); the rest translate torch's arguments into the op's
+attributes. Python numbers mix with tensors as in torch (type promotion, scalar forms)."""
+import builtins
+import collections
+import math
+import numbers
+
+from . import _C
+from . import _dtype as D
+from ._ops import ID, SCHEMA, TABLE, call
+
+_call = _C.call
+
+TensorBase = _C.TensorBase
+_SCALAR = {n: i for i, n in enumerate(_C.SCALAR_OPS.split())}
+_scalar_op = _C.scalar_op
+_is_t = lambda x: isinstance(x, TensorBase)
+
+
+def _dt(t):
+    return D.BY_CODE[t._dtype]
+
+
+def _check_tensor(x, fn, what="input"):
+    if not _is_t(x):
+        raise TypeError(f"{fn}(): argument '{what}' must be Tensor, not {type(x).__name__}")
+    return x
+
+
+def _cast(t, d):
+    return t if t._dtype == d.code else _C.cast(t, d.code)
+
+
+def _scalar_tensor(v, d):
+    return _C.create("full", (), d.code, float(v))
+
+
+def _scalar_dtype(s):
+    if isinstance(s, builtins.bool):
+        return D.bool_
+    if isinstance(s, numbers.Integral):
+        return D.int64
+    if isinstance(s, numbers.Real):
+        return D.float32
+    raise TypeError(f"expected a Tensor or a number, got {type(s).__name__}")
+
+
+def _tensor_and_scalar_dtype(t, s):
+    """torch's rule: a number changes the result type only across categories (int -> float)."""
+    td, sd = _dt(t), _scalar_dtype(s)
+    if sd.is_floating_point and not td.is_floating_point:
+        return D.float32
+    if sd is D.int64 and td is D.bool_:
+        return D.int64
+    return td
+
+
+def _promote_pair(a, b):
+    da, db = _dt(a), _dt(b)
+    if da is db:
+        return a, b
+    # a 0-d tensor does not widen within its category (torch's rule for dimensionless operands)
+    cat = lambda d: 2 if d.is_floating_point else 0 if d is D.bool_ else 1
+    if a.ndim == 0 and b.ndim > 0 and cat(da) <= cat(db):
+        return _cast(a, db), b
+    if b.ndim == 0 and a.ndim > 0 and cat(db) <= cat(da):
+        return a, _cast(b, da)
+    r = D.promote(da, db)
+    return _cast(a, r), _cast(b, r)
+
+
+# ---------------------------------------------------------------- elementwise binary
+_REVERSED = {"sub": "rsub", "div": "rdiv", "pow": "rpow"}
+_COMMUTES = {"add", "mul", "maximum", "minimum", "eq", "ne"}
+_FLIPPED = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le"}
+_TRUE_DIV = {"div"}
+
+
+def _binary(name):
+    op_id = ID[name]
+
+    def f(input, other, *, out=None):
+        if out is not None:
+            raise TypeError(f"{name}(): out= is not offered; assign the result")
+        if _is_t(input) and _is_t(other):
+            a, b = _promote_pair(input, other)
+            if name in _TRUE_DIV and not _dt(a).is_floating_point:
+                a, b = _cast(a, D.float32), _cast(b, D.float32)
+            return _call(op_id, (a, b))
+        if _is_t(input):
+            t, s, op = input, other, name
+        elif _is_t(other):
+            t, s = other, input
+            op = name if name in _COMMUTES else _FLIPPED.get(name) or _REVERSED.get(name)
+            if op is None:
+                return f(_scalar_tensor(s, _tensor_and_scalar_dtype(other, s)), other)
+        else:
+            raise TypeError(f"{name}(): expected at least one Tensor, got {type(input).__name__} and "
+                            f"{type(other).__name__}")
+        if not isinstance(s, numbers.Number):
+            raise TypeError(f"{name}(): argument 'other' must be Tensor or Number, not {type(s).__name__}")
+        rd = _tensor_and_scalar_dtype(t, s)
+        if name in _TRUE_DIV and not rd.is_floating_point:
+            rd = D.float32
+        t = _cast(t, rd)
+        k = _SCALAR.get(op)
+        if k is None:
+            return call(name, (t, _scalar_tensor(s, rd)) if t is input or name in _COMMUTES else
+                        (_scalar_tensor(s, rd), t))
+        return _scalar_op(k, t, s)
+
+    f.__name__ = name
+    f.__doc__ = f"torch.{name}: elementwise with broadcasting and type promotion (generated from the op table)."
+    return f
+
+
+_BINARY = [r["name"] for r in TABLE if r["n_inputs"] == 2 and not r["attrs"] and r["flags"] & 1]
+G = {n: _binary(n) for n in _BINARY}
+add_ = G["add"]
+
+
+def add(input, other, *, alpha=1, out=None):
+    if alpha != 1:
+        other = other * alpha if isinstance(other, numbers.Number) else mul(other, alpha)
+    return G["add"](input, other, out=out)
+
+
+def sub(input, other, *, alpha=1, out=None):
+    if alpha != 1:
+        other = other * alpha if isinstance(other, numbers.Number) else mul(other, alpha)
+    return G["sub"](input, other, out=out)
+
+
+mul, div, pow, maximum, minimum = G["mul"], G["div"], G["pow"], G["maximum"], G["minimum"]
+eq, ne, lt, le, gt, ge = G["eq"], G["ne"], G["lt"], G["le"], G["gt"], G["ge"]
+logical_and, logical_or = G["logical_and"], G["logical_or"]
+multiply, subtract, true_divide, divide = mul, sub, div, div
+greater, greater_equal, less, less_equal, not_equal = gt, ge, lt, le, ne
+
+
+def rsub(input, other, alpha=1):
+    return sub(other, input, alpha=alpha)
+
+
+# ---------------------------------------------------------------- elementwise unary
+_INT_OK = {"neg", "abs", "square", "relu", "sign", "floor", "ceil", "round", "logical_not"}
+
+
+def _unary(name):
+    promote = name not in _INT_OK
+    op = ID[name]
+    floats = frozenset(d.code for d in (D.float32, D.float64, D.float16, D.bfloat16))
+
+    def f(input):
+        if not isinstance(input, TensorBase):
+            _check_tensor(input, name)
+        if promote and input._dtype not in floats:
+            input = _cast(input, D.float32)  # torch: integers promote to the default float type
+        return _call(op, (input,))
+
+    f.__name__ = name
+    f.__doc__ = f"torch.{name} (generated from the op table)."
+    return f
+
+
+_UNARY = [r["name"] for r in TABLE if r["n_inputs"] == 1 and not r["attrs"] and r["flags"] & 1
+          and r["name"] != "contiguous"]
+for _n in _UNARY:
+    G[_n] = _unary(_n)
+neg, abs, exp, log, log1p, sqrt, rsqrt = G["neg"], G["abs"], G["exp"], G["log"], G["log1p"], G["sqrt"], G["rsqrt"]
+square, sin, cos, tanh, sigmoid, relu = G["square"], G["sin"], G["cos"], G["tanh"], G["sigmoid"], G["relu"]
+silu, erf, sign, floor, ceil, logical_not = G["silu"], G["erf"], G["sign"], G["floor"], G["ceil"], G["logical_not"]
+negative, absolute = neg, abs
+
+
+def round(input, *, decimals=0):
+    if decimals:
+        s = 10.0 ** decimals
+        return div(G["round"](mul(input, s)), s)
+    return G["round"](input)
+
+
+def clamp(input, min=None, max=None):
+    _check_tensor(input, "clamp")
+    if min is None and max is None:
+        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    if _is_t(min) or _is_t(max):
+        r = input
+        if min is not None:
+            r = maximum(r, min)
+        if max is not None:
+            r = minimum(r, max)
+        return r
+    if not _dt(input).is_floating_point and (isinstance(min, float) or isinstance(max, float)):
+        input = _cast(input, D.float32)
+    return call("clip", (input,), {"min": -math.inf if min is None else min, "max": math.inf if max is None else max})
+
+
+clip = clamp
+
+
+def clamp_min(input, min):
+    return clamp(input, min=min)
+
+
+def clamp_max(input, max):
+    return clamp(input, max=max)
+
+
+def where(condition, input=None, other=None):
+    if input is None and other is None:
+        return nonzero(condition, as_tuple=True)
+    cond = _check_tensor(condition, "where", "condition")
+    if not _is_t(input):
+        input = _scalar_tensor(input, _dt(other) if _is_t(other) else _scalar_dtype(input))
+    if not _is_t(other):
+        other = _scalar_tensor(other, _dt(input))
+    a, b = _promote_pair(input, other)
+    return call("where", (_cast(cond, D.bool_), a, b))
+
+
+# ---------------------------------------------------------------- reductions
+def _dims(dim):
+    if dim is None:
+        return []
+    if isinstance(dim, int):
+        return [dim]
+    return list(dim)
+
+
+def _reduction(name, int_to=None):
+    def f(input, dim=None, keepdim=False, *, dtype=None):
+        _check_tensor(input, name)
+        if dtype is not None:
+            input = _cast(input, D.to_dtype(dtype))
+        elif int_to is not None and not _dt(input).is_floating_point:
+            input = _cast(input, int_to)
+        return call(name, (input,), {"dims": _dims(dim), "keepdim": builtins.bool(keepdim)})
+
+    f.__name__ = name
+    f.__doc__ = f"torch.{name}(input, dim=None, keepdim=False) (generated from the op table)."
+    return f
+
+
+sum = _reduction("sum")
+prod = _reduction("prod")
+mean = _reduction("mean")
+amax = _reduction("amax")
+amin = _reduction("amin")
+_logsumexp = _reduction("logsumexp", int_to=D.float32)
+
+
+def logsumexp(input, dim, keepdim=False):
+    return _logsumexp(input, dim, keepdim)
+
+
+def _var_like(name):
+    def f(input, dim=None, unbiased=True, keepdim=False, *, correction=None):
+        _check_tensor(input, name)
+        if isinstance(dim, builtins.bool):  # torch.var(x, False): the unbiased flag
+            dim, unbiased = None, dim
+        c = (1 if unbiased else 0) if correction is None else correction
+        return call(name, (input,), {"dims": _dims(dim), "correction": int(c), "keepdim": builtins.bool(keepdim)})
+
+    f.__name__ = name
+    return f
+
+
+var, std = _var_like("var"), _var_like("std")
+
+
+def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
+    _check_tensor(input, "norm")
+    if p in ("fro", None):
+        p = 2
+    if p == "nuc":
+        raise NotImplementedError("norm: the nuclear norm is not offered")
+    return call("norm", (input,), {"p": float(p), "dims": _dims(dim), "keepdim": builtins.bool(keepdim)})
+
+
+def _arg(name):
+    def f(input, dim=None, keepdim=False):
+        _check_tensor(input, name)
+        if dim is None:
+            r = call(name, (reshape(input, (-1,)),), {"dim": 0, "keepdim": False})
+            return reshape(r, (1,) * input.ndim) if keepdim else r
+        return call(name, (input,), {"dim": dim, "keepdim": builtins.bool(keepdim)})
+
+    f.__name__ = name
+    return f
+
+
+argmax, argmin = _arg("argmax"), _arg("argmin")
+_ValuesIndices = collections.namedtuple("_ValuesIndices", ["values", "indices"])
+
+
+def _max_like(name, red, arg, pair):
+    def f(input, dim=None, keepdim=False, *, out=None):
+        if _is_t(dim):
+            return pair(input, dim)
+        if dim is None:
+            return red(input)
+        return _ValuesIndices(red(input, dim, keepdim), arg(input, dim, keepdim))
+
+    f.__name__ = name
+    return f
+
+
+max = _max_like("max", amax, argmax, maximum)
+min = _max_like("min", amin, argmin, minimum)
+
+
+def all(input, dim=None, keepdim=False):
+    return amin(_cast(ne(input, 0) if _dt(input) is not D.bool_ else input, D.int64), dim, keepdim).bool() \
+        if input.numel() else _C.create("ones", () if dim is None else (), D.bool_.code)
+
+
+def any(input, dim=None, keepdim=False):
+    return amax(_cast(ne(input, 0) if _dt(input) is not D.bool_ else input, D.int64), dim, keepdim).bool() \
+        if input.numel() else _C.create("zeros", (), D.bool_.code)
+
+
+def cumsum(input, dim, *, dtype=None):
+    if dtype is not None:
+        input = _cast(input, D.to_dtype(dtype))
+    return call("cumsum", (input,), {"dim": dim, "reverse": 0})
+
+
+def topk(input, k, dim=-1, largest=True, sorted=True):
+    v, i = call("topk", (input,), {"k": k, "dim": dim, "largest": builtins.bool(largest), "sorted": builtins.bool(sorted)})
+    return _ValuesIndices(v, i)
+
+
+def sort(input, dim=-1, descending=False):
+    return topk(input, input.shape[dim] if input.ndim else 1, dim, largest=descending, sorted=True)
+
+
+def argsort(input, dim=-1, descending=False):
+    return sort(input, dim, descending).indices
+
+
+def count_nonzero(input, dim=None):
+    return sum(ne(input, 0), dim)
+
+
+# ---------------------------------------------------------------- shapes and views
+def _shape_args(shape, fn):
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+        shape = tuple(shape[0])
+    for s in shape:
+        if not isinstance(s, numbers.Integral) or isinstance(s, builtins.bool):
+            raise TypeError(f"{fn}(): argument 'size' must be a tuple of ints, but found element of type "
+                            f"{type(s).__name__}")
+    return [int(s) for s in shape]
+
+
+def reshape(input, *shape):
+    shape = _shape_args(shape, "reshape")
+    if not input.is_contiguous():
+        input = _C.contiguous(input)
+    return call("reshape", (input,), {"shape": shape})
+
+
+def view(input, *shape):
+    shape = _shape_args(shape, "view")
+    if not input.is_contiguous():
+        raise RuntimeError("view size is not compatible with input tensor's size and stride (at least one dimension "
+                           "spans across two contiguous subspaces). Use .reshape(...) instead.")
+    return call("reshape", (input,), {"shape": shape})
+
+
+def permute(input, *dims):
+    return call("permute", (input,), {"dims": _shape_args(dims, "permute")})
+
+
+def transpose(input, dim0, dim1):
+    n = input.ndim
+    if n == 0:
+        return input
+    perm = list(range(n))
+    d0, d1 = _wrap_dim(dim0, n, "transpose"), _wrap_dim(dim1, n, "transpose")
+    perm[d0], perm[d1] = perm[d1], perm[d0]
+    return permute(input, perm)
+
+
+swapaxes = swapdims = transpose
+
+
+def _wrap_dim(d, n, fn):
+    m = n if n else 1
+    if not -m <= d < m:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-m}, {m - 1}], but got {d})")
+    return d % m
+
+
+def t(input):
+    if input.ndim > 2:
+        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {input.ndim}D")
+    return transpose(input, 0, 1) if input.ndim == 2 else input
+
+
+def expand(input, *sizes):
+    return call("expand", (input,), {"shape": _shape_args(sizes, "expand")})
+
+
+def broadcast_to(input, shape):
+    return expand(input, *shape)
+
+
+def squeeze(input, dim=None):
+    if dim is None:
+        keep = [s for s in input.shape if s != 1]
+        return reshape(input, keep) if len(keep) != input.ndim else input
+    if isinstance(dim, (tuple, list)):
+        for d in sorted((_wrap_dim(d, input.ndim, "squeeze") for d in dim), reverse=True):
+            input = squeeze(input, d)
+        return input
+    return call("squeeze", (input,), {"dim": dim})
+
+
+def unsqueeze(input, dim):
+    return call("unsqueeze", (input,), {"dim": dim})
+
+
+def flatten(input, start_dim=0, end_dim=-1):
+    n = input.ndim
+    if n == 0:
+        return reshape(input, (1,))
+    s, e = _wrap_dim(start_dim, n, "flatten"), _wrap_dim(end_dim, n, "flatten")
+    if s > e:
+        raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
+    shape = list(input.shape)
+    return reshape(input, shape[:s] + [-1 if s != e else shape[s]] + shape[e + 1:])
+
+
+def unflatten(input, dim, sizes):
+    shape = list(input.shape)
+    d = _wrap_dim(dim, len(shape), "unflatten")
+    return reshape(input, shape[:d] + list(sizes) + shape[d + 1:])
+
+
+def contiguous(input):
+    return _C.contiguous(input)
+
+
+def clone(input, *, memory_format=None):
+    return _C.clone(input)
+
+
+def chunk(input, chunks, dim=0):
+    if not isinstance(chunks, int) or chunks <= 0:
+        raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
+    return _C.split(input, chunks, dim, True)
+
+
+def split(tensor, split_size_or_sections, dim=0):
+    if isinstance(split_size_or_sections, int):
+        return _C.split(tensor, split_size_or_sections, dim, False)
+    sizes, out, start = list(split_size_or_sections), [], 0
+    total = tensor.shape[dim]
+    if builtins.sum(sizes) != total:
+        raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {total} (input tensor's size at "
+                           f"dimension {dim}), but got split_sizes={sizes}")
+    for s in sizes:
+        out.append(narrow(tensor, dim, start, s))
+        start += s
+    return tuple(out)
+
+
+def unbind(input, dim=0):
+    return tuple(select(input, dim, i) for i in range(input.shape[dim]))
+
+
+def narrow(input, dim, start, length):
+    return call("slice", (input,), {"dim": dim, "start": start, "end": start + length, "step": 1})
+
+
+def select(input, dim, index):
+    n = input.shape[_wrap_dim(dim, input.ndim, "select")]
+    if not -n <= index < n:
+        raise IndexError(f"select(): index {index} out of range for tensor of size {tuple(input.shape)} at "
+                         f"dimension {dim}")
+    index %= n
+    return squeeze(narrow(input, dim, index, 1), dim)
+
+
+def cat(tensors, dim=0):
+    tensors = list(tensors)
+    if not tensors:
+        raise RuntimeError("torch.cat(): expected a non-empty list of Tensors")
+    d = _dt(tensors[0])
+    for x in tensors[1:]:
+        d = D.promote(d, _dt(x))
+    return call("concat", [_cast(_check_tensor(x, "cat"), d) for x in tensors], {"dim": dim})
+
+
+concat = concatenate = cat
+
+
+def stack(tensors, dim=0):
+    tensors = list(tensors)
+    if not tensors:
+        raise RuntimeError("stack expects a non-empty TensorList")
+    return call("stack", tensors, {"dim": dim})
+
+
+def flip(input, dims):
+    return call("flip", (input,), {"dims": _dims(dims)})
+
+
+def tril(input, diagonal=0):
+    return call("tril", (input,), {"diagonal": diagonal})
+
+
+def triu(input, diagonal=0):
+    return call("triu", (input,), {"diagonal": diagonal})
+
+
+def index_select(input, dim, index):
+    return call("index_select", (input, index), {"dim": dim})
+
+
+def gather(input, dim, index):
+    return call("gather", (input, index), {"dim": dim})
+
+
+def scatter_add(input, dim, index, src):
+    return call("scatter_add", (input, index, src), {"dim": dim})
+
+
+def masked_fill(input, mask, value):
+    if _is_t(value):
+        value = value.item()
+    return call("masked_fill", (input, _cast(mask, D.bool_)), {"value": float(value)})
+
+
+def repeat(input, *sizes):
+    sizes = _shape_args(sizes, "repeat")
+    if len(sizes) < input.ndim:
+        raise RuntimeError("Number of dimensions of repeat dims can not be smaller than number of dimensions of tensor")
+    x = reshape(input, [1] * (len(sizes) - input.ndim) + list(input.shape))
+    shape = list(x.shape)
+    inter = []
+    for s, r in zip(shape, sizes):
+        inter += [1, s]
+    x = reshape(x, inter)
+    full = []
+    for s, r in zip(shape, sizes):
+        full += [r, s]
+    return reshape(expand(x, *full), [s * r for s, r in zip(shape, sizes)])
+
+
+def nonzero(input, *, as_tuple=False):
+    import numpy as np
+
+    idx = np.nonzero(input.detach().cpu().numpy())
+    from ._creation import from_numpy
+
+    if as_tuple:
+        return tuple(from_numpy(np.ascontiguousarray(i, dtype=np.int64)) for i in idx)
+    return from_numpy(np.ascontiguousarray(np.stack(idx, axis=1).astype(np.int64)))
+
+
+def masked_select(input, mask):
+    mask = _cast(mask, D.bool_)
+    if tuple(mask.shape) != tuple(input.shape):
+        mask = expand(mask, *input.shape)
+    return index_select(reshape(input, (-1,)), 0, nonzero(reshape(mask, (-1,)), as_tuple=True)[0])
+
+
+# ---------------------------------------------------------------- linear algebra
+def matmul(input, other):
+    # no type promotion, as in torch: mixed dtypes are an error
+    return call("matmul", (_check_tensor(input, "matmul"), _check_tensor(other, "matmul", "other")))
+
+
+def mm(input, mat2):
+    if input.ndim != 2 or mat2.ndim != 2:
+        raise RuntimeError(f"mm: expected 2D tensors, got {input.ndim}D and {mat2.ndim}D")
+    return matmul(input, mat2)
+
+
+def bmm(input, mat2):
+    if input.ndim != 3 or mat2.ndim != 3:
+        raise RuntimeError(f"bmm: expected 3D tensors, got {input.ndim}D and {mat2.ndim}D")
+    return matmul(input, mat2)
+
+
+def dot(input, other):
+    if input.ndim != 1 or other.ndim != 1:
+        raise RuntimeError(f"1D tensors expected, but got {input.ndim}D and {other.ndim}D tensors")
+    return matmul(input, other)
+
+
+def outer(input, vec2):
+    return mul(unsqueeze(input, 1), unsqueeze(vec2, 0))
+
+
+def einsum(equation, *operands):
+    if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+        operands = tuple(operands[0])
+    if len(operands) not in (1, 2):
+        raise NotImplementedError(f"einsum: oar takes one or two operands, got {len(operands)}")
+    return call("einsum", (operands[0], operands[1] if len(operands) == 2 else None), {"equation": equation})
+
+
+def addmm(input, mat1, mat2, *, beta=1, alpha=1):
+    return add(mul(input, beta) if beta != 1 else input, mul(mm(mat1, mat2), alpha) if alpha != 1 else mm(mat1, mat2))

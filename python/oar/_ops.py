@@ -1,0 +1,35 @@
+"""The op table, read from the C core at import: every op becomes a function in oar.ops
+(inputs positional, attributes by name, all required, as the table defines them). The
+torch-named API in _functions is written over these."""
+from types import SimpleNamespace
+
+from . import _C
+
+TABLE = _C.op_table()
+ID = {row["name"]: i for i, row in enumerate(TABLE)}
+SCHEMA = {row["name"]: row for row in TABLE}
+KIND_NAMES = {1: "int", 2: "float", 3: "ints", 4: "str", 5: "dtype"}
+FLAG_NONDIFF = 1 << 4
+FLAG_CONTROL = 1 << 10
+_call = _C.call
+
+
+def _make(name, row):
+    op = ID[name]
+    attrs = ", ".join(f"{a}: {KIND_NAMES[k]}" for a, k in row["attrs"])
+    n_in = row["n_inputs"]
+
+    def f(*inputs, **attrs_given):
+        return _call(op, inputs, attrs_given)
+
+    f.__name__ = f.__qualname__ = name
+    f.__doc__ = (f"oar op '{name}': {'any number of' if n_in < 0 else n_in} tensor input(s)"
+                 f"{'; attributes ' + attrs if attrs else ''}. Generated from the op table.")
+    return f
+
+
+ops = SimpleNamespace(**{row["name"]: _make(row["name"], row) for row in TABLE if not row["flags"] & FLAG_CONTROL})
+
+
+def call(name, inputs, attrs=None):
+    return _call(ID[name], inputs, attrs)

@@ -1,0 +1,1 @@
+"""Benchmarks of the Python front end; run `python -m oar.bench`."""

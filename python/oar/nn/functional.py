@@ -1,0 +1,318 @@
+"""oar.nn.functional with torch.nn.functional's signatures and defaults."""
+import builtins
+import math
+import numbers
+
+from .. import _C
+from .. import _dtype as D
+from .. import _functions as F
+from .._ops import call
+
+relu, sigmoid, tanh, silu = F.relu, F.sigmoid, F.tanh, F.silu
+_REDUCTION = {"mean": 0, "sum": 1, "none": 2}
+
+
+def _pair(v, name, fn):
+    if isinstance(v, numbers.Integral):
+        return [int(v), int(v)]
+    v = list(v)
+    if len(v) == 1:
+        return [int(v[0])] * 2
+    if len(v) != 2:
+        raise ValueError(f"{fn}: expected {name} to be an int or a pair, got {v}")
+    return [int(x) for x in v]
+
+
+def _reduction(reduction, size_average=None, reduce=None, fn="loss"):
+    if size_average is not None or reduce is not None:  # torch's deprecated flags
+        if reduce is False:
+            reduction = "none"
+        else:
+            reduction = "mean" if size_average in (None, True) else "sum"
+    if reduction not in _REDUCTION:
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    return _REDUCTION[reduction]
+
+
+def relu_(input):
+    return input.relu_()
+
+
+def relu6(input, inplace=False):
+    return F.clamp(input, 0.0, 6.0)
+
+
+def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
+    return F.clamp(input, min_val, max_val)
+
+
+def leaky_relu(input, negative_slope=0.01, inplace=False):
+    return call("leaky_relu", (input,), {"negative_slope": negative_slope})
+
+
+def elu(input, alpha=1.0, inplace=False):
+    return call("elu", (input,), {"alpha": alpha})
+
+
+def gelu(input, approximate="none"):
+    if approximate not in ("none", "tanh"):
+        raise RuntimeError(f"approximate argument must be either none or tanh, got {approximate}")
+    return call("gelu", (input,), {"approximate": approximate == "tanh"})
+
+
+def softplus(input, beta=1, threshold=20):
+    return call("softplus", (input,), {"beta": beta, "threshold": threshold})
+
+
+def hardsigmoid(input, inplace=False):
+    return F.clamp(input / 6.0 + 0.5, 0.0, 1.0)
+
+
+def hardswish(input, inplace=False):
+    return input * hardsigmoid(input)
+
+
+def mish(input, inplace=False):
+    return input * F.tanh(softplus(input))
+
+
+def logsigmoid(input):
+    return -softplus(-input)
+
+
+def _softmax_dim(input, dim, fn):
+    if dim is None:  # torch's legacy implicit choice
+        dim = 0 if input.ndim in (0, 1, 3) else 1
+    return dim
+
+
+def softmax(input, dim=None, _stacklevel=3, dtype=None):
+    if dtype is not None:
+        input = input.to(dtype)
+    return call("softmax", (input,), {"dim": _softmax_dim(input, dim, "softmax")})
+
+
+def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
+    if dtype is not None:
+        input = input.to(dtype)
+    return call("log_softmax", (input,), {"dim": _softmax_dim(input, dim, "log_softmax")})
+
+
+def softmin(input, dim=None, _stacklevel=3, dtype=None):
+    return softmax(-input, dim, dtype=dtype)
+
+
+def linear(input, weight, bias=None):
+    return call("linear", (input, weight, bias))
+
+
+def _conv_padding(padding, weight, dilation, fn):
+    if isinstance(padding, str):
+        if padding == "valid":
+            return [0, 0]
+        if padding == "same":
+            k = weight.shape[2:]
+            pads = [d * (s - 1) for d, s in zip(dilation, k)]
+            if builtins.any(p % 2 for p in pads):
+                raise NotImplementedError(f"{fn}: padding='same' with an even total padding per side is not offered")
+            return [p // 2 for p in pads]
+        raise ValueError(f"Invalid padding string '{padding}', should be one of {{'valid', 'same'}}")
+    return padding
+
+
+def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    dilation = _pair(dilation, "dilation", "conv2d")
+    padding = _pair(_conv_padding(padding, weight, dilation, "conv2d"), "padding", "conv2d")
+    return call("conv2d", (input, weight, bias), {"stride": _pair(stride, "stride", "conv2d"), "padding": padding,
+                                                  "dilation": dilation, "groups": groups})
+
+
+def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    one = lambda v: [int(v if isinstance(v, numbers.Integral) else v[0])]
+    if isinstance(padding, str):
+        padding = _conv_padding(padding, weight, one(dilation), "conv1d")[0]
+    return call("conv1d", (input, weight, bias), {"stride": one(stride), "padding": one(padding),
+                                                  "dilation": one(dilation), "groups": groups})
+
+
+def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+    return call("conv_transpose2d", (input, weight, bias), {
+        "stride": _pair(stride, "stride", "conv_transpose2d"), "padding": _pair(padding, "padding", "conv_transpose2d"),
+        "output_padding": _pair(output_padding, "output_padding", "conv_transpose2d"),
+        "dilation": _pair(dilation, "dilation", "conv_transpose2d"), "groups": groups})
+
+
+def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    if return_indices:
+        raise NotImplementedError("max_pool2d: return_indices=True is not offered")
+    k = _pair(kernel_size, "kernel_size", "max_pool2d")
+    s = k if stride is None or stride == [] else _pair(stride, "stride", "max_pool2d")
+    return call("max_pool2d", (input,), {"kernel": k, "stride": s, "padding": _pair(padding, "padding", "max_pool2d"),
+                                         "dilation": _pair(dilation, "dilation", "max_pool2d"),
+                                         "ceil_mode": builtins.bool(ceil_mode)})
+
+
+def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
+               divisor_override=None):
+    if divisor_override is not None:
+        raise NotImplementedError("avg_pool2d: divisor_override is not offered")
+    k = _pair(kernel_size, "kernel_size", "avg_pool2d")
+    s = k if stride is None or stride == [] else _pair(stride, "stride", "avg_pool2d")
+    return call("avg_pool2d", (input,), {"kernel": k, "stride": s, "padding": _pair(padding, "padding", "avg_pool2d"),
+                                         "ceil_mode": builtins.bool(ceil_mode),
+                                         "count_include_pad": builtins.bool(count_include_pad)})
+
+
+def adaptive_avg_pool2d(input, output_size):
+    if isinstance(output_size, numbers.Integral):
+        output_size = (output_size, output_size)
+    size = [input.shape[-2 + i] if s is None else int(s) for i, s in enumerate(output_size)]
+    return call("adaptive_avg_pool2d", (input,), {"output_size": size})
+
+
+def adaptive_max_pool2d(input, output_size, return_indices=False):
+    if isinstance(output_size, numbers.Integral):
+        output_size = (output_size, output_size)
+    h, w = input.shape[-2:]
+    oh, ow = [input.shape[-2 + i] if s is None else int(s) for i, s in enumerate(output_size)]
+    if h % oh or w % ow:
+        raise NotImplementedError("adaptive_max_pool2d: only output sizes that divide the input are offered")
+    return max_pool2d(input, (h // oh, w // ow))
+
+
+def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-5):
+    if momentum is None:
+        momentum = -1.0
+    return call("batch_norm", (input, weight, bias, running_mean, running_var, None),
+                {"training": builtins.bool(training), "momentum": momentum, "eps": eps})
+
+
+def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
+    if isinstance(normalized_shape, numbers.Integral):
+        normalized_shape = (normalized_shape,)
+    n = len(normalized_shape)
+    if tuple(input.shape[input.ndim - n:]) != tuple(normalized_shape):
+        raise RuntimeError(f"Given normalized_shape={list(normalized_shape)}, expected input with shape "
+                           f"[*, {', '.join(str(s) for s in normalized_shape)}], but got input of size"
+                           f"{list(input.shape)}")
+    return call("layer_norm", (input, weight, bias), {"normalized_ndim": n, "eps": eps})
+
+
+def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
+    return call("group_norm", (input, weight, bias), {"groups": num_groups, "eps": eps})
+
+
+def dropout(input, p=0.5, training=True, inplace=False):
+    if p < 0.0 or p > 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    return call("dropout", (input,), {"p": p, "training": builtins.bool(training)})
+
+
+def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False, sparse=False):
+    if max_norm is not None:
+        raise NotImplementedError("embedding: max_norm is not offered")
+    return call("embedding", (weight, input))
+
+
+def one_hot(tensor, num_classes=-1):
+    return call("one_hot", (tensor,), {"num_classes": num_classes})
+
+
+def pad(input, pad, mode="constant", value=None):
+    modes = {"constant": 0, "reflect": 1, "replicate": 2}
+    if mode not in modes:
+        raise NotImplementedError(f"pad: mode '{mode}' is not offered (constant, reflect, replicate are)")
+    return call("pad", (input,), {"pads": list(pad), "mode": modes[mode], "value": 0.0 if value is None else value})
+
+
+def _weighted_unsupported(weight, fn):
+    if weight is not None:
+        raise NotImplementedError(f"{fn}: class weights are not offered yet")
+
+
+def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean",
+                  label_smoothing=0.0):
+    _weighted_unsupported(weight, "cross_entropy")
+    if target.is_floating_point():
+        # class probabilities (torch >= 1.10)
+        r = _reduction(reduction, size_average, reduce)
+        logp = log_softmax(input, 1 if input.ndim > 1 else 0)
+        if label_smoothing:
+            c = input.shape[1 if input.ndim > 1 else 0]
+            target = target * (1 - label_smoothing) + label_smoothing / c
+        loss = -(logp * target).sum(1 if input.ndim > 1 else 0)
+        return loss.mean() if r == 0 else loss.sum() if r == 1 else loss
+    return call("cross_entropy", (input, target), {"reduction": _reduction(reduction, size_average, reduce),
+                                                   "ignore_index": ignore_index, "label_smoothing": label_smoothing})
+
+
+def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
+    _weighted_unsupported(weight, "nll_loss")
+    return call("nll_loss", (input, target), {"reduction": _reduction(reduction, size_average, reduce),
+                                              "ignore_index": ignore_index, "label_smoothing": 0.0})
+
+
+def _pair_loss(name):
+    def f(input, target, size_average=None, reduce=None, reduction="mean"):
+        return call(name, (input, target), {"reduction": _reduction(reduction, size_average, reduce)})
+
+    f.__name__ = name
+    return f
+
+
+mse_loss = _pair_loss("mse_loss")
+l1_loss = _pair_loss("l1_loss")
+
+
+def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
+    return call("smooth_l1_loss", (input, target), {"reduction": _reduction(reduction, size_average, reduce),
+                                                    "beta": beta})
+
+
+def huber_loss(input, target, reduction="mean", delta=1.0):
+    return smooth_l1_loss(input, target, reduction=reduction, beta=delta) * delta
+
+
+def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None, reduction="mean",
+                                     pos_weight=None):
+    _weighted_unsupported(weight, "binary_cross_entropy_with_logits")
+    if pos_weight is not None:
+        raise NotImplementedError("binary_cross_entropy_with_logits: pos_weight is not offered yet")
+    return call("bce_with_logits", (input, target), {"reduction": _reduction(reduction, size_average, reduce)})
+
+
+def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
+    _weighted_unsupported(weight, "binary_cross_entropy")
+    eps_log = lambda x: F.clamp(F.log(x), min=-100.0)  # torch clamps the logs at -100
+    loss = -(target * eps_log(input) + (1 - target) * eps_log(1 - input))
+    r = _reduction(reduction, size_average, reduce)
+    return loss.mean() if r == 0 else loss.sum() if r == 1 else loss
+
+
+def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
+    loss = F.exp(target) * (target - input) if log_target else \
+        F.where(target > 0, target * (F.log(F.clamp(target, min=1e-38)) - input), F.zeros_like(target))
+    if reduction == "batchmean":
+        return loss.sum() / input.shape[0]
+    r = _reduction(reduction, size_average, reduce)
+    return loss.mean() if r == 0 else loss.sum() if r == 1 else loss
+
+
+def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
+    return input / F.clamp(F.norm(input, p, dim, keepdim=True), min=eps).expand_as(input)
+
+
+def cosine_similarity(x1, x2, dim=1, eps=1e-8):
+    n1 = F.clamp(F.norm(x1, 2, dim), min=eps)
+    n2 = F.clamp(F.norm(x2, 2, dim), min=eps)
+    return (x1 * x2).sum(dim) / (n1 * n2)
+
+
+def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False):
+    if dropout_p:
+        raise NotImplementedError("scaled_dot_product_attention: dropout_p is not offered")
+    scale = 1.0 / math.sqrt(query.shape[-1])
+    if attn_mask is not None and attn_mask.dtype is not D.bool_:
+        raise NotImplementedError("scaled_dot_product_attention: only bool masks (True = keep) are offered")
+    mask = None if attn_mask is None else F.logical_not(attn_mask)
+    return call("fused_attention", (query, key, value, mask), {"scale": scale, "causal": builtins.bool(is_causal)})

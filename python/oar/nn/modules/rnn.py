@@ -1,0 +1,138 @@
+"""Recurrent layers with torch's signatures, parameter names (weight_ih_l0, ..._reverse), gate
+order (LSTM i, f, g, o; GRU r, z, n) and initialisation, written with oar's ops so autograd
+gives their gradients."""
+import math
+
+from ... import _creation as C
+from ... import _functions as F
+from .. import functional as NF
+from .. import init
+from ..parameter import Parameter
+from .module import Module
+
+
+class RNNBase(Module):
+    _gates = 1
+
+    def __init__(self, input_size, hidden_size, num_layers=1, bias=True, batch_first=False, dropout=0.0,
+                 bidirectional=False, nonlinearity="tanh", device=None, dtype=None):
+        super().__init__()
+        if dropout:
+            raise NotImplementedError(f"{type(self).__name__}: dropout between layers is not offered yet")
+        if nonlinearity not in ("tanh", "relu"):
+            raise ValueError(f"Unknown nonlinearity '{nonlinearity}'. Select from 'tanh' or 'relu'.")
+        self.input_size, self.hidden_size, self.num_layers = input_size, hidden_size, num_layers
+        self.bias, self.batch_first, self.bidirectional = bias, batch_first, bidirectional
+        self.nonlinearity, self.dropout = nonlinearity, dropout
+        dirs = 2 if bidirectional else 1
+        g = self._gates * hidden_size
+        for layer in range(num_layers):
+            for d in range(dirs):
+                sfx = f"_l{layer}" + ("_reverse" if d else "")
+                isz = input_size if layer == 0 else hidden_size * dirs
+                setattr(self, "weight_ih" + sfx, Parameter(C.empty(g, isz)))
+                setattr(self, "weight_hh" + sfx, Parameter(C.empty(g, hidden_size)))
+                if bias:
+                    setattr(self, "bias_ih" + sfx, Parameter(C.empty(g)))
+                    setattr(self, "bias_hh" + sfx, Parameter(C.empty(g)))
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        std = 1.0 / math.sqrt(self.hidden_size) if self.hidden_size > 0 else 0
+        for p in self.parameters():
+            init.uniform_(p, -std, std)
+
+    def _cell(self, x, state, w_ih, w_hh, b_ih, b_hh):
+        raise NotImplementedError
+
+    def forward(self, input, hx=None):
+        batched = input.dim() == 3
+        if not batched:
+            input = input.unsqueeze(1)
+        elif self.batch_first:
+            input = input.transpose(0, 1)
+        seq, n = input.shape[0], input.shape[1]
+        dirs = 2 if self.bidirectional else 1
+        state0 = self._initial(hx, n, dirs, batched)
+        finals = []
+        layer_in = input
+        for layer in range(self.num_layers):
+            outs = []
+            for d in range(dirs):
+                sfx = f"_l{layer}" + ("_reverse" if d else "")
+                w = [getattr(self, k + sfx, None) for k in ("weight_ih", "weight_hh", "bias_ih", "bias_hh")]
+                state = tuple(s[layer * dirs + d] for s in state0)
+                steps = range(seq - 1, -1, -1) if d else range(seq)
+                ys = [None] * seq
+                for t in steps:
+                    state = self._cell(layer_in[t], state, *w)
+                    ys[t] = state[0]
+                outs.append(F.stack(ys, 0))
+                finals.append(state)
+            layer_in = outs[0] if dirs == 1 else F.cat(outs, 2)
+        out = layer_in
+        if not batched:
+            out = out.squeeze(1)
+        elif self.batch_first:
+            out = out.transpose(0, 1)
+        final = tuple(F.stack([f[k] for f in finals], 0) for k in range(len(finals[0])))
+        if not batched:
+            final = tuple(s.squeeze(1) for s in final)
+        return out, (final if len(final) > 1 else final[0])
+
+    def _initial(self, hx, n, dirs, batched):
+        shape = (self.num_layers * dirs, n, self.hidden_size)
+        if hx is None:
+            return tuple(C.zeros(*shape) for _ in range(self._n_states))
+        hx = hx if isinstance(hx, tuple) else (hx,)
+        return tuple(h if batched else h.unsqueeze(1) for h in hx)
+
+    def extra_repr(self):
+        s = f"{self.input_size}, {self.hidden_size}"
+        if self.num_layers != 1:
+            s += f", num_layers={self.num_layers}"
+        if self.batch_first:
+            s += ", batch_first=True"
+        if self.bidirectional:
+            s += ", bidirectional=True"
+        return s
+
+
+def _affine(x, h, w_ih, w_hh, b_ih, b_hh):
+    return NF.linear(x, w_ih, b_ih), NF.linear(h, w_hh, b_hh)
+
+
+class RNN(RNNBase):
+    _gates, _n_states = 1, 1
+
+    def _cell(self, x, state, w_ih, w_hh, b_ih=None, b_hh=None):
+        a, b = _affine(x, state[0], w_ih, w_hh, b_ih, b_hh)
+        return ((F.tanh if self.nonlinearity == "tanh" else F.relu)(a + b),)
+
+
+class LSTM(RNNBase):
+    _gates, _n_states = 4, 2
+
+    def __init__(self, *args, **kwargs):
+        kwargs.pop("proj_size", 0)
+        super().__init__(*args, **kwargs)
+
+    def _cell(self, x, state, w_ih, w_hh, b_ih=None, b_hh=None):
+        h, c = state
+        a, b = _affine(x, h, w_ih, w_hh, b_ih, b_hh)
+        i, f, g, o = (a + b).chunk(4, 1)
+        c = F.sigmoid(f) * c + F.sigmoid(i) * F.tanh(g)
+        return F.sigmoid(o) * F.tanh(c), c
+
+
+class GRU(RNNBase):
+    _gates, _n_states = 3, 1
+
+    def _cell(self, x, state, w_ih, w_hh, b_ih=None, b_hh=None):
+        h = state[0]
+        a, b = _affine(x, h, w_ih, w_hh, b_ih, b_hh)
+        ar, az, an = a.chunk(3, 1)
+        br, bz, bn = b.chunk(3, 1)
+        r, z = F.sigmoid(ar + br), F.sigmoid(az + bz)
+        n = F.tanh(an + r * bn)
+        return ((1 - z) * n + z * h,)

@@ -1,0 +1,153 @@
+"""oar.optim: torch.optim's classes over the C core's optimizers (one fused update op per
+parameter, torch 1.13's update rules). param_groups are plain dicts as in torch: edit them
+(an LR scheduler does) and the next step uses the new values."""
+from .. import _C
+
+_KINDS = {"SGD": 0, "Adam": 1, "AdamW": 2, "RMSprop": 3, "Adagrad": 4, "LAMB": 5}
+
+
+class Optimizer:
+    _kind = None
+    _c_keys = ("lr", "momentum", "dampening", "nesterov", "weight_decay", "eps", "amsgrad", "alpha", "centered",
+               "lr_decay", "initial_accumulator_value")
+
+    def __init__(self, params, defaults):
+        if isinstance(params, _C.TensorBase):
+            raise TypeError("params argument given to the optimizer should be an iterable of Tensors or dicts, but "
+                            f"got {type(params).__name__}")
+        self.defaults = dict(defaults)
+        self.state = {}
+        self.param_groups = []
+        groups = list(params)
+        if not groups:
+            raise ValueError("optimizer got an empty parameter list")
+        if not isinstance(groups[0], dict):
+            groups = [{"params": groups}]
+        self._c = None
+        for g in groups:
+            self.add_param_group(g)
+
+    def _c_options(self, group):
+        o = {k: group[k] for k in self._c_keys if k in group}
+        if "betas" in group:
+            o["beta1"], o["beta2"] = group["betas"]
+        for k in ("maximize", "foreach", "capturable", "differentiable", "fused"):
+            if group.get(k):
+                raise NotImplementedError(f"{type(self).__name__}: {k}=True is not offered")
+        return o
+
+    def add_param_group(self, param_group):
+        g = dict(param_group)
+        ps = g["params"]
+        g["params"] = [ps] if isinstance(ps, _C.TensorBase) else list(ps)
+        for p in g["params"]:
+            if not isinstance(p, _C.TensorBase):
+                raise TypeError(f"optimizer can only optimize Tensors, but one of the params is {type(p).__name__}")
+            if not p.is_leaf:
+                raise ValueError("can't optimize a non-leaf Tensor")
+        seen = {id(p) for grp in self.param_groups for p in grp["params"]}
+        if any(id(p) in seen for p in g["params"]):
+            raise ValueError("some parameters appear in more than one parameter group")
+        for k, v in self.defaults.items():
+            g.setdefault(k, v)
+        if g.get("lr") is None:
+            raise ValueError(f"{type(self).__name__}: a learning rate (lr) is required")
+        if self._c is None:
+            self._c = _C.Optimizer(g["params"], _KINDS[self._kind], self._c_options(g))
+        else:
+            self._c.add_group(g["params"], self._c_options(g))
+        self.param_groups.append(g)
+
+    def zero_grad(self, set_to_none=True):
+        """Drops every gradient (oar accumulates into a fresh one at the next backward)."""
+        self._c.zero_grad()
+
+    def step(self, closure=None):
+        loss = None
+        if closure is not None:
+            from .._grad_mode import enable_grad
+
+            with enable_grad():
+                loss = closure()
+        for i, g in enumerate(self.param_groups):
+            self._c.set_group(i, self._c_options(g))
+        self._c.step()
+        return loss
+
+    def state_dict(self):
+        groups = [{k: v for k, v in g.items() if k != "params"} for g in self.param_groups]
+        return {"state": {k: v.clone() for k, v in self._c.state().items()}, "param_groups": groups,
+                "steps": self._c.steps()}
+
+    def load_state_dict(self, state_dict):
+        for g, saved in zip(self.param_groups, state_dict["param_groups"]):
+            g.update({k: v for k, v in saved.items() if k != "params"})
+        for name, t in state_dict["state"].items():
+            self._c.load_state(name, t)
+
+    def __repr__(self):
+        s = type(self).__name__ + " ("
+        for i, g in enumerate(self.param_groups):
+            s += f"\nParameter Group {i}"
+            for k in sorted(g):
+                if k != "params":
+                    s += f"\n    {k}: {g[k]}"
+        return s + "\n)"
+
+
+class SGD(Optimizer):
+    _kind = "SGD"
+
+    def __init__(self, params, lr=None, momentum=0, dampening=0, weight_decay=0, nesterov=False, *, maximize=False,
+                 foreach=None, differentiable=False):
+        if lr is not None and lr < 0.0:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        super().__init__(params, dict(lr=lr, momentum=momentum, dampening=dampening, weight_decay=weight_decay,
+                                      nesterov=nesterov, maximize=maximize))
+
+
+class Adam(Optimizer):
+    _kind = "Adam"
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, amsgrad=False, *, foreach=None,
+                 maximize=False, capturable=False, differentiable=False, fused=None):
+        if not 0.0 <= betas[0] < 1.0:
+            raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
+        if not 0.0 <= betas[1] < 1.0:
+            raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
+        super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
+                                      maximize=maximize))
+
+
+class AdamW(Adam):
+    _kind = "AdamW"
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2, amsgrad=False, *,
+                 maximize=False, foreach=None, capturable=False, differentiable=False, fused=None):
+        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, maximize=maximize)
+
+
+class RMSprop(Optimizer):
+    _kind = "RMSprop"
+
+    def __init__(self, params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0, momentum=0, centered=False,
+                 foreach=None, maximize=False, differentiable=False):
+        super().__init__(params, dict(lr=lr, alpha=alpha, eps=eps, weight_decay=weight_decay, momentum=momentum,
+                                      centered=centered, maximize=maximize))
+
+
+class Adagrad(Optimizer):
+    _kind = "Adagrad"
+
+    def __init__(self, params, lr=1e-2, lr_decay=0, weight_decay=0, initial_accumulator_value=0, eps=1e-10,
+                 foreach=None, *, maximize=False, differentiable=False):
+        super().__init__(params, dict(lr=lr, lr_decay=lr_decay, weight_decay=weight_decay,
+                                      initial_accumulator_value=initial_accumulator_value, eps=eps, maximize=maximize))
+
+
+class LAMB(Adam):
+    """LAMB (You et al. 2019), which torch lacks; the C core defines its update."""
+    _kind = "LAMB"
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-6, weight_decay=0):
+        super().__init__(params, lr, betas, eps, weight_decay)

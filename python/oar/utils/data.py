@@ -1,0 +1,241 @@
+"""oar.utils.data: Dataset, TensorDataset, samplers and DataLoader as in torch.utils.data
+(batches are collated in the calling process; shuffling draws from oar's generator)."""
+import collections.abc
+import numbers
+
+from .. import _C
+
+
+class Dataset:
+    def __getitem__(self, index):
+        raise NotImplementedError
+
+    def __add__(self, other):
+        return ConcatDataset([self, other])
+
+
+class IterableDataset(Dataset):
+    def __iter__(self):
+        raise NotImplementedError
+
+
+class TensorDataset(Dataset):
+    def __init__(self, *tensors):
+        if any(t.shape[0] != tensors[0].shape[0] for t in tensors):
+            raise AssertionError("Size mismatch between tensors")
+        self.tensors = tensors
+
+    def __getitem__(self, index):
+        return tuple(t[index] for t in self.tensors)
+
+    def __len__(self):
+        return self.tensors[0].shape[0]
+
+
+class Subset(Dataset):
+    def __init__(self, dataset, indices):
+        self.dataset, self.indices = dataset, list(indices)
+
+    def __getitem__(self, idx):
+        return self.dataset[self.indices[idx]]
+
+    def __len__(self):
+        return len(self.indices)
+
+
+class ConcatDataset(Dataset):
+    def __init__(self, datasets):
+        self.datasets = list(datasets)
+
+    def __len__(self):
+        return sum(len(d) for d in self.datasets)
+
+    def __getitem__(self, idx):
+        if idx < 0:
+            idx += len(self)
+        for d in self.datasets:
+            if idx < len(d):
+                return d[idx]
+            idx -= len(d)
+        raise IndexError("index out of range")
+
+
+def random_split(dataset, lengths, generator=None):
+    from .. import randperm
+
+    n = len(dataset)
+    if all(isinstance(x, float) for x in lengths) and abs(sum(lengths) - 1) < 1e-6:
+        lengths = [int(n * f) for f in lengths]
+        for i in range(n - sum(lengths)):
+            lengths[i % len(lengths)] += 1
+    if sum(lengths) != n:
+        raise ValueError("Sum of input lengths does not equal the length of the input dataset!")
+    perm = randperm(n).tolist()
+    out, off = [], 0
+    for k in lengths:
+        out.append(Subset(dataset, perm[off:off + k]))
+        off += k
+    return out
+
+
+class Sampler:
+    def __init__(self, data_source=None):
+        pass
+
+
+class SequentialSampler(Sampler):
+    def __init__(self, data_source):
+        self.data_source = data_source
+
+    def __iter__(self):
+        return iter(range(len(self.data_source)))
+
+    def __len__(self):
+        return len(self.data_source)
+
+
+class RandomSampler(Sampler):
+    def __init__(self, data_source, replacement=False, num_samples=None, generator=None):
+        self.data_source, self.replacement = data_source, replacement
+        self._num_samples = num_samples
+
+    @property
+    def num_samples(self):
+        return len(self.data_source) if self._num_samples is None else self._num_samples
+
+    def __iter__(self):
+        from .. import randint, randperm
+
+        n = len(self.data_source)
+        if self.replacement:
+            return iter(randint(0, n, (self.num_samples,)).tolist())
+        return iter(randperm(n).tolist()[:self.num_samples])
+
+    def __len__(self):
+        return self.num_samples
+
+
+class BatchSampler(Sampler):
+    def __init__(self, sampler, batch_size, drop_last):
+        if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size <= 0:
+            raise ValueError(f"batch_size should be a positive integer value, but got batch_size={batch_size}")
+        self.sampler, self.batch_size, self.drop_last = sampler, batch_size, drop_last
+
+    def __iter__(self):
+        batch = []
+        for i in self.sampler:
+            batch.append(i)
+            if len(batch) == self.batch_size:
+                yield batch
+                batch = []
+        if batch and not self.drop_last:
+            yield batch
+
+    def __len__(self):
+        n = len(self.sampler)
+        return n // self.batch_size if self.drop_last else (n + self.batch_size - 1) // self.batch_size
+
+
+def default_collate(batch):
+    """Stacks tensors, turns numbers into tensors, and recurses into tuples, lists and dicts."""
+    from .. import stack, tensor
+
+    elem = batch[0]
+    if isinstance(elem, _C.TensorBase):
+        return stack(list(batch), 0)
+    if hasattr(elem, "__array_interface__") and not isinstance(elem, (str, bytes)):
+        return stack([tensor(b) for b in batch], 0)
+    if isinstance(elem, bool):
+        return tensor(batch)
+    if isinstance(elem, numbers.Integral):
+        return tensor(batch)
+    if isinstance(elem, numbers.Real):
+        from .. import float64
+
+        return tensor(batch, dtype=float64)
+    if isinstance(elem, (str, bytes)):
+        return list(batch)
+    if isinstance(elem, collections.abc.Mapping):
+        return {k: default_collate([d[k] for d in batch]) for k in elem}
+    if isinstance(elem, tuple) and hasattr(elem, "_fields"):
+        return type(elem)(*(default_collate(s) for s in zip(*batch)))
+    if isinstance(elem, collections.abc.Sequence):
+        return [default_collate(s) for s in zip(*batch)] if not isinstance(elem, tuple) else \
+            tuple(default_collate(s) for s in zip(*batch))
+    raise TypeError(f"default_collate: batch must contain tensors, numpy arrays, numbers, dicts or lists; found "
+                    f"{type(elem)}")
+
+
+class DataLoader:
+    def __init__(self, dataset, batch_size=1, shuffle=False, sampler=None, batch_sampler=None, num_workers=0,
+                 collate_fn=None, pin_memory=False, drop_last=False, timeout=0, worker_init_fn=None,
+                 multiprocessing_context=None, generator=None, *, prefetch_factor=None, persistent_workers=False,
+                 pin_memory_device=""):
+        if num_workers < 0:
+            raise ValueError("num_workers option should be non-negative; use num_workers=0 to disable "
+                             "multiprocessing.")
+        if sampler is not None and shuffle:
+            raise ValueError("sampler option is mutually exclusive with shuffle")
+        self.dataset, self.num_workers, self.drop_last = dataset, num_workers, drop_last
+        self.batch_size = batch_size
+        if batch_sampler is None:
+            if sampler is None:
+                sampler = RandomSampler(dataset) if shuffle else SequentialSampler(dataset)
+            if batch_size is not None:
+                batch_sampler = BatchSampler(sampler, batch_size, drop_last)
+        self.sampler, self.batch_sampler = sampler, batch_sampler
+        self.collate_fn = collate_fn or (default_collate if batch_sampler is not None else (lambda x: x))
+
+    def __iter__(self):
+        if isinstance(self.dataset, IterableDataset):
+            it = iter(self.dataset)
+            while True:
+                batch = []
+                for _ in range(self.batch_size or 1):
+                    try:
+                        batch.append(next(it))
+                    except StopIteration:
+                        break
+                if not batch or (self.drop_last and len(batch) < self.batch_size):
+                    return
+                yield self.collate_fn(batch)
+        if self.batch_sampler is None:
+            for i in self.sampler:
+                yield self.collate_fn(self.dataset[i])
+            return
+        for idx in self.batch_sampler:
+            yield self.collate_fn([self.dataset[i] for i in idx])
+
+    def __len__(self):
+        return len(self.batch_sampler) if self.batch_sampler is not None else len(self.sampler)
+
+
+class IdxLoader:
+    """Batches of an IDX dataset (MNIST, Fashion-MNIST: images scaled to [0, 1], optionally
+    normalized) from the C core's loader: shuffled by (seed, epoch), prepared by background
+    workers, the same batches `oar train` trains on. Each iteration is the next epoch.
+
+        loader = IdxLoader("train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz", batch_size=64,
+                           shuffle=True, drop_last=True, seed=0, mean=0.2860, std=0.3530)
+        for x, y in loader: ...                 # x [B, 1, 28, 28] float32, y [B] int64
+    """
+
+    def __init__(self, images, labels, batch_size=1, shuffle=False, drop_last=False, seed=0, num_workers=0,
+                 mean=None, std=None):
+        if (mean is None) != (std is None):
+            raise ValueError("IdxLoader: give both mean and std, or neither")
+        self._c = _C.IdxLoader(str(images), str(labels), int(batch_size), bool(shuffle), bool(drop_last), int(seed),
+                               int(num_workers), mean, std)
+        self.batch_size, self.epoch = batch_size, 0
+
+    def __len__(self):
+        return self._c.num_batches()
+
+    def __iter__(self):
+        self._c.start_epoch(self.epoch)
+        self.epoch += 1
+        while True:
+            b = self._c.next()
+            if b is None:
+                return
+            yield b
