@@ -237,6 +237,11 @@ OAR_API void oar_print(const oar_tensor *t);
 OAR_API void oar_scope_begin(void);
 OAR_API void oar_scope_end(void);
 OAR_API oar_tensor *oar_keep(oar_tensor *t);  /* returns t */
+/* For bindings whose objects own their tensors by reference (Python): code run between
+ * suspend and resume sees no open scope, so the tensors it makes belong to it, not to a scope
+ * oar opened around it (a traced function's) that would release them at its end. */
+OAR_API void *oar_scope_suspend(void);
+OAR_API void oar_scope_resume(void *token);
 
 /* ---------------------------------------------------------------- 5. autograd */
 

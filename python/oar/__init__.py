@@ -22,6 +22,8 @@ from ._creation import (arange, as_tensor, empty, empty_like, eye, from_dlpack, 
 from ._grad_mode import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled  # noqa: F401
 from .serialization import load, save  # noqa: F401
 from . import autograd  # noqa: F401
+from . import jit  # noqa: F401
+from .jit import cond, while_loop  # noqa: F401
 from ._mock import mock_torch  # noqa: F401
 
 __version__ = _C.version

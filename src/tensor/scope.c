@@ -147,6 +147,18 @@ oar_tensor *oar_keep(oar_tensor *t) {
     return t;
 }
 
+void *oar_scope_suspend(void) {
+    oar_scope *s = tl_top;
+    tl_top = NULL;
+    return s;
+}
+
+void oar_scope_resume(void *token) {
+    if (tl_top) /* the code in between left scopes open: they end here, as oar_scope_leave does */
+        while (tl_top) pop();
+    tl_top = token;
+}
+
 int64_t oar_scope_enter(void) {
     oar_scope *s = push();
     return s ? s->depth : 0;

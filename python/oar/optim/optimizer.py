@@ -69,10 +69,17 @@ class Optimizer:
 
             with enable_grad():
                 loss = closure()
-        for i, g in enumerate(self.param_groups):
-            self._c.set_group(i, self._c_options(g))
+        self._sync_groups()
+        from .. import jit
+
+        jit._note_optimizer(self)  # a compiled step syncs the groups before each of its runs
         self._c.step()
         return loss
+
+    def _sync_groups(self):
+        """The Python groups' hyper-parameters (an lr schedule's changes) into the C groups."""
+        for i, g in enumerate(self.param_groups):
+            self._c.set_group(i, self._c_options(g))
 
     def state_dict(self):
         groups = [{k: v for k, v in g.items() if k != "params"} for g in self.param_groups]

@@ -7,6 +7,7 @@ from collections import OrderedDict
 from ... import _creation as C
 from ... import _dtype as D
 from ... import _functions as F
+from ..._ops import call
 from .. import functional as NF
 from .. import init
 from ..parameter import Parameter
@@ -164,18 +165,22 @@ class _BatchNorm(Module):
     def forward(self, input):
         if input.dim() not in self._expect:
             raise ValueError(f"expected {' or '.join(f'{d}D' for d in self._expect)} input (got {input.dim()}D input)")
-        factor = 0.0 if self.momentum is None else self.momentum
-        if self.training and self.track_running_stats:
-            from ..._grad_mode import no_grad
-
-            with no_grad():
-                self.num_batches_tracked.add_(1)
-            if self.momentum is None:
-                factor = 1.0 / float(self.num_batches_tracked.item())
+        counting = self.training and self.track_running_stats
         use_batch = self.training or self.running_mean is None
-        return NF.batch_norm(input, self.running_mean if not self.training or self.track_running_stats else None,
-                             self.running_var if not self.training or self.track_running_stats else None,
-                             self.weight, self.bias, use_batch, factor, self.eps)
+        stats = not self.training or self.track_running_stats
+        # momentum=None (a cumulative average) hands the counter to the op, which reads its factor
+        # 1/(count + 1) when it runs, and the increment op then advances it: both are ops, so a
+        # compiled step counts as eager code does (as the C layer)
+        counter = self.num_batches_tracked if counting and self.momentum is None else None
+        out = call("batch_norm", (input, self.weight, self.bias, self.running_mean if stats else None,
+                                  self.running_var if stats else None, counter),
+                   {"training": use_batch, "momentum": -1.0 if self.momentum is None else self.momentum,
+                    "eps": self.eps})
+        if counting:
+            from ... import ops
+
+            ops.increment(self.num_batches_tracked)
+        return out
 
     def extra_repr(self):
         return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "
