@@ -18,6 +18,16 @@ common="--model tiny --data digits --batch 32 --seed 3 --threads 1 --workers 1"
 test_loss() { "$oar" eval --model tiny --data digits --checkpoint "$1" | sed -n 's/.*"test_loss": \([0-9.e+-]*\).*/\1/p'; }
 close() { awk -v a="$1" -v b="$2" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(a > 0 && d <= 1e-4 * a) }'; }
 
+# oar launch: the table of ranks and endpoints, the job's exit status forwarded, bad hosts refused
+"$oar" launch --nproc 2 -- sh -c 'exit 3' > "$dir/launch.log" 2>&1
+rc=$?
+[ $rc -eq 3 ] || fail "oar launch returned $rc for a job exiting 3"
+[ "$(grep -cE '^  [01] +[01] +localhost +localhost:[0-9]+$' "$dir/launch.log")" -eq 2 ] || fail "no table of 2 ranks"
+"$oar" launch --nproc 2 -- sh -c 'test "$PADDLE_TRAINERS_NUM" = 2 && test -n "$OAR_DIST_PORT"' > "$dir/launch.log" 2>&1 ||
+  fail "oar launch did not export PADDLE_TRAINERS_NUM and OAR_DIST_PORT"
+"$oar" launch --nproc 2 --hosts here:1 -- true > "$dir/launch.log" 2>&1
+[ $? -eq 2 ] && grep -q "lists 1 processes, --nproc asks for 2" "$dir/launch.log" || fail "--hosts mismatch not refused"
+
 # 2 ranks x 16 against 1 process x 32: the same run within fp32 rounding; only rank 0 prints
 "$oar" train $common --epochs 4 --quiet --checkpoint "$dir/one.safetensors" > "$dir/one.log" 2>&1 || fail "one process"
 ASAN_OPTIONS=$dp_asan "$oar" train $common --epochs 4 --nproc 2 --checkpoint "$dir/two.safetensors" > "$dir/two.log" 2>&1 || fail "2 ranks"
