@@ -38,9 +38,10 @@ static struct {
     bool running;
     atomic_bool stop;
     atomic_bool ending;      /* every rank passed the final barrier: closing is expected */
-    atomic_int dead;         /* -1 or the first dead rank */
+    atomic_int claimed;      /* -1, or the first dead rank while its message is being written */
+    atomic_int dead;         /* -1 or the first dead rank, set once dead_msg is complete */
     char dead_msg[256];
-} L = {.dead = -1};
+} L = {.claimed = -1, .dead = -1};
 
 static double now_s(void) {
     struct timespec ts;
@@ -70,8 +71,9 @@ static uint32_t pick_address(bool all_local) {
 static void record_death(int peer, const char *fmt, const char *detail) {
     int expected = -1;
     if (atomic_load(&L.ending)) return;
-    if (!atomic_compare_exchange_strong(&L.dead, &expected, peer)) return;
+    if (!atomic_compare_exchange_strong(&L.claimed, &expected, peer)) return;
     snprintf(L.dead_msg, sizeof L.dead_msg, fmt, peer, L.ep_text[peer], detail);
+    atomic_store(&L.dead, peer); /* published after the message: readers see it whole */
     unsigned char notice[5] = {'D', (unsigned char)peer, (unsigned char)(peer >> 8), (unsigned char)(peer >> 16),
                                (unsigned char)(peer >> 24)};
     for (int p = 0; p < L.o.size; p++)
@@ -208,6 +210,7 @@ oar_status oar_liveness_start(const oar_liveness_opts *o) {
     L.o = *o;
     int n = o->size;
     atomic_store(&L.dead, -1);
+    atomic_store(&L.claimed, -1);
     atomic_store(&L.stop, false);
     atomic_store(&L.ending, false);
     L.eps = calloc((size_t)n, sizeof *L.eps);
