@@ -89,6 +89,7 @@ static void data_parallel(void) {
           oar_dist_dp_bucket_numel(dp, 3) == 24 && oar_dist_dp_bucket_params(dp, 2) == 1);
     CHECK_ERR(oar_dist_dp_bucket_params(dp, -1), "expected 0 <= i < 4, got -1");
     oar_tensor *x = oar_randn((int64_t[]){5, 4}, 2, OAR_F32);
+    oar_scope_begin(); /* the steps' temporaries */
     for (int step = 0; step < 2; step++) {
         oar_module_zero_grad(m);
         oar_module_zero_grad(twin);
@@ -108,6 +109,7 @@ static void data_parallel(void) {
           strstr(oar_last_error(), "oar_optimizer_zero_grad"));
     oar_module_zero_grad(m);
     CHECK(oar_dist_dp_backward(dp, oar_sum(oar_forward(m, x), NULL, 0, false)) == OAR_OK); /* recovers */
+    oar_scope_end();
     oar_dist_dp_free(dp);
     /* f64 parameters are refused with the name */
     oar_module *lin = oar_nn_linear(2, 2, false);
