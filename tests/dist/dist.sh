@@ -46,7 +46,8 @@ run 2 buckets; expect_ok "bucket sizes and overlap"
 run 2 train 200 8 "$dir/two_a"; expect_ok "2 ranks, batch 8"
 run 2 train 200 8 "$dir/two_b"; expect_ok "2 ranks, batch 8, again"
 run 3 train 200 8 "$dir/three"; expect_ok "3 ranks, batch 8"
-for pair in "two_a two_b 0 0" "one16 two_a 1e-3 1e-4" "one24 three 1e-3 1e-4"; do
+run 3 train 200 8 "$dir/three_b"; expect_ok "3 ranks, batch 8, again"
+for pair in "two_a two_b 0 0" "three three_b 0 0" "one16 two_a 1e-3 1e-4" "one24 three 1e-3 1e-4"; do
   set -- $pair
   "$worker" compare "$dir/$1" "$dir/$2" "$3" "$4" >"$dir/out" 2>&1 && sed "s|$dir/||g" "$dir/out" || fail "compare $pair"
 done
