@@ -401,6 +401,8 @@ static oar_status mpi_submit(oar_comm *c, oar_dist_work *w) {
     return OAR_OK;
 }
 
+/* Called by a waiter only after w made no progress for the collective timeout, so the progress
+ * thread is not changing w's phase (and its request arrays) meanwhile. */
 static void mpi_describe_pending(oar_comm *c, oar_dist_work *w, char *buf, size_t size) {
     mpi_work *m = w->impl;
     size_t used = 0;
