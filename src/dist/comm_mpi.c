@@ -17,6 +17,7 @@
 #include "dist/comm.h"
 
 #include <limits.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <mpi.h>
 #include <stdio.h>
@@ -41,10 +42,15 @@ typedef struct mpi_work {
     int n_reqs, n_done;
     header mine, *hdrs;
     void *scratch;            /* fixed order: one chunk per rank */
+    size_t scratch_size;
 } mpi_work;
+
+#define POOL 8 /* scratch buffers kept for reuse: a fresh large malloc page-faults every time */
 
 typedef struct mpi_comm {
     MPI_Comm comm;
+    void *pool[POOL];         /* touched by the progress thread only */
+    size_t pool_size[POOL];
     pthread_t thread;
     pthread_mutex_t qmu;
     pthread_cond_t qcv;
@@ -91,12 +97,45 @@ static void add_req(mpi_work *m, MPI_Request r, int peer) {
     m->reqs[m->n_reqs++] = r;
 }
 
-static void free_impl_parts(mpi_work *m) {
+static void *scratch_get(mpi_comm *mc, size_t size, size_t *got) {
+    int best = -1;
+    for (int k = 0; k < POOL; k++)
+        if (mc->pool[k] && mc->pool_size[k] >= size && (best < 0 || mc->pool_size[k] < mc->pool_size[best])) best = k;
+    if (best >= 0) {
+        void *p = mc->pool[best];
+        *got = mc->pool_size[best];
+        mc->pool[best] = NULL;
+        return p;
+    }
+    *got = size;
+    return malloc(size);
+}
+
+static void scratch_put(mpi_comm *mc, void *p, size_t size) {
+    if (!p) return;
+    int slot = -1;
+    for (int k = 0; k < POOL && slot < 0; k++)
+        if (!mc->pool[k]) slot = k;
+    if (slot < 0) { /* full: drop the smallest */
+        slot = 0;
+        for (int k = 1; k < POOL; k++)
+            if (mc->pool_size[k] < mc->pool_size[slot]) slot = k;
+        if (mc->pool_size[slot] > size) {
+            free(p);
+            return;
+        }
+        free(mc->pool[slot]);
+    }
+    mc->pool[slot] = p;
+    mc->pool_size[slot] = size;
+}
+
+static void free_impl_parts(mpi_comm *mc, mpi_work *m) {
     free(m->reqs);
     free(m->req_peer);
     free(m->req_done);
     free(m->hdrs);
-    free(m->scratch);
+    scratch_put(mc, m->scratch, m->scratch_size);
     m->reqs = NULL;
     m->req_peer = NULL;
     m->req_done = NULL;
@@ -114,7 +153,7 @@ static void done(oar_dist_work *w, oar_status st, const char *fmt, ...) {
         vsnprintf(msg, sizeof msg, fmt, ap);
         va_end(ap);
     }
-    free_impl_parts(w->impl);
+    free_impl_parts(((oar_comm *)w->comm)->impl, w->impl);
     oar_dist_work_finish(w, st, "%s", msg);
 }
 
@@ -202,7 +241,8 @@ static bool start(oar_comm *c, mpi_comm *mc, oar_dist_work *w) {
             if (c->size == 1) break;
             int64_t most = chunk_start(d->count, 1, c->size) + 1;
             m->hdrs = calloc((size_t)c->size, sizeof(header));
-            m->scratch = malloc((size_t)c->size * (size_t)most * oar_dist_dtype_size(d->dtype) + 1);
+            m->scratch = scratch_get(mc, (size_t)c->size * (size_t)most * oar_dist_dtype_size(d->dtype) + 1,
+                                     &m->scratch_size);
             if (!m->hdrs || !m->scratch) {
                 done(w, OAR_ERR_OOM, "%s: out of memory for its buffers", w->label);
                 return false;
@@ -300,6 +340,7 @@ static void *progress_main(void *arg) {
     oar_comm *c = arg;
     mpi_comm *mc = c->impl;
     oar_dist_work *active = NULL, **tail = &active;
+    double last_progress = 0;
     for (;;) {
         pthread_mutex_lock(&mc->qmu);
         if (!mc->incoming && !active && !mc->stop) {
@@ -333,7 +374,14 @@ static void *progress_main(void *arg) {
         }
         tail = &active;
         while (*tail) tail = &(*tail)->next;
-        if (active && !progressed) nanosleep(&(struct timespec){0, 20000}, NULL);
+        /* right after progress, poll again at once (yielding the core): a collective's next
+         * message usually follows within microseconds; after 200 us of silence, sleep between
+         * polls so a long backward keeps its core */
+        if (progressed) last_progress = oar_dist_now();
+        if (active && !progressed) {
+            if (oar_dist_now() - last_progress < 200e-6) sched_yield();
+            else nanosleep(&(struct timespec){0, 50000}, NULL);
+        }
     }
     return NULL;
 }
@@ -353,6 +401,8 @@ static oar_status mpi_submit(oar_comm *c, oar_dist_work *w) {
     return OAR_OK;
 }
 
+/* Called by a waiter only after w made no progress for the collective timeout, so the progress
+ * thread is not changing w's phase (and its request arrays) meanwhile. */
 static void mpi_describe_pending(oar_comm *c, oar_dist_work *w, char *buf, size_t size) {
     mpi_work *m = w->impl;
     size_t used = 0;
@@ -374,6 +424,7 @@ static void mpi_shutdown(oar_comm *c, bool clean) {
     pthread_cond_signal(&mc->qcv);
     pthread_mutex_unlock(&mc->qmu);
     pthread_join(mc->thread, NULL);
+    for (int k = 0; k < POOL; k++) free(mc->pool[k]);
     if (clean) MPI_Comm_free(&mc->comm);
 }
 

@@ -241,20 +241,20 @@ static void reset_step(oar_dist_dp *dp) {
 oar_status oar_dist_dp_sync(oar_dist_dp *dp) {
     if (!dp) return oar_error(OAR_ERR_INVALID_ARG, "dist_dp_sync: the handle is NULL");
     double t0 = oar_dist_now();
-    for (int k = 0; k < dp->nb && dp->err == OAR_OK; k++) {
+    /* every bucket is sent, even after an error here: the other ranks send theirs, and the
+     * buckets of later steps must pair with the same step's */
+    for (int k = 0; k < dp->nb; k++) {
         dp_bucket *b = &dp->b[k];
         if (b->work) continue;
         for (int j = 0; j < b->n_params; j++) { /* unused here: zeros, flag 0 */
             dp_param *q = &dp->params[b->first + j];
             if (q->ready) continue;
-            if (q->p->grad) {
+            if (q->p->grad)
                 hook_error(dp, OAR_ERR_STATE, "dist_dp_sync: parameter '%s' holds a gradient from before this "
                            "backward; call oar_optimizer_zero_grad before each backward", q->name);
-                break;
-            }
             oar_tensor_fill(q->view, 0.0);
         }
-        if (dp->err == OAR_OK) launch(dp, b, false);
+        launch(dp, b, false);
     }
     oar_status st = OAR_OK;
     for (int k = 0; k < dp->nb; k++) { /* wait for every launched bucket, even after an error */

@@ -14,6 +14,7 @@ static struct {
     oar_comm *world;
     int local_rank;
     double collective_timeout_s;
+    bool own_mpi; /* oar called MPI_Init, so oar calls MPI_Finalize */
 } G;
 
 oar_comm *oar_dist_world_comm(void) { return G.world; }
@@ -108,10 +109,12 @@ oar_status oar_dist_init(const oar_dist_opts *opts) {
         MPI_Initialized(&inited);
         if (!inited && MPI_Init_thread(NULL, NULL, MPI_THREAD_SERIALIZED, &provided) != MPI_SUCCESS)
             return oar_error(OAR_ERR_IO, "dist_init: MPI_Init_thread failed");
+        G.own_mpi = !inited;
         if (inited) MPI_Query_thread(&provided);
         if (provided < MPI_THREAD_SERIALIZED)
             return oar_error(OAR_ERR_UNSUPPORTED, "dist_init: the MPI library offers thread level %d, oar needs "
-                                                  "MPI_THREAD_SERIALIZED (%d) for its progress thread",
+                                                  "MPI_THREAD_SERIALIZED (%d) for its progress thread (initialise MPI "
+                                                  "with MPI_Init_thread, or let oar_dist_init do it)",
                              provided, MPI_THREAD_SERIALIZED);
         int r = 0, n = 0;
         MPI_Comm_rank(MPI_COMM_WORLD, &r);
@@ -150,7 +153,7 @@ oar_status oar_dist_finalize(void) {
     c->ops->shutdown(c, clean);
     oar_liveness_stop();
 #ifdef OAR_HAVE_MPI
-    if (clean && c->size > 1) MPI_Finalize();
+    if (clean && c->size > 1 && G.own_mpi) MPI_Finalize();
 #endif
     if (clean) {
         free(c->impl);

@@ -32,13 +32,16 @@ static struct {
     int *fd;                 /* per peer; -1 for self */
     double *last_heard;
     bool *said_bye;
+    int *notice_left;        /* per peer: bytes of a 'D' notice still to read (rank, 4 bytes LE) */
+    uint32_t *notice_rank;
     pthread_t thread;
     bool running;
     atomic_bool stop;
     atomic_bool ending;      /* every rank passed the final barrier: closing is expected */
-    atomic_int dead;         /* -1 or the first dead rank */
+    atomic_int claimed;      /* -1, or the first dead rank while its message is being written */
+    atomic_int dead;         /* -1 or the first dead rank, set once dead_msg is complete */
     char dead_msg[256];
-} L = {.dead = -1};
+} L = {.claimed = -1, .dead = -1};
 
 static double now_s(void) {
     struct timespec ts;
@@ -63,12 +66,38 @@ static uint32_t pick_address(bool all_local) {
     return ip;
 }
 
+/* The first death wins; the survivors are told at once ('D' and the rank), so a rank that
+ * sees a peer leave because that peer stopped on the death names the rank that died first. */
 static void record_death(int peer, const char *fmt, const char *detail) {
     int expected = -1;
     if (atomic_load(&L.ending)) return;
-    if (!atomic_compare_exchange_strong(&L.dead, &expected, peer)) return;
+    if (!atomic_compare_exchange_strong(&L.claimed, &expected, peer)) return;
     snprintf(L.dead_msg, sizeof L.dead_msg, fmt, peer, L.ep_text[peer], detail);
+    atomic_store(&L.dead, peer); /* published after the message: readers see it whole */
+    unsigned char notice[5] = {'D', (unsigned char)peer, (unsigned char)(peer >> 8), (unsigned char)(peer >> 16),
+                               (unsigned char)(peer >> 24)};
+    for (int p = 0; p < L.o.size; p++)
+        if (L.fd[p] >= 0 && p != peer) send(L.fd[p], notice, sizeof notice, MSG_DONTWAIT | MSG_NOSIGNAL);
     if (L.o.on_death) L.o.on_death();
+}
+
+/* A peer's bytes: 'H' heartbeats, 'B' its goodbye, 'D' + rank: a death it saw. */
+static void read_bytes(int p, const unsigned char *buf, ssize_t n) {
+    for (ssize_t i = 0; i < n; i++) {
+        if (L.notice_left[p]) {
+            L.notice_rank[p] |= (uint32_t)buf[i] << (8 * (4 - L.notice_left[p]));
+            if (--L.notice_left[p] == 0 && (int)L.notice_rank[p] < L.o.size) {
+                char detail[64];
+                snprintf(detail, sizeof detail, " (rank %d saw it go)", p);
+                record_death((int)L.notice_rank[p], "rank %d (%s) died%s", detail);
+            }
+        } else if (buf[i] == 'B') {
+            L.said_bye[p] = true;
+        } else if (buf[i] == 'D') {
+            L.notice_left[p] = 4;
+            L.notice_rank[p] = 0;
+        }
+    }
 }
 
 static void *liveness_main(void *arg) {
@@ -91,11 +120,11 @@ static void *liveness_main(void *arg) {
         t = now_s();
         for (int p = 0; p < n; p++) {
             if (L.fd[p] < 0) continue;
-            char buf[256];
+            unsigned char buf[256];
             ssize_t got = recv(L.fd[p], buf, sizeof buf, MSG_DONTWAIT);
             if (got > 0) {
                 L.last_heard[p] = t;
-                if (memchr(buf, 'B', (size_t)got)) L.said_bye[p] = true;
+                read_bytes(p, buf, got);
             } else if (got == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
                 close(L.fd[p]);
                 L.fd[p] = -1;
@@ -181,6 +210,7 @@ oar_status oar_liveness_start(const oar_liveness_opts *o) {
     L.o = *o;
     int n = o->size;
     atomic_store(&L.dead, -1);
+    atomic_store(&L.claimed, -1);
     atomic_store(&L.stop, false);
     atomic_store(&L.ending, false);
     L.eps = calloc((size_t)n, sizeof *L.eps);
@@ -188,7 +218,9 @@ oar_status oar_liveness_start(const oar_liveness_opts *o) {
     L.fd = malloc(sizeof(int) * (size_t)n);
     L.last_heard = calloc((size_t)n, sizeof(double));
     L.said_bye = calloc((size_t)n, sizeof(bool));
-    if (!L.eps || !L.ep_text || !L.fd || !L.last_heard || !L.said_bye)
+    L.notice_left = calloc((size_t)n, sizeof(int));
+    L.notice_rank = calloc((size_t)n, sizeof(uint32_t));
+    if (!L.eps || !L.ep_text || !L.fd || !L.last_heard || !L.said_bye || !L.notice_left || !L.notice_rank)
         return oar_error(OAR_ERR_OOM, "dist_init: liveness channel: out of memory");
     for (int p = 0; p < n; p++) L.fd[p] = -1;
 
@@ -254,6 +286,10 @@ void oar_liveness_stop(void) {
     free(L.fd);
     free(L.last_heard);
     free(L.said_bye);
+    free(L.notice_left);
+    free(L.notice_rank);
+    L.notice_left = NULL;
+    L.notice_rank = NULL;
     L.eps = NULL;
     L.ep_text = NULL;
     L.fd = NULL;

@@ -21,7 +21,7 @@ refused() {
   test ! -s "$dir/out" || { echo "flags: 'oar $*' printed: $(cat "$dir/out")"; exit 1; }
   n=$((n + 1))
 }
-for cmd in train eval sample export infer inspect ops profile; do
+for cmd in train eval sample export infer inspect ops profile launch; do
   refused "unknown flag '--bogus'" $cmd --bogus 1
   grep -q "valid flags:" "$dir/err"
 done

@@ -12,11 +12,16 @@ dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 fails=0
 root=""
+# sanitizer builds: ranks under mpirun run without the leak check, since Open MPI keeps memory
+# from MPI_Init to exit in plugins it has unloaded by then (no suppression can name them); the
+# one-process runs below keep it, and ASan's other checks stay on everywhere
+rank_asan="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
 xopt=""
 [ "$(id -u)" -eq 0 ] && root="--allow-run-as-root"
 run() { # run NPROC ARGS...: the job's output in $dir/out, its status in $rc
   np=$1; shift
-  timeout 120 "$mpiexec" $root --oversubscribe $xopt -np "$np" "$worker" "$@" >"$dir/out" 2>&1
+  ASAN_OPTIONS=$rank_asan timeout 120 "$mpiexec" $root --oversubscribe -x ASAN_OPTIONS $xopt -np "$np" "$worker" "$@" \
+    >"$dir/out" 2>&1
   rc=$?
 }
 fail() { echo "dist: FAILED: $*"; sed 's/^/    /' "$dir/out"; fails=$((fails + 1)); }
@@ -41,7 +46,8 @@ run 2 buckets; expect_ok "bucket sizes and overlap"
 run 2 train 200 8 "$dir/two_a"; expect_ok "2 ranks, batch 8"
 run 2 train 200 8 "$dir/two_b"; expect_ok "2 ranks, batch 8, again"
 run 3 train 200 8 "$dir/three"; expect_ok "3 ranks, batch 8"
-for pair in "two_a two_b 0 0" "one16 two_a 1e-3 1e-4" "one24 three 1e-3 1e-4"; do
+run 3 train 200 8 "$dir/three_b"; expect_ok "3 ranks, batch 8, again"
+for pair in "two_a two_b 0 0" "three three_b 0 0" "one16 two_a 1e-3 1e-4" "one24 three 1e-3 1e-4"; do
   set -- $pair
   "$worker" compare "$dir/$1" "$dir/$2" "$3" "$4" >"$dir/out" 2>&1 && sed "s|$dir/||g" "$dir/out" || fail "compare $pair"
 done

@@ -66,8 +66,12 @@ static oar_dataset *synthetic(int64_t n) {
     oar_manual_seed(1234);
     oar_tensor *x = oar_randn((int64_t[]){n, 8}, 2, OAR_F32);
     oar_tensor *w = oar_randn((int64_t[]){8, 4}, 2, OAR_F32);
-    oar_tensor *y = oar_argmax(oar_matmul(x, w), 1, false);
+    oar_tensor *scores = oar_matmul(x, w), *y = oar_argmax(scores, 1, false);
     oar_dataset *d = oar_dataset_tensors(x, y);
+    oar_release(x);
+    oar_release(w);
+    oar_release(scores);
+    oar_release(y);
     return d;
 }
 

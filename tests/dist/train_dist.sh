@@ -11,28 +11,40 @@ export OAR_SHARED_DIR=$shared
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 fails=0
+# sanitizer builds: no leak check in the ranks (Open MPI's plugin allocations; see dist.sh)
+dp_asan="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
 fail() { echo "train_dist: FAILED: $*"; for f in "$dir"/*.log; do echo "  $f:"; sed 's/^/    /' "$f" | tail -15; done; fails=$((fails + 1)); }
 common="--model tiny --data digits --batch 32 --seed 3 --threads 1 --workers 1"
 test_loss() { "$oar" eval --model tiny --data digits --checkpoint "$1" | sed -n 's/.*"test_loss": \([0-9.e+-]*\).*/\1/p'; }
 close() { awk -v a="$1" -v b="$2" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(a > 0 && d <= 1e-4 * a) }'; }
 
+# oar launch: the table of ranks and endpoints, the job's exit status forwarded, bad hosts refused
+"$oar" launch --nproc 2 -- sh -c 'exit 3' > "$dir/launch.log" 2>&1
+rc=$?
+[ $rc -eq 3 ] || fail "oar launch returned $rc for a job exiting 3"
+[ "$(grep -cE '^  [01] +[01] +localhost +localhost:[0-9]+$' "$dir/launch.log")" -eq 2 ] || fail "no table of 2 ranks"
+"$oar" launch --nproc 2 -- sh -c 'test "$PADDLE_TRAINERS_NUM" = 2 && test -n "$OAR_DIST_PORT"' > "$dir/launch.log" 2>&1 ||
+  fail "oar launch did not export PADDLE_TRAINERS_NUM and OAR_DIST_PORT"
+"$oar" launch --nproc 2 --hosts here:1 -- true > "$dir/launch.log" 2>&1
+[ $? -eq 2 ] && grep -q "lists 1 processes, --nproc asks for 2" "$dir/launch.log" || fail "--hosts mismatch not refused"
+
 # 2 ranks x 16 against 1 process x 32: the same run within fp32 rounding; only rank 0 prints
 "$oar" train $common --epochs 4 --quiet --checkpoint "$dir/one.safetensors" > "$dir/one.log" 2>&1 || fail "one process"
-"$oar" train $common --epochs 4 --nproc 2 --checkpoint "$dir/two.safetensors" > "$dir/two.log" 2>&1 || fail "2 ranks"
+ASAN_OPTIONS=$dp_asan "$oar" train $common --epochs 4 --nproc 2 --checkpoint "$dir/two.safetensors" > "$dir/two.log" 2>&1 || fail "2 ranks"
 grep -q "data parallel: 2 ranks of batch 16" "$dir/two.log" || fail "no data parallel line"
 [ "$(grep -c '^epoch 4/4:' "$dir/two.log")" -eq 1 ] || fail "expected one rank to print"
 a=$(test_loss "$dir/one.safetensors"); b=$(test_loss "$dir/two.safetensors")
 close "$a" "$b" && echo "train_dist: test loss one process $a, 2 ranks $b" || fail "test loss $a vs $b"
 
 # stopped after epoch 2 with 2 ranks, resumed in one process: ends where the uninterrupted run does
-"$oar" train $common --epochs 4 --steps 88 --nproc 2 --checkpoint "$dir/part.safetensors" > "$dir/part.log" 2>&1 || fail "part"
+ASAN_OPTIONS=$dp_asan "$oar" train $common --epochs 4 --steps 88 --nproc 2 --checkpoint "$dir/part.safetensors" > "$dir/part.log" 2>&1 || fail "part"
 "$oar" train $common --epochs 4 --resume --checkpoint "$dir/part.safetensors" > "$dir/resume.log" 2>&1 || fail "resume"
 grep -q "resumed from .* at step 88" "$dir/resume.log" || fail "did not resume at step 88"
 c=$(test_loss "$dir/part.safetensors")
 close "$a" "$c" && echo "train_dist: resumed with another N: test loss $c" || fail "resumed test loss $c vs $a"
 
 # rank 0 (the one that writes checkpoints) SIGKILLed mid-training
-"$oar" train $common --epochs 100000 --nproc 2 --checkpoint "$dir/kill.safetensors" > "$dir/kill.log" 2>&1 &
+ASAN_OPTIONS=$dp_asan "$oar" train $common --epochs 100000 --nproc 2 --checkpoint "$dir/kill.safetensors" > "$dir/kill.log" 2>&1 &
 job=$!
 for i in $(seq 1 200); do [ -f "$dir/kill.safetensors" ] && break; sleep 0.05; done
 sleep 0.3
@@ -52,7 +64,7 @@ else
   [ $took -lt 5000 ] || fail "the job took $took ms to stop"
   echo "train_dist: rank 0 killed; the job stopped after $took ms: $(grep -o 'rank 1: dist: rank 0 ([^)]*) died' "$dir/kill.log")"
   "$oar" eval --model tiny --data digits --checkpoint "$dir/kill.safetensors" > /dev/null 2>&1 || fail "the checkpoint is damaged"
-  "$oar" train $common --epochs 100000 --steps 1 --nproc 2 --resume --checkpoint "$dir/kill.safetensors" > "$dir/resume2.log" 2>&1 &&
+  ASAN_OPTIONS=$dp_asan "$oar" train $common --epochs 100000 --steps 1 --nproc 2 --resume --checkpoint "$dir/kill.safetensors" > "$dir/resume2.log" 2>&1 &&
     grep -q "resumed from" "$dir/resume2.log" || fail "resume after the kill"
 fi
 if [ $fails -ne 0 ]; then exit 1; fi

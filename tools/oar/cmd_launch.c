@@ -159,18 +159,15 @@ int oar_cli_launch(int nproc, const char *hosts, int port, char **prog) {
 int oar_cmd_launch(int argc, char **argv) {
     int nproc = 0, port = 0, dash = -1;
     const char *hosts = NULL;
-    for (int i = 1; i < argc; i++)
-        if (!strcmp(argv[i], "--")) {
-            dash = i;
-            break;
-        }
-    if (dash < 0 || dash + 1 >= argc) {
-        fprintf(stderr, "oar launch: expected '--' and the program to run after the options\n");
+    for (int i = 1; i < argc && dash < 0; i++)
+        if (!strcmp(argv[i], "--")) dash = i;
+    static const cli_flag flags[] = {{"--nproc", CLI_COUNT}, {"--hosts", CLI_TEXT}, {"--port", CLI_COUNT}};
+    if (cli_check_flags("launch", dash < 0 ? argc : dash, argv, flags, CLI_N_FLAGS(flags), 0)) {
         usage();
         return 2;
     }
-    static const cli_flag flags[] = {{"--nproc", CLI_COUNT}, {"--hosts", CLI_TEXT}, {"--port", CLI_COUNT}};
-    if (cli_check_flags("launch", dash, argv, flags, CLI_N_FLAGS(flags), 0)) {
+    if (dash < 0 || dash + 1 >= argc) {
+        fprintf(stderr, "oar launch: expected '--' and the program to run after the options\n");
         usage();
         return 2;
     }

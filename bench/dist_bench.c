@@ -1,0 +1,153 @@
+/* Distributed benchmarks (bench/dist.sh runs them; docs/dist.md has the results). JSON lines.
+ *   dist_bench allreduce            per size: raw MPI_Allreduce on the main thread, oar's
+ *                                   fixed rank-order allreduce and oar's MPI allreduce (both
+ *                                   through the progress thread); median of 20, bus bandwidth
+ *   dist_bench train MODEL B STEPS  data-parallel training steps of a zoo model on random data at
+ *                                   per-rank batch B: samples/s over all ranks, and how much of
+ *                                   the bucket communication was hidden behind backward
+ * Run under mpirun (any N, 1 included); 1 thread per rank. */
+#include "oar.h"
+
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n) {
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return v[n / 2];
+}
+
+static void die(const char *what) {
+    fprintf(stderr, "dist_bench: %s: %s\n", what, oar_last_error());
+    exit(1);
+}
+
+static int allreduce(void) {
+    int n = oar_dist_world_size(), r = oar_dist_rank();
+    const int64_t sizes[] = {1024, 16384, 262144, 2097152, 8388608}; /* floats: 4 KiB .. 32 MiB */
+    enum { REPS = 20 };
+    for (int s = 0; s < 5; s++) {
+        int64_t count = sizes[s];
+        oar_tensor *t = oar_randn(&count, 1, OAR_F32);
+        double raw[REPS], fixed[REPS], mpi[REPS];
+        for (int k = -2; k < REPS; k++) { /* two warm-ups */
+            MPI_Barrier(MPI_COMM_WORLD);
+            double t0 = now();
+            MPI_Allreduce(MPI_IN_PLACE, oar_data(t), (int)count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+            if (k >= 0) raw[k] = now() - t0;
+        }
+        for (int k = -2; k < REPS; k++) {
+            if (oar_dist_wait(oar_dist_barrier()) != OAR_OK) die("barrier");
+            double t0 = now();
+            if (oar_dist_wait(oar_dist_allreduce(t, OAR_DIST_AVG, true)) != OAR_OK) die("allreduce");
+            if (k >= 0) fixed[k] = now() - t0;
+        }
+        for (int k = -2; k < REPS; k++) {
+            if (oar_dist_wait(oar_dist_barrier()) != OAR_OK) die("barrier");
+            double t0 = now();
+            if (oar_dist_wait(oar_dist_allreduce(t, OAR_DIST_AVG, false)) != OAR_OK) die("allreduce");
+            if (k >= 0) mpi[k] = now() - t0;
+        }
+        double bytes = 4.0 * (double)count, f = n > 1 ? 2.0 * (n - 1) / n : 1.0;
+        double mr = median(raw, REPS), mf = median(fixed, REPS), mm = median(mpi, REPS);
+        if (r == 0)
+            printf("{\"bench\": \"allreduce\", \"ranks\": %d, \"bytes\": %.0f, \"raw_mpi_us\": %.1f, \"oar_fixed_us\": %.1f, "
+                   "\"oar_mpi_us\": %.1f, \"raw_mpi_busbw_GBs\": %.3f, \"oar_fixed_busbw_GBs\": %.3f, "
+                   "\"oar_mpi_busbw_GBs\": %.3f, \"fixed_vs_raw\": %.3f, \"spread_fixed_us\": [%.1f, %.1f]}\n",
+                   n, bytes, 1e6 * mr, 1e6 * mf, 1e6 * mm, bytes / mr * f / 1e9, bytes / mf * f / 1e9,
+                   bytes / mm * f / 1e9, mr / mf, 1e6 * fixed[0], 1e6 * fixed[REPS - 1]);
+        oar_release(t);
+    }
+    return 0;
+}
+
+static int train(const char *name, int64_t batch, int steps) {
+    const oar_zoo_info *info = oar_zoo_find(name);
+    if (!info) die("unknown model");
+    oar_manual_seed(1);
+    oar_module *m = oar_zoo_create(name, NULL);
+    if (!m) die("model");
+    oar_dist_dp *dp = oar_dist_data_parallel(m, NULL);
+    if (!dp) die("data_parallel");
+    oar_optim_opts oo = oar_optim_defaults(OAR_OPTIM_SGD);
+    oo.lr = 0.01;
+    oo.momentum = 0.9;
+    oar_optimizer *opt = oar_optimizer_for(m, &oo);
+    oar_manual_seed(100 + (uint64_t)oar_dist_rank());
+    oar_tensor *x, *y;
+    int64_t t = info->context ? info->context : 1;
+    if (info->input == OAR_ZOO_TOKENS) {
+        x = oar_randint(0, info->num_classes, (int64_t[]){batch, t}, 2, OAR_I64);
+        y = oar_randint(0, info->num_classes, (int64_t[]){batch * t}, 1, OAR_I64);
+    } else {
+        int64_t side = info->in_channels == 1 ? 28 : 32; /* the zoo's images: MNIST-like or CIFAR-like */
+        int64_t img[] = {batch, info->in_channels, side, side}, feat[] = {batch, info->in_channels};
+        x = info->input == OAR_ZOO_IMAGE ? oar_randn(img, 4, OAR_F32) : oar_randn(feat, 2, OAR_F32);
+        y = oar_randint(0, info->num_classes, (int64_t[]){batch}, 1, OAR_I64);
+    }
+    double *times = malloc(sizeof(double) * (size_t)steps);
+    oar_dist_dp_stats before = {0};
+    for (int k = -3; k < steps; k++) {
+        if (k == 0) oar_dist_dp_get_stats(dp, &before);
+        double t0 = now();
+        oar_scope_begin();
+        oar_optimizer_zero_grad(opt);
+        oar_tensor *logits = oar_forward(m, x);
+        if (info->input == OAR_ZOO_TOKENS) logits = oar_reshape(logits, (int64_t[]){batch * t, info->num_classes}, 2);
+        if (oar_dist_dp_backward(dp, oar_cross_entropy(logits, y, NULL)) != OAR_OK) die("step");
+        if (oar_optimizer_step(opt) != OAR_OK) die("optimizer");
+        oar_scope_end();
+        if (k >= 0) times[k] = now() - t0;
+    }
+    oar_dist_dp_stats after;
+    oar_dist_dp_get_stats(dp, &after);
+    double med = median(times, steps), comm = after.comm_seconds - before.comm_seconds;
+    double exposed = after.exposed_seconds - before.exposed_seconds;
+    int n = oar_dist_world_size();
+    if (oar_dist_rank() == 0)
+        printf("{\"bench\": \"train\", \"model\": \"%s\", \"ranks\": %d, \"batch_per_rank\": %lld, \"step_ms\": %.2f, "
+               "\"step_ms_spread\": [%.2f, %.2f], \"samples_per_s\": %.1f, \"buckets\": %d, \"comm_ms_per_step\": %.3f, "
+               "\"exposed_ms_per_step\": %.3f, \"hidden_fraction\": %.3f}\n",
+               name, n, (long long)batch, 1e3 * med, 1e3 * times[0], 1e3 * times[steps - 1],
+               (double)(n * batch) / med, after.n_buckets, 1e3 * comm / steps, 1e3 * exposed / steps,
+               comm > 0 ? 1.0 - exposed / comm : 0.0);
+    free(times);
+    oar_release(x);
+    oar_release(y);
+    oar_dist_dp_free(dp);
+    oar_optimizer_free(opt);
+    oar_module_free(m);
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    oar_set_num_threads(1);
+    if (oar_dist_init(NULL) != OAR_OK) die("init");
+    int rc = 2;
+    if (argc >= 2 && !strcmp(argv[1], "allreduce")) {
+        if (oar_dist_world_size() < 2) {
+            fprintf(stderr, "dist_bench allreduce: run it under mpirun with 2 or more ranks\n");
+            return 2;
+        }
+        rc = allreduce();
+    } else if (argc >= 5 && !strcmp(argv[1], "train")) {
+        rc = train(argv[2], atoll(argv[3]), atoi(argv[4]));
+    } else {
+        fprintf(stderr, "usage: dist_bench allreduce | train MODEL BATCH STEPS\n");
+    }
+    if (oar_dist_finalize() != OAR_OK) die("finalize");
+    return rc;
+}
