@@ -100,7 +100,7 @@ static void cvt_range(void *ctx, int64_t lo, int64_t hi) {
 }
 
 /* dst <- src between contiguous tensors of equal numel, one f32 and the other f16/bf16. */
-static void convert(oar_tensor *dst, const oar_tensor *src) {
+void oar_cpu_convert_half(oar_tensor *dst, const oar_tensor *src) {
     bool widen = dst->dtype == OAR_F32;
     cvt_job j = {oar_tensor_ptr(dst), oar_tensor_ptr(src), widen ? src->dtype : dst->dtype, widen};
     if (dst->numel >= 2 * CVT_GRAIN) oar_parallel_for(dst->numel, CVT_GRAIN, cvt_range, &j);
@@ -119,7 +119,7 @@ static bool cast_supports(oar_tensor *const *in, int n_in, oar_tensor *const *ou
 static oar_status cast_half(const oar_kctx *ctx, oar_tensor *const *in, int n_in, oar_tensor *const *out, int n_out,
                             const oar_attr *a) {
     (void)ctx, (void)n_in, (void)n_out, (void)a;
-    convert(out[0], in[0]);
+    oar_cpu_convert_half(out[0], in[0]);
     return OAR_OK;
 }
 
@@ -127,7 +127,7 @@ static oar_status cast_half(const oar_kctx *ctx, oar_tensor *const *in, int n_in
 static oar_tensor *widened(const oar_tensor *t) {
     oar_tensor *w = oar_tensor_new(OAR_F32, t->shape, t->ndim);
     if (w) {
-        if (t->contiguous) convert(w, t);
+        if (t->contiguous) oar_cpu_convert_half(w, t);
         else oar_tensor_copy_strided(w, t);
     }
     return w;
@@ -165,7 +165,7 @@ static oar_status via_f32(oar_op_id op, const oar_kctx *ctx, oar_tensor *const *
         }
     }
     for (int o = 0; o < n_out && st == OAR_OK && in_f32; o++)
-        if (wout[o]) convert(out[o], wout[o]);
+        if (wout[o]) oar_cpu_convert_half(out[o], wout[o]);
     for (int i = 0; i < n_in && st == OAR_OK && in_f32; i++)
         if (win[i] && i < 32 && ((d->mutated_inputs >> i) & 1u)) oar_tensor_copy_strided(in[i], win[i]);
     for (int i = 0; i < OAR_MAX_INPUTS; i++) oar_tensor_unref(win[i]);
