@@ -71,6 +71,8 @@ OAR_API oar_dtype oar_autocast_dtype(void);     /* its dtype; OAR_F32 outside */
  * f16/bf16. */
 OAR_API int oar_amp_op_class(const char *op, oar_dtype dtype);
 OAR_API const char *oar_amp_class_name(oar_amp_class c); /* "follow", "low", "fp32", "promote" */
+/* The low-precision path this CPU gets at the current ISA cap, in words (oar info prints it). */
+OAR_API const char *oar_amp_cpu_path(oar_dtype dtype);
 
 /* ---- dynamic loss scaling (torch.cuda.amp.GradScaler / paddle.amp.GradScaler) */
 typedef struct oar_grad_scaler_opts {

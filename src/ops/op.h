@@ -167,6 +167,8 @@ typedef struct oar_kernel_entry {
 oar_status oar_register_kernel(oar_op_id op, oar_kernel_entry e);
 /* Kernels of op, best first (reference included). */
 int oar_op_kernels(oar_op_id op, const oar_kernel_entry **out);
+/* The same during registration (from an init function: no oar_init). */
+int oar_op_kernels_so_far(oar_op_id op, const oar_kernel_entry **out);
 /* Selects the kernel dispatch would use, or NULL (error set). */
 const oar_kernel_entry *oar_select_kernel(oar_op_id op, oar_tensor *const *in, int n_in,
                                           oar_tensor *const *out, int n_out, const oar_attr *attrs);

@@ -715,6 +715,45 @@ static void cuda_grad_check(int op, const input_spec *specs, int n_in, const oar
     }
 }
 
+/* Whether op has a CPU kernel besides the reference for dt (the low-precision pass tests those). */
+static bool has_fast_kernel(int op, oar_dtype dt) {
+    const oar_kernel_entry *ks;
+    int nk = oar_op_kernels((oar_op_id)op, &ks);
+    for (int k = 0; k < nk; k++)
+        if (ks[k].device == OAR_CPU && strcmp(ks[k].impl, "reference") != 0 && (ks[k].dtypes & OAR_DTYPE_BIT(dt)))
+            return true;
+    return false;
+}
+
+/* The low-precision pass (AMP's kernels): a case whose float inputs take the pass dtype runs
+ * again at f16 and bf16 where the op has a fast kernel for them, compared with the reference at
+ * PyTorch's tolerances for those dtypes (bf16 1.6e-2, f16 1e-3, doubled: the kernels round an f32
+ * result, the reference a double one). Cases the op's inference refuses at that dtype (inputs it
+ * wants f32) are left out. */
+static void run_low_precision(const sweep_case *c, int op, const input_spec *specs, int n_in, const oar_attr *attrs,
+                              int case_no) {
+    static const oar_dtype dts[2] = {OAR_BF16, OAR_F16};
+    for (int p = 0; p < 2; p++) {
+        if (!has_fast_kernel(op, dts[p])) continue;
+        oar_tensor *in[OAR_MAX_INPUTS];
+        for (int i = 0; i < n_in; i++) in[i] = make_input(&specs[i], dts[p]);
+        oar_meta meta[OAR_MAX_OUTPUTS];
+        int n_out = 0;
+        bool ok = oar_op_infer((oar_op_id)op, in, n_in, attrs, meta, &n_out) == OAR_OK;
+        for (int i = 0; i < n_in; i++) oar_tensor_unref(in[i]);
+        oar_clear_error();
+        if (!ok) continue;
+        sweep_case lc = *c;
+        double tol = dts[p] == OAR_BF16 ? 3.2e-2 : 2e-3;
+        if (lc.tol < tol) lc.tol = tol;
+        char label[256];
+        snprintf(label, sizeof label, "%s(%s | %s) %s", c->op, c->inputs, c->attrs ? c->attrs : "",
+                 oar_dtype_name(dts[p]));
+        g_seed = 0x9E3779B97F4A7C15ULL ^ (uint64_t)(case_no * 7919 + 1);
+        run_kernels(&lc, op, specs, n_in, attrs, dts[p], label);
+    }
+}
+
 static void run_case(const sweep_case *c, int case_no) {
     int op = oar_op_find(c->op);
     if (op < 0) {
@@ -740,6 +779,7 @@ static void run_case(const sweep_case *c, int case_no) {
         g_seed = 0x9E3779B97F4A7C15ULL ^ (uint64_t)(case_no * 7919 + 1);
         run_kernels(c, op, specs, n_in, attrs, pass_dt[p], label);
     }
+    if (has_float_kind && !g_cuda_only) run_low_precision(c, op, specs, n_in, attrs, case_no);
     bool differentiable = has_float_kind && !(d->flags & OAR_OPF_NONDIFF) && d->grad && !(c->flags & SWEEP_NO_GRAD);
     bool empty = false; /* a case written with a zero-size batch counts as one of the pass */
     for (int i = 0; i < n_in; i++)

@@ -19,7 +19,7 @@ static const cli_flag PEAK[] = {{"--workload", CLI_TEXT}, {"--json", CLI_NONE}, 
 static const cli_flag MODEL[] = {{"--workload", CLI_TEXT}, {"--json", CLI_NONE},        {"--mode", CLI_TEXT},
                                  {"--threads", CLI_COUNT}, {"--batch", CLI_COUNT},      {"--steps", CLI_COUNT},
                                  {"--disable-pass", CLI_TEXT}, {"--profile", CLI_TEXT}, {"--device", CLI_TEXT},
-                                 {"--context", CLI_COUNT}};
+                                 {"--amp", CLI_TEXT},      {"--amp-dtype", CLI_TEXT},  {"--context", CLI_COUNT}};
 
 int oar_cmd_bench(int argc, char **argv) {
     const char *w = cli_flag_value(argc, argv, "--workload");

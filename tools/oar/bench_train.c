@@ -41,6 +41,7 @@ typedef struct bench_state {
     const char *name;
     oar_jit *jit; /* --mode static: the step compiled */
     oar_device dev;
+    oar_autocast_opts amp; /* --amp O1: the forward under autocast (enabled false: f32) */
 } bench_state;
 
 /* The workload's model, optimizer and fixed random batch of batch samples (sequences of
@@ -105,10 +106,15 @@ static oar_status step_fn(void *user, oar_tensor *const *in, int n_in, oar_tenso
     bench_state *b = user;
     oar_optimizer_zero_grad(b->opt);
     oar_profiler_range_push("forward"); /* forward and loss: a phase of the profiler's overview */
+    if (b->amp.enabled && oar_autocast_begin(&b->amp) != OAR_OK) {
+        oar_profiler_range_pop();
+        return oar_last_status();
+    }
     oar_tensor *loss;
     if (b->h) { /* truncated BPTT: the state carries over, detached */
         oar_tensor *hin[3] = {in[0], oar_detach(in[2]), oar_detach(in[3])}, *o[3];
         if (oar_forward_n(b->m, hin, 3, o, 3) != OAR_OK) {
+            if (b->amp.enabled) oar_autocast_end();
             oar_profiler_range_pop();
             return oar_last_status();
         }
@@ -122,6 +128,7 @@ static oar_status step_fn(void *user, oar_tensor *const *in, int n_in, oar_tenso
     } else {
         loss = oar_cross_entropy(oar_forward(b->m, in[0]), in[1], NULL);
     }
+    if (b->amp.enabled) oar_autocast_end();
     oar_profiler_range_pop();
     oar_status st = loss ? oar_backward(loss, NULL, false) : oar_last_status();
     if (st == OAR_OK && b->h) st = oar_clip_grad_norm(b->params, b->n_params, 0.25, 2.0, NULL);
@@ -214,12 +221,23 @@ int oar_bench_train(int argc, char **argv) {
         fprintf(stderr, "oar bench: unknown --profile '%s'; expected timer or full\n", profile);
         return 2;
     }
+    /* --amp O1 [--amp-dtype bf16|fp16]: autocast around the forward (no loss scaling is timed) */
+    const char *amp = cli_flag_value(argc, argv, "--amp"), *amp_dt = cli_flag_value(argc, argv, "--amp-dtype");
+    if ((amp && strcmp(amp, "O1") != 0) || (amp_dt && (!amp || (strcmp(amp_dt, "bf16") && strcmp(amp_dt, "fp16"))))) {
+        fprintf(stderr, "oar bench: expected --amp O1 and --amp-dtype bf16 or fp16 (O2's master weights: time "
+                        "oar train --amp O2), got --amp %s --amp-dtype %s\n", amp ? amp : "(none)", amp_dt ? amp_dt : "(none)");
+        return 2;
+    }
     int steps = st_s ? atoi(st_s) : w->default_steps, warmup = 3;
     bench_state b;
     if (setup(w->name, batch, context, dev, &b) != OAR_OK) {
         fprintf(stderr, "oar bench: %s\n", oar_last_error());
         teardown(&b);
         return 1;
+    }
+    if (amp) {
+        b.amp = oar_autocast_defaults();
+        b.amp.dtype = amp_dt && !strcmp(amp_dt, "fp16") ? OAR_F16 : OAR_BF16;
     }
     if (statik) {
         oar_jit_opts jo = {.module = b.m, .optimizer = b.opt};
@@ -277,6 +295,7 @@ int oar_bench_train(int argc, char **argv) {
            med, t[0], t[steps - 1], (double)batch / med * 1e3);
     if (w->tokens) printf(", \"tokens_per_s\": %.1f", (double)items / med * 1e3);
     if (profile) printf(", \"profile\": \"%s\"", profile);
+    if (amp) printf(", \"amp\": \"O1 %s\"", oar_dtype_name(b.amp.dtype));
     printf(", \"peak_alloc_mb\": %.2f, \"peak_rss_mb\": %.1f}\n", (double)peak_alloc / (1 << 20),
            (double)ru.ru_maxrss / 1024.0);
     free(t);

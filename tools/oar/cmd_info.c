@@ -55,6 +55,10 @@ static void print_json(const oar_library_info *libs, int n) {
     json_string(oar_cpu_isa_name(cap));
     printf(", \"isa_source\": ");
     json_string(isa_source());
+    printf("}, \"amp\": {\"bf16\": ");
+    json_string(oar_amp_cpu_path(OAR_BF16));
+    printf(", \"f16\": ");
+    json_string(oar_amp_cpu_path(OAR_F16));
     printf("}, \"threads\": %d, \"libraries\": [", oar_get_num_threads());
     for (int i = 0; i < n; i++) {
         const oar_library_info *l = &libs[i];
@@ -80,6 +84,7 @@ static void print_text(const oar_library_info *libs, int n) {
     printf("isa:      %s (cap; %s); the CPU has %s\n", oar_cpu_isa_name(cap), isa_source(),
            oar_cpu_isa_name(oar_cpu_isa_native()));
     printf("threads:  %d\n", oar_get_num_threads());
+    printf("amp:      bf16 %s; f16 %s\n", oar_amp_cpu_path(OAR_BF16), oar_amp_cpu_path(OAR_F16));
     printf("libraries:\n");
     for (int i = 0; i < n; i++) {
         const oar_library_info *l = &libs[i];

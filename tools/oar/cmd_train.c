@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 /* The optimizer the options name (train_recipe_apply filled in the model's defaults). */
-static oar_optimizer *make_optimizer(const train_opts *o, oar_module *m, const char **kind_name) {
+static oar_optimizer *make_optimizer(const train_opts *o, oar_module *m, oar_amp_masters *w, const char **kind_name) {
     const char *k = o->optimizer;
     oar_optim_kind kind = !strcmp(k, "adam") ? OAR_OPTIM_ADAM : !strcmp(k, "adamw") ? OAR_OPTIM_ADAMW
                         : !strcmp(k, "sgd") ? OAR_OPTIM_SGD : (oar_optim_kind)-1;
@@ -24,7 +24,7 @@ static oar_optimizer *make_optimizer(const train_opts *o, oar_module *m, const c
     if (o->lr > 0) oo.lr = o->lr;
     if (o->weight_decay >= 0) oo.weight_decay = o->weight_decay;
     *kind_name = k;
-    return oar_optimizer_for(m, &oo);
+    return w ? oar_amp_masters_optimizer(w, &oo) : oar_optimizer_for(m, &oo);
 }
 
 /* One training step as a function of the batch, so the same code runs eagerly or, with
@@ -33,22 +33,35 @@ typedef struct step_ctx {
     oar_module *m;
     const train_data *d;
     oar_optimizer *opt;
-    oar_tensor *const *params;
+    oar_tensor *const *params; /* what the clip sees: the f32 masters under O2 */
     int n_params;
     double clip, label_smoothing;
-    oar_dist_dp *dp;      /* several ranks: gradients averaged in buckets during backward */
+    oar_dist_dp *dp;              /* several ranks: gradients averaged in buckets during backward */
+    const oar_autocast_opts *amp; /* NULL: f32 */
+    oar_amp_masters *masters;     /* O2 */
+    oar_grad_scaler *scaler;      /* fp16 */
 } step_ctx;
 
+/* Mixed precision: the forward under autocast; the scaled loss backward; under O2 the gradients
+ * move to the f32 masters; the scaler unscales before the clip and skips steps with inf/nan. */
 static oar_status train_step_fn(void *user, oar_tensor *const *in, int n_in, oar_tensor **out, int n_out) {
     step_ctx *c = user;
     oar_optimizer_zero_grad(c->opt);
     oar_profiler_range_push("forward");
+    oar_status st = c->amp ? oar_autocast_begin(c->amp) : OAR_OK;
+    if (st != OAR_OK) return st;
     oar_tensor *loss = train_loss(c->m, c->d, in[0], in[1], c->label_smoothing, NULL);
+    if (c->amp) oar_autocast_end();
     oar_profiler_range_pop();
-    oar_status st = !loss ? oar_last_status() : c->dp ? oar_dist_dp_backward(c->dp, loss)
-                                                        : oar_backward(loss, NULL, false);
+    oar_tensor *root = loss && c->scaler ? oar_grad_scaler_scale(c->scaler, loss) : loss;
+    st = !root ? oar_last_status() : c->dp ? oar_dist_dp_backward(c->dp, root) : oar_backward(root, NULL, false);
+    if (st == OAR_OK && c->masters) st = oar_amp_masters_sync_grads(c->masters);
+    if (st == OAR_OK && c->scaler && c->clip > 0) st = oar_grad_scaler_unscale(c->scaler, c->opt);
     if (st == OAR_OK && c->clip > 0) st = oar_clip_grad_norm(c->params, c->n_params, c->clip, 2.0, NULL);
-    if (st == OAR_OK) st = oar_optimizer_step(c->opt);
+    bool skipped = false;
+    if (st == OAR_OK) st = c->scaler ? oar_grad_scaler_step(c->scaler, c->opt, &skipped) : oar_optimizer_step(c->opt);
+    if (st == OAR_OK && c->masters && !skipped) st = oar_amp_masters_sync_params(c->masters);
+    if (st == OAR_OK && c->scaler) st = oar_grad_scaler_update(c->scaler);
     out[0] = loss;
     (void)n_in;
     (void)n_out;
@@ -95,14 +108,39 @@ int oar_cmd_train(int argc, char **argv) {
     FILE *metrics = NULL;
     oar_jit *jit = NULL;
     oar_dist_dp *dp = NULL;
+    oar_amp_masters *masters = NULL;
+    oar_grad_scaler *scaler = NULL;
+    oar_autocast_opts amp = oar_autocast_defaults();
+    bool use_amp = o.amp && strcmp(o.amp, "O0") != 0;
+    amp.level = use_amp && !strcmp(o.amp, "O2") ? OAR_AMP_O2 : OAR_AMP_O1;
+    amp.dtype = o.amp_dtype && strcmp(o.amp_dtype, "bf16") != 0 ? OAR_F16 : OAR_BF16;
     int rc = 1;
     char ckpt[512];
     snprintf(ckpt, sizeof ckpt, "%s", o.checkpoint ? o.checkpoint : "");
     if (!*ckpt) snprintf(ckpt, sizeof ckpt, "oar-%s.safetensors", o.model);
 
     if (train_data_open(&o, &d) != OAR_OK || !(m = train_model_create(&o, &d))) goto fail;
+    bool compiled = o.mode && !strcmp(o.mode, "static");
+    if (use_amp && compiled && (amp.level == OAR_AMP_O2 || amp.dtype == OAR_F16)) {
+        /* the scaler's skip and O2's master copies are host decisions, made between the ops */
+        oar_set_error(OAR_ERR_INVALID_ARG, "train: --mode static supports --amp O1 --amp-dtype bf16 only (O2's master "
+                                           "weights and fp16's loss scaling run eagerly); use --mode eager");
+        goto fail;
+    }
+    if (use_amp && world > 1 && (amp.level == OAR_AMP_O2 || amp.dtype == OAR_F16)) {
+        /* data parallel averages f32 gradients of the module's parameters: O1 bf16 keeps them */
+        oar_set_error(OAR_ERR_INVALID_ARG, "train: --nproc supports --amp O1 --amp-dtype bf16 only (O2 makes the "
+                                           "parameters low precision and fp16 scales the loss); use one process");
+        goto fail;
+    }
+    if (use_amp && amp.level == OAR_AMP_O2) {
+        oar_amp_decorate_opts dec = oar_amp_decorate_defaults();
+        dec.dtype = amp.dtype;
+        if (!(masters = oar_amp_decorate(m, &dec))) goto fail;
+    }
+    if (use_amp && amp.dtype == OAR_F16 && !(scaler = oar_grad_scaler_new(NULL))) goto fail;
     const char *kind = "";
-    if (!(opt = make_optimizer(&o, m, &kind))) goto fail;
+    if (!(opt = make_optimizer(&o, m, masters, &kind))) goto fail;
     double base_lr = oar_optimizer_group_opts(opt, 0)->lr; /* before the schedule's warmup */
     oar_loader_opts lo = {.batch_size = o.batch / world, .shuffle = true, .drop_last = true, .seed = o.seed,
                           .workers = o.workers, .transforms = d.n_transforms ? &d.norm : NULL,
@@ -115,7 +153,9 @@ int oar_cmd_train(int argc, char **argv) {
         goto fail;
     }
     if (o.resume && access(ckpt, R_OK) == 0) {
-        if (oar_checkpoint_load(ckpt, m, opt, &step) != OAR_OK) goto fail;
+        if ((use_amp ? oar_amp_checkpoint_load(ckpt, m, opt, NULL, masters, scaler, &step)
+                     : oar_checkpoint_load(ckpt, m, opt, &step)) != OAR_OK)
+            goto fail;
         printf("resumed from %s at step %lld (epoch %lld)\n", ckpt, (long long)step, (long long)(step / per_epoch));
     }
     if (world > 1 && !(dp = oar_dist_data_parallel(m, NULL))) goto fail; /* rank 0's parameters to all */
@@ -142,11 +182,15 @@ int oar_cmd_train(int argc, char **argv) {
     if (dp && oar_dist_dp_get_stats(dp, &ds) == OAR_OK)
         printf("data parallel: %d ranks of batch %lld, gradients averaged in %d buckets (progress shows rank 0's "
                "loss)\n", world, (long long)(o.batch / world), ds.n_buckets);
+    if (use_amp)
+        printf("amp: %s %s%s%s (autocast; CPU path: %s)\n", o.amp, oar_dtype_name(amp.dtype),
+               masters ? ", f32 master weights" : "", scaler ? ", dynamic loss scaling" : "", oar_amp_cpu_path(amp.dtype));
     bool tty = isatty(fileno(stdout));
     oar_tensor *const *params = NULL;
     int n_params = oar_module_num_parameters(m);
+    if (masters) n_params = oar_amp_masters_count(masters);
     oar_tensor **plist = malloc(sizeof(oar_tensor *) * (size_t)(n_params ? n_params : 1));
-    for (int i = 0; i < n_params; i++) plist[i] = oar_module_parameter(m, i, NULL);
+    for (int i = 0; i < n_params; i++) plist[i] = masters ? oar_amp_master(masters, i, NULL) : oar_module_parameter(m, i, NULL);
     params = plist;
     if (o.profile) {
         int64_t run = per_epoch * o.epochs - step;
@@ -156,8 +200,7 @@ int oar_cmd_train(int argc, char **argv) {
             goto fail_params;
     }
 
-    step_ctx sc = {m, &d, opt, params, n_params, o.clip, o.label_smoothing, dp};
-    bool compiled = o.mode && !strcmp(o.mode, "static");
+    step_ctx sc = {m, &d, opt, params, n_params, o.clip, o.label_smoothing, dp, use_amp ? &amp : NULL, masters, scaler};
     if (o.mode && !compiled && strcmp(o.mode, "eager") != 0) {
         oar_set_error(OAR_ERR_INVALID_ARG, "train: unknown --mode '%s'; expected eager or static", o.mode);
         goto fail_params;
@@ -194,10 +237,14 @@ int oar_cmd_train(int argc, char **argv) {
             if (report && !o.quiet) {
                 char eta[32];
                 fmt_eta(t / (double)done * (double)(per_epoch - done), eta, sizeof eta);
-                printf("%sepoch %lld/%d  step %lld/%lld  loss %.4f  %.0f samples/s  data-wait %.1f%%  ETA %s%s",
+                char scale[96] = "";
+                if (scaler && oar_grad_scaler_skipped(scaler)) /* the scaler's state, once it has skipped */
+                    snprintf(scale, sizeof scale, "  scale %g (%lld skipped)", oar_grad_scaler_get_scale(scaler),
+                             (long long)oar_grad_scaler_skipped(scaler));
+                printf("%sepoch %lld/%d  step %lld/%lld  loss %.4f%s  %.0f samples/s  data-wait %.1f%%  ETA %s%s",
                        tty ? "\r" : "", (long long)epoch + 1, o.epochs, (long long)done, (long long)per_epoch,
-                       sum_loss / (double)done, (double)samples / t, 100.0 * oar_loader_wait_seconds(loader) / t, eta,
-                       tty ? "   " : "\n");
+                       sum_loss / (double)done, scale, (double)samples / t, 100.0 * oar_loader_wait_seconds(loader) / t,
+                       eta, tty ? "   " : "\n");
                 fflush(stdout);
                 last_print = t;
             }
@@ -207,7 +254,10 @@ int oar_cmd_train(int argc, char **argv) {
         oar_profiler_pause();
         if (tty && !o.quiet) printf("\n");
         double secs = bench_now_s() - t0, test_loss = 0, test_acc = 0;
-        if (train_evaluate(m, &d, d.test, o.batch, &test_loss, &test_acc) != OAR_OK) goto fail_params;
+        if (use_amp && oar_autocast_begin(&amp) != OAR_OK) goto fail_params; /* O2's low layers need it */
+        oar_status est = train_evaluate(m, &d, d.test, o.batch, &test_loss, &test_acc);
+        if (use_amp) oar_autocast_end();
+        if (est != OAR_OK) goto fail_params;
         double train_loss_avg = done ? sum_loss / (double)done : 0;
         printf("epoch %lld/%d: train loss %.4f, test loss %.4f, test accuracy %.2f%% (%.1f s, %.0f samples/s, "
                "data-wait %.1f%%)\n", (long long)epoch + 1, o.epochs, train_loss_avg, test_loss, 100 * test_acc,
@@ -220,7 +270,9 @@ int oar_cmd_train(int argc, char **argv) {
                     (double)samples / secs, oar_loader_wait_seconds(loader) / secs);
             fflush(metrics);
         }
-        if (rank == 0 && oar_checkpoint_save(ckpt, m, opt, step) != OAR_OK) goto fail_params;
+        if (rank == 0 && (use_amp ? oar_amp_checkpoint_save(ckpt, m, opt, NULL, masters, scaler, step)
+                                  : oar_checkpoint_save(ckpt, m, opt, step)) != OAR_OK)
+            goto fail_params;
         if (o.steps_limit && step >= o.steps_limit) break;
     }
     printf("checkpoint: %s\n", ckpt);
@@ -241,6 +293,8 @@ fail:
     oar_scheduler_free(sched);
     oar_dist_dp_free(dp);
     oar_optimizer_free(opt);
+    oar_grad_scaler_free(scaler);
+    oar_amp_masters_free(masters);
     oar_module_free(m);
     train_data_close(&d);
     return rc;

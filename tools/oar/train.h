@@ -9,6 +9,7 @@ typedef struct train_opts {
     const char *model, *data, *optimizer, *checkpoint, *metrics, *schedule;
     const char *profile, *profile_dir, *profile_steps; /* --profile timer|full, --profile-dir, A:B */
     const char *mode;  /* --mode eager|static: the training step run op by op, or compiled */
+    const char *amp, *amp_dtype; /* --amp O1|O2, --amp-dtype bf16|fp16 (NULL: not given) */
     int epochs, threads, workers;
     int nproc;         /* --nproc N: data parallel over N ranks (0: as launched) */
     int64_t batch, context, steps_limit;

@@ -27,6 +27,8 @@ static void usage(void) {
             "  --profile timer|full  step timer table, or also op spans, tables and a Chrome trace\n"
             "  --check-nan-inf   stop at the first op that makes a NaN or Inf, and name it\n"
             "  --nproc N         data parallel over N processes (oar launch; --batch is the global batch)\n"
+            "  --amp O1|O2 --amp-dtype bf16|fp16  mixed precision (default bf16; fp16 adds dynamic\n"
+            "                    loss scaling; O2 keeps f32 master weights; docs/amp.md)\n"
             "  --profile-dir DIR (full: where the trace goes, default oar-profile)\n"
             "  --profile-steps A:B (steps recorded; default: from step min(5, steps/5), 20 steps\n"
             "                    in full mode, to the end in timer mode)\n");
@@ -42,7 +44,8 @@ static const cli_flag TRAIN_FLAGS[] = {
     {"--workers", CLI_INT},        {"--lr", CLI_NUMBER},        {"--weight-decay", CLI_NUMBER},
     {"--momentum", CLI_NUMBER},    {"--clip", CLI_NUMBER},      {"--label-smoothing", CLI_NUMBER},
     {"--seed", CLI_INT},           {"--resume", CLI_NONE},      {"--quiet", CLI_NONE},
-    {"--check-nan-inf", CLI_NONE}, {"--nproc", CLI_COUNT},
+    {"--check-nan-inf", CLI_NONE}, {"--nproc", CLI_COUNT},       {"--amp", CLI_TEXT},
+    {"--amp-dtype", CLI_TEXT},
 };
 
 bool train_parse(int argc, char **argv, train_opts *o) {
@@ -64,6 +67,8 @@ bool train_parse(int argc, char **argv, train_opts *o) {
         else if (FLAG("--metrics")) o->metrics = v;
         else if (FLAG("--schedule")) o->schedule = v;
         else if (FLAG("--mode")) o->mode = v;
+        else if (FLAG("--amp")) o->amp = v;
+        else if (FLAG("--amp-dtype")) o->amp_dtype = v;
         else if (FLAG("--profile")) o->profile = v;
         else if (FLAG("--profile-dir")) o->profile_dir = v;
         else if (FLAG("--profile-steps")) o->profile_steps = v;
@@ -102,6 +107,19 @@ bool train_parse(int argc, char **argv, train_opts *o) {
     train_recipe_apply(o, o->recipe, sizeof o->recipe);
     if (!(o->label_smoothing >= 0 && o->label_smoothing < 1)) {
         fprintf(stderr, "oar: --label-smoothing expects a value in [0, 1), got %g\n", o->label_smoothing);
+        return false;
+    }
+    if (o->amp && strcmp(o->amp, "O0") != 0 && strcmp(o->amp, "O1") != 0 && strcmp(o->amp, "O2") != 0) {
+        fprintf(stderr, "oar: unknown --amp '%s'; expected O1 or O2 (O0: off)\n", o->amp);
+        return false;
+    }
+    if (o->amp_dtype && strcmp(o->amp_dtype, "bf16") != 0 && strcmp(o->amp_dtype, "fp16") != 0 &&
+        strcmp(o->amp_dtype, "f16") != 0) {
+        fprintf(stderr, "oar: unknown --amp-dtype '%s'; expected bf16 or fp16\n", o->amp_dtype);
+        return false;
+    }
+    if (o->amp_dtype && !o->amp) {
+        fprintf(stderr, "oar: --amp-dtype needs --amp O1 or O2\n");
         return false;
     }
     if (o->schedule && strcmp(o->schedule, "cosine") != 0 && strcmp(o->schedule, "constant") != 0) {

@@ -31,4 +31,5 @@ void oar_cpu_kernels_init(void) {
     oar_cpu_register_copy();
     oar_cpu_register_embedding_backward();
     oar_cpu_register_quant();
+    oar_cpu_register_half_f32(); /* last: it wraps the f32 kernels registered above */
 }

@@ -1,5 +1,6 @@
 /* The BLAS call and strided-operand layouts shared by the GEMM-backed kernels. */
 #include "kernels/cpu/gemm_blas.h"
+#include "kernels/cpu/cpu_kernels.h"
 
 #ifdef OAR_HAVE_OPENBLAS
 #include "kernels/cpu/gemm_avx2.h"
@@ -145,10 +146,11 @@ oar_status oar_gemm_via_f32(oar_kernel_fn fn, const oar_kctx *ctx, oar_tensor *c
     for (int i = 0; i < n_in && st == OAR_OK; i++) {
         if (!in[i]) continue;
         if (!(tin[i] = oar_tensor_new(OAR_F32, in[i]->shape, in[i]->ndim))) st = OAR_ERR_OOM;
+        else if (in[i]->contiguous) oar_cpu_convert_half(tin[i], in[i]); /* vectorized */
         else oar_tensor_copy_strided(tin[i], in[i]);
     }
     if (st == OAR_OK) st = fn(ctx, tin, n_in, &tout, 1, attrs);
-    if (st == OAR_OK) oar_tensor_copy_strided(out[0], tout);
+    if (st == OAR_OK) oar_cpu_convert_half(out[0], tout);
     for (int i = 0; i < n_in; i++) oar_tensor_unref(tin[i]);
     oar_tensor_unref(tout);
     return st;

@@ -1,0 +1,19 @@
+/* Which low-precision path this CPU gets, for `oar info` and `oar train --amp`: what the kernels
+ * registered for f16/bf16 do at the current ISA cap (src/kernels/cpu/half_f32.c). */
+#include "base/base.h"
+
+#include <string.h>
+
+const char *oar_amp_cpu_path(oar_dtype dtype) {
+    if (dtype != OAR_F16 && dtype != OAR_BF16) return "none (autocast takes f16 or bf16)";
+    oar_cpu_isa isa = oar_get_cpu_isa();
+    if (isa == OAR_CPU_ISA_GENERIC)
+        return "generic: half-width storage, f32 compute (scalar conversions, then the f32 kernels)";
+    if (dtype == OAR_F16)
+        return strstr(oar_cpu_flags(), "f16c") ? "f16 storage, f32 compute (F16C conversions, then the f32 kernels)"
+                                               : "f16 storage, f32 compute (scalar conversions, then the f32 kernels)";
+    if (isa == OAR_CPU_ISA_AVX512 && strstr(oar_cpu_flags(), "avx512_bf16"))
+        return "bf16 storage, f32 compute (vectorized shifts, then the f32 kernels); this CPU's AVX512_BF16 "
+               "dot products are not used yet";
+    return "bf16 storage, f32 compute (vectorized shifts, then the f32 kernels)";
+}
