@@ -22,7 +22,12 @@ static oar_status check_shape(ox_ctx *c, const oar_tensor *t, const char *what, 
     for (int d = 0; d < n && k < sizeof want; d++)
         k += (size_t)snprintf(want + k, sizeof want - k, "%s%lld", d ? ", " : "", (long long)dims[d]);
     snprintf(want + k, sizeof want - k, "]");
-    return ox_fail(c, OAR_ERR_SHAPE, "expected %s of shape %s (-1: any), got %d dims", what, want, t->ndim);
+    char got[128] = "[";
+    k = 1;
+    for (int d = 0; d < t->ndim && k < sizeof got; d++)
+        k += (size_t)snprintf(got + k, sizeof got - k, "%s%lld", d ? ", " : "", (long long)t->shape[d]);
+    snprintf(got + k, sizeof got - k, "]");
+    return ox_fail(c, OAR_ERR_SHAPE, "expected %s of shape %s (-1: any), got %s", what, want, got);
 }
 
 /* Direction d of a [dirs, ...] weight, as a 2-D (or 1-D) tensor. */
