@@ -15,7 +15,7 @@ if ! [ -x "$py" ] || ! "$py" -c "import torch, torchvision, numpy" 2>/dev/null; 
 fi
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
-"$py" "$src/tests/onnx/torch_models.py" "$dir" --batch 2 2> "$dir/export.log" || { cat "$dir/export.log"; exit 1; }
+"$py" "$src/tests/onnx/torch_models.py" "$dir" --batch 1 2> "$dir/export.log" || { cat "$dir/export.log"; exit 1; }
 for m in resnet18 mobilenet_v2 squeezenet1_1 transformer lstm; do
   if ! "$oar" infer "$dir/$m.onnx" --input "$dir/$m.x.npy" --output "$dir/$m.oar.npy" > "$dir/$m.log" 2>&1; then
     if grep -q "built without protobuf-c" "$dir/$m.log"; then

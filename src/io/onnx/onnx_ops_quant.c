@@ -66,7 +66,9 @@ oar_status ox_DequantizeLinear(ox_ctx *c) {
     if (!x || !scale) return ox_fail(c, OAR_ERR_FORMAT, "expected inputs x and x_scale");
     oar_status st = x->dtype == OAR_I32 ? OAR_OK : check_int8(c, x, "x"); /* int32: a quantized bias */
     if (st != OAR_OK) return st;
-    oar_tensor *y = oar_mul(centered(x, per_axis(c, zp, x, true)), f64(per_axis(c, scale, x, true)));
+    oar_tensor *z = zp ? per_axis(c, zp, x, true) : NULL, *s = per_axis(c, scale, x, true);
+    if ((zp && !z) || !s) return oar_last_status();
+    oar_tensor *y = oar_mul(centered(x, z), f64(s));
     return ox_set(c, 0, y ? oar_cast(y, scale->dtype) : NULL);
 }
 
@@ -81,9 +83,10 @@ oar_status ox_QuantizeLinear(ox_ctx *c) {
     if (dt != OAR_U8 && dt != OAR_I8)
         return ox_unsupported(c, "output dtype %s; oar's quantized types are int8 and uint8", oar_dtype_name(dt));
     /* x / scale in x's precision, as the reference computes it, then rounded */
-    oar_tensor *s = per_axis(c, scale, x, true);
-    oar_tensor *v = s ? oar_div(x, s->dtype == x->dtype ? s : oar_cast(s, x->dtype)) : NULL;
-    return ox_set(c, 0, v ? quantize(f64(v), per_axis(c, zp, x, true), dt) : NULL);
+    oar_tensor *s = per_axis(c, scale, x, true), *z = zp ? per_axis(c, zp, x, true) : NULL;
+    if (!s || (zp && !z)) return oar_last_status();
+    oar_tensor *v = oar_div(x, s->dtype == x->dtype ? s : oar_cast(s, x->dtype));
+    return ox_set(c, 0, v ? quantize(f64(v), z, dt) : NULL);
 }
 
 /* A zero point of A per row ([M]) or of B per column ([N]) broadcast against the product. */

@@ -4,12 +4,31 @@
  * every sequence has the full length. */
 #include "io/onnx/onnx_ops.h"
 
+#include <stdio.h>
 #include <string.h>
 
 typedef enum { CELL_RNN, CELL_GRU, CELL_LSTM } cell_kind;
 
 /* Rows [k H, (k + 1) H) of the last dim of t. */
-static oar_tensor *gate(oar_tensor *t, int k, int64_t H) { return oar_slice(t, t->ndim - 1, k * H, (k + 1) * H, 1); }
+static oar_tensor *gate(oar_tensor *t, int k, int64_t H) { return t ? oar_slice(t, t->ndim - 1, k * H, (k + 1) * H, 1) : NULL; }
+
+/* t is [dims...] exactly (-1: any size there); what names it in the error. */
+static oar_status check_shape(ox_ctx *c, const oar_tensor *t, const char *what, int n, const int64_t *dims) {
+    bool ok = !t || t->ndim == n;
+    for (int d = 0; ok && t && d < n; d++) ok = dims[d] < 0 || t->shape[d] == dims[d];
+    if (ok) return OAR_OK;
+    char want[128] = "[";
+    size_t k = 1;
+    for (int d = 0; d < n && k < sizeof want; d++)
+        k += (size_t)snprintf(want + k, sizeof want - k, "%s%lld", d ? ", " : "", (long long)dims[d]);
+    snprintf(want + k, sizeof want - k, "]");
+    char got[128] = "[";
+    k = 1;
+    for (int d = 0; d < t->ndim && k < sizeof got; d++)
+        k += (size_t)snprintf(got + k, sizeof got - k, "%s%lld", d ? ", " : "", (long long)t->shape[d]);
+    snprintf(got + k, sizeof got - k, "]");
+    return ox_fail(c, OAR_ERR_SHAPE, "expected %s of shape %s (-1: any), got %s", what, want, got);
+}
 
 /* Direction d of a [dirs, ...] weight, as a 2-D (or 1-D) tensor. */
 static oar_tensor *dir_of(oar_tensor *t, int d) { return t ? oar_squeeze(oar_slice(t, 0, d, d + 1, 1), 0) : NULL; }
@@ -58,6 +77,19 @@ static oar_status recurrent(ox_ctx *c, cell_kind kind) {
     if (!reverse && dirs == 1 && strcmp(dir, "forward"))
         return ox_fail(c, OAR_ERR_INVALID_ARG, "direction='%s'; expected forward, reverse or bidirectional", dir);
     if (W->shape[0] != dirs) return ox_fail(c, OAR_ERR_SHAPE, "W has %lld directions, expected %d", (long long)W->shape[0], dirs);
+    int64_t G = gates * H, w_dims[3] = {dirs, G, X->shape[2]}, r_dims[3] = {dirs, G, H}, b_dims[2] = {dirs, 2 * G},
+            s_dims[3] = {dirs, N, H}, p_dims[2] = {dirs, 3 * H};
+    if ((st = check_shape(c, W, "W", 3, w_dims)) != OAR_OK || (st = check_shape(c, R, "R", 3, r_dims)) != OAR_OK ||
+        (st = check_shape(c, B, "B", 2, b_dims)) != OAR_OK)
+        return st;
+    if (batch_first) s_dims[0] = N, s_dims[1] = dirs; /* layout 1: initial states [N, dirs, H] */
+    if ((st = check_shape(c, h0, "initial_h", 3, s_dims)) != OAR_OK || (st = check_shape(c, c0, "initial_c", 3, s_dims)) != OAR_OK ||
+        (st = check_shape(c, P, "P", 2, p_dims)) != OAR_OK)
+        return st;
+    if (batch_first) { /* the states in the [dirs, N, H] layout used below */
+        if (h0 && !(h0 = oar_transpose(h0, 0, 1))) return oar_last_status();
+        if (c0 && !(c0 = oar_transpose(c0, 0, 1))) return oar_last_status();
+    }
     bool lbr = ox_attr_int(c, "linear_before_reset", 0) != 0;
     oar_tensor *Y[2][4096 / 8];
     if (T > (int64_t)(sizeof Y[0] / sizeof *Y[0])) return ox_unsupported(c, "sequences longer than %d steps", (int)(sizeof Y[0] / sizeof *Y[0]));

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #define OX_MAX_TENSOR_BYTES ((int64_t)1 << 36) /* 64 GiB: above is an absurd shape */
 
@@ -84,6 +85,30 @@ static bool read_external(const Onnx__TensorProto *t, const char *dir, const cha
         oar_error(OAR_ERR_FORMAT, "onnx: %s: external data file '%s' is too short for %zu bytes at offset %lld",
                   what, path, nbytes, (long long)offset);
     return ok;
+}
+
+/* Whether the external data file holds nbytes at the given offset (checked before allocating). */
+static bool external_fits(const Onnx__TensorProto *t, const char *dir, size_t nbytes, const char *what) {
+    const char *location = NULL;
+    long long offset = 0;
+    for (size_t i = 0; i < t->n_external_data; i++) {
+        const Onnx__StringStringEntryProto *e = t->external_data[i];
+        if (!e->key || !e->value) continue;
+        if (!strcmp(e->key, "location")) location = e->value;
+        else if (!strcmp(e->key, "offset")) offset = strtoll(e->value, NULL, 10);
+    }
+    if (!dir || !location || location[0] == '/' || strstr(location, "..") || offset < 0)
+        return true; /* read_external reports these */
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, location);
+    struct stat sb;
+    if (stat(path, &sb) != 0 || sb.st_size < offset || (uint64_t)(sb.st_size - offset) < nbytes) {
+        if (stat(path, &sb) != 0) return true; /* read_external names the missing file */
+        oar_error(OAR_ERR_FORMAT, "onnx: %s: external data file '%s' has %lld bytes, too few for %zu at offset %lld",
+                  what, path, (long long)sb.st_size, nbytes, offset);
+        return false;
+    }
+    return true;
 }
 
 /* Copies a typed field of n values into the tensor, converting (float16/bfloat16 arrive as
@@ -170,6 +195,22 @@ oar_tensor *ox_tensor_from_proto(Onnx__TensorProto *t, const char *dir, const ch
         t->raw_data.len = 0;
         return x;
     }
+    /* the data's size is checked against the dims before anything is allocated */
+    if (!external && t->has_raw_data && t->raw_data.len != nbytes) {
+        oar_error(OAR_ERR_FORMAT, "onnx: %s: raw_data has %zu bytes, expected %zu (%lld %s values)", what,
+                  t->raw_data.len, nbytes, (long long)n, ox_onnx_type_name(t->data_type));
+        return NULL;
+    }
+    if (!external && !t->has_raw_data) {
+        size_t have = dt == OAR_F32 ? t->n_float_data : dt == OAR_F64 ? t->n_double_data
+                    : dt == OAR_I64 ? t->n_int64_data : t->n_int32_data;
+        if ((int64_t)have != n) {
+            oar_error(OAR_ERR_FORMAT, "onnx: %s: expected %lld values (its dims) in raw_data or a typed field, got "
+                                      "%zu", what, (long long)n, have);
+            return NULL;
+        }
+    }
+    if (external && !external_fits(t, dir, nbytes, what)) return NULL;
     oar_tensor *x = oar_tensor_new(dt, shape, (int)t->n_dims);
     if (!x) return NULL;
     bool ok;
