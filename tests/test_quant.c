@@ -57,9 +57,14 @@ static void worst_case(oar_dtype xdt) {
 /* ---- observers */
 static double fq_mse(oar_tensor *x, oar_tensor *s, oar_tensor *z) {
     oar_tensor *y = oar_fake_quant(x, s, z, 0, 0, 255);
-    double e = 0;
-    for (int64_t i = 0; i < oar_numel(x); i++) e += pow(t_at(x, i) - t_at(y, i), 2);
-    return e / (double)oar_numel(x);
+    int64_t n = oar_numel(x);
+    double *a = malloc(sizeof(double) * (size_t)n), *b = malloc(sizeof(double) * (size_t)n), e = 0;
+    oar_copy_to_buffer(x, a, sizeof(double) * (size_t)n, OAR_F64);
+    oar_copy_to_buffer(y, b, sizeof(double) * (size_t)n, OAR_F64);
+    for (int64_t i = 0; i < n; i++) e += (a[i] - b[i]) * (a[i] - b[i]);
+    free(a);
+    free(b);
+    return e / (double)n;
 }
 
 static void observers(void) {
@@ -239,10 +244,12 @@ static void static_ptq(void) {
     CHECK(y0 && t_same_bits(y0, ref));
     const char *kinds[5];
     int nk = oar_observer_kinds(kinds, 5);
+    char path[256]; /* per process: the capped runs of this test may run at once */
+    snprintf(path, sizeof path, "/tmp/oar_test_quant_cnn_%d.safetensors", (int)getpid());
     for (int k = 0; k < nk; k++) {
         oar_module *q = cnn();
-        CHECK(oar_checkpoint_save("/tmp/oar_test_quant_cnn.safetensors", m, NULL, 0) == OAR_OK);
-        CHECK(oar_checkpoint_load("/tmp/oar_test_quant_cnn.safetensors", q, NULL, NULL) == OAR_OK);
+        CHECK(oar_checkpoint_save(path, m, NULL, 0) == OAR_OK);
+        CHECK(oar_checkpoint_load(path, q, NULL, NULL) == OAR_OK);
         oar_quant_layer info[4];
         int n = 0;
         oar_quant_static_opts o = {.observer = kinds[k], .keep_last = true};
@@ -268,7 +275,7 @@ static void static_ptq(void) {
         }
         oar_module_free(q);
     }
-    remove("/tmp/oar_test_quant_cnn.safetensors");
+    remove(path);
     oar_scope_end();
     oar_module_free(m);
 }
