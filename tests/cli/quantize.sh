@@ -82,4 +82,14 @@ printf 'not a checkpoint' > "$dir/bad.safetensors"
 if "$oar" quantize --model lenet --data fashion-mnist --checkpoint "$dir/bad.safetensors" --method dynamic \
   2> "$dir/err.log" > /dev/null; then exit 1; fi
 grep -q "bad.safetensors" "$dir/err.log"
+# a damaged int8 model file: truncated, or its last bytes zeroed (the scales): named and refused
+q=$dir/q/lenet-static-minmax
+head -c 3000 "$q.safetensors" > "$dir/q/cut.safetensors"; cp "$q.json" "$dir/q/cut.json"
+if "$oar" infer "$dir/q/cut" --input "$dir/x.npy" 2> "$dir/err.log" > /dev/null; then exit 1; fi
+grep -q "cut.safetensors': tensor '.*' *: *data_offsets\|cut.safetensors': tensor '.*': data_offsets" "$dir/err.log"
+python3 -c "import sys; d = open(sys.argv[1], 'rb').read(); open(sys.argv[2], 'wb').write(d[:-50] + bytes(50))" \
+  "$q.safetensors" "$dir/q/flip.safetensors"
+cp "$q.json" "$dir/q/flip.json"
+if "$oar" infer "$dir/q/flip" --input "$dir/x.npy" 2> "$dir/err.log" > /dev/null; then exit 1; fi
+grep -q "flip.safetensors': tensor 'f3.weight_scale' is damaged" "$dir/err.log"
 echo "quantize: ok"
