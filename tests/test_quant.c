@@ -210,10 +210,26 @@ static void dynamic(void) {
     /* NaN reaching a quantized layer is an error, not garbage */
     oar_tensor *xn = oar_mul_scalar(x, NAN);
     CHECK_ERR(oar_forward(m, xn), "choose_qparams: expected finite values");
+    /* Embedding tables, on request: i8 rows with a scale each */
+    oar_module *el[2] = {oar_nn_embedding(100, 16), oar_nn_linear(16, 8, true)};
+    oar_module *e = oar_nn_sequential(el, 2);
+    oar_module_train(e, false);
+    int64_t ib[20];
+    for (int i = 0; i < 20; i++) ib[i] = (i * 37) % 100;
+    oar_tensor *idx = oar_from_data(ib, (int64_t[]){4, 5}, 2, OAR_I64), *eref = oar_forward(e, idx);
+    oar_quant_layer einfo[2];
+    CHECK(oar_quantize_dynamic(e, &(oar_quant_dynamic_opts){.embeddings = true, .per_tensor = true}, einfo, 2, &n) == OAR_OK);
+    CHECK(n == 2 && !strcmp(einfo[0].type, "Embedding") && einfo[0].weight_sqnr_db > 35);
+    CHECK(!strcmp(oar_module_type(oar_module_child(e, "0")), "QuantizedEmbedding"));
+    CHECK(oar_dtype_of(oar_module_get(e, "0.weight")) == OAR_I8 && oar_numel(oar_module_get(e, "0.weight_scale")) == 100);
+    oar_tensor *ey = oar_forward(e, idx);
+    CHECK(ey && oar_ndim(ey) == 3 && oar_sqnr(eref, ey, &db) == OAR_OK && db > 30);
+    printf("dynamic Embedding + Linear output SQNR %.1f dB\n", db);
     oar_scope_end();
     oar_module_free(m);
     oar_module_free(m2);
     oar_module_free(m3);
+    oar_module_free(e);
 }
 
 /* ---- static quantization of a small CNN */
