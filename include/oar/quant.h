@@ -76,7 +76,7 @@ OAR_API void oar_observer_free(oar_observer *o);
 /* ---- dynamic post-training quantization: int8 weights, activations quantized per batch */
 typedef struct oar_quant_layer {
     char name[128];          /* dotted path of the module */
-    char type[32];           /* "Linear" */
+    char type[32];           /* "Linear", "Conv2d" or "Embedding" */
     int64_t weights;         /* number of weights quantized */
     float scale_min, scale_max;
     double weight_sqnr_db;   /* 10 log10(|w|² / |w - dequantize(quantize(w))|²) */
@@ -84,10 +84,12 @@ typedef struct oar_quant_layer {
 typedef struct oar_quant_dynamic_opts {
     bool per_tensor;         /* one weight scale per layer instead of one per output row */
     const char *const *skip; /* NULL-terminated module paths to keep in fp32; may be NULL */
+    bool embeddings;         /* also Embedding tables: i8 rows, one symmetric scale per row */
 } oar_quant_dynamic_opts;
 /* Rewrites every Linear of m in place: weight becomes an i8 buffer "weight" with f32
  * "weight_scale" (symmetric), and forward quantizes its input to u8 per batch
- * (oar_choose_qparams) and runs qlinear. layers (may be NULL) receives up to cap entries;
+ * (oar_choose_qparams) and runs qlinear. With opts->embeddings, Embedding tables too (their
+ * forward looks up i8 rows and multiplies by the rows' scales). layers (may be NULL) receives up to cap entries;
  * *n_layers (may be NULL) the number converted. Fails without changing m when m is training or
  * has no Linear to convert. */
 OAR_API oar_status oar_quantize_dynamic(oar_module *m, const oar_quant_dynamic_opts *opts, oar_quant_layer *layers,

@@ -4,7 +4,8 @@
  * The layer is rewritten in place (the model's own forward keeps calling it): its f32 "weight"
  * parameter becomes an i8 buffer "weight" beside an f32 buffer "weight_scale", so the quantized
  * model's state saves and loads by name like any other. The forward is ops only
- * (choose_qparams, quantize, qlinear), so it runs eagerly and traced alike. */
+ * (choose_qparams, quantize, qlinear), so it runs eagerly and traced alike.
+ * Embedding tables (on request) become i8 rows with one scale per row, dequantized as looked up. */
 #include "nn/module.h"
 #include "ops/quant.h"
 
@@ -37,6 +38,24 @@ static int dq_linear_describe(const oar_module *m, char *buf, size_t size) {
 
 static const oar_module_ops DQ_LINEAR_OPS = {"DynamicQuantizedLinear", dq_linear_forward, free, dq_linear_describe};
 
+/* An Embedding table of i8 rows, one symmetric scale per row: the rows picked, times their scales. */
+static oar_status q_embedding_forward(oar_module *m, oar_tensor *const *in, int n_in, oar_tensor **out, int n_out) {
+    if (n_in != 1 || n_out != 1)
+        return oar_error(OAR_ERR_INVALID_ARG, "QuantizedEmbedding: expected 1 input and 1 output, got %d and %d", n_in,
+                         n_out);
+    oar_tensor *w = oar_module_local(m, "weight"), *ws = oar_module_local(m, "weight_scale");
+    oar_tensor *rows = oar_embedding(w, in[0]), *scales = rows ? oar_embedding(oar_unsqueeze(ws, 1), in[0]) : NULL;
+    out[0] = scales ? oar_mul(oar_cast(rows, OAR_F32), scales) : NULL;
+    return out[0] ? OAR_OK : oar_last_status();
+}
+
+static int q_embedding_describe(const oar_module *m, char *buf, size_t size) {
+    oar_tensor *w = oar_module_local((oar_module *)m, "weight");
+    return snprintf(buf, size, "%lld, %lld, weight=i8 per row", (long long)oar_shape(w)[0], (long long)oar_shape(w)[1]);
+}
+
+static const oar_module_ops Q_EMBEDDING_OPS = {"QuantizedEmbedding", q_embedding_forward, free, q_embedding_describe};
+
 /* ---- the pass */
 #define MAX_TARGETS 1024
 
@@ -51,8 +70,10 @@ static bool skipped(const char *path, const char *const *skip) {
     return false;
 }
 
-static void collect(oar_module *m, const char *path, const char *const *skip, target *t, int *n) {
-    if (!strcmp(oar_module_type(m), "Linear") && !skipped(path, skip) && *n < MAX_TARGETS) {
+static void collect(oar_module *m, const char *path, const oar_quant_dynamic_opts *o, target *t, int *n) {
+    const char *type = oar_module_type(m);
+    bool want = !strcmp(type, "Linear") || (o->embeddings && !strcmp(type, "Embedding"));
+    if (want && !skipped(path, o->skip) && *n < MAX_TARGETS) {
         t[*n].m = m;
         snprintf(t[*n].path, sizeof t[*n].path, "%s", path);
         (*n)++;
@@ -60,7 +81,7 @@ static void collect(oar_module *m, const char *path, const char *const *skip, ta
     for (int i = 0; i < m->n_children; i++) {
         char p[128];
         snprintf(p, sizeof p, "%s%s%s", path, *path ? "." : "", m->children[i].name);
-        collect(m->children[i].module, p, skip, t, n);
+        collect(m->children[i].module, p, o, t, n);
     }
 }
 
@@ -85,12 +106,15 @@ oar_status oar_sqnr(oar_tensor *ref, oar_tensor *approx, double *db) {
     return st;
 }
 
-/* Quantizes one Linear's weight; fills info. The layer changes only once everything is made. */
-static oar_status convert_linear(oar_module *m, bool per_tensor, oar_quant_layer *info) {
+/* Quantizes one Linear's (or Embedding's) weight per row; fills info. The layer changes only once
+ * everything is made. */
+static oar_status convert_layer(oar_module *m, bool per_tensor, oar_quant_layer *info) {
     oar_tensor *w = oar_module_local(m, "weight");
+    bool emb = !strcmp(oar_module_type(m), "Embedding");
+    per_tensor = per_tensor && !emb; /* a table's rows are independent: always one scale each */
     if (!w || oar_dtype_of(w) != OAR_F32 || oar_ndim(w) != 2 || oar_device_of(w) != OAR_CPU)
-        return oar_error(OAR_ERR_UNSUPPORTED, "quantize_dynamic: expected Linear weights f32 [out, in] on the CPU, got "
-                                              "%s", w ? oar_dtype_name(oar_dtype_of(w)) : "none");
+        return oar_error(OAR_ERR_UNSUPPORTED, "quantize_dynamic: expected %s weights f32 of 2 dims on the CPU, got "
+                                              "%s", oar_module_type(m), w ? oar_dtype_name(oar_dtype_of(w)) : "none");
     oar_observer *ob = oar_observer_create("minmax", &(oar_observer_opts){.dtype = OAR_I8, .symmetric = true,
                                                                           .per_channel = !per_tensor, .axis = 0});
     if (!ob) return oar_last_status();
@@ -109,12 +133,12 @@ static oar_status convert_linear(oar_module *m, bool per_tensor, oar_quant_layer
         info->scale_min = v < info->scale_min ? v : info->scale_min;
         info->scale_max = v > info->scale_max ? v : info->scale_max;
     }
-    snprintf(info->type, sizeof info->type, "Linear");
+    snprintf(info->type, sizeof info->type, "%s", emb ? "Embedding" : "Linear");
     /* the rewrite: after this point only allocation failures remain */
     oar_tensor *qd = oar_detach(q), *sd = oar_detach(s);
     if ((st = oar_module_remove_local(m, "weight")) == OAR_OK && (st = oar_module_add_buffer(m, "weight", qd)) == OAR_OK)
         st = oar_module_add_buffer(m, "weight_scale", sd);
-    m->ops = &DQ_LINEAR_OPS;
+    m->ops = emb ? &Q_EMBEDDING_OPS : &DQ_LINEAR_OPS;
     return st;
 }
 
@@ -129,7 +153,7 @@ oar_status oar_quantize_dynamic(oar_module *m, const oar_quant_dynamic_opts *opt
     target *t = malloc(sizeof(target) * MAX_TARGETS);
     if (!t) return oar_error(OAR_ERR_OOM, "quantize_dynamic: out of memory");
     int n = 0;
-    collect(m, "", o.skip, t, &n);
+    collect(m, "", &o, t, &n);
     if (!n) {
         free(t);
         return oar_error(OAR_ERR_INVALID_ARG, "quantize_dynamic: expected at least one Linear to quantize in %s, found "
@@ -140,7 +164,7 @@ oar_status oar_quantize_dynamic(oar_module *m, const oar_quant_dynamic_opts *opt
     for (int i = 0; i < n && st == OAR_OK; i++) {
         oar_quant_layer info = {0};
         snprintf(info.name, sizeof info.name, "%s", t[i].path);
-        st = convert_linear(t[i].m, o.per_tensor, &info);
+        st = convert_layer(t[i].m, o.per_tensor, &info);
         if (st == OAR_OK && layers && i < cap) layers[i] = info;
         if (st == OAR_OK && n_layers) (*n_layers)++;
     }

@@ -48,12 +48,13 @@ static void vnni_pack(const int8_t *w, int64_t n, int64_t k, int8_t *wp, int32_t
     int64_t kq = (k + 3) / 4;
     memset(wp, 0, (size_t)(((n + 15) / 16) * kq * 64));
     for (int64_t c = 0; c < n; c++) {
-        int32_t s = 0;
+        const int8_t *src = w + c * k;
         int8_t *d = wp + (c / 16) * kq * 64 + (c % 16) * 4;
-        for (int64_t t = 0; t < k; t++) {
-            d[(t / 4) * 64 + t % 4] = w[c * k + t];
-            s += w[c * k + t];
-        }
+        int64_t q = 0;
+        for (; 4 * q + 4 <= k; q++) memcpy(d + q * 64, src + 4 * q, 4);
+        if (4 * q < k) memcpy(d + q * 64, src + 4 * q, (size_t)(k - 4 * q));
+        int32_t s = 0;
+        for (int64_t t = 0; t < k; t++) s += src[t];
         wsum[c] = s;
     }
 }

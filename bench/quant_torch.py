@@ -1,0 +1,103 @@
+#!/usr/bin/env python3
+"""PyTorch's int8 inference on the models of `oar bench --workload quant-infer`, same protocol.
+
+Run with Debian's python3-torch:
+    /usr/bin/python3 bench/quant_torch.py --model lenet --quant static --batch 32 --threads 2
+LeNet (conv 1-6 5x5 pad 2, conv 6-16 5x5, fc 400-120-84-10, ReLU and 2x2 max pools) and the MLP
+(784-512-512-10) as in oar's zoo, random weights, eval mode. --quant none: fp32; dynamic:
+torch.ao.quantization.quantize_dynamic on the Linear layers; static: eager-mode PTQ with the
+fbgemm (x86) backend where the build has it, else onednn (Debian's 1.13), conv+relu and linear+relu fused, calibrated on two random batches of 32.
+Timed as oar times it: a warm-up repeat, then R repeats of C calls; prints one JSON line with
+the median milliseconds per call and the fastest and slowest repeat.
+"""
+import argparse
+import json
+import time
+
+import torch
+import torch.nn as nn
+import torch.ao.quantization as tq
+
+
+class LeNet(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.quant, self.dequant = tq.QuantStub(), tq.DeQuantStub()
+        self.c1, self.r1 = nn.Conv2d(1, 6, 5, padding=2), nn.ReLU()
+        self.c2, self.r2 = nn.Conv2d(6, 16, 5), nn.ReLU()
+        self.pool = nn.MaxPool2d(2)
+        self.f1, self.r3 = nn.Linear(400, 120), nn.ReLU()
+        self.f2, self.r4 = nn.Linear(120, 84), nn.ReLU()
+        self.f3 = nn.Linear(84, 10)
+        self.fuse = [["c1", "r1"], ["c2", "r2"], ["f1", "r3"], ["f2", "r4"]]
+
+    def forward(self, x):
+        x = self.quant(x)
+        x = self.pool(self.r1(self.c1(x)))
+        x = self.pool(self.r2(self.c2(x)))
+        x = torch.flatten(x, 1)
+        x = self.r4(self.f2(self.r3(self.f1(x))))
+        return self.dequant(self.f3(x))
+
+
+class MLP(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.quant, self.dequant = tq.QuantStub(), tq.DeQuantStub()
+        self.fc1, self.r1 = nn.Linear(784, 512), nn.ReLU()
+        self.fc2, self.r2 = nn.Linear(512, 512), nn.ReLU()
+        self.fc3 = nn.Linear(512, 10)
+        self.fuse = [["fc1", "r1"], ["fc2", "r2"]]
+
+    def forward(self, x):
+        x = self.quant(torch.flatten(x, 1))
+        x = self.r2(self.fc2(self.r1(self.fc1(x))))
+        return self.dequant(self.fc3(x))
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--model", default="lenet", choices=["lenet", "mlp"])
+    p.add_argument("--quant", default="none", choices=["none", "dynamic", "static"])
+    p.add_argument("--batch", type=int, default=1)
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--repeats", type=int, default=7)
+    p.add_argument("--calls", type=int, default=0)
+    a = p.parse_args()
+    torch.set_num_threads(a.threads)
+    # fbgemm where this build has it (Debian's 1.13 has onednn and qnnpack only)
+    engines = torch.backends.quantized.supported_engines
+    engine = next(e for e in ("fbgemm", "x86", "onednn", "qnnpack") if e in engines)
+    torch.backends.quantized.engine = engine
+    torch.manual_seed(1)
+    calls = a.calls or (20 if a.batch > 8 else 200)
+    m = (LeNet() if a.model == "lenet" else MLP()).eval()
+    if a.quant == "dynamic":
+        m = tq.quantize_dynamic(m, {nn.Linear}, dtype=torch.qint8)
+    elif a.quant == "static":
+        torch.backends.quantized.engine = engine
+        m.qconfig = tq.get_default_qconfig(engine)
+        m = tq.fuse_modules(m, m.fuse)
+        tq.prepare(m, inplace=True)
+        with torch.no_grad():
+            for _ in range(2):
+                m(torch.randn(32, 1, 28, 28))
+        tq.convert(m, inplace=True)
+    x = torch.randn(a.batch, 1, 28, 28)
+    ms = []
+    with torch.inference_mode():
+        for r in range(-1, a.repeats):
+            t0 = time.perf_counter()
+            for _ in range(calls):
+                m(x)
+            if r >= 0:
+                ms.append((time.perf_counter() - t0) * 1e3 / calls)
+    ms.sort()
+    print(json.dumps({"workload": "quant-infer", "framework": "torch " + torch.__version__, "engine": engine, "model": a.model,
+                      "quant": a.quant, "batch": a.batch, "threads": a.threads, "repeats": a.repeats,
+                      "calls": calls, "ms_median": round(ms[len(ms) // 2], 4), "ms_min": round(ms[0], 4),
+                      "ms_max": round(ms[-1], 4)}))
+
+
+if __name__ == "__main__":
+    main()
