@@ -11,7 +11,8 @@ if ! "$py" -c "import numpy" 2>/dev/null; then
 fi
 cd "$pkg" || exit 1
 if [ -n "$preload" ]; then
-  # Python's own allocations at exit are not ours to report; the quarantine makes RSS useless
-  export LD_PRELOAD="$preload" ASAN_OPTIONS="detect_leaks=0${ASAN_OPTIONS:+:$ASAN_OPTIONS}" OAR_PY_SANITIZED=1
+  # Python's own allocations at exit are not ours to report (detect_leaks=0 comes last, so it wins
+  # over a caller's detect_leaks=1); the quarantine makes RSS useless
+  export LD_PRELOAD="$preload" ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" OAR_PY_SANITIZED=1
 fi
 PYTHONPATH="$pkg${PYTHONPATH:+:$PYTHONPATH}" exec "$py" -m pytest -q -p no:cacheprovider "$tests"

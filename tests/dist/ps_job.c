@@ -214,19 +214,22 @@ static int train(const char *mode, int steps, int64_t batch, const char *out, in
     return 0;
 }
 
+/* An OUT file's loss, AUC and tables; *v is the caller's to free (NULL on failure). */
 static bool read_out(const char *path, double *loss, double *auc, float **v, int64_t *n) {
     FILE *f = fopen(path, "r");
     long long ids = 0;
-    if (!f || fscanf(f, "%lf %lf %lld", loss, auc, &ids) != 3) return false;
+    *v = NULL;
+    bool ok = f && fscanf(f, "%lf %lf %lld", loss, auc, &ids) == 3 && ids > 0;
     *n = ids * (1 + DIM);
-    *v = malloc(sizeof(float) * (size_t)*n);
-    for (int64_t i = 0; i < *n; i++) {
+    if (ok) ok = (*v = malloc(sizeof(float) * (size_t)*n)) != NULL;
+    for (int64_t i = 0; ok && i < *n; i++) {
         double x;
-        if (fscanf(f, "%la", &x) != 1) return false;
+        ok = fscanf(f, "%la", &x) == 1;
         (*v)[i] = (float)x;
     }
-    fclose(f);
-    return true;
+    if (f) fclose(f);
+    if (!ok) free(*v), *v = NULL;
+    return ok;
 }
 
 int main(int argc, char **argv) {
@@ -239,14 +242,16 @@ int main(int argc, char **argv) {
     const char *mode = argv[1];
     if (!strcmp(mode, "compare") || !strcmp(mode, "converged")) {
         double la, lb, aa, ab, tol = argc > 4 ? atof(argv[4]) : 0;
-        float *a, *b;
-        int64_t na, nb;
-        if (argc < 5 || !read_out(argv[2], &la, &aa, &a, &na) || !read_out(argv[3], &lb, &ab, &b, &nb) || na != nb) {
+        float *a = NULL, *b = NULL;
+        int64_t na = 0, nb = 0;
+        bool ok = argc >= 5 && read_out(argv[2], &la, &aa, &a, &na) && read_out(argv[3], &lb, &ab, &b, &nb) && na == nb;
+        double diff = 0;
+        for (int64_t i = 0; ok && i < na; i++) diff = fmax(diff, fabs((double)a[i] - (double)b[i]));
+        free(a), free(b);
+        if (!ok) {
             fprintf(stderr, "ps_job %s: cannot read two outputs of the same tables\n", mode);
             return 1;
         }
-        double diff = 0;
-        for (int64_t i = 0; i < na; i++) diff = fmax(diff, fabs((double)a[i] - (double)b[i]));
         printf("%s: loss %.6f vs %.6f, test AUC %.4f vs %.4f, largest table difference %.3g\n", mode, la, lb, aa, ab, diff);
         if (!strcmp(mode, "compare")) return diff <= tol ? 0 : 1;
         return ab >= aa - tol ? 0 : 1;
