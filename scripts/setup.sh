@@ -6,11 +6,12 @@ set -euo pipefail
 
 required=(build-essential cmake pkg-config)
 optional=(libopenblas-dev libdnnl-dev libcjson-dev zlib1g-dev libopenmpi-dev openmpi-bin libprotobuf-c-dev
-          protobuf-c-compiler)
+          protobuf-c-compiler iproute2)  # iproute2: the namespace hosts of bench/netns_hosts.sh
 data=(dataset-fashion-mnist)  # the main job's data: /usr/share/datasets/fashion-mnist
 # the Python front end (python/, docs/python.md): headers to build oar._C, and what its tests
-# use; python3-torch is the oracle the parity tests compare with (they skip without it)
-python=(python3-dev python3-numpy python3-pytest python3-setuptools python3-pip python3-torch)
+# use; python3-torch is the oracle the parity tests compare with (they skip without it), and
+# python3-torchvision gives the real models the ONNX tests export
+python=(python3-dev python3-numpy python3-pytest python3-setuptools python3-pip python3-torch python3-torchvision)
 
 missing=()
 for p in "${required[@]}" "${optional[@]}" "${data[@]}" "${python[@]}"; do
