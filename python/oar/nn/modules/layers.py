@@ -18,6 +18,18 @@ def _dt(dtype):
     return D.float32 if dtype is None else D.to_dtype(dtype)
 
 
+def _norm_affine(module, affine, shape, dtype):
+    """A norm layer's weight (ones) and bias (zeros) of the given shape, or both None, as torch."""
+    if isinstance(shape, numbers.Integral):
+        shape = (shape,)
+    if affine:
+        module.weight = Parameter(C.ones(*shape, dtype=_dt(dtype)))
+        module.bias = Parameter(C.zeros(*shape, dtype=_dt(dtype)))
+    else:
+        module.register_parameter("weight", None)
+        module.register_parameter("bias", None)
+
+
 def _pair(v):
     return (v, v) if isinstance(v, numbers.Integral) else tuple(v)
 
@@ -135,12 +147,7 @@ class _BatchNorm(Module):
         super().__init__()
         self.num_features, self.eps, self.momentum = num_features, eps, momentum
         self.affine, self.track_running_stats = affine, track_running_stats
-        if affine:
-            self.weight = Parameter(C.ones(num_features, dtype=_dt(dtype)))
-            self.bias = Parameter(C.zeros(num_features, dtype=_dt(dtype)))
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _norm_affine(self, affine, num_features, dtype)
         if track_running_stats:
             self.register_buffer("running_mean", C.zeros(num_features, dtype=_dt(dtype)))
             self.register_buffer("running_var", C.ones(num_features, dtype=_dt(dtype)))
@@ -201,12 +208,7 @@ class LayerNorm(Module):
         if isinstance(normalized_shape, numbers.Integral):
             normalized_shape = (normalized_shape,)
         self.normalized_shape, self.eps, self.elementwise_affine = tuple(normalized_shape), eps, elementwise_affine
-        if elementwise_affine:
-            self.weight = Parameter(C.ones(*self.normalized_shape, dtype=_dt(dtype)))
-            self.bias = Parameter(C.zeros(*self.normalized_shape, dtype=_dt(dtype)))
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _norm_affine(self, elementwise_affine, self.normalized_shape, dtype)
 
     def forward(self, input):
         return NF.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
@@ -221,12 +223,7 @@ class GroupNorm(Module):
         if num_channels % num_groups:
             raise ValueError("num_channels must be divisible by num_groups")
         self.num_groups, self.num_channels, self.eps, self.affine = num_groups, num_channels, eps, affine
-        if affine:
-            self.weight = Parameter(C.ones(num_channels, dtype=_dt(dtype)))
-            self.bias = Parameter(C.zeros(num_channels, dtype=_dt(dtype)))
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _norm_affine(self, affine, num_channels, dtype)
 
     def forward(self, input):
         return NF.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
