@@ -6,7 +6,8 @@
  *   overhead  host time per eager op call (oar_add on 1-element GPU tensors), beside one bare
  *             launch through the CUDA runtime (a 4-byte memset), the floor;
  *   mlp       an eager training step (784-512-512-10 MLP, batch 256, SGD) on the GPU;
- *   zoo       an eager training step of each zoo model (SGD with momentum) on the GPU.
+ *   zoo       a training step of each zoo model (SGD with momentum) on the GPU: eager, compiled
+ *             (oar_jit_to_static) with CUDA graphs off, and compiled replaying CUDA graphs.
  * Each time is wall clock over a batch of calls ended by a device synchronize (medians of 7
  * repetitions). */
 #include "oar.h"
@@ -240,24 +241,37 @@ typedef struct zoo_ctx {
     oar_optimizer *opt;
     oar_tensor *x, *y;
     const oar_zoo_info *info;
+    oar_jit *jit; /* the step compiled */
 } zoo_ctx;
+
+/* One step as a function of (x, y) -> loss, run eagerly or compiled. */
+static oar_status zoo_step(void *v, oar_tensor *const *in, int n_in, oar_tensor **out, int n_out) {
+    (void)n_in; (void)n_out;
+    zoo_ctx *c = v;
+    oar_optimizer_zero_grad(c->opt);
+    oar_tensor *z;
+    if (c->info->input == OAR_ZOO_TOKENS_STATEFUL) {
+        oar_tensor *args[3] = {in[0], NULL, NULL}, *o[3];
+        z = oar_forward_n(c->m, args, 3, o, 3) == OAR_OK ? o[0] : NULL;
+    } else {
+        z = oar_forward(c->m, in[0]);
+    }
+    int64_t s2[2] = {-1, c->info->num_classes}, flat = -1;
+    bool tokens = c->info->input == OAR_ZOO_TOKENS || c->info->input == OAR_ZOO_TOKENS_STATEFUL;
+    oar_tensor *loss = tokens ? oar_cross_entropy(oar_reshape(z, s2, 2), oar_reshape(in[1], &flat, 1), NULL)
+                              : oar_cross_entropy(z, in[1], NULL);
+    oar_status st = loss ? oar_backward(loss, NULL, false) : oar_last_status();
+    if (st == OAR_OK) st = oar_optimizer_step(c->opt);
+    out[0] = loss;
+    return st;
+}
 
 static void run_zoo_step(void *v) {
     zoo_ctx *c = v;
     oar_scope_begin();
-    oar_optimizer_zero_grad(c->opt);
-    oar_tensor *z;
-    if (c->info->input == OAR_ZOO_TOKENS_STATEFUL) {
-        oar_tensor *args[3] = {c->x, NULL, NULL}, *o[3];
-        z = oar_forward_n(c->m, args, 3, o, 3) == OAR_OK ? o[0] : NULL;
-    } else {
-        z = oar_forward(c->m, c->x);
-    }
-    int64_t s2[2] = {-1, c->info->num_classes}, flat = -1;
-    bool tokens = c->info->input == OAR_ZOO_TOKENS || c->info->input == OAR_ZOO_TOKENS_STATEFUL;
-    oar_tensor *loss = tokens ? oar_cross_entropy(oar_reshape(z, s2, 2), oar_reshape(c->y, &flat, 1), NULL)
-                              : oar_cross_entropy(z, c->y, NULL);
-    if (loss && oar_backward(loss, NULL, false) == OAR_OK) oar_optimizer_step(c->opt);
+    oar_tensor *in[2] = {c->x, c->y}, *loss = NULL;
+    if (c->jit) oar_jit_call(c->jit, in, 2, &loss, 1);
+    else zoo_step(c, in, 2, &loss, 1);
     oar_scope_end();
 }
 
@@ -295,13 +309,28 @@ static void bench_zoo(const char *name, int64_t batch) {
     }
     if (!c.y) c.y = oar_randint(0, c.info->num_classes, (int64_t[]){batch}, 1, OAR_I64);
     oar_set_default_device(OAR_CPU);
-    oar_clear_error();
-    double ms = time_gpu(run_zoo_step, &c, 10) * 1e3;
-    if (oar_last_status() != OAR_OK)
-        printf("{\"bench\":\"zoo\",\"model\":\"%s\",\"error\":\"%s\"}\n", name, oar_last_error());
-    else
-        printf("{\"bench\":\"zoo\",\"model\":\"%s\",\"mode\":\"eager\",\"batch\":%lld,\"step_ms\":%.4f}\n", name,
-               (long long)batch, ms);
+    /* eager, then compiled with graphs off and on (each compiled run from its own trace) */
+    const char *modes[3] = {"eager", "static", "static+graphs"};
+    for (int k = 0; k < 3; k++) {
+        oar_clear_error();
+        if (k) {
+            oar_cuda_graphs_set_enabled(k == 2);
+            oar_jit_opts jo = {.module = c.m, .optimizer = c.opt};
+            c.jit = oar_jit_to_static(zoo_step, &c, &jo);
+        }
+        double ms = time_gpu(run_zoo_step, &c, 10) * 1e3;
+        if (oar_last_status() != OAR_OK)
+            printf("{\"bench\":\"zoo\",\"model\":\"%s\",\"mode\":\"%s\",\"error\":\"%s\"}\n", name, modes[k],
+                   oar_last_error());
+        else
+            printf("{\"bench\":\"zoo\",\"model\":\"%s\",\"mode\":\"%s\",\"batch\":%lld,\"step_ms\":%.4f,"
+                   "\"cuda_graphs\":%d}\n", name, modes[k], (long long)batch, ms,
+                   c.jit ? oar_jit_cuda_graph_count(c.jit, 0) : 0);
+        if (k == 2 && c.jit) fprintf(stderr, "cuda_bench: %s: CUDA graphs: %s\n", name, oar_jit_cuda_graph_note(c.jit, 0));
+        oar_jit_free(c.jit);
+        c.jit = NULL;
+    }
+    oar_cuda_graphs_set_enabled(true);
     oar_release(c.x);
     oar_release(c.y);
     oar_optimizer_free(c.opt);

@@ -31,6 +31,8 @@ static live_entry *live;
 static size_t live_cap, live_n;
 static oar_memory_stats stats;
 static int64_t limit_bytes;
+static bool capturing;   /* a graph records: freed blocks go to kept */
+static cblock *kept;
 static void *(*stream_fn)(void);
 
 void oar_cuda_alloc_set_stream_fn(void *(*fn)(void)) { stream_fn = fn; }
@@ -210,9 +212,47 @@ void oar_cuda_free(void *p, size_t nbytes) {
     b->ptr = p;
     b->size = rounded;
     b->stream = s;
+    if (capturing) { /* the graph's replays use it: held, still counted in use */
+        b->next = kept;
+        kept = b;
+        stats.current_bytes += (int64_t)rounded;
+        pthread_mutex_unlock(&mu);
+        return;
+    }
     b->next = classes[c];
     classes[c] = b;
     stats.cached_bytes += (int64_t)rounded;
+    pthread_mutex_unlock(&mu);
+}
+
+void oar_cuda_alloc_capture_begin(void) {
+    pthread_mutex_lock(&mu);
+    capturing = true;
+    kept = NULL;
+    pthread_mutex_unlock(&mu);
+}
+
+void *oar_cuda_alloc_capture_end(void) {
+    pthread_mutex_lock(&mu);
+    capturing = false;
+    cblock *list = kept;
+    kept = NULL;
+    pthread_mutex_unlock(&mu);
+    return list;
+}
+
+void oar_cuda_alloc_capture_release(void *list) {
+    pthread_mutex_lock(&mu);
+    for (cblock *b = list, *next; b; b = next) {
+        next = b->next;
+        size_t rounded;
+        int c = class_of(b->size, &rounded);
+        stats.current_bytes -= (int64_t)rounded;
+        b->stream = current_stream(); /* reused after the graph's last replay on this stream */
+        b->next = classes[c];
+        classes[c] = b;
+        stats.cached_bytes += (int64_t)rounded;
+    }
     pthread_mutex_unlock(&mu);
 }
 

@@ -13,5 +13,10 @@ void oar_cuda_memory_empty_cache(void);
 oar_status oar_cuda_memory_set_limit(int64_t bytes);
 /* The stream that allocations are ordered on (set by the backend: its current stream). */
 void oar_cuda_alloc_set_stream_fn(void *(*current_stream)(void));
+/* While a CUDA graph records: blocks freed go to a list the graph keeps (its replays write
+ * there) instead of the cache. end returns that list; release gives its blocks to the cache. */
+void oar_cuda_alloc_capture_begin(void);
+void *oar_cuda_alloc_capture_end(void);
+void oar_cuda_alloc_capture_release(void *kept);
 
 #endif

@@ -38,6 +38,15 @@ typedef struct oar_device_ops {
     oar_status (*fill)(void *dst, oar_dtype dt, int64_t n, double v);
     void *(*stream)(void);                          /* the current stream, for kernel contexts */
     oar_status (*synchronize)(void);
+    /* Graphs of recorded work (NULL where the device has none: the CPU). graph_begin starts
+     * recording the current stream's launches instead of running them; memory freed while
+     * recording is kept for the graph (its replays write there). graph_end stops: with keep,
+     * it returns the graph ready to launch, else (or when recording failed) it discards it
+     * and returns NULL with the error set when recording failed. */
+    oar_status (*graph_begin)(void);
+    void *(*graph_end)(bool keep);
+    oar_status (*graph_launch)(void *graph);
+    void (*graph_free)(void *graph);
 } oar_device_ops;
 
 void oar_device_register(oar_device dev, const oar_device_ops *ops);

@@ -9,15 +9,27 @@
  * its inputs are contiguous by construction (then the kernel is called directly, with no
  * check or copy), and its attributes. Views whose input's storage never changes (parameters,
  * the arena, persistent buffers) are computed once and leave the list. The profiler's spans
- * and the NaN/Inf check cost one load and one predictable branch per instruction when off. */
+ * and the NaN/Inf check cost one load and one predictable branch per instruction when off.
+ *
+ * Programs on a device (the GPU) keep every address fixed: inputs are copied into slots,
+ * outputs are copied out of buffers of their own, so from the second run on the instruction
+ * list is recorded as device graphs and replayed (see run_graphed). */
 #include "graph/exec.h"
 #include "base/device.h"
 
 #include "graph/hoist.h"
 #include "profiler/profiler.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* A run of instructions recorded as one device graph. */
+typedef struct segment {
+    int first, n;   /* positions in e->code */
+    void *graph;    /* recorded; NULL until then, or for good when recording failed */
+    bool failed;    /* runs as plain launches */
+} segment;
 
 typedef enum instr_kind { INSTR_KERNEL, INSTR_VIEW, INSTR_CONTROL } instr_kind;
 
@@ -64,6 +76,13 @@ struct oar_exec {
     oar_tensor **input_copy;  /* per main input: a contiguous copy made for this run, if any */
     bool bound;               /* inputs are bound (between bind_inputs and unbind) */
     int64_t measured_peak;
+    bool on_device;           /* the program's device is not the host: fixed slots, graphs */
+    const oar_device_ops *dev; /* its device table (on_device) */
+    int64_t runs;             /* completed runs (graphs are recorded from the second) */
+    segment *segs;            /* graph segments, made at the first graphed run */
+    int n_segs;
+    bool segs_made;
+    char graph_note[320];     /* what was recorded and why the rest was not */
 };
 
 const oar_memory_plan *oar_exec_plan(const oar_exec *e) { return &e->plan; }
@@ -71,7 +90,16 @@ int64_t oar_exec_measured_peak(const oar_exec *e) { return e->measured_peak; }
 
 static oar_tensor *shell_of(const oar_program *p, int v) {
     const oar_meta *m = &p->values[v].meta;
-    return oar_tensor_shell(m->dtype, m->shape, m->ndim);
+    oar_tensor *t = oar_tensor_shell(m->dtype, m->shape, m->ndim);
+    if (t) t->device = p->device;
+    return t;
+}
+
+/* Storage of its own for header h on the program's device, untracked (rewritten every run). */
+static oar_status own_storage(oar_tensor *h) {
+    if (oar_tensor_alloc_storage(h) != OAR_OK) return OAR_ERR_OOM;
+    h->storage->uid = 0;
+    return OAR_OK;
 }
 
 /* Points header v at its root's storage (borrowed: the root's header keeps it alive). */
@@ -160,7 +188,9 @@ static oar_status make_headers(oar_exec *e) {
     e->arena->refcount = 1;
     e->arena->owned = true;
     e->arena->nbytes = (size_t)pl->arena_bytes;
-    if (!(e->arena->data = oar_alloc(e->arena->nbytes))) return OAR_ERR_OOM;
+    e->arena->device = p->device;
+    if (!(e->arena->data = e->on_device ? e->dev->alloc(e->arena->nbytes) : oar_alloc(e->arena->nbytes)))
+        return OAR_ERR_OOM;
     for (int v = 0; v < p->n_values; v++) {
         const oar_value *val = &p->values[v];
         if (val->kind == OAR_VAL_PARAM || val->kind == OAR_VAL_CONST) {
@@ -171,6 +201,7 @@ static oar_status make_headers(oar_exec *e) {
         if (val->kind == OAR_VAL_NODE && p->nodes[val->node].dead) continue; /* removed by a pass: never used */
         if (val->kind == OAR_VAL_INPUT) { /* bound per run; a contiguous shell until then */
             if (!(e->hdr[v] = shell_of(p, v))) return oar_last_status();
+            if (e->on_device && own_storage(e->hdr[v]) != OAR_OK) return OAR_ERR_OOM; /* its slot */
             continue;
         }
         if (!(e->hdr[v] = shell_of(p, v))) return oar_last_status();
@@ -190,7 +221,13 @@ static oar_status make_headers(oar_exec *e) {
              * once values bump their version each time they are recomputed (run_once). */
             if (!e->hoisted[val->node]) e->hdr[v]->storage->uid = 0;
             break;
-        case OAR_BUF_FRESH: e->fresh[e->n_fresh++] = v; break;
+        case OAR_BUF_FRESH: /* on a device: a fixed buffer, copied out at each run */
+            if (e->on_device) {
+                if (own_storage(e->hdr[v]) != OAR_OK) return OAR_ERR_OOM;
+            } else {
+                e->fresh[e->n_fresh++] = v;
+            }
+            break;
         default: break;
         }
     }
@@ -218,6 +255,11 @@ static void make_args(oar_exec *e, instr *I, const int *input_index, int *next) 
     for (int o = 0; o < n->n_out; o++) I->out[o] = e->hdr[n->out[o]];
     /* bound inputs are made contiguous and other layouts are fixed once prepared */
     I->direct = direct || all_contiguous;
+    /* host tensors a device kernel reads (a 0-d parameter; not its host inputs) are copied over
+     * per run by the checked path, as eager dispatch does */
+    for (int k = 0; k < n->n_in && I->kernel->device != OAR_CPU; k++)
+        if (I->in[k] && I->in[k]->device == OAR_CPU && !(k < 32 && ((I->def->host_inputs >> k) & 1u)))
+            I->direct = false;
     I->random = (I->def->flags & OAR_OPF_RANDOM) != 0;
     I->bumps = n->inplace;
     I->fn = I->kernel->fn;
@@ -337,7 +379,10 @@ static bool storage_fixed(const oar_exec *e, int v) {
     switch (e->plan.cls[v]) {
     case OAR_BUF_ARENA:
     case OAR_BUF_PERSISTENT: return true;
-    case OAR_BUF_EXTERNAL: return e->p->values[r].kind == OAR_VAL_PARAM || e->p->values[r].kind == OAR_VAL_CONST;
+    case OAR_BUF_FRESH: return e->on_device;
+    case OAR_BUF_EXTERNAL:
+        return e->p->values[r].kind == OAR_VAL_PARAM || e->p->values[r].kind == OAR_VAL_CONST ||
+               (e->on_device && e->p->values[r].kind == OAR_VAL_INPUT && e->p->values[r].block == OAR_MAIN_BLOCK);
     default: return false;
     }
 }
@@ -373,6 +418,11 @@ oar_exec *oar_exec_create(const oar_program *p) {
     oar_exec *e = OAR_NEW(oar_exec);
     if (!e) return NULL;
     e->p = p;
+    e->on_device = p->device != OAR_CPU;
+    if (e->on_device && !(e->dev = oar_device_use(p->device, "program"))) {
+        free(e);
+        return NULL;
+    }
     oar_status st = oar_plan_memory(p, &e->plan);
     if (st == OAR_OK && getenv("OAR_CHECK_PLAN")) st = oar_plan_check(p, &e->plan);
     if (st == OAR_OK && !(e->hoisted = oar_program_hoisted_nodes(p))) st = oar_last_status();
@@ -388,6 +438,9 @@ oar_exec *oar_exec_create(const oar_program *p) {
 
 void oar_exec_free(oar_exec *e) {
     if (!e) return;
+    for (int k = 0; k < e->n_segs; k++)
+        if (e->segs[k].graph) e->dev->graph_free(e->segs[k].graph);
+    free(e->segs);
     if (e->hdr)
         for (int v = 0; v < e->p->n_values; v++) {
             if (!e->hdr[v]) continue;
@@ -425,11 +478,10 @@ static oar_status bind_inputs(oar_exec *e, oar_tensor *const *in, int n_in) {
         oar_tensor *x = in[i];
         if (!x) return oar_error(OAR_ERR_INVALID_ARG, "program: input %d is NULL", i);
         if (!x->storage) return oar_symbolic_error("program input", x);
-        if (x->device != OAR_CPU)
-            return oar_error(OAR_ERR_UNSUPPORTED, "program: input %d is on %s; compiled programs run on the host for "
-                                                  "now (GPU programs are not built yet): run the model eagerly on the "
-                                                  "GPU, or move the input with oar_to(t, OAR_CPU)",
-                             i, oar_device_name(x->device));
+        if (x->device != p->device && !(e->on_device && x->device == OAR_CPU))
+            return oar_error(OAR_ERR_INVALID_ARG, "program: input %d is on %s, but the program runs on %s; move the "
+                                                  "input with oar_to, or compile the function for that device",
+                             i, oar_device_name(x->device), oar_device_name(p->device));
         if (x->dtype != m->dtype || x->ndim != m->ndim ||
             memcmp(x->shape, m->shape, sizeof(int64_t) * (size_t)m->ndim)) {
             char want[200], got[200];
@@ -439,6 +491,11 @@ static oar_status bind_inputs(oar_exec *e, oar_tensor *const *in, int n_in) {
             oar_meta_format(&t, 0, got, sizeof got);
             return oar_error(OAR_ERR_SHAPE, "program: expected input %d to be %s, got %s", i, want, got);
         }
+    }
+    if (e->on_device) { /* copied into the input's slot, in stream order (host or device source) */
+        for (int i = 0; i < n_in; i++)
+            if (oar_tensor_copy_strided(e->hdr[main->in[i]], in[i]) != OAR_OK) return oar_last_status();
+        return OAR_OK;
     }
     for (int i = 0; i < n_in; i++) {
         e->input_shell[i] = e->hdr[main->in[i]];
@@ -479,7 +536,17 @@ static oar_status hand_out(oar_exec *e, oar_tensor **out, int n_out) {
         return oar_error(OAR_ERR_INVALID_ARG, "program: expected room for %d outputs, got %d", main->n_out, n_out);
     for (int k = 0; k < n_out; k++) {
         oar_tensor *h = e->hdr[main->out[k]];
-        out[k] = oar_tensor_alias(h);
+        int r = e->plan.root[main->out[k]];
+        bool copy = e->on_device && (e->plan.cls[r] == OAR_BUF_FRESH || e->p->values[r].kind == OAR_VAL_INPUT);
+        if (copy) { /* the next run rewrites the fixed buffer: the caller gets its own */
+            out[k] = oar_tensor_new_on(e->p->device, h->dtype, h->shape, h->ndim);
+            if (out[k] && oar_tensor_copy_strided(out[k], h) != OAR_OK) {
+                oar_tensor_unref(out[k]);
+                out[k] = NULL;
+            }
+        } else {
+            out[k] = oar_tensor_alias(h);
+        }
         if (!out[k]) {
             for (int j = 0; j < k; j++) oar_tensor_unref(out[j]);
             return OAR_ERR_OOM;
@@ -559,23 +626,151 @@ static oar_status run_phased(oar_exec *e, const oar_kctx *ctx) {
     return st;
 }
 
+/* Whether instruction I may be recorded into a device graph: a kernel called directly, with
+ * no random draws (a replay would repeat the counters), no host inputs (read by the launching
+ * code: a replay would repeat the values it read) and no per-run bookkeeping. */
+static const char *unrecordable(const instr *I) {
+    if (I->kind == INSTR_CONTROL) return "control flow runs its blocks op by op";
+    if (I->kind == INSTR_VIEW) return "a view of per-run storage";
+    if (I->random) return "draws random numbers (a replay would repeat them)";
+    if (I->def->host_inputs) return "reads host inputs when launched (a replay would repeat their values)";
+    if (!I->direct) return "needs per-run copies of its inputs";
+    return NULL;
+}
+
+static void note_plain(oar_exec *e, const instr *I, const char *why) {
+    size_t n = strlen(e->graph_note);
+    if (n + 2 >= sizeof e->graph_note) return;
+    snprintf(e->graph_note + n, sizeof e->graph_note - n, "%snode %d (%s): %s", n ? "; " : "",
+             (int)(I->node - e->p->nodes), I->def->name, why);
+}
+
+/* Splits the instruction list into segments of recordable instructions (the rest run plain). */
+static oar_status make_segments(oar_exec *e) {
+    e->segs_made = true;
+    e->segs = calloc((size_t)e->n_code + 1, sizeof(segment));
+    if (!e->segs) return oar_error(OAR_ERR_OOM, "executor: out of memory");
+    for (int i = 0; i < e->n_code; i++) {
+        const char *why = unrecordable(&e->code[i]);
+        if (why) {
+            note_plain(e, &e->code[i], why);
+            continue;
+        }
+        segment *sg = e->n_segs && e->segs[e->n_segs - 1].first + e->segs[e->n_segs - 1].n == i
+                          ? &e->segs[e->n_segs - 1] : &e->segs[e->n_segs++];
+        if (!sg->n) sg->first = i;
+        sg->n++;
+    }
+    return OAR_OK;
+}
+
+/* Records segment k (its work is queued by the launch that follows, not while recording). A
+ * kernel that cannot be recorded (it reads a result back) fails the recording: it runs as a
+ * plain launch from then on, with the reason in the note, and the instructions before and
+ * after it become segments of their own, recorded in turn. A recording that fails otherwise
+ * (the allocator had to free device memory, instantiation failed) leaves the whole segment to
+ * plain launches. */
+static void record_segment(oar_exec *e, int k, const oar_kctx *ctx) {
+    segment *sg = &e->segs[k];
+    oar_status st = e->dev->graph_begin();
+    int bad = -1;
+    for (int i = sg->first; i < sg->first + sg->n && st == OAR_OK; i++)
+        if ((st = run_instr(e, &e->code[i], ctx)) != OAR_OK) bad = i;
+    char why[200];
+    snprintf(why, sizeof why, "%s", st == OAR_OK ? "" : oar_last_error());
+    sg->graph = e->dev->graph_end(st == OAR_OK);
+    if (!sg->graph && st == OAR_OK) snprintf(why, sizeof why, "%s", oar_last_error());
+    oar_clear_error();
+    if (getenv("OAR_CUDA_GRAPHS_VERBOSE"))
+        fprintf(stderr, "oar: a program segment of %d nodes %s%s\n", sg->n,
+                sg->graph ? "is recorded as a CUDA graph" : "runs as plain launches: ", sg->graph ? "" : why);
+    if (sg->graph) return;
+    if (bad < 0) { /* nothing to split at */
+        sg->failed = true;
+        note_plain(e, &e->code[sg->first], why[0] ? why : "recording failed");
+        return;
+    }
+    note_plain(e, &e->code[bad], why);
+    int end = sg->first + sg->n;
+    segment after = {.first = bad + 1, .n = end - bad - 1};
+    sg->n = bad - sg->first;
+    int at = k + 1; /* where the segment after the bad instruction goes */
+    if (!sg->n) { /* nothing before it: the slot takes the part after */
+        *sg = after;
+        if (sg->n) return;
+        memmove(&e->segs[k], &e->segs[k + 1], sizeof(segment) * (size_t)(e->n_segs - k - 1));
+        e->n_segs--;
+        return;
+    }
+    if (!after.n) return;
+    memmove(&e->segs[at + 1], &e->segs[at], sizeof(segment) * (size_t)(e->n_segs - at));
+    e->segs[at] = after;
+    e->n_segs++;
+}
+
+/* A run as device graphs: each segment is replayed (recorded first when it is new); the
+ * instructions between segments, and segments that could not be recorded, run plain. With
+ * the profiler on, each replay is one range ("cuda_graph"). */
+static oar_status run_graphed(oar_exec *e, const oar_kctx *ctx) {
+    if (!e->segs_made && make_segments(e) != OAR_OK) return oar_last_status();
+    bool ranges = oar_prof_ranges_on();
+    oar_status st = OAR_OK;
+    int k = 0;
+    for (int i = 0; i < e->n_code && st == OAR_OK;) {
+        while (k < e->n_segs && e->segs[k].first + e->segs[k].n <= i) k++;
+        segment *sg = k < e->n_segs && e->segs[k].first == i ? &e->segs[k] : NULL;
+        if (sg && !sg->graph && !sg->failed && !oar_prof_hooks_on()) { /* record with hooks off only */
+            record_segment(e, k, ctx);
+            continue; /* position i again: a graph to launch, or a shorter segment, or a plain node */
+        }
+        if (!sg || !sg->graph) {
+            int end = sg ? i + sg->n : i + 1;
+            for (; i < end && st == OAR_OK; i++) st = run_instr(e, &e->code[i], ctx);
+            continue;
+        }
+        if (ranges) oar_prof_push("cuda_graph");
+        st = e->dev->graph_launch(sg->graph);
+        if (ranges) oar_prof_pop();
+        for (int j = i; j < i + sg->n; j++) /* the host-side bookkeeping plain runs do */
+            if (e->code[j].bumps) e->code[j].out[0]->storage->version++;
+        i += sg->n;
+    }
+    return st;
+}
+
+const char *oar_exec_graph_note(const oar_exec *e) {
+    if (!e->on_device) return "host program: no graphs";
+    if (!oar_cuda_graphs_enabled()) return "CUDA graphs are switched off";
+    if (!e->segs_made) return "not recorded yet (graphs are recorded from the second run)";
+    return e->graph_note[0] ? e->graph_note : "the whole step is recorded";
+}
+
+int oar_exec_graph_count(const oar_exec *e) {
+    int n = 0;
+    for (int k = 0; k < e->n_segs; k++) n += e->segs[k].graph != NULL;
+    return n;
+}
+
 oar_status oar_exec_run(oar_exec *e, oar_tensor *const *in, int n_in, oar_tensor **out, int n_out) {
     oar_status st = bind_inputs(e, in, n_in);
     if (st != OAR_OK) {
         unbind(e);
         return st;
     }
-    int64_t base = oar_memory_stats_get(OAR_CPU).current_bytes; /* the peak is the caller's: never reset here */
+    int64_t base = oar_memory_stats_get(e->p->device).current_bytes; /* the peak is the caller's: never reset here */
     for (int k = 0; k < e->n_fresh && st == OAR_OK; k++) {
         oar_tensor *h = e->hdr[e->fresh[k]];
         if (oar_tensor_alloc_storage(h) != OAR_OK) st = OAR_ERR_OOM;
     }
     /* headers sharing a root (in-place outputs) follow the root's storage of this run */
     for (int k = 0; k < e->n_shared && st == OAR_OK; k++) share_root(e, e->shared[k]);
-    oar_kctx ctx = {.nthreads = oar_get_num_threads()}; /* once per run: the pool's size may change between runs */
+    /* once per run: the pool's size may change between runs */
+    oar_kctx ctx = {.nthreads = oar_get_num_threads(), .device = e->p->device, .stream = oar_device_stream(e->p->device)};
     oar_no_grad_begin();
     if (st == OAR_OK && e->n_once && !once_current(e)) st = run_once(e, &ctx);
-    if (OAR_UNLIKELY(oar_prof_ranges_on())) {
+    if (e->on_device && e->runs > 0 && e->dev->graph_begin && oar_cuda_graphs_enabled() && !oar_prof_check_on()) {
+        if (st == OAR_OK) st = run_graphed(e, &ctx);
+    } else if (OAR_UNLIKELY(oar_prof_ranges_on())) {
         if (st == OAR_OK) st = run_phased(e, &ctx);
     } else {
         for (int i = 0; i < e->n_code && st == OAR_OK; i++) st = run_instr(e, &e->code[i], &ctx);
@@ -583,7 +778,8 @@ oar_status oar_exec_run(oar_exec *e, oar_tensor *const *in, int n_in, oar_tensor
     oar_no_grad_end();
     if (st == OAR_OK) st = hand_out(e, out, n_out);
     if (st == OAR_OK) write_grads(e);
-    int64_t peak = oar_memory_stats_get(OAR_CPU).peak_bytes - base + e->plan.arena_bytes + e->plan.persistent_bytes;
+    if (st == OAR_OK) e->runs++;
+    int64_t peak = oar_memory_stats_get(e->p->device).peak_bytes - base + e->plan.arena_bytes + e->plan.persistent_bytes;
     if (peak > e->measured_peak) e->measured_peak = peak;
     unbind(e);
     return st;

@@ -6,6 +6,7 @@
 #define OAR_GRAPH_EXEC_H
 
 #include "graph/plan.h"
+#include "oar/cuda_graphs.h"
 
 typedef struct oar_exec oar_exec;
 
@@ -17,6 +18,10 @@ oar_status oar_exec_run(oar_exec *e, oar_tensor *const *in, int n_in, oar_tensor
 const oar_memory_plan *oar_exec_plan(const oar_exec *e);
 int64_t oar_exec_measured_peak(const oar_exec *e); /* allocator peak over its runs, above the start */
 void oar_exec_free(oar_exec *e);
+/* Device programs: how many CUDA graphs the executor replays, and a line saying what runs
+ * as plain launches and why (the node, its op and the reason). */
+int oar_exec_graph_count(const oar_exec *e);
+const char *oar_exec_graph_note(const oar_exec *e);
 
 /* Runs a control-flow node (control_run.c): its blocks are interpreted op by op, reading
  * outer values from hdr (per value, as the executor holds them); the results are copied into

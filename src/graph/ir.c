@@ -204,6 +204,7 @@ oar_program *oar_program_copy(const oar_program *src) {
     p->values = oar_malloc(sizeof(oar_value) * (size_t)(src->n_values + 1));
     p->nodes = oar_malloc(sizeof(oar_node) * (size_t)(src->n_nodes + 1));
     p->blocks = oar_malloc(sizeof(oar_block) * (size_t)(src->n_blocks + 1));
+    p->device = src->device;
     p->grad_writes = oar_malloc(sizeof(oar_grad_write) * (size_t)(src->n_grad_writes + 1));
     if (!p->arena || !p->values || !p->nodes || !p->blocks || !p->grad_writes) goto fail;
     p->cap_values = src->n_values + 1;

@@ -69,6 +69,8 @@ typedef struct oar_program {
     int n_blocks, cap_blocks;
     oar_grad_write *grad_writes;
     int n_grad_writes, cap_grad_writes;
+    oar_device device;    /* where its values live (one device per program; 0-d host scalars and
+                             ops' host inputs aside, as in eager calls) */
 } oar_program;
 
 #define OAR_MAIN_BLOCK 0

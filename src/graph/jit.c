@@ -2,6 +2,7 @@
  * executors for the concrete shapes it has run at. A miss traces the function, runs the passes
  * and prepares an executor; a hit only runs. */
 #include "graph/jit.h"
+#include "base/device.h"
 
 #include "graph/passes/passes.h"
 
@@ -125,8 +126,8 @@ static bool same_meta(const oar_meta *a, const oar_meta *b) {
 }
 
 /* An entry serves metas when dtypes and ranks agree and every non-dynamic dim matches. */
-static bool entry_serves(const jit_entry *en, const oar_meta *m, int n_in, int n_out, bool exact) {
-    if (!en->program || en->n_in != n_in || en->n_out != n_out) return false;
+static bool entry_serves(const jit_entry *en, const oar_meta *m, oar_device dev, int n_in, int n_out, bool exact) {
+    if (!en->program || en->n_in != n_in || en->n_out != n_out || (n_in && en->device != dev)) return false;
     for (int i = 0; i < n_in; i++) {
         if (m[i].dtype != en->meta[i].dtype || m[i].ndim != en->meta[i].ndim) return false;
         for (int d = 0; d < m[i].ndim; d++) {
@@ -155,10 +156,11 @@ static jit_entry *take_slot(oar_jit *f) {
 }
 
 /* Traces fn at the inputs' signature and fills a cache entry. */
-static oar_status trace(oar_jit *f, const oar_meta *m, const uint32_t *dyn, int n_in, int n_out,
+static oar_status trace(oar_jit *f, const oar_meta *m, oar_device dev, const uint32_t *dyn, int n_in, int n_out,
                         jit_entry **out_entry) {
     oar_trace *t = oar_trace_begin(f->sources, f->n_sources);
     if (!t) return oar_last_status();
+    if (n_in) oar_trace_set_device(t, dev);
     uint64_t trace_id = oar_active_trace;
     oar_tensor *sym[JIT_MAX_IO] = {0}, *res[JIT_MAX_IO] = {0};
     oar_status st = OAR_OK;
@@ -211,6 +213,7 @@ static oar_status trace(oar_jit *f, const oar_meta *m, const uint32_t *dyn, int 
     en->hooks = hooks;
     en->n_in = n_in;
     en->n_out = n_out;
+    en->device = dev;
     memcpy(en->meta, m, sizeof(oar_meta) * (size_t)n_in);
     memcpy(en->dyn, dyn, sizeof(uint32_t) * (size_t)n_in);
     /* which gradients the function clears itself, and which it leaves cleared at the end */
@@ -309,11 +312,16 @@ oar_status oar_jit_call(oar_jit *f, oar_tensor *const *in, int n_in, oar_tensor 
         oar_status st = check_spec(f, i, in[i], &dyn[i]);
         if (st != OAR_OK) return st;
         oar_meta_from(&m[i], in[i]);
+        if (in[i]->device != in[0]->device)
+            return oar_error(OAR_ERR_INVALID_ARG, "jit_call: input 0 is on %s and input %d on %s; a compiled "
+                                                  "function runs on one device: move the inputs with oar_to",
+                             oar_device_name(in[0]->device), i, oar_device_name(in[i]->device));
     }
+    oar_device dev = n_in ? in[0]->device : OAR_CPU;
     jit_entry *en = NULL;
     for (int pass = 0; pass < 2 && !en; pass++) /* an exact signature first, then one with dynamic dims */
         for (int k = 0; k < f->n_entries && !en; k++)
-            if (entry_serves(&f->entries[k], m, n_in, n_out, pass == 0)) en = &f->entries[k];
+            if (entry_serves(&f->entries[k], m, dev, n_in, n_out, pass == 0)) en = &f->entries[k];
     bool unservable = false;
     if (en) {
         oar_status st = run_entry(f, en, m, in, n_in, out, n_out, &unservable);
@@ -322,7 +330,7 @@ oar_status oar_jit_call(oar_jit *f, oar_tensor *const *in, int n_in, oar_tensor 
         memset(dyn, 0, sizeof dyn);
         oar_clear_error();
     }
-    oar_status st = trace(f, m, dyn, n_in, n_out, &en);
+    oar_status st = trace(f, m, dev, dyn, n_in, n_out, &en);
     if (st != OAR_OK) return st;
     return run_entry(f, en, m, in, n_in, out, n_out, &unservable);
 }

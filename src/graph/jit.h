@@ -20,6 +20,7 @@ typedef struct jit_entry {
     int n_in, n_out;
     oar_meta meta[JIT_MAX_IO];   /* signature as traced */
     uint32_t dyn[JIT_MAX_IO];    /* dims that may vary */
+    oar_device device;           /* where the inputs were (the program's device) */
     oar_program *program;        /* after passes */
     oar_run_hooks hooks;
     bool *grad_cleared;          /* per gradient write: the function clears that gradient first */

@@ -27,6 +27,9 @@ struct oar_trace {
     oar_run_hooks hooks;
     oar_tensor **sym; /* per value: the symbolic tensor standing for it (a reference) */
     int cap_sym;
+    bool device_set;  /* prog->device was given or taken from the first tensor seen */
+    capture_map moved; /* 0-d host constants -> their copy on the program's device */
+    bool host_input;   /* the tensor being captured is an op's host input (stays on the host) */
 };
 
 /* Remembers x as the tensor of value v (control flow needs it to take gradients). */
@@ -102,6 +105,10 @@ void oar_run_hooks_free(oar_run_hooks *h) {
 oar_trace *oar_trace_current(void) { return tl_trace; }
 oar_program *oar_trace_program(oar_trace *t) { return t->prog; }
 int oar_trace_block(oar_trace *t) { return t->block; }
+void oar_trace_set_device(oar_trace *t, oar_device dev) {
+    t->prog->device = dev;
+    t->device_set = true;
+}
 
 oar_trace *oar_trace_begin(const oar_state_source *const *sources, int n_sources) {
     oar_init();
@@ -130,6 +137,7 @@ oar_tensor *oar_trace_block_input(oar_trace *t, int block, const oar_meta *m, co
     if (v < 0) return NULL;
     oar_tensor *x = oar_tensor_shell(m->dtype, m->shape, m->ndim);
     if (!x) return NULL;
+    x->device = t->prog->device;
     x->trace_value = v;
     if (!keep_symbol(t, v, x)) {
         oar_tensor_unref(x);
@@ -168,11 +176,17 @@ int oar_trace_value(oar_trace *t, oar_tensor *x) {
     }
     int v = map_get(&t->captured, x);
     if (v >= 0) return v;
-    if (x->device != OAR_CPU) {
-        oar_error(OAR_ERR_UNSUPPORTED, "jit: a tensor on %s reached '%s' while tracing; compiled programs run on "
-                                       "the host for now (GPU programs are not built yet): run this function "
-                                       "eagerly on the GPU, or keep its tensors on the CPU",
-                  oar_device_name(x->device), x->trace_op ? x->trace_op : "an op");
+    /* one device per program; 0-d host tensors join any program, as they join eager calls */
+    bool host_scalar = x->device == OAR_CPU && (x->ndim == 0 || t->host_input);
+    if (!host_scalar && !t->device_set) {
+        t->prog->device = x->device;
+        t->device_set = true;
+    }
+    if (!host_scalar && x->device != t->prog->device) {
+        oar_error(OAR_ERR_INVALID_ARG, "jit: a tensor on %s reached '%s' in a program on %s; a compiled program "
+                                       "runs on one device: move the model (oar_module_to) and its inputs to one "
+                                       "device before calling it", oar_device_name(x->device),
+                  x->trace_op ? x->trace_op : "an op", oar_device_name(t->prog->device));
         return -1;
     }
     /* made during this trace: a constant; made before: state bound by reference */
@@ -195,6 +209,7 @@ static oar_status make_symbols(oar_trace *t, const oar_op_def *d, const oar_meta
             x->offset = view_of->offset;
             memcpy(x->strides, view_of->strides, sizeof x->strides);
         }
+        x->device = t->prog->device;
         x->trace_value = ids[i];
         x->trace_op = d->name;
         out[i] = x;
@@ -202,6 +217,28 @@ static oar_status make_symbols(oar_trace *t, const oar_op_def *d, const oar_meta
         if (!keep_symbol(t, ids[i], x)) return OAR_ERR_OOM;
     }
     return OAR_OK;
+}
+
+/* Value id for input i of op d in a program on a device: a constant 0-d host tensor the op
+ * reads on the device (not one of its host inputs) is copied there once, at tracing, so the
+ * compiled kernels read device memory as eager dispatch would have arranged per call. */
+static int on_program_device(oar_trace *t, const oar_op_def *d, int i, oar_tensor *x, int v) {
+    oar_value *val = &t->prog->values[v];
+    if (t->prog->device == OAR_CPU || x->device != OAR_CPU || !x->storage || val->kind != OAR_VAL_CONST ||
+        (i < 32 && ((d->host_inputs >> i) & 1u)))
+        return v;
+    int moved = map_get(&t->moved, x); /* x stays alive: the program holds it as a constant */
+    if (moved >= 0) return moved;
+    oar_tensor *c = oar_tensor_new_on(t->prog->device, x->dtype, x->shape, x->ndim);
+    if (!c || oar_tensor_copy_strided(c, x) != OAR_OK) {
+        oar_tensor_unref(c);
+        return -1;
+    }
+    c->trace_id = t->id;
+    moved = oar_program_add_tensor(t->prog, OAR_VAL_CONST, c, NULL);
+    oar_tensor_unref(c);
+    if (moved < 0 || !map_put(&t->moved, x, moved)) return -1;
+    return moved;
 }
 
 oar_status oar_trace_op(oar_op_id op, oar_tensor *const *in, int n_in, const oar_attr *attrs,
@@ -217,7 +254,9 @@ oar_status oar_trace_op(oar_op_id op, oar_tensor *const *in, int n_in, const oar
                          *n_out);
     int ids[OAR_MAX_INPUTS];
     for (int i = 0; i < n_in; i++) {
+        t->host_input = i < 32 && ((d->host_inputs >> i) & 1u);
         ids[i] = in[i] ? oar_trace_value(t, in[i]) : -1;
+        t->host_input = false;
         if (in[i] && ids[i] < 0) return oar_last_status();
         if (in[i] && i < 32 && ((d->mutated_inputs >> i) & 1u)) {
             oar_value *v = &t->prog->values[ids[i]];
@@ -227,7 +266,13 @@ oar_status oar_trace_op(oar_op_id op, oar_tensor *const *in, int n_in, const oar
                                  d->name, i);
             v->kind = OAR_VAL_PARAM; /* written at every run: never folded */
         }
+        if (in[i] && (ids[i] = on_program_device(t, d, i, in[i], ids[i])) < 0) return oar_last_status();
     }
+    if ((d->flags & OAR_OPF_TO_DEVICE) && (oar_device)attrs[0].i != t->prog->device)
+        return oar_error(OAR_ERR_INVALID_ARG, "jit: to_device moves a tensor to %s inside a program on %s; a "
+                                              "compiled program runs on one device: move its inputs before the "
+                                              "call and its outputs after it",
+                         oar_device_name((oar_device)attrs[0].i), oar_device_name(t->prog->device));
     int out_ids[OAR_MAX_OUTPUTS];
     int node = oar_program_add_node(t->prog, t->block, op, ids, n_in, attrs, meta, n, out_ids);
     if (node < 0) return oar_last_status();
@@ -319,6 +364,8 @@ oar_status oar_trace_end(oar_trace *t, oar_status status, oar_tensor *const *out
     oar_active_trace = 0;
     free(t->captured.keys);
     free(t->captured.vals);
+    free(t->moved.keys);
+    free(t->moved.vals);
     if (st == OAR_OK) {
         *program = t->prog;
         *hooks = t->hooks;

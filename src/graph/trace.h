@@ -32,6 +32,9 @@ void oar_run_hooks_free(oar_run_hooks *h);
 /* Starts tracing on this thread into a new program; traces do not nest. The sources (borrowed
  * until the trace ends) name the persistent tensors the trace binds. */
 oar_trace *oar_trace_begin(const oar_state_source *const *sources, int n_sources);
+/* The device of the program being traced (taken from the function's inputs; without inputs,
+ * from the first tensor the function reads). Call before oar_trace_input. */
+void oar_trace_set_device(oar_trace *t, oar_device dev);
 /* A symbolic input of the main block, for the function's argument. */
 oar_tensor *oar_trace_input(oar_trace *t, const oar_meta *m, uint32_t dyn_dims, const char *name);
 /* The value standing for tensor x (capturing it if it is real); -1 with the error set when x

@@ -55,6 +55,11 @@ else
 fi
 if "$oar" bench --workload tiny --device tpu 2> "$dir/err"; then exit 1; fi
 grep -q "expected cpu or cuda" "$dir/err"
-if "$oar" bench --workload tiny --mode static --device cuda 2> "$dir/err"; then exit 1; fi
+# compiled on the GPU: the step replays CUDA graphs (the JSON counts them)
+if "$oar" bench --workload tiny --steps 3 --mode static --device cuda > "$dir/out" 2> "$dir/err"; then
+  grep -q '"cuda_graphs": [1-9]' "$dir/out" || { echo "bench: static on cuda: $(cat "$dir/out" "$dir/err")"; exit 1; }
+else
+  grep -q -e "no CUDA device" -e "no CUDA (install" "$dir/err" || { echo "bench: $(cat "$dir/err")"; exit 1; }
+fi
 # unknown flags: tests/cli/flags.sh
 echo "bench: 1 passed, 0 failed"

@@ -38,7 +38,7 @@ run() { # name timeout command...
   summary "$name: rc=$rc in $(( $(date +%s) - t0 ))s: $(tail -1 "$out/$name.log")"
   return $rc
 }
-run test_cuda 120 "$bin/tests/test_cuda"
+run test_cuda 180 "$bin/tests/test_cuda"
 run sweep_cuda 240 "$bin/tests/sweep" --device cuda
 fails=$(grep '^FAIL' "$out/sweep_cuda.log" | sed 's/(.*//' | sort | uniq -c | sort -rn | head -60)
 [ -n "$fails" ] && summary "failing ops (count): $(echo $fails)"
@@ -47,9 +47,14 @@ for w in tiny mlp lenet resnet20 gpt-mini lstm-lm; do  # the oar command's path 
   timeout 60 "$bin/oar" bench --workload $w --device cuda --steps 20 >> "$out/bench_oar.log" 2>&1
 done
 summary "oar bench --device cuda: $(grep -c '"device": "cuda"' "$out/bench_oar.log") of 6 workloads ran"
+for w in tiny mlp lenet resnet20 gpt-mini lstm-lm; do  # compiled steps replaying CUDA graphs
+  timeout 60 "$bin/oar" bench --workload $w --device cuda --mode static --steps 20 >> "$out/bench_oar.log" 2>&1
+done
+summary "oar bench --device cuda --mode static: $(grep -c '"cuda_graphs": [1-9]' "$out/bench_oar.log") of 6 workloads replayed graphs"
 run bench_torch 300 python3 bench/cuda_torch.py ${OAR_TORCH_COMPILE:+--compile}
 { CUDA_LAUNCH_BLOCKING=1 "$bin/bench_cuda" --profile gpt-mini; CUDA_LAUNCH_BLOCKING=1 "$bin/bench_cuda" --profile lstm-lm; } > "$out/profile.log" 2>&1
 san=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
-run memcheck_test_cuda 180 "$san" --tool memcheck --report-api-errors no --error-exitcode 9 "$bin/tests/test_cuda"
+ # the compiled zoo comparison for two models only under memcheck (OAR_TEST_CUDA_QUICK), to keep its time
+OAR_TEST_CUDA_QUICK=1 run memcheck_test_cuda 240 "$san" --tool memcheck --report-api-errors no --error-exitcode 9 "$bin/tests/test_cuda"
 run memcheck_sweep 240 "$san" --tool memcheck --report-api-errors no --error-exitcode 9 "$bin/tests/sweep" --device cuda
 cat "$out"/bench_*.log

@@ -1,6 +1,7 @@
 /* The CUDA backend end to end: devices and copies, the caching allocator and out-of-memory,
  * mixed-device errors, autograd across devices, and a small network trained on the GPU
- * tracking the same network on the host. Without a GPU it checks that everything fails
+ * tracking the same network on the host, compiled programs and CUDA graphs (eager = compiled =
+ * replayed, bit for bit, for every zoo model). Without a GPU it checks that everything fails
  * cleanly, then skips (exit 77) with one line. */
 #include "zoo_step_util.h"
 
@@ -238,6 +239,153 @@ static void train_zoo(const char *name, int steps, int64_t batch) {
     zoo_run_free(&gpu);
 }
 
+/* ---- compiled programs on the GPU and CUDA graphs (docs/cuda.md, "Compiled programs and
+ * CUDA graphs") */
+
+/* y = relu(x @ w + 1), w the user's tensor (bound by reference as a parameter) */
+static oar_status affine_fn(void *user, oar_tensor *const *in, int n_in, oar_tensor **out, int n_out) {
+    (void)n_in; (void)n_out;
+    out[0] = oar_relu(oar_add_scalar(oar_matmul(in[0], (oar_tensor *)user), 1.0));
+    return out[0] ? OAR_OK : oar_last_status();
+}
+
+/* the mean cross-entropy of logits in[0] for labels in[1]: reads a count back (not recordable) */
+static oar_status loss_fn(void *user, oar_tensor *const *in, int n_in, oar_tensor **out, int n_out) {
+    (void)user; (void)n_in; (void)n_out;
+    out[0] = oar_cross_entropy(oar_mul_scalar(in[0], 2.0), in[1], NULL);
+    return out[0] ? OAR_OK : oar_last_status();
+}
+
+/* dropout draws new counters every run: never recorded */
+static oar_status dropout_fn(void *user, oar_tensor *const *in, int n_in, oar_tensor **out, int n_out) {
+    (void)user; (void)n_in; (void)n_out;
+    out[0] = oar_dropout(oar_add_scalar(in[0], 1.0), 0.5, true);
+    return out[0] ? OAR_OK : oar_last_status();
+}
+
+static void compiled_basics(void) {
+    oar_tensor *w = oar_to(iota(16, 8, 0.5), OAR_CUDA), *xh = iota(4, 16, 2.0), *x = oar_to(xh, OAR_CUDA);
+    oar_tensor *want = NULL, *y[4] = {0};
+    CHECK(affine_fn(w, &x, 1, &want, 1) == OAR_OK); /* eager */
+    oar_jit *f = oar_jit_to_static(affine_fn, w, NULL);
+    for (int k = 0; k < 4; k++) CHECK(oar_jit_call(f, &x, 1, &y[k], 1) == OAR_OK); /* run, record, replay */
+    for (int k = 0; k < 4; k++) CHECK(y[k] && oar_device_of(y[k]) == OAR_CUDA && t_same_bits(y[k], want));
+    CHECK(oar_jit_num_traces(f) == 1);
+    CHECK(oar_jit_cuda_graph_count(f, 0) == 1);
+    printf("test_cuda: compiled affine: %d graph(s); %s\n", oar_jit_cuda_graph_count(f, 0),
+           oar_jit_cuda_graph_note(f, 0));
+    /* outputs are the caller's: a later run does not overwrite an earlier result */
+    oar_tensor *x2 = oar_to(iota(4, 16, -1.0), OAR_CUDA), *y2 = NULL;
+    CHECK(oar_jit_call(f, &x2, 1, &y2, 1) == OAR_OK && !t_same_bits(y2, y[3]) && t_same_bits(y[3], want));
+    /* one device per program: host inputs trace a host program, which refuses the GPU weight */
+    oar_tensor *yh = NULL;
+    oar_clear_error();
+    CHECK(oar_jit_call(f, &xh, 1, &yh, 1) != OAR_OK && strstr(oar_last_error(), "one device"));
+    oar_tensor *two[2] = {xh, x};
+    oar_jit *g = oar_jit_to_static(loss_fn, NULL, NULL);
+    oar_clear_error();
+    CHECK(oar_jit_call(g, two, 2, &yh, 1) != OAR_OK && strstr(oar_last_error(), "one device"));
+    oar_jit_free(g);
+    oar_jit_free(f);
+}
+
+/* An op that cannot be recorded runs plain between graphs, with the reason noted, and the
+ * results still equal eager's bit for bit. */
+static void compiled_fallback(void) {
+    int64_t n = 32;
+    oar_tensor *z = oar_to(iota(n, 10, 1.5), OAR_CUDA);
+    oar_tensor *lab = oar_to(oar_randint(0, 10, &n, 1, OAR_I64), OAR_CUDA);
+    oar_tensor *in[2] = {z, lab}, *want = NULL, *got = NULL;
+    CHECK(loss_fn(NULL, in, 2, &want, 1) == OAR_OK);
+    oar_jit *f = oar_jit_to_static(loss_fn, NULL, NULL);
+    for (int k = 0; k < 3; k++) CHECK(oar_jit_call(f, in, 2, &got, 1) == OAR_OK && t_same_bits(got, want));
+    const char *note = oar_jit_cuda_graph_note(f, 0);
+    printf("test_cuda: compiled cross-entropy: %d graph(s); %s\n", oar_jit_cuda_graph_count(f, 0), note);
+    CHECK(strstr(note, "cross_entropy") != NULL);
+    oar_jit_free(f);
+    /* random draws: plain, and a replay does not repeat the mask */
+    oar_jit *d = oar_jit_to_static(dropout_fn, NULL, NULL);
+    oar_tensor *r[3] = {0};
+    for (int k = 0; k < 3; k++) {
+        oar_manual_seed(5 + (uint64_t)k);
+        oar_tensor *e = NULL;
+        CHECK(dropout_fn(NULL, &z, 1, &e, 1) == OAR_OK);
+        oar_manual_seed(5 + (uint64_t)k);
+        CHECK(oar_jit_call(d, &z, 1, &r[k], 1) == OAR_OK && t_same_bits(r[k], e));
+    }
+    CHECK(!t_same_bits(r[1], r[2]));
+    CHECK(strstr(oar_jit_cuda_graph_note(d, 0), "random") != NULL);
+    oar_jit_free(d);
+}
+
+/* Out of memory inside a compiled step is a status, and the program runs again afterwards. */
+static void compiled_oom(void) {
+    oar_tensor *w = oar_to(iota(256, 256, 0.5), OAR_CUDA), *x = oar_to(iota(4096, 256, 1.0), OAR_CUDA), *y = NULL;
+    oar_jit *f = oar_jit_to_static(affine_fn, w, NULL);
+    CHECK(oar_jit_call(f, &x, 1, &y, 1) == OAR_OK);
+    /* the 4 MiB output handed out by the next run does not fit */
+    CHECK(oar_memory_set_limit(OAR_CUDA, oar_memory_stats_get(OAR_CUDA).current_bytes + (1 << 20)) == OAR_OK);
+    oar_clear_error();
+    CHECK(oar_jit_call(f, &x, 1, &y, 1) == OAR_ERR_OOM);
+    CHECK(strstr(oar_last_error(), "out of memory") != NULL);
+    CHECK(oar_memory_set_limit(OAR_CUDA, 0) == OAR_OK);
+    oar_tensor *want = NULL;
+    CHECK(affine_fn(w, &x, 1, &want, 1) == OAR_OK);
+    CHECK(oar_jit_call(f, &x, 1, &y, 1) == OAR_OK && t_same_bits(y, want));
+    oar_jit_free(f);
+}
+
+/* Each zoo model trained on the GPU three ways from the same weights and batches, in
+ * deterministic mode: eager, compiled with graphs off, compiled with graphs replayed. The
+ * same kernels run in the same order, so losses and parameters are bitwise equal. */
+static void compiled_zoo(const char *name, int steps, int64_t batch) {
+    oar_optim_opts oo = oar_optim_defaults(OAR_OPTIM_SGD);
+    oo.lr = 0.05;
+    oo.momentum = 0.9;
+    zoo_run r[3];
+    for (int k = 0; k < 3; k++) {
+        zoo_run_init(&r[k], name, 11, &oo);
+        CHECK(oar_module_to(r[k].m, OAR_CUDA) == OAR_OK);
+    }
+    oar_jit *f[3] = {NULL};
+    for (int k = 1; k < 3; k++) {
+        oar_jit_opts jo = {.module = r[k].m, .optimizer = r[k].opt};
+        CHECK(oar_build_strategy_set(&jo.strategy, "fuse_attention", false) == OAR_OK); /* as test_static_zoo */
+        f[k] = oar_jit_to_static(zoo_step_fn, &r[k], &jo);
+    }
+    const oar_zoo_info *info = oar_zoo_find(name);
+    int loss_diffs = 0;
+    bool ok = true;
+    for (int step = 0; step < steps && ok; step++) {
+        oar_scope_begin();
+        oar_manual_seed(100 + (uint64_t)step);
+        oar_tensor *x = NULL, *y = NULL, *loss[3] = {0};
+        zoo_batch(info, batch, 16, &x, &y);
+        oar_tensor *in[2] = {oar_to(x, OAR_CUDA), oar_to(y, OAR_CUDA)};
+        for (int k = 0; k < 3 && ok; k++) {
+            oar_manual_seed(7 + (uint64_t)step); /* the same dropout masks */
+            ok = oar_cuda_graphs_set_enabled(k == 2) == OAR_OK;
+            ok = ok && (k == 0 ? zoo_step_fn(&r[0], in, 2, &loss[0], 1) : oar_jit_call(f[k], in, 2, &loss[k], 1)) ==
+                           OAR_OK;
+        }
+        CHECK(ok);
+        loss_diffs += ok && !(t_same_bits(loss[0], loss[1]) && t_same_bits(loss[0], loss[2]));
+        oar_scope_end();
+    }
+    int diffs = zoo_param_grad_diffs(r[0].m, r[1].m) + zoo_param_grad_diffs(r[0].m, r[2].m);
+    printf("test_cuda: %-9s eager / compiled / graphs on the GPU, %d steps: %d losses and %d tensors differ; "
+           "%d graph(s): %s\n", name, steps, loss_diffs, diffs, oar_jit_cuda_graph_count(f[2], 0),
+           oar_jit_cuda_graph_note(f[2], 0));
+    CHECK(ok && loss_diffs == 0 && diffs == 0);
+    CHECK(oar_jit_cuda_graph_count(f[2], 0) >= 1);
+    CHECK(oar_jit_cuda_graph_count(f[1], 0) == 0); /* graphs were off for it */
+    CHECK(oar_cuda_graphs_set_enabled(true) == OAR_OK);
+    for (int k = 0; k < 3; k++) {
+        oar_jit_free(f[k]);
+        zoo_run_free(&r[k]);
+    }
+}
+
 int main(void) {
     oar_scope_begin();
     if (!oar_cuda_is_available()) {
@@ -257,5 +405,14 @@ int main(void) {
     oar_scope_end();
     const char *zoo[] = {"tiny", "mlp", "lenet", "resnet20", "mobilenet", "gpt-mini", "lstm-lm"};
     for (int i = 0; i < (int)(sizeof zoo / sizeof zoo[0]); i++) train_zoo(zoo[i], 8, 16);
+    oar_set_deterministic(true);
+    oar_scope_begin();
+    compiled_basics();
+    compiled_fallback();
+    compiled_oom();
+    oar_scope_end();
+    bool quick = getenv("OAR_TEST_CUDA_QUICK") != NULL; /* under compute-sanitizer: tiny and lenet */
+    for (int i = 0; i < (int)(sizeof zoo / sizeof zoo[0]); i++)
+        if (!quick || i == 0 || i == 2) compiled_zoo(zoo[i], 4, 8);
     return test_summary("test_cuda");
 }

@@ -207,11 +207,6 @@ int oar_bench_train(int argc, char **argv) {
                 oar_cuda_is_built() ? "no CUDA device on this machine" : "this build has no CUDA (install the toolkit)");
         return 2;
     }
-    if (dev == OAR_CUDA && statik) {
-        fprintf(stderr, "oar bench: --mode static runs on the host for now (GPU programs are not built yet); use "
-                        "--mode eager with --device cuda\n");
-        return 2;
-    }
     if (th && oar_set_num_threads(atoi(th)) != OAR_OK) {
         fprintf(stderr, "oar bench: %s\n", oar_last_error());
         return 2;
@@ -296,6 +291,10 @@ int oar_bench_train(int argc, char **argv) {
     if (w->tokens) printf(", \"tokens_per_s\": %.1f", (double)items / med * 1e3);
     if (profile) printf(", \"profile\": \"%s\"", profile);
     if (amp) printf(", \"amp\": \"O1 %s\"", oar_dtype_name(b.amp.dtype));
+    if (statik && dev == OAR_CUDA) { /* compiled on the GPU: the step replays CUDA graphs (the note: stderr) */
+        printf(", \"cuda_graphs\": %d", oar_jit_cuda_graph_count(b.jit, 0));
+        fprintf(stderr, "oar bench: CUDA graphs: %s\n", oar_jit_cuda_graph_note(b.jit, 0));
+    }
     printf(", \"peak_alloc_mb\": %.2f, \"peak_rss_mb\": %.1f}\n", (double)peak_alloc / (1 << 20),
            (double)ru.ru_maxrss / 1024.0);
     free(t);

@@ -21,7 +21,7 @@ static const oar_pass_info g_passes[] = {
     {"fuse_conv_act", "fuses conv2d with a following relu and/or residual add into conv2d_act (oneDNN post-ops)",
      true, true, oar_pass_fuse_conv_act},
     {"conv_nhwc", "runs convolutions on NHWC activations (oneDNN's layout) so chains of convs skip conversions",
-     true, true, oar_pass_conv_nhwc},
+     true, true, oar_pass_conv_nhwc, true},
     {"fuse_attention", "matmul, scale, mask, softmax, matmul (and their traced backward) become fused_attention "
      "(and attention_backward)", true, false, oar_pass_fuse_attention},
     {"fuse_linear_act", "runs linear followed by relu or gelu as one linear_act node (the activation applied "
@@ -99,6 +99,7 @@ oar_status oar_passes_run(oar_program *p, uint64_t mask, bool training) {
         const oar_pass_info *pi = &g_passes[i];
         if (!((mask >> i) & 1u)) continue;
         if (training && pi->inference_only) continue;
+        if (p->device != OAR_CPU && pi->cpu_only) continue;
         oar_status st = pi->run(p);
         if (st == OAR_OK) st = oar_program_verify(p);
         if (st != OAR_OK) {

@@ -15,6 +15,7 @@ typedef struct oar_pass_info {
     bool default_on;
     bool inference_only;     /* skipped when the program trains (e.g. conv+bn folding) */
     oar_pass_fn run;
+    bool cpu_only;           /* skipped in programs on other devices (oneDNN layouts) */
 } oar_pass_info;
 
 int oar_pass_count(void);

@@ -7,6 +7,7 @@
 
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static pthread_once_t g_probe_once = PTHREAD_ONCE_INIT;
@@ -120,6 +121,12 @@ static oar_status cuda_copy(void *dst, const void *src, size_t n, oar_copy_kind 
     cudaStream_t s = oar_cuda_current_stream();
     if (kind == OAR_COPY_ON_DEVICE)
         return oar_cuda_status(cudaMemcpyAsync(dst, src, n, cudaMemcpyDeviceToDevice, s), "copy on GPU");
+    /* a recorded host copy would replay whatever the staging buffer holds then: refuse it */
+    enum cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
+    if (cudaStreamIsCapturing(s, &cap) == cudaSuccess && cap != cudaStreamCaptureStatusNone)
+        return oar_error(OAR_ERR_UNSUPPORTED, "copy %s: a copy between host and GPU memory cannot be recorded in "
+                                              "a CUDA graph; this op runs as a plain launch",
+                         kind == OAR_COPY_TO_DEVICE ? "to GPU" : "to host");
     pthread_mutex_lock(&g_stage_mu);
     oar_status st = kind == OAR_COPY_TO_DEVICE ? copy_to_device(dst, src, n, s) : copy_to_host(dst, src, n, s);
     pthread_mutex_unlock(&g_stage_mu);
@@ -149,6 +156,53 @@ static oar_status cuda_synchronize(void) {
     return oar_cuda_status(cudaStreamSynchronize(oar_cuda_current_stream()), "synchronize");
 }
 
+/* ---- CUDA graphs: the current stream's launches recorded (thread-local mode: this thread's
+ * calls that would synchronize fail instead of being recorded wrongly), instantiated, and
+ * launched on the same stream. */
+typedef struct cuda_graph {
+    cudaGraphExec_t exec;
+    void *kept; /* allocator blocks its kernels use (freed while recording) */
+} cuda_graph;
+
+static oar_status cuda_graph_begin(void) {
+    oar_status st = oar_cuda_status(
+        cudaStreamBeginCapture(oar_cuda_current_stream(), cudaStreamCaptureModeThreadLocal), "graph capture");
+    if (st == OAR_OK) oar_cuda_alloc_capture_begin();
+    return st;
+}
+
+static void *cuda_graph_end(bool keep) {
+    cudaGraph_t g = NULL;
+    cudaError_t e = cudaStreamEndCapture(oar_cuda_current_stream(), &g);
+    void *kept = oar_cuda_alloc_capture_end();
+    cudaGraphExec_t exec = NULL;
+    if (keep && e == cudaSuccess) e = cudaGraphInstantiate(&exec, g, 0);
+    if (g) cudaGraphDestroy(g);
+    cuda_graph *cg = keep && e == cudaSuccess ? calloc(1, sizeof *cg) : NULL;
+    if (!cg) {
+        if (exec) cudaGraphExecDestroy(exec);
+        oar_cuda_alloc_capture_release(kept);
+        (void)cudaGetLastError(); /* capture errors are not sticky: clear them */
+        if (keep) oar_cuda_status(e == cudaSuccess ? cudaErrorMemoryAllocation : e, "graph capture");
+        return NULL;
+    }
+    cg->exec = exec;
+    cg->kept = kept;
+    return cg;
+}
+
+static oar_status cuda_graph_launch(void *graph) {
+    return oar_cuda_status(cudaGraphLaunch(((cuda_graph *)graph)->exec, oar_cuda_current_stream()), "graph launch");
+}
+
+static void cuda_graph_free(void *graph) {
+    cuda_graph *cg = graph;
+    if (!cg) return;
+    cudaGraphExecDestroy(cg->exec);
+    oar_cuda_alloc_capture_release(cg->kept); /* stream-ordered: later work on the stream reuses them */
+    free(cg);
+}
+
 static const oar_device_ops cuda_ops = {
     .name = "cuda",
     .count = cuda_count,
@@ -163,6 +217,10 @@ static const oar_device_ops cuda_ops = {
     .fill = cuda_fill,
     .stream = stream_ptr,
     .synchronize = cuda_synchronize,
+    .graph_begin = cuda_graph_begin,
+    .graph_end = cuda_graph_end,
+    .graph_launch = cuda_graph_launch,
+    .graph_free = cuda_graph_free,
 };
 
 void oar_cuda_register(oar_op_id op, uint32_t dtypes, oar_kernel_fn fn, oar_supports_fn supports) {

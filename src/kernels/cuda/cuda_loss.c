@@ -45,6 +45,11 @@ static void layout(const oar_tensor *x, int64_t *outer, int64_t *classes, int64_
 /* Counts the targets != ignore; an error like the reference's for one out of range. */
 static oar_status count_targets(const oar_kctx *ctx, const char *op, const oar_tensor *t, int64_t classes,
                                 int64_t ignore, int64_t *count) {
+    enum cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
+    if (cudaStreamIsCapturing(oar_cuda_stream_of(ctx), &cap) == cudaSuccess && cap != cudaStreamCaptureStatusNone)
+        return oar_error(OAR_ERR_UNSUPPORTED, "%s: reads the count of valid targets back from the GPU (one "
+                                              "synchronization), which a CUDA graph cannot record; this op runs "
+                                              "as a plain launch", op);
     int64_t *scratch = oar_cuda_scratch(2 * sizeof(int64_t));
     if (!scratch) return oar_last_status();
     int64_t got[3] = {0, -1, 0};

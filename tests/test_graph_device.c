@@ -1,0 +1,79 @@
+/* The device side of compiled programs that runs without a GPU (docs/cuda.md, "Compiled
+ * programs and CUDA graphs"): the CUDA graphs switch (environment and API, and its refusal
+ * in a build without CUDA), what host programs report, and a program on the GPU refused
+ * with a message where there is no GPU. The GPU paths themselves are in tests/cuda/test_cuda.c. */
+#include "graph_test_util.h"
+
+#include "graph/exec.h"
+
+#include <stdlib.h>
+
+static oar_status double_fn(void *user, oar_tensor *const *in, int n_in, oar_tensor **out, int n_out) {
+    (void)user; (void)n_in; (void)n_out;
+    out[0] = oar_mul_scalar(oar_relu(in[0]), 2.0);
+    return out[0] ? OAR_OK : oar_last_status();
+}
+
+/* OAR_CUDA_GRAPHS=0 (set by main before the first query) starts the switch off. */
+static void graphs_switch(void) {
+    CHECK(!oar_cuda_graphs_enabled());
+    oar_status st = oar_cuda_graphs_set_enabled(true);
+    if (oar_cuda_is_built()) {
+        CHECK(st == OAR_OK && oar_cuda_graphs_enabled());
+    } else {
+        CHECK(st == OAR_ERR_UNSUPPORTED && !oar_cuda_graphs_enabled());
+        CHECK(strstr(oar_last_error(), "oar_cuda_graphs_set_enabled") && strstr(oar_last_error(), "no CUDA"));
+    }
+    CHECK(oar_cuda_graphs_set_enabled(false) == OAR_OK && !oar_cuda_graphs_enabled());
+    oar_clear_error();
+}
+
+/* A host program runs as before and says it has no graphs, whatever the switch says. */
+static void host_programs(void) {
+    oar_jit *f = oar_jit_to_static(double_fn, NULL, NULL);
+    CHECK(oar_jit_cuda_graph_count(f, 0) == -1 && strcmp(oar_jit_cuda_graph_note(f, 0), "no such program") == 0);
+    int64_t shape[2] = {3, 5};
+    oar_tensor *x = oar_randn(shape, 2, OAR_F32), *want = NULL, *y[3] = {0};
+    CHECK(double_fn(NULL, &x, 1, &want, 1) == OAR_OK);
+    for (int k = 0; k < 3; k++) {
+        if (oar_cuda_is_built()) CHECK(oar_cuda_graphs_set_enabled(k != 1) == OAR_OK);
+        CHECK(oar_jit_call(f, &x, 1, &y[k], 1) == OAR_OK && t_same_bits(y[k], want));
+    }
+    CHECK(oar_jit_cuda_graph_count(f, 0) == 0);
+    CHECK(strcmp(oar_jit_cuda_graph_note(f, 0), "host program: no graphs") == 0);
+    CHECK(oar_jit_cuda_graph_count(NULL, 0) == -1);
+    oar_jit_free(f);
+}
+
+/* A program whose values live on the GPU: without one, preparing it fails with a message
+ * naming the program and the device, and nothing leaks. */
+static void gpu_program_without_gpu(void) {
+    if (oar_cuda_is_available()) {
+        printf("test_graph_device: a GPU is present; the refusal without one is not checked here\n");
+        return;
+    }
+    const int64_t s[2] = {4, 6};
+    oar_program *p = oar_program_new();
+    int x = gt_input(p, s, 2);
+    int r = GT_OP(p, relu, "", x);
+    CHECK(oar_program_add_output(p, GT_MAIN, r) == OAR_OK);
+    p->device = OAR_CUDA;
+    oar_program *q = oar_program_copy(p);
+    CHECK(q && q->device == OAR_CUDA); /* copies (specialization) keep the device */
+    oar_clear_error();
+    oar_exec *e = oar_exec_create(p);
+    CHECK(e == NULL);
+    CHECK(strstr(oar_last_error(), "program") && strstr(oar_last_error(), "cuda"));
+    oar_exec_free(e);
+    oar_program_free(q);
+    oar_program_free(p);
+    oar_clear_error();
+}
+
+int main(void) {
+    setenv("OAR_CUDA_GRAPHS", "0", 1);
+    graphs_switch();
+    host_programs();
+    gpu_program_without_gpu();
+    return test_summary("test_graph_device");
+}
