@@ -1,10 +1,12 @@
 /* The device side of compiled programs that runs without a GPU (docs/cuda.md, "Compiled
  * programs and CUDA graphs"): the CUDA graphs switch (environment and API, and its refusal
- * in a build without CUDA), what host programs report, and a program on the GPU refused
- * with a message where there is no GPU. The GPU paths themselves are in tests/cuda/test_cuda.c. */
+ * in a build without CUDA), what host programs report, a program on the GPU refused with a
+ * message where there is no GPU, and host-only passes skipped for GPU programs. The GPU paths themselves are in tests/cuda/test_cuda.c. */
 #include "graph_test_util.h"
 
 #include "graph/exec.h"
+#include "graph/jit.h"
+#include "graph/passes/passes.h"
 
 #include <stdlib.h>
 
@@ -70,10 +72,55 @@ static void gpu_program_without_gpu(void) {
     oar_clear_error();
 }
 
+static oar_status forward_fn(void *user, oar_tensor *const *in, int n_in, oar_tensor **out, int n_out) {
+    (void)n_in; (void)n_out;
+    out[0] = oar_forward((oar_module *)user, in[0]);
+    return out[0] ? OAR_OK : oar_last_status();
+}
+
+static int count_op(const oar_program *p, oar_op_id op) {
+    int n = 0;
+    for (int i = 0; i < p->n_nodes; i++) n += !p->nodes[i].dead && p->nodes[i].op == op;
+    return n;
+}
+
+/* Passes for the host only (oneDNN's NHWC layout) leave programs on the GPU alone: the same
+ * ResNet-20 inference program gets its NHWC conversion as a host program only. */
+static void cpu_only_passes(void) {
+    const oar_kernel_entry *k;
+    bool onednn = false;
+    for (int i = 0, n = oar_op_kernels(OAR_OP_conv2d_act, &k); i < n; i++) onednn |= !strcmp(k[i].impl, "onednn");
+    if (!onednn) {
+        printf("test_graph_device: no oneDNN convolutions in this build; the layout pass check is skipped\n");
+        return;
+    }
+    oar_scope_begin();
+    oar_manual_seed(5);
+    oar_module *m = oar_zoo_create("resnet20", NULL);
+    oar_module_train(m, false);
+    oar_jit_opts o = {.module = m};
+    CHECK(oar_build_strategy_set(&o.strategy, "conv_nhwc", false) == OAR_OK);
+    oar_jit *f = oar_jit_to_static(forward_fn, m, &o);
+    oar_tensor *x = oar_randn((int64_t[]){2, 3, 32, 32}, 4, OAR_F32), *y = NULL;
+    CHECK(oar_jit_call(f, &x, 1, &y, 1) == OAR_OK && f->n_entries == 1);
+    int nhwc = oar_pass_find("conv_nhwc");
+    oar_program *host = oar_program_copy(f->entries[0].program), *gpu = oar_program_copy(f->entries[0].program);
+    gpu->device = OAR_CUDA;
+    CHECK(count_op(host, OAR_OP_permute) == 0);
+    CHECK(oar_passes_run(host, 1ull << nhwc, false) == OAR_OK && count_op(host, OAR_OP_permute) == 1);
+    CHECK(oar_passes_run(gpu, 1ull << nhwc, false) == OAR_OK && count_op(gpu, OAR_OP_permute) == 0);
+    oar_program_free(host);
+    oar_program_free(gpu);
+    oar_jit_free(f);
+    oar_module_free(m);
+    oar_scope_end();
+}
+
 int main(void) {
     setenv("OAR_CUDA_GRAPHS", "0", 1);
     graphs_switch();
     host_programs();
     gpu_program_without_gpu();
+    cpu_only_passes();
     return test_summary("test_graph_device");
 }

@@ -342,10 +342,16 @@ static void compiled_zoo(const char *name, int steps, int64_t batch) {
     oar_optim_opts oo = oar_optim_defaults(OAR_OPTIM_SGD);
     oo.lr = 0.05;
     oo.momentum = 0.9;
+    const oar_zoo_info *info = oar_zoo_find(name);
     zoo_run r[3];
-    for (int k = 0; k < 3; k++) {
-        zoo_run_init(&r[k], name, 11, &oo);
+    for (int k = 0; k < 3; k++) { /* the model moved before its optimizer is made, as in train_zoo */
+        oar_manual_seed(11);
+        r[k].m = oar_zoo_create(name, NULL);
         CHECK(oar_module_to(r[k].m, OAR_CUDA) == OAR_OK);
+        r[k].opt = oar_optimizer_for(r[k].m, &oo);
+        r[k].language = info->input == OAR_ZOO_TOKENS || info->input == OAR_ZOO_TOKENS_STATEFUL;
+        r[k].stateful = info->input == OAR_ZOO_TOKENS_STATEFUL;
+        r[k].vocab = info->num_classes;
     }
     oar_jit *f[3] = {NULL};
     for (int k = 1; k < 3; k++) {
@@ -353,7 +359,6 @@ static void compiled_zoo(const char *name, int steps, int64_t batch) {
         CHECK(oar_build_strategy_set(&jo.strategy, "fuse_attention", false) == OAR_OK); /* as test_static_zoo */
         f[k] = oar_jit_to_static(zoo_step_fn, &r[k], &jo);
     }
-    const oar_zoo_info *info = oar_zoo_find(name);
     int loss_diffs = 0;
     bool ok = true;
     for (int step = 0; step < steps && ok; step++) {
