@@ -1,7 +1,8 @@
 /* The device side of compiled programs that runs without a GPU (docs/cuda.md, "Compiled
  * programs and CUDA graphs"): the CUDA graphs switch (environment and API, and its refusal
  * in a build without CUDA), what host programs report, a program on the GPU refused with a
- * message where there is no GPU, and host-only passes skipped for GPU programs. The GPU paths themselves are in tests/cuda/test_cuda.c. */
+ * message where there is no GPU, host-only passes skipped for GPU programs, and the
+ * predictor's device choice. The GPU paths themselves are in tests/cuda/test_cuda.c. */
 #include "graph_test_util.h"
 
 #include "graph/exec.h"
@@ -72,6 +73,32 @@ static void gpu_program_without_gpu(void) {
     oar_clear_error();
 }
 
+/* A predictor asked for the GPU where there is none refuses with a message; on the host,
+ * oar_predictor_create_on(.., OAR_CPU) is oar_predictor_create. */
+static void predictor_devices(void) {
+    oar_jit *f = oar_jit_to_static(double_fn, NULL, NULL);
+    int64_t shape[2] = {3, 5};
+    oar_tensor *x = oar_randn(shape, 2, OAR_F32), *y = NULL;
+    CHECK(oar_jit_call(f, &x, 1, &y, 1) == OAR_OK && oar_jit_save(f, "test_graph_device_double") == OAR_OK);
+    oar_predictor_config cfg = {.model_path = "test_graph_device_double"};
+    oar_predictor *host = oar_predictor_create_on(&cfg, OAR_CPU);
+    CHECK(host && oar_predictor_set_input(host, oar_predictor_input_name(host, 0), x) == OAR_OK);
+    CHECK(oar_predictor_run(host) == OAR_OK);
+    oar_tensor *got = oar_predictor_get_output(host, oar_predictor_output_name(host, 0));
+    CHECK(got && t_same_bits(got, y));
+    oar_release(got);
+    if (!oar_cuda_is_available()) {
+        oar_clear_error();
+        CHECK(oar_predictor_create_on(&cfg, OAR_CUDA) == NULL);
+        CHECK(strstr(oar_last_error(), "predictor_create_on") && strstr(oar_last_error(), "cuda"));
+        oar_clear_error();
+    }
+    oar_predictor_free(host);
+    oar_jit_free(f);
+    remove("test_graph_device_double.json");
+    remove("test_graph_device_double.safetensors");
+}
+
 static oar_status forward_fn(void *user, oar_tensor *const *in, int n_in, oar_tensor **out, int n_out) {
     (void)n_in; (void)n_out;
     out[0] = oar_forward((oar_module *)user, in[0]);
@@ -122,5 +149,6 @@ int main(void) {
     host_programs();
     gpu_program_without_gpu();
     cpu_only_passes();
+    predictor_devices();
     return test_summary("test_graph_device");
 }

@@ -23,6 +23,11 @@ OAR_API bool oar_cuda_graphs_enabled(void);
 OAR_API int oar_jit_cuda_graph_count(const oar_jit *f, int i);
 OAR_API const char *oar_jit_cuda_graph_note(const oar_jit *f, int i);
 
+/* A predictor (oar_predictor_create) whose program runs on device: its weights are copied
+ * there once; inputs may be host or device tensors (copied into the program's input slots);
+ * outputs are on the device. On the GPU its runs replay CUDA graphs like compiled functions. */
+OAR_API oar_predictor *oar_predictor_create_on(const oar_predictor_config *config, oar_device device);
+
 #ifdef __cplusplus
 }
 #endif

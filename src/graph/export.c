@@ -7,6 +7,7 @@
 #include "graph/serialize.h"
 
 #include "graph/exec.h"
+#include "base/device.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -85,6 +86,10 @@ oar_status oar_jit_save(oar_jit *f, const char *path) {
                          "with the model in eval mode (oar_module_train(m, false)) instead",
                          w, oar_op_table[n->op]->name, what ? " writing " : "", what ? what : "");
     }
+    if (p->device != OAR_CPU) /* the file holds host data: its weights would be read from device memory */
+        return oar_error(OAR_ERR_UNSUPPORTED, "jit_save: expected a host program, got one on %s; compile the function "
+                                              "on the host (oar_module_to(m, OAR_CPU) and host inputs) and save that",
+                         oar_device_name(p->device));
     const oar_block *main = &p->blocks[OAR_MAIN_BLOCK];
     if (main->n_in > JIT_MAX_IO || main->n_out > JIT_MAX_IO)
         return oar_error(OAR_ERR_INTERNAL, "jit_save: the program has %d inputs and %d outputs, above %d", main->n_in,

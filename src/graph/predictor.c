@@ -8,6 +8,7 @@
  * (PRED_MAX_EXECS, least recently used goes); shapes other than the exported ones, in dims
  * exported as dynamic, run a copy of the program inferred again (oar_program_specialize). */
 #include "graph/exec.h"
+#include "base/device.h"
 #include "graph/export.h"
 #include "graph/passes/passes.h"
 #include "graph/serialize.h"
@@ -82,7 +83,30 @@ static oar_predictor *predictor_new(pred_model *m) {
     return p;
 }
 
+/* Moves a loaded program to dev: its weights and constants copied there (the program holds the
+ * copies), its values marked as living there. */
+static oar_status program_to_device(oar_program *prog, oar_device dev) {
+    if (!oar_device_use(dev, "predictor_create_on")) return oar_last_status();
+    for (int v = 0; v < prog->n_values; v++) {
+        oar_tensor *t = prog->values[v].tensor;
+        if (!t || t->device == dev) continue;
+        oar_tensor *c = oar_tensor_new_on(dev, t->dtype, t->shape, t->ndim);
+        if (!c || oar_tensor_copy_strided(c, t) != OAR_OK) {
+            oar_tensor_unref(c);
+            return oar_last_status();
+        }
+        prog->values[v].tensor = c;
+        oar_tensor_unref(t);
+    }
+    prog->device = dev;
+    return OAR_OK;
+}
+
 oar_predictor *oar_predictor_create(const oar_predictor_config *config) {
+    return oar_predictor_create_on(config, OAR_CPU);
+}
+
+oar_predictor *oar_predictor_create_on(const oar_predictor_config *config, oar_device device) {
     oar_init();
     if (!config || !config->model_path || !*config->model_path) {
         oar_error(OAR_ERR_INVALID_ARG, "predictor_create: expected a config with model_path (\"dir/model\" for "
@@ -105,7 +129,8 @@ oar_predictor *oar_predictor_create(const oar_predictor_config *config) {
         oar_program_free(prog);
         return NULL;
     }
-    oar_status st = oar_passes_run(prog, oar_build_strategy_mask(&config->strategy), false);
+    oar_status st = device != OAR_CPU ? program_to_device(prog, device) : OAR_OK;
+    if (st == OAR_OK) st = oar_passes_run(prog, oar_build_strategy_mask(&config->strategy), false);
     if (st != OAR_OK) {
         oar_error_prefix("predictor_create: '%.300s'", path);
         oar_program_free(prog);

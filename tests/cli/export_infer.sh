@@ -64,6 +64,12 @@ pred=$(sed -n 's/.*argmax of rows 0\.\.31: //p' "$dir/infer.log")
 right=$(python3 -c "import sys; p, l = sys.argv[1].split(), sys.argv[2].split(); print(sum(a == b for a, b in zip(p, l)))" \
   "$pred" "$(cat "$dir/labels.txt")")
 test "$right" -ge 16
+# on the GPU (a predictor on CUDA replaying graphs): the same classes; without one, a clear refusal
+if "$oar" infer "$dir/lenet" --input "$dir/x.npy" --rows 32 --device cuda > "$dir/infer-gpu.log" 2> "$dir/err.log"; then
+  test "$(sed -n 's/.*argmax of rows 0\.\.31: //p' "$dir/infer-gpu.log")" = "$pred"
+else
+  grep -q -e "no cuda device" -e "no cuda support" "$dir/err.log" || { cat "$dir/err.log"; exit 1; }
+fi
 # the saved output: f32 [32, 10]
 python3 -c "import sys; h = open(sys.argv[1], 'rb').read(128).decode('latin1'); sys.exit(not ('<f4' in h and '(32, 10)' in h))" \
   "$dir/y.npy"

@@ -249,6 +249,12 @@ static oar_status affine_fn(void *user, oar_tensor *const *in, int n_in, oar_ten
     return out[0] ? OAR_OK : oar_last_status();
 }
 
+static oar_status forward_fn(void *user, oar_tensor *const *in, int n_in, oar_tensor **out, int n_out) {
+    (void)n_in; (void)n_out;
+    out[0] = oar_forward((oar_module *)user, in[0]);
+    return out[0] ? OAR_OK : oar_last_status();
+}
+
 /* the mean cross-entropy of logits in[0] for labels in[1]: reads a count back (not recordable) */
 static oar_status loss_fn(void *user, oar_tensor *const *in, int n_in, oar_tensor **out, int n_out) {
     (void)user; (void)n_in; (void)n_out;
@@ -277,6 +283,9 @@ static void compiled_basics(void) {
     /* outputs are the caller's: a later run does not overwrite an earlier result */
     oar_tensor *x2 = oar_to(iota(4, 16, -1.0), OAR_CUDA), *y2 = NULL;
     CHECK(oar_jit_call(f, &x2, 1, &y2, 1) == OAR_OK && !t_same_bits(y2, y[3]) && t_same_bits(y[3], want));
+    /* a GPU program is not saved (the file holds host data) */
+    oar_clear_error();
+    CHECK(oar_jit_save(f, "test_cuda_gpu.oar") == OAR_ERR_UNSUPPORTED && strstr(oar_last_error(), "host program"));
     /* one device per program: host inputs trace a host program, which refuses the GPU weight */
     oar_tensor *yh = NULL;
     oar_clear_error();
@@ -333,6 +342,42 @@ static void compiled_oom(void) {
     CHECK(affine_fn(w, &x, 1, &want, 1) == OAR_OK);
     CHECK(oar_jit_call(f, &x, 1, &y, 1) == OAR_OK && t_same_bits(y, want));
     oar_jit_free(f);
+}
+
+/* A predictor on the GPU runs an exported host model: the host predictor's classes, and the
+ * same bits at every (replayed) run. */
+static void predictor_on_gpu(void) {
+    oar_manual_seed(3);
+    oar_module *m = oar_zoo_create("lenet", NULL);
+    oar_module_train(m, false);
+    oar_jit_opts jo = {.module = m};
+    oar_jit *f = oar_jit_to_static(forward_fn, m, &jo);
+    int64_t shape[4] = {8, 1, 28, 28};
+    oar_tensor *x = oar_randn(shape, 4, OAR_F32), *y = NULL;
+    CHECK(oar_jit_call(f, &x, 1, &y, 1) == OAR_OK && oar_jit_save(f, "test_cuda_lenet") == OAR_OK);
+    oar_predictor_config cfg = {.model_path = "test_cuda_lenet"};
+    oar_predictor *host = oar_predictor_create(&cfg), *gpu = oar_predictor_create_on(&cfg, OAR_CUDA);
+    CHECK(host && gpu);
+    const char *in = oar_predictor_input_name(host, 0), *out = oar_predictor_output_name(host, 0);
+    CHECK(oar_predictor_set_input(host, in, x) == OAR_OK && oar_predictor_run(host) == OAR_OK);
+    oar_tensor *want = oar_predictor_get_output(host, out), *first = NULL;
+    for (int k = 0; k < 3; k++) {
+        CHECK(oar_predictor_set_input(gpu, in, k == 1 ? oar_to(x, OAR_CUDA) : x) == OAR_OK); /* host or GPU */
+        CHECK(oar_predictor_run(gpu) == OAR_OK);
+        oar_tensor *got = oar_predictor_get_output(gpu, out);
+        CHECK(got && oar_device_of(got) == OAR_CUDA);
+        if (!first) first = got;
+        CHECK(t_same_bits(got, first));
+        oar_tensor *d = oar_amax(oar_abs(oar_sub(oar_to(got, OAR_CPU), want)), NULL, 0, false);
+        double gap = 1;
+        CHECK(d && oar_item(d, &gap) == OAR_OK && gap < 1e-4);
+    }
+    oar_predictor_free(host);
+    oar_predictor_free(gpu);
+    oar_jit_free(f);
+    oar_module_free(m);
+    remove("test_cuda_lenet.json");
+    remove("test_cuda_lenet.safetensors");
 }
 
 /* Each zoo model trained on the GPU three ways from the same weights and batches, in
@@ -415,6 +460,7 @@ int main(void) {
     compiled_basics();
     compiled_fallback();
     compiled_oom();
+    predictor_on_gpu();
     oar_scope_end();
     bool quick = getenv("OAR_TEST_CUDA_QUICK") != NULL; /* under compute-sanitizer: tiny and lenet */
     for (int i = 0; i < (int)(sizeof zoo / sizeof zoo[0]); i++)

@@ -12,11 +12,12 @@
 
 static void usage(void) {
     fprintf(stderr,
-            "usage: oar infer PATH --input FILE.npy [--output FILE.npy] [--rows N] [--threads N]\n"
+            "usage: oar infer PATH --input FILE.npy [--output FILE.npy] [--rows N] [--threads N] [--device cpu|cuda]\n"
             "  PATH            the exported model: PATH.json and PATH.safetensors (PATH.json also accepted)\n"
             "  --input FILE    the model's input as .npy; for several inputs: --input NAME=FILE, repeated\n"
             "  --output FILE   saves the first output as .npy\n"
-            "  --rows N        2-D float outputs: rows whose argmax is printed (default 8)\n");
+            "  --rows N        2-D float outputs: rows whose argmax is printed (default 8)\n"
+            "  --device D      where the model runs: cpu (default) or cuda (replayed as CUDA graphs)\n");
 }
 
 /* "dir/model.json" or "dir/model.safetensors" -> "dir/model" (the library's rule), for messages. */
@@ -52,12 +53,12 @@ static void print_argmax(oar_tensor *y, int64_t rows) {
 }
 
 int oar_cmd_infer(int argc, char **argv) {
-    const char *path = NULL, *out_file = NULL;
+    const char *path = NULL, *out_file = NULL, *device = "cpu";
     const char *inputs[MAX_INPUTS];
     int n_inputs = 0, threads = 0;
     int64_t rows = 8;
     static const cli_flag flags[] = {{"--input", CLI_TEXT}, {"--output", CLI_TEXT}, {"--rows", CLI_INT},
-                                     {"--threads", CLI_COUNT}};
+                                     {"--threads", CLI_COUNT}, {"--device", CLI_TEXT}};
     if (cli_check_flags("infer", argc, argv, flags, CLI_N_FLAGS(flags), 1)) return 2;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -71,6 +72,7 @@ int oar_cmd_infer(int argc, char **argv) {
         } else if (FLAG("--output")) out_file = v;
         else if (FLAG("--rows")) rows = atoll(v);
         else if (FLAG("--threads")) threads = atoi(v);
+        else if (FLAG("--device")) device = v;
         else if (a[0] != '-' && !path) path = a;
         else {
             fprintf(stderr, "oar infer: unknown or incomplete option '%s'\n\n", a);
@@ -88,12 +90,21 @@ int oar_cmd_infer(int argc, char **argv) {
         fprintf(stderr, "oar infer: %s\n", oar_last_error());
         return 2;
     }
+    if (strcmp(device, "cpu") != 0 && strcmp(device, "cuda") != 0) {
+        fprintf(stderr, "oar infer: unknown --device %s; expected cpu or cuda\n", device);
+        return 2;
+    }
+    bool on_gpu = !strcmp(device, "cuda");
+    if (on_gpu && cli_is_onnx(path)) {
+        fprintf(stderr, "oar infer: --device cuda runs oar's exported models; ONNX files run on the host\n");
+        return 2;
+    }
     if (cli_is_onnx(path)) return cli_onnx_infer(path, inputs, n_inputs, out_file);
     char model[1024];
     cli_model_path(path, model, sizeof model);
     int rc = 1;
     oar_scope_begin();
-    oar_predictor *p = oar_predictor_create(&(oar_predictor_config){.model_path = model});
+    oar_predictor *p = oar_predictor_create_on(&(oar_predictor_config){.model_path = model}, on_gpu ? OAR_CUDA : OAR_CPU);
     if (!p) goto done;
     int n_in = oar_predictor_num_inputs(p);
     if (n_inputs != n_in) {
