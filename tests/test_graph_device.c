@@ -145,10 +145,12 @@ static void cpu_only_passes(void) {
 
 int main(void) {
     setenv("OAR_CUDA_GRAPHS", "0", 1);
+    oar_scope_begin(); /* the tensors the checks make */
     graphs_switch();
     host_programs();
     gpu_program_without_gpu();
     cpu_only_passes();
     predictor_devices();
+    oar_scope_end();
     return test_summary("test_graph_device");
 }
