@@ -17,7 +17,7 @@ bin=""
 if [ -z "${OAR_GPU_BIN:-}" ]; then
   gen=""; command -v ninja >/dev/null && gen="-G Ninja"
   if cmake -S . -B build-gpu $gen -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 > "$out/build.log" 2>&1 &&
-     cmake --build build-gpu -j "$(nproc)" --target test_cuda sweep bench_cuda oar_cli >> "$out/build.log" 2>&1; then
+     cmake --build build-gpu -j "$(nproc)" --target test_cuda sweep bench_cuda bench_cuda_gpt2 oar_cli >> "$out/build.log" 2>&1; then
     bin=build-gpu
     summary "build: ok ($(grep -c 'Building' "$out/build.log") steps)"
     rm -f "$out/build.log" # at most 8 files come back from some machines: keep the results
@@ -48,8 +48,13 @@ for w in tiny mlp lenet resnet20 gpt-mini lstm-lm; do  # the oar command's path 
 done
 summary "oar bench --device cuda: $(grep -c '"device": "cuda"' "$out/bench_oar.log") of 6 workloads ran"
 run bench_torch 300 python3 bench/cuda_torch.py ${OAR_TORCH_COMPILE:+--compile}
-{ CUDA_LAUNCH_BLOCKING=1 "$bin/bench_cuda" --profile gpt-mini; CUDA_LAUNCH_BLOCKING=1 "$bin/bench_cuda" --profile lstm-lm; } > "$out/profile.log" 2>&1
+# GPT-2-124M bf16 training steps, oar then PyTorch (eager; torch.compile with OAR_TORCH_COMPILE=1)
+run gpt2_oar 120 "$bin/bench_cuda_gpt2" --batch 8 --steps 6
+run gpt2_torch 120 python3 bench/cuda_torch.py --gpt2 eager
+[ -n "${OAR_TORCH_COMPILE:-}" ] && run gpt2_torch_compile 240 python3 bench/cuda_torch.py --gpt2 compile
+# op tables with GPU spans (CUDA events): the host's and the device's time per op
+{ "$bin/bench_cuda" --profile gpt-mini; "$bin/bench_cuda" --profile lstm-lm; } > "$out/profile.log" 2>&1
 san=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
 run memcheck_test_cuda 180 "$san" --tool memcheck --report-api-errors no --error-exitcode 9 "$bin/tests/test_cuda"
 run memcheck_sweep 240 "$san" --tool memcheck --report-api-errors no --error-exitcode 9 "$bin/tests/sweep" --device cuda
-cat "$out"/bench_*.log
+cat "$out"/bench_*.log "$out"/gpt2_*.log
