@@ -5,7 +5,10 @@
  * synchronize), tokens/s, and MFU against the GPU's dense bf16 peak, counting 6 N FLOPs per
  * token (N: parameters less the position table, as nanoGPT) plus attention's 12 L T d.
  * bench/cuda_torch.py --gpt2 runs the same model in PyTorch on the same GPU.
- * Usage: bench_cuda_gpt2 [--batch B] [--steps S] [--f32] */
+ * Attention is the fused op (oar_scaled_dot_product_attention) or, with --attn matmul, composed
+ * of batched GEMMs and a masked softmax as gpt-mini does (bf16 GEMMs on tensor cores; the
+ * fused CUDA kernel computes in double and keeps the probabilities, so it is the slower one).
+ * Usage: bench_cuda_gpt2 [--batch B] [--steps S] [--f32] [--attn fused|matmul] */
 #include "oar.h"
 #include "tools/oar/bench_util.h"
 
@@ -23,6 +26,7 @@ typedef struct block {
 
 typedef struct gpt2 {
     oar_tensor *wte, *wpe, *lnf_w, *lnf_b;
+    oar_tensor *mask; /* --attn matmul: [CTX, CTX] bool, true above the diagonal (the future) */
     block h[LAYERS];
     oar_tensor *params[4 + 12 * LAYERS];
     int n_params;
@@ -76,7 +80,13 @@ static oar_tensor *gpt2_loss(gpt2 *m, oar_tensor *idx, oar_tensor *pos, oar_tens
         oar_chunk(oar_linear(h, b->qkv_w, b->qkv_b), 3, 2, qkv, 3);
         int64_t split[4] = {B, T, HEADS, hd}, merged[3] = {B, T, D};
         for (int i = 0; i < 3; i++) qkv[i] = oar_transpose(oar_reshape(qkv[i], split, 4), 1, 2); /* [B, H, T, hd] */
-        oar_tensor *y = oar_scaled_dot_product_attention(qkv[0], qkv[1], qkv[2], NULL, 1.0 / sqrt((double)hd), true);
+        oar_tensor *y;
+        if (m->mask) { /* composed: softmax(q k^T / sqrt(hd), future masked) v */
+            oar_tensor *att = oar_mul_scalar(oar_matmul(qkv[0], oar_transpose(qkv[1], -2, -1)), 1.0 / sqrt((double)hd));
+            y = oar_matmul(oar_softmax(oar_masked_fill(att, m->mask, -INFINITY), -1), qkv[2]);
+        } else {
+            y = oar_scaled_dot_product_attention(qkv[0], qkv[1], qkv[2], NULL, 1.0 / sqrt((double)hd), true);
+        }
         y = oar_reshape(oar_transpose(y, 1, 2), merged, 3);
         x = oar_add(x, oar_linear(y, b->proj_w, b->proj_b));
         h = oar_layer_norm(x, 1, b->ln2_w, b->ln2_b, 1e-5);
@@ -104,13 +114,15 @@ static int cmp_double(const void *a, const void *b) {
 int main(int argc, char **argv) {
     int64_t batch = 8;
     int steps = 6;
-    bool amp = true;
+    bool amp = true, composed = false;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--batch") && i + 1 < argc) batch = atoll(argv[++i]);
         else if (!strcmp(argv[i], "--steps") && i + 1 < argc) steps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--f32")) amp = false;
+        else if (!strcmp(argv[i], "--attn") && i + 1 < argc && !strcmp(argv[i + 1], "matmul")) composed = true, i++;
+        else if (!strcmp(argv[i], "--attn") && i + 1 < argc && !strcmp(argv[i + 1], "fused")) composed = false, i++;
         else {
-            fprintf(stderr, "usage: bench_cuda_gpt2 [--batch B] [--steps S] [--f32]\n");
+            fprintf(stderr, "usage: bench_cuda_gpt2 [--batch B] [--steps S] [--f32] [--attn fused|matmul]\n");
             return 2;
         }
     }
@@ -129,6 +141,9 @@ int main(int argc, char **argv) {
     gpt2 m;
     oar_scope_begin(); /* what the set-up makes, except the kept tensors */
     bool made = gpt2_init(&m);
+    int64_t sq[2] = {CTX, CTX};
+    m.mask = composed ? oar_keep(oar_to(oar_triu(oar_ones(sq, 2, OAR_BOOL), 1), OAR_CUDA)) : NULL;
+    made = made && (!composed || m.mask);
     oar_tensor *idx = oar_keep(oar_to(oar_randint(0, VOCAB, (int64_t[]){batch, CTX}, 2, OAR_I64), OAR_CUDA));
     oar_tensor *tgt = oar_keep(oar_to(oar_randint(0, VOCAB, (int64_t[]){batch, CTX}, 2, OAR_I64), OAR_CUDA));
     oar_tensor *pos = oar_keep(oar_to(oar_arange(0, CTX, 1, OAR_I64), OAR_CUDA));
@@ -180,11 +195,11 @@ int main(int argc, char **argv) {
     oar_memory_stats ms = oar_memory_stats_get(OAR_CUDA);
     char mfu[32] = "null";
     if (peak > 0) snprintf(mfu, sizeof mfu, "%.4f", flops / med / peak);
-    printf("{\"bench\":\"gpt2-124m\",\"impl\":\"oar\",\"mode\":\"eager\",\"precision\":\"%s\",\"gpu\":\"%s\","
+    printf("{\"bench\":\"gpt2-124m\",\"impl\":\"oar\",\"mode\":\"eager\",\"attention\":\"%s\",\"precision\":\"%s\",\"gpu\":\"%s\","
            "\"params\":%lld,\"batch\":%lld,\"context\":%d,\"steps\":%d,\"step_ms\":%.3f,\"step_ms_min\":%.3f,"
            "\"step_ms_max\":%.3f,\"tokens_per_s\":%.0f,\"tflops\":%.1f,\"mfu\":%s,\"peak_tflops\":%.0f,"
            "\"loss_first\":%.4f,\"loss_last\":%.4f,\"peak_mem_gib\":%.2f}\n",
-           amp ? "amp-bf16" : "f32", gpu, (long long)n_params, (long long)batch, CTX, steps, med * 1e3, t[0] * 1e3,
+           composed ? "matmul" : "fused", amp ? "amp-bf16" : "f32", gpu, (long long)n_params, (long long)batch, CTX, steps, med * 1e3, t[0] * 1e3,
            t[steps - 1] * 1e3, tokens / med, flops / med * 1e-12, mfu, peak * 1e-12, first_loss, last_loss, (double)ms.peak_bytes / (1 << 30));
     oar_optimizer_free(opt);
     return 0;

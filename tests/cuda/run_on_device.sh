@@ -49,7 +49,8 @@ done
 summary "oar bench --device cuda: $(grep -c '"device": "cuda"' "$out/bench_oar.log") of 6 workloads ran"
 run bench_torch 300 python3 bench/cuda_torch.py ${OAR_TORCH_COMPILE:+--compile}
 # GPT-2-124M bf16 training steps, oar then PyTorch (eager; torch.compile with OAR_TORCH_COMPILE=1)
-run gpt2_oar 120 "$bin/bench_cuda_gpt2" --batch 8 --steps 6
+run gpt2_oar 120 "$bin/bench_cuda_gpt2" --batch 8 --steps 6 --attn matmul
+run gpt2_oar_fused 120 "$bin/bench_cuda_gpt2" --batch 8 --steps 4 --attn fused
 run gpt2_torch 120 python3 bench/cuda_torch.py --gpt2 eager
 [ -n "${OAR_TORCH_COMPILE:-}" ] && run gpt2_torch_compile 240 python3 bench/cuda_torch.py --gpt2 compile
 # op tables with GPU spans (CUDA events): the host's and the device's time per op
