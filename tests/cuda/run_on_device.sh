@@ -57,5 +57,5 @@ run gpt2_torch 120 python3 bench/cuda_torch.py --gpt2 eager
 { "$bin/bench_cuda" --profile gpt-mini; "$bin/bench_cuda" --profile lstm-lm; } > "$out/profile.log" 2>&1
 san=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
 run memcheck_test_cuda 180 "$san" --tool memcheck --report-api-errors no --error-exitcode 9 "$bin/tests/test_cuda"
-run memcheck_sweep 240 "$san" --tool memcheck --report-api-errors no --error-exitcode 9 "$bin/tests/sweep" --device cuda
+run memcheck_sweep 240 "$san" --tool memcheck --report-api-errors no --error-exitcode 9 "$bin/tests/sweep" --device cuda --no-low-precision
 cat "$out"/bench_*.log "$out"/gpt2_*.log

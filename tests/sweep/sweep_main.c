@@ -23,6 +23,7 @@ static const char *g_filter;
 /* CUDA: g_cuda when a GPU is present (its kernels are then checked against the reference
  * like every other kernel); g_cuda_only (--device cuda) skips the CPU-only checks */
 static bool g_cuda, g_cuda_only;
+static bool g_no_low; /* --no-low-precision: skip the f16/bf16 pass (memcheck runs, where time is short) */
 static int g_cuda_checked;
 
 #define FAIL(...)                           \
@@ -783,7 +784,7 @@ static void run_case(const sweep_case *c, int case_no) {
         g_seed = 0x9E3779B97F4A7C15ULL ^ (uint64_t)(case_no * 7919 + 1);
         run_kernels(c, op, specs, n_in, attrs, pass_dt[p], label);
     }
-    if (has_float_kind && (!g_cuda_only || g_cuda)) run_low_precision(c, op, specs, n_in, attrs, case_no);
+    if (has_float_kind && !g_no_low && (!g_cuda_only || g_cuda)) run_low_precision(c, op, specs, n_in, attrs, case_no);
     bool differentiable = has_float_kind && !(d->flags & OAR_OPF_NONDIFF) && d->grad && !(c->flags & SWEEP_NO_GRAD);
     bool empty = false; /* a case written with a zero-size batch counts as one of the pass */
     for (int i = 0; i < n_in; i++)
@@ -936,6 +937,7 @@ int main(int argc, char **argv) {
         else if (strcmp(argv[i], "--device") == 0 && i + 1 < argc && strcmp(argv[i + 1], "cuda") == 0) g_cuda_only = true, i++;
         else if (strcmp(argv[i], "--cuda-gaps") == 0 && i + 1 < argc) return check_cuda_gaps(argv[++i]);
         else if (strcmp(argv[i], "--cuda-amp-gaps") == 0 && i + 1 < argc) return check_cuda_amp_gaps(argv[++i]);
+        else if (strcmp(argv[i], "--no-low-precision") == 0) g_no_low = true;
         else g_filter = argv[i];
     }
     oar_init();
