@@ -337,8 +337,8 @@ static void bench_zoo(const char *name, int64_t batch) {
     oar_module_free(c.m);
 }
 
-/* `bench_cuda --profile MODEL`: oar's op table over 5 training steps on the GPU. Run it with
- * CUDA_LAUNCH_BLOCKING=1, so that each op's time includes its kernels. */
+/* `bench_cuda --profile MODEL`: oar's op tables over the timed training steps on the GPU: the
+ * host's time per op (launch cost) and, from CUDA events, each op's time on the GPU. */
 static int profile_zoo(const char *name) {
     const oar_zoo_info *info = oar_zoo_find(name);
     if (!info) {

@@ -1,7 +1,9 @@
 """The GPU micro-benchmarks of bench/cuda_bench.c, in PyTorch on the same GPU, as JSON lines:
 GEMM 4096^3 (f32 with TF32 off, bf16), copy bandwidth against torch.add, host time per eager
 op call, and an eager training step of the same MLP (784-512-512-10, batch 256, SGD).
-tests/cuda/run_on_device.sh runs it beside the oar program; ratios are taken from both."""
+tests/cuda/run_on_device.sh runs it beside the oar program; ratios are taken from both.
+`--gpt2 eager|compile` runs instead the GPT-2-124M bf16 training step of bench/cuda_gpt2.c
+(same shapes, init, AdamW and FLOP count), eager or under torch.compile."""
 import json
 import statistics
 import sys
@@ -207,5 +209,98 @@ def zoo(dev, compile_mode):
             print(json.dumps({"bench": "zoo", "model": name, "mode": compile_mode, "error": str(e)[:200]}))
 
 
+# ---- GPT-2-124M, as bench/cuda_gpt2.c builds it: d 768, 12 layers, 12 heads, context 1024,
+# vocab 50257, tied head, pre-LN, tanh-GELU, SDPA (flash attention on the GPU), autocast bf16
+class Block(nn.Module):
+    def __init__(self, d, heads):
+        super().__init__()
+        self.heads = heads
+        self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+        self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
+        self.fc, self.out = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
+
+    def forward(self, x):
+        B, T, C = x.shape
+        q, k, v = self.qkv(self.ln1(x)).split(C, dim=2)
+        q, k, v = (t.view(B, T, self.heads, C // self.heads).transpose(1, 2) for t in (q, k, v))
+        if hasattr(F, "scaled_dot_product_attention"):
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        else:  # torch < 2.0: the same product, unfused
+            att = (q @ k.transpose(-2, -1)) / (k.shape[-1] ** 0.5)
+            att = att.masked_fill(torch.ones(T, T, dtype=torch.bool, device=x.device).triu(1), float("-inf"))
+            y = att.softmax(-1) @ v
+        x = x + self.proj(y.transpose(1, 2).reshape(B, T, C))
+        return x + self.out(F.gelu(self.fc(self.ln2(x)), approximate="tanh"))
+
+
+class GPT2(nn.Module):
+    def __init__(self, vocab=50257, ctx=1024, layers=12, heads=12, d=768):
+        super().__init__()
+        self.wte, self.wpe = nn.Embedding(vocab, d), nn.Embedding(ctx, d)
+        self.h = nn.ModuleList(Block(d, heads) for _ in range(layers))
+        self.lnf = nn.LayerNorm(d)
+        for name, p in self.named_parameters():
+            if p.dim() == 2:
+                std = 0.02 / (2 * layers) ** 0.5 if name.endswith(("proj.weight", "out.weight")) else 0.02
+                nn.init.normal_(p, 0.0, std)
+            elif name.endswith("bias"):
+                nn.init.zeros_(p)
+
+    def forward(self, idx, targets):
+        pos = torch.arange(idx.shape[1], device=idx.device)
+        x = self.wte(idx) + self.wpe(pos)
+        for b in self.h:
+            x = b(x)
+        logits = F.linear(self.lnf(x), self.wte.weight)
+        return F.cross_entropy(logits.float().view(-1, logits.shape[-1]), targets.view(-1))
+
+
+GPU_BF16_PEAK = [("H100 PCIe", 756e12), ("H100", 989e12), ("H200", 989e12), ("A100", 312e12)]
+
+
+def gpt2(mode, batch=8, steps=6, warmup=2):
+    dev = torch.device("cuda")
+    torch.manual_seed(1234)
+    model = GPT2().to(dev)
+    n = sum(p.numel() for p in model.parameters())
+    n_flop = n - model.wpe.weight.numel()
+    opt = torch.optim.AdamW(model.parameters(), lr=6e-4, weight_decay=0.1)
+    fwd = torch.compile(model) if mode == "compile" else model
+    idx = torch.randint(0, 50257, (batch, 1024), device=dev)
+    tgt = torch.randint(0, 50257, (batch, 1024), device=dev)
+    times, losses = [], []
+    for s in range(warmup + steps):
+        sync()
+        t0 = time.perf_counter()
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = fwd(idx, tgt)
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        losses.append(loss.item())
+        sync()
+        if s >= warmup:
+            times.append(time.perf_counter() - t0)
+    med = statistics.median(times)
+    name = torch.cuda.get_device_name(0)
+    peak = next((p for key, p in GPU_BF16_PEAK if all(w in name for w in key.split())), 0)
+    tokens = batch * 1024
+    flops = (6 * n_flop + 12 * 12 * 1024 * 768) * tokens
+    print(json.dumps({"bench": "gpt2-124m", "impl": "torch", "mode": mode, "precision": "amp-bf16", "gpu": name,
+                      "torch": torch.__version__, "params": n, "batch": batch, "steps": steps,
+                      "step_ms": med * 1e3, "step_ms_min": min(times) * 1e3, "step_ms_max": max(times) * 1e3,
+                      "tokens_per_s": tokens / med, "tflops": flops / med * 1e-12,
+                      "mfu": flops / med / peak if peak else None, "loss_first": losses[0],
+                      "loss_last": losses[-1], "peak_mem_gib": torch.cuda.max_memory_allocated() / 2 ** 30}),
+          flush=True)
+
+
 if __name__ == "__main__":
-    main()
+    if "--gpt2" in sys.argv:
+        mode = sys.argv[sys.argv.index("--gpt2") + 1] if len(sys.argv) > sys.argv.index("--gpt2") + 1 else "eager"
+        try:
+            gpt2(mode)
+        except Exception as e:  # torch.compile may be unavailable on the machine
+            print(json.dumps({"bench": "gpt2-124m", "impl": "torch", "mode": mode, "error": str(e)[:300]}))
+    else:
+        main()

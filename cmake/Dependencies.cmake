@@ -115,8 +115,22 @@ if(OAR_WITH_CUDA)
       COMPILE_DEFINITIONS "OAR_CUDA_TOOLKIT_VERSION=\"${CUDAToolkit_VERSION}\"")
   endif()
 endif()
+# NCCL: collectives on GPU tensors (src/dist/comm_nccl.c), with the CUDA backend
+option(OAR_WITH_NCCL "Use NCCL for collectives on GPU tensors when found" ON)
+set(OAR_HAVE_NCCL OFF)
+if(OAR_WITH_NCCL AND OAR_HAVE_CUDA)
+  find_path(OAR_NCCL_INCLUDE nccl.h HINTS ${CUDAToolkit_INCLUDE_DIRS})
+  find_library(OAR_NCCL_LIB nccl HINTS ${CUDAToolkit_LIBRARY_DIR} ${CUDAToolkit_LIBRARY_ROOT}/lib)
+  if(OAR_NCCL_INCLUDE AND OAR_NCCL_LIB)
+    set(OAR_HAVE_NCCL ON)
+    target_include_directories(oar_deps INTERFACE ${OAR_NCCL_INCLUDE})
+    target_link_libraries(oar_deps INTERFACE ${OAR_NCCL_LIB})
+    target_compile_definitions(oar_deps INTERFACE OAR_HAVE_NCCL=1)
+  endif()
+endif()
 oar_report("CUDA" OAR_HAVE_CUDA "(toolkit ${CUDAToolkit_VERSION}, architectures ${CMAKE_CUDA_ARCHITECTURES})")
 oar_report("cuDNN" OAR_HAVE_CUDNN "(GPU convolutions)")
+oar_report("NCCL" OAR_HAVE_NCCL "(collectives on GPU tensors)")
 
 # protobuf-c (ONNX import, src/io/onnx): the library and protoc-c, which generates the C code of
 # the vendored schema third_party/onnx/onnx.proto at build time

@@ -1379,5 +1379,6 @@ OAR_API bool oar_check_nan_inf_enabled(void);
 #include "oar/sparse.h" /* sparse-feature workloads: skip-gram and click-log data, AUC */
 #include "oar/onnx.h"   /* ONNX import */
 #include "oar/cuda_graphs.h" /* compiled programs on the GPU replayed as CUDA graphs */
+#include "oar/profiler_device.h" /* the profiler on devices: GPU spans */
 
 #endif /* OAR_H */

@@ -134,9 +134,14 @@ oar_status oar_library_info_get(int i, oar_library_info *out) {
             int n = oar_cuda_device_count();
             const char *cudnn =
 #ifdef OAR_HAVE_CUDNN
-                "cuDNN built in";
+                "cuDNN built in"
 #else
-                "no cuDNN";
+                "no cuDNN"
+#endif
+#ifdef OAR_HAVE_NCCL
+                ", NCCL built in";
+#else
+                ", no NCCL";
 #endif
             if (n > 0) snprintf(out->detail, sizeof out->detail, "%d device%s; %s", n, n == 1 ? "" : "s", cudnn);
             else snprintf(out->detail, sizeof out->detail, "no device (no GPU or no driver); %s", cudnn);

@@ -337,6 +337,8 @@ static void test_phases(void) {
     oar_profiler_summary(buf, 1 << 16, OAR_PROFILER_SORT_TOTAL, 5);
     CHECK(strstr(buf, "Overview: 5 steps") && strstr(buf, "backward") && strstr(buf, "optimizer"));
     CHECK(strstr(buf, "Memory: CPU allocator") && strstr(buf, "... "));
+    CHECK(strstr(buf, "Memory per device") && strstr(buf, "\n  cpu ")); /* each device present, as it stands */
+    CHECK(!strstr(buf, "Device kernels") && oar_profiler_device_op_count() == 0); /* no GPU spans on the host */
     free(buf);
 }
 

@@ -2,7 +2,9 @@
  * backward, gradients are divided by it (amp_unscale: one fused pass that also notes inf/nan),
  * the step is skipped when any gradient is not finite, and the scale backs off on such steps and
  * grows after growth_interval good ones (amp_update_scale). State lives in 0-d tensors so
- * checkpoints save it like any tensor. */
+ * checkpoints save it like any tensor; it moves to the gradients' device at the first unscale
+ * (as torch's scaler keeps it on the GPU), so on a GPU the ops run there and the host reads
+ * it back only when the step asks whether to skip. */
 #include "ops/op.h"
 #include "optim/optim.h"
 
@@ -81,8 +83,60 @@ void oar_grad_scaler_free(oar_grad_scaler *s) {
     free(s);
 }
 
-static float f32_of(const oar_tensor *t) { return *(const float *)oar_tensor_ptr(t); }
-static int64_t i64_of(const oar_tensor *t) { return *(const int64_t *)oar_tensor_ptr(t); }
+/* A 0-d state tensor's value, read back from its device when it is not on the host. */
+static double value_of(const oar_tensor *t) {
+    if (t->device == OAR_CPU) return oar_dtypes[t->dtype].load(oar_tensor_ptr(t));
+    double v = 0;
+    oar_tensor *h = oar_tensor_new(t->dtype, NULL, 0);
+    if (h && oar_tensor_copy_strided(h, t) == OAR_OK) v = oar_dtypes[h->dtype].load(oar_tensor_ptr(h));
+    oar_tensor_unref(h);
+    return v;
+}
+static float f32_of(const oar_tensor *t) { return (float)value_of(t); }
+static int64_t i64_of(const oar_tensor *t) { return (int64_t)value_of(t); }
+
+/* Moves *t to dev (its value kept). */
+static oar_status move_to(oar_tensor **t, oar_device dev) {
+    if ((*t)->device == dev) return OAR_OK;
+    oar_tensor *m = oar_tensor_new_on(dev, (*t)->dtype, NULL, 0);
+    if (!m) return oar_last_status();
+    oar_status st = oar_tensor_copy_strided(m, *t);
+    if (st != OAR_OK) {
+        oar_tensor_unref(m);
+        return st;
+    }
+    oar_tensor_unref(*t);
+    *t = m;
+    return OAR_OK;
+}
+
+/* The state the ops read and write goes where the gradients are (the skip count stays on
+ * the host: only the host reads it). */
+static oar_status state_to(oar_grad_scaler *s, oar_device dev) {
+    oar_status st;
+    if ((st = move_to(&s->scale, dev)) != OAR_OK || (st = move_to(&s->growth_tracker, dev)) != OAR_OK ||
+        (st = move_to(&s->found, dev)) != OAR_OK || (st = move_to(&s->inv_scale, dev)) != OAR_OK)
+        return st;
+    return OAR_OK;
+}
+
+/* inv_scale = 1/scale in double, rounded once to f32, as torch does; on a device by ops, so
+ * the scale is not read back. */
+static oar_status set_inv_scale(oar_grad_scaler *s) {
+    if (s->scale->device == OAR_CPU) {
+        *(float *)oar_tensor_ptr(s->inv_scale) = (float)(1.0 / (double)f32_of(s->scale));
+        return OAR_OK;
+    }
+    oar_no_grad_begin();
+    oar_tensor *one = oar_full(NULL, 0, 1.0, OAR_F64), *sc = oar_cast(s->scale, OAR_F64);
+    oar_tensor *inv = one && sc ? oar_div(one, sc) : NULL;
+    oar_status st = inv ? oar_tensor_copy_strided(s->inv_scale, inv) : oar_last_status();
+    oar_release(inv);
+    oar_release(sc);
+    oar_release(one);
+    oar_no_grad_end();
+    return st;
+}
 
 oar_tensor *oar_grad_scaler_scale(oar_grad_scaler *s, oar_tensor *loss) {
     if (!s || !loss) {
@@ -114,11 +168,16 @@ oar_status oar_grad_scaler_unscale(oar_grad_scaler *s, oar_optimizer *o) {
     if (s->unscaled == o)
         return oar_error(OAR_ERR_STATE, "oar_grad_scaler_unscale: this optimizer's gradients were already unscaled "
                                         "since the last oar_grad_scaler_update; unscale once per step");
-    /* 1/scale in double, rounded once to f32, as torch does */
-    *(float *)oar_tensor_ptr(s->inv_scale) = (float)(1.0 / (double)f32_of(s->scale));
+    oar_status st = OAR_OK;
+    for (int i = 0; i < o->n_params; i++)
+        if (o->params[i].t->grad) {
+            st = state_to(s, o->params[i].t->grad->device);
+            break;
+        }
+    if (st == OAR_OK) st = set_inv_scale(s);
+    if (st != OAR_OK) return st;
     oar_tensor *chunk[UNSCALE_CHUNK];
     int n = 0;
-    oar_status st = OAR_OK;
     for (int i = 0; i < o->n_params && st == OAR_OK; i++) {
         oar_tensor *p = o->params[i].t, *g = p->grad;
         if (!g) continue;
@@ -170,7 +229,8 @@ oar_status oar_grad_scaler_update(oar_grad_scaler *s) {
         int n_out = 1;
         st = oar_op_call(OAR_OP_amp_update_scale, in, 3, a, none, &n_out);
     }
-    *(float *)oar_tensor_ptr(s->found) = 0.0f;
+    oar_status fs = oar_tensor_fill(s->found, 0.0);
+    if (st == OAR_OK) st = fs;
     s->unscaled = NULL;
     return st;
 }

@@ -59,6 +59,11 @@ const oar_device_ops *oar_device_use(oar_device dev, const char *who) {
     return ops;
 }
 
+const oar_device_ops *oar_device_get(oar_device dev) {
+    const oar_device_ops *ops = (int)dev >= 0 && (int)dev < OAR_DEVICE_COUNT ? g_devices[dev] : NULL;
+    return ops && ops->count() > 0 ? ops : NULL;
+}
+
 void *oar_device_stream(oar_device dev) {
     const oar_device_ops *ops = (int)dev > 0 && (int)dev < OAR_DEVICE_COUNT ? g_devices[dev] : NULL;
     return ops && ops->stream ? ops->stream() : NULL;

@@ -47,6 +47,14 @@ typedef struct oar_device_ops {
     void *(*graph_end)(bool keep);
     oar_status (*graph_launch)(void *graph);
     void (*graph_free)(void *graph);
+    /* The profiler's device timeline (NULL where the device has none). timeline_reset drops
+     * the earlier marks and records a new base, waiting for it; mark records a point on the
+     * current stream without waiting and returns its id (> 0; 0 when none was recorded);
+     * mark_ns waits for mark `to` and returns the ns from mark `from` to it (from 0: the
+     * base), -1 when unknown. */
+    oar_status (*timeline_reset)(void);
+    int32_t (*mark)(void);
+    int64_t (*mark_ns)(int32_t from, int32_t to);
 } oar_device_ops;
 
 void oar_device_register(oar_device dev, const oar_device_ops *ops);
@@ -54,6 +62,8 @@ void oar_device_register(oar_device dev, const oar_device_ops *ops);
  * device or the machine has none. */
 const oar_device_ops *oar_device_use(oar_device dev, const char *who);
 const char *oar_device_name(oar_device dev);
+/* The device's table, or NULL (quietly) when the build or the machine has none. */
+const oar_device_ops *oar_device_get(oar_device dev);
 /* The current stream of dev (NULL on the CPU). */
 void *oar_device_stream(oar_device dev);
 

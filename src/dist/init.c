@@ -1,6 +1,6 @@
 /* Starting and ending the job: the world from the launcher, the liveness channel, the world
  * communicator (MPI, or local for one process). */
-#include "dist/comm.h"
+#include "dist/comm_nccl.h"
 #include "dist/liveness.h"
 
 #ifdef OAR_HAVE_MPI
@@ -150,6 +150,7 @@ oar_status oar_dist_finalize(void) {
     if (st == OAR_OK && c->size > 1) st = oar_dist_wait(oar_dist_barrier());
     bool clean = st == OAR_OK;
     if (clean) oar_liveness_ending();
+    oar_dist_device_comms_end(clean); /* NCCL's, bootstrapped over the world */
     c->ops->shutdown(c, clean);
     oar_liveness_stop();
 #ifdef OAR_HAVE_MPI

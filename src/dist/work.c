@@ -1,7 +1,8 @@
 /* Work handles and the public collectives: tensors are checked and turned into raw-buffer
  * descriptions for the backend; waiting is common to every backend, so a dead peer (from the
  * liveness channel) or a collective that stops progressing fails every wait the same way. */
-#include "dist/comm.h"
+#include "dist/comm_nccl.h"
+#include "base/device.h"
 #include "dist/liveness.h"
 #include "tensor/tensor.h"
 
@@ -152,20 +153,18 @@ static bool check_tensor(const char *who, const char *what, const oar_tensor *t)
     if (!t) return oar_error(OAR_ERR_INVALID_ARG, "%s: %s is NULL", who, what), false;
     if (!t->storage) return oar_error(OAR_ERR_STATE, "%s: %s is symbolic (tracing); collectives in compiled "
                                                      "programs are not supported yet", who, what), false;
-    if (t->device != OAR_CPU)
-        return oar_error(OAR_ERR_UNSUPPORTED, "%s: expected %s on the CPU (the MPI backend), got another device; "
-                                              "copy it with oar_to(t, OAR_CPU) first", who, what), false;
     if (!t->contiguous) return oar_error(OAR_ERR_INVALID_ARG, "%s: expected %s contiguous; use oar_contiguous",
                                          who, what), false;
-    if (!oar_dist_dtype_size(t->dtype))
+    if (t->device == OAR_CPU && !oar_dist_dtype_size(t->dtype)) /* device tensors: NCCL checks its types */
         return oar_error(OAR_ERR_DTYPE, "%s: expected %s of dtype f32, f64, i32 or i64, got %s", who, what,
                          oar_dtype_name(t->dtype)), false;
     return true;
 }
 
 static oar_dist_work *submit_tensor(const char *who, oar_coll_desc d, oar_tensor *t) {
-    oar_comm *c = world(who);
-    if (!c || !check_tensor(who, "the tensor", t)) return NULL;
+    if (!world(who) || !check_tensor(who, "the tensor", t)) return NULL;
+    oar_comm *c = oar_dist_device_comm(t->device, who); /* NCCL for GPU tensors */
+    if (!c) return NULL;
     d.buf = oar_tensor_ptr(t);
     d.count = t->numel;
     d.dtype = t->dtype;
@@ -212,6 +211,10 @@ static oar_dist_work *two_tensor(const char *who, oar_coll_kind kind, oar_tensor
     if (out->dtype != in->dtype)
         return oar_error(OAR_ERR_DTYPE, "%s: expected out and in of one dtype, got %s and %s", who,
                          oar_dtype_name(out->dtype), oar_dtype_name(in->dtype)), NULL;
+    if (out->device != in->device)
+        return oar_error(OAR_ERR_INVALID_ARG, "%s: expected out and in on one device, got %s and %s", who,
+                         oar_device_name(out->device), oar_device_name(in->device)), NULL;
+    if (!(c = oar_dist_device_comm(out->device, who))) return NULL;
     int64_t big = kind == OAR_COLL_ALLGATHER ? out->numel : in->numel;
     int64_t small = kind == OAR_COLL_ALLGATHER ? in->numel : out->numel;
     if (big != small * c->size)

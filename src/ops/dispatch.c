@@ -187,7 +187,7 @@ static CALL_INLINE oar_status call(oar_op_id op, oar_tensor *const *in, int n_in
         for (int i = 0; i < n; i++) oar_tensor_refresh(out[i]);
     } else {
         const oar_kernel_entry *k = oar_select_kernel(op, in, n_in, out, n, attrs);
-        if (OAR_UNLIKELY(prof) && k) oar_prof_call_kernel_begin(k->impl);
+        if (OAR_UNLIKELY(prof) && k) oar_prof_call_kernel_begin(k->impl, dev);
         st = k ? oar_op_run_kernel(op, k, in, n_in, out, n, attrs) : oar_last_status();
         if (OAR_UNLIKELY(prof) && k) st = oar_prof_call_kernel_end(d->name, in, n_in, out, n, st);
     }

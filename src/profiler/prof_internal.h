@@ -3,6 +3,7 @@
 #ifndef OAR_PROF_INTERNAL_H
 #define OAR_PROF_INTERNAL_H
 
+#include "base/device.h"
 #include "profiler/profiler.h"
 
 #include <pthread.h>
@@ -17,6 +18,8 @@ typedef struct prof_event {
     const char *name, *impl, *args;
     double flops;        /* ops: 0 when unknown */
     int64_t step;        /* the step it was recorded in */
+    int32_t g0, g1;      /* ops on a device with a timeline: marks around the kernel (0: none) */
+    uint8_t gdev;        /* the device of g0, g1 (oar_device) */
     uint8_t kind;        /* EV_* */
     uint8_t phase;       /* PH_*: ranges that are overview phases, and reader waits */
     uint8_t nested;      /* a phase inside another phase: not counted in the overview */
@@ -90,6 +93,7 @@ typedef struct prof_run {
     prof_step *steps;         /* full mode: each recorded step, for the trace (capped) */
     int64_t n_steps, cap_steps;
     int64_t alloc_base, bytes_base; /* allocator counters at the current step's start */
+    int64_t gpu_base;         /* host ns when the GPU timeline's base mark completed; 0: none */
     int run_number;
 } prof_run;
 
@@ -116,6 +120,11 @@ static inline void prof_iter_next(prof_iter *it) {
     if (it->i % PROF_CHUNK == 0) it->c = it->c->next;
     it->e = &it->c->ev[it->i % PROF_CHUNK];
 }
+/* An op's kernel on the device's timeline: [*t0, *t1] in host ns (the base mark placed at
+ * prof.gpu_base); false when the op has no device marks or they cannot be resolved. Waits
+ * for the marks' work to finish. */
+bool prof_device_span(const prof_event *e, int64_t *t0, int64_t *t1);
+
 /* Writes the Chrome trace to path, creating dir first when missing. */
 oar_status oar_prof_write_trace_dir(const char *dir, const char *path);
 

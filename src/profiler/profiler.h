@@ -21,7 +21,9 @@
  * otherwise live for the whole process (they are stored by pointer). Input shapes and dtypes
  * are copied into the span when the run records shapes; FLOPs come from oar_prof_flops.
  * The eager dispatch uses the oar_prof_call_* hooks below (one load when off), which also
- * separate the op's framework time (allocation, autograd recording) from the kernel's.
+ * separate the op's framework time (allocation, autograd recording) from the kernel's. On a
+ * device with a timeline (CUDA) they also record marks (events) on the device's stream around
+ * the kernel, resolved into device spans only when a summary or trace is made.
  */
 #ifndef OAR_PROFILER_H
 #define OAR_PROFILER_H
@@ -68,7 +70,7 @@ void oar_prof_op(const char *name, const char *impl, oar_tensor *const *in, int 
  * recorded), kernel_begin/kernel_end around the kernel (kernel_end runs the NaN/Inf check and
  * returns the call's status). They nest, for ops called inside an op. */
 void oar_prof_call_begin(void);
-void oar_prof_call_kernel_begin(const char *impl);
+void oar_prof_call_kernel_begin(const char *impl, oar_device dev);
 oar_status oar_prof_call_kernel_end(const char *name, oar_tensor *const *in, int n_in, oar_tensor *const *out,
                                     int n_out, oar_status st);
 void oar_prof_call_end(const char *name, oar_tensor *const *in, int n_in, oar_tensor *const *out, int n_out,

@@ -222,8 +222,10 @@ static const char *format_inputs(prof_thread *t, oar_tensor *const *in, int n_in
     return buf;
 }
 
-void oar_prof_op(const char *name, const char *impl, oar_tensor *const *in, int n_in, oar_tensor *const *out,
-                 int n_out, int64_t t0, int64_t k0, int64_t k1, int64_t t1) {
+/* Records an op span; g0, g1: device marks around its kernel on device gdev (0: none). */
+static void record_op(const char *name, const char *impl, oar_tensor *const *in, int n_in, oar_tensor *const *out,
+                      int n_out, int64_t t0, int64_t k0, int64_t k1, int64_t t1, int32_t g0, int32_t g1,
+                      oar_device gdev) {
     prof_thread *t = thread_get();
     if (!t) return;
     prof_event *e = ev_new(t);
@@ -235,9 +237,37 @@ void oar_prof_op(const char *name, const char *impl, oar_tensor *const *in, int 
     e->k1 = k0 ? k1 : 0;
     e->name = name;
     e->impl = impl;
+    if (g0 && g1) {
+        e->g0 = g0;
+        e->g1 = g1;
+        e->gdev = (uint8_t)gdev;
+    }
     e->flops = k0 ? oar_prof_flops(name, in, n_in, out, n_out) : 0.0;
     if (prof.opts.record_shapes) e->args = format_inputs(t, in, n_in);
     ev_commit(t);
+}
+
+void oar_prof_op(const char *name, const char *impl, oar_tensor *const *in, int n_in, oar_tensor *const *out,
+                 int n_out, int64_t t0, int64_t k0, int64_t k1, int64_t t1) {
+    record_op(name, impl, in, n_in, out, n_out, t0, k0, k1, t1, 0, 0, OAR_CPU);
+}
+
+/* The device's timeline marks, when it has one and this run started it. */
+static const oar_device_ops *timeline_of(oar_device dev) {
+    if (dev == OAR_CPU || !__atomic_load_n(&prof.gpu_base, __ATOMIC_ACQUIRE)) return NULL;
+    const oar_device_ops *ops = oar_device_get(dev);
+    return ops && ops->mark ? ops : NULL;
+}
+
+bool prof_device_span(const prof_event *e, int64_t *t0, int64_t *t1) {
+    if (e->kind != EV_OP || !e->g0 || !e->g1) return false;
+    const oar_device_ops *ops = timeline_of((oar_device)e->gdev);
+    if (!ops) return false;
+    int64_t at = ops->mark_ns(0, e->g0), dur = ops->mark_ns(e->g0, e->g1);
+    if (at < 0 || dur < 0) return false;
+    *t0 = prof.gpu_base + at;
+    *t1 = *t0 + dur;
+    return true;
 }
 
 /* The eager dispatch's frames: one per op call in progress on the thread. */
@@ -245,6 +275,9 @@ void oar_prof_op(const char *name, const char *impl, oar_tensor *const *in, int 
 typedef struct call_frame {
     int64_t t0, k0, k1;
     const char *impl;
+    const oar_device_ops *timeline; /* the kernel's device, when it has a timeline */
+    oar_device dev;
+    int32_t g0, g1;                 /* its marks around the kernel */
 } call_frame;
 static _Thread_local call_frame tl_calls[CALL_DEPTH];
 static _Thread_local int tl_call_depth;
@@ -254,17 +287,25 @@ void oar_prof_call_begin(void) {
     if (d < CALL_DEPTH) tl_calls[d] = (call_frame){.t0 = oar_prof_spans_on() ? oar_prof_now() : 0};
 }
 
-void oar_prof_call_kernel_begin(const char *impl) {
+void oar_prof_call_kernel_begin(const char *impl, oar_device dev) {
     int d = tl_call_depth - 1;
     if (d < 0 || d >= CALL_DEPTH || !tl_calls[d].t0) return;
-    tl_calls[d].impl = impl;
-    tl_calls[d].k0 = oar_prof_now();
+    call_frame *f = &tl_calls[d];
+    f->impl = impl;
+    f->dev = dev;
+    f->timeline = timeline_of(dev);
+    if (f->timeline) f->g0 = f->timeline->mark();
+    f->k0 = oar_prof_now();
 }
 
 oar_status oar_prof_call_kernel_end(const char *name, oar_tensor *const *in, int n_in, oar_tensor *const *out,
                                     int n_out, oar_status st) {
     int d = tl_call_depth - 1;
-    if (d >= 0 && d < CALL_DEPTH && tl_calls[d].k0) tl_calls[d].k1 = oar_prof_now();
+    if (d >= 0 && d < CALL_DEPTH && tl_calls[d].k0) {
+        call_frame *f = &tl_calls[d];
+        f->k1 = oar_prof_now();
+        if (f->timeline && f->g0) f->g1 = f->timeline->mark();
+    }
     if (st == OAR_OK && oar_prof_check_on()) st = oar_check_outputs(name, in, n_in, out, n_out);
     return st;
 }
@@ -274,7 +315,7 @@ void oar_prof_call_end(const char *name, oar_tensor *const *in, int n_in, oar_te
     int d = --tl_call_depth;
     if (!ok || d < 0 || d >= CALL_DEPTH || !tl_calls[d].t0) return;
     const call_frame *f = &tl_calls[d];
-    oar_prof_op(name, f->impl, in, n_in, out, n_out, f->t0, f->k0, f->k1, oar_prof_now());
+    record_op(name, f->impl, in, n_in, out, n_out, f->t0, f->k0, f->k1, oar_prof_now(), f->g0, f->g1, f->dev);
 }
 
 void oar_prof_kernel_end(const char *name, const char *impl, oar_tensor *const *in, int n_in,
@@ -525,6 +566,12 @@ oar_status oar_profiler_start(const oar_profiler_opts *opts) {
         return oar_error(OAR_ERR_STATE, "profiler_start: the profiler is already running; call "
                                         "oar_profiler_stop first");
     }
+    /* a full run places its GPU spans against a base mark recorded (and waited for) now */
+    __atomic_store_n(&prof.gpu_base, 0, __ATOMIC_RELEASE);
+    const oar_device_ops *gpu = o.mode == OAR_PROFILER_FULL ? oar_device_get(OAR_CUDA) : NULL;
+    if (gpu && gpu->timeline_reset && gpu->timeline_reset() == OAR_OK)
+        __atomic_store_n(&prof.gpu_base, oar_prof_now(), __ATOMIC_RELEASE);
+    else if (gpu) oar_clear_error();
     prof.opts = o;
     snprintf(prof.unit, sizeof prof.unit, "%s", o.items_unit && *o.items_unit ? o.items_unit : "samples");
     snprintf(prof.trace_dir, sizeof prof.trace_dir, "%s", o.trace_dir ? o.trace_dir : "");

@@ -30,7 +30,7 @@ static struct {
     bool valid;
     uint64_t gen;
     int64_t n_events, n_steps;
-    agg_table ops, kernels;
+    agg_table ops, kernels, device; /* device: kernels on a device's timeline (GPU spans) */
     oar_profiler_overview ov;
     int64_t events, dropped;
     int threads;
@@ -111,6 +111,7 @@ static void aggregate(void) {
     if (g_agg.valid && g_agg.gen == gen && g_agg.n_events == n_events && g_agg.n_steps == n_steps) return;
     table_reset(&g_agg.ops);
     table_reset(&g_agg.kernels);
+    table_reset(&g_agg.device);
     double phase[PH_DATA + 1] = {0};
     bool forward_seen = false;
     g_agg.events = g_agg.dropped = 0;
@@ -131,6 +132,12 @@ static void aggregate(void) {
                 if (r >= 0) row_add(&g_agg.ops.rows[r], dur, kdur, e->flops);
                 if (e->k0 && (r = table_row(&g_agg.kernels, e->name, e->impl ? e->impl : "?")) >= 0)
                     row_add(&g_agg.kernels.rows[r], kdur, kdur, e->flops);
+                int64_t g0, g1;
+                if (e->g0 && prof_device_span(e, &g0, &g1) &&
+                    (r = table_row(&g_agg.device, e->name, oar_device_name((oar_device)e->gdev))) >= 0) {
+                    double gdur = 1e-9 * (double)(g1 - g0);
+                    row_add(&g_agg.device.rows[r], gdur, gdur, e->flops);
+                }
             } else if ((e->kind == EV_RANGE || e->kind == EV_READER) && e->phase && !e->nested) {
                 phase[e->phase] += dur;
                 if (e->phase == PH_FORWARD) forward_seen = true;
@@ -296,6 +303,51 @@ oar_status oar_profiler_op_at(bool kernels, oar_profiler_sort sort, int i, oar_p
     return st;
 }
 
+int oar_profiler_device_op_count(void) {
+    if (!prof.ever_started || prof.opts.mode != OAR_PROFILER_FULL) return 0;
+    pthread_mutex_lock(&agg_mu);
+    aggregate();
+    int n = g_agg.device.n;
+    pthread_mutex_unlock(&agg_mu);
+    return n;
+}
+
+oar_status oar_profiler_device_op_at(oar_profiler_sort sort, int i, oar_profiler_op_row *out) {
+    if (!out || !sort_valid(sort))
+        return oar_error(OAR_ERR_INVALID_ARG, "profiler_device_op_at: expected a row pointer and a valid sort key");
+    oar_status st = need_full("profiler_device_op_at");
+    if (st != OAR_OK) return st;
+    pthread_mutex_lock(&agg_mu);
+    aggregate();
+    if (i < 0 || i >= g_agg.device.n) {
+        st = oar_error(OAR_ERR_INVALID_ARG, "profiler_device_op_at: expected 0 <= i < %d, got %d", g_agg.device.n,
+                       i);
+    } else {
+        table_sort(&g_agg.device, sort);
+        row_out(&g_agg.device.rows[i], g_agg.ov.step, out);
+    }
+    pthread_mutex_unlock(&agg_mu);
+    return st;
+}
+
+oar_status oar_profiler_device_op_find(const char *name, oar_profiler_op_row *out) {
+    if (!out || !name)
+        return oar_error(OAR_ERR_INVALID_ARG, "profiler_device_op_find: expected a name and a row pointer");
+    oar_status st = need_full("profiler_device_op_find");
+    if (st != OAR_OK) return st;
+    pthread_mutex_lock(&agg_mu);
+    aggregate();
+    int found = -1;
+    for (int r = 0; r < g_agg.device.n && found < 0; r++)
+        if (!strcmp(g_agg.device.rows[r].name, name)) found = r;
+    if (found >= 0) row_out(&g_agg.device.rows[found], g_agg.ov.step, out);
+    pthread_mutex_unlock(&agg_mu);
+    if (found < 0)
+        return oar_error(OAR_ERR_INVALID_ARG, "profiler_device_op_find: no op named '%s' ran on a device timeline "
+                                              "(GPU spans need a full run and a GPU)", name);
+    return OAR_OK;
+}
+
 oar_status oar_profiler_op_find(const char *name, oar_profiler_op_row *out) {
     if (!out || !name) return oar_error(OAR_ERR_INVALID_ARG, "profiler_op_find: expected a name and a row pointer");
     oar_status st = need_full("profiler_op_find");
@@ -375,12 +427,15 @@ static void overview_table(text *o, const oar_profiler_overview *ov) {
         put(o, "  (no \"forward\" range was recorded: forward is the rest of each step)\n");
 }
 
-static void op_table(text *o, bool kernels, oar_profiler_sort sort, int max_rows) {
-    agg_table *t = kernels ? &g_agg.kernels : &g_agg.ops;
+static void op_table(text *o, bool kernels, oar_profiler_sort sort, int max_rows, bool device) {
+    agg_table *t = device ? &g_agg.device : kernels ? &g_agg.kernels : &g_agg.ops;
     table_sort(t, sort);
     int64_t calls = 0;
     for (int r = 0; r < t->n; r++) calls += t->rows[r].calls;
-    if (kernels)
+    if (device)
+        put(o, "\nDevice kernels: %d (op, device) pairs, %lld runs, sorted by %s; time on the device's timeline "
+               "(CUDA events)\n", t->n, (long long)calls, sort_name(sort));
+    else if (kernels)
         put(o, "\nKernels: %d (op, kernel) pairs, %lld runs, sorted by %s; the kernel's time alone\n", t->n,
             (long long)calls, sort_name(sort));
     else
@@ -418,13 +473,19 @@ static void memory_table(text *o) {
     put_mib(o, (double)m.peak_bytes);
     put(o, "\n  at the end: %.2f MiB in tensors, %.2f MiB cached for reuse\n",
         (double)m.current_bytes / (1024.0 * 1024.0), (double)m.cached_bytes / (1024.0 * 1024.0));
-    if (oar_cuda_is_available()) { /* the GPU's caching allocator, as it stands at the summary */
-        oar_memory_stats g = oar_memory_stats_get(OAR_CUDA);
-        const double mib = 1024.0 * 1024.0;
-        put(o, "Memory: CUDA allocator: %.2f MiB in tensors (peak %.2f), %.2f MiB reserved, %.1f%% of it cached; "
-               "%lld allocations, %lld from the cache\n",
+}
+
+/* Each device's allocator as it stands at the summary (every device present). */
+static void device_memory_table(text *o) {
+    const double mib = 1024.0 * 1024.0;
+    put(o, "\nMemory per device, now\n  %-6s %14s %14s %14s %14s %8s %10s %10s\n", "device", "active MiB",
+        "peak MiB", "reserved MiB", "cached MiB", "frag %", "allocs", "cache hits");
+    for (int d = 0; d < OAR_DEVICE_COUNT; d++) {
+        if (!oar_device_get((oar_device)d)) continue;
+        oar_memory_stats g = oar_memory_stats_get((oar_device)d);
+        put(o, "  %-6s %14.2f %14.2f %14.2f %14.2f %8.1f %10lld %10lld\n", oar_device_name((oar_device)d),
             (double)g.current_bytes / mib, (double)g.peak_bytes / mib, (double)g.reserved_bytes / mib,
-            100.0 * g.fragmentation, (long long)g.n_allocs, (long long)g.n_cache_hits);
+            (double)g.cached_bytes / mib, 100.0 * g.fragmentation, (long long)g.n_allocs, (long long)g.n_cache_hits);
     }
 }
 
@@ -443,8 +504,9 @@ int oar_profiler_summary(char *buf, size_t size, oar_profiler_sort sort, int max
         aggregate();
         if (g_agg.ov.steps) {
             overview_table(&o, &g_agg.ov);
-            op_table(&o, false, sort, max_rows);
-            op_table(&o, true, sort, max_rows);
+            op_table(&o, false, sort, max_rows, false);
+            op_table(&o, true, sort, max_rows, false);
+            if (g_agg.device.n) op_table(&o, true, sort, max_rows, true);
         }
         put(&o, "\nSpans: %lld on %d threads", (long long)g_agg.events, g_agg.threads);
         if (g_agg.dropped) put(&o, ", %lld dropped (raise max_events)", (long long)g_agg.dropped);
@@ -452,6 +514,7 @@ int oar_profiler_summary(char *buf, size_t size, oar_profiler_sort sort, int max
         pthread_mutex_unlock(&agg_mu);
     }
     memory_table(&o);
+    if (prof.opts.record_memory) device_memory_table(&o);
     return (int)o.len;
 }
 

@@ -1,7 +1,8 @@
 /* The spans as a Chrome trace (the JSON object format read by chrome://tracing and
  * https://ui.perfetto.dev): {"traceEvents": [...], "displayTimeUnit": "ms"}. One track per
  * thread; ops are "X" events with their kernel as a nested "X" event; steps, ranges and
- * loader waits are "X" events too; memory per step is a counter ("C"). Times are in
+ * loader waits are "X" events too; memory per step is a counter ("C"); ops that ran on a GPU
+ * also appear on the device's track ("cuda stream"), placed by their CUDA events. Times are in
  * microseconds from the start of the run. Written by hand (no dependency), to a temporary
  * file renamed over the target. */
 #include "profiler/prof_internal.h"
@@ -62,7 +63,7 @@ static void write_event(writer *w, const prof_thread *t, const prof_event *e) {
         put_time(w, e->t0, e->t1);
         fputs(",\"args\":{\"kernel\":", w->f);
         json_str(w->f, e->k0 ? e->impl : "none (view)");
-        fputs(",\"device\":\"cpu\"", w->f);
+        fprintf(w->f, ",\"device\":\"%s\"", e->g0 ? oar_device_name((oar_device)e->gdev) : "cpu");
         if (e->args) {
             fputs(",\"inputs\":", w->f);
             json_str(w->f, e->args);
@@ -94,6 +95,34 @@ static void write_event(writer *w, const prof_thread *t, const prof_event *e) {
         put_time(w, e->t0, e->t1);
         fputs("}", w->f);
         break;
+    }
+}
+
+/* The device track's id: after every thread's. */
+#define DEVICE_TID_BASE 100000
+
+/* The ops of t that have device spans, on the device's track. */
+static void write_device_events(writer *w, const prof_thread *t, bool *named) {
+    for (prof_iter it = prof_iter_begin(t); prof_iter_ok(&it); prof_iter_next(&it)) {
+        const prof_event *e = it.e;
+        int64_t g0, g1;
+        if (!e->g0 || !prof_device_span(e, &g0, &g1)) continue;
+        int tid = DEVICE_TID_BASE + e->gdev;
+        if (!named[e->gdev]) {
+            named[e->gdev] = true;
+            char name[48];
+            snprintf(name, sizeof name, "%s stream", oar_device_name((oar_device)e->gdev));
+            begin_event(w, "thread_name", "__metadata", "M", tid);
+            fputs(",\"args\":{\"name\":", w->f);
+            json_str(w->f, name);
+            fputs("}}", w->f);
+            begin_event(w, "thread_sort_index", "__metadata", "M", tid);
+            fprintf(w->f, ",\"args\":{\"sort_index\":%d}}", tid);
+        }
+        begin_event(w, e->name, "device kernel", "X", tid);
+        put_time(w, g0, g1);
+        fprintf(w->f, ",\"args\":{\"device\":\"%s\",\"host thread\":%d,\"step\":%lld}}",
+                oar_device_name((oar_device)e->gdev), t->tid, (long long)e->step);
     }
 }
 
@@ -135,6 +164,10 @@ static oar_status write_trace(const char *path) {
         fprintf(f, ",\"args\":{\"sort_index\":%d}}", t->tid);
         for (prof_iter it = prof_iter_begin(t); prof_iter_ok(&it); prof_iter_next(&it)) write_event(&w, t, it.e);
     }
+    bool named[OAR_DEVICE_COUNT] = {false};
+    if (__atomic_load_n(&prof.gpu_base, __ATOMIC_ACQUIRE))
+        for (prof_thread *t = prof_threads_head(); t; t = __atomic_load_n(&t->next, __ATOMIC_ACQUIRE))
+            write_device_events(&w, t, named);
     fputs("\n],\"displayTimeUnit\":\"ms\"}\n", f);
     bool ok = !ferror(f);
     ok = (fflush(f) == 0) && ok;

@@ -1,26 +1,33 @@
 #!/usr/bin/env bash
-# The GPU checks of the CUDA backend, as one script for a machine with a GPU (about 8 minutes
-# on an H100/H200): builds oar there (or takes binaries built elsewhere from $OAR_GPU_BIN),
-# runs the CUDA test program, the op sweep's GPU pass (every CUDA kernel and gradient
-# against the host reference), the GPU micro-benchmarks beside PyTorch, and
-# compute-sanitizer's memcheck; writes one log per step into the folder named by its
-# argument and prints a summary. Usage: tests/cuda/run_on_device.sh OUTDIR
+# The GPU checks of the CUDA backend, as one script for a machine with a GPU: builds oar there
+# (or takes binaries built elsewhere from $OAR_GPU_BIN), runs the CUDA test program, the op
+# sweep's GPU pass (every CUDA kernel and gradient against the host reference, f32/f64 and
+# f16/bf16), the zoo's training steps eager and compiled (CUDA graphs) beside PyTorch, the
+# GPT-2-124M bf16 step, GPU op tables and compute-sanitizer's memcheck; writes one log per
+# step into the folder named by its argument and a summary.
+#   Usage: tests/cuda/run_on_device.sh OUTDIR
+#   OAR_GPU_STAGES="test sweep bench gpt2 profile memcheck" (the default: all, about 9
+#   minutes on an H100) picks stages, so that a device window of a few minutes can run the
+#   ones that matter and a rerun only what failed. OAR_TORCH_COMPILE=1 adds torch.compile.
 set -u
 out=${1:?usage: run_on_device.sh OUTDIR}
+stages=" ${OAR_GPU_STAGES:-test sweep bench gpt2 profile memcheck} "
 mkdir -p "$out"
 cd "$(dirname "$0")/../.."
 summary() { echo "== $*"; echo "$*" >> "$out/summary.txt"; }
+want() { [[ "$stages" == *" $1 "* ]]; }
 : > "$out/summary.txt"
-summary "gpu: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1)"
+summary "gpu: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1); stages:$stages"
 
 bin=""
 if [ -z "${OAR_GPU_BIN:-}" ]; then
   gen=""; command -v ninja >/dev/null && gen="-G Ninja"
+  t0=$(date +%s)
   if cmake -S . -B build-gpu $gen -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 > "$out/build.log" 2>&1 &&
-     cmake --build build-gpu -j "$(nproc)" --target test_cuda sweep bench_cuda oar_cli >> "$out/build.log" 2>&1; then
+     cmake --build build-gpu -j "$(nproc)" --target test_cuda sweep bench_cuda bench_cuda_gpt2 oar_cli >> "$out/build.log" 2>&1; then
     bin=build-gpu
-    summary "build: ok ($(grep -c 'Building' "$out/build.log") steps)"
-    rm -f "$out/build.log" # at most 8 files come back from some machines: keep the results
+    summary "build: ok in $(( $(date +%s) - t0 ))s"
+    rm -f "$out/build.log" # few files come back from some machines: keep the results
   else
     summary "build: FAILED here (tail of build.log below); trying carried binaries"
     tail -30 "$out/build.log"
@@ -38,23 +45,38 @@ run() { # name timeout command...
   summary "$name: rc=$rc in $(( $(date +%s) - t0 ))s: $(tail -1 "$out/$name.log")"
   return $rc
 }
-run test_cuda 180 "$bin/tests/test_cuda"
-run sweep_cuda 240 "$bin/tests/sweep" --device cuda
-fails=$(grep '^FAIL' "$out/sweep_cuda.log" | sed 's/(.*//' | sort | uniq -c | sort -rn | head -60)
-[ -n "$fails" ] && summary "failing ops (count): $(echo $fails)"
-run bench_oar 120 "$bin/bench_cuda"
-for w in tiny mlp lenet resnet20 gpt-mini lstm-lm; do  # the oar command's path to the GPU
-  timeout 60 "$bin/oar" bench --workload $w --device cuda --steps 20 >> "$out/bench_oar.log" 2>&1
-done
-summary "oar bench --device cuda: $(grep -c '"device": "cuda"' "$out/bench_oar.log") of 6 workloads ran"
-for w in tiny mlp lenet resnet20 gpt-mini lstm-lm; do  # compiled steps replaying CUDA graphs
-  timeout 60 "$bin/oar" bench --workload $w --device cuda --mode static --steps 20 >> "$out/bench_oar.log" 2>&1
-done
-summary "oar bench --device cuda --mode static: $(grep -c '"cuda_graphs": [1-9]' "$out/bench_oar.log") of 6 workloads replayed graphs"
-run bench_torch 300 python3 bench/cuda_torch.py ${OAR_TORCH_COMPILE:+--compile}
-{ CUDA_LAUNCH_BLOCKING=1 "$bin/bench_cuda" --profile gpt-mini; CUDA_LAUNCH_BLOCKING=1 "$bin/bench_cuda" --profile lstm-lm; } > "$out/profile.log" 2>&1
-san=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
- # the compiled zoo comparison for two models only under memcheck (OAR_TEST_CUDA_QUICK), to keep its time
-OAR_TEST_CUDA_QUICK=1 run memcheck_test_cuda 240 "$san" --tool memcheck --report-api-errors no --error-exitcode 9 "$bin/tests/test_cuda"
-run memcheck_sweep 240 "$san" --tool memcheck --report-api-errors no --error-exitcode 9 "$bin/tests/sweep" --device cuda
-cat "$out"/bench_*.log
+if want test; then
+  run test_cuda 180 "$bin/tests/test_cuda"
+  grep -E '^(FAIL|not ok)|failed' "$out/test_cuda.log" | head -20 >> "$out/summary.txt"
+fi
+if want sweep; then
+  run sweep_cuda 240 "$bin/tests/sweep" --device cuda
+  fails=$(grep '^FAIL' "$out/sweep_cuda.log" | sed 's/(.*//' | sort | uniq -c | sort -rn | head -60)
+  [ -n "$fails" ] && summary "failing ops (count): $(echo $fails)"
+fi
+if want bench; then
+  run bench_oar 150 "$bin/bench_cuda"
+  for mode in eager static; do  # the oar command's path to the GPU; static replays CUDA graphs
+    for w in tiny mlp lenet resnet20 gpt-mini lstm-lm; do
+      timeout 60 "$bin/oar" bench --workload $w --device cuda --mode $mode --steps 20 >> "$out/bench_oar.log" 2>&1
+    done
+  done
+  summary "oar bench --device cuda: $(grep -c '"device": "cuda"' "$out/bench_oar.log") of 12 runs; $(grep -c '"cuda_graphs": [1-9]' "$out/bench_oar.log") of 6 static ones replayed graphs"
+  run bench_torch 300 python3 bench/cuda_torch.py ${OAR_TORCH_COMPILE:+--compile}
+fi
+if want gpt2; then  # GPT-2-124M bf16 training steps, oar then PyTorch
+  run gpt2_oar 120 "$bin/bench_cuda_gpt2" --batch 8 --steps 6 --attn matmul
+  want gpt2fused && run gpt2_oar_fused 120 "$bin/bench_cuda_gpt2" --batch 8 --steps 4 --attn fused
+  run gpt2_torch 120 python3 bench/cuda_torch.py --gpt2 eager
+  [ -n "${OAR_TORCH_COMPILE:-}" ] && run gpt2_torch_compile 240 python3 bench/cuda_torch.py --gpt2 compile
+fi
+if want profile; then  # op tables with GPU spans (CUDA events): the host's and the device's time per op
+  { "$bin/bench_cuda" --profile gpt-mini; "$bin/bench_cuda" --profile lstm-lm; } > "$out/profile.log" 2>&1
+fi
+if want memcheck; then
+  san=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+  # the compiled zoo comparison for two models only under memcheck (OAR_TEST_CUDA_QUICK), to keep its time
+  OAR_TEST_CUDA_QUICK=1 run memcheck_test_cuda 240 "$san" --tool memcheck --report-api-errors no --error-exitcode 9 "$bin/tests/test_cuda"
+  run memcheck_sweep 240 "$san" --tool memcheck --report-api-errors no --error-exitcode 9 "$bin/tests/sweep" --device cuda --no-low-precision
+fi
+cat "$out"/bench_*.log "$out"/gpt2_*.log 2>/dev/null

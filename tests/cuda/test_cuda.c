@@ -169,6 +169,160 @@ static void train_mlp(void) {
     CHECK(worst < 1e-4);
 }
 
+/* AMP on the GPU: an MLP trained with autocast (bf16; f16 with the loss scaler, whose state
+ * and ops then live on the GPU) from the same weights and batches as the f32 run on the host;
+ * the loss curves agree within the low precision's tolerance. With the scaler, a gradient
+ * made infinite on purpose makes the step skip and the scale back off. */
+static void train_amp(oar_dtype low, bool use_scaler) {
+    int64_t xs[2] = {128, 256}, w1s[2] = {512, 256}, w2s[2] = {10, 512}, b1s[1] = {512}, b2s[1] = {10}, ys[1] = {128};
+    oar_manual_seed(11);
+    oar_tensor *x = oar_randn(xs, 2, OAR_F32), *y = oar_randint(0, 10, ys, 1, OAR_I64);
+    oar_tensor *hp[4] = {oar_mul_scalar(oar_randn(w1s, 2, OAR_F32), 0.06), oar_zeros(b1s, 1, OAR_F32),
+                         oar_mul_scalar(oar_randn(w2s, 2, OAR_F32), 0.05), oar_zeros(b2s, 1, OAR_F32)};
+    oar_tensor *p[2][4];
+    oar_optimizer *opt[2];
+    oar_optim_opts oo = oar_optim_defaults(OAR_OPTIM_SGD);
+    oo.lr = 0.1;
+    for (int dev = 0; dev < 2; dev++) {
+        for (int k = 0; k < 4; k++) {
+            p[dev][k] = dev ? oar_to(hp[k], OAR_CUDA) : t_leaf_copy(hp[k]);
+            oar_set_requires_grad(p[dev][k], true);
+        }
+        opt[dev] = oar_optimizer_new(p[dev], 4, &oo);
+    }
+    oar_grad_scaler *sc = use_scaler ? oar_grad_scaler_new(NULL) : NULL;
+    oar_tensor *in[2][2] = {{x, y}, {oar_to(x, OAR_CUDA), oar_to(y, OAR_CUDA)}};
+    oar_autocast_opts ac = oar_autocast_defaults();
+    ac.dtype = low;
+    double first[2] = {0}, last[2] = {0}, worst = 0;
+    const int steps = 25;
+    for (int step = 0; step < steps; step++) {
+        double l[2] = {0};
+        for (int dev = 0; dev < 2; dev++) {
+            oar_scope_begin();
+            if (dev) CHECK(oar_autocast_begin(&ac) == OAR_OK);
+            oar_tensor *h = oar_relu(oar_linear(in[dev][0], p[dev][0], p[dev][1]));
+            oar_tensor *logits = oar_linear(h, p[dev][2], p[dev][3]);
+            oar_tensor *loss = oar_cross_entropy(logits, in[dev][1], NULL);
+            if (dev) {
+                CHECK(logits && oar_dtype_of(logits) == low); /* the GEMMs ran in low precision */
+                oar_autocast_end();
+            }
+            oar_item(loss, &l[dev]);
+            oar_optimizer_zero_grad(opt[dev]);
+            if (dev && sc) {
+                CHECK(oar_backward(oar_grad_scaler_scale(sc, loss), NULL, false) == OAR_OK);
+                bool skipped = true;
+                CHECK(oar_grad_scaler_step(sc, opt[dev], &skipped) == OAR_OK && !skipped);
+                CHECK(oar_grad_scaler_update(sc) == OAR_OK);
+            } else {
+                CHECK(loss && oar_backward(loss, NULL, false) == OAR_OK);
+                CHECK(oar_optimizer_step(opt[dev]) == OAR_OK);
+            }
+            oar_scope_end();
+        }
+        if (step == 0) first[0] = l[0], first[1] = l[1];
+        last[0] = l[0], last[1] = l[1];
+        if (fabs(l[0] - l[1]) > worst) worst = fabs(l[0] - l[1]);
+    }
+    printf("test_cuda: AMP %s%s: loss %.4f -> %.4f f32 on the host, %.4f -> %.4f on the GPU (largest gap %.2g)\n",
+           oar_dtype_name(low), sc ? " + loss scaler" : "", first[0], last[0], first[1], last[1], worst);
+    CHECK(last[1] < first[1] * 0.7);
+    CHECK(worst < 0.03 * first[0]); /* bf16 keeps 8 bits, f16 11: a few percent at most */
+    if (sc) {
+        CHECK(oar_grad_scaler_get_scale(sc) == 65536.0 && oar_grad_scaler_growth_tracker(sc) == steps);
+        /* an infinite gradient: amp_unscale's flag on the GPU skips the step, the scale halves */
+        oar_scope_begin();
+        oar_optimizer_zero_grad(opt[1]);
+        oar_tensor *loss = oar_sum(oar_mul_scalar(p[1][1], 1e36), NULL, 0, false);
+        CHECK(oar_backward(oar_grad_scaler_scale(sc, loss), NULL, false) == OAR_OK);
+        oar_tensor *before = oar_to(p[1][1], OAR_CPU);
+        bool skipped = false;
+        CHECK(oar_grad_scaler_step(sc, opt[1], &skipped) == OAR_OK && skipped);
+        CHECK(oar_grad_scaler_update(sc) == OAR_OK);
+        CHECK(oar_grad_scaler_get_scale(sc) == 32768.0 && oar_grad_scaler_growth_tracker(sc) == 0);
+        CHECK(oar_grad_scaler_skipped(sc) == 1 && t_same_bits(oar_to(p[1][1], OAR_CPU), before));
+        oar_scope_end();
+        oar_grad_scaler_free(sc);
+    }
+    oar_optimizer_free(opt[0]);
+    oar_optimizer_free(opt[1]);
+}
+
+/* NCCL behind the collectives: GPU tensors go through a NCCL communicator bootstrapped over
+ * the world (here the one-rank local world: only one GPU is ever lent), on oar's stream. One
+ * rank: allreduce (sum, avg, max) is the identity, broadcast from rank 0 too, allgather and
+ * reduce-scatter are copies; the values stay bit for bit. */
+static void nccl_one_rank(void) {
+    CHECK(oar_dist_init(NULL) == OAR_OK && oar_dist_world_size() == 1);
+    oar_tensor *x = iota(33, 65, 2.0), *g = oar_to(x, OAR_CUDA);
+    oar_clear_error();
+    oar_dist_work *w = oar_dist_allreduce(g, OAR_DIST_SUM, false);
+    if (!w && strstr(oar_last_error(), "built without")) {
+        printf("test_cuda: NCCL: %s; checks skipped\n", oar_last_error());
+        oar_dist_finalize();
+        return;
+    }
+    CHECK(w && oar_dist_wait(w) == OAR_OK);
+    CHECK(oar_dist_wait(oar_dist_allreduce(g, OAR_DIST_AVG, true)) == OAR_OK);
+    CHECK(oar_dist_wait(oar_dist_allreduce(g, OAR_DIST_MAX, false)) == OAR_OK);
+    CHECK(oar_dist_wait(oar_dist_broadcast(g, 0)) == OAR_OK);
+    CHECK(t_same_bits(oar_to(g, OAR_CPU), x));
+    oar_tensor *h = oar_to(oar_cast(x, OAR_BF16), OAR_CUDA), *out = oar_zeros_like(h);
+    CHECK(oar_dist_wait(oar_dist_allgather(out, h)) == OAR_OK); /* NCCL takes bf16 */
+    CHECK(t_same_bits(oar_to(out, OAR_CPU), oar_cast(x, OAR_BF16)));
+    oar_tensor *rs = oar_zeros_like(g);
+    CHECK(oar_dist_wait(oar_dist_reduce_scatter(rs, g, OAR_DIST_SUM)) == OAR_OK);
+    CHECK(t_same_bits(oar_to(rs, OAR_CPU), x));
+    CHECK(oar_dist_allgather(oar_zeros_like(x), g) == NULL && strstr(oar_last_error(), "one device"));
+    CHECK(oar_dist_wait(oar_dist_barrier()) == OAR_OK);
+    CHECK(oar_dist_finalize() == OAR_OK);
+    printf("test_cuda: NCCL: allreduce/broadcast/allgather/reduce-scatter of GPU tensors on one rank\n");
+}
+
+/* The profiler on the GPU: each op's kernel as a span on the GPU timeline (CUDA events),
+ * resolved only when asked: recording does not wait for the GPU, so issuing a queue of big
+ * GEMMs takes the host far less time than the GPU spends on them. */
+static void profiler_gpu(void) {
+    int64_t shape[2] = {4096, 4096};
+    oar_manual_seed(5);
+    oar_tensor *a = oar_to(oar_randn(shape, 2, OAR_F32), OAR_CUDA), *b = oar_to(oar_randn(shape, 2, OAR_F32), OAR_CUDA);
+    oar_tensor *warm = oar_matmul(a, b);
+    CHECK(warm && oar_synchronize(OAR_CUDA) == OAR_OK);
+    oar_profiler_opts po = oar_profiler_defaults(OAR_PROFILER_FULL);
+    CHECK(oar_profiler_start(&po) == OAR_OK);
+    const int n = 12;
+    for (int i = 0; i < n; i++) oar_release(oar_matmul(a, b));
+    oar_release(oar_add(oar_ones(shape, 1, OAR_F32), oar_ones(shape, 1, OAR_F32))); /* a host op */
+    CHECK(oar_synchronize(OAR_CUDA) == OAR_OK);
+    CHECK(oar_profiler_stop() == OAR_OK);
+    oar_profiler_op_row host, dev;
+    CHECK(oar_profiler_op_find("matmul", &host) == OAR_OK && host.calls == n);
+    CHECK(oar_profiler_device_op_find("matmul", &dev) == OAR_OK && dev.calls == n && !strcmp(dev.impl, "cuda"));
+    CHECK(oar_profiler_device_op_find("add", &dev) != OAR_OK); /* the host op has no device span */
+    CHECK(oar_profiler_device_op_find("matmul", &dev) == OAR_OK);
+    printf("test_cuda: profiler: %d GEMMs 4096^3 f32: host %.3f ms issuing, GPU %.3f ms (avg %.1f us, %.1f TFLOP/s)\n",
+           n, host.total * 1e3, dev.total * 1e3, dev.avg * 1e6, dev.gflops_per_s * 1e-3);
+    CHECK(dev.min > 100e-6 && dev.gflops_per_s > 1e3 && dev.gflops_per_s < 2e6); /* a real GEMM's time */
+    CHECK(host.total < 0.5 * dev.total); /* the host never waited for the GPU */
+    char *buf = malloc(1 << 16);
+    oar_profiler_summary(buf, 1 << 16, OAR_PROFILER_SORT_TOTAL, 10);
+    CHECK(strstr(buf, "Device kernels: ") && strstr(buf, "\n  cuda ") && strstr(buf, "Memory per device"));
+    free(buf);
+    const char *path = "test_cuda_trace.json";
+    CHECK(oar_profiler_export_chrome_trace(path) == OAR_OK);
+    FILE *f = fopen(path, "r");
+    char *js = calloc(1, 1 << 22);
+    size_t got = f && js ? fread(js, 1, (1 << 22) - 1, f) : 0;
+    if (f) fclose(f);
+    int spans = 0;
+    for (const char *q = js ? js : ""; (q = strstr(q, "\"cat\":\"device kernel\"")); q++) spans++;
+    CHECK(got > 0 && strstr(js, "\"cuda stream\"") && spans == n);
+    free(js);
+    remove(path);
+    oar_release(warm);
+}
+
 /* Each zoo model trained eagerly on the GPU (moved with oar_module_to, SGD with momentum)
  * and on the host from the same initial weights and batches: the loss curves agree. */
 static void train_zoo(const char *name, int steps, int64_t batch) {
@@ -452,6 +606,10 @@ int main(void) {
     allocator();
     autograd_across_devices();
     train_mlp();
+    profiler_gpu();
+    train_amp(OAR_BF16, false);
+    train_amp(OAR_F16, true);
+    nccl_one_rank();
     oar_scope_end();
     const char *zoo[] = {"tiny", "mlp", "lenet", "resnet20", "mobilenet", "gpt-mini", "lstm-lm"};
     for (int i = 0; i < (int)(sizeof zoo / sizeof zoo[0]); i++) train_zoo(zoo[i], 8, 16);

@@ -7,6 +7,7 @@
 #include "sweep.h"
 
 #include "base/device.h"
+#include "ops/dispatch.h"
 #include "kernels/cpu/gemm_select.h"
 
 #include <math.h>
@@ -22,6 +23,7 @@ static const char *g_filter;
 /* CUDA: g_cuda when a GPU is present (its kernels are then checked against the reference
  * like every other kernel); g_cuda_only (--device cuda) skips the CPU-only checks */
 static bool g_cuda, g_cuda_only;
+static bool g_no_low; /* --no-low-precision: skip the f16/bf16 pass (memcheck runs, where time is short) */
 static int g_cuda_checked;
 
 #define FAIL(...)                           \
@@ -715,12 +717,15 @@ static void cuda_grad_check(int op, const input_spec *specs, int n_in, const oar
     }
 }
 
-/* Whether op has a CPU kernel besides the reference for dt (the low-precision pass tests those). */
+/* Whether op has a CPU kernel besides the reference for dt (the low-precision pass tests those);
+ * with --device cuda, a CUDA kernel for dt that the reference can be compared with. */
 static bool has_fast_kernel(int op, oar_dtype dt) {
     const oar_kernel_entry *ks;
     int nk = oar_op_kernels((oar_op_id)op, &ks);
+    oar_device dev = g_cuda_only ? OAR_CUDA : OAR_CPU;
+    if (g_cuda_only && !(oar_op_table[op]->ref_dtypes & OAR_DTYPE_BIT(dt))) return false;
     for (int k = 0; k < nk; k++)
-        if (ks[k].device == OAR_CPU && strcmp(ks[k].impl, "reference") != 0 && (ks[k].dtypes & OAR_DTYPE_BIT(dt)))
+        if (ks[k].device == dev && strcmp(ks[k].impl, "reference") != 0 && (ks[k].dtypes & OAR_DTYPE_BIT(dt)))
             return true;
     return false;
 }
@@ -779,7 +784,7 @@ static void run_case(const sweep_case *c, int case_no) {
         g_seed = 0x9E3779B97F4A7C15ULL ^ (uint64_t)(case_no * 7919 + 1);
         run_kernels(c, op, specs, n_in, attrs, pass_dt[p], label);
     }
-    if (has_float_kind && !g_cuda_only) run_low_precision(c, op, specs, n_in, attrs, case_no);
+    if (has_float_kind && !g_no_low && (!g_cuda_only || g_cuda)) run_low_precision(c, op, specs, n_in, attrs, case_no);
     bool differentiable = has_float_kind && !(d->flags & OAR_OPF_NONDIFF) && d->grad && !(c->flags & SWEEP_NO_GRAD);
     bool empty = false; /* a case written with a zero-size batch counts as one of the pass */
     for (int i = 0; i < n_in; i++)
@@ -857,12 +862,82 @@ static int check_cuda_gaps(const char *path) {
     return fails ? 1 : 0;
 }
 
+/* ---- AMP on the GPU: under autocast an op meets f16/bf16 inputs unless the policy casts
+ * them to f32 (its fp32 class), so every op with a CUDA f32 kernel that the policy sends a
+ * low-precision dtype (its low class, or follow/promote when the op takes that dtype on the
+ * host) needs a CUDA kernel for it, or a line "op dtype" in the AMP gaps file (same ratchet
+ * as --cuda-gaps: a listed pair that gained a kernel fails). */
+static int check_cuda_amp_gaps(const char *path) {
+    oar_init();
+    if (!oar_cuda_is_built()) {
+        printf("sweep: this build has no CUDA; AMP coverage not checked\n");
+        return 77;
+    }
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        printf("FAIL cannot read %s\n", path);
+        return 1;
+    }
+    static bool listed[OAR_OP_COUNT][2];
+    const oar_dtype lows[2] = {OAR_F16, OAR_BF16};
+    char line[256];
+    int fails = 0, n_gaps = 0, n_checked = 0;
+    while (fgets(line, sizeof line, f)) {
+        line[strcspn(line, "#\r\n")] = 0;
+        char name[128], dt[16];
+        int got = sscanf(line, "%127s %15s", name, dt);
+        if (got <= 0) continue;
+        int op = oar_op_find(name), which = got == 2 ? (!strcmp(dt, "f16") ? 0 : !strcmp(dt, "bf16") ? 1 : -1) : -1;
+        if (op < 0 || which < 0) {
+            printf("FAIL %s: expected lines \"op f16\" or \"op bf16\", got '%s'\n", path, line);
+            fails++;
+        } else {
+            listed[op][which] = true;
+        }
+    }
+    fclose(f);
+    for (int op = 0; op < OAR_OP_COUNT; op++) {
+        const oar_op_def *d = oar_op_table[op];
+        if (d->flags & (OAR_OPF_VIEW | OAR_OPF_CONTROL)) continue;
+        const oar_kernel_entry *ks;
+        int nk = oar_op_kernels((oar_op_id)op, &ks);
+        uint32_t cuda = 0;
+        for (int k = 0; k < nk; k++)
+            if (ks[k].device == OAR_CUDA) cuda |= ks[k].dtypes;
+        if (!(cuda & OAR_DTYPE_BIT(OAR_F32))) continue; /* no GPU kernel at all: --cuda-gaps' list */
+        for (int w = 0; w < 2; w++) {
+            uint8_t cls = oar_op_amp_class((oar_op_id)op, lows[w]);
+            bool meets = cls == OAR_AMP_LOW || (cls != OAR_AMP_FP32 && (d->ref_dtypes & OAR_DTYPE_BIT(lows[w])));
+            if (!meets) continue;
+            n_checked++;
+            bool has = (cuda & OAR_DTYPE_BIT(lows[w])) != 0;
+            const char *dn = oar_dtype_name(lows[w]);
+            if (!has && !listed[op][w]) {
+                printf("FAIL op '%s' meets %s under autocast (%s class) and has no CUDA kernel for it; write one or "
+                       "list \"%s %s\" in %s\n", d->name, dn, oar_amp_class_name((oar_amp_class)cls), d->name, dn,
+                       path);
+                fails++;
+            } else if (has && listed[op][w]) {
+                printf("FAIL op '%s' has a CUDA %s kernel now; remove \"%s %s\" from %s\n", d->name, dn, d->name, dn,
+                       path);
+                fails++;
+            }
+            n_gaps += !has;
+        }
+    }
+    printf("sweep: CUDA AMP coverage: %d (op, f16/bf16) pairs met under autocast, %d without a CUDA kernel (listed "
+           "in %s), %d failures\n", n_checked, n_gaps, path, fails);
+    return fails ? 1 : 0;
+}
+
 int main(int argc, char **argv) {
     const char *gemm_backend = NULL;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--gemm-backend") == 0 && i + 1 < argc) gemm_backend = argv[++i];
         else if (strcmp(argv[i], "--device") == 0 && i + 1 < argc && strcmp(argv[i + 1], "cuda") == 0) g_cuda_only = true, i++;
         else if (strcmp(argv[i], "--cuda-gaps") == 0 && i + 1 < argc) return check_cuda_gaps(argv[++i]);
+        else if (strcmp(argv[i], "--cuda-amp-gaps") == 0 && i + 1 < argc) return check_cuda_amp_gaps(argv[++i]);
+        else if (strcmp(argv[i], "--no-low-precision") == 0) g_no_low = true;
         else g_filter = argv[i];
     }
     oar_init();

@@ -37,6 +37,11 @@ void oar_cuda_scratch_free(void *p, size_t nbytes);
 #define OAR_CUDA_FAMILY(f) void oar_cuda_register_##f(void);
 #include "cuda_families.def"
 #undef OAR_CUDA_FAMILY
+/* The profiler's GPU timeline (cuda_timeline.c), the device table's timeline_* entries. */
+oar_status oar_cuda_timeline_reset(void);
+int32_t oar_cuda_timeline_mark(void);
+int64_t oar_cuda_timeline_ns(int32_t from, int32_t to);
+
 /* Why the GPU probe found none ("" when it found some or was not asked). */
 const char *oar_cuda_probe_error(void);
 

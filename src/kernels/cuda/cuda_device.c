@@ -221,6 +221,9 @@ static const oar_device_ops cuda_ops = {
     .graph_end = cuda_graph_end,
     .graph_launch = cuda_graph_launch,
     .graph_free = cuda_graph_free,
+    .timeline_reset = oar_cuda_timeline_reset,
+    .mark = oar_cuda_timeline_mark,
+    .mark_ns = oar_cuda_timeline_ns,
 };
 
 void oar_cuda_register(oar_op_id op, uint32_t dtypes, oar_kernel_fn fn, oar_supports_fn supports) {
