@@ -211,7 +211,7 @@ def zoo(dev, compile_mode):
 
 # ---- GPT-2-124M, as bench/cuda_gpt2.c builds it: d 768, 12 layers, 12 heads, context 1024,
 # vocab 50257, tied head, pre-LN, tanh-GELU, SDPA (flash attention on the GPU), autocast bf16
-class Block(nn.Module):
+class GPT2Block(nn.Module):
     def __init__(self, d, heads):
         super().__init__()
         self.heads = heads
@@ -237,7 +237,7 @@ class GPT2(nn.Module):
     def __init__(self, vocab=50257, ctx=1024, layers=12, heads=12, d=768):
         super().__init__()
         self.wte, self.wpe = nn.Embedding(vocab, d), nn.Embedding(ctx, d)
-        self.h = nn.ModuleList(Block(d, heads) for _ in range(layers))
+        self.h = nn.ModuleList(GPT2Block(d, heads) for _ in range(layers))
         self.lnf = nn.LayerNorm(d)
         for name, p in self.named_parameters():
             if p.dim() == 2:

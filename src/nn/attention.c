@@ -110,12 +110,17 @@ static oar_status project(oar_module *m, oar_tensor *const *x, oar_tensor **out)
     return OAR_OK;
 }
 
-/* The causal mask for L queries and S keys: true where key j lies in the future of query i
- * (j > i). Borrowed: the state keeps it (one reference of its own) for the next call. */
-static oar_tensor *causal_mask(mha_state *s, int64_t L, int64_t S) {
-    if (s->mask && s->mask_L == L && s->mask_S == S) return s->mask;
+/* The causal mask for L queries and S keys on dev: true where key j lies in the future of
+ * query i (j > i). Made on dev itself (not moved there), so that a program traced on the GPU
+ * sees a GPU constant and no host tensor. Borrowed: the state keeps it (one reference of its
+ * own) for the next call on that device. */
+static oar_tensor *causal_mask(mha_state *s, int64_t L, int64_t S, oar_device dev) {
+    if (s->mask && s->mask_L == L && s->mask_S == S && oar_device_of(s->mask) == dev) return s->mask;
     int64_t shape[2] = {L, S};
+    oar_device was = oar_get_default_device();
+    if (oar_set_default_device(dev) != OAR_OK) return NULL;
     oar_tensor *m = oar_triu(oar_ones(shape, 2, OAR_BOOL), 1); /* owned by the caller's scope */
+    oar_set_default_device(was);
     if (!m || oar_is_tracing()) return m; /* a mask made while tracing has no data: never keep it */
     oar_release(s->mask);
     s->mask = oar_retain(m);
@@ -137,8 +142,8 @@ static oar_status mha_attend(oar_module *m, mha_state *s, oar_tensor *const *in,
     double scale = 1.0 / sqrt((double)(s->embed_dim / H));
     oar_tensor *q = split_heads(oar_mul_scalar(p[0], scale), H), *k = split_heads(p[1], H), *v = split_heads(p[2], H);
     oar_tensor *scores = oar_matmul(q, oar_transpose(k, -1, -2)); /* [N, H, L, S] */
-    if (s->causal) /* the mask is kept on the host and moved to the scores' device (a view when there) */
-        scores = scores ? oar_masked_fill(scores, oar_to(causal_mask(s, L, S), oar_device_of(scores)), -INFINITY) : NULL;
+    if (s->causal)
+        scores = scores ? oar_masked_fill(scores, causal_mask(s, L, S, oar_device_of(scores)), -INFINITY) : NULL;
     oar_tensor *attn = oar_softmax(scores, -1);
     if (m->training && s->dropout > 0) attn = oar_dropout(attn, s->dropout, true);
     int64_t merged[3] = {N, L, s->embed_dim};

@@ -130,8 +130,27 @@ static cudnnStatus_t workspace_of(const conv_problem *p, const descs *d, int alg
     }
 }
 
+/* FFT and Winograd algorithms transform their operands and keep the transforms in the data
+ * type: in f16/bf16 that loses several bits (a bf16 weight gradient measured 10% off on an
+ * H100), so half-precision problems take them only when nothing else accepts the problem. */
+static bool lossy_in_half(int kind, int algo) {
+    switch (kind) {
+    case KIND_FWD:
+        return algo == CUDNN_CONVOLUTION_FWD_ALGO_FFT || algo == CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING ||
+               algo == CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD || algo == CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED;
+    case KIND_BWD_DATA:
+        return algo == CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT || algo == CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT_TILING ||
+               algo == CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD ||
+               algo == CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD_NONFUSED;
+    default:
+        return algo == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT || algo == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT_TILING ||
+               algo == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD_NONFUSED;
+    }
+}
+
 /* Chooses (or finds in the cache) the algorithm for p: cuDNN's heuristic ranking, the first
- * deterministic one that accepts the problem, else the first that does. Called with g_mu held. */
+ * deterministic one that accepts the problem, else the first that does; in f16/bf16 the
+ * transforming algorithms come last (lossy_in_half). Called with g_mu held. */
 static oar_status choose_algo(const conv_problem *p, const descs *d, int *algo, size_t *ws, const char *op) {
     for (int i = 0; i < g_cached; i++)
         if (!memcmp(&g_cache[i].key, p, sizeof *p)) {
@@ -167,10 +186,13 @@ static oar_status choose_algo(const conv_problem *p, const descs *d, int *algo, 
     }
     if (s != CUDNN_STATUS_SUCCESS) return cudnn_status(s, op, "algorithm heuristics");
     if (got > MAX_ALGOS) got = MAX_ALGOS;
-    for (int pass = 0; pass < 2; pass++)
+    bool half = p->dtype == OAR_F16 || p->dtype == OAR_BF16;
+    for (int pass = 0; pass < 4; pass++) /* deterministic, any; exact transforms first in half */
         for (int i = 0; i < got; i++) {
             size_t bytes = 0;
-            if (algos[i] < 0 || (pass == 0 && !det[i])) continue;
+            if (algos[i] < 0 || (pass % 2 == 0 && !det[i])) continue;
+            if (half && (pass < 2) == lossy_in_half(p->kind, algos[i])) continue;
+            if (!half && pass >= 2) continue;
             if (workspace_of(p, d, algos[i], &bytes) != CUDNN_STATUS_SUCCESS) continue;
             int slot = g_cached < CACHE_SIZE ? g_cached++ : (g_next_slot++ % CACHE_SIZE);
             g_cache[slot].key = *p;
