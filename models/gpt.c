@@ -40,7 +40,17 @@ static oar_status attn_forward(oar_module *self, oar_tensor *const *in, int n_in
     oar_tensor *k = oar_transpose(oar_reshape(qkv[1], split, 4), 1, 2);
     oar_tensor *v = oar_transpose(oar_reshape(qkv[2], split, 4), 1, 2);
     oar_tensor *att = oar_mul_scalar(oar_matmul(q, oar_transpose(k, -2, -1)), 1.0 / sqrt((double)hd));
-    oar_tensor *mask = oar_to(oar_slice(oar_slice(s->mask, 0, 0, T, 1), 1, 0, T, 1), oar_device_of(att));
+    oar_device dev = oar_device_of(att);
+    if (att && oar_device_of(s->mask) != dev && !oar_is_tracing()) { /* kept where it is used */
+        oar_tensor *moved = oar_retain(oar_to(s->mask, dev));
+        if (moved) {
+            oar_release(s->mask);
+            s->mask = moved;
+        }
+    }
+    /* while tracing, a host mask's move is folded into a device constant (the tracer's rule) */
+    oar_tensor *full = oar_device_of(s->mask) == dev ? s->mask : oar_to(s->mask, dev);
+    oar_tensor *mask = oar_slice(oar_slice(full, 0, 0, T, 1), 1, 0, T, 1);
     att = oar_softmax(oar_masked_fill(att, mask, -INFINITY), -1);
     int64_t merged[3] = {B, T, C};
     oar_tensor *y = oar_reshape(oar_transpose(oar_matmul(att, v), 1, 2), merged, 3);

@@ -241,10 +241,40 @@ static int on_program_device(oar_trace *t, const oar_op_def *d, int i, oar_tenso
     return moved;
 }
 
+/* A host tensor with data moved to the program's device (torch.arange(T).to(dev), a mask kept
+ * on the host) is moved now, at tracing, and enters the program as a device constant: the
+ * program stays on one device, and a GPU program never copies from the host per run. Like any
+ * constant the tracer meets, the values are those of the tracing call. Not for tensors that
+ * need a gradient (their copy must stay a node). Returns true when it folded. */
+static bool fold_host_to_device(oar_trace *t, const oar_op_def *d, oar_tensor *const *in, int n_in,
+                                const oar_attr *attrs, oar_tensor **out, int *n_out, oar_status *st) {
+    oar_device to = (oar_device)attrs[0].i;
+    if (!(d->flags & OAR_OPF_TO_DEVICE) || n_in != 1 || !in[0] || !in[0]->storage || in[0]->requires_grad ||
+        in[0]->device != OAR_CPU || to == OAR_CPU || (t->device_set && to != t->prog->device) || *n_out < 1)
+        return false;
+    oar_tensor *c = oar_tensor_new_on(to, in[0]->dtype, in[0]->shape, in[0]->ndim);
+    if (!c || (*st = oar_tensor_copy_strided(c, in[0])) != OAR_OK) {
+        if (!c) *st = oar_last_status();
+        oar_tensor_unref(c);
+        return true;
+    }
+    if (!t->device_set) {
+        t->prog->device = to;
+        t->device_set = true;
+    }
+    c->trace_id = t->id; /* made during this trace: a constant when an op reads it */
+    out[0] = c;
+    *n_out = 1;
+    *st = OAR_OK;
+    return true;
+}
+
 oar_status oar_trace_op(oar_op_id op, oar_tensor *const *in, int n_in, const oar_attr *attrs,
                         oar_tensor **out, int *n_out) {
     oar_trace *t = tl_trace;
     const oar_op_def *d = oar_op_table[op];
+    oar_status folded;
+    if (fold_host_to_device(t, d, in, n_in, attrs, out, n_out, &folded)) return folded;
     oar_meta meta[OAR_MAX_OUTPUTS];
     int n = 0;
     oar_status st = oar_op_infer_symbolic(op, in, n_in, attrs, meta, &n);

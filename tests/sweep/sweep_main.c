@@ -220,6 +220,26 @@ static bool close_enough(double a, double b, double tol) {
     return fabs(a - b) <= tol + tol * fabs(b);
 }
 
+/* Set by the GPU's low-precision pass for convolutions: tolerances at the scale of the largest
+ * reference value rather than each element's. cuDNN's f16 kernels (tensor cores, f32
+ * accumulation) were measured on an H100 up to 35 f16 ulps from the exact result on single
+ * elements that are small next to the rest of the output (a 7x7 input gradient: -0.1936 for
+ * -0.1979), an error of the sum's scale that no elementwise tolerance describes. */
+static bool g_tensor_scale_tol;
+
+static double max_abs(const oar_tensor *t) {
+    oar_tensor *ops[1] = {(oar_tensor *)t};
+    oar_iter it;
+    oar_iter_init(&it, t->shape, t->ndim, ops, 1);
+    const oar_dtype_traits *tr = &oar_dtypes[t->dtype];
+    double m = 0;
+    do {
+        double v = fabs(tr->load(it.ptr[0]));
+        if (isfinite(v) && v > m) m = v;
+    } while (oar_iter_next(&it));
+    return m;
+}
+
 static bool same_values(const char *what, const oar_tensor *got, const oar_tensor *want, double tol) {
     g_checks++;
     if (got->ndim != want->ndim || got->dtype != want->dtype ||
@@ -232,9 +252,12 @@ static bool same_values(const char *what, const oar_tensor *got, const oar_tenso
     oar_iter it;
     oar_iter_init(&it, got->shape, got->ndim, ops, 2);
     const oar_dtype_traits *tr = &oar_dtypes[got->dtype];
+    double scale = g_tensor_scale_tol && tr->is_float ? max_abs(want) : 0;
     int64_t i = 0;
     do {
-        bool ok = tr->is_float ? close_enough(tr->load(it.ptr[0]), tr->load(it.ptr[1]), tol)
+        double a = tr->is_float ? tr->load(it.ptr[0]) : 0, b = tr->is_float ? tr->load(it.ptr[1]) : 0;
+        bool ok = tr->is_float ? (scale > 0 && isfinite(a) && isfinite(b) ? fabs(a - b) <= tol * (1 + scale)
+                                                                          : close_enough(a, b, tol))
                                : tr->load_i64(it.ptr[0]) == tr->load_i64(it.ptr[1]);
         if (!ok) {
             FAIL("%s: element %lld is %.9g, reference %.9g", what, (long long)i, tr->load(it.ptr[0]),
@@ -760,7 +783,9 @@ static void run_low_precision(const sweep_case *c, int op, const input_spec *spe
         snprintf(label, sizeof label, "%s(%s | %s) %s", c->op, c->inputs, c->attrs ? c->attrs : "",
                  oar_dtype_name(dts[p]));
         g_seed = 0x9E3779B97F4A7C15ULL ^ (uint64_t)(case_no * 7919 + 1);
+        g_tensor_scale_tol = g_cuda_only && strncmp(c->op, "conv", 4) == 0;
         run_kernels(&lc, op, specs, n_in, attrs, dts[p], label);
+        g_tensor_scale_tol = false;
     }
 }
 
