@@ -1378,5 +1378,6 @@ OAR_API bool oar_check_nan_inf_enabled(void);
 #include "oar/ps.h"     /* parameter-server training */
 #include "oar/sparse.h" /* sparse-feature workloads: skip-gram and click-log data, AUC */
 #include "oar/onnx.h"   /* ONNX import */
+#include "oar/grad.h"   /* assigning a leaf's gradient */
 
 #endif /* OAR_H */
