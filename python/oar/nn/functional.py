@@ -4,6 +4,7 @@ import math
 import numbers
 
 from .. import _C
+from .. import _creation as _CR
 from .. import _dtype as D
 from .. import _functions as F
 from .._ops import call
@@ -46,12 +47,18 @@ def relu_(input):
     return input.relu_()
 
 
-def relu6(input, inplace=False):
-    return F.clamp(input, 0.0, 6.0)
-
-
 def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
-    return F.clamp(input, min_val, max_val)
+    """clamp, but with torch's hardtanh gradient: zero at the bounds too (clamp's passes there).
+    It matters: ReLU6 after a batch norm sees many exact zeros."""
+    out = F.clamp(input, min_val, max_val)
+    if not (input.requires_grad and _C.is_grad_enabled()):
+        return out
+    inside = F.logical_and(input > min_val, input < max_val)
+    return F.where(inside, input, out.detach())
+
+
+def relu6(input, inplace=False):
+    return hardtanh(input, 0.0, 6.0)
 
 
 def leaky_relu(input, negative_slope=0.01, inplace=False):
@@ -298,7 +305,7 @@ def _weighted_nll(logp, target, weight, ignore_index, r, label_smoothing, fn):
     if weight is not None and (weight.ndim != 1 or weight.shape[0] != c):
         raise ValueError(f"{fn}: expected a weight of shape [{c}] (one per class), got {list(weight.shape)}")
     keep = tgt != ignore_index
-    hot = one_hot(F.where(keep, tgt, F.zeros_like(tgt)), c).to(rows.dtype) * keep.unsqueeze(1).to(rows.dtype)
+    hot = one_hot(F.where(keep, tgt, _CR.zeros_like(tgt)), c).to(rows.dtype) * keep.unsqueeze(1).to(rows.dtype)
     w_rows = hot if weight is None else hot * weight.to(rows.dtype)
     w_sample = w_rows.sum(1)                      # weight[target_i], 0 when ignored
     loss = -(rows * w_rows).sum(1)
@@ -382,7 +389,7 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
 
 def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
     loss = F.exp(target) * (target - input) if log_target else \
-        F.where(target > 0, target * (F.log(F.clamp(target, min=1e-38)) - input), F.zeros_like(target))
+        F.where(target > 0, target * (F.log(F.clamp(target, min=1e-38)) - input), _CR.zeros_like(target))
     if reduction == "batchmean":
         return loss.sum() / input.shape[0]
     r = _reduction(reduction, size_average, reduce)
