@@ -251,8 +251,18 @@ def test_diff_roll_meshgrid_interpolate_instance_norm(torch):
         yo = oar.nn.functional.interpolate(xo, **kw)
         yt = torch.nn.functional.interpolate(xt, **kw)
         close(yo, yt)
-    with pytest.raises(NotImplementedError, match="interpolate: mode 'bilinear' is not offered"):
-        oar.nn.functional.interpolate(xo, scale_factor=2, mode="bilinear")
+    for kw in ({"size": (7, 3)}, {"size": (9, 11), "align_corners": True}, {"scale_factor": 1.5},
+               {"scale_factor": 0.5, "align_corners": True}):
+        (xo,), (xt,) = both(torch, img)
+        yo = oar.nn.functional.interpolate(xo, mode="bilinear", **kw)
+        yt = torch.nn.functional.interpolate(xt, mode="bilinear", **kw)
+        close(yo, yt, what=f"bilinear {kw}")
+        gy = R.randn(*yt.shape).astype(np.float32)
+        (yo * oar.tensor(gy)).sum().backward()
+        (yt * torch.tensor(gy)).sum().backward()
+        close(xo.grad, xt.grad, what=f"bilinear grad {kw}")
+    with pytest.raises(NotImplementedError, match="interpolate: mode 'bicubic' is not offered"):
+        oar.nn.functional.interpolate(xo, scale_factor=2, mode="bicubic")
     for affine in (False, True):
         (xo,), (xt,) = both(torch, img)
         mo, mt = oar.nn.InstanceNorm2d(3, affine=affine), torch.nn.InstanceNorm2d(3, affine=affine)

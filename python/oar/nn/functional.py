@@ -225,24 +225,57 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
     return call("group_norm", (input, weight, bias), {"groups": input.shape[1], "eps": eps})
 
 
+def _linear_weights(n_in, n_out, align_corners, scale_factor):
+    """The (n_out, n_in) matrix of 1-d linear interpolation, with torch's source positions."""
+    import numpy as np
+
+    if align_corners:
+        scale = (n_in - 1) / (n_out - 1) if n_out > 1 else 0.0
+        src = np.arange(n_out) * scale
+    else:
+        scale = 1.0 / scale_factor if scale_factor else n_in / n_out
+        src = np.maximum((np.arange(n_out) + 0.5) * scale - 0.5, 0.0)
+    i0 = np.minimum(np.floor(src).astype(np.int64), n_in - 1)
+    i1 = np.minimum(i0 + 1, n_in - 1)
+    lam = (src - i0).astype(np.float32)
+    w = np.zeros((n_out, n_in), np.float32)
+    np.add.at(w, (np.arange(n_out), i0), 1.0 - lam)
+    np.add.at(w, (np.arange(n_out), i1), lam)
+    return w
+
+
 def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None, recompute_scale_factor=None,
                 antialias=False):
-    """Nearest-neighbour upsampling by whole factors (each value repeated); other modes and
-    fractional factors are not offered."""
-    if mode != "nearest":
-        raise NotImplementedError(f"interpolate: mode '{mode}' is not offered (only 'nearest' with whole "
-                                  "scale factors)")
-    spatial = input.shape[2:]
+    """'nearest' by whole factors (each value repeated) and 'bilinear' (two matrix products:
+    bilinear interpolation is separable); other modes and fractional nearest factors are not
+    offered."""
+    spatial = list(input.shape[2:])
     if size is not None:
         size = [size] * len(spatial) if isinstance(size, int) else list(size)
         factors = [o / i for o, i in zip(size, spatial)]
+        given = [None] * len(spatial)
     elif scale_factor is not None:
         factors = [scale_factor] * len(spatial) if isinstance(scale_factor, (int, float)) else list(scale_factor)
+        size = [int(i * f) for i, f in zip(spatial, factors)]
+        given = [None] * len(spatial) if recompute_scale_factor else factors
     else:
         raise ValueError("interpolate: either size or scale_factor should be defined")
-    if len(factors) != len(spatial) or any(f != int(f) or f < 1 for f in factors):
-        raise NotImplementedError(f"interpolate: only whole scale factors >= 1 are offered, got {factors} for "
-                                  f"spatial size {list(spatial)}")
+    if len(factors) != len(spatial):
+        raise ValueError(f"interpolate: expected {len(spatial)} sizes or factors for input of shape "
+                         f"{list(input.shape)}, got {len(factors)}")
+    if mode == "bilinear":
+        if input.ndim != 4 or antialias:
+            raise NotImplementedError("interpolate: 'bilinear' is offered for 4-d inputs without antialias")
+        wh = _linear_weights(spatial[0], size[0], bool(align_corners), given[0])
+        ww = _linear_weights(spatial[1], size[1], bool(align_corners), given[1])
+        dt = input.dtype
+        return F.matmul(F.matmul(_CR.tensor(wh, dtype=dt), input), _CR.tensor(ww.T.copy(), dtype=dt))
+    if mode != "nearest":
+        raise NotImplementedError(f"interpolate: mode '{mode}' is not offered ('nearest' with whole scale "
+                                  "factors and 'bilinear' are)")
+    if any(f != int(f) or f < 1 for f in factors):
+        raise NotImplementedError(f"interpolate: only whole scale factors >= 1 are offered for 'nearest', got "
+                                  f"{factors} for spatial size {spatial}")
     out = input
     for k, f in enumerate(int(f) for f in factors):
         if f == 1:
