@@ -12,6 +12,7 @@ from . import _C
 from ._dtype import (bfloat16, bool_ as bool, dtype, float16, float32, float64, int8, int32, int64,  # noqa: F401
                      uint8)
 from ._dtype import float32 as float, float64 as double, float16 as half, int64 as long, int32 as int  # noqa: F401
+from ._dtype import complex64, complex128, int16, int16 as short  # noqa: F401  (names only: no such tensors)
 from ._tensor import Size, Tensor, device  # noqa: F401
 from ._ops import ops  # noqa: F401
 from ._functions import *  # noqa: F401,F403
@@ -54,6 +55,11 @@ def get_default_dtype():
 def set_default_dtype(d):
     if d is not float32:
         raise NotImplementedError("oar: the default dtype is float32")
+
+
+def _assert(condition, message):
+    """torch._assert: assert that symbolic tracers can see (a plain assert here)."""
+    assert condition, message
 
 
 def is_tensor(obj):

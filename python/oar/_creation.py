@@ -89,9 +89,9 @@ def _np_contiguous(a):
 
     a = np.asarray(a)
     if a.dtype == np.float64 or a.dtype in (np.float32, np.float16, np.int64, np.int32, np.int8, np.uint8, np.bool_):
-        return np.ascontiguousarray(a)
+        return np.asarray(a, order="C")  # ascontiguousarray would make a 0-d array 1-d
     if a.dtype.kind in "iu":
-        return np.ascontiguousarray(a.astype(np.int64))
+        return np.asarray(a.astype(np.int64), order="C")
     raise TypeError(f"can't convert np.ndarray of type {a.dtype}. The only supported types are: float64, float32, "
                     f"float16, int64, int32, int8, uint8, and bool.")
 

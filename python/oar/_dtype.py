@@ -39,6 +39,27 @@ int32 = _make("int32", "i32")
 int64 = _make("int64", "i64")
 bool_ = _make("bool", "bool", signed=False)
 
+
+
+class _AbsentDtype(dtype):
+    """A torch dtype oar has no tensors of: the name exists (model files build tables of dtypes
+    at import), and making a tensor of it says so."""
+
+    __slots__ = ()
+
+    def __init__(self, name, itemsize, is_float, signed):
+        self.name, self.itemsize, self.is_floating_point, self.is_signed = name, itemsize, is_float, signed
+
+    @property
+    def code(self):
+        raise TypeError(f"oar has no {self.name} tensors (oar's dtypes: float32, float64, float16, bfloat16, "
+                        "int8, uint8, int32, int64, bool); cast to one of them")
+
+
+int16 = _AbsentDtype("int16", 2, False, True)
+complex64 = _AbsentDtype("complex64", 8, False, True)
+complex128 = _AbsentDtype("complex128", 16, False, True)
+
 BY_CODE = [None] * len(_info)
 for _d in (float32, float64, float16, bfloat16, int8, uint8, int32, int64, bool_):
     BY_CODE[_d.code] = _d
@@ -46,7 +67,8 @@ for _d in (float32, float64, float16, bfloat16, int8, uint8, int32, int64, bool_
 ALIASES = {
     "float32": float32, "float": float32, "float64": float64, "double": float64, "float16": float16,
     "half": float16, "bfloat16": bfloat16, "int8": int8, "uint8": uint8, "int32": int32, "int": int32,
-    "int64": int64, "long": int64, "bool": bool_,
+    "int64": int64, "long": int64, "bool": bool_, "int16": int16, "short": int16, "complex64": complex64,
+    "cfloat": complex64, "complex128": complex128, "cdouble": complex128,
 }
 
 

@@ -487,6 +487,54 @@ def select(input, dim, index):
     return squeeze(narrow(input, dim, index, 1), dim)
 
 
+def diff(input, n=1, dim=-1, prepend=None, append=None):
+    """n-th forward difference along dim (torch.diff), from slices: out[i] = x[i + 1] - x[i]."""
+    d = _wrap_dim(dim, input.ndim, "diff")
+    if prepend is not None or append is not None:
+        input = cat([t for t in (prepend, input, append) if t is not None], d)
+    for _ in range(n):
+        m = input.shape[d]
+        input = sub(narrow(input, d, 1, m - 1), narrow(input, d, 0, m - 1))
+    return input
+
+
+def roll(input, shifts, dims=None):
+    """Shifts elements along dims, wrapping around (torch.roll), as two slices concatenated."""
+    if dims is None:
+        return reshape(roll(flatten(input), shifts, 0), *input.shape)
+    shifts = [shifts] if isinstance(shifts, int) else list(shifts)
+    dims = [dims] if isinstance(dims, int) else list(dims)
+    if len(shifts) != len(dims):
+        raise RuntimeError(f"roll: shifts and dims must align, got {len(shifts)} shifts and {len(dims)} dims")
+    for s, d in zip(shifts, dims):
+        d = _wrap_dim(d, input.ndim, "roll")
+        n = input.shape[d]
+        s = s % n if n else 0
+        if s:
+            input = cat([narrow(input, d, n - s, s), narrow(input, d, 0, n - s)], d)
+    return input
+
+
+def meshgrid(*tensors, indexing="ij"):
+    """Coordinate grids from 1-d tensors (torch.meshgrid), as broadcast views."""
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        tensors = tuple(tensors[0])
+    if indexing not in ("ij", "xy"):
+        raise ValueError(f"meshgrid: expected indexing 'ij' or 'xy', got {indexing!r}")
+    ts = list(tensors)
+    if indexing == "xy" and len(ts) >= 2:
+        ts[0], ts[1] = ts[1], ts[0]
+    shape = [t.numel() for t in ts]
+    grids = []
+    for k, t in enumerate(ts):
+        view = [1] * len(ts)
+        view[k] = -1
+        grids.append(expand(reshape(t, view), shape))
+    if indexing == "xy" and len(grids) >= 2:
+        grids[0], grids[1] = grids[1], grids[0]
+    return tuple(grids)
+
+
 def cat(tensors, dim=0):
     tensors = list(tensors)
     if not tensors:

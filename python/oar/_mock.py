@@ -1,5 +1,7 @@
 """Running unmodified PyTorch code on oar: `import torch` (and torch.nn, torch.nn.functional,
-torch.optim, torch.utils.data, torch.autograd) resolve to oar's modules.
+torch.optim, torch.utils.data, torch.autograd) resolve to oar's modules, and the names of torch's
+namespace that model files import without computing with them (torch.hub, torch.fx,
+torch.jit.annotations, ...) resolve to oar._compat.
 
     with oar.mock_torch():       # only inside the block (previous modules restored after)
         import model_file
@@ -9,7 +11,14 @@ torch.optim, torch.utils.data, torch.autograd) resolve to oar's modules.
 import sys
 
 _NAMES = ("torch", "torch.nn", "torch.nn.functional", "torch.nn.init", "torch.nn.parameter", "torch.nn.modules",
-          "torch.optim", "torch.optim.lr_scheduler", "torch.utils", "torch.utils.data", "torch.autograd")
+          "torch.nn.modules.utils", "torch.nn.modules.batchnorm", "torch.nn.modules.instancenorm",
+          "torch.nn.utils", "torch.optim", "torch.optim.lr_scheduler", "torch.utils", "torch.utils.data",
+          "torch.autograd", "torch.jit")
+# attributes of oar's modules that only the switch adds: (module, attribute, torch module name)
+_ATTRS = (("oar", "hub", "torch.hub"), ("oar", "fx", "torch.fx"), ("oar", "onnx", "torch.onnx"),
+          ("oar", "ao", "torch.ao"), ("oar", "quantization", "torch.quantization"), ("oar", "version", "torch.version"),
+          ("oar.utils", "checkpoint", "torch.utils.checkpoint"), ("oar.utils", "model_zoo", "torch.utils.model_zoo"),
+          ("oar.jit", "annotations", "torch.jit.annotations"))
 
 
 def _oar_modules():
@@ -24,17 +33,29 @@ class mock_torch:
     def __init__(self, enable=True):
         self.enable = enable
         self.saved = {}
+        self.saved_attrs = []
         if enable:
             self._install()
 
     def _install(self):
-        import oar.nn.functional, oar.nn.init, oar.nn.parameter, oar.nn.modules  # noqa: F401,E401
+        import oar.nn.functional, oar.nn.init, oar.nn.parameter, oar.nn.modules, oar.nn.utils  # noqa: F401,E401
+        import oar.nn.modules.utils, oar.nn.modules.batchnorm, oar.nn.modules.instancenorm  # noqa: F401,E401
         import oar.optim.lr_scheduler, oar.utils.data  # noqa: F401,E401
+        from . import _C, _compat
 
         mods = _oar_modules()
+        mods.update(_compat.modules())
         for name, mod in mods.items():
             self.saved[name] = sys.modules.get(name)
             sys.modules[name] = mod
+        for owner, attr, name in _ATTRS:
+            self._set(sys.modules[owner], attr, mods[name])
+        for attr, fn in _compat.C_HOOKS.items():
+            self._set(_C, attr, fn)
+
+    def _set(self, obj, attr, value):
+        self.saved_attrs.append((obj, attr, getattr(obj, attr, _MISSING)))
+        setattr(obj, attr, value)
 
     def __enter__(self):
         return self
@@ -45,5 +66,13 @@ class mock_torch:
                 sys.modules.pop(name, None)
             else:
                 sys.modules[name] = mod
-        self.saved = {}
+        for obj, attr, value in reversed(self.saved_attrs):
+            if value is _MISSING:
+                delattr(obj, attr)
+            else:
+                setattr(obj, attr, value)
+        self.saved, self.saved_attrs = {}, []
         return False
+
+
+_MISSING = object()

@@ -28,7 +28,23 @@ def _make(name, row):
     return f
 
 
-ops = SimpleNamespace(**{row["name"]: _make(row["name"], row) for row in TABLE if not row["flags"] & FLAG_CONTROL})
+class _OpNamespace(SimpleNamespace):
+    """oar.ops.<op> for every op of the table. Under the torch switch it also stands for
+    torch.ops, whose extension libraries and their op namespaces (torch.ops.torchvision.nms) are
+    compiled against libtorch and so cannot load into oar: those say so."""
+
+    def load_library(self, path):
+        raise OSError(f"torch.ops.load_library: '{path}' is a PyTorch C++ extension (built against libtorch); "
+                      "oar cannot load it")
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        raise AttributeError(f"oar.ops has no op '{name}' (torch.ops.{name}: PyTorch C++ extension ops do not "
+                             "run on oar; oar.ops lists the ops of oar's table)")
+
+
+ops = _OpNamespace(**{row["name"]: _make(row["name"], row) for row in TABLE if not row["flags"] & FLAG_CONTROL})
 
 
 def call(name, inputs, attrs=None):

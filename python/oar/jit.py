@@ -286,3 +286,29 @@ def while_loop(cond_fn, body_fn, carried_inputs):
             values = tuple(r) if isinstance(r, (tuple, list)) else (r,)
         return values
     return _C.while_loop(cond_fn, body_fn, values, _keep_list())
+
+
+# ---- TorchScript's names, which PyTorch model files use to mark code for torch.jit.script.
+# oar never runs TorchScript: no script is compiling and no torch.jit trace is running, and the
+# markers leave the Python functions as they are (oar compiles with to_static instead).
+def is_scripting():
+    return False
+
+
+def is_tracing():
+    return False
+
+
+def unused(fn):
+    return fn
+
+
+ignore = export = _script_if_tracing = _overload_method = _overload = unused
+
+
+def script(obj, *args, **kwargs):
+    raise RuntimeError("torch.jit.script: TorchScript is not offered by oar; compile with oar.jit.to_static")
+
+
+def trace(func, *args, **kwargs):
+    raise RuntimeError("torch.jit.trace: TorchScript is not offered by oar; compile with oar.jit.to_static")

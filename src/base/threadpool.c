@@ -170,10 +170,33 @@ static void pool_start(int nthreads) {
     }
 }
 
+/* fork (Python's DataLoader workers, multiprocessing): the child has none of the workers, and a
+ * lock a worker held at the fork would stay held. The pool's locks are taken around the fork, so
+ * the child starts with them free, and the child runs serially (one thread per process, as
+ * torch's workers do) until it calls oar_set_num_threads. */
+static void fork_prepare(void) {
+    pthread_mutex_lock(&g_config_mu);
+    pthread_mutex_lock(&P.mu);
+}
+static void fork_parent(void) {
+    pthread_mutex_unlock(&P.mu);
+    pthread_mutex_unlock(&g_config_mu);
+}
+static void fork_child(void) {
+    pthread_cond_init(&P.work_cv, NULL); /* the parent's sleeping workers are not waiters here */
+    pthread_cond_init(&P.done_cv, NULL);
+    P.n_workers = 0;
+    if (g_nthreads) g_nthreads = 1;
+    pthread_mutex_unlock(&P.mu);
+    pthread_mutex_unlock(&g_config_mu);
+}
+
 static void ensure_configured(void) {
     if (__atomic_load_n(&g_nthreads, __ATOMIC_ACQUIRE)) return;
     pthread_mutex_lock(&g_config_mu);
     if (!g_nthreads) {
+        static bool fork_handlers;
+        if (!fork_handlers) fork_handlers = pthread_atfork(fork_prepare, fork_parent, fork_child) == 0;
         int n = default_threads();
         pool_start(n);
         call_library_hooks(n);

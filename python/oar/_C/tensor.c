@@ -149,13 +149,13 @@ static PyObject *get_grad(PyObject *self, void *c) {
 static int set_grad(PyObject *self, PyObject *v, void *c) {
     oar_tensor *t = oarpy_tensor(self, "Tensor.grad");
     if (!t) return -1;
-    if (v && v != Py_None) {
-        PyErr_SetString(PyExc_RuntimeError, "Tensor.grad: only None can be assigned (it drops the gradient, like "
-                                             "zero_grad(set_to_none=True)); accumulate gradients with backward()");
-        return -1;
+    if (!v || v == Py_None) {
+        oar_zero_grad(t);
+        return 0;
     }
-    oar_zero_grad(t);
-    return 0;
+    oar_tensor *g = oarpy_tensor(v, "Tensor.grad (the assigned value)");
+    if (!g) return -1;
+    return oarpy_check(oar_grad_set(t, g));
 }
 
 static PyObject *get_dict(PyObject *self, void *c) {

@@ -8,9 +8,14 @@ its spread (min and max), and oar / torch ratios (below 1: oar is faster).
 --compiled: a training step compiled from Python (oar.jit.to_static: the zoo's mlp, 784-512-512-10,
 batch 128, SGD with momentum) against the same step compiled from C (`oar bench --workload mlp
 --mode static`, the oar command from $OAR_CLI or PATH), alternating, one thread: medians of the
-per-step medians, and python / C (the front end's cost on a compiled step)."""
+per-step medians, and python / C (the front end's cost on a compiled step).
+
+--zoo [WORKLOAD...]: resnet20, gpt-mini and lstm-lm written as plain PyTorch code
+(oar/examples/zoo_torch.py) trained by PyTorch, by oar eagerly and by oar compiled, in the same
+run (bench/zoo.py)."""
 import argparse
 import json
+import os
 import platform
 import statistics
 import time
@@ -113,9 +118,17 @@ def main(argv=None):
     ap.add_argument("--repeats", type=int, default=7)
     ap.add_argument("--iters", type=int, default=20000)
     ap.add_argument("--compiled", action="store_true", help="a compiled training step, Python vs C")
+    ap.add_argument("--zoo", nargs="*", metavar="WORKLOAD",
+                    help="the zoo's resnet20, gpt-mini, lstm-lm as PyTorch code: torch vs oar eager vs oar compiled")
+    ap.add_argument("--steps", type=int, default=10, help="--zoo: steps timed per repeat")
+    ap.add_argument("--threads", type=int, default=os.cpu_count(), help="--zoo: threads for both")
     a = ap.parse_args(argv)
     if a.compiled:
         return compiled(a.repeats, 50)
+    if a.zoo is not None:
+        from . import zoo
+
+        return zoo.main(a.zoo or zoo.load(False).WORKLOADS, a.steps, a.repeats, a.threads, cpu_model())
     import oar
 
     oar.set_num_threads(1)

@@ -4,11 +4,20 @@ import math
 import numbers
 
 from .. import _C
+from .. import _creation as _CR
 from .. import _dtype as D
 from .. import _functions as F
 from .._ops import call
 
-relu, sigmoid, tanh, silu = F.relu, F.sigmoid, F.tanh, F.silu
+sigmoid, tanh = F.sigmoid, F.tanh
+
+
+def relu(input, inplace=False):
+    return input.relu_() if inplace else F.relu(input)
+
+
+def silu(input, inplace=False):
+    return F.silu(input)
 _REDUCTION = {"mean": 0, "sum": 1, "none": 2}
 
 
@@ -38,12 +47,18 @@ def relu_(input):
     return input.relu_()
 
 
-def relu6(input, inplace=False):
-    return F.clamp(input, 0.0, 6.0)
-
-
 def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
-    return F.clamp(input, min_val, max_val)
+    """clamp, but with torch's hardtanh gradient: zero at the bounds too (clamp's passes there).
+    It matters: ReLU6 after a batch norm sees many exact zeros."""
+    out = F.clamp(input, min_val, max_val)
+    if not (input.requires_grad and _C.is_grad_enabled()):
+        return out
+    inside = F.logical_and(input > min_val, input < max_val)
+    return F.where(inside, input, out.detach())
+
+
+def relu6(input, inplace=False):
+    return hardtanh(input, 0.0, 6.0)
 
 
 def leaky_relu(input, negative_slope=0.01, inplace=False):
@@ -202,6 +217,81 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
     return call("group_norm", (input, weight, bias), {"groups": num_groups, "eps": eps})
 
 
+def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None, use_input_stats=True,
+                  momentum=0.1, eps=1e-5):
+    if running_mean is not None or running_var is not None or not use_input_stats:
+        raise NotImplementedError("instance_norm: running statistics are not offered (each sample's own "
+                                  "statistics are used)")
+    return call("group_norm", (input, weight, bias), {"groups": input.shape[1], "eps": eps})
+
+
+def _linear_weights(n_in, n_out, align_corners, scale_factor):
+    """The (n_out, n_in) matrix of 1-d linear interpolation, with torch's source positions."""
+    import numpy as np
+
+    if align_corners:
+        scale = (n_in - 1) / (n_out - 1) if n_out > 1 else 0.0
+        src = np.arange(n_out) * scale
+    else:
+        scale = 1.0 / scale_factor if scale_factor else n_in / n_out
+        src = np.maximum((np.arange(n_out) + 0.5) * scale - 0.5, 0.0)
+    i0 = np.minimum(np.floor(src).astype(np.int64), n_in - 1)
+    i1 = np.minimum(i0 + 1, n_in - 1)
+    lam = (src - i0).astype(np.float32)
+    w = np.zeros((n_out, n_in), np.float32)
+    np.add.at(w, (np.arange(n_out), i0), 1.0 - lam)
+    np.add.at(w, (np.arange(n_out), i1), lam)
+    return w
+
+
+def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None, recompute_scale_factor=None,
+                antialias=False):
+    """'nearest' by whole factors (each value repeated) and 'bilinear' (two matrix products:
+    bilinear interpolation is separable); other modes and fractional nearest factors are not
+    offered."""
+    spatial = list(input.shape[2:])
+    if size is not None:
+        size = [size] * len(spatial) if isinstance(size, int) else list(size)
+        factors = [o / i for o, i in zip(size, spatial)]
+        given = [None] * len(spatial)
+    elif scale_factor is not None:
+        factors = [scale_factor] * len(spatial) if isinstance(scale_factor, (int, float)) else list(scale_factor)
+        size = [int(i * f) for i, f in zip(spatial, factors)]
+        given = [None] * len(spatial) if recompute_scale_factor else factors
+    else:
+        raise ValueError("interpolate: either size or scale_factor should be defined")
+    if len(factors) != len(spatial):
+        raise ValueError(f"interpolate: expected {len(spatial)} sizes or factors for input of shape "
+                         f"{list(input.shape)}, got {len(factors)}")
+    if mode == "bilinear":
+        if input.ndim != 4 or antialias:
+            raise NotImplementedError("interpolate: 'bilinear' is offered for 4-d inputs without antialias")
+        wh = _linear_weights(spatial[0], size[0], bool(align_corners), given[0])
+        ww = _linear_weights(spatial[1], size[1], bool(align_corners), given[1])
+        dt = input.dtype
+        return F.matmul(F.matmul(_CR.tensor(wh, dtype=dt), input), _CR.tensor(ww.T.copy(), dtype=dt))
+    if mode != "nearest":
+        raise NotImplementedError(f"interpolate: mode '{mode}' is not offered ('nearest' with whole scale "
+                                  "factors and 'bilinear' are)")
+    if any(f != int(f) or f < 1 for f in factors):
+        raise NotImplementedError(f"interpolate: only whole scale factors >= 1 are offered for 'nearest', got "
+                                  f"{factors} for spatial size {spatial}")
+    out = input
+    for k, f in enumerate(int(f) for f in factors):
+        if f == 1:
+            continue
+        d = 2 + k
+        shape = list(out.shape)
+        out = out.unsqueeze(d + 1)
+        expanded = shape[:d + 1] + [f] + shape[d + 1:]
+        out = out.expand(*expanded).reshape(*shape[:d], shape[d] * f, *shape[d + 1:])
+    return out
+
+
+def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corners=None):
+    raise NotImplementedError("grid_sample: sampling at arbitrary grid positions is not offered by oar")
+
+
 def dropout(input, p=0.5, training=True, inplace=False):
     if p < 0.0 or p > 1.0:
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
@@ -230,26 +320,67 @@ def _weighted_unsupported(weight, fn):
         raise NotImplementedError(f"{fn}: class weights are not offered yet")
 
 
+def _class_last(input, target):
+    """(N, C, d1, ...) scores and (N, d1, ...) targets as (M, C) and (M,): one row per sample."""
+    if input.ndim <= 2:
+        return (input.unsqueeze(0) if input.ndim == 1 else input), target.reshape(-1)
+    c = input.shape[1]
+    return input.permute(0, *range(2, input.ndim), 1).reshape(-1, c), target.reshape(-1)
+
+
+def _weighted_nll(logp, target, weight, ignore_index, r, label_smoothing, fn):
+    """torch's class-weighted negative log-likelihood (with label smoothing), composed from
+    differentiable ops: sample i weighs weight[target_i]; 'mean' divides by the summed weights
+    of the samples not ignored."""
+    shape = target.shape
+    rows, tgt = _class_last(logp, target)
+    c = rows.shape[1]
+    if weight is not None and (weight.ndim != 1 or weight.shape[0] != c):
+        raise ValueError(f"{fn}: expected a weight of shape [{c}] (one per class), got {list(weight.shape)}")
+    keep = tgt != ignore_index
+    hot = one_hot(F.where(keep, tgt, _CR.zeros_like(tgt)), c).to(rows.dtype) * keep.unsqueeze(1).to(rows.dtype)
+    w_rows = hot if weight is None else hot * weight.to(rows.dtype)
+    w_sample = w_rows.sum(1)                      # weight[target_i], 0 when ignored
+    loss = -(rows * w_rows).sum(1)
+    if label_smoothing:
+        cls_w = keep.unsqueeze(1).to(rows.dtype) if weight is None else keep.unsqueeze(1).to(rows.dtype) * weight
+        smooth = -(rows * cls_w).sum(1)
+        loss = loss * (1 - label_smoothing) + smooth * (label_smoothing / c)
+    if r == 0:
+        return loss.sum() / w_sample.sum()
+    if r == 1:
+        return loss.sum()
+    return loss.reshape(shape)
+
+
 def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean",
                   label_smoothing=0.0):
-    _weighted_unsupported(weight, "cross_entropy")
+    r = _reduction(reduction, size_average, reduce)
+    cdim = 1 if input.ndim > 1 else 0
     if target.is_floating_point():
         # class probabilities (torch >= 1.10)
-        r = _reduction(reduction, size_average, reduce)
-        logp = log_softmax(input, 1 if input.ndim > 1 else 0)
+        logp = log_softmax(input, cdim)
         if label_smoothing:
-            c = input.shape[1 if input.ndim > 1 else 0]
+            c = input.shape[cdim]
             target = target * (1 - label_smoothing) + label_smoothing / c
-        loss = -(logp * target).sum(1 if input.ndim > 1 else 0)
+        if weight is not None:
+            shape = [1] * input.ndim
+            shape[cdim] = -1
+            target = target * weight.reshape(shape)
+        loss = -(logp * target).sum(cdim)
         return loss.mean() if r == 0 else loss.sum() if r == 1 else loss
-    return call("cross_entropy", (input, target), {"reduction": _reduction(reduction, size_average, reduce),
-                                                   "ignore_index": ignore_index, "label_smoothing": label_smoothing})
+    if weight is not None:
+        return _weighted_nll(log_softmax(input, cdim), target, weight, ignore_index, r, label_smoothing,
+                             "cross_entropy")
+    return call("cross_entropy", (input, target), {"reduction": r, "ignore_index": ignore_index,
+                                                   "label_smoothing": label_smoothing})
 
 
 def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
-    _weighted_unsupported(weight, "nll_loss")
-    return call("nll_loss", (input, target), {"reduction": _reduction(reduction, size_average, reduce),
-                                              "ignore_index": ignore_index, "label_smoothing": 0.0})
+    r = _reduction(reduction, size_average, reduce)
+    if weight is not None:
+        return _weighted_nll(input, target, weight, ignore_index, r, 0.0, "nll_loss")
+    return call("nll_loss", (input, target), {"reduction": r, "ignore_index": ignore_index, "label_smoothing": 0.0})
 
 
 def _pair_loss(name):
@@ -291,7 +422,7 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
 
 def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
     loss = F.exp(target) * (target - input) if log_target else \
-        F.where(target > 0, target * (F.log(F.clamp(target, min=1e-38)) - input), F.zeros_like(target))
+        F.where(target > 0, target * (F.log(F.clamp(target, min=1e-38)) - input), _CR.zeros_like(target))
     if reduction == "batchmean":
         return loss.sum() / input.shape[0]
     r = _reduction(reduction, size_average, reduce)

@@ -1,5 +1,6 @@
 """oar.utils.data: Dataset, TensorDataset, samplers and DataLoader as in torch.utils.data
-(batches are collated in the calling process; shuffling draws from oar's generator)."""
+(batches are collated in the calling process, or in forked worker processes with num_workers > 0;
+shuffling draws from oar's generator)."""
 import collections.abc
 import numbers
 
@@ -174,9 +175,15 @@ class DataLoader:
         if num_workers < 0:
             raise ValueError("num_workers option should be non-negative; use num_workers=0 to disable "
                              "multiprocessing.")
+        if num_workers > 0 and isinstance(dataset, IterableDataset):
+            raise NotImplementedError("DataLoader: worker processes for an IterableDataset are not offered "
+                                      "(map-style datasets are); use num_workers=0")
         if sampler is not None and shuffle:
             raise ValueError("sampler option is mutually exclusive with shuffle")
         self.dataset, self.num_workers, self.drop_last = dataset, num_workers, drop_last
+        self.worker_init_fn, self.timeout = worker_init_fn, timeout
+        self.prefetch_factor = 2 if prefetch_factor is None else prefetch_factor
+        self.multiprocessing_context = multiprocessing_context
         self.batch_size = batch_size
         if batch_sampler is None:
             if sampler is None:
@@ -199,6 +206,9 @@ class DataLoader:
                 if not batch or (self.drop_last and len(batch) < self.batch_size):
                     return
                 yield self.collate_fn(batch)
+        if self.num_workers > 0:
+            yield from _worker_batches(self)
+            return
         if self.batch_sampler is None:
             for i in self.sampler:
                 yield self.collate_fn(self.dataset[i])
@@ -208,6 +218,144 @@ class DataLoader:
 
     def __len__(self):
         return len(self.batch_sampler) if self.batch_sampler is not None else len(self.sampler)
+
+
+# ---------------------------------------------------------------- worker processes
+class WorkerInfo:
+    def __init__(self, id, num_workers, seed, dataset):
+        self.id, self.num_workers, self.seed, self.dataset = id, num_workers, seed, dataset
+
+    def __repr__(self):
+        return f"WorkerInfo(id={self.id}, num_workers={self.num_workers}, seed={self.seed})"
+
+
+_worker_info = None
+
+
+def get_worker_info():
+    """In a DataLoader worker process: its id, the worker count, its seed and its dataset copy;
+    None in the main process."""
+    return _worker_info
+
+
+def _to_wire(obj):
+    """A batch as picklable numpy arrays (tensors marked so the main process rebuilds them)."""
+    if isinstance(obj, _C.TensorBase):
+        return ("__oar_tensor__", obj.detach().contiguous().numpy())
+    if isinstance(obj, dict):
+        return {k: _to_wire(v) for k, v in obj.items()}
+    if isinstance(obj, tuple) and hasattr(obj, "_fields"):
+        return type(obj)(*(_to_wire(v) for v in obj))
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(_to_wire(v) for v in obj)
+    return obj
+
+
+def _from_wire(obj):
+    from .. import from_numpy
+
+    if isinstance(obj, tuple) and len(obj) == 2 and isinstance(obj[0], str) and obj[0] == "__oar_tensor__":
+        return from_numpy(obj[1])  # shares the unpickled array's memory
+    if isinstance(obj, dict):
+        return {k: _from_wire(v) for k, v in obj.items()}
+    if isinstance(obj, tuple) and hasattr(obj, "_fields"):
+        return type(obj)(*(_from_wire(v) for v in obj))
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(_from_wire(v) for v in obj)
+    return obj
+
+
+def _worker_loop(loader, worker_id, seed, index_queue, result_queue):
+    global _worker_info
+    import traceback
+
+    from .. import manual_seed
+
+    manual_seed(seed)  # each worker draws its own random numbers (augmentations), as in torch
+    _worker_info = WorkerInfo(worker_id, loader.num_workers, seed, loader.dataset)
+    try:
+        if loader.worker_init_fn is not None:
+            loader.worker_init_fn(worker_id)
+    except Exception:
+        result_queue.put((-1, None, f"worker_init_fn in DataLoader worker {worker_id}:\n{traceback.format_exc()}"))
+        return
+    while True:
+        job = index_queue.get()
+        if job is None:
+            return
+        k, idx = job
+        try:
+            if loader.batch_sampler is None:
+                batch = loader.collate_fn(loader.dataset[idx])
+            else:
+                batch = loader.collate_fn([loader.dataset[i] for i in idx])
+            result_queue.put((k, _to_wire(batch), None))
+        except Exception:
+            result_queue.put((k, None, f"DataLoader worker {worker_id}, batch {k}:\n{traceback.format_exc()}"))
+
+
+def _worker_batches(loader):
+    """The batches in sampler order, made by loader.num_workers processes (forked: the dataset
+    is inherited, not pickled), at most prefetch_factor batches ahead per worker."""
+    import multiprocessing as mp
+    import queue as queue_mod
+
+    from .. import randint
+
+    ctx = loader.multiprocessing_context or mp.get_context("fork")
+    if isinstance(ctx, str):
+        ctx = mp.get_context(ctx)
+    base_seed = int(randint(0, 2 ** 62, ()).item())
+    index_queues = [ctx.Queue() for _ in range(loader.num_workers)]
+    results = ctx.Queue()
+    workers = [ctx.Process(target=_worker_loop, args=(loader, w, base_seed + w, index_queues[w], results), daemon=True)
+               for w in range(loader.num_workers)]
+    for p in workers:
+        p.start()
+    jobs = iter(loader.batch_sampler if loader.batch_sampler is not None else loader.sampler)
+    sent = received = 0
+    pending = {}
+    try:
+        def send():
+            nonlocal sent
+            idx = next(jobs, None)
+            if idx is None:
+                return False
+            index_queues[sent % loader.num_workers].put((sent, idx))
+            sent += 1
+            return True
+
+        while sent < loader.num_workers * loader.prefetch_factor and send():
+            pass
+        while received < sent:
+            while received not in pending:
+                try:
+                    k, data, err = results.get(timeout=loader.timeout if loader.timeout > 0 else 5.0)
+                except queue_mod.Empty:
+                    dead = [w for w, p in enumerate(workers) if not p.is_alive()]
+                    if dead:
+                        raise RuntimeError(f"DataLoader worker(s) {dead} exited unexpectedly (exit codes "
+                                           f"{[workers[w].exitcode for w in dead]})") from None
+                    if loader.timeout > 0:
+                        raise RuntimeError(f"DataLoader timed out after {loader.timeout} seconds") from None
+                    continue
+                if err is not None:
+                    raise RuntimeError(f"Caught an exception in {err}")
+                pending[k] = data
+            data = pending.pop(received)
+            received += 1
+            send()
+            yield _from_wire(data)
+    finally:
+        for q in index_queues:
+            q.put(None)
+        for p in workers:
+            p.join(timeout=5)
+            if p.is_alive():
+                p.terminate()
+        for q in index_queues + [results]:
+            q.cancel_join_thread()
+            q.close()
 
 
 class IdxLoader:

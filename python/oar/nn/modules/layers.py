@@ -202,6 +202,27 @@ class BatchNorm2d(_BatchNorm):
     _expect = (4,)
 
 
+class BatchNorm3d(_BatchNorm):
+    _expect = (5,)
+
+
+def _absent(name, what):
+    """A layer oar has no kernels for: model files name it (as a default argument, in isinstance
+    checks), and building one says so."""
+
+    def __init__(self, *args, **kwargs):
+        raise NotImplementedError(f"nn.{name}: {what} are not offered by oar")
+
+    return type(name, (Module,), {"__init__": __init__, "__doc__": f"Not offered by oar: {what}."})
+
+
+Conv3d = _absent("Conv3d", "3-d convolutions")
+MaxPool3d = _absent("MaxPool3d", "3-d poolings")
+AvgPool3d = _absent("AvgPool3d", "3-d poolings")
+AdaptiveAvgPool3d = _absent("AdaptiveAvgPool3d", "3-d poolings")
+LocalResponseNorm = _absent("LocalResponseNorm", "local response normalizations")
+
+
 class LayerNorm(Module):
     def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True, device=None, dtype=None):
         super().__init__()
@@ -230,6 +251,40 @@ class GroupNorm(Module):
 
     def extra_repr(self):
         return f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}"
+
+
+class _InstanceNorm(Module):
+    """Each sample's channels normalized over their own positions: group_norm with one group per
+    channel (torch's defaults: no affine, no running statistics)."""
+    _expect = (4,)
+
+    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=False, track_running_stats=False, device=None,
+                 dtype=None):
+        super().__init__()
+        if track_running_stats:
+            raise NotImplementedError(f"{type(self).__name__}: track_running_stats=True is not offered (the "
+                                      "normalization always uses each sample's statistics)")
+        self.num_features, self.eps, self.momentum = num_features, eps, momentum
+        self.affine, self.track_running_stats = affine, track_running_stats
+        _norm_affine(self, affine, num_features, dtype)
+
+    def forward(self, input):
+        if input.dim() not in self._expect:
+            raise ValueError(f"{type(self).__name__}: expected a {self._expect[0]}D input (N, C, ...), got "
+                             f"{input.dim()}D")
+        return NF.instance_norm(input, weight=self.weight, bias=self.bias, eps=self.eps)
+
+    def extra_repr(self):
+        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "
+                f"track_running_stats={self.track_running_stats}")
+
+
+class InstanceNorm1d(_InstanceNorm):
+    _expect = (3,)
+
+
+class InstanceNorm2d(_InstanceNorm):
+    _expect = (4,)
 
 
 class Embedding(Module):

@@ -1,0 +1,2 @@
+"""torch.ao: the quantization namespace (see quantization.py)."""
+from . import quantization  # noqa: F401

@@ -1,0 +1,1 @@
+"""Plain PyTorch programs that oar runs unchanged (see zoo_torch.py)."""

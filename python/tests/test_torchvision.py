@@ -1,0 +1,108 @@
+"""torchvision's model files, unmodified, on oar through the torch switch, against real torch
+1.13: torch builds each model (its initializers) and runs it; oar builds the same model from
+the same file in another interpreter (torchvision_oar_side.py), takes torch's weights through
+load_state_dict, and must give the same outputs and parameter gradients. resnet18 also trains
+3 SGD-momentum steps, eagerly and compiled (oar.jit.to_static), beside torch's loss curve.
+
+Takes seconds (one interpreter importing torchvision, ten CNNs): skipped under the sanitizers,
+where the release pass covers it."""
+import os
+import pickle
+import subprocess
+import sys
+
+import pytest
+
+from conftest import np
+
+MODELS = ["resnet18", "mobilenet_v2", "mobilenet_v3_small", "squeezenet1_1", "shufflenet_v2_x0_5", "densenet121",
+          "mnasnet0_5", "googlenet", "efficientnet_b0", "regnet_x_400mf", "VisionTransformer"]
+KWARGS = {"googlenet": {"init_weights": True},
+          # vision_transformer.py's own class at a small size (vit_b_16 runs too, but has 86M parameters)
+          "VisionTransformer": {"image_size": 64, "patch_size": 16, "num_layers": 2, "num_heads": 2,
+                                "hidden_dim": 32, "mlp_dim": 64}}
+RTOL, ATOL = 2e-3, 1e-5  # fp32 through 20-120 layers: |oar - torch| <= RTOL * max|torch| + ATOL per tensor
+
+
+def _close(a, b, what):
+    assert a.shape == b.shape, f"{what}: shape {a.shape} vs torch {b.shape}"
+    scale = max(float(np.abs(b).max()), 1e-6)
+    err = float(np.abs(a - b).max())
+    assert err <= RTOL * scale + ATOL, f"{what}: max |oar - torch| = {err:.3g}, torch's max |value| = {scale:.3g}"
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    if os.environ.get("OAR_PY_SANITIZED"):
+        pytest.skip("torchvision models: release pass only (seconds of CNN work; the interpreter is not "
+                    "instrumented)")
+    torch = pytest.importorskip("torch", reason="torch is absent (apt-get install python3-torch): no oracle")
+    torchvision = pytest.importorskip("torchvision", reason="torchvision is absent (apt-get install "
+                                                            "python3-torchvision)")
+    if not hasattr(torch, "_C") or torch.__file__ is None or "oar" in torch.__file__:
+        pytest.skip("torch resolves to oar in this interpreter (the switch is on): no oracle")
+    torch.set_num_threads(1)
+    req, want = {"models": []}, {}
+    for k, name in enumerate(MODELS):
+        torch.manual_seed(k)
+        model = getattr(torchvision.models, name)(num_classes=10, **KWARGS.get(name, {})).eval()
+        x = torch.randn(2, 3, 64, 64)
+        y = model(x)
+        gy = torch.randn_like(y)
+        y.backward(gy)
+        sd = {key: v.detach().numpy().copy() for key, v in model.state_dict().items()}
+        req["models"].append((name, {"num_classes": 10, **KWARGS.get(name, {})}, sd, x.numpy(), gy.numpy()))
+        want[name] = {"y": y.detach().numpy(),
+                      "grads": {key: p.grad.numpy().copy() for key, p in model.named_parameters()
+                                if p.grad is not None}}  # googlenet's auxiliary heads serve training only
+    # training: resnet18, 3 steps of SGD with momentum in train mode (batch statistics)
+    torch.manual_seed(100)
+    model = torchvision.models.resnet18(num_classes=10).train()
+    sd = {key: v.detach().numpy().copy() for key, v in model.state_dict().items()}
+    # batch 8 at 64x64: at batch 4 and 32x32 (1x1 maps into layer4's batch norms) three steps are chaotic, a
+    # 1e-6 change of the weights moves torch's own third loss by 3%
+    batches = [(torch.randn(8, 3, 64, 64), torch.randint(0, 10, (8,))) for _ in range(3)]
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    losses = []
+    for x, y in batches:
+        opt.zero_grad()
+        loss = torch.nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    want["losses"] = losses
+    want["params"] = {key: v.detach().numpy().copy() for key, v in model.state_dict().items()}
+    req["train"] = {"name": "resnet18", "kwargs": {"num_classes": 10}, "state_dict": sd, "lr": 0.01,
+                    "momentum": 0.9, "batches": [(x.numpy(), y.numpy()) for x, y in batches]}
+
+    d = tmp_path_factory.mktemp("torchvision")
+    with open(d / "req.pkl", "wb") as f:
+        pickle.dump(req, f)
+    side = os.path.join(os.path.dirname(__file__), "torchvision_oar_side.py")
+    env = dict(os.environ, OAR_NUM_THREADS="1")
+    env.pop("OAR_MOCK_TORCH", None)
+    r = subprocess.run([sys.executable, side, str(d / "req.pkl"), str(d / "res.pkl")], env=env,
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, f"oar side failed:\n{r.stdout}\n{r.stderr[-4000:]}"
+    with open(d / "res.pkl", "rb") as f:
+        return want, pickle.load(f)
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_model_forward_and_gradients(runs, name):
+    want, got = runs
+    res = got["models"][name]
+    assert "error" not in res, f"{name} on oar: {res.get('error')}"
+    _close(res["y"], want[name]["y"], f"{name} output")
+    assert set(res["grads"]) == set(want[name]["grads"]), f"{name}: parameters with gradients differ"
+    for key, g in want[name]["grads"].items():
+        _close(res["grads"][key], g, f"{name} grad {key}")
+
+
+@pytest.mark.parametrize("mode", ["eager", "compiled"])
+def test_resnet18_training_steps(runs, mode):
+    want, got = runs
+    losses, params = got[f"{mode}_losses"], got[f"{mode}_params"]
+    np.testing.assert_allclose(losses, want["losses"], rtol=1e-3, err_msg=f"resnet18 {mode} loss curve")
+    for key, v in want["params"].items():
+        _close(params[key].astype(np.float64), v.astype(np.float64), f"resnet18 {mode} after 3 steps: {key}")

@@ -1,0 +1,73 @@
+"""The oar half of test_torchvision.py, run in its own interpreter so that `import torch` inside
+torchvision resolves to oar for good (the test's own process keeps the real torch as oracle).
+
+    python torchvision_oar_side.py REQUEST.pkl RESULT.pkl
+
+REQUEST: {"models": [(name, kwargs, state_dict, x, grad_y)], "train": None or {name, kwargs,
+state_dict, batches: [(x, y)], lr, momentum}} (numpy arrays). RESULT: per model the output and
+every parameter's gradient; for training, the eager and the compiled loss curves and the final
+parameters of the eager run."""
+import pickle
+import sys
+import warnings
+
+import numpy as np
+
+import oar
+
+oar.mock_torch()
+warnings.filterwarnings("ignore", message="Failed to load image Python extension")
+import torch  # noqa: E402  (oar, through the switch)
+import torch.nn.functional as F  # noqa: E402
+import torchvision  # noqa: E402
+
+
+def build(name, kwargs, state_dict):
+    model = getattr(torchvision.models, name)(**kwargs)
+    model.load_state_dict({k: torch.from_numpy(np.array(v, order="C")) for k, v in state_dict.items()})
+    return model
+
+
+def forward_backward(name, kwargs, state_dict, x, gy):
+    model = build(name, kwargs, state_dict).eval()
+    y = model(torch.from_numpy(x))
+    y.backward(torch.from_numpy(gy))
+    grads = {k: p.grad.numpy().copy() for k, p in model.named_parameters() if p.grad is not None}
+    return {"y": y.detach().numpy().copy(), "grads": grads}
+
+
+def train(req, compiled):
+    model = build(req["name"], req["kwargs"], req["state_dict"]).train()
+    opt = torch.optim.SGD(model.parameters(), lr=req["lr"], momentum=req["momentum"])
+
+    def step(x, y):
+        opt.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    run = oar.jit.to_static(step) if compiled else step
+    losses = [float(run(torch.from_numpy(x), torch.from_numpy(y)).item()) for x, y in req["batches"]]
+    params = {k: v.detach().numpy().copy() for k, v in model.state_dict().items()}
+    return losses, params
+
+
+def main(request_path, result_path):
+    with open(request_path, "rb") as f:
+        req = pickle.load(f)
+    result = {"models": {}}
+    for name, kwargs, sd, x, gy in req["models"]:
+        try:
+            result["models"][name] = forward_backward(name, kwargs, sd, x, gy)
+        except Exception as e:  # reported per model by the test
+            result["models"][name] = {"error": f"{type(e).__name__}: {e}"}
+    if req.get("train"):
+        result["eager_losses"], result["eager_params"] = train(req["train"], compiled=False)
+        result["compiled_losses"], result["compiled_params"] = train(req["train"], compiled=True)
+    with open(result_path, "wb") as f:
+        pickle.dump(result, f)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2])
