@@ -112,7 +112,15 @@ oar_status oar_qconv_geom_get(const oar_tensor *x, const oar_tensor *w, const oa
  * oar's thread pool. vnni picks the AVX-512 VNNI kernel, else the exact AVX2 one. */
 typedef void (*oar_qgemm_emit)(void *user, int64_t m0, int64_t m1, int64_t n0, int64_t n1, const int32_t *acc,
                                int64_t ld);
-oar_status oar_qgemm(bool vnni, const uint8_t *x, bool x_signed, int32_t x_zp, const int8_t *w, int64_t m, int64_t n,
-                     int64_t k, oar_qgemm_emit emit, void *user);
+/* Names w's bytes for the kernels' packed-weight cache: the storage's uid and version and the
+ * byte offset of w in it (uid 0: not tracked, packed on every call). Weights of a quantized
+ * model are the same bytes call after call, so the VNNI layout is made once per weight. */
+typedef struct oar_qweight_id {
+    uint64_t uid;
+    uint32_t version;
+    int64_t offset;
+} oar_qweight_id;
+oar_status oar_qgemm(bool vnni, const uint8_t *x, bool x_signed, int32_t x_zp, const int8_t *w,
+                     const oar_qweight_id *wid, int64_t m, int64_t n, int64_t k, oar_qgemm_emit emit, void *user);
 
 #endif
