@@ -183,27 +183,18 @@ static void avx2_range(void *ctx, int64_t b, int64_t e) {
     for (int64_t i = b; i < e; i++) run_block(ctx, avx2_tile, 2, i);
 }
 
-/* ---- the packed-weight cache: weights in the VNNI layout with their row sums, made once per
- * weight (storage uid, version, offset, shape) instead of on every call. At LeNet's sizes the
- * packing cost as much as the products. refs counts the cache's reference and each running
- * call's, so eviction never frees a packing in use. */
-typedef struct qpacked {
-    int refs;
-    oar_qweight_id id;
-    int64_t n, k;
-    uint64_t used;
-    int8_t *wp;
-    int32_t *wsum;
-} qpacked;
-
+/* ---- the packed-weight cache (oar_qpacked, ops/quant.h): made once per weight (storage uid,
+ * version, offset, shape, layout) instead of on every call. At LeNet's sizes the packing cost
+ * as much as the products. refs counts the cache's reference and each running call's, so
+ * eviction never frees a packing in use. */
 #define QPACK_SLOTS 64
 static struct {
     pthread_mutex_t mu;
-    qpacked *slot[QPACK_SLOTS];
+    oar_qpacked *slot[QPACK_SLOTS];
     uint64_t clock;
 } g_qpack = {PTHREAD_MUTEX_INITIALIZER, {0}, 0};
 
-static void qpacked_put(qpacked *p) {
+void oar_qpacked_put(oar_qpacked *p) {
     if (p && __atomic_sub_fetch(&p->refs, 1, __ATOMIC_ACQ_REL) == 0) {
         free(p->wp);
         free(p->wsum);
@@ -211,28 +202,41 @@ static void qpacked_put(qpacked *p) {
     }
 }
 
-static qpacked *qpacked_new(const int8_t *w, int64_t n, int64_t k) {
-    qpacked *p = calloc(1, sizeof *p);
+/* rows of w padded with zeros to whole groups of 4 bytes, and their sums */
+static void rows_pack(const int8_t *w, int64_t n, int64_t k, int8_t *wp, int32_t *wsum) {
+    int64_t kp = (k + 3) / 4 * 4;
+    memset(wp, 0, (size_t)(n * kp));
+    for (int64_t c = 0; c < n; c++) {
+        memcpy(wp + c * kp, w + c * k, (size_t)k);
+        int32_t s = 0;
+        for (int64_t t = 0; t < k; t++) s += w[c * k + t];
+        wsum[c] = s;
+    }
+}
+
+static oar_qpacked *qpacked_new(oar_qlayout layout, const int8_t *w, int64_t n, int64_t k) {
+    oar_qpacked *p = calloc(1, sizeof *p);
     if (!p) return NULL;
-    p->refs = 1, p->n = n, p->k = k;
+    p->refs = 1, p->n = n, p->k = k, p->layout = layout;
     p->wsum = malloc(sizeof(int32_t) * (size_t)(n ? n : 1));
-    p->wp = malloc((size_t)(((n + 15) / 16) * ((k + 3) / 4) * 64 + 64));
+    p->wp = malloc((size_t)(((n + 15) / 16) * 16 * ((k + 3) / 4) * 4 + 64));
     if (!p->wsum || !p->wp) {
-        qpacked_put(p);
+        oar_qpacked_put(p);
         return NULL;
     }
-    vnni_pack(w, n, k, p->wp, p->wsum);
+    if (layout == OAR_QLAYOUT_VNNI_COLUMNS) vnni_pack(w, n, k, p->wp, p->wsum);
+    else rows_pack(w, n, k, p->wp, p->wsum);
     return p;
 }
 
 /* w packed, with a reference for the caller; from the cache when wid names w's data. */
-static qpacked *qpacked_get(const int8_t *w, const oar_qweight_id *wid, int64_t n, int64_t k) {
-    if (!wid || !wid->uid) return qpacked_new(w, n, k);
+oar_qpacked *oar_qpacked_get(oar_qlayout layout, const int8_t *w, const oar_qweight_id *wid, int64_t n, int64_t k) {
+    if (!wid || !wid->uid) return qpacked_new(layout, w, n, k);
     pthread_mutex_lock(&g_qpack.mu);
     for (int i = 0; i < QPACK_SLOTS; i++) {
-        qpacked *p = g_qpack.slot[i];
+        oar_qpacked *p = g_qpack.slot[i];
         if (p && p->id.uid == wid->uid && p->id.version == wid->version && p->id.offset == wid->offset &&
-            p->n == n && p->k == k) {
+            p->n == n && p->k == k && p->layout == layout) {
             __atomic_add_fetch(&p->refs, 1, __ATOMIC_RELAXED);
             p->used = ++g_qpack.clock;
             pthread_mutex_unlock(&g_qpack.mu);
@@ -240,25 +244,25 @@ static qpacked *qpacked_get(const int8_t *w, const oar_qweight_id *wid, int64_t 
         }
     }
     pthread_mutex_unlock(&g_qpack.mu);
-    qpacked *p = qpacked_new(w, n, k);
+    oar_qpacked *p = qpacked_new(layout, w, n, k);
     if (!p) return NULL;
     p->id = *wid;
     pthread_mutex_lock(&g_qpack.mu); /* replaces an older version of the same weight, else the least recent */
     int slot = 0;
     for (int i = 0; i < QPACK_SLOTS; i++) {
-        qpacked *o = g_qpack.slot[i];
-        if (!o || (o->id.uid == p->id.uid && o->id.offset == p->id.offset)) {
+        oar_qpacked *o = g_qpack.slot[i];
+        if (!o || (o->id.uid == p->id.uid && o->id.offset == p->id.offset && o->layout == p->layout)) {
             slot = i;
             break;
         }
         if (o->used < g_qpack.slot[slot]->used) slot = i;
     }
-    qpacked *old = g_qpack.slot[slot];
+    oar_qpacked *old = g_qpack.slot[slot];
     g_qpack.slot[slot] = p;
     p->used = ++g_qpack.clock;
     __atomic_add_fetch(&p->refs, 1, __ATOMIC_RELAXED);
     pthread_mutex_unlock(&g_qpack.mu);
-    qpacked_put(old);
+    oar_qpacked_put(old);
     return p;
 }
 
@@ -266,9 +270,9 @@ oar_status oar_qgemm(bool vnni, const uint8_t *x, bool x_signed, int32_t x_zp, c
                      const oar_qweight_id *wid, int64_t m, int64_t n, int64_t k, oar_qgemm_emit emit, void *user) {
     qgemm_job j = {.x = x, .w = w, .m = m, .n = n, .k = k, .x_signed = x_signed, .xzp = x_zp,
                    .shift = vnni && x_signed ? 128 : 0, .emit = emit, .user = user};
-    qpacked *pk = NULL;
+    oar_qpacked *pk = NULL;
     if (vnni) {
-        if (!(pk = qpacked_get(w, wid, n, k))) return oar_error(OAR_ERR_OOM, "qgemm: out of memory");
+        if (!(pk = oar_qpacked_get(OAR_QLAYOUT_VNNI_COLUMNS, w, wid, n, k))) return oar_error(OAR_ERR_OOM, "qgemm: out of memory");
         j.wsum = pk->wsum;
         j.wp = pk->wp;
     }
@@ -277,12 +281,11 @@ oar_status oar_qgemm(bool vnni, const uint8_t *x, bool x_signed, int32_t x_zp, c
     /* a block is MB*NB*K multiply-adds; a few thousand make a chunk worth a thread */
     int64_t grain = 1 + (1 << 16) / (MB * NB * (k + 1));
     if (blocks) oar_parallel_for(blocks, grain, vnni ? vnni_range : avx2_range, &j);
-    qpacked_put(pk);
+    oar_qpacked_put(pk);
     return OAR_OK;
 }
 
-/* The cache name of weight tensor w's bytes from byte offset off on. */
-static oar_qweight_id weight_id(const oar_tensor *w, int64_t off) {
+oar_qweight_id oar_qweight_id_of(const oar_tensor *w, int64_t off) {
     const oar_storage *st = w->storage;
     return (oar_qweight_id){.uid = st ? st->uid : 0, .version = st ? st->version : 0, .offset = w->offset + off};
 }
@@ -296,7 +299,8 @@ static bool cpu_has_vnni(void) {
     return has == 1;
 }
 
-static bool use_vnni(void) { return oar_cpu_has_avx512() && cpu_has_vnni(); }
+bool oar_cpu_use_vnni(void) { return oar_cpu_has_avx512() && cpu_has_vnni(); }
+static bool use_vnni(void) { return oar_cpu_use_vnni(); }
 
 /* ---- qlinear: rows of x times rows of w, the epilogue per output row */
 typedef struct linear_emit {
@@ -322,7 +326,7 @@ static oar_status qlinear_run(oar_tensor *const *in, oar_tensor *const *out, con
     oar_status st = oar_qepilogue_init(&e, in, out[0], a);
     if (st != OAR_OK) return st;
     int64_t n = in[QL_W]->shape[0], k = in[QL_W]->shape[1];
-    oar_qweight_id wid = weight_id(in[QL_W], 0);
+    oar_qweight_id wid = oar_qweight_id_of(in[QL_W], 0);
     linear_emit l = {.e = &e, .res = in[QL_RES] ? (const float *)oar_tensor_ptr(in[QL_RES]) : NULL,
                      .out = oar_tensor_ptr(out[0]), .osz = oar_dtypes[out[0]->dtype].size, .n = n};
     st = oar_qgemm(vnni, (const uint8_t *)oar_tensor_ptr(in[QL_X]), in[QL_X]->dtype == OAR_I8,
@@ -408,7 +412,7 @@ static oar_status qconv_run(oar_tensor *const *in, oar_tensor *const *out, const
         im2col_job ij = {.g = &g, .x = x, .col = col, .pad = pad, .gr = gr, .cg = cg, .kg = kg};
         oar_parallel_for(g.n * g.oh, 1 + 4096 / (g.ow * kg + 1), im2col_rows, &ij);
         ce.g = gr;
-        oar_qweight_id wid = weight_id(in[QL_W], gr * og * kg);
+        oar_qweight_id wid = oar_qweight_id_of(in[QL_W], gr * og * kg);
         st = oar_qgemm(vnni, col, in[QL_X]->dtype == OAR_I8, xzp, (const int8_t *)oar_tensor_ptr(in[QL_W]) + gr * og * kg,
                        &wid, rows, og, kg, emit_conv, &ce);
     }
@@ -444,6 +448,7 @@ static bool supports_avx2(oar_tensor *const *in, int n_in, oar_tensor *const *ou
 }
 
 void oar_cpu_register_quant(void) {
+    oar_cpu_register_qconv_direct();
     uint32_t dts = OAR_DTYPE_BIT(OAR_U8) | OAR_DTYPE_BIT(OAR_I8);
     oar_register_kernel(OAR_OP_qlinear, (oar_kernel_entry){.device = OAR_CPU, .dtypes = dts, .impl = "avx512-vnni",
                                                            .priority = 20, .fn = qlinear_vnni, .supports = supports_vnni});
