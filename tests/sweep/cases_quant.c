@@ -25,6 +25,9 @@ const sweep_case sweep_cases_quant[] = {
     {"quantize", "n:4x3x2;c0.1,0.02,0.3f32:3;c0,-5,7i64:3", "axis=1 dtype=i8"},
     {"quantize", "n:2x3;c0.1,0.02,0.3f64:3;c0,5,255i32:3", "axis=-1 dtype=u8"},
     {"quantize", "n:5x67;c0.01f32:;c0i32:", "axis=0 dtype=i8"},
+    /* the AVX2 kernel: whole vectors and a tail, u8 and i8, ties and saturation in one vector */
+    {"quantize", "n:3x37;c0.02f32:;c128i32:", "axis=0 dtype=u8"},
+    {"quantize", "c0.25,0.75,-0.25,-1.25,2.5,1000,-1000,0,1.5,-1.5,0.5:11;c0.5f32:;c-3i32:", "axis=0 dtype=i8"},
     {"dequantize", "i0_256u8:4x5;c0.05f32:;c3i32:", "axis=0"},
     {"dequantize", "i-128_128i8:3x4;c0.1,0.2,0.3,0.4f32:4;c0,1,-1,5i32:4", "axis=1"},
     {"dequantize", "i-128_128i8:3x4;c0.1,0.2,0.3f32:3;c0,1,-1i64:3", "axis=0"},

@@ -35,7 +35,15 @@ typedef struct qdirect {
     const int32_t *wsum; /* [O] */
     const float *res;
     char *out;
-    int64_t cg, og, k, kq, p, pp; /* pp: positions rounded up to 16 */
+    int64_t cg, og, k, kq, p;
+    /* The grid of computed positions: rows of wg (>= ow) columns, pp of them in all (a multiple
+     * of 16). Stride 1: wg is the padded input's width, so each tap's values over the grid are
+     * one contiguous run of the padded plane (no unfolding); else wg = ow. Per 16-position
+     * vector: which lanes are real outputs, and the output index of the first. */
+    int64_t wg, pp, hp, wp; /* hp, wp: the padded plane (stride 1) */
+    bool view;
+    const uint16_t *vmask;
+    const int64_t *vstart;
     uint8_t pad, flip;
     int32_t corr; /* zero point + shift */
 } qdirect;
@@ -89,12 +97,11 @@ VNNI static void unfold_rows(const qdirect *d, const uint8_t *xg, int64_t k0, in
     }
 }
 
-/* Four plain rows of pp bytes -> [pp][4]: byte t of position i from row t (SSE2 unpacks). */
-VNNI static void interleave4(const uint8_t *rows, int64_t pp, uint8_t *dst) {
+/* Four runs of pp bytes -> [pp][4]: byte t of position i from run t (SSE2 unpacks). */
+VNNI static void interleave4(const uint8_t *const r[4], int64_t pp, uint8_t *dst) {
     for (int64_t i = 0; i < pp; i += 16) {
-        __m128i a = _mm_loadu_si128((const __m128i *)(rows + i)), b = _mm_loadu_si128((const __m128i *)(rows + pp + i));
-        __m128i c = _mm_loadu_si128((const __m128i *)(rows + 2 * pp + i));
-        __m128i e = _mm_loadu_si128((const __m128i *)(rows + 3 * pp + i));
+        __m128i a = _mm_loadu_si128((const __m128i *)(r[0] + i)), b = _mm_loadu_si128((const __m128i *)(r[1] + i));
+        __m128i c = _mm_loadu_si128((const __m128i *)(r[2] + i)), e = _mm_loadu_si128((const __m128i *)(r[3] + i));
         __m128i ab0 = _mm_unpacklo_epi8(a, b), ab1 = _mm_unpackhi_epi8(a, b);
         __m128i ce0 = _mm_unpacklo_epi8(c, e), ce1 = _mm_unpackhi_epi8(c, e);
         _mm_storeu_si128((__m128i *)(dst + 4 * i), _mm_unpacklo_epi16(ab0, ce0));
@@ -104,28 +111,40 @@ VNNI static void interleave4(const uint8_t *rows, int64_t pp, uint8_t *dst) {
     }
 }
 
-/* The epilogue of 16 sums of channel ch at positions p0.. (mask: the valid ones), stored at
- * element index i0 of the output (and read from the residual there). */
-VNNI static void epilogue16(const qdirect *d, __m512i acc, int64_t ch, int64_t i0, __mmask16 m) {
+/* The cg input planes of one image and group, zero-point padded (and flipped to u8), with a
+ * tail of pad bytes for the runs that start late in the last plane. */
+VNNI static void pad_planes(const qdirect *d, const uint8_t *xg, uint8_t *dst, int64_t tail) {
+    const oar_qconv_geom *g = d->g;
+    int64_t plane = d->hp * d->wp;
+    memset(dst, d->pad, (size_t)(d->cg * plane + tail));
+    for (int64_t c = 0; c < d->cg; c++)
+        for (int64_t y = 0; y < g->h; y++)
+            unfold_row(dst + c * plane + (y + g->ph) * d->wp + g->pw, xg + (c * g->h + y) * g->w, g->w, 1, 0, 0, g->w,
+                       d->pad, d->flip);
+}
+
+/* The epilogue of 16 sums of channel ch, lanes m the real outputs: compressed into consecutive
+ * output elements from index i0 (the grid's junk columns dropped), the residual read likewise. */
+VNNI static inline __attribute__((always_inline)) void epilogue16(const qdirect *d, __m512i acc, int64_t ch, int64_t i0, __mmask16 m) {
     const oar_qepilogue *e = d->e;
     acc = _mm512_sub_epi32(acc, _mm512_set1_epi32((int32_t)((uint32_t)d->corr * (uint32_t)d->wsum[ch])));
     __m512 v = _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc), _mm512_set1_ps(e->comb[ch]),
                                _mm512_set1_ps(e->bias ? e->bias[ch] : 0.0f));
-    if (d->res) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, d->res + i0));
+    if (d->res) v = _mm512_add_ps(v, _mm512_maskz_expandloadu_ps(m, d->res + i0));
     if (e->act == OAR_QACT_RELU) v = _mm512_max_ps(v, _mm512_setzero_ps());
     if (e->out_dtype == OAR_F32) {
-        _mm512_mask_storeu_ps((float *)d->out + i0, m, v);
+        _mm512_mask_compressstoreu_ps((float *)d->out + i0, m, v);
         return;
     }
     __m512 t = _mm512_mul_ps(v, _mm512_set1_ps(e->inv_y));
     t = _mm512_max_ps(t, _mm512_set1_ps((float)(e->qmin - e->y_zp)));
     t = _mm512_min_ps(t, _mm512_set1_ps((float)(e->qmax - e->y_zp)));
-    __m512i q = _mm512_add_epi32(_mm512_cvtps_epi32(t), _mm512_set1_epi32(e->y_zp));
-    _mm_mask_storeu_epi8(d->out + i0, m, _mm512_cvtepi32_epi8(q));
+    __m512i q = _mm512_maskz_compress_epi32(m, _mm512_add_epi32(_mm512_cvtps_epi32(t), _mm512_set1_epi32(e->y_zp)));
+    _mm_mask_storeu_epi8(d->out + i0, (__mmask16)((1u << __builtin_popcount(m)) - 1), _mm512_cvtepi32_epi8(q));
 }
 
 /* Output channels [o0, o0 + nb) x position vectors [v0, v0 + nv) of image b, group gr. */
-VNNI static inline void tile(const qdirect *d, const uint8_t *col, int64_t b, int64_t gr, int64_t o0, int nb,
+VNNI static inline __attribute__((always_inline)) void tile(const qdirect *d, const uint8_t *col, int64_t b, int64_t gr, int64_t o0, int nb,
                              int64_t v0, int nv) {
     __m512i a[OB][PV];
     for (int i = 0; i < OB; i++)
@@ -143,12 +162,26 @@ VNNI static inline void tile(const qdirect *d, const uint8_t *col, int64_t b, in
     const oar_qconv_geom *g = d->g;
     for (int i = 0; i < nb; i++) {
         int64_t ch = gr * d->og + o0 + i;
-        for (int j = 0; j < nv; j++) {
-            int64_t p0 = (v0 + j) * 16, left = d->p - p0;
-            __mmask16 m = left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1);
-            epilogue16(d, a[i][j], ch, (b * g->o + ch) * d->p + p0, m);
-        }
+        for (int j = 0; j < nv; j++)
+            if (d->vmask[v0 + j]) epilogue16(d, a[i][j], ch, (b * g->o + ch) * d->p + d->vstart[v0 + j], d->vmask[v0 + j]);
     }
+}
+
+/* tile with nb and nv constants, so that its accumulators stay in registers */
+VNNI static void tile_any(const qdirect *d, const uint8_t *col, int64_t b, int64_t gr, int64_t o0, int nb, int64_t v0,
+                          int nv) {
+#define TILE_CASE(NBC, NVC) \
+    case NBC * 8 + NVC: tile(d, col, b, gr, o0, NBC, v0, NVC); break;
+#define TILE_ROW(NBC) TILE_CASE(NBC, 1) TILE_CASE(NBC, 2) TILE_CASE(NBC, 3) TILE_CASE(NBC, 4)
+    switch (nb * 8 + nv) {
+        TILE_ROW(1)
+        TILE_ROW(2)
+        TILE_ROW(3)
+        TILE_ROW(4)
+    default: break;
+    }
+#undef TILE_ROW
+#undef TILE_CASE
 }
 
 typedef struct qdirect_task {
@@ -156,30 +189,45 @@ typedef struct qdirect_task {
     oar_status st;
 } qdirect_task;
 
-/* tasks [b, e) of (image, group): unfold, then every tile */
+/* The padded planes' tail: runs of pp bytes from the last plane's taps end before it. */
+static int64_t view_tail(const qdirect *d) { return (d->g->kw - 1) * d->g->dw + d->pp + 64; }
+
+/* tasks [b, e) of (image, group): the taps over the grid into col, then every tile */
 VNNI static void run_tasks(void *ctx, int64_t tb, int64_t te) {
     qdirect_task *t = ctx;
     const qdirect *d = t->d;
     const oar_qconv_geom *g = d->g;
-    uint8_t *col = malloc((size_t)(d->kq * d->pp * 4 + 4 * d->pp));
+    int64_t scratch = d->view ? d->cg * d->hp * d->wp + view_tail(d) : 4 * d->pp;
+    uint8_t *col = malloc((size_t)(d->kq * d->pp * 4 + scratch + d->pp));
     if (!col) {
         t->st = OAR_ERR_OOM;
         return;
     }
-    uint8_t *rows = col + d->kq * d->pp * 4;
+    uint8_t *work = col + d->kq * d->pp * 4, *padrow = work + scratch;
+    memset(padrow, d->pad, (size_t)d->pp); /* taps past K: their weights are zero */
     for (int64_t task = tb; task < te; task++) {
         int64_t b = task / g->groups, gr = task % g->groups;
         const uint8_t *xg = d->x + (b * g->c + gr * d->cg) * g->h * g->w;
+        if (d->view) pad_planes(d, xg, work, view_tail(d));
         for (int64_t q = 0; q < d->kq; q++) {
             int64_t left = d->k - 4 * q;
-            unfold_rows(d, xg, 4 * q, left < 4 ? (int)left : 4, rows);
-            interleave4(rows, d->pp, col + q * d->pp * 4);
+            const uint8_t *r[4];
+            if (!d->view) {
+                unfold_rows(d, xg, 4 * q, left < 4 ? (int)left : 4, work);
+                for (int i = 0; i < 4; i++) r[i] = work + i * d->pp;
+            } else {
+                for (int i = 0; i < 4; i++) {
+                    int64_t k = 4 * q + i, c = k / (g->kh * g->kw), ky = k / g->kw % g->kh, kx = k % g->kw;
+                    r[i] = i < left ? work + c * d->hp * d->wp + ky * g->dh * d->wp + kx * g->dw : padrow;
+                }
+            }
+            interleave4(r, d->pp, col + q * d->pp * 4);
         }
         int64_t nvec = d->pp / 16;
         for (int64_t o0 = 0; o0 < d->og; o0 += OB) {
             int nb = (int)(d->og - o0 < OB ? d->og - o0 : OB);
             for (int64_t v0 = 0; v0 < nvec; v0 += PV)
-                tile(d, col, b, gr, o0, nb, v0, (int)(nvec - v0 < PV ? nvec - v0 : PV));
+                tile_any(d, col, b, gr, o0, nb, v0, (int)(nvec - v0 < PV ? nvec - v0 : PV));
         }
     }
     free(col);
@@ -196,11 +244,29 @@ static oar_status qconv_direct(const oar_kctx *ctx, oar_tensor *const *in, int n
     qdirect d = {.g = &g, .e = &e, .x = (const uint8_t *)oar_tensor_ptr(in[QL_X]), .cg = g.c / g.groups,
                  .og = g.o / g.groups, .p = g.oh * g.ow, .flip = s8 ? 0x80 : 0,
                  .res = in[QL_RES] ? (const float *)oar_tensor_ptr(in[QL_RES]) : NULL, .out = oar_tensor_ptr(out[0])};
-    d.k = d.cg * g.kh * g.kw, d.kq = (d.k + 3) / 4, d.pp = (d.p + 15) / 16 * 16;
+    d.k = d.cg * g.kh * g.kw, d.kq = (d.k + 3) / 4;
     d.pad = (uint8_t)(s8 ? xzp + 128 : xzp), d.corr = xzp + (s8 ? 128 : 0);
+    d.view = g.sh == 1 && g.sw == 1, d.hp = g.h + 2 * g.ph, d.wp = g.w + 2 * g.pw;
+    d.wg = d.view ? d.wp : g.ow, d.pp = (g.oh * d.wg + 15) / 16 * 16;
+    int64_t nvec = d.pp / 16;
+    uint16_t *vmask = malloc(sizeof(uint16_t) * (size_t)nvec);
+    int64_t *vstart = malloc(sizeof(int64_t) * (size_t)nvec);
+    for (int64_t v = 0; vmask && vstart && v < nvec; v++) { /* grid position p -> output (p / wg, p % wg) */
+        vmask[v] = 0, vstart[v] = -1;
+        for (int l = 0; l < 16; l++) {
+            int64_t p = v * 16 + l, oy = p / d.wg, ox = p % d.wg;
+            if (oy >= g.oh || ox >= g.ow) continue;
+            vmask[v] |= (uint16_t)(1u << l);
+            if (vstart[v] < 0) vstart[v] = oy * g.ow + ox;
+        }
+    }
+    d.vmask = vmask, d.vstart = vstart;
     oar_qweight_id wid = oar_qweight_id_of(in[QL_W], 0);
     oar_qpacked *pk = oar_qpacked_get(OAR_QLAYOUT_ROWS4, (const int8_t *)oar_tensor_ptr(in[QL_W]), &wid, g.o, d.k);
-    if (!pk) {
+    if (!pk || !vmask || !vstart) {
+        oar_qpacked_put(pk);
+        free(vmask);
+        free(vstart);
         oar_qepilogue_free(&e);
         return oar_error(OAR_ERR_OOM, "qconv2d: out of memory for packed weights");
     }
@@ -209,6 +275,8 @@ static oar_status qconv_direct(const oar_kctx *ctx, oar_tensor *const *in, int n
     int64_t tasks = g.n * g.groups;
     if (tasks) oar_parallel_for(tasks, 1 + (1 << 16) / (g.o / g.groups * d.pp * d.k + 1), run_tasks, &t);
     oar_qpacked_put(pk);
+    free(vmask);
+    free(vstart);
     oar_qepilogue_free(&e);
     if (t.st != OAR_OK)
         return oar_error(t.st, "qconv2d: out of memory for the unfolded input (%lld x %lld bytes)", (long long)d.kq * 4,
