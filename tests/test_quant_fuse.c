@@ -3,6 +3,8 @@
  *   and stays int8 (ReLU and requantization in the qconv2d/qlinear epilogues, qmax_pool2d
  *   between them), and its logits equal eager's and the unfused program's bit for bit, at
  *   two batch sizes (the rewrites are exact; see src/graph/passes/fuse_quant.c).
+ * - values with a second use (a ReLU'd output also returned raw, a pooled value also
+ *   returned) are left alone, with results still equal.
  * - qmax_pool2d(quantize(x)) == quantize(max_pool2d(x)) over several window geometries, the
  *   identity the pass uses.
  * - the packed-weight cache of the VNNI kernel: an in-place change of the weights (a new
@@ -71,6 +73,48 @@ static void lenet_int8_program(void) {
     oar_scope_end();
 }
 
+/* ---- values read twice stay as they are: ReLU'd output also returned, pooled value also returned */
+static oar_tensor *g_w, *g_ws, *g_b, *g_s, *g_z, *g_s2, *g_z2;
+
+static oar_status relu_and_raw(void *user, oar_tensor *const *in, int n_in, oar_tensor **out, int n_out) {
+    oar_tensor *y = oar_qlinear(oar_quantize(in[0], g_s, g_z, 0, OAR_U8), g_s, g_z, g_w, g_ws, g_b, NULL);
+    out[0] = oar_relu(y);
+    out[1] = y;
+    return out[0] && out[1] ? OAR_OK : oar_last_status();
+}
+
+static oar_status pooled_twice(void *user, oar_tensor *const *in, int n_in, oar_tensor **out, int n_out) {
+    oar_tensor *w4 = oar_reshape(g_w, (int64_t[]){6, 1, 2, 2}, 4);
+    oar_tensor *y = oar_qconv2d(oar_quantize(in[0], g_s, g_z, 0, OAR_U8), g_s, g_z, w4, g_ws, g_b, NULL, NULL);
+    oar_tensor *p = oar_max_pool2d(y, &(oar_pool_opts){.kernel = {2, 2}});
+    out[0] = oar_quantize(p, g_s2, g_z2, 0, OAR_U8);
+    out[1] = p;
+    return out[0] && out[1] ? OAR_OK : oar_last_status();
+}
+
+static void shared_values_stay(void) {
+    oar_scope_begin();
+    oar_manual_seed(8);
+    g_w = oar_quantize(oar_randn((int64_t[]){6, 4}, 2, OAR_F32), oar_scalar(0.02, OAR_F32), oar_scalar(0, OAR_I32),
+                       0, OAR_I8);
+    g_ws = oar_scalar(0.02, OAR_F32), g_b = oar_randn((int64_t[]){6}, 1, OAR_F32);
+    g_s = oar_scalar(0.03, OAR_F32), g_z = oar_scalar(128, OAR_I32);
+    g_s2 = oar_scalar(0.01, OAR_F32), g_z2 = oar_scalar(7, OAR_I32);
+    oar_static_fn fns[2] = {relu_and_raw, pooled_twice};
+    oar_tensor *xs[2] = {oar_randn((int64_t[]){5, 4}, 2, OAR_F32), oar_randn((int64_t[]){2, 1, 6, 6}, 4, OAR_F32)};
+    for (int t = 0; t < 2; t++) {
+        oar_tensor *eager[2] = {0}, *got[2] = {0};
+        CHECK(fns[t](NULL, &xs[t], 1, eager, 2) == OAR_OK);
+        oar_jit *f = oar_jit_to_static(fns[t], NULL, NULL);
+        CHECK(f && oar_jit_call(f, &xs[t], 1, got, 2) == OAR_OK);
+        CHECK(t_same_bits(got[0], eager[0]) && t_same_bits(got[1], eager[1]));
+        if (t == 0) CHECK(count_op(f, "relu") == 1);
+        else CHECK(count_op(f, "max_pool2d") == 1 && count_op(f, "qmax_pool2d") == 0 && count_op(f, "quantize") == 2);
+        oar_jit_free(f);
+    }
+    oar_scope_end();
+}
+
 static oar_tensor *qmax(oar_tensor *q, const int64_t *k, const int64_t *s, const int64_t *p, const int64_t *d,
                         bool ceil_mode) {
     oar_attr a[5] = {oar_attr_ints(k, 2), oar_attr_ints(s, 2), oar_attr_ints(p, 2), oar_attr_ints(d, 2),
@@ -129,6 +173,7 @@ static void packed_weights_follow_writes(void) {
 
 int main(void) {
     lenet_int8_program();
+    shared_values_stay();
     qmax_pool_commutes();
     packed_weights_follow_writes();
     return test_summary("test_quant_fuse");

@@ -71,6 +71,14 @@ const sweep_case sweep_cases_quant[] = {
      CONV("2,2", "1,1", "1,1", "5", "1", "f32")}, /* depthwise */
     {"qconv2d", "i0_256u8:2x16x5x5" XQ_U8 ";i-128_128i8:70x16x3x3;c0.001f32:;nf32:70;none;none;none",
      CONV("1,1", "1,1", "1,1", "1", "0", "f32")}, /* K = 144 and N = 70 cross the GEMM's blocks */
+    /* the direct VNNI kernel: stride 1 on the padded grid with dilation and a non-square kernel;
+     * rows wider than 64 bytes (two chunks) on the grid and, with a row stride, unfolded */
+    {"qconv2d", "i0_256u8:2x3x9x8" XQ_U8 ";i-128_128i8:5x3x3x2;c0.01f32:;nf32:5;c0.05f32:;c10i32:;none",
+     CONV("1,1", "2,1", "2,2", "1", "1", "u8")},
+    {"qconv2d", "i-128_128i8:1x2x3x70" XQ_S8 ";i-128_128i8:3x2x1x3;c0.01f32:;nf32:3;none;none;nf32:1x3x3x70",
+     CONV("1,1", "0,1", "1,1", "1", "0", "f32")},
+    {"qconv2d", "i0_256u8:1x2x5x70" XQ_U8 ";i-128_128i8:3x2x3x3;c0.01f32:;nf32:3;c0.05f32:;c10i32:;none",
+     CONV("2,1", "1,1", "1,1", "1", "1", "u8")},
     {"qconv2d", "c255u8:1x8x4x4;c0.001f32:;c0i32:;c127i8:3x8x3x3;c0.001f32:;none;none;none;none",
      CONV("1,1", "0,0", "1,1", "1", "0", "f32")}, /* the saturation worst case */
     /* qmax_pool2d: LeNet's 2x2 windows; padding, stride, dilation and ceil_mode on s8 */
