@@ -10,12 +10,13 @@ threads=${2:-2}
 repeats=${3:-7}
 here=$(dirname "$0")
 field() { sed -n "s/.*\"$1\": \([0-9.]*\).*/\1/p"; }
-for model in lenet mlp; do
+for model in lenet mlp resnet20; do
+  calls=; [ $model = resnet20 ] && calls="--calls 5" # PyTorch's fp32 ResNet-20 takes ~50 ms an image here
   for batch in 1 32; do
     oar_fp32=; torch_fp32=
     for quant in none dynamic static; do
-      o=$("$build/oar" bench --workload quant-infer --model $model --quant $quant --batch $batch --threads "$threads" --repeats "$repeats")
-      t=$(/usr/bin/python3 "$here/quant_torch.py" --model $model --quant $quant --batch $batch --threads "$threads" --repeats "$repeats")
+      o=$("$build/oar" bench --workload quant-infer --model $model --quant $quant --batch $batch --threads "$threads" --repeats "$repeats" $calls)
+      t=$(/usr/bin/python3 "$here/quant_torch.py" --model $model --quant $quant --batch $batch --threads "$threads" --repeats "$repeats" $calls)
       om=$(echo "$o" | field ms_median); tm=$(echo "$t" | field ms_median)
       [ $quant = none ] && oar_fp32=$om && torch_fp32=$tm
       python3 -c "

@@ -3,8 +3,9 @@
 
 Run with Debian's python3-torch:
     /usr/bin/python3 bench/quant_torch.py --model lenet --quant static --batch 32 --threads 2
-LeNet (conv 1-6 5x5 pad 2, conv 6-16 5x5, fc 400-120-84-10, ReLU and 2x2 max pools) and the MLP
-(784-512-512-10) as in oar's zoo, random weights, eval mode. --quant none: fp32; dynamic:
+LeNet (conv 1-6 5x5 pad 2, conv 6-16 5x5, fc 400-120-84-10, ReLU and 2x2 max pools), the MLP
+(784-512-512-10) and CIFAR ResNet-20 (3x28x28 inputs as oar's bench gives it; conv+bn(+relu)
+fused for int8, residual adds as quantized adds) as in oar's zoo, random weights, eval mode. --quant none: fp32; dynamic:
 torch.ao.quantization.quantize_dynamic on the Linear layers; static: eager-mode PTQ with the
 fbgemm (x86) backend where the build has it, else onednn (Debian's 1.13), conv+relu and linear+relu fused, calibrated on two random batches of 32.
 Timed as oar times it: a warm-up repeat, then R repeats of C calls; prints one JSON line with
@@ -55,9 +56,47 @@ class MLP(nn.Module):
         return self.dequant(self.fc3(x))
 
 
+class Block(nn.Module):
+    def __init__(self, cin, cout, stride):
+        super().__init__()
+        self.conv1, self.bn1, self.r1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False), nn.BatchNorm2d(cout), nn.ReLU()
+        self.conv2, self.bn2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False), nn.BatchNorm2d(cout)
+        self.short = None
+        if stride != 1 or cin != cout:
+            self.short = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
+        self.add, self.r2 = nn.quantized.FloatFunctional(), nn.ReLU()
+
+    def forward(self, x):
+        y = self.bn2(self.conv2(self.r1(self.bn1(self.conv1(x)))))
+        return self.r2(self.add.add(y, self.short(x) if self.short is not None else x))
+
+
+class ResNet20(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.quant, self.dequant = tq.QuantStub(), tq.DeQuantStub()
+        self.conv1, self.bn1, self.r1 = nn.Conv2d(3, 16, 3, 1, 1, bias=False), nn.BatchNorm2d(16), nn.ReLU()
+        blocks, cin = [], 16
+        for cout, stride in ((16, 1), (32, 2), (64, 2)):
+            for i in range(3):
+                blocks.append(Block(cin, cout, stride if i == 0 else 1))
+                cin = cout
+        self.blocks = nn.Sequential(*blocks)
+        self.pool, self.fc = nn.AdaptiveAvgPool2d(1), nn.Linear(64, 10)
+        self.fuse = [["conv1", "bn1", "r1"]]
+        for i, b in enumerate(blocks):
+            self.fuse += [[f"blocks.{i}.conv1", f"blocks.{i}.bn1", f"blocks.{i}.r1"], [f"blocks.{i}.conv2", f"blocks.{i}.bn2"]]
+            if b.short is not None:
+                self.fuse.append([f"blocks.{i}.short.0", f"blocks.{i}.short.1"])
+
+    def forward(self, x):
+        x = self.blocks(self.r1(self.bn1(self.conv1(self.quant(x)))))
+        return self.dequant(self.fc(torch.flatten(self.pool(x), 1)))
+
+
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("--model", default="lenet", choices=["lenet", "mlp"])
+    p.add_argument("--model", default="lenet", choices=["lenet", "mlp", "resnet20"])
     p.add_argument("--quant", default="none", choices=["none", "dynamic", "static"])
     p.add_argument("--batch", type=int, default=1)
     p.add_argument("--threads", type=int, default=1)
@@ -71,7 +110,8 @@ def main():
     torch.backends.quantized.engine = engine
     torch.manual_seed(1)
     calls = a.calls or (20 if a.batch > 8 else 200)
-    m = (LeNet() if a.model == "lenet" else MLP()).eval()
+    m = {"lenet": LeNet, "mlp": MLP, "resnet20": ResNet20}[a.model]().eval()
+    cin = 3 if a.model == "resnet20" else 1
     if a.quant == "dynamic":
         m = tq.quantize_dynamic(m, {nn.Linear}, dtype=torch.qint8)
     elif a.quant == "static":
@@ -81,9 +121,9 @@ def main():
         tq.prepare(m, inplace=True)
         with torch.no_grad():
             for _ in range(2):
-                m(torch.randn(32, 1, 28, 28))
+                m(torch.randn(32, cin, 28, 28))
         tq.convert(m, inplace=True)
-    x = torch.randn(a.batch, 1, 28, 28)
+    x = torch.randn(a.batch, cin, 28, 28)
     ms = []
     with torch.inference_mode():
         for r in range(-1, a.repeats):

@@ -112,7 +112,37 @@ oar_status oar_qconv_geom_get(const oar_tensor *x, const oar_tensor *w, const oa
  * oar's thread pool. vnni picks the AVX-512 VNNI kernel, else the exact AVX2 one. */
 typedef void (*oar_qgemm_emit)(void *user, int64_t m0, int64_t m1, int64_t n0, int64_t n1, const int32_t *acc,
                                int64_t ld);
-oar_status oar_qgemm(bool vnni, const uint8_t *x, bool x_signed, int32_t x_zp, const int8_t *w, int64_t m, int64_t n,
-                     int64_t k, oar_qgemm_emit emit, void *user);
+/* Names w's bytes for the kernels' packed-weight cache: the storage's uid and version and the
+ * byte offset of w in it (uid 0: not tracked, packed on every call). Weights of a quantized
+ * model are the same bytes call after call, so the VNNI layout is made once per weight. */
+typedef struct oar_qweight_id {
+    uint64_t uid;
+    uint32_t version;
+    int64_t offset;
+} oar_qweight_id;
+oar_qweight_id oar_qweight_id_of(const oar_tensor *w, int64_t byte_offset); /* w's bytes from byte_offset on */
+
+/* Weights packed for a kernel, with their row sums (for zero-point and sign-shift corrections),
+ * cached by oar_qweight_id (src/kernels/cpu/qgemm_x86.c). VNNI_COLUMNS: [N/16][K/4][16][4]
+ * (qgemm's vector operand); ROWS4: each row zero-padded to a multiple of 4 bytes ([N][K/4][4],
+ * broadcast 4 bytes at a time by the direct convolution). Release with oar_qpacked_put. */
+typedef enum { OAR_QLAYOUT_VNNI_COLUMNS, OAR_QLAYOUT_ROWS4 } oar_qlayout;
+typedef struct oar_qpacked {
+    int refs;
+    oar_qlayout layout;
+    oar_qweight_id id;
+    int64_t n, k;
+    uint64_t used;
+    int8_t *wp;
+    int32_t *wsum;
+} oar_qpacked;
+oar_qpacked *oar_qpacked_get(oar_qlayout layout, const int8_t *w, const oar_qweight_id *wid, int64_t n, int64_t k);
+void oar_qpacked_put(oar_qpacked *p);
+bool oar_cpu_use_vnni(void); /* AVX-512 with VNNI, within the ISA cap */
+void oar_cpu_register_qconv_direct(void);   /* qconv_vnni.c, registered by oar_cpu_register_quant */
+void oar_cpu_register_quantize_fast(void);  /* quantize_avx2.c, likewise */
+
+oar_status oar_qgemm(bool vnni, const uint8_t *x, bool x_signed, int32_t x_zp, const int8_t *w,
+                     const oar_qweight_id *wid, int64_t m, int64_t n, int64_t k, oar_qgemm_emit emit, void *user);
 
 #endif

@@ -25,6 +25,9 @@ const sweep_case sweep_cases_quant[] = {
     {"quantize", "n:4x3x2;c0.1,0.02,0.3f32:3;c0,-5,7i64:3", "axis=1 dtype=i8"},
     {"quantize", "n:2x3;c0.1,0.02,0.3f64:3;c0,5,255i32:3", "axis=-1 dtype=u8"},
     {"quantize", "n:5x67;c0.01f32:;c0i32:", "axis=0 dtype=i8"},
+    /* the AVX2 kernel: whole vectors and a tail, u8 and i8, ties and saturation in one vector */
+    {"quantize", "n:3x37;c0.02f32:;c128i32:", "axis=0 dtype=u8"},
+    {"quantize", "c0.25,0.75,-0.25,-1.25,2.5,1000,-1000,0,1.5,-1.5,0.5:11;c0.5f32:;c-3i32:", "axis=0 dtype=i8"},
     {"dequantize", "i0_256u8:4x5;c0.05f32:;c3i32:", "axis=0"},
     {"dequantize", "i-128_128i8:3x4;c0.1,0.2,0.3,0.4f32:4;c0,1,-1,5i32:4", "axis=1"},
     {"dequantize", "i-128_128i8:3x4;c0.1,0.2,0.3f32:3;c0,1,-1i64:3", "axis=0"},
@@ -68,8 +71,21 @@ const sweep_case sweep_cases_quant[] = {
      CONV("2,2", "1,1", "1,1", "5", "1", "f32")}, /* depthwise */
     {"qconv2d", "i0_256u8:2x16x5x5" XQ_U8 ";i-128_128i8:70x16x3x3;c0.001f32:;nf32:70;none;none;none",
      CONV("1,1", "1,1", "1,1", "1", "0", "f32")}, /* K = 144 and N = 70 cross the GEMM's blocks */
+    /* the direct VNNI kernel: stride 1 on the padded grid with dilation and a non-square kernel;
+     * rows wider than 64 bytes (two chunks) on the grid and, with a row stride, unfolded */
+    {"qconv2d", "i0_256u8:2x3x9x8" XQ_U8 ";i-128_128i8:5x3x3x2;c0.01f32:;nf32:5;c0.05f32:;c10i32:;none",
+     CONV("1,1", "2,1", "2,2", "1", "1", "u8")},
+    {"qconv2d", "i-128_128i8:1x2x3x70" XQ_S8 ";i-128_128i8:3x2x1x3;c0.01f32:;nf32:3;none;none;nf32:1x3x3x70",
+     CONV("1,1", "0,1", "1,1", "1", "0", "f32")},
+    {"qconv2d", "i0_256u8:1x2x5x70" XQ_U8 ";i-128_128i8:3x2x3x3;c0.01f32:;nf32:3;c0.05f32:;c10i32:;none",
+     CONV("2,1", "1,1", "1,1", "1", "1", "u8")},
     {"qconv2d", "c255u8:1x8x4x4;c0.001f32:;c0i32:;c127i8:3x8x3x3;c0.001f32:;none;none;none;none",
      CONV("1,1", "0,0", "1,1", "1", "0", "f32")}, /* the saturation worst case */
+    /* qmax_pool2d: LeNet's 2x2 windows; padding, stride, dilation and ceil_mode on s8 */
+    {"qmax_pool2d", "i0_256u8:2x3x8x6", "kernel=2,2 stride=2,2 padding=0,0 dilation=1,1 ceil_mode=0"},
+    {"qmax_pool2d", "i-128_128i8:2x3x9x7", "kernel=2,2 stride=2,2 padding=0,0 dilation=1,1 ceil_mode=0"},
+    {"qmax_pool2d", "i0_256u8:1x2x5x5", "kernel=2,2 stride=2,2 padding=0,0 dilation=1,1 ceil_mode=1"},
+    {"qmax_pool2d", "i-128_128i8:1x2x9x8", "kernel=3,3 stride=2,1 padding=1,1 dilation=1,2 ceil_mode=1"},
     {"choose_qparams", "n:4x5", "dtype=u8 symmetric=0"},
     {"choose_qparams", "u:7", "dtype=i8 symmetric=1"},
     {"choose_qparams", "p:3x2", "dtype=u8 symmetric=1"},

@@ -1,4 +1,4 @@
-/* `oar bench --workload quant-infer --model lenet|mlp --quant none|dynamic|static [--batch N]
+/* `oar bench --workload quant-infer --model lenet|mlp|resnet20 --quant none|dynamic|static [--batch N]
  * [--threads N] [--repeats R] [--calls C]`: a zoo model's compiled inference (random weights;
  * static calibrates on two random batches), timed as R repeats of C calls after a warm-up; prints
  * one JSON object with the median milliseconds per call and the fastest and slowest repeat.
@@ -43,7 +43,7 @@ int oar_bench_quant(int argc, char **argv) {
     bool dyn = !strcmp(quant, "dynamic"), stat = !strcmp(quant, "static");
     if (!info || (info->input != OAR_ZOO_IMAGE && info->input != OAR_ZOO_FEATURES) ||
         (!dyn && !stat && strcmp(quant, "none")) || batch < 1 || repeats < 1 || calls < 1) {
-        fprintf(stderr, "oar bench: quant-infer expects --model lenet or mlp (an image or feature zoo model), --quant "
+        fprintf(stderr, "oar bench: quant-infer expects --model lenet, mlp or resnet20 (an image or feature zoo model), --quant "
                         "none|dynamic|static, --batch, --repeats and --calls >= 1\n");
         return 2;
     }

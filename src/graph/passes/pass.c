@@ -20,6 +20,8 @@ static const oar_pass_info g_passes[] = {
      "parameters change)", true, true, oar_pass_fold_conv_bn},
     {"fuse_conv_act", "fuses conv2d with a following relu and/or residual add into conv2d_act (oneDNN post-ops)",
      true, true, oar_pass_fuse_conv_act},
+    {"fuse_quant", "keeps int8 layers' activations in int8: ReLU and requantization into qconv2d/qlinear "
+     "epilogues, quantize moved above max pooling and reshapes", true, true, oar_pass_fuse_quant},
     {"conv_nhwc", "runs convolutions on NHWC activations (oneDNN's layout) so chains of convs skip conversions",
      true, true, oar_pass_conv_nhwc, true},
     {"fuse_attention", "matmul, scale, mask, softmax, matmul (and their traced backward) become fused_attention "

@@ -57,6 +57,7 @@ oar_status oar_pass_fuse_all_optimizer_ops(oar_program *p); /* fuse_optimizer.c 
 oar_status oar_pass_fuse_attention(oar_program *p);  /* fuse_attention.c */
 oar_status oar_pass_fold_conv_bn(oar_program *p);     /* fold_conv_bn.c (inference only) */
 oar_status oar_pass_fuse_conv_act(oar_program *p);    /* fuse_conv_act.c (inference only) */
+oar_status oar_pass_fuse_quant(oar_program *p);       /* fuse_quant.c (inference only) */
 oar_status oar_pass_conv_nhwc(oar_program *p);        /* conv_nhwc.c (inference only) */
 oar_status oar_pass_inplace(oar_program *p);          /* inplace.c: marks oar_node.inplace */
 oar_status oar_pass_fuse_linear_act(oar_program *p);  /* fuse_linear_act.c */

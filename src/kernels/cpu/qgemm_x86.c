@@ -2,7 +2,8 @@
  * (src/ops/quant.h), so integer outputs equal the reference's bit for bit.
  *
  * - avx512-vnni: vpdpbusd multiplies u8 by s8 and adds groups of four into int32 lanes without
- *   intermediate saturation. Weights are packed per call (16 columns x 4 k per vector) and x is
+ *   intermediate saturation. Weights are packed once per weight (16 columns x 4 k per vector,
+ *   kept in a cache named by the weight's storage uid and version) and x is
  *   broadcast four bytes at a time: 4 rows x 64 columns accumulate in 16 registers. It needs u8 activations: s8 ones are shifted by 128 (x ^ 0x80) and
  *   the shift taken back with the weight row sums, as is the zero point:
  *   sum (x - z) w = sum x' w - (z + shift) sum w.
@@ -15,6 +16,7 @@
 #include "kernels/cpu/cpu_kernels.h"
 #include "ops/quant.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -181,32 +183,111 @@ static void avx2_range(void *ctx, int64_t b, int64_t e) {
     for (int64_t i = b; i < e; i++) run_block(ctx, avx2_tile, 2, i);
 }
 
-oar_status oar_qgemm(bool vnni, const uint8_t *x, bool x_signed, int32_t x_zp, const int8_t *w, int64_t m, int64_t n,
-                     int64_t k, oar_qgemm_emit emit, void *user) {
+/* ---- the packed-weight cache (oar_qpacked, ops/quant.h): made once per weight (storage uid,
+ * version, offset, shape, layout) instead of on every call. At LeNet's sizes the packing cost
+ * as much as the products. refs counts the cache's reference and each running call's, so
+ * eviction never frees a packing in use. */
+#define QPACK_SLOTS 64
+static struct {
+    pthread_mutex_t mu;
+    oar_qpacked *slot[QPACK_SLOTS];
+    uint64_t clock;
+} g_qpack = {PTHREAD_MUTEX_INITIALIZER, {0}, 0};
+
+void oar_qpacked_put(oar_qpacked *p) {
+    if (p && __atomic_sub_fetch(&p->refs, 1, __ATOMIC_ACQ_REL) == 0) {
+        free(p->wp);
+        free(p->wsum);
+        free(p);
+    }
+}
+
+/* rows of w padded with zeros to whole groups of 4 bytes, and their sums */
+static void rows_pack(const int8_t *w, int64_t n, int64_t k, int8_t *wp, int32_t *wsum) {
+    int64_t kp = (k + 3) / 4 * 4;
+    memset(wp, 0, (size_t)(n * kp));
+    for (int64_t c = 0; c < n; c++) {
+        memcpy(wp + c * kp, w + c * k, (size_t)k);
+        int32_t s = 0;
+        for (int64_t t = 0; t < k; t++) s += w[c * k + t];
+        wsum[c] = s;
+    }
+}
+
+static oar_qpacked *qpacked_new(oar_qlayout layout, const int8_t *w, int64_t n, int64_t k) {
+    oar_qpacked *p = calloc(1, sizeof *p);
+    if (!p) return NULL;
+    p->refs = 1, p->n = n, p->k = k, p->layout = layout;
+    p->wsum = malloc(sizeof(int32_t) * (size_t)(n ? n : 1));
+    p->wp = malloc((size_t)(((n + 15) / 16) * 16 * ((k + 3) / 4) * 4 + 64));
+    if (!p->wsum || !p->wp) {
+        oar_qpacked_put(p);
+        return NULL;
+    }
+    if (layout == OAR_QLAYOUT_VNNI_COLUMNS) vnni_pack(w, n, k, p->wp, p->wsum);
+    else rows_pack(w, n, k, p->wp, p->wsum);
+    return p;
+}
+
+/* w packed, with a reference for the caller; from the cache when wid names w's data. */
+oar_qpacked *oar_qpacked_get(oar_qlayout layout, const int8_t *w, const oar_qweight_id *wid, int64_t n, int64_t k) {
+    if (!wid || !wid->uid) return qpacked_new(layout, w, n, k);
+    pthread_mutex_lock(&g_qpack.mu);
+    for (int i = 0; i < QPACK_SLOTS; i++) {
+        oar_qpacked *p = g_qpack.slot[i];
+        if (p && p->id.uid == wid->uid && p->id.version == wid->version && p->id.offset == wid->offset &&
+            p->n == n && p->k == k && p->layout == layout) {
+            __atomic_add_fetch(&p->refs, 1, __ATOMIC_RELAXED);
+            p->used = ++g_qpack.clock;
+            pthread_mutex_unlock(&g_qpack.mu);
+            return p;
+        }
+    }
+    pthread_mutex_unlock(&g_qpack.mu);
+    oar_qpacked *p = qpacked_new(layout, w, n, k);
+    if (!p) return NULL;
+    p->id = *wid;
+    pthread_mutex_lock(&g_qpack.mu); /* replaces an older version of the same weight, else the least recent */
+    int slot = 0;
+    for (int i = 0; i < QPACK_SLOTS; i++) {
+        oar_qpacked *o = g_qpack.slot[i];
+        if (!o || (o->id.uid == p->id.uid && o->id.offset == p->id.offset && o->layout == p->layout)) {
+            slot = i;
+            break;
+        }
+        if (o->used < g_qpack.slot[slot]->used) slot = i;
+    }
+    oar_qpacked *old = g_qpack.slot[slot];
+    g_qpack.slot[slot] = p;
+    p->used = ++g_qpack.clock;
+    __atomic_add_fetch(&p->refs, 1, __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&g_qpack.mu);
+    oar_qpacked_put(old);
+    return p;
+}
+
+oar_status oar_qgemm(bool vnni, const uint8_t *x, bool x_signed, int32_t x_zp, const int8_t *w,
+                     const oar_qweight_id *wid, int64_t m, int64_t n, int64_t k, oar_qgemm_emit emit, void *user) {
     qgemm_job j = {.x = x, .w = w, .m = m, .n = n, .k = k, .x_signed = x_signed, .xzp = x_zp,
                    .shift = vnni && x_signed ? 128 : 0, .emit = emit, .user = user};
-    int32_t *wsum = NULL;
-    int8_t *wp = NULL;
+    oar_qpacked *pk = NULL;
     if (vnni) {
-        wsum = malloc(sizeof(int32_t) * (size_t)(n ? n : 1));
-        wp = malloc((size_t)(((n + 15) / 16) * ((k + 3) / 4) * 64 + 64));
-        if (!wsum || !wp) {
-            free(wsum);
-            free(wp);
-            return oar_error(OAR_ERR_OOM, "qgemm: out of memory");
-        }
-        vnni_pack(w, n, k, wp, wsum);
-        j.wsum = wsum;
-        j.wp = wp;
+        if (!(pk = oar_qpacked_get(OAR_QLAYOUT_VNNI_COLUMNS, w, wid, n, k))) return oar_error(OAR_ERR_OOM, "qgemm: out of memory");
+        j.wsum = pk->wsum;
+        j.wp = pk->wp;
     }
     j.n_blocks = (n + NB - 1) / NB;
     int64_t blocks = ((m + MB - 1) / MB) * j.n_blocks;
     /* a block is MB*NB*K multiply-adds; a few thousand make a chunk worth a thread */
     int64_t grain = 1 + (1 << 16) / (MB * NB * (k + 1));
     if (blocks) oar_parallel_for(blocks, grain, vnni ? vnni_range : avx2_range, &j);
-    free(wsum);
-    free(wp);
+    oar_qpacked_put(pk);
     return OAR_OK;
+}
+
+oar_qweight_id oar_qweight_id_of(const oar_tensor *w, int64_t off) {
+    const oar_storage *st = w->storage;
+    return (oar_qweight_id){.uid = st ? st->uid : 0, .version = st ? st->version : 0, .offset = w->offset + off};
 }
 
 static bool cpu_has_vnni(void) {
@@ -218,7 +299,8 @@ static bool cpu_has_vnni(void) {
     return has == 1;
 }
 
-static bool use_vnni(void) { return oar_cpu_has_avx512() && cpu_has_vnni(); }
+bool oar_cpu_use_vnni(void) { return oar_cpu_has_avx512() && cpu_has_vnni(); }
+static bool use_vnni(void) { return oar_cpu_use_vnni(); }
 
 /* ---- qlinear: rows of x times rows of w, the epilogue per output row */
 typedef struct linear_emit {
@@ -244,11 +326,12 @@ static oar_status qlinear_run(oar_tensor *const *in, oar_tensor *const *out, con
     oar_status st = oar_qepilogue_init(&e, in, out[0], a);
     if (st != OAR_OK) return st;
     int64_t n = in[QL_W]->shape[0], k = in[QL_W]->shape[1];
+    oar_qweight_id wid = oar_qweight_id_of(in[QL_W], 0);
     linear_emit l = {.e = &e, .res = in[QL_RES] ? (const float *)oar_tensor_ptr(in[QL_RES]) : NULL,
                      .out = oar_tensor_ptr(out[0]), .osz = oar_dtypes[out[0]->dtype].size, .n = n};
     st = oar_qgemm(vnni, (const uint8_t *)oar_tensor_ptr(in[QL_X]), in[QL_X]->dtype == OAR_I8,
                    (int32_t)oar_dtypes[in[QL_XZP]->dtype].load_i64(oar_tensor_ptr(in[QL_XZP])),
-                   (const int8_t *)oar_tensor_ptr(in[QL_W]), n ? out[0]->numel / n : 0, n, k, emit_linear, &l);
+                   (const int8_t *)oar_tensor_ptr(in[QL_W]), &wid, n ? out[0]->numel / n : 0, n, k, emit_linear, &l);
     oar_qepilogue_free(&e);
     return st;
 }
@@ -329,8 +412,9 @@ static oar_status qconv_run(oar_tensor *const *in, oar_tensor *const *out, const
         im2col_job ij = {.g = &g, .x = x, .col = col, .pad = pad, .gr = gr, .cg = cg, .kg = kg};
         oar_parallel_for(g.n * g.oh, 1 + 4096 / (g.ow * kg + 1), im2col_rows, &ij);
         ce.g = gr;
+        oar_qweight_id wid = oar_qweight_id_of(in[QL_W], gr * og * kg);
         st = oar_qgemm(vnni, col, in[QL_X]->dtype == OAR_I8, xzp, (const int8_t *)oar_tensor_ptr(in[QL_W]) + gr * og * kg,
-                       rows, og, kg, emit_conv, &ce);
+                       &wid, rows, og, kg, emit_conv, &ce);
     }
     free(col);
     oar_qepilogue_free(&e);
@@ -364,6 +448,8 @@ static bool supports_avx2(oar_tensor *const *in, int n_in, oar_tensor *const *ou
 }
 
 void oar_cpu_register_quant(void) {
+    oar_cpu_register_qconv_direct();
+    oar_cpu_register_quantize_fast();
     uint32_t dts = OAR_DTYPE_BIT(OAR_U8) | OAR_DTYPE_BIT(OAR_I8);
     oar_register_kernel(OAR_OP_qlinear, (oar_kernel_entry){.device = OAR_CPU, .dtypes = dts, .impl = "avx512-vnni",
                                                            .priority = 20, .fn = qlinear_vnni, .supports = supports_vnni});
@@ -377,8 +463,8 @@ void oar_cpu_register_quant(void) {
 
 #else
 void oar_cpu_register_quant(void) {}
-oar_status oar_qgemm(bool vnni, const uint8_t *x, bool x_signed, int32_t x_zp, const int8_t *w, int64_t m, int64_t n,
-                     int64_t k, oar_qgemm_emit emit, void *user) {
+oar_status oar_qgemm(bool vnni, const uint8_t *x, bool x_signed, int32_t x_zp, const int8_t *w,
+                     const oar_qweight_id *wid, int64_t m, int64_t n, int64_t k, oar_qgemm_emit emit, void *user) {
     return oar_error(OAR_ERR_UNSUPPORTED, "qgemm: no fast int8 kernel on this architecture");
 }
 #endif
