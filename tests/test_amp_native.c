@@ -1,10 +1,10 @@
 /* AMP's fast CPU paths (docs/amp.md "CPU kernels"): the f32 <-> bf16 conversions, bit for bit
  * against an oracle on whichever ISA path the run is capped to (ties to even, denormals, NaN,
- * infinities, tails, the threaded split), and the native bf16 kernels (oneDNN's bf16 conv,
- * its two backward ops, matmul and linear): chosen exactly where the CPU has AVX512_BF16 and the
- * cap is avx512, elsewhere a fast f32 fallback (never the reference loops), and on shapes
- * larger than the sweep's (blocked layouts, AMX tiles, a split batch) equal to the reference
- * at bf16's tolerance at 1 and 2 threads, and the same bits when run again. */
+ * infinities, tails, the threaded split), and the native bf16 kernels (oneDNN's bf16 conv, its
+ * two backward ops, the fused conv2d_act, matmul and linear): chosen exactly where the CPU has
+ * AVX512_BF16 and the cap is avx512, elsewhere a fast f32 fallback (never the reference loops),
+ * and on shapes larger than the sweep's (blocked layouts, AMX tiles, a split batch) equal to
+ * the reference at bf16's tolerance at 1 and 2 threads, and the same bits when run again. */
 #include "test_util.h"
 
 #include "ops/op.h"
@@ -116,6 +116,13 @@ static void test_native_kernels(int threads) {
     oar_attr gw[5] = {oar_attr_ints(ws, 4), spdg[0], spdg[1], spdg[2], spdg[3]};
     check_call("conv2d bf16", OAR_OP_conv2d, (oar_tensor *[]){x, w, b}, 3, ys, 4, spdg, native);
     check_call("conv2d_grad_input bf16", OAR_OP_conv2d_grad_input, (oar_tensor *[]){gy, w}, 2, xs, 4, gi, native);
+    /* conv2d_act (inference programs' fused conv): residual and relu as oneDNN post-ops */
+    oar_attr ca[6] = {spdg[0], spdg[1], spdg[2], spdg[3], oar_attr_str("relu"), oar_attr_str("nchw")};
+    const int64_t rs[4] = {13, 16, 18, 18};
+    const int64_t w16s[4] = {16, 16, 3, 3}, b16s = 16;
+    oar_tensor *w16 = randn_bf16(w16s, 4), *b16 = randn_bf16(&b16s, 1), *res = randn_bf16(rs, 4);
+    check_call("conv2d_act bf16 (residual, relu)", OAR_OP_conv2d_act, (oar_tensor *[]){x, w16, b16, res}, 4, rs, 4, ca,
+               native);
     bool det = oar_get_deterministic(); /* oneDNN's grad_weight declines in deterministic mode */
     check_call("conv2d_grad_weight bf16", OAR_OP_conv2d_grad_weight, (oar_tensor *[]){x, gy}, 2, ws, 4, gw,
                native && !det);
