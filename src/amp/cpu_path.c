@@ -1,6 +1,7 @@
 /* Which low-precision path this CPU gets, for `oar info` and `oar train --amp`: what the kernels
  * registered for f16/bf16 do at the current ISA cap (src/kernels/cpu/half_f32.c). */
 #include "base/base.h"
+#include "kernels/cpu/bf16_native.h"
 
 #include <string.h>
 
@@ -12,8 +13,11 @@ const char *oar_amp_cpu_path(oar_dtype dtype) {
     if (dtype == OAR_F16)
         return strstr(oar_cpu_flags(), "f16c") ? "f16 storage, f32 compute (F16C conversions, then the f32 kernels)"
                                                : "f16 storage, f32 compute (scalar conversions, then the f32 kernels)";
+    if (oar_cpu_bf16_native())
+        return "native bf16 (oneDNN's bf16 conv, matmul and linear on AVX512_BF16, f32 accumulation); other ops "
+               "bf16 storage, f32 compute";
     if (isa == OAR_CPU_ISA_AVX512 && strstr(oar_cpu_flags(), "avx512_bf16"))
-        return "bf16 storage, f32 compute (vectorized shifts, then the f32 kernels); this CPU's AVX512_BF16 "
-               "dot products are not used yet";
+        return "bf16 storage, f32 compute (vectorized shifts, then the f32 kernels); this build has no oneDNN for "
+               "the CPU's AVX512_BF16 dot products";
     return "bf16 storage, f32 compute (vectorized shifts, then the f32 kernels)";
 }

@@ -9,6 +9,7 @@
  * supports() builds (or finds) the primitive and declines whatever oneDNN rejects, so
  * dispatch falls back to the im2col kernels. */
 #include "kernels/cpu/conv_dnnl.h"
+#include "kernels/cpu/bf16_native.h"
 #include "kernels/cpu/conv_dnnl_layout.h"
 #include "kernels/cpu/dnnl_engine.h"
 
@@ -28,6 +29,8 @@ typedef enum { DK_FORWARD, DK_GRAD_INPUT, DK_GRAD_WEIGHT } dk_kind;
 /* Everything a primitive depends on; all int64 so memcmp sees no padding. */
 typedef struct dkey {
     int64_t kind, bias;
+    int64_t bf16;      /* x, weight, y (and bias) in bf16, computed natively; grad_weight's
+                          primitive writes f32 then (the parts are summed in f32, rounded once) */
     int64_t sum, relu; /* forward post-ops (conv2d_act): add the residual, then relu */
     int64_t nhwc;      /* x and y are NHWC in memory (conv2d_act layout=nhwc) */
     int64_t x[4], w[4], y[4]; /* x [n, ci, h, w], weight [co, ci / groups, kh, kw], y [n, co, oh, ow] */
@@ -149,7 +152,7 @@ static bool plan_operands(dprim *p, const_dnnl_primitive_desc_t pd) {
          * the caller's layout is NCHW: conv2d_act's NHWC output (key.nhwc) goes through the
          * reorder, even when the primitive's layout has the same bytes (nChw8c of 8 channels
          * on AVX2) and merely another descriptor. */
-        o->chan = i != 1 && out && !p->key.nhwc && oar_chan_layout_of(&o->want, &o->lay) &&
+        o->chan = i != 1 && out && !p->key.nhwc && !p->key.bf16 && oar_chan_layout_of(&o->want, &o->lay) &&
                   o->lay.pixel_stride == o->lay.c;
     }
     return true;
@@ -166,19 +169,21 @@ static dprim *dprim_build(const dkey *k) {
     dnnl_dims_t b = {k->w[0]};
     dnnl_dims_t s = {k->s[0], k->s[1]}, pl = {k->pl[0], k->pl[1]}, pr = {k->pr[0], k->pr[1]};
     dnnl_dims_t d = {k->d[0] - 1, k->d[1] - 1}; /* oneDNN counts dilation from 0 */
-    dnnl_memory_desc_t ax, aw, ay; /* "any": the primitive picks the layouts it runs fastest on */
+    dnnl_memory_desc_t ax, aw, ay, awf; /* "any": the primitive picks the layouts it runs fastest on */
     /* groups > 1: the 5-d goihw view of the same OIHW buffer */
     dnnl_format_tag_t act_tag = k->nhwc ? dnnl_nhwc : dnnl_nchw; /* dims are NCHW either way */
-    bool ok = dnnl_memory_desc_init_by_tag(&p->op[0].plain, 4, x, dnnl_f32, act_tag) == dnnl_success &&
-              dnnl_memory_desc_init_by_tag(&p->op[2].plain, 4, y, dnnl_f32, act_tag) == dnnl_success &&
-              (g > 1 ? dnnl_memory_desc_init_by_tag(&p->op[1].plain, 5, w, dnnl_f32, dnnl_goihw)
-                     : dnnl_memory_desc_init_by_tag(&p->op[1].plain, 4, w4, dnnl_f32, dnnl_oihw)) == dnnl_success &&
-              dnnl_memory_desc_init_by_tag(&p->md_b, 1, b, dnnl_f32, dnnl_x) == dnnl_success;
-    ok = ok && dnnl_memory_desc_init_by_tag(&ax, 4, x, dnnl_f32, dnnl_format_tag_any) == dnnl_success &&
-         dnnl_memory_desc_init_by_tag(&ay, 4, y, dnnl_f32, dnnl_format_tag_any) == dnnl_success &&
-         (g > 1 ? dnnl_memory_desc_init_by_tag(&aw, 5, w, dnnl_f32, dnnl_format_tag_any)
-                : dnnl_memory_desc_init_by_tag(&aw, 4, w4, dnnl_f32, dnnl_format_tag_any)) ==
-             dnnl_success;
+    dnnl_data_type_t dt = k->bf16 ? dnnl_bf16 : dnnl_f32, wdt = k->kind == DK_GRAD_WEIGHT ? dnnl_f32 : dt;
+    bool ok = dnnl_memory_desc_init_by_tag(&p->op[0].plain, 4, x, dt, act_tag) == dnnl_success &&
+              dnnl_memory_desc_init_by_tag(&p->op[2].plain, 4, y, dt, act_tag) == dnnl_success &&
+              (g > 1 ? dnnl_memory_desc_init_by_tag(&p->op[1].plain, 5, w, wdt, dnnl_goihw)
+                     : dnnl_memory_desc_init_by_tag(&p->op[1].plain, 4, w4, wdt, dnnl_oihw)) == dnnl_success &&
+              dnnl_memory_desc_init_by_tag(&p->md_b, 1, b, dt, dnnl_x) == dnnl_success;
+    ok = ok && dnnl_memory_desc_init_by_tag(&ax, 4, x, dt, dnnl_format_tag_any) == dnnl_success &&
+         dnnl_memory_desc_init_by_tag(&ay, 4, y, dt, dnnl_format_tag_any) == dnnl_success &&
+         (g > 1 ? dnnl_memory_desc_init_by_tag(&aw, 5, w, wdt, dnnl_format_tag_any)
+                : dnnl_memory_desc_init_by_tag(&aw, 4, w4, wdt, dnnl_format_tag_any)) == dnnl_success &&
+         (g > 1 ? dnnl_memory_desc_init_by_tag(&awf, 5, w, dt, dnnl_format_tag_any) /* the forward hint's */
+                : dnnl_memory_desc_init_by_tag(&awf, 4, w4, dt, dnnl_format_tag_any)) == dnnl_success;
     dnnl_primitive_attr_t attr = NULL;
     ok = ok && dnnl_primitive_attr_create(&attr) == dnnl_success &&
          dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user) == dnnl_success;
@@ -194,7 +199,7 @@ static dprim *dprim_build(const dkey *k) {
     dnnl_primitive_desc_t fpd = NULL, pd = NULL;
     bool fwd = k->kind == DK_FORWARD;
     ok = ok && dnnl_dilated_convolution_forward_desc_init(&fd, fwd ? dnnl_forward_inference : dnnl_forward_training,
-                                                          dnnl_convolution_direct, &ax, &aw,
+                                                          dnnl_convolution_direct, &ax, &awf,
                                                           k->bias ? &p->md_b : NULL, &ay, s, d, pl, pr) ==
                    dnnl_success;
     ok = ok && dnnl_primitive_desc_create(&fpd, &fd, fwd ? attr : NULL, oar_dnnl_engine(), NULL) == dnnl_success;
@@ -209,6 +214,11 @@ static dprim *dprim_build(const dkey *k) {
         p->hint = fpd; /* kept alive while the backward primitive lives */
     } else {
         pd = fpd;
+    }
+    if (ok && k->bf16) { /* bf16 only where it is native: never oneDNN's reference loops */
+        const char *impl = NULL;
+        ok = dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success && impl &&
+             !strstr(impl, "ref");
     }
     if (ok) ok = plan_operands(p, pd);
     if (ok && k->sum && p->op[2].reorder) { /* residual (plain) into the output's layout */
@@ -295,8 +305,8 @@ static int64_t pad_right(int64_t in, int64_t k, int64_t s, int64_t pl, int64_t d
     return (in + pl + pr - (k - 1) * d - 1) / s + 1 == out ? pr : -1;
 }
 
-static bool plain_f32(const oar_tensor *t, int ndim) {
-    return !t || (t->dtype == OAR_F32 && t->contiguous && t->ndim == ndim);
+static bool plain_of(const oar_tensor *t, int ndim, oar_dtype dt) {
+    return !t || (t->dtype == dt && t->contiguous && t->ndim == ndim);
 }
 
 /* Fills the key from x / weight / y shapes and the attributes (stride, padding, dilation,
@@ -347,7 +357,9 @@ static bool plan_make(dplan *pl, dk_kind kind, oar_tensor *const *in, oar_tensor
     case DK_GRAD_INPUT: y = in[0], w = in[1], x = out[0]; break;
     default: x = in[0], y = in[1], w = out[0]; break;
     }
-    if (!plain_f32(x, 4) || !plain_f32(w, 4) || !plain_f32(y, 4) || !plain_f32(b, 1)) return false;
+    oar_dtype dt = x->dtype; /* f32, or bf16 where the CPU computes it natively */
+    if (dt != OAR_F32 && (dt != OAR_BF16 || !oar_cpu_bf16_native())) return false;
+    if (!plain_of(x, 4, dt) || !plain_of(w, 4, dt) || !plain_of(y, 4, dt) || !plain_of(b, 1, dt)) return false;
     dkey k;
     bool nhwc = fused && !strcmp(a[5].s, "nhwc");
     int64_t xs[4], ys[4]; /* NCHW order for oneDNN's dims */
@@ -359,8 +371,9 @@ static bool plan_make(dplan *pl, dk_kind kind, oar_tensor *const *in, oar_tensor
     if (fused && !nhwc && strcmp(a[5].s, "nchw") != 0) return false;
     if (!key_make(&k, kind, b != NULL, xs, w->shape, ys, conv)) return false;
     k.nhwc = nhwc;
+    k.bf16 = dt == OAR_BF16;
     if (fused) {
-        if (!plain_f32(in[3], 4)) return false;
+        if (!plain_of(in[3], 4, dt)) return false;
         k.sum = in[3] != NULL;
         k.relu = !strcmp(a[4].s, "relu");
         if (!k.relu && strcmp(a[4].s, "none") != 0) return false;
@@ -505,15 +518,16 @@ static oar_status execute(const char *op, dprim *p, void *const bufs[3], void *b
 }
 
 /* One call over its parts. grad_weight parts after the first write their own partial
- * gradient (summed at the end) since oneDNN overwrites its output. */
+ * gradient (summed at the end) since oneDNN overwrites its output; in bf16 every part writes
+ * an f32 partial and the sum is rounded to bf16 once. */
 typedef struct djob {
     const char *op;
     const dplan *pl;
     char *x, *w, *y, *bias, *res; /* res: conv2d_act's residual or NULL */
     dpacked *packed[2];           /* forward: each primitive's weights already reordered, or NULL */
     int64_t xb, yb;   /* bytes of one image of x / y */
-    float *partial;   /* grad_weight: parts - 1 gradients of wn floats */
-    int64_t wn;
+    float *partial;   /* grad_weight: parts - first gradients of wn floats */
+    int64_t wn, first; /* first: the first part that writes a partial (0 in bf16, else 1) */
     oar_status st[MAX_PARTS];
 } djob;
 
@@ -524,7 +538,7 @@ static void run_parts(void *ctx, int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; i++) {
         int64_t n0 = oar_dnnl_part_start(&pl->split, i);
         dprim *p = pl->p[pl->split.r && i >= pl->split.r];
-        void *w = pl->kind == DK_GRAD_WEIGHT && i > 0 ? (void *)(j->partial + (i - 1) * j->wn) : j->w;
+        void *w = pl->kind == DK_GRAD_WEIGHT && i >= j->first ? (void *)(j->partial + (i - j->first) * j->wn) : j->w;
         dpacked *k = j->packed[pl->split.r && i >= pl->split.r];
         oar_status st = execute(j->op, p, (void *[3]){j->x + n0 * j->xb, w, j->y + n0 * j->yb}, j->bias,
                                 j->res ? j->res + n0 * j->yb : NULL, k ? k->data : NULL);
@@ -538,9 +552,10 @@ static oar_status run_call(const char *op, dk_kind kind, oar_tensor *const *in, 
     dplan pl;
     if (!plan_make(&pl, kind, in, out, a, fused)) return oar_error(OAR_ERR_UNSUPPORTED, "%s: oneDNN declined these inputs", op);
     djob j = {.op = op, .pl = &pl, .x = oar_tensor_ptr(x), .w = oar_tensor_ptr(w), .y = oar_tensor_ptr(y),
-              .bias = bias ? oar_tensor_ptr(bias) : NULL, .res = fused && in[3] ? oar_tensor_ptr(in[3]) : NULL, .xb = (int64_t)sizeof(float) * (x->numel / x->shape[0]),
-              .yb = (int64_t)sizeof(float) * (y->numel / y->shape[0]), .wn = w->numel};
-    size_t pbytes = kind == DK_GRAD_WEIGHT ? sizeof(float) * (size_t)((pl.split.parts - 1) * j.wn) : 0;
+              .bias = bias ? oar_tensor_ptr(bias) : NULL, .res = fused && in[3] ? oar_tensor_ptr(in[3]) : NULL, .xb = (int64_t)oar_dtypes[x->dtype].size * (x->numel / x->shape[0]),
+              .yb = (int64_t)oar_dtypes[y->dtype].size * (y->numel / y->shape[0]), .wn = w->numel,
+              .first = w->dtype == OAR_F32 ? 1 : 0};
+    size_t pbytes = kind == DK_GRAD_WEIGHT ? sizeof(float) * (size_t)((pl.split.parts - j.first) * j.wn) : 0;
     oar_status st = OAR_OK;
     if (pbytes && !(j.partial = oar_alloc(pbytes))) st = oar_error(OAR_ERR_OOM, "%s: out of memory", op);
     for (int i = 0; i < 2 && st == OAR_OK && kind == DK_FORWARD; i++)
@@ -548,11 +563,12 @@ static oar_status run_call(const char *op, dk_kind kind, oar_tensor *const *in, 
     if (st == OAR_OK) oar_parallel_for(pl.split.parts, 1, run_parts, &j);
     for (int i = 0; i < 2; i++) packed_put(j.packed[i]);
     for (int64_t i = 0; i < pl.split.parts && st == OAR_OK; i++) st = j.st[i];
-    float *gw = (float *)j.w;
+    float *gw = j.first ? (float *)j.w : j.partial;
     for (int64_t i = 1; st == OAR_OK && pbytes && i < pl.split.parts; i++) {
-        const float *restrict src = j.partial + (i - 1) * j.wn;
+        const float *restrict src = j.partial + (i - j.first) * j.wn;
         for (int64_t e = 0; e < j.wn; e++) gw[e] += src[e];
     }
+    if (st == OAR_OK && pbytes && !j.first) oar_cpu_f32_to_half(j.w, gw, j.wn, w->dtype);
     oar_free(j.partial, pbytes);
     plan_release(&pl);
     return st;
@@ -624,10 +640,15 @@ void oar_cpu_conv_register_dnnl(void) {
         {OAR_OP_conv2d_grad_input, grad_input_dnnl, grad_input_supports},
         {OAR_OP_conv2d_grad_weight, grad_weight_dnnl, grad_weight_supports},
     };
-    for (size_t i = 0; i < sizeof k / sizeof k[0]; i++)
+    for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
         oar_register_kernel(k[i].op, (oar_kernel_entry){.device = OAR_CPU, .dtypes = OAR_DTYPE_BIT(OAR_F32),
                                                         .impl = "onednn", .priority = 20, .fn = k[i].fn,
                                                         .supports = k[i].sup});
+        /* native bf16 (AVX512_BF16 / AMX) only: declines elsewhere, and via-f32 runs */
+        oar_register_kernel(k[i].op, (oar_kernel_entry){.device = OAR_CPU, .dtypes = OAR_DTYPE_BIT(OAR_BF16),
+                                                        .impl = OAR_IMPL_BF16_NATIVE, .priority = 20, .fn = k[i].fn,
+                                                        .supports = k[i].sup});
+    }
 }
 
 #else

@@ -29,9 +29,12 @@ void oar_cpu_register_add_layer_norm(void); /* nn_add_layer_norm.c */
 void oar_cpu_register_conv_direct(void); /* conv_direct.c */
 void oar_cpu_register_pool_dnnl(void);  /* pool_dnnl.c: adaptive_avg_pool2d on oneDNN (nothing without it) */
 void oar_cpu_register_copy(void);       /* cpu_copy.c */
+void oar_cpu_register_matmul_bf16(void); /* matmul_dnnl_bf16.c: native bf16 matmul and linear */
 void oar_cpu_register_half_f32(void);   /* half_f32.c: f16/bf16 casts and via-f32 kernels */
 /* dst <- src, contiguous and of equal numel, one f32 and the other f16/bf16 (half_f32.c). */
 void oar_cpu_convert_half(oar_tensor *dst, const oar_tensor *src);
+/* The same on plain buffers: n f32 values rounded into f16/bf16 (half_f32.c). */
+void oar_cpu_f32_to_half(void *dst, const float *src, int64_t n, oar_dtype half);
 void oar_cpu_register_embedding_backward(void); /* nn_embedding_backward.c */
 void oar_cpu_register_quant(void);      /* qgemm_x86.c: qlinear on AVX-512 VNNI and exact AVX2 */
 /* Whether oar's AVX2+FMA / AVX-512F code may run: the CPU has it and the cap (oar_set_cpu_isa,

@@ -9,6 +9,7 @@
  * Results equal the reference's rounding of the exact value except where f32 and double
  * accumulation round differently, within one unit of the low dtype (the sweep checks each at
  * bf16/f16 tolerance). */
+#include "kernels/cpu/bf16_native.h"
 #include "kernels/cpu/cpu_kernels.h"
 
 #include <string.h>
@@ -45,6 +46,58 @@ static void f32_to_bf16(uint16_t *d, const float *s, int64_t n) {
 }
 
 #ifdef HALF_X86
+/* bf16 by integer shifts in vectors: the same bits as the loops above on every path (AVX-512's
+ * own vcvtneps2bf16 flushes denormals to zero, so the ISA paths would disagree). */
+__attribute__((target("avx2"))) static void bf16_to_f32_avx2(float *d, const uint16_t *s, int64_t n) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(s + i)));
+        _mm256_storeu_si256((__m256i *)(d + i), _mm256_slli_epi32(w, 16));
+    }
+    bf16_to_f32(d + i, s + i, n - i);
+}
+__attribute__((target("avx2"))) static void f32_to_bf16_avx2(uint16_t *d, const float *s, int64_t n) {
+    const __m256i bias = _mm256_set1_epi32(0x7FFF), one = _mm256_set1_epi32(1), quiet = _mm256_set1_epi32(0x0040),
+                  abs = _mm256_set1_epi32(0x7FFFFFFF), inf = _mm256_set1_epi32(0x7F800000);
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m256i h[2];
+        for (int k = 0; k < 2; k++) {
+            __m256i x = _mm256_loadu_si256((const __m256i *)(s + i + 8 * k));
+            __m256i odd = _mm256_and_si256(_mm256_srli_epi32(x, 16), one); /* ties to even */
+            __m256i r = _mm256_srli_epi32(_mm256_add_epi32(x, _mm256_add_epi32(bias, odd)), 16);
+            __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(x, abs), inf);
+            h[k] = _mm256_blendv_epi8(r, _mm256_or_si256(_mm256_srli_epi32(x, 16), quiet), nan);
+        }
+        /* packus works per 128-bit lane: restore the order */
+        __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi32(h[0], h[1]), 0xD8);
+        _mm256_storeu_si256((__m256i *)(d + i), packed);
+    }
+    f32_to_bf16(d + i, s + i, n - i);
+}
+__attribute__((target("avx512f,avx512bw"))) static void bf16_to_f32_avx512(float *d, const uint16_t *s, int64_t n) {
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m512i w = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(s + i)));
+        _mm512_storeu_si512(d + i, _mm512_slli_epi32(w, 16));
+    }
+    bf16_to_f32(d + i, s + i, n - i);
+}
+__attribute__((target("avx512f,avx512bw"))) static void f32_to_bf16_avx512(uint16_t *d, const float *s, int64_t n) {
+    const __m512i bias = _mm512_set1_epi32(0x7FFF), one = _mm512_set1_epi32(1), quiet = _mm512_set1_epi32(0x0040),
+                  abs = _mm512_set1_epi32(0x7FFFFFFF), inf = _mm512_set1_epi32(0x7F800000);
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m512i x = _mm512_loadu_si512(s + i);
+        __m512i odd = _mm512_and_si512(_mm512_srli_epi32(x, 16), one);
+        __m512i r = _mm512_srli_epi32(_mm512_add_epi32(x, _mm512_add_epi32(bias, odd)), 16);
+        __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(x, abs), inf);
+        r = _mm512_mask_or_epi32(r, nan, _mm512_srli_epi32(x, 16), quiet);
+        _mm256_storeu_si256((__m256i *)(d + i), _mm512_cvtepi32_epi16(r));
+    }
+    f32_to_bf16(d + i, s + i, n - i);
+}
+
 __attribute__((target("avx,f16c"))) static void f16_to_f32_f16c(float *d, const uint16_t *s, int64_t n) {
     int64_t i = 0;
     for (; i + 8 <= n; i += 8) _mm256_storeu_ps(d + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(s + i))));
@@ -81,7 +134,14 @@ static void cvt_range(void *ctx, int64_t lo, int64_t hi) {
     if (j->widen) {
         float *d = (float *)j->dst + lo;
         const uint16_t *s = (const uint16_t *)j->src + lo;
-        if (j->half == OAR_BF16) bf16_to_f32(d, s, n);
+        if (j->half == OAR_BF16) {
+#ifdef HALF_X86
+            if (oar_cpu_has_avx512()) bf16_to_f32_avx512(d, s, n);
+            else if (oar_cpu_has_avx2()) bf16_to_f32_avx2(d, s, n);
+            else
+#endif
+                bf16_to_f32(d, s, n);
+        }
 #ifdef HALF_X86
         else if (use_f16c()) f16_to_f32_f16c(d, s, n);
 #endif
@@ -90,7 +150,14 @@ static void cvt_range(void *ctx, int64_t lo, int64_t hi) {
     } else {
         uint16_t *d = (uint16_t *)j->dst + lo;
         const float *s = (const float *)j->src + lo;
-        if (j->half == OAR_BF16) f32_to_bf16(d, s, n);
+        if (j->half == OAR_BF16) {
+#ifdef HALF_X86
+            if (oar_cpu_has_avx512()) f32_to_bf16_avx512(d, s, n);
+            else if (oar_cpu_has_avx2()) f32_to_bf16_avx2(d, s, n);
+            else
+#endif
+                f32_to_bf16(d, s, n);
+        }
 #ifdef HALF_X86
         else if (use_f16c()) f32_to_f16_f16c(d, s, n);
 #endif
@@ -99,13 +166,19 @@ static void cvt_range(void *ctx, int64_t lo, int64_t hi) {
     }
 }
 
+static void convert(void *dst, const void *src, int64_t n, oar_dtype half, bool widen) {
+    cvt_job j = {dst, src, half, widen};
+    if (n >= 2 * CVT_GRAIN) oar_parallel_for(n, CVT_GRAIN, cvt_range, &j);
+    else cvt_range(&j, 0, n);
+}
+
 /* dst <- src between contiguous tensors of equal numel, one f32 and the other f16/bf16. */
 void oar_cpu_convert_half(oar_tensor *dst, const oar_tensor *src) {
     bool widen = dst->dtype == OAR_F32;
-    cvt_job j = {oar_tensor_ptr(dst), oar_tensor_ptr(src), widen ? src->dtype : dst->dtype, widen};
-    if (dst->numel >= 2 * CVT_GRAIN) oar_parallel_for(dst->numel, CVT_GRAIN, cvt_range, &j);
-    else cvt_range(&j, 0, dst->numel);
+    convert(oar_tensor_ptr(dst), oar_tensor_ptr(src), dst->numel, widen ? src->dtype : dst->dtype, widen);
 }
+
+void oar_cpu_f32_to_half(void *dst, const float *src, int64_t n, oar_dtype half) { convert(dst, src, n, half, false); }
 
 static bool is_half(oar_dtype dt) { return dt == OAR_F16 || dt == OAR_BF16; }
 
@@ -188,12 +261,14 @@ static const oar_kernel_fn via_f32_fns[OAR_OP_COUNT] = {
 #undef OAR_OP
 };
 
-/* Whether op has a CPU kernel other than the reference for dtype dt. */
+/* Whether op has a CPU kernel other than the reference for dtype dt on every CPU (native bf16
+ * kernels run only on some). */
 static bool has_fast(oar_op_id op, oar_dtype dt) {
     const oar_kernel_entry *ks;
     int nk = oar_op_kernels_so_far(op, &ks);
     for (int k = 0; k < nk; k++)
-        if (ks[k].device == OAR_CPU && strcmp(ks[k].impl, "reference") != 0 && (ks[k].dtypes & OAR_DTYPE_BIT(dt)))
+        if (ks[k].device == OAR_CPU && strcmp(ks[k].impl, "reference") != 0 &&
+            strcmp(ks[k].impl, OAR_IMPL_BF16_NATIVE) != 0 && (ks[k].dtypes & OAR_DTYPE_BIT(dt)))
             return true;
     return false;
 }

@@ -1,0 +1,16 @@
+/* Whether native bf16 compute (oneDNN's bf16 primitives on AVX512_BF16 / AMX) may run now:
+ * the CPU has avx512_bf16, oar's ISA cap is avx512 and oneDNN runs at that level. Elsewhere
+ * oneDNN's bf16 is emulated (3-4x slower than f32) or its reference code, so the bf16 kernels
+ * decline and the via-f32 kernels (half_f32.c) take bf16 ops instead. */
+#ifndef OAR_BF16_NATIVE_H
+#define OAR_BF16_NATIVE_H
+
+#include <stdbool.h>
+
+bool oar_cpu_bf16_native(void);
+
+/* The impl name of such kernels: half_f32.c still gives their ops a via-f32 kernel to fall
+ * back on, since these decline on CPUs without native bf16. */
+#define OAR_IMPL_BF16_NATIVE "onednn-bf16"
+
+#endif
