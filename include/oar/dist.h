@@ -120,6 +120,14 @@ OAR_API int64_t oar_dist_dp_bucket_numel(const oar_dist_dp *dp, int i);
 OAR_API int oar_dist_dp_bucket_params(const oar_dist_dp *dp, int i);
 OAR_API void oar_dist_dp_free(oar_dist_dp *dp);
 
+/* SyncBatchNorm (PyTorch's): batch norm over [N, features, ...] f32 inputs whose training
+ * statistics (mean, biased variance) cover the global batch of all ranks, so N ranks at batch B
+ * normalize, and learn, as one process at batch N*B (to within rounding). Parameters weight,
+ * bias and buffers running_mean, running_var, num_batches_tracked as BatchNorm's (checkpoints
+ * interchange); evaluation uses the running statistics. Each training forward is a collective:
+ * every rank runs it, in the same order. In a one-rank world it is BatchNorm. Eager. */
+OAR_API oar_module *oar_dist_sync_batch_norm(int64_t features, double eps, double momentum);
+
 /* Compiled data parallel: a training step traced with oar_jit_to_static that calls
  * oar_dist_dp_backward (or oar_backward then oar_dist_dp_sync) records a grad_allreduce node per
  * gradient; the bucketing pass (bucket_allreduce) groups them, in the order backward produces

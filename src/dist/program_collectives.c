@@ -1,5 +1,5 @@
 /* The collectives of compiled programs (ops/collective.h): the backend that the allreduce
- * ops of a traced data-parallel step call. A bucket's allreduce is started on the world
+ * ops of a traced data-parallel step call (and SyncBatchNorm's allreduce_sum, in either mode). A bucket's allreduce is started on the world
  * communicator when its node runs and completed by the node that waits for it, so the progress
  * thread moves it while the executor runs the rest of backward. The works in flight are keyed
  * by channel (each program bucket has its own). */
@@ -21,7 +21,7 @@ static struct {
 } P;
 
 static oar_status start(void *user, float *buf, int64_t count, int channel, uint64_t signature, bool fixed_order,
-                        const char *label) {
+                        bool average, const char *label) {
     (void)user;
     oar_comm *c = oar_dist_world_comm();
     if (!c) return oar_error(OAR_ERR_STATE, "allreduce_start: the distributed runtime has ended (oar_dist_finalize); "
@@ -33,7 +33,8 @@ static oar_status start(void *user, float *buf, int64_t count, int channel, uint
                              f->w->label);
     inflight *f = calloc(1, sizeof *f);
     if (!f) return oar_error(OAR_ERR_OOM, "allreduce_start: out of memory");
-    oar_coll_desc d = {.kind = OAR_COLL_ALLREDUCE, .buf = buf, .count = count, .dtype = OAR_F32, .op = OAR_DIST_AVG,
+    oar_coll_desc d = {.kind = OAR_COLL_ALLREDUCE, .buf = buf, .count = count, .dtype = OAR_F32,
+                       .op = average ? OAR_DIST_AVG : OAR_DIST_SUM,
                        .tag = channel, .fixed_order = fixed_order, .signature = signature, .label = label};
     f->channel = channel;
     f->t_start = oar_dist_now();

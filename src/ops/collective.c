@@ -13,9 +13,10 @@ void oar_collective_set_backend(const oar_collective_backend *b) {
     g_backend = b ? *b : (oar_collective_backend){0};
 }
 
-static oar_status average(float *buf, int64_t count, int channel, uint64_t signature, bool fixed, const char *label) {
-    if (!g_backend.start) return OAR_OK; /* one rank: the average is the value */
-    oar_status st = g_backend.start(g_backend.user, buf, count, channel, signature, fixed, label);
+static oar_status reduce(float *buf, int64_t count, int channel, uint64_t signature, bool fixed, bool average,
+                         const char *label) {
+    if (!g_backend.start) return OAR_OK; /* one rank: the average (or sum) is the value */
+    oar_status st = g_backend.start(g_backend.user, buf, count, channel, signature, fixed, average, label);
     return st == OAR_OK ? g_backend.wait(g_backend.user, channel) : st;
 }
 
@@ -60,8 +61,8 @@ static oar_status grad_allreduce_ref(const oar_kctx *ctx, oar_tensor *const *in,
     uint64_t sig = 14695981039346656037ull; /* FNV-1a of the name and the shape: ranks must agree */
     for (const char *c = a[0].s; *c; c++) sig = (sig ^ (unsigned char)*c) * 1099511628211ull;
     for (int d = 0; d < in[0]->ndim; d++) sig = (sig ^ (uint64_t)in[0]->shape[d]) * 1099511628211ull;
-    return average((float *)oar_tensor_ptr(out[0]), out[0]->numel, OAR_COLLECTIVE_GRAD_CHANNEL + (int)a[1].i, sig,
-                   a[4].i != 0, label);
+    return reduce((float *)oar_tensor_ptr(out[0]), out[0]->numel, OAR_COLLECTIVE_GRAD_CHANNEL + (int)a[1].i, sig,
+                  a[4].i != 0, true, label);
 }
 
 const oar_op_def oar_opdef_grad_allreduce = {
@@ -109,7 +110,7 @@ static oar_status allreduce_start_ref(const oar_kctx *ctx, oar_tensor *const *in
     }
     if (!g_backend.start) return OAR_OK;
     return g_backend.start(g_backend.user, buf, off, OAR_COLLECTIVE_BUCKET_CHANNEL + (int)a[0].i, (uint64_t)a[1].i,
-                           a[2].i != 0, a[3].s);
+                           a[2].i != 0, true, a[3].s);
 }
 
 const oar_op_def oar_opdef_allreduce_start = {
@@ -154,3 +155,49 @@ const oar_op_def oar_opdef_allreduce_wait = {
     .flags = OAR_OPF_NONDIFF | OAR_OPF_INPLACE_OK, .ref_dtypes = OAR_DTYPE_BIT(OAR_F32),
     .infer = allreduce_wait_infer, .reference = allreduce_wait_ref,
 };
+
+/* ---- allreduce_sum: differentiable, synchronous */
+static oar_status allreduce_sum_infer(oar_tensor *const *in, int n_in, const oar_attr *a, oar_meta *out, int *n_out) {
+    (void)n_in;
+    if (in[0]->dtype != OAR_F32)
+        return oar_error(OAR_ERR_DTYPE, "allreduce_sum: expected an f32 tensor, got %s", oar_dtype_name(in[0]->dtype));
+    if (in[0]->device != OAR_CPU)
+        return oar_error(OAR_ERR_UNSUPPORTED, "allreduce_sum: expected a tensor on the CPU (collectives on device "
+                                              "buffers come with the NCCL backend)");
+    oar_status st = check_channel("allreduce_sum", a[0].i);
+    if (st != OAR_OK) return st;
+    oar_meta_from(out, in[0]);
+    *n_out = 1;
+    return OAR_OK;
+}
+
+static oar_status allreduce_sum_ref(const oar_kctx *ctx, oar_tensor *const *in, int n_in, oar_tensor *const *out,
+                                    int n_out, const oar_attr *a) {
+    (void)ctx; (void)n_in; (void)n_out;
+    memcpy(oar_tensor_ptr(out[0]), oar_tensor_ptr(in[0]), sizeof(float) * (size_t)in[0]->numel);
+    char label[64];
+    snprintf(label, sizeof label, "allreduce_sum of %lld values", (long long)in[0]->numel);
+    uint64_t sig = 14695981039346656037ull;
+    for (int d = 0; d < in[0]->ndim; d++) sig = (sig ^ (uint64_t)in[0]->shape[d]) * 1099511628211ull;
+    return reduce((float *)oar_tensor_ptr(out[0]), out[0]->numel, OAR_COLLECTIVE_SUM_CHANNEL + (int)a[0].i, sig, true,
+                  false, label);
+}
+
+static oar_status allreduce_sum_grad(oar_grad_ctx *g) {
+    oar_tensor *in[1] = {g->gout[0]};
+    g->gin[0] = oar_op_call1(OAR_OP_allreduce_sum, in, 1, g->attrs);
+    return g->gin[0] ? OAR_OK : oar_last_status();
+}
+
+const oar_op_def oar_opdef_allreduce_sum = {
+    .name = "allreduce_sum", .n_inputs = 1, .n_outputs = 1, .n_attrs = 1,
+    .attrs = {{"channel", OAR_ATTR_INT}},
+    .ref_dtypes = OAR_DTYPE_BIT(OAR_F32),
+    .infer = allreduce_sum_infer, .reference = allreduce_sum_ref, .grad = allreduce_sum_grad,
+};
+
+oar_tensor *oar_allreduce_sum(oar_tensor *x, int channel) {
+    oar_attr a[1] = {oar_attr_int(channel)};
+    oar_tensor *in[1] = {x};
+    return oar_op_call1(OAR_OP_allreduce_sum, in, 1, a);
+}

@@ -6,6 +6,9 @@
  *                                parameters (%a, exact) to OUT. static: the step compiled
  *                                (oar_jit_to_static), its allreduces bucketed by the compiler;
  *                                accumK: each step accumulates K micro-batches (K-1 under no_sync)
+ *   syncbn STEPS BATCH OUT [plain]  linear, SyncBatchNorm, tanh, linear trained data parallel;
+ *                                OUT as for train, with the running statistics after the
+ *                                parameters; plain: BatchNorm instead (the one-process reference)
  *   cbuckets                     compiled data parallel: the program's buckets as configured, each
  *                                started before backward ends (overlap), waits just before the
  *                                optimizer
@@ -480,6 +483,74 @@ static int cbuckets(void) {
     return 0;
 }
 
+static int syncbn(int steps, int64_t batch, const char *out, bool plain) {
+    oar_dataset *d = synthetic(192);
+    oar_manual_seed(7);
+    oar_module *layers[4]; /* one by one, the norm last: the linears draw the same initial values */
+    layers[0] = oar_nn_linear(8, 16, true);
+    layers[3] = oar_nn_linear(16, 4, true);
+    layers[2] = oar_nn_activation(OAR_ACT_TANH, 0);
+    layers[1] = plain ? oar_nn_batch_norm1d(16, 1e-5, 0.1, true, true) : oar_dist_sync_batch_norm(16, 1e-5, 0.1);
+    oar_module *m = oar_nn_sequential(layers, 4);
+    oar_dist_dp *dp = oar_dist_data_parallel(m, NULL);
+    MUST(dp ? OAR_OK : oar_last_status());
+    oar_optim_opts oo = oar_optim_defaults(OAR_OPTIM_SGD);
+    oo.lr = 0.1;
+    oar_optimizer *opt = oar_optimizer_for(m, &oo);
+    oar_loader *l = oar_loader_new(d, &(oar_loader_opts){.batch_size = batch, .shuffle = true, .seed = 99});
+    MUST(oar_dist_shard_loader(l));
+    FILE *f = oar_dist_rank() == 0 && out ? fopen(out, "w") : NULL;
+    int step = 0;
+    for (int64_t epoch = 0; step < steps; epoch++) {
+        MUST(oar_loader_start_epoch(l, epoch));
+        oar_tensor *x, *y;
+        oar_status st;
+        while (step < steps && oar_loader_next(l, &x, &y, &st)) {
+            oar_scope_begin();
+            oar_optimizer_zero_grad(opt);
+            oar_tensor *loss = oar_cross_entropy(oar_forward(m, x), y, NULL);
+            MUST(loss ? oar_dist_dp_backward(dp, loss) : oar_last_status());
+            MUST(oar_optimizer_step(opt));
+            double gl = 0;
+            oar_tensor *global = oar_from_data(oar_data(oar_detach(loss)), NULL, 0, OAR_F32);
+            MUST(oar_dist_wait(oar_dist_allreduce(global, OAR_DIST_AVG, true)));
+            MUST(oar_item(global, &gl));
+            if (f) fprintf(f, "step %d loss %a norm %a\n", step, (float)gl, gl);
+            oar_scope_end();
+            oar_release(x);
+            oar_release(y);
+            step++;
+        }
+        MUST(st);
+    }
+    expect_identical_params(m);
+    if (f) {
+        int64_t n, k = 0;
+        float *v = flat_params(m, &n);
+        for (int64_t i = 0; i < n; i++) fprintf(f, "param %lld %a\n", (long long)k++, v[i]);
+        free(v);
+        const char *stats[2] = {"1.running_mean", "1.running_var"};
+        for (int s = 0; s < 2; s++) {
+            oar_tensor *t = oar_module_get(m, stats[s]);
+            const float *p = oar_data(t);
+            for (int64_t i = 0; i < oar_numel(t); i++) fprintf(f, "param %lld %a\n", (long long)k++, p[i]);
+        }
+        fclose(f);
+    }
+    /* evaluation: the running statistics, no collective */
+    oar_module_train(m, false);
+    oar_tensor *x1 = oar_randn((int64_t[]){3, 8}, 2, OAR_F32), *o = oar_forward(m, x1);
+    MUST(o ? OAR_OK : oar_last_status());
+    oar_release(o);
+    oar_release(x1);
+    oar_loader_free(l);
+    oar_optimizer_free(opt);
+    oar_dist_dp_free(dp);
+    oar_module_free(m);
+    oar_dataset_free(d);
+    return 0;
+}
+
 typedef struct branchy {
     oar_module *fc, *head, *branch, *never;
     bool use_branch;
@@ -654,6 +725,8 @@ int main(int argc, char **argv) {
                    -1, NULL);
     else if (!strcmp(mode, "kill") && argc >= 3) rc = train(1000000, 8, NULL, false, false, 1, 5, argv[2]);
     else if (!strcmp(mode, "cbuckets")) rc = cbuckets();
+    else if (!strcmp(mode, "syncbn") && argc >= 5)
+        rc = syncbn(atoi(argv[2]), atoll(argv[3]), argv[4], argc > 5 && !strcmp(argv[5], "plain"));
     else if (!strcmp(mode, "compare") && argc >= 6) rc = compare(argv[2], argv[3], atof(argv[4]), atof(argv[5]));
     else if (!strcmp(mode, "sampler")) rc = sampler();
     else if (!strcmp(mode, "buckets")) rc = buckets();

@@ -19,6 +19,10 @@ const sweep_case sweep_cases_collective[] = {
     {"allreduce_start", "nf32:0x2;nf32:1000", "channel=1 signature=5 fixed_order=0 label=empty", NG},
     {"allreduce_wait", "nf32:12", "channel=0", NG},
     {"allreduce_wait", "nf32:0", "channel=2", NG},
+    /* differentiable: in one process the sum over ranks is the value, and so is its gradient */
+    {"allreduce_sum", "nf32:3x4", "channel=0"},
+    {"allreduce_sum", "nf32:1x5x1", "channel=9"},
+    {"allreduce_sum", "nf32:0x3", "channel=0"},
     {0},
 };
 
@@ -48,10 +52,16 @@ static bool wait_2d(void) {
     return oar_op_call1(OAR_OP_allreduce_wait, in, 1, a) != NULL;
 }
 
+static bool sum_i64(void) {
+    int64_t s = 3;
+    return oar_allreduce_sum(oar_zeros(&s, 1, OAR_I64), 0) != NULL;
+}
+
 const sweep_bad sweep_bad_collective[] = {
     {"grad_allreduce of an i32 gradient", int_gradient,
      "grad_allreduce: expected f32 gradients (data parallel averages f32), got i32 for input 0"},
-    {"grad_allreduce on channel -1", negative_channel, "grad_allreduce: expected 0 <= channel < 30000, got -1"},
+    {"grad_allreduce on channel -1", negative_channel, "grad_allreduce: expected 0 <= channel < 20000, got -1"},
+    {"allreduce_sum of an i64 tensor", sum_i64, "allreduce_sum: expected an f32 tensor, got i64"},
     {"grad_allreduce with a negative bucket", negative_bucket, "grad_allreduce: expected bucket sizes >= 0 bytes"},
     {"allreduce_start of an f64 gradient", start_f64, "allreduce_start: expected f32 gradients"},
     {"allreduce_wait of a 2-d tensor", wait_2d, "allreduce_wait: expected the 1-d f32 bucket of an allreduce_start, got f32 [3, 4]"},
