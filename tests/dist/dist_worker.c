@@ -161,6 +161,18 @@ static oar_status accum_micro_step(train_ctx *c, oar_tensor *x, oar_tensor *y, i
     return st;
 }
 
+/* kill mode: a survivor's failure, with the time since the victim wrote its clock before dying */
+static void report_death(const char *killfile, double t_sync) {
+    FILE *k = fopen(killfile, "r");
+    double killed = 0;
+    if (k && fscanf(k, "%lf", &killed) == 1)
+        printf("rank %d: detected after %.0f ms: %s\n", oar_dist_rank(), wall_ms() - killed, oar_last_error());
+    else
+        printf("rank %d: detected (sync began %.0f ms ago): %s\n", oar_dist_rank(), wall_ms() - t_sync, oar_last_error());
+    fflush(stdout);
+    exit(3);
+}
+
 static int train(int steps, int64_t batch, const char *out, bool mpi_allreduce, bool compiled, int accum,
                  int kill_at, const char *killfile) {
     oar_dataset *d = synthetic(192);
@@ -209,25 +221,15 @@ static int train(int steps, int64_t batch, const char *out, bool mpi_allreduce, 
                 micro = 0;
             }
             st = jit ? oar_jit_call(jit, batch, 2, res, 2) : accum > 1 ? OAR_OK : train_step(&ctx, batch, 2, res, 2);
-            if (st != OAR_OK) {
-                if (kill_at >= 0) {
-                    FILE *k = fopen(killfile, "r");
-                    double killed = 0;
-                    if (k && fscanf(k, "%lf", &killed) == 1)
-                        printf("rank %d: detected after %.0f ms: %s\n", oar_dist_rank(), wall_ms() - killed,
-                               oar_last_error());
-                    else
-                        printf("rank %d: detected (sync began %.0f ms ago): %s\n", oar_dist_rank(),
-                               wall_ms() - t_sync, oar_last_error());
-                    fflush(stdout);
-                    exit(3);
-                }
-                MUST(st);
-            }
+            if (st != OAR_OK && kill_at >= 0) report_death(killfile, t_sync);
+            MUST(st);
             double norm = 0, gl = 0;
             MUST(oar_item(res[1], &norm));
             oar_tensor *global = oar_from_data(oar_data(res[0]), NULL, 0, OAR_F32);
-            MUST(oar_dist_wait(oar_dist_allreduce(global, OAR_DIST_AVG, true)));
+            /* the dead rank may have left during this step's loss average rather than its buckets */
+            st = oar_dist_wait(oar_dist_allreduce(global, OAR_DIST_AVG, true));
+            if (st != OAR_OK && kill_at >= 0) report_death(killfile, t_sync);
+            MUST(st);
             MUST(oar_item(global, &gl));
             if (f) fprintf(f, "step %d loss %a norm %a\n", step, (float)gl, norm);
             if (jit) {
