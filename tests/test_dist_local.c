@@ -201,6 +201,12 @@ static void compiled(bool bucketed) {
     CHECK(bad != NULL);
     CHECK(bad && oar_jit_call(bad, &x, 1, &none, 1) != OAR_OK && strstr(oar_last_error(), "accumulate eagerly"));
     oar_jit_free(bad);
+    /* no_sync left on when a step is compiled: refused, naming a parameter */
+    CHECK(oar_dist_dp_no_sync(dp, true) == OAR_OK);
+    bad = oar_jit_to_static(dp_step, &c, &(oar_jit_opts){.module = m});
+    CHECK(bad && oar_jit_call(bad, &x, 1, &none, 1) != OAR_OK && strstr(oar_last_error(), "while no_sync is on"));
+    CHECK(oar_dist_dp_no_sync(dp, false) == OAR_OK);
+    oar_jit_free(bad);
     oar_jit_free(jit);
     oar_dist_dp_free(dp);
     oar_release(x);

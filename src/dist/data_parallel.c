@@ -89,6 +89,11 @@ static oar_tensor *grad_ready(oar_tensor *g, void *user) {
     oar_dist_dp *dp = q->dp;
     dp_bucket *b = &dp->b[q->bucket];
     if (dp->err != OAR_OK) return NULL;
+    if (dp->no_sync && oar_is_tracing()) {
+        hook_error(dp, OAR_ERR_STATE, "data_parallel: a step is traced while no_sync is on, so its gradient of '%s' "
+                   "would never be averaged; turn no_sync off before compiling the step", q->name);
+        return NULL;
+    }
     if (dp->no_sync) { /* autograd adds it to .grad, as without data parallel */
         dp->accumulated = true;
         return NULL;
