@@ -1,7 +1,8 @@
 #!/bin/sh
 # Data-parallel scaling, oar beside PyTorch DDP (gloo) in one run: for each model and
-# repetition, oar 1 rank, oar 2 ranks, torch 1 rank, torch 2 ranks back to back (1 thread per
-# rank, same per-rank batch), then the allreduce table. JSON lines on stdout; a summary of
+# repetition, oar eager 1 and 2 ranks, oar compiled (--mode static: buckets made by the
+# compiler) 1 and 2 ranks, torch 1 and 2 ranks back to back (1 thread per rank, same per-rank
+# batch), then the allreduce table. JSON lines on stdout; a summary of
 # medians over repetitions (scaling efficiency = samples/s at 2 / (2 x samples/s at 1)) last.
 # Usage: bench/dist.sh [BUILD_DIR] [SHARED_DIR] [REPS]
 build=${1:-build}
@@ -16,6 +17,7 @@ for spec in "mlp 64 30" "resnet20 32 10" "gpt-mini 8 5"; do
   for r in $(seq 1 "$reps"); do
     for n in 1 2; do
       $mpirun -np $n "$build/bench_dist" train "$1" "$2" "$3" 2>/dev/null | grep '"bench"' | sed 's/^{/{"framework": "oar", /'
+      $mpirun -np $n "$build/bench_dist" train "$1" "$2" "$3" static 2>/dev/null | grep '"bench"' | sed 's/^{/{"framework": "oar-static", /'
       /usr/bin/python3 "$(dirname "$0")/dist_torch.py" "$shared" "$1" "$2" "$3" $n 2>/dev/null
     done
   done
@@ -26,7 +28,7 @@ import json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
 print("\nmodel      framework        1 rank samples/s   2 ranks samples/s   scaling   hidden (oar)")
 for model in ("mlp", "resnet20", "gpt-mini"):
-    for fw in ("oar", "torch-ddp-gloo"):
+    for fw in ("oar", "oar-static", "torch-ddp-gloo"):
         one = [r["samples_per_s"] for r in rows if r.get("model") == model and r.get("framework") == fw and r["ranks"] == 1]
         two = [r["samples_per_s"] for r in rows if r.get("model") == model and r.get("framework") == fw and r["ranks"] == 2]
         hid = [r["hidden_fraction"] for r in rows if r.get("model") == model and r.get("framework") == fw and r["ranks"] == 2 and "hidden_fraction" in r]

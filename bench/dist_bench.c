@@ -2,9 +2,10 @@
  *   dist_bench allreduce            per size: raw MPI_Allreduce on the main thread, oar's
  *                                   fixed rank-order allreduce and oar's MPI allreduce (both
  *                                   through the progress thread); median of 20, bus bandwidth
- *   dist_bench train MODEL B STEPS  data-parallel training steps of a zoo model on random data at
- *                                   per-rank batch B: samples/s over all ranks, and how much of
- *                                   the bucket communication was hidden behind backward
+ *   dist_bench train MODEL B STEPS [static]  data-parallel training steps of a zoo model on random
+ *                                   data at per-rank batch B: samples/s over all ranks, and how
+ *                                   much of the bucket communication was hidden behind backward;
+ *                                   static: the step compiled (buckets made by the compiler)
  * Run under mpirun (any N, 1 included); 1 thread per rank. */
 #include "oar.h"
 
@@ -74,7 +75,28 @@ static int allreduce(void) {
     return 0;
 }
 
-static int train(const char *name, int64_t batch, int steps) {
+typedef struct step_ctx {
+    oar_module *m;
+    oar_dist_dp *dp;
+    oar_optimizer *opt;
+    const oar_zoo_info *info;
+    int64_t batch, t;
+} step_ctx;
+
+static oar_status step_fn(void *user, oar_tensor *const *in, int n_in, oar_tensor **out, int n_out) {
+    (void)n_in;
+    (void)n_out;
+    step_ctx *c = user;
+    oar_optimizer_zero_grad(c->opt);
+    oar_tensor *logits = oar_forward(c->m, in[0]);
+    if (c->info->input == OAR_ZOO_TOKENS)
+        logits = oar_reshape(logits, (int64_t[]){c->batch * c->t, c->info->num_classes}, 2);
+    out[0] = oar_cross_entropy(logits, in[1], NULL);
+    oar_status st = out[0] ? oar_dist_dp_backward(c->dp, out[0]) : oar_last_status();
+    return st == OAR_OK ? oar_optimizer_step(c->opt) : st;
+}
+
+static int train(const char *name, int64_t batch, int steps, bool compiled) {
     const oar_zoo_info *info = oar_zoo_find(name);
     if (!info) die("unknown model");
     oar_manual_seed(1);
@@ -98,32 +120,49 @@ static int train(const char *name, int64_t batch, int steps) {
         x = info->input == OAR_ZOO_IMAGE ? oar_randn(img, 4, OAR_F32) : oar_randn(feat, 2, OAR_F32);
         y = oar_randint(0, info->num_classes, (int64_t[]){batch}, 1, OAR_I64);
     }
+    step_ctx c = {m, dp, opt, info, batch, t};
+    oar_jit *jit = NULL;
+    if (compiled) {
+        oar_input_spec specs[2] = {{oar_dtype_of(x), oar_ndim(x), {0}, "x"}, {OAR_I64, 1, {oar_shape(y)[0]}, "y"}};
+        memcpy(specs[0].shape, oar_shape(x), sizeof(int64_t) * (size_t)oar_ndim(x));
+        if (!(jit = oar_jit_to_static(step_fn, &c, &(oar_jit_opts){.specs = specs, .n_specs = 2, .module = m,
+                                                                   .optimizer = opt})))
+            die("compile");
+    }
     double *times = malloc(sizeof(double) * (size_t)steps);
     oar_dist_dp_stats before = {0};
+    oar_dist_program_stats pbefore = {0};
     for (int k = -3; k < steps; k++) {
-        if (k == 0) oar_dist_dp_get_stats(dp, &before);
+        if (k == 0) oar_dist_dp_get_stats(dp, &before), oar_dist_program_stats_get(&pbefore);
         double t0 = now();
         oar_scope_begin();
-        oar_optimizer_zero_grad(opt);
-        oar_tensor *logits = oar_forward(m, x);
-        if (info->input == OAR_ZOO_TOKENS) logits = oar_reshape(logits, (int64_t[]){batch * t, info->num_classes}, 2);
-        if (oar_dist_dp_backward(dp, oar_cross_entropy(logits, y, NULL)) != OAR_OK) die("step");
-        if (oar_optimizer_step(opt) != OAR_OK) die("optimizer");
+        oar_tensor *in[2] = {x, y}, *loss = NULL;
+        if ((jit ? oar_jit_call(jit, in, 2, &loss, 1) : step_fn(&c, in, 2, &loss, 1)) != OAR_OK) die("step");
+        if (jit) oar_release(loss);
         oar_scope_end();
         if (k >= 0) times[k] = now() - t0;
     }
     oar_dist_dp_stats after;
     oar_dist_dp_get_stats(dp, &after);
+    oar_dist_program_stats pafter;
+    oar_dist_program_stats_get(&pafter);
     double med = median(times, steps), comm = after.comm_seconds - before.comm_seconds;
     double exposed = after.exposed_seconds - before.exposed_seconds;
+    int buckets = after.n_buckets;
+    if (jit) {
+        comm = pafter.comm_seconds - pbefore.comm_seconds;
+        exposed = pafter.exposed_seconds - pbefore.exposed_seconds;
+        buckets = (int)((pafter.collectives - pbefore.collectives) / steps);
+    }
     int n = oar_dist_world_size();
     if (oar_dist_rank() == 0)
-        printf("{\"bench\": \"train\", \"model\": \"%s\", \"ranks\": %d, \"batch_per_rank\": %lld, \"step_ms\": %.2f, "
-               "\"step_ms_spread\": [%.2f, %.2f], \"samples_per_s\": %.1f, \"buckets\": %d, \"comm_ms_per_step\": %.3f, "
-               "\"exposed_ms_per_step\": %.3f, \"hidden_fraction\": %.3f}\n",
-               name, n, (long long)batch, 1e3 * med, 1e3 * times[0], 1e3 * times[steps - 1],
-               (double)(n * batch) / med, after.n_buckets, 1e3 * comm / steps, 1e3 * exposed / steps,
+        printf("{\"bench\": \"train\", \"model\": \"%s\", \"mode\": \"%s\", \"ranks\": %d, \"batch_per_rank\": %lld, "
+               "\"step_ms\": %.2f, \"step_ms_spread\": [%.2f, %.2f], \"samples_per_s\": %.1f, \"buckets\": %d, "
+               "\"comm_ms_per_step\": %.3f, \"exposed_ms_per_step\": %.3f, \"hidden_fraction\": %.3f}\n",
+               name, jit ? "static" : "eager", n, (long long)batch, 1e3 * med, 1e3 * times[0], 1e3 * times[steps - 1],
+               (double)(n * batch) / med, buckets, 1e3 * comm / steps, 1e3 * exposed / steps,
                comm > 0 ? 1.0 - exposed / comm : 0.0);
+    oar_jit_free(jit);
     free(times);
     oar_release(x);
     oar_release(y);
@@ -144,9 +183,9 @@ int main(int argc, char **argv) {
         }
         rc = allreduce();
     } else if (argc >= 5 && !strcmp(argv[1], "train")) {
-        rc = train(argv[2], atoll(argv[3]), atoi(argv[4]));
+        rc = train(argv[2], atoll(argv[3]), atoi(argv[4]), argc >= 6 && !strcmp(argv[5], "static"));
     } else {
-        fprintf(stderr, "usage: dist_bench allreduce | train MODEL BATCH STEPS\n");
+        fprintf(stderr, "usage: dist_bench allreduce | train MODEL BATCH STEPS [static]\n");
     }
     if (oar_dist_finalize() != OAR_OK) die("finalize");
     return rc;

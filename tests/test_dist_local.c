@@ -1,9 +1,13 @@
 /* src/dist in one process (no launcher, no MPI needed): the checks every collective makes, the
  * one-rank backend, data parallel over one rank (gradients as plain backward's, misuse named),
- * Fleet-style variables, and the loader's shard. The multi-rank behaviour is tests/dist. */
+ * compiled data parallel (the bucketing pass's program, the same bits as eager), no_sync,
+ * SyncBatchNorm over one rank (BatchNorm), Fleet-style variables, and the loader's shard. The
+ * multi-rank behaviour is tests/dist. */
 #include "test_util.h"
 
+#include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 static oar_module *small_mlp(void) {
     oar_module *layers[] = {oar_nn_linear(4, 6, true), oar_nn_activation(OAR_ACT_TANH, 0), oar_nn_linear(6, 2, true)};
@@ -123,6 +127,174 @@ static void data_parallel(void) {
     oar_module_free(twin);
 }
 
+/* ---- compiled data parallel in one rank: the program's buckets and the same gradients */
+typedef struct step_ctx {
+    oar_module *m;
+    oar_dist_dp *dp;
+    oar_tensor *x;
+} step_ctx;
+
+static oar_status dp_step(void *user, oar_tensor *const *in, int n_in, oar_tensor **out, int n_out) {
+    (void)n_in, (void)n_out;
+    step_ctx *c = user;
+    oar_module_zero_grad(c->m);
+    out[0] = oar_sum(oar_mul(oar_forward(c->m, in[0]), oar_forward(c->m, in[0])), NULL, 0, false);
+    return out[0] ? oar_dist_dp_backward(c->dp, out[0]) : oar_last_status();
+}
+
+static oar_status no_sync_step(void *user, oar_tensor *const *in, int n_in, oar_tensor **out, int n_out) {
+    (void)in, (void)n_in, (void)n_out;
+    step_ctx *c = user;
+    out[0] = NULL;
+    return oar_dist_dp_no_sync(c->dp, true);
+}
+
+static void compiled(bool bucketed) {
+    oar_manual_seed(6);
+    oar_module *m = small_mlp();
+    oar_manual_seed(6);
+    oar_module *twin = small_mlp();
+    /* 24-byte buckets: the gradients of 4 parameters in 4 buckets */
+    oar_dist_dp *dp = oar_dist_data_parallel(m, &(oar_dist_strategy){.first_bucket_MB = 24 / 1048576.0,
+                                                                       .fuse_grad_size_in_MB = 24 / 1048576.0});
+    CHECK(dp != NULL);
+    if (!dp) return;
+    step_ctx c = {m, dp, NULL};
+    oar_build_strategy bs = {0};
+    if (!bucketed) CHECK(oar_build_strategy_set(&bs, "bucket_allreduce", false) == OAR_OK);
+    oar_jit *jit = oar_jit_to_static(dp_step, &c, &(oar_jit_opts){.module = m, .strategy = bs});
+    CHECK(jit != NULL);
+    oar_dist_program_stats_reset();
+    oar_tensor *x = oar_randn((int64_t[]){5, 4}, 2, OAR_F32);
+    for (int step = 0; jit && step < 2; step++) {
+        oar_tensor *loss = NULL;
+        CHECK(oar_jit_call(jit, &x, 1, &loss, 1) == OAR_OK);
+        oar_release(loss);
+        oar_scope_begin();
+        oar_module_zero_grad(twin);
+        oar_tensor *y = oar_forward(twin, x);
+        CHECK(oar_backward(oar_sum(oar_mul(y, y), NULL, 0, false), NULL, false) == OAR_OK);
+        for (int i = 0; i < oar_module_num_parameters(m); i++) {
+            oar_tensor *g = oar_grad_get(oar_module_parameter(m, i, NULL));
+            oar_tensor *h = oar_grad_get(oar_module_parameter(twin, i, NULL));
+            CHECK(g && h && t_same_bits(g, h));
+        }
+        oar_scope_end();
+    }
+    char text[8192] = "";
+    if (jit) oar_jit_dump(jit, 0, text, sizeof text);
+    int starts = 0, waits = 0, singles = 0;
+    for (const char *p = text; (p = strstr(p, " = allreduce_start")); p++) starts++;
+    for (const char *p = text; (p = strstr(p, " = allreduce_wait[inplace]")); p++) waits++;
+    for (const char *p = text; (p = strstr(p, " = grad_allreduce")); p++) singles++;
+    oar_dist_program_stats ps;
+    CHECK(oar_dist_program_stats_get(&ps) == OAR_OK);
+    if (bucketed) {
+        CHECK(starts == 4 && waits == 4 && singles == 0 && ps.collectives == 8 && ps.bytes == 2 * 4 * 44);
+    } else { /* the pass switched off: one synchronous node per gradient, the same results */
+        CHECK(starts == 0 && waits == 0 && singles == 4 && ps.collectives == 8);
+    }
+    if (starts + singles == 0) printf("%s\n", text);
+    /* no_sync cannot run inside a traced step */
+    oar_jit *bad = oar_jit_to_static(no_sync_step, &c, &(oar_jit_opts){.module = m});
+    oar_tensor *none = NULL;
+    CHECK(bad != NULL);
+    CHECK(bad && oar_jit_call(bad, &x, 1, &none, 1) != OAR_OK && strstr(oar_last_error(), "accumulate eagerly"));
+    oar_jit_free(bad);
+    /* no_sync left on when a step is compiled: refused, naming a parameter */
+    CHECK(oar_dist_dp_no_sync(dp, true) == OAR_OK);
+    bad = oar_jit_to_static(dp_step, &c, &(oar_jit_opts){.module = m});
+    CHECK(bad && oar_jit_call(bad, &x, 1, &none, 1) != OAR_OK && strstr(oar_last_error(), "while no_sync is on"));
+    CHECK(oar_dist_dp_no_sync(dp, false) == OAR_OK);
+    oar_jit_free(bad);
+    oar_jit_free(jit);
+    oar_dist_dp_free(dp);
+    oar_release(x);
+    oar_module_free(m);
+    oar_module_free(twin);
+}
+
+/* ---- no_sync in one rank: the accumulated gradients of plain backward, bit for bit */
+static void no_sync(void) {
+    oar_manual_seed(8);
+    oar_module *m = small_mlp();
+    oar_manual_seed(8);
+    oar_module *twin = small_mlp();
+    oar_dist_dp *dp = oar_dist_data_parallel(m, NULL);
+    CHECK(dp != NULL);
+    if (!dp) return;
+    oar_tensor *x[3] = {oar_randn((int64_t[]){5, 4}, 2, OAR_F32), oar_randn((int64_t[]){3, 4}, 2, OAR_F32),
+                        oar_randn((int64_t[]){4, 4}, 2, OAR_F32)};
+    oar_scope_begin();
+    for (int step = 0; step < 2; step++) {
+        oar_module_zero_grad(m);
+        oar_module_zero_grad(twin);
+        for (int k = 0; k < 3; k++) {
+            CHECK(oar_dist_dp_no_sync(dp, k < 2) == OAR_OK);
+            CHECK(oar_dist_dp_backward(dp, oar_sum(oar_forward(m, x[k]), NULL, 0, false)) == OAR_OK);
+            CHECK(oar_backward(oar_sum(oar_forward(twin, x[k]), NULL, 0, false), NULL, false) == OAR_OK);
+        }
+        for (int i = 0; i < oar_module_num_parameters(m); i++) {
+            oar_tensor *g = oar_grad_get(oar_module_parameter(m, i, NULL));
+            oar_tensor *h = oar_grad_get(oar_module_parameter(twin, i, NULL));
+            CHECK(g && h && t_same_bits(g, h));
+        }
+    }
+    oar_dist_dp_stats st;
+    CHECK(oar_dist_dp_get_stats(dp, &st) == OAR_OK && st.steps == 2 && st.launched_in_backward == 2);
+    oar_scope_end();
+    CHECK_ERR(oar_dist_dp_no_sync(NULL, true), "the handle is NULL");
+    for (int k = 0; k < 3; k++) oar_release(x[k]);
+    oar_dist_dp_free(dp);
+    oar_module_free(m);
+    oar_module_free(twin);
+}
+
+/* ---- SyncBatchNorm over one rank is BatchNorm */
+static void sync_batch_norm(void) {
+    CHECK_ERR(oar_dist_sync_batch_norm(0, 1e-5, 0.1), "expected features >= 1, eps > 0 and 0 <= momentum <= 1");
+    oar_module *s = oar_dist_sync_batch_norm(3, 1e-5, 0.1), *b = oar_nn_batch_norm2d(3, 1e-5, 0.1, true, true);
+    CHECK(s && b);
+    if (!s || !b) return;
+    oar_manual_seed(9);
+    oar_tensor *x = oar_randn((int64_t[]){4, 3, 2, 5}, 4, OAR_F32), *w = oar_randn((int64_t[]){4, 3, 2, 5}, 4, OAR_F32);
+    oar_scope_begin();
+    oar_tensor *xs = t_leaf_copy(x), *xb = t_leaf_copy(x);
+    oar_tensor *ys = oar_forward(s, xs), *yb = oar_forward(b, xb);
+    CHECK(ys && yb && oar_backward(oar_sum(oar_mul(ys, w), NULL, 0, false), NULL, false) == OAR_OK &&
+          oar_backward(oar_sum(oar_mul(yb, w), NULL, 0, false), NULL, false) == OAR_OK);
+    double dy = 0, dx = 0, dw = 0, dstat = 0;
+    for (int64_t i = 0; ys && yb && i < oar_numel(x); i++) {
+        dy = fmax(dy, fabs(t_at(ys, i) - t_at(yb, i)));
+        dx = fmax(dx, fabs(t_at(oar_grad_get(xs), i) - t_at(oar_grad_get(xb), i)));
+    }
+    const char *stats[3] = {"weight", "running_mean", "running_var"};
+    for (int i = 0; i < 3; i++) {
+        dw = fmax(dw, fabs(t_at(oar_grad_get(oar_module_get(s, "weight")), i) -
+                           t_at(oar_grad_get(oar_module_get(b, "weight")), i)));
+        for (int k = 1; k < 3; k++)
+            dstat = fmax(dstat, fabs(t_at(oar_module_get(s, stats[k]), i) - t_at(oar_module_get(b, stats[k]), i)));
+    }
+    CHECK(dy < 1e-5 && dx < 1e-5 && dw < 1e-4 && dstat < 1e-6);
+    if (!(dy < 1e-5 && dx < 1e-5 && dw < 1e-4 && dstat < 1e-6))
+        printf("sync_batch_norm: |dy| %g |dx| %g |dweight| %g |dstats| %g\n", dy, dx, dw, dstat);
+    CHECK(t_at(oar_module_get(s, "num_batches_tracked"), 0) == 1);
+    /* evaluation: the running statistics (equal to within their rounding above) */
+    oar_module_train(s, false);
+    oar_module_train(b, false);
+    ys = oar_forward(s, x), yb = oar_forward(b, x);
+    double de = ys && yb ? 0 : 1;
+    for (int64_t i = 0; ys && yb && i < oar_numel(x); i++) de = fmax(de, fabs(t_at(ys, i) - t_at(yb, i)));
+    CHECK(de < 1e-5);
+    CHECK_ERR(oar_forward(s, oar_zeros((int64_t[]){2, 4}, 2, OAR_F32)),
+              "SyncBatchNorm: expected an f32 input of shape [N, 3, ...] (num_features = 3), got f32 with 2 dims and 4 channels");
+    oar_scope_end();
+    oar_release(x);
+    oar_release(w);
+    oar_module_free(s);
+    oar_module_free(b);
+}
+
 static void shard(void) {
     oar_tensor *x = oar_zeros((int64_t[]){10, 1}, 2, OAR_F32), *idx = oar_arange(0, 10, 1, OAR_I64);
     oar_dataset *d = oar_dataset_tensors(x, idx);
@@ -155,6 +327,10 @@ int main(void) {
     before_init();
     collectives();
     data_parallel();
+    compiled(true);
+    compiled(false);
+    no_sync();
+    sync_batch_norm();
     shard();
     CHECK(oar_dist_finalize() == OAR_OK && !oar_dist_initialized());
     printf("test_dist_local: %d passed, %d failed\n", t_passed, t_failed);

@@ -96,6 +96,13 @@ OAR_API oar_dist_dp *oar_dist_data_parallel(oar_module *m, const oar_dist_strate
  * of its bucket). A parameter no rank used keeps no gradient, as in one process. Call
  * oar_optimizer_zero_grad before each backward. */
 OAR_API oar_status oar_dist_dp_sync(oar_dist_dp *dp);
+/* Gradient accumulation (PyTorch DDP's no_sync): while on, backward adds each rank's local
+ * gradients into .grad as without data parallel and oar_dist_dp_sync sends nothing; the first
+ * backward after turning it off adds its gradients to the accumulated ones, averages the sums
+ * across ranks in the buckets as usual, and leaves them in .grad. So k-1 backward calls under
+ * no_sync and one without give the average over ranks of the k-micro-batch sums, one allreduce
+ * per step. Eager only (a compiled step starts from zero_grad at every run). */
+OAR_API oar_status oar_dist_dp_no_sync(oar_dist_dp *dp, bool on);
 /* oar_backward(loss) followed by oar_dist_dp_sync. */
 OAR_API oar_status oar_dist_dp_backward(oar_dist_dp *dp, oar_tensor *loss);
 
@@ -112,6 +119,31 @@ OAR_API oar_status oar_dist_dp_get_stats(const oar_dist_dp *dp, oar_dist_dp_stat
 OAR_API int64_t oar_dist_dp_bucket_numel(const oar_dist_dp *dp, int i);
 OAR_API int oar_dist_dp_bucket_params(const oar_dist_dp *dp, int i);
 OAR_API void oar_dist_dp_free(oar_dist_dp *dp);
+
+/* SyncBatchNorm (PyTorch's): batch norm over [N, features, ...] f32 inputs whose training
+ * statistics (mean, biased variance) cover the global batch of all ranks, so N ranks at batch B
+ * normalize, and learn, as one process at batch N*B (to within rounding). Parameters weight,
+ * bias and buffers running_mean, running_var, num_batches_tracked as BatchNorm's (checkpoints
+ * interchange); evaluation uses the running statistics. Each training forward is a collective:
+ * every rank runs it, in the same order. In a one-rank world it is BatchNorm. Eager. */
+OAR_API oar_module *oar_dist_sync_batch_norm(int64_t features, double eps, double momentum);
+
+/* Compiled data parallel: a training step traced with oar_jit_to_static that calls
+ * oar_dist_dp_backward (or oar_backward then oar_dist_dp_sync) records a grad_allreduce node per
+ * gradient; the bucketing pass (bucket_allreduce) groups them, in the order backward produces
+ * them, into buckets of the strategy's sizes and starts each bucket's allreduce right after its
+ * last gradient, waiting only before the first node that reads one (the optimizer), so
+ * communication overlaps the rest of backward as in eager mode. The reduction is the same
+ * fixed-order average: compiled and eager data parallel give the same bits. These counters
+ * cover every bucket that programs ran in this process since the last reset. */
+typedef struct oar_dist_program_stats {
+    int64_t collectives;      /* bucket allreduces started by program nodes */
+    int64_t bytes;            /* their payload */
+    double comm_seconds;      /* summed time from each start to its completion */
+    double exposed_seconds;   /* time the waiting nodes blocked (communication not hidden) */
+} oar_dist_program_stats;
+OAR_API oar_status oar_dist_program_stats_get(oar_dist_program_stats *out);
+OAR_API void oar_dist_program_stats_reset(void);
 
 /* The loader's share of each epoch for rank `rank` of `count` (set before the first epoch).
  * Global batch k is batch_size * count consecutive samples of the epoch's order (shuffled

@@ -87,6 +87,10 @@ size_t oar_dist_dtype_size(oar_dtype dt);
 oar_comm *oar_dist_world_comm(void);
 double oar_dist_collective_timeout(void);
 
+/* program_collectives.c: the backend of the compiled allreduce ops (ops/collective.h), installed
+ * by init while the world exists (on), removed by finalize after its works completed (off). */
+void oar_dist_program_collectives_install(bool on);
+
 /* Backends. */
 oar_comm *oar_comm_local_new(void);           /* one rank: collectives are copies */
 #ifdef OAR_HAVE_MPI

@@ -8,8 +8,13 @@
  * in starts its allreduce at once. A bucket also carries one "used" flag per parameter:
  * sync sends the buckets still open with zeros for parameters this rank did not use, so an
  * unused parameter never hangs the job, and the averaged flag says whether any rank used it
- * (if none did, the parameter keeps no gradient, exactly as in one process). No graph walk. */
+ * (if none did, the parameter keeps no gradient, exactly as in one process). No graph walk.
+ *
+ * While a step is traced (oar_jit_to_static) the hook records a grad_allreduce node instead,
+ * carrying the parameter's name and the bucket sizes; the bucketing pass of the compiler
+ * (graph/passes/bucket_allreduce.c) groups those into buckets in production order. */
 #include "dist/comm.h"
+#include "ops/collective.h"
 #include "tensor/tensor.h"
 
 #include <stdio.h>
@@ -47,6 +52,9 @@ struct oar_dist_dp {
     oar_status err;       /* raised in a hook, reported by sync */
     char err_msg[512];
     oar_dist_dp_stats stats;
+    double first_cap, cap; /* bucket capacities in bytes */
+    bool no_sync;          /* backward accumulates local gradients in .grad; nothing is sent */
+    bool accumulated;      /* some backward ran under no_sync since the last sync */
 };
 
 static uint64_t fnv(uint64_t h, const void *p, size_t n) {
@@ -81,10 +89,51 @@ static oar_tensor *grad_ready(oar_tensor *g, void *user) {
     oar_dist_dp *dp = q->dp;
     dp_bucket *b = &dp->b[q->bucket];
     if (dp->err != OAR_OK) return NULL;
+    if (dp->no_sync && oar_is_tracing()) {
+        hook_error(dp, OAR_ERR_STATE, "data_parallel: a step is traced while no_sync is on, so its gradient of '%s' "
+                   "would never be averaged; turn no_sync off before compiling the step", q->name);
+        return NULL;
+    }
+    if (dp->no_sync) { /* autograd adds it to .grad, as without data parallel */
+        dp->accumulated = true;
+        return NULL;
+    }
+    if (oar_is_tracing()) { /* a compiled step: a node per gradient, bucketed by the compiler */
+        if (q->ready) {
+            hook_error(dp, OAR_ERR_STATE, "data_parallel: parameter '%s' got a second gradient in the traced step; "
+                       "one backward per step", q->name);
+            return NULL;
+        }
+        q->ready = true;
+        oar_tensor *avg = oar_grad_allreduce(g, q->name, (int)(q - dp->params), (int64_t)dp->cap,
+                                             (int64_t)dp->first_cap, !dp->s.mpi_allreduce);
+        if (!avg && dp->err == OAR_OK) {
+            dp->err = oar_last_status();
+            snprintf(dp->err_msg, sizeof dp->err_msg, "data_parallel: recording the allreduce of '%s' failed: %s",
+                     q->name, oar_last_error());
+        }
+        return avg;
+    }
+    if (!q->ready && q->p->grad && dp->accumulated) { /* the step after no_sync: local sum, then send */
+        oar_tensor *acc = q->p->grad;
+        q->p->grad = NULL;
+        oar_tensor *sum = oar_add(acc, g); /* in the order autograd's .grad += g adds */
+        oar_status st = sum ? oar_tensor_copy_strided(q->view, sum) : oar_last_status();
+        oar_tensor_unref(acc);
+        if (st != OAR_OK || !sum) {
+            hook_error(dp, OAR_ERR_STATE, "data_parallel: adding the gradient of '%s' to the one accumulated under "
+                       "no_sync failed", q->name);
+            return NULL;
+        }
+        q->ready = true;
+        used_flags(b)[q->slot] = 1.0f;
+        if (++b->n_ready == b->n_params) launch(dp, b, true);
+        return oar_track(oar_tensor_alias(q->view));
+    }
     if (q->ready || q->p->grad) {
         hook_error(dp, OAR_ERR_STATE, "data_parallel: parameter '%s' got a second gradient before the sync (it "
                    "already holds one); call oar_optimizer_zero_grad before each backward and oar_dist_dp_sync "
-                   "after it (accumulating over several backward calls is not supported yet)", q->name);
+                   "after it (to accumulate over several backward calls, run all but the last under oar_dist_dp_no_sync)", q->name);
         return NULL;
     }
     if (!g->storage || oar_tensor_copy_strided(q->view, g) != OAR_OK) {
@@ -142,6 +191,8 @@ static oar_status plan_buckets(oar_dist_dp *dp, uint64_t *model_sig, int64_t *to
     if (!dp->params || !dp->b) return oar_error(OAR_ERR_OOM, "data_parallel: out of memory");
     double first_cap = (dp->s.first_bucket_MB > 0 ? dp->s.first_bucket_MB : 1.0) * 1048576.0;
     double cap = (dp->s.fuse_grad_size_in_MB > 0 ? dp->s.fuse_grad_size_in_MB : 32.0) * 1048576.0;
+    dp->first_cap = first_cap;
+    dp->cap = cap;
     *model_sig = 14695981039346656037ull;
     *total = 0;
     for (int i = np - 1; i >= 0; i--) {
@@ -230,6 +281,7 @@ oar_dist_dp *oar_dist_data_parallel(oar_module *m, const oar_dist_strategy *stra
 }
 
 static void reset_step(oar_dist_dp *dp) {
+    dp->accumulated = false;
     for (int k = 0; k < dp->n; k++) dp->params[k].ready = false;
     for (int k = 0; k < dp->nb; k++) {
         dp->b[k].n_ready = 0;
@@ -240,6 +292,12 @@ static void reset_step(oar_dist_dp *dp) {
 
 oar_status oar_dist_dp_sync(oar_dist_dp *dp) {
     if (!dp) return oar_error(OAR_ERR_INVALID_ARG, "dist_dp_sync: the handle is NULL");
+    if (oar_is_tracing()) { /* the program's allreduce nodes do the work at every run */
+        oar_status st = dp->err != OAR_OK ? oar_error(dp->err, "%s", dp->err_msg) : OAR_OK;
+        reset_step(dp);
+        return st;
+    }
+    if (dp->no_sync) return OAR_OK; /* gradients stay local until a sync outside no_sync */
     double t0 = oar_dist_now();
     /* every bucket is sent, even after an error here: the other ranks send theirs, and the
      * buckets of later steps must pair with the same step's */
@@ -249,6 +307,16 @@ oar_status oar_dist_dp_sync(oar_dist_dp *dp) {
         for (int j = 0; j < b->n_params; j++) { /* unused here: zeros, flag 0 */
             dp_param *q = &dp->params[b->first + j];
             if (q->ready) continue;
+            if (q->p->grad && dp->accumulated) { /* used only in the no_sync backward calls */
+                oar_tensor *acc = q->p->grad;
+                q->p->grad = NULL;
+                if (oar_tensor_copy_strided(q->view, acc) != OAR_OK)
+                    hook_error(dp, OAR_ERR_STATE, "dist_dp_sync: copying the accumulated gradient of '%s' failed",
+                               q->name);
+                oar_tensor_unref(acc);
+                used_flags(b)[j] = 1.0f;
+                continue;
+            }
             if (q->p->grad)
                 hook_error(dp, OAR_ERR_STATE, "dist_dp_sync: parameter '%s' holds a gradient from before this "
                            "backward; call oar_optimizer_zero_grad before each backward", q->name);
@@ -285,6 +353,16 @@ oar_status oar_dist_dp_sync(oar_dist_dp *dp) {
     reset_step(dp);
     dp->stats.exposed_seconds += oar_dist_now() - t0;
     dp->stats.steps++;
+    return OAR_OK;
+}
+
+oar_status oar_dist_dp_no_sync(oar_dist_dp *dp, bool on) {
+    if (!dp) return oar_error(OAR_ERR_INVALID_ARG, "dist_dp_no_sync: the handle is NULL");
+    if (on && oar_is_tracing())
+        return oar_error(OAR_ERR_UNSUPPORTED, "dist_dp_no_sync: gradients cannot accumulate across calls of a compiled "
+                                              "step (each run starts from zero_grad); accumulate eagerly, or trace "
+                                              "one step over the whole batch");
+    dp->no_sync = on;
     return OAR_OK;
 }
 

@@ -131,6 +131,7 @@ oar_status oar_dist_init(const oar_dist_opts *opts) {
             oar_liveness_stop();
             return oar_last_status();
         }
+        oar_dist_program_collectives_install(true);
         return OAR_OK;
     }
 #else
@@ -139,6 +140,7 @@ oar_status oar_dist_init(const oar_dist_opts *opts) {
                          "without MPI; install libopenmpi-dev and rebuild (cmake reports MPI: found)", size);
 #endif
     G.world = oar_comm_local_new();
+    if (G.world) oar_dist_program_collectives_install(true);
     return G.world ? OAR_OK : oar_last_status();
 }
 
@@ -147,6 +149,7 @@ oar_status oar_dist_finalize(void) {
     if (!c) return OAR_OK;
     char why[320];
     oar_status st = oar_liveness_dead(why, sizeof why) >= 0 ? oar_error(OAR_ERR_IO, "dist_finalize: %s", why) : OAR_OK;
+    oar_dist_program_collectives_install(false);
     if (st == OAR_OK && c->size > 1) st = oar_dist_wait(oar_dist_barrier());
     bool clean = st == OAR_OK;
     if (clean) oar_liveness_ending();

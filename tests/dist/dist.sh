@@ -38,6 +38,7 @@ for n in 2 3; do
   run $n unused; expect_ok "unused parameters, $n ranks"
 done
 run 2 buckets; expect_ok "bucket sizes and overlap"
+run 2 cbuckets; expect_ok "compiled data parallel: buckets and overlap"
 
 # N ranks at batch 8 against one process at batch 8N over 200 steps (the bound of docs/dist.md),
 # and a repeated run bit for bit
@@ -47,7 +48,28 @@ run 2 train 200 8 "$dir/two_a"; expect_ok "2 ranks, batch 8"
 run 2 train 200 8 "$dir/two_b"; expect_ok "2 ranks, batch 8, again"
 run 3 train 200 8 "$dir/three"; expect_ok "3 ranks, batch 8"
 run 3 train 200 8 "$dir/three_b"; expect_ok "3 ranks, batch 8, again"
-for pair in "two_a two_b 0 0" "three three_b 0 0" "one16 two_a 1e-3 1e-4" "one24 three 1e-3 1e-4"; do
+# compiled data parallel (the step traced, its allreduces bucketed by the compiler): the same bits
+# as eager data parallel at 2 and 3 ranks, and as the eager step in one process
+"$worker" train 200 16 "$dir/one16s" static >"$dir/out" 2>&1 || fail "one process, batch 16, compiled"
+run 2 train 200 8 "$dir/two_s" static; expect_ok "2 ranks, batch 8, compiled"
+run 3 train 200 8 "$dir/three_s" static; expect_ok "3 ranks, batch 8, compiled"
+# gradient accumulation: 2 ranks x 2 micro-batches of 8 (the first under no_sync) against one
+# process x 2 micro-batches of 16
+"$worker" train 100 16 "$dir/one16acc" accum2 >"$dir/out" 2>&1 || fail "one process, 2 micro-batches of 16"
+run 2 train 100 8 "$dir/two_acc" accum2; expect_ok "2 ranks, 2 micro-batches of 8 (no_sync)"
+# SyncBatchNorm: 2 ranks x 8 against one process with BatchNorm x 16 (the merged batch); per-rank
+# BatchNorm at 2 ranks must NOT match it (the statistics of 8 samples differ), or the check is blind
+"$worker" syncbn 60 16 "$dir/bn16" plain >"$dir/out" 2>&1 || fail "one process, BatchNorm, batch 16"
+"$worker" syncbn 60 16 "$dir/sbn16" >"$dir/out" 2>&1 || fail "one process, SyncBatchNorm, batch 16"
+run 2 syncbn 60 8 "$dir/two_sbn"; expect_ok "2 ranks, SyncBatchNorm, batch 8"
+run 2 syncbn 60 8 "$dir/two_bn" plain; expect_ok "2 ranks, per-rank BatchNorm, batch 8"
+if "$worker" compare "$dir/bn16" "$dir/two_bn" 1e-5 1e-6 >"$dir/out" 2>&1; then
+  fail "per-rank BatchNorm matched the merged batch: the SyncBatchNorm check cannot fail"
+else
+  sed -n "s|$dir/||g; s/^compare/per-rank BatchNorm (expected to differ): compare/p" "$dir/out"
+fi
+for pair in "bn16 sbn16 1e-5 1e-6" "bn16 two_sbn 1e-5 1e-6" "one16acc two_acc 1e-3 1e-4" "two_a two_b 0 0" "three three_b 0 0" "one16 two_a 1e-3 1e-4" "one24 three 1e-3 1e-4" \
+            "one16 one16s 0 0" "two_a two_s 0 0" "three three_s 0 0"; do
   set -- $pair
   "$worker" compare "$dir/$1" "$dir/$2" "$3" "$4" >"$dir/out" 2>&1 && sed "s|$dir/||g" "$dir/out" || fail "compare $pair"
 done

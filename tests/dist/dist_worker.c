@@ -1,9 +1,17 @@
 /* The program the distributed tests launch (dist.sh runs it under mpirun, and alone as the
  * one-process reference). Modes:
- *   train STEPS BATCH OUT [mpi]  an MLP trained data parallel on a fixed synthetic set, loader
- *                                sharded by rank, gradients clipped to a global norm; rank 0
+ *   train STEPS BATCH OUT [mpi|static|accumK]  an MLP trained data parallel on a fixed synthetic set,
+ *                                loader sharded by rank, gradients clipped to a global norm; rank 0
  *                                writes each step's global loss and clip norm and the final
- *                                parameters (%a, exact) to OUT
+ *                                parameters (%a, exact) to OUT. static: the step compiled
+ *                                (oar_jit_to_static), its allreduces bucketed by the compiler;
+ *                                accumK: each step accumulates K micro-batches (K-1 under no_sync)
+ *   syncbn STEPS BATCH OUT [plain]  linear, SyncBatchNorm, tanh, linear trained data parallel;
+ *                                OUT as for train, with the running statistics after the
+ *                                parameters; plain: BatchNorm instead (the one-process reference)
+ *   cbuckets                     compiled data parallel: the program's buckets as configured, each
+ *                                started before backward ends (overlap), waits just before the
+ *                                optimizer
  *   sampler                      every sample once per epoch across ranks, in the order of one
  *                                process at batch N*B
  *   buckets                      bucket count and sizes as configured; every bucket launched
@@ -101,7 +109,72 @@ static void expect_identical_params(oar_module *m) {
     free(mine);
 }
 
-static int train(int steps, int64_t batch, const char *out, bool mpi_allreduce, int kill_at, const char *killfile) {
+/* One training step, run eagerly or compiled: the same code either way. */
+typedef struct train_ctx {
+    oar_module *m;
+    oar_dist_dp *dp;
+    oar_optimizer *opt;
+    oar_tensor **params;
+    int np;
+} train_ctx;
+
+static oar_status train_step(void *user, oar_tensor *const *in, int n_in, oar_tensor **out, int n_out) {
+    (void)n_in;
+    (void)n_out;
+    train_ctx *c = user;
+    oar_optimizer_zero_grad(c->opt);
+    oar_tensor *loss = oar_cross_entropy(oar_forward(c->m, in[0]), in[1], NULL);
+    oar_status st = loss ? oar_dist_dp_backward(c->dp, loss) : oar_last_status();
+    oar_tensor *norm = st == OAR_OK ? oar_clip_grad_norm_total(c->params, c->np, 1.0, 2.0) : NULL;
+    if (st == OAR_OK && !norm) st = oar_last_status();
+    if (st == OAR_OK) st = oar_optimizer_step(c->opt);
+    out[0] = loss;
+    out[1] = norm;
+    return st;
+}
+
+static oar_jit *compile_train_step(train_ctx *c, oar_tensor *x, oar_tensor *y) {
+    oar_input_spec specs[2] = {{oar_dtype_of(x), 2, {-1, oar_shape(x)[1]}, "x"}, {oar_dtype_of(y), 1, {-1}, "y"}};
+    oar_jit_opts jo = {.specs = specs, .n_specs = 2, .module = c->m, .optimizer = c->opt};
+    return oar_jit_to_static(train_step, c, &jo);
+}
+
+/* An optimizer step over accum micro-batches: all but the last backward under no_sync (local
+ * accumulation), the last one averages the sums across ranks. Eager. */
+static oar_status accum_micro_step(train_ctx *c, oar_tensor *x, oar_tensor *y, int micro, int accum,
+                                   oar_tensor **res) {
+    if (micro == 0) oar_optimizer_zero_grad(c->opt);
+    oar_tensor *loss = oar_cross_entropy(oar_forward(c->m, x), y, NULL);
+    if (!loss) return oar_last_status();
+    if (micro < accum - 1) {
+        oar_status st = oar_dist_dp_no_sync(c->dp, true);
+        if (st == OAR_OK) st = oar_dist_dp_backward(c->dp, loss);
+        oar_status st2 = oar_dist_dp_no_sync(c->dp, false);
+        return st != OAR_OK ? st : st2;
+    }
+    oar_status st = oar_dist_dp_backward(c->dp, loss);
+    oar_tensor *norm = st == OAR_OK ? oar_clip_grad_norm_total(c->params, c->np, 1.0, 2.0) : NULL;
+    if (st == OAR_OK && !norm) st = oar_last_status();
+    if (st == OAR_OK) st = oar_optimizer_step(c->opt);
+    res[0] = loss;
+    res[1] = norm;
+    return st;
+}
+
+/* kill mode: a survivor's failure, with the time since the victim wrote its clock before dying */
+static void report_death(const char *killfile, double t_sync) {
+    FILE *k = fopen(killfile, "r");
+    double killed = 0;
+    if (k && fscanf(k, "%lf", &killed) == 1)
+        printf("rank %d: detected after %.0f ms: %s\n", oar_dist_rank(), wall_ms() - killed, oar_last_error());
+    else
+        printf("rank %d: detected (sync began %.0f ms ago): %s\n", oar_dist_rank(), wall_ms() - t_sync, oar_last_error());
+    fflush(stdout);
+    exit(3);
+}
+
+static int train(int steps, int64_t batch, const char *out, bool mpi_allreduce, bool compiled, int accum,
+                 int kill_at, const char *killfile) {
     oar_dataset *d = synthetic(192);
     oar_manual_seed(7 + (uint64_t)oar_dist_rank()); /* different inits: the broadcast must fix them */
     oar_module *m = mlp(8, 32, 4);
@@ -117,8 +190,11 @@ static int train(int steps, int64_t batch, const char *out, bool mpi_allreduce, 
     int np = oar_module_num_parameters(m);
     oar_tensor **params = malloc(sizeof(oar_tensor *) * (size_t)np);
     for (int i = 0; i < np; i++) params[i] = oar_module_parameter(m, i, NULL);
+    train_ctx ctx = {m, dp, opt, params, np};
+    oar_jit *jit = NULL;
     FILE *f = oar_dist_rank() == 0 && out ? fopen(out, "w") : NULL;
-    int step = 0;
+    int step = 0, micro = 0;
+    oar_dist_program_stats_reset();
     for (int64_t epoch = 0; step < steps; epoch++) {
         MUST(oar_loader_start_epoch(l, epoch));
         oar_tensor *x, *y;
@@ -131,33 +207,35 @@ static int train(int steps, int64_t batch, const char *out, bool mpi_allreduce, 
                 raise(SIGKILL);
             }
             oar_scope_begin();
-            oar_optimizer_zero_grad(opt);
-            oar_tensor *loss = oar_cross_entropy(oar_forward(m, x), y, NULL);
+            oar_tensor *res[2] = {NULL, NULL}, *batch[2] = {x, y};
             double t_sync = wall_ms();
-            st = oar_dist_dp_backward(dp, loss);
-            if (st != OAR_OK) {
-                if (kill_at >= 0) {
-                    FILE *k = fopen(killfile, "r");
-                    double killed = 0;
-                    if (k && fscanf(k, "%lf", &killed) == 1)
-                        printf("rank %d: detected after %.0f ms: %s\n", oar_dist_rank(), wall_ms() - killed,
-                               oar_last_error());
-                    else
-                        printf("rank %d: detected (sync began %.0f ms ago): %s\n", oar_dist_rank(),
-                               wall_ms() - t_sync, oar_last_error());
-                    fflush(stdout);
-                    exit(3);
+            if (compiled && !jit) MUST((jit = compile_train_step(&ctx, x, y)) ? OAR_OK : oar_last_status());
+            if (accum > 1) {
+                MUST(accum_micro_step(&ctx, x, y, micro, accum, res));
+                if (++micro < accum) { /* accumulated locally; the step ends with the last micro-batch */
+                    oar_scope_end();
+                    oar_release(x);
+                    oar_release(y);
+                    continue;
                 }
-                MUST(st);
+                micro = 0;
             }
+            st = jit ? oar_jit_call(jit, batch, 2, res, 2) : accum > 1 ? OAR_OK : train_step(&ctx, batch, 2, res, 2);
+            if (st != OAR_OK && kill_at >= 0) report_death(killfile, t_sync);
+            MUST(st);
             double norm = 0, gl = 0;
-            MUST(oar_clip_grad_norm(params, np, 1.0, 2.0, &norm));
-            MUST(oar_optimizer_step(opt));
-            oar_tensor *lg = oar_detach(loss);
-            oar_tensor *global = oar_from_data(oar_data(lg), NULL, 0, OAR_F32);
-            MUST(oar_dist_wait(oar_dist_allreduce(global, OAR_DIST_AVG, true)));
+            MUST(oar_item(res[1], &norm));
+            oar_tensor *global = oar_from_data(oar_data(res[0]), NULL, 0, OAR_F32);
+            /* the dead rank may have left during this step's loss average rather than its buckets */
+            st = oar_dist_wait(oar_dist_allreduce(global, OAR_DIST_AVG, true));
+            if (st != OAR_OK && kill_at >= 0) report_death(killfile, t_sync);
+            MUST(st);
             MUST(oar_item(global, &gl));
             if (f) fprintf(f, "step %d loss %a norm %a\n", step, (float)gl, norm);
+            if (jit) {
+                oar_release(res[0]);
+                oar_release(res[1]);
+            }
             oar_scope_end();
             oar_release(x);
             oar_release(y);
@@ -175,10 +253,18 @@ static int train(int steps, int64_t batch, const char *out, bool mpi_allreduce, 
     }
     oar_dist_dp_stats ds;
     oar_dist_dp_get_stats(dp, &ds);
-    if (oar_dist_rank() == 0)
+    oar_dist_program_stats ps;
+    oar_dist_program_stats_get(&ps);
+    if (oar_dist_rank() == 0 && !jit)
         printf("train: %d ranks, %d buckets, %lld steps, %lld launched in backward, %lld at sync, comm %.3f s, "
                "exposed %.3f s\n", oar_dist_world_size(), ds.n_buckets, (long long)ds.steps,
                (long long)ds.launched_in_backward, (long long)ds.launched_at_sync, ds.comm_seconds, ds.exposed_seconds);
+    if (oar_dist_rank() == 0 && jit)
+        printf("train (compiled): %d ranks, %lld bucket allreduces by the program, comm %.3f s, exposed %.3f s\n",
+               oar_dist_world_size(), (long long)ps.collectives, ps.comm_seconds, ps.exposed_seconds);
+    if (jit) EXPECT(ps.collectives > 0 && ds.steps == 0, "compiled: %lld program allreduces, %lld eager syncs",
+                    (long long)ps.collectives, (long long)ds.steps);
+    oar_jit_free(jit);
     free(params);
     oar_loader_free(l);
     oar_optimizer_free(opt);
@@ -291,6 +377,179 @@ static int buckets(void) {
     oar_dist_dp_free(dp);
     oar_optimizer_free(opt);
     oar_module_free(m);
+    return 0;
+}
+
+/* Compiled data parallel: the same model and strategy as buckets(), its step compiled. The
+ * compiler groups gradients in the order backward makes them, so the membership may differ
+ * from the eager buckets (reverse parameter order); the sizes obey the same capacities. */
+typedef struct cb_ctx {
+    oar_module *m;
+    oar_dist_dp *dp;
+    oar_optimizer *opt;
+} cb_ctx;
+
+static oar_status cb_step(void *user, oar_tensor *const *in, int n_in, oar_tensor **out, int n_out) {
+    (void)n_in;
+    (void)n_out;
+    cb_ctx *c = user;
+    oar_optimizer_zero_grad(c->opt);
+    oar_tensor *y = oar_forward(c->m, in[0]);
+    out[0] = oar_mean(oar_mul(y, y), NULL, 0, false);
+    oar_status st = out[0] ? oar_dist_dp_backward(c->dp, out[0]) : oar_last_status();
+    return st == OAR_OK ? oar_optimizer_step(c->opt) : st;
+}
+
+static int cbuckets(void) {
+    oar_manual_seed(3);
+    oar_module *layers[] = {oar_nn_linear(8, 64, true), oar_nn_linear(64, 64, true), oar_nn_linear(64, 4, true)};
+    oar_module *m = oar_nn_sequential(layers, 3);
+    oar_dist_strategy s = {.first_bucket_MB = 1024.0 / 1048576.0, .fuse_grad_size_in_MB = 4096.0 / 1048576.0};
+    oar_dist_dp *dp = oar_dist_data_parallel(m, &s);
+    MUST(dp ? OAR_OK : oar_last_status());
+    oar_optim_opts oo = oar_optim_defaults(OAR_OPTIM_SGD);
+    oo.lr = 0.01;
+    oar_optimizer *opt = oar_optimizer_for(m, &oo);
+    cb_ctx c = {m, dp, opt};
+    oar_input_spec spec = {OAR_F32, 2, {512, 8}, "x"};
+    oar_jit *jit = oar_jit_to_static(cb_step, &c, &(oar_jit_opts){.specs = &spec, .n_specs = 1, .module = m,
+                                                                  .optimizer = opt});
+    MUST(jit ? OAR_OK : oar_last_status());
+    oar_manual_seed(11 + (uint64_t)oar_dist_rank());
+    oar_dist_program_stats_reset();
+    const int steps = 20;
+    for (int k = 0; k < steps; k++) {
+        oar_tensor *x = oar_randn((int64_t[]){512, 8}, 2, OAR_F32), *loss = NULL;
+        MUST(oar_jit_call(jit, &x, 1, &loss, 1));
+        oar_release(loss);
+        oar_release(x);
+    }
+    /* the program: where the starts and waits sit among the other nodes */
+    int len = oar_jit_dump(jit, 0, NULL, 0);
+    char *text = malloc((size_t)len + 1);
+    oar_jit_dump(jit, 0, text, (size_t)len + 1);
+    int line = 0, n_start = 0, n_wait = 0, first_start = -1, last_start = -1, first_wait = -1, last_backward = -1;
+    int first_update = -1, n_grad = 0;
+    int64_t sizes[16] = {0};
+    for (char *p = text; *p; line++) {
+        char *end = strchr(p, '\n');
+        if (end) *end = 0;
+        char *meta = strstr(p, ": f32[");
+        if (strstr(p, " = allreduce_start")) {
+            if (n_start < 16 && meta) sscanf(meta, ": f32[%lld]", (long long *)&sizes[n_start]);
+            n_start++;
+            if (first_start < 0) first_start = line;
+            last_start = line;
+        } else if (strstr(p, " = allreduce_wait")) {
+            n_wait++;
+            if (first_wait < 0) first_wait = line;
+        } else if (strstr(p, " = grad_allreduce")) {
+            n_grad++;
+        } else if (strstr(p, "_backward(") || strstr(p, "matmul(") || strstr(p, "sum(")) {
+            last_backward = line;
+        } else if (strstr(p, "optimizer_update") && first_update < 0) {
+            first_update = line;
+        }
+        p = end ? end + 1 : p + strlen(p);
+    }
+    int64_t total = 0;
+    for (int i = 0; i < n_start && i < 16; i++) {
+        total += sizes[i];
+        EXPECT(sizes[i] <= (i == 0 ? 256 : 1024) || sizes[i] == 4096, "bucket %d holds %lld floats", i,
+               (long long)sizes[i]);
+    }
+    EXPECT(n_start >= 4 && n_start == n_wait && n_grad == 0 && total == 4996,
+           "%d starts, %d waits, %d unbucketed, %lld elements (expected >= 4 buckets of 4996 in all)", n_start, n_wait,
+           n_grad, (long long)total);
+    EXPECT(first_start < last_backward, "the first bucket starts at line %d, after backward's last node (%d)",
+           first_start, last_backward);
+    EXPECT(first_wait > last_start && (first_update < 0 || first_wait < first_update),
+           "waits from line %d, starts until %d, first update %d", first_wait, last_start, first_update);
+    oar_dist_program_stats ps;
+    oar_dist_program_stats_get(&ps);
+    EXPECT(ps.collectives == (int64_t)n_start * steps && ps.bytes == 4996 * 4 * (int64_t)steps,
+           "%lld program allreduces of %lld bytes", (long long)ps.collectives, (long long)ps.bytes);
+    EXPECT(ps.comm_seconds > ps.exposed_seconds, "no communication overlapped backward: comm %.6f s, exposed %.6f s",
+           ps.comm_seconds, ps.exposed_seconds);
+    expect_identical_params(m);
+    if (oar_dist_rank() == 0)
+        printf("cbuckets: %d buckets (%lld, %lld, %lld, %lld ... floats), started from line %d while backward runs to "
+               "line %d; comm %.4f s of which %.4f s exposed\n", n_start, (long long)sizes[0], (long long)sizes[1],
+               (long long)sizes[2], (long long)sizes[3], first_start, last_backward, ps.comm_seconds,
+               ps.exposed_seconds);
+    free(text);
+    oar_jit_free(jit);
+    oar_dist_dp_free(dp);
+    oar_optimizer_free(opt);
+    oar_module_free(m);
+    return 0;
+}
+
+static int syncbn(int steps, int64_t batch, const char *out, bool plain) {
+    oar_dataset *d = synthetic(192);
+    oar_manual_seed(7);
+    oar_module *layers[4]; /* one by one, the norm last: the linears draw the same initial values */
+    layers[0] = oar_nn_linear(8, 16, true);
+    layers[3] = oar_nn_linear(16, 4, true);
+    layers[2] = oar_nn_activation(OAR_ACT_TANH, 0);
+    layers[1] = plain ? oar_nn_batch_norm1d(16, 1e-5, 0.1, true, true) : oar_dist_sync_batch_norm(16, 1e-5, 0.1);
+    oar_module *m = oar_nn_sequential(layers, 4);
+    oar_dist_dp *dp = oar_dist_data_parallel(m, NULL);
+    MUST(dp ? OAR_OK : oar_last_status());
+    oar_optim_opts oo = oar_optim_defaults(OAR_OPTIM_SGD);
+    oo.lr = 0.1;
+    oar_optimizer *opt = oar_optimizer_for(m, &oo);
+    oar_loader *l = oar_loader_new(d, &(oar_loader_opts){.batch_size = batch, .shuffle = true, .seed = 99});
+    MUST(oar_dist_shard_loader(l));
+    FILE *f = oar_dist_rank() == 0 && out ? fopen(out, "w") : NULL;
+    int step = 0;
+    for (int64_t epoch = 0; step < steps; epoch++) {
+        MUST(oar_loader_start_epoch(l, epoch));
+        oar_tensor *x, *y;
+        oar_status st;
+        while (step < steps && oar_loader_next(l, &x, &y, &st)) {
+            oar_scope_begin();
+            oar_optimizer_zero_grad(opt);
+            oar_tensor *loss = oar_cross_entropy(oar_forward(m, x), y, NULL);
+            MUST(loss ? oar_dist_dp_backward(dp, loss) : oar_last_status());
+            MUST(oar_optimizer_step(opt));
+            double gl = 0;
+            oar_tensor *global = oar_from_data(oar_data(oar_detach(loss)), NULL, 0, OAR_F32);
+            MUST(oar_dist_wait(oar_dist_allreduce(global, OAR_DIST_AVG, true)));
+            MUST(oar_item(global, &gl));
+            if (f) fprintf(f, "step %d loss %a norm %a\n", step, (float)gl, gl);
+            oar_scope_end();
+            oar_release(x);
+            oar_release(y);
+            step++;
+        }
+        MUST(st);
+    }
+    expect_identical_params(m);
+    if (f) {
+        int64_t n, k = 0;
+        float *v = flat_params(m, &n);
+        for (int64_t i = 0; i < n; i++) fprintf(f, "param %lld %a\n", (long long)k++, v[i]);
+        free(v);
+        const char *stats[2] = {"1.running_mean", "1.running_var"};
+        for (int s = 0; s < 2; s++) {
+            oar_tensor *t = oar_module_get(m, stats[s]);
+            const float *p = oar_data(t);
+            for (int64_t i = 0; i < oar_numel(t); i++) fprintf(f, "param %lld %a\n", (long long)k++, p[i]);
+        }
+        fclose(f);
+    }
+    /* evaluation: the running statistics, no collective */
+    oar_module_train(m, false);
+    oar_tensor *x1 = oar_randn((int64_t[]){3, 8}, 2, OAR_F32), *o = oar_forward(m, x1);
+    MUST(o ? OAR_OK : oar_last_status());
+    oar_release(o);
+    oar_release(x1);
+    oar_loader_free(l);
+    oar_optimizer_free(opt);
+    oar_dist_dp_free(dp);
+    oar_module_free(m);
+    oar_dataset_free(d);
     return 0;
 }
 
@@ -455,7 +714,7 @@ static int compare(const char *pa, const char *pb, double loss_tol, double param
 
 int main(int argc, char **argv) {
     if (argc < 2) {
-        fprintf(stderr, "usage: dist_worker train|sampler|buckets|unused|kill|mismatch|stall ...\n");
+        fprintf(stderr, "usage: dist_worker train|sampler|buckets|cbuckets|unused|kill|mismatch|stall ...\n");
         return 2;
     }
     oar_set_num_threads(1);
@@ -463,8 +722,13 @@ int main(int argc, char **argv) {
     const char *mode = argv[1];
     int rc = 0;
     if (!strcmp(mode, "train") && argc >= 5)
-        rc = train(atoi(argv[2]), atoll(argv[3]), argv[4], argc > 5 && !strcmp(argv[5], "mpi"), -1, NULL);
-    else if (!strcmp(mode, "kill") && argc >= 3) rc = train(1000000, 8, NULL, false, 5, argv[2]);
+        rc = train(atoi(argv[2]), atoll(argv[3]), argv[4], argc > 5 && !strcmp(argv[5], "mpi"),
+                   argc > 5 && !strcmp(argv[5], "static"), argc > 5 && !strncmp(argv[5], "accum", 5) ? atoi(argv[5] + 5) : 1,
+                   -1, NULL);
+    else if (!strcmp(mode, "kill") && argc >= 3) rc = train(1000000, 8, NULL, false, false, 1, 5, argv[2]);
+    else if (!strcmp(mode, "cbuckets")) rc = cbuckets();
+    else if (!strcmp(mode, "syncbn") && argc >= 5)
+        rc = syncbn(atoi(argv[2]), atoll(argv[3]), argv[4], argc > 5 && !strcmp(argv[5], "plain"));
     else if (!strcmp(mode, "compare") && argc >= 6) rc = compare(argv[2], argv[3], atof(argv[4]), atof(argv[5]));
     else if (!strcmp(mode, "sampler")) rc = sampler();
     else if (!strcmp(mode, "buckets")) rc = buckets();

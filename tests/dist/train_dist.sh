@@ -36,6 +36,11 @@ grep -q "data parallel: 2 ranks of batch 16" "$dir/two.log" || fail "no data par
 a=$(test_loss "$dir/one.safetensors"); b=$(test_loss "$dir/two.safetensors")
 close "$a" "$b" && echo "train_dist: test loss one process $a, 2 ranks $b" || fail "test loss $a vs $b"
 
+# --mode static: the step compiled with its allreduces bucketed by the compiler; the same run
+ASAN_OPTIONS=$dp_asan "$oar" train $common --epochs 4 --nproc 2 --mode static --checkpoint "$dir/two_static.safetensors" > "$dir/two_static.log" 2>&1 || fail "2 ranks, --mode static"
+s=$(test_loss "$dir/two_static.safetensors")
+close "$a" "$s" && echo "train_dist: --mode static, 2 ranks: test loss $s" || fail "--mode static test loss $s vs $a"
+
 # stopped after epoch 2 with 2 ranks, resumed in one process: ends where the uninterrupted run does
 ASAN_OPTIONS=$dp_asan "$oar" train $common --epochs 4 --steps 88 --nproc 2 --checkpoint "$dir/part.safetensors" > "$dir/part.log" 2>&1 || fail "part"
 "$oar" train $common --epochs 4 --resume --checkpoint "$dir/part.safetensors" > "$dir/resume.log" 2>&1 || fail "resume"

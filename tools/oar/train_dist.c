@@ -49,9 +49,6 @@ oar_status train_dist_begin(train_opts *o, int *world, int *rank) {
     if (*world > 1 && o->batch % *world)
         return oar_set_error(OAR_ERR_INVALID_ARG, "train: the global batch %lld does not split over %d ranks; use a "
                              "multiple of %d", (long long)o->batch, *world, *world);
-    if (*world > 1 && o->mode && !strcmp(o->mode, "static"))
-        return oar_set_error(OAR_ERR_UNSUPPORTED, "train: --mode static with several ranks is not supported yet "
-                                                  "(data parallel runs eagerly)");
     if (*rank != 0) { /* only rank 0 reports and writes; errors still reach stderr */
         o->quiet = true;
         o->metrics = NULL;

@@ -37,6 +37,9 @@ static const oar_pass_info g_passes[] = {
      "fused_elementwise node", true, false, oar_pass_fuse_elementwise},
     {"fuse_all_optimizer_ops", "merges a step's optimizer_update nodes into optimizer_update_multi nodes (one "
      "dispatch)", true, false, oar_pass_fuse_all_optimizer_ops},
+    {"bucket_allreduce", "groups a data-parallel step's gradient allreduces into buckets started as soon as their "
+     "last gradient is made and waited for just before their first reader (overlap with backward)", true, false,
+     oar_pass_bucket_allreduce},
     {"inplace", "lets elementwise nodes write into their input's buffer when nothing else reads it",
      true, false, oar_pass_inplace},
 };

@@ -65,5 +65,6 @@ oar_status oar_pass_fuse_elementwise(oar_program *p); /* fuse_elementwise.c */
 oar_status oar_pass_fuse_add_layer_norm(oar_program *p); /* fuse_add_layer_norm.c */
 oar_status oar_pass_fuse_bn_act(oar_program *p);      /* fuse_bn_act.c */
 oar_status oar_pass_amp_casts(oar_program *p);        /* amp_casts.c */
+oar_status oar_pass_bucket_allreduce(oar_program *p); /* bucket_allreduce.c */
 
 #endif
