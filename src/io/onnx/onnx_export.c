@@ -431,6 +431,20 @@ static uint64_t export_passes(void) {
     return mask;
 }
 
+/* The export passes, then the parameters frozen as constants (the file fixes their values) and
+ * folded again: what fold_conv_bn computes from them at each run (the folded weights) becomes
+ * initializers, with the same kernels, so the same bits. */
+static oar_status export_passes_run(oar_program *p) {
+    oar_status st = oar_passes_run(p, export_passes(), false);
+    for (int v = 0; v < p->n_values && st == OAR_OK; v++)
+        if (p->values[v].kind == OAR_VAL_PARAM) p->values[v].kind = OAR_VAL_CONST;
+    uint64_t fold = 0;
+    int k = oar_pass_find("constant_folding"), dc = oar_pass_find("dead_code");
+    if (k >= 0) fold |= 1ull << k;
+    if (dc >= 0) fold |= 1ull << dc;
+    return st == OAR_OK ? oar_passes_run(p, fold, false) : st;
+}
+
 /* f traced again at its latest signature, with the export passes. */
 static oar_program *retrace(oar_jit *f) {
     const jit_entry *en = f->last;
@@ -465,7 +479,7 @@ static oar_program *retrace(oar_jit *f) {
     for (int k = 0; k < en->n_out; k++) oar_release(res[k]);
     if (st != OAR_OK) return NULL;
     oar_program_generalize_reshapes(prog);
-    if (oar_passes_run(prog, export_passes(), false) != OAR_OK) {
+    if (export_passes_run(prog) != OAR_OK) {
         oar_program_free(prog);
         return NULL;
     }
@@ -522,7 +536,7 @@ oar_status oar_onnx_save_model(const char *model_path, const char *path, const o
         oar_error_prefix("%s", WHO);
         return oar_last_status();
     }
-    st = oar_passes_run(p, export_passes(), false);
+    st = export_passes_run(p);
     if (st == OAR_OK) st = export_program(p, io.input_names, io.output_names, path, opts);
     oar_program_free(p);
     return st;
