@@ -140,6 +140,30 @@ static oar_status pool_nhwc(layouter *l, int id) {
     return OAR_OK;
 }
 
+/* A one-input elementwise op (clip as ReLU6, relu, ...) reading view, an NCHW view of NHWC twin
+ * t, runs on t instead: its result gets a twin too, so the next conv reads it with no conversion
+ * (mobilenet_v2's Clip between convs copied NHWC to NCHW and back, a quarter of its time). */
+static oar_status unary_nhwc(layouter *l, int id) {
+    oar_program *p = l->p;
+    const oar_node *n = &p->nodes[id];
+    const oar_op_def *d = oar_op_table[n->op];
+    if (n->dead || n->block != OAR_MAIN_BLOCK || !(d->flags & OAR_OPF_ELEMENTWISE) || d->n_inputs != 1 ||
+        (d->flags & OAR_OPF_RANDOM) || n->n_in != 1 || n->n_out != 1)
+        return OAR_OK;
+    int t = twin_of(l, n->in[0]), y = n->out[0];
+    int pos = pos_in_block(&p->blocks[OAR_MAIN_BLOCK], id);
+    if (t < 0 || pos < 0 || p->values[y].meta.ndim != 4) return OAR_OK;
+    int in[1] = {t}, yt;
+    if (oar_pass_insert_node(p, OAR_MAIN_BLOCK, pos++, n->op, in, 1, n->attrs, &yt) < 0) return oar_last_status();
+    p->values[yt].dyn_dims = p->values[t].dyn_dims;
+    int view = emit_permute(p, yt, TO_NCHW, false, &pos);
+    if (view < 0) return oar_last_status();
+    p->values[view].dyn_dims = p->values[y].dyn_dims;
+    oar_program_replace_uses(p, y, view);
+    p->nodes[id].dead = true;
+    return set_twin(l, view, yt) ? OAR_OK : oar_error(OAR_ERR_OOM, "conv_nhwc: out of memory");
+}
+
 oar_status oar_pass_conv_nhwc(oar_program *p) {
     if (!has_onednn()) return OAR_OK;
     layouter l = {p, NULL, 0};
@@ -153,7 +177,7 @@ oar_status oar_pass_conv_nhwc(oar_program *p) {
     for (int i = 0; i < n_main && st == OAR_OK; i++) {
         if (order[i] >= n_nodes) continue;
         if (convertible(p, &p->nodes[order[i]])) st = convert(&l, order[i]);
-        else st = pool_nhwc(&l, order[i]);
+        else if ((st = pool_nhwc(&l, order[i])) == OAR_OK) st = unary_nhwc(&l, order[i]);
     }
     free(order);
     /* views nobody reads any more (their readers took the twin) */
