@@ -100,8 +100,9 @@ static void test_zoo(const char *name, bool exact) {
     CHECK(oar_jit_call(f, &x2, 1, y2, 1) == OAR_OK);
     char path[512];
     snprintf(path, sizeof path, "%s/%s.onnx", dir, name);
-    CHECK(oar_onnx_save(f, path, NULL) == OAR_OK);
-    if (oar_last_status() != OAR_OK) fprintf(stderr, "%s: %s\n", name, oar_last_error());
+    oar_status st = oar_onnx_save(f, path, NULL);
+    CHECK(st == OAR_OK);
+    if (st != OAR_OK) fprintf(stderr, "%s: %s\n", name, oar_last_error());
     CHECK(oar_jit_call(f, &x3, 1, y3, 1) == OAR_OK);
     check_roundtrip(path, x2, y2[0], exact, exact ? 0 : 1e-5, name);
     check_roundtrip(path, x3, y3[0], exact, exact ? 0 : 1e-5, name);
@@ -164,8 +165,9 @@ static void test_many_ops(void) {
     CHECK(oar_jit_call(f, &x, 1, y, 1) == OAR_OK);
     char path[512];
     snprintf(path, sizeof path, "%s/many_ops.onnx", dir);
-    CHECK(oar_onnx_save(f, path, NULL) == OAR_OK);
-    if (oar_last_status() != OAR_OK) fprintf(stderr, "many_ops: %s\n", oar_last_error());
+    oar_status st = oar_onnx_save(f, path, NULL);
+    CHECK(st == OAR_OK);
+    if (st != OAR_OK) fprintf(stderr, "many_ops: %s\n", oar_last_error());
     CHECK(oar_jit_call(f, &x3, 1, y3, 1) == OAR_OK);
     check_roundtrip(path, x, y[0], true, 0, "many_ops");
     check_roundtrip(path, x3, y3[0], true, 0, "many_ops");
@@ -174,6 +176,37 @@ static void test_many_ops(void) {
     oar_release(y3[0]);
     oar_jit_free(f);
     for (int k = 0; k < 5; k++) oar_release(w[k]);
+    oar_scope_end();
+}
+
+/* A zoo model's file saved after every default pass (NHWC conv2d_act, fused_elementwise,
+ * linear_act with gelu...) exported with the fused ops decomposed: the same values to rounding. */
+static void test_fused_model_file(const char *name) {
+    oar_scope_begin();
+    const oar_zoo_info *info = oar_zoo_find(name);
+    int64_t size = info->input == OAR_ZOO_IMAGE ? (!strcmp(name, "resnet20") ? 32 : 28) : 0;
+    oar_module *mod = oar_zoo_create(name, NULL);
+    oar_module_train(mod, false);
+    oar_input_spec spec = info->input == OAR_ZOO_IMAGE ? (oar_input_spec){OAR_F32, 4, {-1, info->in_channels, size, size}, "x"}
+                                                       : (oar_input_spec){OAR_I64, 2, {-1, 16}, "x"};
+    oar_jit_opts jo = {.specs = &spec, .n_specs = 1, .module = mod};
+    oar_jit *f = oar_jit_to_static(forward_fn, mod, &jo);
+    oar_tensor *x = input_for(info, 3, size), *y[1] = {0};
+    CHECK(oar_jit_call(f, &x, 1, y, 1) == OAR_OK);
+    char model[512], path[512];
+    snprintf(model, sizeof model, "%s/%s_model", dir, name);
+    snprintf(path, sizeof path, "%s/%s_model.onnx", dir, name);
+    CHECK(oar_jit_save(f, model) == OAR_OK);
+    oar_status st = oar_onnx_save_model(model, path, NULL);
+    CHECK(st == OAR_OK);
+    if (st != OAR_OK) fprintf(stderr, "%s model file: %s\n", name, oar_last_error());
+    check_roundtrip(path, x, y[0], false, 1e-4, name);
+    char kept[64];
+    snprintf(kept, sizeof kept, "%s_model", name);
+    keep(kept, path, x, y[0]);
+    oar_release(y[0]);
+    oar_jit_free(f);
+    oar_module_free(mod);
     oar_scope_end();
 }
 
@@ -191,8 +224,9 @@ static void test_model_file(void) {
     snprintf(model, sizeof model, "%s/tiny_model", dir);
     snprintf(path, sizeof path, "%s/tiny_model.onnx", dir);
     CHECK(oar_jit_save(f, model) == OAR_OK);
-    CHECK(oar_onnx_save_model(model, path, NULL) == OAR_OK);
-    if (oar_last_status() != OAR_OK) fprintf(stderr, "model file: %s\n", oar_last_error());
+    oar_status st = oar_onnx_save_model(model, path, NULL);
+    CHECK(st == OAR_OK);
+    if (st != OAR_OK) fprintf(stderr, "model file: %s\n", oar_last_error());
     check_roundtrip(path, x, y[0], true, 0, "tiny model file");
     CHECK_ERR(oar_onnx_save_model("/nonexistent/model", path, NULL), "nonexistent");
     oar_release(y[0]);
@@ -258,6 +292,9 @@ int main(void) {
     test_zoo("gpt-mini", false);
     test_many_ops();
     test_model_file();
+    test_fused_model_file("resnet20");
+    test_fused_model_file("mobilenet");
+    test_fused_model_file("gpt-mini");
     test_refused();
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);

@@ -65,21 +65,51 @@ static oar_status simple(oxe_graph *g, const oar_node *n) {
 }
 
 /* ---- elementwise with attributes or decompositions */
+static const char *simple_name(oar_op_id op) {
+    for (size_t i = 0; i < sizeof g_simple / sizeof *g_simple; i++)
+        if (g_simple[i].op == op) return g_simple[i].onnx;
+    return NULL;
+}
+
+/* Gelu is an ONNX op from opset 20 only: x * 0.5 * (1 + erf(x / sqrt 2)), or the tanh form
+ * 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))). */
+static bool emit_gelu(oxe_graph *g, const char *x, const char *y, oar_dtype dt, bool tanh_form) {
+    const char *inner = oxe_tmp(g), *e = oxe_tmp(g), *onep = oxe_tmp(g), *half = oxe_tmp(g);
+    bool ok;
+    if (!tanh_form) {
+        ok = oxe_node2(g, "Div", x, oxe_const_scalar(g, sqrt(2.0), dt), inner) && oxe_node1(g, "Erf", inner, e);
+    } else {
+        const char *x3 = oxe_tmp(g), *x3s = oxe_tmp(g), *sum = oxe_tmp(g);
+        ok = oxe_node2(g, "Pow", x, oxe_const_scalar(g, 3.0, dt), x3) &&
+             oxe_node2(g, "Mul", x3, oxe_const_scalar(g, 0.044715, dt), x3s) && oxe_node2(g, "Add", x, x3s, sum) &&
+             oxe_node2(g, "Mul", sum, oxe_const_scalar(g, sqrt(2.0 / M_PI), dt), inner) &&
+             oxe_node1(g, "Tanh", inner, e);
+    }
+    return ok && oxe_node2(g, "Add", e, oxe_const_scalar(g, 1.0, dt), onep) &&
+           oxe_node2(g, "Mul", x, oxe_const_scalar(g, 0.5, dt), half) && oxe_node2(g, "Mul", half, onep, y);
+}
+
+/* y = op(x) for the attribute-free unary ops and gelu (approximate: its attribute); false with
+ * no error set when op is not one of them. */
+static bool emit_unary(oxe_graph *g, oar_op_id op, int approximate, const char *x, const char *y, oar_dtype dt) {
+    const char *t;
+    switch (op) {
+    case OAR_OP_square: return oxe_node2(g, "Mul", x, x, y);
+    case OAR_OP_rsqrt: t = oxe_tmp(g); return oxe_node1(g, "Sqrt", x, t) && oxe_node1(g, "Reciprocal", t, y);
+    case OAR_OP_silu: t = oxe_tmp(g); return oxe_node1(g, "Sigmoid", x, t) && oxe_node2(g, "Mul", x, t, y);
+    case OAR_OP_gelu: return emit_gelu(g, x, y, dt, approximate == 1);
+    default: return simple_name(op) && oxe_node1(g, simple_name(op), x, y);
+    }
+}
+
 static oar_status ne(oxe_graph *g, const oar_node *n) {
     const char *t = oxe_tmp(g);
     return OK(oxe_node2(g, "Equal", IN(0), IN(1), t) && oxe_node1(g, "Not", t, OUT(0)));
 }
 
-static oar_status square(oxe_graph *g, const oar_node *n) { return OK(oxe_node2(g, "Mul", IN(0), IN(0), OUT(0))); }
-
-static oar_status rsqrt(oxe_graph *g, const oar_node *n) {
-    const char *t = oxe_tmp(g);
-    return OK(oxe_node1(g, "Sqrt", IN(0), t) && oxe_node1(g, "Reciprocal", t, OUT(0)));
-}
-
-static oar_status silu(oxe_graph *g, const oar_node *n) {
-    const char *t = oxe_tmp(g);
-    return OK(oxe_node1(g, "Sigmoid", IN(0), t) && oxe_node2(g, "Mul", IN(0), t, OUT(0)));
+static oar_status unary(oxe_graph *g, const oar_node *n) {
+    int approximate = n->op == OAR_OP_gelu ? (int)n->attrs[0].i : -1;
+    return OK(emit_unary(g, n->op, approximate, IN(0), OUT(0), meta(g, n->in[0])->dtype));
 }
 
 static oar_status leaky_relu(oxe_graph *g, const oar_node *n) {
@@ -90,25 +120,6 @@ static oar_status leaky_relu(oxe_graph *g, const oar_node *n) {
 static oar_status elu(oxe_graph *g, const oar_node *n) {
     Onnx__NodeProto *o = oxe_node1(g, "Elu", IN(0), OUT(0));
     return OK(o && oxe_attr_float(g, o, "alpha", n->attrs[0].f));
-}
-
-/* Gelu is an ONNX op from opset 20 only: x * 0.5 * (1 + erf(x / sqrt 2)), or the tanh form
- * 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))). */
-static oar_status gelu(oxe_graph *g, const oar_node *n) {
-    oar_dtype dt = meta(g, n->in[0])->dtype;
-    const char *x = IN(0), *inner = oxe_tmp(g), *e = oxe_tmp(g), *onep = oxe_tmp(g), *half = oxe_tmp(g);
-    bool ok;
-    if (!n->attrs[0].i) {
-        ok = oxe_node2(g, "Div", x, oxe_const_scalar(g, sqrt(2.0), dt), inner) && oxe_node1(g, "Erf", inner, e);
-    } else {
-        const char *x3 = oxe_tmp(g), *x3s = oxe_tmp(g), *sum = oxe_tmp(g);
-        ok = oxe_node2(g, "Pow", x, oxe_const_scalar(g, 3.0, dt), x3) &&
-             oxe_node2(g, "Mul", x3, oxe_const_scalar(g, 0.044715, dt), x3s) && oxe_node2(g, "Add", x, x3s, sum) &&
-             oxe_node2(g, "Mul", sum, oxe_const_scalar(g, sqrt(2.0 / M_PI), dt), inner) &&
-             oxe_node1(g, "Tanh", inner, e);
-    }
-    return OK(ok && oxe_node2(g, "Add", e, oxe_const_scalar(g, 1.0, dt), onep) &&
-              oxe_node2(g, "Mul", x, oxe_const_scalar(g, 0.5, dt), half) && oxe_node2(g, "Mul", half, onep, OUT(0)));
 }
 
 static oar_status clip(oxe_graph *g, const oar_node *n) {
@@ -398,47 +409,132 @@ static oar_status batch_norm(oxe_graph *g, const oar_node *n, const char *out_na
 
 static oar_status batch_norm_op(oxe_graph *g, const oar_node *n) { return batch_norm(g, n, OUT(0)); }
 
-static oar_status layer_norm(oxe_graph *g, const oar_node *n) {
-    const oar_meta *x = meta(g, n->in[0]);
+/* LayerNormalization of x (value xv's meta, named x) over its last nd dims, with the weight and
+ * bias values wv, bv (-1: absent; ONNX needs a Scale, so ones are written for it). */
+static oar_status layer_norm_of(oxe_graph *g, const oar_node *n, const char *x, int xv, int wv, int bv,
+                                const char *out) {
+    const oar_meta *m = meta(g, xv);
     int nd = (int)attr_i(n, "normalized_ndim");
-    const int64_t *shape = x->shape + x->ndim - nd;
-    const char *in[3] = {IN(0), n->n_in > 1 && n->in[1] >= 0 ? IN(1) : filled(g, shape, nd, 1.0, x->dtype),
-                         n->n_in > 2 && n->in[2] >= 0 ? IN(2) : NULL};
-    const char *out = OUT(0);
+    const int64_t *shape = m->shape + m->ndim - nd;
+    const char *in[3] = {x, wv >= 0 ? oxe_in(g, wv) : filled(g, shape, nd, 1.0, m->dtype), bv >= 0 ? oxe_in(g, bv) : NULL};
     Onnx__NodeProto *o = oxe_node(g, "LayerNormalization", in, in[2] ? 3 : 2, &out, 1);
     return OK(o && oxe_attr_int(g, o, "axis", -nd) && oxe_attr_float(g, o, "epsilon", attr(n, "eps")->f));
 }
 
-/* ---- fused ops (in model files saved after the fusion passes): their decomposition */
-static const char *act_after(oxe_graph *g, const char *act, const char *out_name) {
-    return act ? oxe_tmp(g) : out_name;
+static oar_status layer_norm(oxe_graph *g, const oar_node *n) {
+    return layer_norm_of(g, n, IN(0), n->in[0], n->n_in > 1 ? n->in[1] : -1, n->n_in > 2 ? n->in[2] : -1, OUT(0));
 }
 
+/* add_layer_norm(a, b, weight?, bias?) -> sum, y: Add, then LayerNormalization of the sum. */
+static oar_status add_layer_norm(oxe_graph *g, const oar_node *n) {
+    if (!oxe_node2(g, "Add", IN(0), IN(1), OUT(0))) return fail(g);
+    return layer_norm_of(g, n, OUT(0), n->in[0], n->n_in > 2 ? n->in[2] : -1, n->n_in > 3 ? n->in[3] : -1, OUT(1));
+}
+
+/* ---- fused ops (in model files saved after the fusion passes): their decomposition */
 static oar_status linear_act(oxe_graph *g, const oar_node *n) {
     int64_t k = attr_i(n, "activation");
-    const char *act = k == OAR_LINEAR_ACT_RELU ? "Relu" : NULL;
-    if (k != OAR_LINEAR_ACT_NONE && k != OAR_LINEAR_ACT_RELU)
-        return refuse(g, n, "a gelu epilogue; export from the compiled function (oar_onnx_save), which writes the "
-                            "unfused program");
-    const char *y = act_after(g, act, OUT(0));
+    if (k == OAR_LINEAR_ACT_NONE) return linear(g, n, OUT(0));
+    const char *y = oxe_tmp(g);
     oar_status st = linear(g, n, y);
-    return st != OAR_OK || !act ? st : OK(oxe_node1(g, act, y, OUT(0)));
+    if (st != OAR_OK) return st;
+    oar_dtype dt = meta(g, n->out[0])->dtype;
+    if (k == OAR_LINEAR_ACT_RELU) return OK(oxe_node1(g, "Relu", y, OUT(0)));
+    if (k == OAR_LINEAR_ACT_GELU || k == OAR_LINEAR_ACT_GELU_TANH)
+        return OK(emit_gelu(g, y, OUT(0), dt, k == OAR_LINEAR_ACT_GELU_TANH));
+    return refuse(g, n, "an unknown activation");
 }
 
+/* conv2d_act: Conv [+ Add] [+ Relu]; in the NHWC layout of the conv_nhwc pass the activations
+ * are transposed to NCHW around it (ONNX's Conv is NCHW; runtimes pick their own layouts). */
 static oar_status conv2d_act(oxe_graph *g, const oar_node *n) {
-    if (strcmp(attr_s(n, "layout"), "nchw"))
-        return refuse(g, n, "the NHWC layout of the conv_nhwc pass; export from the compiled function "
-                            "(oar_onnx_save), or save the model with conv_nhwc off");
+    bool nhwc = !strcmp(attr_s(n, "layout"), "nhwc");
+    if (!nhwc && strcmp(attr_s(n, "layout"), "nchw")) return refuse(g, n, "an unknown layout");
+    static const int64_t TO_NCHW[4] = {0, 3, 1, 2}, TO_NHWC[4] = {0, 2, 3, 1};
     bool relu = !strcmp(attr_s(n, "act"), "relu"), res = n->n_in > 3 && n->in[3] >= 0;
-    const char *y = relu || res ? oxe_tmp(g) : OUT(0);
-    oar_status st = conv(g, n, y);
-    if (st != OAR_OK) return st;
+    const char *x = IN(0), *r = res ? IN(3) : NULL, *out = OUT(0);
+    if (nhwc) {
+        const char *xt = oxe_tmp(g), *rt = res ? oxe_tmp(g) : NULL;
+        Onnx__NodeProto *o = oxe_node1(g, "Transpose", x, xt);
+        if (!o || !oxe_attr_ints(g, o, "perm", TO_NCHW, 4)) return fail(g);
+        if (res && (!(o = oxe_node1(g, "Transpose", r, rt)) || !oxe_attr_ints(g, o, "perm", TO_NCHW, 4))) return fail(g);
+        x = xt, r = rt, out = oxe_tmp(g);
+    }
+    const char *y = relu || res ? oxe_tmp(g) : out;
+    const char *in[3] = {x, IN(1), n->n_in > 2 && n->in[2] >= 0 ? IN(2) : NULL};
+    const oar_meta *w = meta(g, n->in[1]);
+    Onnx__NodeProto *c = oxe_node(g, "Conv", in, in[2] ? 3 : 2, &y, 1);
+    if (!c || !oxe_attr_ints(g, c, "kernel_shape", w->shape + 2, 2) || !spatial(g, c, n, 2, true)) return fail(g);
     if (res) {
-        const char *sum = relu ? oxe_tmp(g) : OUT(0);
-        if (!oxe_node2(g, "Add", y, IN(3), sum)) return fail(g);
+        const char *sum = relu ? oxe_tmp(g) : out;
+        if (!oxe_node2(g, "Add", y, r, sum)) return fail(g);
         y = sum;
     }
-    return relu ? OK(oxe_node1(g, "Relu", y, OUT(0))) : OAR_OK;
+    if (relu && !oxe_node1(g, "Relu", y, out)) return fail(g);
+    if (!nhwc) return OAR_OK;
+    Onnx__NodeProto *o = oxe_node1(g, "Transpose", out, OUT(0));
+    return OK(o && oxe_attr_ints(g, o, "perm", TO_NHWC, 4));
+}
+
+/* fused_attention(q, k, v, mask?; scale, causal): softmax(q kᵀ scale, -inf where masked) v. The
+ * causal mask (key j after query i) is a constant of the static sizes L and S. */
+static oar_status fused_attention(oxe_graph *g, const oar_node *n) {
+    const oar_meta *q = meta(g, n->in[0]), *k = meta(g, n->in[1]);
+    int nd = q->ndim;
+    int64_t L = q->shape[nd - 2], S = k->shape[nd - 2], perm[OAR_MAX_DIMS];
+    for (int d = 0; d < nd; d++) perm[d] = d;
+    perm[nd - 2] = nd - 1, perm[nd - 1] = nd - 2;
+    oar_dtype dt = q->dtype;
+    const char *kt = oxe_tmp(g), *s0 = oxe_tmp(g), *s = oxe_tmp(g), *p = oxe_tmp(g);
+    Onnx__NodeProto *o = oxe_node1(g, "Transpose", IN(1), kt);
+    if (!o || !oxe_attr_ints(g, o, "perm", perm, nd) || !oxe_node2(g, "MatMul", IN(0), kt, s0) ||
+        !oxe_node2(g, "Mul", s0, oxe_const_scalar(g, attr(n, "scale")->f, dt), s))
+        return fail(g);
+    const char *masks[2] = {n->n_in > 3 && n->in[3] >= 0 ? IN(3) : NULL, NULL};
+    if (attr_i(n, "causal")) {
+        if ((double)L * (double)S > 1 << 26) return refuse(g, n, "a causal mask above 2^26 entries");
+        oar_tensor *m = oar_zeros((int64_t[]){L, S}, 2, OAR_BOOL);
+        bool *b = m ? oar_data(m) : NULL;
+        for (int64_t i = 0; b && i < L; i++)
+            for (int64_t j = i + 1; j < S; j++) b[i * S + j] = true;
+        masks[1] = m ? oxe_tmp(g) : NULL;
+        bool ok = masks[1] && oxe_init_tensor(g, masks[1], m);
+        oar_release(m);
+        if (!ok) return fail(g);
+    }
+    for (int i = 0; i < 2; i++) {
+        if (!masks[i]) continue;
+        const char *in[3] = {masks[i], oxe_const_scalar(g, -INFINITY, dt), s}, *t = oxe_tmp(g);
+        if (!oxe_node(g, "Where", in, 3, &t, 1)) return fail(g);
+        s = t;
+    }
+    o = oxe_node1(g, "Softmax", s, p);
+    return OK(o && oxe_attr_int(g, o, "axis", -1) && oxe_node2(g, "MatMul", p, IN(2), OUT(0)));
+}
+
+/* fused_elementwise: its instructions one node each (registers: the inputs, then each result). */
+static oar_status fused_elementwise(oxe_graph *g, const oar_node *n) {
+    oar_few_instr code[OAR_FEW_MAX_CODE];
+    int n_code = 0;
+    if (oar_few_decode(n->attrs, n->n_in, code, &n_code) != OAR_OK) return oar_last_status();
+    const char *reg[OAR_FEW_MAX_REGS];
+    for (int k = 0; k < n->n_in; k++) reg[k] = IN(k);
+    oar_dtype dt = meta(g, n->out[0])->dtype;
+    for (int k = 0; k < n_code; k++) {
+        const oar_few_info *f = oar_few_info_of(code[k].opcode);
+        const char *y = k == n_code - 1 ? OUT(0) : oxe_tmp(g);
+        bool ok;
+        if (f->arity == 2) {
+            const char *name = simple_name(f->op);
+            if (!name) return refuse(g, n, "an instruction (a backward op) that inference programs do not have");
+            ok = oxe_node2(g, name, reg[code[k].a], reg[code[k].b], y);
+        } else {
+            ok = emit_unary(g, f->op, f->approximate, reg[code[k].a], y, dt);
+        }
+        if (!ok) return fail(g);
+        reg[n->n_in + k] = y;
+    }
+    return OAR_OK;
 }
 
 static oar_status batch_norm_act(oxe_graph *g, const oar_node *n) {
@@ -466,8 +562,8 @@ static const struct {
     {OAR_OP_maximum, simple}, {OAR_OP_minimum, simple}, {OAR_OP_eq, simple}, {OAR_OP_lt, simple}, {OAR_OP_le, simple},
     {OAR_OP_gt, simple}, {OAR_OP_ge, simple}, {OAR_OP_logical_and, simple}, {OAR_OP_logical_or, simple},
     {OAR_OP_logical_not, simple}, {OAR_OP_where, simple}, {OAR_OP_matmul, simple}, {OAR_OP_contiguous, simple},
-    {OAR_OP_ne, ne}, {OAR_OP_square, square}, {OAR_OP_rsqrt, rsqrt}, {OAR_OP_silu, silu},
-    {OAR_OP_leaky_relu, leaky_relu}, {OAR_OP_elu, elu}, {OAR_OP_gelu, gelu}, {OAR_OP_clip, clip}, {OAR_OP_cast, cast},
+    {OAR_OP_ne, ne}, {OAR_OP_square, unary}, {OAR_OP_rsqrt, unary}, {OAR_OP_silu, unary},
+    {OAR_OP_leaky_relu, leaky_relu}, {OAR_OP_elu, elu}, {OAR_OP_gelu, unary}, {OAR_OP_clip, clip}, {OAR_OP_cast, cast},
     {OAR_OP_dropout, identity}, {OAR_OP_sum, reduce}, {OAR_OP_mean, reduce}, {OAR_OP_amax, reduce},
     {OAR_OP_amin, reduce}, {OAR_OP_prod, reduce}, {OAR_OP_argmax, arg_extreme}, {OAR_OP_argmin, arg_extreme},
     {OAR_OP_softmax, softmax}, {OAR_OP_log_softmax, softmax}, {OAR_OP_cumsum, cumsum}, {OAR_OP_reshape, reshape},
@@ -480,6 +576,8 @@ static const struct {
     {OAR_OP_max_pool2d, pool}, {OAR_OP_avg_pool2d, pool}, {OAR_OP_adaptive_avg_pool2d, adaptive_pool},
     {OAR_OP_batch_norm, batch_norm_op}, {OAR_OP_layer_norm, layer_norm}, {OAR_OP_linear_act, linear_act},
     {OAR_OP_conv2d_act, conv2d_act}, {OAR_OP_batch_norm_act, batch_norm_act},
+    {OAR_OP_fused_elementwise, fused_elementwise}, {OAR_OP_fused_attention, fused_attention},
+    {OAR_OP_add_layer_norm, add_layer_norm},
 };
 #define N_OPS (sizeof g_ops / sizeof *g_ops)
 
