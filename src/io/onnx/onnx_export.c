@@ -357,6 +357,12 @@ static oar_status export_program(const oar_program *p, const char *const *in_nam
     const char *batch = opts && opts->dim_param && *opts->dim_param ? opts->dim_param : "batch";
     const char *params[JIT_MAX_IO][OAR_MAX_DIMS] = {{0}};
     int n_params = 0;
+    bool batch_used = false;
+    if (main->n_in > JIT_MAX_IO) {
+        st = oar_error(OAR_ERR_UNSUPPORTED, "%s: the program has %d inputs; at most %d are exported", WHO, main->n_in,
+                       JIT_MAX_IO);
+        goto done;
+    }
     for (int i = 0; i < main->n_in; i++) {
         const oar_value *v = &p->values[main->in[i]];
         for (int d = 0; d < v->meta.ndim; d++)
@@ -364,7 +370,8 @@ static oar_status export_program(const oar_program *p, const char *const *in_nam
                 char buf[160];
                 snprintf(buf, sizeof buf, "%s_dim%d", in_names[i], d);
                 params[i][d] = d == 0 ? batch : oxe_strdup(&g, buf);
-                n_params += d == 0 ? (n_params == 0 || strcmp(params[i][d], batch)) : 1;
+                if (d > 0 || !batch_used) n_params++; /* every input's dim 0 is the one batch */
+                batch_used |= d == 0;
             }
         if (!(g.name[main->in[i]] = unique_name(&g, in_names[i]))) goto failed;
         if (!(ins[i] = value_info(&g, g.name[main->in[i]], &v->meta, v->dyn_dims, params[i]))) goto failed;
