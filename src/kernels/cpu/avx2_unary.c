@@ -31,17 +31,8 @@ typedef struct unary_job {
         }                                                                       \
     }
 
-/* A strided input (a permuted or sliced view: the NCHW view of an NHWC convolution's output) is
- * first put in the output's layout by the blocked copy kernel, then transformed in place: two
- * fast passes instead of the reference kernel's element-by-element walk. */
-static oar_status run_unary(const oar_kctx *ctx, oar_range_fn fn, oar_tensor *const *in, oar_tensor *const *out,
-                            float p0, float p1) {
-    const float *x = (const float *)oar_tensor_ptr(in[0]);
-    if (!in[0]->contiguous) {
-        oar_cpu_copy_layout(ctx, out[0], in[0]);
-        x = (const float *)oar_tensor_ptr(out[0]);
-    }
-    unary_job j = {x, (float *)oar_tensor_ptr(out[0]), p0, p1};
+static oar_status run_unary(oar_range_fn fn, oar_tensor *const *in, oar_tensor *const *out, float p0, float p1) {
+    unary_job j = {(const float *)oar_tensor_ptr(in[0]), (float *)oar_tensor_ptr(out[0]), p0, p1};
     oar_parallel_for(out[0]->numel, OAR_EW_GRAIN, fn, &j);
     return OAR_OK;
 }
@@ -51,8 +42,8 @@ static oar_status run_unary(const oar_kctx *ctx, oar_range_fn fn, oar_tensor *co
     UNARY_RANGE(NAME, EXPR)                                                                     \
     static oar_status NAME##_avx2(const oar_kctx *ctx, oar_tensor *const *in, int n_in,         \
                                   oar_tensor *const *out, int n_out, const oar_attr *a) {       \
-        (void)n_in; (void)n_out; (void)a;                                                       \
-        return run_unary(ctx, NAME##_range, in, out, (P0), (P1));                               \
+        (void)ctx; (void)n_in; (void)n_out; (void)a;                                            \
+        return run_unary(NAME##_range, in, out, (P0), (P1));                                    \
     }
 
 /* x > 0 ? x : x * slope; NaN takes the slope side and stays NaN. */
@@ -85,15 +76,14 @@ UNARY_RANGE(gelu_tanh, oar_v_gelu_tanh(v))
 
 static oar_status gelu_avx2(const oar_kctx *ctx, oar_tensor *const *in, int n_in, oar_tensor *const *out,
                             int n_out, const oar_attr *a) {
-    (void)n_in; (void)n_out;
-    return run_unary(ctx, a[0].i ? gelu_tanh_range : gelu_erf_range, in, out, 0, 0);
+    (void)ctx; (void)n_in; (void)n_out;
+    return run_unary(a[0].i ? gelu_tanh_range : gelu_erf_range, in, out, 0, 0);
 }
 
 static bool unary_supports(oar_tensor *const *in, int n_in, oar_tensor *const *out, int n_out,
                            const oar_attr *a) {
     (void)n_in; (void)n_out; (void)a;
-    return oar_cpu_has_avx2() && in[0]->dtype == OAR_F32 && out[0]->contiguous &&
-           (in[0]->contiguous || in[0]->storage != out[0]->storage); /* a strided x is copied into y first */
+    return oar_cpu_has_avx2() && in[0]->dtype == OAR_F32 && in[0]->contiguous && out[0]->contiguous;
 }
 
 void oar_avx2_register_unary(void) {

@@ -29,8 +29,6 @@ void oar_cpu_register_add_layer_norm(void); /* nn_add_layer_norm.c */
 void oar_cpu_register_conv_direct(void); /* conv_direct.c */
 void oar_cpu_register_pool_dnnl(void);  /* pool_dnnl.c: adaptive_avg_pool2d on oneDNN (nothing without it) */
 void oar_cpu_register_copy(void);       /* cpu_copy.c */
-/* y (same shape and dtype as x, any strides) = x, by the layout copy kernel (blocked, threaded). */
-void oar_cpu_copy_layout(const oar_kctx *ctx, oar_tensor *y, const oar_tensor *x);
 void oar_cpu_register_half_f32(void);   /* half_f32.c: f16/bf16 casts and via-f32 kernels */
 /* dst <- src, contiguous and of equal numel, one f32 and the other f16/bf16 (half_f32.c). */
 void oar_cpu_convert_half(oar_tensor *dst, const oar_tensor *src);
