@@ -427,9 +427,13 @@ done:
     return st;
 }
 
-/* The passes that never make ops ONNX lacks. */
+/* The passes that never make ops ONNX lacks, and fuse_elementwise: the weights fold_conv_bn folds
+ * are computed as the compiled function computes them (a fused chain rounds as its kernel does),
+ * so the folded initializers have its bits; a fused chain left on activations is written as its
+ * instructions, and oar_onnx_load fuses it again. */
 static uint64_t export_passes(void) {
-    static const char *const safe[] = {"dead_code", "cse", "constant_folding", "amp_casts", "fold_conv_bn"};
+    static const char *const safe[] = {"dead_code", "cse", "constant_folding", "amp_casts", "fold_conv_bn",
+                                       "fuse_elementwise"};
     uint64_t mask = 0;
     for (size_t i = 0; i < sizeof safe / sizeof *safe; i++) {
         int k = oar_pass_find(safe[i]);
