@@ -64,8 +64,9 @@ typedef struct oar_onnx_save_opts {
  * opset 17: parameters and constants as raw_data initializers, inputs and outputs with the
  * function's names, dtypes and dims (dims declared -1 in the input specs as dim_param). The
  * function is traced again with only the export-safe passes (dead code, common subexpressions,
- * constant folding, redundant casts, conv + batch-norm folding), so no fused op of oar's reaches
- * the file: a runtime fuses for itself, and oar_onnx_load re-fuses it with the same passes.
+ * constant folding, redundant casts, conv + batch-norm folding, elementwise fusion, whose chains
+ * are written as their ops), so no fused op of oar's reaches the file: a runtime fuses for
+ * itself, and oar_onnx_load re-fuses it with the same passes.
  * Inference programs only. An op without an ONNX mapping is refused naming the op and the
  * supported ones. The file is written atomically (a temporary renamed over path). opts may be
  * NULL. */
