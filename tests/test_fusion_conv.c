@@ -260,6 +260,38 @@ static void test_small_net(void) {
     oar_scope_end();
 }
 
+/* conv, clip (ReLU6, as mobilenet_v2 exports it), concat with another conv (squeezenet's fire
+ * module), conv: conv_nhwc runs the clip and the concat on the NHWC data, so the last conv reads
+ * it with no conversion (one permute in, one out). */
+static oar_status relu6_net(void *user, oar_tensor *const *in, int n_in, oar_tensor **out, int n_out) {
+    oar_tensor **w = user;
+    oar_conv_opts co = {.stride = {1, 1}, .padding = {1, 1}};
+    oar_tensor *h = oar_clip(oar_conv2d(in[0], w[0], NULL, &co), 0.0, 6.0);
+    oar_tensor *cat[2] = {h, oar_conv2d(in[0], w[2], NULL, &co)};
+    out[0] = oar_conv2d(oar_concat(cat, 2, 1), w[1], NULL, &co);
+    return out[0] ? OAR_OK : oar_last_status();
+}
+
+static void test_relu6_nhwc(void) {
+    oar_scope_begin();
+    oar_manual_seed(11);
+    oar_tensor *w[3] = {oar_randn((int64_t[]){16, 3, 3, 3}, 4, OAR_F32), oar_randn((int64_t[]){8, 24, 3, 3}, 4, OAR_F32),
+                        oar_randn((int64_t[]){8, 3, 3, 3}, 4, OAR_F32)};
+    oar_tensor *x = oar_randn((int64_t[]){2, 3, 10, 10}, 4, OAR_F32);
+    oar_tensor *eager = NULL;
+    CHECK(relu6_net(w, &x, 1, &eager, 1) == OAR_OK);
+    oar_jit_opts o = {0}, off = {0};
+    CHECK(oar_build_strategy_set(&off.strategy, "conv_nhwc", false) == OAR_OK);
+    oar_jit *f = oar_jit_to_static(relu6_net, w, &o), *g = oar_jit_to_static(relu6_net, w, &off);
+    oar_tensor *y = run(f, x), *y_off = run(g, x);
+    CHECK(y && y_off && near(y, eager) && near(y, y_off));
+    CHECK(count_op(f, "clip") == 1 && count_op(f, "concat") == 1);
+    if (have_onednn()) CHECK(count_op(f, "permute") == 2 && count_op(f, "contiguous") == 1);
+    oar_jit_free(f);
+    oar_jit_free(g);
+    oar_scope_end();
+}
+
 static int pass_index(const char *name) {
     for (int i = 0; oar_pass_name(i); i++)
         if (!strcmp(oar_pass_name(i), name)) return i;
@@ -317,6 +349,7 @@ int main(void) {
     test_parameter_changes();
     test_training_untouched();
     test_small_net();
+    test_relu6_nhwc();
     test_predictor();
     oar_no_grad_end();
     test_switches();

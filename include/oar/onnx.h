@@ -54,6 +54,27 @@ OAR_API oar_status oar_onnx_save_program(oar_onnx_model *m, const char *path);
 /* A TensorProto file (ONNX test data: input_0.pb, output_0.pb) as a new tensor. */
 OAR_API oar_tensor *oar_onnx_tensor_load(const char *path);
 
+/* ---- export (src/io/onnx/onnx_export*.c) */
+typedef struct oar_onnx_save_opts {
+    const char *producer_version; /* NULL: oar's version */
+    const char *dim_param;        /* name of the dynamic dims (dim_param); NULL: "batch" */
+} oar_onnx_save_opts;
+
+/* Writes the compiled function's program (the signature of its latest call) as an ONNX model,
+ * opset 17: parameters and constants as raw_data initializers, inputs and outputs with the
+ * function's names, dtypes and dims (dims declared -1 in the input specs as dim_param). The
+ * function is traced again with only the export-safe passes (dead code, common subexpressions,
+ * constant folding, redundant casts, conv + batch-norm folding, elementwise fusion, whose chains
+ * are written as their ops), so no fused op of oar's reaches the file: a runtime fuses for
+ * itself, and oar_onnx_load re-fuses it with the same passes.
+ * Inference programs only. An op without an ONNX mapping is refused naming the op and the
+ * supported ones. The file is written atomically (a temporary renamed over path). opts may be
+ * NULL. */
+OAR_API oar_status oar_onnx_save(oar_jit *f, const char *path, const oar_onnx_save_opts *opts);
+/* The same for an oar model file (model_path.json + .safetensors, as oar_jit_save writes and the
+ * predictor loads); fused ops in it are written as their ONNX decomposition. */
+OAR_API oar_status oar_onnx_save_model(const char *model_path, const char *path, const oar_onnx_save_opts *opts);
+
 #ifdef __cplusplus
 }
 #endif

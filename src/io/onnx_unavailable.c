@@ -4,7 +4,7 @@
 #include "base/base.h"
 
 static oar_status unavailable(const char *who) {
-    return oar_error(OAR_ERR_UNSUPPORTED, "%s: oar was built without protobuf-c, so ONNX import is left out; "
+    return oar_error(OAR_ERR_UNSUPPORTED, "%s: oar was built without protobuf-c, so ONNX import and export are left out; "
                                           "install libprotobuf-c-dev and protobuf-c-compiler and rebuild", who);
 }
 
@@ -27,6 +27,10 @@ oar_status oar_onnx_run(oar_onnx_model *m, oar_tensor *const *in, int n_in, oar_
 int oar_onnx_describe(const oar_onnx_model *m, char *buf, size_t size) { return -1; }
 int oar_onnx_dump(const oar_onnx_model *m, char *buf, size_t size) { return -1; }
 oar_status oar_onnx_save_program(oar_onnx_model *m, const char *path) { return unavailable("onnx_save_program"); }
+oar_status oar_onnx_save(oar_jit *f, const char *path, const oar_onnx_save_opts *opts) { return unavailable("onnx_save"); }
+oar_status oar_onnx_save_model(const char *model_path, const char *path, const oar_onnx_save_opts *opts) {
+    return unavailable("onnx_save_model");
+}
 oar_tensor *oar_onnx_tensor_load(const char *path) {
     unavailable("onnx_tensor_load");
     return NULL;

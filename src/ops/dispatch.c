@@ -84,6 +84,24 @@ oar_status oar_dispatch_record(oar_op_id op, oar_tensor *const *in, int n_in, co
     return OAR_OK;
 }
 
+/* A contiguous copy of x by the best `contiguous` kernel (the blocked, threaded layout copy on
+ * CPU: a permuted view, e.g. the NCHW view of an NHWC conv's output read by a pooling, copies
+ * several times faster than through the generic strided iterator). */
+static oar_tensor *contiguous_copy(oar_tensor *x) {
+    oar_tensor *t = oar_tensor_new_on(x->device, x->dtype, x->shape, x->ndim);
+    if (!t) return NULL;
+    const oar_kernel_entry *k = oar_select_kernel(OAR_OP_contiguous, &x, 1, &t, 1, NULL);
+    oar_kctx ctx = {.nthreads = oar_get_num_threads(), .device = x->device, .stream = oar_device_stream(x->device)};
+    if (!k || k->fn(&ctx, &x, 1, &t, 1, NULL) != OAR_OK) {
+        oar_clear_error();
+        if (oar_tensor_copy_strided(t, x) != OAR_OK) {
+            oar_tensor_unref(t);
+            return NULL;
+        }
+    }
+    return t;
+}
+
 oar_status oar_op_run_kernel(oar_op_id op, const oar_kernel_entry *k, oar_tensor *const *in,
                              int n_in, oar_tensor *const *out, int n_out, const oar_attr *attrs) {
     const oar_op_def *d = oar_op_table[op];
@@ -115,7 +133,7 @@ oar_status oar_op_run_kernel(oar_op_id op, const oar_kernel_entry *k, oar_tensor
                     memcpy(tmp, in, sizeof(*in) * (size_t)n_in);
                     args = tmp;
                 }
-                tmp[i] = oar_tensor_contiguous_copy(in[i]);
+                tmp[i] = contiguous_copy(in[i]);
                 if (!tmp[i]) {
                     for (int j = 0; j < i; j++)
                         if (tmp[j] != in[j]) oar_tensor_unref(tmp[j]);

@@ -22,6 +22,7 @@ trap 'rm -rf "$dir"' EXIT
 
 "$oar" train --model lenet --data fashion-mnist --epochs 1 --steps 150 --seed 1 --threads 2 --quiet \
   --checkpoint "$dir/lenet.safetensors" > "$dir/train.log"
+cp "$dir/lenet.safetensors" "$dir/ckpt.safetensors" # (the export to lenet below replaces lenet.safetensors)
 # (before the export to lenet below replaces the checkpoint lenet.safetensors)
 # --out with .json names the same two files (not lenet2.json.json)
 "$oar" export --model lenet --checkpoint "$dir/lenet.safetensors" --out "$dir/lenet2.json" --batch 2 > "$dir/export2.log"
@@ -73,6 +74,23 @@ fi
 # the saved output: f32 [32, 10]
 python3 -c "import sys; h = open(sys.argv[1], 'rb').read(128).decode('latin1'); sys.exit(not ('<f4' in h and '(32, 10)' in h))" \
   "$dir/y.npy"
+
+# ONNX (--format onnx): the same model as an ONNX file, run by oar infer with the same bits as the
+# oar model file; a model file exported with --from (its NHWC convolutions refused by name)
+"$oar" export --format onnx --model lenet --checkpoint "$dir/ckpt.safetensors" --out "$dir/lenet.onnx" \
+  > "$dir/export-onnx.log"
+grep -q "to $dir/lenet.onnx (ONNX, opset 17)" "$dir/export-onnx.log"
+"$oar" infer "$dir/lenet.onnx" --input "$dir/x.npy" --output "$dir/y-onnx.npy" > /dev/null
+cmp "$dir/y.npy" "$dir/y-onnx.npy"
+if "$oar" export --format onnx --from "$dir/lenet" --out "$dir/from.onnx" 2> "$dir/err.log"; then
+  "$oar" infer "$dir/from.onnx" --input "$dir/x.npy" --output "$dir/y-from.npy" > /dev/null
+  cmp "$dir/y.npy" "$dir/y-from.npy"
+else
+  grep -q "conv2d_act): the NHWC layout" "$dir/err.log"
+  test ! -e "$dir/from.onnx"
+fi
+if "$oar" export --format tflite --model lenet --checkpoint "$dir/ckpt.safetensors" --out "$dir/l" 2> "$dir/err.log"; then exit 1; fi
+grep -q "expected --format oar or onnx, got 'tflite'" "$dir/err.log"
 
 # inspect: names, dynamic dims, ops, passes; the model named with or without .json
 "$oar" inspect "$dir/lenet.json" > "$dir/inspect-json.log"

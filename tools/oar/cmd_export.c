@@ -1,6 +1,8 @@
 /* `oar export`: a zoo model with a checkpoint's weights, compiled in eval mode with a dynamic
- * batch dim and saved as PATH.json + PATH.safetensors for the predictor (oar infer). */
+ * batch dim and saved as PATH.json + PATH.safetensors for the predictor (oar infer), or with
+ * --format onnx as an ONNX model (opset 17) other runtimes load. */
 #include "cli.h"
+#include "oar/onnx.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,7 +11,11 @@
 static void usage(void) {
     fprintf(stderr,
             "usage: oar export --model NAME --checkpoint FILE --out PATH [options]\n"
+            "       oar export --format onnx --model NAME --checkpoint FILE --out FILE.onnx [options]\n"
+            "       oar export --format onnx --from MODEL --out FILE.onnx\n"
             "  writes PATH.json (the program) and PATH.safetensors (its weights); the batch dim is dynamic\n"
+            "  --format F          oar (default) or onnx: an ONNX model (opset 17), the batch as dim_param\n"
+            "  --from MODEL        with --format onnx: an oar model file (MODEL.json + MODEL.safetensors)\n"
             "  --model NAME        tiny | mlp | lenet | resnet20 | mobilenet | gpt-mini\n"
             "  --checkpoint FILE   weights, as written by oar train\n"
             "  --batch N           batch of the example run that traces the model (default 1)\n"
@@ -33,11 +39,12 @@ static void format_spec(const oar_input_spec *s, char *buf, size_t size) {
 }
 
 int oar_cmd_export(int argc, char **argv) {
-    const char *model = NULL, *ckpt = NULL, *out_path = NULL;
+    const char *model = NULL, *ckpt = NULL, *out_path = NULL, *format = "oar", *from = NULL;
     int64_t batch = 1, channels = 1, size = 28, context = 0;
     static const cli_flag flags[] = {{"--model", CLI_TEXT},       {"--checkpoint", CLI_TEXT}, {"--out", CLI_TEXT},
                                      {"--batch", CLI_COUNT},      {"--in-channels", CLI_COUNT},
-                                     {"--image-size", CLI_COUNT}, {"--context", CLI_INT}};
+                                     {"--image-size", CLI_COUNT}, {"--context", CLI_INT},
+                                     {"--format", CLI_TEXT},      {"--from", CLI_TEXT}};
     if (cli_check_flags("export", argc, argv, flags, CLI_N_FLAGS(flags), 0)) return 2;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -49,12 +56,32 @@ int oar_cmd_export(int argc, char **argv) {
         else if (FLAG("--in-channels")) channels = atoll(v);
         else if (FLAG("--image-size")) size = atoll(v);
         else if (FLAG("--context")) context = atoll(v);
+        else if (FLAG("--format")) format = v;
+        else if (FLAG("--from")) from = v;
         else {
             fprintf(stderr, "oar export: unknown or incomplete option '%s'\n\n", a);
             usage();
             return 2;
         }
 #undef FLAG
+    }
+    bool onnx = !strcmp(format, "onnx");
+    if (!onnx && strcmp(format, "oar")) {
+        fprintf(stderr, "oar export: expected --format oar or onnx, got '%s'\n", format);
+        return 2;
+    }
+    if (from) {
+        if (!onnx || model || ckpt || !out_path) {
+            fprintf(stderr, "oar export: --from MODEL takes --format onnx and --out FILE.onnx, without --model "
+                            "and --checkpoint\n");
+            return 2;
+        }
+        if (oar_onnx_save_model(from, out_path, NULL) != OAR_OK) {
+            fprintf(stderr, "oar export: %s\n", oar_last_error());
+            return 1;
+        }
+        printf("exported %s to %s (ONNX, opset 17)\n", from, out_path);
+        return 0;
     }
     if (!model || !ckpt || !out_path) {
         fprintf(stderr, "oar export: --model, --checkpoint and --out are required\n\n");
@@ -115,7 +142,7 @@ int oar_cmd_export(int argc, char **argv) {
                                           : oar_randn(shape, spec.ndim, OAR_F32);
     oar_tensor *y[1] = {0};
     if (!x || oar_jit_call(f, &x, 1, y, 1) != OAR_OK) goto done;
-    if (oar_jit_save(f, out_path) != OAR_OK) goto done;
+    if ((onnx ? oar_onnx_save(f, out_path, NULL) : oar_jit_save(f, out_path)) != OAR_OK) goto done;
     char in_desc[128], out_desc[128];
     format_spec(&spec, in_desc, sizeof in_desc);
     oar_input_spec os = {oar_dtype_of(y[0]), oar_ndim(y[0]), {0}, NULL};
@@ -124,8 +151,12 @@ int oar_cmd_export(int argc, char **argv) {
     format_spec(&os, out_desc, sizeof out_desc);
     char stem[1024]; /* --out may be given as PATH or PATH.json */
     cli_model_path(out_path, stem, sizeof stem);
-    printf("exported %s (checkpoint %s, step %lld) to %s.json and %s.safetensors\n", model, ckpt, (long long)step,
-           stem, stem);
+    if (onnx)
+        printf("exported %s (checkpoint %s, step %lld) to %s (ONNX, opset 17)\n", model, ckpt, (long long)step,
+               out_path);
+    else
+        printf("exported %s (checkpoint %s, step %lld) to %s.json and %s.safetensors\n", model, ckpt,
+               (long long)step, stem, stem);
     printf("  input  '%s' %s\n  output '%s' %s\n", spec.name, in_desc, out_names[0], out_desc);
     rc = 0;
 done:

@@ -91,7 +91,9 @@ static bool convertible(const oar_program *p, const oar_node *n) {
 static int nhwc_operand(layouter *l, int v, int *pos) {
     if (v < 0) return -1;
     int t = twin_of(l, v);
-    return t >= 0 ? t : emit_permute(l->p, v, TO_NHWC, true, pos);
+    if (t >= 0) return t;
+    t = emit_permute(l->p, v, TO_NHWC, true, pos); /* and kept as v's twin: other convs of v reuse it */
+    return t >= 0 && set_twin(l, v, t) ? t : -1;
 }
 
 static oar_status convert(layouter *l, int id) {
@@ -140,6 +142,55 @@ static oar_status pool_nhwc(layouter *l, int id) {
     return OAR_OK;
 }
 
+/* A one-input elementwise op (clip as ReLU6, relu, ...) reading view, an NCHW view of NHWC twin
+ * t, runs on t instead: its result gets a twin too, so the next conv reads it with no conversion
+ * (mobilenet_v2's Clip between convs copied NHWC to NCHW and back, a quarter of its time). */
+static oar_status unary_nhwc(layouter *l, int id) {
+    oar_program *p = l->p;
+    const oar_node *n = &p->nodes[id];
+    const oar_op_def *d = oar_op_table[n->op];
+    if (n->dead || n->block != OAR_MAIN_BLOCK || !(d->flags & OAR_OPF_ELEMENTWISE) || d->n_inputs != 1 ||
+        (d->flags & OAR_OPF_RANDOM) || n->n_in != 1 || n->n_out != 1)
+        return OAR_OK;
+    int t = twin_of(l, n->in[0]), y = n->out[0];
+    int pos = pos_in_block(&p->blocks[OAR_MAIN_BLOCK], id);
+    if (t < 0 || pos < 0 || p->values[y].meta.ndim != 4) return OAR_OK;
+    int in[1] = {t}, yt;
+    if (oar_pass_insert_node(p, OAR_MAIN_BLOCK, pos++, n->op, in, 1, n->attrs, &yt) < 0) return oar_last_status();
+    p->values[yt].dyn_dims = p->values[t].dyn_dims;
+    int view = emit_permute(p, yt, TO_NCHW, false, &pos);
+    if (view < 0) return oar_last_status();
+    p->values[view].dyn_dims = p->values[y].dyn_dims;
+    oar_program_replace_uses(p, y, view);
+    p->nodes[id].dead = true;
+    return set_twin(l, view, yt) ? OAR_OK : oar_error(OAR_ERR_OOM, "conv_nhwc: out of memory");
+}
+
+/* concat of NCHW views of NHWC twins (squeezenet's fire modules join two convs' outputs on C)
+ * is the concat of the twins on the matching NHWC dim, and gets a twin itself. */
+static oar_status concat_nhwc(layouter *l, int id) {
+    oar_program *p = l->p;
+    const oar_node *n = &p->nodes[id];
+    if (n->dead || n->op != OAR_OP_concat || n->block != OAR_MAIN_BLOCK || n->n_in > OAR_MAX_INPUTS) return OAR_OK;
+    int y = n->out[0], pos = pos_in_block(&p->blocks[OAR_MAIN_BLOCK], id), in[OAR_MAX_INPUTS];
+    if (pos < 0 || p->values[y].meta.ndim != 4) return OAR_OK;
+    for (int k = 0; k < n->n_in; k++)
+        if ((in[k] = twin_of(l, n->in[k])) < 0) return OAR_OK;
+    int64_t d = n->attrs[0].i < 0 ? n->attrs[0].i + 4 : n->attrs[0].i;
+    static const int64_t NHWC_DIM[4] = {0, 3, 1, 2}; /* where NCHW dim d sits in NHWC */
+    oar_attr a = oar_attr_int(NHWC_DIM[d]);
+    int yt;
+    if (oar_pass_insert_node(p, OAR_MAIN_BLOCK, pos++, OAR_OP_concat, in, n->n_in, &a, &yt) < 0)
+        return oar_last_status();
+    p->values[yt].dyn_dims = permute_dyn(p->values[y].dyn_dims, TO_NHWC);
+    int view = emit_permute(p, yt, TO_NCHW, false, &pos);
+    if (view < 0) return oar_last_status();
+    p->values[view].dyn_dims = p->values[y].dyn_dims;
+    oar_program_replace_uses(p, y, view);
+    p->nodes[id].dead = true;
+    return set_twin(l, view, yt) ? OAR_OK : oar_error(OAR_ERR_OOM, "conv_nhwc: out of memory");
+}
+
 oar_status oar_pass_conv_nhwc(oar_program *p) {
     if (!has_onednn()) return OAR_OK;
     layouter l = {p, NULL, 0};
@@ -153,7 +204,8 @@ oar_status oar_pass_conv_nhwc(oar_program *p) {
     for (int i = 0; i < n_main && st == OAR_OK; i++) {
         if (order[i] >= n_nodes) continue;
         if (convertible(p, &p->nodes[order[i]])) st = convert(&l, order[i]);
-        else st = pool_nhwc(&l, order[i]);
+        else if ((st = pool_nhwc(&l, order[i])) == OAR_OK && (st = unary_nhwc(&l, order[i])) == OAR_OK)
+            st = concat_nhwc(&l, order[i]);
     }
     free(order);
     /* views nobody reads any more (their readers took the twin) */
@@ -162,7 +214,7 @@ oar_status oar_pass_conv_nhwc(oar_program *p) {
     if (st == OAR_OK) {
         oar_program_use_counts(p, uses);
         for (int v = 0; v < l.cap && v < p->n_values; v++)
-            if (l.twin[v] >= 0 && uses[v] == 0) p->nodes[p->values[v].node].dead = true;
+            if (l.twin[v] >= 0 && uses[v] == 0 && p->values[v].kind == OAR_VAL_NODE) p->nodes[p->values[v].node].dead = true;
     }
     free(uses);
     free(l.twin);

@@ -305,6 +305,9 @@ oar_status ox_AveragePool(ox_ctx *c) { return pool(c, false); }
 static oar_status global_pool(ox_ctx *c, bool max) {
     oar_tensor *x = OX_IN(c, 0);
     if (!x || x->ndim < 3) return ox_fail(c, OAR_ERR_SHAPE, "expected an input [N, C, spatial...]");
+    /* 2-D average: the op oar's own models use (and the export writes as GlobalAveragePool), so
+     * a round trip runs the same kernel */
+    if (!max && x->ndim == 4) return ox_set(c, 0, oar_adaptive_avg_pool2d(x, 1, 1));
     int dims[OAR_MAX_DIMS], n = 0;
     for (int d = 2; d < x->ndim; d++) dims[n++] = d;
     return ox_set(c, 0, max ? oar_amax(x, dims, n, true) : oar_mean(x, dims, n, true));

@@ -1,0 +1,38 @@
+"""Writes the ONNX package's own backend node cases for the given operators (model.onnx and
+test_data_set_0/{input,output}_N.pb, as the backend runner reads them; expected outputs from
+ONNX's numpy reference) into OUT/<case>. Used for operators the shared conformance set lacks
+(Resize, Upsample). Usage: node_cases.py OUT OP [OP...]. Exit 77 without onnx and numpy."""
+import os
+import sys
+import warnings
+
+try:
+    import numpy as np
+    from onnx import numpy_helper
+except ImportError as e:
+    print(f"node_cases: skipped: {e}")
+    sys.exit(77)
+warnings.simplefilter("ignore")
+# onnx 1.12's case modules use NumPy aliases that NumPy 1.24 removed
+for alias, t in (("complex", complex), ("float", float), ("int", int), ("bool", bool), ("object", object)):
+    if alias not in np.__dict__:
+        setattr(np, alias, t)
+from onnx.backend.test.case import node  # noqa: E402
+
+out = sys.argv[1]
+n = 0
+for op in sys.argv[2:]:
+    for case in node.collect_testcases(op):
+        d = os.path.join(out, case.name, "test_data_set_0")
+        os.makedirs(d, exist_ok=True)
+        with open(os.path.join(out, case.name, "model.onnx"), "wb") as f:
+            f.write(case.model.SerializeToString())
+        inputs, outputs = case.data_sets[0]
+        for j, x in enumerate(inputs):
+            with open(os.path.join(d, f"input_{j}.pb"), "wb") as f:
+                f.write(numpy_helper.from_array(x, case.model.graph.input[j].name).SerializeToString())
+        for j, y in enumerate(outputs):
+            with open(os.path.join(d, f"output_{j}.pb"), "wb") as f:
+                f.write(numpy_helper.from_array(y, case.model.graph.output[j].name).SerializeToString())
+        n += 1
+print(f"node_cases: {n} cases for {', '.join(sys.argv[2:])} in {out}")

