@@ -244,8 +244,9 @@ oar_status oar_cu_gemm_batched(const char *who, oar_dtype dt, const void *a, boo
         return oar_error(OAR_ERR_INVALID_ARG, "%s: expected a batched product with positive sizes, got batch %lld, "
                          "m %lld, n %lld, k %lld", who, (long long)batch, (long long)m, (long long)n, (long long)k);
     lt_operand A, B; /* row-major a [m, k] is (rs, cs) = (k, 1); stored [k, m] and used transposed, (1, m) */
-    as_transposed(b, k, n, tb ? 1 : n, tb ? k : 1, &A);
-    as_transposed(a, m, k, ta ? 1 : k, ta ? m : 1, &B);
+    if (!as_transposed(b, k, n, tb ? 1 : n, tb ? k : 1, &A) || !as_transposed(a, m, k, ta ? 1 : k, ta ? m : 1, &B))
+        return oar_error(OAR_ERR_INTERNAL, "%s: a contiguous operand the GEMM did not take (m %lld, n %lld, k %lld)",
+                         who, (long long)m, (long long)n, (long long)k);
     A.batch_stride = k * n;
     B.batch_stride = m * k;
     lt_problem p = {.dt = dt, .a = A, .b = B, .m = (uint64_t)n, .n = (uint64_t)m, .k = k, .batch = batch,
