@@ -1,8 +1,8 @@
 // Scaled dot-product attention (launch_attention.h): a straightforward kernel in double, one
 // block per query row for the forward, one thread per output element for the backward; every
 // sum runs in the CPU reference's order except the softmax's max and sum (block reductions).
-// f16/bf16 take another path (cuda_attention.c): tensor-core products, and the two row
-// kernels at the end of this file between them.
+// f16/bf16 take another path (cuda_attention.c): tensor-core products, with the row kernels
+// softmax_rows_k and ds_rows_k below between them.
 #include "cuda_types.cuh"
 #include "launch_attention.h"
 
