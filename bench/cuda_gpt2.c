@@ -6,9 +6,11 @@
  * token (N: parameters less the position table, as nanoGPT) plus attention's 12 L T d.
  * bench/cuda_torch.py --gpt2 runs the same model in PyTorch on the same GPU.
  * Attention is the fused op (oar_scaled_dot_product_attention) or, with --attn matmul, composed
- * of batched GEMMs and a masked softmax as gpt-mini does (bf16 GEMMs on tensor cores; the
- * fused CUDA kernel computes in double and keeps the probabilities, so it is the slower one).
- * Usage: bench_cuda_gpt2 [--batch B] [--steps S] [--f32] [--attn fused|matmul] */
+ * of batched GEMMs and a masked softmax as gpt-mini does (both on tensor cores under AMP: the
+ * fused op's f16/bf16 CUDA kernel runs its products through cuBLASLt, see docs/cuda.md).
+ * --profile: one more step after the timed ones under the profiler, whose op table (host and
+ * GPU time per op) is printed before the JSON line, which stays last.
+ * Usage: bench_cuda_gpt2 [--batch B] [--steps S] [--f32] [--attn fused|matmul] [--profile] */
 #include "oar.h"
 #include "tools/oar/bench_util.h"
 
@@ -114,15 +116,16 @@ static int cmp_double(const void *a, const void *b) {
 int main(int argc, char **argv) {
     int64_t batch = 8;
     int steps = 6;
-    bool amp = true, composed = false;
+    bool amp = true, composed = false, profile = false;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--batch") && i + 1 < argc) batch = atoll(argv[++i]);
         else if (!strcmp(argv[i], "--steps") && i + 1 < argc) steps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--f32")) amp = false;
+        else if (!strcmp(argv[i], "--profile")) profile = true;
         else if (!strcmp(argv[i], "--attn") && i + 1 < argc && !strcmp(argv[i + 1], "matmul")) composed = true, i++;
         else if (!strcmp(argv[i], "--attn") && i + 1 < argc && !strcmp(argv[i + 1], "fused")) composed = false, i++;
         else {
-            fprintf(stderr, "usage: bench_cuda_gpt2 [--batch B] [--steps S] [--f32] [--attn fused|matmul]\n");
+            fprintf(stderr, "usage: bench_cuda_gpt2 [--batch B] [--steps S] [--f32] [--attn fused|matmul] [--profile]\n");
             return 2;
         }
     }
@@ -166,7 +169,13 @@ int main(int argc, char **argv) {
     oar_autocast_opts ac = oar_autocast_defaults(); /* O1, bf16 */
     const int warmup = 2;
     double t[100], first_loss = 0, last_loss = 0;
-    for (int s = 0; s < warmup + steps; s++) {
+    for (int s = 0; s < warmup + steps + profile; s++) {
+        bool profiled = s == warmup + steps; /* the extra step */
+        if (profiled) {
+            oar_profiler_opts po = oar_profiler_defaults(OAR_PROFILER_FULL);
+            po.print_at_stop = true;
+            oar_profiler_start(&po);
+        }
         oar_synchronize(OAR_CUDA);
         double t0 = bench_now_s();
         oar_scope_begin();
@@ -185,6 +194,11 @@ int main(int argc, char **argv) {
             return 1;
         }
         oar_synchronize(OAR_CUDA);
+        if (profiled) {
+            fflush(stdout);
+            oar_profiler_stop();
+            continue;
+        }
         if (s >= warmup) t[s - warmup] = bench_now_s() - t0;
         if (s == 0) first_loss = l;
         last_loss = l;

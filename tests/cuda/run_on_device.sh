@@ -65,8 +65,11 @@ if want bench; then
   run bench_torch 300 python3 bench/cuda_torch.py ${OAR_TORCH_COMPILE:+--compile}
 fi
 if want gpt2; then  # GPT-2-124M bf16 training steps, oar then PyTorch
-  run gpt2_oar 120 "$bin/bench_cuda_gpt2" --batch 8 --steps 6 --attn matmul
-  want gpt2fused && run gpt2_oar_fused 120 "$bin/bench_cuda_gpt2" --batch 8 --steps 4 --attn fused
+  run gpt2_oar 120 "$bin/bench_cuda_gpt2" --batch 8 --steps 6   # fused attention (the default)
+  run gpt2_oar_matmul 120 "$bin/bench_cuda_gpt2" --batch 8 --steps 4 --attn matmul
+  # one profiled step: the op table (host and GPU time per op) lands in profile_gpt2.log
+  timeout 120 "$bin/bench_cuda_gpt2" --batch 8 --steps 1 --profile > "$out/profile_gpt2.log" 2>&1
+  summary "gpt2 profile: rc=$? (profile_gpt2.log): $(grep -m3 -E '^  [a-z_]+ +[0-9]+ ' "$out/profile_gpt2.log" | awk '{print $1, $3 "ms"}' | tr '\n' ' ')"
   run gpt2_torch 120 python3 bench/cuda_torch.py --gpt2 eager
   [ -n "${OAR_TORCH_COMPILE:-}" ] && run gpt2_torch_compile 240 python3 bench/cuda_torch.py --gpt2 compile
 fi

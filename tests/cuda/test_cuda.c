@@ -2,7 +2,9 @@
  * mixed-device errors, autograd across devices, and a small network trained on the GPU
  * tracking the same network on the host, compiled programs and CUDA graphs (eager = compiled =
  * replayed, bit for bit, for every zoo model). Without a GPU it checks that everything fails
- * cleanly, then skips (exit 77) with one line. */
+ * cleanly, then skips (exit 77) with one line. Also: GPT-2-sized attention in bf16, embedding
+ * backward and cross entropy (issue 19's kernels) against f32 or host references. */
+#include "ops/op.h"
 #include "zoo_step_util.h"
 
 static oar_tensor *iota(int64_t rows, int64_t cols, double scale) {
@@ -599,6 +601,102 @@ static void compiled_zoo(const char *name, int steps, int64_t batch) {
     }
 }
 
+/* ||a - b|| / ||b|| over all elements, in f32 on the GPU (-1 when either is missing). */
+static double rel_error(oar_tensor *a, oar_tensor *b) {
+    if (!a || !b) return -1;
+    oar_tensor *bf = oar_cast(b, OAR_F32);
+    double num = -1, den = -1;
+    if (oar_item(oar_norm(oar_sub(oar_cast(a, OAR_F32), bf), 2, NULL, 0, false), &num) != OAR_OK ||
+        oar_item(oar_norm(bf, 2, NULL, 0, false), &den) != OAR_OK || !(den > 0))
+        return -1;
+    return num / den;
+}
+
+/* GPT-2's attention shape in bf16 (the fused op's tensor-core path, causal) against the same
+ * attention composed in f32 on the GPU, forward and backward: normalized errors at bf16's
+ * scale. */
+static void attention_bf16_gpt2(void) {
+    oar_scope_begin();
+    int64_t shape[4] = {2, 12, 1024, 64}, sq[2] = {1024, 1024};
+    double scale = 0.125;
+    oar_tensor *x[3], *w = oar_to(oar_randn(shape, 4, OAR_F32), OAR_CUDA);
+    for (int i = 0; i < 3; i++) /* inputs exactly representable in bf16, so both paths see one problem */
+        x[i] = oar_cast(oar_cast(oar_to(oar_randn(shape, 4, OAR_F32), OAR_CUDA), OAR_BF16), OAR_F32);
+    oar_tensor *mask = oar_to(oar_triu(oar_ones(sq, 2, OAR_BOOL), 1), OAR_CUDA);
+    /* the reference: f32, composed */
+    for (int i = 0; i < 3; i++) CHECK(oar_set_requires_grad(x[i], true) == OAR_OK);
+    oar_tensor *s = oar_mul_scalar(oar_matmul(x[0], oar_transpose(x[1], -1, -2)), scale);
+    oar_tensor *ref = oar_matmul(oar_softmax(oar_masked_fill(s, mask, -INFINITY), -1), x[2]);
+    oar_tensor *ref_loss = oar_sum(oar_mul(ref, w), NULL, 0, false), *gref[3] = {NULL, NULL, NULL};
+    CHECK(ref_loss && oar_grad(&ref_loss, 1, NULL, x, 3, gref, NULL) == OAR_OK);
+    /* bf16 through the fused op */
+    oar_tensor *h[3], *gh[3] = {NULL, NULL, NULL};
+    for (int i = 0; i < 3; i++) {
+        h[i] = oar_cast(oar_detach(x[i]), OAR_BF16);
+        CHECK(h[i] && oar_set_requires_grad(h[i], true) == OAR_OK);
+    }
+    oar_tensor *out = oar_scaled_dot_product_attention(h[0], h[1], h[2], NULL, scale, true);
+    oar_tensor *loss = oar_sum(oar_mul(oar_cast(out, OAR_F32), w), NULL, 0, false);
+    CHECK(loss && oar_grad(&loss, 1, NULL, h, 3, gh, NULL) == OAR_OK);
+    double e_out = rel_error(out, ref), e_g[3];
+    for (int i = 0; i < 3; i++) e_g[i] = rel_error(gh[i], gref[i]);
+    printf("test_cuda: bf16 causal attention [2, 12, 1024, 64] vs f32 composed: normalized error out %.2e, dq %.2e, "
+           "dk %.2e, dv %.2e\n", e_out, e_g[0], e_g[1], e_g[2]);
+    CHECK(e_out >= 0 && e_out < 1e-2);
+    for (int i = 0; i < 3; i++) CHECK(e_g[i] >= 0 && e_g[i] < 2e-2);
+    for (int i = 0; i < 3; i++) {
+        oar_release(gref[i]);
+        oar_release(gh[i]);
+    }
+    oar_scope_end();
+}
+
+/* embedding_backward at GPT-2's scale of indices, with many repeats: the GPU's sorted runs add
+ * in index order in double as the host does, so f32 and bf16 results match the host bit for
+ * bit, and twice the same. */
+static void embedding_backward_large(void) {
+    oar_scope_begin();
+    int64_t gs[2] = {8192, 96}, is[1] = {8192};
+    oar_tensor *idx = oar_randint(0, 1000, is, 1, OAR_I64); /* 1000 rows of 5000 unused */
+    for (int k = 0; k < 2; k++) {
+        oar_dtype dt = k ? OAR_BF16 : OAR_F32;
+        oar_tensor *g = oar_cast(oar_randn(gs, 2, OAR_F32), dt);
+        oar_attr a = oar_attr_int(5000);
+        oar_tensor *in[2] = {g, idx}, *din[2] = {oar_to(g, OAR_CUDA), oar_to(idx, OAR_CUDA)};
+        oar_tensor *host = oar_op_call1(OAR_OP_embedding_backward, in, 2, &a);
+        oar_tensor *dev1 = oar_op_call1(OAR_OP_embedding_backward, din, 2, &a);
+        oar_tensor *dev2 = oar_op_call1(OAR_OP_embedding_backward, din, 2, &a);
+        CHECK(host && dev1 && dev2);
+        CHECK(host && dev1 && t_same_bits(oar_to(dev1, OAR_CPU), host));
+        CHECK(dev1 && dev2 && t_same_bits(oar_to(dev1, OAR_CPU), oar_to(dev2, OAR_CPU)));
+    }
+    oar_scope_end();
+}
+
+/* cross_entropy over GPT-2's vocabulary (one read of each row on the GPU) against the host. */
+static void cross_entropy_large_vocab(void) {
+    oar_scope_begin();
+    int64_t xs[2] = {64, 50257}, ts[1] = {64};
+    oar_tensor *x = oar_mul_scalar(oar_randn(xs, 2, OAR_F32), 3.0), *t = oar_randint(0, 50257, ts, 1, OAR_I64);
+    CHECK(oar_set_requires_grad(x, true) == OAR_OK);
+    oar_tensor *xd = oar_to(oar_detach(x), OAR_CUDA);
+    CHECK(oar_set_requires_grad(xd, true) == OAR_OK);
+    oar_ce_opts o = oar_ce_defaults();
+    o.reduction = OAR_REDUCE_NONE;
+    oar_tensor *lh = oar_cross_entropy(x, t, &o), *ld = oar_cross_entropy(xd, oar_to(t, OAR_CUDA), &o);
+    oar_tensor *gh = NULL, *gd = NULL, *lhs = oar_sum(lh, NULL, 0, false), *lds = oar_sum(ld, NULL, 0, false);
+    CHECK(lhs && lds && oar_grad(&lhs, 1, NULL, &x, 1, &gh, NULL) == OAR_OK &&
+          oar_grad(&lds, 1, NULL, &xd, 1, &gd, NULL) == OAR_OK);
+    double e_loss = rel_error(ld, oar_to(lh, OAR_CUDA)), e_grad = rel_error(gd, gh ? oar_to(gh, OAR_CUDA) : NULL);
+    printf("test_cuda: cross_entropy [64, 50257] f32 GPU vs host: normalized error loss %.2e, grad %.2e\n", e_loss,
+           e_grad);
+    CHECK(e_loss >= 0 && e_loss < 1e-6);
+    CHECK(e_grad >= 0 && e_grad < 1e-5);
+    oar_release(gh);
+    oar_release(gd);
+    oar_scope_end();
+}
+
 int main(void) {
     oar_scope_begin();
     if (!oar_cuda_is_available()) {
@@ -619,6 +717,9 @@ int main(void) {
     train_amp(OAR_BF16, false);
     train_amp(OAR_F16, true);
     nccl_one_rank();
+    attention_bf16_gpt2();
+    embedding_backward_large();
+    cross_entropy_large_vocab();
     oar_scope_end();
     const char *zoo[] = {"tiny", "mlp", "lenet", "resnet20", "mobilenet", "gpt-mini", "lstm-lm"};
     for (int i = 0; i < (int)(sizeof zoo / sizeof zoo[0]); i++) train_zoo(zoo[i], 8, 16);

@@ -1,6 +1,8 @@
 // Scaled dot-product attention (launch_attention.h): a straightforward kernel in double, one
 // block per query row for the forward, one thread per output element for the backward; every
 // sum runs in the CPU reference's order except the softmax's max and sum (block reductions).
+// f16/bf16 take another path (cuda_attention.c): tensor-core products, with the row kernels
+// softmax_rows_k and ds_rows_k below between them.
 #include "cuda_types.cuh"
 #include "launch_attention.h"
 
@@ -137,6 +139,85 @@ __global__ void dk_k(T *dk, const double *ds, const T *q, int64_t L, int64_t S, 
     }
 }
 
+// ---- the half types' path: the products run on tensor cores (cuBLASLt, in the C glue), these
+// kernels do the rows between them in f32, one block per row of [rows, S].
+
+template <typename T> __device__ __forceinline__ float lf(T v) { return (float)v; }
+template <> __device__ __forceinline__ float lf<__half>(__half v) { return __half2float(v); }
+template <> __device__ __forceinline__ float lf<__nv_bfloat16>(__nv_bfloat16 v) { return __bfloat162float(v); }
+template <typename T> __device__ __forceinline__ T sf(float v) { return (T)v; }
+template <> __device__ __forceinline__ __half sf<__half>(float v) { return __float2half_rn(v); }
+template <> __device__ __forceinline__ __nv_bfloat16 sf<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
+
+// Block max or sum of v in a fixed order; red: 33 floats of shared memory.
+__device__ float block_reduce_f(float v, float *red, bool is_max) {
+    for (int o = 16; o > 0; o >>= 1) {
+        float w = __shfl_down_sync(0xffffffffu, v, o);
+        v = is_max ? fmaxf(v, w) : v + w;
+    }
+    int lane = threadIdx.x & 31, wid = threadIdx.x >> 5, nw = (blockDim.x + 31) >> 5;
+    if (lane == 0) red[wid] = v;
+    __syncthreads();
+    if (wid == 0) {
+        v = lane < nw ? red[lane] : (is_max ? -INFINITY : 0.0f);
+        for (int o = 16; o > 0; o >>= 1) {
+            float w = __shfl_down_sync(0xffffffffu, v, o);
+            v = is_max ? fmaxf(v, w) : v + w;
+        }
+        if (lane == 0) red[32] = v;
+    }
+    __syncthreads();
+    float r = red[32];
+    __syncthreads();
+    return r;
+}
+
+// probs[r, :] = softmax(scores[r, :] * scale, masked): row r of batch entry r / L is query r % L.
+// A causal row i stops reading at key i (the rest is written 0 without loading scores).
+template <typename T>
+__global__ void softmax_rows_k(T *probs, const float *scores, const uint8_t *mask, int64_t L, int64_t S, float scale,
+                               bool causal) {
+    __shared__ float red[33];
+    int64_t r = blockIdx.x, i = r % L;
+    const float *sr = scores + r * S;
+    T *pr = probs + r * S;
+    int64_t live = causal ? (i + 1 < S ? i + 1 : S) : S;
+    float mx = -INFINITY;
+    for (int64_t j = threadIdx.x; j < live; j += blockDim.x)
+        if (!(mask && mask[i * S + j])) mx = fmaxf(mx, sr[j] * scale);
+    mx = block_reduce_f(mx, red, true);
+    float sum = 0;
+    for (int64_t j = threadIdx.x; j < live; j += blockDim.x)
+        if (!(mask && mask[i * S + j])) sum += __expf(sr[j] * scale - mx);
+    sum = block_reduce_f(sum, red, false);
+    float inv = 1.0f / sum; // every key masked: mx = -inf, sum = 0, and the row is NaN as softmax's
+    for (int64_t j = threadIdx.x; j < S; j += blockDim.x) {
+        bool m = j >= live || (mask && mask[i * S + j]);
+        pr[j] = sf<T>(m ? (mx == -INFINITY ? NAN : 0.0f) : __expf(sr[j] * scale - mx) * inv);
+    }
+}
+
+// ds[r, :] = scale * p * (dp - sum_j dp * p) in T, from dp [rows, S] in f32 and p in T.
+template <typename T>
+__global__ void ds_rows_k(T *ds, const float *dp, const T *p, int64_t S, float scale) {
+    __shared__ float red[33];
+    int64_t r = blockIdx.x;
+    const float *dr = dp + r * S;
+    const T *pr = p + r * S;
+    T *out = ds + r * S;
+    float acc = 0;
+    for (int64_t j = threadIdx.x; j < S; j += blockDim.x) acc += dr[j] * lf(pr[j]);
+    acc = block_reduce_f(acc, red, false);
+    for (int64_t j = threadIdx.x; j < S; j += blockDim.x) out[j] = sf<T>(scale * lf(pr[j]) * (dr[j] - acc));
+}
+
+#define BY_HALF(dt, ...)                                               \
+    switch (dt) {                                                      \
+    case F16: { typedef __half T; __VA_ARGS__; } break;                \
+    case BF16: { typedef __nv_bfloat16 T; __VA_ARGS__; } break;        \
+    default: return (int)cudaErrorInvalidValue;                        \
+    }
+
 #define BY_FLOAT(dt, ...)                                              \
     switch (dt) {                                                      \
     case F32: { typedef float T; __VA_ARGS__; } break;                 \
@@ -180,5 +261,24 @@ extern "C" int oar_cu_attention_backward(void *dq, void *dk, void *dv, const voi
         if (n_dk > 0)
             dk_k<T><<<blocks_for(n_dk, kThreads), kThreads, 0, s>>>((T *)dk, ds, (const T *)q, L, S, D, n_dk);
     });
+    return (int)cudaGetLastError();
+}
+
+extern "C" int oar_cu_attention_softmax_rows(void *probs, const float *scores, const uint8_t *mask, int dtype,
+                                             int64_t rows, int64_t L, int64_t S, double scale, int causal,
+                                             void *stream) {
+    if (rows <= 0 || S <= 0) return 0;
+    if (rows > 0x7fffffffLL) return (int)cudaErrorInvalidValue;
+    BY_HALF(dtype, softmax_rows_k<T><<<(unsigned)rows, kThreads, 0, (cudaStream_t)stream>>>(
+                       (T *)probs, scores, mask, L, S, (float)scale, causal != 0));
+    return (int)cudaGetLastError();
+}
+
+extern "C" int oar_cu_attention_ds_rows(void *ds, const float *dp, const void *p, int dtype, int64_t rows, int64_t S,
+                                        double scale, void *stream) {
+    if (rows <= 0 || S <= 0) return 0;
+    if (rows > 0x7fffffffLL) return (int)cudaErrorInvalidValue;
+    BY_HALF(dtype, ds_rows_k<T><<<(unsigned)rows, kThreads, 0, (cudaStream_t)stream>>>((T *)ds, dp, (const T *)p, S,
+                                                                                      (float)scale));
     return (int)cudaGetLastError();
 }

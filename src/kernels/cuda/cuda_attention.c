@@ -1,7 +1,10 @@
-/* CUDA fused_attention and attention_backward (attention.cu): straightforward kernels in
- * double, saving the probabilities as the reference does. Strided q, k, v (head views) are
- * copied contiguous first. The backward's ds scratch (L * S doubles per batch entry) is taken
- * for a chunk of batch entries at a time, at most about 256 MiB. */
+/* CUDA fused_attention and attention_backward (attention.cu). f32 and f64: straightforward
+ * kernels in double, saving the probabilities as the reference does. f16 and bf16 (the AMP
+ * path): the five products run on tensor cores (cuBLASLt batched, f32 accumulation, scores and
+ * dp kept in f32) and row kernels in f32 do the softmax and ds between them; the probabilities
+ * are saved in the half type as the op defines. Strided q, k, v (head views) are copied
+ * contiguous first. Scratch (the backward's ds, the half path's scores) is taken for a chunk of
+ * batch entries at a time, at most about 256 MiB. */
 #include "cuda_glue.h"
 #include "launch_attention.h"
 
@@ -11,6 +14,94 @@ static int64_t batches(const oar_tensor *t) {
     int64_t n = 1;
     for (int d = 0; d < t->ndim - 2; d++) n *= t->shape[d];
     return n;
+}
+
+static bool half_type(oar_dtype dt) { return dt == OAR_F16 || dt == OAR_BF16; }
+
+/* Batch entries per chunk when each takes per_entry bytes of scratch: about 256 MiB in all. */
+static int64_t chunk_of(int64_t nb, size_t per_entry) {
+    int64_t c = per_entry ? (int64_t)(((size_t)256 << 20) / per_entry) : nb;
+    return c < 1 ? 1 : c > nb ? nb : c;
+}
+
+#define AT_B(t, b0, per_b) ((char *)oar_tensor_ptr(t) + (size_t)((b0) * (per_b)) * es)
+
+/* out = softmax(q kᵀ * scale, masked) v, with probs saved: q kᵀ into f32 scores, the row
+ * softmax into probs, probs v into out. */
+static oar_status half_forward(oar_tensor *y, oar_tensor *probs, oar_tensor *q, oar_tensor *k, oar_tensor *v,
+                               oar_tensor *mask, const oar_attr *a, cudaStream_t s) {
+    const char *op = "fused_attention";
+    int nd = q->ndim;
+    int64_t L = q->shape[nd - 2], S = k->shape[nd - 2], D = q->shape[nd - 1], Dv = v->shape[nd - 1];
+    int64_t nb = batches(q);
+    size_t es = oar_dtypes[q->dtype].size;
+    int64_t chunk = chunk_of(nb, sizeof(float) * (size_t)(L * S));
+    size_t bytes = sizeof(float) * (size_t)(chunk * L * S);
+    float *scores = oar_cuda_scratch(bytes);
+    if (!scores) return oar_error(OAR_ERR_OOM, "%s: out of GPU memory for the scores (%zu bytes)", op, bytes);
+    oar_status st = OAR_OK;
+    for (int64_t b0 = 0; st == OAR_OK && b0 < nb; b0 += chunk) {
+        int64_t n = nb - b0 < chunk ? nb - b0 : chunk;
+        if (D > 0)
+            st = oar_cu_gemm_batched(op, q->dtype, AT_B(q, b0, L * D), false, AT_B(k, b0, S * D), true, scores, true, n,
+                                     L, S, D, s);
+        else
+            st = oar_cuda_status(cudaMemsetAsync(scores, 0, sizeof(float) * (size_t)(n * L * S), s), op);
+        if (st == OAR_OK)
+            st = oar_cuda_status((cudaError_t)oar_cu_attention_softmax_rows(
+                                     AT_B(probs, b0, L * S), scores,
+                                     mask ? (const uint8_t *)oar_tensor_ptr(mask) : NULL, q->dtype, n * L, L, S,
+                                     a[0].f, (int)a[1].i, s),
+                                 op);
+        if (st == OAR_OK && Dv > 0)
+            st = oar_cu_gemm_batched(op, q->dtype, AT_B(probs, b0, L * S), false, AT_B(v, b0, S * Dv), false,
+                                     AT_B(y, b0, L * Dv), false, n, L, Dv, S, s);
+    }
+    oar_cuda_scratch_free(scores, bytes);
+    return st;
+}
+
+/* dv = pᵀ g; dp = g vᵀ (f32); ds = scale * p * (dp - rowsum(dp * p)); dq = ds k; dk = dsᵀ q. */
+static oar_status half_backward(oar_tensor *const *out, oar_tensor *const *c, const oar_attr *a, cudaStream_t s) {
+    const char *op = "attention_backward";
+    oar_tensor *g = c[0], *q = c[1], *k = c[2], *v = c[3], *p = c[4];
+    int nd = q->ndim;
+    int64_t L = q->shape[nd - 2], S = k->shape[nd - 2], D = q->shape[nd - 1], Dv = v->shape[nd - 1];
+    int64_t nb = batches(q);
+    size_t es = oar_dtypes[q->dtype].size;
+    int64_t chunk = chunk_of(nb, (sizeof(float) + es) * (size_t)(L * S));
+    size_t dp_bytes = sizeof(float) * (size_t)(chunk * L * S), ds_bytes = es * (size_t)(chunk * L * S);
+    float *dp = oar_cuda_scratch(dp_bytes);
+    void *ds = dp ? oar_cuda_scratch(ds_bytes) : NULL;
+    if (!ds) {
+        if (dp) oar_cuda_scratch_free(dp, dp_bytes);
+        return oar_error(OAR_ERR_OOM, "%s: out of GPU memory for the scratch (%zu bytes)", op, dp_bytes + ds_bytes);
+    }
+    oar_status st = OAR_OK;
+    for (int64_t b0 = 0; st == OAR_OK && b0 < nb; b0 += chunk) {
+        int64_t n = nb - b0 < chunk ? nb - b0 : chunk;
+        if (Dv > 0)
+            st = oar_cu_gemm_batched(op, q->dtype, AT_B(p, b0, L * S), true, AT_B(g, b0, L * Dv), false,
+                                     AT_B(out[2], b0, S * Dv), false, n, S, Dv, L, s);
+        if (st == OAR_OK && Dv > 0)
+            st = oar_cu_gemm_batched(op, q->dtype, AT_B(g, b0, L * Dv), false, AT_B(v, b0, S * Dv), true, dp, true, n, L,
+                                     S, Dv, s);
+        else if (st == OAR_OK)
+            st = oar_cuda_status(cudaMemsetAsync(dp, 0, sizeof(float) * (size_t)(n * L * S), s), op);
+        if (st == OAR_OK)
+            st = oar_cuda_status((cudaError_t)oar_cu_attention_ds_rows(ds, dp, AT_B(p, b0, L * S), q->dtype, n * L, S,
+                                                                       a[0].f, s),
+                                 op);
+        if (st == OAR_OK && D > 0)
+            st = oar_cu_gemm_batched(op, q->dtype, ds, false, AT_B(k, b0, S * D), false, AT_B(out[0], b0, L * D), false, n,
+                                     L, D, S, s);
+        if (st == OAR_OK && D > 0)
+            st = oar_cu_gemm_batched(op, q->dtype, ds, true, AT_B(q, b0, L * D), false, AT_B(out[1], b0, S * D), false, n,
+                                     S, D, L, s);
+    }
+    oar_cuda_scratch_free(ds, ds_bytes);
+    oar_cuda_scratch_free(dp, dp_bytes);
+    return st;
 }
 
 static oar_status fused_attention_cuda(const oar_kctx *ctx, oar_tensor *const *in, int n_in, oar_tensor *const *out,
@@ -32,6 +123,11 @@ static oar_status fused_attention_cuda(const oar_kctx *ctx, oar_tensor *const *i
         oar_cu_temps_free(&tmp);
         return oar_last_status();
     }
+    if (half_type(q->dtype) && L > 0) {
+        oar_status st = half_forward(y, probs, q, k, v, mask, a, s);
+        oar_cu_temps_free(&tmp);
+        return st;
+    }
     int e = oar_cu_attention_forward(oar_tensor_ptr(y), oar_tensor_ptr(probs), oar_tensor_ptr(q), oar_tensor_ptr(k),
                                      oar_tensor_ptr(v), mask ? (const uint8_t *)oar_tensor_ptr(mask) : NULL,
                                      q->dtype, batches(q), L, S, D, Dv, a[0].f, (int)a[1].i, s);
@@ -43,7 +139,8 @@ static bool fused_attention_supports(oar_tensor *const *in, int n_in, oar_tensor
                                      const oar_attr *a) {
     (void)n_in; (void)out; (void)n_out; (void)a;
     int nd = in[0]->ndim;
-    return in[1]->shape[nd - 2] <= OAR_CU_ATTENTION_MAX_S && batches(in[0]) * in[0]->shape[nd - 2] <= 0x7fffffffLL;
+    /* the double kernel keeps a row of scores in shared memory; the half path streams them */
+    return (half_type(in[0]->dtype) || in[1]->shape[nd - 2] <= OAR_CU_ATTENTION_MAX_S) && batches(in[0]) * in[0]->shape[nd - 2] <= 0x7fffffffLL;
 }
 
 static oar_status attention_backward_cuda(const oar_kctx *ctx, oar_tensor *const *in, int n_in,
@@ -62,6 +159,11 @@ static oar_status attention_backward_cuda(const oar_kctx *ctx, oar_tensor *const
             oar_cu_temps_free(&tmp);
             return oar_last_status();
         }
+    if (half_type(in[1]->dtype) && L > 0 && S > 0) {
+        oar_status st = half_backward(out, c, a, s);
+        oar_cu_temps_free(&tmp);
+        return st;
+    }
     size_t es = oar_dtypes[in[1]->dtype].size;
     int64_t per = L * S, chunk = per ? ((int64_t)256 << 20) / (per * 8) : nb;
     if (chunk < 1) chunk = 1;

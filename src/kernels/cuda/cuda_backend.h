@@ -33,6 +33,12 @@ void oar_cuda_register(oar_op_id op, uint32_t dtypes, oar_kernel_fn fn, oar_supp
 void *oar_cuda_scratch(size_t nbytes);
 void oar_cuda_scratch_free(void *p, size_t nbytes);
 
+/* Batched product on tensor cores (cuBLASLt, f32 accumulation): y[i] = op(a[i]) op(b[i]) for i
+ * < batch over contiguous row-major operands, a [m, k] (stored [k, m] when ta), b [k, n] (stored
+ * [n, k] when tb), y [m, n] of dt, or of f32 when y_f32 (cuda_gemm.c). who names the caller. */
+oar_status oar_cu_gemm_batched(const char *who, oar_dtype dt, const void *a, bool ta, const void *b, bool tb,
+                               void *y, bool y_f32, int64_t batch, int64_t m, int64_t n, int64_t k, void *stream);
+
 /* Per-family registration, one per cuda_<family>.c, listed in cuda_families.def. */
 #define OAR_CUDA_FAMILY(f) void oar_cuda_register_##f(void);
 #include "cuda_families.def"

@@ -53,12 +53,13 @@ typedef struct lt_problem {
     int64_t k, batch, d_stride;
     void *d;
     const void *bias;         /* per row of D (length m), or NULL */
+    bool d_f32;               /* D in f32 whatever the inputs' dtype (attention's scores) */
 } lt_problem;
 
 /* ---- algorithm cache: key is the problem's geometry */
 typedef struct algo_entry {
     bool used;
-    int dt, opa, opb, has_bias, tf32;
+    int dt, opa, opb, has_bias, tf32, d_f32;
     uint64_t m, n, k, lda, ldb, batch, sa, sb, sd;
     cublasLtMatmulAlgo_t algo;
 } algo_entry;
@@ -68,7 +69,7 @@ static int g_algo_next;
 
 static bool same_key(const algo_entry *e, const algo_entry *k) {
     return e->used && e->dt == k->dt && e->opa == k->opa && e->opb == k->opb && e->has_bias == k->has_bias &&
-           e->tf32 == k->tf32 && e->m == k->m && e->n == k->n && e->k == k->k && e->lda == k->lda &&
+           e->tf32 == k->tf32 && e->d_f32 == k->d_f32 && e->m == k->m && e->n == k->n && e->k == k->k && e->lda == k->lda &&
            e->ldb == k->ldb && e->batch == k->batch && e->sa == k->sa && e->sb == k->sb && e->sd == k->sd;
 }
 
@@ -108,7 +109,7 @@ static oar_status run_lt(const char *who, const lt_problem *p, cudaStream_t stre
     }
     if (s == CUBLAS_STATUS_SUCCESS) s = cublasLtMatrixLayoutCreate(&la, io, p->a.rows, p->a.cols, p->a.ld);
     if (s == CUBLAS_STATUS_SUCCESS) s = cublasLtMatrixLayoutCreate(&lb, io, p->b.rows, p->b.cols, p->b.ld);
-    if (s == CUBLAS_STATUS_SUCCESS) s = cublasLtMatrixLayoutCreate(&ld, io, p->m, p->n, (int64_t)p->m);
+    if (s == CUBLAS_STATUS_SUCCESS) s = cublasLtMatrixLayoutCreate(&ld, p->d_f32 ? CUDA_R_32F : io, p->m, p->n, (int64_t)p->m);
     if (s == CUBLAS_STATUS_SUCCESS && p->batch > 1) {
         int32_t count = (int32_t)p->batch;
         cublasLtMatrixLayout_t ls[3] = {la, lb, ld};
@@ -121,7 +122,7 @@ static oar_status run_lt(const char *who, const lt_problem *p, cudaStream_t stre
         }
     }
     algo_entry key = {.used = true, .dt = p->dt, .opa = p->a.op, .opb = p->b.op, .has_bias = p->bias != NULL,
-                      .tf32 = tf32, .m = p->m, .n = p->n, .k = (uint64_t)p->k, .lda = (uint64_t)p->a.ld,
+                      .tf32 = tf32, .d_f32 = p->d_f32, .m = p->m, .n = p->n, .k = (uint64_t)p->k, .lda = (uint64_t)p->a.ld,
                       .ldb = (uint64_t)p->b.ld, .batch = (uint64_t)p->batch, .sa = (uint64_t)p->a.batch_stride,
                       .sb = (uint64_t)p->b.batch_stride, .sd = (uint64_t)p->d_stride};
     cublasLtMatmulAlgo_t algo;
@@ -235,6 +236,22 @@ static oar_status matmul_run(const oar_kctx *ctx, oar_tensor *a, oar_tensor *b, 
     lt_problem p = {.dt = y->dtype, .a = A, .b = B, .m = (uint64_t)n, .n = (uint64_t)m, .k = k, .batch = batch,
                     .d_stride = m * n, .d = oar_tensor_ptr(y)};
     return run_lt("matmul", &p, oar_cuda_stream_of(ctx));
+}
+
+oar_status oar_cu_gemm_batched(const char *who, oar_dtype dt, const void *a, bool ta, const void *b, bool tb,
+                               void *y, bool y_f32, int64_t batch, int64_t m, int64_t n, int64_t k, void *stream) {
+    if (batch <= 0 || m <= 0 || n <= 0 || k <= 0)
+        return oar_error(OAR_ERR_INVALID_ARG, "%s: expected a batched product with positive sizes, got batch %lld, "
+                         "m %lld, n %lld, k %lld", who, (long long)batch, (long long)m, (long long)n, (long long)k);
+    lt_operand A, B; /* row-major a [m, k] is (rs, cs) = (k, 1); stored [k, m] and used transposed, (1, m) */
+    if (!as_transposed(b, k, n, tb ? 1 : n, tb ? k : 1, &A) || !as_transposed(a, m, k, ta ? 1 : k, ta ? m : 1, &B))
+        return oar_error(OAR_ERR_INTERNAL, "%s: a contiguous operand the GEMM did not take (m %lld, n %lld, k %lld)",
+                         who, (long long)m, (long long)n, (long long)k);
+    A.batch_stride = k * n;
+    B.batch_stride = m * k;
+    lt_problem p = {.dt = dt, .a = A, .b = B, .m = (uint64_t)n, .n = (uint64_t)m, .k = k, .batch = batch,
+                    .d_stride = m * n, .d = y, .d_f32 = y_f32};
+    return run_lt(who, &p, (cudaStream_t)stream);
 }
 
 /* operand t expanded to the output's batch dims, contiguous */

@@ -384,24 +384,28 @@ static oar_status embedding_backward_cuda(const oar_kctx *ctx, oar_tensor *const
     int64_t num = a[0].i, dim = y->shape[1];
     if (y->numel == 0 && idx->numel == 0) return OAR_OK;
     cudaStream_t s = oar_cuda_stream_of(ctx);
-    size_t acc_bytes = y->dtype != OAR_F64 ? sizeof(double) * (size_t)y->numel : 0;
-    double *acc = NULL;
-    if (acc_bytes && !(acc = oar_cuda_scratch(acc_bytes)))
-        return oar_error(OAR_ERR_OOM, "embedding_backward: out of GPU memory for the sums (%zu bytes)", acc_bytes);
+    if (idx->numel > 0x7ffffffeLL || num > 0x7ffffffeLL)
+        return oar_error(OAR_ERR_UNSUPPORTED, "embedding_backward: the GPU kernel takes fewer than 2^31 - 1 indices "
+                         "and rows, got %lld indices and %lld rows; run it on the CPU", (long long)idx->numel,
+                         (long long)num);
+    size_t scratch_bytes = y->numel ? oar_cu_embedding_backward_scratch(idx->numel, num) : 0;
+    void *scratch = NULL;
+    if (scratch_bytes && !(scratch = oar_cuda_scratch(scratch_bytes)))
+        return oar_error(OAR_ERR_OOM, "embedding_backward: out of GPU memory for the sort (%zu bytes)", scratch_bytes);
     oar_status st;
     unsigned long long *err = oar_cu_err_begin(s, "embedding_backward", &st);
     if (!err) {
-        if (acc) oar_cuda_scratch_free(acc, acc_bytes);
+        if (scratch) oar_cuda_scratch_free(scratch, scratch_bytes);
         return st;
     }
     int e = 0;
     if (y->numel)
         e = oar_cu_embedding_backward(oar_tensor_ptr(y), g->numel ? oar_tensor_ptr(g) : NULL, y->dtype,
-                                      idx->numel ? oar_tensor_ptr(idx) : NULL, idx->dtype, idx->numel, num, dim, acc,
-                                      err, s);
+                                      idx->numel ? oar_tensor_ptr(idx) : NULL, idx->dtype, idx->numel, num, dim,
+                                      scratch, err, s);
     else /* nothing to sum into: the indices are still checked */
         e = oar_cu_check_indices(idx->numel ? oar_tensor_ptr(idx) : NULL, idx->dtype, idx->numel, num, err, s);
-    if (acc) oar_cuda_scratch_free(acc, acc_bytes);
+    if (scratch) oar_cuda_scratch_free(scratch, scratch_bytes);
     bool bad;
     int64_t v;
     st = finish_checked(e, err, s, "embedding_backward", &bad, &v);

@@ -1,8 +1,11 @@
 // Selection by index tensors, masks and positions, and topk (launch_index.h). Every kernel
 // checks each index before it touches memory with it; sums fed by several sources run one
-// thread per output column, adding in the reference's order (no atomics, deterministic).
+// thread per output column, adding in the reference's order (no atomics, deterministic), or
+// for embedding_backward one warp per row over the indices stably sorted (the same order).
 #include "cuda_types.cuh"
 #include "launch_index.h"
+
+#include <cub/device/device_radix_sort.cuh>
 
 using namespace oarcu;
 
@@ -130,30 +133,46 @@ template <> __device__ __forceinline__ double to_double<__nv_bfloat16>(__nv_bflo
     return (double)__bfloat162float(v);
 }
 
-// One thread per (column k, group of output rows): scans the indices in order and sums, in
-// double, those that land in its rows. Every output element has one thread adding its terms
-// in index order, so the result does not depend on the grouping; the groups only give the
-// GPU more threads than columns.
-template <typename T>
-__global__ void embedding_backward_k(double *acc, const T *g, const void *idx, int idt, int64_t n, int64_t num,
-                                     int64_t dim, int64_t rows_per_group, int64_t threads, unsigned long long *err) {
-    GRID_LOOP(t, threads) {
-        int64_t k = t % dim, r0 = t / dim * rows_per_group, r1 = r0 + rows_per_group;
-        for (int64_t i = 0; i < n; i++) {
-            int64_t v = load_index(idx, idt, i);
-            if (v < 0 || v >= num) {
-                if (r0 == 0) flag_bad(err, v);
-                continue;
-            }
-            if (v < r0 || v >= r1) continue;
-            acc[v * dim + k] += to_double(g[i * dim + k]);
+// embedding_backward, deterministic without float atomics: the (index, position) pairs are
+// sorted by index with a stable radix sort (positions ascend within an index), then one warp
+// per run of equal indices sums its gradient rows in that order, in double, and stores the
+// row once. Rows no index names are zero (a memset).
+
+// keys[i] = idx[i] as int32 (an out-of-range index: flagged, and key num, past every row),
+// pos[i] = i.
+__global__ void embedding_keys_k(int32_t *keys, int32_t *pos, const void *idx, int idt, int64_t n, int64_t num,
+                                 unsigned long long *err) {
+    GRID_LOOP(i, n) {
+        int64_t v = load_index(idx, idt, i);
+        if (v < 0 || v >= num) {
+            flag_bad(err, v);
+            v = num;
         }
+        keys[i] = (int32_t)v;
+        pos[i] = (int32_t)i;
     }
 }
 
-// The sums rounded to T as the reference stores them (half types through float).
-template <typename T> __global__ void round_k(T *y, const double *acc, int64_t n) {
-    GRID_LOOP(t, n) y[t] = cvt<T>((float)acc[t]);
+template <typename T> __device__ __forceinline__ T from_double(double v) { return cvt<T>((float)v); }
+template <> __device__ __forceinline__ double from_double<double>(double v) { return v; }
+
+// One warp per sorted slot; the warp of a run's first slot sums the run, lanes over columns.
+template <typename T>
+__global__ void embedding_runs_k(T *y, const T *g, const int32_t *keys, const int32_t *pos, int64_t n, int64_t num,
+                                 int64_t dim) {
+    int lane = threadIdx.x & 31;
+    int64_t warps = (int64_t)gridDim.x * blockDim.x >> 5;
+    for (int64_t s = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) >> 5; s < n; s += warps) {
+        int32_t v = keys[s];
+        if (v >= num || (s > 0 && keys[s - 1] == v)) continue; // past the rows, or not a run's first slot
+        int64_t e = s + 1;
+        while (e < n && keys[e] == v) e++;
+        for (int64_t c = lane; c < dim; c += 32) {
+            double acc = 0;
+            for (int64_t t = s; t < e; t++) acc += to_double(g[(int64_t)pos[t] * dim + c]);
+            y[(int64_t)v * dim + c] = from_double<T>(acc);
+        }
+    }
 }
 
 // ---------------------------------------------------------------- gather, scatter_add
@@ -554,47 +573,50 @@ extern "C" int oar_cu_index_add(void *y, const void *g, int dtype, const void *i
     return (int)cudaGetLastError();
 }
 
+static int radix_bits(int64_t num) { // bits of the largest key, num (the out-of-range mark)
+    int b = 1;
+    while (b < 31 && (num >> b) != 0) b++;
+    return b;
+}
+
+// Scratch: keys and positions twice (sort in and out), then CUB's temporary storage.
+static size_t sort_bytes(int64_t n, int64_t num) {
+    size_t cub_bytes = 0;
+    cub::DeviceRadixSort::SortPairs(nullptr, cub_bytes, (const int32_t *)nullptr, (int32_t *)nullptr,
+                                    (const int32_t *)nullptr, (int32_t *)nullptr, (int)n, 0, radix_bits(num));
+    return cub_bytes;
+}
+
+extern "C" size_t oar_cu_embedding_backward_scratch(int64_t n, int64_t num) {
+    if (n <= 0) return 0;
+    return 4 * sizeof(int32_t) * (size_t)n + sort_bytes(n, num) + 256;
+}
+
 extern "C" int oar_cu_embedding_backward(void *y, const void *g, int dtype, const void *idx, int idx_dtype, int64_t n,
-                                         int64_t num, int64_t dim, double *acc, unsigned long long *err,
+                                         int64_t num, int64_t dim, void *scratch, unsigned long long *err,
                                          void *stream) {
     cudaStream_t s = (cudaStream_t)stream;
     int64_t ny = num * dim;
     if (ny <= 0) return 0;
-    if (dtype == F64) acc = (double *)y;
-    else if ((dtype != F32 && dtype != F16 && dtype != BF16) || !acc) return (int)cudaErrorInvalidValue;
-    cudaError_t e = cudaMemsetAsync(acc, 0, (size_t)ny * sizeof(double), s);
+    if (n > 0x7ffffffeLL || num > 0x7ffffffeLL || (n > 0 && !scratch)) return (int)cudaErrorInvalidValue;
+    size_t es = dtype == F64 ? 8 : dtype == F32 ? 4 : 2;
+    if (dtype != F64 && dtype != F32 && dtype != F16 && dtype != BF16) return (int)cudaErrorInvalidValue;
+    cudaError_t e = cudaMemsetAsync(y, 0, (size_t)ny * es, s);
+    if (e != cudaSuccess || n <= 0) return (int)e;
+    int32_t *keys = (int32_t *)scratch, *pos = keys + n, *skeys = pos + n, *spos = skeys + n;
+    size_t cub_bytes = sort_bytes(n, num);
+    void *cub_tmp = (void *)(((uintptr_t)(spos + n) + 255) & ~(uintptr_t)255);
+    embedding_keys_k<<<blocks_for(n, kThreads), kThreads, 0, s>>>(keys, pos, idx, idx_dtype, n, num, err);
+    e = cub::DeviceRadixSort::SortPairs(cub_tmp, cub_bytes, keys, skeys, pos, spos, (int)n, 0, radix_bits(num), s);
     if (e != cudaSuccess) return (int)e;
-    // row groups: about 64Ki threads in all, at most 64 groups
-    int64_t groups = (65536 + dim - 1) / dim;
-    if (groups > 64) groups = 64;
-    if (groups > num) groups = num;
-    int64_t rows = (num + groups - 1) / groups;
-    groups = (num + rows - 1) / rows;
-    int64_t threads = groups * dim;
-    unsigned b = blocks_for(threads, 64), bn = blocks_for(ny, kThreads);
+    unsigned b = blocks_for(n * 32, kThreads);
     switch (dtype) {
-    case F64:
-        if (n > 0)
-            embedding_backward_k<double><<<b, 64, 0, s>>>(acc, (const double *)g, idx, idx_dtype, n, num, dim, rows,
-                                                        threads, err);
-        break;
-    case F32:
-        if (n > 0)
-            embedding_backward_k<float><<<b, 64, 0, s>>>(acc, (const float *)g, idx, idx_dtype, n, num, dim, rows,
-                                                        threads, err);
-        round_k<float><<<bn, kThreads, 0, s>>>((float *)y, acc, ny);
-        break;
-    case F16:
-        if (n > 0)
-            embedding_backward_k<__half><<<b, 64, 0, s>>>(acc, (const __half *)g, idx, idx_dtype, n, num, dim, rows,
-                                                        threads, err);
-        round_k<__half><<<bn, kThreads, 0, s>>>((__half *)y, acc, ny);
-        break;
+    case F64: embedding_runs_k<double><<<b, kThreads, 0, s>>>((double *)y, (const double *)g, skeys, spos, n, num, dim); break;
+    case F32: embedding_runs_k<float><<<b, kThreads, 0, s>>>((float *)y, (const float *)g, skeys, spos, n, num, dim); break;
+    case F16: embedding_runs_k<__half><<<b, kThreads, 0, s>>>((__half *)y, (const __half *)g, skeys, spos, n, num, dim); break;
     default:
-        if (n > 0)
-            embedding_backward_k<__nv_bfloat16><<<b, 64, 0, s>>>(acc, (const __nv_bfloat16 *)g, idx, idx_dtype, n, num,
-                                                                 dim, rows, threads, err);
-        round_k<__nv_bfloat16><<<bn, kThreads, 0, s>>>((__nv_bfloat16 *)y, acc, ny);
+        embedding_runs_k<__nv_bfloat16><<<b, kThreads, 0, s>>>((__nv_bfloat16 *)y, (const __nv_bfloat16 *)g, skeys,
+                                                               spos, n, num, dim);
         break;
     }
     return (int)cudaGetLastError();

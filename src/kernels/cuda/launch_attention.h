@@ -26,6 +26,14 @@ int oar_cu_attention_backward(void *dq, void *dk, void *dv, const void *g, const
                               const void *v, const void *p, int dtype, int64_t nb, int64_t L, int64_t S, int64_t D,
                               int64_t Dv, double scale, double *ds, void *stream);
 
+/* The half types' rows between tensor-core products (dtype f16 or bf16), one block per row:
+ * probs [rows, S] = softmax(scores * scale) masked as the forward above (query i = row % L), from
+ * f32 scores; and ds [rows, S] = scale * p * (dp - rowsum(dp * p)) from f32 dp. */
+int oar_cu_attention_softmax_rows(void *probs, const float *scores, const uint8_t *mask, int dtype, int64_t rows,
+                                  int64_t L, int64_t S, double scale, int causal, void *stream);
+int oar_cu_attention_ds_rows(void *ds, const float *dp, const void *p, int dtype, int64_t rows, int64_t S,
+                             double scale, void *stream);
+
 #ifdef __cplusplus
 }
 #endif

@@ -11,6 +11,7 @@
 #ifndef OAR_CUDA_LAUNCH_INDEX_H
 #define OAR_CUDA_LAUNCH_INDEX_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -30,11 +31,13 @@ int oar_cu_index_select(void *y, const void *x, int esize, const void *idx, int 
 int oar_cu_index_add(void *y, const void *g, int dtype, const void *idx, int idx_dtype, int64_t outer,
                      int64_t size, int64_t inner, int64_t m, unsigned long long *err, void *stream);
 
-/* embedding_backward: y [num, dim] = sums in double, in index order, of g's rows [n, dim] into
- * the rows idx names, rounded once to dtype (a float type, half types through float). acc:
- * num * dim doubles of scratch (unused for f64, pass NULL). */
+/* embedding_backward: y [num, dim] = for each row, the sum in double, in index order, of g's
+ * rows [n, dim] whose index names it, rounded once to dtype (a float type, half types through
+ * float); rows no index names are 0. Deterministic: a stable sort of the indices, then one warp
+ * per row. scratch: oar_cu_embedding_backward_scratch(n, num) bytes (n, num < 2^31 - 1). */
+size_t oar_cu_embedding_backward_scratch(int64_t n, int64_t num);
 int oar_cu_embedding_backward(void *y, const void *g, int dtype, const void *idx, int idx_dtype, int64_t n,
-                              int64_t num, int64_t dim, double *acc, unsigned long long *err, void *stream);
+                              int64_t num, int64_t dim, void *scratch, unsigned long long *err, void *stream);
 
 /* Gather / scatter geometry: the index tensor (contiguous) has shape ishape (ndim dims, a 0-d
  * index as [1]); the target's element strides along each dim, and its size along dim d. */

@@ -97,29 +97,72 @@ __device__ __forceinline__ double mix(double nll, double uniform, double eps) {
     return eps > 0 ? (1 - eps) * nll + eps * uniform : nll;
 }
 
-// One block per sample: the class line of x at base, stride inner.
+__device__ __forceinline__ float exp_of(float v) { return expf(v); }
+__device__ __forceinline__ double exp_of(double v) { return exp(v); }
+
+// A running (max, sum of exp(x - max)) pair: x folds in one value, merge another pair. A NaN
+// never becomes the max (it turns the sum NaN, as in the reference); equal maxima (both -inf
+// or +inf included) add the sums unscaled, so no inf - inf appears where the reference has none.
+// The exponentials run in T (f32 logits: expf, about 1 ulp), each term joining a double sum.
+template <typename T> struct MaxSum {
+    T m;
+    double s;
+    __device__ __forceinline__ void x(T v) {
+        if (v > m) {
+            s = s * (double)exp_of(m - v) + 1.0; // m - v < 0, or -inf: never NaN
+            m = v;
+        } else if (v != -INFINITY || m != -INFINITY) {
+            s += (double)exp_of(v - m);
+        }
+    }
+    __device__ __forceinline__ void merge(T om, double os) {
+        T mx = om > m ? om : m;
+        double a = m == mx ? s : s * (double)exp_of(m - mx), b = om == mx ? os : os * (double)exp_of(om - mx);
+        m = mx;
+        s = a + b;
+    }
+};
+
+// The block's pair, in a fixed order; sm: 32 Ts, ss: 32 doubles of shared memory.
+template <typename T> __device__ MaxSum<T> block_max_sum(MaxSum<T> p, T *sm, double *ss) {
+    for (int o = 16; o > 0; o >>= 1) p.merge(__shfl_down_sync(0xffffffffu, p.m, o), __shfl_down_sync(0xffffffffu, p.s, o));
+    const int lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = (blockDim.x + 31) >> 5;
+    __syncthreads();
+    if (lane == 0) sm[w] = p.m, ss[w] = p.s;
+    __syncthreads();
+    if (w == 0) {
+        MaxSum<T> q = {lane < nw ? sm[lane] : (T)-INFINITY, lane < nw ? ss[lane] : 0.0};
+        for (int o = 16; o > 0; o >>= 1)
+            q.merge(__shfl_down_sync(0xffffffffu, q.m, o), __shfl_down_sync(0xffffffffu, q.s, o));
+        if (lane == 0) sm[0] = q.m, ss[0] = q.s;
+    }
+    __syncthreads();
+    return MaxSum<T>{sm[0], ss[0]};
+}
+
+// One block per sample: the class line of x at base, stride inner. Cross entropy reads the line
+// once: a running max and sum of exponentials per thread, merged across the block.
 template <typename T>
 __global__ void class_loss_kernel(bool is_ce, const T *x, int tdt, const void *t, T *y, double *v, double *lse_out,
                                   int64_t outer, int64_t classes, int64_t inner, int64_t ignore, double eps) {
     __shared__ double sh[32];
+    __shared__ T sm[32];
     const int64_t samples = outer * inner;
     for (int64_t i = blockIdx.x; i < samples; i += gridDim.x) {
         const T *row = x + (i / inner) * classes * inner + i % inner;
         const int64_t tg = load_target(t, tdt, i);
         double loss = 0;
         if (is_ce) {
-            double m = -INFINITY, sx = 0;
+            MaxSum<T> p = {(T)-INFINITY, 0.0};
+            double sx = 0;
             for (int64_t c = threadIdx.x; c < classes; c += blockDim.x) {
-                double xv = (double)row[c * inner];
-                if (xv > m) m = xv;
-                sx += xv;
+                T xv = row[c * inner];
+                p.x(xv);
+                sx += (double)xv;
             }
-            m = block_reduce(m, [](double a, double b) { return b > a ? b : a; }, -INFINITY, sh);
-            sx = block_reduce(sx, AddOp(), 0.0, sh);
-            double se = 0;
-            for (int64_t c = threadIdx.x; c < classes; c += blockDim.x) se += exp((double)row[c * inner] - m);
-            se = block_reduce(se, AddOp(), 0.0, sh);
-            const double lse = m + log(se);
+            p = block_max_sum(p, sm, sh);
+            if (eps > 0) sx = block_reduce(sx, AddOp(), 0.0, sh);
+            const double lse = (double)p.m + log(p.s);
             if (tg != ignore) loss = mix(lse - (double)row[tg * inner], lse - sx / (double)classes, eps);
             if (threadIdx.x == 0) lse_out[i] = lse;
         } else if (tg != ignore) {
@@ -151,7 +194,7 @@ __global__ void class_loss_backward_kernel(bool is_ce, const T *g, const T *x, i
         if (reduction == 0) gv /= count;
         const double q = tg == ignore ? 0.0 : (c == tg ? 1 - eps : 0) + eps / (double)classes;
         double d;
-        if (is_ce) d = tg != ignore ? gv * (exp((double)x[e] - lse[i]) - q) : 0.0;
+        if (is_ce) d = tg != ignore ? gv * ((double)exp_of((T)((double)x[e] - lse[i])) - q) : 0.0;
         else d = q > 0 ? -gv * q : 0.0;
         dx[e] = (T)d;
     }
