@@ -248,8 +248,9 @@ static int on_program_device(oar_trace *t, const oar_op_def *d, int i, oar_tenso
  * need a gradient (their copy must stay a node). Returns true when it folded. */
 static bool fold_host_to_device(oar_trace *t, const oar_op_def *d, oar_tensor *const *in, int n_in,
                                 const oar_attr *attrs, oar_tensor **out, int *n_out, oar_status *st) {
+    if (!(d->flags & OAR_OPF_TO_DEVICE)) return false; /* other ops may have no attributes */
     oar_device to = (oar_device)attrs[0].i;
-    if (!(d->flags & OAR_OPF_TO_DEVICE) || n_in != 1 || !in[0] || !in[0]->storage || in[0]->requires_grad ||
+    if (n_in != 1 || !in[0] || !in[0]->storage || in[0]->requires_grad ||
         in[0]->device != OAR_CPU || to == OAR_CPU || (t->device_set && to != t->prog->device) || *n_out < 1)
         return false;
     oar_tensor *c = oar_tensor_new_on(to, in[0]->dtype, in[0]->shape, in[0]->ndim);
