@@ -43,7 +43,9 @@ static oar_cu_optim plan_of(oar_dtype dt, const oar_optim_update *u) {
     };
 }
 
-/* Parameter i's part of a graph run's values: the scalars PREPARE writes and LAUNCH reads. */
+_Static_assert(sizeof(oar_cu_optim_vals) <= OAR_KPARAMS_PER_INPUT, "a parameter's scalars fit its input's share");
+
+/* A graph run's values: each parameter's scalars, which PREPARE writes and LAUNCH reads. */
 static oar_status check_params(const oar_kparams *kp, const char *name, int n) {
     size_t need = sizeof(oar_cu_optim_vals) * (size_t)n;
     if (need <= kp->cap) return OAR_OK;
