@@ -46,6 +46,8 @@ typedef struct instr {
     const oar_op_def *def;
     const oar_kernel_entry *kernel; /* NULL for views and control flow */
     const oar_node *node;
+    oar_kparams *params;            /* recorded in a graph, a host_inputs or random op's device kernel:
+                                       its per-run values (op.h) */
 } instr;
 
 struct oar_exec {
@@ -84,6 +86,8 @@ struct oar_exec {
     bool segs_made;
     char graph_note[320];     /* what was recorded and why the rest was not */
 };
+
+static void free_params(oar_exec *e, instr *I);
 
 const oar_memory_plan *oar_exec_plan(const oar_exec *e) { return &e->plan; }
 int64_t oar_exec_measured_peak(const oar_exec *e) { return e->measured_peak; }
@@ -441,6 +445,7 @@ void oar_exec_free(oar_exec *e) {
     for (int k = 0; k < e->n_segs; k++)
         if (e->segs[k].graph) e->dev->graph_free(e->segs[k].graph);
     free(e->segs);
+    for (int i = 0; e->code && i < e->n_code; i++) free_params(e, &e->code[i]);
     if (e->hdr)
         for (int v = 0; v < e->p->n_values; v++) {
             if (!e->hdr[v]) continue;
@@ -627,15 +632,75 @@ static oar_status run_phased(oar_exec *e, const oar_kctx *ctx) {
 }
 
 /* Whether instruction I may be recorded into a device graph: a kernel called directly, with
- * no random draws (a replay would repeat the counters), no host inputs (read by the launching
- * code: a replay would repeat the values it read) and no per-run bookkeeping. */
+ * random draws and host inputs only through per-run values (op.h's oar_kparams: the counters
+ * and the values the launching code reads; a replay would repeat them otherwise) and no
+ * per-run bookkeeping. */
 static const char *unrecordable(const instr *I) {
     if (I->kind == INSTR_CONTROL) return "control flow runs its blocks op by op";
     if (I->kind == INSTR_VIEW) return "a view of per-run storage";
-    if (I->random) return "draws random numbers (a replay would repeat them)";
-    if (I->def->host_inputs) return "reads host inputs when launched (a replay would repeat their values)";
+    if (I->random && !I->params) return "draws random numbers (a replay would repeat them)";
+    if (I->def->host_inputs && !I->params) return "reads host inputs when launched (a replay would repeat their values)";
     if (!I->direct) return "needs per-run copies of its inputs";
     return NULL;
+}
+
+/* Host and device buffers for the per-run values of a kernel that takes them (graph_params;
+ * none on failure: the node then runs plain). */
+static void make_params(oar_exec *e, instr *I) {
+    if (I->kind != INSTR_KERNEL || !I->kernel->graph_params || I->kernel->device == OAR_CPU || !I->direct) return;
+    if (!I->random && !I->def->host_inputs) return;
+    oar_kparams *kp = calloc(1, sizeof *kp);
+    size_t cap = OAR_KPARAMS_PER_INPUT * (size_t)(I->n_in + 1);
+    if (kp) kp->host = malloc(cap);
+    if (kp && kp->host) kp->dev = e->dev->alloc(cap);
+    if (!kp || !kp->host || !kp->dev) {
+        if (kp) free(kp->host);
+        free(kp);
+        oar_clear_error();
+        return;
+    }
+    kp->cap = cap;
+    I->params = kp;
+}
+
+static void free_params(oar_exec *e, instr *I) {
+    if (!I->params) return;
+    e->dev->free(I->params->dev, I->params->cap); /* stream-ordered: after the last replay's reads */
+    free(I->params->host);
+    free(I->params);
+    I->params = NULL;
+}
+
+/* Kernel I with its per-run values in phase ph (or a plain call where it has none). */
+static oar_status run_phase(oar_exec *e, instr *I, const oar_kctx *ctx, oar_kparams_phase ph) {
+    if (!I->params) return run_instr(e, I, ctx);
+    oar_kctx c = *ctx;
+    c.params = I->params;
+    if (I->random && ph == OAR_KPARAMS_PREPARE) /* this run's counters, reserved as a plain call would */
+        c.rng = oar_rng_reserve((uint64_t)(I->def->draws ? I->def->draws(I->out, I->n_out, I->attrs)
+                                                        : I->n_out ? I->out[0]->numel : 0));
+    I->params->phase = ph;
+    I->params->used = 0;
+    oar_status st = I->fn(&c, I->in, I->n_in, I->out, I->n_out, I->attrs);
+    if (st != OAR_OK && oar_last_status() == OAR_OK)
+        oar_error(st, "%s: the %s kernel failed without a message", I->def->name, I->kernel->impl);
+    if (st != OAR_OK) oar_error_prefix("program node %d", (int)(I->node - e->p->nodes));
+    if (st == OAR_OK && ph == OAR_KPARAMS_LAUNCH && I->bumps) I->out[0]->storage->version++;
+    return st;
+}
+
+/* Before segment sg's replay: the host side of this run for its nodes with per-run values,
+ * the values copied to the device (in stream order, ahead of the replay that reads them). */
+static oar_status prepare_segment(oar_exec *e, const segment *sg, const oar_kctx *ctx) {
+    oar_status st = OAR_OK;
+    for (int i = sg->first; i < sg->first + sg->n && st == OAR_OK; i++) {
+        instr *I = &e->code[i];
+        if (!I->params) continue;
+        st = run_phase(e, I, ctx, OAR_KPARAMS_PREPARE);
+        if (st == OAR_OK && I->params->used)
+            st = e->dev->copy(I->params->dev, I->params->host, I->params->used, OAR_COPY_TO_DEVICE);
+    }
+    return st;
 }
 
 static void note_plain(oar_exec *e, const instr *I, const char *why) {
@@ -651,6 +716,7 @@ static oar_status make_segments(oar_exec *e) {
     e->segs = calloc((size_t)e->n_code + 1, sizeof(segment));
     if (!e->segs) return oar_error(OAR_ERR_OOM, "executor: out of memory");
     for (int i = 0; i < e->n_code; i++) {
+        make_params(e, &e->code[i]);
         const char *why = unrecordable(&e->code[i]);
         if (why) {
             note_plain(e, &e->code[i], why);
@@ -675,7 +741,7 @@ static void record_segment(oar_exec *e, int k, const oar_kctx *ctx) {
     oar_status st = e->dev->graph_begin();
     int bad = -1;
     for (int i = sg->first; i < sg->first + sg->n && st == OAR_OK; i++)
-        if ((st = run_instr(e, &e->code[i], ctx)) != OAR_OK) bad = i;
+        if ((st = run_phase(e, &e->code[i], ctx, OAR_KPARAMS_LAUNCH)) != OAR_OK) bad = i;
     char why[200];
     snprintf(why, sizeof why, "%s", st == OAR_OK ? "" : oar_last_error());
     sg->graph = e->dev->graph_end(st == OAR_OK);
@@ -728,6 +794,8 @@ static oar_status run_graphed(oar_exec *e, const oar_kctx *ctx) {
             for (; i < end && st == OAR_OK; i++) st = run_instr(e, &e->code[i], ctx);
             continue;
         }
+        st = prepare_segment(e, sg, ctx);
+        if (st != OAR_OK) break;
         if (ranges) oar_prof_push("cuda_graph");
         st = e->dev->graph_launch(sg->graph);
         if (ranges) oar_prof_pop();

@@ -53,12 +53,31 @@ typedef struct oar_meta {
 #define OAR_MAX_OUTPUTS 64 /* for variadic outputs (split, chunk) */
 #define OAR_MAX_INPUTS 64  /* for variadic inputs (concat, stack) */
 
+/* ---- per-run values of a device kernel replayed in a graph. A device kernel of an op with
+ * host_inputs reads them on the host when launched, and a random op's kernel takes the
+ * generator counters reserved for its call; a replay would repeat them. So the executor calls
+ * such a kernel (its entry's graph_params) in two phases: PREPARE does the host side of one run
+ * (reads and updates the host inputs; a random op's counters are reserved in ctx->rng) and
+ * writes the values its launches need into host[0, cap), setting used, with no launch; LAUNCH
+ * (while recording) launches reading those values from dev, where the executor copies host
+ * before every replay, and leaves the host inputs alone. */
+typedef enum oar_kparams_phase { OAR_KPARAMS_PREPARE = 1, OAR_KPARAMS_LAUNCH } oar_kparams_phase;
+typedef struct oar_kparams {
+    oar_kparams_phase phase;
+    void *host;         /* host memory, cap bytes */
+    void *dev;          /* device memory, cap bytes, at a fixed address */
+    /* cap: OAR_KPARAMS_PER_INPUT bytes per input of the op */
+    size_t cap, used;
+} oar_kparams;
+#define OAR_KPARAMS_PER_INPUT 256
+
 /* ---- kernel context: everything a kernel may use besides its tensors (no globals) */
 typedef struct oar_kctx {
     int nthreads;
     oar_rng_state rng;  /* counters reserved for this call (random ops) */
     oar_device device;  /* where the kernel runs (its key input's device) */
     void *stream;       /* that device's stream to launch on (a cudaStream_t; NULL on the CPU) */
+    oar_kparams *params; /* NULL: a plain call; else a graph's phase (device kernels of host_inputs ops) */
 } oar_kctx;
 
 typedef oar_status (*oar_infer_fn)(oar_tensor *const *in, int n_in, const oar_attr *attrs,
@@ -163,6 +182,8 @@ typedef struct oar_kernel_entry {
     int priority;           /* higher wins; reference is 0 */
     oar_kernel_fn fn;
     oar_supports_fn supports; /* NULL: supports every input the dtype mask admits */
+    bool graph_params;        /* a device kernel of a host_inputs or random op that honors
+                                 ctx->params, so graphs record it (oar_kparams) */
 } oar_kernel_entry;
 oar_status oar_register_kernel(oar_op_id op, oar_kernel_entry e);
 /* Kernels of op, best first (reference included). */

@@ -413,14 +413,15 @@ static oar_status forward_fn(void *user, oar_tensor *const *in, int n_in, oar_te
     return out[0] ? OAR_OK : oar_last_status();
 }
 
-/* the mean cross-entropy of logits in[0] for labels in[1]: reads a count back (not recordable) */
+/* the mean cross-entropy of logits in[0] for labels in[1]: recorded, the count of valid
+ * targets and the mean's division on the device */
 static oar_status loss_fn(void *user, oar_tensor *const *in, int n_in, oar_tensor **out, int n_out) {
     (void)user; (void)n_in; (void)n_out;
     out[0] = oar_cross_entropy(oar_mul_scalar(in[0], 2.0), in[1], NULL);
     return out[0] ? OAR_OK : oar_last_status();
 }
 
-/* dropout draws new counters every run: never recorded */
+/* dropout draws new counters every run: recorded, the counters read from device memory */
 static oar_status dropout_fn(void *user, oar_tensor *const *in, int n_in, oar_tensor **out, int n_out) {
     (void)user; (void)n_in; (void)n_out;
     out[0] = oar_dropout(oar_add_scalar(in[0], 1.0), 0.5, true);
@@ -456,32 +457,58 @@ static void compiled_basics(void) {
     oar_jit_free(f);
 }
 
-/* An op that cannot be recorded runs plain between graphs, with the reason noted, and the
- * results still equal eager's bit for bit. */
-static void compiled_fallback(void) {
+/* Ops that read per-run values are recorded too: cross-entropy's count of valid targets stays
+ * on the device (ignore_index included), dropout reads its counters from device memory the
+ * executor refreshes, so every replay equals eager bit for bit and draws a fresh mask. */
+static void compiled_recorded(void) {
     int64_t n = 32;
     oar_tensor *z = oar_to(iota(n, 10, 1.5), OAR_CUDA);
-    oar_tensor *lab = oar_to(oar_randint(0, 10, &n, 1, OAR_I64), OAR_CUDA);
+    oar_tensor *lab_h = oar_randint(0, 10, &n, 1, OAR_I64);
+    int64_t *lh = oar_data(lab_h);
+    for (int i = 0; i < 32; i += 5) lh[i] = -100; /* ignored: the mean divides by the rest */
+    oar_tensor *lab = oar_to(lab_h, OAR_CUDA);
     oar_tensor *in[2] = {z, lab}, *want = NULL, *got = NULL;
     CHECK(loss_fn(NULL, in, 2, &want, 1) == OAR_OK);
     oar_jit *f = oar_jit_to_static(loss_fn, NULL, NULL);
-    for (int k = 0; k < 3; k++) CHECK(oar_jit_call(f, in, 2, &got, 1) == OAR_OK && t_same_bits(got, want));
-    const char *note = oar_jit_cuda_graph_note(f, 0);
-    printf("test_cuda: compiled cross-entropy: %d graph(s); %s\n", oar_jit_cuda_graph_count(f, 0), note);
-    CHECK(strstr(note, "cross_entropy") != NULL);
+    for (int k = 0; k < 4; k++) CHECK(oar_jit_call(f, in, 2, &got, 1) == OAR_OK && t_same_bits(got, want));
+    /* other labels in a replay: a new count, still eager's loss */
+    oar_tensor *lab2 = oar_to(oar_randint(0, 10, &n, 1, OAR_I64), OAR_CUDA), *in2[2] = {z, lab2};
+    CHECK(loss_fn(NULL, in2, 2, &want, 1) == OAR_OK);
+    CHECK(oar_jit_call(f, in2, 2, &got, 1) == OAR_OK && t_same_bits(got, want));
+    printf("test_cuda: compiled cross-entropy: %d graph(s); %s\n", oar_jit_cuda_graph_count(f, 0),
+           oar_jit_cuda_graph_note(f, 0));
+    CHECK(oar_jit_cuda_graph_count(f, 0) == 1);
+    CHECK(strcmp(oar_jit_cuda_graph_note(f, 0), "the whole step is recorded") == 0);
     oar_jit_free(f);
-    /* random draws: plain, and a replay does not repeat the mask */
+    /* a label out of range is an error in a program's first (plain) run */
+    oar_jit *b = oar_jit_to_static(loss_fn, NULL, NULL);
+    lh[3] = 10;
+    oar_tensor *bad[2] = {z, oar_to(lab_h, OAR_CUDA)};
+    oar_clear_error();
+    CHECK(oar_jit_call(b, bad, 2, &got, 1) != OAR_OK && strstr(oar_last_error(), "target values"));
+    oar_jit_free(b);
+    /* random draws: recorded, and each replay draws eager's mask for the same seed, not the last one */
     oar_jit *d = oar_jit_to_static(dropout_fn, NULL, NULL);
-    oar_tensor *r[3] = {0};
-    for (int k = 0; k < 3; k++) {
+    oar_tensor *r[5] = {0};
+    for (int k = 0; k < 5; k++) {
         oar_manual_seed(5 + (uint64_t)k);
         oar_tensor *e = NULL;
         CHECK(dropout_fn(NULL, &z, 1, &e, 1) == OAR_OK);
         oar_manual_seed(5 + (uint64_t)k);
         CHECK(oar_jit_call(d, &z, 1, &r[k], 1) == OAR_OK && t_same_bits(r[k], e));
     }
-    CHECK(!t_same_bits(r[1], r[2]));
-    CHECK(strstr(oar_jit_cuda_graph_note(d, 0), "random") != NULL);
+    for (int k = 2; k < 5; k++) CHECK(!t_same_bits(r[k - 1], r[k]));
+    /* without reseeding, the generator moves on as eager calls move it */
+    oar_manual_seed(9);
+    oar_tensor *e1 = NULL, *e2 = NULL, *g1 = NULL, *g2 = NULL;
+    CHECK(dropout_fn(NULL, &z, 1, &e1, 1) == OAR_OK && dropout_fn(NULL, &z, 1, &e2, 1) == OAR_OK);
+    oar_manual_seed(9);
+    CHECK(oar_jit_call(d, &z, 1, &g1, 1) == OAR_OK && oar_jit_call(d, &z, 1, &g2, 1) == OAR_OK);
+    CHECK(t_same_bits(g1, e1) && t_same_bits(g2, e2) && !t_same_bits(g1, g2));
+    printf("test_cuda: compiled dropout: %d graph(s); %s\n", oar_jit_cuda_graph_count(d, 0),
+           oar_jit_cuda_graph_note(d, 0));
+    CHECK(oar_jit_cuda_graph_count(d, 0) == 1);
+    CHECK(strstr(oar_jit_cuda_graph_note(d, 0), "random") == NULL);
     oar_jit_free(d);
 }
 
@@ -548,10 +575,10 @@ static void predictor_on_gpu(void) {
 /* Each zoo model trained on the GPU three ways from the same weights and batches, in
  * deterministic mode: eager, compiled with graphs off, compiled with graphs replayed. The
  * same kernels run in the same order, so losses and parameters are bitwise equal. */
-static void compiled_zoo(const char *name, int steps, int64_t batch) {
-    oar_optim_opts oo = oar_optim_defaults(OAR_OPTIM_SGD);
-    oo.lr = 0.05;
-    oo.momentum = 0.9;
+static void compiled_zoo(const char *name, int steps, int64_t batch, oar_optim_kind kind) {
+    oar_optim_opts oo = oar_optim_defaults(kind);
+    oo.lr = kind == OAR_OPTIM_SGD ? 0.05 : 1e-3;
+    oo.momentum = kind == OAR_OPTIM_SGD ? 0.9 : oo.momentum;
     const oar_zoo_info *info = oar_zoo_find(name);
     zoo_run r[3];
     for (int k = 0; k < 3; k++) { /* the model moved before its optimizer is made, as in train_zoo */
@@ -577,6 +604,8 @@ static void compiled_zoo(const char *name, int steps, int64_t batch) {
         oar_tensor *x = NULL, *y = NULL, *loss[3] = {0};
         zoo_batch(info, batch, 16, &x, &y);
         oar_tensor *in[2] = {oar_to(x, OAR_CUDA), oar_to(y, OAR_CUDA)};
+        if (step == 3) /* an edit between replays: the hyper-parameters are read per run */
+            for (int k = 0; k < 3; k++) oar_optimizer_group_opts(r[k].opt, 0)->lr = oo.lr * 0.5;
         for (int k = 0; k < 3 && ok; k++) {
             oar_manual_seed(7 + (uint64_t)step); /* the same dropout masks */
             ok = oar_cuda_graphs_set_enabled(k == 2) == OAR_OK;
@@ -588,11 +617,13 @@ static void compiled_zoo(const char *name, int steps, int64_t batch) {
         oar_scope_end();
     }
     int diffs = zoo_param_grad_diffs(r[0].m, r[1].m) + zoo_param_grad_diffs(r[0].m, r[2].m);
-    printf("test_cuda: %-9s eager / compiled / graphs on the GPU, %d steps: %d losses and %d tensors differ; "
-           "%d graph(s): %s\n", name, steps, loss_diffs, diffs, oar_jit_cuda_graph_count(f[2], 0),
-           oar_jit_cuda_graph_note(f[2], 0));
+    printf("test_cuda: %-9s %s eager / compiled / graphs on the GPU, %d steps: %d losses and %d tensors differ; "
+           "%d graph(s): %s\n", name, kind == OAR_OPTIM_SGD ? "sgd " : "adam", steps, loss_diffs, diffs,
+           oar_jit_cuda_graph_count(f[2], 0), oar_jit_cuda_graph_note(f[2], 0));
     CHECK(ok && loss_diffs == 0 && diffs == 0);
-    CHECK(oar_jit_cuda_graph_count(f[2], 0) >= 1);
+    /* the whole training step (forward, loss, backward, optimizer) is one graph */
+    CHECK(oar_jit_cuda_graph_count(f[2], 0) == 1);
+    CHECK(strcmp(oar_jit_cuda_graph_note(f[2], 0), "the whole step is recorded") == 0);
     CHECK(oar_jit_cuda_graph_count(f[1], 0) == 0); /* graphs were off for it */
     CHECK(oar_cuda_graphs_set_enabled(true) == OAR_OK);
     for (int k = 0; k < 3; k++) {
@@ -726,12 +757,13 @@ int main(void) {
     oar_set_deterministic(true);
     oar_scope_begin();
     compiled_basics();
-    compiled_fallback();
+    compiled_recorded();
     compiled_oom();
     predictor_on_gpu();
     oar_scope_end();
     bool quick = getenv("OAR_TEST_CUDA_QUICK") != NULL; /* under compute-sanitizer: tiny and lenet */
     for (int i = 0; i < (int)(sizeof zoo / sizeof zoo[0]); i++)
-        if (!quick || i == 0 || i == 2) compiled_zoo(zoo[i], 4, 8);
+        if (!quick || i == 0 || i == 2) compiled_zoo(zoo[i], 5, 8, OAR_OPTIM_SGD);
+    compiled_zoo("mlp", 5, 8, OAR_OPTIM_ADAM); /* bias corrections change every step */
     return test_summary("test_cuda");
 }

@@ -27,6 +27,9 @@ cudaStream_t oar_cuda_current_stream(void);
 
 /* Registers fn for op on CUDA for the key input's dtypes (OAR_DTYPE_BIT mask). */
 void oar_cuda_register(oar_op_id op, uint32_t dtypes, oar_kernel_fn fn, oar_supports_fn supports);
+/* The same for a kernel of a host_inputs or random op that honors ctx->params (op.h's
+ * oar_kparams), so compiled steps record it in their CUDA graphs. */
+void oar_cuda_register_graphed(oar_op_id op, uint32_t dtypes, oar_kernel_fn fn, oar_supports_fn supports);
 
 /* Scratch memory from the caching allocator, stream-ordered (free it after the last launch
  * that uses it; the allocator reuses it only for later work on the same stream). */

@@ -231,6 +231,12 @@ void oar_cuda_register(oar_op_id op, uint32_t dtypes, oar_kernel_fn fn, oar_supp
                                                .priority = 10, .fn = fn, .supports = supports});
 }
 
+void oar_cuda_register_graphed(oar_op_id op, uint32_t dtypes, oar_kernel_fn fn, oar_supports_fn supports) {
+    oar_register_kernel(op, (oar_kernel_entry){.device = OAR_CUDA, .dtypes = dtypes, .impl = "cuda",
+                                               .priority = 10, .fn = fn, .supports = supports,
+                                               .graph_params = true});
+}
+
 void *oar_cuda_scratch(size_t nbytes) { return oar_cuda_alloc(nbytes); }
 void oar_cuda_scratch_free(void *p, size_t nbytes) { oar_cuda_free(p, nbytes); }
 

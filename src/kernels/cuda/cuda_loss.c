@@ -2,7 +2,9 @@
  * smooth_l1_loss, bce_with_logits, cross_entropy (+ backward), nll_loss (+ backward); f32 and
  * f64 inputs, integer targets (i64, i32, i8, u8). The class-index losses check their targets
  * on the GPU and read the count back (one synchronization), so a bad label is an error like
- * on the CPU. */
+ * on the CPU. While a CUDA graph records, the count stays on the device (the mean divides by
+ * it there) and the targets are not checked, as the index ops' range flag: a compiled step's
+ * first run is plain and checks that run's targets. */
 #include "cuda_backend.h"
 #include "launch_loss.h"
 
@@ -42,27 +44,45 @@ static void layout(const oar_tensor *x, int64_t *outer, int64_t *classes, int64_
     for (int d = 2; d < x->ndim; d++) *inner *= x->shape[d];
 }
 
-/* Counts the targets != ignore; an error like the reference's for one out of range. */
+/* The count of targets != ignore a mean divides by: on the host (host), or, while a CUDA graph
+ * records, in device memory (dev, freed by count_done after the launches that read it). */
+typedef struct target_count {
+    int64_t host;
+    int64_t *dev;
+} target_count;
+#define COUNT_BYTES (2 * sizeof(int64_t))
+
+static void count_done(target_count *c) {
+    if (c->dev) oar_cuda_scratch_free(c->dev, COUNT_BYTES);
+    c->dev = NULL;
+}
+
+/* Counts the targets != ignore; an error like the reference's for one out of range (in a plain
+ * call: a recorded one counts on the device and checks nothing). */
 static oar_status count_targets(const oar_kctx *ctx, const char *op, const oar_tensor *t, int64_t classes,
-                                int64_t ignore, int64_t *count) {
+                                int64_t ignore, target_count *count) {
+    *count = (target_count){0};
     enum cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
-    if (cudaStreamIsCapturing(oar_cuda_stream_of(ctx), &cap) == cudaSuccess && cap != cudaStreamCaptureStatusNone)
-        return oar_error(OAR_ERR_UNSUPPORTED, "%s: reads the count of valid targets back from the GPU (one "
-                                              "synchronization), which a CUDA graph cannot record; this op runs "
-                                              "as a plain launch", op);
-    int64_t *scratch = oar_cuda_scratch(2 * sizeof(int64_t));
+    if (cudaStreamIsCapturing(oar_cuda_stream_of(ctx), &cap) == cudaSuccess && cap != cudaStreamCaptureStatusNone) {
+        if (!(count->dev = oar_cuda_scratch(COUNT_BYTES))) return oar_last_status();
+        int e = oar_cu_count_targets((int)t->dtype, oar_tensor_ptr(t), t->numel, classes, ignore, count->dev,
+                                     oar_cuda_stream_of(ctx));
+        if (e) count_done(count);
+        return oar_cuda_status((cudaError_t)e, op);
+    }
+    int64_t *scratch = oar_cuda_scratch(COUNT_BYTES);
     if (!scratch) return oar_last_status();
     int64_t got[3] = {0, -1, 0};
     int e = oar_cu_check_targets((int)t->dtype, oar_tensor_ptr(t), t->numel, classes, ignore, scratch, got,
                                  oar_cuda_stream_of(ctx));
-    oar_cuda_scratch_free(scratch, 2 * sizeof(int64_t));
+    oar_cuda_scratch_free(scratch, COUNT_BYTES);
     if (e) return oar_cuda_status((cudaError_t)e, op);
     if (got[1] >= 0)
         return oar_error(OAR_ERR_INVALID_ARG, "%s: expected target values in [0, %lld) or equal to "
                                               "ignore_index (%lld), got %lld at flat index %lld of the "
                                               "target; check the labels against the number of classes",
                          op, (long long)classes, (long long)ignore, (long long)got[2], (long long)got[1]);
-    *count = got[0];
+    count->host = got[0];
     return OAR_OK;
 }
 
@@ -70,7 +90,8 @@ static oar_status class_loss(const oar_kctx *ctx, bool is_ce, oar_tensor *const 
                              const oar_attr *a) {
     const char *name = is_ce ? "cross_entropy" : "nll_loss";
     const oar_tensor *x = in[0], *t = in[1];
-    int64_t outer = 0, classes = 0, inner = 0, count = 0;
+    int64_t outer = 0, classes = 0, inner = 0;
+    target_count count;
     layout(x, &outer, &classes, &inner);
     oar_status st = count_targets(ctx, name, t, classes, a[A_IGNORE].i, &count);
     if (st != OAR_OK) return st;
@@ -78,11 +99,16 @@ static oar_status class_loss(const oar_kctx *ctx, bool is_ce, oar_tensor *const 
     int64_t samples = outer * inner;
     size_t sb = r == OAR_REDUCE_NONE ? 0 : oar_cu_loss_scratch_bytes(samples);
     void *scratch = sb ? oar_cuda_scratch(sb) : NULL;
-    if (sb && !scratch) return oar_last_status();
+    if (sb && !scratch) {
+        count_done(&count);
+        return oar_last_status();
+    }
     int e = oar_cu_class_loss(is_ce, (int)x->dtype, oar_tensor_ptr(x), (int)t->dtype, oar_tensor_ptr(t),
                               oar_tensor_ptr(out[0]), is_ce ? (double *)oar_tensor_ptr(out[1]) : NULL, outer, classes,
-                              inner, r, a[A_IGNORE].i, a[A_SMOOTHING].f, count, scratch, oar_cuda_stream_of(ctx));
+                              inner, r, a[A_IGNORE].i, a[A_SMOOTHING].f, count.host, count.dev, scratch,
+                              oar_cuda_stream_of(ctx));
     if (scratch) oar_cuda_scratch_free(scratch, sb);
+    count_done(&count);
     return oar_cuda_status((cudaError_t)e, name);
 }
 
@@ -102,14 +128,16 @@ static oar_status cu_cross_entropy_backward(const oar_kctx *ctx, oar_tensor *con
                                             oar_tensor *const *out, int n_out, const oar_attr *a) {
     (void)n_in; (void)n_out;
     const oar_tensor *g = in[0], *x = in[1], *t = in[2], *lse = in[3];
-    int64_t outer = 0, classes = 0, inner = 0, count = 0;
+    int64_t outer = 0, classes = 0, inner = 0;
+    target_count count;
     layout(x, &outer, &classes, &inner);
     oar_status st = count_targets(ctx, "cross_entropy_backward", t, classes, a[A_IGNORE].i, &count);
     if (st != OAR_OK) return st;
     int e = oar_cu_class_loss_backward(1, (int)x->dtype, oar_tensor_ptr(g), oar_tensor_ptr(x), (int)t->dtype,
                                        oar_tensor_ptr(t), (const double *)oar_tensor_ptr(lse), oar_tensor_ptr(out[0]),
                                        outer, classes, inner, (int)a[A_REDUCTION].i, a[A_IGNORE].i,
-                                       a[A_SMOOTHING].f, count, oar_cuda_stream_of(ctx));
+                                       a[A_SMOOTHING].f, count.host, count.dev, oar_cuda_stream_of(ctx));
+    count_done(&count);
     return oar_cuda_status((cudaError_t)e, "cross_entropy_backward");
 }
 
@@ -119,13 +147,16 @@ static oar_status cu_nll_loss_backward(const oar_kctx *ctx, oar_tensor *const *i
     (void)n_in; (void)n_out;
     const oar_tensor *g = in[0], *t = in[1];
     const oar_attr *o = a + 1;
-    int64_t outer = 0, classes = 0, inner = 0, count = 0;
+    int64_t outer = 0, classes = 0, inner = 0;
+    target_count count;
     layout(out[0], &outer, &classes, &inner);
     oar_status st = count_targets(ctx, "nll_loss_backward", t, classes, o[A_IGNORE].i, &count);
     if (st != OAR_OK) return st;
     int e = oar_cu_class_loss_backward(0, (int)g->dtype, oar_tensor_ptr(g), NULL, (int)t->dtype, oar_tensor_ptr(t),
                                        NULL, oar_tensor_ptr(out[0]), outer, classes, inner, (int)o[A_REDUCTION].i,
-                                       o[A_IGNORE].i, o[A_SMOOTHING].f, count, oar_cuda_stream_of(ctx));
+                                       o[A_IGNORE].i, o[A_SMOOTHING].f, count.host, count.dev,
+                                       oar_cuda_stream_of(ctx));
+    count_done(&count);
     return oar_cuda_status((cudaError_t)e, "nll_loss_backward");
 }
 

@@ -3,7 +3,9 @@
  * tensor and the step count stay in host memory (the ops' host_inputs): they are read and
  * written here on the host, exactly as the CPU path does (oar_optim_update_read / _commit),
  * and the per-step scalars are computed by the CPU's own plan (oar_optim_plan_f32/f64), so
- * both devices use the same values; only the element loops run on the GPU. */
+ * both devices use the same values; only the element loops run on the GPU. In a CUDA graph
+ * (ctx->params, op.h) the kernels read those scalars from a device copy the executor refreshes
+ * before each replay, so the update records with the rest of the step. */
 #include "cuda_backend.h"
 #include "launch_optim.h"
 #include "optim/optim.h"
@@ -24,21 +26,60 @@ static int cu_kind(oar_optim_kind k) {
     return -1;
 }
 
-/* Launches one parameter's loops (u from oar_optim_update_read). */
-static oar_status launch_one(const oar_kctx *ctx, const char *name, oar_dtype dt, const oar_optim_update *u,
-                             void *scratch) {
+/* The scalars and pointers of one parameter's loops (u from oar_optim_update_read), computed by
+ * the CPU's own plan. */
+static oar_cu_optim plan_of(oar_dtype dt, const oar_optim_update *u) {
     oar_optim_plan pl;
     double sums[2 * OAR_OPTIM_MAX_BLOCKS]; /* the CPU plan points LAMB's sums here; unused */
     if (dt == OAR_F32) oar_optim_plan_f32(u, &pl, sums);
     else oar_optim_plan_f64(u, &pl, sums);
     const oar_optim_ctx *c = &pl.c;
-    oar_cu_optim q = {
+    return (oar_cu_optim){
         .kind = cu_kind(u->o->kind), .dtype = (int)dt, .n = u->n, .p = c->p, .g = c->g, .a = c->a, .b = c->b,
-        .c = c->c, .lr_neg = c->lr_neg, .wd = c->wd, .k1 = c->k1, .k1c = c->k1c, .k2 = c->k2, .k2c = c->k2c,
-        .eps = c->eps, .scale = c->scale, .bc1 = c->bc1, .bc2 = c->bc2, .wd_on = c->wd_on, .flag1 = c->flag1,
-        .flag2 = c->flag2, .flag3 = c->flag3, .lr = u->o->lr,
+        .c = c->c,
+        .v = {.lr_neg = c->lr_neg, .wd = c->wd, .k1 = c->k1, .k1c = c->k1c, .k2 = c->k2, .k2c = c->k2c,
+              .eps = c->eps, .scale = c->scale, .bc1 = c->bc1, .bc2 = c->bc2, .lr = u->o->lr, .wd_on = c->wd_on,
+              .flag1 = c->flag1, .flag2 = c->flag2, .flag3 = c->flag3},
     };
-    return oar_cuda_status((cudaError_t)oar_cu_optim_update(&q, scratch, oar_cuda_stream_of(ctx)), name);
+}
+
+_Static_assert(sizeof(oar_cu_optim_vals) <= OAR_KPARAMS_PER_INPUT, "a parameter's scalars fit its input's share");
+
+/* A graph run's values: each parameter's scalars, which PREPARE writes and LAUNCH reads. */
+static oar_status check_params(const oar_kparams *kp, const char *name, int n) {
+    size_t need = sizeof(oar_cu_optim_vals) * (size_t)n;
+    if (need <= kp->cap) return OAR_OK;
+    return oar_error(OAR_ERR_INTERNAL, "%s: a graph run's values take %zu bytes for %d parameters, the executor "
+                                       "gave %zu; this is a bug in the executor",
+                     name, need, n, kp->cap);
+}
+
+/* One run of n parameters' updates (u[i] of dtype dt[i]). A plain call launches with the
+ * scalars as arguments and commits the step on the host; a graph's PREPARE only computes the
+ * scalars into the executor's host buffer (the host side: the caller commits); its LAUNCH
+ * records kernels reading them from the device copy. */
+static oar_status run_updates(const oar_kctx *ctx, const char *name, const oar_optim_update *u,
+                              const oar_dtype *dt, int n) {
+    oar_kparams *kp = ctx->params;
+    if (kp && check_params(kp, name, n) != OAR_OK) return oar_last_status();
+    if (kp && kp->phase == OAR_KPARAMS_PREPARE) {
+        oar_cu_optim_vals *hv = kp->host;
+        for (int i = 0; i < n; i++) hv[i] = plan_of(dt[i], &u[i]).v;
+        kp->used = sizeof(oar_cu_optim_vals) * (size_t)n;
+        return OAR_OK;
+    }
+    bool lamb = u[0].o->kind == OAR_OPTIM_LAMB;
+    size_t sb = oar_cu_optim_scratch_bytes();
+    void *scratch = lamb ? oar_cuda_scratch(sb) : NULL;
+    if (lamb && !scratch) return oar_last_status();
+    oar_status st = OAR_OK;
+    for (int i = 0; i < n && st == OAR_OK; i++) { /* scratch reuse is stream-ordered */
+        oar_cu_optim q = plan_of(dt[i], &u[i]);
+        if (kp) q.v_dev = (const oar_cu_optim_vals *)kp->dev + i;
+        st = oar_cuda_status((cudaError_t)oar_cu_optim_update(&q, scratch, oar_cuda_stream_of(ctx)), name);
+    }
+    if (scratch) oar_cuda_scratch_free(scratch, sb);
+    return st;
 }
 
 static oar_status cu_optimizer_update(const oar_kctx *ctx, oar_tensor *const *in, int n_in, oar_tensor *const *out,
@@ -48,14 +89,10 @@ static oar_status cu_optimizer_update(const oar_kctx *ctx, oar_tensor *const *in
     oar_optim_update u;
     oar_status st = oar_optim_update_read((oar_optim_kind)a[0].i, in, &o, &u);
     if (st != OAR_OK) return st;
-    size_t sb = oar_cu_optim_scratch_bytes();
-    void *scratch = o.kind == OAR_OPTIM_LAMB ? oar_cuda_scratch(sb) : NULL;
-    if (o.kind == OAR_OPTIM_LAMB && !scratch) return oar_last_status();
-    st = launch_one(ctx, "optimizer_update", in[0]->dtype, &u, scratch);
-    if (scratch) oar_cuda_scratch_free(scratch, sb);
-    if (st != OAR_OK) return st;
-    oar_optim_update_commit(&u, in);
-    return OAR_OK;
+    oar_dtype dt = in[0]->dtype;
+    st = run_updates(ctx, "optimizer_update", &u, &dt, 1);
+    if (st == OAR_OK && (!ctx->params || ctx->params->phase == OAR_KPARAMS_PREPARE)) oar_optim_update_commit(&u, in);
+    return st;
 }
 
 static oar_status cu_optimizer_update_multi(const oar_kctx *ctx, oar_tensor *const *in, int n_in,
@@ -63,19 +100,16 @@ static oar_status cu_optimizer_update_multi(const oar_kctx *ctx, oar_tensor *con
     (void)out; (void)n_out;
     oar_optim_opts o[OAR_OPTIM_MULTI_MAX];
     oar_optim_update u[OAR_OPTIM_MULTI_MAX];
+    oar_dtype dt[OAR_OPTIM_MULTI_MAX];
     oar_optim_kind kind = (oar_optim_kind)a[0].i;
     oar_status st = oar_optim_multi_read(in, n_in, kind, a[1].i, o, u);
     if (st != OAR_OK) return st;
-    size_t sb = oar_cu_optim_scratch_bytes();
-    void *scratch = kind == OAR_OPTIM_LAMB ? oar_cuda_scratch(sb) : NULL;
-    if (kind == OAR_OPTIM_LAMB && !scratch) return oar_last_status();
-    int g = oar_optim_multi_group(a[1].i);
-    for (int i = 0; i < n_in - OAR_OPTIM_MULTI_STATE && st == OAR_OK; i++) /* scratch reuse is stream-ordered */
-        st = launch_one(ctx, "optimizer_update_multi", in[i * g]->dtype, &u[i], scratch);
-    if (scratch) oar_cuda_scratch_free(scratch, sb);
-    if (st != OAR_OK) return st;
-    oar_optim_multi_commit(in, n_in, a[1].i, u);
-    return OAR_OK;
+    int g = oar_optim_multi_group(a[1].i), n = n_in - OAR_OPTIM_MULTI_STATE;
+    for (int i = 0; i < n; i++) dt[i] = in[i * g]->dtype;
+    st = run_updates(ctx, "optimizer_update_multi", u, dt, n);
+    if (st == OAR_OK && (!ctx->params || ctx->params->phase == OAR_KPARAMS_PREPARE))
+        oar_optim_multi_commit(in, n_in, a[1].i, u);
+    return st;
 }
 
 static oar_status cu_vector_norm(const oar_kctx *ctx, oar_tensor *const *in, int n_in, oar_tensor *const *out,
@@ -122,7 +156,7 @@ static bool sup_norm(oar_tensor *const *in, int n_in, oar_tensor *const *out, in
 }
 
 void oar_cuda_register_optim(void) {
-    oar_cuda_register(OAR_OP_optimizer_update, F32_F64, cu_optimizer_update, sup_update);
-    oar_cuda_register(OAR_OP_optimizer_update_multi, F32_F64, cu_optimizer_update_multi, sup_update_multi);
+    oar_cuda_register_graphed(OAR_OP_optimizer_update, F32_F64, cu_optimizer_update, sup_update);
+    oar_cuda_register_graphed(OAR_OP_optimizer_update_multi, F32_F64, cu_optimizer_update_multi, sup_update_multi);
     oar_cuda_register(OAR_OP_vector_norm, F32_F64, cu_vector_norm, sup_norm);
 }

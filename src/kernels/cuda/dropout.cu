@@ -45,7 +45,8 @@ template <> __device__ __forceinline__ __nv_bfloat16 mul<__nv_bfloat16>(__nv_bfl
 
 template <typename T, typename Bits>
 __global__ void dropout_k(T *y, T *mask, const T *x, int64_t n, double p, Bits scale_bits, uint64_t seed,
-                          uint64_t offset) {
+                          uint64_t offset, const uint64_t *rng_dev) {
+    if (rng_dev) seed = rng_dev[0], offset = rng_dev[1]; // this run's counters (a replayed CUDA graph)
     T scale, zero;
     Bits zb = 0;
     memcpy(&scale, &scale_bits, sizeof(T));
@@ -60,27 +61,27 @@ __global__ void dropout_k(T *y, T *mask, const T *x, int64_t n, double p, Bits s
 }  // namespace
 
 extern "C" int oar_cu_dropout(void *y, void *mask, const void *x, int dtype, int64_t n, double p, uint64_t scale_bits,
-                              uint64_t seed, uint64_t offset, void *stream) {
+                              uint64_t seed, uint64_t offset, const uint64_t *rng_dev, void *stream) {
     if (n <= 0) return 0;
     cudaStream_t s = (cudaStream_t)stream;
     unsigned b = blocks_for(n, 256);
     switch (dtype) {
     case F32:
         dropout_k<float, uint32_t><<<b, 256, 0, s>>>((float *)y, (float *)mask, (const float *)x, n, p,
-                                                     (uint32_t)scale_bits, seed, offset);
+                                                     (uint32_t)scale_bits, seed, offset, rng_dev);
         break;
     case F64:
         dropout_k<double, uint64_t><<<b, 256, 0, s>>>((double *)y, (double *)mask, (const double *)x, n, p, scale_bits,
-                                                      seed, offset);
+                                                      seed, offset, rng_dev);
         break;
     case F16:
         dropout_k<__half, uint16_t><<<b, 256, 0, s>>>((__half *)y, (__half *)mask, (const __half *)x, n, p,
-                                                      (uint16_t)scale_bits, seed, offset);
+                                                      (uint16_t)scale_bits, seed, offset, rng_dev);
         break;
     case BF16:
         dropout_k<__nv_bfloat16, uint16_t><<<b, 256, 0, s>>>((__nv_bfloat16 *)y, (__nv_bfloat16 *)mask,
                                                              (const __nv_bfloat16 *)x, n, p, (uint16_t)scale_bits,
-                                                             seed, offset);
+                                                             seed, offset, rng_dev);
         break;
     default: return (int)cudaErrorInvalidValue;
     }

@@ -29,17 +29,24 @@ int oar_cu_pair_loss(int kind, int dtype, const void *x, const void *t, void *y,
 int oar_cu_check_targets(int tdtype, const void *t, int64_t n, int64_t classes, int64_t ignore, int64_t *scratch,
                          int64_t host_out[3], void *stream);
 
+/* The same count on the device, unchecked and not read back (a CUDA graph records it):
+ * scratch[0] = the count, scratch[1] = the first bad flat index (-1: none). */
+int oar_cu_count_targets(int tdtype, const void *t, int64_t n, int64_t classes, int64_t ignore, int64_t *scratch,
+                         void *stream);
+
 /* cross_entropy (is_ce: x are logits; lse_out gets each sample's log-sum-exp) or nll_loss (x
- * are log-probabilities; lse_out NULL) over x viewed as [outer, classes, inner]. */
+ * are log-probabilities; lse_out NULL) over x viewed as [outer, classes, inner]. The mean
+ * divides by count, or by *count_dev (device memory) where that is not NULL. */
 int oar_cu_class_loss(int is_ce, int dtype, const void *x, int tdtype, const void *t, void *y, double *lse_out,
                       int64_t outer, int64_t classes, int64_t inner, int reduction, int64_t ignore, double eps,
-                      int64_t count, void *scratch, void *stream);
+                      int64_t count, const int64_t *count_dev, void *scratch, void *stream);
 
 /* cross_entropy_backward (is_ce; x logits, lse saved) or nll_loss_backward (x, lse NULL):
  * dx of x's layout. */
 int oar_cu_class_loss_backward(int is_ce, int dtype, const void *g, const void *x, int tdtype, const void *t,
                                const double *lse, void *dx, int64_t outer, int64_t classes, int64_t inner,
-                               int reduction, int64_t ignore, double eps, int64_t count, void *stream);
+                               int reduction, int64_t ignore, double eps, int64_t count, const int64_t *count_dev,
+                               void *stream);
 
 #ifdef __cplusplus
 }

@@ -14,6 +14,13 @@ extern "C" {
 
 enum { OAR_CU_OPT_SGD, OAR_CU_OPT_ADAM, OAR_CU_OPT_RMSPROP, OAR_CU_OPT_ADAGRAD, OAR_CU_OPT_LAMB };
 
+/* The scalars of one run's update (they change with the step count and the hyper tensor). */
+typedef struct oar_cu_optim_vals {
+    double lr_neg, wd, k1, k1c, k2, k2c, eps, scale, bc1, bc2;
+    double lr; /* LAMB: the step is -lr * trust ratio, computed on the GPU */
+    int32_t wd_on, flag1, flag2, flag3;
+} oar_cu_optim_vals;
+
 /* The fields of oar_optim_ctx (src/optim/optim.h) that the loops read; device pointers. */
 typedef struct oar_cu_optim {
     int kind, dtype; /* OAR_CU_OPT_*, OAR_F32 / OAR_F64 */
@@ -21,9 +28,10 @@ typedef struct oar_cu_optim {
     void *p;
     const void *g;
     void *a, *b, *c;
-    double lr_neg, wd, k1, k1c, k2, k2c, eps, scale, bc1, bc2;
-    int wd_on, flag1, flag2, flag3;
-    double lr; /* LAMB: the step is -lr * trust ratio, computed on the GPU */
+    oar_cu_optim_vals v;
+    /* NULL: the kernels take v as launch arguments; else they read the scalars from this
+     * device copy when they run (a replayed CUDA graph: the executor refreshes it per run) */
+    const oar_cu_optim_vals *v_dev;
 } oar_cu_optim;
 
 /* Device scratch bytes the update (LAMB) and vector_norm need. */

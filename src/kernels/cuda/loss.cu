@@ -30,20 +30,22 @@ __global__ void partial_sums(const double *v, int64_t n, double *parts) {
 
 // y[0] = sum(parts) (/ div when mean)
 template <typename T>
-__global__ void final_sum(const double *parts, int64_t nparts, T *y, bool mean, double div) {
+__global__ void final_sum(const double *parts, int64_t nparts, T *y, bool mean, double div, const int64_t *div_dev) {
     __shared__ double sh[32];
     double acc = 0;
     for (int64_t i = threadIdx.x; i < nparts; i += blockDim.x) acc += parts[i];
     acc = block_reduce(acc, AddOp(), 0.0, sh);
+    if (div_dev) div = (double)*div_dev; // a count made on the device (recorded in a CUDA graph)
     if (threadIdx.x == 0) y[0] = (T)(mean ? acc / div : acc);
 }
 
 // Sums v[0..n) into y[0]; scratch holds v's n doubles followed by the partials.
 template <typename T>
-void launch_sum(const double *v, int64_t n, double *parts, T *y, bool mean, double div, cudaStream_t s) {
+void launch_sum(const double *v, int64_t n, double *parts, T *y, bool mean, double div, const int64_t *div_dev,
+                cudaStream_t s) {
     int64_t b = n > 0 ? sum_blocks(n) : 0;
     if (b) partial_sums<<<(unsigned)b, SUM_THREADS, 0, s>>>(v, n, parts);
-    final_sum<T><<<1, SUM_THREADS, 0, s>>>(parts, b, y, mean, div);
+    final_sum<T><<<1, SUM_THREADS, 0, s>>>(parts, b, y, mean, div, div_dev);
 }
 
 __device__ __forceinline__ double pair_elem(int k, double x, double t, double beta) {
@@ -184,14 +186,15 @@ __global__ void class_loss_kernel(bool is_ce, const T *x, int tdt, const void *t
 template <typename T>
 __global__ void class_loss_backward_kernel(bool is_ce, const T *g, const T *x, int tdt, const void *t,
                                            const double *lse, T *dx, int64_t outer, int64_t classes, int64_t inner,
-                                           int reduction, int64_t ignore, double eps, double count) {
+                                           int reduction, int64_t ignore, double eps, double count,
+                                           const int64_t *count_dev) {
     const int64_t n = outer * classes * inner;
     for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < n; e += (int64_t)gridDim.x * blockDim.x) {
         const int64_t k = e % inner, c = (e / inner) % classes, o = e / (inner * classes);
         const int64_t i = o * inner + k;
         const int64_t tg = load_target(t, tdt, i);
         double gv = (double)g[reduction == 2 ? i : 0];
-        if (reduction == 0) gv /= count;
+        if (reduction == 0) gv /= count_dev ? (double)*count_dev : count;
         const double q = tg == ignore ? 0.0 : (c == tg ? 1 - eps : 0) + eps / (double)classes;
         double d;
         if (is_ce) d = tg != ignore ? gv * ((double)exp_of((T)((double)x[e] - lse[i])) - q) : 0.0;
@@ -223,7 +226,7 @@ extern "C" int oar_cu_pair_loss(int kind, int dtype, const void *x, const void *
             if (n > 0) pair_kernel<float><<<b, 256, 0, s>>>(kind, xf, tf, (float *)y, n, beta);
         } else {
             if (nb) pair_partial_kernel<float><<<(unsigned)nb, SUM_THREADS, 0, s>>>(kind, xf, tf, n, beta, parts);
-            final_sum<float><<<1, SUM_THREADS, 0, s>>>(parts, nb, (float *)y, mean, (double)n);
+            final_sum<float><<<1, SUM_THREADS, 0, s>>>(parts, nb, (float *)y, mean, (double)n, nullptr);
         }
     } else if (dtype == F64) {
         const double *xd = (const double *)x, *td = (const double *)t;
@@ -231,7 +234,7 @@ extern "C" int oar_cu_pair_loss(int kind, int dtype, const void *x, const void *
             if (n > 0) pair_kernel<double><<<b, 256, 0, s>>>(kind, xd, td, (double *)y, n, beta);
         } else {
             if (nb) pair_partial_kernel<double><<<(unsigned)nb, SUM_THREADS, 0, s>>>(kind, xd, td, n, beta, parts);
-            final_sum<double><<<1, SUM_THREADS, 0, s>>>(parts, nb, (double *)y, mean, (double)n);
+            final_sum<double><<<1, SUM_THREADS, 0, s>>>(parts, nb, (double *)y, mean, (double)n, nullptr);
         }
     } else {
         return (int)cudaErrorInvalidValue;
@@ -239,8 +242,8 @@ extern "C" int oar_cu_pair_loss(int kind, int dtype, const void *x, const void *
     return (int)cudaGetLastError();
 }
 
-extern "C" int oar_cu_check_targets(int tdtype, const void *t, int64_t n, int64_t classes, int64_t ignore,
-                                    int64_t *scratch, int64_t host_out[3], void *stream) {
+extern "C" int oar_cu_count_targets(int tdtype, const void *t, int64_t n, int64_t classes, int64_t ignore,
+                                    int64_t *scratch, void *stream) {
     cudaStream_t s = (cudaStream_t)stream;
     cudaError_t e = cudaMemsetAsync(scratch, 0, sizeof(int64_t), s); // count 0
     if (e == cudaSuccess) e = cudaMemsetAsync(scratch + 1, 0xff, sizeof(int64_t), s); // no bad index
@@ -248,7 +251,14 @@ extern "C" int oar_cu_check_targets(int tdtype, const void *t, int64_t n, int64_
     if (n > 0)
         check_targets_kernel<<<blocks_for(n, 256), 256, 0, s>>>(tdtype, t, n, classes, ignore,
                                                                (unsigned long long *)scratch);
-    if ((e = cudaGetLastError()) != cudaSuccess) return (int)e;
+    return (int)cudaGetLastError();
+}
+
+extern "C" int oar_cu_check_targets(int tdtype, const void *t, int64_t n, int64_t classes, int64_t ignore,
+                                    int64_t *scratch, int64_t host_out[3], void *stream) {
+    cudaStream_t s = (cudaStream_t)stream;
+    cudaError_t e = (cudaError_t)oar_cu_count_targets(tdtype, t, n, classes, ignore, scratch, stream);
+    if (e != cudaSuccess) return (int)e;
     unsigned long long got[2];
     if ((e = cudaMemcpyAsync(got, scratch, sizeof got, cudaMemcpyDeviceToHost, s)) != cudaSuccess) return (int)e;
     if ((e = cudaStreamSynchronize(s)) != cudaSuccess) return (int)e;
@@ -276,7 +286,8 @@ extern "C" int oar_cu_check_targets(int tdtype, const void *t, int64_t n, int64_
 
 extern "C" int oar_cu_class_loss(int is_ce, int dtype, const void *x, int tdtype, const void *t, void *y,
                                  double *lse_out, int64_t outer, int64_t classes, int64_t inner, int reduction,
-                                 int64_t ignore, double eps, int64_t count, void *scratch, void *stream) {
+                                 int64_t ignore, double eps, int64_t count, const int64_t *count_dev, void *scratch,
+                                 void *stream) {
     cudaStream_t s = (cudaStream_t)stream;
     const int64_t samples = outer * inner;
     bool none = reduction == 2;
@@ -287,13 +298,13 @@ extern "C" int oar_cu_class_loss(int is_ce, int dtype, const void *x, int tdtype
             class_loss_kernel<float><<<grid_for(samples), th, 0, s>>>(is_ce != 0, (const float *)x, tdtype, t,
                                                                       none ? (float *)y : nullptr, v, lse_out, outer,
                                                                       classes, inner, ignore, eps);
-        if (!none) launch_sum<float>(v, samples, parts, (float *)y, reduction == 0, (double)count, s);
+        if (!none) launch_sum<float>(v, samples, parts, (float *)y, reduction == 0, (double)count, count_dev, s);
     } else if (dtype == F64) {
         if (samples > 0)
             class_loss_kernel<double><<<grid_for(samples), th, 0, s>>>(is_ce != 0, (const double *)x, tdtype, t,
                                                                        none ? (double *)y : nullptr, v, lse_out,
                                                                        outer, classes, inner, ignore, eps);
-        if (!none) launch_sum<double>(v, samples, parts, (double *)y, reduction == 0, (double)count, s);
+        if (!none) launch_sum<double>(v, samples, parts, (double *)y, reduction == 0, (double)count, count_dev, s);
     } else {
         return (int)cudaErrorInvalidValue;
     }
@@ -303,7 +314,7 @@ extern "C" int oar_cu_class_loss(int is_ce, int dtype, const void *x, int tdtype
 extern "C" int oar_cu_class_loss_backward(int is_ce, int dtype, const void *g, const void *x, int tdtype,
                                           const void *t, const double *lse, void *dx, int64_t outer, int64_t classes,
                                           int64_t inner, int reduction, int64_t ignore, double eps, int64_t count,
-                                          void *stream) {
+                                          const int64_t *count_dev, void *stream) {
     cudaStream_t s = (cudaStream_t)stream;
     const int64_t n = outer * classes * inner;
     if (n <= 0) return 0;
@@ -311,11 +322,11 @@ extern "C" int oar_cu_class_loss_backward(int is_ce, int dtype, const void *g, c
     if (dtype == F32)
         class_loss_backward_kernel<float><<<b, 256, 0, s>>>(is_ce != 0, (const float *)g, (const float *)x, tdtype,
                                                             t, lse, (float *)dx, outer, classes, inner, reduction,
-                                                            ignore, eps, (double)count);
+                                                            ignore, eps, (double)count, count_dev);
     else if (dtype == F64)
         class_loss_backward_kernel<double><<<b, 256, 0, s>>>(is_ce != 0, (const double *)g, (const double *)x,
                                                              tdtype, t, lse, (double *)dx, outer, classes, inner,
-                                                             reduction, ignore, eps, (double)count);
+                                                             reduction, ignore, eps, (double)count, count_dev);
     else
         return (int)cudaErrorInvalidValue;
     return (int)cudaGetLastError();

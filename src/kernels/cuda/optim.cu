@@ -22,11 +22,22 @@ struct Opt {
 __device__ __forceinline__ float dsqrt(float v) { return sqrtf(v); }
 __device__ __forceinline__ double dsqrt(double v) { return sqrt(v); }
 
+// The scalars a kernel uses: its launch arguments, or the run's device copy (graph replays).
+__device__ __forceinline__ Opt at_run(Opt o, const oar_cu_optim_vals *dv) {
+    if (dv) {
+        o.lr_neg = dv->lr_neg, o.wd = dv->wd, o.k1 = dv->k1, o.k1c = dv->k1c, o.k2 = dv->k2, o.k2c = dv->k2c;
+        o.eps = dv->eps, o.scale = dv->scale, o.bc1 = dv->bc1, o.bc2 = dv->bc2, o.lr = dv->lr;
+        o.wd_on = dv->wd_on != 0, o.flag1 = dv->flag1 != 0, o.flag2 = dv->flag2 != 0, o.flag3 = dv->flag3 != 0;
+    }
+    return o;
+}
+
 #define GRID_LOOP(i, n) \
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < (n); i += (int64_t)gridDim.x * blockDim.x)
 
 template <typename T>
-__global__ void sgd_kernel(T *p, const T *g, T *buf, Opt o) {
+__global__ void sgd_kernel(T *p, const T *g, T *buf, Opt o, const oar_cu_optim_vals *dv) {
+    o = at_run(o, dv);
     const T lr_neg = (T)o.lr_neg, wd = (T)o.wd, mom = (T)o.k1, damp_c = (T)o.k1c;
     GRID_LOOP(i, o.n) {
         T d = g[i];
@@ -41,7 +52,8 @@ __global__ void sgd_kernel(T *p, const T *g, T *buf, Opt o) {
 }
 
 template <typename T>
-__global__ void adam_kernel(T *p, const T *g, T *m, T *v, T *vmax, Opt o) {
+__global__ void adam_kernel(T *p, const T *g, T *m, T *v, T *vmax, Opt o, const oar_cu_optim_vals *dv) {
+    o = at_run(o, dv);
     const T step_neg = (T)o.lr_neg, wd = (T)o.wd, b1 = (T)o.k1, b1c = (T)o.k1c;
     const T b2 = (T)o.k2, b2c = (T)o.k2c, eps = (T)o.eps, bc2_sqrt = (T)o.scale;
     GRID_LOOP(i, o.n) {
@@ -64,7 +76,8 @@ __global__ void adam_kernel(T *p, const T *g, T *m, T *v, T *vmax, Opt o) {
 }
 
 template <typename T>
-__global__ void rmsprop_kernel(T *p, const T *g, T *sq, T *ga, T *buf, Opt o) {
+__global__ void rmsprop_kernel(T *p, const T *g, T *sq, T *ga, T *buf, Opt o, const oar_cu_optim_vals *dv) {
+    o = at_run(o, dv);
     const T lr_neg = (T)o.lr_neg, wd = (T)o.wd, al = (T)o.k1, alc = (T)o.k1c, mom = (T)o.k2, eps = (T)o.eps;
     GRID_LOOP(i, o.n) {
         T gi = g[i];
@@ -91,7 +104,8 @@ __global__ void rmsprop_kernel(T *p, const T *g, T *sq, T *ga, T *buf, Opt o) {
 }
 
 template <typename T>
-__global__ void adagrad_kernel(T *p, const T *g, T *sum, Opt o) {
+__global__ void adagrad_kernel(T *p, const T *g, T *sum, Opt o, const oar_cu_optim_vals *dv) {
+    o = at_run(o, dv);
     const T lr_neg = (T)o.lr_neg, wd = (T)o.wd, eps = (T)o.eps;
     GRID_LOOP(i, o.n) {
         T gi = g[i];
@@ -110,8 +124,10 @@ __device__ __forceinline__ T lamb_u(T mi, T vi, T pi, T bc1, T bc2, T eps, T wd)
 // LAMB pass 1: moments, and per-block partial squared norms of p and u (parts[0..grid) and
 // parts[MAX_PARTS..MAX_PARTS + grid)).
 template <typename T>
-__global__ void lamb_moments_kernel(const T *p, const T *g, T *m, T *v, Opt o, double *parts) {
+__global__ void lamb_moments_kernel(const T *p, const T *g, T *m, T *v, Opt o, const oar_cu_optim_vals *dv,
+                                    double *parts) {
     __shared__ double sh[32];
+    o = at_run(o, dv);
     const T b1 = (T)o.k1, b1c = (T)o.k1c, b2 = (T)o.k2, b2c = (T)o.k2c;
     const T bc1 = (T)o.bc1, bc2 = (T)o.bc2, eps = (T)o.eps, wd = (T)o.wd;
     double sp = 0, su = 0;
@@ -134,7 +150,8 @@ __global__ void lamb_moments_kernel(const T *p, const T *g, T *m, T *v, Opt o, d
 }
 
 // LAMB: the step -lr * ||p|| / ||u|| (1 when either norm is 0) into parts[2 * MAX_PARTS].
-__global__ void lamb_trust_kernel(double *parts, int nparts, double lr) {
+__global__ void lamb_trust_kernel(double *parts, int nparts, double lr, const oar_cu_optim_vals *dv) {
+    if (dv) lr = dv->lr;
     __shared__ double sh[32];
     double sp = 0, su = 0;
     for (int k = threadIdx.x; k < nparts; k += blockDim.x) {
@@ -147,7 +164,9 @@ __global__ void lamb_trust_kernel(double *parts, int nparts, double lr) {
 }
 
 template <typename T>
-__global__ void lamb_apply_kernel(T *p, const T *m, const T *v, Opt o, const double *parts) {
+__global__ void lamb_apply_kernel(T *p, const T *m, const T *v, Opt o, const oar_cu_optim_vals *dv,
+                                  const double *parts) {
+    o = at_run(o, dv);
     const T bc1 = (T)o.bc1, bc2 = (T)o.bc2, eps = (T)o.eps, wd = (T)o.wd;
     const T step = (T)parts[2 * MAX_PARTS];
     GRID_LOOP(i, o.n) {
@@ -165,22 +184,23 @@ template <typename T>
 int run_update(const oar_cu_optim *u, double *scratch, cudaStream_t s) {
     Opt o;
     o.n = u->n;
-    o.lr_neg = u->lr_neg, o.wd = u->wd, o.k1 = u->k1, o.k1c = u->k1c, o.k2 = u->k2, o.k2c = u->k2c;
-    o.eps = u->eps, o.scale = u->scale, o.bc1 = u->bc1, o.bc2 = u->bc2, o.lr = u->lr;
-    o.wd_on = u->wd_on != 0, o.flag1 = u->flag1 != 0, o.flag2 = u->flag2 != 0, o.flag3 = u->flag3 != 0;
+    const oar_cu_optim_vals *dv = u->v_dev, *hv = &u->v;
+    o.lr_neg = hv->lr_neg, o.wd = hv->wd, o.k1 = hv->k1, o.k1c = hv->k1c, o.k2 = hv->k2, o.k2c = hv->k2c;
+    o.eps = hv->eps, o.scale = hv->scale, o.bc1 = hv->bc1, o.bc2 = hv->bc2, o.lr = hv->lr;
+    o.wd_on = hv->wd_on != 0, o.flag1 = hv->flag1 != 0, o.flag2 = hv->flag2 != 0, o.flag3 = hv->flag3 != 0;
     T *p = (T *)u->p, *a = (T *)u->a, *b = (T *)u->b, *c = (T *)u->c;
     const T *g = (const T *)u->g;
     unsigned blocks = blocks_for(u->n, THREADS);
     switch (u->kind) {
-    case OAR_CU_OPT_SGD: sgd_kernel<T><<<blocks, THREADS, 0, s>>>(p, g, a, o); break;
-    case OAR_CU_OPT_ADAM: adam_kernel<T><<<blocks, THREADS, 0, s>>>(p, g, a, b, c, o); break;
-    case OAR_CU_OPT_RMSPROP: rmsprop_kernel<T><<<blocks, THREADS, 0, s>>>(p, g, a, b, c, o); break;
-    case OAR_CU_OPT_ADAGRAD: adagrad_kernel<T><<<blocks, THREADS, 0, s>>>(p, g, a, o); break;
+    case OAR_CU_OPT_SGD: sgd_kernel<T><<<blocks, THREADS, 0, s>>>(p, g, a, o, dv); break;
+    case OAR_CU_OPT_ADAM: adam_kernel<T><<<blocks, THREADS, 0, s>>>(p, g, a, b, c, o, dv); break;
+    case OAR_CU_OPT_RMSPROP: rmsprop_kernel<T><<<blocks, THREADS, 0, s>>>(p, g, a, b, c, o, dv); break;
+    case OAR_CU_OPT_ADAGRAD: adagrad_kernel<T><<<blocks, THREADS, 0, s>>>(p, g, a, o, dv); break;
     case OAR_CU_OPT_LAMB: {
         unsigned np = parts_for(u->n);
-        lamb_moments_kernel<T><<<np, THREADS, 0, s>>>(p, g, a, b, o, scratch);
-        lamb_trust_kernel<<<1, THREADS, 0, s>>>(scratch, (int)np, u->lr);
-        lamb_apply_kernel<T><<<blocks, THREADS, 0, s>>>(p, a, b, o, scratch);
+        lamb_moments_kernel<T><<<np, THREADS, 0, s>>>(p, g, a, b, o, dv, scratch);
+        lamb_trust_kernel<<<1, THREADS, 0, s>>>(scratch, (int)np, hv->lr, dv);
+        lamb_apply_kernel<T><<<blocks, THREADS, 0, s>>>(p, a, b, o, dv, scratch);
         break;
     }
     default: return (int)cudaErrorInvalidValue;
