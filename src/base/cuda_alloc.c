@@ -151,7 +151,10 @@ void *oar_cuda_alloc(size_t nbytes) {
         spare = b;
     } else {
         cudaError_t e = cudaMalloc(&p, rounded);
-        if (e != cudaSuccess) {
+        if (e != cudaSuccess && capturing) { /* no cudaFree while a graph records */
+            (void)cudaGetLastError();
+            p = NULL;
+        } else if (e != cudaSuccess) {
             (void)cudaGetLastError(); /* not sticky: clear it */
             empty_cache_locked();
             stats.n_oom_retries++;

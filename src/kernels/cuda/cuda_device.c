@@ -156,9 +156,11 @@ static oar_status cuda_synchronize(void) {
     return oar_cuda_status(cudaStreamSynchronize(oar_cuda_current_stream()), "synchronize");
 }
 
-/* ---- CUDA graphs: the current stream's launches recorded (thread-local mode: this thread's
- * calls that would synchronize fail instead of being recorded wrongly), instantiated, and
- * launched on the same stream. */
+/* ---- CUDA graphs: the current stream's launches recorded, instantiated, and launched on the
+ * same stream. Relaxed mode: the caching allocator may cudaMalloc while a graph records (the
+ * thread-local mode refused it, and an H100 run showed every step split at the first small
+ * scratch buffer); anything that would synchronize the recording stream still fails the
+ * recording, and the executor runs that node plainly. */
 typedef struct cuda_graph {
     cudaGraphExec_t exec;
     void *kept; /* allocator blocks its kernels use (freed while recording) */
@@ -166,7 +168,7 @@ typedef struct cuda_graph {
 
 static oar_status cuda_graph_begin(void) {
     oar_status st = oar_cuda_status(
-        cudaStreamBeginCapture(oar_cuda_current_stream(), cudaStreamCaptureModeThreadLocal), "graph capture");
+        cudaStreamBeginCapture(oar_cuda_current_stream(), cudaStreamCaptureModeRelaxed), "graph capture");
     if (st == OAR_OK) oar_cuda_alloc_capture_begin();
     return st;
 }
