@@ -5,6 +5,7 @@ tests/cuda/run_on_device.sh runs it beside the oar program; ratios are taken fro
 `--gpt2 eager|compile` runs instead the GPT-2-124M bf16 training step of bench/cuda_gpt2.c
 (same shapes, init, AdamW and FLOP count), eager or under torch.compile."""
 import json
+import os
 import statistics
 import sys
 import time
@@ -81,8 +82,8 @@ def main():
     print(json.dumps({"bench": "mlp", "mode": "eager", "batch": 256, "torch_step_ms": timed(step, 20) * 1e3}))
     zoo(dev, None)
     if "--compile" in sys.argv:  # torch.compile, plain and with CUDA graphs (oar's static+graphs peer)
-        zoo(dev, "default")
-        zoo(dev, "reduce-overhead")
+        for mode in os.environ.get("TORCH_COMPILE_MODES", "default reduce-overhead").split():
+            zoo(dev, mode)
 
 
 # ---- the zoo, as oar defines it (models/*.c), for eager training steps on the GPU

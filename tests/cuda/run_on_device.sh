@@ -6,12 +6,12 @@
 # GPT-2-124M bf16 step, GPU op tables and compute-sanitizer's memcheck; writes one log per
 # step into the folder named by its argument and a summary.
 #   Usage: tests/cuda/run_on_device.sh OUTDIR
-#   OAR_GPU_STAGES="test sweep bench gpt2 profile memcheck" (the default: all, about 9
+#   OAR_GPU_STAGES="test sweep bench gpt2 profile compile memcheck" (the default: all, about 12
 #   minutes on an H100) picks stages, so that a device window of a few minutes can run the
 #   ones that matter and a rerun only what failed. OAR_TORCH_COMPILE=1 adds torch.compile.
 set -u
 out=${1:?usage: run_on_device.sh OUTDIR}
-stages=" ${OAR_GPU_STAGES:-test sweep bench gpt2 profile memcheck} "
+stages=" ${OAR_GPU_STAGES:-test sweep bench gpt2 profile compile memcheck} "
 mkdir -p "$out"
 cd "$(dirname "$0")/../.."
 summary() { echo "== $*"; echo "$*" >> "$out/summary.txt"; }
@@ -76,6 +76,9 @@ fi
 if want profile; then  # op tables with GPU spans (CUDA events): the host's and the device's time per op
   { "$bin/bench_cuda" --profile gpt-mini; "$bin/bench_cuda" --profile lstm-lm; } > "$out/profile.log" 2>&1
 fi
+if want compile; then  # torch.compile's CUDA-graph mode (the peer of oar's static+graphs), last: it is slow
+  TORCH_COMPILE_MODES=${TORCH_COMPILE_MODES:-reduce-overhead} run torch_compile 240 python3 bench/cuda_torch.py --compile
+fi
 if want memcheck; then
   san=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
   # the compiled zoo comparison for two models only under memcheck (OAR_TEST_CUDA_QUICK), to keep its time
@@ -83,3 +86,5 @@ if want memcheck; then
   run memcheck_sweep 240 "$san" --tool memcheck --report-api-errors no --error-exitcode 9 "$bin/tests/sweep" --device cuda --no-low-precision
 fi
 cat "$out"/bench_*.log "$out"/gpt2_*.log 2>/dev/null
+# some machines send back at most 8 files: the logs travel as one archive beside the summary
+tar czf "$out/logs.tgz" -C "$out" $(cd "$out" && ls *.log) && rm -f "$out"/*.log
