@@ -2,6 +2,8 @@
  * tensors, NCCL for GPU tensors, made over the world on first use. */
 #include "dist/comm_nccl.h"
 
+#include "base/device.h"
+
 #include <stdlib.h>
 
 static oar_comm *g_cuda_comm;

@@ -12,6 +12,7 @@
 #include "kernels/cpu/bf16_native.h"
 #include "kernels/cpu/conv_dnnl_layout.h"
 #include "kernels/cpu/dnnl_engine.h"
+#include "kernels/cpu/prim_cache.h"
 
 #ifdef OAR_HAVE_ONEDNN
 #include "kernels/cpu/cpu_kernels.h"
@@ -66,10 +67,9 @@ typedef struct dpacked {
  * first stage), and each keeps its weights packed. */
 #define PACK_SLOTS 16
 
-/* A cached primitive (prim NULL: oneDNN declined this key, remembered so as not to retry).
- * refs counts the cache's reference and each running call's, so eviction never frees a
- * primitive in use. */
+/* A cached primitive (prim NULL: oneDNN declined this key, remembered so as not to retry). */
 typedef struct dprim {
+    oar_prim_entry hdr; /* first: the cache's count and clock (prim_cache.h) */
     dkey key;
     dnnl_primitive_t prim;
     dnnl_primitive_desc_t hint; /* the forward pd a backward primitive was built from */
@@ -78,8 +78,6 @@ typedef struct dprim {
     dnnl_primitive_t res_reorder; /* sum post-op into a blocked output: the residual into its layout */
     dpacked *packed[PACK_SLOTS];  /* forward: weights reordered, reused while unchanged */
     size_t scratch; /* bytes of user scratchpad */
-    int refs;
-    uint64_t used;
 } dprim;
 
 /* Which operand each kind writes, and each operand's argument. */
@@ -90,14 +88,6 @@ static const int k_args[3][3] = {
     {DNNL_ARG_SRC, DNNL_ARG_DIFF_WEIGHTS, DNNL_ARG_DIFF_DST},
 };
 
-#define CACHE_CAP 48
-
-static struct {
-    pthread_mutex_t mu;
-    dprim *e[CACHE_CAP];
-    int n;
-    uint64_t clock;
-} g_cache = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
 /* Threads: oneDNN runs one OpenMP thread per call (oar_dnnl_one_omp_thread, which says why)
  * and oar's pool splits the batch; the hook covers the configuring thread. */
@@ -247,55 +237,16 @@ static dprim *dprim_build(const dkey *k) {
     return p;
 }
 
-/* The cached primitive for k with a reference the caller drops with dprim_put; NULL on OOM. */
-static dprim *dprim_get(const dkey *k) {
-    pthread_mutex_lock(&g_cache.mu);
-    for (int i = 0; i < g_cache.n; i++) {
-        dprim *p = g_cache.e[i];
-        if (!memcmp(&p->key, k, sizeof *k)) {
-            p->refs++;
-            p->used = ++g_cache.clock;
-            pthread_mutex_unlock(&g_cache.mu);
-            return p;
-        }
-    }
-    pthread_mutex_unlock(&g_cache.mu);
-    dprim *p = dprim_build(k), *evicted = NULL; /* slow: outside the lock */
-    if (!p) return NULL;
-    pthread_mutex_lock(&g_cache.mu);
-    for (int i = 0; i < g_cache.n; i++)
-        if (!memcmp(&g_cache.e[i]->key, k, sizeof *k)) { /* another thread built it meanwhile */
-            evicted = p;
-            p = g_cache.e[i];
-            break;
-        }
-    if (!evicted) {
-        int slot = g_cache.n;
-        if (g_cache.n == CACHE_CAP) {
-            slot = 0;
-            for (int i = 1; i < g_cache.n; i++)
-                if (g_cache.e[i]->used < g_cache.e[slot]->used) slot = i;
-            evicted = g_cache.e[slot];
-            if (--evicted->refs > 0) evicted = NULL; /* still running: its last user frees it */
-        } else {
-            g_cache.n++;
-        }
-        g_cache.e[slot] = p;
-        p->refs = 1;
-    }
-    p->refs++;
-    p->used = ++g_cache.clock;
-    pthread_mutex_unlock(&g_cache.mu);
-    dprim_free(evicted);
-    return p;
-}
+static void *build_entry(const void *key) { return dprim_build(key); }
+static void free_entry(void *p) { dprim_free(p); }
 
-static void dprim_put(dprim *p) {
-    pthread_mutex_lock(&g_cache.mu);
-    bool last = --p->refs == 0;
-    pthread_mutex_unlock(&g_cache.mu);
-    if (last) dprim_free(p);
-}
+/* The primitives; its lock and clock also order the packed weights below. */
+static dprim *g_slots[48];
+static oar_prim_cache g_cache = OAR_PRIM_CACHE_INIT(g_slots, dprim, key, build_entry, free_entry);
+
+/* The cached primitive for k with a reference the caller drops with dprim_put; NULL on OOM. */
+static dprim *dprim_get(const dkey *k) { return oar_prim_cache_get(&g_cache, k); }
+static void dprim_put(dprim *p) { oar_prim_cache_put(&g_cache, p); }
 
 /* Right padding that makes oneDNN's output size formula give exactly oh (the grid of a
  * backward op may be smaller than the full output); -1 when none does. */

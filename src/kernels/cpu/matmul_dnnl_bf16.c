@@ -8,6 +8,7 @@
 #include "kernels/cpu/bf16_native.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cpu/dnnl_engine.h"
+#include "kernels/cpu/prim_cache.h"
 
 #ifdef OAR_HAVE_ONEDNN
 #include <oneapi/dnnl/dnnl.h>
@@ -25,22 +26,12 @@ typedef struct mkey {
 } mkey;
 
 typedef struct mprim {
+    oar_prim_entry hdr; /* first: the cache's count and clock (prim_cache.h) */
     mkey key;
     dnnl_primitive_t prim; /* NULL: oneDNN declined (or has only reference code for) this key */
     dnnl_memory_desc_t md[4]; /* src, weights, dst, bias */
     size_t scratch;
-    int refs;
-    uint64_t used;
 } mprim;
-
-#define CACHE_CAP 64
-
-static struct {
-    pthread_mutex_t mu;
-    mprim *e[CACHE_CAP];
-    int n;
-    uint64_t clock;
-} g_cache = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
 static void mprim_free(mprim *p) {
     if (!p) return;
@@ -83,50 +74,15 @@ static mprim *mprim_build(const mkey *k) {
     return p;
 }
 
-/* The cached primitive for k with a reference for the caller (mprim_put); NULL on OOM. */
-static mprim *mprim_get(const mkey *k) {
-    pthread_mutex_lock(&g_cache.mu);
-    for (int i = 0; i < g_cache.n; i++)
-        if (!memcmp(&g_cache.e[i]->key, k, sizeof *k)) {
-            mprim *p = g_cache.e[i];
-            p->refs++;
-            p->used = ++g_cache.clock;
-            pthread_mutex_unlock(&g_cache.mu);
-            return p;
-        }
-    pthread_mutex_unlock(&g_cache.mu);
-    mprim *p = mprim_build(k), *drop = NULL; /* slow: outside the lock */
-    if (!p) return NULL;
-    pthread_mutex_lock(&g_cache.mu);
-    for (int i = 0; i < g_cache.n && !drop; i++)
-        if (!memcmp(&g_cache.e[i]->key, k, sizeof *k)) drop = p, p = g_cache.e[i]; /* built meanwhile */
-    if (!drop) {
-        int slot = g_cache.n;
-        if (g_cache.n == CACHE_CAP) {
-            slot = 0;
-            for (int i = 1; i < g_cache.n; i++)
-                if (g_cache.e[i]->used < g_cache.e[slot]->used) slot = i;
-            drop = g_cache.e[slot];
-            if (--drop->refs > 0) drop = NULL; /* still running: its last user frees it */
-        } else {
-            g_cache.n++;
-        }
-        g_cache.e[slot] = p;
-        p->refs = 1;
-    }
-    p->refs++;
-    p->used = ++g_cache.clock;
-    pthread_mutex_unlock(&g_cache.mu);
-    mprim_free(drop);
-    return p;
-}
+static void *build_entry(const void *key) { return mprim_build(key); }
+static void free_entry(void *p) { mprim_free(p); }
 
-static void mprim_put(mprim *p) {
-    pthread_mutex_lock(&g_cache.mu);
-    bool last = --p->refs == 0;
-    pthread_mutex_unlock(&g_cache.mu);
-    if (last) mprim_free(p);
-}
+static mprim *g_slots[64];
+static oar_prim_cache g_cache = OAR_PRIM_CACHE_INIT(g_slots, mprim, key, build_entry, free_entry);
+
+/* The cached primitive for k with a reference for the caller (mprim_put); NULL on OOM. */
+static mprim *mprim_get(const mkey *k) { return oar_prim_cache_get(&g_cache, k); }
+static void mprim_put(mprim *p) { oar_prim_cache_put(&g_cache, p); }
 
 /* ---- a call: the product, split into parts of q or q + 1 batches (by_batch) or rows */
 #define MAX_PARTS 64
