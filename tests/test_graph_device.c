@@ -9,7 +9,9 @@
 #include "graph/jit.h"
 #include "graph/passes/passes.h"
 
+#include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 static oar_status double_fn(void *user, oar_tensor *const *in, int n_in, oar_tensor **out, int n_out) {
     (void)user; (void)n_in; (void)n_out;
@@ -79,8 +81,10 @@ static void predictor_devices(void) {
     oar_jit *f = oar_jit_to_static(double_fn, NULL, NULL);
     int64_t shape[2] = {3, 5};
     oar_tensor *x = oar_randn(shape, 2, OAR_F32), *y = NULL;
-    CHECK(oar_jit_call(f, &x, 1, &y, 1) == OAR_OK && oar_jit_save(f, "test_graph_device_double") == OAR_OK);
-    oar_predictor_config cfg = {.model_path = "test_graph_device_double"};
+    char base[64], file[80]; /* per process: the ISA variants of this test run side by side */
+    snprintf(base, sizeof base, "test_graph_device_double_%d", (int)getpid());
+    CHECK(oar_jit_call(f, &x, 1, &y, 1) == OAR_OK && oar_jit_save(f, base) == OAR_OK);
+    oar_predictor_config cfg = {.model_path = base};
     oar_predictor *host = oar_predictor_create_on(&cfg, OAR_CPU);
     CHECK(host && oar_predictor_set_input(host, oar_predictor_input_name(host, 0), x) == OAR_OK);
     CHECK(oar_predictor_run(host) == OAR_OK);
@@ -95,8 +99,10 @@ static void predictor_devices(void) {
     }
     oar_predictor_free(host);
     oar_jit_free(f);
-    remove("test_graph_device_double.json");
-    remove("test_graph_device_double.safetensors");
+    snprintf(file, sizeof file, "%s.json", base);
+    remove(file);
+    snprintf(file, sizeof file, "%s.safetensors", base);
+    remove(file);
 }
 
 static oar_status forward_fn(void *user, oar_tensor *const *in, int n_in, oar_tensor **out, int n_out) {
