@@ -96,6 +96,18 @@ static int nhwc_operand(layouter *l, int v, int *pos) {
     return t >= 0 && set_twin(l, v, t) ? t : -1;
 }
 
+/* Node id's output y is now computed in NHWC as yt (inserted before pos): y's readers get an
+ * NCHW view of yt, which is yt's twin, and node id goes. */
+static oar_status replace_by_twin(layouter *l, int id, int y, int yt, int pos) {
+    oar_program *p = l->p;
+    int view = emit_permute(p, yt, TO_NCHW, false, &pos);
+    if (view < 0) return oar_last_status();
+    p->values[view].dyn_dims = p->values[y].dyn_dims;
+    oar_program_replace_uses(p, y, view);
+    p->nodes[id].dead = true;
+    return set_twin(l, view, yt) ? OAR_OK : oar_error(OAR_ERR_OOM, "conv_nhwc: out of memory");
+}
+
 static oar_status convert(layouter *l, int id) {
     oar_program *p = l->p;
     int pos = pos_in_block(&p->blocks[OAR_MAIN_BLOCK], id);
@@ -112,12 +124,7 @@ static oar_status convert(layouter *l, int id) {
     int in[4] = {xt, w, b, rt}, yt;
     if (oar_pass_insert_node(p, OAR_MAIN_BLOCK, pos++, OAR_OP_conv2d_act, in, 4, attrs, &yt) < 0) return oar_last_status();
     p->values[yt].dyn_dims = permute_dyn(p->values[y].dyn_dims, TO_NHWC);
-    int view = emit_permute(p, yt, TO_NCHW, false, &pos);
-    if (view < 0) return oar_last_status();
-    p->values[view].dyn_dims = p->values[y].dyn_dims;
-    oar_program_replace_uses(p, y, view);
-    p->nodes[id].dead = true;
-    return set_twin(l, view, yt) ? OAR_OK : oar_error(OAR_ERR_OOM, "conv_nhwc: out of memory");
+    return replace_by_twin(l, id, y, yt, pos);
 }
 
 /* adaptive_avg_pool2d(view) to 1 x 1, view an NCHW view of NHWC twin t: mean over H, W of t. */
@@ -158,12 +165,7 @@ static oar_status unary_nhwc(layouter *l, int id) {
     int in[1] = {t}, yt;
     if (oar_pass_insert_node(p, OAR_MAIN_BLOCK, pos++, n->op, in, 1, n->attrs, &yt) < 0) return oar_last_status();
     p->values[yt].dyn_dims = p->values[t].dyn_dims;
-    int view = emit_permute(p, yt, TO_NCHW, false, &pos);
-    if (view < 0) return oar_last_status();
-    p->values[view].dyn_dims = p->values[y].dyn_dims;
-    oar_program_replace_uses(p, y, view);
-    p->nodes[id].dead = true;
-    return set_twin(l, view, yt) ? OAR_OK : oar_error(OAR_ERR_OOM, "conv_nhwc: out of memory");
+    return replace_by_twin(l, id, y, yt, pos);
 }
 
 /* concat of NCHW views of NHWC twins (squeezenet's fire modules join two convs' outputs on C)
@@ -183,12 +185,7 @@ static oar_status concat_nhwc(layouter *l, int id) {
     if (oar_pass_insert_node(p, OAR_MAIN_BLOCK, pos++, OAR_OP_concat, in, n->n_in, &a, &yt) < 0)
         return oar_last_status();
     p->values[yt].dyn_dims = permute_dyn(p->values[y].dyn_dims, TO_NHWC);
-    int view = emit_permute(p, yt, TO_NCHW, false, &pos);
-    if (view < 0) return oar_last_status();
-    p->values[view].dyn_dims = p->values[y].dyn_dims;
-    oar_program_replace_uses(p, y, view);
-    p->nodes[id].dead = true;
-    return set_twin(l, view, yt) ? OAR_OK : oar_error(OAR_ERR_OOM, "conv_nhwc: out of memory");
+    return replace_by_twin(l, id, y, yt, pos);
 }
 
 oar_status oar_pass_conv_nhwc(oar_program *p) {
