@@ -632,6 +632,62 @@ static void compiled_zoo(const char *name, int steps, int64_t batch, oar_optim_k
     }
 }
 
+/* gpt-mini compiled with the default passes (fuse_attention on: its scale constant lives on the
+ * GPU, which the pass once read through a host pointer and crashed), AdamW, batch 16, replayed
+ * as a CUDA graph: the losses follow eager within fusion rounding. Then a replay whose targets
+ * are out of range: nothing was checked before the launch, so the loss is NaN (no read out of
+ * bounds), and the next good batch trains again. */
+static void compiled_gpt_default_passes(void) {
+    oar_optim_opts oo = oar_optim_defaults(OAR_OPTIM_ADAMW);
+    oo.lr = 1e-3;
+    const oar_zoo_info *info = oar_zoo_find("gpt-mini");
+    zoo_run r[2];
+    for (int k = 0; k < 2; k++) {
+        oar_manual_seed(21);
+        r[k].m = oar_zoo_create("gpt-mini", NULL);
+        CHECK(oar_module_to(r[k].m, OAR_CUDA) == OAR_OK);
+        r[k].opt = oar_optimizer_for(r[k].m, &oo);
+        r[k].language = true;
+        r[k].stateful = false;
+        r[k].vocab = info->num_classes;
+    }
+    oar_jit_opts jo = {.module = r[1].m, .optimizer = r[1].opt};
+    oar_jit *f = oar_jit_to_static(zoo_step_fn, &r[1], &jo);
+    CHECK(f != NULL);
+    double worst = 0;
+    bool ok = f != NULL;
+    for (int step = 0; step < 4 && ok; step++) {
+        oar_scope_begin();
+        oar_manual_seed(300 + (uint64_t)step);
+        oar_tensor *x = NULL, *y = NULL, *loss[2] = {0};
+        zoo_batch(info, 16, 32, &x, &y);
+        oar_tensor *in[2] = {oar_to(x, OAR_CUDA), oar_to(y, OAR_CUDA)};
+        double l[2] = {0, 0};
+        oar_manual_seed(9 + (uint64_t)step);
+        ok = zoo_step_fn(&r[0], in, 2, &loss[0], 1) == OAR_OK && oar_item(loss[0], &l[0]) == OAR_OK;
+        oar_manual_seed(9 + (uint64_t)step);
+        ok = ok && oar_jit_call(f, in, 2, &loss[1], 1) == OAR_OK && oar_item(loss[1], &l[1]) == OAR_OK;
+        if (ok && fabs(l[0] - l[1]) / fabs(l[0]) > worst) worst = fabs(l[0] - l[1]) / fabs(l[0]);
+        oar_scope_end();
+    }
+    CHECK(ok && worst < 1e-4);
+    CHECK(f && oar_jit_cuda_graph_count(f, 0) == 1);
+    if (ok) {
+        oar_scope_begin();
+        oar_tensor *x = NULL, *y = NULL, *loss = NULL;
+        zoo_batch(info, 16, 32, &x, &y);
+        oar_tensor *bad = oar_full(oar_shape(y), oar_ndim(y), (double)info->num_classes, OAR_I64); /* out of range */
+        oar_tensor *in[2] = {oar_to(x, OAR_CUDA), oar_to(bad, OAR_CUDA)};
+        double l = 0;
+        CHECK(oar_jit_call(f, in, 2, &loss, 1) == OAR_OK && oar_item(loss, &l) == OAR_OK && isnan(l));
+        oar_scope_end();
+    }
+    printf("test_cuda: gpt-mini adamw default passes, batch 16, graph replays: loss rel. diff %.2e vs eager\n",
+           worst);
+    oar_jit_free(f);
+    for (int k = 0; k < 2; k++) zoo_run_free(&r[k]);
+}
+
 /* ||a - b|| / ||b|| over all elements, in f32 on the GPU (-1 when either is missing). */
 static double rel_error(oar_tensor *a, oar_tensor *b) {
     if (!a || !b) return -1;
@@ -765,5 +821,6 @@ int main(void) {
     for (int i = 0; i < (int)(sizeof zoo / sizeof zoo[0]); i++)
         if (!quick || i == 0 || i == 2) compiled_zoo(zoo[i], 5, 8, OAR_OPTIM_SGD);
     compiled_zoo("mlp", 5, 8, OAR_OPTIM_ADAM); /* bias corrections change every step */
+    if (!quick) compiled_gpt_default_passes();
     return test_summary("test_cuda");
 }

@@ -81,20 +81,11 @@ static bool swap_last2(const fa_ctx *c, int v, int blk, int *src) {
     return true;
 }
 
-/* The value of a one-element constant, or NAN. */
-static double const_scalar(const fa_ctx *c, int v) {
-    const oar_value *val = &c->p->values[v];
-    if (val->kind != OAR_VAL_CONST || !val->tensor || val->tensor->numel != 1) return NAN;
-    const oar_tensor *t = val->tensor;
-    if (!oar_dtypes[t->dtype].is_float) return NAN;
-    return oar_dtypes[t->dtype].load(oar_tensor_ptr(t));
-}
-
 /* mul(x, c) or mul(c, x) with c a constant scalar and the output x's shape: x and c. */
 static bool scalar_mul(const fa_ctx *c, const oar_node *n, int *x, double *s) {
     if (n->op != OAR_OP_mul) return false;
     for (int i = 0; i < 2; i++) {
-        double v = const_scalar(c, n->in[1 - i]);
+        double v = oar_pass_const_value(c->p, n->in[1 - i]);
         const oar_meta *a = &c->p->values[n->in[i]].meta, *o = &c->p->values[n->out[0]].meta;
         if (!isnan(v) && a->ndim == o->ndim && !memcmp(a->shape, o->shape, sizeof(int64_t) * (size_t)a->ndim)) {
             *x = n->in[i];
@@ -302,7 +293,7 @@ static bool fuse_backward(fa_ctx *c, int fa) {
     int user = sole_user(c, ds, blk);
     if (user >= 0 && p->nodes[user].op == OAR_OP_where) {
         const oar_node *w = &p->nodes[user];
-        if (mask < 0 || w->in[0] != mask || w->in[2] != ds || const_scalar(c, w->in[1]) != 0.0 ||
+        if (mask < 0 || w->in[0] != mask || w->in[2] != ds || oar_pass_const_value(c->p, w->in[1]) != 0.0 ||
             !same_shape(p, w->out[0], ds))
             return false;
         wh = user;

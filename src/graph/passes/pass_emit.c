@@ -3,6 +3,7 @@
 #include "graph/passes/passes.h"
 #include "ops/dispatch.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -33,12 +34,32 @@ int oar_pass_insert_node(oar_program *p, int block, int pos, oar_op_id op, const
 }
 
 int oar_pass_scalar_const(oar_program *p, double value, oar_dtype dt) {
-    oar_tensor *t = oar_tensor_new(dt, NULL, 0);
-    if (!t) return -1;
-    oar_dtypes[dt].store(oar_tensor_ptr(t), value);
+    oar_tensor *host = oar_tensor_new(dt, NULL, 0);
+    if (!host) return -1;
+    oar_dtypes[dt].store(oar_tensor_ptr(host), value);
+    oar_tensor *t = host; /* a GPU program's kernels read device memory: the constant lives there */
+    if (p->device != OAR_CPU) {
+        t = oar_tensor_new_on(p->device, dt, NULL, 0);
+        if (!t || oar_tensor_copy_strided(t, host) != OAR_OK) {
+            oar_tensor_unref(t);
+            oar_tensor_unref(host);
+            return -1;
+        }
+        oar_tensor_unref(host);
+    }
     char name[48];
     snprintf(name, sizeof name, "const.%d", p->n_values); /* the id it gets, as constant_folding names */
     int v = oar_program_add_tensor(p, OAR_VAL_CONST, t, name);
     oar_tensor_unref(t);
     return v;
+}
+
+double oar_pass_const_value(const oar_program *p, int v) {
+    const oar_value *val = &p->values[v];
+    if (val->kind != OAR_VAL_CONST || !val->tensor || val->tensor->numel != 1) return NAN;
+    const oar_tensor *t = val->tensor;
+    if (!oar_dtypes[t->dtype].is_float) return NAN;
+    if (t->device == OAR_CPU) return oar_dtypes[t->dtype].load(oar_tensor_ptr(t));
+    double x; /* a device constant (a GPU program's scale): its pointer is not the host's */
+    return oar_copy_to_buffer(t, &x, sizeof x, OAR_F64) == OAR_OK ? x : NAN;
 }

@@ -44,10 +44,12 @@ bool *oar_pass_mutable_values(const oar_program *p);
 
 /* For passes that add nodes (pass_emit.c). insert_node: a node of op in block at position pos
  * of its node list (-1: last), output metas inferred from its inputs; the node id, or -1 with
- * the error set. scalar_const: a 0-d constant value; its id or -1. */
+ * the error set. scalar_const: a 0-d constant value on the program's device; its id or -1.
+ * const_value: the value of a one-element float constant wherever it lives, else NAN. */
 int oar_pass_insert_node(oar_program *p, int block, int pos, oar_op_id op, const int *in, int n_in,
                          const oar_attr *attrs, int *out_ids);
 int oar_pass_scalar_const(oar_program *p, double value, oar_dtype dt);
+double oar_pass_const_value(const oar_program *p, int v);
 
 /* The passes themselves (one file each). */
 oar_status oar_pass_dead_code(oar_program *p);        /* dead_code.c */

@@ -4,7 +4,8 @@
  * on the GPU and read the count back (one synchronization), so a bad label is an error like
  * on the CPU. While a CUDA graph records, the count stays on the device (the mean divides by
  * it there) and the targets are not checked, as the index ops' range flag: a compiled step's
- * first run is plain and checks that run's targets. */
+ * first run is plain and checks that run's targets; in a later replay a target out of range
+ * reads nothing and turns its loss and gradient row into NaN (loss.cu), so the loss shows it. */
 #include "cuda_backend.h"
 #include "launch_loss.h"
 

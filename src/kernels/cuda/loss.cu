@@ -143,7 +143,9 @@ template <typename T> __device__ MaxSum<T> block_max_sum(MaxSum<T> p, T *sm, dou
 }
 
 // One block per sample: the class line of x at base, stride inner. Cross entropy reads the line
-// once: a running max and sum of exponentials per thread, merged across the block.
+// once: a running max and sum of exponentials per thread, merged across the block. A target out
+// of range (possible only in a CUDA graph's replay, where nothing was checked before the launch)
+// reads nothing and makes its loss and gradient row NaN, so the step's loss shows it.
 template <typename T>
 __global__ void class_loss_kernel(bool is_ce, const T *x, int tdt, const void *t, T *y, double *v, double *lse_out,
                                   int64_t outer, int64_t classes, int64_t inner, int64_t ignore, double eps) {
@@ -165,8 +167,12 @@ __global__ void class_loss_kernel(bool is_ce, const T *x, int tdt, const void *t
             p = block_max_sum(p, sm, sh);
             if (eps > 0) sx = block_reduce(sx, AddOp(), 0.0, sh);
             const double lse = (double)p.m + log(p.s);
-            if (tg != ignore) loss = mix(lse - (double)row[tg * inner], lse - sx / (double)classes, eps);
+            if (tg != ignore)
+                loss = tg < 0 || tg >= classes ? (double)NAN
+                                               : mix(lse - (double)row[tg * inner], lse - sx / (double)classes, eps);
             if (threadIdx.x == 0) lse_out[i] = lse;
+        } else if (tg != ignore && (tg < 0 || tg >= classes)) {
+            loss = (double)NAN;
         } else if (tg != ignore) {
             double sum = 0;
             if (eps > 0) {
@@ -197,6 +203,10 @@ __global__ void class_loss_backward_kernel(bool is_ce, const T *g, const T *x, i
         if (reduction == 0) gv /= count_dev ? (double)*count_dev : count;
         const double q = tg == ignore ? 0.0 : (c == tg ? 1 - eps : 0) + eps / (double)classes;
         double d;
+        if (tg != ignore && (tg < 0 || tg >= classes)) { // a replay's bad target (class_loss_kernel)
+            dx[e] = (T)NAN;
+            continue;
+        }
         if (is_ce) d = tg != ignore ? gv * ((double)exp_of((T)((double)x[e] - lse[i])) - q) : 0.0;
         else d = q > 0 ? -gv * q : 0.0;
         dx[e] = (T)d;
