@@ -22,8 +22,13 @@ summary "gpu: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format
 bin=""
 if [ -z "${OAR_GPU_BIN:-}" ]; then
   gen=""; command -v ninja >/dev/null && gen="-G Ninja"
+  deps="" # libraries carried from the build machine (tests/cuda/pack_device_deps.sh)
+  if [ -d device-deps/lib ]; then
+    deps="-DCMAKE_PREFIX_PATH=$PWD/device-deps"
+    export LD_LIBRARY_PATH="$PWD/device-deps/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  fi
   t0=$(date +%s)
-  if cmake -S . -B build-gpu $gen -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 > "$out/build.log" 2>&1 &&
+  if cmake -S . -B build-gpu $gen $deps -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 > "$out/build.log" 2>&1 &&
      cmake --build build-gpu -j "$(nproc)" --target test_cuda sweep bench_cuda bench_cuda_gpt2 oar_cli >> "$out/build.log" 2>&1; then
     bin=build-gpu
     summary "build: ok in $(( $(date +%s) - t0 ))s"
