@@ -431,6 +431,35 @@ static oar_status add_layer_norm(oxe_graph *g, const oar_node *n) {
     return layer_norm_of(g, n, OUT(0), n->in[0], n->n_in > 2 ? n->in[2] : -1, n->n_in > 3 ? n->in[3] : -1, OUT(1));
 }
 
+/* group_norm(x, weight?, bias?; groups, eps): ONNX has GroupNormalization from opset 18 only. At
+ * opset 17 it is InstanceNormalization of x viewed as [N, groups, -1] (unit scale, zero bias:
+ * each group normalized over its channels and positions), reshaped back to Shape(x) (so a
+ * dynamic batch stays dynamic), then the per-channel weight and bias broadcast as [C, 1, ...]. */
+static oar_status group_norm(oxe_graph *g, const oar_node *n) {
+    const oar_meta *x = meta(g, n->in[0]);
+    if (x->ndim < 2) return refuse(g, n, "expected an input [N, C, ...]");
+    int64_t groups = attr_i(n, "groups"), grouped[3] = {0, groups, -1}, per_channel[OAR_MAX_DIMS];
+    per_channel[0] = x->shape[1];
+    for (int d = 1; d < x->ndim - 1; d++) per_channel[d] = 1;
+    bool has_w = n->n_in > 1 && n->in[1] >= 0, has_b = n->n_in > 2 && n->in[2] >= 0;
+    const char *xg = oxe_tmp(g), *ng = oxe_tmp(g), *shape = oxe_tmp(g), *y = has_w || has_b ? oxe_tmp(g) : OUT(0);
+    const char *in[3] = {xg, filled(g, &groups, 1, 1.0, x->dtype), filled(g, &groups, 1, 0.0, x->dtype)};
+    if (!in[1] || !in[2] || !oxe_node2(g, "Reshape", IN(0), oxe_const_ints(g, grouped, 3), xg)) return fail(g);
+    Onnx__NodeProto *o = oxe_node(g, "InstanceNormalization", in, 3, &ng, 1);
+    if (!o || !oxe_attr_float(g, o, "epsilon", attr(n, "eps")->f) || !oxe_node1(g, "Shape", IN(0), shape) ||
+        !oxe_node2(g, "Reshape", ng, shape, y))
+        return fail(g);
+    for (int k = 1; k <= 2; k++) {
+        if (!(k == 1 ? has_w : has_b)) continue;
+        const char *v = oxe_tmp(g), *out = k == 1 && has_b ? oxe_tmp(g) : OUT(0);
+        if (!oxe_node2(g, "Reshape", IN(k), oxe_const_ints(g, per_channel, x->ndim - 1), v) ||
+            !oxe_node2(g, k == 1 ? "Mul" : "Add", y, v, out))
+            return fail(g);
+        y = out;
+    }
+    return OAR_OK;
+}
+
 /* ---- fused ops (in model files saved after the fusion passes): their decomposition */
 static oar_status linear_act(oxe_graph *g, const oar_node *n) {
     int64_t k = attr_i(n, "activation");
@@ -574,7 +603,7 @@ static const struct {
     {OAR_OP_pad, pad}, {OAR_OP_topk, topk}, {OAR_OP_einsum, einsum}, {OAR_OP_linear, linear_op},
     {OAR_OP_conv1d, conv_op}, {OAR_OP_conv2d, conv_op}, {OAR_OP_conv_transpose2d, conv_transpose},
     {OAR_OP_max_pool2d, pool}, {OAR_OP_avg_pool2d, pool}, {OAR_OP_adaptive_avg_pool2d, adaptive_pool},
-    {OAR_OP_batch_norm, batch_norm_op}, {OAR_OP_layer_norm, layer_norm}, {OAR_OP_linear_act, linear_act},
+    {OAR_OP_batch_norm, batch_norm_op}, {OAR_OP_layer_norm, layer_norm}, {OAR_OP_group_norm, group_norm}, {OAR_OP_linear_act, linear_act},
     {OAR_OP_conv2d_act, conv2d_act}, {OAR_OP_batch_norm_act, batch_norm_act},
     {OAR_OP_fused_elementwise, fused_elementwise}, {OAR_OP_fused_attention, fused_attention},
     {OAR_OP_add_layer_norm, add_layer_norm},
