@@ -188,6 +188,21 @@ static oar_status concat_nhwc(layouter *l, int id) {
     return replace_by_twin(l, id, y, yt, pos);
 }
 
+/* A reshape was traced on a contiguous value, so it runs as a view; reading an NCHW view of an
+ * NHWC twin (a conv's output flattened for a Linear, with no pooling between) it must read a
+ * contiguous copy instead: the layout cannot be viewed with the new shape. */
+static oar_status reshape_of_view(layouter *l, int id) {
+    oar_program *p = l->p;
+    const oar_node *n = &p->nodes[id];
+    if (n->dead || n->op != OAR_OP_reshape || n->block != OAR_MAIN_BLOCK || twin_of(l, n->in[0]) < 0) return OAR_OK;
+    int pos = pos_in_block(&p->blocks[OAR_MAIN_BLOCK], id), in[1] = {n->in[0]}, c;
+    if (pos < 0) return OAR_OK;
+    if (oar_pass_insert_node(p, OAR_MAIN_BLOCK, pos, OAR_OP_contiguous, in, 1, NULL, &c) < 0) return oar_last_status();
+    p->values[c].dyn_dims = p->values[in[0]].dyn_dims;
+    p->nodes[id].in[0] = c;
+    return OAR_OK;
+}
+
 oar_status oar_pass_conv_nhwc(oar_program *p) {
     if (!has_onednn()) return OAR_OK;
     layouter l = {p, NULL, 0};
@@ -201,8 +216,9 @@ oar_status oar_pass_conv_nhwc(oar_program *p) {
     for (int i = 0; i < n_main && st == OAR_OK; i++) {
         if (order[i] >= n_nodes) continue;
         if (convertible(p, &p->nodes[order[i]])) st = convert(&l, order[i]);
-        else if ((st = pool_nhwc(&l, order[i])) == OAR_OK && (st = unary_nhwc(&l, order[i])) == OAR_OK)
-            st = concat_nhwc(&l, order[i]);
+        else if ((st = pool_nhwc(&l, order[i])) == OAR_OK && (st = unary_nhwc(&l, order[i])) == OAR_OK &&
+                 (st = concat_nhwc(&l, order[i])) == OAR_OK)
+            st = reshape_of_view(&l, order[i]);
     }
     free(order);
     /* views nobody reads any more (their readers took the twin) */

@@ -54,6 +54,8 @@ static bool name_taken(const oxe_graph *g, const char *name) {
         if (g->name[v] && !strcmp(g->name[v], name)) return true;
     for (size_t i = 0; i < g->n_inits; i++)
         if (!strcmp(g->inits[i]->name, name)) return true;
+    for (int i = 0; i < g->n_retired; i++)
+        if (!strcmp(g->retired[i], name)) return true;
     return false;
 }
 
@@ -309,6 +311,193 @@ static oar_status mark_dynamic(const oar_program *p, uint32_t *dyn) {
     return OAR_OK;
 }
 
+static oar_status fail_status(void) {
+    return oar_last_status() != OAR_OK ? oar_last_status() : oar_error(OAR_ERR_OOM, "%s: out of memory", WHO);
+}
+
+/* ---- control flow: oar_cond as If, oar_while as Loop. A block's nodes are written into a
+ * subgraph (a node list of its own); its parameters take the names of the values they are bound
+ * to (outer names are visible in ONNX subgraphs, as outer values are in oar's blocks), and each
+ * yield leaves through an Identity named for the subgraph's output. */
+static oar_status translate_node(oxe_graph *g, int id, const uint32_t *dyn);
+
+typedef struct node_list {
+    Onnx__NodeProto **nodes;
+    size_t n, cap;
+} node_list;
+
+static node_list begin_subgraph(oxe_graph *g) {
+    node_list saved = {g->nodes, g->n_nodes, g->cap_nodes};
+    g->nodes = NULL, g->n_nodes = g->cap_nodes = 0;
+    return saved;
+}
+
+static Onnx__GraphProto *end_subgraph(oxe_graph *g, node_list saved, const char *name, Onnx__ValueInfoProto **ins,
+                                      int n_in, Onnx__ValueInfoProto **outs, int n_out) {
+    Onnx__GraphProto *sg = oxe_alloc(g, sizeof *sg);
+    if (sg) {
+        onnx__graph_proto__init(sg);
+        sg->name = (char *)name;
+        sg->n_node = g->n_nodes, sg->node = g->nodes;
+        sg->n_input = (size_t)n_in, sg->input = ins;
+        sg->n_output = (size_t)n_out, sg->output = outs;
+    }
+    g->nodes = saved.nodes, g->n_nodes = saved.n, g->cap_nodes = saved.cap;
+    return sg;
+}
+
+static bool attr_graph(oxe_graph *g, Onnx__NodeProto *n, const char *name, Onnx__GraphProto *sg) {
+    Onnx__AttributeProto *a = sg ? add_attr(g, n, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH) : NULL;
+    if (a) a->g = sg;
+    return a != NULL;
+}
+
+static oar_status block_nodes(oxe_graph *g, int b, const uint32_t *dyn) {
+    const oar_block *bl = &g->p->blocks[b];
+    for (int i = 0; i < bl->n_nodes; i++) {
+        if (g->p->nodes[bl->nodes[i]].dead) continue;
+        oar_status st = translate_node(g, bl->nodes[i], dyn);
+        if (st != OAR_OK) return st;
+    }
+    return OAR_OK;
+}
+
+/* The one-element predicate named pred (value v) as the bool scalar If and Loop take. */
+static const char *bool_scalar(oxe_graph *g, const char *pred, int v) {
+    const oar_meta *m = &g->p->values[v].meta;
+    const char *b = pred, *t;
+    Onnx__NodeProto *o;
+    if (m->dtype != OAR_BOOL) {
+        if (!(o = oxe_node1(g, "Cast", pred, t = oxe_tmp(g))) || !oxe_attr_int(g, o, "to", ONNX__TENSOR_PROTO__DATA_TYPE__BOOL))
+            return NULL;
+        b = t;
+    }
+    if (m->ndim == 0) return b;
+    return oxe_node2(g, "Reshape", b, oxe_const_ints(g, NULL, 0), t = oxe_tmp(g)) ? t : NULL;
+}
+
+/* Subgraph output k: Identity of value v (the yield) named base_k, typed as value like. */
+static Onnx__ValueInfoProto *yield_out(oxe_graph *g, int v, int like, const uint32_t *dyn, const char *base, int k) {
+    char buf[64];
+    snprintf(buf, sizeof buf, "%s_out%d", base, k);
+    const char *name = unique_name(g, buf);
+    if (!name || !oxe_node1(g, "Identity", oxe_in(g, v), name)) return NULL;
+    return value_info(g, name, &g->p->values[like].meta, dyn[like], NULL);
+}
+
+static oar_status export_cond(oxe_graph *g, int id, const uint32_t *dyn) {
+    const oar_node *n = &g->p->nodes[id];
+    Onnx__GraphProto *branch[2];
+    char base[32];
+    for (int k = 0; k < 2; k++) {
+        const oar_block *bl = &g->p->blocks[n->blocks[k]];
+        for (int i = 0; i < bl->n_in; i++)
+            if (!(g->name[bl->in[i]] = oxe_in(g, n->in[1 + i]))) return fail_status();
+        snprintf(base, sizeof base, "if%d_%s", id, k ? "else" : "then");
+        node_list saved = begin_subgraph(g);
+        Onnx__ValueInfoProto **outs = oxe_alloc(g, sizeof *outs * (size_t)(n->n_out + 1));
+        oar_status st = outs ? block_nodes(g, n->blocks[k], dyn) : fail_status();
+        for (int j = 0; st == OAR_OK && j < n->n_out; j++)
+            if (!(outs[j] = yield_out(g, bl->out[j], n->out[j], dyn, base, j))) st = fail_status();
+        branch[k] = end_subgraph(g, saved, oxe_strdup(g, base), NULL, 0, outs, n->n_out);
+        if (st != OAR_OK) return st;
+        if (!branch[k]) return fail_status();
+    }
+    g->cur = id;
+    const char *cond = bool_scalar(g, oxe_in(g, n->in[0]), n->in[0]);
+    const char **outs = oxe_alloc(g, sizeof *outs * (size_t)(n->n_out + 1));
+    if (!cond || !outs) return fail_status();
+    for (int j = 0; j < n->n_out; j++) outs[j] = oxe_out(g, n->out[j]);
+    Onnx__NodeProto *o = oxe_node(g, "If", &cond, 1, outs, n->n_out);
+    return o && attr_graph(g, o, "then_branch", branch[0]) && attr_graph(g, o, "else_branch", branch[1]) ? OAR_OK
+                                                                                                         : fail_status();
+}
+
+/* while_loop(vars; cond block, body block) -> vars', trips: cond_fn is written once before the
+ * Loop on the initial values (ONNX's Loop reads its condition first) and again at the end of the
+ * body on the new values (the body's condition output); the trip count is an extra carried
+ * value. */
+static oar_status export_while(oxe_graph *g, int id, const uint32_t *dyn) {
+    const oar_node *n = &g->p->nodes[id];
+    const oar_block *cb = &g->p->blocks[n->blocks[0]], *bb = &g->p->blocks[n->blocks[1]];
+    int nv = (int)n->attrs[1].i;
+    const char **before = oxe_alloc(g, sizeof *before * (size_t)(g->p->n_values + 1));
+    if (!before) return fail_status();
+    memcpy(before, g->name, sizeof *before * (size_t)g->p->n_values);
+    for (int i = 0; i < cb->n_in; i++)
+        if (!(g->name[cb->in[i]] = oxe_in(g, n->in[i]))) return fail_status();
+    oar_status st = block_nodes(g, n->blocks[0], dyn);
+    const char *cond0 = st == OAR_OK ? bool_scalar(g, oxe_in(g, cb->out[0]), cb->out[0]) : NULL;
+    if (!cond0) return st != OAR_OK ? st : fail_status();
+    int n_new = 0; /* the cond block is written again in the body: its values get new names */
+    for (int v = 0; v < g->p->n_values; v++) n_new += g->name[v] != before[v];
+    const char **retired = oxe_alloc(g, sizeof *retired * (size_t)(g->n_retired + n_new + 1));
+    if (!retired) return fail_status();
+    if (g->n_retired) memcpy(retired, g->retired, sizeof *retired * (size_t)g->n_retired);
+    g->retired = retired;
+    for (int v = 0; v < g->p->n_values; v++)
+        if (g->name[v] != before[v] && !(g->p->values[v].kind == OAR_VAL_PARAM || g->p->values[v].kind == OAR_VAL_CONST))
+            g->retired[g->n_retired++] = g->name[v], g->name[v] = before[v];
+    char base[32], buf[64];
+    snprintf(base, sizeof base, "loop%d", id);
+    static const oar_meta I64_SCALAR = {OAR_I64, 0, {0}}, BOOL_SCALAR = {OAR_BOOL, 0, {0}};
+    Onnx__ValueInfoProto **ins = oxe_alloc(g, sizeof *ins * (size_t)(nv + 3));
+    Onnx__ValueInfoProto **outs = oxe_alloc(g, sizeof *outs * (size_t)(nv + 3));
+    const char **names = oxe_alloc(g, sizeof *names * (size_t)(nv + 3));
+    if (!ins || !outs || !names) return fail_status();
+    snprintf(buf, sizeof buf, "%s_iter", base);
+    names[0] = unique_name(g, buf);
+    snprintf(buf, sizeof buf, "%s_cond", base);
+    names[1] = unique_name(g, buf);
+    if (!names[0] || !names[1] || !(ins[0] = value_info(g, names[0], &I64_SCALAR, 0, NULL)) ||
+        !(ins[1] = value_info(g, names[1], &BOOL_SCALAR, 0, NULL)))
+        return fail_status();
+    for (int i = 0; i < nv; i++) {
+        snprintf(buf, sizeof buf, "%s_v%d", base, i);
+        if (!(names[2 + i] = g->name[bb->in[i]] = unique_name(g, buf)) ||
+            !(ins[2 + i] = value_info(g, names[2 + i], &g->p->values[n->in[i]].meta, dyn[n->in[i]], NULL)))
+            return fail_status();
+    }
+    snprintf(buf, sizeof buf, "%s_trips", base);
+    if (!(names[2 + nv] = unique_name(g, buf)) || !(ins[2 + nv] = value_info(g, names[2 + nv], &I64_SCALAR, 0, NULL)))
+        return fail_status();
+    node_list saved = begin_subgraph(g);
+    st = block_nodes(g, n->blocks[1], dyn);
+    for (int i = 0; st == OAR_OK && i < cb->n_in; i++)
+        if (!(g->name[cb->in[i]] = oxe_in(g, bb->out[i]))) st = fail_status();
+    if (st == OAR_OK) st = block_nodes(g, n->blocks[0], dyn);
+    const char *cond = st == OAR_OK ? bool_scalar(g, oxe_in(g, cb->out[0]), cb->out[0]) : NULL;
+    snprintf(buf, sizeof buf, "%s_cond_out", base);
+    const char *cond_out = cond ? unique_name(g, buf) : NULL, *trips_out = oxe_tmp(g);
+    if (st == OAR_OK && !(cond_out && oxe_node1(g, "Identity", cond, cond_out) &&
+                          (outs[0] = value_info(g, cond_out, &BOOL_SCALAR, 0, NULL))))
+        st = fail_status();
+    for (int i = 0; st == OAR_OK && i < nv; i++)
+        if (!(outs[1 + i] = yield_out(g, bb->out[i], n->in[i], dyn, base, i))) st = fail_status();
+    if (st == OAR_OK && !(trips_out && oxe_node2(g, "Add", names[2 + nv], oxe_const_scalar(g, 1, OAR_I64), trips_out) &&
+                          (outs[1 + nv] = value_info(g, trips_out, &I64_SCALAR, 0, NULL))))
+        st = fail_status();
+    Onnx__GraphProto *body = end_subgraph(g, saved, oxe_strdup(g, base), ins, nv + 3, outs, nv + 2);
+    if (st != OAR_OK) return st;
+    g->cur = id;
+    const char **lin = oxe_alloc(g, sizeof *lin * (size_t)(nv + 4)), **lout = oxe_alloc(g, sizeof *lout * (size_t)(nv + 2));
+    if (!body || !lin || !lout) return fail_status();
+    lin[0] = "", lin[1] = cond0;
+    for (int i = 0; i < nv; i++) lin[2 + i] = oxe_in(g, n->in[i]), lout[i] = oxe_out(g, n->out[i]);
+    lin[2 + nv] = oxe_const_scalar(g, 0, OAR_I64);
+    lout[nv] = oxe_out(g, n->out[nv]);
+    Onnx__NodeProto *o = oxe_node(g, "Loop", lin, nv + 3, lout, nv + 1);
+    return o && attr_graph(g, o, "body", body) ? OAR_OK : fail_status();
+}
+
+static oar_status translate_node(oxe_graph *g, int id, const uint32_t *dyn) {
+    g->cur = id;
+    const oar_node *n = &g->p->nodes[id];
+    if (n->op == OAR_OP_cond) return export_cond(g, id, dyn);
+    if (n->op == OAR_OP_while_loop) return export_while(g, id, dyn);
+    return oxe_translate(g, id);
+}
+
 /* Writes the model bytes atomically. */
 static oar_status write_file(const char *path, const Onnx__ModelProto *model) {
     size_t size = onnx__model_proto__get_packed_size(model);
@@ -333,11 +522,6 @@ static oar_status export_program(const oar_program *p, const char *const *in_nam
         return oar_error(OAR_ERR_UNSUPPORTED, "%s: expected an inference program, got one that updates state in place "
                                               "(node %d, %s); export with the model in eval mode", WHO, w,
                          oar_op_table[p->nodes[w].op]->name);
-    for (int i = 0; i < p->n_nodes; i++)
-        if (!p->nodes[i].dead && p->nodes[i].n_blocks)
-            return oar_error(OAR_ERR_UNSUPPORTED, "%s: node %d (%s) has sub-blocks (control flow), which the ONNX "
-                                                  "export does not write yet (If/Loop); export a function without "
-                                                  "oar_cond/oar_while", WHO, i, oar_op_table[p->nodes[i].op]->name);
     oxe_graph g = {.p = p};
     uint32_t *dyn = calloc((size_t)p->n_values + 1, sizeof *dyn);
     g.arena = oar_arena_create(1 << 16);
@@ -387,12 +571,7 @@ static oar_status export_program(const oar_program *p, const char *const *in_nam
             g.name[v] = oxe_strdup(&g, out_names[k]);
         else via_identity[k] = true;
     }
-    for (int b = 0; b < main->n_nodes; b++) {
-        int id = main->nodes[b];
-        if (p->nodes[id].dead) continue;
-        g.cur = id;
-        if ((st = oxe_translate(&g, id)) != OAR_OK) goto done;
-    }
+    if ((st = block_nodes(&g, OAR_MAIN_BLOCK, dyn)) != OAR_OK) goto done;
     for (int k = 0; k < main->n_out; k++) {
         int v = main->out[k];
         const char *name = via_identity[k] ? unique_name(&g, out_names[k]) : g.name[v];

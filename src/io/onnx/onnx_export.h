@@ -20,6 +20,8 @@ typedef struct oxe_graph {
     size_t n_inits, cap_inits;
     int n_tmp;                    /* temporaries made so far ("t12") */
     int cur;                      /* the oar node being translated (messages) */
+    const char **retired;         /* names of values written twice (a loop's condition): their first names, still taken */
+    int n_retired;
 } oxe_graph;
 
 /* Memory that lives until the model is written (zeroed); NULL sets OAR_ERR_OOM. */

@@ -5,6 +5,7 @@
  * size, and linear over more than two dims flattens with -1. */
 #include "io/onnx/onnx_export.h"
 #include "ops/fused_ew.h"
+#include "ops/quant.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -366,7 +367,7 @@ static oar_status conv_transpose(oxe_graph *g, const oar_node *n) {
 
 static oar_status pool(oxe_graph *g, const oar_node *n) {
     if (meta(g, n->in[0])->ndim != 4) return refuse(g, n, "expected a 4-D input [N, C, H, W] (ONNX pools batches)");
-    bool max = n->op == OAR_OP_max_pool2d;
+    bool max = n->op == OAR_OP_max_pool2d || n->op == OAR_OP_qmax_pool2d; /* ONNX's MaxPool takes u8/i8 */
     Onnx__NodeProto *o = oxe_node1(g, max ? "MaxPool" : "AveragePool", IN(0), OUT(0));
     const oar_attr *k = attr(n, "kernel");
     bool ok = o && oxe_attr_ints(g, o, "kernel_shape", k->ints, 2) && spatial(g, o, n, 2, false) &&
@@ -429,6 +430,35 @@ static oar_status layer_norm(oxe_graph *g, const oar_node *n) {
 static oar_status add_layer_norm(oxe_graph *g, const oar_node *n) {
     if (!oxe_node2(g, "Add", IN(0), IN(1), OUT(0))) return fail(g);
     return layer_norm_of(g, n, OUT(0), n->in[0], n->n_in > 2 ? n->in[2] : -1, n->n_in > 3 ? n->in[3] : -1, OUT(1));
+}
+
+/* group_norm(x, weight?, bias?; groups, eps): ONNX has GroupNormalization from opset 18 only. At
+ * opset 17 it is InstanceNormalization of x viewed as [N, groups, -1] (unit scale, zero bias:
+ * each group normalized over its channels and positions), reshaped back to Shape(x) (so a
+ * dynamic batch stays dynamic), then the per-channel weight and bias broadcast as [C, 1, ...]. */
+static oar_status group_norm(oxe_graph *g, const oar_node *n) {
+    const oar_meta *x = meta(g, n->in[0]);
+    if (x->ndim < 2) return refuse(g, n, "expected an input [N, C, ...]");
+    int64_t groups = attr_i(n, "groups"), grouped[3] = {0, groups, -1}, per_channel[OAR_MAX_DIMS];
+    per_channel[0] = x->shape[1];
+    for (int d = 1; d < x->ndim - 1; d++) per_channel[d] = 1;
+    bool has_w = n->n_in > 1 && n->in[1] >= 0, has_b = n->n_in > 2 && n->in[2] >= 0;
+    const char *xg = oxe_tmp(g), *ng = oxe_tmp(g), *shape = oxe_tmp(g), *y = has_w || has_b ? oxe_tmp(g) : OUT(0);
+    const char *in[3] = {xg, filled(g, &groups, 1, 1.0, x->dtype), filled(g, &groups, 1, 0.0, x->dtype)};
+    if (!in[1] || !in[2] || !oxe_node2(g, "Reshape", IN(0), oxe_const_ints(g, grouped, 3), xg)) return fail(g);
+    Onnx__NodeProto *o = oxe_node(g, "InstanceNormalization", in, 3, &ng, 1);
+    if (!o || !oxe_attr_float(g, o, "epsilon", attr(n, "eps")->f) || !oxe_node1(g, "Shape", IN(0), shape) ||
+        !oxe_node2(g, "Reshape", ng, shape, y))
+        return fail(g);
+    for (int k = 1; k <= 2; k++) {
+        if (!(k == 1 ? has_w : has_b)) continue;
+        const char *v = oxe_tmp(g), *out = k == 1 && has_b ? oxe_tmp(g) : OUT(0);
+        if (!oxe_node2(g, "Reshape", IN(k), oxe_const_ints(g, per_channel, x->ndim - 1), v) ||
+            !oxe_node2(g, k == 1 ? "Mul" : "Add", y, v, out))
+            return fail(g);
+        y = out;
+    }
+    return OAR_OK;
 }
 
 /* ---- fused ops (in model files saved after the fusion passes): their decomposition */
@@ -550,6 +580,74 @@ static oar_status batch_norm_act(oxe_graph *g, const oar_node *n) {
     return OK(oxe_node1(g, "Relu", y, OUT(0)));
 }
 
+/* ---- quantized ops (src/quant) in the QDQ form: quantize and dequantize are QuantizeLinear and
+ * DequantizeLinear; qconv2d and qlinear are DequantizeLinear of x and of the weight (per output
+ * channel: axis 0), the float Conv or Gemm, [Add residual], [Relu], [QuantizeLinear to the
+ * output's scale]. Runtimes fuse that pattern into their int8 kernels (onnxruntime's QDQ
+ * transformer), and every ONNX consumer can run it. oar sums exactly in int32 and scales once;
+ * the float form rounds each product, so values near a rounding boundary of the requantization
+ * may land one step apart. */
+static bool has_in(const oar_node *n, int k) { return n->n_in > k && n->in[k] >= 0; }
+
+/* Zero point value v (oar keeps it as i32) as the quantized dtype dt, which ONNX requires it to
+ * have: a Cast (constant-folded by runtimes; the values are in dt's range, quantize checks). */
+static const char *zero_point_as(oxe_graph *g, int v, oar_dtype dt) {
+    if (meta(g, v)->dtype == dt) return oxe_in(g, v);
+    const char *t = oxe_tmp(g);
+    Onnx__NodeProto *o = oxe_node1(g, "Cast", oxe_in(g, v), t);
+    return o && oxe_attr_int(g, o, "to", oxe_onnx_dtype(dt)) ? t : NULL;
+}
+
+static oar_status quantize_op(oxe_graph *g, const oar_node *n) {
+    bool q = n->op == OAR_OP_quantize;
+    const oar_meta *sm = meta(g, n->in[1]);
+    oar_dtype dt = q ? (oar_dtype)attr(n, "dtype")->i : meta(g, n->in[0])->dtype;
+    const char *in[3] = {IN(0), IN(1), has_in(n, 2) ? zero_point_as(g, n->in[2], dt) : filled(g, sm->shape, sm->ndim, 0.0, dt)};
+    const char *out = OUT(0);
+    Onnx__NodeProto *o = in[2] ? oxe_node(g, q ? "QuantizeLinear" : "DequantizeLinear", in, 3, &out, 1) : NULL;
+    return OK(o && (sm->ndim == 0 || oxe_attr_int(g, o, "axis", attr_i(n, "axis"))));
+}
+
+static oar_status qop(oxe_graph *g, const oar_node *n) {
+    const oar_meta *x = meta(g, n->in[QL_X]), *w = meta(g, n->in[QL_W]);
+    bool conv = n->op == OAR_OP_qconv2d, relu = attr_i(n, "activation") == OAR_QACT_RELU, res = has_in(n, QL_RES);
+    bool requant = meta(g, n->out[0])->dtype != OAR_F32;
+    if (requant && !(has_in(n, QL_YS) && has_in(n, QL_YZP))) return refuse(g, n, "an int8 output without its scale");
+    const char *xf = oxe_tmp(g), *wf = oxe_tmp(g), *y = relu || res || requant ? oxe_tmp(g) : OUT(0);
+    const char *dx[3] = {IN(QL_X), IN(QL_XS), zero_point_as(g, n->in[QL_XZP], x->dtype)}, *dw[2] = {IN(QL_W), IN(QL_WS)};
+    Onnx__NodeProto *o;
+    if (!dx[2] || !oxe_node(g, "DequantizeLinear", dx, 3, &xf, 1) || !(o = oxe_node(g, "DequantizeLinear", dw, 2, &wf, 1)) ||
+        (meta(g, n->in[QL_WS])->ndim == 1 && !oxe_attr_int(g, o, "axis", 0)))
+        return fail(g);
+    const char *in[3] = {xf, wf, has_in(n, QL_BIAS) ? IN(QL_BIAS) : NULL};
+    if (conv) {
+        o = oxe_node(g, "Conv", in, in[2] ? 3 : 2, &y, 1);
+        if (!o || !oxe_attr_ints(g, o, "kernel_shape", w->shape + 2, 2) || !spatial(g, o, n, 2, true)) return fail(g);
+    } else if (x->ndim == 2) {
+        o = oxe_node(g, "Gemm", in, in[2] ? 3 : 2, &y, 1);
+        if (!o || !oxe_attr_int(g, o, "transB", 1)) return fail(g);
+    } else { /* [..., K] times wᵀ, then the bias */
+        const char *wt = oxe_tmp(g), *m = in[2] ? oxe_tmp(g) : y;
+        static const int64_t T[2] = {1, 0};
+        if (!(o = oxe_node1(g, "Transpose", wf, wt)) || !oxe_attr_ints(g, o, "perm", T, 2) ||
+            !oxe_node2(g, "MatMul", xf, wt, m) || (in[2] && !oxe_node2(g, "Add", m, in[2], y)))
+            return fail(g);
+    }
+    if (res) {
+        const char *sum = relu || requant ? oxe_tmp(g) : OUT(0);
+        if (!oxe_node2(g, "Add", y, IN(QL_RES), sum)) return fail(g);
+        y = sum;
+    }
+    if (relu) {
+        const char *r = requant ? oxe_tmp(g) : OUT(0);
+        if (!oxe_node1(g, "Relu", y, r)) return fail(g);
+        y = r;
+    }
+    if (!requant) return OAR_OK;
+    const char *qin[3] = {y, IN(QL_YS), zero_point_as(g, n->in[QL_YZP], meta(g, n->out[0])->dtype)}, *out = OUT(0);
+    return OK(qin[2] && oxe_node(g, "QuantizeLinear", qin, 3, &out, 1));
+}
+
 /* ---- the table */
 static const struct {
     oar_op_id op;
@@ -574,10 +672,11 @@ static const struct {
     {OAR_OP_pad, pad}, {OAR_OP_topk, topk}, {OAR_OP_einsum, einsum}, {OAR_OP_linear, linear_op},
     {OAR_OP_conv1d, conv_op}, {OAR_OP_conv2d, conv_op}, {OAR_OP_conv_transpose2d, conv_transpose},
     {OAR_OP_max_pool2d, pool}, {OAR_OP_avg_pool2d, pool}, {OAR_OP_adaptive_avg_pool2d, adaptive_pool},
-    {OAR_OP_batch_norm, batch_norm_op}, {OAR_OP_layer_norm, layer_norm}, {OAR_OP_linear_act, linear_act},
+    {OAR_OP_batch_norm, batch_norm_op}, {OAR_OP_layer_norm, layer_norm}, {OAR_OP_group_norm, group_norm}, {OAR_OP_linear_act, linear_act},
     {OAR_OP_conv2d_act, conv2d_act}, {OAR_OP_batch_norm_act, batch_norm_act},
     {OAR_OP_fused_elementwise, fused_elementwise}, {OAR_OP_fused_attention, fused_attention},
-    {OAR_OP_add_layer_norm, add_layer_norm},
+    {OAR_OP_add_layer_norm, add_layer_norm}, {OAR_OP_quantize, quantize_op}, {OAR_OP_dequantize, quantize_op},
+    {OAR_OP_qlinear, qop}, {OAR_OP_qconv2d, qop}, {OAR_OP_qmax_pool2d, pool},
 };
 #define N_OPS (sizeof g_ops / sizeof *g_ops)
 

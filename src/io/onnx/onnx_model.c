@@ -110,7 +110,30 @@ static oar_status read_opsets(oar_onnx_model *m) {
     return OAR_OK;
 }
 
-/* Kahn's order over the nodes; a node left unordered sits on a cycle. */
+/* A min-heap of node indices (the ready nodes of the sort below). */
+static void heap_push(int *h, int *n, int v) {
+    int i = (*n)++;
+    for (; i > 0 && h[(i - 1) / 2] > v; i = (i - 1) / 2) h[i] = h[(i - 1) / 2];
+    h[i] = v;
+}
+
+static int heap_pop(int *h, int *n) {
+    int top = h[0], v = h[--*n], i = 0;
+    for (int c; (c = 2 * i + 1) < *n; i = c) {
+        if (c + 1 < *n && h[c + 1] < h[c]) c++;
+        if (h[c] >= v) break;
+        h[i] = h[c];
+    }
+    h[i] = v;
+    return top;
+}
+
+/* Kahn's order over the nodes; a node left unordered sits on a cycle. Of the nodes ready, the
+ * one listed first goes first, so a graph already in order keeps the file's order. Why: the
+ * program's node order decides which of two convs feeding an add takes it as a residual
+ * (fuse_conv_act), so an exported oar program re-imported in any other order fused the other
+ * way, and oneDNN's avx2 kernels sum conv + bias + residual in an order that is then one ulp
+ * apart (resnet20's downsampling blocks at OAR_CPU_ISA=avx2/generic). */
 static oar_status sort_nodes(loader *L, ox_node *raw, int n) {
     oar_onnx_model *m = L->m;
     int *pending = oar_malloc(sizeof(int) * (size_t)(n + 1)), *queue = oar_malloc(sizeof(int) * (size_t)(n + 1));
@@ -133,20 +156,20 @@ static oar_status sort_nodes(loader *L, ox_node *raw, int n) {
             }
         free(fill);
     }
-    int head = 0, tail = 0;
+    int ready = 0, placed = 0;
     for (int i = 0; st == OAR_OK && i < n; i++)
-        if (!pending[i]) queue[tail++] = i;
-    while (st == OAR_OK && head < tail) {
-        int i = queue[head++];
-        m->nodes[head - 1] = raw[i];
+        if (!pending[i]) heap_push(queue, &ready, i);
+    while (st == OAR_OK && ready) {
+        int i = heap_pop(queue, &ready);
+        m->nodes[placed++] = raw[i];
         for (int k = 0; k < raw[i].n_out; k++) {
             int v = raw[i].out[k];
             if (v < 0) continue;
             for (int u = users_start[v]; u < users_start[v + 1]; u++)
-                if (--pending[users[u]] == 0) queue[tail++] = users[u];
+                if (--pending[users[u]] == 0) heap_push(queue, &ready, users[u]);
         }
     }
-    if (st == OAR_OK && tail < n) {
+    if (st == OAR_OK && placed < n) {
         int stuck = 0;
         while (!pending[stuck]) stuck++;
         st = oar_error(OAR_ERR_FORMAT, "onnx: the graph has a cycle through node '%.200s' (%s); expected an acyclic "
