@@ -406,18 +406,34 @@ def huber_loss(input, target, reduction="mean", delta=1.0):
 
 def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None, reduction="mean",
                                      pos_weight=None):
-    _weighted_unsupported(weight, "binary_cross_entropy_with_logits")
-    if pos_weight is not None:
-        raise NotImplementedError("binary_cross_entropy_with_logits: pos_weight is not offered yet")
-    return call("bce_with_logits", (input, target), {"reduction": _reduction(reduction, size_average, reduce)})
+    r = _reduction(reduction, size_average, reduce)
+    if weight is None and pos_weight is None:
+        return call("bce_with_logits", (input, target), {"reduction": r})
+    if tuple(target.shape) != tuple(input.shape):
+        raise ValueError(f"Target size ({_size(target)}) must be the same as input size ({_size(input)})")
+    # -[p y log s(x) + (1 - y) log(1 - s(x))] = (1 - y) x + (1 + (p - 1) y) softplus(-x), stable for any x
+    sp = softplus(-input)
+    loss = (1 - target) * input + (sp if pos_weight is None else (1 + (pos_weight - 1) * target) * sp)
+    return _reduce(loss if weight is None else loss * weight, r)
 
 
 def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
-    _weighted_unsupported(weight, "binary_cross_entropy")
+    if tuple(target.shape) != tuple(input.shape):
+        raise ValueError(f"Using a target size ({_size(target)}) that is different to the input size "
+                         f"({_size(input)}) is deprecated. Please ensure they have the same size.")
     eps_log = lambda x: F.clamp(F.log(x), min=-100.0)  # torch clamps the logs at -100
     loss = -(target * eps_log(input) + (1 - target) * eps_log(1 - input))
-    r = _reduction(reduction, size_average, reduce)
+    return _reduce(loss if weight is None else loss * weight, _reduction(reduction, size_average, reduce))
+
+
+def _reduce(loss, r):
+    """Elementwise losses by a reduction code (0 mean, 1 sum, 2 none); the mean is over elements, as
+    torch's binary cross-entropies with weights."""
     return loss.mean() if r == 0 else loss.sum() if r == 1 else loss
+
+
+def _size(t):
+    return "torch.Size([" + ", ".join(str(d) for d in t.shape) + "])"
 
 
 def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
