@@ -219,3 +219,53 @@ def test_iterable_dataset_workers_match_torch(torch, n, batch, workers, drop_las
 def test_iterable_dataset_worker_error_names_the_worker():
     with pytest.raises(RuntimeError, match="(?s)DataLoader worker 1.*item 5 is broken"):
         list(oar.utils.data.DataLoader(make_stream(oar, 12, fail_at=5), batch_size=2, num_workers=2))
+
+
+# ---------------------------------------------------------------- 3-d convolution (the video models)
+@pytest.mark.parametrize("C, O, k, stride, padding, dilation, groups", [
+    (3, 4, 3, 1, 1, 1, 1), (4, 6, (3, 1, 2), (2, 1, 2), (1, 0, 1), 1, 2), (2, 3, 3, 1, 2, 2, 1),
+    (3, 3, (1, 3, 3), 1, (0, 1, 1), 1, 3), (2, 4, (3, 1, 1), (2, 1, 1), "valid", 1, 1)])
+def test_conv3d_matches_torch(torch, C, O, k, stride, padding, dilation, groups):
+    ks = (k,) * 3 if isinstance(k, int) else k
+    x, w, b = f32(2, C, 5, 6, 7), f32(O, C // groups, *ks), f32(O)
+    (xo, wo, bo), (xt, wt, bt) = both(torch, x, w, b)
+    yo = oar.nn.functional.conv3d(xo, wo, bo, stride, padding, dilation, groups)
+    yt = torch.nn.functional.conv3d(xt, wt, bt, stride, padding, dilation, groups)
+    close(yo, yt, rtol=1e-4, atol=1e-4)
+    gy = f32(*yt.shape)
+    (yo * oar.tensor(gy)).sum().backward()
+    (yt * torch.tensor(gy)).sum().backward()
+    for a, c, n in ((xo, xt, "x"), (wo, wt, "weight"), (bo, bt, "bias")):
+        close(a.grad, c.grad, rtol=1e-4, atol=1e-4, what=f"grad {n}")
+
+
+def test_conv3d_module_and_adaptive_pool(torch):
+    tm, om = torch.nn.Conv3d(2, 4, (3, 3, 1), stride=(1, 2, 1), padding=1), oar.nn.Conv3d(2, 4, (3, 3, 1), (1, 2, 1), 1)
+    assert tuple(om.weight.shape) == (4, 2, 3, 3, 1)
+    _copy_weights(om, tm)
+    x = f32(3, 2, 4, 5, 6)
+    close(om(oar.tensor(x)), tm(torch.tensor(x)), rtol=1e-4, atol=1e-4)
+    close(om(oar.tensor(x[0])), tm(torch.tensor(x[0])), rtol=1e-4, atol=1e-4, what="unbatched")
+    for size in ((1, 1, 1), (2, None, 3), 1):
+        close(oar.nn.AdaptiveAvgPool3d(size)(oar.tensor(x)), torch.nn.AdaptiveAvgPool3d(size)(torch.tensor(x)))
+    with pytest.raises(NotImplementedError, match="must divide the input's"):
+        oar.nn.AdaptiveAvgPool3d(3)(oar.tensor(x))
+    with pytest.raises(RuntimeError, match="conv3d: expected a 5-D input"):
+        om(oar.zeros(2, 5, 6))
+
+
+@pytest.mark.parametrize("cls, kw", [
+    ("MaxPool3d", dict(kernel_size=(1, 3, 3), stride=(1, 2, 2), padding=(0, 1, 1))),
+    ("MaxPool3d", dict(kernel_size=3, stride=1, padding=1)),
+    ("MaxPool3d", dict(kernel_size=(3, 2, 2), stride=2, padding=1, ceil_mode=True)),
+    ("MaxPool3d", dict(kernel_size=3, stride=2, dilation=(2, 1, 1))),
+    ("AvgPool3d", dict(kernel_size=(2, 3, 3), stride=1)),
+    ("AvgPool3d", dict(kernel_size=3, stride=2, padding=1))])
+def test_pool3d_matches_torch(torch, cls, kw):
+    (xo,), (xt,) = both(torch, f32(2, 3, 7, 8, 9))
+    yo, yt = getattr(oar.nn, cls)(**kw)(xo), getattr(torch.nn, cls)(**kw)(xt)
+    close(yo, yt)
+    gy = f32(*yt.shape)
+    (yo * oar.tensor(gy)).sum().backward()
+    (yt * torch.tensor(gy)).sum().backward()
+    close(xo.grad, xt.grad)

@@ -131,6 +131,48 @@ class Conv1d(_ConvNd):
         return NF.conv1d(input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
 
 
+class Conv3d(_ConvNd):
+    _dims = 3
+
+    def forward(self, input):
+        return NF.conv3d(input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
+
+
+class MaxPool3d(Module):
+    def __init__(self, kernel_size, stride=None, padding=0, dilation=1, return_indices=False, ceil_mode=False):
+        super().__init__()
+        self.kernel_size, self.stride, self.padding, self.dilation = kernel_size, stride or kernel_size, padding, dilation
+        self.return_indices, self.ceil_mode = return_indices, ceil_mode
+
+    def forward(self, input):
+        return NF.max_pool3d(input, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode,
+                             self.return_indices)
+
+
+class AvgPool3d(Module):
+    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
+                 divisor_override=None):
+        super().__init__()
+        self.kernel_size, self.stride, self.padding = kernel_size, stride or kernel_size, padding
+        self.ceil_mode, self.count_include_pad, self.divisor_override = ceil_mode, count_include_pad, divisor_override
+
+    def forward(self, input):
+        return NF.avg_pool3d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+                             self.count_include_pad, self.divisor_override)
+
+
+class AdaptiveAvgPool3d(Module):
+    def __init__(self, output_size):
+        super().__init__()
+        self.output_size = output_size
+
+    def forward(self, input):
+        return NF.adaptive_avg_pool3d(input, self.output_size)
+
+    def extra_repr(self):
+        return f"output_size={self.output_size}"
+
+
 class Conv2d(_ConvNd):
     def forward(self, input):
         return NF.conv2d(input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
@@ -224,10 +266,6 @@ def _absent(name, what):
     return type(name, (Module,), {"__init__": __init__, "__doc__": f"Not offered by oar: {what}."})
 
 
-Conv3d = _absent("Conv3d", "3-d convolutions")
-MaxPool3d = _absent("MaxPool3d", "3-d poolings")
-AvgPool3d = _absent("AvgPool3d", "3-d poolings")
-AdaptiveAvgPool3d = _absent("AdaptiveAvgPool3d", "3-d poolings")
 LocalResponseNorm = _absent("LocalResponseNorm", "local response normalizations")
 
 
