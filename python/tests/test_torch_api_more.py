@@ -269,3 +269,25 @@ def test_pool3d_matches_torch(torch, cls, kw):
     (yo * oar.tensor(gy)).sum().backward()
     (yt * torch.tensor(gy)).sum().backward()
     close(xo.grad, xt.grad)
+
+
+# ---------------------------------------------------------------- functions the video transformers call
+def test_tensor_split_and_repeat_interleave_match_torch(torch):
+    x = f32(3, 7)
+    for args, kw in (((3, 1), {}), ((2,), {}), (([1, 4], 1), {}), (([0, 5, 9], 1), {}), (((2, -2), 1), {}),
+                     ((), {"indices": (1,), "dim": 1}), ((), {"sections": 2})):
+        got, want = oar.tensor_split(oar.tensor(x), *args, **kw), torch.tensor_split(torch.tensor(x), *args, **kw)
+        assert len(got) == len(want)
+        for a, b in zip(got, want):
+            close(a, b)
+    for reps, dim in ((2, 1), (2, None), ([1, 0, 2], 0)):
+        (xo,), (xt,) = both(torch, x)
+        yo = xo.repeat_interleave(oar.tensor(reps) if isinstance(reps, list) else reps, dim)
+        yt = xt.repeat_interleave(torch.tensor(reps) if isinstance(reps, list) else reps, dim)
+        close(yo, yt)
+        (yo * oar.tensor(np.arange(yt.numel(), dtype=np.float32).reshape(tuple(yt.shape)))).sum().backward()
+        (yt * torch.arange(yt.numel(), dtype=torch.float32).reshape(yt.shape)).sum().backward()
+        close(xo.grad, xt.grad, what=f"repeat_interleave grad {reps} {dim}")
+    assert oar.repeat_interleave(oar.tensor([2, 0, 1])).tolist() == [0, 0, 2]
+    with pytest.raises(RuntimeError, match="repeat_interleave: repeats must have the same size"):
+        oar.repeat_interleave(oar.tensor(x), oar.tensor([1, 2]), 0)
