@@ -567,6 +567,51 @@ def triu(input, diagonal=0):
     return call("triu", (input,), {"diagonal": diagonal})
 
 
+def tensor_split(input, indices_or_sections=None, dim=0, *, sections=None, indices=None):
+    """Views of input split along dim: into n parts (the first size % n one longer), or at the
+    given indices (torch's overloads: positional, sections=, indices=)."""
+    given = [v for v in (indices_or_sections, sections, indices) if v is not None]
+    if len(given) != 1:
+        raise TypeError("tensor_split: expected one of indices_or_sections, sections or indices")
+    indices_or_sections = given[0]
+    d = _wrap_dim(dim, input.ndim, "tensor_split")
+    size = input.shape[d]
+    if isinstance(indices_or_sections, int):
+        n = indices_or_sections
+        if n <= 0:
+            raise RuntimeError(f"number of sections must be larger than 0, got {n}")
+        bounds = [k * (size // n) + builtins.min(k, size % n) for k in range(n + 1)]
+    else:
+        idx = indices_or_sections.tolist() if hasattr(indices_or_sections, "tolist") else list(indices_or_sections)
+        bounds = [0] + [builtins.min(builtins.max(i if i >= 0 else i + size, 0), size) for i in idx] + [size]
+    return tuple(narrow(input, d, a, builtins.max(b, a) - a) for a, b in zip(bounds, bounds[1:]))
+
+
+def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
+    """Each element repeated (along dim; over the flattened input when dim is None): an int, or a
+    count per element (a tensor or list). Differentiable in input."""
+    if repeats is None:  # torch.repeat_interleave(counts): indices repeated by their counts
+        from ._creation import arange
+
+        return repeat_interleave(arange(input.shape[0]), input, 0)
+    if dim is None:
+        input, dim = input.reshape(-1), 0
+    d = _wrap_dim(dim, input.ndim, "repeat_interleave")
+    counts = repeats.tolist() if hasattr(repeats, "tolist") else repeats
+    if isinstance(counts, int) or (isinstance(counts, list) and len(counts) == 1 and input.shape[d] != 1):
+        r = counts if isinstance(counts, int) else counts[0]
+        shape = list(input.shape)
+        x = input.unsqueeze(d + 1).expand(*shape[:d + 1], r, *shape[d + 1:])
+        return x.reshape(*shape[:d], shape[d] * r, *shape[d + 1:])
+    if len(counts) != input.shape[d] or builtins.any(c < 0 for c in counts):
+        raise RuntimeError(f"repeat_interleave: repeats must have the same size as input along dim "
+                           f"({input.shape[d]}) and be >= 0, got {counts}")
+    from ._creation import tensor
+
+    index = tensor([i for i, c in enumerate(counts) for _ in range(c)], dtype=D.int64)
+    return index_select(input, d, index)
+
+
 def index_select(input, dim, index):
     return call("index_select", (input, index), {"dim": dim})
 

@@ -571,7 +571,7 @@ clamp_min clamp_max sum prod mean amax amin logsumexp var std norm argmax argmin
 sort argsort reshape permute transpose t expand squeeze unsqueeze flatten unflatten contiguous clone chunk split
 unbind narrow select flip tril triu index_select gather scatter_add masked_fill repeat nonzero masked_select
 matmul mm bmm dot outer multiply subtract true_divide divide greater greater_equal less less_equal not_equal
-negative absolute swapaxes swapdims count_nonzero where""".split()
+negative absolute swapaxes swapdims count_nonzero where tensor_split repeat_interleave""".split()
 for _name in _METHODS:
     if not hasattr(Tensor, _name) or _name in ("sum", "max", "min", "all", "any", "abs", "round"):
         setattr(Tensor, _name, getattr(F, _name))

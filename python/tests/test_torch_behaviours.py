@@ -159,8 +159,6 @@ def test_dataloader_worker_errors_and_init_fn():
     with pytest.raises(RuntimeError, match="worker_init_fn in DataLoader worker"):
         list(oar.utils.data.DataLoader(Squares(4), batch_size=2, num_workers=1, worker_init_fn=init))
     assert not seen
-    with pytest.raises(NotImplementedError, match="IterableDataset"):
-        oar.utils.data.DataLoader(oar.utils.data.IterableDataset(), num_workers=2)
 
 
 # ---------------------------------------------------------------- attention and transformer layers

@@ -16,12 +16,21 @@ import pytest
 from conftest import np
 
 MODELS = ["resnet18", "mobilenet_v2", "mobilenet_v3_small", "squeezenet1_1", "shufflenet_v2_x0_5", "densenet121",
-          "mnasnet0_5", "googlenet", "efficientnet_b0", "regnet_x_400mf", "VisionTransformer"]
+          "mnasnet0_5", "googlenet", "efficientnet_b0", "regnet_x_400mf", "VisionTransformer", "video.mc3_18"]
+# inputs other than 2x3x64x64 images: video models take (N, 3, frames, H, W) clips
+INPUTS = {"video.mc3_18": (1, 3, 4, 32, 32)}
 KWARGS = {"googlenet": {"init_weights": True},
           # vision_transformer.py's own class at a small size (vit_b_16 runs too, but has 86M parameters)
           "VisionTransformer": {"image_size": 64, "patch_size": 16, "num_layers": 2, "num_heads": 2,
                                 "hidden_dim": 32, "mlp_dim": 64}}
 RTOL, ATOL = 2e-3, 1e-5  # fp32 through 20-120 layers: |oar - torch| <= RTOL * max|torch| + ATOL per tensor
+
+
+def builder(models, name):
+    """torchvision.models' builder by name; 'video.r3d_18' names one in a submodule."""
+    for part in name.split("."):
+        models = getattr(models, part)
+    return models
 
 
 def _close(a, b, what):
@@ -45,8 +54,8 @@ def runs(tmp_path_factory):
     req, want = {"models": []}, {}
     for k, name in enumerate(MODELS):
         torch.manual_seed(k)
-        model = getattr(torchvision.models, name)(num_classes=10, **KWARGS.get(name, {})).eval()
-        x = torch.randn(2, 3, 64, 64)
+        model = builder(torchvision.models, name)(num_classes=10, **KWARGS.get(name, {})).eval()
+        x = torch.randn(*INPUTS.get(name, (2, 3, 64, 64)))
         y = model(x)
         gy = torch.randn_like(y)
         y.backward(gy)

@@ -23,7 +23,10 @@ import torchvision  # noqa: E402
 
 
 def build(name, kwargs, state_dict):
-    model = getattr(torchvision.models, name)(**kwargs)
+    model = torchvision.models
+    for part in name.split("."):  # 'video.r3d_18': a builder in a submodule
+        model = getattr(model, part)
+    model = model(**kwargs)
     model.load_state_dict({k: torch.from_numpy(np.array(v, order="C")) for k, v in state_dict.items()})
     return model
 

@@ -9,14 +9,22 @@ typedef struct {
     oar_loader *l;
 } LoaderObject;
 
-/* IdxLoader(images, labels, batch_size, shuffle, drop_last, seed, workers, mean, std) */
+/* IdxLoader(images, labels, batch_size, shuffle, drop_last, seed, workers, mean, std), or, with
+ * labels None, the windows of a text file as `oar train` cuts them for language models:
+ * IdxLoader(path, None, ..., mean=None, std=None, window, random_windows, begin, end). */
 static int loader_init(LoaderObject *self, PyObject *args, PyObject *kw) {
     const char *img, *lab;
-    long long batch, seed;
-    int shuffle, drop_last, workers;
+    long long batch, seed, window = 0;
+    int shuffle, drop_last, workers, random_windows = 0;
+    double begin = 0, end = 1;
     PyObject *mean, *std;
-    if (!PyArg_ParseTuple(args, "ssLppLiOO", &img, &lab, &batch, &shuffle, &drop_last, &seed, &workers, &mean, &std))
+    if (!PyArg_ParseTuple(args, "szLppLiOO|Lpdd", &img, &lab, &batch, &shuffle, &drop_last, &seed, &workers, &mean,
+                          &std, &window, &random_windows, &begin, &end))
         return -1;
+    if (!lab && window < 1) {
+        PyErr_Format(PyExc_ValueError, "IdxLoader: a text file needs a window of at least 1 token, got %lld", window);
+        return -1;
+    }
     if (self->d) {
         PyErr_SetString(PyExc_RuntimeError, "IdxLoader: already initialized");
         return -1;
@@ -28,7 +36,7 @@ static int loader_init(LoaderObject *self, PyObject *args, PyObject *kw) {
         norm.std[0] = PyFloat_AsDouble(std);
         if (PyErr_Occurred()) return -1;
     }
-    if (!(self->d = oar_dataset_idx(img, lab))) {
+    if (!(self->d = lab ? oar_dataset_idx(img, lab) : oar_dataset_text_range(img, window, random_windows, begin, end))) {
         oarpy_raise();
         return -1;
     }

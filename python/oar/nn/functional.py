@@ -142,6 +142,122 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
                                                   "dilation": dilation, "groups": groups})
 
 
+def _triple(v, what, fn):
+    t = (int(v),) * 3 if isinstance(v, numbers.Integral) else tuple(int(e) for e in v)
+    if len(t) != 3:
+        raise ValueError(f"{fn}: expected {what} as an int or 3 ints, got {v}")
+    return t
+
+
+def _depth_taps(input, k, s, p, d, fill, fn, ceil_mode=False):
+    """The 3-d ops as 2-d ones: input (N, C, D, H, W) [or (C, D, H, W)] padded in depth with fill;
+    for each depth tap of the window, the planes it reads at every output depth, folded into the
+    batch as (N * Dout, C, H, W). Returns (taps, fold_back): fold_back turns an (N * Dout, ...)
+    result back into (N, ..., Dout, ...) (unbatched as given)."""
+    unbatched = input.dim() == 4
+    x = input.unsqueeze(0) if unbatched else input
+    if x.dim() != 5:
+        raise RuntimeError(f"{fn}: expected a 5-D input (N, C, D, H, W) or a 4-D unbatched one, got {input.dim()}-D")
+    N, C, D = x.shape[0], x.shape[1], x.shape[2] + 2 * p[0]
+    span = d[0] * (k[0] - 1) + 1
+    Dout = (D - span + (s[0] - 1 if ceil_mode else 0)) // s[0] + 1
+    if ceil_mode and (Dout - 1) * s[0] >= x.shape[2] + p[0]:
+        Dout -= 1  # torch: the last window must start inside the input or its left padding
+    if Dout < 1:
+        raise RuntimeError(f"{fn}: the padded depth {D} is smaller than the window's depth {span}")
+    extra = max(0, (Dout - 1) * s[0] + span - D)  # ceil_mode's last window may pass the padding
+    if p[0] or extra:
+        x = pad(x, [0, 0, 0, 0, p[0], p[0] + extra], value=fill)
+    taps = []
+    for tap in range(k[0]):
+        planes = x[:, :, tap * d[0]:tap * d[0] + s[0] * (Dout - 1) + 1:s[0]]  # (N, C, Dout, H, W)
+        taps.append(planes.transpose(1, 2).reshape(N * Dout, C, x.shape[3], x.shape[4]))
+
+    def fold_back(y):
+        y = y.reshape(N, Dout, *y.shape[1:]).transpose(1, 2).contiguous()
+        return y.squeeze(0) if unbatched else y
+
+    return taps, fold_back
+
+
+def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """3-d convolution as kD 2-d convolutions: for depth tap k, the input's depth planes that tap
+    reads are folded into the batch and convolved with the tap's 2-d kernel; the taps are summed.
+    Every gradient is conv2d's (and the slicing's)."""
+    if weight.dim() != 5:
+        raise RuntimeError(f"conv3d: expected a 5-D weight (out, in/groups, kD, kH, kW), got {weight.dim()}-D")
+    s, d = _triple(stride, "stride", "conv3d"), _triple(dilation, "dilation", "conv3d")
+    k = tuple(weight.shape[2:])
+    if isinstance(padding, str):
+        if padding == "valid":
+            padding = 0
+        elif padding == "same" and s == (1, 1, 1) and all(di * (ki - 1) % 2 == 0 for di, ki in zip(d, k)):
+            padding = tuple(di * (ki - 1) // 2 for di, ki in zip(d, k))
+        else:
+            raise ValueError(f"conv3d: padding '{padding}' is offered as 'valid', or 'same' with stride 1 and an "
+                             f"even total padding per dim")
+    p = _triple(padding, "padding", "conv3d")
+    taps, fold_back = _depth_taps(input, k, s, p, d, 0.0, "conv3d")
+    out = None
+    for i, planes in enumerate(taps):
+        y = conv2d(planes, weight[:, :, i], None, s[1:], p[1:], d[1:], groups)
+        out = y if out is None else out + y
+    out = fold_back(out)
+    if bias is not None:
+        out = out + bias.reshape(-1, 1, 1, 1)
+    return out
+
+
+def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    """The maximum over the depth taps of each tap's 2-d max pooling (depth padded with -inf)."""
+    if return_indices:
+        raise NotImplementedError("max_pool3d: return_indices=True is not offered")
+    k = _triple(kernel_size, "kernel_size", "max_pool3d")
+    s = k if stride is None or stride == [] else _triple(stride, "stride", "max_pool3d")
+    p, d = _triple(padding, "padding", "max_pool3d"), _triple(dilation, "dilation", "max_pool3d")
+    taps, fold_back = _depth_taps(input, k, s, p, d, float("-inf"), "max_pool3d", ceil_mode)
+    out = None
+    for planes in taps:
+        y = max_pool2d(planes, k[1:], s[1:], p[1:], d[1:], ceil_mode)
+        out = y if out is None else F.maximum(out, y)
+    return fold_back(out)
+
+
+def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
+               divisor_override=None):
+    """The mean over the depth taps of each tap's 2-d average pooling (padding counted, as torch's
+    default count_include_pad=True)."""
+    if divisor_override is not None or ceil_mode or (not count_include_pad and padding != 0):
+        raise NotImplementedError("avg_pool3d: ceil_mode, divisor_override and count_include_pad=False with "
+                                  "padding are not offered")
+    k = _triple(kernel_size, "kernel_size", "avg_pool3d")
+    s = k if stride is None or stride == [] else _triple(stride, "stride", "avg_pool3d")
+    p = _triple(padding, "padding", "avg_pool3d")
+    taps, fold_back = _depth_taps(input, k, s, p, (1, 1, 1), 0.0, "avg_pool3d")
+    out = None
+    for planes in taps:
+        y = avg_pool2d(planes, k[1:], s[1:], p[1:])
+        out = y if out is None else out + y
+    return fold_back(out * (1.0 / k[0]))
+
+
+def adaptive_avg_pool3d(input, output_size):
+    """Means over equal blocks of (D, H, W); the output size must divide the input's (as the
+    global pool (1, 1, 1) of the video models does)."""
+    size = (output_size,) * 3 if isinstance(output_size, numbers.Integral) or output_size is None else \
+        tuple(output_size)
+    dims = input.shape[-3:]
+    size = tuple(dims[i] if o is None else int(o) for i, o in enumerate(size))
+    if any(o < 1 or n % o for n, o in zip(dims, size)):
+        raise NotImplementedError(f"adaptive_avg_pool3d: output size {size} must divide the input's {tuple(dims)} "
+                                  f"(uneven windows are not offered)")
+    lead = tuple(input.shape[:-3])
+    blocks = input.reshape(*lead, size[0], dims[0] // size[0], size[1], dims[1] // size[1], size[2],
+                           dims[2] // size[2])
+    n = len(lead)
+    return blocks.mean([n + 1, n + 3, n + 5])
+
+
 def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     one = lambda v: [int(v if isinstance(v, numbers.Integral) else v[0])]
     if isinstance(padding, str):
@@ -406,18 +522,34 @@ def huber_loss(input, target, reduction="mean", delta=1.0):
 
 def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None, reduction="mean",
                                      pos_weight=None):
-    _weighted_unsupported(weight, "binary_cross_entropy_with_logits")
-    if pos_weight is not None:
-        raise NotImplementedError("binary_cross_entropy_with_logits: pos_weight is not offered yet")
-    return call("bce_with_logits", (input, target), {"reduction": _reduction(reduction, size_average, reduce)})
+    r = _reduction(reduction, size_average, reduce)
+    if weight is None and pos_weight is None:
+        return call("bce_with_logits", (input, target), {"reduction": r})
+    if tuple(target.shape) != tuple(input.shape):
+        raise ValueError(f"Target size ({_size(target)}) must be the same as input size ({_size(input)})")
+    # -[p y log s(x) + (1 - y) log(1 - s(x))] = (1 - y) x + (1 + (p - 1) y) softplus(-x), stable for any x
+    sp = softplus(-input)
+    loss = (1 - target) * input + (sp if pos_weight is None else (1 + (pos_weight - 1) * target) * sp)
+    return _reduce(loss if weight is None else loss * weight, r)
 
 
 def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
-    _weighted_unsupported(weight, "binary_cross_entropy")
+    if tuple(target.shape) != tuple(input.shape):
+        raise ValueError(f"Using a target size ({_size(target)}) that is different to the input size "
+                         f"({_size(input)}) is deprecated. Please ensure they have the same size.")
     eps_log = lambda x: F.clamp(F.log(x), min=-100.0)  # torch clamps the logs at -100
     loss = -(target * eps_log(input) + (1 - target) * eps_log(1 - input))
-    r = _reduction(reduction, size_average, reduce)
+    return _reduce(loss if weight is None else loss * weight, _reduction(reduction, size_average, reduce))
+
+
+def _reduce(loss, r):
+    """Elementwise losses by a reduction code (0 mean, 1 sum, 2 none); the mean is over elements, as
+    torch's binary cross-entropies with weights."""
     return loss.mean() if r == 0 else loss.sum() if r == 1 else loss
+
+
+def _size(t):
+    return "torch.Size([" + ", ".join(str(d) for d in t.shape) + "])"
 
 
 def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):

@@ -2,6 +2,7 @@
 (batches are collated in the calling process, or in forked worker processes with num_workers > 0;
 shuffling draws from oar's generator)."""
 import collections.abc
+import itertools
 import numbers
 
 from .. import _C
@@ -175,9 +176,6 @@ class DataLoader:
         if num_workers < 0:
             raise ValueError("num_workers option should be non-negative; use num_workers=0 to disable "
                              "multiprocessing.")
-        if num_workers > 0 and isinstance(dataset, IterableDataset):
-            raise NotImplementedError("DataLoader: worker processes for an IterableDataset are not offered "
-                                      "(map-style datasets are); use num_workers=0")
         if sampler is not None and shuffle:
             raise ValueError("sampler option is mutually exclusive with shuffle")
         self.dataset, self.num_workers, self.drop_last = dataset, num_workers, drop_last
@@ -194,20 +192,13 @@ class DataLoader:
         self.collate_fn = collate_fn or (default_collate if batch_sampler is not None else (lambda x: x))
 
     def __iter__(self):
-        if isinstance(self.dataset, IterableDataset):
-            it = iter(self.dataset)
-            while True:
-                batch = []
-                for _ in range(self.batch_size or 1):
-                    try:
-                        batch.append(next(it))
-                    except StopIteration:
-                        break
-                if not batch or (self.drop_last and len(batch) < self.batch_size):
-                    return
-                yield self.collate_fn(batch)
         if self.num_workers > 0:
             yield from _worker_batches(self)
+            return
+        if isinstance(self.dataset, IterableDataset):
+            it = iter(self.dataset)
+            while (batch := _next_iterable_batch(self, it)) is not _ITER_END:
+                yield batch
             return
         if self.batch_sampler is None:
             for i in self.sampler:
@@ -218,6 +209,21 @@ class DataLoader:
 
     def __len__(self):
         return len(self.batch_sampler) if self.batch_sampler is not None else len(self.sampler)
+
+
+_ITER_END = "__oar_iterable_end__"  # an IterableDataset's stream has ended (picklable)
+
+
+def _next_iterable_batch(loader, it):
+    """The next batch of an IterableDataset's iterator (one item when batch_size is None), or
+    _ITER_END; with drop_last a short last batch is dropped."""
+    if loader.batch_size is None:
+        item = next(it, _ITER_END)
+        return item if item is _ITER_END else loader.collate_fn(item)
+    batch = list(itertools.islice(it, loader.batch_size))
+    if not batch or (loader.drop_last and len(batch) < loader.batch_size):
+        return _ITER_END
+    return loader.collate_fn(batch)
 
 
 # ---------------------------------------------------------------- worker processes
@@ -277,26 +283,35 @@ def _worker_loop(loader, worker_id, seed, index_queue, result_queue):
         if loader.worker_init_fn is not None:
             loader.worker_init_fn(worker_id)
     except Exception:
-        result_queue.put((-1, None, f"worker_init_fn in DataLoader worker {worker_id}:\n{traceback.format_exc()}"))
+        result_queue.put((-1, worker_id, None,
+                          f"worker_init_fn in DataLoader worker {worker_id}:\n{traceback.format_exc()}"))
         return
+    stream = None  # an IterableDataset: this worker's copy iterates the whole dataset, as in torch
     while True:
         job = index_queue.get()
         if job is None:
             return
         k, idx = job
         try:
-            if loader.batch_sampler is None:
+            if isinstance(loader.dataset, IterableDataset):
+                stream = iter(loader.dataset) if stream is None else stream
+                batch = _next_iterable_batch(loader, stream)
+            elif loader.batch_sampler is None:
                 batch = loader.collate_fn(loader.dataset[idx])
             else:
                 batch = loader.collate_fn([loader.dataset[i] for i in idx])
-            result_queue.put((k, _to_wire(batch), None))
+            result_queue.put((k, worker_id, batch if batch is _ITER_END else _to_wire(batch), None))
         except Exception:
-            result_queue.put((k, None, f"DataLoader worker {worker_id}, batch {k}:\n{traceback.format_exc()}"))
+            result_queue.put((k, worker_id, None,
+                              f"DataLoader worker {worker_id}, batch {k}:\n{traceback.format_exc()}"))
 
 
 def _worker_batches(loader):
     """The batches in sampler order, made by loader.num_workers processes (forked: the dataset
-    is inherited, not pickled), at most prefetch_factor batches ahead per worker."""
+    is inherited, not pickled), at most prefetch_factor batches ahead per worker. For an
+    IterableDataset (torch's semantics): each worker iterates its own copy (get_worker_info()
+    lets the dataset split the work), batches are requested from the workers in turn and yielded
+    in that order, and a worker whose stream has ended is asked no more."""
     import multiprocessing as mp
     import queue as queue_mod
 
@@ -312,16 +327,28 @@ def _worker_batches(loader):
                for w in range(loader.num_workers)]
     for p in workers:
         p.start()
-    jobs = iter(loader.batch_sampler if loader.batch_sampler is not None else loader.sampler)
+    n = loader.num_workers
+    iterable = isinstance(loader.dataset, IterableDataset)
+    jobs = None if iterable else iter(loader.batch_sampler if loader.batch_sampler is not None else loader.sampler)
+    active, turn = [True] * n, 0  # iterable: the workers whose stream has not ended, whose turn is next
     sent = received = 0
     pending = {}
     try:
         def send():
-            nonlocal sent
-            idx = next(jobs, None)
-            if idx is None:
-                return False
-            index_queues[sent % loader.num_workers].put((sent, idx))
+            nonlocal sent, turn
+            if iterable:
+                if not any(active):
+                    return False
+                while not active[turn % n]:
+                    turn += 1
+                w, idx = turn % n, None
+                turn += 1
+            else:
+                idx = next(jobs, None)
+                if idx is None:
+                    return False
+                w = sent % n
+            index_queues[w].put((sent, idx))
             sent += 1
             return True
 
@@ -330,7 +357,7 @@ def _worker_batches(loader):
         while received < sent:
             while received not in pending:
                 try:
-                    k, data, err = results.get(timeout=loader.timeout if loader.timeout > 0 else 5.0)
+                    k, w, data, err = results.get(timeout=loader.timeout if loader.timeout > 0 else 5.0)
                 except queue_mod.Empty:
                     dead = [w for w, p in enumerate(workers) if not p.is_alive()]
                     if dead:
@@ -341,9 +368,13 @@ def _worker_batches(loader):
                     continue
                 if err is not None:
                     raise RuntimeError(f"Caught an exception in {err}")
-                pending[k] = data
-            data = pending.pop(received)
+                pending[k] = (w, data)
+            w, data = pending.pop(received)
             received += 1
+            if isinstance(data, str) and data == _ITER_END:
+                active[w] = False
+                send()
+                continue
             send()
             yield _from_wire(data)
     finally:
@@ -387,3 +418,22 @@ class IdxLoader:
             if b is None:
                 return
             yield b
+
+
+class TextLoader(IdxLoader):
+    """Batches of byte windows of a text file from the C core's loader, as `oar train` trains its
+    language models on a text file: the part [begin, end) of the file (fractions of its size),
+    windows of `window` tokens (x) and the same window shifted by one (y), at offsets drawn from
+    (seed, epoch) when random_windows, else consecutive. Each iteration is the next epoch.
+
+        loader = TextLoader("austen.txt", window=128, batch_size=8, shuffle=True, drop_last=True,
+                            random_windows=True, end=0.9)
+        for x, y in loader: ...                 # x, y [B, window] int64 byte values
+    """
+
+    def __init__(self, path, window, batch_size=1, shuffle=False, drop_last=False, seed=0, num_workers=0,
+                 random_windows=False, begin=0.0, end=1.0):
+        self._c = _C.IdxLoader(str(path), None, int(batch_size), bool(shuffle), bool(drop_last), int(seed),
+                               int(num_workers), None, None, int(window), bool(random_windows), float(begin),
+                               float(end))
+        self.batch_size, self.epoch = batch_size, 0

@@ -18,12 +18,19 @@ def _dt(dtype):
     return D.float32 if dtype is None else D.to_dtype(dtype)
 
 
+def _ones_as_c_layers(shape, dtype):
+    """Ones written by the C core's constant initializer, as the C norm layers write theirs: it
+    reserves counters of the generator, so a model built here draws the values the same C model
+    (the zoo's) draws for the same seed."""
+    return init.ones_(C.empty(*shape, dtype=_dt(dtype)))
+
+
 def _norm_affine(module, affine, shape, dtype):
     """A norm layer's weight (ones) and bias (zeros) of the given shape, or both None, as torch."""
     if isinstance(shape, numbers.Integral):
         shape = (shape,)
     if affine:
-        module.weight = Parameter(C.ones(*shape, dtype=_dt(dtype)))
+        module.weight = Parameter(_ones_as_c_layers(shape, dtype))
         module.bias = Parameter(C.zeros(*shape, dtype=_dt(dtype)))
     else:
         module.register_parameter("weight", None)
@@ -42,23 +49,34 @@ class Identity(Module):
         return input
 
 
+def _weight_and_bias(module, weight_shape, out_features, bias, dtype):
+    """module.weight and module.bias (or a None bias) of a linear or convolution layer, initialised."""
+    module.weight = Parameter(C.empty(*weight_shape, dtype=_dt(dtype)))
+    if bias:
+        module.bias = Parameter(C.empty(out_features, dtype=_dt(dtype)))
+    else:
+        module.register_parameter("bias", None)
+    module.reset_parameters()
+
+
+def _reset_weight_and_bias(weight, bias):
+    """torch's default for linear and convolution layers: kaiming_uniform_(a=sqrt(5)) weights and
+    biases uniform within 1/sqrt(fan_in)."""
+    init.kaiming_uniform_(weight, a=math.sqrt(5))
+    if bias is not None:
+        fan_in, _ = init._calculate_fan_in_and_fan_out(weight)
+        bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0
+        init.uniform_(bias, -bound, bound)
+
+
 class Linear(Module):
     def __init__(self, in_features, out_features, bias=True, device=None, dtype=None):
         super().__init__()
         self.in_features, self.out_features = in_features, out_features
-        self.weight = Parameter(C.empty(out_features, in_features, dtype=_dt(dtype)))
-        if bias:
-            self.bias = Parameter(C.empty(out_features, dtype=_dt(dtype)))
-        else:
-            self.register_parameter("bias", None)
-        self.reset_parameters()
+        _weight_and_bias(self, (out_features, in_features), out_features, bias, dtype)
 
     def reset_parameters(self):
-        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
-        if self.bias is not None:
-            fan_in = self.in_features
-            bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0
-            init.uniform_(self.bias, -bound, bound)
+        _reset_weight_and_bias(self.weight, self.bias)
 
     def forward(self, input):
         return NF.linear(input, self.weight, self.bias)
@@ -86,20 +104,10 @@ class _ConvNd(Module):
         self.padding = padding if isinstance(padding, str) else tup(padding)
         self.output_padding, self.transposed, self.padding_mode = tup(output_padding), transposed, padding_mode
         shape = (in_channels, out_channels // groups) if transposed else (out_channels, in_channels // groups)
-        self.weight = Parameter(C.empty(*shape, *self.kernel_size, dtype=_dt(dtype)))
-        if bias:
-            self.bias = Parameter(C.empty(out_channels, dtype=_dt(dtype)))
-        else:
-            self.register_parameter("bias", None)
-        self.reset_parameters()
+        _weight_and_bias(self, (*shape, *self.kernel_size), out_channels, bias, dtype)
 
     def reset_parameters(self):
-        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
-        if self.bias is not None:
-            fan_in, _ = init._calculate_fan_in_and_fan_out(self.weight)
-            if fan_in:
-                bound = 1 / math.sqrt(fan_in)
-                init.uniform_(self.bias, -bound, bound)
+        _reset_weight_and_bias(self.weight, self.bias)
 
     def extra_repr(self):
         s = f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}"
@@ -121,6 +129,48 @@ class Conv1d(_ConvNd):
 
     def forward(self, input):
         return NF.conv1d(input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
+
+
+class Conv3d(_ConvNd):
+    _dims = 3
+
+    def forward(self, input):
+        return NF.conv3d(input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
+
+
+class MaxPool3d(Module):
+    def __init__(self, kernel_size, stride=None, padding=0, dilation=1, return_indices=False, ceil_mode=False):
+        super().__init__()
+        self.kernel_size, self.stride, self.padding, self.dilation = kernel_size, stride or kernel_size, padding, dilation
+        self.return_indices, self.ceil_mode = return_indices, ceil_mode
+
+    def forward(self, input):
+        return NF.max_pool3d(input, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode,
+                             self.return_indices)
+
+
+class AvgPool3d(Module):
+    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
+                 divisor_override=None):
+        super().__init__()
+        self.kernel_size, self.stride, self.padding = kernel_size, stride or kernel_size, padding
+        self.ceil_mode, self.count_include_pad, self.divisor_override = ceil_mode, count_include_pad, divisor_override
+
+    def forward(self, input):
+        return NF.avg_pool3d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+                             self.count_include_pad, self.divisor_override)
+
+
+class AdaptiveAvgPool3d(Module):
+    def __init__(self, output_size):
+        super().__init__()
+        self.output_size = output_size
+
+    def forward(self, input):
+        return NF.adaptive_avg_pool3d(input, self.output_size)
+
+    def extra_repr(self):
+        return f"output_size={self.output_size}"
 
 
 class Conv2d(_ConvNd):
@@ -150,7 +200,7 @@ class _BatchNorm(Module):
         _norm_affine(self, affine, num_features, dtype)
         if track_running_stats:
             self.register_buffer("running_mean", C.zeros(num_features, dtype=_dt(dtype)))
-            self.register_buffer("running_var", C.ones(num_features, dtype=_dt(dtype)))
+            self.register_buffer("running_var", _ones_as_c_layers((num_features,), dtype))
             self.register_buffer("num_batches_tracked", C.tensor(0, dtype=D.int64))
         else:
             self.register_buffer("running_mean", None)
@@ -216,10 +266,6 @@ def _absent(name, what):
     return type(name, (Module,), {"__init__": __init__, "__doc__": f"Not offered by oar: {what}."})
 
 
-Conv3d = _absent("Conv3d", "3-d convolutions")
-MaxPool3d = _absent("MaxPool3d", "3-d poolings")
-AvgPool3d = _absent("AvgPool3d", "3-d poolings")
-AdaptiveAvgPool3d = _absent("AdaptiveAvgPool3d", "3-d poolings")
 LocalResponseNorm = _absent("LocalResponseNorm", "local response normalizations")
 
 
@@ -451,57 +497,15 @@ class AdaptiveMaxPool2d(AdaptiveAvgPool2d):
 
 
 # ---------------------------------------------------------------- containers
-class Sequential(Module):
-    def __init__(self, *args):
-        super().__init__()
-        if len(args) == 1 and isinstance(args[0], OrderedDict):
-            for k, m in args[0].items():
-                self.add_module(k, m)
-        else:
-            for i, m in enumerate(args):
-                self.add_module(str(i), m)
+class _OrderedContainer(Module):
+    """What Sequential and ModuleList share: their modules in order, indexed like a list."""
 
-    def forward(self, input):
-        for m in self._modules.values():
-            input = m(input)
-        return input
+    def _from_slice(self, items):
+        raise NotImplementedError
 
     def __getitem__(self, idx):
         if isinstance(idx, slice):
-            return Sequential(OrderedDict(list(self._modules.items())[idx]))
-        mods = list(self._modules.values())
-        if not -len(mods) <= idx < len(mods):
-            raise IndexError(f"index {idx} is out of range")
-        return mods[idx]
-
-    def __setitem__(self, idx, module):
-        key = list(self._modules.keys())[idx]
-        self.add_module(key, module)
-
-    def __delitem__(self, idx):
-        for k in (list(self._modules.keys())[idx] if isinstance(idx, slice) else [list(self._modules.keys())[idx]]):
-            del self._modules[k]
-
-    def __len__(self):
-        return len(self._modules)
-
-    def __iter__(self):
-        return iter(self._modules.values())
-
-    def append(self, module):
-        self.add_module(str(len(self)), module)
-        return self
-
-
-class ModuleList(Module):
-    def __init__(self, modules=None):
-        super().__init__()
-        if modules is not None:
-            self.extend(modules)
-
-    def __getitem__(self, idx):
-        if isinstance(idx, slice):
-            return ModuleList(list(self._modules.values())[idx])
+            return self._from_slice(list(self._modules.items())[idx])
         mods = list(self._modules.values())
         if not -len(mods) <= idx < len(mods):
             raise IndexError(f"index {idx} is out of range")
@@ -519,6 +523,39 @@ class ModuleList(Module):
     def append(self, module):
         self.add_module(str(len(self)), module)
         return self
+
+
+class Sequential(_OrderedContainer):
+    def __init__(self, *args):
+        super().__init__()
+        if len(args) == 1 and isinstance(args[0], OrderedDict):
+            for k, m in args[0].items():
+                self.add_module(k, m)
+        else:
+            for i, m in enumerate(args):
+                self.add_module(str(i), m)
+
+    def forward(self, input):
+        for m in self._modules.values():
+            input = m(input)
+        return input
+
+    def _from_slice(self, items):
+        return Sequential(OrderedDict(items))
+
+    def __delitem__(self, idx):
+        for k in (list(self._modules.keys())[idx] if isinstance(idx, slice) else [list(self._modules.keys())[idx]]):
+            del self._modules[k]
+
+
+class ModuleList(_OrderedContainer):
+    def __init__(self, modules=None):
+        super().__init__()
+        if modules is not None:
+            self.extend(modules)
+
+    def _from_slice(self, items):
+        return ModuleList([m for _, m in items])
 
     def extend(self, modules):
         for m in modules:

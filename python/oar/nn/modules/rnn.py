@@ -1,8 +1,11 @@
 """Recurrent layers with torch's signatures, parameter names (weight_ih_l0, ..._reverse), gate
-order (LSTM i, f, g, o; GRU r, z, n) and initialisation, written with oar's ops so autograd
-gives their gradients."""
+order (LSTM i, f, g, o; GRU r, z, n), initialisation and dropout between layers. LSTM and GRU
+layers with biases run the C core's layer (_C.rnn_layer: the code of the C nn.LSTM/nn.GRU, so
+a model written here computes what the C zoo's does); RNN and bias-free layers are composed
+step by step from oar's ops. Autograd gives the gradients either way."""
 import math
 
+from ... import _C
 from ... import _creation as C
 from ... import _functions as F
 from .. import functional as NF
@@ -13,12 +16,14 @@ from .module import Module
 
 class RNNBase(Module):
     _gates = 1
+    _c_cell = None  # True: the C core's LSTM layer, False: its GRU layer, None: composed here
 
     def __init__(self, input_size, hidden_size, num_layers=1, bias=True, batch_first=False, dropout=0.0,
                  bidirectional=False, nonlinearity="tanh", device=None, dtype=None):
         super().__init__()
-        if dropout:
-            raise NotImplementedError(f"{type(self).__name__}: dropout between layers is not offered yet")
+        if not (isinstance(dropout, (int, float)) and not isinstance(dropout, bool) and 0 <= dropout <= 1):
+            raise ValueError("dropout should be a number in range [0, 1] representing the probability of an "
+                             "element being zeroed")
         if nonlinearity not in ("tanh", "relu"):
             raise ValueError(f"Unknown nonlinearity '{nonlinearity}'. Select from 'tanh' or 'relu'.")
         self.input_size, self.hidden_size, self.num_layers = input_size, hidden_size, num_layers
@@ -61,15 +66,13 @@ class RNNBase(Module):
             for d in range(dirs):
                 sfx = f"_l{layer}" + ("_reverse" if d else "")
                 w = [getattr(self, k + sfx, None) for k in ("weight_ih", "weight_hh", "bias_ih", "bias_hh")]
-                state = tuple(s[layer * dirs + d] for s in state0)
-                steps = range(seq - 1, -1, -1) if d else range(seq)
-                ys = [None] * seq
-                for t in steps:
-                    state = self._cell(layer_in[t], state, *w)
-                    ys[t] = state[0]
-                outs.append(F.stack(ys, 0))
+                state = None if state0 is None else tuple(s[layer * dirs + d] for s in state0)
+                y, state = self._layer(layer_in, state, w, reverse=bool(d))
+                outs.append(y)
                 finals.append(state)
             layer_in = outs[0] if dirs == 1 else F.cat(outs, 2)
+            if self.dropout and self.training and layer + 1 < self.num_layers:
+                layer_in = NF.dropout(layer_in, self.dropout, True)  # torch: between layers, not after the last
         out = layer_in
         if not batched:
             out = out.squeeze(1)
@@ -80,10 +83,24 @@ class RNNBase(Module):
             final = tuple(s.squeeze(1) for s in final)
         return out, (final if len(final) > 1 else final[0])
 
+    def _layer(self, x, state, w, reverse):
+        """One direction of one layer over x [T, N, I] -> (y [T, N, H], final state)."""
+        if self._c_cell is not None and w[2] is not None:
+            xs = x.flip([0]) if reverse else x
+            h0, c0 = (None, None) if state is None else (state[0], state[1] if len(state) > 1 else None)
+            y, h, c = _C.rnn_layer(self._c_cell, xs, *w, h0, c0)
+            return (y.flip([0]) if reverse else y), ((h, c) if c is not None else (h,))
+        if state is None:
+            state = tuple(C.zeros(x.shape[1], self.hidden_size) for _ in range(self._n_states))
+        ys = [None] * x.shape[0]
+        for t in (range(x.shape[0] - 1, -1, -1) if reverse else range(x.shape[0])):
+            state = self._cell(x[t], state, *w)
+            ys[t] = state[0]
+        return F.stack(ys, 0), state
+
     def _initial(self, hx, n, dirs, batched):
-        shape = (self.num_layers * dirs, n, self.hidden_size)
         if hx is None:
-            return tuple(C.zeros(*shape) for _ in range(self._n_states))
+            return None  # zeros: the C layer skips the first step's recurrent products
         hx = hx if isinstance(hx, tuple) else (hx,)
         return tuple(h if batched else h.unsqueeze(1) for h in hx)
 
@@ -111,7 +128,7 @@ class RNN(RNNBase):
 
 
 class LSTM(RNNBase):
-    _gates, _n_states = 4, 2
+    _gates, _n_states, _c_cell = 4, 2, True
 
     def __init__(self, *args, **kwargs):
         kwargs.pop("proj_size", 0)
@@ -126,7 +143,7 @@ class LSTM(RNNBase):
 
 
 class GRU(RNNBase):
-    _gates, _n_states = 3, 1
+    _gates, _n_states, _c_cell = 3, 1, False
 
     def _cell(self, x, state, w_ih, w_hh, b_ih=None, b_hh=None):
         h = state[0]

@@ -1,6 +1,7 @@
-"""nn.MultiheadAttention, nn.TransformerEncoderLayer and nn.TransformerEncoder with torch 1.13's
-constructor signatures, parameter names, initialisation and forward semantics (masks, batch_first,
-norm_first, need_weights), composed from oar's ops so every gradient is the ops' own."""
+"""nn.MultiheadAttention (kdim/vdim, add_bias_kv, add_zero_attn included), the Transformer encoder
+and decoder layers and stacks, and nn.Transformer with torch 1.13's constructor signatures,
+parameter names, initialisation and forward semantics (masks, batch_first, norm_first,
+need_weights), composed from oar's ops so every gradient is the ops' own."""
 import copy
 import math
 
@@ -31,31 +32,51 @@ class MultiheadAttention(Module):
         super().__init__()
         if embed_dim % num_heads:
             raise AssertionError("embed_dim must be divisible by num_heads")
-        if add_bias_kv or add_zero_attn or (kdim not in (None, embed_dim)) or (vdim not in (None, embed_dim)):
-            raise NotImplementedError("MultiheadAttention: add_bias_kv, add_zero_attn and kdim/vdim other than "
-                                      "embed_dim are not offered")
         self.embed_dim, self.num_heads, self.dropout, self.batch_first = embed_dim, num_heads, dropout, batch_first
-        self.kdim = self.vdim = embed_dim
-        self._qkv_same_embed_dim = True
+        self.kdim = kdim if kdim is not None else embed_dim
+        self.vdim = vdim if vdim is not None else embed_dim
+        self._qkv_same_embed_dim = self.kdim == embed_dim and self.vdim == embed_dim
         self.head_dim = embed_dim // num_heads
-        self.in_proj_weight = Parameter(C.empty(3 * embed_dim, embed_dim, dtype=_dt(dtype)))
-        self.register_parameter("q_proj_weight", None)
-        self.register_parameter("k_proj_weight", None)
-        self.register_parameter("v_proj_weight", None)
+        dt = _dt(dtype)
+        if self._qkv_same_embed_dim:
+            self.in_proj_weight = Parameter(C.empty(3 * embed_dim, embed_dim, dtype=dt))
+            for name in ("q_proj_weight", "k_proj_weight", "v_proj_weight"):
+                self.register_parameter(name, None)
+        else:  # separate projections: keys and values have their own widths
+            self.q_proj_weight = Parameter(C.empty(embed_dim, embed_dim, dtype=dt))
+            self.k_proj_weight = Parameter(C.empty(embed_dim, self.kdim, dtype=dt))
+            self.v_proj_weight = Parameter(C.empty(embed_dim, self.vdim, dtype=dt))
+            self.register_parameter("in_proj_weight", None)
         if bias:
-            self.in_proj_bias = Parameter(C.empty(3 * embed_dim, dtype=_dt(dtype)))
+            self.in_proj_bias = Parameter(C.empty(3 * embed_dim, dtype=dt))
         else:
             self.register_parameter("in_proj_bias", None)
         self.out_proj = Linear(embed_dim, embed_dim, bias=bias, dtype=dtype)
-        self.bias_k = self.bias_v = None
-        self.add_zero_attn = False
+        if add_bias_kv:  # one more learned key and value, attended by every query
+            self.bias_k = Parameter(C.empty(1, 1, embed_dim, dtype=dt))
+            self.bias_v = Parameter(C.empty(1, 1, embed_dim, dtype=dt))
+        else:
+            self.bias_k = self.bias_v = None
+        self.add_zero_attn = add_zero_attn
         self._reset_parameters()
 
     def _reset_parameters(self):
-        init.xavier_uniform_(self.in_proj_weight)
+        if self._qkv_same_embed_dim:
+            init.xavier_uniform_(self.in_proj_weight)
+        else:
+            for w in (self.q_proj_weight, self.k_proj_weight, self.v_proj_weight):
+                init.xavier_uniform_(w)
         if self.in_proj_bias is not None:
             init.constant_(self.in_proj_bias, 0.0)
             init.constant_(self.out_proj.bias, 0.0)
+        if self.bias_k is not None:
+            init.xavier_normal_(self.bias_k)
+            init.xavier_normal_(self.bias_v)
+
+    def _projections(self):
+        w = self.in_proj_weight.chunk(3) if self._qkv_same_embed_dim else \
+            (self.q_proj_weight, self.k_proj_weight, self.v_proj_weight)
+        return w, self.in_proj_bias.chunk(3) if self.in_proj_bias is not None else (None, None, None)
 
     def forward(self, query, key, value, key_padding_mask=None, need_weights=True, attn_mask=None,
                 average_attn_weights=True):
@@ -70,28 +91,34 @@ class MultiheadAttention(Module):
         S, H, d = key.shape[0], self.num_heads, self.head_dim
         if E != self.embed_dim:
             raise AssertionError(f"was expecting embedding dimension of {self.embed_dim}, but got {E}")
-        w = self.in_proj_weight.chunk(3)
-        b = self.in_proj_bias.chunk(3) if self.in_proj_bias is not None else (None, None, None)
-
-        def heads(x, k, length):  # (length, N, E) -> (N, H, length, d)
-            return NF.linear(x, w[k], b[k]).reshape(length, N, H, d).permute(1, 2, 0, 3)
-
-        q, k, v = heads(query, 0, L), heads(key, 1, S), heads(value, 2, S)
-        scores = F.matmul(q * (1.0 / math.sqrt(d)), k.transpose(-2, -1))  # (N, H, L, S)
-        mask = _additive_mask(attn_mask, scores.dtype, "attn_mask")
+        if key.shape[-1] != self.kdim or value.shape[-1] != self.vdim:
+            raise AssertionError(f"expected key and value of {self.kdim} and {self.vdim} features (kdim, vdim), "
+                                 f"got {key.shape[-1]} and {value.shape[-1]}")
+        w, b = self._projections()
+        q, k, v = (NF.linear(x, w[i], b[i]) for i, x in enumerate((query, key, value)))  # (len, N, E)
+        mask = _additive_mask(attn_mask, q.dtype, "attn_mask")
         if mask is not None:
-            if mask.dim() == 2:
-                if tuple(mask.shape) != (L, S):
-                    raise RuntimeError(f"The shape of the 2D attn_mask is {tuple(mask.shape)}, but should be "
-                                       f"{(L, S)}.")
-            elif tuple(mask.shape) != (N * H, L, S):
-                raise RuntimeError(f"The shape of the 3D attn_mask is {tuple(mask.shape)}, but should be "
-                                   f"{(N * H, L, S)}.")
+            want = (L, S) if mask.dim() == 2 else (N * H, L, S)
+            if tuple(mask.shape) != want:
+                raise RuntimeError(f"The shape of the {mask.dim()}D attn_mask is {tuple(mask.shape)}, but should be "
+                                   f"{want}.")
+        pad = _additive_mask(key_padding_mask, q.dtype, "key_padding_mask")
+        if pad is not None and tuple(pad.shape) != (N, S):
+            raise AssertionError(f"expecting key_padding_mask shape of {(N, S)}, but got {tuple(pad.shape)}")
+        if self.bias_k is not None:  # the learned key and value join the sequence; masks let them be seen
+            k = F.cat([k, self.bias_k.expand(1, N, E)], 0)
+            v = F.cat([v, self.bias_v.expand(1, N, E)], 0)
+            mask, pad = _open_column(mask), _open_column(pad)
+        k, v = (t.reshape(t.shape[0], N, H, d).permute(1, 2, 0, 3) for t in (k, v))  # (N, H, S', d)
+        q = q.reshape(L, N, H, d).permute(1, 2, 0, 3)
+        if self.add_zero_attn:  # a zero key and value at the end of the sequence
+            k, v = (F.cat([t, C.zeros(N, H, 1, d, dtype=t.dtype)], 2) for t in (k, v))
+            mask, pad = _open_column(mask), _open_column(pad)
+        S = k.shape[2]
+        scores = F.matmul(q * (1.0 / math.sqrt(d)), k.transpose(-2, -1))  # (N, H, L, S)
+        if mask is not None:
             scores = scores + mask.reshape(-1, H, L, S) if mask.dim() == 3 else scores + mask
-        pad = _additive_mask(key_padding_mask, scores.dtype, "key_padding_mask")
         if pad is not None:
-            if tuple(pad.shape) != (N, S):
-                raise AssertionError(f"expecting key_padding_mask shape of {(N, S)}, but got {tuple(pad.shape)}")
             scores = scores + pad.reshape(N, 1, 1, S)
         attn = NF.softmax(scores, -1)
         if self.training and self.dropout > 0.0:
@@ -108,6 +135,13 @@ class MultiheadAttention(Module):
             if not batched:
                 weights = weights.squeeze(0)
         return out, weights
+
+
+def _open_column(mask):
+    """An additive mask with one more key position at the end, which every query may attend."""
+    if mask is None:
+        return None
+    return F.cat([mask, C.zeros(*mask.shape[:-1], 1, dtype=mask.dtype)], -1)
 
 
 def _activation_fn(activation):
@@ -164,3 +198,98 @@ class TransformerEncoder(Module):
         for layer in self.layers:
             out = layer(out, src_mask=mask, src_key_padding_mask=src_key_padding_mask)
         return self.norm(out) if self.norm is not None else out
+
+
+class TransformerDecoderLayer(Module):
+    def __init__(self, d_model, nhead, dim_feedforward=2048, dropout=0.1, activation="relu", layer_norm_eps=1e-5,
+                 batch_first=False, norm_first=False, device=None, dtype=None):
+        super().__init__()
+        self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout, batch_first=batch_first, dtype=dtype)
+        self.multihead_attn = MultiheadAttention(d_model, nhead, dropout=dropout, batch_first=batch_first,
+                                                 dtype=dtype)
+        self.linear1 = Linear(d_model, dim_feedforward, dtype=dtype)
+        self.dropout = Dropout(dropout)
+        self.linear2 = Linear(dim_feedforward, d_model, dtype=dtype)
+        self.norm_first = norm_first
+        self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, dtype=dtype)
+        self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, dtype=dtype)
+        self.norm3 = LayerNorm(d_model, eps=layer_norm_eps, dtype=dtype)
+        self.dropout1, self.dropout2, self.dropout3 = Dropout(dropout), Dropout(dropout), Dropout(dropout)
+        self.activation = _activation_fn(activation)
+
+    def _sa_block(self, x, attn_mask, key_padding_mask):
+        x = self.self_attn(x, x, x, attn_mask=attn_mask, key_padding_mask=key_padding_mask, need_weights=False)[0]
+        return self.dropout1(x)
+
+    def _mha_block(self, x, mem, attn_mask, key_padding_mask):
+        x = self.multihead_attn(x, mem, mem, attn_mask=attn_mask, key_padding_mask=key_padding_mask,
+                                need_weights=False)[0]
+        return self.dropout2(x)
+
+    def _ff_block(self, x):
+        return self.dropout3(self.linear2(self.dropout(self.activation(self.linear1(x)))))
+
+    def forward(self, tgt, memory, tgt_mask=None, memory_mask=None, tgt_key_padding_mask=None,
+                memory_key_padding_mask=None):
+        x = tgt
+        if self.norm_first:
+            x = x + self._sa_block(self.norm1(x), tgt_mask, tgt_key_padding_mask)
+            x = x + self._mha_block(self.norm2(x), memory, memory_mask, memory_key_padding_mask)
+            x = x + self._ff_block(self.norm3(x))
+        else:
+            x = self.norm1(x + self._sa_block(x, tgt_mask, tgt_key_padding_mask))
+            x = self.norm2(x + self._mha_block(x, memory, memory_mask, memory_key_padding_mask))
+            x = self.norm3(x + self._ff_block(x))
+        return x
+
+
+class TransformerDecoder(Module):
+    def __init__(self, decoder_layer, num_layers, norm=None):
+        super().__init__()
+        self.layers = ModuleList([copy.deepcopy(decoder_layer) for _ in range(num_layers)])
+        self.num_layers, self.norm = num_layers, norm
+
+    def forward(self, tgt, memory, tgt_mask=None, memory_mask=None, tgt_key_padding_mask=None,
+                memory_key_padding_mask=None):
+        out = tgt
+        for layer in self.layers:
+            out = layer(out, memory, tgt_mask=tgt_mask, memory_mask=memory_mask,
+                        tgt_key_padding_mask=tgt_key_padding_mask, memory_key_padding_mask=memory_key_padding_mask)
+        return self.norm(out) if self.norm is not None else out
+
+
+class Transformer(Module):
+    def __init__(self, d_model=512, nhead=8, num_encoder_layers=6, num_decoder_layers=6, dim_feedforward=2048,
+                 dropout=0.1, activation="relu", custom_encoder=None, custom_decoder=None, layer_norm_eps=1e-5,
+                 batch_first=False, norm_first=False, device=None, dtype=None):
+        super().__init__()
+        def stack(custom, layer_type, stack_type, n):
+            if custom is not None:
+                return custom
+            layer = layer_type(d_model, nhead, dim_feedforward, dropout, activation, layer_norm_eps, batch_first,
+                               norm_first, dtype=dtype)
+            return stack_type(layer, n, LayerNorm(d_model, eps=layer_norm_eps, dtype=dtype))
+
+        self.encoder = stack(custom_encoder, TransformerEncoderLayer, TransformerEncoder, num_encoder_layers)
+        self.decoder = stack(custom_decoder, TransformerDecoderLayer, TransformerDecoder, num_decoder_layers)
+        self.d_model, self.nhead, self.batch_first = d_model, nhead, batch_first
+        for p in self.parameters():  # torch's initialisation of the whole model
+            if p.dim() > 1:
+                init.xavier_uniform_(p)
+
+    def forward(self, src, tgt, src_mask=None, tgt_mask=None, memory_mask=None, src_key_padding_mask=None,
+                tgt_key_padding_mask=None, memory_key_padding_mask=None):
+        b = 0 if self.batch_first else 1
+        if src.dim() == 3 and src.shape[b] != tgt.shape[b]:
+            raise RuntimeError("the batch number of src and tgt must be equal")
+        if src.shape[-1] != self.d_model or tgt.shape[-1] != self.d_model:
+            raise RuntimeError("the feature number of src and tgt must be equal to d_model")
+        memory = self.encoder(src, mask=src_mask, src_key_padding_mask=src_key_padding_mask)
+        return self.decoder(tgt, memory, tgt_mask=tgt_mask, memory_mask=memory_mask,
+                            tgt_key_padding_mask=tgt_key_padding_mask,
+                            memory_key_padding_mask=memory_key_padding_mask)
+
+    @staticmethod
+    def generate_square_subsequent_mask(sz, device=None):
+        """A float mask with -inf above the diagonal: position i may attend positions <= i."""
+        return F.triu(C.full((sz, sz), float("-inf")), 1)
