@@ -43,6 +43,7 @@ run 2 train 100 8 "$dir/two_b" || fail "2 ranks, batch 8, again"
 run 2 train 100 8 "$dir/two_c" compiled && ok || fail "2 ranks, batch 8, compiled"
 one train 60 16 "$dir/bn16" bn || fail "one process, BatchNorm, batch 16"
 run 2 train 60 8 "$dir/sbn" syncbn && ok || fail "2 ranks, SyncBatchNorm, batch 8"
+run 2 train 60 8 "$dir/sbn_c" syncbn compiled || fail "2 ranks, SyncBatchNorm, batch 8, compiled"
 # per-rank BatchNorm at 2 ranks must miss the merged batch's bound, or the SyncBatchNorm check is blind
 run 2 train 60 8 "$dir/bn2" bn || fail "2 ranks, per-rank BatchNorm, batch 8"
 if "$py" "$worker" compare "$dir/bn16" "$dir/bn2" 1e-3 1e-4 >"$dir/out" 2>&1; then
@@ -50,7 +51,7 @@ if "$py" "$worker" compare "$dir/bn16" "$dir/bn2" 1e-3 1e-4 >"$dir/out" 2>&1; th
 else
   sed -n 's/^compare/per-rank BatchNorm (expected to differ): compare/p' "$dir/out"
 fi
-for pair in "one16 two_a 1e-3 1e-4" "two_a two_b 0 0" "two_a two_c 0 0" "bn16 sbn 1e-3 1e-4"; do
+for pair in "one16 two_a 1e-3 1e-4" "two_a two_b 0 0" "two_a two_c 0 0" "bn16 sbn 1e-3 1e-4" "sbn sbn_c 0 0"; do
   set -- $pair
   "$py" "$worker" compare "$dir/$1" "$dir/$2" "$3" "$4" >"$dir/out" 2>&1 && cat "$dir/out" || fail "compare $pair"
 done

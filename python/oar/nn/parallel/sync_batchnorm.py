@@ -3,7 +3,9 @@ batch of every rank, as src/dist/sync_batch_norm.c computes them: the per-channe
 sums of squared deviations go through the differentiable allreduce_sum op (its gradient is the
 allreduce of the output gradients, so each rank's backward gets the other ranks' share), so N ranks
 at batch B normalize and learn as one process at batch N*B with BatchNorm. Outside a multi-rank
-world, or in evaluation, it is BatchNorm."""
+world, or in evaluation, it is BatchNorm. Compiled (oar.jit.to_static), the sums and the running
+statistics' updates are program nodes; the global count is read at tracing (one program per batch
+shape), and momentum=None (a cumulative average, whose factor is read eagerly) stays eager."""
 from .. import functional as F  # noqa: F401  (torch.nn.SyncBatchNorm sits beside them)
 from ..modules.layers import _BatchNorm
 
@@ -34,28 +36,27 @@ class SyncBatchNorm(_BatchNorm):
         return self._sync_forward(input)
 
     def _sync_forward(self, x):
-        from ... import distributed as dist, no_grad, ops, tensor
+        from ... import full, no_grad, ops
 
         dims = [d for d in range(x.dim()) if d != 1]
         per_channel = [1, self.num_features] + [1] * (x.dim() - 2)
-        count = tensor([float(x.numel() // self.num_features)])   # ranks' batches may differ (a last batch)
-        dist.all_reduce(count)
-        n = count.item()
-        if n < 1:
-            raise ValueError("SyncBatchNorm: expected a global batch with values, got 0 per channel")
-        mean = ops.allreduce_sum(x.sum(dims, keepdim=True), channel=0) * (1.0 / n)
+        # the global count as an op too (ranks' batches may differ: a last batch), so a compiled step
+        # reads no value while tracing
+        n = ops.allreduce_sum(full([1] * x.dim(), float(x.numel() // self.num_features)), channel=0)
+        mean = ops.allreduce_sum(x.sum(dims, keepdim=True), channel=0) / n
         dev = x - mean
-        var = ops.allreduce_sum((dev * dev).sum(dims, keepdim=True), channel=0) * (1.0 / n)
+        var = ops.allreduce_sum((dev * dev).sum(dims, keepdim=True), channel=0) / n
         y = dev * (var + self.eps).rsqrt()
         if self.affine:
             y = y * self.weight.reshape(per_channel) + self.bias.reshape(per_channel)
         if self.training and self.track_running_stats:
+            # ops that write in place (ema_update, increment), so a compiled step updates at every run
             with no_grad():
                 ops.increment(self.num_batches_tracked)
                 f = 1.0 / float(self.num_batches_tracked.item()) if self.momentum is None else self.momentum
-                unbiased = n / (n - 1) if n > 1 else 1.0
-                self.running_mean.copy_(self.running_mean * (1.0 - f) + mean.reshape(-1) * f)
-                self.running_var.copy_(self.running_var * (1.0 - f) + var.reshape(-1) * (f * unbiased))
+                ops.ema_update(self.running_mean, mean, momentum=f, scale=1.0)
+                unbiased = var * (n / (n - 1).clamp(min=1.0))   # n/(n-1); 1 for a single value
+                ops.ema_update(self.running_var, unbiased, momentum=f, scale=1.0)
         return y
 
     @classmethod
