@@ -15,9 +15,14 @@ if ! command -v mpirun >/dev/null; then
 fi
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
-chmod a+rx "$dir"
+# sanitizer builds: no leak check in ranks (Open MPI keeps memory to exit in plugins it has unloaded;
+# see dist.sh); the ranks inherit the variable, also through the hosts' rsh agent
+export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+if ! timeout 60 mpirun --oversubscribe -np 2 true >"$dir/out" 2>&1; then
+  echo "netns_dist: skipped: mpirun cannot start a 2-process job here:"; sed 's/^/    /' "$dir/out"; exit 77
+fi
 if ! timeout 120 "$oar" launch --nproc 2 -- "$worker" train 40 8 "$dir/local" >"$dir/out" 2>&1; then
-  echo "netns_dist: skipped: a 2-process job on this host fails:"; sed 's/^/    /' "$dir/out"; exit 77
+  echo "netns_dist: FAILED: the job on this host:"; sed 's/^/    /' "$dir/out"; exit 1
 fi
 if ! timeout 180 "$hosts" job 2 --rate 1gbit -- "$oar" launch --nproc 2 --hosts 10.77.0.1:1,10.77.0.2:1 -- \
      "$worker" train 40 8 "$dir/hosts" >"$dir/out" 2>&1; then
