@@ -206,7 +206,8 @@ static const oar_module_ops HOLDER = {"PythonParameters", holder_forward, NULL, 
 static oar_status add_dotted(oar_module *root, const char *dotted, oar_tensor *t, bool param) {
     char path[512];
     if (strlen(dotted) >= sizeof path)
-        return oar_set_error(OAR_ERR_INVALID_ARG, "DistributedDataParallel: parameter name too long: '%.64s...'", dotted);
+        return oar_set_error(OAR_ERR_INVALID_ARG, "DistributedDataParallel: parameter name too long: '%.64s...'",
+                             dotted);
     strcpy(path, dotted);
     oar_module *m = root;
     char *part = path, *dot;

@@ -224,7 +224,8 @@ def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=Fal
     """output = the ranks' inputs concatenated along dim 0."""
     _check_group(group, "all_gather_into_tensor")
     _require_init("all_gather_into_tensor")
-    return _done(_C.dist_allgather(_dense(output_tensor, "all_gather_into_tensor"), _dense(input_tensor, "all_gather_into_tensor")), async_op)
+    who = "all_gather_into_tensor"
+    return _done(_C.dist_allgather(_dense(output_tensor, who), _dense(input_tensor, who)), async_op)
 
 
 _all_gather_base = all_gather_into_tensor
@@ -272,7 +273,8 @@ def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op=Fal
 
     n = get_world_size()
     if len(input_list) != n:
-        raise ValueError(f"reduce_scatter: expected an input_list of {n} tensors (the world size), got {len(input_list)}")
+        raise ValueError(f"reduce_scatter: expected an input_list of {n} tensors (the world size), "
+                         f"got {len(input_list)}")
     return reduce_scatter_tensor(output, stack(list(input_list)).contiguous(), op, group, async_op)
 
 

@@ -79,10 +79,14 @@ class DistributedDataParallel(Module):
         self.bucket_cap_mb = bucket_cap_mb
         self.dim = dim
         self.device_ids, self.output_device = None, None
-        params = list(module.named_parameters())
-        self._buffers_to_broadcast = [b for _, b in module.named_buffers() if b is not None]
-        self._dp = _C.DataParallel(params, [(n, b) for n, b in module.named_buffers() if b is not None],
-                                   float(bucket_cap_mb), float(first_bucket_mb), bool(mpi_allreduce))
+        from ... import float32, float64, int32, int64
+
+        # buffers of the communicator's dtypes (bool and u8 ones are flags, not learned state)
+        buffers = [(n, b) for n, b in module.named_buffers()
+                   if b is not None and b.dtype in (float32, float64, int32, int64)]
+        self._buffers_to_broadcast = [b for _, b in buffers]
+        self._dp = _C.DataParallel(list(module.named_parameters()), buffers, float(bucket_cap_mb),
+                                   float(first_bucket_mb), bool(mpi_allreduce))
         self._world = get_world_size()
         _install_sync()
 

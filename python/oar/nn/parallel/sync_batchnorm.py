@@ -6,7 +6,6 @@ at batch B normalize and learn as one process at batch N*B with BatchNorm. Outsi
 world, or in evaluation, it is BatchNorm. Compiled (oar.jit.to_static), the sums and the running
 statistics' updates are program nodes; the global count is read at tracing (one program per batch
 shape), and momentum=None (a cumulative average, whose factor is read eagerly) stays eager."""
-from .. import functional as F  # noqa: F401  (torch.nn.SyncBatchNorm sits beside them)
 from ..modules.layers import _BatchNorm
 
 
