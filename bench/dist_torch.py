@@ -2,7 +2,9 @@
 """PyTorch DDP (gloo) on the models of ../shared/bench/torch_workloads.py, as bench_dist train
 measures oar: N processes x 1 thread, the same per-rank batch, SGD momentum 0.9, random data.
 Prints one JSON line (rank 0), fields as bench_dist's: step_ms (median), samples_per_s.
-Usage: dist_torch.py SHARED MODEL BATCH STEPS NPROC"""
+Usage: dist_torch.py SHARED MODEL BATCH STEPS NPROC
+Started by mpirun instead (bench/dist_netns.sh: one rank per namespaced host), each process is
+one rank (OMPI_COMM_WORLD_RANK/SIZE) and gloo meets at MASTER_ADDR:MASTER_PORT (rank 0's host)."""
 import importlib.util
 import json
 import os
@@ -25,13 +27,13 @@ def load_workloads():
     return mod
 
 
-def worker(rank, port, out):
+def worker(rank, port, out, master="127.0.0.1"):
     import torch
     import torch.distributed as dist
     import torch.nn.functional as F
     tw = load_workloads()
     torch.set_num_threads(1)
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    os.environ.update(MASTER_ADDR=master, MASTER_PORT=str(port))
     dist.init_process_group("gloo", rank=rank, world_size=nproc)
     torch.manual_seed(0)
     g = torch.Generator().manual_seed(100 + rank)
@@ -69,7 +71,13 @@ def worker(rank, port, out):
     dist.destroy_process_group()
 
 
-if __name__ == "__main__":
+if __name__ == "__main__" and "OMPI_COMM_WORLD_RANK" in os.environ:
+    if int(os.environ["OMPI_COMM_WORLD_SIZE"]) != nproc:
+        sys.exit(f"dist_torch: mpirun started {os.environ['OMPI_COMM_WORLD_SIZE']} processes, NPROC is {nproc}")
+    rank = int(os.environ["OMPI_COMM_WORLD_RANK"])
+    worker(rank, int(os.environ.get("MASTER_PORT", "29533")), "/dev/stdout",
+           os.environ.get("MASTER_ADDR", "127.0.0.1"))
+elif __name__ == "__main__":
     import socket
     import tempfile
     import torch.multiprocessing as mp

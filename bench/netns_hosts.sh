@@ -1,27 +1,40 @@
 #!/usr/bin/env bash
 # Several hosts on one machine, for distributed runs over a real network stack: N network
-# namespaces oar-h0..oar-h<N-1> (10.77.0.1..N/24, each with its own hostname) plugged into one
-# switch (a bridge inside namespace oar-sw, so the machine's own network is never touched), an
+# namespaces <P>-h0..<P>-h<N-1> (10.77.0.1..N/24, each with its own hostname oar-hK) plugged into
+# one switch (a bridge inside namespace <P>-sw, so the machine's own network is never touched), an
 # optional rate limit per link (tc tbf) and added delay (tc netem, when the kernel has it), and
 # mpirun across them with MPI over TCP only. Needs root and iproute2.
+# P, the set's prefix, is $OAR_NETNS (default "oar"): runs side by side need their own (`job`
+# picks a fresh one per run), since every set uses the same addresses inside its own switch.
 #
 #   bench/netns_hosts.sh up N [--rate 1gbit] [--delay 1ms]   make the hosts
-#   bench/netns_hosts.sh mpirun N -- MPIRUN_ARGS...          mpirun from oar-h0 over the N hosts
-#   bench/netns_hosts.sh exec K -- CMD...                    run CMD on host K
-#   bench/netns_hosts.sh down                                remove every oar-h* and oar-sw
-#   bench/netns_hosts.sh selftest                            up 3, an MPI job across them, down
-#                                                            (exit 77: cannot run here)
+#   bench/netns_hosts.sh mpirun N -- MPIRUN_ARGS...          mpirun from host 0 over the N hosts
+#   bench/netns_hosts.sh exec K -- CMD...                    run CMD on host K, with Open MPI told
+#                                                            (OMPI_MCA_*) to reach the other hosts
+#                                                            over their links: `oar launch --hosts
+#                                                            10.77.0.1:1,10.77.0.2:1` works there
+#   bench/netns_hosts.sh down                                remove the set's namespaces
+#   bench/netns_hosts.sh job N [--rate R] [--delay D] -- CMD...
+#                                                            up with a fresh prefix, CMD on host 0
+#                                                            (as exec), down (also on failure)
+#   bench/netns_hosts.sh selftest                            a job of 3 hosts running one MPI
+#                                                            allreduce (exit 77: cannot run here)
 # mpirun starts its daemons on the other hosts through bench/netns_rsh.sh (an rsh agent that
 # enters the namespace of the address it is given) and keeps both its own channel and the
 # message transport on 10.77.0.0/24; shared memory is off, since the ranks are "remote".
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 NET=10.77.0
+export OAR_NETNS=${OAR_NETNS:-oar}
+if ! [[ "$OAR_NETNS" =~ ^[a-z][a-z0-9]{0,11}$ ]]; then
+  echo "netns_hosts: expected OAR_NETNS of 1 to 12 lower-case letters and digits, got '$OAR_NETNS'" >&2
+  exit 2
+fi
 
-ns_of() { echo "oar-h$1"; }
+ns_of() { echo "$OAR_NETNS-h$1"; }
 
-down() {
-  for ns in $(ip netns list 2>/dev/null | awk '{print $1}' | grep -E '^oar-(h[0-9]+|sw)$' || true); do
+down() { # this set only: another run's hosts are not ours to remove
+  for ns in $(ip netns list 2>/dev/null | awk '{print $1}' | grep -E "^$OAR_NETNS-(h[0-9]+|sw)\$" || true); do
     ip netns del "$ns"
   done
 }
@@ -40,18 +53,22 @@ up() {
     echo "netns_hosts: expected 2 to 8 hosts, got '$n'" >&2
     exit 2
   fi
-  down
-  ip netns add oar-sw
-  ip -n oar-sw link add br0 type bridge
-  ip -n oar-sw link set br0 up
+  if ip netns list 2>/dev/null | grep -qE "^$OAR_NETNS-sw( |\$)"; then
+    echo "netns_hosts: the set '$OAR_NETNS' exists already (another run's?); pick another OAR_NETNS or run 'down'" >&2
+    exit 2
+  fi
+  local sw="$OAR_NETNS-sw"
+  ip netns add "$sw"
+  ip -n "$sw" link add br0 type bridge
+  ip -n "$sw" link set br0 up
   for ((k = 0; k < n; k++)); do
     local ns
     ns=$(ns_of "$k")
     ip netns add "$ns"
     ip -n "$ns" link set lo up
-    ip link add eth0 netns "$ns" type veth peer name "port$k" netns oar-sw
-    ip -n oar-sw link set "port$k" master br0
-    ip -n oar-sw link set "port$k" up
+    ip link add eth0 netns "$ns" type veth peer name "port$k" netns "$sw"
+    ip -n "$sw" link set "port$k" master br0
+    ip -n "$sw" link set "port$k" up
     ip -n "$ns" addr add "$NET.$((k + 1))/24" dev eth0
     ip -n "$ns" link set eth0 up
     shape "$ns" "$rate" "$delay"
@@ -80,33 +97,58 @@ hosts_arg() { # 10.77.0.1:S,10.77.0.2:S,...
   echo "$out"
 }
 
+# Open MPI's settings for a job started on one of the hosts (mpirun reads OMPI_MCA_*): daemons
+# through the rsh agent, its channel and the messages over TCP on the hosts' links only.
+mca_env() {
+  export OMPI_MCA_plm_rsh_agent="$here/netns_rsh.sh" OMPI_MCA_plm_rsh_no_tree_spawn=1 \
+    OMPI_MCA_oob_tcp_if_include="$NET.0/24" OMPI_MCA_btl=tcp,self OMPI_MCA_btl_tcp_if_include="$NET.0/24" \
+    OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+}
+
+on_host() { # on_host K CMD...: CMD in host K's namespace, under its hostname
+  local k=$1
+  shift
+  mca_env
+  ip netns exec "$(ns_of "$k")" unshare --uts sh -c "hostname oar-h$k; exec \"\$@\"" sh "$@"
+}
+
 run_mpirun() {
   local n=$1
   shift
   [ "${1:-}" = "--" ] && shift
-  ip netns exec "$(ns_of 0)" unshare --uts sh -c 'hostname oar-h0; exec "$@"' sh \
-    mpirun --allow-run-as-root --oversubscribe \
-    --mca plm_rsh_agent "$here/netns_rsh.sh" --mca plm_rsh_no_tree_spawn 1 \
-    --mca oob_tcp_if_include "$NET.0/24" --mca btl tcp,self --mca btl_tcp_if_include "$NET.0/24" \
-    --host "$(hosts_arg "$n" 8)" "$@"
+  on_host 0 mpirun --oversubscribe --host "$(hosts_arg "$n" 8)" "$@"
+}
+
+job() { # job N [--rate R] [--delay D] -- CMD...
+  local n=$1 opts=()
+  shift
+  while [ $# -gt 0 ] && [ "$1" != "--" ]; do opts+=("$1"); shift; done
+  [ "${1:-}" = "--" ] && shift
+  OAR_NETNS="oar$$$(printf '%04d' $((RANDOM % 10000)))"
+  OAR_NETNS=${OAR_NETNS:0:12}
+  trap down EXIT
+  up "$n" "${opts[@]}"
+  on_host 0 "$@"
 }
 
 selftest() {
-  if [ "$(id -u)" -ne 0 ] || ! command -v ip >/dev/null || ! ip netns add oar-probe 2>/dev/null; then
+  if [ "$(id -u)" -ne 0 ] || ! command -v ip >/dev/null || ! ip netns add "oarprobe$$" 2>/dev/null; then
     echo "netns_hosts selftest: skipped: needs root, iproute2 and permission to make network namespaces"
     exit 77
   fi
-  ip netns del oar-probe
+  ip netns del "oarprobe$$"
   if ! command -v mpicc >/dev/null || ! command -v mpirun >/dev/null; then
     echo "netns_hosts selftest: skipped: needs MPI (mpicc, mpirun: apt-get install libopenmpi-dev openmpi-bin)"
     exit 77
   fi
   selftest_dir=$(mktemp -d)
-  trap 'down; rm -rf "$selftest_dir"' EXIT
   mpicc -O2 -o "$selftest_dir/netns_check" "$here/netns_check.c"
-  up 3 --rate 200mbit
   # 4 MB allreduced over 200 Mbit/s links cannot take less than the bytes a rank must send
-  run_mpirun 3 -- -np 3 --map-by node "$selftest_dir/netns_check" 4194304 200
+  local rc=0
+  ( job 3 --rate 200mbit -- mpirun --oversubscribe --host "$(hosts_arg 3 8)" -np 3 --map-by node \
+      "$selftest_dir/netns_check" 4194304 200 ) || rc=$?
+  rm -rf "$selftest_dir"
+  return $rc
 }
 
 cmd=${1:-}
@@ -117,7 +159,8 @@ case "$cmd" in
   mpirun) run_mpirun "$@" ;;
   exec)
     k=$1; shift; [ "${1:-}" = "--" ] && shift
-    ip netns exec "$(ns_of "$k")" "$@" ;;
+    on_host "$k" "$@" ;;
+  job) job "$@" ;;
   selftest) selftest ;;
-  *) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+  *) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac

@@ -115,6 +115,7 @@ backends = _Backends()
 from . import nn  # noqa: E402,F401
 from . import optim  # noqa: E402,F401
 from . import utils  # noqa: E402,F401
+from . import distributed  # noqa: E402,F401
 
 softmax, log_softmax, dropout = nn.functional.softmax, nn.functional.log_softmax, nn.functional.dropout
 conv2d, layer_norm, batch_norm = nn.functional.conv2d, nn.functional.layer_norm, nn.functional.batch_norm

@@ -8,9 +8,13 @@
  * the other ranks' share of the statistics' gradient. Running statistics are updated as
  * oar_batch_norm does (unbiased variance over the global count), and evaluation uses them, so
  * a checkpoint is interchangeable with BatchNorm's (same names). Every rank must call forward
- * (and backward) together: each is a collective. */
+ * (and backward) together: each is a collective. In a compiled step the sums and the updates are
+ * nodes of the program; the global count is read at tracing, so the program holds for the traced
+ * batch sizes of every rank (a program is made per input shape). */
 #include "dist/comm.h"
 #include "ops/collective.h"
+#include "ops/ema.h"
+#include "ops/increment.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,19 +64,14 @@ static oar_status sbn_forward(oar_module *m, oar_tensor *const *in, int n_in, oa
     oar_tensor *y = oar_mul(dev, oar_rsqrt(oar_add_scalar(var, c->eps)));
     y = oar_add(oar_mul(y, per_channel(w, nd)), per_channel(b, nd));
     if (!y) return oar_last_status();
-    /* running statistics, as oar_batch_norm updates them: unbiased variance, momentum m */
+    /* running statistics, as oar_batch_norm updates them (unbiased variance, momentum m), and the
+     * batch count, through ops that write in place: a compiled step repeats them at every run */
     oar_no_grad_begin();
-    int64_t cs = c->features;
-    oar_tensor *nm = oar_add(oar_mul_scalar(rm, 1.0 - c->momentum), oar_mul_scalar(oar_reshape(mean, &cs, 1), c->momentum));
-    oar_tensor *nv = oar_add(oar_mul_scalar(rv, 1.0 - c->momentum),
-                             oar_mul_scalar(oar_reshape(var, &cs, 1), c->momentum * (n > 1 ? n / (n - 1) : 1.0)));
-    st = nm && nv ? oar_copy_(rm, nm) : oar_last_status();
-    if (st == OAR_OK) st = oar_copy_(rv, nv);
+    st = oar_ema_update_(rm, mean, c->momentum, 1.0);
+    if (st == OAR_OK) st = oar_ema_update_(rv, var, c->momentum, n > 1 ? n / (n - 1) : 1.0);
+    if (st == OAR_OK) st = oar_increment_(oar_module_get(m, "num_batches_tracked"));
     oar_no_grad_end();
     if (st != OAR_OK) return st;
-    oar_tensor *nbt = oar_module_get(m, "num_batches_tracked");
-    double k = 0;
-    if (oar_item(nbt, &k) == OAR_OK) oar_fill_(nbt, k + 1);
     out[0] = y;
     return OAR_OK;
 }

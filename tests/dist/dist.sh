@@ -63,13 +63,16 @@ run 2 train 100 8 "$dir/two_acc" accum2; expect_ok "2 ranks, 2 micro-batches of 
 "$worker" syncbn 60 16 "$dir/sbn16" >"$dir/out" 2>&1 || fail "one process, SyncBatchNorm, batch 16"
 run 2 syncbn 60 8 "$dir/two_sbn"; expect_ok "2 ranks, SyncBatchNorm, batch 8"
 run 2 syncbn 60 8 "$dir/two_bn" plain; expect_ok "2 ranks, per-rank BatchNorm, batch 8"
+# ... and compiled (the step traced: SyncBatchNorm's sums and the buckets are program nodes): the
+# eager bits, running statistics and batch count included
+run 2 syncbn 60 8 "$dir/two_sbn_s" static; expect_ok "2 ranks, SyncBatchNorm, batch 8, compiled"
 if "$worker" compare "$dir/bn16" "$dir/two_bn" 1e-5 1e-6 >"$dir/out" 2>&1; then
   fail "per-rank BatchNorm matched the merged batch: the SyncBatchNorm check cannot fail"
 else
   sed -n "s|$dir/||g; s/^compare/per-rank BatchNorm (expected to differ): compare/p" "$dir/out"
 fi
 for pair in "bn16 sbn16 1e-5 1e-6" "bn16 two_sbn 1e-5 1e-6" "one16acc two_acc 1e-3 1e-4" "two_a two_b 0 0" "three three_b 0 0" "one16 two_a 1e-3 1e-4" "one24 three 1e-3 1e-4" \
-            "one16 one16s 0 0" "two_a two_s 0 0" "three three_s 0 0"; do
+            "one16 one16s 0 0" "two_a two_s 0 0" "three three_s 0 0" "two_sbn two_sbn_s 0 0"; do
   set -- $pair
   "$worker" compare "$dir/$1" "$dir/$2" "$3" "$4" >"$dir/out" 2>&1 && sed "s|$dir/||g" "$dir/out" || fail "compare $pair"
 done

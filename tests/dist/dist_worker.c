@@ -6,7 +6,7 @@
  *                                parameters (%a, exact) to OUT. static: the step compiled
  *                                (oar_jit_to_static), its allreduces bucketed by the compiler;
  *                                accumK: each step accumulates K micro-batches (K-1 under no_sync)
- *   syncbn STEPS BATCH OUT [plain]  linear, SyncBatchNorm, tanh, linear trained data parallel;
+ *   syncbn STEPS BATCH OUT [plain|static]  linear, SyncBatchNorm, tanh, linear trained data parallel;
  *                                OUT as for train, with the running statistics after the
  *                                parameters; plain: BatchNorm instead (the one-process reference)
  *   cbuckets                     compiled data parallel: the program's buckets as configured, each
@@ -485,7 +485,26 @@ static int cbuckets(void) {
     return 0;
 }
 
-static int syncbn(int steps, int64_t batch, const char *out, bool plain) {
+typedef struct sbn_ctx {
+    oar_module *m;
+    oar_dist_dp *dp;
+    oar_optimizer *opt;
+} sbn_ctx;
+
+static oar_status sbn_step(void *user, oar_tensor *const *in, int n_in, oar_tensor **out, int n_out) {
+    (void)n_in, (void)n_out;
+    sbn_ctx *c = user;
+    oar_optimizer_zero_grad(c->opt);
+    oar_tensor *loss = oar_cross_entropy(oar_forward(c->m, in[0]), in[1], NULL);
+    oar_status st = loss ? oar_dist_dp_backward(c->dp, loss) : oar_last_status();
+    if (st == OAR_OK) st = oar_optimizer_step(c->opt);
+    out[0] = loss;
+    return st;
+}
+
+/* static: the training step compiled (oar_jit_to_static), SyncBatchNorm's sums and the bucket
+ * allreduces nodes of the program; it must give the eager step's bits */
+static int syncbn(int steps, int64_t batch, const char *out, bool plain, bool compiled) {
     oar_dataset *d = synthetic(192);
     oar_manual_seed(7);
     oar_module *layers[4]; /* one by one, the norm last: the linears draw the same initial values */
@@ -503,18 +522,25 @@ static int syncbn(int steps, int64_t batch, const char *out, bool plain) {
     MUST(oar_dist_shard_loader(l));
     FILE *f = oar_dist_rank() == 0 && out ? fopen(out, "w") : NULL;
     int step = 0;
+    sbn_ctx ctx = {m, dp, opt};
+    oar_jit *jit = NULL;
     for (int64_t epoch = 0; step < steps; epoch++) {
         MUST(oar_loader_start_epoch(l, epoch));
         oar_tensor *x, *y;
         oar_status st;
         while (step < steps && oar_loader_next(l, &x, &y, &st)) {
             oar_scope_begin();
-            oar_optimizer_zero_grad(opt);
-            oar_tensor *loss = oar_cross_entropy(oar_forward(m, x), y, NULL);
-            MUST(loss ? oar_dist_dp_backward(dp, loss) : oar_last_status());
-            MUST(oar_optimizer_step(opt));
+            oar_tensor *loss = NULL, *batch_in[2] = {x, y};
+            if (compiled && !jit) {
+                oar_input_spec specs[2] = {{OAR_F32, 2, {oar_shape(x)[0], 8}, "x"}, {oar_dtype_of(y), 1, {oar_shape(y)[0]}, "y"}};
+                jit = oar_jit_to_static(sbn_step, &ctx, &(oar_jit_opts){.specs = specs, .n_specs = 2, .module = m,
+                                                                       .optimizer = opt});
+                MUST(jit ? OAR_OK : oar_last_status());
+            }
+            MUST(jit ? oar_jit_call(jit, batch_in, 2, &loss, 1) : sbn_step(&ctx, batch_in, 2, &loss, 1));
             double gl = 0;
             oar_tensor *global = oar_from_data(oar_data(oar_detach(loss)), NULL, 0, OAR_F32);
+            if (jit) oar_release(loss);
             MUST(oar_dist_wait(oar_dist_allreduce(global, OAR_DIST_AVG, true)));
             MUST(oar_item(global, &gl));
             if (f) fprintf(f, "step %d loss %a norm %a\n", step, (float)gl, gl);
@@ -537,8 +563,12 @@ static int syncbn(int steps, int64_t batch, const char *out, bool plain) {
             const float *p = oar_data(t);
             for (int64_t i = 0; i < oar_numel(t); i++) fprintf(f, "param %lld %a\n", (long long)k++, p[i]);
         }
+        double tracked = 0; /* the batches counted: one per step, compiled or not */
+        MUST(oar_item(oar_module_get(m, "1.num_batches_tracked"), &tracked));
+        fprintf(f, "param %lld %a\n", (long long)k++, (float)tracked);
         fclose(f);
     }
+    oar_jit_free(jit);
     /* evaluation: the running statistics, no collective */
     oar_module_train(m, false);
     oar_tensor *x1 = oar_randn((int64_t[]){3, 8}, 2, OAR_F32), *o = oar_forward(m, x1);
@@ -728,7 +758,8 @@ int main(int argc, char **argv) {
     else if (!strcmp(mode, "kill") && argc >= 3) rc = train(1000000, 8, NULL, false, false, 1, 5, argv[2]);
     else if (!strcmp(mode, "cbuckets")) rc = cbuckets();
     else if (!strcmp(mode, "syncbn") && argc >= 5)
-        rc = syncbn(atoi(argv[2]), atoll(argv[3]), argv[4], argc > 5 && !strcmp(argv[5], "plain"));
+        rc = syncbn(atoi(argv[2]), atoll(argv[3]), argv[4], argc > 5 && !strcmp(argv[5], "plain"),
+                    argc > 5 && !strcmp(argv[5], "static"));
     else if (!strcmp(mode, "compare") && argc >= 6) rc = compare(argv[2], argv[3], atof(argv[4]), atof(argv[5]));
     else if (!strcmp(mode, "sampler")) rc = sampler();
     else if (!strcmp(mode, "buckets")) rc = buckets();

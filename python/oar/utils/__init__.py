@@ -1,1 +1,2 @@
 from . import data  # noqa: F401
+from . import data_distributed  # noqa: F401  (oar.utils.data.distributed)

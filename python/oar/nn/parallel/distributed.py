@@ -1,0 +1,127 @@
+"""DistributedDataParallel: torch's wrapper over oar_dist_data_parallel (docs/dist.md).
+
+The C core does the work: rank 0's parameters and buffers are broadcast at construction; each
+parameter's gradient hook copies its gradient into a bucket (last parameters first) and a full
+bucket's allreduce starts while backward continues; the average lands in .grad as a view of the
+bucket. What Python adds is the end of backward: torch's reducer finalizes from an autograd
+callback; here Tensor.backward syncs the wrappers whose forward ran since the last backward
+(the buckets not yet sent go with zeros for the parameters this rank did not use, so unused
+parameters never hang, with or without find_unused_parameters)."""
+import contextlib
+import weakref
+
+from ... import _C
+from ...distributed import _require_init, get_world_size
+from ..modules.module import Module
+
+_pending = []            # weak references to wrappers whose forward ran since the last backward
+_base_backward = None    # Tensor.backward before the first wrapper installed the sync after it
+
+
+def _sync_pending():
+    waiting = [r() for r in _pending]
+    del _pending[:]
+    for ddp in waiting:
+        if ddp is not None:
+            ddp._dp.sync()
+
+
+def _backward_then_sync(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+    if inputs is not None:
+        raise NotImplementedError("Tensor.backward(inputs=...) is not offered with DistributedDataParallel: every "
+                                  "parameter's gradient is averaged across ranks")
+    try:
+        _base_backward(self, gradient, retain_graph=retain_graph, create_graph=create_graph)
+    except BaseException:
+        del _pending[:]   # the C side resets its step at the next sync
+        raise
+    _sync_pending()
+
+
+def _install_sync():
+    global _base_backward
+    from ..._tensor import Tensor
+
+    if _base_backward is None:
+        _base_backward = Tensor.backward
+        Tensor.backward = _backward_then_sync
+
+
+class DistributedDataParallel(Module):
+    """Data parallel training of module across the ranks of oar.distributed's world.
+
+    bucket_cap_mb: bucket capacity (torch's default 25); the first bucket holds 1 MB so
+    communication starts early. find_unused_parameters is accepted either way: a parameter no
+    rank used keeps no gradient, one some ranks used gets their average, and nothing hangs.
+    gradient_as_bucket_view: always (the averaged .grad is a view of its bucket).
+    broadcast_buffers: rank 0's buffers (BatchNorm statistics) overwrite the others' before
+    every training forward, as in torch. Reductions run in a fixed rank order: a run repeats bit
+    for bit. device_ids/output_device: CPU tensors only (None)."""
+
+    def __init__(self, module, device_ids=None, output_device=None, dim=0, broadcast_buffers=True, process_group=None,
+                 bucket_cap_mb=25, find_unused_parameters=False, check_reduction=False,
+                 gradient_as_bucket_view=False, static_graph=False, first_bucket_mb=1.0, mpi_allreduce=False):
+        super().__init__()
+        _require_init("DistributedDataParallel")
+        if process_group is not None:
+            from ...distributed import _check_group
+
+            _check_group(process_group, "DistributedDataParallel")
+        if device_ids not in (None, [], ["cpu"]) or output_device not in (None, "cpu"):
+            raise ValueError(f"DistributedDataParallel: expected device_ids=None and output_device=None (module on the "
+                             f"CPU), got {device_ids!r} and {output_device!r}")
+        if not bucket_cap_mb > 0 or not first_bucket_mb > 0:
+            raise ValueError(f"DistributedDataParallel: expected bucket_cap_mb > 0 and first_bucket_mb > 0, got "
+                             f"{bucket_cap_mb!r} and {first_bucket_mb!r}")
+        self.module = module
+        self.broadcast_buffers = broadcast_buffers
+        self.find_unused_parameters = find_unused_parameters
+        self.bucket_cap_mb = bucket_cap_mb
+        self.dim = dim
+        self.device_ids, self.output_device = None, None
+        from ... import float32, float64, int32, int64
+
+        # buffers of the communicator's dtypes (bool and u8 ones are flags, not learned state)
+        buffers = [(n, b) for n, b in module.named_buffers()
+                   if b is not None and b.dtype in (float32, float64, int32, int64)]
+        self._buffers_to_broadcast = [b for _, b in buffers]
+        self._dp = _C.DataParallel(list(module.named_parameters()), buffers, float(bucket_cap_mb),
+                                   float(first_bucket_mb), bool(mpi_allreduce))
+        self._world = get_world_size()
+        _install_sync()
+
+    def forward(self, *inputs, **kwargs):
+        from ... import is_grad_enabled
+
+        if self.training and self.broadcast_buffers and self._world > 1 and self._buffers_to_broadcast \
+                and not _C.is_tracing():
+            works = [_C.dist_broadcast(b, 0) for b in self._buffers_to_broadcast]
+            for w in works:
+                w.wait()
+        out = self.module(*inputs, **kwargs)
+        if is_grad_enabled() and not any(r() is self for r in _pending):
+            _pending.append(weakref.ref(self))
+        return out
+
+    @contextlib.contextmanager
+    def no_sync(self):
+        """Gradient accumulation: backward calls inside keep each rank's own gradients in .grad and
+        send nothing; the first backward after the block adds its gradients and averages the sums."""
+        self._dp.no_sync(True)
+        try:
+            yield
+        finally:
+            self._dp.no_sync(False)
+
+    def bucket_stats(self):
+        """The buckets (elements, parameters) in launch order and the overlap counters: syncs, bucket
+        allreduces started from gradient hooks (during backward) and at the sync, communication time,
+        and the time the syncs waited for it (not hidden behind backward)."""
+        return self._dp.stats()
+
+    def join(self, *args, **kwargs):
+        raise NotImplementedError("DistributedDataParallel.join (uneven inputs) is not offered: give every rank the "
+                                  "same number of batches (DistributedSampler does)")
+
+    def _get_name(self):
+        return "DistributedDataParallel"

@@ -1,0 +1,59 @@
+#!/bin/sh
+# The Python distributed API under mpirun (docs/dist.md, "From Python"): ddp_worker.py with 2 ranks
+# beside one-process reference runs. Usage: run.sh PYTHON PACKAGE_DIR MPIEXEC [PRELOAD]
+# Skips (77) with a message without MPI, numpy or the built package.
+py=$1 pkg=$2 mpiexec=$3 preload=$4
+here=$(cd "$(dirname "$0")" && pwd)
+worker="$here/ddp_worker.py"
+if [ -z "$mpiexec" ]; then
+  echo "python_dist: skipped: oar was built without MPI (install libopenmpi-dev openmpi-bin, reconfigure)"; exit 77
+fi
+if ! "$py" -c "import numpy" 2>/dev/null; then
+  echo "python_dist: skipped: numpy is absent for $py (apt-get install python3-numpy)"; exit 77
+fi
+export PYTHONPATH="$pkg${PYTHONPATH:+:$PYTHONPATH}" OMP_NUM_THREADS=1
+xopt="-x PYTHONPATH"
+if [ -n "$preload" ]; then # the sanitizer build: its runtimes go into the (uninstrumented) interpreter
+  export LD_PRELOAD="$preload" ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
+  xopt="$xopt -x LD_PRELOAD -x ASAN_OPTIONS"
+fi
+root=""
+[ "$(id -u)" -eq 0 ] && root="--allow-run-as-root"
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+if ! timeout 60 "$mpiexec" $root --oversubscribe -np 2 true >"$dir/out" 2>&1; then
+  echo "python_dist: skipped: $mpiexec cannot start a 2-process job here:"; sed 's/^/    /' "$dir/out"; exit 77
+fi
+fails=0
+fail() { echo "python_dist: FAILED: $*"; sed 's/^/    /' "$dir/out"; fails=$((fails + 1)); }
+run() { # run NPROC ARGS...: a job of the worker
+  np=$1; shift
+  timeout 180 "$mpiexec" $root --oversubscribe --bind-to none $xopt -np "$np" "$py" "$worker" "$@" >"$dir/out" 2>&1
+}
+one() { timeout 180 "$py" "$worker" "$@" >"$dir/out" 2>&1; }
+ok() { grep -v '^$' "$dir/out" | head -2; }
+
+run 2 api && ok || fail "collectives, sampler, unused parameters, no_sync, buckets"
+run 2 mock && ok || fail "torch code under the switch"
+# 2 ranks at batch 8 against one process at batch 16 (the bound of docs/dist.md), a repeat bit for
+# bit, the compiled step bit for bit, and SyncBatchNorm against BatchNorm at the merged batch
+one train 100 16 "$dir/one16" || fail "one process, batch 16"
+run 2 train 100 8 "$dir/two_a" && ok || fail "2 ranks, batch 8"
+run 2 train 100 8 "$dir/two_b" || fail "2 ranks, batch 8, again"
+run 2 train 100 8 "$dir/two_c" compiled && ok || fail "2 ranks, batch 8, compiled"
+one train 60 16 "$dir/bn16" bn || fail "one process, BatchNorm, batch 16"
+run 2 train 60 8 "$dir/sbn" syncbn && ok || fail "2 ranks, SyncBatchNorm, batch 8"
+run 2 train 60 8 "$dir/sbn_c" syncbn compiled || fail "2 ranks, SyncBatchNorm, batch 8, compiled"
+# per-rank BatchNorm at 2 ranks must miss the merged batch's bound, or the SyncBatchNorm check is blind
+run 2 train 60 8 "$dir/bn2" bn || fail "2 ranks, per-rank BatchNorm, batch 8"
+if "$py" "$worker" compare "$dir/bn16" "$dir/bn2" 1e-3 1e-4 >"$dir/out" 2>&1; then
+  fail "per-rank BatchNorm matched the merged batch: the SyncBatchNorm check cannot fail"
+else
+  sed -n 's/^compare/per-rank BatchNorm (expected to differ): compare/p' "$dir/out"
+fi
+for pair in "one16 two_a 1e-3 1e-4" "two_a two_b 0 0" "two_a two_c 0 0" "bn16 sbn 1e-3 1e-4" "sbn sbn_c 0 0"; do
+  set -- $pair
+  "$py" "$worker" compare "$dir/$1" "$dir/$2" "$3" "$4" >"$dir/out" 2>&1 && cat "$dir/out" || fail "compare $pair"
+done
+if [ $fails -ne 0 ]; then echo "python_dist: $fails failed"; exit 1; fi
+echo "python_dist: all passed"
