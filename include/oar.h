@@ -1381,5 +1381,6 @@ OAR_API bool oar_check_nan_inf_enabled(void);
 #include "oar/cuda_graphs.h" /* compiled programs on the GPU replayed as CUDA graphs */
 #include "oar/profiler_device.h" /* the profiler on devices: GPU spans */
 #include "oar/grad.h"   /* assigning a leaf's gradient */
+#include "oar/amp_static.h" /* AMP in compiled steps: the loss scaler's state */
 
 #endif /* OAR_H */
