@@ -16,8 +16,8 @@ const sweep_case sweep_cases_amp_step[] = {
     {"amp_unscale_grads", "c0f32:;c0.25f32:;n:5;nbf16:2x3;nf16:4;nf64:3", "", NG},
     {"amp_unscale_grads", "c0f32:;c0.5f32:;n:4;c1,nan,-inf,3f32:2x2", "", NG},
     {"amp_unscale_grads", "c0f32:;c0.5f32:;cinff16:2;n:1000003", "", NG},
-    {"amp_skip_step", "c0f32:;c4i64:;" HYPER, "", NG},
-    {"amp_skip_step", "c1f32:;c4i64:;" HYPER ";" HYPER ";" HYPER, "", NG},
+    {"amp_skip_step", "c0f32:;c4i64:;" HYPER, "", NG | SWEEP_NO_BATCH},
+    {"amp_skip_step", "c1f32:;c4i64:;" HYPER ";" HYPER ";" HYPER, "", NG | SWEEP_NO_BATCH},
     {0},
 };
 
