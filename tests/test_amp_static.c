@@ -1,4 +1,4 @@
-/* AMP in compiled steps (issue 15): an O1 f16 training step with a loss scaler traced into one
+/* AMP in compiled steps (issue 15): an O1 (and an O2, f32 masters) f16 training step with a loss scaler traced into one
  * program holds the scaler's check-and-skip (one fused amp_unscale, amp_skip_step masking the
  * optimizer's updates); over steps with planted infs it gives the eager step's bits (losses,
  * parameters, optimizer state, scale, growth tracker, skip count and streak, the optimizer's
@@ -29,6 +29,7 @@ static oar_module *mlp(void) {
 
 typedef struct run {
     oar_module *m;
+    oar_amp_masters *w; /* O2 */
     oar_optimizer *o;
     oar_grad_scaler *sc;
     oar_jit *f; /* NULL: eager */
@@ -41,33 +42,42 @@ static oar_status step_fn(void *user, oar_tensor *const *in, int n_in, oar_tenso
     oar_optimizer_zero_grad(r->o);
     oar_autocast_opts ac = oar_autocast_defaults();
     ac.dtype = OAR_F16;
+    ac.level = r->w ? OAR_AMP_O2 : OAR_AMP_O1;
     oar_status st = oar_autocast_begin(&ac);
     if (st != OAR_OK) return st;
     oar_tensor *loss = oar_mse_loss(oar_forward(r->m, in[0]), in[1], OAR_REDUCE_MEAN);
     oar_autocast_end();
     if (!loss) return oar_last_status();
     if ((st = oar_backward(oar_grad_scaler_scale(r->sc, loss), NULL, false)) != OAR_OK) return st;
-    if ((st = oar_grad_scaler_step(r->sc, r->o, NULL)) != OAR_OK) return st;
+    if ((st = r->w ? oar_amp_masters_step(r->w, r->o, r->sc, NULL) : oar_grad_scaler_step(r->sc, r->o, NULL)) != OAR_OK)
+        return st;
     if ((st = oar_grad_scaler_update(r->sc)) != OAR_OK) return st;
     out[0] = loss;
     return OAR_OK;
 }
 
 /* Heap-allocated: the compiled function keeps the pointer as its user data. */
-static run *run_new(oar_optim_kind kind, bool compiled) {
+static run *run_new(oar_optim_kind kind, bool compiled, bool o2) {
     run *r = calloc(1, sizeof *r);
     r->m = mlp();
     oar_optim_opts oo = oar_optim_defaults(kind);
     oo.lr = 0.02;
     if (kind == OAR_OPTIM_SGD) oo.momentum = 0.9;
-    r->o = oar_optimizer_for(r->m, &oo);
+    if (o2) {
+        oar_amp_decorate_opts d = oar_amp_decorate_defaults();
+        d.dtype = OAR_F16;
+        r->w = oar_amp_decorate(r->m, &d);
+        r->o = oar_amp_masters_optimizer(r->w, &oo);
+    } else {
+        r->o = oar_optimizer_for(r->m, &oo);
+    }
     oar_grad_scaler_opts so = oar_grad_scaler_defaults();
     so.growth_interval = 2;
     so.warn_after = 0;
     r->sc = oar_grad_scaler_new(&so);
     if (compiled) {
-        const oar_state_source *src[1] = {oar_grad_scaler_state_source(r->sc)};
-        oar_jit_opts jo = {.module = r->m, .optimizer = r->o, .state_sources = src, .n_state_sources = 1};
+        const oar_state_source *src[2] = {oar_grad_scaler_state_source(r->sc), oar_amp_masters_state_source(r->w)};
+        oar_jit_opts jo = {.module = r->m, .optimizer = r->o, .state_sources = src, .n_state_sources = o2 ? 2 : 1};
         r->f = oar_jit_to_static(step_fn, r, &jo);
         CHECK(r->f != NULL);
     }
@@ -78,6 +88,7 @@ static void run_free(run *r) {
     oar_jit_free(r->f);
     oar_grad_scaler_free(r->sc);
     oar_optimizer_free(r->o);
+    oar_amp_masters_free(r->w);
     oar_module_free(r->m);
     free(r);
 }
@@ -114,6 +125,13 @@ static bool same_state(run *a, run *b) {
             same = false;
         }
     }
+    for (int i = 0; i < oar_amp_masters_count(a->w); i++) {
+        const char *name;
+        if (!t_same_bits(oar_amp_master(a->w, i, &name), oar_amp_master(b->w, i, NULL))) {
+            fprintf(stderr, "master %s differs\n", name);
+            same = false;
+        }
+    }
     for (int i = 0; i < oar_optimizer_num_state(a->o); i++) {
         const char *name;
         oar_tensor *p = oar_optimizer_state(a->o, i, &name), *q = oar_optimizer_state(b->o, i, NULL);
@@ -127,9 +145,9 @@ static bool same_state(run *a, run *b) {
 
 #define N_STEPS 8
 
-static void test_eager_equal(oar_optim_kind kind) {
+static void test_eager_equal(oar_optim_kind kind, bool o2) {
     oar_scope_begin();
-    run *e = run_new(kind, false), *c = run_new(kind, true);
+    run *e = run_new(kind, false, o2), *c = run_new(kind, true, o2);
     oar_tensor *le[N_STEPS], *lc[N_STEPS];
     steps(e, 0, N_STEPS, le);
     steps(c, 0, N_STEPS, lc);
@@ -156,17 +174,17 @@ static void test_eager_equal(oar_optim_kind kind) {
 
 /* A compiled run saved after 4 steps and resumed in fresh objects (a new program) ends with the
  * bits of the run that went on. */
-static void test_resume(void) {
+static void test_resume(bool o2) {
     oar_scope_begin();
     char path[256];
     snprintf(path, sizeof path, "test_amp_static_%d.safetensors", (int)getpid());
-    run *a = run_new(OAR_OPTIM_ADAM, true), *b = run_new(OAR_OPTIM_ADAM, true);
+    run *a = run_new(OAR_OPTIM_ADAM, true, o2), *b = run_new(OAR_OPTIM_ADAM, true, o2);
     oar_tensor *la[N_STEPS], *lb[N_STEPS];
     steps(a, 0, 4, la);
-    CHECK(oar_amp_checkpoint_save(path, a->m, a->o, NULL, NULL, a->sc, 4) == OAR_OK);
+    CHECK(oar_amp_checkpoint_save(path, a->m, a->o, NULL, a->w, a->sc, 4) == OAR_OK);
     steps(a, 4, N_STEPS, la);
     int64_t step = 0;
-    CHECK(oar_amp_checkpoint_load(path, b->m, b->o, NULL, NULL, b->sc, &step) == OAR_OK && step == 4);
+    CHECK(oar_amp_checkpoint_load(path, b->m, b->o, NULL, b->w, b->sc, &step) == OAR_OK && step == 4);
     steps(b, 4, N_STEPS, lb);
     bool same_losses = true;
     for (int i = 4; i < N_STEPS; i++) same_losses &= t_same_bits(la[i], lb[i]);
@@ -184,7 +202,7 @@ static void test_resume(void) {
 /* A compiled function outliving its scaler is refused at the next call, not run on freed state. */
 static void test_freed_scaler(void) {
     oar_scope_begin();
-    run *c = run_new(OAR_OPTIM_SGD, true);
+    run *c = run_new(OAR_OPTIM_SGD, true, false);
     oar_tensor *l[2];
     steps(c, 1, 2, l);
     oar_grad_scaler_free(c->sc);
@@ -196,9 +214,11 @@ static void test_freed_scaler(void) {
 }
 
 int main(void) {
-    test_eager_equal(OAR_OPTIM_SGD);
-    test_eager_equal(OAR_OPTIM_ADAM);
-    test_resume();
+    test_eager_equal(OAR_OPTIM_SGD, false);
+    test_eager_equal(OAR_OPTIM_ADAM, false);
+    test_eager_equal(OAR_OPTIM_ADAMW, true); /* O2: f16 parameters, f32 masters */
+    test_resume(false);
+    test_resume(true);
     test_freed_scaler();
     return test_summary("test_amp_static");
 }

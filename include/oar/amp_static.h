@@ -22,6 +22,10 @@ extern "C" {
 /* The scaler's tensors for compiled steps: "scaler.scale", ".growth_tracker", ".skipped", ".found",
  * ".inv_scale" (valid while the scaler lives; free compiled functions using it first). */
 OAR_API const oar_state_source *oar_grad_scaler_state_source(oar_grad_scaler *s);
+/* O2's f32 masters (those apart from their parameters), "master.<parameter path>", for a compiled
+ * step that calls oar_amp_masters_step (or sync_grads, a step and sync_params): the masters'
+ * gradients are casts in the program and the rounding back into the parameters its ops. */
+OAR_API const oar_state_source *oar_amp_masters_state_source(oar_amp_masters *w);
 
 #ifdef __cplusplus
 }

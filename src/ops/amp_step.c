@@ -7,11 +7,14 @@
  *                      the program, which it may not write in place;
  *   amp_skip_step      after the unscale: when found is set, counts a skipped step and sets the
  *                      skip flag of every optimizer hyper tensor passed, so the optimizer_update
- *                      ops after it change nothing (and clear the flag). No host round trip. */
+ *                      ops after it change nothing (and clear the flag). No host round trip;
+ *   amp_sync_param     O2: an f16/bf16 parameter <- its f32 master, rounded as oar_copy_ rounds
+ *                      (a skipped step leaves the master, so the parameter keeps its bits). */
 #include "ops/op.h"
 #include "optim/optim.h"
 
 #include <math.h>
+#include <string.h>
 
 #define BEGIN "amp_begin_unscale"
 #define SKIP "amp_skip_step"
@@ -163,4 +166,36 @@ const oar_op_def oar_opdef_amp_skip_step = {
      * host_inputs); found and skipped are read on the host too */
     .host_inputs = ~0u,
     .infer = skip_infer, .reference = skip_ref,
+};
+
+#define SYNC "amp_sync_param"
+
+static oar_status sync_infer(oar_tensor *const *in, int n_in, const oar_attr *a, oar_meta *out, int *n_out) {
+    (void)n_in, (void)a, (void)out;
+    const oar_tensor *p = in[0], *m = in[1];
+    char ps[96], ms[96];
+    oar_format_shape(p->shape, p->ndim, ps, sizeof ps);
+    oar_format_shape(m->shape, m->ndim, ms, sizeof ms);
+    if (!oar_dtypes[m->dtype].is_float || !oar_dtypes[p->dtype].is_float)
+        return OAR_FAIL(OAR_ERR_DTYPE, SYNC, "expected a float parameter and its float (f32) master, got %s and %s",
+                        oar_dtype_name(p->dtype), oar_dtype_name(m->dtype));
+    if (p->ndim != m->ndim || memcmp(p->shape, m->shape, sizeof(int64_t) * (size_t)p->ndim))
+        return OAR_FAIL(OAR_ERR_SHAPE, SYNC, "expected the master to have the parameter's shape %s, got %s", ps, ms);
+    *n_out = 0;
+    return OAR_OK;
+}
+
+static oar_status sync_ref(const oar_kctx *ctx, oar_tensor *const *in, int n_in, oar_tensor *const *out, int n_out,
+                           const oar_attr *a) {
+    (void)ctx, (void)n_in, (void)out, (void)n_out, (void)a;
+    oar_status st = oar_tensor_copy_strided(in[0], in[1]);
+    in[0]->storage->version++;
+    return st;
+}
+
+const oar_op_def oar_opdef_amp_sync_param = {
+    .name = SYNC, .n_inputs = 2, .n_outputs = 0, .key_input = 1,
+    .flags = OAR_OPF_NONDIFF, .ref_dtypes = OAR_FLOAT_DTYPES,
+    .mutated_inputs = 1u,
+    .infer = sync_infer, .reference = sync_ref,
 };
