@@ -208,9 +208,9 @@ static oar_status unscale_chunk_traced(oar_grad_scaler *s, oar_tensor **params, 
     for (int i = 0; i < n; i++) in[2 + i] = params[i]->grad;
     int n_out = n;
     oar_status st = oar_op_call(OAR_OP_amp_unscale_grads, in, n + 2, NULL, out, &n_out);
-    for (int i = 0; i < n && st == OAR_OK; i++) {
+    for (int i = 0; i < n && st == OAR_OK; i++) { /* new references: the parameters take them */
         oar_tensor_unref(params[i]->grad);
-        params[i]->grad = oar_retain(out[i]);
+        params[i]->grad = out[i];
     }
     return st;
 }
