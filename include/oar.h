@@ -1382,5 +1382,6 @@ OAR_API bool oar_check_nan_inf_enabled(void);
 #include "oar/profiler_device.h" /* the profiler on devices: GPU spans */
 #include "oar/grad.h"   /* assigning a leaf's gradient */
 #include "oar/rnn.h"    /* one LSTM/GRU layer over a sequence, for front ends */
+#include "oar/amp_static.h" /* AMP in compiled steps: the loss scaler's state */
 
 #endif /* OAR_H */

@@ -4,6 +4,7 @@
  * step. Norm layers (and any prefix the user names) keep f32 parameters, which are their own
  * masters. */
 #include "amp/amp.h"
+#include "ops/op.h"
 #include "optim/optim.h"
 
 #include <stdlib.h>
@@ -15,7 +16,11 @@ struct oar_amp_masters {
     oar_tensor **param;   /* retained */
     oar_tensor **master;  /* owned (the parameter itself, retained, when it stays f32) */
     char **name;
+    oar_state_source source; /* "master.<name>" */
 };
+
+static int source_count(void *owner);
+static oar_tensor *source_tensor(void *owner, int i, const char **name);
 
 oar_amp_decorate_opts oar_amp_decorate_defaults(void) {
     return (oar_amp_decorate_opts){.dtype = OAR_BF16, .keep_norm_fp32 = true};
@@ -94,6 +99,7 @@ oar_amp_masters *oar_amp_decorate(oar_module *m, const oar_amp_decorate_opts *op
     oar_amp_masters *w = calloc(1, sizeof *w);
     if (w) {
         w->dtype = o.dtype;
+        w->source = (oar_state_source){.owner = w, .count = source_count, .tensor = source_tensor, .prefix = "master."};
         w->param = calloc((size_t)np + 1, sizeof *w->param);
         w->master = calloc((size_t)np + 1, sizeof *w->master);
         w->name = calloc((size_t)np + 1, sizeof *w->name);
@@ -134,6 +140,16 @@ oar_amp_masters *oar_amp_decorate(oar_module *m, const oar_amp_decorate_opts *op
 
 int oar_amp_masters_count(const oar_amp_masters *w) { return w ? w->n : 0; }
 
+/* Compiled steps bind the masters kept apart from their parameters (the others are the module's). */
+static int source_count(void *owner) { return owner ? ((oar_amp_masters *)owner)->n : 0; }
+static oar_tensor *source_tensor(void *owner, int i, const char **name) {
+    oar_amp_masters *w = owner;
+    if (name) *name = w->name[i];
+    return w->param[i] == w->master[i] ? NULL : w->master[i];
+}
+
+const oar_state_source *oar_amp_masters_state_source(oar_amp_masters *w) { return w ? &w->source : NULL; }
+
 oar_tensor *oar_amp_master(oar_amp_masters *w, int i, const char **name) {
     if (!w || i < 0 || i >= w->n) {
         oar_error(OAR_ERR_INVALID_ARG, "oar_amp_master: expected an index in [0, %d), got %d", w ? w->n : 0, i);
@@ -156,6 +172,17 @@ oar_status oar_amp_masters_sync_grads(oar_amp_masters *w) {
     for (int i = 0; i < w->n; i++) {
         oar_tensor *p = w->param[i], *m = w->master[i];
         if (p == m || !p->grad) continue;
+        if (oar_active_trace) { /* the gradient is a value of the program: its f32 cast is another */
+            oar_no_grad_begin();
+            oar_tensor *c = oar_cast(p->grad, OAR_F32);
+            oar_no_grad_end();
+            if (!c) return oar_last_status();
+            oar_tensor_unref(m->grad);
+            m->grad = oar_retain(c);
+            oar_tensor_unref(p->grad);
+            p->grad = NULL;
+            continue;
+        }
         oar_tensor *g = oar_tensor_new_on(m->device, OAR_F32, m->shape, m->ndim);
         if (!g) return oar_last_status();
         oar_status st = oar_copy_(g, p->grad);
@@ -176,8 +203,16 @@ oar_status oar_amp_masters_sync_params(oar_amp_masters *w) {
     if (!w) return oar_error(OAR_ERR_INVALID_ARG, "oar_amp_masters_sync_params: expected masters, got NULL");
     oar_status st = OAR_OK;
     oar_no_grad_begin(); /* an update, as the optimizer's */
-    for (int i = 0; i < w->n && st == OAR_OK; i++)
-        if (w->param[i] != w->master[i]) st = oar_copy_(w->param[i], w->master[i]);
+    for (int i = 0; i < w->n && st == OAR_OK; i++) {
+        if (w->param[i] == w->master[i]) continue;
+        if (oar_active_trace) { /* a write the program makes: the same rounding as oar_copy_'s */
+            oar_tensor *in[2] = {w->param[i], w->master[i]}, *none[1];
+            int n_out = 1;
+            st = oar_op_call(OAR_OP_amp_sync_param, in, 2, NULL, none, &n_out);
+        } else {
+            st = oar_copy_(w->param[i], w->master[i]);
+        }
+    }
     oar_no_grad_end();
     return st;
 }
@@ -190,6 +225,8 @@ oar_status oar_amp_masters_step(oar_amp_masters *w, oar_optimizer *o, oar_grad_s
     st = s ? oar_grad_scaler_step(s, o, &skip) : oar_optimizer_step(o);
     if (st != OAR_OK) return st;
     if (skipped) *skipped = skip;
+    /* traced, a skip is decided in the program: the sync runs and rounds the unchanged masters to
+     * the parameters' own bits */
     return skip ? OAR_OK : oar_amp_masters_sync_params(w);
 }
 

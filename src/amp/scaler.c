@@ -5,6 +5,7 @@
  * checkpoints save it like any tensor; it moves to the gradients' device at the first unscale
  * (as torch's scaler keeps it on the GPU), so on a GPU the ops run there and the host reads
  * it back only when the step asks whether to skip. */
+#include "graph/trace.h"
 #include "ops/op.h"
 #include "optim/optim.h"
 
@@ -13,6 +14,18 @@
 #include <string.h>
 
 #define UNSCALE_CHUNK 30 /* gradients per amp_unscale call (its in-place inputs fit a 32-bit mask) */
+#define SKIP_CHUNK 30    /* hyper tensors per amp_skip_step call (the same reason) */
+
+/* The host side of one compiled step that holds the scaler's check-and-skip (the user of its
+ * run hooks): after each run, the skip streak and its warning, and the optimizer's step count
+ * less the steps skipped in-program (as eager steps count only those taken). Outlives whichever
+ * of the scaler and the program lets go first (s = NULL once the scaler is freed). */
+typedef struct traced_step {
+    struct oar_grad_scaler *s;
+    oar_optim_traced *optim; /* the optimizer's record of the same trace (a hold), or NULL */
+    int64_t skipped_before;
+    int refs;                /* the scaler's and the hooks' */
+} traced_step;
 
 struct oar_grad_scaler {
     oar_grad_scaler_opts opts;
@@ -23,10 +36,14 @@ struct oar_grad_scaler {
     oar_tensor *inv_scale;      /* f32 0-d */
     const oar_optimizer *unscaled; /* the optimizer unscaled this step, if any */
     int64_t streak;             /* skipped steps in a row */
+    traced_step **traced;       /* one per trace that recorded a step */
+    int n_traced;
+    oar_state_source source;    /* its state for compiled steps: "scaler.<name>" */
 };
 
-static const char *const state_names[] = {"scale", "growth_tracker", "skipped"};
-#define N_STATE 3
+static const char *const state_names[] = {"scale", "growth_tracker", "skipped", "found", "inv_scale"};
+#define N_STATE 3  /* saved in checkpoints */
+#define N_BOUND 5  /* bound into compiled steps: also this step's record and 1/scale */
 
 oar_grad_scaler_opts oar_grad_scaler_defaults(void) {
     return (oar_grad_scaler_opts){.init_scale = 65536.0, .growth_factor = 2.0, .backoff_factor = 0.5,
@@ -41,6 +58,19 @@ static oar_tensor *scalar(oar_dtype dt, double v) {
     }
     return t;
 }
+
+static oar_tensor *state_tensor(oar_grad_scaler *s, int i) {
+    oar_tensor *t[N_BOUND] = {s->scale, s->growth_tracker, s->skipped, s->found, s->inv_scale};
+    return t[i];
+}
+
+static int source_count(void *owner) { return owner ? N_BOUND : 0; }
+static oar_tensor *source_tensor(void *owner, int i, const char **name) {
+    if (name) *name = state_names[i];
+    return state_tensor(owner, i);
+}
+
+const oar_state_source *oar_grad_scaler_state_source(oar_grad_scaler *s) { return s ? &s->source : NULL; }
 
 oar_grad_scaler *oar_grad_scaler_new(const oar_grad_scaler_opts *opts) {
     oar_init();
@@ -61,6 +91,7 @@ oar_grad_scaler *oar_grad_scaler_new(const oar_grad_scaler_opts *opts) {
         return NULL;
     }
     s->opts = o;
+    s->source = (oar_state_source){.owner = s, .count = source_count, .tensor = source_tensor, .prefix = "scaler."};
     s->scale = scalar(OAR_F32, o.init_scale);
     s->growth_tracker = scalar(OAR_I64, 0);
     s->skipped = scalar(OAR_I64, 0);
@@ -73,8 +104,20 @@ oar_grad_scaler *oar_grad_scaler_new(const oar_grad_scaler_opts *opts) {
     return s;
 }
 
+static void traced_release(traced_step *r) {
+    if (r && __atomic_sub_fetch(&r->refs, 1, __ATOMIC_ACQ_REL) == 0) {
+        oar_optim_traced_release(r->optim);
+        free(r);
+    }
+}
+
 void oar_grad_scaler_free(oar_grad_scaler *s) {
     if (!s) return;
+    for (int k = 0; k < s->n_traced; k++) { /* compiled steps may still hold these */
+        s->traced[k]->s = NULL;
+        traced_release(s->traced[k]);
+    }
+    free(s->traced);
     oar_tensor_unref(s->scale);
     oar_tensor_unref(s->growth_tracker);
     oar_tensor_unref(s->skipped);
@@ -153,6 +196,25 @@ oar_tensor *oar_grad_scaler_scale(oar_grad_scaler *s, oar_tensor *loss) {
     return sc ? oar_mul(loss, sc) : NULL;
 }
 
+static oar_status begin_unscale(oar_grad_scaler *s) {
+    oar_tensor *in[3] = {s->scale, s->inv_scale, s->found}, *none[1];
+    int n_out = 1;
+    return oar_op_call(OAR_OP_amp_begin_unscale, in, 3, NULL, none, &n_out);
+}
+
+/* Traced: amp_unscale_grads over one run of parameters; their gradients become its outputs. */
+static oar_status unscale_chunk_traced(oar_grad_scaler *s, oar_tensor **params, int n) {
+    oar_tensor *in[UNSCALE_CHUNK + 2] = {s->found, s->inv_scale}, *out[UNSCALE_CHUNK];
+    for (int i = 0; i < n; i++) in[2 + i] = params[i]->grad;
+    int n_out = n;
+    oar_status st = oar_op_call(OAR_OP_amp_unscale_grads, in, n + 2, NULL, out, &n_out);
+    for (int i = 0; i < n && st == OAR_OK; i++) { /* new references: the parameters take them */
+        oar_tensor_unref(params[i]->grad);
+        params[i]->grad = out[i];
+    }
+    return st;
+}
+
 /* amp_unscale over one run of gradients. */
 static oar_status unscale_chunk(oar_grad_scaler *s, oar_tensor **grads, int n) {
     oar_tensor *in[UNSCALE_CHUNK + 2] = {s->found, s->inv_scale};
@@ -169,18 +231,29 @@ oar_status oar_grad_scaler_unscale(oar_grad_scaler *s, oar_optimizer *o) {
         return oar_error(OAR_ERR_STATE, "oar_grad_scaler_unscale: this optimizer's gradients were already unscaled "
                                         "since the last oar_grad_scaler_update; unscale once per step");
     oar_status st = OAR_OK;
-    for (int i = 0; i < o->n_params; i++)
+    bool traced = oar_active_trace != 0;
+    for (int i = 0; i < o->n_params && !traced; i++)
         if (o->params[i].t->grad) {
             st = state_to(s, o->params[i].t->grad->device);
             break;
         }
-    if (st == OAR_OK) st = set_inv_scale(s);
+    /* traced: 1/scale and the clean record are ops of the program (the host writes below would
+     * happen once, at trace time) */
+    if (st == OAR_OK) st = traced ? begin_unscale(s) : set_inv_scale(s);
     if (st != OAR_OK) return st;
     oar_tensor *chunk[UNSCALE_CHUNK];
     int n = 0;
     for (int i = 0; i < o->n_params && st == OAR_OK; i++) {
         oar_tensor *p = o->params[i].t, *g = p->grad;
         if (!g) continue;
+        if (traced) {
+            chunk[n++] = p;
+            if (n == UNSCALE_CHUNK) {
+                st = unscale_chunk_traced(s, chunk, n);
+                n = 0;
+            }
+            continue;
+        }
         if (!g->contiguous) { /* amp_unscale writes in place: give the parameter a contiguous gradient */
             oar_tensor *c = oar_tensor_contiguous_copy(g);
             if (!c) return oar_last_status();
@@ -193,8 +266,82 @@ oar_status oar_grad_scaler_unscale(oar_grad_scaler *s, oar_optimizer *o) {
             n = 0;
         }
     }
-    if (st == OAR_OK && n) st = unscale_chunk(s, chunk, n);
+    if (st == OAR_OK && n) st = traced ? unscale_chunk_traced(s, chunk, n) : unscale_chunk(s, chunk, n);
     if (st == OAR_OK) s->unscaled = o;
+    return st;
+}
+
+static void traced_warn(oar_grad_scaler *s) {
+    if (s->opts.warn_after > 0 && s->streak == s->opts.warn_after)
+        oar_warn("oar_grad_scaler_step: %lld steps in a row skipped for inf/nan gradients (scale %g, floor %g); "
+                 "the loss itself may be inf/nan, or the learning rate too high",
+                 (long long)s->streak, (double)f32_of(s->scale), s->opts.min_scale);
+}
+
+static oar_status before_run(void *user) {
+    traced_step *r = user;
+    if (!r->s)
+        return oar_error(OAR_ERR_STATE, "jit_call: the loss scaler this function uses was freed (oar_grad_scaler_free) "
+                                        "while the compiled function still uses it; free the compiled function first "
+                                        "(oar_jit_free), or keep the scaler until then");
+    r->skipped_before = i64_of(r->s->skipped);
+    return OAR_OK;
+}
+
+/* One host read per run (the skip count), none per parameter. */
+static void after_run(void *user) {
+    traced_step *r = user;
+    if (!r->s) return;
+    int64_t skipped = i64_of(r->s->skipped) - r->skipped_before;
+    if (r->optim && r->optim->o) r->optim->o->steps -= skipped;
+    if (skipped == 0) {
+        r->s->streak = 0;
+        return;
+    }
+    for (int64_t k = 0; k < skipped; k++) {
+        r->s->streak++;
+        traced_warn(r->s);
+    }
+}
+
+static void release_hooks(void *user) { traced_release(user); }
+
+/* The record of the trace running now, made (its hooks registered) at its first step. */
+static traced_step *traced_record(oar_grad_scaler *s, oar_optimizer *o) {
+    for (int k = s->n_traced - 1; k >= 0; k--)
+        if (s->traced[k]->optim && s->traced[k]->optim->trace == oar_active_trace) return s->traced[k];
+    traced_step **list = realloc(s->traced, sizeof *list * (size_t)(s->n_traced + 1));
+    if (!list) return NULL;
+    s->traced = list;
+    traced_step *r = calloc(1, sizeof *r);
+    if (!r) return NULL;
+    *r = (traced_step){.s = s, .optim = oar_optim_traced_hold(o), .refs = 2}; /* the scaler and the hooks */
+    if (oar_trace_add_run_hook(before_run, after_run, release_hooks, r) != OAR_OK) {
+        oar_optim_traced_release(r->optim);
+        free(r);
+        return NULL;
+    }
+    s->traced[s->n_traced++] = r;
+    return r;
+}
+
+/* A traced step: amp_skip_step sets every stepped parameter's skip flag when an inf/nan was
+ * found, then the optimizer's updates are recorded as usual (a flagged update changes nothing).
+ * Whether a run skipped is known after it (the hooks above), not while tracing. */
+static oar_status traced_step_(oar_grad_scaler *s, oar_optimizer *o) {
+    oar_tensor *in[SKIP_CHUNK + 2] = {s->found, s->skipped}, *none[1];
+    int n = 0;
+    oar_status st = OAR_OK;
+    for (int i = 0; i <= o->n_params && st == OAR_OK; i++) {
+        if (i < o->n_params && o->params[i].t->grad) in[2 + n++] = o->params[i].hyper;
+        if (n && (n == SKIP_CHUNK || i == o->n_params)) {
+            int n_out = 1;
+            st = oar_op_call(OAR_OP_amp_skip_step, in, n + 2, NULL, none, &n_out);
+            n = 0;
+        }
+    }
+    if (st == OAR_OK) st = oar_optimizer_step(o);
+    if (st == OAR_OK && !traced_record(s, o)) st = oar_error(OAR_ERR_OOM, "oar_grad_scaler_step: out of memory");
     return st;
 }
 
@@ -204,6 +351,7 @@ oar_status oar_grad_scaler_step(oar_grad_scaler *s, oar_optimizer *o, bool *skip
         return oar_error(OAR_ERR_INVALID_ARG, "oar_grad_scaler_step: expected a scaler and an optimizer, got NULL");
     oar_status st = OAR_OK;
     if (s->unscaled != o && (st = oar_grad_scaler_unscale(s, o)) != OAR_OK) return st;
+    if (oar_active_trace) return traced_step_(s, o);
     if (f32_of(s->found) != 0.0f) {
         *(int64_t *)oar_tensor_ptr(s->skipped) += 1;
         s->streak++;
@@ -229,8 +377,10 @@ oar_status oar_grad_scaler_update(oar_grad_scaler *s) {
         int n_out = 1;
         st = oar_op_call(OAR_OP_amp_update_scale, in, 3, a, none, &n_out);
     }
-    oar_status fs = oar_tensor_fill(s->found, 0.0);
-    if (st == OAR_OK) st = fs;
+    if (!oar_active_trace) { /* traced: the next step's amp_begin_unscale clears it */
+        oar_status fs = oar_tensor_fill(s->found, 0.0);
+        if (st == OAR_OK) st = fs;
+    }
     s->unscaled = NULL;
     return st;
 }
@@ -242,9 +392,6 @@ int64_t oar_grad_scaler_skip_streak(const oar_grad_scaler *s) { return s ? s->st
 
 int oar_grad_scaler_num_state(const oar_grad_scaler *s) { return s ? N_STATE : 0; }
 
-static oar_tensor *state_tensor(oar_grad_scaler *s, int i) {
-    return i == 0 ? s->scale : i == 1 ? s->growth_tracker : s->skipped;
-}
 
 oar_tensor *oar_grad_scaler_state(oar_grad_scaler *s, int i, const char **name) {
     if (!s || i < 0 || i >= N_STATE) {

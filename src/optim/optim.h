@@ -26,6 +26,8 @@ typedef enum oar_hyper {
     OAR_HYPER_LR_DECAY,
     OAR_HYPER_INITIAL_ACCUMULATOR,
     OAR_HYPER_FRESH_MOMENTUM, /* SGD: the momentum buffer is still to be filled with d_p */
+    OAR_HYPER_SKIP,           /* set by amp_skip_step (a loss scaler found inf/nan): the next update
+                                 of this parameter changes nothing and clears the flag */
     OAR_HYPER_COUNT
 } oar_hyper;
 
@@ -50,6 +52,9 @@ typedef struct oar_optim_traced {
 } oar_optim_traced;
 /* Drops one hold on r (step.c); the last frees it. */
 void oar_optim_traced_release(oar_optim_traced *r);
+/* A new hold on the record of the trace running now, made by a step it recorded (NULL if none):
+ * a loss scaler that skips steps in-program takes them off the count after each run. */
+oar_optim_traced *oar_optim_traced_hold(oar_optimizer *o);
 
 /* The state source comes first: the compiler reads opts.optimizer as its source (graph/jit.c). */
 struct oar_optimizer {
@@ -126,6 +131,7 @@ typedef struct oar_optim_update {
     void *s[OAR_SLOT_COUNT];    /* slot data (NULL when unused) */
     int64_t t;                  /* the parameter's step count after this update's increment */
     bool fresh_momentum;        /* SGD: the momentum buffer is filled with d_p on this step */
+    bool skip;                  /* OAR_HYPER_SKIP was set: n is 0 and commit only clears the flag */
 } oar_optim_update;
 
 void oar_optim_update_f32(const oar_optim_update *u);

@@ -113,6 +113,15 @@ void oar_optim_traced_release(oar_optim_traced *r) {
 
 static void release_record(void *user) { oar_optim_traced_release(user); }
 
+oar_optim_traced *oar_optim_traced_hold(oar_optimizer *o) {
+    for (int k = o ? o->n_traced - 1 : -1; k >= 0; k--)
+        if (o->traced[k]->trace == oar_active_trace) {
+            __atomic_add_fetch(&o->traced[k]->refs, 1, __ATOMIC_ACQ_REL);
+            return o->traced[k];
+        }
+    return NULL;
+}
+
 /* The record of the trace running now, made (with its hooks registered) at its first step. */
 static oar_optim_traced *traced_record(oar_optimizer *o) {
     for (int k = o->n_traced - 1; k >= 0; k--)

@@ -151,14 +151,20 @@ oar_status oar_optim_update_read(oar_optim_kind kind, oar_tensor *const *in, oar
 void oar_optim_update_fill(oar_tensor *const *in, const oar_optim_opts *o, oar_optim_update *u) {
     oar_tensor *p = in[IN_PARAM];
     const double *h = (const double *)oar_tensor_ptr(in[IN_HYPER]);
-    bool fresh = o->kind == OAR_OPTIM_SGD && h[OAR_HYPER_FRESH_MOMENTUM] != 0 && in[IN_SLOT0 + OAR_SLOT_MOMENTUM_BUFFER];
-    *u = (oar_optim_update){.o = o, .n = p->numel, .p = oar_tensor_ptr(p), .g = oar_tensor_ptr(in[IN_GRAD]),
-                            .fresh_momentum = fresh};
+    bool skip = h[OAR_HYPER_SKIP] != 0;
+    bool fresh = !skip && o->kind == OAR_OPTIM_SGD && h[OAR_HYPER_FRESH_MOMENTUM] != 0 &&
+                 in[IN_SLOT0 + OAR_SLOT_MOMENTUM_BUFFER];
+    *u = (oar_optim_update){.o = o, .n = skip ? 0 : p->numel, .p = oar_tensor_ptr(p), .g = oar_tensor_ptr(in[IN_GRAD]),
+                            .fresh_momentum = fresh, .skip = skip};
     for (int s = 0; s < OAR_SLOT_COUNT; s++) u->s[s] = in[IN_SLOT0 + s] ? oar_tensor_ptr(in[IN_SLOT0 + s]) : NULL;
     if (u->s[OAR_SLOT_STEP]) u->t = *(int64_t *)u->s[OAR_SLOT_STEP] + 1; /* stored by _commit */
 }
 
 void oar_optim_update_commit(const oar_optim_update *u, oar_tensor *const *in) {
+    if (u->skip) { /* a step a loss scaler skipped in-program: nothing moved */
+        ((double *)oar_tensor_ptr(in[IN_HYPER]))[OAR_HYPER_SKIP] = 0;
+        return;
+    }
     if (u->s[OAR_SLOT_STEP]) *(int64_t *)u->s[OAR_SLOT_STEP] = u->t;
     if (u->fresh_momentum) ((double *)oar_tensor_ptr(in[IN_HYPER]))[OAR_HYPER_FRESH_MOMENTUM] = 0;
     in[IN_PARAM]->storage->version++; /* an in-place write, as torch's param.add_ */

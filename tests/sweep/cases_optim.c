@@ -1,9 +1,9 @@
 /* Sweep cases: the optimizer ops (src/optim/update_op.c, src/optim/norm_op.c).
  *
  * optimizer_update inputs: param; grad; hyper; then the slots step; momentum_buffer; exp_avg;
- * exp_avg_sq; max_exp_avg_sq; square_avg; grad_avg; sum. The hyper tensor (f64 [15]) holds, in
+ * exp_avg_sq; max_exp_avg_sq; square_avg; grad_avg; sum. The hyper tensor (f64 [16]) holds, in
  * order: kind, lr, momentum, dampening, nesterov, weight_decay, beta1, beta2, eps, amsgrad,
- * alpha, centered, lr_decay, initial_accumulator, fresh_momentum. The sweep compares what the
+ * alpha, centered, lr_decay, initial_accumulator, fresh_momentum, skip. The sweep compares what the
  * update writes (param, state, the hyper's fresh flag) between the reference and the eager
  * path with a non-contiguous grad and hyper. */
 #include "optim/optim.h"
@@ -12,19 +12,23 @@
 #include <math.h>
 
 /*                  kind lr    mom damp nest wd   b1  b2    eps   ams alpha cen lr_decay init fresh */
-#define H_SGD       "c0,0.1,0,0,0,0,0,0,0,0,0,0,0,0,0f64:15"
-#define H_SGD_M     "c0,0.1,0.9,0,0,0.01,0,0,0,0,0,0,0,0,0f64:15"
-#define H_SGD_FRESH "c0,0.1,0.9,0,0,0,0,0,0,0,0,0,0,0,1f64:15"
-#define H_SGD_NEST  "c0,0.05,0.8,0,1,0,0,0,0,0,0,0,0,0,0f64:15"
-#define H_SGD_DAMP  "c0,0.1,0.9,0.5,0,0,0,0,0,0,0,0,0,0,0f64:15"
-#define H_ADAM      "c1,0.001,0,0,0,0,0.9,0.999,1e-08,0,0,0,0,0,0f64:15"
-#define H_ADAM_L2   "c1,0.01,0,0,0,0.1,0.8,0.99,1e-06,1,0,0,0,0,0f64:15"
-#define H_ADAMW     "c2,0.001,0,0,0,0.01,0.9,0.999,1e-08,0,0,0,0,0,0f64:15"
-#define H_ADAMW_AMS "c2,0.01,0,0,0,0.1,0.9,0.999,1e-08,1,0,0,0,0,0f64:15"
-#define H_RMS       "c3,0.01,0,0,0,0,0,0,1e-08,0,0.99,0,0,0,0f64:15"
-#define H_RMS_CM    "c3,0.01,0.9,0,0,0.01,0,0,1e-08,0,0.5,1,0,0,0f64:15"
-#define H_ADAGRAD   "c4,0.01,0,0,0,0.01,0,0,1e-10,0,0,0,0.01,0,0f64:15"
-#define H_LAMB      "c5,0.001,0,0,0,0.01,0.9,0.999,1e-06,0,0,0,0,0,0f64:15"
+#define H_SGD       "c0,0.1,0,0,0,0,0,0,0,0,0,0,0,0,0,0f64:16"
+#define H_SGD_M     "c0,0.1,0.9,0,0,0.01,0,0,0,0,0,0,0,0,0,0f64:16"
+#define H_SGD_FRESH "c0,0.1,0.9,0,0,0,0,0,0,0,0,0,0,0,1,0f64:16"
+#define H_SGD_NEST  "c0,0.05,0.8,0,1,0,0,0,0,0,0,0,0,0,0,0f64:16"
+#define H_SGD_DAMP  "c0,0.1,0.9,0.5,0,0,0,0,0,0,0,0,0,0,0,0f64:16"
+#define H_ADAM      "c1,0.001,0,0,0,0,0.9,0.999,1e-08,0,0,0,0,0,0,0f64:16"
+#define H_ADAM_L2   "c1,0.01,0,0,0,0.1,0.8,0.99,1e-06,1,0,0,0,0,0,0f64:16"
+#define H_ADAMW     "c2,0.001,0,0,0,0.01,0.9,0.999,1e-08,0,0,0,0,0,0,0f64:16"
+#define H_ADAMW_AMS "c2,0.01,0,0,0,0.1,0.9,0.999,1e-08,1,0,0,0,0,0,0f64:16"
+#define H_RMS       "c3,0.01,0,0,0,0,0,0,1e-08,0,0.99,0,0,0,0,0f64:16"
+#define H_RMS_CM    "c3,0.01,0.9,0,0,0.01,0,0,1e-08,0,0.5,1,0,0,0,0f64:16"
+#define H_ADAGRAD   "c4,0.01,0,0,0,0.01,0,0,1e-10,0,0,0,0.01,0,0,0f64:16"
+#define H_LAMB      "c5,0.001,0,0,0,0.01,0.9,0.999,1e-06,0,0,0,0,0,0,0f64:16"
+/* skip set (a loss scaler found inf/nan in-program): the update changes nothing, clears the flag */
+#define H_SGD_SKIP  "c0,0.1,0.9,0,0,0.01,0,0,0,0,0,0,0,0,1,1f64:16"
+#define H_ADAM_SKIP "c1,0.01,0,0,0,0.1,0.8,0.99,1e-06,1,0,0,0,0,0,1f64:16"
+#define H_LAMB_SKIP "c5,0.001,0,0,0,0.01,0.9,0.999,1e-06,0,0,0,0,0,0,1f64:16"
 #define NONE7 "none;none;none;none;none;none;none"
 #define STEP "i0_5:"
 
@@ -54,6 +58,10 @@ const sweep_case sweep_cases_optim[] = {
     /* Adagrad with lr decay */
     {"optimizer_update", "n:6;n:6;" H_ADAGRAD ";" STEP ";none;none;none;none;none;none;p:6", "kind=4"},
     {"optimizer_update", "n:40001;n:40001;" H_ADAGRAD ";" STEP ";none;none;none;none;none;none;p:40001", "kind=4"},
+    /* skipped updates */
+    {"optimizer_update", "n:5;n:5;" H_SGD_SKIP ";none;n:5;none;none;none;none;none;none", "kind=0"},
+    {"optimizer_update", "n:4x5;n:4x5;" H_ADAM_SKIP ";" STEP ";none;n:4x5;p:4x5;p:4x5;none;none;none", "kind=1"},
+    {"optimizer_update", "n:40000;n:40000;" H_LAMB_SKIP ";" STEP ";none;n:40000;p:40000;none;none;none;none", "kind=5"},
     /* LAMB: one block, several blocks (its norms are summed per block), a zero-size tensor */
     {"optimizer_update", "n:2x3;n:2x3;" H_LAMB ";" STEP ";none;n:2x3;p:2x3;none;none;none;none", "kind=5"},
     {"optimizer_update", "n:40000;n:40000;" H_LAMB ";" STEP ";none;n:40000;p:40000;none;none;none;none", "kind=5"},
@@ -162,7 +170,7 @@ const sweep_bad sweep_bad_optim[] = {
      "optimizer_update: expected grad to be f32 like param, got f64"},
     {"optimizer_update of an f16 param", bad_param_dtype, "optimizer_update: expected param to be f32 or f64, got f16"},
     {"optimizer_update with a short hyper tensor", bad_hyper,
-     "optimizer_update: expected hyper to be f64 [15] (the group's options), got f64 [4]"},
+     "optimizer_update: expected hyper to be f64 [16] (the group's options), got f64 [4]"},
     {"optimizer_update of Adam without exp_avg", bad_missing_slot,
      "optimizer_update: expected the exp_avg state (input 5) for Adam, got none"},
     {"optimizer_update of SGD with an exp_avg", bad_unused_slot,

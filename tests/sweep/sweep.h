@@ -30,6 +30,8 @@ typedef struct sweep_case {
 enum {
     SWEEP_NO_GRAD = 1u << 0,   /* skip the finite-difference check (kinks, discrete outputs) */
     SWEEP_NO_STRIDED = 1u << 1,/* skip the non-contiguous pass */
+    SWEEP_NO_BATCH = 1u << 2,  /* every input has a fixed shape (state such as an optimizer's hyper
+                                  tensor): no batch to empty in the zero-size pass */
 };
 
 /* A bad-input case: call() must fail (return false) and the message must contain expect. */

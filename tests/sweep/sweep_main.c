@@ -620,7 +620,7 @@ static bool zero_variant(const input_spec *specs, int n_in, input_spec *out) {
 static void run_zero(const sweep_case *c, int op, const input_spec *specs, int n_in, const oar_attr *attrs,
                      int case_no, bool has_float_kind) {
     input_spec zs[OAR_MAX_INPUTS];
-    if (!zero_variant(specs, n_in, zs)) return;
+    if ((c->flags & SWEEP_NO_BATCH) || !zero_variant(specs, n_in, zs)) return;
     const oar_op_def *d = oar_op_table[op];
     oar_tensor *in[OAR_MAX_INPUTS];
     for (int i = 0; i < n_in; i++) in[i] = make_input(&zs[i], OAR_F32);

@@ -41,7 +41,9 @@ typedef struct bench_state {
     const char *name;
     oar_jit *jit; /* --mode static: the step compiled */
     oar_device dev;
-    oar_autocast_opts amp; /* --amp O1: the forward under autocast (enabled false: f32) */
+    oar_autocast_opts amp; /* --amp O1|O2: the forward under autocast (enabled false: f32) */
+    oar_amp_masters *masters; /* --amp O2: low parameters, f32 masters the optimizer steps */
+    oar_grad_scaler *scaler;  /* --amp-dtype fp16: dynamic loss scaling */
 } bench_state;
 
 /* The workload's model, optimizer and fixed random batch of batch samples (sequences of
@@ -130,9 +132,15 @@ static oar_status step_fn(void *user, oar_tensor *const *in, int n_in, oar_tenso
     }
     if (b->amp.enabled) oar_autocast_end();
     oar_profiler_range_pop();
-    oar_status st = loss ? oar_backward(loss, NULL, false) : oar_last_status();
+    oar_tensor *root = loss && b->scaler ? oar_grad_scaler_scale(b->scaler, loss) : loss;
+    oar_status st = root ? oar_backward(root, NULL, false) : oar_last_status();
+    if (st == OAR_OK && b->masters) st = oar_amp_masters_sync_grads(b->masters);
+    if (st == OAR_OK && b->h && b->scaler) st = oar_grad_scaler_unscale(b->scaler, b->opt);
     if (st == OAR_OK && b->h) st = oar_clip_grad_norm(b->params, b->n_params, 0.25, 2.0, NULL);
-    if (st == OAR_OK) st = oar_optimizer_step(b->opt);
+    bool skipped = false; /* compiled: decided in the program (the sync then keeps the parameters' bits) */
+    if (st == OAR_OK) st = b->scaler ? oar_grad_scaler_step(b->scaler, b->opt, &skipped) : oar_optimizer_step(b->opt);
+    if (st == OAR_OK && b->masters && !skipped) st = oar_amp_masters_sync_params(b->masters);
+    if (st == OAR_OK && b->scaler) st = oar_grad_scaler_update(b->scaler);
     out[0] = loss;
     (void)n_in;
     (void)n_out;
@@ -162,8 +170,25 @@ static void teardown(bench_state *b) {
     oar_release(b->h);
     oar_release(b->c);
     oar_optimizer_free(b->opt);
+    oar_grad_scaler_free(b->scaler);
+    oar_amp_masters_free(b->masters);
     oar_module_free(b->m);
     free(b->params);
+}
+
+/* --amp O2: the module's parameters to the low dtype, the optimizer (same options) over the f32
+ * masters, which the clip then sees. */
+static oar_status decorate(bench_state *b, oar_dtype dt) {
+    oar_optim_opts oo = *oar_optimizer_group_opts(b->opt, 0);
+    oar_amp_decorate_opts d = oar_amp_decorate_defaults();
+    d.dtype = dt;
+    oar_optimizer_free(b->opt);
+    b->opt = NULL;
+    if (!(b->masters = oar_amp_decorate(b->m, &d)) || !(b->opt = oar_amp_masters_optimizer(b->masters, &oo)))
+        return oar_last_status();
+    for (int i = 0; i < b->n_params && i < oar_amp_masters_count(b->masters); i++)
+        b->params[i] = oar_amp_master(b->masters, i, NULL);
+    return OAR_OK;
 }
 
 int oar_bench_train(int argc, char **argv) {
@@ -216,11 +241,13 @@ int oar_bench_train(int argc, char **argv) {
         fprintf(stderr, "oar bench: unknown --profile '%s'; expected timer or full\n", profile);
         return 2;
     }
-    /* --amp O1 [--amp-dtype bf16|fp16]: autocast around the forward (no loss scaling is timed) */
+    /* --amp O1|O2 [--amp-dtype bf16|fp16]: autocast around the forward; O2 adds f32 masters,
+     * fp16 dynamic loss scaling (as oar train --amp) */
     const char *amp = cli_flag_value(argc, argv, "--amp"), *amp_dt = cli_flag_value(argc, argv, "--amp-dtype");
-    if ((amp && strcmp(amp, "O1") != 0) || (amp_dt && (!amp || (strcmp(amp_dt, "bf16") && strcmp(amp_dt, "fp16"))))) {
-        fprintf(stderr, "oar bench: expected --amp O1 and --amp-dtype bf16 or fp16 (O2's master weights: time "
-                        "oar train --amp O2), got --amp %s --amp-dtype %s\n", amp ? amp : "(none)", amp_dt ? amp_dt : "(none)");
+    if ((amp && strcmp(amp, "O1") != 0 && strcmp(amp, "O2") != 0) ||
+        (amp_dt && (!amp || (strcmp(amp_dt, "bf16") && strcmp(amp_dt, "fp16"))))) {
+        fprintf(stderr, "oar bench: expected --amp O1 or O2 and --amp-dtype bf16 or fp16, got --amp %s --amp-dtype %s\n",
+                amp ? amp : "(none)", amp_dt ? amp_dt : "(none)");
         return 2;
     }
     int steps = st_s ? atoi(st_s) : w->default_steps, warmup = 3;
@@ -233,9 +260,20 @@ int oar_bench_train(int argc, char **argv) {
     if (amp) {
         b.amp = oar_autocast_defaults();
         b.amp.dtype = amp_dt && !strcmp(amp_dt, "fp16") ? OAR_F16 : OAR_BF16;
+        b.amp.level = !strcmp(amp, "O2") ? OAR_AMP_O2 : OAR_AMP_O1;
+        if ((b.amp.level == OAR_AMP_O2 && decorate(&b, b.amp.dtype) != OAR_OK) ||
+            (b.amp.dtype == OAR_F16 && !(b.scaler = oar_grad_scaler_new(NULL)))) {
+            fprintf(stderr, "oar bench: %s\n", oar_last_error());
+            teardown(&b);
+            return 1;
+        }
     }
     if (statik) {
-        oar_jit_opts jo = {.module = b.m, .optimizer = b.opt};
+        const oar_state_source *src[2];
+        int n_src = 0;
+        if (b.scaler) src[n_src++] = oar_grad_scaler_state_source(b.scaler);
+        if (b.masters) src[n_src++] = oar_amp_masters_state_source(b.masters);
+        oar_jit_opts jo = {.module = b.m, .optimizer = b.opt, .state_sources = src, .n_state_sources = n_src};
         /* --disable-pass A,B: the same binary with passes off, for A/B timings */
         if (cli_disable_passes(&jo.strategy, cli_flag_value(argc, argv, "--disable-pass"))) {
             teardown(&b);
@@ -290,7 +328,10 @@ int oar_bench_train(int argc, char **argv) {
            med, t[0], t[steps - 1], (double)batch / med * 1e3);
     if (w->tokens) printf(", \"tokens_per_s\": %.1f", (double)items / med * 1e3);
     if (profile) printf(", \"profile\": \"%s\"", profile);
-    if (amp) printf(", \"amp\": \"O1 %s\"", oar_dtype_name(b.amp.dtype));
+    if (amp) printf(", \"amp\": \"%s %s\"", amp, oar_dtype_name(b.amp.dtype));
+    oar_program_memory_stats ms;
+    if (statik && oar_program_memory_stats_get(b.jit, 0, &ms) == OAR_OK) /* the planner's arena: activations */
+        printf(", \"planned_arena_mb\": %.2f", (double)ms.planned_arena_bytes / (1 << 20));
     if (statik && dev == OAR_CUDA) { /* compiled on the GPU: the step replays CUDA graphs (the note: stderr) */
         printf(", \"cuda_graphs\": %d", oar_jit_cuda_graph_count(b.jit, 0));
         fprintf(stderr, "oar bench: CUDA graphs: %s\n", oar_jit_cuda_graph_note(b.jit, 0));

@@ -21,11 +21,30 @@ static void usage(void) {
             "  --batch N           batch of the example run that traces the model (default 1)\n"
             "  --in-channels C     image models: channels (default 1, as oar train on Fashion-MNIST)\n"
             "  --image-size S      image models: height and width (default 28)\n"
-            "  --context T         gpt-mini: tokens per sequence (default: the model's context)\n");
+            "  --context T         gpt-mini: tokens per sequence (default: the model's context)\n"
+            "  --dtype D           f32 (default), bf16 or fp16: weights stored in D (norm layers keep f32) and\n"
+            "                      the program run under autocast O2 (docs/amp.md); input and logits stay f32\n");
 }
 
+typedef struct export_ctx {
+    oar_module *m;
+    oar_dtype dtype; /* f32: plain; bf16/f16: the forward under autocast O2, the logits cast to f32 */
+} export_ctx;
+
 static oar_status forward_fn(void *user, oar_tensor *const *in, int n_in, oar_tensor **out, int n_out) {
-    out[0] = oar_forward(user, in[0]);
+    export_ctx *c = user;
+    if (c->dtype == OAR_F32) {
+        out[0] = oar_forward(c->m, in[0]);
+        return out[0] ? OAR_OK : oar_last_status();
+    }
+    oar_autocast_opts ac = oar_autocast_defaults();
+    ac.level = OAR_AMP_O2;
+    ac.dtype = c->dtype;
+    oar_status st = oar_autocast_begin(&ac);
+    if (st != OAR_OK) return st;
+    oar_tensor *y = oar_forward(c->m, in[0]);
+    oar_autocast_end();
+    out[0] = y ? oar_cast(y, OAR_F32) : NULL;
     return out[0] ? OAR_OK : oar_last_status();
 }
 
@@ -39,12 +58,13 @@ static void format_spec(const oar_input_spec *s, char *buf, size_t size) {
 }
 
 int oar_cmd_export(int argc, char **argv) {
-    const char *model = NULL, *ckpt = NULL, *out_path = NULL, *format = "oar", *from = NULL;
+    const char *model = NULL, *ckpt = NULL, *out_path = NULL, *format = "oar", *from = NULL, *dtype = "f32";
     int64_t batch = 1, channels = 1, size = 28, context = 0;
     static const cli_flag flags[] = {{"--model", CLI_TEXT},       {"--checkpoint", CLI_TEXT}, {"--out", CLI_TEXT},
                                      {"--batch", CLI_COUNT},      {"--in-channels", CLI_COUNT},
                                      {"--image-size", CLI_COUNT}, {"--context", CLI_INT},
-                                     {"--format", CLI_TEXT},      {"--from", CLI_TEXT}};
+                                     {"--format", CLI_TEXT},      {"--from", CLI_TEXT},
+                                     {"--dtype", CLI_TEXT}};
     if (cli_check_flags("export", argc, argv, flags, CLI_N_FLAGS(flags), 0)) return 2;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -58,6 +78,7 @@ int oar_cmd_export(int argc, char **argv) {
         else if (FLAG("--context")) context = atoll(v);
         else if (FLAG("--format")) format = v;
         else if (FLAG("--from")) from = v;
+        else if (FLAG("--dtype")) dtype = v;
         else {
             fprintf(stderr, "oar export: unknown or incomplete option '%s'\n\n", a);
             usage();
@@ -68,6 +89,16 @@ int oar_cmd_export(int argc, char **argv) {
     bool onnx = !strcmp(format, "onnx");
     if (!onnx && strcmp(format, "oar")) {
         fprintf(stderr, "oar export: expected --format oar or onnx, got '%s'\n", format);
+        return 2;
+    }
+    oar_dtype dt = !strcmp(dtype, "f32") ? OAR_F32 : !strcmp(dtype, "bf16") ? OAR_BF16
+                 : !strcmp(dtype, "fp16") || !strcmp(dtype, "f16") ? OAR_F16 : OAR_DTYPE_COUNT;
+    if (dt == OAR_DTYPE_COUNT) {
+        fprintf(stderr, "oar export: unknown --dtype '%s'; expected f32, bf16 or fp16\n", dtype);
+        return 2;
+    }
+    if (dt != OAR_F32 && onnx) {
+        fprintf(stderr, "oar export: --dtype %s is for --format oar (the ONNX export writes f32 models)\n", dtype);
         return 2;
     }
     if (from) {
@@ -132,9 +163,17 @@ int oar_cmd_export(int argc, char **argv) {
         goto done;
     }
     oar_module_train(m, false);
+    if (dt != OAR_F32) { /* the weights to dt in place (norms stay f32); inference needs no masters */
+        oar_amp_decorate_opts dec = oar_amp_decorate_defaults();
+        dec.dtype = dt;
+        oar_amp_masters *w = oar_amp_decorate(m, &dec);
+        if (!w) goto done;
+        oar_amp_masters_free(w);
+    }
     const char *out_names[] = {"logits", NULL};
     oar_jit_opts jo = {.specs = &spec, .n_specs = 1, .output_names = out_names, .n_output_names = 1, .module = m};
-    if (!(f = oar_jit_to_static(forward_fn, m, &jo))) goto done;
+    export_ctx ec = {m, dt};
+    if (!(f = oar_jit_to_static(forward_fn, &ec, &jo))) goto done;
     int64_t shape[OAR_MAX_DIMS];
     memcpy(shape, spec.shape, sizeof shape);
     shape[0] = batch;
@@ -155,8 +194,8 @@ int oar_cmd_export(int argc, char **argv) {
         printf("exported %s (checkpoint %s, step %lld) to %s (ONNX, opset 17)\n", model, ckpt, (long long)step,
                out_path);
     else
-        printf("exported %s (checkpoint %s, step %lld) to %s.json and %s.safetensors\n", model, ckpt,
-               (long long)step, stem, stem);
+        printf("exported %s (checkpoint %s, step %lld) to %s.json and %s.safetensors%s%s\n", model, ckpt,
+               (long long)step, stem, stem, dt != OAR_F32 ? ", weights in " : "", dt != OAR_F32 ? oar_dtype_name(dt) : "");
     printf("  input  '%s' %s\n  output '%s' %s\n", spec.name, in_desc, out_names[0], out_desc);
     rc = 0;
 done:

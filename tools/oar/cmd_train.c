@@ -60,6 +60,7 @@ static oar_status train_step_fn(void *user, oar_tensor *const *in, int n_in, oar
     if (st == OAR_OK && c->clip > 0) st = oar_clip_grad_norm(c->params, c->n_params, c->clip, 2.0, NULL);
     bool skipped = false;
     if (st == OAR_OK) st = c->scaler ? oar_grad_scaler_step(c->scaler, c->opt, &skipped) : oar_optimizer_step(c->opt);
+    /* compiled, skipped stays false: the sync rounds unchanged masters to the parameters' own bits */
     if (st == OAR_OK && c->masters && !skipped) st = oar_amp_masters_sync_params(c->masters);
     if (st == OAR_OK && c->scaler) st = oar_grad_scaler_update(c->scaler);
     out[0] = loss;
@@ -76,7 +77,14 @@ static oar_jit *compile_step(step_ctx *c, oar_tensor *const *batch) {
         memcpy(specs[i].shape, oar_shape(batch[i]), sizeof(int64_t) * (size_t)specs[i].ndim);
         specs[i].shape[0] = -1;
     }
-    oar_jit_opts jo = {.specs = specs, .n_specs = 2, .module = c->m, .optimizer = c->opt};
+    /* AMP: the scaler's state and O2's masters are bound too; the scaler's check-and-skip and
+     * the masters' casts and rounding are ops of the program (docs/amp.md) */
+    const oar_state_source *src[2];
+    int n_src = 0;
+    if (c->scaler) src[n_src++] = oar_grad_scaler_state_source(c->scaler);
+    if (c->masters) src[n_src++] = oar_amp_masters_state_source(c->masters);
+    oar_jit_opts jo = {.specs = specs, .n_specs = 2, .module = c->m, .optimizer = c->opt, .state_sources = src,
+                       .n_state_sources = n_src};
     return oar_jit_to_static(train_step_fn, c, &jo);
 }
 
@@ -121,12 +129,6 @@ int oar_cmd_train(int argc, char **argv) {
 
     if (train_data_open(&o, &d) != OAR_OK || !(m = train_model_create(&o, &d))) goto fail;
     bool compiled = o.mode && !strcmp(o.mode, "static");
-    if (use_amp && compiled && (amp.level == OAR_AMP_O2 || amp.dtype == OAR_F16)) {
-        /* the scaler's skip and O2's master copies are host decisions, made between the ops */
-        oar_set_error(OAR_ERR_INVALID_ARG, "train: --mode static supports --amp O1 --amp-dtype bf16 only (O2's master "
-                                           "weights and fp16's loss scaling run eagerly); use --mode eager");
-        goto fail;
-    }
     if (use_amp && world > 1 && (amp.level == OAR_AMP_O2 || amp.dtype == OAR_F16)) {
         /* data parallel averages f32 gradients of the module's parameters: O1 bf16 keeps them */
         oar_set_error(OAR_ERR_INVALID_ARG, "train: --nproc supports --amp O1 --amp-dtype bf16 only (O2 makes the "
