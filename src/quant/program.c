@@ -160,7 +160,7 @@ static oar_status find_targets(qctx *c, const oar_quant_static_opts *o, const ch
 
 /* Calibration: observers on the targets' inputs; weights and biases the fold computes are fetched. */
 static oar_status calibrate(qctx *c, oar_tensor *const *batches, int n_batches, const char *kind,
-                            const oar_observer_opts *oo, oar_tensor ***fetched) {
+                            const oar_observer_opts *oo, oar_tensor ***fetched, int *n_fetched) {
     oar_program *p = c->p;
     int base = p->blocks[OAR_MAIN_BLOCK].n_out, n_out = base, *vals = malloc(sizeof(int) * (size_t)(3 * c->n + 1));
     if (!vals) return oar_error(OAR_ERR_OOM, "quantize_program: out of memory");
@@ -199,6 +199,7 @@ static oar_status calibrate(qctx *c, oar_tensor *const *batches, int n_batches, 
         }
         if (b == 0) {
             *fetched = out;
+            *n_fetched = n_out;
             out = calloc((size_t)n_out + 1, sizeof(oar_tensor *));
             if (!out) st = oar_error(OAR_ERR_OOM, "quantize_program: out of memory");
         }
@@ -343,8 +344,8 @@ oar_status oar_quant_program_static(oar_program *p, oar_tensor *const *batches, 
     oo.symmetric = false;
     char (*names)[128] = calloc((size_t)p->n_nodes + 1, sizeof *names);
     qctx c = {p, calloc(MAX_TARGETS, sizeof(qtarget)), 0};
-    oar_tensor **fetched = NULL;
-    int *ref_y = NULL, *q_y = NULL;
+    oar_tensor **fetched = NULL; /* the first calibration run's outputs (the folded weights among them) */
+    int n_fetched = 0, *ref_y = NULL, *q_y = NULL;
     oar_program *ref = NULL;
     if (!names || !c.t) {
         st = oar_error(OAR_ERR_OOM, "quantize_program: out of memory");
@@ -359,7 +360,7 @@ oar_status oar_quant_program_static(oar_program *p, oar_tensor *const *batches, 
     oar_program_compact(p);
     if ((st = find_targets(&c, &o, (const char(*)[128])names)) != OAR_OK) goto done;
     oar_scope_begin();
-    st = calibrate(&c, batches, n_batches, o.observer ? o.observer : "minmax", &oo, &fetched);
+    st = calibrate(&c, batches, n_batches, o.observer ? o.observer : "minmax", &oo, &fetched, &n_fetched);
     if (st == OAR_OK && !(ref = oar_program_copy(p))) st = oar_last_status();
     ref_y = malloc(sizeof(int) * (size_t)(c.n + 1));
     q_y = malloc(sizeof(int) * (size_t)(c.n + 1));
@@ -388,6 +389,7 @@ oar_status oar_quant_program_static(oar_program *p, oar_tensor *const *batches, 
     oar_scope_end();
 done:
     for (int i = 0; c.t && i < c.n; i++) oar_observer_free(c.t[i].obs);
+    for (int j = 0; j < n_fetched; j++) oar_release(fetched[j]);
     free(fetched);
     free(c.t);
     free(names);
