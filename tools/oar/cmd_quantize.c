@@ -47,8 +47,7 @@ static oar_status forward_fn(void *user, oar_tensor *const *in, int n_in, oar_te
 static oar_status export_model(oar_module *m, const train_data *d, const char *path, bool for_quant) {
     const oar_zoo_info *info = d->info;
     oar_input_spec spec = info->input == OAR_ZOO_IMAGE
-                              ? (oar_input_spec){OAR_F32, 4, {-1, info->in_channels ? info->in_channels : 1, 28, 28},
-                                                 "images"}
+                              ? (oar_input_spec){OAR_F32, 4, {-1, 1, 28, 28}, "images"} /* grey, as train_model_create */
                               : (oar_input_spec){OAR_F32, 2, {-1, info->in_channels}, "features"};
     const char *names[] = {"logits"};
     oar_jit_opts jo = {.specs = &spec, .n_specs = 1, .output_names = names, .n_output_names = 1, .module = m};
