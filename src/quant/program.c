@@ -128,7 +128,7 @@ static oar_status check_batches(const oar_program *p, oar_tensor *const *batches
 }
 
 /* Finds the targets (after the BN fold), names kept from before the fold. */
-static oar_status find_targets(qctx *c, const oar_quant_static_opts *o, const char (*names)[128]) {
+static oar_status find_targets(qctx *c, const oar_quant_static_opts *o, const char (*names)[128], int n_names) {
     oar_program *p = c->p;
     bool *mut = oar_pass_mutable_values(p);
     if (!mut) return oar_error(OAR_ERR_OOM, "quantize_program: out of memory");
@@ -143,7 +143,8 @@ static oar_status find_targets(qctx *c, const oar_quant_static_opts *o, const ch
         qtarget *t = &c->t[n_all++];
         *t = (qtarget){.node = id, .conv = conv, .x = n->in[0], .y = n->out[0], .w = n->in[1], .b = n->in[2],
                        .out_w = -1, .out_b = -1};
-        snprintf(t->name, sizeof t->name, "%s", names[id]);
+        if (id < n_names) snprintf(t->name, sizeof t->name, "%s", names[id]);
+        else snprintf(t->name, sizeof t->name, "node%d", id); /* (passes add no conv2d or linear) */
     }
     free(mut);
     c->n = 0;
@@ -351,14 +352,15 @@ oar_status oar_quant_program_static(oar_program *p, oar_tensor *const *batches, 
         st = oar_error(OAR_ERR_OOM, "quantize_program: out of memory");
         goto done;
     }
-    for (int id = 0; id < p->n_nodes; id++) layer_name(p, &p->nodes[id], id, names[id], sizeof names[id]);
+    int n_names = p->n_nodes;
+    for (int id = 0; id < n_names; id++) layer_name(p, &p->nodes[id], id, names[id], sizeof names[id]);
     if ((st = oar_pass_fold_conv_bn(p)) != OAR_OK || (st = oar_pass_dead_code(p)) != OAR_OK ||
         (st = oar_program_verify(p)) != OAR_OK) {
         oar_error_prefix("quantize_program: folding batch norms");
         goto done;
     }
     oar_program_compact(p);
-    if ((st = find_targets(&c, &o, (const char(*)[128])names)) != OAR_OK) goto done;
+    if ((st = find_targets(&c, &o, (const char(*)[128])names, n_names)) != OAR_OK) goto done;
     oar_scope_begin();
     st = calibrate(&c, batches, n_batches, o.observer ? o.observer : "minmax", &oo, &fetched, &n_fetched);
     if (st == OAR_OK && !(ref = oar_program_copy(p))) st = oar_last_status();
