@@ -80,6 +80,8 @@ typedef struct oar_quant_layer {
     int64_t weights;         /* number of weights quantized */
     float scale_min, scale_max;
     double weight_sqnr_db;   /* 10 log10(|w|² / |w - dequantize(quantize(w))|²) */
+    double output_sqnr_db;   /* oar_quantize_static_model: the layer's output in the int8 program against
+                                the f32 one over the calibration batches (earlier layers' errors included) */
 } oar_quant_layer;
 typedef struct oar_quant_dynamic_opts {
     bool per_tensor;         /* one weight scale per layer instead of one per output row */
@@ -111,6 +113,24 @@ typedef struct oar_quant_static_opts {
 OAR_API oar_status oar_quantize_static(oar_module *m, oar_tensor *const *batches, int n_batches,
                                        const oar_quant_static_opts *opts, oar_quant_layer *layers, int cap,
                                        int *n_layers);
+
+/* ---- static post-training quantization of a compiled program (an exported model) */
+/* Loads the fp32 model at model_path (oar_jit_save's files; exported with the strategy below so
+ * that its conv2d and linear nodes are not fused away), folds inference-mode BatchNorm into the
+ * conv before it, runs the calibration batches (inputs of the model's one input) with each
+ * conv2d / linear input observed as opts says, rewrites those layers to quantize + qconv2d /
+ * qlinear (i8 weights per output channel, u8 activations) and saves the int8 model at out_path,
+ * which the predictor runs with its activations in int8 between layers (fuse_quant). Ops other
+ * than conv2d and linear (softmax, layer_norm, ...) stay fp32; keep_first / keep_last / skip (a
+ * layer is named by its weight parameter without ".weight") keep layers fp32. layers gets per
+ * layer the weight SQNR, the input scale (scale_min) and the output SQNR. Nothing is written
+ * when anything fails. */
+OAR_API oar_status oar_quantize_static_model(const char *model_path, const char *out_path, oar_tensor *const *batches,
+                                             int n_batches, const oar_quant_static_opts *opts,
+                                             oar_quant_layer *layers, int cap, int *n_layers);
+/* The build strategy to export a model with before oar_quantize_static_model: the passes that
+ * fuse conv2d and linear into other ops (and fold BN into expressions) off. */
+OAR_API void oar_quant_export_strategy(oar_build_strategy *s);
 
 /* SQNR in dB of approx against ref (same shape, float): 10 log10(sum ref² / sum (ref - approx)²);
  * +inf when equal. */

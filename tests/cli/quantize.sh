@@ -1,7 +1,7 @@
 #!/bin/sh
-# oar quantize end to end: LeNet trained briefly on Fashion-MNIST, quantized dynamically and
-# statically (minmax), each within a point of fp32 accuracy and the static one about 4x
-# smaller; the static int8 program exported by --out runs in `oar infer` and still predicts the
+# oar quantize end to end: LeNet trained briefly on Fashion-MNIST, quantized dynamically
+# (within a point of fp32 accuracy) and statically as a program (minmax; within half a point,
+# evaluated in the predictor, per-layer output SQNR printed, about 4x smaller); the static int8 program exported by --out runs in `oar infer` and still predicts the
 # labels; bad requests are refused with a message.
 # Usage: quantize.sh OAR_BINARY SHARED_DIR
 set -eu
@@ -31,14 +31,16 @@ trap 'rm -rf "$dir"' EXIT
   --calib 4 --threads 2 --out "$dir/q" > "$dir/static.log"
 grep -q "f1         Linear       48000" "$dir/dynamic.log"
 grep -q "c2         Conv2d        2400" "$dir/static.log"
-# accuracy within 1 point for dynamic and static minmax; ~4x smaller
+grep -q "output SQNR" "$dir/static.log"
+# accuracy within 1 point for dynamic and 0.5 for static minmax (the int8 program in the
+# predictor); ~4x smaller
 for f in dynamic static; do
   tail -1 "$dir/$f.log" | python3 -c "
 import json, sys
 r = json.load(sys.stdin)
 for q in r['results']:
     drop = r['fp32_accuracy'] - q['accuracy']
-    assert drop <= 0.01, (q, r['fp32_accuracy'])
+    assert drop <= (0.01 if q['quant'] == 'dynamic' else 0.005), (q, r['fp32_accuracy'])
     assert q['bytes'] * 3 < r['fp32_bytes'] or q['quant'] == 'dynamic', q
 "
 done
@@ -92,5 +94,5 @@ python3 -c "import sys; d = open(sys.argv[1], 'rb').read(); open(sys.argv[2], 'w
   "$q.safetensors" "$dir/q/flip.safetensors"
 cp "$q.json" "$dir/q/flip.json"
 if "$oar" infer "$dir/q/flip" --input "$dir/x.npy" 2> "$dir/err.log" > /dev/null; then exit 1; fi
-grep -q "flip.safetensors': tensor 'f3.weight_scale' is damaged" "$dir/err.log"
+grep -q "flip.safetensors': tensor '[a-z0-9_.]*' is damaged" "$dir/err.log"
 echo "quantize: ok"

@@ -1,7 +1,9 @@
 /* `oar bench --workload quant-infer --model lenet|mlp|resnet20 --quant none|dynamic|static [--batch N]
- * [--threads N] [--repeats R] [--calls C]`: a zoo model's compiled inference (random weights;
- * static calibrates on two random batches), timed as R repeats of C calls after a warm-up; prints
- * one JSON object with the median milliseconds per call and the fastest and slowest repeat.
+ * [--threads N] [--repeats R] [--calls C]`: a zoo model's inference as deployed (random weights),
+ * exported and run by the predictor: none, the fp32 model; dynamic, the model after
+ * oar_quantize_dynamic; static, the fp32 export quantized by oar_quantize_static_model (BN folded,
+ * calibrated on two random batches). Timed as R repeats of C calls after a warm-up; prints one
+ * JSON object with the median milliseconds per call and the fastest and slowest repeat.
  * bench/quant_compare.sh runs it beside PyTorch's int8 (bench/quant_torch.py). */
 #include "cli.h"
 #include "oar.h"
@@ -10,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 static double now_ms(void) {
     struct timespec ts;
@@ -67,27 +70,52 @@ int oar_bench_quant(int argc, char **argv) {
     oar_module_train(m, false);
     int n_layers = 0;
     if (dyn && oar_quantize_dynamic(m, NULL, NULL, 0, &n_layers) != OAR_OK) goto done;
-    if (stat) {
+    /* the model as deployed: exported, (for static) quantized as a program, run by the predictor */
+    char dir[64] = "/tmp/oar-bench-quant-XXXXXX", fp32[128], int8[128];
+    if (!mkdtemp(dir)) {
+        fprintf(stderr, "oar bench: cannot make a temporary directory in /tmp\n");
+        goto done;
+    }
+    snprintf(fp32, sizeof fp32, "%s/fp32", dir);
+    snprintf(int8, sizeof int8, "%s/int8", dir);
+    oar_jit_opts jo = {.specs = &spec, .n_specs = 1, .module = m};
+    if (stat) oar_quant_export_strategy(&jo.strategy);
+    oar_tensor *y0 = NULL;
+    bool ok = (f = oar_jit_to_static(forward_fn, m, &jo)) && oar_jit_call(f, &x, 1, &y0, 1) == OAR_OK &&
+              oar_jit_save(f, fp32) == OAR_OK;
+    oar_release(y0);
+    if (ok && stat) {
         shape[0] = 32;
         oar_tensor *cal[2] = {oar_randn(shape, spec.ndim, OAR_F32), oar_randn(shape, spec.ndim, OAR_F32)};
-        if (oar_quantize_static(m, cal, 2, NULL, NULL, 0, &n_layers) != OAR_OK) goto done;
+        ok = oar_quantize_static_model(fp32, int8, cal, 2, NULL, NULL, 0, &n_layers) == OAR_OK;
     }
-    if (!(f = oar_jit_to_static(forward_fn, m, &(oar_jit_opts){.specs = &spec, .n_specs = 1, .module = m}))) goto done;
+    oar_predictor *pred = ok ? oar_predictor_create(&(oar_predictor_config){.model_path = stat ? int8 : fp32}) : NULL;
+    for (const char *const *e = (const char *const[]){".json", ".safetensors", NULL}; *e; e++) {
+        char file[160];
+        snprintf(file, sizeof file, "%s%s", fp32, *e), unlink(file);
+        snprintf(file, sizeof file, "%s%s", int8, *e), unlink(file);
+    }
+    rmdir(dir);
+    if (!pred) goto done;
     double *ms = malloc(sizeof(double) * (size_t)repeats);
+    const char *in_name = oar_predictor_input_name(pred, 0), *out_name = oar_predictor_output_name(pred, 0);
     oar_no_grad_begin();
     for (int r = -1; r < repeats; r++) { /* r = -1: warm-up */
         double t0 = now_ms();
         for (int c = 0; c < calls; c++) {
             oar_tensor *y = NULL;
-            if (oar_jit_call(f, &x, 1, &y, 1) != OAR_OK) {
+            if (oar_predictor_set_input(pred, in_name, x) != OAR_OK || oar_predictor_run(pred) != OAR_OK ||
+                !(y = oar_predictor_get_output(pred, out_name))) {
                 oar_no_grad_end();
                 free(ms);
+                oar_predictor_free(pred);
                 goto done;
             }
             oar_release(y);
         }
         if (r >= 0) ms[r] = (now_ms() - t0) / calls;
     }
+    oar_predictor_free(pred);
     oar_no_grad_end();
     qsort(ms, (size_t)repeats, sizeof(double), cmp_double);
     printf("{\"workload\": \"quant-infer\", \"model\": \"%s\", \"quant\": \"%s\", \"batch\": %lld, \"threads\": %d, "

@@ -2,12 +2,14 @@
  *   oar quantize --model lenet --checkpoint C --method dynamic|static [--calib N]
  *               [--observer minmax|moving_average|percentile|kl|mse|all] [--keep-first] [--keep-last]
  *               [--out DIR] [--data ...] [--batch B] [--threads T]
- * It evaluates the fp32 model on the test set, quantizes it (dynamic: Linear weights, activations
- * per batch; static: Linear and Conv2d with activation scales from N training batches, once per
- * observer kind), prints each layer's scale and weight SQNR, the test accuracy before and after,
- * and the state's size before and after; with --out it exports each quantized model as a
- * program (DIR/<model>-<method>[-<observer>].json + .safetensors) that `oar infer` runs. The
- * last line is JSON. */
+ * It evaluates the fp32 model on the test set and quantizes it. dynamic: the module's Linear
+ * weights, activations per batch (oar_quantize_dynamic), evaluated eagerly. static: the model is
+ * exported as a program, which oar_quantize_static_model quantizes (BN folded, conv2d and linear
+ * int8, activation scales from N training batches, once per observer kind); the int8 program is
+ * evaluated in the predictor, as it is deployed. It prints each layer's scale and SQNR (weight;
+ * output for static), the test accuracy before and after and the size before and after; with
+ * --out the quantized models stay in DIR (<model>-<method>[-<observer>].json + .safetensors) for
+ * `oar infer`. The last line is JSON. */
 #include "cli.h"
 #include "train.h"
 
@@ -15,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 static void usage(void) {
     fprintf(stderr, "usage: oar quantize --model M --checkpoint C --method dynamic|static [--calib N (8)]\n"
@@ -39,16 +42,17 @@ static oar_status forward_fn(void *user, oar_tensor *const *in, int n_in, oar_te
     return oar_forward_n(user, in, 1, out, 1);
 }
 
-/* Exports m traced at batch 2 with a dynamic batch, as `oar export` does. */
-static oar_status export_model(oar_module *m, const train_data *d, const char *path) {
+/* Exports m traced at batch 2 with a dynamic batch, as `oar export` does (for_quant: with the
+ * strategy oar_quantize_static_model wants). */
+static oar_status export_model(oar_module *m, const train_data *d, const char *path, bool for_quant) {
     const oar_zoo_info *info = d->info;
     oar_input_spec spec = info->input == OAR_ZOO_IMAGE
-                              ? (oar_input_spec){OAR_F32, 4, {-1, info->in_channels ? info->in_channels : 1, 28, 28},
-                                                 "images"}
+                              ? (oar_input_spec){OAR_F32, 4, {-1, 1, 28, 28}, "images"} /* grey, as train_model_create */
                               : (oar_input_spec){OAR_F32, 2, {-1, info->in_channels}, "features"};
     const char *names[] = {"logits"};
-    oar_jit *f = oar_jit_to_static(forward_fn, m, &(oar_jit_opts){.specs = &spec, .n_specs = 1, .output_names = names,
-                                                                   .n_output_names = 1, .module = m});
+    oar_jit_opts jo = {.specs = &spec, .n_specs = 1, .output_names = names, .n_output_names = 1, .module = m};
+    if (for_quant) oar_quant_export_strategy(&jo.strategy);
+    oar_jit *f = oar_jit_to_static(forward_fn, m, &jo);
     if (!f) return oar_last_status();
     int64_t shape[OAR_MAX_DIMS];
     memcpy(shape, spec.shape, sizeof shape);
@@ -76,6 +80,55 @@ static oar_status calib_batches(const train_data *d, int64_t batch, int n, oar_t
     }
     oar_loader_free(l);
     return st;
+}
+
+/* Test accuracy of the exported model at path, run by the predictor. */
+static oar_status predictor_accuracy(const char *path, const train_data *d, int64_t batch, double *acc) {
+    oar_predictor *p = oar_predictor_create(&(oar_predictor_config){.model_path = path});
+    if (!p) return oar_last_status();
+    oar_loader_opts lo = {.batch_size = batch, .transforms = d->n_transforms ? &d->norm : NULL,
+                          .n_transforms = d->n_transforms};
+    oar_loader *l = oar_loader_new(d->test, &lo);
+    oar_status st = l ? oar_loader_start_epoch(l, 0) : oar_last_status();
+    int64_t right = 0, total = 0;
+    oar_tensor *x, *y;
+    while (st == OAR_OK && oar_loader_next(l, &x, &y, &st)) {
+        oar_scope_begin();
+        oar_tensor *z = NULL;
+        if ((st = oar_predictor_set_input(p, oar_predictor_input_name(p, 0), x)) == OAR_OK &&
+            (st = oar_predictor_run(p)) == OAR_OK && !(z = oar_predictor_get_output(p, oar_predictor_output_name(p, 0))))
+            st = oar_last_status();
+        int64_t b = oar_shape(x)[0], c = z ? oar_numel(z) / b : 0;
+        float *logits = malloc(sizeof(float) * (size_t)(b * c + 1));
+        int64_t *labels = malloc(sizeof(int64_t) * (size_t)(b + 1));
+        if (st == OAR_OK && (!logits || !labels)) {
+            fprintf(stderr, "oar quantize: out of memory\n");
+            st = OAR_ERR_OOM;
+        }
+        if (st == OAR_OK && (st = oar_copy_to_buffer(z, logits, sizeof(float) * (size_t)(b * c), OAR_F32)) == OAR_OK)
+            st = oar_copy_to_buffer(y, labels, sizeof(int64_t) * (size_t)b, OAR_I64);
+        for (int64_t i = 0; i < b && st == OAR_OK; i++) {
+            int64_t best = 0;
+            for (int64_t j = 1; j < c; j++)
+                if (logits[i * c + j] > logits[i * c + best]) best = j;
+            right += best == labels[i];
+            total++;
+        }
+        free(logits);
+        free(labels);
+        oar_scope_end();
+        oar_release(x);
+        oar_release(y);
+    }
+    oar_loader_free(l);
+    oar_predictor_free(p);
+    *acc = total ? (double)right / (double)total : 0;
+    return st;
+}
+
+static int64_t file_bytes(const char *path) {
+    struct stat sb;
+    return stat(path, &sb) == 0 ? (int64_t)sb.st_size : -1;
 }
 
 int oar_cmd_quantize(int argc, char **argv) {
@@ -122,6 +175,17 @@ int oar_cmd_quantize(int argc, char **argv) {
         return 2;
     }
     if (out_dir) mkdir(out_dir, 0777);
+    char tmp_dir[64] = "";
+    const char *dir = out_dir;
+    if (stat && !dir) { /* the fp32 and int8 programs need a place: a temporary one */
+        snprintf(tmp_dir, sizeof tmp_dir, "/tmp/oar-quantize-XXXXXX");
+        if (!mkdtemp(tmp_dir)) {
+            fprintf(stderr, "oar quantize: cannot make a temporary directory in /tmp\n");
+            return 1;
+        }
+        dir = tmp_dir;
+    }
+    char fp32_path[1024] = "";
     train_data d = {0};
     oar_module *base = NULL;
     oar_tensor *cal[1000];
@@ -133,10 +197,16 @@ int oar_cmd_quantize(int argc, char **argv) {
         train_evaluate(base, &d, d.test, o.batch, &loss0, &acc0) != OAR_OK)
         goto fail;
     if (stat && calib_batches(&d, o.batch, calib, cal, &n_cal) != OAR_OK) goto fail;
-    if (out_dir && d.info->input != OAR_ZOO_IMAGE && d.info->input != OAR_ZOO_FEATURES) {
-        fprintf(stderr, "oar quantize: --out exports image and feature models only; %s takes tokens\n", o.model);
+    if ((out_dir || stat) && d.info->input != OAR_ZOO_IMAGE && d.info->input != OAR_ZOO_FEATURES) {
+        fprintf(stderr, "oar quantize: --out and --method static export image and feature models only; %s takes "
+                        "tokens\n", o.model);
         rc = 2;
         goto done;
+    }
+    if (stat) { /* static quantization works on the exported program */
+        snprintf(fp32_path, sizeof fp32_path, "%s/%s-fp32", dir, o.model);
+        oar_module_train(base, false);
+        if (export_model(base, &d, fp32_path, true) != OAR_OK) goto fail;
     }
     int64_t bytes0 = state_bytes(base);
     printf("oar quantize: %s from %s, fp32 test accuracy %.4f (loss %.4f), state %lld bytes\n", o.model, o.checkpoint,
@@ -145,48 +215,52 @@ int oar_cmd_quantize(int argc, char **argv) {
     int nj = snprintf(json, sizeof json, "{\"model\": \"%s\", \"method\": \"%s\", \"fp32_accuracy\": %.6f, "
                       "\"fp32_bytes\": %lld, \"results\": [", o.model, method, acc0, (long long)bytes0);
     for (int k = 0; k < nk; k++) {
-        oar_module *m = train_model_create(&o, &d);
+        oar_module *m = NULL;
         oar_quant_layer layers[64];
         int n = 0;
-        oar_status st = m ? oar_checkpoint_load(o.checkpoint, m, NULL, NULL) : oar_last_status();
-        if (st == OAR_OK) oar_module_train(m, false);
-        if (st == OAR_OK && dynamic) st = oar_quantize_dynamic(m, NULL, layers, 64, &n);
-        if (st == OAR_OK && stat) {
+        oar_status st = OAR_OK;
+        double loss = 0, acc = 0;
+        int64_t bytes = 0;
+        char path[1024];
+        snprintf(path, sizeof path, "%s/%s-%s%s%s", dir ? dir : ".", o.model, method, stat ? "-" : "",
+                 stat ? kinds[k] : "");
+        if (dynamic) {
+            if (!(m = train_model_create(&o, &d))) st = oar_last_status();
+            if (st == OAR_OK) st = oar_checkpoint_load(o.checkpoint, m, NULL, NULL);
+            if (st == OAR_OK) oar_module_train(m, false);
+            if (st == OAR_OK) st = oar_quantize_dynamic(m, NULL, layers, 64, &n);
+            if (st == OAR_OK) st = train_evaluate(m, &d, d.test, o.batch, &loss, &acc);
+            if (st == OAR_OK) bytes = state_bytes(m);
+            if (st == OAR_OK && out_dir) st = export_model(m, &d, path, false);
+        } else {
             oar_quant_static_opts so = {.observer = kinds[k], .keep_first = keep_first, .keep_last = keep_last};
-            st = oar_quantize_static(m, cal, n_cal, &so, layers, 64, &n);
+            st = oar_quantize_static_model(fp32_path, path, cal, n_cal, &so, layers, 64, &n);
+            if (st == OAR_OK) st = predictor_accuracy(path, &d, o.batch, &acc);
+            char wpath[1100];
+            snprintf(wpath, sizeof wpath, "%s.safetensors", path);
+            bytes = file_bytes(wpath);
         }
-        double loss, acc;
-        if (st == OAR_OK) st = train_evaluate(m, &d, d.test, o.batch, &loss, &acc);
-        if (st != OAR_OK) {
-            oar_module_free(m);
-            goto fail;
-        }
-        int64_t bytes = state_bytes(m);
+        oar_module_free(m);
+        if (st != OAR_OK) goto fail;
         const char *label = dynamic ? "dynamic" : kinds[k];
-        printf("\n%s%s%s: %d layers int8\n  %-10s %-7s %10s %22s %12s\n", method, stat ? ", observer " : "",
+        printf("\n%s%s%s: %d layers int8\n  %-10s %-7s %10s %22s %12s%s\n", method, stat ? ", observer " : "",
                stat ? kinds[k] : "", n, "layer", "type", "weights", dynamic ? "weight scales" : "input scale",
-               "weight SQNR");
+               "weight SQNR", stat ? "  output SQNR" : "");
         for (int i = 0; i < n && i < 64; i++) {
             char sc[64];
             if (dynamic) snprintf(sc, sizeof sc, "%.3g..%.3g", layers[i].scale_min, layers[i].scale_max);
             else snprintf(sc, sizeof sc, "%.4g", layers[i].scale_min);
-            printf("  %-10s %-7s %10lld %22s %9.1f dB\n", layers[i].name, layers[i].type, (long long)layers[i].weights,
+            printf("  %-10s %-7s %10lld %22s %9.1f dB", layers[i].name, layers[i].type, (long long)layers[i].weights,
                    sc, layers[i].weight_sqnr_db);
+            if (stat) printf(" %9.1f dB", layers[i].output_sqnr_db);
+            printf("\n");
         }
-        printf("  test accuracy %.4f (fp32 %.4f, %+.2f points), state %lld bytes (%.2fx smaller)\n", acc, acc0,
-               100 * (acc - acc0), (long long)bytes, (double)bytes0 / (double)bytes);
-        if (out_dir) {
-            char path[1024];
-            snprintf(path, sizeof path, "%s/%s-%s%s%s", out_dir, o.model, method, stat ? "-" : "", stat ? kinds[k] : "");
-            if ((st = export_model(m, &d, path)) != OAR_OK) {
-                oar_module_free(m);
-                goto fail;
-            }
-            printf("  exported to %s.json and %s.safetensors\n", path, path);
-        }
+        printf("  test accuracy %.4f (fp32 %.4f, %+.2f points), %s %lld bytes (%.2fx smaller)\n", acc, acc0,
+               100 * (acc - acc0), stat ? "int8 program's weights file" : "state", (long long)bytes,
+               (double)bytes0 / (double)bytes);
+        if (out_dir) printf("  exported to %s.json and %s.safetensors\n", path, path);
         nj += snprintf(json + nj, sizeof json - (size_t)nj, "%s{\"quant\": \"%s\", \"accuracy\": %.6f, \"bytes\": %lld}",
                        k ? ", " : "", label, acc, (long long)bytes);
-        oar_module_free(m);
     }
     snprintf(json + nj, sizeof json - (size_t)nj, "]}");
     printf("%s\n", json);
@@ -198,5 +272,10 @@ done:
     oar_scope_end();
     oar_module_free(base);
     if (d.train || d.test) train_data_close(&d);
+    if (*tmp_dir) { /* only our own files are in it */
+        char cmd[128];
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp_dir);
+        if (system(cmd) != 0) fprintf(stderr, "oar quantize: could not remove %s\n", tmp_dir);
+    }
     return rc;
 }

@@ -4,11 +4,12 @@
  * and pooling in f32, and quantizes again. This pass rewrites, until nothing changes:
  *
  *   relu(qop(...; f32))                  -> qop(...; act=relu)              ReLU in the epilogue
+ *   add(qop(...; f32), r)  (either order) -> qop(..., residual=r)          ResNet's shortcut
  *   quantize(qop(...; f32), s, z)        -> qop(..., y_scale=s, y_zp=z; u8/i8)   requantized
  *   quantize(max_pool2d(u), s, z)        -> qmax_pool2d(quantize(u, s, z))
  *   quantize(reshape(u), s, z)           -> reshape(quantize(u, s, z))
  *
- * (qop: qconv2d or qlinear; s, z per tensor). Each is exact, bit for bit: the epilogue applies
+ * (qop: qconv2d or qlinear; s, z per tensor; r f32 of the output's shape). Each is exact, bit for bit: the epilogue applies
  * ReLU and quantizes with the same float arithmetic as the relu and quantize ops
  * (src/ops/quant.h), and quantization is monotone, so it commutes with max pooling and with any
  * reshape. A quantize moves above a pooling or reshape only when what it reads comes from
@@ -72,6 +73,40 @@ static bool fuse_relu(qfuser *f, int id) {
     act->i = OAR_QACT_RELU;
     retire(p, id, v);
     return true;
+}
+
+/* add(qop(...; f32), r) -> qop(..., residual=r): the epilogue adds r in f32 before any ReLU, as
+ * add would (f32 addition commutes exactly). */
+static oar_status fuse_residual(qfuser *f, int id, bool *changed) {
+    oar_program *p = f->p;
+    const oar_node *a = &p->nodes[id];
+    const oar_value *y = &p->values[a->out[0]];
+    for (int k = 0; k < 2; k++) {
+        int pn = f32_qop(f, a->in[k]), r = a->in[1 - k];
+        if (pn < 0) continue;
+        const oar_node *op = &p->nodes[pn];
+        const oar_value *rv = &p->values[r];
+        if (op->in[QL_RES] >= 0 || op->in[QL_YS] >= 0 || op->attrs[act_attr(op->op)].i != OAR_QACT_NONE) continue;
+        if (rv->meta.dtype != OAR_F32 || rv->meta.ndim != y->meta.ndim || rv->dyn_dims != y->dyn_dims ||
+            memcmp(rv->meta.shape, y->meta.shape, sizeof(int64_t) * (size_t)y->meta.ndim) ||
+            p->values[a->in[k]].meta.ndim != y->meta.ndim ||
+            memcmp(p->values[a->in[k]].meta.shape, y->meta.shape, sizeof(int64_t) * (size_t)y->meta.ndim))
+            continue;
+        int in[QL_N], n_attrs = oar_op_table[op->op]->n_attrs, out;
+        memcpy(in, op->in, sizeof in);
+        in[QL_RES] = r;
+        oar_attr attrs[8];
+        memcpy(attrs, op->attrs, sizeof(oar_attr) * (size_t)n_attrs);
+        uint32_t dyn = y->dyn_dims;
+        if (oar_pass_insert_node(p, OAR_MAIN_BLOCK, pos_in_main(p, id), op->op, in, QL_N, attrs, &out) < 0)
+            return oar_last_status();
+        p->values[out].dyn_dims = dyn;
+        retire(p, id, out);
+        p->nodes[pn].dead = true;
+        *changed = true;
+        return OAR_OK;
+    }
+    return OAR_OK;
 }
 
 /* quantize(qop(...; f32), s, z) -> qop(..., s, z; dtype) */
@@ -143,6 +178,7 @@ oar_status oar_pass_fuse_quant(oar_program *p) {
             const oar_node *n = &p->nodes[id];
             if (n->dead || n->block != OAR_MAIN_BLOCK) continue;
             if (n->op == OAR_OP_relu) changed = fuse_relu(&f, id);
+            else if (n->op == OAR_OP_add) st = fuse_residual(&f, id, &changed);
             else if (n->op == OAR_OP_quantize && p->values[n->in[1]].meta.ndim == 0) {
                 if ((st = fuse_requantize(&f, id, &changed)) == OAR_OK && !changed)
                     st = hoist_quantize(&f, id, &changed);

@@ -1,0 +1,426 @@
+/* Static post-training quantization of a compiled inference program (docs/quant.md).
+ *
+ *   1. BatchNorm in inference mode is folded into the conv2d before it (the fold_conv_bn pass),
+ *      so the int8 convs see the folded weights and nothing stays f32 between them.
+ *   2. Targets: the main block's f32 conv2d and linear nodes whose weight (and bias) are fixed,
+ *      i.e. computed from parameters and constants only. Every other op (softmax, layer_norm,
+ *      pooling, additions) stays f32 by construction; the rule also keeps the first / last
+ *      target and any named one (the weight parameter's name without ".weight") in fp32.
+ *   3. Calibration: a copy of the program gets the observation points as extra outputs (each
+ *      target's input, output, and its weight and bias when the fold computed them), as
+ *      onnxruntime's calibrators augment the graph, and runs on the calibration batches; the
+ *      inputs feed one observer each.
+ *   4. Rewrite: each target becomes quantize(x, s, z) -> qconv2d / qlinear (i8 weights,
+ *      symmetric per output channel, f32 output) with the calibrated s, z and the quantized
+ *      weights bound as new parameters. The inference pass fuse_quant then keeps the chain in
+ *      int8 (ReLU and requantization in the epilogues, quantize moved above pooling/reshape).
+ *   5. Report: per layer the weight SQNR and the output SQNR of the quantized program against
+ *      the f32 one over the calibration batches (errors of earlier layers included, so the
+ *      layer where the SQNR drops is the one that hurts). */
+#include "quant/program.h"
+
+#include "graph/exec.h"
+#include "graph/export.h"
+#include "graph/passes/passes.h"
+#include "graph/serialize.h"
+#include "ops/quant.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct qtarget {
+    int node;
+    bool conv;
+    char name[128];
+    int x, y, w, b;          /* value ids in the program (b -1: no bias) */
+    int out_w, out_b;        /* their output slots in the calibration program, -1: a parameter */
+    oar_observer *obs;
+    oar_tensor *wt, *bt;     /* the f32 weight and bias (borrowed from the program or a run) */
+    double ref2, err2;       /* output SQNR sums */
+    int qx, vxs, vxz;        /* after the rewrite: the quantized input and its qparams' values */
+    float xs;
+    int32_t xz;
+} qtarget;
+
+typedef struct qctx {
+    oar_program *p;
+    qtarget *t;
+    int n;
+} qctx;
+
+static bool in_list(const char *name, const char *const *list) {
+    for (; list && *list; list++)
+        if (!strcmp(*list, name)) return true;
+    return false;
+}
+
+/* v is computed from parameters and constants only (depth-limited), by main-block nodes without effects. */
+static bool fixed_value(const oar_program *p, const bool *mut, int v, int depth) {
+    if (v < 0) return true;
+    const oar_value *val = &p->values[v];
+    if (val->kind == OAR_VAL_PARAM || val->kind == OAR_VAL_CONST) return !mut[v];
+    if (val->kind != OAR_VAL_NODE || depth > 16) return false;
+    const oar_node *n = &p->nodes[val->node];
+    if (n->dead || n->block != OAR_MAIN_BLOCK || n->n_blocks || oar_node_has_effects(p, n)) return false;
+    for (int k = 0; k < n->n_in; k++)
+        if (!fixed_value(p, mut, n->in[k], depth + 1)) return false;
+    return true;
+}
+
+/* The layer's name: its weight parameter's name without ".weight" (before the BN fold), else "node<id>". */
+static void layer_name(const oar_program *p, const oar_node *n, int id, char *buf, size_t size) {
+    const char *w = n->in[1] >= 0 ? p->values[n->in[1]].name : NULL;
+    size_t len = w ? strlen(w) : 0;
+    if (w && p->values[n->in[1]].kind == OAR_VAL_PARAM) {
+        if (len > 7 && !strcmp(w + len - 7, ".weight")) len -= 7;
+        snprintf(buf, size, "%.*s", (int)len, w);
+    } else snprintf(buf, size, "node%d", id);
+}
+
+/* Runs p (one input) on x; out receives n_out new references. */
+static oar_status run_once(const oar_program *p, oar_tensor *x, oar_tensor **out, int n_out) {
+    oar_meta m;
+    oar_meta_from(&m, x);
+    oar_program *sp = oar_program_specialize(p, &m, 1);
+    if (!sp) return oar_last_status();
+    oar_exec *e = oar_exec_create(sp);
+    oar_status st = e ? oar_exec_run(e, &x, 1, out, n_out) : oar_last_status();
+    oar_exec_free(e);
+    oar_program_free(sp);
+    return st;
+}
+
+/* A copy of p whose main block also yields the values vals[0..n) (after its own outputs). */
+static oar_program *with_outputs(const oar_program *p, const int *vals, int n) {
+    oar_program *c = oar_program_copy(p);
+    for (int i = 0; c && i < n; i++)
+        if (oar_program_add_output(c, OAR_MAIN_BLOCK, vals[i]) != OAR_OK) {
+            oar_program_free(c);
+            return NULL;
+        }
+    return c;
+}
+
+static oar_status check_batches(const oar_program *p, oar_tensor *const *batches, int n) {
+    const oar_block *main = &p->blocks[OAR_MAIN_BLOCK];
+    if (main->n_in != 1)
+        return oar_error(OAR_ERR_UNSUPPORTED, "quantize_program: expected a program of one input, got %d inputs",
+                         main->n_in);
+    if (n < 1 || !batches)
+        return oar_error(OAR_ERR_INVALID_ARG, "quantize_program: expected at least one calibration batch, got %d; "
+                                              "activation ranges cannot be known without data", n);
+    const oar_value *in = &p->values[main->in[0]];
+    for (int b = 0; b < n; b++) {
+        oar_tensor *x = batches[b];
+        bool ok = x && oar_dtype_of(x) == in->meta.dtype && oar_ndim(x) == in->meta.ndim;
+        for (int d = 0; ok && d < in->meta.ndim; d++)
+            ok = ((in->dyn_dims >> d) & 1u) || oar_shape(x)[d] == in->meta.shape[d];
+        if (!ok) {
+            char want[128];
+            oar_meta_format(&in->meta, in->dyn_dims, want, sizeof want);
+            return oar_error(OAR_ERR_SHAPE, "quantize_program: calibration batch %d does not fit the program's "
+                                            "input %s; give batches of the exported input's dtype and shape", b, want);
+        }
+    }
+    return OAR_OK;
+}
+
+/* Finds the targets (after the BN fold), names kept from before the fold. */
+static oar_status find_targets(qctx *c, const oar_quant_static_opts *o, const char (*names)[128], int n_names) {
+    oar_program *p = c->p;
+    bool *mut = oar_pass_mutable_values(p);
+    if (!mut) return oar_error(OAR_ERR_OOM, "quantize_program: out of memory");
+    const oar_block *main = &p->blocks[OAR_MAIN_BLOCK];
+    int n_all = 0;
+    for (int i = 0; i < main->n_nodes; i++) {
+        int id = main->nodes[i];
+        const oar_node *n = &p->nodes[id];
+        bool conv = n->op == OAR_OP_conv2d, lin = n->op == OAR_OP_linear;
+        if (n->dead || (!conv && !lin) || p->values[n->in[0]].meta.dtype != OAR_F32) continue;
+        if (!fixed_value(p, mut, n->in[1], 0) || !fixed_value(p, mut, n->in[2], 0)) continue;
+        qtarget *t = &c->t[n_all++];
+        *t = (qtarget){.node = id, .conv = conv, .x = n->in[0], .y = n->out[0], .w = n->in[1], .b = n->in[2],
+                       .out_w = -1, .out_b = -1};
+        if (id < n_names) snprintf(t->name, sizeof t->name, "%s", names[id]);
+        else snprintf(t->name, sizeof t->name, "node%d", id); /* (passes add no conv2d or linear) */
+    }
+    free(mut);
+    c->n = 0;
+    for (int i = 0; i < n_all; i++) { /* the rule: sensitive layers stay fp32 */
+        bool keep = (o->keep_first && i == 0) || (o->keep_last && i == n_all - 1) || in_list(c->t[i].name, o->skip);
+        if (!keep) c->t[c->n++] = c->t[i];
+    }
+    if (!c->n)
+        return oar_error(OAR_ERR_INVALID_ARG, "quantize_program: expected a conv2d or linear with fixed weights to "
+                                              "quantize, found %d, all kept in fp32 or none (was the model exported "
+                                              "with fusions on? use oar_quant_export_strategy)", n_all);
+    return OAR_OK;
+}
+
+/* Calibration: observers on the targets' inputs; weights and biases the fold computes are fetched. */
+static oar_status calibrate(qctx *c, oar_tensor *const *batches, int n_batches, const char *kind,
+                            const oar_observer_opts *oo, oar_tensor ***fetched, int *n_fetched) {
+    oar_program *p = c->p;
+    int base = p->blocks[OAR_MAIN_BLOCK].n_out, n_out = base, *vals = malloc(sizeof(int) * (size_t)(3 * c->n + 1));
+    if (!vals) return oar_error(OAR_ERR_OOM, "quantize_program: out of memory");
+    int n_vals = 0;
+    for (int i = 0; i < c->n; i++) {
+        qtarget *t = &c->t[i];
+        vals[n_vals++] = t->x;
+        if (p->values[t->w].kind == OAR_VAL_NODE) t->out_w = n_vals, vals[n_vals++] = t->w;
+        if (t->b >= 0 && p->values[t->b].kind == OAR_VAL_NODE) t->out_b = n_vals, vals[n_vals++] = t->b;
+    }
+    n_out += n_vals;
+    oar_program *cp = with_outputs(p, vals, n_vals);
+    oar_tensor **out = calloc((size_t)n_out + 1, sizeof(oar_tensor *));
+    oar_status st = cp && out ? OAR_OK : oar_last_status();
+    if (cp && !out) st = oar_error(OAR_ERR_OOM, "quantize_program: out of memory");
+    for (int i = 0; i < c->n && st == OAR_OK; i++)
+        if (!(c->t[i].obs = oar_observer_create(kind, oo))) st = oar_last_status();
+    bool grad = oar_set_grad_enabled(false);
+    for (int b = 0; b < n_batches && st == OAR_OK; b++) {
+        if ((st = run_once(cp, batches[b], out, n_out)) != OAR_OK) {
+            oar_error_prefix("quantize_program: calibration batch %d", b);
+            break;
+        }
+        int k = base;
+        for (int i = 0; i < c->n && st == OAR_OK; i++) {
+            qtarget *t = &c->t[i];
+            if ((st = oar_observer_observe(t->obs, out[k++])) != OAR_OK)
+                oar_error_prefix("quantize_program: layer %s, calibration batch %d", t->name, b);
+            if (t->out_w >= 0) k++;
+            if (t->out_b >= 0) k++;
+        }
+        for (int j = 0; j < n_out; j++) {
+            if (b == 0 && j >= base) continue; /* the first batch's are kept for the weights */
+            oar_release(out[j]);
+            out[j] = NULL;
+        }
+        if (b == 0) {
+            *fetched = out;
+            *n_fetched = n_out;
+            out = calloc((size_t)n_out + 1, sizeof(oar_tensor *));
+            if (!out) st = oar_error(OAR_ERR_OOM, "quantize_program: out of memory");
+        }
+    }
+    oar_set_grad_enabled(grad);
+    for (int i = 0; i < c->n && st == OAR_OK; i++) {
+        qtarget *t = &c->t[i];
+        t->wt = t->out_w >= 0 ? (*fetched)[base + t->out_w] : p->values[t->w].tensor;
+        t->bt = t->b < 0 ? NULL : t->out_b >= 0 ? (*fetched)[base + t->out_b] : p->values[t->b].tensor;
+    }
+    free(out);
+    free(vals);
+    oar_program_free(cp);
+    return st;
+}
+
+static int add_param(oar_program *p, oar_tensor *t, const char *layer, const char *what) {
+    char name[192];
+    snprintf(name, sizeof name, "%s.%s", layer, what);
+    return oar_program_add_tensor(p, OAR_VAL_PARAM, t, name);
+}
+
+static int pos_in_main(const oar_program *p, int id) {
+    const oar_block *b = &p->blocks[OAR_MAIN_BLOCK];
+    for (int i = 0; i < b->n_nodes; i++)
+        if (b->nodes[i] == id) return i;
+    return -1;
+}
+
+/* Target t becomes quantize -> qconv2d / qlinear giving f32; *qout receives the new output value. */
+static oar_status rewrite(qctx *c, qtarget *t, oar_quant_layer *info, int *qout) {
+    oar_program *p = c->p;
+    oar_tensor *xs, *xz, *ws = NULL, *wz = NULL, *wq = NULL;
+    oar_status st = oar_observer_qparams(t->obs, &xs, &xz);
+    if (st != OAR_OK) {
+        oar_error_prefix("quantize_program: layer %s (never reached by the calibration batches?)", t->name);
+        return st;
+    }
+    oar_observer *wo = oar_observer_create("minmax", &(oar_observer_opts){.dtype = OAR_I8, .symmetric = true,
+                                                                          .per_channel = true, .axis = 0});
+    st = wo ? oar_observer_observe(wo, t->wt) : oar_last_status();
+    if (st == OAR_OK) st = oar_observer_qparams(wo, &ws, &wz);
+    oar_observer_free(wo);
+    if (st == OAR_OK && !(wq = oar_quantize(t->wt, ws, wz, 0, OAR_I8))) st = oar_last_status();
+    if (st == OAR_OK) st = oar_sqnr(t->wt, oar_dequantize(wq, ws, wz, 0), &info->weight_sqnr_db);
+    if (st != OAR_OK) {
+        oar_error_prefix("quantize_program: layer %s", t->name);
+        return st;
+    }
+    snprintf(info->name, sizeof info->name, "%s", t->name);
+    snprintf(info->type, sizeof info->type, "%s", t->conv ? "Conv2d" : "Linear");
+    info->weights = oar_numel(t->wt);
+    info->scale_min = info->scale_max = *(const float *)oar_data(xs);
+    t->xs = *(const float *)oar_data(xs);
+    t->xz = *(const int32_t *)oar_data(xz);
+    const qtarget *same = NULL; /* a layer reading the same value with the same qparams (a projection
+                                   shortcut beside a block's first conv) shares its quantize */
+    for (const qtarget *u = c->t; u < t && !same; u++)
+        if (u->x == t->x && u->xs == t->xs && u->xz == t->xz) same = u;
+    int vxs = same ? same->vxs : add_param(p, xs, t->name, "input_scale");
+    int vxz = same ? same->vxz : add_param(p, xz, t->name, "input_zero_point");
+    int vw = add_param(p, wq, t->name, "weight"), vws = add_param(p, ws, t->name, "weight_scale");
+    int vb = t->b < 0 ? -1 : p->values[t->b].kind == OAR_VAL_NODE ? add_param(p, t->bt, t->name, "bias") : t->b;
+    if (vxs < 0 || vxz < 0 || vw < 0 || vws < 0 || (t->b >= 0 && vb < 0)) return oar_last_status();
+    int pos = pos_in_main(p, t->node), qx = same ? same->qx : -1;
+    uint32_t xdyn = p->values[t->x].dyn_dims, ydyn = p->values[t->y].dyn_dims;
+    if (!same) {
+        oar_attr qa[2] = {oar_attr_int(0), oar_attr_dtype(OAR_U8)};
+        int qin[3] = {t->x, vxs, vxz};
+        if (oar_pass_insert_node(p, OAR_MAIN_BLOCK, pos++, OAR_OP_quantize, qin, 3, qa, &qx) < 0)
+            return oar_last_status();
+        p->values[qx].dyn_dims = xdyn;
+    }
+    t->qx = qx, t->vxs = vxs, t->vxz = vxz;
+    int in[QL_N] = {[QL_X] = qx, [QL_XS] = vxs, [QL_XZP] = vxz, [QL_W] = vw, [QL_WS] = vws, [QL_BIAS] = vb,
+                    [QL_YS] = -1, [QL_YZP] = -1, [QL_RES] = -1};
+    oar_attr attrs[6];
+    int na = 0;
+    if (t->conv)
+        for (; na < 4; na++) attrs[na] = p->nodes[t->node].attrs[na]; /* stride, padding, dilation, groups */
+    attrs[na++] = oar_attr_int(OAR_QACT_NONE);
+    attrs[na++] = oar_attr_dtype(OAR_F32);
+    if (oar_pass_insert_node(p, OAR_MAIN_BLOCK, pos, t->conv ? OAR_OP_qconv2d : OAR_OP_qlinear, in, QL_N, attrs,
+                             qout) < 0)
+        return oar_last_status();
+    p->values[*qout].dyn_dims = ydyn;
+    oar_program_replace_uses(p, t->y, *qout);
+    p->nodes[t->node].dead = true;
+    return OAR_OK;
+}
+
+/* Output SQNR per layer: the f32 program and the quantized one on the calibration batches. */
+static oar_status output_sqnr(qctx *c, const oar_program *ref, const int *ref_y, const int *q_y,
+                              oar_tensor *const *batches, int n_batches) {
+    oar_program *rp = with_outputs(ref, ref_y, c->n), *qp = with_outputs(c->p, q_y, c->n);
+    int rb = ref->blocks[OAR_MAIN_BLOCK].n_out, qb = c->p->blocks[OAR_MAIN_BLOCK].n_out;
+    oar_tensor **ro = calloc((size_t)(rb + c->n + 1), sizeof(oar_tensor *));
+    oar_tensor **qo = calloc((size_t)(qb + c->n + 1), sizeof(oar_tensor *));
+    oar_status st = rp && qp ? OAR_OK : oar_last_status();
+    if (st == OAR_OK && (!ro || !qo)) st = oar_error(OAR_ERR_OOM, "quantize_program: out of memory");
+    bool grad = oar_set_grad_enabled(false);
+    for (int b = 0; b < n_batches && st == OAR_OK; b++) {
+        if ((st = run_once(rp, batches[b], ro, rb + c->n)) == OAR_OK) st = run_once(qp, batches[b], qo, qb + c->n);
+        for (int i = 0; i < c->n && st == OAR_OK; i++) {
+            oar_tensor *r = oar_contiguous(ro[rb + i]), *q = oar_contiguous(qo[qb + i]);
+            const float *rd = oar_data(r), *qd = oar_data(q);
+            for (int64_t k = 0, n = oar_numel(r); k < n; k++) {
+                double d = (double)rd[k] - (double)qd[k];
+                c->t[i].ref2 += (double)rd[k] * rd[k];
+                c->t[i].err2 += d * d;
+            }
+            oar_release(r);
+            oar_release(q);
+        }
+        for (int j = 0; j < rb + c->n; j++) oar_release(ro[j]), ro[j] = NULL;
+        for (int j = 0; j < qb + c->n; j++) oar_release(qo[j]), qo[j] = NULL;
+    }
+    oar_set_grad_enabled(grad);
+    free(ro);
+    free(qo);
+    oar_program_free(rp);
+    oar_program_free(qp);
+    return st;
+}
+
+#define MAX_TARGETS 4096
+
+oar_status oar_quant_program_static(oar_program *p, oar_tensor *const *batches, int n_batches,
+                                    const oar_quant_static_opts *opts, oar_quant_layer *layers, int cap,
+                                    int *n_layers) {
+    if (n_layers) *n_layers = 0;
+    if (!p) return oar_error(OAR_ERR_INVALID_ARG, "quantize_program: expected a program, got NULL");
+    if (p->n_grad_writes || oar_program_state_writer(p) >= 0)
+        return oar_error(OAR_ERR_UNSUPPORTED, "quantize_program: expected an inference program, got a training step "
+                                              "(it writes gradients or state); export the model in eval mode");
+    oar_status st = check_batches(p, batches, n_batches);
+    if (st != OAR_OK) return st;
+    oar_quant_static_opts o = opts ? *opts : (oar_quant_static_opts){0};
+    oar_observer_opts oo = o.observer_opts;
+    oo.per_channel = false; /* one scale per activation tensor */
+    oo.dtype = OAR_U8;      /* what the int8 kernels take */
+    oo.symmetric = false;
+    char (*names)[128] = calloc((size_t)p->n_nodes + 1, sizeof *names);
+    qctx c = {p, calloc(MAX_TARGETS, sizeof(qtarget)), 0};
+    oar_tensor **fetched = NULL; /* the first calibration run's outputs (the folded weights among them) */
+    int n_fetched = 0, *ref_y = NULL, *q_y = NULL;
+    oar_program *ref = NULL;
+    if (!names || !c.t) {
+        st = oar_error(OAR_ERR_OOM, "quantize_program: out of memory");
+        goto done;
+    }
+    int n_names = p->n_nodes;
+    for (int id = 0; id < n_names; id++) layer_name(p, &p->nodes[id], id, names[id], sizeof names[id]);
+    if ((st = oar_pass_fold_conv_bn(p)) != OAR_OK || (st = oar_pass_dead_code(p)) != OAR_OK ||
+        (st = oar_program_verify(p)) != OAR_OK) {
+        oar_error_prefix("quantize_program: folding batch norms");
+        goto done;
+    }
+    oar_program_compact(p);
+    if ((st = find_targets(&c, &o, (const char(*)[128])names, n_names)) != OAR_OK) goto done;
+    oar_scope_begin();
+    st = calibrate(&c, batches, n_batches, o.observer ? o.observer : "minmax", &oo, &fetched, &n_fetched);
+    if (st == OAR_OK && !(ref = oar_program_copy(p))) st = oar_last_status();
+    ref_y = malloc(sizeof(int) * (size_t)(c.n + 1));
+    q_y = malloc(sizeof(int) * (size_t)(c.n + 1));
+    if (st == OAR_OK && (!ref_y || !q_y)) st = oar_error(OAR_ERR_OOM, "quantize_program: out of memory");
+    for (int i = 0; i < c.n && st == OAR_OK; i++) { /* every observer has data before anything changes */
+        oar_tensor *s, *z;
+        if ((st = oar_observer_qparams(c.t[i].obs, &s, &z)) != OAR_OK)
+            oar_error_prefix("quantize_program: layer %s (never reached by the calibration batches?)", c.t[i].name);
+    }
+    oar_quant_layer *info = calloc((size_t)c.n + 1, sizeof *info);
+    if (st == OAR_OK && !info) st = oar_error(OAR_ERR_OOM, "quantize_program: out of memory");
+    for (int i = 0; i < c.n && st == OAR_OK; i++) {
+        ref_y[i] = c.t[i].y;
+        st = rewrite(&c, &c.t[i], &info[i], &q_y[i]);
+    }
+    if (st == OAR_OK) oar_program_compact(p);
+    if (st == OAR_OK && (st = oar_program_verify(p)) != OAR_OK) oar_error_prefix("quantize_program: the rewrite");
+    if (st == OAR_OK) st = output_sqnr(&c, ref, ref_y, q_y, batches, n_batches);
+    if (st == OAR_OK && (st = oar_pass_dead_code(p)) == OAR_OK) oar_program_compact(p);
+    for (int i = 0; i < c.n && st == OAR_OK; i++) {
+        info[i].output_sqnr_db = c.t[i].err2 > 0 ? 10 * log10(c.t[i].ref2 / c.t[i].err2) : INFINITY;
+        if (layers && i < cap) layers[i] = info[i];
+        if (n_layers) (*n_layers)++;
+    }
+    free(info);
+    oar_scope_end();
+done:
+    for (int i = 0; c.t && i < c.n; i++) oar_observer_free(c.t[i].obs);
+    for (int j = 0; j < n_fetched; j++) oar_release(fetched[j]);
+    free(fetched);
+    free(c.t);
+    free(names);
+    free(ref_y);
+    free(q_y);
+    oar_program_free(ref);
+    return st;
+}
+
+void oar_quant_export_strategy(oar_build_strategy *s) {
+    static const char *const off[] = {"fold_conv_bn", "fuse_conv_act", "fuse_quant", "conv_nhwc", "fuse_linear_act",
+                                      "fuse_bn_act", "fuse_elementwise", "fuse_add_layer_norm", "inplace"};
+    *s = (oar_build_strategy){0};
+    for (size_t i = 0; i < sizeof off / sizeof *off; i++) oar_build_strategy_set(s, off[i], false);
+}
+
+oar_status oar_quantize_static_model(const char *model_path, const char *out_path, oar_tensor *const *batches,
+                                     int n_batches, const oar_quant_static_opts *opts, oar_quant_layer *layers,
+                                     int cap, int *n_layers) {
+    if (n_layers) *n_layers = 0;
+    if (!model_path || !out_path)
+        return oar_error(OAR_ERR_INVALID_ARG, "quantize_static_model: expected a model path and an output path, got %s",
+                         model_path ? "no output path" : "no model path");
+    oar_program_io io;
+    oar_program *p = oar_program_load_io(model_path, &io);
+    if (!p) return oar_last_status();
+    oar_status st = oar_quant_program_static(p, batches, n_batches, opts, layers, cap, n_layers);
+    if (st == OAR_OK) st = oar_program_save(p, out_path, io.input_names, io.output_names);
+    if (st != OAR_OK) oar_error_prefix("quantize_static_model %s", model_path);
+    oar_program_free(p);
+    return st;
+}

@@ -1,0 +1,217 @@
+/* Static post-training quantization as a program rewrite (issue 16; src/quant/program.c).
+ * - LeNet: the exported fp32 program quantized by oar_quantize_static_model runs in the
+ *   predictor and equals, bit for bit, the same LeNet quantized at module level
+ *   (oar_quantize_static: same observers, same calibration) run eagerly; the loaded program
+ *   after the inference passes is one quantize of the image and int8 to the logits.
+ * - ResNet-20 (batch norms with non-trivial running statistics): BN folded into the convs, no
+ *   batch_norm left, one quantize per residual block, shortcut additions and ReLUs fused into
+ *   the qconv2d epilogues, the int8 logits close to fp32's; the predictor with fuse_quant and
+ *   without it give the same bits (the fused program = the unfused one).
+ * - the rule (keep first / last / skip by name) and the per-layer report (weight and output SQNR).
+ * - bad input: no batches, NaN in a batch, a batch of the wrong shape, a missing model, a model
+ *   without conv/linear left to quantize: clear errors and no output file.
+ * Runs at every ISA cap (tests/CMakeLists.txt). */
+#include "test_util.h"
+
+#include "graph/passes/passes.h"
+#include "graph/serialize.h"
+
+#include <unistd.h>
+
+static char g_dir[256];
+
+static const char *path_in(const char *name) {
+    static char buf[4][512];
+    static int k;
+    k = (k + 1) % 4;
+    snprintf(buf[k], sizeof buf[k], "%s/%s", g_dir, name);
+    return buf[k];
+}
+
+static oar_status forward_fn(void *user, oar_tensor *const *in, int n_in, oar_tensor **out, int n_out) {
+    out[0] = oar_forward(user, in[0]);
+    return out[0] ? OAR_OK : oar_last_status();
+}
+
+/* Exports m (eval mode) with a dynamic batch and the strategy quantization wants. */
+static void export_fp32(oar_module *m, int64_t c, int64_t hw, const char *path) {
+    oar_input_spec spec = {OAR_F32, 4, {-1, c, hw, hw}, "images"};
+    oar_jit_opts o = {.specs = &spec, .n_specs = 1, .module = m};
+    oar_quant_export_strategy(&o.strategy);
+    oar_jit *f = oar_jit_to_static(forward_fn, m, &o);
+    oar_tensor *x = oar_randn((int64_t[]){2, c, hw, hw}, 4, OAR_F32), *y = NULL;
+    CHECK(f && oar_jit_call(f, &x, 1, &y, 1) == OAR_OK);
+    CHECK(oar_jit_save(f, path) == OAR_OK);
+    oar_jit_free(f);
+}
+
+static oar_tensor *predict(const char *path, oar_tensor *x, bool fuse) {
+    oar_predictor_config cfg = {.model_path = path};
+    if (!fuse) CHECK(oar_build_strategy_set(&cfg.strategy, "fuse_quant", false) == OAR_OK);
+    oar_predictor *p = oar_predictor_create(&cfg);
+    CHECK(p != NULL);
+    if (!p) return NULL;
+    oar_tensor *y = NULL;
+    if (oar_predictor_set_input(p, oar_predictor_input_name(p, 0), x) == OAR_OK && oar_predictor_run(p) == OAR_OK)
+        y = oar_predictor_get_output(p, oar_predictor_output_name(p, 0));
+    oar_predictor_free(p);
+    return y;
+}
+
+/* Nodes of op in the saved program after the default inference passes (what the predictor runs). */
+static int count_after_passes(const char *path, oar_op_id op) {
+    oar_program *p = oar_program_load(path);
+    CHECK(p != NULL);
+    if (!p) return -1;
+    int n = -1;
+    if (oar_passes_run(p, oar_build_strategy_mask(NULL), false) == OAR_OK) {
+        n = 0;
+        for (int i = 0; i < p->n_nodes; i++) n += !p->nodes[i].dead && p->nodes[i].op == op;
+    }
+    oar_program_free(p);
+    return n;
+}
+
+static double sqnr(oar_tensor *ref, oar_tensor *y) {
+    double db = 0;
+    CHECK(oar_sqnr(ref, y, &db) == OAR_OK);
+    return db;
+}
+
+static void lenet_program_equals_module(void) {
+    oar_scope_begin();
+    oar_tensor *cal[3];
+    for (int i = 0; i < 3; i++) cal[i] = oar_randn((int64_t[]){8, 1, 28, 28}, 4, OAR_F32);
+    oar_manual_seed(5);
+    oar_module *m = oar_zoo_create("lenet", NULL);
+    oar_module_train(m, false);
+    export_fp32(m, 1, 28, path_in("lenet"));
+    const char *kinds[] = {"minmax", "moving_average", "percentile"};
+    for (int k = 0; k < 3; k++) {
+        oar_quant_static_opts so = {.observer = kinds[k]};
+        oar_quant_layer layers[8];
+        int n = 0;
+        CHECK(oar_quantize_static_model(path_in("lenet"), path_in("lenet-int8"), cal, 3, &so, layers, 8, &n) == OAR_OK);
+        CHECK(n == 5);
+        CHECK(!strcmp(layers[0].name, "c1") && !strcmp(layers[0].type, "Conv2d"));
+        CHECK(!strcmp(layers[4].name, "f3") && !strcmp(layers[4].type, "Linear") && layers[4].weights == 84 * 10);
+        for (int i = 0; i < n; i++)
+            CHECK(layers[i].weight_sqnr_db > 30 && layers[i].output_sqnr_db > 15 && layers[i].output_sqnr_db < 80);
+        oar_manual_seed(5); /* the same weights, quantized at module level */
+        oar_module *q = oar_zoo_create("lenet", NULL);
+        oar_module_train(q, false);
+        CHECK(oar_quantize_static(q, cal, 3, &so, NULL, 0, NULL) == OAR_OK);
+        for (int64_t b = 1; b <= 7; b += 6) {
+            oar_tensor *x = oar_randn((int64_t[]){b, 1, 28, 28}, 4, OAR_F32);
+            oar_no_grad_begin();
+            oar_tensor *eager = oar_forward(q, x), *fp32 = oar_forward(m, x);
+            oar_no_grad_end();
+            oar_tensor *y = predict(path_in("lenet-int8"), x, true);
+            CHECK(y && t_same_bits(y, eager));
+            CHECK(sqnr(fp32, y) > 15);
+        }
+        oar_module_free(q);
+    }
+    /* int8 from the image's quantize to the logits */
+    CHECK(count_after_passes(path_in("lenet-int8"), OAR_OP_quantize) == 1);
+    CHECK(count_after_passes(path_in("lenet-int8"), OAR_OP_qconv2d) == 2);
+    CHECK(count_after_passes(path_in("lenet-int8"), OAR_OP_qlinear) == 3);
+    CHECK(count_after_passes(path_in("lenet-int8"), OAR_OP_qmax_pool2d) == 2);
+    CHECK(count_after_passes(path_in("lenet-int8"), OAR_OP_relu) == 0);
+    /* the rule: first and last kept, and one by name */
+    oar_quant_layer layers[8];
+    int n = 0;
+    const char *skip[] = {"f1", NULL};
+    oar_quant_static_opts so = {.keep_first = true, .keep_last = true, .skip = skip};
+    CHECK(oar_quantize_static_model(path_in("lenet"), path_in("lenet-kept"), cal, 3, &so, layers, 8, &n) == OAR_OK);
+    CHECK(n == 2 && !strcmp(layers[0].name, "c2") && !strcmp(layers[1].name, "f2"));
+    CHECK(count_after_passes(path_in("lenet-kept"), OAR_OP_qconv2d) == 1);
+    CHECK(count_after_passes(path_in("lenet-kept"), OAR_OP_qlinear) == 1);
+    oar_module_free(m);
+    oar_scope_end();
+}
+
+static void resnet20_bn_folded(void) {
+    oar_scope_begin();
+    oar_manual_seed(7);
+    oar_module *m = oar_zoo_create("resnet20", NULL);
+    /* running statistics far from (0, 1): a few training-mode forwards on shifted data */
+    oar_module_train(m, true);
+    oar_no_grad_begin();
+    for (int i = 0; i < 3; i++) {
+        oar_tensor *x = oar_add_scalar(oar_mul_scalar(oar_randn((int64_t[]){8, 3, 16, 16}, 4, OAR_F32), 2.0), 0.5);
+        CHECK(oar_forward(m, x) != NULL);
+    }
+    oar_no_grad_end();
+    oar_module_train(m, false);
+    export_fp32(m, 3, 16, path_in("resnet"));
+    oar_tensor *cal[2] = {oar_randn((int64_t[]){8, 3, 16, 16}, 4, OAR_F32),
+                          oar_randn((int64_t[]){8, 3, 16, 16}, 4, OAR_F32)};
+    oar_quant_layer layers[32];
+    int n = 0;
+    CHECK(oar_quantize_static_model(path_in("resnet"), path_in("resnet-int8"), cal, 2, NULL, layers, 32, &n) ==
+          OAR_OK);
+    CHECK(n == 22); /* 19 convs, 2 projection shortcuts, the classifier */
+    CHECK(count_after_passes(path_in("resnet-int8"), OAR_OP_batch_norm) == 0);
+    CHECK(count_after_passes(path_in("resnet-int8"), OAR_OP_conv2d) == 0);
+    CHECK(count_after_passes(path_in("resnet-int8"), OAR_OP_qconv2d) == 21);
+    int nq = count_after_passes(path_in("resnet-int8"), OAR_OP_quantize);
+    /* the image's, the classifier's, and one per residual block whose input is also its shortcut
+     * (7 of 9: a block before a projection shortcut hands its output requantized to u8, the
+     * projection and the next conv sharing that quantize) */
+    CHECK(nq == 9);
+    /* shortcut additions and ReLUs in the qconv2d epilogues */
+    CHECK(count_after_passes(path_in("resnet-int8"), OAR_OP_add) == 0);
+    CHECK(count_after_passes(path_in("resnet-int8"), OAR_OP_relu) == 0);
+    oar_tensor *x = oar_randn((int64_t[]){4, 3, 16, 16}, 4, OAR_F32);
+    oar_no_grad_begin();
+    oar_tensor *fp32 = oar_forward(m, x);
+    oar_no_grad_end();
+    oar_tensor *y = predict(path_in("resnet-int8"), x, true), *yu = predict(path_in("resnet-int8"), x, false);
+    CHECK(y && yu && t_same_bits(y, yu));
+    double db = sqnr(fp32, y);
+    printf("resnet20 (random weights, BN folded): int8 logits SQNR %.1f dB, %d quantize nodes\n", db, nq);
+    CHECK(db > 12);
+    oar_module_free(m);
+    oar_scope_end();
+}
+
+static void bad_input(void) {
+    oar_scope_begin();
+    oar_manual_seed(9);
+    oar_module *m = oar_zoo_create("lenet", NULL);
+    oar_module_train(m, false);
+    export_fp32(m, 1, 28, path_in("bad"));
+    oar_tensor *good = oar_randn((int64_t[]){4, 1, 28, 28}, 4, OAR_F32);
+    oar_tensor *nan = oar_full((int64_t[]){4, 1, 28, 28}, 4, NAN, OAR_F32);
+    oar_tensor *wrong = oar_randn((int64_t[]){4, 1, 32, 32}, 4, OAR_F32);
+    const char *out = path_in("bad-int8");
+    CHECK_ERR(oar_quantize_static_model(path_in("bad"), out, &good, 0, NULL, NULL, 0, NULL), "at least one calibration");
+    oar_tensor *b2[2] = {good, nan};
+    CHECK_ERR(oar_quantize_static_model(path_in("bad"), out, b2, 2, NULL, NULL, 0, NULL), "calibration batch 1");
+    CHECK_ERR(oar_quantize_static_model(path_in("bad"), out, &wrong, 1, NULL, NULL, 0, NULL),
+              "calibration batch 0 does not fit");
+    CHECK_ERR(oar_quantize_static_model(path_in("absent"), out, &good, 1, NULL, NULL, 0, NULL), "absent");
+    const char *all[] = {"c1", "c2", "f1", "f2", "f3", NULL};
+    oar_quant_static_opts so = {.skip = all};
+    CHECK_ERR(oar_quantize_static_model(path_in("bad"), out, &good, 1, &so, NULL, 0, NULL), "all kept in fp32");
+    CHECK(access(path_in("bad-int8.json"), F_OK) != 0);
+    oar_module_free(m);
+    oar_scope_end();
+}
+
+int main(void) {
+    snprintf(g_dir, sizeof g_dir, "/tmp/oar-quant-program-XXXXXX");
+    if (!mkdtemp(g_dir)) {
+        perror("mkdtemp");
+        return 1;
+    }
+    lenet_program_equals_module();
+    resnet20_bn_folded();
+    bad_input();
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
+    if (getenv("OAR_TEST_KEEP")) printf("files kept in %s\n", g_dir); /* to look at the programs */
+    else if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", g_dir);
+    return test_summary("test_quant_program");
+}
