@@ -8,13 +8,19 @@ PyTorch's 2-thread figure is the best of its three 2-thread configurations
 (../shared/bench/README.md explains why). resnet20 inference is compared against PyTorch's
 best inference variant (torch.jit.optimize_for_inference, or frozen/eager if faster).
 
+--cap avx2|generic holds oar, OpenBLAS, oneDNN and PyTorch to that instruction set alike
+(CAPS below), so an AVX-512 machine can stand in for an AVX2-only one; the rows say the cap,
+the level oar reported running at, PyTorch's ATen capability and the CPU. A capped run on a
+CPU with AVX-512 is a proxy only: caches, memory and clocks are still that CPU's.
+
 Prints one JSON object per line on stdout and a Markdown table on stderr.
 Usage: bench/compare.py [--build build] [--shared ../shared] [--reps 3] [--threads 1 2]
-                        [--workloads tiny mlp ...]
+                        [--workloads tiny mlp ...] [--cap avx2|generic]
 """
 import argparse
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -28,6 +34,39 @@ INFER_FLOP_PER_IMAGE = 2 * 40.81e6  # resnet20 forward
 TORCH_NAME = {"gpt-mini": "gpt", "lstm-lm": "lstm"}
 TRAIN = ["tiny", "mlp", "lenet", "resnet20", "gpt-mini", "lstm-lm"]
 INFER = ["resnet20-infer-bs1", "resnet20-infer-bs32"]
+# What each library reads to stay at or below a level (docs/cpu-isa.md): oar's switch, the
+# OpenBLAS core picked when the library loads (oar and PyTorch load the same OpenBLAS), oneDNN's
+# max ISA (oar's and PyTorch's builds both read it) and ATen's vectorized kernels.
+CAPS = {"avx2": {"OAR_CPU_ISA": "avx2", "OPENBLAS_CORETYPE": "Haswell", "ONEDNN_MAX_CPU_ISA": "AVX2",
+                 "ATEN_CPU_CAPABILITY": "avx2"},
+        "generic": {"OAR_CPU_ISA": "generic", "OPENBLAS_CORETYPE": "Nehalem", "ONEDNN_MAX_CPU_ISA": "SSE41",
+                    "ATEN_CPU_CAPABILITY": "default"}}
+CAP_NEEDS = {"avx2": {"avx2", "fma"}, "generic": set()}
+OAR_ISA = {"avx2": "avx2", "generic": "portable"}  # the "isa" oar bench reports at each cap
+
+
+def cpu_facts():
+    """(model name, set of flags) from /proc/cpuinfo; (platform name, empty set) elsewhere."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            text = f.read()
+        model = re.search(r"^model name\s*:\s*(.*)$", text, re.M)
+        flags = re.search(r"^flags\s*:\s*(.*)$", text, re.M)
+        return (model.group(1).strip() if model else "unknown"), set(flags.group(1).split() if flags else [])
+    except OSError:
+        import platform
+        return platform.processor() or "unknown", set()
+
+
+def torch_capability():
+    """The vectorized ATen kernels PyTorch uses under the current environment (its build summary)."""
+    r = subprocess.run(["/usr/bin/python3", "-c", "import torch; print(torch.__config__.show())"],
+                       capture_output=True, text=True)
+    m = re.search(r"CPU capability usage: (\S+)", r.stdout)
+    return m.group(1) if m else None
+
+
+OAR_RAN_AT = set()  # the "isa" of every oar bench record of the run
 
 
 def oar_ms(build, workload, mode, threads):
@@ -40,7 +79,9 @@ def oar_ms(build, workload, mode, threads):
     if r.returncode != 0:
         sys.stderr.write(f"compare: {' '.join(cmd)} failed: {r.stderr.strip()}\n")
         return None
-    return json.loads(r.stdout.strip().splitlines()[-1])["median_ms"]
+    rec = json.loads(r.stdout.strip().splitlines()[-1])
+    OAR_RAN_AT.add(rec.get("isa"))
+    return rec["median_ms"]
 
 
 def torch_run(shared, workload, extra):
@@ -89,7 +130,9 @@ def measured_peak(build, threads, tries=3):
     best = None
     for _ in range(tries):
         r = subprocess.run([os.path.join(build, "oar"), "bench", "--workload", "peak", "--threads", str(threads)],
-                           capture_output=True, text=True, check=True)
+                           capture_output=True, text=True)
+        if r.returncode != 0:  # the probe needs AVX2: a generic cap has no peak to quote
+            return best
         rec = json.loads(r.stdout.strip().splitlines()[-1])
         g = rec["gflops_1t"] if threads == 1 else rec["gflops_all"]
         if best is None or g > best[0]:
@@ -135,11 +178,23 @@ def main():
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     ap.add_argument("--workloads", nargs="+", default=TRAIN + INFER)
+    ap.add_argument("--cap", choices=sorted(CAPS), help="hold oar and PyTorch to this instruction set")
     a = ap.parse_args()
     if not os.path.exists(os.path.join(a.shared, "bench", "torch_workloads.py")):
         sys.exit(f"compare: {a.shared}/bench/torch_workloads.py not found; pass --shared DIR")
+    cpu, flags = cpu_facts()
+    if a.cap:
+        missing = CAP_NEEDS[a.cap] - flags
+        if missing:  # forcing OpenBLAS's Haswell core on such a CPU would crash, not cap
+            sys.exit(f"compare: --cap {a.cap} needs {', '.join(sorted(missing))}, which this CPU ({cpu}) lacks")
+        os.environ.update(CAPS[a.cap])  # every oar and PyTorch process below inherits it
+    else:
+        for k in CAPS["avx2"]:
+            if k in os.environ:
+                sys.stderr.write(f"compare: note: {k}={os.environ[k]} is set and applies to this run\n")
+    setting = {"cap": a.cap or "native", "cpu": cpu, "torch_cpu_capability": torch_capability()}
 
-    peaks = {t: measured_peak(a.build, t) for t in a.threads}
+    peaks = {t: measured_peak(a.build, t) or (None, None) for t in a.threads}
     rows = []
     for w in a.workloads:
         for t in a.threads:
@@ -154,7 +209,7 @@ def main():
                 cfgs.append(tb[1] if tb else None)
             sys.stderr.write("\r" + " " * 60 + "\r")
             e, s, p = summary(eager), summary(static), summary(torch)
-            row = {"workload": w, "threads": t, "reps": a.reps,
+            row = {"workload": w, "threads": t, "reps": a.reps, **setting,
                    "oar_eager_ms": e[0], "oar_eager_spread": [e[1], e[2]],
                    "oar_static_ms": s[0], "oar_static_spread": [s[1], s[2]],
                    "torch_ms": p[0], "torch_spread": [p[1], p[2]],
@@ -167,20 +222,28 @@ def main():
 
     # measured again at the end: the fractions use the best reading of the whole run
     for t in a.threads:
-        g, isa = measured_peak(a.build, t)
-        if g > peaks[t][0]:
+        g, isa = measured_peak(a.build, t) or (None, None)
+        if g is not None and (peaks[t][0] is None or g > peaks[t][0]):
             peaks[t] = (g, isa)
-        print(json.dumps({"workload": "peak", "threads": t, "isa": peaks[t][1], "gflops": peaks[t][0]}), flush=True)
+        print(json.dumps({"workload": "peak", "threads": t, "isa": peaks[t][1], "gflops": peaks[t][0], **setting}),
+              flush=True)
+    oar_isa = sorted(i for i in OAR_RAN_AT if i)
+    if a.cap and oar_isa != [OAR_ISA[a.cap]]:
+        sys.exit(f"compare: --cap {a.cap}: oar reported running at {oar_isa}, not {OAR_ISA[a.cap]}")
     for row in rows:
         peak, w = peaks[row["threads"]][0], row["workload"]
-        row["static_peak_fraction"] = row["static_gflops"] / peak if row["static_gflops"] else None
-        row["torch_peak_fraction"] = flop(w) / (row["torch_ms"] * 1e6) / peak if row["torch_ms"] else None
+        row["oar_isa"] = ",".join(oar_isa) or None
+        row["static_peak_fraction"] = row["static_gflops"] / peak if row["static_gflops"] and peak else None
+        row["torch_peak_fraction"] = flop(w) / (row["torch_ms"] * 1e6) / peak if row["torch_ms"] and peak else None
         print(json.dumps(row), flush=True)
     scaling = thread_scaling(rows)
     for r in scaling:
         print(json.dumps(r), flush=True)
 
-    sys.stderr.write("\nmeasured fp32 peak: " + ", ".join(f"{g:.0f} GFLOP/s at {t} thread(s) ({isa})" for t, (g, isa) in peaks.items()))
+    sys.stderr.write(f"\nCPU: {cpu}; cap: {setting['cap']} (oar ran at {', '.join(oar_isa) or '?'}, "
+                     f"PyTorch ATen at {setting['torch_cpu_capability']})")
+    sys.stderr.write("\nmeasured fp32 peak: " + ", ".join(f"{f(g, '.0f')} GFLOP/s at {t} thread(s) ({isa})"
+                                                         for t, (g, isa) in peaks.items()))
     sys.stderr.write("\n| workload | thr | oar eager ms | oar static ms | torch ms | torch/eager | "
                      "torch/static | static GFLOP/s (% peak) | torch % peak |\n|---|---|---|---|---|---|---|---|---|\n")
     for r in rows:

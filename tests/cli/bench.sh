@@ -61,5 +61,17 @@ if "$oar" bench --workload tiny --steps 3 --mode static --device cuda > "$dir/ou
 else
   grep -q -e "no CUDA device" -e "no CUDA (install" "$dir/err" || { echo "bench: $(cat "$dir/err")"; exit 1; }
 fi
+# the "isa" field is the level the kernels ran at: the CPU switch's cap, not the CPU's best
+isa() { sed -n 's/.*"isa": "\([a-z0-9]*\)".*/\1/p' "$dir/out"; }
+OAR_CPU_ISA=generic "$oar" bench --workload tiny --steps 1 --threads 1 > "$dir/out"
+[ "$(isa)" = portable ] || { echo "bench: OAR_CPU_ISA=generic ran as: $(cat "$dir/out")"; exit 1; }
+env -u OAR_CPU_ISA "$oar" bench --workload tiny --steps 1 --threads 1 > "$dir/out"
+native=$(isa)
+if [ "$native" = avx512 ] || [ "$native" = avx2 ]; then
+  for run in "tiny --steps 1" "peak"; do
+    OAR_CPU_ISA=avx2 "$oar" bench --workload $run --threads 1 > "$dir/out"
+    [ "$(isa)" = avx2 ] || { echo "bench: OAR_CPU_ISA=avx2 ran as: $(cat "$dir/out")"; exit 1; }
+  done
+fi
 # unknown flags: tests/cli/flags.sh
 echo "bench: 1 passed, 0 failed"

@@ -84,7 +84,7 @@ int oar_bench_peak(int argc, char **argv) {
     peak_ctx c = {.wide = isa >= OAR_CPU_ISA_AVX512, .iters = 4000000};
     int n = oar_get_num_threads();
     double one = measure(&c, 1), all = n > 1 ? measure(&c, n) : one;
-    /* the probe's width is the ISA the kernels use (bench_isa): AVX-512 where the CPU has it */
+    /* the probe's width is the ISA the kernels use (bench_isa): AVX-512 where the cap allows it */
     printf("{\"workload\": \"peak\", ");
     bench_print_settings(&(bench_settings){.mode = "eager", .batch = -1});
     printf(", \"probe\": \"%s\", \"gflops_1t\": %.1f, \"gflops_all\": %.1f}\n", c.wide ? "avx512" : "avx2", one, all);

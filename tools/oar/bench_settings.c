@@ -6,13 +6,14 @@
 
 #include <stdio.h>
 
-/* The widest vector instruction set oar's CPU kernels use on this machine: AVX-512 tiles where
- * the GEMM and direct-conv kernels have them, else AVX2/FMA, else the portable C kernels. The
- * one place the "isa" field comes from: a switch that forces another ISA belongs here. */
+/* The widest vector instruction set oar's CPU kernels use in this run: AVX-512 tiles where the
+ * GEMM and direct-conv kernels have them, else AVX2/FMA, else the portable C kernels. It
+ * follows the CPU switch's cap (OAR_CPU_ISA, oar_set_cpu_isa): a capped run's figures must not
+ * be filed as the CPU's native ones. The one place the "isa" field comes from. */
 const char *bench_isa(void) {
 #if defined(__x86_64__) && defined(__GNUC__)
     if (!oar_cpu_has_avx2()) return "portable";
-    return __builtin_cpu_supports("avx512f") ? "avx512" : "avx2";
+    return oar_cpu_has_avx512() ? "avx512" : "avx2";
 #else
     return "portable";
 #endif
