@@ -20,6 +20,7 @@ if [ "$part" = word2vec ] && [ ! -f "$shared/data/text/austen.txt" ]; then
   echo "train_ps: skipped: $shared/data/text/austen.txt not found (the word2vec corpus)"; exit 77
 fi
 export OAR_SHARED_DIR=$shared
+. "$(dirname "$0")/kill_rank.sh"
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 fails=0
@@ -75,15 +76,10 @@ kill)
   job=$!
   for i in $(seq 1 1200); do grep -q "^training:" "$dir/kill.log" && break; sleep 0.05; done
   sleep 0.5
-  victim=""
-  for p in $(pgrep -P "$(pgrep -P $job | head -1)" 2>/dev/null) $(pgrep -P $job); do
-    tr '\0' '\n' < /proc/$p/environ 2>/dev/null | grep -qx OMPI_COMM_WORLD_RANK=0 && victim=$p
-  done
-  if [ -z "$victim" ]; then
+  if ! kill_rank $job 0; then
     fail "could not find the server's process (rank 0)"; kill $job
   else
-    start=$(date +%s%N)
-    kill -9 "$victim"
+    start=$killed_at
     # the time until both workers have said so, polled every 10 ms
     took=""
     for i in $(seq 1 500); do
