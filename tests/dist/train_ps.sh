@@ -43,7 +43,10 @@ at_least() { awk -v a="$1" -v b="$2" -v m="$3" 'BEGIN { exit !(a != "" && b >= a
 case "$part" in
 wide-deep-sync)
   common="--model wide-deep --batch 256 --steps 150"
-  train local $common
+  train local $common --metrics "$dir/metrics.json"
+  cmp -s "$dir/metrics.json" "$dir/local.json" || fail "--metrics did not get the JSON line"
+  "$oar" train $common --resume > "$dir/refused.log" 2>&1
+  [ $? -eq 2 ] && grep -q "resume is not available for --model wide-deep" "$dir/refused.log" || fail "--resume not refused"
   train sync1 $common --nproc 3 --ps-servers 1 --ps-mode sync
   train sync2 $common --nproc 4 --ps-servers 2 --ps-mode sync
   within "$(field local test_auc)" "$(field sync1 test_auc)" 2e-4 || fail "sync test AUC $(field sync1 test_auc) vs one process $(field local test_auc)"

@@ -359,20 +359,37 @@ static int run(const train_opts *o, ps_work *w, int world) {
             static const char *queries[] = {"she", "sister", "morning"};
             for (int q = 0; q < 3; q++) print_neighbours(w, tables[0], queries[q]);
         }
-        char metric[96] = "";
+        char metric[96] = "", line[1024];
         if (!w->w2v) snprintf(metric, sizeof metric, ", \"test_auc\": %.6f, \"best_auc\": %.6f", auc, best);
-        printf("{\"model\": \"%s\", \"mode\": \"%s\", \"servers\": %d, \"workers\": %d, \"geo_k\": %d, \"steps\": %lld, "
+        snprintf(line, sizeof line, "{\"model\": \"%s\", \"mode\": \"%s\", \"servers\": %d, \"workers\": %d, \"geo_k\": %d, \"steps\": %lld, "
                "\"batch\": %lld, \"loss_first\": %.6f, \"loss\": %.6f, \"eval_loss\": %.6f%s, \"seconds\": %.3f, \"examples_per_s\": %.1f, "
                "\"tables_fnv1a\": \"%016llx\"}\n",
                o->model, world > 1 ? mode : "in-process", world - workers, workers, po.mode == OAR_PS_GEO ? po.geo_k ? po.geo_k : 10 : 0,
                (long long)step, (long long)o->batch, n_first ? first / (double)n_first : 0, n_last ? last / (double)n_last : 0,
                eval_loss, metric, secs, (double)step * (double)o->batch / secs, (unsigned long long)digest(w, tables, dims));
+        printf("%s", line);
+        FILE *f = o->metrics ? fopen(o->metrics, "a") : NULL;
+        if (o->metrics && !f) st = oar_set_error(OAR_ERR_IO, "train: cannot open %s for the metrics", o->metrics);
+        if (f) fputs(line, f), fclose(f);
     }
     for (int k = 0; k < MAX_TABLES; k++) free(tables[k]);
     return st == OAR_OK ? 0 : 1;
 }
 
+/* The options of `oar train` that the parameter-server models do not take, refused by name. */
+static const char *unsupported(const train_opts *o) {
+    return o->resume ? "--resume" : o->checkpoint ? "--checkpoint" : o->mode ? "--mode" : o->amp ? "--amp"
+         : o->profile ? "--profile" : o->clip > 0 ? "--clip" : o->label_smoothing > 0 ? "--label-smoothing"
+         : o->schedule ? "--schedule" : o->context ? "--context" : o->check_nan_inf ? "--check-nan-inf" : NULL;
+}
+
 int train_ps_run(train_opts *o, int argc, char **argv) {
+    const char *bad = unsupported(o);
+    if (bad) {
+        fprintf(stderr, "oar train: %s is not available for --model %s (trained through the parameter server: "
+                        "constant lr, no checkpoint; docs/parameter-server.md)\n", bad, o->model);
+        return 2;
+    }
     int relaunched = train_dist_relaunch(argc, argv, o->nproc);
     if (relaunched >= 0) return relaunched;
     if (oar_dist_init(NULL) != OAR_OK) {
