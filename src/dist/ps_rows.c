@@ -16,9 +16,11 @@ oar_status ps_rows_init(ps_rows *r, const oar_optim_opts *in, int64_t rows, int6
     bool ok = (r->touched = calloc((size_t)(rows ? rows : 1), 1)) && (r->list = malloc(sizeof(int64_t) * (size_t)(rows ? rows : 1)));
     for (int s = 1; ok && s < OAR_SLOT_COUNT; s++) { /* OAR_SLOT_STEP is t */
         if (!oar_optim_slot_used(&r->o, (oar_slot)s)) continue;
-        ok = (r->slot[s] = calloc(cells ? cells : 1, sizeof(float))) != NULL;
-        if (ok && s == OAR_SLOT_SUM)
-            for (size_t i = 0; i < cells; i++) r->slot[s][i] = (float)r->o.initial_accumulator;
+        /* written now, not calloc'ed: the pages are mapped here rather than one by one, at a
+         * page fault each, inside the updates that first touch their rows */
+        ok = (r->slot[s] = malloc(sizeof(float) * (cells ? cells : 1))) != NULL;
+        float v = s == OAR_SLOT_SUM ? (float)r->o.initial_accumulator : 0.0f;
+        for (size_t i = 0; ok && i < cells; i++) r->slot[s][i] = v;
     }
     if (ok && r->slot[OAR_SLOT_MOMENTUM_BUFFER]) ok = (r->seen = calloc((size_t)(rows ? rows : 1), 1)) != NULL;
     if (!ok) {
