@@ -11,7 +11,10 @@
  *   geo    GEO-SGD: each worker trains a local copy with the optimizer, and every geo_k steps
  *          pushes the change of the rows it touched (divided by the number of workers), which
  *          the servers add; then it pulls those rows afresh.
- * A dead server or worker fails the others' calls naming it (the liveness channel of dist). */
+ * Servers update only the rows pushed (lazy optimizer state; docs/parameter-server.md). In a
+ * one-rank world the rank holds the tables itself and applies each step at step_done: plain
+ * training through the same calls. A dead server or worker fails the others' calls naming it
+ * (the liveness channel of dist). */
 #ifndef OAR_PS_H
 #define OAR_PS_H
 
@@ -24,10 +27,12 @@ extern "C" {
 typedef enum oar_ps_mode { OAR_PS_SYNC = 0, OAR_PS_ASYNC, OAR_PS_GEO } oar_ps_mode;
 
 typedef struct oar_ps_opts {
-    int servers;          /* ranks 0..servers-1 serve; 0 means 1; at least one worker must remain */
+    int servers;          /* ranks 0..servers-1 serve; 0 means 1; at least one worker must remain
+                           * (a one-rank world with 1 runs in process) */
     oar_ps_mode mode;
     int geo_k;            /* GEO: local steps between exchanges; 0 means 10 */
-    oar_optim_opts optim; /* the update (servers; GEO: the workers' local one). Zeroed: SGD lr 0.01 */
+    oar_optim_opts optim; /* the update (servers; GEO: the workers' local one), of the pushed rows
+                           * only; any kind but LAMB. Zeroed: SGD lr 0.01 */
 } oar_ps_opts;
 
 typedef struct oar_ps oar_ps;

@@ -1,7 +1,8 @@
 /* The parameter server's setup (include/oar/ps.h): roles, tables and their shards, the update
- * and the message helpers. An update runs the ordinary optimizer on the whole shard with the
- * gathered gradient (zero on rows nobody pushed), so every optimizer oar has works, and a
- * sync step is the update one process makes on the same gradient. */
+ * and the message helpers. An update runs oar's fused optimizer kernel on the rows the gathered
+ * gradient touches only (ps_rows.h), so it costs O(rows pushed), not O(shard). In a one-rank
+ * world the rank holds the tables itself and applies each step's gradient at step_done: plain
+ * training through the same code, the reference a sync job is compared with. */
 #include "dist/ps.h"
 
 #include <stdio.h>
@@ -22,12 +23,13 @@ oar_ps *oar_ps_new(const oar_ps_opts *opts) {
     ps->size = oar_dist_world_size();
     ps->servers = ps->o.servers;
     ps->workers = ps->size - ps->servers;
-    if (ps->servers < 1 || ps->workers < 1 || ps->o.geo_k < 1 || ps->o.mode < OAR_PS_SYNC || ps->o.mode > OAR_PS_GEO) {
+    if (ps->size == 1 && ps->o.servers == 1) ps->in_process = true, ps->servers = 0, ps->workers = 1;
+    if ((ps->servers < 1 && !ps->in_process) || ps->workers < 1 || ps->o.geo_k < 1 || ps->o.mode < OAR_PS_SYNC || ps->o.mode > OAR_PS_GEO) {
         oar_error(OAR_ERR_INVALID_ARG,
                   "ps_new: expected 1 <= servers < world size (%d ranks: at least one worker), geo_k >= 1 and a mode "
                   "sync, async or geo, got servers %d, geo_k %d, mode %d%s",
                   ps->size, ps->o.servers, ps->o.geo_k, (int)ps->o.mode,
-                  ps->size == 1 ? " (a one-rank world: start the job with oar launch --nproc N)" : "");
+                  ps->size <= ps->o.servers ? " (start the job with oar launch --nproc N, N > servers)" : "");
         free(ps);
         return NULL;
     }
@@ -38,7 +40,7 @@ void oar_ps_free(oar_ps *ps) {
     if (!ps) return;
     for (int i = 0; i < ps->n_tables; i++) {
         ps_table *t = &ps->t[i];
-        oar_optimizer_free(t->opt);
+        ps_rows_free(&t->opt);
         oar_release(t->param);
         oar_release(t->grad);
         oar_release(t->base);
@@ -78,12 +80,15 @@ int oar_ps_add_table(oar_ps *ps, const char *name, oar_tensor *init) {
     snprintf(t->name, sizeof t->name, "%s", name ? name : "");
     t->rows = init->shape[0];
     t->dim = init->shape[1];
-    bool server = oar_ps_is_server(ps), geo = ps->o.mode == OAR_PS_GEO;
+    bool server = oar_ps_is_server(ps) || ps->in_process, geo = ps->o.mode == OAR_PS_GEO && !ps->in_process;
     if (!server && !geo) return ps->n_tables++;
     oar_status st = OAR_OK;
+    void *caller_scope = oar_scope_suspend(); /* the state is the PS's, whatever scope the caller is in */
     oar_scope_begin();
     oar_tensor *full = oar_contiguous(init);
-    if (server) {
+    if (ps->in_process) {
+        t->param = oar_keep(oar_clone(full));
+    } else if (server) {
         /* the shard: rows rank, rank + servers, ... */
         oar_tensor *idx = oar_arange((double)ps->rank, (double)t->rows, (double)ps->servers, OAR_I64);
         t->param = oar_keep(oar_clone(oar_index_select(full, 0, idx)));
@@ -95,12 +100,13 @@ int oar_ps_add_table(oar_ps *ps, const char *name, oar_tensor *init) {
     }
     if (t->param) t->grad = oar_keep(oar_zeros(t->param->shape, 2, OAR_F32));
     oar_scope_end();
+    oar_scope_resume(caller_scope);
     if (st == OAR_OK && (!t->param || !t->grad || (geo && !server && !t->base))) st = oar_last_status();
-    if (st == OAR_OK) st = oar_set_requires_grad(t->param, true);
-    if (st == OAR_OK && !(t->opt = oar_optimizer_new(&t->param, 1, &ps->o.optim))) st = oar_last_status();
+    if (st == OAR_OK && !t->param) st = oar_last_status();
+    if (st == OAR_OK) st = ps_rows_init(&t->opt, &ps->o.optim, t->param->shape[0], t->dim, t->name);
     if (st != OAR_OK) {
         oar_error_prefix("ps_add_table");
-        oar_optimizer_free(t->opt);
+        ps_rows_free(&t->opt);
         oar_release(t->param), oar_release(t->grad), oar_release(t->base);
         free(t->dirty);
         memset(t, 0, sizeof *t);
@@ -109,20 +115,17 @@ int oar_ps_add_table(oar_ps *ps, const char *name, oar_tensor *init) {
     return ps->n_tables++;
 }
 
-oar_status ps_apply(ps_table *t, double scale) {
-    if (!t->pending) return OAR_OK;
-    if (scale != 1) {
-        float *g = oar_data(t->grad);
-        for (int64_t i = 0; i < t->grad->numel; i++) g[i] = (float)(g[i] * scale);
+void ps_gather(ps_table *t, const int64_t *local_ids, const float *v, int64_t n) {
+    float *dst = oar_data(t->grad);
+    for (int64_t i = 0; i < n; i++) {
+        float *row = dst + local_ids[i] * t->dim;
+        for (int64_t k = 0; k < t->dim; k++) row[k] += v[i * t->dim + k];
+        ps_rows_touch(&t->opt, local_ids[i]);
     }
-    oar_tensor *old = t->param->grad;
-    t->param->grad = oar_retain(t->grad);
-    oar_status st = oar_optimizer_step(t->opt);
-    t->param->grad = old;
-    oar_tensor_unref(t->grad);
-    memset(oar_data(t->grad), 0, sizeof(float) * (size_t)t->grad->numel);
-    t->pending = false;
-    return st;
+}
+
+oar_status ps_apply(ps_table *t, double scale) {
+    return ps_rows_apply(&t->opt, oar_data(t->param), oar_data(t->grad), scale);
 }
 
 oar_status ps_send(int peer, ps_kind kind, int table, int64_t n, int64_t step, const int64_t *ids,

@@ -6,6 +6,7 @@
 #ifndef OAR_DIST_PS_H
 #define OAR_DIST_PS_H
 
+#include "dist/ps_rows.h"
 #include "tensor/tensor.h"
 
 #define PS_MAX_TABLES 32
@@ -16,10 +17,9 @@ typedef enum ps_kind { PS_PULL = 1, PS_PUSH, PS_STEP_DONE, PS_DELTA, PS_FINISH }
 typedef struct ps_table {
     char name[64];
     int64_t rows, dim;
-    oar_tensor *param;      /* servers: their shard [local rows, dim]; GEO workers: the whole table */
+    oar_tensor *param;      /* servers: their shard [local rows, dim]; GEO and in-process workers: the whole table */
     oar_tensor *grad;       /* the same shape: pushed gradients gathered for the next update */
-    bool pending;           /* grad holds something not applied yet */
-    oar_optimizer *opt;     /* on param */
+    ps_rows opt;            /* the update, on the rows gathered into grad (ps_rows.h) */
     oar_tensor *base;       /* GEO workers: the table as of the last exchange */
     uint8_t *dirty;         /* GEO workers: rows changed since then */
 } ps_table;
@@ -27,6 +27,7 @@ typedef struct ps_table {
 struct oar_ps {
     oar_ps_opts o;
     int rank, size, servers, workers;
+    bool in_process;        /* a one-rank world: the only rank works and holds every table itself */
     ps_table t[PS_MAX_TABLES];
     int n_tables;
     int64_t step; /* workers: steps ended; servers: sync updates applied */
@@ -39,7 +40,10 @@ static inline int64_t ps_local_rows(const oar_ps *ps, int64_t rows, int s) {
 static inline int ps_server_of(const oar_ps *ps, int64_t r) { return (int)(r % ps->servers); }
 static inline int64_t ps_local_index(const oar_ps *ps, int64_t r) { return r / ps->servers; }
 
-/* Applies a table's gathered gradient, scaled, with its optimizer, then clears it. */
+/* Adds n gradient rows v (ids local to the table's param) into its gathered gradient. */
+void ps_gather(ps_table *t, const int64_t *local_ids, const float *v, int64_t n);
+/* Applies a table's gathered gradient, scaled, with its optimizer to the rows it touches, then
+ * clears it. */
 oar_status ps_apply(ps_table *t, double scale);
 /* Sends a header and, when given, ids and values to peer; waits for the sends. */
 oar_status ps_send(int peer, ps_kind kind, int table, int64_t n, int64_t step, const int64_t *ids,

@@ -61,14 +61,17 @@ static oar_status reply_rows(oar_ps *ps, int rank, int table, const int64_t *ids
     return st;
 }
 
-/* Pushed gradients add into the table's gathered gradient; deltas (GEO) into the rows. */
-static void gather(oar_ps *ps, ps_table *t, const int64_t *ids, const float *v, int64_t n, bool into_rows) {
-    float *dst = oar_data(into_rows ? t->param : t->grad);
-    for (int64_t i = 0; i < n; i++) {
-        float *row = dst + ps_local_index(ps, ids[i]) * t->dim;
-        for (int64_t k = 0; k < t->dim; k++) row[k] += v[i * t->dim + k];
+/* Pushed gradients add into the table's gathered gradient (ids become local row numbers in
+ * place); deltas (GEO) into the rows. */
+static void gather(oar_ps *ps, ps_table *t, int64_t *ids, const float *v, int64_t n, bool into_rows) {
+    for (int64_t i = 0; i < n; i++) ids[i] = ps_local_index(ps, ids[i]);
+    if (!into_rows) {
+        ps_gather(t, ids, v, n);
+        return;
     }
-    if (!into_rows) t->pending = true;
+    float *dst = oar_data(t->param);
+    for (int64_t i = 0; i < n; i++)
+        for (int64_t k = 0; k < t->dim; k++) dst[ids[i] * t->dim + k] += v[i * t->dim + k];
 }
 
 static oar_status handle(oar_ps *ps, ps_peer *peers, int w, int *done_step, int *finished) {

@@ -73,7 +73,7 @@ oar_tensor *oar_ps_pull(oar_ps *ps, int table, oar_tensor *ids) {
     if (!v) return NULL;
     oar_tensor *out = oar_empty((int64_t[]){n, t->dim}, 2, OAR_F32);
     oar_status st = out ? OAR_OK : oar_last_status();
-    if (st == OAR_OK && ps->o.mode == OAR_PS_GEO) { /* the local copy */
+    if (st == OAR_OK && (ps->o.mode == OAR_PS_GEO || ps->in_process)) { /* the local copy */
         const float *p = oar_data(t->param);
         float *o = oar_data(out);
         for (int64_t i = 0; i < n; i++) memcpy(o + i * t->dim, p + v[i] * t->dim, sizeof(float) * (size_t)t->dim);
@@ -105,15 +105,13 @@ oar_status oar_ps_push(oar_ps *ps, int table, oar_tensor *ids, oar_tensor *grads
     float *vals = malloc(sizeof(float) * (size_t)((n ? n : 1) * t->dim));
     if (!g || !sel || !vals) st = oar_error(OAR_ERR_OOM, "ps_push: out of memory");
     if (st == OAR_OK) st = oar_copy_to_buffer(grads, g, sizeof(float) * (size_t)(n * t->dim), OAR_F32);
-    if (st == OAR_OK && ps->o.mode == OAR_PS_GEO) {
+    if (st == OAR_OK && ps->o.mode == OAR_PS_GEO && !ps->in_process) {
         /* a local step of the optimizer on the copy; the rows it changes go out at the exchange */
-        float *acc = oar_data(t->grad);
-        for (int64_t i = 0; i < n; i++) {
-            for (int64_t k = 0; k < t->dim; k++) acc[v[i] * t->dim + k] += g[i * t->dim + k];
-            t->dirty[v[i]] = 1;
-        }
-        t->pending = true;
+        ps_gather(t, v, g, n);
+        for (int64_t i = 0; i < n; i++) t->dirty[v[i]] = 1;
         st = ps_apply(t, 1.0);
+    } else if (st == OAR_OK && ps->in_process) { /* applied at step_done, as a sync server does */
+        ps_gather(t, v, g, n);
     }
     for (int s = 0; st == OAR_OK && ps->o.mode != OAR_PS_GEO && s < ps->servers; s++) {
         int64_t m = 0;
@@ -171,16 +169,18 @@ static oar_status exchange(oar_ps *ps) {
 oar_status oar_ps_step_done(oar_ps *ps) {
     oar_status st = check_worker(ps, -1, "ps_step_done");
     if (st != OAR_OK) return st;
+    if (ps->in_process)
+        for (int i = 0; st == OAR_OK && i < ps->n_tables; i++) st = ps_apply(&ps->t[i], 1.0);
     if (ps->o.mode == OAR_PS_SYNC)
         for (int s = 0; st == OAR_OK && s < ps->servers; s++) st = ps_send(s, PS_STEP_DONE, 0, 0, ps->step, NULL, NULL, 0);
     ps->step++;
-    if (st == OAR_OK && ps->o.mode == OAR_PS_GEO && ps->step % ps->o.geo_k == 0) st = exchange(ps);
+    if (st == OAR_OK && ps->o.mode == OAR_PS_GEO && !ps->in_process && ps->step % ps->o.geo_k == 0) st = exchange(ps);
     return st;
 }
 
 oar_status oar_ps_finish(oar_ps *ps) {
     oar_status st = check_worker(ps, -1, "ps_finish");
-    if (st == OAR_OK && ps->o.mode == OAR_PS_GEO) st = exchange(ps);
+    if (st == OAR_OK && ps->o.mode == OAR_PS_GEO && !ps->in_process) st = exchange(ps);
     for (int s = 0; st == OAR_OK && s < ps->servers; s++) st = ps_send(s, PS_FINISH, 0, 0, ps->step, NULL, NULL, 0);
     return st;
 }

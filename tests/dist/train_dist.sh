@@ -8,6 +8,7 @@ shared=$2
 if [ "$3" != 1 ]; then echo "train_dist: skipped: oar was built without MPI"; exit 77; fi
 if [ ! -f "$shared/data/sklearn/digits_train.csv" ]; then echo "train_dist: skipped: $shared/data/sklearn not found"; exit 77; fi
 export OAR_SHARED_DIR=$shared
+. "$(dirname "$0")/kill_rank.sh"
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 fails=0
@@ -53,15 +54,10 @@ ASAN_OPTIONS=$dp_asan "$oar" train $common --epochs 100000 --nproc 2 --checkpoin
 job=$!
 for i in $(seq 1 200); do [ -f "$dir/kill.safetensors" ] && break; sleep 0.05; done
 sleep 0.3
-victim=""
-for p in $(pgrep -P "$(pgrep -P $job | head -1)" 2>/dev/null) $(pgrep -P $job); do
-  tr '\0' '\n' < /proc/$p/environ 2>/dev/null | grep -qx OMPI_COMM_WORLD_RANK=0 && victim=$p
-done
-if [ -z "$victim" ]; then
+if ! kill_rank $job 0; then
   fail "could not find rank 0's process"; kill $job
 else
-  start=$(date +%s%N)
-  kill -9 "$victim"
+  start=$killed_at
   wait $job; rc=$?
   took=$(( ($(date +%s%N) - start) / 1000000 ))
   [ $rc -ne 0 ] || fail "the job exited 0 after a rank was killed"

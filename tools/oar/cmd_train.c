@@ -96,6 +96,7 @@ static void fmt_eta(double s, char *buf, size_t n) {
 int oar_cmd_train(int argc, char **argv) {
     train_opts o;
     if (!train_parse(argc, argv, &o)) return 2;
+    if (train_ps_model(o.model)) return train_ps_run(&o, argc, argv);
     int relaunched = train_dist_relaunch(argc, argv, o.nproc), world = 1, rank = 0;
     if (relaunched >= 0) return relaunched;
     if (train_dist_begin(&o, &world, &rank) != OAR_OK) {

@@ -12,6 +12,9 @@ typedef struct train_opts {
     const char *amp, *amp_dtype; /* --amp O1|O2, --amp-dtype bf16|fp16 (NULL: not given) */
     int epochs, threads, workers;
     int nproc;         /* --nproc N: data parallel over N ranks (0: as launched) */
+    int ps_servers;    /* --ps-servers S: parameter-server ranks (word2vec, wide-deep; 0: 1 in a job) */
+    const char *ps_mode; /* --ps-mode sync|async|geo (NULL: sync) */
+    int geo_k;         /* --geo-k K: GEO's local steps between exchanges (0: 10) */
     int64_t batch, context, steps_limit;
     double lr, weight_decay, momentum, clip;
     double label_smoothing; /* --label-smoothing: of the training loss only */
@@ -56,5 +59,10 @@ oar_status train_evaluate(oar_module *m, const train_data *d, oar_dataset *ds, i
  * size), checks the options against it and silences ranks other than 0. */
 int train_dist_relaunch(int argc, char **argv, int nproc);
 oar_status train_dist_begin(train_opts *o, int *world, int *rank);
+
+/* train_ps.c: the sparse-embedding models (word2vec, wide-deep), trained through the parameter
+ * server; train_ps_run replaces the whole command for them. */
+bool train_ps_model(const char *model);
+int train_ps_run(train_opts *o, int argc, char **argv);
 
 #endif

@@ -21,10 +21,13 @@ typedef struct recipe {
  *   change of kernel rounding could cross it); the third epoch lifts every seed at both
  *   ISAs clear of it (README has the measured range) in about 15 s on 2 cores.
  * - gpt-mini: AdamW at 3e-4 with weight decay 0.1, as the reference workload.
+ * - word2vec and wide-deep (the parameter server's workloads): the examples' Adagrad and Adam.
  * - everything else: 2 epochs, batch 64, SGD with momentum at lr 0.05. */
 static const recipe RECIPES[] = {
     {"lenet", "fashion-mnist", 3, 16, "sgd", 0.02, -1, 0.1},
     {"gpt-mini", NULL, 2, 64, "adamw", 3e-4, 0.1, 0.0},
+    {"word2vec", NULL, 1, 512, "adagrad", 0.2, -1, 0.0},
+    {"wide-deep", NULL, 1, 256, "adam", 0.01, -1, 0.0},
     {NULL, NULL, 2, 64, "sgd", 0.05, -1, 0.0},
 };
 

@@ -11,6 +11,7 @@ static void usage(void) {
     fprintf(stderr,
             "usage: oar train --model NAME --data DATA [options]\n"
             "  --model     tiny | mlp | lenet | resnet20 | mobilenet | gpt-mini | lstm-lm\n"
+            "              | word2vec | wide-deep (parameter server; --data austen | clicks, the defaults)\n"
             "  --data      fashion-mnist | digits | PATH of a text file (language models)\n"
             "  --epochs N  --batch N            (defaults: the model's recipe, printed at the start;\n"
             "                                    lenet on fashion-mnist 3 and 16, most models 2 and 64)\n"
@@ -29,6 +30,8 @@ static void usage(void) {
             "  --nproc N         data parallel over N processes (oar launch; --batch is the global batch)\n"
             "  --amp O1|O2 --amp-dtype bf16|fp16  mixed precision (default bf16; fp16 adds dynamic\n"
             "                    loss scaling; O2 keeps f32 master weights; docs/amp.md)\n"
+            "  --ps-servers S --ps-mode sync|async|geo --geo-k K  word2vec and wide-deep: S of the\n"
+            "                    --nproc ranks hold the tables (docs/parameter-server.md)\n"
             "  --profile-dir DIR (full: where the trace goes, default oar-profile)\n"
             "  --profile-steps A:B (steps recorded; default: from step min(5, steps/5), 20 steps\n"
             "                    in full mode, to the end in timer mode)\n");
@@ -45,7 +48,8 @@ static const cli_flag TRAIN_FLAGS[] = {
     {"--momentum", CLI_NUMBER},    {"--clip", CLI_NUMBER},      {"--label-smoothing", CLI_NUMBER},
     {"--seed", CLI_INT},           {"--resume", CLI_NONE},      {"--quiet", CLI_NONE},
     {"--check-nan-inf", CLI_NONE}, {"--nproc", CLI_COUNT},       {"--amp", CLI_TEXT},
-    {"--amp-dtype", CLI_TEXT},
+    {"--amp-dtype", CLI_TEXT},     {"--ps-servers", CLI_COUNT},  {"--ps-mode", CLI_TEXT},
+    {"--geo-k", CLI_COUNT},
 };
 
 bool train_parse(int argc, char **argv, train_opts *o) {
@@ -78,6 +82,9 @@ bool train_parse(int argc, char **argv, train_opts *o) {
         else if (FLAG("--steps")) o->steps_limit = atoll(v);
         else if (FLAG("--threads")) o->threads = atoi(v);
         else if (FLAG("--nproc")) o->nproc = atoi(v);
+        else if (FLAG("--ps-servers")) o->ps_servers = atoi(v);
+        else if (FLAG("--ps-mode")) o->ps_mode = v;
+        else if (FLAG("--geo-k")) o->geo_k = atoi(v);
         else if (FLAG("--workers")) o->workers = atoi(v);
         else if (FLAG("--lr")) o->lr = atof(v);
         else if (FLAG("--weight-decay")) o->weight_decay = atof(v);
@@ -94,6 +101,12 @@ bool train_parse(int argc, char **argv, train_opts *o) {
             return false;
         }
 #undef FLAG
+    }
+    if (o->model && !o->data && train_ps_model(o->model)) o->data = strcmp(o->model, "word2vec") ? "clicks" : "austen";
+    if ((o->ps_servers || o->ps_mode || o->geo_k) && !train_ps_model(o->model)) {
+        fprintf(stderr, "oar: --ps-servers, --ps-mode and --geo-k train word2vec or wide-deep; --model %s trains "
+                        "data parallel (--nproc)\n", o->model ? o->model : "(none)");
+        return false;
     }
     if (!o->model || !o->data) {
         fprintf(stderr, "oar: --model and --data are required\n\n");
