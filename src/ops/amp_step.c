@@ -10,7 +10,7 @@
  *                      ops after it change nothing (and clear the flag). No host round trip;
  *   amp_sync_param     O2: an f16/bf16 parameter <- its f32 master, rounded as oar_copy_ rounds
  *                      (a skipped step leaves the master, so the parameter keeps its bits). */
-#include "ops/op.h"
+#include "ops/amp_common.h"
 #include "optim/optim.h"
 
 #include <math.h>
@@ -19,23 +19,14 @@
 #define BEGIN "amp_begin_unscale"
 #define SKIP "amp_skip_step"
 #define UNSCALE "amp_unscale_grads"
-#define UNSCALE_MAX_GRADS 30
 #define SKIP_MAX_HYPERS 30 /* inputs written in place fit a 32-bit mask: skipped and 30 hypers */
-
-static oar_status check_scalar(const char *op, const oar_tensor *t, oar_dtype dt, const char *what, int i) {
-    if (t->ndim == 0 && t->dtype == dt) return OAR_OK;
-    char s[96];
-    oar_format_shape(t->shape, t->ndim, s, sizeof s);
-    return oar_error(OAR_ERR_INVALID_ARG, "%s: expected input %d (%s) to be a 0-d %s tensor, got %s %s", op, i, what,
-                     oar_dtype_name(dt), oar_dtype_name(t->dtype), s);
-}
 
 static oar_status begin_infer(oar_tensor *const *in, int n_in, const oar_attr *a, oar_meta *out, int *n_out) {
     (void)n_in, (void)a, (void)out;
     oar_status st;
-    if ((st = check_scalar(BEGIN, in[0], OAR_F32, "scale", 0)) != OAR_OK ||
-        (st = check_scalar(BEGIN, in[1], OAR_F32, "inv_scale", 1)) != OAR_OK ||
-        (st = check_scalar(BEGIN, in[2], OAR_F32, "found", 2)) != OAR_OK)
+    if ((st = oar_amp_check_scalar(BEGIN, in[0], OAR_F32, "scale", 0)) != OAR_OK ||
+        (st = oar_amp_check_scalar(BEGIN, in[1], OAR_F32, "inv_scale", 1)) != OAR_OK ||
+        (st = oar_amp_check_scalar(BEGIN, in[2], OAR_F32, "found", 2)) != OAR_OK)
         return st;
     *n_out = 0;
     return OAR_OK;
@@ -61,17 +52,9 @@ const oar_op_def oar_opdef_amp_begin_unscale = {
 
 static oar_status unscale_infer(oar_tensor *const *in, int n_in, const oar_attr *a, oar_meta *out, int *n_out) {
     (void)a;
-    if (n_in < 3 || n_in > UNSCALE_MAX_GRADS + 2)
-        return OAR_FAIL(OAR_ERR_INVALID_ARG, UNSCALE, "expected found, inv_scale and 1 to %d gradients, got %d inputs; "
-                        "split longer lists over several calls", UNSCALE_MAX_GRADS, n_in);
-    oar_status st;
-    if ((st = check_scalar(UNSCALE, in[0], OAR_F32, "found", 0)) != OAR_OK ||
-        (st = check_scalar(UNSCALE, in[1], OAR_F32, "inv_scale", 1)) != OAR_OK)
-        return st;
+    oar_status st = oar_amp_check_unscale(UNSCALE, in, n_in);
+    if (st != OAR_OK) return st;
     for (int i = 2; i < n_in; i++) {
-        if (!oar_dtypes[in[i]->dtype].is_float)
-            return OAR_FAIL(OAR_ERR_DTYPE, UNSCALE, "expected gradient %d (input %d) to be a float tensor, got %s", i - 2,
-                            i, oar_dtype_name(in[i]->dtype));
         out[i - 2].dtype = in[i]->dtype;
         out[i - 2].ndim = in[i]->ndim;
         for (int d = 0; d < in[i]->ndim; d++) out[i - 2].shape[d] = in[i]->shape[d];
@@ -80,34 +63,15 @@ static oar_status unscale_infer(oar_tensor *const *in, int n_in, const oar_attr 
     return OAR_OK;
 }
 
-/* As amp_unscale's reference: f32 in a loop the compiler vectorizes (a non-finite product makes
- * the sum NaN), other dtypes through their traits, rounded once. */
+/* amp_unscale's loop (amp_common.c), writing new gradients. */
 static oar_status unscale_ref(const oar_kctx *ctx, oar_tensor *const *in, int n_in, oar_tensor *const *out, int n_out,
                               const oar_attr *a) {
     (void)ctx, (void)n_out, (void)a;
     float inv = *(const float *)(const void *)oar_tensor_ptr(in[1]);
     bool bad = false;
-    for (int i = 2; i < n_in; i++) {
-        const oar_tensor *g = in[i];
-        if (g->dtype == OAR_F32) {
-            const float *x = (const void *)oar_tensor_ptr(g);
-            float *y = (void *)oar_tensor_ptr(out[i - 2]), acc = 0;
-            for (int64_t k = 0; k < g->numel; k++) {
-                float v = x[k] * inv;
-                y[k] = v;
-                acc += v - v;
-            }
-            bad |= acc != 0 || acc != acc;
-        } else {
-            const oar_dtype_traits *t = &oar_dtypes[g->dtype];
-            const char *x = (const void *)oar_tensor_ptr(g);
-            char *y = (void *)oar_tensor_ptr(out[i - 2]);
-            for (int64_t k = 0; k < g->numel; k++, x += t->size, y += t->size) {
-                t->store(y, t->load(x) * (double)inv);
-                bad |= !isfinite(t->load(y));
-            }
-        }
-    }
+    for (int i = 2; i < n_in; i++)
+        bad |= oar_amp_unscale(in[i]->dtype, oar_tensor_ptr(in[i]), (void *)oar_tensor_ptr(out[i - 2]), in[i]->numel,
+                               inv);
     if (bad) {
         *(float *)(void *)oar_tensor_ptr(in[0]) = 1.0f;
         in[0]->storage->version++;
@@ -128,8 +92,8 @@ static oar_status skip_infer(oar_tensor *const *in, int n_in, const oar_attr *a,
         return OAR_FAIL(OAR_ERR_INVALID_ARG, SKIP, "expected found, skipped and 1 to %d optimizer hyper tensors, got %d "
                         "inputs; split longer lists over several calls", SKIP_MAX_HYPERS, n_in);
     oar_status st;
-    if ((st = check_scalar(SKIP, in[0], OAR_F32, "found", 0)) != OAR_OK ||
-        (st = check_scalar(SKIP, in[1], OAR_I64, "skipped", 1)) != OAR_OK)
+    if ((st = oar_amp_check_scalar(SKIP, in[0], OAR_F32, "found", 0)) != OAR_OK ||
+        (st = oar_amp_check_scalar(SKIP, in[1], OAR_I64, "skipped", 1)) != OAR_OK)
         return st;
     for (int i = 2; i < n_in; i++) {
         const oar_tensor *h = in[i];
