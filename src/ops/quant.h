@@ -140,6 +140,7 @@ oar_qpacked *oar_qpacked_get(oar_qlayout layout, const int8_t *w, const oar_qwei
 void oar_qpacked_put(oar_qpacked *p);
 bool oar_cpu_use_vnni(void); /* AVX-512 with VNNI, within the ISA cap */
 void oar_cpu_register_qconv_direct(void);   /* qconv_vnni.c, registered by oar_cpu_register_quant */
+void oar_cpu_register_qconv_dnnl(void);     /* qconv_dnnl.c, likewise */
 void oar_cpu_register_quantize_fast(void);  /* quantize_avx2.c, likewise */
 
 oar_status oar_qgemm(bool vnni, const uint8_t *x, bool x_signed, int32_t x_zp, const int8_t *w,

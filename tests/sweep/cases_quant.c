@@ -81,6 +81,14 @@ const sweep_case sweep_cases_quant[] = {
      CONV("2,1", "1,1", "1,1", "1", "1", "u8")},
     {"qconv2d", "c255u8:1x8x4x4;c0.001f32:;c0i32:;c127i8:3x8x3x3;c0.001f32:;none;none;none;none",
      CONV("1,1", "0,0", "1,1", "1", "0", "f32")}, /* the saturation worst case */
+    /* oneDNN's int8 convolution (16+ channels a group, VNNI/AMX): an odd batch over the parts,
+     * 20 channels (a partial block of 16), 19 positions, groups, s8 with a residual, stride 2 */
+    {"qconv2d", "i0_256u8:3x16x5x4" XQ_U8 ";i-128_128i8:20x16x3x3;c0.001f32:;nf32:20;c0.05f32:;c10i32:;none",
+     CONV("1,1", "1,1", "1,1", "1", "1", "u8")},
+    {"qconv2d", "i-128_128i8:2x32x6x7" XQ_S8 ";i-128_128i8:32x16x3x3;c0.001f32:;none;c0.1f32:;c-3i32:;nf32:2x32x3x4",
+     CONV("2,2", "1,1", "1,1", "2", "0", "i8")},
+    {"qconv2d", "i0_256u8:1x17x9x9" XQ_U8 ";i-128_128i8:33x17x1x3;c0.001f32:;nf32:33;none;none;none",
+     CONV("1,1", "0,2", "2,1", "1", "0", "f32")},
     /* qmax_pool2d: LeNet's 2x2 windows; padding, stride, dilation and ceil_mode on s8 */
     {"qmax_pool2d", "i0_256u8:2x3x8x6", "kernel=2,2 stride=2,2 padding=0,0 dilation=1,1 ceil_mode=0"},
     {"qmax_pool2d", "i-128_128i8:2x3x9x7", "kernel=2,2 stride=2,2 padding=0,0 dilation=1,1 ceil_mode=0"},

@@ -6,10 +6,8 @@
  * group, the input is unfolded into col[K/4][P][4] (4 consecutive taps of one position per
  * 32-bit lane), and vpdpbusd multiplies 16 positions' u8 taps by 4 s8 weight bytes broadcast
  * from the output channel's row: sums of 16 consecutive positions of one channel, which the
- * epilogue turns into 16 consecutive NCHW outputs with vector stores. The epilogue is the
- * scalar one of src/ops/quant.h in vector form, with the same roundings (cvtepi32_ps, a fused
- * multiply-add as fmaf, max/min with the NaN order of oar_qmaxf/oar_qminf, cvtps_epi32 rounding
- * half to even as nearbyintf), so outputs equal the reference bit for bit (the sweep checks).
+ * epilogue (qepilogue_avx512.h) turns into 16 consecutive NCHW outputs with vector stores, bit
+ * for bit the reference's (the sweep checks).
  * s8 activations are shifted to u8 by 128 and the shift, with the zero point, is taken back
  * with the weight row sums; padding holds the zero point. Weights are packed once (the cache of
  * qgemm_x86.c, layout ROWS4). */
@@ -21,7 +19,7 @@
 #include <string.h>
 
 #if defined(__x86_64__) || defined(_M_X64)
-#include <immintrin.h>
+#include "kernels/cpu/qepilogue_avx512.h"
 
 #define VNNI __attribute__((target("avx512f,avx512bw,avx512vnni,avx512vl,fma")))
 #define OB 4 /* output channels per tile */
@@ -123,24 +121,8 @@ VNNI static void pad_planes(const qdirect *d, const uint8_t *xg, uint8_t *dst, i
                        d->pad, d->flip);
 }
 
-/* The epilogue of 16 sums of channel ch, lanes m the real outputs: compressed into consecutive
- * output elements from index i0 (the grid's junk columns dropped), the residual read likewise. */
 VNNI static inline __attribute__((always_inline)) void epilogue16(const qdirect *d, __m512i acc, int64_t ch, int64_t i0, __mmask16 m) {
-    const oar_qepilogue *e = d->e;
-    acc = _mm512_sub_epi32(acc, _mm512_set1_epi32((int32_t)((uint32_t)d->corr * (uint32_t)d->wsum[ch])));
-    __m512 v = _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc), _mm512_set1_ps(e->comb[ch]),
-                               _mm512_set1_ps(e->bias ? e->bias[ch] : 0.0f));
-    if (d->res) v = _mm512_add_ps(v, _mm512_maskz_expandloadu_ps(m, d->res + i0));
-    if (e->act == OAR_QACT_RELU) v = _mm512_max_ps(v, _mm512_setzero_ps());
-    if (e->out_dtype == OAR_F32) {
-        _mm512_mask_compressstoreu_ps((float *)d->out + i0, m, v);
-        return;
-    }
-    __m512 t = _mm512_mul_ps(v, _mm512_set1_ps(e->inv_y));
-    t = _mm512_max_ps(t, _mm512_set1_ps((float)(e->qmin - e->y_zp)));
-    t = _mm512_min_ps(t, _mm512_set1_ps((float)(e->qmax - e->y_zp)));
-    __m512i q = _mm512_maskz_compress_epi32(m, _mm512_add_epi32(_mm512_cvtps_epi32(t), _mm512_set1_epi32(e->y_zp)));
-    _mm_mask_storeu_epi8(d->out + i0, (__mmask16)((1u << __builtin_popcount(m)) - 1), _mm512_cvtepi32_epi8(q));
+    oar_qepilogue16(d->e, acc, (int32_t)((uint32_t)d->corr * (uint32_t)d->wsum[ch]), ch, d->res, d->out, i0, m, false);
 }
 
 /* Output channels [o0, o0 + nb) x position vectors [v0, v0 + nv) of image b, group gr. */

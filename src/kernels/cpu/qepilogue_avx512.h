@@ -1,0 +1,45 @@
+/* qconv2d's epilogue on 16 int32 sums of one output channel, in AVX-512 form: the scalar
+ * epilogue of src/ops/quant.h with the same roundings (cvtepi32_ps, a fused multiply-add as
+ * fmaf, max/min with the NaN order of oar_qmaxf/oar_qminf, cvtps_epi32 rounding half to even
+ * as nearbyintf), so the kernels that use it (qconv_vnni.c, qconv_dnnl.c) equal the reference
+ * bit for bit. Include only from code compiled for AVX-512 (OAR_QEPI_TARGET). */
+#ifndef OAR_KERNELS_CPU_QEPILOGUE_AVX512_H
+#define OAR_KERNELS_CPU_QEPILOGUE_AVX512_H
+
+#include "ops/quant.h"
+
+#include <immintrin.h>
+#include <stdbool.h>
+
+#define OAR_QEPI_TARGET __attribute__((target("avx512f,avx512bw,avx512vnni,avx512vl,fma")))
+
+/* acc - sub (the zero points' correction, wrapping) for channel ch, lanes m the real outputs:
+ * compressed into consecutive elements of out from index i0, the residual res (NULL: none)
+ * read from i0 likewise. dense (a constant): m is a run of low lanes, so plain masked loads and
+ * stores do (compress and expand cost several cycles each). */
+OAR_QEPI_TARGET static inline __attribute__((always_inline)) void
+oar_qepilogue16(const oar_qepilogue *e, __m512i acc, int32_t sub, int64_t ch, const float *res, void *out, int64_t i0,
+                __mmask16 m, bool dense) {
+    acc = _mm512_sub_epi32(acc, _mm512_set1_epi32(sub));
+    __m512 v = _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc), _mm512_set1_ps(e->comb[ch]),
+                               _mm512_set1_ps(e->bias ? e->bias[ch] : 0.0f));
+    if (res) v = _mm512_add_ps(v, dense ? _mm512_maskz_loadu_ps(m, res + i0) : _mm512_maskz_expandloadu_ps(m, res + i0));
+    if (e->act == OAR_QACT_RELU) v = _mm512_max_ps(v, _mm512_setzero_ps());
+    if (e->out_dtype == OAR_F32) {
+        if (dense) _mm512_mask_storeu_ps((float *)out + i0, m, v);
+        else _mm512_mask_compressstoreu_ps((float *)out + i0, m, v);
+        return;
+    }
+    __m512 t = _mm512_mul_ps(v, _mm512_set1_ps(e->inv_y));
+    t = _mm512_max_ps(t, _mm512_set1_ps((float)(e->qmin - e->y_zp)));
+    t = _mm512_min_ps(t, _mm512_set1_ps((float)(e->qmax - e->y_zp)));
+    __m512i q = _mm512_add_epi32(_mm512_cvtps_epi32(t), _mm512_set1_epi32(e->y_zp));
+    if (dense) {
+        _mm_mask_storeu_epi8((char *)out + i0, m, _mm512_cvtepi32_epi8(q));
+        return;
+    }
+    q = _mm512_maskz_compress_epi32(m, q);
+    _mm_mask_storeu_epi8((char *)out + i0, (__mmask16)((1u << __builtin_popcount(m)) - 1), _mm512_cvtepi32_epi8(q));
+}
+
+#endif
