@@ -89,6 +89,9 @@ const sweep_case sweep_cases_quant[] = {
      CONV("2,2", "1,1", "1,1", "2", "0", "i8")},
     {"qconv2d", "i0_256u8:1x17x9x9" XQ_U8 ";i-128_128i8:33x17x1x3;c0.001f32:;nf32:33;none;none;none",
      CONV("1,1", "0,2", "2,1", "1", "0", "f32")},
+    /* ResNet-20's first stage: 64 KiB of int32 sums an image, so chunks of 4 images and one of 1 */
+    {"qconv2d", "i0_256u8:5x16x32x32" XQ_U8 ";i-128_128i8:16x16x3x3;c0.001f32:;nf32:16;c0.05f32:;c10i32:;nf32:5x16x32x32",
+     CONV("1,1", "1,1", "1,1", "1", "1", "u8")},
     /* qmax_pool2d: LeNet's 2x2 windows; padding, stride, dilation and ceil_mode on s8 */
     {"qmax_pool2d", "i0_256u8:2x3x8x6", "kernel=2,2 stride=2,2 padding=0,0 dilation=1,1 ceil_mode=0"},
     {"qmax_pool2d", "i-128_128i8:2x3x9x7", "kernel=2,2 stride=2,2 padding=0,0 dilation=1,1 ceil_mode=0"},

@@ -26,7 +26,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_PARTS 64
 #define PACK_SLOTS 16 /* packings kept per primitive: convs of one shape share it */
 
 /* Everything a primitive depends on; all int64 so memcmp sees no padding. n: a part's images. */
@@ -213,18 +212,21 @@ static qpack *pack_get(qprim *p, const oar_tensor *w, oar_status *rc) {
     return k;
 }
 
-/* A call: the batch in parts of q + 1 (the first r) and q images, a primitive for each size. */
+/* A call: the batch in chunks of cn images (the last one rem), a primitive for each size. A
+ * chunk's int32 sums stay within CHUNK_BYTES, so the epilogue reads them from the cache the
+ * convolution wrote them to (whole parts of a batch of 32 measured slower). */
+#define CHUNK_BYTES (256 << 10)
 typedef struct qcall {
     oar_qconv_geom g;
     oar_qepilogue e;
-    oar_dnnl_split split;
-    qprim *p[2];
+    int64_t cn, chunks, rem;
+    qprim *p[2]; /* cn images, rem images (NULL when rem == cn) */
     qpack *k[2];
     const uint8_t *x;
     const float *res;
     void *out;
     int32_t xzp;
-    oar_status st[MAX_PARTS];
+    oar_status st; /* the first failure */
 } qcall;
 
 static inline __mmask16 lanes16(int64_t n) { return n >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << n) - 1); }
@@ -263,6 +265,8 @@ OAR_QEPI_TARGET static void epilogue(const qcall *c, const int32_t *acc, int64_t
                 transpose16(r);
                 for (int j = 0; j < on; j++) {
                     int64_t ch = o0 + j;
+                    /* 16 channels are 16 streams of residual: the prefetcher alone left them late */
+                    if (c->res) _mm_prefetch((const char *)(c->res + ((b0 + b) * o + ch) * np + p0 + 64), _MM_HINT_T0);
                     oar_qepilogue16(&c->e, r[j], (int32_t)((uint32_t)c->xzp * (uint32_t)wsum[ch]), ch, c->res, c->out,
                                     ((b0 + b) * o + ch) * np + p0, lanes16(pn), true);
                 }
@@ -270,23 +274,13 @@ OAR_QEPI_TARGET static void epilogue(const qcall *c, const int32_t *acc, int64_t
         }
 }
 
-/* Part i: frame its images, convolve, then the epilogue. */
-static oar_status run_part(const qcall *c, int64_t i) {
+/* Chunk i into buffers for cn images: frame its images, convolve, then the epilogue. */
+static oar_status run_chunk(const qcall *c, int64_t i, uint8_t *xf, int32_t *acc, void *scratch) {
     const oar_qconv_geom *g = &c->g;
-    int which = c->split.r && i >= c->split.r;
+    int which = i == c->chunks - 1 && c->p[1];
     const qprim *p = c->p[which];
     const qkey *k = &p->key;
-    int64_t b0 = oar_dnnl_part_start(&c->split, i), hp = g->h + 2 * g->ph, wp = g->w + 2 * g->pw;
-    size_t xbytes = (size_t)(k->n * hp * wp * g->c), ybytes = sizeof(int32_t) * (size_t)(k->n * g->oh * g->ow * g->o);
-    uint8_t *xf = oar_alloc(xbytes);
-    int32_t *acc = oar_alloc(ybytes);
-    void *scratch = p->scratch ? oar_alloc(p->scratch) : NULL;
-    oar_status rc = OAR_OK;
-    if (!xf || !acc || (p->scratch && !scratch)) {
-        rc = oar_error(OAR_ERR_OOM, "qconv2d: out of memory for the framed input and int32 sums (%zu + %zu bytes)",
-                       xbytes, ybytes);
-        goto done;
-    }
+    int64_t b0 = i * c->cn, hp = g->h + 2 * g->ph, wp = g->w + 2 * g->pw;
     /* the frame: rows above and below, then the columns left and right of each image row */
     uint8_t pad = (uint8_t)c->xzp;
     size_t row = (size_t)(wp * g->c), side = (size_t)(g->pw * g->c);
@@ -301,8 +295,8 @@ static oar_status run_part(const qcall *c, int64_t i) {
             }
         }
     const uint8_t *x = c->x + b0 * g->c * g->h * g->w;
-    rc = reorder(p->x_reorder, &p->x_plain, x, &p->x_framed, xf + (g->ph * wp + g->pw) * g->c);
-    if (rc != OAR_OK) goto done;
+    oar_status rc = reorder(p->x_reorder, &p->x_plain, x, &p->x_framed, xf + (g->ph * wp + g->pw) * g->c);
+    if (rc != OAR_OK) return rc;
     dnnl_stream_t s = NULL;
     dnnl_memory_t m[4] = {0};
     dnnl_memory_desc_t framed, smd;
@@ -323,17 +317,30 @@ static oar_status run_part(const qcall *c, int64_t i) {
         if (m[j]) dnnl_memory_destroy(m[j]);
     if (s) dnnl_stream_destroy(s);
     if (rc == OAR_OK) epilogue(c, acc, b0, k->n, c->k[which]->wsum);
-done:
-    oar_free(xf, xbytes);
-    oar_free(acc, ybytes);
-    oar_free(scratch, p->scratch);
     return rc;
 }
 
-static void run_parts(void *ctx, int64_t begin, int64_t end) {
+/* chunks [begin, end) on one thread, through one set of buffers */
+static void run_chunks(void *ctx, int64_t begin, int64_t end) {
     qcall *c = ctx;
+    const oar_qconv_geom *g = &c->g;
     oar_dnnl_one_omp_thread();
-    for (int64_t i = begin; i < end; i++) c->st[i] = run_part(c, i);
+    size_t scratch_bytes = c->p[0]->scratch > (c->p[1] ? c->p[1]->scratch : 0) ? c->p[0]->scratch : c->p[1]->scratch;
+    size_t xbytes = (size_t)(c->cn * (g->h + 2 * g->ph) * (g->w + 2 * g->pw) * g->c);
+    size_t ybytes = sizeof(int32_t) * (size_t)(c->cn * g->oh * g->ow * g->o);
+    uint8_t *xf = oar_alloc(xbytes);
+    int32_t *acc = oar_alloc(ybytes);
+    void *scratch = scratch_bytes ? oar_alloc(scratch_bytes) : NULL;
+    oar_status rc = OAR_OK;
+    if (!xf || !acc || (scratch_bytes && !scratch))
+        rc = oar_error(OAR_ERR_OOM, "qconv2d: out of memory for the framed input and int32 sums (%zu + %zu bytes)",
+                       xbytes, ybytes);
+    for (int64_t i = begin; i < end && rc == OAR_OK; i++) rc = run_chunk(c, i, xf, acc, scratch);
+    oar_status ok = OAR_OK;
+    if (rc != OAR_OK) __atomic_compare_exchange_n(&c->st, &ok, rc, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+    oar_free(xf, xbytes);
+    oar_free(acc, ybytes);
+    oar_free(scratch, scratch_bytes);
 }
 
 /* The primitives of x's parts (references the caller drops with release); false when oneDNN
@@ -346,10 +353,13 @@ static bool plan(qcall *c, oar_tensor *const *in, const oar_attr *a) {
     /* few channels (LeNet's 1->6->16, a first conv on grey images): the direct VNNI kernel was
      * faster (LeNet batch 32: 0.67 against 0.93-0.97 ms of CPU time per call) */
     if (g->c / g->groups < 16 || g->o / g->groups < 16) return false;
-    c->split = oar_dnnl_split_batch(g->n, MAX_PARTS);
+    int64_t per_image = g->oh * g->ow * g->o * (int64_t)sizeof(int32_t);
+    c->cn = CHUNK_BYTES / per_image < 1 ? 1 : CHUNK_BYTES / per_image;
+    c->cn = c->cn < g->n ? c->cn : g->n;
+    c->chunks = (g->n + c->cn - 1) / c->cn, c->rem = g->n - (c->chunks - 1) * c->cn;
     for (int i = 0; i < 2; i++) {
-        int64_t n = c->split.q + (i == 0 && c->split.r ? 1 : 0);
-        if (i == 1 && (!c->split.r || !c->split.q)) break;
+        int64_t n = i ? c->rem : c->cn;
+        if (i == 1 && c->rem == c->cn) break;
         qkey k = {.n = n, .c = g->c, .h = g->h, .w = g->w, .ph = g->ph, .pw = g->pw, .o = g->o, .kh = g->kh,
                   .kw = g->kw, .oh = g->oh, .ow = g->ow, .sh = g->sh, .sw = g->sw, .dh = g->dh, .dw = g->dw,
                   .groups = g->groups, .s8 = in[QL_X]->dtype == OAR_I8};
@@ -385,8 +395,8 @@ static oar_status qconv_dnnl(const oar_kctx *ctx, oar_tensor *const *in, int n_i
     c.xzp = (int32_t)oar_dtypes[in[QL_XZP]->dtype].load_i64(oar_tensor_ptr(in[QL_XZP]));
     for (int i = 0; i < 2 && st == OAR_OK; i++)
         if (c.p[i]) c.k[i] = pack_get(c.p[i], in[QL_W], &st);
-    if (st == OAR_OK) oar_parallel_for(c.split.parts, 1, run_parts, &c);
-    for (int64_t i = 0; i < c.split.parts && st == OAR_OK; i++) st = c.st[i];
+    if (st == OAR_OK) oar_parallel_for(c.chunks, 1, run_chunks, &c);
+    if (st == OAR_OK) st = c.st;
     oar_qepilogue_free(&c.e);
     release(&c);
     return st;
