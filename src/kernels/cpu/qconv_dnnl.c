@@ -325,7 +325,8 @@ static void run_chunks(void *ctx, int64_t begin, int64_t end) {
     qcall *c = ctx;
     const oar_qconv_geom *g = &c->g;
     oar_dnnl_one_omp_thread();
-    size_t scratch_bytes = c->p[0]->scratch > (c->p[1] ? c->p[1]->scratch : 0) ? c->p[0]->scratch : c->p[1]->scratch;
+    size_t scratch_bytes = c->p[0]->scratch;
+    if (c->p[1] && c->p[1]->scratch > scratch_bytes) scratch_bytes = c->p[1]->scratch;
     size_t xbytes = (size_t)(c->cn * (g->h + 2 * g->ph) * (g->w + 2 * g->pw) * g->c);
     size_t ybytes = sizeof(int32_t) * (size_t)(c->cn * g->oh * g->ow * g->o);
     uint8_t *xf = oar_alloc(xbytes);
