@@ -132,6 +132,40 @@ OAR_API oar_status oar_quantize_static_model(const char *model_path, const char 
  * fuse conv2d and linear into other ops (and fold BN into expressions) off. */
 OAR_API void oar_quant_export_strategy(oar_build_strategy *s);
 
+/* ---- quantization-aware training: train through fake quantization, then convert to int8 */
+typedef struct oar_qat_opts {
+    double momentum;                 /* activation scale average: weight of the old value; 0 means 0.9 */
+    bool keep_first, keep_last;      /* keep the first / last Linear or Conv2d (module order) in fp32 */
+    const char *const *skip;         /* NULL-terminated module paths kept in fp32; may be NULL */
+} oar_qat_opts;
+/* Rewrites every Linear and Conv2d of m not kept in fp32, in place, into a layer that runs
+ * fake_quant on its weight (symmetric i8 per output channel, scale max|w[c]| / 127.5 from the
+ * current weight at every call) and on its input (symmetric u8, zero point 128, the scale a
+ * moving average of the batches' abs-max scales kept in the buffers "act_scale_sum" and
+ * "act_scale_count", PaddleSlim's moving_average_abs_max: updated in training mode, used in
+ * evaluation mode). Parameters keep their names, so an optimizer made before or after works,
+ * and the layers train eagerly and in a compiled step (oar_jit_to_static) alike. NaN/Inf in a
+ * layer's input during training is an error. Fails without changing m when m is already
+ * prepared or has nothing to quantize. *n_layers (may be NULL) gets the number of layers. */
+OAR_API oar_status oar_qat_prepare(oar_module *m, const oar_qat_opts *opts, int *n_layers);
+
+typedef struct oar_qat_convert_opts {
+    const char *input_name, *output_name; /* names in the exported model; NULL: "input0", "output0" */
+} oar_qat_convert_opts;
+/* Writes the int8 program of a prepared (and trained) m at out_path (oar_jit_save's files, for the
+ * predictor and `oar infer`): m is exported in eval mode with its layers plain (batches[0] gives the
+ * input's shape, its first dim dynamic) and rewritten as oar_quantize_static_model does (BN folded,
+ * i8 weights per output channel, quantize + qconv2d / qlinear), with the learned activation scales
+ * in place of calibration. The batches give the output SQNR of layers (as for static PTQ). m is
+ * left prepared (training may go on). Fails, writing nothing, when m was never prepared or a
+ * layer never trained. */
+OAR_API oar_status oar_qat_convert(oar_module *m, oar_tensor *const *batches, int n_batches, const char *out_path,
+                                   const oar_qat_convert_opts *opts, oar_quant_layer *layers, int cap,
+                                   int *n_layers);
+/* The learned activation scale of each prepared layer (module order): names[i] the module path,
+ * scales[i] = act_scale_sum / act_scale_count (zero point 128). */
+OAR_API oar_status oar_qat_scales(oar_module *m, char (*names)[128], float *scales, int cap, int *n_layers);
+
 /* SQNR in dB of approx against ref (same shape, float): 10 log10(sum ref² / sum (ref - approx)²);
  * +inf when equal. */
 OAR_API oar_status oar_sqnr(oar_tensor *ref, oar_tensor *approx, double *db);
