@@ -25,6 +25,18 @@ OAR_API oar_tensor *oar_fake_quant(oar_tensor *x, oar_tensor *scale, oar_tensor 
 /* fake_quant's backward: grad where x is in range, 0 elsewhere. */
 OAR_API oar_tensor *oar_fake_quant_grad(oar_tensor *grad, oar_tensor *x, oar_tensor *scale, oar_tensor *zero_point,
                                         int64_t axis, int64_t quant_min, int64_t quant_max);
+/* Learnable-scale fake quantization (LSQ; torch._fake_quantize_learnable_per_tensor_affine): as
+ * fake_quant per tensor with the zero point rounded and clamped to [quant_min, quant_max], where
+ * scale and zero_point (float, one element each) get gradients: d/dscale is round(x/s) - x/s inside
+ * the range and quant_min - z or quant_max - z where clamped, d/dzero_point is -scale where
+ * clamped, both summed over x and multiplied by grad_factor (LSQ's 1 / sqrt(numel * quant_max));
+ * x's gradient passes straight through inside the range. */
+OAR_API oar_tensor *oar_fake_quant_lsq(oar_tensor *x, oar_tensor *scale, oar_tensor *zero_point, int64_t quant_min,
+                                       int64_t quant_max, double grad_factor);
+/* Its backward: new dx (x's shape), dscale and dzero_point (their shapes). */
+OAR_API oar_status oar_fake_quant_lsq_grad(oar_tensor *grad, oar_tensor *x, oar_tensor *scale, oar_tensor *zero_point,
+                                           int64_t quant_min, int64_t quant_max, double grad_factor, oar_tensor **dx,
+                                           oar_tensor **dscale, oar_tensor **dzero_point);
 /* Per-tensor scale (f32 0-d) and zero point (i32 0-d) covering x's range and 0, as torch's
  * MinMaxObserver: symmetric or affine, for u8 or i8. NaN in x is an error. */
 OAR_API oar_status oar_choose_qparams(oar_tensor *x, oar_dtype dtype, bool symmetric, oar_tensor **scale,
