@@ -8,7 +8,8 @@
  * int8, activation scales from N training batches, once per observer kind); the int8 program is
  * evaluated in the predictor, as it is deployed. qat: the model is prepared for quantization-aware
  * training and fine-tuned for --epochs E (1; --steps S stops earlier) at --lr (a tenth of the
- * recipe's), evaluated with its fake quantization, then converted (oar_qat_convert: the static
+ * recipe's; --control runs the same fine-tune in fp32 as well, so that what the extra training
+ * gives is not counted as quantization's), evaluated with its fake quantization, then converted (oar_qat_convert: the static
  * rewrite with the learned activation scales) and evaluated in the predictor. It prints each layer's scale and SQNR (weight;
  * output for static), the test accuracy before and after and the size before and after; with
  * --out the quantized models stay in DIR (<model>-<method>[-<observer>].json + .safetensors) for
@@ -27,7 +28,8 @@ static void usage(void) {
     fprintf(stderr, "usage: oar quantize --model M --checkpoint C --method dynamic|static|qat [--calib N (8)]\n"
                     "         [--observer minmax|moving_average|percentile|kl|mse|all (minmax)] [--keep-first]\n"
                     "         [--keep-last] [--out DIR] [--data D] [--batch B] [--threads T]\n"
-                    "         qat: [--epochs E (1)] [--steps S] [--lr LR (the recipe's / 10)] [--mode eager|static]\n");
+                    "         qat: [--epochs E (1)] [--steps S] [--lr LR (the recipe's / 10)] [--mode eager|static]\n"
+                    "              [--control (the same fine-tune in fp32 too, to separate it from quantization)]\n");
 }
 
 static int64_t state_bytes(oar_module *m) {
@@ -140,7 +142,7 @@ int oar_cmd_quantize(int argc, char **argv) {
     const char *method = NULL, *observer = "minmax", *out_dir = NULL;
     int calib = 8, qat_epochs = 1;
     double qat_lr = 0;
-    bool keep_first = false, keep_last = false;
+    bool keep_first = false, keep_last = false, control = false;
     char **rest = malloc(sizeof(char *) * (size_t)(argc + 1));
     int nr = 0;
     rest[nr++] = argv[0];
@@ -154,6 +156,7 @@ int oar_cmd_quantize(int argc, char **argv) {
         else if (!strcmp(argv[i], "--lr") && has) qat_lr = atof(argv[++i]);
         else if (!strcmp(argv[i], "--keep-first")) keep_first = true;
         else if (!strcmp(argv[i], "--keep-last")) keep_last = true;
+        else if (!strcmp(argv[i], "--control")) control = true; /* qat: the same fine-tune in fp32 too */
         else rest[nr++] = argv[i];
     }
     rest[nr] = NULL;
@@ -234,7 +237,7 @@ int oar_cmd_quantize(int argc, char **argv) {
         char path[1024];
         snprintf(path, sizeof path, "%s/%s-%s%s%s", dir ? dir : ".", o.model, method, stat ? "-" : "",
                  stat ? kinds[k] : "");
-        double fq_acc = 0, fq_loss = 0;
+        double fq_acc = 0, fq_loss = 0, ctl_acc = -1, ctl_loss = 0;
         int64_t qat_steps = 0;
         if (dynamic) {
             if (!(m = train_model_create(&o, &d))) st = oar_last_status();
@@ -253,6 +256,14 @@ int oar_cmd_quantize(int argc, char **argv) {
             if (st == OAR_OK) st = oar_qat_prepare(m, &qo, NULL);
             if (st == OAR_OK) st = quantize_qat_train(m, &d, &o, qat_epochs, qat_lr > 0 ? qat_lr : o.lr / 10, &qat_steps);
             if (st == OAR_OK) st = train_evaluate(m, &d, d.test, o.batch, &fq_loss, &fq_acc);
+            if (st == OAR_OK && control) { /* the same schedule without fake quant: what the fine-tune alone gives */
+                oar_module *c = train_model_create(&o, &d);
+                int64_t cs = 0;
+                st = c ? oar_checkpoint_load(o.checkpoint, c, NULL, NULL) : oar_last_status();
+                if (st == OAR_OK) st = quantize_qat_train(c, &d, &o, qat_epochs, qat_lr > 0 ? qat_lr : o.lr / 10, &cs);
+                if (st == OAR_OK) st = train_evaluate(c, &d, d.test, o.batch, &ctl_loss, &ctl_acc);
+                oar_module_free(c);
+            }
             if (st == OAR_OK) st = oar_qat_convert(m, cal, n_cal, path, &co, layers, 64, &n);
             if (st == OAR_OK) st = predictor_accuracy(path, &d, o.batch, &acc);
             char wpath[1100];
@@ -272,6 +283,9 @@ int oar_cmd_quantize(int argc, char **argv) {
         if (qat)
             printf("\nafter %lld QAT steps: fake-quant test accuracy %.4f (loss %.4f); input scales below are the "
                    "learned ones (u8, zero point 128)", (long long)qat_steps, fq_acc, fq_loss);
+        if (qat && ctl_acc >= 0)
+            printf("\ncontrol: the same fine-tune in fp32 gives test accuracy %.4f (loss %.4f); int8 after QAT against "
+                   "it: %+.2f points", ctl_acc, ctl_loss, 100 * (acc - ctl_acc));
         printf("\n%s%s%s: %d layers int8\n  %-10s %-7s %10s %22s %12s%s\n", method, stat ? ", observer " : "",
                stat ? kinds[k] : "", n, "layer", "type", "weights", dynamic ? "weight scales" : "input scale",
                "weight SQNR", prog ? "  output SQNR" : "");
@@ -294,6 +308,8 @@ int oar_cmd_quantize(int argc, char **argv) {
         if (qat)
             nj += snprintf(json + nj, sizeof json - (size_t)nj, ", \"fake_quant_accuracy\": %.6f, \"qat_steps\": %lld",
                            fq_acc, (long long)qat_steps);
+        if (qat && ctl_acc >= 0)
+            nj += snprintf(json + nj, sizeof json - (size_t)nj, ", \"control_fp32_accuracy\": %.6f", ctl_acc);
         nj += snprintf(json + nj, sizeof json - (size_t)nj, "}");
     }
     snprintf(json + nj, sizeof json - (size_t)nj, "]}");

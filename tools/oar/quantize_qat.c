@@ -90,6 +90,7 @@ oar_status quantize_qat_train(oar_module *m, const train_data *d, const train_op
             if (++*steps_done % report == 0 || *steps_done == total) {
                 printf("qat: step %lld/%lld  loss %.4f  %.0f samples/s\n", (long long)*steps_done, (long long)total,
                        sum / (double)since, (double)(*steps_done * o->batch) / (bench_now_s() - t0));
+                fflush(stdout);
                 sum = 0, since = 0;
             }
         }
