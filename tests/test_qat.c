@@ -279,12 +279,14 @@ static void test_bad_input(void) {
     oar_tensor *io[2] = {bad, y}, *loss = NULL;
     CHECK_ERR(step_fn(&r, io, 2, &loss, 1), "qat: layer 0");
     CHECK(strstr(oar_last_error(), "finite") != NULL);
+    printf("  NaN in a QAT batch, eager: %s\n", oar_last_error());
     CHECK(t_at(oar_module_get(m, "0.act_scale_count"), 0) == 0);
     oar_jit_opts jo = {.module = m, .optimizer = r.opt};
     oar_jit *f = oar_jit_to_static(step_fn, &r, &jo);
     oar_tensor *good[2] = {x, y};
     CHECK(oar_jit_call(f, good, 2, &loss, 1) == OAR_OK);
     CHECK_ERR(oar_jit_call(f, io, 2, &loss, 1), "expected finite values");
+    printf("  NaN in a QAT batch, compiled: %s\n", oar_last_error());
     oar_jit_free(f);
     oar_optimizer_free(r.opt);
     oar_module_free(m);
