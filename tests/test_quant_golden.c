@@ -1,7 +1,8 @@
 /* Quantization against torch 1.13 (tests/golden/quant.txt, made by tests/golden/gen_quant.py):
  * torch.quantize_per_tensor / per_channel and dequantize (rounding ties, saturation),
  * torch.fake_quantize_per_tensor_affine / per_channel_affine with their straight-through
- * gradients, and the MinMax, MovingAverageMinMax and PerChannelMinMax observers' qparams.
+ * gradients, torch._fake_quantize_learnable_per_tensor_affine (LSQ) with the gradients of x, scale
+ * and zero point, and the MinMax, MovingAverageMinMax and PerChannelMinMax observers' qparams.
  * Every value must match exactly (the scales of the observers to one float ulp). */
 #include "golden_util.h"
 #include "test_util.h"
@@ -79,6 +80,31 @@ static void run_fake_quant(gcase *c) {
     oar_release(gx);
 }
 
+/* LSQ: y exact; the gradients of x exact, of scale and zero point (sums over x) to float rounding */
+static void run_lsq(gcase *c) {
+    long qmin = attr(c, "quant_min"), qmax = attr(c, "quant_max");
+    const char *gfp = strstr(c->attrs, "grad_factor=");
+    double gf = gfp ? strtod(gfp + strlen("grad_factor="), NULL) : 0;
+    oar_tensor *x = oar_clone(get(c, "x", 0)), *s = oar_clone(get(c, "scale", 0)), *z = oar_clone(get(c, "zp", 0));
+    oar_set_requires_grad(x, true);
+    oar_set_requires_grad(s, true);
+    oar_set_requires_grad(z, true);
+    oar_tensor *y = oar_fake_quant_lsq(x, s, z, qmin, qmax, gf);
+    CHECK(same("y", c, y, get(c, "y", 0), 0));
+    oar_tensor *wrt[3] = {x, s, z}, *g[3] = {0}, *gout = get(c, "gout", 0);
+    CHECK(oar_grad(&y, 1, &gout, wrt, 3, g, NULL) == OAR_OK);
+    CHECK(same("gradient of x", c, g[0], get(c, "gx", 0), 0));
+    double sum_g = 0; /* the sums' scale: differences of float rounding are relative to it */
+    for (int64_t i = 0; i < oar_numel(gout); i++) sum_g += fabs(t_at(gout, i));
+    double tol = 1e-6 * sum_g * (qmax - qmin) * gf;
+    CHECK(g[1] && fabs(t_at(g[1], 0) - t_at(get(c, "gscale", 0), 0)) <= tol);
+    CHECK(g[2] && fabs(t_at(g[2], 0) - t_at(get(c, "gzp", 0), 0)) <= tol);
+    if (g[1] && g[2])
+        printf("  lsq %s: y and dx equal; dscale %.7g (torch %.7g), dzero_point %.7g (torch %.7g)\n", c->name,
+               t_at(g[1], 0), t_at(get(c, "gscale", 0), 0), t_at(g[2], 0), t_at(get(c, "gzp", 0), 0));
+    for (int i = 0; i < 3; i++) oar_release(g[i]);
+}
+
 static void run_observer(gcase *c) {
     oar_observer_opts o = {.dtype = (oar_dtype)attr(c, "dtype"), .symmetric = attr(c, "symmetric") != 0,
                            .per_channel = attr(c, "per_channel") != 0, .axis = (int)attr(c, "axis"), .momentum = 0.9};
@@ -116,6 +142,7 @@ int main(void) {
                 oar_scope_begin();
                 if (!strcmp(c.kind, "quantize")) run_quantize(&c);
                 else if (!strcmp(c.kind, "fake_quant")) run_fake_quant(&c);
+                else if (!strcmp(c.kind, "fake_quant_lsq")) run_lsq(&c);
                 else run_observer(&c);
                 oar_scope_end();
                 n_cases++;

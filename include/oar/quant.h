@@ -25,6 +25,18 @@ OAR_API oar_tensor *oar_fake_quant(oar_tensor *x, oar_tensor *scale, oar_tensor 
 /* fake_quant's backward: grad where x is in range, 0 elsewhere. */
 OAR_API oar_tensor *oar_fake_quant_grad(oar_tensor *grad, oar_tensor *x, oar_tensor *scale, oar_tensor *zero_point,
                                         int64_t axis, int64_t quant_min, int64_t quant_max);
+/* Learnable-scale fake quantization (LSQ; torch._fake_quantize_learnable_per_tensor_affine): as
+ * fake_quant per tensor with the zero point rounded and clamped to [quant_min, quant_max], where
+ * scale and zero_point (float, one element each) get gradients: d/dscale is round(x/s) - x/s inside
+ * the range and quant_min - z or quant_max - z where clamped, d/dzero_point is -scale where
+ * clamped, both summed over x and multiplied by grad_factor (LSQ's 1 / sqrt(numel * quant_max));
+ * x's gradient passes straight through inside the range. */
+OAR_API oar_tensor *oar_fake_quant_lsq(oar_tensor *x, oar_tensor *scale, oar_tensor *zero_point, int64_t quant_min,
+                                       int64_t quant_max, double grad_factor);
+/* Its backward: new dx (x's shape), dscale and dzero_point (their shapes). */
+OAR_API oar_status oar_fake_quant_lsq_grad(oar_tensor *grad, oar_tensor *x, oar_tensor *scale, oar_tensor *zero_point,
+                                           int64_t quant_min, int64_t quant_max, double grad_factor, oar_tensor **dx,
+                                           oar_tensor **dscale, oar_tensor **dzero_point);
 /* Per-tensor scale (f32 0-d) and zero point (i32 0-d) covering x's range and 0, as torch's
  * MinMaxObserver: symmetric or affine, for u8 or i8. NaN in x is an error. */
 OAR_API oar_status oar_choose_qparams(oar_tensor *x, oar_dtype dtype, bool symmetric, oar_tensor **scale,
@@ -131,6 +143,40 @@ OAR_API oar_status oar_quantize_static_model(const char *model_path, const char 
 /* The build strategy to export a model with before oar_quantize_static_model: the passes that
  * fuse conv2d and linear into other ops (and fold BN into expressions) off. */
 OAR_API void oar_quant_export_strategy(oar_build_strategy *s);
+
+/* ---- quantization-aware training: train through fake quantization, then convert to int8 */
+typedef struct oar_qat_opts {
+    double momentum;                 /* activation scale average: weight of the old value; 0 means 0.9 */
+    bool keep_first, keep_last;      /* keep the first / last Linear or Conv2d (module order) in fp32 */
+    const char *const *skip;         /* NULL-terminated module paths kept in fp32; may be NULL */
+} oar_qat_opts;
+/* Rewrites every Linear and Conv2d of m not kept in fp32, in place, into a layer that runs
+ * fake_quant on its weight (symmetric i8 per output channel, scale max|w[c]| / 127.5 from the
+ * current weight at every call) and on its input (symmetric u8, zero point 128, the scale a
+ * moving average of the batches' abs-max scales kept in the buffers "act_scale_sum" and
+ * "act_scale_count", PaddleSlim's moving_average_abs_max: updated in training mode, used in
+ * evaluation mode). Parameters keep their names, so an optimizer made before or after works,
+ * and the layers train eagerly and in a compiled step (oar_jit_to_static) alike. NaN/Inf in a
+ * layer's input during training is an error. Fails without changing m when m is already
+ * prepared or has nothing to quantize. *n_layers (may be NULL) gets the number of layers. */
+OAR_API oar_status oar_qat_prepare(oar_module *m, const oar_qat_opts *opts, int *n_layers);
+
+typedef struct oar_qat_convert_opts {
+    const char *input_name, *output_name; /* names in the exported model; NULL: "input0", "output0" */
+} oar_qat_convert_opts;
+/* Writes the int8 program of a prepared (and trained) m at out_path (oar_jit_save's files, for the
+ * predictor and `oar infer`): m is exported in eval mode with its layers plain (batches[0] gives the
+ * input's shape, its first dim dynamic) and rewritten as oar_quantize_static_model does (BN folded,
+ * i8 weights per output channel, quantize + qconv2d / qlinear), with the learned activation scales
+ * in place of calibration. The batches give the output SQNR of layers (as for static PTQ). m is
+ * left prepared (training may go on). Fails, writing nothing, when m was never prepared or a
+ * layer never trained. */
+OAR_API oar_status oar_qat_convert(oar_module *m, oar_tensor *const *batches, int n_batches, const char *out_path,
+                                   const oar_qat_convert_opts *opts, oar_quant_layer *layers, int cap,
+                                   int *n_layers);
+/* The learned activation scale of each prepared layer (module order): names[i] the module path,
+ * scales[i] = act_scale_sum / act_scale_count (zero point 128). */
+OAR_API oar_status oar_qat_scales(oar_module *m, char (*names)[128], float *scales, int cap, int *n_layers);
 
 /* SQNR in dB of approx against ref (same shape, float): 10 log10(sum ref² / sum (ref - approx)²);
  * +inf when equal. */

@@ -40,6 +40,7 @@ typedef struct qtarget {
     oar_tensor *wt, *bt;     /* the f32 weight and bias (borrowed from the program or a run) */
     double ref2, err2;       /* output SQNR sums */
     int qx, vxs, vxz;        /* after the rewrite: the quantized input and its qparams' values */
+    int given;               /* index into the given qparams (QAT), -1: calibrated */
     float xs;
     int32_t xz;
 } qtarget;
@@ -48,7 +49,14 @@ typedef struct qctx {
     oar_program *p;
     qtarget *t;
     int n;
+    const oar_quant_given *g; /* NULL: the qparams come from calibration */
 } qctx;
+
+static int given_index(const oar_quant_given *g, const char *name) {
+    for (int i = 0; g && i < g->n; i++)
+        if (!strcmp(g->names[i], name)) return i;
+    return -1;
+}
 
 static bool in_list(const char *name, const char *const *list) {
     for (; list && *list; list++)
@@ -145,11 +153,13 @@ static oar_status find_targets(qctx *c, const oar_quant_static_opts *o, const ch
                        .out_w = -1, .out_b = -1};
         if (id < n_names) snprintf(t->name, sizeof t->name, "%s", names[id]);
         else snprintf(t->name, sizeof t->name, "node%d", id); /* (passes add no conv2d or linear) */
+        t->given = given_index(c->g, t->name);
     }
     free(mut);
     c->n = 0;
     for (int i = 0; i < n_all; i++) { /* the rule: sensitive layers stay fp32 */
-        bool keep = (o->keep_first && i == 0) || (o->keep_last && i == n_all - 1) || in_list(c->t[i].name, o->skip);
+        bool keep = (o->keep_first && i == 0) || (o->keep_last && i == n_all - 1) || in_list(c->t[i].name, o->skip) ||
+                    (c->g && c->t[i].given < 0);
         if (!keep) c->t[c->n++] = c->t[i];
     }
     if (!c->n)
@@ -234,7 +244,14 @@ static int pos_in_main(const oar_program *p, int id) {
 static oar_status rewrite(qctx *c, qtarget *t, oar_quant_layer *info, int *qout) {
     oar_program *p = c->p;
     oar_tensor *xs, *xz, *ws = NULL, *wz = NULL, *wq = NULL;
-    oar_status st = oar_observer_qparams(t->obs, &xs, &xz);
+    oar_status st = OAR_OK;
+    if (t->given >= 0) { /* learned (QAT): they take the place of calibration */
+        xs = oar_scalar(c->g->scales[t->given], OAR_F32);
+        xz = oar_scalar(c->g->zero_points[t->given], OAR_I32);
+        if (!xs || !xz) st = oar_last_status();
+    } else {
+        st = oar_observer_qparams(t->obs, &xs, &xz);
+    }
     if (st != OAR_OK) {
         oar_error_prefix("quantize_program: layer %s (never reached by the calibration batches?)", t->name);
         return st;
@@ -328,9 +345,9 @@ static oar_status output_sqnr(qctx *c, const oar_program *ref, const int *ref_y,
 
 #define MAX_TARGETS 4096
 
-oar_status oar_quant_program_static(oar_program *p, oar_tensor *const *batches, int n_batches,
-                                    const oar_quant_static_opts *opts, oar_quant_layer *layers, int cap,
-                                    int *n_layers) {
+static oar_status quant_program(oar_program *p, oar_tensor *const *batches, int n_batches,
+                                const oar_quant_static_opts *opts, const oar_quant_given *g, oar_quant_layer *layers,
+                                int cap, int *n_layers) {
     if (n_layers) *n_layers = 0;
     if (!p) return oar_error(OAR_ERR_INVALID_ARG, "quantize_program: expected a program, got NULL");
     if (p->n_grad_writes || oar_program_state_writer(p) >= 0)
@@ -344,7 +361,7 @@ oar_status oar_quant_program_static(oar_program *p, oar_tensor *const *batches, 
     oo.dtype = OAR_U8;      /* what the int8 kernels take */
     oo.symmetric = false;
     char (*names)[128] = calloc((size_t)p->n_nodes + 1, sizeof *names);
-    qctx c = {p, calloc(MAX_TARGETS, sizeof(qtarget)), 0};
+    qctx c = {p, calloc(MAX_TARGETS, sizeof(qtarget)), 0, g};
     oar_tensor **fetched = NULL; /* the first calibration run's outputs (the folded weights among them) */
     int n_fetched = 0, *ref_y = NULL, *q_y = NULL;
     oar_program *ref = NULL;
@@ -361,6 +378,16 @@ oar_status oar_quant_program_static(oar_program *p, oar_tensor *const *batches, 
     }
     oar_program_compact(p);
     if ((st = find_targets(&c, &o, (const char(*)[128])names, n_names)) != OAR_OK) goto done;
+    for (int i = 0; g && i < g->n; i++) { /* every layer given qparams is a target */
+        bool found = false;
+        for (int k = 0; k < c.n && !found; k++) found = c.t[k].given == i;
+        if (!found) {
+            st = oar_error(OAR_ERR_INVALID_ARG, "quantize_program: expected a conv2d or linear with fixed weights "
+                                                "named %s (its weight parameter without .weight), found none; export "
+                                                "the model with oar_quant_export_strategy", g->names[i]);
+            goto done;
+        }
+    }
     oar_scope_begin();
     st = calibrate(&c, batches, n_batches, o.observer ? o.observer : "minmax", &oo, &fetched, &n_fetched);
     if (st == OAR_OK && !(ref = oar_program_copy(p))) st = oar_last_status();
@@ -399,6 +426,25 @@ done:
     free(q_y);
     oar_program_free(ref);
     return st;
+}
+
+oar_status oar_quant_program_static(oar_program *p, oar_tensor *const *batches, int n_batches,
+                                    const oar_quant_static_opts *opts, oar_quant_layer *layers, int cap,
+                                    int *n_layers) {
+    return quant_program(p, batches, n_batches, opts, NULL, layers, cap, n_layers);
+}
+
+oar_status oar_quant_program_given(oar_program *p, oar_tensor *const *batches, int n_batches,
+                                   const oar_quant_given *g, oar_quant_layer *layers, int cap, int *n_layers) {
+    if (!g || g->n < 1)
+        return oar_error(OAR_ERR_INVALID_ARG, "quantize_program: expected given qparams for at least one layer, got "
+                                              "none");
+    for (int i = 0; i < g->n; i++)
+        if (!(g->scales[i] > 0 && g->scales[i] < INFINITY))
+            return oar_error(OAR_ERR_NUMERIC, "quantize_program: layer %s: expected a positive finite activation "
+                                              "scale, got %g; was the layer trained on finite data?", g->names[i],
+                             (double)g->scales[i]);
+    return quant_program(p, batches, n_batches, NULL, g, layers, cap, n_layers);
 }
 
 void oar_quant_export_strategy(oar_build_strategy *s) {

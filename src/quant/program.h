@@ -14,4 +14,17 @@ oar_status oar_quant_program_static(oar_program *p, oar_tensor *const *batches, 
                                     const oar_quant_static_opts *opts, oar_quant_layer *layers, int cap,
                                     int *n_layers);
 
+/* Activation qparams given for the layers named (a layer is named as in the skip list: its weight
+ * parameter without ".weight"), in place of calibration: what quantization-aware training learned. */
+typedef struct oar_quant_given {
+    const char *const *names;
+    const float *scales;
+    const int32_t *zero_points;
+    int n;
+} oar_quant_given;
+/* The same rewrite with the input scale and zero point of each target from g: targets g does not
+ * name stay fp32. The batches still run: they give the folded weights and the output SQNR. */
+oar_status oar_quant_program_given(oar_program *p, oar_tensor *const *batches, int n_batches,
+                                   const oar_quant_given *g, oar_quant_layer *layers, int cap, int *n_layers);
+
 #endif

@@ -1,6 +1,7 @@
 #!/bin/sh
 # oar quantize end to end: LeNet trained briefly on Fashion-MNIST, quantized dynamically
-# (within a point of fp32 accuracy) and statically as a program (minmax; within half a point,
+# (within a point of fp32 accuracy), by a short quantization-aware fine-tune (within half a
+# point, the int8 program run by `oar infer`) and statically as a program (minmax; within half a point,
 # evaluated in the predictor, per-layer output SQNR printed, about 4x smaller); the static int8 program exported by --out runs in `oar infer` and still predicts the
 # labels; bad requests are refused with a message.
 # Usage: quantize.sh OAR_BINARY SHARED_DIR
@@ -66,6 +67,24 @@ with open(out + "/x.npy", "wb") as f:
 with open(out + "/labels.txt", "w") as f:
     f.write(" ".join(str(b) for b in labels) + "\n")
 PY
+# quantization-aware training: a short fine-tune (100 steps) with fake quant, then the int8
+# program (within half a point of fp32, ~4x smaller), which `oar infer` runs as well
+"$oar" quantize --model lenet --data fashion-mnist --checkpoint "$dir/lenet.safetensors" --method qat \
+  --steps 100 --calib 2 --threads 2 --out "$dir/q" > "$dir/qat.log"
+grep -q "after 100 QAT steps: fake-quant test accuracy" "$dir/qat.log"
+grep -q "f1         Linear       48000" "$dir/qat.log"
+tail -1 "$dir/qat.log" | python3 -c "
+import json, sys
+r = json.load(sys.stdin)
+q = r['results'][0]
+assert q['quant'] == 'qat' and q['qat_steps'] == 100, q
+assert r['fp32_accuracy'] - q['accuracy'] <= 0.005, (q, r['fp32_accuracy'])
+assert abs(q['accuracy'] - q['fake_quant_accuracy']) <= 0.002, q
+assert q['bytes'] * 3 < r['fp32_bytes'], q
+"
+"$oar" infer "$dir/q/lenet-qat" --input "$dir/x.npy" --rows 32 > "$dir/infer-qat.log"
+grep -q "output 'logits': f32\[32, 10\]" "$dir/infer-qat.log"
+
 "$oar" infer "$dir/q/lenet-static-minmax" --input "$dir/x.npy" --rows 32 > "$dir/infer.log"
 grep -q "output 'logits': f32\[32, 10\]" "$dir/infer.log"
 pred=$(sed -n 's/.*argmax of rows 0\.\.31: //p' "$dir/infer.log")
@@ -77,7 +96,11 @@ for op in quantize qconv2d qlinear; do grep -q "$op" "$dir/inspect.log"; done
 
 # refusals
 if "$oar" quantize --model lenet --checkpoint "$dir/lenet.safetensors" --method fancy 2> "$dir/err.log"; then exit 1; fi
-grep -q "expected --method dynamic or static" "$dir/err.log"
+grep -q "expected --method dynamic, static or qat" "$dir/err.log"
+if "$oar" quantize --model lenet --checkpoint "$dir/lenet.safetensors" --method qat --epochs 0 2> "$dir/err.log"; then
+  exit 1
+fi
+grep -q "epochs >= 1.*got --method qat, --calib 8, --epochs 0" "$dir/err.log"
 if "$oar" quantize --model lenet --data fashion-mnist --checkpoint "$dir/lenet.safetensors" --method static \
   --observer entropy --calib 1 2> "$dir/err.log" > /dev/null; then exit 1; fi
 grep -q "observer: expected kind minmax, moving_average, percentile, kl or mse, got 'entropy'" "$dir/err.log"

@@ -4,7 +4,7 @@
 Run with Debian's python3-torch:  /usr/bin/python3 tests/golden/gen_quant.py
 It writes tests/golden/quant.txt, which tests/test_quant_golden.c reads (the test does not need
 torch). Format, one case per block:
-    case KIND NAME | k=v ...             KIND: quantize, fake_quant, minmax, moving_average
+    case KIND NAME | k=v ...             KIND: quantize, fake_quant, fake_quant_lsq, minmax, moving_average
     <name> DTYPE NDIM DIM... | VALUES    tensors of the case (x, scale, zp, q, deq, y, gout, gx, ...)
 Float values are float32-representable and written with 9 significant digits (exact).
 The cases plant rounding ties (x / scale = k + 0.5 exactly, scales powers of two) and
@@ -112,6 +112,26 @@ for dt in ["u8", "i8"]:
         for b in batches:
             fmt("batch", b)
         fmt("scale", s); fmt("zp", z)
+
+# learnable-scale fake quantization (LSQ): outputs and the gradients of x, scale and zero point.
+# Random values and saturation only: no rounding ties (torch rounds x / scale + zero point in
+# its backward, oar round(x / scale) + zero point, which differ only at ties). Zero points are
+# not negative: torch 1.13's backward takes the zero point as (int)(zp + 0.5), truncating toward
+# 0, so a zero point of -3 is -3 in its forward and -2 in its backward (d/dscale of a clamped
+# value 129 instead of 127 - (-3) = 130); oar uses the forward's rounded zero point in both.
+for qmin, qmax, scale, zp, gf in [(-8, 7, 0.1, 1.3, 0.5), (0, 255, 0.02, 127.6, 1.0), (-128, 127, 0.05, 3.0, 0.01),
+                                  (0, 15, 0.25, 20.0, 1.0)]:
+    x = torch.cat([torch.tensor([1e4, -1e4, 300.0, -300.0]) * scale,
+                   torch.randn(32) * (qmax - qmin) * 0.4 * scale]).float().requires_grad_()
+    s = torch.tensor([scale], requires_grad=True)
+    z = torch.tensor([zp], requires_grad=True)
+    y = torch._fake_quantize_learnable_per_tensor_affine(x, s, z, qmin, qmax, gf)
+    g = torch.randn(x.shape)
+    y.backward(g)
+    case("fake_quant_lsq", "per_tensor_%d_%d_s%g_z%g" % (qmin, qmax, scale, zp), quant_min=qmin, quant_max=qmax,
+         grad_factor=gf)
+    fmt("x", x); fmt("scale", s.reshape(())); fmt("zp", z.reshape(()))
+    fmt("y", y); fmt("gout", g); fmt("gx", x.grad); fmt("gscale", s.grad.reshape(())); fmt("gzp", z.grad.reshape(()))
 
 path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "quant.txt")
 with open(path, "w") as f:

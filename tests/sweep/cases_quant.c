@@ -40,6 +40,13 @@ const sweep_case sweep_cases_quant[] = {
     {"fake_quant_grad", "n:4x5;c-2,-1,-0.5,0.3,0.1,1,2:4x5;c0.1f32:;c0i32:", "axis=0 quant_min=-8 quant_max=7"},
     {"fake_quant_grad", "n:2x3;c-2,-1,0.5,0.3,0.1,1:2x3;c0.1,0.3,1f32:3;c0,2,-1i32:3",
      "axis=1 quant_min=-8 quant_max=7"},
+    /* LSQ: learnable scale and zero point (float, rounded in the op); the gradients are pinned against torch in
+     * test_quant_golden and checked by finite differences away from rounding edges in test_qat */
+    {"fake_quant_lsq", "n:4x5;c0.1f32:;c1.3f32:", "quant_min=-8 quant_max=7 grad_factor=0.5", NG},
+    {"fake_quant_lsq", "n:3x7;c0.02f64:;c128f64:", "quant_min=0 quant_max=255 grad_factor=1", NG},
+    {"fake_quant_lsq_grad", "n:4x5;c-2,-1,-0.5,0.3,0.1,1,2:4x5;c0.1f32:;c0f32:",
+     "quant_min=-8 quant_max=7 grad_factor=0.25", NG},
+    {"fake_quant_lsq_grad", "n:2x3;n:2x3;c0.3f64:;c-2.6f64:", "quant_min=-4 quant_max=3 grad_factor=1", NG},
     /* qlinear: f32 out; relu + requantized u8; s8 x with residual and i8 out over K and N tails */
     {"qlinear", "i0_256u8:5x7" XQ_U8 ";i-128_128i8:3x7;c0.01,0.02,0.03f32:3;nf32:3;none;none;none",
      "activation=0 dtype=f32"},
@@ -125,6 +132,12 @@ static bool bad_dequant_input(void) { return oar_dequantize(zeros(OAR_F32, 2, 3)
 static bool bad_fq_range(void) {
     return oar_fake_quant(zeros(OAR_F32, 2, 3), scalar_f(1), scalar_i(0), 0, 10, 3) != NULL;
 }
+static bool bad_lsq_scale(void) {
+    return oar_fake_quant_lsq(zeros(OAR_F32, 2, 3), scalar_f(-0.5f), scalar_f(0), -8, 7, 1) != NULL;
+}
+static bool bad_lsq_per_channel(void) {
+    return oar_fake_quant_lsq(zeros(OAR_F32, 2, 3), vec((float[]){1, 1}, 2), scalar_f(0), -8, 7, 1) != NULL;
+}
 static bool bad_ql_k(void) {
     return oar_qlinear(zeros(OAR_U8, 2, 3), scalar_f(1), scalar_i(0), zeros(OAR_I8, 4, 5), scalar_f(1), NULL, NULL) != NULL;
 }
@@ -156,6 +169,9 @@ const sweep_bad sweep_bad_quant[] = {
     {"zero point range", bad_zp_range, "quantize: expected zero_point within [0, 255], got zero_point[0] = 300"},
     {"dequantize a float", bad_dequant_input, "dequantize: expected a u8 or i8 input, got f32"},
     {"fake_quant range", bad_fq_range, "fake_quant: expected quant_min < quant_max"},
+    {"fake_quant_lsq negative scale", bad_lsq_scale, "fake_quant_lsq: expected a positive finite scale, got -0.5"},
+    {"fake_quant_lsq per channel", bad_lsq_per_channel,
+     "fake_quant_lsq: expected a one-element floating scale and zero point (per tensor), got f32[2]"},
     {"qlinear K", bad_ql_k, "qlinear: expected x.shape[-1] == weight.shape[1], got 3 != 5"},
     {"qlinear weight dtype", bad_ql_weight, "qlinear: expected weight i8 of 2 dims [out, in], got u8"},
     {"qlinear requantize without y params", bad_ql_yparams, "qlinear: expected y_scale and y_zero_point exactly when"},

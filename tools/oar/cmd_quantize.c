@@ -1,16 +1,21 @@
 /* `oar quantize`: a trained zoo model, quantized after training, and what it cost.
- *   oar quantize --model lenet --checkpoint C --method dynamic|static [--calib N]
+ *   oar quantize --model lenet --checkpoint C --method dynamic|static|qat [--calib N]
  *               [--observer minmax|moving_average|percentile|kl|mse|all] [--keep-first] [--keep-last]
  *               [--out DIR] [--data ...] [--batch B] [--threads T]
  * It evaluates the fp32 model on the test set and quantizes it. dynamic: the module's Linear
  * weights, activations per batch (oar_quantize_dynamic), evaluated eagerly. static: the model is
  * exported as a program, which oar_quantize_static_model quantizes (BN folded, conv2d and linear
  * int8, activation scales from N training batches, once per observer kind); the int8 program is
- * evaluated in the predictor, as it is deployed. It prints each layer's scale and SQNR (weight;
+ * evaluated in the predictor, as it is deployed. qat: the model is prepared for quantization-aware
+ * training and fine-tuned for --epochs E (1; --steps S stops earlier) at --lr (a tenth of the
+ * recipe's; --control runs the same fine-tune in fp32 as well, so that what the extra training
+ * gives is not counted as quantization's), evaluated with its fake quantization, then converted (oar_qat_convert: the static
+ * rewrite with the learned activation scales) and evaluated in the predictor. It prints each layer's scale and SQNR (weight;
  * output for static), the test accuracy before and after and the size before and after; with
  * --out the quantized models stay in DIR (<model>-<method>[-<observer>].json + .safetensors) for
  * `oar infer`. The last line is JSON. */
 #include "cli.h"
+#include "quantize_qat.h"
 #include "train.h"
 
 #include <stdio.h>
@@ -20,9 +25,11 @@
 #include <unistd.h>
 
 static void usage(void) {
-    fprintf(stderr, "usage: oar quantize --model M --checkpoint C --method dynamic|static [--calib N (8)]\n"
+    fprintf(stderr, "usage: oar quantize --model M --checkpoint C --method dynamic|static|qat [--calib N (8)]\n"
                     "         [--observer minmax|moving_average|percentile|kl|mse|all (minmax)] [--keep-first]\n"
-                    "         [--keep-last] [--out DIR] [--data D] [--batch B] [--threads T]\n");
+                    "         [--keep-last] [--out DIR] [--data D] [--batch B] [--threads T]\n"
+                    "         qat: [--epochs E (1)] [--steps S] [--lr LR (the recipe's / 10)] [--mode eager|static]\n"
+                    "              [--control (the same fine-tune in fp32 too, to separate it from quantization)]\n");
 }
 
 static int64_t state_bytes(oar_module *m) {
@@ -133,8 +140,9 @@ static int64_t file_bytes(const char *path) {
 
 int oar_cmd_quantize(int argc, char **argv) {
     const char *method = NULL, *observer = "minmax", *out_dir = NULL;
-    int calib = 8;
-    bool keep_first = false, keep_last = false;
+    int calib = 8, qat_epochs = 1;
+    double qat_lr = 0;
+    bool keep_first = false, keep_last = false, control = false;
     char **rest = malloc(sizeof(char *) * (size_t)(argc + 1));
     int nr = 0;
     rest[nr++] = argv[0];
@@ -144,15 +152,20 @@ int oar_cmd_quantize(int argc, char **argv) {
         else if (!strcmp(argv[i], "--observer") && has) observer = argv[++i];
         else if (!strcmp(argv[i], "--out") && has) out_dir = argv[++i];
         else if (!strcmp(argv[i], "--calib") && has) calib = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--epochs") && has) qat_epochs = atoi(argv[++i]); /* the fine-tune's */
+        else if (!strcmp(argv[i], "--lr") && has) qat_lr = atof(argv[++i]);
         else if (!strcmp(argv[i], "--keep-first")) keep_first = true;
         else if (!strcmp(argv[i], "--keep-last")) keep_last = true;
+        else if (!strcmp(argv[i], "--control")) control = true; /* qat: the same fine-tune in fp32 too */
         else rest[nr++] = argv[i];
     }
     rest[nr] = NULL;
     bool dynamic = method && !strcmp(method, "dynamic"), stat = method && !strcmp(method, "static");
-    if ((!dynamic && !stat) || calib < 1 || calib > 1000) {
-        fprintf(stderr, "oar quantize: expected --method dynamic or static and --calib in [1, 1000], got --method %s, "
-                        "--calib %d\n", method ? method : "(none)", calib);
+    bool qat = method && !strcmp(method, "qat"), prog = stat || qat; /* evaluated as int8 programs */
+    if ((!dynamic && !stat && !qat) || calib < 1 || calib > 1000 || qat_epochs < 1 || qat_lr < 0) {
+        fprintf(stderr, "oar quantize: expected --method dynamic, static or qat, --calib in [1, 1000], --epochs >= 1 "
+                        "and --lr >= 0, got --method %s, --calib %d, --epochs %d, --lr %g\n",
+                method ? method : "(none)", calib, qat_epochs, qat_lr);
         usage();
         free(rest);
         return 2;
@@ -177,7 +190,7 @@ int oar_cmd_quantize(int argc, char **argv) {
     if (out_dir) mkdir(out_dir, 0777);
     char tmp_dir[64] = "";
     const char *dir = out_dir;
-    if (stat && !dir) { /* the fp32 and int8 programs need a place: a temporary one */
+    if (prog && !dir) { /* the fp32 and int8 programs need a place: a temporary one */
         snprintf(tmp_dir, sizeof tmp_dir, "/tmp/oar-quantize-XXXXXX");
         if (!mkdtemp(tmp_dir)) {
             fprintf(stderr, "oar quantize: cannot make a temporary directory in /tmp\n");
@@ -196,9 +209,9 @@ int oar_cmd_quantize(int argc, char **argv) {
         oar_checkpoint_load(o.checkpoint, base, NULL, NULL) != OAR_OK ||
         train_evaluate(base, &d, d.test, o.batch, &loss0, &acc0) != OAR_OK)
         goto fail;
-    if (stat && calib_batches(&d, o.batch, calib, cal, &n_cal) != OAR_OK) goto fail;
-    if ((out_dir || stat) && d.info->input != OAR_ZOO_IMAGE && d.info->input != OAR_ZOO_FEATURES) {
-        fprintf(stderr, "oar quantize: --out and --method static export image and feature models only; %s takes "
+    if (prog && calib_batches(&d, o.batch, calib, cal, &n_cal) != OAR_OK) goto fail;
+    if ((out_dir || prog) && d.info->input != OAR_ZOO_IMAGE && d.info->input != OAR_ZOO_FEATURES) {
+        fprintf(stderr, "oar quantize: --out and --method static or qat export image and feature models only; %s takes "
                         "tokens\n", o.model);
         rc = 2;
         goto done;
@@ -224,6 +237,8 @@ int oar_cmd_quantize(int argc, char **argv) {
         char path[1024];
         snprintf(path, sizeof path, "%s/%s-%s%s%s", dir ? dir : ".", o.model, method, stat ? "-" : "",
                  stat ? kinds[k] : "");
+        double fq_acc = 0, fq_loss = 0, ctl_acc = -1, ctl_loss = 0;
+        int64_t qat_steps = 0;
         if (dynamic) {
             if (!(m = train_model_create(&o, &d))) st = oar_last_status();
             if (st == OAR_OK) st = oar_checkpoint_load(o.checkpoint, m, NULL, NULL);
@@ -232,6 +247,28 @@ int oar_cmd_quantize(int argc, char **argv) {
             if (st == OAR_OK) st = train_evaluate(m, &d, d.test, o.batch, &loss, &acc);
             if (st == OAR_OK) bytes = state_bytes(m);
             if (st == OAR_OK && out_dir) st = export_model(m, &d, path, false);
+        } else if (qat) { /* fine-tuned with fake quantization, then converted to the int8 program */
+            oar_qat_opts qo = {.keep_first = keep_first, .keep_last = keep_last};
+            oar_qat_convert_opts co = {.input_name = d.info->input == OAR_ZOO_IMAGE ? "images" : "features",
+                                       .output_name = "logits"};
+            if (!(m = train_model_create(&o, &d))) st = oar_last_status();
+            if (st == OAR_OK) st = oar_checkpoint_load(o.checkpoint, m, NULL, NULL);
+            if (st == OAR_OK) st = oar_qat_prepare(m, &qo, NULL);
+            if (st == OAR_OK) st = quantize_qat_train(m, &d, &o, qat_epochs, qat_lr > 0 ? qat_lr : o.lr / 10, &qat_steps);
+            if (st == OAR_OK) st = train_evaluate(m, &d, d.test, o.batch, &fq_loss, &fq_acc);
+            if (st == OAR_OK && control) { /* the same schedule without fake quant: what the fine-tune alone gives */
+                oar_module *c = train_model_create(&o, &d);
+                int64_t cs = 0;
+                st = c ? oar_checkpoint_load(o.checkpoint, c, NULL, NULL) : oar_last_status();
+                if (st == OAR_OK) st = quantize_qat_train(c, &d, &o, qat_epochs, qat_lr > 0 ? qat_lr : o.lr / 10, &cs);
+                if (st == OAR_OK) st = train_evaluate(c, &d, d.test, o.batch, &ctl_loss, &ctl_acc);
+                oar_module_free(c);
+            }
+            if (st == OAR_OK) st = oar_qat_convert(m, cal, n_cal, path, &co, layers, 64, &n);
+            if (st == OAR_OK) st = predictor_accuracy(path, &d, o.batch, &acc);
+            char wpath[1100];
+            snprintf(wpath, sizeof wpath, "%s.safetensors", path);
+            bytes = file_bytes(wpath);
         } else {
             oar_quant_static_opts so = {.observer = kinds[k], .keep_first = keep_first, .keep_last = keep_last};
             st = oar_quantize_static_model(fp32_path, path, cal, n_cal, &so, layers, 64, &n);
@@ -242,25 +279,38 @@ int oar_cmd_quantize(int argc, char **argv) {
         }
         oar_module_free(m);
         if (st != OAR_OK) goto fail;
-        const char *label = dynamic ? "dynamic" : kinds[k];
+        const char *label = dynamic ? "dynamic" : qat ? "qat" : kinds[k];
+        if (qat)
+            printf("\nafter %lld QAT steps: fake-quant test accuracy %.4f (loss %.4f); input scales below are the "
+                   "learned ones (u8, zero point 128)", (long long)qat_steps, fq_acc, fq_loss);
+        if (qat && ctl_acc >= 0)
+            printf("\ncontrol: the same fine-tune in fp32 gives test accuracy %.4f (loss %.4f); int8 after QAT against "
+                   "it: %+.2f points", ctl_acc, ctl_loss, 100 * (acc - ctl_acc));
         printf("\n%s%s%s: %d layers int8\n  %-10s %-7s %10s %22s %12s%s\n", method, stat ? ", observer " : "",
                stat ? kinds[k] : "", n, "layer", "type", "weights", dynamic ? "weight scales" : "input scale",
-               "weight SQNR", stat ? "  output SQNR" : "");
+               "weight SQNR", prog ? "  output SQNR" : "");
+
         for (int i = 0; i < n && i < 64; i++) {
             char sc[64];
             if (dynamic) snprintf(sc, sizeof sc, "%.3g..%.3g", layers[i].scale_min, layers[i].scale_max);
             else snprintf(sc, sizeof sc, "%.4g", layers[i].scale_min);
             printf("  %-10s %-7s %10lld %22s %9.1f dB", layers[i].name, layers[i].type, (long long)layers[i].weights,
                    sc, layers[i].weight_sqnr_db);
-            if (stat) printf(" %9.1f dB", layers[i].output_sqnr_db);
+            if (prog) printf(" %9.1f dB", layers[i].output_sqnr_db);
             printf("\n");
         }
         printf("  test accuracy %.4f (fp32 %.4f, %+.2f points), %s %lld bytes (%.2fx smaller)\n", acc, acc0,
-               100 * (acc - acc0), stat ? "int8 program's weights file" : "state", (long long)bytes,
+               100 * (acc - acc0), prog ? "int8 program's weights file" : "state", (long long)bytes,
                (double)bytes0 / (double)bytes);
         if (out_dir) printf("  exported to %s.json and %s.safetensors\n", path, path);
-        nj += snprintf(json + nj, sizeof json - (size_t)nj, "%s{\"quant\": \"%s\", \"accuracy\": %.6f, \"bytes\": %lld}",
+        nj += snprintf(json + nj, sizeof json - (size_t)nj, "%s{\"quant\": \"%s\", \"accuracy\": %.6f, \"bytes\": %lld",
                        k ? ", " : "", label, acc, (long long)bytes);
+        if (qat)
+            nj += snprintf(json + nj, sizeof json - (size_t)nj, ", \"fake_quant_accuracy\": %.6f, \"qat_steps\": %lld",
+                           fq_acc, (long long)qat_steps);
+        if (qat && ctl_acc >= 0)
+            nj += snprintf(json + nj, sizeof json - (size_t)nj, ", \"control_fp32_accuracy\": %.6f", ctl_acc);
+        nj += snprintf(json + nj, sizeof json - (size_t)nj, "}");
     }
     snprintf(json + nj, sizeof json - (size_t)nj, "]}");
     printf("%s\n", json);

@@ -1,0 +1,341 @@
+/* Quantization-aware training (docs/quant.md). oar_qat_prepare rewrites each Linear and Conv2d of a
+ * module (minus the ones the rule keeps in fp32) in place into a layer that trains through fake
+ * quantization:
+ *
+ *   weight: fake_quant per output channel, symmetric i8, scale = max|w[c]| / 127.5 recomputed from
+ *           the current weight at every call (what the PTQ rewrite's minmax weight observer gives);
+ *   input:  fake_quant per tensor, symmetric u8 (zero point 128), scale = a moving average of the
+ *           batches' abs-max scales, PaddleSlim's moving_average_abs_max with its bias correction:
+ *           sum = r * sum + s_batch, count = r * count + 1, scale = sum / count (r the momentum).
+ *
+ * Gradients pass straight through fake_quant (where not clamped); the scales are computed with
+ * gradients off. Everything is ops, the moving-average write included (ema_update with momentum 1
+ * stores the new value), so a traced training step (oar_jit_to_static) updates the buffers as the
+ * eager step does, and NaN/Inf in a layer's input fails choose_qparams in both modes. In
+ * evaluation mode the stored average is used, not updated.
+ *
+ * oar_qat_convert exports the module (the layers back to plain Linear/Conv2d, fusions off) and
+ * hands the program to the static PTQ rewrite (program.c) with the learned activation scales in
+ * place of calibration: the int8 program is the one PTQ makes for those scales. */
+#include "nn/layers_util.h"
+#include "nn/module.h"
+#include "oar/quant.h"
+#include "quant/program.h"
+
+#include "graph/serialize.h"
+#include "ops/ema.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct qat_layer {
+    const oar_module_ops *orig; /* the layer's own ops and state, given back by convert */
+    void *orig_state;
+    bool conv;
+    oar_conv_opts co;
+    double momentum;            /* weight of the old average */
+    char path[128];
+} qat_layer;
+
+#define QAT_EPS 1.1920929e-07 /* FLT_EPSILON: the least scale, as oar_qparams_from_range */
+
+/* The input's scale: updated from this batch in training, the stored average in evaluation. */
+static oar_tensor *act_scale(oar_module *m, const qat_layer *q, oar_tensor *x) {
+    oar_tensor *sum = oar_module_local(m, "act_scale_sum"), *cnt = oar_module_local(m, "act_scale_count");
+    if (!m->training) {
+        if (!oar_is_tracing() && *(const float *)oar_data(cnt) <= 0) {
+            oar_error(OAR_ERR_STATE, "qat: layer %s: expected a trained activation scale, got none (the layer never "
+                                     "ran in training mode); train at least one step before evaluating",
+                      q->path);
+            return NULL;
+        }
+        return oar_div(sum, cnt);
+    }
+    oar_tensor *sb, *zb;
+    if (oar_choose_qparams(x, OAR_U8, true, &sb, &zb) != OAR_OK) return NULL; /* NaN/Inf: an error */
+    oar_tensor *nsum = oar_add(oar_mul_scalar(sum, q->momentum), sb);
+    oar_tensor *ncnt = oar_add_scalar(oar_mul_scalar(cnt, q->momentum), 1.0);
+    oar_tensor *s = nsum && ncnt ? oar_div(nsum, ncnt) : NULL;
+    if (!s || oar_ema_update_(sum, nsum, 1.0, 1.0) != OAR_OK || oar_ema_update_(cnt, ncnt, 1.0, 1.0) != OAR_OK) return NULL;
+    return s;
+}
+
+/* The weight's per-output-channel scale: max |w[c]| / 127.5, at least QAT_EPS. */
+static oar_tensor *weight_scale(oar_tensor *w) {
+    int dims[OAR_MAX_DIMS], nd = 0;
+    for (int d = 1; d < oar_ndim(w); d++) dims[nd++] = d;
+    return oar_maximum_scalar(oar_div_scalar(oar_amax(oar_abs(w), dims, nd, false), 127.5), QAT_EPS);
+}
+
+static oar_status qat_forward(oar_module *m, oar_tensor *const *in, int n_in, oar_tensor **out, int n_out) {
+    oar_status st = oar_layer_check_io(m, in, n_in, n_out);
+    if (st != OAR_OK) return st;
+    const qat_layer *q = m->state;
+    oar_tensor *x = in[0], *w = oar_module_local(m, "weight"), *b = oar_module_local(m, "bias");
+    if ((st = oar_layer_check_dtype(m, x, w)) != OAR_OK) return st;
+    bool grad = oar_set_grad_enabled(false);
+    oar_tensor *xs = act_scale(m, q, x), *ws = xs ? weight_scale(w) : NULL;
+    oar_set_grad_enabled(grad);
+    oar_tensor *xz = oar_scalar(128, OAR_I32), *wz = oar_zeros((int64_t[]){oar_shape(w)[0]}, 1, OAR_I32);
+    oar_tensor *xq = xs && ws ? oar_fake_quant(x, xs, xz, 0, 0, 255) : NULL;
+    oar_tensor *wq = xq ? oar_fake_quant(w, ws, wz, 0, -128, 127) : NULL;
+    oar_release(xz);
+    oar_release(wz);
+    if (wq) out[0] = q->conv ? oar_conv2d(xq, wq, b, &q->co) : oar_linear(xq, wq, b);
+    if (!wq || !out[0]) {
+        oar_error_prefix("qat: layer %s", q->path);
+        return oar_last_status();
+    }
+    return OAR_OK;
+}
+
+static void qat_destroy(void *state) {
+    qat_layer *q = state;
+    if (q->orig->destroy) q->orig->destroy(q->orig_state);
+    free(q);
+}
+
+static int qat_describe(const oar_module *m, char *buf, size_t size) {
+    const qat_layer *q = m->state;
+    return snprintf(buf, size, "fake-quant weight i8 per channel, input u8 moving abs-max (momentum %g)", q->momentum);
+}
+
+static const oar_module_ops QAT_LINEAR_OPS = {"QATLinear", qat_forward, qat_destroy, qat_describe};
+static const oar_module_ops QAT_CONV_OPS = {"QATConv2d", qat_forward, qat_destroy, qat_describe};
+
+static bool is_qat(const oar_module *m) { return m->ops == &QAT_LINEAR_OPS || m->ops == &QAT_CONV_OPS; }
+
+/* ---- the layers of a module, in module order */
+typedef struct qat_ref {
+    oar_module *m;
+    char path[128];
+} qat_ref;
+
+typedef bool (*qat_pick)(const oar_module *m);
+static bool pick_plain(const oar_module *m) {
+    const char *type = oar_module_type(m);
+    return !strcmp(type, "Linear") || (!strcmp(type, "Conv2d") && oar_layer_conv2d_opts(m));
+}
+
+static void collect(oar_module *m, const char *path, qat_pick pick, qat_ref *t, int *n, int cap) {
+    if (pick(m)) {
+        if (*n < cap) {
+            t[*n].m = m;
+            snprintf(t[*n].path, sizeof t[*n].path, "%s", path);
+        }
+        (*n)++;
+    }
+    for (int i = 0; i < m->n_children; i++) {
+        char p[128];
+        snprintf(p, sizeof p, "%s%s%s", path, *path ? "." : "", m->children[i].name);
+        collect(m->children[i].module, p, pick, t, n, cap);
+    }
+}
+
+static bool in_list(const char *path, const char *const *list) {
+    for (; list && *list; list++)
+        if (!strcmp(*list, path)) return true;
+    return false;
+}
+
+#define QAT_MAX 1024
+
+static oar_status install(oar_module *m, const char *path, double momentum) {
+    qat_layer *q = calloc(1, sizeof *q);
+    if (!q) return oar_error(OAR_ERR_OOM, "qat_prepare: out of memory");
+    const oar_conv_opts *co = oar_layer_conv2d_opts(m);
+    *q = (qat_layer){.orig = m->ops, .orig_state = m->state, .conv = co != NULL, .momentum = momentum};
+    if (co) q->co = *co;
+    snprintf(q->path, sizeof q->path, "%s", path);
+    oar_tensor *sum = oar_scalar(0, OAR_F32), *cnt = oar_scalar(0, OAR_F32);
+    oar_status st = sum && cnt ? oar_module_add_buffer(m, "act_scale_sum", sum) : oar_last_status();
+    if (st == OAR_OK) st = oar_module_add_buffer(m, "act_scale_count", cnt);
+    oar_release(sum);
+    oar_release(cnt);
+    if (st != OAR_OK) {
+        free(q);
+        return st;
+    }
+    m->state = q;
+    m->ops = q->conv ? &QAT_CONV_OPS : &QAT_LINEAR_OPS;
+    return OAR_OK;
+}
+
+oar_status oar_qat_prepare(oar_module *m, const oar_qat_opts *opts, int *n_layers) {
+    if (n_layers) *n_layers = 0;
+    if (!m) return oar_error(OAR_ERR_INVALID_ARG, "qat_prepare: expected a module, got NULL");
+    oar_qat_opts o = opts ? *opts : (oar_qat_opts){0};
+    double r = o.momentum ? o.momentum : 0.9;
+    if (!(r > 0 && r < 1))
+        return oar_error(OAR_ERR_INVALID_ARG, "qat_prepare: expected a momentum in (0, 1) (the old average's weight; "
+                                              "0 means 0.9), got %g", o.momentum);
+    qat_ref *t = calloc(QAT_MAX, sizeof *t);
+    if (!t) return oar_error(OAR_ERR_OOM, "qat_prepare: out of memory");
+    int n = 0, n_all = 0;
+    collect(m, "", is_qat, t, &n, QAT_MAX);
+    oar_status st = OAR_OK;
+    if (n) {
+        st = oar_error(OAR_ERR_STATE, "qat_prepare: expected a module not yet prepared, got one whose layer %s is "
+                                      "already %s; prepare once (train it, or convert it with oar_qat_convert)",
+                       *t[0].path ? t[0].path : "(the module itself)", oar_module_type(t[0].m));
+        goto done;
+    }
+    collect(m, "", pick_plain, t, &n_all, QAT_MAX);
+    if (n_all > QAT_MAX) {
+        st = oar_error(OAR_ERR_UNSUPPORTED, "qat_prepare: expected at most %d Linear and Conv2d layers, got %d",
+                       QAT_MAX, n_all);
+        goto done;
+    }
+    for (int i = 0; i < n_all; i++) { /* the rule of PTQ: sensitive layers stay fp32 */
+        bool keep = (o.keep_first && i == 0) || (o.keep_last && i == n_all - 1) || in_list(t[i].path, o.skip);
+        if (!keep) t[n++] = t[i];
+    }
+    if (!n) {
+        st = oar_error(OAR_ERR_INVALID_ARG, "qat_prepare: expected a Linear or Conv2d to quantize in %s, found %d, "
+                                            "all kept in fp32 or none", oar_module_type(m), n_all);
+        goto done;
+    }
+    for (int i = 0; i < n && st == OAR_OK; i++)
+        if ((st = install(t[i].m, t[i].path, r)) == OAR_OK && n_layers) (*n_layers)++;
+done:
+    free(t);
+    return st;
+}
+
+/* The QAT layers of m, in module order (at most cap; returns how many there are). */
+static int qat_layers(oar_module *m, qat_ref *t, int cap) {
+    int n = 0;
+    collect(m, "", is_qat, t, &n, cap);
+    return n;
+}
+
+oar_status oar_qat_scales(oar_module *m, char (*names)[128], float *scales, int cap, int *n_layers) {
+    *n_layers = 0;
+    qat_ref *t = calloc(QAT_MAX, sizeof *t);
+    if (!t) return oar_error(OAR_ERR_OOM, "qat: out of memory");
+    int n = qat_layers(m, t, QAT_MAX);
+    oar_status st = OAR_OK;
+    if (!n)
+        st = oar_error(OAR_ERR_STATE, "qat_convert: expected a module prepared with oar_qat_prepare, got %s with no "
+                                      "QAT layer; prepare it and train it first", oar_module_type(m));
+    oar_scope_begin();
+    for (int i = 0; i < n && i < cap && st == OAR_OK; i++) {
+        oar_module *l = t[i].m;
+        if (*(const float *)oar_data(oar_module_local(l, "act_scale_count")) <= 0) {
+            st = oar_error(OAR_ERR_STATE, "qat_convert: layer %s: expected a trained activation scale, got none (the "
+                                          "layer never ran in training mode); train at least one step first",
+                           t[i].path);
+            break;
+        }
+        oar_tensor *s = oar_div(oar_module_local(l, "act_scale_sum"), oar_module_local(l, "act_scale_count"));
+        if (!s) st = oar_last_status();
+        else scales[i] = *(const float *)oar_data(s);
+        snprintf(names[i], 128, "%s", t[i].path);
+        (*n_layers)++;
+    }
+    oar_scope_end();
+    free(t);
+    return st;
+}
+
+/* Gives the QAT layers their own ops back (plain Linear/Conv2d) or the QAT ones again. */
+static void swap_ops(qat_ref *t, int n, qat_layer **held, bool plain) {
+    for (int i = 0; i < n; i++) {
+        oar_module *l = t[i].m;
+        if (plain) {
+            held[i] = l->state;
+            l->ops = held[i]->orig;
+            l->state = held[i]->orig_state;
+        } else {
+            l->ops = held[i]->conv ? &QAT_CONV_OPS : &QAT_LINEAR_OPS;
+            l->state = held[i];
+        }
+    }
+}
+
+static oar_status forward_fn(void *user, oar_tensor *const *in, int n_in, oar_tensor **out, int n_out) {
+    (void)n_in;
+    (void)n_out;
+    return oar_forward_n(user, in, 1, out, 1);
+}
+
+/* Exports m (its QAT layers plain) at path, traced on x with a dynamic batch. */
+static oar_status export_plain(oar_module *m, oar_tensor *x, const oar_qat_convert_opts *o, const char *path) {
+    oar_input_spec spec = {.dtype = oar_dtype_of(x), .ndim = oar_ndim(x), .name = o->input_name};
+    for (int d = 0; d < spec.ndim; d++) spec.shape[d] = d ? oar_shape(x)[d] : -1;
+    const char *out_name = o->output_name;
+    oar_jit_opts jo = {.specs = &spec, .n_specs = 1, .output_names = out_name ? &out_name : NULL,
+                       .n_output_names = out_name ? 1 : 0, .module = m};
+    oar_quant_export_strategy(&jo.strategy);
+    oar_jit *f = oar_jit_to_static(forward_fn, m, &jo);
+    if (!f) return oar_last_status();
+    oar_tensor *y = NULL;
+    oar_status st = oar_jit_call(f, &x, 1, &y, 1);
+    if (st == OAR_OK) st = oar_jit_save(f, path);
+    oar_release(y);
+    oar_jit_free(f);
+    return st;
+}
+
+static void remove_model(const char *path) {
+    static const char *const suffix[] = {".json", ".safetensors"};
+    for (int i = 0; i < 2; i++) {
+        char *f = oar_model_file(path, suffix[i]);
+        if (f) remove(f);
+        free(f);
+    }
+}
+
+oar_status oar_qat_convert(oar_module *m, oar_tensor *const *batches, int n_batches, const char *out_path,
+                           const oar_qat_convert_opts *opts, oar_quant_layer *layers, int cap, int *n_layers) {
+    if (n_layers) *n_layers = 0;
+    if (!m || !out_path)
+        return oar_error(OAR_ERR_INVALID_ARG, "qat_convert: expected a module and an output path, got %s",
+                         m ? "no output path" : "no module");
+    if (n_batches < 1 || !batches || !batches[0])
+        return oar_error(OAR_ERR_INVALID_ARG, "qat_convert: expected at least one batch (it shapes the exported "
+                                              "input and measures each layer's output SQNR), got %d", n_batches);
+    oar_qat_convert_opts o = opts ? *opts : (oar_qat_convert_opts){0};
+    qat_ref *t = calloc(QAT_MAX, sizeof *t);
+    char (*names)[128] = calloc(QAT_MAX, sizeof *names);
+    float *scales = calloc(QAT_MAX, sizeof *scales);
+    int32_t *zps = calloc(QAT_MAX, sizeof *zps);
+    const char **name_ptrs = calloc(QAT_MAX, sizeof *name_ptrs);
+    qat_layer **held = calloc(QAT_MAX, sizeof *held);
+    oar_program *p = NULL;
+    int n = 0;
+    bool exported = false;
+    oar_status st = t && names && scales && zps && name_ptrs && held ? OAR_OK : oar_error(OAR_ERR_OOM, "qat: out of memory");
+    if (st == OAR_OK) st = oar_qat_scales(m, names, scales, QAT_MAX, &n);
+    if (st != OAR_OK) goto done;
+    for (int i = 0; i < n; i++) zps[i] = 128, name_ptrs[i] = names[i];
+    bool training = oar_module_is_training(m);
+    int nq = qat_layers(m, t, QAT_MAX);
+    oar_module_train(m, false);
+    swap_ops(t, nq, held, true);
+    st = export_plain(m, batches[0], &o, out_path);
+    swap_ops(t, nq, held, false);
+    oar_module_train(m, training);
+    if (st != OAR_OK) goto done;
+    exported = true;
+    oar_program_io io;
+    if (!(p = oar_program_load_io(out_path, &io))) {
+        st = oar_last_status();
+        goto done;
+    }
+    oar_quant_given g = {.names = name_ptrs, .scales = scales, .zero_points = zps, .n = n};
+    st = oar_quant_program_given(p, batches, n_batches, &g, layers, cap, n_layers);
+    if (st == OAR_OK) st = oar_program_save(p, out_path, io.input_names, io.output_names);
+done:
+    if (st != OAR_OK && exported) remove_model(out_path); /* nothing is left when anything failed */
+    if (st != OAR_OK) oar_error_prefix("qat_convert");
+    oar_program_free(p);
+    free(held);
+    free(t);
+    free(names);
+    free(scales);
+    free(zps);
+    free(name_ptrs);
+    return st;
+}
