@@ -167,8 +167,8 @@ static oar_status forward_fn(void *user, oar_tensor *const *in, int n_in, oar_te
     return oar_forward_n(user, in, 1, out, 1);
 }
 
-/* batch_first, unbatched and traced runs equal the eager sequence-first one bit for bit; the
- * quantized state saves and loads into another quantized module */
+/* batch_first, unbatched, traced and exported (predictor) runs equal the eager sequence-first
+ * one bit for bit; the quantized state saves and loads into another quantized module */
 static void layouts_and_files(bool lstm) {
     oar_scope_begin();
     oar_manual_seed(3);
@@ -203,7 +203,24 @@ static void layouts_and_files(bool lstm) {
     oar_tensor *yj = NULL;
     CHECK(f && oar_jit_call(f, &x, 1, &yj, 1) == OAR_OK && t_same_bits(y, yj));
     oar_release(yj);
+    /* exported (the i8 weights and scales in the program's safetensors) and run by the predictor */
+    char dir[] = "/tmp/oar-qrnn-model-XXXXXX", model[64], file[80];
+    CHECK(mkdtemp(dir) != NULL);
+    snprintf(model, sizeof model, "%s/m", dir);
+    CHECK(f && oar_jit_save(f, model) == OAR_OK);
     oar_jit_free(f);
+    oar_predictor *p = oar_predictor_create(&(oar_predictor_config){.model_path = model});
+    oar_tensor *yp = NULL;
+    CHECK(p && oar_predictor_set_input(p, oar_predictor_input_name(p, 0), x) == OAR_OK &&
+          oar_predictor_run(p) == OAR_OK && (yp = oar_predictor_get_output(p, oar_predictor_output_name(p, 0))));
+    CHECK(yp && t_same_bits(y, yp));
+    oar_release(yp);
+    oar_predictor_free(p);
+    snprintf(file, sizeof file, "%s.json", model);
+    unlink(file);
+    snprintf(file, sizeof file, "%s.safetensors", model);
+    unlink(file);
+    rmdir(dir);
     /* saved and loaded: i8 weights with their scales */
     char path[] = "/tmp/oar-qrnn-XXXXXX";
     int fd = mkstemp(path);

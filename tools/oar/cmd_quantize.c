@@ -13,6 +13,7 @@
 #include "cli.h"
 #include "train.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -258,9 +259,14 @@ int oar_cmd_quantize(int argc, char **argv) {
         printf("  test accuracy %.4f (fp32 %.4f, %+.2f points), %s %lld bytes (%.2fx smaller)\n", acc, acc0,
                100 * (acc - acc0), stat ? "int8 program's weights file" : "state", (long long)bytes,
                (double)bytes0 / (double)bytes);
+        if (dynamic) /* the language models' measure: cross-entropy per token and perplexity */
+            printf("  test loss %.4f (fp32 %.4f, %+.4f), perplexity %.4f (fp32 %.4f)\n", loss, loss0, loss - loss0,
+                   exp(loss), exp(loss0));
         if (out_dir) printf("  exported to %s.json and %s.safetensors\n", path, path);
-        nj += snprintf(json + nj, sizeof json - (size_t)nj, "%s{\"quant\": \"%s\", \"accuracy\": %.6f, \"bytes\": %lld}",
+        nj += snprintf(json + nj, sizeof json - (size_t)nj, "%s{\"quant\": \"%s\", \"accuracy\": %.6f, \"bytes\": %lld",
                        k ? ", " : "", label, acc, (long long)bytes);
+        if (dynamic) nj += snprintf(json + nj, sizeof json - (size_t)nj, ", \"loss\": %.6f, \"fp32_loss\": %.6f", loss, loss0);
+        nj += snprintf(json + nj, sizeof json - (size_t)nj, "}");
     }
     snprintf(json + nj, sizeof json - (size_t)nj, "]}");
     printf("%s\n", json);
