@@ -257,7 +257,13 @@ static void bad_input(void) {
     CHECK_ERR(oar_quantize_dynamic(d, NULL, NULL, 0, NULL), "expected LSTM's weight_ih_l0 f32 of 2 dims on the CPU, got f64");
     printf("  f64 LSTM: %s\n", oar_last_error());
     CHECK(!strcmp(oar_module_type(d), "LSTM") && oar_dtype_of(oar_module_get(d, "weight_ih_l0")) == OAR_F64);
-    oar_module_free(d);
+    /* beside a Linear that could be converted: the whole model is left as it was */
+    oar_module *seq = oar_nn_sequential(NULL, 0), *lin = oar_nn_linear(4, 4, true);
+    CHECK(oar_nn_sequential_append(seq, lin) == OAR_OK && oar_nn_sequential_append(seq, d) == OAR_OK);
+    oar_module_train(seq, false);
+    CHECK_ERR(oar_quantize_dynamic(seq, NULL, NULL, 0, NULL), "in '1'");
+    CHECK(!strcmp(oar_module_type(lin), "Linear") && oar_dtype_of(oar_module_get(lin, "weight")) == OAR_F32);
+    oar_module_free(seq);
     /* the quantized layer wants f32 activations; NaN is named; a wrong width is a shape error */
     oar_module *g = oar_nn_gru(4, 3, 1, false);
     oar_module_train(g, false);

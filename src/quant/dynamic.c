@@ -113,20 +113,40 @@ oar_status oar_sqnr(oar_tensor *ref, oar_tensor *approx, double *db) {
 
 /* w (f32, 2-D, CPU) as i8 with symmetric scales, one per row or one for all; its SQNR in dB, and
  * the scales' range folded into info. q and s are tracked in the current scope. */
-static oar_status quantize_weight(oar_module *m, const char *name, oar_tensor *w, bool per_tensor, oar_tensor **q,
-                                  oar_tensor **s, oar_quant_layer *info, double *sqnr) {
+static oar_status check_weight(oar_module *m, const char *path, const char *name) {
+    oar_tensor *w = oar_module_local(m, name);
     if (!w || oar_dtype_of(w) != OAR_F32 || oar_ndim(w) != 2 || oar_device_of(w) != OAR_CPU)
         return oar_error(OAR_ERR_UNSUPPORTED, "quantize_dynamic: expected %s's %s f32 of 2 dims on the CPU, got %s%s "
-                                              "(the int8 path takes f32 CPU weights; keep this layer in float with "
-                                              "opts.skip)", oar_module_type(m), name,
+                                              "in '%s' (the int8 path takes f32 CPU weights; keep this layer in float "
+                                              "with opts.skip); nothing was changed", oar_module_type(m), name,
                          w ? oar_dtype_name(oar_dtype_of(w)) : "none",
-                         w && oar_device_of(w) != OAR_CPU ? " on another device" : "");
+                         w && oar_device_of(w) != OAR_CPU ? " on another device" : "", path);
+    return OAR_OK;
+}
+
+/* Every weight a target would quantize is f32, 2-D, on the CPU: checked before anything changes. */
+static oar_status check_layer(oar_module *m, const char *path) {
+    int layers;
+    if (!oar_rnn_info(m, NULL, &layers, NULL)) return check_weight(m, path, "weight");
+    for (int k = 0; k < 2 * layers; k++) {
+        char name[48];
+        snprintf(name, sizeof name, "weight_%s_l%d", k % 2 ? "hh" : "ih", k / 2);
+        oar_status st = check_weight(m, path, name);
+        if (st != OAR_OK) return st;
+    }
+    return OAR_OK;
+}
+
+static oar_status quantize_weight(oar_module *m, const char *name, oar_tensor *w, bool per_tensor, oar_tensor **q,
+                                  oar_tensor **s, oar_quant_layer *info, double *sqnr) {
+    oar_status st = check_weight(m, "", name);
+    if (st != OAR_OK) return st;
     oar_observer *ob = oar_observer_create("minmax", &(oar_observer_opts){.dtype = OAR_I8, .symmetric = true,
                                                                           .per_channel = !per_tensor, .axis = 0});
     if (!ob) return oar_last_status();
     oar_tensor *z = NULL;
     *q = NULL;
-    oar_status st = oar_observer_observe(ob, w);
+    st = oar_observer_observe(ob, w);
     if (st == OAR_OK) st = oar_observer_qparams(ob, s, &z);
     oar_observer_free(ob);
     if (st == OAR_OK && !(*q = oar_quantize(w, *s, z, 0, OAR_I8))) st = oar_last_status();
@@ -219,6 +239,7 @@ oar_status oar_quantize_dynamic(oar_module *m, const oar_quant_dynamic_opts *opt
                                               "in %s, found none (already quantized, or all skipped)", oar_module_type(m));
     }
     oar_status st = OAR_OK;
+    for (int i = 0; i < n && st == OAR_OK; i++) st = check_layer(t[i].m, t[i].path);
     oar_scope_begin();
     for (int i = 0; i < n && st == OAR_OK; i++) {
         oar_quant_layer info = {0};
