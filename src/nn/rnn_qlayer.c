@@ -4,9 +4,9 @@
  * qlinear (int32 sums, exact on every CPU path); the nonlinearities stay f32. The arithmetic
  * is torch's quantized LSTM / GRU (aten's QuantizedCellParamsDynamic), step for step:
  *
- *   input part:  the whole sequence x [T, N, I] quantized once, one qlinear with W_ih and b_ih
- *                over all the gates: [T, N, G*H]
- *   each step:   h quantized over its own range, one qlinear with W_hh and b_hh: [N, G*H]
+ *   input part:  the whole sequence x [T, N, I] quantized once, its product with W_ih plus b_ih
+ *                for every step at once: [T, N, H] per gate
+ *   each step:   h quantized over its own range, its product with W_hh plus b_hh: [N, H] per gate
  *                (a zero initial state gives b_hh: qlinear of zeros is exactly its bias)
  *   LSTM:        gates = hh + ih, chunked (i, f, g, o); c' = σ(f) c + σ(i) tanh(g),
  *                h' = σ(o) tanh(c')
@@ -21,24 +21,58 @@
 
 #include <stdlib.h>
 
-/* W_hh h + b_hh over all the gates ([N, G*H]), or b_hh alone ([G*H]) for a zero state. */
-static oar_tensor *recurrent(oar_tensor *h, const oar_rnn_layer_io *io) {
-    if (!h) return io->b_hh;
+#define MAX_GATES 4
+
+/* Per-gate views (rows k*H .. (k+1)*H) of the weights, their scales and the biases, so each gate's
+ * product is a contiguous [.., H] tensor and the elementwise work runs on the fast contiguous
+ * kernels (a chunk of one [N, G*H] product would be strided). The int32 sums and the epilogue of
+ * a row do not depend on the other rows, so this is the same arithmetic as one product. */
+typedef struct qgates {
+    int n;
+    oar_tensor *w_ih[MAX_GATES], *s_ih[MAX_GATES], *b_ih[MAX_GATES];
+    oar_tensor *w_hh[MAX_GATES], *s_hh[MAX_GATES], *b_hh[MAX_GATES];
+} qgates;
+
+/* t's n chunks along dim 0; a 0-d t (a per-tensor scale) is every gate's */
+static bool chunks(oar_tensor *t, int n, oar_tensor **out) {
+    if (t && oar_ndim(t) == 0) {
+        for (int k = 0; k < n; k++) out[k] = t;
+        return true;
+    }
+    return t && oar_chunk(t, n, 0, out, n) == n;
+}
+
+static oar_status split_gates(oar_rnn_kind kind, const oar_rnn_layer_io *io, qgates *g) {
+    g->n = kind == OAR_RNN_LSTM ? 4 : 3;
+    bool ok = chunks(io->w_ih, g->n, g->w_ih) && chunks(io->w_ih_scale, g->n, g->s_ih) &&
+              chunks(io->b_ih, g->n, g->b_ih) && chunks(io->w_hh, g->n, g->w_hh) &&
+              chunks(io->w_hh_scale, g->n, g->s_hh) && chunks(io->b_hh, g->n, g->b_hh);
+    return ok ? OAR_OK : oar_last_status();
+}
+
+/* hh[k] = W_hh,k h + b_hh,k ([N, H]) for every gate, h quantized once over its range; for a
+ * zero state b_hh,k ([H], what qlinear of zeros gives). */
+static oar_status recurrent(oar_tensor *h, const qgates *g, oar_tensor **hh) {
+    if (!h) {
+        for (int k = 0; k < g->n; k++) hh[k] = g->b_hh[k];
+        return OAR_OK;
+    }
     oar_tensor *s, *z;
-    if (oar_choose_qparams(h, OAR_U8, false, &s, &z) != OAR_OK) return NULL;
-    oar_tensor *q = oar_quantize(h, s, z, 0, OAR_U8);
-    return q ? oar_qlinear(q, s, z, io->w_hh, io->w_hh_scale, io->b_hh, NULL) : NULL;
+    oar_status st = oar_choose_qparams(h, OAR_U8, false, &s, &z);
+    oar_tensor *q = st == OAR_OK ? oar_quantize(h, s, z, 0, OAR_U8) : NULL;
+    for (int k = 0; k < g->n; k++)
+        if (!(hh[k] = q ? oar_qlinear(q, s, z, g->w_hh[k], g->s_hh[k], g->b_hh[k], NULL) : NULL))
+            return oar_last_status();
+    return OAR_OK;
 }
 
-/* The n gate chunks of a [.., n*H] tensor along its last dim (views); false on failure. */
-static bool gate_chunks(oar_tensor *t, int n, oar_tensor **out) {
-    return t && oar_chunk(t, n, oar_ndim(t) - 1, out, n) == n;
-}
-
-static oar_status lstm_step(oar_tensor *gx, const oar_rnn_layer_io *io, oar_tensor **h, oar_tensor **c) {
-    oar_tensor *g[4];
-    if (!gate_chunks(oar_add(recurrent(*h, io), gx), 4, g)) return oar_last_status();
-    oar_tensor *i = oar_sigmoid(g[0]), *f = oar_sigmoid(g[1]), *gg = oar_tanh(g[2]), *o = oar_sigmoid(g[3]);
+/* gx[k * T]: gate k's input part at this step */
+static oar_status lstm_step(oar_tensor *const *gx, int64_t T, const qgates *g, oar_tensor **h, oar_tensor **c) {
+    oar_tensor *hh[MAX_GATES];
+    oar_status st = recurrent(*h, g, hh);
+    if (st != OAR_OK) return st;
+    oar_tensor *i = oar_sigmoid(oar_add(hh[0], gx[0])), *f = oar_sigmoid(oar_add(hh[1], gx[T]));
+    oar_tensor *gg = oar_tanh(oar_add(hh[2], gx[2 * T])), *o = oar_sigmoid(oar_add(hh[3], gx[3 * T]));
     oar_tensor *ig = oar_mul(i, gg);
     oar_tensor *cn = *c ? oar_add(oar_mul(f, *c), ig) : ig;
     *h = oar_mul(o, oar_tanh(cn));
@@ -46,11 +80,12 @@ static oar_status lstm_step(oar_tensor *gx, const oar_rnn_layer_io *io, oar_tens
     return *h ? OAR_OK : oar_last_status();
 }
 
-static oar_status gru_step(oar_tensor *gx, const oar_rnn_layer_io *io, oar_tensor **h) {
-    oar_tensor *ig[3], *hg[3];
-    if (!gate_chunks(gx, 3, ig) || !gate_chunks(recurrent(*h, io), 3, hg)) return oar_last_status();
-    oar_tensor *r = oar_sigmoid(oar_add(hg[0], ig[0])), *z = oar_sigmoid(oar_add(hg[1], ig[1]));
-    oar_tensor *n = oar_tanh(oar_add(ig[2], oar_mul(hg[2], r)));
+static oar_status gru_step(oar_tensor *const *gx, int64_t T, const qgates *g, oar_tensor **h) {
+    oar_tensor *hh[MAX_GATES];
+    oar_status st = recurrent(*h, g, hh);
+    if (st != OAR_OK) return st;
+    oar_tensor *r = oar_sigmoid(oar_add(hh[0], gx[0])), *z = oar_sigmoid(oar_add(hh[1], gx[T]));
+    oar_tensor *n = oar_tanh(oar_add(gx[2 * T], oar_mul(hh[2], r)));
     /* (h - n) z + n; with h = 0 it is n - n z (the same value: the negation is exact) */
     *h = *h ? oar_add(oar_mul(oar_sub(*h, n), z), n) : oar_sub(n, oar_mul(n, z));
     return *h ? OAR_OK : oar_last_status();
@@ -66,18 +101,23 @@ oar_status oar_rnn_qlayer(oar_rnn_kind kind, oar_rnn_layer_io *io) {
         return oar_error(OAR_ERR_DTYPE, "%s: expected an f32 input (activations are quantized per call from f32), "
                                         "got %s", who, oar_dtype_name(oar_dtype_of(io->x)));
     int64_t T = oar_size(io->x, 0);
-    oar_tensor **steps = malloc(sizeof(*steps) * (size_t)T * 2);
+    qgates g;
+    oar_status st = split_gates(kind, io, &g);
+    if (st != OAR_OK) return st;
+    oar_tensor **steps = malloc(sizeof(*steps) * (size_t)T * (MAX_GATES + 1));
     if (!steps) return oar_error(OAR_ERR_OOM, "%s: out of memory for %lld steps", who, (long long)T);
-    oar_tensor **hs = steps + T;
-    /* the input part of every step at once: x quantized over the whole sequence */
+    oar_tensor **hs = steps + T * MAX_GATES;
+    /* the input part of every step at once, x quantized over the whole sequence:
+     * steps[k * T + t] = (W_ih,k x + b_ih,k)[t] */
     oar_tensor *s, *z, *q = NULL;
-    oar_status st = oar_choose_qparams(io->x, OAR_U8, false, &s, &z);
+    st = oar_choose_qparams(io->x, OAR_U8, false, &s, &z);
     if (st == OAR_OK && !(q = oar_quantize(io->x, s, z, 0, OAR_U8))) st = oar_last_status();
-    if (st == OAR_OK) st = oar_rnn_unbind(oar_qlinear(q, s, z, io->w_ih, io->w_ih_scale, io->b_ih, NULL), steps);
+    for (int k = 0; k < g.n && st == OAR_OK; k++)
+        st = oar_rnn_unbind(oar_qlinear(q, s, z, g.w_ih[k], g.s_ih[k], g.b_ih[k], NULL), steps + k * T);
     oar_tensor *h = io->h0, *c = io->c0;
     for (int64_t t = 0; st == OAR_OK && t < T; t++) {
         oar_scope_begin(); /* a step's temporaries go with it */
-        st = kind == OAR_RNN_LSTM ? lstm_step(steps[t], io, &h, &c) : gru_step(steps[t], io, &h);
+        st = kind == OAR_RNN_LSTM ? lstm_step(steps + t, T, &g, &h, &c) : gru_step(steps + t, T, &g, &h);
         if (st == OAR_OK) {
             oar_keep(h);
             if (kind == OAR_RNN_LSTM) oar_keep(c);
