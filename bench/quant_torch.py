@@ -4,7 +4,8 @@
 Run with Debian's python3-torch:
     /usr/bin/python3 bench/quant_torch.py --model lenet --quant static --batch 32 --threads 2
 LeNet (conv 1-6 5x5 pad 2, conv 6-16 5x5, fc 400-120-84-10, ReLU and 2x2 max pools), the MLP
-(784-512-512-10) and CIFAR ResNet-20 (3x28x28 inputs as oar's bench gives it; conv+bn(+relu)
+(784-512-512-10), lstm-lm and gpt-mini (random token ids; dynamic: Linear and LSTM with int8
+weights per row, per_channel_dynamic_qconfig, as oar quantizes them) and CIFAR ResNet-20 (3x28x28 inputs as oar's bench gives it; conv+bn(+relu)
 fused for int8, residual adds as quantized adds) as in oar's zoo, random weights, eval mode. --quant none: fp32; dynamic:
 torch.ao.quantization.quantize_dynamic on the Linear layers; static: eager-mode PTQ with the
 fbgemm (x86) backend where the build has it, else onednn (Debian's 1.13), conv+relu and linear+relu fused, calibrated on two random batches of 32.
@@ -94,9 +95,60 @@ class ResNet20(nn.Module):
         return self.dequant(self.fc(torch.flatten(self.pool(x), 1)))
 
 
+class LSTMLM(nn.Module):
+    """oar's lstm-lm: Embedding(10000, 200), 2-layer LSTM(200), Linear(200, 10000), [T, N] ids"""
+
+    def __init__(self, vocab=10000, width=200):
+        super().__init__()
+        self.emb, self.rnn, self.dec = nn.Embedding(vocab, width), nn.LSTM(width, width, 2), nn.Linear(width, vocab)
+
+    def forward(self, x):
+        return self.dec(self.rnn(self.emb(x))[0])
+
+
+class Attention(nn.Module):
+    def __init__(self, d, heads, ctx):
+        super().__init__()
+        self.qkv, self.proj, self.heads = nn.Linear(d, 3 * d), nn.Linear(d, d), heads
+        self.register_buffer("mask", torch.ones(ctx, ctx, dtype=torch.bool).triu(1))
+
+    def forward(self, x):
+        B, T, C = x.shape
+        q, k, v = (t.reshape(B, T, self.heads, C // self.heads).transpose(1, 2) for t in self.qkv(x).chunk(3, 2))
+        att = (q @ k.transpose(-2, -1)) * (1.0 / (C // self.heads) ** 0.5)
+        att = att.masked_fill(self.mask[:T, :T], float("-inf")).softmax(-1)
+        return self.proj((att @ v).transpose(1, 2).reshape(B, T, C))
+
+
+class GPTBlock(nn.Module):
+    def __init__(self, d, heads, ctx, hidden):
+        super().__init__()
+        self.ln1, self.attn, self.ln2 = nn.LayerNorm(d), Attention(d, heads, ctx), nn.LayerNorm(d)
+        self.fc, self.fc2 = nn.Linear(d, hidden), nn.Linear(hidden, d)
+
+    def forward(self, x):
+        x = x + self.attn(self.ln1(x))
+        return x + self.fc2(nn.functional.gelu(self.fc(self.ln2(x)), approximate="tanh"))
+
+
+class GPTMini(nn.Module):
+    """oar's gpt-mini: pre-LN decoder, vocab 256, context 128, 4 layers, 4 heads, d 256, MLP 1024,
+    learned positions, head tied to the embedding (a plain matmul: stays fp32 in both frameworks)"""
+
+    def __init__(self, vocab=256, ctx=128, d=256, layers=4, heads=4, hidden=1024):
+        super().__init__()
+        self.wte, self.wpe = nn.Embedding(vocab, d), nn.Embedding(ctx, d)
+        self.blocks = nn.Sequential(*[GPTBlock(d, heads, ctx, hidden) for _ in range(layers)])
+        self.ln_f = nn.LayerNorm(d)
+
+    def forward(self, idx):
+        x = self.wte(idx) + self.wpe(torch.arange(idx.shape[1]))
+        return nn.functional.linear(self.ln_f(self.blocks(x)), self.wte.weight)
+
+
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("--model", default="lenet", choices=["lenet", "mlp", "resnet20"])
+    p.add_argument("--model", default="lenet", choices=["lenet", "mlp", "resnet20", "lstm-lm", "gpt-mini"])
     p.add_argument("--quant", default="none", choices=["none", "dynamic", "static"])
     p.add_argument("--batch", type=int, default=1)
     p.add_argument("--threads", type=int, default=1)
@@ -109,10 +161,16 @@ def main():
     engine = next(e for e in ("fbgemm", "x86", "onednn", "qnnpack") if e in engines)
     torch.backends.quantized.engine = engine
     torch.manual_seed(1)
-    calls = a.calls or (20 if a.batch > 8 else 200)
-    m = {"lenet": LeNet, "mlp": MLP, "resnet20": ResNet20}[a.model]().eval()
+    tokens = a.model in ("lstm-lm", "gpt-mini")
+    if tokens and a.quant == "static":
+        p.error("the token models (lstm-lm, gpt-mini) have --quant none or dynamic")
+    calls = a.calls or ((3 if a.batch > 8 else 20) if tokens else (20 if a.batch > 8 else 200))
+    m = {"lenet": LeNet, "mlp": MLP, "resnet20": ResNet20, "lstm-lm": LSTMLM, "gpt-mini": GPTMini}[a.model]().eval()
     cin = 3 if a.model == "resnet20" else 1
-    if a.quant == "dynamic":
+    if tokens and a.quant == "dynamic":  # int8 weights per row, as oar's oar_quantize_dynamic
+        qc = tq.per_channel_dynamic_qconfig
+        m = tq.quantize_dynamic(m, {nn.Linear: qc, nn.LSTM: qc}, dtype=torch.qint8)
+    elif a.quant == "dynamic":
         m = tq.quantize_dynamic(m, {nn.Linear}, dtype=torch.qint8)
     elif a.quant == "static":
         torch.backends.quantized.engine = engine
@@ -123,7 +181,12 @@ def main():
             for _ in range(2):
                 m(torch.randn(32, cin, 28, 28))
         tq.convert(m, inplace=True)
-    x = torch.randn(a.batch, cin, 28, 28)
+    if a.model == "lstm-lm":
+        x = torch.randint(0, 10000, (35, a.batch))  # sequence first, as oar's
+    elif a.model == "gpt-mini":
+        x = torch.randint(0, 256, (a.batch, 128))
+    else:
+        x = torch.randn(a.batch, cin, 28, 28)
     ms = []
     with torch.inference_mode():
         for r in range(-1, a.repeats):

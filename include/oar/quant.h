@@ -88,24 +88,29 @@ OAR_API void oar_observer_free(oar_observer *o);
 /* ---- dynamic post-training quantization: int8 weights, activations quantized per batch */
 typedef struct oar_quant_layer {
     char name[128];          /* dotted path of the module */
-    char type[32];           /* "Linear", "Conv2d" or "Embedding" */
+    char type[32];           /* "Linear", "Conv2d", "Embedding", "LSTM" or "GRU" */
     int64_t weights;         /* number of weights quantized */
     float scale_min, scale_max;
-    double weight_sqnr_db;   /* 10 log10(|w|² / |w - dequantize(quantize(w))|²) */
+    double weight_sqnr_db;   /* 10 log10(|w|² / |w - dequantize(quantize(w))|²); LSTM/GRU: their worst matrix */
     double output_sqnr_db;   /* oar_quantize_static_model: the layer's output in the int8 program against
                                 the f32 one over the calibration batches (earlier layers' errors included) */
 } oar_quant_layer;
 typedef struct oar_quant_dynamic_opts {
     bool per_tensor;         /* one weight scale per layer instead of one per output row */
-    const char *const *skip; /* NULL-terminated module paths to keep in fp32; may be NULL */
+    const char *const *skip; /* NULL-terminated module paths to keep in fp32 ("" is m itself); may be NULL */
     bool embeddings;         /* also Embedding tables: i8 rows, one symmetric scale per row */
 } oar_quant_dynamic_opts;
 /* Rewrites every Linear of m in place: weight becomes an i8 buffer "weight" with f32
  * "weight_scale" (symmetric), and forward quantizes its input to u8 per batch
- * (oar_choose_qparams) and runs qlinear. With opts->embeddings, Embedding tables too (their
- * forward looks up i8 rows and multiplies by the rows' scales). layers (may be NULL) receives up to cap entries;
- * *n_layers (may be NULL) the number converted. Fails without changing m when m is training or
- * has no Linear to convert. */
+ * (oar_choose_qparams) and runs qlinear. Every LSTM and GRU likewise: weight_ih_l{k} and
+ * weight_hh_l{k} become i8 with f32 weight_ih_scale_l{k} / weight_hh_scale_l{k}, the gate
+ * products run in qlinear with the input sequence and each step's h quantized per call, the
+ * nonlinearities in f32 (torch's quantized LSTM/GRU, with 8-bit activations; docs/quant.md).
+ * With opts->embeddings, Embedding tables too (their forward looks up i8 rows and multiplies by
+ * the rows' scales). layers (may be NULL) receives up to cap entries;
+ * *n_layers (may be NULL) the number converted. Fails without changing m when m is training,
+ * has no Linear, LSTM or GRU to convert, or one of them has weights that are not f32 on the CPU
+ * (skip it to keep it in fp32). */
 OAR_API oar_status oar_quantize_dynamic(oar_module *m, const oar_quant_dynamic_opts *opts, oar_quant_layer *layers,
                                         int cap, int *n_layers);
 

@@ -44,7 +44,7 @@ static oar_status check_inputs(oar_module *m, const rnn_state *s, oar_tensor *co
         if (oar_last_status() != OAR_OK) return oar_last_status(); /* keep the error that made x NULL */
         return oar_error(OAR_ERR_INVALID_ARG, "%s: expected an input tensor x, got NULL", who);
     }
-    oar_dtype dt = oar_dtype_of(param(m, "weight_ih", 0));
+    oar_dtype dt = oar_dtype_of(param(m, "bias_ih", 0)); /* the weights' too, unless they are int8 */
     char sx[128];
     shape_str(x, sx, sizeof sx);
     if (oar_dtype_of(x) != dt && !oar_amp_active) /* autocast casts it itself */
@@ -85,18 +85,23 @@ typedef struct rnn_work {
     oar_tensor **hn, **cn; /* per layer [N, H] final states */
 } rnn_work;
 
+static bool is_quantized(const oar_module *m);
+
 static oar_status run_layers(oar_module *m, const rnn_state *s, oar_tensor *x, bool batch_first, rnn_work *w,
                              oar_tensor **y) {
     oar_tensor *cur = x;
+    bool q = is_quantized(m);
     for (int l = 0; l < s->layers; l++) {
         oar_rnn_layer_io io = {.x = cur,
                                .w_ih = param(m, "weight_ih", l),
                                .w_hh = param(m, "weight_hh", l),
                                .b_ih = param(m, "bias_ih", l),
                                .b_hh = param(m, "bias_hh", l),
+                               .w_ih_scale = q ? param(m, "weight_ih_scale", l) : NULL,
+                               .w_hh_scale = q ? param(m, "weight_hh_scale", l) : NULL,
                                .h0 = w->h0 ? w->h0[l] : NULL,
                                .c0 = w->c0 ? w->c0[l] : NULL};
-        oar_status st = oar_rnn_layer(s->kind, &io);
+        oar_status st = q ? oar_rnn_qlayer(s->kind, &io) : oar_rnn_layer(s->kind, &io);
         if (st != OAR_OK) return st;
         cur = io.y; /* [T, N, H], the next layer's input */
         w->hn[l] = io.h_n;
@@ -149,8 +154,32 @@ static int rnn_describe(const oar_module *m, char *buf, size_t size) {
                     (long long)s->hidden, s->layers, s->batch_first ? "true" : "false");
 }
 
+static int rnn_describe_q(const oar_module *m, char *buf, size_t size) {
+    int n = rnn_describe(m, buf, size);
+    return n < 0 || (size_t)n >= size ? n : n + snprintf(buf + n, size - (size_t)n, ", weights=i8 per row");
+}
+
 static const oar_module_ops lstm_ops = {"LSTM", rnn_forward, free, rnn_describe};
 static const oar_module_ops gru_ops = {"GRU", rnn_forward, free, rnn_describe};
+/* the same modules after oar_quantize_dynamic (weights i8 with per-row scales) */
+static const oar_module_ops q_lstm_ops = {"DynamicQuantizedLSTM", rnn_forward, free, rnn_describe_q};
+static const oar_module_ops q_gru_ops = {"DynamicQuantizedGRU", rnn_forward, free, rnn_describe_q};
+
+static bool is_quantized(const oar_module *m) { return m->ops == &q_lstm_ops || m->ops == &q_gru_ops; }
+
+bool oar_rnn_info(oar_module *m, oar_rnn_kind *kind, int *layers, bool *quantized) {
+    if (!m || (m->ops != &lstm_ops && m->ops != &gru_ops && !is_quantized(m))) return false;
+    const rnn_state *s = m->state;
+    if (kind) *kind = s->kind;
+    if (layers) *layers = s->layers;
+    if (quantized) *quantized = is_quantized(m);
+    return true;
+}
+
+void oar_rnn_set_quantized(oar_module *m) {
+    const rnn_state *s = m->state;
+    m->ops = s->kind == OAR_RNN_LSTM ? &q_lstm_ops : &q_gru_ops;
+}
 
 static oar_module *rnn_new(oar_rnn_kind kind, int64_t input, int64_t hidden, int layers, bool batch_first) {
     const char *who = kind_name(kind);

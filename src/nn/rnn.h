@@ -25,6 +25,8 @@ oar_tensor *oar_rnn_join(oar_tensor *const *xs, int64_t n);
 typedef struct oar_rnn_layer_io {
     oar_tensor *x;                         /* in: [T, N, I], any strides */
     oar_tensor *w_ih, *w_hh, *b_ih, *b_hh; /* in: torch's layout, gates stacked on dim 0 */
+    oar_tensor *w_ih_scale, *w_hh_scale;   /* in: f32 [G*H] per-row scales of i8 weights (dynamic
+                                              quantization, oar_rnn_qlayer); NULL for float ones */
     oar_tensor *h0, *c0;                   /* in: [N, H], or NULL for zeros (c0: LSTM only) */
     oar_tensor *y;                         /* out: [T, N, H], the hidden state at every step */
     oar_tensor *h_n, *c_n;                 /* out: [N, H], the last step's state (c_n: LSTM only) */
@@ -32,5 +34,18 @@ typedef struct oar_rnn_layer_io {
 
 /* Fills io's outputs (tracked in the current scope). */
 oar_status oar_rnn_layer(oar_rnn_kind kind, oar_rnn_layer_io *io);
+
+/* The same with i8 weights (w_ih_scale and w_hh_scale set): dynamic quantization as torch's
+ * quantized LSTM / GRU computes it (rnn_qlayer.c). Inference only (no gradients). */
+oar_status oar_rnn_qlayer(oar_rnn_kind kind, oar_rnn_layer_io *io);
+
+/* m is an nn.LSTM or nn.GRU (float weights), or its dynamically quantized form: *kind and
+ * *layers say which and how many layers; false for any other module. */
+bool oar_rnn_info(oar_module *m, oar_rnn_kind *kind, int *layers, bool *quantized);
+
+/* Makes an nn.LSTM / nn.GRU whose weight_ih_l{k} and weight_hh_l{k} the caller has replaced
+ * by i8 buffers with f32 weight_ih_scale_l{k} / weight_hh_scale_l{k} buffers run as a
+ * dynamically quantized layer (type DynamicQuantizedLSTM / DynamicQuantizedGRU). */
+void oar_rnn_set_quantized(oar_module *m);
 
 #endif

@@ -5,8 +5,12 @@
  * parameter becomes an i8 buffer "weight" beside an f32 buffer "weight_scale", so the quantized
  * model's state saves and loads by name like any other. The forward is ops only
  * (choose_qparams, quantize, qlinear), so it runs eagerly and traced alike.
- * Embedding tables (on request) become i8 rows with one scale per row, dequantized as looked up. */
+ * Embedding tables (on request) become i8 rows with one scale per row, dequantized as looked up.
+ * LSTM and GRU layers (as torch's quantize_dynamic does) get i8 input-to-hidden and
+ * hidden-to-hidden weights and run nn/rnn_qlayer.c: gate products in int8, activations
+ * quantized per call, nonlinearities in f32. */
 #include "nn/module.h"
+#include "nn/rnn.h"
 #include "ops/quant.h"
 
 #include <stdio.h>
@@ -72,13 +76,14 @@ static bool skipped(const char *path, const char *const *skip) {
 
 static void collect(oar_module *m, const char *path, const oar_quant_dynamic_opts *o, target *t, int *n) {
     const char *type = oar_module_type(m);
-    bool want = !strcmp(type, "Linear") || (o->embeddings && !strcmp(type, "Embedding"));
+    bool rnn = !strcmp(type, "LSTM") || !strcmp(type, "GRU");
+    bool want = !strcmp(type, "Linear") || rnn || (o->embeddings && !strcmp(type, "Embedding"));
     if (want && !skipped(path, o->skip) && *n < MAX_TARGETS) {
         t[*n].m = m;
         snprintf(t[*n].path, sizeof t[*n].path, "%s", path);
         (*n)++;
     }
-    for (int i = 0; i < m->n_children; i++) {
+    for (int i = 0; i < m->n_children && !rnn; i++) {
         char p[128];
         snprintf(p, sizeof p, "%s%s%s", path, *path ? "." : "", m->children[i].name);
         collect(m->children[i].module, p, o, t, n);
@@ -106,38 +111,112 @@ oar_status oar_sqnr(oar_tensor *ref, oar_tensor *approx, double *db) {
     return st;
 }
 
-/* Quantizes one Linear's (or Embedding's) weight per row; fills info. The layer changes only once
- * everything is made. */
-static oar_status convert_layer(oar_module *m, bool per_tensor, oar_quant_layer *info) {
-    oar_tensor *w = oar_module_local(m, "weight");
-    bool emb = !strcmp(oar_module_type(m), "Embedding");
-    per_tensor = per_tensor && !emb; /* a table's rows are independent: always one scale each */
+/* w (f32, 2-D, CPU) as i8 with symmetric scales, one per row or one for all; its SQNR in dB, and
+ * the scales' range folded into info. q and s are tracked in the current scope. */
+static oar_status check_weight(oar_module *m, const char *path, const char *name) {
+    oar_tensor *w = oar_module_local(m, name);
     if (!w || oar_dtype_of(w) != OAR_F32 || oar_ndim(w) != 2 || oar_device_of(w) != OAR_CPU)
-        return oar_error(OAR_ERR_UNSUPPORTED, "quantize_dynamic: expected %s weights f32 of 2 dims on the CPU, got "
-                                              "%s", oar_module_type(m), w ? oar_dtype_name(oar_dtype_of(w)) : "none");
+        return oar_error(OAR_ERR_UNSUPPORTED, "quantize_dynamic: expected %s's %s f32 of 2 dims on the CPU, got %s%s "
+                                              "in '%s' (the int8 path takes f32 CPU weights; keep this layer in float "
+                                              "with opts.skip); nothing was changed", oar_module_type(m), name,
+                         w ? oar_dtype_name(oar_dtype_of(w)) : "none",
+                         w && oar_device_of(w) != OAR_CPU ? " on another device" : "", path);
+    return OAR_OK;
+}
+
+/* Every weight a target would quantize is f32, 2-D, on the CPU: checked before anything changes. */
+static oar_status check_layer(oar_module *m, const char *path) {
+    int layers;
+    if (!oar_rnn_info(m, NULL, &layers, NULL)) return check_weight(m, path, "weight");
+    for (int k = 0; k < 2 * layers; k++) {
+        char name[48];
+        snprintf(name, sizeof name, "weight_%s_l%d", k % 2 ? "hh" : "ih", k / 2);
+        oar_status st = check_weight(m, path, name);
+        if (st != OAR_OK) return st;
+    }
+    return OAR_OK;
+}
+
+static oar_status quantize_weight(oar_module *m, const char *name, oar_tensor *w, bool per_tensor, oar_tensor **q,
+                                  oar_tensor **s, oar_quant_layer *info, double *sqnr) {
+    oar_status st = check_weight(m, "", name);
+    if (st != OAR_OK) return st;
     oar_observer *ob = oar_observer_create("minmax", &(oar_observer_opts){.dtype = OAR_I8, .symmetric = true,
                                                                           .per_channel = !per_tensor, .axis = 0});
     if (!ob) return oar_last_status();
-    oar_tensor *s = NULL, *z = NULL, *q = NULL;
-    oar_status st = oar_observer_observe(ob, w);
-    if (st == OAR_OK) st = oar_observer_qparams(ob, &s, &z);
+    oar_tensor *z = NULL;
+    *q = NULL;
+    st = oar_observer_observe(ob, w);
+    if (st == OAR_OK) st = oar_observer_qparams(ob, s, &z);
     oar_observer_free(ob);
-    if (st == OAR_OK && !(q = oar_quantize(w, s, z, 0, OAR_I8))) st = oar_last_status();
-    if (st == OAR_OK) st = oar_sqnr(w, oar_dequantize(q, s, z, 0), &info->weight_sqnr_db);
+    if (st == OAR_OK && !(*q = oar_quantize(w, *s, z, 0, OAR_I8))) st = oar_last_status();
+    if (st == OAR_OK) st = oar_sqnr(w, oar_dequantize(*q, *s, z, 0), sqnr);
     if (st != OAR_OK) return st;
-    info->weights = oar_numel(w);
-    info->scale_min = INFINITY;
-    info->scale_max = 0;
-    for (int64_t i = 0; i < oar_numel(s); i++) {
-        float v = ((const float *)oar_tensor_ptr(s))[i];
+    info->weights += oar_numel(w);
+    for (int64_t i = 0; i < oar_numel(*s); i++) {
+        float v = ((const float *)oar_tensor_ptr(*s))[i];
         info->scale_min = v < info->scale_min ? v : info->scale_min;
         info->scale_max = v > info->scale_max ? v : info->scale_max;
     }
+    return OAR_OK;
+}
+
+/* Replaces m's f32 tensor name by the i8 buffer q and adds the buffer <scale_name> = s. */
+static oar_status swap_weight(oar_module *m, const char *name, const char *scale_name, oar_tensor *q, oar_tensor *s) {
+    oar_tensor *qd = oar_detach(q), *sd = oar_detach(s);
+    oar_status st = oar_module_remove_local(m, name);
+    if (st == OAR_OK) st = oar_module_add_buffer(m, name, qd);
+    if (st == OAR_OK) st = oar_module_add_buffer(m, scale_name, sd);
+    return st;
+}
+
+/* An LSTM or GRU: weight_ih_l{k} and weight_hh_l{k} of every layer become i8 buffers with f32
+ * weight_ih_scale_l{k} / weight_hh_scale_l{k} (biases stay f32); the layer then runs
+ * oar_rnn_qlayer. info's SQNR is the worst of its matrices. */
+static oar_status convert_rnn(oar_module *m, bool per_tensor, oar_quant_layer *info) {
+    oar_rnn_kind kind;
+    int layers;
+    oar_rnn_info(m, &kind, &layers, NULL);
+    enum { MAX_W = 2 * 64 };
+    if (2 * layers > MAX_W)
+        return oar_error(OAR_ERR_UNSUPPORTED, "quantize_dynamic: expected an %s of at most %d layers, got %d",
+                         oar_module_type(m), MAX_W / 2, layers);
+    oar_tensor *q[MAX_W], *s[MAX_W];
+    char names[MAX_W][48];
+    info->weight_sqnr_db = INFINITY;
+    for (int k = 0; k < 2 * layers; k++) { /* everything made before anything changes */
+        double db = 0;
+        snprintf(names[k], sizeof names[k], "weight_%s_l%d", k % 2 ? "hh" : "ih", k / 2);
+        oar_status st = quantize_weight(m, names[k], oar_module_local(m, names[k]), per_tensor, &q[k], &s[k], info, &db);
+        if (st != OAR_OK) return st;
+        info->weight_sqnr_db = db < info->weight_sqnr_db ? db : info->weight_sqnr_db;
+    }
+    snprintf(info->type, sizeof info->type, "%s", kind == OAR_RNN_LSTM ? "LSTM" : "GRU");
+    for (int k = 0; k < 2 * layers; k++) {
+        char scale[64];
+        snprintf(scale, sizeof scale, "weight_%s_scale_l%d", k % 2 ? "hh" : "ih", k / 2);
+        oar_status st = swap_weight(m, names[k], scale, q[k], s[k]);
+        if (st != OAR_OK) return st;
+    }
+    oar_rnn_set_quantized(m);
+    return OAR_OK;
+}
+
+/* Quantizes one Linear's (or Embedding's) weight per row, or an LSTM's / GRU's; fills info.
+ * The layer changes only once everything is made. */
+static oar_status convert_layer(oar_module *m, bool per_tensor, oar_quant_layer *info) {
+    info->scale_min = INFINITY;
+    info->scale_max = 0;
+    if (oar_rnn_info(m, NULL, NULL, NULL)) return convert_rnn(m, per_tensor, info);
+    bool emb = !strcmp(oar_module_type(m), "Embedding");
+    per_tensor = per_tensor && !emb; /* a table's rows are independent: always one scale each */
+    oar_tensor *q, *s;
+    oar_status st = quantize_weight(m, "weight", oar_module_local(m, "weight"), per_tensor, &q, &s, info,
+                                    &info->weight_sqnr_db);
+    if (st != OAR_OK) return st;
     snprintf(info->type, sizeof info->type, "%s", emb ? "Embedding" : "Linear");
     /* the rewrite: after this point only allocation failures remain */
-    oar_tensor *qd = oar_detach(q), *sd = oar_detach(s);
-    if ((st = oar_module_remove_local(m, "weight")) == OAR_OK && (st = oar_module_add_buffer(m, "weight", qd)) == OAR_OK)
-        st = oar_module_add_buffer(m, "weight_scale", sd);
+    st = swap_weight(m, "weight", "weight_scale", q, s);
     m->ops = emb ? &Q_EMBEDDING_OPS : &DQ_LINEAR_OPS;
     return st;
 }
@@ -156,10 +235,11 @@ oar_status oar_quantize_dynamic(oar_module *m, const oar_quant_dynamic_opts *opt
     collect(m, "", &o, t, &n);
     if (!n) {
         free(t);
-        return oar_error(OAR_ERR_INVALID_ARG, "quantize_dynamic: expected at least one Linear to quantize in %s, found "
-                                              "none (already quantized, or all skipped)", oar_module_type(m));
+        return oar_error(OAR_ERR_INVALID_ARG, "quantize_dynamic: expected at least one Linear, LSTM or GRU to quantize "
+                                              "in %s, found none (already quantized, or all skipped)", oar_module_type(m));
     }
     oar_status st = OAR_OK;
+    for (int i = 0; i < n && st == OAR_OK; i++) st = check_layer(t[i].m, t[i].path);
     oar_scope_begin();
     for (int i = 0; i < n && st == OAR_OK; i++) {
         oar_quant_layer info = {0};

@@ -38,6 +38,15 @@ for w in gpt-mini lstm-lm; do
   grep -q '"batch": 2, "context": 7,' "$dir/out" || { echo "bench: $w ignored --batch/--context: $(cat "$dir/out")"; exit 1; }
   grep -q '"tokens_per_s"' "$dir/out"
 done
+# int8 inference of the token models (dynamic: lstm-lm's LSTM and decoder, gpt-mini's 16 Linear)
+for w in "lstm-lm 2" "gpt-mini 16"; do
+  set -- $w
+  "$oar" bench --workload quant-infer --model $1 --quant dynamic --batch 2 --repeats 1 --calls 1 --threads 1 > "$dir/out"
+  for f in ms_median ms_min ms_max; do field $f; done
+  grep -q "\"int8_layers\": $2," "$dir/out" || { echo "bench: quant-infer $1: $(cat "$dir/out")"; exit 1; }
+done
+if "$oar" bench --workload quant-infer --model lstm-lm --quant static 2> "$dir/err"; then exit 1; fi
+grep -q "lstm-lm, gpt-mini (--quant none|dynamic)" "$dir/err"
 # a pass that does not exist is named in the error
 if "$oar" bench --workload tiny --mode static --steps 1 --disable-pass no_such_pass 2> "$dir/err"; then exit 1; fi
 grep -q "no_such_pass" "$dir/err"

@@ -1,9 +1,12 @@
-/* `oar bench --workload quant-infer --model lenet|mlp|resnet20 --quant none|dynamic|static [--batch N]
- * [--threads N] [--repeats R] [--calls C]`: a zoo model's inference as deployed (random weights),
- * exported and run by the predictor: none, the fp32 model; dynamic, the model after
- * oar_quantize_dynamic; static, the fp32 export quantized by oar_quantize_static_model (BN folded,
- * calibrated on two random batches). Timed as R repeats of C calls after a warm-up; prints one
- * JSON object with the median milliseconds per call and the fastest and slowest repeat.
+/* `oar bench --workload quant-infer --model lenet|mlp|resnet20|lstm-lm|gpt-mini --quant
+ * none|dynamic|static [--batch N] [--threads N] [--repeats R] [--calls C]`: a zoo model's inference
+ * as deployed (random weights), exported and run by the predictor: none, the fp32 model; dynamic,
+ * the model after oar_quantize_dynamic (Linear, and lstm-lm's LSTM); static (image and feature
+ * models), the fp32 export quantized by oar_quantize_static_model (BN folded, calibrated on two
+ * random batches). The token models read random ids: lstm-lm [35, N] (sequence first, zero initial
+ * state, the zoo's 10000-word vocabulary), gpt-mini [N, 128]. Timed as R repeats of C calls after a
+ * warm-up; prints one JSON object with the median milliseconds per call and the fastest and
+ * slowest repeat.
  * bench/quant_compare.sh runs it beside PyTorch's int8 (bench/quant_torch.py). */
 #include "cli.h"
 #include "oar.h"
@@ -41,13 +44,14 @@ int oar_bench_quant(int argc, char **argv) {
     model = model ? model : "lenet";
     quant = quant ? quant : "none";
     int64_t batch = bs ? atoll(bs) : 1;
-    int repeats = rp ? atoi(rp) : 7, calls = cl ? atoi(cl) : (batch > 8 ? 20 : 200);
     const oar_zoo_info *info = oar_zoo_find(model);
+    bool tokens = info && (info->input == OAR_ZOO_TOKENS || info->input == OAR_ZOO_TOKENS_STATEFUL);
+    int repeats = rp ? atoi(rp) : 7, calls = cl ? atoi(cl) : tokens ? (batch > 8 ? 3 : 20) : (batch > 8 ? 20 : 200);
     bool dyn = !strcmp(quant, "dynamic"), stat = !strcmp(quant, "static");
-    if (!info || (info->input != OAR_ZOO_IMAGE && info->input != OAR_ZOO_FEATURES) ||
-        (!dyn && !stat && strcmp(quant, "none")) || batch < 1 || repeats < 1 || calls < 1) {
-        fprintf(stderr, "oar bench: quant-infer expects --model lenet, mlp or resnet20 (an image or feature zoo model), --quant "
-                        "none|dynamic|static, --batch, --repeats and --calls >= 1\n");
+    if (!info || (info->input != OAR_ZOO_IMAGE && info->input != OAR_ZOO_FEATURES && !tokens) ||
+        (!dyn && !stat && strcmp(quant, "none")) || (tokens && stat) || batch < 1 || repeats < 1 || calls < 1) {
+        fprintf(stderr, "oar bench: quant-infer expects --model lenet, mlp, resnet20 (--quant none|dynamic|static) or "
+                        "lstm-lm, gpt-mini (--quant none|dynamic), --batch, --repeats and --calls >= 1\n");
         return 2;
     }
     if (th && oar_set_num_threads(atoi(th)) != OAR_OK) {
@@ -61,11 +65,14 @@ int oar_bench_quant(int argc, char **argv) {
     oar_module *m = oar_zoo_create(model, NULL);
     oar_input_spec spec = info->input == OAR_ZOO_IMAGE
                               ? (oar_input_spec){OAR_F32, 4, {-1, info->in_channels ? info->in_channels : 1, 28, 28}}
-                              : (oar_input_spec){OAR_F32, 2, {-1, info->in_channels}};
+                          : info->input == OAR_ZOO_FEATURES ? (oar_input_spec){OAR_F32, 2, {-1, info->in_channels}}
+                          : info->input == OAR_ZOO_TOKENS  ? (oar_input_spec){OAR_I64, 2, {-1, info->context}}
+                                                            : (oar_input_spec){OAR_I64, 2, {info->context, batch}};
     int64_t shape[OAR_MAX_DIMS];
     memcpy(shape, spec.shape, sizeof shape);
-    shape[0] = batch;
-    oar_tensor *x = oar_randn(shape, spec.ndim, OAR_F32);
+    shape[info->input == OAR_ZOO_TOKENS_STATEFUL] = batch; /* lstm-lm is sequence first */
+    oar_tensor *x = tokens ? oar_randint(0, info->num_classes, shape, spec.ndim, OAR_I64)
+                           : oar_randn(shape, spec.ndim, OAR_F32);
     if (!m) goto done;
     oar_module_train(m, false);
     int n_layers = 0;

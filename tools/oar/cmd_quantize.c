@@ -18,6 +18,7 @@
 #include "quantize_qat.h"
 #include "train.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -302,6 +303,9 @@ int oar_cmd_quantize(int argc, char **argv) {
         printf("  test accuracy %.4f (fp32 %.4f, %+.2f points), %s %lld bytes (%.2fx smaller)\n", acc, acc0,
                100 * (acc - acc0), prog ? "int8 program's weights file" : "state", (long long)bytes,
                (double)bytes0 / (double)bytes);
+        if (dynamic) /* the language models' measure: cross-entropy per token and perplexity */
+            printf("  test loss %.4f (fp32 %.4f, %+.4f), perplexity %.4f (fp32 %.4f)\n", loss, loss0, loss - loss0,
+                   exp(loss), exp(loss0));
         if (out_dir) printf("  exported to %s.json and %s.safetensors\n", path, path);
         nj += snprintf(json + nj, sizeof json - (size_t)nj, "%s{\"quant\": \"%s\", \"accuracy\": %.6f, \"bytes\": %lld",
                        k ? ", " : "", label, acc, (long long)bytes);
@@ -310,6 +314,7 @@ int oar_cmd_quantize(int argc, char **argv) {
                            fq_acc, (long long)qat_steps);
         if (qat && ctl_acc >= 0)
             nj += snprintf(json + nj, sizeof json - (size_t)nj, ", \"control_fp32_accuracy\": %.6f", ctl_acc);
+        if (dynamic) nj += snprintf(json + nj, sizeof json - (size_t)nj, ", \"loss\": %.6f, \"fp32_loss\": %.6f", loss, loss0);
         nj += snprintf(json + nj, sizeof json - (size_t)nj, "}");
     }
     snprintf(json + nj, sizeof json - (size_t)nj, "]}");

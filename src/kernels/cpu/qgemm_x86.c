@@ -314,11 +314,27 @@ typedef struct linear_emit {
 /* fma in the target lets fmaf inline (the reference calls libm's: the same correctly rounded result) */
 #define EPI __attribute__((target("avx2,fma")))
 
+/* f32 outputs (the dynamic layers' case) 8 columns at a time with the epilogue's own roundings:
+ * (float)acc is cvtdq2ps (round to nearest), fmaf is one vfmadd, the residual one add, and
+ * ReLU max(v, 0) as maxps(v, 0) (0 for NaN and -0, as oar_qmaxf); the rest as the reference. */
 EPI static void emit_linear(void *user, int64_t m0, int64_t m1, int64_t n0, int64_t n1, const int32_t *acc, int64_t ld) {
     const linear_emit *l = user;
-    for (int64_t r = m0; r < m1; r++)
-        oar_qepilogue_row(l->e, acc + (r - m0) * ld, l->res ? l->res + r * l->n : NULL, n0, n1,
-                          l->out + (size_t)(r * l->n) * l->osz);
+    const oar_qepilogue *e = l->e;
+    bool vec = e->out_dtype == OAR_F32;
+    for (int64_t r = m0; r < m1; r++) {
+        const int32_t *a = acc + (r - m0) * ld;
+        const float *res = l->res ? l->res + r * l->n : NULL;
+        char *row = l->out + (size_t)(r * l->n) * l->osz;
+        int64_t n = n0;
+        for (; vec && n + 8 <= n1; n += 8) {
+            __m256 v = _mm256_cvtepi32_ps(_mm256_loadu_si256((const __m256i *)(a + (n - n0))));
+            v = _mm256_fmadd_ps(v, _mm256_loadu_ps(e->comb + n), e->bias ? _mm256_loadu_ps(e->bias + n) : _mm256_setzero_ps());
+            if (res) v = _mm256_add_ps(v, _mm256_loadu_ps(res + n));
+            if (e->act == OAR_QACT_RELU) v = _mm256_max_ps(v, _mm256_setzero_ps());
+            _mm256_storeu_ps((float *)row + n, v);
+        }
+        oar_qepilogue_row(e, a + (n - n0), res, n, n1, row);
+    }
 }
 
 static oar_status qlinear_run(oar_tensor *const *in, oar_tensor *const *out, const oar_attr *a, bool vnni) {
