@@ -31,12 +31,14 @@ static oar_status read_opsets(oar_onnx_model *m) {
 }
 
 /* Value inputs: graph inputs read where oar needs values at compile time (shapes, axes), in the
- * main graph or a subgraph. */
+ * main graph or a subgraph. A Loop with scan outputs is unrolled (onnx_ops_control.c), so its
+ * trip count and condition are known inputs too. */
 static void find_value_inputs(oar_onnx_model *m, const ox_graph *g) {
     for (int i = 0; i < g->n_nodes; i++) {
         const ox_node *n = &g->nodes[i];
+        uint32_t known = n->op->known | (n->n_sub == 1 && n->n_out > n->n_in - 2 ? 0x3u : 0u);
         for (int k = 0; k < n->n_in && k < 32; k++)
-            if ((n->op->known >> k) & 1u)
+            if ((known >> k) & 1u)
                 for (int j = 0; j < m->n_in; j++)
                     if (n->in[k] == m->in[j].value && !m->value_input[j]) {
                         m->value_input[j] = true;
