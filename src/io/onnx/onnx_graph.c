@@ -247,6 +247,8 @@ static oar_status check_signature(const ox_node *n) {
     }
     const ox_graph *b = n->sub[0]; /* Loop */
     if (n->n_in < 2) return sub_error(p, "expected at least 2 inputs (M and cond, either may be \"\"), got %d", n->n_in);
+    if (n->in[0] < 0 && n->in[1] < 0)
+        return sub_error(p, "neither a trip count M nor a condition is given, so the loop never ends; give one");
     int nv = n->n_in - 2;
     if (b->n_in != 2 + nv)
         return sub_error(p, "the body has %d inputs; expected %d (the iteration number, the condition, then one per "

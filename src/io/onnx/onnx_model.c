@@ -48,6 +48,17 @@ static void find_value_inputs(oar_onnx_model *m, const ox_graph *g) {
     }
 }
 
+/* A Loop (at any depth) that stops on a condition: run on zeros at load, it may never stop. */
+static bool has_conditional_loop(const ox_graph *g) {
+    for (int i = 0; i < g->n_nodes; i++) {
+        const ox_node *n = &g->nodes[i];
+        if (n->n_sub == 1 && n->n_in > 1 && n->in[1] >= 0) return true;
+        for (int k = 0; k < n->n_sub; k++)
+            if (has_conditional_loop(n->sub[k])) return true;
+    }
+    return false;
+}
+
 static oar_onnx_model *load(Onnx__ModelProto *proto, const char *dir, const oar_onnx_opts *opts, const char *what) {
     oar_onnx_model *m = OAR_NEW(oar_onnx_model);
     if (!m) {
@@ -60,8 +71,9 @@ static oar_onnx_model *load(Onnx__ModelProto *proto, const char *dir, const oar_
     if (st == OAR_OK) st = ox_read_model_graph(m, dir);
     if (opts) m->opts = *opts;
     if (st == OAR_OK) find_value_inputs(m, &m->g);
-    /* static inputs: compile now, so the whole translation is checked at load */
-    bool fixed = st == OAR_OK && !m->n_value_inputs;
+    /* static inputs: compile now (and run on zeros), so the whole translation is checked at
+     * load; not with a Loop that stops on a condition, which on zeros may run forever */
+    bool fixed = st == OAR_OK && !m->n_value_inputs && !has_conditional_loop(&m->g);
     for (int i = 0; i < m->n_in && fixed; i++) {
         fixed = m->in[i].ndim >= 0;
         for (int d = 0; fixed && d < m->in[i].ndim; d++) fixed = m->in[i].shape[d] >= 0;
