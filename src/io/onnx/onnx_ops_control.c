@@ -96,7 +96,8 @@ oar_status ox_If(ox_ctx *c) {
         return ox_unsupported(c, "%d outputs and a condition computed from the inputs; oar's cond carries at most %d",
                               c->n_out, CTL_VARS);
     branch_ctx b = {c};
-    oar_status st = oar_cond(pred, then_fn, else_fn, &b, NULL, 0, c->out, c->n_out);
+    oar_tensor *none[1] = {NULL}; /* no block inputs (not NULL: cond copies n_in = 0 of them) */
+    oar_status st = oar_cond(pred, then_fn, else_fn, &b, none, 0, c->out, c->n_out);
     if (st != OAR_OK && !strstr(oar_last_error(), "onnx: node"))
         return ox_fail(c, st, "%s (oar's cond needs both branches to give the same dtypes and shapes when the "
                               "condition is computed from the inputs)", oar_last_error());
