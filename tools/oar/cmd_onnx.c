@@ -94,7 +94,8 @@ int cli_onnx_inspect(const char *path) {
         printf("\nprogram (compiled at the declared input shapes):\n%s", buf);
         free(buf);
     } else {
-        printf("\n(no program yet: the inputs have dynamic dims; `oar infer` compiles one per input shape)\n");
+        printf("\n(no program yet: the inputs have dynamic dims or give shapes, or a Loop stops on a condition, "
+               "which is not run on zeros at load; `oar infer` compiles one per input shape)\n");
     }
     oar_onnx_free(m);
     return 0;

@@ -19,20 +19,39 @@
 #define OX_MAX_IO JIT_MAX_IO
 #define OX_MAX_NODE_IO 64 /* inputs or outputs of one node (Concat, Sum, Split) */
 
+#define OX_MAX_DEPTH 16 /* subgraphs nested in subgraphs */
+
 typedef struct ox_node {
     const Onnx__NodeProto *p;
     int n_in, n_out;
     int *in, *out;        /* value ids; -1: an absent optional input/output ("") */
     const struct ox_op *op;
+    int n_cap;
+    int *cap;             /* values of enclosing graphs its subgraphs read (ONNX's outer scope) */
+    int n_sub;
+    struct ox_graph *sub[2]; /* If: then_branch, else_branch; Loop: body */
 } ox_node;
 
 typedef struct ox_io {
     const char *name;
     int value;
-    oar_dtype dtype;
+    oar_dtype dtype;      /* OAR_DTYPE_COUNT: not given */
     int ndim;
     int64_t shape[OAR_MAX_DIMS]; /* -1: free */
 } ox_io;
+
+/* A graph: the model's, or a subgraph of a control-flow node. Value ids are the model's (one
+ * space over every graph), so a subgraph reads an outer value as vals[id] like its own. */
+typedef struct ox_graph {
+    const Onnx__GraphProto *p;
+    int n_nodes;
+    ox_node *nodes;        /* in a topological order */
+    int n_init;
+    int *init_value;
+    oar_tensor **init;     /* untracked references, one per initializer */
+    int n_in, n_out;       /* subgraphs only: the model's are oar_onnx_model.in/out */
+    ox_io *in, *out;
+} ox_graph;
 
 /* A compiled function for one set of values of the value inputs (all of them when there are none). */
 #define OX_MAX_VARIANTS 8
@@ -48,13 +67,10 @@ struct oar_onnx_model {
     int64_t opset;         /* of the default domain (ai.onnx) */
     int n_values;
     const char **value_names;
-    int n_nodes;
-    ox_node *nodes;        /* in a topological order */
+    bool *used;            /* per value: some node or graph output reads it */
+    ox_graph g;            /* the main graph (its subgraphs hang from its nodes) */
     int n_in, n_out;
     ox_io in[OX_MAX_IO], out[OX_MAX_IO];
-    int n_init;
-    int *init_value;
-    oar_tensor **init;     /* untracked references, one per initializer */
     bool value_input[OX_MAX_IO]; /* the graph input feeds an input whose value must be known */
     int n_value_inputs;
     oar_onnx_opts opts;
@@ -75,6 +91,7 @@ typedef struct ox_ctx {
     oar_tensor **out;
     int n_out;
     bool *want;            /* output k is used by the graph */
+    oar_tensor **vals;     /* every value's tensor so far (subgraphs read outer ones here) */
 } ox_ctx;
 
 typedef oar_status (*ox_translate_fn)(ox_ctx *c);
@@ -117,7 +134,18 @@ const char *ox_onnx_type_name(int32_t onnx_type);
  * (the proto's field is emptied) instead of copying it. */
 oar_tensor *ox_tensor_from_proto(Onnx__TensorProto *t, const char *dir, const char *what, bool steal);
 
+/* The graph reader (onnx_graph.c): the main graph and its subgraphs checked, sorted and read
+ * into m (value names, nodes, initializers, inputs, outputs, m->used). */
+oar_status ox_read_model_graph(oar_onnx_model *m, const char *dir);
+void ox_graph_free(ox_graph *g);
+/* Reads a ValueInfoProto; its type may be left out when optional (io->dtype OAR_DTYPE_COUNT). */
+oar_status ox_read_io(const Onnx__ValueInfoProto *v, ox_io *io, const char *what, bool type_optional);
+
 /* The interpreter (onnx_run.c): the traced function's body. */
 oar_status ox_interpret(void *user, oar_tensor *const *in, int n_in, oar_tensor **out, int n_out);
+/* Runs g's nodes in order, reading and writing vals (g's initializers bound first). */
+oar_status ox_run_graph(const oar_onnx_model *m, const ox_graph *g, oar_tensor **vals);
+/* t, made with the trace paused, as a constant of the running trace (if any). */
+oar_tensor *ox_as_constant(oar_tensor *t);
 
 #endif

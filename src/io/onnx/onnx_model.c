@@ -11,86 +11,6 @@
 
 #define OX_MAX_FILE_BYTES ((size_t)1 << 34) /* 16 GiB: the protobuf limit is 2 GiB, external data aside */
 
-/* ---- value names: open addressing over the graph's strings (borrowed from the proto) */
-typedef struct name_map {
-    size_t cap;
-    const char **keys;
-    int *vals;
-} name_map;
-
-static size_t hash_str(const char *s) {
-    size_t h = 1469598103934665603u;
-    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211u;
-    return h;
-}
-
-static int map_find(const name_map *m, const char *k) {
-    for (size_t i = hash_str(k) & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
-        if (!m->keys[i]) return -1;
-        if (!strcmp(m->keys[i], k)) return m->vals[i];
-    }
-}
-
-static void map_put(name_map *m, const char *k, int v) {
-    size_t i = hash_str(k) & (m->cap - 1);
-    while (m->keys[i]) i = (i + 1) & (m->cap - 1);
-    m->keys[i] = k;
-    m->vals[i] = v;
-}
-
-/* ---- loading */
-typedef struct loader {
-    oar_onnx_model *m;
-    const Onnx__GraphProto *g;
-    name_map names;
-    int *producer;      /* per value: the node that writes it, -1 for inputs and initializers */
-} loader;
-
-static oar_status new_value(loader *L, const char *name, const char *what, int *id) {
-    if (!name || !*name)
-        return oar_error(OAR_ERR_FORMAT, "onnx: %s has an empty name; expected a value name", what);
-    if (map_find(&L->names, name) >= 0)
-        return oar_error(OAR_ERR_FORMAT, "onnx: value '%.200s' is defined twice (again as %s); a graph defines "
-                                         "each value once", name, what);
-    *id = L->m->n_values++;
-    L->m->value_names[*id] = name;
-    map_put(&L->names, name, *id);
-    return OAR_OK;
-}
-
-static oar_status read_io(const Onnx__ValueInfoProto *v, ox_io *io, const char *what) {
-    io->name = v->name;
-    const Onnx__TypeProto *tp = v->type;
-    io->ndim = -1;
-    if (!tp && !strcmp(what, "graph output")) { /* an output's type is optional: the program gives it */
-        io->dtype = OAR_DTYPE_COUNT;
-        return OAR_OK;
-    }
-    if (!tp || tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !tp->tensor_type)
-        return oar_error(OAR_ERR_UNSUPPORTED, "onnx: %s '%.200s' is not a tensor (sequences, maps and optionals are "
-                                              "not supported)", what, v->name);
-    const Onnx__TypeProto__Tensor *tt = tp->tensor_type;
-    if (!ox_dtype_from_onnx(tt->elem_type, &io->dtype))
-        return oar_error(OAR_ERR_UNSUPPORTED, "onnx: %s '%.200s' has dtype %s; oar supports float, double, float16, "
-                                              "bfloat16, int8, uint8, int32, int64 and bool", what, v->name,
-                         ox_onnx_type_name(tt->elem_type));
-    io->ndim = -1; /* no shape given: any rank */
-    if (!tt->shape) return OAR_OK;
-    if (tt->shape->n_dim > OAR_MAX_DIMS)
-        return oar_error(OAR_ERR_UNSUPPORTED, "onnx: %s '%.200s' has %zu dims; oar supports at most %d", what,
-                         v->name, tt->shape->n_dim, OAR_MAX_DIMS);
-    io->ndim = (int)tt->shape->n_dim;
-    for (int d = 0; d < io->ndim; d++) {
-        const Onnx__TensorShapeProto__Dimension *dim = tt->shape->dim[d];
-        bool fixed = dim->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
-        if (fixed && dim->dim_value < 0)
-            return oar_error(OAR_ERR_FORMAT, "onnx: %s '%.200s' dim %d is %lld; expected a size >= 0", what, v->name,
-                             d, (long long)dim->dim_value);
-        io->shape[d] = fixed ? dim->dim_value : -1;
-    }
-    return OAR_OK;
-}
-
 /* The opset of the default domain, and every other domain refused unless unused. */
 static oar_status read_opsets(oar_onnx_model *m) {
     const Onnx__ModelProto *p = m->proto;
@@ -110,208 +30,33 @@ static oar_status read_opsets(oar_onnx_model *m) {
     return OAR_OK;
 }
 
-/* A min-heap of node indices (the ready nodes of the sort below). */
-static void heap_push(int *h, int *n, int v) {
-    int i = (*n)++;
-    for (; i > 0 && h[(i - 1) / 2] > v; i = (i - 1) / 2) h[i] = h[(i - 1) / 2];
-    h[i] = v;
+/* Value inputs: graph inputs read where oar needs values at compile time (shapes, axes), in the
+ * main graph or a subgraph. A Loop with scan outputs is unrolled (onnx_ops_control.c), so its
+ * trip count and condition are known inputs too. */
+static void find_value_inputs(oar_onnx_model *m, const ox_graph *g) {
+    for (int i = 0; i < g->n_nodes; i++) {
+        const ox_node *n = &g->nodes[i];
+        uint32_t known = n->op->known | (n->n_sub == 1 && n->n_out > n->n_in - 2 ? 0x3u : 0u);
+        for (int k = 0; k < n->n_in && k < 32; k++)
+            if ((known >> k) & 1u)
+                for (int j = 0; j < m->n_in; j++)
+                    if (n->in[k] == m->in[j].value && !m->value_input[j]) {
+                        m->value_input[j] = true;
+                        m->n_value_inputs++;
+                    }
+        for (int k = 0; k < n->n_sub; k++) find_value_inputs(m, n->sub[k]);
+    }
 }
 
-static int heap_pop(int *h, int *n) {
-    int top = h[0], v = h[--*n], i = 0;
-    for (int c; (c = 2 * i + 1) < *n; i = c) {
-        if (c + 1 < *n && h[c + 1] < h[c]) c++;
-        if (h[c] >= v) break;
-        h[i] = h[c];
+/* A Loop (at any depth) that stops on a condition: run on zeros at load, it may never stop. */
+static bool has_conditional_loop(const ox_graph *g) {
+    for (int i = 0; i < g->n_nodes; i++) {
+        const ox_node *n = &g->nodes[i];
+        if (n->n_sub == 1 && n->n_in > 1 && n->in[1] >= 0) return true;
+        for (int k = 0; k < n->n_sub; k++)
+            if (has_conditional_loop(n->sub[k])) return true;
     }
-    h[i] = v;
-    return top;
-}
-
-/* Kahn's order over the nodes; a node left unordered sits on a cycle. Of the nodes ready, the
- * one listed first goes first, so a graph already in order keeps the file's order. Why: the
- * program's node order decides which of two convs feeding an add takes it as a residual
- * (fuse_conv_act), so an exported oar program re-imported in any other order fused the other
- * way, and oneDNN's avx2 kernels sum conv + bias + residual in an order that is then one ulp
- * apart (resnet20's downsampling blocks at OAR_CPU_ISA=avx2/generic). */
-static oar_status sort_nodes(loader *L, ox_node *raw, int n) {
-    oar_onnx_model *m = L->m;
-    int *pending = oar_malloc(sizeof(int) * (size_t)(n + 1)), *queue = oar_malloc(sizeof(int) * (size_t)(n + 1));
-    int *users_start = oar_malloc(sizeof(int) * (size_t)(m->n_values + 2));
-    int total = 0;
-    for (int i = 0; i < n; i++) total += raw[i].n_in;
-    int *users = oar_malloc(sizeof(int) * (size_t)(total + 1));
-    oar_status st = pending && queue && users_start && users ? OAR_OK : OAR_ERR_OOM;
-    if (st == OAR_OK) {
-        for (int i = 0; i < n; i++)
-            for (int k = 0; k < raw[i].n_in; k++)
-                if (raw[i].in[k] >= 0 && L->producer[raw[i].in[k]] >= 0) users_start[raw[i].in[k] + 1]++, pending[i]++;
-        for (int v = 0; v < m->n_values; v++) users_start[v + 1] += users_start[v];
-        int *fill = oar_malloc(sizeof(int) * (size_t)(m->n_values + 1));
-        if (!fill) st = OAR_ERR_OOM;
-        for (int i = 0; st == OAR_OK && i < n; i++)
-            for (int k = 0; k < raw[i].n_in; k++) {
-                int v = raw[i].in[k];
-                if (v >= 0 && L->producer[v] >= 0) users[users_start[v] + fill[v]++] = i;
-            }
-        free(fill);
-    }
-    int ready = 0, placed = 0;
-    for (int i = 0; st == OAR_OK && i < n; i++)
-        if (!pending[i]) heap_push(queue, &ready, i);
-    while (st == OAR_OK && ready) {
-        int i = heap_pop(queue, &ready);
-        m->nodes[placed++] = raw[i];
-        for (int k = 0; k < raw[i].n_out; k++) {
-            int v = raw[i].out[k];
-            if (v < 0) continue;
-            for (int u = users_start[v]; u < users_start[v + 1]; u++)
-                if (--pending[users[u]] == 0) heap_push(queue, &ready, users[u]);
-        }
-    }
-    if (st == OAR_OK && placed < n) {
-        int stuck = 0;
-        while (!pending[stuck]) stuck++;
-        st = oar_error(OAR_ERR_FORMAT, "onnx: the graph has a cycle through node '%.200s' (%s); expected an acyclic "
-                                       "graph", raw[stuck].p->name ? raw[stuck].p->name : "",
-                       raw[stuck].p->op_type ? raw[stuck].p->op_type : "?");
-    }
-    free(pending);
-    free(queue);
-    free(users_start);
-    free(users);
-    return st;
-}
-
-static oar_status read_nodes(loader *L) {
-    oar_onnx_model *m = L->m;
-    const Onnx__GraphProto *g = L->g;
-    ox_node *raw = oar_malloc(sizeof(ox_node) * (g->n_node + 1));
-    if (!raw) return OAR_ERR_OOM;
-    char missing[1024] = "";
-    size_t nm = 0;
-    oar_status st = OAR_OK;
-    /* outputs first, so inputs may name values of nodes listed later (sorted below) */
-    for (size_t i = 0; st == OAR_OK && i < g->n_node; i++) {
-        const Onnx__NodeProto *p = g->node[i];
-        ox_node *n = &raw[i];
-        n->p = p;
-        if (p->n_input > OX_MAX_NODE_IO || p->n_output > OX_MAX_NODE_IO) {
-            st = oar_error(OAR_ERR_UNSUPPORTED, "onnx: node '%.200s' (%s) has %zu inputs and %zu outputs; at most "
-                                                "%d each are supported", p->name ? p->name : "", p->op_type,
-                           p->n_input, p->n_output, OX_MAX_NODE_IO);
-            break;
-        }
-        n->n_in = (int)p->n_input;
-        n->n_out = (int)p->n_output;
-        n->in = oar_malloc(sizeof(int) * (p->n_input + p->n_output + 1));
-        if (!n->in) {
-            st = OAR_ERR_OOM;
-            break;
-        }
-        n->out = n->in + n->n_in;
-        char what[300];
-        snprintf(what, sizeof what, "an output of node '%.200s' (%s)", p->name ? p->name : "", p->op_type);
-        for (int k = 0; k < n->n_out && st == OAR_OK; k++) {
-            n->out[k] = -1;
-            if (p->output[k] && *p->output[k]) st = new_value(L, p->output[k], what, &n->out[k]);
-            if (st == OAR_OK && n->out[k] >= 0) L->producer[n->out[k]] = (int)i;
-        }
-        if (st != OAR_OK) break;
-        const char *domain = p->domain && *p->domain && strcmp(p->domain, "ai.onnx") ? p->domain : NULL;
-        n->op = domain ? NULL : ox_find_op(p->op_type ? p->op_type : "");
-        if (!n->op || m->opset < n->op->since) {
-            char one[300];
-            if (domain)
-                snprintf(one, sizeof one, "'%.60s' (%.60s in domain %.60s)", p->name ? p->name : "", p->op_type,
-                         domain);
-            else if (n->op)
-                snprintf(one, sizeof one, "'%.60s' (%.60s at opset %lld: translated from opset %d)",
-                         p->name ? p->name : "", p->op_type, (long long)m->opset, n->op->since);
-            else snprintf(one, sizeof one, "'%.60s' (%.60s)", p->name ? p->name : "", p->op_type ? p->op_type : "");
-            if (nm < sizeof missing) nm += (size_t)snprintf(missing + nm, sizeof missing - nm, "%s%s", nm ? ", " : "", one);
-        }
-    }
-    if (st == OAR_OK && nm) {
-        char ops[2048];
-        ox_list_ops(ops, sizeof ops);
-        st = oar_error(OAR_ERR_UNSUPPORTED, "onnx: the model (opset %lld) uses operators oar does not translate: "
-                                            "node %s. Supported (ai.onnx): %s", (long long)m->opset, missing, ops);
-    }
-    for (size_t i = 0; st == OAR_OK && i < g->n_node; i++) {
-        ox_node *n = &raw[i];
-        for (int k = 0; k < n->n_in && st == OAR_OK; k++) {
-            const char *name = n->p->input[k];
-            n->in[k] = name && *name ? map_find(&L->names, name) : -1;
-            if (name && *name && n->in[k] < 0)
-                st = oar_error(OAR_ERR_FORMAT, "onnx: node '%.200s' (%s) reads '%.200s', which no graph input, "
-                                               "initializer or node defines", n->p->name ? n->p->name : "",
-                               n->p->op_type, name);
-        }
-    }
-    if (st == OAR_OK) st = sort_nodes(L, raw, (int)g->n_node);
-    if (st != OAR_OK)
-        for (size_t i = 0; i < g->n_node; i++) free(raw[i].in);
-    else m->n_nodes = (int)g->n_node;
-    free(raw);
-    return st;
-}
-
-static oar_status read_graph(loader *L, const char *dir) {
-    oar_onnx_model *m = L->m;
-    const Onnx__GraphProto *g = L->g;
-    if (g->n_sparse_initializer)
-        return oar_error(OAR_ERR_UNSUPPORTED, "onnx: the graph has %zu sparse initializers; not supported",
-                         g->n_sparse_initializer);
-    size_t n_names = g->n_input + g->n_initializer;
-    for (size_t i = 0; i < g->n_node; i++) n_names += g->node[i]->n_output;
-    m->value_names = oar_malloc(sizeof(char *) * (n_names + 1));
-    L->producer = oar_malloc(sizeof(int) * (n_names + 1));
-    m->nodes = oar_malloc(sizeof(ox_node) * (g->n_node + 1));
-    m->init = oar_malloc(sizeof(oar_tensor *) * (g->n_initializer + 1));
-    m->init_value = oar_malloc(sizeof(int) * (g->n_initializer + 1));
-    for (L->names.cap = 16; L->names.cap < 2 * n_names + 2; L->names.cap *= 2) {}
-    L->names.keys = oar_malloc(sizeof(char *) * L->names.cap);
-    L->names.vals = oar_malloc(sizeof(int) * L->names.cap);
-    if (!m->value_names || !L->producer || !m->nodes || !m->init || !m->init_value || !L->names.keys ||
-        !L->names.vals)
-        return OAR_ERR_OOM;
-    for (size_t i = 0; i < n_names; i++) L->producer[i] = -1;
-    oar_status st = OAR_OK;
-    for (size_t i = 0; i < g->n_initializer && st == OAR_OK; i++) {
-        Onnx__TensorProto *t = g->initializer[i];
-        char what[300];
-        snprintf(what, sizeof what, "initializer '%.200s'", t->name ? t->name : "");
-        st = new_value(L, t->name, what, &m->init_value[i]);
-        if (st != OAR_OK) break;
-        if (!(m->init[i] = ox_tensor_from_proto(t, dir, what, true))) st = oar_last_status();
-        else m->n_init++;
-    }
-    for (size_t i = 0; i < g->n_input && st == OAR_OK; i++) {
-        const Onnx__ValueInfoProto *v = g->input[i];
-        if (v->name && map_find(&L->names, v->name) >= 0) continue; /* an initializer listed as input (IR < 4) */
-        if (m->n_in == OX_MAX_IO)
-            return oar_error(OAR_ERR_UNSUPPORTED, "onnx: the graph has more than %d inputs", OX_MAX_IO);
-        ox_io *io = &m->in[m->n_in];
-        if ((st = read_io(v, io, "graph input")) != OAR_OK) break;
-        st = new_value(L, v->name, "a graph input", &io->value);
-        m->n_in++;
-    }
-    if (st == OAR_OK) st = read_nodes(L);
-    if (st == OAR_OK && g->n_output == 0) st = oar_error(OAR_ERR_FORMAT, "onnx: the graph has no outputs");
-    if (st == OAR_OK && g->n_output > OX_MAX_IO)
-        st = oar_error(OAR_ERR_UNSUPPORTED, "onnx: the graph has %zu outputs; at most %d are supported", g->n_output,
-                       OX_MAX_IO);
-    for (size_t k = 0; k < g->n_output && st == OAR_OK; k++) {
-        ox_io *io = &m->out[k];
-        if ((st = read_io(g->output[k], io, "graph output")) != OAR_OK) break;
-        io->value = io->name ? map_find(&L->names, io->name) : -1;
-        if (io->value < 0)
-            st = oar_error(OAR_ERR_FORMAT, "onnx: graph output '%.200s' is not defined by any node, input or "
-                                           "initializer", io->name ? io->name : "");
-        m->n_out++;
-    }
-    return st;
+    return false;
 }
 
 static oar_onnx_model *load(Onnx__ModelProto *proto, const char *dir, const oar_onnx_opts *opts, const char *what) {
@@ -323,23 +68,12 @@ static oar_onnx_model *load(Onnx__ModelProto *proto, const char *dir, const oar_
     m->proto = proto;
     oar_status st = proto->graph ? read_opsets(m)
                                  : oar_error(OAR_ERR_FORMAT, "onnx: the model has no graph");
-    loader L = {.m = m, .g = proto->graph};
-    if (st == OAR_OK) st = read_graph(&L, dir);
-    free(L.names.keys);
-    free(L.names.vals);
-    free(L.producer);
+    if (st == OAR_OK) st = ox_read_model_graph(m, dir);
     if (opts) m->opts = *opts;
-    /* value inputs: graph inputs read where oar needs values at compile time (shapes, axes) */
-    for (int i = 0; st == OAR_OK && i < m->n_nodes; i++)
-        for (int k = 0; k < m->nodes[i].n_in && k < 32; k++)
-            if ((m->nodes[i].op->known >> k) & 1u)
-                for (int j = 0; j < m->n_in; j++)
-                    if (m->nodes[i].in[k] == m->in[j].value && !m->value_input[j]) {
-                        m->value_input[j] = true;
-                        m->n_value_inputs++;
-                    }
-    /* static inputs: compile now, so the whole translation is checked at load */
-    bool fixed = st == OAR_OK && !m->n_value_inputs;
+    if (st == OAR_OK) find_value_inputs(m, &m->g);
+    /* static inputs: compile now (and run on zeros), so the whole translation is checked at
+     * load; not with a Loop that stops on a condition, which on zeros may run forever */
+    bool fixed = st == OAR_OK && !m->n_value_inputs && !has_conditional_loop(&m->g);
     for (int i = 0; i < m->n_in && fixed; i++) {
         fixed = m->in[i].ndim >= 0;
         for (int d = 0; fixed && d < m->in[i].ndim; d++) fixed = m->in[i].shape[d] >= 0;
@@ -424,11 +158,8 @@ void oar_onnx_free(oar_onnx_model *m) {
         oar_jit_free(m->variants[v].jit);
         for (int i = 0; i < m->n_in; i++) oar_tensor_unref(m->variants[v].values[i]);
     }
-    for (int i = 0; i < m->n_init; i++) oar_tensor_unref(m->init[i]);
-    for (int i = 0; i < m->n_nodes; i++) free(m->nodes[i].in);
-    free(m->init);
-    free(m->init_value);
-    free(m->nodes);
+    ox_graph_free(&m->g);
+    free(m->used);
     free(m->value_names);
     onnx__model_proto__free_unpacked(m->proto, NULL);
     free(m);
@@ -578,7 +309,7 @@ int oar_onnx_describe(const oar_onnx_model *m, char *buf, size_t size) {
     for (size_t i = 0; i < p->n_opset_import; i++)
         if (p->opset_import[i]->domain && *p->opset_import[i]->domain)
             PUT(", %s %lld", p->opset_import[i]->domain, (long long)p->opset_import[i]->version);
-    PUT("\n%d nodes, %d initializers\n", m->n_nodes, m->n_init);
+    PUT("\n%d nodes, %d initializers\n", m->g.n_nodes, m->g.n_init);
     char line[400];
     for (int i = 0; i < m->n_in; i++) {
         format_io(&m->in[i], line, sizeof line);
@@ -589,13 +320,14 @@ int oar_onnx_describe(const oar_onnx_model *m, char *buf, size_t size) {
         PUT("output %s\n", line);
     }
     PUT("operators:");
-    for (int i = 0; i < m->n_nodes; i++) { /* each op type once, with its count, in order of appearance */
-        const char *op = m->nodes[i].p->op_type;
+    const ox_node *nodes = m->g.nodes;
+    for (int i = 0; i < m->g.n_nodes; i++) { /* each op type once, with its count, in order of appearance */
+        const char *op = nodes[i].p->op_type;
         bool seen = false;
-        for (int j = 0; j < i && !seen; j++) seen = !strcmp(m->nodes[j].p->op_type, op);
+        for (int j = 0; j < i && !seen; j++) seen = !strcmp(nodes[j].p->op_type, op);
         if (seen) continue;
         int count = 0;
-        for (int j = i; j < m->n_nodes; j++) count += !strcmp(m->nodes[j].p->op_type, op);
+        for (int j = i; j < m->g.n_nodes; j++) count += !strcmp(nodes[j].p->op_type, op);
         PUT(" %s x%d", op, count);
     }
     PUT("\n");

@@ -21,7 +21,13 @@ static oar_tensor *as_constant(oar_tensor *t, uint64_t trace) {
     return oar_track(a);
 }
 
-static oar_status run_node(const oar_onnx_model *m, const ox_node *n, oar_tensor **vals, const bool *used) {
+oar_tensor *ox_as_constant(oar_tensor *t) {
+    if (t && oar_active_trace) t->trace_id = oar_active_trace;
+    return t;
+}
+
+/* A node runs eagerly (folded) when its inputs and the outer values its subgraphs read are real. */
+static oar_status run_node(const oar_onnx_model *m, const ox_node *n, oar_tensor **vals) {
     oar_tensor *in[OX_MAX_NODE_IO] = {0}, *out[OX_MAX_NODE_IO] = {0};
     bool want[OX_MAX_NODE_IO] = {0};
     bool known = true;
@@ -29,9 +35,10 @@ static oar_status run_node(const oar_onnx_model *m, const ox_node *n, oar_tensor
         in[k] = n->in[k] >= 0 ? vals[n->in[k]] : NULL;
         known &= is_real(in[k]);
     }
-    for (int k = 0; k < n->n_out; k++) want[k] = n->out[k] >= 0 && used[n->out[k]];
+    for (int k = 0; k < n->n_cap; k++) known &= is_real(vals[n->cap[k]]);
+    for (int k = 0; k < n->n_out; k++) want[k] = n->out[k] >= 0 && m->used[n->out[k]];
     ox_ctx c = {.m = m, .node = n, .opset = m->opset, .in = in, .n_in = n->n_in, .out = out, .n_out = n->n_out,
-                .want = want};
+                .want = want, .vals = vals};
     uint64_t trace = oar_active_trace;
     if (known) oar_active_trace = 0; /* fold: run it now */
     oar_status st = n->op->fn(&c);
@@ -53,29 +60,29 @@ static oar_status run_node(const oar_onnx_model *m, const ox_node *n, oar_tensor
     return OAR_OK;
 }
 
+oar_status ox_run_graph(const oar_onnx_model *m, const ox_graph *g, oar_tensor **vals) {
+    uint64_t trace = oar_active_trace;
+    for (int i = 0; i < g->n_init; i++)
+        if (!(vals[g->init_value[i]] = as_constant(g->init[i], trace))) return oar_last_status();
+    for (int i = 0; i < g->n_nodes; i++) {
+        oar_status st = run_node(m, &g->nodes[i], vals);
+        if (st != OAR_OK) return st;
+    }
+    return OAR_OK;
+}
+
 oar_status ox_interpret(void *user, oar_tensor *const *in, int n_in, oar_tensor **out, int n_out) {
     const ox_variant *var = user;
     const oar_onnx_model *m = var->m;
-    oar_tensor **vals = oar_malloc(sizeof(oar_tensor *) * (size_t)(m->n_values + 1));
-    bool *used = oar_malloc(sizeof(bool) * (size_t)(m->n_values + 1));
-    if (!vals || !used) {
-        free(vals);
-        free(used);
-        return OAR_ERR_OOM;
-    }
-    for (int i = 0; i < m->n_nodes; i++)
-        for (int k = 0; k < m->nodes[i].n_in; k++)
-            if (m->nodes[i].in[k] >= 0) used[m->nodes[i].in[k]] = true;
-    for (int k = 0; k < m->n_out; k++) used[m->out[k].value] = true;
+    oar_tensor **vals = calloc((size_t)m->n_values + 1, sizeof(oar_tensor *));
+    if (!vals) return OAR_ERR_OOM;
     uint64_t trace = oar_active_trace;
     oar_status st = OAR_OK;
     for (int i = 0, j = 0; i < m->n_in && st == OAR_OK; i++) /* value inputs are constants of this variant */
         if (m->value_input[i]) {
             if (!(vals[m->in[i].value] = as_constant(var->values[i], trace))) st = oar_last_status();
         } else if (j < n_in) vals[m->in[i].value] = in[j++];
-    for (int i = 0; i < m->n_init && st == OAR_OK; i++)
-        if (!(vals[m->init_value[i]] = as_constant(m->init[i], trace))) st = oar_last_status();
-    for (int i = 0; i < m->n_nodes && st == OAR_OK; i++) st = run_node(m, &m->nodes[i], vals, used);
+    if (st == OAR_OK) st = ox_run_graph(m, &m->g, vals);
     for (int k = 0; k < n_out && st == OAR_OK; k++) {
         oar_tensor *y = vals[m->out[k].value];
         if (!y) {
@@ -91,6 +98,5 @@ oar_status ox_interpret(void *user, oar_tensor *const *in, int n_in, oar_tensor 
         if (!(out[k] = y)) st = oar_last_status();
     }
     free(vals);
-    free(used);
     return st;
 }

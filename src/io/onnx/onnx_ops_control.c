@@ -1,0 +1,259 @@
+/* Control flow: If onto oar_cond, Loop onto oar_while. The subgraphs were read with the model
+ * (onnx_graph.c); here they are interpreted as the blocks' functions, reading the enclosing
+ * graphs' values from the interpreter's table (ONNX's outer scope; oar's blocks take outer
+ * tensors as free values the same way).
+ *
+ * - If with a known condition (a constant, or folded) runs the branch taken in place: no control
+ *   op, and the branches may differ in shape as ONNX allows. Otherwise oar_cond, whose branches
+ *   must give the same dtypes and shapes.
+ * - Loop in a traced program becomes oar_while over (iteration number, [condition], the
+ *   loop-carried values); its condition block is `i < M` and/or the carried condition. Scan
+ *   outputs (one slice per iteration, stacked) have a size that depends on the trip count, which
+ *   a while_loop with fixed shapes cannot carry: a Loop with scan outputs is unrolled, which
+ *   needs the trip count and the conditions known when the program is compiled; at most
+ *   OX_MAX_UNROLL iterations. A Loop whose inputs are all known runs now (folded), the same way. */
+#include "io/onnx/onnx_ops.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define OX_MAX_UNROLL 4096
+#define CTL_VARS 16 /* oar_cond/oar_while: at most 16 values in and out */
+
+/* A scalar made with the trace paused, a constant of the running trace. */
+static oar_tensor *const_scalar(double v, oar_dtype dt) {
+    uint64_t t = oar_active_trace;
+    oar_active_trace = 0;
+    oar_tensor *x = oar_scalar(v, dt);
+    oar_active_trace = t;
+    return ox_as_constant(x);
+}
+
+/* x (one element) as a scalar of dtype dt; NULL with the error set. */
+static oar_tensor *scalar_of(ox_ctx *c, oar_tensor *x, oar_dtype dt, const char *what) {
+    if (x->numel != 1) {
+        ox_fail(c, OAR_ERR_SHAPE, "%s has %lld elements; expected one", what, (long long)x->numel);
+        return NULL;
+    }
+    int64_t none[1] = {0};
+    oar_tensor *y = x->ndim ? oar_reshape(x, none, 0) : x;
+    return y && y->dtype != dt ? oar_cast(y, dt) : y;
+}
+
+/* Outputs first..first+n of subgraph g (just run) into out[]. While tracing, a value g's nodes
+ * did not make (an input, an outer value, a constant) is cloned, so a block yields a value of
+ * its own. A dtype the subgraph declares is checked. */
+static oar_status graph_outputs(ox_ctx *c, const ox_graph *g, int first, int n, oar_tensor **out, const char *what) {
+    for (int k = first; k < first + n; k++) {
+        const ox_io *io = &g->out[k];
+        oar_tensor *y = c->vals[io->value];
+        if (!y) return ox_fail(c, OAR_ERR_INTERNAL, "%s output '%s' has no value", what, io->name);
+        if (io->dtype != OAR_DTYPE_COUNT && y->dtype != io->dtype)
+            return ox_fail(c, OAR_ERR_DTYPE, "%s output %d ('%s') is %s; the subgraph declares %s", what, k, io->name,
+                           oar_dtype_name(y->dtype), oar_dtype_name(io->dtype));
+        bool made = false;
+        for (int i = 0; i < g->n_nodes && !made; i++)
+            for (int j = 0; j < g->nodes[i].n_out && !made; j++) made = g->nodes[i].out[j] == io->value;
+        if (oar_active_trace && (y->storage || !made) && !(y = oar_clone(y))) return oar_last_status();
+        out[k - first] = y;
+    }
+    return OAR_OK;
+}
+
+/* ---- If */
+
+typedef struct branch_ctx {
+    ox_ctx *c;
+} branch_ctx;
+
+static oar_status run_branch(ox_ctx *c, int k, oar_tensor **out) {
+    const ox_graph *g = c->node->sub[k];
+    oar_status st = ox_run_graph(c->m, g, c->vals);
+    return st == OAR_OK ? graph_outputs(c, g, 0, g->n_out, out, k ? "else_branch" : "then_branch") : st;
+}
+
+static oar_status then_fn(void *user, oar_tensor *const *in, int n_in, oar_tensor **out, int n_out) {
+    return run_branch(((branch_ctx *)user)->c, 0, out);
+}
+
+static oar_status else_fn(void *user, oar_tensor *const *in, int n_in, oar_tensor **out, int n_out) {
+    return run_branch(((branch_ctx *)user)->c, 1, out);
+}
+
+oar_status ox_If(ox_ctx *c) {
+    oar_tensor *pred = OX_IN(c, 0);
+    if (!pred) return ox_fail(c, OAR_ERR_FORMAT, "expected a condition input, got none");
+    if (pred->numel != 1)
+        return ox_fail(c, OAR_ERR_SHAPE, "the condition has %lld elements; expected one", (long long)pred->numel);
+    if (pred->storage) { /* known now: the branch taken runs in place */
+        double v;
+        oar_status st = oar_item(pred, &v);
+        return st == OAR_OK ? run_branch(c, v != 0 ? 0 : 1, c->out) : st;
+    }
+    if (c->n_out > CTL_VARS)
+        return ox_unsupported(c, "%d outputs and a condition computed from the inputs; oar's cond carries at most %d",
+                              c->n_out, CTL_VARS);
+    branch_ctx b = {c};
+    oar_tensor *none[1] = {NULL}; /* no block inputs (not NULL: cond copies n_in = 0 of them) */
+    oar_status st = oar_cond(pred, then_fn, else_fn, &b, none, 0, c->out, c->n_out);
+    if (st != OAR_OK && !strstr(oar_last_error(), "onnx: node"))
+        return ox_fail(c, st, "%s (oar's cond needs both branches to give the same dtypes and shapes when the "
+                              "condition is computed from the inputs)", oar_last_error());
+    return st;
+}
+
+/* ---- Loop */
+
+typedef struct loop_ctx {
+    ox_ctx *c;
+    oar_tensor *M;   /* the trip count as an i64 scalar, or NULL */
+    bool has_cond;   /* the Loop's cond input is given (else the body's condition is ignored) */
+    int nv;          /* loop-carried values */
+} loop_ctx;
+
+/* Binds the body's inputs: iteration number, condition, carried values. */
+static oar_status bind_body(ox_ctx *c, oar_tensor *iter, oar_tensor *cond, oar_tensor *const *v, int nv) {
+    const ox_graph *body = c->node->sub[0];
+    if (!cond && !(cond = const_scalar(1, OAR_BOOL))) return oar_last_status();
+    c->vals[body->in[0].value] = iter;
+    c->vals[body->in[1].value] = cond;
+    for (int j = 0; j < nv; j++) {
+        const ox_io *io = &body->in[2 + j];
+        if (io->dtype != OAR_DTYPE_COUNT && io->dtype != v[j]->dtype)
+            return ox_fail(c, OAR_ERR_DTYPE, "loop-carried value %d is %s; the body's input '%s' is %s", j,
+                           oar_dtype_name(v[j]->dtype), io->name, oar_dtype_name(io->dtype));
+        c->vals[io->value] = v[j];
+    }
+    return OAR_OK;
+}
+
+static oar_status loop_cond_fn(void *user, oar_tensor *const *in, int n_in, oar_tensor **out, int n_out) {
+    const loop_ctx *L = user;
+    oar_tensor *r = L->M ? oar_lt(in[0], L->M) : NULL;
+    if (L->has_cond) r = r ? oar_logical_and(r, in[1]) : oar_clone(in[1]);
+    out[0] = r;
+    return r ? OAR_OK : oar_last_status();
+}
+
+static oar_status loop_body_fn(void *user, oar_tensor *const *in, int n_in, oar_tensor **out, int n_out) {
+    const loop_ctx *L = user;
+    ox_ctx *c = L->c;
+    const ox_graph *body = c->node->sub[0];
+    int off = 1 + L->has_cond;
+    oar_status st = bind_body(c, in[0], L->has_cond ? in[1] : NULL, in + off, L->nv);
+    if (st == OAR_OK) st = ox_run_graph(c->m, body, c->vals);
+    if (st != OAR_OK) return st;
+    if (!(out[0] = oar_add_scalar(in[0], 1))) return oar_last_status();
+    if (L->has_cond && !(out[1] = scalar_of(c, c->vals[body->out[0].value], OAR_BOOL, "the body's condition")))
+        return oar_last_status();
+    return graph_outputs(c, body, 1, L->nv, out + off, "body");
+}
+
+static oar_status as_while(loop_ctx *L, oar_tensor *cond) {
+    ox_ctx *c = L->c;
+    int off = 1 + L->has_cond, n = off + L->nv;
+    if (n > CTL_VARS)
+        return ox_unsupported(c, "%d loop-carried values; oar's while_loop carries at most %d (with the iteration "
+                                 "number and the condition)", L->nv, CTL_VARS);
+    oar_tensor *vars[CTL_VARS], *res[CTL_VARS] = {0};
+    if (!(vars[0] = const_scalar(0, OAR_I64))) return oar_last_status();
+    if (L->has_cond) vars[1] = cond;
+    for (int j = 0; j < L->nv; j++) vars[off + j] = c->in[2 + j];
+    oar_status st = oar_while(loop_cond_fn, loop_body_fn, L, vars, n, res);
+    if (st != OAR_OK) {
+        if (strstr(oar_last_error(), "onnx: node")) return st;
+        return ox_fail(c, st, "%s (oar's while_loop carries values of fixed dtype and shape; its values 0%s are the "
+                              "iteration number%s)", oar_last_error(), L->has_cond ? " and 1" : "",
+                       L->has_cond ? " and the condition" : "");
+    }
+    for (int j = 0; j < L->nv; j++) c->out[j] = res[off + j];
+    return OAR_OK;
+}
+
+/* The value of a known one-element tensor, or an error naming what is not known. */
+static oar_status known_value(ox_ctx *c, oar_tensor *x, const char *what, double *v) {
+    if (!x->storage)
+        return ox_unsupported(c, "%s is computed from the model's inputs, and the Loop has scan outputs, whose size "
+                                 "depends on the trip count: oar unrolls such a loop, so its trip count and "
+                                 "conditions must be known when the model is compiled", what);
+    return oar_item(x, v);
+}
+
+/* Runs the body iteration by iteration in the running trace (or eagerly), stacking the scan
+ * outputs. */
+static oar_status unrolled(loop_ctx *L, oar_tensor *cond) {
+    ox_ctx *c = L->c;
+    const ox_graph *body = c->node->sub[0];
+    int nv = L->nv, ns = c->n_out - nv;
+    double trips = INFINITY, go = 1;
+    oar_status st = L->M ? known_value(c, L->M, "the trip count M", &trips) : OAR_OK;
+    if (st == OAR_OK && cond) st = known_value(c, cond, "the condition", &go);
+    if (st != OAR_OK) return st;
+    oar_tensor *v[OX_MAX_NODE_IO];
+    for (int j = 0; j < nv; j++) v[j] = c->in[2 + j];
+    oar_tensor **scans = NULL;
+    int64_t i = 0;
+    for (; st == OAR_OK && i < trips && go != 0; i++) {
+        if (oar_active_trace && ns && i == OX_MAX_UNROLL) {
+            st = ox_unsupported(c, "the loop has scan outputs and runs more than %d iterations; oar unrolls such a "
+                                   "loop and stops there", OX_MAX_UNROLL);
+            break;
+        }
+        oar_tensor *iter = const_scalar((double)i, OAR_I64);
+        if (!iter) st = oar_last_status();
+        if (st == OAR_OK) st = bind_body(c, iter, cond, v, nv);
+        if (st == OAR_OK) st = ox_run_graph(c->m, body, c->vals);
+        if (st == OAR_OK && cond) {
+            cond = scalar_of(c, c->vals[body->out[0].value], OAR_BOOL, "the body's condition");
+            st = cond ? known_value(c, cond, "the body's condition", &go) : oar_last_status();
+        }
+        if (st == OAR_OK) st = graph_outputs(c, body, 1, nv, v, "body");
+        if (st == OAR_OK && ns) {
+            oar_tensor **grown = realloc(scans, sizeof *scans * (size_t)(i + 1) * (size_t)ns);
+            if (!grown) st = OAR_ERR_OOM;
+            else scans = grown;
+        }
+        if (st == OAR_OK && ns) st = graph_outputs(c, body, 1 + nv, ns, scans + i * ns, "body");
+    }
+    for (int j = 0; st == OAR_OK && j < nv; j++) c->out[j] = v[j];
+    for (int k = 0; st == OAR_OK && k < ns; k++) {
+        if (i == 0) { /* no iteration: [0, shape the body declares] */
+            const ox_io *io = &body->out[1 + nv + k];
+            bool full = io->dtype != OAR_DTYPE_COUNT && io->ndim >= 0 && io->ndim < OAR_MAX_DIMS;
+            int64_t shape[OAR_MAX_DIMS] = {0};
+            for (int d = 0; full && d < io->ndim; d++) full = (shape[1 + d] = io->shape[d]) >= 0;
+            if (!full) {
+                st = ox_unsupported(c, "the loop ran no iteration, so scan output %d's shape is not known; the body "
+                                       "output '%s' declares no complete shape", k, io->name);
+                break;
+            }
+            if (!(c->out[nv + k] = oar_zeros(shape, io->ndim + 1, io->dtype))) st = oar_last_status();
+            continue;
+        }
+        oar_tensor **slices = malloc(sizeof *slices * (size_t)i);
+        if (!slices) {
+            st = OAR_ERR_OOM;
+            break;
+        }
+        for (int64_t t = 0; t < i; t++) slices[t] = scans[t * ns + k];
+        if (!(c->out[nv + k] = oar_stack(slices, (int)i, 0))) st = oar_last_status();
+        free(slices);
+    }
+    free(scans);
+    return st;
+}
+
+oar_status ox_Loop(ox_ctx *c) {
+    oar_tensor *M = OX_IN(c, 0), *cond = OX_IN(c, 1);
+    if (!M && !cond)
+        return ox_unsupported(c, "neither a trip count M nor a condition is given, so the loop never ends; give one");
+    loop_ctx L = {.c = c, .has_cond = cond != NULL, .nv = c->n_in - 2};
+    if (M && !(L.M = scalar_of(c, M, OAR_I64, "the trip count M"))) return oar_last_status();
+    if (cond && !(cond = scalar_of(c, cond, OAR_BOOL, "the condition"))) return oar_last_status();
+    for (int j = 0; j < L.nv; j++)
+        if (!c->in[2 + j]) return ox_fail(c, OAR_ERR_FORMAT, "loop-carried value %d is \"\"; expected a value", j);
+    if (!oar_active_trace || c->n_out > L.nv) return unrolled(&L, cond);
+    return as_while(&L, cond);
+}

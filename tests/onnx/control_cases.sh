@@ -1,0 +1,82 @@
+#!/bin/sh
+# ONNX control flow (If, Loop) through `oar onnx-test`: the cases of tests/onnx/control_cases
+# (written by tests/onnx/control_cases.py: expected outputs from onnxruntime) give no wrong
+# answers and every case listed in control_cases_pass.txt passes; each malformed model of
+# tests/onnx/control_bad is refused with the error expected.txt names; and where Debian's python3
+# has torch, TorchScript loops and branches exported by torch.onnx (tests/onnx/torch_control.py)
+# give torch's outputs (|oar - torch| <= 1e-5 + 1e-4 |torch|). Skips (77) without ONNX support in
+# the build.
+# Usage: control_cases.sh OAR_BINARY SOURCE_DIR
+set -eu
+oar=$1
+src=$2
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
+set +e
+"$oar" onnx-test "$src/tests/onnx/control_cases" --expect "$src/tests/onnx/control_cases_pass.txt" > "$out" 2>&1
+rc=$?
+set -e
+if grep -q "built without protobuf-c" "$out"; then
+  echo "onnx_control_cases: skipped: oar was built without protobuf-c (no ONNX import)"
+  exit 77
+fi
+sed -n '/^operator /,$p' "$out"
+fail=0
+if grep -q "^FAIL" "$out" || [ "$rc" -ne 0 ]; then
+  grep "^FAIL\|REGRESSION" "$out" || cat "$out"
+  fail=1
+fi
+n=0
+tab=$(printf '\t')
+while IFS="$tab" read -r name want; do
+  case "$name" in ''|'#'*) continue ;; esac
+  n=$((n + 1))
+  set +e
+  "$oar" inspect "$src/tests/onnx/control_bad/$name.onnx" > "$out" 2>&1
+  rc=$?
+  set -e
+  if [ "$rc" -eq 0 ] || ! grep -qF -- "$want" "$out"; then
+    echo "FAIL malformed $name: expected a refusal containing '$want', got (exit $rc):"
+    head -c 600 "$out"; echo
+    fail=1
+  fi
+done < "$src/tests/onnx/control_bad/expected.txt"
+echo "onnx_control_cases: $n malformed models checked"
+py=/usr/bin/python3
+if [ -x "$py" ] && "$py" -c "import torch, numpy" 2>/dev/null; then
+  dir=$(mktemp -d)
+  "$py" "$src/tests/onnx/torch_control.py" "$dir" > "$dir/export.log" 2>&1 || { cat "$dir/export.log"; rm -rf "$dir"; exit 1; }
+  for spec in torch_for_if:x,n torch_while:x; do
+    name=${spec%%:*}
+    args=""
+    k=0
+    for input in $(echo "${spec#*:}" | tr ',' ' '); do
+      args="$args --input $input=$dir/$name.in$k.npy"
+      k=$((k + 1))
+    done
+    # shellcheck disable=SC2086
+    if ! "$oar" infer "$dir/$name.onnx" $args --output "$dir/$name.oar.npy" > "$dir/$name.log" 2>&1; then
+      echo "FAIL $name: oar infer failed:"; cat "$dir/$name.log"; fail=1
+    fi
+  done
+  "$py" - "$dir" <<'PY' || fail=1
+import os, sys
+import numpy as np
+d = sys.argv[1]
+bad = 0
+for m in ["torch_for_if", "torch_while"]:
+    if not os.path.exists(f"{d}/{m}.oar.npy"):
+        bad += 1
+        continue
+    got, want = np.load(f"{d}/{m}.oar.npy"), np.load(f"{d}/{m}.y.npy")
+    ok = got.shape == want.shape and np.allclose(got, want, rtol=1e-4, atol=1e-5)
+    err = float(np.abs(got - want).max()) if got.shape == want.shape else float("inf")
+    print(f"{m:14s} max|oar - torch| {err:.3g} {'ok' if ok else 'MISMATCH'}")
+    bad += not ok
+sys.exit(1 if bad else 0)
+PY
+  rm -rf "$dir"
+else
+  echo "onnx_control_cases: torch exports skipped: $py with torch not found"
+fi
+exit $fail

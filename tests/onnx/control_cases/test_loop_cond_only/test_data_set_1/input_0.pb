@@ -1,0 +1,1 @@
+BxJ0RõAñí@`øhA@ÔÞ@VLöAì.AI´ABé3Aÿ³TB×%&B¡sCBÂg¨@
