@@ -1,4 +1,4 @@
-"""Writes ONNX control-flow cases (If, Loop) for `oar onnx-test`, in the layout of the backend node
+"""Writes ONNX control-flow cases (If, Loop, Scan) for `oar onnx-test`, in the layout of the backend node
 cases: OUT/test_<name>/model.onnx and test_data_set_N/{input,output}_K.pb, plus OUT/index.tsv
 (case -> operator). Each model passes onnx.checker (full check); the expected outputs are
 onnxruntime's. Also writes malformed models to BAD/<name>.onnx with BAD/expected.txt (name, then
@@ -190,6 +190,24 @@ def cases(out):
               [vi("M", I64, []), vi("x", F, [3, 4])], [vi("y", F, [3, 4])])
     write_case(out, "loop_nested_loop", "Loop", m, [{"M": np.int64(4), "x": x34()}], index)
 
+    # Scan: two states, two scanned inputs (one along axis 1, read in reverse), two scan outputs
+    # (one stacked along axis 1, one written in reverse); the body reads an outer initializer
+    body = helper.make_graph(
+        [helper.make_node("Add", ["s_in", "a"], ["sa"]), helper.make_node("Mul", ["sa", "w"], ["s_out"]),
+         helper.make_node("Mul", ["p_in", "b"], ["p_out"]), helper.make_node("Sub", ["s_out", "p_out"], ["o1"]),
+         helper.make_node("Tanh", ["s_out"], ["o2"])],
+        "body", [vi("s_in", F, [4]), vi("p_in", F, [4]), vi("a", F, [4]), vi("b", F, [4])],
+        [vi("s_out", F, [4]), vi("p_out", F, [4]), vi("o1", F, [4]), vi("o2", F, [4])])
+    m = model([helper.make_node("Scan", ["s0", "p0", "xa", "xb"], ["s", "p", "y1", "y2"], body=body, num_scan_inputs=2,
+                                scan_input_axes=[0, 1], scan_input_directions=[0, 1], scan_output_axes=[1, 0],
+                                scan_output_directions=[0, 1])],
+              [vi("s0", F, [4]), vi("p0", F, [4]), vi("xa", F, [5, 4]), vi("xb", F, [4, 5])],
+              [vi("s", F, [4]), vi("p", F, [4]), vi("y1", F, [4, 5]), vi("y2", F, [5, 4])],
+              [const("w", np.float32(0.9))])
+    f4 = lambda *shape: rng.standard_normal(shape).astype(np.float32)
+    write_case(out, "scan_axes_directions", "Scan", m,
+               [{"s0": f4(4), "p0": np.ones(4, np.float32), "xa": f4(5, 4), "xb": f4(4, 5)}], index)
+
     with open(os.path.join(out, "index.tsv"), "w") as f:
         f.write("case\toperator\n")
         for name, op in index:
@@ -265,6 +283,9 @@ def bad(bad_dir, corpus):
            helper.make_node("Identity", ["b"], ["y_out"]), ok_nodes[1]]
     add("loop_body_cycle", [helper.make_node("Loop", ["M", "", "x"], ["y"], body=body(ok_ins, ok_outs, cyc))],
         "cycle through node", inits=m3)
+    scan_body = body(ok_ins[2:], ok_outs[1:], [ok_nodes[0]])
+    add("scan_num_inputs", [helper.make_node("Scan", ["x"], ["y"], body=scan_body, num_scan_inputs=3)],
+        "num_scan_inputs is 3; expected 1 to 1")
     os.makedirs(bad_dir, exist_ok=True)
     with open(os.path.join(bad_dir, "expected.txt"), "w") as f:
         f.write("# model<TAB>a part of the error oar_onnx_load must give (written by control_cases.py)\n")

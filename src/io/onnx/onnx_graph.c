@@ -245,7 +245,22 @@ static oar_status check_signature(const ox_node *n) {
         }
         return OAR_OK;
     }
-    const ox_graph *b = n->sub[0]; /* Loop */
+    const ox_graph *b = n->sub[0];
+    if (!strcmp(p->op_type, "Scan")) {
+        int64_t m = -1;
+        for (size_t i = 0; i < p->n_attribute; i++)
+            if (p->attribute[i]->name && !strcmp(p->attribute[i]->name, "num_scan_inputs") && p->attribute[i]->has_i)
+                m = p->attribute[i]->i;
+        if (m < 1 || m > n->n_in)
+            return sub_error(p, "num_scan_inputs is %lld; expected 1 to %d (the number of inputs)", (long long)m,
+                             n->n_in);
+        if (b->n_in != n->n_in || b->n_out != n->n_out || n->n_out < n->n_in - m)
+            return sub_error(p, "the body has %d inputs and %d outputs for a Scan with %d inputs (%lld scanned) and "
+                                "%d outputs; expected the states then one slice per scanned input in, the states "
+                                "then the scan outputs out", b->n_in, b->n_out, n->n_in, (long long)m, n->n_out);
+        return OAR_OK;
+    }
+    /* Loop */
     if (n->n_in < 2) return sub_error(p, "expected at least 2 inputs (M and cond, either may be \"\"), got %d", n->n_in);
     if (n->in[0] < 0 && n->in[1] < 0)
         return sub_error(p, "neither a trip count M nor a condition is given, so the loop never ends; give one");
@@ -272,7 +287,7 @@ static oar_status read_subgraphs(loader *L, const scope *s, int depth, ox_node *
     const Onnx__NodeProto *p = n->p;
     const char *names[2] = {NULL, NULL};
     if (!strcmp(p->op_type, "If")) names[0] = "then_branch", names[1] = "else_branch";
-    else if (!strcmp(p->op_type, "Loop")) names[0] = "body";
+    else if (!strcmp(p->op_type, "Loop") || !strcmp(p->op_type, "Scan")) names[0] = "body";
     else return OAR_OK;
     if (depth >= OX_MAX_DEPTH)
         return oar_error(OAR_ERR_UNSUPPORTED, "onnx: node '%.200s' (%s) is nested %d subgraphs deep; at most %d are "

@@ -36,7 +36,8 @@ static oar_status read_opsets(oar_onnx_model *m) {
 static void find_value_inputs(oar_onnx_model *m, const ox_graph *g) {
     for (int i = 0; i < g->n_nodes; i++) {
         const ox_node *n = &g->nodes[i];
-        uint32_t known = n->op->known | (n->n_sub == 1 && n->n_out > n->n_in - 2 ? 0x3u : 0u);
+        bool loop = !strcmp(n->p->op_type, "Loop");
+        uint32_t known = n->op->known | (loop && n->n_out > n->n_in - 2 ? 0x3u : 0u);
         for (int k = 0; k < n->n_in && k < 32; k++)
             if ((known >> k) & 1u)
                 for (int j = 0; j < m->n_in; j++)
@@ -52,7 +53,7 @@ static void find_value_inputs(oar_onnx_model *m, const ox_graph *g) {
 static bool has_conditional_loop(const ox_graph *g) {
     for (int i = 0; i < g->n_nodes; i++) {
         const ox_node *n = &g->nodes[i];
-        if (n->n_sub == 1 && n->n_in > 1 && n->in[1] >= 0) return true;
+        if (!strcmp(n->p->op_type, "Loop") && n->n_in > 1 && n->in[1] >= 0) return true;
         for (int k = 0; k < n->n_sub; k++)
             if (has_conditional_loop(n->sub[k])) return true;
     }

@@ -257,3 +257,73 @@ oar_status ox_Loop(ox_ctx *c) {
     if (!oar_active_trace || c->n_out > L.nv) return unrolled(&L, cond);
     return as_while(&L, cond);
 }
+
+/* ---- Scan (opset 9 on): the body runs once per slice of the scanned inputs (their length is
+ * static, so the loop is unrolled like the recurrent layers), states carried, the scan outputs
+ * stacked along their axes; a reverse direction reads (or writes) the slices last first. */
+static bool axis_list(ox_ctx *c, const char *name, int n, int64_t *buf) {
+    int got = ox_attr_ints(c, name, buf, n);
+    if (got < 0) return false;
+    if (got == 0)
+        for (int k = 0; k < n; k++) buf[k] = 0;
+    else if (got != n) {
+        ox_fail(c, OAR_ERR_FORMAT, "%s has %d entries; expected %d", name, got, n);
+        return false;
+    }
+    return true;
+}
+
+oar_status ox_Scan(ox_ctx *c) {
+    const ox_graph *body = c->node->sub[0];
+    int ni = (int)ox_attr_int(c, "num_scan_inputs", 0), ns = c->n_in - ni, nk = c->n_out - ns;
+    int64_t in_axes[OX_MAX_NODE_IO], in_dirs[OX_MAX_NODE_IO], out_axes[OX_MAX_NODE_IO], out_dirs[OX_MAX_NODE_IO];
+    if (!axis_list(c, "scan_input_axes", ni, in_axes) || !axis_list(c, "scan_input_directions", ni, in_dirs) ||
+        !axis_list(c, "scan_output_axes", nk, out_axes) || !axis_list(c, "scan_output_directions", nk, out_dirs))
+        return oar_last_status();
+    int64_t len = -1;
+    for (int j = 0; j < c->n_in; j++)
+        if (!c->in[j]) return ox_fail(c, OAR_ERR_FORMAT, "input %d is \"\"; Scan takes no optional inputs", j);
+    for (int j = 0; j < ni; j++) {
+        oar_tensor *x = c->in[ns + j];
+        int a = ox_axis(c, in_axes[j], x->ndim, "scan_input_axes");
+        if (a < 0) return oar_last_status();
+        in_axes[j] = a;
+        if (len >= 0 && x->shape[a] != len)
+            return ox_fail(c, OAR_ERR_SHAPE, "scanned input %d has %lld slices along axis %d; the first has %lld", j,
+                           (long long)x->shape[a], a, (long long)len);
+        len = x->shape[a];
+    }
+    if (len <= 0) return ox_unsupported(c, "the scanned inputs are empty; oar cannot give scan outputs of no slice");
+    if (oar_active_trace && len > OX_MAX_UNROLL)
+        return ox_unsupported(c, "%lld slices; oar unrolls a Scan and stops at %d", (long long)len, OX_MAX_UNROLL);
+    oar_tensor **outs = malloc(sizeof *outs * (size_t)(len * (nk ? nk : 1)));
+    if (!outs) return OAR_ERR_OOM;
+    oar_tensor *state[OX_MAX_NODE_IO];
+    for (int j = 0; j < ns; j++) state[j] = c->in[j];
+    oar_status st = OAR_OK;
+    for (int64_t t = 0; t < len && st == OAR_OK; t++) {
+        for (int j = 0; j < ns; j++) c->vals[body->in[j].value] = state[j];
+        for (int j = 0; j < ni && st == OAR_OK; j++) {
+            int64_t i = in_dirs[j] ? len - 1 - t : t;
+            int a = (int)in_axes[j];
+            oar_tensor *s = oar_squeeze(oar_slice(c->in[ns + j], a, i, i + 1, 1), a);
+            if (!s) st = oar_last_status();
+            else c->vals[body->in[ns + j].value] = s;
+        }
+        if (st == OAR_OK) st = ox_run_graph(c->m, body, c->vals);
+        if (st == OAR_OK) st = graph_outputs(c, body, 0, ns, state, "body");
+        if (st == OAR_OK && nk) st = graph_outputs(c, body, ns, nk, outs + t * nk, "body");
+    }
+    for (int j = 0; st == OAR_OK && j < ns; j++) c->out[j] = state[j];
+    oar_tensor **slices = st == OAR_OK && nk ? malloc(sizeof *slices * (size_t)len) : NULL;
+    if (st == OAR_OK && nk && !slices) st = OAR_ERR_OOM;
+    for (int k = 0; st == OAR_OK && k < nk; k++) {
+        for (int64_t t = 0; t < len; t++) slices[out_dirs[k] ? len - 1 - t : t] = outs[t * nk + k];
+        int rank = slices[0]->ndim + 1, a = ox_axis(c, out_axes[k], rank, "scan_output_axes");
+        if (a < 0) st = oar_last_status();
+        else if (!(c->out[ns + k] = oar_stack(slices, (int)len, a))) st = oar_last_status();
+    }
+    free(slices);
+    free(outs);
+    return st;
+}
