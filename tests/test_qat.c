@@ -196,7 +196,8 @@ static void test_convert(void) {
     CHECK(oar_module_is_training(r.m));                              /* left as it was */
     /* the same by int8 ops, eagerly */
     oar_tensor *x = cal[1], *ws0, *ws1;
-    oar_tensor *w0 = qweight(oar_module_get(r.m, "0.weight"), &ws0), *w1 = qweight(oar_module_get(r.m, "4.weight"), &ws1);
+    oar_tensor *w0 = qweight(oar_module_get(r.m, "0.weight"), &ws0);
+    oar_tensor *w1 = qweight(oar_module_get(r.m, "4.weight"), &ws1);
     oar_tensor *s0 = oar_scalar(s[0], OAR_F32), *s1 = oar_scalar(s[1], OAR_F32), *z = oar_scalar(128, OAR_I32);
     oar_conv_opts co = {.padding = {1, 1}};
     oar_pool_opts po = {.kernel = {2, 2}};

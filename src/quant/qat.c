@@ -59,7 +59,8 @@ static oar_tensor *act_scale(oar_module *m, const qat_layer *q, oar_tensor *x) {
     oar_tensor *nsum = oar_add(oar_mul_scalar(sum, q->momentum), sb);
     oar_tensor *ncnt = oar_add_scalar(oar_mul_scalar(cnt, q->momentum), 1.0);
     oar_tensor *s = nsum && ncnt ? oar_div(nsum, ncnt) : NULL;
-    if (!s || oar_ema_update_(sum, nsum, 1.0, 1.0) != OAR_OK || oar_ema_update_(cnt, ncnt, 1.0, 1.0) != OAR_OK) return NULL;
+    if (!s || oar_ema_update_(sum, nsum, 1.0, 1.0) != OAR_OK || oar_ema_update_(cnt, ncnt, 1.0, 1.0) != OAR_OK)
+        return NULL;
     return s;
 }
 
@@ -362,7 +363,8 @@ oar_status oar_qat_convert(oar_module *m, oar_tensor *const *batches, int n_batc
     oar_program *p = NULL;
     int n = 0;
     bool exported = false;
-    oar_status st = t && names && scales && zps && name_ptrs && held ? OAR_OK : oar_error(OAR_ERR_OOM, "qat: out of memory");
+    oar_status st = OAR_OK;
+    if (!t || !names || !scales || !zps || !name_ptrs || !held) st = oar_error(OAR_ERR_OOM, "qat: out of memory");
     if (st == OAR_OK) st = oar_qat_scales(m, names, scales, QAT_MAX, &n);
     if (st != OAR_OK) goto done;
     for (int i = 0; i < n; i++) zps[i] = 128, name_ptrs[i] = names[i];

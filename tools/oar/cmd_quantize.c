@@ -9,11 +9,11 @@
  * evaluated in the predictor, as it is deployed. qat: the model is prepared for quantization-aware
  * training and fine-tuned for --epochs E (1; --steps S stops earlier) at --lr (a tenth of the
  * recipe's; --lsq makes the input scales learnable after a tenth of the steps; --control runs the
- * same fine-tune in fp32 as well, so that what the extra training
- * gives is not counted as quantization's), evaluated with its fake quantization, then converted (oar_qat_convert: the static
- * rewrite with the learned activation scales) and evaluated in the predictor. It prints each layer's scale and SQNR (weight;
- * output for static), the test accuracy before and after and the size before and after; with
- * --out the quantized models stay in DIR (<model>-<method>[-<observer>].json + .safetensors) for
+ * same fine-tune in fp32 as well, so that what the extra training gives is not counted as
+ * quantization's), evaluated with its fake quantization, then converted (oar_qat_convert: the
+ * static rewrite with the learned activation scales) and evaluated in the predictor. It prints
+ * each layer's scale and SQNR (weight; output for static and qat), the test accuracy and the
+ * size before and after; with --out the quantized models stay in DIR (<model>-<method>[-<observer>].json + .safetensors) for
  * `oar infer`. The last line is JSON. */
 #include "cli.h"
 #include "quantize_qat.h"

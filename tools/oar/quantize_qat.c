@@ -92,7 +92,8 @@ oar_status quantize_qat_train(oar_module *m, const train_data *d, const train_op
     int64_t per_epoch = loader ? oar_loader_num_batches(loader) : 0, total = per_epoch * epochs;
     if (o->steps_limit && o->steps_limit < total) total = o->steps_limit;
     if (st == OAR_OK && total < 1)
-        st = oar_set_error(OAR_ERR_INVALID_ARG, "quantize: expected at least one QAT step, got %lld (%d epochs of %lld)",
+        st = oar_set_error(OAR_ERR_INVALID_ARG, "quantize: expected at least one QAT step, got %lld (%d epochs of "
+                           "%lld)",
                        (long long)total, epochs, (long long)per_epoch);
     if (st == OAR_OK && !(sched = oar_scheduler_new(opt, &(oar_sched_opts){.kind = OAR_SCHED_WARMUP_COSINE,
                                                                           .t_max = total})))
