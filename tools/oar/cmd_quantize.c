@@ -13,8 +13,8 @@
  * quantization's), evaluated with its fake quantization, then converted (oar_qat_convert: the
  * static rewrite with the learned activation scales) and evaluated in the predictor. It prints
  * each layer's scale and SQNR (weight; output for static and qat), the test accuracy and the
- * size before and after; with --out the quantized models stay in DIR (<model>-<method>[-<observer>].json + .safetensors) for
- * `oar infer`. The last line is JSON. */
+ * size before and after; with --out the quantized models stay in DIR
+ * (<model>-<method>[-<observer>].json + .safetensors) for `oar infer`. The last line is JSON. */
 #include "cli.h"
 #include "quantize_qat.h"
 #include "train.h"
