@@ -196,7 +196,8 @@ static void test_convert(void) {
     CHECK(oar_module_is_training(r.m));                              /* left as it was */
     /* the same by int8 ops, eagerly */
     oar_tensor *x = cal[1], *ws0, *ws1;
-    oar_tensor *w0 = qweight(oar_module_get(r.m, "0.weight"), &ws0), *w1 = qweight(oar_module_get(r.m, "4.weight"), &ws1);
+    oar_tensor *w0 = qweight(oar_module_get(r.m, "0.weight"), &ws0);
+    oar_tensor *w1 = qweight(oar_module_get(r.m, "4.weight"), &ws1);
     oar_tensor *s0 = oar_scalar(s[0], OAR_F32), *s1 = oar_scalar(s[1], OAR_F32), *z = oar_scalar(128, OAR_I32);
     oar_conv_opts co = {.padding = {1, 1}};
     oar_pool_opts po = {.kernel = {2, 2}};
@@ -235,6 +236,66 @@ static void test_convert_bn(void) {
     CHECK(db > 30);
     printf("  convert with BatchNorm folded: fake-quant forward vs int8 program %.1f dB\n", db);
     run_free(&r);
+    oar_scope_end();
+}
+
+/* oar_qat_learn_scales: after QAT steps the input scales become LSQ parameters; eager == compiled
+ * still, the scales move, and convert takes the learned values */
+static void test_learn_scales(void) {
+    oar_scope_begin();
+    enum { STEPS = 6 };
+    run e, s;
+    run_init(&e, NULL, false);
+    run_init(&s, NULL, false);
+    oar_tensor *l0[STEPS], *l1[STEPS];
+    train(&e, NULL, 3, 8, 8, l0);
+    train(&s, NULL, 3, 8, 8, l1);
+    int n = 0;
+    CHECK(oar_qat_learn_scales(e.m, &n) == OAR_OK && n == 2);
+    CHECK(oar_qat_learn_scales(s.m, NULL) == OAR_OK);
+    CHECK_ERR(oar_qat_learn_scales(e.m, NULL), "already learnable; call it once");
+    double init = t_at(oar_module_get(e.m, "0.act_scale"), 0);
+    CHECK(init == t_at(oar_module_get(e.m, "0.act_scale_sum"), 0) / t_at(oar_module_get(e.m, "0.act_scale_count"), 0) ||
+          fabs(init / (t_at(oar_module_get(e.m, "0.act_scale_sum"), 0) /
+                       t_at(oar_module_get(e.m, "0.act_scale_count"), 0)) - 1) < 1e-6);
+    oar_optim_opts oo = oar_optim_defaults(OAR_OPTIM_SGD);
+    oo.lr = 0.05;
+    oo.momentum = 0.9;
+    oar_optimizer_free(e.opt);
+    oar_optimizer_free(s.opt);
+    e.opt = oar_optimizer_for(e.m, &oo);
+    s.opt = oar_optimizer_for(s.m, &oo);
+    oar_jit *f = oar_jit_to_static(step_fn, &s, &(oar_jit_opts){.module = s.m, .optimizer = s.opt});
+    train(&e, NULL, STEPS, 8, 8, l0);
+    train(&s, f, STEPS, 8, 8, l1);
+    int loss_diffs = 0;
+    for (int k = 0; k < STEPS; k++) loss_diffs += !t_same_bits(l0[k], l1[k]);
+    int diffs = state_diffs(e.m, s.m);
+    CHECK(loss_diffs == 0 && diffs == 0);
+    double now = t_at(oar_module_get(e.m, "0.act_scale"), 0);
+    CHECK(now != init && now > 0);
+    oar_tensor *x, *y;
+    batch(4, 8, &x, &y);
+    oar_quant_layer info[2];
+    CHECK(oar_qat_convert(s.m, &x, 1, path_in("lsq-qat"), NULL, info, 2, &n) == OAR_OK && n == 2);
+    CHECK(info[0].scale_min == (float)t_at(oar_module_get(s.m, "0.act_scale"), 0));
+    oar_module_train(s.m, false);
+    double db = sqnr(oar_forward(s.m, x), predict(path_in("lsq-qat"), x));
+    CHECK(db > 60);
+    printf("  learnable scales (LSQ) after 3 QAT steps: eager vs compiled %d losses and %d parameters/buffers differ; "
+           "layer 0's scale %.5g -> %.5g; fake-quant forward vs int8 program %.1f dB\n", loss_diffs, diffs, init, now,
+           db);
+    oar_jit_free(f);
+    run_free(&e);
+    run_free(&s);
+    oar_module *never = small_model(false);
+    CHECK(oar_qat_prepare(never, NULL, NULL) == OAR_OK);
+    CHECK_ERR(oar_qat_learn_scales(never, NULL), "never ran in training mode");
+    CHECK(oar_module_get(never, "0.act_scale") == NULL);
+    oar_module_free(never);
+    oar_module *plain = small_model(false);
+    CHECK_ERR(oar_qat_learn_scales(plain, NULL), "expected a module prepared");
+    oar_module_free(plain);
     oar_scope_end();
 }
 
@@ -380,6 +441,7 @@ int main(void) {
     test_bad_input();
     test_lsq_finite_differences();
     test_lsq_learns();
+    test_learn_scales();
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
     if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", g_dir);

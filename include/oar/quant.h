@@ -166,6 +166,13 @@ typedef struct oar_qat_opts {
  * prepared or has nothing to quantize. *n_layers (may be NULL) gets the number of layers. */
 OAR_API oar_status oar_qat_prepare(oar_module *m, const oar_qat_opts *opts, int *n_layers);
 
+/* Makes each prepared layer's input scale learnable (LSQ): a parameter "act_scale" initialized from
+ * its moving average (so call it after some QAT steps), trained from then on through
+ * fake_quant_lsq with LSQ's gradient scale 1 / sqrt(features per sample * 255); the zero point
+ * stays 128. Make (or remake) the optimizer afterwards so that it holds the new parameters.
+ * Fails, changing nothing, when m was not prepared, a layer never trained, or it was called before. */
+OAR_API oar_status oar_qat_learn_scales(oar_module *m, int *n_layers);
+
 typedef struct oar_qat_convert_opts {
     const char *input_name, *output_name; /* names in the exported model; NULL: "input0", "output0" */
 } oar_qat_convert_opts;
@@ -180,7 +187,8 @@ OAR_API oar_status oar_qat_convert(oar_module *m, oar_tensor *const *batches, in
                                    const oar_qat_convert_opts *opts, oar_quant_layer *layers, int cap,
                                    int *n_layers);
 /* The learned activation scale of each prepared layer (module order): names[i] the module path,
- * scales[i] = act_scale_sum / act_scale_count (zero point 128). */
+ * scales[i] = act_scale_sum / act_scale_count, or the parameter act_scale after
+ * oar_qat_learn_scales (zero point 128). */
 OAR_API oar_status oar_qat_scales(oar_module *m, char (*names)[128], float *scales, int cap, int *n_layers);
 
 /* SQNR in dB of approx against ref (same shape, float): 10 log10(sum ref² / sum (ref - approx)²);

@@ -25,6 +25,7 @@
 #include "graph/serialize.h"
 #include "ops/ema.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +36,7 @@ typedef struct qat_layer {
     bool conv;
     oar_conv_opts co;
     double momentum;            /* weight of the old average */
+    bool learned;               /* oar_qat_learn_scales: the input scale is the parameter "act_scale" (LSQ) */
     char path[128];
 } qat_layer;
 
@@ -57,8 +59,16 @@ static oar_tensor *act_scale(oar_module *m, const qat_layer *q, oar_tensor *x) {
     oar_tensor *nsum = oar_add(oar_mul_scalar(sum, q->momentum), sb);
     oar_tensor *ncnt = oar_add_scalar(oar_mul_scalar(cnt, q->momentum), 1.0);
     oar_tensor *s = nsum && ncnt ? oar_div(nsum, ncnt) : NULL;
-    if (!s || oar_ema_update_(sum, nsum, 1.0, 1.0) != OAR_OK || oar_ema_update_(cnt, ncnt, 1.0, 1.0) != OAR_OK) return NULL;
+    if (!s || oar_ema_update_(sum, nsum, 1.0, 1.0) != OAR_OK || oar_ema_update_(cnt, ncnt, 1.0, 1.0) != OAR_OK)
+        return NULL;
     return s;
+}
+
+/* A learned scale: the parameter; training still checks the input for NaN/Inf (choose_qparams). */
+static oar_tensor *learned_check(oar_module *m, oar_tensor *x) {
+    oar_tensor *s, *z;
+    if (m->training && oar_choose_qparams(x, OAR_U8, true, &s, &z) != OAR_OK) return NULL;
+    return oar_module_local(m, "act_scale");
 }
 
 /* The weight's per-output-channel scale: max |w[c]| / 127.5, at least QAT_EPS. */
@@ -75,10 +85,18 @@ static oar_status qat_forward(oar_module *m, oar_tensor *const *in, int n_in, oa
     oar_tensor *x = in[0], *w = oar_module_local(m, "weight"), *b = oar_module_local(m, "bias");
     if ((st = oar_layer_check_dtype(m, x, w)) != OAR_OK) return st;
     bool grad = oar_set_grad_enabled(false);
-    oar_tensor *xs = act_scale(m, q, x), *ws = xs ? weight_scale(w) : NULL;
+    oar_tensor *xs = q->learned ? learned_check(m, x) : act_scale(m, q, x), *ws = xs ? weight_scale(w) : NULL;
     oar_set_grad_enabled(grad);
     oar_tensor *xz = oar_scalar(128, OAR_I32), *wz = oar_zeros((int64_t[]){oar_shape(w)[0]}, 1, OAR_I32);
-    oar_tensor *xq = xs && ws ? oar_fake_quant(x, xs, xz, 0, 0, 255) : NULL;
+    oar_tensor *xq = NULL;
+    if (xs && ws && q->learned) { /* LSQ's gradient scale 1 / sqrt(features * qmax), per sample (batch-free) */
+        int64_t per = oar_ndim(x) > 1 && oar_shape(x)[0] ? oar_numel(x) / oar_shape(x)[0] : oar_numel(x);
+        oar_tensor *zf = oar_scalar(128, OAR_F32);
+        xq = oar_fake_quant_lsq(x, xs, zf, 0, 255, 1.0 / sqrt((double)(per ? per : 1) * 255));
+        oar_release(zf);
+    } else if (xs && ws) {
+        xq = oar_fake_quant(x, xs, xz, 0, 0, 255);
+    }
     oar_tensor *wq = xq ? oar_fake_quant(w, ws, wz, 0, -128, 127) : NULL;
     oar_release(xz);
     oar_release(wz);
@@ -98,6 +116,7 @@ static void qat_destroy(void *state) {
 
 static int qat_describe(const oar_module *m, char *buf, size_t size) {
     const qat_layer *q = m->state;
+    if (q->learned) return snprintf(buf, size, "fake-quant weight i8 per channel, input u8 learned scale (LSQ)");
     return snprintf(buf, size, "fake-quant weight i8 per channel, input u8 moving abs-max (momentum %g)", q->momentum);
 }
 
@@ -217,13 +236,19 @@ oar_status oar_qat_scales(oar_module *m, char (*names)[128], float *scales, int 
     int n = qat_layers(m, t, QAT_MAX);
     oar_status st = OAR_OK;
     if (!n)
-        st = oar_error(OAR_ERR_STATE, "qat_convert: expected a module prepared with oar_qat_prepare, got %s with no "
+        st = oar_error(OAR_ERR_STATE, "qat: expected a module prepared with oar_qat_prepare, got %s with no "
                                       "QAT layer; prepare it and train it first", oar_module_type(m));
     oar_scope_begin();
     for (int i = 0; i < n && i < cap && st == OAR_OK; i++) {
         oar_module *l = t[i].m;
+        if (((const qat_layer *)l->state)->learned) {
+            scales[i] = *(const float *)oar_data(oar_module_local(l, "act_scale"));
+            snprintf(names[i], 128, "%s", t[i].path);
+            (*n_layers)++;
+            continue;
+        }
         if (*(const float *)oar_data(oar_module_local(l, "act_scale_count")) <= 0) {
-            st = oar_error(OAR_ERR_STATE, "qat_convert: layer %s: expected a trained activation scale, got none (the "
+            st = oar_error(OAR_ERR_STATE, "qat: layer %s: expected a trained activation scale, got none (the "
                                           "layer never ran in training mode); train at least one step first",
                            t[i].path);
             break;
@@ -236,6 +261,38 @@ oar_status oar_qat_scales(oar_module *m, char (*names)[128], float *scales, int 
     }
     oar_scope_end();
     free(t);
+    return st;
+}
+
+oar_status oar_qat_learn_scales(oar_module *m, int *n_layers) {
+    if (n_layers) *n_layers = 0;
+    if (!m) return oar_error(OAR_ERR_INVALID_ARG, "qat_learn_scales: expected a module, got NULL");
+    qat_ref *t = calloc(QAT_MAX, sizeof *t);
+    char (*names)[128] = calloc(QAT_MAX, sizeof *names);
+    float *scales = calloc(QAT_MAX, sizeof *scales);
+    int n = 0;
+    oar_status st = t && names && scales ? OAR_OK : oar_error(OAR_ERR_OOM, "qat: out of memory");
+    if (st == OAR_OK) n = qat_layers(m, t, QAT_MAX);
+    for (int i = 0; i < n && st == OAR_OK; i++)
+        if (((const qat_layer *)t[i].m->state)->learned)
+            st = oar_error(OAR_ERR_STATE, "qat_learn_scales: expected moving-average scales, got layer %s's already "
+                                          "learnable; call it once", t[i].path);
+    int ns = 0; /* every layer has its average (trained) before anything changes */
+    if (st == OAR_OK && (st = oar_qat_scales(m, names, scales, QAT_MAX, &ns)) != OAR_OK)
+        oar_error_prefix("qat_learn_scales");
+    for (int i = 0; i < n && st == OAR_OK; i++) {
+        oar_tensor *p = oar_scalar(scales[i], OAR_F32);
+        if (!p || (st = oar_module_add_parameter(t[i].m, "act_scale", p)) != OAR_OK) {
+            if (!p) st = oar_last_status();
+            break;
+        }
+        oar_release(p);
+        ((qat_layer *)t[i].m->state)->learned = true;
+        if (n_layers) (*n_layers)++;
+    }
+    free(t);
+    free(names);
+    free(scales);
     return st;
 }
 
@@ -306,7 +363,8 @@ oar_status oar_qat_convert(oar_module *m, oar_tensor *const *batches, int n_batc
     oar_program *p = NULL;
     int n = 0;
     bool exported = false;
-    oar_status st = t && names && scales && zps && name_ptrs && held ? OAR_OK : oar_error(OAR_ERR_OOM, "qat: out of memory");
+    oar_status st = OAR_OK;
+    if (!t || !names || !scales || !zps || !name_ptrs || !held) st = oar_error(OAR_ERR_OOM, "qat: out of memory");
     if (st == OAR_OK) st = oar_qat_scales(m, names, scales, QAT_MAX, &n);
     if (st != OAR_OK) goto done;
     for (int i = 0; i < n; i++) zps[i] = 128, name_ptrs[i] = names[i];

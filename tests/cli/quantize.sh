@@ -82,6 +82,15 @@ assert r['fp32_accuracy'] - q['accuracy'] <= 0.005, (q, r['fp32_accuracy'])
 assert abs(q['accuracy'] - q['fake_quant_accuracy']) <= 0.002, q
 assert q['bytes'] * 3 < r['fp32_bytes'], q
 "
+# with LSQ: the input scales become learnable after 10% of the steps, compiled step
+"$oar" quantize --model lenet --data fashion-mnist --checkpoint "$dir/lenet.safetensors" --method qat --lsq \
+  --mode static --steps 50 --calib 1 --threads 2 > "$dir/lsq.log"
+grep -q "qat: step 5: 5 input scales learnable from here (LSQ)" "$dir/lsq.log"
+tail -1 "$dir/lsq.log" | python3 -c "
+import json, sys
+r = json.load(sys.stdin)
+assert r['fp32_accuracy'] - r['results'][0]['accuracy'] <= 0.005, r
+"
 "$oar" infer "$dir/q/lenet-qat" --input "$dir/x.npy" --rows 32 > "$dir/infer-qat.log"
 grep -q "output 'logits': f32\[32, 10\]" "$dir/infer-qat.log"
 

@@ -8,12 +8,13 @@
  * int8, activation scales from N training batches, once per observer kind); the int8 program is
  * evaluated in the predictor, as it is deployed. qat: the model is prepared for quantization-aware
  * training and fine-tuned for --epochs E (1; --steps S stops earlier) at --lr (a tenth of the
- * recipe's; --control runs the same fine-tune in fp32 as well, so that what the extra training
- * gives is not counted as quantization's), evaluated with its fake quantization, then converted (oar_qat_convert: the static
- * rewrite with the learned activation scales) and evaluated in the predictor. It prints each layer's scale and SQNR (weight;
- * output for static), the test accuracy before and after and the size before and after; with
- * --out the quantized models stay in DIR (<model>-<method>[-<observer>].json + .safetensors) for
- * `oar infer`. The last line is JSON. */
+ * recipe's; --lsq makes the input scales learnable after a tenth of the steps; --control runs the
+ * same fine-tune in fp32 as well, so that what the extra training gives is not counted as
+ * quantization's), evaluated with its fake quantization, then converted (oar_qat_convert: the
+ * static rewrite with the learned activation scales) and evaluated in the predictor. It prints
+ * each layer's scale and SQNR (weight; output for static and qat), the test accuracy and the
+ * size before and after; with --out the quantized models stay in DIR
+ * (<model>-<method>[-<observer>].json + .safetensors) for `oar infer`. The last line is JSON. */
 #include "cli.h"
 #include "quantize_qat.h"
 #include "train.h"
@@ -30,7 +31,8 @@ static void usage(void) {
                     "         [--observer minmax|moving_average|percentile|kl|mse|all (minmax)] [--keep-first]\n"
                     "         [--keep-last] [--out DIR] [--data D] [--batch B] [--threads T]\n"
                     "         qat: [--epochs E (1)] [--steps S] [--lr LR (the recipe's / 10)] [--mode eager|static]\n"
-                    "              [--control (the same fine-tune in fp32 too, to separate it from quantization)]\n");
+                    "              [--control (the same fine-tune in fp32 too, to separate it from quantization)]\n"
+                    "              [--lsq (input scales learned with LSQ after the first 10%% of the steps)]\n");
 }
 
 static int64_t state_bytes(oar_module *m) {
@@ -143,7 +145,7 @@ int oar_cmd_quantize(int argc, char **argv) {
     const char *method = NULL, *observer = "minmax", *out_dir = NULL;
     int calib = 8, qat_epochs = 1;
     double qat_lr = 0;
-    bool keep_first = false, keep_last = false, control = false;
+    bool keep_first = false, keep_last = false, control = false, lsq = false;
     char **rest = malloc(sizeof(char *) * (size_t)(argc + 1));
     int nr = 0;
     rest[nr++] = argv[0];
@@ -158,6 +160,7 @@ int oar_cmd_quantize(int argc, char **argv) {
         else if (!strcmp(argv[i], "--keep-first")) keep_first = true;
         else if (!strcmp(argv[i], "--keep-last")) keep_last = true;
         else if (!strcmp(argv[i], "--control")) control = true; /* qat: the same fine-tune in fp32 too */
+        else if (!strcmp(argv[i], "--lsq")) lsq = true;         /* qat: learned input scales after 10% */
         else rest[nr++] = argv[i];
     }
     rest[nr] = NULL;
@@ -255,13 +258,15 @@ int oar_cmd_quantize(int argc, char **argv) {
             if (!(m = train_model_create(&o, &d))) st = oar_last_status();
             if (st == OAR_OK) st = oar_checkpoint_load(o.checkpoint, m, NULL, NULL);
             if (st == OAR_OK) st = oar_qat_prepare(m, &qo, NULL);
-            if (st == OAR_OK) st = quantize_qat_train(m, &d, &o, qat_epochs, qat_lr > 0 ? qat_lr : o.lr / 10, &qat_steps);
+            if (st == OAR_OK)
+                st = quantize_qat_train(m, &d, &o, qat_epochs, qat_lr > 0 ? qat_lr : o.lr / 10, lsq, &qat_steps);
             if (st == OAR_OK) st = train_evaluate(m, &d, d.test, o.batch, &fq_loss, &fq_acc);
             if (st == OAR_OK && control) { /* the same schedule without fake quant: what the fine-tune alone gives */
                 oar_module *c = train_model_create(&o, &d);
                 int64_t cs = 0;
                 st = c ? oar_checkpoint_load(o.checkpoint, c, NULL, NULL) : oar_last_status();
-                if (st == OAR_OK) st = quantize_qat_train(c, &d, &o, qat_epochs, qat_lr > 0 ? qat_lr : o.lr / 10, &cs);
+                if (st == OAR_OK)
+                    st = quantize_qat_train(c, &d, &o, qat_epochs, qat_lr > 0 ? qat_lr : o.lr / 10, false, &cs);
                 if (st == OAR_OK) st = train_evaluate(c, &d, d.test, o.batch, &ctl_loss, &ctl_acc);
                 oar_module_free(c);
             }

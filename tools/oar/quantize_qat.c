@@ -8,6 +8,7 @@
 #include "quantize_qat.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 typedef struct qat_step {
@@ -39,7 +40,39 @@ static oar_jit *compile(qat_step *c, oar_tensor *const *batch) {
     return oar_jit_to_static(step_fn, c, &jo);
 }
 
-oar_status quantize_qat_train(oar_module *m, const train_data *d, const train_opts *o, int epochs, double lr,
+/* --lsq: the input scales become LSQ parameters (oar_qat_learn_scales) in a group of their own;
+ * the schedule goes on where it was (a new scheduler set to step t, every group's lr from the
+ * closed form), and a compiled step is traced again (it binds the new parameters). */
+static oar_status switch_to_lsq(oar_module *m, oar_optimizer *opt, oar_scheduler **sched, oar_jit **jit, double lr,
+                                int64_t total, int64_t t) {
+    int n = 0;
+    oar_status st = oar_qat_learn_scales(m, &n);
+    if (st != OAR_OK) return st;
+    oar_tensor **ps = malloc(sizeof(oar_tensor *) * (size_t)(n + 1));
+    if (!ps) return oar_set_error(OAR_ERR_OOM, "quantize: out of memory");
+    int k = 0;
+    for (int i = 0; i < oar_module_num_parameters(m) && k < n; i++) {
+        const char *name;
+        oar_tensor *p = oar_module_parameter(m, i, &name);
+        size_t len = strlen(name);
+        if (len >= 9 && !strcmp(name + len - 9, "act_scale")) ps[k++] = p;
+    }
+    oar_scheduler_free(*sched);
+    *sched = NULL;
+    oar_optimizer_group_opts(opt, 0)->lr = lr; /* the base rate, which the new scheduler reads */
+    if (oar_optimizer_add_group(opt, ps, k, NULL) < 0) st = oar_last_status();
+    free(ps);
+    if (st == OAR_OK && !(*sched = oar_scheduler_new(opt, &(oar_sched_opts){.kind = OAR_SCHED_WARMUP_COSINE,
+                                                                            .t_max = total})))
+        st = oar_last_status();
+    if (st == OAR_OK) st = oar_scheduler_set_state(*sched, &(oar_sched_state){.t = t});
+    oar_jit_free(*jit);
+    *jit = NULL;
+    if (st == OAR_OK) printf("qat: step %lld: %d input scales learnable from here (LSQ)\n", (long long)t, n);
+    return st;
+}
+
+oar_status quantize_qat_train(oar_module *m, const train_data *d, const train_opts *o, int epochs, double lr, bool lsq,
                               int64_t *steps_done) {
     *steps_done = 0;
     bool compiled = o->mode && !strcmp(o->mode, "static");
@@ -59,7 +92,8 @@ oar_status quantize_qat_train(oar_module *m, const train_data *d, const train_op
     int64_t per_epoch = loader ? oar_loader_num_batches(loader) : 0, total = per_epoch * epochs;
     if (o->steps_limit && o->steps_limit < total) total = o->steps_limit;
     if (st == OAR_OK && total < 1)
-        st = oar_set_error(OAR_ERR_INVALID_ARG, "quantize: expected at least one QAT step, got %lld (%d epochs of %lld)",
+        st = oar_set_error(OAR_ERR_INVALID_ARG, "quantize: expected at least one QAT step, got %lld (%d epochs of "
+                           "%lld)",
                        (long long)total, epochs, (long long)per_epoch);
     if (st == OAR_OK && !(sched = oar_scheduler_new(opt, &(oar_sched_opts){.kind = OAR_SCHED_WARMUP_COSINE,
                                                                           .t_max = total})))
@@ -78,7 +112,9 @@ oar_status quantize_qat_train(oar_module *m, const train_data *d, const train_op
             oar_scope_begin();
             oar_tensor *io[2] = {x, y}, *loss = NULL;
             double lv = 0;
-            if (compiled && !jit && !(jit = compile(&c, io))) st = oar_last_status();
+            if (lsq && *steps_done == (total / 10 ? total / 10 : 1)) /* averaged scales first, then learned */
+                st = switch_to_lsq(m, opt, &sched, &jit, lr, total, *steps_done);
+            if (st == OAR_OK && compiled && !jit && !(jit = compile(&c, io))) st = oar_last_status();
             if (st == OAR_OK) st = jit ? oar_jit_call(jit, io, 2, &loss, 1) : step_fn(&c, io, 2, &loss, 1);
             if (st == OAR_OK && (st = oar_item(loss, &lv)) == OAR_OK) st = oar_scheduler_next(sched);
             oar_scope_end();
