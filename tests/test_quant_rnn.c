@@ -12,6 +12,7 @@
  *   must not be zero (the int8 path ran). */
 #include "golden_util.h"
 #include "nn/module.h"
+#include "ops/quant.h"
 #include "test_util.h"
 
 #include <unistd.h>
@@ -323,6 +324,37 @@ static void zoo_lstm_lm(void) {
     oar_scope_end();
 }
 
+/* choose_qparams (each layer's per-call range) on long inputs, through the vector kernel where the
+ * CPU has one: the reference's range and qparams exactly, and a NaN/Inf named by its element */
+static void choose_long(void) {
+    oar_scope_begin();
+    int64_t n = 1003;
+    oar_tensor *x = oar_randn(&n, 1, OAR_F32);
+    float *v = (float *)oar_tensor_ptr(x), lo = 0, hi = 0;
+    v[17] = -0.0f;
+    for (int64_t i = 0; i < n; i++) {
+        lo = v[i] < lo ? v[i] : lo;
+        hi = v[i] > hi ? v[i] : hi;
+    }
+    for (int sym = 0; sym < 2; sym++)
+        for (int d = 0; d < 2; d++) {
+            oar_dtype dt = d ? OAR_I8 : OAR_U8;
+            oar_tensor *s, *z;
+            float want_s;
+            int32_t want_z;
+            oar_qparams_from_range(lo, hi, dt, sym, &want_s, &want_z);
+            CHECK(oar_choose_qparams(x, dt, sym, &s, &z) == OAR_OK);
+            CHECK(*(float *)oar_tensor_ptr(s) == want_s && *(int32_t *)oar_tensor_ptr(z) == want_z);
+        }
+    oar_tensor *s, *z;
+    v[37] = INFINITY;
+    v[500] = NAN;
+    CHECK_ERR(oar_choose_qparams(x, OAR_U8, false, &s, &z), "got inf at element 37");
+    v[37] = 0;
+    CHECK_ERR(oar_choose_qparams(x, OAR_U8, false, &s, &z), "got nan at element 500");
+    oar_scope_end();
+}
+
 int main(void) {
     oar_set_num_threads(1);
     golden();
@@ -330,5 +362,6 @@ int main(void) {
     layouts_and_files(false);
     bad_input();
     zoo_lstm_lm();
+    choose_long();
     return test_summary("test_quant_rnn");
 }
