@@ -244,6 +244,33 @@ static void layouts_and_files(bool lstm) {
     oar_scope_end();
 }
 
+/* one weight scale per matrix (opts.per_tensor): 0-d scales shared by the gates; near fp32 */
+static void per_tensor(bool lstm) {
+    oar_scope_begin();
+    oar_manual_seed(8);
+    oar_module *(*make)(int64_t, int64_t, int, bool) = lstm ? oar_nn_lstm : oar_nn_gru;
+    oar_module *m = make(6, 5, 2, false), *f = make(6, 5, 2, false);
+    oar_no_grad_begin();
+    for (int i = 0; i < oar_module_num_parameters(m); i++) {
+        const char *name;
+        oar_tensor *p = oar_module_parameter(m, i, &name);
+        CHECK(oar_copy_(oar_module_get(f, name), p) == OAR_OK);
+    }
+    oar_module_train(m, false);
+    oar_module_train(f, false);
+    CHECK(oar_quantize_dynamic(m, &(oar_quant_dynamic_opts){.per_tensor = true}, NULL, 0, NULL) == OAR_OK);
+    CHECK(oar_ndim(oar_module_get(m, "weight_hh_scale_l1")) == 0);
+    int64_t sx[3] = {9, 4, 6};
+    oar_tensor *x = oar_randn(sx, 3, OAR_F32);
+    double db = 0;
+    CHECK(oar_sqnr(oar_forward(f, x), oar_forward(m, x), &db) == OAR_OK && db > 30 && db < 200);
+    printf("  %s per-tensor weights: output SQNR %.1f dB against fp32\n", lstm ? "LSTM" : "GRU", db);
+    oar_no_grad_end();
+    oar_module_free(m);
+    oar_module_free(f);
+    oar_scope_end();
+}
+
 static void bad_input(void) {
     oar_scope_begin();
     oar_no_grad_begin();
@@ -360,6 +387,8 @@ int main(void) {
     golden();
     layouts_and_files(true);
     layouts_and_files(false);
+    per_tensor(true);
+    per_tensor(false);
     bad_input();
     zoo_lstm_lm();
     choose_long();
