@@ -304,6 +304,10 @@ static void bad_input(void) {
     CHECK_ERR(oar_forward(g, nan), "expected finite values");
     printf("  NaN input: %s\n", oar_last_error());
     CHECK_ERR(oar_forward(g, oar_randn(w, 3, OAR_F32)), "with 4 input features");
+    /* a batch of no sequences gives empty outputs, as the float layer does */
+    int64_t e[3] = {2, 0, 4};
+    oar_tensor *ye = oar_forward(g, oar_randn(e, 3, OAR_F32));
+    CHECK(ye && oar_ndim(ye) == 3 && oar_size(ye, 0) == 2 && oar_size(ye, 1) == 0 && oar_size(ye, 2) == 3);
     /* nothing left to quantize; a skipped RNN stays float */
     CHECK_ERR(oar_quantize_dynamic(g, NULL, NULL, 0, NULL), "found none");
     oar_module *l = oar_nn_lstm(4, 3, 1, false);
