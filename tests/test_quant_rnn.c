@@ -12,6 +12,7 @@
  *   must not be zero (the int8 path ran). */
 #include "golden_util.h"
 #include "nn/module.h"
+#include "ops/quant.h"
 #include "test_util.h"
 
 #include <unistd.h>
@@ -243,6 +244,33 @@ static void layouts_and_files(bool lstm) {
     oar_scope_end();
 }
 
+/* one weight scale per matrix (opts.per_tensor): 0-d scales shared by the gates; near fp32 */
+static void per_tensor(bool lstm) {
+    oar_scope_begin();
+    oar_manual_seed(8);
+    oar_module *(*make)(int64_t, int64_t, int, bool) = lstm ? oar_nn_lstm : oar_nn_gru;
+    oar_module *m = make(6, 5, 2, false), *f = make(6, 5, 2, false);
+    oar_no_grad_begin();
+    for (int i = 0; i < oar_module_num_parameters(m); i++) {
+        const char *name;
+        oar_tensor *p = oar_module_parameter(m, i, &name);
+        CHECK(oar_copy_(oar_module_get(f, name), p) == OAR_OK);
+    }
+    oar_module_train(m, false);
+    oar_module_train(f, false);
+    CHECK(oar_quantize_dynamic(m, &(oar_quant_dynamic_opts){.per_tensor = true}, NULL, 0, NULL) == OAR_OK);
+    CHECK(oar_ndim(oar_module_get(m, "weight_hh_scale_l1")) == 0);
+    int64_t sx[3] = {9, 4, 6};
+    oar_tensor *x = oar_randn(sx, 3, OAR_F32);
+    double db = 0;
+    CHECK(oar_sqnr(oar_forward(f, x), oar_forward(m, x), &db) == OAR_OK && db > 30 && db < 200);
+    printf("  %s per-tensor weights: output SQNR %.1f dB against fp32\n", lstm ? "LSTM" : "GRU", db);
+    oar_no_grad_end();
+    oar_module_free(m);
+    oar_module_free(f);
+    oar_scope_end();
+}
+
 static void bad_input(void) {
     oar_scope_begin();
     oar_no_grad_begin();
@@ -276,6 +304,10 @@ static void bad_input(void) {
     CHECK_ERR(oar_forward(g, nan), "expected finite values");
     printf("  NaN input: %s\n", oar_last_error());
     CHECK_ERR(oar_forward(g, oar_randn(w, 3, OAR_F32)), "with 4 input features");
+    /* a batch of no sequences gives empty outputs, as the float layer does */
+    int64_t e[3] = {2, 0, 4};
+    oar_tensor *ye = oar_forward(g, oar_randn(e, 3, OAR_F32));
+    CHECK(ye && oar_ndim(ye) == 3 && oar_size(ye, 0) == 2 && oar_size(ye, 1) == 0 && oar_size(ye, 2) == 3);
     /* nothing left to quantize; a skipped RNN stays float */
     CHECK_ERR(oar_quantize_dynamic(g, NULL, NULL, 0, NULL), "found none");
     oar_module *l = oar_nn_lstm(4, 3, 1, false);
@@ -323,12 +355,46 @@ static void zoo_lstm_lm(void) {
     oar_scope_end();
 }
 
+/* choose_qparams (each layer's per-call range) on long inputs, through the vector kernel where the
+ * CPU has one: the reference's range and qparams exactly, and a NaN/Inf named by its element */
+static void choose_long(void) {
+    oar_scope_begin();
+    int64_t n = 1003;
+    oar_tensor *x = oar_randn(&n, 1, OAR_F32);
+    float *v = (float *)oar_tensor_ptr(x), lo = 0, hi = 0;
+    v[17] = -0.0f;
+    for (int64_t i = 0; i < n; i++) {
+        lo = v[i] < lo ? v[i] : lo;
+        hi = v[i] > hi ? v[i] : hi;
+    }
+    for (int sym = 0; sym < 2; sym++)
+        for (int d = 0; d < 2; d++) {
+            oar_dtype dt = d ? OAR_I8 : OAR_U8;
+            oar_tensor *s, *z;
+            float want_s;
+            int32_t want_z;
+            oar_qparams_from_range(lo, hi, dt, sym, &want_s, &want_z);
+            CHECK(oar_choose_qparams(x, dt, sym, &s, &z) == OAR_OK);
+            CHECK(*(float *)oar_tensor_ptr(s) == want_s && *(int32_t *)oar_tensor_ptr(z) == want_z);
+        }
+    oar_tensor *s, *z;
+    v[37] = INFINITY;
+    v[500] = NAN;
+    CHECK_ERR(oar_choose_qparams(x, OAR_U8, false, &s, &z), "got inf at element 37");
+    v[37] = 0;
+    CHECK_ERR(oar_choose_qparams(x, OAR_U8, false, &s, &z), "got nan at element 500");
+    oar_scope_end();
+}
+
 int main(void) {
     oar_set_num_threads(1);
     golden();
     layouts_and_files(true);
     layouts_and_files(false);
+    per_tensor(true);
+    per_tensor(false);
     bad_input();
     zoo_lstm_lm();
+    choose_long();
     return test_summary("test_quant_rnn");
 }

@@ -8,8 +8,7 @@
  *                for every step at once: [T, N, H] per gate
  *   each step:   h quantized over its own range, its product with W_hh plus b_hh: [N, H] per gate
  *                (a zero initial state gives b_hh: qlinear of zeros is exactly its bias)
- *   LSTM:        gates = hh + ih, chunked (i, f, g, o); c' = σ(f) c + σ(i) tanh(g),
- *                h' = σ(o) tanh(c')
+ *   LSTM:        per gate (i, f, g, o) hh + ih; c' = σ(f) c + σ(i) tanh(g), h' = σ(o) tanh(c')
  *   GRU:         r = σ(hh_r + ih_r), z = σ(hh_z + ih_z), n = tanh(ih_n + hh_n r),
  *                h' = (h - n) z + n
  *

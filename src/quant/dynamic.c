@@ -76,7 +76,7 @@ static bool skipped(const char *path, const char *const *skip) {
 
 static void collect(oar_module *m, const char *path, const oar_quant_dynamic_opts *o, target *t, int *n) {
     const char *type = oar_module_type(m);
-    bool rnn = !strcmp(type, "LSTM") || !strcmp(type, "GRU");
+    bool rnn = oar_rnn_info(m, NULL, NULL, NULL) && (!strcmp(type, "LSTM") || !strcmp(type, "GRU")); /* not yet int8 */
     bool want = !strcmp(type, "Linear") || rnn || (o->embeddings && !strcmp(type, "Embedding"));
     if (want && !skipped(path, o->skip) && *n < MAX_TARGETS) {
         t[*n].m = m;
@@ -111,8 +111,7 @@ oar_status oar_sqnr(oar_tensor *ref, oar_tensor *approx, double *db) {
     return st;
 }
 
-/* w (f32, 2-D, CPU) as i8 with symmetric scales, one per row or one for all; its SQNR in dB, and
- * the scales' range folded into info. q and s are tracked in the current scope. */
+/* m's weight name is f32, 2-D, on the CPU (path: m's place in the model, for the message). */
 static oar_status check_weight(oar_module *m, const char *path, const char *name) {
     oar_tensor *w = oar_module_local(m, name);
     if (!w || oar_dtype_of(w) != OAR_F32 || oar_ndim(w) != 2 || oar_device_of(w) != OAR_CPU)
@@ -125,9 +124,14 @@ static oar_status check_weight(oar_module *m, const char *path, const char *name
 }
 
 /* Every weight a target would quantize is f32, 2-D, on the CPU: checked before anything changes. */
+#define MAX_RNN_LAYERS 64
+
 static oar_status check_layer(oar_module *m, const char *path) {
     int layers;
     if (!oar_rnn_info(m, NULL, &layers, NULL)) return check_weight(m, path, "weight");
+    if (layers > MAX_RNN_LAYERS)
+        return oar_error(OAR_ERR_UNSUPPORTED, "quantize_dynamic: expected an %s of at most %d layers, got %d in '%s'; "
+                                              "nothing was changed", oar_module_type(m), MAX_RNN_LAYERS, layers, path);
     for (int k = 0; k < 2 * layers; k++) {
         char name[48];
         snprintf(name, sizeof name, "weight_%s_l%d", k % 2 ? "hh" : "ih", k / 2);
@@ -137,6 +141,8 @@ static oar_status check_layer(oar_module *m, const char *path) {
     return OAR_OK;
 }
 
+/* w (f32, 2-D, CPU) as i8 with symmetric scales, one per row or one for all; its SQNR in dB, and
+ * the scales' range folded into info. q and s are tracked in the current scope. */
 static oar_status quantize_weight(oar_module *m, const char *name, oar_tensor *w, bool per_tensor, oar_tensor **q,
                                   oar_tensor **s, oar_quant_layer *info, double *sqnr) {
     oar_status st = check_weight(m, "", name);
@@ -177,10 +183,7 @@ static oar_status convert_rnn(oar_module *m, bool per_tensor, oar_quant_layer *i
     oar_rnn_kind kind;
     int layers;
     oar_rnn_info(m, &kind, &layers, NULL);
-    enum { MAX_W = 2 * 64 };
-    if (2 * layers > MAX_W)
-        return oar_error(OAR_ERR_UNSUPPORTED, "quantize_dynamic: expected an %s of at most %d layers, got %d",
-                         oar_module_type(m), MAX_W / 2, layers);
+    enum { MAX_W = 2 * MAX_RNN_LAYERS }; /* check_layer refused more */
     oar_tensor *q[MAX_W], *s[MAX_W];
     char names[MAX_W][48];
     info->weight_sqnr_db = INFINITY;

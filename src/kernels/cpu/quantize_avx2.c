@@ -60,10 +60,57 @@ static bool supports(oar_tensor *const *in, int n_in, oar_tensor *const *out, in
     return oar_cpu_has_avx2() && in[0]->dtype == OAR_F32 && in[1]->ndim == 0;
 }
 
+/* choose_qparams of f32 data: the range 8 values at a time. lo = min(v, lo) and hi = max(v, hi)
+ * are minps(v, lo) / maxps(v, hi) (the reference's v < lo ? v : lo, so -0 never replaces the
+ * initial +0), and a min or max does not depend on the order, so the range and the qparams are
+ * the reference's. v - v is 0 for every finite v; their sum turns NaN at the first NaN or Inf, and
+ * then the reference runs, to name the element. Every dynamically quantized layer scans its
+ * input with this once per call (a tenth of gpt-mini's int8 run with the scalar loop). */
+AVX2 static oar_status choose_avx2(const oar_kctx *ctx, oar_tensor *const *in, int n_in, oar_tensor *const *out,
+                                   int n_out, const oar_attr *a) {
+    const float *x = (const float *)oar_tensor_ptr(in[0]);
+    int64_t n = in[0]->numel, i = 0;
+    __m256 vlo = _mm256_setzero_ps(), vhi = _mm256_setzero_ps(), bad = _mm256_setzero_ps();
+    for (; i + 8 <= n; i += 8) {
+        __m256 v = _mm256_loadu_ps(x + i);
+        vlo = _mm256_min_ps(v, vlo);
+        vhi = _mm256_max_ps(v, vhi);
+        bad = _mm256_add_ps(bad, _mm256_sub_ps(v, v));
+    }
+    float lo8[8], hi8[8], bad8[8], lo = 0, hi = 0, nonfinite = 0;
+    _mm256_storeu_ps(lo8, vlo);
+    _mm256_storeu_ps(hi8, vhi);
+    _mm256_storeu_ps(bad8, bad);
+    for (int k = 0; k < 8; k++) {
+        lo = lo8[k] < lo ? lo8[k] : lo;
+        hi = hi8[k] > hi ? hi8[k] : hi;
+        nonfinite += bad8[k];
+    }
+    for (; i < n; i++) {
+        lo = x[i] < lo ? x[i] : lo;
+        hi = x[i] > hi ? x[i] : hi;
+        nonfinite += x[i] - x[i];
+    }
+    if (nonfinite != 0) return oar_opdef_choose_qparams.reference(ctx, in, n_in, out, n_out, a); /* its error */
+    float s;
+    int32_t z;
+    oar_qparams_from_range(lo, hi, (oar_dtype)a[0].i, a[1].i != 0, &s, &z);
+    *(float *)oar_tensor_ptr(out[0]) = s;
+    *(int32_t *)oar_tensor_ptr(out[1]) = z;
+    return OAR_OK;
+}
+
+static bool choose_supports(oar_tensor *const *in, int n_in, oar_tensor *const *out, int n_out, const oar_attr *a) {
+    return oar_cpu_has_avx2() && in[0]->dtype == OAR_F32;
+}
+
 void oar_cpu_register_quantize_fast(void) {
     oar_register_kernel(OAR_OP_quantize, (oar_kernel_entry){.device = OAR_CPU, .dtypes = OAR_DTYPE_BIT(OAR_F32),
                                                             .impl = "avx2", .priority = 10, .fn = quantize_avx2,
                                                             .supports = supports});
+    oar_register_kernel(OAR_OP_choose_qparams,
+                        (oar_kernel_entry){.device = OAR_CPU, .dtypes = OAR_DTYPE_BIT(OAR_F32), .impl = "avx2",
+                                           .priority = 10, .fn = choose_avx2, .supports = choose_supports});
 }
 #else
 void oar_cpu_register_quantize_fast(void) {}
