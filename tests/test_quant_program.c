@@ -8,6 +8,8 @@
  *   the qconv2d epilogues, the int8 logits close to fp32's; the predictor with fuse_quant and
  *   without it give the same bits (the fused program = the unfused one).
  * - the rule (keep first / last / skip by name) and the per-layer report (weight and output SQNR).
+ * - 7-bit weights (weight_bits = 7, for CPUs without VNNI): every qconv2d / qlinear weight in
+ *   [-63, 63], the logits still close to fp32's.
  * - bad input: no batches, NaN in a batch, a batch of the wrong shape, a missing model, a model
  *   without conv/linear left to quantize: clear errors and no output file.
  * Runs at every ISA cap (tests/CMakeLists.txt). */
@@ -176,6 +178,58 @@ static void resnet20_bn_folded(void) {
     oar_scope_end();
 }
 
+/* The widest |weight| of the program's int8 layers, and how many there are. */
+static int widest_weight(const char *path, int *n_layers) {
+    oar_program *p = oar_program_load(path);
+    CHECK(p != NULL);
+    int widest = -1;
+    *n_layers = 0;
+    for (int i = 0; p && i < p->n_nodes; i++) {
+        const oar_node *nd = &p->nodes[i];
+        if (nd->op != OAR_OP_qconv2d && nd->op != OAR_OP_qlinear) continue;
+        const oar_tensor *w = p->values[nd->in[3]].tensor; /* qlinear's and qconv2d's input 3 */
+        CHECK(w && oar_dtype_of(w) == OAR_I8);
+        if (!w) continue;
+        (*n_layers)++;
+        const int8_t *d = (const int8_t *)oar_tensor_ptr(w);
+        for (int64_t k = 0; k < oar_numel(w); k++) widest = abs(d[k]) > widest ? abs(d[k]) : widest;
+    }
+    oar_program_free(p);
+    return widest;
+}
+
+static void seven_bit_weights(void) {
+    oar_scope_begin();
+    oar_manual_seed(11);
+    oar_module *m = oar_zoo_create("resnet20", NULL);
+    oar_module_train(m, false);
+    export_fp32(m, 3, 16, path_in("r7"));
+    oar_tensor *cal[2] = {oar_randn((int64_t[]){8, 3, 16, 16}, 4, OAR_F32),
+                          oar_randn((int64_t[]){8, 3, 16, 16}, 4, OAR_F32)};
+    int n8 = 0, n7 = 0;
+    CHECK(oar_quantize_static_model(path_in("r7"), path_in("r7-int8"), cal, 2, NULL, NULL, 0, NULL) == OAR_OK);
+    oar_quant_static_opts so = {.weight_bits = 7};
+    CHECK(oar_quantize_static_model(path_in("r7"), path_in("r7-int7"), cal, 2, &so, NULL, 0, NULL) == OAR_OK);
+    int w8 = widest_weight(path_in("r7-int8"), &n8), w7 = widest_weight(path_in("r7-int7"), &n7);
+    printf("resnet20 weights: widest |w| %d with 8 bits, %d with 7 bits (%d int8 layers)\n", w8, w7, n7);
+    CHECK(n8 == 22 && n7 == 22);
+    CHECK(w8 >= 127 && w7 == 63); /* a channel's widest weight at the edge of its range (8 bits: -128 too) */
+    oar_tensor *x = oar_randn((int64_t[]){4, 3, 16, 16}, 4, OAR_F32);
+    oar_no_grad_begin();
+    oar_tensor *fp32 = oar_forward(m, x);
+    oar_no_grad_end();
+    oar_tensor *y8 = predict(path_in("r7-int8"), x, true), *y7 = predict(path_in("r7-int7"), x, true);
+    double db8 = sqnr(fp32, y8), db7 = sqnr(fp32, y7);
+    printf("resnet20 int8 logits SQNR: %.1f dB (8-bit weights), %.1f dB (7-bit)\n", db8, db7);
+    CHECK(db7 > 12);
+    so.weight_bits = 6;
+    CHECK_ERR(oar_quantize_static_model(path_in("r7"), path_in("r7-int6"), cal, 2, &so, NULL, 0, NULL),
+              "expected weight_bits 8 (or 0) or 7, got 6");
+    CHECK(access(path_in("r7-int6.json"), F_OK) != 0);
+    oar_module_free(m);
+    oar_scope_end();
+}
+
 static void bad_input(void) {
     oar_scope_begin();
     oar_manual_seed(9);
@@ -208,6 +262,7 @@ int main(void) {
     }
     lenet_program_equals_module();
     resnet20_bn_folded();
+    seven_bit_weights();
     bad_input();
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);

@@ -120,6 +120,8 @@ typedef struct oar_quant_static_opts {
     oar_observer_opts observer_opts; /* its options (per tensor; dtype is u8 in this version) */
     bool keep_first, keep_last;      /* keep the first / last Linear or Conv2d (module order) in fp32 */
     const char *const *skip;         /* NULL-terminated module paths kept in fp32; may be NULL */
+    int weight_bits;                 /* 8 (0 means 8), or 7: weights within [-63, 63], which CPUs without
+                                        VNNI multiply exactly on oneDNN's fast int8 code (programs only) */
 } oar_quant_static_opts;
 /* Runs the n_batches calibration inputs through m (eval mode, no gradients) observing each
  * target layer's input, then rewrites every Linear and Conv2d not kept in fp32: i8 weight

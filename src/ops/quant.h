@@ -141,6 +141,8 @@ void oar_qpacked_put(oar_qpacked *p);
 bool oar_cpu_use_vnni(void); /* AVX-512 with VNNI, within the ISA cap */
 void oar_cpu_register_qconv_direct(void);   /* qconv_vnni.c, registered by oar_cpu_register_quant */
 void oar_cpu_register_qconv_dnnl(void);     /* qconv_dnnl.c, likewise */
+/* qconv2d as im2col + the exact int8 GEMM (qgemm_x86.c; vnni: its VNNI kernel, else AVX2). */
+oar_status oar_qconv_gemm(oar_tensor *const *in, oar_tensor *const *out, const oar_attr *a, bool vnni);
 void oar_cpu_register_quantize_fast(void);  /* quantize_avx2.c, likewise */
 
 oar_status oar_qgemm(bool vnni, const uint8_t *x, bool x_signed, int32_t x_zp, const int8_t *w,

@@ -50,6 +50,7 @@ typedef struct qctx {
     qtarget *t;
     int n;
     const oar_quant_given *g; /* NULL: the qparams come from calibration */
+    int weight_bits;          /* 8 or 7 */
 } qctx;
 
 static int given_index(const oar_quant_given *g, const char *name) {
@@ -261,6 +262,10 @@ static oar_status rewrite(qctx *c, qtarget *t, oar_quant_layer *info, int *qout)
     st = wo ? oar_observer_observe(wo, t->wt) : oar_last_status();
     if (st == OAR_OK) st = oar_observer_qparams(wo, &ws, &wz);
     oar_observer_free(wo);
+    if (st == OAR_OK && c->weight_bits == 7) { /* amax / 63 for amax / 127.5: values within [-63, 63] */
+        float *s = (float *)oar_tensor_ptr(ws);
+        for (int64_t i = 0; i < oar_numel(ws); i++) s[i] *= 127.5f / 63.0f;
+    }
     if (st == OAR_OK && !(wq = oar_quantize(t->wt, ws, wz, 0, OAR_I8))) st = oar_last_status();
     if (st == OAR_OK) st = oar_sqnr(t->wt, oar_dequantize(wq, ws, wz, 0), &info->weight_sqnr_db);
     if (st != OAR_OK) {
@@ -356,12 +361,15 @@ static oar_status quant_program(oar_program *p, oar_tensor *const *batches, int 
     oar_status st = check_batches(p, batches, n_batches);
     if (st != OAR_OK) return st;
     oar_quant_static_opts o = opts ? *opts : (oar_quant_static_opts){0};
+    if (o.weight_bits != 0 && o.weight_bits != 7 && o.weight_bits != 8)
+        return oar_error(OAR_ERR_INVALID_ARG, "quantize_program: expected weight_bits 8 (or 0) or 7, got %d",
+                         o.weight_bits);
     oar_observer_opts oo = o.observer_opts;
     oo.per_channel = false; /* one scale per activation tensor */
     oo.dtype = OAR_U8;      /* what the int8 kernels take */
     oo.symmetric = false;
     char (*names)[128] = calloc((size_t)p->n_nodes + 1, sizeof *names);
-    qctx c = {p, calloc(MAX_TARGETS, sizeof(qtarget)), 0, g};
+    qctx c = {p, calloc(MAX_TARGETS, sizeof(qtarget)), 0, g, o.weight_bits ? o.weight_bits : 8};
     oar_tensor **fetched = NULL; /* the first calibration run's outputs (the folded weights among them) */
     int n_fetched = 0, *ref_y = NULL, *q_y = NULL;
     oar_program *ref = NULL;

@@ -99,6 +99,14 @@ const sweep_case sweep_cases_quant[] = {
     /* ResNet-20's first stage: 64 KiB of int32 sums an image, so chunks of 4 images and one of 1 */
     {"qconv2d", "i0_256u8:5x16x32x32" XQ_U8 ";i-128_128i8:16x16x3x3;c0.001f32:;nf32:16;c0.05f32:;c10i32:;nf32:5x16x32x32",
      CONV("1,1", "1,1", "1,1", "1", "1", "u8")},
+    /* 7-bit weights: oneDNN's int8 code without VNNI (vpmaddubsw) takes them at the AVX2 cap,
+     * with the AVX2 epilogue; the worst case 2 * 255 * -64 for its 16-bit pair sums */
+    {"qconv2d", "i0_256u8:3x16x6x5" XQ_U8 ";i-64_64i8:20x16x3x3;c0.001f32:;nf32:20;c0.05f32:;c10i32:;nf32:3x20x6x5",
+     CONV("1,1", "1,1", "1,1", "1", "1", "u8")},
+    {"qconv2d", "i-128_128i8:2x32x7x6" XQ_S8 ";i-64_64i8:32x16x3x3;c0.001f32:;none;c0.1f32:;c-3i32:;none",
+     CONV("2,1", "1,0", "1,1", "2", "0", "i8")},
+    {"qconv2d", "c255u8:1x16x4x4;c0.001f32:;c0i32:;c-64i8:17x16x3x3;c0.001f32:;none;none;none;none",
+     CONV("1,1", "0,0", "1,1", "1", "0", "f32")},
     /* qmax_pool2d: LeNet's 2x2 windows; padding, stride, dilation and ceil_mode on s8 */
     {"qmax_pool2d", "i0_256u8:2x3x8x6", "kernel=2,2 stride=2,2 padding=0,0 dilation=1,1 ceil_mode=0"},
     {"qmax_pool2d", "i-128_128i8:2x3x9x7", "kernel=2,2 stride=2,2 padding=0,0 dilation=1,1 ceil_mode=0"},

@@ -1,13 +1,14 @@
 /* `oar bench --workload quant-infer --model lenet|mlp|resnet20|lstm-lm|gpt-mini --quant
- * none|dynamic|static [--batch N] [--threads N] [--repeats R] [--calls C]`: a zoo model's inference
- * as deployed (random weights), exported and run by the predictor: none, the fp32 model; dynamic,
- * the model after oar_quantize_dynamic (Linear, and lstm-lm's LSTM); static (image and feature
- * models), the fp32 export quantized by oar_quantize_static_model (BN folded, calibrated on two
- * random batches). The token models read random ids: lstm-lm [35, N] (sequence first, zero initial
- * state, the zoo's 10000-word vocabulary), gpt-mini [N, 128]. Timed as R repeats of C calls after a
- * warm-up; prints one JSON object with the median milliseconds per call and the fastest and
- * slowest repeat.
- * bench/quant_compare.sh runs it beside PyTorch's int8 (bench/quant_torch.py). */
+ * none|dynamic|static [--batch N] [--threads N] [--repeats R] [--calls C] [--weight-bits 8|7]`: a
+ * zoo model's inference as deployed (random weights), exported and run by the predictor: none, the
+ * fp32 model; dynamic, the model after oar_quantize_dynamic (Linear, and lstm-lm's LSTM); static
+ * (image and feature models), the fp32 export quantized by oar_quantize_static_model (BN folded,
+ * calibrated on two random batches). The token models read random ids: lstm-lm [35, N] (sequence
+ * first, zero initial state, the zoo's 10000-word vocabulary), gpt-mini [N, 128]. Timed as R
+ * repeats of C calls after a warm-up; prints one JSON object with the median milliseconds per call
+ * and the fastest and slowest repeat. bench/quant_compare.sh runs it beside PyTorch's int8
+ * (bench/quant_torch.py).
+ */
 #include "cli.h"
 #include "oar.h"
 
@@ -34,13 +35,15 @@ static int cmp_double(const void *a, const void *b) {
 
 static const cli_flag FLAGS[] = {{"--workload", CLI_TEXT}, {"--json", CLI_NONE},    {"--model", CLI_TEXT},
                                  {"--quant", CLI_TEXT},    {"--batch", CLI_COUNT},  {"--threads", CLI_COUNT},
-                                 {"--repeats", CLI_COUNT}, {"--calls", CLI_COUNT}};
+                                 {"--repeats", CLI_COUNT}, {"--calls", CLI_COUNT},
+                                 {"--weight-bits", CLI_COUNT}};
 
 int oar_bench_quant(int argc, char **argv) {
     if (cli_check_flags("bench --workload quant-infer", argc, argv, FLAGS, CLI_N_FLAGS(FLAGS), 0)) return 2;
     const char *model = cli_flag_value(argc, argv, "--model"), *quant = cli_flag_value(argc, argv, "--quant");
     const char *bs = cli_flag_value(argc, argv, "--batch"), *th = cli_flag_value(argc, argv, "--threads");
     const char *rp = cli_flag_value(argc, argv, "--repeats"), *cl = cli_flag_value(argc, argv, "--calls");
+    const char *wb = cli_flag_value(argc, argv, "--weight-bits"); /* static: 8, or 7 (CPUs without VNNI) */
     model = model ? model : "lenet";
     quant = quant ? quant : "none";
     int64_t batch = bs ? atoll(bs) : 1;
@@ -94,7 +97,9 @@ int oar_bench_quant(int argc, char **argv) {
     if (ok && stat) {
         shape[0] = 32;
         oar_tensor *cal[2] = {oar_randn(shape, spec.ndim, OAR_F32), oar_randn(shape, spec.ndim, OAR_F32)};
-        ok = oar_quantize_static_model(fp32, int8, cal, 2, NULL, NULL, 0, &n_layers) == OAR_OK;
+        oar_quant_static_opts so = {.weight_bits = wb ? atoi(wb) : 8};
+        ok = oar_quantize_static_model(fp32, int8, cal, 2, &so, NULL, 0, &n_layers) == OAR_OK;
+        if (!ok) fprintf(stderr, "oar bench: %s\n", oar_last_error());
     }
     oar_predictor *pred = ok ? oar_predictor_create(&(oar_predictor_config){.model_path = stat ? int8 : fp32}) : NULL;
     for (const char *const *e = (const char *const[]){".json", ".safetensors", NULL}; *e; e++) {

@@ -30,6 +30,7 @@ static void usage(void) {
     fprintf(stderr, "usage: oar quantize --model M --checkpoint C --method dynamic|static|qat [--calib N (8)]\n"
                     "         [--observer minmax|moving_average|percentile|kl|mse|all (minmax)] [--keep-first]\n"
                     "         [--keep-last] [--out DIR] [--data D] [--batch B] [--threads T]\n"
+                    "         static: [--weight-bits 8|7 (8; 7 runs fast and exact on CPUs without VNNI)]\n"
                     "         qat: [--epochs E (1)] [--steps S] [--lr LR (the recipe's / 10)] [--mode eager|static]\n"
                     "              [--control (the same fine-tune in fp32 too, to separate it from quantization)]\n"
                     "              [--lsq (input scales learned with LSQ after the first 10%% of the steps)]\n");
@@ -143,7 +144,7 @@ static int64_t file_bytes(const char *path) {
 
 int oar_cmd_quantize(int argc, char **argv) {
     const char *method = NULL, *observer = "minmax", *out_dir = NULL;
-    int calib = 8, qat_epochs = 1;
+    int calib = 8, qat_epochs = 1, weight_bits = 8;
     double qat_lr = 0;
     bool keep_first = false, keep_last = false, control = false, lsq = false;
     char **rest = malloc(sizeof(char *) * (size_t)(argc + 1));
@@ -155,6 +156,7 @@ int oar_cmd_quantize(int argc, char **argv) {
         else if (!strcmp(argv[i], "--observer") && has) observer = argv[++i];
         else if (!strcmp(argv[i], "--out") && has) out_dir = argv[++i];
         else if (!strcmp(argv[i], "--calib") && has) calib = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--weight-bits") && has) weight_bits = atoi(argv[++i]); /* static: 8 or 7 */
         else if (!strcmp(argv[i], "--epochs") && has) qat_epochs = atoi(argv[++i]); /* the fine-tune's */
         else if (!strcmp(argv[i], "--lr") && has) qat_lr = atof(argv[++i]);
         else if (!strcmp(argv[i], "--keep-first")) keep_first = true;
@@ -276,7 +278,8 @@ int oar_cmd_quantize(int argc, char **argv) {
             snprintf(wpath, sizeof wpath, "%s.safetensors", path);
             bytes = file_bytes(wpath);
         } else {
-            oar_quant_static_opts so = {.observer = kinds[k], .keep_first = keep_first, .keep_last = keep_last};
+            oar_quant_static_opts so = {.observer = kinds[k], .keep_first = keep_first, .keep_last = keep_last,
+                                        .weight_bits = weight_bits};
             st = oar_quantize_static_model(fp32_path, path, cal, n_cal, &so, layers, 64, &n);
             if (st == OAR_OK) st = predictor_accuracy(path, &d, o.batch, &acc);
             char wpath[1100];

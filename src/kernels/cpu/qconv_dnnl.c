@@ -1,6 +1,10 @@
-/* qconv2d on oneDNN's int8 convolutions, where they are exact: VNNI (vpdpbusd) or AMX tiles.
- * oneDNN's int8 code for AVX2 and AVX-512 without VNNI multiplies with vpmaddubsw, whose 16-bit
- * pair sums saturate, so it is declined there (the primitive's implementation name is asked).
+/* qconv2d on oneDNN's int8 convolutions, where they are exact: VNNI (vpdpbusd) or AMX tiles
+ * with any int8 data; elsewhere (AVX2, AVX-512 without VNNI) oneDNN multiplies with vpmaddubsw,
+ * whose pairs of u8 * s8 products saturate at 16 bits, exact only for weights within [-64, 63]
+ * (2 * 255 * 64 < 32768): there the kernel runs only u8 data with 7-bit weights
+ * (oar_quant_static_opts's weight_bits), hands 8-bit ones to the exact GEMM and declines s8
+ * data, whose weights oneDNN halves there (an inexact "scale adjustment"). The primitive's
+ * implementation name says which code oneDNN took.
  *
  * oneDNN computes only the plain int32 sums of x * w; the zero points, the rescale, bias,
  * residual, ReLU and requantization are oar's epilogue (qepilogue_avx512.h), so the outputs
@@ -20,6 +24,7 @@
 #if defined(OAR_HAVE_ONEDNN) && (defined(__x86_64__) || defined(_M_X64))
 #include "kernels/cpu/dnnl_engine.h"
 #include "kernels/cpu/prim_cache.h"
+#include "kernels/cpu/qepilogue_avx2.h"
 #include "kernels/cpu/qepilogue_avx512.h"
 
 #include <pthread.h>
@@ -41,12 +46,14 @@ typedef struct qpack {
     void *data;
     size_t bytes;
     int32_t *wsum;
+    bool w7; /* every weight within [-64, 63] */
 } qpack;
 
 typedef struct qprim {
     oar_prim_entry hdr;
     qkey key;
     dnnl_primitive_t conv, x_reorder, w_reorder; /* conv NULL: declined */
+    bool exact;                                  /* VNNI or AMX code: exact for any int8 data */
     dnnl_memory_desc_t x_plain, x_framed, w_plain, w_want, y;
     size_t scratch, w_bytes;
     qpack *packed[PACK_SLOTS];
@@ -79,12 +86,15 @@ static dnnl_primitive_t reorder_prim(const dnnl_memory_desc_t *from, const dnnl_
     return prim;
 }
 
-/* Exact int8 code only: oneDNN names its VNNI and AMX kernels so (brgconv:avx512_core_vnni,
- * brgconv:avx512_core_amx_int8, ...); anything else may saturate or be its reference loops. */
-static bool exact_impl(dnnl_primitive_desc_t pd) {
+/* oneDNN's native code only (never its reference loops); *exact: VNNI or AMX code, which it
+ * names so (brgconv:avx512_core_vnni, brgconv:avx512_core_amx_int8, ...). */
+static bool native_impl(dnnl_primitive_desc_t pd, bool *exact) {
     const char *impl = NULL;
-    return dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success && impl &&
-           !strstr(impl, "ref") && (strstr(impl, "vnni") || strstr(impl, "amx"));
+    if (dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) != dnnl_success || !impl ||
+        strstr(impl, "ref"))
+        return false;
+    *exact = strstr(impl, "vnni") || strstr(impl, "amx");
+    return true;
 }
 
 static void *qprim_build(const void *key) {
@@ -115,7 +125,8 @@ static void *qprim_build(const void *key) {
     dnnl_primitive_desc_t pd = NULL;
     ok = ok && dnnl_dilated_convolution_forward_desc_init(&cd, dnnl_forward_inference, dnnl_convolution_direct, &framed,
                                                           &w_any, NULL, &p->y, st, dl, zero, zero) == dnnl_success &&
-         dnnl_primitive_desc_create(&pd, &cd, attr, oar_dnnl_engine(), NULL) == dnnl_success && exact_impl(pd);
+         dnnl_primitive_desc_create(&pd, &cd, attr, oar_dnnl_engine(), NULL) == dnnl_success && native_impl(pd, &p->exact) &&
+         (p->exact || !k->s8); /* without VNNI, s8 data has its weights halved (oneDNN's s8s8 scale adjustment) */
     if (ok) {
         const dnnl_memory_desc_t *want = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
         const dnnl_memory_desc_t *smd = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
@@ -183,9 +194,10 @@ static qpack *pack_get(qprim *p, const oar_tensor *w, oar_status *rc) {
     }
     k->refs = 1, k->id = id, k->bytes = p->w_bytes;
     const int8_t *wv = (const int8_t *)oar_tensor_ptr(w);
+    k->w7 = true;
     for (int64_t i = 0; i < o; i++) {
         int32_t s = 0;
-        for (int64_t j = 0; j < per; j++) s += wv[i * per + j];
+        for (int64_t j = 0; j < per; j++) s += wv[i * per + j], k->w7 &= wv[i * per + j] >= -64 && wv[i * per + j] < 64;
         k->wsum[i] = s;
     }
     if ((*rc = reorder(p->w_reorder, &p->w_plain, wv, &p->w_want, k->data)) != OAR_OK) {
@@ -274,6 +286,34 @@ OAR_QEPI_TARGET static void epilogue(const qcall *c, const int32_t *acc, int64_t
         }
 }
 
+/* The same on CPUs without AVX-512 VNNI: 8 positions x 8 channels. */
+OAR_QEPI2_TARGET static void epilogue_avx2(const qcall *c, const int32_t *acc, int64_t b0, int64_t nb,
+                                           const int32_t *wsum) {
+    const oar_qconv_geom *g = &c->g;
+    int64_t np = g->oh * g->ow, o = g->o;
+    for (int64_t b = 0; b < nb; b++)
+        for (int64_t p0 = 0; p0 < np; p0 += 8) {
+            int pn = (int)(np - p0 < 8 ? np - p0 : 8);
+            for (int64_t o0 = 0; o0 < o; o0 += 8) {
+                int on = (int)(o - o0 < 8 ? o - o0 : 8);
+                __m256i r[8];
+                for (int i = 0; i < 8; i++) {
+                    int32_t row[8] = {0};
+                    if (i < pn && on == 8) r[i] = _mm256_loadu_si256((const __m256i *)(acc + (b * np + p0 + i) * o + o0));
+                    else r[i] = i < pn ? (memcpy(row, acc + (b * np + p0 + i) * o + o0, sizeof(int32_t) * (size_t)on),
+                                          _mm256_loadu_si256((const __m256i *)row))
+                                       : _mm256_setzero_si256();
+                }
+                oar_transpose8(r);
+                for (int j = 0; j < on; j++) {
+                    int64_t ch = o0 + j;
+                    oar_qepilogue8(&c->e, r[j], (int32_t)((uint32_t)c->xzp * (uint32_t)wsum[ch]), ch, c->res, c->out,
+                                   ((b0 + b) * o + ch) * np + p0, pn);
+                }
+            }
+        }
+}
+
 /* Chunk i into buffers for cn images: frame its images, convolve, then the epilogue. */
 static oar_status run_chunk(const qcall *c, int64_t i, uint8_t *xf, int32_t *acc, void *scratch) {
     const oar_qconv_geom *g = &c->g;
@@ -316,7 +356,8 @@ static oar_status run_chunk(const qcall *c, int64_t i, uint8_t *xf, int32_t *acc
     for (int j = 0; j < 4; j++)
         if (m[j]) dnnl_memory_destroy(m[j]);
     if (s) dnnl_stream_destroy(s);
-    if (rc == OAR_OK) epilogue(c, acc, b0, k->n, c->k[which]->wsum);
+    if (rc == OAR_OK && oar_cpu_use_vnni()) epilogue(c, acc, b0, k->n, c->k[which]->wsum);
+    else if (rc == OAR_OK) epilogue_avx2(c, acc, b0, k->n, c->k[which]->wsum);
     return rc;
 }
 
@@ -347,13 +388,14 @@ static void run_chunks(void *ctx, int64_t begin, int64_t end) {
 /* The primitives of x's parts (references the caller drops with release); false when oneDNN
  * has no exact int8 kernel for them. */
 static bool plan(qcall *c, oar_tensor *const *in, const oar_attr *a) {
-    if (!oar_cpu_use_vnni() || !oar_dnnl_usable() || oar_qconv_geom_get(in[QL_X], in[QL_W], a, &c->g) != OAR_OK)
+    if (!oar_cpu_has_avx2() || !oar_dnnl_usable() || oar_qconv_geom_get(in[QL_X], in[QL_W], a, &c->g) != OAR_OK)
         return false;
     const oar_qconv_geom *g = &c->g;
     if (g->n < 1) return false; /* an empty batch: the other kernels write nothing just as well */
     /* few channels (LeNet's 1->6->16, a first conv on grey images): the direct VNNI kernel was
-     * faster (LeNet batch 32: 0.67 against 0.93-0.97 ms of CPU time per call) */
-    if (g->c / g->groups < 16 || g->o / g->groups < 16) return false;
+     * faster (LeNet batch 32: 0.67 against 0.93-0.97 ms of CPU time per call); without VNNI
+     * the alternative is the GEMM */
+    if (oar_cpu_use_vnni() && (g->c / g->groups < 16 || g->o / g->groups < 16)) return false;
     int64_t per_image = g->oh * g->ow * g->o * (int64_t)sizeof(int32_t);
     c->cn = CHUNK_BYTES / per_image < 1 ? 1 : CHUNK_BYTES / per_image;
     c->cn = c->cn < g->n ? c->cn : g->n;
@@ -394,8 +436,14 @@ static oar_status qconv_dnnl(const oar_kctx *ctx, oar_tensor *const *in, int n_i
     c.res = in[QL_RES] ? (const float *)oar_tensor_ptr(in[QL_RES]) : NULL;
     c.out = oar_tensor_ptr(out[0]);
     c.xzp = (int32_t)oar_dtypes[in[QL_XZP]->dtype].load_i64(oar_tensor_ptr(in[QL_XZP]));
+    bool exact = true;
     for (int i = 0; i < 2 && st == OAR_OK; i++)
-        if (c.p[i]) c.k[i] = pack_get(c.p[i], in[QL_W], &st);
+        if (c.p[i] && (c.k[i] = pack_get(c.p[i], in[QL_W], &st)) && !c.p[i]->exact && !c.k[i]->w7) exact = false;
+    if (st == OAR_OK && !exact) { /* 8-bit weights on code that would saturate: the exact GEMM */
+        oar_qepilogue_free(&c.e);
+        release(&c);
+        return oar_qconv_gemm(in, out, a, oar_cpu_use_vnni());
+    }
     if (st == OAR_OK) oar_parallel_for(c.chunks, 1, run_chunks, &c);
     if (st == OAR_OK) st = c.st;
     oar_qepilogue_free(&c.e);

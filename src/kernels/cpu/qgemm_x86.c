@@ -407,7 +407,7 @@ static void im2col_rows(void *ctx, int64_t b, int64_t e) {
     }
 }
 
-static oar_status qconv_run(oar_tensor *const *in, oar_tensor *const *out, const oar_attr *a, bool vnni) {
+oar_status oar_qconv_gemm(oar_tensor *const *in, oar_tensor *const *out, const oar_attr *a, bool vnni) {
     oar_qconv_geom g;
     oar_qepilogue e;
     oar_status st = oar_qconv_geom_get(in[QL_X], in[QL_W], a, &g);
@@ -439,11 +439,11 @@ static oar_status qconv_run(oar_tensor *const *in, oar_tensor *const *out, const
 
 static oar_status qconv_vnni(const oar_kctx *ctx, oar_tensor *const *in, int n_in, oar_tensor *const *out,
                              int n_out, const oar_attr *a) {
-    return qconv_run(in, out, a, true);
+    return oar_qconv_gemm(in, out, a, true);
 }
 static oar_status qconv_avx2(const oar_kctx *ctx, oar_tensor *const *in, int n_in, oar_tensor *const *out,
                              int n_out, const oar_attr *a) {
-    return qconv_run(in, out, a, false);
+    return oar_qconv_gemm(in, out, a, false);
 }
 
 static oar_status qlinear_vnni(const oar_kctx *ctx, oar_tensor *const *in, int n_in, oar_tensor *const *out,

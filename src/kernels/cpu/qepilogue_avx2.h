@@ -1,0 +1,73 @@
+/* qconv2d's epilogue on 8 int32 sums of one output channel, in AVX2 form: the scalar epilogue
+ * of src/ops/quant.h with the same roundings (cvtepi32_ps, one fused multiply-add as fmaf,
+ * max/min with the NaN order of oar_qmaxf/oar_qminf, cvtps_epi32 rounding half to even as
+ * nearbyintf), so qconv_dnnl.c on CPUs without AVX-512 equals the reference bit for bit.
+ * Include only from code compiled for AVX2 (OAR_QEPI2_TARGET). */
+#ifndef OAR_KERNELS_CPU_QEPILOGUE_AVX2_H
+#define OAR_KERNELS_CPU_QEPILOGUE_AVX2_H
+
+#include "ops/quant.h"
+
+#include <immintrin.h>
+#include <string.h>
+
+#define OAR_QEPI2_TARGET __attribute__((target("avx2,fma")))
+
+/* acc - sub (the zero points' correction, wrapping) for channel ch: the n (1..8) outputs from
+ * index i0 of out, the residual res (NULL: none) read from i0. */
+OAR_QEPI2_TARGET static inline __attribute__((always_inline)) void
+oar_qepilogue8(const oar_qepilogue *e, __m256i acc, int32_t sub, int64_t ch, const float *res, void *out, int64_t i0,
+               int n) {
+    acc = _mm256_sub_epi32(acc, _mm256_set1_epi32(sub));
+    __m256 v = _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc), _mm256_set1_ps(e->comb[ch]),
+                               _mm256_set1_ps(e->bias ? e->bias[ch] : 0.0f));
+    if (res && n == 8) {
+        v = _mm256_add_ps(v, _mm256_loadu_ps(res + i0));
+    } else if (res) {
+        float r[8] = {0};
+        memcpy(r, res + i0, sizeof(float) * (size_t)n);
+        v = _mm256_add_ps(v, _mm256_loadu_ps(r));
+    }
+    if (e->act == OAR_QACT_RELU) v = _mm256_max_ps(v, _mm256_setzero_ps());
+    if (e->out_dtype == OAR_F32) {
+        if (n == 8) {
+            _mm256_storeu_ps((float *)out + i0, v);
+        } else {
+            float r[8];
+            _mm256_storeu_ps(r, v);
+            memcpy((float *)out + i0, r, sizeof(float) * (size_t)n);
+        }
+        return;
+    }
+    __m256 t = _mm256_mul_ps(v, _mm256_set1_ps(e->inv_y));
+    t = _mm256_max_ps(t, _mm256_set1_ps((float)(e->qmin - e->y_zp)));
+    t = _mm256_min_ps(t, _mm256_set1_ps((float)(e->qmax - e->y_zp)));
+    __m256i q = _mm256_add_epi32(_mm256_cvtps_epi32(t), _mm256_set1_epi32(e->y_zp));
+    /* the low byte of each lane (the values are within [qmin, qmax]): 4 bytes per 128-bit half */
+    const __m256i low = _mm256_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 0, 4, 8, 12, -1,
+                                         -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1);
+    q = _mm256_shuffle_epi8(q, low);
+    __m128i b = _mm_unpacklo_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
+    uint8_t bytes[16];
+    _mm_storeu_si128((__m128i *)bytes, b);
+    memcpy((uint8_t *)out + i0, bytes, (size_t)n);
+}
+
+/* r[i] = row i of an 8 x 8 int32 tile -> r[c] = column c. */
+OAR_QEPI2_TARGET static inline __attribute__((always_inline)) void oar_transpose8(__m256i r[8]) {
+    __m256 t[8], u[8];
+    for (int i = 0; i < 8; i += 2) {
+        t[i] = _mm256_unpacklo_ps(_mm256_castsi256_ps(r[i]), _mm256_castsi256_ps(r[i + 1]));
+        t[i + 1] = _mm256_unpackhi_ps(_mm256_castsi256_ps(r[i]), _mm256_castsi256_ps(r[i + 1]));
+    }
+    for (int i = 0; i < 8; i += 4) { /* half h of u[i + j]: column 4h + j of rows i..i+3 */
+        u[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44), u[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xEE);
+        u[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44), u[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
+    }
+    for (int j = 0; j < 4; j++) {
+        r[j] = _mm256_castps_si256(_mm256_permute2f128_ps(u[j], u[4 + j], 0x20));
+        r[4 + j] = _mm256_castps_si256(_mm256_permute2f128_ps(u[j], u[4 + j], 0x31));
+    }
+}
+
+#endif
