@@ -226,6 +226,10 @@ static void seven_bit_weights(void) {
     CHECK_ERR(oar_quantize_static_model(path_in("r7"), path_in("r7-int6"), cal, 2, &so, NULL, 0, NULL),
               "expected weight_bits 8 (or 0) or 7, got 6");
     CHECK(access(path_in("r7-int6.json"), F_OK) != 0);
+    so.weight_bits = 7;
+    CHECK_ERR(oar_quantize_static(m, cal, 2, &so, NULL, 0, NULL), "7-bit weights are for programs");
+    int fast = oar_quant_fast_weight_bits();
+    CHECK(fast == 7 || fast == 8);
     oar_module_free(m);
     oar_scope_end();
 }

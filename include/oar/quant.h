@@ -123,6 +123,9 @@ typedef struct oar_quant_static_opts {
     int weight_bits;                 /* 8 (0 means 8), or 7: weights within [-63, 63], which CPUs without
                                         VNNI multiply exactly on oneDNN's fast int8 code (programs only) */
 } oar_quant_static_opts;
+/* The weight_bits this CPU (within oar's ISA cap) runs int8 convolutions fastest with: 8 with
+ * VNNI or AMX, which multiply any int8 data exactly; 7 elsewhere. oar quantize's default. */
+OAR_API int oar_quant_fast_weight_bits(void);
 /* Runs the n_batches calibration inputs through m (eval mode, no gradients) observing each
  * target layer's input, then rewrites every Linear and Conv2d not kept in fp32: i8 weight
  * (symmetric, per output channel) and "weight_scale", the input's fixed "input_scale" and

@@ -442,6 +442,14 @@ oar_status oar_quant_program_static(oar_program *p, oar_tensor *const *batches, 
     return quant_program(p, batches, n_batches, opts, NULL, layers, cap, n_layers);
 }
 
+int oar_quant_fast_weight_bits(void) {
+#ifdef OAR_HAVE_ONEDNN
+    return oar_cpu_use_vnni() ? 8 : 7;
+#else
+    return 8; /* the exact GEMM either way */
+#endif
+}
+
 oar_status oar_quant_program_given(oar_program *p, oar_tensor *const *batches, int n_batches,
                                    const oar_quant_given *g, oar_quant_layer *layers, int cap, int *n_layers) {
     if (!g || g->n < 1)

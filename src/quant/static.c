@@ -138,6 +138,10 @@ oar_status oar_quantize_static(oar_module *m, oar_tensor *const *batches, int n_
                                const oar_quant_static_opts *opts, oar_quant_layer *layers, int cap, int *n_layers) {
     if (n_layers) *n_layers = 0;
     if (!m) return oar_error(OAR_ERR_INVALID_ARG, "quantize_static: expected a module, got NULL");
+    if (opts && opts->weight_bits && opts->weight_bits != 8)
+        return oar_error(OAR_ERR_UNSUPPORTED, "quantize_static: expected weight_bits 8 (or 0) for a module, got %d; "
+                         "%d-bit weights are for programs (oar_quantize_static_model)", opts->weight_bits,
+                         opts->weight_bits);
     if (oar_module_is_training(m))
         return oar_error(OAR_ERR_STATE, "quantize_static: expected a model in evaluation mode, got one in training "
                                         "mode; call oar_module_train(m, false) first");

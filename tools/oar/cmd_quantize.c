@@ -30,7 +30,7 @@ static void usage(void) {
     fprintf(stderr, "usage: oar quantize --model M --checkpoint C --method dynamic|static|qat [--calib N (8)]\n"
                     "         [--observer minmax|moving_average|percentile|kl|mse|all (minmax)] [--keep-first]\n"
                     "         [--keep-last] [--out DIR] [--data D] [--batch B] [--threads T]\n"
-                    "         static: [--weight-bits 8|7 (8; 7 runs fast and exact on CPUs without VNNI)]\n"
+                    "         static: [--weight-bits 8|7 (8 with VNNI/AMX; 7, exact and fast without them)]\n"
                     "         qat: [--epochs E (1)] [--steps S] [--lr LR (the recipe's / 10)] [--mode eager|static]\n"
                     "              [--control (the same fine-tune in fp32 too, to separate it from quantization)]\n"
                     "              [--lsq (input scales learned with LSQ after the first 10%% of the steps)]\n");
@@ -144,7 +144,7 @@ static int64_t file_bytes(const char *path) {
 
 int oar_cmd_quantize(int argc, char **argv) {
     const char *method = NULL, *observer = "minmax", *out_dir = NULL;
-    int calib = 8, qat_epochs = 1, weight_bits = 8;
+    int calib = 8, qat_epochs = 1, weight_bits = oar_quant_fast_weight_bits();
     double qat_lr = 0;
     bool keep_first = false, keep_last = false, control = false, lsq = false;
     char **rest = malloc(sizeof(char *) * (size_t)(argc + 1));
@@ -228,6 +228,8 @@ int oar_cmd_quantize(int argc, char **argv) {
         if (export_model(base, &d, fp32_path, true) != OAR_OK) goto fail;
     }
     int64_t bytes0 = state_bytes(base);
+    if (stat) printf("oar quantize: weights in %d bits (%s)\n", weight_bits,
+                     weight_bits == oar_quant_fast_weight_bits() ? "this CPU's fast exact int8" : "as asked");
     printf("oar quantize: %s from %s, fp32 test accuracy %.4f (loss %.4f), state %lld bytes\n", o.model, o.checkpoint,
            acc0, loss0, (long long)bytes0);
     char json[4096];
