@@ -296,14 +296,9 @@ OAR_QEPI2_TARGET static void epilogue_avx2(const qcall *c, const int32_t *acc, i
             int pn = (int)(np - p0 < 8 ? np - p0 : 8);
             for (int64_t o0 = 0; o0 < o; o0 += 8) {
                 int on = (int)(o - o0 < 8 ? o - o0 : 8);
-                __m256i r[8];
-                for (int i = 0; i < 8; i++) {
-                    int32_t row[8] = {0};
-                    if (i < pn && on == 8) r[i] = _mm256_loadu_si256((const __m256i *)(acc + (b * np + p0 + i) * o + o0));
-                    else r[i] = i < pn ? (memcpy(row, acc + (b * np + p0 + i) * o + o0, sizeof(int32_t) * (size_t)on),
-                                          _mm256_loadu_si256((const __m256i *)row))
-                                       : _mm256_setzero_si256();
-                }
+                __m256i r[8], m = _mm256_cmpgt_epi32(_mm256_set1_epi32(on), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+                for (int i = 0; i < 8; i++)
+                    r[i] = i < pn ? _mm256_maskload_epi32(acc + (b * np + p0 + i) * o + o0, m) : _mm256_setzero_si256();
                 oar_transpose8(r);
                 for (int j = 0; j < on; j++) {
                     int64_t ch = o0 + j;

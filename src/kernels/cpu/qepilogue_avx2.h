@@ -48,6 +48,10 @@ oar_qepilogue8(const oar_qepilogue *e, __m256i acc, int32_t sub, int64_t ch, con
                                          -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1);
     q = _mm256_shuffle_epi8(q, low);
     __m128i b = _mm_unpacklo_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
+    if (n == 8) {
+        _mm_storel_epi64((__m128i *)((uint8_t *)out + i0), b);
+        return;
+    }
     uint8_t bytes[16];
     _mm_storeu_si128((__m128i *)bytes, b);
     memcpy((uint8_t *)out + i0, bytes, (size_t)n);
