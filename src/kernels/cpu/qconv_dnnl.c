@@ -7,14 +7,14 @@
  * implementation name says which code oneDNN took.
  *
  * oneDNN computes only the plain int32 sums of x * w; the zero points, the rescale, bias,
- * residual, ReLU and requantization are oar's epilogue (qepilogue_avx512.h), so the outputs
- * equal the reference bit for bit. Per part of the batch:
+ * residual, ReLU and requantization are oar's epilogue (qepilogue_avx512.h, qepilogue_avx2.h),
+ * so the outputs equal the reference bit for bit. Per chunk of the batch:
  *  1. oneDNN reorders the NCHW input into an NHWC buffer framed by the zero point's byte (the
  *     padding holds the real value 0), so the convolution itself has no padding and
  *     sum (x - zp) * w = sum x * w - zp * sum w over every tap;
  *  2. the convolution writes the int32 sums in NHWC;
- *  3. the epilogue transposes 16 positions x 16 channels in registers and writes 16
- *     consecutive NCHW outputs of each channel.
+ *  3. the epilogue transposes 16 positions x 16 channels in registers (8 x 8 with AVX2) and
+ *     writes consecutive NCHW outputs of each channel.
  * Weights are reordered into the primitive's layout once per weight (with their sums). On
  * ResNet-20's convolutions oneDNN's int8 runs 3-4x (VNNI) to 6-15x (AMX) faster than its f32;
  * see docs/quant.md for the whole-model figures. */
@@ -33,7 +33,7 @@
 
 #define PACK_SLOTS 16 /* packings kept per primitive: convs of one shape share it */
 
-/* Everything a primitive depends on; all int64 so memcmp sees no padding. n: a part's images. */
+/* Everything a primitive depends on; all int64 so memcmp sees no padding. n: a chunk's images. */
 typedef struct qkey {
     int64_t n, c, h, w, ph, pw, o, kh, kw, oh, ow, sh, sw, dh, dw, groups, s8;
 } qkey;
@@ -175,7 +175,7 @@ static qpack *pack_get(qprim *p, const oar_tensor *w, oar_status *rc) {
         pthread_mutex_lock(&g_cache.mu);
         for (int i = 0; i < PACK_SLOTS; i++) {
             qpack *k = p->packed[i];
-            if (k && !memcmp(&k->id, &id, sizeof id)) {
+            if (k && k->id.uid == id.uid && k->id.version == id.version && k->id.offset == id.offset) {
                 __atomic_add_fetch(&k->refs, 1, __ATOMIC_RELAXED);
                 k->used = ++g_cache.clock;
                 pthread_mutex_unlock(&g_cache.mu);
