@@ -402,7 +402,8 @@ static bool plan(qcall *c, oar_tensor *const *in, const oar_attr *a) {
                   .kw = g->kw, .oh = g->oh, .ow = g->ow, .sh = g->sh, .sw = g->sw, .dh = g->dh, .dw = g->dw,
                   .groups = g->groups, .s8 = in[QL_X]->dtype == OAR_I8};
         c->p[i] = oar_prim_cache_get(&g_cache, &k);
-        if (!c->p[i] || !c->p[i]->conv) return false;
+        /* inexact code where oar has VNNI (oneDNN capped lower): the direct VNNI kernel is the one */
+        if (!c->p[i] || !c->p[i]->conv || (!c->p[i]->exact && oar_cpu_use_vnni())) return false;
     }
     return true;
 }
