@@ -50,22 +50,7 @@ typedef struct doperand {
     oar_chan_layout lay;
 } doperand;
 
-/* Weights already in the layout a forward primitive wants, for the data they were made from:
- * the storage's uid and version (tensor.h) and the weight's offset in it. Immutable once made;
- * refs counts the primitive's reference and each running call's. */
-typedef struct dpacked {
-    int refs;
-    uint64_t uid;
-    uint32_t version;
-    int64_t offset;
-    uint64_t used; /* the cache clock at its last use */
-    void *data;
-    size_t bytes;
-} dpacked;
-
-/* Packings kept per primitive: convs of one shape share a primitive (six in ResNet-20's
- * first stage), and each keeps its weights packed. */
-#define PACK_SLOTS 16
+#define PACK_SLOTS 16 /* weight packings kept per primitive (prim_cache.h) */
 
 /* A cached primitive (prim NULL: oneDNN declined this key, remembered so as not to retry). */
 typedef struct dprim {
@@ -76,7 +61,7 @@ typedef struct dprim {
     doperand op[3];             /* x, weight, y */
     dnnl_memory_desc_t md_b;
     dnnl_primitive_t res_reorder; /* sum post-op into a blocked output: the residual into its layout */
-    dpacked *packed[PACK_SLOTS];  /* forward: weights reordered, reused while unchanged */
+    oar_packed *packed[PACK_SLOTS]; /* forward: weights reordered, reused while unchanged */
     size_t scratch; /* bytes of user scratchpad */
 } dprim;
 
@@ -98,15 +83,9 @@ static void threads_hook(int nthreads) {
 }
 #endif
 
-static void packed_put(dpacked *k) {
-    if (!k || __atomic_sub_fetch(&k->refs, 1, __ATOMIC_ACQ_REL) > 0) return;
-    oar_free(k->data, k->bytes);
-    free(k);
-}
-
 static void dprim_free(dprim *p) {
     if (!p) return;
-    for (int i = 0; i < PACK_SLOTS; i++) packed_put(p->packed[i]);
+    for (int i = 0; i < PACK_SLOTS; i++) oar_packed_put(p->packed[i]);
     if (p->prim) dnnl_primitive_destroy(p->prim);
     if (p->hint) dnnl_primitive_desc_destroy(p->hint);
     for (int i = 0; i < 3; i++)
@@ -349,30 +328,16 @@ static oar_status run_prim(const char *op, dnnl_primitive_t prim, dnnl_stream_t 
     return st == dnnl_success ? OAR_OK : oar_dnnl_fail(op, st);
 }
 
-/* The weights w in p's layout with a reference for the caller (packed_put), reordering them
+/* The weights w in p's layout with a reference for the caller (oar_packed_put), reordering them
  * only when p holds none for w's data as it is now. Static programs and inference call a conv
  * with the same weights again and again: at batch 1 the weight reorder measured a quarter of
  * ResNet-20's time. NULL: the caller reorders itself (untracked storage, or no memory). */
-static dpacked *packed_get(const char *op, dprim *p, const oar_tensor *w, oar_status *rc) {
+static oar_packed *packed_get(const char *op, dprim *p, const oar_tensor *w, oar_status *rc) {
     const oar_storage *st = w->storage;
     if (!st || !st->uid || !p->op[1].reorder || p->key.kind != DK_FORWARD) return NULL;
-    pthread_mutex_lock(&g_cache.mu);
-    for (int i = 0; i < PACK_SLOTS; i++) {
-        dpacked *k = p->packed[i];
-        if (k && k->uid == st->uid && k->version == st->version && k->offset == w->offset) {
-            __atomic_add_fetch(&k->refs, 1, __ATOMIC_RELAXED);
-            k->used = ++g_cache.clock;
-            pthread_mutex_unlock(&g_cache.mu);
-            return k;
-        }
-    }
-    pthread_mutex_unlock(&g_cache.mu);
-    dpacked *k = calloc(1, sizeof *k);
-    if (!k || !(k->data = oar_alloc(p->op[1].bytes))) {
-        free(k);
-        return NULL;
-    }
-    k->refs = 1, k->uid = st->uid, k->version = st->version, k->offset = w->offset, k->bytes = p->op[1].bytes;
+    oar_packed *k = oar_packed_find(&g_cache, p->packed, PACK_SLOTS, st->uid, st->version, w->offset);
+    if (k) return k;
+    if (!(k = oar_packed_new(p->op[1].bytes, st->uid, st->version, w->offset))) return NULL;
     dnnl_stream_t strm = NULL;
     dnnl_memory_t from = NULL, to = NULL;
     dnnl_status_t ds = dnnl_stream_create(&strm, oar_dnnl_engine(), dnnl_stream_default_flags);
@@ -386,25 +351,10 @@ static dpacked *packed_get(const char *op, dprim *p, const oar_tensor *w, oar_st
     if (to) dnnl_memory_destroy(to);
     if (strm) dnnl_stream_destroy(strm);
     if (*rc != OAR_OK) {
-        packed_put(k);
+        oar_packed_put(k);
         return NULL;
     }
-    pthread_mutex_lock(&g_cache.mu); /* replaces an older packing of the same weights, else the least recent */
-    int slot = 0;
-    for (int i = 0; i < PACK_SLOTS; i++) {
-        dpacked *o = p->packed[i];
-        if (!o || (o->uid == k->uid && o->offset == k->offset)) {
-            slot = i;
-            break;
-        }
-        if (o->used < p->packed[slot]->used) slot = i;
-    }
-    dpacked *old = p->packed[slot];
-    p->packed[slot] = k;
-    k->used = ++g_cache.clock;
-    __atomic_add_fetch(&k->refs, 1, __ATOMIC_RELAXED);
-    pthread_mutex_unlock(&g_cache.mu);
-    packed_put(old);
+    oar_packed_keep(&g_cache, p->packed, PACK_SLOTS, k);
     return k;
 }
 
@@ -475,7 +425,7 @@ typedef struct djob {
     const char *op;
     const dplan *pl;
     char *x, *w, *y, *bias, *res; /* res: conv2d_act's residual or NULL */
-    dpacked *packed[2];           /* forward: each primitive's weights already reordered, or NULL */
+    oar_packed *packed[2];           /* forward: each primitive's weights already reordered, or NULL */
     int64_t xb, yb;   /* bytes of one image of x / y */
     float *partial;   /* grad_weight: parts - first gradients of wn floats */
     int64_t wn, first; /* first: the first part that writes a partial (0 in bf16, else 1) */
@@ -490,7 +440,7 @@ static void run_parts(void *ctx, int64_t begin, int64_t end) {
         int64_t n0 = oar_dnnl_part_start(&pl->split, i);
         dprim *p = pl->p[pl->split.r && i >= pl->split.r];
         void *w = pl->kind == DK_GRAD_WEIGHT && i >= j->first ? (void *)(j->partial + (i - j->first) * j->wn) : j->w;
-        dpacked *k = j->packed[pl->split.r && i >= pl->split.r];
+        oar_packed *k = j->packed[pl->split.r && i >= pl->split.r];
         oar_status st = execute(j->op, p, (void *[3]){j->x + n0 * j->xb, w, j->y + n0 * j->yb}, j->bias,
                                 j->res ? j->res + n0 * j->yb : NULL, k ? k->data : NULL);
         j->st[i] = st;
@@ -512,7 +462,7 @@ static oar_status run_call(const char *op, dk_kind kind, oar_tensor *const *in, 
     for (int i = 0; i < 2 && st == OAR_OK && kind == DK_FORWARD; i++)
         if (pl.p[i]) j.packed[i] = packed_get(op, pl.p[i], w, &st);
     if (st == OAR_OK) oar_parallel_for(pl.split.parts, 1, run_parts, &j);
-    for (int i = 0; i < 2; i++) packed_put(j.packed[i]);
+    for (int i = 0; i < 2; i++) oar_packed_put(j.packed[i]);
     for (int64_t i = 0; i < pl.split.parts && st == OAR_OK; i++) st = j.st[i];
     float *gw = j.first ? (float *)j.w : j.partial;
     for (int64_t i = 1; st == OAR_OK && pbytes && i < pl.split.parts; i++) {

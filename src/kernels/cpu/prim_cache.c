@@ -1,7 +1,10 @@
 /* The primitive cache of prim_cache.h. */
 #include "kernels/cpu/prim_cache.h"
 
+#include "base/base.h"
+
 #include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
 
 static oar_prim_entry *hdr(void *entry) { return entry; }
@@ -45,6 +48,57 @@ void *oar_prim_cache_get(oar_prim_cache *c, const void *key) {
     pthread_mutex_unlock(&c->mu);
     if (drop) c->destroy(drop);
     return p;
+}
+
+oar_packed *oar_packed_find(oar_prim_cache *c, oar_packed *const *slots, int n, uint64_t uid, uint32_t version,
+                            int64_t offset) {
+    pthread_mutex_lock(&c->mu);
+    for (int i = 0; i < n; i++) {
+        oar_packed *k = slots[i];
+        if (k && k->uid == uid && k->version == version && k->offset == offset) {
+            __atomic_add_fetch(&k->refs, 1, __ATOMIC_RELAXED);
+            k->used = ++c->clock;
+            pthread_mutex_unlock(&c->mu);
+            return k;
+        }
+    }
+    pthread_mutex_unlock(&c->mu);
+    return NULL;
+}
+
+oar_packed *oar_packed_new(size_t bytes, uint64_t uid, uint32_t version, int64_t offset) {
+    oar_packed *k = calloc(1, sizeof *k); /* metadata, not tensor storage */
+    if (!k || !(k->data = oar_alloc(bytes))) {
+        free(k);
+        return NULL;
+    }
+    k->refs = 1, k->uid = uid, k->version = version, k->offset = offset, k->bytes = bytes;
+    return k;
+}
+
+void oar_packed_keep(oar_prim_cache *c, oar_packed **slots, int n, oar_packed *k) {
+    pthread_mutex_lock(&c->mu);
+    int slot = 0;
+    for (int i = 0; i < n; i++) {
+        oar_packed *o = slots[i];
+        if (!o || (o->uid == k->uid && o->offset == k->offset)) {
+            slot = i;
+            break;
+        }
+        if (o->used < slots[slot]->used) slot = i;
+    }
+    oar_packed *old = slots[slot];
+    slots[slot] = k;
+    k->used = ++c->clock;
+    __atomic_add_fetch(&k->refs, 1, __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&c->mu);
+    oar_packed_put(old);
+}
+
+void oar_packed_put(oar_packed *k) {
+    if (!k || __atomic_sub_fetch(&k->refs, 1, __ATOMIC_ACQ_REL) > 0) return;
+    oar_free(k->data, k->bytes);
+    free(k);
 }
 
 void oar_prim_cache_put(oar_prim_cache *c, void *entry) {

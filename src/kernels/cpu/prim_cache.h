@@ -34,4 +34,31 @@ typedef struct oar_prim_cache {
 void *oar_prim_cache_get(oar_prim_cache *c, const void *key);
 void oar_prim_cache_put(oar_prim_cache *c, void *entry);
 
+/* Weights already in the layout a primitive wants, for the data they were made from: the
+ * storage's uid and version (tensor.h) and the weight's byte offset in it. Immutable once made;
+ * refs counts the owning primitive's reference and each running call's. A primitive keeps a few
+ * in slots (convs of one shape share a primitive: six in ResNet-20's first stage), guarded by
+ * its cache's lock and ordered by its clock. */
+typedef struct oar_packed {
+    int refs;
+    uint64_t uid;
+    uint32_t version;
+    int64_t offset;
+    uint64_t used;  /* the cache clock at its last use */
+    void *data;     /* oar_alloc'ed */
+    size_t bytes;
+    uint32_t flags; /* the owner's */
+} oar_packed;
+
+/* The packing among the n slots of the weights (uid, version, offset) with a reference for the
+ * caller (oar_packed_put); NULL when there is none. */
+oar_packed *oar_packed_find(oar_prim_cache *c, oar_packed *const *slots, int n, uint64_t uid, uint32_t version,
+                            int64_t offset);
+/* A new packing of bytes for those weights (refs 1, data uninitialized); NULL on OOM. */
+oar_packed *oar_packed_new(size_t bytes, uint64_t uid, uint32_t version, int64_t offset);
+/* Keeps k (the caller keeps its reference too) in place of an older packing of the same weights,
+ * else of an empty slot or the least recently used one. */
+void oar_packed_keep(oar_prim_cache *c, oar_packed **slots, int n, oar_packed *k);
+void oar_packed_put(oar_packed *k); /* NULL is ignored */
+
 #endif

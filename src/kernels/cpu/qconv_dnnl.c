@@ -31,23 +31,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define PACK_SLOTS 16 /* packings kept per primitive: convs of one shape share it */
+#define PACK_SLOTS 16 /* weight packings kept per primitive (prim_cache.h) */
+#define PACK_W7 1u    /* oar_packed flag: every weight within [-64, 63] */
 
 /* Everything a primitive depends on; all int64 so memcmp sees no padding. n: a chunk's images. */
 typedef struct qkey {
     int64_t n, c, h, w, ph, pw, o, kh, kw, oh, ow, sh, sw, dh, dw, groups, s8;
 } qkey;
-
-/* One weight tensor's bytes in the primitive's layout, and each output channel's weight sum. */
-typedef struct qpack {
-    int refs;
-    oar_qweight_id id;
-    uint64_t used;
-    void *data;
-    size_t bytes;
-    int32_t *wsum;
-    bool w7; /* every weight within [-64, 63] */
-} qpack;
 
 typedef struct qprim {
     oar_prim_entry hdr;
@@ -55,21 +45,18 @@ typedef struct qprim {
     dnnl_primitive_t conv, x_reorder, w_reorder; /* conv NULL: declined */
     bool exact;                                  /* VNNI or AMX code: exact for any int8 data */
     dnnl_memory_desc_t x_plain, x_framed, w_plain, w_want, y;
-    size_t scratch, w_bytes;
-    qpack *packed[PACK_SLOTS];
+    size_t scratch, w_bytes; /* w_bytes: the weights in the primitive's layout, a multiple of 64 */
+    oar_packed *packed[PACK_SLOTS]; /* data: those weights, then each output channel's weight sum */
 } qprim;
 
-static void pack_put(qpack *k) {
-    if (!k || __atomic_sub_fetch(&k->refs, 1, __ATOMIC_ACQ_REL) > 0) return;
-    oar_free(k->data, k->bytes);
-    free(k->wsum);
-    free(k);
+static const int32_t *pack_wsum(const qprim *p, const oar_packed *k) {
+    return (const int32_t *)((const char *)k->data + p->w_bytes);
 }
 
 static void qprim_free(void *v) {
     qprim *p = v;
     if (!p) return;
-    for (int i = 0; i < PACK_SLOTS; i++) pack_put(p->packed[i]);
+    for (int i = 0; i < PACK_SLOTS; i++) oar_packed_put(p->packed[i]);
     dnnl_primitive_t prims[3] = {p->conv, p->x_reorder, p->w_reorder};
     for (int i = 0; i < 3; i++)
         if (prims[i]) dnnl_primitive_destroy(prims[i]);
@@ -131,7 +118,7 @@ static void *qprim_build(const void *key) {
         const dnnl_memory_desc_t *want = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
         const dnnl_memory_desc_t *smd = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
         p->w_want = *want;
-        p->w_bytes = dnnl_memory_desc_get_size(want);
+        p->w_bytes = (dnnl_memory_desc_get_size(want) + 63) / 64 * 64;
         p->scratch = smd ? dnnl_memory_desc_get_size(smd) : 0;
         p->x_reorder = reorder_prim(&p->x_plain, &p->x_framed);
         p->w_reorder = reorder_prim(&p->w_plain, &p->w_want);
@@ -167,60 +154,32 @@ static oar_status reorder(dnnl_primitive_t r, const dnnl_memory_desc_t *fmd, con
     return rc;
 }
 
-/* w in p's layout with a reference for the caller (pack_put): found among p's packings of
- * tracked weights, else made (and kept, when w's storage is tracked). NULL with *rc set. */
-static qpack *pack_get(qprim *p, const oar_tensor *w, oar_status *rc) {
+/* w in p's layout, with its sums, and a reference for the caller (oar_packed_put): found among
+ * p's packings of tracked weights, else made (and kept, when w's storage is tracked). NULL with
+ * *rc set. */
+static oar_packed *pack_get(qprim *p, const oar_tensor *w, oar_status *rc) {
     oar_qweight_id id = oar_qweight_id_of(w, 0);
-    if (id.uid) {
-        pthread_mutex_lock(&g_cache.mu);
-        for (int i = 0; i < PACK_SLOTS; i++) {
-            qpack *k = p->packed[i];
-            if (k && k->id.uid == id.uid && k->id.version == id.version && k->id.offset == id.offset) {
-                __atomic_add_fetch(&k->refs, 1, __ATOMIC_RELAXED);
-                k->used = ++g_cache.clock;
-                pthread_mutex_unlock(&g_cache.mu);
-                return k;
-            }
-        }
-        pthread_mutex_unlock(&g_cache.mu);
-    }
+    oar_packed *k = id.uid ? oar_packed_find(&g_cache, p->packed, PACK_SLOTS, id.uid, id.version, id.offset) : NULL;
+    if (k) return k;
     int64_t o = p->key.o, per = w->numel / o;
-    qpack *k = calloc(1, sizeof *k);
-    if (!k || !(k->wsum = malloc(sizeof(int32_t) * (size_t)o)) || !(k->data = oar_alloc(p->w_bytes))) {
-        if (k) free(k->wsum);
-        free(k);
+    if (!(k = oar_packed_new(p->w_bytes + sizeof(int32_t) * (size_t)o, id.uid, id.version, id.offset))) {
         *rc = oar_error(OAR_ERR_OOM, "qconv2d: out of memory for packed weights (%zu bytes)", p->w_bytes);
         return NULL;
     }
-    k->refs = 1, k->id = id, k->bytes = p->w_bytes;
     const int8_t *wv = (const int8_t *)oar_tensor_ptr(w);
-    k->w7 = true;
+    int32_t *wsum = (int32_t *)((char *)k->data + p->w_bytes);
+    bool w7 = true;
     for (int64_t i = 0; i < o; i++) {
         int32_t s = 0;
-        for (int64_t j = 0; j < per; j++) s += wv[i * per + j], k->w7 &= wv[i * per + j] >= -64 && wv[i * per + j] < 64;
-        k->wsum[i] = s;
+        for (int64_t j = 0; j < per; j++) s += wv[i * per + j], w7 &= wv[i * per + j] >= -64 && wv[i * per + j] < 64;
+        wsum[i] = s;
     }
+    k->flags = w7 ? PACK_W7 : 0;
     if ((*rc = reorder(p->w_reorder, &p->w_plain, wv, &p->w_want, k->data)) != OAR_OK) {
-        pack_put(k);
+        oar_packed_put(k);
         return NULL;
     }
-    if (!id.uid) return k;
-    pthread_mutex_lock(&g_cache.mu); /* replaces an older packing of the same weights, else the least recent */
-    int slot = 0;
-    for (int i = 0; i < PACK_SLOTS; i++) {
-        qpack *q = p->packed[i];
-        if (!q || (q->id.uid == id.uid && q->id.offset == id.offset)) {
-            slot = i;
-            break;
-        }
-        if (q->used < p->packed[slot]->used) slot = i;
-    }
-    qpack *old = p->packed[slot];
-    p->packed[slot] = k;
-    k->used = ++g_cache.clock;
-    __atomic_add_fetch(&k->refs, 1, __ATOMIC_RELAXED);
-    pthread_mutex_unlock(&g_cache.mu);
-    pack_put(old);
+    if (id.uid) oar_packed_keep(&g_cache, p->packed, PACK_SLOTS, k);
     return k;
 }
 
@@ -233,7 +192,7 @@ typedef struct qcall {
     oar_qepilogue e;
     int64_t cn, chunks, rem;
     qprim *p[2]; /* cn images, rem images (NULL when rem == cn) */
-    qpack *k[2];
+    oar_packed *k[2];
     const uint8_t *x;
     const float *res;
     void *out;
@@ -309,26 +268,14 @@ OAR_QEPI2_TARGET static void epilogue_avx2(const qcall *c, const int32_t *acc, i
         }
 }
 
-/* Chunk i into buffers for cn images: frame its images, convolve, then the epilogue. */
+/* Chunk i through buffers for cn images (xf framed): its images into the frame, the
+ * convolution, then the epilogue. */
 static oar_status run_chunk(const qcall *c, int64_t i, uint8_t *xf, int32_t *acc, void *scratch) {
     const oar_qconv_geom *g = &c->g;
     int which = i == c->chunks - 1 && c->p[1];
     const qprim *p = c->p[which];
     const qkey *k = &p->key;
     int64_t b0 = i * c->cn, hp = g->h + 2 * g->ph, wp = g->w + 2 * g->pw;
-    /* the frame: rows above and below, then the columns left and right of each image row */
-    uint8_t pad = (uint8_t)c->xzp;
-    size_t row = (size_t)(wp * g->c), side = (size_t)(g->pw * g->c);
-    for (int64_t b = 0; b < k->n; b++)
-        for (int64_t y = 0; y < hp; y++) {
-            uint8_t *r = xf + (b * hp + y) * row;
-            if (y < g->ph || y >= g->ph + g->h) {
-                memset(r, pad, row);
-            } else if (side) {
-                memset(r, pad, side);
-                memset(r + row - side, pad, side);
-            }
-        }
     const uint8_t *x = c->x + b0 * g->c * g->h * g->w;
     oar_status rc = reorder(p->x_reorder, &p->x_plain, x, &p->x_framed, xf + (g->ph * wp + g->pw) * g->c);
     if (rc != OAR_OK) return rc;
@@ -351,9 +298,29 @@ static oar_status run_chunk(const qcall *c, int64_t i, uint8_t *xf, int32_t *acc
     for (int j = 0; j < 4; j++)
         if (m[j]) dnnl_memory_destroy(m[j]);
     if (s) dnnl_stream_destroy(s);
-    if (rc == OAR_OK && oar_cpu_use_vnni()) epilogue(c, acc, b0, k->n, c->k[which]->wsum);
-    else if (rc == OAR_OK) epilogue_avx2(c, acc, b0, k->n, c->k[which]->wsum);
+    const int32_t *wsum = pack_wsum(p, c->k[which]);
+    if (rc == OAR_OK && oar_cpu_use_vnni()) epilogue(c, acc, b0, k->n, wsum);
+    else if (rc == OAR_OK) epilogue_avx2(c, acc, b0, k->n, wsum);
     return rc;
+}
+
+/* The zero point's frame around each of the n images of xf: rows above and below, then the
+ * columns left and right of each image row (the reorders write only inside it). */
+static void frame(const qcall *c, uint8_t *xf, int64_t n) {
+    const oar_qconv_geom *g = &c->g;
+    int64_t hp = g->h + 2 * g->ph, wp = g->w + 2 * g->pw;
+    uint8_t pad = (uint8_t)c->xzp;
+    size_t row = (size_t)(wp * g->c), side = (size_t)(g->pw * g->c);
+    for (int64_t b = 0; b < n; b++)
+        for (int64_t y = 0; y < hp; y++) {
+            uint8_t *r = xf + (b * hp + y) * row;
+            if (y < g->ph || y >= g->ph + g->h) {
+                memset(r, pad, row);
+            } else if (side) {
+                memset(r, pad, side);
+                memset(r + row - side, pad, side);
+            }
+        }
 }
 
 /* chunks [begin, end) on one thread, through one set of buffers */
@@ -372,6 +339,7 @@ static void run_chunks(void *ctx, int64_t begin, int64_t end) {
     if (!xf || !acc || (scratch_bytes && !scratch))
         rc = oar_error(OAR_ERR_OOM, "qconv2d: out of memory for the framed input and int32 sums (%zu + %zu bytes)",
                        xbytes, ybytes);
+    if (rc == OAR_OK) frame(c, xf, c->cn);
     for (int64_t i = begin; i < end && rc == OAR_OK; i++) rc = run_chunk(c, i, xf, acc, scratch);
     oar_status ok = OAR_OK;
     if (rc != OAR_OK) __atomic_compare_exchange_n(&c->st, &ok, rc, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
@@ -410,7 +378,7 @@ static bool plan(qcall *c, oar_tensor *const *in, const oar_attr *a) {
 
 static void release(qcall *c) {
     for (int i = 0; i < 2; i++) {
-        pack_put(c->k[i]);
+        oar_packed_put(c->k[i]);
         if (c->p[i]) oar_prim_cache_put(&g_cache, c->p[i]);
     }
 }
@@ -434,7 +402,8 @@ static oar_status qconv_dnnl(const oar_kctx *ctx, oar_tensor *const *in, int n_i
     c.xzp = (int32_t)oar_dtypes[in[QL_XZP]->dtype].load_i64(oar_tensor_ptr(in[QL_XZP]));
     bool exact = true;
     for (int i = 0; i < 2 && st == OAR_OK; i++)
-        if (c.p[i] && (c.k[i] = pack_get(c.p[i], in[QL_W], &st)) && !c.p[i]->exact && !c.k[i]->w7) exact = false;
+        if (c.p[i] && (c.k[i] = pack_get(c.p[i], in[QL_W], &st)) && !c.p[i]->exact && !(c.k[i]->flags & PACK_W7))
+            exact = false;
     if (st == OAR_OK && !exact) { /* 8-bit weights on code that would saturate: the exact GEMM */
         oar_qepilogue_free(&c.e);
         release(&c);
