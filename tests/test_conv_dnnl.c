@@ -5,7 +5,9 @@
  *    2 (the batch split in uneven parts, so two primitives), for conv2d and both backward ops. */
 #include "test_util.h"
 
+#include "kernels/cpu/conv_dnnl.h"
 #include "kernels/cpu/conv_dnnl_layout.h"
+#include "kernels/cpu/dnnl_engine.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "ops/op.h"
 #include "tensor/tensor.h"
@@ -140,6 +142,30 @@ static void test_against_reference(int threads) {
     oar_set_num_threads(before);
 }
 
+/* conv2d_act on NHWC activations (the conv_nhwc pass's layout) with a residual and ReLU: equal
+ * to the reference; and from AVX2 up oneDNN runs it on the NHWC data itself. With format "any"
+ * AVX2 picked nChw8c and converted both ways around every conv (docs/cpu-isa.md). */
+static void test_nhwc_direct(void) {
+    const oar_kernel_entry *fast = kernel(OAR_OP_conv2d_act, "onednn"), *ref = kernel(OAR_OP_conv2d_act, "reference");
+    if (!fast) return;
+    CHECK(ref != NULL);
+    oar_scope_begin();
+    oar_manual_seed(5);
+    const int64_t xs[4] = {5, 12, 12, 16}, ws[4] = {32, 16, 3, 3}, ys[4] = {5, 12, 12, 32};
+    oar_tensor *x = oar_randn(xs, 4, OAR_F32), *w = oar_randn(ws, 4, OAR_F32), *b = oar_randn(ws, 1, OAR_F32);
+    oar_tensor *r = oar_randn(ys, 4, OAR_F32), *got = oar_empty(ys, 4, OAR_F32), *want = oar_empty(ys, 4, OAR_F32);
+    oar_attr a[6] = {oar_attr_ints((int64_t[]){1, 1}, 2), oar_attr_ints((int64_t[]){1, 1}, 2),
+                     oar_attr_ints((int64_t[]){1, 1}, 2), oar_attr_int(1), oar_attr_str("relu"), oar_attr_str("nhwc")};
+    oar_tensor *in[4] = {x, w, b, r};
+    int converts = oar_dnnl_conv_act_converts(in, got, a);
+    CHECK(converts >= 0);
+    if (oar_dnnl_isa() >= OAR_CPU_ISA_AVX2) CHECK(converts == 0);
+    CHECK(oar_op_run_kernel(OAR_OP_conv2d_act, fast, in, 4, &got, 1, a) == OAR_OK);
+    CHECK(ref && oar_op_run_kernel(OAR_OP_conv2d_act, ref, in, 4, &want, 1, a) == OAR_OK);
+    CHECK(near_ref(got, want));
+    oar_scope_end();
+}
+
 int main(void) {
     test_transposes();
 #ifdef OAR_HAVE_ONEDNN
@@ -147,5 +173,6 @@ int main(void) {
 #endif
     test_against_reference(1);
     test_against_reference(2);
+    test_nhwc_direct();
     return test_summary("test_conv_dnnl");
 }

@@ -127,6 +127,14 @@ static bool plan_operands(dprim *p, const_dnnl_primitive_desc_t pd) {
     return true;
 }
 
+/* Whether pd runs oneDNN's own code for its shapes: not its reference loops, nor (no_gemm) the
+ * gemm-based code. */
+static bool runs_own_code(const_dnnl_primitive_desc_t pd, bool no_gemm) {
+    const char *impl = NULL;
+    return dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success && impl &&
+           !strstr(impl, "ref") && (!no_gemm || !strstr(impl, "gemm"));
+}
+
 /* Builds the primitive for k; a dprim with prim NULL when oneDNN declines. NULL on OOM. */
 static dprim *dprim_build(const dkey *k) {
     dprim *p = calloc(1, sizeof *p); /* metadata, not tensor storage */
@@ -147,12 +155,6 @@ static dprim *dprim_build(const dkey *k) {
               (g > 1 ? dnnl_memory_desc_init_by_tag(&p->op[1].plain, 5, w, wdt, dnnl_goihw)
                      : dnnl_memory_desc_init_by_tag(&p->op[1].plain, 4, w4, wdt, dnnl_oihw)) == dnnl_success &&
               dnnl_memory_desc_init_by_tag(&p->md_b, 1, b, dt, dnnl_x) == dnnl_success;
-    ok = ok && dnnl_memory_desc_init_by_tag(&ax, 4, x, dt, dnnl_format_tag_any) == dnnl_success &&
-         dnnl_memory_desc_init_by_tag(&ay, 4, y, dt, dnnl_format_tag_any) == dnnl_success &&
-         (g > 1 ? dnnl_memory_desc_init_by_tag(&aw, 5, w, wdt, dnnl_format_tag_any)
-                : dnnl_memory_desc_init_by_tag(&aw, 4, w4, wdt, dnnl_format_tag_any)) == dnnl_success &&
-         (g > 1 ? dnnl_memory_desc_init_by_tag(&awf, 5, w, dt, dnnl_format_tag_any) /* the forward hint's */
-                : dnnl_memory_desc_init_by_tag(&awf, 4, w4, dt, dnnl_format_tag_any)) == dnnl_success;
     dnnl_primitive_attr_t attr = NULL;
     ok = ok && dnnl_primitive_attr_create(&attr) == dnnl_success &&
          dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user) == dnnl_success;
@@ -164,14 +166,31 @@ static dprim *dprim_build(const dkey *k) {
              dnnl_primitive_attr_set_post_ops(attr, po) == dnnl_success;
         if (po) dnnl_post_ops_destroy(po);
     }
+    bool fwd = k->kind == DK_FORWARD;
+    /* NHWC activations (conv_nhwc's layout) go to oneDNN's direct NHWC kernels when it has one
+     * (jit:avx2 and brgconv do): with "any" AVX2 got nChw8c, and a reorder each way around
+     * every conv was 13% of ResNet-20's inference. Its gemm or reference NHWC code would be
+     * slower than the reorders, so then "any" as for NCHW. */
+    bool direct_nhwc = k->nhwc && fwd;
     dnnl_convolution_desc_t fd, bd;
     dnnl_primitive_desc_t fpd = NULL, pd = NULL;
-    bool fwd = k->kind == DK_FORWARD;
-    ok = ok && dnnl_dilated_convolution_forward_desc_init(&fd, fwd ? dnnl_forward_inference : dnnl_forward_training,
-                                                          dnnl_convolution_direct, &ax, &awf,
-                                                          k->bias ? &p->md_b : NULL, &ay, s, d, pl, pr) ==
-                   dnnl_success;
-    ok = ok && dnnl_primitive_desc_create(&fpd, &fd, fwd ? attr : NULL, oar_dnnl_engine(), NULL) == dnnl_success;
+    for (int attempt = 0; ok && !fpd && attempt < 2; attempt++, direct_nhwc = false) {
+        dnnl_format_tag_t act_any = direct_nhwc ? dnnl_nhwc : dnnl_format_tag_any;
+        ok = dnnl_memory_desc_init_by_tag(&ax, 4, x, dt, act_any) == dnnl_success &&
+             dnnl_memory_desc_init_by_tag(&ay, 4, y, dt, act_any) == dnnl_success &&
+             (g > 1 ? dnnl_memory_desc_init_by_tag(&aw, 5, w, wdt, dnnl_format_tag_any)
+                    : dnnl_memory_desc_init_by_tag(&aw, 4, w4, wdt, dnnl_format_tag_any)) == dnnl_success &&
+             (g > 1 ? dnnl_memory_desc_init_by_tag(&awf, 5, w, dt, dnnl_format_tag_any) /* the forward hint's */
+                    : dnnl_memory_desc_init_by_tag(&awf, 4, w4, dt, dnnl_format_tag_any)) == dnnl_success;
+        ok = ok && dnnl_dilated_convolution_forward_desc_init(&fd, fwd ? dnnl_forward_inference : dnnl_forward_training,
+                                                              dnnl_convolution_direct, &ax, &awf,
+                                                              k->bias ? &p->md_b : NULL, &ay, s, d, pl, pr) ==
+                       dnnl_success;
+        if (ok && dnnl_primitive_desc_create(&fpd, &fd, fwd ? attr : NULL, oar_dnnl_engine(), NULL) != dnnl_success)
+            fpd = NULL;
+        if (fpd && direct_nhwc && !runs_own_code(fpd, true)) dnnl_primitive_desc_destroy(fpd), fpd = NULL;
+    }
+    ok = ok && fpd;
     if (ok && !fwd) {
         dnnl_status_t st =
             k->kind == DK_GRAD_INPUT
@@ -184,11 +203,7 @@ static dprim *dprim_build(const dkey *k) {
     } else {
         pd = fpd;
     }
-    if (ok && k->bf16) { /* bf16 only where it is native: never oneDNN's reference loops */
-        const char *impl = NULL;
-        ok = dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success && impl &&
-             !strstr(impl, "ref");
-    }
+    if (ok && k->bf16) ok = runs_own_code(pd, false); /* bf16 only where it is native: never oneDNN's reference loops */
     if (ok) ok = plan_operands(p, pd);
     if (ok && k->sum && p->op[2].reorder) { /* residual (plain) into the output's layout */
         dnnl_primitive_desc_t rpd;
@@ -531,6 +546,14 @@ static bool grad_weight_supports(oar_tensor *const *in, int n_in, oar_tensor *co
     return !oar_get_deterministic() && supports_kind(DK_GRAD_WEIGHT, in, out, a, false);
 }
 
+int oar_dnnl_conv_act_converts(oar_tensor *const *in, oar_tensor *out, const oar_attr *a) {
+    dplan pl;
+    if (!oar_dnnl_usable() || !plan_make(&pl, DK_FORWARD, in, &out, a, true)) return -1;
+    int converts = pl.p[0]->op[0].reorder || pl.p[0]->op[2].reorder;
+    plan_release(&pl);
+    return converts;
+}
+
 void oar_cpu_conv_register_dnnl(void) {
 #ifdef OAR_HAVE_OPENMP
     oar_threads_add_library_hook(threads_hook);
@@ -555,5 +578,10 @@ void oar_cpu_conv_register_dnnl(void) {
 #else
 
 void oar_cpu_conv_register_dnnl(void) {}
+
+int oar_dnnl_conv_act_converts(oar_tensor *const *in, oar_tensor *out, const oar_attr *a) {
+    (void)in, (void)out, (void)a;
+    return -1;
+}
 
 #endif

@@ -5,4 +5,11 @@
 /* Registers them above the im2col kernels; does nothing in a build without oneDNN. */
 void oar_cpu_conv_register_dnnl(void);
 
+#include "ops/op.h"
+
+/* For tests of the layout choice: 1 when a conv2d_act call (its inputs, output and attributes)
+ * converts its activations (x, y) into another layout around oneDNN's primitive, 0 when oneDNN
+ * reads and writes them where they lie, -1 when oneDNN declines the call (or is absent). */
+int oar_dnnl_conv_act_converts(oar_tensor *const *in, oar_tensor *out, const oar_attr *a);
+
 #endif
