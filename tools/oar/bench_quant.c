@@ -43,7 +43,9 @@ int oar_bench_quant(int argc, char **argv) {
     const char *model = cli_flag_value(argc, argv, "--model"), *quant = cli_flag_value(argc, argv, "--quant");
     const char *bs = cli_flag_value(argc, argv, "--batch"), *th = cli_flag_value(argc, argv, "--threads");
     const char *rp = cli_flag_value(argc, argv, "--repeats"), *cl = cli_flag_value(argc, argv, "--calls");
-    const char *wb = cli_flag_value(argc, argv, "--weight-bits"); /* static: 8, or 7 (CPUs without VNNI) */
+    /* static: 8, or 7 (CPUs without VNNI); by default what `oar quantize` picks on this CPU */
+    const char *wb = cli_flag_value(argc, argv, "--weight-bits");
+    int weight_bits = wb ? atoi(wb) : oar_quant_fast_weight_bits();
     model = model ? model : "lenet";
     quant = quant ? quant : "none";
     int64_t batch = bs ? atoll(bs) : 1;
@@ -97,7 +99,7 @@ int oar_bench_quant(int argc, char **argv) {
     if (ok && stat) {
         shape[0] = 32;
         oar_tensor *cal[2] = {oar_randn(shape, spec.ndim, OAR_F32), oar_randn(shape, spec.ndim, OAR_F32)};
-        oar_quant_static_opts so = {.weight_bits = wb ? atoi(wb) : 8};
+        oar_quant_static_opts so = {.weight_bits = weight_bits};
         ok = oar_quantize_static_model(fp32, int8, cal, 2, &so, NULL, 0, &n_layers) == OAR_OK;
         if (!ok) fprintf(stderr, "oar bench: %s\n", oar_last_error());
     }
@@ -131,8 +133,9 @@ int oar_bench_quant(int argc, char **argv) {
     oar_no_grad_end();
     qsort(ms, (size_t)repeats, sizeof(double), cmp_double);
     printf("{\"workload\": \"quant-infer\", \"model\": \"%s\", \"quant\": \"%s\", \"batch\": %lld, \"threads\": %d, "
-           "\"int8_layers\": %d, \"repeats\": %d, \"calls\": %d, \"ms_median\": %.4f, \"ms_min\": %.4f, "
-           "\"ms_max\": %.4f}\n", model, quant, (long long)batch, oar_get_num_threads(), n_layers, repeats, calls,
+           "\"int8_layers\": %d, \"weight_bits\": %d, \"repeats\": %d, \"calls\": %d, \"ms_median\": %.4f, "
+           "\"ms_min\": %.4f, \"ms_max\": %.4f}\n", model, quant, (long long)batch, oar_get_num_threads(), n_layers,
+           stat ? weight_bits : dyn ? 8 : 32, repeats, calls,
            ms[repeats / 2], ms[0], ms[repeats - 1]);
     free(ms);
     rc = 0;
