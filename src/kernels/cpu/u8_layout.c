@@ -41,13 +41,14 @@ static void block_rows(const uint8_t *planes, int64_t c, int64_t c0, int cn, int
             }
         }
         interleave16(r);
-        for (int k = 0; k < 16; k++) {
-            const int p = BITREV4[k];
-            if (p >= pn) continue;
+        for (int p = 0; p < pn; p++) {
+            const int k = BITREV4[p]; /* bit reversal is its own inverse: vector k holds pixel p */
             int64_t py = y, px = x + p;
             while (px >= w) px -= w, py++;
             uint8_t *d = dst + py * dst_row + px * c + c0;
-            if (cn == 16) {
+            /* with fewer than 16 channels in all, a full store spills into pixels to its right
+             * that are stored after it (pixels go in order), never past the row's last one */
+            if (cn == 16 || (c < 16 && (w - 1 - px) * c >= 16 - cn)) {
                 _mm_storeu_si128((__m128i *)d, r[k]);
             } else {
                 uint8_t tmp[16];
@@ -61,6 +62,11 @@ static void block_rows(const uint8_t *planes, int64_t c, int64_t c0, int cn, int
 
 void oar_u8_nchw_to_nhwc(const uint8_t *src, int64_t n, int64_t c, int64_t h, int64_t w, uint8_t *dst,
                          int64_t dst_row, int64_t dst_image) {
+    if (c == 1) { /* the same bytes: rows copied into the frame */
+        for (int64_t b = 0; b < n; b++)
+            for (int64_t y = 0; y < h; y++) memcpy(dst + b * dst_image + y * dst_row, src + (b * h + y) * w, (size_t)w);
+        return;
+    }
     for (int64_t b = 0; b < n; b++)
         for (int64_t c0 = 0; c0 < c; c0 += 16)
             block_rows(src + b * c * h * w, c, c0, c - c0 < 16 ? (int)(c - c0) : 16, h, w, dst + b * dst_image,
