@@ -74,11 +74,13 @@ oar_tensor *oar_tensor_shell(oar_dtype dt, const int64_t *shape, int ndim) {
 
 static uint64_t g_storage_uid;
 
+void oar_storage_track(oar_storage *s) { s->uid = __atomic_add_fetch(&g_storage_uid, 1, __ATOMIC_RELAXED); }
+
 oar_status oar_tensor_alloc_storage(oar_tensor *t) {
     oar_storage *s = OAR_NEW(oar_storage);
     if (!s) return OAR_ERR_OOM;
     s->refcount = 1;
-    s->uid = __atomic_add_fetch(&g_storage_uid, 1, __ATOMIC_RELAXED);
+    oar_storage_track(s);
     s->nbytes = (size_t)t->numel * oar_dtypes[t->dtype].size;
     s->owned = true;
     s->device = t->device;

@@ -138,6 +138,9 @@ oar_status oar_check_handles(const char *who, const char *what, oar_tensor *cons
 
 /* Drops one reference to a storage (NULL is fine); the last frees its data. */
 void oar_storage_release(oar_storage *s);
+/* Gives s a fresh uid: for a buffer oar took over (a loader's parsed bytes) and from then on
+ * writes only as it writes its own, so caches may name its data by (uid, version). */
+void oar_storage_track(oar_storage *s);
 
 /* Creation without scope tracking (internal). */
 oar_tensor *oar_tensor_new(oar_dtype dt, const int64_t *shape, int ndim); /* contiguous, uninitialised */

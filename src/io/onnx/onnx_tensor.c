@@ -191,6 +191,9 @@ oar_tensor *ox_tensor_from_proto(Onnx__TensorProto *t, const char *dir, const ch
         oar_tensor *x = oar_from_blob(t->raw_data.data, shape, (int)t->n_dims, dt, free_blob, NULL);
         if (!x) return NULL;
         oar_scope_forget(x); /* an internal reference, like oar_tensor_new's */
+        /* oar owns these bytes now: tracked, so the conv kernels keep their weights packed
+         * across calls (untracked, resnet18 reordered every weight on every call) */
+        oar_storage_track(x->storage);
         t->raw_data.data = NULL;
         t->raw_data.len = 0;
         return x;

@@ -19,7 +19,6 @@
 
 #include <oneapi/dnnl/dnnl.h>
 #include <pthread.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #ifdef OAR_HAVE_OPENMP
@@ -350,7 +349,6 @@ static oar_status run_prim(const char *op, dnnl_primitive_t prim, dnnl_stream_t 
  * ResNet-20's time. NULL: the caller reorders itself (untracked storage, or no memory). */
 static oar_packed *packed_get(const char *op, dprim *p, const oar_tensor *w, oar_status *rc) {
     const oar_storage *st = w->storage;
-    if (getenv("XDBG")) fprintf(stderr, "packed_get st=%p uid=%llu ver=%u reorder=%p kind=%d\n", (void*)st, st ? (unsigned long long)st->uid : 0, st ? st->version : 0, (void*)p->op[1].reorder, (int)p->key.kind);
     if (!st || !st->uid || !p->op[1].reorder || p->key.kind != DK_FORWARD) return NULL;
     oar_packed *k = oar_packed_find(&g_cache, p->packed, PACK_SLOTS, st->uid, st->version, w->offset);
     if (k) return k;
