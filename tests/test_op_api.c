@@ -2,6 +2,8 @@
  * name agree with the typed C functions, and every misuse is an error naming the op. */
 #include "test_util.h"
 
+#include "ops/op.h" /* oar_attr_default: each default parses as its kind */
+
 static void test_table(void) {
     int n = oar_op_count();
     CHECK(n > 50);
@@ -126,7 +128,15 @@ static void test_defaults(void) {
     for (int i = 0; i < n; i++) {
         oar_op_schema s;
         CHECK(oar_op_schema_get(i, &s) == OAR_OK);
-        for (int a = 0; a < s.n_attrs; a++) with_defaults += oar_op_attr_default(i, a) != NULL;
+        for (int a = 0; a < s.n_attrs; a++) {
+            if (!oar_op_attr_default(i, a)) continue;
+            with_defaults++;
+            oar_attr v = {0};
+            if (oar_attr_default(oar_op_table[i], a, &v) != OAR_OK || (int)v.kind != (int)oar_op_attr_kind_of(i, a))
+                printf("  %s.%s: default '%s' does not read as its kind: %s\n", s.name, oar_op_attr_name(i, a),
+                       oar_op_attr_default(i, a), oar_last_error());
+            CHECK(v.kind == (oar_attr_kind)oar_op_attr_kind_of(i, a));
+        }
     }
     CHECK(with_defaults >= 20);
     int ln = oar_op_find("layer_norm"), gs = oar_op_find("grid_sample"), nms = oar_op_find("nms");

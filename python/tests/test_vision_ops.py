@@ -220,3 +220,22 @@ def test_table_defaults_reach_oar_ops():
     close(oar.ops.layer_norm(x, None, None, normalized_ndim=1),
           oar.ops.layer_norm(x, None, None, normalized_ndim=1, eps=1e-5), what="eps left out")
     assert "eps: float = 1e-05" in oar.ops.layer_norm.__doc__
+
+
+MODULES = ["LayerNorm", "GroupNorm", "BatchNorm2d", "InstanceNorm2d", "Dropout", "LeakyReLU", "ELU", "SmoothL1Loss",
+           "NLLLoss", "CrossEntropyLoss"]
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_module_defaults_from_the_table_are_torchs(torch, name):
+    ours = inspect.signature(getattr(oar.nn, name)).parameters
+    theirs = inspect.signature(getattr(torch.nn, name)).parameters
+    compared = 0
+    for p, v in ours.items():
+        if p in theirs and theirs[p].default is not inspect.Parameter.empty:
+            assert v.default == theirs[p].default, f"{name}({p}): oar {v.default!r}, torch {theirs[p].default!r}"
+            compared += 1
+    if not compared:  # the activations take (*args, **kwargs): compare what a default instance holds
+        args = {"LeakyReLU": ["negative_slope"], "ELU": ["alpha"]}[name]
+        for p in args:
+            assert getattr(getattr(oar.nn, name)(), p) == getattr(getattr(torch.nn, name)(), p), f"{name}.{p}"
