@@ -72,9 +72,9 @@ static oar_status roi_geom_of(const char *op, const oar_tensor *boxes, int64_t k
     r->bin_w = w / pw;
     r->gh = a[2].i > 0 ? a[2].i : (int64_t)ceil(h / ph);
     r->gw = a[2].i > 0 ? a[2].i : (int64_t)ceil(w / pw);
-    if (!isfinite(h) || !isfinite(w) || r->gh > (1 << 20) || r->gw > (1 << 20))
-        return oar_error(OAR_ERR_INVALID_ARG, "%s: box %lld is not finite or too large (%g x %g)", op, (long long)k,
-                         w, h);
+    if (!isfinite(h) || !isfinite(w) || (double)r->gh * (double)r->gw > (double)(1 << 24))
+        return oar_error(OAR_ERR_INVALID_ARG, "%s: box %lld is not finite or needs too many samples per bin "
+                         "(%g x %g pixels); give a positive sampling_ratio", op, (long long)k, w, h);
     return OAR_OK;
 }
 
