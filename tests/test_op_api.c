@@ -96,9 +96,9 @@ static void test_call(void) {
 
     /* errors name the op, what was expected and what was received */
     n = 4;
-    CHECK_ERR(oar_op_call_named(sum, &x, 1, a, 1, out, &n), "sum: missing attribute 'dims'; every attribute without a default must be given: dims: ints, keepdim: int");
+    CHECK_ERR(oar_op_call_named(sum, &x, 1, a, 1, out, &n), "sum: missing attribute 'dims'; every attribute without a default must be given: dims: ints, keepdim: int = false");
     oar_op_attr_value bad[] = {{.name = "dimz", .kind = OAR_OP_ATTR_INT}};
-    CHECK_ERR(oar_op_call_named(sum, &x, 1, bad, 1, out, &n), "sum: unknown attribute 'dimz'; its attributes are: dims: ints, keepdim: int");
+    CHECK_ERR(oar_op_call_named(sum, &x, 1, bad, 1, out, &n), "sum: unknown attribute 'dimz'; its attributes are: dims: ints, keepdim: int = false");
     oar_op_attr_value wrong[] = {{.name = "dims", .kind = OAR_OP_ATTR_FLOAT, .f = 1.5}, a[0]};
     CHECK_ERR(oar_op_call_named(sum, &x, 1, wrong, 2, out, &n), "sum: expected attribute 'dims' of kind ints, got float");
     oar_op_attr_value twice[] = {a[0], a[0]};

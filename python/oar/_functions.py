@@ -11,6 +11,7 @@ import numbers
 from . import _C
 from . import _dtype as D
 from ._ops import ID, SCHEMA, TABLE, call
+from ._ops import default as _d  # defaults from the op table (src/ops)
 
 _call = _C.call
 
@@ -232,7 +233,7 @@ def _dims(dim):
 
 
 def _reduction(name, int_to=None):
-    def f(input, dim=None, keepdim=False, *, dtype=None):
+    def f(input, dim=None, keepdim=_d(name, "keepdim"), *, dtype=None):
         _check_tensor(input, name)
         if dtype is not None:
             input = _cast(input, D.to_dtype(dtype))
@@ -253,12 +254,12 @@ amin = _reduction("amin")
 _logsumexp = _reduction("logsumexp", int_to=D.float32)
 
 
-def logsumexp(input, dim, keepdim=False):
+def logsumexp(input, dim, keepdim=_d("logsumexp", "keepdim")):
     return _logsumexp(input, dim, keepdim)
 
 
 def _var_like(name):
-    def f(input, dim=None, unbiased=True, keepdim=False, *, correction=None):
+    def f(input, dim=None, unbiased=_d(name, "correction") == 1, keepdim=_d(name, "keepdim"), *, correction=None):
         _check_tensor(input, name)
         if isinstance(dim, builtins.bool):  # torch.var(x, False): the unbiased flag
             dim, unbiased = None, dim
@@ -272,7 +273,7 @@ def _var_like(name):
 var, std = _var_like("var"), _var_like("std")
 
 
-def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
+def norm(input, p="fro", dim=None, keepdim=_d("norm", "keepdim"), dtype=None):
     _check_tensor(input, "norm")
     if p in ("fro", None):
         p = 2

@@ -40,7 +40,7 @@ F = oar.nn.functional
     (lambda: oar.ops.add(oar.ones(2), None), TypeError, "add: input 1 is None; expected a Tensor"),
     (lambda: oar.ops.add(oar.ones(2), 3), TypeError, "add: expected input 1 to be a Tensor, got int"),
     (lambda: oar.ops.sum(oar.ones(2), dims="x", keepdim=0), TypeError, "sum: expected 'dims' to be a list of ints"),
-    (lambda: oar.ops.sum(oar.ones(2), dims=[0]), ValueError, "sum: missing attribute 'keepdim'"),
+    (lambda: oar.ops.sum(oar.ones(2), keepdim=True), ValueError, "sum: missing attribute 'dims'"),
     (lambda: oar.ops.sum(oar.ones(2), dims=[0], keepdim=0, bogus=1), TypeError, "unexpected keyword argument 'bogus'"),
     (lambda: oar.ops.sum(oar.ones(2), dims=list(range(20)), keepdim=0), ValueError, "at most 16 values"),
     (lambda: oar.zeros(2, "3"), TypeError, "must be tuple of ints"),

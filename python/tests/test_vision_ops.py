@@ -239,3 +239,13 @@ def test_module_defaults_from_the_table_are_torchs(torch, name):
         args = {"LeakyReLU": ["negative_slope"], "ELU": ["alpha"]}[name]
         for p in args:
             assert getattr(getattr(oar.nn, name)(), p) == getattr(getattr(torch.nn, name)(), p), f"{name}.{p}"
+
+
+def test_reduction_defaults_from_the_table_are_torchs(torch):
+    x = R.randn(3, 4).astype(np.float32)
+    for name in ("sum", "mean", "amax", "var", "std", "logsumexp"):
+        close(getattr(oar, name)(oar.tensor(x), 1), getattr(torch, name)(torch.tensor(x), 1), what=name)
+    close(oar.var(oar.tensor(x)), torch.var(torch.tensor(x)), what="var over all (unbiased)")
+    close(oar.norm(oar.tensor(x)), torch.norm(torch.tensor(x)), what="norm")
+    assert inspect.signature(oar.var).parameters["unbiased"].default is True
+    assert inspect.signature(oar.sum).parameters["keepdim"].default is False
