@@ -22,6 +22,7 @@ from ._functions import abs, all, any, max, min, pow, round, sum  # noqa: F401  
 from ._creation import (arange, as_tensor, empty, empty_like, eye, from_dlpack, from_numpy, full, full_like,  # noqa: F401
                         linspace, ones, ones_like, rand, rand_like, randint, randn, randn_like, randperm,
                         scalar_tensor, tensor, zeros, zeros_like)
+from ._creation import layout, strided  # noqa: F401
 from ._grad_mode import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled  # noqa: F401
 from .serialization import load, save  # noqa: F401
 from . import autograd  # noqa: F401

@@ -177,6 +177,16 @@ silu, erf, sign, floor, ceil, logical_not = G["silu"], G["erf"], G["sign"], G["f
 negative, absolute = neg, abs
 
 
+def log2(input):
+    """torch.log2, composed: log(x) / log(2) (within an ulp or two of torch's)."""
+    return mul(log(input), 1.0 / math.log(2.0))
+
+
+def log10(input):
+    """torch.log10, composed: log(x) / log(10)."""
+    return mul(log(input), 1.0 / math.log(10.0))
+
+
 def round(input, *, decimals=0):
     if decimals:
         s = 10.0 ** decimals

@@ -249,3 +249,16 @@ def test_reduction_defaults_from_the_table_are_torchs(torch):
     close(oar.norm(oar.tensor(x)), torch.norm(torch.tensor(x)), what="norm")
     assert inspect.signature(oar.var).parameters["unbiased"].default is True
     assert inspect.signature(oar.sum).parameters["keepdim"].default is False
+
+
+def test_what_torchvision_detection_calls(torch):
+    """torchvision's MultiScaleRoIAlign and detection transforms call these."""
+    x = R.uniform(0.1, 40, 7).astype(np.float32)
+    close(oar.tensor(x).log2(), torch.tensor(x).log2(), what="log2")
+    close(oar.log10(oar.tensor(x)), torch.log10(torch.tensor(x)), what="log10")
+    assert float(oar.tensor(0.25).log2().round()) == -2.0
+    b = oar.ones(3, 4)
+    y = oar.full_like(b[:, :1], 2, dtype=oar.float32, layout=oar.strided)
+    assert tuple(y.shape) == (3, 1) and float(y.sum()) == 6.0 and repr(oar.strided) == "torch.strided"
+    with pytest.raises(NotImplementedError, match="only the strided layout"):
+        oar.full_like(b, 1, layout=oar.layout("sparse_coo"))
