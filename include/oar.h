@@ -417,6 +417,21 @@ OAR_API oar_tensor *oar_avg_pool2d(oar_tensor *x, const oar_pool_opts *opts);
 /* Output bin i of n over a size s averages [floor(i*s/n), ceil((i+1)*s/n)). */
 OAR_API oar_tensor *oar_adaptive_avg_pool2d(oar_tensor *x, int64_t out_h, int64_t out_w);
 
+/* Sampling and detection (torchvision's semantics). grid_sample: input [N, C, H, W] read at grid
+ * [N, Ho, Wo, 2] ((x, y) in [-1, 1]) -> [N, C, Ho, Wo]; mode "bilinear" or "nearest",
+ * padding_mode "zeros", "border" or "reflection" (NULL: the first of each). */
+OAR_API oar_tensor *oar_grid_sample(oar_tensor *input, oar_tensor *grid, const char *mode, const char *padding_mode,
+                                    bool align_corners);
+/* roi_align: boxes [K, 5] rows (batch index, x1, y1, x2, y2) -> [K, C, out_h, out_w];
+ * sampling_ratio -1 is adaptive (ceil(box side / bins) samples per bin side). */
+OAR_API oar_tensor *oar_roi_align(oar_tensor *input, oar_tensor *boxes, int64_t out_h, int64_t out_w,
+                                  double spatial_scale, int64_t sampling_ratio, bool aligned);
+/* nms: boxes [N, 4] (x1, y1, x2, y2), scores [N] -> *keep [N] int64: the kept indices by decreasing
+ * score, then -1; *count: a 0-d int64, how many are kept. Both are new references the caller
+ * releases. */
+OAR_API oar_status oar_nms(oar_tensor *boxes, oar_tensor *scores, double iou_threshold, oar_tensor **keep,
+                           oar_tensor **count);
+
 /* Batch norm of x [N, C, ...] over all dims but C. In training, batch statistics (biased
  * variance) normalize and running_mean / running_var (both or neither may be NULL) are updated
  * in place with momentum, using the unbiased variance as torch does; in inference they are

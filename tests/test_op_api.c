@@ -2,6 +2,8 @@
  * name agree with the typed C functions, and every misuse is an error naming the op. */
 #include "test_util.h"
 
+#include "ops/op.h" /* oar_attr_default: each default parses as its kind */
+
 static void test_table(void) {
     int n = oar_op_count();
     CHECK(n > 50);
@@ -94,9 +96,9 @@ static void test_call(void) {
 
     /* errors name the op, what was expected and what was received */
     n = 4;
-    CHECK_ERR(oar_op_call_named(sum, &x, 1, a, 1, out, &n), "sum: missing attribute 'dims'; every attribute must be given: dims: ints, keepdim: int");
+    CHECK_ERR(oar_op_call_named(sum, &x, 1, a, 1, out, &n), "sum: missing attribute 'dims'; every attribute without a default must be given: dims: ints, keepdim: int = false");
     oar_op_attr_value bad[] = {{.name = "dimz", .kind = OAR_OP_ATTR_INT}};
-    CHECK_ERR(oar_op_call_named(sum, &x, 1, bad, 1, out, &n), "sum: unknown attribute 'dimz'; its attributes are: dims: ints, keepdim: int");
+    CHECK_ERR(oar_op_call_named(sum, &x, 1, bad, 1, out, &n), "sum: unknown attribute 'dimz'; its attributes are: dims: ints, keepdim: int = false");
     oar_op_attr_value wrong[] = {{.name = "dims", .kind = OAR_OP_ATTR_FLOAT, .f = 1.5}, a[0]};
     CHECK_ERR(oar_op_call_named(sum, &x, 1, wrong, 2, out, &n), "sum: expected attribute 'dims' of kind ints, got float");
     oar_op_attr_value twice[] = {a[0], a[0]};
@@ -119,8 +121,61 @@ static void test_call(void) {
     oar_release(x);
 }
 
+/* Attribute defaults: every one the table gives parses as its kind, a call by name fills the
+ * attributes left out with them, and the C functions agree. */
+static void test_defaults(void) {
+    int n = oar_op_count(), with_defaults = 0;
+    for (int i = 0; i < n; i++) {
+        oar_op_schema s;
+        CHECK(oar_op_schema_get(i, &s) == OAR_OK);
+        for (int a = 0; a < s.n_attrs; a++) {
+            if (!oar_op_attr_default(i, a)) continue;
+            with_defaults++;
+            oar_attr v = {0};
+            if (oar_attr_default(oar_op_table[i], a, &v) != OAR_OK || (int)v.kind != (int)oar_op_attr_kind_of(i, a))
+                printf("  %s.%s: default '%s' does not read as its kind: %s\n", s.name, oar_op_attr_name(i, a),
+                       oar_op_attr_default(i, a), oar_last_error());
+            CHECK(v.kind == (oar_attr_kind)oar_op_attr_kind_of(i, a));
+        }
+    }
+    CHECK(with_defaults >= 20);
+    int ln = oar_op_find("layer_norm"), gs = oar_op_find("grid_sample"), nms = oar_op_find("nms");
+    CHECK(strcmp(oar_op_attr_default(ln, 1), "1e-05") == 0);
+    CHECK(oar_op_attr_default(ln, 0) == NULL && oar_last_status() == OAR_OK); /* required, not an error */
+    CHECK(strcmp(oar_op_attr_default(gs, 0), "bilinear") == 0 && strcmp(oar_op_attr_default(gs, 2), "false") == 0);
+    CHECK(oar_op_attr_default(nms, 0) == NULL);
+    CHECK(oar_op_attr_default(ln, 2) == NULL && oar_last_status() == OAR_ERR_INVALID_ARG);
+    CHECK(strstr(oar_last_error(), "oar_op_attr_default: layer_norm has 2 attributes, got index 2") != NULL);
+
+    int64_t xs[] = {2, 3, 4, 5};
+    oar_tensor *x = oar_randn(xs, 4, OAR_F32), *out[2];
+    oar_tensor *lin[] = {x, NULL, NULL};
+    oar_op_attr_value nd[] = {{.name = "normalized_ndim", .kind = OAR_OP_ATTR_INT, .i = 2}};
+    int k = 1;
+    CHECK(oar_op_call_named(ln, lin, 3, nd, 1, out, &k) == OAR_OK);
+    oar_tensor *want = oar_layer_norm(x, 2, NULL, NULL, 1e-5);
+    CHECK(want && t_same_bits(out[0], want));
+    oar_release(out[0]);
+    /* grid_sample by name with every attribute left out: bilinear, zeros, align_corners false */
+    int64_t gsz[] = {2, 3, 3, 2};
+    oar_tensor *grid = oar_rand(gsz, 4, OAR_F32);
+    oar_tensor *gin[] = {x, grid};
+    k = 1;
+    CHECK(oar_op_call_named(gs, gin, 2, NULL, 0, out, &k) == OAR_OK);
+    oar_tensor *gwant = oar_grid_sample(x, grid, "bilinear", "zeros", false);
+    CHECK(gwant && t_same_bits(out[0], gwant));
+    oar_release(out[0]);
+    CHECK_ERR(oar_op_call_named(nms, gin, 2, NULL, 0, out, &k), "nms: missing attribute 'iou_threshold'; every attribute "
+              "without a default must be given: iou_threshold: float");
+    oar_release(grid);
+    oar_release(x);
+}
+
 int main(void) {
     test_table();
+    oar_scope_begin();
+    test_defaults();
+    oar_scope_end();
     oar_scope_begin(); /* releases the temporaries the checks make (oar_sum(...) chains) */
     test_call();
     oar_scope_end();

@@ -6,9 +6,10 @@
  * table here: each op's name, inputs, outputs and typed attributes, and its flags; and call
  * any op by id with its attributes given by name.
  *
- * Attributes have no defaults in the table: every attribute of the schema must be given
- * (front ends carry the defaults of the API they mimic, e.g. torch's). Ids are stable within
- * one build only: look ops up by name.
+ * An attribute may carry a default in the table (oar_op_attr_default; the values of the API
+ * the op mirrors, torch's for most): front ends take their defaults from here, and
+ * oar_op_call_named fills an attribute left out with it. Ids are stable within one build only:
+ * look ops up by name.
  */
 #ifndef OAR_OPS_H
 #define OAR_OPS_H
@@ -73,6 +74,10 @@ OAR_API oar_status oar_op_schema_get(int op, oar_op_schema *out);
  * range. */
 OAR_API const char *oar_op_attr_name(int op, int i);
 OAR_API oar_op_attr_kind oar_op_attr_kind_of(int op, int i);
+/* Attribute i's default as attribute text ("1e-05", "1,1" for ints, "true"/"false" or a number
+ * for an int, a word for a string, "f32" for a dtype; static storage), or NULL: it has none and
+ * must be given. NULL with an error set when out of range (oar_last_status tells). */
+OAR_API const char *oar_op_attr_default(int op, int i);
 
 /* One attribute by name, for oar_op_call_named. Set the field its kind reads. An INT is
  * accepted for a FLOAT attribute, and an integral FLOAT for an INT one; a list for INTS. */
@@ -87,8 +92,8 @@ typedef struct oar_op_attr_value {
 } oar_op_attr_value;
 
 /* Calls op id eagerly (recorded by autograd as any op call, traced while tracing): in has the
- * op's inputs (NULL for an absent optional one), attrs every attribute of its schema by name,
- * in any order. out receives the visible outputs as new references the caller owns (not
+ * op's inputs (NULL for an absent optional one), attrs the attributes of its schema by name,
+ * in any order (every one without a default; one left out takes its default). out receives the visible outputs as new references the caller owns (not
  * tracked by an open scope); *n_out is out's capacity on entry and the count on return.
  * Errors name the op: an unknown or missing attribute (listing the schema), a value of the
  * wrong kind, the op's own shape and dtype checks. */

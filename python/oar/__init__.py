@@ -15,11 +15,14 @@ from ._dtype import float32 as float, float64 as double, float16 as half, int64 
 from ._dtype import complex64, complex128, int16, int16 as short  # noqa: F401  (names only: no such tensors)
 from ._tensor import Size, Tensor, device  # noqa: F401
 from ._ops import ops  # noqa: F401
+from . import _vision as _vision
+ops.roi_align, ops.nms, ops.batched_nms = _vision.roi_align, _vision.nms, _vision.batched_nms  # torchvision.ops'
 from ._functions import *  # noqa: F401,F403
 from ._functions import abs, all, any, max, min, pow, round, sum  # noqa: F401  (shadow builtins, as torch does)
 from ._creation import (arange, as_tensor, empty, empty_like, eye, from_dlpack, from_numpy, full, full_like,  # noqa: F401
                         linspace, ones, ones_like, rand, rand_like, randint, randn, randn_like, randperm,
                         scalar_tensor, tensor, zeros, zeros_like)
+from ._creation import layout, strided  # noqa: F401
 from ._grad_mode import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled  # noqa: F401
 from .serialization import load, save  # noqa: F401
 from . import autograd  # noqa: F401

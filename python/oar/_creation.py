@@ -203,7 +203,26 @@ rand_like = _like("rand_like", "rand")
 randn_like = _like("randn_like", "randn")
 
 
-def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False, memory_format=None):
+class layout:
+    """torch.layout: oar's tensors are all strided (torch.strided); other layouts are refused."""
+
+    def __init__(self, name):
+        self.name = name
+
+    def __repr__(self):
+        return f"torch.{self.name}"
+
+
+strided = layout("strided")
+
+
+def _check_layout(layout, fn):
+    if layout is not None and layout is not strided:
+        raise NotImplementedError(f"{fn}: only the strided layout is offered, got {layout!r}")
+
+
+def full_like(input, fill_value, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
+    _check_layout(layout, "full_like")
     d = D.to_dtype(dtype) if dtype is not None else D.BY_CODE[input._dtype]
     return full(tuple(input.shape), fill_value, dtype=d, requires_grad=requires_grad)
 

@@ -11,6 +11,7 @@ import numbers
 from . import _C
 from . import _dtype as D
 from ._ops import ID, SCHEMA, TABLE, call
+from ._ops import default as _d  # defaults from the op table (src/ops)
 
 _call = _C.call
 
@@ -176,6 +177,16 @@ silu, erf, sign, floor, ceil, logical_not = G["silu"], G["erf"], G["sign"], G["f
 negative, absolute = neg, abs
 
 
+def log2(input):
+    """torch.log2, composed: log(x) / log(2) (within an ulp or two of torch's)."""
+    return mul(log(input), 1.0 / math.log(2.0))
+
+
+def log10(input):
+    """torch.log10, composed: log(x) / log(10)."""
+    return mul(log(input), 1.0 / math.log(10.0))
+
+
 def round(input, *, decimals=0):
     if decimals:
         s = 10.0 ** decimals
@@ -232,7 +243,7 @@ def _dims(dim):
 
 
 def _reduction(name, int_to=None):
-    def f(input, dim=None, keepdim=False, *, dtype=None):
+    def f(input, dim=None, keepdim=_d(name, "keepdim"), *, dtype=None):
         _check_tensor(input, name)
         if dtype is not None:
             input = _cast(input, D.to_dtype(dtype))
@@ -253,12 +264,12 @@ amin = _reduction("amin")
 _logsumexp = _reduction("logsumexp", int_to=D.float32)
 
 
-def logsumexp(input, dim, keepdim=False):
+def logsumexp(input, dim, keepdim=_d("logsumexp", "keepdim")):
     return _logsumexp(input, dim, keepdim)
 
 
 def _var_like(name):
-    def f(input, dim=None, unbiased=True, keepdim=False, *, correction=None):
+    def f(input, dim=None, unbiased=_d(name, "correction") == 1, keepdim=_d(name, "keepdim"), *, correction=None):
         _check_tensor(input, name)
         if isinstance(dim, builtins.bool):  # torch.var(x, False): the unbiased flag
             dim, unbiased = None, dim
@@ -272,7 +283,7 @@ def _var_like(name):
 var, std = _var_like("var"), _var_like("std")
 
 
-def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
+def norm(input, p="fro", dim=None, keepdim=_d("norm", "keepdim"), dtype=None):
     _check_tensor(input, "norm")
     if p in ("fro", None):
         p = 2

@@ -1,6 +1,7 @@
 """The op table, read from the C core at import: every op becomes a function in oar.ops
-(inputs positional, attributes by name, all required, as the table defines them). The
-torch-named API in _functions is written over these."""
+(inputs positional, attributes by name; those with a default in the table may be left out).
+The torch-named API in _functions and nn.functional is written over these and takes its
+default values from the table (default(op, attr))."""
 from types import SimpleNamespace
 
 from . import _C
@@ -14,9 +15,33 @@ FLAG_CONTROL = 1 << 10
 _call = _C.call
 
 
+def _from_text(kind, text):
+    """A default as the table writes it (attribute text, src/ops/attr_text.c) -> a Python value."""
+    if kind == 1:
+        return {"true": True, "false": False}[text] if text in ("true", "false") else int(text)
+    if kind == 2:
+        return float(text)
+    if kind == 3:
+        return tuple(int(v) for v in text.split(",")) if text else ()
+    return text  # str, dtype name
+
+
+DEFAULTS = {row["name"]: {a: _from_text(k, row["defaults"][a]) for a, k in row["attrs"] if a in row["defaults"]}
+            for row in TABLE}
+
+
+def default(op, attr):
+    """The table's default of attribute attr of op (torch's value for the ops that mirror torch)."""
+    try:
+        return DEFAULTS[op][attr]
+    except KeyError:
+        raise KeyError(f"the op table gives no default for {op}.{attr}") from None
+
+
 def _make(name, row):
     op = ID[name]
-    attrs = ", ".join(f"{a}: {KIND_NAMES[k]}" for a, k in row["attrs"])
+    attrs = ", ".join(f"{a}: {KIND_NAMES[k]}" + (f" = {DEFAULTS[name][a]!r}" if a in DEFAULTS[name] else "")
+                      for a, k in row["attrs"])
     n_in = row["n_inputs"]
 
     def f(*inputs, **attrs_given):
@@ -34,6 +59,13 @@ class _OpNamespace(SimpleNamespace):
     compiled against libtorch and so cannot load into oar: those say so."""
 
     def load_library(self, path):
+        import os
+        if os.path.basename(os.path.dirname(str(path))) == "torchvision" and \
+                os.path.basename(str(path)).split(".")[0] == "_C":
+            # torchvision's op library: oar serves the ops it has (torch.ops.torchvision.nms, ...)
+            from ._vision import TorchvisionOps
+            self.torchvision = TorchvisionOps()
+            return
         raise OSError(f"torch.ops.load_library: '{path}' is a PyTorch C++ extension (built against libtorch); "
                       "oar cannot load it")
 

@@ -566,7 +566,7 @@ class _no_grad:
 
 # Methods that are the function of the same name with self first (torch's Tensor.<fn> = torch.<fn>).
 _METHODS = """add sub mul div pow maximum minimum eq ne lt le gt ge logical_and logical_or logical_not
-neg abs exp log log1p sqrt rsqrt square sin cos tanh sigmoid relu silu erf sign floor ceil round clamp clip
+neg abs exp log log1p log2 log10 sqrt rsqrt square sin cos tanh sigmoid relu silu erf sign floor ceil round clamp clip
 clamp_min clamp_max sum prod mean amax amin logsumexp var std norm argmax argmin max min all any cumsum topk
 sort argsort reshape permute transpose t expand squeeze unsqueeze flatten unflatten contiguous clone chunk split
 unbind narrow select flip tril triu index_select gather scatter_add masked_fill repeat nonzero masked_select

@@ -301,11 +301,11 @@ static oar_status conv2d_grad(oar_grad_ctx *g) {
     return grads_done(g);
 }
 
-#define CONV_ATTRS {"stride", OAR_ATTR_INTS}, {"padding", OAR_ATTR_INTS}, {"dilation", OAR_ATTR_INTS}, \
-                   {"groups", OAR_ATTR_INT}
+#define CONV_ATTRS(ONE, ZERO) {"stride", OAR_ATTR_INTS, ONE}, {"padding", OAR_ATTR_INTS, ZERO}, \
+                   {"dilation", OAR_ATTR_INTS, ONE}, {"groups", OAR_ATTR_INT, "1"}
 
 const oar_op_def oar_opdef_conv2d = {
-    .name = "conv2d", .n_inputs = 3, .n_outputs = 1, .n_attrs = 4, .attrs = {CONV_ATTRS},
+    .name = "conv2d", .n_inputs = 3, .n_outputs = 1, .n_attrs = 4, .attrs = {CONV_ATTRS("1,1", "0,0")},
     .flags = OAR_OPF_AMP_ALLOW | OAR_OPF_QUANTIZABLE, .ref_dtypes = OAR_FLOAT_DTYPES, .optional_inputs = 1u << 2,
     .infer = conv2d_infer, .reference = conv2d_ref, .grad = conv2d_grad,
 };
@@ -367,7 +367,7 @@ static oar_status grad_input_grad(oar_grad_ctx *g) {
 
 const oar_op_def oar_opdef_conv2d_grad_input = {
     .name = "conv2d_grad_input", .n_inputs = 2, .n_outputs = 1, .n_attrs = 5,
-    .attrs = {{"input_shape", OAR_ATTR_INTS}, CONV_ATTRS},
+    .attrs = {{"input_shape", OAR_ATTR_INTS}, CONV_ATTRS("1,1", "0,0")},
     .flags = OAR_OPF_AMP_ALLOW, .ref_dtypes = OAR_FLOAT_DTYPES,
     .infer = grad_input_infer, .reference = grad_input_ref, .grad = grad_input_grad,
 };
@@ -425,7 +425,7 @@ static oar_status grad_weight_grad(oar_grad_ctx *g) {
 
 const oar_op_def oar_opdef_conv2d_grad_weight = {
     .name = "conv2d_grad_weight", .n_inputs = 2, .n_outputs = 1, .n_attrs = 5,
-    .attrs = {{"weight_shape", OAR_ATTR_INTS}, CONV_ATTRS},
+    .attrs = {{"weight_shape", OAR_ATTR_INTS}, CONV_ATTRS("1,1", "0,0")},
     .flags = OAR_OPF_AMP_ALLOW, .ref_dtypes = OAR_FLOAT_DTYPES,
     .infer = grad_weight_infer, .reference = grad_weight_ref, .grad = grad_weight_grad,
 };
@@ -567,7 +567,7 @@ static oar_status conv1d_grad(oar_grad_ctx *g) {
 }
 
 const oar_op_def oar_opdef_conv1d = {
-    .name = "conv1d", .n_inputs = 3, .n_outputs = 1, .n_attrs = 4, .attrs = {CONV_ATTRS},
+    .name = "conv1d", .n_inputs = 3, .n_outputs = 1, .n_attrs = 4, .attrs = {CONV_ATTRS("1", "0")},
     .flags = OAR_OPF_AMP_ALLOW | OAR_OPF_QUANTIZABLE, .ref_dtypes = OAR_FLOAT_DTYPES, .optional_inputs = 1u << 2,
     .infer = conv1d_infer, .reference = conv1d_ref, .grad = conv1d_grad,
 };

@@ -162,7 +162,7 @@ static oar_status beta_check(const oar_attr *a) {
 PAIR_LOSS(mse_loss, L_MSE, "input", no_check, mse_grad, 1, {"reduction", OAR_ATTR_INT})
 PAIR_LOSS(l1_loss, L_L1, "input", no_check, l1_grad, 1, {"reduction", OAR_ATTR_INT})
 PAIR_LOSS(smooth_l1_loss, L_SMOOTH_L1, "input", beta_check, smooth_l1_grad, 2, {"reduction", OAR_ATTR_INT},
-          {"beta", OAR_ATTR_FLOAT})
+          {"beta", OAR_ATTR_FLOAT, "1"})
 PAIR_LOSS(bce_with_logits, L_BCE, "logits", no_check, bce_grad, 1, {"reduction", OAR_ATTR_INT})
 
 /* ---- public API */

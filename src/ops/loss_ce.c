@@ -456,7 +456,9 @@ static oar_status nllb_grad(oar_grad_ctx *g) {
 }
 
 /* ---- definitions */
-#define CE_ATTRS {"reduction", OAR_ATTR_INT}, {"ignore_index", OAR_ATTR_INT}, {"label_smoothing", OAR_ATTR_FLOAT}
+/* reduction 0 is 'mean' (oar_reduction); torch's defaults */
+#define CE_ATTRS {"reduction", OAR_ATTR_INT, "0"}, {"ignore_index", OAR_ATTR_INT, "-100"}, \
+                 {"label_smoothing", OAR_ATTR_FLOAT, "0"}
 
 const oar_op_def oar_opdef_cross_entropy = {
     .name = "cross_entropy", .n_inputs = 2, .n_outputs = 2, .n_visible = 1, .n_attrs = 3,

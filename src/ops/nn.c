@@ -311,7 +311,7 @@ static int64_t dropout_draws(oar_tensor *const *out, int n_out, const oar_attr *
 
 const oar_op_def oar_opdef_dropout = {
     .name = "dropout", .n_inputs = 1, .n_outputs = -1, .n_visible = 1, .n_attrs = 2,
-    .attrs = {{"p", OAR_ATTR_FLOAT}, {"training", OAR_ATTR_INT}},
+    .attrs = {{"p", OAR_ATTR_FLOAT, "0.5"}, {"training", OAR_ATTR_INT, "true"}},
     .flags = OAR_OPF_RANDOM, .ref_dtypes = OAR_FLOAT_DTYPES,
     .infer = dropout_infer, .reference = dropout_ref, .grad = dropout_grad, .draws = dropout_draws,
 };

@@ -180,7 +180,7 @@ static oar_status layer_norm_grad(oar_grad_ctx *g) {
 
 const oar_op_def oar_opdef_layer_norm = {
     .name = "layer_norm", .n_inputs = 3, .n_outputs = 3, .n_visible = 1, .n_attrs = 2,
-    .attrs = {{"normalized_ndim", OAR_ATTR_INT}, {"eps", OAR_ATTR_FLOAT}},
+    .attrs = {{"normalized_ndim", OAR_ATTR_INT}, {"eps", OAR_ATTR_FLOAT, "1e-05"}},
     .flags = OAR_OPF_AMP_DENY, .ref_dtypes = OAR_FLOAT_DTYPES, .optional_inputs = 0x6,
     .infer = layer_norm_infer, .reference = layer_norm_ref, .grad = layer_norm_grad,
 };
@@ -273,7 +273,7 @@ static oar_status group_norm_grad(oar_grad_ctx *g) {
 
 const oar_op_def oar_opdef_group_norm = {
     .name = "group_norm", .n_inputs = 3, .n_outputs = 3, .n_visible = 1, .n_attrs = 2,
-    .attrs = {{"groups", OAR_ATTR_INT}, {"eps", OAR_ATTR_FLOAT}},
+    .attrs = {{"groups", OAR_ATTR_INT}, {"eps", OAR_ATTR_FLOAT, "1e-05"}},
     .flags = OAR_OPF_AMP_DENY, .ref_dtypes = OAR_FLOAT_DTYPES, .optional_inputs = 0x6,
     .infer = group_norm_infer, .reference = group_norm_ref, .grad = group_norm_grad,
 };
@@ -471,7 +471,7 @@ static oar_status batch_norm_grad(oar_grad_ctx *g) {
 
 const oar_op_def oar_opdef_batch_norm = {
     .name = "batch_norm", .n_inputs = 6, .n_outputs = 3, .n_visible = 1, .n_attrs = 3,
-    .attrs = {{"training", OAR_ATTR_INT}, {"momentum", OAR_ATTR_FLOAT}, {"eps", OAR_ATTR_FLOAT}},
+    .attrs = {{"training", OAR_ATTR_INT, "false"}, {"momentum", OAR_ATTR_FLOAT, "0.1"}, {"eps", OAR_ATTR_FLOAT, "1e-05"}},
     .flags = OAR_OPF_STRIDED | OAR_OPF_AMP_DENY, .ref_dtypes = OAR_FLOAT_DTYPES, .optional_inputs = 0x3E,
     .unsaved_inputs = 0x38, /* running stats (updated in place) and the counter: never read by the rule */
     .mutated_inputs = 0x18,

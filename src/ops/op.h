@@ -31,9 +31,12 @@ typedef struct oar_attr {
     };
 } oar_attr;
 
+/* def: the default as attribute text ("1e-05", "1,1", "zeros", "true"), NULL when the
+ * attribute must be given. The one source of the defaults every front end shows (docs/adding-ops.md). */
 typedef struct oar_attr_schema {
     const char *name;
     oar_attr_kind kind;
+    const char *def;
 } oar_attr_schema;
 
 oar_attr oar_attr_int(int64_t v);
@@ -158,6 +161,8 @@ typedef struct oar_op_def {
 /* Attributes as text (attr_text.c): "dims=0,2 keepdim=1 eps=1e-05 equation=ij,jk->ik". */
 oar_status oar_attrs_parse(const oar_op_def *d, const char *text, oar_attr *out);
 int oar_attrs_format(const oar_op_def *d, const oar_attr *a, char *buf, size_t size);
+/* Attribute i's default from its schema (an error where it has none). */
+oar_status oar_attr_default(const oar_op_def *d, int i, oar_attr *out);
 
 /* ---- the table (generated from ops.def) */
 typedef enum oar_op_id {

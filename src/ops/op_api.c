@@ -69,6 +69,18 @@ oar_op_attr_kind oar_op_attr_kind_of(int op, int i) {
     return (oar_op_attr_kind)d->attrs[i].kind;
 }
 
+const char *oar_op_attr_default(int op, int i) {
+    const oar_op_def *d = def_of(op, "oar_op_attr_default");
+    if (!d) return NULL;
+    if (i < 0 || i >= d->n_attrs) {
+        oar_error(OAR_ERR_INVALID_ARG, "oar_op_attr_default: %s has %d attributes, got index %d", d->name,
+                  d->n_attrs, i);
+        return NULL;
+    }
+    oar_clear_error();
+    return d->attrs[i].def;
+}
+
 static const char *kind_name(int k) {
     switch (k) {
     case OAR_ATTR_INT: return "int";
@@ -85,8 +97,9 @@ static void schema_text(const oar_op_def *d, char *buf, size_t size) {
     size_t len = 0;
     buf[0] = '\0';
     for (int i = 0; i < d->n_attrs && len < size; i++)
-        len += (size_t)snprintf(buf + len, size - len, "%s%s: %s", i ? ", " : "", d->attrs[i].name,
-                                kind_name(d->attrs[i].kind));
+        len += (size_t)snprintf(buf + len, size - len, "%s%s: %s%s%s", i ? ", " : "", d->attrs[i].name,
+                                kind_name(d->attrs[i].kind), d->attrs[i].def ? " = " : "",
+                                d->attrs[i].def ? d->attrs[i].def : "");
     if (d->n_attrs == 0) snprintf(buf, size, "none");
 }
 
@@ -174,9 +187,14 @@ oar_status oar_op_call_named(int op, oar_tensor *const *in, int n_in, const oar_
     }
     for (int i = 0; i < d->n_attrs; i++)
         if (!given[i]) {
+            if (d->attrs[i].def) {
+                oar_status st = oar_attr_default(d, i, &packed[i]);
+                if (st != OAR_OK) return st;
+                continue;
+            }
             schema_text(d, schema, sizeof schema);
-            return oar_error(OAR_ERR_INVALID_ARG, "%s: missing attribute '%s'; every attribute must be given: %s",
-                             d->name, d->attrs[i].name, schema);
+            return oar_error(OAR_ERR_INVALID_ARG, "%s: missing attribute '%s'; every attribute without a default "
+                             "must be given: %s", d->name, d->attrs[i].name, schema);
         }
     oar_tensor *res[OAR_MAX_OUTPUTS];
     int n = OAR_MAX_OUTPUTS;

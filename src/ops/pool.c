@@ -195,8 +195,9 @@ static oar_status max_pool_grad(oar_grad_ctx *g) {
     return g->gin[0] ? OAR_OK : oar_last_status();
 }
 
-#define MAX_ATTRS {"kernel", OAR_ATTR_INTS}, {"stride", OAR_ATTR_INTS}, {"padding", OAR_ATTR_INTS}, \
-                  {"dilation", OAR_ATTR_INTS}, {"ceil_mode", OAR_ATTR_INT}
+/* torch's defaults but stride's (torch: the kernel size, which a table value cannot say) */
+#define MAX_ATTRS {"kernel", OAR_ATTR_INTS}, {"stride", OAR_ATTR_INTS}, {"padding", OAR_ATTR_INTS, "0,0"}, \
+                  {"dilation", OAR_ATTR_INTS, "1,1"}, {"ceil_mode", OAR_ATTR_INT, "false"}
 
 const oar_op_def oar_opdef_max_pool2d = {
     .name = "max_pool2d", .n_inputs = 1, .n_outputs = 1, .n_attrs = 5, .attrs = {MAX_ATTRS},
@@ -370,8 +371,8 @@ static oar_status avg_pool_grad(oar_grad_ctx *g) {
     return g->gin[0] ? OAR_OK : oar_last_status();
 }
 
-#define AVG_ATTRS {"kernel", OAR_ATTR_INTS}, {"stride", OAR_ATTR_INTS}, {"padding", OAR_ATTR_INTS}, \
-                  {"ceil_mode", OAR_ATTR_INT}, {"count_include_pad", OAR_ATTR_INT}
+#define AVG_ATTRS {"kernel", OAR_ATTR_INTS}, {"stride", OAR_ATTR_INTS}, {"padding", OAR_ATTR_INTS, "0,0"}, \
+                  {"ceil_mode", OAR_ATTR_INT, "false"}, {"count_include_pad", OAR_ATTR_INT, "true"}
 
 const oar_op_def oar_opdef_avg_pool2d = {
     .name = "avg_pool2d", .n_inputs = 1, .n_outputs = 1, .n_attrs = 5, .attrs = {AVG_ATTRS},

@@ -368,20 +368,21 @@ static oar_status norm_grad(oar_grad_ctx *g) {
         .infer = NAME##_infer, .reference = NAME##_ref, .grad = NAME##_grad,                        \
     };
 
-#define DIMS_KEEPDIM {"dims", OAR_ATTR_INTS}, {"keepdim", OAR_ATTR_INT}
+/* torch's defaults: keepdim false, var/std unbiased (correction 1), norm's p 2 (Frobenius) */
+#define DIMS_KEEPDIM {"dims", OAR_ATTR_INTS}, {"keepdim", OAR_ATTR_INT, "false"}
 
 REDUCTION(sum, R_SUM, OAR_ALL_DTYPES, OAR_OPF_AMP_DENY, DIMS_KEEPDIM)
 REDUCTION(mean, R_MEAN, OAR_FLOAT_DTYPES, OAR_OPF_AMP_DENY, DIMS_KEEPDIM)
 REDUCTION(amax, R_AMAX, OAR_ALL_DTYPES, 0, DIMS_KEEPDIM)
 REDUCTION(amin, R_AMIN, OAR_ALL_DTYPES, 0, DIMS_KEEPDIM)
 REDUCTION(prod, R_PROD, OAR_ALL_DTYPES, OAR_OPF_AMP_DENY, DIMS_KEEPDIM)
-REDUCTION(var, R_VAR, OAR_FLOAT_DTYPES, OAR_OPF_AMP_DENY, {"dims", OAR_ATTR_INTS}, {"correction", OAR_ATTR_INT},
-          {"keepdim", OAR_ATTR_INT})
-REDUCTION(std, R_STD, OAR_FLOAT_DTYPES, OAR_OPF_AMP_DENY, {"dims", OAR_ATTR_INTS}, {"correction", OAR_ATTR_INT},
-          {"keepdim", OAR_ATTR_INT})
+REDUCTION(var, R_VAR, OAR_FLOAT_DTYPES, OAR_OPF_AMP_DENY, {"dims", OAR_ATTR_INTS}, {"correction", OAR_ATTR_INT, "1"},
+          {"keepdim", OAR_ATTR_INT, "false"})
+REDUCTION(std, R_STD, OAR_FLOAT_DTYPES, OAR_OPF_AMP_DENY, {"dims", OAR_ATTR_INTS}, {"correction", OAR_ATTR_INT, "1"},
+          {"keepdim", OAR_ATTR_INT, "false"})
 REDUCTION(logsumexp, R_LSE, OAR_ALL_DTYPES, OAR_OPF_AMP_DENY, DIMS_KEEPDIM)
-REDUCTION(norm, R_NORM, OAR_FLOAT_DTYPES, OAR_OPF_AMP_DENY, {"p", OAR_ATTR_FLOAT}, {"dims", OAR_ATTR_INTS},
-          {"keepdim", OAR_ATTR_INT})
+REDUCTION(norm, R_NORM, OAR_FLOAT_DTYPES, OAR_OPF_AMP_DENY, {"p", OAR_ATTR_FLOAT, "2"}, {"dims", OAR_ATTR_INTS},
+          {"keepdim", OAR_ATTR_INT, "false"})
 
 /* ---- public API */
 /* Packs dims (NULL: all) at attrs[at]; false (error set) when there are too many. */

@@ -298,12 +298,12 @@ UNARY(sigmoid, sigmoid_d(x), 0, NULL, sigmoid_grad, 0, OAR_FLOAT_DTYPES, 0)
 /* x < 0 ? 0 : x keeps NaN and -0.0 as torch.relu does */
 UNARY(relu, x < 0 ? 0.0 : x, x < 0 ? 0 : x, NULL, relu_grad, 0, NUMERIC_DTYPES, 0)
 UNARY(leaky_relu, x > 0 ? x : x * a[0].f, 0, NULL, leaky_relu_grad, 0, OAR_FLOAT_DTYPES, 1,
-      FLOAT_ATTR("negative_slope"))
-UNARY(elu, x > 0 ? x : a[0].f * expm1(x), 0, NULL, elu_grad, 0, OAR_FLOAT_DTYPES, 1, FLOAT_ATTR("alpha"))
+      {"negative_slope", OAR_ATTR_FLOAT, "0.01"})
+UNARY(elu, x > 0 ? x : a[0].f * expm1(x), 0, NULL, elu_grad, 0, OAR_FLOAT_DTYPES, 1, {"alpha", OAR_ATTR_FLOAT, "1"})
 UNARY(gelu, gelu_d(x, a), 0, gelu_check, gelu_grad, 0, OAR_FLOAT_DTYPES, 1, {"approximate", OAR_ATTR_INT})
 UNARY(silu, x / (1.0 + exp(-x)), 0, NULL, silu_grad, 0, OAR_FLOAT_DTYPES, 0)
 UNARY(softplus, softplus_d(x, a), 0, softplus_check, softplus_grad, F16_FP32, OAR_FLOAT_DTYPES, 2,
-      FLOAT_ATTR("beta"), FLOAT_ATTR("threshold"))
+      {"beta", OAR_ATTR_FLOAT, "1"}, {"threshold", OAR_ATTR_FLOAT, "20"})
 UNARY(erf, erf(x), 0, NULL, erf_grad, 0, OAR_FLOAT_DTYPES, 0)
 UNARY(clip, clip_d(x, a), clip_int(x, a), clip_check, clip_grad, 0, NUMERIC_DTYPES, 2, FLOAT_ATTR("min"),
       FLOAT_ATTR("max"))

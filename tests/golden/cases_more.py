@@ -74,3 +74,28 @@ case("flip", "dims=0,1", [randn(3, 4)], lambda x: torch.flip(x, (0, 1)))
 case("masked_fill", "value=-2", [randn(3, 4), torch.rand(4) > 0.5], lambda x, m: x.masked_fill(m, -2.0))
 case("tril", "diagonal=1", [randn(4, 5)], lambda x: torch.tril(x, 1))
 case("triu", "diagonal=-1", [randn(4, 5)], lambda x: torch.triu(x, -1))
+# ---- sampling and detection (grid_sample: torch; roi_align, nms: torchvision 0.14)
+case("grid_sample", "mode=bilinear padding_mode=zeros align_corners=0",
+     [randn(2, 3, 4, 5), torch.rand(2, 3, 2, 2, dtype=torch.float64) * 2.6 - 1.3],
+     lambda x, g: F.grid_sample(x, g, "bilinear", "zeros", False))
+case("grid_sample", "mode=bilinear padding_mode=reflection align_corners=1",
+     [randn(1, 2, 3, 4), torch.rand(1, 2, 3, 2, dtype=torch.float64) * 3 - 1.5],
+     lambda x, g: F.grid_sample(x, g, "bilinear", "reflection", True))
+case("grid_sample", "mode=nearest padding_mode=border", [randn(1, 2, 3, 4), torch.rand(1, 2, 3, 2, dtype=torch.float64) * 3 - 1.5],
+     lambda x, g: F.grid_sample(x, g, "nearest", "border", False))  # align_corners left to the table's default
+case("roi_align", "output_size=2,3 spatial_scale=0.5 sampling_ratio=-1 aligned=1",
+     [randn(2, 2, 6, 7), torch.tensor([[1, 0.5, 1.0, 9.0, 7.5], [0, -2.0, 3.0, 5.0, 14.0]], dtype=torch.float64)],
+     lambda x, b: __import__("torchvision").ops.roi_align(x, b, (2, 3), 0.5, -1, True), nograd=[1])
+case("roi_align", "output_size=2,2", [randn(1, 3, 5, 5), torch.tensor([[0, 1.2, 0.4, 3.9, 4.4]], dtype=torch.float64)],
+     lambda x, b: __import__("torchvision").ops.roi_align(x, b, 2), nograd=[1])
+
+
+def _nms_padded(b, s, thr):
+    keep = __import__("torchvision").ops.nms(b, s, thr)
+    return F.pad(keep, (0, len(b) - len(keep)), value=-1), torch.tensor(len(keep))
+
+
+case("nms", "iou_threshold=0.4",
+     [torch.tensor([[0, 0, 4, 4], [1, 1, 5, 5], [0.5, 0, 4.5, 4], [10, 10, 12, 12], [10.5, 10, 12, 12.5], [3, 3, 3, 6]],
+                   dtype=torch.float64), torch.tensor([0.5, 0.9, 0.7, 0.3, 0.3, 0.8], dtype=torch.float64)],
+     lambda b, s: _nms_padded(b, s, 0.4), grad=False)

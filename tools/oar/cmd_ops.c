@@ -62,7 +62,15 @@ static void print_json(void) {
             if (a) printf(", ");
             print_json_string(d->attrs[a].name);
         }
-        printf("]}%s\n", op + 1 < OAR_OP_COUNT ? "," : "");
+        printf("], \"defaults\": {"); /* the table's attribute defaults, as attribute text */
+        for (int a = 0, k = 0; a < d->n_attrs; a++) {
+            if (!d->attrs[a].def) continue;
+            printf("%s", k++ ? ", " : "");
+            print_json_string(d->attrs[a].name);
+            printf(": ");
+            print_json_string(d->attrs[a].def);
+        }
+        printf("}}%s\n", op + 1 < OAR_OP_COUNT ? "," : "");
     }
     printf("]\n");
 }

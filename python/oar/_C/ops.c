@@ -14,15 +14,27 @@ static PyObject *op_table(PyObject *m, PyObject *u) {
             Py_DECREF(list);
             return oarpy_raise();
         }
-        PyObject *attrs = PyTuple_New(s.n_attrs);
-        for (int a = 0; attrs && a < s.n_attrs; a++)
-            PyTuple_SET_ITEM(attrs, a, Py_BuildValue("(si)", oar_op_attr_name(i, a), (int)oar_op_attr_kind_of(i, a)));
-        PyObject *row = attrs ? Py_BuildValue("{s:s,s:i,s:i,s:i,s:I,s:I,s:I,s:O,s:N}", "name", s.name, "n_inputs",
-                                              s.n_inputs, "n_outputs", s.n_outputs, "n_visible", s.n_visible, "flags",
-                                              s.flags, "optional_inputs", s.optional_inputs, "mutated_inputs",
-                                              s.mutated_inputs, "differentiable", s.differentiable ? Py_True : Py_False,
-                                              "attrs", attrs)
-                              : NULL;
+        PyObject *attrs = PyTuple_New(s.n_attrs), *defaults = PyDict_New();
+        for (int a = 0; attrs && defaults && a < s.n_attrs; a++) {
+            const char *name = oar_op_attr_name(i, a), *def = oar_op_attr_default(i, a);
+            PyTuple_SET_ITEM(attrs, a, Py_BuildValue("(si)", name, (int)oar_op_attr_kind_of(i, a)));
+            if (def) { /* the default as attribute text; _ops.py reads it by the kind */
+                PyObject *t = PyUnicode_FromString(def);
+                if (!t || PyDict_SetItemString(defaults, name, t) < 0) Py_CLEAR(defaults);
+                Py_XDECREF(t);
+            }
+        }
+        PyObject *row = attrs && defaults
+                            ? Py_BuildValue("{s:s,s:i,s:i,s:i,s:I,s:I,s:I,s:O,s:N,s:N}", "name", s.name, "n_inputs",
+                                            s.n_inputs, "n_outputs", s.n_outputs, "n_visible", s.n_visible, "flags",
+                                            s.flags, "optional_inputs", s.optional_inputs, "mutated_inputs",
+                                            s.mutated_inputs, "differentiable", s.differentiable ? Py_True : Py_False,
+                                            "attrs", attrs, "defaults", defaults)
+                            : NULL;
+        if (!row) {
+            Py_XDECREF(attrs);
+            Py_XDECREF(defaults);
+        }
         if (!row) {
             Py_DECREF(list);
             return NULL;

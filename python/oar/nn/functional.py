@@ -8,6 +8,7 @@ from .. import _creation as _CR
 from .. import _dtype as D
 from .. import _functions as F
 from .._ops import call
+from .._ops import default as _d  # defaults come from the op table (src/ops)
 
 sigmoid, tanh = F.sigmoid, F.tanh
 
@@ -61,11 +62,11 @@ def relu6(input, inplace=False):
     return hardtanh(input, 0.0, 6.0)
 
 
-def leaky_relu(input, negative_slope=0.01, inplace=False):
+def leaky_relu(input, negative_slope=_d("leaky_relu", "negative_slope"), inplace=False):
     return call("leaky_relu", (input,), {"negative_slope": negative_slope})
 
 
-def elu(input, alpha=1.0, inplace=False):
+def elu(input, alpha=_d("elu", "alpha"), inplace=False):
     return call("elu", (input,), {"alpha": alpha})
 
 
@@ -75,7 +76,7 @@ def gelu(input, approximate="none"):
     return call("gelu", (input,), {"approximate": approximate == "tanh"})
 
 
-def softplus(input, beta=1, threshold=20):
+def softplus(input, beta=_d("softplus", "beta"), threshold=_d("softplus", "threshold")):
     return call("softplus", (input,), {"beta": beta, "threshold": threshold})
 
 
@@ -135,7 +136,8 @@ def _conv_padding(padding, weight, dilation, fn):
     return padding
 
 
-def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+def conv2d(input, weight, bias=None, stride=_d("conv2d", "stride"), padding=_d("conv2d", "padding"),
+           dilation=_d("conv2d", "dilation"), groups=_d("conv2d", "groups")):
     dilation = _pair(dilation, "dilation", "conv2d")
     padding = _pair(_conv_padding(padding, weight, dilation, "conv2d"), "padding", "conv2d")
     return call("conv2d", (input, weight, bias), {"stride": _pair(stride, "stride", "conv2d"), "padding": padding,
@@ -258,7 +260,8 @@ def adaptive_avg_pool3d(input, output_size):
     return blocks.mean([n + 1, n + 3, n + 5])
 
 
-def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+def conv1d(input, weight, bias=None, stride=_d("conv1d", "stride"), padding=_d("conv1d", "padding"),
+           dilation=_d("conv1d", "dilation"), groups=_d("conv1d", "groups")):
     one = lambda v: [int(v if isinstance(v, numbers.Integral) else v[0])]
     if isinstance(padding, str):
         padding = _conv_padding(padding, weight, one(dilation), "conv1d")[0]
@@ -273,7 +276,8 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
         "dilation": _pair(dilation, "dilation", "conv_transpose2d"), "groups": groups})
 
 
-def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+def max_pool2d(input, kernel_size, stride=None, padding=_d("max_pool2d", "padding"),
+               dilation=_d("max_pool2d", "dilation"), ceil_mode=_d("max_pool2d", "ceil_mode"), return_indices=False):
     if return_indices:
         raise NotImplementedError("max_pool2d: return_indices=True is not offered")
     k = _pair(kernel_size, "kernel_size", "max_pool2d")
@@ -283,7 +287,8 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
                                          "ceil_mode": builtins.bool(ceil_mode)})
 
 
-def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
+def avg_pool2d(input, kernel_size, stride=None, padding=_d("avg_pool2d", "padding"),
+               ceil_mode=_d("avg_pool2d", "ceil_mode"), count_include_pad=_d("avg_pool2d", "count_include_pad"),
                divisor_override=None):
     if divisor_override is not None:
         raise NotImplementedError("avg_pool2d: divisor_override is not offered")
@@ -311,14 +316,15 @@ def adaptive_max_pool2d(input, output_size, return_indices=False):
     return max_pool2d(input, (h // oh, w // ow))
 
 
-def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-5):
+def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=_d("batch_norm", "training"),
+               momentum=_d("batch_norm", "momentum"), eps=_d("batch_norm", "eps")):
     if momentum is None:
         momentum = -1.0
     return call("batch_norm", (input, weight, bias, running_mean, running_var, None),
                 {"training": builtins.bool(training), "momentum": momentum, "eps": eps})
 
 
-def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
+def layer_norm(input, normalized_shape, weight=None, bias=None, eps=_d("layer_norm", "eps")):
     if isinstance(normalized_shape, numbers.Integral):
         normalized_shape = (normalized_shape,)
     n = len(normalized_shape)
@@ -329,12 +335,12 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     return call("layer_norm", (input, weight, bias), {"normalized_ndim": n, "eps": eps})
 
 
-def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
+def group_norm(input, num_groups, weight=None, bias=None, eps=_d("group_norm", "eps")):
     return call("group_norm", (input, weight, bias), {"groups": num_groups, "eps": eps})
 
 
 def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None, use_input_stats=True,
-                  momentum=0.1, eps=1e-5):
+                  momentum=_d("batch_norm", "momentum"), eps=_d("group_norm", "eps")):
     if running_mean is not None or running_var is not None or not use_input_stats:
         raise NotImplementedError("instance_norm: running statistics are not offered (each sample's own "
                                   "statistics are used)")
@@ -404,11 +410,10 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     return out
 
 
-def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corners=None):
-    raise NotImplementedError("grid_sample: sampling at arbitrary grid positions is not offered by oar")
+from .._vision import affine_grid, grid_sample  # noqa: E402,F401  (defaults from the op table)
 
 
-def dropout(input, p=0.5, training=True, inplace=False):
+def dropout(input, p=_d("dropout", "p"), training=_d("dropout", "training"), inplace=False):
     if p < 0.0 or p > 1.0:
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
     return call("dropout", (input,), {"p": p, "training": builtins.bool(training)})
@@ -469,8 +474,8 @@ def _weighted_nll(logp, target, weight, ignore_index, r, label_smoothing, fn):
     return loss.reshape(shape)
 
 
-def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean",
-                  label_smoothing=0.0):
+def cross_entropy(input, target, weight=None, size_average=None, ignore_index=_d("cross_entropy", "ignore_index"),
+                  reduce=None, reduction="mean", label_smoothing=_d("cross_entropy", "label_smoothing")):
     r = _reduction(reduction, size_average, reduce)
     cdim = 1 if input.ndim > 1 else 0
     if target.is_floating_point():
@@ -492,7 +497,8 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
                                                    "label_smoothing": label_smoothing})
 
 
-def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
+def nll_loss(input, target, weight=None, size_average=None, ignore_index=_d("nll_loss", "ignore_index"), reduce=None,
+             reduction="mean"):
     r = _reduction(reduction, size_average, reduce)
     if weight is not None:
         return _weighted_nll(input, target, weight, ignore_index, r, 0.0, "nll_loss")
@@ -511,7 +517,7 @@ mse_loss = _pair_loss("mse_loss")
 l1_loss = _pair_loss("l1_loss")
 
 
-def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
+def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=_d("smooth_l1_loss", "beta")):
     return call("smooth_l1_loss", (input, target), {"reduction": _reduction(reduction, size_average, reduce),
                                                     "beta": beta})
 

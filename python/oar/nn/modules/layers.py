@@ -8,6 +8,7 @@ from ... import _creation as C
 from ... import _dtype as D
 from ... import _functions as F
 from ..._ops import call
+from ..._ops import default as _d  # defaults from the op table (src/ops)
 from .. import functional as NF
 from .. import init
 from ..parameter import Parameter
@@ -192,8 +193,8 @@ class ConvTranspose2d(_ConvNd):
 class _BatchNorm(Module):
     _expect = (2, 3)
 
-    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True, device=None,
-                 dtype=None):
+    def __init__(self, num_features, eps=_d("batch_norm", "eps"), momentum=_d("batch_norm", "momentum"), affine=True,
+                 track_running_stats=True, device=None, dtype=None):
         super().__init__()
         self.num_features, self.eps, self.momentum = num_features, eps, momentum
         self.affine, self.track_running_stats = affine, track_running_stats
@@ -270,7 +271,7 @@ LocalResponseNorm = _absent("LocalResponseNorm", "local response normalizations"
 
 
 class LayerNorm(Module):
-    def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True, device=None, dtype=None):
+    def __init__(self, normalized_shape, eps=_d("layer_norm", "eps"), elementwise_affine=True, device=None, dtype=None):
         super().__init__()
         if isinstance(normalized_shape, numbers.Integral):
             normalized_shape = (normalized_shape,)
@@ -285,7 +286,7 @@ class LayerNorm(Module):
 
 
 class GroupNorm(Module):
-    def __init__(self, num_groups, num_channels, eps=1e-5, affine=True, device=None, dtype=None):
+    def __init__(self, num_groups, num_channels, eps=_d("group_norm", "eps"), affine=True, device=None, dtype=None):
         super().__init__()
         if num_channels % num_groups:
             raise ValueError("num_channels must be divisible by num_groups")
@@ -304,8 +305,8 @@ class _InstanceNorm(Module):
     channel (torch's defaults: no affine, no running statistics)."""
     _expect = (4,)
 
-    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=False, track_running_stats=False, device=None,
-                 dtype=None):
+    def __init__(self, num_features, eps=_d("group_norm", "eps"), momentum=_d("batch_norm", "momentum"), affine=False,
+                 track_running_stats=False, device=None, dtype=None):
         super().__init__()
         if track_running_stats:
             raise NotImplementedError(f"{type(self).__name__}: track_running_stats=True is not offered (the "
@@ -365,7 +366,7 @@ class Embedding(Module):
 
 
 class Dropout(Module):
-    def __init__(self, p=0.5, inplace=False):
+    def __init__(self, p=_d("dropout", "p"), inplace=False):
         super().__init__()
         if p < 0 or p > 1:
             raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
@@ -414,8 +415,8 @@ Tanh = _activation("Tanh", lambda s, x: F.tanh(x))
 GELU = _activation("GELU", lambda s, x: NF.gelu(x, s.approximate), [("approximate", "none")],
                    "approximate='{approximate}'")
 LeakyReLU = _activation("LeakyReLU", lambda s, x: NF.leaky_relu(x, s.negative_slope),
-                        [("negative_slope", 0.01), ("inplace", False)], "negative_slope={negative_slope}")
-ELU = _activation("ELU", lambda s, x: NF.elu(x, s.alpha), [("alpha", 1.0), ("inplace", False)], "alpha={alpha}")
+                        [("negative_slope", _d("leaky_relu", "negative_slope")), ("inplace", False)], "negative_slope={negative_slope}")
+ELU = _activation("ELU", lambda s, x: NF.elu(x, s.alpha), [("alpha", _d("elu", "alpha")), ("inplace", False)], "alpha={alpha}")
 Softplus = _activation("Softplus", lambda s, x: NF.softplus(x, s.beta, s.threshold), [("beta", 1), ("threshold", 20)],
                        "beta={beta}, threshold={threshold}")
 Hardswish = _activation("Hardswish", lambda s, x: NF.hardswish(x), [("inplace", False)])
@@ -654,7 +655,7 @@ class L1Loss(_Loss):
 
 
 class SmoothL1Loss(_Loss):
-    def __init__(self, size_average=None, reduce=None, reduction="mean", beta=1.0):
+    def __init__(self, size_average=None, reduce=None, reduction="mean", beta=_d("smooth_l1_loss", "beta")):
         super().__init__(size_average, reduce, reduction)
         self.beta = beta
 
@@ -682,7 +683,8 @@ class BCELoss(_Loss):
 
 
 class NLLLoss(_Loss):
-    def __init__(self, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
+    def __init__(self, weight=None, size_average=None, ignore_index=_d("nll_loss", "ignore_index"), reduce=None,
+                 reduction="mean"):
         super().__init__(size_average, reduce, reduction)
         self.weight, self.ignore_index = weight, ignore_index
 
@@ -691,8 +693,8 @@ class NLLLoss(_Loss):
 
 
 class CrossEntropyLoss(_Loss):
-    def __init__(self, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean",
-                 label_smoothing=0.0):
+    def __init__(self, weight=None, size_average=None, ignore_index=_d("cross_entropy", "ignore_index"), reduce=None,
+                 reduction="mean", label_smoothing=_d("cross_entropy", "label_smoothing")):
         super().__init__(size_average, reduce, reduction)
         self.weight, self.ignore_index, self.label_smoothing = weight, ignore_index, label_smoothing
 

@@ -13,6 +13,7 @@ from .. import init
 from ..parameter import Parameter
 from .layers import Dropout, LayerNorm, Linear, ModuleList, _dt
 from .module import Module
+from ..._ops import default as _d  # defaults from the op table
 
 
 def _additive_mask(mask, dtype, what):
@@ -155,7 +156,7 @@ def _activation_fn(activation):
 
 
 class TransformerEncoderLayer(Module):
-    def __init__(self, d_model, nhead, dim_feedforward=2048, dropout=0.1, activation="relu", layer_norm_eps=1e-5,
+    def __init__(self, d_model, nhead, dim_feedforward=2048, dropout=0.1, activation="relu", layer_norm_eps=_d("layer_norm", "eps"),
                  batch_first=False, norm_first=False, device=None, dtype=None):
         super().__init__()
         self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout, batch_first=batch_first, dtype=dtype)
@@ -201,7 +202,7 @@ class TransformerEncoder(Module):
 
 
 class TransformerDecoderLayer(Module):
-    def __init__(self, d_model, nhead, dim_feedforward=2048, dropout=0.1, activation="relu", layer_norm_eps=1e-5,
+    def __init__(self, d_model, nhead, dim_feedforward=2048, dropout=0.1, activation="relu", layer_norm_eps=_d("layer_norm", "eps"),
                  batch_first=False, norm_first=False, device=None, dtype=None):
         super().__init__()
         self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout, batch_first=batch_first, dtype=dtype)
@@ -260,7 +261,7 @@ class TransformerDecoder(Module):
 
 class Transformer(Module):
     def __init__(self, d_model=512, nhead=8, num_encoder_layers=6, num_decoder_layers=6, dim_feedforward=2048,
-                 dropout=0.1, activation="relu", custom_encoder=None, custom_decoder=None, layer_norm_eps=1e-5,
+                 dropout=0.1, activation="relu", custom_encoder=None, custom_decoder=None, layer_norm_eps=_d("layer_norm", "eps"),
                  batch_first=False, norm_first=False, device=None, dtype=None):
         super().__init__()
         def stack(custom, layer_type, stack_type, n):

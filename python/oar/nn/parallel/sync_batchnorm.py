@@ -6,14 +6,15 @@ at batch B normalize and learn as one process at batch N*B with BatchNorm. Outsi
 world, or in evaluation, it is BatchNorm. Compiled (oar.jit.to_static), the sums and the running
 statistics' updates are program nodes; the global count is read at tracing (one program per batch
 shape), and momentum=None (a cumulative average, whose factor is read eagerly) stays eager."""
+from ..._ops import default as _d  # defaults from the op table
 from ..modules.layers import _BatchNorm
 
 
 class SyncBatchNorm(_BatchNorm):
     _expect = tuple(range(2, 9))
 
-    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True,
-                 process_group=None, device=None, dtype=None):
+    def __init__(self, num_features, eps=_d("batch_norm", "eps"), momentum=_d("batch_norm", "momentum"), affine=True,
+                 track_running_stats=True, process_group=None, device=None, dtype=None):
         super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype)
         if process_group is not None:
             from ...distributed import _check_group
