@@ -72,6 +72,8 @@ typedef struct oar_observer_opts {
     double momentum;     /* moving_average: weight of the old value; 0 means 0.9 */
     double percentile;   /* percentile: in (0, 100]; 0 means 99.99 */
     int bins;            /* histogram observers: 0 means 2048 */
+    bool reduce_range;   /* 7-bit ranges, torch's reduce_range: u8 [0, 127], i8 [-64, 63] (not with u8
+                            symmetric, which torch refuses too) */
 } oar_observer_opts;
 /* kind: "minmax", "moving_average" (of min and max, PaddleSlim's moving_average_abs_max when
  * symmetric), "percentile", "kl" (entropy, as TensorRT), "mse". opts may be NULL (u8, affine,
