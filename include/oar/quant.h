@@ -161,6 +161,10 @@ typedef struct oar_qat_opts {
     double momentum;                 /* activation scale average: weight of the old value; 0 means 0.9 */
     bool keep_first, keep_last;      /* keep the first / last Linear or Conv2d (module order) in fp32 */
     const char *const *skip;         /* NULL-terminated module paths kept in fp32; may be NULL */
+    int weight_bits;                 /* 8 (0 means 8), or 7: weights fake-quantized with scale max|w[c]| / 63
+                                        (within [-63, 63]), and convert writes the 7-bit program (as static's) */
+    bool reduce_range;               /* 7-bit input range (torch's reduce_range): u8 [0, 127], zero point 64,
+                                        scale = the abs-max average / 63.5 */
 } oar_qat_opts;
 /* Rewrites every Linear and Conv2d of m not kept in fp32, in place, into a layer that runs
  * fake_quant on its weight (symmetric i8 per output channel, scale max|w[c]| / 127.5 from the

@@ -37,6 +37,8 @@ typedef struct qat_layer {
     oar_conv_opts co;
     double momentum;            /* weight of the old average */
     bool learned;               /* oar_qat_learn_scales: the input scale is the parameter "act_scale" (LSQ) */
+    int weight_bits;            /* 8, or 7: weights within [-63, 63] */
+    bool reduce_range;          /* input on u8 [0, 127] with zero point 64, else [0, 255] with 128 */
     char path[128];
 } qat_layer;
 
@@ -56,6 +58,7 @@ static oar_tensor *act_scale(oar_module *m, const qat_layer *q, oar_tensor *x) {
     }
     oar_tensor *sb, *zb;
     if (oar_choose_qparams(x, OAR_U8, true, &sb, &zb) != OAR_OK) return NULL; /* NaN/Inf: an error */
+    if (q->reduce_range) sb = oar_mul_scalar(sb, 127.5 / 63.5); /* abs-max / 63.5: the 7-bit range */
     oar_tensor *nsum = oar_add(oar_mul_scalar(sum, q->momentum), sb);
     oar_tensor *ncnt = oar_add_scalar(oar_mul_scalar(cnt, q->momentum), 1.0);
     oar_tensor *s = nsum && ncnt ? oar_div(nsum, ncnt) : NULL;
@@ -71,11 +74,13 @@ static oar_tensor *learned_check(oar_module *m, oar_tensor *x) {
     return oar_module_local(m, "act_scale");
 }
 
-/* The weight's per-output-channel scale: max |w[c]| / 127.5, at least QAT_EPS. */
-static oar_tensor *weight_scale(oar_tensor *w) {
+/* The weight's per-output-channel scale: max |w[c]| / 127.5, at least QAT_EPS (the minmax weight
+ * observer's); for 7 bits times 127.5 / 63 in float, as the PTQ rewrite scales it. */
+static oar_tensor *weight_scale(oar_tensor *w, int bits) {
     int dims[OAR_MAX_DIMS], nd = 0;
     for (int d = 1; d < oar_ndim(w); d++) dims[nd++] = d;
-    return oar_maximum_scalar(oar_div_scalar(oar_amax(oar_abs(w), dims, nd, false), 127.5), QAT_EPS);
+    oar_tensor *s = oar_maximum_scalar(oar_div_scalar(oar_amax(oar_abs(w), dims, nd, false), 127.5), QAT_EPS);
+    return bits == 7 ? oar_mul_scalar(s, (double)(127.5f / 63.0f)) : s;
 }
 
 static oar_status qat_forward(oar_module *m, oar_tensor *const *in, int n_in, oar_tensor **out, int n_out) {
@@ -85,19 +90,21 @@ static oar_status qat_forward(oar_module *m, oar_tensor *const *in, int n_in, oa
     oar_tensor *x = in[0], *w = oar_module_local(m, "weight"), *b = oar_module_local(m, "bias");
     if ((st = oar_layer_check_dtype(m, x, w)) != OAR_OK) return st;
     bool grad = oar_set_grad_enabled(false);
-    oar_tensor *xs = q->learned ? learned_check(m, x) : act_scale(m, q, x), *ws = xs ? weight_scale(w) : NULL;
+    oar_tensor *xs = q->learned ? learned_check(m, x) : act_scale(m, q, x), *ws = xs ? weight_scale(w, q->weight_bits) : NULL;
     oar_set_grad_enabled(grad);
-    oar_tensor *xz = oar_scalar(128, OAR_I32), *wz = oar_zeros((int64_t[]){oar_shape(w)[0]}, 1, OAR_I32);
+    int64_t xzp = q->reduce_range ? 64 : 128, xmax = q->reduce_range ? 127 : 255;
+    oar_tensor *xz = oar_scalar((double)xzp, OAR_I32), *wz = oar_zeros((int64_t[]){oar_shape(w)[0]}, 1, OAR_I32);
     oar_tensor *xq = NULL;
     if (xs && ws && q->learned) { /* LSQ's gradient scale 1 / sqrt(features * qmax), per sample (batch-free) */
         int64_t per = oar_ndim(x) > 1 && oar_shape(x)[0] ? oar_numel(x) / oar_shape(x)[0] : oar_numel(x);
-        oar_tensor *zf = oar_scalar(128, OAR_F32);
-        xq = oar_fake_quant_lsq(x, xs, zf, 0, 255, 1.0 / sqrt((double)(per ? per : 1) * 255));
+        oar_tensor *zf = oar_scalar((double)xzp, OAR_F32);
+        xq = oar_fake_quant_lsq(x, xs, zf, 0, xmax, 1.0 / sqrt((double)(per ? per : 1) * (double)xmax));
         oar_release(zf);
     } else if (xs && ws) {
-        xq = oar_fake_quant(x, xs, xz, 0, 0, 255);
+        xq = oar_fake_quant(x, xs, xz, 0, 0, xmax);
     }
-    oar_tensor *wq = xq ? oar_fake_quant(w, ws, wz, 0, -128, 127) : NULL;
+    int64_t wmax = q->weight_bits == 7 ? 63 : 127;
+    oar_tensor *wq = xq ? oar_fake_quant(w, ws, wz, 0, -wmax - 1, wmax) : NULL;
     oar_release(xz);
     oar_release(wz);
     if (wq) out[0] = q->conv ? oar_conv2d(xq, wq, b, &q->co) : oar_linear(xq, wq, b);
@@ -116,8 +123,12 @@ static void qat_destroy(void *state) {
 
 static int qat_describe(const oar_module *m, char *buf, size_t size) {
     const qat_layer *q = m->state;
-    if (q->learned) return snprintf(buf, size, "fake-quant weight i8 per channel, input u8 learned scale (LSQ)");
-    return snprintf(buf, size, "fake-quant weight i8 per channel, input u8 moving abs-max (momentum %g)", q->momentum);
+    const char *in = q->reduce_range ? "u8 [0, 127]" : "u8";
+    if (q->learned)
+        return snprintf(buf, size, "fake-quant weight %d-bit per channel, input %s learned scale (LSQ)", q->weight_bits,
+                        in);
+    return snprintf(buf, size, "fake-quant weight %d-bit per channel, input %s moving abs-max (momentum %g)",
+                    q->weight_bits, in, q->momentum);
 }
 
 static const oar_module_ops QAT_LINEAR_OPS = {"QATLinear", qat_forward, qat_destroy, qat_describe};
@@ -160,11 +171,12 @@ static bool in_list(const char *path, const char *const *list) {
 
 #define QAT_MAX 1024
 
-static oar_status install(oar_module *m, const char *path, double momentum) {
+static oar_status install(oar_module *m, const char *path, double momentum, int bits, bool reduce) {
     qat_layer *q = calloc(1, sizeof *q);
     if (!q) return oar_error(OAR_ERR_OOM, "qat_prepare: out of memory");
     const oar_conv_opts *co = oar_layer_conv2d_opts(m);
-    *q = (qat_layer){.orig = m->ops, .orig_state = m->state, .conv = co != NULL, .momentum = momentum};
+    *q = (qat_layer){.orig = m->ops, .orig_state = m->state, .conv = co != NULL, .momentum = momentum,
+                      .weight_bits = bits, .reduce_range = reduce};
     if (co) q->co = *co;
     snprintf(q->path, sizeof q->path, "%s", path);
     oar_tensor *sum = oar_scalar(0, OAR_F32), *cnt = oar_scalar(0, OAR_F32);
@@ -189,6 +201,10 @@ oar_status oar_qat_prepare(oar_module *m, const oar_qat_opts *opts, int *n_layer
     if (!(r > 0 && r < 1))
         return oar_error(OAR_ERR_INVALID_ARG, "qat_prepare: expected a momentum in (0, 1) (the old average's weight; "
                                               "0 means 0.9), got %g", o.momentum);
+    int bits = o.weight_bits ? o.weight_bits : 8;
+    if (bits != 7 && bits != 8)
+        return oar_error(OAR_ERR_INVALID_ARG, "qat_prepare: expected weight_bits 8 (or 0) or 7 (CPUs without VNNI), "
+                                              "got %d", o.weight_bits);
     qat_ref *t = calloc(QAT_MAX, sizeof *t);
     if (!t) return oar_error(OAR_ERR_OOM, "qat_prepare: out of memory");
     int n = 0, n_all = 0;
@@ -216,7 +232,7 @@ oar_status oar_qat_prepare(oar_module *m, const oar_qat_opts *opts, int *n_layer
         goto done;
     }
     for (int i = 0; i < n && st == OAR_OK; i++)
-        if ((st = install(t[i].m, t[i].path, r)) == OAR_OK && n_layers) (*n_layers)++;
+        if ((st = install(t[i].m, t[i].path, r, bits, o.reduce_range)) == OAR_OK && n_layers) (*n_layers)++;
 done:
     free(t);
     return st;
@@ -367,9 +383,13 @@ oar_status oar_qat_convert(oar_module *m, oar_tensor *const *batches, int n_batc
     if (!t || !names || !scales || !zps || !name_ptrs || !held) st = oar_error(OAR_ERR_OOM, "qat: out of memory");
     if (st == OAR_OK) st = oar_qat_scales(m, names, scales, QAT_MAX, &n);
     if (st != OAR_OK) goto done;
-    for (int i = 0; i < n; i++) zps[i] = 128, name_ptrs[i] = names[i];
+    int nq = qat_layers(m, t, QAT_MAX), bits = 8;
+    for (int i = 0; i < n; i++) {
+        const qat_layer *q = t[i].m->state;
+        zps[i] = q->reduce_range ? 64 : 128, name_ptrs[i] = names[i];
+        bits = q->weight_bits; /* one width for the module (prepare's) */
+    }
     bool training = oar_module_is_training(m);
-    int nq = qat_layers(m, t, QAT_MAX);
     oar_module_train(m, false);
     swap_ops(t, nq, held, true);
     st = export_plain(m, batches[0], &o, out_path);
@@ -382,7 +402,7 @@ oar_status oar_qat_convert(oar_module *m, oar_tensor *const *batches, int n_batc
         st = oar_last_status();
         goto done;
     }
-    oar_quant_given g = {.names = name_ptrs, .scales = scales, .zero_points = zps, .n = n};
+    oar_quant_given g = {.names = name_ptrs, .scales = scales, .zero_points = zps, .n = n, .weight_bits = bits};
     st = oar_quant_program_given(p, batches, n_batches, &g, layers, cap, n_layers);
     if (st == OAR_OK) st = oar_program_save(p, out_path, io.input_names, io.output_names);
 done:

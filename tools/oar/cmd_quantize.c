@@ -30,7 +30,8 @@ static void usage(void) {
     fprintf(stderr, "usage: oar quantize --model M --checkpoint C --method dynamic|static|qat [--calib N (8)]\n"
                     "         [--observer minmax|moving_average|percentile|kl|mse|all (minmax)] [--keep-first]\n"
                     "         [--keep-last] [--out DIR] [--data D] [--batch B] [--threads T]\n"
-                    "         static: [--weight-bits 8|7 (8 with VNNI/AMX; 7, exact and fast without them)]\n"
+                    "         static, qat: [--weight-bits 8|7 (8 with VNNI/AMX; 7, exact and fast without them)]\n"
+                    "                      [--reduce-range (7-bit activations: u8 [0, 127], torch's reduce_range)]\n"
                     "         qat: [--epochs E (1)] [--steps S] [--lr LR (the recipe's / 10)] [--mode eager|static]\n"
                     "              [--control (the same fine-tune in fp32 too, to separate it from quantization)]\n"
                     "              [--lsq (input scales learned with LSQ after the first 10%% of the steps)]\n");
@@ -146,7 +147,7 @@ int oar_cmd_quantize(int argc, char **argv) {
     const char *method = NULL, *observer = "minmax", *out_dir = NULL;
     int calib = 8, qat_epochs = 1, weight_bits = oar_quant_fast_weight_bits();
     double qat_lr = 0;
-    bool keep_first = false, keep_last = false, control = false, lsq = false;
+    bool keep_first = false, keep_last = false, control = false, lsq = false, reduce_range = false;
     char **rest = malloc(sizeof(char *) * (size_t)(argc + 1));
     int nr = 0;
     rest[nr++] = argv[0];
@@ -163,11 +164,25 @@ int oar_cmd_quantize(int argc, char **argv) {
         else if (!strcmp(argv[i], "--keep-last")) keep_last = true;
         else if (!strcmp(argv[i], "--control")) control = true; /* qat: the same fine-tune in fp32 too */
         else if (!strcmp(argv[i], "--lsq")) lsq = true;         /* qat: learned input scales after 10% */
+        else if (!strcmp(argv[i], "--reduce-range")) reduce_range = true; /* static, qat: 7-bit activations */
         else rest[nr++] = argv[i];
     }
     rest[nr] = NULL;
     bool dynamic = method && !strcmp(method, "dynamic"), stat = method && !strcmp(method, "static");
     bool qat = method && !strcmp(method, "qat"), prog = stat || qat; /* evaluated as int8 programs */
+    if (prog && weight_bits != 7 && weight_bits != 8) {
+        fprintf(stderr, "oar quantize: expected --weight-bits 8 or 7, got %d; 7 is exact and fast on CPUs without "
+                        "VNNI (this CPU's choice: %d)\n", weight_bits, oar_quant_fast_weight_bits());
+        free(rest);
+        return 2;
+    }
+    if (reduce_range && !prog) {
+        fprintf(stderr, "oar quantize: expected --reduce-range with --method static or qat, got it with --method %s "
+                        "(dynamic quantization measures each batch's range with the full 8 bits)\n",
+                method ? method : "(none)");
+        free(rest);
+        return 2;
+    }
     if ((!dynamic && !stat && !qat) || calib < 1 || calib > 1000 || qat_epochs < 1 || qat_lr < 0) {
         fprintf(stderr, "oar quantize: expected --method dynamic, static or qat, --calib in [1, 1000], --epochs >= 1 "
                         "and --lr >= 0, got --method %s, --calib %d, --epochs %d, --lr %g\n",
@@ -228,13 +243,15 @@ int oar_cmd_quantize(int argc, char **argv) {
         if (export_model(base, &d, fp32_path, true) != OAR_OK) goto fail;
     }
     int64_t bytes0 = state_bytes(base);
-    if (stat) printf("oar quantize: weights in %d bits (%s)\n", weight_bits,
+    if (reduce_range) printf("oar quantize: activations in 7 bits (u8 [0, 127], --reduce-range)\n");
+    if (prog) printf("oar quantize: weights in %d bits (%s)\n", weight_bits,
                      weight_bits == oar_quant_fast_weight_bits() ? "this CPU's fast exact int8" : "as asked");
     printf("oar quantize: %s from %s, fp32 test accuracy %.4f (loss %.4f), state %lld bytes\n", o.model, o.checkpoint,
            acc0, loss0, (long long)bytes0);
     char json[4096];
     int nj = snprintf(json, sizeof json, "{\"model\": \"%s\", \"method\": \"%s\", \"fp32_accuracy\": %.6f, "
-                      "\"fp32_bytes\": %lld, \"results\": [", o.model, method, acc0, (long long)bytes0);
+                      "\"fp32_bytes\": %lld, \"weight_bits\": %d, \"reduce_range\": %s, \"results\": [", o.model, method, acc0,
+                      (long long)bytes0, prog ? weight_bits : 8, reduce_range ? "true" : "false");
     for (int k = 0; k < nk; k++) {
         oar_module *m = NULL;
         oar_quant_layer layers[64];
@@ -256,7 +273,8 @@ int oar_cmd_quantize(int argc, char **argv) {
             if (st == OAR_OK) bytes = state_bytes(m);
             if (st == OAR_OK && out_dir) st = export_model(m, &d, path, false);
         } else if (qat) { /* fine-tuned with fake quantization, then converted to the int8 program */
-            oar_qat_opts qo = {.keep_first = keep_first, .keep_last = keep_last};
+            oar_qat_opts qo = {.keep_first = keep_first, .keep_last = keep_last, .weight_bits = weight_bits,
+                               .reduce_range = reduce_range};
             oar_qat_convert_opts co = {.input_name = d.info->input == OAR_ZOO_IMAGE ? "images" : "features",
                                        .output_name = "logits"};
             if (!(m = train_model_create(&o, &d))) st = oar_last_status();
@@ -282,6 +300,7 @@ int oar_cmd_quantize(int argc, char **argv) {
         } else {
             oar_quant_static_opts so = {.observer = kinds[k], .keep_first = keep_first, .keep_last = keep_last,
                                         .weight_bits = weight_bits};
+            so.observer_opts.reduce_range = reduce_range;
             st = oar_quantize_static_model(fp32_path, path, cal, n_cal, &so, layers, 64, &n);
             if (st == OAR_OK) st = predictor_accuracy(path, &d, o.batch, &acc);
             char wpath[1100];
@@ -293,7 +312,8 @@ int oar_cmd_quantize(int argc, char **argv) {
         const char *label = dynamic ? "dynamic" : qat ? "qat" : kinds[k];
         if (qat)
             printf("\nafter %lld QAT steps: fake-quant test accuracy %.4f (loss %.4f); input scales below are the "
-                   "learned ones (u8, zero point 128)", (long long)qat_steps, fq_acc, fq_loss);
+                   "learned ones (u8, zero point %d)", (long long)qat_steps, fq_acc, fq_loss,
+                   reduce_range ? 64 : 128);
         if (qat && ctl_acc >= 0)
             printf("\ncontrol: the same fine-tune in fp32 gives test accuracy %.4f (loss %.4f); int8 after QAT against "
                    "it: %+.2f points", ctl_acc, ctl_loss, 100 * (acc - ctl_acc));
