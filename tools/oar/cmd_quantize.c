@@ -17,6 +17,7 @@
  * (<model>-<method>[-<observer>].json + .safetensors) for `oar infer`. The last line is JSON. */
 #include "cli.h"
 #include "quantize_qat.h"
+#include "quantize_tokens.h"
 #include "train.h"
 
 #include <math.h>
@@ -231,9 +232,11 @@ int oar_cmd_quantize(int argc, char **argv) {
         train_evaluate(base, &d, d.test, o.batch, &loss0, &acc0) != OAR_OK)
         goto fail;
     if (prog && calib_batches(&d, o.batch, calib, cal, &n_cal) != OAR_OK) goto fail;
-    if ((out_dir || prog) && d.info->input != OAR_ZOO_IMAGE && d.info->input != OAR_ZOO_FEATURES) {
-        fprintf(stderr, "oar quantize: --out and --method static or qat export image and feature models only; %s takes "
-                        "tokens\n", o.model);
+    bool tokens = d.info->input != OAR_ZOO_IMAGE && d.info->input != OAR_ZOO_FEATURES;
+    if (prog && tokens) {
+        fprintf(stderr, "oar quantize: expected an image or feature model for --method %s (its int8 program has "
+                        "quantized convs and linears with calibrated inputs), got %s, which takes tokens; use "
+                        "--method dynamic (with --out to write the model)\n", method, o.model);
         rc = 2;
         goto done;
     }
@@ -262,7 +265,7 @@ int oar_cmd_quantize(int argc, char **argv) {
         char path[1024];
         snprintf(path, sizeof path, "%s/%s-%s%s%s", dir ? dir : ".", o.model, method, stat ? "-" : "",
                  stat ? kinds[k] : "");
-        double fq_acc = 0, fq_loss = 0, ctl_acc = -1, ctl_loss = 0;
+        double fq_acc = 0, fq_loss = 0, ctl_acc = -1, ctl_loss = 0, out_diff = -1;
         int64_t qat_steps = 0;
         if (dynamic) {
             if (!(m = train_model_create(&o, &d))) st = oar_last_status();
@@ -271,7 +274,15 @@ int oar_cmd_quantize(int argc, char **argv) {
             if (st == OAR_OK) st = oar_quantize_dynamic(m, NULL, layers, 64, &n);
             if (st == OAR_OK) st = train_evaluate(m, &d, d.test, o.batch, &loss, &acc);
             if (st == OAR_OK) bytes = state_bytes(m);
-            if (st == OAR_OK && out_dir) st = export_model(m, &d, path, false);
+            if (st == OAR_OK && out_dir && !tokens) st = export_model(m, &d, path, false);
+            if (st == OAR_OK && out_dir && tokens) { /* ids -> logits, checked in the predictor */
+                st = quantize_tokens_export(m, &d, o.batch, path, &out_diff);
+                if (st == OAR_OK && !(out_diff <= 1e-4)) {
+                    st = oar_set_error(OAR_ERR_STATE, "expected the written model to give the in-process logits, "
+                                                      "got a largest difference of %g on the first test batch",
+                                       out_diff);
+                }
+            }
         } else if (qat) { /* fine-tuned with fake quantization, then converted to the int8 program */
             oar_qat_opts qo = {.keep_first = keep_first, .keep_last = keep_last, .weight_bits = weight_bits,
                                .reduce_range = reduce_range};
@@ -337,6 +348,9 @@ int oar_cmd_quantize(int argc, char **argv) {
             printf("  test loss %.4f (fp32 %.4f, %+.4f), perplexity %.4f (fp32 %.4f)\n", loss, loss0, loss - loss0,
                    exp(loss), exp(loss0));
         if (out_dir) printf("  exported to %s.json and %s.safetensors\n", path, path);
+        if (out_diff >= 0)
+            printf("  the written model in the predictor against the module in process, first test batch: largest "
+                   "|logit difference| %g\n", out_diff);
         nj += snprintf(json + nj, sizeof json - (size_t)nj, "%s{\"quant\": \"%s\", \"accuracy\": %.6f, \"bytes\": %lld",
                        k ? ", " : "", label, acc, (long long)bytes);
         if (qat)
@@ -345,6 +359,8 @@ int oar_cmd_quantize(int argc, char **argv) {
         if (qat && ctl_acc >= 0)
             nj += snprintf(json + nj, sizeof json - (size_t)nj, ", \"control_fp32_accuracy\": %.6f", ctl_acc);
         if (dynamic) nj += snprintf(json + nj, sizeof json - (size_t)nj, ", \"loss\": %.6f, \"fp32_loss\": %.6f", loss, loss0);
+        if (out_diff >= 0)
+            nj += snprintf(json + nj, sizeof json - (size_t)nj, ", \"out_max_abs_diff\": %g", out_diff);
         nj += snprintf(json + nj, sizeof json - (size_t)nj, "}");
     }
     snprintf(json + nj, sizeof json - (size_t)nj, "]}");
