@@ -165,6 +165,10 @@ typedef struct oar_qat_opts {
                                         (within [-63, 63]), and convert writes the 7-bit program (as static's) */
     bool reduce_range;               /* 7-bit input range (torch's reduce_range): u8 [0, 127], zero point 64,
                                         scale = the abs-max average / 63.5 */
+    bool fuse_bn;                    /* ConvBn-fused QAT (torch's ConvBn2d): a Conv2d followed among its parent's
+                                        children by a BatchNorm2d of its output channels (the pair convert folds)
+                                        fake-quantizes the folded weight w * gamma / sqrt(running_var + eps) and
+                                        divides its output by that factor before the BN; the BN trains as usual */
 } oar_qat_opts;
 /* Rewrites every Linear and Conv2d of m not kept in fp32, in place, into a layer that runs
  * fake_quant on its weight (symmetric i8 per output channel, scale max|w[c]| / 127.5 from the
@@ -183,6 +187,11 @@ OAR_API oar_status oar_qat_prepare(oar_module *m, const oar_qat_opts *opts, int 
  * stays 128. Make (or remake) the optimizer afterwards so that it holds the new parameters.
  * Fails, changing nothing, when m was not prepared, a layer never trained, or it was called before. */
 OAR_API oar_status oar_qat_learn_scales(oar_module *m, int *n_layers);
+
+/* ConvBn-fused QAT (prepared with fuse_bn): the fused BatchNorms stop updating their running statistics
+ * and normalize with them from now on, in training mode too (torch's freeze_bn_stats; often after a
+ * few epochs). Fails, changing nothing, when m has no fused BatchNorm. *n_layers gets how many. */
+OAR_API oar_status oar_qat_freeze_bn(oar_module *m, int *n_layers);
 
 typedef struct oar_qat_convert_opts {
     const char *input_name, *output_name; /* names in the exported model; NULL: "input0", "output0" */

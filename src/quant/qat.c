@@ -21,6 +21,7 @@
 #include "nn/module.h"
 #include "oar/quant.h"
 #include "quant/program.h"
+#include "quant/qat_bn.h"
 
 #include "graph/serialize.h"
 #include "ops/ema.h"
@@ -39,6 +40,7 @@ typedef struct qat_layer {
     bool learned;               /* oar_qat_learn_scales: the input scale is the parameter "act_scale" (LSQ) */
     int weight_bits;            /* 8, or 7: weights within [-63, 63] */
     bool reduce_range;          /* input on u8 [0, 127] with zero point 64, else [0, 255] with 128 */
+    oar_module *bn;             /* ConvBn-fused: the BatchNorm2d after the conv, folded into the weight */
     char path[128];
 } qat_layer;
 
@@ -89,6 +91,14 @@ static oar_status qat_forward(oar_module *m, oar_tensor *const *in, int n_in, oa
     const qat_layer *q = m->state;
     oar_tensor *x = in[0], *w = oar_module_local(m, "weight"), *b = oar_module_local(m, "bias");
     if ((st = oar_layer_check_dtype(m, x, w)) != OAR_OK) return st;
+    oar_tensor *f = NULL; /* ConvBn: the fold factor; the weight fake-quantized is the folded w * f */
+    if (q->bn) {
+        int64_t co = oar_shape(w)[0], s4[4] = {co, 1, 1, 1};
+        if (!(f = oar_qat_bn_factor(q->bn)) || !(w = oar_mul(w, oar_reshape(f, s4, 4)))) {
+            oar_error_prefix("qat: layer %s", q->path);
+            return oar_last_status();
+        }
+    }
     bool grad = oar_set_grad_enabled(false);
     oar_tensor *xs = q->learned ? learned_check(m, x) : act_scale(m, q, x), *ws = xs ? weight_scale(w, q->weight_bits) : NULL;
     oar_set_grad_enabled(grad);
@@ -107,7 +117,13 @@ static oar_status qat_forward(oar_module *m, oar_tensor *const *in, int n_in, oa
     oar_tensor *wq = xq ? oar_fake_quant(w, ws, wz, 0, -wmax - 1, wmax) : NULL;
     oar_release(xz);
     oar_release(wz);
-    if (wq) out[0] = q->conv ? oar_conv2d(xq, wq, b, &q->co) : oar_linear(xq, wq, b);
+    if (wq && f) { /* conv(x, fq(w f)) / f + b: BN (the next module) sees the unfolded scale */
+        int64_t s4[4] = {1, oar_shape(w)[0], 1, 1};
+        out[0] = oar_div(oar_conv2d(xq, wq, NULL, &q->co), oar_reshape(f, s4, 4));
+        if (out[0] && b) out[0] = oar_add(out[0], oar_reshape(b, s4, 4));
+    } else if (wq) {
+        out[0] = q->conv ? oar_conv2d(xq, wq, b, &q->co) : oar_linear(xq, wq, b);
+    }
     if (!wq || !out[0]) {
         oar_error_prefix("qat: layer %s", q->path);
         return oar_last_status();
@@ -127,8 +143,8 @@ static int qat_describe(const oar_module *m, char *buf, size_t size) {
     if (q->learned)
         return snprintf(buf, size, "fake-quant weight %d-bit per channel, input %s learned scale (LSQ)", q->weight_bits,
                         in);
-    return snprintf(buf, size, "fake-quant weight %d-bit per channel, input %s moving abs-max (momentum %g)",
-                    q->weight_bits, in, q->momentum);
+    return snprintf(buf, size, "fake-quant weight %d-bit per channel%s, input %s moving abs-max (momentum %g)",
+                    q->weight_bits, q->bn ? " folded with the next BatchNorm2d" : "", in, q->momentum);
 }
 
 static const oar_module_ops QAT_LINEAR_OPS = {"QATLinear", qat_forward, qat_destroy, qat_describe};
@@ -171,12 +187,12 @@ static bool in_list(const char *path, const char *const *list) {
 
 #define QAT_MAX 1024
 
-static oar_status install(oar_module *m, const char *path, double momentum, int bits, bool reduce) {
+static oar_status install(oar_module *m, const char *path, double momentum, int bits, bool reduce, oar_module *bn) {
     qat_layer *q = calloc(1, sizeof *q);
     if (!q) return oar_error(OAR_ERR_OOM, "qat_prepare: out of memory");
     const oar_conv_opts *co = oar_layer_conv2d_opts(m);
     *q = (qat_layer){.orig = m->ops, .orig_state = m->state, .conv = co != NULL, .momentum = momentum,
-                      .weight_bits = bits, .reduce_range = reduce};
+                      .weight_bits = bits, .reduce_range = reduce, .bn = bn};
     if (co) q->co = *co;
     snprintf(q->path, sizeof q->path, "%s", path);
     oar_tensor *sum = oar_scalar(0, OAR_F32), *cnt = oar_scalar(0, OAR_F32);
@@ -231,8 +247,18 @@ oar_status oar_qat_prepare(oar_module *m, const oar_qat_opts *opts, int *n_layer
                                             "all kept in fp32 or none", oar_module_type(m), n_all);
         goto done;
     }
-    for (int i = 0; i < n && st == OAR_OK; i++)
-        if ((st = install(t[i].m, t[i].path, r, bits, o.reduce_range)) == OAR_OK && n_layers) (*n_layers)++;
+    int fused = 0;
+    for (int i = 0; i < n && o.fuse_bn; i++) fused += oar_qat_bn_after(t[i].m) != NULL;
+    if (o.fuse_bn && !fused) {
+        st = oar_error(OAR_ERR_INVALID_ARG, "qat_prepare: expected (for fuse_bn) a Conv2d followed by a BatchNorm2d of "
+                                            "its output channels among the same parent's children, found none in %s "
+                                            "(%d layers to quantize); prepare without fuse_bn", oar_module_type(m), n);
+        goto done;
+    }
+    for (int i = 0; i < n && st == OAR_OK; i++) {
+        oar_module *bn = o.fuse_bn ? oar_qat_bn_after(t[i].m) : NULL;
+        if ((st = install(t[i].m, t[i].path, r, bits, o.reduce_range, bn)) == OAR_OK && n_layers) (*n_layers)++;
+    }
 done:
     free(t);
     return st;
@@ -309,6 +335,26 @@ oar_status oar_qat_learn_scales(oar_module *m, int *n_layers) {
     free(t);
     free(names);
     free(scales);
+    return st;
+}
+
+oar_status oar_qat_freeze_bn(oar_module *m, int *n_layers) {
+    if (n_layers) *n_layers = 0;
+    if (!m) return oar_error(OAR_ERR_INVALID_ARG, "qat_freeze_bn: expected a module, got NULL");
+    qat_ref *t = calloc(QAT_MAX, sizeof *t);
+    if (!t) return oar_error(OAR_ERR_OOM, "qat: out of memory");
+    int n = qat_layers(m, t, QAT_MAX), fused = 0;
+    oar_status st = OAR_OK;
+    for (int i = 0; i < n; i++) fused += ((const qat_layer *)t[i].m->state)->bn != NULL;
+    if (!fused)
+        st = oar_error(OAR_ERR_STATE, "qat_freeze_bn: expected a module prepared with fuse_bn (conv and BatchNorm "
+                                      "fused), got %s with %d QAT layers and no fused BatchNorm; prepare it with "
+                                      "oar_qat_opts.fuse_bn", oar_module_type(m), n);
+    for (int i = 0; i < n && st == OAR_OK; i++) {
+        oar_module *bn = ((const qat_layer *)t[i].m->state)->bn;
+        if (bn && (st = oar_qat_bn_freeze(bn)) == OAR_OK && n_layers) (*n_layers)++;
+    }
+    free(t);
     return st;
 }
 
