@@ -14,6 +14,10 @@
  * eager step does, and NaN/Inf in a layer's input fails choose_qparams in both modes. In
  * evaluation mode the stored average is used, not updated.
  *
+ * Options: 7-bit weights (scale max|w[c]| / 63, as the PTQ rewrite's 7-bit scale) and 7-bit inputs
+ * (reduce_range: u8 [0, 127], zero point 64); fuse_bn (ConvBn-fused, qat_bn.c): a conv followed by
+ * its BatchNorm2d fake-quantizes the folded weight w * f and divides its output by f, torch's ConvBn2d.
+ *
  * oar_qat_convert exports the module (the layers back to plain Linear/Conv2d, fusions off) and
  * hands the program to the static PTQ rewrite (program.c) with the learned activation scales in
  * place of calibration: the int8 program is the one PTQ makes for those scales. */

@@ -133,6 +133,18 @@ grep -q "expected --weight-bits 8 or 7, got 6" "$dir/err.log"
 if "$oar" quantize --model lenet --checkpoint "$dir/lenet.safetensors" --method dynamic --reduce-range \
   2> "$dir/err.log"; then exit 1; fi
 grep -q "expected --reduce-range with --method static or qat, got it with --method dynamic" "$dir/err.log"
+# ConvBn-fused QAT needs a conv followed by its BatchNorm (LeNet has none); --freeze-bn needs --fuse-bn
+if "$oar" quantize --model lenet --data fashion-mnist --checkpoint "$dir/lenet.safetensors" --method qat --fuse-bn \
+  --steps 2 --calib 1 2> "$dir/err.log" > /dev/null; then exit 1; fi
+grep -q "expected (for fuse_bn) a Conv2d followed by a BatchNorm2d of its output channels" "$dir/err.log"
+if "$oar" quantize --model lenet --checkpoint "$dir/lenet.safetensors" --method qat --freeze-bn 5 2> "$dir/err.log"; then
+  exit 1
+fi
+grep -q "expected --freeze-bn N >= 1 together with --fuse-bn" "$dir/err.log"
+if "$oar" quantize --model lenet --checkpoint "$dir/lenet.safetensors" --method static --fuse-bn 2> "$dir/err.log"; then
+  exit 1
+fi
+grep -q "expected --fuse-bn and --freeze-bn with --method qat" "$dir/err.log"
 if "$oar" quantize --model lenet --data fashion-mnist --checkpoint "$dir/lenet.safetensors" --method static \
   --observer entropy --calib 1 2> "$dir/err.log" > /dev/null; then exit 1; fi
 grep -q "observer: expected kind minmax, moving_average, percentile, kl or mse, got 'entropy'" "$dir/err.log"

@@ -35,7 +35,9 @@ static void usage(void) {
                     "                      [--reduce-range (7-bit activations: u8 [0, 127], torch's reduce_range)]\n"
                     "         qat: [--epochs E (1)] [--steps S] [--lr LR (the recipe's / 10)] [--mode eager|static]\n"
                     "              [--control (the same fine-tune in fp32 too, to separate it from quantization)]\n"
-                    "              [--lsq (input scales learned with LSQ after the first 10%% of the steps)]\n");
+                    "              [--lsq (input scales learned with LSQ after the first 10%% of the steps)]\n"
+                    "              [--fuse-bn (ConvBn-fused QAT: the folded weight is fake-quantized)]\n"
+                    "              [--freeze-bn N (with --fuse-bn: BatchNorm statistics frozen after N steps)]\n");
 }
 
 static int64_t state_bytes(oar_module *m) {
@@ -148,7 +150,8 @@ int oar_cmd_quantize(int argc, char **argv) {
     const char *method = NULL, *observer = "minmax", *out_dir = NULL;
     int calib = 8, qat_epochs = 1, weight_bits = oar_quant_fast_weight_bits();
     double qat_lr = 0;
-    bool keep_first = false, keep_last = false, control = false, lsq = false, reduce_range = false;
+    bool keep_first = false, keep_last = false, control = false, lsq = false, reduce_range = false, fuse_bn = false;
+    long long freeze_bn = 0;
     char **rest = malloc(sizeof(char *) * (size_t)(argc + 1));
     int nr = 0;
     rest[nr++] = argv[0];
@@ -166,6 +169,8 @@ int oar_cmd_quantize(int argc, char **argv) {
         else if (!strcmp(argv[i], "--control")) control = true; /* qat: the same fine-tune in fp32 too */
         else if (!strcmp(argv[i], "--lsq")) lsq = true;         /* qat: learned input scales after 10% */
         else if (!strcmp(argv[i], "--reduce-range")) reduce_range = true; /* static, qat: 7-bit activations */
+        else if (!strcmp(argv[i], "--fuse-bn")) fuse_bn = true;           /* qat: ConvBn-fused */
+        else if (!strcmp(argv[i], "--freeze-bn") && has) freeze_bn = atoll(argv[++i]);
         else rest[nr++] = argv[i];
     }
     rest[nr] = NULL;
@@ -181,6 +186,19 @@ int oar_cmd_quantize(int argc, char **argv) {
         fprintf(stderr, "oar quantize: expected --reduce-range with --method static or qat, got it with --method %s "
                         "(dynamic quantization measures each batch's range with the full 8 bits)\n",
                 method ? method : "(none)");
+        free(rest);
+        return 2;
+    }
+    if ((fuse_bn || freeze_bn) && !qat) {
+        fprintf(stderr, "oar quantize: expected --fuse-bn and --freeze-bn with --method qat (they shape the "
+                        "fine-tune), got them with --method %s\n", method ? method : "(none)");
+        free(rest);
+        return 2;
+    }
+    if (freeze_bn < 0 || (freeze_bn && !fuse_bn)) {
+        fprintf(stderr, "oar quantize: expected --freeze-bn N >= 1 together with --fuse-bn (it freezes the fused "
+                        "BatchNorms' statistics after N steps), got --freeze-bn %lld%s\n", freeze_bn,
+                fuse_bn ? "" : " without --fuse-bn");
         free(rest);
         return 2;
     }
@@ -253,8 +271,9 @@ int oar_cmd_quantize(int argc, char **argv) {
            acc0, loss0, (long long)bytes0);
     char json[4096];
     int nj = snprintf(json, sizeof json, "{\"model\": \"%s\", \"method\": \"%s\", \"fp32_accuracy\": %.6f, "
-                      "\"fp32_bytes\": %lld, \"weight_bits\": %d, \"reduce_range\": %s, \"results\": [", o.model, method, acc0,
-                      (long long)bytes0, prog ? weight_bits : 8, reduce_range ? "true" : "false");
+                      "\"fp32_bytes\": %lld, \"weight_bits\": %d, \"reduce_range\": %s, \"fuse_bn\": %s, \"results\": [", o.model,
+                      method, acc0, (long long)bytes0, prog ? weight_bits : 8, reduce_range ? "true" : "false",
+                      fuse_bn ? "true" : "false");
     for (int k = 0; k < nk; k++) {
         oar_module *m = NULL;
         oar_quant_layer layers[64];
@@ -285,21 +304,22 @@ int oar_cmd_quantize(int argc, char **argv) {
             }
         } else if (qat) { /* fine-tuned with fake quantization, then converted to the int8 program */
             oar_qat_opts qo = {.keep_first = keep_first, .keep_last = keep_last, .weight_bits = weight_bits,
-                               .reduce_range = reduce_range};
+                               .reduce_range = reduce_range, .fuse_bn = fuse_bn};
             oar_qat_convert_opts co = {.input_name = d.info->input == OAR_ZOO_IMAGE ? "images" : "features",
                                        .output_name = "logits"};
             if (!(m = train_model_create(&o, &d))) st = oar_last_status();
             if (st == OAR_OK) st = oar_checkpoint_load(o.checkpoint, m, NULL, NULL);
             if (st == OAR_OK) st = oar_qat_prepare(m, &qo, NULL);
             if (st == OAR_OK)
-                st = quantize_qat_train(m, &d, &o, qat_epochs, qat_lr > 0 ? qat_lr : o.lr / 10, lsq, &qat_steps);
+                st = quantize_qat_train(m, &d, &o, qat_epochs, qat_lr > 0 ? qat_lr : o.lr / 10, lsq, freeze_bn,
+                                        &qat_steps);
             if (st == OAR_OK) st = train_evaluate(m, &d, d.test, o.batch, &fq_loss, &fq_acc);
             if (st == OAR_OK && control) { /* the same schedule without fake quant: what the fine-tune alone gives */
                 oar_module *c = train_model_create(&o, &d);
                 int64_t cs = 0;
                 st = c ? oar_checkpoint_load(o.checkpoint, c, NULL, NULL) : oar_last_status();
                 if (st == OAR_OK)
-                    st = quantize_qat_train(c, &d, &o, qat_epochs, qat_lr > 0 ? qat_lr : o.lr / 10, false, &cs);
+                    st = quantize_qat_train(c, &d, &o, qat_epochs, qat_lr > 0 ? qat_lr : o.lr / 10, false, 0, &cs);
                 if (st == OAR_OK) st = train_evaluate(c, &d, d.test, o.batch, &ctl_loss, &ctl_acc);
                 oar_module_free(c);
             }
