@@ -57,11 +57,30 @@ static oar_status step_fn(void *user, oar_tensor *const *in, int n_in, oar_tenso
     return st;
 }
 
+static oar_qat_opts g_qo; /* the options of run_init's prepare */
+
+/* A copy of the f32 scales s times 127.5f / 63.0f in float: the PTQ rewrite's 7-bit weight scales. */
+static oar_tensor *scales7(oar_tensor *s) {
+    int64_t n = oar_numel(s);
+    float *v = malloc(sizeof(float) * (size_t)(n + 1));
+    CHECK(v && oar_copy_to_buffer(s, v, sizeof(float) * (size_t)n, OAR_F32) == OAR_OK);
+    for (int64_t i = 0; v && i < n; i++) v[i] *= 127.5f / 63.0f;
+    oar_tensor *r = v ? oar_from_data(v, oar_shape(s), oar_ndim(s), OAR_F32) : NULL;
+    free(v);
+    return r;
+}
+
+static double amax_of(oar_tensor *t) {
+    double m = 0;
+    for (int64_t i = 0; i < oar_numel(t); i++) m = fmax(m, fabs(t_at(t, i)));
+    return m;
+}
+
 static void run_init(run *r, const char *zoo, bool bn) {
     oar_manual_seed(5);
     r->m = zoo ? oar_zoo_create(zoo, NULL) : small_model(bn);
     int n = 0;
-    CHECK(oar_qat_prepare(r->m, NULL, &n) == OAR_OK);
+    CHECK(oar_qat_prepare(r->m, &g_qo, &n) == OAR_OK);
     CHECK(n == (zoo ? 5 : 2));
     oar_optim_opts oo = oar_optim_defaults(OAR_OPTIM_SGD);
     oo.lr = 0.05;
@@ -122,8 +141,9 @@ static void test_eager_equals_compiled(const char *zoo, bool bn) {
     /* the averages moved: count = sum of 0.9^k over the steps */
     oar_tensor *cnt = oar_module_get(e.m, zoo ? "c1.act_scale_count" : "0.act_scale_count");
     CHECK(cnt && fabs(t_at(cnt, 0) - (1 - pow(0.9, STEPS)) / 0.1) < 1e-5);
-    printf("  %-6s eager vs compiled QAT, %d steps: %d losses and %d parameters/buffers differ (loss %.4f -> %.4f)\n",
-           zoo ? zoo : bn ? "conv+bn" : "small", STEPS, loss_diffs, diffs, t_at(le[0], 0), t_at(le[STEPS - 1], 0));
+    printf("  %-6s eager vs compiled QAT (%d-bit weights%s), %d steps: %d losses and %d parameters/buffers differ "
+           "(loss %.4f -> %.4f)\n", zoo ? zoo : bn ? "conv+bn" : "small", g_qo.weight_bits ? g_qo.weight_bits : 8,
+           g_qo.reduce_range ? ", reduce_range" : "", STEPS, loss_diffs, diffs, t_at(le[0], 0), t_at(le[STEPS - 1], 0));
     oar_jit_free(f);
     run_free(&e);
     run_free(&s);
@@ -142,6 +162,8 @@ static void test_weight_scale_formula(void) {
     oar_tensor *s = NULL, *z = NULL;
     CHECK(oar_observer_observe(o, w) == OAR_OK && oar_observer_qparams(o, &s, &z) == OAR_OK);
     CHECK(t_same_bits(ops, s));
+    /* 7 bits: the QAT forward's mul_scalar by 127.5f / 63.0f equals the rewrite's float product */
+    CHECK(t_same_bits(oar_mul_scalar(ops, (double)(127.5f / 63.0f)), scales7(s)));
     oar_observer_free(o);
     oar_scope_end();
 }
@@ -157,13 +179,15 @@ static oar_tensor *predict(const char *path, oar_tensor *x) {
     return y;
 }
 
-/* PTQ's weight quantization: i8, symmetric per output channel (minmax). */
+/* PTQ's weight quantization: i8, symmetric per output channel (minmax); at 7 bits the scale times
+ * 127.5 / 63 in float (the rewrite's), so the values lie within [-63, 63]. */
 static oar_tensor *qweight(oar_tensor *w, oar_tensor **ws) {
     oar_observer *o = oar_observer_create("minmax", &(oar_observer_opts){.dtype = OAR_I8, .symmetric = true,
                                                                          .per_channel = true, .axis = 0});
     oar_tensor *z = NULL;
     CHECK(oar_observer_observe(o, w) == OAR_OK && oar_observer_qparams(o, ws, &z) == OAR_OK);
     oar_observer_free(o);
+    if (g_qo.weight_bits == 7) *ws = scales7(*ws);
     return oar_quantize(w, *ws, z, 0, OAR_I8);
 }
 
@@ -198,7 +222,9 @@ static void test_convert(void) {
     oar_tensor *x = cal[1], *ws0, *ws1;
     oar_tensor *w0 = qweight(oar_module_get(r.m, "0.weight"), &ws0);
     oar_tensor *w1 = qweight(oar_module_get(r.m, "4.weight"), &ws1);
-    oar_tensor *s0 = oar_scalar(s[0], OAR_F32), *s1 = oar_scalar(s[1], OAR_F32), *z = oar_scalar(128, OAR_I32);
+    oar_tensor *s0 = oar_scalar(s[0], OAR_F32), *s1 = oar_scalar(s[1], OAR_F32);
+    oar_tensor *z = oar_scalar(g_qo.reduce_range ? 64 : 128, OAR_I32);
+    if (g_qo.weight_bits == 7) CHECK(amax_of(w0) <= 63 && amax_of(w1) <= 63);
     oar_conv_opts co = {.padding = {1, 1}};
     oar_pool_opts po = {.kernel = {2, 2}};
     oar_tensor *h = oar_qconv2d(oar_quantize(x, s0, z, 0, OAR_U8), s0, z, w0, ws0, oar_module_get(r.m, "0.bias"), &co,
@@ -213,8 +239,9 @@ static void test_convert(void) {
     oar_tensor *fq = oar_forward(r.m, x);
     double db = sqnr(fq, got);
     CHECK(db > 60);
-    printf("  convert: int8 program = int8 ops with the learned scales (%s); fake-quant forward vs int8: %.1f dB; "
-           "input scales %.4g, %.4g\n", want && got && t_same_bits(want, got) ? "bit for bit" : "DIFFERENT", db,
+    printf("  convert (%d-bit weights%s): int8 program = int8 ops with the learned scales (%s); fake-quant forward vs "
+           "int8: %.1f dB; input scales %.4g, %.4g\n", g_qo.weight_bits ? g_qo.weight_bits : 8,
+           g_qo.reduce_range ? ", reduce_range" : "", want && got && t_same_bits(want, got) ? "bit for bit" : "DIFFERENT", db,
            (double)s[0], (double)s[1]);
     run_free(&r);
     oar_scope_end();
@@ -323,6 +350,9 @@ static void test_bad_input(void) {
     CHECK_ERR(oar_qat_convert(m, NULL, 0, path_in("nobatch"), NULL, NULL, 0, NULL), "at least one batch");
     oar_module *plain = small_model(false);
     CHECK_ERR(oar_qat_prepare(plain, &(oar_qat_opts){.momentum = 1.5}, NULL), "momentum in (0, 1)");
+    CHECK_ERR(oar_qat_prepare(plain, &(oar_qat_opts){.weight_bits = 6}, NULL),
+              "qat_prepare: expected weight_bits 8 (or 0) or 7 (CPUs without VNNI), got 6");
+    CHECK(oar_module_get(plain, "0.act_scale_sum") == NULL); /* unchanged */
     CHECK_ERR(oar_qat_prepare(m, &(oar_qat_opts){.skip = (const char *const[]){"0", "4", NULL}}, NULL), "already");
     CHECK_ERR(oar_qat_prepare(plain, &(oar_qat_opts){.skip = (const char *const[]){"0", "4", NULL}}, NULL),
               "all kept in fp32");
@@ -438,6 +468,13 @@ int main(void) {
     test_eager_equals_compiled("lenet", false);
     test_convert();
     test_convert_bn();
+    /* 7-bit weights with 7-bit activations (reduce_range): the same equalities */
+    g_qo = (oar_qat_opts){.weight_bits = 7, .reduce_range = true};
+    test_eager_equals_compiled(NULL, true);
+    test_eager_equals_compiled("lenet", false);
+    test_convert();
+    test_convert_bn();
+    g_qo = (oar_qat_opts){0};
     test_bad_input();
     test_lsq_finite_differences();
     test_lsq_learns();

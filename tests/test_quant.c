@@ -120,7 +120,22 @@ static void observers(void) {
         CHECK(s && oar_ndim(s) == 1 && oar_numel(s) == 2 && t_at(s, 1) > t_at(s, 0) && t_at(z, 0) == 0);
         oar_observer_free(o);
     }
+    /* reduce_range: every kind quantizes onto [0, 127] (u8 affine), so the data's range takes half the levels */
+    for (int k = 0; k < nk; k++) {
+        oar_tensor *s[2] = {0}, *z[2] = {0};
+        for (int r = 0; r < 2; r++) {
+            oar_observer *o = oar_observer_create(kinds[k], &(oar_observer_opts){.reduce_range = r == 1});
+            CHECK(o && oar_observer_observe(o, xc) == OAR_OK && oar_observer_qparams(o, &s[r], &z[r]) == OAR_OK);
+            oar_observer_free(o);
+        }
+        /* 40 - (-40) over 127 levels, not 255 (the histogram kinds may clip, never widen) */
+        CHECK(s[0] && s[1] && t_at(s[1], 0) > 1.9 * t_at(s[0], 0) && t_at(s[1], 0) <= 80.0f / 127 * 1.0001f);
+        CHECK(z[1] && t_at(z[1], 0) >= 0 && t_at(z[1], 0) <= 127);
+    }
     /* bad input */
+    CHECK_ERR(oar_observer_create("minmax", &(oar_observer_opts){.symmetric = true, .reduce_range = true}),
+              "observer minmax: expected reduce_range with affine u8 or with i8, got it with symmetric u8 (its zero "
+              "point 128 lies outside the 7-bit range [0, 127]; torch refuses it too); use affine u8 or symmetric i8");
     CHECK_ERR(oar_observer_create("entropy", NULL), "observer: expected kind minmax, moving_average, percentile, kl or mse, got 'entropy'");
     oar_observer *o = oar_observer_create("kl", NULL);
     oar_tensor *s, *z;

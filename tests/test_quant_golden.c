@@ -107,7 +107,8 @@ static void run_lsq(gcase *c) {
 
 static void run_observer(gcase *c) {
     oar_observer_opts o = {.dtype = (oar_dtype)attr(c, "dtype"), .symmetric = attr(c, "symmetric") != 0,
-                           .per_channel = attr(c, "per_channel") != 0, .axis = (int)attr(c, "axis"), .momentum = 0.9};
+                           .per_channel = attr(c, "per_channel") != 0, .axis = (int)attr(c, "axis"), .momentum = 0.9,
+                           .reduce_range = attr(c, "reduce_range") != 0};
     oar_observer *ob = oar_observer_create(c->kind, &o);
     CHECK(ob != NULL);
     oar_tensor *b;

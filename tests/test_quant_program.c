@@ -234,6 +234,49 @@ static void seven_bit_weights(void) {
     oar_scope_end();
 }
 
+/* reduce_range (torch's 7-bit activations) through the rewrite: every int8 layer's input zero point
+ * lies in [0, 127], and the first layer's input scale (the image's range, before any int8 layer) is
+ * the 8-bit one times 255 / 127. */
+static void reduced_activations(void) {
+    oar_scope_begin();
+    oar_manual_seed(12);
+    oar_module *m = oar_zoo_create("lenet", NULL);
+    oar_module_train(m, false);
+    export_fp32(m, 1, 28, path_in("rr"));
+    oar_tensor *cal = oar_randn((int64_t[]){8, 1, 28, 28}, 4, OAR_F32);
+    oar_quant_layer l8[8], l7[8];
+    int n8 = 0, n7 = 0;
+    CHECK(oar_quantize_static_model(path_in("rr"), path_in("rr-8"), &cal, 1, NULL, l8, 8, &n8) == OAR_OK);
+    oar_quant_static_opts so = {.observer_opts = {.reduce_range = true}};
+    CHECK(oar_quantize_static_model(path_in("rr"), path_in("rr-7"), &cal, 1, &so, l7, 8, &n7) == OAR_OK);
+    CHECK(n8 == 5 && n7 == 5);
+    double ratio = n7 ? (double)l7[0].scale_min / (double)l8[0].scale_min : 0;
+    CHECK(fabs(ratio - 255.0 / 127.0) < 1e-5);
+    oar_program *p = oar_program_load(path_in("rr-7"));
+    CHECK(p != NULL);
+    int nq = 0, widest = -1;
+    for (int i = 0; p && i < p->n_nodes; i++) {
+        const oar_node *nd = &p->nodes[i];
+        if (nd->op != OAR_OP_qconv2d && nd->op != OAR_OP_qlinear) continue;
+        const oar_tensor *z = p->values[nd->in[2]].tensor; /* the input's zero point */
+        CHECK(z && oar_dtype_of(z) == OAR_I32);
+        if (!z) continue;
+        nq++;
+        int32_t zp = *(const int32_t *)oar_tensor_ptr(z);
+        widest = zp > widest ? zp : widest;
+        CHECK(zp >= 0 && zp <= 127);
+    }
+    CHECK(nq == 5);
+    oar_program_free(p);
+    oar_tensor *x = oar_randn((int64_t[]){4, 1, 28, 28}, 4, OAR_F32);
+    double db8 = sqnr(predict(path_in("rr-8"), x, true), predict(path_in("rr-7"), x, true));
+    printf("lenet reduce_range: first input scale x%.5f of 8-bit's, zero points up to %d, logits %.1f dB from "
+           "the 8-bit program\n", ratio, widest, db8);
+    CHECK(db8 > 15 && db8 < 200); /* close, not equal */
+    oar_module_free(m);
+    oar_scope_end();
+}
+
 static void bad_input(void) {
     oar_scope_begin();
     oar_manual_seed(9);
@@ -267,6 +310,7 @@ int main(void) {
     lenet_program_equals_module();
     resnet20_bn_folded();
     seven_bit_weights();
+    reduced_activations();
     bad_input();
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);

@@ -72,6 +72,8 @@ typedef struct oar_observer_opts {
     double momentum;     /* moving_average: weight of the old value; 0 means 0.9 */
     double percentile;   /* percentile: in (0, 100]; 0 means 99.99 */
     int bins;            /* histogram observers: 0 means 2048 */
+    bool reduce_range;   /* 7-bit ranges, torch's reduce_range: u8 [0, 127], i8 [-64, 63] (not with u8
+                            symmetric, which torch refuses too) */
 } oar_observer_opts;
 /* kind: "minmax", "moving_average" (of min and max, PaddleSlim's moving_average_abs_max when
  * symmetric), "percentile", "kl" (entropy, as TensorRT), "mse". opts may be NULL (u8, affine,
@@ -159,6 +161,14 @@ typedef struct oar_qat_opts {
     double momentum;                 /* activation scale average: weight of the old value; 0 means 0.9 */
     bool keep_first, keep_last;      /* keep the first / last Linear or Conv2d (module order) in fp32 */
     const char *const *skip;         /* NULL-terminated module paths kept in fp32; may be NULL */
+    int weight_bits;                 /* 8 (0 means 8), or 7: weights fake-quantized with scale max|w[c]| / 63
+                                        (within [-63, 63]), and convert writes the 7-bit program (as static's) */
+    bool reduce_range;               /* 7-bit input range (torch's reduce_range): u8 [0, 127], zero point 64,
+                                        scale = the abs-max average / 63.5 */
+    bool fuse_bn;                    /* ConvBn-fused QAT (torch's ConvBn2d): a Conv2d followed among its parent's
+                                        children by a BatchNorm2d of its output channels (the pair convert folds)
+                                        fake-quantizes the folded weight w * gamma / sqrt(running_var + eps) and
+                                        divides its output by that factor before the BN; the BN trains as usual */
 } oar_qat_opts;
 /* Rewrites every Linear and Conv2d of m not kept in fp32, in place, into a layer that runs
  * fake_quant on its weight (symmetric i8 per output channel, scale max|w[c]| / 127.5 from the
@@ -177,6 +187,11 @@ OAR_API oar_status oar_qat_prepare(oar_module *m, const oar_qat_opts *opts, int 
  * stays 128. Make (or remake) the optimizer afterwards so that it holds the new parameters.
  * Fails, changing nothing, when m was not prepared, a layer never trained, or it was called before. */
 OAR_API oar_status oar_qat_learn_scales(oar_module *m, int *n_layers);
+
+/* ConvBn-fused QAT (prepared with fuse_bn): the fused BatchNorms stop updating their running statistics
+ * and normalize with them from now on, in training mode too (torch's freeze_bn_stats; often after a
+ * few epochs). Fails, changing nothing, when m has no fused BatchNorm. *n_layers gets how many. */
+OAR_API oar_status oar_qat_freeze_bn(oar_module *m, int *n_layers);
 
 typedef struct oar_qat_convert_opts {
     const char *input_name, *output_name; /* names in the exported model; NULL: "input0", "output0" */

@@ -109,6 +109,13 @@ oar_module *oar_nn_batch_norm1d(int64_t features, double eps, double momentum, b
     return bn_new(&bn1d_ops, (bn_cfg){1, features, eps, momentum, affine, track});
 }
 
+bool oar_layer_batch_norm2d_cfg(const oar_module *m, int64_t *features, double *eps) {
+    if (!m || m->ops != &bn2d_ops || !((const bn_cfg *)m->state)->track) return false;
+    *features = ((const bn_cfg *)m->state)->features;
+    *eps = ((const bn_cfg *)m->state)->eps;
+    return true;
+}
+
 oar_module *oar_nn_batch_norm2d(int64_t features, double eps, double momentum, bool affine, bool track) {
     return bn_new(&bn2d_ops, (bn_cfg){2, features, eps, momentum, affine, track});
 }

@@ -40,4 +40,8 @@ oar_tensor *oar_layer_identity(oar_tensor *x);
 /* Conv2d's resolved options; NULL for other modules (layers_conv.c). */
 const oar_conv_opts *oar_layer_conv2d_opts(const oar_module *m);
 
+/* BatchNorm2d's features and eps when m is one that tracks running statistics (what a conv-BN
+ * fold needs); false for other modules (layers_norm.c). */
+bool oar_layer_batch_norm2d_cfg(const oar_module *m, int64_t *features, double *eps);
+
 #endif

@@ -37,11 +37,18 @@ static inline void oar_qrange(oar_dtype dt, int32_t *qmin, int32_t *qmax) {
     *qmax = dt == OAR_U8 ? 255 : 127;
 }
 
-/* Scale and zero point covering [lo, hi] and 0, as torch's MinMaxObserver computes them (float
- * arithmetic, eps = FLT_EPSILON as the least scale): symmetric gives zero point 0 (i8) or 128 (u8). */
-static inline void oar_qparams_from_range(float lo, float hi, oar_dtype dt, bool symmetric, float *scale, int32_t *zp) {
-    int32_t qmin, qmax;
-    oar_qrange(dt, &qmin, &qmax);
+/* The range [qmin, qmax] of an 8-bit dtype, or with reduce_range its 7-bit half (torch's
+ * reduce_range: u8 [0, 127], i8 [-64, 63]). */
+static inline void oar_qrange_reduced(oar_dtype dt, bool reduce_range, int32_t *qmin, int32_t *qmax) {
+    oar_qrange(dt, qmin, qmax);
+    if (reduce_range) *qmin /= 2, *qmax /= 2;
+}
+
+/* Scale and zero point covering [lo, hi] and 0 on [qmin, qmax], as torch's observers compute them
+ * (float arithmetic, eps = FLT_EPSILON as the least scale): symmetric gives zero point 0 (i8) or
+ * 128 (u8; torch refuses u8 symmetric on a reduced range, and so do the callers). */
+static inline void oar_qparams_from_qrange(float lo, float hi, oar_dtype dt, bool symmetric, int32_t qmin,
+                                           int32_t qmax, float *scale, int32_t *zp) {
     float neg = lo < 0 ? lo : 0, pos = hi > 0 ? hi : 0, s;
     if (symmetric) {
         pos = -neg > pos ? -neg : pos;
@@ -56,6 +63,13 @@ static inline void oar_qparams_from_range(float lo, float hi, oar_dtype dt, bool
         *zp = (int32_t)(z < qmin ? qmin : z > qmax ? qmax : z);
     }
     *scale = s;
+}
+
+/* The same on dt's full range (torch's MinMaxObserver). */
+static inline void oar_qparams_from_range(float lo, float hi, oar_dtype dt, bool symmetric, float *scale, int32_t *zp) {
+    int32_t qmin, qmax;
+    oar_qrange(dt, &qmin, &qmax);
+    oar_qparams_from_qrange(lo, hi, dt, symmetric, qmin, qmax, scale, zp);
 }
 
 /* qlinear's epilogue: acc (int32) -> fmaf(acc, x_scale * w_scale[n], bias[n]) (+ residual)

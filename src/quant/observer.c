@@ -54,6 +54,7 @@ static float thr_kl(const oar_observer *o, int64_t c) {
     const double *h = hist_of(o, c);
     /* |x| spans 128 levels of a signed grid; non-negative data on an affine grid gets all 256 */
     int levels = o->lo[c] >= 0 && !o->o.symmetric ? 2 * KL_LEVELS : KL_LEVELS;
+    if (o->o.reduce_range) levels /= 2; /* a 7-bit grid */
     int nb = o->o.bins, best = nb;
     double best_kl = INFINITY;
     double *p = malloc(sizeof(double) * (size_t)nb), *q = malloc(sizeof(double) * (size_t)nb);
@@ -102,7 +103,7 @@ static float thr_mse(const oar_observer *o, int64_t c) {
     const double *h = hist_of(o, c);
     int nb = o->o.bins;
     int32_t qmin, qmax;
-    oar_qrange(o->o.dtype, &qmin, &qmax);
+    oar_qrange_reduced(o->o.dtype, o->o.reduce_range, &qmin, &qmax);
     double levels = (qmax - qmin) / 2.0, width = o->hmax[c] / nb, best_err = INFINITY;
     float best = o->hmax[c];
     for (int j = 1; j <= 128; j++) {
@@ -147,6 +148,12 @@ oar_observer *oar_observer_create(const char *kind, const oar_observer_opts *opt
     if (o.dtype == OAR_F32) o.dtype = OAR_U8;
     if (o.dtype != OAR_U8 && o.dtype != OAR_I8) {
         oar_error(OAR_ERR_DTYPE, "observer: expected dtype u8 or i8, got %s", oar_dtype_name(o.dtype));
+        return NULL;
+    }
+    if (o.reduce_range && o.symmetric && o.dtype == OAR_U8) {
+        oar_error(OAR_ERR_INVALID_ARG, "observer %s: expected reduce_range with affine u8 or with i8, got it with "
+                                       "symmetric u8 (its zero point 128 lies outside the 7-bit range [0, 127]; torch "
+                                       "refuses it too); use affine u8 or symmetric i8", k->name);
         return NULL;
     }
     if (!o.momentum) o.momentum = 0.9;
@@ -294,7 +301,9 @@ oar_status oar_observer_qparams(oar_observer *o, oar_tensor **scale, oar_tensor 
             if (o->o.symmetric) lo = -t, hi = t;
             else lo = lo < -t ? -t : lo, hi = hi > t ? t : hi;
         }
-        oar_qparams_from_range(lo, hi, o->o.dtype, o->o.symmetric, &s[c], &z[c]);
+        int32_t qmin, qmax;
+        oar_qrange_reduced(o->o.dtype, o->o.reduce_range, &qmin, &qmax);
+        oar_qparams_from_qrange(lo, hi, o->o.dtype, o->o.symmetric, qmin, qmax, &s[c], &z[c]);
     }
     int64_t shape[1] = {ch};
     int nd = o->o.per_channel ? 1 : 0;

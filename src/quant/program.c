@@ -360,7 +360,7 @@ static oar_status quant_program(oar_program *p, oar_tensor *const *batches, int 
                                               "(it writes gradients or state); export the model in eval mode");
     oar_status st = check_batches(p, batches, n_batches);
     if (st != OAR_OK) return st;
-    oar_quant_static_opts o = opts ? *opts : (oar_quant_static_opts){0};
+    oar_quant_static_opts o = opts ? *opts : (oar_quant_static_opts){.weight_bits = g ? g->weight_bits : 0};
     if (o.weight_bits != 0 && o.weight_bits != 7 && o.weight_bits != 8)
         return oar_error(OAR_ERR_INVALID_ARG, "quantize_program: expected weight_bits 8 (or 0) or 7, got %d",
                          o.weight_bits);

@@ -21,6 +21,7 @@ typedef struct oar_quant_given {
     const float *scales;
     const int32_t *zero_points;
     int n;
+    int weight_bits; /* 8 (0 means 8) or 7, as oar_quant_static_opts */
 } oar_quant_given;
 /* The same rewrite with the input scale and zero point of each target from g: targets g does not
  * name stay fp32. The batches still run: they give the folded weights and the output SQNR. */

@@ -14,6 +14,10 @@
  * eager step does, and NaN/Inf in a layer's input fails choose_qparams in both modes. In
  * evaluation mode the stored average is used, not updated.
  *
+ * Options: 7-bit weights (scale max|w[c]| / 63, as the PTQ rewrite's 7-bit scale) and 7-bit inputs
+ * (reduce_range: u8 [0, 127], zero point 64); fuse_bn (ConvBn-fused, qat_bn.c): a conv followed by
+ * its BatchNorm2d fake-quantizes the folded weight w * f and divides its output by f, torch's ConvBn2d.
+ *
  * oar_qat_convert exports the module (the layers back to plain Linear/Conv2d, fusions off) and
  * hands the program to the static PTQ rewrite (program.c) with the learned activation scales in
  * place of calibration: the int8 program is the one PTQ makes for those scales. */
@@ -21,6 +25,7 @@
 #include "nn/module.h"
 #include "oar/quant.h"
 #include "quant/program.h"
+#include "quant/qat_bn.h"
 
 #include "graph/serialize.h"
 #include "ops/ema.h"
@@ -37,6 +42,9 @@ typedef struct qat_layer {
     oar_conv_opts co;
     double momentum;            /* weight of the old average */
     bool learned;               /* oar_qat_learn_scales: the input scale is the parameter "act_scale" (LSQ) */
+    int weight_bits;            /* 8, or 7: weights within [-63, 63] */
+    bool reduce_range;          /* input on u8 [0, 127] with zero point 64, else [0, 255] with 128 */
+    oar_module *bn;             /* ConvBn-fused: the BatchNorm2d after the conv, folded into the weight */
     char path[128];
 } qat_layer;
 
@@ -56,6 +64,7 @@ static oar_tensor *act_scale(oar_module *m, const qat_layer *q, oar_tensor *x) {
     }
     oar_tensor *sb, *zb;
     if (oar_choose_qparams(x, OAR_U8, true, &sb, &zb) != OAR_OK) return NULL; /* NaN/Inf: an error */
+    if (q->reduce_range) sb = oar_mul_scalar(sb, 127.5 / 63.5); /* abs-max / 63.5: the 7-bit range */
     oar_tensor *nsum = oar_add(oar_mul_scalar(sum, q->momentum), sb);
     oar_tensor *ncnt = oar_add_scalar(oar_mul_scalar(cnt, q->momentum), 1.0);
     oar_tensor *s = nsum && ncnt ? oar_div(nsum, ncnt) : NULL;
@@ -71,11 +80,13 @@ static oar_tensor *learned_check(oar_module *m, oar_tensor *x) {
     return oar_module_local(m, "act_scale");
 }
 
-/* The weight's per-output-channel scale: max |w[c]| / 127.5, at least QAT_EPS. */
-static oar_tensor *weight_scale(oar_tensor *w) {
+/* The weight's per-output-channel scale: max |w[c]| / 127.5, at least QAT_EPS (the minmax weight
+ * observer's); for 7 bits times 127.5 / 63 in float, as the PTQ rewrite scales it. */
+static oar_tensor *weight_scale(oar_tensor *w, int bits) {
     int dims[OAR_MAX_DIMS], nd = 0;
     for (int d = 1; d < oar_ndim(w); d++) dims[nd++] = d;
-    return oar_maximum_scalar(oar_div_scalar(oar_amax(oar_abs(w), dims, nd, false), 127.5), QAT_EPS);
+    oar_tensor *s = oar_maximum_scalar(oar_div_scalar(oar_amax(oar_abs(w), dims, nd, false), 127.5), QAT_EPS);
+    return bits == 7 ? oar_mul_scalar(s, (double)(127.5f / 63.0f)) : s;
 }
 
 static oar_status qat_forward(oar_module *m, oar_tensor *const *in, int n_in, oar_tensor **out, int n_out) {
@@ -84,23 +95,39 @@ static oar_status qat_forward(oar_module *m, oar_tensor *const *in, int n_in, oa
     const qat_layer *q = m->state;
     oar_tensor *x = in[0], *w = oar_module_local(m, "weight"), *b = oar_module_local(m, "bias");
     if ((st = oar_layer_check_dtype(m, x, w)) != OAR_OK) return st;
+    oar_tensor *f = NULL; /* ConvBn: the fold factor; the weight fake-quantized is the folded w * f */
+    if (q->bn) {
+        int64_t co = oar_shape(w)[0], s4[4] = {co, 1, 1, 1};
+        if (!(f = oar_qat_bn_factor(q->bn)) || !(w = oar_mul(w, oar_reshape(f, s4, 4)))) {
+            oar_error_prefix("qat: layer %s", q->path);
+            return oar_last_status();
+        }
+    }
     bool grad = oar_set_grad_enabled(false);
-    oar_tensor *xs = q->learned ? learned_check(m, x) : act_scale(m, q, x), *ws = xs ? weight_scale(w) : NULL;
+    oar_tensor *xs = q->learned ? learned_check(m, x) : act_scale(m, q, x), *ws = xs ? weight_scale(w, q->weight_bits) : NULL;
     oar_set_grad_enabled(grad);
-    oar_tensor *xz = oar_scalar(128, OAR_I32), *wz = oar_zeros((int64_t[]){oar_shape(w)[0]}, 1, OAR_I32);
+    int64_t xzp = q->reduce_range ? 64 : 128, xmax = q->reduce_range ? 127 : 255;
+    oar_tensor *xz = oar_scalar((double)xzp, OAR_I32), *wz = oar_zeros((int64_t[]){oar_shape(w)[0]}, 1, OAR_I32);
     oar_tensor *xq = NULL;
     if (xs && ws && q->learned) { /* LSQ's gradient scale 1 / sqrt(features * qmax), per sample (batch-free) */
         int64_t per = oar_ndim(x) > 1 && oar_shape(x)[0] ? oar_numel(x) / oar_shape(x)[0] : oar_numel(x);
-        oar_tensor *zf = oar_scalar(128, OAR_F32);
-        xq = oar_fake_quant_lsq(x, xs, zf, 0, 255, 1.0 / sqrt((double)(per ? per : 1) * 255));
+        oar_tensor *zf = oar_scalar((double)xzp, OAR_F32);
+        xq = oar_fake_quant_lsq(x, xs, zf, 0, xmax, 1.0 / sqrt((double)(per ? per : 1) * (double)xmax));
         oar_release(zf);
     } else if (xs && ws) {
-        xq = oar_fake_quant(x, xs, xz, 0, 0, 255);
+        xq = oar_fake_quant(x, xs, xz, 0, 0, xmax);
     }
-    oar_tensor *wq = xq ? oar_fake_quant(w, ws, wz, 0, -128, 127) : NULL;
+    int64_t wmax = q->weight_bits == 7 ? 63 : 127;
+    oar_tensor *wq = xq ? oar_fake_quant(w, ws, wz, 0, -wmax - 1, wmax) : NULL;
     oar_release(xz);
     oar_release(wz);
-    if (wq) out[0] = q->conv ? oar_conv2d(xq, wq, b, &q->co) : oar_linear(xq, wq, b);
+    if (wq && f) { /* conv(x, fq(w f)) / f + b: BN (the next module) sees the unfolded scale */
+        int64_t s4[4] = {1, oar_shape(w)[0], 1, 1};
+        out[0] = oar_div(oar_conv2d(xq, wq, NULL, &q->co), oar_reshape(f, s4, 4));
+        if (out[0] && b) out[0] = oar_add(out[0], oar_reshape(b, s4, 4));
+    } else if (wq) {
+        out[0] = q->conv ? oar_conv2d(xq, wq, b, &q->co) : oar_linear(xq, wq, b);
+    }
     if (!wq || !out[0]) {
         oar_error_prefix("qat: layer %s", q->path);
         return oar_last_status();
@@ -116,8 +143,12 @@ static void qat_destroy(void *state) {
 
 static int qat_describe(const oar_module *m, char *buf, size_t size) {
     const qat_layer *q = m->state;
-    if (q->learned) return snprintf(buf, size, "fake-quant weight i8 per channel, input u8 learned scale (LSQ)");
-    return snprintf(buf, size, "fake-quant weight i8 per channel, input u8 moving abs-max (momentum %g)", q->momentum);
+    const char *in = q->reduce_range ? "u8 [0, 127]" : "u8";
+    if (q->learned)
+        return snprintf(buf, size, "fake-quant weight %d-bit per channel, input %s learned scale (LSQ)", q->weight_bits,
+                        in);
+    return snprintf(buf, size, "fake-quant weight %d-bit per channel%s, input %s moving abs-max (momentum %g)",
+                    q->weight_bits, q->bn ? " folded with the next BatchNorm2d" : "", in, q->momentum);
 }
 
 static const oar_module_ops QAT_LINEAR_OPS = {"QATLinear", qat_forward, qat_destroy, qat_describe};
@@ -160,11 +191,12 @@ static bool in_list(const char *path, const char *const *list) {
 
 #define QAT_MAX 1024
 
-static oar_status install(oar_module *m, const char *path, double momentum) {
+static oar_status install(oar_module *m, const char *path, double momentum, int bits, bool reduce, oar_module *bn) {
     qat_layer *q = calloc(1, sizeof *q);
     if (!q) return oar_error(OAR_ERR_OOM, "qat_prepare: out of memory");
     const oar_conv_opts *co = oar_layer_conv2d_opts(m);
-    *q = (qat_layer){.orig = m->ops, .orig_state = m->state, .conv = co != NULL, .momentum = momentum};
+    *q = (qat_layer){.orig = m->ops, .orig_state = m->state, .conv = co != NULL, .momentum = momentum,
+                      .weight_bits = bits, .reduce_range = reduce, .bn = bn};
     if (co) q->co = *co;
     snprintf(q->path, sizeof q->path, "%s", path);
     oar_tensor *sum = oar_scalar(0, OAR_F32), *cnt = oar_scalar(0, OAR_F32);
@@ -189,6 +221,10 @@ oar_status oar_qat_prepare(oar_module *m, const oar_qat_opts *opts, int *n_layer
     if (!(r > 0 && r < 1))
         return oar_error(OAR_ERR_INVALID_ARG, "qat_prepare: expected a momentum in (0, 1) (the old average's weight; "
                                               "0 means 0.9), got %g", o.momentum);
+    int bits = o.weight_bits ? o.weight_bits : 8;
+    if (bits != 7 && bits != 8)
+        return oar_error(OAR_ERR_INVALID_ARG, "qat_prepare: expected weight_bits 8 (or 0) or 7 (CPUs without VNNI), "
+                                              "got %d", o.weight_bits);
     qat_ref *t = calloc(QAT_MAX, sizeof *t);
     if (!t) return oar_error(OAR_ERR_OOM, "qat_prepare: out of memory");
     int n = 0, n_all = 0;
@@ -215,8 +251,18 @@ oar_status oar_qat_prepare(oar_module *m, const oar_qat_opts *opts, int *n_layer
                                             "all kept in fp32 or none", oar_module_type(m), n_all);
         goto done;
     }
-    for (int i = 0; i < n && st == OAR_OK; i++)
-        if ((st = install(t[i].m, t[i].path, r)) == OAR_OK && n_layers) (*n_layers)++;
+    int fused = 0;
+    for (int i = 0; i < n && o.fuse_bn; i++) fused += oar_qat_bn_after(t[i].m) != NULL;
+    if (o.fuse_bn && !fused) {
+        st = oar_error(OAR_ERR_INVALID_ARG, "qat_prepare: expected (for fuse_bn) a Conv2d followed by a BatchNorm2d of "
+                                            "its output channels among the same parent's children, found none in %s "
+                                            "(%d layers to quantize); prepare without fuse_bn", oar_module_type(m), n);
+        goto done;
+    }
+    for (int i = 0; i < n && st == OAR_OK; i++) {
+        oar_module *bn = o.fuse_bn ? oar_qat_bn_after(t[i].m) : NULL;
+        if ((st = install(t[i].m, t[i].path, r, bits, o.reduce_range, bn)) == OAR_OK && n_layers) (*n_layers)++;
+    }
 done:
     free(t);
     return st;
@@ -296,6 +342,26 @@ oar_status oar_qat_learn_scales(oar_module *m, int *n_layers) {
     return st;
 }
 
+oar_status oar_qat_freeze_bn(oar_module *m, int *n_layers) {
+    if (n_layers) *n_layers = 0;
+    if (!m) return oar_error(OAR_ERR_INVALID_ARG, "qat_freeze_bn: expected a module, got NULL");
+    qat_ref *t = calloc(QAT_MAX, sizeof *t);
+    if (!t) return oar_error(OAR_ERR_OOM, "qat: out of memory");
+    int n = qat_layers(m, t, QAT_MAX), fused = 0;
+    oar_status st = OAR_OK;
+    for (int i = 0; i < n; i++) fused += ((const qat_layer *)t[i].m->state)->bn != NULL;
+    if (!fused)
+        st = oar_error(OAR_ERR_STATE, "qat_freeze_bn: expected a module prepared with fuse_bn (conv and BatchNorm "
+                                      "fused), got %s with %d QAT layers and no fused BatchNorm; prepare it with "
+                                      "oar_qat_opts.fuse_bn", oar_module_type(m), n);
+    for (int i = 0; i < n && st == OAR_OK; i++) {
+        oar_module *bn = ((const qat_layer *)t[i].m->state)->bn;
+        if (bn && (st = oar_qat_bn_freeze(bn)) == OAR_OK && n_layers) (*n_layers)++;
+    }
+    free(t);
+    return st;
+}
+
 /* Gives the QAT layers their own ops back (plain Linear/Conv2d) or the QAT ones again. */
 static void swap_ops(qat_ref *t, int n, qat_layer **held, bool plain) {
     for (int i = 0; i < n; i++) {
@@ -367,9 +433,13 @@ oar_status oar_qat_convert(oar_module *m, oar_tensor *const *batches, int n_batc
     if (!t || !names || !scales || !zps || !name_ptrs || !held) st = oar_error(OAR_ERR_OOM, "qat: out of memory");
     if (st == OAR_OK) st = oar_qat_scales(m, names, scales, QAT_MAX, &n);
     if (st != OAR_OK) goto done;
-    for (int i = 0; i < n; i++) zps[i] = 128, name_ptrs[i] = names[i];
+    int nq = qat_layers(m, t, QAT_MAX), bits = 8;
+    for (int i = 0; i < n; i++) {
+        const qat_layer *q = t[i].m->state;
+        zps[i] = q->reduce_range ? 64 : 128, name_ptrs[i] = names[i];
+        bits = q->weight_bits; /* one width for the module (prepare's) */
+    }
     bool training = oar_module_is_training(m);
-    int nq = qat_layers(m, t, QAT_MAX);
     oar_module_train(m, false);
     swap_ops(t, nq, held, true);
     st = export_plain(m, batches[0], &o, out_path);
@@ -382,7 +452,7 @@ oar_status oar_qat_convert(oar_module *m, oar_tensor *const *batches, int n_batc
         st = oar_last_status();
         goto done;
     }
-    oar_quant_given g = {.names = name_ptrs, .scales = scales, .zero_points = zps, .n = n};
+    oar_quant_given g = {.names = name_ptrs, .scales = scales, .zero_points = zps, .n = n, .weight_bits = bits};
     st = oar_quant_program_given(p, batches, n_batches, &g, layers, cap, n_layers);
     if (st == OAR_OK) st = oar_program_save(p, out_path, io.input_names, io.output_names);
 done:

@@ -91,6 +91,22 @@ import json, sys
 r = json.load(sys.stdin)
 assert r['fp32_accuracy'] - r['results'][0]['accuracy'] <= 0.005, r
 "
+# 7-bit weights (the CPUs without VNNI) and 7-bit activations (--reduce-range) through QAT and
+# static PTQ: still within half a point, the 7-bit program written
+"$oar" quantize --model lenet --data fashion-mnist --checkpoint "$dir/lenet.safetensors" --method qat --weight-bits 7 \
+  --reduce-range --steps 50 --calib 1 --threads 2 > "$dir/qat7.log"
+"$oar" quantize --model lenet --data fashion-mnist --checkpoint "$dir/lenet.safetensors" --method static \
+  --weight-bits 7 --reduce-range --calib 2 --threads 2 > "$dir/static7.log"
+grep -q "activations in 7 bits" "$dir/qat7.log"
+grep -q "zero point 64" "$dir/qat7.log"
+for f in qat7 static7; do
+  tail -1 "$dir/$f.log" | python3 -c "
+import json, sys
+r = json.load(sys.stdin)
+assert r['weight_bits'] == 7 and r['reduce_range'] is True, r
+assert r['fp32_accuracy'] - r['results'][0]['accuracy'] <= 0.005, r
+"
+done
 "$oar" infer "$dir/q/lenet-qat" --input "$dir/x.npy" --rows 32 > "$dir/infer-qat.log"
 grep -q "output 'logits': f32\[32, 10\]" "$dir/infer-qat.log"
 
@@ -110,6 +126,25 @@ if "$oar" quantize --model lenet --checkpoint "$dir/lenet.safetensors" --method 
   exit 1
 fi
 grep -q "epochs >= 1.*got --method qat, --calib 8, --epochs 0" "$dir/err.log"
+if "$oar" quantize --model lenet --checkpoint "$dir/lenet.safetensors" --method qat --weight-bits 6 2> "$dir/err.log"; then
+  exit 1
+fi
+grep -q "expected --weight-bits 8 or 7, got 6" "$dir/err.log"
+if "$oar" quantize --model lenet --checkpoint "$dir/lenet.safetensors" --method dynamic --reduce-range \
+  2> "$dir/err.log"; then exit 1; fi
+grep -q "expected --reduce-range with --method static or qat, got it with --method dynamic" "$dir/err.log"
+# ConvBn-fused QAT needs a conv followed by its BatchNorm (LeNet has none); --freeze-bn needs --fuse-bn
+if "$oar" quantize --model lenet --data fashion-mnist --checkpoint "$dir/lenet.safetensors" --method qat --fuse-bn \
+  --steps 2 --calib 1 2> "$dir/err.log" > /dev/null; then exit 1; fi
+grep -q "expected (for fuse_bn) a Conv2d followed by a BatchNorm2d of its output channels" "$dir/err.log"
+if "$oar" quantize --model lenet --checkpoint "$dir/lenet.safetensors" --method qat --freeze-bn 5 2> "$dir/err.log"; then
+  exit 1
+fi
+grep -q "expected --freeze-bn N >= 1 together with --fuse-bn" "$dir/err.log"
+if "$oar" quantize --model lenet --checkpoint "$dir/lenet.safetensors" --method static --fuse-bn 2> "$dir/err.log"; then
+  exit 1
+fi
+grep -q "expected --fuse-bn and --freeze-bn with --method qat" "$dir/err.log"
 if "$oar" quantize --model lenet --data fashion-mnist --checkpoint "$dir/lenet.safetensors" --method static \
   --observer entropy --calib 1 2> "$dir/err.log" > /dev/null; then exit 1; fi
 grep -q "observer: expected kind minmax, moving_average, percentile, kl or mse, got 'entropy'" "$dir/err.log"

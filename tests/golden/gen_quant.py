@@ -133,6 +133,35 @@ for qmin, qmax, scale, zp, gf in [(-8, 7, 0.1, 1.3, 0.5), (0, 255, 0.02, 127.6, 
     fmt("x", x); fmt("scale", s.reshape(())); fmt("zp", z.reshape(()))
     fmt("y", y); fmt("gout", g); fmt("gx", x.grad); fmt("gscale", s.grad.reshape(())); fmt("gzp", z.grad.reshape(()))
 
+# observers with torch's reduce_range (7-bit ranges: quint8 [0, 127], qint8 [-64, 63]): min-max and
+# moving average per tensor, min-max per channel; affine u8 and both i8 schemes (torch refuses
+# reduce_range for symmetric quint8). Data with outliers so that the ranges differ from 8 bits.
+rr_batches = [torch.randn(5, 4) * (2 + i) - 0.7 * i for i in range(3)]
+rr_batches[1][0, 0] = 9.0
+for dt, sym in [("u8", False), ("i8", False), ("i8", True)]:
+    qs = torch.per_tensor_symmetric if sym else torch.per_tensor_affine
+    for kind, o in [("minmax", obs.MinMaxObserver(dtype=TORCH_DT[dt], qscheme=qs, reduce_range=True)),
+                    ("moving_average", obs.MovingAverageMinMaxObserver(averaging_constant=0.1, dtype=TORCH_DT[dt],
+                                                                       qscheme=qs, reduce_range=True))]:
+        for b in rr_batches:
+            o(b)
+        s, z = o.calculate_qparams()
+        case(kind, "reduce_range_%s_%s" % (dt, "sym" if sym else "affine"), dtype=dt, symmetric=int(sym),
+             per_channel=0, axis=0, momentum=0.9, reduce_range=1)
+        for b in rr_batches:
+            fmt("batch", b)
+        fmt("scale", s.reshape(())); fmt("zp", z.reshape(()))
+    qs = torch.per_channel_symmetric if sym else torch.per_channel_affine
+    o = obs.PerChannelMinMaxObserver(ch_axis=1, dtype=TORCH_DT[dt], qscheme=qs, reduce_range=True)
+    for b in rr_batches:
+        o(b)
+    s, z = o.calculate_qparams()
+    case("minmax", "reduce_range_per_channel_%s_%s" % (dt, "sym" if sym else "affine"), dtype=dt, symmetric=int(sym),
+         per_channel=1, axis=1, momentum=0.9, reduce_range=1)
+    for b in rr_batches:
+        fmt("batch", b)
+    fmt("scale", s); fmt("zp", z)
+
 path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "quant.txt")
 with open(path, "w") as f:
     f.write("# oar golden values for quantization from torch %s; regenerate with gen_quant.py\n" % torch.__version__)

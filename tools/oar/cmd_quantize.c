@@ -17,6 +17,7 @@
  * (<model>-<method>[-<observer>].json + .safetensors) for `oar infer`. The last line is JSON. */
 #include "cli.h"
 #include "quantize_qat.h"
+#include "quantize_tokens.h"
 #include "train.h"
 
 #include <math.h>
@@ -30,10 +31,13 @@ static void usage(void) {
     fprintf(stderr, "usage: oar quantize --model M --checkpoint C --method dynamic|static|qat [--calib N (8)]\n"
                     "         [--observer minmax|moving_average|percentile|kl|mse|all (minmax)] [--keep-first]\n"
                     "         [--keep-last] [--out DIR] [--data D] [--batch B] [--threads T]\n"
-                    "         static: [--weight-bits 8|7 (8 with VNNI/AMX; 7, exact and fast without them)]\n"
+                    "         static, qat: [--weight-bits 8|7 (8 with VNNI/AMX; 7, exact and fast without them)]\n"
+                    "                      [--reduce-range (7-bit activations: u8 [0, 127], torch's reduce_range)]\n"
                     "         qat: [--epochs E (1)] [--steps S] [--lr LR (the recipe's / 10)] [--mode eager|static]\n"
                     "              [--control (the same fine-tune in fp32 too, to separate it from quantization)]\n"
-                    "              [--lsq (input scales learned with LSQ after the first 10%% of the steps)]\n");
+                    "              [--lsq (input scales learned with LSQ after the first 10%% of the steps)]\n"
+                    "              [--fuse-bn (ConvBn-fused QAT: the folded weight is fake-quantized)]\n"
+                    "              [--freeze-bn N (with --fuse-bn: BatchNorm statistics frozen after N steps)]\n");
 }
 
 static int64_t state_bytes(oar_module *m) {
@@ -146,7 +150,8 @@ int oar_cmd_quantize(int argc, char **argv) {
     const char *method = NULL, *observer = "minmax", *out_dir = NULL;
     int calib = 8, qat_epochs = 1, weight_bits = oar_quant_fast_weight_bits();
     double qat_lr = 0;
-    bool keep_first = false, keep_last = false, control = false, lsq = false;
+    bool keep_first = false, keep_last = false, control = false, lsq = false, reduce_range = false, fuse_bn = false;
+    long long freeze_bn = 0;
     char **rest = malloc(sizeof(char *) * (size_t)(argc + 1));
     int nr = 0;
     rest[nr++] = argv[0];
@@ -163,11 +168,40 @@ int oar_cmd_quantize(int argc, char **argv) {
         else if (!strcmp(argv[i], "--keep-last")) keep_last = true;
         else if (!strcmp(argv[i], "--control")) control = true; /* qat: the same fine-tune in fp32 too */
         else if (!strcmp(argv[i], "--lsq")) lsq = true;         /* qat: learned input scales after 10% */
+        else if (!strcmp(argv[i], "--reduce-range")) reduce_range = true; /* static, qat: 7-bit activations */
+        else if (!strcmp(argv[i], "--fuse-bn")) fuse_bn = true;           /* qat: ConvBn-fused */
+        else if (!strcmp(argv[i], "--freeze-bn") && has) freeze_bn = atoll(argv[++i]);
         else rest[nr++] = argv[i];
     }
     rest[nr] = NULL;
     bool dynamic = method && !strcmp(method, "dynamic"), stat = method && !strcmp(method, "static");
     bool qat = method && !strcmp(method, "qat"), prog = stat || qat; /* evaluated as int8 programs */
+    if (prog && weight_bits != 7 && weight_bits != 8) {
+        fprintf(stderr, "oar quantize: expected --weight-bits 8 or 7, got %d; 7 is exact and fast on CPUs without "
+                        "VNNI (this CPU's choice: %d)\n", weight_bits, oar_quant_fast_weight_bits());
+        free(rest);
+        return 2;
+    }
+    if (reduce_range && !prog) {
+        fprintf(stderr, "oar quantize: expected --reduce-range with --method static or qat, got it with --method %s "
+                        "(dynamic quantization measures each batch's range with the full 8 bits)\n",
+                method ? method : "(none)");
+        free(rest);
+        return 2;
+    }
+    if ((fuse_bn || freeze_bn) && !qat) {
+        fprintf(stderr, "oar quantize: expected --fuse-bn and --freeze-bn with --method qat (they shape the "
+                        "fine-tune), got them with --method %s\n", method ? method : "(none)");
+        free(rest);
+        return 2;
+    }
+    if (freeze_bn < 0 || (freeze_bn && !fuse_bn)) {
+        fprintf(stderr, "oar quantize: expected --freeze-bn N >= 1 together with --fuse-bn (it freezes the fused "
+                        "BatchNorms' statistics after N steps), got --freeze-bn %lld%s\n", freeze_bn,
+                fuse_bn ? "" : " without --fuse-bn");
+        free(rest);
+        return 2;
+    }
     if ((!dynamic && !stat && !qat) || calib < 1 || calib > 1000 || qat_epochs < 1 || qat_lr < 0) {
         fprintf(stderr, "oar quantize: expected --method dynamic, static or qat, --calib in [1, 1000], --epochs >= 1 "
                         "and --lr >= 0, got --method %s, --calib %d, --epochs %d, --lr %g\n",
@@ -216,9 +250,11 @@ int oar_cmd_quantize(int argc, char **argv) {
         train_evaluate(base, &d, d.test, o.batch, &loss0, &acc0) != OAR_OK)
         goto fail;
     if (prog && calib_batches(&d, o.batch, calib, cal, &n_cal) != OAR_OK) goto fail;
-    if ((out_dir || prog) && d.info->input != OAR_ZOO_IMAGE && d.info->input != OAR_ZOO_FEATURES) {
-        fprintf(stderr, "oar quantize: --out and --method static or qat export image and feature models only; %s takes "
-                        "tokens\n", o.model);
+    bool tokens = d.info->input != OAR_ZOO_IMAGE && d.info->input != OAR_ZOO_FEATURES;
+    if (prog && tokens) {
+        fprintf(stderr, "oar quantize: expected an image or feature model for --method %s (its int8 program has "
+                        "quantized convs and linears with calibrated inputs), got %s, which takes tokens; use "
+                        "--method dynamic (with --out to write the model)\n", method, o.model);
         rc = 2;
         goto done;
     }
@@ -228,13 +264,16 @@ int oar_cmd_quantize(int argc, char **argv) {
         if (export_model(base, &d, fp32_path, true) != OAR_OK) goto fail;
     }
     int64_t bytes0 = state_bytes(base);
-    if (stat) printf("oar quantize: weights in %d bits (%s)\n", weight_bits,
+    if (reduce_range) printf("oar quantize: activations in 7 bits (u8 [0, 127], --reduce-range)\n");
+    if (prog) printf("oar quantize: weights in %d bits (%s)\n", weight_bits,
                      weight_bits == oar_quant_fast_weight_bits() ? "this CPU's fast exact int8" : "as asked");
     printf("oar quantize: %s from %s, fp32 test accuracy %.4f (loss %.4f), state %lld bytes\n", o.model, o.checkpoint,
            acc0, loss0, (long long)bytes0);
     char json[4096];
     int nj = snprintf(json, sizeof json, "{\"model\": \"%s\", \"method\": \"%s\", \"fp32_accuracy\": %.6f, "
-                      "\"fp32_bytes\": %lld, \"results\": [", o.model, method, acc0, (long long)bytes0);
+                      "\"fp32_bytes\": %lld, \"weight_bits\": %d, \"reduce_range\": %s, \"fuse_bn\": %s, \"results\": [", o.model,
+                      method, acc0, (long long)bytes0, prog ? weight_bits : 8, reduce_range ? "true" : "false",
+                      fuse_bn ? "true" : "false");
     for (int k = 0; k < nk; k++) {
         oar_module *m = NULL;
         oar_quant_layer layers[64];
@@ -245,7 +284,7 @@ int oar_cmd_quantize(int argc, char **argv) {
         char path[1024];
         snprintf(path, sizeof path, "%s/%s-%s%s%s", dir ? dir : ".", o.model, method, stat ? "-" : "",
                  stat ? kinds[k] : "");
-        double fq_acc = 0, fq_loss = 0, ctl_acc = -1, ctl_loss = 0;
+        double fq_acc = 0, fq_loss = 0, ctl_acc = -1, ctl_loss = 0, out_diff = -1;
         int64_t qat_steps = 0;
         if (dynamic) {
             if (!(m = train_model_create(&o, &d))) st = oar_last_status();
@@ -254,23 +293,33 @@ int oar_cmd_quantize(int argc, char **argv) {
             if (st == OAR_OK) st = oar_quantize_dynamic(m, NULL, layers, 64, &n);
             if (st == OAR_OK) st = train_evaluate(m, &d, d.test, o.batch, &loss, &acc);
             if (st == OAR_OK) bytes = state_bytes(m);
-            if (st == OAR_OK && out_dir) st = export_model(m, &d, path, false);
+            if (st == OAR_OK && out_dir && !tokens) st = export_model(m, &d, path, false);
+            if (st == OAR_OK && out_dir && tokens) { /* ids -> logits, checked in the predictor */
+                st = quantize_tokens_export(m, &d, o.batch, path, &out_diff);
+                if (st == OAR_OK && !(out_diff <= 1e-4)) {
+                    st = oar_set_error(OAR_ERR_STATE, "expected the written model to give the in-process logits, "
+                                                      "got a largest difference of %g on the first test batch",
+                                       out_diff);
+                }
+            }
         } else if (qat) { /* fine-tuned with fake quantization, then converted to the int8 program */
-            oar_qat_opts qo = {.keep_first = keep_first, .keep_last = keep_last};
+            oar_qat_opts qo = {.keep_first = keep_first, .keep_last = keep_last, .weight_bits = weight_bits,
+                               .reduce_range = reduce_range, .fuse_bn = fuse_bn};
             oar_qat_convert_opts co = {.input_name = d.info->input == OAR_ZOO_IMAGE ? "images" : "features",
                                        .output_name = "logits"};
             if (!(m = train_model_create(&o, &d))) st = oar_last_status();
             if (st == OAR_OK) st = oar_checkpoint_load(o.checkpoint, m, NULL, NULL);
             if (st == OAR_OK) st = oar_qat_prepare(m, &qo, NULL);
             if (st == OAR_OK)
-                st = quantize_qat_train(m, &d, &o, qat_epochs, qat_lr > 0 ? qat_lr : o.lr / 10, lsq, &qat_steps);
+                st = quantize_qat_train(m, &d, &o, qat_epochs, qat_lr > 0 ? qat_lr : o.lr / 10, lsq, freeze_bn,
+                                        &qat_steps);
             if (st == OAR_OK) st = train_evaluate(m, &d, d.test, o.batch, &fq_loss, &fq_acc);
             if (st == OAR_OK && control) { /* the same schedule without fake quant: what the fine-tune alone gives */
                 oar_module *c = train_model_create(&o, &d);
                 int64_t cs = 0;
                 st = c ? oar_checkpoint_load(o.checkpoint, c, NULL, NULL) : oar_last_status();
                 if (st == OAR_OK)
-                    st = quantize_qat_train(c, &d, &o, qat_epochs, qat_lr > 0 ? qat_lr : o.lr / 10, false, &cs);
+                    st = quantize_qat_train(c, &d, &o, qat_epochs, qat_lr > 0 ? qat_lr : o.lr / 10, false, 0, &cs);
                 if (st == OAR_OK) st = train_evaluate(c, &d, d.test, o.batch, &ctl_loss, &ctl_acc);
                 oar_module_free(c);
             }
@@ -282,6 +331,7 @@ int oar_cmd_quantize(int argc, char **argv) {
         } else {
             oar_quant_static_opts so = {.observer = kinds[k], .keep_first = keep_first, .keep_last = keep_last,
                                         .weight_bits = weight_bits};
+            so.observer_opts.reduce_range = reduce_range;
             st = oar_quantize_static_model(fp32_path, path, cal, n_cal, &so, layers, 64, &n);
             if (st == OAR_OK) st = predictor_accuracy(path, &d, o.batch, &acc);
             char wpath[1100];
@@ -293,7 +343,8 @@ int oar_cmd_quantize(int argc, char **argv) {
         const char *label = dynamic ? "dynamic" : qat ? "qat" : kinds[k];
         if (qat)
             printf("\nafter %lld QAT steps: fake-quant test accuracy %.4f (loss %.4f); input scales below are the "
-                   "learned ones (u8, zero point 128)", (long long)qat_steps, fq_acc, fq_loss);
+                   "learned ones (u8, zero point %d)", (long long)qat_steps, fq_acc, fq_loss,
+                   reduce_range ? 64 : 128);
         if (qat && ctl_acc >= 0)
             printf("\ncontrol: the same fine-tune in fp32 gives test accuracy %.4f (loss %.4f); int8 after QAT against "
                    "it: %+.2f points", ctl_acc, ctl_loss, 100 * (acc - ctl_acc));
@@ -317,6 +368,9 @@ int oar_cmd_quantize(int argc, char **argv) {
             printf("  test loss %.4f (fp32 %.4f, %+.4f), perplexity %.4f (fp32 %.4f)\n", loss, loss0, loss - loss0,
                    exp(loss), exp(loss0));
         if (out_dir) printf("  exported to %s.json and %s.safetensors\n", path, path);
+        if (out_diff >= 0)
+            printf("  the written model in the predictor against the module in process, first test batch: largest "
+                   "|logit difference| %g\n", out_diff);
         nj += snprintf(json + nj, sizeof json - (size_t)nj, "%s{\"quant\": \"%s\", \"accuracy\": %.6f, \"bytes\": %lld",
                        k ? ", " : "", label, acc, (long long)bytes);
         if (qat)
@@ -325,6 +379,8 @@ int oar_cmd_quantize(int argc, char **argv) {
         if (qat && ctl_acc >= 0)
             nj += snprintf(json + nj, sizeof json - (size_t)nj, ", \"control_fp32_accuracy\": %.6f", ctl_acc);
         if (dynamic) nj += snprintf(json + nj, sizeof json - (size_t)nj, ", \"loss\": %.6f, \"fp32_loss\": %.6f", loss, loss0);
+        if (out_diff >= 0)
+            nj += snprintf(json + nj, sizeof json - (size_t)nj, ", \"out_max_abs_diff\": %g", out_diff);
         nj += snprintf(json + nj, sizeof json - (size_t)nj, "}");
     }
     snprintf(json + nj, sizeof json - (size_t)nj, "]}");

@@ -73,7 +73,7 @@ static oar_status switch_to_lsq(oar_module *m, oar_optimizer *opt, oar_scheduler
 }
 
 oar_status quantize_qat_train(oar_module *m, const train_data *d, const train_opts *o, int epochs, double lr, bool lsq,
-                              int64_t *steps_done) {
+                              int64_t freeze_bn, int64_t *steps_done) {
     *steps_done = 0;
     bool compiled = o->mode && !strcmp(o->mode, "static");
     if (o->mode && !compiled && strcmp(o->mode, "eager") != 0)
@@ -114,6 +114,13 @@ oar_status quantize_qat_train(oar_module *m, const train_data *d, const train_op
             double lv = 0;
             if (lsq && *steps_done == (total / 10 ? total / 10 : 1)) /* averaged scales first, then learned */
                 st = switch_to_lsq(m, opt, &sched, &jit, lr, total, *steps_done);
+            if (st == OAR_OK && freeze_bn > 0 && *steps_done == freeze_bn) { /* BN statistics fixed from here */
+                int nf = 0;
+                if ((st = oar_qat_freeze_bn(m, &nf)) == OAR_OK)
+                    printf("qat: step %lld: %d BatchNorm statistics frozen from here\n", (long long)*steps_done, nf);
+                oar_jit_free(jit); /* the BN ops of a compiled step change: traced again */
+                jit = NULL;
+            }
             if (st == OAR_OK && compiled && !jit && !(jit = compile(&c, io))) st = oar_last_status();
             if (st == OAR_OK) st = jit ? oar_jit_call(jit, io, 2, &loss, 1) : step_fn(&c, io, 2, &loss, 1);
             if (st == OAR_OK && (st = oar_item(loss, &lv)) == OAR_OK) st = oar_scheduler_next(sched);
