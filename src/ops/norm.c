@@ -19,16 +19,25 @@ static oar_status shape_mismatch(const char *op, const char *what, const int64_t
     return oar_error(OAR_ERR_SHAPE, "%s: expected %s of shape %s, got %s", op, what, a, b);
 }
 
-/* weight/bias: absent, or of x's dtype and the given shape. */
-static oar_status check_affine(const char *op, const char *what, const oar_tensor *x, const oar_tensor *p,
-                               const int64_t *shape, int ndim) {
+/* weight/bias: absent, or of dtype want and the given shape. want is x's dtype, except for
+ * batch_norm's f16/bf16 inputs with f32 parameters (see bn_param_dtype). */
+static oar_status check_affine_as(const char *op, const char *what, const oar_tensor *x, const oar_tensor *p,
+                                  const int64_t *shape, int ndim, oar_dtype want) {
     if (!p) return OAR_OK;
-    if (p->dtype != x->dtype)
-        return oar_error(OAR_ERR_DTYPE, "%s: expected %s of dtype %s (the input's), got %s; convert it with "
-                                        "oar_cast", op, what, oar_dtype_name(x->dtype), oar_dtype_name(p->dtype));
+    if (p->dtype != want)
+        return oar_error(OAR_ERR_DTYPE, "%s: expected %s of dtype %s (%s), got %s; convert it with oar_cast", op,
+                         what, oar_dtype_name(want),
+                         want == x->dtype ? "the input's" : "f32 parameters of an f16/bf16 input, as the first given "
+                                                            "of weight, bias, running_mean",
+                         oar_dtype_name(p->dtype));
     if (p->ndim != ndim || memcmp(p->shape, shape, sizeof(int64_t) * (size_t)ndim) != 0)
         return shape_mismatch(op, what, shape, ndim, p);
     return OAR_OK;
+}
+
+static oar_status check_affine(const char *op, const char *what, const oar_tensor *x, const oar_tensor *p,
+                               const int64_t *shape, int ndim) {
+    return check_affine_as(op, what, x, p, shape, ndim, x->dtype);
 }
 
 static int64_t prod(const int64_t *s, int from, int to) {
@@ -291,7 +300,11 @@ oar_tensor *oar_group_norm(oar_tensor *x, int64_t groups, oar_tensor *weight, oa
  * hidden outputs then carry. A negative momentum with num_batches_tracked (an integer scalar,
  * only read) blends with 1 / (count + 1) instead: torch's cumulative average (momentum=None),
  * read at run time so compiled steps follow the count. The op is STRIDED so the running
- * statistics are updated where they live, never in a copy. */
+ * statistics are updated where they live, never in a copy. An f16/bf16 x may come with f32
+ * parameters (oar_batch_norm_param_dtype): y keeps x's dtype, the statistics are f32. So under
+ * autocast batch_norm *follows* (OAR_OPF_AMP_MIXED): a bf16 activation goes in and comes out
+ * bf16 with no casts around it, while O2 keeps the layer's parameters f32. The CUDA kernels
+ * take one dtype only, so on a GPU autocast still casts x to f32. */
 
 static oar_status check_running(const oar_tensor *x, const oar_tensor *r, const char *what) {
     if (!r) return OAR_OK;
@@ -323,6 +336,18 @@ static oar_status check_counter(const oar_tensor *n, double momentum, bool updat
     return OAR_OK;
 }
 
+/* The dtype of batch_norm's parameters and statistics (the hidden mean and invstd outputs, the
+ * weight and bias and their gradients): the input's, except for an f16/bf16 input whose first
+ * given weight, bias or running_mean is f32. Then the input stays low precision (y has its
+ * dtype) and everything per channel is f32, as torch's CPU autocast and Paddle's O2 run norms
+ * (the statistics are computed in double either way). */
+oar_dtype oar_batch_norm_param_dtype(const oar_tensor *x, const oar_tensor *w, const oar_tensor *b,
+                                     const oar_tensor *rmean) {
+    const oar_tensor *first = w ? w : b ? b : rmean;
+    bool low = x->dtype == OAR_F16 || x->dtype == OAR_BF16;
+    return low && first && first->dtype == OAR_F32 ? OAR_F32 : x->dtype;
+}
+
 static oar_status batch_norm_infer(oar_tensor *const *in, int n_in, const oar_attr *a, oar_meta *out, int *n_out) {
     (void)n_in;
     const oar_tensor *x = in[0];
@@ -333,8 +358,9 @@ static oar_status batch_norm_infer(oar_tensor *const *in, int n_in, const oar_at
     if (x->ndim < 2)
         return oar_error(OAR_ERR_SHAPE, "batch_norm: expected an input of shape [N, C] or [N, C, ...] (2 or more "
                                         "dims), got %s", s);
-    if ((st = check_affine("batch_norm", "weight", x, in[1], &x->shape[1], 1)) != OAR_OK) return st;
-    if ((st = check_affine("batch_norm", "bias", x, in[2], &x->shape[1], 1)) != OAR_OK) return st;
+    const oar_dtype pdt = oar_batch_norm_param_dtype(x, in[1], in[2], in[3]);
+    if ((st = check_affine_as("batch_norm", "weight", x, in[1], &x->shape[1], 1, pdt)) != OAR_OK) return st;
+    if ((st = check_affine_as("batch_norm", "bias", x, in[2], &x->shape[1], 1, pdt)) != OAR_OK) return st;
     if (!in[3] != !in[4])
         return oar_error(OAR_ERR_INVALID_ARG, "batch_norm: expected running_mean and running_var together, got "
                                               "only %s; pass both or neither", in[3] ? "running_mean" : "running_var");
@@ -350,7 +376,7 @@ static oar_status batch_norm_infer(oar_tensor *const *in, int n_in, const oar_at
                                         "input of shape %s; use a larger batch or inference mode", s);
     oar_meta_from(&out[0], x);
     for (int o = 1; o < 3; o++) {
-        out[o].dtype = x->dtype;
+        out[o].dtype = pdt;
         out[o].ndim = 1;
         out[o].shape[0] = x->shape[1];
     }
@@ -369,8 +395,8 @@ static oar_status batch_norm_compute(const oar_tensor *x, const oar_tensor *w, c
     const bool training = a[0].i != 0;
     const double momentum = oar_batch_norm_factor(a[1].f, counter), eps = a[2].f;
     const int64_t n = x->shape[0], c = x->shape[1], s = prod(x->shape, 2, x->ndim), cnt = n * s;
-    const oar_dtype_traits *tr = &oar_dtypes[x->dtype];
-    const int64_t es = (int64_t)tr->size;
+    const oar_dtype_traits *tr = &oar_dtypes[x->dtype], *tp = &oar_dtypes[out[1]->dtype]; /* x, y; per channel */
+    const int64_t es = (int64_t)tr->size, ps = (int64_t)tp->size;
     const char *xp = oar_tensor_ptr(x), *wp = w ? oar_tensor_ptr(w) : NULL, *bp = b ? oar_tensor_ptr(b) : NULL;
     char *yp = oar_tensor_ptr(out[0]), *mp = oar_tensor_ptr(out[1]), *rp = oar_tensor_ptr(out[2]);
     /* running statistics may be strided views of any float dtype */
@@ -405,9 +431,9 @@ static oar_status batch_norm_compute(const oar_tensor *x, const oar_tensor *w, c
             mean = tm->load(rmp + ch * rms);
             invstd = 1.0 / sqrt(tv->load(rvp + ch * rvs) + eps);
         }
-        tr->store(mp + ch * es, mean);
-        tr->store(rp + ch * es, invstd);
-        double scale = invstd * (wp ? tr->load(wp + ch * es) : 1.0), shift = bp ? tr->load(bp + ch * es) : 0.0;
+        tp->store(mp + ch * ps, mean);
+        tp->store(rp + ch * ps, invstd);
+        double scale = invstd * (wp ? tp->load(wp + ch * ps) : 1.0), shift = bp ? tp->load(bp + ch * ps) : 0.0;
         for (int64_t i = 0; i < n; i++)
             for (int64_t j = 0; j < s; j++) {
                 int64_t at = ((i * c + ch) * s + j) * es;
@@ -433,7 +459,28 @@ static oar_status batch_norm_ref(const oar_kctx *ctx, oar_tensor *const *in, int
     return st;
 }
 
+static oar_status batch_norm_grad_same(oar_grad_ctx *g);
+
+/* Gradient of batch_norm. With an f16/bf16 input and f32 parameters the composed rule (double
+ * backward, inference mode) runs on f32 copies of x and grad_out, and dx is rounded back to
+ * x's dtype; the one-op backward takes the mixed dtypes itself. */
 static oar_status batch_norm_grad(oar_grad_ctx *g) {
+    oar_tensor *x = g->in[0], *gy = g->gout[0];
+    const oar_dtype pdt = g->out[1]->dtype;
+    const bool training = g->attrs[0].i != 0;
+    if (x->dtype == pdt || (training && gy && !g->gout[1] && !g->gout[2])) return batch_norm_grad_same(g);
+    oar_tensor *in[6], *gout[3] = {gy ? oar_cast(gy, pdt) : NULL, g->gout[1], g->gout[2]};
+    for (int i = 0; i < 6; i++) in[i] = i < g->n_in ? g->in[i] : NULL;
+    if (!(in[0] = oar_cast(x, pdt)) || (gy && !gout[0])) return oar_last_status();
+    oar_grad_ctx wide = *g;
+    wide.in = in;
+    wide.gout = gout;
+    oar_status st = batch_norm_grad_same(&wide);
+    if (st == OAR_OK && g->gin[0] && !(g->gin[0] = oar_cast(g->gin[0], x->dtype))) return oar_last_status();
+    return st;
+}
+
+static oar_status batch_norm_grad_same(oar_grad_ctx *g) {
     oar_tensor *x = g->in[0], *w = g->in[1], *gy = g->gout[0];
     const bool training = g->attrs[0].i != 0;
     if (training && gy && !g->gout[1] && !g->gout[2]) { /* the usual case: one registered op (norm_backward.c) */
@@ -472,7 +519,7 @@ static oar_status batch_norm_grad(oar_grad_ctx *g) {
 const oar_op_def oar_opdef_batch_norm = {
     .name = "batch_norm", .n_inputs = 6, .n_outputs = 3, .n_visible = 1, .n_attrs = 3,
     .attrs = {{"training", OAR_ATTR_INT}, {"momentum", OAR_ATTR_FLOAT}, {"eps", OAR_ATTR_FLOAT}},
-    .flags = OAR_OPF_STRIDED | OAR_OPF_AMP_DENY, .ref_dtypes = OAR_FLOAT_DTYPES, .optional_inputs = 0x3E,
+    .flags = OAR_OPF_STRIDED | OAR_OPF_AMP_MIXED, .ref_dtypes = OAR_FLOAT_DTYPES, .optional_inputs = 0x3E,
     .unsaved_inputs = 0x38, /* running stats (updated in place) and the counter: never read by the rule */
     .mutated_inputs = 0x18,
     .infer = batch_norm_infer, .reference = batch_norm_ref, .grad = batch_norm_grad,

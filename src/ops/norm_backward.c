@@ -199,8 +199,15 @@ static oar_status bn_backward_infer(oar_tensor *const *in, int n_in, const oar_a
     const oar_tensor *g = in[0], *x = in[1], *w = in[2];
     oar_status st = oar_check_float(op, x, "the input");
     if (st != OAR_OK) return st;
-    oar_tensor *same[4] = {in[0], in[1], in[3], in[4]};
-    if ((st = oar_check_same_dtype(op, same, 4)) != OAR_OK) return st;
+    oar_tensor *same[2] = {in[0], in[1]}, *stats[2] = {in[3], in[4]};
+    if ((st = oar_check_same_dtype(op, same, 2)) != OAR_OK) return st;
+    if ((st = oar_check_same_dtype(op, stats, 2)) != OAR_OK) return st;
+    /* per-channel values: x's dtype, or f32 with an f16/bf16 x (as batch_norm returns them) */
+    const oar_dtype pdt = in[3]->dtype;
+    if (pdt != x->dtype && !(pdt == OAR_F32 && (x->dtype == OAR_F16 || x->dtype == OAR_BF16)))
+        return oar_error(OAR_ERR_DTYPE, "%s: expected mean and rstd of the input's dtype %s (or f32 for an f16/bf16 "
+                                        "input), got %s; pass batch_norm's own statistics", op,
+                         oar_dtype_name(x->dtype), oar_dtype_name(pdt));
     char sx[128], sg[128];
     oar_format_shape(x->shape, x->ndim, sx, sizeof sx);
     oar_format_shape(g->shape, g->ndim, sg, sizeof sg);
@@ -213,17 +220,17 @@ static oar_status bn_backward_infer(oar_tensor *const *in, int n_in, const oar_a
     for (int v = 0; v < 3; v++) {
         const oar_tensor *t = vec[v];
         if (!t) continue;
-        if (t->dtype != x->dtype || t->ndim != 1 || t->shape[0] != x->shape[1]) {
+        if (t->dtype != pdt || t->ndim != 1 || t->shape[0] != x->shape[1]) {
             char st_[128];
             oar_format_shape(t->shape, t->ndim, st_, sizeof st_);
-            return oar_error(OAR_ERR_SHAPE, "%s: expected %s %s[%lld] (one value per channel, the input's dtype), "
-                                            "got %s%s", op, names[v], oar_dtype_name(x->dtype),
+            return oar_error(OAR_ERR_SHAPE, "%s: expected %s %s[%lld] (one value per channel, the statistics' "
+                                            "dtype), got %s%s", op, names[v], oar_dtype_name(pdt),
                              (long long)x->shape[1], oar_dtype_name(t->dtype), st_);
         }
     }
     oar_meta_from(&out[0], x);
     for (int o = 1; o < 3; o++) {
-        out[o].dtype = x->dtype;
+        out[o].dtype = pdt;
         out[o].ndim = 1;
         out[o].shape[0] = x->shape[1];
     }
@@ -235,14 +242,15 @@ static oar_status bn_backward_ref(const oar_kctx *ctx, oar_tensor *const *in, in
                                   int n_out, const oar_attr *a) {
     (void)ctx; (void)n_in; (void)n_out; (void)a;
     const oar_tensor *g = in[0], *x = in[1], *w = in[2];
-    const oar_dtype_traits *tr = &oar_dtypes[x->dtype];
-    const int64_t es = (int64_t)tr->size, n = x->shape[0], c = x->shape[1], s = prod(x->shape, 2, x->ndim);
+    const oar_dtype_traits *tr = &oar_dtypes[x->dtype], *tp = &oar_dtypes[in[3]->dtype]; /* x; per channel */
+    const int64_t es = (int64_t)tr->size, ps = (int64_t)tp->size, n = x->shape[0], c = x->shape[1];
+    const int64_t s = prod(x->shape, 2, x->ndim);
     const double cnt = (double)(n * s);
     const char *gp = oar_tensor_ptr(g), *xp = oar_tensor_ptr(x), *wp = w ? oar_tensor_ptr(w) : NULL;
     const char *mp = oar_tensor_ptr(in[3]), *rp = oar_tensor_ptr(in[4]);
     char *dx = oar_tensor_ptr(out[0]), *dw = oar_tensor_ptr(out[1]), *db = oar_tensor_ptr(out[2]);
     for (int64_t ch = 0; ch < c; ch++) {
-        double mean = tr->load(mp + ch * es), rstd = tr->load(rp + ch * es), wv = wp ? tr->load(wp + ch * es) : 1.0;
+        double mean = tp->load(mp + ch * ps), rstd = tp->load(rp + ch * ps), wv = wp ? tp->load(wp + ch * ps) : 1.0;
         double sb = 0, sw = 0;
         for (int64_t i = 0; i < n; i++)
             for (int64_t j = 0; j < s; j++) {
@@ -251,8 +259,8 @@ static oar_status bn_backward_ref(const oar_kctx *ctx, oar_tensor *const *in, in
                 sb += gv;
                 sw += gv * (tr->load(xp + at) - mean) * rstd;
             }
-        tr->store(dw + ch * es, sw);
-        tr->store(db + ch * es, sb);
+        tp->store(dw + ch * ps, sw);
+        tp->store(db + ch * ps, sb);
         double m1 = cnt > 0 ? wv * sb / cnt : 0.0, m2 = cnt > 0 ? wv * sw / cnt : 0.0;
         for (int64_t i = 0; i < n; i++)
             for (int64_t j = 0; j < s; j++) {
@@ -264,7 +272,26 @@ static oar_status bn_backward_ref(const oar_kctx *ctx, oar_tensor *const *in, in
     return OAR_OK;
 }
 
+static oar_status bn_backward_grad_same(oar_grad_ctx *g);
+
+/* With an f16/bf16 input and f32 statistics the rule runs on f32 copies of grad_out, x and
+ * the gradient reaching dx; the gradients of grad_out and x are rounded back to their dtype. */
 static oar_status bn_backward_grad(oar_grad_ctx *g) {
+    const oar_dtype xdt = g->in[1]->dtype, pdt = g->in[3]->dtype;
+    if (xdt == pdt) return bn_backward_grad_same(g);
+    oar_tensor *in[5] = {oar_cast(g->in[0], pdt), oar_cast(g->in[1], pdt), g->in[2], g->in[3], g->in[4]};
+    oar_tensor *gout[3] = {g->gout[0] ? oar_cast(g->gout[0], pdt) : NULL, g->gout[1], g->gout[2]};
+    if (!in[0] || !in[1] || (g->gout[0] && !gout[0])) return oar_last_status();
+    oar_grad_ctx wide = *g;
+    wide.in = in;
+    wide.gout = gout;
+    oar_status st = bn_backward_grad_same(&wide);
+    for (int i = 0; i < 2 && st == OAR_OK; i++)
+        if (g->gin[i] && !(g->gin[i] = oar_cast(g->gin[i], xdt))) st = oar_last_status();
+    return st;
+}
+
+static oar_status bn_backward_grad_same(oar_grad_ctx *g) {
     oar_tensor *x = g->in[1], *w = g->in[2];
     int64_t cshape[OAR_MAX_DIMS];
     int rd[OAR_MAX_DIMS], nrd = 0;
@@ -280,6 +307,6 @@ static oar_status bn_backward_grad(oar_grad_ctx *g) {
 
 const oar_op_def oar_opdef_batch_norm_backward = {
     .name = "batch_norm_backward", .n_inputs = 5, .n_outputs = 3, .key_input = 1,
-    .flags = OAR_OPF_AMP_DENY, .ref_dtypes = OAR_FLOAT_DTYPES, .optional_inputs = 0x4,
+    .flags = 0, .ref_dtypes = OAR_FLOAT_DTYPES, .optional_inputs = 0x4,
     .infer = bn_backward_infer, .reference = bn_backward_ref, .grad = bn_backward_grad,
 };

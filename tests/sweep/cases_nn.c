@@ -125,6 +125,16 @@ const sweep_case sweep_cases_nn[] = {
     {"batch_norm", "n:64x37;none;n:37;nf32:37;pf32:37;none", BN_TRAIN, SWEEP_NO_GRAD},
     {"batch_norm", "n:64x37;n:37;none;nf32:37;pf32:37;none", BN_EVAL, SWEEP_NO_GRAD},
     {"batch_norm", "n:3x5x3x7;n:5;n:5;none;none;none", BN_TRAIN, SWEEP_NO_GRAD},
+    /* f16/bf16 input with f32 parameters and running statistics (AMP: the mixed form): y in the
+     * input's dtype, mean and invstd f32; the low dtypes' tolerances (the via-f32 kernel rounds an
+     * f32 result, the reference a double one) */
+    {"batch_norm", "nbf16:2x3x4;nf32:3;nf32:3;nf32:3;pf32:3;none", BN_TRAIN, 0, 3.2e-2},
+    {"batch_norm", "nf16:2x3x4;nf32:3;nf32:3;nf32:3;pf32:3;none", BN_TRAIN, 0, 2e-3},
+    {"batch_norm", "nbf16:2x3x4;nf32:3;nf32:3;nf32:3;pf32:3;none", BN_EVAL, 0, 3.2e-2},
+    {"batch_norm", "nbf16:2x3x2x2;none;none;nf32:3;pf32:3;none", BN_TRAIN, 0, 3.2e-2},
+    {"batch_norm", "nbf16:4x16x50;nf32:16;none;nf32:16;pf32:16;i3_9:", BN_CMA, 0, 3.2e-2},
+    {"batch_norm", "nf16:4x16x50;none;nf32:16;nf32:16;pf32:16;none", BN_EVAL, 0, 2e-3},
+    {"batch_norm", "nbf16:64x37;nf32:37;nf32:37;nf32:37;pf32:37;none", BN_TRAIN, 0, 3.2e-2},
     /* 4096 values per channel or more: the GPU kernels split each channel over several blocks */
     {"batch_norm", "n:8x4x24x24;n:4;n:4;nf32:4;pf32:4;none", BN_TRAIN, SWEEP_NO_GRAD},
     {"batch_norm", "n:8x4x24x24;none;n:4;nf32:4;pf32:4;i3_9:", BN_CMA, SWEEP_NO_GRAD},

@@ -21,6 +21,17 @@ const sweep_case sweep_cases_norm_backward[] = {
     {"batch_norm_backward", "n:5x7x3x3;n:5x7x3x3;none;n:7;p:7", "", SWEEP_NO_GRAD},
     {"batch_norm_backward", "n:64x10;n:64x10;n:10;n:10;p:10", "", SWEEP_NO_GRAD},
     {"batch_norm_backward", "n:3x70x13;n:3x70x13;n:70;n:70;p:70", "", SWEEP_NO_GRAD},
+    /* f16/bf16 grad_out and x with f32 weight and statistics (batch_norm's mixed form): dx in x's
+     * dtype, dweight and dbias f32 */
+    {"batch_norm_backward", "nbf16:3x4x5;nbf16:3x4x5;nf32:4;nf32:4;pf32:4", "", 0, 3.2e-2},
+    {"batch_norm_backward", "nf16:2x3x2x3;nf16:2x3x2x3;none;nf32:3;pf32:3", "", 0, 2e-3},
+    {"batch_norm_backward", "nbf16:8x16x9x9;nbf16:8x16x9x9;nf32:16;nf32:16;pf32:16", "", 0, 3.2e-2},
+    {"batch_norm_backward", "nbf16:64x10;nbf16:64x10;nf32:10;nf32:10;pf32:10", "", 0, 3.2e-2},
+    {"batch_norm_act", "nbf16:2x3x4;nf32:3;nf32:3;nf32:3;pf32:3;nbf16:2x3x4;none", "training=1 momentum=0.1 eps=1e-5",
+     0, 3.2e-2},
+    {"batch_norm_act", "nf16:8x16x9x9;nf32:16;nf32:16;nf32:16;pf32:16;none;none", "training=0 momentum=0.1 eps=1e-5",
+     0, 2e-3},
+    {"batch_norm_act_backward", "nbf16:3x4x5;nbf16:3x4x5;nf32:4;nf32:4;pf32:4;nbf16:3x4x5", "masked_out=1", 0, 3.2e-2},
     /* the fused forms fuse_bn_act makes (fused_bn_act.c): relu kinks are met with probability 0
      * at random points, so finite differences apply */
     {"batch_norm_act", "n:4x3;n:3;n:3;nf32:3;pf32:3;none;none", "training=1 momentum=0.1 eps=1e-5"},
