@@ -1,7 +1,8 @@
 /* batch_norm on f16/bf16 inputs with f32 parameters (AMP, issue 15): golden values from torch
  * 1.13 (tests/golden/amp_bn.txt: its own bf16 CPU kernel; f16 computed in f32 and rounded),
- * gradients against finite differences of the f64 op on the same low-precision grid values
- * (first order in training and inference, and double backward), autocast passing a bf16
+ * the forward and the gradients of batch_norm (training, inference), layer_norm and group_norm
+ * against the f64 op on the same low-precision grid values (forward rounded once; gradients by
+ * finite differences; double backward against f64's), autocast passing a bf16
  * convolution output straight into batch_norm (no casts), and a compiled O2 bf16 step over a
  * conv -> batch_norm -> relu model giving the eager step's bits. */
 #include "test_util.h"
@@ -124,14 +125,27 @@ static void test_golden(void) {
 /* ---- gradients by finite differences: the mixed op's gradients are those of the function it
  * rounds, batch_norm in f64 on the same (low-precision grid) values */
 
+typedef enum { K_BN_TRAIN, K_BN_EVAL, K_LN, K_GN } norm_kind;
+static const char *const kind_names[] = {"batch_norm training", "batch_norm inference", "layer_norm", "group_norm"};
+
+/* x [3, 4, 5]: batch_norm over channels, layer_norm over the last dim, group_norm in 2 groups */
+static oar_tensor *apply(norm_kind k, oar_tensor *x, oar_tensor *w, oar_tensor *b, oar_tensor *rm, oar_tensor *rv) {
+    switch (k) {
+    case K_BN_TRAIN: return oar_batch_norm(x, w, b, rm, rv, true, 0.1, 1e-5);
+    case K_BN_EVAL: return oar_batch_norm(x, w, b, rm, rv, false, 0.1, 1e-5);
+    case K_LN: return oar_layer_norm(x, 1, w, b, 1e-5);
+    default: return oar_group_norm(x, 2, w, b, 1e-5);
+    }
+}
+
 typedef struct fd_case {
     oar_tensor *x64, *w64, *b64, *rm, *rv, *go64;
-    bool training;
+    norm_kind kind;
 } fd_case;
 
 static double loss64(const fd_case *c) {
     oar_tensor *rm = oar_cast(c->rm, OAR_F64), *rv = oar_cast(c->rv, OAR_F64); /* fresh: training updates them */
-    oar_tensor *y = oar_batch_norm(c->x64, c->w64, c->b64, rm, rv, c->training, 0.1, 1e-5);
+    oar_tensor *y = apply(c->kind, c->x64, c->w64, c->b64, rm, rv);
     oar_tensor *l = oar_sum(oar_mul(y, c->go64), NULL, 0, false);
     double v = t_at(l, 0);
     oar_release(l);
@@ -156,21 +170,29 @@ static void fd_grad(fd_case *c, oar_tensor *p, oar_tensor *out) {
     oar_set_grad_enabled(prev);
 }
 
-static void test_finite_differences(oar_dtype dt, bool training) {
+static void test_finite_differences(oar_dtype dt, norm_kind kind) {
     oar_scope_begin();
-    int64_t sx[3] = {3, 4, 5}, sc[1] = {4};
+    int64_t sx[3] = {3, 4, 5}, sc[1] = {kind == K_LN ? 5 : 4};
     oar_tensor *x = oar_cast(filled(sx, 3, 0.61, 0.2, 1.3, 0.4), dt); /* the grid values */
     oar_tensor *go = oar_cast(filled(sx, 3, 0.37, 1.1, 1.0, 0.0), dt);
     oar_tensor *w = filled(sc, 1, 0.9, 0.3, 0.4, 1.0), *b = filled(sc, 1, 1.7, 0.5, 0.3, 0.0);
     oar_tensor *rm = filled(sc, 1, 0.5, 0.1, 0.2, 0.1), *rv = filled(sc, 1, 0.8, 0.2, 0.3, 1.0);
     fd_case c = {oar_cast(x, OAR_F64), oar_cast(w, OAR_F64), oar_cast(b, OAR_F64), rm, rv, oar_cast(go, OAR_F64),
-                 training};
+                 kind};
+    const bool training = kind != K_BN_EVAL;
     oar_tensor *xl = oar_clone(x), *wl = oar_clone(w), *bl = oar_clone(b);
     oar_tensor *rm1 = oar_clone(rm), *rv1 = oar_clone(rv);
     oar_set_requires_grad(xl, true);
     oar_set_requires_grad(wl, true);
     oar_set_requires_grad(bl, true);
-    oar_tensor *y = oar_batch_norm(xl, wl, bl, rm1, rv1, training, 0.1, 1e-5);
+    oar_tensor *y = apply(kind, xl, wl, bl, rm1, rv1);
+    /* the forward: the f64 op on the same values, rounded once */
+    oar_tensor *rm0 = oar_cast(rm, OAR_F64), *rv0 = oar_cast(rv, OAR_F64);
+    oar_tensor *y64 = apply(kind, c.x64, c.w64, c.b64, rm0, rv0);
+    char what[96];
+    double ulp = dt == OAR_BF16 ? 1.0 / 128 : 1.0 / 1024;
+    snprintf(what, sizeof what, "%s %s: y", oar_dtype_name(dt), kind_names[kind]);
+    CHECK(y && oar_dtype_of(y) == dt && close_all(what, y, y64, ulp, 1e-6));
     oar_tensor *in[3] = {xl, wl, bl}, *g[3] = {0};
     oar_grad_opts go_opts = {.create_graph = true};
     CHECK(oar_grad(&y, 1, &go, in, 3, g, &go_opts) == OAR_OK);
@@ -179,13 +201,11 @@ static void test_finite_differences(oar_dtype dt, bool training) {
     fd_grad(&c, c.x64, n[0]);
     fd_grad(&c, c.w64, n[1]);
     fd_grad(&c, c.b64, n[2]);
-    double ulp = dt == OAR_BF16 ? 1.0 / 128 : 1.0 / 1024;
-    char what[96];
-    snprintf(what, sizeof what, "%s %s: dx", oar_dtype_name(dt), training ? "training" : "inference");
+    snprintf(what, sizeof what, "%s %s: dx", oar_dtype_name(dt), kind_names[kind]);
     CHECK(close_all(what, g[0], n[0], ulp, ulp * max_abs(n[0]) + 1e-6));
-    snprintf(what, sizeof what, "%s %s: dweight", oar_dtype_name(dt), training ? "training" : "inference");
+    snprintf(what, sizeof what, "%s %s: dweight", oar_dtype_name(dt), kind_names[kind]);
     CHECK(close_all(what, g[1], n[1], 1e-4, 1e-5));
-    snprintf(what, sizeof what, "%s %s: dbias", oar_dtype_name(dt), training ? "training" : "inference");
+    snprintf(what, sizeof what, "%s %s: dbias", oar_dtype_name(dt), kind_names[kind]);
     CHECK(close_all(what, g[2], n[2], 1e-4, 1e-5));
     /* double backward: d/dx and d/dweight of sum(dx * u), against the same in f64 */
     oar_tensor *u = oar_cast(filled(sx, 3, 0.23, 0.7, 1.0, 0.0), dt);
@@ -197,9 +217,9 @@ static void test_finite_differences(oar_dtype dt, bool training) {
     oar_set_requires_grad(x64, true);
     oar_set_requires_grad(w64, true);
     oar_tensor *rm64 = oar_cast(rm, OAR_F64), *rv64 = oar_cast(rv, OAR_F64);
-    oar_tensor *y64 = oar_batch_norm(x64, w64, b64, rm64, rv64, training, 0.1, 1e-5);
+    oar_tensor *z64 = apply(kind, x64, w64, b64, rm64, rv64);
     oar_tensor *in64[1] = {x64}, *g64[1] = {0};
-    CHECK(oar_grad(&y64, 1, &c.go64, in64, 1, g64, &go_opts) == OAR_OK);
+    CHECK(oar_grad(&z64, 1, &c.go64, in64, 1, g64, &go_opts) == OAR_OK);
     oar_tensor *s64 = oar_sum(oar_mul(g64[0], oar_cast(u, OAR_F64)), NULL, 0, false);
     oar_tensor *in64b[2] = {x64, w64}, *h64[2] = {0};
     CHECK(oar_grad(&s64, 1, NULL, in64b, 2, h64, &plain) == OAR_OK);
@@ -207,11 +227,10 @@ static void test_finite_differences(oar_dtype dt, bool training) {
     CHECK((training ? g2[0] != NULL : true) && (!g2[0] || oar_dtype_of(g2[0]) == dt));
     CHECK(g2[1] && oar_dtype_of(g2[1]) == OAR_F32);
     /* the first gradient was rounded to dt before the product: tolerances of a few units */
-    snprintf(what, sizeof what, "%s %s: double backward dx", oar_dtype_name(dt), training ? "training" : "inference");
+    snprintf(what, sizeof what, "%s %s: double backward dx", oar_dtype_name(dt), kind_names[kind]);
     if (h64[0]) CHECK(close_all(what, g2[0], h64[0], 4 * ulp, 4 * ulp * max_abs(h64[0]) + 1e-6));
     else CHECK(g2[0] == NULL || max_abs(g2[0]) == 0);
-    snprintf(what, sizeof what, "%s %s: double backward dweight", oar_dtype_name(dt),
-             training ? "training" : "inference");
+    snprintf(what, sizeof what, "%s %s: double backward dweight", oar_dtype_name(dt), kind_names[kind]);
     CHECK(h64[1] && close_all(what, g2[1], h64[1], 4 * ulp, 4 * ulp * max_abs(h64[1]) + 1e-6));
     oar_scope_end();
 }
@@ -239,7 +258,9 @@ static void test_autocast(oar_dtype dt) {
     CHECK(t_same_bits(rm_a, rm_b) && t_same_bits(rv_a, rv_b));
     /* batch_norm follows (it takes the low input), listed as such */
     CHECK(oar_amp_op_class("batch_norm", dt) == OAR_AMP_FOLLOW);
-    CHECK(oar_amp_op_class("layer_norm", dt) == OAR_AMP_FP32);
+    CHECK(oar_amp_op_class("layer_norm", dt) == OAR_AMP_FOLLOW);
+    CHECK(oar_amp_op_class("group_norm", dt) == OAR_AMP_FOLLOW);
+    CHECK(oar_amp_op_class("softmax", dt) == OAR_AMP_FP32);
     /* bad input: low x with f32 weight and a low bias */
     CHECK_ERR(oar_batch_norm(h, w, oar_cast(b, dt), NULL, NULL, true, 0.1, 1e-5),
               "expected bias of dtype f32");
@@ -362,9 +383,9 @@ static void test_compiled_o2(void) {
 
 int main(void) {
     test_golden();
-    for (int t = 0; t < 2; t++) {
-        test_finite_differences(OAR_BF16, t == 1);
-        test_finite_differences(OAR_F16, t == 1);
+    for (int k = K_BN_TRAIN; k <= K_GN; k++) {
+        test_finite_differences(OAR_BF16, (norm_kind)k);
+        test_finite_differences(OAR_F16, (norm_kind)k);
     }
     test_autocast(OAR_BF16);
     test_autocast(OAR_F16);

@@ -20,7 +20,7 @@ static oar_status shape_mismatch(const char *op, const char *what, const int64_t
 }
 
 /* weight/bias: absent, or of dtype want and the given shape. want is x's dtype, except for
- * batch_norm's f16/bf16 inputs with f32 parameters (see bn_param_dtype). */
+ * f16/bf16 inputs with f32 parameters (norm_param_dtype). */
 static oar_status check_affine_as(const char *op, const char *what, const oar_tensor *x, const oar_tensor *p,
                                   const int64_t *shape, int ndim, oar_dtype want) {
     if (!p) return OAR_OK;
@@ -28,16 +28,33 @@ static oar_status check_affine_as(const char *op, const char *what, const oar_te
         return oar_error(OAR_ERR_DTYPE, "%s: expected %s of dtype %s (%s), got %s; convert it with oar_cast", op,
                          what, oar_dtype_name(want),
                          want == x->dtype ? "the input's" : "f32 parameters of an f16/bf16 input, as the first given "
-                                                            "of weight, bias, running_mean",
+                                                            "of weight, bias (, running_mean)",
                          oar_dtype_name(p->dtype));
     if (p->ndim != ndim || memcmp(p->shape, shape, sizeof(int64_t) * (size_t)ndim) != 0)
         return shape_mismatch(op, what, shape, ndim, p);
     return OAR_OK;
 }
 
-static oar_status check_affine(const char *op, const char *what, const oar_tensor *x, const oar_tensor *p,
-                               const int64_t *shape, int ndim) {
-    return check_affine_as(op, what, x, p, shape, ndim, x->dtype);
+/* The dtype of a norm's per-channel values (weight, bias, the hidden statistics): x's, or f32
+ * for an f16/bf16 x with f32 weight or bias (see oar_batch_norm_param_dtype). */
+static oar_dtype norm_param_dtype(const oar_tensor *x, const oar_tensor *w, const oar_tensor *b) {
+    return oar_batch_norm_param_dtype(x, w, b, NULL);
+}
+
+/* A rule for same-dtype inputs run on an f16/bf16 x with f32 statistics (pdt): the composed
+ * rules (double backward, inference-mode batch_norm, group_norm) run on f32 copies of x and of
+ * the gradient reaching y, and dx is rounded back to x's dtype. */
+static oar_status grad_wide(oar_grad_ctx *g, oar_status (*rule)(oar_grad_ctx *), oar_dtype pdt) {
+    oar_tensor *x = g->in[0], *gy = g->gout[0];
+    oar_tensor *in[OAR_MAX_INPUTS] = {0}, *gout[3] = {gy ? oar_cast(gy, pdt) : NULL, g->gout[1], g->gout[2]};
+    for (int i = 0; i < g->n_in && i < OAR_MAX_INPUTS; i++) in[i] = g->in[i];
+    if (!(in[0] = oar_cast(x, pdt)) || (gy && !gout[0])) return oar_last_status();
+    oar_grad_ctx wide = *g;
+    wide.in = in;
+    wide.gout = gout;
+    oar_status st = rule(&wide);
+    if (st == OAR_OK && g->gin[0] && !(g->gin[0] = oar_cast(g->gin[0], x->dtype))) return oar_last_status();
+    return st;
 }
 
 static int64_t prod(const int64_t *s, int from, int to) {
@@ -122,11 +139,13 @@ static oar_status layer_norm_infer(oar_tensor *const *in, int n_in, const oar_at
         return oar_error(OAR_ERR_INVALID_ARG, "layer_norm: expected normalized_ndim in [1, %d] (the input has %d "
                                               "dims), got %lld", x->ndim, x->ndim, (long long)k);
     const int64_t *nshape = x->shape + x->ndim - k;
-    if ((st = check_affine("layer_norm", "weight", x, in[1], nshape, (int)k)) != OAR_OK) return st;
-    if ((st = check_affine("layer_norm", "bias", x, in[2], nshape, (int)k)) != OAR_OK) return st;
+    const oar_dtype pdt = norm_param_dtype(x, in[1], in[2]);
+    if ((st = check_affine_as("layer_norm", "weight", x, in[1], nshape, (int)k, pdt)) != OAR_OK) return st;
+    if ((st = check_affine_as("layer_norm", "bias", x, in[2], nshape, (int)k, pdt)) != OAR_OK) return st;
     oar_meta_from(&out[0], x);
     for (int o = 1; o < 3; o++) { /* statistics keep x's rank with the normalized dims at 1, like torch */
         oar_meta_from(&out[o], x);
+        out[o].dtype = pdt;
         for (int d = x->ndim - (int)k; d < x->ndim; d++) out[o].shape[d] = 1;
     }
     *n_out = 3;
@@ -139,8 +158,8 @@ static oar_status layer_norm_ref(const oar_kctx *ctx, oar_tensor *const *in, int
     const oar_tensor *x = in[0], *w = in[1], *b = in[2];
     int k = (int)a[0].i;
     double eps = a[1].f;
-    const oar_dtype_traits *tr = &oar_dtypes[x->dtype];
-    const int64_t es = (int64_t)tr->size;
+    const oar_dtype_traits *tr = &oar_dtypes[x->dtype], *tp = &oar_dtypes[out[1]->dtype]; /* x, y; statistics */
+    const int64_t es = (int64_t)tr->size, ps = (int64_t)tp->size;
     int64_t m = prod(x->shape, x->ndim - k, x->ndim), rows = prod(x->shape, 0, x->ndim - k);
     const char *xp = oar_tensor_ptr(x), *wp = w ? oar_tensor_ptr(w) : NULL, *bp = b ? oar_tensor_ptr(b) : NULL;
     char *yp = oar_tensor_ptr(out[0]), *mp = oar_tensor_ptr(out[1]), *rp = oar_tensor_ptr(out[2]);
@@ -148,17 +167,19 @@ static oar_status layer_norm_ref(const oar_kctx *ctx, oar_tensor *const *in, int
         double mean, var;
         moments(tr, xp + r * m * es, m, 1, &mean, &var);
         double rstd = 1.0 / sqrt(var + eps);
-        tr->store(mp + r * es, mean);
-        tr->store(rp + r * es, rstd);
+        tp->store(mp + r * ps, mean);
+        tp->store(rp + r * ps, rstd);
         for (int64_t i = 0; i < m; i++) {
             double v = (tr->load(xp + (r * m + i) * es) - mean) * rstd;
-            if (wp) v *= tr->load(wp + i * es);
-            if (bp) v += tr->load(bp + i * es);
+            if (wp) v *= tp->load(wp + i * ps);
+            if (bp) v += tp->load(bp + i * ps);
             tr->store(yp + (r * m + i) * es, v);
         }
     }
     return OAR_OK;
 }
+
+static oar_status layer_norm_grad_composed(oar_grad_ctx *g);
 
 static oar_status layer_norm_grad(oar_grad_ctx *g) {
     oar_tensor *x = g->in[0], *w = g->in[1], *gy = g->gout[0];
@@ -174,6 +195,13 @@ static oar_status layer_norm_grad(oar_grad_ctx *g) {
         if (g->in[2] && g->needs[2]) g->gin[2] = oar_reshape(d[2], g->in[2]->shape, g->in[2]->ndim);
         return grad_status(g);
     }
+    const oar_dtype pdt = g->out[1]->dtype;
+    return x->dtype == pdt ? layer_norm_grad_composed(g) : grad_wide(g, layer_norm_grad_composed, pdt);
+}
+
+/* The rule written with ops (gradients reaching the hidden statistics: double backward). */
+static oar_status layer_norm_grad_composed(oar_grad_ctx *g) {
+    oar_tensor *x = g->in[0], *w = g->in[1], *gy = g->gout[0];
     int k = (int)g->attrs[0].i, rd[OAR_MAX_DIMS];
     for (int i = 0; i < k; i++) rd[i] = x->ndim - k + i;
     oar_tensor *mean = g->out[1], *rstd = g->out[2];
@@ -190,7 +218,7 @@ static oar_status layer_norm_grad(oar_grad_ctx *g) {
 const oar_op_def oar_opdef_layer_norm = {
     .name = "layer_norm", .n_inputs = 3, .n_outputs = 3, .n_visible = 1, .n_attrs = 2,
     .attrs = {{"normalized_ndim", OAR_ATTR_INT}, {"eps", OAR_ATTR_FLOAT}},
-    .flags = OAR_OPF_AMP_DENY, .ref_dtypes = OAR_FLOAT_DTYPES, .optional_inputs = 0x6,
+    .flags = OAR_OPF_AMP_MIXED, .ref_dtypes = OAR_FLOAT_DTYPES, .optional_inputs = 0x6,
     .infer = layer_norm_infer, .reference = layer_norm_ref, .grad = layer_norm_grad,
 };
 
@@ -217,11 +245,12 @@ static oar_status group_norm_infer(oar_tensor *const *in, int n_in, const oar_at
     if (groups < 1 || c % groups != 0)
         return oar_error(OAR_ERR_INVALID_ARG, "group_norm: expected groups >= 1 dividing the %lld channels, "
                                               "got groups = %lld", (long long)c, (long long)groups);
-    if ((st = check_affine("group_norm", "weight", x, in[1], &x->shape[1], 1)) != OAR_OK) return st;
-    if ((st = check_affine("group_norm", "bias", x, in[2], &x->shape[1], 1)) != OAR_OK) return st;
+    const oar_dtype pdt = norm_param_dtype(x, in[1], in[2]);
+    if ((st = check_affine_as("group_norm", "weight", x, in[1], &x->shape[1], 1, pdt)) != OAR_OK) return st;
+    if ((st = check_affine_as("group_norm", "bias", x, in[2], &x->shape[1], 1, pdt)) != OAR_OK) return st;
     oar_meta_from(&out[0], x);
     for (int o = 1; o < 3; o++) {
-        out[o].dtype = x->dtype;
+        out[o].dtype = pdt;
         out[o].ndim = 2;
         out[o].shape[0] = x->shape[0];
         out[o].shape[1] = groups;
@@ -237,28 +266,35 @@ static oar_status group_norm_ref(const oar_kctx *ctx, oar_tensor *const *in, int
     const int64_t groups = a[0].i, n = x->shape[0], c = x->shape[1], s = prod(x->shape, 2, x->ndim);
     const int64_t cg = c / groups, m = cg * s; /* a group is one contiguous block of m values */
     double eps = a[1].f;
-    const oar_dtype_traits *tr = &oar_dtypes[x->dtype];
-    const int64_t es = (int64_t)tr->size;
+    const oar_dtype_traits *tr = &oar_dtypes[x->dtype], *tp = &oar_dtypes[out[1]->dtype]; /* x, y; statistics */
+    const int64_t es = (int64_t)tr->size, ps = (int64_t)tp->size;
     const char *xp = oar_tensor_ptr(x), *wp = w ? oar_tensor_ptr(w) : NULL, *bp = b ? oar_tensor_ptr(b) : NULL;
     char *yp = oar_tensor_ptr(out[0]), *mp = oar_tensor_ptr(out[1]), *rp = oar_tensor_ptr(out[2]);
     for (int64_t r = 0; r < n * groups; r++) {
         double mean, var;
         moments(tr, xp + r * m * es, m, 1, &mean, &var);
         double rstd = 1.0 / sqrt(var + eps);
-        tr->store(mp + r * es, mean);
-        tr->store(rp + r * es, rstd);
+        tp->store(mp + r * ps, mean);
+        tp->store(rp + r * ps, rstd);
         for (int64_t i = 0; i < m; i++) {
             int64_t ch = (r % groups) * cg + i / (s ? s : 1);
             double v = (tr->load(xp + (r * m + i) * es) - mean) * rstd;
-            if (wp) v *= tr->load(wp + ch * es);
-            if (bp) v += tr->load(bp + ch * es);
+            if (wp) v *= tp->load(wp + ch * ps);
+            if (bp) v += tp->load(bp + ch * ps);
             tr->store(yp + (r * m + i) * es, v);
         }
     }
     return OAR_OK;
 }
 
+static oar_status group_norm_grad_same(oar_grad_ctx *g);
+
 static oar_status group_norm_grad(oar_grad_ctx *g) {
+    const oar_dtype pdt = g->out[1]->dtype;
+    return g->in[0]->dtype == pdt ? group_norm_grad_same(g) : grad_wide(g, group_norm_grad_same, pdt);
+}
+
+static oar_status group_norm_grad_same(oar_grad_ctx *g) {
     oar_tensor *x = g->in[0], *w = g->in[1], *gy = g->gout[0];
     const int64_t groups = g->attrs[0].i, n = x->shape[0], c = x->shape[1];
     const int64_t m = c / groups * prod(x->shape, 2, x->ndim);
@@ -283,7 +319,7 @@ static oar_status group_norm_grad(oar_grad_ctx *g) {
 const oar_op_def oar_opdef_group_norm = {
     .name = "group_norm", .n_inputs = 3, .n_outputs = 3, .n_visible = 1, .n_attrs = 2,
     .attrs = {{"groups", OAR_ATTR_INT}, {"eps", OAR_ATTR_FLOAT}},
-    .flags = OAR_OPF_AMP_DENY, .ref_dtypes = OAR_FLOAT_DTYPES, .optional_inputs = 0x6,
+    .flags = OAR_OPF_AMP_MIXED, .ref_dtypes = OAR_FLOAT_DTYPES, .optional_inputs = 0x6,
     .infer = group_norm_infer, .reference = group_norm_ref, .grad = group_norm_grad,
 };
 
@@ -461,23 +497,14 @@ static oar_status batch_norm_ref(const oar_kctx *ctx, oar_tensor *const *in, int
 
 static oar_status batch_norm_grad_same(oar_grad_ctx *g);
 
-/* Gradient of batch_norm. With an f16/bf16 input and f32 parameters the composed rule (double
- * backward, inference mode) runs on f32 copies of x and grad_out, and dx is rounded back to
- * x's dtype; the one-op backward takes the mixed dtypes itself. */
+/* Gradient of batch_norm. With an f16/bf16 input and f32 parameters the one-op backward takes
+ * the mixed dtypes itself; the composed rule runs on f32 copies (grad_wide). */
 static oar_status batch_norm_grad(oar_grad_ctx *g) {
-    oar_tensor *x = g->in[0], *gy = g->gout[0];
     const oar_dtype pdt = g->out[1]->dtype;
     const bool training = g->attrs[0].i != 0;
-    if (x->dtype == pdt || (training && gy && !g->gout[1] && !g->gout[2])) return batch_norm_grad_same(g);
-    oar_tensor *in[6], *gout[3] = {gy ? oar_cast(gy, pdt) : NULL, g->gout[1], g->gout[2]};
-    for (int i = 0; i < 6; i++) in[i] = i < g->n_in ? g->in[i] : NULL;
-    if (!(in[0] = oar_cast(x, pdt)) || (gy && !gout[0])) return oar_last_status();
-    oar_grad_ctx wide = *g;
-    wide.in = in;
-    wide.gout = gout;
-    oar_status st = batch_norm_grad_same(&wide);
-    if (st == OAR_OK && g->gin[0] && !(g->gin[0] = oar_cast(g->gin[0], x->dtype))) return oar_last_status();
-    return st;
+    if (g->in[0]->dtype == pdt || (training && g->gout[0] && !g->gout[1] && !g->gout[2]))
+        return batch_norm_grad_same(g);
+    return grad_wide(g, batch_norm_grad_same, pdt);
 }
 
 static oar_status batch_norm_grad_same(oar_grad_ctx *g) {

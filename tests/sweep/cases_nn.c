@@ -94,6 +94,10 @@ const sweep_case sweep_cases_nn[] = {
     {"layer_norm", "n:3x4x37;none;none", "normalized_ndim=1 eps=1e-5", SWEEP_NO_GRAD},
     {"layer_norm", "n:4x6x32;n:6x32;n:6x32", "normalized_ndim=2 eps=1e-5", SWEEP_NO_GRAD},
     {"layer_norm", "n:7x3;n:3;n:3", "normalized_ndim=1 eps=1e-5", SWEEP_NO_GRAD},
+    /* f16/bf16 input with f32 weight and bias (AMP's mixed form): statistics f32 */
+    {"layer_norm", "nbf16:4x6x32;nf32:6x32;nf32:6x32", "normalized_ndim=2 eps=1e-5", 0, 3.2e-2},
+    {"layer_norm", "nf16:7x3;nf32:3;none", "normalized_ndim=1 eps=1e-5", 0, 2e-3},
+    {"layer_norm", "nbf16:5x64;none;nf32:64", "normalized_ndim=1 eps=1e-5", 0, 3.2e-2},
     /* group_norm */
     {"group_norm", "n:2x6x3;n:6;n:6", "groups=3 eps=1e-5"},
     {"group_norm", "n:2x4x2x2;none;none", "groups=2 eps=1e-5"},
@@ -102,6 +106,8 @@ const sweep_case sweep_cases_nn[] = {
     {"group_norm", "n:2x4x2x3;none;n:4", "groups=4 eps=1e-3"},
     {"group_norm", "n:0x4x3;n:4;n:4", "groups=2 eps=1e-5"},
     {"group_norm", "n:4x32x7x7;n:32;n:32", "groups=8 eps=1e-5", SWEEP_NO_GRAD},
+    {"group_norm", "nbf16:2x6x3;nf32:6;nf32:6", "groups=3 eps=1e-5", 0, 3.2e-2},
+    {"group_norm", "nf16:4x32x7x7;nf32:32;none", "groups=8 eps=1e-5", 0, 2e-3},
     /* batch_norm, training: batch statistics, running statistics updated in place */
     {"batch_norm", "n:4x3;n:3;n:3;nf32:3;pf32:3;none", BN_TRAIN},
     {"batch_norm", "n:2x3x4;n:3;n:3;nf32:3;pf32:3;none", BN_TRAIN},

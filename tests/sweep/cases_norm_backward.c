@@ -21,8 +21,11 @@ const sweep_case sweep_cases_norm_backward[] = {
     {"batch_norm_backward", "n:5x7x3x3;n:5x7x3x3;none;n:7;p:7", "", SWEEP_NO_GRAD},
     {"batch_norm_backward", "n:64x10;n:64x10;n:10;n:10;p:10", "", SWEEP_NO_GRAD},
     {"batch_norm_backward", "n:3x70x13;n:3x70x13;n:70;n:70;p:70", "", SWEEP_NO_GRAD},
-    /* f16/bf16 grad_out and x with f32 weight and statistics (batch_norm's mixed form): dx in x's
+    /* f16/bf16 grad_out and x with f32 weight and statistics (the norms' mixed form): dx in x's
      * dtype, dweight and dbias f32 */
+    {"layer_norm_backward", "nbf16:4x6;nbf16:4x6;nf32:6;nf32:4x1;pf32:4x1", "normalized_ndim=1", 0, 3.2e-2},
+    {"layer_norm_backward", "nf16:2x3x8;nf16:2x3x8;none;nf32:2x1x1;pf32:2x1x1", "normalized_ndim=2", 0, 2e-3},
+    {"layer_norm_backward", "nbf16:16x96;nbf16:16x96;nf32:96;nf32:16x1;pf32:16x1", "normalized_ndim=1", 0, 3.2e-2},
     {"batch_norm_backward", "nbf16:3x4x5;nbf16:3x4x5;nf32:4;nf32:4;pf32:4", "", 0, 3.2e-2},
     {"batch_norm_backward", "nf16:2x3x2x3;nf16:2x3x2x3;none;nf32:3;pf32:3", "", 0, 2e-3},
     {"batch_norm_backward", "nbf16:8x16x9x9;nbf16:8x16x9x9;nf32:16;nf32:16;pf32:16", "", 0, 3.2e-2},
