@@ -27,8 +27,8 @@ static oar_status check_affine_as(const char *op, const char *what, const oar_te
     if (p->dtype != want)
         return oar_error(OAR_ERR_DTYPE, "%s: expected %s of dtype %s (%s), got %s; convert it with oar_cast", op,
                          what, oar_dtype_name(want),
-                         want == x->dtype ? "the input's" : "f32 parameters of an f16/bf16 input, as the first given "
-                                                            "of weight, bias (, running_mean)",
+                         want == x->dtype ? "the input's"
+                                          : "as the first given parameter: an f16/bf16 input takes f32 parameters",
                          oar_dtype_name(p->dtype));
     if (p->ndim != ndim || memcmp(p->shape, shape, sizeof(int64_t) * (size_t)ndim) != 0)
         return shape_mismatch(op, what, shape, ndim, p);
