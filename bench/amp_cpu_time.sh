@@ -4,11 +4,14 @@
 # difference between a long and a short run divided by the extra steps, so setup, warm-up and
 # compilation cancel. On a machine shared with other work, CPU time measures the work done
 # where wall time measures the contention; it says nothing of parallel scaling.
-# Usage: bench/amp_cpu_time.sh OAR_BINARY [WORKLOADS] [REPS]. One JSON line per measurement.
+# Usage: bench/amp_cpu_time.sh OAR_BINARY [WORKLOADS] [REPS] [AMP_LEVELS]. AMP_LEVELS: the oar
+# levels timed besides f32 (default "O1"; "O1 O2" adds O2's bf16 parameters and f32 masters).
+# One JSON line per measurement.
 set -eu
 oar=$1
 workloads=${2:-"resnet20 gpt-mini mlp lstm-lm"}
 reps=${3:-3}
+levels=${4:-O1}
 here=$(dirname "$0")
 cpu() { /usr/bin/time -f "%U %S" "$@" 2>&1 >/dev/null | tail -1 | awk '{print $1 + $2}'; }
 torch_name() { case $1 in gpt-mini) echo gpt ;; lstm-lm) echo lstm ;; *) echo "$1" ;; esac; }
@@ -17,7 +20,8 @@ for w in $workloads; do
   case $w in gpt-mini) short=2 long=6 tshort=1 tlong=3 ;; *) short=3 long=13 tshort=2 tlong=7 ;; esac
   for r in $(seq "$reps"); do
     for m in eager static; do
-      for amp in "" "--amp O1"; do
+      for amp in "" $(for l in $levels; do echo "--amp_$l"; done); do
+        amp=$(echo "$amp" | tr _ ' ')
         a=$(cpu "$oar" bench --workload "$w" --threads 1 --mode "$m" --steps "$short" $amp)
         b=$(cpu "$oar" bench --workload "$w" --threads 1 --mode "$m" --steps "$long" $amp)
         echo "{\"who\": \"oar\", \"workload\": \"$w\", \"mode\": \"$m\", \"amp\": \"${amp:-f32}\", \"rep\": $r, \"cpu_ms_per_step\": $(per_step "$a" "$b" $((long - short)))}"

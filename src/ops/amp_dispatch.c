@@ -51,6 +51,9 @@ oar_status oar_amp_op_call(oar_op_id op, oar_tensor *const *in, int n_in, const 
     const oar_amp_policy *p = oar_amp_active;
     const oar_op_def *d = oar_op_table[op];
     uint8_t cls = p->cls[op];
+    /* ops that take a low input with f32 parameters do so on the CPU only (for now) */
+    if (cls == OAR_AMP_FOLLOW && (d->flags & OAR_OPF_AMP_MIXED) && n_in > 0 && in[0] && in[0]->device != OAR_CPU)
+        cls = OAR_AMP_FP32;
     oar_dtype wide = OAR_F32;
     if (cls == OAR_AMP_PROMOTE) {
         bool any;

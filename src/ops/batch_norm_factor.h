@@ -14,6 +14,11 @@ oar_tensor *oar_batch_norm_counted(oar_tensor *x, oar_tensor *weight, oar_tensor
                                    oar_tensor *running_var, oar_tensor *num_batches_tracked, bool training,
                                    double momentum, double eps);
 
+/* The dtype of batch_norm's per-channel values (weight, bias, the hidden mean and invstd):
+ * x's, or f32 for an f16/bf16 x whose first given weight, bias or running_mean is f32. */
+oar_dtype oar_batch_norm_param_dtype(const oar_tensor *x, const oar_tensor *w, const oar_tensor *b,
+                                     const oar_tensor *rmean);
+
 static inline double oar_batch_norm_factor(double momentum, const oar_tensor *counter) {
     if (momentum >= 0 || !counter) return momentum;
     return 1.0 / (double)(oar_dtypes[counter->dtype].load_i64(oar_tensor_ptr(counter)) + 1);

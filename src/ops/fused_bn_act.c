@@ -82,7 +82,7 @@ static oar_status bn_act_grad(oar_grad_ctx *g) {
 const oar_op_def oar_opdef_batch_norm_act = {
     .name = "batch_norm_act", .n_inputs = 7, .n_outputs = 3, .n_visible = 1, .n_attrs = 3,
     .attrs = {{"training", OAR_ATTR_INT}, {"momentum", OAR_ATTR_FLOAT}, {"eps", OAR_ATTR_FLOAT}},
-    .flags = OAR_OPF_STRIDED | OAR_OPF_AMP_DENY, .ref_dtypes = OAR_FLOAT_DTYPES, .optional_inputs = 0x7E,
+    .flags = OAR_OPF_STRIDED | OAR_OPF_AMP_MIXED, .ref_dtypes = OAR_FLOAT_DTYPES, .optional_inputs = 0x7E,
     .unsaved_inputs = 0x58, /* running stats (updated in place) and the counter: never read by the rule */
     .mutated_inputs = 0x18,
     .infer = bn_act_infer, .reference = bn_act_ref, .grad = bn_act_grad,
@@ -145,6 +145,6 @@ static oar_status bn_act_backward_grad(oar_grad_ctx *g) {
 const oar_op_def oar_opdef_batch_norm_act_backward = {
     .name = "batch_norm_act_backward", .n_inputs = 6, .n_outputs = 4, .key_input = 1, .n_attrs = 1,
     .attrs = {{"masked_out", OAR_ATTR_INT}},
-    .flags = OAR_OPF_AMP_DENY, .ref_dtypes = OAR_FLOAT_DTYPES, .optional_inputs = 0x4,
+    .flags = 0, .ref_dtypes = OAR_FLOAT_DTYPES, .optional_inputs = 0x4,
     .infer = bn_act_backward_infer, .reference = bn_act_backward_ref, .grad = bn_act_backward_grad,
 };

@@ -19,16 +19,42 @@ static oar_status shape_mismatch(const char *op, const char *what, const int64_t
     return oar_error(OAR_ERR_SHAPE, "%s: expected %s of shape %s, got %s", op, what, a, b);
 }
 
-/* weight/bias: absent, or of x's dtype and the given shape. */
-static oar_status check_affine(const char *op, const char *what, const oar_tensor *x, const oar_tensor *p,
-                               const int64_t *shape, int ndim) {
+/* weight/bias: absent, or of dtype want and the given shape. want is x's dtype, except for
+ * f16/bf16 inputs with f32 parameters (norm_param_dtype). */
+static oar_status check_affine_as(const char *op, const char *what, const oar_tensor *x, const oar_tensor *p,
+                                  const int64_t *shape, int ndim, oar_dtype want) {
     if (!p) return OAR_OK;
-    if (p->dtype != x->dtype)
-        return oar_error(OAR_ERR_DTYPE, "%s: expected %s of dtype %s (the input's), got %s; convert it with "
-                                        "oar_cast", op, what, oar_dtype_name(x->dtype), oar_dtype_name(p->dtype));
+    if (p->dtype != want)
+        return oar_error(OAR_ERR_DTYPE, "%s: expected %s of dtype %s (%s), got %s; convert it with oar_cast", op,
+                         what, oar_dtype_name(want),
+                         want == x->dtype ? "the input's"
+                                          : "as the first given parameter: an f16/bf16 input takes f32 parameters",
+                         oar_dtype_name(p->dtype));
     if (p->ndim != ndim || memcmp(p->shape, shape, sizeof(int64_t) * (size_t)ndim) != 0)
         return shape_mismatch(op, what, shape, ndim, p);
     return OAR_OK;
+}
+
+/* The dtype of a norm's per-channel values (weight, bias, the hidden statistics): x's, or f32
+ * for an f16/bf16 x with f32 weight or bias (see oar_batch_norm_param_dtype). */
+static oar_dtype norm_param_dtype(const oar_tensor *x, const oar_tensor *w, const oar_tensor *b) {
+    return oar_batch_norm_param_dtype(x, w, b, NULL);
+}
+
+/* A rule for same-dtype inputs run on an f16/bf16 x with f32 statistics (pdt): the composed
+ * rules (double backward, inference-mode batch_norm, group_norm) run on f32 copies of x and of
+ * the gradient reaching y, and dx is rounded back to x's dtype. */
+static oar_status grad_wide(oar_grad_ctx *g, oar_status (*rule)(oar_grad_ctx *), oar_dtype pdt) {
+    oar_tensor *x = g->in[0], *gy = g->gout[0];
+    oar_tensor *in[OAR_MAX_INPUTS] = {0}, *gout[3] = {gy ? oar_cast(gy, pdt) : NULL, g->gout[1], g->gout[2]};
+    for (int i = 0; i < g->n_in && i < OAR_MAX_INPUTS; i++) in[i] = g->in[i];
+    if (!(in[0] = oar_cast(x, pdt)) || (gy && !gout[0])) return oar_last_status();
+    oar_grad_ctx wide = *g;
+    wide.in = in;
+    wide.gout = gout;
+    oar_status st = rule(&wide);
+    if (st == OAR_OK && g->gin[0] && !(g->gin[0] = oar_cast(g->gin[0], x->dtype))) return oar_last_status();
+    return st;
 }
 
 static int64_t prod(const int64_t *s, int from, int to) {
@@ -113,11 +139,13 @@ static oar_status layer_norm_infer(oar_tensor *const *in, int n_in, const oar_at
         return oar_error(OAR_ERR_INVALID_ARG, "layer_norm: expected normalized_ndim in [1, %d] (the input has %d "
                                               "dims), got %lld", x->ndim, x->ndim, (long long)k);
     const int64_t *nshape = x->shape + x->ndim - k;
-    if ((st = check_affine("layer_norm", "weight", x, in[1], nshape, (int)k)) != OAR_OK) return st;
-    if ((st = check_affine("layer_norm", "bias", x, in[2], nshape, (int)k)) != OAR_OK) return st;
+    const oar_dtype pdt = norm_param_dtype(x, in[1], in[2]);
+    if ((st = check_affine_as("layer_norm", "weight", x, in[1], nshape, (int)k, pdt)) != OAR_OK) return st;
+    if ((st = check_affine_as("layer_norm", "bias", x, in[2], nshape, (int)k, pdt)) != OAR_OK) return st;
     oar_meta_from(&out[0], x);
     for (int o = 1; o < 3; o++) { /* statistics keep x's rank with the normalized dims at 1, like torch */
         oar_meta_from(&out[o], x);
+        out[o].dtype = pdt;
         for (int d = x->ndim - (int)k; d < x->ndim; d++) out[o].shape[d] = 1;
     }
     *n_out = 3;
@@ -130,8 +158,8 @@ static oar_status layer_norm_ref(const oar_kctx *ctx, oar_tensor *const *in, int
     const oar_tensor *x = in[0], *w = in[1], *b = in[2];
     int k = (int)a[0].i;
     double eps = a[1].f;
-    const oar_dtype_traits *tr = &oar_dtypes[x->dtype];
-    const int64_t es = (int64_t)tr->size;
+    const oar_dtype_traits *tr = &oar_dtypes[x->dtype], *tp = &oar_dtypes[out[1]->dtype]; /* x, y; statistics */
+    const int64_t es = (int64_t)tr->size, ps = (int64_t)tp->size;
     int64_t m = prod(x->shape, x->ndim - k, x->ndim), rows = prod(x->shape, 0, x->ndim - k);
     const char *xp = oar_tensor_ptr(x), *wp = w ? oar_tensor_ptr(w) : NULL, *bp = b ? oar_tensor_ptr(b) : NULL;
     char *yp = oar_tensor_ptr(out[0]), *mp = oar_tensor_ptr(out[1]), *rp = oar_tensor_ptr(out[2]);
@@ -139,17 +167,19 @@ static oar_status layer_norm_ref(const oar_kctx *ctx, oar_tensor *const *in, int
         double mean, var;
         moments(tr, xp + r * m * es, m, 1, &mean, &var);
         double rstd = 1.0 / sqrt(var + eps);
-        tr->store(mp + r * es, mean);
-        tr->store(rp + r * es, rstd);
+        tp->store(mp + r * ps, mean);
+        tp->store(rp + r * ps, rstd);
         for (int64_t i = 0; i < m; i++) {
             double v = (tr->load(xp + (r * m + i) * es) - mean) * rstd;
-            if (wp) v *= tr->load(wp + i * es);
-            if (bp) v += tr->load(bp + i * es);
+            if (wp) v *= tp->load(wp + i * ps);
+            if (bp) v += tp->load(bp + i * ps);
             tr->store(yp + (r * m + i) * es, v);
         }
     }
     return OAR_OK;
 }
+
+static oar_status layer_norm_grad_composed(oar_grad_ctx *g);
 
 static oar_status layer_norm_grad(oar_grad_ctx *g) {
     oar_tensor *x = g->in[0], *w = g->in[1], *gy = g->gout[0];
@@ -165,6 +195,13 @@ static oar_status layer_norm_grad(oar_grad_ctx *g) {
         if (g->in[2] && g->needs[2]) g->gin[2] = oar_reshape(d[2], g->in[2]->shape, g->in[2]->ndim);
         return grad_status(g);
     }
+    const oar_dtype pdt = g->out[1]->dtype;
+    return x->dtype == pdt ? layer_norm_grad_composed(g) : grad_wide(g, layer_norm_grad_composed, pdt);
+}
+
+/* The rule written with ops (gradients reaching the hidden statistics: double backward). */
+static oar_status layer_norm_grad_composed(oar_grad_ctx *g) {
+    oar_tensor *x = g->in[0], *w = g->in[1], *gy = g->gout[0];
     int k = (int)g->attrs[0].i, rd[OAR_MAX_DIMS];
     for (int i = 0; i < k; i++) rd[i] = x->ndim - k + i;
     oar_tensor *mean = g->out[1], *rstd = g->out[2];
@@ -181,7 +218,7 @@ static oar_status layer_norm_grad(oar_grad_ctx *g) {
 const oar_op_def oar_opdef_layer_norm = {
     .name = "layer_norm", .n_inputs = 3, .n_outputs = 3, .n_visible = 1, .n_attrs = 2,
     .attrs = {{"normalized_ndim", OAR_ATTR_INT}, {"eps", OAR_ATTR_FLOAT, "1e-05"}},
-    .flags = OAR_OPF_AMP_DENY, .ref_dtypes = OAR_FLOAT_DTYPES, .optional_inputs = 0x6,
+    .flags = OAR_OPF_AMP_MIXED, .ref_dtypes = OAR_FLOAT_DTYPES, .optional_inputs = 0x6,
     .infer = layer_norm_infer, .reference = layer_norm_ref, .grad = layer_norm_grad,
 };
 
@@ -208,11 +245,12 @@ static oar_status group_norm_infer(oar_tensor *const *in, int n_in, const oar_at
     if (groups < 1 || c % groups != 0)
         return oar_error(OAR_ERR_INVALID_ARG, "group_norm: expected groups >= 1 dividing the %lld channels, "
                                               "got groups = %lld", (long long)c, (long long)groups);
-    if ((st = check_affine("group_norm", "weight", x, in[1], &x->shape[1], 1)) != OAR_OK) return st;
-    if ((st = check_affine("group_norm", "bias", x, in[2], &x->shape[1], 1)) != OAR_OK) return st;
+    const oar_dtype pdt = norm_param_dtype(x, in[1], in[2]);
+    if ((st = check_affine_as("group_norm", "weight", x, in[1], &x->shape[1], 1, pdt)) != OAR_OK) return st;
+    if ((st = check_affine_as("group_norm", "bias", x, in[2], &x->shape[1], 1, pdt)) != OAR_OK) return st;
     oar_meta_from(&out[0], x);
     for (int o = 1; o < 3; o++) {
-        out[o].dtype = x->dtype;
+        out[o].dtype = pdt;
         out[o].ndim = 2;
         out[o].shape[0] = x->shape[0];
         out[o].shape[1] = groups;
@@ -228,28 +266,35 @@ static oar_status group_norm_ref(const oar_kctx *ctx, oar_tensor *const *in, int
     const int64_t groups = a[0].i, n = x->shape[0], c = x->shape[1], s = prod(x->shape, 2, x->ndim);
     const int64_t cg = c / groups, m = cg * s; /* a group is one contiguous block of m values */
     double eps = a[1].f;
-    const oar_dtype_traits *tr = &oar_dtypes[x->dtype];
-    const int64_t es = (int64_t)tr->size;
+    const oar_dtype_traits *tr = &oar_dtypes[x->dtype], *tp = &oar_dtypes[out[1]->dtype]; /* x, y; statistics */
+    const int64_t es = (int64_t)tr->size, ps = (int64_t)tp->size;
     const char *xp = oar_tensor_ptr(x), *wp = w ? oar_tensor_ptr(w) : NULL, *bp = b ? oar_tensor_ptr(b) : NULL;
     char *yp = oar_tensor_ptr(out[0]), *mp = oar_tensor_ptr(out[1]), *rp = oar_tensor_ptr(out[2]);
     for (int64_t r = 0; r < n * groups; r++) {
         double mean, var;
         moments(tr, xp + r * m * es, m, 1, &mean, &var);
         double rstd = 1.0 / sqrt(var + eps);
-        tr->store(mp + r * es, mean);
-        tr->store(rp + r * es, rstd);
+        tp->store(mp + r * ps, mean);
+        tp->store(rp + r * ps, rstd);
         for (int64_t i = 0; i < m; i++) {
             int64_t ch = (r % groups) * cg + i / (s ? s : 1);
             double v = (tr->load(xp + (r * m + i) * es) - mean) * rstd;
-            if (wp) v *= tr->load(wp + ch * es);
-            if (bp) v += tr->load(bp + ch * es);
+            if (wp) v *= tp->load(wp + ch * ps);
+            if (bp) v += tp->load(bp + ch * ps);
             tr->store(yp + (r * m + i) * es, v);
         }
     }
     return OAR_OK;
 }
 
+static oar_status group_norm_grad_same(oar_grad_ctx *g);
+
 static oar_status group_norm_grad(oar_grad_ctx *g) {
+    const oar_dtype pdt = g->out[1]->dtype;
+    return g->in[0]->dtype == pdt ? group_norm_grad_same(g) : grad_wide(g, group_norm_grad_same, pdt);
+}
+
+static oar_status group_norm_grad_same(oar_grad_ctx *g) {
     oar_tensor *x = g->in[0], *w = g->in[1], *gy = g->gout[0];
     const int64_t groups = g->attrs[0].i, n = x->shape[0], c = x->shape[1];
     const int64_t m = c / groups * prod(x->shape, 2, x->ndim);
@@ -274,7 +319,7 @@ static oar_status group_norm_grad(oar_grad_ctx *g) {
 const oar_op_def oar_opdef_group_norm = {
     .name = "group_norm", .n_inputs = 3, .n_outputs = 3, .n_visible = 1, .n_attrs = 2,
     .attrs = {{"groups", OAR_ATTR_INT}, {"eps", OAR_ATTR_FLOAT, "1e-05"}},
-    .flags = OAR_OPF_AMP_DENY, .ref_dtypes = OAR_FLOAT_DTYPES, .optional_inputs = 0x6,
+    .flags = OAR_OPF_AMP_MIXED, .ref_dtypes = OAR_FLOAT_DTYPES, .optional_inputs = 0x6,
     .infer = group_norm_infer, .reference = group_norm_ref, .grad = group_norm_grad,
 };
 
@@ -291,7 +336,11 @@ oar_tensor *oar_group_norm(oar_tensor *x, int64_t groups, oar_tensor *weight, oa
  * hidden outputs then carry. A negative momentum with num_batches_tracked (an integer scalar,
  * only read) blends with 1 / (count + 1) instead: torch's cumulative average (momentum=None),
  * read at run time so compiled steps follow the count. The op is STRIDED so the running
- * statistics are updated where they live, never in a copy. */
+ * statistics are updated where they live, never in a copy. An f16/bf16 x may come with f32
+ * parameters (oar_batch_norm_param_dtype): y keeps x's dtype, the statistics are f32. So under
+ * autocast batch_norm *follows* (OAR_OPF_AMP_MIXED): a bf16 activation goes in and comes out
+ * bf16 with no casts around it, while O2 keeps the layer's parameters f32. The CUDA kernels
+ * take one dtype only, so on a GPU autocast still casts x to f32. */
 
 static oar_status check_running(const oar_tensor *x, const oar_tensor *r, const char *what) {
     if (!r) return OAR_OK;
@@ -323,6 +372,18 @@ static oar_status check_counter(const oar_tensor *n, double momentum, bool updat
     return OAR_OK;
 }
 
+/* The dtype of batch_norm's parameters and statistics (the hidden mean and invstd outputs, the
+ * weight and bias and their gradients): the input's, except for an f16/bf16 input whose first
+ * given weight, bias or running_mean is f32. Then the input stays low precision (y has its
+ * dtype) and everything per channel is f32, as torch's CPU autocast and Paddle's O2 run norms
+ * (the statistics are computed in double either way). */
+oar_dtype oar_batch_norm_param_dtype(const oar_tensor *x, const oar_tensor *w, const oar_tensor *b,
+                                     const oar_tensor *rmean) {
+    const oar_tensor *first = w ? w : b ? b : rmean;
+    bool low = x->dtype == OAR_F16 || x->dtype == OAR_BF16;
+    return low && first && first->dtype == OAR_F32 ? OAR_F32 : x->dtype;
+}
+
 static oar_status batch_norm_infer(oar_tensor *const *in, int n_in, const oar_attr *a, oar_meta *out, int *n_out) {
     (void)n_in;
     const oar_tensor *x = in[0];
@@ -333,8 +394,9 @@ static oar_status batch_norm_infer(oar_tensor *const *in, int n_in, const oar_at
     if (x->ndim < 2)
         return oar_error(OAR_ERR_SHAPE, "batch_norm: expected an input of shape [N, C] or [N, C, ...] (2 or more "
                                         "dims), got %s", s);
-    if ((st = check_affine("batch_norm", "weight", x, in[1], &x->shape[1], 1)) != OAR_OK) return st;
-    if ((st = check_affine("batch_norm", "bias", x, in[2], &x->shape[1], 1)) != OAR_OK) return st;
+    const oar_dtype pdt = oar_batch_norm_param_dtype(x, in[1], in[2], in[3]);
+    if ((st = check_affine_as("batch_norm", "weight", x, in[1], &x->shape[1], 1, pdt)) != OAR_OK) return st;
+    if ((st = check_affine_as("batch_norm", "bias", x, in[2], &x->shape[1], 1, pdt)) != OAR_OK) return st;
     if (!in[3] != !in[4])
         return oar_error(OAR_ERR_INVALID_ARG, "batch_norm: expected running_mean and running_var together, got "
                                               "only %s; pass both or neither", in[3] ? "running_mean" : "running_var");
@@ -350,7 +412,7 @@ static oar_status batch_norm_infer(oar_tensor *const *in, int n_in, const oar_at
                                         "input of shape %s; use a larger batch or inference mode", s);
     oar_meta_from(&out[0], x);
     for (int o = 1; o < 3; o++) {
-        out[o].dtype = x->dtype;
+        out[o].dtype = pdt;
         out[o].ndim = 1;
         out[o].shape[0] = x->shape[1];
     }
@@ -369,8 +431,8 @@ static oar_status batch_norm_compute(const oar_tensor *x, const oar_tensor *w, c
     const bool training = a[0].i != 0;
     const double momentum = oar_batch_norm_factor(a[1].f, counter), eps = a[2].f;
     const int64_t n = x->shape[0], c = x->shape[1], s = prod(x->shape, 2, x->ndim), cnt = n * s;
-    const oar_dtype_traits *tr = &oar_dtypes[x->dtype];
-    const int64_t es = (int64_t)tr->size;
+    const oar_dtype_traits *tr = &oar_dtypes[x->dtype], *tp = &oar_dtypes[out[1]->dtype]; /* x, y; per channel */
+    const int64_t es = (int64_t)tr->size, ps = (int64_t)tp->size;
     const char *xp = oar_tensor_ptr(x), *wp = w ? oar_tensor_ptr(w) : NULL, *bp = b ? oar_tensor_ptr(b) : NULL;
     char *yp = oar_tensor_ptr(out[0]), *mp = oar_tensor_ptr(out[1]), *rp = oar_tensor_ptr(out[2]);
     /* running statistics may be strided views of any float dtype */
@@ -405,9 +467,9 @@ static oar_status batch_norm_compute(const oar_tensor *x, const oar_tensor *w, c
             mean = tm->load(rmp + ch * rms);
             invstd = 1.0 / sqrt(tv->load(rvp + ch * rvs) + eps);
         }
-        tr->store(mp + ch * es, mean);
-        tr->store(rp + ch * es, invstd);
-        double scale = invstd * (wp ? tr->load(wp + ch * es) : 1.0), shift = bp ? tr->load(bp + ch * es) : 0.0;
+        tp->store(mp + ch * ps, mean);
+        tp->store(rp + ch * ps, invstd);
+        double scale = invstd * (wp ? tp->load(wp + ch * ps) : 1.0), shift = bp ? tp->load(bp + ch * ps) : 0.0;
         for (int64_t i = 0; i < n; i++)
             for (int64_t j = 0; j < s; j++) {
                 int64_t at = ((i * c + ch) * s + j) * es;
@@ -433,7 +495,19 @@ static oar_status batch_norm_ref(const oar_kctx *ctx, oar_tensor *const *in, int
     return st;
 }
 
+static oar_status batch_norm_grad_same(oar_grad_ctx *g);
+
+/* Gradient of batch_norm. With an f16/bf16 input and f32 parameters the one-op backward takes
+ * the mixed dtypes itself; the composed rule runs on f32 copies (grad_wide). */
 static oar_status batch_norm_grad(oar_grad_ctx *g) {
+    const oar_dtype pdt = g->out[1]->dtype;
+    const bool training = g->attrs[0].i != 0;
+    if (g->in[0]->dtype == pdt || (training && g->gout[0] && !g->gout[1] && !g->gout[2]))
+        return batch_norm_grad_same(g);
+    return grad_wide(g, batch_norm_grad_same, pdt);
+}
+
+static oar_status batch_norm_grad_same(oar_grad_ctx *g) {
     oar_tensor *x = g->in[0], *w = g->in[1], *gy = g->gout[0];
     const bool training = g->attrs[0].i != 0;
     if (training && gy && !g->gout[1] && !g->gout[2]) { /* the usual case: one registered op (norm_backward.c) */
@@ -472,7 +546,7 @@ static oar_status batch_norm_grad(oar_grad_ctx *g) {
 const oar_op_def oar_opdef_batch_norm = {
     .name = "batch_norm", .n_inputs = 6, .n_outputs = 3, .n_visible = 1, .n_attrs = 3,
     .attrs = {{"training", OAR_ATTR_INT, "false"}, {"momentum", OAR_ATTR_FLOAT, "0.1"}, {"eps", OAR_ATTR_FLOAT, "1e-05"}},
-    .flags = OAR_OPF_STRIDED | OAR_OPF_AMP_DENY, .ref_dtypes = OAR_FLOAT_DTYPES, .optional_inputs = 0x3E,
+    .flags = OAR_OPF_STRIDED | OAR_OPF_AMP_MIXED, .ref_dtypes = OAR_FLOAT_DTYPES, .optional_inputs = 0x3E,
     .unsaved_inputs = 0x38, /* running stats (updated in place) and the counter: never read by the rule */
     .mutated_inputs = 0x18,
     .infer = batch_norm_infer, .reference = batch_norm_ref, .grad = batch_norm_grad,

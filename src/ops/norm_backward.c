@@ -19,14 +19,51 @@ static int64_t prod(const int64_t *s, int from, int to) {
     return n;
 }
 
+/* grad_out and x of one float dtype; mean and rstd of another, pdt: x's, or f32 with an
+ * f16/bf16 x (as the forward ops return their statistics for f32 parameters). */
+static oar_status check_dtypes(const char *op, oar_tensor *const *in, oar_dtype *pdt) {
+    oar_tensor *same[2] = {in[0], in[1]}, *stats[2] = {in[3], in[4]};
+    oar_status st = oar_check_same_dtype(op, same, 2);
+    if (st == OAR_OK) st = oar_check_same_dtype(op, stats, 2);
+    if (st != OAR_OK) return st;
+    const oar_dtype xdt = in[1]->dtype;
+    *pdt = in[3]->dtype;
+    if (*pdt != xdt && !(*pdt == OAR_F32 && (xdt == OAR_F16 || xdt == OAR_BF16)))
+        return oar_error(OAR_ERR_DTYPE, "%s: expected mean and rstd of the input's dtype %s (or f32 for an f16/bf16 "
+                                        "input), got %s; pass the forward op's own statistics", op,
+                         oar_dtype_name(xdt), oar_dtype_name(*pdt));
+    return OAR_OK;
+}
+
+/* A rule for same-dtype inputs run on an f16/bf16 grad_out and x with f32 statistics: on f32
+ * copies of grad_out, x and the gradient reaching dx; the gradients of grad_out and x are
+ * rounded back to their dtype. */
+static oar_status grad_wide(oar_grad_ctx *g, oar_status (*rule)(oar_grad_ctx *)) {
+    const oar_dtype xdt = g->in[1]->dtype, pdt = g->in[3]->dtype;
+    if (xdt == pdt) return rule(g);
+    oar_tensor *in[OAR_MAX_INPUTS] = {0};
+    for (int i = 0; i < g->n_in && i < OAR_MAX_INPUTS; i++) in[i] = g->in[i];
+    in[0] = oar_cast(g->in[0], pdt);
+    in[1] = oar_cast(g->in[1], pdt);
+    oar_tensor *gout[3] = {g->gout[0] ? oar_cast(g->gout[0], pdt) : NULL, g->gout[1], g->gout[2]};
+    if (!in[0] || !in[1] || (g->gout[0] && !gout[0])) return oar_last_status();
+    oar_grad_ctx wide = *g;
+    wide.in = in;
+    wide.gout = gout;
+    oar_status st = rule(&wide);
+    for (int i = 0; i < 2 && st == OAR_OK; i++)
+        if (g->gin[i] && !(g->gin[i] = oar_cast(g->gin[i], xdt))) st = oar_last_status();
+    return st;
+}
+
 static oar_status ln_backward_infer(oar_tensor *const *in, int n_in, const oar_attr *a, oar_meta *out, int *n_out) {
     (void)n_in;
     static const char *const op = "layer_norm_backward";
     const oar_tensor *g = in[0], *x = in[1], *w = in[2], *mean = in[3], *rstd = in[4];
     oar_status st = oar_check_float(op, x, "the input");
     if (st != OAR_OK) return st;
-    oar_tensor *same[4] = {in[0], in[1], in[3], in[4]};
-    if ((st = oar_check_same_dtype(op, same, 4)) != OAR_OK) return st;
+    oar_dtype pdt;
+    if ((st = check_dtypes(op, in, &pdt)) != OAR_OK) return st;
     int64_t k = a[0].i;
     if (k < 1 || k > x->ndim)
         return oar_error(OAR_ERR_INVALID_ARG, "%s: expected normalized_ndim in [1, %d] (the input has %d dims), got "
@@ -48,17 +85,17 @@ static oar_status ln_backward_infer(oar_tensor *const *in, int n_in, const oar_a
                                             "returns it), got %s", op, s ? "rstd" : "mean", sx, (long long)k, st_);
         }
     }
-    if (w && (w->dtype != x->dtype || w->ndim != (int)k ||
+    if (w && (w->dtype != pdt || w->ndim != (int)k ||
               memcmp(w->shape, x->shape + lead, sizeof(int64_t) * (size_t)k))) {
         char sw[128], sn[128];
         oar_format_shape(w->shape, w->ndim, sw, sizeof sw);
         oar_format_shape(x->shape + lead, (int)k, sn, sizeof sn);
-        return oar_error(OAR_ERR_SHAPE, "%s: expected weight %s%s (the input's dtype), got %s%s", op,
-                         oar_dtype_name(x->dtype), sn, oar_dtype_name(w->dtype), sw);
+        return oar_error(OAR_ERR_SHAPE, "%s: expected weight %s%s (the statistics' dtype), got %s%s", op,
+                         oar_dtype_name(pdt), sn, oar_dtype_name(w->dtype), sw);
     }
     oar_meta_from(&out[0], x);
     for (int o = 1; o < 3; o++) {
-        out[o].dtype = x->dtype;
+        out[o].dtype = pdt;
         out[o].ndim = (int)k;
         memcpy(out[o].shape, x->shape + lead, sizeof(int64_t) * (size_t)k);
     }
@@ -70,8 +107,8 @@ static oar_status ln_backward_ref(const oar_kctx *ctx, oar_tensor *const *in, in
                                   int n_out, const oar_attr *a) {
     (void)ctx; (void)n_in; (void)n_out;
     const oar_tensor *g = in[0], *x = in[1], *w = in[2];
-    const oar_dtype_traits *tr = &oar_dtypes[x->dtype];
-    const int64_t es = (int64_t)tr->size;
+    const oar_dtype_traits *tr = &oar_dtypes[x->dtype], *tp = &oar_dtypes[in[3]->dtype]; /* x; statistics */
+    const int64_t es = (int64_t)tr->size, ps = (int64_t)tp->size;
     int k = (int)a[0].i;
     int64_t m = prod(x->shape, x->ndim - k, x->ndim), rows = prod(x->shape, 0, x->ndim - k);
     const char *gp = oar_tensor_ptr(g), *xp = oar_tensor_ptr(x), *wp = w ? oar_tensor_ptr(w) : NULL;
@@ -81,23 +118,23 @@ static oar_status ln_backward_ref(const oar_kctx *ctx, oar_tensor *const *in, in
         double sw = 0, sb = 0;
         for (int64_t r = 0; r < rows; r++) {
             double gv = tr->load(gp + (r * m + i) * es);
-            sw += gv * (tr->load(xp + (r * m + i) * es) - tr->load(mp + r * es)) * tr->load(rp + r * es);
+            sw += gv * (tr->load(xp + (r * m + i) * es) - tp->load(mp + r * ps)) * tp->load(rp + r * ps);
             sb += gv;
         }
-        tr->store(dw + i * es, sw);
-        tr->store(db + i * es, sb);
+        tp->store(dw + i * ps, sw);
+        tp->store(db + i * ps, sb);
     }
     for (int64_t r = 0; r < rows; r++) {
-        double mean = tr->load(mp + r * es), rstd = tr->load(rp + r * es), m1 = 0, m2 = 0;
+        double mean = tp->load(mp + r * ps), rstd = tp->load(rp + r * ps), m1 = 0, m2 = 0;
         for (int64_t i = 0; i < m; i++) {
-            double gx = tr->load(gp + (r * m + i) * es) * (wp ? tr->load(wp + i * es) : 1.0);
+            double gx = tr->load(gp + (r * m + i) * es) * (wp ? tp->load(wp + i * ps) : 1.0);
             m1 += gx;
             m2 += gx * (tr->load(xp + (r * m + i) * es) - mean) * rstd;
         }
         m1 /= (double)m;
         m2 /= (double)m;
         for (int64_t i = 0; i < m; i++) {
-            double gx = tr->load(gp + (r * m + i) * es) * (wp ? tr->load(wp + i * es) : 1.0);
+            double gx = tr->load(gp + (r * m + i) * es) * (wp ? tp->load(wp + i * ps) : 1.0);
             double xh = (tr->load(xp + (r * m + i) * es) - mean) * rstd;
             tr->store(dx + (r * m + i) * es, rstd * (gx - m1 - xh * m2));
         }
@@ -165,7 +202,11 @@ static oar_status norm_backward_rule(oar_grad_ctx *g, oar_tensor *w, oar_tensor 
     return OAR_OK;
 }
 
-static oar_status ln_backward_grad(oar_grad_ctx *g) {
+static oar_status ln_backward_grad_same(oar_grad_ctx *g);
+
+static oar_status ln_backward_grad(oar_grad_ctx *g) { return grad_wide(g, ln_backward_grad_same); }
+
+static oar_status ln_backward_grad_same(oar_grad_ctx *g) {
     oar_tensor *x = g->in[1];
     int k = (int)g->attrs[0].i, rd[OAR_MAX_DIMS], lead = x->ndim - k;
     for (int i = 0; i < k; i++) rd[i] = lead + i;
@@ -178,7 +219,7 @@ static oar_status ln_backward_grad(oar_grad_ctx *g) {
 const oar_op_def oar_opdef_layer_norm_backward = {
     .name = "layer_norm_backward", .n_inputs = 5, .n_outputs = 3, .key_input = 1, .n_attrs = 1,
     .attrs = {{"normalized_ndim", OAR_ATTR_INT}},
-    .flags = OAR_OPF_AMP_DENY, .ref_dtypes = OAR_FLOAT_DTYPES, .optional_inputs = 0x4,
+    .flags = 0, .ref_dtypes = OAR_FLOAT_DTYPES, .optional_inputs = 0x4,
     .infer = ln_backward_infer, .reference = ln_backward_ref, .grad = ln_backward_grad,
 };
 
@@ -199,8 +240,8 @@ static oar_status bn_backward_infer(oar_tensor *const *in, int n_in, const oar_a
     const oar_tensor *g = in[0], *x = in[1], *w = in[2];
     oar_status st = oar_check_float(op, x, "the input");
     if (st != OAR_OK) return st;
-    oar_tensor *same[4] = {in[0], in[1], in[3], in[4]};
-    if ((st = oar_check_same_dtype(op, same, 4)) != OAR_OK) return st;
+    oar_dtype pdt; /* per-channel values: x's dtype, or f32 with an f16/bf16 x */
+    if ((st = check_dtypes(op, in, &pdt)) != OAR_OK) return st;
     char sx[128], sg[128];
     oar_format_shape(x->shape, x->ndim, sx, sizeof sx);
     oar_format_shape(g->shape, g->ndim, sg, sizeof sg);
@@ -213,17 +254,17 @@ static oar_status bn_backward_infer(oar_tensor *const *in, int n_in, const oar_a
     for (int v = 0; v < 3; v++) {
         const oar_tensor *t = vec[v];
         if (!t) continue;
-        if (t->dtype != x->dtype || t->ndim != 1 || t->shape[0] != x->shape[1]) {
+        if (t->dtype != pdt || t->ndim != 1 || t->shape[0] != x->shape[1]) {
             char st_[128];
             oar_format_shape(t->shape, t->ndim, st_, sizeof st_);
-            return oar_error(OAR_ERR_SHAPE, "%s: expected %s %s[%lld] (one value per channel, the input's dtype), "
-                                            "got %s%s", op, names[v], oar_dtype_name(x->dtype),
+            return oar_error(OAR_ERR_SHAPE, "%s: expected %s %s[%lld] (one value per channel, the statistics' "
+                                            "dtype), got %s%s", op, names[v], oar_dtype_name(pdt),
                              (long long)x->shape[1], oar_dtype_name(t->dtype), st_);
         }
     }
     oar_meta_from(&out[0], x);
     for (int o = 1; o < 3; o++) {
-        out[o].dtype = x->dtype;
+        out[o].dtype = pdt;
         out[o].ndim = 1;
         out[o].shape[0] = x->shape[1];
     }
@@ -235,14 +276,15 @@ static oar_status bn_backward_ref(const oar_kctx *ctx, oar_tensor *const *in, in
                                   int n_out, const oar_attr *a) {
     (void)ctx; (void)n_in; (void)n_out; (void)a;
     const oar_tensor *g = in[0], *x = in[1], *w = in[2];
-    const oar_dtype_traits *tr = &oar_dtypes[x->dtype];
-    const int64_t es = (int64_t)tr->size, n = x->shape[0], c = x->shape[1], s = prod(x->shape, 2, x->ndim);
+    const oar_dtype_traits *tr = &oar_dtypes[x->dtype], *tp = &oar_dtypes[in[3]->dtype]; /* x; per channel */
+    const int64_t es = (int64_t)tr->size, ps = (int64_t)tp->size, n = x->shape[0], c = x->shape[1];
+    const int64_t s = prod(x->shape, 2, x->ndim);
     const double cnt = (double)(n * s);
     const char *gp = oar_tensor_ptr(g), *xp = oar_tensor_ptr(x), *wp = w ? oar_tensor_ptr(w) : NULL;
     const char *mp = oar_tensor_ptr(in[3]), *rp = oar_tensor_ptr(in[4]);
     char *dx = oar_tensor_ptr(out[0]), *dw = oar_tensor_ptr(out[1]), *db = oar_tensor_ptr(out[2]);
     for (int64_t ch = 0; ch < c; ch++) {
-        double mean = tr->load(mp + ch * es), rstd = tr->load(rp + ch * es), wv = wp ? tr->load(wp + ch * es) : 1.0;
+        double mean = tp->load(mp + ch * ps), rstd = tp->load(rp + ch * ps), wv = wp ? tp->load(wp + ch * ps) : 1.0;
         double sb = 0, sw = 0;
         for (int64_t i = 0; i < n; i++)
             for (int64_t j = 0; j < s; j++) {
@@ -251,8 +293,8 @@ static oar_status bn_backward_ref(const oar_kctx *ctx, oar_tensor *const *in, in
                 sb += gv;
                 sw += gv * (tr->load(xp + at) - mean) * rstd;
             }
-        tr->store(dw + ch * es, sw);
-        tr->store(db + ch * es, sb);
+        tp->store(dw + ch * ps, sw);
+        tp->store(db + ch * ps, sb);
         double m1 = cnt > 0 ? wv * sb / cnt : 0.0, m2 = cnt > 0 ? wv * sw / cnt : 0.0;
         for (int64_t i = 0; i < n; i++)
             for (int64_t j = 0; j < s; j++) {
@@ -264,7 +306,11 @@ static oar_status bn_backward_ref(const oar_kctx *ctx, oar_tensor *const *in, in
     return OAR_OK;
 }
 
-static oar_status bn_backward_grad(oar_grad_ctx *g) {
+static oar_status bn_backward_grad_same(oar_grad_ctx *g);
+
+static oar_status bn_backward_grad(oar_grad_ctx *g) { return grad_wide(g, bn_backward_grad_same); }
+
+static oar_status bn_backward_grad_same(oar_grad_ctx *g) {
     oar_tensor *x = g->in[1], *w = g->in[2];
     int64_t cshape[OAR_MAX_DIMS];
     int rd[OAR_MAX_DIMS], nrd = 0;
@@ -280,6 +326,6 @@ static oar_status bn_backward_grad(oar_grad_ctx *g) {
 
 const oar_op_def oar_opdef_batch_norm_backward = {
     .name = "batch_norm_backward", .n_inputs = 5, .n_outputs = 3, .key_input = 1,
-    .flags = OAR_OPF_AMP_DENY, .ref_dtypes = OAR_FLOAT_DTYPES, .optional_inputs = 0x4,
+    .flags = 0, .ref_dtypes = OAR_FLOAT_DTYPES, .optional_inputs = 0x4,
     .infer = bn_backward_infer, .reference = bn_backward_ref, .grad = bn_backward_grad,
 };

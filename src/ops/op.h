@@ -129,6 +129,9 @@ enum {
                                        its reference kernel serves every device */
     OAR_OPF_AMP_DENY_F16 = 1u << 12,/* keep in fp32 under f16 only (overflows f16's range; bf16 has
                                        f32's): exp, log, pow... follow under bf16 */
+    OAR_OPF_AMP_MIXED = 1u << 13,   /* follow: takes an f16/bf16 input with f32 parameters and statistics
+                                       (batch_norm); fp32 for inputs on a device whose kernels do not
+                                       yet (CUDA), where autocast casts as for AMP_DENY */
 };
 
 typedef struct oar_op_def {

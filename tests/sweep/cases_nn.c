@@ -94,6 +94,10 @@ const sweep_case sweep_cases_nn[] = {
     {"layer_norm", "n:3x4x37;none;none", "normalized_ndim=1 eps=1e-5", SWEEP_NO_GRAD},
     {"layer_norm", "n:4x6x32;n:6x32;n:6x32", "normalized_ndim=2 eps=1e-5", SWEEP_NO_GRAD},
     {"layer_norm", "n:7x3;n:3;n:3", "normalized_ndim=1 eps=1e-5", SWEEP_NO_GRAD},
+    /* f16/bf16 input with f32 weight and bias (AMP's mixed form): statistics f32 */
+    {"layer_norm", "nbf16:4x6x32;nf32:6x32;nf32:6x32", "normalized_ndim=2 eps=1e-5", 0, 3.2e-2},
+    {"layer_norm", "nf16:7x3;nf32:3;none", "normalized_ndim=1 eps=1e-5", 0, 2e-3},
+    {"layer_norm", "nbf16:5x64;none;nf32:64", "normalized_ndim=1 eps=1e-5", 0, 3.2e-2},
     /* group_norm */
     {"group_norm", "n:2x6x3;n:6;n:6", "groups=3 eps=1e-5"},
     {"group_norm", "n:2x4x2x2;none;none", "groups=2 eps=1e-5"},
@@ -102,6 +106,8 @@ const sweep_case sweep_cases_nn[] = {
     {"group_norm", "n:2x4x2x3;none;n:4", "groups=4 eps=1e-3"},
     {"group_norm", "n:0x4x3;n:4;n:4", "groups=2 eps=1e-5"},
     {"group_norm", "n:4x32x7x7;n:32;n:32", "groups=8 eps=1e-5", SWEEP_NO_GRAD},
+    {"group_norm", "nbf16:2x6x3;nf32:6;nf32:6", "groups=3 eps=1e-5", 0, 3.2e-2},
+    {"group_norm", "nf16:4x32x7x7;nf32:32;none", "groups=8 eps=1e-5", 0, 2e-3},
     /* batch_norm, training: batch statistics, running statistics updated in place */
     {"batch_norm", "n:4x3;n:3;n:3;nf32:3;pf32:3;none", BN_TRAIN},
     {"batch_norm", "n:2x3x4;n:3;n:3;nf32:3;pf32:3;none", BN_TRAIN},
@@ -125,6 +131,16 @@ const sweep_case sweep_cases_nn[] = {
     {"batch_norm", "n:64x37;none;n:37;nf32:37;pf32:37;none", BN_TRAIN, SWEEP_NO_GRAD},
     {"batch_norm", "n:64x37;n:37;none;nf32:37;pf32:37;none", BN_EVAL, SWEEP_NO_GRAD},
     {"batch_norm", "n:3x5x3x7;n:5;n:5;none;none;none", BN_TRAIN, SWEEP_NO_GRAD},
+    /* f16/bf16 input with f32 parameters and running statistics (AMP: the mixed form): y in the
+     * input's dtype, mean and invstd f32; the low dtypes' tolerances (the via-f32 kernel rounds an
+     * f32 result, the reference a double one) */
+    {"batch_norm", "nbf16:2x3x4;nf32:3;nf32:3;nf32:3;pf32:3;none", BN_TRAIN, 0, 3.2e-2},
+    {"batch_norm", "nf16:2x3x4;nf32:3;nf32:3;nf32:3;pf32:3;none", BN_TRAIN, 0, 2e-3},
+    {"batch_norm", "nbf16:2x3x4;nf32:3;nf32:3;nf32:3;pf32:3;none", BN_EVAL, 0, 3.2e-2},
+    {"batch_norm", "nbf16:2x3x2x2;none;none;nf32:3;pf32:3;none", BN_TRAIN, 0, 3.2e-2},
+    {"batch_norm", "nbf16:4x16x50;nf32:16;none;nf32:16;pf32:16;i3_9:", BN_CMA, 0, 3.2e-2},
+    {"batch_norm", "nf16:4x16x50;none;nf32:16;nf32:16;pf32:16;none", BN_EVAL, 0, 2e-3},
+    {"batch_norm", "nbf16:64x37;nf32:37;nf32:37;nf32:37;pf32:37;none", BN_TRAIN, 0, 3.2e-2},
     /* 4096 values per channel or more: the GPU kernels split each channel over several blocks */
     {"batch_norm", "n:8x4x24x24;n:4;n:4;nf32:4;pf32:4;none", BN_TRAIN, SWEEP_NO_GRAD},
     {"batch_norm", "n:8x4x24x24;none;n:4;nf32:4;pf32:4;i3_9:", BN_CMA, SWEEP_NO_GRAD},

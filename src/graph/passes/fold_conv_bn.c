@@ -38,6 +38,12 @@ static int foldable(const oar_program *p, const oar_node *bn, const bool *mut, c
     if (x->kind != OAR_VAL_NODE || uses[bn->in[0]] != 1) return -1;
     const oar_node *conv = &p->nodes[x->node];
     if (conv->dead || conv->op != OAR_OP_conv2d || conv->block != OAR_MAIN_BLOCK) return -1;
+    /* the emitted nodes combine the conv's weight with batch_norm's vectors: one dtype for all
+     * (a bf16 conv feeding a batch_norm with f32 parameters stays unfolded) */
+    if (conv->in[1] < 0) return -1;
+    oar_dtype wdt = p->values[conv->in[1]].meta.dtype;
+    for (int k = 1; k < 5; k++)
+        if (bn->in[k] >= 0 && p->values[bn->in[k]].meta.dtype != wdt) return -1;
     if (!fixed_value(p, mut, conv->in[1], false) || !fixed_value(p, mut, conv->in[2], true)) return -1;
     return x->node;
 }
