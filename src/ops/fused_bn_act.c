@@ -145,6 +145,6 @@ static oar_status bn_act_backward_grad(oar_grad_ctx *g) {
 const oar_op_def oar_opdef_batch_norm_act_backward = {
     .name = "batch_norm_act_backward", .n_inputs = 6, .n_outputs = 4, .key_input = 1, .n_attrs = 1,
     .attrs = {{"masked_out", OAR_ATTR_INT}},
-    .flags = 0, .ref_dtypes = OAR_FLOAT_DTYPES, .optional_inputs = 0x4,
+    .flags = OAR_OPF_AMP_MIXED, .ref_dtypes = OAR_FLOAT_DTYPES, .optional_inputs = 0x4,
     .infer = bn_act_backward_infer, .reference = bn_act_backward_ref, .grad = bn_act_backward_grad,
 };

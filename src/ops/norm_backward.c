@@ -219,7 +219,7 @@ static oar_status ln_backward_grad_same(oar_grad_ctx *g) {
 const oar_op_def oar_opdef_layer_norm_backward = {
     .name = "layer_norm_backward", .n_inputs = 5, .n_outputs = 3, .key_input = 1, .n_attrs = 1,
     .attrs = {{"normalized_ndim", OAR_ATTR_INT}},
-    .flags = 0, .ref_dtypes = OAR_FLOAT_DTYPES, .optional_inputs = 0x4,
+    .flags = OAR_OPF_AMP_MIXED, .ref_dtypes = OAR_FLOAT_DTYPES, .optional_inputs = 0x4,
     .infer = ln_backward_infer, .reference = ln_backward_ref, .grad = ln_backward_grad,
 };
 
@@ -326,6 +326,6 @@ static oar_status bn_backward_grad_same(oar_grad_ctx *g) {
 
 const oar_op_def oar_opdef_batch_norm_backward = {
     .name = "batch_norm_backward", .n_inputs = 5, .n_outputs = 3, .key_input = 1,
-    .flags = 0, .ref_dtypes = OAR_FLOAT_DTYPES, .optional_inputs = 0x4,
+    .flags = OAR_OPF_AMP_MIXED, .ref_dtypes = OAR_FLOAT_DTYPES, .optional_inputs = 0x4,
     .infer = bn_backward_infer, .reference = bn_backward_ref, .grad = bn_backward_grad,
 };

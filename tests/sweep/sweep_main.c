@@ -937,6 +937,7 @@ static int check_cuda_amp_gaps(const char *path) {
         for (int k = 0; k < nk; k++)
             if (ks[k].device == OAR_CUDA) cuda |= ks[k].dtypes;
         if (!(cuda & OAR_DTYPE_BIT(OAR_F32))) continue; /* no GPU kernel at all: --cuda-gaps' list */
+        if (d->flags & OAR_OPF_AMP_MIXED) continue;      /* autocast casts their GPU inputs to f32 */
         for (int w = 0; w < 2; w++) {
             uint8_t cls = oar_op_amp_class((oar_op_id)op, lows[w]);
             bool meets = cls == OAR_AMP_LOW || (cls != OAR_AMP_FP32 && (d->ref_dtypes & OAR_DTYPE_BIT(lows[w])));
