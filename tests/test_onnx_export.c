@@ -446,6 +446,23 @@ static oar_module *qcnn(void) {
     return m;
 }
 
+/* The re-imported QDQ model runs on the int8 ops: qconv2d/qlinear with u8 outputs (fuse_quant's
+ * chain), no float convolution or linear left. */
+static void check_int8_program(const char *path, oar_tensor *x, const char *what) {
+    oar_onnx_model *m = oar_onnx_load(path, NULL);
+    oar_tensor *out[1] = {0};
+    CHECK(m && oar_onnx_run(m, &x, 1, out, 1) == OAR_OK);
+    if (!m) return;
+    char buf[16384];
+    oar_onnx_dump(m, buf, sizeof buf);
+    bool ok = strstr(buf, "= qconv2d(") && strstr(buf, "= qlinear(") && strstr(buf, "dtype=u8") &&
+              !strstr(buf, "= conv2d") && !strstr(buf, "= linear") && !strstr(buf, "= dequantize(");
+    CHECK(ok);
+    if (!ok) fprintf(stderr, "%s: the imported program is not the int8 chain:\n%s\n", what, buf);
+    oar_release(out[0]);
+    oar_onnx_free(m);
+}
+
 static double max_abs(oar_tensor *t) {
     double m = 0;
     for (int64_t i = 0; i < oar_numel(t); i++) m = fabs(t_at(t, i)) > m ? fabs(t_at(t, i)) : m;
@@ -468,7 +485,8 @@ static void test_quantized(bool model_file) {
     if (st == OAR_OK) st = model_file ? oar_onnx_save_model(model, path, NULL) : oar_onnx_save(f, path, NULL);
     CHECK(st == OAR_OK);
     if (st != OAR_OK) fprintf(stderr, "%s: %s\n", name, oar_last_error());
-    check_roundtrip(path, x, y[0], false, 1e-4 * max_abs(y[0]), name);
+    check_roundtrip(path, x, y[0], true, 0, name);
+    check_int8_program(path, x, name);
     keep(name, path, x, y[0]);
     if (keep_dir) { /* export_check.py's tolerance for this file (see above) */
         char tol[512];
