@@ -23,6 +23,7 @@ bool ox_qdq_conv(ox_ctx *c, oar_tensor **y);                  /* Conv of Dequant
 bool ox_qdq_gemm(ox_ctx *c, bool matmul, oar_tensor **y);     /* Gemm (Linear form) or 2-D MatMul */
 bool ox_qdq_dequantize(ox_ctx *c, oar_tensor **y);            /* DequantizeLinear, recorded */
 bool ox_qdq_quantize(ox_ctx *c, oar_tensor **y);              /* QuantizeLinear per tensor in f32 */
+bool ox_qdq_max_pool(ox_ctx *c, const struct oar_attr *at, oar_tensor **y); /* MaxPool of a DQ value (qmax_pool2d's attrs) */
 bool ox_qlinear_conv_int8(ox_ctx *c, oar_tensor **y);         /* QLinearConv on qconv2d */
 bool ox_qlinear_matmul_int8(ox_ctx *c, oar_tensor **y);       /* QLinearMatMul on qlinear */
 bool ox_integer_int8(ox_ctx *c, bool conv, oar_tensor **y);   /* ConvInteger / MatMulInteger, sums < 2^24 */

@@ -305,10 +305,12 @@ static oar_status pool(ox_ctx *c, bool max) {
         o.padding[i] = unit ? 0 : g.pad_begin[j];
         o.dilation[i] = unit ? 1 : g.dilation[j];
     }
-    if (max && !one_d && !real && (x->dtype == OAR_U8 || x->dtype == OAR_I8)) { /* oar's int8 pooling */
+    if (max && !one_d && fits) { /* oar's int8 pooling: of u8/i8 data, or of DequantizeLinear's */
         oar_attr at[5] = {oar_attr_ints(o.kernel, 2), oar_attr_ints(o.stride, 2), oar_attr_ints(o.padding, 2),
                           oar_attr_ints(o.dilation, 2), oar_attr_int(o.ceil_mode)};
-        return ox_set(c, 0, oar_op_call1(OAR_OP_qmax_pool2d, &x, 1, at));
+        oar_tensor *y = NULL;
+        if (x->dtype == OAR_U8 || x->dtype == OAR_I8) return ox_set(c, 0, oar_op_call1(OAR_OP_qmax_pool2d, &x, 1, at));
+        if (ox_qdq_max_pool(c, at, &y)) return ox_set(c, 0, y);
     }
     if (one_d) x = oar_unsqueeze(x, 2);
     oar_dtype dt = x ? x->dtype : OAR_F32;

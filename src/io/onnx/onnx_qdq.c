@@ -17,6 +17,7 @@
 #include "io/onnx/onnx_ops.h"
 
 #include "oar/quant.h"
+#include "ops/op.h"
 
 #include <math.h>
 #include <string.h>
@@ -84,6 +85,13 @@ static bool all_zero(oar_tensor *t) {
     return true;
 }
 
+/* Two known one-element tensors of one value. */
+static bool same_value(oar_tensor *a, oar_tensor *b) {
+    double x, y;
+    return a && b && known(a) && known(b) && a->numel == 1 && b->numel == 1 && oar_item(a, &x) == OAR_OK &&
+           oar_item(b, &y) == OAR_OK && x == y;
+}
+
 /* A one-element scale or zero point as 0-d; NULL when t has several values. */
 static oar_tensor *per_tensor(oar_tensor *t) {
     if (!t || t->numel != 1) return NULL;
@@ -124,6 +132,13 @@ bool ox_qdq_quantize(ox_ctx *c, oar_tensor **y) {
     if (!known(s) || (z && !known(z))) return false;
     oar_dtype dt = z ? z->dtype : OAR_U8;
     oar_tensor *z0 = z ? per_tensor(z) : paused_scalar(0, OAR_U8);
+    ox_qval *src = qv_in(c, 0);
+    if (src && src->q->dtype == dt && same_value(src->scale, s) && same_value(src->zero_point, z0)) {
+        /* Q(DQ(q)) with DQ's parameters is q: round(fl(fl(k s) / s)) = k for |k| <= 255 (the
+         * two roundings move k by less than 255 * 2^-23) */
+        *y = src->q;
+        return true;
+    }
     if (qop_in(c, 0)) /* the epilogue of the int8 op that made x: x * (1 / s), fused */
         *y = oar_quantize(x, s, z0, 0, dt);
     else /* ONNX's x / s exactly (scale 1 multiplies exactly) */
@@ -177,6 +192,16 @@ bool ox_qdq_gemm(ox_ctx *c, bool matmul, oar_tensor **y) {
     oar_qlinear_opts q = {.out_dtype = OAR_F32};
     *y = wt ? oar_qlinear(x->q, x->scale, x->zero_point, wt, w->scale, b, &q) : NULL;
     mark_qop(c, 0);
+    return true;
+}
+
+bool ox_qdq_max_pool(ox_ctx *c, const oar_attr *at, oar_tensor **y) {
+    ox_qval *x = act(c, 0);
+    if (!x || !OX_IN(c, 0) || OX_IN(c, 0)->dtype != OAR_F32 || x->q->ndim != 4) return false;
+    /* max commutes with the monotone dequantize: DQ(qmax_pool2d(q)), recorded for the next layer */
+    oar_tensor *q = oar_op_call1(OAR_OP_qmax_pool2d, &x->q, 1, at);
+    *y = q ? oar_dequantize(q, x->scale, x->zero_point, 0) : NULL;
+    if (*y && c->node->out[0] >= 0) c->qv[c->node->out[0]] = (ox_qval){.q = q, .scale = x->scale, .zero_point = x->zero_point};
     return true;
 }
 
