@@ -100,7 +100,7 @@ def oar_model(a, tmp, name):
     extra = ["--in-channels", "1", "--image-size", "28"] if name == "resnet20" else []
     steps = a.train_steps or (3000 if name == "lenet" else 150)
     run([a.oar, "train", "--model", name, "--data", "fashion-mnist", "--epochs", "1", "--steps", str(steps),
-         "--seed", "1", "--threads", "2", "--quiet", "--checkpoint", ck] + extra, env=env)
+         "--batch", "32", "--seed", "1", "--threads", "2", "--quiet", "--checkpoint", ck], env=env)
     path = os.path.join(tmp, name + ".onnx")
     run([a.oar, "export", "--format", "onnx", "--model", name, "--checkpoint", ck, "--out", path] + extra, env=env)
     return path
