@@ -212,18 +212,30 @@ def main():
             so.inter_op_num_threads = 1
             so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
             sess = ort.InferenceSession(q, so, providers=["CPUExecutionProvider"])
-            ys_ort, ys_oar = [], []
+            # onnxruntime without graph optimizations: the file's operators one by one (float
+            # Conv of dequantized values for QDQ), the ONNX definition to float rounding
+            so_ref = ort.SessionOptions()
+            so_ref.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+            ref = ort.InferenceSession(q, so_ref, providers=["CPUExecutionProvider"])
+            ys_ort, ys_oar, ys_ref = [], [], []
             for i in range(0, len(x_eval), a.batch):
                 xb = x_eval[i:i + a.batch]
                 ys_ort.append(sess.run(None, {in_name: xb})[0])
+                ys_ref.append(ref.run(None, {in_name: xb})[0])
                 ys_oar.append(oar_infer(a, q, xb, tmp))
             yo, yq = np.concatenate(ys_ort), np.concatenate(ys_oar)
             agree = float((yo.argmax(1) == yq.argmax(1)).mean())
             step = out_scale(q)
             diff = np.abs(yo.astype(np.float64) - yq)
+            yr = np.concatenate(ys_ref)
+            dref = np.abs(yr.astype(np.float64) - yq)
+            dort = np.abs(yr.astype(np.float64) - yo)
             r = {"model": name, "format": fmt, "images": len(x_eval), "top1_agreement": round(agree, 4),
                  "max_abs_diff": float(diff.max()), "output_step": step,
-                 "outputs_differing": int((diff > 0).sum()), "outputs": int(diff.size)}
+                 "outputs_differing": int((diff > 0).sum()), "outputs": int(diff.size),
+                 "ref_vs_oar_differing": int((dref > 0).sum()), "ref_vs_oar_max": float(dref.max()),
+                 "ref_vs_ort_differing": int((dort > 0).sum()), "ref_vs_ort_max": float(dort.max()),
+                 "top1_agreement_ref": round(float((yr.argmax(1) == yq.argmax(1)).mean()), 4)}
             if step:
                 r["max_diff_steps"] = round(float(diff.max()) / step, 3)
             if y_eval is not None:
