@@ -281,7 +281,7 @@ bool ox_qlinear_matmul_int8(ox_ctx *c, oar_tensor **y) {
 }
 
 /* ConvInteger / MatMulInteger give the int32 sums: qconv2d/qlinear with unit scales give them as
- * f32, exact while every partial sum stays below 2^24 (K * 255 * 128 < 2^24: K <= 513). */
+ * f32, exact while every partial sum stays below 2^24 (K * 255 * 128 < 2^24: K <= 514). */
 bool ox_integer_int8(ox_ctx *c, bool conv, oar_tensor **y) {
     oar_tensor *x = OX_IN(c, 0), *w = OX_IN(c, 1), *one, *xz0;
     if (!is8(x) || !w || w->dtype != OAR_I8 || !known(w) || !all_zero(OX_IN(c, 3))) return false;
