@@ -5,7 +5,9 @@ threads): medians of the timed runs in ms, 10th-90th percentile spread, and rati
 faster). Also oar's load time and first run (trace + passes + planning).
 
 usage: python bench/onnx_vs_ort.py --oar build/oar [--models resnet18,...] [--batches 1,32]
-       [--threads 1,2] [--steps 10]
+       [--threads 1,2] [--steps 10] [--oar-before OTHER_OAR]
+--oar-before times a second oar binary (e.g. built before a change) in the same run, alternating
+with the first, and adds oar_before_ms and before_over_oar (> 1: the change made oar faster).
 Needs torch/torchvision (Debian's python3) and onnxruntime (PyPI), e.g. a venv made with
 `/usr/bin/python3 -m venv --system-site-packages V && V/bin/pip install onnxruntime`."""
 import argparse
@@ -53,6 +55,7 @@ def main():
     ap.add_argument("--batches", default="1,32")
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--steps", type=int, default=10)
+    ap.add_argument("--oar-before", default=None)
     a = ap.parse_args()
     import onnxruntime as ort
 
@@ -73,6 +76,11 @@ def main():
                     print(json.dumps({"model": name, "batch": batch, "threads": threads, "error": r.stderr.strip()}))
                     continue
                 o = json.loads(r.stdout.strip().splitlines()[-1])
+                ob = None
+                if a.oar_before:
+                    rb = subprocess.run([a.oar_before, "onnx-bench", path, "--input", xpath, "--threads", str(threads),
+                                         "--steps", str(a.steps)], capture_output=True, text=True)
+                    ob = json.loads(rb.stdout.strip().splitlines()[-1]) if rb.returncode == 0 else None
                 so = ort.SessionOptions()
                 so.intra_op_num_threads = threads
                 so.inter_op_num_threads = 1
@@ -91,7 +99,9 @@ def main():
                     "ort_over_oar": round(ort_t[0] / o["median_ms"], 3),
                     "torch_over_oar": round(torch_t[0] / o["median_ms"], 3),
                     "oar_load_ms": o["load_ms"], "oar_first_run_ms": o["first_run_ms"],
-                    "onnxruntime": ort.__version__, "torch": torch.__version__}), flush=True)
+                    "onnxruntime": ort.__version__, "torch": torch.__version__, "loadavg": os.getloadavg()[0],
+                    **({"oar_before_ms": ob["median_ms"], "oar_before_p10_p90": [ob["p10_ms"], ob["p90_ms"]],
+                        "before_over_oar": round(ob["median_ms"] / o["median_ms"], 3)} if ob else {})}), flush=True)
 
 
 if __name__ == "__main__":

@@ -307,6 +307,59 @@ static void test_conv_flatten(void) {
     oar_scope_end();
 }
 
+/* conv -> relu -> max pool -> conv -> relu -> global pool -> linear: with oneDNN's NHWC convolutions (conv_nhwc) the pooling
+ * runs on the NHWC data (max_pool2d_nhwc), no transposes around it. Compiled = eager (to the
+ * convs' summation order); the function's export (the unfused program) round-trips bit for
+ * bit and the re-import pools in NHWC again; the model file (holding max_pool2d_nhwc) is
+ * exported as Transpose, MaxPool, Transpose and re-imported to rounding. */
+static void test_conv_pool_nhwc(void) {
+    oar_scope_begin();
+    oar_pool_opts pool = {.kernel = {3, 3}, .stride = {2, 2}, .padding = {1, 1}};
+    oar_module *l[8] = {oar_nn_conv2d(3, 16, 3, &(oar_conv_opts){.padding = {1, 1}}, true),
+                        oar_nn_activation(OAR_ACT_RELU, 0), oar_nn_max_pool2d(&pool),
+                        oar_nn_conv2d(16, 16, 3, &(oar_conv_opts){.padding = {1, 1}}, true),
+                        oar_nn_activation(OAR_ACT_RELU, 0), oar_nn_adaptive_avg_pool2d(1, 1), oar_nn_flatten(1, -1),
+                        oar_nn_linear(16, 5, true)};
+    oar_module *mod = oar_nn_sequential(l, 8);
+    oar_module_train(mod, false);
+    oar_input_spec spec = {OAR_F32, 4, {-1, 3, 9, 9}, "x"};
+    oar_jit_opts jo = {.specs = &spec, .n_specs = 1, .module = mod};
+    oar_jit *f = oar_jit_to_static(forward_fn, mod, &jo);
+    oar_tensor *x = oar_randn((int64_t[]){4, 3, 9, 9}, 4, OAR_F32), *y[1] = {0}, *e = oar_forward(mod, x);
+    CHECK(oar_jit_call(f, &x, 1, y, 1) == OAR_OK);
+    double worst = 0;
+    for (int64_t i = 0; y[0] && i < oar_numel(e); i++) worst = fmax(worst, fabs(t_at(y[0], i) - t_at(e, i)));
+    CHECK(y[0] && worst < 1e-5);
+    char dump[16384];
+    CHECK(oar_jit_dump(f, 0, dump, sizeof dump) > 0);
+    bool nhwc = strstr(dump, "layout=nhwc") != NULL; /* with oneDNN */
+    CHECK(!nhwc || (strstr(dump, "= max_pool2d_nhwc(") && !strstr(dump, "= max_pool2d(")));
+    if (nhwc && !strstr(dump, "= max_pool2d_nhwc(")) fprintf(stderr, "conv_pool_nhwc: program:\n%s\n", dump);
+    char path[512], model[512], mpath[512];
+    snprintf(path, sizeof path, "%s/conv_pool_nhwc.onnx", dir);
+    CHECK(y[0] && oar_onnx_save(f, path, NULL) == OAR_OK);
+    if (y[0]) check_roundtrip(path, x, y[0], true, 0, "conv_pool_nhwc");
+    oar_onnx_model *m = oar_onnx_load(path, NULL);
+    oar_tensor *o[1] = {0};
+    CHECK(m && oar_onnx_run(m, &x, 1, o, 1) == OAR_OK);
+    if (m) oar_onnx_dump(m, dump, sizeof dump);
+    CHECK(!nhwc || (m && strstr(dump, "= max_pool2d_nhwc(")));
+    oar_release(o[0]);
+    oar_onnx_free(m);
+    snprintf(model, sizeof model, "%s/conv_pool_nhwc_model", dir);
+    snprintf(mpath, sizeof mpath, "%s/conv_pool_nhwc_model.onnx", dir);
+    CHECK(oar_jit_save(f, model) == OAR_OK);
+    oar_status st = oar_onnx_save_model(model, mpath, NULL);
+    CHECK(st == OAR_OK);
+    if (st != OAR_OK) fprintf(stderr, "conv_pool_nhwc model file: %s\n", oar_last_error());
+    if (y[0]) check_roundtrip(mpath, x, y[0], false, 1e-4, "conv_pool_nhwc model file");
+    keep("conv_pool_nhwc_model", mpath, x, y[0]);
+    oar_release(y[0]);
+    oar_jit_free(f);
+    oar_module_free(mod);
+    oar_scope_end();
+}
+
 /* Control flow: oar_cond as If, oar_while as Loop (the cond block written before the loop and
  * again at the end of its body; the trip count carried). Re-imported (If onto oar_cond, Loop
  * onto oar_while), the program gives the original's bits on both branches, at the traced batch
@@ -446,6 +499,23 @@ static oar_module *qcnn(void) {
     return m;
 }
 
+/* The re-imported QDQ model runs on the int8 ops: qconv2d/qlinear with u8 outputs (fuse_quant's
+ * chain), no float convolution or linear left. */
+static void check_int8_program(const char *path, oar_tensor *x, const char *what) {
+    oar_onnx_model *m = oar_onnx_load(path, NULL);
+    oar_tensor *out[1] = {0};
+    CHECK(m && oar_onnx_run(m, &x, 1, out, 1) == OAR_OK);
+    if (!m) return;
+    char buf[16384];
+    oar_onnx_dump(m, buf, sizeof buf);
+    bool ok = strstr(buf, "= qconv2d(") && strstr(buf, "= qlinear(") && strstr(buf, "dtype=u8") &&
+              !strstr(buf, "= conv2d") && !strstr(buf, "= linear") && !strstr(buf, "= dequantize(");
+    CHECK(ok);
+    if (!ok) fprintf(stderr, "%s: the imported program is not the int8 chain:\n%s\n", what, buf);
+    oar_release(out[0]);
+    oar_onnx_free(m);
+}
+
 static double max_abs(oar_tensor *t) {
     double m = 0;
     for (int64_t i = 0; i < oar_numel(t); i++) m = fabs(t_at(t, i)) > m ? fabs(t_at(t, i)) : m;
@@ -468,7 +538,8 @@ static void test_quantized(bool model_file) {
     if (st == OAR_OK) st = model_file ? oar_onnx_save_model(model, path, NULL) : oar_onnx_save(f, path, NULL);
     CHECK(st == OAR_OK);
     if (st != OAR_OK) fprintf(stderr, "%s: %s\n", name, oar_last_error());
-    check_roundtrip(path, x, y[0], false, 1e-4 * max_abs(y[0]), name);
+    check_roundtrip(path, x, y[0], true, 0, name);
+    check_int8_program(path, x, name);
     keep(name, path, x, y[0]);
     if (keep_dir) { /* export_check.py's tolerance for this file (see above) */
         char tol[512];
@@ -551,6 +622,7 @@ int main(void) {
     test_group_norm(4, false);
     test_group_norm(2, true);
     test_conv_flatten();
+    test_conv_pool_nhwc();
     test_control_flow();
     test_nested_control_flow();
     test_quantized(false);

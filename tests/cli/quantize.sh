@@ -118,6 +118,15 @@ right=$(python3 -c "import sys; p, l = sys.argv[1].split(), sys.argv[2].split();
 test "$right" -ge 16
 "$oar" inspect "$dir/q/lenet-static-minmax" > "$dir/inspect.log"
 for op in quantize qconv2d qlinear; do grep -q "$op" "$dir/inspect.log"; done
+# the static int8 program exported as ONNX (QDQ) and imported again runs on the int8 ops with the
+# same bits (src/io/onnx/onnx_qdq.c; docs/onnx.md), where the build has ONNX
+if "$oar" export --format onnx --from "$dir/q/lenet-static-minmax" --out "$dir/q.onnx" > "$dir/export.log" 2>&1; then
+  "$oar" infer "$dir/q/lenet-static-minmax" --input "$dir/x.npy" --output "$dir/y_model.npy" > /dev/null
+  "$oar" infer "$dir/q.onnx" --input "$dir/x.npy" --output "$dir/y_onnx.npy" > /dev/null
+  cmp "$dir/y_model.npy" "$dir/y_onnx.npy"
+else
+  grep -q "protobuf-c" "$dir/export.log" || { cat "$dir/export.log"; exit 1; }
+fi
 
 # refusals
 if "$oar" quantize --model lenet --checkpoint "$dir/lenet.safetensors" --method fancy 2> "$dir/err.log"; then exit 1; fi

@@ -5,6 +5,7 @@
 
 #define C2(s, p, d, g) "stride=" s " padding=" p " dilation=" d " groups=" g
 #define CT(s, p, op, d, g) "stride=" s " padding=" p " output_padding=" op " dilation=" d " groups=" g
+#define NG SWEEP_NO_GRAD
 #define MP(k, s, p, d, c) "kernel=" k " stride=" s " padding=" p " dilation=" d " ceil_mode=" c
 #define AP(k, s, p, c, i) "kernel=" k " stride=" s " padding=" p " ceil_mode=" c " count_include_pad=" i
 
@@ -97,6 +98,16 @@ const sweep_case sweep_cases_conv[] = {
     {"max_pool2d", "d:2x3x12x12", MP("3,3", "2,2", "1,1", "1,1", "1"), SWEEP_NO_GRAD},
     {"max_pool2d", "d:2x4x13x11", MP("2,2", "2,2", "0,0", "1,1", "1"), SWEEP_NO_GRAD},
     {"max_pool2d", "d:2x3x11x12", MP("3,2", "1,3", "1,1", "2,3", "0"), SWEEP_NO_GRAD},
+    /* max_pool2d_nhwc (x [N, H, W, C]; inference only): channels 1, 5, 8, 16, 19, 35 cover the
+     * AVX-512 kernel's full and masked blocks and the AVX2 kernel's vectors and scalar tail;
+     * NaN and -inf in windows (a NaN wins, as in max_pool2d) */
+    {"max_pool2d_nhwc", "d:1x5x5x1", MP("2,2", "2,2", "0,0", "1,1", "0"), NG},
+    {"max_pool2d_nhwc", "d:2x5x6x5", MP("3,3", "2,2", "1,1", "1,1", "1"), NG},
+    {"max_pool2d_nhwc", "d:1x6x5x8", MP("2,3", "1,2", "1,1", "2,1", "0"), NG},
+    {"max_pool2d_nhwc", "n:2x7x7x16", MP("3,3", "2,2", "1,1", "1,1", "0"), NG},
+    {"max_pool2d_nhwc", "n:1x9x8x19", MP("3,2", "1,3", "1,1", "2,3", "0"), NG},
+    {"max_pool2d_nhwc", "n:2x12x12x35", MP("3,3", "2,2", "1,1", "1,1", "1"), NG},
+    {"max_pool2d_nhwc", "c1,nan,-inf,3,-2,nan,0.5,7,-inf:1x3x3x19", MP("2,2", "1,1", "0,0", "1,1", "0"), NG},
     {"max_pool2d_backward", "n:1x2x2x2;d:1x2x5x5", MP("2,2", "2,2", "0,0", "1,1", "0")},
     {"max_pool2d_backward", "n:1x2x3x3;d:1x2x5x5", MP("3,3", "2,2", "1,1", "1,1", "1")},
     {"max_pool2d_backward", "n:2x3x7x7;d:2x3x12x12", MP("3,3", "2,2", "1,1", "1,1", "1"), SWEEP_NO_GRAD},

@@ -80,6 +80,17 @@ struct oar_onnx_model {
     ox_variant *last;      /* of the latest run */
 };
 
+/* What the importer knows of a value made by DequantizeLinear (onnx_qdq.c): its quantized source
+ * q (u8/i8), f32 scale and integer zero point (0-d per tensor, or 1-d along axis), so that a Conv,
+ * Gemm or MatMul reading it can run on the int8 ops from q. qop: the value is the f32 output of
+ * qconv2d/qlinear (or of a Relu or Add of one), whose QuantizeLinear fuse_quant folds into the
+ * epilogue. One per value id, made per trace (ox_interpret). */
+typedef struct ox_qval {
+    oar_tensor *q, *scale, *zero_point;
+    int axis;
+    bool qop;
+} ox_qval;
+
 /* A node being translated: its inputs (NULL for absent optional ones) and the outputs it must
  * write (out[k] NULL where the graph does not use output k; translations may still set it). */
 typedef struct ox_ctx {
@@ -92,6 +103,7 @@ typedef struct ox_ctx {
     int n_out;
     bool *want;            /* output k is used by the graph */
     oar_tensor **vals;     /* every value's tensor so far (subgraphs read outer ones here) */
+    ox_qval *qv;           /* per value id (may be NULL) */
 } ox_ctx;
 
 typedef oar_status (*ox_translate_fn)(ox_ctx *c);
@@ -144,7 +156,9 @@ oar_status ox_read_io(const Onnx__ValueInfoProto *v, ox_io *io, const char *what
 /* The interpreter (onnx_run.c): the traced function's body. */
 oar_status ox_interpret(void *user, oar_tensor *const *in, int n_in, oar_tensor **out, int n_out);
 /* Runs g's nodes in order, reading and writing vals (g's initializers bound first). */
-oar_status ox_run_graph(const oar_onnx_model *m, const ox_graph *g, oar_tensor **vals);
+oar_status ox_run_graph(const oar_onnx_model *m, const ox_graph *g, oar_tensor **vals, ox_qval *qv);
+/* After a node ran: marks which of its outputs are f32 outputs of int8 ops (onnx_qdq.c). */
+void ox_qdq_after(const ox_ctx *c);
 /* t, made with the trace paused, as a constant of the running trace (if any). */
 oar_tensor *ox_as_constant(oar_tensor *t);
 

@@ -13,6 +13,21 @@
 /* A Conv node's convolution of x by w (+ b) with its attributes (onnx_ops_nn.c); NULL with the
  * error set. */
 oar_tensor *ox_conv(ox_ctx *c, oar_tensor *x, oar_tensor *w, oar_tensor *b);
+/* A 2-D Conv node's geometry as oar_conv_opts when its pads are symmetric (false otherwise, or
+ * for another rank; ox_conv then reports or handles it). */
+bool ox_conv2d_opts(ox_ctx *c, const oar_tensor *x, const oar_tensor *w, oar_conv_opts *o);
+
+/* QDQ on the int8 ops (onnx_qdq.c). Each returns true when it took the node, with *y the result
+ * (NULL with the error set); false leaves the node to its float translation. */
+bool ox_qdq_conv(ox_ctx *c, oar_tensor **y);                  /* Conv of DequantizeLinear outputs */
+bool ox_qdq_gemm(ox_ctx *c, bool matmul, oar_tensor **y);     /* Gemm (Linear form) or 2-D MatMul */
+bool ox_qdq_dequantize(ox_ctx *c, oar_tensor **y);            /* DequantizeLinear, recorded */
+bool ox_qdq_quantize(ox_ctx *c, oar_tensor **y);              /* QuantizeLinear per tensor in f32 */
+bool ox_qdq_max_pool(ox_ctx *c, const struct oar_attr *at, oar_tensor **y); /* MaxPool of a DQ value (qmax_pool2d's attrs) */
+bool ox_qlinear_conv_int8(ox_ctx *c, oar_tensor **y);         /* QLinearConv on qconv2d */
+bool ox_qlinear_matmul_int8(ox_ctx *c, oar_tensor **y);       /* QLinearMatMul on qlinear */
+bool ox_integer_int8(ox_ctx *c, bool conv, oar_tensor **y);   /* ConvInteger / MatMulInteger, sums < 2^24 */
+
 /* Output k <- y (a NULL y returns the error its op set). */
 oar_status ox_set(ox_ctx *c, int k, oar_tensor *y);
 

@@ -70,7 +70,7 @@ typedef struct branch_ctx {
 
 static oar_status run_branch(ox_ctx *c, int k, oar_tensor **out) {
     const ox_graph *g = c->node->sub[k];
-    oar_status st = ox_run_graph(c->m, g, c->vals);
+    oar_status st = ox_run_graph(c->m, g, c->vals, c->qv);
     return st == OAR_OK ? graph_outputs(c, g, 0, g->n_out, out, k ? "else_branch" : "then_branch") : st;
 }
 
@@ -143,7 +143,7 @@ static oar_status loop_body_fn(void *user, oar_tensor *const *in, int n_in, oar_
     const ox_graph *body = c->node->sub[0];
     int off = 1 + L->has_cond;
     oar_status st = bind_body(c, in[0], L->has_cond ? in[1] : NULL, in + off, L->nv);
-    if (st == OAR_OK) st = ox_run_graph(c->m, body, c->vals);
+    if (st == OAR_OK) st = ox_run_graph(c->m, body, c->vals, c->qv);
     if (st != OAR_OK) return st;
     if (!(out[0] = oar_add_scalar(in[0], 1))) return oar_last_status();
     if (L->has_cond && !(out[1] = scalar_of(c, c->vals[body->out[0].value], OAR_BOOL, "the body's condition")))
@@ -204,7 +204,7 @@ static oar_status unrolled(loop_ctx *L, oar_tensor *cond) {
         oar_tensor *iter = const_scalar((double)i, OAR_I64);
         if (!iter) st = oar_last_status();
         if (st == OAR_OK) st = bind_body(c, iter, cond, v, nv);
-        if (st == OAR_OK) st = ox_run_graph(c->m, body, c->vals);
+        if (st == OAR_OK) st = ox_run_graph(c->m, body, c->vals, c->qv);
         if (st == OAR_OK && cond) {
             cond = scalar_of(c, c->vals[body->out[0].value], OAR_BOOL, "the body's condition");
             st = cond ? known_value(c, cond, "the body's condition", &go) : oar_last_status();
@@ -310,7 +310,7 @@ oar_status ox_Scan(ox_ctx *c) {
             if (!s) st = oar_last_status();
             else c->vals[body->in[ns + j].value] = s;
         }
-        if (st == OAR_OK) st = ox_run_graph(c->m, body, c->vals);
+        if (st == OAR_OK) st = ox_run_graph(c->m, body, c->vals, c->qv);
         if (st == OAR_OK) st = graph_outputs(c, body, 0, ns, state, "body");
         if (st == OAR_OK && nk) st = graph_outputs(c, body, ns, nk, outs + t * nk, "body");
     }

@@ -295,13 +295,15 @@ oar_status ox_TopK(ox_ctx *c) {
 
 /* ---- products */
 oar_status ox_MatMul(ox_ctx *c) {
-    oar_tensor *a = OX_IN(c, 0), *b = OX_IN(c, 1);
+    oar_tensor *a = OX_IN(c, 0), *b = OX_IN(c, 1), *y = NULL;
+    if (ox_qdq_gemm(c, true, &y)) return ox_set(c, 0, y);
     return a && b ? ox_set(c, 0, oar_matmul(a, b)) : ox_fail(c, OAR_ERR_FORMAT, "expected two inputs");
 }
 
 oar_status ox_Gemm(ox_ctx *c) {
-    oar_tensor *a = OX_IN(c, 0), *b = OX_IN(c, 1), *bias = OX_IN(c, 2);
+    oar_tensor *a = OX_IN(c, 0), *b = OX_IN(c, 1), *bias = OX_IN(c, 2), *q = NULL;
     if (!a || !b) return ox_fail(c, OAR_ERR_FORMAT, "expected inputs A and B");
+    if (ox_qdq_gemm(c, false, &q)) return ox_set(c, 0, q);
     if (a->ndim != 2 || b->ndim != 2)
         return ox_fail(c, OAR_ERR_SHAPE, "expected 2-D A and B, got %d-D and %d-D", a->ndim, b->ndim);
     double alpha = ox_attr_float(c, "alpha", 1.0), beta = ox_attr_float(c, "beta", 1.0);

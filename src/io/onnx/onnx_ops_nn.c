@@ -4,6 +4,7 @@
  * the batch (one 2-D convolution per kernel depth, summed); 3-D pooling and average pooling
  * with dilations take the extreme or the sum over the kernel's strided slices. */
 #include "io/onnx/onnx_ops.h"
+#include "ops/op.h"
 
 #include <math.h>
 #include <string.h>
@@ -123,7 +124,24 @@ oar_tensor *ox_conv(ox_ctx *c, oar_tensor *x, oar_tensor *w, oar_tensor *b) {
     return g.n == 1 ? oar_conv1d(x, w, b, &o) : oar_conv2d(x, w, b, &o);
 }
 
-oar_status ox_Conv(ox_ctx *c) { return ox_set(c, 0, ox_conv(c, OX_IN(c, 0), OX_IN(c, 1), OX_IN(c, 2))); }
+bool ox_conv2d_opts(ox_ctx *c, const oar_tensor *x, const oar_tensor *w, oar_conv_opts *o) {
+    geom g;
+    if (!x || !w || x->ndim != 4 || w->ndim != 4) return false;
+    if (read_geom(c, x, w->shape + 2, &g) != OAR_OK || !symmetric(&g)) return false; /* ox_conv's path reports it */
+    *o = (oar_conv_opts){.groups = ox_attr_int(c, "group", 1)};
+    for (int i = 0; i < 2; i++) {
+        o->stride[i] = g.stride[i];
+        o->padding[i] = g.pad_begin[i];
+        o->dilation[i] = g.dilation[i];
+    }
+    return true;
+}
+
+oar_status ox_Conv(ox_ctx *c) {
+    oar_tensor *y = NULL;
+    if (ox_qdq_conv(c, &y)) return ox_set(c, 0, y);
+    return ox_set(c, 0, ox_conv(c, OX_IN(c, 0), OX_IN(c, 1), OX_IN(c, 2)));
+}
 
 oar_status ox_ConvTranspose(ox_ctx *c) {
     oar_tensor *x = OX_IN(c, 0), *w = OX_IN(c, 1), *b = OX_IN(c, 2);
@@ -286,6 +304,13 @@ static oar_status pool(ox_ctx *c, bool max) {
         o.stride[i] = unit ? 1 : g.stride[j];
         o.padding[i] = unit ? 0 : g.pad_begin[j];
         o.dilation[i] = unit ? 1 : g.dilation[j];
+    }
+    if (max && !one_d && fits) { /* oar's int8 pooling: of u8/i8 data, or of DequantizeLinear's */
+        oar_attr at[5] = {oar_attr_ints(o.kernel, 2), oar_attr_ints(o.stride, 2), oar_attr_ints(o.padding, 2),
+                          oar_attr_ints(o.dilation, 2), oar_attr_int(o.ceil_mode)};
+        oar_tensor *y = NULL;
+        if (x->dtype == OAR_U8 || x->dtype == OAR_I8) return ox_set(c, 0, oar_op_call1(OAR_OP_qmax_pool2d, &x, 1, at));
+        if (ox_qdq_max_pool(c, at, &y)) return ox_set(c, 0, y);
     }
     if (one_d) x = oar_unsqueeze(x, 2);
     oar_dtype dt = x ? x->dtype : OAR_F32;

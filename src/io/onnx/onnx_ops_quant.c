@@ -4,6 +4,7 @@
  * per axis, or per block; int8 and uint8 data (oar has no narrower or wider quantized types). */
 #include "io/onnx/onnx_ops.h"
 
+#include <math.h>
 #include <string.h>
 
 /* A scale or zero point laid out to broadcast against x: per tensor as is, per axis as
@@ -53,6 +54,35 @@ static oar_status check_int8(ox_ctx *c, const oar_tensor *t, const char *what) {
     return OAR_OK;
 }
 
+/* A scale must be positive and finite where it is known (ONNX leaves a zero scale undefined:
+ * QuantizeLinear would divide by it). */
+static oar_status check_scale(ox_ctx *c, oar_tensor *s, const char *what) {
+    if (!s) return OAR_OK;
+    if (s->dtype != OAR_F32 && s->dtype != OAR_F64 && s->dtype != OAR_F16 && s->dtype != OAR_BF16)
+        return ox_fail(c, OAR_ERR_DTYPE, "expected a floating %s, got %s", what, oar_dtype_name(s->dtype));
+    if (!s->storage) return OAR_OK;
+    uint64_t tr = oar_active_trace; /* read on the host, not traced */
+    oar_active_trace = 0;
+    oar_tensor *d = oar_contiguous(oar_cast(s, OAR_F64));
+    oar_active_trace = tr;
+    if (!d) return oar_last_status();
+    const double *v = oar_data(d);
+    for (int64_t i = 0; i < d->numel; i++)
+        if (!(v[i] > 0) || v[i] == (double)INFINITY)
+            return ox_fail(c, OAR_ERR_INVALID_ARG, "expected a positive finite %s, got %s[%lld] = %g; the model's "
+                           "quantization parameters are broken (re-run its calibration)", what, what, (long long)i, v[i]);
+    return OAR_OK;
+}
+
+/* A zero point's dtype must be its data's. */
+static oar_status check_zp(ox_ctx *c, const oar_tensor *x, const oar_tensor *zp, const char *what) {
+    size_t n = strcspn(what, "_");
+    if (x && zp && zp->dtype != x->dtype)
+        return ox_fail(c, OAR_ERR_DTYPE, "expected %s of %.*s's dtype %s, got %s; the two must match", what, (int)n,
+                       what, oar_dtype_name(x->dtype), oar_dtype_name(zp->dtype));
+    return OAR_OK;
+}
+
 /* round half to even, + zero point, saturated to dt's range, as dt */
 static oar_tensor *quantize(oar_tensor *v, oar_tensor *zp, oar_dtype dt) {
     oar_tensor *q = oar_round(v);
@@ -65,7 +95,11 @@ oar_status ox_DequantizeLinear(ox_ctx *c) {
     oar_tensor *x = OX_IN(c, 0), *scale = OX_IN(c, 1), *zp = OX_IN(c, 2);
     if (!x || !scale) return ox_fail(c, OAR_ERR_FORMAT, "expected inputs x and x_scale");
     oar_status st = x->dtype == OAR_I32 ? OAR_OK : check_int8(c, x, "x"); /* int32: a quantized bias */
+    if (st == OAR_OK) st = check_zp(c, x, zp, "x_zero_point");
+    if (st == OAR_OK) st = check_scale(c, scale, "x_scale");
     if (st != OAR_OK) return st;
+    oar_tensor *q = NULL;
+    if (ox_qdq_dequantize(c, &q)) return ox_set(c, 0, q);
     oar_tensor *z = zp ? per_axis(c, zp, x, true) : NULL, *s = per_axis(c, scale, x, true);
     if ((zp && !z) || !s) return oar_last_status();
     oar_tensor *y = oar_mul(centered(x, z), f64(s));
@@ -75,6 +109,10 @@ oar_status ox_DequantizeLinear(ox_ctx *c) {
 oar_status ox_QuantizeLinear(ox_ctx *c) {
     oar_tensor *x = OX_IN(c, 0), *scale = OX_IN(c, 1), *zp = OX_IN(c, 2);
     if (!x || !scale) return ox_fail(c, OAR_ERR_FORMAT, "expected inputs x and y_scale");
+    oar_status st = check_scale(c, scale, "y_scale");
+    if (st != OAR_OK) return st;
+    oar_tensor *y = NULL;
+    if (ox_qdq_quantize(c, &y)) return ox_set(c, 0, y);
     oar_dtype dt = zp ? zp->dtype : OAR_U8;
     int64_t odt = ox_attr_int(c, "output_dtype", 0);
     if (odt && !ox_dtype_from_onnx((int32_t)odt, &dt))
@@ -101,7 +139,11 @@ oar_status ox_MatMulInteger(ox_ctx *c) {
     if (!a || !b) return ox_fail(c, OAR_ERR_FORMAT, "expected inputs A and B");
     oar_status st = check_int8(c, a, "A");
     if (st == OAR_OK) st = check_int8(c, b, "B");
+    if (st == OAR_OK) st = check_zp(c, a, OX_IN(c, 2), "a_zero_point");
+    if (st == OAR_OK) st = check_zp(c, b, OX_IN(c, 3), "b_zero_point");
     if (st != OAR_OK) return st;
+    oar_tensor *q = NULL;
+    if (ox_integer_int8(c, false, &q)) return ox_set(c, 0, q);
     oar_tensor *y = oar_matmul(centered(a, zp_rows(OX_IN(c, 2), true)), centered(b, zp_rows(OX_IN(c, 3), false)));
     return ox_set(c, 0, y ? oar_cast(y, OAR_I32) : NULL);
 }
@@ -119,7 +161,11 @@ oar_status ox_ConvInteger(ox_ctx *c) {
     if (!x || !w) return ox_fail(c, OAR_ERR_FORMAT, "expected inputs x and w");
     oar_status st = check_int8(c, x, "x");
     if (st == OAR_OK) st = check_int8(c, w, "w");
+    if (st == OAR_OK) st = check_zp(c, x, OX_IN(c, 2), "x_zero_point");
+    if (st == OAR_OK) st = check_zp(c, w, OX_IN(c, 3), "w_zero_point");
     if (st != OAR_OK) return st;
+    oar_tensor *q = NULL;
+    if (ox_integer_int8(c, true, &q)) return ox_set(c, 0, q);
     oar_tensor *xz = OX_IN(c, 2);
     if (xz && xz->numel != 1) return ox_unsupported(c, "x_zero_point with more than one value");
     oar_tensor *y = ox_conv(c, centered(x, xz), centered(w, per_out_channel(OX_IN(c, 3), w)), NULL);
@@ -132,7 +178,14 @@ oar_status ox_QLinearMatMul(ox_ctx *c) {
     if (!a || !as || !b || !bs || !ys) return ox_fail(c, OAR_ERR_FORMAT, "expected inputs a, a_scale, b, b_scale, y_scale");
     oar_status st = check_int8(c, a, "a");
     if (st == OAR_OK) st = check_int8(c, b, "b");
+    if (st == OAR_OK) st = check_zp(c, a, az, "a_zero_point");
+    if (st == OAR_OK) st = check_zp(c, b, bz, "b_zero_point");
+    if (st == OAR_OK) st = check_scale(c, as, "a_scale");
+    if (st == OAR_OK) st = check_scale(c, bs, "b_scale");
+    if (st == OAR_OK) st = check_scale(c, ys, "y_scale");
     if (st != OAR_OK) return st;
+    oar_tensor *q = NULL;
+    if (ox_qlinear_matmul_int8(c, &q)) return ox_set(c, 0, q);
     oar_dtype dt = yz ? yz->dtype : OAR_U8;
     /* (a - az) as (b - bz) bs / ys, rounded: the integer product exactly, then one scaling */
     oar_tensor *acc = oar_matmul(oar_mul(centered(a, zp_rows(az, true)), f64(zp_rows(as, true))),
@@ -146,7 +199,19 @@ oar_status ox_QLinearConv(ox_ctx *c) {
     if (!x || !xs || !w || !ws || !ys) return ox_fail(c, OAR_ERR_FORMAT, "expected inputs x, x_scale, w, w_scale, y_scale");
     oar_status st = check_int8(c, x, "x");
     if (st == OAR_OK) st = check_int8(c, w, "w");
+    if (st == OAR_OK) st = check_zp(c, x, xz, "x_zero_point");
+    if (st == OAR_OK) st = check_zp(c, w, wz, "w_zero_point");
+    if (st == OAR_OK) st = check_scale(c, xs, "x_scale");
+    if (st == OAR_OK) st = check_scale(c, ws, "w_scale");
+    if (st == OAR_OK) st = check_scale(c, ys, "y_scale");
+    if (st == OAR_OK && ws->numel != 1 && (ws->ndim != 1 || ws->shape[0] != w->shape[0]))
+        st = ox_fail(c, OAR_ERR_SHAPE, "expected w_scale of one value or of w's %lld output channels, got %lld values",
+                     (long long)w->shape[0], (long long)ws->numel);
+    if (st == OAR_OK && b && b->dtype != OAR_I32)
+        st = ox_fail(c, OAR_ERR_DTYPE, "expected an int32 bias B, got %s", oar_dtype_name(b->dtype));
     if (st != OAR_OK) return st;
+    oar_tensor *q = NULL;
+    if (ox_qlinear_conv_int8(c, &q)) return ox_set(c, 0, q);
     if (xz && xz->numel != 1) return ox_unsupported(c, "x_zero_point with more than one value");
     oar_dtype dt = yz ? yz->dtype : OAR_U8;
     oar_tensor *acc = ox_conv(c, centered(x, xz), centered(w, per_out_channel(wz, w)), NULL);

@@ -27,7 +27,7 @@ oar_tensor *ox_as_constant(oar_tensor *t) {
 }
 
 /* A node runs eagerly (folded) when its inputs and the outer values its subgraphs read are real. */
-static oar_status run_node(const oar_onnx_model *m, const ox_node *n, oar_tensor **vals) {
+static oar_status run_node(const oar_onnx_model *m, const ox_node *n, oar_tensor **vals, ox_qval *qv) {
     oar_tensor *in[OX_MAX_NODE_IO] = {0}, *out[OX_MAX_NODE_IO] = {0};
     bool want[OX_MAX_NODE_IO] = {0};
     bool known = true;
@@ -38,7 +38,7 @@ static oar_status run_node(const oar_onnx_model *m, const ox_node *n, oar_tensor
     for (int k = 0; k < n->n_cap; k++) known &= is_real(vals[n->cap[k]]);
     for (int k = 0; k < n->n_out; k++) want[k] = n->out[k] >= 0 && m->used[n->out[k]];
     ox_ctx c = {.m = m, .node = n, .opset = m->opset, .in = in, .n_in = n->n_in, .out = out, .n_out = n->n_out,
-                .want = want, .vals = vals};
+                .want = want, .vals = vals, .qv = qv};
     uint64_t trace = oar_active_trace;
     if (known) oar_active_trace = 0; /* fold: run it now */
     oar_status st = n->op->fn(&c);
@@ -57,15 +57,16 @@ static oar_status run_node(const oar_onnx_model *m, const ox_node *n, oar_tensor
         if (known && out[k]) out[k]->trace_id = trace;
         vals[n->out[k]] = out[k];
     }
+    ox_qdq_after(&c);
     return OAR_OK;
 }
 
-oar_status ox_run_graph(const oar_onnx_model *m, const ox_graph *g, oar_tensor **vals) {
+oar_status ox_run_graph(const oar_onnx_model *m, const ox_graph *g, oar_tensor **vals, ox_qval *qv) {
     uint64_t trace = oar_active_trace;
     for (int i = 0; i < g->n_init; i++)
         if (!(vals[g->init_value[i]] = as_constant(g->init[i], trace))) return oar_last_status();
     for (int i = 0; i < g->n_nodes; i++) {
-        oar_status st = run_node(m, &g->nodes[i], vals);
+        oar_status st = run_node(m, &g->nodes[i], vals, qv);
         if (st != OAR_OK) return st;
     }
     return OAR_OK;
@@ -75,14 +76,18 @@ oar_status ox_interpret(void *user, oar_tensor *const *in, int n_in, oar_tensor 
     const ox_variant *var = user;
     const oar_onnx_model *m = var->m;
     oar_tensor **vals = calloc((size_t)m->n_values + 1, sizeof(oar_tensor *));
-    if (!vals) return OAR_ERR_OOM;
+    ox_qval *qv = calloc((size_t)m->n_values + 1, sizeof(ox_qval));
+    if (!vals || !qv) {
+        free(vals), free(qv);
+        return OAR_ERR_OOM;
+    }
     uint64_t trace = oar_active_trace;
     oar_status st = OAR_OK;
     for (int i = 0, j = 0; i < m->n_in && st == OAR_OK; i++) /* value inputs are constants of this variant */
         if (m->value_input[i]) {
             if (!(vals[m->in[i].value] = as_constant(var->values[i], trace))) st = oar_last_status();
         } else if (j < n_in) vals[m->in[i].value] = in[j++];
-    if (st == OAR_OK) st = ox_run_graph(m, &m->g, vals);
+    if (st == OAR_OK) st = ox_run_graph(m, &m->g, vals, qv);
     for (int k = 0; k < n_out && st == OAR_OK; k++) {
         oar_tensor *y = vals[m->out[k].value];
         if (!y) {
@@ -97,6 +102,6 @@ oar_status ox_interpret(void *user, oar_tensor *const *in, int n_in, oar_tensor 
             if (out[j] == y) y = oar_clone(y);
         if (!(out[k] = y)) st = oar_last_status();
     }
-    free(vals);
+    free(vals), free(qv);
     return st;
 }

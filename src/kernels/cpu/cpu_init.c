@@ -18,6 +18,7 @@ void oar_cpu_kernels_init(void) {
     oar_cpu_register_masked_fill();
     oar_cpu_register_unary_backward();
     oar_cpu_register_pool2x2();
+    oar_cpu_register_pool_nhwc();
     oar_cpu_register_optim_multi();
     oar_cpu_register_attention();
     oar_cpu_register_attention_composed();

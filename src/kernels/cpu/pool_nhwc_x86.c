@@ -1,0 +1,141 @@
+/* max_pool2d_nhwc on x86 (f32): the channels, contiguous in NHWC, are the vector lanes (16 with
+ * AVX-512, 8 with AVX2; the last block masked), so every window tap is one vector load and the
+ * reference's choice (a later tap wins when greater or NaN) is one compare-or-unordered and a
+ * blend per tap: the reference's bits. Rows of output (image, oy) are split over the threads.
+ * Registered above the reference; each path declines when the ISA cap (OAR_CPU_ISA) is below
+ * it, so the sweep at avx2 and generic runs the AVX2 kernel and the reference. */
+#include "kernels/cpu/cpu_kernels.h"
+#include "ops/pool_nhwc.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#include <math.h>
+
+#define PN_AVX2 __attribute__((target("avx2,fma")))
+#define PN_AVX512 __attribute__((target("avx512f,avx2,fma")))
+
+typedef struct pn_job {
+    const float *x;
+    float *y;
+    oar_pool_nhwc_geom g;
+} pn_job;
+
+/* The valid taps of output column ox in row oy: their offsets (in floats) into x's image. */
+static int pn_taps(const oar_pool_nhwc_geom *g, int64_t oy, int64_t ox, int64_t *off) {
+    int n = 0;
+    for (int64_t ky = 0; ky < g->k[0]; ky++) {
+        int64_t iy = oy * g->s[0] - g->p[0] + ky * g->d[0];
+        if (iy < 0 || iy >= g->h) continue;
+        for (int64_t kx = 0; kx < g->k[1]; kx++) {
+            int64_t ix = ox * g->s[1] - g->p[1] + kx * g->d[1];
+            if (ix >= 0 && ix < g->w) off[n++] = (iy * g->w + ix) * g->c;
+        }
+    }
+    return n;
+}
+
+#define PN_MAX_TAPS 1024 /* larger windows go to the reference */
+
+static PN_AVX512 void pn_rows_512(void *ctx, int64_t b, int64_t e) {
+    const pn_job *j = ctx;
+    const oar_pool_nhwc_geom *g = &j->g;
+    int64_t off[PN_MAX_TAPS];
+    for (int64_t r = b; r < e; r++) {
+        int64_t n = r / g->oh, oy = r % g->oh;
+        const float *img = j->x + n * g->h * g->w * g->c;
+        float *yrow = j->y + r * g->ow * g->c;
+        for (int64_t ox = 0; ox < g->ow; ox++) {
+            int nt = pn_taps(g, oy, ox, off);
+            float *yp = yrow + ox * g->c;
+            for (int64_t c = 0; c < g->c; c += 16) {
+                __mmask16 m = g->c - c >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (g->c - c)) - 1);
+                __m512 best = _mm512_set1_ps(-INFINITY);
+                for (int t = 0; t < nt; t++) {
+                    __m512 v = _mm512_maskz_loadu_ps(m, img + off[t] + c);
+                    __mmask16 take = _mm512_cmp_ps_mask(v, best, _CMP_GT_OQ) | _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+                    best = _mm512_mask_blend_ps(take, best, v);
+                }
+                _mm512_mask_storeu_ps(yp + c, m, best);
+            }
+        }
+    }
+}
+
+static PN_AVX2 void pn_rows_avx2(void *ctx, int64_t b, int64_t e) {
+    const pn_job *j = ctx;
+    const oar_pool_nhwc_geom *g = &j->g;
+    int64_t off[PN_MAX_TAPS];
+    for (int64_t r = b; r < e; r++) {
+        int64_t n = r / g->oh, oy = r % g->oh;
+        const float *img = j->x + n * g->h * g->w * g->c;
+        float *yrow = j->y + r * g->ow * g->c;
+        for (int64_t ox = 0; ox < g->ow; ox++) {
+            int nt = pn_taps(g, oy, ox, off);
+            float *yp = yrow + ox * g->c;
+            int64_t c = 0;
+            for (; c + 8 <= g->c; c += 8) {
+                __m256 best = _mm256_set1_ps(-INFINITY);
+                for (int t = 0; t < nt; t++) {
+                    __m256 v = _mm256_loadu_ps(img + off[t] + c);
+                    __m256 take = _mm256_or_ps(_mm256_cmp_ps(v, best, _CMP_GT_OQ), _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+                    best = _mm256_blendv_ps(best, v, take);
+                }
+                _mm256_storeu_ps(yp + c, best);
+            }
+            for (; c < g->c; c++) { /* the reference's rule, one channel at a time */
+                float best = -INFINITY;
+                for (int t = 0; t < nt; t++) {
+                    float v = img[off[t] + c];
+                    if (v > best || isnan(v)) best = v;
+                }
+                yp[c] = best;
+            }
+        }
+    }
+}
+
+static oar_status pn_run(oar_tensor *const *in, oar_tensor *const *out, const oar_attr *a, oar_range_fn fn) {
+    pn_job j = {.x = (const float *)oar_tensor_ptr(in[0]), .y = (float *)oar_tensor_ptr(out[0])};
+    oar_status st = oar_pool_nhwc_read(in[0], a, &j.g);
+    if (st != OAR_OK) return st;
+    int64_t rows = j.g.n * j.g.oh, per_row = j.g.ow * j.g.c * j.g.k[0] * j.g.k[1];
+    if (rows > 0) oar_parallel_for(rows, 1 + 32768 / (per_row + 1), fn, &j);
+    return OAR_OK;
+}
+
+static oar_status pn_fwd_512(const oar_kctx *ctx, oar_tensor *const *in, int n_in, oar_tensor *const *out, int n_out,
+                             const oar_attr *a) {
+    (void)ctx; (void)n_in; (void)n_out;
+    return pn_run(in, out, a, pn_rows_512);
+}
+
+static oar_status pn_fwd_avx2(const oar_kctx *ctx, oar_tensor *const *in, int n_in, oar_tensor *const *out,
+                              int n_out, const oar_attr *a) {
+    (void)ctx; (void)n_in; (void)n_out;
+    return pn_run(in, out, a, pn_rows_avx2);
+}
+
+static bool pn_ok(oar_tensor *const *in, const oar_attr *a) {
+    return in[0]->contiguous && in[0]->ndim == 4 && a[0].n == 2 && a[0].ints[0] * a[0].ints[1] <= PN_MAX_TAPS;
+}
+
+static bool pn_ok_512(oar_tensor *const *in, int n_in, oar_tensor *const *out, int n_out, const oar_attr *a) {
+    (void)n_in; (void)out; (void)n_out;
+    return oar_cpu_has_avx512() && pn_ok(in, a);
+}
+
+static bool pn_ok_avx2(oar_tensor *const *in, int n_in, oar_tensor *const *out, int n_out, const oar_attr *a) {
+    (void)n_in; (void)out; (void)n_out;
+    return oar_cpu_has_avx2() && pn_ok(in, a);
+}
+#endif
+
+void oar_cpu_register_pool_nhwc(void) {
+#if defined(__x86_64__) && defined(__GNUC__)
+    oar_kernel_entry e = {.device = OAR_CPU, .dtypes = OAR_DTYPE_BIT(OAR_F32), .impl = "avx512", .priority = 20,
+                          .fn = pn_fwd_512, .supports = pn_ok_512};
+    oar_register_kernel(OAR_OP_max_pool2d_nhwc, e);
+    e.impl = "avx2", e.priority = 10, e.fn = pn_fwd_avx2, e.supports = pn_ok_avx2;
+    oar_register_kernel(OAR_OP_max_pool2d_nhwc, e);
+#endif
+}
