@@ -16,9 +16,14 @@ class SyncBatchNorm(_BatchNorm):
                  process_group=None, device=None, dtype=None):
         super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype)
         if process_group is not None:
-            from ...distributed import _check_group
+            from ... import distributed as dist
 
-            _check_group(process_group, "SyncBatchNorm")
+            dist._check_group(process_group, "SyncBatchNorm")
+            if isinstance(process_group, dist.ProcessGroup) and \
+                    dist.get_process_group_ranks(process_group) != list(range(dist.get_world_size())):
+                raise NotImplementedError(f"SyncBatchNorm: statistics over a process group of some ranks "
+                                          f"({process_group!r}) are not offered yet: its sums run on the world "
+                                          f"(the allreduce_sum op); use process_group=None or a group of every rank")
         self.process_group = None
 
     def forward(self, input):
