@@ -78,7 +78,11 @@ struct oar_comm {
     pthread_mutex_t mu;   /* guards the completion condition */
     pthread_cond_t cv;
     int next_channel;     /* user fixed-order allreduces: the next channel */
+    const int *global;    /* a group's: the world rank of each of its ranks (NULL: the world) */
 };
+
+/* The world rank of c's rank r, for messages. */
+static inline int oar_comm_global_rank(const oar_comm *c, int r) { return c->global && r >= 0 ? c->global[r] : r; }
 
 /* work.c */
 double oar_dist_now(void);

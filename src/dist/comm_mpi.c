@@ -222,8 +222,9 @@ static bool headers_agree(oar_comm *c, oar_dist_work *w) {
         done(w, OAR_ERR_STATE, "dist: mismatched collective: rank %d runs %s with %lld elements of %s "
                              "(signature %016llx), rank %d runs %s with %lld elements of %s (signature %016llx); "
                              "every rank must build the same model and call the same collectives in order",
-                             c->rank, m->mine.label, (long long)m->mine.count, oar_dtype_name((oar_dtype)m->mine.dtype),
-                             (unsigned long long)m->mine.signature, j, h->label, (long long)h->count,
+                             oar_comm_global_rank(c, c->rank), m->mine.label, (long long)m->mine.count,
+                             oar_dtype_name((oar_dtype)m->mine.dtype), (unsigned long long)m->mine.signature,
+                             oar_comm_global_rank(c, j), h->label, (long long)h->count,
                              oar_dtype_name((oar_dtype)h->dtype), (unsigned long long)h->signature);
         return false;
     }
@@ -432,10 +433,9 @@ static void mpi_describe_pending(oar_comm *c, oar_dist_work *w, char *buf, size_
     for (int k = 0; k < m->n_reqs && used + 16 < size; k++) {
         int peer = m->req_peer[k];
         if (m->req_done[k] || peer < 0) continue; /* receives name the ranks we wait for */
-        used += (size_t)snprintf(buf + used, size - used, "%srank %d", used ? ", " : "", peer);
+        used += (size_t)snprintf(buf + used, size - used, "%srank %d", used ? ", " : "", oar_comm_global_rank(c, peer));
     }
     if (!used && w->d.kind != OAR_COLL_SEND) snprintf(buf, size, "the other ranks (inside MPI's %s)", w->label);
-    (void)c;
 }
 
 static void mpi_shutdown(oar_comm *c, bool clean) {

@@ -70,7 +70,8 @@ oar_status oar_dist_dp_join_notify(oar_dist_dp *dp, const oar_dist_dp_join *opts
         st = join_reduce(dp, &flag, OAR_DIST_SUM, SIG_THROW, "DistributedDataParallel.join: early termination");
         if (st == OAR_OK && flag > 0.0f)
             st = oar_error(OAR_ERR_STATE, "DistributedDataParallel.join: detected at least one rank that exhausted "
-                           "its inputs (throw_on_early_termination=True); rank %d stops too", dp->c->rank);
+                           "its inputs (throw_on_early_termination=True); rank %d stops too",
+                           oar_comm_global_rank(dp->c, dp->c->rank));
     }
     int src = 0;
     if (st == OAR_OK && opts->broadcast_buffers && oar_module_num_buffers(dp->m) > 0 &&
@@ -131,7 +132,7 @@ oar_status oar_dist_dp_join_shadow(oar_dist_dp *dp, const oar_dist_dp_join *opts
         st = join_reduce(dp, &flag, OAR_DIST_SUM, SIG_THROW, "DistributedDataParallel.join: early termination");
         if (st == OAR_OK)
             st = oar_error(OAR_ERR_STATE, "DistributedDataParallel.join: rank %d exhausted all its inputs "
-                           "(throw_on_early_termination=True: every rank stops)", dp->c->rank);
+                           "(throw_on_early_termination=True: every rank stops)", oar_comm_global_rank(dp->c, dp->c->rank));
         goto out;
     }
     int src = 0;

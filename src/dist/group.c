@@ -106,6 +106,7 @@ oar_dist_group *oar_dist_new_group(const int *ranks, int n) {
     }
     g->n = n;
     g->ranks = sorted;
+    if (g->comm) g->comm->global = sorted; /* messages name world ranks */
     pthread_mutex_lock(&g_mu);
     g->next = g_live;
     g_live = g;

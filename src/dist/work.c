@@ -111,13 +111,13 @@ oar_status oar_dist_wait_timed(oar_dist_work *w, double *t_done) {
             pthread_mutex_unlock(&c->mu);
             oar_status st;
             if (dead >= 0) {
-                st = oar_error(OAR_ERR_IO, "dist: %s; rank %d stops %s", why, c->rank, w->label);
+                st = oar_error(OAR_ERR_IO, "dist: %s; rank %d stops %s", why, oar_comm_global_rank(c, c->rank), w->label);
             } else {
                 char pending[160] = "";
                 if (c->ops->describe_pending) c->ops->describe_pending(c, w, pending, sizeof pending);
                 st = oar_error(OAR_ERR_IO, "dist: %s made no progress for %.0f s on rank %d%s%s (a rank that "
                                "skipped it or called a different collective; the limit is "
-                               "OAR_DIST_COLLECTIVE_TIMEOUT_MS)", w->label, stalled, c->rank,
+                               "OAR_DIST_COLLECTIVE_TIMEOUT_MS)", w->label, stalled, oar_comm_global_rank(c, c->rank),
                                pending[0] ? ": still waiting for " : "", pending);
             }
             return st; /* w stays with the backend: it may still touch its buffers */
