@@ -148,7 +148,9 @@ OAR_API oar_status oar_dist_dp_no_sync(oar_dist_dp *dp, bool on);
  * of ranks still training. throw_on_early_termination: once a rank runs out, every rank fails
  * (the joined rank "exhausted all its inputs", the others "detected at least one rank ...").
  * broadcast_buffers: buffers go from the largest rank still training before each forward.
- * sync_backward: false under no_sync (the joined ranks then shadow no buckets). */
+ * sync_backward: false under no_sync (the joined ranks then shadow no buckets). active (may be
+ * NULL): the ranks still training; asking for it waits for the count, which otherwise stays in
+ * flight until the sync (overlapping the forward). */
 typedef struct oar_dist_dp_join {
     bool divide_by_initial_world_size;
     bool throw_on_early_termination;

@@ -268,6 +268,7 @@ oar_status oar_dist_dp_sync(oar_dist_dp *dp) {
     }
     if (dp->no_sync) return OAR_OK; /* gradients stay local until a sync outside no_sync */
     double t0 = oar_dist_now();
+    oar_status join_st = oar_dp_join_settle(dp); /* join's counts of this step, sent before forward */
     /* every bucket is sent, even after an error here: the other ranks send theirs, and the
      * buckets of later steps must pair with the same step's */
     for (int k = 0; k < dp->nb; k++) {
@@ -311,6 +312,10 @@ oar_status oar_dist_dp_sync(oar_dist_dp *dp) {
         st = oar_error(dp->err, "%s", dp->err_msg);
         reset_step(dp);
         return st;
+    }
+    if (join_st != OAR_OK) {
+        reset_step(dp);
+        return join_st;
     }
     for (int k = 0; k < dp->n; k++) {
         dp_param *q = &dp->params[k];
@@ -362,6 +367,7 @@ int oar_dist_dp_bucket_params(const oar_dist_dp *dp, int i) {
 
 void oar_dist_dp_free(oar_dist_dp *dp) {
     if (!dp) return;
+    (void)oar_dp_join_settle(dp); /* never free what MPI still writes */
     for (int k = 0; k < dp->n; k++) {
         dp_param *q = &dp->params[k];
         if (q->hook > 0) oar_remove_hook(q->p, q->hook);

@@ -41,7 +41,12 @@ struct oar_dist_dp {
     bool accumulated;      /* some backward ran under no_sync since the last sync */
     int divisor;           /* > 0: buckets are summed and divided by it (join's effective world
                             * size); 0: averaged over the group */
+    oar_dist_work *join_work[2]; /* a training rank's join counts in flight (waited at the sync) */
+    float join_val[2];
 };
+
+/* Waits for the join counts a training rank left in flight (dp_join.c); their error, if any. */
+oar_status oar_dp_join_settle(oar_dist_dp *dp);
 
 /* The description of bucket b's allreduce on buf (its own, or a joined rank's zeros). */
 oar_coll_desc oar_dp_bucket_desc(const oar_dist_dp *dp, const dp_bucket *b, void *buf);

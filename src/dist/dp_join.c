@@ -27,13 +27,28 @@
 #define SIG_RANK 0x6a6f696e03ull
 #define SIG_SYNC 0x6a6f696e04ull
 
+static oar_dist_work *join_submit(oar_dist_dp *dp, float *v, oar_dist_op op, uint64_t sig, const char *label) {
+    oar_coll_desc d = {.kind = OAR_COLL_ALLREDUCE, .buf = v, .count = 1, .dtype = OAR_F32, .op = op,
+                       .tag = oar_dist_next_channel(dp->c), .fixed_order = true, .signature = sig, .label = label};
+    return oar_dist_submit(dp->c, &d);
+}
+
+oar_status oar_dp_join_settle(oar_dist_dp *dp) {
+    oar_status st = OAR_OK;
+    for (int k = 0; k < 2; k++) {
+        if (!dp->join_work[k]) continue;
+        oar_status s = oar_dist_wait(dp->join_work[k]);
+        dp->join_work[k] = NULL;
+        if (st == OAR_OK) st = s;
+    }
+    return st;
+}
+
 /* One f32 allreduce of the join protocol: v = op over the group of v. It takes the next user
  * channel, as oar_dist_allreduce does, so a rank running a user collective meanwhile meets it
  * in the header check (mismatched collective) instead of waiting on another channel. */
 static oar_status join_reduce(oar_dist_dp *dp, float *v, oar_dist_op op, uint64_t sig, const char *label) {
-    oar_coll_desc d = {.kind = OAR_COLL_ALLREDUCE, .buf = v, .count = 1, .dtype = OAR_F32, .op = op,
-                       .tag = oar_dist_next_channel(dp->c), .fixed_order = true, .signature = sig, .label = label};
-    return oar_dist_wait(oar_dist_submit(dp->c, &d));
+    return oar_dist_wait(join_submit(dp, v, op, sig, label));
 }
 
 static oar_status broadcast_state(oar_dist_dp *dp, int src, bool params) {
@@ -60,12 +75,21 @@ static oar_status common_rank(oar_dist_dp *dp, bool cond, int *out, const char *
     return st;
 }
 
+/* A training rank's step: the count and the backward-sync flag stay in flight (waited by the sync,
+ * so they overlap the forward, as torch's work handle does), unless the divisor needs the count
+ * now (divide_by_initial_world_size false) or an early termination must be known before forward. */
 oar_status oar_dist_dp_join_notify(oar_dist_dp *dp, const oar_dist_dp_join *opts, int *active) {
     if (!dp || !opts) return oar_error(OAR_ERR_INVALID_ARG, "dist_dp_join_notify: expected a handle and options");
-    float count = 1.0f;
-    oar_status st = join_reduce(dp, &count, OAR_DIST_SUM, SIG_COUNT,
-                                "DistributedDataParallel.join: counting the ranks still training");
-    if (st == OAR_OK && opts->throw_on_early_termination) {
+    oar_status st = oar_dp_join_settle(dp); /* a forward without backward left them */
+    if (st != OAR_OK) goto out;
+    dp->join_val[0] = 1.0f;
+    dp->join_work[0] = join_submit(dp, &dp->join_val[0], OAR_DIST_SUM, SIG_COUNT,
+                                   "DistributedDataParallel.join: counting the ranks still training");
+    if (!dp->join_work[0]) {
+        st = oar_last_status();
+        goto out;
+    }
+    if (opts->throw_on_early_termination) {
         float flag = 0.0f;
         st = join_reduce(dp, &flag, OAR_DIST_SUM, SIG_THROW, "DistributedDataParallel.join: early termination");
         if (st == OAR_OK && flag > 0.0f)
@@ -77,15 +101,24 @@ oar_status oar_dist_dp_join_notify(oar_dist_dp *dp, const oar_dist_dp_join *opts
     if (st == OAR_OK && opts->broadcast_buffers && oar_module_num_buffers(dp->m) > 0 &&
         (st = common_rank(dp, true, &src, "DistributedDataParallel.join: the rank whose buffers go to all")) == OAR_OK)
         st = broadcast_state(dp, src, false);
-    float sync = opts->sync_backward ? 1.0f : 0.0f;
-    if (st == OAR_OK)
-        st = join_reduce(dp, &sync, OAR_DIST_SUM, SIG_SYNC, "DistributedDataParallel.join: whether backward syncs");
     if (st == OAR_OK) {
-        int n = (int)count;
-        dp->divisor = opts->divide_by_initial_world_size || n == dp->c->size ? 0 : n;
+        dp->join_val[1] = opts->sync_backward ? 1.0f : 0.0f;
+        dp->join_work[1] = join_submit(dp, &dp->join_val[1], OAR_DIST_SUM, SIG_SYNC,
+                                       "DistributedDataParallel.join: whether backward syncs");
+        if (!dp->join_work[1]) st = oar_last_status();
+    }
+    dp->divisor = 0;
+    if (st == OAR_OK && (!opts->divide_by_initial_world_size || active)) {
+        st = oar_dp_join_settle(dp);
+        int n = (int)dp->join_val[0];
+        if (st == OAR_OK && !opts->divide_by_initial_world_size && n != dp->c->size) dp->divisor = n;
         if (active) *active = n;
     }
-    if (st != OAR_OK) oar_error_prefix("dist_dp_join_notify");
+out:
+    if (st != OAR_OK) {
+        (void)oar_dp_join_settle(dp);
+        oar_error_prefix("dist_dp_join_notify");
+    }
     return st;
 }
 
@@ -155,7 +188,8 @@ out:
 oar_status oar_dist_dp_join_end(oar_dist_dp *dp, bool last_joiner) {
     if (!dp) return oar_error(OAR_ERR_INVALID_ARG, "dist_dp_join_end: the handle is NULL");
     int src = 0;
-    oar_status st = common_rank(dp, last_joiner, &src, "DistributedDataParallel.join: the last rank to join");
+    oar_status st = oar_dp_join_settle(dp);
+    if (st == OAR_OK) st = common_rank(dp, last_joiner, &src, "DistributedDataParallel.join: the last rank to join");
     if (st == OAR_OK) st = broadcast_state(dp, src, true);
     dp->divisor = 0;
     if (st != OAR_OK) oar_error_prefix("dist_dp_join_end");

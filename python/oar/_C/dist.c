@@ -346,7 +346,8 @@ static PyObject *dp_stats(DPObject *self, PyObject *unused) {
                          s.exposed_seconds);
 }
 
-/* join_notify(divide_by_initial_world_size, throw, broadcast_buffers, sync_backward) -> ranks still training;
+/* join_notify(divide_by_initial_world_size, throw, broadcast_buffers, sync_backward) -> -1 (the count stays
+ * in flight until the sync);
  * join_shadow(divide_by_initial_world_size, throw, broadcast_buffers) -> the same, 0 when all joined. */
 static PyObject *dp_join_step(DPObject *self, PyObject *args, bool shadow) {
     DP_SELF("DataParallel.join");
@@ -356,7 +357,7 @@ static PyObject *dp_join_step(DPObject *self, PyObject *args, bool shadow) {
                           .broadcast_buffers = bufs, .sync_backward = sync};
     oar_status st;
     Py_BEGIN_ALLOW_THREADS
-    st = shadow ? oar_dist_dp_join_shadow(self->dp, &o, &active) : oar_dist_dp_join_notify(self->dp, &o, &active);
+    st = shadow ? oar_dist_dp_join_shadow(self->dp, &o, &active) : oar_dist_dp_join_notify(self->dp, &o, NULL);
     Py_END_ALLOW_THREADS
     if (oarpy_check(st) < 0) return NULL;
     return PyLong_FromLong(active);
