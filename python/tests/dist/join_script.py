@@ -12,7 +12,9 @@ given oar by oar's torch switch); run.sh compares the two. Rank 0 has 5 batches,
 VARIANT: join (torch's defaults: divide_by_initial_world_size=True), effective
 (divide_by_initial_world_size=False), throw (throw_on_early_termination=True: both ranks raise; the
 messages' classes and the parameters at the stop are compared), mismatch (oar only: rank 0 runs an
-all_reduce outside DDP while rank 1 has joined; both must fail naming a mismatched collective)."""
+all_reduce outside DDP while rank 1 has joined; both must fail naming a mismatched collective), dead
+(oar only: rank 0 exits while rank 1 shadows it; rank 1 must fail naming rank 0's death)."""
+import os
 import sys
 
 import numpy as np
@@ -39,17 +41,21 @@ def run(torch, dist, DDP, rank, variant):
             for i in range(n):
                 if variant == "mismatch" and rank == 0 and i == BATCHES[1]:
                     dist.all_reduce(torch.ones(1))   # rank 1 has joined: its join step meets this
+                if variant == "dead" and rank == 0 and i == BATCHES[1] + 1:
+                    sys.stdout.flush()
+                    os._exit(3)                      # dies while rank 1 shadows it
                 opt.zero_grad()
                 loss = ((ddp(torch.from_numpy(xs[i])) - torch.from_numpy(ys[i])) ** 2).mean()
                 loss.backward()
                 opt.step()
                 losses.append(loss.item())
-    except RuntimeError as e:
-        if variant not in ("throw", "mismatch"):
+    except (RuntimeError, OSError) as e:    # oar raises a dead peer as OSError (an I/O failure)
+        if variant not in ("throw", "mismatch", "dead"):
             raise
         error = str(e)
     params = [p.detach().numpy().copy() for p in model.parameters()]
-    dist.barrier()
+    if variant != "dead":
+        dist.barrier()
     return losses, params, error
 '''
 
@@ -66,7 +72,7 @@ def torch_rank(rank, variant, out, init):
 
     torch.set_num_threads(1)
     dist.init_process_group("gloo", init_method=init, rank=rank, world_size=2)
-    env = {"np": np, "BATCHES": BATCHES}
+    env = {"np": np, "BATCHES": BATCHES, "os": os, "sys": sys}
     exec(SCRIPT, env)
     save(out, rank, *env["run"](torch, dist, DDP, rank, variant))
     dist.destroy_process_group()
@@ -100,9 +106,13 @@ def run_oar(variant, out):
         assert torch is oar, "the switch did not give oar"
         dist.init_process_group("gloo")
         rank = dist.get_rank()
-        env = {"np": np, "BATCHES": BATCHES}
+        env = {"np": np, "BATCHES": BATCHES, "os": os, "sys": sys}
         exec(SCRIPT, env)
         losses, params, error = env["run"](torch, dist, DDP, rank, variant)
+        if variant == "dead":   # rank 1's shadow fails naming rank 0; MPI cannot finish with a dead rank
+            ok = "rank 0" in error and "died" in error and "DistributedDataParallel.join" in error
+            print(f"join dead rank {rank}: {'OK' if ok else 'FAILED'}: {error}", flush=True)
+            os._exit(0 if ok else 1)
         save(out, rank, losses, params, error)
         dist.destroy_process_group()
     if variant == "mismatch":

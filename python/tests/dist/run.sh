@@ -83,5 +83,7 @@ if "$py" "$join" compare "$ref" "$dir/oar_effective" 1e-5 >"$dir/out" 2>&1; then
   fail "DDP.join: divide_by_initial_world_size True and False gave the same result: the check is blind"
 fi
 runw 2 "$join" oar mismatch "$dir/oar_mismatch" && ok || fail "DDP.join against a collective outside DDP"
+runw 2 "$join" oar dead "$dir/oar_dead"
+grep -q "join dead rank 1: OK" "$dir/out" && grep "join dead rank 1" "$dir/out" | cut -c1-200 || fail "DDP.join: a rank that dies while another shadows it"
 if [ $fails -ne 0 ]; then echo "python_dist: $fails failed"; exit 1; fi
 echo "python_dist: all passed"
