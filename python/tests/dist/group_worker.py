@@ -124,6 +124,9 @@ def groups():
     t = oar.tensor([float(me)])
     dist.all_reduce(t, group=whole)
     assert t.tolist() == [6.0] and dist.get_rank(whole) == me
+    # SyncBatchNorm: a group of every rank is the world; a group of some ranks is refused, naming why
+    oar.nn.SyncBatchNorm(4, process_group=whole)
+    expect_error(NotImplementedError, "not offered yet", oar.nn.SyncBatchNorm, 4, process_group=mine)
     # a group of one rank
     solo = dist.new_group([2])
     if me == 2:
