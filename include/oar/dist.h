@@ -92,6 +92,9 @@ OAR_API int oar_dist_group_n_ranks(const oar_dist_group *g); /* members, seen fr
  * rank (-1 when it is not a member; no error). */
 OAR_API int oar_dist_group_global_rank(const oar_dist_group *g, int group_rank);
 OAR_API int oar_dist_group_rank_of(const oar_dist_group *g, int global_rank);
+/* g's id (> 0; NULL: 0, the world): what the allreduce_sum op's group attribute takes
+ * (SyncBatchNorm over a group). Ids count up in creation order on every rank alike. */
+OAR_API int oar_dist_group_id(const oar_dist_group *g);
 /* Frees g's communicator (a local call on each rank; works on g must have completed) and g. */
 OAR_API oar_status oar_dist_group_free(oar_dist_group *g);
 /* The collectives above within g (NULL: the world). Ranks (root, peer) are g's ranks. CPU

@@ -108,6 +108,8 @@ double oar_dist_collective_timeout(void);
 void oar_dist_groups_end(bool clean);
 /* The communicator of g for a collective named who: NULL with an error outside the group. */
 oar_comm *oar_dist_group_comm(const struct oar_dist_group *g, const char *who);
+/* The same for a group named by its id (oar_dist_group_id; 0: the world), as the compiled ops do. */
+oar_comm *oar_dist_group_comm_by_id(int id, const char *who);
 
 /* program_collectives.c: the backend of the compiled allreduce ops (ops/collective.h), installed
  * by init while the world exists (on), removed by finalize after its works completed (off). */

@@ -17,10 +17,12 @@ struct oar_dist_group {
     int n, *ranks;           /* sorted world ranks */
     int rank;                /* this process's rank in the group, -1 outside */
     bool ended;              /* oar_dist_finalize ran */
+    int id;                  /* > 0, in creation order (the compiled ops name groups by it) */
     oar_dist_group *next;    /* the live groups */
 };
 
 static oar_dist_group *g_live;
+static int g_next_id = 1;
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
 
 static int cmp_int(const void *a, const void *b) {
@@ -108,10 +110,27 @@ oar_dist_group *oar_dist_new_group(const int *ranks, int n) {
     g->ranks = sorted;
     if (g->comm) g->comm->global = sorted; /* messages name world ranks */
     pthread_mutex_lock(&g_mu);
+    g->id = g_next_id++;
     g->next = g_live;
     g_live = g;
     pthread_mutex_unlock(&g_mu);
     return g;
+}
+
+int oar_dist_group_id(const oar_dist_group *g) { return g ? g->id : 0; }
+
+oar_comm *oar_dist_group_comm_by_id(int id, const char *who) {
+    if (id == 0) return oar_dist_group_comm(NULL, who);
+    pthread_mutex_lock(&g_mu);
+    oar_dist_group *g = g_live;
+    while (g && g->id != id) g = g->next;
+    pthread_mutex_unlock(&g_mu);
+    if (!g) {
+        oar_error(OAR_ERR_INVALID_ARG, "%s: no live process group has id %d (freed, or made in another job); make "
+                  "it with oar_dist_new_group and keep it alive while its ops run", who, id);
+        return NULL;
+    }
+    return oar_dist_group_comm(g, who);
 }
 
 int oar_dist_group_rank(const oar_dist_group *g) { return g ? g->rank : oar_dist_rank(); }

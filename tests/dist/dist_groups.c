@@ -138,9 +138,10 @@ static int dead(void) {
     oar_dist_group *g = oar_dist_new_group((int[]){1, 2}, 2);
     MUST(g ? OAR_OK : oar_last_status());
     oar_tensor *t = oar_ones((int64_t[]){4}, 1, OAR_F32);
-    if (me == 2) {
+    if (me == 2) { /* dies before the group's collective, once the others have left new_group */
+        usleep(500 * 1000);
         fflush(stdout);
-        _exit(3); /* dies before the group's collective */
+        _exit(3);
     }
     if (me == 1) {
         oar_status st = oar_dist_wait(oar_dist_group_allreduce(g, t, OAR_DIST_SUM, true));

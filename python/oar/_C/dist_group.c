@@ -75,6 +75,12 @@ static PyObject *group_size(GroupObject *self, PyObject *unused) {
     return PyLong_FromLong(oar_dist_group_size(self->g));
 }
 
+static PyObject *group_id(GroupObject *self, PyObject *unused) {
+    (void)unused;
+    GROUP_SELF("DistGroup.id");
+    return PyLong_FromLong(oar_dist_group_id(self->g));
+}
+
 static PyObject *group_ranks(GroupObject *self, PyObject *unused) {
     (void)unused;
     GROUP_SELF("DistGroup.ranks");
@@ -102,6 +108,7 @@ static PyObject *group_destroy(GroupObject *self, PyObject *unused) {
 static PyMethodDef group_methods[] = {
     {"rank", (PyCFunction)group_rank, METH_NOARGS, "This process's rank in the group; -1 outside it."},
     {"size", (PyCFunction)group_size, METH_NOARGS, "The group's size; -1 outside it."},
+    {"id", (PyCFunction)group_id, METH_NOARGS, "The id the allreduce_sum op's group attribute takes."},
     {"ranks", (PyCFunction)group_ranks, METH_NOARGS, "The members' world ranks, in group-rank order."},
     {"destroy", (PyCFunction)group_destroy, METH_NOARGS, "Frees the group's communicator."},
     {NULL, NULL, 0, NULL},

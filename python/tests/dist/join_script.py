@@ -110,7 +110,7 @@ def run_oar(variant, out):
         exec(SCRIPT, env)
         losses, params, error = env["run"](torch, dist, DDP, rank, variant)
         if variant == "dead":   # rank 1's shadow fails naming rank 0; MPI cannot finish with a dead rank
-            ok = "rank 0" in error and "died" in error and "DistributedDataParallel.join" in error
+            ok = "rank 0" in error and "died" in error and "dist_dp_join_shadow" in error
             print(f"join dead rank {rank}: {'OK' if ok else 'FAILED'}: {error}", flush=True)
             os._exit(0 if ok else 1)
         save(out, rank, losses, params, error)
