@@ -65,6 +65,8 @@ static oar_status agree(oar_comm *world, const int *sorted, int n) {
     return st;
 }
 
+static oar_status end_comm(oar_dist_group *g, bool clean);
+
 oar_dist_group *oar_dist_new_group(const int *ranks, int n) {
     oar_comm *world = oar_dist_world_comm();
     if (!world) return oar_error(OAR_ERR_STATE, "new_group: distributed state not started; call oar_dist_init "
@@ -101,8 +103,11 @@ oar_dist_group *oar_dist_new_group(const int *ranks, int n) {
         st = oar_error(OAR_ERR_INTERNAL, "new_group: the backend made rank %d of %d, expected rank %d of %d",
                        g->comm->rank, g->comm->size, g->rank, n);
     if (st != OAR_OK) {
+        if (g->comm) { /* only after the consistency check failed: a fresh communicator */
+            oar_status ignored = end_comm(g, true);
+            (void)ignored;
+        }
         free(sorted);
-        free(g->comm); /* only after a consistency failure, where it is a fresh handle */
         free(g);
         return NULL;
     }
