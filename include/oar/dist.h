@@ -73,6 +73,42 @@ OAR_API oar_status oar_dist_wait(oar_dist_work *w);
 /* Whether w has completed (successfully or not); it still has to be waited for. */
 OAR_API bool oar_dist_test(oar_dist_work *w);
 
+/* ---------------------------------------------------------------- process groups */
+
+/* A process group (torch.distributed.new_group): a sub-communicator of some of the world's
+ * ranks (an MPI_Comm_split of the world, driven by the same progress thread, with the same
+ * liveness and timeout checks). Every rank of the world calls oar_dist_new_group with the same
+ * ranks, in the same order as its other new_group calls (as in torch); the ranks are sorted, so
+ * group rank k is the k-th smallest world rank. A rank outside the group gets a handle too,
+ * whose rank and size are -1, and whose collectives fail with an error saying so. The ranks
+ * must lie in [0, world size) without repeats; a rank that asks for other ranks than the
+ * others fails new_group on every rank with both lists named. NULL with an error otherwise. */
+typedef struct oar_dist_group oar_dist_group;
+OAR_API oar_dist_group *oar_dist_new_group(const int *ranks, int n);
+OAR_API int oar_dist_group_rank(const oar_dist_group *g);   /* this process's rank in g; -1 outside */
+OAR_API int oar_dist_group_size(const oar_dist_group *g);   /* -1 outside g (torch's value) */
+OAR_API int oar_dist_group_n_ranks(const oar_dist_group *g); /* members, seen from any rank */
+/* World rank of g's rank k (-1 with an error when k is out of range), and g's rank of a world
+ * rank (-1 when it is not a member; no error). */
+OAR_API int oar_dist_group_global_rank(const oar_dist_group *g, int group_rank);
+OAR_API int oar_dist_group_rank_of(const oar_dist_group *g, int global_rank);
+/* g's id (> 0; NULL: 0, the world): what the allreduce_sum op's group attribute takes
+ * (SyncBatchNorm over a group). Ids count up in creation order on every rank alike. */
+OAR_API int oar_dist_group_id(const oar_dist_group *g);
+/* Frees g's communicator (a local call on each rank; works on g must have completed) and g. */
+OAR_API oar_status oar_dist_group_free(oar_dist_group *g);
+/* The collectives above within g (NULL: the world). Ranks (root, peer) are g's ranks. CPU
+ * tensors. Every member calls them in the same order; a non-member gets NULL with an error. */
+OAR_API oar_dist_work *oar_dist_group_allreduce(const oar_dist_group *g, oar_tensor *t, oar_dist_op op,
+                                                bool fixed_order);
+OAR_API oar_dist_work *oar_dist_group_broadcast(const oar_dist_group *g, oar_tensor *t, int root);
+OAR_API oar_dist_work *oar_dist_group_allgather(const oar_dist_group *g, oar_tensor *out, oar_tensor *in);
+OAR_API oar_dist_work *oar_dist_group_reduce_scatter(const oar_dist_group *g, oar_tensor *out, oar_tensor *in,
+                                                     oar_dist_op op);
+OAR_API oar_dist_work *oar_dist_group_barrier(const oar_dist_group *g);
+OAR_API oar_dist_work *oar_dist_group_send(const oar_dist_group *g, oar_tensor *t, int peer, int tag);
+OAR_API oar_dist_work *oar_dist_group_recv(const oar_dist_group *g, oar_tensor *t, int peer, int tag);
+
 /* ---------------------------------------------------------------- data parallel */
 
 typedef struct oar_dist_strategy {
@@ -80,6 +116,8 @@ typedef struct oar_dist_strategy {
     double first_bucket_MB;      /* the first bucket, small so communication starts early; 0 = 1 */
     bool mpi_allreduce;          /* use MPI's allreduce instead of the fixed rank-order reduction:
                                   * faster on some networks, not bitwise reproducible */
+    const oar_dist_group *group; /* data parallel among g's ranks (NULL: the world); g's rank 0
+                                  * broadcasts; g must outlive the handle; members only */
 } oar_dist_strategy;
 
 typedef struct oar_dist_dp oar_dist_dp;
@@ -103,6 +141,28 @@ OAR_API oar_status oar_dist_dp_sync(oar_dist_dp *dp);
  * no_sync and one without give the average over ranks of the k-micro-batch sums, one allreduce
  * per step. Eager only (a compiled step starts from zero_grad at every run). */
 OAR_API oar_status oar_dist_dp_no_sync(oar_dist_dp *dp, bool on);
+/* Uneven inputs (PyTorch DDP's join, torch 1.13's protocol; docs/dist.md): a rank that still
+ * has data calls oar_dist_dp_join_notify before each forward; a rank that ran out calls
+ * oar_dist_dp_join_shadow repeatedly, each call shadowing one iteration of the others (their
+ * buffer broadcast and every gradient bucket, with zeros), until it returns *active == 0 (all
+ * joined); then every rank calls oar_dist_dp_join_end, which broadcasts the parameters and
+ * buffers of the last rank to join. divide_by_initial_world_size (torch's default): gradients
+ * are the sum over the ranks still training divided by the group size; otherwise by the number
+ * of ranks still training. throw_on_early_termination: once a rank runs out, every rank fails
+ * (the joined rank "exhausted all its inputs", the others "detected at least one rank ...").
+ * broadcast_buffers: buffers go from the largest rank still training before each forward.
+ * sync_backward: false under no_sync (the joined ranks then shadow no buckets). active (may be
+ * NULL): the ranks still training; asking for it waits for the count, which otherwise stays in
+ * flight until the sync (overlapping the forward). */
+typedef struct oar_dist_dp_join {
+    bool divide_by_initial_world_size;
+    bool throw_on_early_termination;
+    bool broadcast_buffers;
+    bool sync_backward;
+} oar_dist_dp_join;
+OAR_API oar_status oar_dist_dp_join_notify(oar_dist_dp *dp, const oar_dist_dp_join *opts, int *active);
+OAR_API oar_status oar_dist_dp_join_shadow(oar_dist_dp *dp, const oar_dist_dp_join *opts, int *active);
+OAR_API oar_status oar_dist_dp_join_end(oar_dist_dp *dp, bool last_joiner);
 /* oar_backward(loss) followed by oar_dist_dp_sync. */
 OAR_API oar_status oar_dist_dp_backward(oar_dist_dp *dp, oar_tensor *loss);
 

@@ -12,8 +12,15 @@
 
 typedef enum oar_coll_kind {
     OAR_COLL_ALLREDUCE, OAR_COLL_BROADCAST, OAR_COLL_ALLGATHER, OAR_COLL_REDUCE_SCATTER,
-    OAR_COLL_BARRIER, OAR_COLL_SEND, OAR_COLL_RECV
+    OAR_COLL_BARRIER, OAR_COLL_SEND, OAR_COLL_RECV,
+    OAR_COLL_SPLIT,   /* a sub-communicator of the ranks with peer >= 0, ordered by tag (buf: oar_comm_split_out) */
+    OAR_COLL_FREE     /* frees the communicator the work runs on (a group's, at oar_dist_group_free) */
 } oar_coll_kind;
+
+typedef struct oar_comm_split_out {
+    unsigned char storage[16]; /* the backend's new communicator (MPI: an MPI_Comm's bytes) */
+    int rank, size;   /* in the new communicator; -1 outside it */
+} oar_comm_split_out;
 
 /* One collective, described by raw buffers so that device pointers fit too. */
 typedef struct oar_coll_desc {
@@ -59,6 +66,9 @@ typedef struct oar_comm_ops {
     void (*describe_pending)(oar_comm *c, oar_dist_work *w, char *buf, size_t size);
     /* Stops the backend's threads; clean: also shut the library down (all ranks are here). */
     void (*shutdown)(oar_comm *c, bool clean);
+    /* A sub-communicator over the same transport (process groups): a collective over c's ranks;
+     * member false on the ranks outside it, which get NULL and OAR_OK. key orders the ranks. */
+    oar_comm *(*split)(oar_comm *c, bool member, int key, oar_status *st);
 } oar_comm_ops;
 
 struct oar_comm {
@@ -68,7 +78,11 @@ struct oar_comm {
     pthread_mutex_t mu;   /* guards the completion condition */
     pthread_cond_t cv;
     int next_channel;     /* user fixed-order allreduces: the next channel */
+    const int *global;    /* a group's: the world rank of each of its ranks (NULL: the world) */
 };
+
+/* The world rank of c's rank r, for messages. */
+static inline int oar_comm_global_rank(const oar_comm *c, int r) { return c->global && r >= 0 ? c->global[r] : r; }
 
 /* work.c */
 double oar_dist_now(void);
@@ -76,6 +90,8 @@ double oar_dist_now(void);
 void oar_dist_work_finish(oar_dist_work *w, oar_status st, const char *fmt, ...) OAR_PRINTF(3, 4);
 /* Creates and submits a work on c for d (label copied). NULL with the error set. */
 oar_dist_work *oar_dist_submit(oar_comm *c, const oar_coll_desc *d);
+/* The next channel of c's user fixed-order allreduces (every rank counts the same calls). */
+int oar_dist_next_channel(oar_comm *c);
 /* oar_dist_wait that also says when w completed (oar_dist_now's clock). */
 oar_status oar_dist_wait_timed(oar_dist_work *w, double *t_done);
 /* The elementwise reduction used by backends that reduce themselves: acc op= x. */
@@ -86,6 +102,14 @@ size_t oar_dist_dtype_size(oar_dtype dt);
 /* init.c: the world communicator (NULL before init); the collective timeout in seconds. */
 oar_comm *oar_dist_world_comm(void);
 double oar_dist_collective_timeout(void);
+
+/* group.c: the groups still alive end with the world (finalize calls it before the world's
+ * shutdown; clean: their communicators are freed too). */
+void oar_dist_groups_end(bool clean);
+/* The communicator of g for a collective named who: NULL with an error outside the group. */
+oar_comm *oar_dist_group_comm(const struct oar_dist_group *g, const char *who);
+/* The same for a group named by its id (oar_dist_group_id; 0: the world), as the compiled ops do. */
+oar_comm *oar_dist_group_comm_by_id(int id, const char *who);
 
 /* program_collectives.c: the backend of the compiled allreduce ops (ops/collective.h), installed
  * by init while the world exists (on), removed by finalize after its works completed (off). */

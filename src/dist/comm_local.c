@@ -22,7 +22,17 @@ static oar_status local_submit(oar_comm *c, oar_dist_work *w) {
 
 static void local_shutdown(oar_comm *c, bool clean) { (void)c, (void)clean; }
 
-static const oar_comm_ops local_ops = {.name = "local", .submit = local_submit, .shutdown = local_shutdown};
+static oar_comm *local_split(oar_comm *c, bool member, int key, oar_status *st) {
+    (void)c, (void)key;
+    *st = OAR_OK;
+    if (!member) return NULL;
+    oar_comm *g = oar_comm_local_new();
+    if (!g) *st = oar_error(OAR_ERR_OOM, "new_group: out of memory");
+    return g;
+}
+
+static const oar_comm_ops local_ops = {.name = "local", .submit = local_submit, .shutdown = local_shutdown,
+                                       .split = local_split};
 
 oar_comm *oar_comm_local_new(void) {
     oar_comm *c = OAR_NEW(oar_comm);

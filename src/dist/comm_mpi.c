@@ -47,8 +47,9 @@ typedef struct mpi_work {
 
 #define POOL 8 /* scratch buffers kept for reuse: a fresh large malloc page-faults every time */
 
-typedef struct mpi_comm {
-    MPI_Comm comm;
+/* The progress thread and its queue, shared by the world and every sub-communicator made from
+ * it (process groups): one thread owns every MPI call, whichever communicator a work runs on. */
+typedef struct mpi_engine {
     void *pool[POOL];         /* touched by the progress thread only */
     size_t pool_size[POOL];
     pthread_t thread;
@@ -56,6 +57,12 @@ typedef struct mpi_comm {
     pthread_cond_t qcv;
     oar_dist_work *incoming, *incoming_tail;
     bool stop;
+} mpi_engine;
+
+typedef struct mpi_comm {
+    MPI_Comm comm;            /* the world's duplicate, or a group's sub-communicator */
+    mpi_engine *e;
+    bool is_world;            /* owns e */
 } mpi_comm;
 
 static MPI_Datatype mpi_type(oar_dtype dt) {
@@ -100,11 +107,11 @@ static void add_req(mpi_work *m, MPI_Request r, int peer) {
 static void *scratch_get(mpi_comm *mc, size_t size, size_t *got) {
     int best = -1;
     for (int k = 0; k < POOL; k++)
-        if (mc->pool[k] && mc->pool_size[k] >= size && (best < 0 || mc->pool_size[k] < mc->pool_size[best])) best = k;
+        if (mc->e->pool[k] && mc->e->pool_size[k] >= size && (best < 0 || mc->e->pool_size[k] < mc->e->pool_size[best])) best = k;
     if (best >= 0) {
-        void *p = mc->pool[best];
-        *got = mc->pool_size[best];
-        mc->pool[best] = NULL;
+        void *p = mc->e->pool[best];
+        *got = mc->e->pool_size[best];
+        mc->e->pool[best] = NULL;
         return p;
     }
     *got = size;
@@ -115,19 +122,19 @@ static void scratch_put(mpi_comm *mc, void *p, size_t size) {
     if (!p) return;
     int slot = -1;
     for (int k = 0; k < POOL && slot < 0; k++)
-        if (!mc->pool[k]) slot = k;
+        if (!mc->e->pool[k]) slot = k;
     if (slot < 0) { /* full: drop the smallest */
         slot = 0;
         for (int k = 1; k < POOL; k++)
-            if (mc->pool_size[k] < mc->pool_size[slot]) slot = k;
-        if (mc->pool_size[slot] > size) {
+            if (mc->e->pool_size[k] < mc->e->pool_size[slot]) slot = k;
+        if (mc->e->pool_size[slot] > size) {
             free(p);
             return;
         }
-        free(mc->pool[slot]);
+        free(mc->e->pool[slot]);
     }
-    mc->pool[slot] = p;
-    mc->pool_size[slot] = size;
+    mc->e->pool[slot] = p;
+    mc->e->pool_size[slot] = size;
 }
 
 static void free_impl_parts(mpi_comm *mc, mpi_work *m) {
@@ -215,8 +222,9 @@ static bool headers_agree(oar_comm *c, oar_dist_work *w) {
         done(w, OAR_ERR_STATE, "dist: mismatched collective: rank %d runs %s with %lld elements of %s "
                              "(signature %016llx), rank %d runs %s with %lld elements of %s (signature %016llx); "
                              "every rank must build the same model and call the same collectives in order",
-                             c->rank, m->mine.label, (long long)m->mine.count, oar_dtype_name((oar_dtype)m->mine.dtype),
-                             (unsigned long long)m->mine.signature, j, h->label, (long long)h->count,
+                             oar_comm_global_rank(c, c->rank), m->mine.label, (long long)m->mine.count,
+                             oar_dtype_name((oar_dtype)m->mine.dtype), (unsigned long long)m->mine.signature,
+                             oar_comm_global_rank(c, j), h->label, (long long)h->count,
                              oar_dtype_name((oar_dtype)h->dtype), (unsigned long long)h->signature);
         return false;
     }
@@ -266,6 +274,21 @@ static bool start(oar_comm *c, mpi_comm *mc, oar_dist_work *w) {
     case OAR_COLL_BARRIER: err = MPI_Ibarrier(mc->comm, &r); break;
     case OAR_COLL_SEND: err = MPI_Isend(d->buf, (int)d->count, t, d->peer, d->tag, mc->comm, &r); break;
     case OAR_COLL_RECV: err = MPI_Irecv(d->buf, (int)d->count, t, d->peer, d->tag, mc->comm, &r); break;
+    case OAR_COLL_SPLIT: { /* blocking, but every rank reaches it right after new_group's agreement check */
+        oar_comm_split_out *o = d->buf;
+        MPI_Comm sub = MPI_COMM_NULL;
+        err = MPI_Comm_split(mc->comm, d->peer >= 0 ? 0 : MPI_UNDEFINED, d->tag, &sub);
+        o->rank = o->size = -1;
+        if (err == MPI_SUCCESS && sub != MPI_COMM_NULL) {
+            MPI_Comm_set_errhandler(sub, MPI_ERRORS_RETURN);
+            MPI_Comm_rank(sub, &o->rank);
+            MPI_Comm_size(sub, &o->size);
+        }
+        _Static_assert(sizeof sub <= sizeof o->storage, "an MPI_Comm fits the split's storage");
+        memcpy(o->storage, &sub, sizeof sub);
+        break;
+    }
+    case OAR_COLL_FREE: err = MPI_Comm_free(&mc->comm); break;
     }
     if (r != MPI_REQUEST_NULL) add_req(m, r, d->kind == OAR_COLL_SEND || d->kind == OAR_COLL_RECV ? d->peer : -100);
 posted:
@@ -337,23 +360,22 @@ static bool advance(oar_comm *c, mpi_comm *mc, oar_dist_work *w, bool *progresse
 }
 
 static void *progress_main(void *arg) {
-    oar_comm *c = arg;
-    mpi_comm *mc = c->impl;
+    mpi_comm *mc = ((oar_comm *)arg)->impl; /* the world's: its engine is everyone's */
     oar_dist_work *active = NULL, **tail = &active;
     double last_progress = 0;
     for (;;) {
-        pthread_mutex_lock(&mc->qmu);
-        if (!mc->incoming && !active && !mc->stop) {
+        pthread_mutex_lock(&mc->e->qmu);
+        if (!mc->e->incoming && !active && !mc->e->stop) {
             struct timespec ts;
             clock_gettime(CLOCK_REALTIME, &ts);
             ts.tv_nsec += 50 * 1000 * 1000;
             if (ts.tv_nsec >= 1000000000) ts.tv_sec++, ts.tv_nsec -= 1000000000;
-            pthread_cond_timedwait(&mc->qcv, &mc->qmu, &ts);
+            pthread_cond_timedwait(&mc->e->qcv, &mc->e->qmu, &ts);
         }
-        oar_dist_work *fresh = mc->incoming;
-        mc->incoming = mc->incoming_tail = NULL;
-        bool stop = mc->stop;
-        pthread_mutex_unlock(&mc->qmu);
+        oar_dist_work *fresh = mc->e->incoming;
+        mc->e->incoming = mc->e->incoming_tail = NULL;
+        bool stop = mc->e->stop;
+        pthread_mutex_unlock(&mc->e->qmu);
         if (stop) break;
         bool progressed = false;
         while (fresh) { /* in submission order: MPI collectives must match across ranks */
@@ -361,12 +383,12 @@ static void *progress_main(void *arg) {
             fresh = fresh->next;
             w->next = NULL;
             progressed = true;
-            if (start(c, mc, w)) *tail = w, tail = &w->next;
+            if (start(w->comm, w->comm->impl, w)) *tail = w, tail = &w->next;
         }
         for (oar_dist_work **p = &active; *p;) {
             oar_dist_work *w = *p;
             oar_dist_work *next = w->next; /* w may be freed by its waiter once done */
-            if (advance(c, mc, w, &progressed)) {
+            if (advance(w->comm, w->comm->impl, w, &progressed)) {
                 *p = next;
             } else {
                 p = &w->next;
@@ -392,12 +414,12 @@ static oar_status mpi_submit(oar_comm *c, oar_dist_work *w) {
         return oar_error(OAR_ERR_UNSUPPORTED, "%s: at most %d elements per collective, got %lld; split the tensor",
                          w->label, INT_MAX, (long long)w->d.count);
     if (!(w->impl = OAR_NEW(mpi_work))) return OAR_ERR_OOM;
-    pthread_mutex_lock(&mc->qmu);
-    if (mc->incoming_tail) mc->incoming_tail->next = w;
-    else mc->incoming = w;
-    mc->incoming_tail = w;
-    pthread_cond_signal(&mc->qcv);
-    pthread_mutex_unlock(&mc->qmu);
+    pthread_mutex_lock(&mc->e->qmu);
+    if (mc->e->incoming_tail) mc->e->incoming_tail->next = w;
+    else mc->e->incoming = w;
+    mc->e->incoming_tail = w;
+    pthread_cond_signal(&mc->e->qcv);
+    pthread_mutex_unlock(&mc->e->qmu);
     return OAR_OK;
 }
 
@@ -411,34 +433,68 @@ static void mpi_describe_pending(oar_comm *c, oar_dist_work *w, char *buf, size_
     for (int k = 0; k < m->n_reqs && used + 16 < size; k++) {
         int peer = m->req_peer[k];
         if (m->req_done[k] || peer < 0) continue; /* receives name the ranks we wait for */
-        used += (size_t)snprintf(buf + used, size - used, "%srank %d", used ? ", " : "", peer);
+        used += (size_t)snprintf(buf + used, size - used, "%srank %d", used ? ", " : "", oar_comm_global_rank(c, peer));
     }
     if (!used && w->d.kind != OAR_COLL_SEND) snprintf(buf, size, "the other ranks (inside MPI's %s)", w->label);
-    (void)c;
 }
 
 static void mpi_shutdown(oar_comm *c, bool clean) {
     mpi_comm *mc = c->impl;
-    pthread_mutex_lock(&mc->qmu);
-    mc->stop = true;
-    pthread_cond_signal(&mc->qcv);
-    pthread_mutex_unlock(&mc->qmu);
-    pthread_join(mc->thread, NULL);
-    for (int k = 0; k < POOL; k++) free(mc->pool[k]);
+    if (!mc->is_world) return; /* a group's: freed by an OAR_COLL_FREE work while the engine runs */
+    pthread_mutex_lock(&mc->e->qmu);
+    mc->e->stop = true;
+    pthread_cond_signal(&mc->e->qcv);
+    pthread_mutex_unlock(&mc->e->qmu);
+    pthread_join(mc->e->thread, NULL);
+    for (int k = 0; k < POOL; k++) free(mc->e->pool[k]);
+    free(mc->e);
+    mc->e = NULL;
     if (clean) MPI_Comm_free(&mc->comm);
 }
 
-static const oar_comm_ops mpi_ops = {.name = "mpi", .submit = mpi_submit,
-                                     .describe_pending = mpi_describe_pending, .shutdown = mpi_shutdown};
+static oar_comm *mpi_split(oar_comm *c, bool member, int key, oar_status *st);
+
+static const oar_comm_ops mpi_ops = {.name = "mpi", .submit = mpi_submit, .describe_pending = mpi_describe_pending,
+                                     .shutdown = mpi_shutdown, .split = mpi_split};
+
+/* MPI_Comm_split on the progress thread (the only one that calls MPI); the new communicator's
+ * works go through the same engine. */
+static oar_comm *mpi_split(oar_comm *c, bool member, int key, oar_status *st) {
+    oar_comm_split_out o = {0};
+    oar_coll_desc d = {.kind = OAR_COLL_SPLIT, .buf = &o, .peer = member ? 0 : -1, .tag = key, .label = "new_group"};
+    *st = oar_dist_wait(oar_dist_submit(c, &d));
+    if (*st != OAR_OK || !member) return NULL;
+    oar_comm *g = OAR_NEW(oar_comm);
+    mpi_comm *mc = OAR_NEW(mpi_comm);
+    if (!g || !mc) {
+        free(g);
+        free(mc);
+        *st = oar_error(OAR_ERR_OOM, "new_group: out of memory");
+        return NULL;
+    }
+    memcpy(&mc->comm, o.storage, sizeof mc->comm);
+    mc->e = ((mpi_comm *)c->impl)->e;
+    g->ops = &mpi_ops;
+    g->impl = mc;
+    g->rank = o.rank;
+    g->size = o.size;
+    pthread_mutex_init(&g->mu, NULL);
+    pthread_cond_init(&g->cv, NULL);
+    return g;
+}
 
 oar_comm *oar_comm_mpi_new(void) {
     oar_comm *c = OAR_NEW(oar_comm);
     mpi_comm *mc = OAR_NEW(mpi_comm);
-    if (!c || !mc) {
+    mpi_engine *e = OAR_NEW(mpi_engine);
+    if (!c || !mc || !e) {
         free(c);
         free(mc);
+        free(e);
         return NULL;
     }
+    mc->e = e;
+    mc->is_world = true;
     MPI_Comm_dup(MPI_COMM_WORLD, &mc->comm);
     MPI_Comm_set_errhandler(mc->comm, MPI_ERRORS_RETURN);
     MPI_Comm_rank(mc->comm, &c->rank);
@@ -447,11 +503,12 @@ oar_comm *oar_comm_mpi_new(void) {
     c->impl = mc;
     pthread_mutex_init(&c->mu, NULL);
     pthread_cond_init(&c->cv, NULL);
-    pthread_mutex_init(&mc->qmu, NULL);
-    pthread_cond_init(&mc->qcv, NULL);
-    if (pthread_create(&mc->thread, NULL, progress_main, c) != 0) {
+    pthread_mutex_init(&mc->e->qmu, NULL);
+    pthread_cond_init(&mc->e->qcv, NULL);
+    if (pthread_create(&mc->e->thread, NULL, progress_main, c) != 0) {
         oar_error(OAR_ERR_INTERNAL, "dist_init: could not start the MPI progress thread");
         MPI_Comm_free(&mc->comm);
+        free(e);
         free(mc);
         free(c);
         return NULL;

@@ -13,49 +13,13 @@
  * While a step is traced (oar_jit_to_static) the hook records a grad_allreduce node instead,
  * carrying the parameter's name and the bucket sizes; the bucketing pass of the compiler
  * (graph/passes/bucket_allreduce.c) groups those into buckets in production order. */
-#include "dist/comm.h"
+#include "dist/data_parallel.h"
 #include "ops/collective.h"
 #include "tensor/tensor.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-typedef struct dp_param {
-    struct oar_dist_dp *dp;
-    oar_tensor *p;        /* borrowed from the module */
-    const char *name;
-    int bucket, slot;     /* slot: its index in the bucket (its used flag) */
-    oar_tensor *view;     /* its slice of the bucket, shaped like p */
-    bool ready;
-    int hook;
-} dp_param;
-
-typedef struct dp_bucket {
-    oar_tensor *buf;      /* f32 [numel + n_params]: gradients, then the used flags */
-    int64_t numel;
-    int n_params, first, n_ready;
-    uint64_t signature;
-    char label[160];
-    oar_dist_work *work;
-    double t_launch;
-} dp_bucket;
-
-struct oar_dist_dp {
-    oar_module *m;
-    oar_comm *c;
-    oar_dist_strategy s;
-    dp_param *params;     /* bucket order */
-    int n;
-    dp_bucket *b;
-    int nb;
-    oar_status err;       /* raised in a hook, reported by sync */
-    char err_msg[512];
-    oar_dist_dp_stats stats;
-    double first_cap, cap; /* bucket capacities in bytes */
-    bool no_sync;          /* backward accumulates local gradients in .grad; nothing is sent */
-    bool accumulated;      /* some backward ran under no_sync since the last sync */
-};
 
 static uint64_t fnv(uint64_t h, const void *p, size_t n) {
     for (size_t i = 0; i < n; i++) h = (h ^ ((const unsigned char *)p)[i]) * 1099511628211ull;
@@ -68,10 +32,14 @@ static void hook_error(oar_dist_dp *dp, oar_status st, const char *fmt, const ch
     snprintf(dp->err_msg, sizeof dp->err_msg, fmt, name);
 }
 
+oar_coll_desc oar_dp_bucket_desc(const oar_dist_dp *dp, const dp_bucket *b, void *buf) {
+    return (oar_coll_desc){.kind = OAR_COLL_ALLREDUCE, .buf = buf, .count = b->buf->numel, .dtype = OAR_F32,
+                           .op = dp->divisor > 0 ? OAR_DIST_SUM : OAR_DIST_AVG, .tag = (int)(b - dp->b),
+                           .fixed_order = !dp->s.mpi_allreduce, .signature = b->signature, .label = b->label};
+}
+
 static void launch(oar_dist_dp *dp, dp_bucket *b, bool from_hook) {
-    oar_coll_desc d = {.kind = OAR_COLL_ALLREDUCE, .buf = oar_tensor_ptr(b->buf), .count = b->buf->numel,
-                       .dtype = OAR_F32, .op = OAR_DIST_AVG, .tag = (int)(b - dp->b),
-                       .fixed_order = !dp->s.mpi_allreduce, .signature = b->signature, .label = b->label};
+    oar_coll_desc d = oar_dp_bucket_desc(dp, b, oar_tensor_ptr(b->buf));
     b->t_launch = oar_dist_now();
     b->work = oar_dist_submit(dp->c, &d);
     if (!b->work) {
@@ -256,9 +224,10 @@ static oar_status build_buckets(oar_dist_dp *dp) {
 
 oar_dist_dp *oar_dist_data_parallel(oar_module *m, const oar_dist_strategy *strategy) {
     if (!m) return oar_error(OAR_ERR_INVALID_ARG, "data_parallel: the module is NULL"), NULL;
-    oar_comm *c = oar_dist_world_comm();
-    if (!c) return oar_error(OAR_ERR_STATE, "data_parallel: call oar_dist_init first"), NULL;
+    if (!oar_dist_world_comm()) return oar_error(OAR_ERR_STATE, "data_parallel: call oar_dist_init first"), NULL;
     oar_dist_strategy s = strategy ? *strategy : (oar_dist_strategy){0};
+    oar_comm *c = oar_dist_group_comm(s.group, "data_parallel"); /* the group's, or the world's */
+    if (!c) return NULL;
     if (s.fuse_grad_size_in_MB < 0 || s.first_bucket_MB < 0)
         return oar_error(OAR_ERR_INVALID_ARG, "data_parallel: expected bucket sizes >= 0 MB (0 means the default), "
                          "got fuse_grad_size_in_MB %g, first_bucket_MB %g", s.fuse_grad_size_in_MB,
@@ -299,6 +268,7 @@ oar_status oar_dist_dp_sync(oar_dist_dp *dp) {
     }
     if (dp->no_sync) return OAR_OK; /* gradients stay local until a sync outside no_sync */
     double t0 = oar_dist_now();
+    oar_status join_st = oar_dp_join_settle(dp); /* join's counts of this step, sent before forward */
     /* every bucket is sent, even after an error here: the other ranks send theirs, and the
      * buckets of later steps must pair with the same step's */
     for (int k = 0; k < dp->nb; k++) {
@@ -336,11 +306,16 @@ oar_status oar_dist_dp_sync(oar_dist_dp *dp) {
             return s; /* the first failure (a dead peer fails them all alike) */
         }
         dp->stats.comm_seconds += t_done - b->t_launch;
+        if (dp->divisor > 0) oar_dist_scale_avg(oar_tensor_ptr(b->buf), b->numel, OAR_F32, dp->divisor);
     }
     if (dp->err != OAR_OK) {
         st = oar_error(dp->err, "%s", dp->err_msg);
         reset_step(dp);
         return st;
+    }
+    if (join_st != OAR_OK) {
+        reset_step(dp);
+        return join_st;
     }
     for (int k = 0; k < dp->n; k++) {
         dp_param *q = &dp->params[k];
@@ -392,6 +367,7 @@ int oar_dist_dp_bucket_params(const oar_dist_dp *dp, int i) {
 
 void oar_dist_dp_free(oar_dist_dp *dp) {
     if (!dp) return;
+    (void)oar_dp_join_settle(dp); /* never free what MPI still writes */
     for (int k = 0; k < dp->n; k++) {
         dp_param *q = &dp->params[k];
         if (q->hook > 0) oar_remove_hook(q->p, q->hook);

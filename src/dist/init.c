@@ -152,6 +152,7 @@ oar_status oar_dist_finalize(void) {
     oar_dist_program_collectives_install(false);
     if (st == OAR_OK && c->size > 1) st = oar_dist_wait(oar_dist_barrier());
     bool clean = st == OAR_OK;
+    oar_dist_groups_end(clean); /* their communicators run on the world's progress thread */
     if (clean) oar_liveness_ending();
     oar_dist_device_comms_end(clean); /* NCCL's, bootstrapped over the world */
     c->ops->shutdown(c, clean);

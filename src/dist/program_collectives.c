@@ -67,9 +67,20 @@ static oar_status wait(void *user, int channel) {
     return st;
 }
 
+/* allreduce_sum within a process group: a synchronous fixed-order sum on its communicator. */
+static oar_status group_sum(void *user, int group, float *buf, int64_t count, int channel, uint64_t signature,
+                           const char *label) {
+    (void)user;
+    oar_comm *c = oar_dist_group_comm_by_id(group, "allreduce_sum");
+    if (!c) return oar_last_status();
+    oar_coll_desc d = {.kind = OAR_COLL_ALLREDUCE, .buf = buf, .count = count, .dtype = OAR_F32, .op = OAR_DIST_SUM,
+                       .tag = channel, .fixed_order = true, .signature = signature, .label = label};
+    return oar_dist_wait(oar_dist_submit(c, &d));
+}
+
 void oar_dist_program_collectives_install(bool on) {
     if (on) {
-        oar_collective_backend b = {.start = start, .wait = wait};
+        oar_collective_backend b = {.start = start, .wait = wait, .group_sum = group_sum};
         oar_collective_set_backend(&b);
         return;
     }

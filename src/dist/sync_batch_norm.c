@@ -58,9 +58,9 @@ static oar_status sbn_forward(oar_module *m, oar_tensor *const *in, int n_in, oa
     if (st == OAR_OK) st = oar_item(count, &n);
     if (st != OAR_OK) return st;
     if (n < 1) return oar_error(OAR_ERR_SHAPE, "SyncBatchNorm: expected a global batch with values, got 0 per channel");
-    oar_tensor *mean = oar_mul_scalar(oar_allreduce_sum(oar_sum(x, dims, nr, true), 0), 1.0 / n);
+    oar_tensor *mean = oar_mul_scalar(oar_allreduce_sum(oar_sum(x, dims, nr, true), 0, 0), 1.0 / n);
     oar_tensor *dev = oar_sub(x, mean);
-    oar_tensor *var = oar_mul_scalar(oar_allreduce_sum(oar_sum(oar_mul(dev, dev), dims, nr, true), 0), 1.0 / n);
+    oar_tensor *var = oar_mul_scalar(oar_allreduce_sum(oar_sum(oar_mul(dev, dev), dims, nr, true), 0, 0), 1.0 / n);
     oar_tensor *y = oar_mul(dev, oar_rsqrt(oar_add_scalar(var, c->eps)));
     y = oar_add(oar_mul(y, per_channel(w, nd)), per_channel(b, nd));
     if (!y) return oar_last_status();

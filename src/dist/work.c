@@ -111,13 +111,13 @@ oar_status oar_dist_wait_timed(oar_dist_work *w, double *t_done) {
             pthread_mutex_unlock(&c->mu);
             oar_status st;
             if (dead >= 0) {
-                st = oar_error(OAR_ERR_IO, "dist: %s; rank %d stops %s", why, c->rank, w->label);
+                st = oar_error(OAR_ERR_IO, "dist: %s; rank %d stops %s", why, oar_comm_global_rank(c, c->rank), w->label);
             } else {
                 char pending[160] = "";
                 if (c->ops->describe_pending) c->ops->describe_pending(c, w, pending, sizeof pending);
                 st = oar_error(OAR_ERR_IO, "dist: %s made no progress for %.0f s on rank %d%s%s (a rank that "
                                "skipped it or called a different collective; the limit is "
-                               "OAR_DIST_COLLECTIVE_TIMEOUT_MS)", w->label, stalled, c->rank,
+                               "OAR_DIST_COLLECTIVE_TIMEOUT_MS)", w->label, stalled, oar_comm_global_rank(c, c->rank),
                                pending[0] ? ": still waiting for " : "", pending);
             }
             return st; /* w stays with the backend: it may still touch its buffers */
@@ -142,12 +142,6 @@ oar_status oar_dist_wait_timed(oar_dist_work *w, double *t_done) {
 
 /* ---- the public collectives on tensors */
 
-static oar_comm *world(const char *who) {
-    oar_comm *c = oar_dist_world_comm();
-    if (!c) oar_error(OAR_ERR_STATE, "%s: distributed state not started; call oar_dist_init first", who);
-    return c;
-}
-
 static bool check_tensor(const char *who, const char *what, const oar_tensor *t) {
     if (!OAR_HANDLE_OK(t)) return oar_handle_error(who, what, -1, t), false;
     if (!t) return oar_error(OAR_ERR_INVALID_ARG, "%s: %s is NULL", who, what), false;
@@ -161,9 +155,20 @@ static bool check_tensor(const char *who, const char *what, const oar_tensor *t)
     return true;
 }
 
-static oar_dist_work *submit_tensor(const char *who, oar_coll_desc d, oar_tensor *t) {
-    if (!world(who) || !check_tensor(who, "the tensor", t)) return NULL;
-    oar_comm *c = oar_dist_device_comm(t->device, who); /* NCCL for GPU tensors */
+/* The communicator for a collective of g (NULL: the world) on a tensor of device dev: the world's
+ * MPI or NCCL by device; a group's is on the host. */
+static oar_comm *comm_for(const oar_dist_group *g, oar_device dev, const char *who) {
+    if (!g) return oar_dist_device_comm(dev, who); /* NCCL for GPU tensors */
+    oar_comm *c = oar_dist_group_comm(g, who);
+    if (c && dev != OAR_CPU)
+        return oar_error(OAR_ERR_UNSUPPORTED, "%s: process groups run on host tensors, got a %s tensor; copy it "
+                         "with oar_to(t, OAR_CPU) or use the world", who, oar_device_name(dev)), NULL;
+    return c;
+}
+
+static oar_dist_work *submit_tensor(const oar_dist_group *g, const char *who, oar_coll_desc d, oar_tensor *t) {
+    if (!oar_dist_group_comm(g, who) || !check_tensor(who, "the tensor", t)) return NULL;
+    oar_comm *c = comm_for(g, t->device, who);
     if (!c) return NULL;
     d.buf = oar_tensor_ptr(t);
     d.count = t->numel;
@@ -178,35 +183,35 @@ static bool check_op(const char *who, oar_dist_op op) {
     return false;
 }
 
-static bool check_rank(const char *who, const char *what, int r) {
-    oar_comm *c = oar_dist_world_comm();
-    if (c && r >= 0 && r < c->size) return true;
-    oar_error(OAR_ERR_INVALID_ARG, "%s: expected 0 <= %s < %d (the world size), got %d", who, what,
-              c ? c->size : 1, r);
+static bool check_rank(const oar_dist_group *g, const char *who, const char *what, int r) {
+    oar_comm *c = oar_dist_group_comm(g, who);
+    if (!c) return false;
+    if (r >= 0 && r < c->size) return true;
+    oar_error(OAR_ERR_INVALID_ARG, "%s: expected 0 <= %s < %d (the %s size), got %d", who, what, c->size,
+              g ? "group's" : "world", r);
     return false;
 }
 
-oar_dist_work *oar_dist_allreduce(oar_tensor *t, oar_dist_op op, bool fixed_order) {
+oar_dist_work *oar_dist_group_allreduce(const oar_dist_group *g, oar_tensor *t, oar_dist_op op, bool fixed_order) {
     if (!check_op("dist_allreduce", op)) return NULL;
-    oar_comm *c = world("dist_allreduce");
+    oar_comm *c = oar_dist_group_comm(g, "dist_allreduce");
     if (!c) return NULL;
     oar_coll_desc d = {.kind = OAR_COLL_ALLREDUCE, .op = op, .fixed_order = fixed_order};
     if (fixed_order) {
-        d.tag = OAR_DIST_USER_CHANNEL + c->next_channel;
-        c->next_channel = (c->next_channel + 1) % (OAR_DIST_CHANNELS - OAR_DIST_USER_CHANNEL);
+        d.tag = oar_dist_next_channel(c);
         if (t) d.signature = ((uint64_t)t->numel << 8) ^ ((uint64_t)t->dtype << 4) ^ (uint64_t)op;
     }
-    return submit_tensor("dist_allreduce", d, t);
+    return submit_tensor(g, "dist_allreduce", d, t);
 }
 
-oar_dist_work *oar_dist_broadcast(oar_tensor *t, int root) {
-    if (!check_rank("dist_broadcast", "root", root)) return NULL;
-    return submit_tensor("dist_broadcast", (oar_coll_desc){.kind = OAR_COLL_BROADCAST, .peer = root}, t);
+oar_dist_work *oar_dist_group_broadcast(const oar_dist_group *g, oar_tensor *t, int root) {
+    if (!check_rank(g, "dist_broadcast", "root", root)) return NULL;
+    return submit_tensor(g, "dist_broadcast", (oar_coll_desc){.kind = OAR_COLL_BROADCAST, .peer = root}, t);
 }
 
-static oar_dist_work *two_tensor(const char *who, oar_coll_kind kind, oar_tensor *out, oar_tensor *in,
-                                 oar_dist_op op) {
-    oar_comm *c = world(who);
+static oar_dist_work *two_tensor(const oar_dist_group *g, const char *who, oar_coll_kind kind, oar_tensor *out,
+                                 oar_tensor *in, oar_dist_op op) {
+    oar_comm *c = oar_dist_group_comm(g, who);
     if (!c || !check_tensor(who, "out", out) || !check_tensor(who, "in", in)) return NULL;
     if (out->dtype != in->dtype)
         return oar_error(OAR_ERR_DTYPE, "%s: expected out and in of one dtype, got %s and %s", who,
@@ -214,39 +219,64 @@ static oar_dist_work *two_tensor(const char *who, oar_coll_kind kind, oar_tensor
     if (out->device != in->device)
         return oar_error(OAR_ERR_INVALID_ARG, "%s: expected out and in on one device, got %s and %s", who,
                          oar_device_name(out->device), oar_device_name(in->device)), NULL;
-    if (!(c = oar_dist_device_comm(out->device, who))) return NULL;
+    if (!(c = comm_for(g, out->device, who))) return NULL;
     int64_t big = kind == OAR_COLL_ALLGATHER ? out->numel : in->numel;
     int64_t small = kind == OAR_COLL_ALLGATHER ? in->numel : out->numel;
     if (big != small * c->size)
-        return oar_error(OAR_ERR_SHAPE, "%s: expected %s.numel == %d (world size) * %s.numel, got %lld and %lld",
-                         who, kind == OAR_COLL_ALLGATHER ? "out" : "in", c->size,
+        return oar_error(OAR_ERR_SHAPE, "%s: expected %s.numel == %d (%s size) * %s.numel, got %lld and %lld",
+                         who, kind == OAR_COLL_ALLGATHER ? "out" : "in", c->size, g ? "the group's" : "world",
                          kind == OAR_COLL_ALLGATHER ? "in" : "out", (long long)big, (long long)small), NULL;
     oar_coll_desc d = {.kind = kind, .buf = oar_tensor_ptr(out), .in = oar_tensor_ptr(in), .count = out->numel,
                        .dtype = out->dtype, .op = op, .label = who};
     return oar_dist_submit(c, &d);
 }
 
-oar_dist_work *oar_dist_allgather(oar_tensor *out, oar_tensor *in) {
-    return two_tensor("dist_allgather", OAR_COLL_ALLGATHER, out, in, OAR_DIST_SUM);
+oar_dist_work *oar_dist_group_allgather(const oar_dist_group *g, oar_tensor *out, oar_tensor *in) {
+    return two_tensor(g, "dist_allgather", OAR_COLL_ALLGATHER, out, in, OAR_DIST_SUM);
 }
 
-oar_dist_work *oar_dist_reduce_scatter(oar_tensor *out, oar_tensor *in, oar_dist_op op) {
+oar_dist_work *oar_dist_group_reduce_scatter(const oar_dist_group *g, oar_tensor *out, oar_tensor *in,
+                                             oar_dist_op op) {
     if (!check_op("dist_reduce_scatter", op)) return NULL;
-    return two_tensor("dist_reduce_scatter", OAR_COLL_REDUCE_SCATTER, out, in, op);
+    return two_tensor(g, "dist_reduce_scatter", OAR_COLL_REDUCE_SCATTER, out, in, op);
 }
 
-oar_dist_work *oar_dist_barrier(void) {
-    oar_comm *c = world("dist_barrier");
+oar_dist_work *oar_dist_group_barrier(const oar_dist_group *g) {
+    oar_comm *c = oar_dist_group_comm(g, "dist_barrier");
     if (!c) return NULL;
     return oar_dist_submit(c, &(oar_coll_desc){.kind = OAR_COLL_BARRIER, .label = "dist_barrier"});
 }
 
-static oar_dist_work *p2p(const char *who, oar_coll_kind kind, oar_tensor *t, int peer, int tag) {
-    if (!check_rank(who, "peer", peer)) return NULL;
+static oar_dist_work *p2p(const oar_dist_group *g, const char *who, oar_coll_kind kind, oar_tensor *t, int peer,
+                          int tag) {
+    if (!check_rank(g, who, "peer", peer)) return NULL;
     if (tag < 0 || tag > 30000)
         return oar_error(OAR_ERR_INVALID_ARG, "%s: expected 0 <= tag <= 30000, got %d", who, tag), NULL;
-    return submit_tensor(who, (oar_coll_desc){.kind = kind, .peer = peer, .tag = tag}, t);
+    return submit_tensor(g, who, (oar_coll_desc){.kind = kind, .peer = peer, .tag = tag}, t);
 }
 
-oar_dist_work *oar_dist_send(oar_tensor *t, int peer, int tag) { return p2p("dist_send", OAR_COLL_SEND, t, peer, tag); }
-oar_dist_work *oar_dist_recv(oar_tensor *t, int peer, int tag) { return p2p("dist_recv", OAR_COLL_RECV, t, peer, tag); }
+oar_dist_work *oar_dist_group_send(const oar_dist_group *g, oar_tensor *t, int peer, int tag) {
+    return p2p(g, "dist_send", OAR_COLL_SEND, t, peer, tag);
+}
+oar_dist_work *oar_dist_group_recv(const oar_dist_group *g, oar_tensor *t, int peer, int tag) {
+    return p2p(g, "dist_recv", OAR_COLL_RECV, t, peer, tag);
+}
+
+int oar_dist_next_channel(oar_comm *c) {
+    int ch = OAR_DIST_USER_CHANNEL + c->next_channel;
+    c->next_channel = (c->next_channel + 1) % (OAR_DIST_CHANNELS - OAR_DIST_USER_CHANNEL);
+    return ch;
+}
+
+/* The world's (include/oar/dist.h's first collectives). */
+oar_dist_work *oar_dist_allreduce(oar_tensor *t, oar_dist_op op, bool fixed_order) {
+    return oar_dist_group_allreduce(NULL, t, op, fixed_order);
+}
+oar_dist_work *oar_dist_broadcast(oar_tensor *t, int root) { return oar_dist_group_broadcast(NULL, t, root); }
+oar_dist_work *oar_dist_allgather(oar_tensor *out, oar_tensor *in) { return oar_dist_group_allgather(NULL, out, in); }
+oar_dist_work *oar_dist_reduce_scatter(oar_tensor *out, oar_tensor *in, oar_dist_op op) {
+    return oar_dist_group_reduce_scatter(NULL, out, in, op);
+}
+oar_dist_work *oar_dist_barrier(void) { return oar_dist_group_barrier(NULL); }
+oar_dist_work *oar_dist_send(oar_tensor *t, int peer, int tag) { return oar_dist_group_send(NULL, t, peer, tag); }
+oar_dist_work *oar_dist_recv(oar_tensor *t, int peer, int tag) { return oar_dist_group_recv(NULL, t, peer, tag); }

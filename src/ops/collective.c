@@ -166,6 +166,9 @@ static oar_status allreduce_sum_infer(oar_tensor *const *in, int n_in, const oar
                                               "buffers come with the NCCL backend)");
     oar_status st = check_channel("allreduce_sum", a[0].i);
     if (st != OAR_OK) return st;
+    if (a[1].i < 0)
+        return oar_error(OAR_ERR_INVALID_ARG, "allreduce_sum: expected group >= 0 (0: the world, else a process "
+                                              "group's id), got %lld", (long long)a[1].i);
     oar_meta_from(out, in[0]);
     *n_out = 1;
     return OAR_OK;
@@ -179,6 +182,13 @@ static oar_status allreduce_sum_ref(const oar_kctx *ctx, oar_tensor *const *in, 
     snprintf(label, sizeof label, "allreduce_sum of %lld values", (long long)in[0]->numel);
     uint64_t sig = 14695981039346656037ull;
     for (int d = 0; d < in[0]->ndim; d++) sig = (sig ^ (uint64_t)in[0]->shape[d]) * 1099511628211ull;
+    if (a[1].i > 0) { /* a process group's */
+        if (!g_backend.group_sum)
+            return oar_error(OAR_ERR_STATE, "allreduce_sum: process group %lld needs the distributed runtime "
+                                            "(oar_dist_init; groups come from oar_dist_new_group)", (long long)a[1].i);
+        return g_backend.group_sum(g_backend.user, (int)a[1].i, (float *)oar_tensor_ptr(out[0]), out[0]->numel,
+                                   OAR_COLLECTIVE_SUM_CHANNEL + (int)a[0].i, sig, label);
+    }
     return reduce((float *)oar_tensor_ptr(out[0]), out[0]->numel, OAR_COLLECTIVE_SUM_CHANNEL + (int)a[0].i, sig, true,
                   false, label);
 }
@@ -190,14 +200,14 @@ static oar_status allreduce_sum_grad(oar_grad_ctx *g) {
 }
 
 const oar_op_def oar_opdef_allreduce_sum = {
-    .name = "allreduce_sum", .n_inputs = 1, .n_outputs = 1, .n_attrs = 1,
-    .attrs = {{"channel", OAR_ATTR_INT}},
+    .name = "allreduce_sum", .n_inputs = 1, .n_outputs = 1, .n_attrs = 2,
+    .attrs = {{"channel", OAR_ATTR_INT}, {"group", OAR_ATTR_INT}},
     .ref_dtypes = OAR_DTYPE_BIT(OAR_F32),
     .infer = allreduce_sum_infer, .reference = allreduce_sum_ref, .grad = allreduce_sum_grad,
 };
 
-oar_tensor *oar_allreduce_sum(oar_tensor *x, int channel) {
-    oar_attr a[1] = {oar_attr_int(channel)};
+oar_tensor *oar_allreduce_sum(oar_tensor *x, int channel, int group) {
+    oar_attr a[2] = {oar_attr_int(channel), oar_attr_int(group)};
     oar_tensor *in[1] = {x};
     return oar_op_call1(OAR_OP_allreduce_sum, in, 1, a);
 }

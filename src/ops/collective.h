@@ -14,10 +14,11 @@
  *   allreduce_wait(bucket; channel)
  *       waits for the average started on channel; its output is the averaged bucket (in place
  *       when the planner lets it, otherwise a copy).
- *   allreduce_sum(x; channel)
+ *   allreduce_sum(x; channel, group)
  *       the sum of x over the ranks, synchronously and differentiable: every rank's output is
  *       the same sum, so the gradient of an input is the sum over ranks of the outputs'
- *       gradients (allreduce_sum again). SyncBatchNorm's statistics (dist/sync_batch_norm.c). */
+ *       gradients (allreduce_sum again). SyncBatchNorm's statistics (dist/sync_batch_norm.c).
+ *       group: 0 the world, else a process group's id (oar_dist_group_id), summed over its ranks. */
 #ifndef OAR_OPS_COLLECTIVE_H
 #define OAR_OPS_COLLECTIVE_H
 
@@ -31,6 +32,10 @@ typedef struct oar_collective_backend {
                         bool average, const char *label);
     /* Completes the collective in flight on channel. */
     oar_status (*wait)(void *user, int channel);
+    /* allreduce_sum within process group `group` (> 0, oar_dist_group_id): the in-place sum of
+     * count f32 values across the group's ranks on channel, synchronously. */
+    oar_status (*group_sum)(void *user, int group, float *buf, int64_t count, int channel, uint64_t signature,
+                            const char *label);
     void *user;
 } oar_collective_backend;
 
@@ -50,6 +55,6 @@ void oar_collective_set_backend(const oar_collective_backend *b);
  * (its channel), the bucket capacities in bytes (0: defaults of 32 MiB and 1 MiB). */
 oar_tensor *oar_grad_allreduce(oar_tensor *g, const char *name, int index, int64_t bucket_bytes,
                                int64_t first_bucket_bytes, bool fixed_order);
-oar_tensor *oar_allreduce_sum(oar_tensor *x, int channel);
+oar_tensor *oar_allreduce_sum(oar_tensor *x, int channel, int group);
 
 #endif

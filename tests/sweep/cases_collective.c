@@ -20,9 +20,9 @@ const sweep_case sweep_cases_collective[] = {
     {"allreduce_wait", "nf32:12", "channel=0", NG},
     {"allreduce_wait", "nf32:0", "channel=2", NG},
     /* differentiable: in one process the sum over ranks is the value, and so is its gradient */
-    {"allreduce_sum", "nf32:3x4", "channel=0"},
-    {"allreduce_sum", "nf32:1x5x1", "channel=9"},
-    {"allreduce_sum", "nf32:0x3", "channel=0"},
+    {"allreduce_sum", "nf32:3x4", "channel=0 group=0"},
+    {"allreduce_sum", "nf32:1x5x1", "channel=9 group=0"},
+    {"allreduce_sum", "nf32:0x3", "channel=0 group=0"},
     {0},
 };
 
@@ -54,7 +54,7 @@ static bool wait_2d(void) {
 
 static bool sum_i64(void) {
     int64_t s = 3;
-    return oar_allreduce_sum(oar_zeros(&s, 1, OAR_I64), 0) != NULL;
+    return oar_allreduce_sum(oar_zeros(&s, 1, OAR_I64), 0, 0) != NULL;
 }
 
 const sweep_bad sweep_bad_collective[] = {

@@ -34,6 +34,9 @@ PyObject *oarpy_wrap_as(PyTypeObject *cls, oar_tensor *t);
 /* The tensor of a TensorBase object, a borrowed pointer; NULL with TypeError naming what and
  * the received type otherwise. Checks the handle is alive. */
 oar_tensor *oarpy_tensor(PyObject *o, const char *what);
+/* dist_group.c: a DistGroup (None: NULL, the world); -1 with an exception otherwise. */
+int oarpy_dist_group(PyObject *o, oar_dist_group **out);
+int oarpy_dist_group_init(PyObject *m);
 int oarpy_tensor_init(PyObject *m);
 extern PyObject *oarpy_tensor_class;
 

@@ -118,71 +118,93 @@ static int parse_op(const char *s, oar_dist_op *op) {
     return -1;
 }
 
-/* allreduce(tensor, op, fixed_order) -> DistWork */
+/* Wraps w keeping a and b (tensors) and the group object alive until the wait. */
+static PyObject *work_keep(oar_dist_work *w, PyObject *a, PyObject *b, PyObject *group) {
+    if (!w) return oarpy_raise();
+    PyObject *keep = PyTuple_Pack(3, a ? a : Py_None, b ? b : Py_None, group ? group : Py_None);
+    if (!keep) {
+        wait_released(w);
+        return NULL;
+    }
+    PyObject *o = work_new(w, keep);
+    Py_DECREF(keep);
+    return o;
+}
+
+/* The collectives: each takes an optional last argument, a DistGroup (None: the world); ranks are
+ * the group's. */
+
+/* allreduce(tensor, op, fixed_order[, group]) -> DistWork */
 static PyObject *dist_allreduce(PyObject *self, PyObject *args) {
     (void)self;
-    PyObject *to;
+    PyObject *to, *go = NULL;
     const char *ops;
     int fixed;
     oar_dist_op op;
-    if (!PyArg_ParseTuple(args, "Osp", &to, &ops, &fixed) || parse_op(ops, &op) < 0) return NULL;
+    oar_dist_group *g;
+    if (!PyArg_ParseTuple(args, "Osp|O", &to, &ops, &fixed, &go) || parse_op(ops, &op) < 0 ||
+        oarpy_dist_group(go, &g) < 0)
+        return NULL;
     oar_tensor *t = oarpy_tensor(to, "all_reduce(tensor)");
-    return t ? work_new(oar_dist_allreduce(t, op, fixed), to) : NULL;
+    return t ? work_keep(oar_dist_group_allreduce(g, t, op, fixed), to, NULL, go) : NULL;
 }
 
+/* broadcast(tensor, root[, group]) */
 static PyObject *dist_broadcast(PyObject *self, PyObject *args) {
     (void)self;
-    PyObject *to;
+    PyObject *to, *go = NULL;
     int root;
-    if (!PyArg_ParseTuple(args, "Oi", &to, &root)) return NULL;
+    oar_dist_group *g;
+    if (!PyArg_ParseTuple(args, "Oi|O", &to, &root, &go) || oarpy_dist_group(go, &g) < 0) return NULL;
     oar_tensor *t = oarpy_tensor(to, "broadcast(tensor)");
-    return t ? work_new(oar_dist_broadcast(t, root), to) : NULL;
+    return t ? work_keep(oar_dist_group_broadcast(g, t, root), to, NULL, go) : NULL;
 }
 
-/* allgather(out, in): out holds N * in.numel elements */
+/* allgather(out, in[, group]): out holds N * in.numel elements */
 static PyObject *dist_allgather(PyObject *self, PyObject *args) {
     (void)self;
-    PyObject *oo, *io;
-    if (!PyArg_ParseTuple(args, "OO", &oo, &io)) return NULL;
+    PyObject *oo, *io, *go = NULL;
+    oar_dist_group *g;
+    if (!PyArg_ParseTuple(args, "OO|O", &oo, &io, &go) || oarpy_dist_group(go, &g) < 0) return NULL;
     oar_tensor *out = oarpy_tensor(oo, "all_gather(output)"), *in = out ? oarpy_tensor(io, "all_gather(input)") : NULL;
     if (!in) return NULL;
-    PyObject *keep = PyTuple_Pack(2, oo, io);
-    if (!keep) return NULL;
-    PyObject *w = work_new(oar_dist_allgather(out, in), keep);
-    Py_DECREF(keep);
-    return w;
+    return work_keep(oar_dist_group_allgather(g, out, in), oo, io, go);
 }
 
-/* reduce_scatter(out, in, op): in holds N * out.numel elements */
+/* reduce_scatter(out, in, op[, group]): in holds N * out.numel elements */
 static PyObject *dist_reduce_scatter(PyObject *self, PyObject *args) {
     (void)self;
-    PyObject *oo, *io;
+    PyObject *oo, *io, *go = NULL;
     const char *ops;
     oar_dist_op op;
-    if (!PyArg_ParseTuple(args, "OOs", &oo, &io, &ops) || parse_op(ops, &op) < 0) return NULL;
+    oar_dist_group *g;
+    if (!PyArg_ParseTuple(args, "OOs|O", &oo, &io, &ops, &go) || parse_op(ops, &op) < 0 ||
+        oarpy_dist_group(go, &g) < 0)
+        return NULL;
     oar_tensor *out = oarpy_tensor(oo, "reduce_scatter(output)");
     oar_tensor *in = out ? oarpy_tensor(io, "reduce_scatter(input)") : NULL;
     if (!in) return NULL;
-    PyObject *keep = PyTuple_Pack(2, oo, io);
-    if (!keep) return NULL;
-    PyObject *w = work_new(oar_dist_reduce_scatter(out, in, op), keep);
-    Py_DECREF(keep);
-    return w;
+    return work_keep(oar_dist_group_reduce_scatter(g, out, in, op), oo, io, go);
 }
 
-static PyObject *dist_barrier(PyObject *self, PyObject *unused) {
-    (void)self, (void)unused;
-    return work_new(oar_dist_barrier(), NULL);
+/* barrier([group]) */
+static PyObject *dist_barrier(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *go = NULL;
+    oar_dist_group *g;
+    if (!PyArg_ParseTuple(args, "|O", &go) || oarpy_dist_group(go, &g) < 0) return NULL;
+    return work_keep(oar_dist_group_barrier(g), NULL, NULL, go);
 }
 
-/* send(tensor, peer, tag) / recv(tensor, peer, tag) */
+/* send(tensor, peer, tag[, group]) / recv(tensor, peer, tag[, group]) */
 static PyObject *dist_p2p(PyObject *args, bool send) {
-    PyObject *to;
+    PyObject *to, *go = NULL;
     int peer, tag;
-    if (!PyArg_ParseTuple(args, "Oii", &to, &peer, &tag)) return NULL;
+    oar_dist_group *g;
+    if (!PyArg_ParseTuple(args, "Oii|O", &to, &peer, &tag, &go) || oarpy_dist_group(go, &g) < 0) return NULL;
     oar_tensor *t = oarpy_tensor(to, send ? "send(tensor)" : "recv(tensor)");
     if (!t) return NULL;
-    return work_new(send ? oar_dist_send(t, peer, tag) : oar_dist_recv(t, peer, tag), to);
+    return work_keep(send ? oar_dist_group_send(g, t, peer, tag) : oar_dist_group_recv(g, t, peer, tag), to, NULL, go);
 }
 static PyObject *dist_send(PyObject *self, PyObject *args) { (void)self; return dist_p2p(args, true); }
 static PyObject *dist_recv(PyObject *self, PyObject *args) { (void)self; return dist_p2p(args, false); }
@@ -193,6 +215,7 @@ typedef struct {
     PyObject_HEAD
     oar_module *holder;
     oar_dist_dp *dp;
+    PyObject *group; /* the DistGroup, alive as long as the handle */
 } DPObject;
 
 static oar_status holder_forward(oar_module *m, oar_tensor *const *in, int n_in, oar_tensor **out, int n_out) {
@@ -242,17 +265,21 @@ static int add_named_list(oar_module *root, PyObject *list, const char *what) {
     return PyErr_Occurred() ? -1 : 0;
 }
 
-/* DataParallel(parameters, buffers, bucket_cap_mb, first_bucket_mb, mpi_allreduce):
- * parameters and buffers as lists of (dotted name, tensor); a collective (rank 0's values go
- * to every rank). */
+/* DataParallel(parameters, buffers, bucket_cap_mb, first_bucket_mb, mpi_allreduce[, group]):
+ * parameters and buffers as lists of (dotted name, tensor); a collective (the group's rank 0's
+ * values go to every rank of it; the group, a DistGroup or None for the world, is kept). */
 static int dp_init(DPObject *self, PyObject *args, PyObject *kw) {
     (void)kw;
-    PyObject *params, *buffers;
+    PyObject *params, *buffers, *go = NULL;
     oar_dist_strategy s = {0};
     int mpi = 0;
-    if (!PyArg_ParseTuple(args, "OOddp", &params, &buffers, &s.fuse_grad_size_in_MB, &s.first_bucket_MB, &mpi))
+    oar_dist_group *g;
+    if (!PyArg_ParseTuple(args, "OOddp|O", &params, &buffers, &s.fuse_grad_size_in_MB, &s.first_bucket_MB, &mpi,
+                          &go) ||
+        oarpy_dist_group(go, &g) < 0)
         return -1;
     s.mpi_allreduce = mpi;
+    s.group = g;
     if (self->holder) {
         PyErr_SetString(PyExc_RuntimeError, "DataParallel: already initialized");
         return -1;
@@ -266,11 +293,14 @@ static int dp_init(DPObject *self, PyObject *args, PyObject *kw) {
     Py_END_ALLOW_THREADS
     if (!dp) return oarpy_raise(), -1;
     self->dp = dp;
+    self->group = go && go != Py_None ? go : NULL;
+    Py_XINCREF(self->group);
     return 0;
 }
 
 static void dp_dealloc(DPObject *self) {
     oar_dist_dp_free(self->dp);
+    Py_XDECREF(self->group);
     oar_module_free(self->holder);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
@@ -316,7 +346,41 @@ static PyObject *dp_stats(DPObject *self, PyObject *unused) {
                          s.exposed_seconds);
 }
 
+/* join_notify(divide_by_initial_world_size, throw, broadcast_buffers, sync_backward) -> -1 (the count stays
+ * in flight until the sync);
+ * join_shadow(divide_by_initial_world_size, throw, broadcast_buffers) -> the same, 0 when all joined. */
+static PyObject *dp_join_step(DPObject *self, PyObject *args, bool shadow) {
+    DP_SELF("DataParallel.join");
+    int div = 1, thr = 0, bufs = 0, sync = 1, active = -1;
+    if (!PyArg_ParseTuple(args, shadow ? "ppp" : "pppp", &div, &thr, &bufs, &sync)) return NULL;
+    oar_dist_dp_join o = {.divide_by_initial_world_size = div, .throw_on_early_termination = thr,
+                          .broadcast_buffers = bufs, .sync_backward = sync};
+    oar_status st;
+    Py_BEGIN_ALLOW_THREADS
+    st = shadow ? oar_dist_dp_join_shadow(self->dp, &o, &active) : oar_dist_dp_join_notify(self->dp, &o, NULL);
+    Py_END_ALLOW_THREADS
+    if (oarpy_check(st) < 0) return NULL;
+    return PyLong_FromLong(active);
+}
+static PyObject *dp_join_notify(DPObject *self, PyObject *args) { return dp_join_step(self, args, false); }
+static PyObject *dp_join_shadow(DPObject *self, PyObject *args) { return dp_join_step(self, args, true); }
+
+static PyObject *dp_join_end(DPObject *self, PyObject *last) {
+    DP_SELF("DataParallel.join_end");
+    int v = PyObject_IsTrue(last);
+    if (v < 0) return NULL;
+    oar_status st;
+    Py_BEGIN_ALLOW_THREADS
+    st = oar_dist_dp_join_end(self->dp, v);
+    Py_END_ALLOW_THREADS
+    if (oarpy_check(st) < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef dp_methods[] = {
+    {"join_notify", (PyCFunction)dp_join_notify, METH_VARARGS, "A training rank's step of join (before forward)."},
+    {"join_shadow", (PyCFunction)dp_join_shadow, METH_VARARGS, "A joined rank's shadow of one iteration."},
+    {"join_end", (PyCFunction)dp_join_end, METH_O, "The last joiner's model to every rank."},
     {"sync", (PyCFunction)dp_sync, METH_NOARGS, "Averages the last backward's gradients across ranks."},
     {"no_sync", (PyCFunction)dp_no_sync, METH_O, "Gradient accumulation on or off."},
     {"stats", (PyCFunction)dp_stats, METH_NOARGS, "Buckets and overlap counters."},
@@ -355,7 +419,7 @@ static PyMethodDef dist_functions[] = {
     {"dist_broadcast", dist_broadcast, METH_VARARGS, "broadcast(tensor, root) -> DistWork"},
     {"dist_allgather", dist_allgather, METH_VARARGS, "allgather(out, in) -> DistWork"},
     {"dist_reduce_scatter", dist_reduce_scatter, METH_VARARGS, "reduce_scatter(out, in, op) -> DistWork"},
-    {"dist_barrier", dist_barrier, METH_NOARGS, "barrier() -> DistWork"},
+    {"dist_barrier", dist_barrier, METH_VARARGS, "barrier([group]) -> DistWork"},
     {"dist_send", dist_send, METH_VARARGS, "send(tensor, peer, tag) -> DistWork"},
     {"dist_recv", dist_recv, METH_VARARGS, "recv(tensor, peer, tag) -> DistWork"},
     {"dist_program_stats", dist_program_stats, METH_VARARGS, "compiled data parallel's counters ([reset])"},
@@ -363,7 +427,7 @@ static PyMethodDef dist_functions[] = {
 };
 
 int oarpy_dist_init(PyObject *m) {
-    if (PyType_Ready(&Work_Type) < 0 || PyType_Ready(&DP_Type) < 0) return -1;
+    if (PyType_Ready(&Work_Type) < 0 || PyType_Ready(&DP_Type) < 0 || oarpy_dist_group_init(m) < 0) return -1;
     if (PyModule_AddFunctions(m, dist_functions) < 0) return -1;
     Py_INCREF(&DP_Type);
     if (PyModule_AddObject(m, "DataParallel", (PyObject *)&DP_Type) < 0) return -1;

@@ -18,7 +18,9 @@ __all__ = ["ReduceOp", "Work", "GroupMember", "group", "is_available", "is_initi
            "is_gloo_available", "is_nccl_available", "is_torchelastic_launched", "init_process_group",
            "destroy_process_group", "get_rank", "get_world_size", "get_backend", "new_group", "barrier",
            "all_reduce", "broadcast", "all_gather", "all_gather_into_tensor", "reduce_scatter",
-           "reduce_scatter_tensor", "send", "recv", "isend", "irecv", "monitored_barrier"]
+           "reduce_scatter_tensor", "send", "recv", "isend", "irecv", "monitored_barrier", "ProcessGroup",
+           "get_group_rank", "get_global_rank", "get_process_group_ranks", "all_to_all", "all_to_all_single",
+           "broadcast_object_list", "all_gather_object"]
 
 _BACKENDS = ("mpi", "gloo")   # both mean oar's MPI communicator on CPU tensors
 _state = {"backend": None}
@@ -31,19 +33,49 @@ class ReduceOp:
 
 
 class _World:
-    """The one process group: the world (new_group of every rank returns it)."""
+    """The default process group: every rank of the job."""
+
+    def rank(self):
+        return _C.dist_info()["rank"]
+
+    def size(self):
+        return _C.dist_info()["world_size"]
 
     def __repr__(self):
         return "<oar.distributed world group>"
 
 
+class _NonGroupMember:
+    """What new_group returns on a rank outside the group (torch's GroupMember.NON_GROUP_MEMBER)."""
+
+    def __repr__(self):
+        return "<oar.distributed NON_GROUP_MEMBER>"
+
+
 class GroupMember:
     WORLD = _World()
-    NON_GROUP_MEMBER = object()
+    NON_GROUP_MEMBER = _NonGroupMember()
 
 
 class group:
     WORLD = GroupMember.WORLD
+
+
+class ProcessGroup:
+    """A process group of some ranks (new_group): a sub-communicator of the world (an MPI_Comm_split
+    in oar's C layer, include/oar/dist.h). rank() and size() are this process's within it."""
+
+    def __init__(self, handle, ranks, backend):
+        self._h, self._ranks, self._backend = handle, list(ranks), backend
+
+    def rank(self):
+        return self._h.rank()
+
+    def size(self):
+        return len(self._ranks)
+
+    def __repr__(self):
+        return f"<oar.distributed ProcessGroup of ranks {self._ranks}>"
 
 
 class Work:
@@ -74,10 +106,46 @@ def _done(handle, async_op, then=None):
     return None
 
 
+_groups = []   # live ProcessGroups (destroy_process_group() of the world ends them)
+
+
+def _resolve(group, who):
+    """(the C handle or None for the world, the group) for a collective; raises for other objects."""
+    if group is None or group is GroupMember.WORLD:
+        return None
+    if isinstance(group, ProcessGroup):
+        if group._h is None:
+            raise RuntimeError(f"{who}: the process group {group!r} was destroyed (destroy_process_group)")
+        return group._h
+    raise ValueError(f"{who}: expected group=None, group.WORLD or a group from new_group, got {group!r}")
+
+
+def _not_in(group, who):
+    """True (with torch's warning) when this rank is outside group: the collective is a no-op."""
+    if group is GroupMember.NON_GROUP_MEMBER:
+        import warnings
+
+        warnings.warn(f"Running {who} on global rank {get_rank()} which does not belong to the given group.")
+        return True
+    return False
+
+
 def _check_group(group, who):
-    if group is not None and group is not GroupMember.WORLD:
-        raise ValueError(f"{who}: expected group=None or the world group (oar has one process group, the world), "
-                         f"got {group!r}")
+    _resolve(group, who)
+
+
+def _group_size(group):
+    return get_world_size() if group is None or group is GroupMember.WORLD else group.size()
+
+
+def _to_group_rank(group, global_rank, who):
+    """torch's src/dst arguments are global ranks; the C layer takes the group's."""
+    if group is None or group is GroupMember.WORLD:
+        return int(global_rank)
+    if global_rank not in group._ranks:
+        raise RuntimeError(f"{who}: Global rank {global_rank} is not part of group {group!r} (its ranks are "
+                           f"{group._ranks})")
+    return group._ranks.index(global_rank)
 
 
 def _op(op, who):
@@ -162,84 +230,221 @@ def init_process_group(backend=None, init_method=None, timeout=None, world_size=
 
 
 def destroy_process_group(group=None):
-    """Ends the job's communication (a barrier, then MPI_Finalize); MPI cannot start again in this process."""
-    _check_group(group, "destroy_process_group")
+    """destroy_process_group(): ends the job's communication (its groups first, then a barrier and
+    MPI_Finalize; MPI cannot start again in this process). destroy_process_group(g): frees group g's
+    communicator (a no-op for NON_GROUP_MEMBER, as in torch)."""
+    if group is GroupMember.NON_GROUP_MEMBER:
+        return
+    if group is not None and group is not GroupMember.WORLD:
+        h = _resolve(group, "destroy_process_group")
+        if group in _groups:
+            _groups.remove(group)
+        group._h = None
+        h.destroy()
+        return
     if not is_initialized():
         return
+    for g in list(_groups):
+        g._h, h = None, g._h
+        h.destroy()
+    del _groups[:]
     _state["backend"] = None
     _C.dist_finalize()
 
 
 def get_rank(group=None):
-    _check_group(group, "get_rank")
+    """This process's rank in group (the world by default); -1 outside the group, as in torch."""
     _require_init("get_rank")
-    return _C.dist_info()["rank"]
+    if group is GroupMember.NON_GROUP_MEMBER:
+        return -1
+    h = _resolve(group, "get_rank")
+    return _C.dist_info()["rank"] if h is None else h.rank()
 
 
 def get_world_size(group=None):
-    _check_group(group, "get_world_size")
+    """The number of ranks in group (the world by default); -1 outside the group, as in torch."""
     _require_init("get_world_size")
-    return _C.dist_info()["world_size"]
+    if group is GroupMember.NON_GROUP_MEMBER:
+        return -1
+    h = _resolve(group, "get_world_size")
+    return _C.dist_info()["world_size"] if h is None else group.size()
 
 
 def get_backend(group=None):
-    _check_group(group, "get_backend")
     _require_init("get_backend")
-    return _state["backend"]
+    if group is GroupMember.NON_GROUP_MEMBER:
+        raise RuntimeError("get_backend: Invalid process group specified (this rank is not a member)")
+    _resolve(group, "get_backend")
+    return _state["backend"] if group is None or group is GroupMember.WORLD else group._backend
+
+
+def get_group_rank(group, global_rank):
+    """group's rank of the world rank global_rank (identity for the world); RuntimeError if it is not a member."""
+    if group is None or group is GroupMember.WORLD:
+        return global_rank
+    if not isinstance(group, ProcessGroup):
+        raise RuntimeError(f"get_group_rank: Group {group!r} is not registered, please create group with "
+                           f"new_group")
+    if global_rank not in group._ranks:
+        raise RuntimeError(f"get_group_rank: Global rank {global_rank} is not part of group {group!r}")
+    return group._ranks.index(global_rank)
+
+
+def get_global_rank(group, group_rank):
+    """The world rank of group's rank group_rank (identity for the world); RuntimeError if out of range."""
+    if group is None or group is GroupMember.WORLD:
+        return group_rank
+    if not isinstance(group, ProcessGroup):
+        raise RuntimeError(f"get_global_rank: Group {group!r} is not registered, please create group with "
+                           f"new_group")
+    if not 0 <= group_rank < len(group._ranks):
+        raise RuntimeError(f"get_global_rank: Group rank {group_rank} is not part of group {group!r} (it has "
+                           f"{len(group._ranks)} ranks)")
+    return group._ranks[group_rank]
+
+
+def get_process_group_ranks(group):
+    """The world ranks of group, in group-rank order."""
+    if group is None or group is GroupMember.WORLD:
+        return list(range(get_world_size()))
+    return list(group._ranks)
 
 
 def new_group(ranks=None, timeout=None, backend=None, pg_options=None):
-    """The world group when ranks is None or every rank; sub-groups are not offered."""
+    """A process group of the given world ranks (all of them by default): a collective that every rank of
+    the world calls with the same ranks, in the same order as its other new_group calls. Group rank k is
+    the k-th smallest of ranks. Returns GroupMember.NON_GROUP_MEMBER on the ranks outside it (their
+    get_rank/get_world_size of it are -1 and its collectives do nothing, with a warning, as in torch).
+    The ranks must lie in [0, world size) without repeats; a rank that asks for other ranks than the
+    others makes new_group fail on every rank, naming both. timeout and pg_options: the job's."""
     _require_init("new_group")
     n = get_world_size()
-    if ranks is None or sorted(ranks) == list(range(n)):
-        return GroupMember.WORLD
-    raise NotImplementedError(f"new_group: oar has one process group, the world of {n} ranks; got ranks "
-                              f"{list(ranks)}")
+    if backend is not None and str(backend).lower() not in _BACKENDS:
+        raise ValueError(f"new_group: expected backend None, 'mpi' or 'gloo', got {backend!r}")
+    if ranks is None:
+        ranks = list(range(n))
+    ranks = list(ranks)
+    if len(ranks) > n:
+        raise RuntimeError(f"new_group: the new group's world size should be less or equal to the world size set "
+                           f"by init_process_group ({n}), got {len(ranks)} ranks {ranks}")
+    for r in ranks:
+        if not isinstance(r, int) or isinstance(r, bool):
+            raise TypeError(f"new_group: expected integer ranks, got {r!r} in {ranks}")
+        if r < 0 or r >= n:
+            raise RuntimeError(f"new_group: The new group's rank should be within the world_size set by "
+                               f"init_process_group: expected ranks in [0, {n}), got {r} in {ranks}")
+    ranks = sorted(ranks)
+    if len(set(ranks)) != len(ranks):
+        raise ValueError(f"new_group: expected distinct ranks, got {ranks}")
+    h = _C.DistGroup(ranks)   # a collective over the world: compares the ranks, then splits
+    if h.rank() < 0:
+        h.destroy()
+        return GroupMember.NON_GROUP_MEMBER
+    g = ProcessGroup(h, ranks, str(backend).lower() if backend is not None else _state["backend"])
+    _groups.append(g)
+    return g
+
+
+def _prologue(group, who):
+    """None when this rank is outside group (torch's warning and no-op), else the C group handle."""
+    _require_init(who)
+    if _not_in(group, who):
+        return False, None
+    return True, _resolve(group, who)
 
 
 def barrier(group=None, async_op=False, device_ids=None):
-    _check_group(group, "barrier")
-    _require_init("barrier")
-    return _done(_C.dist_barrier(), async_op)
+    ok, h = _prologue(group, "barrier")
+    if not ok:
+        return None
+    return _done(_C.dist_barrier(h), async_op)
 
 
-monitored_barrier = barrier   # every wait is monitored: a dead or silent rank is named
+def monitored_barrier(group=None, timeout=None, wait_all_ranks=False):
+    """torch's monitored_barrier: rank 0 of the group waits up to timeout for every other rank to check
+    in, and raises naming the first rank that did not (every rank, with wait_all_ranks=True); the others
+    wait for rank 0's release. timeout: a timedelta or seconds (default: the job's collective timeout,
+    which also bounds every wait)."""
+    import time
+
+    ok, h = _prologue(group, "monitored_barrier")
+    if not ok:
+        return None
+    from .. import zeros, int64
+
+    me, n = get_rank(group), get_world_size(group)
+    if n == 1:
+        return None
+    limit = None if timeout is None else (timeout.total_seconds() if isinstance(timeout, _datetime.timedelta)
+                                          else float(timeout))
+    token = zeros(1, dtype=int64)
+    if me != 0:
+        _C.dist_send(token, 0, _TAG_MONITORED, h).wait()
+        _C.dist_recv(token, 0, _TAG_MONITORED, h).wait()
+        return None
+    works = {r: _C.dist_recv(zeros(1, dtype=int64), r, _TAG_MONITORED, h) for r in range(1, n)}
+    start = time.monotonic()
+    while any(not w.is_completed() for w in works.values()):
+        if limit is not None and time.monotonic() - start > limit:
+            late = [r for r, w in works.items() if not w.is_completed()]
+            _abandoned.extend(works.values())   # still posted: never freed while MPI may write them
+            ms = int(limit * 1000)
+            if wait_all_ranks:
+                raise RuntimeError(f"monitored_barrier: Ranks {', '.join(map(str, late))} failed to pass "
+                                   f"monitoredBarrier in {ms} ms")
+            raise RuntimeError(f"monitored_barrier: Rank {late[0]} failed to pass monitoredBarrier in {ms} ms")
+        time.sleep(0.001)
+    for w in works.values():
+        w.wait()   # raises a dead peer's error
+    for w in [_C.dist_send(token, r, _TAG_MONITORED, h) for r in range(1, n)]:
+        w.wait()
+    return None
+
+
+_TAG_MONITORED, _TAG_ALL_TO_ALL = 30000, 29999
+_abandoned = []
 
 
 def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
     """tensor = op over the ranks' tensors, in place; summed in rank order (the same bits on every rank)."""
-    _check_group(group, "all_reduce")
-    _require_init("all_reduce")
-    return _done(_C.dist_allreduce(_dense(tensor, "all_reduce"), _op(op, "all_reduce"), True), async_op)
+    ok, h = _prologue(group, "all_reduce")
+    if not ok:
+        return None
+    return _done(_C.dist_allreduce(_dense(tensor, "all_reduce"), _op(op, "all_reduce"), True, h), async_op)
 
 
 def broadcast(tensor, src, group=None, async_op=False):
-    _check_group(group, "broadcast")
-    _require_init("broadcast")
-    return _done(_C.dist_broadcast(_dense(tensor, "broadcast"), int(src)), async_op)
+    """tensor = rank src's tensor; src is a world rank (torch's convention), a member of group."""
+    ok, h = _prologue(group, "broadcast")
+    if not ok:
+        return None
+    root = _to_group_rank(group, src, "broadcast")
+    return _done(_C.dist_broadcast(_dense(tensor, "broadcast"), root, h), async_op)
 
 
 def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=False):
     """output = the ranks' inputs concatenated along dim 0."""
-    _check_group(group, "all_gather_into_tensor")
-    _require_init("all_gather_into_tensor")
     who = "all_gather_into_tensor"
-    return _done(_C.dist_allgather(_dense(output_tensor, who), _dense(input_tensor, who)), async_op)
+    ok, h = _prologue(group, who)
+    if not ok:
+        return None
+    return _done(_C.dist_allgather(_dense(output_tensor, who), _dense(input_tensor, who), h), async_op)
 
 
 _all_gather_base = all_gather_into_tensor
 
 
 def all_gather(tensor_list, tensor, group=None, async_op=False):
-    """tensor_list[r] = rank r's tensor (one list entry per rank, each shaped like tensor)."""
-    _check_group(group, "all_gather")
-    _require_init("all_gather")
+    """tensor_list[r] = group rank r's tensor (one list entry per rank of the group, each shaped like tensor)."""
+    ok, h = _prologue(group, "all_gather")
+    if not ok:
+        return None
     from .. import empty
 
-    n = get_world_size()
+    n = _group_size(group)
     if len(tensor_list) != n:
-        raise ValueError(f"all_gather: expected a tensor_list of {n} tensors (the world size), got {len(tensor_list)}")
+        raise ValueError(f"all_gather: expected a tensor_list of {n} tensors (the group's size), got "
+                         f"{len(tensor_list)}")
     for k, t in enumerate(tensor_list):
         if tuple(t.shape) != tuple(tensor.shape) or t.dtype != tensor.dtype:
             raise ValueError(f"all_gather: expected tensor_list[{k}] of shape {tuple(tensor.shape)} and "
@@ -251,54 +456,222 @@ def all_gather(tensor_list, tensor, group=None, async_op=False):
         for k, t in enumerate(tensor_list):
             t.copy_(flat[k])
 
-    return _done(_C.dist_allgather(flat, src), async_op, scatter)
+    return _done(_C.dist_allgather(flat, src, h), async_op, scatter)
 
 
 def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=False):
-    """output = this rank's block of op over the ranks' inputs (input holds world_size blocks along dim 0)."""
-    _check_group(group, "reduce_scatter_tensor")
-    _require_init("reduce_scatter_tensor")
-    return _done(_C.dist_reduce_scatter(_dense(output, "reduce_scatter_tensor"), _dense(input, "reduce_scatter_tensor"),
-                                        _op(op, "reduce_scatter_tensor")), async_op)
+    """output = this rank's block of op over the ranks' inputs (input holds group-size blocks along dim 0)."""
+    who = "reduce_scatter_tensor"
+    ok, h = _prologue(group, who)
+    if not ok:
+        return None
+    return _done(_C.dist_reduce_scatter(_dense(output, who), _dense(input, who), _op(op, who), h), async_op)
 
 
 _reduce_scatter_base = reduce_scatter_tensor
 
 
 def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op=False):
-    """output = op over the ranks of their input_list[rank]."""
-    _check_group(group, "reduce_scatter")
-    _require_init("reduce_scatter")
+    """output = op over the ranks of their input_list[group rank]."""
+    ok, h = _prologue(group, "reduce_scatter")
+    if not ok:
+        return None
     from .. import stack
 
-    n = get_world_size()
+    n = _group_size(group)
     if len(input_list) != n:
-        raise ValueError(f"reduce_scatter: expected an input_list of {n} tensors (the world size), "
+        raise ValueError(f"reduce_scatter: expected an input_list of {n} tensors (the group's size), "
                          f"got {len(input_list)}")
     return reduce_scatter_tensor(output, stack(list(input_list)).contiguous(), op, group, async_op)
 
 
-def _p2p(who, fn, tensor, peer, tag):
-    _require_init(who)
+def _p2p(who, fn, tensor, peer, tag, group):
+    ok, h = _prologue(group, who)
+    if not ok:
+        return None
     if peer is None:
         raise ValueError(f"{who}: expected a peer rank (receiving from any source is not offered)")
-    return fn(_dense(tensor, who), int(peer), int(tag))
+    return fn(_dense(tensor, who), _to_group_rank(group, peer, who), int(tag), h)
 
 
 def isend(tensor, dst, group=None, tag=0):
-    _check_group(group, "isend")
-    return Work(_p2p("isend", _C.dist_send, tensor, dst, tag))
+    """Sends to world rank dst (a member of group); wait() on the result."""
+    w = _p2p("isend", _C.dist_send, tensor, dst, tag, group)
+    return None if w is None else Work(w)
 
 
 def irecv(tensor, src=None, group=None, tag=0):
-    _check_group(group, "irecv")
-    return Work(_p2p("irecv", _C.dist_recv, tensor, src, tag))
+    """Receives from world rank src (a member of group); wait() on the result."""
+    w = _p2p("irecv", _C.dist_recv, tensor, src, tag, group)
+    return None if w is None else Work(w)
 
 
 def send(tensor, dst, group=None, tag=0):
-    isend(tensor, dst, group, tag).wait()
+    w = isend(tensor, dst, group, tag)
+    if w is not None:
+        w.wait()
 
 
 def recv(tensor, src=None, group=None, tag=0):
-    irecv(tensor, src, group, tag).wait()
+    w = irecv(tensor, src, group, tag)
+    if w is None:
+        return -1
+    w.wait()
     return src
+
+
+def all_to_all_single(output, input, output_split_sizes=None, input_split_sizes=None, group=None, async_op=False):
+    """output's block r = group rank r's block (of this rank) of its input: equal blocks along dim 0
+    (split sizes None), or the given row counts."""
+    ok, h = _prologue(group, "all_to_all_single")
+    if not ok:
+        return None
+    n = _group_size(group)
+    rows_in, rows_out = input.shape[0] if input.dim() else 0, output.shape[0] if output.dim() else 0
+    if input_split_sizes is None:
+        if rows_in % n:
+            raise ValueError(f"all_to_all_single: expected input.shape[0] divisible by the group's size {n}, got "
+                             f"{rows_in}; pass input_split_sizes")
+        input_split_sizes = [rows_in // n] * n
+    if output_split_sizes is None:
+        if rows_out % n:
+            raise ValueError(f"all_to_all_single: expected output.shape[0] divisible by the group's size {n}, got "
+                             f"{rows_out}; pass output_split_sizes")
+        output_split_sizes = [rows_out // n] * n
+    for what, sizes, rows in (("input", input_split_sizes, rows_in), ("output", output_split_sizes, rows_out)):
+        if len(sizes) != n or sum(sizes) != rows or min(sizes) < 0:
+            raise ValueError(f"all_to_all_single: expected {n} non-negative {what}_split_sizes summing to "
+                             f"{what}.shape[0] = {rows}, got {list(sizes)}")
+    ins = list(input.split(list(input_split_sizes), 0))
+    outs = list(output.split(list(output_split_sizes), 0))
+    return all_to_all(outs, ins, group, async_op)
+
+
+def all_to_all(output_tensor_list, input_tensor_list, group=None, async_op=False):
+    """output_tensor_list[r] = group rank r's input_tensor_list[this rank] (point-to-point messages)."""
+    ok, h = _prologue(group, "all_to_all")
+    if not ok:
+        return None
+    n, me = _group_size(group), get_rank(group)
+    if len(input_tensor_list) != n or len(output_tensor_list) != n:
+        raise ValueError(f"all_to_all: expected {n} input and {n} output tensors (the group's size), got "
+                         f"{len(input_tensor_list)} and {len(output_tensor_list)}")
+    for k in range(n):
+        if output_tensor_list[k].dtype != input_tensor_list[k].dtype:
+            raise ValueError(f"all_to_all: expected output {k} and input {k} of one dtype, got "
+                             f"{output_tensor_list[k].dtype} and {input_tensor_list[k].dtype}")
+    outs = [t if t.is_contiguous() else t.contiguous() for t in output_tensor_list]
+    works = []
+    for r in range(n):
+        if r == me:
+            continue
+        works.append(_C.dist_recv(outs[r], r, _TAG_ALL_TO_ALL, h))
+        works.append(_C.dist_send(input_tensor_list[r].contiguous(), r, _TAG_ALL_TO_ALL, h))
+
+    def finish():
+        for w in works:
+            w.wait()
+        outs[me].copy_(input_tensor_list[me])
+        for t, o in zip(output_tensor_list, outs):
+            if t is not o:
+                t.copy_(o)
+
+    w = Work(_Many(works), finish)
+    if async_op:
+        return w
+    w.wait()
+    return None
+
+
+class _Many:
+    """Several C works as one (all_to_all's messages)."""
+
+    def __init__(self, works):
+        self._works = works
+
+    def wait(self):
+        err = None
+        for w in self._works:
+            try:
+                w.wait()
+            except Exception as e:  # wait for all: their buffers must not be freed in flight
+                err = err or e
+        if err is not None:
+            raise err
+
+    def is_completed(self):
+        return all(w.is_completed() for w in self._works)
+
+
+def _object_tensor(obj):
+    """obj pickled into an int64 tensor (8 bytes an element) and its byte count."""
+    import pickle
+
+    import numpy as np
+
+    from .. import from_numpy
+
+    data = pickle.dumps(obj)
+    padded = data + b"\0" * (-len(data) % 8)
+    return from_numpy(np.frombuffer(padded, dtype=np.int64).copy()), len(data)
+
+
+def _tensor_object(t, nbytes):
+    import pickle
+
+    return pickle.loads(t.numpy().tobytes()[:nbytes])
+
+
+def broadcast_object_list(object_list, src=0, group=None, device=None):
+    """object_list[i] = world rank src's object_list[i] (pickled; every rank passes a list of that length)."""
+    ok, h = _prologue(group, "broadcast_object_list")
+    if not ok:
+        return None
+    from .. import tensor as _tensor, zeros, int64
+
+    me = get_rank()
+    if me == src:
+        parts = [_object_tensor(o) for o in object_list]
+        sizes = _tensor([p[1] for p in parts], dtype=int64)
+    else:
+        sizes = zeros(len(object_list), dtype=int64)
+    broadcast(sizes, src, group)
+    n_bytes = [int(v) for v in sizes.tolist()]
+    flat = zeros(max(1, sum((b + 7) // 8 for b in n_bytes)), dtype=int64)
+    if me == src:
+        from .. import cat
+
+        flat = cat([p[0] for p in parts]) if parts else flat
+    broadcast(flat, src, group)
+    if me != src:
+        off = 0
+        for i, b in enumerate(n_bytes):
+            k = (b + 7) // 8
+            object_list[i] = _tensor_object(flat[off:off + k], b)
+            off += k
+    return None
+
+
+def all_gather_object(object_list, obj, group=None):
+    """object_list[r] = group rank r's obj (pickled)."""
+    ok, h = _prologue(group, "all_gather_object")
+    if not ok:
+        return None
+    from .. import tensor as _tensor, zeros, int64
+
+    n = _group_size(group)
+    if len(object_list) != n:
+        raise ValueError(f"all_gather_object: expected an object_list of {n} entries (the group's size), got "
+                         f"{len(object_list)}")
+    mine, nbytes = _object_tensor(obj)
+    sizes = zeros(n, dtype=int64)
+    all_gather_into_tensor(sizes, _tensor([nbytes], dtype=int64), group)
+    n_bytes = [int(v) for v in sizes.tolist()]
+    most = max(1, max((b + 7) // 8 for b in n_bytes))
+    padded = zeros(most, dtype=int64)
+    padded[:mine.shape[0]] = mine
+    out = zeros(n * most, dtype=int64)
+    all_gather_into_tensor(out, padded, group)
+    for r in range(n):
+        object_list[r] = _tensor_object(out[r * most:(r + 1) * most], n_bytes[r])
+    return None

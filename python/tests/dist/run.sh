@@ -55,5 +55,35 @@ for pair in "one16 two_a 1e-3 1e-4" "two_a two_b 0 0" "two_a two_c 0 0" "bn16 sb
   set -- $pair
   "$py" "$worker" compare "$dir/$1" "$dir/$2" "$3" "$4" >"$dir/out" 2>&1 && cat "$dir/out" || fail "compare $pair"
 done
+# process groups at 4 ranks (python/tests/dist/group_worker.py)
+groups="$here/group_worker.py"
+runw() { np=$1; shift; timeout 180 "$mpiexec" $root --oversubscribe --bind-to none $xopt -np "$np" "$py" "$@" >"$dir/out" 2>&1; }
+runw 4 "$groups" groups && ok || fail "process groups: collectives within {0,1} and {2,3}, non-members, errors"
+runw 4 "$groups" ddp_group && ok || fail "DDP over a process group against one process on the group's data"
+# DDP.join with uneven inputs (5 and 3 batches): the same torch script run by oar under the switch and by
+# PyTorch 1.13 with gloo when /usr/bin/python3 has it (else the golden values recorded from it)
+join="$here/join_script.py"
+torchpy=${OAR_TORCH_PYTHON:-/usr/bin/python3}
+have_torch=0
+if "$torchpy" -c "import numpy, torch.distributed as d; assert d.is_gloo_available()" 2>/dev/null; then have_torch=1; fi
+[ $have_torch -eq 1 ] || echo "python_dist: PyTorch with gloo is absent for $torchpy: DDP.join is compared with the golden values in join_golden/"
+for v in join effective throw; do
+  runw 2 "$join" oar $v "$dir/oar_$v" || { fail "DDP.join ($v), oar"; continue; }
+  ref="$here/join_golden/$v.json"
+  if [ $have_torch -eq 1 ]; then
+    timeout 180 "$torchpy" "$join" torch $v "$dir/torch_$v" >"$dir/out" 2>&1 || { fail "DDP.join ($v), PyTorch"; continue; }
+    ref="$dir/torch_$v"
+  fi
+  "$py" "$join" compare "$ref" "$dir/oar_$v" 1e-5 >"$dir/out" 2>&1 && cat "$dir/out" || fail "DDP.join ($v) against PyTorch"
+done
+# the comparison can fail: torch's default divisor against oar's effective-world-size run must differ
+ref="$here/join_golden/join.json"
+[ $have_torch -eq 1 ] && ref="$dir/torch_join"
+if "$py" "$join" compare "$ref" "$dir/oar_effective" 1e-5 >"$dir/out" 2>&1; then
+  fail "DDP.join: divide_by_initial_world_size True and False gave the same result: the check is blind"
+fi
+runw 2 "$join" oar mismatch "$dir/oar_mismatch" && ok || fail "DDP.join against a collective outside DDP"
+runw 2 "$join" oar dead "$dir/oar_dead"
+grep -q "join dead rank 1: OK" "$dir/out" && grep "join dead rank 1" "$dir/out" | cut -c1-200 || fail "DDP.join: a rank that dies while another shadows it"
 if [ $fails -ne 0 ]; then echo "python_dist: $fails failed"; exit 1; fi
 echo "python_dist: all passed"

@@ -11,7 +11,8 @@ import contextlib
 import weakref
 
 from ... import _C
-from ...distributed import _require_init, get_world_size
+from ... import distributed as _dist
+from ...distributed import _require_init
 from ..modules.module import Module
 
 _pending = []            # weak references to wrappers whose forward ran since the last backward
@@ -63,10 +64,11 @@ class DistributedDataParallel(Module):
                  gradient_as_bucket_view=False, static_graph=False, first_bucket_mb=1.0, mpi_allreduce=False):
         super().__init__()
         _require_init("DistributedDataParallel")
-        if process_group is not None:
-            from ...distributed import _check_group
-
-            _check_group(process_group, "DistributedDataParallel")
+        if process_group is _dist.GroupMember.NON_GROUP_MEMBER:
+            raise ValueError("DistributedDataParallel: this rank is not a member of process_group (new_group gave it "
+                             "NON_GROUP_MEMBER); wrap the module only on the group's ranks")
+        group_handle = _dist._resolve(process_group, "DistributedDataParallel")
+        self.process_group = process_group if process_group is not None else _dist.GroupMember.WORLD
         if device_ids not in (None, [], ["cpu"]) or output_device not in (None, "cpu"):
             raise ValueError(f"DistributedDataParallel: expected device_ids=None and output_device=None (module on the "
                              f"CPU), got {device_ids!r} and {output_device!r}")
@@ -86,16 +88,26 @@ class DistributedDataParallel(Module):
                    if b is not None and b.dtype in (float32, float64, int32, int64)]
         self._buffers_to_broadcast = [b for _, b in buffers]
         self._dp = _C.DataParallel(list(module.named_parameters()), buffers, float(bucket_cap_mb),
-                                   float(first_bucket_mb), bool(mpi_allreduce))
-        self._world = get_world_size()
+                                   float(first_bucket_mb), bool(mpi_allreduce), group_handle)
+        self._group_handle = group_handle
+        self._world = _dist.get_world_size(self.process_group)
+        self._join_config = None   # the options of the join() context this wrapper is in
+        self._syncing = True       # False inside no_sync()
         _install_sync()
 
     def forward(self, *inputs, **kwargs):
         from ... import is_grad_enabled
 
-        if self.training and self.broadcast_buffers and self._world > 1 and self._buffers_to_broadcast \
+        join = self._join_config
+        if join is not None and is_grad_enabled() and not _C.is_tracing():
+            # torch's order: count the ranks still training, [early termination], [buffers from the
+            # largest of them], whether backward syncs; the joined ranks shadow each step
+            self._dp.join_notify(join.divide_by_initial_world_size, join.throw_on_early_termination,
+                                 self.training and self.broadcast_buffers and bool(self._buffers_to_broadcast),
+                                 self._syncing)
+        elif self.training and self.broadcast_buffers and self._world > 1 and self._buffers_to_broadcast \
                 and not _C.is_tracing():
-            works = [_C.dist_broadcast(b, 0) for b in self._buffers_to_broadcast]
+            works = [_C.dist_broadcast(b, 0, self._group_handle) for b in self._buffers_to_broadcast]
             for w in works:
                 w.wait()
         out = self.module(*inputs, **kwargs)
@@ -108,10 +120,12 @@ class DistributedDataParallel(Module):
         """Gradient accumulation: backward calls inside keep each rank's own gradients in .grad and
         send nothing; the first backward after the block adds its gradients and averages the sums."""
         self._dp.no_sync(True)
+        self._syncing = False
         try:
             yield
         finally:
             self._dp.no_sync(False)
+            self._syncing = True
 
     def bucket_stats(self):
         """The buckets (elements, parameters) in launch order and the overlap counters: syncs, bucket
@@ -119,9 +133,49 @@ class DistributedDataParallel(Module):
         and the time the syncs waited for it (not hidden behind backward)."""
         return self._dp.stats()
 
-    def join(self, *args, **kwargs):
-        raise NotImplementedError("DistributedDataParallel.join (uneven inputs) is not offered: give every rank the "
-                                  "same number of batches (DistributedSampler does)")
+    def join(self, divide_by_initial_world_size=True, enable=True, throw_on_early_termination=False):
+        """Uneven inputs (torch 1.13's DDP.join): a context manager around the training loop. A rank that
+        runs out of batches leaves the loop and, at the end of the block, shadows the others' collectives
+        (their buffer broadcasts and every gradient bucket, contributing zeros) until all have joined;
+        then the model of the last rank to join goes to every rank.
+
+        divide_by_initial_world_size: gradients are the sum over the ranks still training divided by the
+        group's size (True, torch's default: each sample weighs as in the even part), or by the number of
+        ranks still training (False). throw_on_early_termination: once a rank runs out, every rank raises
+        RuntimeError at its next forward (the joined one "exhausted all its inputs"). Inside the block only
+        DDP's own collectives may run while a rank has joined: another collective meets the join's and
+        fails on both ranks as a mismatched collective."""
+        return _Join(self, enable, divide_by_initial_world_size, throw_on_early_termination)
 
     def _get_name(self):
         return "DistributedDataParallel"
+
+
+class _Join:
+    """DistributedDataParallel.join's context (torch.distributed.algorithms.Join for one DDP module)."""
+
+    def __init__(self, ddp, enable, divide_by_initial_world_size, throw_on_early_termination):
+        self.ddp, self.enable = ddp, bool(enable)
+        self.divide_by_initial_world_size = bool(divide_by_initial_world_size)
+        self.throw_on_early_termination = bool(throw_on_early_termination)
+
+    def __enter__(self):
+        if self.enable:
+            if self.ddp._join_config is not None:
+                raise RuntimeError("DistributedDataParallel.join: this module is already inside a join() block")
+            self.ddp._join_config = self
+        return self
+
+    def __exit__(self, type, value, traceback):
+        if not self.enable:
+            return None
+        ddp = self.ddp
+        ddp._join_config = None
+        if type is not None:
+            return None   # the exception propagates (torch does the same)
+        bufs = ddp.training and ddp.broadcast_buffers and bool(ddp._buffers_to_broadcast)
+        last_joiner = True
+        while ddp._dp.join_shadow(self.divide_by_initial_world_size, self.throw_on_early_termination, bufs) > 0:
+            last_joiner = False
+        ddp._dp.join_end(last_joiner)
+        return None

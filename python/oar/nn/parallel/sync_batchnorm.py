@@ -17,10 +17,13 @@ class SyncBatchNorm(_BatchNorm):
                  track_running_stats=True, process_group=None, device=None, dtype=None):
         super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype)
         if process_group is not None:
-            from ...distributed import _check_group
+            from ... import distributed as dist
 
-            _check_group(process_group, "SyncBatchNorm")
-        self.process_group = None
+            if process_group is dist.GroupMember.NON_GROUP_MEMBER:
+                raise ValueError("SyncBatchNorm: this rank is not a member of process_group (new_group gave it "
+                                 "NON_GROUP_MEMBER); build the layer with a group this rank belongs to")
+            dist._check_group(process_group, "SyncBatchNorm")
+        self.process_group = process_group
 
     def forward(self, input):
         from ... import distributed as dist
@@ -31,21 +34,29 @@ class SyncBatchNorm(_BatchNorm):
             raise ValueError(f"SyncBatchNorm: expected input of shape [N, {self.num_features}, ...] "
                              f"(num_features), got {tuple(input.shape)}")
         use_batch = self.training or self.running_mean is None
-        if not use_batch or not dist.is_initialized() or dist.get_world_size() == 1:
+        if not use_batch or not dist.is_initialized() or dist.get_world_size(self.process_group) == 1:
             return super().forward(input)
         return self._sync_forward(input)
+
+    def _group_id(self):
+        """The allreduce_sum op's group attribute: 0 for the world, else the process group's id."""
+        from ... import distributed as dist
+
+        h = dist._resolve(self.process_group, "SyncBatchNorm")
+        return 0 if h is None else h.id()
 
     def _sync_forward(self, x):
         from ... import full, no_grad, ops
 
+        gid = self._group_id()
         dims = [d for d in range(x.dim()) if d != 1]
         per_channel = [1, self.num_features] + [1] * (x.dim() - 2)
         # the global count as an op too (ranks' batches may differ: a last batch), so a compiled step
         # reads no value while tracing
-        n = ops.allreduce_sum(full([1] * x.dim(), float(x.numel() // self.num_features)), channel=0)
-        mean = ops.allreduce_sum(x.sum(dims, keepdim=True), channel=0) / n
+        n = ops.allreduce_sum(full([1] * x.dim(), float(x.numel() // self.num_features)), channel=0, group=gid)
+        mean = ops.allreduce_sum(x.sum(dims, keepdim=True), channel=0, group=gid) / n
         dev = x - mean
-        var = ops.allreduce_sum((dev * dev).sum(dims, keepdim=True), channel=0) / n
+        var = ops.allreduce_sum((dev * dev).sum(dims, keepdim=True), channel=0, group=gid) / n
         y = dev * (var + self.eps).rsqrt()
         if self.affine:
             y = y * self.weight.reshape(per_channel) + self.bias.reshape(per_channel)
