@@ -51,6 +51,11 @@ static oar_status nccl_submit(oar_comm *c, oar_dist_work *w) {
         return OAR_OK;
     }
     cudaStream_t s = (cudaStream_t)gpu->stream();
+    if (d->kind == OAR_COLL_SPLIT || d->kind == OAR_COLL_FREE) { /* groups run on MPI (CPU tensors) for now */
+        oar_dist_work_finish(w, OAR_ERR_UNSUPPORTED, "%s: process groups are not supported on the NCCL backend yet; "
+                                                     "use the MPI backend (CPU tensors) for new_group", w->label);
+        return OAR_OK;
+    }
     ncclDataType_t dt = ncclFloat32;
     if (d->kind != OAR_COLL_BARRIER && !nccl_dtype(d->dtype, &dt)) {
         oar_dist_work_finish(w, OAR_ERR_DTYPE, "%s: NCCL has no %s type", w->label, oar_dtype_name(d->dtype));
@@ -67,11 +72,7 @@ static oar_status nccl_submit(oar_comm *c, oar_dist_work *w) {
     case OAR_COLL_RECV: r = ncclRecv(d->buf, n, dt, d->peer, m->comm, s); break;
     case OAR_COLL_BARRIER: r = ncclAllReduce(m->one, m->one, 1, ncclFloat32, ncclSum, m->comm, s); break;
     case OAR_COLL_SPLIT:
-    case OAR_COLL_FREE: /* process groups run on the MPI backend (CPU tensors) for now */
-        oar_dist_work_finish(w, OAR_ERR_UNSUPPORTED,
-                             "%s: process groups are not supported on the NCCL backend yet; use the MPI backend "
-                             "(CPU tensors) for new_group", w->label);
-        return OAR_OK;
+    case OAR_COLL_FREE: break; /* answered above */
     }
     if (r != ncclSuccess) {
         oar_dist_work_finish(w, OAR_ERR_IO, "%s: NCCL error %d: %s", w->label, (int)r, ncclGetErrorString(r));
