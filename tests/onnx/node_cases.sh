@@ -9,16 +9,7 @@ oar=$1
 src=$2
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
-set +e
-"$oar" onnx-test "$src/tests/onnx/node_cases" --expect "$src/tests/onnx/node_cases_pass.txt" > "$out" 2>&1
-rc=$?
-set -e
-if grep -q "built without protobuf-c" "$out"; then
-  echo "onnx_node_cases: skipped: oar was built without protobuf-c (no ONNX import)"
-  exit 77
-fi
-sed -n '/^operator /,$p' "$out"
-if grep -q "^FAIL" "$out" || [ "$rc" -ne 0 ]; then
-  grep "^FAIL\|REGRESSION" "$out" || cat "$out"
-  exit 1
-fi
+fail=0
+. "$src/tests/onnx/cases_lib.sh"
+run_cases onnx_node_cases node_cases
+exit $fail

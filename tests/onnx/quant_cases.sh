@@ -13,20 +13,9 @@ oar=$1
 src=$2
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
-set +e
-"$oar" onnx-test "$src/tests/onnx/quant_cases" --expect "$src/tests/onnx/quant_cases_pass.txt" > "$out" 2>&1
-rc=$?
-set -e
-if grep -q "built without protobuf-c" "$out"; then
-  echo "onnx_quant_cases: skipped: oar was built without protobuf-c (no ONNX import)"
-  exit 77
-fi
-sed -n '/^operator /,$p' "$out"
 fail=0
-if grep -q "^FAIL" "$out" || [ "$rc" -ne 0 ]; then
-  grep "^FAIL\|REGRESSION" "$out" || cat "$out"
-  fail=1
-fi
+. "$src/tests/onnx/cases_lib.sh"
+run_cases onnx_quant_cases quant_cases
 n_int8=0
 for d in "$src"/tests/onnx/quant_cases/test_*; do
   name=$(basename "$d")
@@ -44,20 +33,5 @@ for d in "$src"/tests/onnx/quant_cases/test_*; do
   esac
 done
 echo "onnx_quant_cases: $n_int8 cases run on qconv2d/qlinear"
-n=0
-tab=$(printf '\t')
-while IFS="$tab" read -r name want; do
-  case "$name" in ''|'#'*) continue ;; esac
-  n=$((n + 1))
-  set +e
-  "$oar" inspect "$src/tests/onnx/quant_bad/$name.onnx" > "$out" 2>&1
-  rc=$?
-  set -e
-  if [ "$rc" -eq 0 ] || ! grep -qF -- "$want" "$out"; then
-    echo "FAIL malformed $name: expected a refusal containing '$want', got (exit $rc):"
-    head -c 600 "$out"; echo
-    fail=1
-  fi
-done < "$src/tests/onnx/quant_bad/expected.txt"
-echo "onnx_quant_cases: $n malformed models checked"
+check_refusals onnx_quant_cases "$src/tests/onnx/quant_bad"
 exit $fail
