@@ -360,6 +360,34 @@ static void test_conv_pool_nhwc(void) {
     oar_scope_end();
 }
 
+/* A conv read by a flatten with nothing between (conv_nhwc leaves the flatten a reshape of an NHWC
+ * twin): the model file, holding the NHWC conv, exports and re-imports to rounding. */
+static void test_conv_flatten_nhwc(void) {
+    oar_scope_begin();
+    oar_module *l[4] = {oar_nn_conv2d(3, 16, 3, &(oar_conv_opts){.padding = {1, 1}}, true),
+                        oar_nn_activation(OAR_ACT_RELU, 0), oar_nn_flatten(1, -1), oar_nn_linear(16 * 5 * 5, 4, true)};
+    oar_module *mod = oar_nn_sequential(l, 4);
+    oar_module_train(mod, false);
+    oar_input_spec spec = {OAR_F32, 4, {-1, 3, 5, 5}, "x"};
+    oar_jit_opts jo = {.specs = &spec, .n_specs = 1, .module = mod};
+    oar_jit *f = oar_jit_to_static(forward_fn, mod, &jo);
+    oar_tensor *x = oar_randn((int64_t[]){2, 3, 5, 5}, 4, OAR_F32), *y[1] = {0};
+    CHECK(oar_jit_call(f, &x, 1, y, 1) == OAR_OK);
+    char model[512], mpath[512];
+    snprintf(model, sizeof model, "%s/conv_flatten_nhwc_model", dir);
+    snprintf(mpath, sizeof mpath, "%s/conv_flatten_nhwc_model.onnx", dir);
+    CHECK(oar_jit_save(f, model) == OAR_OK);
+    oar_status st = oar_onnx_save_model(model, mpath, NULL);
+    CHECK(st == OAR_OK);
+    if (st != OAR_OK) fprintf(stderr, "conv_flatten_nhwc model file: %s\n", oar_last_error());
+    if (y[0] && st == OAR_OK) check_roundtrip(mpath, x, y[0], false, 1e-4, "conv_flatten_nhwc model file");
+    keep("conv_flatten_nhwc_model", mpath, x, y[0]);
+    oar_release(y[0]);
+    oar_jit_free(f);
+    oar_module_free(mod);
+    oar_scope_end();
+}
+
 /* Control flow: oar_cond as If, oar_while as Loop (the cond block written before the loop and
  * again at the end of its body; the trip count carried). Re-imported (If onto oar_cond, Loop
  * onto oar_while), the program gives the original's bits on both branches, at the traced batch
@@ -623,6 +651,7 @@ int main(void) {
     test_group_norm(2, true);
     test_conv_flatten();
     test_conv_pool_nhwc();
+    test_conv_flatten_nhwc();
     test_control_flow();
     test_nested_control_flow();
     test_quantized(false);

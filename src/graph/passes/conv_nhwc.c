@@ -22,9 +22,13 @@
 
 static const int64_t TO_NHWC[4] = {0, 2, 3, 1}, TO_NCHW[4] = {0, 3, 1, 2};
 
+/* twin value of a view (permute, slice...) of an NCHW view of a twin: no twin of its own, and
+ * its data is in an order a reshape may not be able to view */
+enum { NO_TWIN = -1, TWIN_VIEW = -2 };
+
 typedef struct layouter {
     oar_program *p;
-    int *twin; /* per value: its NHWC twin, or -1 */
+    int *twin; /* per value: its NHWC twin, NO_TWIN or TWIN_VIEW */
     int cap;
 } layouter;
 
@@ -47,14 +51,14 @@ static bool set_twin(layouter *l, int v, int t) {
         int cap = l->p->n_values + 64;
         int *tw = realloc(l->twin, sizeof(int) * (size_t)cap);
         if (!tw) return false;
-        for (int i = l->cap; i < cap; i++) tw[i] = -1;
+        for (int i = l->cap; i < cap; i++) tw[i] = NO_TWIN;
         l->twin = tw, l->cap = cap;
     }
     l->twin[v] = t;
     return true;
 }
 
-static int twin_of(const layouter *l, int v) { return v >= 0 && v < l->cap ? l->twin[v] : -1; }
+static int twin_of(const layouter *l, int v) { return v >= 0 && v < l->cap ? l->twin[v] : NO_TWIN; }
 
 static int pos_in_block(const oar_block *b, int id) {
     for (int i = 0; i < b->n_nodes; i++)
@@ -207,12 +211,17 @@ static oar_status concat_nhwc(layouter *l, int id) {
 }
 
 /* A reshape was traced on a contiguous value, so it runs as a view; reading an NCHW view of an
- * NHWC twin (a conv's output flattened for a Linear, with no pooling between) it must read a
- * contiguous copy instead: the layout cannot be viewed with the new shape. */
+ * NHWC twin (a conv's output flattened for a Linear, with no pooling between), or a view of
+ * one (an imported file's Transpose pairs around it), it must read a contiguous copy instead:
+ * the layout cannot be viewed with the new shape. Other view ops pass the mark on. */
 static oar_status reshape_of_view(layouter *l, int id) {
     oar_program *p = l->p;
     const oar_node *n = &p->nodes[id];
-    if (n->dead || n->op != OAR_OP_reshape || n->block != OAR_MAIN_BLOCK || twin_of(l, n->in[0]) < 0) return OAR_OK;
+    if (n->dead || n->block != OAR_MAIN_BLOCK || n->n_in < 1 || twin_of(l, n->in[0]) == NO_TWIN) return OAR_OK;
+    if (n->op != OAR_OP_reshape) {
+        bool view = (oar_op_table[n->op]->flags & OAR_OPF_VIEW) && n->n_out == 1;
+        return !view || set_twin(l, n->out[0], TWIN_VIEW) ? OAR_OK : oar_error(OAR_ERR_OOM, "conv_nhwc: out of memory");
+    }
     int pos = pos_in_block(&p->blocks[OAR_MAIN_BLOCK], id), in[1] = {n->in[0]}, c;
     if (pos < 0) return OAR_OK;
     if (oar_pass_insert_node(p, OAR_MAIN_BLOCK, pos, OAR_OP_contiguous, in, 1, NULL, &c) < 0) return oar_last_status();
