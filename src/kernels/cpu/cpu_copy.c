@@ -281,17 +281,19 @@ static bool same_dtype_inputs(oar_tensor *const *in, int n_in, oar_tensor *const
     return true;
 }
 
-static oar_status contiguous_kernel(const oar_kctx *ctx, oar_tensor *const *in, int n_in, oar_tensor *const *out,
-                                    int n_out, const oar_attr *a) {
-    (void)n_in; (void)n_out; (void)a;
-    const oar_tensor *x = in[0];
-    oar_tensor *y = out[0];
-    if (y->numel == 0) return OAR_OK;
+void oar_cpu_copy_layout(const oar_kctx *ctx, oar_tensor *y, const oar_tensor *x) {
+    if (y->numel == 0) return;
     copy_job j; /* not zeroed: it is large, and only the planned entries are read */
     j.n = 1;
     int64_t es = (int64_t)oar_dtypes[y->dtype].size;
     plan_copy(&j.plan[0], oar_tensor_ptr(y), y->strides, oar_tensor_ptr(x), x->strides, y->shape, y->ndim, es);
     run_job(ctx, &j);
+}
+
+static oar_status contiguous_kernel(const oar_kctx *ctx, oar_tensor *const *in, int n_in, oar_tensor *const *out,
+                                    int n_out, const oar_attr *a) {
+    (void)n_in; (void)n_out; (void)a;
+    oar_cpu_copy_layout(ctx, out[0], in[0]);
     return OAR_OK;
 }
 

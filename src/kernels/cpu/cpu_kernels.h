@@ -30,6 +30,9 @@ void oar_cpu_register_add_layer_norm(void); /* nn_add_layer_norm.c */
 void oar_cpu_register_conv_direct(void); /* conv_direct.c */
 void oar_cpu_register_pool_dnnl(void);  /* pool_dnnl.c: adaptive_avg_pool2d on oneDNN (nothing without it) */
 void oar_cpu_register_copy(void);       /* cpu_copy.c */
+/* y (same dtype and shape as x, any strides) takes x's values through the layout copy kernel
+ * (cpu_copy.c: rows, tiled transposes, threads) */
+void oar_cpu_copy_layout(const oar_kctx *ctx, oar_tensor *y, const oar_tensor *x);
 void oar_cpu_register_matmul_bf16(void); /* matmul_dnnl_bf16.c: native bf16 matmul and linear */
 void oar_cpu_register_half_f32(void);   /* half_f32.c: f16/bf16 casts and via-f32 kernels */
 /* dst <- src, contiguous and of equal numel, one f32 and the other f16/bf16 (half_f32.c). */

@@ -145,9 +145,21 @@ oar_status oar_gemm_via_f32(oar_kernel_fn fn, const oar_kctx *ctx, oar_tensor *c
     oar_status st = tout ? OAR_OK : OAR_ERR_OOM;
     for (int i = 0; i < n_in && st == OAR_OK; i++) {
         if (!in[i]) continue;
-        if (!(tin[i] = oar_tensor_new(OAR_F32, in[i]->shape, in[i]->ndim))) st = OAR_ERR_OOM;
-        else if (in[i]->contiguous) oar_cpu_convert_half(tin[i], in[i]); /* vectorized */
-        else oar_tensor_copy_strided(tin[i], in[i]);
+        if (!(tin[i] = oar_tensor_new(OAR_F32, in[i]->shape, in[i]->ndim))) {
+            st = OAR_ERR_OOM;
+        } else if (in[i]->contiguous) {
+            oar_cpu_convert_half(tin[i], in[i]); /* vectorized */
+        } else { /* a view (attention's transposed keys): the layout copy, then the vectorized
+                  * widening; the element-wise strided conversion was a fifth of gpt-mini's O2 step */
+            oar_tensor *dense = oar_tensor_new(in[i]->dtype, in[i]->shape, in[i]->ndim);
+            if (!dense) {
+                st = OAR_ERR_OOM;
+                break;
+            }
+            oar_cpu_copy_layout(ctx, dense, in[i]);
+            oar_cpu_convert_half(tin[i], dense);
+            oar_tensor_unref(dense);
+        }
     }
     if (st == OAR_OK) st = fn(ctx, tin, n_in, &tout, 1, attrs);
     if (st == OAR_OK) oar_cpu_convert_half(out[0], tout);
