@@ -21,13 +21,11 @@ import argparse
 import gzip
 import json
 import os
-import platform
 import re
 import struct
 import subprocess
 import sys
 import tempfile
-import time
 
 try:
     import numpy as np
@@ -41,26 +39,7 @@ except ImportError as e:
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def cpu_name():
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor()
-
-
-def timed(fn, steps):
-    fn()
-    ts = []
-    for _ in range(steps):
-        t0 = time.perf_counter()
-        fn()
-        ts.append((time.perf_counter() - t0) * 1e3)
-    ts.sort()
-    return ts[len(ts) // 2], ts[len(ts) // 10], ts[min(len(ts) - 1, (len(ts) * 9) // 10)]
+from bench_common import cpu_name, timed  # noqa: E402
 
 
 def fashion(shared, split, n):

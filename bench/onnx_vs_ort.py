@@ -13,11 +13,9 @@ Needs torch/torchvision (Debian's python3) and onnxruntime (PyPI), e.g. a venv m
 import argparse
 import json
 import os
-import platform
 import subprocess
 import sys
 import tempfile
-import time
 
 import numpy as np
 import torch
@@ -26,26 +24,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import torch_models  # noqa: E402
 
 
-def cpu_name():
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor()
-
-
-def timed(fn, steps):
-    fn()  # warm-up
-    ts = []
-    for _ in range(steps):
-        t0 = time.perf_counter()
-        fn()
-        ts.append((time.perf_counter() - t0) * 1e3)
-    ts.sort()
-    return ts[len(ts) // 2], ts[len(ts) // 10], ts[min(len(ts) - 1, (len(ts) * 9) // 10)]
+from bench_common import cpu_name, timed  # noqa: E402
 
 
 def main():
