@@ -187,6 +187,11 @@ OAR_API void oar_dist_dp_free(oar_dist_dp *dp);
  * interchange); evaluation uses the running statistics. Each training forward is a collective:
  * every rank runs it, in the same order. In a one-rank world it is BatchNorm. Eager. */
 OAR_API oar_module *oar_dist_sync_batch_norm(int64_t features, double eps, double momentum);
+/* The same over process group g's ranks (NULL: the world; torch's process_group=): the
+ * statistics cover the batches of g's ranks only. A rank outside g is refused here; g must stay
+ * alive while the layer trains (a freed group fails its forward with an error). */
+OAR_API oar_module *oar_dist_sync_batch_norm_group(int64_t features, double eps, double momentum,
+                                                   const oar_dist_group *g);
 
 /* Compiled data parallel: a training step traced with oar_jit_to_static that calls
  * oar_dist_dp_backward (or oar_backward then oar_dist_dp_sync) records a grad_allreduce node per

@@ -22,6 +22,8 @@
 typedef struct sbn {
     int64_t features;
     double eps, momentum;
+    const oar_dist_group *group; /* NULL: the world */
+    int group_id;                /* the allreduce_sum ops' group; 0: the world */
 } sbn;
 
 static oar_tensor *per_channel(oar_tensor *t, int ndim) { /* [C] -> [1, C, 1, ...] */
@@ -51,16 +53,20 @@ static oar_status sbn_forward(oar_module *m, oar_tensor *const *in, int n_in, oa
     for (int d = 0; d < nd; d++)
         if (d != 1) dims[nr++] = d;
     /* the global count: every rank's batch may differ (a last, partial batch) */
+    /* the group must still be alive (looked up by id: a freed group's pointer is not read) */
+    if (c->group_id && !oar_dist_group_comm_by_id(c->group_id, "SyncBatchNorm")) return oar_last_status();
     oar_tensor *count = oar_scalar((double)(oar_numel(x) / c->features), OAR_F32);
     oar_status st = !count ? oar_last_status()
-                    : oar_dist_world_size() > 1 ? oar_dist_wait(oar_dist_allreduce(count, OAR_DIST_SUM, true)) : OAR_OK;
+                    : oar_dist_group_size(c->group) > 1
+                        ? oar_dist_wait(oar_dist_group_allreduce(c->group, count, OAR_DIST_SUM, true))
+                        : OAR_OK;
     double n = 0;
     if (st == OAR_OK) st = oar_item(count, &n);
     if (st != OAR_OK) return st;
     if (n < 1) return oar_error(OAR_ERR_SHAPE, "SyncBatchNorm: expected a global batch with values, got 0 per channel");
-    oar_tensor *mean = oar_mul_scalar(oar_allreduce_sum(oar_sum(x, dims, nr, true), 0, 0), 1.0 / n);
+    oar_tensor *mean = oar_mul_scalar(oar_allreduce_sum(oar_sum(x, dims, nr, true), 0, c->group_id), 1.0 / n);
     oar_tensor *dev = oar_sub(x, mean);
-    oar_tensor *var = oar_mul_scalar(oar_allreduce_sum(oar_sum(oar_mul(dev, dev), dims, nr, true), 0, 0), 1.0 / n);
+    oar_tensor *var = oar_mul_scalar(oar_allreduce_sum(oar_sum(oar_mul(dev, dev), dims, nr, true), 0, c->group_id), 1.0 / n);
     oar_tensor *y = oar_mul(dev, oar_rsqrt(oar_add_scalar(var, c->eps)));
     y = oar_add(oar_mul(y, per_channel(w, nd)), per_channel(b, nd));
     if (!y) return oar_last_status();
@@ -79,18 +85,22 @@ static oar_status sbn_forward(oar_module *m, oar_tensor *const *in, int n_in, oa
 static int sbn_describe(const oar_module *m, char *buf, size_t size) {
     const sbn *c = oar_module_state(m);
     return snprintf(buf, size, "%lld, eps=%g, momentum=%g, ranks=%d", (long long)c->features, c->eps, c->momentum,
-                    oar_dist_world_size());
+                    oar_dist_group_n_ranks(c->group));
 }
 
 static const oar_module_ops SYNC_BN = {"SyncBatchNorm", sbn_forward, free, sbn_describe};
 
-oar_module *oar_dist_sync_batch_norm(int64_t features, double eps, double momentum) {
+oar_module *oar_dist_sync_batch_norm_group(int64_t features, double eps, double momentum, const oar_dist_group *g) {
     if (features < 1 || !(eps > 0) || !(momentum >= 0 && momentum <= 1))
         return oar_error(OAR_ERR_INVALID_ARG, "sync_batch_norm: expected features >= 1, eps > 0 and 0 <= momentum <= 1, "
                          "got %lld, %g, %g", (long long)features, eps, momentum), NULL;
+    if (g && oar_dist_group_rank(g) < 0) /* Python's SyncBatchNorm refuses NON_GROUP_MEMBER alike */
+        return oar_error(OAR_ERR_INVALID_ARG, "sync_batch_norm: rank %d is not a member of the process group (%d "
+                         "ranks) it would synchronize over; build the layer with a group this rank belongs to",
+                         oar_dist_rank(), oar_dist_group_n_ranks(g)), NULL;
     sbn *c = malloc(sizeof *c);
     if (!c) return oar_error(OAR_ERR_OOM, "sync_batch_norm: out of memory"), NULL;
-    *c = (sbn){features, eps, momentum};
+    *c = (sbn){features, eps, momentum, g, oar_dist_group_id(g)};
     oar_module *m = oar_module_new(&SYNC_BN, c);
     if (!m) {
         free(c);
@@ -112,4 +122,8 @@ oar_module *oar_dist_sync_batch_norm(int64_t features, double eps, double moment
         return NULL;
     }
     return m;
+}
+
+oar_module *oar_dist_sync_batch_norm(int64_t features, double eps, double momentum) {
+    return oar_dist_sync_batch_norm_group(features, eps, momentum, NULL);
 }

@@ -2,12 +2,14 @@
  *
  *   dist_groups api      3 ranks: groups {0, 2} and {1}; collectives within them against values
  *                        computed by hand, rank translation, a non-member's errors, bad ranks,
- *                        ranks that differ between ranks, data parallel over {0, 2}
+ *                        ranks that differ between ranks, data parallel and SyncBatchNorm
+ *                        over {0, 2}
  *   dist_groups dead     3 ranks: rank 2 exits during group {1, 2}'s collective; rank 1's wait
  *                        fails naming it (rank 0, outside the group, is not involved)
  * Exit 0 on success. */
 #include "oar.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +34,57 @@ static int failures;
     } while (0)
 
 static float *f32(oar_tensor *t) { return oar_data(t); }
+
+/* x of world rank r for the SyncBatchNorm check: [2, 3, 2] values that differ between ranks */
+static oar_tensor *sbn_input(int r) {
+    oar_tensor *x = oar_zeros((int64_t[]){2, 3, 2}, 3, OAR_F32);
+    for (int i = 0; i < 12; i++) f32(x)[i] = (float)(sin(0.37 * i + r) * (1 + r) + 0.1 * r);
+    return x;
+}
+
+/* SyncBatchNorm over {0, 2} (ranks 0 and 2): y, the input gradient and the running statistics
+ * equal one BatchNorm's over the group's merged batch [x0; x2]; rank 1 is refused the layer and
+ * its own one-rank group's layer is a BatchNorm of its batch. */
+static void sync_batch_norm_over(oar_dist_group *even, oar_dist_group *solo) {
+    int me = oar_dist_rank();
+    if (me == 1) {
+        oar_clear_error();
+        EXPECT(!oar_dist_sync_batch_norm_group(3, 1e-5, 0.1, even) && strstr(oar_last_error(), "not a member"),
+               "a SyncBatchNorm over a group this rank is not in");
+        even = solo;
+    }
+    oar_module *sbn = oar_dist_sync_batch_norm_group(3, 1e-5, 0.1, even);
+    oar_module *bn = oar_nn_batch_norm1d(3, 1e-5, 0.1, true, true);
+    MUST(sbn && bn ? OAR_OK : oar_last_status());
+    oar_tensor *x = sbn_input(me), *coef = sbn_input(7); /* loss = sum(y * coef): a gradient that differs per element */
+    oar_set_requires_grad(x, true);
+    oar_tensor *y = oar_forward(sbn, x);
+    MUST(y ? oar_backward(oar_sum(oar_mul(y, coef), NULL, 0, false), NULL, false) : oar_last_status());
+    /* the reference: one BatchNorm over the group's batches, this rank's rows picked out */
+    oar_tensor *parts[2] = {sbn_input(me == 1 ? 1 : 0), sbn_input(2)};
+    oar_tensor *all = oar_concat(parts, me == 1 ? 1 : 2, 0);
+    oar_set_requires_grad(all, true);
+    oar_tensor *coefs[2] = {coef, coef};
+    oar_tensor *ya = oar_forward(bn, all);
+    MUST(ya ? oar_backward(oar_sum(oar_mul(ya, oar_concat(coefs, me == 1 ? 1 : 2, 0)), NULL, 0, false), NULL, false)
+            : oar_last_status());
+    int off = me == 2 ? 12 : 0;
+    float *gx = oar_data(oar_grad_get(x)), *ga = oar_data(oar_grad_get(all));
+    double dy = 0, dg = 0, dm = 0, dv = 0;
+    for (int i = 0; i < 12; i++) {
+        dy = fmax(dy, fabs(f32(y)[i] - f32(ya)[off + i]));
+        dg = fmax(dg, fabs(gx[i] - ga[off + i]));
+    }
+    for (int c = 0; c < 3; c++) {
+        dm = fmax(dm, fabs(f32(oar_module_get(sbn, "running_mean"))[c] - f32(oar_module_get(bn, "running_mean"))[c]));
+        dv = fmax(dv, fabs(f32(oar_module_get(sbn, "running_var"))[c] - f32(oar_module_get(bn, "running_var"))[c]));
+    }
+    EXPECT(dy < 1e-5 && dg < 1e-5 && dm < 1e-6 && dv < 1e-6,
+           "SyncBatchNorm over the group vs BatchNorm over its merged batch: |dy| %g, |dx grad| %g, running "
+           "mean %g, var %g", dy, dg, dm, dv);
+    oar_module_free(sbn);
+    oar_module_free(bn);
+}
 
 static int api(void) {
     int me = oar_dist_rank();
@@ -126,6 +179,7 @@ static int api(void) {
                "data parallel over a group this rank is not in");
     }
     oar_module_free(lin);
+    sync_batch_norm_over(even, solo);
     MUST(oar_dist_group_free(even));
     MUST(oar_dist_group_free(solo));
     MUST(oar_dist_wait(oar_dist_barrier()));
