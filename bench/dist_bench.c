@@ -2,10 +2,11 @@
  *   dist_bench allreduce            per size: raw MPI_Allreduce on the main thread, oar's
  *                                   fixed rank-order allreduce and oar's MPI allreduce (both
  *                                   through the progress thread); median of 20, bus bandwidth
- *   dist_bench train MODEL B STEPS [static]  data-parallel training steps of a zoo model on random
- *                                   data at per-rank batch B: samples/s over all ranks, and how
- *                                   much of the bucket communication was hidden behind backward;
- *                                   static: the step compiled (buckets made by the compiler)
+ *   dist_bench train MODEL B STEPS [eager|static [BUCKET_MB]]  data-parallel training steps of a
+ *                                   zoo model on random data at per-rank batch B: samples/s over
+ *                                   all ranks, and how much of the bucket communication was hidden
+ *                                   behind backward; static: the step compiled (buckets made by the
+ *                                   compiler); BUCKET_MB: fuse_grad_size_in_MB (default 32)
  * Run under mpirun (any N, 1 included); 1 thread per rank. */
 #include "oar.h"
 
@@ -96,13 +97,14 @@ static oar_status step_fn(void *user, oar_tensor *const *in, int n_in, oar_tenso
     return st == OAR_OK ? oar_optimizer_step(c->opt) : st;
 }
 
-static int train(const char *name, int64_t batch, int steps, bool compiled) {
+static int train(const char *name, int64_t batch, int steps, bool compiled, double bucket_mb) {
     const oar_zoo_info *info = oar_zoo_find(name);
     if (!info) die("unknown model");
     oar_manual_seed(1);
     oar_module *m = oar_zoo_create(name, NULL);
     if (!m) die("model");
-    oar_dist_dp *dp = oar_dist_data_parallel(m, NULL);
+    oar_dist_strategy strategy = {.fuse_grad_size_in_MB = bucket_mb};
+    oar_dist_dp *dp = oar_dist_data_parallel(m, &strategy);
     if (!dp) die("data_parallel");
     oar_optim_opts oo = oar_optim_defaults(OAR_OPTIM_SGD);
     oo.lr = 0.01;
@@ -157,10 +159,10 @@ static int train(const char *name, int64_t batch, int steps, bool compiled) {
     int n = oar_dist_world_size();
     if (oar_dist_rank() == 0)
         printf("{\"bench\": \"train\", \"model\": \"%s\", \"mode\": \"%s\", \"ranks\": %d, \"batch_per_rank\": %lld, "
-               "\"step_ms\": %.2f, \"step_ms_spread\": [%.2f, %.2f], \"samples_per_s\": %.1f, \"buckets\": %d, "
+               "\"step_ms\": %.2f, \"step_ms_spread\": [%.2f, %.2f], \"samples_per_s\": %.1f, \"bucket_mb\": %g, \"buckets\": %d, "
                "\"comm_ms_per_step\": %.3f, \"exposed_ms_per_step\": %.3f, \"hidden_fraction\": %.3f}\n",
                name, jit ? "static" : "eager", n, (long long)batch, 1e3 * med, 1e3 * times[0], 1e3 * times[steps - 1],
-               (double)(n * batch) / med, buckets, 1e3 * comm / steps, 1e3 * exposed / steps,
+               (double)(n * batch) / med, bucket_mb > 0 ? bucket_mb : 32.0, buckets, 1e3 * comm / steps, 1e3 * exposed / steps,
                comm > 0 ? 1.0 - exposed / comm : 0.0);
     oar_jit_free(jit);
     free(times);
@@ -183,9 +185,10 @@ int main(int argc, char **argv) {
         }
         rc = allreduce();
     } else if (argc >= 5 && !strcmp(argv[1], "train")) {
-        rc = train(argv[2], atoll(argv[3]), atoi(argv[4]), argc >= 6 && !strcmp(argv[5], "static"));
+        rc = train(argv[2], atoll(argv[3]), atoi(argv[4]), argc >= 6 && !strcmp(argv[5], "static"),
+                   argc >= 7 ? atof(argv[6]) : 0.0);
     } else {
-        fprintf(stderr, "usage: dist_bench allreduce | train MODEL BATCH STEPS [static]\n");
+        fprintf(stderr, "usage: dist_bench allreduce | train MODEL BATCH STEPS [eager|static [BUCKET_MB]]\n");
     }
     if (oar_dist_finalize() != OAR_OK) die("finalize");
     return rc;
