@@ -95,6 +95,7 @@ class StaticFunction:
         self._keep = []        # branches of traced cond/while_loop nodes
         self._eager = False    # fell back after a data-dependent trace
         self._last = None
+        self._ddps = None      # the DistributedDataParallel wrappers in self._modules (found once)
         functools.update_wrapper(self, fn, updated=())
 
     def __get__(self, obj, objtype=None):  # decorating a method: bind per instance
@@ -132,6 +133,10 @@ class StaticFunction:
             entry = self._jits[key] = self._new_entry(args)
         for opt in self._optimizers:
             opt._sync_groups()
+        ddps = self._ddp_modules(args)
+        for d in ddps:  # their forward's eager collectives (buffer broadcast, join), before every call
+            d._pre_forward()
+            d._pre_forward_done = True
         _traces.append(self)
         try:
             out = entry["jit"].call(tensors, entry["n_out"])
@@ -148,10 +153,31 @@ class StaticFunction:
             return self._fn(*args)
         finally:
             _traces.pop()
+            for d in ddps:
+                d._pre_forward_done = False
         if out[0] is None:
             raise RuntimeError("to_static: the function returns a different number of tensors from call to call")
         self._last = entry["jit"]
         return out if entry["tuple"] else out[0]
+
+    def _ddp_modules(self, args):
+        """The DistributedDataParallel wrappers the function reaches: in its modules or its arguments."""
+        from .nn.modules.module import Module
+        from .nn.parallel.distributed import DistributedDataParallel
+
+        if self._ddps is None:
+            self._ddps = self._find_ddps(self._modules, DistributedDataParallel)
+        extra = [a for a in args if isinstance(a, Module)]
+        return self._ddps + self._find_ddps(extra, DistributedDataParallel) if extra else self._ddps
+
+    @staticmethod
+    def _find_ddps(tops, kind):
+        found = []
+        for top in tops:
+            for m in top.modules():
+                if isinstance(m, kind) and all(m is not f for f in found):
+                    found.append(m)
+        return found
 
     def _new_entry(self, args):
         """A compiled function for this key: the tensors of args become its symbolic inputs, the

@@ -67,6 +67,12 @@ static oar_tensor *grad_ready(oar_tensor *g, void *user) {
         return NULL;
     }
     if (oar_is_tracing()) { /* a compiled step: a node per gradient, bucketed by the compiler */
+        if (dp->s.group) { /* the compiled allreduce ops run on the world's communicator */
+            hook_error(dp, OAR_ERR_UNSUPPORTED, "data_parallel: a step over a process group is traced (the gradient "
+                       "of '%s'), but compiled data parallel averages over the whole world; run this step "
+                       "eagerly, or use data parallel over the world", q->name);
+            return NULL;
+        }
         if (q->ready) {
             hook_error(dp, OAR_ERR_STATE, "data_parallel: parameter '%s' got a second gradient in the traced step; "
                        "one backward per step", q->name);
@@ -368,6 +374,7 @@ int oar_dist_dp_bucket_params(const oar_dist_dp *dp, int i) {
 void oar_dist_dp_free(oar_dist_dp *dp) {
     if (!dp) return;
     (void)oar_dp_join_settle(dp); /* never free what MPI still writes */
+    oar_dist_program_join_off(dp);
     for (int k = 0; k < dp->n; k++) {
         dp_param *q = &dp->params[k];
         if (q->hook > 0) oar_remove_hook(q->p, q->hook);

@@ -51,4 +51,13 @@ oar_status oar_dp_join_settle(oar_dist_dp *dp);
 /* The description of bucket b's allreduce on buf (its own, or a joined rank's zeros). */
 oar_coll_desc oar_dp_bucket_desc(const oar_dist_dp *dp, const dp_bucket *b, void *buf);
 
+/* Compiled steps inside a join (program_collectives.c): a training rank's notify starts a new
+ * step of dp's (the program's bucket allreduces are logged, and summed then divided by
+ * dp->divisor when it is set); join_off ends dp's join (NULL: any); a joined rank's shadow replays the latest
+ * logged step on zeros with the training ranks' divisor (*shadowed false: no compiled step was
+ * logged, so its eager buckets are the shadow). */
+void oar_dist_program_join_step(const oar_dist_dp *dp);
+void oar_dist_program_join_off(const oar_dist_dp *dp);
+oar_status oar_dist_program_join_shadow(int divisor, bool *shadowed);
+
 #endif

@@ -114,6 +114,7 @@ oar_status oar_dist_dp_join_notify(oar_dist_dp *dp, const oar_dist_dp_join *opts
         if (st == OAR_OK && !opts->divide_by_initial_world_size && n != dp->c->size) dp->divisor = n;
         if (active) *active = n;
     }
+    if (st == OAR_OK) oar_dist_program_join_step(dp); /* a compiled step's buckets are logged */
 out:
     if (st != OAR_OK) {
         (void)oar_dp_join_settle(dp);
@@ -178,7 +179,11 @@ oar_status oar_dist_dp_join_shadow(oar_dist_dp *dp, const oar_dist_dp_join *opts
     /* the training ranks' divisor (the count) decides their op: sum unless it is the group size */
     int saved = dp->divisor;
     dp->divisor = opts->divide_by_initial_world_size || (int)count == dp->c->size ? 0 : (int)count;
-    if (st == OAR_OK && sync > 0.0f) st = shadow_buckets(dp);
+    if (st == OAR_OK && sync > 0.0f) { /* this rank's last step: compiled (its logged buckets) or eager */
+        bool compiled = false;
+        st = oar_dist_program_join_shadow(dp->divisor, &compiled);
+        if (st == OAR_OK && !compiled) st = shadow_buckets(dp);
+    }
     dp->divisor = saved;
 out:
     if (st != OAR_OK) oar_error_prefix("dist_dp_join_shadow");
@@ -189,6 +194,7 @@ oar_status oar_dist_dp_join_end(oar_dist_dp *dp, bool last_joiner) {
     if (!dp) return oar_error(OAR_ERR_INVALID_ARG, "dist_dp_join_end: the handle is NULL");
     int src = 0;
     oar_status st = oar_dp_join_settle(dp);
+    oar_dist_program_join_off(dp);
     if (st == OAR_OK) st = common_rank(dp, last_joiner, &src, "DistributedDataParallel.join: the last rank to join");
     if (st == OAR_OK) st = broadcast_state(dp, src, true);
     dp->divisor = 0;

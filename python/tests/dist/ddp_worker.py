@@ -8,7 +8,8 @@ the one-process reference). Modes:
         DDP, so N ranks at batch B can be compared with one process at batch N*B. compiled: the
         step is oar.jit.to_static (its allreduces bucketed by the compiler). syncbn: a
         SyncBatchNorm after the first layer (bn: BatchNorm1d, the one-process reference;
-        convert_sync_batchnorm turns it into SyncBatchNorm under the launcher).
+        convert_sync_batchnorm turns it into SyncBatchNorm under the launcher; with bn at 2 ranks,
+        rank 1 also writes OUT.rank1: its BatchNorm statistics start from rank 0's broadcast).
   api       the collectives, the sampler, unused parameters, no_sync, buckets, errors
   mock      torch code (`import torch.distributed as dist`, DDP, DistributedSampler, backend
             "gloo") run under oar's torch switch
@@ -93,8 +94,10 @@ def train(steps, batch, out, options):
             dist.all_reduce(hi, dist.ReduceOp.MAX)
             dist.all_reduce(lo, dist.ReduceOp.MIN)
             assert (hi - lo).abs().max().item() == 0, f"rank {rank}: {k} differs across ranks"
-    if rank == 0:
-        with open(out, "w") as f:
+    # rank 0 writes OUT; with per-rank BatchNorm rank 1 writes OUT.rank1 too (its running statistics are
+    # rank 0's broadcast before each forward, then its own batch's update: eager and compiled agree)
+    if rank == 0 or (rank == 1 and "bn" in options):
+        with open(out if rank == 0 else out + ".rank1", "w") as f:
             for v in losses:
                 f.write(f"loss {float(v).hex()}\n")
             for k, v in state:

@@ -252,6 +252,21 @@ def ddp_group():
     bn_l, _ = syncbn_group(oar, dist, DDP, pg, x, y, r, batch, steps, sync=False)
     assert sbn_l < 1e-5 and sbn_p < 1e-5, (me, sbn_l, sbn_p)
     assert bn_l > 1e-3, f"per-rank BatchNorm matched the merged batch ({bn_l}): the SyncBatchNorm check is blind"
+    # a compiled step over the group is refused (its allreduce ops run on the world), naming the way out
+    xs = oar.from_numpy(x[0, r * batch:(r + 1) * batch].copy())
+    ys = oar.from_numpy(y[0, r * batch:(r + 1) * batch].copy())
+
+    def step(a, b):
+        opt.zero_grad()
+        loss = ((ddp(a) - b) ** 2).mean()
+        loss.backward()
+        opt.step()
+        return loss
+    try:
+        oar.jit.to_static(step)(xs, ys)
+        raise AssertionError("a compiled step of DDP over a process group was accepted")
+    except RuntimeError as e:
+        assert "process group" in str(e) and "eagerly" in str(e), e
     dist.barrier()
     dist.destroy_process_group()
     print(f"ddp_group rank {me}/4: DDP over group {g} vs one process on its merged batch: loss {worst_loss:.1e} "

@@ -13,7 +13,9 @@ VARIANT: join (torch's defaults: divide_by_initial_world_size=True), effective
 (divide_by_initial_world_size=False), throw (throw_on_early_termination=True: both ranks raise; the
 messages' classes and the parameters at the stop are compared), mismatch (oar only: rank 0 runs an
 all_reduce outside DDP while rank 1 has joined; both must fail naming a mismatched collective), dead
-(oar only: rank 0 exits while rank 1 shadows it; rank 1 must fail naming rank 0's death)."""
+(oar only: rank 0 exits while rank 1 shadows it; rank 1 must fail naming rank 0's death), compiled
+and compiled_effective (oar only: join and effective with the step compiled by oar.jit.to_static;
+the joined rank shadows the program's buckets; compared with PyTorch's join and effective)."""
 import os
 import sys
 
@@ -34,8 +36,18 @@ def run(torch, dist, DDP, rank, variant):
     xs = data.randn(n, 4, 6).astype(np.float32)
     ys = data.randn(n, 4, 3).astype(np.float32)
     kwargs = {"effective": {"divide_by_initial_world_size": False},
+              "compiled_effective": {"divide_by_initial_world_size": False},
               "throw": {"throw_on_early_termination": True}}.get(variant, {})
     losses, error = [], ""
+
+    def step(x, y):
+        opt.zero_grad()
+        loss = ((ddp(x) - y) ** 2).mean()
+        loss.backward()
+        opt.step()
+        return loss
+    if variant.startswith("compiled"):      # oar only: the whole step one program (oar.jit.to_static)
+        step = torch.jit.to_static(step)
     try:
         with ddp.join(**kwargs):
             for i in range(n):
@@ -44,15 +56,13 @@ def run(torch, dist, DDP, rank, variant):
                 if variant == "dead" and rank == 0 and i == BATCHES[1] + 1:
                     sys.stdout.flush()
                     os._exit(3)                      # dies while rank 1 shadows it
-                opt.zero_grad()
-                loss = ((ddp(torch.from_numpy(xs[i])) - torch.from_numpy(ys[i])) ** 2).mean()
-                loss.backward()
-                opt.step()
-                losses.append(loss.item())
+                losses.append(step(torch.from_numpy(xs[i]), torch.from_numpy(ys[i])).item())
     except (RuntimeError, OSError) as e:    # oar raises a dead peer as OSError (an I/O failure)
         if variant not in ("throw", "mismatch", "dead"):
             raise
         error = str(e)
+    if variant.startswith("compiled"):
+        assert not step.fell_back and step.num_traces() >= 1, "the step did not run compiled"
     params = [p.detach().numpy().copy() for p in model.parameters()]
     if variant != "dead":
         dist.barrier()

@@ -51,7 +51,10 @@ if "$py" "$worker" compare "$dir/bn16" "$dir/bn2" 1e-3 1e-4 >"$dir/out" 2>&1; th
 else
   sed -n 's/^compare/per-rank BatchNorm (expected to differ): compare/p' "$dir/out"
 fi
-for pair in "one16 two_a 1e-3 1e-4" "two_a two_b 0 0" "two_a two_c 0 0" "bn16 sbn 1e-3 1e-4" "sbn sbn_c 0 0"; do
+# broadcast_buffers in a compiled step: rank 0's BatchNorm statistics reach rank 1 before every call
+run 2 train 60 8 "$dir/bn2_c" bn compiled || fail "2 ranks, per-rank BatchNorm, batch 8, compiled"
+for pair in "one16 two_a 1e-3 1e-4" "two_a two_b 0 0" "two_a two_c 0 0" "bn16 sbn 1e-3 1e-4" "sbn sbn_c 0 0" \
+            "bn2 bn2_c 0 0" "bn2.rank1 bn2_c.rank1 0 0"; do
   set -- $pair
   "$py" "$worker" compare "$dir/$1" "$dir/$2" "$3" "$4" >"$dir/out" 2>&1 && cat "$dir/out" || fail "compare $pair"
 done
@@ -82,6 +85,14 @@ ref="$here/join_golden/join.json"
 if "$py" "$join" compare "$ref" "$dir/oar_effective" 1e-5 >"$dir/out" 2>&1; then
   fail "DDP.join: divide_by_initial_world_size True and False gave the same result: the check is blind"
 fi
+# the same with the step compiled (oar.jit.to_static): the joined rank shadows the program's buckets
+for v in join effective; do
+  runw 2 "$join" oar compiled_$v "$dir/oar_compiled_$v" || { fail "DDP.join ($v) in a compiled step, oar"; continue; }
+  ref="$here/join_golden/$v.json"
+  [ $have_torch -eq 1 ] && ref="$dir/torch_$v"
+  "$py" "$join" compare "$ref" "$dir/oar_compiled_$v" 1e-5 >"$dir/out" 2>&1 && cat "$dir/out" ||
+    fail "DDP.join ($v) in a compiled step against PyTorch"
+done
 runw 2 "$join" oar mismatch "$dir/oar_mismatch" && ok || fail "DDP.join against a collective outside DDP"
 runw 2 "$join" oar dead "$dir/oar_dead"
 grep -q "join dead rank 1: OK" "$dir/out" && grep "join dead rank 1" "$dir/out" | cut -c1-200 || fail "DDP.join: a rank that dies while another shadows it"

@@ -93,23 +93,39 @@ class DistributedDataParallel(Module):
         self._world = _dist.get_world_size(self.process_group)
         self._join_config = None   # the options of the join() context this wrapper is in
         self._syncing = True       # False inside no_sync()
+        self._pre_forward_done = False  # a compiled step ran _pre_forward for the call being traced
         _install_sync()
+
+    def _pre_forward(self):
+        """What torch's DDP does before each forward, eagerly: inside join(), the join's collectives
+        (count the ranks still training, [early termination], [buffers from the largest of them],
+        whether backward syncs; the joined ranks shadow them), else rank 0's buffers to all. A compiled
+        step (oar.jit.to_static) runs it before every call, since the forward's Python runs only when
+        the step is traced."""
+        from ... import is_grad_enabled
+
+        join = self._join_config
+        if join is not None and is_grad_enabled():
+            self._dp.join_notify(join.divide_by_initial_world_size, join.throw_on_early_termination,
+                                 self.training and self.broadcast_buffers and bool(self._buffers_to_broadcast),
+                                 self._syncing)
+        elif self.training and self.broadcast_buffers and self._world > 1 and self._buffers_to_broadcast:
+            works = [_C.dist_broadcast(b, 0, self._group_handle) for b in self._buffers_to_broadcast]
+            for w in works:
+                w.wait()
 
     def forward(self, *inputs, **kwargs):
         from ... import is_grad_enabled
 
-        join = self._join_config
-        if join is not None and is_grad_enabled() and not _C.is_tracing():
-            # torch's order: count the ranks still training, [early termination], [buffers from the
-            # largest of them], whether backward syncs; the joined ranks shadow each step
-            self._dp.join_notify(join.divide_by_initial_world_size, join.throw_on_early_termination,
-                                 self.training and self.broadcast_buffers and bool(self._buffers_to_broadcast),
-                                 self._syncing)
-        elif self.training and self.broadcast_buffers and self._world > 1 and self._buffers_to_broadcast \
-                and not _C.is_tracing():
-            works = [_C.dist_broadcast(b, 0, self._group_handle) for b in self._buffers_to_broadcast]
-            for w in works:
-                w.wait()
+        if self._pre_forward_done:
+            pass   # the compiled step calling it ran it for this call
+        elif not _C.is_tracing():
+            self._pre_forward()
+        else:
+            raise RuntimeError("DistributedDataParallel: a compiled step (oar.jit.to_static) calls this module, but "
+                               "the step does not reach it through its closure, globals, bound self or modules=, so "
+                               "its buffer broadcast and join collectives could not run before each call; pass "
+                               "modules=(ddp,) to to_static")
         out = self.module(*inputs, **kwargs)
         if is_grad_enabled() and not any(r() is self for r in _pending):
             _pending.append(weakref.ref(self))
