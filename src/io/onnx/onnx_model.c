@@ -94,17 +94,18 @@ static oar_onnx_model *load(Onnx__ModelProto *proto, const char *dir, const oar_
     if (st == OAR_OK) m->seq_io = any_seq_io(m->in, m->n_in) || any_seq_io(m->out, m->n_out);
     /* static inputs: compile now (and run on zeros), so the whole translation is checked at
      * load; not with a Loop that stops on a condition, which on zeros may run forever */
-    bool fixed = st == OAR_OK && !m->n_value_inputs && !has_conditional_loop(&m->g) && !m->seq_io;
+    bool fixed = st == OAR_OK && !m->n_value_inputs && !has_conditional_loop(&m->g) && !any_seq_io(m->in, m->n_in);
     for (int i = 0; i < m->n_in && fixed; i++) {
         fixed = m->in[i].ndim >= 0;
         for (int d = 0; fixed && d < m->in[i].ndim; d++) fixed = m->in[i].shape[d] >= 0;
     }
-    if (fixed) {
-        oar_tensor *in[OX_MAX_IO] = {0}, *out[OX_MAX_IO] = {0};
+    if (fixed) { /* (sequence or optional outputs: through oar_onnx_run_values) */
+        oar_onnx_value in[OX_MAX_IO] = {0}, out[OX_MAX_IO] = {0};
         oar_scope_begin();
         for (int i = 0; i < m->n_in && st == OAR_OK; i++)
-            if (!(in[i] = oar_zeros(m->in[i].shape, m->in[i].ndim, m->in[i].dtype))) st = oar_last_status();
-        if (st == OAR_OK) st = oar_onnx_run(m, in, m->n_in, out, m->n_out);
+            if (!(in[i].tensor = oar_zeros(m->in[i].shape, m->in[i].ndim, m->in[i].dtype))) st = oar_last_status();
+        if (st == OAR_OK) st = oar_onnx_run_values(m, in, m->n_in, out, m->n_out);
+        for (int k = 0; k < m->n_out; k++) oar_onnx_value_clear(&out[k]);
         oar_scope_end();
     }
     if (st != OAR_OK) {
@@ -211,7 +212,8 @@ const char *oar_onnx_output_name(const oar_onnx_model *m, int k) {
 }
 
 static void format_io(const ox_io *io, char *buf, size_t size) {
-    size_t n = (size_t)snprintf(buf, size, "%s %s", io->name,
+    static const char *const kinds[] = {"", "sequence of ", "optional ", "optional sequence of "};
+    size_t n = (size_t)snprintf(buf, size, "%s %s%s", io->name, kinds[io->kind],
                                 io->dtype == OAR_DTYPE_COUNT ? "(type not given)" : oar_dtype_name(io->dtype));
     if (io->ndim < 0) {
         snprintf(buf + n, size - n, "[any rank]");
