@@ -271,6 +271,13 @@ static oar_status check_signature(const ox_node *n) {
         return OAR_OK;
     }
     const ox_graph *b = n->sub[0];
+    if (!strcmp(p->op_type, "SequenceMap")) {
+        if (n->n_in < 1 || n->n_out < 1 || b->n_in != n->n_in || b->n_out != n->n_out)
+            return sub_error(p, "the body has %d inputs and %d outputs for a SequenceMap with %d inputs and %d "
+                                "outputs; expected as many (and at least one of each)", b->n_in, b->n_out, n->n_in,
+                             n->n_out);
+        return OAR_OK;
+    }
     if (!strcmp(p->op_type, "Scan")) {
         int64_t m = -1;
         for (size_t i = 0; i < p->n_attribute; i++)
@@ -306,13 +313,14 @@ static oar_status check_signature(const ox_node *n) {
     return OAR_OK;
 }
 
-/* The subgraphs of node n (If, Loop), read in a scope inside s; its captures: the values of s
+/* The subgraphs of node n (If, Loop, Scan, SequenceMap), read in a scope inside s; its captures: the values of s
  * and the scopes around it that they read. */
 static oar_status read_subgraphs(loader *L, const scope *s, int depth, ox_node *n) {
     const Onnx__NodeProto *p = n->p;
     const char *names[2] = {NULL, NULL};
     if (!strcmp(p->op_type, "If")) names[0] = "then_branch", names[1] = "else_branch";
-    else if (!strcmp(p->op_type, "Loop") || !strcmp(p->op_type, "Scan")) names[0] = "body";
+    else if (!strcmp(p->op_type, "Loop") || !strcmp(p->op_type, "Scan") || !strcmp(p->op_type, "SequenceMap"))
+        names[0] = "body";
     else return OAR_OK;
     if (depth >= OX_MAX_DEPTH)
         return oar_error(OAR_ERR_UNSUPPORTED, "onnx: node '%.200s' (%s) is nested %d subgraphs deep; at most %d are "

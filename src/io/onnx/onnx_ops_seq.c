@@ -1,7 +1,8 @@
-/* ONNX sequences and optionals (docs/onnx.md "Sequences and optionals"). A sequence is a list of
- * the trace's tensors on the importer's side (ox_seq, onnx_internal.h): its length and positions
- * are known when the program is compiled, so SequenceInsert/At/Erase/Length are list operations
- * and only ConcatFromSequence and SplitToSequence give tensor ops (concat/stack, slices). An
+/* ONNX sequences and optionals (docs/onnx.md "Sequences and optionals"), and SequenceMap. A
+ * sequence is a list of the trace's tensors on the importer's side (ox_seq, onnx_internal.h): its
+ * length and positions are known when the program is compiled, so SequenceInsert/At/Erase/Length
+ * are list operations and only ConcatFromSequence and SplitToSequence give tensor ops
+ * (concat/stack, slices); SequenceMap runs its body once per element (unrolled). An
  * optional holding an element is that element; an empty one is an ox_seq marked none. */
 #include "io/onnx/onnx_ops.h"
 
@@ -198,6 +199,49 @@ oar_status ox_SplitToSequence(ox_ctx *c) {
         at += sizes[k];
     }
     return set_seq(c, q);
+}
+
+/* SequenceMap: the body runs once per element of the input sequence (unrolled: the length is
+ * known), reading element i of each sequence input and the tensor inputs whole; its outputs, one
+ * tensor each per run, make the output sequences. */
+oar_status ox_SequenceMap(ox_ctx *c) {
+    ox_seq *q = seq_in(c, 0);
+    if (!q) return oar_last_status();
+    const ox_graph *body = c->node->sub[0];
+    for (int k = 1; k < c->n_in; k++) {
+        if (!c->in[k] && (!c->sin[k] || c->sin[k]->none))
+            return ox_fail(c, OAR_ERR_FORMAT, "input %d must be a tensor or a sequence, got %s", k,
+                           c->sin[k] ? "an optional with no element" : "nothing (\"\")");
+        if (c->sin[k] && c->sin[k]->n != q->n)
+            return ox_fail(c, OAR_ERR_SHAPE, "input %d is a sequence of %d tensors, input 0 of %d; the sequences "
+                                             "must have one length", k, c->sin[k]->n, q->n);
+    }
+    ox_seq *outs[OX_MAX_NODE_IO];
+    for (int j = 0; j < c->n_out; j++)
+        if (!(outs[j] = ox_seq_new(c->env, body->out[j].dtype, q->n))) return oar_last_status();
+    for (int i = 0; i < q->n; i++) {
+        for (int k = 0; k < c->n_in; k++) {
+            int v = body->in[k].value;
+            c->vals[v] = c->sin[k] ? c->sin[k]->items[i] : c->in[k];
+            c->env->sq[v] = NULL;
+        }
+        oar_status st = ox_run_graph(c->m, body, c->env);
+        if (st != OAR_OK) return st;
+        for (int j = 0; j < c->n_out; j++) {
+            oar_tensor *y = c->vals[body->out[j].value];
+            if (!y || c->env->sq[body->out[j].value])
+                return ox_fail(c, OAR_ERR_DTYPE, "the body's output %d ('%s') is not a tensor; SequenceMap's body "
+                                                 "gives one tensor per output", j, body->out[j].name);
+            char what[64];
+            snprintf(what, sizeof what, "the body's output %d", j);
+            oar_status st2 = check_dtype(c, outs[j], y, what);
+            if (st2 != OAR_OK) return st2;
+            outs[j]->dtype = y->dtype;
+            outs[j]->items[i] = y;
+        }
+    }
+    for (int j = 0; j < c->n_out; j++) c->sout[j] = outs[j];
+    return OAR_OK;
 }
 
 /* ---- optionals */

@@ -56,7 +56,7 @@ static bool takes_seq(const char *op) {
     static const char *const ops[] = {"SequenceEmpty", "SequenceConstruct", "SequenceAt", "SequenceInsert",
                                       "SequenceErase", "SequenceLength", "ConcatFromSequence", "SplitToSequence",
                                       "Optional", "OptionalHasElement", "OptionalGetElement", "Identity", "If",
-                                      "Loop"};
+                                      "Loop", "SequenceMap"};
     for (size_t i = 0; i < sizeof ops / sizeof *ops; i++)
         if (!strcmp(op, ops[i])) return true;
     return false;
