@@ -68,6 +68,30 @@ static void test_run_values(void) {
     oar_onnx_free(m);
 }
 
+/* The onnx package's test_loop13_seq (a Loop carrying a sequence, its trip count an input): the
+ * sequence grows by one slice per iteration; a trip count past the unroll limit is refused in the
+ * untraced run that learns the outputs' lengths, instead of running on (found by mutating the
+ * test data). */
+static void test_loop_limit(const char *src) {
+    char path[1100];
+    snprintf(path, sizeof path, "%.900s/tests/onnx/node_cases/test_loop13_seq/model.onnx", src);
+    oar_onnx_model *m = oar_onnx_load(path, NULL);
+    CHECK(m != NULL);
+    if (!m) return;
+    oar_scope_begin();
+    oar_onnx_value in[3] = {{.tensor = oar_scalar(3, OAR_I64)}, {.tensor = oar_scalar(1, OAR_BOOL)},
+                            {.kind = OAR_ONNX_SEQUENCE, .n = 0}};
+    oar_onnx_value out[1] = {{0}};
+    CHECK(oar_onnx_run_values(m, in, 3, out, 1) == OAR_OK);
+    CHECK(out[0].kind == OAR_ONNX_SEQUENCE && out[0].n == 3);
+    for (int t = 0; t < out[0].n; t++) CHECK(oar_ndim(out[0].items[t]) == 1 && oar_size(out[0].items[t], 0) == t + 1);
+    oar_onnx_value_clear(&out[0]);
+    in[0].tensor = oar_scalar(1e9, OAR_I64);
+    CHECK_ERR(oar_onnx_run_values(m, in, 3, out, 1), "runs more than 4096 iterations");
+    oar_scope_end();
+    oar_onnx_free(m);
+}
+
 static void test_value_load(void) {
     char path[1100];
     oar_onnx_value v;
@@ -113,5 +137,6 @@ int main(void) {
     snprintf(data_dir, sizeof data_dir, "%.900s/tests/onnx/seq_cases/test_seq_graph_input/test_data_set_0", src);
     test_run_values();
     test_value_load();
+    test_loop_limit(src);
     return test_summary("test_onnx_seq");
 }

@@ -170,6 +170,7 @@ typedef struct loop_ctx {
     bool has_cond;   /* the Loop's cond input is given (else the body's condition is ignored) */
     int nv;          /* loop-carried values */
     const char *why; /* why the loop is unrolled */
+    bool must_unroll; /* scan outputs or sequences: unrolled when traced too */
 } loop_ctx;
 
 /* Binds the body's inputs: iteration number, condition, carried values (vs[j]: a sequence or
@@ -273,8 +274,11 @@ static oar_status unrolled(loop_ctx *L, oar_tensor *cond) {
     for (int j = 0; j < nv; j++) v[j] = c->in[2 + j], vs[j] = c->sin[2 + j];
     oar_tensor **scans = NULL;
     int64_t i = 0;
+    /* the limit holds while tracing and in the untraced run that learns a sequence model's
+     * outputs (the trace would stop there anyway); a folded loop runs to its end */
+    bool limited = oar_active_trace || (L->must_unroll && c->m->last && c->m->last->probing);
     for (; st == OAR_OK && i < trips && go != 0; i++) {
-        if (oar_active_trace && i == OX_MAX_UNROLL) {
+        if (limited && i == OX_MAX_UNROLL) {
             st = ox_unsupported(c, "the loop %s and runs more than %d iterations; oar unrolls such a loop and stops "
                                    "there", L->why, OX_MAX_UNROLL);
             break;
@@ -350,6 +354,7 @@ oar_status ox_Loop(ox_ctx *c) {
     for (int j = 0; j < body->n_in; j++) seqs |= body->in[j].kind != OX_TENSOR;
     for (int j = 0; j < body->n_out; j++) seqs |= body->out[j].kind != OX_TENSOR;
     if (seqs) L.why = "carries a sequence or optional, which oar's while_loop cannot (it carries tensors)";
+    L.must_unroll = c->n_out > L.nv || seqs;
     if (!oar_active_trace || c->n_out > L.nv || seqs) return unrolled(&L, cond);
     return as_while(&L, cond);
 }
