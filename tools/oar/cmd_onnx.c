@@ -94,8 +94,9 @@ int cli_onnx_inspect(const char *path) {
         printf("\nprogram (compiled at the declared input shapes):\n%s", buf);
         free(buf);
     } else {
-        printf("\n(no program yet: the inputs have dynamic dims or give shapes, or a Loop stops on a condition, "
-               "which is not run on zeros at load; `oar infer` compiles one per input shape)\n");
+        printf("\n(no program yet: the inputs have dynamic dims, give shapes or are sequences, or a Loop stops on a "
+               "condition, which is not run on zeros at load; `oar infer` compiles one per input shape, "
+               "oar_onnx_run_values per sequence length)\n");
     }
     oar_onnx_free(m);
     return 0;
