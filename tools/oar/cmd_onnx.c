@@ -26,7 +26,8 @@ bool cli_is_onnx(const char *path) {
 int cli_onnx_infer(const char *path, const char *const *inputs, int n_inputs, const char *out_file) {
     int rc = 1;
     oar_scope_begin();
-    oar_tensor *in[MAX_IO] = {0}, *out[MAX_IO] = {0};
+    oar_tensor *in[MAX_IO] = {0};
+    oar_onnx_value vout[MAX_IO] = {{0}};
     oar_onnx_model *m = oar_onnx_load(path, NULL);
     if (!m) goto done;
     int n_in = oar_onnx_num_inputs(m), n_out = oar_onnx_num_outputs(m);
@@ -55,20 +56,44 @@ int cli_onnx_infer(const char *path, const char *const *inputs, int n_inputs, co
         }
         if (!(in[slot] = oar_npy_load(file))) goto done;
     }
-    if (oar_onnx_run(m, in, n_in, out, n_out) != OAR_OK) goto done;
+    oar_onnx_value vin[MAX_IO] = {{0}};
+    for (int i = 0; i < n_in; i++) {
+        if (oar_onnx_input_kind(m, i) == 1 || oar_onnx_input_kind(m, i) == 3) {
+            oar_input_spec s;
+            oar_onnx_input_spec(m, i, &s);
+            oar_set_error(OAR_ERR_UNSUPPORTED, "input %d ('%s') is a sequence; oar infer takes tensors (.npy files): "
+                                               "run such a model through oar_onnx_run_values", i, s.name);
+            goto done;
+        }
+        vin[i].tensor = in[i];
+    }
+    if (oar_onnx_run_values(m, vin, n_in, vout, n_out) != OAR_OK) goto done;
     printf("model %s: %d input%s, %d output%s\n", path, n_in, n_in == 1 ? "" : "s", n_out, n_out == 1 ? "" : "s");
     for (int k = 0; k < n_out; k++) {
         printf("output '%s': ", oar_onnx_output_name(m, k));
-        print_shape(out[k]);
+        if (vout[k].kind == OAR_ONNX_TENSOR) print_shape(vout[k].tensor);
+        else if (vout[k].kind == OAR_ONNX_NONE) printf("an optional with no element");
+        else {
+            printf("a sequence of %d tensors", vout[k].n);
+            for (int t = 0; t < vout[k].n; t++) {
+                printf("%s", t ? ", " : ": ");
+                print_shape(vout[k].items[t]);
+            }
+        }
         printf("\n");
     }
     if (out_file) {
-        if (oar_npy_save(out_file, out[0]) != OAR_OK) goto done;
+        if (vout[0].kind != OAR_ONNX_TENSOR) {
+            oar_set_error(OAR_ERR_UNSUPPORTED, "output 0 is not a tensor; --output saves one tensor as .npy");
+            goto done;
+        }
+        if (oar_npy_save(out_file, vout[0].tensor) != OAR_OK) goto done;
         printf("saved output '%s' to %s\n", oar_onnx_output_name(m, 0), out_file);
     }
     rc = 0;
 done:
     if (rc) fprintf(stderr, "oar infer: %s\n", oar_last_error());
+    for (int k = 0; k < MAX_IO; k++) oar_onnx_value_clear(&vout[k]);
     oar_onnx_free(m);
     oar_scope_end();
     return rc;
