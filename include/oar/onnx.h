@@ -42,6 +42,33 @@ OAR_API const char *oar_onnx_output_name(const oar_onnx_model *m, int k); /* bor
  * cached, as oar_jit_call does. */
 OAR_API oar_status oar_onnx_run(oar_onnx_model *m, oar_tensor *const *in, int n_in, oar_tensor **out, int n_out);
 
+/* Sequences and optionals (docs/onnx.md "Sequences and optionals"): a model whose inputs or
+ * outputs include a sequence of tensors or an optional runs through oar_onnx_run_values (which
+ * runs any model); oar_onnx_run refuses it. A value is a tensor, a sequence (n elements of one
+ * dtype; lengths are part of what a compiled program is made for, like shapes), or an optional
+ * with no element (an optional that holds one is that tensor or sequence). */
+typedef enum oar_onnx_kind { OAR_ONNX_TENSOR = 0, OAR_ONNX_SEQUENCE, OAR_ONNX_NONE } oar_onnx_kind;
+typedef struct oar_onnx_value {
+    oar_onnx_kind kind;
+    oar_tensor *tensor;   /* OAR_ONNX_TENSOR */
+    int n;                /* OAR_ONNX_SEQUENCE: the length */
+    oar_tensor **items;   /* its elements; in outputs an array for oar_onnx_value_clear to free */
+} oar_onnx_value;
+/* The inputs' and outputs' tensors together (a sequence counts its elements) must be at most 16.
+ * The output tensors are new references, as oar_onnx_run's. */
+OAR_API oar_status oar_onnx_run_values(oar_onnx_model *m, const oar_onnx_value *in, int n_in, oar_onnx_value *out,
+                                       int n_out);
+/* Drops an output value's references and array; v is then empty. */
+OAR_API void oar_onnx_value_clear(oar_onnx_value *v);
+/* What graph input i or output k is declared as: 0 tensor (or not given), 1 sequence, 2 optional
+ * of a tensor, 3 optional of a sequence; -1 past the end. */
+OAR_API int oar_onnx_input_kind(const oar_onnx_model *m, int i);
+OAR_API int oar_onnx_output_kind(const oar_onnx_model *m, int k);
+/* An ONNX test data file as a value of the kind above (0: a TensorProto, 1: a SequenceProto of
+ * tensors, 2 or 3: an OptionalProto); its tensors are new references, clear it with
+ * oar_onnx_value_clear. */
+OAR_API oar_status oar_onnx_value_load(const char *path, int kind, oar_onnx_value *out);
+
 /* The model as text: producer, IR version, opsets, inputs and outputs, operators used (count
  * per op type). snprintf-style. */
 OAR_API int oar_onnx_describe(const oar_onnx_model *m, char *buf, size_t size);

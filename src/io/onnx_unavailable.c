@@ -24,6 +24,14 @@ const char *oar_onnx_output_name(const oar_onnx_model *m, int k) { return NULL; 
 oar_status oar_onnx_run(oar_onnx_model *m, oar_tensor *const *in, int n_in, oar_tensor **out, int n_out) {
     return unavailable("onnx_run");
 }
+oar_status oar_onnx_run_values(oar_onnx_model *m, const oar_onnx_value *in, int n_in, oar_onnx_value *out,
+                               int n_out) {
+    return unavailable("onnx_run_values");
+}
+void oar_onnx_value_clear(oar_onnx_value *v) {}
+int oar_onnx_input_kind(const oar_onnx_model *m, int i) { return -1; }
+int oar_onnx_output_kind(const oar_onnx_model *m, int k) { return -1; }
+oar_status oar_onnx_value_load(const char *path, int kind, oar_onnx_value *out) { return unavailable("onnx_value_load"); }
 int oar_onnx_describe(const oar_onnx_model *m, char *buf, size_t size) { return -1; }
 int oar_onnx_dump(const oar_onnx_model *m, char *buf, size_t size) { return -1; }
 oar_status oar_onnx_save_program(oar_onnx_model *m, const char *path) { return unavailable("onnx_save_program"); }

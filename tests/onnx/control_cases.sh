@@ -3,7 +3,8 @@
 # (written by tests/onnx/control_cases.py: expected outputs from onnxruntime) give no wrong
 # answers and every case listed in control_cases_pass.txt passes; each malformed model of
 # tests/onnx/control_bad is refused with the error expected.txt names; and where Debian's python3
-# has torch, TorchScript loops and branches exported by torch.onnx (tests/onnx/torch_control.py)
+# has torch, TorchScript loops, branches and a list built in a loop then stacked (sequences)
+# exported by torch.onnx (tests/onnx/torch_control.py)
 # give torch's outputs (|oar - torch| <= 1e-5 + 1e-4 |torch|). Skips (77) without ONNX support in
 # the build.
 # Usage: control_cases.sh OAR_BINARY SOURCE_DIR
@@ -20,7 +21,7 @@ py=/usr/bin/python3
 if [ -x "$py" ] && "$py" -c "import torch, numpy" 2>/dev/null; then
   dir=$(mktemp -d)
   "$py" "$src/tests/onnx/torch_control.py" "$dir" > "$dir/export.log" 2>&1 || { cat "$dir/export.log"; rm -rf "$dir"; exit 1; }
-  for spec in torch_for_if:x,n torch_while:x; do
+  for spec in torch_for_if:x,n torch_while:x torch_list:x,n; do
     name=${spec%%:*}
     args=""
     k=0
@@ -38,7 +39,7 @@ import os, sys
 import numpy as np
 d = sys.argv[1]
 bad = 0
-for m in ["torch_for_if", "torch_while"]:
+for m in ["torch_for_if", "torch_while", "torch_list"]:
     if not os.path.exists(f"{d}/{m}.oar.npy"):
         bad += 1
         continue

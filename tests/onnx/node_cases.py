@@ -1,14 +1,17 @@
 """Writes the ONNX package's own backend node cases for the given operators (model.onnx and
 test_data_set_0/{input,output}_N.pb, as the backend runner reads them; expected outputs from
 ONNX's numpy reference) into OUT/<case>. Used for operators the shared conformance set lacks
-(Resize, Upsample, If, Loop; one operator per run: collect_testcases caches its first answer). Usage: node_cases.py OUT OP [OP...]. Exit 77 without onnx and numpy."""
+(Resize, Upsample, If, Loop, the sequence and optional operators; one operator per run:
+collect_testcases caches its first answer). Sequence and optional data are written as the
+backend runner writes them (SequenceProto, OptionalProto). Usage: node_cases.py OUT OP [OP...].
+Exit 77 without onnx and numpy."""
 import os
 import sys
 import warnings
 
 try:
     import numpy as np
-    from onnx import numpy_helper
+    from onnx import OptionalProto, numpy_helper
 except ImportError as e:
     print(f"node_cases: skipped: {e}")
     sys.exit(77)
@@ -21,21 +24,34 @@ from onnx.backend.test.case import node  # noqa: E402
 
 out = sys.argv[1]
 n = 0
+
+
+def proto(x, type_proto, name):
+    """x as the file the backend runner writes for a value of that type."""
+    which = type_proto.WhichOneof("value")
+    if which == "optional_type":
+        elem = type_proto.optional_type.elem_type
+        kind = OptionalProto.SEQUENCE if elem.WhichOneof("value") == "sequence_type" else OptionalProto.TENSOR
+        return numpy_helper.from_optional(x, name, kind)
+    if which == "sequence_type":
+        return numpy_helper.from_list(x, name)
+    return numpy_helper.from_array(x, name)
+
+
 for op in sys.argv[2:]:
     for case in node.collect_testcases(op):
         inputs, outputs = case.data_sets[0]
-        if not all(isinstance(x, np.ndarray) for x in list(inputs) + list(outputs)):
-            print(f"node_cases: {case.name} left out: its data are sequences or optionals, which oar does not have")
-            continue
         d = os.path.join(out, case.name, "test_data_set_0")
         os.makedirs(d, exist_ok=True)
         with open(os.path.join(out, case.name, "model.onnx"), "wb") as f:
             f.write(case.model.SerializeToString())
         for j, x in enumerate(inputs):
             with open(os.path.join(d, f"input_{j}.pb"), "wb") as f:
-                f.write(numpy_helper.from_array(x, case.model.graph.input[j].name).SerializeToString())
+                v = case.model.graph.input[j]
+                f.write(proto(x, v.type, v.name).SerializeToString())
         for j, y in enumerate(outputs):
             with open(os.path.join(d, f"output_{j}.pb"), "wb") as f:
-                f.write(numpy_helper.from_array(y, case.model.graph.output[j].name).SerializeToString())
+                v = case.model.graph.output[j]
+                f.write(proto(y, v.type, v.name).SerializeToString())
         n += 1
 print(f"node_cases: {n} cases for {', '.join(sys.argv[2:])} in {out}")

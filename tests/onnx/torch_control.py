@@ -1,6 +1,8 @@
 """Control flow as PyTorch exports it: TorchScript modules with a for loop holding an if (ONNX
-Loop with M from an input, an If in its body) and a while loop (Loop with M = INT64_MAX and a
-condition), exported with torch.onnx at opset 17. Writes DIR/<name>.onnx, the inputs as
+Loop with M from an input, an If in its body), a while loop (Loop with M = INT64_MAX and a
+condition) and a for loop appending to a list then stacked and concatenated (SequenceEmpty, a
+Loop carrying the sequence with SequenceInsert in its body, ConcatFromSequence with and without
+new_axis), exported with torch.onnx at opset 17. Writes DIR/<name>.onnx, the inputs as
 DIR/<name>.in<k>.npy (k in the graph's input order) and torch's output as DIR/<name>.y.npy.
 Usage: torch_control.py DIR. Exit 77 without torch."""
 import os
@@ -42,12 +44,23 @@ class While(torch.nn.Module):
         return h * k
 
 
+class ListStack(torch.nn.Module):
+    def forward(self, x, n: int):
+        ys = []
+        h = x
+        for i in range(n):
+            h = torch.tanh(h * 1.5 + 0.1 * i)
+            ys.append(h)
+        return torch.stack(ys, 0).sum(0) + torch.cat(ys, 1)[:, :3] * 0.5
+
+
 def main():
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
     torch.manual_seed(18)
     cases = {"torch_for_if": (ForIf().eval(), (torch.randn(3, 4), 3), ["x", "n"]),
-             "torch_while": (While().eval(), (4 * torch.randn(3, 4),), ["x"])}
+             "torch_while": (While().eval(), (4 * torch.randn(3, 4),), ["x"]),
+             "torch_list": (ListStack().eval(), (torch.randn(2, 3), 4), ["x", "n"])}
     for name, (mod, args, names) in cases.items():
         m = torch.jit.script(mod)
         torch.onnx.export(m, args, os.path.join(out, name + ".onnx"), opset_version=17, input_names=names,

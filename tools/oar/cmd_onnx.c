@@ -26,7 +26,8 @@ bool cli_is_onnx(const char *path) {
 int cli_onnx_infer(const char *path, const char *const *inputs, int n_inputs, const char *out_file) {
     int rc = 1;
     oar_scope_begin();
-    oar_tensor *in[MAX_IO] = {0}, *out[MAX_IO] = {0};
+    oar_tensor *in[MAX_IO] = {0};
+    oar_onnx_value vout[MAX_IO] = {{0}};
     oar_onnx_model *m = oar_onnx_load(path, NULL);
     if (!m) goto done;
     int n_in = oar_onnx_num_inputs(m), n_out = oar_onnx_num_outputs(m);
@@ -55,20 +56,44 @@ int cli_onnx_infer(const char *path, const char *const *inputs, int n_inputs, co
         }
         if (!(in[slot] = oar_npy_load(file))) goto done;
     }
-    if (oar_onnx_run(m, in, n_in, out, n_out) != OAR_OK) goto done;
+    oar_onnx_value vin[MAX_IO] = {{0}};
+    for (int i = 0; i < n_in; i++) {
+        if (oar_onnx_input_kind(m, i) == 1 || oar_onnx_input_kind(m, i) == 3) {
+            oar_input_spec s;
+            oar_onnx_input_spec(m, i, &s);
+            oar_set_error(OAR_ERR_UNSUPPORTED, "input %d ('%s') is a sequence; oar infer takes tensors (.npy files): "
+                                               "run such a model through oar_onnx_run_values", i, s.name);
+            goto done;
+        }
+        vin[i].tensor = in[i];
+    }
+    if (oar_onnx_run_values(m, vin, n_in, vout, n_out) != OAR_OK) goto done;
     printf("model %s: %d input%s, %d output%s\n", path, n_in, n_in == 1 ? "" : "s", n_out, n_out == 1 ? "" : "s");
     for (int k = 0; k < n_out; k++) {
         printf("output '%s': ", oar_onnx_output_name(m, k));
-        print_shape(out[k]);
+        if (vout[k].kind == OAR_ONNX_TENSOR) print_shape(vout[k].tensor);
+        else if (vout[k].kind == OAR_ONNX_NONE) printf("an optional with no element");
+        else {
+            printf("a sequence of %d tensors", vout[k].n);
+            for (int t = 0; t < vout[k].n; t++) {
+                printf("%s", t ? ", " : ": ");
+                print_shape(vout[k].items[t]);
+            }
+        }
         printf("\n");
     }
     if (out_file) {
-        if (oar_npy_save(out_file, out[0]) != OAR_OK) goto done;
+        if (vout[0].kind != OAR_ONNX_TENSOR) {
+            oar_set_error(OAR_ERR_UNSUPPORTED, "output 0 is not a tensor; --output saves one tensor as .npy");
+            goto done;
+        }
+        if (oar_npy_save(out_file, vout[0].tensor) != OAR_OK) goto done;
         printf("saved output '%s' to %s\n", oar_onnx_output_name(m, 0), out_file);
     }
     rc = 0;
 done:
     if (rc) fprintf(stderr, "oar infer: %s\n", oar_last_error());
+    for (int k = 0; k < MAX_IO; k++) oar_onnx_value_clear(&vout[k]);
     oar_onnx_free(m);
     oar_scope_end();
     return rc;
@@ -94,8 +119,9 @@ int cli_onnx_inspect(const char *path) {
         printf("\nprogram (compiled at the declared input shapes):\n%s", buf);
         free(buf);
     } else {
-        printf("\n(no program yet: the inputs have dynamic dims or give shapes, or a Loop stops on a condition, "
-               "which is not run on zeros at load; `oar infer` compiles one per input shape)\n");
+        printf("\n(no program yet: the inputs have dynamic dims, give shapes or are sequences, or a Loop stops on a "
+               "condition, which is not run on zeros at load; `oar infer` compiles one per input shape, "
+               "oar_onnx_run_values per sequence length)\n");
     }
     oar_onnx_free(m);
     return 0;
@@ -214,8 +240,10 @@ static bool compare(oar_tensor *got, oar_tensor *want, double rtol, double atol,
     return ok;
 }
 
-/* Reads dir/prefix0.pb, prefix1.pb, ... into ts (at most MAX_IO); the count or -1. */
-static int read_tensors(const char *dir, const char *prefix, oar_tensor **ts) {
+/* Reads dir/prefix0.pb, prefix1.pb, ... into vs (at most MAX_IO), each as the kind the model
+ * declares for it (kind(m, k): a tensor, a sequence, an optional); the count or -1. */
+static int read_values(const char *dir, const char *prefix, oar_onnx_value *vs, const oar_onnx_model *m,
+                       int (*kind)(const oar_onnx_model *, int)) {
     int n = 0;
     for (; n < MAX_IO; n++) {
         char path[4096];
@@ -223,9 +251,37 @@ static int read_tensors(const char *dir, const char *prefix, oar_tensor **ts) {
         FILE *f = fopen(path, "rb");
         if (!f) break;
         fclose(f);
-        if (!(ts[n] = oar_onnx_tensor_load(path))) return -1;
+        int k = kind(m, n);
+        if (oar_onnx_value_load(path, k < 0 ? 0 : k, &vs[n]) != OAR_OK) return -1;
     }
     return n;
+}
+
+static const char *kind_name(oar_onnx_kind k) {
+    return k == OAR_ONNX_TENSOR ? "a tensor" : k == OAR_ONNX_SEQUENCE ? "a sequence" : "an empty optional";
+}
+
+/* got against want: the same kind, length and elements. */
+static bool compare_value(const oar_onnx_value *got, const oar_onnx_value *want, double rtol, double atol, char *why,
+                          size_t size) {
+    if (got->kind != want->kind) {
+        snprintf(why, size, "got %s, expected %s", kind_name(got->kind), kind_name(want->kind));
+        return false;
+    }
+    if (got->kind == OAR_ONNX_TENSOR) return compare(got->tensor, want->tensor, rtol, atol, why, size);
+    if (got->kind == OAR_ONNX_NONE) return true;
+    if (got->n != want->n) {
+        snprintf(why, size, "a sequence of %d tensors, expected %d", got->n, want->n);
+        return false;
+    }
+    for (int t = 0; t < got->n; t++) {
+        char w[400];
+        if (!compare(got->items[t], want->items[t], rtol, atol, w, sizeof w)) {
+            snprintf(why, size, "sequence element %d: %s", t, w);
+            return false;
+        }
+    }
+    return true;
 }
 
 static result run_case(runner *r, const char *dir, char *why, size_t size) {
@@ -244,8 +300,9 @@ static result run_case(runner *r, const char *dir, char *why, size_t size) {
         char set[4096];
         snprintf(set, sizeof set, "%.3000s/%.1000s", dir, sets[s]);
         oar_scope_begin();
-        oar_tensor *in[MAX_IO] = {0}, *want[MAX_IO] = {0}, *got[MAX_IO] = {0};
-        int n_in = read_tensors(set, "input_", in), n_want = read_tensors(set, "output_", want);
+        oar_onnx_value in[MAX_IO] = {0}, want[MAX_IO] = {0}, got[MAX_IO] = {0};
+        int n_in = read_values(set, "input_", in, m, oar_onnx_input_kind);
+        int n_want = read_values(set, "output_", want, m, oar_onnx_output_kind);
         if (n_in < 0 || n_want < 0) {
             snprintf(why, size, "%s: %s", sets[s], oar_last_error());
             res = oar_last_status() == OAR_ERR_UNSUPPORTED ? R_UNSUPPORTED : R_FAIL;
@@ -254,17 +311,22 @@ static result run_case(runner *r, const char *dir, char *why, size_t size) {
                                 "given as test data are not supported)", sets[s], n_in, n_want,
                      oar_onnx_num_inputs(m), oar_onnx_num_outputs(m));
             res = R_UNSUPPORTED;
-        } else if (oar_onnx_run(m, in, n_in, got, n_want) != OAR_OK) {
+        } else if (oar_onnx_run_values(m, in, n_in, got, n_want) != OAR_OK) {
             snprintf(why, size, "%s", oar_last_error());
             res = oar_last_status() == OAR_ERR_UNSUPPORTED ? R_UNSUPPORTED : R_FAIL;
         } else {
             for (int k = 0; k < n_want && res == R_PASS; k++) {
                 char w[512];
-                if (!compare(got[k], want[k], r->rtol, r->atol, w, sizeof w)) {
+                if (!compare_value(&got[k], &want[k], r->rtol, r->atol, w, sizeof w)) {
                     snprintf(why, size, "%s output %d: %s", sets[s], k, w);
                     res = R_FAIL;
                 }
             }
+        }
+        for (int k = 0; k < MAX_IO; k++) {
+            oar_onnx_value_clear(&in[k]);
+            oar_onnx_value_clear(&want[k]);
+            oar_onnx_value_clear(&got[k]);
         }
         oar_scope_end();
     }

@@ -85,17 +85,42 @@ static oar_status new_value(loader *L, scope *s, const char *name, const char *w
     return OAR_OK;
 }
 
+/* The tensor type inside a sequence or optional type (sequences of tensors, optionals of a tensor
+ * or of such a sequence); NULL with the error set for maps, sparse tensors and nesting deeper. */
+static const Onnx__TypeProto *unwrap_type(const Onnx__TypeProto *tp, ox_kind *kind, const char *what,
+                                          const char *name) {
+    *kind = OX_TENSOR;
+    if (tp->value_case == ONNX__TYPE_PROTO__VALUE_OPTIONAL_TYPE) {
+        tp = tp->optional_type ? tp->optional_type->elem_type : NULL;
+        *kind = OX_OPT_TENSOR;
+        if (tp && tp->value_case == ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE) {
+            tp = tp->sequence_type ? tp->sequence_type->elem_type : NULL;
+            *kind = OX_OPT_SEQ;
+        }
+    } else if (tp->value_case == ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE) {
+        tp = tp->sequence_type ? tp->sequence_type->elem_type : NULL;
+        *kind = OX_SEQ;
+    }
+    if (!tp || tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !tp->tensor_type) {
+        oar_error(OAR_ERR_UNSUPPORTED, "onnx: %s '%.200s' is not a tensor, a sequence of tensors or an optional of "
+                                       "either (maps, sparse tensors and sequences of sequences are not supported)",
+                  what, name);
+        return NULL;
+    }
+    return tp;
+}
+
 oar_status ox_read_io(const Onnx__ValueInfoProto *v, ox_io *io, const char *what, bool type_optional) {
     io->name = v->name;
     const Onnx__TypeProto *tp = v->type;
     io->ndim = -1;
     io->dtype = OAR_DTYPE_COUNT;
+    io->kind = OX_TENSOR;
     if (!tp && type_optional) return OAR_OK; /* an output's type is optional: the program gives it */
-    if (!tp || tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !tp->tensor_type)
-        return oar_error(OAR_ERR_UNSUPPORTED, "onnx: %s '%.200s' is not a tensor (sequences, maps and optionals are "
-                                              "not supported)", what, v->name);
+    if (!tp) return oar_error(OAR_ERR_FORMAT, "onnx: %s '%.200s' has no type; expected a tensor type", what, v->name);
+    if (!(tp = unwrap_type(tp, &io->kind, what, v->name))) return oar_last_status();
     const Onnx__TypeProto__Tensor *tt = tp->tensor_type;
-    if (!tt->has_elem_type && type_optional) return OAR_OK;
+    if (!tt->has_elem_type && (type_optional || io->kind != OX_TENSOR)) return OAR_OK;
     if (!ox_dtype_from_onnx(tt->elem_type, &io->dtype))
         return oar_error(OAR_ERR_UNSUPPORTED, "onnx: %s '%.200s' has dtype %s; oar supports float, double, float16, "
                                               "bfloat16, int8, uint8, int32, int64 and bool", what, v->name,
@@ -246,6 +271,13 @@ static oar_status check_signature(const ox_node *n) {
         return OAR_OK;
     }
     const ox_graph *b = n->sub[0];
+    if (!strcmp(p->op_type, "SequenceMap")) {
+        if (n->n_in < 1 || n->n_out < 1 || b->n_in != n->n_in || b->n_out != n->n_out)
+            return sub_error(p, "the body has %d inputs and %d outputs for a SequenceMap with %d inputs and %d "
+                                "outputs; expected as many (and at least one of each)", b->n_in, b->n_out, n->n_in,
+                             n->n_out);
+        return OAR_OK;
+    }
     if (!strcmp(p->op_type, "Scan")) {
         int64_t m = -1;
         for (size_t i = 0; i < p->n_attribute; i++)
@@ -281,13 +313,14 @@ static oar_status check_signature(const ox_node *n) {
     return OAR_OK;
 }
 
-/* The subgraphs of node n (If, Loop), read in a scope inside s; its captures: the values of s
+/* The subgraphs of node n (If, Loop, Scan, SequenceMap), read in a scope inside s; its captures: the values of s
  * and the scopes around it that they read. */
 static oar_status read_subgraphs(loader *L, const scope *s, int depth, ox_node *n) {
     const Onnx__NodeProto *p = n->p;
     const char *names[2] = {NULL, NULL};
     if (!strcmp(p->op_type, "If")) names[0] = "then_branch", names[1] = "else_branch";
-    else if (!strcmp(p->op_type, "Loop") || !strcmp(p->op_type, "Scan")) names[0] = "body";
+    else if (!strcmp(p->op_type, "Loop") || !strcmp(p->op_type, "Scan") || !strcmp(p->op_type, "SequenceMap"))
+        names[0] = "body";
     else return OAR_OK;
     if (depth >= OX_MAX_DEPTH)
         return oar_error(OAR_ERR_UNSUPPORTED, "onnx: node '%.200s' (%s) is nested %d subgraphs deep; at most %d are "

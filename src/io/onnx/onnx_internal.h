@@ -32,10 +32,14 @@ typedef struct ox_node {
     struct ox_graph *sub[2]; /* If: then_branch, else_branch; Loop: body */
 } ox_node;
 
+/* What a graph input or output holds: a tensor, a sequence of tensors, or an optional of either. */
+typedef enum ox_kind { OX_TENSOR = 0, OX_SEQ, OX_OPT_TENSOR, OX_OPT_SEQ } ox_kind;
+
 typedef struct ox_io {
     const char *name;
     int value;
-    oar_dtype dtype;      /* OAR_DTYPE_COUNT: not given */
+    ox_kind kind;
+    oar_dtype dtype;      /* OAR_DTYPE_COUNT: not given (of a sequence or optional: its elements') */
     int ndim;
     int64_t shape[OAR_MAX_DIMS]; /* -1: free */
 } ox_io;
@@ -58,8 +62,15 @@ typedef struct ox_graph {
 typedef struct ox_variant {
     const struct oar_onnx_model *m;
     oar_tensor *values[OX_MAX_IO]; /* per graph input: its value (untracked) if a value input, else NULL */
-    oar_jit *jit;                  /* takes the other inputs, in order */
+    oar_jit *jit;                  /* takes the other inputs, in order (a sequence's elements in its place) */
     uint64_t last_use;
+    /* Sequences and optionals at the boundary (oar_onnx_run_values): the jit takes and gives
+     * them flattened. Per graph input of such a type: its tensors (-1: an empty optional). Per
+     * output: what it was when the variant was first run (probed: run once untraced to learn it). */
+    int in_n[OX_MAX_IO];
+    ox_kind out_kind[OX_MAX_IO];   /* OX_TENSOR, OX_SEQ, or OX_OPT_TENSOR for an empty optional */
+    int out_n[OX_MAX_IO];          /* tensors given for output k */
+    bool probing, probed;
 } ox_variant;
 
 struct oar_onnx_model {
@@ -72,6 +83,7 @@ struct oar_onnx_model {
     int n_in, n_out;
     ox_io in[OX_MAX_IO], out[OX_MAX_IO];
     bool value_input[OX_MAX_IO]; /* the graph input feeds an input whose value must be known */
+    bool seq_io;           /* an input or output is a sequence or optional (oar_onnx_run_values) */
     int n_value_inputs;
     oar_onnx_opts opts;
     ox_variant variants[OX_MAX_VARIANTS];
@@ -91,6 +103,30 @@ typedef struct ox_qval {
     bool qop;
 } ox_qval;
 
+/* A sequence, or an optional with no element (docs/onnx.md "Sequences and optionals"). Beside the
+ * tensor table vals[] the interpreter keeps sq[] per value id: a value is a tensor (vals[id]), a
+ * sequence (sq[id], !none: n tensors, all of dtype) or an empty optional (sq[id], none). An
+ * optional that holds an element is that element. Sequence lengths are known when the program is
+ * traced (the elements are values of the trace), so a sequence needs no runtime type: its ops
+ * are list operations on the importer's side and tensor ops on the elements. Made from a pool
+ * freed after the run (ox_seq_new). */
+typedef struct ox_seq {
+    bool none;             /* an optional without element */
+    bool of_seq;           /* none: the optional's type is a sequence (else a tensor) */
+    oar_dtype dtype;       /* the elements'; OAR_DTYPE_COUNT: not known (an empty sequence of no declared type) */
+    int n;
+    oar_tensor **items;
+    struct ox_seq *next;   /* the pool */
+} ox_seq;
+
+/* The interpreter's tables during one run (ox_interpret): per value id. */
+typedef struct ox_env {
+    oar_tensor **vals;
+    ox_qval *qv;
+    ox_seq **sq;
+    ox_seq *pool;
+} ox_env;
+
 /* A node being translated: its inputs (NULL for absent optional ones) and the outputs it must
  * write (out[k] NULL where the graph does not use output k; translations may still set it). */
 typedef struct ox_ctx {
@@ -104,6 +140,9 @@ typedef struct ox_ctx {
     bool *want;            /* output k is used by the graph */
     oar_tensor **vals;     /* every value's tensor so far (subgraphs read outer ones here) */
     ox_qval *qv;           /* per value id (may be NULL) */
+    ox_env *env;           /* the tables (vals, qv, sq) */
+    ox_seq **sin;          /* input k's sequence or empty optional (in[k] is then NULL), else NULL */
+    ox_seq **sout;         /* output k's, set by the sequence ops instead of out[k] */
 } ox_ctx;
 
 typedef oar_status (*ox_translate_fn)(ox_ctx *c);
@@ -155,8 +194,12 @@ oar_status ox_read_io(const Onnx__ValueInfoProto *v, ox_io *io, const char *what
 
 /* The interpreter (onnx_run.c): the traced function's body. */
 oar_status ox_interpret(void *user, oar_tensor *const *in, int n_in, oar_tensor **out, int n_out);
-/* Runs g's nodes in order, reading and writing vals (g's initializers bound first). */
-oar_status ox_run_graph(const oar_onnx_model *m, const ox_graph *g, oar_tensor **vals, ox_qval *qv);
+/* Runs g's nodes in order, reading and writing the tables (g's initializers bound first). */
+oar_status ox_run_graph(const oar_onnx_model *m, const ox_graph *g, ox_env *env);
+/* A sequence of n (NULL) items of dtype dt from env's pool; NULL with the error set. */
+ox_seq *ox_seq_new(ox_env *env, oar_dtype dt, int n);
+/* Frees env's pool. */
+void ox_seq_free_all(ox_env *env);
 /* After a node ran: marks which of its outputs are f32 outputs of int8 ops (onnx_qdq.c). */
 void ox_qdq_after(const ox_ctx *c);
 /* t, made with the trace paused, as a constant of the running trace (if any). */

@@ -33,15 +33,34 @@ static oar_status read_opsets(oar_onnx_model *m) {
 /* Value inputs: graph inputs read where oar needs values at compile time (shapes, axes), in the
  * main graph or a subgraph. A Loop with scan outputs is unrolled (onnx_ops_control.c), so its
  * trip count and condition are known inputs too. */
+static bool any_seq_io(const ox_io *io, int n) {
+    for (int k = 0; k < n; k++)
+        if (io[k].kind != OX_TENSOR) return true;
+    return false;
+}
+
+/* A Loop carrying a sequence or optional is unrolled too (oar's while_loop carries tensors), and
+ * an If giving one is run in place, so their conditions must be known: compiled per value. */
+static uint32_t control_known(const ox_node *n) {
+    if (!strcmp(n->p->op_type, "Loop") && n->n_sub == 1) {
+        const ox_graph *b = n->sub[0];
+        bool unroll = n->n_out > n->n_in - 2 || any_seq_io(b->in, b->n_in) || any_seq_io(b->out, b->n_out);
+        return unroll ? 0x3u : 0u;
+    }
+    if (!strcmp(n->p->op_type, "If") && n->n_sub == 2)
+        return any_seq_io(n->sub[0]->out, n->sub[0]->n_out) || any_seq_io(n->sub[1]->out, n->sub[1]->n_out) ? 0x1u
+                                                                                                              : 0u;
+    return 0;
+}
+
 static void find_value_inputs(oar_onnx_model *m, const ox_graph *g) {
     for (int i = 0; i < g->n_nodes; i++) {
         const ox_node *n = &g->nodes[i];
-        bool loop = !strcmp(n->p->op_type, "Loop");
-        uint32_t known = n->op->known | (loop && n->n_out > n->n_in - 2 ? 0x3u : 0u);
+        uint32_t known = n->op->known | control_known(n);
         for (int k = 0; k < n->n_in && k < 32; k++)
             if ((known >> k) & 1u)
                 for (int j = 0; j < m->n_in; j++)
-                    if (n->in[k] == m->in[j].value && !m->value_input[j]) {
+                    if (n->in[k] == m->in[j].value && !m->value_input[j] && m->in[j].kind == OX_TENSOR) {
                         m->value_input[j] = true;
                         m->n_value_inputs++;
                     }
@@ -72,19 +91,21 @@ static oar_onnx_model *load(Onnx__ModelProto *proto, const char *dir, const oar_
     if (st == OAR_OK) st = ox_read_model_graph(m, dir);
     if (opts) m->opts = *opts;
     if (st == OAR_OK) find_value_inputs(m, &m->g);
+    if (st == OAR_OK) m->seq_io = any_seq_io(m->in, m->n_in) || any_seq_io(m->out, m->n_out);
     /* static inputs: compile now (and run on zeros), so the whole translation is checked at
      * load; not with a Loop that stops on a condition, which on zeros may run forever */
-    bool fixed = st == OAR_OK && !m->n_value_inputs && !has_conditional_loop(&m->g);
+    bool fixed = st == OAR_OK && !m->n_value_inputs && !has_conditional_loop(&m->g) && !any_seq_io(m->in, m->n_in);
     for (int i = 0; i < m->n_in && fixed; i++) {
         fixed = m->in[i].ndim >= 0;
         for (int d = 0; fixed && d < m->in[i].ndim; d++) fixed = m->in[i].shape[d] >= 0;
     }
-    if (fixed) {
-        oar_tensor *in[OX_MAX_IO] = {0}, *out[OX_MAX_IO] = {0};
+    if (fixed) { /* (sequence or optional outputs: through oar_onnx_run_values) */
+        oar_onnx_value in[OX_MAX_IO] = {0}, out[OX_MAX_IO] = {0};
         oar_scope_begin();
         for (int i = 0; i < m->n_in && st == OAR_OK; i++)
-            if (!(in[i] = oar_zeros(m->in[i].shape, m->in[i].ndim, m->in[i].dtype))) st = oar_last_status();
-        if (st == OAR_OK) st = oar_onnx_run(m, in, m->n_in, out, m->n_out);
+            if (!(in[i].tensor = oar_zeros(m->in[i].shape, m->in[i].ndim, m->in[i].dtype))) st = oar_last_status();
+        if (st == OAR_OK) st = oar_onnx_run_values(m, in, m->n_in, out, m->n_out);
+        for (int k = 0; k < m->n_out; k++) oar_onnx_value_clear(&out[k]);
         oar_scope_end();
     }
     if (st != OAR_OK) {
@@ -181,12 +202,18 @@ oar_status oar_onnx_input_spec(const oar_onnx_model *m, int i, oar_input_spec *o
     return OAR_OK;
 }
 
+int oar_onnx_input_kind(const oar_onnx_model *m, int i) { return m && i >= 0 && i < m->n_in ? (int)m->in[i].kind : -1; }
+int oar_onnx_output_kind(const oar_onnx_model *m, int k) {
+    return m && k >= 0 && k < m->n_out ? (int)m->out[k].kind : -1;
+}
+
 const char *oar_onnx_output_name(const oar_onnx_model *m, int k) {
     return m && k >= 0 && k < m->n_out ? m->out[k].name : NULL;
 }
 
 static void format_io(const ox_io *io, char *buf, size_t size) {
-    size_t n = (size_t)snprintf(buf, size, "%s %s", io->name,
+    static const char *const kinds[] = {"", "sequence of ", "optional ", "optional sequence of "};
+    size_t n = (size_t)snprintf(buf, size, "%s %s%s", io->name, kinds[io->kind],
                                 io->dtype == OAR_DTYPE_COUNT ? "(type not given)" : oar_dtype_name(io->dtype));
     if (io->ndim < 0) {
         snprintf(buf + n, size - n, "[any rank]");
@@ -209,12 +236,13 @@ static bool same_value(const oar_tensor *a, const oar_tensor *b) {
 
 /* The compiled function for the value inputs' values in `in`: cached, else made (the least
  * recently used goes when the cache is full). */
-static ox_variant *variant_for(oar_onnx_model *m, oar_tensor *const *in) {
+static ox_variant *variant_for(oar_onnx_model *m, oar_tensor *const *in, const int *in_n) {
     for (int k = 0; k < m->n_variants; k++) {
         ox_variant *v = &m->variants[k];
         bool same = true;
         for (int i = 0; i < m->n_in && same; i++)
             if (m->value_input[i]) same = in[i]->storage && same_value(v->values[i], in[i]);
+            else if (m->in[i].kind != OX_TENSOR) same = v->in_n[i] == in_n[i];
         if (same) {
             v->last_use = ++m->tick;
             return v;
@@ -241,11 +269,16 @@ static ox_variant *variant_for(oar_onnx_model *m, oar_tensor *const *in) {
     ox_variant *v = &m->variants[m->n_variants];
     memset(v, 0, sizeof *v);
     v->m = m;
+    memcpy(v->in_n, in_n, sizeof v->in_n);
     oar_jit_opts jo = {.strategy = m->opts.strategy};
     if (!(v->jit = oar_jit_to_static(ox_interpret, v, &jo))) return NULL;
     for (int i = 0, j = 0; i < m->n_in; i++) {
         if (!m->value_input[i]) {
-            snprintf(v->jit->input_names[j++], sizeof v->jit->input_names[0], "%s", m->in[i].name);
+            int n = m->in[i].kind == OX_TENSOR ? 1 : in_n[i];
+            for (int t = 0; t < n && j < JIT_MAX_IO; t++) {
+                if (m->in[i].kind == OX_TENSOR) snprintf(v->jit->input_names[j++], 64, "%s", m->in[i].name);
+                else snprintf(v->jit->input_names[j++], 64, "%.50s[%d]", m->in[i].name, t);
+            }
             continue;
         }
         oar_tensor *c = oar_tensor_new(in[i]->dtype, in[i]->shape, in[i]->ndim);
@@ -258,11 +291,155 @@ static ox_variant *variant_for(oar_onnx_model *m, oar_tensor *const *in) {
         }
         v->values[i] = c;
     }
-    for (int k = 0; k < m->n_out; k++)
+    for (int k = 0; k < m->n_out && !m->seq_io; k++)
         snprintf(v->jit->output_names[k], sizeof v->jit->output_names[k], "%s", m->out[k].name);
     v->last_use = ++m->tick;
     m->n_variants++;
     return v;
+}
+
+/* Checks tensor input i against its declaration. */
+static oar_status check_input(const oar_onnx_model *m, int i, const oar_tensor *x, const char *what) {
+    const ox_io *io = &m->in[i];
+    OAR_CHECK_HANDLE("onnx_run", x, oar_last_status());
+    bool ok = x && (io->dtype == OAR_DTYPE_COUNT || x->dtype == io->dtype) && (io->ndim < 0 || x->ndim == io->ndim);
+    for (int d = 0; ok && io->ndim >= 0 && d < io->ndim; d++) ok = io->shape[d] < 0 || io->shape[d] == x->shape[d];
+    if (ok) return OAR_OK;
+    char want[300], got[300];
+    format_io(io, want, sizeof want);
+    if (!x) snprintf(got, sizeof got, "NULL");
+    else {
+        oar_meta mt;
+        oar_meta_from(&mt, x);
+        oar_meta_format(&mt, 0, got, sizeof got);
+    }
+    return oar_error(x ? (x->dtype != io->dtype ? OAR_ERR_DTYPE : OAR_ERR_SHAPE) : OAR_ERR_INVALID_ARG,
+                     "onnx_run: input %d%s expects %s ('?': any size), got %s", i, what, want, got);
+}
+
+/* Runs the variant for these inputs: per graph input its tensor (NULL for a sequence or an empty
+ * optional) and, for those, in_n (the length; -1: empty); flat: the jit's inputs. The outputs
+ * come flattened into out (at most n_out); *n_got: how many. */
+static oar_status run_flat(oar_onnx_model *m, oar_tensor *const *tin, const int *in_n, oar_tensor *const *flat,
+                           int n_flat, oar_tensor **out, int n_out, int *n_got) {
+    ox_variant *v = variant_for(m, tin, in_n);
+    if (!v) return oar_last_status();
+    oar_tensor *rest[JIT_MAX_IO];
+    int n_rest = 0;
+    for (int i = 0, j = 0; i < m->n_in; i++) {
+        int n = m->in[i].kind == OX_TENSOR ? 1 : in_n[i] > 0 ? in_n[i] : 0;
+        for (int t = 0; t < n; t++, j++)
+            if (!m->value_input[i]) {
+                if (n_rest == JIT_MAX_IO)
+                    return oar_error(OAR_ERR_UNSUPPORTED, "onnx_run: the inputs hold more than %d tensors (a "
+                                                          "sequence counts its elements); oar's compiled functions "
+                                                          "take at most %d", JIT_MAX_IO, JIT_MAX_IO);
+                rest[n_rest++] = flat[j];
+            }
+    }
+    (void)n_flat;
+    m->last = v;
+    if (m->seq_io && !v->probed) { /* learn what the outputs are: one run untraced */
+        oar_scope_begin();
+        v->probing = true;
+        oar_status st = ox_interpret(v, rest, n_rest, NULL, 0);
+        v->probing = false;
+        oar_scope_end();
+        if (st != OAR_OK) return st;
+        v->probed = true;
+    }
+    int n = m->n_out;
+    if (m->seq_io) {
+        n = 0;
+        for (int k = 0; k < m->n_out; k++) n += v->out_n[k];
+    }
+    if (n > n_out || n > JIT_MAX_IO)
+        return oar_error(OAR_ERR_UNSUPPORTED, "onnx_run: the outputs hold %d tensors (a sequence counts its "
+                                              "elements); oar's compiled functions give at most %d", n, JIT_MAX_IO);
+    *n_got = n;
+    return oar_jit_call(v->jit, rest, n_rest, out, n);
+}
+
+oar_status oar_onnx_run_values(oar_onnx_model *m, const oar_onnx_value *in, int n_in, oar_onnx_value *out, int n_out) {
+    if (!m) return oar_error(OAR_ERR_INVALID_ARG, "onnx_run_values: expected a model, got NULL");
+    if (n_in != m->n_in || n_out != m->n_out || (n_in && !in) || !out)
+        return oar_error(OAR_ERR_INVALID_ARG, "onnx_run_values: the model takes %d inputs and gives %d outputs, got "
+                                              "n_in = %d, n_out = %d", m->n_in, m->n_out, n_in, n_out);
+    oar_tensor *tin[OX_MAX_IO] = {0}, *flat[JIT_MAX_IO];
+    int in_n[OX_MAX_IO] = {0}, n_flat = 0;
+    static const char *const kinds[] = {"a tensor", "a sequence", "an optional tensor", "an optional sequence"};
+    for (int i = 0; i < n_in; i++) {
+        const oar_onnx_value *x = &in[i];
+        ox_kind k = m->in[i].kind;
+        bool ok = x->kind == OAR_ONNX_TENSOR ? k == OX_TENSOR || k == OX_OPT_TENSOR
+                : x->kind == OAR_ONNX_SEQUENCE ? k == OX_SEQ || k == OX_OPT_SEQ
+                : x->kind == OAR_ONNX_NONE && (k == OX_OPT_TENSOR || k == OX_OPT_SEQ);
+        if (!ok)
+            return oar_error(OAR_ERR_INVALID_ARG, "onnx_run_values: input %d ('%s') is declared %s; got %s", i,
+                             m->in[i].name, kinds[k], x->kind == OAR_ONNX_TENSOR ? "a tensor" : x->kind ==
+                             OAR_ONNX_SEQUENCE ? "a sequence" : x->kind == OAR_ONNX_NONE ? "an empty optional"
+                                                                                          : "an unknown kind");
+        int n = x->kind == OAR_ONNX_TENSOR ? 1 : x->kind == OAR_ONNX_SEQUENCE ? x->n : 0;
+        if (x->kind == OAR_ONNX_SEQUENCE && (x->n < 0 || (x->n && !x->items)))
+            return oar_error(OAR_ERR_INVALID_ARG, "onnx_run_values: input %d is a sequence of %d elements with "
+                                                  "items %s; expected n >= 0 and the elements", i, x->n,
+                             x->items ? "given" : "NULL");
+        if (n_flat + n > JIT_MAX_IO)
+            return oar_error(OAR_ERR_UNSUPPORTED, "onnx_run_values: the inputs hold more than %d tensors (a sequence "
+                                                  "counts its elements); oar's compiled functions take at most %d",
+                             JIT_MAX_IO, JIT_MAX_IO);
+        for (int t = 0; t < n; t++) {
+            oar_tensor *e = x->kind == OAR_ONNX_TENSOR ? x->tensor : x->items[t];
+            char what[64] = "";
+            if (x->kind == OAR_ONNX_SEQUENCE) snprintf(what, sizeof what, " (element %d)", t);
+            oar_status st = check_input(m, i, e, what);
+            if (st != OAR_OK) return st;
+            if (t && e->dtype != flat[n_flat - 1]->dtype)
+                return oar_error(OAR_ERR_DTYPE, "onnx_run_values: input %d's element %d is %s, element 0 %s; a "
+                                                "sequence's elements share one dtype", i, t,
+                                 oar_dtype_name(e->dtype), oar_dtype_name(flat[n_flat - 1]->dtype));
+            flat[n_flat++] = e;
+        }
+        if (k == OX_TENSOR || (k == OX_OPT_TENSOR && x->kind == OAR_ONNX_TENSOR)) tin[i] = x->tensor;
+        else in_n[i] = x->kind == OAR_ONNX_NONE ? -1 : n;
+        if (k == OX_OPT_TENSOR) in_n[i] = x->kind == OAR_ONNX_NONE ? -1 : 1;
+        if (m->value_input[i] && !tin[i])
+            return oar_error(OAR_ERR_INVALID_ARG, "onnx_run_values: input %d gives shapes or axes; expected a tensor",
+                             i);
+    }
+    oar_tensor *res[JIT_MAX_IO] = {0};
+    int n_got = 0;
+    oar_status st = run_flat(m, tin, in_n, flat, n_flat, res, JIT_MAX_IO, &n_got);
+    if (st != OAR_OK) return st;
+    const ox_variant *v = m->last;
+    for (int k = 0, j = 0; k < n_out; k++) {
+        oar_onnx_value *y = &out[k];
+        memset(y, 0, sizeof *y);
+        if (!m->seq_io) {
+            y->tensor = res[j++];
+            continue;
+        }
+        if (v->out_kind[k] == OX_TENSOR) {
+            y->tensor = res[j++];
+            continue;
+        }
+        y->kind = v->out_kind[k] == OX_SEQ ? OAR_ONNX_SEQUENCE : OAR_ONNX_NONE;
+        y->n = v->out_n[k];
+        if (y->n && !(y->items = malloc(sizeof *y->items * (size_t)y->n))) {
+            for (int q = 0; q < k; q++) oar_onnx_value_clear(&out[q]);
+            return oar_error(OAR_ERR_OOM, "onnx_run_values: out of memory");
+        }
+        for (int t = 0; t < y->n; t++) y->items[t] = res[j++];
+    }
+    return OAR_OK;
+}
+
+void oar_onnx_value_clear(oar_onnx_value *v) {
+    if (!v) return;
+    oar_release(v->tensor);
+    for (int t = 0; t < v->n && v->items; t++) oar_release(v->items[t]);
+    free(v->items);
+    memset(v, 0, sizeof *v);
 }
 
 oar_status oar_onnx_run(oar_onnx_model *m, oar_tensor *const *in, int n_in, oar_tensor **out, int n_out) {
@@ -270,33 +447,15 @@ oar_status oar_onnx_run(oar_onnx_model *m, oar_tensor *const *in, int n_in, oar_
     if (n_in != m->n_in || n_out != m->n_out || (n_in && !in) || !out)
         return oar_error(OAR_ERR_INVALID_ARG, "onnx_run: the model takes %d inputs and gives %d outputs, got n_in = "
                                               "%d, n_out = %d", m->n_in, m->n_out, n_in, n_out);
+    if (m->seq_io)
+        return oar_error(OAR_ERR_INVALID_ARG, "onnx_run: the model's inputs or outputs include sequences or "
+                                              "optionals; run it with oar_onnx_run_values");
     for (int i = 0; i < n_in; i++) {
-        const ox_io *io = &m->in[i];
-        const oar_tensor *x = in[i];
-        OAR_CHECK_HANDLE("onnx_run", x, oar_last_status());
-        bool ok = x && x->dtype == io->dtype && (io->ndim < 0 || x->ndim == io->ndim);
-        for (int d = 0; ok && io->ndim >= 0 && d < io->ndim; d++) ok = io->shape[d] < 0 || io->shape[d] == x->shape[d];
-        if (!ok) {
-            char want[300], got[300];
-            format_io(io, want, sizeof want);
-            if (!x) snprintf(got, sizeof got, "NULL");
-            else {
-                oar_meta mt;
-                oar_meta_from(&mt, x);
-                oar_meta_format(&mt, 0, got, sizeof got);
-            }
-            return oar_error(x ? (x->dtype != io->dtype ? OAR_ERR_DTYPE : OAR_ERR_SHAPE) : OAR_ERR_INVALID_ARG,
-                             "onnx_run: input %d expects %s ('?': any size), got %s", i, want, got);
-        }
+        oar_status st = check_input(m, i, in[i], "");
+        if (st != OAR_OK) return st;
     }
-    ox_variant *v = variant_for(m, in);
-    if (!v) return oar_last_status();
-    oar_tensor *rest[OX_MAX_IO];
-    int n_rest = 0;
-    for (int i = 0; i < n_in; i++)
-        if (!m->value_input[i]) rest[n_rest++] = in[i];
-    m->last = v;
-    return oar_jit_call(v->jit, rest, n_rest, out, n_out);
+    int in_n[OX_MAX_IO] = {0}, n_got = 0;
+    return run_flat(m, in, in_n, in, n_in, out, n_out, &n_got);
 }
 
 int oar_onnx_describe(const oar_onnx_model *m, char *buf, size_t size) {

@@ -7,7 +7,13 @@
 #include <stdio.h>
 #include <string.h>
 
-oar_status ox_Identity(ox_ctx *c) { return ox_set(c, 0, OX_IN(c, 0)); }
+oar_status ox_Identity(ox_ctx *c) {
+    if (c->n_in > 0 && c->sin[0] && c->n_out > 0) { /* a sequence or optional (opset 14, 16) */
+        c->sout[0] = c->sin[0];
+        return OAR_OK;
+    }
+    return ox_set(c, 0, OX_IN(c, 0));
+}
 
 static oar_tensor *from_attr_tensor(ox_ctx *c, const Onnx__TensorProto *t) {
     char what[300];
