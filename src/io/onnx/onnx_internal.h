@@ -154,6 +154,9 @@ typedef struct ox_op {
 } ox_op;
 
 /* The operator table (onnx_ops.c): NULL when op_type is not translated. */
+/* The whole file at path (free() it), its size in *size; NULL with an error naming who on a
+ * failure to open, read or allocate (never a part of the file). */
+uint8_t *ox_read_whole(const char *who, const char *path, size_t *size);
 const ox_op *ox_find_op(const char *op_type);
 /* "Abs, Add, ..." for messages. */
 void ox_list_ops(char *buf, size_t size);

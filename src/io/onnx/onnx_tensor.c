@@ -233,31 +233,52 @@ oar_tensor *ox_tensor_from_proto(Onnx__TensorProto *t, const char *dir, const ch
     return x;
 }
 
+uint8_t *ox_read_whole(const char *who, const char *path, size_t *size) {
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        oar_error(OAR_ERR_IO, "%s: cannot open '%s'", who, path);
+        return NULL;
+    }
+    uint8_t *buf = NULL;
+    size_t n = 0, cap = 0;
+    bool oom = false, err = false;
+    for (;;) {
+        if (n == cap) {
+            uint8_t *b = realloc(buf, cap = cap ? 2 * cap : 1 << 16);
+            if (!b) {
+                oom = true;
+                break;
+            }
+            buf = b;
+        }
+        size_t r = fread(buf + n, 1, cap - n, f);
+        n += r;
+        if (r == 0) {
+            err = ferror(f) != 0;
+            break;
+        }
+    }
+    fclose(f);
+    if (oom || err) { /* never parse part of a file */
+        free(buf);
+        oar_error(oom ? OAR_ERR_OOM : OAR_ERR_IO, "%s: %s reading '%s'", who, oom ? "out of memory" : "an I/O error",
+                  path);
+        return NULL;
+    }
+    *size = n;
+    return buf;
+}
+
 oar_tensor *oar_onnx_tensor_load(const char *path) {
     oar_init();
     if (!path) {
         oar_error(OAR_ERR_INVALID_ARG, "onnx_tensor_load: expected a path, got NULL");
         return NULL;
     }
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        oar_error(OAR_ERR_IO, "onnx_tensor_load: cannot open '%s'", path);
-        return NULL;
-    }
-    uint8_t *buf = NULL;
-    size_t n = 0, cap = 0;
-    for (;;) {
-        if (n == cap) {
-            uint8_t *b = realloc(buf, cap = cap ? 2 * cap : 1 << 16);
-            if (!b) break;
-            buf = b;
-        }
-        size_t r = fread(buf + n, 1, cap - n, f);
-        n += r;
-        if (r == 0) break;
-    }
-    fclose(f);
-    Onnx__TensorProto *t = buf ? onnx__tensor_proto__unpack(NULL, n, buf) : NULL;
+    size_t n = 0;
+    uint8_t *buf = ox_read_whole("onnx_tensor_load", path, &n);
+    if (!buf) return NULL;
+    Onnx__TensorProto *t = onnx__tensor_proto__unpack(NULL, n, buf);
     free(buf);
     if (!t) {
         oar_error(OAR_ERR_FORMAT, "onnx_tensor_load: '%s' is not a valid TensorProto (malformed or truncated "

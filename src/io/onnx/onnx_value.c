@@ -147,22 +147,9 @@ oar_status oar_onnx_value_load(const char *path, int kind, oar_onnx_value *out) 
         out->tensor = oar_onnx_tensor_load(path);
         return out->tensor ? OAR_OK : oar_last_status();
     }
-    FILE *f = fopen(path, "rb");
-    if (!f) return oar_error(OAR_ERR_IO, "onnx_value_load: cannot open '%s'", path);
-    uint8_t *buf = NULL;
-    size_t n = 0, cap = 0;
-    for (;;) {
-        if (n == cap) {
-            uint8_t *b = realloc(buf, cap = cap ? 2 * cap : 1 << 16);
-            if (!b) break;
-            buf = b;
-        }
-        size_t r = fread(buf + n, 1, cap - n, f);
-        n += r;
-        if (r == 0) break;
-    }
-    fclose(f);
-    if (!buf) return oar_error(OAR_ERR_OOM, "onnx_value_load: out of memory reading '%s'", path);
+    size_t n = 0;
+    uint8_t *buf = ox_read_whole("onnx_value_load", path, &n);
+    if (!buf) return oar_last_status();
     oar_status st = kind == 1 ? read_sequence(buf, n, path, out) : read_optional(buf, n, path, out);
     free(buf);
     if (st != OAR_OK) oar_onnx_value_clear(out);
