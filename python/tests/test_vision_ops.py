@@ -322,3 +322,33 @@ def test_what_torchvision_detection_calls(torch):
     assert tuple(y.shape) == (3, 1) and float(y.sum()) == 6.0 and repr(oar.strided) == "torch.strided"
     with pytest.raises(NotImplementedError, match="only the strided layout"):
         oar.full_like(b, 1, layout=oar.layout("sparse_coo"))
+
+
+def test_fast_kernels_do_not_depend_on_the_thread_count():
+    """grid_sample / roi_align forward and backward and nms give the same bits at 1 and 2 threads
+    (backward scatter-adds are split by channel, never by point or box)"""
+    x = R.randn(2, 16, 20, 24).astype(np.float32)
+    g = R.uniform(-1.3, 1.3, size=(2, 18, 22, 2)).astype(np.float32)
+    boxes = np.concatenate([R.randint(0, 2, (64, 1)), _boxes(64, 20, 24, 1.0)], 1).astype(np.float32)
+    nb, ns = _boxes(500, 40, 40, 1.0), R.rand(500).astype(np.float32)
+    runs = []
+    before = oar.get_num_threads()
+    try:
+        for nt in (1, 2):
+            oar.set_num_threads(nt)
+            got = []
+            for mode in ("bilinear", "bicubic"):
+                xi, gi = oar.tensor(x, requires_grad=True), oar.tensor(g, requires_grad=True)
+                y = OF.grid_sample(xi, gi, mode=mode, padding_mode="border", align_corners=False)
+                (y * y).sum().backward()
+                got += [y.detach().numpy().copy(), xi.grad.numpy().copy(), gi.grad.numpy().copy()]
+            xi = oar.tensor(x, requires_grad=True)
+            y = oar.ops.roi_align(xi, oar.tensor(boxes), (5, 4), 0.7, -1, True)
+            (y * y).sum().backward()
+            got += [y.detach().numpy().copy(), xi.grad.numpy().copy()]
+            got.append(oar.ops.nms(oar.tensor(nb), oar.tensor(ns), 0.3).numpy().copy())
+            runs.append(got)
+    finally:
+        oar.set_num_threads(before)
+    for k, (a, b) in enumerate(zip(*runs)):
+        assert np.array_equal(a, b), f"result {k} differs between 1 and 2 threads"
