@@ -320,7 +320,28 @@ static PyObject *dtype_info(PyObject *m, PyObject *u) {
     return list;
 }
 
+/* (built with CUDA, GPUs on this machine): what oar.cuda and the device checks read */
+static PyObject *cuda_info(PyObject *m, PyObject *unused) {
+    (void)m, (void)unused;
+    return Py_BuildValue("(Ni)", PyBool_FromLong(oar_cuda_is_built()), oar_cuda_is_built() ? oar_cuda_device_count() : 0);
+}
+
+/* Waits for the work queued on device code dev (oar.cuda.synchronize). */
+static PyObject *synchronize(PyObject *m, PyObject *dev_o) {
+    (void)m;
+    long dev = PyLong_AsLong(dev_o);
+    if (dev == -1 && PyErr_Occurred()) return NULL;
+    if (dev != OAR_CPU && dev != OAR_CUDA) {
+        PyErr_Format(PyExc_ValueError, "synchronize: expected device code 0 (cpu) or 1 (cuda), got %ld", dev);
+        return NULL;
+    }
+    if (oarpy_check(oar_synchronize((oar_device)dev))) return NULL;
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
+    {"cuda_info", cuda_info, METH_NOARGS, NULL},
+    {"synchronize", synchronize, METH_O, NULL},
     {"from_flat", from_flat, METH_VARARGS, NULL},
     {"create", create, METH_VARARGS, NULL},
     {"arange", arange, METH_VARARGS, NULL},
