@@ -477,27 +477,32 @@ class Tensor(_C.TensorBase):
     def new_zeros(self, *size, dtype=None, **kw):
         from ._creation import zeros
 
-        return zeros(*size, dtype=dtype or self.dtype)
+        return zeros(*size, dtype=dtype or self.dtype, device=kw.get("device", self.device),
+                     requires_grad=kw.get("requires_grad", False))
 
     def new_ones(self, *size, dtype=None, **kw):
         from ._creation import ones
 
-        return ones(*size, dtype=dtype or self.dtype)
+        return ones(*size, dtype=dtype or self.dtype, device=kw.get("device", self.device),
+                    requires_grad=kw.get("requires_grad", False))
 
     def new_full(self, size, fill_value, dtype=None, **kw):
         from ._creation import full
 
-        return full(size, fill_value, dtype=dtype or self.dtype)
+        return full(size, fill_value, dtype=dtype or self.dtype, device=kw.get("device", self.device),
+                    requires_grad=kw.get("requires_grad", False))
 
     def new_empty(self, *size, dtype=None, **kw):
         from ._creation import empty
 
-        return empty(*size, dtype=dtype or self.dtype)
+        return empty(*size, dtype=dtype or self.dtype, device=kw.get("device", self.device),
+                     requires_grad=kw.get("requires_grad", False))
 
     def new_tensor(self, data, dtype=None, **kw):
         from ._creation import tensor
 
-        return tensor(data, dtype=dtype or self.dtype)
+        return tensor(data, dtype=dtype or self.dtype, device=kw.get("device", self.device),
+                      requires_grad=kw.get("requires_grad", False))
 
     def zero_(self):
         return self.fill_(0)

@@ -27,9 +27,9 @@ def _rois(boxes, like):
         for b in boxes:
             if b.ndim != 2 or b.shape[1] != 4:
                 raise AssertionError("The shape of the tensor in the boxes list is not correct as List[Tensor[L, 4]]")
-        parts = [F.cat([_CR.full((b.shape[0], 1), float(i), dtype=like.dtype), b.to(like.dtype)], 1)
+        parts = [F.cat([_CR.full((b.shape[0], 1), float(i), dtype=like.dtype, device=like.device), b.to(like.dtype)], 1)
                  for i, b in enumerate(boxes)]
-        return F.cat(parts, 0) if parts else _CR.zeros(0, 5, dtype=like.dtype)
+        return F.cat(parts, 0) if parts else _CR.zeros(0, 5, dtype=like.dtype, device=like.device)
     if boxes.ndim != 2 or boxes.shape[1] != 5:
         raise AssertionError("The boxes tensor shape is not correct as Tensor[K, 5]")
     return boxes.to(like.dtype) if boxes.dtype != like.dtype else boxes
@@ -54,7 +54,7 @@ def batched_nms(boxes, scores, idxs, iou_threshold):
     shifted apart per category (torchvision's coordinate trick; it also keeps every size on it,
     where torchvision runs a loop per category above 4000 CPU boxes: the same boxes are kept)."""
     if boxes.numel() == 0:
-        return _CR.zeros(0, dtype=D.int64)
+        return _CR.zeros(0, dtype=D.int64, device=boxes.device)
     offsets = idxs.to(boxes.dtype) * (boxes.max() + 1)
     return nms(boxes + offsets.reshape(-1, 1), scores, iou_threshold)
 
@@ -87,8 +87,8 @@ def affine_grid(theta, size, align_corners=None):
 
     def line(k):
         if k <= 1:
-            return _CR.zeros(k, dtype=theta.dtype)
-        v = _CR.linspace(-1.0, 1.0, k, dtype=theta.dtype)
+            return _CR.zeros(k, dtype=theta.dtype, device=theta.device)
+        v = _CR.linspace(-1.0, 1.0, k, dtype=theta.dtype, device=theta.device)
         return v if align_corners else v * ((k - 1) / k)
 
     # component c (x, y, z) runs along spatial dim sd - 1 - c
@@ -98,7 +98,7 @@ def affine_grid(theta, size, align_corners=None):
         shape = [1] * sd
         shape[d] = spatial[d]
         comps.append(line(spatial[d]).reshape(*shape).expand(*spatial))
-    comps.append(_CR.ones(*spatial, dtype=theta.dtype))
+    comps.append(_CR.ones(*spatial, dtype=theta.dtype, device=theta.device))
     points = 1
     for k in spatial:
         points *= k
