@@ -57,6 +57,11 @@ const sweep_case sweep_cases_vision[] = {
     {"roi_align", "n:2x2x6x7;" BOXES2_OUT, "output_size=1,1"}, /* defaults: scale 1, adaptive, not aligned */
     {"roi_align", "n:6x16x12x14;" BOXES6, "output_size=4,3 spatial_scale=0.8 sampling_ratio=-1 aligned=1",
      SWEEP_NO_GRAD}, /* threaded */
+    /* 7x7 bins of 10x10 samples: past the fast forward's whole-box buffers (4096 samples) and a
+     * chunk of 64 samples within a bin */
+    {"roi_align", "n:2x3x6x7;" BOXES2, "output_size=7,7 spatial_scale=1 sampling_ratio=10 aligned=0", SWEEP_NO_GRAD},
+    {"roi_align_backward", "n:2x3x7x7;" BOXES2, "input_shape=2,3,6,7 output_size=7,7 spatial_scale=1 "
+     "sampling_ratio=10 aligned=1", SWEEP_NO_GRAD},
     {"roi_align_backward", "n:2x3x2x2;" BOXES2, "input_shape=2,3,6,7 output_size=2,2 spatial_scale=1 sampling_ratio=-1 "
      "aligned=0"},
     {"roi_align_backward", "n:2x2x2x3;" BOXES2_OUT, "input_shape=2,2,6,7 output_size=2,3 spatial_scale=0.5 "
