@@ -2,7 +2,7 @@
 meaning a CUDA index) turned into oar's device codes, the checks that say why CUDA cannot be
 reached (a build without CUDA, a machine without a GPU, an index past the one device oar's
 Python tensors use), moves between devices (the table's differentiable `to_device` op), and
-`oar.cuda`."""
+`oar.cuda` (availability, synchronize, the caching allocator's statistics)."""
 import numbers
 
 from . import _C
@@ -104,6 +104,34 @@ class _Cuda:
     def synchronize(device=None):
         if _Cuda.is_available():
             _C.synchronize(CUDA)
+
+    # memory (the caching allocator's statistics, docs/cuda.md), torch.cuda's names and keys
+    @staticmethod
+    def memory_stats(device=None):
+        check_cuda("oar.cuda.memory_stats")
+        return _C.memory_stats(CUDA, 0)
+
+    @staticmethod
+    def memory_allocated(device=None):
+        return _Cuda.memory_stats(device)["allocated_bytes.all.current"]
+
+    @staticmethod
+    def max_memory_allocated(device=None):
+        return _Cuda.memory_stats(device)["allocated_bytes.all.peak"]
+
+    @staticmethod
+    def memory_reserved(device=None):
+        return _Cuda.memory_stats(device)["reserved_bytes.all.current"]
+
+    @staticmethod
+    def reset_peak_memory_stats(device=None):
+        check_cuda("oar.cuda.reset_peak_memory_stats")
+        _C.memory_stats(CUDA, 1)
+
+    @staticmethod
+    def empty_cache():
+        if _Cuda.is_available():  # torch: nothing to release without CUDA
+            _C.memory_stats(CUDA, 2)
 
 
 cuda = _Cuda()

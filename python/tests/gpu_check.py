@@ -110,6 +110,12 @@ def check_moves_and_factories():
     else:
         raise AssertionError("grid_sample on the GPU (no CUDA kernel) did not refuse")
     oar.cuda.synchronize()
+    oar.cuda.reset_peak_memory_stats()
+    big = oar.zeros(1 << 20, device="cuda")  # 4 MiB
+    assert oar.cuda.memory_allocated() >= 4 << 20 and oar.cuda.max_memory_allocated() >= 4 << 20
+    del big
+    oar.cuda.empty_cache()
+    assert oar.cuda.memory_reserved() >= oar.cuda.memory_allocated()
 
 
 def main():

@@ -21,6 +21,7 @@ def test_cuda_namespace_answers_from_the_build_and_the_machine():
     assert oar.cuda.device_count() == count
     assert oar.cuda.is_available() == (built and count > 0)
     oar.cuda.synchronize()  # nothing to wait for, never an error
+    oar.cuda.empty_cache()  # nothing to release, never an error (torch's)
     oar.cuda.manual_seed(3)
     oar.cuda.manual_seed_all(3)
 
@@ -67,7 +68,9 @@ def test_cuda_refused_with_the_reason():
     calls = {"Tensor.cuda": lambda: t.cuda(), "Tensor.to": lambda: t.to("cuda"), "zeros": lambda: oar.zeros(
         2, device="cuda"), "tensor": lambda: oar.tensor([1.0], device="cuda:0"), "Module.cuda": lambda: nn.Linear(
         2, 2).cuda(), "Module.to": lambda: nn.Linear(2, 2).to("cuda"), "randn": lambda: oar.randn(
-        2, device=oar.device("cuda")), "oar.cuda.current_device": lambda: oar.cuda.current_device()}
+        2, device=oar.device("cuda")), "oar.cuda.current_device": lambda: oar.cuda.current_device(),
+        "oar.cuda.memory_stats": lambda: oar.cuda.memory_allocated(),
+        "oar.cuda.reset_peak_memory_stats": lambda: oar.cuda.reset_peak_memory_stats()}
     for fn, call in calls.items():
         with pytest.raises(RuntimeError, match=f"^{fn}: {why}"):
             call()
