@@ -81,29 +81,7 @@ def typename(obj):
     return obj.type() if is_tensor(obj) else type(obj).__name__
 
 
-class _Cuda:
-    """oar.cuda: GPU tensors are not reachable from Python in this version."""
-
-    @staticmethod
-    def is_available():
-        return False
-
-    @staticmethod
-    def device_count():
-        return 0
-
-    @staticmethod
-    def manual_seed(seed):
-        pass
-
-    manual_seed_all = manual_seed
-
-    @staticmethod
-    def synchronize(*a):
-        pass
-
-
-cuda = _Cuda()
+from ._device import cuda  # noqa: E402  (oar.cuda: availability, synchronize)
 
 
 class _Backends:

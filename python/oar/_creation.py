@@ -3,21 +3,21 @@ import builtins
 import numbers
 
 from . import _C
+from . import _device as _dev
 from . import _dtype as D
 
 _is_t = lambda x: isinstance(x, _C.TensorBase)
 
 
 def _device_ok(device, fn):
-    if device is None:
-        return
-    name = str(getattr(device, "type", device))
-    if name not in ("cpu",) and not name.startswith("cpu"):
-        raise RuntimeError(f"{fn}: device '{device}' is not available from Python yet; oar's Python tensors live on "
-                           f"the cpu")
+    """oar's device code for a device argument (None: the host); a CUDA device is checked usable"""
+    return _dev.code(device, fn)
 
 
-def _finish(t, requires_grad):
+def _finish(t, requires_grad, dev=None):
+    """t made on the host, moved to device code dev (a new leaf there), then requires_grad"""
+    if dev is not None and dev != t._device:
+        t = _dev.move(t.detach(), dev)
     if requires_grad:
         t.requires_grad = True
     return t
@@ -57,25 +57,25 @@ def _flatten(data, fn):
 
 
 def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=False):
-    _device_ok(device, "tensor")
+    dev = _device_ok(device, "tensor")
     if _is_t(data):
         t = _C.clone(data.detach())
         if dtype is not None:
             t = _C.cast(t, D.to_dtype(dtype).code)
-        return _finish(t, requires_grad)
+        return _finish(t, requires_grad, dev)
     if hasattr(data, "__array_interface__") and not isinstance(data, (list, tuple)):
         t = _C.clone(from_numpy(_np_contiguous(data)))
         if dtype is not None:
             t = _C.cast(t, D.to_dtype(dtype).code)
-        return _finish(t, requires_grad)
+        return _finish(t, requires_grad, dev)
     flat, shape, d = _flatten(data, "tensor")
     d = D.to_dtype(dtype) if dtype is not None else d
-    return _finish(_C.from_flat(flat, shape, d.code), requires_grad)
+    return _finish(_C.from_flat(flat, shape, d.code), requires_grad, dev)
 
 
 def as_tensor(data, dtype=None, device=None):
     if _is_t(data) and (dtype is None or D.to_dtype(dtype).code == data._dtype):
-        return data
+        return _dev.move(data, _device_ok(device, "as_tensor"))
     if hasattr(data, "__array_interface__") and dtype is None:
         import numpy as np
 
@@ -115,9 +115,9 @@ def from_dlpack(ext_tensor):
 
 
 def _create(kind, size, dtype, device, requires_grad, fn, a=0.0, b=0.0):
-    _device_ok(device, fn)
+    dev = _device_ok(device, fn)
     d = D.float32 if dtype is None else D.to_dtype(dtype)
-    return _finish(_C.create(kind, _size(size, fn), d.code, a, b), requires_grad)
+    return _finish(_C.create(kind, _size(size, fn), d.code, a, b), requires_grad, dev)
 
 
 def zeros(*size, dtype=None, device=None, requires_grad=False, out=None, layout=None):
@@ -157,40 +157,42 @@ def randint(low=0, high=None, size=None, *, dtype=None, device=None, requires_gr
 def randperm(n, *, dtype=None, device=None, requires_grad=False):
     from . import _functions as F
 
-    return F.argsort(rand(n)).to(D.to_dtype(dtype) if dtype else D.int64)
+    dev = _device_ok(device, "randperm")
+    return _finish(F.argsort(rand(n)).to(D.to_dtype(dtype) if dtype else D.int64), requires_grad, dev)
 
 
 def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=False):
-    _device_ok(device, "arange")
+    dev = _device_ok(device, "arange")
     if end is None:
         start, end = 0, start
     if step == 0:
         raise RuntimeError("step must be nonzero")
     if dtype is None:
         dtype = D.int64 if builtins.all(isinstance(v, numbers.Integral) for v in (start, end, step)) else D.float32
-    return _finish(_C.arange(float(start), float(end), float(step), D.to_dtype(dtype).code), requires_grad)
+    return _finish(_C.arange(float(start), float(end), float(step), D.to_dtype(dtype).code), requires_grad, dev)
 
 
 def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False):
-    _device_ok(device, "linspace")
+    dev = _device_ok(device, "linspace")
     if steps < 0:
         raise RuntimeError("linspace(): number of steps must be non-negative")
-    return _finish(_C.linspace(float(start), float(end), int(steps), D.to_dtype(dtype or D.float32).code), requires_grad)
+    return _finish(_C.linspace(float(start), float(end), int(steps), D.to_dtype(dtype or D.float32).code), requires_grad,
+                   dev)
 
 
 def eye(n, m=None, *, dtype=None, device=None, requires_grad=False):
-    _device_ok(device, "eye")
+    dev = _device_ok(device, "eye")
     if n < 0 or (m is not None and m < 0):
         raise RuntimeError(f"n must be greater or equal to 0, got {n}")
-    return _finish(_C.eye(int(n), int(n if m is None else m), D.to_dtype(dtype or D.float32).code), requires_grad)
+    return _finish(_C.eye(int(n), int(n if m is None else m), D.to_dtype(dtype or D.float32).code), requires_grad,
+                   dev)
 
 
 def _like(fn, kind):
     def f(input, *, dtype=None, device=None, requires_grad=False, memory_format=None, **kw):
         d = D.to_dtype(dtype) if dtype is not None else D.BY_CODE[input._dtype]
-        if kind == "full":
-            return full(tuple(input.shape), kw.pop("fill_value"), dtype=d, requires_grad=requires_grad)
-        return _finish(_C.create(kind, tuple(input.shape), d.code, 0.0, 0.0), requires_grad)
+        dev = input._device if device is None else _device_ok(device, fn)  # torch: the input's device
+        return _finish(_C.create(kind, tuple(input.shape), d.code, 0.0, 0.0), requires_grad, dev)
 
     f.__name__ = fn
     return f
@@ -224,8 +226,9 @@ def _check_layout(layout, fn):
 def full_like(input, fill_value, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
     _check_layout(layout, "full_like")
     d = D.to_dtype(dtype) if dtype is not None else D.BY_CODE[input._dtype]
-    return full(tuple(input.shape), fill_value, dtype=d, requires_grad=requires_grad)
+    dev = input._device if device is None else _device_ok(device, "full_like")
+    return _finish(full(tuple(input.shape), fill_value, dtype=d), requires_grad, dev)
 
 
 def scalar_tensor(s, *, dtype=None, device=None, requires_grad=False):
-    return full((), s, dtype=dtype or D.float32, requires_grad=requires_grad)
+    return full((), s, dtype=dtype or D.float32, device=device, requires_grad=requires_grad)

@@ -31,7 +31,7 @@ def format_tensor(t, prefix="tensor("):
     shape = list(t.shape)
     n = t.numel()
     summarize = n > _THRESHOLD
-    flat = t.detach()._flat_list() if n else []
+    flat = (t.detach() if t._device == 0 else t.detach().cpu())._flat_list() if n else []
     dt = D.BY_CODE[t._dtype]
     if dt is D.bool_:
         fmt = lambda v: "True" if v else "False"
@@ -65,6 +65,8 @@ def format_tensor(t, prefix="tensor("):
     extras = []
     if n == 0 and len(shape) != 1:
         extras.append(f"size=({', '.join(str(s) for s in shape)}{',' if len(shape) == 1 else ''})")
+    if t._device != 0:
+        extras.append("device='cuda:0'")
     if dt not in (D.float32, D.int64, D.bool_):
         extras.append(f"dtype=oar.{dt.name}")
     if t.requires_grad:

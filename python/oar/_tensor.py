@@ -3,6 +3,7 @@ import builtins
 import numbers
 
 from . import _C
+from . import _device as _dev
 from . import _dtype as D
 from . import _functions as F
 from ._format import format_tensor
@@ -24,14 +25,16 @@ class Size(tuple):
 
 
 class device:
-    """torch.device, for code that reads t.device (oar's Python tensors are on the cpu)."""
+    """torch.device: device("cpu"), device("cuda"), device("cuda:0"), device("cuda", 0), device(0)."""
 
     def __init__(self, type="cpu", index=None):
         if isinstance(type, device):
             type, index = type.type, type.index
-        if ":" in str(type):
-            type, index = str(type).split(":")
-            index = int(index)
+        elif isinstance(type, int) and not isinstance(type, bool):
+            type, index = "cuda", type
+        else:
+            kind, idx = _dev.parse(type, "oar.device")
+            type, index = kind, idx if idx is not None else index
         self.type, self.index = str(type), index
 
     def __repr__(self):
@@ -48,6 +51,7 @@ class device:
 
 
 _CPU = device("cpu")
+_CUDA0 = device("cuda", 0)
 
 
 class _GradFn:
@@ -139,11 +143,15 @@ class Tensor(_C.TensorBase):
 
     @property
     def device(self):
-        return _CPU
+        return _CUDA0 if self._device == _dev.CUDA else _CPU
 
     @property
     def is_cuda(self):
-        return False
+        return self._device == _dev.CUDA
+
+    def get_device(self):
+        """torch's: -1 on the cpu, the CUDA index on a GPU"""
+        return 0 if self._device == _dev.CUDA else -1
 
     @property
     def data(self):
@@ -151,7 +159,7 @@ class Tensor(_C.TensorBase):
 
     @data.setter
     def data(self, value):
-        if tuple(value.shape) == tuple(self.shape) and value._dtype == self._dtype:
+        if tuple(value.shape) == tuple(self.shape) and value._dtype == self._dtype and value._device == self._device:
             with _no_grad():
                 self.copy_(value)
         else:
@@ -221,26 +229,39 @@ class Tensor(_C.TensorBase):
 
     # ---- conversion
     def to(self, *args, **kw):
-        dtype = kw.get("dtype")
+        """to(dtype), to(device[, dtype]), to(other) (its dtype and device), with dtype= / device=
+        keywords; non_blocking and copy are accepted (copy=True always copies)."""
+        dtype, dev = kw.get("dtype"), None
+        if kw.get("device") is not None:
+            dev = _dev.code(kw["device"], "Tensor.to")
         for a in args:
             if isinstance(a, (D.dtype,)) or getattr(a, "__module__", "") == "torch" and "dtype" in type(a).__name__:
                 dtype = a
             elif _is_t(a):
-                dtype = a.dtype
-            elif isinstance(a, (str, device)):
-                from ._creation import _device_ok
+                dtype, dev = a.dtype, a._device
+            elif a is not None and not isinstance(a, bool):
+                dev = _dev.code(a, "Tensor.to")
+        t = _dev.move(self, dev)
+        if dtype is not None:
+            d = D.to_dtype(dtype)
+            if d.code != t._dtype:
+                t = _C.cast(t, d.code)
+        if kw.get("copy") and t is self:
+            t = self.clone()
+        return t
 
-                _device_ok(a, "Tensor.to")
-        if dtype is None:
-            return self
-        d = D.to_dtype(dtype)
-        return self if d.code == self._dtype else _C.cast(self, d.code)
+    def cpu(self, memory_format=None):
+        return _dev.move(self, _dev.CPU)
 
-    def cpu(self):
-        return self
-
-    def cuda(self, *a, **k):
-        raise RuntimeError("Tensor.cuda: oar's Python tensors live on the cpu in this version")
+    def cuda(self, device=None, non_blocking=False, memory_format=None):
+        if device is not None:
+            kind, index = _dev.parse(device, "Tensor.cuda")
+            if kind != "cuda":
+                raise RuntimeError(f"Tensor.cuda: expected a CUDA device, got '{device}'")
+            _dev.check_cuda("Tensor.cuda", index)
+        else:
+            _dev.check_cuda("Tensor.cuda")
+        return _dev.move(self, _dev.CUDA)
 
     def float(self):
         return self.to(D.float32)
@@ -272,12 +293,17 @@ class Tensor(_C.TensorBase):
     def numpy(self, *, force=False):
         if self.requires_grad and not force:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
+        if self._device != _dev.CPU:
+            if not force:
+                raise TypeError("can't convert cuda:0 device type tensor to numpy. Use Tensor.cpu() to copy the tensor "
+                                "to host memory first.")
+            return self.detach().cpu().numpy()
         import numpy as np
 
         return np.asarray(self if not self.requires_grad else self.detach())
 
     def tolist(self):
-        flat = self._flat_list()
+        flat = (self if self._device == _dev.CPU else self.detach().cpu())._flat_list()
         shape = list(self.shape)
         if not shape:
             return flat[0]
@@ -451,27 +477,32 @@ class Tensor(_C.TensorBase):
     def new_zeros(self, *size, dtype=None, **kw):
         from ._creation import zeros
 
-        return zeros(*size, dtype=dtype or self.dtype)
+        return zeros(*size, dtype=dtype or self.dtype, device=kw.get("device", self.device),
+                     requires_grad=kw.get("requires_grad", False))
 
     def new_ones(self, *size, dtype=None, **kw):
         from ._creation import ones
 
-        return ones(*size, dtype=dtype or self.dtype)
+        return ones(*size, dtype=dtype or self.dtype, device=kw.get("device", self.device),
+                    requires_grad=kw.get("requires_grad", False))
 
     def new_full(self, size, fill_value, dtype=None, **kw):
         from ._creation import full
 
-        return full(size, fill_value, dtype=dtype or self.dtype)
+        return full(size, fill_value, dtype=dtype or self.dtype, device=kw.get("device", self.device),
+                    requires_grad=kw.get("requires_grad", False))
 
     def new_empty(self, *size, dtype=None, **kw):
         from ._creation import empty
 
-        return empty(*size, dtype=dtype or self.dtype)
+        return empty(*size, dtype=dtype or self.dtype, device=kw.get("device", self.device),
+                     requires_grad=kw.get("requires_grad", False))
 
     def new_tensor(self, data, dtype=None, **kw):
         from ._creation import tensor
 
-        return tensor(data, dtype=dtype or self.dtype)
+        return tensor(data, dtype=dtype or self.dtype, device=kw.get("device", self.device),
+                      requires_grad=kw.get("requires_grad", False))
 
     def zero_(self):
         return self.fill_(0)

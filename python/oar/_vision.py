@@ -27,9 +27,9 @@ def _rois(boxes, like):
         for b in boxes:
             if b.ndim != 2 or b.shape[1] != 4:
                 raise AssertionError("The shape of the tensor in the boxes list is not correct as List[Tensor[L, 4]]")
-        parts = [F.cat([_CR.full((b.shape[0], 1), float(i), dtype=like.dtype), b.to(like.dtype)], 1)
+        parts = [F.cat([_CR.full((b.shape[0], 1), float(i), dtype=like.dtype, device=like.device), b.to(like.dtype)], 1)
                  for i, b in enumerate(boxes)]
-        return F.cat(parts, 0) if parts else _CR.zeros(0, 5, dtype=like.dtype)
+        return F.cat(parts, 0) if parts else _CR.zeros(0, 5, dtype=like.dtype, device=like.device)
     if boxes.ndim != 2 or boxes.shape[1] != 5:
         raise AssertionError("The boxes tensor shape is not correct as Tensor[K, 5]")
     return boxes.to(like.dtype) if boxes.dtype != like.dtype else boxes
@@ -54,45 +54,56 @@ def batched_nms(boxes, scores, idxs, iou_threshold):
     shifted apart per category (torchvision's coordinate trick; it also keeps every size on it,
     where torchvision runs a loop per category above 4000 CPU boxes: the same boxes are kept)."""
     if boxes.numel() == 0:
-        return _CR.zeros(0, dtype=D.int64)
+        return _CR.zeros(0, dtype=D.int64, device=boxes.device)
     offsets = idxs.to(boxes.dtype) * (boxes.max() + 1)
     return nms(boxes + offsets.reshape(-1, 1), scores, iou_threshold)
 
 
 def grid_sample(input, grid, mode=_d("grid_sample", "mode"), padding_mode=_d("grid_sample", "padding_mode"),
                 align_corners=None):
-    """torch.nn.functional.grid_sample in 2-d (bilinear, nearest); align_corners None is False."""
+    """torch.nn.functional.grid_sample: 4-d inputs (bilinear, nearest, bicubic) and 5-d inputs
+    (volumetric: 'bilinear' is trilinear, nearest); align_corners None is False."""
     if align_corners is None:
         align_corners = _d("grid_sample", "align_corners")
-    if input.ndim == 5:
-        raise NotImplementedError("grid_sample: 5-d (volumetric) sampling is not offered; oar samples 4-d inputs")
     return call("grid_sample", (input, grid), {"mode": mode, "padding_mode": padding_mode,
                                                "align_corners": bool(align_corners)})
 
 
 def affine_grid(theta, size, align_corners=None):
-    """torch.nn.functional.affine_grid in 2-d: theta [N, 2, 3], size (N, C, H, W) -> [N, H, W, 2],
-    the base grid's (x, y, 1) times theta transposed (a matmul: differentiable in theta)."""
+    """torch.nn.functional.affine_grid: theta [N, 2, 3] with size (N, C, H, W) -> [N, H, W, 2], or
+    theta [N, 3, 4] with size (N, C, D, H, W) -> [N, D, H, W, 3]; the base grid's (x, y[, z], 1)
+    times theta transposed (a matmul: differentiable in theta)."""
     if align_corners is None:
         align_corners = _d("grid_sample", "align_corners")
     size = [int(s) for s in size]
-    if len(size) != 4:
-        raise NotImplementedError(f"affine_grid: only 4-d sizes (N, C, H, W) are offered, got {len(size)}-d")
-    if theta.ndim != 3 or tuple(theta.shape[1:]) != (2, 3) or theta.shape[0] != size[0]:
-        raise ValueError(f"Expected a batch of 2D affine matrices of shape Nx2x3 for size {size}. "
-                         f"Got {list(theta.shape)}.")
-    n, _, h, w = size
+    if len(size) not in (4, 5):
+        raise NotImplementedError("affine_grid only supports 4D and 5D sizes, for 2D and 3D affine transforms, "
+                                  f"respectively. Got size {tuple(size)}.")
+    sd = len(size) - 2
+    if theta.ndim != 3 or tuple(theta.shape[1:]) != (sd, sd + 1) or theta.shape[0] != size[0]:
+        raise ValueError(f"Expected a batch of {sd}D affine matrices of shape Nx{sd}x{sd + 1} for size "
+                         f"{tuple(size)}. Got {list(theta.shape)}.")
+    n, spatial = size[0], size[2:]  # (H, W) or (D, H, W)
 
     def line(k):
         if k <= 1:
-            return _CR.zeros(k, dtype=theta.dtype)
-        v = _CR.linspace(-1.0, 1.0, k, dtype=theta.dtype)
+            return _CR.zeros(k, dtype=theta.dtype, device=theta.device)
+        v = _CR.linspace(-1.0, 1.0, k, dtype=theta.dtype, device=theta.device)
         return v if align_corners else v * ((k - 1) / k)
 
-    xs = line(w).reshape(1, w).expand(h, w)
-    ys = line(h).reshape(h, 1).expand(h, w)
-    base = F.stack([xs, ys, _CR.ones(h, w, dtype=theta.dtype)], 2).reshape(1, h * w, 3)
-    return F.matmul(base, theta.transpose(1, 2)).reshape(n, h, w, 2)
+    # component c (x, y, z) runs along spatial dim sd - 1 - c
+    comps = []
+    for c in range(sd):
+        d = sd - 1 - c
+        shape = [1] * sd
+        shape[d] = spatial[d]
+        comps.append(line(spatial[d]).reshape(*shape).expand(*spatial))
+    comps.append(_CR.ones(*spatial, dtype=theta.dtype, device=theta.device))
+    points = 1
+    for k in spatial:
+        points *= k
+    base = F.stack(comps, sd).reshape(1, points, sd + 1)
+    return F.matmul(base, theta.transpose(1, 2)).reshape(n, *spatial, sd)
 
 
 class TorchvisionOps:

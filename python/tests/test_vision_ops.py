@@ -28,7 +28,7 @@ def tv(torch):
 
 
 # ------------------------------------------------------------------ grid_sample / affine_grid
-@pytest.mark.parametrize("mode", ["bilinear", "nearest"])
+@pytest.mark.parametrize("mode", ["bilinear", "nearest", "bicubic"])
 @pytest.mark.parametrize("padding_mode", ["zeros", "border", "reflection"])
 @pytest.mark.parametrize("align_corners", [False, True])
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
@@ -48,6 +48,43 @@ def test_grid_sample_matches_torch(torch, mode, padding_mode, align_corners, dty
     close(res[0][2], res[1][2], what="grid's gradient", **tol)
 
 
+@pytest.mark.parametrize("mode", ["bilinear", "nearest"])
+@pytest.mark.parametrize("padding_mode", ["zeros", "border", "reflection"])
+@pytest.mark.parametrize("align_corners", [False, True])
+def test_grid_sample_5d_matches_torch(torch, mode, padding_mode, align_corners):
+    """volumetric sampling: input [N, C, D, H, W], grid [N, Do, Ho, Wo, 3] of (x, y, z)"""
+    x = R.randn(2, 3, 4, 5, 6).astype(np.float32)
+    g = R.uniform(-1.4, 1.4, size=(2, 3, 2, 4, 3)).astype(np.float32)
+    gy = R.randn(2, 3, 3, 2, 4).astype(np.float32)
+    res = []
+    for lib, F in ((oar, OF), (torch, torch.nn.functional)):
+        xi, gi = lib.tensor(x, requires_grad=True), lib.tensor(g, requires_grad=True)
+        y = F.grid_sample(xi, gi, mode=mode, padding_mode=padding_mode, align_corners=align_corners)
+        (y * lib.tensor(gy)).sum().backward()
+        res.append((y, xi.grad, gi.grad))
+    close(res[0][0], res[1][0], what="output")
+    close(res[0][1], res[1][1], what="input's gradient")
+    close(res[0][2], res[1][2], what="grid's gradient")
+
+
+def test_grid_sample_bicubic_threaded_size(torch):
+    """a size the fast kernels split over threads (forward blocks, backward channels and points)"""
+    x = R.randn(2, 16, 30, 40).astype(np.float32)
+    g = R.uniform(-1.2, 1.2, size=(2, 24, 20, 2)).astype(np.float32)
+    res = []
+    for lib, F in ((oar, OF), (torch, torch.nn.functional)):
+        xi, gi = lib.tensor(x, requires_grad=True), lib.tensor(g, requires_grad=True)
+        y = F.grid_sample(xi, gi, mode="bicubic", padding_mode="reflection", align_corners=False)
+        (y * y).sum().backward()
+        res.append((y, xi.grad, gi.grad))
+    for k, what in enumerate(["output", "input's gradient"]):
+        close(res[0][k], res[1][k], rtol=1e-4, atol=1e-4, what=what)
+    # the grid's gradient cancels heavily (16 taps of values near 500): torch's own f32 result is
+    # 1.2e-3 of its scale from its f64 one, so the bound is at that scale
+    scale = float(np.abs(res[1][2].detach().numpy()).max())
+    close(res[0][2], res[1][2], rtol=1e-4, atol=3e-3 * scale, what="grid's gradient")
+
+
 def test_grid_sample_defaults_and_errors(torch):
     x = R.randn(1, 2, 4, 4).astype(np.float32)
     g = R.uniform(-1, 1, size=(1, 3, 3, 2)).astype(np.float32)
@@ -56,10 +93,18 @@ def test_grid_sample_defaults_and_errors(torch):
         warnings.simplefilter("ignore")  # torch warns about align_corners left out
         want = torch.nn.functional.grid_sample(torch.tensor(x), torch.tensor(g))
     close(OF.grid_sample(oar.tensor(x), oar.tensor(g)), want, what="all defaults")
-    with pytest.raises(ValueError, match="expected mode 'bilinear' or 'nearest', got 'bicubic'"):
-        OF.grid_sample(oar.tensor(x), oar.tensor(g), mode="bicubic")
-    with pytest.raises(RuntimeError, match=r"expected a grid \[N, H_out, W_out, 2\]"):
+    with pytest.raises(ValueError, match="expected mode 'bilinear', 'nearest' or 'bicubic', got 'area'"):
+        OF.grid_sample(oar.tensor(x), oar.tensor(g), mode="area")
+    with pytest.raises(RuntimeError, match=r"expected a grid \[N, H_out, W_out, 2\] for a 4-d input"):
         OF.grid_sample(oar.tensor(x), oar.zeros(1, 3, 3, 3))
+    with pytest.raises(RuntimeError, match="bicubic interpolation needs a 4-d input"):  # torch: RuntimeError too
+        OF.grid_sample(oar.zeros(1, 1, 2, 3, 4), oar.zeros(1, 2, 2, 2, 3), mode="bicubic")
+    with pytest.raises(RuntimeError, match=r"expected a grid \[N, D_out, H_out, W_out, 3\] for a 5-d input"):
+        OF.grid_sample(oar.zeros(1, 1, 2, 3, 4), oar.zeros(1, 2, 2, 2))
+    with pytest.raises(ValueError, match="Expected a batch of 3D affine matrices of shape Nx3x4"):
+        OF.affine_grid(oar.zeros(1, 2, 3), (1, 1, 2, 3, 4), align_corners=False)
+    with pytest.raises(NotImplementedError, match="affine_grid only supports 4D and 5D sizes"):
+        OF.affine_grid(oar.zeros(1, 3, 4), (1, 1, 2, 3, 4, 5), align_corners=False)
 
 
 @pytest.mark.parametrize("align_corners", [False, True])
@@ -70,6 +115,21 @@ def test_affine_grid_and_spatial_transformer(torch, align_corners):
     for lib, F in ((oar, OF), (torch, torch.nn.functional)):
         th, xi = lib.tensor(theta, requires_grad=True), lib.tensor(x, requires_grad=True)
         grid = F.affine_grid(th, [2, 3, 4, 7], align_corners=align_corners)
+        y = F.grid_sample(xi, grid, align_corners=align_corners)
+        (y * y).sum().backward()
+        res.append((grid, y, th.grad, xi.grad))
+    for k, what in enumerate(["grid", "output", "theta's gradient", "input's gradient"]):
+        close(res[0][k], res[1][k], rtol=1e-4, atol=1e-4, what=what)
+
+
+@pytest.mark.parametrize("align_corners", [False, True])
+def test_affine_grid_5d_volumetric_transformer(torch, align_corners):
+    theta = (np.eye(3, 4, dtype=np.float32) + 0.3 * R.randn(2, 3, 4)).astype(np.float32)
+    x = R.randn(2, 2, 4, 6, 5).astype(np.float32)
+    res = []
+    for lib, F in ((oar, OF), (torch, torch.nn.functional)):
+        th, xi = lib.tensor(theta, requires_grad=True), lib.tensor(x, requires_grad=True)
+        grid = F.affine_grid(th, [2, 2, 3, 4, 7], align_corners=align_corners)
         y = F.grid_sample(xi, grid, align_corners=align_corners)
         (y * y).sum().backward()
         res.append((grid, y, th.grad, xi.grad))
@@ -262,3 +322,33 @@ def test_what_torchvision_detection_calls(torch):
     assert tuple(y.shape) == (3, 1) and float(y.sum()) == 6.0 and repr(oar.strided) == "torch.strided"
     with pytest.raises(NotImplementedError, match="only the strided layout"):
         oar.full_like(b, 1, layout=oar.layout("sparse_coo"))
+
+
+def test_fast_kernels_do_not_depend_on_the_thread_count():
+    """grid_sample / roi_align forward and backward and nms give the same bits at 1 and 2 threads
+    (backward scatter-adds are split by channel, never by point or box)"""
+    x = R.randn(2, 16, 20, 24).astype(np.float32)
+    g = R.uniform(-1.3, 1.3, size=(2, 18, 22, 2)).astype(np.float32)
+    boxes = np.concatenate([R.randint(0, 2, (64, 1)), _boxes(64, 20, 24, 1.0)], 1).astype(np.float32)
+    nb, ns = _boxes(500, 40, 40, 1.0), R.rand(500).astype(np.float32)
+    runs = []
+    before = oar.get_num_threads()
+    try:
+        for nt in (1, 2):
+            oar.set_num_threads(nt)
+            got = []
+            for mode in ("bilinear", "bicubic"):
+                xi, gi = oar.tensor(x, requires_grad=True), oar.tensor(g, requires_grad=True)
+                y = OF.grid_sample(xi, gi, mode=mode, padding_mode="border", align_corners=False)
+                (y * y).sum().backward()
+                got += [y.detach().numpy().copy(), xi.grad.numpy().copy(), gi.grad.numpy().copy()]
+            xi = oar.tensor(x, requires_grad=True)
+            y = oar.ops.roi_align(xi, oar.tensor(boxes), (5, 4), 0.7, -1, True)
+            (y * y).sum().backward()
+            got += [y.detach().numpy().copy(), xi.grad.numpy().copy()]
+            got.append(oar.ops.nms(oar.tensor(nb), oar.tensor(ns), 0.3).numpy().copy())
+            runs.append(got)
+    finally:
+        oar.set_num_threads(before)
+    for k, (a, b) in enumerate(zip(*runs)):
+        assert np.array_equal(a, b), f"result {k} differs between 1 and 2 threads"

@@ -1,60 +1,45 @@
-/* grid_sample(input [N,C,H,W], grid [N,Ho,Wo,2]) -> [N,C,Ho,Wo]: torch.nn.functional.grid_sample
- * in 2-d. grid holds (x, y) in [-1, 1] (x over W); mode bilinear or nearest (round half to even);
- * padding_mode zeros (taps outside read 0), border (coordinates clamped) or reflection
- * (coordinates reflected at the borders, then clamped); align_corners: -1 and 1 are the centres
- * of the corner pixels (true) or their outer edges (false). grid_sample_backward gives the
- * gradients of input and grid (nearest: zero for the grid, as torch). */
+/* grid_sample(input [N,C,H,W], grid [N,Ho,Wo,2]) -> [N,C,Ho,Wo], or in 5-d (input [N,C,D,H,W], grid
+ * [N,Do,Ho,Wo,3]) -> [N,C,Do,Ho,Wo]: torch.nn.functional.grid_sample. grid holds (x, y[, z]) in
+ * [-1, 1] (x over W); mode bilinear (trilinear in 5-d), nearest (round half to even) or bicubic
+ * (4-d only); padding_mode zeros (taps outside read 0), border (coordinates clamped) or
+ * reflection (coordinates reflected at the borders, then clamped); align_corners: -1 and 1 are
+ * the centres of the corner pixels (true) or their outer edges (false). The geometry is in
+ * grid_sample_taps.h. grid_sample_backward gives the gradients of input and grid (nearest: zero
+ * for the grid, as torch). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "ops/op.h"
+#include "ops/grid_sample_taps.h"
 
-enum { GS_BILINEAR, GS_NEAREST };
-enum { GS_ZEROS, GS_BORDER, GS_REFLECTION };
-
-typedef struct gs_opts {
-    int mode, pad;
-    bool align;
-} gs_opts;
-
-static oar_status gs_opts_read(const char *op, const oar_attr *a, gs_opts *o) {
-    if (strcmp(a[0].s, "bilinear") == 0) o->mode = GS_BILINEAR;
-    else if (strcmp(a[0].s, "nearest") == 0) o->mode = GS_NEAREST;
-    else
-        return oar_error(OAR_ERR_INVALID_ARG, "%s: expected mode 'bilinear' or 'nearest', got '%s' (bicubic is not "
-                         "offered)", op, a[0].s);
-    if (strcmp(a[1].s, "zeros") == 0) o->pad = GS_ZEROS;
-    else if (strcmp(a[1].s, "border") == 0) o->pad = GS_BORDER;
-    else if (strcmp(a[1].s, "reflection") == 0) o->pad = GS_REFLECTION;
-    else
-        return oar_error(OAR_ERR_INVALID_ARG, "%s: expected padding_mode 'zeros', 'border' or 'reflection', got '%s'",
-                         op, a[1].s);
-    o->align = a[2].i != 0;
-    return OAR_OK;
-}
-
-/* The checks both ops share: input [N,C,H,W] and grid [N,Ho,Wo,2] of one float dtype. */
+/* The checks both ops share: input [N,C,H,W] with grid [N,Ho,Wo,2], or input [N,C,D,H,W] with
+ * grid [N,Do,Ho,Wo,3], of one float dtype. */
 static oar_status gs_check(const char *op, const oar_tensor *x, const oar_tensor *grid, const oar_attr *a) {
     gs_opts o;
     oar_status st = gs_opts_read(op, a, &o);
     if (st == OAR_OK) st = oar_check_float(op, x, "input");
     if (st != OAR_OK) return st;
-    if (x->ndim != 4)
-        return oar_error(OAR_ERR_SHAPE, "%s: expected a 4-d input [N, C, H, W], got %d-d; only 2-d sampling is "
-                         "offered", op, x->ndim);
-    if (grid->ndim != 4 || grid->shape[3] != 2)
-        return oar_error(OAR_ERR_SHAPE, "%s: expected a grid [N, H_out, W_out, 2], got %d-d with last dim %lld", op,
-                         grid->ndim, grid->ndim ? (long long)grid->shape[grid->ndim - 1] : 0LL);
+    if (x->ndim != 4 && x->ndim != 5)
+        return oar_error(OAR_ERR_SHAPE, "%s: expected a 4-d input [N, C, H, W] or a 5-d input [N, C, D, H, W], got "
+                         "%d-d", op, x->ndim);
+    if (o.mode == GS_BICUBIC && x->ndim != 4)
+        return oar_error(OAR_ERR_SHAPE, "%s: bicubic interpolation needs a 4-d input [N, C, H, W], got %d-d; use "
+                         "mode 'bilinear' or 'nearest' for volumes", op, x->ndim);
+    int sd = x->ndim - 2;
+    if (grid->ndim != x->ndim || grid->shape[x->ndim - 1] != sd)
+        return oar_error(OAR_ERR_SHAPE, "%s: expected a grid [N, %s, %d] for a %d-d input, got %d-d with last dim %lld",
+                         op, sd == 2 ? "H_out, W_out" : "D_out, H_out, W_out", sd, x->ndim, grid->ndim,
+                         grid->ndim ? (long long)grid->shape[grid->ndim - 1] : 0LL);
     if (grid->dtype != x->dtype)
         return oar_error(OAR_ERR_DTYPE, "%s: expected grid of input's dtype %s, got %s", op, oar_dtype_name(x->dtype),
                          oar_dtype_name(grid->dtype));
     if (grid->shape[0] != x->shape[0])
         return oar_error(OAR_ERR_SHAPE, "%s: expected grid and input with the same batch, got %lld and %lld", op,
                          (long long)grid->shape[0], (long long)x->shape[0]);
-    if (x->shape[2] == 0 || x->shape[3] == 0)
-        return oar_error(OAR_ERR_SHAPE, "%s: expected an input with non-empty spatial dims, got %lldx%lld", op,
-                         (long long)x->shape[2], (long long)x->shape[3]);
+    for (int d = 2; d < x->ndim; d++)
+        if (x->shape[d] == 0)
+            return oar_error(OAR_ERR_SHAPE, "%s: expected an input with non-empty spatial dims, got a size 0 at dim %d",
+                             op, d);
     return OAR_OK;
 }
 
@@ -62,83 +47,23 @@ static oar_status gs_infer(oar_tensor *const *in, int n_in, const oar_attr *a, o
     (void)n_in;
     oar_status st = gs_check("grid_sample", in[0], in[1], a);
     if (st != OAR_OK) return st;
-    out[0] = (oar_meta){.dtype = in[0]->dtype, .ndim = 4,
-                        .shape = {in[0]->shape[0], in[0]->shape[1], in[1]->shape[1], in[1]->shape[2]}};
+    int nd = in[0]->ndim;
+    out[0] = (oar_meta){.dtype = in[0]->dtype, .ndim = nd, .shape = {in[0]->shape[0], in[0]->shape[1]}};
+    for (int d = 2; d < nd; d++) out[0].shape[d] = in[1]->shape[d - 1];
     *n_out = 1;
     return OAR_OK;
 }
 
-/* torch's clamp into [0, size - 1]; *d: the derivative (0 where clamped). */
-static double clip(double c, int64_t size, double *d) {
-    double hi = (double)(size - 1);
-    if (c <= 0) { *d = 0; return 0; }
-    if (c >= hi) { *d = 0; return hi; }
-    *d = 1;
-    return c;
-}
-
-/* Reflects c into [lo2 / 2, hi2 / 2] (twice the bounds, so half-pixel bounds stay integers). */
-static double reflect(double c, double lo2, double hi2, double *d) {
-    if (lo2 == hi2) { *d = 0; return 0; }
-    double lo = lo2 / 2, span = (hi2 - lo2) / 2, sign = 1;
-    c -= lo;
-    if (c < 0) { sign = -1; c = -c; }
-    double extra = fmod(c, span), flips = floor(c / span);
-    if (fmod(flips, 2) == 0) { *d = sign; return extra + lo; }
-    *d = -sign;
-    return span - extra + lo;
-}
-
-/* Pixel coordinate of normalized g along a dim of size; *d: d(coordinate)/dg. */
-static double source(double g, int64_t size, const gs_opts *o, double *d) {
-    double c, k;
-    if (o->align) { k = (double)(size - 1) / 2; c = (g + 1) * k; }
-    else { k = (double)size / 2; c = ((g + 1) * (double)size - 1) / 2; }
-    double dc = 1;
-    if (o->pad == GS_BORDER) c = clip(c, size, &dc);
-    else if (o->pad == GS_REFLECTION) {
-        double r;
-        c = o->align ? reflect(c, 0, 2 * (double)(size - 1), &r) : reflect(c, -1, 2 * (double)size - 1, &r);
-        c = clip(c, size, &dc);
-        dc *= r;
+/* The geometry of input x; *points: grid points per batch element; *vol: input elements per channel. */
+static gs_geom gs_geom_of(const oar_tensor *x, const oar_tensor *grid, int64_t *points, int64_t *vol) {
+    gs_geom g = {.dims = x->ndim - 2};
+    *points = *vol = 1;
+    for (int d = 0; d < g.dims; d++) {
+        g.size[d] = x->shape[x->ndim - 1 - d];
+        *vol *= x->shape[2 + d];
+        *points *= grid->shape[1 + d];
     }
-    *d = k * dc;
-    return c;
-}
-
-/* Up to four taps of one sample: flat offsets into an H*W plane (-1: outside, reads 0), their
- * weights, and the weights' derivatives by the x and y pixel coordinates. */
-typedef struct taps {
-    int n;
-    int64_t at[4];
-    double w[4], dwx[4], dwy[4];
-    double dcx, dcy; /* d(pixel coordinate)/d(grid value) */
-} taps;
-
-static int64_t tap_at(double fy, double fx, int64_t h, int64_t w) {
-    if (!(fx >= 0 && fx < (double)w && fy >= 0 && fy < (double)h)) return -1; /* NaN too */
-    return (int64_t)fy * w + (int64_t)fx;
-}
-
-static void taps_of(double gx, double gy, int64_t h, int64_t w, const gs_opts *o, taps *t) {
-    double x = source(gx, w, o, &t->dcx), y = source(gy, h, o, &t->dcy);
-    if (o->mode == GS_NEAREST) {
-        t->n = 1;
-        t->at[0] = tap_at(nearbyint(y), nearbyint(x), h, w);
-        t->w[0] = 1;
-        t->dwx[0] = t->dwy[0] = 0;
-        return;
-    }
-    double x0 = floor(x), y0 = floor(y), tx = x - x0, ty = y - y0;
-    t->n = 4;
-    for (int k = 0; k < 4; k++) {
-        int ex = k & 1, ey = k >> 1; /* nw, ne, sw, se */
-        double wx = ex ? tx : 1 - tx, wy = ey ? ty : 1 - ty;
-        t->at[k] = tap_at(y0 + ey, x0 + ex, h, w);
-        t->w[k] = wx * wy;
-        t->dwx[k] = (ex ? 1 : -1) * wy;
-        t->dwy[k] = (ey ? 1 : -1) * wx;
-    }
+    return g;
 }
 
 static oar_status gs_ref(const oar_kctx *ctx, oar_tensor *const *in, int n_in, oar_tensor *const *out, int n_out,
@@ -148,21 +73,23 @@ static oar_status gs_ref(const oar_kctx *ctx, oar_tensor *const *in, int n_in, o
     gs_opts o;
     gs_opts_read("grid_sample", a, &o);
     const oar_dtype_traits *tr = &oar_dtypes[x->dtype];
-    int64_t es = (int64_t)tr->size, n = x->shape[0], c = x->shape[1], h = x->shape[2], w = x->shape[3];
-    int64_t oh = grid->shape[1], ow = grid->shape[2];
+    int64_t es = (int64_t)tr->size, n = x->shape[0], c = x->shape[1], np, vol;
+    gs_geom geo = gs_geom_of(x, grid, &np, &vol);
     const char *xp = oar_tensor_ptr(x), *gp = oar_tensor_ptr(grid);
     char *yp = oar_tensor_ptr(out[0]);
     for (int64_t b = 0; b < n; b++)
-        for (int64_t p = 0; p < oh * ow; p++) {
-            const char *g = gp + ((b * oh * ow + p) * 2) * es;
-            taps t;
-            taps_of(tr->load(g), tr->load(g + es), h, w, &o, &t);
+        for (int64_t p = 0; p < np; p++) {
+            const char *g = gp + ((b * np + p) * geo.dims) * es;
+            double gv[3];
+            for (int d = 0; d < geo.dims; d++) gv[d] = tr->load(g + d * es);
+            gs_taps t;
+            gs_taps_of(gv, &geo, &o, &t);
             for (int64_t ch = 0; ch < c; ch++) {
-                const char *plane = xp + ((b * c + ch) * h * w) * es;
+                const char *plane = xp + ((b * c + ch) * vol) * es;
                 double acc = 0;
                 for (int k = 0; k < t.n; k++)
                     if (t.at[k] >= 0) acc += t.w[k] * tr->load(plane + t.at[k] * es);
-                tr->store(yp + ((b * c + ch) * oh * ow + p) * es, acc);
+                tr->store(yp + ((b * c + ch) * np + p) * es, acc);
             }
         }
     return OAR_OK;
@@ -195,15 +122,18 @@ static oar_status gsb_infer(oar_tensor *const *in, int n_in, const oar_attr *a, 
     const oar_tensor *gy = in[0], *x = in[1], *grid = in[2];
     oar_status st = gs_check(op, x, grid, a);
     if (st != OAR_OK) return st;
-    if (gy->dtype != x->dtype || gy->ndim != 4 || gy->shape[0] != x->shape[0] || gy->shape[1] != x->shape[1] ||
-        gy->shape[2] != grid->shape[1] || gy->shape[3] != grid->shape[2])
-        return oar_error(OAR_ERR_SHAPE, "%s: expected grad_out of grid_sample's output shape [%lld, %lld, %lld, %lld] "
+    int nd = x->ndim;
+    bool ok = gy->dtype == x->dtype && gy->ndim == nd && gy->shape[0] == x->shape[0] && gy->shape[1] == x->shape[1];
+    for (int d = 2; ok && d < nd; d++) ok = gy->shape[d] == grid->shape[d - 1];
+    if (!ok)
+        return oar_error(OAR_ERR_SHAPE, "%s: expected grad_out of grid_sample's output shape [%lld, %lld, %lld, %lld%s] "
                          "and dtype %s", op, (long long)x->shape[0], (long long)x->shape[1],
-                         (long long)grid->shape[1], (long long)grid->shape[2], oar_dtype_name(x->dtype));
-    out[0] = (oar_meta){.dtype = x->dtype, .ndim = 4};
-    out[1] = (oar_meta){.dtype = x->dtype, .ndim = 4};
-    memcpy(out[0].shape, x->shape, 4 * sizeof(int64_t));
-    memcpy(out[1].shape, grid->shape, 4 * sizeof(int64_t));
+                         (long long)grid->shape[1], (long long)grid->shape[2], nd == 5 ? ", ..." : "",
+                         oar_dtype_name(x->dtype));
+    out[0] = (oar_meta){.dtype = x->dtype, .ndim = nd};
+    out[1] = (oar_meta){.dtype = x->dtype, .ndim = nd};
+    memcpy(out[0].shape, x->shape, (size_t)nd * sizeof(int64_t));
+    memcpy(out[1].shape, grid->shape, (size_t)nd * sizeof(int64_t));
     *n_out = 2;
     return OAR_OK;
 }
@@ -215,32 +145,32 @@ static oar_status gsb_ref(const oar_kctx *ctx, oar_tensor *const *in, int n_in, 
     gs_opts o;
     gs_opts_read("grid_sample_backward", a, &o);
     const oar_dtype_traits *tr = &oar_dtypes[x->dtype];
-    int64_t es = (int64_t)tr->size, n = x->shape[0], c = x->shape[1], h = x->shape[2], w = x->shape[3];
-    int64_t oh = grid->shape[1], ow = grid->shape[2];
+    int64_t es = (int64_t)tr->size, n = x->shape[0], c = x->shape[1], np, vol;
+    gs_geom geo = gs_geom_of(x, grid, &np, &vol);
     double *dx = calloc((size_t)(x->numel ? x->numel : 1), sizeof(double));
     if (!dx) return oar_error(OAR_ERR_OOM, "grid_sample_backward: no memory for %lld gradients", (long long)x->numel);
     const char *xp = oar_tensor_ptr(x), *gp = oar_tensor_ptr(grid), *gyp = oar_tensor_ptr(gy);
     char *dgp = oar_tensor_ptr(out[1]);
     for (int64_t b = 0; b < n; b++)
-        for (int64_t p = 0; p < oh * ow; p++) {
-            const char *g = gp + ((b * oh * ow + p) * 2) * es;
-            taps t;
-            taps_of(tr->load(g), tr->load(g + es), h, w, &o, &t);
-            double gx = 0, gyy = 0; /* d loss / d pixel coordinates */
+        for (int64_t p = 0; p < np; p++) {
+            const char *g = gp + ((b * np + p) * geo.dims) * es;
+            double gv[3];
+            for (int d = 0; d < geo.dims; d++) gv[d] = tr->load(g + d * es);
+            gs_taps t;
+            gs_taps_of(gv, &geo, &o, &t);
+            double gc[3] = {0, 0, 0}; /* d loss / d pixel coordinates */
             for (int64_t ch = 0; ch < c; ch++) {
-                double go = tr->load(gyp + ((b * c + ch) * oh * ow + p) * es);
-                int64_t base = (b * c + ch) * h * w;
+                double go = tr->load(gyp + ((b * c + ch) * np + p) * es);
+                int64_t base = (b * c + ch) * vol;
                 for (int k = 0; k < t.n; k++) {
                     if (t.at[k] < 0) continue;
                     dx[base + t.at[k]] += t.w[k] * go;
                     double v = tr->load(xp + (base + t.at[k]) * es);
-                    gx += t.dwx[k] * v * go;
-                    gyy += t.dwy[k] * v * go;
+                    for (int d = 0; d < geo.dims; d++) gc[d] += t.dw[d][k] * v * go;
                 }
             }
-            char *dg = dgp + ((b * oh * ow + p) * 2) * es;
-            tr->store(dg, gx * t.dcx);
-            tr->store(dg + es, gyy * t.dcy);
+            char *dg = dgp + ((b * np + p) * geo.dims) * es;
+            for (int d = 0; d < geo.dims; d++) tr->store(dg + d * es, gc[d] * t.dc[d]);
         }
     char *dxp = oar_tensor_ptr(out[0]);
     for (int64_t i = 0; i < x->numel; i++) tr->store(dxp + i * es, dx[i]);

@@ -7,7 +7,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "ops/op.h"
+#include "ops/nms_order.h"
 
 static oar_status nms_infer(oar_tensor *const *in, int n_in, const oar_attr *a, oar_meta *out, int *n_out) {
     (void)n_in;
@@ -28,19 +28,6 @@ static oar_status nms_infer(oar_tensor *const *in, int n_in, const oar_attr *a, 
     out[1] = (oar_meta){.dtype = OAR_I64, .ndim = 0};
     *n_out = 2;
     return OAR_OK;
-}
-
-typedef struct nms_item {
-    double score;
-    int64_t index;
-} nms_item;
-
-static int by_score(const void *pa, const void *pb) {
-    const nms_item *a = pa, *b = pb;
-    bool na = isnan(a->score), nb = isnan(b->score);
-    if (na != nb) return na ? 1 : -1;
-    if (!na && a->score != b->score) return a->score > b->score ? -1 : 1;
-    return (a->index > b->index) - (a->index < b->index);
 }
 
 static oar_status nms_ref(const oar_kctx *ctx, oar_tensor *const *in, int n_in, oar_tensor *const *out, int n_out,
@@ -64,7 +51,7 @@ static oar_status nms_ref(const oar_kctx *ctx, oar_tensor *const *in, int n_in, 
         b[i * 5 + 4] = (b[i * 5 + 2] - b[i * 5 + 0]) * (b[i * 5 + 3] - b[i * 5 + 1]);
         order[i] = (nms_item){st->load(sp + i * (int64_t)st->size), i};
     }
-    qsort(order, (size_t)n, sizeof *order, by_score);
+    qsort(order, (size_t)n, sizeof *order, nms_by_score);
     int64_t kept = 0;
     double thr = a[0].f;
     for (int64_t r = 0; r < n; r++) {

@@ -3,15 +3,16 @@
 # (or takes binaries built elsewhere from $OAR_GPU_BIN), runs the CUDA test program, the op
 # sweep's GPU pass (every CUDA kernel and gradient against the host reference, f32/f64 and
 # f16/bf16), the zoo's training steps eager and compiled (CUDA graphs) beside PyTorch, the
-# GPT-2-124M bf16 step, GPU op tables and compute-sanitizer's memcheck; writes one log per
-# step into the folder named by its argument and a summary.
+# GPT-2-124M bf16 step, GPU op tables, GPU tensors from Python (python/tests/gpu_check.py: a small
+# model's forward, backward and SGD steps on cuda equal cpu) and compute-sanitizer's memcheck;
+# writes one log per step into the folder named by its argument and a summary.
 #   Usage: tests/cuda/run_on_device.sh OUTDIR
-#   OAR_GPU_STAGES="test sweep bench gpt2 profile compile memcheck" (the default: all, about 12
-#   minutes on an H100) picks stages, so that a device window of a few minutes can run the
+#   OAR_GPU_STAGES="test sweep python bench gpt2 profile compile memcheck" (the default: all, about
+#   13 minutes on an H100) picks stages, so that a device window of a few minutes can run the
 #   ones that matter and a rerun only what failed. OAR_TORCH_COMPILE=1 adds torch.compile.
 set -u
 out=${1:?usage: run_on_device.sh OUTDIR}
-stages=" ${OAR_GPU_STAGES:-test sweep bench gpt2 profile compile memcheck} "
+stages=" ${OAR_GPU_STAGES:-test sweep python bench gpt2 profile compile memcheck} "
 mkdir -p "$out"
 cd "$(dirname "$0")/../.."
 summary() { echo "== $*"; echo "$*" >> "$out/summary.txt"; }
@@ -58,6 +59,13 @@ if want sweep; then
   run sweep_cuda 240 "$bin/tests/sweep" --device cuda
   fails=$(grep '^FAIL' "$out/sweep_cuda.log" | sed 's/(.*//' | sort | uniq -c | sort -rn | head -60)
   [ -n "$fails" ] && summary "failing ops (count): $(echo $fails)"
+fi
+if want python; then  # GPU tensors from Python: the extension of this build, then gpu_check.py (numpy only)
+  if [ "$bin" = build-gpu ] && cmake --build build-gpu -j "$(nproc)" --target oar_python > "$out/python_build.log" 2>&1; then
+    PYTHONPATH=$PWD/build-gpu/python run python_gpu 120 python3 python/tests/gpu_check.py
+  else
+    summary "python: no extension built ($( [ "$bin" = build-gpu ] && tail -1 "$out/python_build.log" || echo "carried binaries have none")); needs python3-dev and numpy"
+  fi
 fi
 if want bench; then
   run bench_oar 150 "$bin/bench_cuda"

@@ -99,3 +99,22 @@ case("nms", "iou_threshold=0.4",
      [torch.tensor([[0, 0, 4, 4], [1, 1, 5, 5], [0.5, 0, 4.5, 4], [10, 10, 12, 12], [10.5, 10, 12, 12.5], [3, 3, 3, 6]],
                    dtype=torch.float64), torch.tensor([0.5, 0.9, 0.7, 0.3, 0.3, 0.8], dtype=torch.float64)],
      lambda b, s: _nms_padded(b, s, 0.4), grad=False)
+
+# ---- grid_sample bicubic (4-d) and 5-d inputs (trilinear, nearest). Their inputs come from a
+# generator of their own, so the cases above keep their values.
+_gs = torch.Generator().manual_seed(14)
+
+
+def _gs_in(*shape, lo=-1.4, hi=1.4):
+    return torch.rand(*shape, generator=_gs, dtype=torch.float64) * (hi - lo) + lo
+
+
+for _pad, _align in (("zeros", False), ("border", True), ("reflection", False), ("reflection", True)):
+    case("grid_sample", f"mode=bicubic padding_mode={_pad} align_corners={int(_align)}",
+         [_gs_in(2, 2, 4, 5, lo=-2, hi=2), _gs_in(2, 3, 2, 2)],
+         lambda x, g, _p=_pad, _a=_align: F.grid_sample(x, g, "bicubic", _p, _a))
+for _mode, _pad, _align in (("bilinear", "zeros", False), ("bilinear", "reflection", True),
+                            ("bilinear", "border", False), ("nearest", "zeros", True)):
+    case("grid_sample", f"mode={_mode} padding_mode={_pad} align_corners={int(_align)}",
+         [_gs_in(1, 2, 3, 4, 3, lo=-2, hi=2), _gs_in(1, 2, 2, 3, 3)],
+         lambda x, g, _m=_mode, _p=_pad, _a=_align: F.grid_sample(x, g, _m, _p, _a))

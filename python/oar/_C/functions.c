@@ -320,7 +320,49 @@ static PyObject *dtype_info(PyObject *m, PyObject *u) {
     return list;
 }
 
+/* (built with CUDA, GPUs on this machine): what oar.cuda and the device checks read */
+static PyObject *cuda_info(PyObject *m, PyObject *unused) {
+    (void)m, (void)unused;
+    return Py_BuildValue("(Ni)", PyBool_FromLong(oar_cuda_is_built()), oar_cuda_is_built() ? oar_cuda_device_count() : 0);
+}
+
+/* Waits for the work queued on device code dev (oar.cuda.synchronize). */
+static PyObject *synchronize(PyObject *m, PyObject *dev_o) {
+    (void)m;
+    long dev = PyLong_AsLong(dev_o);
+    if (dev == -1 && PyErr_Occurred()) return NULL;
+    if (dev != OAR_CPU && dev != OAR_CUDA) {
+        PyErr_Format(PyExc_ValueError, "synchronize: expected device code 0 (cpu) or 1 (cuda), got %ld", dev);
+        return NULL;
+    }
+    if (oarpy_check(oar_synchronize((oar_device)dev))) return NULL;
+    Py_RETURN_NONE;
+}
+
+/* memory_stats(dev, op): op 0 reads the device's statistics as a dict, 1 resets the peak, 2 empties
+ * the cache (then returns None); dev is a device code the caller checked usable */
+static PyObject *memory_stats(PyObject *m, PyObject *args) {
+    (void)m;
+    int dev, op;
+    if (!PyArg_ParseTuple(args, "ii", &dev, &op)) return NULL;
+    if ((dev != OAR_CPU && dev != OAR_CUDA) || op < 0 || op > 2) {
+        PyErr_Format(PyExc_ValueError, "memory_stats: expected device code 0 or 1 and op 0-2, got %d and %d", dev, op);
+        return NULL;
+    }
+    if (op == 1) oar_memory_reset_peak((oar_device)dev);
+    if (op == 2) oar_memory_empty_cache((oar_device)dev);
+    if (op != 0) Py_RETURN_NONE;
+    oar_memory_stats st = oar_memory_stats_get((oar_device)dev);
+    return Py_BuildValue("{s:L,s:L,s:L,s:L,s:L}", "allocated_bytes.all.current", (long long)st.current_bytes,
+                         "allocated_bytes.all.peak", (long long)st.peak_bytes, "reserved_bytes.all.current",
+                         (long long)st.reserved_bytes, "num_alloc_retries", (long long)st.n_oom_retries,
+                         "allocation.all.allocated", (long long)st.n_allocs);
+}
+
 static PyMethodDef methods[] = {
+    {"cuda_info", cuda_info, METH_NOARGS, NULL},
+    {"memory_stats", memory_stats, METH_VARARGS, NULL},
+    {"synchronize", synchronize, METH_O, NULL},
     {"from_flat", from_flat, METH_VARARGS, NULL},
     {"create", create, METH_VARARGS, NULL},
     {"arange", arange, METH_VARARGS, NULL},

@@ -391,7 +391,9 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         wh = _linear_weights(spatial[0], size[0], bool(align_corners), given[0])
         ww = _linear_weights(spatial[1], size[1], bool(align_corners), given[1])
         dt = input.dtype
-        return F.matmul(F.matmul(_CR.tensor(wh, dtype=dt), input), _CR.tensor(ww.T.copy(), dtype=dt))
+        dev = input.device
+        return F.matmul(F.matmul(_CR.tensor(wh, dtype=dt, device=dev), input), _CR.tensor(ww.T.copy(), dtype=dt,
+                                                                                         device=dev))
     if mode != "nearest":
         raise NotImplementedError(f"interpolate: mode '{mode}' is not offered ('nearest' with whole scale "
                                   "factors and 'bilinear' are)")

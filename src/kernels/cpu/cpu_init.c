@@ -32,6 +32,9 @@ void oar_cpu_kernels_init(void) {
     oar_cpu_register_pool_dnnl();
     oar_cpu_register_copy();
     oar_cpu_register_embedding_backward();
+    oar_cpu_register_grid_sample();
+    oar_cpu_register_roi_align();
+    oar_cpu_register_nms();
     oar_cpu_register_quant();
     oar_cpu_register_half_f32(); /* last: it wraps the f32 kernels registered above */
 }

@@ -30,6 +30,9 @@ void oar_cpu_register_add_layer_norm(void); /* nn_add_layer_norm.c */
 void oar_cpu_register_conv_direct(void); /* conv_direct.c */
 void oar_cpu_register_pool_dnnl(void);  /* pool_dnnl.c: adaptive_avg_pool2d on oneDNN (nothing without it) */
 void oar_cpu_register_copy(void);       /* cpu_copy.c */
+void oar_cpu_register_grid_sample(void); /* vision_grid_sample.c */
+void oar_cpu_register_roi_align(void);  /* vision_roi_align.c */
+void oar_cpu_register_nms(void);        /* vision_nms.c */
 /* y (same dtype and shape as x, any strides) takes x's values through the layout copy kernel
  * (cpu_copy.c: rows, tiled transposes, threads) */
 void oar_cpu_copy_layout(const oar_kctx *ctx, oar_tensor *y, const oar_tensor *x);

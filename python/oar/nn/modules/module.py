@@ -242,11 +242,41 @@ class Module:
                     m._buffers[k] = fn(b)
         return self
 
+    def _to_device(self, dev):
+        """every parameter, gradient and buffer onto device code dev, in place: the Parameter
+        objects stay (an optimizer made before keeps them), as torch's Module.to"""
+        from ... import _device as _dev
+
+        from ..._grad_mode import no_grad
+
+        with no_grad():
+            for m in self.modules():
+                for p in m._parameters.values():
+                    if p is not None and p._device != dev:
+                        p.data = _dev.move(p.detach(), dev)
+                        if p.grad is not None:
+                            p.grad = _dev.move(p.grad, dev)
+                for k, b in m._buffers.items():
+                    if b is not None and b._device != dev:
+                        m._buffers[k] = _dev.move(b, dev)
+        return self
+
     def to(self, *args, **kwargs):
-        dtype = kwargs.get("dtype")
+        """to(dtype), to(device[, dtype]), to(tensor), with dtype= / device= keywords"""
+        from ... import _device as _dev
+
+        dtype, dev = kwargs.get("dtype"), None
+        if kwargs.get("device") is not None:
+            dev = _dev.code(kwargs["device"], "Module.to")
         for a in args:
-            if hasattr(a, "is_floating_point") and not isinstance(a, _C.TensorBase):
+            if isinstance(a, _C.TensorBase):
+                dtype, dev = a.dtype, a._device
+            elif hasattr(a, "is_floating_point"):
                 dtype = a
+            elif a is not None and not isinstance(a, bool):
+                dev = _dev.code(a, "Module.to")
+        if dev is not None:
+            self._to_device(dev)
         if dtype is None:
             return self
         return self._apply_to_tensors(lambda t: t.detach().to(dtype) if t.is_floating_point() else t)
@@ -267,10 +297,20 @@ class Module:
         return self.to(float16)
 
     def cpu(self):
-        return self
+        from ... import _device as _dev
+
+        return self._to_device(_dev.CPU)
 
     def cuda(self, device=None):
-        raise RuntimeError("Module.cuda: oar's Python tensors live on the cpu in this version")
+        from ... import _device as _dev
+
+        index = None
+        if device is not None:
+            kind, index = _dev.parse(device, "Module.cuda")
+            if kind != "cuda":
+                raise RuntimeError(f"Module.cuda: expected a CUDA device, got '{device}'")
+        _dev.check_cuda("Module.cuda", index)
+        return self._to_device(_dev.CUDA)
 
     def type(self, dst_type):
         return self.to(dst_type)
