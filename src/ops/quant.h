@@ -149,12 +149,20 @@ typedef struct oar_qpacked {
     uint64_t used;
     int8_t *wp;
     int32_t *wsum;
+    bool w7; /* every weight within [-64, 63]: AVX2's vpmaddubsw pair sums cannot saturate */
 } oar_qpacked;
 oar_qpacked *oar_qpacked_get(oar_qlayout layout, const int8_t *w, const oar_qweight_id *wid, int64_t n, int64_t k);
 void oar_qpacked_put(oar_qpacked *p);
 bool oar_cpu_use_vnni(void); /* AVX-512 with VNNI, within the ISA cap */
 void oar_cpu_register_qconv_direct(void);   /* qconv_vnni.c, registered by oar_cpu_register_quant */
 void oar_cpu_register_qconv_dnnl(void);     /* qconv_dnnl.c, likewise */
+void oar_cpu_register_qconv_direct_avx2(void); /* qconv_direct_avx2.c, likewise */
+/* Which kernel runs a qconv2d of this shape on a CPU with (vnni) or without VNNI (a pure
+ * function of the shape, so the dispatch is testable on any machine): the direct kernels
+ * (positions in the vector lanes; AVX2 with vpmaddubsw on 7-bit weights, or AVX-512 VNNI) take
+ * convolutions with fewer than 16 input or output channels per group, where oneDNN's kernels,
+ * vectorized over channels, leave most lanes idle; the rest goes to oneDNN. */
+bool oar_qconv_direct_takes(bool vnni, int64_t cg, int64_t og);
 /* qconv2d as im2col + the exact int8 GEMM (qgemm_x86.c; vnni: its VNNI kernel, else AVX2). */
 oar_status oar_qconv_gemm(oar_tensor *const *in, oar_tensor *const *out, const oar_attr *a, bool vnni);
 void oar_cpu_register_quantize_fast(void);  /* quantize_avx2.c, likewise */

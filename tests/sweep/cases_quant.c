@@ -107,6 +107,24 @@ const sweep_case sweep_cases_quant[] = {
      CONV("2,1", "1,0", "1,1", "2", "0", "i8")},
     {"qconv2d", "c255u8:1x16x4x4;c0.001f32:;c0i32:;c-64i8:17x16x3x3;c0.001f32:;none;none;none;none",
      CONV("1,1", "0,0", "1,1", "1", "0", "f32")},
+    /* the direct AVX2 kernel (fewer than 16 channels a group, 7-bit weights, vpmaddubsw; at the
+     * AVX2 cap): LeNet's two convs, 1 and 3 input channels with stride 2 and padding (unfolded
+     * rows), s8 data with a residual, groups with dilation, and the pair sums' worst cases
+     * 2 * 255 * -64 and 2 * 255 * 63 */
+    {"qconv2d", "i0_256u8:2x1x28x28" XQ_U8 ";i-64_64i8:6x1x5x5;c0.01f32:;nf32:6;c0.05f32:;c10i32:;none",
+     CONV("1,1", "2,2", "1,1", "1", "1", "u8")},
+    {"qconv2d", "i0_256u8:2x6x14x14" XQ_U8 ";i-64_64i8:16x6x5x5;c0.001f32:;nf32:16;c0.05f32:;c10i32:;none",
+     CONV("1,1", "0,0", "1,1", "1", "1", "u8")},
+    {"qconv2d", "i-128_128i8:2x3x9x7" XQ_S8 ";i-64_64i8:5x3x3x3;c0.01f32:;nf32:5;none;none;nf32:2x5x5x4",
+     CONV("2,2", "1,1", "1,1", "1", "0", "f32")},
+    {"qconv2d", "i0_256u8:3x1x11x10" XQ_U8 ";i-64_64i8:3x1x3x2;c0.01,0.02,0.03f32:3;nf32:3;c0.05f32:;c10i32:;none",
+     CONV("2,3", "2,1", "1,1", "1", "1", "u8")},
+    {"qconv2d", "i-128_128i8:2x6x7x9" XQ_S8 ";i-64_64i8:4x3x3x3;c0.01f32:;nf32:4;c0.1f32:;c-3i32:;nf32:2x4x7x9",
+     CONV("1,1", "2,2", "2,2", "2", "1", "i8")},
+    {"qconv2d", "c255u8:1x3x5x5;c0.001f32:;c0i32:;c-64i8:4x3x3x3;c0.001f32:;none;none;none;none",
+     CONV("1,1", "1,1", "1,1", "1", "0", "f32")},
+    {"qconv2d", "c255u8:1x6x5x5;c0.001f32:;c0i32:;c63i8:3x6x3x3;c0.001f32:;none;none;none;none",
+     CONV("1,1", "0,0", "1,1", "1", "0", "f32")},
     /* qmax_pool2d: LeNet's 2x2 windows; padding, stride, dilation and ceil_mode on s8 */
     {"qmax_pool2d", "i0_256u8:2x3x8x6", "kernel=2,2 stride=2,2 padding=0,0 dilation=1,1 ceil_mode=0"},
     {"qmax_pool2d", "i-128_128i8:2x3x9x7", "kernel=2,2 stride=2,2 padding=0,0 dilation=1,1 ceil_mode=0"},

@@ -226,6 +226,8 @@ static oar_qpacked *qpacked_new(oar_qlayout layout, const int8_t *w, int64_t n, 
     }
     if (layout == OAR_QLAYOUT_VNNI_COLUMNS) vnni_pack(w, n, k, p->wp, p->wsum);
     else rows_pack(w, n, k, p->wp, p->wsum);
+    p->w7 = true;
+    for (int64_t i = 0; i < n * k; i++) p->w7 &= w[i] >= -64 && w[i] < 64;
     return p;
 }
 
@@ -466,6 +468,7 @@ static bool supports_avx2(oar_tensor *const *in, int n_in, oar_tensor *const *ou
 void oar_cpu_register_quant(void) {
     oar_cpu_register_qconv_direct();
     oar_cpu_register_qconv_dnnl();
+    oar_cpu_register_qconv_direct_avx2();
     oar_cpu_register_quantize_fast();
     uint32_t dts = OAR_DTYPE_BIT(OAR_U8) | OAR_DTYPE_BIT(OAR_I8);
     oar_register_kernel(OAR_OP_qlinear, (oar_kernel_entry){.device = OAR_CPU, .dtypes = dts, .impl = "avx512-vnni",
