@@ -66,6 +66,16 @@ const sweep_case sweep_cases_quant[] = {
     {"qlinear", "c-128i8:2x35;c0.001f32:;c0i32:;c-128i8:3x35;c0.001f32:;none;none;none;none", "activation=0 dtype=f32"},
     {"qlinear", "c255,0u8:3x64;c1f32:;c0i32:;c127,-128i8:4x64;c1f32:;none;c1000f32:;c0i32:;none",
      "activation=0 dtype=i8"},
+    /* 7-bit weights: the AVX2 kernel's vpmaddubsw path (whole 32-byte chunks and zero-padded
+     * tails, K below one chunk, s8 x with a residual, LeNet's first layer) and its worst cases */
+    {"qlinear", "i0_256u8:5x70" XQ_U8 ";i-64_64i8:7x70;c0.01f32:;nf32:7;c0.05f32:;c10i32:;none",
+     "activation=1 dtype=u8"},
+    {"qlinear", "i-128_128i8:3x7" XQ_S8 ";i-64_64i8:5x7;c0.01,0.02,0.03,0.04,0.05f32:5;nf32:5;none;none;nf32:3x5",
+     "activation=0 dtype=f32"},
+    {"qlinear", "i0_256u8:9x400" XQ_U8 ";i-64_64i8:120x400;c0.001f32:;nf32:120;c0.05f32:;c10i32:;none",
+     "activation=1 dtype=u8"},
+    {"qlinear", "c255u8:3x96;c0.001f32:;c0i32:;c-64i8:5x96;c0.001f32:;none;none;none;none", "activation=0 dtype=f32"},
+    {"qlinear", "c255u8:2x33;c0.001f32:;c0i32:;c63i8:3x33;c0.001f32:;none;none;none;none", "activation=0 dtype=f32"},
     /* qconv2d: padding (the zero point), stride, dilation, groups, depthwise, requantized and residual */
 #define CONV(st, pd, dl, g, act, dt) "stride=" st " padding=" pd " dilation=" dl " groups=" g " activation=" act " dtype=" dt
     {"qconv2d", "i0_256u8:2x3x7x6" XQ_U8 ";i-128_128i8:4x3x3x3;c0.01,0.02,0.03,0.04f32:4;nf32:4;none;none;none",
@@ -108,8 +118,8 @@ const sweep_case sweep_cases_quant[] = {
     {"qconv2d", "c255u8:1x16x4x4;c0.001f32:;c0i32:;c-64i8:17x16x3x3;c0.001f32:;none;none;none;none",
      CONV("1,1", "0,0", "1,1", "1", "0", "f32")},
     /* the direct AVX2 kernel (fewer than 16 channels a group, 7-bit weights, vpmaddubsw; at the
-     * AVX2 cap): LeNet's two convs, 1 and 3 input channels with stride 2 and padding (unfolded
-     * rows), s8 data with a residual, groups with dilation, and the pair sums' worst cases
+     * AVX2 cap): LeNet's two convs (shifted planes), 1 and 3 input channels with stride 2 and
+     * padding (unfolded rows), s8 data with a residual, groups with dilation, and the pair sums' worst cases
      * 2 * 255 * -64 and 2 * 255 * 63 */
     {"qconv2d", "i0_256u8:2x1x28x28" XQ_U8 ";i-64_64i8:6x1x5x5;c0.01f32:;nf32:6;c0.05f32:;c10i32:;none",
      CONV("1,1", "2,2", "1,1", "1", "1", "u8")},
@@ -121,6 +131,8 @@ const sweep_case sweep_cases_quant[] = {
      CONV("2,3", "2,1", "1,1", "1", "1", "u8")},
     {"qconv2d", "i-128_128i8:2x6x7x9" XQ_S8 ";i-64_64i8:4x3x3x3;c0.01f32:;nf32:4;c0.1f32:;c-3i32:;nf32:2x4x7x9",
      CONV("1,1", "2,2", "2,2", "2", "1", "i8")},
+    {"qconv2d", "i0_256u8:2x3x8x11" XQ_U8 ";i-64_64i8:6x3x2x3;c0.01f32:;nf32:6;none;none;nf32:2x6x8x5",
+     CONV("1,2", "1,0", "2,1", "1", "0", "f32")}, /* shifted planes with a column stride */
     {"qconv2d", "c255u8:1x3x5x5;c0.001f32:;c0i32:;c-64i8:4x3x3x3;c0.001f32:;none;none;none;none",
      CONV("1,1", "1,1", "1,1", "1", "0", "f32")},
     {"qconv2d", "c255u8:1x6x5x5;c0.001f32:;c0i32:;c63i8:3x6x3x3;c0.001f32:;none;none;none;none",

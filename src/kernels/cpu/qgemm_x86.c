@@ -151,6 +151,47 @@ AVX2 static void avx2_tile(const qgemm_job *j, int64_t m0, int mr, int64_t n0, i
         }
 }
 
+/* ---- AVX2 with 7-bit weights: vpmaddubsw. Its pair sums x0 w0 + x1 w1 of u8 x and s8 w are
+ * exact in int16 when every weight lies in [-64, 63] (2 * 255 * -64 = -32640; checked once per
+ * packed weight), so 32 products take one vpmaddubsw and one vpmaddwd (by ones) instead of two
+ * widenings and two vpmaddwd. x is used raw (s8 flipped to u8); the zero point (and the flip's
+ * 128) comes back with the weight row sums: sum (x - z) w = sum x' w - (z + shift) sum w. A
+ * row's last partial chunk goes through zero-padded copies (zero weights add nothing). */
+#define W7_LOAD(p) _mm256_loadu_si256((const __m256i *)(p))
+AVX2 static void avx2_tile_w7(const qgemm_job *j, int64_t m0, int mr, int64_t n0, int nc, int32_t acc[MB][NB],
+                              int64_t nb0) {
+    __m256i a[2][4];
+    for (int r = 0; r < 2; r++)
+        for (int c = 0; c < 4; c++) a[r][c] = _mm256_setzero_si256();
+    const __m256i ones = _mm256_set1_epi16(1), flip = _mm256_set1_epi8(j->x_signed ? (char)0x80 : 0);
+    int64_t k = j->k, t = 0;
+    for (; t + 32 <= k; t += 32) {
+        __m256i xv[2], wv[4];
+        for (int r = 0; r < mr; r++) xv[r] = _mm256_xor_si256(W7_LOAD(j->x + (m0 + r) * k + t), flip);
+        for (int c = 0; c < nc; c++) wv[c] = W7_LOAD(j->w + (n0 + c) * k + t);
+        for (int r = 0; r < mr; r++)
+            for (int c = 0; c < nc; c++)
+                a[r][c] = _mm256_add_epi32(a[r][c], _mm256_madd_epi16(_mm256_maddubs_epi16(xv[r], wv[c]), ones));
+    }
+    if (t < k) { /* the tail: x's bytes past it are any (their weights are zero) */
+        uint8_t xt[2][32] = {{0}};
+        int8_t wt[4][32] = {{0}};
+        __m256i xv[2], wv[4];
+        for (int r = 0; r < mr; r++) memcpy(xt[r], j->x + (m0 + r) * k + t, (size_t)(k - t));
+        for (int c = 0; c < nc; c++) memcpy(wt[c], j->w + (n0 + c) * k + t, (size_t)(k - t));
+        for (int r = 0; r < mr; r++) xv[r] = _mm256_xor_si256(W7_LOAD(xt[r]), flip);
+        for (int c = 0; c < nc; c++) wv[c] = W7_LOAD(wt[c]);
+        for (int r = 0; r < mr; r++)
+            for (int c = 0; c < nc; c++)
+                a[r][c] = _mm256_add_epi32(a[r][c], _mm256_madd_epi16(_mm256_maddubs_epi16(xv[r], wv[c]), ones));
+    }
+    uint32_t corr = (uint32_t)(j->xzp + (j->x_signed ? 128 : 0));
+    for (int r = 0; r < mr; r++)
+        for (int c = 0; c < nc; c++)
+            acc[r][n0 + c - nb0] = (int32_t)((uint32_t)avx2_hsum(a[r][c]) - corr * (uint32_t)j->wsum[n0 + c]);
+}
+#undef W7_LOAD
+
 /* ---- the task loop: a block of rows x columns, handed to emit */
 typedef void (*tile_fn)(const qgemm_job *, int64_t, int, int64_t, int, int32_t[MB][NB], int64_t);
 
@@ -181,6 +222,9 @@ static void vnni_range(void *ctx, int64_t b, int64_t e) {
 }
 static void avx2_range(void *ctx, int64_t b, int64_t e) {
     for (int64_t i = b; i < e; i++) run_block(ctx, avx2_tile, 2, i);
+}
+static void avx2_w7_range(void *ctx, int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; i++) run_block(ctx, avx2_tile_w7, 2, i);
 }
 
 /* ---- the packed-weight cache (oar_qpacked, ops/quant.h): made once per weight (storage uid,
@@ -272,17 +316,16 @@ oar_status oar_qgemm(bool vnni, const uint8_t *x, bool x_signed, int32_t x_zp, c
                      const oar_qweight_id *wid, int64_t m, int64_t n, int64_t k, oar_qgemm_emit emit, void *user) {
     qgemm_job j = {.x = x, .w = w, .m = m, .n = n, .k = k, .x_signed = x_signed, .xzp = x_zp,
                    .shift = vnni && x_signed ? 128 : 0, .emit = emit, .user = user};
-    oar_qpacked *pk = NULL;
-    if (vnni) {
-        if (!(pk = oar_qpacked_get(OAR_QLAYOUT_VNNI_COLUMNS, w, wid, n, k))) return oar_error(OAR_ERR_OOM, "qgemm: out of memory");
-        j.wsum = pk->wsum;
-        j.wp = pk->wp;
-    }
+    /* VNNI: the packed columns; AVX2: the row sums and whether the weights fit 7 bits */
+    oar_qpacked *pk = oar_qpacked_get(vnni ? OAR_QLAYOUT_VNNI_COLUMNS : OAR_QLAYOUT_ROWS4, w, wid, n, k);
+    if (!pk) return oar_error(OAR_ERR_OOM, "qgemm: out of memory");
+    j.wsum = pk->wsum;
+    j.wp = pk->wp;
     j.n_blocks = (n + NB - 1) / NB;
     int64_t blocks = ((m + MB - 1) / MB) * j.n_blocks;
     /* a block is MB*NB*K multiply-adds; a few thousand make a chunk worth a thread */
     int64_t grain = 1 + (1 << 16) / (MB * NB * (k + 1));
-    if (blocks) oar_parallel_for(blocks, grain, vnni ? vnni_range : avx2_range, &j);
+    if (blocks) oar_parallel_for(blocks, grain, vnni ? vnni_range : pk->w7 ? avx2_w7_range : avx2_range, &j);
     oar_qpacked_put(pk);
     return OAR_OK;
 }
