@@ -11,8 +11,14 @@
 
 #include <math.h>
 
-/* qlinear's activation codes (attribute "activation") */
-enum { OAR_QACT_NONE = 0, OAR_QACT_RELU = 1 };
+/* qlinear's activation codes (attribute "activation"); the GELUs with f32 outputs only, as
+ * the gelu op computes them (approximate = 0: erf, 1: tanh), so that gelu(qlinear(...; f32))
+ * can become one qlinear with the same bits (the fuse_quant pass) */
+enum { OAR_QACT_NONE = 0, OAR_QACT_RELU = 1, OAR_QACT_GELU_ERF = 2, OAR_QACT_GELU_TANH = 3 };
+
+/* The gelu op's reference formula in double (src/ops/unary.c): its f32 result is
+ * (float)oar_gelu_ref((double)x, tanh_form). */
+double oar_gelu_ref(double x, bool tanh_form);
 
 /* max/min in the order _mm*_max_ps/_min_ps take them: a NaN t gives the bound, as the SIMD code does */
 static inline float oar_qmaxf(float t, float b) { return t > b ? t : b; }
@@ -88,6 +94,8 @@ typedef struct oar_qepilogue {
 static inline float oar_qepilogue_value(const oar_qepilogue *e, int32_t acc, int64_t ch, const float *res) {
     float v = fmaf((float)acc, e->comb[ch], e->bias ? e->bias[ch] : 0.0f);
     if (res) v = v + *res;
+    if (e->act == OAR_QACT_GELU_ERF || e->act == OAR_QACT_GELU_TANH)
+        return (float)oar_gelu_ref((double)v, e->act == OAR_QACT_GELU_TANH);
     return e->act == OAR_QACT_RELU ? oar_qmaxf(v, 0.0f) : v;
 }
 static inline void oar_qepilogue_store(const oar_qepilogue *e, float v, void *out, int64_t i) {

@@ -24,6 +24,8 @@
 #include <cpuid.h>
 #include <immintrin.h>
 
+#include "kernels/cpu/avx2_activation.h"
+
 #define NB 64 /* columns per task */
 #define MB 4  /* rows per task */
 
@@ -362,10 +364,20 @@ typedef struct linear_emit {
 /* f32 outputs (the dynamic layers' case) 8 columns at a time with the epilogue's own roundings:
  * (float)acc is cvtdq2ps (round to nearest), fmaf is one vfmadd, the residual one add, and
  * ReLU max(v, 0) as maxps(v, 0) (0 for NaN and -0, as oar_qmaxf); the rest as the reference. */
+EPI static inline __attribute__((always_inline)) __m256 linear_act8(const oar_qepilogue *e, __m256 v) {
+    if (e->act == OAR_QACT_RELU) return _mm256_max_ps(v, _mm256_setzero_ps());
+    if (e->act == OAR_QACT_GELU_TANH) return oar_v_gelu_tanh(v);
+    if (e->act == OAR_QACT_GELU_ERF) return oar_v_gelu_erf(v);
+    return v;
+}
+
+/* The GELUs are the gelu op's AVX2 kernel's (avx2_activation.h), so that a fused qlinear gives
+ * the bits of qlinear then gelu on every CPU path; a row's last columns go through masked
+ * loads and stores as that kernel's tail does (the scalar epilogue would round differently). */
 EPI static void emit_linear(void *user, int64_t m0, int64_t m1, int64_t n0, int64_t n1, const int32_t *acc, int64_t ld) {
     const linear_emit *l = user;
     const oar_qepilogue *e = l->e;
-    bool vec = e->out_dtype == OAR_F32;
+    bool vec = e->out_dtype == OAR_F32, gelu = e->act == OAR_QACT_GELU_TANH || e->act == OAR_QACT_GELU_ERF;
     for (int64_t r = m0; r < m1; r++) {
         const int32_t *a = acc + (r - m0) * ld;
         const float *res = l->res ? l->res + r * l->n : NULL;
@@ -375,8 +387,16 @@ EPI static void emit_linear(void *user, int64_t m0, int64_t m1, int64_t n0, int6
             __m256 v = _mm256_cvtepi32_ps(_mm256_loadu_si256((const __m256i *)(a + (n - n0))));
             v = _mm256_fmadd_ps(v, _mm256_loadu_ps(e->comb + n), e->bias ? _mm256_loadu_ps(e->bias + n) : _mm256_setzero_ps());
             if (res) v = _mm256_add_ps(v, _mm256_loadu_ps(res + n));
-            if (e->act == OAR_QACT_RELU) v = _mm256_max_ps(v, _mm256_setzero_ps());
-            _mm256_storeu_ps((float *)row + n, v);
+            _mm256_storeu_ps((float *)row + n, linear_act8(e, v));
+        }
+        if (gelu && n < n1) {
+            __m256i m = oar_v_tail_mask(n1 - n);
+            __m256 v = _mm256_cvtepi32_ps(_mm256_maskload_epi32(a + (n - n0), m));
+            v = _mm256_fmadd_ps(v, _mm256_maskload_ps(e->comb + n, m),
+                                e->bias ? _mm256_maskload_ps(e->bias + n, m) : _mm256_setzero_ps());
+            if (res) v = _mm256_add_ps(v, _mm256_maskload_ps(res + n, m));
+            _mm256_maskstore_ps((float *)row + n, m, linear_act8(e, v));
+            n = n1;
         }
         oar_qepilogue_row(e, a + (n - n0), res, n, n1, row);
     }
