@@ -4,7 +4,7 @@
  * - avx512-vnni: vpdpbusd multiplies u8 by s8 and adds groups of four into int32 lanes without
  *   intermediate saturation. Weights are packed once per weight (16 columns x 4 k per vector,
  *   kept in a cache named by the weight's storage uid and version) and x is
- *   broadcast four bytes at a time: 4 rows x 64 columns accumulate in 16 registers. It needs u8 activations: s8 ones are shifted by 128 (x ^ 0x80) and
+ *   broadcast four bytes at a time: 6 rows x 64 columns accumulate in 24 registers. It needs u8 activations: s8 ones are shifted by 128 (x ^ 0x80) and
  *   the shift taken back with the weight row sums, as is the zero point:
  *   sum (x - z) w = sum x' w - (z + shift) sum w.
  * - avx2: vpmaddubsw would add two u8·s8 products into a saturating int16 (255·127·2 > 32767:
@@ -27,7 +27,7 @@
 #include "kernels/cpu/avx2_activation.h"
 
 #define NB 64 /* columns per task */
-#define MB 4  /* rows per task */
+#define MB 6  /* rows per task (the VNNI tile: 6 rows x 4 vectors of 16 columns) */
 
 typedef struct qgemm_job {
     const uint8_t *x; /* [M, K] u8 or s8 bytes */
@@ -63,48 +63,59 @@ static void vnni_pack(const int8_t *w, int64_t n, int64_t k, int8_t *wp, int32_t
     }
 }
 
-/* Rows [m0, m0 + 4) (rows past m1 repeat row m0 and are dropped) x nbk blocks of 16 columns from n0. */
+/* Rows [m0, m0 + MB) (rows past m1 repeat row m0 and are dropped) x nbk blocks of 16 columns
+ * from n0: MB x nbk accumulators (24 of the 32 registers), x broadcast 4 bytes at a time
+ * straight from memory (vpbroadcastd m32; s8 flipped after), the zero-point and sign-shift
+ * correction applied in vector form before the sums are stored. */
 __attribute__((target("avx512f,avx512bw,avx512vnni"), always_inline)) static inline void
-vnni_core(const qgemm_job *j, int64_t m0, int64_t m1, int64_t n0, int64_t n1, int32_t acc[MB][NB], const int nbk) {
+vnni_core(const qgemm_job *j, int64_t m0, int64_t m1, int64_t n0, int64_t n1, int32_t acc[MB][NB], const int nbk,
+          const bool flip) {
     int64_t k = j->k, kq = (k + 3) / 4, kfull = k / 4;
-    const uint8_t *xr[4];
-    for (int r = 0; r < 4; r++) xr[r] = j->x + (m0 + r < m1 ? m0 + r : m0) * k;
-    uint32_t flip = j->x_signed ? 0x80808080u : 0;
-    __m512i a[4][4];
-    for (int r = 0; r < 4; r++)
+    const uint8_t *xr[MB];
+    for (int r = 0; r < MB; r++) xr[r] = j->x + (m0 + r < m1 ? m0 + r : m0) * k;
+    const __m512i fv = _mm512_set1_epi32((int)0x80808080u);
+    __m512i a[MB][4];
+    for (int r = 0; r < MB; r++)
         for (int b = 0; b < nbk; b++) a[r][b] = _mm512_setzero_si512();
     const int8_t *wb = j->wp + (n0 / 16) * kq * 64;
     for (int64_t q = 0; q < kq; q++) {
-        __m512i xb[4];
-        for (int r = 0; r < 4; r++) {
-            uint32_t v = 0;
-            if (q < kfull) memcpy(&v, xr[r] + 4 * q, 4);
-            else memcpy(&v, xr[r] + 4 * q, (size_t)(k - 4 * q)); /* never past the row */
-            xb[r] = _mm512_set1_epi32((int)(v ^ flip));
+        __m512i wv[4], xb[MB];
+#pragma GCC unroll 4
+        for (int b = 0; b < nbk; b++) wv[b] = _mm512_loadu_si512(wb + (b * kq + q) * 64);
+#pragma GCC unroll 8
+        for (int r = 0; r < MB; r++) {
+            int32_t v = 0;
+            if (__builtin_expect(q < kfull, 1)) memcpy(&v, xr[r] + 4 * q, 4);
+            else /* the last partial group: never past the row */
+                for (int64_t t = 4 * q; t < k; t++) v |= (int32_t)((uint32_t)xr[r][t] << (8 * (t - 4 * q)));
+            xb[r] = flip ? _mm512_xor_si512(_mm512_set1_epi32(v), fv) : _mm512_set1_epi32(v);
         }
-        for (int b = 0; b < nbk; b++) {
-            __m512i wv = _mm512_loadu_si512(wb + (b * kq + q) * 64);
-            for (int r = 0; r < 4; r++) a[r][b] = _mm512_dpbusd_epi32(a[r][b], xb[r], wv);
-        }
+#pragma GCC unroll 8
+        for (int r = 0; r < MB; r++)
+#pragma GCC unroll 4
+            for (int b = 0; b < nbk; b++) a[r][b] = _mm512_dpbusd_epi32(a[r][b], xb[r], wv[b]);
     }
-    uint32_t corr = (uint32_t)(j->xzp + j->shift);
-    for (int r = 0; r < 4 && m0 + r < m1; r++)
-        for (int b = 0; b < nbk; b++) {
-            int32_t t[16];
-            _mm512_storeu_si512(t, a[r][b]);
-            for (int i = 0; i < 16 && n0 + b * 16 + i < n1; i++) {
-                int64_t c = n0 + b * 16 + i;
-                acc[r][c - n0] = (int32_t)((uint32_t)t[i] - corr * (uint32_t)j->wsum[c]);
-            }
-        }
+    const __m512i corr = _mm512_set1_epi32(j->xzp + j->shift);
+    for (int b = 0; b < nbk; b++) {
+        int64_t c0 = n0 + b * 16, cn = n1 - c0 < 16 ? n1 - c0 : 16;
+        __mmask16 m = cn >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << cn) - 1);
+        __m512i sub = _mm512_mullo_epi32(corr, _mm512_maskz_loadu_epi32(m, j->wsum + c0));
+        for (int r = 0; r < MB && m0 + r < m1; r++)
+            _mm512_mask_storeu_epi32(&acc[r][c0 - n0], m, _mm512_sub_epi32(a[r][b], sub));
+    }
 }
 
 VNNI static void vnni_block(const qgemm_job *j, int64_t m0, int64_t m1, int64_t n0, int64_t n1, int32_t acc[MB][NB]) {
-    switch ((n1 - n0 + 15) / 16) {
-    case 1: vnni_core(j, m0, m1, n0, n1, acc, 1); break;
-    case 2: vnni_core(j, m0, m1, n0, n1, acc, 2); break;
-    case 3: vnni_core(j, m0, m1, n0, n1, acc, 3); break;
-    default: vnni_core(j, m0, m1, n0, n1, acc, 4); break;
+    bool flip = j->x_signed;
+    switch ((n1 - n0 + 15) / 16 * 2 + flip) {
+    case 2: vnni_core(j, m0, m1, n0, n1, acc, 1, false); break;
+    case 3: vnni_core(j, m0, m1, n0, n1, acc, 1, true); break;
+    case 4: vnni_core(j, m0, m1, n0, n1, acc, 2, false); break;
+    case 5: vnni_core(j, m0, m1, n0, n1, acc, 2, true); break;
+    case 6: vnni_core(j, m0, m1, n0, n1, acc, 3, false); break;
+    case 7: vnni_core(j, m0, m1, n0, n1, acc, 3, true); break;
+    case 9: vnni_core(j, m0, m1, n0, n1, acc, 4, true); break;
+    default: vnni_core(j, m0, m1, n0, n1, acc, 4, false); break;
     }
 }
 
