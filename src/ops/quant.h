@@ -165,6 +165,7 @@ bool oar_cpu_use_vnni(void); /* AVX-512 with VNNI, within the ISA cap */
 void oar_cpu_register_qconv_direct(void);   /* qconv_vnni.c, registered by oar_cpu_register_quant */
 void oar_cpu_register_qconv_dnnl(void);     /* qconv_dnnl.c, likewise */
 void oar_cpu_register_qconv_direct_avx2(void); /* qconv_direct_avx2.c, likewise */
+void oar_cpu_register_qmax_pool(void);         /* qmax_pool_x86.c, likewise */
 /* Which kernel runs a qconv2d of this shape on a CPU with (vnni) or without VNNI (a pure
  * function of the shape, so the dispatch is testable on any machine): the direct kernels
  * (positions in the vector lanes; AVX2 with vpmaddubsw on 7-bit weights, or AVX-512 VNNI) take

@@ -150,6 +150,12 @@ const sweep_case sweep_cases_quant[] = {
     {"qmax_pool2d", "i0_256u8:2x3x8x6", "kernel=2,2 stride=2,2 padding=0,0 dilation=1,1 ceil_mode=0"},
     {"qmax_pool2d", "i-128_128i8:2x3x9x7", "kernel=2,2 stride=2,2 padding=0,0 dilation=1,1 ceil_mode=0"},
     {"qmax_pool2d", "i0_256u8:1x2x5x5", "kernel=2,2 stride=2,2 padding=0,0 dilation=1,1 ceil_mode=1"},
+    /* the vector 2x2 kernel: rows of 8+ outputs (LeNet's 28 -> 14: an overlapping last chunk), of
+     * 4 to 7 (10 -> 5), an odd input width, s8 */
+    {"qmax_pool2d", "i0_256u8:2x3x28x28", "kernel=2,2 stride=2,2 padding=0,0 dilation=1,1 ceil_mode=0"},
+    {"qmax_pool2d", "i-128_128i8:2x4x10x10", "kernel=2,2 stride=2,2 padding=0,0 dilation=1,1 ceil_mode=0"},
+    {"qmax_pool2d", "i0_256u8:1x2x6x33", "kernel=2,2 stride=2,2 padding=0,0 dilation=1,1 ceil_mode=0"},
+    {"qmax_pool2d", "i-128_128i8:1x3x7x17", "kernel=2,2 stride=2,2 padding=0,0 dilation=1,1 ceil_mode=0"},
     {"qmax_pool2d", "i-128_128i8:1x2x9x8", "kernel=3,3 stride=2,1 padding=1,1 dilation=1,2 ceil_mode=1"},
     {"choose_qparams", "n:4x5", "dtype=u8 symmetric=0"},
     {"choose_qparams", "u:7", "dtype=i8 symmetric=1"},
