@@ -306,11 +306,14 @@ static oar_status check_0d(const char *what, const oar_tensor *t, bool want_floa
 static oar_status qlinear_infer(oar_tensor *const *in, int n_in, const oar_attr *a, oar_meta *out, int *n_out) {
     const oar_tensor *x = in[QL_X], *w = in[QL_W], *ws = in[QL_WS], *b = in[QL_BIAS];
     oar_dtype odt = (oar_dtype)a[1].i;
-    if (a[0].i != OAR_QACT_NONE && a[0].i != OAR_QACT_RELU)
-        return oar_error(OAR_ERR_INVALID_ARG, "qlinear: expected activation 0 (none) or 1 (relu), got %lld",
-                         (long long)a[0].i);
+    if (a[0].i < OAR_QACT_NONE || a[0].i > OAR_QACT_GELU_TANH)
+        return oar_error(OAR_ERR_INVALID_ARG, "qlinear: expected activation 0 (none), 1 (relu), 2 (gelu, erf) or 3 "
+                                              "(gelu, tanh), got %lld", (long long)a[0].i);
     if (odt != OAR_F32 && !is_q8(odt))
         return oar_error(OAR_ERR_DTYPE, "qlinear: expected output dtype f32, u8 or i8, got %s", oar_dtype_name(odt));
+    if (a[0].i >= OAR_QACT_GELU_ERF && odt != OAR_F32)
+        return oar_error(OAR_ERR_INVALID_ARG, "qlinear: expected f32 output with a GELU activation, got %s; run "
+                                              "quantize after it", oar_dtype_name(odt));
     if (!is_q8(x->dtype) || x->ndim < 1)
         return oar_error(OAR_ERR_DTYPE, "qlinear: expected x of dtype u8 or i8 with at least 1 dim, got %s of %d dims; "
                                         "quantize it first", oar_dtype_name(x->dtype), x->ndim);

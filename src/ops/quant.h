@@ -11,8 +11,14 @@
 
 #include <math.h>
 
-/* qlinear's activation codes (attribute "activation") */
-enum { OAR_QACT_NONE = 0, OAR_QACT_RELU = 1 };
+/* qlinear's activation codes (attribute "activation"); the GELUs with f32 outputs only, as
+ * the gelu op computes them (approximate = 0: erf, 1: tanh), so that gelu(qlinear(...; f32))
+ * can become one qlinear with the same bits (the fuse_quant pass) */
+enum { OAR_QACT_NONE = 0, OAR_QACT_RELU = 1, OAR_QACT_GELU_ERF = 2, OAR_QACT_GELU_TANH = 3 };
+
+/* The gelu op's reference formula in double (src/ops/unary.c): its f32 result is
+ * (float)oar_gelu_ref((double)x, tanh_form). */
+double oar_gelu_ref(double x, bool tanh_form);
 
 /* max/min in the order _mm*_max_ps/_min_ps take them: a NaN t gives the bound, as the SIMD code does */
 static inline float oar_qmaxf(float t, float b) { return t > b ? t : b; }
@@ -88,6 +94,8 @@ typedef struct oar_qepilogue {
 static inline float oar_qepilogue_value(const oar_qepilogue *e, int32_t acc, int64_t ch, const float *res) {
     float v = fmaf((float)acc, e->comb[ch], e->bias ? e->bias[ch] : 0.0f);
     if (res) v = v + *res;
+    if (e->act == OAR_QACT_GELU_ERF || e->act == OAR_QACT_GELU_TANH)
+        return (float)oar_gelu_ref((double)v, e->act == OAR_QACT_GELU_TANH);
     return e->act == OAR_QACT_RELU ? oar_qmaxf(v, 0.0f) : v;
 }
 static inline void oar_qepilogue_store(const oar_qepilogue *e, float v, void *out, int64_t i) {
@@ -149,12 +157,21 @@ typedef struct oar_qpacked {
     uint64_t used;
     int8_t *wp;
     int32_t *wsum;
+    bool w7; /* every weight within [-64, 63]: AVX2's vpmaddubsw pair sums cannot saturate */
 } oar_qpacked;
 oar_qpacked *oar_qpacked_get(oar_qlayout layout, const int8_t *w, const oar_qweight_id *wid, int64_t n, int64_t k);
 void oar_qpacked_put(oar_qpacked *p);
 bool oar_cpu_use_vnni(void); /* AVX-512 with VNNI, within the ISA cap */
 void oar_cpu_register_qconv_direct(void);   /* qconv_vnni.c, registered by oar_cpu_register_quant */
 void oar_cpu_register_qconv_dnnl(void);     /* qconv_dnnl.c, likewise */
+void oar_cpu_register_qconv_direct_avx2(void); /* qconv_direct_avx2.c, likewise */
+void oar_cpu_register_qmax_pool(void);         /* qmax_pool_x86.c, likewise */
+/* Which kernel runs a qconv2d of this shape on a CPU with (vnni) or without VNNI (a pure
+ * function of the shape, so the dispatch is testable on any machine): the direct kernels
+ * (positions in the vector lanes; AVX2 with vpmaddubsw on 7-bit weights, or AVX-512 VNNI) take
+ * convolutions with fewer than 16 input or output channels per group, where oneDNN's kernels,
+ * vectorized over channels, leave most lanes idle; the rest goes to oneDNN. */
+bool oar_qconv_direct_takes(bool vnni, int64_t cg, int64_t og);
 /* qconv2d as im2col + the exact int8 GEMM (qgemm_x86.c; vnni: its VNNI kernel, else AVX2). */
 oar_status oar_qconv_gemm(oar_tensor *const *in, oar_tensor *const *out, const oar_attr *a, bool vnni);
 void oar_cpu_register_quantize_fast(void);  /* quantize_avx2.c, likewise */

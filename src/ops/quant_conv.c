@@ -53,6 +53,9 @@ static oar_status qconv_infer(oar_tensor *const *in, int n_in, const oar_attr *a
     if ((x->dtype != OAR_U8 && x->dtype != OAR_I8) || w->dtype != OAR_I8)
         return oar_error(OAR_ERR_DTYPE, "qconv2d: expected x u8 or i8 and weight i8, got %s and %s; quantize them first",
                          oar_dtype_name(x->dtype), oar_dtype_name(w->dtype));
+    if (a[4].i != OAR_QACT_NONE && a[4].i != OAR_QACT_RELU)
+        return oar_error(OAR_ERR_INVALID_ARG, "qconv2d: expected activation 0 (none) or 1 (relu), got %lld",
+                         (long long)a[4].i);
     oar_qconv_geom g;
     oar_status st = oar_qconv_geom_get(x, w, a, &g);
     if (st != OAR_OK) return st;

@@ -90,10 +90,11 @@ static double sigmoid_d(double x) {
 
 /* gelu, tanh form: 0.5 x (1 + tanh(u)) written as x * sigmoid(2u), the same value without the
  * cancellation of 1 + tanh(u) for negative x. The erf form uses erfc for the same reason. */
-static double gelu_d(double x, const oar_attr *a) {
-    if (a[0].i) return x / (1.0 + exp(-2.0 * GELU_TANH_K * (x + GELU_TANH_C * x * x * x)));
+double oar_gelu_ref(double x, bool tanh_form) {
+    if (tanh_form) return x / (1.0 + exp(-2.0 * GELU_TANH_K * (x + GELU_TANH_C * x * x * x)));
     return 0.5 * x * erfc(-x * M_SQRT1_2);
 }
+static double gelu_d(double x, const oar_attr *a) { return oar_gelu_ref(x, a[0].i != 0); }
 
 /* torch: z = beta x; z > threshold ? x : log1p(exp(z)) / beta, with log1p(exp(z)) evaluated
  * as max(z, 0) + log1p(exp(-|z|)) so it never overflows. */

@@ -7,6 +7,8 @@
  * on grid points away from rounding edges. */
 #include "sweep.h"
 
+#include "ops/quant.h"
+
 #include <math.h>
 
 #define NG SWEEP_NO_GRAD
@@ -66,6 +68,23 @@ const sweep_case sweep_cases_quant[] = {
     {"qlinear", "c-128i8:2x35;c0.001f32:;c0i32:;c-128i8:3x35;c0.001f32:;none;none;none;none", "activation=0 dtype=f32"},
     {"qlinear", "c255,0u8:3x64;c1f32:;c0i32:;c127,-128i8:4x64;c1f32:;none;c1000f32:;c0i32:;none",
      "activation=0 dtype=i8"},
+    /* 7-bit weights: the AVX2 kernel's vpmaddubsw path (whole 32-byte chunks and zero-padded
+     * tails, K below one chunk, s8 x with a residual, LeNet's first layer) and its worst cases */
+    {"qlinear", "i0_256u8:5x70" XQ_U8 ";i-64_64i8:7x70;c0.01f32:;nf32:7;c0.05f32:;c10i32:;none",
+     "activation=1 dtype=u8"},
+    {"qlinear", "i-128_128i8:3x7" XQ_S8 ";i-64_64i8:5x7;c0.01,0.02,0.03,0.04,0.05f32:5;nf32:5;none;none;nf32:3x5",
+     "activation=0 dtype=f32"},
+    {"qlinear", "i0_256u8:9x400" XQ_U8 ";i-64_64i8:120x400;c0.001f32:;nf32:120;c0.05f32:;c10i32:;none",
+     "activation=1 dtype=u8"},
+    {"qlinear", "c255u8:3x96;c0.001f32:;c0i32:;c-64i8:5x96;c0.001f32:;none;none;none;none", "activation=0 dtype=f32"},
+    {"qlinear", "c255u8:2x33;c0.001f32:;c0i32:;c63i8:3x33;c0.001f32:;none;none;none;none", "activation=0 dtype=f32"},
+    /* GELU in the epilogue (f32 outputs; 2: erf, 3: tanh), what fuse_quant makes of gelu(qlinear):
+     * whole vectors and a masked tail of columns, with a residual, 7-bit and 8-bit weights */
+    {"qlinear", "i0_256u8:5x70" XQ_U8 ";i-128_128i8:13x70;c0.01f32:;nf32:13;none;none;none",
+     "activation=3 dtype=f32"},
+    {"qlinear", "i-128_128i8:2x3x40" XQ_S8 ";i-64_64i8:21x40;c0.002f32:;nf32:21;none;none;nf32:2x3x21",
+     "activation=2 dtype=f32"},
+    {"qlinear", "i0_256u8:4x33" XQ_U8 ";i-128_128i8:8x33;c0.05f32:;none;none;none;none", "activation=3 dtype=f32"},
     /* qconv2d: padding (the zero point), stride, dilation, groups, depthwise, requantized and residual */
 #define CONV(st, pd, dl, g, act, dt) "stride=" st " padding=" pd " dilation=" dl " groups=" g " activation=" act " dtype=" dt
     {"qconv2d", "i0_256u8:2x3x7x6" XQ_U8 ";i-128_128i8:4x3x3x3;c0.01,0.02,0.03,0.04f32:4;nf32:4;none;none;none",
@@ -107,10 +126,36 @@ const sweep_case sweep_cases_quant[] = {
      CONV("2,1", "1,0", "1,1", "2", "0", "i8")},
     {"qconv2d", "c255u8:1x16x4x4;c0.001f32:;c0i32:;c-64i8:17x16x3x3;c0.001f32:;none;none;none;none",
      CONV("1,1", "0,0", "1,1", "1", "0", "f32")},
+    /* the direct AVX2 kernel (fewer than 16 channels a group, 7-bit weights, vpmaddubsw; at the
+     * AVX2 cap): LeNet's two convs (shifted planes), 1 and 3 input channels with stride 2 and
+     * padding (unfolded rows), s8 data with a residual, groups with dilation, and the pair sums' worst cases
+     * 2 * 255 * -64 and 2 * 255 * 63 */
+    {"qconv2d", "i0_256u8:2x1x28x28" XQ_U8 ";i-64_64i8:6x1x5x5;c0.01f32:;nf32:6;c0.05f32:;c10i32:;none",
+     CONV("1,1", "2,2", "1,1", "1", "1", "u8")},
+    {"qconv2d", "i0_256u8:2x6x14x14" XQ_U8 ";i-64_64i8:16x6x5x5;c0.001f32:;nf32:16;c0.05f32:;c10i32:;none",
+     CONV("1,1", "0,0", "1,1", "1", "1", "u8")},
+    {"qconv2d", "i-128_128i8:2x3x9x7" XQ_S8 ";i-64_64i8:5x3x3x3;c0.01f32:;nf32:5;none;none;nf32:2x5x5x4",
+     CONV("2,2", "1,1", "1,1", "1", "0", "f32")},
+    {"qconv2d", "i0_256u8:3x1x11x10" XQ_U8 ";i-64_64i8:3x1x3x2;c0.01,0.02,0.03f32:3;nf32:3;c0.05f32:;c10i32:;none",
+     CONV("2,3", "2,1", "1,1", "1", "1", "u8")},
+    {"qconv2d", "i-128_128i8:2x6x7x9" XQ_S8 ";i-64_64i8:4x3x3x3;c0.01f32:;nf32:4;c0.1f32:;c-3i32:;nf32:2x4x7x9",
+     CONV("1,1", "2,2", "2,2", "2", "1", "i8")},
+    {"qconv2d", "i0_256u8:2x3x8x11" XQ_U8 ";i-64_64i8:6x3x2x3;c0.01f32:;nf32:6;none;none;nf32:2x6x8x5",
+     CONV("1,2", "1,0", "2,1", "1", "0", "f32")}, /* shifted planes with a column stride */
+    {"qconv2d", "c255u8:1x3x5x5;c0.001f32:;c0i32:;c-64i8:4x3x3x3;c0.001f32:;none;none;none;none",
+     CONV("1,1", "1,1", "1,1", "1", "0", "f32")},
+    {"qconv2d", "c255u8:1x6x5x5;c0.001f32:;c0i32:;c63i8:3x6x3x3;c0.001f32:;none;none;none;none",
+     CONV("1,1", "0,0", "1,1", "1", "0", "f32")},
     /* qmax_pool2d: LeNet's 2x2 windows; padding, stride, dilation and ceil_mode on s8 */
     {"qmax_pool2d", "i0_256u8:2x3x8x6", "kernel=2,2 stride=2,2 padding=0,0 dilation=1,1 ceil_mode=0"},
     {"qmax_pool2d", "i-128_128i8:2x3x9x7", "kernel=2,2 stride=2,2 padding=0,0 dilation=1,1 ceil_mode=0"},
     {"qmax_pool2d", "i0_256u8:1x2x5x5", "kernel=2,2 stride=2,2 padding=0,0 dilation=1,1 ceil_mode=1"},
+    /* the vector 2x2 kernel: rows of 8+ outputs (LeNet's 28 -> 14: an overlapping last chunk), of
+     * 4 to 7 (10 -> 5), an odd input width, s8 */
+    {"qmax_pool2d", "i0_256u8:2x3x28x28", "kernel=2,2 stride=2,2 padding=0,0 dilation=1,1 ceil_mode=0"},
+    {"qmax_pool2d", "i-128_128i8:2x4x10x10", "kernel=2,2 stride=2,2 padding=0,0 dilation=1,1 ceil_mode=0"},
+    {"qmax_pool2d", "i0_256u8:1x2x6x33", "kernel=2,2 stride=2,2 padding=0,0 dilation=1,1 ceil_mode=0"},
+    {"qmax_pool2d", "i-128_128i8:1x3x7x17", "kernel=2,2 stride=2,2 padding=0,0 dilation=1,1 ceil_mode=0"},
     {"qmax_pool2d", "i-128_128i8:1x2x9x8", "kernel=3,3 stride=2,1 padding=1,1 dilation=1,2 ceil_mode=1"},
     {"choose_qparams", "n:4x5", "dtype=u8 symmetric=0"},
     {"choose_qparams", "u:7", "dtype=i8 symmetric=1"},
@@ -159,6 +204,20 @@ static bool bad_ql_yparams(void) {
 static bool bad_ql_x(void) {
     return oar_qlinear(zeros(OAR_F32, 2, 3), scalar_f(1), scalar_i(0), zeros(OAR_I8, 4, 3), scalar_f(1), NULL, NULL) != NULL;
 }
+/* qlinear / qconv2d with activation act (the public API has only ReLU) */
+static bool q_act(bool conv, int64_t act, oar_dtype dt) {
+    oar_tensor *in[QL_N] = {conv ? oar_zeros((int64_t[]){1, 2, 3, 3}, 4, OAR_U8) : zeros(OAR_U8, 2, 3), scalar_f(1),
+                            scalar_i(0), conv ? oar_zeros((int64_t[]){4, 2, 1, 1}, 4, OAR_I8) : zeros(OAR_I8, 4, 3),
+                            scalar_f(1), NULL, dt == OAR_F32 ? NULL : scalar_f(1), dt == OAR_F32 ? NULL : scalar_i(0),
+                            NULL};
+    static const int64_t one[2] = {1, 1}, zero[2] = {0, 0};
+    oar_attr at[6] = {oar_attr_ints(one, 2), oar_attr_ints(zero, 2), oar_attr_ints(one, 2), oar_attr_int(1),
+                      oar_attr_int(act), oar_attr_dtype(dt)};
+    return oar_op_call1(conv ? OAR_OP_qconv2d : OAR_OP_qlinear, in, QL_N, conv ? at : at + 4) != NULL;
+}
+static bool bad_ql_gelu_u8(void) { return q_act(false, 3, OAR_U8); }
+static bool bad_ql_act(void) { return q_act(false, 4, OAR_F32); }
+static bool bad_qconv_gelu(void) { return q_act(true, 2, OAR_F32); }
 static bool bad_qconv_groups(void) {
     return oar_qconv2d(oar_zeros((int64_t[]){1, 4, 5, 5}, 4, OAR_U8), scalar_f(1), scalar_i(0),
                        oar_zeros((int64_t[]){6, 3, 3, 3}, 4, OAR_I8), scalar_f(1), NULL,
@@ -170,6 +229,10 @@ static bool bad_choose_nan(void) {
 }
 
 const sweep_bad sweep_bad_quant[] = {
+    {"qlinear gelu to u8", bad_ql_gelu_u8, "qlinear: expected f32 output with a GELU activation, got u8; run quantize after it"},
+    {"qlinear activation", bad_ql_act,
+     "qlinear: expected activation 0 (none), 1 (relu), 2 (gelu, erf) or 3 (gelu, tanh), got 4"},
+    {"qconv2d gelu", bad_qconv_gelu, "qconv2d: expected activation 0 (none) or 1 (relu), got 2"},
     {"float zero point", bad_zp_dtype, "quantize: expected an integer zero_point"},
     {"per-channel size", bad_channels, "quantize: expected per-channel scale of size x.shape[1] = 3, got 2"},
     {"quantized dtype", bad_qdtype, "quantize: expected dtype u8 or i8, got i32"},

@@ -4,13 +4,15 @@
  * and pooling in f32, and quantizes again. This pass rewrites, until nothing changes:
  *
  *   relu(qop(...; f32))                  -> qop(...; act=relu)              ReLU in the epilogue
+ *   gelu(qlinear(...; f32))              -> qlinear(...; act=gelu)          a dynamic layer's MLP
  *   add(qop(...; f32), r)  (either order) -> qop(..., residual=r)          ResNet's shortcut
  *   quantize(qop(...; f32), s, z)        -> qop(..., y_scale=s, y_zp=z; u8/i8)   requantized
  *   quantize(max_pool2d(u), s, z)        -> qmax_pool2d(quantize(u, s, z))
  *   quantize(reshape(u), s, z)           -> reshape(quantize(u, s, z))
  *
  * (qop: qconv2d or qlinear; s, z per tensor; r f32 of the output's shape). Each is exact, bit for bit: the epilogue applies
- * ReLU and quantizes with the same float arithmetic as the relu and quantize ops
+ * ReLU or GELU (f32 outputs only; the gelu op's own formulas, scalar and AVX2) and quantizes with the same float
+ * arithmetic as the relu, gelu and quantize ops
  * (src/ops/quant.h), and quantization is monotone, so it commutes with max pooling and with any
  * reshape. A quantize moves above a pooling or reshape only when what it reads comes from
  * another of these ops, so it ends fused into an epilogue rather than on a larger tensor. Every
@@ -75,6 +77,18 @@ static bool fuse_relu(qfuser *f, int id) {
     return true;
 }
 
+/* gelu(qlinear(...; f32)) -> qlinear(...; act=gelu, erf or tanh as the gelu's approximate) */
+static bool fuse_gelu(qfuser *f, int id) {
+    oar_program *p = f->p;
+    int v = p->nodes[id].in[0], pn = f32_qop(f, v);
+    if (pn < 0 || p->nodes[pn].op != OAR_OP_qlinear || p->nodes[pn].in[QL_YS] >= 0) return false;
+    oar_attr *act = &p->nodes[pn].attrs[act_attr(OAR_OP_qlinear)];
+    if (act->i != OAR_QACT_NONE) return false;
+    act->i = p->nodes[id].attrs[0].i ? OAR_QACT_GELU_TANH : OAR_QACT_GELU_ERF;
+    retire(p, id, v);
+    return true;
+}
+
 /* add(qop(...; f32), r) -> qop(..., residual=r): the epilogue adds r in f32 before any ReLU, as
  * add would (f32 addition commutes exactly). */
 static oar_status fuse_residual(qfuser *f, int id, bool *changed) {
@@ -114,7 +128,8 @@ static oar_status fuse_requantize(qfuser *f, int id, bool *changed) {
     oar_program *p = f->p;
     const oar_node *q = &p->nodes[id];
     int pn = f32_qop(f, q->in[0]);
-    if (pn < 0 || p->nodes[pn].in[QL_YS] >= 0) return OAR_OK;
+    if (pn < 0 || p->nodes[pn].in[QL_YS] >= 0 || p->nodes[pn].attrs[act_attr(p->nodes[pn].op)].i >= OAR_QACT_GELU_ERF)
+        return OAR_OK; /* a GELU's output stays f32 */
     const oar_node *op = &p->nodes[pn];
     int in[QL_N], n_attrs = oar_op_table[op->op]->n_attrs, out;
     memcpy(in, op->in, sizeof in);
@@ -178,6 +193,7 @@ oar_status oar_pass_fuse_quant(oar_program *p) {
             const oar_node *n = &p->nodes[id];
             if (n->dead || n->block != OAR_MAIN_BLOCK) continue;
             if (n->op == OAR_OP_relu) changed = fuse_relu(&f, id);
+            else if (n->op == OAR_OP_gelu && p->values[n->in[0]].meta.dtype == OAR_F32) changed = fuse_gelu(&f, id);
             else if (n->op == OAR_OP_add) st = fuse_residual(&f, id, &changed);
             else if (n->op == OAR_OP_quantize && p->values[n->in[1]].meta.ndim == 0) {
                 if ((st = fuse_requantize(&f, id, &changed)) == OAR_OK && !changed)

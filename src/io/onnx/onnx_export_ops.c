@@ -629,6 +629,8 @@ static oar_status qop(oxe_graph *g, const oar_node *n) {
     bool conv = n->op == OAR_OP_qconv2d, relu = attr_i(n, "activation") == OAR_QACT_RELU, res = has_in(n, QL_RES);
     bool requant = meta(g, n->out[0])->dtype != OAR_F32;
     if (requant && !(has_in(n, QL_YS) && has_in(n, QL_YZP))) return refuse(g, n, "an int8 output without its scale");
+    if (attr_i(n, "activation") >= OAR_QACT_GELU_ERF)
+        return refuse(g, n, "a GELU in the int8 epilogue (export the program before the fuse_quant pass)");
     const char *xf = oxe_tmp(g), *wf = oxe_tmp(g), *y = relu || res || requant ? oxe_tmp(g) : OUT(0);
     const char *dx[3] = {IN(QL_X), IN(QL_XS), zero_point_as(g, n->in[QL_XZP], x->dtype)}, *dw[2] = {IN(QL_W), IN(QL_WS)};
     Onnx__NodeProto *o;

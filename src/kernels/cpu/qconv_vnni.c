@@ -97,7 +97,27 @@ VNNI static void unfold_rows(const qdirect *d, const uint8_t *xg, int64_t k0, in
 
 /* Four runs of pp bytes -> [pp][4]: byte t of position i from run t (SSE2 unpacks). */
 VNNI static void interleave4(const uint8_t *const r[4], int64_t pp, uint8_t *dst) {
-    for (int64_t i = 0; i < pp; i += 16) {
+    int64_t i = 0;
+    /* 64 positions at a time: the same unpacks in each 128-bit lane (lane L: positions 16L..),
+     * giving per lane 4 blocks of 4 positions; a 4 x 4 transpose of the 128-bit blocks puts
+     * them in position order */
+    for (; i + 64 <= pp; i += 64) {
+        __m512i a = _mm512_loadu_si512(r[0] + i), b = _mm512_loadu_si512(r[1] + i);
+        __m512i c = _mm512_loadu_si512(r[2] + i), e = _mm512_loadu_si512(r[3] + i);
+        __m512i ab0 = _mm512_unpacklo_epi8(a, b), ab1 = _mm512_unpackhi_epi8(a, b);
+        __m512i ce0 = _mm512_unpacklo_epi8(c, e), ce1 = _mm512_unpackhi_epi8(c, e);
+        __m512i o0 = _mm512_unpacklo_epi16(ab0, ce0), o1 = _mm512_unpackhi_epi16(ab0, ce0); /* lane L: 16L+0..3, 4..7 */
+        __m512i o2 = _mm512_unpacklo_epi16(ab1, ce1), o3 = _mm512_unpackhi_epi16(ab1, ce1); /* 8..11, 12..15 */
+        __m512i t0 = _mm512_shuffle_i32x4(o0, o1, 0x44), t1 = _mm512_shuffle_i32x4(o0, o1, 0xEE); /* lanes 0,1 | 2,3 */
+        __m512i t2 = _mm512_shuffle_i32x4(o2, o3, 0x44), t3 = _mm512_shuffle_i32x4(o2, o3, 0xEE);
+        /* t0 = [o0.L0, o0.L1, o1.L0, o1.L1], t2 = [o2.L0, o2.L1, o3.L0, o3.L1]: positions 0-15 are
+         * o0.L0 o1.L0 o2.L0 o3.L0 */
+        _mm512_storeu_si512(dst + 4 * i, _mm512_shuffle_i32x4(t0, t2, 0x88));
+        _mm512_storeu_si512(dst + 4 * i + 64, _mm512_shuffle_i32x4(t0, t2, 0xDD));
+        _mm512_storeu_si512(dst + 4 * i + 128, _mm512_shuffle_i32x4(t1, t3, 0x88));
+        _mm512_storeu_si512(dst + 4 * i + 192, _mm512_shuffle_i32x4(t1, t3, 0xDD));
+    }
+    for (; i < pp; i += 16) {
         __m128i a = _mm_loadu_si128((const __m128i *)(r[0] + i)), b = _mm_loadu_si128((const __m128i *)(r[1] + i));
         __m128i c = _mm_loadu_si128((const __m128i *)(r[2] + i)), e = _mm_loadu_si128((const __m128i *)(r[3] + i));
         __m128i ab0 = _mm_unpacklo_epi8(a, b), ab1 = _mm_unpackhi_epi8(a, b);

@@ -4,7 +4,7 @@
  * - avx512-vnni: vpdpbusd multiplies u8 by s8 and adds groups of four into int32 lanes without
  *   intermediate saturation. Weights are packed once per weight (16 columns x 4 k per vector,
  *   kept in a cache named by the weight's storage uid and version) and x is
- *   broadcast four bytes at a time: 4 rows x 64 columns accumulate in 16 registers. It needs u8 activations: s8 ones are shifted by 128 (x ^ 0x80) and
+ *   broadcast four bytes at a time: 6 rows x 64 columns accumulate in 24 registers. It needs u8 activations: s8 ones are shifted by 128 (x ^ 0x80) and
  *   the shift taken back with the weight row sums, as is the zero point:
  *   sum (x - z) w = sum x' w - (z + shift) sum w.
  * - avx2: vpmaddubsw would add two u8·s8 products into a saturating int16 (255·127·2 > 32767:
@@ -24,8 +24,10 @@
 #include <cpuid.h>
 #include <immintrin.h>
 
+#include "kernels/cpu/avx2_activation.h"
+
 #define NB 64 /* columns per task */
-#define MB 4  /* rows per task */
+#define MB 6  /* rows per task (the VNNI tile: 6 rows x 4 vectors of 16 columns) */
 
 typedef struct qgemm_job {
     const uint8_t *x; /* [M, K] u8 or s8 bytes */
@@ -61,48 +63,59 @@ static void vnni_pack(const int8_t *w, int64_t n, int64_t k, int8_t *wp, int32_t
     }
 }
 
-/* Rows [m0, m0 + 4) (rows past m1 repeat row m0 and are dropped) x nbk blocks of 16 columns from n0. */
+/* Rows [m0, m0 + MB) (rows past m1 repeat row m0 and are dropped) x nbk blocks of 16 columns
+ * from n0: MB x nbk accumulators (24 of the 32 registers), x broadcast 4 bytes at a time
+ * straight from memory (vpbroadcastd m32; s8 flipped after), the zero-point and sign-shift
+ * correction applied in vector form before the sums are stored. */
 __attribute__((target("avx512f,avx512bw,avx512vnni"), always_inline)) static inline void
-vnni_core(const qgemm_job *j, int64_t m0, int64_t m1, int64_t n0, int64_t n1, int32_t acc[MB][NB], const int nbk) {
+vnni_core(const qgemm_job *j, int64_t m0, int64_t m1, int64_t n0, int64_t n1, int32_t acc[MB][NB], const int nbk,
+          const bool flip) {
     int64_t k = j->k, kq = (k + 3) / 4, kfull = k / 4;
-    const uint8_t *xr[4];
-    for (int r = 0; r < 4; r++) xr[r] = j->x + (m0 + r < m1 ? m0 + r : m0) * k;
-    uint32_t flip = j->x_signed ? 0x80808080u : 0;
-    __m512i a[4][4];
-    for (int r = 0; r < 4; r++)
+    const uint8_t *xr[MB];
+    for (int r = 0; r < MB; r++) xr[r] = j->x + (m0 + r < m1 ? m0 + r : m0) * k;
+    const __m512i fv = _mm512_set1_epi32((int)0x80808080u);
+    __m512i a[MB][4];
+    for (int r = 0; r < MB; r++)
         for (int b = 0; b < nbk; b++) a[r][b] = _mm512_setzero_si512();
     const int8_t *wb = j->wp + (n0 / 16) * kq * 64;
     for (int64_t q = 0; q < kq; q++) {
-        __m512i xb[4];
-        for (int r = 0; r < 4; r++) {
-            uint32_t v = 0;
-            if (q < kfull) memcpy(&v, xr[r] + 4 * q, 4);
-            else memcpy(&v, xr[r] + 4 * q, (size_t)(k - 4 * q)); /* never past the row */
-            xb[r] = _mm512_set1_epi32((int)(v ^ flip));
+        __m512i wv[4], xb[MB];
+#pragma GCC unroll 4
+        for (int b = 0; b < nbk; b++) wv[b] = _mm512_loadu_si512(wb + (b * kq + q) * 64);
+#pragma GCC unroll 8
+        for (int r = 0; r < MB; r++) {
+            int32_t v = 0;
+            if (__builtin_expect(q < kfull, 1)) memcpy(&v, xr[r] + 4 * q, 4);
+            else /* the last partial group: never past the row */
+                for (int64_t t = 4 * q; t < k; t++) v |= (int32_t)((uint32_t)xr[r][t] << (8 * (t - 4 * q)));
+            xb[r] = flip ? _mm512_xor_si512(_mm512_set1_epi32(v), fv) : _mm512_set1_epi32(v);
         }
-        for (int b = 0; b < nbk; b++) {
-            __m512i wv = _mm512_loadu_si512(wb + (b * kq + q) * 64);
-            for (int r = 0; r < 4; r++) a[r][b] = _mm512_dpbusd_epi32(a[r][b], xb[r], wv);
-        }
+#pragma GCC unroll 8
+        for (int r = 0; r < MB; r++)
+#pragma GCC unroll 4
+            for (int b = 0; b < nbk; b++) a[r][b] = _mm512_dpbusd_epi32(a[r][b], xb[r], wv[b]);
     }
-    uint32_t corr = (uint32_t)(j->xzp + j->shift);
-    for (int r = 0; r < 4 && m0 + r < m1; r++)
-        for (int b = 0; b < nbk; b++) {
-            int32_t t[16];
-            _mm512_storeu_si512(t, a[r][b]);
-            for (int i = 0; i < 16 && n0 + b * 16 + i < n1; i++) {
-                int64_t c = n0 + b * 16 + i;
-                acc[r][c - n0] = (int32_t)((uint32_t)t[i] - corr * (uint32_t)j->wsum[c]);
-            }
-        }
+    const __m512i corr = _mm512_set1_epi32(j->xzp + j->shift);
+    for (int b = 0; b < nbk; b++) {
+        int64_t c0 = n0 + b * 16, cn = n1 - c0 < 16 ? n1 - c0 : 16;
+        __mmask16 m = cn >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << cn) - 1);
+        __m512i sub = _mm512_mullo_epi32(corr, _mm512_maskz_loadu_epi32(m, j->wsum + c0));
+        for (int r = 0; r < MB && m0 + r < m1; r++)
+            _mm512_mask_storeu_epi32(&acc[r][c0 - n0], m, _mm512_sub_epi32(a[r][b], sub));
+    }
 }
 
 VNNI static void vnni_block(const qgemm_job *j, int64_t m0, int64_t m1, int64_t n0, int64_t n1, int32_t acc[MB][NB]) {
-    switch ((n1 - n0 + 15) / 16) {
-    case 1: vnni_core(j, m0, m1, n0, n1, acc, 1); break;
-    case 2: vnni_core(j, m0, m1, n0, n1, acc, 2); break;
-    case 3: vnni_core(j, m0, m1, n0, n1, acc, 3); break;
-    default: vnni_core(j, m0, m1, n0, n1, acc, 4); break;
+    bool flip = j->x_signed;
+    switch ((n1 - n0 + 15) / 16 * 2 + flip) {
+    case 2: vnni_core(j, m0, m1, n0, n1, acc, 1, false); break;
+    case 3: vnni_core(j, m0, m1, n0, n1, acc, 1, true); break;
+    case 4: vnni_core(j, m0, m1, n0, n1, acc, 2, false); break;
+    case 5: vnni_core(j, m0, m1, n0, n1, acc, 2, true); break;
+    case 6: vnni_core(j, m0, m1, n0, n1, acc, 3, false); break;
+    case 7: vnni_core(j, m0, m1, n0, n1, acc, 3, true); break;
+    case 9: vnni_core(j, m0, m1, n0, n1, acc, 4, true); break;
+    default: vnni_core(j, m0, m1, n0, n1, acc, 4, false); break;
     }
 }
 
@@ -151,6 +164,47 @@ AVX2 static void avx2_tile(const qgemm_job *j, int64_t m0, int mr, int64_t n0, i
         }
 }
 
+/* ---- AVX2 with 7-bit weights: vpmaddubsw. Its pair sums x0 w0 + x1 w1 of u8 x and s8 w are
+ * exact in int16 when every weight lies in [-64, 63] (2 * 255 * -64 = -32640; checked once per
+ * packed weight), so 32 products take one vpmaddubsw and one vpmaddwd (by ones) instead of two
+ * widenings and two vpmaddwd. x is used raw (s8 flipped to u8); the zero point (and the flip's
+ * 128) comes back with the weight row sums: sum (x - z) w = sum x' w - (z + shift) sum w. A
+ * row's last partial chunk goes through zero-padded copies (zero weights add nothing). */
+#define W7_LOAD(p) _mm256_loadu_si256((const __m256i *)(p))
+AVX2 static void avx2_tile_w7(const qgemm_job *j, int64_t m0, int mr, int64_t n0, int nc, int32_t acc[MB][NB],
+                              int64_t nb0) {
+    __m256i a[2][4];
+    for (int r = 0; r < 2; r++)
+        for (int c = 0; c < 4; c++) a[r][c] = _mm256_setzero_si256();
+    const __m256i ones = _mm256_set1_epi16(1), flip = _mm256_set1_epi8(j->x_signed ? (char)0x80 : 0);
+    int64_t k = j->k, t = 0;
+    for (; t + 32 <= k; t += 32) {
+        __m256i xv[2], wv[4];
+        for (int r = 0; r < mr; r++) xv[r] = _mm256_xor_si256(W7_LOAD(j->x + (m0 + r) * k + t), flip);
+        for (int c = 0; c < nc; c++) wv[c] = W7_LOAD(j->w + (n0 + c) * k + t);
+        for (int r = 0; r < mr; r++)
+            for (int c = 0; c < nc; c++)
+                a[r][c] = _mm256_add_epi32(a[r][c], _mm256_madd_epi16(_mm256_maddubs_epi16(xv[r], wv[c]), ones));
+    }
+    if (t < k) { /* the tail: x's bytes past it are any (their weights are zero) */
+        uint8_t xt[2][32] = {{0}};
+        int8_t wt[4][32] = {{0}};
+        __m256i xv[2], wv[4];
+        for (int r = 0; r < mr; r++) memcpy(xt[r], j->x + (m0 + r) * k + t, (size_t)(k - t));
+        for (int c = 0; c < nc; c++) memcpy(wt[c], j->w + (n0 + c) * k + t, (size_t)(k - t));
+        for (int r = 0; r < mr; r++) xv[r] = _mm256_xor_si256(W7_LOAD(xt[r]), flip);
+        for (int c = 0; c < nc; c++) wv[c] = W7_LOAD(wt[c]);
+        for (int r = 0; r < mr; r++)
+            for (int c = 0; c < nc; c++)
+                a[r][c] = _mm256_add_epi32(a[r][c], _mm256_madd_epi16(_mm256_maddubs_epi16(xv[r], wv[c]), ones));
+    }
+    uint32_t corr = (uint32_t)(j->xzp + (j->x_signed ? 128 : 0));
+    for (int r = 0; r < mr; r++)
+        for (int c = 0; c < nc; c++)
+            acc[r][n0 + c - nb0] = (int32_t)((uint32_t)avx2_hsum(a[r][c]) - corr * (uint32_t)j->wsum[n0 + c]);
+}
+#undef W7_LOAD
+
 /* ---- the task loop: a block of rows x columns, handed to emit */
 typedef void (*tile_fn)(const qgemm_job *, int64_t, int, int64_t, int, int32_t[MB][NB], int64_t);
 
@@ -181,6 +235,9 @@ static void vnni_range(void *ctx, int64_t b, int64_t e) {
 }
 static void avx2_range(void *ctx, int64_t b, int64_t e) {
     for (int64_t i = b; i < e; i++) run_block(ctx, avx2_tile, 2, i);
+}
+static void avx2_w7_range(void *ctx, int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; i++) run_block(ctx, avx2_tile_w7, 2, i);
 }
 
 /* ---- the packed-weight cache (oar_qpacked, ops/quant.h): made once per weight (storage uid,
@@ -226,6 +283,8 @@ static oar_qpacked *qpacked_new(oar_qlayout layout, const int8_t *w, int64_t n, 
     }
     if (layout == OAR_QLAYOUT_VNNI_COLUMNS) vnni_pack(w, n, k, p->wp, p->wsum);
     else rows_pack(w, n, k, p->wp, p->wsum);
+    p->w7 = true;
+    for (int64_t i = 0; i < n * k; i++) p->w7 &= w[i] >= -64 && w[i] < 64;
     return p;
 }
 
@@ -270,17 +329,16 @@ oar_status oar_qgemm(bool vnni, const uint8_t *x, bool x_signed, int32_t x_zp, c
                      const oar_qweight_id *wid, int64_t m, int64_t n, int64_t k, oar_qgemm_emit emit, void *user) {
     qgemm_job j = {.x = x, .w = w, .m = m, .n = n, .k = k, .x_signed = x_signed, .xzp = x_zp,
                    .shift = vnni && x_signed ? 128 : 0, .emit = emit, .user = user};
-    oar_qpacked *pk = NULL;
-    if (vnni) {
-        if (!(pk = oar_qpacked_get(OAR_QLAYOUT_VNNI_COLUMNS, w, wid, n, k))) return oar_error(OAR_ERR_OOM, "qgemm: out of memory");
-        j.wsum = pk->wsum;
-        j.wp = pk->wp;
-    }
+    /* VNNI: the packed columns; AVX2: the row sums and whether the weights fit 7 bits */
+    oar_qpacked *pk = oar_qpacked_get(vnni ? OAR_QLAYOUT_VNNI_COLUMNS : OAR_QLAYOUT_ROWS4, w, wid, n, k);
+    if (!pk) return oar_error(OAR_ERR_OOM, "qgemm: out of memory");
+    j.wsum = pk->wsum;
+    j.wp = pk->wp;
     j.n_blocks = (n + NB - 1) / NB;
     int64_t blocks = ((m + MB - 1) / MB) * j.n_blocks;
     /* a block is MB*NB*K multiply-adds; a few thousand make a chunk worth a thread */
     int64_t grain = 1 + (1 << 16) / (MB * NB * (k + 1));
-    if (blocks) oar_parallel_for(blocks, grain, vnni ? vnni_range : avx2_range, &j);
+    if (blocks) oar_parallel_for(blocks, grain, vnni ? vnni_range : pk->w7 ? avx2_w7_range : avx2_range, &j);
     oar_qpacked_put(pk);
     return OAR_OK;
 }
@@ -317,10 +375,20 @@ typedef struct linear_emit {
 /* f32 outputs (the dynamic layers' case) 8 columns at a time with the epilogue's own roundings:
  * (float)acc is cvtdq2ps (round to nearest), fmaf is one vfmadd, the residual one add, and
  * ReLU max(v, 0) as maxps(v, 0) (0 for NaN and -0, as oar_qmaxf); the rest as the reference. */
+EPI static inline __attribute__((always_inline)) __m256 linear_act8(const oar_qepilogue *e, __m256 v) {
+    if (e->act == OAR_QACT_RELU) return _mm256_max_ps(v, _mm256_setzero_ps());
+    if (e->act == OAR_QACT_GELU_TANH) return oar_v_gelu_tanh(v);
+    if (e->act == OAR_QACT_GELU_ERF) return oar_v_gelu_erf(v);
+    return v;
+}
+
+/* The GELUs are the gelu op's AVX2 kernel's (avx2_activation.h), so that a fused qlinear gives
+ * the bits of qlinear then gelu on every CPU path; a row's last columns go through masked
+ * loads and stores as that kernel's tail does (the scalar epilogue would round differently). */
 EPI static void emit_linear(void *user, int64_t m0, int64_t m1, int64_t n0, int64_t n1, const int32_t *acc, int64_t ld) {
     const linear_emit *l = user;
     const oar_qepilogue *e = l->e;
-    bool vec = e->out_dtype == OAR_F32;
+    bool vec = e->out_dtype == OAR_F32, gelu = e->act == OAR_QACT_GELU_TANH || e->act == OAR_QACT_GELU_ERF;
     for (int64_t r = m0; r < m1; r++) {
         const int32_t *a = acc + (r - m0) * ld;
         const float *res = l->res ? l->res + r * l->n : NULL;
@@ -330,8 +398,16 @@ EPI static void emit_linear(void *user, int64_t m0, int64_t m1, int64_t n0, int6
             __m256 v = _mm256_cvtepi32_ps(_mm256_loadu_si256((const __m256i *)(a + (n - n0))));
             v = _mm256_fmadd_ps(v, _mm256_loadu_ps(e->comb + n), e->bias ? _mm256_loadu_ps(e->bias + n) : _mm256_setzero_ps());
             if (res) v = _mm256_add_ps(v, _mm256_loadu_ps(res + n));
-            if (e->act == OAR_QACT_RELU) v = _mm256_max_ps(v, _mm256_setzero_ps());
-            _mm256_storeu_ps((float *)row + n, v);
+            _mm256_storeu_ps((float *)row + n, linear_act8(e, v));
+        }
+        if (gelu && n < n1) {
+            __m256i m = oar_v_tail_mask(n1 - n);
+            __m256 v = _mm256_cvtepi32_ps(_mm256_maskload_epi32(a + (n - n0), m));
+            v = _mm256_fmadd_ps(v, _mm256_maskload_ps(e->comb + n, m),
+                                e->bias ? _mm256_maskload_ps(e->bias + n, m) : _mm256_setzero_ps());
+            if (res) v = _mm256_add_ps(v, _mm256_maskload_ps(res + n, m));
+            _mm256_maskstore_ps((float *)row + n, m, linear_act8(e, v));
+            n = n1;
         }
         oar_qepilogue_row(e, a + (n - n0), res, n, n1, row);
     }
@@ -466,6 +542,8 @@ static bool supports_avx2(oar_tensor *const *in, int n_in, oar_tensor *const *ou
 void oar_cpu_register_quant(void) {
     oar_cpu_register_qconv_direct();
     oar_cpu_register_qconv_dnnl();
+    oar_cpu_register_qconv_direct_avx2();
+    oar_cpu_register_qmax_pool();
     oar_cpu_register_quantize_fast();
     uint32_t dts = OAR_DTYPE_BIT(OAR_U8) | OAR_DTYPE_BIT(OAR_I8);
     oar_register_kernel(OAR_OP_qlinear, (oar_kernel_entry){.device = OAR_CPU, .dtypes = dts, .impl = "avx512-vnni",
