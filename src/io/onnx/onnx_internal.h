@@ -89,6 +89,10 @@ typedef struct ox_qval {
     oar_tensor *q, *scale, *zero_point;
     int axis;
     bool qop;
+    /* qadd: the value is Add of the two recorded values add_a and add_b (per tensor, one shape),
+     * relu: then Relu of it; a QuantizeLinear of it becomes one qadd of their bytes */
+    bool qadd, relu;
+    int add_a, add_b;
 } ox_qval;
 
 /* A node being translated: its inputs (NULL for absent optional ones) and the outputs it must

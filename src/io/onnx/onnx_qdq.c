@@ -18,6 +18,7 @@
 
 #include "oar/quant.h"
 #include "ops/op.h"
+#include "ops/quant_add.h"
 
 #include <math.h>
 #include <string.h>
@@ -139,6 +140,14 @@ bool ox_qdq_quantize(ox_ctx *c, oar_tensor **y) {
         *y = src->q;
         return true;
     }
+    ox_qval *sum = c->qv && c->node->in[0] >= 0 && c->qv[c->node->in[0]].qadd ? &c->qv[c->node->in[0]] : NULL;
+    if (sum) { /* Add [Relu] of two recorded values, quantized: qadd of their bytes, ONNX's float chain */
+        ox_qval *a = &c->qv[sum->add_a], *b = &c->qv[sum->add_b];
+        oar_tensor *in[QA_N] = {a->q, a->scale, a->zero_point, b->q, b->scale, b->zero_point, s, z0};
+        oar_attr at[2] = {oar_attr_int(sum->relu ? OAR_QACT_RELU : OAR_QACT_NONE), oar_attr_dtype(dt)};
+        *y = oar_op_call1(OAR_OP_qadd, in, QA_N, at);
+        return true;
+    }
     if (qop_in(c, 0)) /* the epilogue of the int8 op that made x: x * (1 / s), fused */
         *y = oar_quantize(x, s, z0, 0, dt);
     else /* ONNX's x / s exactly (scale 1 multiplies exactly) */
@@ -213,6 +222,23 @@ void ox_qdq_after(const ox_ctx *c) {
     if ((!strcmp(op, "Relu") || !strcmp(op, "MaxPool") || !strcmp(op, "Reshape") || !strcmp(op, "Flatten")) &&
         qop_in(c, 0) && c->out[0]->dtype == OAR_F32)
         mark_qop(c, 0);
+    /* Add of two recorded per-tensor values of one shape (a QDQ residual), then maybe Relu: a
+     * QuantizeLinear of it runs qadd on their bytes (the f32 chain stays for other readers) */
+    if (!strcmp(op, "Add") && act(c, 0) && act(c, 1) && c->in[0] && c->in[1] && c->in[0]->dtype == OAR_F32 &&
+        c->in[1]->dtype == OAR_F32 && c->in[0]->ndim == c->out[0]->ndim && c->in[1]->ndim == c->out[0]->ndim &&
+        !memcmp(c->in[0]->shape, c->out[0]->shape, sizeof(int64_t) * (size_t)c->out[0]->ndim) &&
+        !memcmp(c->in[1]->shape, c->out[0]->shape, sizeof(int64_t) * (size_t)c->out[0]->ndim) &&
+        c->node->out[0] >= 0) {
+        c->qv[c->node->out[0]] = (ox_qval){.qadd = true, .add_a = c->node->in[0], .add_b = c->node->in[1]};
+        return;
+    }
+    if (!strcmp(op, "Relu") && c->node->in[0] >= 0 && c->qv[c->node->in[0]].qadd && !c->qv[c->node->in[0]].relu &&
+        c->node->out[0] >= 0) {
+        ox_qval v = c->qv[c->node->in[0]];
+        v.relu = true;
+        c->qv[c->node->out[0]] = v;
+        return;
+    }
     if (!strcmp(op, "Add") && (qop_in(c, 0) || qop_in(c, 1)) && c->in[0] && c->in[1] &&
         c->in[0]->ndim == c->in[1]->ndim && c->in[0]->numel == c->in[1]->numel)
         mark_qop(c, 0);
