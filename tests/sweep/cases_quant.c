@@ -107,6 +107,9 @@ const sweep_case sweep_cases_quant[] = {
      CONV("2,1", "1,0", "1,1", "2", "0", "i8")},
     {"qconv2d", "c255u8:1x16x4x4;c0.001f32:;c0i32:;c-64i8:17x16x3x3;c0.001f32:;none;none;none;none",
      CONV("1,1", "0,0", "1,1", "1", "0", "f32")},
+    /* an ImageNet stem (3 -> 16+ channels, 7x7 stride 2): oneDNN's kernel rather than the direct one */
+    {"qconv2d", "i0_256u8:1x3x13x12" XQ_U8 ";i-128_128i8:16x3x7x7;c0.001f32:;nf32:16;c0.05f32:;c10i32:;none",
+     CONV("2,2", "3,3", "1,1", "1", "1", "u8")},
     /* qmax_pool2d: LeNet's 2x2 windows; padding, stride, dilation and ceil_mode on s8 */
     {"qmax_pool2d", "i0_256u8:2x3x8x6", "kernel=2,2 stride=2,2 padding=0,0 dilation=1,1 ceil_mode=0"},
     {"qmax_pool2d", "i-128_128i8:2x3x9x7", "kernel=2,2 stride=2,2 padding=0,0 dilation=1,1 ceil_mode=0"},
