@@ -180,12 +180,10 @@ def main():
         for fmt in ("QDQ", "QOperator"):
             q = os.path.join(tmp, f"{name}.{fmt}.onnx")
             cal = [x_cal[i:i + 16] for i in range(0, len(x_cal), 16)]
-            # QOperator: Conv and MatMul only (QLinearConv, QLinearMatMul of ai.onnx); onnxruntime
-            # writes the others as com.microsoft ops (QGemm, QLinearAdd, QLinearGlobalAveragePool),
-            # outside ai.onnx, which oar refuses by name
+            # QOperator: every op onnxruntime quantizes, the ones outside ai.onnx as its com.microsoft
+            # ops (QLinearAdd, QLinearGlobalAveragePool, QGemm: src/io/onnx/onnx_ops_ms.c)
             quantize_static(fp32, q, Reader(in_name, cal), quant_format=getattr(QuantFormat, fmt), per_channel=True,
-                            activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8,
-                            op_types_to_quantize=["Conv", "MatMul"] if fmt == "QOperator" else None)
+                            activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8)
             so = ort.SessionOptions()
             so.intra_op_num_threads = a.threads
             so.inter_op_num_threads = 1

@@ -120,6 +120,8 @@ typedef struct ox_op {
 
 /* The operator table (onnx_ops.c): NULL when op_type is not translated. */
 const ox_op *ox_find_op(const char *op_type);
+/* The com.microsoft operators oar translates (onnxruntime's int8 ops; onnx_ops_ms.c), or NULL. */
+const ox_op *ox_find_ms_op(const char *op_type);
 /* "Abs, Add, ..." for messages. */
 void ox_list_ops(char *buf, size_t size);
 
