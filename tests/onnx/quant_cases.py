@@ -425,12 +425,12 @@ def ms_concat(name, index, out):
     ms_case(out, name, "QLinearConcat", m, feeds, index, definition)
 
 
-def ms_qgemm(name, index, out, float_out=False, per_column=True, trans_b=1):
+def ms_qgemm(name, index, out, float_out=False, per_column=True, trans_b=1, b_zp=0):
     M, K, N = 3, 20, 6
     a_s, az = 0.02, 130
     b = qx((N, K) if trans_b else (K, N), I8)
     bs = (rng.random(N) * 0.01 + 0.002).astype(np.float32) if per_column else np.float32(0.005)
-    bz = np.zeros(np.shape(bs), np.int8)
+    bz = np.full(np.shape(bs), b_zp, np.int8)
     c32 = rng.integers(-300, 300, size=N).astype(np.int32)
     ys, yz = 0.1, 128
     inits = [const("as", np.float32(a_s)), const("az", np.uint8(az)), const("b", b), const("bs", bs),
@@ -445,7 +445,7 @@ def ms_qgemm(name, index, out, float_out=False, per_column=True, trans_b=1):
 
     def definition(f):
         bb = b.T if trans_b else b
-        acc = (f["a"].astype(np.int64) - az) @ bb.astype(np.int64) + c32
+        acc = (f["a"].astype(np.int64) - az) @ (bb.astype(np.int64) - b_zp) + c32
         v = acc * (np.float64(np.float32(a_s)) * bs.astype(np.float64))
         return v.astype(np.float32) if float_out else req64(v, np.float32(ys), yz, U8)
     if float_out:  # f32 outputs: compared with the backend tolerances, against onnxruntime's
@@ -466,8 +466,9 @@ def ms_cases(index, out):
     ms_pool("ms_qlinearaveragepool", index, out, False)
     ms_pool("ms_qlinearaveragepool_pad_nhwc", index, out, False, channels_last=1, include_pad=1)
     ms_concat("ms_qlinearconcat", index, out)
-    ms_qgemm("ms_qgemm", index, out)
-    ms_qgemm("ms_qgemm_float_out", index, out, float_out=True, per_column=False, trans_b=0)
+    ms_qgemm("ms_qgemm_int8", index, out)
+    ms_qgemm("ms_qgemm_float_out_int8", index, out, float_out=True, per_column=False, trans_b=0)
+    ms_qgemm("ms_qgemm_asym_weights_float", index, out, per_column=False, b_zp=3)
 
 
 def cases(out):

@@ -27,6 +27,7 @@ bool ox_qdq_max_pool(ox_ctx *c, const struct oar_attr *at, oar_tensor **y); /* M
 bool ox_qlinear_conv_int8(ox_ctx *c, oar_tensor **y);         /* QLinearConv on qconv2d */
 bool ox_qlinear_matmul_int8(ox_ctx *c, oar_tensor **y);       /* QLinearMatMul on qlinear */
 bool ox_integer_int8(ox_ctx *c, bool conv, oar_tensor **y);   /* ConvInteger / MatMulInteger, sums < 2^24 */
+bool ox_qgemm_int8(ox_ctx *c, oar_tensor **y);                /* com.microsoft QGemm on qlinear */
 
 /* onnx_ops_quant.c's checks and rounding, shared with onnx_ops_ms.c: x u8/i8; a floating scale,
  * positive and finite where known; a zero point of its data's dtype ("x_zero_point" names x);

@@ -12,8 +12,9 @@
  *  - average pooling: the pooled means of the centred integers (x - zp) in double (the sums are
  *    exact), times x_scale, divided by y_scale, rounded half to even (the real value's rounding
  *    but at an exact tie or within 2^-50 of one);
- *  - QGemm: the integer product (A - a_zp)(B - b_zp) + C in double (exact below 2^53), times
- *    alpha a_scale b_scale, then quantized as above or returned as f32 without y_scale.
+ *  - QGemm: on qlinear where B is a constant symmetric i8 (transA = 0, alpha = 1: onnx_qdq.c,
+ *    rounded as QLinearConv's epilogue), else the integer product (A - a_zp)(B - b_zp) + C in
+ *    double (exact below 2^53), times alpha a_scale b_scale, then quantized as above or f32.
  * onnxruntime's own kernels round their fused float scales differently (QLinearAdd's u8 kernel,
  * the average pools), so their codes can be one step away from the definition: docs/onnx.md
  * counts them per case. DynamicQuantizeMatMul is not translated (its A is quantized at run time
@@ -201,6 +202,7 @@ oar_status ox_ms_QGemm(ox_ctx *c) {
     if (st != OAR_OK) return st;
     if (a.x->ndim != 2 || b->ndim != 2)
         return ox_fail(c, OAR_ERR_SHAPE, "expected A and B 2-D, got ranks %d and %d", a.x->ndim, b->ndim);
+    oar_tensor *yq = NULL;
     bool ta = ox_attr_int(c, "transA", 0) != 0, tb = ox_attr_int(c, "transB", 0) != 0;
     int64_t k = ta ? a.x->shape[0] : a.x->shape[1], kb = tb ? b->shape[1] : b->shape[0];
     int64_t n = tb ? b->shape[0] : b->shape[1];
@@ -216,6 +218,7 @@ oar_status ox_ms_QGemm(ox_ctx *c) {
     if (bias && bias->dtype != OAR_I32)
         return ox_fail(c, OAR_ERR_DTYPE, "expected C int32 (scale alpha * a_scale * b_scale), got %s",
                        oar_dtype_name(bias->dtype));
+    if (ox_qgemm_int8(c, &yq)) return ox_set(c, 0, yq);
     oar_tensor *fa = oar_sub(oar_cast(a.x, OAR_F64), oar_cast(a.z, OAR_F64)), *fb = oar_cast(b, OAR_F64);
     if (fa && ta) fa = oar_transpose(fa, 0, 1);
     if (fb && tb) fb = oar_transpose(fb, 0, 1);

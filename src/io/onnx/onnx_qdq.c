@@ -306,6 +306,36 @@ bool ox_qlinear_matmul_int8(ox_ctx *c, oar_tensor **y) {
     return true;
 }
 
+/* com.microsoft QGemm (A, a_scale, a_zp, B, b_scale, b_zp, C, y_scale, y_zp) with transA = 0,
+ * alpha = 1, a constant symmetric i8 B (per tensor or per column) and a known int32 C of N
+ * values: qlinear, the bias folded to f32 as QLinearConv's (b[n] a_scale b_scale[n] in double);
+ * a u8/i8 output with y_scale, f32 without. */
+bool ox_qgemm_int8(ox_ctx *c, oar_tensor **y) {
+    oar_tensor *a = OX_IN(c, 0), *b = OX_IN(c, 3), *bs = OX_IN(c, 4), *cb = OX_IN(c, 6), *as0, *az0;
+    bool tb = ox_attr_int(c, "transB", 0) != 0;
+    oar_qlinear_opts q = {.out_dtype = OAR_F32};
+    if (ox_attr_int(c, "transA", 0) || ox_attr_float(c, "alpha", 1.0) != 1.0 ||
+        !act_params(a, OX_IN(c, 1), OX_IN(c, 2), &as0, &az0) || a->ndim != 2 || !b || b->ndim != 2)
+        return false;
+    int64_t n = b->shape[tb ? 0 : 1];
+    if (!weight_ok(b, bs, OX_IN(c, 5), n) || (OX_IN(c, 7) && !out_params(OX_IN(c, 7), OX_IN(c, 8), &q)) ||
+        (cb && (cb->dtype != OAR_I32 || cb->numel != n || !known(cb) || !known(as0) || !known(bs))))
+        return false;
+    oar_tensor *wt = tb ? b : paused_transpose(b), *bsv = bs->numel == 1 ? per_tensor(bs) : bs, *bias = NULL;
+    if (wt && cb) {
+        uint64_t tr = oar_active_trace;
+        oar_active_trace = 0;
+        bias = oar_cast(oar_mul(oar_mul(oar_cast(oar_reshape(cb, &n, 1), OAR_F64), oar_cast(as0, OAR_F64)),
+                                oar_cast(bsv, OAR_F64)),
+                        OAR_F32);
+        oar_active_trace = tr;
+        bias = bias ? ox_as_constant(bias) : NULL;
+        if (!bias) wt = NULL;
+    }
+    *y = wt ? oar_qlinear(a, as0, az0, wt, bsv, bias, &q) : NULL;
+    return true;
+}
+
 /* ConvInteger / MatMulInteger give the int32 sums: qconv2d/qlinear with unit scales give them as
  * f32, exact while every partial sum stays below 2^24 (K * 255 * 128 < 2^24: K <= 514). */
 bool ox_integer_int8(ox_ctx *c, bool conv, oar_tensor **y) {
