@@ -186,7 +186,7 @@ def qlinear_conv(name, index, out, xdt=U8, stride=1, pads=(1, 1, 1, 1), group=1,
         rng.integers(-128, 128, size=(2, C, 9, 9)).astype(np.int8)
     np_x = np.uint8 if xdt == U8 else np.int8
     inits = [const("xs", np.float32(0.0173)), const("xz", np_x(120 if xdt == U8 else -3)), const("w", w),
-             const("ws", ws), const("wz", (np.full(M, wz, np.uint8) if wdt == U8 else np.zeros(M, np.int8))),
+             const("ws", ws), const("wz", np.full(M, wz, np.uint8 if wdt == U8 else np.int8)),
              const("ys", np.float32(0.061)), const("yz", np_x(7))]
     ins = ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz"]
     if bias:
@@ -236,7 +236,7 @@ def integer_ops(index, out):
     m = model([helper.make_node("ConvInteger", ["x", "w", "xz", "wz"], ["y"], pads=[1, 1, 1, 1])],
               [vi("x", U8, [2, 3, 6, 6])], [vi("y", I32, [2, 5, 6, 6])],
               [const("w", wu), const("xz", np.uint8(131)), const("wz", np.uint8(128))])
-    write_case(out, "convinteger_u8_weights_float", "ConvInteger", m, [{"x": x}], index)
+    write_case(out, "convinteger_u8_weights_int8", "ConvInteger", m, [{"x": x}], index)
     b, _ = qweights((6, 16))
     a = rng.integers(-128, 128, size=(4, 16)).astype(np.int8)
     m = model([helper.make_node("MatMulInteger", ["a", "b", "az"], ["y"])], [vi("a", I8, [4, 16])],
@@ -469,6 +469,8 @@ def ms_cases(index, out):
     ms_qgemm("ms_qgemm_int8", index, out)
     ms_qgemm("ms_qgemm_float_out_int8", index, out, float_out=True, per_column=False, trans_b=0)
     ms_qgemm("ms_qgemm_asym_weights_float", index, out, per_column=False, b_zp=3)
+    # i8 weights with a zero point of 100: w - 100 leaves [-128, 127], so the float path
+    qlinear_conv("qlinearconv_s8_weights_zp_float", index, out, wz=100)
 
 
 def cases(out):
@@ -484,7 +486,7 @@ def cases(out):
     qlinear_conv("qlinearconv_u8_int8", index, out)
     qlinear_conv("qlinearconv_s8_stride_int8", index, out, xdt=I8, stride=2)
     qlinear_conv("qlinearconv_group_nobias_int8", index, out, group=2, bias=False, pads=(0, 0, 0, 0))
-    qlinear_conv("qlinearconv_u8_weights_float", index, out, wdt=U8, wz=128)
+    qlinear_conv("qlinearconv_u8_weights_int8", index, out, wdt=U8, wz=128)  # centred onto i8: w - 128
     qlinear_matmul("qlinearmatmul_u8_int8", index, out)
     qlinear_matmul("qlinearmatmul_s8_int8", index, out, xdt=I8)
     integer_ops(index, out)
