@@ -171,16 +171,38 @@ static oar_status max_pool_nhwc(layouter *l, int id) {
     return replace_by_twin(l, id, y, yt, pos);
 }
 
-/* avg_pool2d(view), view an NCHW view of NHWC twin t: avg_pool2d_nhwc(t), a twin too (the same
- * windows, divisors and double sums: the same bits), so an average pooling between convs
- * (DenseNet's transitions, Inception's pool branches) converts no layout. */
+/* Every live reader of v is a convolution this pass converts (it will read v's twin). */
+static bool read_by_convs_only(const oar_program *p, int v) {
+    int readers = 0;
+    for (int i = 0; i < p->n_nodes; i++) {
+        const oar_node *n = &p->nodes[i];
+        if (n->dead) continue;
+        for (int k = 0; k < n->n_in; k++) {
+            if (n->in[k] != v) continue;
+            if (k != 0 || !convertible(p, n)) return false;
+            readers++;
+        }
+    }
+    for (int b = 0; b < p->n_blocks; b++)
+        for (int i = 0; i < p->blocks[b].n_out; i++)
+            if (p->blocks[b].out[i] == v) return false;
+    return readers > 0;
+}
+
+/* avg_pool2d(view), view an NCHW view of NHWC twin t, read only by convs: avg_pool2d_nhwc(t),
+ * a twin too (the same windows, divisors and double sums: the same bits), so an average
+ * pooling feeding convs (Inception's pool branches) converts no layout. Only then: where another
+ * op reads the pooled NCHW view (DenseNet's transitions feed batch norms), it would read it
+ * strided, off its fast kernels (densenet121, batch 1: 121 against 77 ms of CPU time). */
 static oar_status avg_pool_nhwc(layouter *l, int id) {
     oar_program *p = l->p;
     const oar_node *n = &p->nodes[id];
     if (n->dead || n->op != OAR_OP_avg_pool2d || n->block != OAR_MAIN_BLOCK) return OAR_OK;
     int t = twin_of(l, n->in[0]), y = n->out[0];
     int pos = pos_in_block(&p->blocks[OAR_MAIN_BLOCK], id);
-    if (t < 0 || pos < 0 || p->values[y].meta.ndim != 4 || p->values[t].meta.dtype != OAR_F32) return OAR_OK;
+    if (t < 0 || pos < 0 || p->values[y].meta.ndim != 4 || p->values[t].meta.dtype != OAR_F32 ||
+        !read_by_convs_only(p, y))
+        return OAR_OK;
     int in[1] = {t}, yt;
     if (oar_pass_insert_node(p, OAR_MAIN_BLOCK, pos++, OAR_OP_avg_pool2d_nhwc, in, 1, n->attrs, &yt) < 0)
         return oar_last_status();
