@@ -405,10 +405,10 @@ def ms_pool(name, index, out, glob, dt=U8, channels_last=0, include_pad=0):
     ms_case(out, name, node.op_type, m, feeds, index, definition)
 
 
-def ms_concat(name, index, out):
+def ms_concat(name, index, out, same=False):
     dt, shapes = U8, [(2, 3, 4), (2, 5, 4)]
-    params = [(0.02, 120), (0.05, 10)]
     ys, yz = 0.04, 100
+    params = [(ys, yz), (ys, yz)] if same else [(0.02, 120), (0.05, 10)]
     inits = [const("ys", np.float32(ys)), const("yz", np.uint8(yz))]
     ins = ["ys", "yz"]
     for i, (s_, z_) in enumerate(params):
@@ -471,6 +471,7 @@ def ms_cases(index, out):
     ms_qgemm("ms_qgemm_asym_weights_float", index, out, per_column=False, b_zp=3)
     # i8 weights with a zero point of 100: w - 100 leaves [-128, 127], so the float path
     qlinear_conv("qlinearconv_s8_weights_zp_float", index, out, wz=100)
+    ms_concat("ms_qlinearconcat_same_params", index, out, same=True)  # the bytes concatenated
 
 
 def cases(out):

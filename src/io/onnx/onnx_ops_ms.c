@@ -181,6 +181,13 @@ oar_status ox_ms_QLinearGlobalAveragePool(ox_ctx *c) {
 }
 oar_status ox_ms_QLinearAveragePool(ox_ctx *c) { return avg_pool(c, ox_AveragePool); }
 
+/* Two known one-value parameters of one value and dtype. */
+static bool same_params(oar_tensor *a, oar_tensor *b) {
+    double x, y;
+    return a->storage && b->storage && a->dtype == b->dtype && a->numel == 1 && b->numel == 1 &&
+           oar_item(a, &x) == OAR_OK && oar_item(b, &y) == OAR_OK && x == y;
+}
+
 /* QLinearConcat(Y_scale, Y_zero_point, (X, X_scale, X_zero_point)...; axis) */
 oar_status ox_ms_QLinearConcat(ox_ctx *c) {
     int n = (c->n_in - 2) / 3;
@@ -200,6 +207,15 @@ oar_status ox_ms_QLinearConcat(ox_ctx *c) {
     if (!read_out(c, xs[0].x, 0, 1, &y)) return oar_last_status();
     int axis = ox_axis(c, ox_attr_int(c, "axis", 0), xs[0].x->ndim, "axis");
     if (axis < 0) return oar_last_status();
+    /* every input at the output's scale and zero point: the bytes themselves (quantizing a
+     * dequantized code with its own parameters gives the code back, as in onnx_qdq.c) */
+    bool same = true;
+    for (int i = 0; i < n && same; i++) same = same_params(xs[i].s, y.s) && same_params(xs[i].z, y.z);
+    if (same) {
+        oar_tensor *qs[OX_MAX_NODE_IO];
+        for (int i = 0; i < n; i++) qs[i] = xs[i].x;
+        return ox_set(c, 0, n == 1 ? oar_clone(qs[0]) : oar_concat(qs, n, axis));
+    }
     for (int i = 0; i < n; i++)
         if (!(fs[i] = deq(&xs[i]))) return oar_last_status();
     return ox_set(c, 0, requant(n == 1 ? fs[0] : oar_concat(fs, n, axis), &y));
