@@ -6,14 +6,15 @@ one JSON line: top-1 agreement and the largest output difference in steps of the
 quantization scale, the accuracy of both on labelled data where there is some, which ops oar's
 program has (`oar inspect` of a fixed-batch copy: int8 and float convolutions/linears), and the
 speed of oar int8, onnxruntime int8 and oar fp32 in the same run (medians of --steps timed runs,
-10th-90th percentile spread, ratios > 1: oar int8 faster).
+10th-90th percentile spread, ratios > 1: oar int8 faster); with --cpu also the CPU time per run
+(user + system; steadier than wall time on a shared machine).
 
 Models: lenet (oar's, trained here on Fashion-MNIST for --train-steps: accuracy on its test set),
 resnet20 (oar's, trained likewise on Fashion-MNIST, 1 channel) and resnet18 (torchvision, batch
 norm statistics randomized as tests/onnx/torch_models.py does; random inputs: agreement only).
 
 usage: python bench/onnx_quant.py --oar build/oar [--models lenet,resnet20,resnet18] [--eval 512]
-       [--batch 32] [--threads 1] [--steps 10] [--check]
+       [--batch 32] [--threads 1] [--steps 10] [--check] [--cpu]
 --check: exit 1 unless every model agrees (top-1 >= 99%) and runs on the int8 ops (CTest
 onnx_quant_real). Needs onnx >= 1.13 and onnxruntime (a venv), and ../shared/data's
 Fashion-MNIST for lenet and resnet20; exits 77 (skipped) without them."""
@@ -22,10 +23,12 @@ import gzip
 import json
 import os
 import re
+import resource
 import struct
 import subprocess
 import sys
 import tempfile
+import time
 
 try:
     import numpy as np
@@ -134,6 +137,33 @@ def oar_bench(a, path, x, tmp):
     return o["median_ms"], o["p10_ms"], o["p90_ms"]
 
 
+def oar_cpu_ms(a, path, x, tmp, reps=3):
+    """oar's CPU time per run (user + system, ms): `oar onnx-bench` with --steps and with 1 step,
+    the difference over steps - 1 (load, compile and the first run cancel); median of reps."""
+    xp = os.path.join(tmp, "xc.npy")
+    np.save(xp, x)
+
+    def cpu(steps):
+        r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        run([a.oar, "onnx-bench", path, "--input", xp, "--threads", str(a.threads), "--steps", str(steps)])
+        r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return (r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime) * 1e3
+    ts = sorted((cpu(a.steps + 1) - cpu(1)) / a.steps for _ in range(reps))
+    return ts[len(ts) // 2]
+
+
+def ort_cpu_ms(fn, steps, reps=3):
+    """onnxruntime's process CPU time per run (one intra-op thread: no pool), median of reps."""
+    fn()
+    ts = []
+    for _ in range(reps):
+        t0 = time.process_time()
+        for _ in range(steps):
+            fn()
+        ts.append((time.process_time() - t0) * 1e3 / steps)
+    return sorted(ts)[len(ts) // 2]
+
+
 def out_scale(path):
     """The scale of the last QuantizeLinear before the output (the logits' step), if any."""
     m = onnx.load(path)
@@ -158,6 +188,7 @@ def main():
     ap.add_argument("--steps", type=int, default=10)
     ap.add_argument("--train-steps", type=int, default=0, help="default: 3000 for lenet, 150 for resnet20")
     ap.add_argument("--check", action="store_true")
+    ap.add_argument("--cpu", action="store_true", help="also CPU time per run (robust to a loaded machine)")
     a = ap.parse_args()
     tmp = tempfile.mkdtemp()
     bad = 0
@@ -180,12 +211,10 @@ def main():
         for fmt in ("QDQ", "QOperator"):
             q = os.path.join(tmp, f"{name}.{fmt}.onnx")
             cal = [x_cal[i:i + 16] for i in range(0, len(x_cal), 16)]
-            # QOperator: Conv and MatMul only (QLinearConv, QLinearMatMul of ai.onnx); onnxruntime
-            # writes the others as com.microsoft ops (QGemm, QLinearAdd, QLinearGlobalAveragePool),
-            # outside ai.onnx, which oar refuses by name
+            # QOperator: every op onnxruntime quantizes, the ones outside ai.onnx as its com.microsoft
+            # ops (QLinearAdd, QLinearGlobalAveragePool, QGemm: src/io/onnx/onnx_ops_ms.c)
             quantize_static(fp32, q, Reader(in_name, cal), quant_format=getattr(QuantFormat, fmt), per_channel=True,
-                            activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8,
-                            op_types_to_quantize=["Conv", "MatMul"] if fmt == "QOperator" else None)
+                            activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8)
             so = ort.SessionOptions()
             so.intra_op_num_threads = a.threads
             so.inter_op_num_threads = 1
@@ -234,6 +263,12 @@ def main():
                           "oar_fp32_ms": of[0], "oar_fp32_p10_p90": [of[1], of[2]],
                           "ort_int8_over_oar_int8": round(ot[0] / oi[0], 3),
                           "oar_fp32_over_oar_int8": round(of[0] / oi[0], 3), "onnxruntime": ort.__version__})
+                if a.cpu:
+                    ci, cf = oar_cpu_ms(a, q, xb, tmp), oar_cpu_ms(a, fp32, xb, tmp)
+                    ct = ort_cpu_ms(lambda: sess.run(None, {in_name: xb}), a.steps)
+                    r.update({"cpu_oar_int8_ms": round(ci, 3), "cpu_ort_int8_ms": round(ct, 3),
+                              "cpu_oar_fp32_ms": round(cf, 3), "cpu_ort_int8_over_oar_int8": round(ct / ci, 3),
+                              "cpu_oar_fp32_over_oar_int8": round(cf / ci, 3)})
             ok = agree >= 0.99 and int8 > 0 and (flt == 0 or fmt == "QOperator")
             r["ok"] = ok
             bad += not ok

@@ -311,12 +311,14 @@ static void test_conv_flatten(void) {
  * runs on the NHWC data (max_pool2d_nhwc), no transposes around it. Compiled = eager (to the
  * convs' summation order); the function's export (the unfused program) round-trips bit for
  * bit and the re-import pools in NHWC again; the model file (holding max_pool2d_nhwc) is
- * exported as Transpose, MaxPool, Transpose and re-imported to rounding. */
-static void test_conv_pool_nhwc(void) {
+ * exported as Transpose, MaxPool, Transpose and re-imported to rounding. avg: an average pooling
+ * (ceil_mode, padding not counted) instead, on avg_pool2d_nhwc likewise. */
+static void test_conv_pool_nhwc(bool avg) {
     oar_scope_begin();
-    oar_pool_opts pool = {.kernel = {3, 3}, .stride = {2, 2}, .padding = {1, 1}};
+    oar_pool_opts pool = {.kernel = {3, 3}, .stride = {2, 2}, .padding = {1, 1}, .ceil_mode = avg, .exclude_pad = avg};
+    const char *nhwc_op = avg ? "= avg_pool2d_nhwc(" : "= max_pool2d_nhwc(", *nchw_op = avg ? "= avg_pool2d(" : "= max_pool2d(";
     oar_module *l[8] = {oar_nn_conv2d(3, 16, 3, &(oar_conv_opts){.padding = {1, 1}}, true),
-                        oar_nn_activation(OAR_ACT_RELU, 0), oar_nn_max_pool2d(&pool),
+                        oar_nn_activation(OAR_ACT_RELU, 0), avg ? oar_nn_avg_pool2d(&pool) : oar_nn_max_pool2d(&pool),
                         oar_nn_conv2d(16, 16, 3, &(oar_conv_opts){.padding = {1, 1}}, true),
                         oar_nn_activation(OAR_ACT_RELU, 0), oar_nn_adaptive_avg_pool2d(1, 1), oar_nn_flatten(1, -1),
                         oar_nn_linear(16, 5, true)};
@@ -333,27 +335,27 @@ static void test_conv_pool_nhwc(void) {
     char dump[16384];
     CHECK(oar_jit_dump(f, 0, dump, sizeof dump) > 0);
     bool nhwc = strstr(dump, "layout=nhwc") != NULL; /* with oneDNN */
-    CHECK(!nhwc || (strstr(dump, "= max_pool2d_nhwc(") && !strstr(dump, "= max_pool2d(")));
-    if (nhwc && !strstr(dump, "= max_pool2d_nhwc(")) fprintf(stderr, "conv_pool_nhwc: program:\n%s\n", dump);
+    CHECK(!nhwc || (strstr(dump, nhwc_op) && !strstr(dump, nchw_op)));
+    if (nhwc && !strstr(dump, nhwc_op)) fprintf(stderr, "conv_pool_nhwc: program:\n%s\n", dump);
     char path[512], model[512], mpath[512];
-    snprintf(path, sizeof path, "%s/conv_pool_nhwc.onnx", dir);
+    snprintf(path, sizeof path, "%s/conv_%spool_nhwc.onnx", dir, avg ? "avg" : "");
     CHECK(y[0] && oar_onnx_save(f, path, NULL) == OAR_OK);
     if (y[0]) check_roundtrip(path, x, y[0], true, 0, "conv_pool_nhwc");
     oar_onnx_model *m = oar_onnx_load(path, NULL);
     oar_tensor *o[1] = {0};
     CHECK(m && oar_onnx_run(m, &x, 1, o, 1) == OAR_OK);
     if (m) oar_onnx_dump(m, dump, sizeof dump);
-    CHECK(!nhwc || (m && strstr(dump, "= max_pool2d_nhwc(")));
+    CHECK(!nhwc || (m && strstr(dump, nhwc_op)));
     oar_release(o[0]);
     oar_onnx_free(m);
-    snprintf(model, sizeof model, "%s/conv_pool_nhwc_model", dir);
-    snprintf(mpath, sizeof mpath, "%s/conv_pool_nhwc_model.onnx", dir);
+    snprintf(model, sizeof model, "%s/conv_%spool_nhwc_model", dir, avg ? "avg" : "");
+    snprintf(mpath, sizeof mpath, "%s/conv_%spool_nhwc_model.onnx", dir, avg ? "avg" : "");
     CHECK(oar_jit_save(f, model) == OAR_OK);
     oar_status st = oar_onnx_save_model(model, mpath, NULL);
     CHECK(st == OAR_OK);
     if (st != OAR_OK) fprintf(stderr, "conv_pool_nhwc model file: %s\n", oar_last_error());
     if (y[0]) check_roundtrip(mpath, x, y[0], false, 1e-4, "conv_pool_nhwc model file");
-    keep("conv_pool_nhwc_model", mpath, x, y[0]);
+    keep(avg ? "conv_avgpool_nhwc_model" : "conv_pool_nhwc_model", mpath, x, y[0]);
     oar_release(y[0]);
     oar_jit_free(f);
     oar_module_free(mod);
@@ -650,7 +652,8 @@ int main(void) {
     test_group_norm(4, false);
     test_group_norm(2, true);
     test_conv_flatten();
-    test_conv_pool_nhwc();
+    test_conv_pool_nhwc(false);
+    test_conv_pool_nhwc(true);
     test_conv_flatten_nhwc();
     test_control_flow();
     test_nested_control_flow();

@@ -14,13 +14,15 @@
 
 static void check_rule(void) {
     for (int vnni = 0; vnni < 2; vnni++) {
-        CHECK(oar_qconv_direct_takes(vnni, 1, 6));   /* LeNet conv1 */
-        CHECK(oar_qconv_direct_takes(vnni, 6, 16));  /* LeNet conv2 */
-        CHECK(oar_qconv_direct_takes(vnni, 3, 16));  /* ResNet-20's first conv */
-        CHECK(oar_qconv_direct_takes(vnni, 16, 6));
-        CHECK(oar_qconv_direct_takes(vnni, 15, 64));
-        CHECK(!oar_qconv_direct_takes(vnni, 16, 16)); /* ResNet-20's blocks: oneDNN */
-        CHECK(!oar_qconv_direct_takes(vnni, 64, 32));
+        CHECK(oar_qconv_direct_takes(vnni, 1, 6, 1));   /* LeNet conv1 */
+        CHECK(oar_qconv_direct_takes(vnni, 6, 16, 1));  /* LeNet conv2 */
+        CHECK(oar_qconv_direct_takes(vnni, 3, 16, 1));  /* ResNet-20's first conv */
+        CHECK(oar_qconv_direct_takes(vnni, 16, 6, 1));
+        CHECK(oar_qconv_direct_takes(vnni, 15, 64, 1));
+        CHECK(!oar_qconv_direct_takes(vnni, 16, 16, 1)); /* ResNet-20's blocks: oneDNN */
+        CHECK(!oar_qconv_direct_takes(vnni, 64, 32, 1));
+        CHECK(!oar_qconv_direct_takes(vnni, 3, 64, 4)); /* resnet18's stem, stride 2: oneDNN */
+        CHECK(oar_qconv_direct_takes(vnni, 3, 8, 4));   /* strided with few outputs: direct */
     }
 }
 

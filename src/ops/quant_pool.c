@@ -7,6 +7,7 @@
 
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static oar_status qmax_pool_infer(oar_tensor *const *in, int n_in, const oar_attr *a, oar_meta *out, int *n_out) {
@@ -26,27 +27,6 @@ static oar_status qmax_pool_infer(oar_tensor *const *in, int n_in, const oar_att
     out->dtype = q->dtype;
     return OAR_OK;
 }
-
-/* One plane; T is uint8_t or int8_t. Windows past the input (padding) hold no element. */
-#define QMAX_PLANE(T)                                                                                              \
-    static void qmax_plane_##T(const T *x, T *y, int64_t h, int64_t w, int64_t oh, int64_t ow, const int64_t *k,   \
-                               const int64_t *s, const int64_t *p, const int64_t *d) {                             \
-        for (int64_t oy = 0; oy < oh; oy++)                                                                        \
-            for (int64_t ox = 0; ox < ow; ox++) {                                                                  \
-                int best = INT32_MIN;                                                                              \
-                for (int64_t ky = 0; ky < k[0]; ky++) {                                                            \
-                    int64_t iy = oy * s[0] - p[0] + ky * d[0];                                                     \
-                    if (iy < 0 || iy >= h) continue;                                                               \
-                    for (int64_t kx = 0; kx < k[1]; kx++) {                                                        \
-                        int64_t ix = ox * s[1] - p[1] + kx * d[1];                                                 \
-                        if (ix >= 0 && ix < w && x[iy * w + ix] > best) best = x[iy * w + ix];                     \
-                    }                                                                                              \
-                }                                                                                                  \
-                y[oy * ow + ox] = (T)best; /* max_pool2d's geometry leaves no window empty */                     \
-            }                                                                                                      \
-    }
-QMAX_PLANE(uint8_t)
-QMAX_PLANE(int8_t)
 
 typedef struct qmax_job {
     const char *x;
@@ -75,22 +55,72 @@ static bool is_2x2(const qmax_job *j) {
            j->d[1] == 1 && 2 * j->oh <= j->h && 2 * j->ow <= j->w;
 }
 
+/* Any window, separably (the max over a rectangle is the max over its rows of the max down its
+ * columns): per output row, row[ix] = the max over the window's input rows at every column (a
+ * loop compilers vectorize), then each output the max of row[] over its window's columns. Windows
+ * past the input (padding) hold no element; bytes compare as unsigned after the flip. */
+static void qmax_plane_any(const qmax_job *j, const uint8_t *x, uint8_t *y, uint8_t *rowp, uint8_t flip) {
+    /* rowp: the row with p[1] zeros before it and enough after it for the last window; a zero is
+     * the least flipped byte, so a padded position never wins over the element every window has */
+    uint8_t *row = rowp + j->p[1];
+    for (int64_t oy = 0; oy < j->oh; oy++) {
+        bool first = true;
+        for (int64_t ky = 0; ky < j->k[0]; ky++) {
+            int64_t iy = oy * j->s[0] - j->p[0] + ky * j->d[0];
+            if (iy < 0 || iy >= j->h) continue;
+            const uint8_t *r = x + iy * j->w;
+            if (first)
+                for (int64_t ix = 0; ix < j->w; ix++) row[ix] = (uint8_t)(r[ix] ^ flip);
+            else
+                for (int64_t ix = 0; ix < j->w; ix++) {
+                    uint8_t v = (uint8_t)(r[ix] ^ flip);
+                    row[ix] = v > row[ix] ? v : row[ix];
+                }
+            first = false;
+        }
+        uint8_t *d = y + oy * j->ow;
+        for (int64_t ox = 0; ox < j->ow; ox++) {
+            const uint8_t *r = rowp + ox * j->s[1];
+            uint8_t best = 0; /* max_pool2d's geometry leaves no window empty */
+            for (int64_t kx = 0; kx < j->k[1]; kx++) best = r[kx * j->d[1]] > best ? r[kx * j->d[1]] : best;
+            d[ox] = (uint8_t)(best ^ flip);
+        }
+    }
+}
+
 static void qmax_planes(void *ctx, int64_t b, int64_t e) {
     const qmax_job *j = ctx;
+    uint8_t flip = j->is_signed ? 0x80 : 0;
     if (is_2x2(j)) {
         for (int64_t i = b; i < e; i++)
             qmax_plane_2x2((const uint8_t *)j->x + i * j->h * j->w, (uint8_t *)j->y + i * j->oh * j->ow, j->w, j->oh,
-                           j->ow, j->is_signed ? 0x80 : 0);
+                           j->ow, flip);
         return;
     }
+    int64_t last = (j->ow - 1) * j->s[1] - j->p[1] + (j->k[1] - 1) * j->d[1]; /* the last window's end */
+    int64_t width = j->p[1] + (last + 1 > j->w ? last + 1 : j->w);
+    uint8_t *row = calloc((size_t)width, 1);
     for (int64_t i = b; i < e; i++) {
-        const char *x = j->x + i * j->h * j->w;
-        char *y = j->y + i * j->oh * j->ow;
-        if (j->is_signed)
-            qmax_plane_int8_t((const int8_t *)x, (int8_t *)y, j->h, j->w, j->oh, j->ow, j->k, j->s, j->p, j->d);
-        else
-            qmax_plane_uint8_t((const uint8_t *)x, (uint8_t *)y, j->h, j->w, j->oh, j->ow, j->k, j->s, j->p, j->d);
+        const uint8_t *x = (const uint8_t *)j->x + i * j->h * j->w;
+        uint8_t *y = (uint8_t *)j->y + i * j->oh * j->ow;
+        if (row) qmax_plane_any(j, x, y, row, flip);
+        else { /* no memory for the row: the same maxima element by element */
+            for (int64_t oy = 0; oy < j->oh; oy++)
+                for (int64_t ox = 0; ox < j->ow; ox++) {
+                    uint8_t best = 0;
+                    for (int64_t ky = 0; ky < j->k[0]; ky++) {
+                        int64_t iy = oy * j->s[0] - j->p[0] + ky * j->d[0];
+                        for (int64_t kx = 0; kx < j->k[1] && iy >= 0 && iy < j->h; kx++) {
+                            int64_t ix = ox * j->s[1] - j->p[1] + kx * j->d[1];
+                            uint8_t v = ix >= 0 && ix < j->w ? (uint8_t)(x[iy * j->w + ix] ^ flip) : 0;
+                            best = v > best ? v : best;
+                        }
+                    }
+                    y[oy * j->ow + ox] = (uint8_t)(best ^ flip);
+                }
+        }
     }
+    free(row);
 }
 
 static oar_status qmax_pool_ref(const oar_kctx *ctx, oar_tensor *const *in, int n_in, oar_tensor *const *out,

@@ -108,6 +108,14 @@ const sweep_case sweep_cases_conv[] = {
     {"max_pool2d_nhwc", "n:1x9x8x19", MP("3,2", "1,3", "1,1", "2,3", "0"), NG},
     {"max_pool2d_nhwc", "n:2x12x12x35", MP("3,3", "2,2", "1,1", "1,1", "1"), NG},
     {"max_pool2d_nhwc", "c1,nan,-inf,3,-2,nan,0.5,7,-inf:1x3x3x19", MP("2,2", "1,1", "0,0", "1,1", "0"), NG},
+    /* avg_pool2d_nhwc: the same channel counts over both kernels' blocks and tails; padding
+     * counted or not, ceil_mode windows hanging past the padding */
+    {"avg_pool2d_nhwc", "d:1x5x5x1", AP("2,2", "2,2", "0,0", "0", "1"), NG},
+    {"avg_pool2d_nhwc", "d:2x5x6x5", AP("3,3", "2,2", "1,1", "1", "0"), NG},
+    {"avg_pool2d_nhwc", "d:1x6x5x8", AP("2,3", "1,2", "1,1", "0", "1"), NG},
+    {"avg_pool2d_nhwc", "n:2x7x7x16", AP("3,3", "2,2", "1,1", "1", "1"), NG},
+    {"avg_pool2d_nhwc", "n:1x9x8x19", AP("3,2", "1,3", "1,1", "0", "0"), NG},
+    {"avg_pool2d_nhwc", "n:2x12x12x35", AP("3,3", "2,2", "1,1", "1", "0"), NG},
     {"max_pool2d_backward", "n:1x2x2x2;d:1x2x5x5", MP("2,2", "2,2", "0,0", "1,1", "0")},
     {"max_pool2d_backward", "n:1x2x3x3;d:1x2x5x5", MP("3,3", "2,2", "1,1", "1,1", "1")},
     {"max_pool2d_backward", "n:2x3x7x7;d:2x3x12x12", MP("3,3", "2,2", "1,1", "1,1", "1"), SWEEP_NO_GRAD},

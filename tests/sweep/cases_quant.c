@@ -146,6 +146,9 @@ const sweep_case sweep_cases_quant[] = {
      CONV("1,1", "1,1", "1,1", "1", "0", "f32")},
     {"qconv2d", "c255u8:1x6x5x5;c0.001f32:;c0i32:;c63i8:3x6x3x3;c0.001f32:;none;none;none;none",
      CONV("1,1", "0,0", "1,1", "1", "0", "f32")},
+    /* an ImageNet stem (3 -> 16+ channels, 7x7 stride 2): oneDNN's kernel rather than the direct one */
+    {"qconv2d", "i0_256u8:1x3x13x12" XQ_U8 ";i-128_128i8:16x3x7x7;c0.001f32:;nf32:16;c0.05f32:;c10i32:;none",
+     CONV("2,2", "3,3", "1,1", "1", "1", "u8")},
     /* qmax_pool2d: LeNet's 2x2 windows; padding, stride, dilation and ceil_mode on s8 */
     {"qmax_pool2d", "i0_256u8:2x3x8x6", "kernel=2,2 stride=2,2 padding=0,0 dilation=1,1 ceil_mode=0"},
     {"qmax_pool2d", "i-128_128i8:2x3x9x7", "kernel=2,2 stride=2,2 padding=0,0 dilation=1,1 ceil_mode=0"},
@@ -157,6 +160,16 @@ const sweep_case sweep_cases_quant[] = {
     {"qmax_pool2d", "i0_256u8:1x2x6x33", "kernel=2,2 stride=2,2 padding=0,0 dilation=1,1 ceil_mode=0"},
     {"qmax_pool2d", "i-128_128i8:1x3x7x17", "kernel=2,2 stride=2,2 padding=0,0 dilation=1,1 ceil_mode=0"},
     {"qmax_pool2d", "i-128_128i8:1x2x9x8", "kernel=3,3 stride=2,1 padding=1,1 dilation=1,2 ceil_mode=1"},
+    /* qadd: u8 + u8 -> u8 with relu over a vector tail; s8 + u8 -> s8; ties at .5 (half to even) and
+     * saturation at both ends (a scale of 0.25 on the output) */
+    {"qadd", "i0_256u8:3x37;c0.02f32:;c128i32:;i0_256u8:3x37;c0.03f32:;c120i32:;c0.04f32:;c5i32:",
+     "activation=1 dtype=u8"},
+    {"qadd", "i-128_128i8:2x3x5x5;c0.05f32:;c-3i32:;i0_256u8:2x3x5x5;c0.01f32:;c0i32:;c0.1f32:;c2i32:",
+     "activation=0 dtype=i8"},
+    {"qadd", "c1,3,5,7,-1,-3,-5,100,-100,127,-128,0,9,11,13,15,17i8:17;c0.5f32:;c0i32:;c0i8:17;c0.5f32:;c0i32:;"
+             "c1f32:;c0i32:", "activation=0 dtype=i8"},
+    {"qadd", "c1,3,5,7,-1,-3,-5,100,-100,127,-128,0,9,11,13,15,17i8:17;c0.5f32:;c0i32:;c255u8:17;c0.5f32:;c0i32:;"
+             "c0.25f32:;c10i32:", "activation=1 dtype=u8"},
     {"choose_qparams", "n:4x5", "dtype=u8 symmetric=0"},
     {"choose_qparams", "u:7", "dtype=i8 symmetric=1"},
     {"choose_qparams", "p:3x2", "dtype=u8 symmetric=1"},

@@ -21,16 +21,18 @@ static int by_value(const void *a, const void *b) {
 }
 
 int oar_cmd_onnx_bench(int argc, char **argv) {
-    static const cli_flag flags[] = {{"--input", CLI_TEXT}, {"--threads", CLI_COUNT}, {"--steps", CLI_COUNT}};
+    static const cli_flag flags[] = {{"--input", CLI_TEXT}, {"--threads", CLI_COUNT}, {"--steps", CLI_COUNT},
+                                     {"--profile", CLI_NONE}};
     if (cli_check_flags("onnx-bench", argc, argv, flags, CLI_N_FLAGS(flags), 1)) return 2;
     const char *path = NULL, *input = cli_flag_value(argc, argv, "--input");
     const char *th = cli_flag_value(argc, argv, "--threads"), *st = cli_flag_value(argc, argv, "--steps");
     for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--profile")) continue;
         if (argv[i][0] == '-') i++;
         else if (!path) path = argv[i];
     }
     if (!path || !input) {
-        fprintf(stderr, "usage: oar onnx-bench MODEL.onnx --input X.npy [--threads N] [--steps N]\n");
+        fprintf(stderr, "usage: oar onnx-bench MODEL.onnx --input X.npy [--threads N] [--steps N] [--profile]\n");
         return 2;
     }
     int steps = st ? atoi(st) : 20;
@@ -52,11 +54,24 @@ int oar_cmd_onnx_bench(int argc, char **argv) {
     if (oar_onnx_run(m, &x, 1, out, n_out) != OAR_OK) goto done;
     double t_first = now_ms() - t0;
     for (int k = 0; k < n_out; k++) oar_release(out[k]);
+    oar_profiler_opts po = oar_profiler_defaults(OAR_PROFILER_FULL);
+    bool profile = cli_has_flag(argc, argv, "--profile");
+    if (profile && oar_profiler_start(&po) != OAR_OK) goto done;
     for (int s = 0; s < steps; s++) {
         t0 = now_ms();
         if (oar_onnx_run(m, &x, 1, out, n_out) != OAR_OK) goto done;
         times[s] = now_ms() - t0;
         for (int k = 0; k < n_out; k++) oar_release(out[k]);
+        if (profile) oar_profiler_step(oar_size(x, 0));
+    }
+    if (profile) { /* the per-op tables on stderr: stdout stays one JSON line */
+        oar_profiler_stop();
+        char *sum = malloc(1 << 16);
+        if (sum) {
+            oar_profiler_summary(sum, 1 << 16, OAR_PROFILER_SORT_TOTAL, 25);
+            fputs(sum, stderr);
+            free(sum);
+        }
     }
     qsort(times, (size_t)steps, sizeof(double), by_value);
     printf("{\"model\": \"%s\", \"batch\": %lld, \"threads\": %d, \"steps\": %d, \"load_ms\": %.3f, "

@@ -376,17 +376,19 @@ static oar_status pool(oxe_graph *g, const oar_node *n) {
     return OK(ok);
 }
 
-/* max_pool2d_nhwc (conv_nhwc's pooling of NHWC data): MaxPool between Transposes to NCHW and
- * back, as conv2d_act in that layout. */
+/* max_pool2d_nhwc and avg_pool2d_nhwc (conv_nhwc's pooling of NHWC data): MaxPool or
+ * AveragePool between Transposes to NCHW and back, as conv2d_act in that layout. */
 static oar_status max_pool_nhwc(oxe_graph *g, const oar_node *n) {
+    bool avg = n->op == OAR_OP_avg_pool2d_nhwc;
     static const int64_t TO_NCHW[4] = {0, 3, 1, 2}, TO_NHWC[4] = {0, 2, 3, 1};
     const char *xt = oxe_tmp(g), *yt = oxe_tmp(g);
     Onnx__NodeProto *o = oxe_node1(g, "Transpose", IN(0), xt);
     if (!o || !oxe_attr_ints(g, o, "perm", TO_NCHW, 4)) return fail(g);
     const oar_attr *k = attr(n, "kernel");
-    o = oxe_node1(g, "MaxPool", xt, yt);
+    o = oxe_node1(g, avg ? "AveragePool" : "MaxPool", xt, yt);
     if (!o || !oxe_attr_ints(g, o, "kernel_shape", k->ints, 2) || !spatial(g, o, n, 2, false) ||
-        !oxe_attr_int(g, o, "ceil_mode", attr_i(n, "ceil_mode")))
+        !oxe_attr_int(g, o, "ceil_mode", attr_i(n, "ceil_mode")) ||
+        (avg && !oxe_attr_int(g, o, "count_include_pad", attr_i(n, "count_include_pad"))))
         return fail(g);
     o = oxe_node1(g, "Transpose", yt, OUT(0));
     return OK(o && oxe_attr_ints(g, o, "perm", TO_NHWC, 4));
@@ -695,6 +697,7 @@ static const struct {
     {OAR_OP_fused_elementwise, fused_elementwise}, {OAR_OP_fused_attention, fused_attention},
     {OAR_OP_add_layer_norm, add_layer_norm}, {OAR_OP_quantize, quantize_op}, {OAR_OP_dequantize, quantize_op},
     {OAR_OP_qlinear, qop}, {OAR_OP_qconv2d, qop}, {OAR_OP_qmax_pool2d, pool}, {OAR_OP_max_pool2d_nhwc, max_pool_nhwc},
+    {OAR_OP_avg_pool2d_nhwc, max_pool_nhwc},
 };
 #define N_OPS (sizeof g_ops / sizeof *g_ops)
 

@@ -396,7 +396,7 @@ static oar_status read_nodes(loader *L, scope *s, int depth, const Onnx__GraphPr
         }
         if (st != OAR_OK) break;
         const char *domain = p->domain && *p->domain && strcmp(p->domain, "ai.onnx") ? p->domain : NULL;
-        n->op = domain ? NULL : ox_find_op(p->op_type);
+        n->op = !domain ? ox_find_op(p->op_type) : !strcmp(domain, "com.microsoft") ? ox_find_ms_op(p->op_type) : NULL;
         if (!n->op || m->opset < n->op->since) {
             char one[300];
             if (domain)

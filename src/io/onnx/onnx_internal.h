@@ -101,6 +101,10 @@ typedef struct ox_qval {
     oar_tensor *q, *scale, *zero_point;
     int axis;
     bool qop;
+    /* qadd: the value is Add of the two recorded values add_a and add_b (per tensor, one shape),
+     * relu: then Relu of it; a QuantizeLinear of it becomes one qadd of their bytes */
+    bool qadd, relu;
+    int add_a, add_b;
 } ox_qval;
 
 /* A sequence, or an optional with no element (docs/onnx.md "Sequences and optionals"). Beside the
@@ -158,6 +162,8 @@ typedef struct ox_op {
  * failure to open, read or allocate (never a part of the file). */
 uint8_t *ox_read_whole(const char *who, const char *path, size_t *size);
 const ox_op *ox_find_op(const char *op_type);
+/* The com.microsoft operators oar translates (onnxruntime's int8 ops; onnx_ops_ms.c), or NULL. */
+const ox_op *ox_find_ms_op(const char *op_type);
 /* "Abs, Add, ..." for messages. */
 void ox_list_ops(char *buf, size_t size);
 

@@ -12,6 +12,18 @@ static const ox_op ox_ops[] = {
 };
 #define N_OPS ((int)(sizeof ox_ops / sizeof *ox_ops))
 
+static const ox_op ox_ms_ops[] = {
+#define OX_MS_ENTRY(name) {#name, 1, 0, ox_ms_##name},
+    OX_MS_OPS(OX_MS_ENTRY)
+#undef OX_MS_ENTRY
+};
+
+const ox_op *ox_find_ms_op(const char *op_type) {
+    for (size_t i = 0; i < sizeof ox_ms_ops / sizeof *ox_ms_ops; i++)
+        if (!strcmp(ox_ms_ops[i].name, op_type)) return &ox_ms_ops[i];
+    return NULL;
+}
+
 const ox_op *ox_find_op(const char *op_type) {
     for (int i = 0; i < N_OPS; i++)
         if (!strcmp(ox_ops[i].name, op_type)) return &ox_ops[i];

@@ -27,6 +27,23 @@ bool ox_qdq_max_pool(ox_ctx *c, const struct oar_attr *at, oar_tensor **y); /* M
 bool ox_qlinear_conv_int8(ox_ctx *c, oar_tensor **y);         /* QLinearConv on qconv2d */
 bool ox_qlinear_matmul_int8(ox_ctx *c, oar_tensor **y);       /* QLinearMatMul on qlinear */
 bool ox_integer_int8(ox_ctx *c, bool conv, oar_tensor **y);   /* ConvInteger / MatMulInteger, sums < 2^24 */
+bool ox_qgemm_int8(ox_ctx *c, oar_tensor **y);                /* com.microsoft QGemm on qlinear */
+
+/* onnx_ops_quant.c's checks and rounding, shared with onnx_ops_ms.c: x u8/i8; a floating scale,
+ * positive and finite where known; a zero point of its data's dtype ("x_zero_point" names x);
+ * v (f64) rounded half to even, + zp, saturated to dt (u8/i8). */
+oar_status ox_check_int8(ox_ctx *c, const oar_tensor *t, const char *what);
+oar_status ox_check_scale(ox_ctx *c, oar_tensor *s, const char *what);
+oar_status ox_check_zp(ox_ctx *c, const oar_tensor *x, const oar_tensor *zp, const char *what);
+oar_tensor *ox_qround(oar_tensor *v, oar_tensor *zp, oar_dtype dt);
+
+/* onnxruntime's com.microsoft int8 operators (onnx_ops_ms.c), looked up by ox_find_ms_op. */
+#define OX_MS_OPS(X)                                                                                                \
+    X(QLinearAdd) X(QLinearMul) X(QLinearGlobalAveragePool) X(QLinearAveragePool) X(QLinearConcat)                 \
+    X(QLinearSigmoid) X(QLinearLeakyRelu) X(QGemm)
+#define OX_MS_DECL(name) oar_status ox_ms_##name(ox_ctx *c);
+OX_MS_OPS(OX_MS_DECL)
+#undef OX_MS_DECL
 
 /* Output k <- y (a NULL y returns the error its op set). */
 oar_status ox_set(ox_ctx *c, int k, oar_tensor *y);

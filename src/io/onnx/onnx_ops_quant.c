@@ -47,7 +47,7 @@ static oar_tensor *centered(oar_tensor *x, oar_tensor *zp) {
     return d && zp ? oar_sub(d, f64(zp)) : d;
 }
 
-static oar_status check_int8(ox_ctx *c, const oar_tensor *t, const char *what) {
+oar_status ox_check_int8(ox_ctx *c, const oar_tensor *t, const char *what) {
     if (t && t->dtype != OAR_I8 && t->dtype != OAR_U8)
         return ox_unsupported(c, "%s of dtype %s; oar's quantized types are int8 and uint8", what,
                               oar_dtype_name(t->dtype));
@@ -56,7 +56,7 @@ static oar_status check_int8(ox_ctx *c, const oar_tensor *t, const char *what) {
 
 /* A scale must be positive and finite where it is known (ONNX leaves a zero scale undefined:
  * QuantizeLinear would divide by it). */
-static oar_status check_scale(ox_ctx *c, oar_tensor *s, const char *what) {
+oar_status ox_check_scale(ox_ctx *c, oar_tensor *s, const char *what) {
     if (!s) return OAR_OK;
     if (s->dtype != OAR_F32 && s->dtype != OAR_F64 && s->dtype != OAR_F16 && s->dtype != OAR_BF16)
         return ox_fail(c, OAR_ERR_DTYPE, "expected a floating %s, got %s", what, oar_dtype_name(s->dtype));
@@ -75,7 +75,7 @@ static oar_status check_scale(ox_ctx *c, oar_tensor *s, const char *what) {
 }
 
 /* A zero point's dtype must be its data's. */
-static oar_status check_zp(ox_ctx *c, const oar_tensor *x, const oar_tensor *zp, const char *what) {
+oar_status ox_check_zp(ox_ctx *c, const oar_tensor *x, const oar_tensor *zp, const char *what) {
     size_t n = strcspn(what, "_");
     if (x && zp && zp->dtype != x->dtype)
         return ox_fail(c, OAR_ERR_DTYPE, "expected %s of %.*s's dtype %s, got %s; the two must match", what, (int)n,
@@ -84,7 +84,7 @@ static oar_status check_zp(ox_ctx *c, const oar_tensor *x, const oar_tensor *zp,
 }
 
 /* round half to even, + zero point, saturated to dt's range, as dt */
-static oar_tensor *quantize(oar_tensor *v, oar_tensor *zp, oar_dtype dt) {
+oar_tensor *ox_qround(oar_tensor *v, oar_tensor *zp, oar_dtype dt) {
     oar_tensor *q = oar_round(v);
     if (q && zp) q = oar_add(q, f64(zp));
     if (q) q = dt == OAR_U8 ? oar_clip(q, 0, 255) : oar_clip(q, -128, 127);
@@ -94,9 +94,9 @@ static oar_tensor *quantize(oar_tensor *v, oar_tensor *zp, oar_dtype dt) {
 oar_status ox_DequantizeLinear(ox_ctx *c) {
     oar_tensor *x = OX_IN(c, 0), *scale = OX_IN(c, 1), *zp = OX_IN(c, 2);
     if (!x || !scale) return ox_fail(c, OAR_ERR_FORMAT, "expected inputs x and x_scale");
-    oar_status st = x->dtype == OAR_I32 ? OAR_OK : check_int8(c, x, "x"); /* int32: a quantized bias */
-    if (st == OAR_OK) st = check_zp(c, x, zp, "x_zero_point");
-    if (st == OAR_OK) st = check_scale(c, scale, "x_scale");
+    oar_status st = x->dtype == OAR_I32 ? OAR_OK : ox_check_int8(c, x, "x"); /* int32: a quantized bias */
+    if (st == OAR_OK) st = ox_check_zp(c, x, zp, "x_zero_point");
+    if (st == OAR_OK) st = ox_check_scale(c, scale, "x_scale");
     if (st != OAR_OK) return st;
     oar_tensor *q = NULL;
     if (ox_qdq_dequantize(c, &q)) return ox_set(c, 0, q);
@@ -109,7 +109,7 @@ oar_status ox_DequantizeLinear(ox_ctx *c) {
 oar_status ox_QuantizeLinear(ox_ctx *c) {
     oar_tensor *x = OX_IN(c, 0), *scale = OX_IN(c, 1), *zp = OX_IN(c, 2);
     if (!x || !scale) return ox_fail(c, OAR_ERR_FORMAT, "expected inputs x and y_scale");
-    oar_status st = check_scale(c, scale, "y_scale");
+    oar_status st = ox_check_scale(c, scale, "y_scale");
     if (st != OAR_OK) return st;
     oar_tensor *y = NULL;
     if (ox_qdq_quantize(c, &y)) return ox_set(c, 0, y);
@@ -124,7 +124,7 @@ oar_status ox_QuantizeLinear(ox_ctx *c) {
     oar_tensor *s = per_axis(c, scale, x, true), *z = zp ? per_axis(c, zp, x, true) : NULL;
     if (!s || (zp && !z)) return oar_last_status();
     oar_tensor *v = oar_div(x, s->dtype == x->dtype ? s : oar_cast(s, x->dtype));
-    return ox_set(c, 0, v ? quantize(f64(v), z, dt) : NULL);
+    return ox_set(c, 0, v ? ox_qround(f64(v), z, dt) : NULL);
 }
 
 /* A zero point of A per row ([M]) or of B per column ([N]) broadcast against the product. */
@@ -137,10 +137,10 @@ static oar_tensor *zp_rows(oar_tensor *zp, bool of_a) {
 oar_status ox_MatMulInteger(ox_ctx *c) {
     oar_tensor *a = OX_IN(c, 0), *b = OX_IN(c, 1);
     if (!a || !b) return ox_fail(c, OAR_ERR_FORMAT, "expected inputs A and B");
-    oar_status st = check_int8(c, a, "A");
-    if (st == OAR_OK) st = check_int8(c, b, "B");
-    if (st == OAR_OK) st = check_zp(c, a, OX_IN(c, 2), "a_zero_point");
-    if (st == OAR_OK) st = check_zp(c, b, OX_IN(c, 3), "b_zero_point");
+    oar_status st = ox_check_int8(c, a, "A");
+    if (st == OAR_OK) st = ox_check_int8(c, b, "B");
+    if (st == OAR_OK) st = ox_check_zp(c, a, OX_IN(c, 2), "a_zero_point");
+    if (st == OAR_OK) st = ox_check_zp(c, b, OX_IN(c, 3), "b_zero_point");
     if (st != OAR_OK) return st;
     oar_tensor *q = NULL;
     if (ox_integer_int8(c, false, &q)) return ox_set(c, 0, q);
@@ -159,10 +159,10 @@ static oar_tensor *per_out_channel(oar_tensor *t, const oar_tensor *w) {
 oar_status ox_ConvInteger(ox_ctx *c) {
     oar_tensor *x = OX_IN(c, 0), *w = OX_IN(c, 1);
     if (!x || !w) return ox_fail(c, OAR_ERR_FORMAT, "expected inputs x and w");
-    oar_status st = check_int8(c, x, "x");
-    if (st == OAR_OK) st = check_int8(c, w, "w");
-    if (st == OAR_OK) st = check_zp(c, x, OX_IN(c, 2), "x_zero_point");
-    if (st == OAR_OK) st = check_zp(c, w, OX_IN(c, 3), "w_zero_point");
+    oar_status st = ox_check_int8(c, x, "x");
+    if (st == OAR_OK) st = ox_check_int8(c, w, "w");
+    if (st == OAR_OK) st = ox_check_zp(c, x, OX_IN(c, 2), "x_zero_point");
+    if (st == OAR_OK) st = ox_check_zp(c, w, OX_IN(c, 3), "w_zero_point");
     if (st != OAR_OK) return st;
     oar_tensor *q = NULL;
     if (ox_integer_int8(c, true, &q)) return ox_set(c, 0, q);
@@ -176,13 +176,13 @@ oar_status ox_QLinearMatMul(ox_ctx *c) {
     oar_tensor *a = OX_IN(c, 0), *as = OX_IN(c, 1), *az = OX_IN(c, 2), *b = OX_IN(c, 3), *bs = OX_IN(c, 4),
                *bz = OX_IN(c, 5), *ys = OX_IN(c, 6), *yz = OX_IN(c, 7);
     if (!a || !as || !b || !bs || !ys) return ox_fail(c, OAR_ERR_FORMAT, "expected inputs a, a_scale, b, b_scale, y_scale");
-    oar_status st = check_int8(c, a, "a");
-    if (st == OAR_OK) st = check_int8(c, b, "b");
-    if (st == OAR_OK) st = check_zp(c, a, az, "a_zero_point");
-    if (st == OAR_OK) st = check_zp(c, b, bz, "b_zero_point");
-    if (st == OAR_OK) st = check_scale(c, as, "a_scale");
-    if (st == OAR_OK) st = check_scale(c, bs, "b_scale");
-    if (st == OAR_OK) st = check_scale(c, ys, "y_scale");
+    oar_status st = ox_check_int8(c, a, "a");
+    if (st == OAR_OK) st = ox_check_int8(c, b, "b");
+    if (st == OAR_OK) st = ox_check_zp(c, a, az, "a_zero_point");
+    if (st == OAR_OK) st = ox_check_zp(c, b, bz, "b_zero_point");
+    if (st == OAR_OK) st = ox_check_scale(c, as, "a_scale");
+    if (st == OAR_OK) st = ox_check_scale(c, bs, "b_scale");
+    if (st == OAR_OK) st = ox_check_scale(c, ys, "y_scale");
     if (st != OAR_OK) return st;
     oar_tensor *q = NULL;
     if (ox_qlinear_matmul_int8(c, &q)) return ox_set(c, 0, q);
@@ -190,20 +190,20 @@ oar_status ox_QLinearMatMul(ox_ctx *c) {
     /* (a - az) as (b - bz) bs / ys, rounded: the integer product exactly, then one scaling */
     oar_tensor *acc = oar_matmul(oar_mul(centered(a, zp_rows(az, true)), f64(zp_rows(as, true))),
                                  oar_mul(centered(b, zp_rows(bz, false)), f64(zp_rows(bs, false))));
-    return ox_set(c, 0, acc ? quantize(oar_div(acc, f64(ys)), yz, dt) : NULL);
+    return ox_set(c, 0, acc ? ox_qround(oar_div(acc, f64(ys)), yz, dt) : NULL);
 }
 
 oar_status ox_QLinearConv(ox_ctx *c) {
     oar_tensor *x = OX_IN(c, 0), *xs = OX_IN(c, 1), *xz = OX_IN(c, 2), *w = OX_IN(c, 3), *ws = OX_IN(c, 4),
                *wz = OX_IN(c, 5), *ys = OX_IN(c, 6), *yz = OX_IN(c, 7), *b = OX_IN(c, 8);
     if (!x || !xs || !w || !ws || !ys) return ox_fail(c, OAR_ERR_FORMAT, "expected inputs x, x_scale, w, w_scale, y_scale");
-    oar_status st = check_int8(c, x, "x");
-    if (st == OAR_OK) st = check_int8(c, w, "w");
-    if (st == OAR_OK) st = check_zp(c, x, xz, "x_zero_point");
-    if (st == OAR_OK) st = check_zp(c, w, wz, "w_zero_point");
-    if (st == OAR_OK) st = check_scale(c, xs, "x_scale");
-    if (st == OAR_OK) st = check_scale(c, ws, "w_scale");
-    if (st == OAR_OK) st = check_scale(c, ys, "y_scale");
+    oar_status st = ox_check_int8(c, x, "x");
+    if (st == OAR_OK) st = ox_check_int8(c, w, "w");
+    if (st == OAR_OK) st = ox_check_zp(c, x, xz, "x_zero_point");
+    if (st == OAR_OK) st = ox_check_zp(c, w, wz, "w_zero_point");
+    if (st == OAR_OK) st = ox_check_scale(c, xs, "x_scale");
+    if (st == OAR_OK) st = ox_check_scale(c, ws, "w_scale");
+    if (st == OAR_OK) st = ox_check_scale(c, ys, "y_scale");
     if (st == OAR_OK && ws->numel != 1 && (ws->ndim != 1 || ws->shape[0] != w->shape[0]))
         st = ox_fail(c, OAR_ERR_SHAPE, "expected w_scale of one value or of w's %lld output channels, got %lld values",
                      (long long)w->shape[0], (long long)ws->numel);
@@ -229,5 +229,5 @@ oar_status ox_QLinearConv(ox_ctx *c) {
         s = oar_reshape(s, shape, acc->ndim);
     }
     oar_tensor *v = acc && s ? oar_div(oar_mul(acc, s), f64(ys)) : NULL;
-    return ox_set(c, 0, v ? quantize(v, yz, dt) : NULL);
+    return ox_set(c, 0, v ? ox_qround(v, yz, dt) : NULL);
 }

@@ -18,6 +18,7 @@
 
 #include "oar/quant.h"
 #include "ops/op.h"
+#include "ops/quant_add.h"
 
 #include <math.h>
 #include <string.h>
@@ -139,6 +140,14 @@ bool ox_qdq_quantize(ox_ctx *c, oar_tensor **y) {
         *y = src->q;
         return true;
     }
+    ox_qval *sum = c->qv && c->node->in[0] >= 0 && c->qv[c->node->in[0]].qadd ? &c->qv[c->node->in[0]] : NULL;
+    if (sum) { /* Add [Relu] of two recorded values, quantized: qadd of their bytes, ONNX's float chain */
+        ox_qval *a = &c->qv[sum->add_a], *b = &c->qv[sum->add_b];
+        oar_tensor *in[QA_N] = {a->q, a->scale, a->zero_point, b->q, b->scale, b->zero_point, s, z0};
+        oar_attr at[2] = {oar_attr_int(sum->relu ? OAR_QACT_RELU : OAR_QACT_NONE), oar_attr_dtype(dt)};
+        *y = oar_op_call1(OAR_OP_qadd, in, QA_N, at);
+        return true;
+    }
     if (qop_in(c, 0)) /* the epilogue of the int8 op that made x: x * (1 / s), fused */
         *y = oar_quantize(x, s, z0, 0, dt);
     else /* ONNX's x / s exactly (scale 1 multiplies exactly) */
@@ -146,13 +155,38 @@ bool ox_qdq_quantize(ox_ctx *c, oar_tensor **y) {
     return true;
 }
 
-/* The weight's record when it is a constant i8 tensor with zero points all 0 (oar's int8 ops
- * take symmetric weights), per tensor or per channel along axis. */
-static ox_qval *sym_weight(const ox_ctx *c, int k, int axis) {
+/* A constant u8/i8 weight w with zero points wz (absent: 0; one value, or one per index of dim
+ * axis) as the symmetric i8 weight oar's int8 ops take: w - wz, exact when every difference lies
+ * in [-128, 127] (u8 weights around 128, i8 ones with small zero points), else NULL (the float
+ * path). sum_k x_k (w_k - wz) is then the file's product: no correction term is needed. */
+static oar_tensor *centred_weight(oar_tensor *w, oar_tensor *wz, int axis) {
+    if (!w || !is8(w) || !known(w) || (wz && (!known(wz) || !is8(wz)))) return NULL;
+    if (w->dtype == OAR_I8 && all_zero(wz)) return w;
+    if (wz && wz->numel > 1 && (axis < 0 || axis >= w->ndim || wz->numel != w->shape[axis])) return NULL;
+    uint64_t tr = oar_active_trace;
+    oar_active_trace = 0;
+    oar_tensor *z = NULL, *d = oar_cast(w, OAR_F64);
+    if (wz) {
+        int64_t shape[OAR_MAX_DIMS];
+        for (int i = 0; i < w->ndim; i++) shape[i] = wz->numel > 1 && i == axis ? wz->numel : 1;
+        z = oar_cast(oar_reshape(wz, shape, wz->numel > 1 ? w->ndim : 0), OAR_F64);
+        d = d && z ? oar_contiguous(oar_sub(d, z)) : NULL;
+    }
+    bool fits = d != NULL;
+    const double *v = d ? oar_data(d) : NULL;
+    for (int64_t i = 0; fits && i < d->numel; i++) fits = v[i] >= -128 && v[i] <= 127;
+    oar_tensor *y = fits ? oar_contiguous(oar_cast(d, OAR_I8)) : NULL;
+    oar_active_trace = tr;
+    return y ? ox_as_constant(y) : NULL;
+}
+
+/* The weight's record when it is a constant 8-bit tensor whose zero points centre it onto i8
+ * (centred_weight; *wq the i8 weight), per tensor or per channel along axis. */
+static ox_qval *sym_weight(const ox_ctx *c, int k, int axis, oar_tensor **wq) {
     ox_qval *w = qv_in(c, k);
-    if (!w || w->q->dtype != OAR_I8 || !known(w->q) || !all_zero(w->zero_point)) return NULL;
-    if (w->scale->ndim == 1 && w->axis != axis) return NULL;
-    return w;
+    if (!w || (w->scale->ndim == 1 && w->axis != axis)) return NULL;
+    *wq = centred_weight(w->q, w->zero_point, w->scale->ndim == 1 ? w->axis : -1);
+    return *wq ? w : NULL;
 }
 
 /* An activation's record: per tensor. */
@@ -166,12 +200,12 @@ static bool f32_bias(const oar_tensor *b, int64_t n) {
 }
 
 bool ox_qdq_conv(ox_ctx *c, oar_tensor **y) {
-    ox_qval *x = act(c, 0), *w = sym_weight(c, 1, 0);
-    oar_tensor *b = OX_IN(c, 2);
+    oar_tensor *b = OX_IN(c, 2), *wq = NULL;
+    ox_qval *x = act(c, 0), *w = x ? sym_weight(c, 1, 0, &wq) : NULL;
     oar_conv_opts o;
-    if (!x || !w || !f32_bias(b, w->q->shape[0]) || !ox_conv2d_opts(c, x->q, w->q, &o)) return false;
+    if (!x || !w || !f32_bias(b, wq->shape[0]) || !ox_conv2d_opts(c, x->q, wq, &o)) return false;
     oar_qlinear_opts q = {.out_dtype = OAR_F32};
-    *y = oar_qconv2d(x->q, x->scale, x->zero_point, w->q, w->scale, b, &o, &q);
+    *y = oar_qconv2d(x->q, x->scale, x->zero_point, wq, w->scale, b, &o, &q);
     mark_qop(c, 0);
     return true;
 }
@@ -183,12 +217,13 @@ bool ox_qdq_gemm(ox_ctx *c, bool matmul, oar_tensor **y) {
     if (!matmul && (ox_attr_int(c, "transA", 0) || ox_attr_float(c, "alpha", 1.0) != 1.0 ||
                     (OX_IN(c, 2) && ox_attr_float(c, "beta", 1.0) != 1.0)))
         return false;
-    ox_qval *w = sym_weight(c, 1, tb ? 0 : 1); /* per output feature: N is axis 0 of [N, K], 1 of [K, N] */
-    if (!w || w->q->ndim != 2) return false;
-    int64_t n = w->q->shape[tb ? 0 : 1];
+    oar_tensor *wq = NULL;
+    ox_qval *w = sym_weight(c, 1, tb ? 0 : 1, &wq); /* per output feature: N is axis 0 of [N, K], 1 of [K, N] */
+    if (!w || wq->ndim != 2) return false;
+    int64_t n = wq->shape[tb ? 0 : 1];
     oar_tensor *b = matmul ? NULL : OX_IN(c, 2);
     if (!f32_bias(b, n)) return false;
-    oar_tensor *wt = tb ? w->q : paused_transpose(w->q);
+    oar_tensor *wt = tb ? wq : paused_transpose(wq);
     oar_qlinear_opts q = {.out_dtype = OAR_F32};
     *y = wt ? oar_qlinear(x->q, x->scale, x->zero_point, wt, w->scale, b, &q) : NULL;
     mark_qop(c, 0);
@@ -213,6 +248,23 @@ void ox_qdq_after(const ox_ctx *c) {
     if ((!strcmp(op, "Relu") || !strcmp(op, "MaxPool") || !strcmp(op, "Reshape") || !strcmp(op, "Flatten")) &&
         qop_in(c, 0) && c->out[0]->dtype == OAR_F32)
         mark_qop(c, 0);
+    /* Add of two recorded per-tensor values of one shape (a QDQ residual), then maybe Relu: a
+     * QuantizeLinear of it runs qadd on their bytes (the f32 chain stays for other readers) */
+    if (!strcmp(op, "Add") && act(c, 0) && act(c, 1) && c->in[0] && c->in[1] && c->in[0]->dtype == OAR_F32 &&
+        c->in[1]->dtype == OAR_F32 && c->in[0]->ndim == c->out[0]->ndim && c->in[1]->ndim == c->out[0]->ndim &&
+        !memcmp(c->in[0]->shape, c->out[0]->shape, sizeof(int64_t) * (size_t)c->out[0]->ndim) &&
+        !memcmp(c->in[1]->shape, c->out[0]->shape, sizeof(int64_t) * (size_t)c->out[0]->ndim) &&
+        c->node->out[0] >= 0) {
+        c->qv[c->node->out[0]] = (ox_qval){.qadd = true, .add_a = c->node->in[0], .add_b = c->node->in[1]};
+        return;
+    }
+    if (!strcmp(op, "Relu") && c->node->in[0] >= 0 && c->qv[c->node->in[0]].qadd && !c->qv[c->node->in[0]].relu &&
+        c->node->out[0] >= 0) {
+        ox_qval v = c->qv[c->node->in[0]];
+        v.relu = true;
+        c->qv[c->node->out[0]] = v;
+        return;
+    }
     if (!strcmp(op, "Add") && (qop_in(c, 0) || qop_in(c, 1)) && c->in[0] && c->in[1] &&
         c->in[0]->ndim == c->in[1]->ndim && c->in[0]->numel == c->in[1]->numel)
         mark_qop(c, 0);
@@ -236,10 +288,12 @@ static bool out_params(oar_tensor *s, oar_tensor *z, oar_qlinear_opts *q) {
     return q->y_zero_point != NULL;
 }
 
-/* A constant i8 weight with zero zero points, its scale f32, one or n values. */
-static bool weight_ok(oar_tensor *w, oar_tensor *ws, oar_tensor *wz, int64_t n) {
-    return w && w->dtype == OAR_I8 && known(w) && all_zero(wz) && ws && ws->dtype == OAR_F32 &&
-           (ws->numel == 1 || (ws->ndim == 1 && ws->shape[0] == n));
+/* A constant 8-bit weight centred onto i8 by its zero points (one, or n along axis), its scale
+ * f32 of one or n values: the i8 weight, or NULL. */
+static oar_tensor *weight_i8(oar_tensor *w, oar_tensor *ws, oar_tensor *wz, int64_t n, int axis) {
+    if (!w || !ws || ws->dtype != OAR_F32 || !(ws->numel == 1 || (ws->ndim == 1 && ws->shape[0] == n))) return NULL;
+    if (wz && wz->numel != 1 && !(wz->ndim == 1 && wz->shape[0] == n)) return NULL;
+    return centred_weight(w, wz, axis);
 }
 
 bool ox_qlinear_conv_int8(ox_ctx *c, oar_tensor **y) {
@@ -247,7 +301,7 @@ bool ox_qlinear_conv_int8(ox_ctx *c, oar_tensor **y) {
     oar_qlinear_opts q = {0};
     oar_conv_opts o;
     if (!act_params(x, OX_IN(c, 1), OX_IN(c, 2), &xs0, &xz0) || !w || w->ndim != 4 ||
-        !weight_ok(w, ws, OX_IN(c, 5), w->shape[0]) || !out_params(OX_IN(c, 6), OX_IN(c, 7), &q) ||
+        !(w = weight_i8(w, ws, OX_IN(c, 5), w->shape[0], 0)) || !out_params(OX_IN(c, 6), OX_IN(c, 7), &q) ||
         (b && (b->dtype != OAR_I32 || b->numel != w->shape[0] || !known(b) || !known(xs0) || !known(ws))) ||
         !ox_conv2d_opts(c, x, w, &o))
         return false;
@@ -273,10 +327,40 @@ bool ox_qlinear_matmul_int8(ox_ctx *c, oar_tensor **y) {
     oar_tensor *a = OX_IN(c, 0), *b = OX_IN(c, 3), *bs = OX_IN(c, 4), *as0, *az0;
     oar_qlinear_opts q = {0};
     if (!act_params(a, OX_IN(c, 1), OX_IN(c, 2), &as0, &az0) || a->ndim < 1 || !b || b->ndim != 2 ||
-        !weight_ok(b, bs, OX_IN(c, 5), b->shape[1]) || !out_params(OX_IN(c, 6), OX_IN(c, 7), &q))
+        !(b = weight_i8(b, bs, OX_IN(c, 5), b->shape[1], 1)) || !out_params(OX_IN(c, 6), OX_IN(c, 7), &q))
         return false;
     oar_tensor *wt = paused_transpose(b);
     *y = wt ? oar_qlinear(a, as0, az0, wt, bs->numel == 1 ? per_tensor(bs) : bs, NULL, &q) : NULL;
+    return true;
+}
+
+/* com.microsoft QGemm (A, a_scale, a_zp, B, b_scale, b_zp, C, y_scale, y_zp) with transA = 0,
+ * alpha = 1, a constant symmetric i8 B (per tensor or per column) and a known int32 C of N
+ * values: qlinear, the bias folded to f32 as QLinearConv's (b[n] a_scale b_scale[n] in double);
+ * a u8/i8 output with y_scale, f32 without. */
+bool ox_qgemm_int8(ox_ctx *c, oar_tensor **y) {
+    oar_tensor *a = OX_IN(c, 0), *b = OX_IN(c, 3), *bs = OX_IN(c, 4), *cb = OX_IN(c, 6), *as0, *az0;
+    bool tb = ox_attr_int(c, "transB", 0) != 0;
+    oar_qlinear_opts q = {.out_dtype = OAR_F32};
+    if (ox_attr_int(c, "transA", 0) || ox_attr_float(c, "alpha", 1.0) != 1.0 ||
+        !act_params(a, OX_IN(c, 1), OX_IN(c, 2), &as0, &az0) || a->ndim != 2 || !b || b->ndim != 2)
+        return false;
+    int64_t n = b->shape[tb ? 0 : 1];
+    if (!(b = weight_i8(b, bs, OX_IN(c, 5), n, tb ? 0 : 1)) || (OX_IN(c, 7) && !out_params(OX_IN(c, 7), OX_IN(c, 8), &q)) ||
+        (cb && (cb->dtype != OAR_I32 || cb->numel != n || !known(cb) || !known(as0) || !known(bs))))
+        return false;
+    oar_tensor *wt = tb ? b : paused_transpose(b), *bsv = bs->numel == 1 ? per_tensor(bs) : bs, *bias = NULL;
+    if (wt && cb) {
+        uint64_t tr = oar_active_trace;
+        oar_active_trace = 0;
+        bias = oar_cast(oar_mul(oar_mul(oar_cast(oar_reshape(cb, &n, 1), OAR_F64), oar_cast(as0, OAR_F64)),
+                                oar_cast(bsv, OAR_F64)),
+                        OAR_F32);
+        oar_active_trace = tr;
+        bias = bias ? ox_as_constant(bias) : NULL;
+        if (!bias) wt = NULL;
+    }
+    *y = wt ? oar_qlinear(a, as0, az0, wt, bsv, bias, &q) : NULL;
     return true;
 }
 
@@ -284,7 +368,11 @@ bool ox_qlinear_matmul_int8(ox_ctx *c, oar_tensor **y) {
  * f32, exact while every partial sum stays below 2^24 (K * 255 * 128 < 2^24: K <= 514). */
 bool ox_integer_int8(ox_ctx *c, bool conv, oar_tensor **y) {
     oar_tensor *x = OX_IN(c, 0), *w = OX_IN(c, 1), *one, *xz0;
-    if (!is8(x) || !w || w->dtype != OAR_I8 || !known(w) || !all_zero(OX_IN(c, 3))) return false;
+    oar_tensor *wz = OX_IN(c, 3);
+    if (!is8(x) || !w || !(w->ndim == 4 || w->ndim == 2) ||
+        (wz && wz->numel != 1 && !(wz->ndim == 1 && wz->shape[0] == w->shape[conv ? 0 : 1])) ||
+        !(w = centred_weight(w, wz, conv ? 0 : 1))) /* per output channel / per column of B */
+        return false;
     if (OX_IN(c, 2) && (OX_IN(c, 2)->dtype != x->dtype || OX_IN(c, 2)->numel != 1)) return false;
     int64_t k = 1;
     if (conv) {

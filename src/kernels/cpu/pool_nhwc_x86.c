@@ -1,4 +1,4 @@
-/* max_pool2d_nhwc on x86 (f32): the channels, contiguous in NHWC, are the vector lanes (16 with
+/* max_pool2d_nhwc and avg_pool2d_nhwc (below) on x86 (f32): the channels, contiguous in NHWC, are the vector lanes (16 with
  * AVX-512, 8 with AVX2; the last block masked), so every window tap is one vector load and the
  * reference's choice (a later tap wins when greater or NaN) is one compare-or-unordered and a
  * blend per tap: the reference's bits. Rows of output (image, oy) are split over the threads.
@@ -115,6 +115,112 @@ static oar_status pn_fwd_avx2(const oar_kctx *ctx, oar_tensor *const *in, int n_
     return pn_run(in, out, a, pn_rows_avx2);
 }
 
+/* avg_pool2d_nhwc: per output position, the window and divisor of the reference, then each
+ * channel's sum in double lanes over the window's rows then columns (the reference's order),
+ * divided in double and rounded to f32 once: the reference's bits. */
+typedef struct pa_job {
+    const float *x;
+    float *y;
+    oar_avg_nhwc_geom g;
+} pa_job;
+
+static PN_AVX512 void pa_rows_512(void *ctx, int64_t b, int64_t e) {
+    const pa_job *j = ctx;
+    const oar_avg_nhwc_geom *g = &j->g;
+    for (int64_t r = b; r < e; r++) {
+        int64_t n = r / g->oh, oy = r % g->oh;
+        const float *img = j->x + n * g->h * g->w * g->c;
+        float *yrow = j->y + r * g->ow * g->c;
+        for (int64_t ox = 0; ox < g->ow; ox++) {
+            int64_t y0, y1, x0, x1;
+            double div = 1;
+            bool any = oar_avg_nhwc_window(g, oy, ox, &y0, &y1, &x0, &x1, &div);
+            __m512d vdiv = _mm512_set1_pd(div);
+            float *yp = yrow + ox * g->c;
+            for (int64_t c = 0; c < g->c; c += 16) {
+                __mmask16 m = g->c - c >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (g->c - c)) - 1);
+                __m512d lo = _mm512_setzero_pd(), hi = _mm512_setzero_pd();
+                for (int64_t iy = y0; any && iy < y1; iy++)
+                    for (int64_t ix = x0; ix < x1; ix++) {
+                        __m512 v = _mm512_maskz_loadu_ps(m, img + (iy * g->w + ix) * g->c + c);
+                        lo = _mm512_add_pd(lo, _mm512_cvtps_pd(_mm512_castps512_ps256(v)));
+                        hi = _mm512_add_pd(hi, _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1))));
+                    }
+                if (any) lo = _mm512_div_pd(lo, vdiv), hi = _mm512_div_pd(hi, vdiv);
+                __m512 out = _mm512_castpd_ps(_mm512_insertf64x4(_mm512_castps_pd(_mm512_castps256_ps512(_mm512_cvtpd_ps(lo))),
+                                                                 _mm256_castps_pd(_mm512_cvtpd_ps(hi)), 1));
+                _mm512_mask_storeu_ps(yp + c, m, out);
+            }
+        }
+    }
+}
+
+static PN_AVX2 void pa_rows_avx2(void *ctx, int64_t b, int64_t e) {
+    const pa_job *j = ctx;
+    const oar_avg_nhwc_geom *g = &j->g;
+    for (int64_t r = b; r < e; r++) {
+        int64_t n = r / g->oh, oy = r % g->oh;
+        const float *img = j->x + n * g->h * g->w * g->c;
+        float *yrow = j->y + r * g->ow * g->c;
+        for (int64_t ox = 0; ox < g->ow; ox++) {
+            int64_t y0, y1, x0, x1;
+            double div = 1;
+            bool any = oar_avg_nhwc_window(g, oy, ox, &y0, &y1, &x0, &x1, &div);
+            __m256d vdiv = _mm256_set1_pd(div);
+            float *yp = yrow + ox * g->c;
+            int64_t c = 0;
+            for (; c + 8 <= g->c; c += 8) {
+                __m256d lo = _mm256_setzero_pd(), hi = _mm256_setzero_pd();
+                for (int64_t iy = y0; any && iy < y1; iy++)
+                    for (int64_t ix = x0; ix < x1; ix++) {
+                        __m256 v = _mm256_loadu_ps(img + (iy * g->w + ix) * g->c + c);
+                        lo = _mm256_add_pd(lo, _mm256_cvtps_pd(_mm256_castps256_ps128(v)));
+                        hi = _mm256_add_pd(hi, _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1)));
+                    }
+                if (any) lo = _mm256_div_pd(lo, vdiv), hi = _mm256_div_pd(hi, vdiv);
+                _mm256_storeu_ps(yp + c, _mm256_set_m128(_mm256_cvtpd_ps(hi), _mm256_cvtpd_ps(lo)));
+            }
+            for (; c < g->c; c++) { /* the reference's arithmetic, one channel at a time */
+                double acc = 0;
+                for (int64_t iy = y0; any && iy < y1; iy++)
+                    for (int64_t ix = x0; ix < x1; ix++) acc += img[(iy * g->w + ix) * g->c + c];
+                yp[c] = (float)(any ? acc / div : acc);
+            }
+        }
+    }
+}
+
+static oar_status pa_run(oar_tensor *const *in, oar_tensor *const *out, const oar_attr *a, oar_range_fn fn) {
+    pa_job j = {.x = (const float *)oar_tensor_ptr(in[0]), .y = (float *)oar_tensor_ptr(out[0])};
+    oar_status st = oar_avg_nhwc_read(in[0], a, &j.g);
+    if (st != OAR_OK) return st;
+    int64_t rows = j.g.n * j.g.oh, per_row = j.g.ow * j.g.c * j.g.k[0] * j.g.k[1];
+    if (rows > 0) oar_parallel_for(rows, 1 + 32768 / (per_row + 1), fn, &j);
+    return OAR_OK;
+}
+
+static oar_status pa_fwd_512(const oar_kctx *ctx, oar_tensor *const *in, int n_in, oar_tensor *const *out, int n_out,
+                             const oar_attr *a) {
+    (void)ctx; (void)n_in; (void)n_out;
+    return pa_run(in, out, a, pa_rows_512);
+}
+
+static oar_status pa_fwd_avx2(const oar_kctx *ctx, oar_tensor *const *in, int n_in, oar_tensor *const *out,
+                              int n_out, const oar_attr *a) {
+    (void)ctx; (void)n_in; (void)n_out;
+    return pa_run(in, out, a, pa_rows_avx2);
+}
+
+static bool pa_ok_512(oar_tensor *const *in, int n_in, oar_tensor *const *out, int n_out, const oar_attr *a) {
+    (void)n_in; (void)out; (void)n_out; (void)a;
+    return oar_cpu_has_avx512() && in[0]->contiguous && in[0]->ndim == 4;
+}
+
+static bool pa_ok_avx2(oar_tensor *const *in, int n_in, oar_tensor *const *out, int n_out, const oar_attr *a) {
+    (void)n_in; (void)out; (void)n_out; (void)a;
+    return oar_cpu_has_avx2() && in[0]->contiguous && in[0]->ndim == 4;
+}
+
 static bool pn_ok(oar_tensor *const *in, const oar_attr *a) {
     return in[0]->contiguous && in[0]->ndim == 4 && a[0].n == 2 && a[0].ints[0] * a[0].ints[1] <= PN_MAX_TAPS;
 }
@@ -137,5 +243,9 @@ void oar_cpu_register_pool_nhwc(void) {
     oar_register_kernel(OAR_OP_max_pool2d_nhwc, e);
     e.impl = "avx2", e.priority = 10, e.fn = pn_fwd_avx2, e.supports = pn_ok_avx2;
     oar_register_kernel(OAR_OP_max_pool2d_nhwc, e);
+    e.impl = "avx512", e.priority = 20, e.fn = pa_fwd_512, e.supports = pa_ok_512;
+    oar_register_kernel(OAR_OP_avg_pool2d_nhwc, e);
+    e.impl = "avx2", e.priority = 10, e.fn = pa_fwd_avx2, e.supports = pa_ok_avx2;
+    oar_register_kernel(OAR_OP_avg_pool2d_nhwc, e);
 #endif
 }

@@ -25,9 +25,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-bool oar_qconv_direct_takes(bool vnni, int64_t cg, int64_t og) {
+bool oar_qconv_direct_takes(bool vnni, int64_t cg, int64_t og, int64_t stride) {
     (void)vnni; /* the same rule on both: oneDNN's kernels vectorize over 16 channels */
-    return cg < 16 || og < 16;
+    bool stem = stride > 1 && og >= 16;
+    return (cg < 16 || og < 16) && !stem;
 }
 
 #if defined(__x86_64__) || defined(_M_X64)
@@ -259,7 +260,7 @@ static bool supports(oar_tensor *const *in, int n_in, oar_tensor *const *out, in
     (void)n_in, (void)out, (void)n_out;
     oar_qconv_geom g;
     return oar_cpu_has_avx2() && !oar_cpu_use_vnni() && oar_qconv_geom_get(in[QL_X], in[QL_W], a, &g) == OAR_OK &&
-           oar_qconv_direct_takes(false, g.c / g.groups, g.o / g.groups);
+           oar_qconv_direct_takes(false, g.c / g.groups, g.o / g.groups, g.sh * g.sw);
 }
 
 void oar_cpu_register_qconv_direct_avx2(void) {

@@ -354,8 +354,9 @@ static bool plan(qcall *c, oar_tensor *const *in, const oar_attr *a) {
     if (g->n < 1) return false; /* an empty batch: the other kernels write nothing just as well */
     /* few channels (LeNet's 1->6->16, a first conv on grey images): the direct kernels are
      * faster (LeNet batch 32 with VNNI: 0.67 against 0.93-0.97 ms of CPU time per call; the
-     * AVX2 one, qconv_direct_avx2.c, ranks above this kernel and takes them itself) */
-    if (oar_qconv_direct_takes(oar_cpu_use_vnni(), g->c / g->groups, g->o / g->groups)) return false;
+     * AVX2 one, qconv_direct_avx2.c, ranks above this kernel and takes them itself), except
+     * strided stems with 16+ outputs (the rule's comment) */
+    if (oar_qconv_direct_takes(oar_cpu_use_vnni(), g->c / g->groups, g->o / g->groups, g->sh * g->sw)) return false;
     int64_t per_image = g->oh * g->ow * g->o * (int64_t)sizeof(int32_t);
     c->cn = CHUNK_BYTES / per_image < 1 ? 1 : CHUNK_BYTES / per_image;
     c->cn = c->cn < g->n ? c->cn : g->n;

@@ -15,6 +15,7 @@
  * Both are spread over oar's pool by blocks of 4 rows x 64 columns. qconv2d runs on the same GEMM after an im2col. */
 #include "kernels/cpu/cpu_kernels.h"
 #include "ops/quant.h"
+#include "ops/quant_add.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -545,6 +546,7 @@ void oar_cpu_register_quant(void) {
     oar_cpu_register_qconv_direct_avx2();
     oar_cpu_register_qmax_pool();
     oar_cpu_register_quantize_fast();
+    oar_cpu_register_qadd_fast();
     uint32_t dts = OAR_DTYPE_BIT(OAR_U8) | OAR_DTYPE_BIT(OAR_I8);
     oar_register_kernel(OAR_OP_qlinear, (oar_kernel_entry){.device = OAR_CPU, .dtypes = dts, .impl = "avx512-vnni",
                                                            .priority = 20, .fn = qlinear_vnni, .supports = supports_vnni});

@@ -1,0 +1,1 @@
+ByJ›mÿwž‹U‡Pjcyc‰gyg

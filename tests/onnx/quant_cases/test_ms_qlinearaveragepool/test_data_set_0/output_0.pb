@@ -1,0 +1,1 @@
+ByJH™…r„b¸Ÿ_ Wƒw›V‰‰GQŒ‡J“°[}csošpIrpoœf~xu”‚l“ˆ…¥‹•­yrb^˜b5pO‡ŒaT_]`kfv

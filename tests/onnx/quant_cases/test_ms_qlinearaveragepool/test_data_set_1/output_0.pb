@@ -1,0 +1,1 @@
+ByJH{aG›[No[`b_P€m€PvbkšyoŒÑ„{m†d\|„nZo¡nw —‡€wdL¤rQ‚tZˆpJ¶“SŽUG}^{Žq’P>

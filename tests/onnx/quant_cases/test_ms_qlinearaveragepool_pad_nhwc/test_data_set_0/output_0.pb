@@ -1,0 +1,1 @@
+ByJHbejH“jOrurŒtW¥zu„}R‡Bei„Ze~js[iYƒDXXJƒSC™v|cXZŒ~T‡£tSO‹x9˜¸]—ii\kA‡‡Zz

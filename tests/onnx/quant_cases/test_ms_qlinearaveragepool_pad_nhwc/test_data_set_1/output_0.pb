@@ -1,0 +1,1 @@
+ByJHgFe^K~W€b}]f~—I—o}\u~zŒM€M`qafeaROŒ7ož>‡hc|Z``s|m|~Ldtte‚HUiVqjhnP
