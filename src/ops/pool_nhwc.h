@@ -12,6 +12,10 @@ typedef struct oar_pool_nhwc_geom {
     int64_t k[2], s[2], p[2], d[2];
 } oar_pool_nhwc_geom;
 
+/* The NHWC op of NCHW pooling op nchw: x must be 4-d; nchw's checks and output size run on an
+ * NCHW stand-in of x, their errors named as the NHWC op's (nchw's name + "_nhwc"). */
+oar_status oar_pool_nhwc_standin(const oar_tensor *x, const oar_attr *a, const oar_op_def *nchw, int64_t out_hw[2]);
+
 /* x [N, H, W, C] and max_pool2d's attributes; the error names max_pool2d_nhwc. */
 oar_status oar_pool_nhwc_read(const oar_tensor *x, const oar_attr *a, oar_pool_nhwc_geom *g);
 

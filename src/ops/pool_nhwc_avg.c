@@ -10,27 +10,12 @@
 
 #include <string.h>
 
-static const int64_t TO_NCHW[4] = {0, 3, 1, 2};
-
 oar_status oar_avg_nhwc_read(const oar_tensor *x, const oar_attr *a, oar_avg_nhwc_geom *g) {
-    if (x->ndim != 4) {
-        char s[128];
-        oar_format_shape(x->shape, x->ndim, s, sizeof s);
-        return oar_error(OAR_ERR_SHAPE, "avg_pool2d_nhwc: expected x 4-d [N, H, W, C], got shape %s", s);
-    }
-    oar_tensor shell = *x; /* avg_pool2d's checks and output size on an NCHW stand-in */
-    for (int d = 0; d < 4; d++) shell.shape[d] = x->shape[TO_NCHW[d]];
-    oar_tensor *in[1] = {&shell};
-    oar_meta m;
-    int n_out = 1;
-    oar_status st = oar_opdef_avg_pool2d.infer(in, 1, a, &m, &n_out);
-    if (st != OAR_OK) {
-        char msg[512];
-        snprintf(msg, sizeof msg, "%s", oar_last_error());
-        return oar_error(st, "avg_pool2d_nhwc: %s", strncmp(msg, "avg_pool2d: ", 12) ? msg : msg + 12);
-    }
+    int64_t hw[2];
+    oar_status st = oar_pool_nhwc_standin(x, a, &oar_opdef_avg_pool2d, hw);
+    if (st != OAR_OK) return st;
     g->n = x->shape[0], g->h = x->shape[1], g->w = x->shape[2], g->c = x->shape[3];
-    g->oh = m.shape[2], g->ow = m.shape[3];
+    g->oh = hw[0], g->ow = hw[1];
     for (int i = 0; i < 2; i++) g->k[i] = a[0].ints[i], g->s[i] = a[1].ints[i], g->p[i] = a[2].ints[i];
     g->include_pad = a[4].i != 0;
     return OAR_OK;
