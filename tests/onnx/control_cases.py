@@ -7,15 +7,13 @@ corpus, replayed by test_onnx).
 
 Usage: control_cases.py OUT BAD CORPUS   (a python with onnx and onnxruntime, e.g. a venv made
 with --system-site-packages and `pip install onnxruntime`). Exit 77 without them."""
-import os
-import shutil
 import sys
 
 try:
     import numpy as np
-    import onnx
-    import onnxruntime as ort
-    from onnx import TensorProto, helper, numpy_helper
+    from onnx import TensorProto, helper
+
+    from case_writer import const, make_model, vi, write_bad, write_case, write_index
 except ImportError as e:
     print(f"control_cases: skipped: {e}")
     sys.exit(77)
@@ -25,42 +23,8 @@ OPSET = 17
 rng = np.random.default_rng(18)
 
 
-def vi(name, t, shape):
-    return helper.make_tensor_value_info(name, t, shape)
-
-
-def const(name, arr):
-    return numpy_helper.from_array(np.asarray(arr), name)
-
-
 def model(nodes, inputs, outputs, inits=(), name="g", check=True):
-    g = helper.make_graph(nodes, name, inputs, outputs, list(inits))
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="control_cases.py")
-    m.ir_version = 8
-    if check:
-        onnx.checker.check_model(m, full_check=True)
-    return m
-
-
-def write_case(out, name, op, m, data_sets, index):
-    d = os.path.join(out, "test_" + name)
-    shutil.rmtree(d, ignore_errors=True)
-    os.makedirs(d)
-    with open(os.path.join(d, "model.onnx"), "wb") as f:
-        f.write(m.SerializeToString())
-    sess = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
-    for s, feeds in enumerate(data_sets):
-        sd = os.path.join(d, f"test_data_set_{s}")
-        os.makedirs(sd)
-        names = [i.name for i in m.graph.input]
-        for k, nm in enumerate(names):
-            with open(os.path.join(sd, f"input_{k}.pb"), "wb") as f:
-                f.write(numpy_helper.from_array(np.asarray(feeds[nm]), nm).SerializeToString())
-        got = sess.run(None, {nm: np.asarray(feeds[nm]) for nm in names})
-        for k, y in enumerate(got):
-            with open(os.path.join(sd, f"output_{k}.pb"), "wb") as f:
-                f.write(numpy_helper.from_array(np.asarray(y), m.graph.output[k].name).SerializeToString())
-    index.append((f"test_{name}", op))
+    return make_model(nodes, inputs, outputs, inits, opset=OPSET, producer="control_cases.py", name=name, check=check)
 
 
 def x34(sign=1.0):
@@ -208,11 +172,7 @@ def cases(out):
     write_case(out, "scan_axes_directions", "Scan", m,
                [{"s0": f4(4), "p0": np.ones(4, np.float32), "xa": f4(5, 4), "xb": f4(4, 5)}], index)
 
-    with open(os.path.join(out, "index.tsv"), "w") as f:
-        f.write("case\toperator\n")
-        for name, op in index:
-            f.write(f"{name}\t{op}\n")
-    return len(index)
+    return write_index(out, index)
 
 
 def bad(bad_dir, corpus):
@@ -286,16 +246,7 @@ def bad(bad_dir, corpus):
     scan_body = body(ok_ins[2:], ok_outs[1:], [ok_nodes[0]])
     add("scan_num_inputs", [helper.make_node("Scan", ["x"], ["y"], body=scan_body, num_scan_inputs=3)],
         "num_scan_inputs is 3; expected 1 to 1")
-    os.makedirs(bad_dir, exist_ok=True)
-    with open(os.path.join(bad_dir, "expected.txt"), "w") as f:
-        f.write("# model<TAB>a part of the error oar_onnx_load must give (written by control_cases.py)\n")
-        for name, m, expect in items:
-            data = m.SerializeToString()
-            for path in (os.path.join(bad_dir, name + ".onnx"), os.path.join(corpus, "control_" + name + ".onnx")):
-                with open(path, "wb") as g:
-                    g.write(data)
-            f.write(f"{name}\t{expect}\n")
-    return len(items)
+    return write_bad(bad_dir, corpus, "control_", items, "control_cases.py")
 
 
 if __name__ == "__main__":

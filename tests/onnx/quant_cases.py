@@ -12,15 +12,16 @@ Also writes malformed models to BAD/<name>.onnx with BAD/expected.txt and copies
 CORPUS/quant_<name>.onnx (the fuzz corpus, replayed by test_onnx).
 
 Usage: quant_cases.py OUT BAD CORPUS   (a python with onnx and onnxruntime). Exit 77 without them."""
-import os
-import shutil
 import sys
 
 try:
     import numpy as np
     import onnx
     import onnxruntime as ort
-    from onnx import TensorProto, helper, numpy_helper
+    from onnx import TensorProto, helper
+
+    from case_writer import const, make_model, vi, write_bad, write_index
+    from case_writer import write_case as write_any_case
 except ImportError as e:
     print(f"quant_cases: skipped: {e}")
     sys.exit(77)
@@ -30,47 +31,14 @@ OPSET = 13
 rng = np.random.default_rng(1818)
 
 
-def vi(name, t, shape):
-    return helper.make_tensor_value_info(name, t, shape)
-
-
-def const(name, arr):
-    return numpy_helper.from_array(np.asarray(arr), name)
-
-
 def model(nodes, inputs, outputs, inits=(), check=True):
-    g = helper.make_graph(nodes, "g", inputs, outputs, list(inits))
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="quant_cases.py")
-    m.ir_version = 8
-    if check:
-        onnx.checker.check_model(m, full_check=True)
-    return m
+    return make_model(nodes, inputs, outputs, inits, opset=OPSET, producer="quant_cases.py", check=check)
 
 
 def write_case(out, name, op, m, data_sets, index, expected=None, definition=False):
     """definition: the expected outputs are onnxruntime's with graph optimizations off (each node as
     the file writes it: ONNX's definition in float), not its int8 kernels (see qdq_residual_add)."""
-    d = os.path.join(out, "test_" + name)
-    shutil.rmtree(d, ignore_errors=True)
-    os.makedirs(d)
-    with open(os.path.join(d, "model.onnx"), "wb") as f:
-        f.write(m.SerializeToString())
-    so = ort.SessionOptions()
-    so.graph_optimization_level = (ort.GraphOptimizationLevel.ORT_DISABLE_ALL if definition else
-                                   ort.GraphOptimizationLevel.ORT_ENABLE_ALL)
-    sess = None if expected else ort.InferenceSession(m.SerializeToString(), so, providers=["CPUExecutionProvider"])
-    for s, feeds in enumerate(data_sets):
-        sd = os.path.join(d, f"test_data_set_{s}")
-        os.makedirs(sd)
-        names = [i.name for i in m.graph.input]
-        for k, nm in enumerate(names):
-            with open(os.path.join(sd, f"input_{k}.pb"), "wb") as f:
-                f.write(numpy_helper.from_array(np.asarray(feeds[nm]), nm).SerializeToString())
-        got = expected[s] if expected else sess.run(None, {nm: np.asarray(feeds[nm]) for nm in names})
-        for k, y in enumerate(got):
-            with open(os.path.join(sd, f"output_{k}.pb"), "wb") as f:
-                f.write(numpy_helper.from_array(np.asarray(y), m.graph.output[k].name).SerializeToString())
-    index.append((f"test_{name}", op))
+    write_any_case(out, name, op, m, data_sets, index, expected=expected, optimize=not definition)
 
 
 def qweights(shape, per_channel=True):
@@ -281,11 +249,9 @@ MS_DIFF = []  # (case, codes where onnxruntime's kernel differs from the definit
 
 
 def ms_model(nodes, inputs, outputs, inits=()):
-    g = helper.make_graph(nodes, "g", inputs, outputs, list(inits))
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", OPSET), helper.make_opsetid(MS, 1)],
-                          producer_name="quant_cases.py")
-    m.ir_version = 8
-    onnx.checker.check_model(m)
+    m = make_model(nodes, inputs, outputs, inits, opset=OPSET, producer="quant_cases.py", check=False,
+                   opsets=[(MS, 1)])
+    onnx.checker.check_model(m)  # the full check does not know the com.microsoft schemas
     return m
 
 
@@ -497,11 +463,7 @@ def cases(out):
     ms_cases(index, out)
     for name, d, n in MS_DIFF:
         print(f"quant_cases: {name}: onnxruntime's kernel differs from the definition in {d} of {n} codes")
-    with open(os.path.join(out, "index.tsv"), "w") as f:
-        f.write("case\toperator\n")
-        for name, op in index:
-            f.write(f"{name}\t{op}\n")
-    return len(index)
+    return write_index(out, index)
 
 
 def bad(bad_dir, corpus):
@@ -570,16 +532,7 @@ def bad(bad_dir, corpus):
            helper.make_node("DynamicQuantizeMatMul", ["x", "w", "ws"], ["y"], domain=MS),
            "node 'ms_dynamicquantizematmul' (DynamicQuantizeMatMul in domain com.microsoft)", [vi("x", F, [2, 5])],
            [const("w", np.zeros((5, 4), np.int8)), const("ws", np.float32(0.1))], out_t=F)
-    os.makedirs(bad_dir, exist_ok=True)
-    with open(os.path.join(bad_dir, "expected.txt"), "w") as f:
-        f.write("# model<TAB>a part of the error oar_onnx_load must give (written by quant_cases.py)\n")
-        for name, m, expect in items:
-            data = m.SerializeToString()
-            for path in (os.path.join(bad_dir, name + ".onnx"), os.path.join(corpus, "quant_" + name + ".onnx")):
-                with open(path, "wb") as g:
-                    g.write(data)
-            f.write(f"{name}\t{expect}\n")
-    return len(items)
+    return write_bad(bad_dir, corpus, "quant_", items, "quant_cases.py")
 
 
 if __name__ == "__main__":

@@ -6,15 +6,14 @@ with BAD/expected.txt (name, then a part of the error oar must give) and copies 
 CORPUS/seq_<name>.onnx (the fuzz corpus, replayed by test_onnx).
 
 Usage: seq_cases.py OUT BAD CORPUS   (a python with onnx and onnxruntime). Exit 77 without them."""
-import os
-import shutil
 import sys
 
 try:
     import numpy as np
-    import onnx
-    import onnxruntime as ort
     from onnx import TensorProto, helper, numpy_helper
+
+    from case_writer import const, make_model, vi, write_bad, write_index
+    from case_writer import write_case as write_any_case
 except ImportError as e:
     print(f"seq_cases: skipped: {e}")
     sys.exit(77)
@@ -24,25 +23,12 @@ OPSET = 17
 rng = np.random.default_rng(18)
 
 
-def vi(name, t, shape):
-    return helper.make_tensor_value_info(name, t, shape)
-
-
 def seq_vi(name, t, shape=None):
     return helper.make_tensor_sequence_value_info(name, t, shape)
 
 
-def const(name, arr):
-    return numpy_helper.from_array(np.asarray(arr), name)
-
-
 def model(nodes, inputs, outputs, inits=(), check=True):
-    g = helper.make_graph(nodes, "g", inputs, outputs, list(inits))
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="seq_cases.py")
-    m.ir_version = 8
-    if check:
-        onnx.checker.check_model(m, full_check=True)
-    return m
+    return make_model(nodes, inputs, outputs, inits, opset=OPSET, producer="seq_cases.py", check=check)
 
 
 def as_proto(x, v):
@@ -52,24 +38,7 @@ def as_proto(x, v):
 
 
 def write_case(out, name, op, m, data_sets, index):
-    d = os.path.join(out, "test_" + name)
-    shutil.rmtree(d, ignore_errors=True)
-    os.makedirs(d)
-    with open(os.path.join(d, "model.onnx"), "wb") as f:
-        f.write(m.SerializeToString())
-    sess = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
-    for s, feeds in enumerate(data_sets):
-        sd = os.path.join(d, f"test_data_set_{s}")
-        os.makedirs(sd)
-        for k, v in enumerate(m.graph.input):
-            with open(os.path.join(sd, f"input_{k}.pb"), "wb") as f:
-                f.write(as_proto(feeds[v.name], v).SerializeToString())
-        feed = {k: (x if isinstance(x, list) else np.asarray(x)) for k, x in feeds.items()}
-        got = sess.run(None, feed)
-        for k, y in enumerate(got):
-            with open(os.path.join(sd, f"output_{k}.pb"), "wb") as f:
-                f.write(as_proto(y, m.graph.output[k]).SerializeToString())
-    index.append((f"test_{name}", op))
+    write_any_case(out, name, op, m, data_sets, index, proto=as_proto)
 
 
 def f32(*shape):
@@ -162,11 +131,7 @@ def cases(out):
     write_case(out, "seq_if_optional", "If", m,
                [{"c": np.array(True), "x": f32(2)}, {"c": np.array(False), "x": f32(2)}], index)
 
-    with open(os.path.join(out, "index.tsv"), "w") as f:
-        f.write("case\toperator\n")
-        for name, op in index:
-            f.write(f"{name}\t{op}\n")
-    return len(index)
+    return write_index(out, index)
 
 
 def bad(bad_dir, corpus):
@@ -241,16 +206,7 @@ def bad(bad_dir, corpus):
                                 helper.make_node("Loop", ["M", "", "s0"], ["s"], body=body),
                                 helper.make_node("ConcatFromSequence", ["s"], ["y"], axis=0)],
         "carries a sequence or optional")
-    os.makedirs(bad_dir, exist_ok=True)
-    with open(os.path.join(bad_dir, "expected.txt"), "w") as f:
-        f.write("# model<TAB>a part of the error oar_onnx_load must give (written by seq_cases.py)\n")
-        for name, m, expect in items:
-            data = m.SerializeToString()
-            for path in (os.path.join(bad_dir, name + ".onnx"), os.path.join(corpus, "seq_" + name + ".onnx")):
-                with open(path, "wb") as g:
-                    g.write(data)
-            f.write(f"{name}\t{expect}\n")
-    return len(items)
+    return write_bad(bad_dir, corpus, "seq_", items, "seq_cases.py")
 
 
 if __name__ == "__main__":
