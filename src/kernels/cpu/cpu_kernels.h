@@ -6,6 +6,9 @@
 #include "ops/op.h"
 
 void oar_cpu_kernels_init(void);
+/* impl name of the kernels that take f16/bf16 activations only with f32 parameters (the mixed
+ * norms): the via-f32 kernels still cover the other f16/bf16 calls of those ops */
+#define OAR_IMPL_HALF_MIXED "avx2-mixed"
 /* One registration function per file cpu_<family>.c. */
 void oar_cpu_register_elementwise(void);
 void oar_cpu_register_reduce(void);
