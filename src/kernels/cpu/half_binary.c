@@ -21,15 +21,25 @@ NN_HINL __m256 hb_apply(__m256 a, __m256 b, hb_op op) {
     return op == HB_ADD ? _mm256_add_ps(a, b) : op == HB_SUB ? _mm256_sub_ps(a, b) : _mm256_mul_ps(a, b);
 }
 
-static NN_AVX2H void hb_range(void *ctx, int64_t begin, int64_t end) {
-    const hb_job *j = ctx;
+NN_HINL void hb_range_k(const hb_job *j, int64_t begin, int64_t end, const int k, const hb_op op) {
     int64_t i = begin;
-    for (; i + 8 <= end; i += 8) nn_st(j->y, i, hb_apply(nn_ld(j->a, i, j->k), nn_ld(j->b, i, j->k), j->op), j->k);
+    for (; i + 8 <= end; i += 8) nn_st(j->y, i, hb_apply(nn_ld(j->a, i, k), nn_ld(j->b, i, k), op), k);
     if (i < end) {
         const int64_t n = end - i;
         const __m256i mask = nn_tail_mask(n);
-        __m256 v = hb_apply(nn_ld_tail(j->a, i, n, mask, 0.0f, j->k), nn_ld_tail(j->b, i, n, mask, 0.0f, j->k), j->op);
-        nn_st_tail(j->y, i, n, mask, v, j->k);
+        __m256 v = hb_apply(nn_ld_tail(j->a, i, n, mask, 0.0f, k), nn_ld_tail(j->b, i, n, mask, 0.0f, k), op);
+        nn_st_tail(j->y, i, n, mask, v, k);
+    }
+}
+
+/* one loop per kind and operation, each with its conversions inlined */
+static NN_AVX2H void hb_range(void *ctx, int64_t begin, int64_t end) {
+    const hb_job *j = ctx;
+    const bool bf = j->k == NN_BF16;
+    switch (j->op) {
+    case HB_ADD: bf ? hb_range_k(j, begin, end, NN_BF16, HB_ADD) : hb_range_k(j, begin, end, NN_F16, HB_ADD); break;
+    case HB_SUB: bf ? hb_range_k(j, begin, end, NN_BF16, HB_SUB) : hb_range_k(j, begin, end, NN_F16, HB_SUB); break;
+    case HB_MUL: bf ? hb_range_k(j, begin, end, NN_BF16, HB_MUL) : hb_range_k(j, begin, end, NN_F16, HB_MUL); break;
     }
 }
 

@@ -18,7 +18,7 @@
 /* Mean and biased variance of m contiguous floats. The second pass is centred on the mean
  * rounded to float; the exact identity sum((x - mf)^2)/m = var + (mean - mf)^2 removes that
  * rounding again. */
-static NN_AVX2H void row_moments(const void *x, int64_t m, int k, double *mean, double *var) {
+NN_HINL void row_moments_k(const void *x, int64_t m, const int k, double *mean, double *var) {
     const int64_t full = m & ~(int64_t)7, rest = m - full;
     const __m256i tail = nn_tail_mask(rest);
     nn_dacc s = nn_dacc_zero(), q = nn_dacc_zero();
@@ -32,6 +32,13 @@ static NN_AVX2H void row_moments(const void *x, int64_t m, int k, double *mean, 
     double v = m ? nn_dacc_sum(q) / (double)m - (mu - muf) * (mu - muf) : 0.0;
     *mean = mu;
     *var = v > 0 ? v : 0.0;
+}
+
+/* one copy per kind, each with its conversions inlined */
+static NN_AVX2H void row_moments(const void *x, int64_t m, int k, double *mean, double *var) {
+    if (k == NN_BF16) row_moments_k(x, m, NN_BF16, mean, var);
+    else if (k == NN_F16) row_moments_k(x, m, NN_F16, mean, var);
+    else row_moments_k(x, m, NN_F32, mean, var);
 }
 
 /* y = (x - mean) * scale + shift over n floats; w and b (per element, may be NULL) multiply
@@ -163,13 +170,12 @@ typedef struct bn_job {
  * the relu kernel. So the fused node gives the bits of batch_norm, add and relu run one after
  * another, at every kind (the roundings are the identity for f32). */
 NN_HINL __m256 bn_vec(__m256 x, __m256 mean, __m256 scale, __m256 shift, const bn_job *j, int64_t at, bool last,
-                      int64_t rest, __m256i tail) {
+                      int64_t rest, __m256i tail, const int k) {
     __m256 v = _mm256_fmadd_ps(_mm256_sub_ps(x, mean), scale, shift);
     if (!j->res && !j->relu) return v;
-    v = nn_round(v, j->k);
+    v = nn_round(v, k);
     if (j->res)
-        v = nn_round(_mm256_add_ps(v, last ? nn_ld_tail(j->res, at, rest, tail, 0.0f, j->k) : nn_ld(j->res, at, j->k)),
-                     j->k);
+        v = nn_round(_mm256_add_ps(v, last ? nn_ld_tail(j->res, at, rest, tail, 0.0f, k) : nn_ld(j->res, at, k)), k);
     if (j->relu) v = _mm256_max_ps(_mm256_setzero_ps(), v);
     return v;
 }
@@ -222,8 +228,7 @@ static NN_AVX2H void bn_stats_cols(void *ctx, int64_t begin, int64_t end) {
 }
 
 /* y = (x - mean[c]) * scale[c] + shift[c] for one plane (s values of channel c) at a time. */
-static NN_AVX2H void bn_apply_planes(void *ctx, int64_t begin, int64_t end) {
-    const bn_job *j = ctx;
+NN_HINL void bn_apply_planes_k(const bn_job *j, int64_t begin, int64_t end, const int k) {
     const int64_t s = j->s, full = s & ~(int64_t)7, rest = s - full;
     const __m256i tail = nn_tail_mask(rest);
     for (int64_t p = begin; p < end; p++) {
@@ -231,13 +236,20 @@ static NN_AVX2H void bn_apply_planes(void *ctx, int64_t begin, int64_t end) {
         const __m256 vm = _mm256_set1_ps(j->vmean[ch]), vs = _mm256_set1_ps(j->scale[ch]),
                      vb = _mm256_set1_ps(j->shift[ch]);
         for (int64_t i = 0; i < full; i += 8)
-            nn_st(j->y, base + i, bn_vec(nn_ld(j->x, base + i, j->k), vm, vs, vb, j, base + i, false, 8, tail), j->k);
+            nn_st(j->y, base + i, bn_vec(nn_ld(j->x, base + i, k), vm, vs, vb, j, base + i, false, 8, tail, k), k);
         if (rest) {
-            __m256 v = bn_vec(nn_ld_tail(j->x, base + full, rest, tail, 0.0f, j->k), vm, vs, vb, j, base + full, true,
-                              rest, tail);
-            nn_st_tail(j->y, base + full, rest, tail, v, j->k);
+            __m256 v = bn_vec(nn_ld_tail(j->x, base + full, rest, tail, 0.0f, k), vm, vs, vb, j, base + full, true,
+                              rest, tail, k);
+            nn_st_tail(j->y, base + full, rest, tail, v, k);
         }
     }
+}
+
+static NN_AVX2H void bn_apply_planes(void *ctx, int64_t begin, int64_t end) {
+    const bn_job *j = ctx;
+    if (j->k == NN_BF16) bn_apply_planes_k(j, begin, end, NN_BF16);
+    else if (j->k == NN_F16) bn_apply_planes_k(j, begin, end, NN_F16);
+    else bn_apply_planes_k(j, begin, end, NN_F32);
 }
 
 /* The same for [N, C] inputs, vectorized along each row's channels. */
@@ -249,13 +261,13 @@ static NN_AVX2H void bn_apply_rows(void *ctx, int64_t begin, int64_t end) {
         const int64_t base = r * j->c;
         for (int64_t i = 0; i < full; i += 8) {
             __m256 v = bn_vec(nn_ld(j->x, base + i, j->k), _mm256_loadu_ps(j->vmean + i), _mm256_loadu_ps(j->scale + i),
-                              _mm256_loadu_ps(j->shift + i), j, base + i, false, 8, tail);
+                              _mm256_loadu_ps(j->shift + i), j, base + i, false, 8, tail, j->k);
             nn_st(j->y, base + i, v, j->k);
         }
         if (rest) {
             __m256 v = bn_vec(nn_ld_tail(j->x, base + full, rest, tail, 0.0f, j->k),
                               _mm256_maskload_ps(j->vmean + full, tail), _mm256_maskload_ps(j->scale + full, tail),
-                              _mm256_maskload_ps(j->shift + full, tail), j, base + full, true, rest, tail);
+                              _mm256_maskload_ps(j->shift + full, tail), j, base + full, true, rest, tail, j->k);
             nn_st_tail(j->y, base + full, rest, tail, v, j->k);
         }
     }

@@ -124,10 +124,10 @@ typedef struct bnb_job {
     int k;
 } bnb_job;
 
-NN_HINL __m256 bnb_grad(const bnb_job *j, int64_t at, bool last, int64_t rest, __m256i tail) {
-    __m256 gv = last ? nn_ld_tail(j->g, at, rest, tail, 0.0f, j->k) : nn_ld(j->g, at, j->k);
+NN_HINL __m256 bnb_grad(const bnb_job *j, int64_t at, bool last, int64_t rest, __m256i tail, const int k) {
+    __m256 gv = last ? nn_ld_tail(j->g, at, rest, tail, 0.0f, k) : nn_ld(j->g, at, k);
     if (j->relu_y) {
-        __m256 yv = last ? nn_ld_tail(j->relu_y, at, rest, tail, 0.0f, j->k) : nn_ld(j->relu_y, at, j->k);
+        __m256 yv = last ? nn_ld_tail(j->relu_y, at, rest, tail, 0.0f, k) : nn_ld(j->relu_y, at, k);
         gv = _mm256_and_ps(gv, _mm256_cmp_ps(yv, _mm256_setzero_ps(), _CMP_GT_OQ));
     }
     return gv;
@@ -142,10 +142,9 @@ NN_HINL __m256 bnb_grad(const bnb_job *j, int64_t at, bool last, int64_t rest, _
  * formed in double: a subtraction and two fused multiply-adds per vector. bf16/f16 tensors are
  * widened in registers and dx rounded once at the store: the bits of the f32 kernel on widened
  * copies (the masked g is a low value already, so keeping it in the low dtype loses nothing). */
-static NN_AVX2H void bnb_channel(const bnb_job *j, int64_t ch) {
+NN_HINL void bnb_channel(const bnb_job *j, int64_t ch, const int k) {
     const int64_t s = j->s, full = s & ~(int64_t)7, rest = s - full, rl = rest ? rest : 8;
     const __m256i tail = nn_tail_mask(rl);
-    const int k = j->k;
     const float mean = j->mean[ch];
     const __m256 vmean = _mm256_set1_ps(mean);
     /* with a mask, pass 1 keeps the masked g (in g_out, else in dx, which pass 2 overwrites
@@ -160,7 +159,7 @@ static NN_AVX2H void bnb_channel(const bnb_job *j, int64_t ch) {
             __m256 fb = _mm256_setzero_ps(), fw = _mm256_setzero_ps();
             for (int64_t e = k0; e < k1; e += 8) {
                 bool last = e == full;
-                __m256 gv = bnb_grad(j, base + e, last, rl, tail); /* tail lanes are 0: they add nothing */
+                __m256 gv = bnb_grad(j, base + e, last, rl, tail, k); /* tail lanes are 0: they add nothing */
                 __m256 xc = _mm256_sub_ps(last ? nn_ld_tail(j->x, base + e, rl, tail, mean, k)
                                                : nn_ld(j->x, base + e, k), vmean);
                 fb = _mm256_add_ps(fb, gv);
@@ -195,8 +194,14 @@ static NN_AVX2H void bnb_channel(const bnb_job *j, int64_t ch) {
     }
 }
 
-static void bnb_channels(void *ctx, int64_t begin, int64_t end) {
-    for (int64_t ch = begin; ch < end; ch++) bnb_channel(ctx, ch);
+/* one copy of the channel loop per kind, each with its conversions inlined */
+static NN_AVX2H void bnb_channels(void *ctx, int64_t begin, int64_t end) {
+    const bnb_job *j = ctx;
+    for (int64_t ch = begin; ch < end; ch++) {
+        if (j->k == NN_BF16) bnb_channel(j, ch, NN_BF16);
+        else if (j->k == NN_F16) bnb_channel(j, ch, NN_F16);
+        else bnb_channel(j, ch, NN_F32);
+    }
 }
 
 /* batch_norm_backward(grad_out, x, weight, mean, rstd) and, with y (relu_y), batch_norm_act_backward;
