@@ -3,7 +3,8 @@
  * found (written), inv_scale, gradients -> unscaled copies; planted inf/nan set found. amp_skip_step: found,
  * skipped (i64, written), then optimizer hyper tensors (f64 [16], written): nothing on a clean
  * step; on a bad one the count and every hyper's skip flag (its last entry) are set.
- * amp_sync_param: a low parameter (written) <- its f32 master, rounded. */
+ * amp_sync_param: a low parameter (written) <- its f32 master, rounded. Also the f16/bf16
+ * binary kernels of compiled AMP steps. */
 #include "sweep.h"
 
 #define NG SWEEP_NO_GRAD
@@ -22,6 +23,14 @@ const sweep_case sweep_cases_amp_step[] = {
     {"amp_sync_param", "nbf16:3x4;n:3x4", "", NG},
     {"amp_sync_param", "nf16:7;c1e-8,70000,-3.3,0.1,nan,inf,2f32:7", "", NG},
     {"amp_sync_param", "n:5;n:5", "", NG},
+    {"amp_sync_param", "nbf16:5x14001;n:5x14001", "", NG},
+    /* what a compiled AMP step's backward adds: same-shape f16/bf16 operands long enough to be
+     * split over threads, with a tail (half_binary.c; here, late in the sweep, so the cases
+     * before keep their numbers and random values) */
+    {"add", "nbf16:5x14001;nbf16:5x14001", "", NG},
+    {"add", "nf16:3x7;nf16:3x7", "", NG},
+    {"sub", "nf16:5x14001;nf16:5x14001", "", NG},
+    {"mul", "nbf16:5x14001;nbf16:5x14001", "", NG},
     {0},
 };
 

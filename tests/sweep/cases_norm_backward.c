@@ -35,6 +35,21 @@ const sweep_case sweep_cases_norm_backward[] = {
     {"batch_norm_act", "nf16:8x16x9x9;nf32:16;nf32:16;nf32:16;pf32:16;none;none", "training=0 momentum=0.1 eps=1e-5",
      0, 2e-3},
     {"batch_norm_act_backward", "nbf16:3x4x5;nbf16:3x4x5;nf32:4;nf32:4;pf32:4;nbf16:3x4x5", "masked_out=1", 0, 3.2e-2},
+    /* the mixed kernels' vector bodies and tails (nn_norm.c, nn_norm_backward.c): planes of 81
+     * values (ten vectors and one), [N, C] rows of 21, f16 through F16C */
+    {"batch_norm_act", "nbf16:4x8x9x9;nf32:8;nf32:8;nf32:8;pf32:8;nbf16:4x8x9x9;i3_9:", "training=1 momentum=-1 eps=1e-5",
+     SWEEP_NO_GRAD, 3.2e-2},
+    {"batch_norm_act", "nf16:4x8x9x9;nf32:8;none;nf32:8;pf32:8;nf16:4x8x9x9;none", "training=1 momentum=0.1 eps=1e-5",
+     SWEEP_NO_GRAD, 2e-3},
+    {"batch_norm_act", "nbf16:16x21;nf32:21;nf32:21;nf32:21;pf32:21;nbf16:16x21;none", "training=1 momentum=0.1 eps=1e-5",
+     SWEEP_NO_GRAD, 3.2e-2},
+    {"batch_norm_act", "nbf16:16x21;none;nf32:21;nf32:21;pf32:21;none;none", "training=0 momentum=0.1 eps=1e-5",
+     SWEEP_NO_GRAD, 3.2e-2},
+    {"batch_norm_act_backward", "nbf16:4x8x9x9;nbf16:4x8x9x9;nf32:8;nf32:8;pf32:8;nbf16:4x8x9x9", "masked_out=0",
+     SWEEP_NO_GRAD, 3.2e-2},
+    {"batch_norm_act_backward", "nf16:4x8x9x9;nf16:4x8x9x9;none;nf32:8;pf32:8;nf16:4x8x9x9", "masked_out=1",
+     SWEEP_NO_GRAD, 2e-3},
+    {"batch_norm_backward", "nf16:16x21;nf16:16x21;nf32:21;nf32:21;pf32:21", "", SWEEP_NO_GRAD, 2e-3},
     /* the fused forms fuse_bn_act makes (fused_bn_act.c): relu kinks are met with probability 0
      * at random points, so finite differences apply */
     {"batch_norm_act", "n:4x3;n:3;n:3;nf32:3;pf32:3;none;none", "training=1 momentum=0.1 eps=1e-5"},

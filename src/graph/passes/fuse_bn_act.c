@@ -1,6 +1,8 @@
 /* fuse_bn_act: ResNet's batch norm + (residual add +) relu as one node, forward and backward.
  *
- * Forward, in the main block, f32:
+ * Forward, in the main block, f32, or bf16/f16 activations with f32 parameters (autocast's
+ * mixed batch norm; the fused kernel then rounds after the normalization and after the add, as
+ * batch_norm and add do):
  *     y = batch_norm(x, w, b, rm, rv, n?)     ->  r, mean, rstd = batch_norm_act(x, w, b, rm, rv,
  *    [z = add(y, other)]  (either order)                                         other?, n?)
  *     r = relu(z or y)
@@ -68,10 +70,18 @@ static oar_node *producer(const bna_ctx *c, int v, oar_op_id op, int index) {
     return !n->dead && n->op == op ? n : NULL;
 }
 
-static bool f32_like(const oar_program *p, int v, int like) {
+/* Whether v has like's shape and dtype, f32, bf16 or f16. */
+static bool float_like(const oar_program *p, int v, int like) {
     const oar_meta *a = &p->values[v].meta, *b = &p->values[like].meta;
-    return a->dtype == OAR_F32 && a->dtype == b->dtype && a->ndim == b->ndim &&
-           !memcmp(a->shape, b->shape, sizeof(int64_t) * (size_t)a->ndim);
+    return (a->dtype == OAR_F32 || a->dtype == OAR_BF16 || a->dtype == OAR_F16) && a->dtype == b->dtype &&
+           a->ndim == b->ndim && !memcmp(a->shape, b->shape, sizeof(int64_t) * (size_t)a->ndim);
+}
+
+/* A bf16/f16 batch norm is fused only in its mixed form (f32 parameters, so f32 mean): the
+ * fused CPU kernel for it rounds where the unfused ops round (nn_norm.c); with parameters in
+ * the low dtype too only the reference would run the fused node. */
+static bool fusable_bn(const oar_program *p, const oar_node *l) {
+    return p->values[l->in[0]].meta.dtype == OAR_F32 || p->values[l->out[1]].meta.dtype == OAR_F32;
 }
 
 /* Whether a live main-block node strictly between positions lo and hi mutates v's memory
@@ -118,19 +128,19 @@ static int fuse_forward(bna_ctx *c, int i) {
     oar_node *a = &p->nodes[aid];
     if (a->dead || a->op != OAR_OP_relu) return 0;
     int z = a->in[0], other = -1, bny = z;
-    if (!f32_like(p, z, z) || c->mut[c->root[z]]) return 0;
+    if (!float_like(p, z, z) || c->mut[c->root[z]]) return 0;
     oar_node *l = producer(c, z, OAR_OP_batch_norm, 0), *d = NULL;
     if (!l && (d = producer(c, z, OAR_OP_add, 0)) && d->in[0] != d->in[1]) {
         for (int k = 0; k < 2 && !l; k++) {
             oar_node *cand = producer(c, d->in[k], OAR_OP_batch_norm, 0);
-            if (cand && c->uses[d->in[k]] == 1 && f32_like(p, d->in[k], z) && f32_like(p, d->in[1 - k], z)) {
+            if (cand && c->uses[d->in[k]] == 1 && float_like(p, d->in[k], z) && float_like(p, d->in[1 - k], z)) {
                 l = cand;
                 bny = d->in[k];
                 other = d->in[1 - k];
             }
         }
     }
-    if (!l || !f32_like(p, bny, z) || c->mut[c->root[bny]]) return 0;
+    if (!l || !float_like(p, bny, z) || c->mut[c->root[bny]] || !fusable_bn(p, l)) return 0;
     int rb = 0;
     for (int m = 0; m < p->n_nodes; m++) rb += switchable(c, m, z, i);
     if (c->uses[z] != 1 + rb || (rb && c->mut[c->root[a->out[0]]])) return 0;
@@ -172,7 +182,7 @@ static int fuse_backward(bna_ctx *c, int i) {
     if (r->dead || r->op != OAR_OP_relu_backward) return 0;
     const int g = r->in[0], y = r->in[1], gz = r->out[0];
     const oar_node *f = producer(c, y, OAR_OP_batch_norm_act, 0);
-    if (!f || g == gz || !f32_like(p, gz, y) || c->mut[c->root[gz]]) return 0;
+    if (!f || g == gz || !float_like(p, gz, y) || c->mut[c->root[gz]]) return 0;
     const int x = f->in[0], w = f->in[1], mean = f->out[1], rstd = f->out[2];
     int bid = -1, readers = 0;
     const oar_block *mb = &p->blocks[OAR_MAIN_BLOCK];

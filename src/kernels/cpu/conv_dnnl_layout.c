@@ -11,8 +11,8 @@
 bool oar_chan_layout_of(const void *dnnl_md, oar_chan_layout *l) {
 #if defined(__x86_64__)
     const dnnl_memory_desc_t *md = dnnl_md;
-    if (!oar_cpu_has_avx2() || md->ndims != 4 || md->data_type != dnnl_f32 || md->format_kind != dnnl_blocked ||
-        md->offset0 != 0)
+    if (!oar_cpu_has_avx2() || md->ndims != 4 || (md->data_type != dnnl_f32 && md->data_type != dnnl_bf16) ||
+        md->format_kind != dnnl_blocked || md->offset0 != 0)
         return false;
     for (int i = 0; i < 4; i++)
         if (md->padded_dims[i] != md->dims[i] || md->padded_offsets[i] != 0) return false;
@@ -20,6 +20,7 @@ bool oar_chan_layout_of(const void *dnnl_md, oar_chan_layout *l) {
     memset(l, 0, sizeof *l);
     l->n = md->dims[0], l->c = md->dims[1], l->pixels = md->dims[2] * md->dims[3];
     l->n_stride = b->strides[0], l->block_stride = b->strides[1], l->pixel_stride = b->strides[3];
+    l->esize = md->data_type == dnnl_bf16 ? 2 : 4;
     if (b->inner_nblks == 0) { /* NHWC-like: channels adjacent */
         if (b->strides[1] != 1) return false;
         l->block = 1;
@@ -43,12 +44,19 @@ static inline int64_t chan_off(const oar_chan_layout *l, int64_t c) {
     return (c / l->block) * l->block_stride + c % l->block;
 }
 
-/* Pixels p0.. of image n, channels g..g + 7, one element at a time (the tails). */
-static void to_plain_tail(const oar_chan_layout *l, const float *src, float *plain, int64_t n, int64_t g, int64_t p0) {
-    const float *s = src + n * l->n_stride + chan_off(l, g);
-    float *d = plain + (n * l->c + g) * l->pixels;
+/* Pixels p0.. of image n, channels g..g + 7, one element at a time (the tails); to_plain says
+ * which way. */
+static void tail_copy(const oar_chan_layout *l, const void *src, void *dst, int64_t n, int64_t g, int64_t p0,
+                      bool to_plain) {
+    const size_t es = l->esize == 2 ? 2 : 4;
+    char *chan = (char *)(to_plain ? src : dst) + (size_t)(n * l->n_stride + chan_off(l, g)) * es;
+    char *plain = (char *)(to_plain ? dst : src) + (size_t)((n * l->c + g) * l->pixels) * es;
     for (int64_t p = p0; p < l->pixels; p++)
-        for (int c = 0; c < 8; c++) d[c * l->pixels + p] = s[p * l->pixel_stride + c];
+        for (int c = 0; c < 8; c++) {
+            char *a = plain + (size_t)(c * l->pixels + p) * es, *b = chan + (size_t)(p * l->pixel_stride + c) * es;
+            if (to_plain) memcpy(a, b, es);
+            else memcpy(b, a, es);
+        }
 }
 
 #if defined(__x86_64__)
@@ -75,28 +83,69 @@ static inline OAR_AVX2_ONLY void transpose8(__m256 r[8]) {
     }
 }
 
-OAR_AVX2_ONLY void oar_chan_to_plain(const oar_chan_layout *l, const float *src, float *plain) {
+/* The same for 8 rows of 8 16-bit values. */
+static inline OAR_AVX2_ONLY void transpose8x16(__m128i r[8]) {
+    __m128i a[8], b[8];
+    for (int i = 0; i < 4; i++) {
+        a[2 * i] = _mm_unpacklo_epi16(r[2 * i], r[2 * i + 1]);
+        a[2 * i + 1] = _mm_unpackhi_epi16(r[2 * i], r[2 * i + 1]);
+    }
+    for (int h = 0; h < 2; h++) { /* rows 0-3 (h 0) and 4-7 (h 1): columns in pairs */
+        b[4 * h + 0] = _mm_unpacklo_epi32(a[4 * h + 0], a[4 * h + 2]);
+        b[4 * h + 1] = _mm_unpackhi_epi32(a[4 * h + 0], a[4 * h + 2]);
+        b[4 * h + 2] = _mm_unpacklo_epi32(a[4 * h + 1], a[4 * h + 3]);
+        b[4 * h + 3] = _mm_unpackhi_epi32(a[4 * h + 1], a[4 * h + 3]);
+    }
+    for (int i = 0; i < 4; i++) {
+        r[2 * i] = _mm_unpacklo_epi64(b[i], b[4 + i]);
+        r[2 * i + 1] = _mm_unpackhi_epi64(b[i], b[4 + i]);
+    }
+}
+
+/* 8 channels x 8 pixels between the layouts: rows of the source tile become rows of the other */
+static OAR_AVX2_ONLY void convert(const oar_chan_layout *l, const void *src, void *dst, bool to_plain) {
     const int64_t P = l->pixels, ps = l->pixel_stride;
+    const bool h = l->esize == 2;
     for (int64_t n = 0; n < l->n; n++)
         for (int64_t g = 0; g < l->c; g += 8) {
-            const float *s = src + n * l->n_stride + chan_off(l, g);
-            float *d = plain + (n * l->c + g) * P;
+            const int64_t co = n * l->n_stride + chan_off(l, g), po = (n * l->c + g) * P;
             int64_t p = 0;
             for (; p + 8 <= P; p += 8) {
-                __m256 r[8];
-                for (int k = 0; k < 8; k++) r[k] = _mm256_loadu_ps(s + (p + k) * ps);
-                transpose8(r);
-                for (int c = 0; c < 8; c++) _mm256_storeu_ps(d + c * P + p, r[c]);
+                /* to_plain: row k = pixel p + k of the channel layout, written as channel k of plain */
+                if (h) {
+                    const uint16_t *s = (const uint16_t *)src;
+                    uint16_t *d = (uint16_t *)dst;
+                    __m128i r[8];
+                    for (int k = 0; k < 8; k++)
+                        r[k] = _mm_loadu_si128((const __m128i *)(s + (to_plain ? co + (p + k) * ps : po + k * P + p)));
+                    transpose8x16(r);
+                    for (int k = 0; k < 8; k++)
+                        _mm_storeu_si128((__m128i *)(d + (to_plain ? po + k * P + p : co + (p + k) * ps)), r[k]);
+                } else {
+                    const float *s = (const float *)src;
+                    float *d = (float *)dst;
+                    __m256 r[8];
+                    for (int k = 0; k < 8; k++) r[k] = _mm256_loadu_ps(s + (to_plain ? co + (p + k) * ps : po + k * P + p));
+                    transpose8(r);
+                    for (int k = 0; k < 8; k++) _mm256_storeu_ps(d + (to_plain ? po + k * P + p : co + (p + k) * ps), r[k]);
+                }
             }
-            to_plain_tail(l, src, plain, n, g, p);
+            tail_copy(l, src, dst, n, g, p, to_plain);
         }
 }
 
+void oar_chan_to_plain(const oar_chan_layout *l, const void *src, void *plain) { convert(l, src, plain, true); }
+void oar_plain_to_chan(const oar_chan_layout *l, const void *plain, void *dst) { convert(l, plain, dst, false); }
+
 #else
 /* Elsewhere oar_chan_layout_of declines every layout; this stays correct for any caller. */
-void oar_chan_to_plain(const oar_chan_layout *l, const float *src, float *plain) {
+void oar_chan_to_plain(const oar_chan_layout *l, const void *src, void *plain) {
     for (int64_t n = 0; n < l->n; n++)
-        for (int64_t g = 0; g < l->c; g += 8) to_plain_tail(l, src, plain, n, g, 0);
+        for (int64_t g = 0; g < l->c; g += 8) tail_copy(l, src, plain, n, g, 0, true);
+}
+void oar_plain_to_chan(const oar_chan_layout *l, const void *plain, void *dst) {
+    for (int64_t n = 0; n < l->n; n++)
+        for (int64_t g = 0; g < l->c; g += 8) tail_copy(l, plain, dst, n, g, 0, false);
 }
 
 #endif

@@ -6,6 +6,12 @@
 #include "ops/op.h"
 
 void oar_cpu_kernels_init(void);
+/* impl names of f16/bf16 kernels that take only some calls of their dtype: the mixed norms
+ * (f16/bf16 activations with f32 parameters) and the same-shape binary ops (half_binary.c).
+ * The via-f32 kernels still cover the other f16/bf16 calls of those ops. */
+#define OAR_IMPL_HALF_MIXED "avx2-mixed"
+#define OAR_IMPL_HALF_PARTIAL "avx2-half"
+void oar_cpu_register_half_binary(void); /* half_binary.c */
 /* One registration function per file cpu_<family>.c. */
 void oar_cpu_register_elementwise(void);
 void oar_cpu_register_reduce(void);

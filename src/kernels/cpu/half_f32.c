@@ -196,6 +196,21 @@ static oar_status cast_half(const oar_kctx *ctx, oar_tensor *const *in, int n_in
     return OAR_OK;
 }
 
+/* ---- amp_sync_param(param, master): O2's rounding of an f32 master into its f16/bf16 parameter */
+static bool sync_supports(oar_tensor *const *in, int n_in, oar_tensor *const *out, int n_out, const oar_attr *a) {
+    (void)n_in, (void)out, (void)n_out, (void)a;
+    return in[0]->contiguous && in[1]->contiguous && is_half(in[0]->dtype) && in[1]->dtype == OAR_F32 &&
+           in[0]->numel == in[1]->numel;
+}
+
+static oar_status sync_half(const oar_kctx *ctx, oar_tensor *const *in, int n_in, oar_tensor *const *out, int n_out,
+                            const oar_attr *a) {
+    (void)ctx, (void)n_in, (void)out, (void)n_out, (void)a;
+    oar_cpu_convert_half(in[0], in[1]);
+    in[0]->storage->version++; /* written in place, as the reference does */
+    return OAR_OK;
+}
+
 /* ---- via-f32 kernels */
 static oar_tensor *widened(const oar_tensor *t) {
     oar_tensor *w = oar_tensor_new(OAR_F32, t->shape, t->ndim);
@@ -261,14 +276,17 @@ static const oar_kernel_fn via_f32_fns[OAR_OP_COUNT] = {
 #undef OAR_OP
 };
 
-/* Whether op has a CPU kernel other than the reference for dtype dt on every CPU (native bf16
- * kernels run only on some). */
+/* Whether op has a CPU kernel other than the reference for dtype dt on every CPU and for every
+ * input of that dtype (native bf16 kernels run only on some CPUs, mixed ones only with f32
+ * parameters). */
 static bool has_fast(oar_op_id op, oar_dtype dt) {
     const oar_kernel_entry *ks;
     int nk = oar_op_kernels_so_far(op, &ks);
     for (int k = 0; k < nk; k++)
         if (ks[k].device == OAR_CPU && strcmp(ks[k].impl, "reference") != 0 &&
-            strcmp(ks[k].impl, OAR_IMPL_BF16_NATIVE) != 0 && (ks[k].dtypes & OAR_DTYPE_BIT(dt)))
+            strcmp(ks[k].impl, OAR_IMPL_BF16_NATIVE) != 0 && strcmp(ks[k].impl, OAR_IMPL_HALF_MIXED) != 0 &&
+            strcmp(ks[k].impl, OAR_IMPL_HALF_PARTIAL) != 0 &&
+            (ks[k].dtypes & OAR_DTYPE_BIT(dt)))
             return true;
     return false;
 }
@@ -278,11 +296,20 @@ void oar_cpu_register_half_f32(void) {
                                                         .dtypes = OAR_DTYPE_BIT(OAR_F32) | OAR_DTYPE_BIT(OAR_F16) |
                                                                   OAR_DTYPE_BIT(OAR_BF16),
                                                         .fn = cast_half, .supports = cast_supports});
+    oar_register_kernel(OAR_OP_amp_sync_param, (oar_kernel_entry){.device = OAR_CPU, .impl = "convert", .priority = 30,
+                                                                  .dtypes = OAR_DTYPE_BIT(OAR_F32), .fn = sync_half,
+                                                                  .supports = sync_supports});
+    oar_cpu_register_half_binary(); /* before the loop below, which skips what it covers only in part */
     /* after every other backend: only ops left without a low-precision kernel get one */
     for (int op = 0; op < OAR_OP_COUNT; op++) {
         const oar_op_def *d = oar_op_table[op];
         if ((d->flags & (OAR_OPF_VIEW | OAR_OPF_CONTROL | OAR_OPF_TO_DEVICE)) || !has_fast((oar_op_id)op, OAR_F32))
             continue;
+        /* batch_norm_act at f16/bf16 rounds after the normalization and after the add, as the
+         * ops it fuses do (so compiled steps keep eager's bits); its f32 kernel on widened
+         * inputs would round once at the end. Its mixed kernel (nn_norm.c) rounds where the
+         * definition does; elsewhere the reference runs. */
+        if (op == OAR_OP_batch_norm_act) continue;
         uint32_t dts = 0;
         for (oar_dtype dt = OAR_F16; dt <= OAR_BF16; dt++)
             if ((d->ref_dtypes & OAR_DTYPE_BIT(dt)) && !has_fast((oar_op_id)op, dt)) dts |= OAR_DTYPE_BIT(dt);

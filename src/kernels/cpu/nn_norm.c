@@ -2,9 +2,12 @@
  * contiguous (sample, group) blocks, batch_norm in training and inference (and batch_norm_act:
  * batch_norm, residual add and relu in one pass). Statistics are
  * accumulated in double (two passes), the normalization is one fused multiply-add per element,
- * and the work is split over rows, groups, channels or planes. */
+ * and the work is split over rows, groups, channels or planes. batch_norm and batch_norm_act
+ * also take bf16/f16 x (and residual, and y) with f32 parameters: rows are widened and the
+ * results rounded in registers (nn_half.h), with the f32 kernel's arithmetic, so they give the
+ * bits of the via-f32 path without its f32 copies. */
+#include "kernels/cpu/nn_half.h"
 #include "kernels/cpu/nn_kernels.h"
-#include "kernels/cpu/nn_simd.h"
 #include "ops/batch_norm_factor.h"
 
 #include <stdlib.h>
@@ -15,20 +18,27 @@
 /* Mean and biased variance of m contiguous floats. The second pass is centred on the mean
  * rounded to float; the exact identity sum((x - mf)^2)/m = var + (mean - mf)^2 removes that
  * rounding again. */
-static NN_AVX2 void row_moments(const float *x, int64_t m, double *mean, double *var) {
+NN_HINL void row_moments_k(const void *x, int64_t m, const int k, double *mean, double *var) {
     const int64_t full = m & ~(int64_t)7, rest = m - full;
     const __m256i tail = nn_tail_mask(rest);
     nn_dacc s = nn_dacc_zero(), q = nn_dacc_zero();
-    for (int64_t i = 0; i < full; i += 8) nn_dacc_add(&s, _mm256_loadu_ps(x + i));
-    if (rest) nn_dacc_add(&s, nn_load_tail(x + full, tail, 0.0f));
+    for (int64_t i = 0; i < full; i += 8) nn_dacc_add(&s, nn_ld(x, i, k));
+    if (rest) nn_dacc_add(&s, nn_ld_tail(x, full, rest, tail, 0.0f, k));
     double mu = m ? nn_dacc_sum(s) / (double)m : 0.0;
     float muf = (float)mu;
     const __m256 vmu = _mm256_set1_ps(muf);
-    for (int64_t i = 0; i < full; i += 8) nn_dacc_add_sq(&q, _mm256_sub_ps(_mm256_loadu_ps(x + i), vmu));
-    if (rest) nn_dacc_add_sq(&q, _mm256_sub_ps(nn_load_tail(x + full, tail, muf), vmu));
+    for (int64_t i = 0; i < full; i += 8) nn_dacc_add_sq(&q, _mm256_sub_ps(nn_ld(x, i, k), vmu));
+    if (rest) nn_dacc_add_sq(&q, _mm256_sub_ps(nn_ld_tail(x, full, rest, tail, muf, k), vmu));
     double v = m ? nn_dacc_sum(q) / (double)m - (mu - muf) * (mu - muf) : 0.0;
     *mean = mu;
     *var = v > 0 ? v : 0.0;
+}
+
+/* one copy per kind, each with its conversions inlined */
+static NN_AVX2H void row_moments(const void *x, int64_t m, int k, double *mean, double *var) {
+    if (k == NN_BF16) row_moments_k(x, m, NN_BF16, mean, var);
+    else if (k == NN_F16) row_moments_k(x, m, NN_F16, mean, var);
+    else row_moments_k(x, m, NN_F32, mean, var);
 }
 
 /* y = (x - mean) * scale + shift over n floats; w and b (per element, may be NULL) multiply
@@ -63,7 +73,7 @@ typedef struct ln_job {
 void oar_nn_layer_norm_row(const float *x, const float *w, const float *b, float *y, float *mean_out,
                            float *rstd_out, int64_t m, double eps) {
     double mean, var;
-    row_moments(x, m, &mean, &var);
+    row_moments(x, m, NN_F32, &mean, &var);
     float rstd = (float)(1.0 / sqrt(var + eps));
     *mean_out = (float)mean;
     *rstd_out = rstd;
@@ -109,7 +119,7 @@ static void gn_blocks(void *ctx, int64_t begin, int64_t end) {
     const int64_t m = j->cg * j->s;
     for (int64_t r = begin; r < end; r++) {
         double mean, var;
-        row_moments(j->x + r * m, m, &mean, &var);
+        row_moments(j->x + r * m, m, NN_F32, &mean, &var);
         float rstd = (float)(1.0 / sqrt(var + j->eps));
         j->mean[r] = (float)mean;
         j->rstd[r] = rstd;
@@ -141,43 +151,45 @@ static oar_status group_norm_avx2(const oar_kctx *ctx, oar_tensor *const *in, in
     return OAR_OK;
 }
 
-/* ---- batch_norm over [N, C, S]: statistics per channel, then y = (x - mean) * scale + shift */
+/* ---- batch_norm over [N, C, S]: statistics per channel, then y = (x - mean) * scale + shift.
+ * x, y and the residual are of one kind (f32, bf16 or f16: nn_half.h); the rest is f32. */
 typedef struct bn_job {
-    const float *x;
-    float *y;
+    const void *x;
+    void *y;
     int64_t n, c, s;
     double *mean, *var;                /* phase 1 results, per channel */
     const float *vmean, *scale, *shift; /* phase 2 inputs, per channel */
-    const float *res;                   /* batch_norm_act: added after the normalization, or NULL */
+    const void *res;                    /* batch_norm_act: added after the normalization, or NULL */
     bool relu;                          /* batch_norm_act: relu last */
+    int k;                              /* the kind of x, y and res */
 } bn_job;
 
-/* batch_norm_act's epilogue on a run the normalization just wrote (still in L1): y = y + r (one
- * rounding, as the add kernel) then max(0, y) (as the relu kernel), so the fused node gives the
- * bits of batch_norm, add and relu run one after another. */
-static NN_AVX2 void bn_epilogue(float *y, const float *r, int64_t n, bool relu) {
-    const int64_t full = n & ~(int64_t)7, rest = n - full;
-    const __m256i tail = nn_tail_mask(rest ? rest : 8);
-    const __m256 zero = _mm256_setzero_ps();
-    for (int64_t i = 0; i < n; i += 8) {
-        bool last = i == full;
-        __m256 v = last ? _mm256_maskload_ps(y + i, tail) : _mm256_loadu_ps(y + i);
-        if (r) v = _mm256_add_ps(v, last ? _mm256_maskload_ps(r + i, tail) : _mm256_loadu_ps(r + i));
-        if (relu) v = _mm256_max_ps(zero, v);
-        if (last) _mm256_maskstore_ps(y + i, tail, v);
-        else _mm256_storeu_ps(y + i, v);
-    }
+/* One vector of batch_norm (and batch_norm_act's epilogue): the normalization's fma, rounded to
+ * the kind as batch_norm's output is; then the residual add in f32 rounded as the add kernel's
+ * output is (f32 + f32 for f32, the via-f32 add of two low values otherwise), then max(0, .) as
+ * the relu kernel. So the fused node gives the bits of batch_norm, add and relu run one after
+ * another, at every kind (the roundings are the identity for f32). */
+NN_HINL __m256 bn_vec(__m256 x, __m256 mean, __m256 scale, __m256 shift, const bn_job *j, int64_t at, bool last,
+                      int64_t rest, __m256i tail, const int k) {
+    __m256 v = _mm256_fmadd_ps(_mm256_sub_ps(x, mean), scale, shift);
+    if (!j->res && !j->relu) return v;
+    v = nn_round(v, k);
+    if (j->res)
+        v = nn_round(_mm256_add_ps(v, last ? nn_ld_tail(j->res, at, rest, tail, 0.0f, k) : nn_ld(j->res, at, k)), k);
+    if (j->relu) v = _mm256_max_ps(_mm256_setzero_ps(), v);
+    return v;
 }
 
 /* Channel statistics when each channel is N planes of s contiguous values: plane moments are
  * merged one by one with Chan's update, which stays accurate for any mean. */
 static void bn_stats_planes(void *ctx, int64_t begin, int64_t end) {
     const bn_job *j = ctx;
+    const size_t es = j->k == NN_F32 ? sizeof(float) : sizeof(uint16_t);
     for (int64_t ch = begin; ch < end; ch++) {
         double cnt = 0, mean = 0, m2 = 0, s = (double)j->s;
         for (int64_t i = 0; i < j->n; i++) {
             double mu, var;
-            row_moments(j->x + (i * j->c + ch) * j->s, j->s, &mu, &var);
+            row_moments((const char *)j->x + (size_t)((i * j->c + ch) * j->s) * es, j->s, j->k, &mu, &var);
             double tot = cnt + s, delta = mu - mean;
             mean += delta * s / tot;
             m2 += var * s + delta * delta * cnt * s / tot;
@@ -189,13 +201,13 @@ static void bn_stats_planes(void *ctx, int64_t begin, int64_t end) {
 }
 
 /* Channel statistics of an [N, C] input: eight channels at a time, down the columns. */
-static NN_AVX2 void bn_stats_cols(void *ctx, int64_t begin, int64_t end) {
+static NN_AVX2H void bn_stats_cols(void *ctx, int64_t begin, int64_t end) {
     const bn_job *j = ctx;
     for (int64_t blk = begin; blk < end; blk++) {
         const int64_t c0 = blk * 8, width = j->c - c0 < 8 ? j->c - c0 : 8;
         const __m256i mask = nn_tail_mask(width);
         nn_dacc s = nn_dacc_zero(), q = nn_dacc_zero();
-        for (int64_t i = 0; i < j->n; i++) nn_dacc_add(&s, nn_load_tail(j->x + i * j->c + c0, mask, 0.0f));
+        for (int64_t i = 0; i < j->n; i++) nn_dacc_add(&s, nn_ld_tail(j->x, i * j->c + c0, width, mask, 0.0f, j->k));
         double sum[8], sq[8], mean[8];
         float meanf[8];
         nn_dacc_lanes(s, sum);
@@ -205,7 +217,7 @@ static NN_AVX2 void bn_stats_cols(void *ctx, int64_t begin, int64_t end) {
         }
         const __m256 vm = _mm256_loadu_ps(meanf);
         for (int64_t i = 0; i < j->n; i++)
-            nn_dacc_add_sq(&q, _mm256_sub_ps(nn_load_tail(j->x + i * j->c + c0, mask, 0.0f), vm));
+            nn_dacc_add_sq(&q, _mm256_sub_ps(nn_ld_tail(j->x, i * j->c + c0, width, mask, 0.0f, j->k), vm));
         nn_dacc_lanes(q, sq);
         for (int l = 0; l < width; l++) { /* centred on the float mean; the identity corrects it */
             double v = sq[l] / (double)j->n - (mean[l] - meanf[l]) * (mean[l] - meanf[l]);
@@ -216,38 +228,53 @@ static NN_AVX2 void bn_stats_cols(void *ctx, int64_t begin, int64_t end) {
 }
 
 /* y = (x - mean[c]) * scale[c] + shift[c] for one plane (s values of channel c) at a time. */
-static void bn_apply_planes(void *ctx, int64_t begin, int64_t end) {
-    const bn_job *j = ctx;
+NN_HINL void bn_apply_planes_k(const bn_job *j, int64_t begin, int64_t end, const int k) {
+    const int64_t s = j->s, full = s & ~(int64_t)7, rest = s - full;
+    const __m256i tail = nn_tail_mask(rest);
     for (int64_t p = begin; p < end; p++) {
-        int64_t ch = p % j->c;
-        normalize_run(j->x + p * j->s, j->y + p * j->s, j->s, j->vmean[ch], j->scale[ch], j->shift[ch], NULL, NULL);
-        if (j->res || j->relu) bn_epilogue(j->y + p * j->s, j->res ? j->res + p * j->s : NULL, j->s, j->relu);
+        const int64_t ch = p % j->c, base = p * s;
+        const __m256 vm = _mm256_set1_ps(j->vmean[ch]), vs = _mm256_set1_ps(j->scale[ch]),
+                     vb = _mm256_set1_ps(j->shift[ch]);
+        for (int64_t i = 0; i < full; i += 8)
+            nn_st(j->y, base + i, bn_vec(nn_ld(j->x, base + i, k), vm, vs, vb, j, base + i, false, 8, tail, k), k);
+        if (rest) {
+            __m256 v = bn_vec(nn_ld_tail(j->x, base + full, rest, tail, 0.0f, k), vm, vs, vb, j, base + full, true,
+                              rest, tail, k);
+            nn_st_tail(j->y, base + full, rest, tail, v, k);
+        }
     }
 }
 
+static NN_AVX2H void bn_apply_planes(void *ctx, int64_t begin, int64_t end) {
+    const bn_job *j = ctx;
+    if (j->k == NN_BF16) bn_apply_planes_k(j, begin, end, NN_BF16);
+    else if (j->k == NN_F16) bn_apply_planes_k(j, begin, end, NN_F16);
+    else bn_apply_planes_k(j, begin, end, NN_F32);
+}
+
 /* The same for [N, C] inputs, vectorized along each row's channels. */
-static NN_AVX2 void bn_apply_rows(void *ctx, int64_t begin, int64_t end) {
+static NN_AVX2H void bn_apply_rows(void *ctx, int64_t begin, int64_t end) {
     const bn_job *j = ctx;
     const int64_t full = j->c & ~(int64_t)7, rest = j->c - full;
     const __m256i tail = nn_tail_mask(rest);
     for (int64_t r = begin; r < end; r++) {
-        const float *x = j->x + r * j->c;
-        float *y = j->y + r * j->c;
+        const int64_t base = r * j->c;
         for (int64_t i = 0; i < full; i += 8) {
-            __m256 v = _mm256_sub_ps(_mm256_loadu_ps(x + i), _mm256_loadu_ps(j->vmean + i));
-            _mm256_storeu_ps(y + i, _mm256_fmadd_ps(v, _mm256_loadu_ps(j->scale + i), _mm256_loadu_ps(j->shift + i)));
+            __m256 v = bn_vec(nn_ld(j->x, base + i, j->k), _mm256_loadu_ps(j->vmean + i), _mm256_loadu_ps(j->scale + i),
+                              _mm256_loadu_ps(j->shift + i), j, base + i, false, 8, tail, j->k);
+            nn_st(j->y, base + i, v, j->k);
         }
         if (rest) {
-            __m256 v = _mm256_sub_ps(_mm256_maskload_ps(x + full, tail), _mm256_maskload_ps(j->vmean + full, tail));
-            __m256 r8 = _mm256_fmadd_ps(v, _mm256_maskload_ps(j->scale + full, tail), _mm256_maskload_ps(j->shift + full, tail));
-            _mm256_maskstore_ps(y + full, tail, r8);
+            __m256 v = bn_vec(nn_ld_tail(j->x, base + full, rest, tail, 0.0f, j->k),
+                              _mm256_maskload_ps(j->vmean + full, tail), _mm256_maskload_ps(j->scale + full, tail),
+                              _mm256_maskload_ps(j->shift + full, tail), j, base + full, true, rest, tail, j->k);
+            nn_st_tail(j->y, base + full, rest, tail, v, j->k);
         }
-        if (j->res || j->relu) bn_epilogue(y, j->res ? j->res + r * j->c : NULL, j->c, j->relu);
     }
 }
 
 /* batch_norm, and batch_norm_act when res or relu is set; counter: num_batches_tracked or NULL */
-static oar_status bn_forward(oar_tensor *const *in, oar_tensor *const *out, const oar_attr *a, const float *res,
+static oar_status bn_forward(oar_tensor *const *in, oar_tensor *const *out, const oar_attr *a, const void *res,
                              bool relu, const oar_tensor *counter) {
     const oar_tensor *x = in[0];
     const float *w = in[1] ? (const float *)oar_tensor_ptr(in[1]) : NULL;
@@ -264,8 +291,8 @@ static oar_status bn_forward(oar_tensor *const *in, oar_tensor *const *out, cons
     if (!buf) return OAR_ERR_OOM;
     double *mean = (double *)buf, *var = mean + c;
     float *fmean = (float *)(var + c), *scale = fmean + c, *shift = scale + c;
-    bn_job j = {(const float *)oar_tensor_ptr(x), (float *)oar_tensor_ptr(out[0]), n, c, s, mean, var,
-                fmean, scale, shift, res, relu};
+    bn_job j = {oar_tensor_ptr(x), oar_tensor_ptr(out[0]), n, c, s, mean, var, fmean, scale, shift, res, relu,
+                nn_kind(x->dtype)};
     if (training && cnt > 0) {
         if (s == 1) oar_parallel_for((c + 7) / 8, 8192 / n + 1, bn_stats_cols, &j);
         else oar_parallel_for(c, 16384 / cnt + 1, bn_stats_planes, &j);
@@ -311,7 +338,7 @@ static oar_status batch_norm_avx2(const oar_kctx *ctx, oar_tensor *const *in, in
 static oar_status batch_norm_act_avx2(const oar_kctx *ctx, oar_tensor *const *in, int n_in, oar_tensor *const *out,
                                       int n_out, const oar_attr *a) {
     (void)ctx; (void)n_in; (void)n_out;
-    return bn_forward(in, out, a, in[5] ? (const float *)oar_tensor_ptr(in[5]) : NULL, true, in[6]);
+    return bn_forward(in, out, a, in[5] ? oar_tensor_ptr(in[5]) : NULL, true, in[6]);
 }
 
 /* ---- selection */
@@ -335,6 +362,31 @@ static bool bn_dense_f32_ok(oar_tensor *const *in, int n_in, oar_tensor *const *
     return oar_nn_dense_f32_ok(in, n_in - 1, out, n_out, a);
 }
 
+bool oar_nn_has_f16c(void) {
+    static int has = -1;
+    if (has < 0) has = strstr(oar_cpu_flags(), "f16c") != NULL;
+    return has != 0;
+}
+
+/* Whether t is a dense tensor of kind k that the half kernels take (k bf16, or f16 with F16C). */
+bool oar_nn_half_ok(const oar_tensor *t, int k) {
+    return t->contiguous && nn_kind(t->dtype) == k && (k == NN_BF16 || (k == NN_F16 && oar_nn_has_f16c()));
+}
+
+/* batch_norm and batch_norm_act on a dense bf16/f16 x (and residual, of x's dtype) with dense
+ * f32 parameters and running statistics, so f32 mean and rstd; the counter (last input) as it
+ * comes. */
+static bool bn_half_ok(oar_tensor *const *in, int n_in, oar_tensor *const *out, int n_out, const oar_attr *a) {
+    (void)n_out; (void)a;
+    const int k = nn_kind(in[0]->dtype);
+    if (!oar_cpu_has_avx2() || k == NN_F32 || k < 0 || !oar_nn_half_ok(in[0], k) || out[0]->dtype != in[0]->dtype ||
+        out[1]->dtype != OAR_F32 || out[2]->dtype != OAR_F32) /* no f32 parameter: all in x's dtype (via-f32) */
+        return false;
+    for (int i = 1; i < 5; i++)
+        if (in[i] && (in[i]->dtype != OAR_F32 || !in[i]->contiguous)) return false;
+    return n_in != 7 || !in[5] || oar_nn_half_ok(in[5], k);
+}
+
 #endif
 
 void oar_cpu_nn_register_norm(void) {
@@ -346,6 +398,14 @@ void oar_cpu_nn_register_norm(void) {
     oar_register_kernel(OAR_OP_group_norm, e);
     e.fn = batch_norm_avx2;
     e.supports = bn_dense_f32_ok;
+    oar_register_kernel(OAR_OP_batch_norm, e);
+    e.fn = batch_norm_act_avx2;
+    oar_register_kernel(OAR_OP_batch_norm_act, e);
+    /* the same kernels on bf16/f16 activations with f32 parameters (autocast's mixed norms) */
+    e.impl = OAR_IMPL_HALF_MIXED;
+    e.dtypes = OAR_DTYPE_BIT(OAR_BF16) | OAR_DTYPE_BIT(OAR_F16);
+    e.supports = bn_half_ok;
+    e.fn = batch_norm_avx2;
     oar_register_kernel(OAR_OP_batch_norm, e);
     e.fn = batch_norm_act_avx2;
     oar_register_kernel(OAR_OP_batch_norm_act, e);

@@ -3,10 +3,12 @@
  * second pass over the same row, still in L1, that writes dx. Rows are split into a fixed
  * number of parts (independent of the thread count, so results do not depend on it); each part
  * has its own dweight/dbias partials, summed in part order at the end. With a sixth input
- * (layer_norm_backward_add) the residual gradient is added to each dx as it is written. */
+ * (layer_norm_backward_add) the residual gradient is added to each dx as it is written.
+ * batch_norm_backward and batch_norm_act_backward also take bf16/f16 activations and gradients
+ * with f32 weight and statistics (converted in registers, nn_half.h). */
 #include "kernels/cpu/cpu_kernels.h"
+#include "kernels/cpu/nn_half.h"
 #include "kernels/cpu/nn_kernels.h"
-#include "kernels/cpu/nn_simd.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -114,15 +116,18 @@ oar_status oar_nn_layer_norm_backward_avx2(const oar_kctx *ctx, oar_tensor *cons
  * sum. With relu_y set (batch_norm_act_backward), g is first masked to relu_y > 0 ? g : 0, an
  * exact select like relu_backward's, and g_out (when set) receives the masked g. */
 typedef struct bnb_job {
-    const float *g, *x, *w, *mean, *rstd, *relu_y;
-    float *dx, *dw, *db, *g_out;
+    const void *g, *x, *relu_y; /* of kind k (nn_half.h), as dx and g_out */
+    const float *w, *mean, *rstd;
+    void *dx, *g_out;
+    float *dw, *db;
     int64_t n, c, s;
+    int k;
 } bnb_job;
 
-static inline NN_AVX2 __m256 bnb_grad(const bnb_job *j, int64_t at, bool last, __m256i tail) {
-    __m256 gv = last ? nn_load_tail(j->g + at, tail, 0.0f) : _mm256_loadu_ps(j->g + at);
+NN_HINL __m256 bnb_grad(const bnb_job *j, int64_t at, bool last, int64_t rest, __m256i tail, const int k) {
+    __m256 gv = last ? nn_ld_tail(j->g, at, rest, tail, 0.0f, k) : nn_ld(j->g, at, k);
     if (j->relu_y) {
-        __m256 yv = last ? nn_load_tail(j->relu_y + at, tail, 0.0f) : _mm256_loadu_ps(j->relu_y + at);
+        __m256 yv = last ? nn_ld_tail(j->relu_y, at, rest, tail, 0.0f, k) : nn_ld(j->relu_y, at, k);
         gv = _mm256_and_ps(gv, _mm256_cmp_ps(yv, _mm256_setzero_ps(), _CMP_GT_OQ));
     }
     return gv;
@@ -134,32 +139,34 @@ static inline NN_AVX2 __m256 bnb_grad(const bnb_job *j, int64_t at, bool last, _
  * BNB_CHUNK values and in double across them. Pass 2 writes
  *   dx = rstd * (w g - m1 - xhat m2) = g * a + ((x - mean) * b + c)
  * with a = w rstd, b = -rstd^2 m2, c = -rstd m1 (m1 = w sum(g) / cnt, m2 = w sum(g xhat) / cnt)
- * formed in double: a subtraction and two fused multiply-adds per vector. */
-static NN_AVX2 void bnb_channel(const bnb_job *j, int64_t ch) {
-    const int64_t s = j->s, full = s & ~(int64_t)7, rest = s - full;
-    const __m256i tail = nn_tail_mask(rest ? rest : 8);
+ * formed in double: a subtraction and two fused multiply-adds per vector. bf16/f16 tensors are
+ * widened in registers and dx rounded once at the store: the bits of the f32 kernel on widened
+ * copies (the masked g is a low value already, so keeping it in the low dtype loses nothing). */
+NN_HINL void bnb_channel(const bnb_job *j, int64_t ch, const int k) {
+    const int64_t s = j->s, full = s & ~(int64_t)7, rest = s - full, rl = rest ? rest : 8;
+    const __m256i tail = nn_tail_mask(rl);
     const float mean = j->mean[ch];
     const __m256 vmean = _mm256_set1_ps(mean);
     /* with a mask, pass 1 keeps the masked g (in g_out, else in dx, which pass 2 overwrites
      * value by value after reading it), so pass 2 reads one stream instead of two */
-    float *gbuf = j->relu_y ? (j->g_out ? j->g_out : j->dx) : NULL;
-    const float *g2 = gbuf ? gbuf : j->g;
+    void *gbuf = j->relu_y ? (j->g_out ? j->g_out : j->dx) : NULL;
+    const void *g2 = gbuf ? gbuf : j->g;
     nn_dacc sb = nn_dacc_zero(), sw = nn_dacc_zero();
     for (int64_t i = 0; i < j->n; i++) {
         const int64_t base = (i * j->c + ch) * s;
         for (int64_t k0 = 0; k0 < s; k0 += BNB_CHUNK) {
             const int64_t k1 = k0 + BNB_CHUNK < s ? k0 + BNB_CHUNK : s;
             __m256 fb = _mm256_setzero_ps(), fw = _mm256_setzero_ps();
-            for (int64_t k = k0; k < k1; k += 8) {
-                bool last = k == full;
-                __m256 gv = bnb_grad(j, base + k, last, tail); /* tail lanes are 0: they add nothing */
-                __m256 xc = _mm256_sub_ps(last ? nn_load_tail(j->x + base + k, tail, mean)
-                                               : _mm256_loadu_ps(j->x + base + k), vmean);
+            for (int64_t e = k0; e < k1; e += 8) {
+                bool last = e == full;
+                __m256 gv = bnb_grad(j, base + e, last, rl, tail, k); /* tail lanes are 0: they add nothing */
+                __m256 xc = _mm256_sub_ps(last ? nn_ld_tail(j->x, base + e, rl, tail, mean, k)
+                                               : nn_ld(j->x, base + e, k), vmean);
                 fb = _mm256_add_ps(fb, gv);
                 fw = _mm256_fmadd_ps(gv, xc, fw);
                 if (gbuf) {
-                    if (last) _mm256_maskstore_ps(gbuf + base + k, tail, gv);
-                    else _mm256_storeu_ps(gbuf + base + k, gv);
+                    if (last) nn_st_tail(gbuf, base + e, rl, tail, gv, k);
+                    else nn_st(gbuf, base + e, gv, k);
                 }
             }
             nn_dacc_add(&sb, fb);
@@ -175,39 +182,46 @@ static NN_AVX2 void bnb_channel(const bnb_job *j, int64_t ch) {
     const __m256 vc = _mm256_set1_ps((float)(-rstd * m1));
     for (int64_t i = 0; i < j->n; i++) {
         const int64_t base = (i * j->c + ch) * s;
-        for (int64_t k = 0; k < s; k += 8) {
-            bool last = k == full;
-            __m256 gv = last ? nn_load_tail(g2 + base + k, tail, 0.0f) : _mm256_loadu_ps(g2 + base + k);
-            __m256 xc = _mm256_sub_ps(last ? nn_load_tail(j->x + base + k, tail, mean)
-                                           : _mm256_loadu_ps(j->x + base + k), vmean);
+        for (int64_t e = 0; e < s; e += 8) {
+            bool last = e == full;
+            __m256 gv = last ? nn_ld_tail(g2, base + e, rl, tail, 0.0f, k) : nn_ld(g2, base + e, k);
+            __m256 xc = _mm256_sub_ps(last ? nn_ld_tail(j->x, base + e, rl, tail, mean, k) : nn_ld(j->x, base + e, k),
+                                      vmean);
             __m256 d = _mm256_fmadd_ps(gv, va, _mm256_fmadd_ps(xc, vb, vc));
-            if (last) _mm256_maskstore_ps(j->dx + base + k, tail, d);
-            else _mm256_storeu_ps(j->dx + base + k, d);
+            if (last) nn_st_tail(j->dx, base + e, rl, tail, d, k);
+            else nn_st(j->dx, base + e, d, k);
         }
     }
 }
 
-static void bnb_channels(void *ctx, int64_t begin, int64_t end) {
-    for (int64_t ch = begin; ch < end; ch++) bnb_channel(ctx, ch);
+/* one copy of the channel loop per kind, each with its conversions inlined */
+static NN_AVX2H void bnb_channels(void *ctx, int64_t begin, int64_t end) {
+    const bnb_job *j = ctx;
+    for (int64_t ch = begin; ch < end; ch++) {
+        if (j->k == NN_BF16) bnb_channel(j, ch, NN_BF16);
+        else if (j->k == NN_F16) bnb_channel(j, ch, NN_F16);
+        else bnb_channel(j, ch, NN_F32);
+    }
 }
 
-void oar_nn_batch_norm_backward_f32(const float *g, const float *x, const float *w, const float *mean,
-                                    const float *rstd, const float *relu_y, float *dx, float *dw, float *db,
-                                    float *g_out, int64_t n, int64_t c, int64_t s) {
-    bnb_job j = {g, x, w, mean, rstd, relu_y, dx, dw, db, g_out, n, c, s};
-    int64_t cnt = n * s;
-    oar_parallel_for(c, 16384 / (cnt ? cnt : 1) + 1, bnb_channels, &j);
+/* batch_norm_backward(grad_out, x, weight, mean, rstd) and, with y (relu_y), batch_norm_act_backward;
+ * g_out: batch_norm_act_backward's masked output or NULL. */
+static void bnb_run(oar_tensor *const *in, oar_tensor *const *out, const oar_tensor *relu_y, void *g_out) {
+    const oar_tensor *x = in[1];
+    int64_t s = 1;
+    for (int d = 2; d < x->ndim; d++) s *= x->shape[d];
+    bnb_job j = {oar_tensor_ptr(in[0]), oar_tensor_ptr(x), relu_y ? oar_tensor_ptr(relu_y) : NULL,
+                 in[2] ? F32(in[2]) : NULL, F32(in[3]), F32(in[4]), oar_tensor_ptr(out[0]), g_out,
+                 (float *)oar_tensor_ptr(out[1]), (float *)oar_tensor_ptr(out[2]), x->shape[0], x->shape[1], s,
+                 nn_kind(x->dtype)};
+    int64_t cnt = j.n * s;
+    oar_parallel_for(j.c, 16384 / (cnt ? cnt : 1) + 1, bnb_channels, &j);
 }
 
 static oar_status batch_norm_backward_avx2(const oar_kctx *ctx, oar_tensor *const *in, int n_in,
                                            oar_tensor *const *out, int n_out, const oar_attr *a) {
     (void)ctx; (void)n_in; (void)n_out; (void)a;
-    const oar_tensor *x = in[1];
-    int64_t s = 1;
-    for (int d = 2; d < x->ndim; d++) s *= x->shape[d];
-    oar_nn_batch_norm_backward_f32(F32(in[0]), F32(x), in[2] ? F32(in[2]) : NULL, F32(in[3]), F32(in[4]), NULL,
-                                   (float *)oar_tensor_ptr(out[0]), (float *)oar_tensor_ptr(out[1]),
-                                   (float *)oar_tensor_ptr(out[2]), NULL, x->shape[0], x->shape[1], s);
+    bnb_run(in, out, NULL, NULL);
     return OAR_OK;
 }
 
@@ -215,14 +229,21 @@ static oar_status batch_norm_backward_avx2(const oar_kctx *ctx, oar_tensor *cons
 static oar_status batch_norm_act_backward_avx2(const oar_kctx *ctx, oar_tensor *const *in, int n_in,
                                                oar_tensor *const *out, int n_out, const oar_attr *a) {
     (void)ctx; (void)n_in; (void)n_out;
-    const oar_tensor *x = in[1];
-    int64_t s = 1;
-    for (int d = 2; d < x->ndim; d++) s *= x->shape[d];
-    oar_nn_batch_norm_backward_f32(F32(in[0]), F32(x), in[2] ? F32(in[2]) : NULL, F32(in[3]), F32(in[4]), F32(in[5]),
-                                   (float *)oar_tensor_ptr(out[0]), (float *)oar_tensor_ptr(out[1]),
-                                   (float *)oar_tensor_ptr(out[2]), a[0].i ? (float *)oar_tensor_ptr(out[3]) : NULL,
-                                   x->shape[0], x->shape[1], s);
+    bnb_run(in, out, in[5], a[0].i ? oar_tensor_ptr(out[3]) : NULL);
     return OAR_OK;
+}
+
+/* The backward ops on bf16/f16 grad_out, x (and y) with f32 weight, mean and rstd: dense
+ * tensors, grad_out and y of x's dtype. */
+static bool bnb_half_ok(oar_tensor *const *in, int n_in, oar_tensor *const *out, int n_out, const oar_attr *a) {
+    (void)n_out; (void)a;
+    const int k = nn_kind(in[1]->dtype);
+    if (!oar_cpu_has_avx2() || k == NN_F32 || k < 0 || !oar_nn_half_ok(in[1], k) || !oar_nn_half_ok(in[0], k) ||
+        out[0]->dtype != in[1]->dtype)
+        return false;
+    for (int i = 2; i < 5; i++)
+        if (in[i] && (in[i]->dtype != OAR_F32 || !in[i]->contiguous)) return false;
+    return n_in < 6 || oar_nn_half_ok(in[5], k);
 }
 
 #endif
@@ -232,6 +253,14 @@ void oar_cpu_register_norm_backward(void) {
     oar_kernel_entry e = {.device = OAR_CPU, .dtypes = OAR_DTYPE_BIT(OAR_F32), .impl = "avx2", .priority = 10,
                           .fn = oar_nn_layer_norm_backward_avx2, .supports = oar_nn_dense_f32_ok};
     oar_register_kernel(OAR_OP_layer_norm_backward, e);
+    e.fn = batch_norm_backward_avx2;
+    oar_register_kernel(OAR_OP_batch_norm_backward, e);
+    e.fn = batch_norm_act_backward_avx2;
+    oar_register_kernel(OAR_OP_batch_norm_act_backward, e);
+    /* bf16/f16 activations and gradients with f32 weight and statistics (autocast's mixed norms) */
+    e.impl = OAR_IMPL_HALF_MIXED;
+    e.dtypes = OAR_DTYPE_BIT(OAR_BF16) | OAR_DTYPE_BIT(OAR_F16);
+    e.supports = bnb_half_ok;
     e.fn = batch_norm_backward_avx2;
     oar_register_kernel(OAR_OP_batch_norm_backward, e);
     e.fn = batch_norm_act_backward_avx2;
