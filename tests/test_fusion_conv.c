@@ -80,6 +80,12 @@ static int count_op(oar_jit *f, const char *op) {
     return n;
 }
 
+/* Whether the dump of the compiled function's program holds text. */
+static bool dump_has(oar_jit *f, const char *text) {
+    static char dump[1 << 18];
+    return oar_jit_dump(f, 0, dump, sizeof dump) >= 0 && strstr(dump, text) != NULL;
+}
+
 /* Compiled with the passes named in off (comma-separated) switched off. */
 /* The generic elementwise fusion is off here (it has its own tests): the counts below are of
  * what the convolution passes leave. */
@@ -285,10 +291,41 @@ static void test_relu6_nhwc(void) {
     oar_jit *f = oar_jit_to_static(relu6_net, w, &o), *g = oar_jit_to_static(relu6_net, w, &off);
     oar_tensor *y = run(f, x), *y_off = run(g, x);
     CHECK(y && y_off && near(y, eager) && near(y, y_off));
-    CHECK(count_op(f, "clip") == 1 && count_op(f, "concat") == 1);
+    /* the clip became the first conv's relu6 epilogue (fuse_conv_act) */
+    CHECK(count_op(f, "clip") == 0 && count_op(f, "conv2d_act") == 3 && count_op(f, "concat") == 1);
+    CHECK(dump_has(f, "relu6"));
     if (have_onednn()) CHECK(count_op(f, "permute") == 2 && count_op(f, "contiguous") == 1);
     oar_jit_free(f);
     oar_jit_free(g);
+    /* without fuse_conv_act the clip stays (and runs on the NHWC data) */
+    oar_jit_opts nf = {0};
+    CHECK(oar_build_strategy_set(&nf.strategy, "fuse_conv_act", false) == OAR_OK);
+    f = oar_jit_to_static(relu6_net, w, &nf);
+    y = run(f, x);
+    CHECK(y && near(y, eager) && count_op(f, "clip") == 1 && !dump_has(f, "relu6"));
+    oar_jit_free(f);
+    oar_scope_end();
+}
+
+/* A clip to other bounds than [0, 6] is not a relu6: it stays a clip after the conv. */
+static oar_status clip4_net(void *user, oar_tensor *const *in, int n_in, oar_tensor **out, int n_out) {
+    oar_tensor **w = user;
+    oar_conv_opts co = {.stride = {1, 1}, .padding = {1, 1}};
+    out[0] = oar_clip(oar_conv2d(in[0], w[0], NULL, &co), 0.0, 4.0);
+    return out[0] ? OAR_OK : oar_last_status();
+}
+
+static void test_clip_other_bounds(void) {
+    oar_scope_begin();
+    oar_manual_seed(12);
+    oar_tensor *w[1] = {oar_randn((int64_t[]){16, 3, 3, 3}, 4, OAR_F32)};
+    oar_tensor *x = oar_randn((int64_t[]){2, 3, 10, 10}, 4, OAR_F32), *eager = NULL;
+    CHECK(clip4_net(w, &x, 1, &eager, 1) == OAR_OK);
+    oar_jit_opts o = {0};
+    oar_jit *f = oar_jit_to_static(clip4_net, w, &o);
+    oar_tensor *y = run(f, x);
+    CHECK(y && near(y, eager) && count_op(f, "clip") == 1 && !dump_has(f, "relu6"));
+    oar_jit_free(f);
     oar_scope_end();
 }
 
@@ -350,6 +387,7 @@ int main(void) {
     test_training_untouched();
     test_small_net();
     test_relu6_nhwc();
+    test_clip_other_bounds();
     test_predictor();
     oar_no_grad_end();
     test_switches();
