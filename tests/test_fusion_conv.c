@@ -329,6 +329,51 @@ static void test_clip_other_bounds(void) {
     oar_scope_end();
 }
 
+/* squeezenet's fire module: a 1x1 "squeeze" conv, two "expand" convs (1x1 and 3x3) whose
+ * outputs are concatenated on channels, the next 1x1 squeeze conv with relu. With oneDNN,
+ * conv_nhwc splits that conv over the concat's inputs (concat_conv.c: the second part adds the
+ * first as its residual) and no concat is left; with the concat read twice (also returned) it
+ * stays. Both equal eager within the tolerance. */
+static oar_status fire_net(void *user, oar_tensor *const *in, int n_in, oar_tensor **out, int n_out) {
+    oar_tensor **w = user;
+    oar_conv_opts one = {.stride = {1, 1}}, three = {.stride = {1, 1}, .padding = {1, 1}};
+    oar_tensor *s = oar_relu(oar_conv2d(in[0], w[0], w[1], &one));
+    oar_tensor *cat[2] = {oar_relu(oar_conv2d(s, w[2], NULL, &one)), oar_relu(oar_conv2d(s, w[3], w[4], &three))};
+    oar_tensor *c = oar_concat(cat, 2, 1);
+    out[0] = oar_relu(oar_conv2d(c, w[5], w[6], &one));
+    if (n_out > 1) out[1] = c;
+    return out[0] ? OAR_OK : oar_last_status();
+}
+
+static void test_fire_concat(void) {
+    oar_scope_begin();
+    oar_manual_seed(13);
+    oar_tensor *w[7] = {oar_randn((int64_t[]){8, 16, 1, 1}, 4, OAR_F32), oar_randn((int64_t[]){8}, 1, OAR_F32),
+                        oar_randn((int64_t[]){16, 8, 1, 1}, 4, OAR_F32), oar_randn((int64_t[]){24, 8, 3, 3}, 4, OAR_F32),
+                        oar_randn((int64_t[]){24}, 1, OAR_F32), oar_randn((int64_t[]){12, 40, 1, 1}, 4, OAR_F32),
+                        oar_randn((int64_t[]){12}, 1, OAR_F32)};
+    oar_tensor *x = oar_randn((int64_t[]){3, 16, 9, 9}, 4, OAR_F32), *eager[2] = {0};
+    CHECK(fire_net(w, &x, 1, eager, 2) == OAR_OK);
+    oar_jit_opts o = {0};
+    oar_jit *f = oar_jit_to_static(fire_net, w, &o);
+    oar_tensor *y[2] = {0};
+    CHECK(oar_jit_call(f, &x, 1, y, 1) == OAR_OK && near(y[0], eager[0]));
+    CHECK(count_op(f, "concat") == (have_onednn() ? 0 : 1));
+    if (have_onednn()) CHECK(count_op(f, "conv2d_act") == 5 && count_op(f, "slice") == 2);
+    /* a second call: the weight slices were hoisted, the result the same */
+    oar_tensor *y2[1] = {0};
+    CHECK(oar_jit_call(f, &x, 1, y2, 1) == OAR_OK && near(y2[0], y[0]));
+    oar_jit_free(f);
+    /* the concat also returned: it stays, the conv reads it */
+    o = (oar_jit_opts){0};
+    f = oar_jit_to_static(fire_net, w, &o);
+    oar_tensor *z[2] = {0};
+    CHECK(oar_jit_call(f, &x, 1, z, 2) == OAR_OK && near(z[0], eager[0]) && near(z[1], eager[1]));
+    CHECK(count_op(f, "concat") == 1 && count_op(f, "slice") == 0);
+    oar_jit_free(f);
+    oar_scope_end();
+}
+
 static int pass_index(const char *name) {
     for (int i = 0; oar_pass_name(i); i++)
         if (!strcmp(oar_pass_name(i), name)) return i;
@@ -388,6 +433,7 @@ int main(void) {
     test_small_net();
     test_relu6_nhwc();
     test_clip_other_bounds();
+    test_fire_concat();
     test_predictor();
     oar_no_grad_end();
     test_switches();
