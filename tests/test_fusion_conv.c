@@ -333,25 +333,30 @@ static void test_clip_other_bounds(void) {
  * outputs are concatenated on channels, the next 1x1 squeeze conv with relu. With oneDNN,
  * conv_nhwc splits that conv over the concat's inputs (concat_conv.c: the second part adds the
  * first as its residual) and no concat is left; with the concat read twice (also returned) it
- * stays. Both equal eager within the tolerance. */
+ * stays. Both equal eager within the tolerance. With a max pooling between the concat and the
+ * conv, the pooling runs on each part first (then the split applies the same way). */
 static oar_status fire_net(void *user, oar_tensor *const *in, int n_in, oar_tensor **out, int n_out) {
     oar_tensor **w = user;
     oar_conv_opts one = {.stride = {1, 1}}, three = {.stride = {1, 1}, .padding = {1, 1}};
     oar_tensor *s = oar_relu(oar_conv2d(in[0], w[0], w[1], &one));
     oar_tensor *cat[2] = {oar_relu(oar_conv2d(s, w[2], NULL, &one)), oar_relu(oar_conv2d(s, w[3], w[4], &three))};
     oar_tensor *c = oar_concat(cat, 2, 1);
+    if (w[7]) { /* squeezenet's max pooling between fire modules: pooled per part, no concat */
+        oar_pool_opts pool = {.kernel = {3, 3}, .stride = {2, 2}, .ceil_mode = true};
+        c = oar_max_pool2d(c, &pool);
+    }
     out[0] = oar_relu(oar_conv2d(c, w[5], w[6], &one));
     if (n_out > 1) out[1] = c;
     return out[0] ? OAR_OK : oar_last_status();
 }
 
-static void test_fire_concat(void) {
+static void test_fire_concat(bool pool) {
     oar_scope_begin();
     oar_manual_seed(13);
-    oar_tensor *w[7] = {oar_randn((int64_t[]){8, 16, 1, 1}, 4, OAR_F32), oar_randn((int64_t[]){8}, 1, OAR_F32),
+    oar_tensor *w[8] = {oar_randn((int64_t[]){8, 16, 1, 1}, 4, OAR_F32), oar_randn((int64_t[]){8}, 1, OAR_F32),
                         oar_randn((int64_t[]){16, 8, 1, 1}, 4, OAR_F32), oar_randn((int64_t[]){24, 8, 3, 3}, 4, OAR_F32),
                         oar_randn((int64_t[]){24}, 1, OAR_F32), oar_randn((int64_t[]){12, 40, 1, 1}, 4, OAR_F32),
-                        oar_randn((int64_t[]){12}, 1, OAR_F32)};
+                        oar_randn((int64_t[]){12}, 1, OAR_F32), pool ? w[0] : NULL};
     oar_tensor *x = oar_randn((int64_t[]){3, 16, 9, 9}, 4, OAR_F32), *eager[2] = {0};
     CHECK(fire_net(w, &x, 1, eager, 2) == OAR_OK);
     oar_jit_opts o = {0};
@@ -433,7 +438,8 @@ int main(void) {
     test_small_net();
     test_relu6_nhwc();
     test_clip_other_bounds();
-    test_fire_concat();
+    test_fire_concat(false);
+    test_fire_concat(true);
     test_predictor();
     oar_no_grad_end();
     test_switches();

@@ -82,11 +82,56 @@ static oar_status split(oar_program *p, int id, int cat) {
     return OAR_OK;
 }
 
+/* max_pool2d_nhwc(concat(a, b, C)) -> concat(max_pool2d_nhwc(a), max_pool2d_nhwc(b), C): the
+ * pooling is per channel, so the same values; the concat copies the pooled (a quarter as large
+ * for squeezenet's 3x3 / 2 pools) data, and when a 1x1 conv reads it, split() removes it. */
+static oar_status pool_before_concat(oar_program *p, int id, const int *uses) {
+    const oar_node *n = &p->nodes[id];
+    if (n->dead || n->op != OAR_OP_max_pool2d_nhwc || n->block != OAR_MAIN_BLOCK) return OAR_OK;
+    const oar_value *x = &p->values[n->in[0]];
+    if (x->kind != OAR_VAL_NODE || uses[n->in[0]] != 1) return OAR_OK;
+    int cat = x->node;
+    const oar_node *c = &p->nodes[cat];
+    if (c->dead || c->op != OAR_OP_concat || c->block != OAR_MAIN_BLOCK || c->n_in < 2 ||
+        (c->attrs[0].i != 3 && c->attrs[0].i != -1))
+        return OAR_OK;
+    int pos = pos_in_block(&p->blocks[OAR_MAIN_BLOCK], id), n_parts = c->n_in, parts[OAR_MAX_INPUTS];
+    if (pos < 0) return OAR_OK;
+    for (int k = 0; k < n_parts; k++)
+        if (c->in[k] < 0 || p->values[c->in[k]].meta.ndim != 4 || p->values[c->in[k]].meta.shape[3] == 0) return OAR_OK;
+    memcpy(parts, c->in, sizeof(int) * (size_t)n_parts);
+    oar_attr pa[OAR_MAX_ATTRS];
+    int n_attrs = oar_op_table[OAR_OP_max_pool2d_nhwc]->n_attrs, y = n->out[0], pooled[OAR_MAX_INPUTS], out;
+    memcpy(pa, n->attrs, sizeof(oar_attr) * (size_t)n_attrs);
+    for (int k = 0; k < n_parts; k++) {
+        int in[1] = {parts[k]};
+        if (oar_pass_insert_node(p, OAR_MAIN_BLOCK, pos++, OAR_OP_max_pool2d_nhwc, in, 1, pa, &pooled[k]) < 0)
+            return oar_last_status();
+        p->values[pooled[k]].dyn_dims = p->values[y].dyn_dims;
+    }
+    oar_attr ca = oar_attr_int(3);
+    if (oar_pass_insert_node(p, OAR_MAIN_BLOCK, pos, OAR_OP_concat, pooled, n_parts, &ca, &out) < 0)
+        return oar_last_status();
+    p->values[out].dyn_dims = p->values[y].dyn_dims;
+    oar_program_replace_uses(p, y, out);
+    p->nodes[id].dead = true;
+    p->nodes[cat].dead = true;
+    return OAR_OK;
+}
+
 oar_status oar_pass_concat_conv_split(oar_program *p) {
-    int nv = p->n_values, nn = p->n_nodes;
-    int *uses = malloc(sizeof(int) * (size_t)(nv + 1));
+    int nn = p->n_nodes;
+    int *uses = malloc(sizeof(int) * (size_t)(p->n_values + 1));
+    oar_status st = uses ? OAR_OK : oar_error(OAR_ERR_OOM, "conv_nhwc: out of memory");
+    if (st == OAR_OK) oar_program_use_counts(p, uses);
+    for (int i = 0; i < nn && st == OAR_OK; i++) st = pool_before_concat(p, i, uses);
+    free(uses);
+    if (st != OAR_OK) return st;
+    int nv = p->n_values;
+    nn = p->n_nodes;
+    uses = malloc(sizeof(int) * (size_t)(nv + 1));
     bool *mut = oar_pass_mutable_values(p);
-    oar_status st = uses && mut ? OAR_OK : oar_error(OAR_ERR_OOM, "conv_nhwc: out of memory");
+    st = uses && mut ? OAR_OK : oar_error(OAR_ERR_OOM, "conv_nhwc: out of memory");
     if (st == OAR_OK) oar_program_use_counts(p, uses);
     for (int i = 0; i < nn && st == OAR_OK; i++) {
         int cat = splittable(p, i, uses, mut);
