@@ -28,9 +28,11 @@ static bool ints_are(const oar_attr *a, int64_t v) {
     return true;
 }
 
-/* The concat node conv id reads when the pair splits, else -1. */
-static int splittable(const oar_program *p, int id, const int *uses, const bool *mut) {
+/* The concat node conv id reads when the pair splits, else -1. uses and mut cover the first
+ * nv values: a later one is the output of a node this pass added (not a concat). */
+static int splittable(const oar_program *p, int id, const int *uses, const bool *mut, int nv) {
     const oar_node *n = &p->nodes[id];
+    if (n->n_in < 2 || n->in[0] < 0 || n->in[0] >= nv || n->in[1] >= nv) return -1;
     if (n->dead || n->op != OAR_OP_conv2d_act || n->block != OAR_MAIN_BLOCK || strcmp(n->attrs[5].s, "nhwc") != 0)
         return -1;
     if ((n->n_in > 3 && n->in[3] >= 0) || n->in[1] < 0 || n->attrs[3].i != 1 || !ints_are(&n->attrs[0], 1) ||
@@ -85,9 +87,10 @@ static oar_status split(oar_program *p, int id, int cat) {
 /* max_pool2d_nhwc(concat(a, b, C)) -> concat(max_pool2d_nhwc(a), max_pool2d_nhwc(b), C): the
  * pooling is per channel, so the same values; the concat copies the pooled (a quarter as large
  * for squeezenet's 3x3 / 2 pools) data, and when a 1x1 conv reads it, split() removes it. */
-static oar_status pool_before_concat(oar_program *p, int id, const int *uses) {
+static oar_status pool_before_concat(oar_program *p, int id, const int *uses, int nv) {
     const oar_node *n = &p->nodes[id];
     if (n->dead || n->op != OAR_OP_max_pool2d_nhwc || n->block != OAR_MAIN_BLOCK) return OAR_OK;
+    if (n->in[0] < 0 || n->in[0] >= nv) return OAR_OK; /* a value this pass added: no concat */
     const oar_value *x = &p->values[n->in[0]];
     if (x->kind != OAR_VAL_NODE || uses[n->in[0]] != 1) return OAR_OK;
     int cat = x->node;
@@ -120,21 +123,21 @@ static oar_status pool_before_concat(oar_program *p, int id, const int *uses) {
 }
 
 oar_status oar_pass_concat_conv_split(oar_program *p) {
-    int nn = p->n_nodes;
-    int *uses = malloc(sizeof(int) * (size_t)(p->n_values + 1));
+    int nn = p->n_nodes, nv = p->n_values;
+    int *uses = malloc(sizeof(int) * (size_t)(nv + 1));
     oar_status st = uses ? OAR_OK : oar_error(OAR_ERR_OOM, "conv_nhwc: out of memory");
     if (st == OAR_OK) oar_program_use_counts(p, uses);
-    for (int i = 0; i < nn && st == OAR_OK; i++) st = pool_before_concat(p, i, uses);
+    for (int i = 0; i < nn && st == OAR_OK; i++) st = pool_before_concat(p, i, uses, nv);
     free(uses);
     if (st != OAR_OK) return st;
-    int nv = p->n_values;
+    nv = p->n_values;
     nn = p->n_nodes;
     uses = malloc(sizeof(int) * (size_t)(nv + 1));
     bool *mut = oar_pass_mutable_values(p);
     st = uses && mut ? OAR_OK : oar_error(OAR_ERR_OOM, "conv_nhwc: out of memory");
     if (st == OAR_OK) oar_program_use_counts(p, uses);
     for (int i = 0; i < nn && st == OAR_OK; i++) {
-        int cat = splittable(p, i, uses, mut);
+        int cat = splittable(p, i, uses, mut, nv);
         if (cat >= 0) st = split(p, i, cat);
     }
     free(uses);
