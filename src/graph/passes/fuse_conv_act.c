@@ -5,8 +5,8 @@
  *     relu(add(conv2d(x, w, b), r))         -> conv2d_act(x, w, b, r; act=relu)   (ResNet blocks)
  *     add(conv2d(x, w, b), r)               -> conv2d_act(x, w, b, r; act=none)
  * (add in either order), and on the CPU clip(min=0, max=6) in relu's place (act=relu6:
- * mobilenet_v2's ReLU6, a Clip in ONNX files; CUDA's conv2d_act has no relu6, so programs for
- * it keep the clip). Each intermediate must have exactly one use (the next op of the
+ * mobilenet_v2's ReLU6, a Clip in ONNX files; CUDA's conv2d_act would run relu6 as a separate
+ * clip kernel, so programs for it keep the clip). Each intermediate must have exactly one use (the next op of the
  * pattern), so nothing else reads the values that disappear; r must have the conv output's
  * dtype and shape (no broadcast). The fused node takes the place of the pattern's last node,
  * where r is already defined. Runs after fold_conv_bn, so conv + batch_norm + relu chains
