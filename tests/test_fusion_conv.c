@@ -80,6 +80,12 @@ static int count_op(oar_jit *f, const char *op) {
     return n;
 }
 
+/* Whether the dump of the compiled function's program holds text. */
+static bool dump_has(oar_jit *f, const char *text) {
+    static char dump[1 << 18];
+    return oar_jit_dump(f, 0, dump, sizeof dump) >= 0 && strstr(dump, text) != NULL;
+}
+
 /* Compiled with the passes named in off (comma-separated) switched off. */
 /* The generic elementwise fusion is off here (it has its own tests): the counts below are of
  * what the convolution passes leave. */
@@ -285,10 +291,94 @@ static void test_relu6_nhwc(void) {
     oar_jit *f = oar_jit_to_static(relu6_net, w, &o), *g = oar_jit_to_static(relu6_net, w, &off);
     oar_tensor *y = run(f, x), *y_off = run(g, x);
     CHECK(y && y_off && near(y, eager) && near(y, y_off));
-    CHECK(count_op(f, "clip") == 1 && count_op(f, "concat") == 1);
+    /* the clip became the first conv's relu6 epilogue (fuse_conv_act) */
+    CHECK(count_op(f, "clip") == 0 && count_op(f, "conv2d_act") == 3 && count_op(f, "concat") == 1);
+    CHECK(dump_has(f, "relu6"));
     if (have_onednn()) CHECK(count_op(f, "permute") == 2 && count_op(f, "contiguous") == 1);
     oar_jit_free(f);
     oar_jit_free(g);
+    /* without fuse_conv_act the clip stays (and runs on the NHWC data) */
+    oar_jit_opts nf = {0};
+    CHECK(oar_build_strategy_set(&nf.strategy, "fuse_conv_act", false) == OAR_OK);
+    f = oar_jit_to_static(relu6_net, w, &nf);
+    y = run(f, x);
+    CHECK(y && near(y, eager) && count_op(f, "clip") == 1 && !dump_has(f, "relu6"));
+    oar_jit_free(f);
+    oar_scope_end();
+}
+
+/* A clip to other bounds than [0, 6] is not a relu6: it stays a clip after the conv. */
+static oar_status clip4_net(void *user, oar_tensor *const *in, int n_in, oar_tensor **out, int n_out) {
+    oar_tensor **w = user;
+    oar_conv_opts co = {.stride = {1, 1}, .padding = {1, 1}};
+    out[0] = oar_clip(oar_conv2d(in[0], w[0], NULL, &co), 0.0, 4.0);
+    return out[0] ? OAR_OK : oar_last_status();
+}
+
+static void test_clip_other_bounds(void) {
+    oar_scope_begin();
+    oar_manual_seed(12);
+    oar_tensor *w[1] = {oar_randn((int64_t[]){16, 3, 3, 3}, 4, OAR_F32)};
+    oar_tensor *x = oar_randn((int64_t[]){2, 3, 10, 10}, 4, OAR_F32), *eager = NULL;
+    CHECK(clip4_net(w, &x, 1, &eager, 1) == OAR_OK);
+    oar_jit_opts o = {0};
+    oar_jit *f = oar_jit_to_static(clip4_net, w, &o);
+    oar_tensor *y = run(f, x);
+    CHECK(y && near(y, eager) && count_op(f, "clip") == 1 && !dump_has(f, "relu6"));
+    oar_jit_free(f);
+    oar_scope_end();
+}
+
+/* squeezenet's fire module: a 1x1 "squeeze" conv, two "expand" convs (1x1 and 3x3) whose
+ * outputs are concatenated on channels, the next 1x1 squeeze conv with relu. With oneDNN,
+ * conv_nhwc splits that conv over the concat's inputs (concat_conv.c: the second part adds the
+ * first as its residual) and no concat is left; with the concat read twice (also returned) it
+ * stays. Both equal eager within the tolerance. With a max pooling between the concat and the
+ * conv, the pooling runs on each part first (then the split applies the same way). */
+static oar_status fire_net(void *user, oar_tensor *const *in, int n_in, oar_tensor **out, int n_out) {
+    oar_tensor **w = user;
+    oar_conv_opts one = {.stride = {1, 1}}, three = {.stride = {1, 1}, .padding = {1, 1}};
+    oar_tensor *s = oar_relu(oar_conv2d(in[0], w[0], w[1], &one));
+    oar_tensor *cat[2] = {oar_relu(oar_conv2d(s, w[2], NULL, &one)), oar_relu(oar_conv2d(s, w[3], w[4], &three))};
+    oar_tensor *c = oar_concat(cat, 2, 1);
+    if (w[7]) { /* squeezenet's max pooling between fire modules: pooled per part, no concat */
+        oar_pool_opts pool = {.kernel = {3, 3}, .stride = {2, 2}, .ceil_mode = true};
+        c = oar_max_pool2d(c, &pool);
+    }
+    /* a conv reading the split's result (a value the pass added; ASAN checks its bookkeeping) */
+    out[0] = oar_conv2d(oar_relu(oar_conv2d(c, w[5], w[6], &one)), w[8], NULL, &one);
+    if (n_out > 1) out[1] = c;
+    return out[0] ? OAR_OK : oar_last_status();
+}
+
+static void test_fire_concat(bool pool) {
+    oar_scope_begin();
+    oar_manual_seed(13);
+    oar_tensor *w[9] = {oar_randn((int64_t[]){8, 16, 1, 1}, 4, OAR_F32), oar_randn((int64_t[]){8}, 1, OAR_F32),
+                        oar_randn((int64_t[]){16, 8, 1, 1}, 4, OAR_F32), oar_randn((int64_t[]){24, 8, 3, 3}, 4, OAR_F32),
+                        oar_randn((int64_t[]){24}, 1, OAR_F32), oar_randn((int64_t[]){12, 40, 1, 1}, 4, OAR_F32),
+                        oar_randn((int64_t[]){12}, 1, OAR_F32), NULL,
+                        oar_randn((int64_t[]){4, 12, 1, 1}, 4, OAR_F32)};
+    w[7] = pool ? w[0] : NULL; /* only a flag for fire_net: pool between the concat and the conv */
+    oar_tensor *x = oar_randn((int64_t[]){3, 16, 9, 9}, 4, OAR_F32), *eager[2] = {0};
+    CHECK(fire_net(w, &x, 1, eager, 2) == OAR_OK);
+    oar_jit_opts o = {0};
+    oar_jit *f = oar_jit_to_static(fire_net, w, &o);
+    oar_tensor *y[2] = {0};
+    CHECK(oar_jit_call(f, &x, 1, y, 1) == OAR_OK && near(y[0], eager[0]));
+    CHECK(count_op(f, "concat") == (have_onednn() ? 0 : 1));
+    if (have_onednn()) CHECK(count_op(f, "conv2d_act") == 6 && count_op(f, "slice") == 2);
+    /* a second call: the weight slices were hoisted, the result the same */
+    oar_tensor *y2[1] = {0};
+    CHECK(oar_jit_call(f, &x, 1, y2, 1) == OAR_OK && near(y2[0], y[0]));
+    oar_jit_free(f);
+    /* the concat also returned: it stays, the conv reads it */
+    o = (oar_jit_opts){0};
+    f = oar_jit_to_static(fire_net, w, &o);
+    oar_tensor *z[2] = {0};
+    CHECK(oar_jit_call(f, &x, 1, z, 2) == OAR_OK && near(z[0], eager[0]) && near(z[1], eager[1]));
+    CHECK(count_op(f, "concat") == 1 && count_op(f, "slice") == 0);
+    oar_jit_free(f);
     oar_scope_end();
 }
 
@@ -350,6 +440,9 @@ int main(void) {
     test_training_untouched();
     test_small_net();
     test_relu6_nhwc();
+    test_clip_other_bounds();
+    test_fire_concat(false);
+    test_fire_concat(true);
     test_predictor();
     oar_no_grad_end();
     test_switches();

@@ -390,6 +390,41 @@ static void test_conv_flatten_nhwc(void) {
     oar_scope_end();
 }
 
+/* conv then clip(0, 6) (ReLU6): the compiled program's conv2d_act act=relu6 (fuse_conv_act on
+ * the CPU) is exported as Conv, Clip(0, 6) and re-imported to rounding, from the model file. */
+static oar_status conv_relu6_fn(void *user, oar_tensor *const *in, int n_in, oar_tensor **out, int n_out) {
+    out[0] = oar_clip(oar_forward((oar_module *)user, in[0]), 0.0, 6.0);
+    return out[0] ? OAR_OK : oar_last_status();
+}
+
+static void test_conv_relu6(void) {
+    oar_scope_begin();
+    oar_manual_seed(5);
+    oar_module *mod = oar_nn_conv2d(3, 16, 3, &(oar_conv_opts){.padding = {1, 1}}, true);
+    oar_module_train(mod, false);
+    oar_input_spec spec = {OAR_F32, 4, {-1, 3, 6, 6}, "x"};
+    oar_jit_opts jo = {.specs = &spec, .n_specs = 1, .module = mod};
+    oar_jit *f = oar_jit_to_static(conv_relu6_fn, mod, &jo);
+    /* inputs scaled by 8: outputs fall below 0, inside and above 6 */
+    oar_tensor *x = oar_mul_scalar(oar_randn((int64_t[]){2, 3, 6, 6}, 4, OAR_F32), 8.0), *y[1] = {0};
+    CHECK(oar_jit_call(f, &x, 1, y, 1) == OAR_OK);
+    char dump[16384];
+    CHECK(oar_jit_dump(f, 0, dump, sizeof dump) > 0 && strstr(dump, "relu6") && !strstr(dump, "= clip("));
+    char model[512], mpath[512];
+    snprintf(model, sizeof model, "%s/conv_relu6_model", dir);
+    snprintf(mpath, sizeof mpath, "%s/conv_relu6_model.onnx", dir);
+    CHECK(oar_jit_save(f, model) == OAR_OK);
+    oar_status st = oar_onnx_save_model(model, mpath, NULL);
+    CHECK(st == OAR_OK);
+    if (st != OAR_OK) fprintf(stderr, "conv_relu6 model file: %s\n", oar_last_error());
+    if (y[0] && st == OAR_OK) check_roundtrip(mpath, x, y[0], false, 1e-4, "conv_relu6 model file");
+    keep("conv_relu6_model", mpath, x, y[0]);
+    oar_release(y[0]);
+    oar_jit_free(f);
+    oar_module_free(mod);
+    oar_scope_end();
+}
+
 /* Control flow: oar_cond as If, oar_while as Loop (the cond block written before the loop and
  * again at the end of its body; the trip count carried). Re-imported (If onto oar_cond, Loop
  * onto oar_while), the program gives the original's bits on both branches, at the traced batch
@@ -655,6 +690,7 @@ int main(void) {
     test_conv_pool_nhwc(false);
     test_conv_pool_nhwc(true);
     test_conv_flatten_nhwc();
+    test_conv_relu6();
     test_control_flow();
     test_nested_control_flow();
     test_quantized(false);

@@ -1,5 +1,6 @@
 /* conv2d_act(x, weight, bias?, residual?; stride, padding, dilation, groups, act, layout):
- *     y = act(conv2d(x, weight, bias) + residual)      act: "relu" or "none"
+ *     y = act(conv2d(x, weight, bias) + residual)      act: "relu", "relu6" or "none"
+ * (relu6: clip to [0, 6] as clip(min=0, max=6), NaN staying NaN; mobilenet_v2's ReLU6 / Clip)
  * layout "nchw": x [N, C, H, W] and y, residual [N, CO, OH, OW], as conv2d; layout "nhwc":
  * x [N, H, W, C] and y, residual [N, OH, OW, CO] (the weight stays [CO, C / groups, kh, kw]),
  * which is oneDNN's own activation layout: consecutive convs then need no conversions.
@@ -11,7 +12,7 @@
 
 #include <string.h>
 
-enum { ACT_NONE, ACT_RELU, ACT_BAD };
+enum { ACT_NONE, ACT_RELU, ACT_RELU6, ACT_BAD };
 
 static const int TO_NCHW[4] = {0, 3, 1, 2}, TO_NHWC[4] = {0, 2, 3, 1};
 
@@ -28,6 +29,7 @@ static oar_tensor nchw_view(const oar_tensor *t) {
 
 static int act_kind(const oar_attr *a) {
     if (!strcmp(a->s, "relu")) return ACT_RELU;
+    if (!strcmp(a->s, "relu6")) return ACT_RELU6;
     if (!strcmp(a->s, "none")) return ACT_NONE;
     return ACT_BAD;
 }
@@ -38,7 +40,7 @@ static oar_status conv2d_act_infer(oar_tensor *const *in, int n_in, const oar_at
     if (nhwc < 0)
         return oar_error(OAR_ERR_INVALID_ARG, "conv2d_act: expected layout to be nchw or nhwc, got '%s'", a[5].s);
     if (act_kind(&a[4]) == ACT_BAD)
-        return oar_error(OAR_ERR_INVALID_ARG, "conv2d_act: expected act to be relu or none, got '%s'", a[4].s);
+        return oar_error(OAR_ERR_INVALID_ARG, "conv2d_act: expected act to be relu, relu6 or none, got '%s'", a[4].s);
     oar_status st;
     if (nhwc) { /* conv2d's checks on x seen as NCHW */
         if (in[0]->ndim != 4) {
@@ -82,6 +84,7 @@ static void epilogue(oar_tensor *y, const oar_tensor *res, int act) {
         double v = tr->load(yp + i * es);
         if (rp) v += tr->load(rp + i * es);
         if (act == ACT_RELU) v = v > 0 ? v : 0.0;
+        if (act == ACT_RELU6) v = v < 0 ? 0.0 : v > 6 ? 6.0 : v; /* clip_d's order: NaN stays */
         tr->store(yp + i * es, v);
     }
 }
@@ -110,7 +113,8 @@ static oar_status conv2d_act_ref(const oar_kctx *ctx, oar_tensor *const *in, int
     return st;
 }
 
-/* gz = dL/d(conv + residual): gy where the output is positive (relu), else gy. */
+/* gz = dL/d(conv + residual): gy where the output is positive (relu), strictly inside (0, 6)
+ * (relu6: as relu, the output cannot tell a bound from beyond it), else gy. */
 static oar_status conv2d_act_grad(oar_grad_ctx *g) {
     oar_tensor *gy = g->gout[0], *x = g->in[0], *w = g->in[1], *y = g->out[0];
     bool nhwc = is_nhwc(&g->attrs[5]) == 1;
@@ -124,6 +128,9 @@ static oar_status conv2d_act_grad(oar_grad_ctx *g) {
     if (act_kind(&g->attrs[4]) == ACT_RELU) {
         oar_tensor *ri[2] = {gy, y};
         gz = oar_op_call1(OAR_OP_relu_backward, ri, 2, NULL);
+    } else if (act_kind(&g->attrs[4]) == ACT_RELU6) {
+        oar_tensor *inside = oar_logical_and(oar_gt_scalar(y, 0.0), oar_lt_scalar(y, 6.0));
+        gz = inside ? oar_where(inside, gy, oar_zeros_like(gy)) : NULL;
     }
     if (!gz) return oar_last_status();
     oar_attr ga[5] = {oar_attr_ints(x->shape, 4), g->attrs[0], g->attrs[1], g->attrs[2], g->attrs[3]};

@@ -1,5 +1,5 @@
 /* Sweep cases for the fused convolution ops (src/ops/fused_conv.c): conv2d_act with and
- * without bias and residual, both activations. The SWEEP_NO_GRAD cases have ResNet-like
+ * without bias and residual, the three activations. The SWEEP_NO_GRAD cases have ResNet-like
  * channel counts, where oneDNN runs its post-ops on blocked layouts (the residual reordered
  * into the output's layout first). Relu has a kink at 0: finite differences stay away from it
  * on these small random inputs, as for relu's own cases. */
@@ -36,6 +36,15 @@ const sweep_case sweep_cases_fused_conv[] = {
     {"conv2d_act", "n:2x9x9x3;n:8x3x3x3;n:8;none", CN("1,1", "1,1", "1,1", "1", "relu"), SWEEP_NO_GRAD},
     {"conv2d_act", "n:1x6x6x8;n:8x8x3x3;none;n:1x6x6x8", CN("1,1", "1,1", "1,1", "1", "none"), SWEEP_NO_GRAD},
     {"conv2d_act", "n:2x6x6x8;n:24x8x3x3;n:24;n:2x6x6x24", CN("1,1", "1,1", "1,1", "1", "relu"), SWEEP_NO_GRAD},
+    /* relu6 (clip to [0, 6], mobilenet_v2's ReLU6): 18 to 144 products per output, so outputs
+     * fall below 0, inside and above 6; oneDNN's clip post-op, the direct and composed kernels */
+    {"conv2d_act", "n:1x2x4x4;n:3x2x3x3;n:3;n:1x3x2x2", CA("1,1", "0,0", "1,1", "1", "relu6")},
+    {"conv2d_act", "n:1x4x4x2;n:3x2x3x3;n:3;none", CN("1,1", "0,0", "1,1", "1", "relu6")},
+    {"conv2d_act", "n:2x16x8x8;n:16x16x3x3;n:16;n:2x16x8x8", CA("1,1", "1,1", "1,1", "1", "relu6"), SWEEP_NO_GRAD},
+    {"conv2d_act", "n:2x8x8x16;n:32x16x1x1;n:32;none", CN("1,1", "0,0", "1,1", "1", "relu6"), SWEEP_NO_GRAD},
+    {"conv2d_act", "n:2x7x7x24;n:24x1x3x3;n:24;none", CN("2,2", "1,1", "1,1", "24", "relu6"), SWEEP_NO_GRAD},
+    {"conv2d_act", "n:2x9x9x3;n:8x3x3x3;n:8;n:2x9x9x8", CN("1,1", "1,1", "1,1", "1", "relu6"), SWEEP_NO_GRAD},
+    {"conv2d_act", "n:3x1x28x28;n:6x1x5x5;n:6;none", CA("1,1", "2,2", "1,1", "1", "relu6"), SWEEP_NO_GRAD},
     {0},
 };
 
@@ -62,7 +71,7 @@ const sweep_bad sweep_bad_fused_conv[] = {
     {"conv2d_act with a residual of another shape", residual_shape,
      "expected residual of the output's dtype f32 and shape [1, 3, 2, 2], got f32 [1, 3, 3, 3]"},
     {"conv2d_act with an f64 residual", residual_dtype, "expected residual of the output's dtype f32"},
-    {"conv2d_act with an unknown activation", bad_act, "expected act to be relu or none, got 'gelu'"},
+    {"conv2d_act with an unknown activation", bad_act, "expected act to be relu, relu6 or none, got 'gelu'"},
     {"conv2d_act with an unknown layout", bad_layout, "expected layout to be nchw or nhwc, got 'nwhc'"},
     {"conv2d_act nhwc with mismatched channels", nhwc_channels, "expected weight.shape[1] * groups == x.shape[1], got 2 * 1 != 4"},
     {0},

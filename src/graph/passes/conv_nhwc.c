@@ -298,5 +298,6 @@ oar_status oar_pass_conv_nhwc(oar_program *p) {
     }
     free(uses);
     free(l.twin);
-    return st;
+    /* a 1x1 conv of a channel concat (squeezenet's fire modules): no concat (concat_conv.c) */
+    return st == OAR_OK ? oar_pass_concat_conv_split(p) : st;
 }

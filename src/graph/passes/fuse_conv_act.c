@@ -4,7 +4,9 @@
  *     relu(conv2d(x, w, b))                 -> conv2d_act(x, w, b, -; act=relu)
  *     relu(add(conv2d(x, w, b), r))         -> conv2d_act(x, w, b, r; act=relu)   (ResNet blocks)
  *     add(conv2d(x, w, b), r)               -> conv2d_act(x, w, b, r; act=none)
- * (add in either order). Each intermediate must have exactly one use (the next op of the
+ * (add in either order), and on the CPU clip(min=0, max=6) in relu's place (act=relu6:
+ * mobilenet_v2's ReLU6, a Clip in ONNX files; CUDA's conv2d_act would run relu6 as a separate
+ * clip kernel, so programs for it keep the clip). Each intermediate must have exactly one use (the next op of the
  * pattern), so nothing else reads the values that disappear; r must have the conv output's
  * dtype and shape (no broadcast). The fused node takes the place of the pattern's last node,
  * where r is already defined. Runs after fold_conv_bn, so conv + batch_norm + relu chains
@@ -55,13 +57,19 @@ static oar_status try_fuse(fuser *f, int conv_id) {
     }
     int before_relu = add >= 0 ? p->nodes[add].out[0] : y;
     relu = next_of(f, before_relu, OAR_OP_relu);
+    const char *act = "relu";
+    if (relu < 0 && p->device == OAR_CPU && (relu = next_of(f, before_relu, OAR_OP_clip)) >= 0) {
+        const oar_attr *ca = p->nodes[relu].attrs;
+        if (ca[0].f == 0.0 && ca[1].f == 6.0) act = "relu6";
+        else relu = -1;
+    }
     tail = relu >= 0 ? relu : add;
     if (tail < 0) return OAR_OK; /* a lone conv */
     int pos = pos_in_block(&p->blocks[OAR_MAIN_BLOCK], tail);
     if (pos < 0) return OAR_OK;
     oar_attr attrs[6];
     memcpy(attrs, conv->attrs, sizeof(oar_attr) * 4);
-    attrs[4] = oar_attr_str(relu >= 0 ? "relu" : "none");
+    attrs[4] = oar_attr_str(relu >= 0 ? act : "none");
     attrs[5] = oar_attr_str("nchw");
     int in[4] = {conv->in[0], conv->in[1], conv->in[2], res}, out;
     int old_out = p->nodes[tail].out[0];

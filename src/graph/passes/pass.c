@@ -18,11 +18,11 @@ static const oar_pass_info g_passes[] = {
      "wider type (bf16 -> f32 -> bf16)", true, false, oar_pass_amp_casts},
     {"fold_conv_bn", "folds an inference-mode batch_norm into the conv2d before it (weights recomputed when "
      "parameters change)", true, true, oar_pass_fold_conv_bn},
-    {"fuse_conv_act", "fuses conv2d with a following relu and/or residual add into conv2d_act (oneDNN post-ops)",
+    {"fuse_conv_act", "fuses conv2d with a following relu (or clip to [0, 6] on the CPU) and/or residual add into conv2d_act (oneDNN post-ops)",
      true, true, oar_pass_fuse_conv_act},
     {"fuse_quant", "keeps int8 layers' activations in int8: ReLU and requantization into qconv2d/qlinear "
      "epilogues, quantize moved above max pooling and reshapes", true, true, oar_pass_fuse_quant},
-    {"conv_nhwc", "runs convolutions on NHWC activations (oneDNN's layout) so chains of convs skip conversions",
+    {"conv_nhwc", "runs convolutions on NHWC activations (oneDNN's layout) so chains of convs skip conversions; a channel concat read by a 1x1 conv (or max pooled first) is split into the convs",
      true, true, oar_pass_conv_nhwc, true},
     {"fuse_attention", "matmul, scale, mask, softmax, matmul (and their traced backward) become fused_attention "
      "(and attention_backward)", true, false, oar_pass_fuse_attention},

@@ -493,13 +493,14 @@ static oar_status linear_act(oxe_graph *g, const oar_node *n) {
     return refuse(g, n, "an unknown activation");
 }
 
-/* conv2d_act: Conv [+ Add] [+ Relu]; in the NHWC layout of the conv_nhwc pass the activations
+/* conv2d_act: Conv [+ Add] [+ Relu or Clip(0, 6) for relu6]; in the NHWC layout of the conv_nhwc pass the activations
  * are transposed to NCHW around it (ONNX's Conv is NCHW; runtimes pick their own layouts). */
 static oar_status conv2d_act(oxe_graph *g, const oar_node *n) {
     bool nhwc = !strcmp(attr_s(n, "layout"), "nhwc");
     if (!nhwc && strcmp(attr_s(n, "layout"), "nchw")) return refuse(g, n, "an unknown layout");
     static const int64_t TO_NCHW[4] = {0, 3, 1, 2}, TO_NHWC[4] = {0, 2, 3, 1};
-    bool relu = !strcmp(attr_s(n, "act"), "relu"), res = n->n_in > 3 && n->in[3] >= 0;
+    bool relu6 = !strcmp(attr_s(n, "act"), "relu6");
+    bool relu = relu6 || !strcmp(attr_s(n, "act"), "relu"), res = n->n_in > 3 && n->in[3] >= 0;
     const char *x = IN(0), *r = res ? IN(3) : NULL, *out = OUT(0);
     if (nhwc) {
         const char *xt = oxe_tmp(g), *rt = res ? oxe_tmp(g) : NULL;
@@ -518,7 +519,12 @@ static oar_status conv2d_act(oxe_graph *g, const oar_node *n) {
         if (!oxe_node2(g, "Add", y, r, sum)) return fail(g);
         y = sum;
     }
-    if (relu && !oxe_node1(g, "Relu", y, out)) return fail(g);
+    if (relu && !relu6 && !oxe_node1(g, "Relu", y, out)) return fail(g);
+    if (relu6) { /* Clip(y, 0, 6) */
+        oar_dtype dt = meta(g, n->in[0])->dtype;
+        const char *cin[3] = {y, oxe_const_scalar(g, 0.0, dt), oxe_const_scalar(g, 6.0, dt)};
+        if (!oxe_node(g, "Clip", cin, 3, &out, 1)) return fail(g);
+    }
     if (!nhwc) return OAR_OK;
     Onnx__NodeProto *o = oxe_node1(g, "Transpose", out, OUT(0));
     return OK(o && oxe_attr_ints(g, o, "perm", TO_NHWC, 4));

@@ -1,7 +1,7 @@
 /* conv2d_act where oneDNN cannot run it (no oneDNN in the build, or a call it declines): the
  * best conv2d kernel into the output, then residual add and relu in one pass over it, in f32
  * with the same operations as the add and relu kernels, so the result equals the unfused
- * conv2d + add + relu. oneDNN's kernel (conv_dnnl.c, priority 20) applies the epilogue as
+ * conv2d + add + relu (or clip to [0, 6]: relu6). oneDNN's kernel (conv_dnnl.c, priority 20) applies the epilogue as
  * post-ops instead. NCHW only. */
 #include "kernels/cpu/cpu_kernels.h"
 
@@ -16,12 +16,14 @@ static oar_status conv2d_act_composed(const oar_kctx *ctx, oar_tensor *const *in
     if (st != OAR_OK) return st;
     float *y = (float *)oar_tensor_ptr(out[0]);
     const float *r = in[3] ? (const float *)oar_tensor_ptr(in[3]) : NULL;
-    bool relu = !strcmp(a[4].s, "relu");
+    bool relu = !strcmp(a[4].s, "relu"), relu6 = !strcmp(a[4].s, "relu6");
     int64_t n = out[0]->numel;
     if (r)
         for (int64_t i = 0; i < n; i++) y[i] += r[i];
     if (relu)
         for (int64_t i = 0; i < n; i++) y[i] = y[i] > 0.0f ? y[i] : 0.0f;
+    if (relu6) /* clip's order: NaN stays NaN */
+        for (int64_t i = 0; i < n; i++) y[i] = y[i] < 0.0f ? 0.0f : y[i] > 6.0f ? 6.0f : y[i];
     return OAR_OK;
 }
 

@@ -494,6 +494,8 @@ static oar_status conv2d_act_direct(const oar_kctx *ctx, oar_tensor *const *in, 
         for (int64_t i = 0; i < n; i++) y[i] += r[i];
     if (!strcmp(a[4].s, "relu"))
         for (int64_t i = 0; i < n; i++) y[i] = y[i] > 0.0f ? y[i] : 0.0f;
+    if (!strcmp(a[4].s, "relu6")) /* clip's order: NaN stays NaN */
+        for (int64_t i = 0; i < n; i++) y[i] = y[i] < 0.0f ? 0.0f : y[i] > 6.0f ? 6.0f : y[i];
     return OAR_OK;
 }
 

@@ -32,7 +32,8 @@ typedef struct dkey {
     int64_t kind, bias;
     int64_t bf16;      /* x, weight, y (and bias) in bf16, computed natively; grad_weight's
                           primitive writes f32 then (the parts are summed in f32, rounded once) */
-    int64_t sum, relu; /* forward post-ops (conv2d_act): add the residual, then relu */
+    int64_t sum, relu; /* forward post-ops (conv2d_act): add the residual, then relu (1) or
+                          relu6 (2: clip_v2 to [0, 6], NaN staying NaN as in clip) */
     int64_t nhwc;      /* x and y are NHWC in memory (conv2d_act layout=nhwc) */
     int64_t x[4], w[4], y[4]; /* x [n, ci, h, w], weight [co, ci / groups, kh, kw], y [n, co, oh, ow] */
     int64_t s[2], pl[2], pr[2], d[2], groups;
@@ -165,7 +166,8 @@ static dprim *dprim_build(const dkey *k) {
         dnnl_post_ops_t po = NULL;
         ok = dnnl_post_ops_create(&po) == dnnl_success &&
              (!k->sum || dnnl_post_ops_append_sum(po, 1.0f) == dnnl_success) &&
-             (!k->relu || dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_relu, 0.0f, 0.0f) == dnnl_success) &&
+             (k->relu != 1 || dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_relu, 0.0f, 0.0f) == dnnl_success) &&
+             (k->relu != 2 || dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_clip_v2, 0.0f, 6.0f) == dnnl_success) &&
              dnnl_primitive_attr_set_post_ops(attr, po) == dnnl_success;
         if (po) dnnl_post_ops_destroy(po);
     }
@@ -323,7 +325,7 @@ static bool plan_make(dplan *pl, dk_kind kind, oar_tensor *const *in, oar_tensor
     if (fused) {
         if (!plain_of(in[3], 4, dt)) return false;
         k.sum = in[3] != NULL;
-        k.relu = !strcmp(a[4].s, "relu");
+        k.relu = !strcmp(a[4].s, "relu") ? 1 : !strcmp(a[4].s, "relu6") ? 2 : 0;
         if (!k.relu && strcmp(a[4].s, "none") != 0) return false;
     }
     pl->split = oar_dnnl_split_batch(k.x[0], MAX_PARTS);

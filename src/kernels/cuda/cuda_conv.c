@@ -403,18 +403,40 @@ static oar_status conv1d_cuda(const oar_kctx *ctx, oar_tensor *const *in, int n_
     return forward(ctx, in, out[0], a, NULL, false, false, "conv1d");
 }
 
-/* conv2d_act: attrs stride, padding, dilation, groups, act ("relu"/"none"), layout ("nchw"/"nhwc") */
+/* relu6's clip to [0, 6] after the epilogue: the CUDA clip kernel for y's dtype, in place on
+ * the conv's stream (fuse_conv_act makes relu6 on the CPU only; eager calls and the sweep
+ * reach it here). NULL when none takes y. */
+static const oar_kernel_entry *relu6_clip_kernel(oar_tensor *y, const oar_attr *ca) {
+    const oar_kernel_entry *ks;
+    int n = oar_op_kernels(OAR_OP_clip, &ks);
+    for (int i = 0; i < n; i++)
+        if (ks[i].device == OAR_CUDA && (ks[i].dtypes & OAR_DTYPE_BIT(y->dtype)) &&
+            (!ks[i].supports || ks[i].supports(&y, 1, &y, 1, ca)))
+            return &ks[i];
+    return NULL;
+}
+
+/* conv2d_act: attrs stride, padding, dilation, groups, act ("relu"/"relu6"/"none"), layout ("nchw"/"nhwc") */
 static oar_status conv2d_act_cuda(const oar_kctx *ctx, oar_tensor *const *in, int n_in, oar_tensor *const *out,
                                   int n_out, const oar_attr *a) {
     (void)n_in; (void)n_out;
-    bool relu = !strcmp(a[4].s, "relu"), nhwc = !strcmp(a[5].s, "nhwc");
-    return forward(ctx, in, out[0], a, in[3], relu, nhwc, "conv2d_act");
+    bool relu = !strcmp(a[4].s, "relu"), relu6 = !strcmp(a[4].s, "relu6"), nhwc = !strcmp(a[5].s, "nhwc");
+    oar_status st = forward(ctx, in, out[0], a, in[3], relu, nhwc, "conv2d_act");
+    if (st != OAR_OK || !relu6 || out[0]->numel == 0) return st;
+    oar_tensor *y = out[0];
+    oar_attr ca[2] = {oar_attr_float(0.0), oar_attr_float(6.0)};
+    const oar_kernel_entry *k = relu6_clip_kernel(y, ca);
+    if (!k) return oar_error(OAR_ERR_UNSUPPORTED, "conv2d_act: no CUDA clip kernel for relu6 on %s", oar_dtype_name(y->dtype));
+    return k->fn(ctx, &y, 1, &y, 1, ca);
 }
 
 static bool conv2d_act_supports(oar_tensor *const *in, int n_in, oar_tensor *const *out, int n_out,
                                 const oar_attr *a) {
-    (void)in; (void)n_in; (void)out; (void)n_out;
-    return (!strcmp(a[4].s, "relu") || !strcmp(a[4].s, "none")) && (!strcmp(a[5].s, "nhwc") || !strcmp(a[5].s, "nchw"));
+    (void)in; (void)n_in; (void)n_out;
+    oar_attr ca[2] = {oar_attr_float(0.0), oar_attr_float(6.0)};
+    bool act = !strcmp(a[4].s, "relu") || !strcmp(a[4].s, "none") ||
+               (!strcmp(a[4].s, "relu6") && relu6_clip_kernel(out[0], ca) != NULL);
+    return act && (!strcmp(a[5].s, "nhwc") || !strcmp(a[5].s, "nchw"));
 }
 
 /* Backward data of the conv with input shape xshape, filter w and gradient gy (grid possibly
