@@ -177,7 +177,7 @@ def main():
     ap.add_argument("--shared", default=os.environ.get("OAR_SHARED_DIR", "../shared"))
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
-    ap.add_argument("--workloads", nargs="+", default=TRAIN + INFER)
+    ap.add_argument("--workloads", nargs="+", default=TRAIN + INFER, choices=TRAIN + INFER)
     ap.add_argument("--cap", choices=sorted(CAPS), help="hold oar and PyTorch to this instruction set")
     a = ap.parse_args()
     if not os.path.exists(os.path.join(a.shared, "bench", "torch_workloads.py")):
