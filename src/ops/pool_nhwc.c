@@ -45,17 +45,23 @@ oar_status oar_pool_nhwc_read(const oar_tensor *x, const oar_attr *a, oar_pool_n
     return OAR_OK;
 }
 
+oar_status oar_pool_nhwc_infer(oar_tensor *x, const oar_attr *a, const oar_op_def *nchw, oar_meta *out) {
+    char name[64];
+    snprintf(name, sizeof name, "%s_nhwc", nchw->name);
+    int64_t hw[2];
+    oar_status st = oar_check_float(name, x, "x");
+    if (st == OAR_OK) st = oar_pool_nhwc_standin(x, a, nchw, hw);
+    if (st != OAR_OK) return st;
+    out->dtype = x->dtype;
+    out->ndim = 4;
+    out->shape[0] = x->shape[0], out->shape[1] = hw[0], out->shape[2] = hw[1], out->shape[3] = x->shape[3];
+    return OAR_OK;
+}
+
 static oar_status pool_nhwc_infer(oar_tensor *const *in, int n_in, const oar_attr *a, oar_meta *out, int *n_out) {
     (void)n_in;
-    oar_pool_nhwc_geom g = {0};
-    oar_status st = oar_check_float("max_pool2d_nhwc", in[0], "x");
-    if (st == OAR_OK) st = oar_pool_nhwc_read(in[0], a, &g);
-    if (st != OAR_OK) return st;
-    out->dtype = in[0]->dtype;
-    out->ndim = 4;
-    out->shape[0] = g.n, out->shape[1] = g.oh, out->shape[2] = g.ow, out->shape[3] = g.c;
     *n_out = 1;
-    return OAR_OK;
+    return oar_pool_nhwc_infer(in[0], a, &oar_opdef_max_pool2d, out);
 }
 
 static oar_status pool_nhwc_ref(const oar_kctx *ctx, oar_tensor *const *in, int n_in, oar_tensor *const *out,

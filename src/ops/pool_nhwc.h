@@ -15,6 +15,8 @@ typedef struct oar_pool_nhwc_geom {
 /* The NHWC op of NCHW pooling op nchw: x must be 4-d; nchw's checks and output size run on an
  * NCHW stand-in of x, their errors named as the NHWC op's (nchw's name + "_nhwc"). */
 oar_status oar_pool_nhwc_standin(const oar_tensor *x, const oar_attr *a, const oar_op_def *nchw, int64_t out_hw[2]);
+/* The NHWC op's output meta: a float x, nchw's checks on the stand-in, y [N, OH, OW, C]. */
+oar_status oar_pool_nhwc_infer(oar_tensor *x, const oar_attr *a, const oar_op_def *nchw, oar_meta *out);
 
 /* x [N, H, W, C] and max_pool2d's attributes; the error names max_pool2d_nhwc. */
 oar_status oar_pool_nhwc_read(const oar_tensor *x, const oar_attr *a, oar_pool_nhwc_geom *g);

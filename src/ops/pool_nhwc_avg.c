@@ -23,15 +23,8 @@ oar_status oar_avg_nhwc_read(const oar_tensor *x, const oar_attr *a, oar_avg_nhw
 
 static oar_status avg_nhwc_infer(oar_tensor *const *in, int n_in, const oar_attr *a, oar_meta *out, int *n_out) {
     (void)n_in;
-    oar_avg_nhwc_geom g = {0};
-    oar_status st = oar_check_float("avg_pool2d_nhwc", in[0], "x");
-    if (st == OAR_OK) st = oar_avg_nhwc_read(in[0], a, &g);
-    if (st != OAR_OK) return st;
-    out->dtype = in[0]->dtype;
-    out->ndim = 4;
-    out->shape[0] = g.n, out->shape[1] = g.oh, out->shape[2] = g.ow, out->shape[3] = g.c;
     *n_out = 1;
-    return OAR_OK;
+    return oar_pool_nhwc_infer(in[0], a, &oar_opdef_avg_pool2d, out);
 }
 
 static oar_status avg_nhwc_ref(const oar_kctx *ctx, oar_tensor *const *in, int n_in, oar_tensor *const *out,
