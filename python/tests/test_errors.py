@@ -88,6 +88,8 @@ def test_bad_input_raises(fn, exc, msg):
 def test_status_mapping():
     assert _C.status_exception(1, "sum: expected dim in [-1, 0] for a 1-d input, got 3") is IndexError
     assert _C.status_exception(1, "linear: bad option") is ValueError
+    assert _C.status_exception(1, "add: expected all inputs on one device, got input 0 on cuda and input 1 on cpu") \
+        is RuntimeError
     assert _C.status_exception(2, "matmul: expected ...") is RuntimeError
     assert _C.status_exception(3, "x") is TypeError
     assert _C.status_exception(4, "x") is MemoryError

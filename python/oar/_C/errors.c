@@ -7,7 +7,9 @@
 static PyObject *exception_for(oar_status st, const char *msg) {
     switch (st) {
     case OAR_ERR_INVALID_ARG:
-        /* torch: "Dimension out of range" and out-of-range indices are IndexError */
+        /* torch: tensors on two devices are a RuntimeError ("Expected all tensors to be on the same
+         * device"); "Dimension out of range" and out-of-range indices are IndexError */
+        if (strstr(msg, "on one device")) return PyExc_RuntimeError;
         if (strstr(msg, "expected dim in") || strstr(msg, "expected dims in") || strstr(msg, "out of range") ||
             strstr(msg, "index"))
             return PyExc_IndexError;
