@@ -305,8 +305,10 @@ static void profiler_gpu(void) {
     CHECK(oar_profiler_device_op_find("matmul", &dev) == OAR_OK);
     printf("test_cuda: profiler: %d GEMMs 4096^3 f32: host %.3f ms issuing, GPU %.3f ms (avg %.1f us, %.1f TFLOP/s)\n",
            n, host.total * 1e3, dev.total * 1e3, dev.avg * 1e6, dev.gflops_per_s * 1e-3);
-    CHECK(dev.min > 100e-6 && dev.gflops_per_s > 1e3 && dev.gflops_per_s < 2e6); /* a real GEMM's time */
-    CHECK(host.total < 0.5 * dev.total); /* the host never waited for the GPU */
+    if (!getenv("OAR_TEST_CUDA_QUICK")) { /* compute-sanitizer runs GEMMs at a thousandth of their speed */
+        CHECK(dev.min > 100e-6 && dev.gflops_per_s > 1e3 && dev.gflops_per_s < 2e6); /* a real GEMM's time */
+        CHECK(host.total < 0.5 * dev.total); /* the host never waited for the GPU */
+    }
     char *buf = malloc(1 << 16);
     oar_profiler_summary(buf, 1 << 16, OAR_PROFILER_SORT_TOTAL, 10);
     CHECK(strstr(buf, "Device kernels: ") && strstr(buf, "\n  cuda ") && strstr(buf, "Memory per device"));
@@ -822,7 +824,7 @@ int main(void) {
     predictor_on_gpu("lenet");
     predictor_on_gpu("resnet20");
     oar_scope_end();
-    bool quick = getenv("OAR_TEST_CUDA_QUICK") != NULL; /* under compute-sanitizer: tiny and lenet */
+    bool quick = getenv("OAR_TEST_CUDA_QUICK") != NULL; /* under compute-sanitizer: tiny and lenet, no timings */
     for (int i = 0; i < (int)(sizeof zoo / sizeof zoo[0]); i++)
         if (!quick || i == 0 || i == 2) compiled_zoo(zoo[i], 5, 8, OAR_OPTIM_SGD);
     compiled_zoo("mlp", 5, 8, OAR_OPTIM_ADAM); /* bias corrections change every step */
