@@ -1,7 +1,7 @@
-// Scaled dot-product attention (launch_attention.h): a straightforward kernel in double, one
+// Scaled dot-product attention (launch_attention.h). f64: a straightforward kernel in double, one
 // block per query row for the forward, one thread per output element for the backward; every
 // sum runs in the CPU reference's order except the softmax's max and sum (block reductions).
-// f16/bf16 take another path (cuda_attention.c): tensor-core products, with the row kernels
+// f32/f16/bf16 take the GEMM path (cuda_attention.c): cuBLASLt products, with the row kernels
 // softmax_rows_k and ds_rows_k below between them.
 #include "cuda_types.cuh"
 #include "launch_attention.h"
@@ -139,8 +139,8 @@ __global__ void dk_k(T *dk, const double *ds, const T *q, int64_t L, int64_t S, 
     }
 }
 
-// ---- the half types' path: the products run on tensor cores (cuBLASLt, in the C glue), these
-// kernels do the rows between them in f32, one block per row of [rows, S].
+// ---- the GEMM path (f32, f16, bf16): the products run in cuBLASLt (the C glue), these kernels
+// do the rows between them in f32, one block per row of [rows, S].
 
 template <typename T> __device__ __forceinline__ float lf(T v) { return (float)v; }
 template <> __device__ __forceinline__ float lf<__half>(__half v) { return __half2float(v); }
@@ -148,6 +148,10 @@ template <> __device__ __forceinline__ float lf<__nv_bfloat16>(__nv_bfloat16 v) 
 template <typename T> __device__ __forceinline__ T sf(float v) { return (T)v; }
 template <> __device__ __forceinline__ __half sf<__half>(float v) { return __float2half_rn(v); }
 template <> __device__ __forceinline__ __nv_bfloat16 sf<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
+// exp of a row entry: the fast intrinsic where the result is rounded to a half type anyway,
+// expf's accuracy where f32 probabilities are the output
+template <typename T> __device__ __forceinline__ float row_exp(float x) { return __expf(x); }
+template <> __device__ __forceinline__ float row_exp<float>(float x) { return expf(x); }
 
 // Block max or sum of v in a fixed order; red: 33 floats of shared memory.
 __device__ float block_reduce_f(float v, float *red, bool is_max) {
@@ -188,12 +192,12 @@ __global__ void softmax_rows_k(T *probs, const float *scores, const uint8_t *mas
     mx = block_reduce_f(mx, red, true);
     float sum = 0;
     for (int64_t j = threadIdx.x; j < live; j += blockDim.x)
-        if (!(mask && mask[i * S + j])) sum += __expf(sr[j] * scale - mx);
+        if (!(mask && mask[i * S + j])) sum += row_exp<T>(sr[j] * scale - mx);
     sum = block_reduce_f(sum, red, false);
     float inv = 1.0f / sum; // every key masked: mx = -inf, sum = 0, and the row is NaN as softmax's
     for (int64_t j = threadIdx.x; j < S; j += blockDim.x) {
         bool m = j >= live || (mask && mask[i * S + j]);
-        pr[j] = sf<T>(m ? (mx == -INFINITY ? NAN : 0.0f) : __expf(sr[j] * scale - mx) * inv);
+        pr[j] = sf<T>(m ? (mx == -INFINITY ? NAN : 0.0f) : row_exp<T>(sr[j] * scale - mx) * inv);
     }
 }
 
@@ -211,8 +215,9 @@ __global__ void ds_rows_k(T *ds, const float *dp, const T *p, int64_t S, float s
     for (int64_t j = threadIdx.x; j < S; j += blockDim.x) out[j] = sf<T>(scale * lf(pr[j]) * (dr[j] - acc));
 }
 
-#define BY_HALF(dt, ...)                                               \
+#define BY_GEMM_PATH(dt, ...)                                          \
     switch (dt) {                                                      \
+    case F32: { typedef float T; __VA_ARGS__; } break;                 \
     case F16: { typedef __half T; __VA_ARGS__; } break;                \
     case BF16: { typedef __nv_bfloat16 T; __VA_ARGS__; } break;        \
     default: return (int)cudaErrorInvalidValue;                        \
@@ -269,7 +274,7 @@ extern "C" int oar_cu_attention_softmax_rows(void *probs, const float *scores, c
                                              void *stream) {
     if (rows <= 0 || S <= 0) return 0;
     if (rows > 0x7fffffffLL) return (int)cudaErrorInvalidValue;
-    BY_HALF(dtype, softmax_rows_k<T><<<(unsigned)rows, kThreads, 0, (cudaStream_t)stream>>>(
+    BY_GEMM_PATH(dtype, softmax_rows_k<T><<<(unsigned)rows, kThreads, 0, (cudaStream_t)stream>>>(
                        (T *)probs, scores, mask, L, S, (float)scale, causal != 0));
     return (int)cudaGetLastError();
 }
@@ -278,7 +283,7 @@ extern "C" int oar_cu_attention_ds_rows(void *ds, const float *dp, const void *p
                                         double scale, void *stream) {
     if (rows <= 0 || S <= 0) return 0;
     if (rows > 0x7fffffffLL) return (int)cudaErrorInvalidValue;
-    BY_HALF(dtype, ds_rows_k<T><<<(unsigned)rows, kThreads, 0, (cudaStream_t)stream>>>((T *)ds, dp, (const T *)p, S,
+    BY_GEMM_PATH(dtype, ds_rows_k<T><<<(unsigned)rows, kThreads, 0, (cudaStream_t)stream>>>((T *)ds, dp, (const T *)p, S,
                                                                                       (float)scale));
     return (int)cudaGetLastError();
 }

@@ -1,7 +1,8 @@
 /* Launchers of attention.cu: scaled dot-product attention and its backward over nb batch
  * entries of contiguous q [L, D], k [S, D], v [S, Dv] (and g [L, Dv], p [L, S]), in double
- * like the CPU reference, each sum in the reference's order. Plain C; dtype is an oar_dtype
- * (f32, f64, f16, bf16); each returns a cudaError_t as int. */
+ * like the CPU reference, each sum in the reference's order (f64 calls them; every float dtype
+ * is taken), and the GEMM path's row kernels. Plain C; dtype is an oar_dtype; each returns a
+ * cudaError_t as int. */
 #ifndef OAR_CUDA_LAUNCH_ATTENTION_H
 #define OAR_CUDA_LAUNCH_ATTENTION_H
 
@@ -26,7 +27,7 @@ int oar_cu_attention_backward(void *dq, void *dk, void *dv, const void *g, const
                               const void *v, const void *p, int dtype, int64_t nb, int64_t L, int64_t S, int64_t D,
                               int64_t Dv, double scale, double *ds, void *stream);
 
-/* The half types' rows between tensor-core products (dtype f16 or bf16), one block per row:
+/* The rows between the GEMM path's products (dtype f32, f16 or bf16), one block per row:
  * probs [rows, S] = softmax(scores * scale) masked as the forward above (query i = row % L), from
  * f32 scores; and ds [rows, S] = scale * p * (dp - rowsum(dp * p)) from f32 dp. */
 int oar_cu_attention_softmax_rows(void *probs, const float *scores, const uint8_t *mask, int dtype, int64_t rows,
