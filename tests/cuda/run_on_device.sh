@@ -7,9 +7,11 @@
 # model's forward, backward and SGD steps on cuda equal cpu) and compute-sanitizer's memcheck;
 # writes one log per step into the folder named by its argument and a summary.
 #   Usage: tests/cuda/run_on_device.sh OUTDIR
-#   OAR_GPU_STAGES="test sweep python bench gpt2 profile compile memcheck" (the default: all, about
-#   13 minutes on an H100) picks stages, so that a device window of a few minutes can run the
-#   ones that matter and a rerun only what failed. OAR_TORCH_COMPILE=1 adds torch.compile.
+#   OAR_GPU_STAGES="test sweep python bench gpt2 profile compile memcheck" (the default, about
+#   13 minutes on an H100; an H200 ran them in about 6, build included) picks stages, so that a
+#   device window of a few minutes can run the ones that matter and a rerun only what failed;
+#   the stage "kernels" (not in the default) times GPT-2's big kernels alone (ncu, and an op
+#   table of synchronous launches). OAR_TORCH_COMPILE=1 adds torch.compile.
 set -u
 out=${1:?usage: run_on_device.sh OUTDIR}
 stages=" ${OAR_GPU_STAGES:-test sweep python bench gpt2 profile compile memcheck} "
@@ -85,6 +87,19 @@ if want gpt2; then  # GPT-2-124M bf16 training steps, oar then PyTorch
   summary "gpt2 profile: rc=$? (profile_gpt2.log): $(grep -m3 -E '^  [a-z_]+ +[0-9]+ ' "$out/profile_gpt2.log" | awk '{print $1, $3 "ms"}' | tr '\n' ' ')"
   run gpt2_torch 120 python3 bench/cuda_torch.py --gpt2 eager
   [ -n "${OAR_TORCH_COMPILE:-}" ] && run gpt2_torch_compile 240 python3 bench/cuda_torch.py --gpt2 compile
+fi
+if want kernels; then  # GPT-2's op table with every launch synchronous (each op's host time is its whole GPU
+  # time, syncs included), and Nsight Compute's own duration of the loss and embedding-gradient kernels
+  CUDA_LAUNCH_BLOCKING=1 timeout 120 "$bin/bench_cuda_gpt2" --batch 8 --steps 1 --profile > "$out/profile_gpt2_blocking.log" 2>&1
+  summary "gpt2 blocking profile: rc=$?: $(grep -m4 -E '^  [a-z_]+ +[0-9]+ ' "$out/profile_gpt2_blocking.log" | awk '{print $1, $3 "ms"}' | tr '\n' ' ')"
+  ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+  if [ -n "$ncu" ]; then
+    timeout 240 "$ncu" --kernel-name regex:'class_loss|embedding_|radix|DeviceRadix' --launch-skip 0 --launch-count 12 \
+      --metrics gpu__time_duration.sum "$bin/bench_cuda_gpt2" --batch 8 --steps 1 > "$out/ncu_gpt2.log" 2>&1
+    summary "ncu: rc=$?: $(grep -E 'class_loss|embedding_|Radix|gpu__time_duration' "$out/ncu_gpt2.log" | sed 's/  */ /g' | head -24 | tr '\n' '|')"
+  else
+    summary "ncu: not found"
+  fi
 fi
 if want profile; then  # op tables with GPU spans (CUDA events): the host's and the device's time per op
   { "$bin/bench_cuda" --profile gpt-mini; "$bin/bench_cuda" --profile lstm-lm; } > "$out/profile.log" 2>&1
