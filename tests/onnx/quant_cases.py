@@ -420,6 +420,60 @@ def ms_qgemm(name, index, out, float_out=False, per_column=True, trans_b=1, b_zp
         ms_case(out, name, "QGemm", m, feeds, index, definition)
 
 
+def dynamic_quantize_linear(name, index, out, x):
+    """DynamicQuantizeLinear: y, y_scale and y_zero_point as onnxruntime's kernel gives them."""
+    node = helper.make_node("DynamicQuantizeLinear", ["x"], ["y", "ys", "yz"])
+    m = model([node], [vi("x", F, list(x.shape))], [vi("y", U8, list(x.shape)), vi("ys", F, []), vi("yz", U8, [])])
+    write_case(out, name, "DynamicQuantizeLinear", m, [{"x": x}], index)
+
+
+def dynamic_cases(index, out):
+    x = f32(3, 4, 5)
+    x.flat[:2] = (-1.0, 1.0)
+    dynamic_quantize_linear("dynamicquantizelinear", index, out, x)
+    dynamic_quantize_linear("dynamicquantizelinear_min_adjusted", index, out, f32(2, 6, lo=0.5, hi=3.0))
+    dynamic_quantize_linear("dynamicquantizelinear_max_adjusted", index, out, f32(2, 6, lo=-3.0, hi=-0.5))
+    dynamic_quantize_linear("dynamicquantizelinear_zeros", index, out, np.zeros((2, 3), np.float32))
+    # scale 1: the zero point -min / scale = 0.5 and x / scale = 2.5 are ties (half to even: 0 and 2)
+    dynamic_quantize_linear("dynamicquantizelinear_ties", index, out,
+                            np.array([-0.5, 254.5, 2.5, 3.5, -0.25, 100.0], np.float32))
+
+
+def ms_dynamic_matmul(name, index, out, bdt=I8, b_zp=0, per_column=True, bias=True, a_shape=(2, 3, 20)):
+    """com.microsoft DynamicQuantizeMatMul (A quantized per call, constant B): onnxruntime's f32 outputs."""
+    K, N = a_shape[-1], 6
+    b = qx((K, N), bdt)
+    bs = (rng.random(N) * 0.01 + 0.002).astype(np.float32) if per_column else np.float32(0.005)
+    inits = [const("b", b), const("bs", bs), const("bz", np.full(np.shape(bs), b_zp, np_dt(bdt)))]
+    ins = ["a", "b", "bs", "bz"]
+    if bias:
+        inits.append(const("bias", f32(N)))
+        ins.append("bias")
+    node = helper.make_node("DynamicQuantizeMatMul", ins, ["y"], domain=MS)
+    m = ms_model([node], [vi("a", F, list(a_shape))], [vi("y", F, list(a_shape[:-1]) + [N])], inits)
+    write_case(out, name, "DynamicQuantizeMatMul", m, [{"a": f32(*a_shape)} for _ in range(2)], index)
+
+
+def ort_quantize_dynamic(name, index, out):
+    """A MatMul + Add model through onnxruntime.quantization.quantize_dynamic (i8 weights): the
+    DynamicQuantizeLinear -> MatMulInteger -> Cast -> Mul chain it writes."""
+    import os
+    import tempfile
+
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+    w, bias = f32(16, 8), f32(8)
+    fp = model([helper.make_node("MatMul", ["x", "w"], ["t"]), helper.make_node("Add", ["t", "b"], ["y"])],
+               [vi("x", F, [4, 16])], [vi("y", F, [4, 8])], [const("w", w), const("b", bias)])
+    with tempfile.TemporaryDirectory() as d:
+        src, dst = os.path.join(d, "fp32.onnx"), os.path.join(d, "int8.onnx")
+        onnx.save(fp, src)
+        quantize_dynamic(src, dst, weight_type=QuantType.QInt8)
+        m = onnx.load(dst)
+    ops = sorted({n.op_type for n in m.graph.node})
+    assert "DynamicQuantizeLinear" in ops and "MatMulInteger" in ops, ops
+    write_case(out, name, "DynamicQuantizeLinear", m, [{"x": f32(4, 16)} for _ in range(2)], index)
+
+
 def ms_cases(index, out):
     ms_binary("ms_qlinearadd_int8", index, out, "QLinearAdd", (2, 3, 5, 4))
     ms_binary("ms_qlinearadd_s8_int8", index, out, "QLinearAdd", (2, 3, 5, 4), dt=I8)
@@ -438,6 +492,11 @@ def ms_cases(index, out):
     # i8 weights with a zero point of 100: w - 100 leaves [-128, 127], so the float path
     qlinear_conv("qlinearconv_s8_weights_zp_float", index, out, wz=100)
     ms_concat("ms_qlinearconcat_same_params", index, out, same=True)  # the bytes concatenated
+    ms_dynamic_matmul("ms_dynamicquantizematmul_int8", index, out)
+    ms_dynamic_matmul("ms_dynamicquantizematmul_per_tensor_nobias_int8", index, out, per_column=False, bias=False,
+                      a_shape=(5, 20))
+    ms_dynamic_matmul("ms_dynamicquantizematmul_u8_weights_int8", index, out, bdt=U8, b_zp=128)  # w - 128 in i8
+    ms_dynamic_matmul("ms_dynamicquantizematmul_asym_weights_float", index, out, bdt=U8, b_zp=3)  # leaves i8
 
 
 def cases(out):
@@ -461,6 +520,8 @@ def cases(out):
     qdq_residual_add("qdq_residual_add_relu_int8", index, out, relu=True)
     qdq_residual_add("qdq_residual_add_s8_int8", index, out, xdt=I8)
     ms_cases(index, out)
+    dynamic_cases(index, out)
+    ort_quantize_dynamic("ort_quantize_dynamic_matmul_int8", index, out)
     for name, d, n in MS_DIFF:
         print(f"quant_cases: {name}: onnxruntime's kernel differs from the definition in {d} of {n} codes")
     return write_index(out, index)
@@ -528,10 +589,11 @@ def bad(bad_dir, corpus):
     ms_bad("ms_qlinearaveragepool_rank",
            helper.make_node("QLinearAveragePool", ["a", "as", "cz", "cs", "cz"], ["y"], domain=MS,
                             kernel_shape=[2]), "expected X of rank 3 or more, got rank 2", u8_in[:1], p8)
-    ms_bad("ms_dynamicquantizematmul",
+    ms_bad("ms_dynamicquantizematmul_k",
            helper.make_node("DynamicQuantizeMatMul", ["x", "w", "ws"], ["y"], domain=MS),
-           "node 'ms_dynamicquantizematmul' (DynamicQuantizeMatMul in domain com.microsoft)", [vi("x", F, [2, 5])],
-           [const("w", np.zeros((5, 4), np.int8)), const("ws", np.float32(0.1))], out_t=F)
+           "expected A [..., K] and a 2-D B [K, N] with A's last dim K, got ranks 2 and 2 (A's last dim 5, "
+           "B's rows 4)", [vi("x", F, [2, 5])],
+           [const("w", np.zeros((4, 4), np.int8)), const("ws", np.float32(0.1))], out_t=F)
     return write_bad(bad_dir, corpus, "quant_", items, "quant_cases.py")
 
 

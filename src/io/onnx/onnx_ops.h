@@ -28,6 +28,8 @@ bool ox_qlinear_conv_int8(ox_ctx *c, oar_tensor **y);         /* QLinearConv on 
 bool ox_qlinear_matmul_int8(ox_ctx *c, oar_tensor **y);       /* QLinearMatMul on qlinear */
 bool ox_integer_int8(ox_ctx *c, bool conv, oar_tensor **y);   /* ConvInteger / MatMulInteger, sums < 2^24 */
 bool ox_qgemm_int8(ox_ctx *c, oar_tensor **y);                /* com.microsoft QGemm on qlinear */
+/* com.microsoft DynamicQuantizeMatMul on qlinear, A already quantized (aq, as, az: u8, 0-d f32, 0-d u8) */
+bool ox_dynamic_matmul_int8(ox_ctx *c, oar_tensor *aq, oar_tensor *as, oar_tensor *az, oar_tensor **y);
 
 /* onnx_ops_quant.c's checks and rounding, shared with onnx_ops_ms.c: x u8/i8; a floating scale,
  * positive and finite where known; a zero point of its data's dtype ("x_zero_point" names x);
@@ -36,11 +38,13 @@ oar_status ox_check_int8(ox_ctx *c, const oar_tensor *t, const char *what);
 oar_status ox_check_scale(ox_ctx *c, oar_tensor *s, const char *what);
 oar_status ox_check_zp(ox_ctx *c, const oar_tensor *x, const oar_tensor *zp, const char *what);
 oar_tensor *ox_qround(oar_tensor *v, oar_tensor *zp, oar_dtype dt);
+/* DynamicQuantizeLinear's arithmetic on f32 x: *y u8, *scale f32 and *zp u8 (both 0-d). */
+oar_status ox_dynamic_quantize(ox_ctx *c, oar_tensor *x, oar_tensor **y, oar_tensor **scale, oar_tensor **zp);
 
 /* onnxruntime's com.microsoft int8 operators (onnx_ops_ms.c), looked up by ox_find_ms_op. */
 #define OX_MS_OPS(X)                                                                                                \
     X(QLinearAdd) X(QLinearMul) X(QLinearGlobalAveragePool) X(QLinearAveragePool) X(QLinearConcat)                 \
-    X(QLinearSigmoid) X(QLinearLeakyRelu) X(QGemm)
+    X(QLinearSigmoid) X(QLinearLeakyRelu) X(QGemm) X(DynamicQuantizeMatMul)
 #define OX_MS_DECL(name) oar_status ox_ms_##name(ox_ctx *c);
 OX_MS_OPS(OX_MS_DECL)
 #undef OX_MS_DECL

@@ -17,8 +17,10 @@
  *    double (exact below 2^53), times alpha a_scale b_scale, then quantized as above or f32.
  * onnxruntime's own kernels round their fused float scales differently (QLinearAdd's u8 kernel,
  * the average pools), so their codes can be one step away from the definition: docs/onnx.md
- * counts them per case. DynamicQuantizeMatMul is not translated (its A is quantized at run time
- * with onnxruntime's own parameter arithmetic). */
+ * counts them per case. DynamicQuantizeMatMul quantizes A as DynamicQuantizeLinear does (the
+ * same arithmetic in onnxruntime's kernel), then runs qlinear with A's scale and zero point of the
+ * call where B is a constant that centres onto i8, else the exact integer product in double;
+ * either way y = sum * (a_scale * b_scale) + bias in f32. */
 #include "io/onnx/onnx_ops.h"
 
 #include "ops/quant.h"
@@ -269,4 +271,40 @@ oar_status ox_ms_QGemm(ox_ctx *c) {
         return ox_unsupported(c, "y_zero_point of %lld values; expected one (per tensor)", (long long)yz->numel);
     oar_tensor *z = yz ? (yz->ndim ? oar_reshape(yz, NULL, 0) : yz) : const_scalar(0, OAR_U8);
     return ox_set(c, 0, v && z ? ox_qround(oar_div(v, oar_cast(ys, OAR_F64)), z, z->dtype) : NULL);
+}
+
+/* DynamicQuantizeMatMul(A f32, B u8/i8, b_scale, b_zero_point?, bias?): A quantized per call to u8
+ * (DynamicQuantizeLinear), y = (A_q - a_zp)(B - b_zp) * (a_scale * b_scale) + bias, f32; B 2-D,
+ * b_scale and b_zero_point per tensor or per column, bias [N]. */
+oar_status ox_ms_DynamicQuantizeMatMul(ox_ctx *c) {
+    oar_tensor *a = OX_IN(c, 0), *b = OX_IN(c, 1), *bs = OX_IN(c, 2), *bz = OX_IN(c, 3), *bias = OX_IN(c, 4);
+    if (!a || !b || !bs) return ox_fail(c, OAR_ERR_FORMAT, "expected inputs A, B and b_scale");
+    oar_status st = ox_check_int8(c, b, "B");
+    if (st == OAR_OK) st = ox_check_zp(c, b, bz, "b_zero_point");
+    if (st == OAR_OK) st = ox_check_scale(c, bs, "b_scale");
+    if (st != OAR_OK) return st;
+    if (a->ndim < 1 || b->ndim != 2 || a->shape[a->ndim - 1] != b->shape[0])
+        return ox_fail(c, OAR_ERR_SHAPE, "expected A [..., K] and a 2-D B [K, N] with A's last dim K, got ranks %d "
+                       "and %d (A's last dim %lld, B's rows %lld)", a->ndim, b->ndim,
+                       (long long)(a->ndim ? a->shape[a->ndim - 1] : 0), (long long)b->shape[0]);
+    int64_t n = b->shape[1];
+    if (bs->dtype != OAR_F32 || (bs->numel != 1 && (bs->ndim != 1 || bs->shape[0] != n)))
+        return ox_fail(c, OAR_ERR_SHAPE, "expected b_scale one f32 value or %lld (per column), got %lld of %s",
+                       (long long)n, (long long)bs->numel, oar_dtype_name(bs->dtype));
+    if (bz && bz->numel != bs->numel)
+        return ox_fail(c, OAR_ERR_SHAPE, "expected b_zero_point of b_scale's %lld values, got %lld",
+                       (long long)bs->numel, (long long)bz->numel);
+    if (bias && (bias->dtype != OAR_F32 || bias->ndim != 1 || bias->shape[0] != n))
+        return ox_fail(c, OAR_ERR_SHAPE, "expected bias f32 of shape [%lld], got %s of %d dims", (long long)n,
+                       oar_dtype_name(bias->dtype), bias->ndim);
+    oar_tensor *aq, *as, *az, *y = NULL;
+    if ((st = ox_dynamic_quantize(c, a, &aq, &as, &az)) != OAR_OK) return st;
+    if (ox_dynamic_matmul_int8(c, aq, as, az, &y)) return ox_set(c, 0, y);
+    /* the exact integer product in double (below 2^53), then the f32 scale and bias */
+    oar_tensor *fa = oar_sub(oar_cast(aq, OAR_F64), oar_cast(az, OAR_F64)), *fb = oar_cast(b, OAR_F64);
+    if (fb && bz) fb = oar_sub(fb, oar_cast(bz->numel == 1 ? oar_reshape(bz, NULL, 0) : bz, OAR_F64));
+    oar_tensor *acc = fa && fb ? oar_cast(oar_matmul(fa, fb), OAR_F32) : NULL;
+    oar_tensor *sc = oar_mul(as, bs->numel == 1 ? oar_reshape(bs, NULL, 0) : bs);
+    y = acc && sc ? oar_mul(acc, sc) : NULL;
+    return ox_set(c, 0, y && bias ? oar_add(y, bias) : y);
 }

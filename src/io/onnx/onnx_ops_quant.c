@@ -1,7 +1,8 @@
 /* ONNX quantization operators as compositions of oar's ops, computed in double (exact for the
  * 8-bit integer products and sums involved): DequantizeLinear, QuantizeLinear (round half to
- * even, saturate), MatMulInteger, ConvInteger, QLinearMatMul, QLinearConv. Scales per tensor,
- * per axis, or per block; int8 and uint8 data (oar has no narrower or wider quantized types). */
+ * even, saturate), DynamicQuantizeLinear, MatMulInteger, ConvInteger, QLinearMatMul,
+ * QLinearConv. Scales per tensor, per axis, or per block; int8 and uint8 data (oar has no
+ * narrower or wider quantized types). */
 #include "io/onnx/onnx_ops.h"
 
 #include <math.h>
@@ -125,6 +126,38 @@ oar_status ox_QuantizeLinear(ox_ctx *c) {
     if (!s || (zp && !z)) return oar_last_status();
     oar_tensor *v = oar_div(x, s->dtype == x->dtype ? s : oar_cast(s, x->dtype));
     return ox_set(c, 0, v ? ox_qround(f64(v), z, dt) : NULL);
+}
+
+/* DynamicQuantizeLinear's definition (ONNX's reference and onnxruntime's kernel agree): the range
+ * of x widened to hold 0, scale = (max - min) / 255 in f32 (1 when x is all zero: the range is
+ * empty), zero point = round(clip(-min / scale, 0, 255)), y = saturate(round(x / scale) + zero
+ * point), every rounding half to even. Composed of ops, so a compiled model quantizes each call's
+ * input with that call's range. */
+oar_status ox_dynamic_quantize(ox_ctx *c, oar_tensor *x, oar_tensor **y, oar_tensor **scale, oar_tensor **zp) {
+    if (x->dtype != OAR_F32)
+        return ox_fail(c, OAR_ERR_DTYPE, "expected x f32 (DynamicQuantizeLinear's T1 is float), got %s",
+                       oar_dtype_name(x->dtype));
+    if (x->numel == 0) return ox_fail(c, OAR_ERR_SHAPE, "expected x with at least one element: its range sets the scale");
+    oar_tensor *hi = oar_maximum_scalar(oar_amax(x, NULL, 0, false), 0.0);
+    oar_tensor *lo = oar_minimum_scalar(oar_amin(x, NULL, 0, false), 0.0);
+    oar_tensor *range = oar_sub(hi, lo), *one = oar_ones_like(range);
+    oar_tensor *s = range && one ? oar_where(oar_eq_scalar(range, 0.0), one, oar_div_scalar(range, 255.0)) : NULL;
+    oar_tensor *z0 = s ? oar_neg(oar_div(lo, s)) : NULL; /* qmin - min / scale, qmin = 0 */
+    oar_tensor *z = z0 ? oar_cast(oar_round(oar_clip(z0, 0, 255)), OAR_U8) : NULL;
+    oar_tensor *v = s && z ? oar_div(x, s) : NULL;
+    *y = v ? ox_qround(f64(v), z, OAR_U8) : NULL;
+    *scale = s;
+    *zp = z;
+    return *y ? OAR_OK : oar_last_status();
+}
+
+oar_status ox_DynamicQuantizeLinear(ox_ctx *c) {
+    oar_tensor *x = OX_IN(c, 0), *y, *s, *z;
+    if (!x) return ox_fail(c, OAR_ERR_FORMAT, "expected input x");
+    oar_status st = ox_dynamic_quantize(c, x, &y, &s, &z);
+    if (st == OAR_OK) st = ox_set(c, 0, y);
+    if (st == OAR_OK) st = ox_set(c, 1, s);
+    return st == OAR_OK ? ox_set(c, 2, z) : st;
 }
 
 /* A zero point of A per row ([M]) or of B per column ([N]) broadcast against the product. */

@@ -364,6 +364,20 @@ bool ox_qgemm_int8(ox_ctx *c, oar_tensor **y) {
     return true;
 }
 
+/* com.microsoft DynamicQuantizeMatMul with a constant B that centres onto i8 (b_zero_point per
+ * tensor or per column): qlinear of the call's quantized A (scale and zero point of the call) with
+ * f32 output, sum * (a_scale * b_scale), then + bias as a separate add: onnxruntime rounds the
+ * product and the sum apart (qlinear's fused bias would be one rounding, 1 ulp off its outputs). */
+bool ox_dynamic_matmul_int8(ox_ctx *c, oar_tensor *aq, oar_tensor *as, oar_tensor *az, oar_tensor **y) {
+    oar_tensor *b = OX_IN(c, 1), *bs = OX_IN(c, 2), *bias = OX_IN(c, 4);
+    oar_qlinear_opts q = {.out_dtype = OAR_F32};
+    if (!b || b->ndim != 2 || !(b = weight_i8(b, bs, OX_IN(c, 3), b->shape[1], 1))) return false;
+    oar_tensor *wt = paused_transpose(b);
+    *y = wt ? oar_qlinear(aq, as, az, wt, bs->numel == 1 ? per_tensor(bs) : bs, NULL, &q) : NULL;
+    if (*y && bias) *y = oar_add(*y, bias);
+    return true;
+}
+
 /* ConvInteger / MatMulInteger give the int32 sums: qconv2d/qlinear with unit scales give them as
  * f32, exact while every partial sum stays below 2^24 (K * 255 * 128 < 2^24: K <= 514). */
 bool ox_integer_int8(ox_ctx *c, bool conv, oar_tensor **y) {
