@@ -619,6 +619,38 @@ static void test_quantized(bool model_file) {
     oar_scope_end();
 }
 
+/* qlinear's i32 output (the raw sums of an imported MatMulInteger, here with K = 600: sums above
+ * 2^24) exports as MatMulInteger (the weight transposed back) and comes back with the same sums. */
+static oar_status int_sums_fn(void *user, oar_tensor *const *in, int n_in, oar_tensor **out, int n_out) {
+    oar_tensor **p = user; /* weight, x_zero_point */
+    oar_qlinear_opts q = {.out_dtype = OAR_I32};
+    out[0] = oar_qlinear(in[0], oar_scalar(1, OAR_F32), p[1], p[0], oar_scalar(1, OAR_F32), NULL, &q);
+    return out[0] ? OAR_OK : oar_last_status();
+}
+
+static void test_matmul_integer(void) {
+    oar_scope_begin();
+    oar_tensor *p[2] = {oar_cast(oar_randint(-128, 128, (int64_t[]){5, 600}, 2, OAR_I64), OAR_I8),
+                        oar_scalar(7, OAR_U8)};
+    oar_input_spec spec = {OAR_U8, 2, {-1, 600}, "bytes"};
+    oar_jit_opts jo = {.specs = &spec, .n_specs = 1};
+    oar_jit *f = oar_jit_to_static(int_sums_fn, p, &jo);
+    oar_tensor *x = oar_cast(oar_randint(0, 256, (int64_t[]){3, 600}, 2, OAR_I64), OAR_U8), *y[1] = {0};
+    CHECK(f && oar_jit_call(f, &x, 1, y, 1) == OAR_OK && oar_dtype_of(y[0]) == OAR_I32);
+    char path[512];
+    snprintf(path, sizeof path, "%s/matmul_integer.onnx", dir);
+    oar_status st = y[0] ? oar_onnx_save(f, path, NULL) : OAR_ERR_STATE;
+    CHECK(st == OAR_OK);
+    if (st != OAR_OK) fprintf(stderr, "matmul_integer: %s\n", oar_last_error());
+    else {
+        check_roundtrip(path, x, y[0], true, 0, "matmul_integer");
+        keep("matmul_integer", path, x, y[0]);
+    }
+    oar_release(y[0]);
+    oar_jit_free(f);
+    oar_scope_end();
+}
+
 /* An op without an ONNX mapping (a loss: training only) for the refusals. */
 static oar_status unmapped_fn(void *user, oar_tensor *const *in, int n_in, oar_tensor **out, int n_out) {
     out[0] = oar_mse_loss(in[0], oar_relu(in[0]), OAR_REDUCE_MEAN);
@@ -695,6 +727,7 @@ int main(void) {
     test_nested_control_flow();
     test_quantized(false);
     test_quantized(true);
+    test_matmul_integer();
     test_refused();
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);

@@ -44,7 +44,8 @@ OAR_API oar_status oar_choose_qparams(oar_tensor *x, oar_dtype dtype, bool symme
 
 typedef struct oar_qlinear_opts {
     bool relu;               /* ReLU in the epilogue */
-    oar_dtype out_dtype;     /* OAR_F32 (default: dequantized) or OAR_U8 / OAR_I8 (requantized) */
+    oar_dtype out_dtype;     /* OAR_F32 (default: dequantized), OAR_U8 / OAR_I8 (requantized), or OAR_I32:
+                              * the raw sums sum_k (x - x_zp) w (no scales, bias, activation or residual) */
     oar_tensor *y_scale;     /* 0-d, with y_zero_point: required for u8/i8 outputs */
     oar_tensor *y_zero_point;
     oar_tensor *residual;    /* f32 of the output's shape, added before the ReLU; may be NULL */

@@ -309,8 +309,14 @@ static oar_status qlinear_infer(oar_tensor *const *in, int n_in, const oar_attr 
     if (a[0].i < OAR_QACT_NONE || a[0].i > OAR_QACT_GELU_TANH)
         return oar_error(OAR_ERR_INVALID_ARG, "qlinear: expected activation 0 (none), 1 (relu), 2 (gelu, erf) or 3 "
                                               "(gelu, tanh), got %lld", (long long)a[0].i);
-    if (odt != OAR_F32 && !is_q8(odt))
-        return oar_error(OAR_ERR_DTYPE, "qlinear: expected output dtype f32, u8 or i8, got %s", oar_dtype_name(odt));
+    if (odt != OAR_F32 && odt != OAR_I32 && !is_q8(odt))
+        return oar_error(OAR_ERR_DTYPE, "qlinear: expected output dtype f32, u8, i8 or i32 (the raw sums), got %s",
+                         oar_dtype_name(odt));
+    if (odt == OAR_I32 && (a[0].i != OAR_QACT_NONE || in[QL_BIAS] || in[QL_RES]))
+        return oar_error(OAR_ERR_INVALID_ARG, "qlinear: expected no activation, bias or residual with an i32 output "
+                                              "(the raw sums sum_k (x - x_zp) w), got %s%s%s",
+                         a[0].i != OAR_QACT_NONE ? "an activation " : "", in[QL_BIAS] ? "a bias " : "",
+                         in[QL_RES] ? "a residual" : "");
     if (a[0].i >= OAR_QACT_GELU_ERF && odt != OAR_F32)
         return oar_error(OAR_ERR_INVALID_ARG, "qlinear: expected f32 output with a GELU activation, got %s; run "
                                               "quantize after it", oar_dtype_name(odt));

@@ -79,7 +79,7 @@ static inline void oar_qparams_from_range(float lo, float hi, oar_dtype dt, bool
 }
 
 /* qlinear's epilogue: acc (int32) -> fmaf(acc, x_scale * w_scale[n], bias[n]) (+ residual)
- * (relu) -> f32, or requantized to u8/i8 with y_scale/y_zp. Written once, used by every
+ * (relu) -> f32, or requantized to u8/i8 with y_scale/y_zp, or acc itself as i32. Written once, used by every
  * kernel: the fast kernels differ only in how they compute acc. */
 typedef struct oar_qepilogue {
     const float *comb;  /* [N]: x_scale * w_scale[n] (float product) */
@@ -111,6 +111,10 @@ static inline void oar_qepilogue_store(const oar_qepilogue *e, float v, void *ou
  * out_row the row's residual (may be NULL) and output, indexed by n. */
 static inline void oar_qepilogue_row(const oar_qepilogue *e, const int32_t *acc, const float *res_row, int64_t n0,
                                      int64_t n1, void *out_row) {
+    if (e->out_dtype == OAR_I32) { /* the raw sums (ONNX MatMulInteger): no scale, nothing rounded */
+        for (int64_t n = n0; n < n1; n++) ((int32_t *)out_row)[n] = acc[n - n0];
+        return;
+    }
     for (int64_t n = n0; n < n1; n++)
         oar_qepilogue_store(e, oar_qepilogue_value(e, acc[n - n0], n, res_row ? res_row + n : NULL), out_row, n);
 }

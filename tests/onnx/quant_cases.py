@@ -454,16 +454,16 @@ def ms_dynamic_matmul(name, index, out, bdt=I8, b_zp=0, per_column=True, bias=Tr
     write_case(out, name, "DynamicQuantizeMatMul", m, [{"a": f32(*a_shape)} for _ in range(2)], index)
 
 
-def ort_quantize_dynamic(name, index, out):
+def ort_quantize_dynamic(name, index, out, k=16, n=8):
     """A MatMul + Add model through onnxruntime.quantization.quantize_dynamic (i8 weights): the
     DynamicQuantizeLinear -> MatMulInteger -> Cast -> Mul chain it writes."""
     import os
     import tempfile
 
     from onnxruntime.quantization import QuantType, quantize_dynamic
-    w, bias = f32(16, 8), f32(8)
+    w, bias = f32(k, n), f32(n)
     fp = model([helper.make_node("MatMul", ["x", "w"], ["t"]), helper.make_node("Add", ["t", "b"], ["y"])],
-               [vi("x", F, [4, 16])], [vi("y", F, [4, 8])], [const("w", w), const("b", bias)])
+               [vi("x", F, [4, k])], [vi("y", F, [4, n])], [const("w", w), const("b", bias)])
     with tempfile.TemporaryDirectory() as d:
         src, dst = os.path.join(d, "fp32.onnx"), os.path.join(d, "int8.onnx")
         onnx.save(fp, src)
@@ -471,7 +471,18 @@ def ort_quantize_dynamic(name, index, out):
         m = onnx.load(dst)
     ops = sorted({n.op_type for n in m.graph.node})
     assert "DynamicQuantizeLinear" in ops and "MatMulInteger" in ops, ops
-    write_case(out, name, "DynamicQuantizeLinear", m, [{"x": f32(4, 16)} for _ in range(2)], index)
+    write_case(out, name, "DynamicQuantizeLinear", m, [{"x": f32(4, k)} for _ in range(2)], index)
+
+
+def matmul_integer_large_k(name, index, out, k=1000):
+    """MatMulInteger with sums far above 2^24 (K 1000, full-range bytes): the exact int32 sums."""
+    a = rng.integers(0, 256, size=(3, k)).astype(np.uint8)
+    b = rng.integers(-128, 128, size=(k, 5)).astype(np.int8)
+    a[0], b[:, 0] = 255, -128  # the largest magnitude: 1000 * 255 * 128
+    m = model([helper.make_node("MatMulInteger", ["a", "b", "az"], ["y"])], [vi("a", U8, [3, k])],
+              [vi("y", I32, [3, 5])], [const("b", b), const("az", np.uint8(0))])
+    exact = (a.astype(np.int64) @ b.astype(np.int64)).astype(np.int32)
+    write_case(out, name, "MatMulInteger", m, [{"a": a}], index, expected=[[exact]])
 
 
 def ms_cases(index, out):
@@ -522,6 +533,8 @@ def cases(out):
     ms_cases(index, out)
     dynamic_cases(index, out)
     ort_quantize_dynamic("ort_quantize_dynamic_matmul_int8", index, out)
+    ort_quantize_dynamic("ort_quantize_dynamic_matmul_k768_int8", index, out, k=768, n=32)  # sums above 2^24
+    matmul_integer_large_k("matmulinteger_k1000_int8", index, out)
     for name, d, n in MS_DIFF:
         print(f"quant_cases: {name}: onnxruntime's kernel differs from the definition in {d} of {n} codes")
     return write_index(out, index)

@@ -78,6 +78,10 @@ const sweep_case sweep_cases_quant[] = {
      "activation=1 dtype=u8"},
     {"qlinear", "c255u8:3x96;c0.001f32:;c0i32:;c-64i8:5x96;c0.001f32:;none;none;none;none", "activation=0 dtype=f32"},
     {"qlinear", "c255u8:2x33;c0.001f32:;c0i32:;c63i8:3x33;c0.001f32:;none;none;none;none", "activation=0 dtype=f32"},
+    /* i32 outputs, the raw sums (ONNX MatMulInteger): u8 and s8 x, 8-bit and 7-bit weights, K and N tails */
+    {"qlinear", "i0_256u8:5x70" XQ_U8 ";i-128_128i8:7x70;c1f32:;none;none;none;none", "activation=0 dtype=i32"},
+    {"qlinear", "i-128_128i8:2x3x33" XQ_S8 ";i-64_64i8:19x33;c1f32:;none;none;none;none", "activation=0 dtype=i32"},
+    {"qlinear", "c255u8:3x67;c0.001f32:;c0i32:;c-128i8:5x67;c0.001f32:;none;none;none;none", "activation=0 dtype=i32"},
     /* GELU in the epilogue (f32 outputs; 2: erf, 3: tanh), what fuse_quant makes of gelu(qlinear):
      * whole vectors and a masked tail of columns, with a residual, 7-bit and 8-bit weights */
     {"qlinear", "i0_256u8:5x70" XQ_U8 ";i-128_128i8:13x70;c0.01f32:;nf32:13;none;none;none",
@@ -221,8 +225,8 @@ static bool bad_ql_x(void) {
 static bool q_act(bool conv, int64_t act, oar_dtype dt) {
     oar_tensor *in[QL_N] = {conv ? oar_zeros((int64_t[]){1, 2, 3, 3}, 4, OAR_U8) : zeros(OAR_U8, 2, 3), scalar_f(1),
                             scalar_i(0), conv ? oar_zeros((int64_t[]){4, 2, 1, 1}, 4, OAR_I8) : zeros(OAR_I8, 4, 3),
-                            scalar_f(1), NULL, dt == OAR_F32 ? NULL : scalar_f(1), dt == OAR_F32 ? NULL : scalar_i(0),
-                            NULL};
+                            scalar_f(1), NULL, dt == OAR_U8 || dt == OAR_I8 ? scalar_f(1) : NULL,
+                            dt == OAR_U8 || dt == OAR_I8 ? scalar_i(0) : NULL, NULL};
     static const int64_t one[2] = {1, 1}, zero[2] = {0, 0};
     oar_attr at[6] = {oar_attr_ints(one, 2), oar_attr_ints(zero, 2), oar_attr_ints(one, 2), oar_attr_int(1),
                       oar_attr_int(act), oar_attr_dtype(dt)};
@@ -230,6 +234,7 @@ static bool q_act(bool conv, int64_t act, oar_dtype dt) {
 }
 static bool bad_ql_gelu_u8(void) { return q_act(false, 3, OAR_U8); }
 static bool bad_ql_act(void) { return q_act(false, 4, OAR_F32); }
+static bool bad_ql_i32_relu(void) { return q_act(false, 1, OAR_I32); }
 static bool bad_qconv_gelu(void) { return q_act(true, 2, OAR_F32); }
 static bool bad_qconv_groups(void) {
     return oar_qconv2d(oar_zeros((int64_t[]){1, 4, 5, 5}, 4, OAR_U8), scalar_f(1), scalar_i(0),
@@ -242,6 +247,8 @@ static bool bad_choose_nan(void) {
 }
 
 const sweep_bad sweep_bad_quant[] = {
+    {"qlinear i32 with relu", bad_ql_i32_relu,
+     "qlinear: expected no activation, bias or residual with an i32 output (the raw sums sum_k (x - x_zp) w), got an activation"},
     {"qlinear gelu to u8", bad_ql_gelu_u8, "qlinear: expected f32 output with a GELU activation, got u8; run quantize after it"},
     {"qlinear activation", bad_ql_act,
      "qlinear: expected activation 0 (none), 1 (relu), 2 (gelu, erf) or 3 (gelu, tanh), got 4"},

@@ -635,6 +635,12 @@ static oar_status quantize_op(oxe_graph *g, const oar_node *n) {
 static oar_status qop(oxe_graph *g, const oar_node *n) {
     const oar_meta *x = meta(g, n->in[QL_X]), *w = meta(g, n->in[QL_W]);
     bool conv = n->op == OAR_OP_qconv2d, relu = attr_i(n, "activation") == OAR_QACT_RELU, res = has_in(n, QL_RES);
+    if (!conv && meta(g, n->out[0])->dtype == OAR_I32) { /* the raw sums (an imported MatMulInteger): itself */
+        static const int64_t T[2] = {1, 0};
+        const char *wt = oxe_tmp(g), *mi[3] = {IN(QL_X), wt, zero_point_as(g, n->in[QL_XZP], x->dtype)}, *out = OUT(0);
+        Onnx__NodeProto *t = oxe_node1(g, "Transpose", IN(QL_W), wt);
+        return OK(t && oxe_attr_ints(g, t, "perm", T, 2) && mi[2] && oxe_node(g, "MatMulInteger", mi, 3, &out, 1));
+    }
     bool requant = meta(g, n->out[0])->dtype != OAR_F32;
     if (requant && !(has_in(n, QL_YS) && has_in(n, QL_YZP))) return refuse(g, n, "an int8 output without its scale");
     if (attr_i(n, "activation") >= OAR_QACT_GELU_ERF)

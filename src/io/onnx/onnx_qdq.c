@@ -378,8 +378,9 @@ bool ox_dynamic_matmul_int8(ox_ctx *c, oar_tensor *aq, oar_tensor *as, oar_tenso
     return true;
 }
 
-/* ConvInteger / MatMulInteger give the int32 sums: qconv2d/qlinear with unit scales give them as
- * f32, exact while every partial sum stays below 2^24 (K * 255 * 128 < 2^24: K <= 514). */
+/* ConvInteger / MatMulInteger give the int32 sums: qlinear gives them as its i32 output (any K;
+ * int32 sums, exact below 2^31 as the file's), qconv2d with unit scales as f32, exact while every
+ * partial sum stays below 2^24 (K * 255 * 128 < 2^24: K <= 514). */
 bool ox_integer_int8(ox_ctx *c, bool conv, oar_tensor **y) {
     oar_tensor *x = OX_IN(c, 0), *w = OX_IN(c, 1), *one, *xz0;
     oar_tensor *wz = OX_IN(c, 3);
@@ -396,16 +397,16 @@ bool ox_integer_int8(ox_ctx *c, bool conv, oar_tensor **y) {
         if (w->ndim != 2 || x->ndim < 1) return false;
         k = w->shape[0];
     }
-    if (k * 255 * 128 >= (1 << 24)) return false;
+    if (conv && k * 255 * 128 >= (1 << 24)) return false;
     oar_conv_opts o;
     if (conv && !ox_conv2d_opts(c, x, w, &o)) return false;
     if (!(one = paused_scalar(1.0, OAR_F32)) || !act_params(x, one, OX_IN(c, 2), &one, &xz0)) {
         *y = NULL;
         return true;
     }
-    oar_qlinear_opts q = {.out_dtype = OAR_F32};
+    oar_qlinear_opts q = {.out_dtype = conv ? OAR_F32 : OAR_I32};
     oar_tensor *f = conv ? oar_qconv2d(x, one, xz0, w, one, NULL, &o, &q)
                          : (w = paused_transpose(w)) ? oar_qlinear(x, one, xz0, w, one, NULL, &q) : NULL;
-    *y = f ? oar_cast(f, OAR_I32) : NULL;
+    *y = f && conv ? oar_cast(f, OAR_I32) : f;
     return true;
 }
