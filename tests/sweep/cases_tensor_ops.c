@@ -34,6 +34,15 @@ const sweep_case sweep_cases_tensor_ops[] = {
     {"cast", "n:3x4", "dtype=f32", SWEEP_NO_GRAD}, /* to f32: too coarse for f64 differences */
     {"cast", "n:2x3", "dtype=i64", SWEEP_NO_GRAD}, /* to i64: no gradient flows */
     {"cast", "i0_100:6", "dtype=f32"},
+    /* f32 to bytes: NaN to 0, saturation at both ends, truncation toward zero of fractions and
+     * of -0.5, whole vectors and a tail (the AVX2 kernel against the reference's conversion) */
+    {"cast", "cnan,-inf,inf,-300,300,-128.9,-0.5,0.5,1.99,127.5,254.9,255.5,-129,3e9,-3e9,42.7,-0.0f32:37",
+     "dtype=u8", SWEEP_NO_GRAD},
+    {"cast", "cnan,-inf,inf,-300,300,-128.9,-0.5,0.5,1.99,127.5,254.9,255.5,-129,3e9,-3e9,42.7,-0.0f32:37",
+     "dtype=i8", SWEEP_NO_GRAD},
+    {"cast", "n:3x11", "dtype=u8", SWEEP_NO_GRAD},
+    /* i32 sums to f32: beyond 2^24 they round to nearest even (16777217 -> 16777216, 16777219 -> 16777220) */
+    {"cast", "c16777217,16777219,-16777219,2147483647,-2147483648,0,-1,123456789,7i32:21", "dtype=f32", SWEEP_NO_GRAD},
     {"cast", "n:5", "dtype=f16", SWEEP_NO_GRAD, 1e-3},    /* to f16 */
     {"cast", "n:5", "dtype=bf16", SWEEP_NO_GRAD, 1e-2},    /* to bf16 */
     /* increment: a 0-d i64 (num_batches_tracked), each integer dtype, negatives, the largest

@@ -144,8 +144,11 @@ oar_status ox_dynamic_quantize(ox_ctx *c, oar_tensor *x, oar_tensor **y, oar_ten
     oar_tensor *s = range && one ? oar_where(oar_eq_scalar(range, 0.0), one, oar_div_scalar(range, 255.0)) : NULL;
     oar_tensor *z0 = s ? oar_neg(oar_div(lo, s)) : NULL; /* qmin - min / scale, qmin = 0 */
     oar_tensor *z = z0 ? oar_cast(oar_round(oar_clip(z0, 0, 255)), OAR_U8) : NULL;
-    oar_tensor *v = s && z ? oar_div(x, s) : NULL;
-    *y = v ? ox_qround(f64(v), z, OAR_U8) : NULL;
+    /* in f32, as exact as in double here: |x / scale| <= 255, so round(x / scale) + zp is an
+     * integer below 2^9; f32 lets the elementwise kernels (and the fusion pass) run it */
+    oar_tensor *q = s && z ? oar_round(oar_div(x, s)) : NULL;
+    q = q ? oar_clip(oar_add(q, oar_cast(z, OAR_F32)), 0, 255) : NULL;
+    *y = q ? oar_cast(q, OAR_U8) : NULL;
     *scale = s;
     *zp = z;
     return *y ? OAR_OK : oar_last_status();

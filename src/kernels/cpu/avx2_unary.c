@@ -71,6 +71,11 @@ UNARY_KERNEL(sigmoid, oar_v_sigmoid(v), 0, 0)
 UNARY_KERNEL(silu, _mm256_mul_ps(v, oar_v_sigmoid(v)), 0, 0)
 UNARY_KERNEL(leaky_relu, v_leaky_relu(v, p0), (float)a[0].f, 0)
 UNARY_KERNEL(clip, v_clip(v, p0, p1), (float)a[0].f, (float)a[1].f)
+/* roundps: the reference's results for every f32 (ties to even, the sign of zero kept, NaN and
+ * infinities through) */
+UNARY_KERNEL(round, _mm256_round_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), 0, 0)
+UNARY_KERNEL(floor, _mm256_round_ps(v, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC), 0, 0)
+UNARY_KERNEL(ceil, _mm256_round_ps(v, _MM_FROUND_TO_POS_INF | _MM_FROUND_NO_EXC), 0, 0)
 UNARY_RANGE(gelu_erf, oar_v_gelu_erf(v))
 UNARY_RANGE(gelu_tanh, oar_v_gelu_tanh(v))
 
@@ -95,7 +100,8 @@ void oar_avx2_register_unary(void) {
         {OAR_OP_square, square_avx2},   {OAR_OP_sqrt, sqrt_avx2},       {OAR_OP_exp, exp_avx2},
         {OAR_OP_log, log_avx2},         {OAR_OP_tanh, tanh_avx2},       {OAR_OP_sigmoid, sigmoid_avx2},
         {OAR_OP_silu, silu_avx2},       {OAR_OP_gelu, gelu_avx2},       {OAR_OP_leaky_relu, leaky_relu_avx2},
-        {OAR_OP_clip, clip_avx2},
+        {OAR_OP_clip, clip_avx2},       {OAR_OP_round, round_avx2},     {OAR_OP_floor, floor_avx2},
+        {OAR_OP_ceil, ceil_avx2},
     };
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
         oar_register_kernel(table[i].op, (oar_kernel_entry){.device = OAR_CPU,

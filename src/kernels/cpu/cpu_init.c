@@ -36,5 +36,6 @@ void oar_cpu_kernels_init(void) {
     oar_cpu_register_roi_align();
     oar_cpu_register_nms();
     oar_cpu_register_quant();
+    oar_cpu_register_cast_fast();
     oar_cpu_register_half_f32(); /* last: it wraps the f32 kernels registered above */
 }

@@ -43,6 +43,7 @@ void oar_cpu_register_nms(void);        /* vision_nms.c */
  * (cpu_copy.c: rows, tiled transposes, threads) */
 void oar_cpu_copy_layout(const oar_kctx *ctx, oar_tensor *y, const oar_tensor *x);
 void oar_cpu_register_matmul_bf16(void); /* matmul_dnnl_bf16.c: native bf16 matmul and linear */
+void oar_cpu_register_cast_fast(void);  /* cast_avx2.c: f32 -> u8/i8 and i32 -> f32 casts */
 void oar_cpu_register_half_f32(void);   /* half_f32.c: f16/bf16 casts and via-f32 kernels */
 /* dst <- src, contiguous and of equal numel, one f32 and the other f16/bf16 (half_f32.c). */
 void oar_cpu_convert_half(oar_tensor *dst, const oar_tensor *src);
