@@ -5,8 +5,8 @@ torchvision resolves to oar for good (the test's own process keeps the real torc
 
 REQUEST: {"models": [(name, kwargs, state_dict, x, grad_y)], "train": None or {name, kwargs,
 state_dict, batches: [(x, y)], lr, momentum}} (numpy arrays). RESULT: per model the output and
-every parameter's gradient; for training, the eager and the compiled loss curves and the final
-parameters of the eager run."""
+every parameter's gradient; for training, one f32 step's loss and parameters, and the f64 eager
+and compiled loss curves and final parameters."""
 import pickle
 import sys
 import warnings
@@ -39,8 +39,10 @@ def forward_backward(name, kwargs, state_dict, x, gy):
     return {"y": y.detach().numpy().copy(), "grads": grads}
 
 
-def train(req, compiled):
+def train(req, compiled, double, steps):
     model = build(req["name"], req["kwargs"], req["state_dict"]).train()
+    if double:
+        model = model.double()
     opt = torch.optim.SGD(model.parameters(), lr=req["lr"], momentum=req["momentum"])
 
     def step(x, y):
@@ -51,7 +53,8 @@ def train(req, compiled):
         return loss
 
     run = oar.jit.to_static(step) if compiled else step
-    losses = [float(run(torch.from_numpy(x), torch.from_numpy(y)).item()) for x, y in req["batches"]]
+    losses = [float(run(torch.from_numpy(x.astype(np.float64) if double else x), torch.from_numpy(y)).item())
+              for x, y in req["batches"][:steps]]
     params = {k: v.detach().numpy().copy() for k, v in model.state_dict().items()}
     return losses, params
 
@@ -66,8 +69,10 @@ def main(request_path, result_path):
         except Exception as e:  # reported per model by the test
             result["models"][name] = {"error": f"{type(e).__name__}: {e}"}
     if req.get("train"):
-        result["eager_losses"], result["eager_params"] = train(req["train"], compiled=False)
-        result["compiled_losses"], result["compiled_params"] = train(req["train"], compiled=True)
+        result["f32_losses"], result["f32_params"] = train(req["train"], compiled=False, double=False, steps=1)
+        for mode in ("eager", "compiled"):
+            result[f"{mode}_losses"], result[f"{mode}_params"] = train(req["train"], compiled=mode == "compiled",
+                                                                       double=True, steps=len(req["train"]["batches"]))
     with open(result_path, "wb") as f:
         pickle.dump(result, f)
 
