@@ -1,7 +1,8 @@
 """GPU tensors from Python, checked on a machine with a GPU: a small model's forward, backward and
 SGD steps on 'cuda' against the same model on 'cpu' (same weights, same batch), device moves
 in both directions with gradients flowing back across them, the factories' device=, printing,
-and what has no CUDA kernel failing with a message. numpy only (no pytest, no torch), so
+what has no CUDA kernel failing with a message, and the vision ops (grid_sample, roi_align, nms)
+on 'cuda' equal to 'cpu'. numpy only (no pytest, no torch), so
 tests/cuda/run_on_device.sh runs it as a script; test_devices.py imports it and skips it where
 oar.cuda.is_available() is False.
 
@@ -104,11 +105,11 @@ def check_moves_and_factories():
     else:
         raise AssertionError("a GPU tensor plus a host tensor did not refuse")
     try:  # no CUDA kernel (tests/cuda/cuda_gaps.txt): refused with the remedy, never computed wrongly
-        F.grid_sample(oar.zeros(1, 1, 4, 4, device="cuda"), oar.zeros(1, 2, 2, 2, device="cuda"), align_corners=False)
+        oar.ops.choose_qparams(oar.zeros(4, device="cuda"), dtype=oar.int8.code, symmetric=0)
     except RuntimeError as e:
         assert "no cuda kernel" in str(e) and "to the host" in str(e), str(e)
     else:
-        raise AssertionError("grid_sample on the GPU (no CUDA kernel) did not refuse")
+        raise AssertionError("choose_qparams on the GPU (no CUDA kernel) did not refuse")
     oar.cuda.synchronize()
     oar.cuda.reset_peak_memory_stats()
     big = oar.zeros(1 << 20, device="cuda")  # 4 MiB
@@ -118,12 +119,65 @@ def check_moves_and_factories():
     assert oar.cuda.memory_reserved() >= oar.cuda.memory_allocated()
 
 
+def _forward_backward(f, inputs, dev, w):
+    """f of inputs (numpy arrays, each a leaf on dev) and the gradients of sum(f * w)"""
+    leaves = [oar.tensor(v, device=dev, requires_grad=True) for v in inputs]
+    y = f(*leaves)
+    (y * oar.tensor(w, device=dev)).sum().backward()
+    return [y] + [t.grad for t in leaves]
+
+
+def check_vision_matches_cpu(dev="cuda"):
+    """grid_sample (4-d and 5-d, every mode; gradients of input and grid), roi_align (input's
+    gradient) and nms / batched_nms on dev give the cpu's results"""
+    R = np.random.RandomState(1)
+    cases = [((2, 3, 7, 9), (2, 5, 6, 2), "bilinear", "zeros", False),
+             ((2, 3, 7, 9), (2, 5, 6, 2), "bicubic", "reflection", True),
+             ((2, 3, 7, 9), (2, 5, 6, 2), "bicubic", "border", False),
+             ((1, 2, 6, 5), (1, 40, 40, 2), "nearest", "border", False),  # many points on each pixel
+             ((1, 2, 6, 5), (1, 40, 40, 2), "bilinear", "reflection", True),
+             ((1, 2, 4, 5, 6), (1, 3, 4, 5, 3), "bilinear", "border", True),
+             ((1, 2, 4, 5, 6), (1, 3, 4, 5, 3), "nearest", "zeros", False)]
+    for xs, gs, mode, pad, ac in cases:
+        x = R.randn(*xs).astype(np.float32)
+        g = (R.rand(*gs) * 2.4 - 1.2).astype(np.float32)  # past the borders too
+        w = R.randn(*(xs[:2] + gs[1:-1])).astype(np.float32)
+        f = lambda a, b: F.grid_sample(a, b, mode=mode, padding_mode=pad, align_corners=ac)
+        want, got = (_forward_backward(f, (x, g), d, w) for d in ("cpu", dev))
+        what = f"grid_sample {mode} {pad} align_corners={ac} {len(xs)}-d"
+        assert all(t.device.type == dev for t in got), what
+        _close(got[0], want[0], what + ": output")
+        _close(got[1], want[1], what + ": input gradient")
+        _close(got[2], want[2], what + ": grid gradient", rtol=1e-3, atol=1e-4)
+    x = R.randn(2, 3, 10, 12).astype(np.float32)
+    boxes = np.array([[0, 1.2, 0.5, 7.9, 6.1], [1, -1.0, 2.0, 13.5, 9.0], [0, 3, 3, 5, 4.5], [1, 2, 2, 9, 8]],
+                     np.float32)
+    w = R.randn(4, 3, 3, 4).astype(np.float32)
+    for ratio, aligned in ((-1, True), (2, False)):
+        f = lambda a: oar.ops.roi_align(a, oar.tensor(boxes, device=a.device), (3, 4), spatial_scale=0.8,
+                                        sampling_ratio=ratio, aligned=aligned)
+        want, got = (_forward_backward(f, (x,), d, w) for d in ("cpu", dev))
+        _close(got[0], want[0], f"roi_align sampling_ratio={ratio}: output")
+        _close(got[1], want[1], f"roi_align sampling_ratio={ratio}: input gradient")
+    corners = R.rand(300, 2) * 60
+    boxes = np.concatenate([corners, corners + 4 + R.rand(300, 2) * 20], 1).astype(np.float32)
+    scores = (np.floor(R.rand(300) * 8) / 8).astype(np.float32)  # ties: the lower index first
+    cls = R.randint(0, 3, 300)
+    for thr in (0.0, 0.3, 0.7):
+        keep = [oar.ops.nms(oar.tensor(boxes, device=d), oar.tensor(scores, device=d), thr) for d in ("cpu", dev)]
+        assert keep[1].device.type == dev and keep[1].tolist() == keep[0].tolist(), f"nms {thr}"
+        keep = [oar.ops.batched_nms(oar.tensor(boxes, device=d), oar.tensor(scores, device=d),
+                                    oar.tensor(cls, device=d), thr) for d in ("cpu", dev)]
+        assert keep[1].tolist() == keep[0].tolist(), f"batched_nms {thr}"
+
+
 def main():
     if not oar.cuda.is_available():
         print(f"gpu_check: skipped: oar.cuda.is_available() is False (built with CUDA: {oar.cuda.is_built()}, "
               f"devices: {oar.cuda.device_count()})")
         return 77
     check_moves_and_factories()
+    check_vision_matches_cpu()
     loss = check_model_matches_cpu()
     print(f"gpu_check: passed (devices: {oar.cuda.device_count()}; last loss {loss:.6f}, cuda == cpu)")
     return 0

@@ -1,6 +1,6 @@
 """Devices from Python: what a build or machine without CUDA answers (oar.cuda, device objects,
 moves to 'cpu' that change nothing, the errors that say why 'cuda' cannot be used), and, where a
-GPU is present, gpu_check.py's model and moves (cuda == cpu)."""
+GPU is present, gpu_check.py's model, moves and vision ops (cuda == cpu)."""
 import os
 import sys
 
@@ -99,6 +99,11 @@ def test_gpu_moves_and_factories():
 @pytest.mark.skipif(NO_CUDA, reason="oar.cuda.is_available() is False (tests/cuda/run_on_device.sh runs it on a GPU)")
 def test_gpu_model_matches_cpu():
     gpu_check.check_model_matches_cpu()
+
+
+@pytest.mark.skipif(NO_CUDA, reason="oar.cuda.is_available() is False (tests/cuda/run_on_device.sh runs it on a GPU)")
+def test_gpu_vision_ops_match_cpu():
+    gpu_check.check_vision_matches_cpu()
 
 
 def test_gpu_check_script_skips_without_a_gpu():

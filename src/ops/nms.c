@@ -7,6 +7,7 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "ops/nms_iou.h"
 #include "ops/nms_order.h"
 
 static oar_status nms_infer(oar_tensor *const *in, int n_in, const oar_attr *a, oar_meta *out, int *n_out) {
@@ -48,7 +49,7 @@ static oar_status nms_ref(const oar_kctx *ctx, oar_tensor *const *in, int n_in, 
     const char *bp = oar_tensor_ptr(boxes), *sp = oar_tensor_ptr(scores);
     for (int64_t i = 0; i < n; i++) {
         for (int k = 0; k < 4; k++) b[i * 5 + k] = bt->load(bp + (i * 4 + k) * (int64_t)bt->size);
-        b[i * 5 + 4] = (b[i * 5 + 2] - b[i * 5 + 0]) * (b[i * 5 + 3] - b[i * 5 + 1]);
+        b[i * 5 + 4] = nms_area(b + i * 5);
         order[i] = (nms_item){st->load(sp + i * (int64_t)st->size), i};
     }
     qsort(order, (size_t)n, sizeof *order, nms_by_score);
@@ -62,10 +63,7 @@ static oar_status nms_ref(const oar_kctx *ctx, oar_tensor *const *in, int n_in, 
         for (int64_t s = r + 1; s < n; s++) {
             int64_t j = order[s].index;
             if (gone[j]) continue;
-            const double *q = b + j * 5;
-            double w = fmin(p[2], q[2]) - fmax(p[0], q[0]), h = fmin(p[3], q[3]) - fmax(p[1], q[1]);
-            double inter = (w > 0 ? w : 0) * (h > 0 ? h : 0);
-            if (inter / (p[4] + q[4] - inter) > thr) gone[j] = 1;
+            if (nms_iou_above(p, b + j * 5, thr)) gone[j] = 1;
         }
     }
     for (int64_t i = kept; i < n; i++) keep[i] = -1;

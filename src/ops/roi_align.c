@@ -54,9 +54,9 @@ static void roi_walk(bool forward, const roi_geom *r, int64_t k, const oar_tenso
     for (int64_t py = 0; py < ph; py++)
         for (int64_t px = 0; px < pw; px++)
             for (int64_t iy = 0; iy < r->gh; iy++) {
-                double sy = r->y0 + (double)py * r->bin_h + ((double)iy + 0.5) * r->bin_h / (double)r->gh;
+                double sy = roi_sample_at(r->y0, r->bin_h, py, iy, r->gh);
                 for (int64_t ix = 0; ix < r->gw; ix++) {
-                    double sx = r->x0 + (double)px * r->bin_w + ((double)ix + 0.5) * r->bin_w / (double)r->gw;
+                    double sx = roi_sample_at(r->x0, r->bin_w, px, ix, r->gw);
                     int64_t at[4];
                     double wt[4];
                     roi_sample_taps(sy, sx, h, w, at, wt);

@@ -3,7 +3,8 @@
  * tracking the same network on the host, compiled programs and CUDA graphs (eager = compiled =
  * replayed, bit for bit, for every zoo model). Without a GPU it checks that everything fails
  * cleanly, then skips (exit 77) with one line. Also: GPT-2-sized attention in bf16, embedding
- * backward and cross entropy (issue 19's kernels) against f32 or host references. */
+ * backward and cross entropy (issue 19's kernels) against f32 or host references, and the
+ * vision ops (grid_sample, roi_align, nms) at sizes past the sweep's against the host. */
 #include "ops/op.h"
 #include "zoo_step_util.h"
 
@@ -766,6 +767,81 @@ static void embedding_backward_large(void) {
     oar_scope_end();
 }
 
+/* One op's outputs on the GPU, twice, against the host's, bit for bit (f64 inputs: the host
+ * runs the reference kernel). */
+static void same_bits_on_gpu(oar_op_id op, oar_tensor *const *in, int n_in, const oar_attr *a, const char *what) {
+    oar_tensor *din[4] = {0}, *h[2] = {0}, *d1[2] = {0}, *d2[2] = {0};
+    int nh = 2, n1 = 2, n2 = 2;
+    for (int i = 0; i < n_in; i++) din[i] = oar_to(in[i], OAR_CUDA);
+    bool ok = oar_op_call(op, in, n_in, a, h, &nh) == OAR_OK && oar_op_call(op, din, n_in, a, d1, &n1) == OAR_OK &&
+              oar_op_call(op, din, n_in, a, d2, &n2) == OAR_OK && nh == n1 && n1 == n2;
+    for (int o = 0; ok && o < nh; o++)
+        ok = t_same_bits(oar_to(d1[o], OAR_CPU), h[o]) && t_same_bits(oar_to(d2[o], OAR_CPU), h[o]);
+    if (!ok) printf("test_cuda: %s (%s) on the GPU differs from the host's reference: %s\n", oar_op_table[op]->name,
+                    what, oar_last_error());
+    CHECK(ok);
+    for (int o = 0; o < 2; o++) {
+        oar_tensor_unref(h[o]);
+        oar_tensor_unref(d1[o]);
+        oar_tensor_unref(d2[o]);
+    }
+}
+
+/* The vision ops' kernels past the sweep's sizes: grid_sample's and roi_align's input gradients
+ * where many points feed each input element (long runs in the sorted scatter), and nms over
+ * thousands of boxes with tied scores (many mask words per row). */
+static void vision_ops_large(void) {
+    oar_scope_begin();
+    int64_t xs[4] = {2, 8, 12, 16}, gs[4] = {2, 96, 80, 2}, ys[4] = {2, 8, 96, 80};
+    oar_tensor *x = oar_randn(xs, 4, OAR_F64), *gy = oar_randn(ys, 4, OAR_F64);
+    oar_tensor *grid = oar_sub_scalar(oar_mul_scalar(oar_rand(gs, 4, OAR_F64), 2.4), 1.2); /* past the borders */
+    const char *modes[3] = {"bilinear", "bicubic", "nearest"}, *pads[3] = {"zeros", "reflection", "border"};
+    for (int m = 0; m < 3; m++) {
+        oar_attr a[3] = {oar_attr_str(modes[m]), oar_attr_str(pads[m]), oar_attr_int(m == 1)};
+        oar_tensor *fw[2] = {x, grid}, *bw[3] = {gy, x, grid};
+        same_bits_on_gpu(OAR_OP_grid_sample, fw, 2, a, modes[m]);
+        same_bits_on_gpu(OAR_OP_grid_sample_backward, bw, 3, a, modes[m]);
+    }
+    int64_t xs5[5] = {1, 3, 5, 6, 7}, gs5[5] = {1, 10, 12, 14, 3}, ys5[5] = {1, 3, 10, 12, 14};
+    oar_tensor *bw5[3] = {oar_randn(ys5, 5, OAR_F64), oar_randn(xs5, 5, OAR_F64),
+                          oar_sub_scalar(oar_mul_scalar(oar_rand(gs5, 5, OAR_F64), 2.2), 1.1)};
+    oar_attr a5[3] = {oar_attr_str("bilinear"), oar_attr_str("border"), oar_attr_int(1)};
+    same_bits_on_gpu(OAR_OP_grid_sample_backward, bw5, 3, a5, "trilinear");
+
+    /* 40 overlapping boxes over 2 images of 20 x 24, some past the border, adaptive sampling */
+    enum { K = 40, NB = 3000 };
+    double rows[K * 5], boxes[NB * 4], scores[NB];
+    uint64_t r = 12345;
+#define NEXT() ((double)((r = r * 6364136223846793005ULL + 1442695040888963407ULL) >> 11) / 9007199254740992.0)
+    for (int k = 0; k < K; k++) {
+        double x1 = NEXT() * 26 - 3, y1 = NEXT() * 22 - 3;
+        double v[5] = {(double)(k % 2), x1, y1, x1 + 0.5 + NEXT() * 12, y1 + 0.5 + NEXT() * 10};
+        memcpy(rows + k * 5, v, sizeof v);
+    }
+    int64_t rs[2] = {K, 5}, rx[4] = {2, 4, 20, 24}, rg[4] = {K, 4, 7, 6};
+    oar_tensor *rb = oar_from_data(rows, rs, 2, OAR_F64), *rin = oar_randn(rx, 4, OAR_F64);
+    int64_t size[2] = {7, 6}, shape[4] = {2, 4, 20, 24};
+    oar_attr ra[5] = {oar_attr_ints(shape, 4), oar_attr_ints(size, 2), oar_attr_float(0.9), oar_attr_int(-1),
+                      oar_attr_int(1)};
+    oar_tensor *rfw[2] = {rin, rb}, *rbw[2] = {oar_randn(rg, 4, OAR_F64), rb};
+    same_bits_on_gpu(OAR_OP_roi_align, rfw, 2, ra + 1, "adaptive, aligned");
+    same_bits_on_gpu(OAR_OP_roi_align_backward, rbw, 2, ra, "adaptive, aligned");
+
+    /* nms: boxes in clusters, scores rounded to 1/16 (ties), threshold 0.4 */
+    for (int i = 0; i < NB; i++) {
+        double cx = (double)(i % 37) * 9 + NEXT() * 6, cy = (double)(i % 23) * 11 + NEXT() * 6;
+        double v[4] = {cx, cy, cx + 4 + NEXT() * 10, cy + 4 + NEXT() * 10};
+        memcpy(boxes + i * 4, v, sizeof v);
+        scores[i] = floor(NEXT() * 16) / 16;
+    }
+#undef NEXT
+    int64_t bs[2] = {NB, 4}, ss[1] = {NB};
+    oar_tensor *nin[2] = {oar_from_data(boxes, bs, 2, OAR_F64), oar_from_data(scores, ss, 1, OAR_F64)};
+    oar_attr na = oar_attr_float(0.4);
+    same_bits_on_gpu(OAR_OP_nms, nin, 2, &na, "3000 boxes");
+    oar_scope_end();
+}
+
 /* cross_entropy over GPT-2's vocabulary (one read of each row on the GPU) against the host. */
 static void cross_entropy_large_vocab(void) {
     oar_scope_begin();
@@ -813,6 +889,7 @@ int main(void) {
     attention_bf16_gpt2();
     embedding_backward_large();
     cross_entropy_large_vocab();
+    vision_ops_large();
     oar_scope_end();
     const char *zoo[] = {"tiny", "mlp", "lenet", "resnet20", "mobilenet", "gpt-mini", "lstm-lm"};
     for (int i = 0; i < (int)(sizeof zoo / sizeof zoo[0]); i++) train_zoo(zoo[i], 8, 16);

@@ -38,8 +38,8 @@ ROI_INLINE int chunk_taps(const roi_job *j, const roi_geom *r, int64_t py, int64
     int m = 0;
     for (int64_t s = s0; s < s1; s++) {
         int64_t iy = s / r->gw, ix = s % r->gw;
-        double sy = r->y0 + (double)py * r->bin_h + ((double)iy + 0.5) * r->bin_h / (double)r->gh;
-        double sx = r->x0 + (double)px * r->bin_w + ((double)ix + 0.5) * r->bin_w / (double)r->gw;
+        double sy = roi_sample_at(r->y0, r->bin_h, py, iy, r->gh);
+        double sx = roi_sample_at(r->x0, r->bin_w, px, ix, r->gw);
         int64_t a[4];
         double wd[4];
         roi_sample_taps(sy, sx, j->h, j->w, a, wd);

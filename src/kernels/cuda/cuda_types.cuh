@@ -25,6 +25,19 @@ template <> __device__ __forceinline__ __nv_bfloat16 cvt<__nv_bfloat16, float>(f
 template <> __device__ __forceinline__ float cvt<float, __half>(__half v) { return __half2float(v); }
 template <> __device__ __forceinline__ float cvt<float, __nv_bfloat16>(__nv_bfloat16 v) { return __bfloat162float(v); }
 
+// A value as double and back, as the CPU's dtype traits load and store it (half types through
+// float), for kernels that compute in double like the reference.
+template <typename T> __device__ __forceinline__ double ld_f64(T v) { return (double)v; }
+template <> __device__ __forceinline__ double ld_f64<__half>(__half v) { return (double)__half2float(v); }
+template <> __device__ __forceinline__ double ld_f64<__nv_bfloat16>(__nv_bfloat16 v) {
+    return (double)__bfloat162float(v);
+}
+template <typename T> __device__ __forceinline__ T st_f64(double v) { return (T)v; }
+template <> __device__ __forceinline__ __half st_f64<__half>(double v) { return __float2half_rn((float)v); }
+template <> __device__ __forceinline__ __nv_bfloat16 st_f64<__nv_bfloat16>(double v) {
+    return __float2bfloat16_rn((float)v);
+}
+
 // Grid for n elements, one per thread with grid-stride loops past the cap.
 static inline unsigned blocks_for(int64_t n, int threads) {
     int64_t b = (n + threads - 1) / threads;
