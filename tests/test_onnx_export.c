@@ -651,6 +651,35 @@ static void test_matmul_integer(void) {
     oar_scope_end();
 }
 
+/* qlut (the importer's QLinearSigmoid / QLinearLeakyRelu) exports as Gather of the table at the
+ * codes, i8 codes shifted by 128, and comes back with the same bytes. */
+static oar_status lut_fn(void *user, oar_tensor *const *in, int n_in, oar_tensor **out, int n_out) {
+    out[0] = oar_qlut(in[0], user);
+    return out[0] ? OAR_OK : oar_last_status();
+}
+
+static void test_qlut(void) {
+    oar_scope_begin();
+    oar_tensor *table = oar_cast(oar_randint(-128, 128, (int64_t[]){256}, 1, OAR_I64), OAR_I8);
+    oar_input_spec spec = {OAR_I8, 2, {-1, 37}, "codes"};
+    oar_jit_opts jo = {.specs = &spec, .n_specs = 1};
+    oar_jit *f = oar_jit_to_static(lut_fn, table, &jo);
+    oar_tensor *x = oar_cast(oar_randint(-128, 128, (int64_t[]){4, 37}, 2, OAR_I64), OAR_I8), *y[1] = {0};
+    CHECK(f && oar_jit_call(f, &x, 1, y, 1) == OAR_OK && oar_dtype_of(y[0]) == OAR_I8);
+    char path[512];
+    snprintf(path, sizeof path, "%s/qlut.onnx", dir);
+    oar_status st = y[0] ? oar_onnx_save(f, path, NULL) : OAR_ERR_STATE;
+    CHECK(st == OAR_OK);
+    if (st != OAR_OK) fprintf(stderr, "qlut: %s\n", oar_last_error());
+    else {
+        check_roundtrip(path, x, y[0], true, 0, "qlut");
+        keep("qlut", path, x, y[0]);
+    }
+    oar_release(y[0]);
+    oar_jit_free(f);
+    oar_scope_end();
+}
+
 /* An op without an ONNX mapping (a loss: training only) for the refusals. */
 static oar_status unmapped_fn(void *user, oar_tensor *const *in, int n_in, oar_tensor **out, int n_out) {
     out[0] = oar_mse_loss(in[0], oar_relu(in[0]), OAR_REDUCE_MEAN);
@@ -728,6 +757,7 @@ int main(void) {
     test_quantized(false);
     test_quantized(true);
     test_matmul_integer();
+    test_qlut();
     test_refused();
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);

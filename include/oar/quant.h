@@ -63,6 +63,11 @@ OAR_API oar_tensor *oar_qconv2d(oar_tensor *x, oar_tensor *x_scale, oar_tensor *
                                 oar_tensor *w_scale, oar_tensor *bias, const oar_conv_opts *conv,
                                 const oar_qlinear_opts *opts);
 
+/* y[i] = table[code of x[i]]: x u8 or i8, table 256 u8 or i8 entries in code order (i8: -128..127),
+ * y of the table's dtype. Any elementwise function of one quantized tensor as a byte lookup (ONNX's
+ * QLinearSigmoid and QLinearLeakyRelu run so). */
+OAR_API oar_tensor *oar_qlut(oar_tensor *x, oar_tensor *table);
+
 /* ---- observers: collect statistics of tensors, then give scale and zero point */
 typedef struct oar_observer oar_observer;
 typedef struct oar_observer_opts {

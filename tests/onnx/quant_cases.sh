@@ -3,7 +3,7 @@
 # tests/onnx/quant_cases (written by tests/onnx/quant_cases.py, expected outputs from onnxruntime
 # 1.16.3, or exact integer sums where it has no kernel) through `oar onnx-test`, int8 outputs
 # compared exactly; every case in quant_cases_pass.txt must pass; each case named *_int8 must
-# compile to qconv2d/qlinear/qadd with no float convolution, linear or matmul left (`oar inspect`
+# compile to qconv2d/qlinear/qadd/qlut with no float convolution, linear or matmul left (`oar inspect`
 # prints the load-time program; *add*_int8 cases: to qadd, no float add or dequantize left), each *_float case to the float path; each malformed model of
 # tests/onnx/quant_bad is refused with the error expected.txt names. Skips (77) without ONNX
 # support in the build. Registered at every ISA cap (OAR_CPU_ISA).
@@ -20,7 +20,7 @@ n_int8=0
 for d in "$src"/tests/onnx/quant_cases/test_*; do
   name=$(basename "$d")
   "$oar" inspect "$d/model.onnx" > "$out" 2>&1 || { echo "FAIL $name: oar inspect failed"; cat "$out"; fail=1; continue; }
-  int8=$(grep -cE "= (qconv2d|qlinear|qadd)\(" "$out" || true)
+  int8=$(grep -cE "= (qconv2d|qlinear|qadd|qlut)\(" "$out" || true)
   float=$(grep -cE "= (conv2d|conv2d_act|linear|linear_act|matmul|max_pool2d)\(" "$out" || true)
   case "$name" in
     *_int8)

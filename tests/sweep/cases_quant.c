@@ -82,6 +82,11 @@ const sweep_case sweep_cases_quant[] = {
     {"qlinear", "i0_256u8:5x70" XQ_U8 ";i-128_128i8:7x70;c1f32:;none;none;none;none", "activation=0 dtype=i32"},
     {"qlinear", "i-128_128i8:2x3x33" XQ_S8 ";i-64_64i8:19x33;c1f32:;none;none;none;none", "activation=0 dtype=i32"},
     {"qlinear", "c255u8:3x67;c0.001f32:;c0i32:;c-128i8:5x67;c0.001f32:;none;none;none;none", "activation=0 dtype=i32"},
+    /* qlut: u8 and i8 codes (i8 indexes entry code + 128), u8 and i8 tables, an empty input */
+    {"qlut", "i0_256u8:5x9;i0_256u8:256", ""},
+    {"qlut", "i-128_128i8:37;i0_256u8:256", ""},
+    {"qlut", "c-128,127,0,-1,1i8:2x5;i-128_128i8:256", ""},
+    {"qlut", "i0_256u8:3x0;i-128_128i8:256", ""},
     /* GELU in the epilogue (f32 outputs; 2: erf, 3: tanh), what fuse_quant makes of gelu(qlinear):
      * whole vectors and a masked tail of columns, with a residual, 7-bit and 8-bit weights */
     {"qlinear", "i0_256u8:5x70" XQ_U8 ";i-128_128i8:13x70;c0.01f32:;nf32:13;none;none;none",
@@ -235,6 +240,8 @@ static bool q_act(bool conv, int64_t act, oar_dtype dt) {
 static bool bad_ql_gelu_u8(void) { return q_act(false, 3, OAR_U8); }
 static bool bad_ql_act(void) { return q_act(false, 4, OAR_F32); }
 static bool bad_ql_i32_relu(void) { return q_act(false, 1, OAR_I32); }
+static bool bad_qlut_table(void) { return oar_qlut(zeros(OAR_U8, 2, 3), oar_zeros((int64_t[]){255}, 1, OAR_U8)) != NULL; }
+static bool bad_qlut_x(void) { return oar_qlut(zeros(OAR_F32, 2, 3), oar_zeros((int64_t[]){256}, 1, OAR_U8)) != NULL; }
 static bool bad_qconv_gelu(void) { return q_act(true, 2, OAR_F32); }
 static bool bad_qconv_groups(void) {
     return oar_qconv2d(oar_zeros((int64_t[]){1, 4, 5, 5}, 4, OAR_U8), scalar_f(1), scalar_i(0),
@@ -247,6 +254,9 @@ static bool bad_choose_nan(void) {
 }
 
 const sweep_bad sweep_bad_quant[] = {
+    {"qlut short table", bad_qlut_table,
+     "qlut: expected a table of 256 u8 or i8 entries (one per code of x), got u8 of 1 dims with 255 elements"},
+    {"qlut float x", bad_qlut_x, "qlut: expected x u8 or i8, got f32; quantize it first"},
     {"qlinear i32 with relu", bad_ql_i32_relu,
      "qlinear: expected no activation, bias or residual with an i32 output (the raw sums sum_k (x - x_zp) w), got an activation"},
     {"qlinear gelu to u8", bad_ql_gelu_u8, "qlinear: expected f32 output with a GELU activation, got u8; run quantize after it"},

@@ -680,6 +680,19 @@ static oar_status qop(oxe_graph *g, const oar_node *n) {
     return OK(qin[2] && oxe_node(g, "QuantizeLinear", qin, 3, &out, 1));
 }
 
+/* qlut(x, table): Gather of the table at x's codes as int32 (i8 codes shifted by 128 to their entry). */
+static oar_status qlut_op(oxe_graph *g, const oar_node *n) {
+    const char *idx = oxe_tmp(g);
+    Onnx__NodeProto *o = oxe_node1(g, "Cast", IN(0), idx);
+    if (!o || !oxe_attr_int(g, o, "to", oxe_onnx_dtype(OAR_I32))) return fail(g);
+    if (meta(g, n->in[0])->dtype == OAR_I8) {
+        const char *off = filled(g, NULL, 0, 128.0, OAR_I32), *shifted = oxe_tmp(g);
+        if (!off || !oxe_node2(g, "Add", idx, off, shifted)) return fail(g);
+        idx = shifted;
+    }
+    return OK(oxe_node2(g, "Gather", IN(1), idx, OUT(0)));
+}
+
 /* ---- the table */
 static const struct {
     oar_op_id op;
@@ -708,7 +721,7 @@ static const struct {
     {OAR_OP_conv2d_act, conv2d_act}, {OAR_OP_batch_norm_act, batch_norm_act},
     {OAR_OP_fused_elementwise, fused_elementwise}, {OAR_OP_fused_attention, fused_attention},
     {OAR_OP_add_layer_norm, add_layer_norm}, {OAR_OP_quantize, quantize_op}, {OAR_OP_dequantize, quantize_op},
-    {OAR_OP_qlinear, qop}, {OAR_OP_qconv2d, qop}, {OAR_OP_qmax_pool2d, pool}, {OAR_OP_max_pool2d_nhwc, max_pool_nhwc},
+    {OAR_OP_qlinear, qop}, {OAR_OP_qconv2d, qop}, {OAR_OP_qlut, qlut_op}, {OAR_OP_qmax_pool2d, pool}, {OAR_OP_max_pool2d_nhwc, max_pool_nhwc},
     {OAR_OP_avg_pool2d_nhwc, max_pool_nhwc},
 };
 #define N_OPS (sizeof g_ops / sizeof *g_ops)

@@ -8,7 +8,8 @@
  * float path, the definition "dequantize -> op -> quantize":
  *  - elementwise (Add with broadcasting, Mul, Sigmoid, LeakyRelu) and Concat: DequantizeLinear's
  *    f32 values ((x - zp) * scale), the f32 op, then y / y_scale in f32, rounded half to even,
- *    + zero point, saturated (ONNX's QuantizeLinear);
+ *    + zero point, saturated (ONNX's QuantizeLinear); Sigmoid and LeakyRelu with known
+ *    parameters evaluate that chain once on the 256 codes and run qlut's byte lookup;
  *  - average pooling: the pooled means of the centred integers (x - zp) in double (the sums are
  *    exact), times x_scale, divided by y_scale, rounded half to even (the real value's rounding
  *    but at an exact tie or within 2^-50 of one);
@@ -123,12 +124,27 @@ static oar_status binary(ox_ctx *c, bool mul) {
 oar_status ox_ms_QLinearAdd(ox_ctx *c) { return binary(c, false); }
 oar_status ox_ms_QLinearMul(ox_ctx *c) { return binary(c, true); }
 
+/* dequantize -> sigmoid or leaky_relu -> quantize of x (the float definition) */
+static oar_tensor *unary_chain(ox_ctx *c, bool sigmoid, const qin *x, const qin *y) {
+    oar_tensor *f = deq(x);
+    if (f) f = sigmoid ? oar_sigmoid(f) : oar_leaky_relu(f, ox_attr_float(c, "alpha", 0.01));
+    return requant(f, y);
+}
+
+/* The chain is a function of x's byte alone: with every parameter known it is evaluated once on
+ * the 256 codes (the trace paused: the same kernels, the same bytes) and runs as qlut's lookup. */
 static oar_status unary(ox_ctx *c, bool sigmoid) {
     qin x, y;
     if (!read_q(c, 0, 1, 2, "X", &x) || !read_out(c, x.x, 3, 4, &y)) return oar_last_status();
-    oar_tensor *f = deq(&x);
-    if (f) f = sigmoid ? oar_sigmoid(f) : oar_leaky_relu(f, ox_attr_float(c, "alpha", 0.01));
-    return ox_set(c, 0, requant(f, &y));
+    if (!x.s->storage || !x.z->storage || !y.s->storage || !y.z->storage) return ox_set(c, 0, unary_chain(c, sigmoid, &x, &y));
+    uint64_t tr = oar_active_trace;
+    oar_active_trace = 0;
+    bool u8 = x.x->dtype == OAR_U8;
+    qin codes = x;
+    codes.x = oar_cast(oar_arange(u8 ? 0 : -128, u8 ? 256 : 128, 1, OAR_I64), x.x->dtype); /* entry k: code k (- 128) */
+    oar_tensor *table = codes.x ? unary_chain(c, sigmoid, &codes, &y) : NULL;
+    oar_active_trace = tr;
+    return ox_set(c, 0, table ? oar_qlut(x.x, ox_as_constant(table)) : NULL);
 }
 
 oar_status ox_ms_QLinearSigmoid(ox_ctx *c) { return unary(c, true); }
