@@ -11,8 +11,10 @@
  *   pytorch#44939), so this path widens both operands to int16 first, subtracts the zero point
  *   there (|x - z| <= 255) and uses vpmaddwd, whose int32 pair sums are exact. No 7-bit range
  *   is needed and none is silently assumed.
- * The AVX2 path is a dot product over contiguous K (no packing), in tiles of 2 rows x 4 columns.
- * Both are spread over oar's pool by blocks of 4 rows x 64 columns. qconv2d runs on the same GEMM after an im2col. */
+ * The exact AVX2 path is a dot product over contiguous K (no packing), in tiles of 2 rows x 4
+ * columns; with 7-bit weights AVX2 runs the VNNI kernel's GEMM with vpmaddubsw (below).
+ * All are spread over oar's pool by blocks of 6 rows x 64 columns. qconv2d runs on the same GEMM
+ * after an im2col. */
 #include "kernels/cpu/cpu_kernels.h"
 #include "ops/quant.h"
 #include "ops/quant_add.h"
@@ -167,55 +169,101 @@ AVX2 static void avx2_tile(const qgemm_job *j, int64_t m0, int mr, int64_t n0, i
 
 /* ---- AVX2 with 7-bit weights: vpmaddubsw. Its pair sums x0 w0 + x1 w1 of u8 x and s8 w are
  * exact in int16 when every weight lies in [-64, 63] (2 * 255 * -64 = -32640; checked once per
- * packed weight), so 32 products take one vpmaddubsw and one vpmaddwd (by ones) instead of two
- * widenings and two vpmaddwd. x is used raw (s8 flipped to u8); the zero point (and the flip's
- * 128) comes back with the weight row sums: sum (x - z) w = sum x' w - (z + shift) sum w. A
- * row's last partial chunk goes through zero-padded copies (zero weights add nothing). */
-#define W7_LOAD(p) _mm256_loadu_si256((const __m256i *)(p))
-AVX2 static void avx2_tile_w7(const qgemm_job *j, int64_t m0, int mr, int64_t n0, int nc, int32_t acc[MB][NB],
-                              int64_t nb0) {
-    __m256i a[2][4];
-    for (int r = 0; r < 2; r++)
-        for (int c = 0; c < 4; c++) a[r][c] = _mm256_setzero_si256();
-    const __m256i ones = _mm256_set1_epi16(1), flip = _mm256_set1_epi8(j->x_signed ? (char)0x80 : 0);
-    int64_t k = j->k, t = 0;
-    for (; t + 32 <= k; t += 32) {
-        __m256i xv[2], wv[4];
-        for (int r = 0; r < mr; r++) xv[r] = _mm256_xor_si256(W7_LOAD(j->x + (m0 + r) * k + t), flip);
-        for (int c = 0; c < nc; c++) wv[c] = W7_LOAD(j->w + (n0 + c) * k + t);
-        for (int r = 0; r < mr; r++)
-            for (int c = 0; c < nc; c++)
-                a[r][c] = _mm256_add_epi32(a[r][c], _mm256_madd_epi16(_mm256_maddubs_epi16(xv[r], wv[c]), ones));
-    }
-    if (t < k) { /* the tail: x's bytes past it are any (their weights are zero) */
-        uint8_t xt[2][32] = {{0}};
-        int8_t wt[4][32] = {{0}};
-        __m256i xv[2], wv[4];
-        for (int r = 0; r < mr; r++) memcpy(xt[r], j->x + (m0 + r) * k + t, (size_t)(k - t));
-        for (int c = 0; c < nc; c++) memcpy(wt[c], j->w + (n0 + c) * k + t, (size_t)(k - t));
-        for (int r = 0; r < mr; r++) xv[r] = _mm256_xor_si256(W7_LOAD(xt[r]), flip);
-        for (int c = 0; c < nc; c++) wv[c] = W7_LOAD(wt[c]);
-        for (int r = 0; r < mr; r++)
-            for (int c = 0; c < nc; c++)
-                a[r][c] = _mm256_add_epi32(a[r][c], _mm256_madd_epi16(_mm256_maddubs_epi16(xv[r], wv[c]), ones));
-    }
-    uint32_t corr = (uint32_t)(j->xzp + (j->x_signed ? 128 : 0));
-    for (int r = 0; r < mr; r++)
-        for (int c = 0; c < nc; c++)
-            acc[r][n0 + c - nb0] = (int32_t)((uint32_t)avx2_hsum(a[r][c]) - corr * (uint32_t)j->wsum[n0 + c]);
+ * packed weight), and vpmaddwd by ones adds the two pairs of each 4 bytes into int32: together
+ * the vpdpbusd of VNNI, in two instructions. So this path is the VNNI kernel's GEMM in ymm
+ * registers on the same packed weights (8 columns x 4 k a vector): x broadcast 4 bytes at a
+ * time, 3 rows x 16 columns of int32 sums in 6 registers (with the 2 weight vectors, the
+ * broadcast, a product and the ones, 11 of the 16), no horizontal sums. x is used raw (s8
+ * flipped to u8); the zero point (and the flip's 128) comes back with the weight row sums:
+ * sum (x - z) w = sum x' w - (z + shift) sum w. Padded k and columns have zero weights. */
+#define W7_ROWS 3
+#define W7_MAC(acc, xb, w) acc = _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(xb, w), ones))
+/* one group of 4 k: 3 broadcasts of x times nv weight vectors (named accumulators, so that
+   they stay in registers) */
+#define W7_STEP(x0, x1, x2, wq)                                                                  \
+    do {                                                                                         \
+        __m256i w0 = _mm256_loadu_si256((const __m256i *)(wq)), w1;                              \
+        if (nv == 2) w1 = _mm256_loadu_si256((const __m256i *)((wq) + 32));                      \
+        __m256i xb = flip ? _mm256_xor_si256(x0, fv) : x0;                                       \
+        W7_MAC(a00, xb, w0);                                                                     \
+        if (nv == 2) W7_MAC(a01, xb, w1);                                                        \
+        xb = flip ? _mm256_xor_si256(x1, fv) : x1;                                               \
+        W7_MAC(a10, xb, w0);                                                                     \
+        if (nv == 2) W7_MAC(a11, xb, w1);                                                        \
+        xb = flip ? _mm256_xor_si256(x2, fv) : x2;                                               \
+        W7_MAC(a20, xb, w0);                                                                     \
+        if (nv == 2) W7_MAC(a21, xb, w1);                                                        \
+    } while (0)
+
+__attribute__((target("avx2"), always_inline)) static inline __m256i w7_bcast(const uint8_t *p) {
+    int32_t v;
+    memcpy(&v, p, 4);
+    return _mm256_set1_epi32(v);
 }
-#undef W7_LOAD
+
+/* the last group's k - 4 * q bytes of a row, the rest zero: never past the row */
+__attribute__((target("avx2"), always_inline)) static inline __m256i w7_bcast_tail(const uint8_t *p, int64_t n) {
+    uint32_t v = 0;
+    for (int64_t t = 0; t < n; t++) v |= (uint32_t)p[t] << (8 * t);
+    return _mm256_set1_epi32((int32_t)v);
+}
+
+__attribute__((target("avx2"), always_inline)) static inline void
+w7_core(const qgemm_job *j, int64_t m0, int64_t m1, int64_t c0, int32_t (*out)[NB], const int nv, const bool flip) {
+    int64_t k = j->k, kq = (k + 3) / 4, kfull = k / 4;
+    const uint8_t *x0 = j->x + m0 * k, *x1 = m0 + 1 < m1 ? x0 + k : x0, *x2 = m0 + 2 < m1 ? x0 + 2 * k : x0;
+    const __m256i ones = _mm256_set1_epi16(1), fv = _mm256_set1_epi32((int)0x80808080u);
+    __m256i a00 = _mm256_setzero_si256(), a01 = a00, a10 = a00, a11 = a00, a20 = a00, a21 = a00;
+    const int8_t *wb = j->wp + (c0 / 16) * kq * 64;
+    for (int64_t q = 0; q < kfull; q++)
+        W7_STEP(w7_bcast(x0 + 4 * q), w7_bcast(x1 + 4 * q), w7_bcast(x2 + 4 * q), wb + q * 64);
+    if (kfull < kq) {
+        int64_t r = k - 4 * kfull;
+        W7_STEP(w7_bcast_tail(x0 + 4 * kfull, r), w7_bcast_tail(x1 + 4 * kfull, r), w7_bcast_tail(x2 + 4 * kfull, r),
+                wb + kfull * 64);
+    }
+    const __m256i corr = _mm256_set1_epi32(j->xzp + (flip ? 128 : 0));
+    /* columns past n go to out's spare columns (never read); wsum is padded to 16 */
+    __m256i s0 = _mm256_mullo_epi32(corr, _mm256_loadu_si256((const __m256i *)(j->wsum + c0)));
+    __m256i s1 = _mm256_mullo_epi32(corr, _mm256_loadu_si256((const __m256i *)(j->wsum + c0 + 8)));
+    __m256i a[W7_ROWS][2] = {{a00, a01}, {a10, a11}, {a20, a21}};
+    for (int r = 0; r < W7_ROWS && m0 + r < m1; r++) {
+        _mm256_storeu_si256((__m256i *)&out[r][0], _mm256_sub_epi32(a[r][0], s0));
+        if (nv == 2) _mm256_storeu_si256((__m256i *)&out[r][8], _mm256_sub_epi32(a[r][1], s1));
+    }
+}
+#undef W7_STEP
+#undef W7_MAC
+
+__attribute__((target("avx2"))) static void w7_block(const qgemm_job *j, int64_t m0, int64_t m1, int64_t n0,
+                                                     int64_t n1, int32_t acc[MB][NB]) {
+    bool flip = j->x_signed;
+    for (int64_t c = n0; c < n1; c += 16) /* each 16-column strip of weights read again from L1 */
+        for (int64_t r = m0; r < m1; r += W7_ROWS) {
+            int64_t rend = r + W7_ROWS < m1 ? r + W7_ROWS : m1;
+            int32_t(*out)[NB] = (int32_t(*)[NB]) & acc[r - m0][c - n0];
+            switch ((n1 - c > 8) * 2 + flip) {
+            case 0: w7_core(j, r, rend, c, out, 1, false); break;
+            case 1: w7_core(j, r, rend, c, out, 1, true); break;
+            case 2: w7_core(j, r, rend, c, out, 2, false); break;
+            default: w7_core(j, r, rend, c, out, 2, true); break;
+            }
+        }
+}
+#undef W7_ROWS
 
 /* ---- the task loop: a block of rows x columns, handed to emit */
 typedef void (*tile_fn)(const qgemm_job *, int64_t, int, int64_t, int, int32_t[MB][NB], int64_t);
+typedef void (*block_fn)(const qgemm_job *, int64_t, int64_t, int64_t, int64_t, int32_t[MB][NB]);
 
-static void run_block(const qgemm_job *j, tile_fn tile, int tm, int64_t blk) {
+/* block: computes the whole block (vnni, w7); else tile, tm rows x 4 columns at a time */
+static void run_block(const qgemm_job *j, block_fn block, tile_fn tile, int tm, int64_t blk) {
     int64_t mb = blk / j->n_blocks, nbk = blk % j->n_blocks;
     int64_t m0 = mb * MB, m1 = m0 + MB < j->m ? m0 + MB : j->m;
     int64_t n0 = nbk * NB, n1 = n0 + NB < j->n ? n0 + NB : j->n;
     int32_t acc[MB][NB];
-    if (!tile) { /* vnni: the whole block at once */
-        vnni_block(j, m0, m1, n0, n1, acc);
+    if (block) {
+        block(j, m0, m1, n0, n1, acc);
         j->emit(j->user, m0, m1, n0, n1, &acc[0][0], NB);
         return;
     }
@@ -232,13 +280,13 @@ static void run_block(const qgemm_job *j, tile_fn tile, int tm, int64_t blk) {
 }
 
 static void vnni_range(void *ctx, int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; i++) run_block(ctx, NULL, 4, i);
+    for (int64_t i = b; i < e; i++) run_block(ctx, vnni_block, NULL, 0, i);
 }
 static void avx2_range(void *ctx, int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; i++) run_block(ctx, avx2_tile, 2, i);
+    for (int64_t i = b; i < e; i++) run_block(ctx, NULL, avx2_tile, 2, i);
 }
 static void avx2_w7_range(void *ctx, int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; i++) run_block(ctx, avx2_tile_w7, 2, i);
+    for (int64_t i = b; i < e; i++) run_block(ctx, w7_block, NULL, 0, i);
 }
 
 /* ---- the packed-weight cache (oar_qpacked, ops/quant.h): made once per weight (storage uid,
@@ -276,7 +324,7 @@ static oar_qpacked *qpacked_new(oar_qlayout layout, const int8_t *w, int64_t n, 
     oar_qpacked *p = calloc(1, sizeof *p);
     if (!p) return NULL;
     p->refs = 1, p->n = n, p->k = k, p->layout = layout;
-    p->wsum = malloc(sizeof(int32_t) * (size_t)(n ? n : 1));
+    p->wsum = calloc((size_t)((n + 15) / 16 * 16 + 16), sizeof(int32_t)); /* padded: read 8 or 16 at a time */
     p->wp = malloc((size_t)(((n + 15) / 16) * 16 * ((k + 3) / 4) * 4 + 64));
     if (!p->wsum || !p->wp) {
         oar_qpacked_put(p);
@@ -330,8 +378,9 @@ oar_status oar_qgemm(bool vnni, const uint8_t *x, bool x_signed, int32_t x_zp, c
                      const oar_qweight_id *wid, int64_t m, int64_t n, int64_t k, oar_qgemm_emit emit, void *user) {
     qgemm_job j = {.x = x, .w = w, .m = m, .n = n, .k = k, .x_signed = x_signed, .xzp = x_zp,
                    .shift = vnni && x_signed ? 128 : 0, .emit = emit, .user = user};
-    /* VNNI: the packed columns; AVX2: the row sums and whether the weights fit 7 bits */
-    oar_qpacked *pk = oar_qpacked_get(vnni ? OAR_QLAYOUT_VNNI_COLUMNS : OAR_QLAYOUT_ROWS4, w, wid, n, k);
+    /* the packed columns and row sums (VNNI, and AVX2 with 7-bit weights), and whether the
+       weights fit 7 bits (else AVX2 reads w itself) */
+    oar_qpacked *pk = oar_qpacked_get(OAR_QLAYOUT_VNNI_COLUMNS, w, wid, n, k);
     if (!pk) return oar_error(OAR_ERR_OOM, "qgemm: out of memory");
     j.wsum = pk->wsum;
     j.wp = pk->wp;
