@@ -366,21 +366,29 @@ static oar_qpacked *qpacked_new(oar_qlayout layout, const int8_t *w, int64_t n, 
 }
 
 /* w packed, with a reference for the caller; from the cache when wid names w's data. */
-oar_qpacked *oar_qpacked_get(oar_qlayout layout, const int8_t *w, const oar_qweight_id *wid, int64_t n, int64_t k) {
-    if (!wid || !wid->uid) return qpacked_new(layout, w, n, k);
+/* the cached packing of w in layout, with a reference, or NULL */
+static oar_qpacked *qpacked_find(oar_qlayout layout, const oar_qweight_id *wid, int64_t n, int64_t k) {
+    if (!wid || !wid->uid) return NULL;
+    oar_qpacked *found = NULL;
     pthread_mutex_lock(&g_qpack.mu);
-    for (int i = 0; i < QPACK_SLOTS; i++) {
+    for (int i = 0; i < QPACK_SLOTS && !found; i++) {
         oar_qpacked *p = g_qpack.slot[i];
         if (p && p->id.uid == wid->uid && p->id.version == wid->version && p->id.offset == wid->offset &&
             p->n == n && p->k == k && p->layout == layout) {
             __atomic_add_fetch(&p->refs, 1, __ATOMIC_RELAXED);
             p->used = ++g_qpack.clock;
-            pthread_mutex_unlock(&g_qpack.mu);
-            return p;
+            found = p;
         }
     }
     pthread_mutex_unlock(&g_qpack.mu);
-    oar_qpacked *p = qpacked_new(layout, w, n, k);
+    return found;
+}
+
+oar_qpacked *oar_qpacked_get(oar_qlayout layout, const int8_t *w, const oar_qweight_id *wid, int64_t n, int64_t k) {
+    if (!wid || !wid->uid) return qpacked_new(layout, w, n, k);
+    oar_qpacked *p = qpacked_find(layout, wid, n, k);
+    if (p) return p;
+    p = qpacked_new(layout, w, n, k);
     if (!p) return NULL;
     p->id = *wid;
     pthread_mutex_lock(&g_qpack.mu); /* replaces an older version of the same weight, else the least recent */
@@ -406,28 +414,30 @@ oar_status oar_qgemm(bool vnni, const uint8_t *x, bool x_signed, int32_t x_zp, c
                      const oar_qweight_id *wid, int64_t m, int64_t n, int64_t k, oar_qgemm_emit emit, void *user) {
     qgemm_job j = {.x = x, .w = w, .m = m, .n = n, .k = k, .x_signed = x_signed, .xzp = x_zp,
                    .shift = vnni && x_signed ? 128 : 0, .emit = emit, .user = user};
-    /* the packed columns and row sums (VNNI, and AVX2 with 7-bit weights), and whether the
-       weights fit 7 bits; AVX2 with 8-bit ones also widens them to int16 */
-    oar_qpacked *pk = oar_qpacked_get(OAR_QLAYOUT_VNNI_COLUMNS, w, wid, n, k), *pk16 = NULL;
-    if (pk && !vnni && !pk->w7 && !(pk16 = oar_qpacked_get(OAR_QLAYOUT_I16_COLUMNS, w, wid, n, k))) {
+    /* VNNI and AVX2 with 7-bit weights: the packed columns and row sums; AVX2 with 8-bit weights:
+       the int16 columns. Whether the weights fit 7 bits is known once packed: an 8-bit weight
+       seen before is found in int16, so it holds one cache slot in the steady state (its 8-bit
+       packing, made to learn its width, ages out) */
+    oar_qpacked *pk = NULL, *pk16 = vnni ? NULL : qpacked_find(OAR_QLAYOUT_I16_COLUMNS, wid, n, k);
+    if (!pk16 && (pk = oar_qpacked_get(OAR_QLAYOUT_VNNI_COLUMNS, w, wid, n, k)) && !vnni && !pk->w7) {
+        pk16 = oar_qpacked_get(OAR_QLAYOUT_I16_COLUMNS, w, wid, n, k);
         oar_qpacked_put(pk);
         pk = NULL;
     }
     if (pk16 && !(j.xs = malloc(sizeof(int16_t) * (size_t)(m * ((k + 1) / 2) * 2 + 16)))) {
         oar_qpacked_put(pk16);
-        oar_qpacked_put(pk);
-        pk = NULL;
+        pk16 = NULL;
     }
-    if (!pk) return oar_error(OAR_ERR_OOM, "qgemm: out of memory");
-    j.wsum = pk->wsum;
-    j.wp = pk->wp;
+    if (!pk && !pk16) return oar_error(OAR_ERR_OOM, "qgemm: out of memory");
+    j.wsum = pk ? pk->wsum : NULL;
+    j.wp = pk ? pk->wp : NULL;
     j.wp16 = pk16 ? (const int16_t *)pk16->wp : NULL;
     if (pk16) oar_parallel_for(m, 1 + 4096 / (k + 1), i16_rows, &j); /* x - z widened once */
     j.n_blocks = (n + NB - 1) / NB;
     int64_t blocks = ((m + MB - 1) / MB) * j.n_blocks;
     /* a block is MB*NB*K multiply-adds; a few thousand make a chunk worth a thread */
     int64_t grain = 1 + (1 << 16) / (MB * NB * (k + 1));
-    if (blocks) oar_parallel_for(blocks, grain, vnni ? vnni_range : pk->w7 ? avx2_w7_range : avx2_i16_range, &j);
+    if (blocks) oar_parallel_for(blocks, grain, vnni ? vnni_range : pk16 ? avx2_i16_range : avx2_w7_range, &j);
     free(j.xs);
     oar_qpacked_put(pk16);
     oar_qpacked_put(pk);
