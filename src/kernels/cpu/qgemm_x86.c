@@ -35,9 +35,8 @@
 
 typedef struct qgemm_job {
     const uint8_t *x; /* [M, K] u8 or s8 bytes */
-    const int8_t *w;  /* [N, K] */
-    const int32_t *wsum; /* [N]: row sums of w (vnni only) */
-    const int8_t *wp;    /* vnni: w packed as [N/16][K/4][16 columns][4 bytes], zero padded */
+    const int32_t *wsum; /* [N] (padded to 16 more): row sums of w (vnni, avx2 7-bit) */
+    const int8_t *wp;    /* vnni, avx2 7-bit: w packed as [N/16][K/4][16 columns][4 bytes], zero padded */
     const int16_t *wp16; /* avx2, 8-bit weights: w widened as [N/16][K/2][16 columns][2], zero padded */
     int16_t *xs;         /* and x - zero point widened as [M][K/2][2] (an odd k's pad 0) */
     int64_t m, n, k;
@@ -365,7 +364,6 @@ static oar_qpacked *qpacked_new(oar_qlayout layout, const int8_t *w, int64_t n, 
     return p;
 }
 
-/* w packed, with a reference for the caller; from the cache when wid names w's data. */
 /* the cached packing of w in layout, with a reference, or NULL */
 static oar_qpacked *qpacked_find(oar_qlayout layout, const oar_qweight_id *wid, int64_t n, int64_t k) {
     if (!wid || !wid->uid) return NULL;
@@ -384,6 +382,7 @@ static oar_qpacked *qpacked_find(oar_qlayout layout, const oar_qweight_id *wid, 
     return found;
 }
 
+/* w packed, with a reference for the caller; from the cache when wid names w's data. */
 oar_qpacked *oar_qpacked_get(oar_qlayout layout, const int8_t *w, const oar_qweight_id *wid, int64_t n, int64_t k) {
     if (!wid || !wid->uid) return qpacked_new(layout, w, n, k);
     oar_qpacked *p = qpacked_find(layout, wid, n, k);
@@ -412,7 +411,7 @@ oar_qpacked *oar_qpacked_get(oar_qlayout layout, const int8_t *w, const oar_qwei
 
 oar_status oar_qgemm(bool vnni, const uint8_t *x, bool x_signed, int32_t x_zp, const int8_t *w,
                      const oar_qweight_id *wid, int64_t m, int64_t n, int64_t k, oar_qgemm_emit emit, void *user) {
-    qgemm_job j = {.x = x, .w = w, .m = m, .n = n, .k = k, .x_signed = x_signed, .xzp = x_zp,
+    qgemm_job j = {.x = x, .m = m, .n = n, .k = k, .x_signed = x_signed, .xzp = x_zp,
                    .shift = vnni && x_signed ? 128 : 0, .emit = emit, .user = user};
     /* VNNI and AVX2 with 7-bit weights: the packed columns and row sums; AVX2 with 8-bit weights:
        the int16 columns. Whether the weights fit 7 bits is known once packed: an 8-bit weight
