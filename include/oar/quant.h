@@ -107,6 +107,9 @@ typedef struct oar_quant_dynamic_opts {
     bool per_tensor;         /* one weight scale per layer instead of one per output row */
     const char *const *skip; /* NULL-terminated module paths to keep in fp32 ("" is m itself); may be NULL */
     bool embeddings;         /* also Embedding tables: i8 rows, one symmetric scale per row */
+    int weight_bits;         /* 8 (0 means 8), or 7: Linear, LSTM and GRU weights within [-63, 63], which
+                                CPUs without VNNI multiply exactly with vpmaddubsw (oar_quant_fast_weight_bits;
+                                Embedding tables, which are looked up, not multiplied, keep 8) */
 } oar_quant_dynamic_opts;
 /* Rewrites every Linear of m in place: weight becomes an i8 buffer "weight" with f32
  * "weight_scale" (symmetric), and forward quantizes its input to u8 per batch
@@ -131,8 +134,10 @@ typedef struct oar_quant_static_opts {
     int weight_bits;                 /* 8 (0 means 8), or 7: weights within [-63, 63], which CPUs without
                                         VNNI multiply exactly on oneDNN's fast int8 code (programs only) */
 } oar_quant_static_opts;
-/* The weight_bits this CPU (within oar's ISA cap) runs int8 convolutions fastest with: 8 with
- * VNNI or AMX, which multiply any int8 data exactly; 7 elsewhere. oar quantize's default. */
+/* The weight_bits this CPU (within oar's ISA cap) runs int8 convolutions and linears fastest
+ * with: 8 with VNNI or AMX, which multiply any int8 data exactly; 7 with AVX2 and no VNNI
+ * (vpmaddubsw); 8 below AVX2 (the reference kernels, exact at any width). oar quantize's
+ * default (static, qat and dynamic). */
 OAR_API int oar_quant_fast_weight_bits(void);
 /* Runs the n_batches calibration inputs through m (eval mode, no gradients) observing each
  * target layer's input, then rewrites every Linear and Conv2d not kept in fp32: i8 weight

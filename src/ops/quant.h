@@ -151,8 +151,9 @@ oar_qweight_id oar_qweight_id_of(const oar_tensor *w, int64_t byte_offset); /* w
 /* Weights packed for a kernel, with their row sums (for zero-point and sign-shift corrections),
  * cached by oar_qweight_id (src/kernels/cpu/qgemm_x86.c). VNNI_COLUMNS: [N/16][K/4][16][4]
  * (qgemm's vector operand); ROWS4: each row zero-padded to a multiple of 4 bytes ([N][K/4][4],
- * broadcast 4 bytes at a time by the direct convolution). Release with oar_qpacked_put. */
-typedef enum { OAR_QLAYOUT_VNNI_COLUMNS, OAR_QLAYOUT_ROWS4 } oar_qlayout;
+ * broadcast 4 bytes at a time by the direct convolution); I16_COLUMNS: widened to int16 as
+ * [N/16][K/2][16][2] (qgemm's AVX2 operand for 8-bit weights). Release with oar_qpacked_put. */
+typedef enum { OAR_QLAYOUT_VNNI_COLUMNS, OAR_QLAYOUT_ROWS4, OAR_QLAYOUT_I16_COLUMNS } oar_qlayout;
 typedef struct oar_qpacked {
     int refs;
     oar_qlayout layout;

@@ -34,10 +34,16 @@ static oar_status dq_linear_forward(oar_module *m, oar_tensor *const *in, int n_
     return out[0] ? OAR_OK : oar_last_status();
 }
 
+/* The weights' width is read off them: 8-bit symmetric quantization reaches +-127 on each
+ * row's largest weight, 7-bit stays within [-63, 63]. */
 static int dq_linear_describe(const oar_module *m, char *buf, size_t size) {
     oar_tensor *w = oar_module_local((oar_module *)m, "weight"), *ws = oar_module_local((oar_module *)m, "weight_scale");
-    return snprintf(buf, size, "in_features=%lld, out_features=%lld, weight=i8, %s", (long long)oar_shape(w)[1],
-                    (long long)oar_shape(w)[0], oar_ndim(ws) ? "per-channel" : "per-tensor");
+    const int8_t *q = (const int8_t *)oar_tensor_ptr(w);
+    bool w7 = true;
+    for (int64_t i = 0; i < oar_numel(w); i++) w7 &= q[i] >= -63 && q[i] <= 63;
+    return snprintf(buf, size, "in_features=%lld, out_features=%lld, weight=i8%s, %s", (long long)oar_shape(w)[1],
+                    (long long)oar_shape(w)[0], w7 ? " within [-63, 63] (7-bit)" : "",
+                    oar_ndim(ws) ? "per-channel" : "per-tensor");
 }
 
 static const oar_module_ops DQ_LINEAR_OPS = {"DynamicQuantizedLinear", dq_linear_forward, free, dq_linear_describe};
@@ -141,10 +147,11 @@ static oar_status check_layer(oar_module *m, const char *path) {
     return OAR_OK;
 }
 
-/* w (f32, 2-D, CPU) as i8 with symmetric scales, one per row or one for all; its SQNR in dB, and
- * the scales' range folded into info. q and s are tracked in the current scope. */
-static oar_status quantize_weight(oar_module *m, const char *name, oar_tensor *w, bool per_tensor, oar_tensor **q,
-                                  oar_tensor **s, oar_quant_layer *info, double *sqnr) {
+/* w (f32, 2-D, CPU) as i8 with symmetric scales, one per row or one for all, in bits (8, or 7:
+ * scale amax / 63, as static PTQ's, so values lie within [-63, 63]); its SQNR in dB, and the
+ * scales' range folded into info. q and s are tracked in the current scope. */
+static oar_status quantize_weight(oar_module *m, const char *name, oar_tensor *w, bool per_tensor, int bits,
+                                  oar_tensor **q, oar_tensor **s, oar_quant_layer *info, double *sqnr) {
     oar_status st = check_weight(m, "", name);
     if (st != OAR_OK) return st;
     oar_observer *ob = oar_observer_create("minmax", &(oar_observer_opts){.dtype = OAR_I8, .symmetric = true,
@@ -155,6 +162,10 @@ static oar_status quantize_weight(oar_module *m, const char *name, oar_tensor *w
     st = oar_observer_observe(ob, w);
     if (st == OAR_OK) st = oar_observer_qparams(ob, s, &z);
     oar_observer_free(ob);
+    if (st == OAR_OK && bits == 7) { /* the observer's amax / 127.5 made amax / 63 */
+        float *sp = (float *)oar_tensor_ptr(*s);
+        for (int64_t i = 0; i < oar_numel(*s); i++) sp[i] *= 127.5f / 63.0f;
+    }
     if (st == OAR_OK && !(*q = oar_quantize(w, *s, z, 0, OAR_I8))) st = oar_last_status();
     if (st == OAR_OK) st = oar_sqnr(w, oar_dequantize(*q, *s, z, 0), sqnr);
     if (st != OAR_OK) return st;
@@ -179,7 +190,7 @@ static oar_status swap_weight(oar_module *m, const char *name, const char *scale
 /* An LSTM or GRU: weight_ih_l{k} and weight_hh_l{k} of every layer become i8 buffers with f32
  * weight_ih_scale_l{k} / weight_hh_scale_l{k} (biases stay f32); the layer then runs
  * oar_rnn_qlayer. info's SQNR is the worst of its matrices. */
-static oar_status convert_rnn(oar_module *m, bool per_tensor, oar_quant_layer *info) {
+static oar_status convert_rnn(oar_module *m, bool per_tensor, int bits, oar_quant_layer *info) {
     oar_rnn_kind kind;
     int layers;
     oar_rnn_info(m, &kind, &layers, NULL);
@@ -190,7 +201,8 @@ static oar_status convert_rnn(oar_module *m, bool per_tensor, oar_quant_layer *i
     for (int k = 0; k < 2 * layers; k++) { /* everything made before anything changes */
         double db = 0;
         snprintf(names[k], sizeof names[k], "weight_%s_l%d", k % 2 ? "hh" : "ih", k / 2);
-        oar_status st = quantize_weight(m, names[k], oar_module_local(m, names[k]), per_tensor, &q[k], &s[k], info, &db);
+        oar_status st = quantize_weight(m, names[k], oar_module_local(m, names[k]), per_tensor, bits, &q[k], &s[k], info,
+                                       &db);
         if (st != OAR_OK) return st;
         info->weight_sqnr_db = db < info->weight_sqnr_db ? db : info->weight_sqnr_db;
     }
@@ -207,15 +219,15 @@ static oar_status convert_rnn(oar_module *m, bool per_tensor, oar_quant_layer *i
 
 /* Quantizes one Linear's (or Embedding's) weight per row, or an LSTM's / GRU's; fills info.
  * The layer changes only once everything is made. */
-static oar_status convert_layer(oar_module *m, bool per_tensor, oar_quant_layer *info) {
+static oar_status convert_layer(oar_module *m, bool per_tensor, int bits, oar_quant_layer *info) {
     info->scale_min = INFINITY;
     info->scale_max = 0;
-    if (oar_rnn_info(m, NULL, NULL, NULL)) return convert_rnn(m, per_tensor, info);
+    if (oar_rnn_info(m, NULL, NULL, NULL)) return convert_rnn(m, per_tensor, bits, info);
     bool emb = !strcmp(oar_module_type(m), "Embedding");
     per_tensor = per_tensor && !emb; /* a table's rows are independent: always one scale each */
     oar_tensor *q, *s;
-    oar_status st = quantize_weight(m, "weight", oar_module_local(m, "weight"), per_tensor, &q, &s, info,
-                                    &info->weight_sqnr_db);
+    oar_status st = quantize_weight(m, "weight", oar_module_local(m, "weight"), per_tensor, emb ? 8 : bits, &q, &s,
+                                    info, &info->weight_sqnr_db);
     if (st != OAR_OK) return st;
     snprintf(info->type, sizeof info->type, "%s", emb ? "Embedding" : "Linear");
     /* the rewrite: after this point only allocation failures remain */
@@ -232,6 +244,11 @@ oar_status oar_quantize_dynamic(oar_module *m, const oar_quant_dynamic_opts *opt
         return oar_error(OAR_ERR_STATE, "quantize_dynamic: expected a model in evaluation mode, got one in training "
                                         "mode; call oar_module_train(m, false) first");
     oar_quant_dynamic_opts o = opts ? *opts : (oar_quant_dynamic_opts){0};
+    if (o.weight_bits != 0 && o.weight_bits != 7 && o.weight_bits != 8)
+        return oar_error(OAR_ERR_INVALID_ARG, "quantize_dynamic: expected weight_bits 8 (or 0) or 7 (CPUs without "
+                                              "VNNI; this CPU's choice: %d), got %d; nothing was changed",
+                         oar_quant_fast_weight_bits(), o.weight_bits);
+    int bits = o.weight_bits ? o.weight_bits : 8;
     target *t = malloc(sizeof(target) * MAX_TARGETS);
     if (!t) return oar_error(OAR_ERR_OOM, "quantize_dynamic: out of memory");
     int n = 0;
@@ -247,7 +264,7 @@ oar_status oar_quantize_dynamic(oar_module *m, const oar_quant_dynamic_opts *opt
     for (int i = 0; i < n && st == OAR_OK; i++) {
         oar_quant_layer info = {0};
         snprintf(info.name, sizeof info.name, "%s", t[i].path);
-        st = convert_layer(t[i].m, o.per_tensor, &info);
+        st = convert_layer(t[i].m, o.per_tensor, bits, &info);
         if (st == OAR_OK && layers && i < cap) layers[i] = info;
         if (st == OAR_OK && n_layers) (*n_layers)++;
     }

@@ -23,6 +23,7 @@
 #include "graph/export.h"
 #include "graph/passes/passes.h"
 #include "graph/serialize.h"
+#include "kernels/cpu/cpu_kernels.h"
 #include "ops/quant.h"
 
 #include <math.h>
@@ -443,10 +444,12 @@ oar_status oar_quant_program_static(oar_program *p, oar_tensor *const *batches, 
 }
 
 int oar_quant_fast_weight_bits(void) {
-#ifdef OAR_HAVE_ONEDNN
-    return oar_cpu_use_vnni() ? 8 : 7;
+#if defined(__x86_64__) || defined(_M_X64)
+    /* without VNNI, qlinear's GEMM, the direct AVX2 convolution and oneDNN's int8 code take
+       vpmaddubsw, exact only on 7-bit weights; below AVX2 the reference runs any width */
+    return oar_cpu_use_vnni() || !oar_cpu_has_avx2() ? 8 : 7;
 #else
-    return 8; /* the exact GEMM either way */
+    return 8; /* the reference either way */
 #endif
 }
 

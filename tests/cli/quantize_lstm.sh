@@ -2,7 +2,8 @@
 # oar quantize on a token model: lstm-lm trained briefly on the first 200 kB of Jane Austen's
 # text (../shared/data/text/austen.txt; bytes), quantized dynamically (its 2-layer LSTM and its
 # decoder int8): the LSTM is listed with its weights, and the test loss (cross-entropy per
-# token) stays within 0.05 nats of fp32's. With --out the quantized lstm-lm and gpt-mini are written
+# token) stays within 0.05 nats of fp32's, with 8-bit weights and with the 7-bit ones picked at the
+# AVX2 cap. With --out the quantized lstm-lm and gpt-mini are written
 # as programs of token ids [N, T] to logits [N, T, 256]: the command checks the file in the
 # predictor against the module in process (equal here), and `oar infer` runs it on an .npy of
 # ids; --method static and qat are refused for token models.
@@ -35,6 +36,17 @@ r = json.load(sys.stdin)
 q = r['results'][0]
 assert q['quant'] == 'dynamic' and abs(q['loss'] - q['fp32_loss']) <= 0.05, q
 assert q['bytes'] * 2 < r['fp32_bytes'], (q, r['fp32_bytes'])
+"
+# at the AVX2 cap (a CPU without VNNI) the command picks 7-bit weights by itself and says so; the
+# loss stays within the same 0.05 nats
+OAR_CPU_ISA=avx2 "$oar" quantize --model lstm-lm --data "$dir/austen200k.txt" --checkpoint "$dir/lm.safetensors" \
+  --method dynamic --batch 16 --threads 2 > "$dir/dynamic7.log"
+grep -q "weights in 7 bits (this CPU's fast exact int8)" "$dir/dynamic7.log" || { cat "$dir/dynamic7.log"; exit 1; }
+tail -1 "$dir/dynamic7.log" | python3 -c "
+import json, sys
+r = json.load(sys.stdin)
+q = r['results'][0]
+assert r['weight_bits'] == 7 and abs(q['loss'] - q['fp32_loss']) <= 0.05, (r['weight_bits'], q)
 "
 "$oar" quantize --model lstm-lm --data "$dir/austen200k.txt" --checkpoint "$dir/lm.safetensors" --method dynamic \
   --batch 16 --threads 2 --out "$dir/q" > "$dir/out.log"

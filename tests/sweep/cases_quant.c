@@ -87,6 +87,14 @@ const sweep_case sweep_cases_quant[] = {
     {"qlut", "i-128_128i8:37;i0_256u8:256", ""},
     {"qlut", "c-128,127,0,-1,1i8:2x5;i-128_128i8:256", ""},
     {"qlut", "i0_256u8:3x0;i-128_128i8:256", ""},
+    /* the 7-bit GEMM's tiles (3 rows, 16 columns in 2 vectors, blocks of 6 x 64): 7 rows (two
+     * blocks, a 1-row tile), 77 columns (a 64 block, then 13: a whole and a part vector), k 130
+     * (a 2-byte group tail); s8 x with 9 columns (a part second vector), k 13, a residual; k 1 */
+    {"qlinear", "i0_256u8:7x130" XQ_U8 ";i-64_64i8:77x130;c0.003f32:;nf32:77;none;none;none",
+     "activation=0 dtype=f32"},
+    {"qlinear", "i-128_128i8:4x5x13" XQ_S8 ";i-64_64i8:9x13;c0.01f32:;nf32:9;c0.05f32:;c3i32:;nf32:4x5x9",
+     "activation=1 dtype=i8"},
+    {"qlinear", "i0_256u8:8x1" XQ_U8 ";i-64_64i8:20x1;c0.01f32:;none;none;none;none", "activation=0 dtype=f32"},
     /* GELU in the epilogue (f32 outputs; 2: erf, 3: tanh), what fuse_quant makes of gelu(qlinear):
      * whole vectors and a masked tail of columns, with a residual, 7-bit and 8-bit weights */
     {"qlinear", "i0_256u8:5x70" XQ_U8 ";i-128_128i8:13x70;c0.01f32:;nf32:13;none;none;none",

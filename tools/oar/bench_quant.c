@@ -43,7 +43,7 @@ int oar_bench_quant(int argc, char **argv) {
     const char *model = cli_flag_value(argc, argv, "--model"), *quant = cli_flag_value(argc, argv, "--quant");
     const char *bs = cli_flag_value(argc, argv, "--batch"), *th = cli_flag_value(argc, argv, "--threads");
     const char *rp = cli_flag_value(argc, argv, "--repeats"), *cl = cli_flag_value(argc, argv, "--calls");
-    /* static: 8, or 7 (CPUs without VNNI); by default what `oar quantize` picks on this CPU */
+    /* static and dynamic: 8, or 7 (CPUs without VNNI); by default what `oar quantize` picks on this CPU */
     const char *wb = cli_flag_value(argc, argv, "--weight-bits");
     int weight_bits = wb ? atoi(wb) : oar_quant_fast_weight_bits();
     model = model ? model : "lenet";
@@ -81,7 +81,11 @@ int oar_bench_quant(int argc, char **argv) {
     if (!m) goto done;
     oar_module_train(m, false);
     int n_layers = 0;
-    if (dyn && oar_quantize_dynamic(m, NULL, NULL, 0, &n_layers) != OAR_OK) goto done;
+    if (dyn && oar_quantize_dynamic(m, &(oar_quant_dynamic_opts){.weight_bits = weight_bits}, NULL, 0, &n_layers) !=
+                   OAR_OK) {
+        fprintf(stderr, "oar bench: %s\n", oar_last_error());
+        goto done;
+    }
     /* the model as deployed: exported, (for static) quantized as a program, run by the predictor */
     char dir[64] = "/tmp/oar-bench-quant-XXXXXX", fp32[128], int8[128];
     if (!mkdtemp(dir)) {
@@ -135,7 +139,7 @@ int oar_bench_quant(int argc, char **argv) {
     printf("{\"workload\": \"quant-infer\", \"model\": \"%s\", \"quant\": \"%s\", \"batch\": %lld, \"threads\": %d, "
            "\"int8_layers\": %d, \"weight_bits\": %d, \"repeats\": %d, \"calls\": %d, \"ms_median\": %.4f, "
            "\"ms_min\": %.4f, \"ms_max\": %.4f}\n", model, quant, (long long)batch, oar_get_num_threads(), n_layers,
-           stat ? weight_bits : dyn ? 8 : 32, repeats, calls,
+           stat || dyn ? weight_bits : 32, repeats, calls,
            ms[repeats / 2], ms[0], ms[repeats - 1]);
     free(ms);
     rc = 0;

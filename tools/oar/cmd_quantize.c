@@ -1,8 +1,10 @@
 /* `oar quantize`: a trained zoo model, quantized after training, and what it cost.
  *   oar quantize --model lenet --checkpoint C --method dynamic|static|qat [--calib N]
  *               [--observer minmax|moving_average|percentile|kl|mse|all] [--keep-first] [--keep-last]
- *               [--out DIR] [--data ...] [--batch B] [--threads T]
- * It evaluates the fp32 model on the test set and quantizes it. dynamic: the module's Linear
+ *               [--out DIR] [--data ...] [--batch B] [--threads T] [--weight-bits 8|7]
+ * It evaluates the fp32 model on the test set and quantizes it, with weights in 8 or 7 bits (by
+ * default the width this CPU multiplies fastest exactly: oar_quant_fast_weight_bits), which it
+ * prints and writes in the JSON. dynamic: the module's Linear (LSTM, GRU)
  * weights, activations per batch (oar_quantize_dynamic), evaluated eagerly. static: the model is
  * exported as a program, which oar_quantize_static_model quantizes (BN folded, conv2d and linear
  * int8, activation scales from N training batches, once per observer kind); the int8 program is
@@ -31,8 +33,8 @@ static void usage(void) {
     fprintf(stderr, "usage: oar quantize --model M --checkpoint C --method dynamic|static|qat [--calib N (8)]\n"
                     "         [--observer minmax|moving_average|percentile|kl|mse|all (minmax)] [--keep-first]\n"
                     "         [--keep-last] [--out DIR] [--data D] [--batch B] [--threads T]\n"
-                    "         static, qat: [--weight-bits 8|7 (8 with VNNI/AMX; 7, exact and fast without them)]\n"
-                    "                      [--reduce-range (7-bit activations: u8 [0, 127], torch's reduce_range)]\n"
+                    "         [--weight-bits 8|7 (8 with VNNI/AMX; 7, exact and fast without them)]\n"
+                    "         static, qat: [--reduce-range (7-bit activations: u8 [0, 127], torch's reduce_range)]\n"
                     "         qat: [--epochs E (1)] [--steps S] [--lr LR (the recipe's / 10)] [--mode eager|static]\n"
                     "              [--control (the same fine-tune in fp32 too, to separate it from quantization)]\n"
                     "              [--lsq (input scales learned with LSQ after the first 10%% of the steps)]\n"
@@ -161,7 +163,7 @@ int oar_cmd_quantize(int argc, char **argv) {
         else if (!strcmp(argv[i], "--observer") && has) observer = argv[++i];
         else if (!strcmp(argv[i], "--out") && has) out_dir = argv[++i];
         else if (!strcmp(argv[i], "--calib") && has) calib = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--weight-bits") && has) weight_bits = atoi(argv[++i]); /* static: 8 or 7 */
+        else if (!strcmp(argv[i], "--weight-bits") && has) weight_bits = atoi(argv[++i]); /* 8 or 7 */
         else if (!strcmp(argv[i], "--epochs") && has) qat_epochs = atoi(argv[++i]); /* the fine-tune's */
         else if (!strcmp(argv[i], "--lr") && has) qat_lr = atof(argv[++i]);
         else if (!strcmp(argv[i], "--keep-first")) keep_first = true;
@@ -176,7 +178,7 @@ int oar_cmd_quantize(int argc, char **argv) {
     rest[nr] = NULL;
     bool dynamic = method && !strcmp(method, "dynamic"), stat = method && !strcmp(method, "static");
     bool qat = method && !strcmp(method, "qat"), prog = stat || qat; /* evaluated as int8 programs */
-    if (prog && weight_bits != 7 && weight_bits != 8) {
+    if (weight_bits != 7 && weight_bits != 8) {
         fprintf(stderr, "oar quantize: expected --weight-bits 8 or 7, got %d; 7 is exact and fast on CPUs without "
                         "VNNI (this CPU's choice: %d)\n", weight_bits, oar_quant_fast_weight_bits());
         free(rest);
@@ -265,14 +267,14 @@ int oar_cmd_quantize(int argc, char **argv) {
     }
     int64_t bytes0 = state_bytes(base);
     if (reduce_range) printf("oar quantize: activations in 7 bits (u8 [0, 127], --reduce-range)\n");
-    if (prog) printf("oar quantize: weights in %d bits (%s)\n", weight_bits,
+    printf("oar quantize: weights in %d bits (%s)\n", weight_bits,
                      weight_bits == oar_quant_fast_weight_bits() ? "this CPU's fast exact int8" : "as asked");
     printf("oar quantize: %s from %s, fp32 test accuracy %.4f (loss %.4f), state %lld bytes\n", o.model, o.checkpoint,
            acc0, loss0, (long long)bytes0);
     char json[4096];
     int nj = snprintf(json, sizeof json, "{\"model\": \"%s\", \"method\": \"%s\", \"fp32_accuracy\": %.6f, "
                       "\"fp32_bytes\": %lld, \"weight_bits\": %d, \"reduce_range\": %s, \"fuse_bn\": %s, \"results\": [", o.model,
-                      method, acc0, (long long)bytes0, prog ? weight_bits : 8, reduce_range ? "true" : "false",
+                      method, acc0, (long long)bytes0, weight_bits, reduce_range ? "true" : "false",
                       fuse_bn ? "true" : "false");
     for (int k = 0; k < nk; k++) {
         oar_module *m = NULL;
@@ -290,7 +292,7 @@ int oar_cmd_quantize(int argc, char **argv) {
             if (!(m = train_model_create(&o, &d))) st = oar_last_status();
             if (st == OAR_OK) st = oar_checkpoint_load(o.checkpoint, m, NULL, NULL);
             if (st == OAR_OK) oar_module_train(m, false);
-            if (st == OAR_OK) st = oar_quantize_dynamic(m, NULL, layers, 64, &n);
+            if (st == OAR_OK) st = oar_quantize_dynamic(m, &(oar_quant_dynamic_opts){.weight_bits = weight_bits}, layers, 64, &n);
             if (st == OAR_OK) st = train_evaluate(m, &d, d.test, o.batch, &loss, &acc);
             if (st == OAR_OK) bytes = state_bytes(m);
             if (st == OAR_OK && out_dir && !tokens) st = export_model(m, &d, path, false);

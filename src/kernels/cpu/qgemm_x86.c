@@ -8,11 +8,14 @@
  *   the shift taken back with the weight row sums, as is the zero point:
  *   sum (x - z) w = sum x' w - (z + shift) sum w.
  * - avx2: vpmaddubsw would add two u8·s8 products into a saturating int16 (255·127·2 > 32767:
- *   pytorch#44939), so this path widens both operands to int16 first, subtracts the zero point
- *   there (|x - z| <= 255) and uses vpmaddwd, whose int32 pair sums are exact. No 7-bit range
- *   is needed and none is silently assumed.
- * The AVX2 path is a dot product over contiguous K (no packing), in tiles of 2 rows x 4 columns.
- * Both are spread over oar's pool by blocks of 4 rows x 64 columns. qconv2d runs on the same GEMM after an im2col. */
+ *   pytorch#44939), so with 8-bit weights this path widens both operands to int16 first (the
+ *   weights when packed, x once per call), subtracts the zero point there (|x - z| <= 255) and
+ *   uses vpmaddwd, whose int32 pair sums are exact. No 7-bit range is needed and none is
+ *   silently assumed. Weights that fit 7 bits (checked once, when packed) take vpmaddubsw,
+ *   exact for them, on the VNNI layout.
+ * Both AVX2 forms run the VNNI kernel's GEMM in ymm registers: x broadcast, 3 rows x 16 columns
+ * of sums in registers, no horizontal sums. All are spread over oar's pool by blocks of 6 rows
+ * x 64 columns. qconv2d runs on the same GEMM after an im2col. */
 #include "kernels/cpu/cpu_kernels.h"
 #include "ops/quant.h"
 #include "ops/quant_add.h"
@@ -32,9 +35,10 @@
 
 typedef struct qgemm_job {
     const uint8_t *x; /* [M, K] u8 or s8 bytes */
-    const int8_t *w;  /* [N, K] */
-    const int32_t *wsum; /* [N]: row sums of w (vnni only) */
-    const int8_t *wp;    /* vnni: w packed as [N/16][K/4][16 columns][4 bytes], zero padded */
+    const int32_t *wsum; /* [N] (padded to 16 more): row sums of w (vnni, avx2 7-bit) */
+    const int8_t *wp;    /* vnni, avx2 7-bit: w packed as [N/16][K/4][16 columns][4 bytes], zero padded */
+    const int16_t *wp16; /* avx2, 8-bit weights: w widened as [N/16][K/2][16 columns][2], zero padded */
+    int16_t *xs;         /* and x - zero point widened as [M][K/2][2] (an odd k's pad 0) */
     int64_t m, n, k;
     int32_t xzp, shift;  /* shift: 128 for s8 x on vnni, else 0 */
     bool x_signed;
@@ -61,6 +65,19 @@ static void vnni_pack(const int8_t *w, int64_t n, int64_t k, int8_t *wp, int32_t
         int32_t s = 0;
         for (int64_t t = 0; t < k; t++) s += src[t];
         wsum[c] = s;
+    }
+}
+
+/* Weights widened to int16 for vpmaddwd: 16 columns x 2 consecutive k per 64 bytes (8 columns
+ * a ymm); k and columns past the end are zero. Also the row sums (unused by this path). */
+static void i16_pack(const int8_t *w, int64_t n, int64_t k, int16_t *wp, int32_t *wsum) {
+    int64_t kh = (k + 1) / 2;
+    memset(wp, 0, sizeof(int16_t) * (size_t)(((n + 15) / 16) * kh * 32));
+    for (int64_t c = 0; c < n; c++) {
+        int16_t *d = wp + (c / 16) * kh * 32 + (c % 16) * 2;
+        int32_t sum = 0;
+        for (int64_t t = 0; t < k; t++) d[(t / 2) * 32 + t % 2] = w[c * k + t], sum += w[c * k + t];
+        wsum[c] = sum;
     }
 }
 
@@ -120,125 +137,180 @@ VNNI static void vnni_block(const qgemm_job *j, int64_t m0, int64_t m1, int64_t 
     }
 }
 
-/* ---- AVX2, exact: int16 operands, vpmaddwd */
-#define AVX2 __attribute__((target("avx2")))
+/* ---- AVX2 with 7-bit weights: vpmaddubsw. Its pair sums x0 w0 + x1 w1 of u8 x and s8 w are
+ * exact in int16 when every weight lies in [-64, 63] (2 * 255 * -64 = -32640; checked once per
+ * packed weight), and vpmaddwd by ones adds the two pairs of each 4 bytes into int32: together
+ * the vpdpbusd of VNNI, in two instructions. So this path is the VNNI kernel's GEMM in ymm
+ * registers on the same packed weights (8 columns x 4 k a vector): x broadcast 4 bytes at a
+ * time, 3 rows x 16 columns of int32 sums in 6 registers (with the 2 weight vectors, the
+ * broadcast, a product and the ones, 11 of the 16), no horizontal sums. x is used raw (s8
+ * flipped to u8); the zero point (and the flip's 128) comes back with the weight row sums:
+ * sum (x - z) w = sum x' w - (z + shift) sum w. Padded k and columns have zero weights. */
+#define W7_ROWS 3
+#define W7_MAC(acc, xb, w) acc = _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(xb, w), ones))
+/* one group of 4 k: 3 broadcasts of x times nv weight vectors (named accumulators, so that
+   they stay in registers) */
+#define W7_STEP(x0, x1, x2, wq)                                                                  \
+    do {                                                                                         \
+        __m256i w0 = _mm256_loadu_si256((const __m256i *)(wq)), w1;                              \
+        if (nv == 2) w1 = _mm256_loadu_si256((const __m256i *)((wq) + 32));                      \
+        __m256i xb = flip ? _mm256_xor_si256(x0, fv) : x0;                                       \
+        W7_MAC(a00, xb, w0);                                                                     \
+        if (nv == 2) W7_MAC(a01, xb, w1);                                                        \
+        xb = flip ? _mm256_xor_si256(x1, fv) : x1;                                               \
+        W7_MAC(a10, xb, w0);                                                                     \
+        if (nv == 2) W7_MAC(a11, xb, w1);                                                        \
+        xb = flip ? _mm256_xor_si256(x2, fv) : x2;                                               \
+        W7_MAC(a20, xb, w0);                                                                     \
+        if (nv == 2) W7_MAC(a21, xb, w1);                                                        \
+    } while (0)
 
-AVX2 static inline __m256i avx2_load_x(const qgemm_job *j, const uint8_t *p, __m256i zp) {
-    __m128i b = _mm_loadu_si128((const __m128i *)p);
-    __m256i v = j->x_signed ? _mm256_cvtepi8_epi16(b) : _mm256_cvtepu8_epi16(b);
-    return _mm256_sub_epi16(v, zp);
+__attribute__((target("avx2"), always_inline)) static inline __m256i w7_bcast(const uint8_t *p) {
+    int32_t v;
+    memcpy(&v, p, 4);
+    return _mm256_set1_epi32(v);
 }
 
-AVX2 static inline int32_t avx2_hsum(__m256i v) {
-    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4E));
-    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xB1));
-    return _mm_cvtsi128_si32(s);
+/* the last group's k - 4 * q bytes of a row, the rest zero: never past the row */
+__attribute__((target("avx2"), always_inline)) static inline __m256i w7_bcast_tail(const uint8_t *p, int64_t n) {
+    uint32_t v = 0;
+    for (int64_t t = 0; t < n; t++) v |= (uint32_t)p[t] << (8 * t);
+    return _mm256_set1_epi32((int32_t)v);
 }
 
-/* rows r < mr (<= 2), columns c < nc (<= 4) */
-AVX2 static void avx2_tile(const qgemm_job *j, int64_t m0, int mr, int64_t n0, int nc, int32_t acc[MB][NB],
-                           int64_t nb0) {
-    __m256i a[2][4];
-    for (int r = 0; r < 2; r++)
-        for (int c = 0; c < 4; c++) a[r][c] = _mm256_setzero_si256();
-    __m256i zp = _mm256_set1_epi16((short)j->xzp);
-    int64_t k = j->k, t = 0;
-    for (; t + 16 <= k; t += 16) {
-        __m256i xv[2], wv[4];
-        for (int r = 0; r < mr; r++) xv[r] = avx2_load_x(j, j->x + (m0 + r) * k + t, zp);
-        for (int c = 0; c < nc; c++)
-            wv[c] = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(j->w + (n0 + c) * k + t)));
-        for (int r = 0; r < mr; r++)
-            for (int c = 0; c < nc; c++) a[r][c] = _mm256_add_epi32(a[r][c], _mm256_madd_epi16(xv[r], wv[c]));
+__attribute__((target("avx2"), always_inline)) static inline void
+w7_core(const qgemm_job *j, int64_t m0, int64_t m1, int64_t c0, int32_t (*out)[NB], const int nv, const bool flip) {
+    int64_t k = j->k, kq = (k + 3) / 4, kfull = k / 4;
+    const uint8_t *x0 = j->x + m0 * k, *x1 = m0 + 1 < m1 ? x0 + k : x0, *x2 = m0 + 2 < m1 ? x0 + 2 * k : x0;
+    const __m256i ones = _mm256_set1_epi16(1), fv = _mm256_set1_epi32((int)0x80808080u);
+    __m256i a00 = _mm256_setzero_si256(), a01 = a00, a10 = a00, a11 = a00, a20 = a00, a21 = a00;
+    const int8_t *wb = j->wp + (c0 / 16) * kq * 64;
+    for (int64_t q = 0; q < kfull; q++)
+        W7_STEP(w7_bcast(x0 + 4 * q), w7_bcast(x1 + 4 * q), w7_bcast(x2 + 4 * q), wb + q * 64);
+    if (kfull < kq) {
+        int64_t r = k - 4 * kfull;
+        W7_STEP(w7_bcast_tail(x0 + 4 * kfull, r), w7_bcast_tail(x1 + 4 * kfull, r), w7_bcast_tail(x2 + 4 * kfull, r),
+                wb + kfull * 64);
     }
-    for (int r = 0; r < mr; r++)
-        for (int c = 0; c < nc; c++) {
-            uint32_t s = (uint32_t)avx2_hsum(a[r][c]);
-            const uint8_t *xr = j->x + (m0 + r) * k;
-            const int8_t *wr = j->w + (n0 + c) * k;
-            for (int64_t u = t; u < k; u++) {
-                int32_t xv = j->x_signed ? (int32_t)(int8_t)xr[u] : (int32_t)xr[u];
-                s += (uint32_t)((xv - j->xzp) * (int32_t)wr[u]);
+    const __m256i corr = _mm256_set1_epi32(j->xzp + (flip ? 128 : 0));
+    /* columns past n go to out's spare columns (never read); wsum is padded to 16 */
+    __m256i s0 = _mm256_mullo_epi32(corr, _mm256_loadu_si256((const __m256i *)(j->wsum + c0)));
+    __m256i s1 = _mm256_mullo_epi32(corr, _mm256_loadu_si256((const __m256i *)(j->wsum + c0 + 8)));
+    __m256i a[W7_ROWS][2] = {{a00, a01}, {a10, a11}, {a20, a21}};
+    for (int r = 0; r < W7_ROWS && m0 + r < m1; r++) {
+        _mm256_storeu_si256((__m256i *)&out[r][0], _mm256_sub_epi32(a[r][0], s0));
+        if (nv == 2) _mm256_storeu_si256((__m256i *)&out[r][8], _mm256_sub_epi32(a[r][1], s1));
+    }
+}
+#undef W7_STEP
+#undef W7_MAC
+
+__attribute__((target("avx2"))) static void w7_block(const qgemm_job *j, int64_t m0, int64_t m1, int64_t n0,
+                                                     int64_t n1, int32_t acc[MB][NB]) {
+    bool flip = j->x_signed;
+    for (int64_t c = n0; c < n1; c += 16) /* each 16-column strip of weights read again from L1 */
+        for (int64_t r = m0; r < m1; r += W7_ROWS) {
+            int64_t rend = r + W7_ROWS < m1 ? r + W7_ROWS : m1;
+            int32_t(*out)[NB] = (int32_t(*)[NB]) & acc[r - m0][c - n0];
+            switch ((n1 - c > 8) * 2 + flip) {
+            case 0: w7_core(j, r, rend, c, out, 1, false); break;
+            case 1: w7_core(j, r, rend, c, out, 1, true); break;
+            case 2: w7_core(j, r, rend, c, out, 2, false); break;
+            default: w7_core(j, r, rend, c, out, 2, true); break;
             }
-            acc[r][n0 + c - nb0] = (int32_t)s;
+        }
+}
+#undef W7_ROWS
+
+/* ---- AVX2 with 8-bit weights, exact, as a GEMM: vpmaddwd multiplies int16 pairs into exact
+ * int32 sums (|x - z| <= 255 and |w| <= 128: 2 * 255 * 128 fits easily), so with both operands
+ * widened once (the weights when packed, 8 columns x 2 k a vector; x - z once per call) the
+ * VNNI kernel's register tile applies: x - z broadcast 2 values at a time, 3 rows x 16 columns
+ * of sums in 6 registers, one vpmaddwd and one vpaddd per 16 products, no horizontal sums. It
+ * replaced 2 x 4 dot products with horizontal sums, which widened x again for every column. */
+#define I16_MAC(acc, xb, w) acc = _mm256_add_epi32(acc, _mm256_madd_epi16(xb, w))
+__attribute__((target("avx2"), always_inline)) static inline void
+i16_core(const qgemm_job *j, const int16_t *xs, int64_t kh, int nr, int64_t c0, int32_t (*out)[NB], const int nv) {
+    const int16_t *x0 = xs, *x1 = nr > 1 ? xs + 2 * kh : xs, *x2 = nr > 2 ? xs + 4 * kh : xs;
+    __m256i a00 = _mm256_setzero_si256(), a01 = a00, a10 = a00, a11 = a00, a20 = a00, a21 = a00;
+    const int16_t *wb = j->wp16 + (c0 / 16) * kh * 32;
+    for (int64_t p = 0; p < kh; p++) {
+        __m256i w0 = _mm256_loadu_si256((const __m256i *)(wb + p * 32)), w1;
+        if (nv == 2) w1 = _mm256_loadu_si256((const __m256i *)(wb + p * 32 + 16));
+        int32_t v;
+        memcpy(&v, x0 + 2 * p, 4);
+        __m256i xb = _mm256_set1_epi32(v);
+        I16_MAC(a00, xb, w0);
+        if (nv == 2) I16_MAC(a01, xb, w1);
+        memcpy(&v, x1 + 2 * p, 4);
+        xb = _mm256_set1_epi32(v);
+        I16_MAC(a10, xb, w0);
+        if (nv == 2) I16_MAC(a11, xb, w1);
+        memcpy(&v, x2 + 2 * p, 4);
+        xb = _mm256_set1_epi32(v);
+        I16_MAC(a20, xb, w0);
+        if (nv == 2) I16_MAC(a21, xb, w1);
+    }
+    __m256i a[3][2] = {{a00, a01}, {a10, a11}, {a20, a21}};
+    for (int r = 0; r < nr; r++) { /* columns past n go to out's spare columns, never read */
+        _mm256_storeu_si256((__m256i *)&out[r][0], a[r][0]);
+        if (nv == 2) _mm256_storeu_si256((__m256i *)&out[r][8], a[r][1]);
+    }
+}
+#undef I16_MAC
+
+/* rows [m0, m1) of x minus the zero point into j->xs, as int16 rows of 2 * kh values */
+__attribute__((target("avx2"))) static void i16_rows(void *ctx, int64_t m0, int64_t m1) {
+    const qgemm_job *j = ctx;
+    int64_t k = j->k, kh = (k + 1) / 2;
+    const __m256i zp = _mm256_set1_epi16((short)j->xzp);
+    for (int64_t r = m0; r < m1; r++) {
+        const uint8_t *src = j->x + r * k;
+        int16_t *d = j->xs + r * 2 * kh;
+        int64_t t = 0;
+        for (; t + 16 <= k; t += 16) {
+            __m128i b = _mm_loadu_si128((const __m128i *)(src + t));
+            __m256i v = j->x_signed ? _mm256_cvtepi8_epi16(b) : _mm256_cvtepu8_epi16(b);
+            _mm256_storeu_si256((__m256i *)(d + t), _mm256_sub_epi16(v, zp));
+        }
+        for (; t < k; t++) d[t] = (int16_t)((j->x_signed ? (int32_t)(int8_t)src[t] : (int32_t)src[t]) - j->xzp);
+        if (k % 2) d[k] = 0;
+    }
+}
+
+__attribute__((target("avx2"))) static void i16_block(const qgemm_job *j, int64_t m0, int64_t m1, int64_t n0,
+                                                      int64_t n1, int32_t acc[MB][NB]) {
+    int64_t kh = (j->k + 1) / 2;
+    const int16_t *xs = j->xs + m0 * 2 * kh;
+    for (int64_t c = n0; c < n1; c += 16)
+        for (int64_t r = m0; r < m1; r += 3) {
+            int nr = (int)(m1 - r < 3 ? m1 - r : 3);
+            int32_t(*out)[NB] = (int32_t(*)[NB]) & acc[r - m0][c - n0];
+            if (n1 - c > 8) i16_core(j, xs + (r - m0) * 2 * kh, kh, nr, c, out, 2);
+            else i16_core(j, xs + (r - m0) * 2 * kh, kh, nr, c, out, 1);
         }
 }
 
-/* ---- AVX2 with 7-bit weights: vpmaddubsw. Its pair sums x0 w0 + x1 w1 of u8 x and s8 w are
- * exact in int16 when every weight lies in [-64, 63] (2 * 255 * -64 = -32640; checked once per
- * packed weight), so 32 products take one vpmaddubsw and one vpmaddwd (by ones) instead of two
- * widenings and two vpmaddwd. x is used raw (s8 flipped to u8); the zero point (and the flip's
- * 128) comes back with the weight row sums: sum (x - z) w = sum x' w - (z + shift) sum w. A
- * row's last partial chunk goes through zero-padded copies (zero weights add nothing). */
-#define W7_LOAD(p) _mm256_loadu_si256((const __m256i *)(p))
-AVX2 static void avx2_tile_w7(const qgemm_job *j, int64_t m0, int mr, int64_t n0, int nc, int32_t acc[MB][NB],
-                              int64_t nb0) {
-    __m256i a[2][4];
-    for (int r = 0; r < 2; r++)
-        for (int c = 0; c < 4; c++) a[r][c] = _mm256_setzero_si256();
-    const __m256i ones = _mm256_set1_epi16(1), flip = _mm256_set1_epi8(j->x_signed ? (char)0x80 : 0);
-    int64_t k = j->k, t = 0;
-    for (; t + 32 <= k; t += 32) {
-        __m256i xv[2], wv[4];
-        for (int r = 0; r < mr; r++) xv[r] = _mm256_xor_si256(W7_LOAD(j->x + (m0 + r) * k + t), flip);
-        for (int c = 0; c < nc; c++) wv[c] = W7_LOAD(j->w + (n0 + c) * k + t);
-        for (int r = 0; r < mr; r++)
-            for (int c = 0; c < nc; c++)
-                a[r][c] = _mm256_add_epi32(a[r][c], _mm256_madd_epi16(_mm256_maddubs_epi16(xv[r], wv[c]), ones));
-    }
-    if (t < k) { /* the tail: x's bytes past it are any (their weights are zero) */
-        uint8_t xt[2][32] = {{0}};
-        int8_t wt[4][32] = {{0}};
-        __m256i xv[2], wv[4];
-        for (int r = 0; r < mr; r++) memcpy(xt[r], j->x + (m0 + r) * k + t, (size_t)(k - t));
-        for (int c = 0; c < nc; c++) memcpy(wt[c], j->w + (n0 + c) * k + t, (size_t)(k - t));
-        for (int r = 0; r < mr; r++) xv[r] = _mm256_xor_si256(W7_LOAD(xt[r]), flip);
-        for (int c = 0; c < nc; c++) wv[c] = W7_LOAD(wt[c]);
-        for (int r = 0; r < mr; r++)
-            for (int c = 0; c < nc; c++)
-                a[r][c] = _mm256_add_epi32(a[r][c], _mm256_madd_epi16(_mm256_maddubs_epi16(xv[r], wv[c]), ones));
-    }
-    uint32_t corr = (uint32_t)(j->xzp + (j->x_signed ? 128 : 0));
-    for (int r = 0; r < mr; r++)
-        for (int c = 0; c < nc; c++)
-            acc[r][n0 + c - nb0] = (int32_t)((uint32_t)avx2_hsum(a[r][c]) - corr * (uint32_t)j->wsum[n0 + c]);
-}
-#undef W7_LOAD
-
 /* ---- the task loop: a block of rows x columns, handed to emit */
-typedef void (*tile_fn)(const qgemm_job *, int64_t, int, int64_t, int, int32_t[MB][NB], int64_t);
+typedef void (*block_fn)(const qgemm_job *, int64_t, int64_t, int64_t, int64_t, int32_t[MB][NB]);
 
-static void run_block(const qgemm_job *j, tile_fn tile, int tm, int64_t blk) {
+static void run_block(const qgemm_job *j, block_fn block, int64_t blk) {
     int64_t mb = blk / j->n_blocks, nbk = blk % j->n_blocks;
     int64_t m0 = mb * MB, m1 = m0 + MB < j->m ? m0 + MB : j->m;
     int64_t n0 = nbk * NB, n1 = n0 + NB < j->n ? n0 + NB : j->n;
     int32_t acc[MB][NB];
-    if (!tile) { /* vnni: the whole block at once */
-        vnni_block(j, m0, m1, n0, n1, acc);
-        j->emit(j->user, m0, m1, n0, n1, &acc[0][0], NB);
-        return;
-    }
-    for (int64_t r = m0; r < m1; r += tm) {
-        int mr = (int)(m1 - r < tm ? m1 - r : tm);
-        for (int64_t c = n0; c < n1; c += 4) {
-            int32_t tacc[MB][NB];
-            tile(j, r, mr, c, (int)(n1 - c < 4 ? n1 - c : 4), tacc, c);
-            for (int rr = 0; rr < mr; rr++)
-                for (int64_t cc = c; cc < c + 4 && cc < n1; cc++) acc[r - m0 + rr][cc - n0] = tacc[rr][cc - c];
-        }
-    }
+    block(j, m0, m1, n0, n1, acc);
     j->emit(j->user, m0, m1, n0, n1, &acc[0][0], NB);
 }
 
 static void vnni_range(void *ctx, int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; i++) run_block(ctx, NULL, 4, i);
+    for (int64_t i = b; i < e; i++) run_block(ctx, vnni_block, i);
 }
-static void avx2_range(void *ctx, int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; i++) run_block(ctx, avx2_tile, 2, i);
+static void avx2_i16_range(void *ctx, int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; i++) run_block(ctx, i16_block, i);
 }
 static void avx2_w7_range(void *ctx, int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; i++) run_block(ctx, avx2_tile_w7, 2, i);
+    for (int64_t i = b; i < e; i++) run_block(ctx, w7_block, i);
 }
 
 /* ---- the packed-weight cache (oar_qpacked, ops/quant.h): made once per weight (storage uid,
@@ -276,35 +348,46 @@ static oar_qpacked *qpacked_new(oar_qlayout layout, const int8_t *w, int64_t n, 
     oar_qpacked *p = calloc(1, sizeof *p);
     if (!p) return NULL;
     p->refs = 1, p->n = n, p->k = k, p->layout = layout;
-    p->wsum = malloc(sizeof(int32_t) * (size_t)(n ? n : 1));
-    p->wp = malloc((size_t)(((n + 15) / 16) * 16 * ((k + 3) / 4) * 4 + 64));
+    p->wsum = calloc((size_t)((n + 15) / 16 * 16 + 16), sizeof(int32_t)); /* padded: read 8 or 16 at a time */
+    size_t wbytes = layout == OAR_QLAYOUT_I16_COLUMNS ? sizeof(int16_t) * (size_t)(((n + 15) / 16) * 16 * ((k + 1) / 2) * 2)
+                                                      : (size_t)(((n + 15) / 16) * 16 * ((k + 3) / 4) * 4);
+    p->wp = malloc(wbytes + 64);
     if (!p->wsum || !p->wp) {
         oar_qpacked_put(p);
         return NULL;
     }
     if (layout == OAR_QLAYOUT_VNNI_COLUMNS) vnni_pack(w, n, k, p->wp, p->wsum);
-    else rows_pack(w, n, k, p->wp, p->wsum);
+    else if (layout == OAR_QLAYOUT_ROWS4) rows_pack(w, n, k, p->wp, p->wsum);
+    else i16_pack(w, n, k, (int16_t *)p->wp, p->wsum);
     p->w7 = true;
     for (int64_t i = 0; i < n * k; i++) p->w7 &= w[i] >= -64 && w[i] < 64;
     return p;
 }
 
-/* w packed, with a reference for the caller; from the cache when wid names w's data. */
-oar_qpacked *oar_qpacked_get(oar_qlayout layout, const int8_t *w, const oar_qweight_id *wid, int64_t n, int64_t k) {
-    if (!wid || !wid->uid) return qpacked_new(layout, w, n, k);
+/* the cached packing of w in layout, with a reference, or NULL */
+static oar_qpacked *qpacked_find(oar_qlayout layout, const oar_qweight_id *wid, int64_t n, int64_t k) {
+    if (!wid || !wid->uid) return NULL;
+    oar_qpacked *found = NULL;
     pthread_mutex_lock(&g_qpack.mu);
-    for (int i = 0; i < QPACK_SLOTS; i++) {
+    for (int i = 0; i < QPACK_SLOTS && !found; i++) {
         oar_qpacked *p = g_qpack.slot[i];
         if (p && p->id.uid == wid->uid && p->id.version == wid->version && p->id.offset == wid->offset &&
             p->n == n && p->k == k && p->layout == layout) {
             __atomic_add_fetch(&p->refs, 1, __ATOMIC_RELAXED);
             p->used = ++g_qpack.clock;
-            pthread_mutex_unlock(&g_qpack.mu);
-            return p;
+            found = p;
         }
     }
     pthread_mutex_unlock(&g_qpack.mu);
-    oar_qpacked *p = qpacked_new(layout, w, n, k);
+    return found;
+}
+
+/* w packed, with a reference for the caller; from the cache when wid names w's data. */
+oar_qpacked *oar_qpacked_get(oar_qlayout layout, const int8_t *w, const oar_qweight_id *wid, int64_t n, int64_t k) {
+    if (!wid || !wid->uid) return qpacked_new(layout, w, n, k);
+    oar_qpacked *p = qpacked_find(layout, wid, n, k);
+    if (p) return p;
+    p = qpacked_new(layout, w, n, k);
     if (!p) return NULL;
     p->id = *wid;
     pthread_mutex_lock(&g_qpack.mu); /* replaces an older version of the same weight, else the least recent */
@@ -328,18 +411,34 @@ oar_qpacked *oar_qpacked_get(oar_qlayout layout, const int8_t *w, const oar_qwei
 
 oar_status oar_qgemm(bool vnni, const uint8_t *x, bool x_signed, int32_t x_zp, const int8_t *w,
                      const oar_qweight_id *wid, int64_t m, int64_t n, int64_t k, oar_qgemm_emit emit, void *user) {
-    qgemm_job j = {.x = x, .w = w, .m = m, .n = n, .k = k, .x_signed = x_signed, .xzp = x_zp,
+    qgemm_job j = {.x = x, .m = m, .n = n, .k = k, .x_signed = x_signed, .xzp = x_zp,
                    .shift = vnni && x_signed ? 128 : 0, .emit = emit, .user = user};
-    /* VNNI: the packed columns; AVX2: the row sums and whether the weights fit 7 bits */
-    oar_qpacked *pk = oar_qpacked_get(vnni ? OAR_QLAYOUT_VNNI_COLUMNS : OAR_QLAYOUT_ROWS4, w, wid, n, k);
-    if (!pk) return oar_error(OAR_ERR_OOM, "qgemm: out of memory");
-    j.wsum = pk->wsum;
-    j.wp = pk->wp;
+    /* VNNI and AVX2 with 7-bit weights: the packed columns and row sums; AVX2 with 8-bit weights:
+       the int16 columns. Whether the weights fit 7 bits is known once packed: an 8-bit weight
+       seen before is found in int16, so it holds one cache slot in the steady state (its 8-bit
+       packing, made to learn its width, ages out) */
+    oar_qpacked *pk = NULL, *pk16 = vnni ? NULL : qpacked_find(OAR_QLAYOUT_I16_COLUMNS, wid, n, k);
+    if (!pk16 && (pk = oar_qpacked_get(OAR_QLAYOUT_VNNI_COLUMNS, w, wid, n, k)) && !vnni && !pk->w7) {
+        pk16 = oar_qpacked_get(OAR_QLAYOUT_I16_COLUMNS, w, wid, n, k);
+        oar_qpacked_put(pk);
+        pk = NULL;
+    }
+    if (pk16 && !(j.xs = malloc(sizeof(int16_t) * (size_t)(m * ((k + 1) / 2) * 2 + 16)))) {
+        oar_qpacked_put(pk16);
+        pk16 = NULL;
+    }
+    if (!pk && !pk16) return oar_error(OAR_ERR_OOM, "qgemm: out of memory");
+    j.wsum = pk ? pk->wsum : NULL;
+    j.wp = pk ? pk->wp : NULL;
+    j.wp16 = pk16 ? (const int16_t *)pk16->wp : NULL;
+    if (pk16) oar_parallel_for(m, 1 + 4096 / (k + 1), i16_rows, &j); /* x - z widened once */
     j.n_blocks = (n + NB - 1) / NB;
     int64_t blocks = ((m + MB - 1) / MB) * j.n_blocks;
     /* a block is MB*NB*K multiply-adds; a few thousand make a chunk worth a thread */
     int64_t grain = 1 + (1 << 16) / (MB * NB * (k + 1));
-    if (blocks) oar_parallel_for(blocks, grain, vnni ? vnni_range : pk->w7 ? avx2_w7_range : avx2_range, &j);
+    if (blocks) oar_parallel_for(blocks, grain, vnni ? vnni_range : pk16 ? avx2_i16_range : avx2_w7_range, &j);
+    free(j.xs);
+    oar_qpacked_put(pk16);
     oar_qpacked_put(pk);
     return OAR_OK;
 }
