@@ -222,6 +222,20 @@ oar_dist_work *oar_dist_group_allreduce(const oar_dist_group *g, oar_tensor *t, 
     return submit_tensor(g, "dist_allreduce", d, t);
 }
 
+oar_dist_work *oar_dist_group_allreduce_labeled(const oar_dist_group *g, oar_tensor *t, oar_dist_op op,
+                                                const char *label) {
+    if (!label || !label[0]) return oar_error(OAR_ERR_INVALID_ARG, "dist_allreduce_labeled: expected a label"), NULL;
+    if (!check_op(label, op)) return NULL;
+    oar_comm *c = oar_dist_group_comm(g, label);
+    if (!c || !check_tensor(label, "the tensor", t) || !(c = comm_for(g, t->device, label))) return NULL;
+    uint64_t h = 1469598103934665603ull; /* FNV-1a of the label, so another step's check fails */
+    for (const char *p = label; *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211ull;
+    oar_coll_desc d = {.kind = OAR_COLL_ALLREDUCE, .op = op, .fixed_order = true, .tag = oar_dist_next_channel(c),
+                       .buf = oar_tensor_ptr(t), .count = t->numel, .dtype = t->dtype, .label = label,
+                       .signature = h ^ ((uint64_t)t->numel << 8) ^ ((uint64_t)t->dtype << 4) ^ (uint64_t)op};
+    return oar_dist_submit(c, &d);
+}
+
 oar_dist_work *oar_dist_group_broadcast(const oar_dist_group *g, oar_tensor *t, int root) {
     if (!check_rank(g, "dist_broadcast", "root", root)) return NULL;
     return submit_tensor(g, "dist_broadcast", (oar_coll_desc){.kind = OAR_COLL_BROADCAST, .peer = root}, t);
