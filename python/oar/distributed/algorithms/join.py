@@ -159,7 +159,8 @@ class Join:
                 if self._throw_on_early_termination:
                     self._notify_procs_to_terminate()
                 for hook in self._join_hooks:
-                    hook._join_count = count   # oar: DDP's hook shadows with the training ranks' divisor
+                    if hasattr(hook, "_join_count"):   # oar's DDP hook: the training ranks' divisor needs it
+                        hook._join_count = count
                     hook.main_hook()
                 is_last_joiner = False
                 i += 1
