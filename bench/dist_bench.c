@@ -1,7 +1,8 @@
 /* Distributed benchmarks (bench/dist.sh runs them; docs/dist.md has the results). JSON lines.
  *   dist_bench allreduce            per size: raw MPI_Allreduce on the main thread, oar's
  *                                   fixed rank-order allreduce and oar's MPI allreduce (both
- *                                   through the progress thread); median of 20, bus bandwidth
+ *                                   through oar's engine); median of 30 (the three take turns
+ *                                   within each repetition), bus bandwidth
  *   dist_bench train MODEL B STEPS [eager|static [BUCKET_MB]]  data-parallel training steps of a
  *                                   zoo model on random data at per-rank batch B: samples/s over
  *                                   all ranks, and how much of the bucket communication was hidden
@@ -37,40 +38,41 @@ static void die(const char *what) {
     exit(1);
 }
 
+/* The three allreduces take turns within each repetition (after a barrier each), so a busy
+ * machine slows them alike; paired: the median over repetitions of raw time / fixed time. */
 static int allreduce(void) {
     int n = oar_dist_world_size(), r = oar_dist_rank();
-    const int64_t sizes[] = {1024, 16384, 262144, 2097152, 8388608}; /* floats: 4 KiB .. 32 MiB */
-    enum { REPS = 20 };
-    for (int s = 0; s < 5; s++) {
+    const int64_t sizes[] = {1024, 16384, 262144, 524288, 1048576, 2097152, 8388608}; /* floats: 4 KiB .. 32 MiB */
+    enum { REPS = 30, N_SIZES = sizeof sizes / sizeof *sizes };
+    for (int s = 0; s < N_SIZES; s++) {
         int64_t count = sizes[s];
         oar_tensor *t = oar_randn(&count, 1, OAR_F32);
-        double raw[REPS], fixed[REPS], mpi[REPS];
+        double raw[REPS], fixed[REPS], mpi[REPS], paired[REPS];
         for (int k = -2; k < REPS; k++) { /* two warm-ups */
             MPI_Barrier(MPI_COMM_WORLD);
             double t0 = now();
             MPI_Allreduce(MPI_IN_PLACE, oar_data(t), (int)count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-            if (k >= 0) raw[k] = now() - t0;
-        }
-        for (int k = -2; k < REPS; k++) {
+            double t1 = now();
             if (oar_dist_wait(oar_dist_barrier()) != OAR_OK) die("barrier");
-            double t0 = now();
+            double t2 = now();
             if (oar_dist_wait(oar_dist_allreduce(t, OAR_DIST_AVG, true)) != OAR_OK) die("allreduce");
-            if (k >= 0) fixed[k] = now() - t0;
-        }
-        for (int k = -2; k < REPS; k++) {
+            double t3 = now();
             if (oar_dist_wait(oar_dist_barrier()) != OAR_OK) die("barrier");
-            double t0 = now();
+            double t4 = now();
             if (oar_dist_wait(oar_dist_allreduce(t, OAR_DIST_AVG, false)) != OAR_OK) die("allreduce");
-            if (k >= 0) mpi[k] = now() - t0;
+            double t5 = now();
+            if (k < 0) continue;
+            raw[k] = t1 - t0, fixed[k] = t3 - t2, mpi[k] = t5 - t4, paired[k] = raw[k] / fixed[k];
         }
         double bytes = 4.0 * (double)count, f = n > 1 ? 2.0 * (n - 1) / n : 1.0;
-        double mr = median(raw, REPS), mf = median(fixed, REPS), mm = median(mpi, REPS);
+        double mr = median(raw, REPS), mf = median(fixed, REPS), mm = median(mpi, REPS), mp = median(paired, REPS);
         if (r == 0)
             printf("{\"bench\": \"allreduce\", \"ranks\": %d, \"bytes\": %.0f, \"raw_mpi_us\": %.1f, \"oar_fixed_us\": %.1f, "
                    "\"oar_mpi_us\": %.1f, \"raw_mpi_busbw_GBs\": %.3f, \"oar_fixed_busbw_GBs\": %.3f, "
-                   "\"oar_mpi_busbw_GBs\": %.3f, \"fixed_vs_raw\": %.3f, \"spread_fixed_us\": [%.1f, %.1f]}\n",
+                   "\"oar_mpi_busbw_GBs\": %.3f, \"fixed_vs_raw\": %.3f, \"fixed_vs_raw_paired\": %.3f, "
+                   "\"spread_fixed_us\": [%.1f, %.1f]}\n",
                    n, bytes, 1e6 * mr, 1e6 * mf, 1e6 * mm, bytes / mr * f / 1e9, bytes / mf * f / 1e9,
-                   bytes / mm * f / 1e9, mr / mf, 1e6 * fixed[0], 1e6 * fixed[REPS - 1]);
+                   bytes / mm * f / 1e9, mr / mf, mp, 1e6 * fixed[0], 1e6 * fixed[REPS - 1]);
         oar_release(t);
     }
     return 0;

@@ -101,6 +101,12 @@ OAR_API oar_status oar_dist_group_free(oar_dist_group *g);
  * tensors. Every member calls them in the same order; a non-member gets NULL with an error. */
 OAR_API oar_dist_work *oar_dist_group_allreduce(const oar_dist_group *g, oar_tensor *t, oar_dist_op op,
                                                 bool fixed_order);
+/* A fixed-order allreduce that is a step of a protocol (a join context's count of the ranks still
+ * training): the label names it in messages and is hashed into the cross-rank check, so it never
+ * pairs with a plain allreduce of the same size on another rank but fails as a mismatched
+ * collective naming both. */
+OAR_API oar_dist_work *oar_dist_group_allreduce_labeled(const oar_dist_group *g, oar_tensor *t, oar_dist_op op,
+                                                        const char *label);
 OAR_API oar_dist_work *oar_dist_group_broadcast(const oar_dist_group *g, oar_tensor *t, int root);
 OAR_API oar_dist_work *oar_dist_group_allgather(const oar_dist_group *g, oar_tensor *out, oar_tensor *in);
 OAR_API oar_dist_work *oar_dist_group_reduce_scatter(const oar_dist_group *g, oar_tensor *out, oar_tensor *in,
@@ -159,6 +165,13 @@ typedef struct oar_dist_dp_join {
     bool throw_on_early_termination;
     bool broadcast_buffers;
     bool sync_backward;
+    /* A join context of several joinables (torch's Join([ddp, ...]); python's
+     * oar.distributed.algorithms.Join) counts the ranks still training and checks the early
+     * termination with collectives of its own: then notify and shadow skip those two steps and
+     * take count from it (the ranks still training; notify: -1 when unknown, which divides by
+     * the group size, as torch's DDP does when it is not the first joinable). */
+    bool counted_by_context;
+    int count;
 } oar_dist_dp_join;
 OAR_API oar_status oar_dist_dp_join_notify(oar_dist_dp *dp, const oar_dist_dp_join *opts, int *active);
 OAR_API oar_status oar_dist_dp_join_shadow(oar_dist_dp *dp, const oar_dist_dp_join *opts, int *active);

@@ -49,6 +49,8 @@ struct oar_dist_work {
     oar_coll_desc d;
     char label[160];
     atomic_int done;            /* set last by the backend, after status and msg */
+    atomic_int waited;          /* a thread is blocked in its wait: the backend may poll without
+                                 * yielding, since that thread's rank has nothing else to run */
     oar_status status;
     char msg[640];
     double t_submit, t_done;    /* monotonic seconds */
@@ -69,6 +71,9 @@ typedef struct oar_comm_ops {
     /* A sub-communicator over the same transport (process groups): a collective over c's ranks;
      * member false on the ranks outside it, which get NULL and OAR_OK. key orders the ranks. */
     oar_comm *(*split)(oar_comm *c, bool member, int key, oar_status *st);
+    /* Optional: the waiting thread advances the backend itself until w completes or `seconds`
+     * pass (a backend without it completes works on its own thread; the waiter sleeps). */
+    void (*drive)(oar_comm *c, oar_dist_work *w, double seconds);
 } oar_comm_ops;
 
 struct oar_comm {
@@ -94,8 +99,9 @@ oar_dist_work *oar_dist_submit(oar_comm *c, const oar_coll_desc *d);
 int oar_dist_next_channel(oar_comm *c);
 /* oar_dist_wait that also says when w completed (oar_dist_now's clock). */
 oar_status oar_dist_wait_timed(oar_dist_work *w, double *t_done);
-/* The elementwise reduction used by backends that reduce themselves: acc op= x. */
-void oar_dist_reduce_into(void *acc, const void *x, int64_t n, oar_dtype dt, oar_dist_op op);
+/* The elementwise reduction used by backends that reduce themselves: dst = a op b, divided by
+ * divide_by when op is AVG and divide_by > 1 (the last step of an average); dst may be a or b. */
+void oar_dist_combine(void *dst, const void *a, const void *b, int64_t n, oar_dtype dt, oar_dist_op op, int divide_by);
 void oar_dist_scale_avg(void *buf, int64_t n, oar_dtype dt, int size);
 size_t oar_dist_dtype_size(oar_dtype dt);
 

@@ -6,9 +6,13 @@
  * the compute thread call MPI too, but progress would still need a poller, and it costs a
  * lock in every call.
  *
+ * A thread blocked in a wait does not sleep while the progress thread works for it: it polls
+ * MPI itself (mpi_drive; a mutex keeps the calls serialized), so a collective costs no hand-off
+ * at the start and no wake-up at the end, as a blocking MPI call costs none.
+ *
  * The fixed-order allreduce (the default for data parallel) is oar's own: after a header
  * exchange that checks that every rank reduces the same thing, rank j receives chunk j of
- * every rank's buffer, sums the contributions in rank order 0..N-1, and sends the result to
+ * every rank's buffer, folds the contributions in rank order 0..N-1, and sends the result to
  * all (a reduce-scatter then an allgather over point-to-point, the bytes of a ring
  * allreduce). The sum's order never depends on timing or on the algorithm MPI picks, so a run
  * repeats bit for bit and every rank holds identical values. Each runs on a channel of tags,
@@ -35,28 +39,39 @@ typedef struct header {       /* what every rank says about a fixed-order allred
 } header;
 
 typedef struct mpi_work {
-    int phase;                /* fixed order: 0 header, 1 reduce-scatter, 2 allgather */
+    int phase;                /* fixed order: 0 header, 1 data (reduce-scatter and allgather) */
     MPI_Request *reqs;
     int *req_peer;            /* for the timeout message */
     bool *req_done;
+    int *idx;                 /* MPI_Testsome's completed indices */
     int n_reqs, n_done;
     header mine, *hdrs;
     void *scratch;            /* fixed order: one chunk per rank */
     size_t scratch_size;
+    int n_seg;                /* fixed order: segments per chunk */
+    int reduced;              /* my chunk's segments reduced (and sent), in order */
+    int *arrived;             /* per segment of my chunk: the peers' contributions received */
+    int *gather_posted;       /* per peer: receives of its reduced segments posted, in order */
 } mpi_work;
+
+#define QUIET_AFTER 200e-6 /* seconds without progress after which the progress thread sleeps */
 
 #define POOL 8 /* scratch buffers kept for reuse: a fresh large malloc page-faults every time */
 
 /* The progress thread and its queue, shared by the world and every sub-communicator made from
  * it (process groups): one thread owns every MPI call, whichever communicator a work runs on. */
 typedef struct mpi_engine {
-    void *pool[POOL];         /* touched by the progress thread only */
-    size_t pool_size[POOL];
     pthread_t thread;
     pthread_mutex_t qmu;
     pthread_cond_t qcv;
-    oar_dist_work *incoming, *incoming_tail;
+    oar_dist_work *incoming, *incoming_tail; /* under qmu, as the next two */
     bool stop;
+    int drivers;              /* waiters polling MPI themselves (mpi_drive): the thread stands by */
+    pthread_mutex_t mpi_mu;   /* held by whoever polls MPI (the thread or a waiter), for the rest */
+    oar_dist_work *active;    /* started, not complete */
+    double last_progress;
+    void *pool[POOL];
+    size_t pool_size[POOL];
 } mpi_engine;
 
 typedef struct mpi_comm {
@@ -86,17 +101,38 @@ static const char *mpi_message(int err, char *buf) {
 
 static int64_t chunk_start(int64_t count, int j, int n) { return count * j / n; }
 
-/* Room for n requests of the current phase. */
+/* The data phase cuts every rank's chunk into the same number of segments (so each (peer,
+ * segment) pair exists on both sides): a segment is reduced as soon as every peer's part of it
+ * is in and sent on at once, so a large bucket's allgather starts before its whole chunk is
+ * reduced. Message boundaries only: each element is the same rank-order fold whatever the
+ * segments. Large, since each message is a rendezvous that both sides must poll through, and
+ * shared memory's single copy runs on the receiver's core, the one that also reduces: at 2
+ * ranks 64 KiB segments cost 10-25% of the bandwidth, and 128 KiB to 1 MiB ones were within
+ * the noise of one segment per chunk (docs/dist.md). */
+#define SEGMENT_BYTES (1024 * 1024)
+#define MAX_SEGMENTS 64
+
+static int n_segments(int64_t most, size_t es) {
+    int64_t s = ((int64_t)es * most + SEGMENT_BYTES - 1) / SEGMENT_BYTES;
+    return s < 1 ? 1 : s > MAX_SEGMENTS ? MAX_SEGMENTS : (int)s;
+}
+
+/* Room for n requests of the current phase, all MPI_REQUEST_NULL. */
 static bool phase_reqs(mpi_work *m, int n) {
     free(m->reqs);
     free(m->req_peer);
     free(m->req_done);
-    m->reqs = malloc(sizeof(MPI_Request) * (size_t)(n ? n : 1));
-    m->req_peer = malloc(sizeof(int) * (size_t)(n ? n : 1));
-    m->req_done = calloc((size_t)(n ? n : 1), sizeof(bool));
+    free(m->idx);
+    size_t k = (size_t)(n ? n : 1);
+    m->reqs = malloc(sizeof(MPI_Request) * k);
+    m->req_peer = malloc(sizeof(int) * k);
+    m->req_done = calloc(k, sizeof(bool));
+    m->idx = malloc(sizeof(int) * k);
     m->n_reqs = 0;
     m->n_done = 0;
-    return m->reqs && m->req_peer && m->req_done;
+    if (!m->reqs || !m->req_peer || !m->req_done || !m->idx) return false;
+    for (size_t i = 0; i < k; i++) m->reqs[i] = MPI_REQUEST_NULL, m->req_peer[i] = -1;
+    return true;
 }
 
 static void add_req(mpi_work *m, MPI_Request r, int peer) {
@@ -141,12 +177,18 @@ static void free_impl_parts(mpi_comm *mc, mpi_work *m) {
     free(m->reqs);
     free(m->req_peer);
     free(m->req_done);
+    free(m->idx);
     free(m->hdrs);
+    free(m->arrived);
+    free(m->gather_posted);
     scratch_put(mc, m->scratch, m->scratch_size);
     m->reqs = NULL;
     m->req_peer = NULL;
     m->req_done = NULL;
+    m->idx = NULL;
     m->hdrs = NULL;
+    m->arrived = NULL;
+    m->gather_posted = NULL;
     m->scratch = NULL;
 }
 
@@ -164,58 +206,133 @@ static void done(oar_dist_work *w, oar_status st, const char *fmt, ...) {
     oar_dist_work_finish(w, st, "%s", msg);
 }
 
-/* Posts the point-to-point traffic of a fixed-order phase; returns an MPI error code. */
-static int post_fixed_phase(oar_comm *c, mpi_comm *mc, oar_dist_work *w) {
-    mpi_work *m = w->impl;
+/* A fixed-order allreduce's geometry on one rank. */
+typedef struct fixed_geom {
+    int n, me, peers, segs;
+    size_t es;
+    int64_t most;             /* elements of the largest chunk: a scratch slot */
+    int tag;                  /* the channel's first tag: +0 header, +1 reduce-scatter, +2 allgather */
+    MPI_Datatype t;
+} fixed_geom;
+
+static fixed_geom geom(const oar_comm *c, const oar_dist_work *w) {
     const oar_coll_desc *d = &w->d;
-    int n = c->size, me = c->rank, err = MPI_SUCCESS;
-    int tag = TAG_FIXED_BASE + d->tag * 3 + m->phase;
-    size_t es = oar_dist_dtype_size(d->dtype);
-    MPI_Datatype t = mpi_type(d->dtype);
-    if (!phase_reqs(m, 2 * (n - 1))) return MPI_ERR_NO_MEM;
-    int64_t my0 = chunk_start(d->count, me, n), my_len = chunk_start(d->count, me + 1, n) - my0;
-    for (int j = 0; j < n && err == MPI_SUCCESS; j++) {
-        if (j == me) continue;
+    fixed_geom g = {.n = c->size, .me = c->rank, .peers = c->size - 1, .es = oar_dist_dtype_size(d->dtype),
+                    .most = (d->count + c->size - 1) / c->size, .tag = TAG_FIXED_BASE + d->tag * 3,
+                    .t = mpi_type(d->dtype)};
+    g.segs = n_segments(g.most, g.es);
+    return g;
+}
+
+/* Segment s of chunk j: its first element in the buffer and its length. */
+static int64_t seg_start(const fixed_geom *g, int64_t count, int j, int s) {
+    int64_t c0 = chunk_start(count, j, g->n), len = chunk_start(count, j + 1, g->n) - c0;
+    return c0 + len * s / g->segs;
+}
+static int seg_len(const fixed_geom *g, int64_t count, int j, int s) {
+    int64_t c0 = chunk_start(count, j, g->n), len = chunk_start(count, j + 1, g->n) - c0;
+    return (int)(len * (s + 1) / g->segs - len * s / g->segs);
+}
+
+/* Request slots of the data phase: kind 0 reduce-scatter in, 1 out, 2 allgather in, 3 out. */
+static int slot(const fixed_geom *g, int kind, int p, int s) { return (kind * g->peers + p) * g->segs + s; }
+static int peer_rank(const fixed_geom *g, int p) { return p < g->me ? p : p + 1; }
+
+/* Where peer j's part of segment s of my chunk lands (scratch slot j; slot me is the accumulator). */
+static char *scratch_at(const fixed_geom *g, mpi_work *m, int64_t count, int j, int s) {
+    int64_t off = seg_start(g, count, g->me, s) - chunk_start(count, g->me, g->n);
+    return (char *)m->scratch + ((size_t)j * (size_t)g->most + (size_t)off) * g->es;
+}
+
+/* Posts the header exchange; returns an MPI error code. */
+static int post_headers(oar_comm *c, mpi_comm *mc, oar_dist_work *w) {
+    mpi_work *m = w->impl;
+    int err = MPI_SUCCESS, tag = TAG_FIXED_BASE + w->d.tag * 3;
+    if (!phase_reqs(m, 2 * (c->size - 1))) return MPI_ERR_NO_MEM;
+    for (int j = 0; j < c->size && err == MPI_SUCCESS; j++) {
+        if (j == c->rank) continue;
         MPI_Request rr, sr;
-        int64_t j0 = chunk_start(d->count, j, n), j_len = chunk_start(d->count, j + 1, n) - j0;
-        if (m->phase == 0) {
-            err = MPI_Irecv(&m->hdrs[j], sizeof(header), MPI_BYTE, j, tag, mc->comm, &rr);
-            if (err == MPI_SUCCESS) add_req(m, rr, j), err = MPI_Isend(&m->mine, sizeof(header), MPI_BYTE, j, tag, mc->comm, &sr);
-        } else if (m->phase == 1) { /* my chunk of j's buffer in; j's chunk of mine out */
-            err = MPI_Irecv((char *)m->scratch + (size_t)j * (size_t)my_len * es, (int)my_len, t, j, tag, mc->comm, &rr);
-            if (err == MPI_SUCCESS) add_req(m, rr, j), err = MPI_Isend((char *)d->buf + (size_t)j0 * es, (int)j_len, t, j, tag, mc->comm, &sr);
-        } else {                    /* j's reduced chunk in; my reduced chunk out */
-            err = MPI_Irecv((char *)d->buf + (size_t)j0 * es, (int)j_len, t, j, tag, mc->comm, &rr);
-            if (err == MPI_SUCCESS) add_req(m, rr, j), err = MPI_Isend((char *)d->buf + (size_t)my0 * es, (int)my_len, t, j, tag, mc->comm, &sr);
-        }
+        err = MPI_Irecv(&m->hdrs[j], sizeof(header), MPI_BYTE, j, tag, mc->comm, &rr);
+        if (err == MPI_SUCCESS) add_req(m, rr, j), err = MPI_Isend(&m->mine, sizeof(header), MPI_BYTE, j, tag, mc->comm, &sr);
         if (err == MPI_SUCCESS) add_req(m, sr, -1 - j);
     }
     return err;
 }
 
-static void sum_in_rank_order(oar_comm *c, oar_dist_work *w) {
+/* Starts the data phase: every segment of my chunk in from every peer, and every peer's
+ * segments out; the allgather's messages follow segment by segment (advance_data). */
+static int post_data(oar_comm *c, mpi_comm *mc, oar_dist_work *w) {
     mpi_work *m = w->impl;
     const oar_coll_desc *d = &w->d;
-    int n = c->size, me = c->rank;
-    size_t es = oar_dist_dtype_size(d->dtype);
-    int64_t my0 = chunk_start(d->count, me, n), len = chunk_start(d->count, me + 1, n) - my0;
-    char *own = (char *)d->buf + (size_t)my0 * es;
-    bool sum = d->op == OAR_DIST_SUM || d->op == OAR_DIST_AVG;
-    if (me <= 1 && sum) { /* in place, no copies: x0 + x1 == x1 + x0 exactly (addition commutes; max
-                           * and min as written do not, for NaN and signed zeros), then the rest in order */
-        for (int j = 0; j < n; j++)
-            if (j != me) oar_dist_reduce_into(own, (char *)m->scratch + (size_t)j * (size_t)len * es, len, d->dtype, d->op);
-        if (d->op == OAR_DIST_AVG) oar_dist_scale_avg(own, len, d->dtype, n);
-        return;
+    fixed_geom g = geom(c, w);
+    int err = MPI_SUCCESS;
+    m->n_seg = g.segs;
+    m->reduced = 0;
+    m->arrived = calloc((size_t)g.segs, sizeof(int));
+    m->gather_posted = calloc((size_t)g.peers, sizeof(int));
+    if (!m->arrived || !m->gather_posted || !phase_reqs(m, 4 * g.peers * g.segs)) return MPI_ERR_NO_MEM;
+    m->n_reqs = 4 * g.peers * g.segs;
+    for (int p = 0; p < g.peers; p++)
+        for (int s = 0; s < g.segs; s++) {
+            int j = peer_rank(&g, p);
+            m->req_peer[slot(&g, 0, p, s)] = m->req_peer[slot(&g, 2, p, s)] = j;
+            m->req_peer[slot(&g, 1, p, s)] = m->req_peer[slot(&g, 3, p, s)] = -1 - j;
+        }
+    for (int p = 0; p < g.peers && err == MPI_SUCCESS; p++)
+        for (int s = 0; s < g.segs && err == MPI_SUCCESS; s++)
+            err = MPI_Irecv(scratch_at(&g, m, d->count, peer_rank(&g, p), s), seg_len(&g, d->count, g.me, s), g.t,
+                            peer_rank(&g, p), g.tag + 1, mc->comm, &m->reqs[slot(&g, 0, p, s)]);
+    for (int p = 0; p < g.peers && err == MPI_SUCCESS; p++)
+        for (int s = 0; s < g.segs && err == MPI_SUCCESS; s++) {
+            int j = peer_rank(&g, p);
+            err = MPI_Isend((char *)d->buf + (size_t)seg_start(&g, d->count, j, s) * g.es, seg_len(&g, d->count, j, s),
+                            g.t, j, g.tag + 1, mc->comm, &m->reqs[slot(&g, 1, p, s)]);
+        }
+    return err;
+}
+
+/* Reduces segment s of my chunk: the fold x0 op x1 op ... op x(n-1) in rank order, element by
+ * element, written straight into my buffer where possible (the sources: scratch slot j for peer
+ * j, my buffer for me; until my own term is consumed the running value lives in my scratch
+ * slot), an average's division fused into the last step. */
+static void reduce_segment(const fixed_geom *g, oar_dist_work *w, int s) {
+    mpi_work *m = w->impl;
+    const oar_coll_desc *d = &w->d;
+    int64_t len = seg_len(g, d->count, g->me, s);
+    char *own = (char *)d->buf + (size_t)seg_start(g, d->count, g->me, s) * g->es;
+    const void *acc = g->me == 0 ? own : scratch_at(g, m, d->count, 0, s);
+    for (int j = 1; j < g->n; j++) {
+        void *dst = j >= g->me ? own : scratch_at(g, m, d->count, g->me, s);
+        const void *x = j == g->me ? own : scratch_at(g, m, d->count, j, s);
+        oar_dist_combine(dst, acc, x, len, d->dtype, d->op, j == g->n - 1 ? g->n : 1);
+        acc = dst;
     }
-    char *acc = (char *)m->scratch + (size_t)me * (size_t)len * es; /* my slot is free */
-    for (int j = 0; j < n; j++) {
-        const char *src = j == me ? own : (char *)m->scratch + (size_t)j * (size_t)len * es;
-        if (j == 0) memcpy(acc, src, (size_t)len * es);
-        else oar_dist_reduce_into(acc, src, len, d->dtype, d->op);
+}
+
+/* After completions in the data phase: reduce the segments whose parts are all in (in order)
+ * and send them to every peer; post the receives of a peer's reduced segments once my own send
+ * of that segment completed (the receive overwrites the bytes it sent). */
+static int advance_data(oar_comm *c, mpi_comm *mc, oar_dist_work *w) {
+    mpi_work *m = w->impl;
+    const oar_coll_desc *d = &w->d;
+    fixed_geom g = geom(c, w);
+    int err = MPI_SUCCESS;
+    while (m->reduced < g.segs && m->arrived[m->reduced] == g.peers && err == MPI_SUCCESS) {
+        int s = m->reduced++;
+        reduce_segment(&g, w, s);
+        char *own = (char *)d->buf + (size_t)seg_start(&g, d->count, g.me, s) * g.es;
+        for (int p = 0; p < g.peers && err == MPI_SUCCESS; p++)
+            err = MPI_Isend(own, seg_len(&g, d->count, g.me, s), g.t, peer_rank(&g, p), g.tag + 2, mc->comm,
+                            &m->reqs[slot(&g, 3, p, s)]);
     }
-    if (d->op == OAR_DIST_AVG) oar_dist_scale_avg(acc, len, d->dtype, n);
-    memcpy(own, acc, (size_t)len * es);
+    for (int p = 0; p < g.peers && err == MPI_SUCCESS; p++) {
+        int j = peer_rank(&g, p);
+        for (int s; (s = m->gather_posted[p]) < g.segs && m->req_done[slot(&g, 1, p, s)] && err == MPI_SUCCESS;
+             m->gather_posted[p]++)
+            err = MPI_Irecv((char *)d->buf + (size_t)seg_start(&g, d->count, j, s) * g.es, seg_len(&g, d->count, j, s),
+                            g.t, j, g.tag + 2, mc->comm, &m->reqs[slot(&g, 2, p, s)]);
+    }
+    return err;
 }
 
 static bool headers_agree(oar_comm *c, oar_dist_work *w) {
@@ -255,7 +372,7 @@ static bool start(oar_comm *c, mpi_comm *mc, oar_dist_work *w) {
     case OAR_COLL_ALLREDUCE:
         if (d->fixed_order) {
             if (c->size == 1) break;
-            int64_t most = chunk_start(d->count, 1, c->size) + 1;
+            int64_t most = (d->count + c->size - 1) / c->size;
             m->hdrs = calloc((size_t)c->size, sizeof(header));
             m->scratch = scratch_get(mc, (size_t)c->size * (size_t)most * oar_dist_dtype_size(d->dtype) + 1,
                                      &m->scratch_size);
@@ -265,7 +382,7 @@ static bool start(oar_comm *c, mpi_comm *mc, oar_dist_work *w) {
             }
             m->mine = (header){.count = d->count, .signature = d->signature, .dtype = d->dtype, .op = d->op};
             memcpy(m->mine.label, w->label, sizeof m->mine.label - 1); /* cut to fit */
-            err = post_fixed_phase(c, mc, w);
+            err = post_headers(c, mc, w);
             goto posted;
         }
         err = MPI_Iallreduce(MPI_IN_PLACE, d->buf, (int)d->count, t, mpi_op(d->op), mc->comm, &r);
@@ -316,44 +433,51 @@ static bool advance(oar_comm *c, mpi_comm *mc, oar_dist_work *w, bool *progresse
     mpi_work *m = w->impl;
     const oar_coll_desc *d = &w->d;
     char msg[MPI_MAX_ERROR_STRING];
-    int idx[64], outcount = 0;
-    MPI_Status st[64];
-    if (m->n_reqs > 64) { /* large worlds: test in one call, indices unused */
-        int flag = 0, err = MPI_Testall(m->n_reqs, m->reqs, &flag, MPI_STATUSES_IGNORE);
-        if (err != MPI_SUCCESS) {
-            done(w, OAR_ERR_IO, "%s: MPI failed: %s", w->label, mpi_message(err, msg));
-            return true;
-        }
-        if (flag) m->n_done = m->n_reqs;
+    int outcount = 0, err;
+    bool fixed = d->kind == OAR_COLL_ALLREDUCE && d->fixed_order;
+    MPI_Status st;
+    if (m->n_reqs == 1) { /* the other collectives: one request (a receive's status is checked) */
+        int flag = 0;
+        err = MPI_Test(&m->reqs[0], &flag, &st);
+        if (flag) outcount = 1, m->idx[0] = 0;
     } else {
-        int err = MPI_Testsome(m->n_reqs, m->reqs, &outcount, idx, st);
-        if (err != MPI_SUCCESS) {
-            done(w, OAR_ERR_IO, "%s: MPI failed: %s", w->label, mpi_message(err, msg));
-            return true;
-        }
+        err = MPI_Testsome(m->n_reqs, m->reqs, &outcount, m->idx, MPI_STATUSES_IGNORE);
         if (outcount == MPI_UNDEFINED) outcount = 0;
-        for (int k = 0; k < outcount; k++) m->req_done[idx[k]] = true;
-        m->n_done += outcount;
-        if (outcount && d->kind == OAR_COLL_RECV) {
-            int got = 0;
-            MPI_Get_count(&st[0], mpi_type(d->dtype), &got);
-            if (got != d->count) {
-                done(w, OAR_ERR_SHAPE, "%s: expected %lld elements from rank %d, got %d",
-                                     w->label, (long long)d->count, d->peer, got);
-                return true;
-            }
+    }
+    if (err != MPI_SUCCESS) {
+        done(w, OAR_ERR_IO, "%s: MPI failed: %s", w->label, mpi_message(err, msg));
+        return true;
+    }
+    for (int k = 0; k < outcount; k++) {
+        m->req_done[m->idx[k]] = true;
+        if (fixed && m->phase == 1 && m->idx[k] < (c->size - 1) * m->n_seg) m->arrived[m->idx[k] % m->n_seg]++;
+    }
+    m->n_done += outcount;
+    if (outcount && d->kind == OAR_COLL_RECV) {
+        int got = 0;
+        MPI_Get_count(&st, mpi_type(d->dtype), &got);
+        if (got != d->count) {
+            done(w, OAR_ERR_SHAPE, "%s: expected %lld elements from rank %d, got %d",
+                                 w->label, (long long)d->count, d->peer, got);
+            return true;
         }
     }
-    if (m->n_done > 0 && (outcount > 0 || m->n_done == m->n_reqs)) {
+    if (outcount > 0) {
         w->t_progress = oar_dist_now();
         *progressed = true;
     }
+    if (fixed && m->phase == 1 && outcount > 0) {
+        err = advance_data(c, mc, w);
+        if (err != MPI_SUCCESS) {
+            done(w, OAR_ERR_IO, "%s: MPI failed: %s", w->label, mpi_message(err, msg));
+            return true;
+        }
+    }
     if (m->n_done < m->n_reqs) return false;
-    if (d->kind == OAR_COLL_ALLREDUCE && d->fixed_order && m->phase < 2) {
-        if (m->phase == 0 && !headers_agree(c, w)) return true;
-        if (m->phase == 1) sum_in_rank_order(c, w);
-        m->phase++;
-        int err = post_fixed_phase(c, mc, w);
+    if (fixed && m->phase == 0) {
+        if (!headers_agree(c, w)) return true;
+        m->phase = 1;
+        err = post_data(c, mc, w);
         if (err != MPI_SUCCESS) {
             done(w, OAR_ERR_IO, "%s: MPI failed: %s", w->label, mpi_message(err, msg));
             return true;
@@ -362,58 +486,114 @@ static bool advance(oar_comm *c, mpi_comm *mc, oar_dist_work *w, bool *progresse
     }
     if (d->op == OAR_DIST_AVG && !d->fixed_order &&
         (d->kind == OAR_COLL_ALLREDUCE || d->kind == OAR_COLL_REDUCE_SCATTER))
-        oar_dist_scale_avg(d->buf, d->kind == OAR_COLL_ALLREDUCE ? d->count : d->count, d->dtype, c->size);
+        oar_dist_scale_avg(d->buf, d->count, d->dtype, c->size);
     done(w, OAR_OK, NULL);
     return true;
 }
 
+static inline void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
+/* One round, with mpi_mu held: starts the works submitted since the last round (in submission
+ * order: collectives must match across ranks), advances every active one. Returns whether
+ * anything moved; *waited: whether a thread is blocked on an active work. */
+static bool poll_once(mpi_engine *e, bool *waited) {
+    pthread_mutex_lock(&e->qmu);
+    oar_dist_work *fresh = e->incoming;
+    e->incoming = e->incoming_tail = NULL;
+    pthread_mutex_unlock(&e->qmu);
+    bool progressed = false;
+    oar_dist_work **tail = &e->active;
+    while (*tail) tail = &(*tail)->next;
+    while (fresh) {
+        oar_dist_work *w = fresh;
+        fresh = fresh->next;
+        w->next = NULL;
+        progressed = true;
+        if (start(w->comm, w->comm->impl, w)) *tail = w, tail = &w->next;
+    }
+    *waited = false;
+    for (oar_dist_work **p = &e->active; *p;) {
+        oar_dist_work *w = *p;
+        oar_dist_work *next = w->next; /* w may be freed by its waiter once done */
+        if (advance(w->comm, w->comm->impl, w, &progressed)) {
+            *p = next;
+        } else {
+            *waited |= atomic_load(&w->waited);
+            p = &w->next;
+        }
+    }
+    if (progressed) e->last_progress = oar_dist_now();
+    return progressed;
+}
+
+/* Between rounds that moved nothing. While a thread is blocked waiting, its rank has nothing
+ * else to run: spin (as a blocking MPI call does) for QUIET_AFTER after the last progress, then
+ * yield. Otherwise (backward computing beside the collective) yield the core at once. After
+ * silence longer than that sleep between rounds, so a long backward (or a rank sharing its core
+ * with another) keeps the core. */
+static void between_rounds(double last_progress, bool waited) {
+    double quiet = oar_dist_now() - last_progress;
+    if (waited && quiet < QUIET_AFTER) cpu_relax();
+    else if (quiet < (waited ? 10 : 1) * QUIET_AFTER) sched_yield();
+    else nanosleep(&(struct timespec){0, 50000}, NULL);
+}
+
 static void *progress_main(void *arg) {
-    mpi_comm *mc = ((oar_comm *)arg)->impl; /* the world's: its engine is everyone's */
-    oar_dist_work *active = NULL, **tail = &active;
-    double last_progress = 0;
+    mpi_engine *e = ((mpi_comm *)((oar_comm *)arg)->impl)->e; /* the world's: everyone's engine */
+    bool idle = true;
     for (;;) {
-        pthread_mutex_lock(&mc->e->qmu);
-        if (!mc->e->incoming && !active && !mc->e->stop) {
+        pthread_mutex_lock(&e->qmu);
+        if (!e->stop && (e->drivers > 0 || (idle && !e->incoming))) {
             struct timespec ts;
             clock_gettime(CLOCK_REALTIME, &ts);
             ts.tv_nsec += 50 * 1000 * 1000;
             if (ts.tv_nsec >= 1000000000) ts.tv_sec++, ts.tv_nsec -= 1000000000;
-            pthread_cond_timedwait(&mc->e->qcv, &mc->e->qmu, &ts);
+            pthread_cond_timedwait(&e->qcv, &e->qmu, &ts);
+            idle = false; /* a driver may have left active works: poll before judging again */
         }
-        oar_dist_work *fresh = mc->e->incoming;
-        mc->e->incoming = mc->e->incoming_tail = NULL;
-        bool stop = mc->e->stop;
-        pthread_mutex_unlock(&mc->e->qmu);
+        bool stop = e->stop, driven = e->drivers > 0;
+        pthread_mutex_unlock(&e->qmu);
         if (stop) break;
-        bool progressed = false;
-        while (fresh) { /* in submission order: MPI collectives must match across ranks */
-            oar_dist_work *w = fresh;
-            fresh = fresh->next;
-            w->next = NULL;
-            progressed = true;
-            if (start(w->comm, w->comm->impl, w)) *tail = w, tail = &w->next;
-        }
-        for (oar_dist_work **p = &active; *p;) {
-            oar_dist_work *w = *p;
-            oar_dist_work *next = w->next; /* w may be freed by its waiter once done */
-            if (advance(w->comm, w->comm->impl, w, &progressed)) {
-                *p = next;
-            } else {
-                p = &w->next;
-            }
-        }
-        tail = &active;
-        while (*tail) tail = &(*tail)->next;
-        /* right after progress, poll again at once (yielding the core): a collective's next
-         * message usually follows within microseconds; after 200 us of silence, sleep between
-         * polls so a long backward keeps its core */
-        if (progressed) last_progress = oar_dist_now();
-        if (active && !progressed) {
-            if (oar_dist_now() - last_progress < 200e-6) sched_yield();
-            else nanosleep(&(struct timespec){0, 50000}, NULL);
-        }
+        if (driven) continue;
+        bool waited;
+        pthread_mutex_lock(&e->mpi_mu);
+        bool progressed = poll_once(e, &waited);
+        double last = e->last_progress;
+        idle = !e->active && oar_dist_now() - last > QUIET_AFTER;
+        pthread_mutex_unlock(&e->mpi_mu);
+        if (!progressed && !idle) between_rounds(last, waited);
     }
     return NULL;
+}
+
+/* A waiter polls MPI itself until w completes or `seconds` pass (the common wait then checks
+ * for dead peers and the timeout): no hand-off to the thread and no wake-up at the end, which
+ * cost about 10 us per collective. The thread stands by meanwhile. */
+static void mpi_drive(oar_comm *c, oar_dist_work *w, double seconds) {
+    mpi_engine *e = ((mpi_comm *)c->impl)->e;
+    pthread_mutex_lock(&e->qmu);
+    e->drivers++;
+    pthread_mutex_unlock(&e->qmu);
+    double until = oar_dist_now() + seconds;
+    bool others = false;
+    while (!atomic_load(&w->done) && oar_dist_now() < until) {
+        bool waited;
+        pthread_mutex_lock(&e->mpi_mu);
+        bool progressed = poll_once(e, &waited);
+        double last = e->last_progress;
+        others = e->active != NULL;
+        pthread_mutex_unlock(&e->mpi_mu);
+        if (!progressed && !atomic_load(&w->done)) between_rounds(last, true);
+    }
+    pthread_mutex_lock(&e->qmu);
+    /* works still active or queued go back to the thread (waking it costs the waiter
+     * microseconds, so only then; a later submit wakes it itself) */
+    if (--e->drivers == 0 && (others || e->incoming)) pthread_cond_signal(&e->qcv);
+    pthread_mutex_unlock(&e->qmu);
 }
 
 static oar_status mpi_submit(oar_comm *c, oar_dist_work *w) {
@@ -463,7 +643,7 @@ static void mpi_shutdown(oar_comm *c, bool clean) {
 static oar_comm *mpi_split(oar_comm *c, bool member, int key, oar_status *st);
 
 static const oar_comm_ops mpi_ops = {.name = "mpi", .submit = mpi_submit, .describe_pending = mpi_describe_pending,
-                                     .shutdown = mpi_shutdown, .split = mpi_split};
+                                     .shutdown = mpi_shutdown, .split = mpi_split, .drive = mpi_drive};
 
 /* MPI_Comm_split on the progress thread (the only one that calls MPI); the new communicator's
  * works go through the same engine. */
@@ -513,6 +693,7 @@ oar_comm *oar_comm_mpi_new(void) {
     pthread_cond_init(&c->cv, NULL);
     pthread_mutex_init(&mc->e->qmu, NULL);
     pthread_cond_init(&mc->e->qcv, NULL);
+    pthread_mutex_init(&mc->e->mpi_mu, NULL);
     if (pthread_create(&mc->e->thread, NULL, progress_main, c) != 0) {
         oar_error(OAR_ERR_INTERNAL, "dist_init: could not start the MPI progress thread");
         MPI_Comm_free(&mc->comm);

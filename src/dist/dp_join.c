@@ -11,6 +11,8 @@
  *   forward, backward: the buckets
  *
  * and at the end: src = max(rank if last to join else -1); every parameter and buffer from src.
+ * Under a join context of several joinables (counted_by_context) the first two steps are the
+ * context's, and DDP's part is the rest (its join hook's main_hook and post_hook).
  * Each step is a fixed-order allreduce with a label and a signature of its own, so a rank that
  * runs another collective meanwhile (an all_reduce outside DDP while another rank has joined)
  * fails on both sides with "mismatched collective" naming the two, instead of pairing wrongly. */
@@ -82,6 +84,7 @@ oar_status oar_dist_dp_join_notify(oar_dist_dp *dp, const oar_dist_dp_join *opts
     if (!dp || !opts) return oar_error(OAR_ERR_INVALID_ARG, "dist_dp_join_notify: expected a handle and options");
     oar_status st = oar_dp_join_settle(dp); /* a forward without backward left them */
     if (st != OAR_OK) goto out;
+    if (opts->counted_by_context) goto counted;
     dp->join_val[0] = 1.0f;
     dp->join_work[0] = join_submit(dp, &dp->join_val[0], OAR_DIST_SUM, SIG_COUNT,
                                    "DistributedDataParallel.join: counting the ranks still training");
@@ -97,6 +100,7 @@ oar_status oar_dist_dp_join_notify(oar_dist_dp *dp, const oar_dist_dp_join *opts
                            "its inputs (throw_on_early_termination=True); rank %d stops too",
                            oar_comm_global_rank(dp->c, dp->c->rank));
     }
+counted:;
     int src = 0;
     if (st == OAR_OK && opts->broadcast_buffers && oar_module_num_buffers(dp->m) > 0 &&
         (st = common_rank(dp, true, &src, "DistributedDataParallel.join: the rank whose buffers go to all")) == OAR_OK)
@@ -108,7 +112,11 @@ oar_status oar_dist_dp_join_notify(oar_dist_dp *dp, const oar_dist_dp_join *opts
         if (!dp->join_work[1]) st = oar_last_status();
     }
     dp->divisor = 0;
-    if (st == OAR_OK && (!opts->divide_by_initial_world_size || active)) {
+    if (st == OAR_OK && opts->counted_by_context) {
+        if (!opts->divide_by_initial_world_size && opts->count > 0 && opts->count != dp->c->size)
+            dp->divisor = opts->count;
+        if (active) *active = opts->count;
+    } else if (st == OAR_OK && (!opts->divide_by_initial_world_size || active)) {
         st = oar_dp_join_settle(dp);
         int n = (int)dp->join_val[0];
         if (st == OAR_OK && !opts->divide_by_initial_world_size && n != dp->c->size) dp->divisor = n;
@@ -156,12 +164,16 @@ static oar_status shadow_buckets(oar_dist_dp *dp) {
 oar_status oar_dist_dp_join_shadow(oar_dist_dp *dp, const oar_dist_dp_join *opts, int *active) {
     if (!dp || !opts || !active)
         return oar_error(OAR_ERR_INVALID_ARG, "dist_dp_join_shadow: expected a handle, options and an output");
-    float count = 0.0f;
-    oar_status st = join_reduce(dp, &count, OAR_DIST_SUM, SIG_COUNT,
-                                "DistributedDataParallel.join: counting the ranks still training");
+    float count = (float)opts->count;
+    oar_status st = OAR_OK;
+    if (opts->counted_by_context && opts->count <= 0)
+        return oar_error(OAR_ERR_INVALID_ARG, "dist_dp_join_shadow: expected the context's count of the ranks still "
+                         "training (> 0), got %d", opts->count);
+    if (!opts->counted_by_context)
+        st = join_reduce(dp, &count, OAR_DIST_SUM, SIG_COUNT, "DistributedDataParallel.join: counting the ranks still training");
     *active = st == OAR_OK ? (int)count : -1;
     if (st != OAR_OK || count == 0.0f) goto out;
-    if (opts->throw_on_early_termination) {
+    if (opts->throw_on_early_termination && !opts->counted_by_context) {
         float flag = 1.0f;
         st = join_reduce(dp, &flag, OAR_DIST_SUM, SIG_THROW, "DistributedDataParallel.join: early termination");
         if (st == OAR_OK)

@@ -26,29 +26,40 @@ size_t oar_dist_dtype_size(oar_dtype dt) {
     }
 }
 
-#define REDUCE_LOOP(T)                                                         \
-    do {                                                                       \
-        T *a = acc;                                                            \
-        const T *b = x;                                                        \
-        switch (op) {                                                          \
-        case OAR_DIST_SUM: case OAR_DIST_AVG:                              \
-            for (int64_t i = 0; i < n; i++) a[i] += b[i];                      \
-            break;                                                             \
-        case OAR_DIST_MAX:                                                   \
-            for (int64_t i = 0; i < n; i++) a[i] = b[i] > a[i] ? b[i] : a[i];  \
-            break;                                                             \
-        case OAR_DIST_MIN:                                                   \
-            for (int64_t i = 0; i < n; i++) a[i] = b[i] < a[i] ? b[i] : a[i];  \
-            break;                                                             \
-        }                                                                      \
+/* dst = a op b elementwise (a: the contributions so far, b: the next rank's, as the rank-order
+ * fold needs; max and min as written do not commute for NaN and signed zeros), then, when
+ * divide_by > 1 (an average's last step), divided: one pass where a sum and a scale took two,
+ * with the same operations per element and so the same bits (dividing a float by a power of
+ * two N is multiplying by 1/N, which is exact: both round the same real number, so it is the
+ * same bits at a fraction of a division's cost). dst may be a or b. */
+#define COMBINE_LOOP(T, FLOATING)                                                              \
+    do {                                                                                       \
+        T *o = dst;                                                                            \
+        const T *x = a, *y = b;                                                                \
+        T dv = (T)divide_by, inv = (T)(FLOATING ? 1.0 / divide_by : 0);                        \
+        switch (op) {                                                                          \
+        case OAR_DIST_SUM: case OAR_DIST_AVG:                                                  \
+            if (divide_by > 1 && FLOATING && !(divide_by & (divide_by - 1)))                   \
+                for (int64_t i = 0; i < n; i++) o[i] = (T)(x[i] + y[i]) * inv;                 \
+            else if (divide_by > 1) for (int64_t i = 0; i < n; i++) o[i] = (T)(x[i] + y[i]) / dv; \
+            else for (int64_t i = 0; i < n; i++) o[i] = x[i] + y[i];                           \
+            break;                                                                             \
+        case OAR_DIST_MAX:                                                                     \
+            for (int64_t i = 0; i < n; i++) o[i] = y[i] > x[i] ? y[i] : x[i];                  \
+            break;                                                                             \
+        case OAR_DIST_MIN:                                                                     \
+            for (int64_t i = 0; i < n; i++) o[i] = y[i] < x[i] ? y[i] : x[i];                  \
+            break;                                                                             \
+        }                                                                                      \
     } while (0)
 
-void oar_dist_reduce_into(void *acc, const void *x, int64_t n, oar_dtype dt, oar_dist_op op) {
+void oar_dist_combine(void *dst, const void *a, const void *b, int64_t n, oar_dtype dt, oar_dist_op op, int divide_by) {
+    if (op != OAR_DIST_AVG) divide_by = 1;
     switch (dt) {
-    case OAR_F32: REDUCE_LOOP(float); break;
-    case OAR_F64: REDUCE_LOOP(double); break;
-    case OAR_I32: REDUCE_LOOP(int32_t); break;
-    case OAR_I64: REDUCE_LOOP(int64_t); break;
+    case OAR_F32: COMBINE_LOOP(float, 1); break;
+    case OAR_F64: COMBINE_LOOP(double, 1); break;
+    case OAR_I32: COMBINE_LOOP(int32_t, 0); break;
+    case OAR_I64: COMBINE_LOOP(int64_t, 0); break;
     default: break;
     }
 }
@@ -103,6 +114,7 @@ oar_status oar_dist_wait_timed(oar_dist_work *w, double *t_done) {
     oar_comm *c = w->comm;
     double timeout = oar_dist_collective_timeout();
     char why[320];
+    atomic_store(&w->waited, 1);
     pthread_mutex_lock(&c->mu);
     while (!atomic_load(&w->done)) {
         int dead = oar_liveness_dead(why, sizeof why);
@@ -121,6 +133,12 @@ oar_status oar_dist_wait_timed(oar_dist_work *w, double *t_done) {
                                pending[0] ? ": still waiting for " : "", pending);
             }
             return st; /* w stays with the backend: it may still touch its buffers */
+        }
+        if (c->ops->drive) { /* the dead-peer and stall checks above every 20 ms */
+            pthread_mutex_unlock(&c->mu);
+            c->ops->drive(c, w, 0.02);
+            pthread_mutex_lock(&c->mu);
+            continue;
         }
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
@@ -202,6 +220,20 @@ oar_dist_work *oar_dist_group_allreduce(const oar_dist_group *g, oar_tensor *t, 
         if (t) d.signature = ((uint64_t)t->numel << 8) ^ ((uint64_t)t->dtype << 4) ^ (uint64_t)op;
     }
     return submit_tensor(g, "dist_allreduce", d, t);
+}
+
+oar_dist_work *oar_dist_group_allreduce_labeled(const oar_dist_group *g, oar_tensor *t, oar_dist_op op,
+                                                const char *label) {
+    if (!label || !label[0]) return oar_error(OAR_ERR_INVALID_ARG, "dist_allreduce_labeled: expected a label"), NULL;
+    if (!check_op(label, op)) return NULL;
+    oar_comm *c = oar_dist_group_comm(g, label);
+    if (!c || !check_tensor(label, "the tensor", t) || !(c = comm_for(g, t->device, label))) return NULL;
+    uint64_t h = 1469598103934665603ull; /* FNV-1a of the label, so another step's check fails */
+    for (const char *p = label; *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211ull;
+    oar_coll_desc d = {.kind = OAR_COLL_ALLREDUCE, .op = op, .fixed_order = true, .tag = oar_dist_next_channel(c),
+                       .buf = oar_tensor_ptr(t), .count = t->numel, .dtype = t->dtype, .label = label,
+                       .signature = h ^ ((uint64_t)t->numel << 8) ^ ((uint64_t)t->dtype << 4) ^ (uint64_t)op};
+    return oar_dist_submit(c, &d);
 }
 
 oar_dist_work *oar_dist_group_broadcast(const oar_dist_group *g, oar_tensor *t, int root) {

@@ -134,19 +134,22 @@ static PyObject *work_keep(oar_dist_work *w, PyObject *a, PyObject *b, PyObject 
 /* The collectives: each takes an optional last argument, a DistGroup (None: the world); ranks are
  * the group's. */
 
-/* allreduce(tensor, op, fixed_order[, group]) -> DistWork */
+/* allreduce(tensor, op, fixed_order[, group[, label]]) -> DistWork; a label makes it a protocol
+ * step (oar_dist_group_allreduce_labeled: fixed order, checked against the same step only) */
 static PyObject *dist_allreduce(PyObject *self, PyObject *args) {
     (void)self;
     PyObject *to, *go = NULL;
-    const char *ops;
+    const char *ops, *label = NULL;
     int fixed;
     oar_dist_op op;
     oar_dist_group *g;
-    if (!PyArg_ParseTuple(args, "Osp|O", &to, &ops, &fixed, &go) || parse_op(ops, &op) < 0 ||
+    if (!PyArg_ParseTuple(args, "Osp|Oz", &to, &ops, &fixed, &go, &label) || parse_op(ops, &op) < 0 ||
         oarpy_dist_group(go, &g) < 0)
         return NULL;
     oar_tensor *t = oarpy_tensor(to, "all_reduce(tensor)");
-    return t ? work_keep(oar_dist_group_allreduce(g, t, op, fixed), to, NULL, go) : NULL;
+    if (!t) return NULL;
+    return work_keep(label ? oar_dist_group_allreduce_labeled(g, t, op, label) : oar_dist_group_allreduce(g, t, op, fixed),
+                     to, NULL, go);
 }
 
 /* broadcast(tensor, root[, group]) */
@@ -346,15 +349,23 @@ static PyObject *dp_stats(DPObject *self, PyObject *unused) {
                          s.exposed_seconds);
 }
 
-/* join_notify(divide_by_initial_world_size, throw, broadcast_buffers, sync_backward) -> -1 (the count stays
- * in flight until the sync);
- * join_shadow(divide_by_initial_world_size, throw, broadcast_buffers) -> the same, 0 when all joined. */
+/* join_notify(divide_by_initial_world_size, throw, broadcast_buffers, sync_backward[, context_count]) -> -1
+ * (the count stays in flight until the sync);
+ * join_shadow(divide_by_initial_world_size, throw, broadcast_buffers[, context_count]) -> the same, 0 when
+ * all joined. context_count: a join context (oar.distributed.algorithms.Join) counted the ranks still
+ * training itself (-1 when unknown; notify only) and checked the early termination. */
 static PyObject *dp_join_step(DPObject *self, PyObject *args, bool shadow) {
     DP_SELF("DataParallel.join");
     int div = 1, thr = 0, bufs = 0, sync = 1, active = -1;
-    if (!PyArg_ParseTuple(args, shadow ? "ppp" : "pppp", &div, &thr, &bufs, &sync)) return NULL;
+    PyObject *ctx = Py_None;
+    if (!(shadow ? PyArg_ParseTuple(args, "ppp|O", &div, &thr, &bufs, &ctx)
+                 : PyArg_ParseTuple(args, "pppp|O", &div, &thr, &bufs, &sync, &ctx)))
+        return NULL;
+    long count = ctx == Py_None ? -1 : PyLong_AsLong(ctx);
+    if (count == -1 && PyErr_Occurred()) return NULL;
     oar_dist_dp_join o = {.divide_by_initial_world_size = div, .throw_on_early_termination = thr,
-                          .broadcast_buffers = bufs, .sync_backward = sync};
+                          .broadcast_buffers = bufs, .sync_backward = sync, .counted_by_context = ctx != Py_None,
+                          .count = (int)count};
     oar_status st;
     Py_BEGIN_ALLOW_THREADS
     st = shadow ? oar_dist_dp_join_shadow(self->dp, &o, &active) : oar_dist_dp_join_notify(self->dp, &o, NULL);

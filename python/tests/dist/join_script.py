@@ -9,11 +9,14 @@ given oar by oar's torch switch); run.sh compares the two. Rank 0 has 5 batches,
   python3 join_script.py compare A B TOL       every rank's losses and parameters within TOL (relative
                                                for losses, absolute for parameters); both ranks end equal
 
-VARIANT: join (torch's defaults: divide_by_initial_world_size=True), effective
+VARIANT: join (torch's defaults: divide_by_initial_world_size=True), multi (torch's generic
+Join([ddp, counter], divide_by_initial_world_size=False) with a joinable of the script's own beside
+DDP: its per-step sums and last-joiner flags are compared exactly), effective
 (divide_by_initial_world_size=False), throw (throw_on_early_termination=True: both ranks raise; the
 messages' classes and the parameters at the stop are compared), mismatch (oar only: rank 0 runs an
-all_reduce outside DDP while rank 1 has joined; both must fail naming a mismatched collective), dead
-(oar only: rank 0 exits while rank 1 shadows it; rank 1 must fail naming rank 0's death), compiled
+all_reduce outside DDP while rank 1 has joined; both must fail naming a mismatched collective with the
+join's count), dead (oar only: rank 0 exits while rank 1 shadows it; rank 1 must fail naming rank 0's
+death), compiled
 and compiled_effective (oar only: join and effective with the step compiled by oar.jit.to_static;
 the joined rank shadows the program's buckets; compared with PyTorch's join and effective)."""
 import os
@@ -31,12 +34,14 @@ def run(torch, dist, DDP, rank, variant):
             p.copy_(torch.from_numpy((rng.randn(*tuple(p.shape)) * 0.4).astype(np.float32)))
     ddp = DDP(model)
     opt = torch.optim.SGD(ddp.parameters(), lr=0.1, momentum=0.9)
+    counter = make_counter(torch, dist)() if variant == "multi" else None
     n = BATCHES[rank]
     data = np.random.RandomState(50 + rank)
     xs = data.randn(n, 4, 6).astype(np.float32)
     ys = data.randn(n, 4, 3).astype(np.float32)
     kwargs = {"effective": {"divide_by_initial_world_size": False},
               "compiled_effective": {"divide_by_initial_world_size": False},
+              "multi": {"divide_by_initial_world_size": False},
               "throw": {"throw_on_early_termination": True}}.get(variant, {})
     losses, error = [], ""
 
@@ -48,8 +53,13 @@ def run(torch, dist, DDP, rank, variant):
         return loss
     if variant.startswith("compiled"):      # oar only: the whole step one program (oar.jit.to_static)
         step = torch.jit.to_static(step)
+    if counter is not None:   # torch's generic context: DDP first, then the script's own joinable
+        from torch.distributed.algorithms import Join
+        context = Join([ddp, counter], **kwargs)
+    else:
+        context = ddp.join(**kwargs)
     try:
-        with ddp.join(**kwargs):
+        with context:
             for i in range(n):
                 if variant == "mismatch" and rank == 0 and i == BATCHES[1]:
                     dist.all_reduce(torch.ones(1))   # rank 1 has joined: its join step meets this
@@ -57,6 +67,8 @@ def run(torch, dist, DDP, rank, variant):
                     sys.stdout.flush()
                     os._exit(3)                      # dies while rank 1 shadows it
                 losses.append(step(torch.from_numpy(xs[i]), torch.from_numpy(ys[i])).item())
+                if counter is not None:
+                    counter.step(4 * (rank + 1))
     except (RuntimeError, OSError) as e:    # oar raises a dead peer as OSError (an I/O failure)
         if variant not in ("throw", "mismatch", "dead"):
             raise
@@ -66,13 +78,54 @@ def run(torch, dist, DDP, rank, variant):
     params = [p.detach().numpy().copy() for p in model.parameters()]
     if variant != "dead":
         dist.barrier()
-    return losses, params, error
+    extra = counter.seen + [float(counter.last_joiner)] if counter is not None else []
+    return losses, params, error, extra
+
+
+def make_counter(torch, dist):
+    """A joinable of the script's own (as in torch's tests of Join): each step all-reduces how many
+    samples this rank saw; a joined rank's hook contributes 0 and records the sums too; post_hook
+    records whether this rank joined last."""
+    from torch.distributed.algorithms import Join, Joinable, JoinHook
+
+    class Counter(Joinable):
+        def __init__(self):
+            super().__init__()
+            self.seen, self.last_joiner = [], None
+
+        def step(self, n):
+            Join.notify_join_context(self)
+            t = torch.tensor([float(n)])
+            dist.all_reduce(t)
+            self.seen.append(t.item())
+
+        def join_hook(self, **kwargs):
+            counter = self
+
+            class Hook(JoinHook):
+                def main_hook(self):
+                    t = torch.zeros(1)
+                    dist.all_reduce(t)
+                    counter.seen.append(t.item())
+
+                def post_hook(self, is_last_joiner):
+                    counter.last_joiner = is_last_joiner
+            return Hook()
+
+        @property
+        def join_device(self):
+            return torch.device("cpu")
+
+        @property
+        def join_process_group(self):
+            return dist.group.WORLD
+    return Counter
 '''
 
 
-def save(out, rank, losses, params, error):
+def save(out, rank, losses, params, error, extra):
     np.savez(f"{out}.{rank}.npz", losses=np.array(losses, dtype=np.float64), error=np.array(error),
-             **{f"p{k}": p for k, p in enumerate(params)})
+             extra=np.array(extra, dtype=np.float64), **{f"p{k}": p for k, p in enumerate(params)})
 
 
 def torch_rank(rank, variant, out, init):
@@ -118,15 +171,15 @@ def run_oar(variant, out):
         rank = dist.get_rank()
         env = {"np": np, "BATCHES": BATCHES, "os": os, "sys": sys}
         exec(SCRIPT, env)
-        losses, params, error = env["run"](torch, dist, DDP, rank, variant)
+        losses, params, error, extra = env["run"](torch, dist, DDP, rank, variant)
         if variant == "dead":   # rank 1's shadow fails naming rank 0; MPI cannot finish with a dead rank
-            ok = "rank 0" in error and "died" in error and "dist_dp_join_shadow" in error
+            ok = "rank 0" in error and "died" in error and "Join" in error
             print(f"join dead rank {rank}: {'OK' if ok else 'FAILED'}: {error}", flush=True)
             os._exit(0 if ok else 1)
-        save(out, rank, losses, params, error)
+        save(out, rank, losses, params, error, extra)
         dist.destroy_process_group()
     if variant == "mismatch":
-        assert "mismatched collective" in error and "DistributedDataParallel.join" in error, \
+        assert "mismatched collective" in error and "Join: counting" in error, \
             f"rank {rank}: expected a mismatched collective naming the join, got: {error!r}"
         print(f"join mismatch rank {rank}: {error[:160]}...")
 
@@ -140,7 +193,8 @@ def load(path, rank):
 
     with open(path) as f:
         g = json.load(f)[rank]
-    out = {"losses": np.array(g["losses"], dtype=np.float64), "error": np.array(g["error"])}
+    out = {"losses": np.array(g["losses"], dtype=np.float64), "error": np.array(g["error"]),
+           "extra": np.array(g.get("extra", []), dtype=np.float64)}
     out.update({f"p{k}": np.array(v, dtype=np.float32) for k, v in enumerate(g["params"])})
     return out
 
@@ -153,7 +207,7 @@ def golden(prefix, path):
     for rank in (0, 1):
         z = np.load(f"{prefix}.{rank}.npz")
         runs.append({"losses": [float(v) for v in z["losses"]], "error": str(z["error"]),
-                     "params": [z[f"p{k}"].tolist() for k in range(4)]})
+                     "params": [z[f"p{k}"].tolist() for k in range(4)], "extra": [float(v) for v in z["extra"]]})
     with open(path, "w") as f:
         json.dump(runs, f)
 
@@ -173,6 +227,10 @@ def compare(a, b, tol):
             assert all(w in ex.lower() for w in words) == all(w in ey.lower() for w in words), \
                 f"rank {rank}: errors differ in kind: {ex!r} against {ey!r}"
         assert bool(ex) == bool(ey), f"rank {rank}: one run raised ({ex!r}), the other ({ey!r})"
+        xe = x["extra"] if "extra" in x else np.zeros(0)
+        ye = y["extra"] if "extra" in y else np.zeros(0)
+        assert np.array_equal(xe, ye), \
+            f"rank {rank}: the other joinable's sums and last-joiner flag differ: {xe.tolist()} against {ye.tolist()}"
     z0, z1 = load(b, 0), load(b, 1)
     same = all(np.array_equal(z0[f"p{k}"], z1[f"p{k}"]) for k in range(4))
     assert same, "the ranks end with different parameters (the last joiner's model did not reach all)"

@@ -63,14 +63,15 @@ groups="$here/group_worker.py"
 runw() { np=$1; shift; timeout 180 "$mpiexec" $root --oversubscribe --bind-to none $xopt -np "$np" "$py" "$@" >"$dir/out" 2>&1; }
 runw 4 "$groups" groups && ok || fail "process groups: collectives within {0,1} and {2,3}, non-members, errors"
 runw 4 "$groups" ddp_group && ok || fail "DDP over a process group against one process on the group's data"
-# DDP.join with uneven inputs (5 and 3 batches): the same torch script run by oar under the switch and by
-# PyTorch 1.13 with gloo when /usr/bin/python3 has it (else the golden values recorded from it)
+# DDP.join with uneven inputs (5 and 3 batches), and torch's generic Join([ddp, counter]) with a joinable of
+# the script's own: the same torch script run by oar under the switch and by PyTorch 1.13 with gloo when
+# /usr/bin/python3 has it (else the golden values recorded from it)
 join="$here/join_script.py"
 torchpy=${OAR_TORCH_PYTHON:-/usr/bin/python3}
 have_torch=0
 if "$torchpy" -c "import numpy, torch.distributed as d; assert d.is_gloo_available()" 2>/dev/null; then have_torch=1; fi
 [ $have_torch -eq 1 ] || echo "python_dist: PyTorch with gloo is absent for $torchpy: DDP.join is compared with the golden values in join_golden/"
-for v in join effective throw; do
+for v in join effective throw multi; do
   runw 2 "$join" oar $v "$dir/oar_$v" || { fail "DDP.join ($v), oar"; continue; }
   ref="$here/join_golden/$v.json"
   if [ $have_torch -eq 1 ]; then

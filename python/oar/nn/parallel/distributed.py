@@ -13,6 +13,7 @@ import weakref
 from ... import _C
 from ... import distributed as _dist
 from ...distributed import _require_init
+from ...distributed.algorithms.join import Join, Joinable, JoinHook, _JoinConfig
 from ..modules.module import Module
 
 _pending = []            # weak references to wrappers whose forward ran since the last backward
@@ -24,6 +25,7 @@ def _sync_pending():
     del _pending[:]
     for ddp in waiting:
         if ddp is not None:
+            ddp._settle_join()
             ddp._dp.sync()
 
 
@@ -48,7 +50,7 @@ def _install_sync():
         Tensor.backward = _backward_then_sync
 
 
-class DistributedDataParallel(Module):
+class DistributedDataParallel(Module, Joinable):
     """Data parallel training of module across the ranks of oar.distributed's world.
 
     bucket_cap_mb: bucket capacity (torch's default 25); the first bucket holds 1 MB so
@@ -91,7 +93,9 @@ class DistributedDataParallel(Module):
                                    float(first_bucket_mb), bool(mpi_allreduce), group_handle)
         self._group_handle = group_handle
         self._world = _dist.get_world_size(self.process_group)
-        self._join_config = None   # the options of the join() context this wrapper is in
+        self._join_config = _JoinConfig.construct_disabled_join_config()   # set by a Join context
+        self._divide_by_initial_world_size = True   # set by the join hook's options
+        self._join_work = None     # the join context's count of the ranks still training, in flight
         self._syncing = True       # False inside no_sync()
         self._pre_forward_done = False  # a compiled step ran _pre_forward for the call being traced
         _install_sync()
@@ -105,10 +109,19 @@ class DistributedDataParallel(Module):
         from ... import is_grad_enabled
 
         join = self._join_config
-        if join is not None and is_grad_enabled():
-            self._dp.join_notify(join.divide_by_initial_world_size, join.throw_on_early_termination,
+        if join.enable and is_grad_enabled():
+            self._settle_join()   # a forward without backward left it
+            # the count (when this is the context's first joinable) stays in flight until the sync,
+            # unless the divisor needs it now (divide_by_initial_world_size=False)
+            work = Join.notify_join_context(self)
+            count = -1
+            if work is not None and not self._divide_by_initial_world_size:
+                count = work.count()
+            elif work is not None:
+                self._join_work = work
+            self._dp.join_notify(self._divide_by_initial_world_size, join.throw_on_early_termination,
                                  self.training and self.broadcast_buffers and bool(self._buffers_to_broadcast),
-                                 self._syncing)
+                                 self._syncing, count)
         elif self.training and self.broadcast_buffers and self._world > 1 and self._buffers_to_broadcast:
             works = [_C.dist_broadcast(b, 0, self._group_handle) for b in self._buffers_to_broadcast]
             for w in works:
@@ -150,48 +163,62 @@ class DistributedDataParallel(Module):
         return self._dp.stats()
 
     def join(self, divide_by_initial_world_size=True, enable=True, throw_on_early_termination=False):
-        """Uneven inputs (torch 1.13's DDP.join): a context manager around the training loop. A rank that
-        runs out of batches leaves the loop and, at the end of the block, shadows the others' collectives
-        (their buffer broadcasts and every gradient bucket, contributing zeros) until all have joined;
-        then the model of the last rank to join goes to every rank.
+        """Uneven inputs (torch 1.13's DDP.join): Join([self], ...), a context manager around the training
+        loop. A rank that runs out of batches leaves the loop and, at the end of the block, shadows the
+        others' collectives (their buffer broadcasts and every gradient bucket, contributing zeros) until
+        all have joined; then the model of the last rank to join goes to every rank. With other joinables,
+        use oar.distributed.algorithms.Join([ddp, ...], divide_by_initial_world_size=...) directly.
 
         divide_by_initial_world_size: gradients are the sum over the ranks still training divided by the
         group's size (True, torch's default: each sample weighs as in the even part), or by the number of
         ranks still training (False). throw_on_early_termination: once a rank runs out, every rank raises
-        RuntimeError at its next forward (the joined one "exhausted all its inputs"). Inside the block only
-        DDP's own collectives may run while a rank has joined: another collective meets the join's and
-        fails on both ranks as a mismatched collective."""
-        return _Join(self, enable, divide_by_initial_world_size, throw_on_early_termination)
+        RuntimeError (the joined one "exhausted all inputs", the others "detected at least one rank").
+        Inside the block only the joinables' own collectives may run while a rank has joined: another
+        collective meets the join's and fails on both ranks as a mismatched collective."""
+        return Join([self], enable, throw_on_early_termination,
+                    divide_by_initial_world_size=divide_by_initial_world_size)
+
+    def join_hook(self, **kwargs):
+        """The joined rank's side of one training step (Join's protocol): kwargs may hold
+        divide_by_initial_world_size (default True)."""
+        return _DDPJoinHook(self, bool(kwargs.get("divide_by_initial_world_size", True)))
+
+    @property
+    def join_device(self):
+        from ... import device
+
+        return device("cpu")
+
+    @property
+    def join_process_group(self):
+        return self.process_group
+
+    def _settle_join(self):
+        work, self._join_work = self._join_work, None
+        if work is not None:
+            work.wait()
 
     def _get_name(self):
         return "DistributedDataParallel"
 
 
-class _Join:
-    """DistributedDataParallel.join's context (torch.distributed.algorithms.Join for one DDP module)."""
+class _DDPJoinHook(JoinHook):
+    """A joined rank's shadow of DistributedDataParallel's collectives: each round (main_hook) the
+    buffer broadcast, the backward-sync flag and, when the training ranks sync, every gradient bucket
+    with zeros; at the end (post_hook) the last joiner's parameters and buffers to every rank."""
 
-    def __init__(self, ddp, enable, divide_by_initial_world_size, throw_on_early_termination):
-        self.ddp, self.enable = ddp, bool(enable)
-        self.divide_by_initial_world_size = bool(divide_by_initial_world_size)
-        self.throw_on_early_termination = bool(throw_on_early_termination)
+    def __init__(self, ddp, divide_by_initial_world_size):
+        self.ddp = ddp
+        ddp._divide_by_initial_world_size = divide_by_initial_world_size
+        self._join_count = 0   # the ranks still training, set by Join before each main_hook
 
-    def __enter__(self):
-        if self.enable:
-            if self.ddp._join_config is not None:
-                raise RuntimeError("DistributedDataParallel.join: this module is already inside a join() block")
-            self.ddp._join_config = self
-        return self
-
-    def __exit__(self, type, value, traceback):
-        if not self.enable:
-            return None
+    def main_hook(self):
         ddp = self.ddp
-        ddp._join_config = None
-        if type is not None:
-            return None   # the exception propagates (torch does the same)
-        bufs = ddp.training and ddp.broadcast_buffers and bool(ddp._buffers_to_broadcast)
-        last_joiner = True
-        while ddp._dp.join_shadow(self.divide_by_initial_world_size, self.throw_on_early_termination, bufs) > 0:
-            last_joiner = False
-        ddp._dp.join_end(last_joiner)
-        return None
+        cfg = ddp._join_config
+        ddp._dp.join_shadow(ddp._divide_by_initial_world_size, cfg.throw_on_early_termination,
+                            ddp.training and ddp.broadcast_buffers and bool(ddp._buffers_to_broadcast),
+                            self._join_count)
+
+    def post_hook(self, is_last_joiner):
+        self.ddp._settle_join()
+        self.ddp._dp.join_end(bool(is_last_joiner))
