@@ -12,5 +12,9 @@ bool oar_cpu_bf16_native(void);
 /* The impl name of such kernels: half_f32.c still gives their ops a via-f32 kernel to fall
  * back on, since these decline on CPUs without native bf16. */
 #define OAR_IMPL_BF16_NATIVE "onednn-bf16"
+/* Kernels that keep bf16 storage and compute in f32 on CPUs without native bf16, converting
+ * inside a pass they make anyway (conv_dnnl.c: the layout conversions around oneDNN's f32
+ * convolutions). They cover only some calls (the via-f32 kernels stay as their fallback). */
+#define OAR_IMPL_BF16_STORAGE "onednn-f32-bf16io"
 
 #endif
