@@ -61,26 +61,6 @@ static NN_AVX2 void normalize_run(const float *x, float *y, int64_t n, float mea
     }
 }
 
-/* normalize_run over a row of kind k (x and y; w and b f32): the same arithmetic, the values
- * widened and rounded in registers */
-NN_HINL void normalize_run_k(const void *x, void *y, int64_t n, float mean, float scale, const float *w,
-                             const float *b, const int k) {
-    const __m256 vm = _mm256_set1_ps(mean), vs = _mm256_set1_ps(scale);
-    const int64_t full = n & ~(int64_t)7, rest = n - full;
-    const __m256i tail = nn_tail_mask(rest);
-    for (int64_t i = 0; i < full; i += 8) {
-        __m256 sc = w ? _mm256_mul_ps(vs, _mm256_loadu_ps(w + i)) : vs;
-        __m256 sh = b ? _mm256_loadu_ps(b + i) : _mm256_setzero_ps();
-        nn_st(y, i, _mm256_fmadd_ps(_mm256_sub_ps(nn_ld(x, i, k), vm), sc, sh), k);
-    }
-    if (rest) {
-        __m256 sc = w ? _mm256_mul_ps(vs, _mm256_maskload_ps(w + full, tail)) : vs;
-        __m256 sh = b ? _mm256_maskload_ps(b + full, tail) : _mm256_setzero_ps();
-        __m256 v = nn_ld_tail(x, full, rest, tail, 0.0f, k);
-        nn_st_tail(y, full, rest, tail, _mm256_fmadd_ps(_mm256_sub_ps(v, vm), sc, sh), k);
-    }
-}
-
 /* ---- layer_norm: rows of m values, each normalized on its own */
 typedef struct ln_job {
     const float *x, *w, *b;
@@ -106,50 +86,10 @@ static void ln_rows(void *ctx, int64_t begin, int64_t end) {
         oar_nn_layer_norm_row(j->x + r * j->m, j->w, j->b, j->y + r * j->m, j->mean + r, j->rstd + r, j->m, j->eps);
 }
 
-/* layer_norm on bf16/f16 rows with f32 weight and bias: the f32 row's statistics and
- * normalization on values widened in registers, y rounded at the store (the via-f32 bits) */
-typedef struct ln_half_job {
-    const void *x;
-    const float *w, *b;
-    void *y;
-    float *mean, *rstd;
-    int64_t m;
-    double eps;
-    int k;
-} ln_half_job;
-
-NN_HINL void ln_half_rows_k(const ln_half_job *j, int64_t begin, int64_t end, const int k) {
-    for (int64_t r = begin; r < end; r++) {
-        const void *x = (const uint16_t *)j->x + r * j->m;
-        double mean, var;
-        row_moments_k(x, j->m, k, &mean, &var);
-        float rstd = (float)(1.0 / sqrt(var + j->eps));
-        j->mean[r] = (float)mean;
-        j->rstd[r] = rstd;
-        normalize_run_k(x, (uint16_t *)j->y + r * j->m, j->m, (float)mean, rstd, j->w, j->b, k);
-    }
-}
-
-static NN_AVX2H void ln_half_rows(void *ctx, int64_t begin, int64_t end) {
-    const ln_half_job *j = ctx;
-    if (j->k == NN_BF16) ln_half_rows_k(j, begin, end, NN_BF16);
-    else ln_half_rows_k(j, begin, end, NN_F16);
-}
-
 static oar_status layer_norm_avx2(const oar_kctx *ctx, oar_tensor *const *in, int n_in, oar_tensor *const *out,
                                   int n_out, const oar_attr *a) {
     (void)ctx; (void)n_in; (void)n_out;
     const oar_tensor *x = in[0];
-    if (x->dtype != OAR_F32 && x->numel > 0) { /* the mixed kernel (ln_half_ok) */
-        int64_t m = 1;
-        for (int d = x->ndim - (int)a[0].i; d < x->ndim; d++) m *= x->shape[d];
-        ln_half_job j = {oar_tensor_ptr(x), in[1] ? (const float *)oar_tensor_ptr(in[1]) : NULL,
-                         in[2] ? (const float *)oar_tensor_ptr(in[2]) : NULL, oar_tensor_ptr(out[0]),
-                         (float *)oar_tensor_ptr(out[1]), (float *)oar_tensor_ptr(out[2]), m, a[1].f,
-                         nn_kind(x->dtype)};
-        oar_parallel_for(x->numel / m, 16384 / m + 1, ln_half_rows, &j);
-        return OAR_OK;
-    }
     int k = (int)a[0].i;
     int64_t m = 1;
     for (int d = x->ndim - k; d < x->ndim; d++) m *= x->shape[d];
@@ -439,19 +379,6 @@ bool oar_nn_half_ok(const oar_tensor *t, int k) {
     return t->contiguous && nn_kind(t->dtype) == k && (k == NN_BF16 || (k == NN_F16 && oar_nn_has_f16c()));
 }
 
-/* layer_norm on a dense bf16/f16 x with dense f32 weight and bias (either may be absent, not
- * both: then the parameter dtype is x's) and f32 statistics */
-static bool ln_half_ok(oar_tensor *const *in, int n_in, oar_tensor *const *out, int n_out, const oar_attr *a) {
-    (void)n_in; (void)n_out; (void)a;
-    const int k = nn_kind(in[0]->dtype);
-    if (!oar_cpu_has_avx2() || k == NN_F32 || k < 0 || !oar_nn_half_ok(in[0], k) || out[0]->dtype != in[0]->dtype ||
-        out[1]->dtype != OAR_F32 || out[2]->dtype != OAR_F32)
-        return false;
-    for (int i = 1; i < 3; i++)
-        if (in[i] && (in[i]->dtype != OAR_F32 || !in[i]->contiguous)) return false;
-    return true;
-}
-
 /* batch_norm and batch_norm_act on a dense bf16/f16 x (and residual, of x's dtype) with dense
  * f32 parameters and running statistics, so f32 mean and rstd; the counter (last input) as it
  * comes. */
@@ -488,8 +415,5 @@ void oar_cpu_nn_register_norm(void) {
     oar_register_kernel(OAR_OP_batch_norm, e);
     e.fn = batch_norm_act_avx2;
     oar_register_kernel(OAR_OP_batch_norm_act, e);
-    e.fn = layer_norm_avx2;
-    e.supports = ln_half_ok;
-    oar_register_kernel(OAR_OP_layer_norm, e);
 #endif
 }

@@ -19,30 +19,24 @@
 #define F32(t) ((const float *)oar_tensor_ptr(t))
 
 typedef struct lnb_job {
-    const void *g, *x; /* of kind k (nn_half.h), as dx */
-    const float *w, *mean, *rstd;
-    const float *res; /* layer_norm_backward_add (f32 only): the residual gradient added to dx; else NULL */
-    void *dx;
-    float *part_w, *part_b; /* part_*: LN_PARTS rows of m partial sums */
+    const float *g, *x, *w, *mean, *rstd;
+    const float *res; /* layer_norm_backward_add: the residual gradient added to dx; else NULL */
+    float *dx, *part_w, *part_b; /* part_*: LN_PARTS rows of m partial sums */
     int64_t rows, m, parts;
-    int k;
 } lnb_job;
 
-/* One row; bf16/f16 g and x are widened in registers and dx rounded at the store, with the
- * f32 row's arithmetic (so the bits of the f32 kernel on widened copies, rounded). */
-NN_HINL void lnb_row_k(const lnb_job *j, int64_t r, float *pw, float *pb, const int k) {
+static NN_AVX2 void lnb_row(const lnb_job *j, int64_t r, float *pw, float *pb) {
     const int64_t m = j->m, full = m & ~(int64_t)7, rest = m - full;
     const __m256i tail = nn_tail_mask(rest);
-    const size_t es = k == NN_F32 ? sizeof(float) : sizeof(uint16_t);
-    const void *g = (const char *)j->g + (size_t)(r * m) * es, *x = (const char *)j->x + (size_t)(r * m) * es;
-    void *dx = (char *)j->dx + (size_t)(r * m) * es;
+    const float *g = j->g + r * m, *x = j->x + r * m;
+    float *dx = j->dx + r * m;
     const float *res = j->res ? j->res + r * m : NULL;
     const __m256 vmean = _mm256_set1_ps(j->mean[r]), vrstd = _mm256_set1_ps(j->rstd[r]), one = _mm256_set1_ps(1.0f);
     nn_dacc s1 = nn_dacc_zero(), s2 = nn_dacc_zero();
     for (int64_t i = 0; i < m; i += 8) {
         bool last = i == full;
-        __m256 gv = last ? nn_ld_tail(g, i, rest, tail, 0.0f, k) : nn_ld(g, i, k);
-        __m256 xv = last ? nn_ld_tail(x, i, rest, tail, 0.0f, k) : nn_ld(x, i, k);
+        __m256 gv = last ? nn_load_tail(g + i, tail, 0.0f) : _mm256_loadu_ps(g + i);
+        __m256 xv = last ? nn_load_tail(x + i, tail, 0.0f) : _mm256_loadu_ps(x + i);
         __m256 wv = !j->w ? one : last ? nn_load_tail(j->w + i, tail, 0.0f) : _mm256_loadu_ps(j->w + i);
         __m256 xh = _mm256_mul_ps(_mm256_sub_ps(xv, vmean), vrstd), gx = _mm256_mul_ps(gv, wv);
         if (last) xh = _mm256_and_ps(xh, _mm256_castsi256_ps(tail));
@@ -62,22 +56,15 @@ NN_HINL void lnb_row_k(const lnb_job *j, int64_t r, float *pw, float *pb, const 
     for (int64_t i = 0; i < m; i += 8) {
         bool last = i == full;
         if (last && !rest) break;
-        __m256 gv = last ? nn_ld_tail(g, i, rest, tail, 0.0f, k) : nn_ld(g, i, k);
-        __m256 xv = last ? nn_ld_tail(x, i, rest, tail, 0.0f, k) : nn_ld(x, i, k);
+        __m256 gv = last ? nn_load_tail(g + i, tail, 0.0f) : _mm256_loadu_ps(g + i);
+        __m256 xv = last ? nn_load_tail(x + i, tail, 0.0f) : _mm256_loadu_ps(x + i);
         __m256 wv = !j->w ? one : last ? nn_load_tail(j->w + i, tail, 0.0f) : _mm256_loadu_ps(j->w + i);
         __m256 xh = _mm256_mul_ps(_mm256_sub_ps(xv, vmean), vrstd), gx = _mm256_mul_ps(gv, wv);
         __m256 d = _mm256_mul_ps(vrstd, _mm256_fnmadd_ps(xh, m2, _mm256_sub_ps(gx, m1)));
         if (res) d = _mm256_add_ps(d, last ? nn_load_tail(res + i, tail, 0.0f) : _mm256_loadu_ps(res + i));
-        if (last) nn_st_tail(dx, i, rest, tail, d, k);
-        else nn_st(dx, i, d, k);
+        if (last) _mm256_maskstore_ps(dx + i, tail, d);
+        else _mm256_storeu_ps(dx + i, d);
     }
-}
-
-/* one copy of the row per kind, each with its conversions inlined */
-static NN_AVX2H void lnb_row(const lnb_job *j, int64_t r, float *pw, float *pb) {
-    if (j->k == NN_BF16) lnb_row_k(j, r, pw, pb, NN_BF16);
-    else if (j->k == NN_F16) lnb_row_k(j, r, pw, pb, NN_F16);
-    else lnb_row_k(j, r, pw, pb, NN_F32);
 }
 
 static void lnb_parts(void *ctx, int64_t begin, int64_t end) {
@@ -106,9 +93,9 @@ oar_status oar_nn_layer_norm_backward_avx2(const oar_kctx *ctx, oar_tensor *cons
     }
     float *part = malloc(sizeof(float) * (size_t)(2 * parts * m));
     if (!part) return oar_error(OAR_ERR_OOM, "layer_norm_backward: out of memory");
-    lnb_job j = {oar_tensor_ptr(in[0]), oar_tensor_ptr(x), in[2] ? F32(in[2]) : NULL, F32(in[3]), F32(in[4]),
-                 n_in > 5 ? F32(in[5]) : NULL, oar_tensor_ptr(out[0]),
-                 part, part + parts * m, rows, m, parts, nn_kind(x->dtype)};
+    lnb_job j = {F32(in[0]), F32(x), in[2] ? F32(in[2]) : NULL, F32(in[3]), F32(in[4]),
+                 n_in > 5 ? F32(in[5]) : NULL, (float *)oar_tensor_ptr(out[0]),
+                 part, part + parts * m, rows, m, parts};
     oar_parallel_for(parts, 1, lnb_parts, &j);
     for (int64_t i = 0; i < m; i++) { /* parts in order: the same sums whatever the threads */
         double sw = 0, sb = 0;
@@ -246,20 +233,6 @@ static oar_status batch_norm_act_backward_avx2(const oar_kctx *ctx, oar_tensor *
     return OAR_OK;
 }
 
-/* layer_norm_backward on bf16/f16 grad_out and x with f32 weight (or none), mean and rstd:
- * dense tensors, grad_out of x's dtype (no residual gradient: layer_norm_backward_add is f32) */
-static bool lnb_half_ok(oar_tensor *const *in, int n_in, oar_tensor *const *out, int n_out, const oar_attr *a) {
-    (void)n_out; (void)a;
-    const int k = nn_kind(in[1]->dtype);
-    if (!oar_cpu_has_avx2() || n_in != 5 || k == NN_F32 || k < 0 || !oar_nn_half_ok(in[1], k) ||
-        !oar_nn_half_ok(in[0], k) || out[0]->dtype != in[1]->dtype || out[1]->dtype != OAR_F32 ||
-        out[2]->dtype != OAR_F32)
-        return false;
-    for (int i = 2; i < 5; i++)
-        if (in[i] && (in[i]->dtype != OAR_F32 || !in[i]->contiguous)) return false;
-    return true;
-}
-
 /* The backward ops on bf16/f16 grad_out, x (and y) with f32 weight, mean and rstd: dense
  * tensors, grad_out and y of x's dtype. */
 static bool bnb_half_ok(oar_tensor *const *in, int n_in, oar_tensor *const *out, int n_out, const oar_attr *a) {
@@ -292,8 +265,5 @@ void oar_cpu_register_norm_backward(void) {
     oar_register_kernel(OAR_OP_batch_norm_backward, e);
     e.fn = batch_norm_act_backward_avx2;
     oar_register_kernel(OAR_OP_batch_norm_act_backward, e);
-    e.fn = oar_nn_layer_norm_backward_avx2;
-    e.supports = lnb_half_ok;
-    oar_register_kernel(OAR_OP_layer_norm_backward, e);
 #endif
 }
