@@ -16,8 +16,10 @@ static oar_tensor *mat(int64_t r, int64_t c, double a, double b, bool grad) {
     return t;
 }
 
+/* The class table as declared, on every CPU (test_amp_cpu_policy checks the CPU policy). */
 static bool begin(bool enabled, oar_dtype dt) {
     oar_autocast_opts o = oar_autocast_defaults();
+    o.cpu_policy = OAR_AMP_CPU_TABLE;
     o.enabled = enabled;
     o.dtype = dt;
     return oar_autocast_begin(&o) == OAR_OK;
@@ -478,6 +480,7 @@ static oar_status step_fn(void *user, oar_tensor *const *in, int n_in, oar_tenso
     oar_optimizer_zero_grad(s->o);
     oar_autocast_opts ac = oar_autocast_defaults();
     ac.dtype = s->dt;
+    ac.cpu_policy = OAR_AMP_CPU_TABLE; /* casts on every CPU */
     oar_status st = oar_autocast_begin(&ac);
     if (st != OAR_OK) return st;
     oar_tensor *loss = oar_mse_loss(oar_forward(s->m, in[0]), in[1], OAR_REDUCE_MEAN);

@@ -41,21 +41,38 @@ typedef enum oar_amp_level {
                        it is FP32 or a PROMOTE op meets an f32 input */
 } oar_amp_level;
 
+/* What autocast does on a CPU without native bf16 arithmetic (no AVX512_BF16, or oar's ISA cap
+ * below avx512: OAR_CPU_ISA=avx2). Such a CPU runs a bf16 matmul as widen, f32 GEMM, round: the
+ * same arithmetic as f32 plus conversion passes, so casting f32 inputs down only costs time.
+ *   AUTO   (the default) a low op whose float inputs are all f32 stays f32 there, unless its
+ *          bf16 kernel converts inside passes it makes anyway (conv2d, conv2d_act: bf16
+ *          activations around oneDNN's f32 convolution, as fast as f32 and half the memory);
+ *          an input already bf16 casts the others down as usual. With native bf16 (and on
+ *          GPUs) the class table applies unchanged.
+ *   TABLE  the class table everywhere (what PyTorch's CPU autocast does on any CPU).
+ * bf16 only: an f16 region follows the table (no CPU path computes f16 natively). */
+typedef enum oar_amp_cpu_policy {
+    OAR_AMP_CPU_AUTO = 0,
+    OAR_AMP_CPU_TABLE,
+} oar_amp_cpu_policy;
+
 typedef struct oar_autocast_opts {
     bool enabled;          /* false: a region where no cast is inserted, even inside another */
     oar_amp_level level;
     oar_dtype dtype;       /* OAR_BF16 or OAR_F16 */
     /* Per-context changes to the class table, by op name (NULL/0: none). An op named in
-     * several lists takes the last: low, then fp32, then follow. */
+     * several lists takes the last: low, then fp32, then follow. custom_low is low on every
+     * CPU (cpu_policy does not apply to it). */
     const char *const *custom_low;
     int n_custom_low;
     const char *const *custom_fp32;
     int n_custom_fp32;
     const char *const *custom_follow;
     int n_custom_follow;
+    oar_amp_cpu_policy cpu_policy; /* AUTO (above) */
 } oar_autocast_opts;
 
-/* enabled, O1, bf16, no custom lists. */
+/* enabled, O1, bf16, no custom lists, cpu_policy AUTO. */
 OAR_API oar_autocast_opts oar_autocast_defaults(void);
 /* Opens an autocast region on this thread (nestable, 32 deep; the innermost rules). While one is
  * open, every op call casts its inputs per the class table with ordinary cast ops, which autograd

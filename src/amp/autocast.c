@@ -1,5 +1,6 @@
 /* Autocast regions: a per-thread stack of class tables. The innermost region's table is handed to
  * dispatch (oar_dispatch_set_amp), which inserts the casts; a disabled region hands it none. */
+#include "kernels/cpu/bf16_native.h"
 #include "ops/dispatch.h"
 
 #include <string.h>
@@ -39,6 +40,7 @@ static oar_status apply_list(oar_amp_policy *p, const char *const *names, int n,
             return oar_error(OAR_ERR_INVALID_ARG, "oar_autocast_begin: %s[%d] is %s%s%s, not an op; `oar ops` lists them",
                              list, i, names[i] ? "'" : "", names[i] ? names[i] : "NULL", names[i] ? "'" : "");
         p->cls[op] = (uint8_t)c;
+        p->cpu_f32[op] = 0; /* a list names the class the user wants, on any CPU */
     }
     return OAR_OK;
 }
@@ -54,12 +56,21 @@ oar_status oar_autocast_begin(const oar_autocast_opts *opts) {
                          oar_dtype_name(o.dtype));
     if (o.level < OAR_AMP_O0 || o.level > OAR_AMP_O2)
         return oar_error(OAR_ERR_INVALID_ARG, "oar_autocast_begin: expected level O0, O1 or O2, got %d", (int)o.level);
+    if (o.cpu_policy != OAR_AMP_CPU_AUTO && o.cpu_policy != OAR_AMP_CPU_TABLE)
+        return oar_error(OAR_ERR_INVALID_ARG,
+                         "oar_autocast_begin: expected cpu_policy OAR_AMP_CPU_AUTO or OAR_AMP_CPU_TABLE, got %d",
+                         (int)o.cpu_policy);
     region *r = &tl_stack[tl_depth];
     r->enabled = o.enabled && o.level != OAR_AMP_O0;
     r->level = o.level;
     r->policy.low = o.dtype;
     if (r->enabled) {
-        for (int op = 0; op < OAR_OP_COUNT; op++) r->policy.cls[op] = oar_op_amp_class((oar_op_id)op, o.dtype);
+        /* the CPU's cost: bf16 where it is not dearer than f32 (amp.h, oar_amp_cpu_policy) */
+        bool table = o.cpu_policy == OAR_AMP_CPU_TABLE || o.dtype != OAR_BF16;
+        for (int op = 0; op < OAR_OP_COUNT; op++) {
+            r->policy.cls[op] = oar_op_amp_class((oar_op_id)op, o.dtype);
+            r->policy.cpu_f32[op] = !table && r->policy.cls[op] == OAR_AMP_LOW && !oar_cpu_bf16_pays((oar_op_id)op);
+        }
         oar_status st;
         if ((st = apply_list(&r->policy, o.custom_low, o.n_custom_low, OAR_AMP_LOW, "custom_low")) != OAR_OK ||
             (st = apply_list(&r->policy, o.custom_fp32, o.n_custom_fp32, OAR_AMP_FP32, "custom_fp32")) != OAR_OK ||

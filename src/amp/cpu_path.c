@@ -18,6 +18,10 @@ const char *oar_amp_cpu_path(oar_dtype dtype) {
                "bf16 storage, f32 compute";
     if (isa == OAR_CPU_ISA_AVX512 && strstr(oar_cpu_flags(), "avx512_bf16"))
         return "bf16 storage, f32 compute (vectorized shifts, then the f32 kernels); this build has no oneDNN for "
-               "the CPU's AVX512_BF16 dot products";
-    return "bf16 storage, f32 compute (vectorized shifts, then the f32 kernels)";
+               "the CPU's AVX512_BF16 dot products; autocast keeps matmul, linear and conv in f32 on f32 inputs";
+    if (oar_cpu_bf16_pays(OAR_OP_conv2d))
+        return "bf16 storage, f32 compute (conv2d: converted inside oneDNN's f32 convolution's layout passes; other "
+               "ops: vectorized shifts, then the f32 kernels); autocast keeps matmul and linear in f32 on f32 inputs";
+    return "bf16 storage, f32 compute (vectorized shifts, then the f32 kernels); autocast keeps matmul, linear and "
+           "conv in f32 on f32 inputs";
 }

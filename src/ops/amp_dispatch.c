@@ -54,6 +54,12 @@ oar_status oar_amp_op_call(oar_op_id op, oar_tensor *const *in, int n_in, const 
     /* ops that take a low input with f32 parameters do so on the CPU only (for now) */
     if (cls == OAR_AMP_FOLLOW && (d->flags & OAR_OPF_AMP_MIXED) && n_in > 0 && in[0] && in[0]->device != OAR_CPU)
         cls = OAR_AMP_FP32;
+    /* low ops the CPU would only run through conversions stay f32, unless an input is low already */
+    if (cls == OAR_AMP_LOW && p->cpu_f32[op] && n_in > 0 && in[0] && in[0]->device == OAR_CPU) {
+        bool any_low = false;
+        for (int i = 0; i < n_in; i++) any_low |= in[i] && in[i]->dtype == p->low;
+        if (!any_low) cls = OAR_AMP_FOLLOW;
+    }
     oar_dtype wide = OAR_F32;
     if (cls == OAR_AMP_PROMOTE) {
         bool any;

@@ -27,6 +27,10 @@ void oar_registry_init(void);
 typedef struct oar_amp_policy {
     oar_dtype low;                 /* OAR_F16 or OAR_BF16 */
     uint8_t cls[OAR_OP_COUNT];
+    /* per op, for LOW ops on CPU tensors: 1 = no cast when every float input is f32 (the op
+     * runs in f32), since this CPU has no kernel that runs it in the low dtype for less than
+     * f32 costs; an input already low still casts the others down */
+    uint8_t cpu_f32[OAR_OP_COUNT];
 } oar_amp_policy;
 extern _Thread_local const oar_amp_policy *oar_amp_active;
 /* Installs p (NULL: none) on this thread; returns the previous one. */

@@ -40,6 +40,7 @@ static oar_status forward_fn(void *user, oar_tensor *const *in, int n_in, oar_te
     oar_autocast_opts ac = oar_autocast_defaults();
     ac.level = OAR_AMP_O2;
     ac.dtype = c->dtype;
+    ac.cpu_policy = OAR_AMP_CPU_TABLE; /* a file's dtypes must not depend on the CPU that wrote it */
     oar_status st = oar_autocast_begin(&ac);
     if (st != OAR_OK) return st;
     oar_tensor *y = oar_forward(c->m, in[0]);

@@ -6,6 +6,17 @@
 
 #include <string.h>
 
+bool oar_cpu_bf16_pays(oar_op_id op) {
+    if (oar_cpu_bf16_native()) return true;
+    const oar_kernel_entry *ks;
+    int nk = oar_op_kernels_so_far(op, &ks);
+    for (int k = 0; k < nk; k++)
+        if (ks[k].device == OAR_CPU && (ks[k].dtypes & OAR_DTYPE_BIT(OAR_BF16)) &&
+            !strcmp(ks[k].impl, OAR_IMPL_BF16_STORAGE))
+            return true;
+    return false;
+}
+
 bool oar_cpu_bf16_native(void) {
 #ifdef OAR_HAVE_ONEDNN
     static int has = -1; /* the CPU's flag; the cap and oneDNN's level are asked on every call */

@@ -32,6 +32,10 @@ typedef struct dkey {
     int64_t kind, bias;
     int64_t bf16;      /* x, weight, y (and bias) in bf16, computed natively; grad_weight's
                           primitive writes f32 then (the parts are summed in f32, rounded once) */
+    int64_t io16;      /* x, weight, y (and bias) stored in bf16, the primitive f32 (a CPU without
+                          native bf16): the activations are widened or rounded inside the layout
+                          conversions the f32 call makes anyway, anything else through an f32
+                          copy; the bits of the via-f32 kernel (widen, this f32 call, round) */
     int64_t sum, relu; /* forward post-ops (conv2d_act): add the residual, then relu (1) or
                           relu6 (2: clip_v2 to [0, 6], NaN staying NaN as in clip) */
     int64_t nhwc;      /* x and y are NHWC in memory (conv2d_act layout=nhwc) */
@@ -127,6 +131,9 @@ static bool plan_operands(dprim *p, const_dnnl_primitive_desc_t pd) {
         /* bf16 activations: both ways, the NCHW <-> NHWC reorders of a compiled AMP ResNet-20
          * step took as long as a third of its convolutions in oneDNN's reorder */
         if (!out && p->key.bf16 && i != 1 && !p->key.nhwc && oar_chan_layout_of(&o->want, &o->lay)) o->chan = true;
+        /* bf16 storage: our conversions widen or round in the same pass, both ways */
+        if (p->key.io16 && i != 1 && oar_chan_layout_of(&o->want, &o->lay) && o->lay.esize == 4)
+            o->chan = o->lay.plain_bf16 = true;
     }
     return true;
 }
@@ -307,8 +314,9 @@ static bool plan_make(dplan *pl, dk_kind kind, oar_tensor *const *in, oar_tensor
     case DK_GRAD_INPUT: y = in[0], w = in[1], x = out[0]; break;
     default: x = in[0], y = in[1], w = out[0]; break;
     }
-    oar_dtype dt = x->dtype; /* f32, or bf16 where the CPU computes it natively */
-    if (dt != OAR_F32 && (dt != OAR_BF16 || !oar_cpu_bf16_native())) return false;
+    oar_dtype dt = x->dtype; /* f32, or bf16: native where the CPU computes it, else stored (io16) */
+    if (dt != OAR_F32 && dt != OAR_BF16) return false;
+    bool io16 = dt == OAR_BF16 && !oar_cpu_bf16_native();
     if (!plain_of(x, 4, dt) || !plain_of(w, 4, dt) || !plain_of(y, 4, dt) || !plain_of(b, 1, dt)) return false;
     dkey k;
     bool nhwc = fused && !strcmp(a[5].s, "nhwc");
@@ -321,7 +329,9 @@ static bool plan_make(dplan *pl, dk_kind kind, oar_tensor *const *in, oar_tensor
     if (fused && !nhwc && strcmp(a[5].s, "nchw") != 0) return false;
     if (!key_make(&k, kind, b != NULL, xs, w->shape, ys, conv)) return false;
     k.nhwc = nhwc;
-    k.bf16 = dt == OAR_BF16;
+    k.bf16 = dt == OAR_BF16 && !io16;
+    k.io16 = io16;
+    if (io16 && (nhwc || (fused && in[3]))) return false; /* conv_nhwc's layout, the residual: via-f32 */
     if (fused) {
         if (!plain_of(in[3], 4, dt)) return false;
         k.sum = in[3] != NULL;
@@ -358,10 +368,18 @@ static oar_packed *packed_get(const char *op, dprim *p, const oar_tensor *w, oar
     oar_packed *k = oar_packed_find(&g_cache, p->packed, PACK_SLOTS, st->uid, st->version, w->offset);
     if (k) return k;
     if (!(k = oar_packed_new(p->op[1].bytes, st->uid, st->version, w->offset))) return NULL;
+    size_t wide_bytes = p->key.io16 ? sizeof(float) * (size_t)w->numel : 0; /* bf16 weights widened first */
+    float *wide = wide_bytes ? oar_alloc(wide_bytes) : NULL;
+    if (wide_bytes && !wide) {
+        oar_packed_put(k);
+        return NULL;
+    }
+    if (wide) oar_cpu_half_to_f32(wide, oar_tensor_ptr(w), w->numel, w->dtype);
     dnnl_stream_t strm = NULL;
     dnnl_memory_t from = NULL, to = NULL;
     dnnl_status_t ds = dnnl_stream_create(&strm, oar_dnnl_engine(), dnnl_stream_default_flags);
-    if (ds == dnnl_success) ds = dnnl_memory_create(&from, &p->op[1].plain, oar_dnnl_engine(), oar_tensor_ptr(w));
+    if (ds == dnnl_success)
+        ds = dnnl_memory_create(&from, &p->op[1].plain, oar_dnnl_engine(), wide ? (void *)wide : oar_tensor_ptr(w));
     if (ds == dnnl_success) ds = dnnl_memory_create(&to, &p->op[1].want, oar_dnnl_engine(), k->data);
     *rc = ds == dnnl_success ? run_prim(op, p->op[1].reorder, strm, 2,
                                         (dnnl_exec_arg_t[]){{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}})
@@ -370,6 +388,7 @@ static oar_packed *packed_get(const char *op, dprim *p, const oar_tensor *w, oar
     if (from) dnnl_memory_destroy(from);
     if (to) dnnl_memory_destroy(to);
     if (strm) dnnl_stream_destroy(strm);
+    oar_free(wide, wide_bytes);
     if (*rc != OAR_OK) {
         oar_packed_put(k);
         return NULL;
@@ -380,7 +399,7 @@ static oar_packed *packed_get(const char *op, dprim *p, const oar_tensor *w, oar
 
 /* Runs p on the caller's buffers x, weight, y (and bias or NULL): converts the inputs the
  * primitive wants in another layout, runs it, converts its output back. */
-static oar_status execute(const char *op, dprim *p, void *const bufs[3], void *bias, void *res, void *wpacked) {
+static oar_status execute(const char *op, dprim *p, void *const user[3], void *user_bias, void *res, void *wpacked) {
     enum { SCRATCH = 3, BIAS = 4, N_MEM = 8 }; /* 0..2 plain operands, 5..7 converted ones */
     dnnl_memory_t mem[N_MEM] = {0};
     dnnl_stream_t strm = NULL;
@@ -389,6 +408,23 @@ static oar_status execute(const char *op, dprim *p, void *const bufs[3], void *b
     oar_status rc = OAR_OK;
     for (int i = 0; i < 4; i++)
         if (tmp_bytes[i] && !(tmp[i] = oar_alloc(tmp_bytes[i]))) rc = OAR_ERR_OOM;
+    /* bf16 storage (io16): operands our transposes do not convert get an f32 plain copy (the
+     * weights, the bias, layouts they do not take); the output's is rounded back at the end */
+    int out = k_out[p->key.kind];
+    void *bufs[3] = {user[0], user[1], user[2]}, *bias = user_bias, *wide[4] = {0};
+    size_t wide_bytes[4] = {0};
+    for (int i = 0; i < 4 && p->key.io16 && rc == OAR_OK; i++) {
+        bool f32_out = i == 1 && p->key.kind == DK_GRAD_WEIGHT; /* the f32 partial gradients */
+        if (i == 3 ? !bias : f32_out || p->op[i].chan || (i == 1 && wpacked)) continue;
+        wide_bytes[i] = i == 3 ? sizeof(float) * (size_t)p->key.w[0] : dnnl_memory_desc_get_size(&p->op[i].plain);
+        if (!(wide[i] = oar_alloc(wide_bytes[i]))) {
+            rc = OAR_ERR_OOM;
+        } else if (i != out) {
+            oar_cpu_half_to_f32(wide[i], i == 3 ? bias : bufs[i], (int64_t)(wide_bytes[i] / sizeof(float)), OAR_BF16);
+        }
+        if (i == 3) bias = wide[i];
+        else bufs[i] = wide[i];
+    }
     dnnl_memory_desc_t smd;
     dnnl_dims_t sd = {(int64_t)p->scratch};
     dnnl_status_t st = dnnl_stream_create(&strm, oar_dnnl_engine(), dnnl_stream_default_flags);
@@ -401,7 +437,6 @@ static oar_status execute(const char *op, dprim *p, void *const bufs[3], void *b
     if (p->scratch && st == dnnl_success && rc == OAR_OK) st = dnnl_memory_create(&mem[SCRATCH], &smd, oar_dnnl_engine(), tmp[3]);
     if (bias && st == dnnl_success && rc == OAR_OK) st = dnnl_memory_create(&mem[BIAS], &p->md_b, oar_dnnl_engine(), bias);
     if (st != dnnl_success && rc == OAR_OK) rc = oar_dnnl_fail(op, st);
-    int out = k_out[p->key.kind];
     dnnl_memory_t res_mem = NULL;
     if (rc == OAR_OK && p->key.sum) { /* the sum post-op adds what the output holds: the residual */
         if (p->res_reorder) {
@@ -433,11 +468,13 @@ static oar_status execute(const char *op, dprim *p, void *const bufs[3], void *b
                       (dnnl_exec_arg_t[]){{DNNL_ARG_FROM, mem[5 + out]}, {DNNL_ARG_TO, mem[out]}});
     if (rc == OAR_OK && (st = dnnl_stream_wait(strm)) != dnnl_success) rc = oar_dnnl_fail(op, st);
     if (rc == OAR_OK && p->op[out].chan) oar_chan_to_plain(&p->op[out].lay, tmp[out], bufs[out]); /* after the wait */
+    if (rc == OAR_OK && wide[out])
+        oar_cpu_f32_to_half(user[out], wide[out], (int64_t)(wide_bytes[out] / sizeof(float)), OAR_BF16);
     for (int i = 0; i < N_MEM; i++)
         if (mem[i]) dnnl_memory_destroy(mem[i]);
     if (res_mem) dnnl_memory_destroy(res_mem);
     if (strm) dnnl_stream_destroy(strm);
-    for (int i = 0; i < 4; i++) oar_free(tmp[i], tmp_bytes[i]);
+    for (int i = 0; i < 4; i++) oar_free(tmp[i], tmp_bytes[i]), oar_free(wide[i], wide_bytes[i]);
     return rc == OAR_ERR_OOM ? oar_error(OAR_ERR_OOM, "%s: out of memory for oneDNN buffers", op) : rc;
 }
 
@@ -554,6 +591,20 @@ static bool grad_weight_supports(oar_tensor *const *in, int n_in, oar_tensor *co
     return !oar_get_deterministic() && supports_kind(DK_GRAD_WEIGHT, in, out, a, false);
 }
 
+/* The bf16 entries split by the CPU, so a profile names the path that ran: native bf16, or bf16
+ * storage around the f32 primitive (in[0] is an activation of the call's dtype for every kind). */
+#define BF16_SUPPORTS(fn)                                                                                             \
+    static bool fn##_native(oar_tensor *const *in, int n_in, oar_tensor *const *out, int n_out, const oar_attr *a) { \
+        return oar_cpu_bf16_native() && fn(in, n_in, out, n_out, a);                                                \
+    }                                                                                                               \
+    static bool fn##_io16(oar_tensor *const *in, int n_in, oar_tensor *const *out, int n_out, const oar_attr *a) {   \
+        return !oar_cpu_bf16_native() && fn(in, n_in, out, n_out, a);                                               \
+    }
+BF16_SUPPORTS(conv2d_supports)
+BF16_SUPPORTS(conv2d_act_supports)
+BF16_SUPPORTS(grad_input_supports)
+BF16_SUPPORTS(grad_weight_supports)
+
 int oar_dnnl_conv_act_converts(oar_tensor *const *in, oar_tensor *out, const oar_attr *a) {
     dplan pl;
     if (!oar_dnnl_usable() || !plan_make(&pl, DK_FORWARD, in, &out, a, true)) return -1;
@@ -566,20 +617,28 @@ void oar_cpu_conv_register_dnnl(void) {
 #ifdef OAR_HAVE_OPENMP
     oar_threads_add_library_hook(threads_hook);
 #endif
-    struct { oar_op_id op; oar_kernel_fn fn; oar_supports_fn sup; } k[] = {
-        {OAR_OP_conv2d, conv2d_dnnl, conv2d_supports},
-        {OAR_OP_conv2d_act, conv2d_act_dnnl, conv2d_act_supports},
-        {OAR_OP_conv2d_grad_input, grad_input_dnnl, grad_input_supports},
-        {OAR_OP_conv2d_grad_weight, grad_weight_dnnl, grad_weight_supports},
+    struct { oar_op_id op; oar_kernel_fn fn; oar_supports_fn sup, native, io16; } k[] = {
+        {OAR_OP_conv2d, conv2d_dnnl, conv2d_supports, conv2d_supports_native, conv2d_supports_io16},
+        {OAR_OP_conv2d_act, conv2d_act_dnnl, conv2d_act_supports, conv2d_act_supports_native,
+         conv2d_act_supports_io16},
+        {OAR_OP_conv2d_grad_input, grad_input_dnnl, grad_input_supports, grad_input_supports_native,
+         grad_input_supports_io16},
+        {OAR_OP_conv2d_grad_weight, grad_weight_dnnl, grad_weight_supports, grad_weight_supports_native,
+         grad_weight_supports_io16},
     };
     for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
         oar_register_kernel(k[i].op, (oar_kernel_entry){.device = OAR_CPU, .dtypes = OAR_DTYPE_BIT(OAR_F32),
                                                         .impl = "onednn", .priority = 20, .fn = k[i].fn,
                                                         .supports = k[i].sup});
-        /* native bf16 (AVX512_BF16 / AMX) only: declines elsewhere, and via-f32 runs */
+        /* native bf16 (AVX512_BF16 / AMX) only */
         oar_register_kernel(k[i].op, (oar_kernel_entry){.device = OAR_CPU, .dtypes = OAR_DTYPE_BIT(OAR_BF16),
                                                         .impl = OAR_IMPL_BF16_NATIVE, .priority = 20, .fn = k[i].fn,
-                                                        .supports = k[i].sup});
+                                                        .supports = k[i].native});
+        /* elsewhere bf16 storage around the f32 primitive; where it declines (the residual
+         * epilogue, NHWC), via-f32 runs */
+        oar_register_kernel(k[i].op, (oar_kernel_entry){.device = OAR_CPU, .dtypes = OAR_DTYPE_BIT(OAR_BF16),
+                                                        .impl = OAR_IMPL_BF16_STORAGE, .priority = 20, .fn = k[i].fn,
+                                                        .supports = k[i].io16});
     }
 }
 

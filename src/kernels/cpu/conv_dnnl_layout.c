@@ -48,21 +48,31 @@ static inline int64_t chan_off(const oar_chan_layout *l, int64_t c) {
  * which way. */
 static void tail_copy(const oar_chan_layout *l, const void *src, void *dst, int64_t n, int64_t g, int64_t p0,
                       bool to_plain) {
-    const size_t es = l->esize == 2 ? 2 : 4;
+    const size_t es = l->esize == 2 ? 2 : 4, pes = l->plain_bf16 ? 2 : es;
     char *chan = (char *)(to_plain ? src : dst) + (size_t)(n * l->n_stride + chan_off(l, g)) * es;
-    char *plain = (char *)(to_plain ? dst : src) + (size_t)((n * l->c + g) * l->pixels) * es;
+    char *plain = (char *)(to_plain ? dst : src) + (size_t)((n * l->c + g) * l->pixels) * pes;
     for (int64_t p = p0; p < l->pixels; p++)
         for (int c = 0; c < 8; c++) {
-            char *a = plain + (size_t)(c * l->pixels + p) * es, *b = chan + (size_t)(p * l->pixel_stride + c) * es;
-            if (to_plain) memcpy(a, b, es);
-            else memcpy(b, a, es);
+            char *a = plain + (size_t)(c * l->pixels + p) * pes, *b = chan + (size_t)(p * l->pixel_stride + c) * es;
+            if (l->plain_bf16) {
+                float f;
+                uint16_t h;
+                if (to_plain) memcpy(&f, b, 4), h = oar_f32_to_bf16(f), memcpy(a, &h, 2);
+                else memcpy(&h, a, 2), f = oar_bf16_to_f32(h), memcpy(b, &f, 4);
+            } else if (to_plain) {
+                memcpy(a, b, es);
+            } else {
+                memcpy(b, a, es);
+            }
         }
 }
 
 #if defined(__x86_64__)
 #include <immintrin.h>
 
-#define OAR_AVX2_ONLY __attribute__((target("avx2")))
+#include "kernels/cpu/nn_half.h"
+
+#define OAR_AVX2_ONLY __attribute__((target("avx2,fma,f16c")))
 
 /* Rows r[0..7] become columns: r[i][j] takes r[j][i]. */
 static inline OAR_AVX2_ONLY void transpose8(__m256 r[8]) {
@@ -121,6 +131,17 @@ static OAR_AVX2_ONLY void convert(const oar_chan_layout *l, const void *src, voi
                     transpose8x16(r);
                     for (int k = 0; k < 8; k++)
                         _mm_storeu_si128((__m128i *)(d + (to_plain ? po + k * P + p : co + (p + k) * ps)), r[k]);
+                } else if (l->plain_bf16) { /* f32 channel layout, bf16 plain: converted in registers */
+                    __m256 r[8];
+                    if (to_plain) {
+                        for (int k = 0; k < 8; k++) r[k] = _mm256_loadu_ps((const float *)src + co + (p + k) * ps);
+                        transpose8(r);
+                        for (int k = 0; k < 8; k++) nn_st(dst, po + k * P + p, r[k], NN_BF16);
+                    } else {
+                        for (int k = 0; k < 8; k++) r[k] = nn_ld(src, po + k * P + p, NN_BF16);
+                        transpose8(r);
+                        for (int k = 0; k < 8; k++) _mm256_storeu_ps((float *)dst + co + (p + k) * ps, r[k]);
+                    }
                 } else {
                     const float *s = (const float *)src;
                     float *d = (float *)dst;

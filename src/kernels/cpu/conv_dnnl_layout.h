@@ -21,6 +21,10 @@ typedef struct oar_chan_layout {
     int64_t n_stride, block_stride, pixel_stride;
     int64_t block;
     int64_t esize; /* bytes per element: 2 (bf16), else (0 or 4) f32 */
+    bool plain_bf16; /* with esize 4: the plain side holds bf16, the channel layout f32, so the
+                        conversion widens (into the layout) or rounds (out of it, to nearest even
+                        with quiet NaNs, the `cast` kernel's bits) in the same pass: bf16
+                        storage around an f32 convolution (conv_dnnl.c) with no cast pass */
 } oar_chan_layout;
 
 /* Describes a oneDNN memory descriptor (passed as void * so this header needs no oneDNN)
@@ -29,7 +33,7 @@ typedef struct oar_chan_layout {
  * CPU lacks AVX2. */
 bool oar_chan_layout_of(const void *dnnl_md, oar_chan_layout *l);
 
-/* src in l's layout into plain [n, c, pixels]; the buffers must not overlap. On x86 it uses
+/* src in l's layout into plain [n, c, pixels] (bf16 where l->plain_bf16); the buffers must not overlap. On x86 it uses
  * AVX2: call it only on a CPU where oar_chan_layout_of accepts layouts. */
 void oar_chan_to_plain(const oar_chan_layout *l, const void *src, void *plain);
 /* The other way: plain [n, c, pixels] into l's layout (every element of it written). */

@@ -49,6 +49,8 @@ void oar_cpu_register_half_f32(void);   /* half_f32.c: f16/bf16 casts and via-f3
 void oar_cpu_convert_half(oar_tensor *dst, const oar_tensor *src);
 /* The same on plain buffers: n f32 values rounded into f16/bf16 (half_f32.c). */
 void oar_cpu_f32_to_half(void *dst, const float *src, int64_t n, oar_dtype half);
+/* and n f16/bf16 values widened into f32 */
+void oar_cpu_half_to_f32(float *dst, const void *src, int64_t n, oar_dtype half);
 void oar_cpu_register_embedding_backward(void); /* nn_embedding_backward.c */
 void oar_cpu_register_quant(void);      /* qgemm_x86.c: qlinear on AVX-512 VNNI and exact AVX2 */
 /* Whether oar's AVX2+FMA / AVX-512F code may run: the CPU has it and the cap (oar_set_cpu_isa,

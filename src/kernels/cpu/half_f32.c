@@ -179,6 +179,7 @@ void oar_cpu_convert_half(oar_tensor *dst, const oar_tensor *src) {
 }
 
 void oar_cpu_f32_to_half(void *dst, const float *src, int64_t n, oar_dtype half) { convert(dst, src, n, half, false); }
+void oar_cpu_half_to_f32(float *dst, const void *src, int64_t n, oar_dtype half) { convert(dst, src, n, half, true); }
 
 static bool is_half(oar_dtype dt) { return dt == OAR_F16 || dt == OAR_BF16; }
 
@@ -284,7 +285,8 @@ static bool has_fast(oar_op_id op, oar_dtype dt) {
     int nk = oar_op_kernels_so_far(op, &ks);
     for (int k = 0; k < nk; k++)
         if (ks[k].device == OAR_CPU && strcmp(ks[k].impl, "reference") != 0 &&
-            strcmp(ks[k].impl, OAR_IMPL_BF16_NATIVE) != 0 && strcmp(ks[k].impl, OAR_IMPL_HALF_MIXED) != 0 &&
+            strcmp(ks[k].impl, OAR_IMPL_BF16_NATIVE) != 0 && strcmp(ks[k].impl, OAR_IMPL_BF16_STORAGE) != 0 &&
+            strcmp(ks[k].impl, OAR_IMPL_HALF_MIXED) != 0 &&
             strcmp(ks[k].impl, OAR_IMPL_HALF_PARTIAL) != 0 &&
             (ks[k].dtypes & OAR_DTYPE_BIT(dt)))
             return true;

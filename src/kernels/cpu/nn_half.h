@@ -71,6 +71,29 @@ NN_HINL void nn_st(void *p, int64_t i, __m256 v, int k) {
     else _mm_storeu_si128((__m128i *)((uint16_t *)p + i), nn_narrow8(v, k));
 }
 
+/* Stores of values the kind holds exactly (rounded already, or selected from its values): bf16
+ * keeps the upper halves, as rounding them again would, without the rounding's integer work. */
+NN_HINL __m128i nn_narrow8_exact(__m256 v, int k) {
+    if (k == NN_F16) return _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT);
+    __m256i h = _mm256_srli_epi32(_mm256_castps_si256(v), 16);
+    return _mm_packus_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+}
+
+NN_HINL void nn_st_exact(void *p, int64_t i, __m256 v, int k) {
+    if (k == NN_F32) _mm256_storeu_ps((float *)p + i, v);
+    else _mm_storeu_si128((__m128i *)((uint16_t *)p + i), nn_narrow8_exact(v, k));
+}
+
+NN_HINL void nn_st_tail_exact(void *p, int64_t i, int64_t n, __m256i mask, __m256 v, int k) {
+    if (k == NN_F32) {
+        _mm256_maskstore_ps((float *)p + i, mask, v);
+        return;
+    }
+    uint16_t b[8];
+    _mm_storeu_si128((__m128i *)b, nn_narrow8_exact(v, k));
+    memcpy((uint16_t *)p + i, b, sizeof(uint16_t) * (size_t)n);
+}
+
 NN_HINL void nn_st_tail(void *p, int64_t i, int64_t n, __m256i mask, __m256 v, int k) {
     if (k == NN_F32) {
         _mm256_maskstore_ps((float *)p + i, mask, v);

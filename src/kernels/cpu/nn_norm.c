@@ -235,8 +235,14 @@ NN_HINL void bn_apply_planes_k(const bn_job *j, int64_t begin, int64_t end, cons
         const int64_t ch = p % j->c, base = p * s;
         const __m256 vm = _mm256_set1_ps(j->vmean[ch]), vs = _mm256_set1_ps(j->scale[ch]),
                      vb = _mm256_set1_ps(j->shift[ch]);
-        for (int64_t i = 0; i < full; i += 8)
-            nn_st(j->y, base + i, bn_vec(nn_ld(j->x, base + i, k), vm, vs, vb, j, base + i, false, 8, tail, k), k);
+        if (j->res || j->relu) { /* bn_vec rounded its result: stored as it is */
+            for (int64_t i = 0; i < full; i += 8)
+                nn_st_exact(j->y, base + i, bn_vec(nn_ld(j->x, base + i, k), vm, vs, vb, j, base + i, false, 8, tail, k),
+                            k);
+        } else {
+            for (int64_t i = 0; i < full; i += 8)
+                nn_st(j->y, base + i, bn_vec(nn_ld(j->x, base + i, k), vm, vs, vb, j, base + i, false, 8, tail, k), k);
+        }
         if (rest) {
             __m256 v = bn_vec(nn_ld_tail(j->x, base + full, rest, tail, 0.0f, k), vm, vs, vb, j, base + full, true,
                               rest, tail, k);

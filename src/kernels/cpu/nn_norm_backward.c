@@ -164,9 +164,9 @@ NN_HINL void bnb_channel(const bnb_job *j, int64_t ch, const int k) {
                                                : nn_ld(j->x, base + e, k), vmean);
                 fb = _mm256_add_ps(fb, gv);
                 fw = _mm256_fmadd_ps(gv, xc, fw);
-                if (gbuf) {
-                    if (last) nn_st_tail(gbuf, base + e, rl, tail, gv, k);
-                    else nn_st(gbuf, base + e, gv, k);
+                if (gbuf) { /* g's own values, masked: exact in its kind */
+                    if (last) nn_st_tail_exact(gbuf, base + e, rl, tail, gv, k);
+                    else nn_st_exact(gbuf, base + e, gv, k);
                 }
             }
             nn_dacc_add(&sb, fb);
