@@ -6,6 +6,7 @@
  *    2 (the batch split in uneven parts, so two primitives), for conv2d and both backward ops. */
 #include "test_util.h"
 
+#include "kernels/cpu/bf16_native.h"
 #include "kernels/cpu/conv_dnnl.h"
 #include "kernels/cpu/conv_dnnl_layout.h"
 #include "kernels/cpu/dnnl_engine.h"
@@ -218,6 +219,98 @@ static void test_nhwc_direct(void) {
     oar_scope_end();
 }
 
+/* A forward NHWC conv (conv2d_act, the imported CNNs' convs) of a batch smaller than the thread
+ * count runs as row parts on the threads: the output bits are those of the 1-thread run (one
+ * primitive per image), at 2 and 3 threads (3: a middle part without padding) and with a batch
+ * of 2 at 3 threads (two parts per image). The shapes are resnet18's, mobilenet_v2's and
+ * squeezenet1_1's convs at batch 1 (stems, strided, depthwise, 1x1, 7x7 maps) and others
+ * (dilation, 5x5, no bias, heights that do not divide, bf16 where the CPU computes it). */
+typedef struct rows_case {
+    int64_t n, h, w, c, oc, kh, kw, s, p, d, g;
+    bool bias, res;
+    const char *act;
+    bool bf16; /* on CPUs that compute bf16 natively, else skipped */
+} rows_case;
+
+static void run_nhwc(const rows_case *rc, oar_tensor *const *in, const oar_attr *a, int threads, oar_tensor **out,
+                     int *rows) {
+    bool bf16 = oar_dtype_of(in[0]) == OAR_BF16;
+    const oar_kernel_entry *fast = kernel(OAR_OP_conv2d_act, bf16 ? OAR_IMPL_BF16_NATIVE : "onednn");
+    CHECK(oar_set_num_threads(threads) == OAR_OK);
+    int64_t oh = (rc->h + 2 * rc->p - (rc->kh - 1) * rc->d - 1) / rc->s + 1;
+    int64_t ow = (rc->w + 2 * rc->p - (rc->kw - 1) * rc->d - 1) / rc->s + 1;
+    *out = oar_empty((int64_t[]){rc->n, oh, ow, rc->oc}, 4, oar_dtype_of(in[0]));
+    *rows = oar_dnnl_conv_act_rows(in, *out, a);
+    CHECK(oar_op_run_kernel(OAR_OP_conv2d_act, fast, in, 4, out, 1, a) == OAR_OK);
+}
+
+static void test_rows_bitwise(void) {
+    const oar_kernel_entry *fast = kernel(OAR_OP_conv2d_act, "onednn"), *ref = kernel(OAR_OP_conv2d_act, "reference");
+    if (!fast) return;
+    static const rows_case cases[] = {
+        {1, 224, 224, 3, 64, 7, 7, 2, 3, 1, 1, true, false, "relu"},     /* resnet18 stem */
+        {1, 56, 56, 64, 64, 3, 3, 1, 1, 1, 1, true, true, "relu"},       /* resnet18 block */
+        {1, 56, 56, 64, 128, 3, 3, 2, 1, 1, 1, true, false, "relu"},     /* resnet18 downsampling */
+        {1, 56, 56, 64, 128, 1, 1, 2, 0, 1, 1, true, false, "none"},     /* its shortcut */
+        {1, 7, 7, 512, 512, 3, 3, 1, 1, 1, 1, true, true, "relu"},       /* resnet18 last stage */
+        {1, 224, 224, 3, 32, 3, 3, 2, 1, 1, 1, true, false, "relu6"},    /* mobilenet_v2 stem */
+        {1, 56, 56, 144, 144, 3, 3, 1, 1, 1, 144, true, false, "relu6"}, /* depthwise */
+        {1, 112, 112, 96, 96, 3, 3, 2, 1, 1, 96, true, false, "relu6"},  /* depthwise, stride 2 */
+        {1, 112, 112, 32, 16, 1, 1, 1, 0, 1, 1, true, false, "none"},    /* 1x1 projection */
+        {1, 14, 14, 64, 384, 1, 1, 1, 0, 1, 1, true, false, "relu6"},    /* 1x1 expansion */
+        {1, 7, 7, 160, 960, 1, 1, 1, 0, 1, 1, true, false, "relu6"},     /* 1x1 on a 7x7 map */
+        {1, 224, 224, 3, 64, 3, 3, 2, 0, 1, 1, true, false, "relu"},     /* squeezenet1_1 stem */
+        {1, 55, 55, 128, 16, 1, 1, 1, 0, 1, 1, true, false, "relu"},     /* fire squeeze */
+        {1, 55, 55, 16, 64, 3, 3, 1, 1, 1, 1, true, false, "relu"},      /* fire expand */
+        {1, 13, 13, 512, 1000, 1, 1, 1, 0, 1, 1, true, false, "relu"},   /* classifier conv */
+        {1, 17, 19, 24, 40, 3, 3, 1, 2, 2, 1, true, true, "relu"},       /* dilated */
+        {1, 13, 9, 16, 24, 5, 5, 1, 2, 1, 1, false, false, "none"},      /* 5x5, no bias */
+        {2, 23, 21, 32, 48, 3, 3, 1, 1, 1, 1, true, true, "relu6"},      /* a batch of 2 at 3 threads */
+        {1, 28, 28, 64, 64, 3, 3, 1, 1, 1, 1, true, true, "relu", true},   /* bf16 */
+        {1, 29, 29, 96, 96, 3, 3, 2, 1, 1, 96, true, false, "relu6", true}, /* bf16 depthwise */
+    };
+    int before = oar_get_num_threads();
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const rows_case *rc = &cases[i];
+        oar_scope_begin();
+        oar_manual_seed(40 + (uint64_t)i);
+        int64_t oh = (rc->h + 2 * rc->p - (rc->kh - 1) * rc->d - 1) / rc->s + 1;
+        int64_t ow = (rc->w + 2 * rc->p - (rc->kw - 1) * rc->d - 1) / rc->s + 1;
+        if (rc->bf16 && !oar_cpu_bf16_native()) continue;
+        oar_dtype dt = rc->bf16 ? OAR_BF16 : OAR_F32;
+        oar_tensor *x = oar_cast(oar_randn((int64_t[]){rc->n, rc->h, rc->w, rc->c}, 4, OAR_F32), dt);
+        oar_tensor *w = oar_cast(oar_randn((int64_t[]){rc->oc, rc->c / rc->g, rc->kh, rc->kw}, 4, OAR_F32), dt);
+        oar_tensor *b = rc->bias ? oar_cast(oar_randn((int64_t[]){rc->oc}, 1, OAR_F32), dt) : NULL;
+        oar_tensor *r = rc->res ? oar_cast(oar_randn((int64_t[]){rc->n, oh, ow, rc->oc}, 4, OAR_F32), dt) : NULL;
+        oar_attr a[6] = {oar_attr_ints((int64_t[]){rc->s, rc->s}, 2), oar_attr_ints((int64_t[]){rc->p, rc->p}, 2),
+                         oar_attr_ints((int64_t[]){rc->d, rc->d}, 2), oar_attr_int(rc->g), oar_attr_str(rc->act),
+                         oar_attr_str("nhwc")};
+        oar_tensor *in[4] = {x, w, b, r}, *one, *two, *three;
+        int rows1, rows2, rows3;
+        run_nhwc(rc, in, a, 1, &one, &rows1);
+        run_nhwc(rc, in, a, rc->n == 1 ? 2 : 3, &two, &rows2);
+        run_nhwc(rc, in, a, 3 * (int)rc->n, &three, &rows3);
+        CHECK(rows1 == 1);
+        /* cut wherever oneDNN runs its AVX2 or AVX-512 kernels (they take every part with the
+         * whole's code); below, the parts may run other code than the whole, and then the call
+         * is not cut */
+        if (oar_dnnl_isa() >= OAR_CPU_ISA_AVX2) CHECK(rows2 == 2 && rows3 == 3);
+        CHECK(rows2 == 1 || rows2 == 2);
+        CHECK(t_same_bits(one, two));
+        CHECK(t_same_bits(one, three));
+        if (rows2 != 2 || !t_same_bits(one, two) || !t_same_bits(one, three))
+            fprintf(stderr, "  case %zu: rows %d %d %d\n", i, rows1, rows2, rows3);
+        /* and right: the reference where it is quick (under ~30 MFLOP) */
+        if (ref && !rc->bf16 && rc->n * oh * ow * rc->oc * (rc->c / rc->g) * rc->kh * rc->kw < 15000000) {
+            oar_tensor *want = oar_empty((int64_t[]){rc->n, oh, ow, rc->oc}, 4, OAR_F32);
+            CHECK(oar_op_run_kernel(OAR_OP_conv2d_act, ref, in, 4, &want, 1, a) == OAR_OK);
+            CHECK(near_ref(three, want));
+        }
+        oar_scope_end();
+    }
+    oar_set_num_threads(before);
+}
+
 int main(void) {
     test_transposes();
 #ifdef OAR_HAVE_ONEDNN
@@ -226,5 +319,6 @@ int main(void) {
     test_against_reference(1);
     test_against_reference(2);
     test_nhwc_direct();
+    test_rows_bitwise();
     return test_summary("test_conv_dnnl");
 }

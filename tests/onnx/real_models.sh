@@ -2,8 +2,10 @@
 # Real models exported by PyTorch (torchvision resnet18, mobilenet_v2, squeezenet1_1, a
 # TransformerEncoder classifier, a 2-layer LSTM; tests/onnx/torch_models.py, random seeded
 # weights) run by `oar infer model.onnx` and compared with PyTorch's outputs on the same input:
-# |oar - torch| <= 1e-3 |torch| + 1e-4 max|torch|. Skips (77) without Debian's python3 with torch
-# and torchvision, or without ONNX support in the build.
+# |oar - torch| <= 1e-3 |torch| + 1e-4 max|torch|. The CNNs also run at 1, 2 and 3 threads, which
+# must give the same bits (at batch 1 their convs run as row parts on the threads, conv_dnnl.c).
+# Skips (77) without Debian's python3 with torch and torchvision, or without ONNX support in the
+# build.
 # Usage: real_models.sh OAR_BINARY SOURCE_DIR
 set -eu
 oar=$1
@@ -24,6 +26,16 @@ for m in resnet18 mobilenet_v2 squeezenet1_1 transformer lstm; do
     fi
     echo "onnx_real_models: oar infer $m.onnx failed:"; cat "$dir/$m.log"; exit 1
   fi
+done
+for m in resnet18 mobilenet_v2 squeezenet1_1; do
+  for t in 1 2 3; do
+    "$oar" infer "$dir/$m.onnx" --input "$dir/$m.x.npy" --output "$dir/$m.t$t.npy" --threads $t > "$dir/$m.t$t.log" 2>&1 ||
+      { echo "onnx_real_models: oar infer $m.onnx --threads $t failed:"; cat "$dir/$m.t$t.log"; exit 1; }
+  done
+  for t in 2 3; do
+    cmp -s "$dir/$m.t1.npy" "$dir/$m.t$t.npy" || { echo "onnx_real_models: $m at $t threads differs from 1 thread"; exit 1; }
+  done
+  echo "$m: the same bits at 1, 2 and 3 threads"
 done
 "$py" - "$dir" <<'PY'
 import sys

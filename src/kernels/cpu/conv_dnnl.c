@@ -11,6 +11,7 @@
 #include "kernels/cpu/conv_dnnl.h"
 #include "kernels/cpu/bf16_native.h"
 #include "kernels/cpu/conv_dnnl_layout.h"
+#include "kernels/cpu/conv_rows.h"
 #include "kernels/cpu/dnnl_engine.h"
 #include "kernels/cpu/prim_cache.h"
 
@@ -19,6 +20,7 @@
 
 #include <oneapi/dnnl/dnnl.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #ifdef OAR_HAVE_OPENMP
@@ -68,6 +70,7 @@ typedef struct dprim {
     dnnl_primitive_t res_reorder; /* sum post-op into a blocked output: the residual into its layout */
     oar_packed *packed[PACK_SLOTS]; /* forward: weights reordered, reused while unchanged */
     size_t scratch; /* bytes of user scratchpad */
+    char impl[64];  /* oneDNN's implementation name (a row part must run the whole image's) */
 } dprim;
 
 /* Which operand each kind writes, and each operand's argument. */
@@ -230,6 +233,9 @@ static dprim *dprim_build(const dkey *k) {
     if (ok) {
         const dnnl_memory_desc_t *smd = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
         p->scratch = smd ? dnnl_memory_desc_get_size(smd) : 0;
+        const char *impl = NULL;
+        if (dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success && impl)
+            snprintf(p->impl, sizeof p->impl, "%s", impl);
         if (dnnl_primitive_create(&p->prim, pd) != dnnl_success) p->prim = NULL;
     }
     if (pd) dnnl_primitive_desc_destroy(pd);
@@ -246,8 +252,10 @@ static dprim *dprim_build(const dkey *k) {
 static void *build_entry(const void *key) { return dprim_build(key); }
 static void free_entry(void *p) { dprim_free(p); }
 
-/* The primitives; its lock and clock also order the packed weights below. */
-static dprim *g_slots[48];
+/* The primitives; its lock and clock also order the packed weights below. Room for every conv
+ * of an imported CNN at 2 threads (mobilenet_v2 at batch 1: about 35 shapes, each whole and as
+ * row parts): a conv evicted every call was rebuilt every call. */
+static dprim *g_slots[256];
 static oar_prim_cache g_cache = OAR_PRIM_CACHE_INIT(g_slots, dprim, key, build_entry, free_entry);
 
 /* The cached primitive for k with a reference the caller drops with dprim_put; NULL on OOM. */
@@ -286,18 +294,71 @@ static bool key_make(dkey *k, dk_kind kind, bool bias, const int64_t *xs, const 
 }
 
 /* A call split over the batch (oar_dnnl_split_batch),
- * each with the primitive for its batch size (p[1] is NULL when all parts are equal). */
+ * each with the primitive for its batch size (p[1] is NULL when all parts are equal).
+ * A forward conv on NHWC activations whose batch is smaller than the thread count also cuts
+ * each image's output rows into `rows` parts (conv_rows.h), one primitive per part
+ * (rp[i], referenced once per part: equal parts share an entry), so a batch-1 conv runs on
+ * every thread; the batch split then has one image per part. */
 #define MAX_PARTS 64
+#define MAX_ROWS 16
 
 typedef struct dplan {
     dk_kind kind;
     dprim *p[2];
     oar_dnnl_split split;
+    int64_t rows;
+    dprim *rp[MAX_ROWS];
+    oar_conv_rows cut[MAX_ROWS];
 } dplan;
+
+static void rows_release(dplan *pl) {
+    for (int64_t i = 0; i < MAX_ROWS; i++)
+        if (pl->rp[i]) dprim_put(pl->rp[i]), pl->rp[i] = NULL;
+    pl->rows = 1;
+}
 
 static void plan_release(dplan *pl) {
     for (int i = 0; i < 2; i++)
         if (pl->p[i]) dprim_put(pl->p[i]);
+    rows_release(pl);
+}
+
+/* The thread count the batch and row splits share: oar's, at most MAX_PARTS; 1 without OpenMP
+ * (oneDNN's own threads could not be kept out). */
+static int64_t split_threads(void) {
+#ifdef OAR_HAVE_OPENMP
+    int64_t nt = oar_get_num_threads();
+    return nt < MAX_PARTS ? nt : MAX_PARTS;
+#else
+    return 1;
+#endif
+}
+
+/* Each part of a row split computes its outputs with the same implementation as the whole
+ * image (whole: the batch-1 primitive), each with its own primitive for its rows and padding. oneDNN's
+ * per-output arithmetic (the order it sums channels and taps, bias, post-ops) does not depend on
+ * how many rows a call has, so the parts give the whole's bits (test_conv_dnnl checks the
+ * models' shapes); a part oneDNN would run with other code is not split at all. */
+static void rows_make(dplan *pl, const dkey *whole_key, const dprim *whole) {
+    int64_t n = pl->split.parts; /* images, one per batch part */
+    int64_t parts = (split_threads() + n - 1) / n;
+    if (parts > MAX_ROWS) parts = MAX_ROWS;
+    if (parts > whole_key->y[2]) parts = whole_key->y[2];
+    if (parts < 2 || !oar_conv_rows_split(whole_key->x[2], whole_key->w[2], whole_key->s[0], whole_key->pl[0],
+                                          whole_key->d[0], whole_key->y[2], parts, pl->cut))
+        return;
+    for (int64_t i = 0; i < parts; i++) {
+        dkey k = *whole_key;
+        k.x[2] = pl->cut[i].in_h, k.y[2] = pl->cut[i].out_h;
+        k.pl[0] = pl->cut[i].pad_t, k.pr[0] = pl->cut[i].pad_b;
+        dprim *p = dprim_get(&k);
+        pl->rp[i] = p;
+        if (!p || !p->prim || strcmp(p->impl, whole->impl) != 0) {
+            rows_release(pl);
+            return;
+        }
+    }
+    pl->rows = parts;
 }
 
 /* The primitives for a call; false (nothing held) when oneDNN declines it. fused: conv2d_act
@@ -305,7 +366,7 @@ static void plan_release(dplan *pl) {
 static bool plan_make(dplan *pl, dk_kind kind, oar_tensor *const *in, oar_tensor *const *out, const oar_attr *a,
                       bool fused) {
     memset(pl, 0, sizeof *pl);
-    pl->kind = kind;
+    pl->kind = kind, pl->rows = 1;
     if (!oar_dnnl_engine()) return false;
     const oar_tensor *x, *w, *y, *b = NULL;
     const oar_attr *conv = a + 1; /* the backward ops lead with a shape attribute */
@@ -350,6 +411,9 @@ static bool plan_make(dplan *pl, dk_kind kind, oar_tensor *const *in, oar_tensor
         }
         pl->p[i] = p;
     }
+    /* an NHWC image's rows are contiguous slabs of its input and output */
+    if (kind == DK_FORWARD && nhwc && pl->split.q == 1 && !pl->split.r && split_threads() > pl->split.parts)
+        rows_make(pl, &k, pl->p[0]);
     return true;
 }
 
@@ -489,8 +553,39 @@ typedef struct djob {
     int64_t xb, yb;   /* bytes of one image of x / y */
     float *partial;   /* grad_weight: parts - first gradients of wn floats */
     int64_t wn, first; /* first: the first part that writes a partial (0 in bf16, else 1) */
-    oar_status st[MAX_PARTS];
+    int64_t xrow, yrow;              /* row split: bytes of one row of x / y (NHWC) */
+    oar_packed *rpacked[MAX_ROWS];   /* row split: each part's weights already reordered, or NULL */
+    oar_status st[MAX_PARTS * MAX_ROWS];
 } djob;
+
+/* Tasks of a row split: task t is row part t % rows of image t / rows. */
+static void run_rows(void *ctx, int64_t begin, int64_t end) {
+    djob *j = ctx;
+    const dplan *pl = j->pl;
+    oar_dnnl_one_omp_thread();
+    for (int64_t t = begin; t < end; t++) {
+        int64_t img = t / pl->rows, r = t % pl->rows;
+        const oar_conv_rows *c = &pl->cut[r];
+        int64_t yo = img * j->yb + c->out0 * j->yrow;
+        oar_packed *k = j->rpacked[r];
+        j->st[t] = execute(j->op, pl->rp[r], (void *[3]){j->x + img * j->xb + c->in0 * j->xrow, j->w, j->y + yo},
+                           j->bias, j->res ? j->res + yo : NULL, k ? k->data : NULL);
+    }
+}
+
+/* Each row part's packed weights; a part whose primitive wants the layout an earlier part's
+ * does shares that packing, so the weights are kept once (own[i]: part i holds a reference). */
+static oar_status rows_pack(const char *op, const dplan *pl, const oar_tensor *w, oar_packed **packed, bool *own) {
+    oar_status st = OAR_OK;
+    for (int64_t i = 0; i < pl->rows && st == OAR_OK; i++) {
+        int64_t same = 0;
+        while (same < i && !(packed[same] && dnnl_memory_desc_equal(&pl->rp[i]->op[1].want, &pl->rp[same]->op[1].want)))
+            same++;
+        if (same < i) packed[i] = packed[same];
+        else packed[i] = packed_get(op, pl->rp[i], w, &st), own[i] = packed[i] != NULL;
+    }
+    return st;
+}
 
 static void run_parts(void *ctx, int64_t begin, int64_t end) {
     djob *j = ctx;
@@ -519,11 +614,21 @@ static oar_status run_call(const char *op, dk_kind kind, oar_tensor *const *in, 
     size_t pbytes = kind == DK_GRAD_WEIGHT ? sizeof(float) * (size_t)((pl.split.parts - j.first) * j.wn) : 0;
     oar_status st = OAR_OK;
     if (pbytes && !(j.partial = oar_alloc(pbytes))) st = oar_error(OAR_ERR_OOM, "%s: out of memory", op);
-    for (int i = 0; i < 2 && st == OAR_OK && kind == DK_FORWARD; i++)
-        if (pl.p[i]) j.packed[i] = packed_get(op, pl.p[i], w, &st);
-    if (st == OAR_OK) oar_parallel_for(pl.split.parts, 1, run_parts, &j);
+    bool own[MAX_ROWS] = {0};
+    int64_t tasks = pl.split.parts * pl.rows;
+    if (pl.rows > 1) {
+        j.xrow = j.xb / x->shape[1], j.yrow = j.yb / y->shape[1]; /* NHWC: [n, h, w, c] */
+        st = rows_pack(op, &pl, w, j.rpacked, own);
+        if (st == OAR_OK) oar_parallel_for(tasks, 1, run_rows, &j);
+    } else {
+        for (int i = 0; i < 2 && st == OAR_OK && kind == DK_FORWARD; i++)
+            if (pl.p[i]) j.packed[i] = packed_get(op, pl.p[i], w, &st);
+        if (st == OAR_OK) oar_parallel_for(tasks, 1, run_parts, &j);
+    }
     for (int i = 0; i < 2; i++) oar_packed_put(j.packed[i]);
-    for (int64_t i = 0; i < pl.split.parts && st == OAR_OK; i++) st = j.st[i];
+    for (int i = 0; i < MAX_ROWS; i++)
+        if (own[i]) oar_packed_put(j.rpacked[i]);
+    for (int64_t i = 0; i < tasks && st == OAR_OK; i++) st = j.st[i];
     float *gw = j.first ? (float *)j.w : j.partial;
     for (int64_t i = 1; st == OAR_OK && pbytes && i < pl.split.parts; i++) {
         const float *restrict src = j.partial + (i - j.first) * j.wn;
@@ -613,6 +718,14 @@ int oar_dnnl_conv_act_converts(oar_tensor *const *in, oar_tensor *out, const oar
     return converts;
 }
 
+int oar_dnnl_conv_act_rows(oar_tensor *const *in, oar_tensor *out, const oar_attr *a) {
+    dplan pl;
+    if (!oar_dnnl_usable() || !plan_make(&pl, DK_FORWARD, in, &out, a, true)) return -1;
+    int rows = (int)pl.rows;
+    plan_release(&pl);
+    return rows;
+}
+
 void oar_cpu_conv_register_dnnl(void) {
 #ifdef OAR_HAVE_OPENMP
     oar_threads_add_library_hook(threads_hook);
@@ -647,6 +760,11 @@ void oar_cpu_conv_register_dnnl(void) {
 void oar_cpu_conv_register_dnnl(void) {}
 
 int oar_dnnl_conv_act_converts(oar_tensor *const *in, oar_tensor *out, const oar_attr *a) {
+    (void)in, (void)out, (void)a;
+    return -1;
+}
+
+int oar_dnnl_conv_act_rows(oar_tensor *const *in, oar_tensor *out, const oar_attr *a) {
     (void)in, (void)out, (void)a;
     return -1;
 }

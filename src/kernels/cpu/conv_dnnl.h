@@ -12,4 +12,8 @@ void oar_cpu_conv_register_dnnl(void);
  * reads and writes them where they lie, -1 when oneDNN declines the call (or is absent). */
 int oar_dnnl_conv_act_converts(oar_tensor *const *in, oar_tensor *out, const oar_attr *a);
 
+/* For tests of the row split: how many row parts each image of such a call is cut into at the
+ * current thread count (1: not cut), -1 when oneDNN declines the call (or is absent). */
+int oar_dnnl_conv_act_rows(oar_tensor *const *in, oar_tensor *out, const oar_attr *a);
+
 #endif

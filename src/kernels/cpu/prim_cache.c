@@ -9,14 +9,30 @@
 
 static oar_prim_entry *hdr(void *entry) { return entry; }
 
-static bool holds(const oar_prim_cache *c, void *entry, const void *key) {
-    return !memcmp((const char *)entry + c->key_offset, key, c->key_size);
+/* FNV-1a over the key's bytes, 8 at a time (keys are a few hundred bytes; with a cache of
+ * a hundred-odd convolutions, comparing every key each call cost more than hashing one). */
+static uint64_t key_hash(const oar_prim_cache *c, const void *key) {
+    const unsigned char *b = key;
+    uint64_t h = 1469598103934665603ull;
+    size_t i = 0;
+    for (; i + 8 <= c->key_size; i += 8) {
+        uint64_t w;
+        memcpy(&w, b + i, 8);
+        h = (h ^ w) * 1099511628211ull;
+    }
+    for (; i < c->key_size; i++) h = (h ^ b[i]) * 1099511628211ull;
+    return h ^ (h >> 29);
+}
+
+static bool holds(const oar_prim_cache *c, void *entry, const void *key, uint64_t h) {
+    return hdr(entry)->hash == h && !memcmp((const char *)entry + c->key_offset, key, c->key_size);
 }
 
 void *oar_prim_cache_get(oar_prim_cache *c, const void *key) {
+    uint64_t h = key_hash(c, key);
     pthread_mutex_lock(&c->mu);
     for (int i = 0; i < c->n; i++)
-        if (holds(c, c->e[i], key)) {
+        if (holds(c, c->e[i], key, h)) {
             void *p = c->e[i];
             hdr(p)->refs++;
             hdr(p)->used = ++c->clock;
@@ -27,8 +43,9 @@ void *oar_prim_cache_get(oar_prim_cache *c, const void *key) {
     void *p = c->build(key), *drop = NULL; /* slow: outside the lock */
     if (!p) return NULL;
     pthread_mutex_lock(&c->mu);
+    hdr(p)->hash = h;
     for (int i = 0; i < c->n && !drop; i++)
-        if (holds(c, c->e[i], key)) drop = p, p = c->e[i]; /* another thread built it meanwhile */
+        if (holds(c, c->e[i], key, h)) drop = p, p = c->e[i]; /* another thread built it meanwhile */
     if (!drop) {
         int slot = c->n;
         if (c->n == c->cap) {

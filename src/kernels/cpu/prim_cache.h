@@ -12,6 +12,7 @@
 typedef struct oar_prim_entry {
     int refs;
     uint64_t used; /* the cache's clock at the last use */
+    uint64_t hash; /* of the key: a lookup compares whole keys only where hashes match */
 } oar_prim_entry;
 
 typedef struct oar_prim_cache {
