@@ -94,7 +94,7 @@ if want kernels; then  # GPT-2's op table with every launch synchronous (each op
   summary "gpt2 blocking profile: rc=$?: $(grep -m4 -E '^  [a-z_]+ +[0-9]+ ' "$out/profile_gpt2_blocking.log" | awk '{print $1, $3 "ms"}' | tr '\n' ' ')"
   ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
   if [ -n "$ncu" ]; then
-    timeout 240 "$ncu" --kernel-name regex:'class_loss|embedding_|radix|DeviceRadix' --launch-skip 0 --launch-count 12 \
+    timeout 90 "$ncu" --kernel-name regex:'class_loss|embedding_|radix|DeviceRadix' --launch-skip 0 --launch-count 12 \
       --metrics gpu__time_duration.sum "$bin/bench_cuda_gpt2" --batch 8 --steps 1 > "$out/ncu_gpt2.log" 2>&1
     summary "ncu: rc=$?: $(grep -E 'class_loss|embedding_|Radix|gpu__time_duration' "$out/ncu_gpt2.log" | sed 's/  */ /g' | head -24 | tr '\n' '|')"
   else
