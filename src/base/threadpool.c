@@ -16,9 +16,10 @@
 
 /* A training step issues loops microseconds apart, and waking a sleeping worker costs tens of
  * microseconds each time: with sleeping-only workers resnet20 ran 2x slower at 2 threads.
- * Polling this long first makes most wake-ups free; the bound keeps an idle worker's cost
- * small (OpenBLAS's workers spin for ~0.1 s, which is what this replaces). */
-#define SPIN_NS 30000
+ * Polling this long first makes most wake-ups free (batch-1 inference has gaps of 30-200 us
+ * between its split convolutions: docs/architecture.md); the bound keeps an idle worker's
+ * cost small (OpenBLAS's workers spin for ~0.1 s, which is what this replaces). */
+#define SPIN_NS 200000
 
 #define MAX_THREADS 256
 
