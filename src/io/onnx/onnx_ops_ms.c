@@ -239,6 +239,18 @@ oar_status ox_ms_QLinearConcat(ox_ctx *c) {
     return ox_set(c, 0, requant(n == 1 ? fs[0] : oar_concat(fs, n, axis), &y));
 }
 
+/* B's scale and zero point (QGemm, DynamicQuantizeMatMul): one f32 value, or one per column of
+ * B's n; the zero point of as many values. */
+static oar_status per_column(ox_ctx *c, const oar_tensor *bs, const oar_tensor *bz, int64_t n) {
+    if (bs->dtype != OAR_F32 || (bs->numel != 1 && (bs->ndim != 1 || bs->shape[0] != n)))
+        return ox_fail(c, OAR_ERR_SHAPE, "expected b_scale one f32 value or %lld (per column), got %lld of %s",
+                       (long long)n, (long long)bs->numel, oar_dtype_name(bs->dtype));
+    if (bz && bz->numel != bs->numel)
+        return ox_fail(c, OAR_ERR_SHAPE, "expected b_zero_point of b_scale's %lld values, got %lld",
+                       (long long)bs->numel, (long long)bz->numel);
+    return OAR_OK;
+}
+
 /* QGemm(A, a_scale, a_zp, B, b_scale, b_zp, C, y_scale, y_zp; alpha, transA, transB): b_scale and
  * b_zero_point per tensor or per column of op(B); C int32 with scale alpha a_scale b_scale. */
 oar_status ox_ms_QGemm(ox_ctx *c) {
@@ -259,12 +271,7 @@ oar_status ox_ms_QGemm(ox_ctx *c) {
     if (k != kb)
         return ox_fail(c, OAR_ERR_SHAPE, "expected op(A)'s %lld columns to match op(B)'s %lld rows", (long long)k,
                        (long long)kb);
-    if (bs->dtype != OAR_F32 || (bs->numel != 1 && (bs->ndim != 1 || bs->shape[0] != n)))
-        return ox_fail(c, OAR_ERR_SHAPE, "expected b_scale one f32 value or %lld (per column), got %lld of %s",
-                       (long long)n, (long long)bs->numel, oar_dtype_name(bs->dtype));
-    if (bz && bz->numel != bs->numel)
-        return ox_fail(c, OAR_ERR_SHAPE, "expected b_zero_point of b_scale's %lld values, got %lld",
-                       (long long)bs->numel, (long long)bz->numel);
+    if ((st = per_column(c, bs, bz, n)) != OAR_OK) return st;
     if (bias && bias->dtype != OAR_I32)
         return ox_fail(c, OAR_ERR_DTYPE, "expected C int32 (scale alpha * a_scale * b_scale), got %s",
                        oar_dtype_name(bias->dtype));
@@ -304,12 +311,7 @@ oar_status ox_ms_DynamicQuantizeMatMul(ox_ctx *c) {
                        "and %d (A's last dim %lld, B's rows %lld)", a->ndim, b->ndim,
                        (long long)(a->ndim ? a->shape[a->ndim - 1] : 0), (long long)b->shape[0]);
     int64_t n = b->shape[1];
-    if (bs->dtype != OAR_F32 || (bs->numel != 1 && (bs->ndim != 1 || bs->shape[0] != n)))
-        return ox_fail(c, OAR_ERR_SHAPE, "expected b_scale one f32 value or %lld (per column), got %lld of %s",
-                       (long long)n, (long long)bs->numel, oar_dtype_name(bs->dtype));
-    if (bz && bz->numel != bs->numel)
-        return ox_fail(c, OAR_ERR_SHAPE, "expected b_zero_point of b_scale's %lld values, got %lld",
-                       (long long)bs->numel, (long long)bz->numel);
+    if ((st = per_column(c, bs, bz, n)) != OAR_OK) return st;
     if (bias && (bias->dtype != OAR_F32 || bias->ndim != 1 || bias->shape[0] != n))
         return ox_fail(c, OAR_ERR_SHAPE, "expected bias f32 of shape [%lld], got %s of %d dims", (long long)n,
                        oar_dtype_name(bias->dtype), bias->ndim);
