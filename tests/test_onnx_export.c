@@ -628,26 +628,33 @@ static oar_status int_sums_fn(void *user, oar_tensor *const *in, int n_in, oar_t
     return out[0] ? OAR_OK : oar_last_status();
 }
 
+/* fn compiled on spec, called on x (its output must be of dtype want), exported as name.onnx,
+ * re-imported with the same bits, and kept for export_check.py's onnxruntime run. */
+static void check_int_program(oar_static_fn fn, void *user, oar_input_spec spec, oar_tensor *x, oar_dtype want,
+                              const char *name) {
+    oar_jit_opts jo = {.specs = &spec, .n_specs = 1};
+    oar_jit *f = oar_jit_to_static(fn, user, &jo);
+    oar_tensor *y[1] = {0};
+    CHECK(f && oar_jit_call(f, &x, 1, y, 1) == OAR_OK && oar_dtype_of(y[0]) == want);
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s.onnx", dir, name);
+    oar_status st = y[0] ? oar_onnx_save(f, path, NULL) : OAR_ERR_STATE;
+    CHECK(st == OAR_OK);
+    if (st != OAR_OK) fprintf(stderr, "%s: %s\n", name, oar_last_error());
+    else {
+        check_roundtrip(path, x, y[0], true, 0, name);
+        keep(name, path, x, y[0]);
+    }
+    oar_release(y[0]);
+    oar_jit_free(f);
+}
+
 static void test_matmul_integer(void) {
     oar_scope_begin();
     oar_tensor *p[2] = {oar_cast(oar_randint(-128, 128, (int64_t[]){5, 600}, 2, OAR_I64), OAR_I8),
                         oar_scalar(7, OAR_U8)};
-    oar_input_spec spec = {OAR_U8, 2, {-1, 600}, "bytes"};
-    oar_jit_opts jo = {.specs = &spec, .n_specs = 1};
-    oar_jit *f = oar_jit_to_static(int_sums_fn, p, &jo);
-    oar_tensor *x = oar_cast(oar_randint(0, 256, (int64_t[]){3, 600}, 2, OAR_I64), OAR_U8), *y[1] = {0};
-    CHECK(f && oar_jit_call(f, &x, 1, y, 1) == OAR_OK && oar_dtype_of(y[0]) == OAR_I32);
-    char path[512];
-    snprintf(path, sizeof path, "%s/matmul_integer.onnx", dir);
-    oar_status st = y[0] ? oar_onnx_save(f, path, NULL) : OAR_ERR_STATE;
-    CHECK(st == OAR_OK);
-    if (st != OAR_OK) fprintf(stderr, "matmul_integer: %s\n", oar_last_error());
-    else {
-        check_roundtrip(path, x, y[0], true, 0, "matmul_integer");
-        keep("matmul_integer", path, x, y[0]);
-    }
-    oar_release(y[0]);
-    oar_jit_free(f);
+    oar_tensor *x = oar_cast(oar_randint(0, 256, (int64_t[]){3, 600}, 2, OAR_I64), OAR_U8);
+    check_int_program(int_sums_fn, p, (oar_input_spec){OAR_U8, 2, {-1, 600}, "bytes"}, x, OAR_I32, "matmul_integer");
     oar_scope_end();
 }
 
@@ -661,22 +668,8 @@ static oar_status lut_fn(void *user, oar_tensor *const *in, int n_in, oar_tensor
 static void test_qlut(void) {
     oar_scope_begin();
     oar_tensor *table = oar_cast(oar_randint(-128, 128, (int64_t[]){256}, 1, OAR_I64), OAR_I8);
-    oar_input_spec spec = {OAR_I8, 2, {-1, 37}, "codes"};
-    oar_jit_opts jo = {.specs = &spec, .n_specs = 1};
-    oar_jit *f = oar_jit_to_static(lut_fn, table, &jo);
-    oar_tensor *x = oar_cast(oar_randint(-128, 128, (int64_t[]){4, 37}, 2, OAR_I64), OAR_I8), *y[1] = {0};
-    CHECK(f && oar_jit_call(f, &x, 1, y, 1) == OAR_OK && oar_dtype_of(y[0]) == OAR_I8);
-    char path[512];
-    snprintf(path, sizeof path, "%s/qlut.onnx", dir);
-    oar_status st = y[0] ? oar_onnx_save(f, path, NULL) : OAR_ERR_STATE;
-    CHECK(st == OAR_OK);
-    if (st != OAR_OK) fprintf(stderr, "qlut: %s\n", oar_last_error());
-    else {
-        check_roundtrip(path, x, y[0], true, 0, "qlut");
-        keep("qlut", path, x, y[0]);
-    }
-    oar_release(y[0]);
-    oar_jit_free(f);
+    oar_tensor *x = oar_cast(oar_randint(-128, 128, (int64_t[]){4, 37}, 2, OAR_I64), OAR_I8);
+    check_int_program(lut_fn, table, (oar_input_spec){OAR_I8, 2, {-1, 37}, "codes"}, x, OAR_I8, "qlut");
     oar_scope_end();
 }
 
