@@ -138,8 +138,70 @@ def sub(input, other, *, alpha=1, out=None):
 mul, div, pow, maximum, minimum = G["mul"], G["div"], G["pow"], G["maximum"], G["minimum"]
 eq, ne, lt, le, gt, ge = G["eq"], G["ne"], G["lt"], G["le"], G["gt"], G["ge"]
 logical_and, logical_or = G["logical_and"], G["logical_or"]
-multiply, subtract, true_divide, divide = mul, sub, div, div
 greater, greater_equal, less, less_equal, not_equal = gt, ge, lt, le, ne
+
+
+_true_div = G["div"]
+
+
+def _quotient_dtype(input, other):
+    """The dtype of a rounded division: the promoted type (a number widens only across kinds)."""
+    if _is_t(input) and _is_t(other):
+        return _dt(_promote_pair(input, other)[0])
+    t, s = (input, other) if _is_t(input) else (other, input)
+    if not isinstance(s, numbers.Number):
+        raise TypeError(f"div(): argument 'other' must be Tensor or Number, not {type(s).__name__}")
+    return _tensor_and_scalar_dtype(t, s)
+
+
+def _rounded_div(input, other, mode):
+    """floor / trunc division. Integers divide exactly through float64 (the rounded quotient of
+    integers below 2^53 never crosses an integer), then come back to their integer type."""
+    rd = _quotient_dtype(input, other)
+    if rd.is_floating_point:
+        q = _true_div(input, other)
+    else:
+        if (_is_t(other) and bool(eq(other, 0).any())) or (not _is_t(other) and other == 0):
+            raise RuntimeError("ZeroDivisionError: integer division by zero")
+        wide = lambda v: _cast(v, D.float64) if _is_t(v) else float(v)
+        q = _true_div(wide(input), wide(other))
+    q = floor(q) if mode == "floor" else where(lt(q, 0), ceil(q), floor(q))
+    return q if rd.is_floating_point else _cast(q, rd)
+
+
+def div(input, other, *, rounding_mode=None, out=None):
+    """torch.div: true division, or rounded toward -inf ("floor") or zero ("trunc")."""
+    if rounding_mode is None:
+        return _true_div(input, other, out=out)
+    if rounding_mode not in ("floor", "trunc"):
+        raise ValueError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found "
+                         f"'{rounding_mode}'")
+    if out is not None:
+        raise TypeError("div(): out= is not offered; assign the result")
+    return _rounded_div(input, other, rounding_mode)
+
+
+def floor_divide(input, other):
+    return _rounded_div(input, other, "floor")
+
+
+def remainder(input, other):
+    """Python's modulo: the sign of the divisor (a - floor(a / b) * b)."""
+    return sub(input, mul(floor_divide(input, other), other))
+
+
+def fmod(input, other):
+    """C's fmod: the sign of the dividend (a - trunc(a / b) * b)."""
+    return sub(input, mul(_rounded_div(input, other, "trunc"), other))
+
+
+def trunc(input):
+    _check_tensor(input, "trunc")
+    return input if not _dt(input).is_floating_point else where(lt(input, 0), ceil(input), floor(input))
+
+
+fix = trunc
+multiply, subtract, true_divide, divide = mul, sub, div, div
 
 
 def rsub(input, other, alpha=1):
@@ -353,6 +415,31 @@ def argsort(input, dim=-1, descending=False):
     return sort(input, dim, descending).indices
 
 
+def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):
+    """torch.unique of the flattened tensor, always sorted (as torch's CPU kernel): a sort, then the
+    first element of every run of equal values. Its size depends on the values: eager only."""
+    _check_tensor(input, "unique")
+    if dim is not None:
+        raise NotImplementedError("torch.unique(dim=...) is not offered: unique of the flattened tensor only "
+                                  "(dim=None); for rows, view each row as one key first")
+    flat = reshape(input, (-1,))
+    n = flat.shape[0]
+    vals, order = sort(flat)
+    if n:
+        first = reshape(_scalar_tensor(1, D.bool_), (1,))
+        starts = cat([first, ne(narrow(vals, 0, 1, n - 1), narrow(vals, 0, 0, n - 1))])
+    else:
+        starts = _cast(vals, D.bool_)
+    out = [masked_select(vals, starts)]
+    if return_inverse:  # each sorted element's run number, put back in the input's order
+        run = sub(cumsum(_cast(starts, D.int64), 0), 1)
+        out.append(reshape(index_select(run, 0, argsort(order)) if n else _cast(order, D.int64), input.shape))
+    if return_counts:
+        at = reshape(nonzero(starts), (-1,))
+        out.append(diff(cat([at, reshape(_scalar_tensor(n, D.int64), (1,))])))
+    return out[0] if len(out) == 1 else tuple(out)
+
+
 def count_nonzero(input, dim=None):
     return sum(ne(input, 0), dim)
 
@@ -369,18 +456,48 @@ def _shape_args(shape, fn):
 
 
 def reshape(input, *shape):
+    """A view when the strides allow it (as torch's), else a contiguous copy."""
     shape = _shape_args(shape, "reshape")
-    if not input.is_contiguous():
+    if not input.is_contiguous() and not _viewable(input, shape):
         input = _C.contiguous(input)
     return call("reshape", (input,), {"shape": shape})
 
 
 def view(input, *shape):
+    """Always a view: of a non-contiguous tensor too where every run of dims contiguous in memory
+    is split exactly by the new shape (torch's rule); otherwise torch's error."""
     shape = _shape_args(shape, "view")
-    if not input.is_contiguous():
-        raise RuntimeError("view size is not compatible with input tensor's size and stride (at least one dimension "
-                           "spans across two contiguous subspaces). Use .reshape(...) instead.")
+    if not input.is_contiguous() and not _viewable(input, shape):
+        raise RuntimeError("view size is not compatible with input tensor's size and stride (at least one "
+                           "dimension spans across two contiguous subspaces). Use .reshape(...) instead.")
     return call("reshape", (input,), {"shape": shape})
+
+
+def _viewable(input, shape):
+    """Whether the reshape op can view input as shape without a copy (src/ops/view.c's rule; decided
+    here because a failed call inside a traced function fails the trace). A shape that does not fit
+    is left to the op's error."""
+    old, strides, n = list(input.shape), input.stride(), input.numel()
+    new = list(shape)
+    if new.count(-1) == 1:
+        known = math.prod(d for d in new if d != -1)
+        if known == 0 or n % known:
+            return True
+        new[new.index(-1)] = n // known
+    if math.prod(new) != n or n == 0 or not old:
+        return True
+    nd, base, tnum, vnum = len(new) - 1, strides[-1], 1, 1
+    for td in range(len(old) - 1, -1, -1):
+        tnum *= old[td]
+        if td == 0 or (old[td - 1] != 1 and strides[td - 1] != tnum * base):  # a contiguous run ends
+            while nd >= 0 and (vnum < tnum or new[nd] == 1):
+                vnum *= new[nd]
+                nd -= 1
+            if vnum != tnum:
+                return False
+            if td > 0:
+                base, tnum, vnum = strides[td - 1], 1, 1
+    return nd == -1
 
 
 def permute(input, *dims):
@@ -444,7 +561,9 @@ def flatten(input, start_dim=0, end_dim=-1):
     if s > e:
         raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
     shape = list(input.shape)
-    return reshape(input, shape[:s] + [-1 if s != e else shape[s]] + shape[e + 1:])
+    # -1 keeps a traced dynamic dim dynamic; with no elements it is ambiguous, so give the product
+    merged = shape[s] if s == e else -1 if input.numel() else math.prod(shape[s:e + 1])
+    return reshape(input, shape[:s] + [merged] + shape[e + 1:])
 
 
 def unflatten(input, dim, sizes):
@@ -553,7 +672,14 @@ def cat(tensors, dim=0):
     d = _dt(tensors[0])
     for x in tensors[1:]:
         d = D.promote(d, _dt(x))
-    return call("concat", [_cast(_check_tensor(x, "cat"), d) for x in tensors], {"dim": dim})
+    tensors = [_cast(_check_tensor(x, "cat"), d) for x in tensors]
+    while len(tensors) > _MAX_OP_INPUTS:  # the op takes at most 64: concatenate in groups first
+        tensors = [call("concat", tensors[i:i + _MAX_OP_INPUTS], {"dim": dim}) if len(tensors) - i > 1 else tensors[i]
+                   for i in range(0, len(tensors), _MAX_OP_INPUTS)]
+    return call("concat", tensors, {"dim": dim})
+
+
+_MAX_OP_INPUTS = 64
 
 
 concat = concatenate = cat
@@ -563,6 +689,9 @@ def stack(tensors, dim=0):
     tensors = list(tensors)
     if not tensors:
         raise RuntimeError("stack expects a non-empty TensorList")
+    if len(tensors) > _MAX_OP_INPUTS:
+        n = tensors[0].ndim + 1
+        return cat([unsqueeze(_check_tensor(x, "stack"), dim) for x in tensors], _wrap_dim(dim, n, "stack"))
     return call("stack", tensors, {"dim": dim})
 
 

@@ -125,13 +125,10 @@ def _multi_advanced(x, advanced):
 
 
 def setitem(t, index, value):
-    if _C.is_grad_enabled() and t.requires_grad:
-        if t.is_leaf:
+    if _C.is_grad_enabled() and (t.requires_grad or (_is_t(value) and value.requires_grad)):
+        if t.is_leaf and t.requires_grad:
             raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
-        raise NotImplementedError("oar: assigning into a tensor that is part of an autograd graph is not offered; "
-                                  "build the result with torch.where or cat instead")
-    from ._creation import tensor
-
+        return _setitem_tracked(t, index, value)
     items = _expand_index(t, index)
     if not builtins.any(_is_t(i) and not (i.ndim == 0 and i._dtype != D.bool_.code) for i in items):
         view = getitem(t, index)  # basic indexing: a view sharing t's storage
@@ -146,6 +143,27 @@ def setitem(t, index, value):
     arr = t.numpy()
     conv = tuple(i.numpy() if _is_t(i) else i for i in (index if isinstance(index, tuple) else (index,)))
     arr[conv if len(conv) != 1 else conv[0]] = value.detach().numpy() if _is_t(value) else value
+
+
+def _setitem_tracked(t, index, value):
+    """Assignment that autograd sees (into a tensor it tracks, or of a value it tracks), as torch's
+    copy_slices: t becomes where(assigned, value placed there, t), a new node of the graph, so the
+    gradient reaches the old t outside the assigned elements and the value inside. The positions
+    are those of the same indexing applied to a tensor of flat positions."""
+    from ._creation import arange, full, ones, zeros
+
+    n = t.numel()
+    pos = getitem(arange(n, device=t.device).reshape(t.shape), index)
+    flat = pos.reshape(-1)
+    advanced = builtins.any(_is_t(i) for i in _expand_index(t, index))  # basic indexing never repeats
+    if advanced and flat.numel() and F.unique(flat).numel() != flat.numel():
+        raise RuntimeError("oar: assigning through an index that names an element twice is not offered while "
+                           "autograd records (which value wins is undefined); make the indices unique")
+    v = value.to(t.dtype) if _is_t(value) else full((), value, dtype=t.dtype, device=t.device)
+    v = v.expand(*pos.shape).reshape(-1)
+    placed = F.scatter_add(zeros(n, dtype=t.dtype, device=t.device), 0, flat, v)
+    count = F.scatter_add(zeros(n, dtype=D.float32, device=t.device), 0, flat, ones(flat.numel(), device=t.device))
+    t._set_(F.where(F.gt(count, 0), placed, t.reshape(-1)).reshape(t.shape))
 
 
 def _init():

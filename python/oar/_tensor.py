@@ -388,11 +388,16 @@ class Tensor(_C.TensorBase):
         return F.matmul(o, self)
 
     def __floordiv__(self, o):
-        r = F.floor(F.div(self, o))
-        return r.to(self.dtype) if not self.is_floating_point() and not isinstance(o, builtins.float) else r
+        return F.floor_divide(self, o)
+
+    def __rfloordiv__(self, o):
+        return F.floor_divide(o, self)
 
     def __mod__(self, o):
-        return F.sub(self, F.mul(self.__floordiv__(o), o))
+        return F.remainder(self, o)
+
+    def __rmod__(self, o):
+        return F.remainder(o, self)
 
     def __matmul__(self, o):
         return F.matmul(self, o)
@@ -602,7 +607,8 @@ clamp_min clamp_max sum prod mean amax amin logsumexp var std norm argmax argmin
 sort argsort reshape permute transpose t expand squeeze unsqueeze flatten unflatten contiguous clone chunk split
 unbind narrow select flip tril triu index_select gather scatter_add masked_fill repeat nonzero masked_select
 matmul mm bmm dot outer multiply subtract true_divide divide greater greater_equal less less_equal not_equal
-negative absolute swapaxes swapdims count_nonzero where tensor_split repeat_interleave""".split()
+negative absolute swapaxes swapdims count_nonzero where tensor_split repeat_interleave
+floor_divide remainder fmod trunc fix unique""".split()
 for _name in _METHODS:
     if not hasattr(Tensor, _name) or _name in ("sum", "max", "min", "all", "any", "abs", "round"):
         setattr(Tensor, _name, getattr(F, _name))

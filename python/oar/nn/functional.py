@@ -347,16 +347,23 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
     return call("group_norm", (input, weight, bias), {"groups": input.shape[1], "eps": eps})
 
 
+def _source_positions(n_in, n_out, align_corners, scale_factor):
+    """torch's source coordinate of each output position (area_pixel_compute_source_index)."""
+    import numpy as np
+
+    if align_corners:
+        return np.arange(n_out) * ((n_in - 1) / (n_out - 1) if n_out > 1 else 0.0)
+    scale = 1.0 / scale_factor if scale_factor else n_in / n_out
+    return (np.arange(n_out) + 0.5) * scale - 0.5
+
+
 def _linear_weights(n_in, n_out, align_corners, scale_factor):
     """The (n_out, n_in) matrix of 1-d linear interpolation, with torch's source positions."""
     import numpy as np
 
-    if align_corners:
-        scale = (n_in - 1) / (n_out - 1) if n_out > 1 else 0.0
-        src = np.arange(n_out) * scale
-    else:
-        scale = 1.0 / scale_factor if scale_factor else n_in / n_out
-        src = np.maximum((np.arange(n_out) + 0.5) * scale - 0.5, 0.0)
+    src = _source_positions(n_in, n_out, align_corners, scale_factor)
+    if not align_corners:
+        src = np.maximum(src, 0.0)
     i0 = np.minimum(np.floor(src).astype(np.int64), n_in - 1)
     i1 = np.minimum(i0 + 1, n_in - 1)
     lam = (src - i0).astype(np.float32)
@@ -366,11 +373,39 @@ def _linear_weights(n_in, n_out, align_corners, scale_factor):
     return w
 
 
+def _cubic_weights(n_in, n_out, align_corners, scale_factor):
+    """The (n_out, n_in) matrix of 1-d cubic convolution (Keys, A = -0.75, as torch), the four taps
+    clamped to the border (so a border tap gathers the weights of the taps past it)."""
+    import numpy as np
+
+    a = -0.75
+    src = _source_positions(n_in, n_out, align_corners, scale_factor)  # not clamped for cubic
+    i0 = np.floor(src).astype(np.int64)
+    t = src - i0
+    near = lambda x: ((a + 2) * x - (a + 3)) * x * x + 1            # |x| <= 1
+    far = lambda x: ((a * x - 5 * a) * x + 8 * a) * x - 4 * a       # 1 < |x| < 2
+    taps = [far(t + 1), near(t), near(1 - t), far(2 - t)]
+    w = np.zeros((n_out, n_in), np.float64)
+    for k, wk in enumerate(taps):
+        np.add.at(w, (np.arange(n_out), np.clip(i0 - 1 + k, 0, n_in - 1)), wk)
+    return w.astype(np.float32)
+
+
+def _nearest_index(n_in, n_out, scale_factor, exact):
+    """torch's nearest source index: floor(dst * scale), or floor((dst + 0.5) * scale) for
+    'nearest-exact', clamped to the input."""
+    import numpy as np
+
+    scale = np.float32(1.0 / scale_factor if scale_factor else n_in / n_out)
+    src = (np.arange(n_out, dtype=np.float32) + np.float32(0.5 if exact else 0.0)) * scale  # in f32, as torch
+    return np.minimum(np.floor(src).astype(np.int64), n_in - 1)
+
+
 def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None, recompute_scale_factor=None,
                 antialias=False):
-    """'nearest' by whole factors (each value repeated) and 'bilinear' (two matrix products:
-    bilinear interpolation is separable); other modes and fractional nearest factors are not
-    offered."""
+    """'nearest' and 'nearest-exact' (repeats for whole factors, else a gather per dim), 'bilinear'
+    and 'bicubic' (separable: a matrix product per spatial dim, the interpolation weights as
+    matrices); 'linear', 'trilinear', 'area' and antialias are not offered."""
     spatial = list(input.shape[2:])
     if size is not None:
         size = [size] * len(spatial) if isinstance(size, int) else list(size)
@@ -378,37 +413,40 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         given = [None] * len(spatial)
     elif scale_factor is not None:
         factors = [scale_factor] * len(spatial) if isinstance(scale_factor, (int, float)) else list(scale_factor)
-        size = [int(i * f) for i, f in zip(spatial, factors)]
+        size = [int(math.floor(i * f)) for i, f in zip(spatial, factors)]
         given = [None] * len(spatial) if recompute_scale_factor else factors
     else:
         raise ValueError("interpolate: either size or scale_factor should be defined")
     if len(factors) != len(spatial):
         raise ValueError(f"interpolate: expected {len(spatial)} sizes or factors for input of shape "
                          f"{list(input.shape)}, got {len(factors)}")
-    if mode == "bilinear":
+    if mode in ("bilinear", "bicubic"):
         if input.ndim != 4 or antialias:
-            raise NotImplementedError("interpolate: 'bilinear' is offered for 4-d inputs without antialias")
-        wh = _linear_weights(spatial[0], size[0], bool(align_corners), given[0])
-        ww = _linear_weights(spatial[1], size[1], bool(align_corners), given[1])
+            raise NotImplementedError(f"interpolate: '{mode}' is offered for 4-d inputs without antialias")
+        weights = _linear_weights if mode == "bilinear" else _cubic_weights
+        wh = weights(spatial[0], size[0], bool(align_corners), given[0])
+        ww = weights(spatial[1], size[1], bool(align_corners), given[1])
         dt = input.dtype
         dev = input.device
         return F.matmul(F.matmul(_CR.tensor(wh, dtype=dt, device=dev), input), _CR.tensor(ww.T.copy(), dtype=dt,
                                                                                          device=dev))
-    if mode != "nearest":
-        raise NotImplementedError(f"interpolate: mode '{mode}' is not offered ('nearest' with whole scale "
-                                  "factors and 'bilinear' are)")
-    if any(f != int(f) or f < 1 for f in factors):
-        raise NotImplementedError(f"interpolate: only whole scale factors >= 1 are offered for 'nearest', got "
-                                  f"{factors} for spatial size {spatial}")
+    if mode not in ("nearest", "nearest-exact"):
+        raise NotImplementedError(f"interpolate: mode '{mode}' is not offered ('nearest', 'nearest-exact', "
+                                  "'bilinear' and 'bicubic' are)")
     out = input
-    for k, f in enumerate(int(f) for f in factors):
-        if f == 1:
-            continue
+    for k, f in enumerate(factors):
         d = 2 + k
-        shape = list(out.shape)
-        out = out.unsqueeze(d + 1)
-        expanded = shape[:d + 1] + [f] + shape[d + 1:]
-        out = out.expand(*expanded).reshape(*shape[:d], shape[d] * f, *shape[d + 1:])
+        if f == 1 and size[k] == spatial[k]:
+            continue
+        if mode == "nearest" and f == int(f) and f >= 1 and given[k] in (None, f):  # whole factor: repeat
+            f = int(f)
+            shape = list(out.shape)
+            out = out.unsqueeze(d + 1)
+            expanded = shape[:d + 1] + [f] + shape[d + 1:]
+            out = out.expand(*expanded).reshape(*shape[:d], shape[d] * f, *shape[d + 1:])
+        else:
+            idx = _nearest_index(spatial[k], size[k], given[k], mode == "nearest-exact")
+            out = F.index_select(out, d, _CR.tensor(idx, dtype=D.int64, device=input.device))
     return out
 
 
@@ -436,6 +474,78 @@ def pad(input, pad, mode="constant", value=None):
     if mode not in modes:
         raise NotImplementedError(f"pad: mode '{mode}' is not offered (constant, reflect, replicate are)")
     return call("pad", (input,), {"pads": list(pad), "mode": modes[mode], "value": 0.0 if value is None else value})
+
+
+def _fold_geometry(fn, kernel_size, dilation, padding, stride):
+    g = [_pair(v, name, fn) for v, name in ((kernel_size, "kernel_size"), (dilation, "dilation"),
+                                            (padding, "padding"), (stride, "stride"))]
+    (kh, kw), (dh, dw), (ph, pw), (sh, sw) = g
+    if min(kh, kw, dh, dw, sh, sw) <= 0 or min(ph, pw) < 0:
+        raise RuntimeError(f"{fn}: expected kernel_size, dilation and stride > 0 and padding >= 0, got "
+                           f"kernel_size={g[0]}, dilation={g[1]}, padding={g[2]}, stride={g[3]}")
+    return g
+
+
+def _blocks(fn, size, k, d, p, s):
+    n = (size + 2 * p - d * (k - 1) - 1) // s + 1
+    if n <= 0:
+        raise RuntimeError(f"{fn}: the {size}-long side padded by {p} holds no {k}-tap window of dilation {d}: "
+                           f"expected size + 2 * padding >= dilation * (kernel_size - 1) + 1")
+    return n
+
+
+def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
+    """torch's im2col: [N, C, H, W] -> [N, C*kh*kw, L] (channels first, then the kernel taps, then
+    the L sliding positions), composed from strided slices of the padded input, so its gradient
+    is theirs."""
+    if input.ndim not in (3, 4):
+        raise NotImplementedError(f"Input Error: Only 3D or 4D input Tensors are supported (got {input.ndim}D)")
+    (kh, kw), (dh, dw), (ph, pw), (sh, sw) = _fold_geometry("unfold", kernel_size, dilation, padding, stride)
+    batched = input.ndim == 4
+    x = input if batched else input.unsqueeze(0)
+    n, c, h, w = x.shape
+    oh, ow = _blocks("unfold", h, kh, dh, ph, sh), _blocks("unfold", w, kw, dw, pw, sw)
+    if ph or pw:
+        x = pad(x, [pw, pw, ph, ph])
+    taps = [x[:, :, i * dh:i * dh + sh * (oh - 1) + 1:sh, j * dw:j * dw + sw * (ow - 1) + 1:sw]
+            for i in range(kh) for j in range(kw)]
+    cols = F.stack(taps, 2).reshape(n, c * kh * kw, oh * ow)
+    return cols if batched else cols.squeeze(0)
+
+
+def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
+    """torch's col2im, unfold's adjoint: [N, C*kh*kw, L] -> [N, C, H, W], every column's values
+    added at their window's places. Each kernel tap's blocks are spread by the stride (zeros
+    between), shifted into place by padding, and the taps summed."""
+    if input.ndim not in (2, 3):
+        raise NotImplementedError(f"Input Error: Only unbatched (2D) or batched (3D) input Tensors are supported "
+                                  f"(got {input.ndim}D)")
+    (kh, kw), (dh, dw), (ph, pw), (sh, sw) = _fold_geometry("fold", kernel_size, dilation, padding, stride)
+    h, w = _pair(output_size, "output_size", "fold")
+    batched = input.ndim == 3
+    cols = input if batched else input.unsqueeze(0)
+    n, ck, length = cols.shape
+    nh, nw = _blocks("fold", h, kh, dh, ph, sh), _blocks("fold", w, kw, dw, pw, sw)
+    if ck % (kh * kw) or length != nh * nw:
+        raise RuntimeError(f"fold: expected input of shape [N, C * {kh * kw}, {nh * nw}] (C times the kernel's "
+                           f"{kh}x{kw} taps; {nh}x{nw} blocks fit output_size {[h, w]}), got {list(input.shape)}")
+    c = ck // (kh * kw)
+    hp, wp = h + 2 * ph, w + 2 * pw
+    cols = cols.reshape(n * c, kh * kw, nh, nw)
+    out = None
+    for t in range(kh * kw):
+        i, j = divmod(t, kw)
+        blk = cols[:, t]                                   # [n*c, nh, nw]
+        if sw > 1:                                         # sw-1 zeros after each column
+            blk = pad(blk.reshape(n * c, nh, nw, 1), [0, sw - 1]).reshape(n * c, nh, nw * sw)
+        if sh > 1:                                         # sh-1 zero rows after each row
+            blk = pad(blk.reshape(n * c, nh, 1, nw * sw), [0, 0, 0, sh - 1]).reshape(n * c, nh * sh, nw * sw)
+        top, left = i * dh, j * dw
+        blk = blk[:, :hp - top, :wp - left]                # the trailing zeros may overhang
+        blk = pad(blk, [left, wp - left - blk.shape[2], top, hp - top - blk.shape[1]])
+        out = blk if out is None else out + blk
+    out = out[:, ph:ph + h, pw:pw + w].reshape(n, c, h, w)
+    return out if batched else out.squeeze(0)
 
 
 def _weighted_unsupported(weight, fn):

@@ -1,0 +1,211 @@
+"""The API the last torchvision models needed (mvit_v2_s, raft, RetinaNet / FCOS / SSD, Mask and
+Keypoint R-CNN), each beside torch 1.13: views of non-contiguous tensors, assignment into tensors
+autograd records (`attn[:, :, 1:, 1:] += rel_pos`), div's rounding modes and the integer
+divisions, unique, cat/stack of more than 64 tensors, F.unfold / F.fold, interpolate's bicubic
+and fractional nearest modes, flatten of empty tensors."""
+import numpy as np
+import pytest
+
+import oar
+import oar.nn.functional as OF
+
+from test_torch_behaviours import close
+
+R = np.random.RandomState(14)
+
+
+def f32(*shape):
+    return R.randn(*shape).astype(np.float32)
+
+
+# ---------------------------------------------------------------- views
+def test_view_of_a_non_contiguous_tensor_is_a_view_when_strides_allow(torch):
+    x = f32(2, 3, 4, 5)
+    o, t = oar.tensor(x).transpose(0, 1), torch.tensor(x).transpose(0, 1)
+    v = o.view(3, 2, 20)  # dims 2 and 3 are one contiguous run: merging them needs no copy
+    close(v, t.view(3, 2, 20))
+    assert not v.is_contiguous()
+    for a in (o, t):
+        a.view(3, 2, 20)[1, 0, 7] = 42.0
+        a.reshape(3, 2, 20)[2, 1, 0] = -1.0  # reshape returns the same view
+    assert float(o[1, 0, 1, 2]) == 42.0 and float(o[2, 1, 0, 0]) == -1.0  # shares the storage, as torch's
+    close(o, t)
+    for lib, a in ((oar, o), (torch, t)):
+        with pytest.raises(RuntimeError, match="view size is not compatible"):
+            a.view(6, 20)
+    close(o.reshape(6, 20), t.reshape(6, 20))  # a copy where no view exists
+
+
+def test_flatten_of_an_empty_tensor(torch):
+    for shape, a, b in (((0, 1, 4), 1, -1), ((3, 0, 2), 0, 1), ((0,), 0, -1)):
+        assert tuple(oar.zeros(*shape).flatten(a, b).shape) == tuple(torch.zeros(*shape).flatten(a, b).shape)
+
+
+# ---------------------------------------------------------------- assignment autograd records
+def test_assignment_into_a_recorded_tensor_keeps_gradients(torch):
+    x, r, s = f32(2, 3, 4, 4), f32(2, 3, 3, 3), f32(2, 3)
+    out = []
+    for lib in (oar, torch):
+        a, b, c = (lib.tensor(v, requires_grad=True) for v in (x, r, s))
+        h = a * 2
+        h[:, :, 1:, 1:] += b                     # mvit's relative positions
+        z = lib.zeros(2, 5)
+        z[:, 1:4] = c                            # a value autograd records into a plain tensor
+        z[0, 0] = 7.0
+        h[0, 1, lib.tensor([0, 2])] = h[1, 2, :2] * 3  # an integer-tensor index
+        ((h.sin() * 1.5).sum() + (z * z).sum()).backward()
+        out.append((h, z, a.grad, b.grad, c.grad))
+    for p, q, n in zip(out[0], out[1], ("h", "z", "a.grad", "b.grad", "c.grad")):
+        close(p, q, what=n)
+
+
+def test_assignment_into_a_recorded_tensor_compiles():
+    import warnings
+
+    w = oar.tensor(f32(3, 4), requires_grad=True)
+
+    def step(x):
+        h = x @ w
+        h[:, 1:] += 1.5 * x[:, :3]
+        z = oar.zeros(2, 6)
+        z[:, 1:5] = h
+        loss = (z * z).sum()
+        loss.backward()
+        return loss
+
+    x = oar.tensor(f32(2, 3))
+    want = step(x)
+    want_grad = w.grad.clone()
+    w.grad = None
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a fallback to eager would warn
+        compiled = oar.jit.to_static(step)
+        for _ in range(2):  # the trace, then the program
+            w.grad = None
+            got = compiled(x)
+    close(got, want, rtol=1e-6)
+    close(w.grad, want_grad, rtol=1e-6)
+
+
+def test_assignment_under_autograd_refuses_repeated_indices_and_leaves():
+    h = oar.ones(4, requires_grad=True) * 1
+    with pytest.raises(RuntimeError, match="names an element twice"):
+        h[oar.tensor([1, 1])] = oar.tensor([2.0, 3.0], requires_grad=True)
+    leaf = oar.ones(4, requires_grad=True)
+    with pytest.raises(RuntimeError, match="leaf Variable"):
+        leaf[0] = 2.0
+
+
+# ---------------------------------------------------------------- integer division
+@pytest.mark.parametrize("mode", [None, "floor", "trunc"])
+def test_div_rounding_modes(torch, mode):
+    a = np.array([7, -7, 9, -9, 0, 5, 2 ** 40 + 1, -(2 ** 40) - 1], np.int64)
+    b = np.array([2, 2, -4, -4, 3, -5, 3, 7], np.int64)
+    x, y = f32(50) * 10, f32(50) + 0.1
+    for p, q in ((a, b), (x, y), (a, 3), (x, -2.5), (a, y[:8])):
+        to = lambda lib, v: lib.tensor(v) if isinstance(v, np.ndarray) else v
+        ro, rt = oar.div(to(oar, p), to(oar, q), rounding_mode=mode), torch.div(to(torch, p), to(torch, q),
+                                                                                  rounding_mode=mode)
+        assert str(ro.dtype).split(".")[1] == str(rt.dtype).split(".")[1], (ro.dtype, rt.dtype)
+        close(ro, rt, rtol=1e-6, atol=0, what=f"div {mode} {p.dtype}")
+    with pytest.raises(ValueError, match="rounding_mode"):
+        oar.div(oar.tensor(a), 2, rounding_mode="round")
+    with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+        oar.div(oar.tensor(a), oar.tensor(np.zeros(8, np.int64)), rounding_mode="floor")
+
+
+def test_floor_divide_remainder_fmod_trunc(torch):
+    a, b = np.array([7, -7, 9, -9, 0, 5], np.int64), np.array([2, 2, -4, -4, 3, -5], np.int64)
+    x = f32(40) * 10
+    for fn in ("floor_divide", "remainder", "fmod"):
+        close(getattr(oar, fn)(oar.tensor(a), oar.tensor(b)), getattr(torch, fn)(torch.tensor(a), torch.tensor(b)),
+              atol=0, what=fn)
+        close(getattr(oar, fn)(oar.tensor(x), 3.0), getattr(torch, fn)(torch.tensor(x), 3.0), atol=2e-6, what=fn)
+    close(oar.tensor(a) // 3, torch.tensor(a) // 3, atol=0)
+    close(oar.tensor(a) % 3, torch.tensor(a) % 3, atol=0)
+    close(17 // oar.tensor(b), 17 // torch.tensor(b), atol=0)
+    close(oar.trunc(oar.tensor(x)), torch.trunc(torch.tensor(x)), atol=0)
+    close(oar.tensor(x).fix(), torch.tensor(x).fix(), atol=0)
+
+
+# ---------------------------------------------------------------- unique
+def test_unique_matches_torch(torch):
+    for v in (R.randint(0, 6, size=(4, 7)), R.randint(-3, 3, size=(50,)).astype(np.float32), np.array([5]),
+              np.zeros((0,), np.int64)):
+        ro = oar.unique(oar.tensor(v), return_inverse=True, return_counts=True)
+        rt = torch.unique(torch.tensor(v), return_inverse=True, return_counts=True)
+        for p, q, n in zip(ro, rt, ("values", "inverse", "counts")):
+            assert tuple(p.shape) == tuple(q.shape), n
+            close(p, q, atol=0, what=n)
+        close(oar.tensor(v).unique(), torch.tensor(v).unique(), atol=0)
+    with pytest.raises(NotImplementedError, match="dim"):
+        oar.unique(oar.tensor([1, 2]), dim=0)
+
+
+# ---------------------------------------------------------------- more than 64 inputs
+def test_cat_and_stack_of_many_tensors(torch):
+    parts = [f32(2, 3) for _ in range(150)]
+    for dim in (0, 1, -1):
+        o = [oar.tensor(p, requires_grad=True) for p in parts]
+        t = [torch.tensor(p, requires_grad=True) for p in parts]
+        for fn in ("cat", "stack"):
+            yo, yt = getattr(oar, fn)(o, dim), getattr(torch, fn)(t, dim)
+            close(yo, yt, atol=0, what=f"{fn} {dim}")
+            g = f32(*yt.shape)
+            (yo * oar.tensor(g)).sum().backward()
+            (yt * torch.tensor(g)).sum().backward()
+        close(o[77].grad, t[77].grad, atol=0, what="grad")
+
+
+# ---------------------------------------------------------------- unfold / fold
+GEOMETRIES = [dict(kernel_size=3, padding=1), dict(kernel_size=(2, 3), dilation=(1, 2), padding=(0, 1), stride=(2, 1)),
+              dict(kernel_size=2, stride=2), dict(kernel_size=3, dilation=2, padding=2, stride=3)]
+
+
+@pytest.mark.parametrize("geo", GEOMETRIES, ids=["k3p1", "k23d12p01s21", "k2s2", "k3d2p2s3"])
+def test_unfold_and_fold_match_torch(torch, geo):
+    x = f32(2, 3, 9, 10)
+    xo, xt = oar.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    yo, yt = OF.unfold(xo, **geo), torch.nn.functional.unfold(xt, **geo)
+    close(yo, yt, atol=0, what="unfold")
+    g = f32(*yt.shape)
+    yo.backward(oar.tensor(g))
+    yt.backward(torch.tensor(g))
+    close(xo.grad, xt.grad, what="unfold grad")
+    co, ct = oar.tensor(g, requires_grad=True), torch.tensor(g, requires_grad=True)
+    fo, ft = oar.nn.Fold((9, 10), **geo)(co), torch.nn.Fold((9, 10), **geo)(ct)
+    close(fo, ft, what="fold")
+    gf = f32(*ft.shape)
+    fo.backward(oar.tensor(gf))
+    ft.backward(torch.tensor(gf))
+    close(co.grad, ct.grad, atol=0, what="fold grad")
+    close(oar.nn.Unfold(**geo)(oar.tensor(x[0])), torch.nn.Unfold(**geo)(torch.tensor(x[0])), what="unbatched")
+
+
+def test_fold_refuses_wrong_shapes():
+    with pytest.raises(RuntimeError, match="expected input of shape"):
+        OF.fold(oar.zeros(1, 10, 4), (4, 4), 2, stride=2)
+    with pytest.raises(RuntimeError, match="holds no"):
+        OF.unfold(oar.zeros(1, 1, 2, 2), 3)
+
+
+# ---------------------------------------------------------------- interpolate
+MODES = [dict(size=(14, 5), mode="bicubic", align_corners=False), dict(size=(14, 5), mode="bicubic", align_corners=True),
+         dict(scale_factor=1.7, mode="bicubic"), dict(scale_factor=0.77, mode="bicubic"),
+         dict(scale_factor=0.6, mode="nearest"), dict(scale_factor=1.3, mode="nearest"),
+         dict(size=(11, 23), mode="nearest"), dict(size=(10, 5), mode="nearest-exact"),
+         dict(scale_factor=0.3, mode="nearest-exact"), dict(scale_factor=2, mode="nearest")]
+
+
+@pytest.mark.parametrize("kw", MODES, ids=lambda kw: "-".join(str(v) for v in kw.values()))
+def test_interpolate_modes_match_torch(torch, kw):
+    for shape in ((2, 3, 7, 9), (1, 2, 30, 31)):
+        x = f32(*shape)
+        xo, xt = oar.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+        yo, yt = OF.interpolate(xo, **kw), torch.nn.functional.interpolate(xt, **kw)
+        tol = 0 if kw["mode"].startswith("nearest") else 1e-5  # nearest gathers exactly; the cubic weights round
+        close(yo, yt, rtol=tol, atol=tol, what="output")
+        g = f32(*yt.shape)
+        yo.backward(oar.tensor(g))
+        yt.backward(torch.tensor(g))
+        close(xo.grad, xt.grad, rtol=10 * tol, atol=10 * tol if tol else 1e-6, what="grad")
