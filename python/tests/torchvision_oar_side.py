@@ -3,7 +3,7 @@ torchvision resolves to oar for good (the test's own process keeps the real torc
 
     python torchvision_oar_side.py REQUEST.pkl RESULT.pkl
 
-REQUEST: {"models": [(name, kwargs, state_dict, x, grad_y)], "train": None or {name, kwargs,
+REQUEST: {"models": [(name, kwargs, state_dict, inputs, call_kwargs, grad_y)], "train": None or {name, kwargs,
 state_dict, batches: [(x, y)], lr, momentum}} (numpy arrays). RESULT: per model the output and
 every parameter's gradient; for training, one f32 step's loss and parameters, and the f64 eager
 and compiled loss curves and final parameters."""
@@ -31,9 +31,10 @@ def build(name, kwargs, state_dict):
     return model
 
 
-def forward_backward(name, kwargs, state_dict, x, gy):
+def forward_backward(name, kwargs, state_dict, xs, call_kwargs, gy):
     model = build(name, kwargs, state_dict).eval()
-    y = model(torch.from_numpy(x))
+    y = model(*[torch.from_numpy(x) for x in xs], **call_kwargs)
+    y = y[-1] if isinstance(y, list) else y  # raft: every update's flow, the last compared
     y.backward(torch.from_numpy(gy))
     grads = {k: p.grad.numpy().copy() for k, p in model.named_parameters() if p.grad is not None}
     return {"y": y.detach().numpy().copy(), "grads": grads}
@@ -63,9 +64,9 @@ def main(request_path, result_path):
     with open(request_path, "rb") as f:
         req = pickle.load(f)
     result = {"models": {}}
-    for name, kwargs, sd, x, gy in req["models"]:
+    for name, kwargs, sd, xs, call_kwargs, gy in req["models"]:
         try:
-            result["models"][name] = forward_backward(name, kwargs, sd, x, gy)
+            result["models"][name] = forward_backward(name, kwargs, sd, xs, call_kwargs, gy)
         except Exception as e:  # reported per model by the test
             result["models"][name] = {"error": f"{type(e).__name__}: {e}"}
     if req.get("train"):
