@@ -276,6 +276,19 @@ typedef oar_tensor *(*oar_grad_hook)(oar_tensor *grad, void *user);
 OAR_API int oar_register_hook(oar_tensor *t, oar_grad_hook hook, void *user);
 OAR_API oar_status oar_remove_hook(oar_tensor *t, int handle);
 
+/* Custom functions (a front end's torch.autograd.Function): the caller computes y from inputs
+ * without autograd, and oar_custom_function returns y (a view of it) recorded as output `output`
+ * of a node over inputs[0..n_inputs-1]. When backward reaches that output, backward(user, output,
+ * grad_output, grad_inputs, n_inputs) runs and puts a new reference (or NULL: no gradient) in
+ * each grad_inputs[i], shaped like inputs[i]; a status other than OAR_OK fails the backward (set
+ * the error first). Inside a traced function the ops backward calls are recorded like any others.
+ * release(user) runs once: when the last node or program holding the function is freed (from any
+ * thread), or before returning when the call fails. Without grad mode, or with no input requiring grad, y comes back unrecorded. */
+typedef oar_status (*oar_custom_backward)(void *user, int output, oar_tensor *grad_output,
+                                          oar_tensor **grad_inputs, int n_inputs);
+OAR_API oar_tensor *oar_custom_function(oar_tensor *y, int output, oar_tensor *const *inputs, int n_inputs,
+                                        oar_custom_backward backward, void (*release)(void *user), void *user);
+
 /* Grad mode is per thread; it is on by default. */
 OAR_API bool oar_grad_enabled(void);
 OAR_API bool oar_set_grad_enabled(bool enabled);  /* returns the previous mode */

@@ -40,6 +40,8 @@ enum {
     OAR_OP_CONTROL = 1u << 10,     /* control flow (cond, while_loop): made by oar_cond/oar_while,
                                       not callable through oar_op_call_named */
     OAR_OP_TO_DEVICE = 1u << 11,   /* outputs go to the device named by attribute 0 */
+    OAR_OP_CALLBACK = 1u << 14,    /* its gradient calls a front end's function: made by
+                                      oar_custom_function only */
 };
 
 /* Attribute kinds. */

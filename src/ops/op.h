@@ -132,6 +132,8 @@ enum {
     OAR_OPF_AMP_MIXED = 1u << 13,   /* follow: takes an f16/bf16 input with f32 parameters and statistics
                                        (batch_norm); fp32 for inputs on a device whose kernels do not
                                        yet (CUDA), where autocast casts as for AMP_DENY */
+    OAR_OPF_CALLBACK = 1u << 14,    /* its gradient calls a front end's function (custom_function):
+                                       random inputs cannot make one, tests/test_custom_function.c does */
 };
 
 typedef struct oar_op_def {

@@ -9,7 +9,8 @@
 _Static_assert((int)OAR_OP_ELEMENTWISE == (int)OAR_OPF_ELEMENTWISE && (int)OAR_OP_NONDIFF == (int)OAR_OPF_NONDIFF &&
                    (int)OAR_OP_RANDOM == (int)OAR_OPF_RANDOM && (int)OAR_OP_VIEW == (int)OAR_OPF_VIEW &&
                    (int)OAR_OP_QUANTIZABLE == (int)OAR_OPF_QUANTIZABLE && (int)OAR_OP_AMP_PROMOTE == (int)OAR_OPF_AMP_PROMOTE &&
-                   (int)OAR_OP_CONTROL == (int)OAR_OPF_CONTROL && (int)OAR_OP_TO_DEVICE == (int)OAR_OPF_TO_DEVICE,
+                   (int)OAR_OP_CONTROL == (int)OAR_OPF_CONTROL && (int)OAR_OP_TO_DEVICE == (int)OAR_OPF_TO_DEVICE &&
+                   (int)OAR_OP_CALLBACK == (int)OAR_OPF_CALLBACK,
                "public op flags mirror op.h");
 _Static_assert((int)OAR_OP_ATTR_INT == (int)OAR_ATTR_INT && (int)OAR_OP_ATTR_DTYPE == (int)OAR_ATTR_DTYPE &&
                    (int)OAR_OP_ATTR_INTS == (int)OAR_ATTR_INTS && (int)OAR_OP_ATTR_STR == (int)OAR_ATTR_STR,
