@@ -479,6 +479,19 @@ class Tensor(_C.TensorBase):
     def expand_as(self, other):
         return F.expand(self, *other.shape)
 
+    def new(self, *args, **kw):
+        """torch's legacy constructor: x.new(data) copies data (a tensor or a sequence) into a
+        tensor of x's dtype and device; x.new(*sizes) or x.new(Size) is uninitialized; x.new()
+        is empty."""
+        from ._creation import empty, tensor
+
+        dev = kw.get("device", self.device)
+        if len(args) == 1 and not isinstance(args[0], (int, Size)):
+            data = args[0]
+            return tensor(data.detach() if isinstance(data, _C.TensorBase) else data, dtype=self.dtype, device=dev)
+        sizes = tuple(args[0]) if len(args) == 1 and isinstance(args[0], Size) else args
+        return empty(*(sizes or (0,)), dtype=self.dtype, device=dev)
+
     def new_zeros(self, *size, dtype=None, **kw):
         from ._creation import zeros
 

@@ -1,6 +1,6 @@
 """oar.autograd: grad, backward, and the grad-mode switches."""
-from . import _C
-from ._grad_mode import enable_grad, no_grad, set_grad_enabled  # noqa: F401
+from .. import _C
+from .._grad_mode import enable_grad, no_grad, set_grad_enabled  # noqa: F401
 
 
 def _seq(x):
@@ -25,3 +25,7 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
     gs = [None] * len(ts) if grad_tensors is None else _seq(grad_tensors)
     for k, (t, g) in enumerate(zip(ts, gs)):
         t.backward(g, retain_graph=True if k < len(ts) - 1 else retain_graph)
+
+
+from . import function  # noqa: E402
+from .function import Function, FunctionCtx, once_differentiable  # noqa: E402,F401
