@@ -13,6 +13,7 @@ from ._dtype import (bfloat16, bool_ as bool, dtype, float16, float32, float64, 
                      uint8)
 from ._dtype import float32 as float, float64 as double, float16 as half, int64 as long, int32 as int  # noqa: F401
 from ._dtype import complex64, complex128, int16, int16 as short  # noqa: F401  (names only: no such tensors)
+from ._dtype import finfo, iinfo  # noqa: F401
 from ._tensor import Size, Tensor, device  # noqa: F401
 from ._ops import ops  # noqa: F401
 from . import _vision as _vision
@@ -23,6 +24,7 @@ from ._creation import (arange, as_tensor, empty, empty_like, eye, from_dlpack, 
                         linspace, ones, ones_like, rand, rand_like, randint, randn, randn_like, randperm,
                         scalar_tensor, tensor, zeros, zeros_like)
 from ._creation import layout, strided  # noqa: F401
+from ._creation import bartlett_window, blackman_window, hamming_window, hann_window, kaiser_window  # noqa: F401
 from ._grad_mode import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled  # noqa: F401
 from .serialization import load, save  # noqa: F401
 from . import autograd  # noqa: F401

@@ -232,3 +232,64 @@ def full_like(input, fill_value, *, dtype=None, layout=None, device=None, requir
 
 def scalar_tensor(s, *, dtype=None, device=None, requires_grad=False):
     return full((), s, dtype=dtype or D.float32, device=device, requires_grad=requires_grad)
+
+
+# ---------------------------------------------------------------- window functions (signal processing)
+def _window(name, window_length, periodic, dtype, device, requires_grad, values):
+    """torch's window functions: values(n, N) over n = 0..N-1 of a symmetric window of length N;
+    a periodic window is the symmetric one of length + 1 without its last point."""
+    import numpy as np
+
+    if window_length < 0:
+        raise RuntimeError(f"{name} requires non-negative window_length, got window_length={window_length}")
+    d = D.to_dtype(dtype) if dtype is not None else _default_float()
+    if not d.is_floating_point:
+        raise RuntimeError(f"{name} expects floating point dtypes, got: {d.name}")
+    if window_length <= 1:
+        w = np.ones(window_length)
+    else:
+        n = window_length + 1 if periodic else window_length
+        w = values(np.arange(n, dtype=np.float64), n)[:window_length]
+    return tensor(w, dtype=d, device=device, requires_grad=requires_grad)
+
+
+def _default_float():
+    from . import get_default_dtype
+
+    return get_default_dtype()
+
+
+def hann_window(window_length, periodic=True, *, dtype=None, device=None, requires_grad=False, **kw):
+    import numpy as np
+
+    return _window("hann_window", window_length, periodic, dtype, device, requires_grad,
+                   lambda n, N: 0.5 - 0.5 * np.cos(2 * np.pi * n / (N - 1)))
+
+
+def hamming_window(window_length, periodic=True, alpha=0.54, beta=0.46, *, dtype=None, device=None,
+                   requires_grad=False, **kw):
+    import numpy as np
+
+    return _window("hamming_window", window_length, periodic, dtype, device, requires_grad,
+                   lambda n, N: alpha - beta * np.cos(2 * np.pi * n / (N - 1)))
+
+
+def blackman_window(window_length, periodic=True, *, dtype=None, device=None, requires_grad=False, **kw):
+    import numpy as np
+
+    return _window("blackman_window", window_length, periodic, dtype, device, requires_grad,
+                   lambda n, N: 0.42 - 0.5 * np.cos(2 * np.pi * n / (N - 1)) + 0.08 * np.cos(4 * np.pi * n / (N - 1)))
+
+
+def bartlett_window(window_length, periodic=True, *, dtype=None, device=None, requires_grad=False, **kw):
+    import numpy as np
+
+    return _window("bartlett_window", window_length, periodic, dtype, device, requires_grad,
+                   lambda n, N: 1 - np.abs(2 * n / (N - 1) - 1))
+
+
+def kaiser_window(window_length, periodic=True, beta=12.0, *, dtype=None, device=None, requires_grad=False, **kw):
+    import numpy as np
+
+    return _window("kaiser_window", window_length, periodic, dtype, device, requires_grad,
+                   lambda n, N: np.i0(beta * np.sqrt(1 - (2 * n / (N - 1) - 1) ** 2)) / np.i0(beta))

@@ -110,3 +110,47 @@ def promote(a, b):
     if {a, b} == {uint8, int8}:
         return int32  # torch gives int16, which oar lacks: the next wider type
     return a if a.itemsize >= b.itemsize else b
+
+
+class finfo:
+    """torch.finfo: the limits of a floating dtype (IEEE binary16/32/64 and bfloat16)."""
+
+    # (bits, mantissa bits stored, exponent bits, decimal resolution digits)
+    _FORMATS = {"float16": (16, 10, 5, 3), "bfloat16": (16, 7, 8, 2), "float32": (32, 23, 8, 6),
+                "float64": (64, 52, 11, 15)}
+
+    def __init__(self, type=None):
+        from . import get_default_dtype
+
+        d = get_default_dtype() if type is None else to_dtype(type, "finfo")
+        if d.name not in self._FORMATS:
+            raise TypeError(f"torch.finfo() requires a floating point input type, got {d.name}. Use torch.iinfo "
+                            "to handle integer types")
+        self.dtype = d.name
+        self.bits, man, exp, digits = self._FORMATS[d.name]
+        bias = (1 << (exp - 1)) - 1
+        self.eps = 2.0 ** -man
+        self.max = (2.0 - 2.0 ** -man) * 2.0 ** bias
+        self.min = -self.max
+        self.tiny = self.smallest_normal = 2.0 ** (1 - bias)
+        self.resolution = 10.0 ** -digits
+
+    def __repr__(self):
+        return (f"finfo(resolution={self.resolution}, min={self.min:g}, max={self.max:g}, eps={self.eps:g}, "
+                f"smallest_normal={self.tiny:g}, tiny={self.tiny:g}, dtype={self.dtype})")
+
+
+class iinfo:
+    """torch.iinfo: the limits of an integer dtype."""
+
+    def __init__(self, type):
+        d = to_dtype(type, "iinfo")
+        if d.is_floating_point or d is bool_:
+            raise TypeError(f"torch.iinfo() requires an integer input type, got {d.name}. Use torch.finfo to handle "
+                            "floating types")
+        self.dtype, self.bits = d.name, 8 * d.itemsize
+        self.min = -(1 << (self.bits - 1)) if d.is_signed else 0
+        self.max = (1 << (self.bits - 1)) - 1 if d.is_signed else (1 << self.bits) - 1
+
+    def __repr__(self):
+        return f"iinfo(min={self.min}, max={self.max}, dtype={self.dtype})"

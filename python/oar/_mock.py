@@ -12,8 +12,9 @@ import sys
 
 _NAMES = ("torch", "torch.nn", "torch.nn.functional", "torch.nn.init", "torch.nn.parameter", "torch.nn.modules",
           "torch.nn.modules.utils", "torch.nn.modules.batchnorm", "torch.nn.modules.instancenorm",
+          "torch.nn.modules.lazy",
           "torch.nn.utils", "torch.optim", "torch.optim.lr_scheduler", "torch.utils", "torch.utils.data",
-          "torch.autograd", "torch.jit", "torch.distributed", "torch.distributed.algorithms",
+          "torch.autograd", "torch.autograd.function", "torch.jit", "torch.distributed", "torch.distributed.algorithms",
           "torch.distributed.algorithms.join", "torch.nn.parallel", "torch.utils.data.distributed")
 # attributes of oar's modules that only the switch adds: (module, attribute, torch module name)
 _ATTRS = (("oar", "hub", "torch.hub"), ("oar", "fx", "torch.fx"), ("oar", "onnx", "torch.onnx"),
@@ -35,12 +36,14 @@ class mock_torch:
         self.enable = enable
         self.saved = {}
         self.saved_attrs = []
+        self.finder = None
         if enable:
             self._install()
 
     def _install(self):
         import oar.nn.functional, oar.nn.init, oar.nn.parameter, oar.nn.modules, oar.nn.utils  # noqa: F401,E401
         import oar.nn.modules.utils, oar.nn.modules.batchnorm, oar.nn.modules.instancenorm  # noqa: F401,E401
+        import oar.nn.modules.lazy  # noqa: F401
         import oar.optim.lr_scheduler, oar.utils.data  # noqa: F401,E401
         import oar.distributed, oar.distributed.algorithms, oar.nn.parallel, oar.utils.data_distributed  # noqa: F401,E401
         from . import _C, _compat
@@ -54,6 +57,14 @@ class mock_torch:
             self._set(sys.modules[owner], attr, mods[name])
         for attr, fn in _compat.C_HOOKS.items():
             self._set(_C, attr, fn)
+        from ._compat import extensions
+
+        self._set(sys.modules["oar"], "classes", extensions.classes)
+        self.saved["torch.classes"] = sys.modules.get("torch.classes")
+        sys.modules["torch.classes"] = extensions.classes
+        if extensions.finder not in sys.meta_path:  # libtorch's pybind11 modules import as absent ones
+            sys.meta_path.insert(0, extensions.finder)
+            self.finder = extensions.finder
 
     def _set(self, obj, attr, value):
         self.saved_attrs.append((obj, attr, getattr(obj, attr, _MISSING)))
@@ -73,7 +84,9 @@ class mock_torch:
                 delattr(obj, attr)
             else:
                 setattr(obj, attr, value)
-        self.saved, self.saved_attrs = {}, []
+        if self.finder is not None and self.finder in sys.meta_path:
+            sys.meta_path.remove(self.finder)
+        self.saved, self.saved_attrs, self.finder = {}, [], None
         return False
 
 

@@ -55,8 +55,9 @@ def _make(name, row):
 
 class _OpNamespace(SimpleNamespace):
     """oar.ops.<op> for every op of the table. Under the torch switch it also stands for
-    torch.ops, whose extension libraries and their op namespaces (torch.ops.torchvision.nms) are
-    compiled against libtorch and so cannot load into oar: those say so."""
+    torch.ops: torchvision's library is served by oar's ops (torch.ops.torchvision.nms); other
+    extension libraries are compiled against libtorch and cannot load into oar, so their op
+    namespaces say so when an op is called (_compat/extensions.py)."""
 
     def load_library(self, path):
         import os
@@ -66,8 +67,9 @@ class _OpNamespace(SimpleNamespace):
             from ._vision import TorchvisionOps
             self.torchvision = TorchvisionOps()
             return
-        raise OSError(f"torch.ops.load_library: '{path}' is a PyTorch C++ extension (built against libtorch); "
-                      "oar cannot load it")
+        from ._compat.extensions import load_extension_library
+
+        load_extension_library(self, path)
 
     def __getattr__(self, name):
         if name.startswith("__"):

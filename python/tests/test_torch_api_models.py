@@ -1,8 +1,9 @@
-"""The API the last torchvision models needed (mvit_v2_s, raft, RetinaNet / FCOS / SSD, Mask and
-Keypoint R-CNN), each beside torch 1.13: views of non-contiguous tensors, assignment into tensors
+"""The API the last torchvision models (mvit_v2_s, raft, RetinaNet / FCOS / SSD, Mask and Keypoint
+R-CNN) and torchaudio's model files needed, each beside torch 1.13: views of non-contiguous tensors, assignment into tensors
 autograd records (`attn[:, :, 1:, 1:] += rel_pos`), div's rounding modes and the integer
 divisions, unique, cat/stack of more than 64 tensors, F.unfold / F.fold, interpolate's bicubic
-and fractional nearest modes, flatten of empty tensors."""
+and fractional nearest modes, flatten of empty tensors; PReLU, GLU, 1-d pools, ConvTranspose1d, the RNN
+cells, weight_norm, window functions, finfo/iinfo, Tensor.new, lazy modules."""
 import numpy as np
 import pytest
 
@@ -209,3 +210,163 @@ def test_interpolate_modes_match_torch(torch, kw):
         yo.backward(oar.tensor(g))
         yt.backward(torch.tensor(g))
         close(xo.grad, xt.grad, rtol=10 * tol, atol=10 * tol if tol else 1e-6, what="grad")
+
+
+# ---------------------------------------------------------------- what torchaudio's model files needed
+def _module_pair(torch, make):
+    tm, om = make(torch), make(oar)
+    om.load_state_dict({k: oar.tensor(v.detach().numpy()) for k, v in tm.state_dict().items()})
+    return om, tm
+
+
+@pytest.mark.parametrize("make, shape", [
+    (lambda L: L.nn.PReLU(), (2, 3, 5)), (lambda L: L.nn.PReLU(3, init=0.1), (2, 3, 5)),
+    (lambda L: L.nn.GLU(dim=1), (2, 6, 5)), (lambda L: L.nn.GLU(), (4, 8)),
+    (lambda L: L.nn.AvgPool1d(3, 2, 1, ceil_mode=True), (2, 3, 10)),
+    (lambda L: L.nn.AvgPool1d(4, ceil_mode=True, count_include_pad=False), (2, 3, 10)),
+    (lambda L: L.nn.MaxPool1d(3, 2, 1, dilation=2), (2, 3, 11)),
+    (lambda L: L.nn.ConvTranspose1d(4, 6, 5, stride=3, padding=2, output_padding=1, groups=2), (2, 4, 9)),
+    (lambda L: L.nn.ConvTranspose1d(4, 3, 3, dilation=2, bias=False), (2, 4, 7)),
+], ids=["prelu", "prelu3", "glu1", "glu", "avgpool1d", "avgpool1d_nopad", "maxpool1d", "convtr1d", "convtr1d_dil"])
+def test_layers_torchaudio_needed(torch, make, shape):
+    x = f32(*shape)
+    om, tm = _module_pair(torch, make)
+    xo, xt = oar.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    yo, yt = om(xo), tm(xt)
+    close(yo, yt, what="output")
+    g = f32(*yt.shape)
+    yo.backward(oar.tensor(g))
+    yt.backward(torch.tensor(g))
+    close(xo.grad, xt.grad, what="input grad")
+    for (n, a), (_, b) in zip(om.named_parameters(), tm.named_parameters()):
+        close(a.grad, b.grad, what=f"grad {n}")
+
+
+@pytest.mark.parametrize("cell", ["RNNCell", "LSTMCell", "GRUCell"])
+def test_rnn_cells(torch, cell):
+    om, tm = _module_pair(torch, lambda L: getattr(L.nn, cell)(5, 4))
+    assert [k for k, _ in om.named_parameters()] == [k for k, _ in tm.named_parameters()]
+    x, h = f32(3, 5), f32(3, 4)
+    state = (lambda L: (L.tensor(h), L.tensor(h * 0.5))) if cell == "LSTMCell" else (lambda L: L.tensor(h))
+    for hx in (None, "given"):
+        yo = om(oar.tensor(x), state(oar) if hx else None)
+        yt = tm(torch.tensor(x), state(torch) if hx else None)
+        yo, yt = (yo if cell == "LSTMCell" else (yo,)), (yt if cell == "LSTMCell" else (yt,))
+        for a, b in zip(yo, yt):
+            close(a, b, what=f"{cell} {hx}")
+        sum((a * (k + 1.5)).sum() for k, a in enumerate(yo)).backward()
+        sum((b * (k + 1.5)).sum() for k, b in enumerate(yt)).backward()
+    for (n, a), (_, b) in zip(om.named_parameters(), tm.named_parameters()):
+        close(a.grad, b.grad, what=f"grad {n}")
+    yo = om(oar.tensor(x[0]))  # unbatched
+    assert tuple((yo[0] if cell == "LSTMCell" else yo).shape) == (4,)
+
+
+def test_weight_norm(torch):
+    om, tm = _module_pair(torch, lambda L: L.nn.utils.weight_norm(L.nn.Conv1d(3, 4, 3), name="weight", dim=2))
+    assert set(om.state_dict()) == set(tm.state_dict()) == {"bias", "weight_g", "weight_v"}
+    x = f32(2, 3, 8)
+    yo, yt = om(oar.tensor(x)), tm(torch.tensor(x))
+    close(yo, yt)
+    (yo * yo).sum().backward()
+    (yt * yt).sum().backward()
+    for n in ("weight_g", "weight_v", "bias"):
+        close(getattr(om, n).grad, getattr(tm, n).grad, what=n)
+    oar.nn.utils.remove_weight_norm(om)
+    torch.nn.utils.remove_weight_norm(tm)
+    assert set(om.state_dict()) == {"weight", "bias"}
+    close(om.weight, tm.weight)
+
+
+def test_window_functions(torch):
+    for name in ("hann_window", "hamming_window", "blackman_window", "bartlett_window", "kaiser_window"):
+        for n in (0, 1, 2, 7, 64):
+            for periodic in (True, False):
+                close(getattr(oar, name)(n, periodic), getattr(torch, name)(n, periodic), rtol=1e-5, atol=1e-6,
+                      what=f"{name}({n}, {periodic})")
+    assert oar.hann_window(4, dtype=oar.float64).dtype == oar.float64
+
+
+def test_finfo_iinfo(torch):
+    for d in ("float16", "bfloat16", "float32", "float64"):
+        a, b = oar.finfo(getattr(oar, d)), torch.finfo(getattr(torch, d))
+        assert (a.bits, a.eps, a.max, a.min, a.tiny, a.resolution) == (b.bits, b.eps, b.max, b.min, b.tiny, b.resolution)
+    for d in ("int8", "uint8", "int32", "int64"):
+        a, b = oar.iinfo(getattr(oar, d)), torch.iinfo(getattr(torch, d))
+        assert (a.bits, a.min, a.max) == (b.bits, b.min, b.max)
+    with pytest.raises(TypeError, match="iinfo"):
+        oar.finfo(oar.int32)
+
+
+def test_tensor_new_forms(torch):
+    for lib in (oar, torch):
+        x = lib.tensor([1.0, 2.0], dtype=lib.float64)
+        c = x.new(x)
+        assert c.dtype == lib.float64 and c.tolist() == [1.0, 2.0]
+        assert x.new([3, 4]).tolist() == [3.0, 4.0] and x.new([3, 4]).dtype == lib.float64
+        assert tuple(x.new(2, 3).shape) == (2, 3) and tuple(x.new().shape) == (0,)
+        assert tuple(x.new(lib.Size([4])).shape) == (4,)
+
+
+def test_lazy_module_materializes_on_first_call():
+    from oar.nn.modules.lazy import LazyModuleMixin
+    from oar.nn.parameter import UninitializedParameter
+
+    class LazyScale(LazyModuleMixin, oar.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.weight = UninitializedParameter()
+
+        def initialize_parameters(self, x):
+            self.weight.materialize(x.shape[-1:])
+            with oar.no_grad():
+                self.weight.fill_(2.0)
+
+        def forward(self, x):
+            return x * self.weight
+
+    m = LazyScale()
+    assert m.has_uninitialized_params()
+    y = m(oar.ones(2, 3))
+    assert type(m.weight) is oar.nn.Parameter and m.weight.requires_grad and tuple(m.weight.shape) == (3,)
+    close(y, np.full((2, 3), 2.0, np.float32))
+    assert not m.has_uninitialized_params() and not m._forward_pre_hooks
+
+
+def test_libtorch_extensions_import_as_absent(tmp_path):
+    """torchaudio's C++ library and pybind11 module cannot load into oar: under the switch the
+    library's op namespace answers feature queries and refuses calls by name; the module imports
+    with every attribute absent, saying why; a library that is not a libtorch extension is refused."""
+    import sys
+
+    from oar._compat import extensions
+
+    lib = tmp_path / "pkg" / "lib" / "libfake.so"
+    lib.parent.mkdir(parents=True)
+    lib.write_bytes(b"\x7fELF....libc10.so\x00libtorch_cpu.so\x00")
+    plain = tmp_path / "pkg" / "lib" / "libplain.so"
+    plain.write_bytes(b"\x7fELF....libm.so.6\x00")
+    assert extensions.links_libtorch(lib) and not extensions.links_libtorch(plain)
+    sys.path.insert(0, str(tmp_path))
+    try:
+        ns = type(oar.ops)()
+        with pytest.warns(RuntimeWarning, match="does not run on oar"):
+            extensions.load_extension_library(ns, lib)
+        assert ns.pkg.is_sox_available() is False and ns.pkg.cuda_version() is None
+        with pytest.raises(NotImplementedError, match="torch.ops.pkg.rnnt_loss is an op of libfake.so"):
+            ns.pkg.rnnt_loss(1)
+        with pytest.raises(OSError, match=r"not a PyTorch C\+\+ extension"):
+            extensions.load_extension_library(ns, plain)
+        ext = tmp_path / "pkg" / "_fake_ext.cpython-311-x86_64-linux-gnu.so"
+        ext.write_bytes(lib.read_bytes())
+        (tmp_path / "pkg" / "__init__.py").write_text("")
+        spec = extensions.finder.find_spec("pkg._fake_ext", [str(tmp_path / "pkg")])
+        assert spec is not None
+        import importlib.util
+
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        with pytest.raises(AttributeError, match=r"PyTorch C\+\+ extension module"):
+            mod.some_function
+    finally:
+        sys.path.remove(str(tmp_path))

@@ -1,19 +1,17 @@
 """torchvision's model files, unmodified, on oar through the torch switch, against real torch
 1.13: torch builds each model (its initializers) and runs it; oar builds the same model from
-the same file in another interpreter (torchvision_oar_side.py), takes torch's weights through
+the same file in another interpreter (model_files_oar_side.py), takes torch's weights through
 load_state_dict, and must give the same outputs and parameter gradients. resnet18 also trains: one
 f32 SGD-momentum step, and 3 steps in f64 eagerly and compiled (oar.jit.to_static), beside torch's.
 
 Takes seconds (one interpreter importing torchvision, fourteen models): skipped under the sanitizers,
 where the release pass covers it."""
 import os
-import pickle
-import subprocess
-import sys
 
 import pytest
 
 from conftest import np
+from model_files_util import check_model, close, run_oar_side, torch_side
 
 MODELS = ["resnet18", "mobilenet_v2", "mobilenet_v3_small", "squeezenet1_1", "shufflenet_v2_x0_5", "densenet121",
           "mnasnet0_5", "googlenet", "efficientnet_b0", "regnet_x_400mf", "VisionTransformer", "video.mc3_18",
@@ -40,21 +38,11 @@ def _kwargs(name, torchvision):
     return {}
 
 
-RTOL, ATOL = 2e-3, 1e-5  # fp32 through 20-120 layers: |oar - torch| <= RTOL * max|torch| + ATOL per tensor
-
-
 def builder(models, name):
     """torchvision.models' builder by name; 'video.r3d_18' names one in a submodule."""
     for part in name.split("."):
         models = getattr(models, part)
     return models
-
-
-def _close(a, b, what):
-    assert a.shape == b.shape, f"{what}: shape {a.shape} vs torch {b.shape}"
-    scale = max(float(np.abs(b).max()), 1e-6)
-    err = float(np.abs(a - b).max())
-    assert err <= RTOL * scale + ATOL, f"{what}: max |oar - torch| = {err:.3g}, torch's max |value| = {scale:.3g}"
 
 
 @pytest.fixture(scope="module")
@@ -74,15 +62,8 @@ def runs(tmp_path_factory):
         kwargs = {**({} if name in NO_CLASSES else {"num_classes": 10}), **_kwargs(name, torchvision)}
         model = builder(torchvision.models, name)(**kwargs).eval()
         xs = [torch.randn(*shape) for shape in INPUTS.get(name, [(2, 3, 64, 64)])]
-        y = model(*xs, **CALL_KWARGS.get(name, {}))
-        y = y[-1] if isinstance(y, list) else y
-        gy = torch.randn_like(y)
-        y.backward(gy)
-        sd = {key: v.detach().numpy().copy() for key, v in model.state_dict().items()}
-        req["models"].append((name, kwargs, sd, [x.numpy() for x in xs], CALL_KWARGS.get(name, {}), gy.numpy()))
-        want[name] = {"y": y.detach().numpy(),
-                      "grads": {key: p.grad.numpy().copy() for key, p in model.named_parameters()
-                                if p.grad is not None}}  # googlenet's auxiliary heads serve training only
+        sd, arrays, gy, want[name] = torch_side(torch, model, xs, CALL_KWARGS.get(name, {}))
+        req["models"].append((name, kwargs, sd, arrays, CALL_KWARGS.get(name, {}), gy, False))
     # training: resnet18, SGD with momentum in train mode (batch statistics). Several f32 steps are not
     # comparable across implementations: from oar's weights after one f32 step on a Zen 5 EPYC, torch's own f32
     # and f64 gradients of the next step differ by 21% in layer3 (oar's and torch's f32 ones agree), so the
@@ -112,42 +93,20 @@ def runs(tmp_path_factory):
     req["train"] = {"name": "resnet18", "kwargs": {"num_classes": 10}, "state_dict": sd, "lr": 0.01,
                     "momentum": 0.9, "batches": [(x.numpy(), y.numpy()) for x, y in batches]}
 
-    d = tmp_path_factory.mktemp("torchvision")
-    with open(d / "req.pkl", "wb") as f:
-        pickle.dump(req, f)
-    side = os.path.join(os.path.dirname(__file__), "torchvision_oar_side.py")
-    env = dict(os.environ, OAR_NUM_THREADS="1")
-    env.pop("OAR_MOCK_TORCH", None)
-    r = subprocess.run([sys.executable, side, str(d / "req.pkl"), str(d / "res.pkl")], env=env,
-                       capture_output=True, text=True, timeout=600)
-    assert r.returncode == 0, f"oar side failed:\n{r.stdout}\n{r.stderr[-4000:]}"
-    with open(d / "res.pkl", "rb") as f:
-        return want, pickle.load(f)
+    return want, run_oar_side(req, tmp_path_factory.mktemp("torchvision"))
 
 
 @pytest.mark.parametrize("name", MODELS)
 def test_model_forward_and_gradients(runs, name):
     want, got = runs
-    res = got["models"][name]
-    assert "error" not in res, f"{name} on oar: {res.get('error')}"
-    _close(res["y"], want[name]["y"], f"{name} output")
-    assert set(res["grads"]) == set(want[name]["grads"]), f"{name}: parameters with gradients differ"
-    # a gradient that is zero in exact arithmetic (raft: a conv bias feeding an InstanceNorm, which removes
-    # it) is fp32 noise in both: below 1e-6 of the model's largest gradient, oar's must be noise too
-    noise = 1e-6 * max(float(np.abs(g).max()) for g in want[name]["grads"].values())
-    for key, g in want[name]["grads"].items():
-        if float(np.abs(g).max()) < noise:
-            got_max = float(np.abs(res["grads"][key]).max())
-            assert got_max < noise, f"{name} grad {key}: torch's is noise (< {noise:.3g}), oar's max is {got_max:.3g}"
-        else:
-            _close(res["grads"][key], g, f"{name} grad {key}")
+    check_model(name, want[name], got["models"][name])
 
 
 def test_resnet18_f32_training_step(runs):
     want, got = runs
     np.testing.assert_allclose(got["f32_losses"], want["f32_losses"], rtol=1e-5, err_msg="resnet18 f32 loss")
     for key, v in want["f32_params"].items():
-        _close(got["f32_params"][key].astype(np.float64), v.astype(np.float64), f"resnet18 after an f32 step: {key}")
+        close(got["f32_params"][key].astype(np.float64), v.astype(np.float64), f"resnet18 after an f32 step: {key}")
 
 
 @pytest.mark.parametrize("mode", ["eager", "compiled"])

@@ -34,6 +34,27 @@ def get_dir():
     return os.path.join(_get_torch_home(), "hub")
 
 
+def download_url_to_file(url, dst, hash_prefix=None, progress=True):
+    """Downloads url to dst through a temporary file beside it, renamed into place only when whole
+    (and, with hash_prefix, only when its SHA-256 starts with it), so dst is never half-written."""
+    import hashlib
+
+    part = dst + ".part"
+    try:
+        urllib.request.urlretrieve(url, part)
+        if hash_prefix is not None:
+            h = hashlib.sha256()
+            with open(part, "rb") as f:
+                for block in iter(lambda: f.read(1 << 20), b""):
+                    h.update(block)
+            if not h.hexdigest().startswith(hash_prefix):
+                raise RuntimeError(f'invalid hash value (expected "{hash_prefix}", got "{h.hexdigest()}") for {url}')
+        os.replace(part, dst)
+    finally:
+        if os.path.exists(part):
+            os.remove(part)
+
+
 def load_state_dict_from_url(url, model_dir=None, map_location=None, progress=True, check_hash=False,
                              file_name=None, weights_only=False):
     """Downloads (once, into the hub cache) and loads a safetensors file. PyTorch's pickled .pth
@@ -47,8 +68,7 @@ def load_state_dict_from_url(url, model_dir=None, map_location=None, progress=Tr
     os.makedirs(folder, exist_ok=True)
     path = os.path.join(folder, name)
     if not os.path.exists(path):
-        urllib.request.urlretrieve(url, path + ".part")
-        os.replace(path + ".part", path)
+        download_url_to_file(url, path)
     from ..serialization import load
 
     return load(path)

@@ -62,6 +62,24 @@ def relu6(input, inplace=False):
     return hardtanh(input, 0.0, 6.0)
 
 
+def prelu(input, weight):
+    """x where x >= 0, else weight * x, weight per channel (dim 1) or one for all."""
+    if weight.ndim != 1 or weight.shape[0] not in (1, input.shape[1] if input.ndim > 1 else 1):
+        raise RuntimeError(f"prelu: expected weight of 1 or {input.shape[1] if input.ndim > 1 else 1} elements "
+                           f"(one per channel, dim 1), got shape {list(weight.shape)}")
+    w = weight.reshape(-1, *([1] * (input.ndim - 2))) if input.ndim > 1 and weight.shape[0] > 1 else weight.reshape(())
+    return F.where(input >= 0, input, input * w)
+
+
+def glu(input, dim=-1):
+    """The gated linear unit: the first half of dim times the sigmoid of the second."""
+    if input.ndim == 0 or input.shape[dim] % 2:
+        raise RuntimeError(f"glu: Halving dimension must be even, but dimension {dim} is size "
+                           f"{input.shape[dim] if input.ndim else 0}")
+    a, b = F.chunk(input, 2, dim)
+    return a * F.sigmoid(b)
+
+
 def leaky_relu(input, negative_slope=_d("leaky_relu", "negative_slope"), inplace=False):
     return call("leaky_relu", (input,), {"negative_slope": negative_slope})
 
@@ -276,6 +294,16 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
         "dilation": _pair(dilation, "dilation", "conv_transpose2d"), "groups": groups})
 
 
+def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+    """The 2-d transposed convolution over [N, C, 1, L] with a kernel of height 1."""
+    one = lambda v: int(v if isinstance(v, numbers.Integral) else v[0])
+    batched = input.ndim == 3
+    x = input.unsqueeze(-2) if batched else input.unsqueeze(0).unsqueeze(-2)
+    y = conv_transpose2d(x, weight.unsqueeze(-2), bias, (1, one(stride)), (0, one(padding)),
+                         (0, one(output_padding)), groups, (1, one(dilation))).squeeze(-2)
+    return y if batched else y.squeeze(0)
+
+
 def max_pool2d(input, kernel_size, stride=None, padding=_d("max_pool2d", "padding"),
                dilation=_d("max_pool2d", "dilation"), ceil_mode=_d("max_pool2d", "ceil_mode"), return_indices=False):
     if return_indices:
@@ -297,6 +325,28 @@ def avg_pool2d(input, kernel_size, stride=None, padding=_d("avg_pool2d", "paddin
     return call("avg_pool2d", (input,), {"kernel": k, "stride": s, "padding": _pair(padding, "padding", "avg_pool2d"),
                                          "ceil_mode": builtins.bool(ceil_mode),
                                          "count_include_pad": builtins.bool(count_include_pad)})
+
+
+def _pool1d(name, input, kernel_size, stride, padding, **kw):
+    """A 1-d pool as the 2-d one over [N, C, 1, L] (a kernel of height 1)."""
+    one = lambda v, what: int(v if isinstance(v, numbers.Integral) else (list(v) + [None])[0]) if v is not None else None
+    if input.ndim not in (2, 3):
+        raise RuntimeError(f"{name}: expected 2D or 3D (batch mode) tensor for input, got {input.ndim}D")
+    k = one(kernel_size, "kernel_size")
+    s = k if stride is None or stride == [] else one(stride, "stride")
+    pool = max_pool2d if name == "max_pool1d" else avg_pool2d
+    y = pool(input.unsqueeze(-2), (1, k), (1, s), (0, one(padding, "padding")), **kw)
+    return y.squeeze(-2)
+
+
+def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    return _pool1d("max_pool1d", input, kernel_size, stride, padding, dilation=(1, int(dilation if isinstance(
+        dilation, numbers.Integral) else dilation[0])), ceil_mode=ceil_mode, return_indices=return_indices)
+
+
+def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
+    return _pool1d("avg_pool1d", input, kernel_size, stride, padding, ceil_mode=ceil_mode,
+                   count_include_pad=count_include_pad)
 
 
 def adaptive_avg_pool2d(input, output_size):

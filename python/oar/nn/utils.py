@@ -37,3 +37,58 @@ def vector_to_parameters(vec, parameters):
             n = p.numel()
             p.copy_(vec[off:off + n].view_as(p))
             off += n
+
+
+def _norm_except_dim(v, dim):
+    """The 2-norm of v over every dim but dim (over all of v when dim is None or -1 on 1-d)."""
+    if dim is None or dim == -1 and v.ndim == 1:
+        return v.pow(2).sum().sqrt()
+    d = dim % v.ndim
+    return v.pow(2).sum([i for i in range(v.ndim) if i != d], keepdim=True).sqrt()
+
+
+class _WeightNorm:
+    """torch.nn.utils.weight_norm's hook: before each forward, name = name_g * name_v / ||name_v||."""
+
+    def __init__(self, name, dim):
+        self.name, self.dim = name, dim
+
+    def compute(self, module):
+        g, v = getattr(module, self.name + "_g"), getattr(module, self.name + "_v")
+        return v * (g / _norm_except_dim(v, self.dim))
+
+    def __call__(self, module, inputs):
+        object.__setattr__(module, self.name, self.compute(module))
+
+
+def weight_norm(module, name="weight", dim=0):
+    """Reparameterizes module.<name> as a magnitude <name>_g and a direction <name>_v (Salimans &
+    Kingma 2016), recomputed before every forward (torch's deprecated hook form, whose parameter
+    names the checkpoints of model files such as wav2vec2 use)."""
+    from .parameter import Parameter
+
+    for hook in module._forward_pre_hooks.values():
+        if isinstance(hook, _WeightNorm) and hook.name == name:
+            raise RuntimeError(f"Cannot register two weight_norm hooks on the same parameter {name}")
+    weight = getattr(module, name)
+    fn = _WeightNorm(name, dim)
+    del module._parameters[name]
+    module.register_parameter(name + "_g", Parameter(_norm_except_dim(weight.detach(), dim)))
+    module.register_parameter(name + "_v", Parameter(weight.detach().clone()))
+    object.__setattr__(module, name, fn.compute(module))
+    module.register_forward_pre_hook(fn)
+    return module
+
+
+def remove_weight_norm(module, name="weight"):
+    from .parameter import Parameter
+
+    for key, hook in list(module._forward_pre_hooks.items()):
+        if isinstance(hook, _WeightNorm) and hook.name == name:
+            weight = hook.compute(module).detach()
+            del module._forward_pre_hooks[key]
+            del module._parameters[name + "_g"], module._parameters[name + "_v"]
+            module.__dict__.pop(name, None)
+            module.register_parameter(name, Parameter(weight))
+            return module
+    raise ValueError(f"weight_norm of '{name}' not found in {module}")

@@ -1,5 +1,5 @@
 from .module import Module  # noqa: F401
 from .layers import *  # noqa: F401,F403
-from .rnn import GRU, LSTM, RNN, RNNBase  # noqa: F401
+from .rnn import GRU, LSTM, RNN, RNNBase, GRUCell, LSTMCell, RNNCell, RNNCellBase  # noqa: F401
 from .transformer import (MultiheadAttention, Transformer, TransformerDecoder, TransformerDecoderLayer,  # noqa: F401
                           TransformerEncoder, TransformerEncoderLayer)

@@ -18,6 +18,10 @@ class RNNBase(Module):
     _gates = 1
     _c_cell = None  # True: the C core's LSTM layer, False: its GRU layer, None: composed here
 
+    def flatten_parameters(self):
+        """torch packs the weights into one cuDNN buffer here; oar's kernels read the parameters as
+        they are, so there is nothing to pack."""
+
     def __init__(self, input_size, hidden_size, num_layers=1, bias=True, batch_first=False, dropout=0.0,
                  bidirectional=False, nonlinearity="tanh", device=None, dtype=None):
         super().__init__()
@@ -91,7 +95,8 @@ class RNNBase(Module):
             y, h, c = _C.rnn_layer(self._c_cell, xs, *w, h0, c0)
             return (y.flip([0]) if reverse else y), ((h, c) if c is not None else (h,))
         if state is None:
-            state = tuple(C.zeros(x.shape[1], self.hidden_size) for _ in range(self._n_states))
+            zero = C.zeros(x.shape[1], self.hidden_size, dtype=x.dtype, device=x.device)
+            state = (zero,) * self._n_states
         ys = [None] * x.shape[0]
         for t in (range(x.shape[0] - 1, -1, -1) if reverse else range(x.shape[0])):
             state = self._cell(x[t], state, *w)
@@ -153,3 +158,55 @@ class GRU(RNNBase):
         r, z = F.sigmoid(ar + br), F.sigmoid(az + bz)
         n = F.tanh(an + r * bn)
         return ((1 - z) * n + z * h,)
+
+
+class RNNCellBase(Module):
+    """One step of a recurrent layer (torch's RNNCell, LSTMCell, GRUCell): the layers' cell
+    function on weight_ih, weight_hh, bias_ih, bias_hh, initialised as theirs."""
+
+    _layer_cls = None
+
+    def __init__(self, input_size, hidden_size, bias=True, nonlinearity="tanh", device=None, dtype=None):
+        super().__init__()
+        if nonlinearity not in ("tanh", "relu"):
+            raise ValueError(f"Unknown nonlinearity: {nonlinearity}")
+        self.input_size, self.hidden_size, self.bias, self.nonlinearity = input_size, hidden_size, bias, nonlinearity
+        g = self._layer_cls._gates * hidden_size
+        self.weight_ih = Parameter(C.empty(g, input_size))
+        self.weight_hh = Parameter(C.empty(g, hidden_size))
+        self.bias_ih = Parameter(C.empty(g)) if bias else None
+        self.bias_hh = Parameter(C.empty(g)) if bias else None
+        RNNBase.reset_parameters(self)
+
+    def forward(self, input, hx=None):
+        if input.dim() not in (1, 2):
+            raise ValueError(f"{type(self).__name__}: Expected input to be 1D or 2D, got {input.dim()}D instead")
+        batched = input.dim() == 2
+        x = input if batched else input.unsqueeze(0)
+        n_states = self._layer_cls._n_states
+        if hx is None:
+            zero = C.zeros(x.shape[0], self.hidden_size, dtype=input.dtype, device=input.device)
+            state = (zero,) * n_states
+        else:
+            state = tuple(hx) if n_states > 1 else (hx,)
+            state = state if batched else tuple(s.unsqueeze(0) for s in state)
+        out = self._layer_cls._cell(self, x, state, self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh)
+        out = out if batched else tuple(o.squeeze(0) for o in out)
+        return out if n_states > 1 else out[0]
+
+    def extra_repr(self):
+        s = f"{self.input_size}, {self.hidden_size}"
+        return s + (", bias=False" if not self.bias else "") + \
+            (f", nonlinearity={self.nonlinearity}" if self.nonlinearity != "tanh" else "")
+
+
+class RNNCell(RNNCellBase):
+    _layer_cls = RNN
+
+
+class LSTMCell(RNNCellBase):
+    _layer_cls = LSTM
+
+
+class GRUCell(RNNCellBase):
+    _layer_cls = GRU

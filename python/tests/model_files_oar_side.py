@@ -1,12 +1,18 @@
-"""The oar half of test_torchvision.py, run in its own interpreter so that `import torch` inside
-torchvision resolves to oar for good (the test's own process keeps the real torch as oracle).
+"""The oar half of test_torchvision.py and test_torchaudio.py, run in its own interpreter so that
+`import torch` inside the model files resolves to oar for good (the test's own process keeps the
+real torch as oracle).
 
-    python torchvision_oar_side.py REQUEST.pkl RESULT.pkl
+    python model_files_oar_side.py REQUEST.pkl RESULT.pkl
 
-REQUEST: {"models": [(name, kwargs, state_dict, inputs, call_kwargs, grad_y)], "train": None or {name, kwargs,
+A model name is a torchvision.models builder ('resnet18', 'video.r3d_18') or 'module:builder'
+('torchaudio.models:Conformer'). A model returning a list gives its last element (raft's flows),
+a tuple its first (the audio models' (output, lengths)).
+
+REQUEST: {"models": [(name, kwargs, state_dict, inputs, call_kwargs, grad_y, double)], "train": None or {name, kwargs,
 state_dict, batches: [(x, y)], lr, momentum}} (numpy arrays). RESULT: per model the output and
 every parameter's gradient; for training, one f32 step's loss and parameters, and the f64 eager
 and compiled loss curves and final parameters."""
+import importlib
 import pickle
 import sys
 import warnings
@@ -19,22 +25,30 @@ oar.mock_torch()
 warnings.filterwarnings("ignore", message="Failed to load image Python extension")
 import torch  # noqa: E402  (oar, through the switch)
 import torch.nn.functional as F  # noqa: E402
-import torchvision  # noqa: E402
 
 
-def build(name, kwargs, state_dict):
-    model = torchvision.models
+def builder(name):
+    if ":" in name:
+        module, attr = name.split(":")
+        return getattr(importlib.import_module(module), attr)
+    model = importlib.import_module("torchvision").models
     for part in name.split("."):  # 'video.r3d_18': a builder in a submodule
         model = getattr(model, part)
-    model = model(**kwargs)
+    return model
+
+
+def build(name, kwargs, state_dict, double=False):
+    model = builder(name)(**kwargs)
+    if double:
+        model = model.double()
     model.load_state_dict({k: torch.from_numpy(np.array(v, order="C")) for k, v in state_dict.items()})
     return model
 
 
-def forward_backward(name, kwargs, state_dict, xs, call_kwargs, gy):
-    model = build(name, kwargs, state_dict).eval()
+def forward_backward(name, kwargs, state_dict, xs, call_kwargs, gy, double):
+    model = build(name, kwargs, state_dict, double).eval()
     y = model(*[torch.from_numpy(x) for x in xs], **call_kwargs)
-    y = y[-1] if isinstance(y, list) else y  # raft: every update's flow, the last compared
+    y = y[-1] if isinstance(y, list) else y[0] if isinstance(y, tuple) else y
     y.backward(torch.from_numpy(gy))
     grads = {k: p.grad.numpy().copy() for k, p in model.named_parameters() if p.grad is not None}
     return {"y": y.detach().numpy().copy(), "grads": grads}
@@ -64,9 +78,9 @@ def main(request_path, result_path):
     with open(request_path, "rb") as f:
         req = pickle.load(f)
     result = {"models": {}}
-    for name, kwargs, sd, xs, call_kwargs, gy in req["models"]:
+    for name, kwargs, sd, xs, call_kwargs, gy, double in req["models"]:
         try:
-            result["models"][name] = forward_backward(name, kwargs, sd, xs, call_kwargs, gy)
+            result["models"][name] = forward_backward(name, kwargs, sd, xs, call_kwargs, gy, double)
         except Exception as e:  # reported per model by the test
             result["models"][name] = {"error": f"{type(e).__name__}: {e}"}
     if req.get("train"):
