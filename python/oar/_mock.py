@@ -13,7 +13,7 @@ import sys
 _NAMES = ("torch", "torch.nn", "torch.nn.functional", "torch.nn.init", "torch.nn.parameter", "torch.nn.modules",
           "torch.nn.modules.utils", "torch.nn.modules.batchnorm", "torch.nn.modules.instancenorm",
           "torch.nn.modules.lazy",
-          "torch.nn.utils", "torch.optim", "torch.optim.lr_scheduler", "torch.utils", "torch.utils.data",
+          "torch.nn.utils", "torch.nn.utils.rnn", "torch.optim", "torch.optim.lr_scheduler", "torch.utils", "torch.utils.data",
           "torch.autograd", "torch.autograd.function", "torch.jit", "torch.distributed", "torch.distributed.algorithms",
           "torch.distributed.algorithms.join", "torch.nn.parallel", "torch.utils.data.distributed")
 # attributes of oar's modules that only the switch adds: (module, attribute, torch module name)

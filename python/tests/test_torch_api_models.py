@@ -370,3 +370,44 @@ def test_libtorch_extensions_import_as_absent(tmp_path):
             mod.some_function
     finally:
         sys.path.remove(str(tmp_path))
+
+
+# ---------------------------------------------------------------- packed sequences (torchaudio's Tacotron2)
+@pytest.mark.parametrize("cls", ["LSTM", "GRU", "RNN"])
+@pytest.mark.parametrize("sort, batch_first", [(False, False), (True, True)], ids=["unsorted", "sorted_batch_first"])
+def test_packed_sequences_through_recurrent_layers(torch, cls, sort, batch_first):
+    x = f32(4, 6, 3) if batch_first else f32(6, 4, 3)
+    lens = [6, 5, 4, 2] if sort else [4, 6, 2, 5]
+    om, tm = _module_pair(torch, lambda L: getattr(L.nn, cls)(3, 5, num_layers=2, bidirectional=True,
+                                                             batch_first=batch_first))
+    res = []
+    for lib, m in ((oar, om), (torch, tm)):
+        xi = lib.tensor(x, requires_grad=True)
+        p = lib.nn.utils.rnn.pack_padded_sequence(xi, lib.tensor(lens), batch_first=batch_first,
+                                                  enforce_sorted=sort)
+        y, h = m(p)
+        assert isinstance(y, lib.nn.utils.rnn.PackedSequence)
+        pad, ln = lib.nn.utils.rnn.pad_packed_sequence(y, batch_first=batch_first, total_length=7)
+        hs = h if isinstance(h, tuple) else (h,)
+        loss = (pad * pad).sum() + sum((s * s * (k + 2)).sum() for k, s in enumerate(hs))
+        loss.backward()
+        res.append([p.data, p.batch_sizes, pad, ln, *hs, xi.grad] + [q.grad for q in m.parameters()])
+    for k, (a, b) in enumerate(zip(*res)):
+        close(a, b, atol=1e-5, what=f"{cls} item {k}")
+
+
+def test_pad_and_pack_sequence_helpers(torch):
+    seqs = [f32(n, 2) for n in (3, 5, 1)]
+    for lib in (oar, torch):
+        ts = [lib.tensor(s) for s in seqs]
+        padded = lib.nn.utils.rnn.pad_sequence(ts, batch_first=True, padding_value=-1.0)
+        assert tuple(padded.shape) == (3, 5, 2) and float(padded[2, 1, 0]) == -1.0
+        packed = lib.nn.utils.rnn.pack_sequence(ts, enforce_sorted=False)
+        assert packed.batch_sizes.tolist() == [3, 2, 2, 1, 1]
+        back = lib.nn.utils.rnn.unpack_sequence(packed)
+        for a, b in zip(back, seqs):
+            close(a, b, atol=0)
+    with pytest.raises(RuntimeError, match="sorted in decreasing order"):
+        oar.nn.utils.rnn.pack_padded_sequence(oar.zeros(5, 2, 1), [2, 5])
+    with pytest.raises(RuntimeError, match="greater than 0"):
+        oar.nn.utils.rnn.pack_padded_sequence(oar.zeros(5, 2, 1), [5, 0])

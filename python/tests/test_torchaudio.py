@@ -53,8 +53,8 @@ def cases(torch):
     }
 
 
-# Not here: Tacotron2 (needs nn.utils.rnn.pack_padded_sequence; its prenet's dropout is on even in
-# eval mode, so its outputs would be random draws anyway) and HDemucs (torch.stft: complex tensors)
+# Not here: Tacotron2 runs, but its prenet's dropout is on even in eval mode, so its outputs are random
+# draws; HDemucs needs torch.stft (complex tensors)
 NAMES = ["Wav2Letter", "ConvTasNet", "DeepSpeech", "WaveRNN", "Conformer", "Emformer", "wav2vec2_model",
          "emformer_rnnt_model"]
 

@@ -55,6 +55,10 @@ class RNNBase(Module):
         raise NotImplementedError
 
     def forward(self, input, hx=None):
+        from ..utils.rnn import PackedSequence
+
+        if isinstance(input, PackedSequence):
+            return self._forward_packed(input, hx)
         batched = input.dim() == 3
         if not batched:
             input = input.unsqueeze(1)
@@ -102,6 +106,51 @@ class RNNBase(Module):
             state = self._cell(x[t], state, *w)
             ys[t] = state[0]
         return F.stack(ys, 0), state
+
+    def _forward_packed(self, packed, hx):
+        """A PackedSequence: each layer runs step by step on the batch's active prefix (the
+        sequences are sorted by decreasing length), so every sequence ends at its own length."""
+        from ..utils.rnn import PackedSequence
+
+        sizes = [int(b) for b in packed.batch_sizes.tolist()]
+        starts = [sum(sizes[:t]) for t in range(len(sizes))]
+        dirs = 2 if self.bidirectional else 1
+        state0 = self._initial(hx, sizes[0], dirs, True)
+        if state0 is not None and packed.sorted_indices is not None:
+            state0 = tuple(F.index_select(s, 1, packed.sorted_indices) for s in state0)
+        finals, layer_in = [], packed.data
+        for layer in range(self.num_layers):
+            outs = []
+            for d in range(dirs):
+                sfx = f"_l{layer}" + ("_reverse" if d else "")
+                w = [getattr(self, k + sfx, None) for k in ("weight_ih", "weight_hh", "bias_ih", "bias_hh")]
+                state = None if state0 is None else tuple(s[layer * dirs + d] for s in state0)
+                y, state = self._packed_layer(layer_in, sizes, starts, state, w, reverse=bool(d))
+                outs.append(y)
+                finals.append(state)
+            layer_in = outs[0] if dirs == 1 else F.cat(outs, 1)
+            if self.dropout and self.training and layer + 1 < self.num_layers:
+                layer_in = NF.dropout(layer_in, self.dropout, True)
+        final = tuple(F.stack([f[k] for f in finals], 0) for k in range(len(finals[0])))
+        if packed.unsorted_indices is not None:
+            final = tuple(F.index_select(s, 1, packed.unsorted_indices) for s in final)
+        out = PackedSequence(layer_in, packed.batch_sizes, packed.sorted_indices, packed.unsorted_indices)
+        return out, (final if len(final) > 1 else final[0])
+
+    def _packed_layer(self, data, sizes, starts, state, w, reverse):
+        """One direction over packed rows: at step t the first sizes[t] sequences step; the others
+        keep their state (a reverse pass starts each sequence at its own last step from state)."""
+        n = sizes[0]
+        if state is None:
+            zero = C.zeros(n, self.hidden_size, dtype=data.dtype, device=data.device)
+            state = (zero,) * self._n_states
+        ys = [None] * len(sizes)
+        for t in (range(len(sizes) - 1, -1, -1) if reverse else range(len(sizes))):
+            b = sizes[t]
+            new = self._cell(data[starts[t]:starts[t] + b], tuple(s[:b] for s in state), *w)
+            state = tuple(F.cat([v, s[b:]], 0) if b < n else v for v, s in zip(new, state))
+            ys[t] = new[0]
+        return F.cat(ys, 0), state
 
     def _initial(self, hx, n, dirs, batched):
         if hx is None:

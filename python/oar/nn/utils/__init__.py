@@ -1,6 +1,6 @@
 """oar.nn.utils: gradient clipping and parameter vectors."""
-from .. import _C
-from .. import _functions as F
+from ... import _C
+from ... import _functions as F
 
 
 def _params(parameters):
@@ -29,7 +29,7 @@ def parameters_to_vector(parameters):
 
 
 def vector_to_parameters(vec, parameters):
-    from .._grad_mode import no_grad
+    from ..._grad_mode import no_grad
 
     off = 0
     with no_grad():
@@ -65,7 +65,7 @@ def weight_norm(module, name="weight", dim=0):
     """Reparameterizes module.<name> as a magnitude <name>_g and a direction <name>_v (Salimans &
     Kingma 2016), recomputed before every forward (torch's deprecated hook form, whose parameter
     names the checkpoints of model files such as wav2vec2 use)."""
-    from .parameter import Parameter
+    from ..parameter import Parameter
 
     for hook in module._forward_pre_hooks.values():
         if isinstance(hook, _WeightNorm) and hook.name == name:
@@ -81,7 +81,7 @@ def weight_norm(module, name="weight", dim=0):
 
 
 def remove_weight_norm(module, name="weight"):
-    from .parameter import Parameter
+    from ..parameter import Parameter
 
     for key, hook in list(module._forward_pre_hooks.items()):
         if isinstance(hook, _WeightNorm) and hook.name == name:
@@ -92,3 +92,6 @@ def remove_weight_norm(module, name="weight"):
             module.register_parameter(name, Parameter(weight))
             return module
     raise ValueError(f"weight_norm of '{name}' not found in {module}")
+
+
+from . import rnn  # noqa: E402,F401  (torch.nn.utils.rnn: packed sequences)
