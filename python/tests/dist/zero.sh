@@ -1,7 +1,8 @@
 #!/bin/sh
 # ZeroRedundancyOptimizer under mpirun at 2 and 3 ranks (docs/dist.md, "ZeroRedundancyOptimizer"):
 # zero_script.py's runs with DDP against DDP with the plain optimizer (bit for bit), against PyTorch 1.13's
-# ZeroRedundancyOptimizer with gloo (or the golden values recorded from it), and its bad-input errors.
+# ZeroRedundancyOptimizer with gloo (or the golden values recorded from it), its bad-input errors, and
+# over a process group.
 # Usage: zero.sh PYTHON PACKAGE_DIR MPIEXEC [PRELOAD]. Skips (77) with a message without MPI or numpy.
 py=$1 pkg=$2 mpiexec=$3 preload=$4
 here=$(cd "$(dirname "$0")" && pwd)
@@ -56,5 +57,6 @@ if "$py" "$script" compare "$dir/oar_plain2" "$dir/oar_join2" 2 1e-5 >"$dir/out"
   fail "the join run matched the even run: the comparison is blind"
 fi
 run 2 errors && grep -v '^$' "$dir/out" | head -2 || fail "bad input"
+run 3 group && grep -v '^$' "$dir/out" | head -3 || fail "ZeRO over a process group"
 if [ $fails -ne 0 ]; then echo "python_zero: $fails failed"; exit 1; fi
 echo "python_zero: all passed"

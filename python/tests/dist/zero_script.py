@@ -12,6 +12,7 @@ torch switch); zero.sh compares the runs (docs/dist.md, "ZeroRedundancyOptimizer
   mpirun -np N python3 zero_script.py errors     oar only: bad input gets torch's error types; with
                                                  parameters_as_bucket_view the parameters are views of
                                                  the buckets
+  mpirun -np 3 python3 zero_script.py group      oar only: over new_group([0, 2]), ZeRO equals Adam
 
 VARIANT: plain (DDP + Adam, the reference), zero (DDP + ZeroRedundancyOptimizer over Adam, made with the
 weights' group, the biases' group added by add_param_group), bucket (the same with both groups at once and
@@ -274,6 +275,57 @@ def errors():
     dist.destroy_process_group()
 
 
+def group_run():
+    """At 3 ranks, over new_group([0, 2]): DDP + ZeRO(Adam) and DDP + Adam, side by side in one job, give
+    the same parameters bit for bit on both members (ZeRO's broadcasts name world ranks as torch's);
+    rank 1 takes no part."""
+    import oar
+    import oar.distributed as dist
+    from oar.distributed.optim import ZeroRedundancyOptimizer as ZeRO
+    from oar.nn.parallel import DistributedDataParallel as DDP
+
+    oar.set_num_threads(1)
+    dist.init_process_group("gloo")
+    rank = dist.get_rank()
+    assert dist.get_world_size() == 3, "group_run needs 3 ranks"
+    g = dist.new_group([0, 2])
+    if g is dist.GroupMember.NON_GROUP_MEMBER:
+        try:
+            ZeRO([oar.zeros(2, requires_grad=True)], optimizer_class=oar.optim.SGD, process_group=g, lr=0.1)
+            raise AssertionError("a non-member made a ZeroRedundancyOptimizer over the group")
+        except ValueError as e:
+            assert "NON_GROUP_MEMBER" in str(e), e
+    else:
+        nets = []
+        for sharded in (False, True):
+            oar.manual_seed(4)
+            net = oar.nn.Sequential(oar.nn.Linear(6, 8), oar.nn.Tanh(), oar.nn.Linear(8, 8), oar.nn.Tanh(),
+                                    oar.nn.Linear(8, 3))
+            ddp = DDP(net, process_group=g)
+            opt = ZeRO(ddp.parameters(), optimizer_class=oar.optim.Adam, process_group=g, lr=0.01) if sharded \
+                else oar.optim.Adam(ddp.parameters(), lr=0.01)
+            data = np.random.RandomState(300 + rank)
+            for _ in range(5):
+                x = oar.from_numpy(data.randn(4, 6).astype(np.float32))
+                opt.zero_grad()
+                (ddp(x) ** 2).mean().backward()
+                opt.step()
+            nets.append(net)
+            if sharded:
+                owned = sum(p.numel() for grp in opt.optim.param_groups for p in grp["params"])
+                total = sum(p.numel() for p in net.parameters())
+                assert 0 < owned < total, f"rank {rank} owns {owned} of {total} elements over a group of 2"
+        for a, b in zip(nets[0].parameters(), nets[1].parameters()):
+            assert np.array_equal(a.detach().numpy(), b.detach().numpy()), "ZeRO over the group differs from Adam"
+        mine = np.concatenate([p.detach().numpy().ravel() for p in nets[1].parameters()])
+        other = [None, None]
+        dist.all_gather_object(other, mine.tobytes(), group=g)
+        assert other[0] == other[1], "the group's ranks end with different parameters"
+    dist.barrier()
+    print(f"zero group rank {rank}: OK")
+    dist.destroy_process_group()
+
+
 def load(path, rank):
     """A run's rank: OUT.rank.npz, or the golden values recorded from PyTorch (.json of `golden`)."""
     if not path.endswith(".json"):
@@ -343,5 +395,7 @@ if __name__ == "__main__":
                 "counts" in sys.argv[6:])
     elif mode == "errors":
         errors()
+    elif mode == "group":
+        group_run()
     else:
         sys.exit(f"zero_script: unknown mode {mode!r}; expected torch, oar, golden, compare or errors")
