@@ -217,6 +217,10 @@ OAR_API oar_tensor *oar_cast(oar_tensor *t, oar_dtype dt); /* differentiable bet
 OAR_API oar_tensor *oar_detach(oar_tensor *t);          /* shares storage, outside autograd */
 OAR_API oar_status oar_copy_(oar_tensor *dst, const oar_tensor *src); /* dst <- src, broadcasting, casting */
 OAR_API oar_status oar_fill_(oar_tensor *dst, double value);
+/* t reads and writes src's memory from now on (torch's Tensor.set_(src) for a source of t's
+ * shape, dtype and device): t keeps its identity, gradient, hooks and requires_grad, so every
+ * holder of t (modules, optimizers, data parallel) sees the move; its old values are dropped. */
+OAR_API oar_status oar_set_storage_(oar_tensor *t, oar_tensor *src);
 
 /* Printing: "tensor([[1.0000, 2.0000], ...], shape=[2, 2], dtype=f32)". Long tensors are
  * summarized with "...". Returns the length needed (snprintf style). */

@@ -214,10 +214,35 @@ static void test_scopes(void) {
     CHECK(after.peak_bytes >= before.current_bytes + 4 * 4000);
 }
 
+/* set_storage_: a tensor moves onto a view of a flat buffer and keeps its identity (ZeRO's
+ * parameters_as_bucket_view relies on every holder of the parameter following it). */
+static void test_set_storage(void) {
+    oar_tensor *w = oar_arange(0, 6, 1, OAR_F32);
+    oar_tensor *p = oar_reshape(w, (int64_t[]){2, 3}, 2);
+    oar_tensor *param = oar_clone(p);
+    oar_set_requires_grad(param, true);
+    oar_tensor *bucket = oar_zeros((int64_t[]){10}, 1, OAR_F32);
+    oar_tensor *slot = oar_view(oar_slice(bucket, 0, 4, 10, 1), (int64_t[]){2, 3}, 2);
+    CHECK(oar_copy_(slot, param) == OAR_OK);
+    CHECK(oar_set_storage_(param, slot) == OAR_OK);
+    CHECK(oar_data(param) == (float *)oar_data(bucket) + 4 && oar_requires_grad(param));
+    CHECK(oar_fill_(oar_slice(bucket, 0, 5, 6, 1), 42) == OAR_OK); /* a write to the bucket shows in param */
+    CHECK(t_at(param, 0) == 0 && t_at(param, 1) == 42 && t_at(param, 5) == 5);
+    oar_no_grad_begin();
+    CHECK(oar_fill_(param, 7) == OAR_OK); /* and the other way */
+    oar_no_grad_end();
+    CHECK(t_at(bucket, 3) == 0 && t_at(bucket, 4) == 7 && t_at(bucket, 9) == 7);
+    CHECK_ERR(oar_set_storage_(param, bucket), "expected a source of the tensor's shape [2, 3], dtype f32");
+    CHECK_ERR(oar_set_storage_(param, oar_zeros((int64_t[]){2, 3}, 2, OAR_F64)), "got [2, 3], f64");
+    CHECK_ERR(oar_set_storage_(param, NULL), "expected two tensors");
+    oar_release(w); oar_release(p); oar_release(param); oar_release(bucket); oar_release(slot);
+}
+
 int main(void) {
     oar_scope_begin(); /* nested calls create temporaries; the scope frees them */
     test_creation();
     test_views();
+    test_set_storage();
     test_copy_cast();
     test_strided_copies();
     test_format();

@@ -13,9 +13,10 @@ import sys
 _NAMES = ("torch", "torch.nn", "torch.nn.functional", "torch.nn.init", "torch.nn.parameter", "torch.nn.modules",
           "torch.nn.modules.utils", "torch.nn.modules.batchnorm", "torch.nn.modules.instancenorm",
           "torch.nn.modules.lazy",
-          "torch.nn.utils", "torch.nn.utils.rnn", "torch.optim", "torch.optim.lr_scheduler", "torch.utils", "torch.utils.data",
-          "torch.autograd", "torch.autograd.function", "torch.jit", "torch.distributed", "torch.distributed.algorithms",
-          "torch.distributed.algorithms.join", "torch.nn.parallel", "torch.utils.data.distributed")
+          "torch.nn.utils", "torch.nn.utils.rnn", "torch.optim", "torch.optim.lr_scheduler", "torch.utils",
+          "torch.utils.data", "torch.autograd", "torch.autograd.function", "torch.jit", "torch.distributed",
+          "torch.distributed.algorithms", "torch.distributed.algorithms.join", "torch.distributed.optim",
+          "torch.distributed.optim.zero_redundancy_optimizer", "torch.nn.parallel", "torch.utils.data.distributed")
 # attributes of oar's modules that only the switch adds: (module, attribute, torch module name)
 _ATTRS = (("oar", "hub", "torch.hub"), ("oar", "fx", "torch.fx"), ("oar", "onnx", "torch.onnx"),
           ("oar", "ao", "torch.ao"), ("oar", "quantization", "torch.quantization"), ("oar", "version", "torch.version"),
@@ -46,6 +47,7 @@ class mock_torch:
         import oar.nn.modules.lazy  # noqa: F401
         import oar.optim.lr_scheduler, oar.utils.data  # noqa: F401,E401
         import oar.distributed, oar.distributed.algorithms, oar.nn.parallel, oar.utils.data_distributed  # noqa: F401,E401
+        import oar.distributed.optim  # noqa: F401
         from . import _C, _compat
 
         mods = _oar_modules()

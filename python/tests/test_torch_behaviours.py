@@ -52,6 +52,33 @@ def test_assigned_grads_drive_the_optimizer(torch):
     close(ps[0], ps[1])
 
 
+def test_param_groups_without_params_are_accepted(torch):
+    """torch accepts an empty group (a ZeroRedundancyOptimizer shard may leave one empty); the others
+    step, schedule and save as without it."""
+    w = R.randn(4).astype(np.float32)
+    g = R.randn(4).astype(np.float32)
+    ps, states = [], []
+    for lib in (oar, torch):
+        p = lib.nn.Parameter(lib.tensor(w))
+        opt = lib.optim.Adam([{"params": []}, {"params": [p], "lr": 0.05}], lr=0.1)
+        opt.add_param_group({"params": [], "lr": 0.3})
+        for k in range(3):
+            p.grad = lib.tensor(g * (k + 1))
+            opt.param_groups[1]["lr"] *= 0.5
+            opt.step()
+        ps.append(p)
+        sd = opt.state_dict()
+        states.append(sd["state"]["0.exp_avg"] if lib is oar else sd["state"][0]["exp_avg"])
+        assert len(opt.param_groups) == 3
+    close(ps[0], ps[1], what="parameters")
+    close(states[0], states[1], what="state")
+    empty = oar.optim.SGD([{"params": []}], lr=0.1)
+    empty.step()
+    assert empty.state_dict()["state"] == {}
+    with pytest.raises(ValueError, match="expected no state"):
+        empty.load_state_dict({"state": {"0.momentum_buffer": oar.zeros(1)}, "param_groups": [{}]})
+
+
 def test_assigning_a_bad_grad_says_what_is_wrong():
     p = oar.zeros(2, 3, requires_grad=True)
     with pytest.raises(RuntimeError, match=r"different size: expected \[2, 3\].*got \[3, 2\]"):

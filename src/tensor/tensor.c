@@ -422,3 +422,36 @@ oar_tensor *oar_tensor_contiguous_copy(const oar_tensor *src) {
     }
     return t;
 }
+
+/* Why: ZeRO's parameters_as_bucket_view makes each parameter a view of a flat buffer, but the
+ * parameter's handle is held by modules, optimizers and data parallel, so the handle itself must
+ * move onto the buffer; its gradient, hooks and requires_grad stay as they are. */
+oar_status oar_set_storage_(oar_tensor *t, oar_tensor *src) {
+    OAR_CHECK_HANDLE("set_storage_", t, oar_last_status());
+    OAR_CHECK_HANDLE("set_storage_", src, oar_last_status());
+    if (!t || !src) return oar_error(OAR_ERR_INVALID_ARG, "set_storage_: expected two tensors, got NULL");
+    if (!t->storage || !src->storage)
+        return oar_error(OAR_ERR_INVALID_ARG, "set_storage_: expected tensors with data, got a symbolic one "
+                                              "(this call cannot be traced: make the views before tracing)");
+    char a[96], b[96];
+    oar_format_shape(t->shape, t->ndim, a, sizeof a);
+    oar_format_shape(src->shape, src->ndim, b, sizeof b);
+    bool same_shape = t->ndim == src->ndim && !memcmp(t->shape, src->shape, sizeof(int64_t) * (size_t)t->ndim);
+    if (!same_shape || t->dtype != src->dtype || t->device != src->device)
+        return oar_error(OAR_ERR_INVALID_ARG, "set_storage_: expected a source of the tensor's shape %s, dtype %s "
+                                              "and device, got %s, %s%s; view the buffer as the tensor's shape",
+                         a, oar_dtype_name(t->dtype), b, oar_dtype_name(src->dtype),
+                         t->device != src->device ? " on another device" : "");
+    if (t == src || (t->storage == src->storage && t->offset == src->offset &&
+                     !memcmp(t->strides, src->strides, sizeof(int64_t) * (size_t)t->ndim)))
+        return OAR_OK;
+    __atomic_add_fetch(&src->storage->refcount, 1, __ATOMIC_RELAXED);
+    oar_storage *old = t->storage;
+    t->storage = src->storage;
+    t->offset = src->offset;
+    t->contiguous = src->contiguous;
+    memcpy(t->strides, src->strides, sizeof t->strides);
+    t->storage->version++; /* t's values changed: what autograd saved of t is stale */
+    oar_storage_release(old);
+    return OAR_OK;
+}

@@ -4,8 +4,10 @@
  *   local STEPS BATCH OUT          one process, the tables in memory, batch BATCH
  *   sync|async|geo STEPS BATCH OUT [SERVERS]  the PS job (SERVERS ranks serve, default 1), batch
  *                                  BATCH per worker; worker 0 writes OUT
- *   kill                           the server SIGKILLs itself mid-training: every worker must fail
- *                                  naming rank 0 within 2 s ("detected after N ms")
+ *   kill OUT                       the server is SIGKILLed mid-training: every worker must fail
+ *                                  naming rank 0 within 2 s of the kill ("detected after N ms":
+ *                                  from the kill, whose time the killer writes to OUT, to the
+ *                                  worker's failed step)
  *   compare A B TOL                two OUTs: the largest table difference within TOL, and the
  *                                  final losses
  *   converged A B MARGIN           B's test AUC within MARGIN of A's
@@ -36,6 +38,30 @@ static double wall_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     return 1e3 * (double)ts.tv_sec + 1e-6 * (double)ts.tv_nsec;
+}
+
+/* The kill's time, passed from the killer to the workers: written whole (rename) after the kill. */
+static void write_kill_time(const char *out, double ms) {
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s.tmp", out);
+    FILE *k = fopen(tmp, "w");
+    if (!k) return;
+    fprintf(k, "%.3f\n", ms);
+    fclose(k);
+    rename(tmp, out);
+}
+
+/* A worker can see the death before the killer has written the time: it waits up to 10 s for it. */
+static bool read_kill_time(const char *out, double *ms) {
+    for (int i = 0; i < 1000; i++) {
+        FILE *k = fopen(out, "r");
+        bool ok = k && fscanf(k, "%lf", ms) == 1;
+        if (k) fclose(k);
+        if (ok) return true;
+        struct timespec pause = {0, 10 * 1000000};
+        nanosleep(&pause, NULL);
+    }
+    return false;
 }
 
 static oar_clicks_opts log_opts(bool test) {
@@ -125,10 +151,11 @@ static int train(const char *mode, int steps, int64_t batch, const char *out, in
                 if (fork() == 0) {
                     struct timespec pause = {0, 300 * 1000000};
                     nanosleep(&pause, NULL);
-                    FILE *k = fopen(out, "w");
-                    fprintf(k, "%.3f\n", wall_ms());
-                    fclose(k);
+                    /* the time of the kill itself: the file is written after it, so a loaded machine
+                     * that delays this child adds nothing to the latency the workers measure */
+                    double killed = wall_ms();
                     kill(me, SIGKILL);
+                    write_kill_time(out, killed);
                     _exit(0);
                 }
             }
@@ -173,10 +200,9 @@ static int train(const char *mode, int steps, int64_t batch, const char *out, in
             oar_scope_end();
             oar_release(x), oar_release(y);
             if (st != OAR_OK) {
-                FILE *k = kill_after >= 0 ? fopen(out, "r") : NULL;
-                double killed = 0;
-                if (k && fscanf(k, "%lf", &killed) == 1)
-                    printf("rank %d: detected after %.0f ms: %s\n", oar_dist_rank(), wall_ms() - killed, oar_last_error());
+                double now = wall_ms(), killed = 0;
+                if (kill_after >= 0 && read_kill_time(out, &killed))
+                    printf("rank %d: detected after %.0f ms: %s\n", oar_dist_rank(), now - killed, oar_last_error());
                 else
                     fprintf(stderr, "rank %d: %s\n", oar_dist_rank(), oar_last_error());
                 exit(1);

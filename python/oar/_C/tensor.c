@@ -363,6 +363,16 @@ static PyObject *m_set(PyObject *self, PyObject *other) {
     Py_RETURN_NONE;
 }
 
+/* _set_storage_(src): this object's tensor now reads and writes src's memory (same shape);
+ * unlike _set_, the tensor keeps its identity, so C holders of it (optimizers, data parallel)
+ * follow (ZeRO's parameters_as_bucket_view). */
+static PyObject *m_set_storage(PyObject *self, PyObject *other) {
+    SELF_T("Tensor._set_storage_");
+    oar_tensor *src = oarpy_tensor(other, "Tensor._set_storage_(src)");
+    if (!src || oarpy_check(oar_set_storage_(t, src))) return NULL;
+    Py_RETURN_NONE;
+}
+
 static PyObject *m_copy_(PyObject *self, PyObject *src) {
     SELF_T("Tensor.copy_");
     oar_tensor *s = oarpy_tensor(src, "Tensor.copy_(src)");
@@ -393,6 +403,7 @@ static PyMethodDef tensor_methods[] = {
     {"_remove_hook", m_remove_hook, METH_O, NULL},
     {"_alias", m_alias, METH_O, NULL},
     {"_set_", m_set, METH_O, NULL},
+    {"_set_storage_", m_set_storage, METH_O, NULL},
     {"copy_", m_copy_, METH_O, "Copies src into self (broadcasting, casting)."},
     {"fill_", m_fill_, METH_O, "Fills self with a value."},
     {"__dlpack__", (PyCFunction)(void (*)(void))oarpy_dlpack, METH_VARARGS | METH_KEYWORDS, "DLPack capsule."},

@@ -24,6 +24,7 @@ class Optimizer:
         if not isinstance(groups[0], dict):
             groups = [{"params": groups}]
         self._c = None
+        self._c_groups = []   # each group's index among the C optimizer's groups (None: a group without params)
         for g in groups:
             self.add_param_group(g)
 
@@ -37,6 +38,20 @@ class Optimizer:
         return o
 
     def add_param_group(self, param_group):
+        g = self._checked_group(param_group)
+        if g.get("lr") is None:
+            raise ValueError(f"{type(self).__name__}: a learning rate (lr) is required")
+        if not g["params"]:   # allowed, as in torch (a ZeroRedundancyOptimizer's shard may leave a group empty)
+            self._c_groups.append(None)
+        elif self._c is None:
+            self._c = _C.Optimizer(g["params"], _KINDS[self._kind], self._c_options(g))
+            self._c_groups.append(0)
+        else:
+            self._c_groups.append(self._c.add_group(g["params"], self._c_options(g)))
+        self.param_groups.append(g)
+
+    def _checked_group(self, param_group):
+        """param_group as a dict with a list of leaf tensors not in another group and the defaults filled in."""
         g = dict(param_group)
         ps = g["params"]
         g["params"] = [ps] if isinstance(ps, _C.TensorBase) else list(ps)
@@ -50,17 +65,12 @@ class Optimizer:
             raise ValueError("some parameters appear in more than one parameter group")
         for k, v in self.defaults.items():
             g.setdefault(k, v)
-        if g.get("lr") is None:
-            raise ValueError(f"{type(self).__name__}: a learning rate (lr) is required")
-        if self._c is None:
-            self._c = _C.Optimizer(g["params"], _KINDS[self._kind], self._c_options(g))
-        else:
-            self._c.add_group(g["params"], self._c_options(g))
-        self.param_groups.append(g)
+        return g
 
     def zero_grad(self, set_to_none=True):
         """Drops every gradient (oar accumulates into a fresh one at the next backward)."""
-        self._c.zero_grad()
+        if self._c is not None:
+            self._c.zero_grad()
 
     def step(self, closure=None):
         loss = None
@@ -73,22 +83,29 @@ class Optimizer:
         from .. import jit
 
         jit._note_optimizer(self)  # a compiled step syncs the groups before each of its runs
-        self._c.step()
+        if self._c is not None:
+            self._c.step()
         return loss
 
     def _sync_groups(self):
         """The Python groups' hyper-parameters (an lr schedule's changes) into the C groups."""
-        for i, g in enumerate(self.param_groups):
-            self._c.set_group(i, self._c_options(g))
+        for i, g in zip(self._c_groups, self.param_groups):
+            if i is not None:
+                self._c.set_group(i, self._c_options(g))
 
     def state_dict(self):
         groups = [{k: v for k, v in g.items() if k != "params"} for g in self.param_groups]
+        if self._c is None:
+            return {"state": {}, "param_groups": groups, "steps": 0}
         return {"state": {k: v.clone() for k, v in self._c.state().items()}, "param_groups": groups,
                 "steps": self._c.steps()}
 
     def load_state_dict(self, state_dict):
         for g, saved in zip(self.param_groups, state_dict["param_groups"]):
             g.update({k: v for k, v in saved.items() if k != "params"})
+        if self._c is None and state_dict["state"]:
+            raise ValueError(f"{type(self).__name__}.load_state_dict: expected no state (this optimizer has no "
+                             f"parameters), got {sorted(state_dict['state'])[:4]}")
         for name, t in state_dict["state"].items():
             self._c.load_state(name, t)
 
