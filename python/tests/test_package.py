@@ -27,3 +27,16 @@ def test_pip_install(tmp_path):
                        env=dict(os.environ, PYTHONPATH=str(tmp_path / "site")))
     assert r.returncode == 0, r.stderr
     assert str(tmp_path / "site") in r.stdout and "[3.0, 3.0]" in r.stdout
+
+
+def test_pyproject_lists_every_subpackage():
+    """pyproject.toml names its packages one by one: a subpackage left out would be missing from
+    the installed package (and import of oar, or of that part, would fail there)."""
+    import re
+
+    root = os.path.join(os.path.dirname(__file__), "..")
+    with open(os.path.join(root, "pyproject.toml")) as f:
+        listed = set(re.findall(r'"(oar(?:\.[\w.]+)?)"', f.read().split("packages", 1)[1].split("]", 1)[0]))
+    found = {os.path.relpath(d, root).replace(os.sep, ".") for d, _, files in os.walk(os.path.join(root, "oar"))
+             if "__init__.py" in files and "__pycache__" not in d}
+    assert found - listed == set(), f"pyproject.toml's packages lack {sorted(found - listed)}"
