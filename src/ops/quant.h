@@ -131,6 +131,8 @@ typedef struct oar_qconv_geom {
     int64_t n, c, h, w, o, kh, kw, oh, ow, sh, sw, ph, pw, dh, dw, groups;
 } oar_qconv_geom;
 oar_status oar_qconv_geom_get(const oar_tensor *x, const oar_tensor *w, const oar_attr *a, oar_qconv_geom *g);
+/* The same for qconv2d_nhwc's x [N, H, W, C] (src/ops/quant_conv_nhwc.c) */
+oar_status oar_qconv_nhwc_geom_get(const oar_tensor *x, const oar_tensor *w, const oar_attr *a, oar_qconv_geom *g);
 
 /* The int8 GEMM of the fast kernels (src/kernels/cpu/qgemm_x86.c): acc[m][n] = sum_k (x[m, k] -
  * x_zp) * w[n, k] for x u8 or s8 [M, K] and w s8 [N, K], exact in int32 (wrapping), handed to

@@ -13,6 +13,19 @@
 
 #define OAR_QEPI2_TARGET __attribute__((target("avx2,fma")))
 
+/* v requantized with e's y_scale and zero point: the 8 bytes in the low half of the result. */
+OAR_QEPI2_TARGET static inline __attribute__((always_inline)) __m128i oar_qrequant8(const oar_qepilogue *e, __m256 v) {
+    __m256 t = _mm256_mul_ps(v, _mm256_set1_ps(e->inv_y));
+    t = _mm256_max_ps(t, _mm256_set1_ps((float)(e->qmin - e->y_zp)));
+    t = _mm256_min_ps(t, _mm256_set1_ps((float)(e->qmax - e->y_zp)));
+    __m256i q = _mm256_add_epi32(_mm256_cvtps_epi32(t), _mm256_set1_epi32(e->y_zp));
+    /* the low byte of each lane (the values are within [qmin, qmax]): 4 bytes per 128-bit half */
+    const __m256i low = _mm256_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 0, 4, 8, 12, -1,
+                                         -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1);
+    q = _mm256_shuffle_epi8(q, low);
+    return _mm_unpacklo_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
+}
+
 /* acc - sub (the zero points' correction, wrapping) for channel ch: the n (1..8) outputs from
  * index i0 of out, the residual res (NULL: none) read from i0. */
 OAR_QEPI2_TARGET static inline __attribute__((always_inline)) void
@@ -39,15 +52,7 @@ oar_qepilogue8(const oar_qepilogue *e, __m256i acc, int32_t sub, int64_t ch, con
         }
         return;
     }
-    __m256 t = _mm256_mul_ps(v, _mm256_set1_ps(e->inv_y));
-    t = _mm256_max_ps(t, _mm256_set1_ps((float)(e->qmin - e->y_zp)));
-    t = _mm256_min_ps(t, _mm256_set1_ps((float)(e->qmax - e->y_zp)));
-    __m256i q = _mm256_add_epi32(_mm256_cvtps_epi32(t), _mm256_set1_epi32(e->y_zp));
-    /* the low byte of each lane (the values are within [qmin, qmax]): 4 bytes per 128-bit half */
-    const __m256i low = _mm256_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 0, 4, 8, 12, -1,
-                                         -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1);
-    q = _mm256_shuffle_epi8(q, low);
-    __m128i b = _mm_unpacklo_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
+    __m128i b = oar_qrequant8(e, v);
     if (n == 8) {
         _mm_storel_epi64((__m128i *)((uint8_t *)out + i0), b);
         return;
@@ -72,6 +77,31 @@ OAR_QEPI2_TARGET static inline __attribute__((always_inline)) void oar_transpose
         r[j] = _mm256_castps_si256(_mm256_permute2f128_ps(u[j], u[4 + j], 0x20));
         r[4 + j] = _mm256_castps_si256(_mm256_permute2f128_ps(u[j], u[4 + j], 0x31));
     }
+}
+
+/* The same on the sums of n (1..8) consecutive output channels of one position (NHWC,
+ * qconv2d_nhwc): sub, comb and bias hold the channels' corrections, scales and biases (bias
+ * all zeros when the op has none); res (NULL: none) and out from index i0. */
+OAR_QEPI2_TARGET static inline __attribute__((always_inline)) void
+oar_qepilogue8_channels(const oar_qepilogue *e, __m256i acc, const int32_t *sub, const float *comb, const float *bias,
+                        const float *res, void *out, int64_t i0, int n) {
+    __m256i m = _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    acc = _mm256_sub_epi32(acc, _mm256_maskload_epi32(sub, m));
+    __m256 v = _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc), _mm256_maskload_ps(comb, m), _mm256_maskload_ps(bias, m));
+    if (res) v = _mm256_add_ps(v, _mm256_maskload_ps(res + i0, m));
+    if (e->act == OAR_QACT_RELU) v = _mm256_max_ps(v, _mm256_setzero_ps());
+    if (e->out_dtype == OAR_F32) {
+        _mm256_maskstore_ps((float *)out + i0, m, v);
+        return;
+    }
+    __m128i b = oar_qrequant8(e, v);
+    if (n == 8) {
+        _mm_storel_epi64((__m128i *)((uint8_t *)out + i0), b);
+        return;
+    }
+    uint8_t bytes[16];
+    _mm_storeu_si128((__m128i *)bytes, b);
+    memcpy((uint8_t *)out + i0, bytes, (size_t)n);
 }
 
 #endif

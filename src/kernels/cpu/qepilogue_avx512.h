@@ -42,4 +42,25 @@ oar_qepilogue16(const oar_qepilogue *e, __m512i acc, int32_t sub, int64_t ch, co
     _mm_mask_storeu_epi8((char *)out + i0, (__mmask16)((1u << __builtin_popcount(m)) - 1), _mm512_cvtepi32_epi8(q));
 }
 
+/* The same on the sums of 16 consecutive output channels of one position (NHWC, qconv2d_nhwc):
+ * sub, comb and bias hold the channels' corrections, scales and biases (bias all zeros when the
+ * op has none), res (NULL: none) and out are read and written from index i0, lanes m. */
+OAR_QEPI_TARGET static inline __attribute__((always_inline)) void
+oar_qepilogue16_channels(const oar_qepilogue *e, __m512i acc, const int32_t *sub, const float *comb, const float *bias,
+                         const float *res, void *out, int64_t i0, __mmask16 m) {
+    acc = _mm512_sub_epi32(acc, _mm512_maskz_loadu_epi32(m, sub));
+    __m512 v = _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc), _mm512_maskz_loadu_ps(m, comb), _mm512_maskz_loadu_ps(m, bias));
+    if (res) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, res + i0));
+    if (e->act == OAR_QACT_RELU) v = _mm512_max_ps(v, _mm512_setzero_ps());
+    if (e->out_dtype == OAR_F32) {
+        _mm512_mask_storeu_ps((float *)out + i0, m, v);
+        return;
+    }
+    __m512 t = _mm512_mul_ps(v, _mm512_set1_ps(e->inv_y));
+    t = _mm512_max_ps(t, _mm512_set1_ps((float)(e->qmin - e->y_zp)));
+    t = _mm512_min_ps(t, _mm512_set1_ps((float)(e->qmax - e->y_zp)));
+    __m512i q = _mm512_add_epi32(_mm512_cvtps_epi32(t), _mm512_set1_epi32(e->y_zp));
+    _mm_mask_storeu_epi8((char *)out + i0, m, _mm512_cvtepi32_epi8(q));
+}
+
 #endif
