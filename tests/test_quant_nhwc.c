@@ -147,8 +147,9 @@ static oar_tensor *q8(oar_tensor *x, mixed *g, bool relu, oar_tensor *w, oar_ten
     return oar_qconv2d(x, g->ys, g->yz, w, g->ws, bias, c, &o);
 }
 
-/* x f32 [N, 16, 8, 8] -> u8 a = conv1(x) read by an NHWC conv (f32 out, x as residual), a
- * direct-kernel conv (8 outputs, u8), and a max pooling then a 1x1 conv (u8) and its dequantize. */
+/* x f32 [N, 16, 8, 8] -> u8 a = conv1(x) read by an NHWC conv (f32 out, x as residual; and its
+ * global average pool), a direct-kernel conv (8 outputs, u8), and a max pooling then a 1x1 conv
+ * (u8) and its dequantize. */
 static oar_status mixed_fn(void *user, oar_tensor *const *in, int n_in, oar_tensor **out, int n_out) {
     mixed *g = user;
     oar_conv_opts pad1 = {.padding = {1, 1}};
@@ -162,7 +163,8 @@ static oar_status mixed_fn(void *user, oar_tensor *const *in, int n_in, oar_tens
     oar_tensor *p = oar_op_call1(OAR_OP_qmax_pool2d, &a, 1, pa);
     out[2] = q8(p, g, true, g->w4, NULL, NULL, OAR_U8, NULL);
     out[3] = oar_dequantize(out[2], g->ys, g->yz, 0);
-    for (int i = 0; i < 4; i++)
+    out[4] = oar_adaptive_avg_pool2d(out[0], 1, 1); /* an f32 reader with no NHWC form */
+    for (int i = 0; i < 5; i++)
         if (!out[i]) return oar_last_status();
     return OAR_OK;
 }
@@ -187,9 +189,9 @@ static void mixed_graph(bool w8) {
         CHECK(f[k] != NULL);
     }
     for (int64_t b = 1; b <= 3; b += 2) {
-        oar_tensor *x = oar_randn((int64_t[]){b, 16, 8, 8}, 4, OAR_F32), *y[2][4] = {{0}};
-        for (int k = 0; k < 2; k++) CHECK(f[k] && oar_jit_call(f[k], &x, 1, y[k], 4) == OAR_OK);
-        for (int i = 0; i < 4; i++) CHECK(y[0][i] && y[1][i] && t_same_bits(y[0][i], y[1][i]));
+        oar_tensor *x = oar_randn((int64_t[]){b, 16, 8, 8}, 4, OAR_F32), *y[2][5] = {{0}};
+        for (int k = 0; k < 2; k++) CHECK(f[k] && oar_jit_call(f[k], &x, 1, y[k], 5) == OAR_OK);
+        for (int i = 0; i < 5; i++) CHECK(y[0][i] && y[1][i] && t_same_bits(y[0][i], y[1][i]));
     }
     /* the program: 3 convs NHWC (w8 without VNNI: none), the 8-output one NCHW, the pooling NHWC */
     char *dump = malloc(1 << 16);
@@ -220,6 +222,7 @@ int main(void) {
     resnet20();
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
-    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", g_dir);
+    if (getenv("OAR_TEST_KEEP")) printf("files kept in %s\n", g_dir); /* to look at the programs */
+    else if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", g_dir);
     return test_summary("test_quant_nhwc");
 }

@@ -344,6 +344,26 @@ static oar_status reshape_of_view(layouter *l, int id) {
     return OAR_OK;
 }
 
+/* int8 programs: any other reader of an NCHW view of a twin (a direct-kernel conv, the global
+ * pool) reads a contiguous copy, so that it runs the kernel it runs in the NCHW program (a strided
+ * input would send it to its reference: another kernel, maybe other bits). */
+static oar_status contiguous_readers(layouter *l, int id) {
+    oar_program *p = l->p;
+    const oar_node *n = &p->nodes[id];
+    if (n->dead || n->block != OAR_MAIN_BLOCK || (oar_op_table[n->op]->flags & OAR_OPF_VIEW)) return OAR_OK;
+    int n_in = n->n_in; /* n moves when a node is inserted */
+    for (int k = 0; k < n_in; k++) {
+        int v = p->nodes[id].in[k], pos = pos_in_block(&p->blocks[OAR_MAIN_BLOCK], id), c;
+        if (v < 0 || twin_of(l, v) == NO_TWIN || pos < 0) continue;
+        int in[1] = {v};
+        if (oar_pass_insert_node(p, OAR_MAIN_BLOCK, pos, OAR_OP_contiguous, in, 1, NULL, &c) < 0) return oar_last_status();
+        p->values[c].dyn_dims = p->values[v].dyn_dims;
+        for (int j = k; j < n_in; j++) /* every input reading v: one copy */
+            if (p->nodes[id].in[j] == v) p->nodes[id].in[j] = c;
+    }
+    return OAR_OK;
+}
+
 static oar_status layout_pass(oar_program *p, bool q) {
     layouter l = {p, NULL, 0, q};
     int n_nodes = p->n_nodes;
@@ -359,8 +379,9 @@ static oar_status layout_pass(oar_program *p, bool q) {
         else if ((st = pool_nhwc(&l, order[i])) == OAR_OK && (st = max_pool_nhwc(&l, order[i])) == OAR_OK &&
                  (!q || (st = requant_nhwc(&l, order[i])) == OAR_OK) &&
                  (st = avg_pool_nhwc(&l, order[i])) == OAR_OK &&
-                 (st = unary_nhwc(&l, order[i])) == OAR_OK && (st = concat_nhwc(&l, order[i])) == OAR_OK)
-            st = reshape_of_view(&l, order[i]);
+                 (st = unary_nhwc(&l, order[i])) == OAR_OK && (st = concat_nhwc(&l, order[i])) == OAR_OK &&
+                 (st = reshape_of_view(&l, order[i])) == OAR_OK && q)
+            st = contiguous_readers(&l, order[i]);
     }
     free(order);
     /* views nobody reads any more (their readers took the twin) */
