@@ -272,31 +272,49 @@ OAR_QEPI2_TARGET static void epilogue_avx2(const qcall *c, const int32_t *acc, i
 }
 
 /* The NHWC sums of nb images (the first is image b0) -> the NHWC outputs: they are already in
- * the output's order, so 16 channels of a position at a time, no transpose. */
+ * the output's order, so 16 channels of a position at a time, no transpose; per block of 16
+ * channels, their constants in registers over every position. */
+#define NHWC_FLAGS(call)                                                                                             \
+    switch ((c->res != NULL) * 4 + (c->e.act == OAR_QACT_RELU) * 2 + (c->e.out_dtype == OAR_F32)) {                 \
+    case 0: call(false, false, false); break;                                                                       \
+    case 1: call(false, false, true); break;                                                                        \
+    case 2: call(false, true, false); break;                                                                        \
+    case 3: call(false, true, true); break;                                                                         \
+    case 4: call(true, false, false); break;                                                                        \
+    case 5: call(true, false, true); break;                                                                         \
+    case 6: call(true, true, false); break;                                                                         \
+    default: call(true, true, true); break;                                                                         \
+    }
+
 OAR_QEPI_TARGET static void epilogue_nhwc(const qcall *c, const int32_t *acc, int64_t b0, int64_t nb,
                                           const int32_t *sub) {
     int64_t rows = nb * c->g.oh * c->g.ow, o = c->g.o, i0 = b0 * c->g.oh * c->g.ow * o;
     const float *bias = c->e.bias ? c->e.bias : c->zeros;
-    for (int64_t r = 0; r < rows; r++)
-        for (int64_t o0 = 0; o0 < o; o0 += 16) {
-            __mmask16 m = lanes16(o - o0);
-            oar_qepilogue16_channels(&c->e, _mm512_maskz_loadu_epi32(m, acc + r * o + o0), sub + o0, c->e.comb + o0,
-                                     bias + o0, c->res, c->out, i0 + r * o + o0, m);
-        }
+    for (int64_t o0 = 0; o0 < o; o0 += 16) {
+        __mmask16 m = lanes16(o - o0);
+        __m512i vs = _mm512_maskz_loadu_epi32(m, sub + o0);
+        __m512 vc = _mm512_maskz_loadu_ps(m, c->e.comb + o0), vb = _mm512_maskz_loadu_ps(m, bias + o0);
+#define ROWS16(r, a, f) oar_qepilogue16_rows(&c->e, acc + o0, rows, o, m, vs, vc, vb, c->res, c->out, i0 + o0, r, a, f)
+        NHWC_FLAGS(ROWS16)
+#undef ROWS16
+    }
 }
 
 OAR_QEPI2_TARGET static void epilogue_nhwc_avx2(const qcall *c, const int32_t *acc, int64_t b0, int64_t nb,
                                                const int32_t *sub) {
     int64_t rows = nb * c->g.oh * c->g.ow, o = c->g.o, i0 = b0 * c->g.oh * c->g.ow * o;
     const float *bias = c->e.bias ? c->e.bias : c->zeros;
-    for (int64_t r = 0; r < rows; r++)
-        for (int64_t o0 = 0; o0 < o; o0 += 8) {
-            int n = (int)(o - o0 < 8 ? o - o0 : 8);
-            __m256i m = _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-            oar_qepilogue8_channels(&c->e, _mm256_maskload_epi32(acc + r * o + o0, m), sub + o0, c->e.comb + o0,
-                                    bias + o0, c->res, c->out, i0 + r * o + o0, n);
-        }
+    for (int64_t o0 = 0; o0 < o; o0 += 8) {
+        int n = (int)(o - o0 < 8 ? o - o0 : 8);
+        __m256i m = _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+        __m256i vs = _mm256_maskload_epi32(sub + o0, m);
+        __m256 vc = _mm256_maskload_ps(c->e.comb + o0, m), vb = _mm256_maskload_ps(bias + o0, m);
+#define ROWS8(r, a, f) oar_qepilogue8_rows(&c->e, acc + o0, rows, o, n, m, vs, vc, vb, c->res, c->out, i0 + o0, r, a, f)
+        NHWC_FLAGS(ROWS8)
+#undef ROWS8
+    }
 }
+#undef NHWC_FLAGS
 
 /* NHWC images into the frame: each image row copied inside it. */
 static void frame_rows_nhwc(const qcall *c, const uint8_t *x, int64_t n, uint8_t *xf) {

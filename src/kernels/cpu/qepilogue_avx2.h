@@ -79,29 +79,33 @@ OAR_QEPI2_TARGET static inline __attribute__((always_inline)) void oar_transpose
     }
 }
 
-/* The same on the sums of n (1..8) consecutive output channels of one position (NHWC,
- * qconv2d_nhwc): sub, comb and bias hold the channels' corrections, scales and biases (bias
- * all zeros when the op has none); res (NULL: none) and out from index i0. */
+/* The same on NHWC sums (qconv2d_nhwc): n (1..8) consecutive output channels (lanes m) of each of
+ * rows positions (acc's rows ld int32 apart); sub, comb and bias are those channels' corrections,
+ * scales and biases. Output element i0 + r * ld of out (and of the residual res) for row r; the
+ * flags are constants at each call (one loop per combination). */
 OAR_QEPI2_TARGET static inline __attribute__((always_inline)) void
-oar_qepilogue8_channels(const oar_qepilogue *e, __m256i acc, const int32_t *sub, const float *comb, const float *bias,
-                        const float *res, void *out, int64_t i0, int n) {
-    __m256i m = _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-    acc = _mm256_sub_epi32(acc, _mm256_maskload_epi32(sub, m));
-    __m256 v = _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc), _mm256_maskload_ps(comb, m), _mm256_maskload_ps(bias, m));
-    if (res) v = _mm256_add_ps(v, _mm256_maskload_ps(res + i0, m));
-    if (e->act == OAR_QACT_RELU) v = _mm256_max_ps(v, _mm256_setzero_ps());
-    if (e->out_dtype == OAR_F32) {
-        _mm256_maskstore_ps((float *)out + i0, m, v);
-        return;
+oar_qepilogue8_rows(const oar_qepilogue *e, const int32_t *acc, int64_t rows, int64_t ld, int n, __m256i m,
+                    __m256i sub, __m256 comb, __m256 bias, const float *res, void *out, int64_t i0, bool has_res,
+                    bool relu, bool f32) {
+    for (int64_t r = 0; r < rows; r++) {
+        int64_t i = i0 + r * ld;
+        __m256i a = _mm256_sub_epi32(_mm256_maskload_epi32(acc + r * ld, m), sub);
+        __m256 v = _mm256_fmadd_ps(_mm256_cvtepi32_ps(a), comb, bias);
+        if (has_res) v = _mm256_add_ps(v, _mm256_maskload_ps(res + i, m));
+        if (relu) v = _mm256_max_ps(v, _mm256_setzero_ps());
+        if (f32) {
+            _mm256_maskstore_ps((float *)out + i, m, v);
+            continue;
+        }
+        __m128i b = oar_qrequant8(e, v);
+        if (n == 8) {
+            _mm_storel_epi64((__m128i *)((uint8_t *)out + i), b);
+        } else {
+            uint8_t bytes[16];
+            _mm_storeu_si128((__m128i *)bytes, b);
+            memcpy((uint8_t *)out + i, bytes, (size_t)n);
+        }
     }
-    __m128i b = oar_qrequant8(e, v);
-    if (n == 8) {
-        _mm_storel_epi64((__m128i *)((uint8_t *)out + i0), b);
-        return;
-    }
-    uint8_t bytes[16];
-    _mm_storeu_si128((__m128i *)bytes, b);
-    memcpy((uint8_t *)out + i0, bytes, (size_t)n);
 }
 
 #endif
