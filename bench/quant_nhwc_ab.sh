@@ -4,8 +4,9 @@
 # measures it (user + system time of two runs with C1 and C2 calls, the difference per extra
 # call, so setup, calibration and compilation cancel out). The four variants run alternately,
 # ROUNDS times; one JSON line per variant and round, then the medians.
-# Usage: bench/quant_nhwc_ab.sh [BUILD_DIR] [MODEL] [BATCH] [ROUNDS] [C1] [C2]
-#   the ISA cap comes from the environment (OAR_CPU_ISA=avx2 ONEDNN_MAX_CPU_ISA=AVX2)
+# Usage: bench/quant_nhwc_ab.sh [BUILD_DIR] [MODEL] [BATCH] [ROUNDS] [C1] [C2] [OAR_ARGS]
+#   the ISA cap comes from the environment (OAR_CPU_ISA=avx2 ONEDNN_MAX_CPU_ISA=AVX2); OAR_ARGS
+#   go to every oar run (e.g. "--weight-bits 8")
 set -eu
 build=${1:-build}
 model=${2:-resnet20}
@@ -13,9 +14,10 @@ batch=${3:-32}
 rounds=${4:-3}
 c1=${5:-2}
 c2=${6:-12}
+extra=${7:-}
 here=$(dirname "$0")
 cpu() { /usr/bin/time -f "%U %S" "$@" 2>&1 >/dev/null | grep -v "^W20\|^WARNING" | tail -1 | awk '{print $1 + $2}'; }
-oar() { cpu "$build/oar" bench --workload quant-infer --model "$model" --batch "$batch" --threads 1 --repeats 1 "$@"; }
+oar() { cpu "$build/oar" bench --workload quant-infer --model "$model" --batch "$batch" --threads 1 --repeats 1 $extra "$@"; }
 torch() { cpu /usr/bin/python3 "$here/quant_torch.py" --model "$model" --quant static --batch "$batch" --threads 1 \
           --repeats 1 "$@"; }
 per_call() { python3 -c "import sys; print(round(1e3 * (float(sys.argv[2]) - float(sys.argv[1])) / (2 * ($c2 - $c1)), 3))" "$1" "$2"; }

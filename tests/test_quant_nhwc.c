@@ -7,14 +7,13 @@
  * - a traced graph mixing NHWC and NCHW consumers of one u8 value (an NHWC conv, a direct-kernel
  *   conv of 8 outputs, a max pooling of the codes, a conv with an f32 residual from the NCHW
  *   input, a dequantize), outputs u8 and f32;
- * - without VNNI (the AVX2 cap), convs with 8-bit weights stay NCHW (oneDNN's int8 code would
- *   saturate; the exact GEMM is NCHW).
+ * - without VNNI (the AVX2 cap), convs with 8-bit weights (which oneDNN's int8 code would
+ *   saturate) run qconv2d_nhwc's exact GEMM, 7-bit ones oneDNN's code.
  * Runs at every ISA cap (tests/CMakeLists.txt); at generic the NHWC reference kernel runs. */
 #include "test_util.h"
 
 #include "graph/passes/passes.h"
 #include "graph/serialize.h"
-#include "kernels/cpu/cpu_kernels.h"
 #include "ops/quant.h"
 
 #include <unistd.h>
@@ -72,9 +71,6 @@ static int count_after_passes(const char *path, oar_op_id op) {
     return n;
 }
 
-/* Without VNNI oneDNN's int8 code is exact only for 7-bit weights: 8-bit ones stay NCHW there. */
-static bool converts_8bit(void) { return oar_cpu_use_vnni() || !oar_cpu_has_avx2(); }
-
 static void resnet20(void) {
     oar_scope_begin();
     oar_manual_seed(11);
@@ -97,7 +93,7 @@ static void resnet20(void) {
               OAR_OK);
         /* 21 int8 convs: all but the stem (3 input channels, the direct kernel's) NHWC */
         int nq = count_after_passes(path_in("resnet-int8"), OAR_OP_qconv2d_nhwc);
-        int expect = bits == 7 || converts_8bit() ? 20 : 0;
+        int expect = 20;
         printf("resnet20, %d-bit weights: %d of 21 int8 convs NHWC\n", bits, nq);
         CHECK(nq == expect);
         CHECK(count_after_passes(path_in("resnet-int8"), OAR_OP_qconv2d) == 21 - expect);
@@ -193,7 +189,7 @@ static void mixed_graph(bool w8) {
         for (int k = 0; k < 2; k++) CHECK(f[k] && oar_jit_call(f[k], &x, 1, y[k], 5) == OAR_OK);
         for (int i = 0; i < 5; i++) CHECK(y[0][i] && y[1][i] && t_same_bits(y[0][i], y[1][i]));
     }
-    /* the program: 3 convs NHWC (w8 without VNNI: none), the 8-output one NCHW, the pooling NHWC */
+    /* the program: 3 convs NHWC, the 8-output one NCHW, the pooling NHWC */
     char *dump = malloc(1 << 16);
     CHECK(dump && oar_jit_dump(f[0], 0, dump, 1 << 16) > 0);
     int nhwc = 0, nchw = 0, pool = 0;
@@ -202,9 +198,8 @@ static void mixed_graph(bool w8) {
         nchw += !strncmp(s, "= qconv2d(", 10);
     }
     for (const char *s = dump; s && (s = strstr(s, "= max_pool2d_nhwc(")) != NULL; s++) pool++;
-    bool conv = !w8 || converts_8bit();
     printf("mixed graph (%d-bit weights): %d convs NHWC, %d NCHW, %d NHWC poolings\n", w8 ? 8 : 7, nhwc, nchw, pool);
-    CHECK(nhwc == (conv ? 3 : 0) && nchw == (conv ? 1 : 4) && pool == (conv ? 1 : 0));
+    CHECK(nhwc == 3 && nchw == 1 && pool == 1);
     free(dump);
     for (int k = 0; k < 2; k++) oar_jit_free(f[k]);
     oar_scope_end();

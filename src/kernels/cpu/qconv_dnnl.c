@@ -487,12 +487,10 @@ static oar_status qconv_run(const oar_kctx *ctx, oar_tensor *const *in, int n_in
     for (int i = 0; i < 2 && st == OAR_OK; i++)
         if (c.p[i] && (c.k[i] = pack_get(c.p[i], in[QL_W], &st)) && !c.p[i]->exact && !(c.k[i]->flags & PACK_W7))
             exact = false;
-    if (st == OAR_OK && !exact) { /* 8-bit weights on code that would saturate: the exact GEMM, or for
-                                     * NHWC (which the quant_nhwc pass leaves such weights out of) the reference */
+    if (st == OAR_OK && !exact) { /* 8-bit weights on code that would saturate: the exact GEMM */
         oar_qepilogue_free(&c.e);
         release(&c);
-        return nhwc ? oar_opdef_qconv2d_nhwc.reference(ctx, in, n_in, out, n_out, a)
-                    : oar_qconv_gemm(in, out, a, oar_cpu_use_vnni());
+        return (nhwc ? oar_qconv_gemm_nhwc : oar_qconv_gemm)(in, out, a, oar_cpu_use_vnni());
     }
     if (st == OAR_OK && nhwc) st = nhwc_tables(&c);
     if (st == OAR_OK) oar_parallel_for(c.chunks, 1, run_chunks, &c);
