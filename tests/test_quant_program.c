@@ -156,7 +156,8 @@ static void resnet20_bn_folded(void) {
     CHECK(n == 22); /* 19 convs, 2 projection shortcuts, the classifier */
     CHECK(count_after_passes(path_in("resnet-int8"), OAR_OP_batch_norm) == 0);
     CHECK(count_after_passes(path_in("resnet-int8"), OAR_OP_conv2d) == 0);
-    CHECK(count_after_passes(path_in("resnet-int8"), OAR_OP_qconv2d) == 21);
+    CHECK(count_after_passes(path_in("resnet-int8"), OAR_OP_qconv2d) +
+              count_after_passes(path_in("resnet-int8"), OAR_OP_qconv2d_nhwc) == 21); /* NHWC: quant_nhwc's */
     int nq = count_after_passes(path_in("resnet-int8"), OAR_OP_quantize);
     /* the image's, the classifier's, and one per residual block whose input is also its shortcut
      * (7 of 9: a block before a projection shortcut hands its output requantized to u8, the

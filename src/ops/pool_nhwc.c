@@ -2,7 +2,8 @@
  * x is [N, H, W, C] (the layout conv_nhwc gives convolutions' outputs), y is [N, OH, OW, C]
  * with y[n, oy, ox, c] = max_pool2d(permute(x, NCHW))[n, c, oy, ox]: the same windows, output
  * sizes, checks and choice as max_pool2d (the first largest value, a NaN winning; -inf where a
- * window holds no element). Inference only (the conv_nhwc pass makes it). The reference below
+ * window holds no element). On u8/i8 codes it is qmax_pool2d of NHWC data (the quant_nhwc
+ * pass's). Inference only (the conv_nhwc pass makes it). The reference below
  * defines it; the AVX2/AVX-512 kernels (src/kernels/cpu/pool_nhwc_x86.c) run the channels in
  * the vector lanes and must give its bits (the op sweep checks them at every ISA cap). */
 #include "ops/pool_nhwc.h"
@@ -21,6 +22,7 @@ oar_status oar_pool_nhwc_standin(const oar_tensor *x, const oar_attr *a, const o
     static const int64_t TO_NCHW[4] = {0, 3, 1, 2};
     oar_tensor shell = *x;
     for (int d = 0; d < 4; d++) shell.shape[d] = x->shape[TO_NCHW[d]];
+    if (x->dtype == OAR_U8 || x->dtype == OAR_I8) shell.dtype = OAR_F32; /* codes: the windows of f32 data */
     oar_tensor *in[1] = {&shell};
     oar_meta m;
     int n_out = 1;
@@ -49,7 +51,9 @@ oar_status oar_pool_nhwc_infer(oar_tensor *x, const oar_attr *a, const oar_op_de
     char name[64];
     snprintf(name, sizeof name, "%s_nhwc", nchw->name);
     int64_t hw[2];
-    oar_status st = oar_check_float(name, x, "x");
+    /* max pooling also takes int8 codes (qmax_pool2d's meaning: quantization is monotone) */
+    bool codes = nchw == &oar_opdef_max_pool2d && (x->dtype == OAR_U8 || x->dtype == OAR_I8);
+    oar_status st = codes ? OAR_OK : oar_check_float(name, x, "x");
     if (st == OAR_OK) st = oar_pool_nhwc_standin(x, a, nchw, hw);
     if (st != OAR_OK) return st;
     out->dtype = x->dtype;
@@ -99,6 +103,6 @@ const oar_op_def oar_opdef_max_pool2d_nhwc = {
     .name = "max_pool2d_nhwc", .n_inputs = 1, .n_outputs = 1, .n_attrs = 5,
     .attrs = {{"kernel", OAR_ATTR_INTS}, {"stride", OAR_ATTR_INTS}, {"padding", OAR_ATTR_INTS},
               {"dilation", OAR_ATTR_INTS}, {"ceil_mode", OAR_ATTR_INT}},
-    .flags = OAR_OPF_NONDIFF, .ref_dtypes = OAR_FLOAT_DTYPES,
+    .flags = OAR_OPF_NONDIFF, .ref_dtypes = OAR_FLOAT_DTYPES | OAR_DTYPE_BIT(OAR_U8) | OAR_DTYPE_BIT(OAR_I8),
     .infer = pool_nhwc_infer, .reference = pool_nhwc_ref,
 };

@@ -131,6 +131,8 @@ typedef struct oar_qconv_geom {
     int64_t n, c, h, w, o, kh, kw, oh, ow, sh, sw, ph, pw, dh, dw, groups;
 } oar_qconv_geom;
 oar_status oar_qconv_geom_get(const oar_tensor *x, const oar_tensor *w, const oar_attr *a, oar_qconv_geom *g);
+/* The same for qconv2d_nhwc's x [N, H, W, C] (src/ops/quant_conv_nhwc.c) */
+oar_status oar_qconv_nhwc_geom_get(const oar_tensor *x, const oar_tensor *w, const oar_attr *a, oar_qconv_geom *g);
 
 /* The int8 GEMM of the fast kernels (src/kernels/cpu/qgemm_x86.c): acc[m][n] = sum_k (x[m, k] -
  * x_zp) * w[n, k] for x u8 or s8 [M, K] and w s8 [N, K], exact in int32 (wrapping), handed to
@@ -182,6 +184,8 @@ void oar_cpu_register_qmax_pool(void);         /* qmax_pool_x86.c, likewise */
 bool oar_qconv_direct_takes(bool vnni, int64_t cg, int64_t og, int64_t stride);
 /* qconv2d as im2col + the exact int8 GEMM (qgemm_x86.c; vnni: its VNNI kernel, else AVX2). */
 oar_status oar_qconv_gemm(oar_tensor *const *in, oar_tensor *const *out, const oar_attr *a, bool vnni);
+/* The same for qconv2d_nhwc (NHWC im2col; the GEMM's rows are the NHWC output's). */
+oar_status oar_qconv_gemm_nhwc(oar_tensor *const *in, oar_tensor *const *out, const oar_attr *a, bool vnni);
 void oar_cpu_register_quantize_fast(void);  /* quantize_avx2.c, likewise */
 
 oar_status oar_qgemm(bool vnni, const uint8_t *x, bool x_signed, int32_t x_zp, const int8_t *w,

@@ -166,6 +166,32 @@ const sweep_case sweep_cases_quant[] = {
     /* an ImageNet stem (3 -> 16+ channels, 7x7 stride 2): oneDNN's kernel rather than the direct one */
     {"qconv2d", "i0_256u8:1x3x13x12" XQ_U8 ";i-128_128i8:16x3x7x7;c0.001f32:;nf32:16;c0.05f32:;c10i32:;none",
      CONV("2,2", "3,3", "1,1", "1", "1", "u8")},
+    /* qconv2d_nhwc (x [N, H, W, C], residual and y [N, OH, OW, O]; the quant_nhwc pass's): oneDNN's
+     * int8 convolution with the NHWC epilogue (16 or 8 channels of a position a vector): a partial
+     * vector of 20 channels over an odd batch, s8 with groups, stride and a residual, an unpadded
+     * 1x1 stride-2 projection read in place, ResNet-20's first stage with its residual, 7-bit
+     * weights (oneDNN's AVX2 code at the AVX2 cap), 3 input channels, dilation, the worst cases */
+    {"qconv2d_nhwc", "i0_256u8:3x5x4x16" XQ_U8 ";i-128_128i8:20x16x3x3;c0.001f32:;nf32:20;c0.05f32:;c10i32:;none",
+     CONV("1,1", "1,1", "1,1", "1", "1", "u8")},
+    {"qconv2d_nhwc", "i-128_128i8:2x6x7x32" XQ_S8 ";i-128_128i8:32x16x3x3;c0.001f32:;none;c0.1f32:;c-3i32:;nf32:2x3x4x32",
+     CONV("2,2", "1,1", "1,1", "2", "0", "i8")},
+    {"qconv2d_nhwc", "i0_256u8:2x8x8x16" XQ_U8 ";i-128_128i8:32x16x1x1;c0.001f32:;nf32:32;none;none;none",
+     CONV("2,2", "0,0", "1,1", "1", "0", "f32")},
+    {"qconv2d_nhwc", "i0_256u8:5x32x32x16" XQ_U8 ";i-128_128i8:16x16x3x3;c0.001f32:;nf32:16;c0.05f32:;c10i32:;nf32:5x32x32x16",
+     CONV("1,1", "1,1", "1,1", "1", "1", "u8")},
+    {"qconv2d_nhwc", "i0_256u8:3x6x5x16" XQ_U8 ";i-64_64i8:20x16x3x3;c0.001f32:;nf32:20;none;none;nf32:3x6x5x20",
+     CONV("1,1", "1,1", "1,1", "1", "1", "f32")},
+    {"qconv2d_nhwc", "i0_256u8:2x9x8x3" XQ_U8 ";i-64_64i8:16x3x3x2;c0.01f32:;nf32:16;c0.05f32:;c10i32:;none",
+     CONV("1,1", "2,1", "2,2", "1", "1", "u8")},
+    {"qconv2d_nhwc", "i0_256u8:1x9x9x17" XQ_U8 ";i-128_128i8:33x17x1x3;c0.001f32:;nf32:33;none;none;none",
+     CONV("1,1", "0,2", "2,1", "1", "0", "f32")},
+    {"qconv2d_nhwc", "c255u8:1x4x4x16;c0.001f32:;c0i32:;c127i8:17x16x3x3;c0.001f32:;none;none;none;none",
+     CONV("1,1", "0,0", "1,1", "1", "0", "f32")},
+    {"qconv2d_nhwc", "c255u8:1x4x4x16;c0.001f32:;c0i32:;c-64i8:17x16x3x3;c0.001f32:;none;none;none;none",
+     CONV("1,1", "0,0", "1,1", "1", "0", "f32")},
+    /* max_pool2d_nhwc on u8/i8 codes (qmax_pool2d of NHWC data, the quant_nhwc pass's) */
+    {"max_pool2d_nhwc", "i0_256u8:2x8x6x19", "kernel=2,2 stride=2,2 padding=0,0 dilation=1,1 ceil_mode=0"},
+    {"max_pool2d_nhwc", "i-128_128i8:1x9x8x5", "kernel=3,3 stride=2,1 padding=1,1 dilation=1,2 ceil_mode=1"},
     /* qmax_pool2d: LeNet's 2x2 windows; padding, stride, dilation and ceil_mode on s8 */
     {"qmax_pool2d", "i0_256u8:2x3x8x6", "kernel=2,2 stride=2,2 padding=0,0 dilation=1,1 ceil_mode=0"},
     {"qmax_pool2d", "i-128_128i8:2x3x9x7", "kernel=2,2 stride=2,2 padding=0,0 dilation=1,1 ceil_mode=0"},

@@ -1,12 +1,14 @@
 /* `oar bench --workload quant-infer --model lenet|mlp|resnet20|lstm-lm|gpt-mini --quant
- * none|dynamic|static [--batch N] [--threads N] [--repeats R] [--calls C] [--weight-bits 8|7]`: a
+ * none|dynamic|static [--batch N] [--threads N] [--repeats R] [--calls C] [--weight-bits 8|7]
+ * [--disable-pass a,b]`: a
  * zoo model's inference as deployed (random weights), exported and run by the predictor: none, the
  * fp32 model; dynamic, the model after oar_quantize_dynamic (Linear, and lstm-lm's LSTM); static
  * (image and feature models), the fp32 export quantized by oar_quantize_static_model (BN folded,
  * calibrated on two random batches). The token models read random ids: lstm-lm [35, N] (sequence
  * first, zero initial state, the zoo's 10000-word vocabulary), gpt-mini [N, 128]. Timed as R
  * repeats of C calls after a warm-up; prints one JSON object with the median milliseconds per call
- * and the fastest and slowest repeat. bench/quant_compare.sh runs it beside PyTorch's int8
+ * and the fastest and slowest repeat. --disable-pass switches the predictor's passes off by name
+ * (quant_nhwc: the int8 convs on NCHW, to compare layouts in one binary). bench/quant_compare.sh runs it beside PyTorch's int8
  * (bench/quant_torch.py).
  */
 #include "cli.h"
@@ -36,7 +38,7 @@ static int cmp_double(const void *a, const void *b) {
 static const cli_flag FLAGS[] = {{"--workload", CLI_TEXT}, {"--json", CLI_NONE},    {"--model", CLI_TEXT},
                                  {"--quant", CLI_TEXT},    {"--batch", CLI_COUNT},  {"--threads", CLI_COUNT},
                                  {"--repeats", CLI_COUNT}, {"--calls", CLI_COUNT},
-                                 {"--weight-bits", CLI_COUNT}};
+                                 {"--weight-bits", CLI_COUNT}, {"--disable-pass", CLI_TEXT}};
 
 int oar_bench_quant(int argc, char **argv) {
     if (cli_check_flags("bench --workload quant-infer", argc, argv, FLAGS, CLI_N_FLAGS(FLAGS), 0)) return 2;
@@ -107,7 +109,10 @@ int oar_bench_quant(int argc, char **argv) {
         ok = oar_quantize_static_model(fp32, int8, cal, 2, &so, NULL, 0, &n_layers) == OAR_OK;
         if (!ok) fprintf(stderr, "oar bench: %s\n", oar_last_error());
     }
-    oar_predictor *pred = ok ? oar_predictor_create(&(oar_predictor_config){.model_path = stat ? int8 : fp32}) : NULL;
+    oar_predictor_config pc = {.model_path = stat ? int8 : fp32};
+    const char *off = cli_flag_value(argc, argv, "--disable-pass");
+    if (ok && off && cli_disable_passes(&pc.strategy, off)) ok = false;
+    oar_predictor *pred = ok ? oar_predictor_create(&pc) : NULL;
     for (const char *const *e = (const char *const[]){".json", ".safetensors", NULL}; *e; e++) {
         char file[160];
         snprintf(file, sizeof file, "%s%s", fp32, *e), unlink(file);
@@ -138,9 +143,9 @@ int oar_bench_quant(int argc, char **argv) {
     qsort(ms, (size_t)repeats, sizeof(double), cmp_double);
     printf("{\"workload\": \"quant-infer\", \"model\": \"%s\", \"quant\": \"%s\", \"batch\": %lld, \"threads\": %d, "
            "\"int8_layers\": %d, \"weight_bits\": %d, \"repeats\": %d, \"calls\": %d, \"ms_median\": %.4f, "
-           "\"ms_min\": %.4f, \"ms_max\": %.4f}\n", model, quant, (long long)batch, oar_get_num_threads(), n_layers,
-           stat || dyn ? weight_bits : 32, repeats, calls,
-           ms[repeats / 2], ms[0], ms[repeats - 1]);
+           "\"ms_min\": %.4f, \"ms_max\": %.4f, \"disabled_passes\": \"%s\"}\n", model, quant, (long long)batch,
+           oar_get_num_threads(), n_layers, stat || dyn ? weight_bits : 32, repeats, calls,
+           ms[repeats / 2], ms[0], ms[repeats - 1], off ? off : "");
     free(ms);
     rc = 0;
 done:

@@ -24,6 +24,9 @@ static const oar_pass_info g_passes[] = {
      "epilogues, quantize moved above max pooling and reshapes", true, true, oar_pass_fuse_quant},
     {"conv_nhwc", "runs convolutions on NHWC activations (oneDNN's layout) so chains of convs skip conversions; a channel concat read by a 1x1 conv (or max pooled first) is split into the convs",
      true, true, oar_pass_conv_nhwc, true},
+    {"quant_nhwc", "runs int8 convolutions (qconv2d on oneDNN) on NHWC u8/i8 and f32 activations, with quantize, max "
+     "pooling and residuals in between, so oneDNN's NHWC sums need no transposes (the same bits)", true, true,
+     oar_pass_quant_nhwc, true},
     {"fuse_attention", "matmul, scale, mask, softmax, matmul (and their traced backward) become fused_attention "
      "(and attention_backward)", true, false, oar_pass_fuse_attention},
     {"fuse_linear_act", "runs linear followed by relu or gelu as one linear_act node (the activation applied "

@@ -15,6 +15,9 @@
  *  2. the convolution writes the int32 sums in NHWC;
  *  3. the epilogue transposes 16 positions x 16 channels in registers (8 x 8 with AVX2) and
  *     writes consecutive NCHW outputs of each channel.
+ * qconv2d_nhwc (the quant_nhwc pass's NHWC int8 graph) needs neither transpose: its input rows
+ * are copied into the frame (or, unpadded, read in place), and its epilogue works on 16 (8)
+ * consecutive channels of a position, as oneDNN wrote them, into the NHWC output.
  * Weights are reordered into the primitive's layout once per weight (with their sums). On
  * ResNet-20's convolutions oneDNN's int8 runs 3-4x (VNNI) to 6-15x (AMX) faster than its f32;
  * see docs/quant.md for the whole-model figures. */
@@ -194,6 +197,9 @@ typedef struct qcall {
     const float *res;
     void *out;
     int32_t xzp;
+    bool nhwc;               /* qconv2d_nhwc: x, res and out are NHWC */
+    int32_t *sub[2];         /* nhwc: each channel's correction xzp * sum(w), for k[0] and k[1] */
+    float *zeros;            /* nhwc: the bias of an op without one */
     oar_status st; /* the first failure */
 } qcall;
 
@@ -265,6 +271,61 @@ OAR_QEPI2_TARGET static void epilogue_avx2(const qcall *c, const int32_t *acc, i
         }
 }
 
+/* The NHWC sums of nb images (the first is image b0) -> the NHWC outputs: they are already in
+ * the output's order, so 16 channels of a position at a time, no transpose; per block of 16
+ * channels, their constants in registers over every position. */
+#define NHWC_FLAGS(call)                                                                                             \
+    switch ((c->res != NULL) * 4 + (c->e.act == OAR_QACT_RELU) * 2 + (c->e.out_dtype == OAR_F32)) {                 \
+    case 0: call(false, false, false); break;                                                                       \
+    case 1: call(false, false, true); break;                                                                        \
+    case 2: call(false, true, false); break;                                                                        \
+    case 3: call(false, true, true); break;                                                                         \
+    case 4: call(true, false, false); break;                                                                        \
+    case 5: call(true, false, true); break;                                                                         \
+    case 6: call(true, true, false); break;                                                                         \
+    default: call(true, true, true); break;                                                                         \
+    }
+
+OAR_QEPI_TARGET static void epilogue_nhwc(const qcall *c, const int32_t *acc, int64_t b0, int64_t nb,
+                                          const int32_t *sub) {
+    int64_t rows = nb * c->g.oh * c->g.ow, o = c->g.o, i0 = b0 * c->g.oh * c->g.ow * o;
+    const float *bias = c->e.bias ? c->e.bias : c->zeros;
+    for (int64_t o0 = 0; o0 < o; o0 += 16) {
+        __mmask16 m = lanes16(o - o0);
+        __m512i vs = _mm512_maskz_loadu_epi32(m, sub + o0);
+        __m512 vc = _mm512_maskz_loadu_ps(m, c->e.comb + o0), vb = _mm512_maskz_loadu_ps(m, bias + o0);
+#define ROWS16(r, a, f) oar_qepilogue16_rows(&c->e, acc + o0, rows, o, m, vs, vc, vb, c->res, c->out, i0 + o0, r, a, f)
+        NHWC_FLAGS(ROWS16)
+#undef ROWS16
+    }
+}
+
+OAR_QEPI2_TARGET static void epilogue_nhwc_avx2(const qcall *c, const int32_t *acc, int64_t b0, int64_t nb,
+                                               const int32_t *sub) {
+    int64_t rows = nb * c->g.oh * c->g.ow, o = c->g.o, i0 = b0 * c->g.oh * c->g.ow * o;
+    const float *bias = c->e.bias ? c->e.bias : c->zeros;
+    for (int64_t o0 = 0; o0 < o; o0 += 8) {
+        int n = (int)(o - o0 < 8 ? o - o0 : 8);
+        __m256i m = _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+        __m256i vs = _mm256_maskload_epi32(sub + o0, m);
+        __m256 vc = _mm256_maskload_ps(c->e.comb + o0, m), vb = _mm256_maskload_ps(bias + o0, m);
+#define ROWS8(r, a, f) oar_qepilogue8_rows(&c->e, acc + o0, rows, o, n, m, vs, vc, vb, c->res, c->out, i0 + o0, r, a, f)
+        NHWC_FLAGS(ROWS8)
+#undef ROWS8
+    }
+}
+#undef NHWC_FLAGS
+
+/* NHWC images into the frame: each image row copied inside it. */
+static void frame_rows_nhwc(const qcall *c, const uint8_t *x, int64_t n, uint8_t *xf) {
+    const oar_qconv_geom *g = &c->g;
+    int64_t hp = g->h + 2 * g->ph, wp = g->w + 2 * g->pw;
+    for (int64_t b = 0; b < n; b++)
+        for (int64_t y = 0; y < g->h; y++)
+            memcpy(xf + ((b * hp + y + g->ph) * wp + g->pw) * g->c, x + (b * g->h + y) * g->w * g->c,
+                   (size_t)(g->w * g->c));
+}
+
 /* Chunk i through buffers for cn images (xf framed): its images into the frame, the
  * convolution, then the epilogue. */
 static oar_status run_chunk(const qcall *c, int64_t i, uint8_t *xf, int32_t *acc, void *scratch) {
@@ -274,7 +335,9 @@ static oar_status run_chunk(const qcall *c, int64_t i, uint8_t *xf, int32_t *acc
     const qkey *k = &p->key;
     int64_t b0 = i * c->cn, hp = g->h + 2 * g->ph, wp = g->w + 2 * g->pw;
     const uint8_t *x = c->x + b0 * g->c * g->h * g->w;
-    oar_u8_nchw_to_nhwc(x, k->n, g->c, g->h, g->w, xf + (g->ph * wp + g->pw) * g->c, wp * g->c, hp * wp * g->c);
+    if (!c->nhwc) oar_u8_nchw_to_nhwc(x, k->n, g->c, g->h, g->w, xf + (g->ph * wp + g->pw) * g->c, wp * g->c, hp * wp * g->c);
+    else if (g->ph || g->pw) frame_rows_nhwc(c, x, k->n, xf);
+    else xf = (uint8_t *)x; /* unpadded NHWC: the convolution reads the input itself */
     oar_status rc = OAR_OK;
     dnnl_stream_t s = NULL;
     dnnl_memory_t m[4] = {0};
@@ -296,7 +359,9 @@ static oar_status run_chunk(const qcall *c, int64_t i, uint8_t *xf, int32_t *acc
         if (m[j]) dnnl_memory_destroy(m[j]);
     if (s) dnnl_stream_destroy(s);
     const int32_t *wsum = pack_wsum(p, c->k[which]);
-    if (rc == OAR_OK && oar_cpu_use_vnni()) epilogue(c, acc, b0, k->n, wsum);
+    if (rc == OAR_OK && c->nhwc && oar_cpu_use_vnni()) epilogue_nhwc(c, acc, b0, k->n, c->sub[which]);
+    else if (rc == OAR_OK && c->nhwc) epilogue_nhwc_avx2(c, acc, b0, k->n, c->sub[which]);
+    else if (rc == OAR_OK && oar_cpu_use_vnni()) epilogue(c, acc, b0, k->n, wsum);
     else if (rc == OAR_OK) epilogue_avx2(c, acc, b0, k->n, wsum);
     return rc;
 }
@@ -327,7 +392,8 @@ static void run_chunks(void *ctx, int64_t begin, int64_t end) {
     oar_dnnl_one_omp_thread();
     size_t scratch_bytes = c->p[0]->scratch;
     if (c->p[1] && c->p[1]->scratch > scratch_bytes) scratch_bytes = c->p[1]->scratch;
-    size_t xbytes = (size_t)(c->cn * (g->h + 2 * g->ph) * (g->w + 2 * g->pw) * g->c);
+    bool framed = !c->nhwc || g->ph || g->pw; /* else the input is read in place */
+    size_t xbytes = framed ? (size_t)(c->cn * (g->h + 2 * g->ph) * (g->w + 2 * g->pw) * g->c) : 1;
     size_t ybytes = sizeof(int32_t) * (size_t)(c->cn * g->oh * g->ow * g->o);
     uint8_t *xf = oar_alloc(xbytes);
     int32_t *acc = oar_alloc(ybytes);
@@ -336,7 +402,7 @@ static void run_chunks(void *ctx, int64_t begin, int64_t end) {
     if (!xf || !acc || (scratch_bytes && !scratch))
         rc = oar_error(OAR_ERR_OOM, "qconv2d: out of memory for the framed input and int32 sums (%zu + %zu bytes)",
                        xbytes, ybytes);
-    if (rc == OAR_OK) frame(c, xf, c->cn);
+    if (rc == OAR_OK && framed) frame(c, xf, c->cn);
     for (int64_t i = begin; i < end && rc == OAR_OK; i++) rc = run_chunk(c, i, xf, acc, scratch);
     oar_status ok = OAR_OK;
     if (rc != OAR_OK) __atomic_compare_exchange_n(&c->st, &ok, rc, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
@@ -348,7 +414,8 @@ static void run_chunks(void *ctx, int64_t begin, int64_t end) {
 /* The primitives of x's parts (references the caller drops with release); false when oneDNN
  * has no exact int8 kernel for them. */
 static bool plan(qcall *c, oar_tensor *const *in, const oar_attr *a) {
-    if (!oar_cpu_has_avx2() || !oar_dnnl_usable() || oar_qconv_geom_get(in[QL_X], in[QL_W], a, &c->g) != OAR_OK)
+    if (!oar_cpu_has_avx2() || !oar_dnnl_usable() ||
+        (c->nhwc ? oar_qconv_nhwc_geom_get : oar_qconv_geom_get)(in[QL_X], in[QL_W], a, &c->g) != OAR_OK)
         return false;
     const oar_qconv_geom *g = &c->g;
     if (g->n < 1) return false; /* an empty batch: the other kernels write nothing just as well */
@@ -356,7 +423,8 @@ static bool plan(qcall *c, oar_tensor *const *in, const oar_attr *a) {
      * faster (LeNet batch 32 with VNNI: 0.67 against 0.93-0.97 ms of CPU time per call; the
      * AVX2 one, qconv_direct_avx2.c, ranks above this kernel and takes them itself), except
      * strided stems with 16+ outputs (the rule's comment) */
-    if (oar_qconv_direct_takes(oar_cpu_use_vnni(), g->c / g->groups, g->o / g->groups, g->sh * g->sw)) return false;
+    if (!c->nhwc && oar_qconv_direct_takes(oar_cpu_use_vnni(), g->c / g->groups, g->o / g->groups, g->sh * g->sw))
+        return false;
     int64_t per_image = g->oh * g->ow * g->o * (int64_t)sizeof(int32_t);
     c->cn = CHUNK_BYTES / per_image < 1 ? 1 : CHUNK_BYTES / per_image;
     c->cn = c->cn < g->n ? c->cn : g->n;
@@ -375,20 +443,37 @@ static bool plan(qcall *c, oar_tensor *const *in, const oar_attr *a) {
 }
 
 static void release(qcall *c) {
+    free(c->zeros);
     for (int i = 0; i < 2; i++) {
+        free(c->sub[i]);
         oar_packed_put(c->k[i]);
         if (c->p[i]) oar_prim_cache_put(&g_cache, c->p[i]);
     }
 }
 
-static oar_status qconv_dnnl(const oar_kctx *ctx, oar_tensor *const *in, int n_in, oar_tensor *const *out, int n_out,
-                             const oar_attr *a) {
-    (void)ctx, (void)n_in, (void)n_out;
-    qcall c = {0};
+/* nhwc: each packed weight's per-channel corrections, and zeros for a missing bias */
+static oar_status nhwc_tables(qcall *c) {
+    int64_t o = c->g.o;
+    if (!(c->zeros = calloc((size_t)o, sizeof(float))))
+        return oar_error(OAR_ERR_OOM, "qconv2d_nhwc: out of memory for %lld channels", (long long)o);
+    for (int i = 0; i < 2; i++) {
+        if (!c->k[i]) continue;
+        const int32_t *wsum = pack_wsum(c->p[i], c->k[i]);
+        if (!(c->sub[i] = malloc(sizeof(int32_t) * (size_t)o)))
+            return oar_error(OAR_ERR_OOM, "qconv2d_nhwc: out of memory for %lld channels", (long long)o);
+        for (int64_t j = 0; j < o; j++) c->sub[i][j] = (int32_t)((uint32_t)c->xzp * (uint32_t)wsum[j]);
+    }
+    return OAR_OK;
+}
+
+static oar_status qconv_run(const oar_kctx *ctx, oar_tensor *const *in, int n_in, oar_tensor *const *out, int n_out,
+                            const oar_attr *a, bool nhwc) {
+    qcall c = {.nhwc = nhwc};
     oar_status st = OAR_OK;
     if (!plan(&c, in, a)) {
         release(&c);
-        return oar_error(OAR_ERR_UNSUPPORTED, "qconv2d: oneDNN has no exact int8 kernel for these inputs");
+        return oar_error(OAR_ERR_UNSUPPORTED, "%s: oneDNN has no exact int8 kernel for these inputs",
+                         nhwc ? "qconv2d_nhwc" : "qconv2d");
     }
     if ((st = oar_qepilogue_init(&c.e, in, out[0], a + 4)) != OAR_OK) {
         release(&c);
@@ -405,8 +490,9 @@ static oar_status qconv_dnnl(const oar_kctx *ctx, oar_tensor *const *in, int n_i
     if (st == OAR_OK && !exact) { /* 8-bit weights on code that would saturate: the exact GEMM */
         oar_qepilogue_free(&c.e);
         release(&c);
-        return oar_qconv_gemm(in, out, a, oar_cpu_use_vnni());
+        return (nhwc ? oar_qconv_gemm_nhwc : oar_qconv_gemm)(in, out, a, oar_cpu_use_vnni());
     }
+    if (st == OAR_OK && nhwc) st = nhwc_tables(&c);
     if (st == OAR_OK) oar_parallel_for(c.chunks, 1, run_chunks, &c);
     if (st == OAR_OK) st = c.st;
     oar_qepilogue_free(&c.e);
@@ -414,12 +500,28 @@ static oar_status qconv_dnnl(const oar_kctx *ctx, oar_tensor *const *in, int n_i
     return st;
 }
 
-static bool supports(oar_tensor *const *in, int n_in, oar_tensor *const *out, int n_out, const oar_attr *a) {
-    (void)n_in, (void)out, (void)n_out;
-    qcall c = {0};
+static oar_status qconv_dnnl(const oar_kctx *ctx, oar_tensor *const *in, int n_in, oar_tensor *const *out, int n_out,
+                             const oar_attr *a) {
+    return qconv_run(ctx, in, n_in, out, n_out, a, false);
+}
+static oar_status qconv_dnnl_nhwc(const oar_kctx *ctx, oar_tensor *const *in, int n_in, oar_tensor *const *out,
+                                  int n_out, const oar_attr *a) {
+    return qconv_run(ctx, in, n_in, out, n_out, a, true);
+}
+
+static bool supports_layout(oar_tensor *const *in, const oar_attr *a, bool nhwc) {
+    qcall c = {.nhwc = nhwc};
     bool ok = plan(&c, in, a);
     release(&c);
     return ok;
+}
+static bool supports(oar_tensor *const *in, int n_in, oar_tensor *const *out, int n_out, const oar_attr *a) {
+    (void)n_in, (void)out, (void)n_out;
+    return supports_layout(in, a, false);
+}
+static bool supports_nhwc(oar_tensor *const *in, int n_in, oar_tensor *const *out, int n_out, const oar_attr *a) {
+    (void)n_in, (void)out, (void)n_out;
+    return supports_layout(in, a, true);
 }
 
 void oar_cpu_register_qconv_dnnl(void) {
@@ -427,6 +529,10 @@ void oar_cpu_register_qconv_dnnl(void) {
                                                            .dtypes = OAR_DTYPE_BIT(OAR_U8) | OAR_DTYPE_BIT(OAR_I8),
                                                            .impl = "onednn-int8", .priority = 40, .fn = qconv_dnnl,
                                                            .supports = supports});
+    oar_register_kernel(OAR_OP_qconv2d_nhwc, (oar_kernel_entry){.device = OAR_CPU,
+                                                                .dtypes = OAR_DTYPE_BIT(OAR_U8) | OAR_DTYPE_BIT(OAR_I8),
+                                                                .impl = "onednn-int8", .priority = 40,
+                                                                .fn = qconv_dnnl_nhwc, .supports = supports_nhwc});
 }
 #else
 void oar_cpu_register_qconv_dnnl(void) {}

@@ -13,6 +13,19 @@
 
 #define OAR_QEPI2_TARGET __attribute__((target("avx2,fma")))
 
+/* v requantized with e's y_scale and zero point: the 8 bytes in the low half of the result. */
+OAR_QEPI2_TARGET static inline __attribute__((always_inline)) __m128i oar_qrequant8(const oar_qepilogue *e, __m256 v) {
+    __m256 t = _mm256_mul_ps(v, _mm256_set1_ps(e->inv_y));
+    t = _mm256_max_ps(t, _mm256_set1_ps((float)(e->qmin - e->y_zp)));
+    t = _mm256_min_ps(t, _mm256_set1_ps((float)(e->qmax - e->y_zp)));
+    __m256i q = _mm256_add_epi32(_mm256_cvtps_epi32(t), _mm256_set1_epi32(e->y_zp));
+    /* the low byte of each lane (the values are within [qmin, qmax]): 4 bytes per 128-bit half */
+    const __m256i low = _mm256_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 0, 4, 8, 12, -1,
+                                         -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1);
+    q = _mm256_shuffle_epi8(q, low);
+    return _mm_unpacklo_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
+}
+
 /* acc - sub (the zero points' correction, wrapping) for channel ch: the n (1..8) outputs from
  * index i0 of out, the residual res (NULL: none) read from i0. */
 OAR_QEPI2_TARGET static inline __attribute__((always_inline)) void
@@ -39,15 +52,7 @@ oar_qepilogue8(const oar_qepilogue *e, __m256i acc, int32_t sub, int64_t ch, con
         }
         return;
     }
-    __m256 t = _mm256_mul_ps(v, _mm256_set1_ps(e->inv_y));
-    t = _mm256_max_ps(t, _mm256_set1_ps((float)(e->qmin - e->y_zp)));
-    t = _mm256_min_ps(t, _mm256_set1_ps((float)(e->qmax - e->y_zp)));
-    __m256i q = _mm256_add_epi32(_mm256_cvtps_epi32(t), _mm256_set1_epi32(e->y_zp));
-    /* the low byte of each lane (the values are within [qmin, qmax]): 4 bytes per 128-bit half */
-    const __m256i low = _mm256_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 0, 4, 8, 12, -1,
-                                         -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1);
-    q = _mm256_shuffle_epi8(q, low);
-    __m128i b = _mm_unpacklo_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
+    __m128i b = oar_qrequant8(e, v);
     if (n == 8) {
         _mm_storel_epi64((__m128i *)((uint8_t *)out + i0), b);
         return;
@@ -71,6 +76,35 @@ OAR_QEPI2_TARGET static inline __attribute__((always_inline)) void oar_transpose
     for (int j = 0; j < 4; j++) {
         r[j] = _mm256_castps_si256(_mm256_permute2f128_ps(u[j], u[4 + j], 0x20));
         r[4 + j] = _mm256_castps_si256(_mm256_permute2f128_ps(u[j], u[4 + j], 0x31));
+    }
+}
+
+/* The same on NHWC sums (qconv2d_nhwc): n (1..8) consecutive output channels (lanes m) of each of
+ * rows positions (acc's rows ld int32 apart); sub, comb and bias are those channels' corrections,
+ * scales and biases. Output element i0 + r * ld of out (and of the residual res) for row r; the
+ * flags are constants at each call (one loop per combination). */
+OAR_QEPI2_TARGET static inline __attribute__((always_inline)) void
+oar_qepilogue8_rows(const oar_qepilogue *e, const int32_t *acc, int64_t rows, int64_t ld, int n, __m256i m,
+                    __m256i sub, __m256 comb, __m256 bias, const float *res, void *out, int64_t i0, bool has_res,
+                    bool relu, bool f32) {
+    for (int64_t r = 0; r < rows; r++) {
+        int64_t i = i0 + r * ld;
+        __m256i a = _mm256_sub_epi32(_mm256_maskload_epi32(acc + r * ld, m), sub);
+        __m256 v = _mm256_fmadd_ps(_mm256_cvtepi32_ps(a), comb, bias);
+        if (has_res) v = _mm256_add_ps(v, _mm256_maskload_ps(res + i, m));
+        if (relu) v = _mm256_max_ps(v, _mm256_setzero_ps());
+        if (f32) {
+            _mm256_maskstore_ps((float *)out + i, m, v);
+            continue;
+        }
+        __m128i b = oar_qrequant8(e, v);
+        if (n == 8) {
+            _mm_storel_epi64((__m128i *)((uint8_t *)out + i), b);
+        } else {
+            uint8_t bytes[16];
+            _mm_storeu_si128((__m128i *)bytes, b);
+            memcpy((uint8_t *)out + i, bytes, (size_t)n);
+        }
     }
 }
 

@@ -42,4 +42,31 @@ oar_qepilogue16(const oar_qepilogue *e, __m512i acc, int32_t sub, int64_t ch, co
     _mm_mask_storeu_epi8((char *)out + i0, (__mmask16)((1u << __builtin_popcount(m)) - 1), _mm512_cvtepi32_epi8(q));
 }
 
+/* The same on NHWC sums (qconv2d_nhwc): 16 consecutive output channels of each of rows positions
+ * (acc's rows ld int32 apart), lanes m; sub, comb and bias are those channels' corrections,
+ * scales and biases. Output element i0 + r * ld of out (and of the residual res) for row r. The
+ * flags are constants at each call, so every combination compiles to its own loop with no
+ * branch or reload in it (a loop reading them through the epilogue struct spent half its time so). */
+OAR_QEPI_TARGET static inline __attribute__((always_inline)) void
+oar_qepilogue16_rows(const oar_qepilogue *e, const int32_t *acc, int64_t rows, int64_t ld, __mmask16 m, __m512i sub,
+                     __m512 comb, __m512 bias, const float *res, void *out, int64_t i0, bool has_res, bool relu,
+                     bool f32) {
+    const __m512 inv = _mm512_set1_ps(e->inv_y), lo = _mm512_set1_ps((float)(e->qmin - e->y_zp));
+    const __m512 hi = _mm512_set1_ps((float)(e->qmax - e->y_zp));
+    const __m512i zp = _mm512_set1_epi32(e->y_zp);
+    for (int64_t r = 0; r < rows; r++) {
+        int64_t i = i0 + r * ld;
+        __m512i a = _mm512_sub_epi32(_mm512_maskz_loadu_epi32(m, acc + r * ld), sub);
+        __m512 v = _mm512_fmadd_ps(_mm512_cvtepi32_ps(a), comb, bias);
+        if (has_res) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, res + i));
+        if (relu) v = _mm512_max_ps(v, _mm512_setzero_ps());
+        if (f32) {
+            _mm512_mask_storeu_ps((float *)out + i, m, v);
+            continue;
+        }
+        __m512 t = _mm512_min_ps(_mm512_max_ps(_mm512_mul_ps(v, inv), lo), hi);
+        _mm_mask_storeu_epi8((char *)out + i, m, _mm512_cvtepi32_epi8(_mm512_add_epi32(_mm512_cvtps_epi32(t), zp)));
+    }
+}
+
 #endif

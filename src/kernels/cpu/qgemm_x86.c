@@ -613,6 +613,78 @@ oar_status oar_qconv_gemm(oar_tensor *const *in, oar_tensor *const *out, const o
     return st;
 }
 
+/* qconv2d_nhwc's rows for the GEMM: with NHWC data each tap of a position is a run of cg bytes
+ * (K ordered ky, kx, c), the zero point where the tap falls outside */
+static void im2col_nhwc_rows(void *ctx, int64_t b, int64_t e) {
+    const im2col_job *j = ctx;
+    const oar_qconv_geom *g = j->g;
+    for (int64_t r = b; r < e; r++) {
+        int64_t img = r / g->oh, oy = r % g->oh;
+        uint8_t *d = j->col + r * g->ow * j->kg;
+        for (int64_t ox = 0; ox < g->ow; ox++)
+            for (int64_t ky = 0; ky < g->kh; ky++) {
+                int64_t iy = oy * g->sh - g->ph + ky * g->dh;
+                for (int64_t kx = 0; kx < g->kw; kx++, d += j->cg) {
+                    int64_t ix = ox * g->sw - g->pw + kx * g->dw;
+                    if (iy < 0 || iy >= g->h || ix < 0 || ix >= g->w) memset(d, j->pad, (size_t)j->cg);
+                    else memcpy(d, j->x + ((img * g->h + iy) * g->w + ix) * g->c + j->gr * j->cg, (size_t)j->cg);
+                }
+            }
+    }
+}
+
+/* qconv2d_nhwc as im2col + the exact GEMM, where oneDNN's int8 code is not exact (8-bit weights
+ * without VNNI) or not there: the GEMM's rows (positions) x columns (channels) are the NHWC
+ * output itself, so qlinear's row epilogue writes it. The weight's K order becomes (ky, kx, c):
+ * permuted per call (a few KB) and packed once under a name of its own (a negative offset, which
+ * no plain weight has, so the NCHW packing of the same bytes is never taken for it). */
+oar_status oar_qconv_gemm_nhwc(oar_tensor *const *in, oar_tensor *const *out, const oar_attr *a, bool vnni) {
+    oar_qconv_geom g;
+    oar_qepilogue e;
+    oar_status st = oar_qconv_nhwc_geom_get(in[QL_X], in[QL_W], a, &g);
+    if (st != OAR_OK || (st = oar_qepilogue_init(&e, in, out[0], a + 4)) != OAR_OK) return st;
+    int32_t xzp = (int32_t)oar_dtypes[in[QL_XZP]->dtype].load_i64(oar_tensor_ptr(in[QL_XZP]));
+    int64_t cg = g.c / g.groups, og = g.o / g.groups, kg = cg * g.kh * g.kw, rows = g.n * g.oh * g.ow;
+    uint8_t *col = malloc((size_t)(rows * kg > 0 ? rows * kg : 1));
+    int8_t *wp = malloc((size_t)(g.o * kg > 0 ? g.o * kg : 1));
+    if (!col || !wp) {
+        free(col), free(wp), oar_qepilogue_free(&e);
+        return oar_error(OAR_ERR_OOM, "qconv2d_nhwc: out of memory for a %lld x %lld column buffer", (long long)rows,
+                         (long long)kg);
+    }
+    const int8_t *w = (const int8_t *)oar_tensor_ptr(in[QL_W]);
+    for (int64_t o = 0; o < g.o; o++)
+        for (int64_t c = 0; c < cg; c++)
+            for (int64_t t = 0; t < g.kh * g.kw; t++) wp[o * kg + t * cg + c] = w[(o * cg + c) * g.kh * g.kw + t];
+    size_t osz = oar_dtypes[out[0]->dtype].size;
+    const float *res = in[QL_RES] ? (const float *)oar_tensor_ptr(in[QL_RES]) : NULL;
+    for (int64_t gr = 0; gr < g.groups && st == OAR_OK; gr++) {
+        im2col_job ij = {.g = &g, .x = (const uint8_t *)oar_tensor_ptr(in[QL_X]), .col = col, .pad = (uint8_t)xzp,
+                         .gr = gr, .cg = cg, .kg = kg};
+        oar_parallel_for(g.n * g.oh, 1 + 4096 / (g.ow * kg + 1), im2col_nhwc_rows, &ij);
+        oar_qepilogue eg = e; /* this group's channels */
+        eg.comb += gr * og;
+        if (eg.bias) eg.bias += gr * og;
+        linear_emit l = {.e = &eg, .res = res ? res + gr * og : NULL,
+                         .out = (char *)oar_tensor_ptr(out[0]) + (size_t)(gr * og) * osz, .osz = osz, .n = g.o};
+        oar_qweight_id wid = oar_qweight_id_of(in[QL_W], gr * og * kg);
+        wid.offset = -1 - wid.offset;
+        st = oar_qgemm(vnni, col, in[QL_X]->dtype == OAR_I8, xzp, wp + gr * og * kg, &wid, rows, og, kg, emit_linear, &l);
+    }
+    free(col), free(wp);
+    oar_qepilogue_free(&e);
+    return st;
+}
+
+static oar_status qconv_nhwc_vnni(const oar_kctx *ctx, oar_tensor *const *in, int n_in, oar_tensor *const *out,
+                                  int n_out, const oar_attr *a) {
+    return oar_qconv_gemm_nhwc(in, out, a, true);
+}
+static oar_status qconv_nhwc_avx2(const oar_kctx *ctx, oar_tensor *const *in, int n_in, oar_tensor *const *out,
+                                  int n_out, const oar_attr *a) {
+    return oar_qconv_gemm_nhwc(in, out, a, false);
+}
+
 static oar_status qconv_vnni(const oar_kctx *ctx, oar_tensor *const *in, int n_in, oar_tensor *const *out,
                              int n_out, const oar_attr *a) {
     return oar_qconv_gemm(in, out, a, true);
@@ -655,6 +727,12 @@ void oar_cpu_register_quant(void) {
                                                            .priority = 20, .fn = qconv_vnni, .supports = supports_vnni});
     oar_register_kernel(OAR_OP_qconv2d, (oar_kernel_entry){.device = OAR_CPU, .dtypes = dts, .impl = "avx2-exact",
                                                            .priority = 10, .fn = qconv_avx2, .supports = supports_avx2});
+    oar_register_kernel(OAR_OP_qconv2d_nhwc, (oar_kernel_entry){.device = OAR_CPU, .dtypes = dts, .impl = "avx512-vnni",
+                                                                .priority = 20, .fn = qconv_nhwc_vnni,
+                                                                .supports = supports_vnni});
+    oar_register_kernel(OAR_OP_qconv2d_nhwc, (oar_kernel_entry){.device = OAR_CPU, .dtypes = dts, .impl = "avx2-exact",
+                                                                .priority = 10, .fn = qconv_nhwc_avx2,
+                                                                .supports = supports_avx2});
 }
 
 #else

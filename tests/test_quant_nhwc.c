@@ -1,0 +1,223 @@
+/* The NHWC int8 graph (the quant_nhwc pass, src/graph/passes/conv_nhwc.c; qconv2d_nhwc): the
+ * program with the pass gives the bits of the program without it, every output (u8 and f32):
+ * - ResNet-20 static PTQ (BN folded, residuals in the epilogues) at two batch sizes, with the
+ *   weight width the CPU runs fastest (7 bits at the AVX2 cap), its convs NHWC but the stem
+ *   (3 channels: the direct kernel's);
+ * - LeNet static PTQ (every conv on the direct kernels: nothing converted, the same bits);
+ * - a traced graph mixing NHWC and NCHW consumers of one u8 value (an NHWC conv, a direct-kernel
+ *   conv of 8 outputs, a max pooling of the codes, a conv with an f32 residual from the NCHW
+ *   input, a dequantize), outputs u8 and f32;
+ * - without VNNI (the AVX2 cap), convs with 8-bit weights (which oneDNN's int8 code would
+ *   saturate) run qconv2d_nhwc's exact GEMM, 7-bit ones oneDNN's code.
+ * Runs at every ISA cap (tests/CMakeLists.txt); at generic the NHWC reference kernel runs. */
+#include "test_util.h"
+
+#include "graph/passes/passes.h"
+#include "graph/serialize.h"
+#include "ops/quant.h"
+
+#include <unistd.h>
+
+static char g_dir[256];
+
+static const char *path_in(const char *name) {
+    static char buf[4][512];
+    static int k;
+    k = (k + 1) % 4;
+    snprintf(buf[k], sizeof buf[k], "%s/%s", g_dir, name);
+    return buf[k];
+}
+
+static oar_status forward_fn(void *user, oar_tensor *const *in, int n_in, oar_tensor **out, int n_out) {
+    out[0] = oar_forward(user, in[0]);
+    return out[0] ? OAR_OK : oar_last_status();
+}
+
+static void export_fp32(oar_module *m, int64_t c, int64_t hw, const char *path) {
+    oar_input_spec spec = {OAR_F32, 4, {-1, c, hw, hw}, "images"};
+    oar_jit_opts o = {.specs = &spec, .n_specs = 1, .module = m};
+    oar_quant_export_strategy(&o.strategy);
+    oar_jit *f = oar_jit_to_static(forward_fn, m, &o);
+    oar_tensor *x = oar_randn((int64_t[]){2, c, hw, hw}, 4, OAR_F32), *y = NULL;
+    CHECK(f && oar_jit_call(f, &x, 1, &y, 1) == OAR_OK);
+    CHECK(oar_jit_save(f, path) == OAR_OK);
+    oar_jit_free(f);
+}
+
+static oar_tensor *predict(const char *path, oar_tensor *x, bool nhwc) {
+    oar_predictor_config cfg = {.model_path = path};
+    if (!nhwc) CHECK(oar_build_strategy_set(&cfg.strategy, "quant_nhwc", false) == OAR_OK);
+    oar_predictor *p = oar_predictor_create(&cfg);
+    CHECK(p != NULL);
+    if (!p) return NULL;
+    oar_tensor *y = NULL;
+    if (oar_predictor_set_input(p, oar_predictor_input_name(p, 0), x) == OAR_OK && oar_predictor_run(p) == OAR_OK)
+        y = oar_predictor_get_output(p, oar_predictor_output_name(p, 0));
+    oar_predictor_free(p);
+    return y;
+}
+
+/* Nodes of op in the saved program after the default inference passes. */
+static int count_after_passes(const char *path, oar_op_id op) {
+    oar_program *p = oar_program_load(path);
+    CHECK(p != NULL);
+    if (!p) return -1;
+    int n = -1;
+    if (oar_passes_run(p, oar_build_strategy_mask(NULL), false) == OAR_OK) {
+        n = 0;
+        for (int i = 0; i < p->n_nodes; i++) n += !p->nodes[i].dead && p->nodes[i].op == op;
+    }
+    oar_program_free(p);
+    return n;
+}
+
+static void resnet20(void) {
+    oar_scope_begin();
+    oar_manual_seed(11);
+    oar_module *m = oar_zoo_create("resnet20", NULL);
+    oar_module_train(m, true); /* running statistics far from (0, 1) */
+    oar_no_grad_begin();
+    for (int i = 0; i < 2; i++)
+        CHECK(oar_forward(m, oar_add_scalar(oar_mul_scalar(oar_randn((int64_t[]){8, 3, 16, 16}, 4, OAR_F32), 2.0),
+                                            0.5)) != NULL);
+    oar_no_grad_end();
+    oar_module_train(m, false);
+    export_fp32(m, 3, 16, path_in("resnet"));
+    oar_tensor *cal[2] = {oar_randn((int64_t[]){8, 3, 16, 16}, 4, OAR_F32),
+                          oar_randn((int64_t[]){8, 3, 16, 16}, 4, OAR_F32)};
+    for (int bits = 8; bits >= 7; bits--) {
+        oar_quant_static_opts so = {.weight_bits = bits};
+        oar_quant_layer layers[32];
+        int n = 0;
+        CHECK(oar_quantize_static_model(path_in("resnet"), path_in("resnet-int8"), cal, 2, &so, layers, 32, &n) ==
+              OAR_OK);
+        /* 21 int8 convs: all but the stem (3 input channels, the direct kernel's) NHWC */
+        int nq = count_after_passes(path_in("resnet-int8"), OAR_OP_qconv2d_nhwc);
+        int expect = 20;
+        printf("resnet20, %d-bit weights: %d of 21 int8 convs NHWC\n", bits, nq);
+        CHECK(nq == expect);
+        CHECK(count_after_passes(path_in("resnet-int8"), OAR_OP_qconv2d) == 21 - expect);
+        for (int64_t b = 1; b <= 5; b += 4) {
+            oar_tensor *x = oar_randn((int64_t[]){b, 3, 16, 16}, 4, OAR_F32);
+            oar_tensor *y = predict(path_in("resnet-int8"), x, true), *ref = predict(path_in("resnet-int8"), x, false);
+            CHECK(y && ref && t_same_bits(y, ref));
+        }
+    }
+    oar_module_free(m);
+    oar_scope_end();
+}
+
+static void lenet(void) {
+    oar_scope_begin();
+    oar_manual_seed(5);
+    oar_module *m = oar_zoo_create("lenet", NULL);
+    oar_module_train(m, false);
+    export_fp32(m, 1, 28, path_in("lenet"));
+    oar_tensor *cal[2] = {oar_randn((int64_t[]){8, 1, 28, 28}, 4, OAR_F32),
+                          oar_randn((int64_t[]){8, 1, 28, 28}, 4, OAR_F32)};
+    oar_quant_static_opts so = {.weight_bits = oar_quant_fast_weight_bits()};
+    oar_quant_layer layers[8];
+    int n = 0;
+    CHECK(oar_quantize_static_model(path_in("lenet"), path_in("lenet-int8"), cal, 2, &so, layers, 8, &n) == OAR_OK);
+    /* 1 -> 6 -> 16 channels: the direct kernels' convs, NCHW */
+    CHECK(count_after_passes(path_in("lenet-int8"), OAR_OP_qconv2d_nhwc) == 0);
+    CHECK(count_after_passes(path_in("lenet-int8"), OAR_OP_qconv2d) == 2);
+    for (int64_t b = 1; b <= 7; b += 6) {
+        oar_tensor *x = oar_randn((int64_t[]){b, 1, 28, 28}, 4, OAR_F32);
+        oar_tensor *y = predict(path_in("lenet-int8"), x, true), *ref = predict(path_in("lenet-int8"), x, false);
+        CHECK(y && ref && t_same_bits(y, ref));
+    }
+    oar_module_free(m);
+    oar_scope_end();
+}
+
+/* The mixed graph's weights and qparams (constants of the trace). */
+typedef struct mixed {
+    oar_tensor *s, *z, *ys, *yz, *w1, *w2, *w3, *w4, *ws, *b16, *b8;
+} mixed;
+
+static oar_tensor *q8(oar_tensor *x, mixed *g, bool relu, oar_tensor *w, oar_tensor *bias, const oar_conv_opts *c,
+                      oar_dtype dt, oar_tensor *res) {
+    oar_qlinear_opts o = {.relu = relu, .out_dtype = dt, .residual = res};
+    if (dt != OAR_F32) o.y_scale = g->ys, o.y_zero_point = g->yz;
+    return oar_qconv2d(x, g->ys, g->yz, w, g->ws, bias, c, &o);
+}
+
+/* x f32 [N, 16, 8, 8] -> u8 a = conv1(x) read by an NHWC conv (f32 out, x as residual; and its
+ * global average pool), a direct-kernel conv (8 outputs, u8), and a max pooling then a 1x1 conv
+ * (u8) and its dequantize. */
+static oar_status mixed_fn(void *user, oar_tensor *const *in, int n_in, oar_tensor **out, int n_out) {
+    mixed *g = user;
+    oar_conv_opts pad1 = {.padding = {1, 1}};
+    oar_tensor *q = oar_quantize(in[0], g->s, g->z, 0, OAR_U8);
+    oar_qlinear_opts o1 = {.relu = true, .out_dtype = OAR_U8, .y_scale = g->ys, .y_zero_point = g->yz};
+    oar_tensor *a = oar_qconv2d(q, g->s, g->z, g->w1, g->ws, g->b16, &pad1, &o1);
+    out[0] = q8(a, g, true, g->w2, g->b16, &pad1, OAR_F32, in[0]);
+    out[1] = q8(a, g, false, g->w3, g->b8, &pad1, OAR_U8, NULL);
+    oar_attr pa[5] = {oar_attr_ints((int64_t[]){2, 2}, 2), oar_attr_ints((int64_t[]){2, 2}, 2),
+                      oar_attr_ints((int64_t[]){0, 0}, 2), oar_attr_ints((int64_t[]){1, 1}, 2), oar_attr_int(0)};
+    oar_tensor *p = oar_op_call1(OAR_OP_qmax_pool2d, &a, 1, pa);
+    out[2] = q8(p, g, true, g->w4, NULL, NULL, OAR_U8, NULL);
+    out[3] = oar_dequantize(out[2], g->ys, g->yz, 0);
+    out[4] = oar_adaptive_avg_pool2d(out[0], 1, 1); /* an f32 reader with no NHWC form */
+    for (int i = 0; i < 5; i++)
+        if (!out[i]) return oar_last_status();
+    return OAR_OK;
+}
+
+static void mixed_graph(bool w8) {
+    oar_scope_begin();
+    oar_manual_seed(3);
+    int64_t lo = w8 ? -128 : -64, hi = w8 ? 128 : 64;
+    mixed g = {.s = oar_scalar(0.02, OAR_F32), .z = oar_scalar(128, OAR_I32), .ys = oar_scalar(0.05, OAR_F32),
+               .yz = oar_scalar(10, OAR_I32), .ws = oar_scalar(0.002, OAR_F32),
+               .w1 = oar_randint(lo, hi, (int64_t[]){16, 16, 3, 3}, 4, OAR_I8),
+               .w2 = oar_randint(lo, hi, (int64_t[]){16, 16, 3, 3}, 4, OAR_I8),
+               .w3 = oar_randint(lo, hi, (int64_t[]){8, 16, 3, 3}, 4, OAR_I8),
+               .w4 = oar_randint(lo, hi, (int64_t[]){16, 16, 1, 1}, 4, OAR_I8),
+               .b16 = oar_randn((int64_t[]){16}, 1, OAR_F32), .b8 = oar_randn((int64_t[]){8}, 1, OAR_F32)};
+    oar_input_spec spec = {OAR_F32, 4, {-1, 16, 8, 8}, "x"};
+    oar_jit *f[2];
+    for (int k = 0; k < 2; k++) {
+        oar_jit_opts o = {.specs = &spec, .n_specs = 1};
+        if (k) CHECK(oar_build_strategy_set(&o.strategy, "quant_nhwc", false) == OAR_OK);
+        f[k] = oar_jit_to_static(mixed_fn, &g, &o);
+        CHECK(f[k] != NULL);
+    }
+    for (int64_t b = 1; b <= 3; b += 2) {
+        oar_tensor *x = oar_randn((int64_t[]){b, 16, 8, 8}, 4, OAR_F32), *y[2][5] = {{0}};
+        for (int k = 0; k < 2; k++) CHECK(f[k] && oar_jit_call(f[k], &x, 1, y[k], 5) == OAR_OK);
+        for (int i = 0; i < 5; i++) CHECK(y[0][i] && y[1][i] && t_same_bits(y[0][i], y[1][i]));
+    }
+    /* the program: 3 convs NHWC, the 8-output one NCHW, the pooling NHWC */
+    char *dump = malloc(1 << 16);
+    CHECK(dump && oar_jit_dump(f[0], 0, dump, 1 << 16) > 0);
+    int nhwc = 0, nchw = 0, pool = 0;
+    for (const char *s = dump; s && (s = strstr(s, "= q")) != NULL; s++) {
+        nhwc += !strncmp(s, "= qconv2d_nhwc(", 15);
+        nchw += !strncmp(s, "= qconv2d(", 10);
+    }
+    for (const char *s = dump; s && (s = strstr(s, "= max_pool2d_nhwc(")) != NULL; s++) pool++;
+    printf("mixed graph (%d-bit weights): %d convs NHWC, %d NCHW, %d NHWC poolings\n", w8 ? 8 : 7, nhwc, nchw, pool);
+    CHECK(nhwc == 3 && nchw == 1 && pool == 1);
+    free(dump);
+    for (int k = 0; k < 2; k++) oar_jit_free(f[k]);
+    oar_scope_end();
+}
+
+int main(void) {
+    snprintf(g_dir, sizeof g_dir, "/tmp/oar-quant-nhwc-XXXXXX");
+    if (!mkdtemp(g_dir)) {
+        perror("mkdtemp");
+        return 1;
+    }
+    mixed_graph(false);
+    mixed_graph(true);
+    lenet();
+    resnet20();
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
+    if (getenv("OAR_TEST_KEEP")) printf("files kept in %s\n", g_dir); /* to look at the programs */
+    else if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", g_dir);
+    return test_summary("test_quant_nhwc");
+}
