@@ -78,7 +78,9 @@ oar_gemm_backend oar_gemm_rule(bool ta, bool tb, int64_t m, int64_t n, int64_t k
 /* Above 2^21 multiply-adds oar's f32 kernel runs at the libraries' rate (docs/kernels-gemm.md:
  * AVX2 tiles 120-127 GFLOP/s against OpenBLAS's 116-121, AVX-512 tiles 228-245 against
  * oneDNN's 222-242), so with the f32 copies and the rounding pass a library needs, oar's
- * kernel is ahead for 16-bit operands at every size (measured: docs/amp.md). */
+ * kernel is ahead or level for 16-bit operands at every size (gpt-mini's products: 1.01-1.33x
+ * at the AVX2 cap against OpenBLAS on copies, 0.94-1.42x with AVX-512 tiles against oneDNN's;
+ * docs/kernels-gemm.md). */
 oar_gemm_backend oar_gemm_rule_half(bool ta, bool tb, int64_t m, int64_t n, int64_t k, int nthreads) {
     if (!oar_hgemm_own_available() || padded_tile(m, n, (double)m * (double)n * (double)k))
         return oar_gemm_rule(ta, tb, m, n, k, nthreads);
