@@ -74,26 +74,7 @@ static void tail_copy(const oar_chan_layout *l, const void *src, void *dst, int6
 
 #define OAR_AVX2_ONLY __attribute__((target("avx2,fma,f16c")))
 
-/* Rows r[0..7] become columns: r[i][j] takes r[j][i]. */
-static inline OAR_AVX2_ONLY void transpose8(__m256 r[8]) {
-    __m256 t[8], u[8];
-    for (int i = 0; i < 4; i++) {
-        t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
-        t[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
-    }
-    for (int i = 0; i < 2; i++) {
-        u[4 * i + 0] = _mm256_shuffle_ps(t[4 * i + 0], t[4 * i + 2], _MM_SHUFFLE(1, 0, 1, 0));
-        u[4 * i + 1] = _mm256_shuffle_ps(t[4 * i + 0], t[4 * i + 2], _MM_SHUFFLE(3, 2, 3, 2));
-        u[4 * i + 2] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], _MM_SHUFFLE(1, 0, 1, 0));
-        u[4 * i + 3] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], _MM_SHUFFLE(3, 2, 3, 2));
-    }
-    for (int i = 0; i < 4; i++) {
-        r[i] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x20);
-        r[i + 4] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x31);
-    }
-}
-
-/* The same for 8 rows of 8 16-bit values. */
+/* nn_transpose8 (nn_half.h) for 8 rows of 8 16-bit values. */
 static inline OAR_AVX2_ONLY void transpose8x16(__m128i r[8]) {
     __m128i a[8], b[8];
     for (int i = 0; i < 4; i++) {
@@ -135,11 +116,11 @@ static OAR_AVX2_ONLY void convert(const oar_chan_layout *l, const void *src, voi
                     __m256 r[8];
                     if (to_plain) {
                         for (int k = 0; k < 8; k++) r[k] = _mm256_loadu_ps((const float *)src + co + (p + k) * ps);
-                        transpose8(r);
+                        nn_transpose8(r);
                         for (int k = 0; k < 8; k++) nn_st(dst, po + k * P + p, r[k], NN_BF16);
                     } else {
                         for (int k = 0; k < 8; k++) r[k] = nn_ld(src, po + k * P + p, NN_BF16);
-                        transpose8(r);
+                        nn_transpose8(r);
                         for (int k = 0; k < 8; k++) _mm256_storeu_ps((float *)dst + co + (p + k) * ps, r[k]);
                     }
                 } else {
@@ -147,7 +128,7 @@ static OAR_AVX2_ONLY void convert(const oar_chan_layout *l, const void *src, voi
                     float *d = (float *)dst;
                     __m256 r[8];
                     for (int k = 0; k < 8; k++) r[k] = _mm256_loadu_ps(s + (to_plain ? co + (p + k) * ps : po + k * P + p));
-                    transpose8(r);
+                    nn_transpose8(r);
                     for (int k = 0; k < 8; k++) _mm256_storeu_ps(d + (to_plain ? po + k * P + p : co + (p + k) * ps), r[k]);
                 }
             }

@@ -1,6 +1,6 @@
 /* GEMM-backed kernels for matmul and linear through oar_gemm (OpenBLAS, oneDNN or oar's own
- * kernel, chosen per shape: docs/kernels-gemm.md): f32 and f64 directly, f16 and bf16 through
- * f32 copies. A matrix operand whose last two dims are row-major or column-major (a
+ * kernel, chosen per shape: docs/kernels-gemm.md): f32, f64, f16 and bf16 (computed in f32:
+ * gemm_half.h). A matrix operand whose last two dims are row-major or column-major (a
  * transposed view) goes to the GEMM as it is, with the Trans flag for the latter; other
  * layouts are packed first. The libraries run single-threaded; large products are split over
  * oar's pool (oar_gemm), so nothing oversubscribes the cores. */
@@ -169,17 +169,25 @@ static oar_status linear_blas(const oar_kctx *ctx, oar_tensor *const *in, int n_
     return OAR_OK;
 }
 
-/* f16/bf16: the f32 kernels on converted copies, far faster than the reference loops */
+/* f16/bf16: the same kernels, oar_gemm reading and writing 16-bit matrices (gemm_half.h);
+ * oar_gemm_half_via_copies(true) brings back the earlier path (f32 copies of the inputs, the
+ * f32 kernel, the result rounded), the baseline tests hold the direct one to */
+static bool g_half_via_copies;
+
+void oar_gemm_half_via_copies(bool on) { __atomic_store_n(&g_half_via_copies, on, __ATOMIC_RELAXED); }
+
 static oar_status matmul_half(const oar_kctx *ctx, oar_tensor *const *in, int n_in, oar_tensor *const *out,
                               int n_out, const oar_attr *attrs) {
-    (void)n_out;
-    return oar_gemm_via_f32(matmul_blas, ctx, in, n_in, out, attrs);
+    if (__atomic_load_n(&g_half_via_copies, __ATOMIC_RELAXED))
+        return oar_gemm_via_f32(matmul_blas, ctx, in, n_in, out, attrs);
+    return matmul_blas(ctx, in, n_in, out, n_out, attrs);
 }
 
 static oar_status linear_half(const oar_kctx *ctx, oar_tensor *const *in, int n_in, oar_tensor *const *out,
                               int n_out, const oar_attr *attrs) {
-    (void)n_out;
-    return oar_gemm_via_f32(linear_blas, ctx, in, n_in, out, attrs);
+    if (__atomic_load_n(&g_half_via_copies, __ATOMIC_RELAXED))
+        return oar_gemm_via_f32(linear_blas, ctx, in, n_in, out, attrs);
+    return linear_blas(ctx, in, n_in, out, n_out, attrs);
 }
 
 /* oar's pool threads the GEMMs (oar_gemm); OpenBLAS stays on one thread at any count */
@@ -201,10 +209,10 @@ void oar_cpu_register_gemm(void) {
                                                           .priority = 20, .fn = linear_blas,
                                                           .supports = linear_blas_supports});
     oar_register_kernel(OAR_OP_matmul, (oar_kernel_entry){.device = OAR_CPU, .dtypes = OAR_GEMM_HALF_DTYPES,
-                                                          .impl = "gemm-f32", .priority = 20, .fn = matmul_half,
+                                                          .impl = "gemm-half", .priority = 20, .fn = matmul_half,
                                                           .supports = matmul_blas_supports});
     oar_register_kernel(OAR_OP_linear, (oar_kernel_entry){.device = OAR_CPU, .dtypes = OAR_GEMM_HALF_DTYPES,
-                                                          .impl = "gemm-f32", .priority = 20, .fn = linear_half,
+                                                          .impl = "gemm-half", .priority = 20, .fn = linear_half,
                                                           .supports = linear_blas_supports});
     oar_cpu_register_gemm_einsum();
 #endif

@@ -17,10 +17,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MR 6
+#define MR OAR_GEMM_MR
 /* K blocks of 256 keep a [KC x nr] panel of B (16 or 32 KiB) in L1 while row panels of A
  * pass over it. */
-#define KC 256
+#define KC OAR_GEMM_KC
 
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 
@@ -32,7 +32,7 @@ static _Thread_local size_t tl_scratch_floats;
 
 static void scratch_key_init(void) { (void)pthread_key_create(&g_scratch_key, free); }
 
-static float *scratch(size_t floats) {
+float *oar_gemm_scratch(size_t floats) {
     if (floats <= tl_scratch_floats) return tl_scratch;
     pthread_once(&g_scratch_once, scratch_key_init);
     void *p = NULL;
@@ -88,11 +88,7 @@ bool oar_gemm_avx2_available(void) { return oar_cpu_has_avx2(); }
 
 bool oar_gemm_avx512_available(void) { return oar_cpu_has_avx512(); }
 
-/* A micro-kernel: c[MR x nr] = acc (add false) or c + acc, where acc is the k-ordered FMA
- * chain over op(A) rows at a (element (r, p) at a[r * ars + p * aps]) and op(B) columns at b
- * (element (p, j) at b[p * bps + j]). */
-typedef void (*micro_fn)(int64_t kc, const float *a, int64_t ars, int64_t aps, const float *b, int64_t bps, float *c,
-                         int64_t ldc, bool add);
+typedef oar_gemm_micro_fn micro_fn; /* what it computes: gemm_avx2.h */
 
 /* Row r of the tile to C: c = acc, or c + acc when adding. */
 #define OAR_STORE_ROW(P, VEC, r, lo, hi)                                                                   \
@@ -137,6 +133,12 @@ OAR_MICRO_KERNEL(micro_6x16, OAR_AVX2, __m256, 8, _mm256, OAR_BCAST256)
 OAR_MICRO_KERNEL(micro_6x32, OAR_AVX512, __m512, 16, _mm512, OAR_BCAST512)
 #undef OAR_MICRO_KERNEL
 #undef OAR_STORE_ROW
+
+oar_gemm_micro_fn oar_gemm_micro(int nr) {
+    if (nr == 16 && oar_gemm_avx2_available()) return micro_6x16;
+    if (nr == 32 && oar_gemm_avx512_available()) return micro_6x32;
+    return NULL;
+}
 
 /* 8 rows of 8 floats (row stride ld) transposed into 8 rows at dst (row stride NRmax...). */
 OAR_AVX2 static void transpose_8x8(const float *s, int64_t ld, float *d, int64_t dld) {
@@ -219,7 +221,7 @@ static void gemm_blocked(const kernel *kn, bool ta, bool tb, int64_t m, int64_t 
     int64_t kcb = min64(KC, k);
     /* one packed panel of B, an edge panel of A, a tile */
     size_t b_floats = (size_t)(kcb * nr), a_floats = (size_t)(kcb * MR);
-    float *buf = scratch(b_floats + a_floats + (size_t)(MR * nr));
+    float *buf = oar_gemm_scratch(b_floats + a_floats + (size_t)(MR * nr));
     if (!buf) {
         gemm_plain(ta, tb, m, n, k, A, lda, B, ldb, first_stores, C, ldc);
         return;
@@ -281,6 +283,10 @@ void oar_sgemm_avx512(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const f
 
 bool oar_gemm_avx2_available(void) { return false; }
 bool oar_gemm_avx512_available(void) { return false; }
+oar_gemm_micro_fn oar_gemm_micro(int nr) {
+    (void)nr;
+    return NULL;
+}
 
 /* never chosen on these targets (not available); kept total so that a forced call still
  * computes the product, with the same arithmetic */

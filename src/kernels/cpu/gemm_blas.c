@@ -5,6 +5,7 @@
 #ifdef OAR_HAVE_OPENBLAS
 #include "kernels/cpu/gemm_avx2.h"
 #include "kernels/cpu/gemm_dnnl.h"
+#include "kernels/cpu/gemm_half.h"
 #include "kernels/cpu/gemm_select.h"
 
 #include <cblas.h>
@@ -19,6 +20,10 @@ void oar_gemm_blas_single_thread(void) { openblas_set_num_threads(1); }
 static void gemm_1(oar_dtype dt, oar_gemm_backend be, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
                    const void *A, int64_t lda, const void *B, int64_t ldb, double beta, void *C, int64_t ldc) {
     enum CBLAS_TRANSPOSE fa = ta ? CblasTrans : CblasNoTrans, fb = tb ? CblasTrans : CblasNoTrans;
+    if (dt == OAR_BF16 || dt == OAR_F16) { /* oar_gemm sends only oar's kernel here */
+        oar_hgemm_own(be == OAR_GEMM_AVX512 ? 32 : 16, dt, ta, tb, m, n, k, A, lda, B, ldb, (float)beta, C, ldc);
+        return;
+    }
     if (dt == OAR_F32 && be == OAR_GEMM_AVX2) {
         oar_sgemm_avx2(ta, tb, m, n, k, A, lda, B, ldb, (float)beta, C, ldc);
         return;
@@ -83,13 +88,50 @@ static void gemm_rows(const gemm_job *j, int64_t lo, int64_t hi) {
                j->ldb, j->beta, j->C + lo * es, j->ldc);
 }
 
+/* A stored rows x cols 16-bit matrix (leading dimension ld) into a dense f32 one, or back */
+static void widen_mat(oar_dtype dt, int64_t rows, int64_t cols, const uint16_t *s, int64_t ld, float *d) {
+    for (int64_t i = 0; i < rows; i++)
+        for (int64_t j = 0; j < cols; j++)
+            d[i * cols + j] = dt == OAR_BF16 ? oar_bf16_to_f32(s[i * ld + j]) : oar_f16_to_f32(s[i * ld + j]);
+}
+
+/* bf16/f16 on a library: f32 copies of the operands (and of C unless beta is 0), the f32 GEMM,
+ * C rounded. Only the narrow and short shapes, forced backends and CPUs without AVX2 get here. */
+static void gemm_half_copies(oar_dtype dt, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const void *A,
+                             int64_t lda, const void *B, int64_t ldb, double beta, void *C, int64_t ldc) {
+    int64_t ar = ta ? k : m, ac = ta ? m : k, br = tb ? n : k, bc = tb ? k : n;
+    size_t bytes = sizeof(float) * (size_t)(ar * ac + br * bc + m * n);
+    float *a = oar_alloc(bytes), *b = a ? a + ar * ac : NULL, *c = a ? b + br * bc : NULL;
+    if (!a) { /* the same arithmetic as oar's kernel, needing no memory */
+        oar_hgemm_plain(dt, ta, tb, m, n, k, A, lda, B, ldb, (float)beta, C, ldc);
+        return;
+    }
+    widen_mat(dt, ar, ac, A, lda, a);
+    widen_mat(dt, br, bc, B, ldb, b);
+    if (beta != 0.0) widen_mat(dt, m, n, C, ldc, c);
+    oar_gemm(OAR_F32, ta, tb, m, n, k, a, ac, b, bc, beta, c, n);
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < n; j++) {
+            float v = c[i * n + j];
+            ((uint16_t *)C)[i * ldc + j] = dt == OAR_BF16 ? oar_f32_to_bf16(v) : oar_f32_to_f16(v);
+        }
+    oar_free(a, bytes);
+}
+
 void oar_gemm(oar_dtype dt, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const void *A, int64_t lda,
               const void *B, int64_t ldb, double beta, void *C, int64_t ldc) {
     /* chosen for the whole product and the configured thread count, whether or not it is
      * split here, so the same product always runs the same backend */
     bool det = oar_get_deterministic(); /* then neither the backend nor the parts follow the threads */
-    oar_gemm_backend be =
-        dt == OAR_F32 ? oar_gemm_choose(ta, tb, m, n, k, det ? 1 : oar_get_num_threads()) : OAR_GEMM_OPENBLAS;
+    int nt = det ? 1 : oar_get_num_threads();
+    bool half = dt == OAR_BF16 || dt == OAR_F16;
+    oar_gemm_backend be = dt == OAR_F32 ? oar_gemm_choose(ta, tb, m, n, k, nt)
+                          : half        ? oar_gemm_choose_half(ta, tb, m, n, k, nt)
+                                        : OAR_GEMM_OPENBLAS;
+    if (half && be != OAR_GEMM_AVX2 && be != OAR_GEMM_AVX512) {
+        if (m > 0 && n > 0) gemm_half_copies(dt, ta, tb, m, n, k, A, lda, B, ldb, beta, C, ldc);
+        return;
+    }
     if (!oar_gemm_splits(m, n, k)) {
         gemm_1(dt, be, ta, tb, m, n, k, A, lda, B, ldb, beta, C, ldc);
         return;
@@ -124,7 +166,12 @@ oar_gemm_mat oar_gemm_mat_t(const oar_gemm_mat *m) {
 }
 
 void oar_gemm_mat_pack(const oar_gemm_mat *m, const char *src, size_t es, char *dst) {
-    if (es == sizeof(float)) {
+    if (es == sizeof(uint16_t)) {
+        const uint16_t *s = (const uint16_t *)src;
+        uint16_t *d = (uint16_t *)dst;
+        for (int64_t i = 0; i < m->rows; i++)
+            for (int64_t j = 0; j < m->cols; j++) d[i * m->cols + j] = s[i * m->rs + j * m->cs];
+    } else if (es == sizeof(float)) {
         const float *s = (const float *)src;
         float *d = (float *)dst;
         for (int64_t i = 0; i < m->rows; i++)

@@ -7,6 +7,7 @@
 
 #include "kernels/cpu/gemm_avx2.h"
 #include "kernels/cpu/gemm_dnnl.h"
+#include "kernels/cpu/gemm_half.h"
 
 #include "oar.h"
 
@@ -57,15 +58,42 @@ bool oar_gemm_backend_available(oar_gemm_backend b) {
 #define NARROW_MACS 65536.0  /* 2^16 */
 #define SHORT_MACS 1048576.0 /* 2^20 */
 
+static int g_forced; /* oar_gemm_backend; AUTO: the rule */
+
+/* where oar's tile is mostly padding and the product is not tiny */
+static bool padded_tile(int64_t m, int64_t n, double macs) {
+    return (n <= 16 && macs > NARROW_MACS) || (m < 24 && m % 6 != 0 && macs > SHORT_MACS);
+}
+
 oar_gemm_backend oar_gemm_rule(bool ta, bool tb, int64_t m, int64_t n, int64_t k, int nthreads) {
     (void)ta; (void)tb; (void)nthreads;
     double macs = (double)m * (double)n * (double)k;
     bool wide = oar_gemm_avx512_available(), own = oar_gemm_avx2_available();
     oar_gemm_backend library = wide && oar_gemm_dnnl_available() ? OAR_GEMM_DNNL : OAR_GEMM_OPENBLAS;
-    bool narrow = n <= 16 && macs > NARROW_MACS, short_m = m < 24 && m % 6 != 0 && macs > SHORT_MACS;
-    if (own && macs <= SMALL_MACS && !narrow && !short_m) return wide ? OAR_GEMM_AVX512 : OAR_GEMM_AVX2;
+    if (own && macs <= SMALL_MACS && !padded_tile(m, n, macs)) return wide ? OAR_GEMM_AVX512 : OAR_GEMM_AVX2;
     /* narrow products go to oneDNN where it has AVX-512 code, else OpenBLAS */
     return library;
+}
+
+/* Above 2^21 multiply-adds oar's f32 kernel runs at the libraries' rate (docs/kernels-gemm.md:
+ * AVX2 tiles 120-127 GFLOP/s against OpenBLAS's 116-121, AVX-512 tiles 228-245 against
+ * oneDNN's 222-242), so with the f32 copies and the rounding pass a library needs, oar's
+ * kernel is ahead or level for 16-bit operands at every size (gpt-mini's products: 1.01-1.33x
+ * at the AVX2 cap against OpenBLAS on copies, 0.94-1.42x with AVX-512 tiles against oneDNN's;
+ * docs/kernels-gemm.md). */
+oar_gemm_backend oar_gemm_rule_half(bool ta, bool tb, int64_t m, int64_t n, int64_t k, int nthreads) {
+    if (!oar_hgemm_own_available() || padded_tile(m, n, (double)m * (double)n * (double)k))
+        return oar_gemm_rule(ta, tb, m, n, k, nthreads);
+    return oar_gemm_avx512_available() ? OAR_GEMM_AVX512 : OAR_GEMM_AVX2;
+}
+
+oar_gemm_backend oar_gemm_choose_half(bool ta, bool tb, int64_t m, int64_t n, int64_t k, int nthreads) {
+    int forced = __atomic_load_n(&g_forced, __ATOMIC_RELAXED);
+    bool own = forced == OAR_GEMM_AVX2 || forced == OAR_GEMM_AVX512;
+    if (forced != OAR_GEMM_AUTO && oar_gemm_backend_available((oar_gemm_backend)forced) &&
+        (!own || oar_hgemm_own_available()))
+        return (oar_gemm_backend)forced;
+    return oar_gemm_rule_half(ta, tb, m, n, k, nthreads);
 }
 
 /* ---- the cache: open addressing, no eviction; a crowded table just stops remembering */
@@ -79,7 +107,6 @@ typedef struct slot {
 } slot;
 static slot g_cache[CACHE_SLOTS];
 static pthread_mutex_t g_cache_mu = PTHREAD_MUTEX_INITIALIZER;
-static int g_forced; /* oar_gemm_backend; AUTO: the rule */
 
 static uint64_t mix(uint64_t h, uint64_t v) {
     h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);

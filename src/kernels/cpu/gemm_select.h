@@ -32,6 +32,16 @@ oar_gemm_backend oar_gemm_rule(bool ta, bool tb, int64_t m, int64_t n, int64_t k
  * per shape so the rule runs once for each. */
 oar_gemm_backend oar_gemm_choose(bool ta, bool tb, int64_t m, int64_t n, int64_t k, int nthreads);
 
+/* The same for a product of bf16/f16 matrices (gemm_half.h). oar's kernel (AVX-512 tiles where
+ * the CPU has them) widens the operands in its packing; a library needs f32 copies of them and
+ * a rounding pass over C. So oar's kernel wherever it runs, except on the narrow and short
+ * shapes where its tile is mostly padding (those go to the f32 rule's library, on copies).
+ * Where oar's kernel is unavailable (the generic cap), the f32 rule's answer. */
+oar_gemm_backend oar_gemm_rule_half(bool ta, bool tb, int64_t m, int64_t n, int64_t k, int nthreads);
+/* What oar_gemm runs for bf16/f16: a forced backend (oar's kernel only where it takes 16-bit
+ * operands), else the rule. */
+oar_gemm_backend oar_gemm_choose_half(bool ta, bool tb, int64_t m, int64_t n, int64_t k, int nthreads);
+
 /* For tests and benchmarks: every later f32 GEMM uses b (AUTO restores the rule). Returns the
  * previous setting; an unavailable backend is refused (returns -1, nothing changes). Not for
  * use while GEMMs run on other threads. */
