@@ -1,7 +1,9 @@
 /* `oar onnx-bench MODEL.onnx --input X.npy`: the time to load the model, to compile and run it
  * once (the first call traces, runs the passes and plans memory), and the median of the later
  * runs with the 10th and 90th percentiles, as one JSON line. bench/onnx_vs_ort.py runs it beside
- * onnxruntime and PyTorch. */
+ * onnxruntime and PyTorch. --profile prints the op tables on stderr; --trace OUT.json writes every
+ * call of the timed runs (op, kernel, input shapes, duration) as a Chrome trace, to compare node
+ * by node with onnxruntime's profiler. */
 #include "cli.h"
 
 #include <stdio.h>
@@ -22,9 +24,10 @@ static int by_value(const void *a, const void *b) {
 
 int oar_cmd_onnx_bench(int argc, char **argv) {
     static const cli_flag flags[] = {{"--input", CLI_TEXT}, {"--threads", CLI_COUNT}, {"--steps", CLI_COUNT},
-                                     {"--profile", CLI_NONE}};
+                                     {"--profile", CLI_NONE}, {"--trace", CLI_TEXT}};
     if (cli_check_flags("onnx-bench", argc, argv, flags, CLI_N_FLAGS(flags), 1)) return 2;
     const char *path = NULL, *input = cli_flag_value(argc, argv, "--input");
+    const char *trace = cli_flag_value(argc, argv, "--trace");
     const char *th = cli_flag_value(argc, argv, "--threads"), *st = cli_flag_value(argc, argv, "--steps");
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--profile")) continue;
@@ -32,7 +35,7 @@ int oar_cmd_onnx_bench(int argc, char **argv) {
         else if (!path) path = argv[i];
     }
     if (!path || !input) {
-        fprintf(stderr, "usage: oar onnx-bench MODEL.onnx --input X.npy [--threads N] [--steps N] [--profile]\n");
+        fprintf(stderr, "usage: oar onnx-bench MODEL.onnx --input X.npy [--threads N] [--steps N] [--profile] [--trace OUT.json]\n");
         return 2;
     }
     int steps = st ? atoi(st) : 20;
@@ -55,7 +58,7 @@ int oar_cmd_onnx_bench(int argc, char **argv) {
     double t_first = now_ms() - t0;
     for (int k = 0; k < n_out; k++) oar_release(out[k]);
     oar_profiler_opts po = oar_profiler_defaults(OAR_PROFILER_FULL);
-    bool profile = cli_has_flag(argc, argv, "--profile");
+    bool profile = cli_has_flag(argc, argv, "--profile") || trace;
     if (profile && oar_profiler_start(&po) != OAR_OK) goto done;
     for (int s = 0; s < steps; s++) {
         t0 = now_ms();
@@ -66,6 +69,7 @@ int oar_cmd_onnx_bench(int argc, char **argv) {
     }
     if (profile) { /* the per-op tables on stderr: stdout stays one JSON line */
         oar_profiler_stop();
+        if (trace && oar_profiler_export_chrome_trace(trace) != OAR_OK) goto done;
         char *sum = malloc(1 << 16);
         if (sum) {
             oar_profiler_summary(sum, 1 << 16, OAR_PROFILER_SORT_TOTAL, 25);
