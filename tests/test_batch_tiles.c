@@ -7,7 +7,10 @@
  *  - the executor's results equal the node-by-node eager run, to the bit, at 1 and 2 threads
  *    (slices in the wrong place, a buffer reused inside the tile or a remainder slice run at
  *    the full slice size would not);
- *  - small tensors (the same chain at batch 2) and a sum over the batch make no tile. */
+ *  - small tensors (the same chain at batch 2) and a sum over the batch make no tile;
+ *  - the NHWC path the imported CNNs take (conv2d_act with layout nhwc and a residual, the
+ *    oneDNN kernel; max_pool2d_nhwc with ceil_mode) is one tile too, its result read by a mean, bit-equal to eager at 1 and 2 threads; like every test here it also runs capped
+ *    at avx2 and generic, so each ISA path's kernels run sliced. */
 #include "graph_test_util.h"
 
 #include "graph/exec.h"
@@ -95,7 +98,45 @@ static void test_no_tile(void) {
     oar_program_free(c.p);
 }
 
+/* x [n, 128, 128, 8] (NHWC) -> conv2d_act 3x3 relu -> conv2d_act 1x1 + residual (the first
+ * conv's output) -> max_pool2d_nhwc 3x3 stride 1 ceil_mode -> mean over H, W: [n, 8]. The mean
+ * reads under 16 MB over the batch: it ends the tile and reads the pooled slices after it. */
+static void test_nhwc(int threads, int64_t batch) {
+    CHECK(oar_set_num_threads(threads) == OAR_OK);
+    oar_scope_begin();
+    oar_program *p = oar_program_new();
+    oar_manual_seed(12);
+    int x = gt_input(p, (int64_t[]){batch, 128, 128, 8}, 4);
+    int w1 = gt_tensor(p, OAR_VAL_PARAM, (int64_t[]){8, 8, 3, 3}, 4, "w1");
+    int b1 = gt_tensor(p, OAR_VAL_PARAM, (int64_t[]){8}, 1, "b1");
+    int w2 = gt_tensor(p, OAR_VAL_PARAM, (int64_t[]){8, 8, 1, 1}, 4, "w2");
+    int c1 = GT_OP(p, conv2d_act, "stride=1,1 padding=1,1 dilation=1,1 groups=1 act=relu layout=nhwc", x, w1, b1, -1);
+    int c2 = GT_OP(p, conv2d_act, "stride=1,1 padding=0,0 dilation=1,1 groups=1 act=relu layout=nhwc", c1, w2, -1, c1);
+    int pool = GT_OP(p, max_pool2d_nhwc, "kernel=3,3 stride=1,1 padding=0,0 dilation=1,1 ceil_mode=1", c2);
+    int m = GT_OP(p, mean, "dims=1,2 keepdim=0", pool);
+    CHECK(m >= 0 && oar_program_add_output(p, GT_MAIN, m) == OAR_OK);
+    oar_tensor *in = oar_randn((int64_t[]){batch, 128, 128, 8}, 4, OAR_F32), *want = NULL, *got = NULL;
+    CHECK(gt_eval(p, NULL, &in, 1, &want) == OAR_OK);
+    oar_exec *e = oar_exec_create(p);
+    CHECK(e != NULL);
+    if (e) {
+        const oar_memory_plan *pl = oar_exec_plan(e);
+        CHECK(pl->n_tiles == 1 && pl->tiles[0].first == 0 && pl->tiles[0].last == 2 && pl->tiles[0].sub == threads);
+        CHECK(pl->tiled[c1] == OAR_TILE_INTERIOR && pl->tiled[c2] == OAR_TILE_INTERIOR && pl->tiled[pool] == OAR_TILE_SLICED);
+        CHECK(pl->tiled[m] == OAR_TILE_NONE);
+        CHECK(oar_exec_run(e, &in, 1, &got, 1) == OAR_OK);
+        CHECK(t_same_bits(got, want));
+        oar_release(got);
+        oar_exec_free(e);
+    }
+    oar_release(want);
+    oar_program_free(p);
+    oar_scope_end();
+}
+
 int main(void) {
+    test_nhwc(1, 17);
+    test_nhwc(2, 17);
     test_plan(1, 17);
     test_plan(2, 17);
     test_results(1, 17);
