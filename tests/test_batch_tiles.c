@@ -83,6 +83,7 @@ static void test_results(int threads, int64_t batch) {
         oar_exec_free(e);
     }
     for (int k = 0; k < 2; k++) oar_release(want[k]);
+    oar_release(x);
     oar_program_free(c.p);
     oar_scope_end();
 }
@@ -130,6 +131,7 @@ static void test_nhwc(int threads, int64_t batch) {
         oar_exec_free(e);
     }
     oar_release(want);
+    oar_release(in);
     oar_program_free(p);
     oar_scope_end();
 }
