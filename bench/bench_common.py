@@ -16,11 +16,19 @@ def cpu_name():
 
 def timed(fn, steps):
     """Median, 10th and 90th percentile of `steps` timed calls of fn after a warm-up, in ms."""
+    return timed_cpu(fn, steps)[:3]
+
+
+def timed_cpu(fn, steps):
+    """timed(fn, steps) and the process's CPU time per timed call in ms (every thread: at one
+    thread on a loaded machine the steadier measure, since waiting for a core is not counted)."""
     fn()  # warm-up
     ts = []
+    c0 = time.process_time()
     for _ in range(steps):
         t0 = time.perf_counter()
         fn()
         ts.append((time.perf_counter() - t0) * 1e3)
+    cpu = (time.process_time() - c0) * 1e3 / max(steps, 1)
     ts.sort()
-    return ts[len(ts) // 2], ts[len(ts) // 10], ts[min(len(ts) - 1, (len(ts) * 9) // 10)]
+    return ts[len(ts) // 2], ts[len(ts) // 10], ts[min(len(ts) - 1, (len(ts) * 9) // 10)], cpu

@@ -2,7 +2,9 @@
 beside onnxruntime (all graph optimizations, the same thread count) and PyTorch eager, in the
 same run, on the models of tests/onnx/torch_models.py. One JSON line per (model, batch,
 threads): medians of the timed runs in ms, 10th-90th percentile spread, and ratios (> 1: oar is
-faster). Also oar's load time and first run (trace + passes + planning).
+faster). Also oar's load time and first run (trace + passes + planning), and both runtimes' CPU
+time per run (all their threads; ort_over_oar_cpu: at 1 thread the ratio a loaded machine moves
+least, since waiting for a core is not counted; at 2 threads onnxruntime's spinning threads count).
 
 usage: python bench/onnx_vs_ort.py --oar build/oar [--models resnet18,...] [--batches 1,32]
        [--threads 1,2] [--steps 10] [--oar-before OTHER_OAR]
@@ -24,7 +26,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import torch_models  # noqa: E402
 
 
-from bench_common import cpu_name, timed  # noqa: E402
+from bench_common import cpu_name, timed, timed_cpu  # noqa: E402
 
 
 def main():
@@ -66,7 +68,7 @@ def main():
                 so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
                 sess = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
                 feed = {"input": x.numpy()}
-                ort_t = timed(lambda: sess.run(None, feed), a.steps)
+                ort_t = timed_cpu(lambda: sess.run(None, feed), a.steps)
                 torch.set_num_threads(threads)
                 with torch.no_grad():
                     torch_t = timed(lambda: model(x), a.steps)
@@ -76,6 +78,8 @@ def main():
                     "ort_ms": round(ort_t[0], 4), "ort_p10_p90": [round(ort_t[1], 4), round(ort_t[2], 4)],
                     "torch_ms": round(torch_t[0], 4), "torch_p10_p90": [round(torch_t[1], 4), round(torch_t[2], 4)],
                     "ort_over_oar": round(ort_t[0] / o["median_ms"], 3),
+                    **({"oar_cpu_ms": o["cpu_ms"], "ort_cpu_ms": round(ort_t[3], 4),
+                        "ort_over_oar_cpu": round(ort_t[3] / o["cpu_ms"], 3)} if o.get("cpu_ms") else {}),
                     "torch_over_oar": round(torch_t[0] / o["median_ms"], 3),
                     "oar_load_ms": o["load_ms"], "oar_first_run_ms": o["first_run_ms"],
                     "onnxruntime": ort.__version__, "torch": torch.__version__, "loadavg": os.getloadavg()[0],

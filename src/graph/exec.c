@@ -48,6 +48,8 @@ typedef struct instr {
     const oar_node *node;
     oar_kparams *params;            /* recorded in a graph, a host_inputs or random op's device kernel:
                                        its per-run values (op.h) */
+    int tile_len;                   /* the first instruction of a batch tile: the tile's length, else 0 */
+    int tile;                       /* and its index in plan.tiles */
 } instr;
 
 struct oar_exec {
@@ -143,25 +145,66 @@ static oar_status run_view(oar_exec *e, const instr *I) {
 #if defined(__GNUC__)
 __attribute__((noinline, cold))
 #endif
-static oar_status run_kernel_slow(const instr *I, int hooks) {
+static oar_status run_kernel_slow(const instr *I, oar_tensor *const *in, oar_tensor *const *out, int hooks) {
     int64_t t0 = (hooks & 1) && oar_prof_spans_on() ? oar_prof_now() : 0;
-    oar_status st = oar_op_run_kernel(I->op, I->kernel, I->in, I->n_in, I->out, I->n_out, I->attrs);
-    if (t0 && st == OAR_OK) oar_prof_kernel_end(I->def->name, I->kernel->impl, I->in, I->n_in, I->out, I->n_out, t0);
-    if (st == OAR_OK && oar_prof_check_on()) st = oar_check_outputs(I->def->name, I->in, I->n_in, I->out, I->n_out);
+    oar_status st = oar_op_run_kernel(I->op, I->kernel, in, I->n_in, out, I->n_out, I->attrs);
+    if (t0 && st == OAR_OK) oar_prof_kernel_end(I->def->name, I->kernel->impl, in, I->n_in, out, I->n_out, t0);
+    if (st == OAR_OK && oar_prof_check_on()) st = oar_check_outputs(I->def->name, in, I->n_in, out, I->n_out);
+    return st;
+}
+
+/* A kernel instruction on the argument lists given (its own, or a batch tile's slices). */
+static oar_status call_kernel(const instr *I, oar_tensor *const *in, oar_tensor *const *out, const oar_kctx *ctx) {
+    oar_status st;
+    int hooks = oar_prof_hooks_on();
+    if (OAR_LIKELY(I->direct && !hooks && !I->random)) {
+        st = I->fn(ctx, in, I->n_in, out, I->n_out, I->attrs);
+        if (OAR_UNLIKELY(st != OAR_OK) && oar_last_status() == OAR_OK)
+            oar_error(st, "%s: the %s kernel failed without a message", I->def->name, I->kernel->impl);
+    } else {
+        st = run_kernel_slow(I, in, out, hooks);
+    }
+    return st;
+}
+
+/* Header h cut to images [b0, b0 + rows) of a batched value (into *cut): a value the tile
+ * slices holds the whole batch, an interior one holds one slice from its start. */
+static oar_tensor *cut_rows(const oar_tensor *h, char how, int64_t b0, int64_t rows, oar_tensor *cut) {
+    *cut = *h;
+    if (h->shape[0] > 0) cut->numel = h->numel / h->shape[0] * rows;
+    cut->shape[0] = rows;
+    if (how == OAR_TILE_SLICED) cut->offset += b0 * h->strides[0];
+    return cut;
+}
+
+/* Batch tile k (batch_tiles.h): its instructions once per slice of images, on headers cut to
+ * the slice, so each slice a node writes is read by the next while in cache. */
+static oar_status run_tile(oar_exec *e, const instr *first, const oar_kctx *ctx) {
+    const oar_batch_tile *bt = &e->plan.tiles[first->tile];
+    oar_status st = OAR_OK;
+    for (int64_t b0 = 0; b0 < bt->batch && st == OAR_OK; b0 += bt->sub) {
+        int64_t rows = bt->batch - b0 < bt->sub ? bt->batch - b0 : bt->sub;
+        for (int i = 0; i < first->tile_len && st == OAR_OK; i++) {
+            const instr *I = first + i;
+            const oar_node *n = I->node;
+            oar_tensor cut[OAR_TILE_MAX_ARGS], *in[OAR_TILE_MAX_ARGS], *out[OAR_TILE_MAX_ARGS];
+            for (int k = 0; k < I->n_in; k++) {
+                char how = n->in[k] >= 0 ? e->plan.tiled[n->in[k]] : OAR_TILE_NONE;
+                in[k] = how && I->in[k] ? cut_rows(I->in[k], how, b0, rows, &cut[k]) : I->in[k];
+            }
+            for (int o = 0; o < I->n_out; o++)
+                out[o] = cut_rows(I->out[o], e->plan.tiled[n->out[o]], b0, rows, &cut[I->n_in + o]);
+            st = call_kernel(I, in, out, ctx);
+            if (OAR_UNLIKELY(st != OAR_OK)) oar_error_prefix("program node %d", (int)(n - e->p->nodes));
+        }
+    }
     return st;
 }
 
 static oar_status run_instr(oar_exec *e, const instr *I, const oar_kctx *ctx) {
     oar_status st;
     if (OAR_LIKELY(I->kind == INSTR_KERNEL)) {
-        int hooks = oar_prof_hooks_on();
-        if (OAR_LIKELY(I->direct && !hooks && !I->random)) {
-            st = I->fn(ctx, I->in, I->n_in, I->out, I->n_out, I->attrs);
-            if (OAR_UNLIKELY(st != OAR_OK) && oar_last_status() == OAR_OK)
-                oar_error(st, "%s: the %s kernel failed without a message", I->def->name, I->kernel->impl);
-        } else {
-            st = run_kernel_slow(I, hooks);
-        }
+        st = call_kernel(I, I->in, I->out, ctx);
         /* caches keyed on (storage, version), such as oneDNN's packed weights, see the new data */
         if (I->bumps) I->out[0]->storage->version++;
     } else if (I->kind == INSTR_VIEW) {
@@ -171,6 +214,14 @@ static oar_status run_instr(oar_exec *e, const instr *I, const oar_kctx *ctx) {
     }
     if (OAR_UNLIKELY(st != OAR_OK)) oar_error_prefix("program node %d", (int)(I->node - e->p->nodes));
     return st;
+}
+
+/* Instruction *i, or the batch tile starting there (then *i moves to the tile's last one). */
+static oar_status run_at(oar_exec *e, int *i, const oar_kctx *ctx) {
+    const instr *I = &e->code[*i];
+    if (OAR_LIKELY(!I->tile_len)) return run_instr(e, I, ctx);
+    *i += I->tile_len - 1;
+    return run_tile(e, I, ctx);
 }
 
 static oar_status make_headers(oar_exec *e) {
@@ -418,6 +469,49 @@ static oar_status settle_fixed(oar_exec *e) {
     return OAR_OK;
 }
 
+/* Batch tiles (batch_tiles.h): the first instruction of each gets the tile's length, and the
+ * interior values' headers hold one slice (their planned size) from now on: the kernels were
+ * chosen on whole-batch shapes, which the slices only cut. */
+static oar_status mark_tiles(oar_exec *e) {
+    const oar_program *p = e->p;
+    const oar_block *mb = &p->blocks[OAR_MAIN_BLOCK];
+    if (!e->plan.n_tiles) return OAR_OK;
+    int *step = malloc(sizeof(int) * ((size_t)p->n_nodes + 1));
+    if (!step) return oar_error(OAR_ERR_OOM, "executor: out of memory");
+    for (int s = 0; s < mb->n_nodes; s++) step[mb->nodes[s]] = s;
+    oar_status st = OAR_OK;
+    for (int t = 0; t < e->plan.n_tiles && st == OAR_OK; t++) {
+        const oar_batch_tile *bt = &e->plan.tiles[t];
+        int head = -1;
+        for (int i = 0; i < e->n_code; i++) {
+            int s = step[e->code[i].node - p->nodes];
+            if (s < bt->first || s > bt->last) continue;
+            if (e->code[i].kind != INSTR_KERNEL || (head >= 0 && head + e->code[head].tile_len != i)) {
+                st = oar_error(OAR_ERR_STATE, "executor: batch tile of steps %d to %d holds a view, control flow or "
+                               "a gap at node %d", bt->first, bt->last, (int)(e->code[i].node - p->nodes));
+                break;
+            }
+            if (head < 0) head = i, e->code[i].tile = t;
+            e->code[head].tile_len++;
+        }
+    }
+    free(step);
+    for (int v = 0; v < p->n_values && st == OAR_OK; v++) {
+        if (e->plan.tiled[v] != OAR_TILE_INTERIOR || !e->hdr[v]) continue;
+        const oar_batch_tile *bt = NULL;
+        for (int t = 0; t < e->plan.n_tiles; t++)
+            if (e->plan.first[v] == e->plan.tiles[t].first) bt = &e->plan.tiles[t];
+        oar_tensor *h = e->hdr[v];
+        if (!bt || h->ndim < 1 || h->shape[0] != bt->batch) {
+            st = oar_error(OAR_ERR_STATE, "executor: value %d is planned as one slice of a batch tile but is no batch", v);
+            break;
+        }
+        h->numel = h->numel / bt->batch * bt->sub;
+        h->shape[0] = bt->sub;
+    }
+    return st;
+}
+
 oar_exec *oar_exec_create(const oar_program *p) {
     oar_exec *e = OAR_NEW(oar_exec);
     if (!e) return NULL;
@@ -427,12 +521,13 @@ oar_exec *oar_exec_create(const oar_program *p) {
         free(e);
         return NULL;
     }
-    oar_status st = oar_plan_memory(p, &e->plan);
+    oar_status st = oar_plan_memory_tiled(p, e->on_device ? 0 : oar_get_num_threads(), &e->plan);
     if (st == OAR_OK && getenv("OAR_CHECK_PLAN")) st = oar_plan_check(p, &e->plan);
     if (st == OAR_OK && !(e->hoisted = oar_program_hoisted_nodes(p))) st = oar_last_status();
     if (st == OAR_OK) st = make_headers(e);
     if (st == OAR_OK) st = make_code(e);
     if (st == OAR_OK) st = settle_fixed(e);
+    if (st == OAR_OK) st = mark_tiles(e);
     if (st != OAR_OK) {
         oar_exec_free(e);
         return NULL;
@@ -625,7 +720,7 @@ static oar_status run_phased(oar_exec *e, const oar_kctx *ctx) {
             oar_prof_push(oar_prof_phase_name(ph));
             cur = ph;
         }
-        st = run_instr(e, &e->code[i], ctx);
+        st = run_at(e, &i, ctx);
     }
     if (cur) oar_prof_pop();
     return st;
@@ -841,7 +936,7 @@ oar_status oar_exec_run(oar_exec *e, oar_tensor *const *in, int n_in, oar_tensor
     } else if (OAR_UNLIKELY(oar_prof_ranges_on())) {
         if (st == OAR_OK) st = run_phased(e, &ctx);
     } else {
-        for (int i = 0; i < e->n_code && st == OAR_OK; i++) st = run_instr(e, &e->code[i], &ctx);
+        for (int i = 0; i < e->n_code && st == OAR_OK; i++) st = run_at(e, &i, &ctx);
     }
     oar_no_grad_end();
     if (st == OAR_OK) st = hand_out(e, out, n_out);

@@ -350,7 +350,10 @@ oar_status oar_program_memory_stats_get(const oar_jit *f, int i, oar_program_mem
     oar_memory_plan plan;
     oar_status st = oar_plan_memory(p, &plan);
     if (st != OAR_OK) return st;
-    out->planned_arena_bytes = plan.arena_bytes;
+    /* the executor's own plan when there is one: its batch tiles (batch_tiles.h) depend on the
+     * thread count it was made at */
+    const oar_memory_plan *ran = en->n_execs ? oar_exec_plan(en->execs[en->n_execs - 1].exec) : NULL;
+    out->planned_arena_bytes = ran ? ran->arena_bytes : plan.arena_bytes;
     out->persistent_bytes = plan.persistent_bytes;
     out->output_bytes = plan.fresh_bytes;
     out->naive_bytes = oar_plan_naive_bytes(p);

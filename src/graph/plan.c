@@ -177,10 +177,42 @@ void oar_plan_free(oar_memory_plan *plan) {
     free(plan->nbytes);
     free(plan->first);
     free(plan->last);
+    free(plan->tiles);
+    free(plan->tiled);
     memset(plan, 0, sizeof *plan);
 }
 
-oar_status oar_plan_memory(const oar_program *p, oar_memory_plan *plan) {
+oar_status oar_plan_memory(const oar_program *p, oar_memory_plan *plan) { return oar_plan_memory_tiled(p, 0, plan); }
+
+/* The step a read at step s counts at: the end of s's tile, if any. */
+static int tile_end(const int *tile_of, const oar_memory_plan *plan, int s) {
+    return tile_of[s] >= 0 ? plan->tiles[tile_of[s]].last : s;
+}
+
+/* Tiles: roots written in a tile live from its start, the batched outputs its nodes make that
+ * nothing after it reads hold one slice, and the other batched values its nodes touch are cut
+ * per slice. Reads inside a tile were counted at its end (tile_end). */
+static void plan_tiles(const oar_program *p, oar_memory_plan *plan, const int *tile_of, const bool *hoisted,
+                       const char *batched) {
+    const oar_block *mb = &p->blocks[OAR_MAIN_BLOCK];
+    for (int s = 0; s < mb->n_nodes; s++) {
+        int t = tile_of[s];
+        const oar_node *n = &p->nodes[mb->nodes[s]];
+        if (t < 0 || hoisted[mb->nodes[s]] || (oar_op_table[n->op]->flags & OAR_OPF_VIEW)) continue;
+        const oar_batch_tile *bt = &plan->tiles[t];
+        for (int k = 0; k < n->n_in; k++)
+            if (n->in[k] >= 0 && batched[n->in[k]] && !plan->tiled[n->in[k]]) plan->tiled[n->in[k]] = OAR_TILE_SLICED;
+        for (int o = 0; o < n->n_out; o++) {
+            int v = n->out[o];
+            plan->first[v] = bt->first;
+            bool interior = plan->root[v] == v && plan->cls[v] == OAR_BUF_ARENA && plan->last[v] <= bt->last;
+            plan->tiled[v] = interior ? OAR_TILE_INTERIOR : OAR_TILE_SLICED;
+            if (interior) plan->nbytes[v] = plan->nbytes[v] / bt->batch * bt->sub;
+        }
+    }
+}
+
+oar_status oar_plan_memory_tiled(const oar_program *p, int threads, oar_memory_plan *plan) {
     if (!p || !plan) return oar_error(OAR_ERR_INVALID_ARG, "plan: expected a program and a plan, got NULL");
     memset(plan, 0, sizeof *plan);
     int nv = p->n_values;
@@ -196,8 +228,11 @@ oar_status oar_plan_memory(const oar_program *p, oar_memory_plan *plan) {
     char *seen = calloc(n1, 1); /* per root: 1 aliased by a main-block output, 2 by a gradient write */
     int *order = malloc(sizeof(int) * n1);
     bool *hoisted = oar_program_hoisted_nodes(p); /* computed once: outside the arena */
+    char *batched = calloc(n1, 1);
+    int *tile_of = malloc(sizeof(int) * ((size_t)p->blocks[OAR_MAIN_BLOCK].n_nodes + 1));
+    plan->tiled = calloc(n1, 1);
     oar_status st = OAR_OK;
-    if (!hoisted || !plan->root || !plan->cls || !plan->offset || !plan->nbytes || !plan->first || !plan->last || !pl.step ||
+    if (!batched || !tile_of || !plan->tiled || !hoisted || !plan->root || !plan->cls || !plan->offset || !plan->nbytes || !plan->first || !plan->last || !pl.step ||
         !pl.where || !seen || !order) {
         st = oar_error(OAR_ERR_OOM, "plan: out of memory");
         goto done;
@@ -216,6 +251,11 @@ oar_status oar_plan_memory(const oar_program *p, oar_memory_plan *plan) {
 
     const oar_block *mb = &p->blocks[OAR_MAIN_BLOCK];
     int n_steps = mb->n_nodes;
+    st = threads > 0 ? oar_batch_tiles_find(p, hoisted, threads, &plan->tiles, &plan->n_tiles, batched) : OAR_OK;
+    if (st != OAR_OK) goto done;
+    for (int s = 0; s < n_steps; s++) tile_of[s] = -1;
+    for (int t = 0; t < plan->n_tiles; t++)
+        for (int s = plan->tiles[t].first; s <= plan->tiles[t].last; s++) tile_of[s] = t;
     for (int k = 0; k < mb->n_out; k++) seen[plan->root[mb->out[k]]] |= 1;
     for (int k = 0; k < p->n_grad_writes; k++) seen[plan->root[p->grad_writes[k].value]] |= 2;
 
@@ -243,9 +283,10 @@ oar_status oar_plan_memory(const oar_program *p, oar_memory_plan *plan) {
     for (int s = 0; s < n_steps; s++) {
         const oar_node *n = &p->nodes[mb->nodes[s]];
         for (int k = 0; k < n->n_in; k++)
-            if (n->in[k] >= 0) bump(plan, plan->root[n->in[k]], s);
+            if (n->in[k] >= 0) bump(plan, plan->root[n->in[k]], tile_end(tile_of, plan, s));
         for (int k = 0; k < n->n_blocks; k++) sub_reads(&pl, n->blocks[k], s, 1);
     }
+    if (plan->n_tiles) plan_tiles(p, plan, tile_of, hoisted, batched);
     int n_arena = 0;
     for (int v = 0; v < nv; v++) {
         if (plan->root[v] != v) continue;
@@ -271,6 +312,8 @@ done:
     free(seen);
     free(order);
     free(hoisted);
+    free(batched);
+    free(tile_of);
     if (st != OAR_OK) oar_plan_free(plan);
     return st;
 }

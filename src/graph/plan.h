@@ -14,6 +14,7 @@
 #ifndef OAR_GRAPH_PLAN_H
 #define OAR_GRAPH_PLAN_H
 
+#include "graph/batch_tiles.h"
 #include "graph/ir.h"
 
 typedef enum oar_buffer_class {
@@ -32,10 +33,18 @@ typedef struct oar_memory_plan {
     int *first, *last;      /* per root: live range in main-block steps (inclusive) */
     int64_t arena_bytes;    /* the planned peak of intermediates */
     int64_t persistent_bytes, fresh_bytes; /* outside the arena, for the report */
+    /* batch tiles (batch_tiles.h): every root a tile reads lives to the tile's end and every
+     * root it writes from the tile's start; the interior ones hold one slice (nbytes) */
+    oar_batch_tile *tiles;
+    int n_tiles;
+    char *tiled;            /* per value: OAR_TILE_NONE, _SLICED (a batched value a tile reads or
+                               writes, cut per slice) or _INTERIOR (made and read only in its tile) */
 } oar_memory_plan;
 
-/* Plans the main block of p (after passes; dead nodes must be compacted away). */
+/* Plans the main block of p (after passes; dead nodes must be compacted away), with batch tiles
+ * for `threads` threads (0: none). */
 oar_status oar_plan_memory(const oar_program *p, oar_memory_plan *plan);
+oar_status oar_plan_memory_tiled(const oar_program *p, int threads, oar_memory_plan *plan);
 void oar_plan_free(oar_memory_plan *plan);
 /* Verifies a plan: every arena root fits in the arena, is aligned, and no two roots whose live
  * ranges overlap share a byte. Tests run it on every plan they make. */

@@ -127,6 +127,12 @@ static oar_status check(checker *c) {
         }
         int64_t bytes = (int64_t)oar_dtypes[val->meta.dtype].size;
         for (int d = 0; d < val->meta.ndim; d++) bytes *= val->meta.shape[d];
+        if (plan->tiled && plan->tiled[v] == OAR_TILE_INTERIOR) { /* one slice of its tile (batch_tiles.h) */
+            const oar_batch_tile *bt = NULL;
+            for (int t = 0; t < plan->n_tiles; t++)
+                if (plan->first[v] == plan->tiles[t].first) bt = &plan->tiles[t];
+            if (bt) bytes = bytes / bt->batch * bt->sub;
+        }
         if (c->at[v] != AT_NONE && plan->nbytes[v] != bytes) {
             st = bad("its size is not numel * dtype size", v);
             break;

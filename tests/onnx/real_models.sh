@@ -4,6 +4,9 @@
 # weights) run by `oar infer model.onnx` and compared with PyTorch's outputs on the same input:
 # |oar - torch| <= 1e-3 |torch| + 1e-4 max|torch|. The CNNs also run at 1, 2 and 3 threads, which
 # must give the same bits (at batch 1 their convs run as row parts on the threads, conv_dnnl.c).
+# squeezenet1_1 and mobilenet_v2 also run at batch 8, where their first layers run as batch
+# tiles (src/graph/batch_tiles.c: one image per slice at 1 thread, two at 2): the same bits at 1
+# and 2 threads and the same tolerance against torch.
 # Skips (77) without Debian's python3 with torch and torchvision, or without ONNX support in the
 # build.
 # Usage: real_models.sh OAR_BINARY SOURCE_DIR
@@ -37,12 +40,24 @@ for m in resnet18 mobilenet_v2 squeezenet1_1; do
   done
   echo "$m: the same bits at 1, 2 and 3 threads"
 done
+mkdir "$dir/b8"
+"$py" "$src/tests/onnx/torch_models.py" "$dir/b8" --batch 8 --models squeezenet1_1,mobilenet_v2 2> "$dir/export8.log" ||
+  { cat "$dir/export8.log"; exit 1; }
+for m in squeezenet1_1 mobilenet_v2; do
+  for t in 1 2; do
+    "$oar" infer "$dir/b8/$m.onnx" --input "$dir/b8/$m.x.npy" --output "$dir/b8/$m.t$t.npy" --threads $t > "$dir/b8/$m.log" 2>&1 ||
+      { echo "onnx_real_models: oar infer $m.onnx (batch 8) --threads $t failed:"; cat "$dir/b8/$m.log"; exit 1; }
+  done
+  cmp -s "$dir/b8/$m.t1.npy" "$dir/b8/$m.t2.npy" || { echo "onnx_real_models: $m at batch 8 differs at 2 threads"; exit 1; }
+  cp "$dir/b8/$m.t1.npy" "$dir/b8/$m.oar.npy"
+  echo "$m (batch 8, tiles): the same bits at 1 and 2 threads"
+done
 "$py" - "$dir" <<'PY'
 import sys
 import numpy as np
 d = sys.argv[1]
 bad = 0
-for m in ["resnet18", "mobilenet_v2", "squeezenet1_1", "transformer", "lstm"]:
+for m in ["resnet18", "mobilenet_v2", "squeezenet1_1", "transformer", "lstm", "b8/squeezenet1_1", "b8/mobilenet_v2"]:
     got, want = np.load(f"{d}/{m}.oar.npy"), np.load(f"{d}/{m}.y.npy")
     scale = float(np.abs(want).max())
     err = float(np.abs(got - want).max()) if got.shape == want.shape else float("inf")
