@@ -12,64 +12,8 @@
  * Runs at every ISA cap (tests/CMakeLists.txt); at generic the NHWC reference kernel runs. */
 #include "test_util.h"
 
-#include "graph/passes/passes.h"
-#include "graph/serialize.h"
 #include "ops/quant.h"
-
-#include <unistd.h>
-
-static char g_dir[256];
-
-static const char *path_in(const char *name) {
-    static char buf[4][512];
-    static int k;
-    k = (k + 1) % 4;
-    snprintf(buf[k], sizeof buf[k], "%s/%s", g_dir, name);
-    return buf[k];
-}
-
-static oar_status forward_fn(void *user, oar_tensor *const *in, int n_in, oar_tensor **out, int n_out) {
-    out[0] = oar_forward(user, in[0]);
-    return out[0] ? OAR_OK : oar_last_status();
-}
-
-static void export_fp32(oar_module *m, int64_t c, int64_t hw, const char *path) {
-    oar_input_spec spec = {OAR_F32, 4, {-1, c, hw, hw}, "images"};
-    oar_jit_opts o = {.specs = &spec, .n_specs = 1, .module = m};
-    oar_quant_export_strategy(&o.strategy);
-    oar_jit *f = oar_jit_to_static(forward_fn, m, &o);
-    oar_tensor *x = oar_randn((int64_t[]){2, c, hw, hw}, 4, OAR_F32), *y = NULL;
-    CHECK(f && oar_jit_call(f, &x, 1, &y, 1) == OAR_OK);
-    CHECK(oar_jit_save(f, path) == OAR_OK);
-    oar_jit_free(f);
-}
-
-static oar_tensor *predict(const char *path, oar_tensor *x, bool nhwc) {
-    oar_predictor_config cfg = {.model_path = path};
-    if (!nhwc) CHECK(oar_build_strategy_set(&cfg.strategy, "quant_nhwc", false) == OAR_OK);
-    oar_predictor *p = oar_predictor_create(&cfg);
-    CHECK(p != NULL);
-    if (!p) return NULL;
-    oar_tensor *y = NULL;
-    if (oar_predictor_set_input(p, oar_predictor_input_name(p, 0), x) == OAR_OK && oar_predictor_run(p) == OAR_OK)
-        y = oar_predictor_get_output(p, oar_predictor_output_name(p, 0));
-    oar_predictor_free(p);
-    return y;
-}
-
-/* Nodes of op in the saved program after the default inference passes. */
-static int count_after_passes(const char *path, oar_op_id op) {
-    oar_program *p = oar_program_load(path);
-    CHECK(p != NULL);
-    if (!p) return -1;
-    int n = -1;
-    if (oar_passes_run(p, oar_build_strategy_mask(NULL), false) == OAR_OK) {
-        n = 0;
-        for (int i = 0; i < p->n_nodes; i++) n += !p->nodes[i].dead && p->nodes[i].op == op;
-    }
-    oar_program_free(p);
-    return n;
-}
+#include "quant_program_util.h"
 
 static void resnet20(void) {
     oar_scope_begin();
@@ -99,7 +43,7 @@ static void resnet20(void) {
         CHECK(count_after_passes(path_in("resnet-int8"), OAR_OP_qconv2d) == 21 - expect);
         for (int64_t b = 1; b <= 5; b += 4) {
             oar_tensor *x = oar_randn((int64_t[]){b, 3, 16, 16}, 4, OAR_F32);
-            oar_tensor *y = predict(path_in("resnet-int8"), x, true), *ref = predict(path_in("resnet-int8"), x, false);
+            oar_tensor *y = predict(path_in("resnet-int8"), x, NULL), *ref = predict(path_in("resnet-int8"), x, "quant_nhwc");
             CHECK(y && ref && t_same_bits(y, ref));
         }
     }
@@ -124,7 +68,7 @@ static void lenet(void) {
     CHECK(count_after_passes(path_in("lenet-int8"), OAR_OP_qconv2d) == 2);
     for (int64_t b = 1; b <= 7; b += 6) {
         oar_tensor *x = oar_randn((int64_t[]){b, 1, 28, 28}, 4, OAR_F32);
-        oar_tensor *y = predict(path_in("lenet-int8"), x, true), *ref = predict(path_in("lenet-int8"), x, false);
+        oar_tensor *y = predict(path_in("lenet-int8"), x, NULL), *ref = predict(path_in("lenet-int8"), x, "quant_nhwc");
         CHECK(y && ref && t_same_bits(y, ref));
     }
     oar_module_free(m);
@@ -206,18 +150,11 @@ static void mixed_graph(bool w8) {
 }
 
 int main(void) {
-    snprintf(g_dir, sizeof g_dir, "/tmp/oar-quant-nhwc-XXXXXX");
-    if (!mkdtemp(g_dir)) {
-        perror("mkdtemp");
-        return 1;
-    }
+    if (!files_begin("/tmp/oar-quant-nhwc-XXXXXX")) return 1;
     mixed_graph(false);
     mixed_graph(true);
     lenet();
     resnet20();
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
-    if (getenv("OAR_TEST_KEEP")) printf("files kept in %s\n", g_dir); /* to look at the programs */
-    else if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", g_dir);
+    files_end();
     return test_summary("test_quant_nhwc");
 }

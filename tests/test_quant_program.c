@@ -15,64 +15,7 @@
  * Runs at every ISA cap (tests/CMakeLists.txt). */
 #include "test_util.h"
 
-#include "graph/passes/passes.h"
-#include "graph/serialize.h"
-
-#include <unistd.h>
-
-static char g_dir[256];
-
-static const char *path_in(const char *name) {
-    static char buf[4][512];
-    static int k;
-    k = (k + 1) % 4;
-    snprintf(buf[k], sizeof buf[k], "%s/%s", g_dir, name);
-    return buf[k];
-}
-
-static oar_status forward_fn(void *user, oar_tensor *const *in, int n_in, oar_tensor **out, int n_out) {
-    out[0] = oar_forward(user, in[0]);
-    return out[0] ? OAR_OK : oar_last_status();
-}
-
-/* Exports m (eval mode) with a dynamic batch and the strategy quantization wants. */
-static void export_fp32(oar_module *m, int64_t c, int64_t hw, const char *path) {
-    oar_input_spec spec = {OAR_F32, 4, {-1, c, hw, hw}, "images"};
-    oar_jit_opts o = {.specs = &spec, .n_specs = 1, .module = m};
-    oar_quant_export_strategy(&o.strategy);
-    oar_jit *f = oar_jit_to_static(forward_fn, m, &o);
-    oar_tensor *x = oar_randn((int64_t[]){2, c, hw, hw}, 4, OAR_F32), *y = NULL;
-    CHECK(f && oar_jit_call(f, &x, 1, &y, 1) == OAR_OK);
-    CHECK(oar_jit_save(f, path) == OAR_OK);
-    oar_jit_free(f);
-}
-
-static oar_tensor *predict(const char *path, oar_tensor *x, bool fuse) {
-    oar_predictor_config cfg = {.model_path = path};
-    if (!fuse) CHECK(oar_build_strategy_set(&cfg.strategy, "fuse_quant", false) == OAR_OK);
-    oar_predictor *p = oar_predictor_create(&cfg);
-    CHECK(p != NULL);
-    if (!p) return NULL;
-    oar_tensor *y = NULL;
-    if (oar_predictor_set_input(p, oar_predictor_input_name(p, 0), x) == OAR_OK && oar_predictor_run(p) == OAR_OK)
-        y = oar_predictor_get_output(p, oar_predictor_output_name(p, 0));
-    oar_predictor_free(p);
-    return y;
-}
-
-/* Nodes of op in the saved program after the default inference passes (what the predictor runs). */
-static int count_after_passes(const char *path, oar_op_id op) {
-    oar_program *p = oar_program_load(path);
-    CHECK(p != NULL);
-    if (!p) return -1;
-    int n = -1;
-    if (oar_passes_run(p, oar_build_strategy_mask(NULL), false) == OAR_OK) {
-        n = 0;
-        for (int i = 0; i < p->n_nodes; i++) n += !p->nodes[i].dead && p->nodes[i].op == op;
-    }
-    oar_program_free(p);
-    return n;
-}
+#include "quant_program_util.h"
 
 static double sqnr(oar_tensor *ref, oar_tensor *y) {
     double db = 0;
@@ -108,7 +51,7 @@ static void lenet_program_equals_module(void) {
             oar_no_grad_begin();
             oar_tensor *eager = oar_forward(q, x), *fp32 = oar_forward(m, x);
             oar_no_grad_end();
-            oar_tensor *y = predict(path_in("lenet-int8"), x, true);
+            oar_tensor *y = predict(path_in("lenet-int8"), x, NULL);
             CHECK(y && t_same_bits(y, eager));
             CHECK(sqnr(fp32, y) > 15);
         }
@@ -170,7 +113,7 @@ static void resnet20_bn_folded(void) {
     oar_no_grad_begin();
     oar_tensor *fp32 = oar_forward(m, x);
     oar_no_grad_end();
-    oar_tensor *y = predict(path_in("resnet-int8"), x, true), *yu = predict(path_in("resnet-int8"), x, false);
+    oar_tensor *y = predict(path_in("resnet-int8"), x, NULL), *yu = predict(path_in("resnet-int8"), x, "fuse_quant");
     CHECK(y && yu && t_same_bits(y, yu));
     double db = sqnr(fp32, y);
     printf("resnet20 (random weights, BN folded): int8 logits SQNR %.1f dB, %d quantize nodes\n", db, nq);
@@ -219,7 +162,7 @@ static void seven_bit_weights(void) {
     oar_no_grad_begin();
     oar_tensor *fp32 = oar_forward(m, x);
     oar_no_grad_end();
-    oar_tensor *y8 = predict(path_in("r7-int8"), x, true), *y7 = predict(path_in("r7-int7"), x, true);
+    oar_tensor *y8 = predict(path_in("r7-int8"), x, NULL), *y7 = predict(path_in("r7-int7"), x, NULL);
     double db8 = sqnr(fp32, y8), db7 = sqnr(fp32, y7);
     printf("resnet20 int8 logits SQNR: %.1f dB (8-bit weights), %.1f dB (7-bit)\n", db8, db7);
     CHECK(db7 > 12);
@@ -270,7 +213,7 @@ static void reduced_activations(void) {
     CHECK(nq == 5);
     oar_program_free(p);
     oar_tensor *x = oar_randn((int64_t[]){4, 1, 28, 28}, 4, OAR_F32);
-    double db8 = sqnr(predict(path_in("rr-8"), x, true), predict(path_in("rr-7"), x, true));
+    double db8 = sqnr(predict(path_in("rr-8"), x, NULL), predict(path_in("rr-7"), x, NULL));
     printf("lenet reduce_range: first input scale x%.5f of 8-bit's, zero points up to %d, logits %.1f dB from "
            "the 8-bit program\n", ratio, widest, db8);
     CHECK(db8 > 15 && db8 < 200); /* close, not equal */
@@ -303,19 +246,12 @@ static void bad_input(void) {
 }
 
 int main(void) {
-    snprintf(g_dir, sizeof g_dir, "/tmp/oar-quant-program-XXXXXX");
-    if (!mkdtemp(g_dir)) {
-        perror("mkdtemp");
-        return 1;
-    }
+    if (!files_begin("/tmp/oar-quant-program-XXXXXX")) return 1;
     lenet_program_equals_module();
     resnet20_bn_folded();
     seven_bit_weights();
     reduced_activations();
     bad_input();
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
-    if (getenv("OAR_TEST_KEEP")) printf("files kept in %s\n", g_dir); /* to look at the programs */
-    else if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", g_dir);
+    files_end();
     return test_summary("test_quant_program");
 }
