@@ -97,7 +97,8 @@ static const int k_flip_args[3] = {DNNL_ARG_DIFF_DST, DNNL_ARG_WEIGHTS, DNNL_ARG
  * on 48 and 56 columns 0.86-0.96x, from 3 input channels (a stem) 0.47x, 1 x 1 kernels (jit_1x1
  * both ways) 1.00x. AVX-512 kernels unmeasured. */
 static bool flip_rule(const dkey *k) {
-    if (k->kind != DK_FORWARD || k->bias || k->sum || k->relu || k->nhwc || k->bf16 || k->io16 || k->groups != 1)
+    /* bf16 storage (io16) too: it must give the bits of the f32 call on widened inputs */
+    if (k->kind != DK_FORWARD || k->bias || k->sum || k->relu || k->nhwc || k->bf16 || k->groups != 1)
         return false;
     for (int i = 0; i < 2; i++)
         if (k->s[i] != 1 || k->d[i] != 1 || k->pl[i] > k->w[2 + i] - 1 || k->pr[i] > k->w[2 + i] - 1) return false;
@@ -508,15 +509,17 @@ static oar_packed *packed_get(const char *op, dprim *p, const oar_tensor *w, oar
     oar_packed *k = oar_packed_find(&g_cache, p->packed, PACK_SLOTS, st->uid, st->version, w->offset);
     if (k) return k;
     if (!(k = oar_packed_new(p->op[1].bytes, st->uid, st->version, w->offset))) return NULL;
-    /* bf16 weights widened first; a flipped forward's transposed and flipped (flip_weights) */
-    size_t wide_bytes = p->key.io16 || p->key.flip ? sizeof(float) * (size_t)w->numel : 0;
-    float *wide = wide_bytes ? oar_alloc(wide_bytes) : NULL;
-    if (wide_bytes && !wide) {
+    /* bf16 weights widened first; a flipped forward's then transposed and flipped (flip_weights) */
+    size_t wide_bytes = sizeof(float) * (size_t)w->numel;
+    float *wide = p->key.io16 ? oar_alloc(wide_bytes) : NULL, *flipped = p->key.flip ? oar_alloc(wide_bytes) : NULL;
+    if ((p->key.io16 && !wide) || (p->key.flip && !flipped)) {
+        oar_free(wide, wide_bytes), oar_free(flipped, wide_bytes);
         oar_packed_put(k);
         return NULL;
     }
-    if (wide && p->key.flip) flip_weights((const float *)oar_tensor_ptr(w), wide, p->key.w);
-    else if (wide) oar_cpu_half_to_f32(wide, oar_tensor_ptr(w), w->numel, w->dtype);
+    if (wide) oar_cpu_half_to_f32(wide, oar_tensor_ptr(w), w->numel, w->dtype);
+    if (flipped) flip_weights(wide ? wide : (const float *)oar_tensor_ptr(w), flipped, p->key.w);
+    if (flipped) oar_free(wide, wide_bytes), wide = flipped;
     dnnl_stream_t strm = NULL;
     dnnl_memory_t from = NULL, to = NULL;
     dnnl_status_t ds = dnnl_stream_create(&strm, oar_dnnl_engine(), dnnl_stream_default_flags);
@@ -567,10 +570,12 @@ static oar_status execute(const char *op, dprim *p, void *const user[3], void *u
         if (i == 3) bias = wide[i];
         else bufs[i] = wide[i];
     }
-    if (p->key.flip && !wpacked && rc == OAR_OK) { /* the weights the flipped problem takes (flip_weights) */
-        wide_bytes[1] = sizeof(float) * (size_t)(p->key.w[0] * p->key.w[1] * p->key.w[2] * p->key.w[3]);
-        if (!(wide[1] = oar_alloc(wide_bytes[1]))) rc = OAR_ERR_OOM;
-        else flip_weights(bufs[1], wide[1], p->key.w), bufs[1] = wide[1];
+    /* the weights the flipped problem takes (flip_weights), from the f32 ones (widened if bf16) */
+    size_t flip_bytes = p->key.flip && !wpacked ? sizeof(float) * (size_t)(p->key.w[0] * p->key.w[1] * p->key.w[2] * p->key.w[3]) : 0;
+    float *flipped = NULL;
+    if (flip_bytes && rc == OAR_OK) {
+        if (!(flipped = oar_alloc(flip_bytes))) rc = OAR_ERR_OOM;
+        else flip_weights(bufs[1], flipped, p->key.w), bufs[1] = flipped;
     }
     dnnl_memory_desc_t smd;
     dnnl_dims_t sd = {(int64_t)p->scratch};
@@ -622,6 +627,7 @@ static oar_status execute(const char *op, dprim *p, void *const user[3], void *u
     if (res_mem) dnnl_memory_destroy(res_mem);
     if (strm) dnnl_stream_destroy(strm);
     for (int i = 0; i < 4; i++) oar_free(tmp[i], tmp_bytes[i]), oar_free(wide[i], wide_bytes[i]);
+    oar_free(flipped, flip_bytes);
     return rc == OAR_ERR_OOM ? oar_error(OAR_ERR_OOM, "%s: out of memory for oneDNN buffers", op) : rc;
 }
 
