@@ -93,16 +93,17 @@ static const int k_flip_args[3] = {DNNL_ARG_DIFF_DST, DNNL_ARG_WEIGHTS, DNNL_ARG
  * measured with oneDNN 2.6 at its AVX2 level (jit:avx2 both ways, 1 thread, batch 32, CPU time;
  * docs/kernels-conv-dnnl.md): the backward-data kernel is 1.27-1.63x faster where the output has
  * at most 16 channels and at most 32 columns and the input at least 8 channels (ResNet-20's
- * 16-channel convs 1.63 -> 1.25 ms); with 32-128 output channels 1.0-1.09x, with 24 or 40 0.81-0.94x,
- * on 48 and 56 columns 0.86-0.96x, from 3 input channels (a stem) 0.47x, 1 x 1 kernels (jit_1x1
- * both ways) 1.00x. AVX-512 kernels unmeasured. */
+ * 16-channel convs 1.63 -> 1.25 ms); with 32-128 output channels 1.0-1.09x, with 24 or 40
+ * 0.81-0.94x, on 48 and 56 columns 0.86-0.96x, from 3 input channels (a stem) 0.47x, 1 x 1
+ * kernels (jit_1x1 both ways) 1.00x. AVX-512 kernels unmeasured. */
 static bool flip_rule(const dkey *k) {
     /* bf16 storage (io16) too: it must give the bits of the f32 call on widened inputs */
     if (k->kind != DK_FORWARD || k->bias || k->sum || k->relu || k->nhwc || k->bf16 || k->groups != 1)
         return false;
     for (int i = 0; i < 2; i++)
         if (k->s[i] != 1 || k->d[i] != 1 || k->pl[i] > k->w[2 + i] - 1 || k->pr[i] > k->w[2 + i] - 1) return false;
-    return k->x[1] >= 8 && k->w[0] <= 16 && k->y[3] <= 32 && k->w[2] * k->w[3] > 1 && oar_dnnl_isa() == OAR_CPU_ISA_AVX2;
+    return k->x[1] >= 8 && k->w[0] <= 16 && k->y[3] <= 32 && k->w[2] * k->w[3] > 1 &&
+           oar_dnnl_isa() == OAR_CPU_ISA_AVX2;
 }
 
 /* w [co, ci, kh, kw] into the flipped problem's t [ci, co, kh, kw], reversed in both spatial axes. */
@@ -185,10 +186,11 @@ static bool runs_own_code(const_dnnl_primitive_desc_t pd, bool no_gemm) {
 
 /* The flipped forward's primitive descriptors (flip_rule): the backward-data conv from y's
  * shape to x's, and the forward one it is built from; false where oneDNN declines. */
-static bool flip_pds(const dkey *k, const int64_t *x, const int64_t *y, const int64_t *wt, const_dnnl_primitive_attr_t attr,
-                     dnnl_primitive_desc_t *fpd, dnnl_primitive_desc_t *pd) {
+static bool flip_pds(const dkey *k, const int64_t *x, const int64_t *y, const int64_t *wt,
+                     const_dnnl_primitive_attr_t attr, dnnl_primitive_desc_t *fpd, dnnl_primitive_desc_t *pd) {
     dnnl_dims_t s = {1, 1}, d = {0, 0};
-    dnnl_dims_t pl = {k->w[2] - 1 - k->pl[0], k->w[3] - 1 - k->pl[1]}, pr = {k->w[2] - 1 - k->pr[0], k->w[3] - 1 - k->pr[1]};
+    dnnl_dims_t pl = {k->w[2] - 1 - k->pl[0], k->w[3] - 1 - k->pl[1]};
+    dnnl_dims_t pr = {k->w[2] - 1 - k->pr[0], k->w[3] - 1 - k->pr[1]};
     dnnl_memory_desc_t ax, ay, aw;
     dnnl_convolution_desc_t fd, bd;
     *fpd = *pd = NULL;
@@ -571,7 +573,8 @@ static oar_status execute(const char *op, dprim *p, void *const user[3], void *u
         else bufs[i] = wide[i];
     }
     /* the weights the flipped problem takes (flip_weights), from the f32 ones (widened if bf16) */
-    size_t flip_bytes = p->key.flip && !wpacked ? sizeof(float) * (size_t)(p->key.w[0] * p->key.w[1] * p->key.w[2] * p->key.w[3]) : 0;
+    const int64_t wn = p->key.w[0] * p->key.w[1] * p->key.w[2] * p->key.w[3];
+    size_t flip_bytes = p->key.flip && !wpacked ? sizeof(float) * (size_t)wn : 0;
     float *flipped = NULL;
     if (flip_bytes && rc == OAR_OK) {
         if (!(flipped = oar_alloc(flip_bytes))) rc = OAR_ERR_OOM;
