@@ -3,7 +3,8 @@
  *    pixels included), for f32 and 16-bit (bf16) elements, and so is the way back; the layout
  *    check declines what it cannot do;
  *  - convs whose outputs go through it agree with the reference kernels, at 1 thread and at
- *    2 (the batch split in uneven parts, so two primitives), for conv2d and both backward ops. */
+ *    2 (the batch split in uneven parts, so two primitives), for conv2d and both backward ops;
+ *  - the forward convs run as backward-data ones (flip_rule) agree with the reference. */
 #include "test_util.h"
 
 #include "kernels/cpu/bf16_native.h"
@@ -219,6 +220,67 @@ static void test_nhwc_direct(void) {
     oar_scope_end();
 }
 
+/* conv2d run by oneDNN's backward-data primitive on the transposed problem (conv_dnnl.c's
+ * flip_rule: at oneDNN's AVX2 level, output of at most 16 channels and 32 columns, input of at
+ * least 8 channels, stride 1, no bias): taken where the rule says, equal to the reference (a
+ * weight misplaced by the flip or the transpose is off by O(1)), the same bits at 1 and 2
+ * threads (a batch of 5: parts of 3 and 2 images) and with weights packed once (tracked
+ * storage) or flipped in the call (untracked), and declined where the rule declines. */
+typedef struct flip_case {
+    int64_t n, ci, co, h, w, kh, kw, ph, pw, stride;
+    bool bias, flips; /* flips: at oneDNN's AVX2 level */
+} flip_case;
+
+static void test_flipped_forward(void) {
+    const oar_kernel_entry *fast = kernel(OAR_OP_conv2d, "onednn"), *ref = kernel(OAR_OP_conv2d, "reference");
+    if (!fast) return;
+    CHECK(ref != NULL);
+    static const flip_case cases[] = {
+        {5, 16, 16, 32, 32, 3, 3, 1, 1, 1, false, true},  /* ResNet-20's first stage */
+        {5, 8, 8, 12, 20, 3, 5, 0, 2, 1, false, true},    /* pads 0 and k - 1 */
+        {5, 12, 16, 9, 9, 3, 3, 0, 0, 1, false, true},    /* no padding: the flipped pads are 2 */
+        {5, 16, 8, 10, 31, 5, 3, 2, 1, 1, false, true},   /* 5 x 3, 29 columns */
+        {5, 64, 16, 8, 8, 3, 3, 1, 1, 1, false, true},
+        {5, 3, 16, 16, 16, 3, 3, 1, 1, 1, false, false},  /* a stem: 3 input channels */
+        {5, 16, 32, 16, 16, 3, 3, 1, 1, 1, false, false}, /* 32 output channels */
+        {5, 16, 16, 8, 40, 3, 3, 1, 1, 1, false, false},  /* 40 columns */
+        {5, 16, 16, 16, 16, 3, 3, 1, 1, 1, true, false},  /* bias */
+        {5, 16, 16, 16, 16, 3, 3, 1, 1, 2, false, false}, /* stride 2 */
+    };
+    int before = oar_get_num_threads();
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        const flip_case *fc = &cases[c];
+        oar_scope_begin();
+        oar_manual_seed(17 + (uint64_t)c);
+        int64_t oh = (fc->h + 2 * fc->ph - fc->kh) / fc->stride + 1, ow = (fc->w + 2 * fc->pw - fc->kw) / fc->stride + 1;
+        const int64_t xs[4] = {fc->n, fc->ci, fc->h, fc->w}, ws[4] = {fc->co, fc->ci, fc->kh, fc->kw},
+                      ys[4] = {fc->n, fc->co, oh, ow};
+        oar_tensor *x = oar_randn(xs, 4, OAR_F32), *w = oar_randn(ws, 4, OAR_F32);
+        oar_tensor *b = fc->bias ? oar_randn(ws, 1, OAR_F32) : NULL;
+        oar_attr a[4] = {oar_attr_ints((int64_t[]){fc->stride, fc->stride}, 2), oar_attr_ints((int64_t[]){fc->ph, fc->pw}, 2),
+                         oar_attr_ints((int64_t[]){1, 1}, 2), oar_attr_int(1)};
+        oar_tensor *in[3] = {x, w, b}, *want = oar_empty(ys, 4, OAR_F32), *got[2] = {NULL, NULL};
+        CHECK(oar_op_run_kernel(OAR_OP_conv2d, ref, in, 3, &want, 1, a) == OAR_OK);
+        for (int t = 0; t < 2; t++) {
+            CHECK(oar_set_num_threads(t + 1) == OAR_OK);
+            /* the second run on untracked weights (a program's arena): flipped per call, not packed once */
+            if (t == 1) w->storage->uid = 0;
+            got[t] = oar_empty(ys, 4, OAR_F32);
+            int flipped = oar_dnnl_conv_flipped(in, got[t], a);
+            bool want_flip = fc->flips && oar_dnnl_isa() == OAR_CPU_ISA_AVX2;
+            if (flipped != (int)want_flip)
+                fprintf(stderr, "flip case %zu: flipped %d, expected %d\n", c, flipped, (int)want_flip);
+            CHECK(flipped == (int)want_flip);
+            CHECK(oar_op_run_kernel(OAR_OP_conv2d, fast, in, 3, &got[t], 1, a) == OAR_OK);
+            if (!near_ref(got[t], want)) fprintf(stderr, "flip case %zu at %d threads: off the reference\n", c, t + 1);
+            CHECK(near_ref(got[t], want));
+        }
+        CHECK(t_same_bits(got[0], got[1]));
+        oar_scope_end();
+    }
+    oar_set_num_threads(before);
+}
+
 /* A forward NHWC conv (conv2d_act, the imported CNNs' convs) of a batch smaller than the thread
  * count runs as row parts on the threads: the output bits are those of the 1-thread run (one
  * primitive per image), at 2 and 3 threads (3: a middle part without padding) and with a batch
@@ -319,6 +381,7 @@ int main(void) {
     test_against_reference(1);
     test_against_reference(2);
     test_nhwc_direct();
+    test_flipped_forward();
     test_rows_bitwise();
     return test_summary("test_conv_dnnl");
 }

@@ -28,6 +28,10 @@ const sweep_case sweep_cases_conv[] = {
     {"conv2d", "n:2x16x10x10;n:32x16x3x3;n:32", C2("2,2", "1,1", "1,1", "1"), SWEEP_NO_GRAD},
     {"conv2d", "n:2x32x6x6;n:64x32x1x1;none", C2("2,2", "0,0", "1,1", "1"), SWEEP_NO_GRAD},
     {"conv2d", "n:2x16x8x8;n:16x1x3x3;n:16", C2("1,1", "2,2", "2,2", "16"), SWEEP_NO_GRAD},
+    /* no bias, at most 16 output channels: at oneDNN's AVX2 level the forward runs on its
+     * backward-data primitive (conv_dnnl.c's flip_rule); pads 1, 0 and k - 1 */
+    {"conv2d", "n:3x8x9x10;n:6x8x3x3;none", C2("1,1", "1,1", "1,1", "1"), SWEEP_NO_GRAD},
+    {"conv2d", "n:2x12x7x11;n:16x12x3x5;none", C2("1,1", "0,4", "1,1", "1"), SWEEP_NO_GRAD},
     /* conv1d */
     {"conv1d", "n:2x3x8;n:4x3x3;n:4", C2("1", "1", "1", "1")},
     {"conv1d", "n:1x4x9;n:4x2x2;none", C2("2", "0", "2", "2")},

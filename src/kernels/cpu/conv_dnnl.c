@@ -41,6 +41,8 @@ typedef struct dkey {
     int64_t sum, relu; /* forward post-ops (conv2d_act): add the residual, then relu (1) or
                           relu6 (2: clip_v2 to [0, 6], NaN staying NaN as in clip) */
     int64_t nhwc;      /* x and y are NHWC in memory (conv2d_act layout=nhwc) */
+    int64_t flip;      /* a forward run by the backward-data primitive of the transposed problem
+                          (flip_rule: where oneDNN's is faster than its forward kernel) */
     int64_t x[4], w[4], y[4]; /* x [n, ci, h, w], weight [co, ci / groups, kh, kw], y [n, co, oh, ow] */
     int64_t s[2], pl[2], pr[2], d[2], groups;
 } dkey;
@@ -80,6 +82,39 @@ static const int k_args[3][3] = {
     {DNNL_ARG_DIFF_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DIFF_DST},
     {DNNL_ARG_SRC, DNNL_ARG_DIFF_WEIGHTS, DNNL_ARG_DIFF_DST},
 };
+/* A flipped forward (dkey.flip): x is the backward problem's diff_dst, y its diff_src. */
+static const int k_flip_args[3] = {DNNL_ARG_DIFF_DST, DNNL_ARG_WEIGHTS, DNNL_ARG_DIFF_SRC};
+
+/* The forward conv y = x * w (stride 1, dilation 1, groups 1, pads pl / pr each at most k - 1)
+ * equals the backward-data conv that takes y's shape as its input and x as its output
+ * gradient, with weights t[ci][co][kh - 1 - i][kw - 1 - j] = w[co][ci][i][j] and padding
+ * k - 1 - pl / k - 1 - pr: both sum x[.., oy + i - pl, ox + j - pl] w[.., i, j] over the same
+ * taps (in oneDNN's order for that kernel, so other bits than its forward kernel's). Rule
+ * measured with oneDNN 2.6 at its AVX2 level (jit:avx2 both ways, 1 thread, batch 32, CPU time;
+ * docs/kernels-conv-dnnl.md): the backward-data kernel is 1.27-1.63x faster where the output has
+ * at most 16 channels and at most 32 columns and the input at least 8 channels (ResNet-20's
+ * 16-channel convs 1.63 -> 1.25 ms); with 32-128 output channels 1.0-1.09x, with 24 or 40
+ * 0.81-0.94x, on 48 and 56 columns 0.86-0.96x, from 3 input channels (a stem) 0.47x, 1 x 1
+ * kernels (jit_1x1 both ways) 1.00x. AVX-512 kernels unmeasured. */
+static bool flip_rule(const dkey *k) {
+    /* bf16 storage (io16) too: it must give the bits of the f32 call on widened inputs */
+    if (k->kind != DK_FORWARD || k->bias || k->sum || k->relu || k->nhwc || k->bf16 || k->groups != 1)
+        return false;
+    for (int i = 0; i < 2; i++)
+        if (k->s[i] != 1 || k->d[i] != 1 || k->pl[i] > k->w[2 + i] - 1 || k->pr[i] > k->w[2 + i] - 1) return false;
+    return k->x[1] >= 8 && k->w[0] <= 16 && k->y[3] <= 32 && k->w[2] * k->w[3] > 1 &&
+           oar_dnnl_isa() == OAR_CPU_ISA_AVX2;
+}
+
+/* w [co, ci, kh, kw] into the flipped problem's t [ci, co, kh, kw], reversed in both spatial axes. */
+static void flip_weights(const float *restrict w, float *restrict t, const int64_t *ws) {
+    const int64_t co = ws[0], ci = ws[1], kh = ws[2], kw = ws[3];
+    for (int64_t o = 0; o < co; o++)
+        for (int64_t i = 0; i < ci; i++)
+            for (int64_t y = 0; y < kh; y++)
+                for (int64_t x = 0; x < kw; x++)
+                    t[((i * co + o) * kh + kh - 1 - y) * kw + kw - 1 - x] = w[((o * ci + i) * kh + y) * kw + x];
+}
 
 
 /* Threads: oneDNN runs one OpenMP thread per call (oar_dnnl_one_omp_thread, which says why)
@@ -106,7 +141,7 @@ static void dprim_free(dprim *p) {
 static bool plan_operands(dprim *p, const_dnnl_primitive_desc_t pd) {
     for (int i = 0; i < 3; i++) {
         doperand *o = &p->op[i];
-        o->arg = k_args[p->key.kind][i];
+        o->arg = p->key.flip ? k_flip_args[i] : k_args[p->key.kind][i];
         const dnnl_memory_desc_t *md = dnnl_primitive_desc_query_md(pd, dnnl_query_exec_arg_md, o->arg);
         if (!md) return false;
         o->want = *md;
@@ -149,6 +184,36 @@ static bool runs_own_code(const_dnnl_primitive_desc_t pd, bool no_gemm) {
            !strstr(impl, "ref") && (!no_gemm || !strstr(impl, "gemm"));
 }
 
+/* The flipped forward's primitive descriptors (flip_rule): the backward-data conv from y's
+ * shape to x's, and the forward one it is built from; false where oneDNN declines. */
+static bool flip_pds(const dkey *k, const int64_t *x, const int64_t *y, const int64_t *wt,
+                     const_dnnl_primitive_attr_t attr, dnnl_primitive_desc_t *fpd, dnnl_primitive_desc_t *pd) {
+    dnnl_dims_t s = {1, 1}, d = {0, 0};
+    dnnl_dims_t pl = {k->w[2] - 1 - k->pl[0], k->w[3] - 1 - k->pl[1]};
+    dnnl_dims_t pr = {k->w[2] - 1 - k->pr[0], k->w[3] - 1 - k->pr[1]};
+    dnnl_memory_desc_t ax, ay, aw;
+    dnnl_convolution_desc_t fd, bd;
+    *fpd = *pd = NULL;
+    if (dnnl_memory_desc_init_by_tag(&ax, 4, x, dnnl_f32, dnnl_format_tag_any) != dnnl_success ||
+        dnnl_memory_desc_init_by_tag(&ay, 4, y, dnnl_f32, dnnl_format_tag_any) != dnnl_success ||
+        dnnl_memory_desc_init_by_tag(&aw, 4, wt, dnnl_f32, dnnl_format_tag_any) != dnnl_success ||
+        dnnl_dilated_convolution_forward_desc_init(&fd, dnnl_forward_training, dnnl_convolution_direct, &ay, &aw, NULL,
+                                                   &ax, s, d, pl, pr) != dnnl_success ||
+        dnnl_primitive_desc_create(fpd, &fd, NULL, oar_dnnl_engine(), NULL) != dnnl_success) {
+        *fpd = NULL;
+        return false;
+    }
+    if (dnnl_dilated_convolution_backward_data_desc_init(&bd, dnnl_convolution_direct, &ay, &aw, &ax, s, d, pl, pr) !=
+            dnnl_success ||
+        dnnl_primitive_desc_create(pd, &bd, attr, oar_dnnl_engine(), *fpd) != dnnl_success)
+        *pd = NULL;
+    if (*pd && runs_own_code(*pd, true)) return true;
+    if (*pd) dnnl_primitive_desc_destroy(*pd); /* its gemm or reference code: the forward's is no slower */
+    dnnl_primitive_desc_destroy(*fpd);
+    *fpd = *pd = NULL;
+    return false;
+}
+
 /* Builds the primitive for k; a dprim with prim NULL when oneDNN declines. NULL on OOM. */
 static dprim *dprim_build(const dkey *k) {
     dprim *p = calloc(1, sizeof *p); /* metadata, not tensor storage */
@@ -157,6 +222,7 @@ static dprim *dprim_build(const dkey *k) {
     int64_t g = k->groups;
     dnnl_dims_t x = {k->x[0], k->x[1], k->x[2], k->x[3]}, y = {k->y[0], k->y[1], k->y[2], k->y[3]};
     dnnl_dims_t w = {g, k->w[0] / g, k->w[1], k->w[2], k->w[3]}, w4 = {k->w[0], k->w[1], k->w[2], k->w[3]};
+    dnnl_dims_t wt = {k->w[1], k->w[0], k->w[2], k->w[3]}; /* the flipped problem's (flip_rule) */
     dnnl_dims_t b = {k->w[0]};
     dnnl_dims_t s = {k->s[0], k->s[1]}, pl = {k->pl[0], k->pl[1]}, pr = {k->pr[0], k->pr[1]};
     dnnl_dims_t d = {k->d[0] - 1, k->d[1] - 1}; /* oneDNN counts dilation from 0 */
@@ -167,7 +233,8 @@ static dprim *dprim_build(const dkey *k) {
     bool ok = dnnl_memory_desc_init_by_tag(&p->op[0].plain, 4, x, dt, act_tag) == dnnl_success &&
               dnnl_memory_desc_init_by_tag(&p->op[2].plain, 4, y, dt, act_tag) == dnnl_success &&
               (g > 1 ? dnnl_memory_desc_init_by_tag(&p->op[1].plain, 5, w, wdt, dnnl_goihw)
-                     : dnnl_memory_desc_init_by_tag(&p->op[1].plain, 4, w4, wdt, dnnl_oihw)) == dnnl_success &&
+                     : dnnl_memory_desc_init_by_tag(&p->op[1].plain, 4, k->flip ? wt : w4, wdt, dnnl_oihw)) ==
+                  dnnl_success &&
               dnnl_memory_desc_init_by_tag(&p->md_b, 1, b, dt, dnnl_x) == dnnl_success;
     dnnl_primitive_attr_t attr = NULL;
     ok = ok && dnnl_primitive_attr_create(&attr) == dnnl_success &&
@@ -189,7 +256,11 @@ static dprim *dprim_build(const dkey *k) {
     bool direct_nhwc = k->nhwc && fwd;
     dnnl_convolution_desc_t fd, bd;
     dnnl_primitive_desc_t fpd = NULL, pd = NULL;
-    for (int attempt = 0; ok && !fpd && attempt < 2; attempt++, direct_nhwc = false) {
+    if (k->flip) {
+        ok = ok && flip_pds(k, x, y, wt, attr, &fpd, &pd);
+        p->hint = fpd; /* kept alive while the backward primitive lives */
+    }
+    for (int attempt = 0; ok && !k->flip && !fpd && attempt < 2; attempt++, direct_nhwc = false) {
         dnnl_format_tag_t act_any = direct_nhwc ? dnnl_nhwc : dnnl_format_tag_any;
         ok = dnnl_memory_desc_init_by_tag(&ax, 4, x, dt, act_any) == dnnl_success &&
              dnnl_memory_desc_init_by_tag(&ay, 4, y, dt, act_any) == dnnl_success &&
@@ -206,7 +277,9 @@ static dprim *dprim_build(const dkey *k) {
         if (fpd && direct_nhwc && !runs_own_code(fpd, true)) dnnl_primitive_desc_destroy(fpd), fpd = NULL;
     }
     ok = ok && fpd;
-    if (ok && !fwd) {
+    if (k->flip) {
+        /* both built above */
+    } else if (ok && !fwd) {
         dnnl_status_t st =
             k->kind == DK_GRAD_INPUT
                 ? dnnl_dilated_convolution_backward_data_desc_init(&bd, dnnl_convolution_direct, &ax, &aw, &ay, s, d,
@@ -401,9 +474,15 @@ static bool plan_make(dplan *pl, dk_kind kind, oar_tensor *const *in, oar_tensor
     }
     pl->split = oar_dnnl_split_batch(k.x[0], MAX_PARTS);
     oar_dnnl_one_omp_thread(); /* oneDNN sizes its work split at creation */
+    k.flip = flip_rule(&k);
     for (int i = 0; i < (pl->split.r ? 2 : 1); i++) {
         k.x[0] = k.y[0] = pl->split.q + (pl->split.r ? 1 - i : 0);
         dprim *p = dprim_get(&k);
+        if (p && !p->prim && k.flip && !i) { /* oneDNN declined the flipped call: the forward one */
+            dprim_put(p);
+            k.flip = 0;
+            p = dprim_get(&k);
+        }
         if (p && !p->prim) dprim_put(p), p = NULL;
         if (!p) {
             plan_release(pl);
@@ -432,13 +511,17 @@ static oar_packed *packed_get(const char *op, dprim *p, const oar_tensor *w, oar
     oar_packed *k = oar_packed_find(&g_cache, p->packed, PACK_SLOTS, st->uid, st->version, w->offset);
     if (k) return k;
     if (!(k = oar_packed_new(p->op[1].bytes, st->uid, st->version, w->offset))) return NULL;
-    size_t wide_bytes = p->key.io16 ? sizeof(float) * (size_t)w->numel : 0; /* bf16 weights widened first */
-    float *wide = wide_bytes ? oar_alloc(wide_bytes) : NULL;
-    if (wide_bytes && !wide) {
+    /* bf16 weights widened first; a flipped forward's then transposed and flipped (flip_weights) */
+    size_t wide_bytes = sizeof(float) * (size_t)w->numel;
+    float *wide = p->key.io16 ? oar_alloc(wide_bytes) : NULL, *flipped = p->key.flip ? oar_alloc(wide_bytes) : NULL;
+    if ((p->key.io16 && !wide) || (p->key.flip && !flipped)) {
+        oar_free(wide, wide_bytes), oar_free(flipped, wide_bytes);
         oar_packed_put(k);
         return NULL;
     }
     if (wide) oar_cpu_half_to_f32(wide, oar_tensor_ptr(w), w->numel, w->dtype);
+    if (flipped) flip_weights(wide ? wide : (const float *)oar_tensor_ptr(w), flipped, p->key.w);
+    if (flipped) oar_free(wide, wide_bytes), wide = flipped;
     dnnl_stream_t strm = NULL;
     dnnl_memory_t from = NULL, to = NULL;
     dnnl_status_t ds = dnnl_stream_create(&strm, oar_dnnl_engine(), dnnl_stream_default_flags);
@@ -488,6 +571,14 @@ static oar_status execute(const char *op, dprim *p, void *const user[3], void *u
         }
         if (i == 3) bias = wide[i];
         else bufs[i] = wide[i];
+    }
+    /* the weights the flipped problem takes (flip_weights), from the f32 ones (widened if bf16) */
+    const int64_t wn = p->key.w[0] * p->key.w[1] * p->key.w[2] * p->key.w[3];
+    size_t flip_bytes = p->key.flip && !wpacked ? sizeof(float) * (size_t)wn : 0;
+    float *flipped = NULL;
+    if (flip_bytes && rc == OAR_OK) {
+        if (!(flipped = oar_alloc(flip_bytes))) rc = OAR_ERR_OOM;
+        else flip_weights(bufs[1], flipped, p->key.w), bufs[1] = flipped;
     }
     dnnl_memory_desc_t smd;
     dnnl_dims_t sd = {(int64_t)p->scratch};
@@ -539,6 +630,7 @@ static oar_status execute(const char *op, dprim *p, void *const user[3], void *u
     if (res_mem) dnnl_memory_destroy(res_mem);
     if (strm) dnnl_stream_destroy(strm);
     for (int i = 0; i < 4; i++) oar_free(tmp[i], tmp_bytes[i]), oar_free(wide[i], wide_bytes[i]);
+    oar_free(flipped, flip_bytes);
     return rc == OAR_ERR_OOM ? oar_error(OAR_ERR_OOM, "%s: out of memory for oneDNN buffers", op) : rc;
 }
 
@@ -718,6 +810,14 @@ int oar_dnnl_conv_act_converts(oar_tensor *const *in, oar_tensor *out, const oar
     return converts;
 }
 
+int oar_dnnl_conv_flipped(oar_tensor *const *in, oar_tensor *out, const oar_attr *a) {
+    dplan pl;
+    if (!oar_dnnl_usable() || !plan_make(&pl, DK_FORWARD, in, &out, a, false)) return -1;
+    int flipped = pl.p[0]->key.flip != 0;
+    plan_release(&pl);
+    return flipped;
+}
+
 int oar_dnnl_conv_act_rows(oar_tensor *const *in, oar_tensor *out, const oar_attr *a) {
     dplan pl;
     if (!oar_dnnl_usable() || !plan_make(&pl, DK_FORWARD, in, &out, a, true)) return -1;
@@ -765,6 +865,11 @@ int oar_dnnl_conv_act_converts(oar_tensor *const *in, oar_tensor *out, const oar
 }
 
 int oar_dnnl_conv_act_rows(oar_tensor *const *in, oar_tensor *out, const oar_attr *a) {
+    (void)in, (void)out, (void)a;
+    return -1;
+}
+
+int oar_dnnl_conv_flipped(oar_tensor *const *in, oar_tensor *out, const oar_attr *a) {
     (void)in, (void)out, (void)a;
     return -1;
 }

@@ -16,4 +16,9 @@ int oar_dnnl_conv_act_converts(oar_tensor *const *in, oar_tensor *out, const oar
  * current thread count (1: not cut), -1 when oneDNN declines the call (or is absent). */
 int oar_dnnl_conv_act_rows(oar_tensor *const *in, oar_tensor *out, const oar_attr *a);
 
+/* For tests of the forward rule: 1 when a conv2d call runs on oneDNN's backward-data
+ * primitive of the transposed problem (flip_rule in conv_dnnl.c), 0 when on its forward one,
+ * -1 when oneDNN declines the call (or is absent). */
+int oar_dnnl_conv_flipped(oar_tensor *const *in, oar_tensor *out, const oar_attr *a);
+
 #endif
