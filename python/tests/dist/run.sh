@@ -5,25 +5,8 @@
 py=$1 pkg=$2 mpiexec=$3 preload=$4
 here=$(cd "$(dirname "$0")" && pwd)
 worker="$here/ddp_worker.py"
-if [ -z "$mpiexec" ]; then
-  echo "python_dist: skipped: oar was built without MPI (install libopenmpi-dev openmpi-bin, reconfigure)"; exit 77
-fi
-if ! "$py" -c "import numpy" 2>/dev/null; then
-  echo "python_dist: skipped: numpy is absent for $py (apt-get install python3-numpy)"; exit 77
-fi
-export PYTHONPATH="$pkg${PYTHONPATH:+:$PYTHONPATH}" OMP_NUM_THREADS=1
-xopt="-x PYTHONPATH"
-if [ -n "$preload" ]; then # the sanitizer build: its runtimes go into the (uninstrumented) interpreter
-  export LD_PRELOAD="$preload" ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
-  xopt="$xopt -x LD_PRELOAD -x ASAN_OPTIONS"
-fi
-root=""
-[ "$(id -u)" -eq 0 ] && root="--allow-run-as-root"
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-if ! timeout 60 "$mpiexec" $root --oversubscribe -np 2 true >"$dir/out" 2>&1; then
-  echo "python_dist: skipped: $mpiexec cannot start a 2-process job here:"; sed 's/^/    /' "$dir/out"; exit 77
-fi
+. "$here/mpi_env.sh"
+mpi_env python_dist 2
 fails=0
 fail() { echo "python_dist: FAILED: $*"; sed 's/^/    /' "$dir/out"; fails=$((fails + 1)); }
 run() { # run NPROC ARGS...: a job of the worker

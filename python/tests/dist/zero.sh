@@ -7,25 +7,8 @@
 py=$1 pkg=$2 mpiexec=$3 preload=$4
 here=$(cd "$(dirname "$0")" && pwd)
 script="$here/zero_script.py"
-if [ -z "$mpiexec" ]; then
-  echo "python_zero: skipped: oar was built without MPI (install libopenmpi-dev openmpi-bin, reconfigure)"; exit 77
-fi
-if ! "$py" -c "import numpy" 2>/dev/null; then
-  echo "python_zero: skipped: numpy is absent for $py (apt-get install python3-numpy)"; exit 77
-fi
-export PYTHONPATH="$pkg${PYTHONPATH:+:$PYTHONPATH}" OMP_NUM_THREADS=1
-xopt="-x PYTHONPATH -x OMP_NUM_THREADS"
-if [ -n "$preload" ]; then # the sanitizer build: its runtimes go into the (uninstrumented) interpreter
-  export LD_PRELOAD="$preload" ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
-  xopt="$xopt -x LD_PRELOAD -x ASAN_OPTIONS"
-fi
-root=""
-[ "$(id -u)" -eq 0 ] && root="--allow-run-as-root"
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-if ! timeout 60 "$mpiexec" $root --oversubscribe -np 3 true >"$dir/out" 2>&1; then
-  echo "python_zero: skipped: $mpiexec cannot start a 3-process job here:"; sed 's/^/    /' "$dir/out"; exit 77
-fi
+. "$here/mpi_env.sh"
+mpi_env python_zero 3
 torchpy=${OAR_TORCH_PYTHON:-/usr/bin/python3}
 have_torch=0
 if "$torchpy" -c "import numpy, torch.distributed as d; assert d.is_gloo_available()" 2>/dev/null; then have_torch=1; fi
