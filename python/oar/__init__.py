@@ -31,6 +31,9 @@ from . import autograd  # noqa: F401
 from . import jit  # noqa: F401
 from .jit import cond, while_loop  # noqa: F401
 from ._mock import mock_torch  # noqa: F401
+from ._qtensor import (dequantize, per_channel_affine, per_channel_affine_float_qparams,  # noqa: F401
+                       per_channel_symmetric, per_tensor_affine, per_tensor_symmetric, qint8, qint32, qscheme,
+                       quantize_per_channel, quantize_per_tensor, quint8)
 
 __version__ = _C.version
 FloatTensor = DoubleTensor = LongTensor = Tensor
@@ -86,11 +89,25 @@ def typename(obj):
 from ._device import cuda  # noqa: E402  (oar.cuda: availability, synchronize)
 
 
+class _QuantizedEngine:
+    """torch.backends.quantized: the engine names select torch's default qconfig for each
+    (get_default_qconfig); every one runs on oar's int8 kernels."""
+    engine = "x86"
+
+    @property
+    def supported_engines(self):
+        from .ao.quantization.qconfig import ENGINES
+
+        return list(ENGINES)
+
+
 class _Backends:
     class cudnn:
         benchmark = False
         deterministic = False
         enabled = False
+
+    quantized = _QuantizedEngine()
 
 
 backends = _Backends()
@@ -99,6 +116,9 @@ from . import nn  # noqa: E402,F401
 from . import optim  # noqa: E402,F401
 from . import utils  # noqa: E402,F401
 from . import distributed  # noqa: E402,F401
+from . import ao  # noqa: E402,F401
+from .ao import quantization  # noqa: E402,F401  (torch.quantization, the older name)
+nn.quantized, nn.intrinsic, nn.qat = ao.nn.quantized, ao.nn.intrinsic, ao.nn.qat  # torch.nn.quantized, ...
 
 softmax, log_softmax, dropout = nn.functional.softmax, nn.functional.log_softmax, nn.functional.dropout
 conv2d, layer_norm, batch_norm = nn.functional.conv2d, nn.functional.layer_norm, nn.functional.batch_norm

@@ -12,6 +12,8 @@ from . import _C
 from . import _dtype as D
 from ._ops import ID, SCHEMA, TABLE, call
 from ._ops import default as _d  # defaults from the op table (src/ops)
+from . import _qtensor as Q
+from ._qtensor import quantized_form
 
 _call = _C.call
 
@@ -235,6 +237,9 @@ for _n in _UNARY:
     G[_n] = _unary(_n)
 neg, abs, exp, log, log1p, sqrt, rsqrt = G["neg"], G["abs"], G["exp"], G["log"], G["log1p"], G["sqrt"], G["rsqrt"]
 square, sin, cos, tanh, sigmoid, relu = G["square"], G["sin"], G["cos"], G["tanh"], G["sigmoid"], G["relu"]
+relu = quantized_form(Q.relu)(relu)
+sigmoid = quantized_form(Q.fixed_range("sigmoid", 1.0 / 256, 0))(sigmoid)
+tanh = quantized_form(Q.fixed_range("tanh", 2.0 / 256, 128))(tanh)
 silu, erf, sign, floor, ceil, logical_not = G["silu"], G["erf"], G["sign"], G["floor"], G["ceil"], G["logical_not"]
 negative, absolute = neg, abs
 
@@ -320,7 +325,7 @@ def _reduction(name, int_to=None):
 
 sum = _reduction("sum")
 prod = _reduction("prod")
-mean = _reduction("mean")
+mean = quantized_form(Q.mean)(_reduction("mean"))
 amax = _reduction("amax")
 amin = _reduction("amin")
 _logsumexp = _reduction("logsumexp", int_to=D.float32)
@@ -504,6 +509,7 @@ def permute(input, *dims):
     return call("permute", (input,), {"dims": _shape_args(dims, "permute")})
 
 
+@quantized_form(Q.moved("transpose"))
 def transpose(input, dim0, dim1):
     n = input.ndim
     if n == 0:
@@ -553,6 +559,7 @@ def unsqueeze(input, dim):
     return call("unsqueeze", (input,), {"dim": dim})
 
 
+@quantized_form(Q.moved("flatten"))
 def flatten(input, start_dim=0, end_dim=-1):
     n = input.ndim
     if n == 0:
@@ -580,6 +587,7 @@ def clone(input, *, memory_format=None):
     return _C.clone(input)
 
 
+@quantized_form(Q.moved("chunk"))
 def chunk(input, chunks, dim=0):
     if not isinstance(chunks, int) or chunks <= 0:
         raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")

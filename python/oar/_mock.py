@@ -17,9 +17,16 @@ _NAMES = ("torch", "torch.nn", "torch.nn.functional", "torch.nn.init", "torch.nn
           "torch.utils.data", "torch.autograd", "torch.autograd.function", "torch.jit", "torch.distributed",
           "torch.distributed.algorithms", "torch.distributed.algorithms.join", "torch.distributed.optim",
           "torch.distributed.optim.zero_redundancy_optimizer", "torch.nn.parallel", "torch.utils.data.distributed")
+# torch's quantization namespaces, all served by oar.ao (torch 1.13 has the nn ones both under
+# torch.ao.nn and under their older torch.nn names): torch module name -> oar module name
+_QUANT_NN = ("quantized", "quantized.dynamic", "intrinsic", "intrinsic.quantized", "qat", "intrinsic.qat")
+_QUANT = {"torch.ao": "oar.ao", "torch.ao.nn": "oar.ao.nn", "torch.quantization": "oar.ao.quantization",
+          **{f"torch.ao.quantization{m}": f"oar.ao.quantization{m}"
+             for m in ("", ".observer", ".qconfig", ".fuse_modules", ".fake_quantize", ".quantize", ".stubs")},
+          **{f"torch{ao}.nn.{m}": f"oar.ao.nn.{m}" for m in _QUANT_NN for ao in ("", ".ao")}}
 # attributes of oar's modules that only the switch adds: (module, attribute, torch module name)
 _ATTRS = (("oar", "hub", "torch.hub"), ("oar", "fx", "torch.fx"), ("oar", "onnx", "torch.onnx"),
-          ("oar", "ao", "torch.ao"), ("oar", "quantization", "torch.quantization"), ("oar", "version", "torch.version"),
+          ("oar", "version", "torch.version"),
           ("oar.utils", "checkpoint", "torch.utils.checkpoint"), ("oar.utils", "model_zoo", "torch.utils.model_zoo"),
           ("oar.jit", "annotations", "torch.jit.annotations"))
 
@@ -27,7 +34,9 @@ _ATTRS = (("oar", "hub", "torch.hub"), ("oar", "fx", "torch.fx"), ("oar", "onnx"
 def _oar_modules():
     import oar
 
-    return {name: sys.modules["oar" + name[len("torch"):]] for name in _NAMES}
+    mods = {name: sys.modules["oar" + name[len("torch"):]] for name in _NAMES}
+    mods.update({name: sys.modules[oar_name] for name, oar_name in _QUANT.items()})
+    return mods
 
 
 class mock_torch:

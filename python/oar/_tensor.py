@@ -149,6 +149,8 @@ class Tensor(_C.TensorBase):
     def is_cuda(self):
         return self._device == _dev.CUDA
 
+    is_quantized = False  # quantized tensors are _qtensor.QTensor
+
     def get_device(self):
         """torch's: -1 on the cpu, the CUDA index on a GPU"""
         return 0 if self._device == _dev.CUDA else -1

@@ -1,12 +1,12 @@
 """The parts of torch's namespace that real model files import but that are not about tensors
-(torch.hub, torch.fx, torch.onnx, torch.ao.quantization, torch.version, torch.utils.checkpoint,
+(torch.hub, torch.fx, torch.onnx, torch.version, torch.utils.checkpoint,
 torch.utils.model_zoo, torch.jit.annotations, torch._C's logging hooks). The torch switch
 (_mock.py) installs them beside oar's own modules.
 
 Each name does what it does in torch where that is meaningful without TorchScript, FX or
-libtorch (fx.wrap marks a function for a tracer oar does not have, so it returns it as it is;
-QuantStub is the identity until a model is converted). What needs those machineries (FX
-tracing, ONNX export through torch, quantized conversion, libtorch extension libraries) raises
+libtorch (fx.wrap marks a function for a tracer oar does not have, so it returns it as it is).
+What needs those machineries (FX tracing, ONNX export through torch, libtorch extension
+libraries) raises
 an error naming the call and the oar alternative; nothing computes a stand-in result."""
 import sys
 
@@ -21,9 +21,6 @@ SUBMODULES = {
     "torch.onnx.symbolic_opset9": "onnx",
     "torch.onnx.symbolic_opset11": "onnx",
     "torch.onnx.operators": "onnx",
-    "torch.ao": "ao",
-    "torch.ao.quantization": "quantization",
-    "torch.quantization": "quantization",
     "torch.version": "version",
     "torch.utils.checkpoint": "checkpoint",
     "torch.jit.annotations": "annotations",
