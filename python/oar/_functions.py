@@ -425,8 +425,7 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
     first element of every run of equal values. Its size depends on the values: eager only."""
     _check_tensor(input, "unique")
     if dim is not None:
-        raise NotImplementedError("torch.unique(dim=...) is not offered: unique of the flattened tensor only "
-                                  "(dim=None); for rows, view each row as one key first")
+        return _unique_dim(input, dim, return_inverse, return_counts)
     flat = reshape(input, (-1,))
     n = flat.shape[0]
     vals, order = sort(flat)
@@ -442,6 +441,33 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
     if return_counts:
         at = reshape(nonzero(starts), (-1,))
         out.append(diff(cat([at, reshape(_scalar_tensor(n, D.int64), (1,))])))
+    return out[0] if len(out) == 1 else tuple(out)
+
+
+def _unique_dim(input, dim, return_inverse, return_counts):
+    """torch.unique(dim=d): the distinct slices along d in lexicographic order (of each slice in the
+    layout of input.transpose(0, d), as torch). Each slice becomes a row; the rows are ranked column by column (a column's values by their 1-d unique, combined with
+    the ranks so far and re-ranked, so keys stay below the row count and order rows as tuples)."""
+    from ._creation import arange, zeros
+
+    d = _wrap_dim(dim, input.ndim, "unique")
+    n = input.shape[d]
+    if builtins.any(s == 0 for i, s in enumerate(input.shape) if i != d):
+        raise RuntimeError("There are 0 sized dimensions, and they aren't selected, so unique cannot be applied")
+    slices = transpose(input, 0, d)  # torch's layout of a slice (transposed, not moved: it decides the order)
+    rows = reshape(slices, (n, math.prod(slices.shape[1:])))
+    key = zeros(n, dtype=D.int64)
+    for c in builtins.range(rows.shape[1]):
+        _, rank = unique(select(rows, 1, c), return_inverse=True)
+        _, key = unique(add(mul(key, n + 1), rank), return_inverse=True)
+    _, inverse, counts = unique(key, return_inverse=True, return_counts=True)
+    pick = zeros(counts.shape[0], dtype=D.int64)
+    pick[inverse] = arange(n, dtype=D.int64)  # any row of a group: they are equal
+    out = [transpose(index_select(slices, 0, pick), 0, d)]
+    if return_inverse:
+        out.append(inverse)
+    if return_counts:
+        out.append(counts)
     return out[0] if len(out) == 1 else tuple(out)
 
 

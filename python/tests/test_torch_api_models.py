@@ -1,7 +1,7 @@
 """The API the last torchvision models (mvit_v2_s, raft, RetinaNet / FCOS / SSD, Mask and Keypoint
 R-CNN) and torchaudio's model files needed, each beside torch 1.13: views of non-contiguous tensors, assignment into tensors
 autograd records (`attn[:, :, 1:, 1:] += rel_pos`), div's rounding modes and the integer
-divisions, unique, cat/stack of more than 64 tensors, F.unfold / F.fold, interpolate's bicubic
+divisions, unique (also along a dim), cat/stack of more than 64 tensors, F.unfold / F.fold, interpolate's bicubic
 and fractional nearest modes, flatten of empty tensors; PReLU, GLU, 1-d pools, ConvTranspose1d, the RNN
 cells, weight_norm, window functions, finfo/iinfo, Tensor.new, lazy modules."""
 import numpy as np
@@ -139,8 +139,22 @@ def test_unique_matches_torch(torch):
             assert tuple(p.shape) == tuple(q.shape), n
             close(p, q, atol=0, what=n)
         close(oar.tensor(v).unique(), torch.tensor(v).unique(), atol=0)
-    with pytest.raises(NotImplementedError, match="dim"):
-        oar.unique(oar.tensor([1, 2]), dim=0)
+
+
+def test_unique_along_a_dim_matches_torch(torch):
+    """the distinct slices along dim, in torch's lexicographic order, with inverse and counts"""
+    rows = R.randint(0, 2, size=(9, 3)).astype(np.float32)
+    rows[4] = rows[1]
+    cases = [(rows, 0), (rows, 1), (R.randint(-2, 2, size=(4, 5, 2)), 1), (R.randint(0, 3, size=(3, 4, 6)), -1),
+             (np.zeros((0, 3), np.int64), 0), (R.randint(0, 4, size=(7,)), 0)]
+    for v, dim in cases:
+        ro = oar.unique(oar.tensor(v), dim=dim, return_inverse=True, return_counts=True)
+        rt = torch.unique(torch.tensor(v), dim=dim, return_inverse=True, return_counts=True)
+        for p, q, n in zip(ro, rt, ("values", "inverse", "counts")):
+            assert tuple(p.shape) == tuple(q.shape), f"{n} along {dim} of {v.shape}"
+            close(p, q, atol=0, what=f"{n} along {dim} of {v.shape}")
+    with pytest.raises(RuntimeError, match="0 sized dimensions"):
+        oar.unique(oar.zeros(5, 0), dim=0)
 
 
 # ---------------------------------------------------------------- more than 64 inputs
