@@ -471,6 +471,35 @@ def _unique_dim(input, dim, return_inverse, return_counts):
     return out[0] if len(out) == 1 else tuple(out)
 
 
+def histc(input, bins=100, min=0, max=0):
+    """torch.histc: counts in `bins` equal bins over [min, max] (the data's range when both are equal),
+    in input's dtype; values outside are left out, max falls in the last bin. A value's bin is
+    int((x - min) * bins / (max - min)) in input's precision, as torch computes it."""
+    _check_tensor(input, "histc")
+    if bins <= 0:
+        raise RuntimeError(f"torch.histc(): bins must be > 0, but got {bins}")
+    if not input.is_floating_point():
+        raise RuntimeError(f'"histogram_cpu" not implemented for \'{input.dtype.name.capitalize()}\'')
+    x = reshape(input, (-1,))
+    lo, hi = _cast(_scalar_tensor(min, D.float64), input.dtype).item(), _cast(_scalar_tensor(max, D.float64),
+                                                                              input.dtype).item()
+    if lo == hi and x.shape[0]:
+        lo, hi = amin(x).item(), amax(x).item()
+    if lo == hi:
+        lo, hi = lo - 1, hi + 1
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        raise RuntimeError(f"torch.histc(): range of [{lo}, {hi}] is not finite")
+    if lo > hi:
+        raise RuntimeError("torch.histc(): max must be larger than min")
+    from ._creation import ones_like, zeros
+
+    inside = masked_select(x, logical_and(ge(x, lo), le(x, hi)))
+    span = sub(_cast(_scalar_tensor(hi, D.float64), input.dtype), lo)  # in input's precision
+    pos = _cast(div(mul(sub(inside, lo), float(bins)), span), D.int64)  # truncation: the values are >= 0
+    pos = clamp(pos, 0, bins - 1)  # max itself: the last bin
+    return scatter_add(zeros(bins, dtype=input.dtype), 0, pos, ones_like(inside))
+
+
 def count_nonzero(input, dim=None):
     return sum(ne(input, 0), dim)
 

@@ -82,6 +82,37 @@ def test_fused_fake_quant_is_torchs(name):
             np.testing.assert_array_equal(y.detach().numpy(), ty.detach().numpy(), err_msg=f"{name} output")
 
 
+def test_histc_is_torchs():
+    torch = _torch_quant()
+    rng = np.random.default_rng(14)
+    for bins, lo, hi in [(100, 0, 0), (2048, -2, 3), (10, 0, 1), (7, -1.5, 0.25)]:
+        x = rng.standard_normal(5000).astype(np.float32)
+        x[:4] = [lo, hi, 0.5, 3.0]  # the edges: min in the first bin, max in the last
+        np.testing.assert_array_equal(oar.histc(oar.from_numpy(x), bins, lo, hi).numpy(),
+                                      torch.histc(_t(torch, x), bins, lo, hi).numpy(), err_msg=f"{bins} {lo} {hi}")
+
+
+@pytest.mark.parametrize("backend", ["fbgemm", "qnnpack"])
+def test_histogram_observer_is_torchs(backend):
+    """get_default_qconfig's activation observer: the histogram over batches of growing range (re-binned)
+    and the searched range, on skewed data with outliers; scale and zero point torch's to float32
+    summation order (the error sums of the search are float32)"""
+    torch = _torch_quant()
+    ours, theirs = OQ.get_default_qconfig(backend).activation(), torch.ao.quantization.get_default_qconfig(
+        backend).activation()
+    rng = np.random.default_rng(15)
+    for k in range(3):
+        x = np.concatenate([rng.standard_normal(3000) * (k + 1), rng.exponential(4, 30) + 2 * k]).astype(np.float32)
+        ours(oar.from_numpy(x))
+        theirs(_t(torch, x))
+        np.testing.assert_allclose(ours.histogram.numpy(), theirs.histogram.numpy(), rtol=1e-5, atol=1e-3)
+        assert (ours.min_val.item(), ours.max_val.item()) == (theirs.min_val.item(), theirs.max_val.item())
+    s, z = ours.calculate_qparams()
+    ts, tz = theirs.calculate_qparams()
+    np.testing.assert_allclose(s.numpy(), ts.numpy(), rtol=1e-5)
+    assert z.tolist() == tz.tolist()
+
+
 def test_unobserved_observer_warns_and_gives_torchs_defaults():
     with pytest.warns(UserWarning, match="must run observer"):
         s, z = OQ.MinMaxObserver().calculate_qparams()
@@ -370,9 +401,6 @@ def test_flow_errors():
     OQ.prepare(m, inplace=True)
     with pytest.raises(TypeError, match="convert"):  # a quantized layer given a float tensor
         oar.ao.nn.quantized.Conv2d.from_float(m[1])(oar.randn(1, 3, 5, 5))
-    with pytest.raises(NotImplementedError, match="HistogramObserver"):
-        OQ.get_default_qconfig("fbgemm").activation.func  # noqa: B018
-        OQ.HistogramObserver()
     with pytest.raises(ValueError, match="observer instance"):
         OQ.QConfig(activation=OQ.MinMaxObserver(), weight=OQ.default_weight_observer)
     bad = oar.nn.Sequential(oar.nn.Conv2d(3, 4, 3)).eval()

@@ -229,7 +229,6 @@ default_observer = MinMaxObserver.with_args(quant_min=0, quant_max=127)
 default_weight_observer = MinMaxObserver.with_args(dtype=Q.qint8, qscheme=Q.per_tensor_symmetric)
 default_per_channel_weight_observer = PerChannelMinMaxObserver.with_args(dtype=Q.qint8,
                                                                          qscheme=Q.per_channel_symmetric)
-default_histogram_observer = None  # set below once HistogramObserver's absence is explained
 weight_observer_range_neg_127_to_127 = MinMaxObserver.with_args(dtype=Q.qint8, qscheme=Q.per_tensor_symmetric,
                                                                 quant_min=-127, quant_max=127, eps=2 ** -12)
 default_placeholder_observer = PlaceholderObserver
@@ -242,13 +241,119 @@ default_dynamic_quant_observer = PlaceholderObserver.with_args(dtype=Q.quint8)
 
 
 class HistogramObserver(_UniformObserver):
-    """torch's histogram search for the range that minimizes the quantization error. Not offered:
-    it is refused when made, naming the observers that are."""
+    """torch's histogram observer: a 2048-bin histogram of everything observed (re-binned onto a
+    common grid when the range grows), then the range [min, max] chosen by torch's greedy search,
+    which trims bins from the end holding less mass while the L2 error of quantizing the histogram
+    with dst_nbins levels falls. As torch 1.13, each batch is binned over int(min)..int(max) (its
+    histc call truncates the range): kept for torch's numbers."""
 
-    def __init__(self, *args, **kwargs):
-        raise NotImplementedError("HistogramObserver is not offered by oar: use MinMaxObserver or "
-                                  "MovingAverageMinMaxObserver for activations (torch.ao.quantization.QConfig("
-                                  "activation=default_observer, weight=default_per_channel_weight_observer))")
+    def __init__(self, bins=2048, upsample_rate=128, dtype=Q.quint8, qscheme=Q.per_tensor_affine,
+                 reduce_range=False, quant_min=None, quant_max=None, factory_kwargs=None, eps=_EPS):
+        super().__init__(dtype, qscheme, reduce_range, quant_min, quant_max, factory_kwargs, eps)
+        self.bins, self.upsample_rate = bins, upsample_rate
+        self.register_buffer("histogram", T.zeros(bins))
+        self.register_buffer("min_val", T.tensor(math.inf))
+        self.register_buffer("max_val", T.tensor(-math.inf))
+        self.dst_nbins = 2 ** (8 * dtype.itemsize)
+
+    def forward(self, x_orig):
+        if x_orig.numel() == 0:
+            return x_orig
+        x = x_orig.detach().to(D.float32)
+        lo, hi = self.min_val.item(), self.max_val.item()
+        if (lo == math.inf and hi == -math.inf) or lo == hi:
+            self.min_val, self.max_val = T.amin(x), T.amax(x)
+            self.histogram = T.histc(x, self.bins, min=int(self.min_val.item()), max=int(self.max_val.item()))
+            return x_orig
+        new_min, new_max = T.amin(x), T.amax(x)
+        lo_t, hi_t = T.minimum(new_min, self.min_val), T.maximum(new_max, self.max_val)
+        lo_t, hi_t, downsample, start = self._adjust_min_max(lo_t, hi_t)
+        hist = T.histc(x, self.bins, min=int(lo_t.item()), max=int(hi_t.item()))
+        if lo_t.item() == lo and hi_t.item() == hi:
+            hist = hist + self.histogram
+        else:
+            hist = self._combine(hist, self.histogram, downsample, start)
+        self.histogram, self.min_val, self.max_val = hist, lo_t, hi_t
+        return x_orig
+
+    def _adjust_min_max(self, lo, hi):
+        """the combined range widened at the top so that the old bins, cut upsample_rate times finer,
+        fall on whole cells of it: (min, max, downsample rate, the old min's cell)"""
+        cell = (self.max_val - self.min_val) / (self.bins * self.upsample_rate)
+        downsample = int(math.ceil(((hi - lo) / (self.bins * cell)).item()))
+        hi = hi + (downsample * (self.bins * cell) - (hi - lo))
+        start = int(T.round((self.min_val - lo) / cell).item())
+        return lo, hi, downsample, start
+
+    def _combine(self, hist, old, downsample, start):
+        """the old histogram spread evenly over upsample_rate cells per bin, placed at its offset on
+        the combined grid, summed back per downsample cells (in float64: the sums are long), added"""
+        up = self.upsample_rate
+        fine = T.zeros(self.bins * downsample)
+        fine[start:self.bins * up + start] = T.repeat_interleave(old, up)
+        integral = T.cumsum(fine, 0, dtype=D.float64)[downsample - 1::downsample]
+        shifted = T.zeros(self.bins, dtype=D.float64)
+        shifted[1:self.bins] = integral[0:-1]
+        return hist + ((integral - shifted) / up).to(D.float32)
+
+    @staticmethod
+    def _norm(delta_begin, delta_end, density):
+        """L2 error of values spread evenly with this density between the two offsets from a level"""
+        return density * ((delta_end * delta_end * delta_end - delta_begin * delta_begin * delta_begin) / 3)
+
+    def _error(self, start_bin, end_bin):
+        """the L2 error of quantizing the histogram with dst_nbins levels over bins start..end"""
+        bin_width = (self.max_val.item() - self.min_val.item()) / self.bins
+        dst = bin_width * (end_bin - start_bin + 1) / self.dst_nbins
+        if dst == 0.0:
+            return 0.0
+        begin = (T.arange(self.bins) - start_bin) * bin_width
+        end = begin + bin_width
+        dst_of_begin = T.clamp(T.div(begin, dst, rounding_mode="floor"), 0, self.dst_nbins - 1)
+        dst_of_end = T.clamp(T.div(end, dst, rounding_mode="floor"), 0, self.dst_nbins - 1)
+        density = self.histogram / bin_width
+        half = T.tensor(dst / 2)
+        norm = self._norm(begin - (dst_of_begin + 0.5) * dst, T.ones(self.bins) * (dst / 2), density)
+        norm = norm + (dst_of_end - dst_of_begin - 1) * self._norm(-half, half, density)
+        norm = norm + self._norm(T.tensor(-dst / 2), end - (dst_of_end * dst + dst / 2), density)
+        return norm.sum().item()
+
+    def _search(self):
+        """torch's greedy trim: step the quantile bounds by 1e-5, move the end whose bin moves further,
+        stop when the error rises"""
+        bin_width = (self.max_val - self.min_val) / self.bins
+        total = self.histogram.sum().item()
+        csum = T.cumsum(self.histogram, 0).tolist()
+        f32 = lambda v: float(T.tensor(v).item())  # torch compares the float32 sums with float32 bounds
+        alpha, beta, start, end, best = 0.0, 1.0, 0, self.bins - 1, math.inf
+        while alpha < beta:
+            next_alpha, next_beta = alpha + 1e-5, beta - 1e-5
+            lo, hi = start, end
+            while lo < end and csum[lo] < f32(next_alpha * total):
+                lo += 1
+            while hi > start and csum[hi] > f32(next_beta * total):
+                hi -= 1
+            next_start, next_end = start, end
+            if lo - start > end - hi:
+                next_start, alpha = lo, next_alpha
+            else:
+                next_end, beta = hi, next_beta
+            if next_start == start and next_end == end:
+                continue
+            norm = self._error(next_start, next_end)
+            if norm > best:
+                break
+            best, start, end = norm, next_start, next_end
+        return self.min_val + bin_width * start, self.min_val + bin_width * (end + 1)
+
+    def calculate_qparams(self):
+        if self.min_val.item() == math.inf and self.max_val.item() == -math.inf:
+            warnings.warn("must run observer before calling calculate_qparams. Returning default scale and zero point")
+            return T.tensor([1.0]), T.tensor([0])
+        return self._calculate_qparams(*self._search())
+
+    def extra_repr(self):
+        return f"min_val={self.min_val}, max_val={self.max_val}"
 
 
 default_histogram_observer = HistogramObserver.with_args(quant_min=0, quant_max=127)

@@ -27,20 +27,20 @@ float16_static_qconfig = QConfig(activation=O.PlaceholderObserver.with_args(dtyp
 ENGINES = ("none", "fbgemm", "x86", "qnnpack", "onednn")
 
 
-def get_default_qconfig(backend="x86", version=0):
-    """torch's default static-quantization qconfig for an engine. fbgemm/x86/onednn use a histogram
-    observer for activations in torch, which oar does not offer: oar gives the MinMax one with the
-    same 7-bit range (torchvision's own quantize_model uses that choice)."""
+def get_default_qconfig(backend="fbgemm", version=0):
+    """torch's default static-quantization qconfig for an engine: histogram-observed activations (7-bit
+    on fbgemm and x86), per-channel weights but on qnnpack."""
     if backend not in ENGINES[1:]:
-        raise AssertionError(f"backend: {backend} not supported. backend must be one of "
-                             f"{list(ENGINES[1:])}")
-    if backend == "qnnpack":
-        return QConfig(activation=O.MinMaxObserver.with_args(reduce_range=False), weight=O.default_weight_observer)
-    return QConfig(activation=O.MinMaxObserver.with_args(reduce_range=backend != "onednn"),
-                   weight=O.default_per_channel_weight_observer)
+        raise AssertionError(f"backend: {backend} not supported. backend must be one of {list(ENGINES[1:])}")
+    if version != 0:
+        raise AssertionError(f"Version number: {version} in get_default_qconfig is not supported. Version number "
+                             "must be 0")
+    activation = O.HistogramObserver.with_args(reduce_range=backend in ("fbgemm", "x86"))
+    weight = O.default_weight_observer if backend == "qnnpack" else O.default_per_channel_weight_observer
+    return QConfig(activation=activation, weight=weight)
 
 
-def get_default_qat_qconfig(backend="x86", version=1):
+def get_default_qat_qconfig(backend="fbgemm", version=1):
     """torch's default QAT qconfig for an engine: fake quantizers with moving-average observers
     (7-bit activations but on qnnpack and onednn; per-channel weights but on qnnpack)."""
     if backend not in ENGINES[1:]:
