@@ -12,7 +12,10 @@ from . import _C
 from ._dtype import (bfloat16, bool_ as bool, dtype, float16, float32, float64, int8, int32, int64,  # noqa: F401
                      uint8)
 from ._dtype import float32 as float, float64 as double, float16 as half, int64 as long, int32 as int  # noqa: F401
-from ._dtype import complex64, complex128, int16, int16 as short  # noqa: F401  (names only: no such tensors)
+from ._dtype import int16, int16 as short  # noqa: F401  (a name only: no such tensors)
+from ._complex import (complex, complex64, complex128, imag, is_complex, istft, polar, real, stft,  # noqa: F401
+                       view_as_complex, view_as_real)
+from ._complex import complex64 as cfloat, complex128 as cdouble  # noqa: F401
 from ._dtype import finfo, iinfo  # noqa: F401
 from ._tensor import Size, Tensor, device  # noqa: F401
 from ._ops import ops  # noqa: F401
@@ -117,6 +120,7 @@ from . import optim  # noqa: E402,F401
 from . import utils  # noqa: E402,F401
 from . import distributed  # noqa: E402,F401
 from . import ao  # noqa: E402,F401
+from . import fft  # noqa: E402,F401
 from .ao import quantization  # noqa: E402,F401  (torch.quantization, the older name)
 nn.quantized, nn.intrinsic, nn.qat = ao.nn.quantized, ao.nn.intrinsic, ao.nn.qat  # torch.nn.quantized, ...
 

@@ -57,8 +57,6 @@ class _AbsentDtype(dtype):
 
 
 int16 = _AbsentDtype("int16", 2, False, True)
-complex64 = _AbsentDtype("complex64", 8, False, True)
-complex128 = _AbsentDtype("complex128", 16, False, True)
 
 BY_CODE = [None] * len(_info)
 for _d in (float32, float64, float16, bfloat16, int8, uint8, int32, int64, bool_):
@@ -67,9 +65,8 @@ for _d in (float32, float64, float16, bfloat16, int8, uint8, int32, int64, bool_
 ALIASES = {
     "float32": float32, "float": float32, "float64": float64, "double": float64, "float16": float16,
     "half": float16, "bfloat16": bfloat16, "int8": int8, "uint8": uint8, "int32": int32, "int": int32,
-    "int64": int64, "long": int64, "bool": bool_, "int16": int16, "short": int16, "complex64": complex64,
-    "cfloat": complex64, "complex128": complex128, "cdouble": complex128,
-}
+    "int64": int64, "long": int64, "bool": bool_, "int16": int16, "short": int16,
+}  # and the quantized (_qtensor) and complex (_complex) dtypes, which add themselves
 
 
 def _by_name(name):

@@ -12,8 +12,9 @@ from . import _C
 from . import _dtype as D
 from ._ops import ID, SCHEMA, TABLE, call
 from ._ops import default as _d  # defaults from the op table (src/ops)
-from . import _qtensor as Q
-from ._qtensor import quantized_form
+from . import _complex  # noqa: F401  (registers the complex kind)
+from . import _qtensor  # noqa: F401  (registers the quantized kind)
+from ._kinds import CLASSES as _OTHER, other as _other
 
 _call = _C.call
 
@@ -221,7 +222,7 @@ def _unary(name):
 
     def f(input):
         if not isinstance(input, TensorBase):
-            _check_tensor(input, name)
+            return _other(name, input)  # a quantized or complex tensor, or an error
         if promote and input._dtype not in floats:
             input = _cast(input, D.float32)  # torch: integers promote to the default float type
         return _call(op, (input,))
@@ -237,9 +238,6 @@ for _n in _UNARY:
     G[_n] = _unary(_n)
 neg, abs, exp, log, log1p, sqrt, rsqrt = G["neg"], G["abs"], G["exp"], G["log"], G["log1p"], G["sqrt"], G["rsqrt"]
 square, sin, cos, tanh, sigmoid, relu = G["square"], G["sin"], G["cos"], G["tanh"], G["sigmoid"], G["relu"]
-relu = quantized_form(Q.relu)(relu)
-sigmoid = quantized_form(Q.fixed_range("sigmoid", 1.0 / 256, 0))(sigmoid)
-tanh = quantized_form(Q.fixed_range("tanh", 2.0 / 256, 128))(tanh)
 silu, erf, sign, floor, ceil, logical_not = G["silu"], G["erf"], G["sign"], G["floor"], G["ceil"], G["logical_not"]
 negative, absolute = neg, abs
 
@@ -311,7 +309,8 @@ def _dims(dim):
 
 def _reduction(name, int_to=None):
     def f(input, dim=None, keepdim=_d(name, "keepdim"), *, dtype=None):
-        _check_tensor(input, name)
+        if not _is_t(input):
+            return _other(name, input, dim, keepdim)  # a quantized or complex tensor, or an error
         if dtype is not None:
             input = _cast(input, D.to_dtype(dtype))
         elif int_to is not None and not _dt(input).is_floating_point:
@@ -325,7 +324,7 @@ def _reduction(name, int_to=None):
 
 sum = _reduction("sum")
 prod = _reduction("prod")
-mean = quantized_form(Q.mean)(_reduction("mean"))
+mean = _reduction("mean")
 amax = _reduction("amax")
 amin = _reduction("amin")
 _logsumexp = _reduction("logsumexp", int_to=D.float32)
@@ -517,6 +516,8 @@ def _shape_args(shape, fn):
 
 def reshape(input, *shape):
     """A view when the strides allow it (as torch's), else a contiguous copy."""
+    if type(input) in _OTHER:
+        return _other("reshape", input, *shape)
     shape = _shape_args(shape, "reshape")
     if not input.is_contiguous() and not _viewable(input, shape):
         input = _C.contiguous(input)
@@ -561,11 +562,14 @@ def _viewable(input, shape):
 
 
 def permute(input, *dims):
+    if type(input) in _OTHER:
+        return _other("permute", input, *dims)
     return call("permute", (input,), {"dims": _shape_args(dims, "permute")})
 
 
-@quantized_form(Q.moved("transpose"))
 def transpose(input, dim0, dim1):
+    if type(input) in _OTHER:
+        return _other("transpose", input, dim0, dim1)
     n = input.ndim
     if n == 0:
         return input
@@ -600,6 +604,8 @@ def broadcast_to(input, shape):
 
 
 def squeeze(input, dim=None):
+    if type(input) in _OTHER:
+        return _other("squeeze", input, *(() if dim is None else (dim,)))
     if dim is None:
         keep = [s for s in input.shape if s != 1]
         return reshape(input, keep) if len(keep) != input.ndim else input
@@ -611,11 +617,14 @@ def squeeze(input, dim=None):
 
 
 def unsqueeze(input, dim):
+    if type(input) in _OTHER:
+        return _other("unsqueeze", input, dim)
     return call("unsqueeze", (input,), {"dim": dim})
 
 
-@quantized_form(Q.moved("flatten"))
 def flatten(input, start_dim=0, end_dim=-1):
+    if type(input) in _OTHER:
+        return _other("flatten", input, start_dim, end_dim)
     n = input.ndim
     if n == 0:
         return reshape(input, (1,))
@@ -642,8 +651,9 @@ def clone(input, *, memory_format=None):
     return _C.clone(input)
 
 
-@quantized_form(Q.moved("chunk"))
 def chunk(input, chunks, dim=0):
+    if type(input) in _OTHER:
+        return _other("chunk", input, chunks, dim)
     if not isinstance(chunks, int) or chunks <= 0:
         raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
     return _C.split(input, chunks, dim, True)

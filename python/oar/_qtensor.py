@@ -5,12 +5,12 @@ values: per tensor (a scale and a zero point) or per channel along one axis. oar
 codes and the map as separate inputs (docs/quant.md), so a QTensor is a plain Python object, not
 an oar.Tensor: an op that has no quantized form refuses it (TypeError naming the type) instead
 of computing on the codes as if they were numbers. The torch functions that do take quantized
-tensors (relu, the pools, flatten, mean, ...) are marked with `quantized_form`."""
-import functools
+tensors (relu, the pools, flatten, mean, ...) are listed at the end (_kinds.implements)."""
 import numbers
 
 from . import _C
 from . import _dtype as D
+from . import _kinds
 from ._ops import call
 
 
@@ -77,6 +77,7 @@ def _as_tensor(v, dtype, what):
     raise TypeError(f"{what}: expected a number or a Tensor, got {type(v).__name__}")
 
 
+@_kinds.register_as("quantized", "dequantize() it first")
 class QTensor:
     """A quantized tensor: `codes` (u8/i8) and its scale, zero point (tensors: 0-d per tensor,
     1-d per channel) and channel axis (None per tensor)."""
@@ -282,22 +283,7 @@ def requantize(x, scale, zero_point, dtype=quint8):
     return quantize_per_tensor(values, scale, zero_point, dtype)
 
 
-# --- torch functions that also take quantized tensors -------------------------------------------
-
-def quantized_form(q_impl):
-    """Marks a torch function that takes quantized tensors too: q_impl runs when its first argument
-    is one (torch dispatches on the tensor's backend; this is that check for these functions)."""
-    def mark(f):
-        @functools.wraps(f)
-        def either(input, *args, **kwargs):
-            if type(input) is QTensor:
-                return q_impl(input, *args, **kwargs)
-            return f(input, *args, **kwargs)
-
-        return either
-
-    return mark
-
+# --- torch functions that also take quantized tensors (registered at the end) --------------------
 
 def relu(x, inplace=False):
     """relu on codes: max(q, zero_point), the code of 0."""
@@ -368,9 +354,9 @@ def mean(x, dim=None, keepdim=False, dtype=None):
     return _through_float(x, lambda v: F.mean(v, dim, keepdim) if dim is not None else F.mean(v))
 
 
-def identity_in_eval(x, *args, training=False, **kwargs):
+def identity_in_eval(x, p=0.5, training=False):
     """dropout on a quantized tensor: only inference is quantized, where dropout is the identity."""
-    if training or (args and len(args) > 1 and args[1]):
+    if training:
         raise RuntimeError("dropout of a quantized tensor in training mode: quantized models run inference only")
     return x
 
@@ -382,3 +368,12 @@ def moved(method):
 
     impl.__name__ = method
     return impl
+
+
+_kinds.implements(QTensor, {
+    "relu": relu, "sigmoid": fixed_range("sigmoid", 1.0 / 256, 0), "tanh": fixed_range("tanh", 2.0 / 256, 128),
+    "hardsigmoid": fixed_range("hardsigmoid", 1.0 / 256, 0), "mean": mean, "max_pool2d": max_pool2d,
+    "avg_pool2d": pooled_through_float("avg_pool2d"), "adaptive_avg_pool2d": pooled_through_float("adaptive_avg_pool2d"),
+    "dropout": identity_in_eval, "transpose": moved("transpose"), "flatten": moved("flatten"), "chunk": moved("chunk"),
+    "reshape": moved("reshape"), "permute": moved("permute"), "squeeze": moved("squeeze"),
+    "unsqueeze": moved("unsqueeze")})

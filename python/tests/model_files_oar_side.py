@@ -5,7 +5,8 @@ real torch as oracle).
     python model_files_oar_side.py REQUEST.pkl RESULT.pkl
 
 A model name is a torchvision.models builder ('resnet18', 'video.r3d_18') or 'module:builder'
-('torchaudio.models:Conformer'). A model returning a list gives its last element (raft's flows),
+('torchaudio.models:Conformer', 'torchaudio.transforms:MelSpectrogram'); a model without
+parameters is differentiated with respect to its float inputs. A model returning a list gives its last element (raft's flows),
 a tuple its first (the audio models' (output, lengths)).
 
 REQUEST: {"models": [(name, kwargs, state_dict, inputs, call_kwargs, grad_y, double)], "train": None or {name, kwargs,
@@ -47,10 +48,18 @@ def build(name, kwargs, state_dict, double=False):
 
 def forward_backward(name, kwargs, state_dict, xs, call_kwargs, gy, double):
     model = build(name, kwargs, state_dict, double).eval()
-    y = model(*[torch.from_numpy(x) for x in xs], **call_kwargs)
+    inputs = [torch.from_numpy(x) for x in xs]
+    by_input = not any(p.requires_grad for p in model.parameters())  # a transform: the inputs' gradients
+    if by_input:
+        for x in inputs:
+            if x.is_floating_point():
+                x.requires_grad_()
+    y = model(*inputs, **call_kwargs)
     y = y[-1] if isinstance(y, list) else y[0] if isinstance(y, tuple) else y
     y.backward(torch.from_numpy(gy))
     grads = {k: p.grad.numpy().copy() for k, p in model.named_parameters() if p.grad is not None}
+    if by_input:
+        grads.update({f"input{i}": x.grad.numpy().copy() for i, x in enumerate(inputs) if x.grad is not None})
     return {"y": y.detach().numpy().copy(), "grads": grads}
 
 

@@ -19,15 +19,22 @@ def close(a, b, what):
 
 
 def torch_side(torch, model, xs, call_kwargs):
-    """Runs model on xs in torch with a random output gradient: (request entry parts, expected)."""
+    """Runs model on xs in torch with a random output gradient: (request entry parts, expected). A model
+    without parameters (an audio transform) is differentiated with respect to its float inputs
+    instead ('input0', ...)."""
+    by_input = not any(p.requires_grad for p in model.parameters())
+    if by_input:
+        xs = [x.detach().requires_grad_() if x.is_floating_point() else x for x in xs]
     y = model(*xs, **call_kwargs)
     y = y[-1] if isinstance(y, list) else y[0] if isinstance(y, tuple) else y
     gy = torch.randn_like(y)
     y.backward(gy)
     sd = {key: v.detach().numpy().copy() for key, v in model.state_dict().items()}
-    want = {"y": y.detach().numpy(),
-            "grads": {key: p.grad.numpy().copy() for key, p in model.named_parameters() if p.grad is not None}}
-    return sd, [x.numpy() for x in xs], gy.numpy(), want
+    grads = {key: p.grad.numpy().copy() for key, p in model.named_parameters() if p.grad is not None}
+    if by_input:
+        grads.update({f"input{i}": x.grad.numpy().copy() for i, x in enumerate(xs) if x.grad is not None})
+    want = {"y": y.detach().numpy(), "grads": grads}
+    return sd, [x.detach().numpy() for x in xs], gy.numpy(), want
 
 
 def run_oar_side(req, folder):

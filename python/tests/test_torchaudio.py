@@ -50,13 +50,26 @@ def cases(torch):
                                  "lstm_layer_norm_epsilon": 1e-5, "lstm_dropout": 0.0},
                                 [n(2, 12, 16), torch.tensor([12, 10]), torch.randint(0, 10, (2, 4)),
                                  torch.tensor([4, 3])]),
+        # complex spectrograms: torch.stft, view_as_real / view_as_complex, padding, istft (_complex.py)
+        "HDemucs": ({"sources": ["a", "b"], "audio_channels": 1, "channels": 8, "nfft": 256, "depth": 3,
+                     "norm_starts": 2, "norm_groups": 2, "dconv_attn": 2, "dconv_lstm": 2}, [n(1, 1, 2048)]),
     }
 
 
-# Not here: Tacotron2 runs, but its prenet's dropout is on even in eval mode, so its outputs are random
-# draws; HDemucs needs torch.stft (complex tensors)
+def transforms(torch):
+    """torchaudio.transforms front ends (no parameters: their outputs and the waveform's gradient)"""
+    wave = torch.randn(2, 4000)
+    return {
+        "Spectrogram": ({"n_fft": 400, "hop_length": 160}, [wave]),
+        "MelSpectrogram": ({"sample_rate": 16000, "n_fft": 400, "n_mels": 40}, [wave]),
+        "MFCC": ({"sample_rate": 16000, "n_mfcc": 13, "melkwargs": {"n_fft": 400, "n_mels": 40}}, [wave]),
+    }
+
+
+# Not here: Tacotron2 runs, but its prenet's dropout is on even in eval mode, so its outputs are random draws
 NAMES = ["Wav2Letter", "ConvTasNet", "DeepSpeech", "WaveRNN", "Conformer", "Emformer", "wav2vec2_model",
-         "emformer_rnnt_model"]
+         "emformer_rnnt_model", "HDemucs"]
+TRANSFORMS = ["Spectrogram", "MelSpectrogram", "MFCC"]
 
 
 @pytest.fixture(scope="module")
@@ -76,11 +89,18 @@ def runs(tmp_path_factory):
         xs = [x.double() if x.is_floating_point() else x for x in xs]
         sd, arrays, gy, want[name] = torch_side(torch, model, xs, {})
         req["models"].append((f"torchaudio.models:{name}", kwargs, sd, arrays, {}, gy, True))
+    for k, name in enumerate(TRANSFORMS):
+        torch.manual_seed(100 + k)
+        kwargs, xs = transforms(torch)[name]
+        model = getattr(torchaudio.transforms, name)(**kwargs).double()
+        xs = [x.double() for x in xs]
+        sd, arrays, gy, want[name] = torch_side(torch, model, xs, {})
+        req["models"].append((f"torchaudio.transforms:{name}", kwargs, sd, arrays, {}, gy, True))
     got = run_oar_side(req, tmp_path_factory.mktemp("torchaudio"))
     return want, {name.split(":")[1]: res for name, res in got["models"].items()}
 
 
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", NAMES + TRANSFORMS)
 def test_model_forward_and_gradients(runs, name):
     want, got = runs
     check_model(name, want[name], got[name])

@@ -8,15 +8,15 @@ from .. import _creation as _CR
 from .. import _dtype as D
 from .. import _functions as F
 from .._ops import call
-from .. import _qtensor as Q
-from .._qtensor import quantized_form
+from .._kinds import CLASSES as _OTHER, other as _other
 from .._ops import default as _d  # defaults come from the op table (src/ops)
 
 sigmoid, tanh = F.sigmoid, F.tanh
 
 
-@quantized_form(Q.relu)
 def relu(input, inplace=False):
+    if type(input) in _OTHER:
+        return _other("relu", input)
     return input.relu_() if inplace else F.relu(input)
 
 
@@ -101,8 +101,9 @@ def softplus(input, beta=_d("softplus", "beta"), threshold=_d("softplus", "thres
     return call("softplus", (input,), {"beta": beta, "threshold": threshold})
 
 
-@quantized_form(Q.fixed_range("hardsigmoid", 1.0 / 256, 0))
 def hardsigmoid(input, inplace=False):
+    if type(input) in _OTHER:
+        return _other("hardsigmoid", input)
     return F.clamp(input / 6.0 + 0.5, 0.0, 1.0)
 
 
@@ -308,9 +309,10 @@ def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_paddi
     return y if batched else y.squeeze(0)
 
 
-@quantized_form(Q.max_pool2d)
 def max_pool2d(input, kernel_size, stride=None, padding=_d("max_pool2d", "padding"),
                dilation=_d("max_pool2d", "dilation"), ceil_mode=_d("max_pool2d", "ceil_mode"), return_indices=False):
+    if type(input) in _OTHER:
+        return _other("max_pool2d", input, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
     if return_indices:
         raise NotImplementedError("max_pool2d: return_indices=True is not offered")
     k = _pair(kernel_size, "kernel_size", "max_pool2d")
@@ -320,10 +322,12 @@ def max_pool2d(input, kernel_size, stride=None, padding=_d("max_pool2d", "paddin
                                          "ceil_mode": builtins.bool(ceil_mode)})
 
 
-@quantized_form(Q.pooled_through_float("avg_pool2d"))
 def avg_pool2d(input, kernel_size, stride=None, padding=_d("avg_pool2d", "padding"),
                ceil_mode=_d("avg_pool2d", "ceil_mode"), count_include_pad=_d("avg_pool2d", "count_include_pad"),
                divisor_override=None):
+    if type(input) in _OTHER:
+        return _other("avg_pool2d", input, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                      divisor_override)
     if divisor_override is not None:
         raise NotImplementedError("avg_pool2d: divisor_override is not offered")
     k = _pair(kernel_size, "kernel_size", "avg_pool2d")
@@ -355,8 +359,9 @@ def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
                    count_include_pad=count_include_pad)
 
 
-@quantized_form(Q.pooled_through_float("adaptive_avg_pool2d"))
 def adaptive_avg_pool2d(input, output_size):
+    if type(input) in _OTHER:
+        return _other("adaptive_avg_pool2d", input, output_size)
     if isinstance(output_size, numbers.Integral):
         output_size = (output_size, output_size)
     size = [input.shape[-2 + i] if s is None else int(s) for i, s in enumerate(output_size)]
@@ -510,8 +515,9 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
 from .._vision import affine_grid, grid_sample  # noqa: E402,F401  (defaults from the op table)
 
 
-@quantized_form(Q.identity_in_eval)
 def dropout(input, p=_d("dropout", "p"), training=_d("dropout", "training"), inplace=False):
+    if type(input) in _OTHER:
+        return _other("dropout", input, p, training)
     if p < 0.0 or p > 1.0:
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
     return call("dropout", (input,), {"p": p, "training": builtins.bool(training)})
@@ -528,6 +534,8 @@ def one_hot(tensor, num_classes=-1):
 
 
 def pad(input, pad, mode="constant", value=None):
+    if type(input) in _OTHER:
+        return _other("pad", input, pad, mode, value)
     modes = {"constant": 0, "reflect": 1, "replicate": 2}
     if mode not in modes:
         raise NotImplementedError(f"pad: mode '{mode}' is not offered (constant, reflect, replicate are)")
