@@ -410,6 +410,26 @@ def test_packed_sequences_through_recurrent_layers(torch, cls, sort, batch_first
         close(a, b, atol=1e-5, what=f"{cls} item {k}")
 
 
+def test_packed_sequences_compile_with_known_lengths():
+    """lengths known when tracing (a list): one program, eager's result; lengths in a tensor argument are
+    values the trace would read: the function runs eagerly, with the one-time warning, the same result"""
+    lstm = oar.nn.LSTM(3, 5, bidirectional=True)
+    x = oar.tensor(f32(6, 4, 3))
+
+    def run(x, lens):
+        p = oar.nn.utils.rnn.pack_padded_sequence(x, lens, enforce_sorted=False)
+        y, _ = oar.nn.utils.rnn.pad_packed_sequence(lstm(p)[0])
+        return (y * y).sum()
+
+    want = run(x, [4, 6, 2, 5]).item()
+    compiled = oar.jit.to_static(lambda x: run(x, [4, 6, 2, 5]))
+    assert compiled(x).item() == pytest.approx(want, rel=1e-6) and not compiled.fell_back
+    by_tensor = oar.jit.to_static(run)
+    with pytest.warns(UserWarning, match="reads a tensor's value"):
+        got = by_tensor(x, oar.tensor([4, 6, 2, 5]))
+    assert got.item() == pytest.approx(want, rel=1e-6) and by_tensor.fell_back
+
+
 def test_pad_and_pack_sequence_helpers(torch):
     seqs = [f32(n, 2) for n in (3, 5, 1)]
     for lib in (oar, torch):
