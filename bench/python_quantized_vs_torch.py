@@ -88,7 +88,8 @@ def main():
 
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
-    kwargs = {"init_weights": True, "aux_logits": False} if args.model in ("googlenet", "inception_v3") else {}
+    kwargs = ({"init_weights": args.model == "googlenet", "aux_logits": False}
+              if args.model in ("googlenet", "inception_v3") else {})
     float_model = getattr(torchvision.models.quantization, args.model)(weights=None, quantize=False, **kwargs).eval()
     sd = {k: v.detach().numpy().copy() for k, v in float_model.state_dict().items()}
     rng = np.random.default_rng(0)

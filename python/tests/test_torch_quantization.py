@@ -434,7 +434,9 @@ def model_runs(tmp_path_factory):
     req, want = [], {}
     for k, name in enumerate(MODELS):
         torch.manual_seed(k)
-        kwargs = {"num_classes": 10, **({"init_weights": True, "aux_logits": False}
+        # inception_v3's own initialization (init_weights=True) makes activations of 1e9 with random weights,
+        # where int8 rounding is noise: its default one keeps them in range
+        kwargs = {"num_classes": 10, **({"init_weights": name == "googlenet", "aux_logits": False}
                                         if name in ("googlenet", "inception_v3") else {})}
         model = getattr(torchvision.models.quantization, name)(weights=None, quantize=False, **kwargs).eval()
         for m in model.modules():  # BatchNorm statistics away from the identity, so folding them matters
@@ -462,7 +464,7 @@ def model_runs(tmp_path_factory):
 
 @pytest.mark.parametrize("name", MODELS)
 def test_torchvision_quantized_model(model_runs, name):
-    """20-90 int8 layers each rounding on its own: measured within 7% of the output range of torch's
+    """20-90 int8 layers each rounding on its own: measured within 6% of the output range of torch's
     (one-code differences carried through the depth); a wrong scale, zero point, bias or fused ReLU
     moves it by far more."""
     want, got = model_runs
