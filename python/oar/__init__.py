@@ -28,6 +28,9 @@ from ._creation import (arange, as_tensor, empty, empty_like, eye, from_dlpack, 
                         scalar_tensor, tensor, zeros, zeros_like)
 from ._creation import layout, strided  # noqa: F401
 from ._creation import bartlett_window, blackman_window, hamming_window, hann_window, kaiser_window  # noqa: F401
+from ._compositions import *  # noqa: F401,F403
+from . import _compositions, _tensor
+_compositions.add_methods(Tensor, _tensor._inplace)
 from ._grad_mode import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled  # noqa: F401
 from .serialization import load, save  # noqa: F401
 from . import autograd  # noqa: F401

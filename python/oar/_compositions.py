@@ -1,0 +1,934 @@
+"""torch functions written as compositions of other ones (elementwise tests, the add-multiply
+family, stacking and splitting helpers, diagonals, index updates, searching, order statistics,
+sampling), each with torch's semantics; autograd differentiates them through their parts. Checked
+against torch in python/tests/test_torch_compositions.py."""
+import builtins
+import math
+import numbers
+
+from . import _C
+from . import _creation as C
+from . import _dtype as D
+from . import _functions as F
+
+__all__ = []
+
+
+def _is_t(v):
+    return isinstance(v, _C.TensorBase)
+
+
+def _export(f):
+    __all__.append(f.__name__)
+    return f
+
+
+def _float(x):
+    return x if x.dtype.is_floating_point else x.to(D.float32)
+
+
+def _scalar_like(v, x):
+    return C.full((), v, dtype=x.dtype)
+
+
+# ---------------------------------------------------------------- elementwise tests and repairs
+@_export
+def isnan(input):
+    return F.ne(input, input) if input.dtype.is_floating_point else C.zeros_like(input, dtype=D.bool_)
+
+
+@_export
+def isinf(input):
+    return F.eq(F.abs(input), math.inf) if input.dtype.is_floating_point else C.zeros_like(input, dtype=D.bool_)
+
+
+@_export
+def isposinf(input):
+    return F.eq(input, math.inf) if input.dtype.is_floating_point else C.zeros_like(input, dtype=D.bool_)
+
+
+@_export
+def isneginf(input):
+    return F.eq(input, -math.inf) if input.dtype.is_floating_point else C.zeros_like(input, dtype=D.bool_)
+
+
+@_export
+def isfinite(input):
+    if not input.dtype.is_floating_point:
+        return C.ones_like(input, dtype=D.bool_)
+    return F.logical_not(F.logical_or(isnan(input), isinf(input)))
+
+
+@_export
+def isreal(input):
+    return C.ones_like(input, dtype=D.bool_)  # a real tensor (complex ones are _complex.ComplexTensor)
+
+
+@_export
+def signbit(input):
+    """x < 0, and -0.0 (whose reciprocal is -inf)"""
+    if not input.dtype.is_floating_point:
+        return F.lt(input, 0)
+    return F.logical_or(F.lt(input, 0), F.logical_and(F.eq(input, 0), F.lt(F.div(1.0, input), 0)))
+
+
+@_export
+def nan_to_num(input, nan=0.0, posinf=None, neginf=None):
+    if not input.dtype.is_floating_point:
+        return input.clone()
+    info = D.finfo(input.dtype)
+    out = F.where(isnan(input), _scalar_like(nan, input), input)
+    out = F.where(isposinf(input), _scalar_like(info.max if posinf is None else posinf, input), out)
+    return F.where(isneginf(input), _scalar_like(info.min if neginf is None else neginf, input), out)
+
+
+@_export
+def nansum(input, dim=None, keepdim=False, *, dtype=None):
+    x = F.where(isnan(input), C.zeros_like(input), input)
+    return F.sum(x, dim, keepdim, dtype=dtype) if dim is not None else F.sum(x, dtype=dtype)
+
+
+@_export
+def nanmean(input, dim=None, keepdim=False, *, dtype=None):
+    kept = F.logical_not(isnan(input)).to(input.dtype)
+    total = nansum(input, dim, keepdim)
+    count = F.sum(kept, dim, keepdim) if dim is not None else F.sum(kept)
+    return F.div(total, count)
+
+
+# ---------------------------------------------------------------- elementwise functions
+@_export
+def reciprocal(input):
+    return F.div(1.0, _float(input))
+
+
+@_export
+def tan(input):
+    x = _float(input)
+    return F.div(F.sin(x), F.cos(x))
+
+
+@_export
+def cosh(input):
+    x = _float(input)
+    return F.mul(F.add(F.exp(x), F.exp(F.neg(x))), 0.5)
+
+
+@_export
+def deg2rad(input):
+    return F.mul(_float(input), math.pi / 180.0)
+
+
+@_export
+def rad2deg(input):
+    return F.mul(_float(input), 180.0 / math.pi)
+
+
+@_export
+def frac(input):
+    return F.sub(input, F.trunc(input))
+
+
+@_export
+def hypot(input, other):
+    return F.sqrt(F.add(F.mul(input, input), F.mul(other, other)))
+
+
+@_export
+def logaddexp(input, other):
+    """max + log1p(exp(-|a - b|)): no overflow; equal infinities give that infinity"""
+    big = F.maximum(input, other)
+    d = F.abs(F.sub(input, other))
+    out = F.add(big, F.log1p(F.exp(F.neg(d))))
+    return F.where(F.eq(input, other), F.add(input, math.log(2.0)), out)  # equal infinities: no inf - inf
+
+
+@_export
+def logaddexp2(input, other):
+    big = F.maximum(input, other)
+    d = F.abs(F.sub(input, other))
+    return F.add(big, F.mul(F.log1p(F.exp(F.mul(d, -math.log(2.0)))), 1.0 / math.log(2.0)))
+
+
+@_export
+def logit(input, eps=None):
+    x = input if eps is None else F.clamp(input, eps, 1.0 - eps)
+    return F.log(F.div(x, F.sub(1.0, x)))
+
+
+@_export
+def xlogy(input, other):
+    """x log y, 0 where x = 0 (unless y is NaN)"""
+    zero = F.logical_and(F.eq(input, 0), F.logical_not(isnan(other)))
+    prod = F.mul(input, F.log(other))
+    return F.where(zero, C.zeros_like(prod), prod)
+
+
+@_export
+def sinc(input):
+    """sin(pi x) / (pi x), 1 at 0 (with the gradient 0 there, as torch)"""
+    x = _float(input)
+    zero = F.eq(x, 0)
+    safe = F.where(zero, C.ones_like(x), x)
+    px = F.mul(safe, math.pi)
+    return F.where(zero, C.ones_like(x), F.div(F.sin(px), px))
+
+
+@_export
+def sgn(input):
+    return F.sign(input)
+
+
+@_export
+def heaviside(input, values):
+    step = F.gt(input, 0).to(input.dtype)
+    return F.where(F.eq(input, 0), values.to(input.dtype), step)
+
+
+@_export
+def float_power(input, exponent):
+    base = input.to(D.float64) if _is_t(input) else input
+    exp = exponent.to(D.float64) if _is_t(exponent) else exponent
+    return F.pow(base, exp)
+
+
+@_export
+def fmax(input, other):
+    """maximum, with NaN only where both are NaN"""
+    return F.where(isnan(input), other, F.where(isnan(other), input, F.maximum(input, other)))
+
+
+@_export
+def fmin(input, other):
+    return F.where(isnan(input), other, F.where(isnan(other), input, F.minimum(input, other)))
+
+
+@_export
+def logical_xor(input, other):
+    return F.ne(input.to(D.bool_), other.to(D.bool_) if _is_t(other) else bool(other))
+
+
+@_export
+def lerp(input, end, weight):
+    """torch's two-sided form: start + w (end - start) for w < 0.5, end - (end - start)(1 - w) above"""
+    diff = F.sub(end, input)
+    w = weight if _is_t(weight) else _scalar_like(weight, input)
+    low = F.add(input, F.mul(w, diff))
+    high = F.sub(end, F.mul(diff, F.sub(1.0, w)))
+    return F.where(F.lt(F.abs(w), 0.5), low, high)
+
+
+@_export
+def addcmul(input, tensor1, tensor2, *, value=1):
+    return F.add(input, F.mul(F.mul(tensor1, tensor2), value))
+
+
+@_export
+def addcdiv(input, tensor1, tensor2, *, value=1):
+    return F.add(input, F.mul(F.div(tensor1, tensor2), value))
+
+
+def _beta_alpha(input, prod, beta, alpha):
+    scaled = prod if alpha == 1 else F.mul(prod, alpha)
+    if beta == 0:  # input is ignored, NaN included (torch)
+        return F.add(scaled, C.zeros_like(scaled))
+    return F.add(scaled, input if beta == 1 else F.mul(input, beta))
+
+
+@_export
+def addmv(input, mat, vec, *, beta=1, alpha=1):
+    return _beta_alpha(input, F.matmul(mat, vec), beta, alpha)
+
+
+@_export
+def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):
+    return _beta_alpha(input, F.bmm(batch1, batch2), beta, alpha)
+
+
+@_export
+def mv(input, vec):
+    if input.ndim != 2 or vec.ndim != 1:
+        raise RuntimeError(f"vector + matrix @ vector expected, got {input.ndim}, {vec.ndim}")
+    return F.matmul(input, vec)
+
+
+@_export
+def chain_matmul(*matrices):
+    out = matrices[0]
+    for m in matrices[1:]:
+        out = F.matmul(out, m)
+    return out
+
+
+@_export
+def vdot(input, other):
+    if input.ndim != 1 or other.ndim != 1:
+        raise RuntimeError(f"1D tensors expected, but got {input.ndim}D and {other.ndim}D tensors")
+    return F.sum(F.mul(input, other))
+
+
+@_export
+def tensordot(a, b, dims=2, out=None):
+    """contracts dims of a with dims of b: the free dims of a, then those of b"""
+    if isinstance(dims, numbers.Integral):
+        da, db = list(range(a.ndim - dims, a.ndim)), list(range(dims))
+    else:
+        da, db = [list(d) if isinstance(d, (list, tuple)) else [d] for d in dims]
+    da, db = [d % a.ndim for d in da], [d % b.ndim for d in db]
+    free_a = [d for d in range(a.ndim) if d not in da]
+    free_b = [d for d in range(b.ndim) if d not in db]
+    k = math.prod(a.shape[d] for d in da)
+    left = F.permute(a, free_a + da).reshape(math.prod(a.shape[d] for d in free_a), k)
+    right = F.permute(b, db + free_b).reshape(k, math.prod(b.shape[d] for d in free_b))
+    return F.matmul(left, right).reshape(*[a.shape[d] for d in free_a], *[b.shape[d] for d in free_b])
+
+
+@_export
+def inner(input, other):
+    if input.ndim == 0 or other.ndim == 0:
+        return F.mul(input, other)
+    return tensordot(input, other, ([-1], [-1]))
+
+
+@_export
+def ger(input, vec2):
+    return F.outer(input, vec2)
+
+
+@_export
+def kron(input, other):
+    """kron: the product of every pair of entries, a's index major"""
+    n = builtins.max(input.ndim, other.ndim)
+    a = input.reshape(*([1] * (n - input.ndim)), *input.shape)
+    b = other.reshape(*([1] * (n - other.ndim)), *other.shape)
+    shape_a = [s for d in a.shape for s in (d, 1)]
+    shape_b = [s for d in b.shape for s in (1, d)]
+    out = F.mul(a.reshape(*shape_a), b.reshape(*shape_b))
+    return out.reshape(*[p * q for p, q in zip(a.shape, b.shape)])
+
+
+# ---------------------------------------------------------------- shapes
+@_export
+def broadcast_shapes(*shapes):
+    out = []
+    for shape in shapes:
+        shape = [shape] if isinstance(shape, numbers.Integral) else list(shape)
+        if len(shape) > len(out):
+            out = [1] * (len(shape) - len(out)) + out
+        for i, s in enumerate(reversed(shape)):
+            j = len(out) - 1 - i
+            if out[j] == 1:
+                out[j] = s
+            elif s != 1 and s != out[j]:
+                raise RuntimeError(f"Shape mismatch: objects cannot be broadcast to a single shape: {shapes}")
+    from ._tensor import Size
+
+    return Size(out)
+
+
+@_export
+def broadcast_tensors(*tensors):
+    shape = broadcast_shapes(*[t.shape for t in tensors])
+    return tuple(t.expand(*shape) for t in tensors)
+
+
+@_export
+def atleast_1d(*tensors):
+    out = [t.reshape(1) if t.ndim == 0 else t for t in (tensors[0] if len(tensors) == 1 and
+                                                        isinstance(tensors[0], (list, tuple)) else tensors)]
+    return out[0] if len(out) == 1 else tuple(out)
+
+
+@_export
+def atleast_2d(*tensors):
+    ts = tensors[0] if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)) else tensors
+    out = [t.reshape(1, -1) if t.ndim < 2 else t for t in ts]
+    return out[0] if len(out) == 1 else tuple(out)
+
+
+@_export
+def atleast_3d(*tensors):
+    ts = tensors[0] if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)) else tensors
+    out = []
+    for t in ts:
+        if t.ndim == 0:
+            t = t.reshape(1, 1, 1)
+        elif t.ndim == 1:
+            t = t.reshape(1, -1, 1)
+        elif t.ndim == 2:
+            t = t.unsqueeze(-1)
+        out.append(t)
+    return out[0] if len(out) == 1 else tuple(out)
+
+
+@_export
+def hstack(tensors):
+    ts = [atleast_1d(t) for t in tensors]
+    return F.cat(ts, 0 if ts[0].ndim == 1 else 1)
+
+
+@_export
+def vstack(tensors):
+    return F.cat([atleast_2d(t) for t in tensors], 0)
+
+
+row_stack = vstack
+__all__.append("row_stack")
+
+
+@_export
+def dstack(tensors):
+    return F.cat([atleast_3d(t) for t in tensors], 2)
+
+
+@_export
+def column_stack(tensors):
+    return F.cat([t.reshape(-1, 1) if t.ndim <= 1 else t for t in tensors], 1)
+
+
+def _split_like(name, dim, min_dims):
+    def split(input, indices_or_sections):
+        if input.ndim < min_dims:
+            raise RuntimeError(f"torch.{name} requires a tensor with at least {min_dims} dimension, but got a tensor "
+                               f"with {input.ndim} dimensions!")
+        d = dim if input.ndim > 1 or name != "hsplit" else 0
+        if isinstance(indices_or_sections, numbers.Integral) and input.shape[d] % indices_or_sections:
+            raise RuntimeError(f"torch.{name} attempted to split along dimension {d}, but the size of the dimension "
+                               f"{input.shape[d]} is not divisible by the split_size {indices_or_sections}!")
+        return F.tensor_split(input, indices_or_sections, d)
+
+    split.__name__ = name
+    __all__.append(name)
+    return split
+
+
+hsplit = _split_like("hsplit", 1, 1)
+vsplit = _split_like("vsplit", 0, 2)
+dsplit = _split_like("dsplit", 2, 3)
+
+
+@_export
+def movedim(input, source, destination):
+    src = [source] if isinstance(source, numbers.Integral) else list(source)
+    dst = [destination] if isinstance(destination, numbers.Integral) else list(destination)
+    n = input.ndim
+    if len(src) != len(dst):
+        raise RuntimeError(f"movedim: Invalid source or destination dims: source ({src} dims) should contain the same "
+                           f"number of dims as destination ({dst} dims)")
+    src, dst = [s % n for s in src], [d % n for d in dst]
+    order = [None] * n
+    for s, d in zip(src, dst):
+        order[d] = s
+    rest = iter(i for i in range(n) if i not in src)
+    return F.permute(input, [o if o is not None else next(rest) for o in order])
+
+
+moveaxis = movedim
+swapaxes = swapdims = F.transpose
+__all__ += ["moveaxis", "swapaxes", "swapdims"]
+
+
+@_export
+def ravel(input):
+    return F.reshape(input, (-1,))
+
+
+@_export
+def fliplr(input):
+    if input.ndim < 2:
+        raise RuntimeError("Input must be >= 2-d.")
+    return F.flip(input, [1])
+
+
+@_export
+def flipud(input):
+    if input.ndim < 1:
+        raise RuntimeError("Input must be >= 1-d.")
+    return F.flip(input, [0])
+
+
+@_export
+def rot90(input, k=1, dims=(0, 1)):
+    d0, d1 = dims
+    k %= 4
+    if k == 1:
+        return F.transpose(F.flip(input, [d1]), d0, d1)
+    if k == 2:
+        return F.flip(input, [d0, d1])
+    if k == 3:
+        return F.flip(F.transpose(input, d0, d1), [d1])
+    return input.clone()
+
+
+@_export
+def tile(input, dims):
+    dims = list(dims) if not isinstance(dims, numbers.Integral) else [dims]
+    if len(dims) < input.ndim:
+        dims = [1] * (input.ndim - len(dims)) + dims
+    x = input.reshape(*([1] * (len(dims) - input.ndim)), *input.shape)
+    return x.repeat(*dims)
+
+
+# ---------------------------------------------------------------- diagonals and triangles
+@_export
+def diagonal(input, offset=0, dim1=0, dim2=1):
+    """the entries (i, i + offset) of the (dim1, dim2) planes, as a last dimension"""
+    x = movedim(input, (dim1, dim2), (-2, -1))
+    rows, cols = x.shape[-2], x.shape[-1]
+    length = builtins.max(0, builtins.min(rows, cols - offset) if offset >= 0 else builtins.min(rows + offset, cols))
+    r = C.arange(length, dtype=D.int64) + builtins.max(-offset, 0)
+    c = C.arange(length, dtype=D.int64) + builtins.max(offset, 0)
+    flat = x.reshape(*x.shape[:-2], rows * cols)
+    return F.index_select(flat, -1, r * cols + c) if length else flat[..., :0]
+
+
+@_export
+def diag_embed(input, offset=0, dim1=-2, dim2=-1):
+    """the last dimension as the diagonal `offset` of new (dim1, dim2) planes"""
+    eye = C.eye(input.shape[-1], dtype=input.dtype)
+    planes = F.mul(input.unsqueeze(-1), eye)  # (..., L, L) with the values on the diagonal
+    from .nn import functional as NF
+
+    pad = (offset, 0, 0, offset) if offset >= 0 else (0, -offset, -offset, 0)
+    planes = NF.pad(planes, pad) if offset else planes  # now (..., n, n)
+    nd = planes.ndim
+    if (dim1 % nd, dim2 % nd) == (nd - 2, nd - 1):
+        return planes
+    return movedim(planes, (-2, -1), (dim1, dim2))
+
+
+@_export
+def diag(input, diagonal=0):
+    if input.ndim == 1:
+        return diag_embed(input, diagonal)
+    if input.ndim == 2:
+        return globals()["diagonal"](input, diagonal)
+    raise RuntimeError(f"diag(): Supports 1D or 2D tensors. Got {input.ndim}D")
+
+
+@_export
+def diagflat(input, offset=0):
+    return diag_embed(input.reshape(-1), offset)
+
+
+@_export
+def trace(input):
+    if input.ndim != 2:
+        raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {input.ndim}")
+    return F.sum(diagonal(input))
+
+
+def _tri_indices(row, col, offset, upper):
+    rows, cols = [], []
+    for i in range(row):
+        for j in range(col):
+            if (j - i >= offset) if upper else (j - i <= offset):
+                rows.append(i)
+                cols.append(j)
+    return C.tensor([rows, cols], dtype=D.int64).reshape(2, len(rows))
+
+
+@_export
+def tril_indices(row, col, offset=0, *, dtype=D.int64, device="cpu", layout=None):
+    return _tri_indices(row, col, offset, False).to(dtype)
+
+
+@_export
+def triu_indices(row, col, offset=0, *, dtype=D.int64, device="cpu", layout=None):
+    return _tri_indices(row, col, offset, True).to(dtype)
+
+
+@_export
+def block_diag(*tensors):
+    ts = [t.reshape(1, 1) if t.ndim == 0 else t.reshape(1, -1) if t.ndim == 1 else t for t in tensors]
+    width = builtins.sum(t.shape[1] for t in ts)
+    dtype = ts[0].dtype
+    for t in ts[1:]:
+        dtype = D.promote(dtype, t.dtype)
+    rows, left = [], 0
+    for t in ts:
+        parts = [C.zeros(t.shape[0], left, dtype=dtype), t.to(dtype),
+                 C.zeros(t.shape[0], width - left - t.shape[1], dtype=dtype)]
+        rows.append(F.cat(parts, 1))
+        left += t.shape[1]
+    return F.cat(rows, 0)
+
+
+@_export
+def cartesian_prod(*tensors):
+    if len(tensors) == 1:
+        return tensors[0]
+    grids = F.meshgrid(*tensors, indexing="ij")
+    return F.stack([g.reshape(-1) for g in grids], 1)
+
+
+@_export
+def vander(x, N=None, increasing=False):
+    n = x.shape[0] if N is None else N
+    powers = C.arange(n, dtype=D.int64)
+    if not increasing:
+        powers = F.flip(powers, [0])
+    base = x if x.dtype.is_floating_point else x.to(D.int64)
+    return F.pow(base.unsqueeze(-1), powers.to(base.dtype))
+
+
+# ---------------------------------------------------------------- indexing updates
+def _index_along(input, dim, index, shape_of):
+    """index (1-d, along dim) broadcast to shape_of's shape, for scatter_add / gather"""
+    dim %= input.ndim
+    view = [1] * shape_of.ndim
+    view[dim] = index.shape[0]
+    return index.reshape(*view).expand(*shape_of.shape), dim
+
+
+@_export
+def index_add(input, dim, index, source, *, alpha=1):
+    idx, d = _index_along(input, dim, index, source)
+    return F.add(input, F.scatter_add(C.zeros_like(input), d, idx, source if alpha == 1 else F.mul(source, alpha)))
+
+
+@_export
+def index_fill(input, dim, index, value):
+    d = dim % input.ndim
+    hit = F.ne(F.sum(F.eq(C.arange(input.shape[d], dtype=D.int64).unsqueeze(1), index.reshape(1, -1)), 1), 0)
+    view = [1] * input.ndim
+    view[d] = input.shape[d]
+    v = value.to(input.dtype) if _is_t(value) else _scalar_like(value, input)
+    return F.where(hit.reshape(*view), v, input)
+
+
+@_export
+def index_copy(input, dim, index, source):
+    idx, d = _index_along(input, dim, index, source)
+    return scatter(input, d, idx, source)
+
+
+@_export
+def scatter(input, dim, index, src=None, value=None, *, reduce=None):
+    """input with src (or value) written at index along dim; reduce 'add' / 'multiply' combine instead"""
+    if src is None:
+        src = value
+    if not _is_t(src):
+        src = C.full(index.shape, src, dtype=input.dtype)
+    if reduce == "add":
+        return F.scatter_add(input, dim, index, src.to(input.dtype))
+    if reduce == "multiply":
+        raise NotImplementedError("scatter(reduce='multiply') is not offered")
+    if reduce is not None:
+        raise RuntimeError(f"reduce argument must be either add or multiply, got {reduce}")
+    hit = F.ne(F.scatter_add(C.zeros_like(input), dim, index, C.ones(index.shape, dtype=input.dtype)), 0)
+    placed = F.scatter_add(C.zeros_like(input), dim, index, src[tuple(slice(0, s) for s in index.shape)].to(input.dtype))
+    return F.where(hit, placed, input)
+
+
+@_export
+def take(input, index):
+    return F.index_select(input.reshape(-1), 0, index.reshape(-1)).reshape(*index.shape)
+
+
+@_export
+def take_along_dim(input, indices, dim=None):
+    if dim is None:
+        return take(input, indices)
+    shape = list(broadcast_shapes(input.shape, indices.shape))
+    shape_i = list(shape)
+    shape_i[dim] = indices.shape[dim]
+    shape_x = list(shape)
+    shape_x[dim] = input.shape[dim]
+    return F.gather(input.expand(*shape_x), dim, indices.expand(*shape_i))
+
+
+# ---------------------------------------------------------------- comparisons and searching
+@_export
+def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+    if input.dtype is not other.dtype:
+        raise RuntimeError(f"{input.dtype!r} did not match {other.dtype!r}")
+    a, b = (input, other) if input.dtype.is_floating_point else (input.to(D.float64), other.to(D.float64))
+    err = F.abs(F.sub(a, b))
+    within = F.logical_and(isfinite(err), F.le(err, F.add(F.mul(F.abs(b), rtol), atol)))
+    close = F.logical_or(F.eq(a, b), within)  # equal infinities are close; a finite value is never close to one
+    if equal_nan:
+        close = F.logical_or(close, F.logical_and(isnan(input), isnan(other)))
+    return close
+
+
+@_export
+def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+    return bool(F.all(isclose(input, other, rtol, atol, equal_nan)).item())
+
+
+@_export
+def equal(input, other):
+    return tuple(input.shape) == tuple(other.shape) and bool(F.all(F.eq(input, other)).item())
+
+
+@_export
+def isin(elements, test_elements, *, assume_unique=False, invert=False):
+    test = test_elements.reshape(-1) if _is_t(test_elements) else C.tensor(test_elements)
+    e = elements if _is_t(elements) else C.tensor(elements)
+    hit = F.ne(F.sum(F.eq(e.unsqueeze(-1), test), -1), 0)
+    return F.logical_not(hit) if invert else hit
+
+
+@_export
+def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=None, sorter=None):
+    """the insertion index of each value in the last dimension of sorted_sequence (left: the first
+    index whose entry is >= the value; right: > the value)"""
+    if sorter is not None:
+        sorted_sequence = F.gather(sorted_sequence, -1, sorter)
+    right = right or side == "right"
+    values = input if _is_t(input) else C.tensor(input, dtype=sorted_sequence.dtype)
+    scalar = values.ndim == 0
+    seq = sorted_sequence
+    if seq.ndim == 1:
+        cmp = F.le(seq, values.reshape(*values.shape, 1)) if right else F.lt(seq, values.reshape(*values.shape, 1))
+    else:
+        cmp = F.le(seq.unsqueeze(-2), values.unsqueeze(-1)) if right else F.lt(seq.unsqueeze(-2),
+                                                                                values.unsqueeze(-1))
+    out = F.sum(cmp.to(D.int64), -1)
+    if scalar:
+        out = out.reshape(())
+    return out.to(D.int32) if out_int32 else out
+
+
+@_export
+def bucketize(input, boundaries, *, out_int32=False, right=False):
+    return searchsorted(boundaries, input, out_int32=out_int32, right=right)
+
+
+@_export
+def bincount(input, weights=None, minlength=0):
+    if input.ndim != 1 or input.dtype.is_floating_point:
+        raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
+    if input.numel() and int(F.amin(input).item()) < 0:
+        raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
+    size = builtins.max(int(F.amax(input).item()) + 1 if input.numel() else 0, minlength)
+    if weights is None:
+        return F.scatter_add(C.zeros(size, dtype=D.int64), 0, input.to(D.int64), C.ones(input.shape, dtype=D.int64))
+    w = weights.to(D.float64) if weights.dtype is not D.float32 else weights
+    return F.scatter_add(C.zeros(size, dtype=w.dtype), 0, input.to(D.int64), w)
+
+
+@_export
+def unique_consecutive(input, return_inverse=False, return_counts=False, dim=None):
+    if dim is not None:
+        raise NotImplementedError("unique_consecutive(dim=...) is not offered; dim=None (flattened) is")
+    flat = input.reshape(-1)
+    n = flat.shape[0]
+    starts = F.cat([C.ones(builtins.min(n, 1), dtype=D.bool_), F.ne(flat[1:], flat[:-1])]) if n else \
+        C.zeros(0, dtype=D.bool_)
+    out = [F.masked_select(flat, starts)]
+    if return_inverse:
+        out.append((F.cumsum(starts.to(D.int64), 0) - 1).reshape(*input.shape))
+    if return_counts:
+        at = F.nonzero(starts).reshape(-1)
+        out.append(F.diff(F.cat([at, C.tensor([n], dtype=D.int64)])))
+    return out[0] if len(out) == 1 else tuple(out)
+
+
+# ---------------------------------------------------------------- order statistics and moments
+def _values_indices(values, indices):
+    from collections import namedtuple
+
+    return namedtuple("values_indices", ["values", "indices"])(values, indices)
+
+
+@_export
+def kthvalue(input, k, dim=-1, keepdim=False):
+    s = F.sort(input, dim)
+    values, indices = F.narrow(s.values, dim, k - 1, 1), F.narrow(s.indices, dim, k - 1, 1)
+    if not keepdim:
+        values, indices = values.squeeze(dim), indices.squeeze(dim)
+    return _values_indices(values, indices)
+
+
+@_export
+def median(input, dim=None, keepdim=False):
+    """the lower of the two middle values, as torch"""
+    if dim is None:
+        flat = input.reshape(-1)
+        return F.sort(flat, 0).values[(flat.shape[0] - 1) // 2]
+    return kthvalue(input, (input.shape[dim] - 1) // 2 + 1, dim, keepdim)
+
+
+@_export
+def msort(input):
+    return F.sort(input, 0).values
+
+
+@_export
+def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):
+    x = input.reshape(-1) if dim is None else movedim(input, dim, -1)
+    s = F.sort(x, -1).values
+    n = s.shape[-1]
+    qs = q if _is_t(q) else C.tensor(q, dtype=input.dtype)
+    scalar_q = qs.ndim == 0
+    qs = qs.reshape(-1)
+    pos = F.mul(qs, n - 1)
+    lo = F.floor(pos).to(D.int64)
+    hi = F.ceil(pos).to(D.int64)
+    low, high = F.index_select(s, -1, lo), F.index_select(s, -1, hi)
+    frac_ = F.sub(pos, lo.to(pos.dtype))
+    if interpolation == "linear":
+        out = F.add(low, F.mul(F.sub(high, low), frac_))
+    elif interpolation == "lower":
+        out = low
+    elif interpolation == "higher":
+        out = high
+    elif interpolation == "midpoint":
+        out = F.mul(F.add(low, high), 0.5)
+    elif interpolation == "nearest":
+        out = F.index_select(s, -1, F.round(pos).to(D.int64))
+    else:
+        raise ValueError(f"quantile() interpolation must be one of linear, lower, higher, midpoint or nearest. "
+                         f"Got {interpolation}")
+    out = movedim(out, -1, 0)  # the quantiles first, as torch
+    if dim is not None and keepdim:
+        out = out.unsqueeze(dim + 1 if dim >= 0 else dim)
+    return out.squeeze(0) if scalar_q else out
+
+
+@_export
+def var_mean(input, dim=None, unbiased=True, keepdim=False, *, correction=None):
+    u = unbiased if correction is None else bool(correction)
+    if dim is None:
+        return F.var(input, unbiased=u), F.mean(input)
+    return F.var(input, dim, unbiased=u, keepdim=keepdim), F.mean(input, dim, keepdim)
+
+
+@_export
+def std_mean(input, dim=None, unbiased=True, keepdim=False, *, correction=None):
+    u = unbiased if correction is None else bool(correction)
+    if dim is None:
+        return F.std(input, unbiased=u), F.mean(input)
+    return F.std(input, dim, unbiased=u, keepdim=keepdim), F.mean(input, dim, keepdim)
+
+
+@_export
+def logcumsumexp(input, dim):
+    """log(cumsum(exp(x))) shifted by the dimension's maximum so nothing overflows"""
+    top = F.amax(input, dim, True)
+    top = F.where(isinf(top), C.zeros_like(top), top)
+    return F.add(F.log(F.cumsum(F.exp(F.sub(input, top)), dim)), top)
+
+
+@_export
+def trapezoid(y, x=None, *, dx=None, dim=-1):
+    n = y.shape[dim]
+    left, right = F.narrow(y, dim, 0, n - 1), F.narrow(y, dim, 1, n - 1)
+    if x is not None:
+        step = F.diff(x, dim=dim if x.ndim == y.ndim else -1)
+        return F.sum(F.mul(F.mul(F.add(left, right), step), 0.5), dim)
+    return F.mul(F.sum(F.add(left, right), dim), 0.5 * (1.0 if dx is None else dx))
+
+
+trapz = trapezoid
+__all__.append("trapz")
+
+
+@_export
+def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
+    """the p-norm distance of every row of x1 to every row of x2 (directly: no mm shortcut, so no
+    cancellation); the gradient at distance 0 is 0, as torch's"""
+    diff = F.sub(x1.unsqueeze(-2), x2.unsqueeze(-3))
+    if p == 0:
+        return F.sum(F.ne(diff, 0).to(x1.dtype), -1)
+    if p == math.inf:
+        return F.amax(F.abs(diff), -1)
+    if p == 1:
+        return F.sum(F.abs(diff), -1)
+    power = F.sum(F.pow(F.abs(diff), p), -1)
+    nonzero = F.gt(power, 0)
+    safe = F.where(nonzero, power, C.ones_like(power))
+    return F.where(nonzero, F.pow(safe, 1.0 / p), C.zeros_like(power))
+
+
+@_export
+def dist(input, other, p=2):
+    return F.norm(F.sub(input, other).reshape(-1), p)
+
+
+@_export
+def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_grad=False):
+    exps = C.linspace(start, end, steps, dtype=D.float64)
+    out = F.pow(base, exps).to(dtype or D.float32)
+    if requires_grad:
+        out.requires_grad_()
+    return out
+
+
+# ---------------------------------------------------------------- sampling
+@_export
+def bernoulli(input, p=None, *, generator=None):
+    prob = input if p is None else C.full(input.shape, p, dtype=input.dtype)
+    return F.lt(C.rand_like(prob), prob).to(input.dtype)
+
+
+@_export
+def normal(mean, std=1.0, size=None, *, generator=None, dtype=None, device=None, requires_grad=False):
+    if _is_t(mean) or _is_t(std):
+        shape = broadcast_shapes(*[t.shape for t in (mean, std) if _is_t(t)])
+        like = mean if _is_t(mean) else std
+        return F.add(F.mul(C.randn(*shape, dtype=like.dtype), std), mean)
+    out = F.add(F.mul(C.randn(*size, dtype=dtype or D.float32), std), mean)
+    if requires_grad:
+        out.requires_grad_()
+    return out
+
+
+@_export
+def multinomial(input, num_samples, replacement=False, *, generator=None):
+    """rows of non-negative weights: with replacement, inverse-CDF draws; without, the weighted
+    order of exponential races (keys u^(1/w), largest first), each index at most once"""
+    probs = _float(input)
+    rows = probs.reshape(-1, probs.shape[-1])
+    if bool(F.any(F.lt(rows, 0)).item()) or not bool(F.all(isfinite(rows)).item()):
+        raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
+    if bool(F.any(F.eq(F.sum(rows, -1), 0)).item()):
+        raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
+    n = rows.shape[-1]
+    if replacement:
+        cdf = F.cumsum(F.div(rows, F.sum(rows, -1, True)), -1)
+        u = C.rand(rows.shape[0], num_samples, dtype=rows.dtype)
+        out = F.clamp(searchsorted(cdf.contiguous(), u, right=True), 0, n - 1)
+    else:
+        if num_samples > n:
+            raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples without replacement")
+        u = C.rand(*rows.shape, dtype=rows.dtype)
+        keys = F.where(F.gt(rows, 0), F.div(F.log(u), rows), C.full(rows.shape, -math.inf, dtype=rows.dtype))
+        out = F.topk(keys, num_samples, -1).indices
+    return out.reshape(*probs.shape[:-1], num_samples) if probs.ndim == 2 else out.reshape(num_samples)
+
+
+@_export
+def poisson(input, generator=None):
+    raise NotImplementedError("torch.poisson is not offered")
+
+
+# Tensor methods of the same names (those Tensor does not have yet), and the in-place forms
+_METHODS = ["isnan", "isinf", "isposinf", "isneginf", "isfinite", "isreal", "signbit", "nan_to_num", "nansum",
+            "nanmean", "reciprocal", "tan", "cosh", "deg2rad", "rad2deg", "frac", "hypot", "logaddexp", "logaddexp2",
+            "logit", "xlogy", "sinc", "sgn", "heaviside", "float_power", "fmax", "fmin", "logical_xor", "lerp",
+            "addcmul", "addcdiv", "addmv", "baddbmm", "mv", "vdot", "inner", "ger", "kron", "movedim", "moveaxis",
+            "swapaxes", "swapdims", "ravel", "fliplr", "flipud", "rot90", "tile", "diagonal", "diag_embed", "diag",
+            "diagflat", "trace", "index_add", "index_fill", "index_copy", "scatter", "take", "take_along_dim",
+            "isclose", "allclose", "equal", "isin", "bincount", "unique_consecutive", "kthvalue", "median", "msort",
+            "quantile", "logcumsumexp", "bernoulli", "multinomial", "hsplit", "vsplit", "dsplit"]
+_INPLACE = ["nan_to_num", "reciprocal", "tan", "cosh", "deg2rad", "rad2deg", "frac", "hypot", "logit", "xlogy",
+            "sinc", "sgn", "heaviside", "float_power", "logical_xor", "lerp", "addcmul", "addcdiv", "addmv",
+            "baddbmm", "index_add", "index_fill", "index_copy", "scatter", "fmax", "fmin"]
+
+
+def add_methods(tensor_class, inplace):
+    for name in _METHODS:
+        if not hasattr(tensor_class, name):
+            setattr(tensor_class, name, globals()[name])
+    for name in _INPLACE:
+        if not hasattr(tensor_class, name + "_"):
+            f = globals()[name]
+
+            def method(self, *args, _f=f, **kwargs):
+                return inplace(self, _f(self, *args, **kwargs))
+
+            method.__name__ = name + "_"
+            setattr(tensor_class, name + "_", method)

@@ -1,0 +1,229 @@
+"""torch functions oar writes as compositions (python/oar/_compositions.py), table-driven beside
+torch 1.13: each case runs the same call on both libraries from the same arrays; values must agree,
+and for float outputs of differentiable cases, the gradient of sum(out * g) for every float input."""
+import math
+
+import numpy as np
+import pytest
+
+import oar
+
+R = np.random.default_rng(31)
+
+
+def f32(*shape):
+    return R.standard_normal(shape).astype(np.float32)
+
+
+def pos(*shape):
+    return (R.random(shape) + 0.1).astype(np.float32)
+
+
+def ints(hi, *shape):
+    return R.integers(0, hi, shape).astype(np.int64)
+
+
+SPECIAL = np.array([0.0, -0.0, 1.5, -2.0, np.nan, np.inf, -np.inf, 3.0], np.float32)
+SORTED = np.sort(f32(7))
+
+# name -> (inputs, call(lib, *tensors), differentiable)
+CASES = {
+    "isnan": ([SPECIAL], lambda L, x: L.isnan(x), False),
+    "isinf": ([SPECIAL], lambda L, x: L.isinf(x), False),
+    "isposinf": ([SPECIAL], lambda L, x: L.isposinf(x), False),
+    "isneginf": ([SPECIAL], lambda L, x: L.isneginf(x), False),
+    "isfinite": ([SPECIAL], lambda L, x: L.isfinite(x), False),
+    "isfinite_int": ([ints(5, 4)], lambda L, x: L.isfinite(x), False),
+    "signbit": ([SPECIAL], lambda L, x: L.signbit(x), False),
+    "nan_to_num": ([SPECIAL], lambda L, x: L.nan_to_num(x), False),
+    "nan_to_num_values": ([SPECIAL], lambda L, x: L.nan_to_num(x, nan=1.0, posinf=9.0, neginf=-9.0), False),
+    "nansum": ([SPECIAL.reshape(2, 4)], lambda L, x: L.nansum(L.nan_to_num(x, posinf=1.0, neginf=2.0) * 0 + x, 1),
+               False),
+    "nanmean": ([np.array([[1.0, np.nan, 3.0], [np.nan, np.nan, 2.0]], np.float32)],
+                lambda L, x: L.nanmean(x, 1), False),
+    "reciprocal": ([pos(3, 4)], lambda L, x: L.reciprocal(x), True),
+    "tan": ([f32(3, 4) * 0.5], lambda L, x: L.tan(x), True),
+    "cosh": ([f32(3, 4)], lambda L, x: L.cosh(x), True),
+    "deg2rad": ([f32(5) * 90], lambda L, x: L.deg2rad(x), True),
+    "rad2deg": ([f32(5)], lambda L, x: L.rad2deg(x), True),
+    "frac": ([f32(6) * 4], lambda L, x: L.frac(x), True),
+    "hypot": ([f32(3, 4), f32(4)], lambda L, x, y: L.hypot(x, y), True),
+    "logaddexp": ([f32(3, 4) * 30, f32(3, 4) * 30], lambda L, x, y: L.logaddexp(x, y), True),
+    "logaddexp_inf": ([np.array([np.inf, -np.inf, 1.0], np.float32), np.array([np.inf, -np.inf, -np.inf], np.float32)],
+                      lambda L, x, y: L.logaddexp(x, y), False),
+    "logaddexp2": ([f32(3, 4) * 5, f32(3, 4) * 5], lambda L, x, y: L.logaddexp2(x, y), True),
+    "logit": ([pos(3, 4) * 0.8], lambda L, x: L.logit(x), True),
+    "logit_eps": ([np.array([0.0, 0.5, 1.0], np.float32)], lambda L, x: L.logit(x, eps=1e-3), False),
+    "xlogy": ([np.array([0.0, 1.0, 2.0, 0.0], np.float32), np.array([0.0, 3.0, 0.5, np.nan], np.float32)],
+              lambda L, x, y: L.xlogy(x, y), False),
+    "sinc": ([np.array([0.0, 0.5, -1.25, 2.0], np.float32)], lambda L, x: L.sinc(x), True),
+    "heaviside": ([np.array([-1.0, 0.0, 2.0], np.float32), np.array([0.5], np.float32)],
+                  lambda L, x, v: L.heaviside(x, v), False),
+    "float_power": ([pos(4), f32(4)], lambda L, x, y: L.float_power(x, y), True),
+    "fmax": ([np.array([1.0, np.nan, np.nan, -2.0], np.float32), np.array([np.nan, 2.0, np.nan, 3.0], np.float32)],
+             lambda L, x, y: L.fmax(x, y), False),
+    "fmin": ([np.array([1.0, np.nan, np.nan, -2.0], np.float32), np.array([np.nan, 2.0, np.nan, 3.0], np.float32)],
+             lambda L, x, y: L.fmin(x, y), False),
+    "logical_xor": ([ints(2, 6), ints(2, 6)], lambda L, x, y: L.logical_xor(x, y), False),
+    "lerp": ([f32(3, 4), f32(3, 4), pos(3, 4)], lambda L, a, b, w: L.lerp(a, b, w), True),
+    "lerp_scalar": ([f32(3, 4), f32(3, 4)], lambda L, a, b: L.lerp(a, b, 0.75), True),
+    "addcmul": ([f32(3, 4), f32(3, 4), f32(4)], lambda L, a, b, c: L.addcmul(a, b, c, value=0.5), True),
+    "addcdiv": ([f32(3, 4), f32(3, 4), pos(4)], lambda L, a, b, c: L.addcdiv(a, b, c, value=-2), True),
+    "addmv": ([f32(3), f32(3, 5), f32(5)], lambda L, a, m, v: L.addmv(a, m, v, beta=0.5, alpha=2), True),
+    "baddbmm": ([f32(2, 3, 4), f32(2, 3, 5), f32(2, 5, 4)], lambda L, a, b, c: L.baddbmm(a, b, c, alpha=0.5), True),
+    "mv": ([f32(3, 5), f32(5)], lambda L, m, v: L.mv(m, v), True),
+    "vdot": ([f32(6), f32(6)], lambda L, a, b: L.vdot(a, b), True),
+    "inner": ([f32(2, 3, 4), f32(5, 4)], lambda L, a, b: L.inner(a, b), True),
+    "tensordot": ([f32(2, 3, 4), f32(4, 3, 5)], lambda L, a, b: L.tensordot(a, b, ([1, 2], [1, 0])), True),
+    "tensordot_int": ([f32(2, 3, 4), f32(3, 4, 5)], lambda L, a, b: L.tensordot(a, b, 2), True),
+    "kron": ([f32(2, 3), f32(4, 2)], lambda L, a, b: L.kron(a, b), True),
+    "kron_3d": ([f32(2, 1, 3), f32(2, 2)], lambda L, a, b: L.kron(a, b), True),
+    "broadcast_tensors": ([f32(3, 1), f32(4)], lambda L, a, b: L.stack(L.broadcast_tensors(a, b)), True),
+    "hstack": ([f32(2, 3), f32(2, 1)], lambda L, a, b: L.hstack([a, b]), True),
+    "vstack": ([f32(3), f32(2, 3)], lambda L, a, b: L.vstack([a, b]), True),
+    "dstack": ([f32(2, 3), f32(2, 3, 2)], lambda L, a, b: L.dstack([a, b]), True),
+    "column_stack": ([f32(3), f32(3, 2)], lambda L, a, b: L.column_stack([a, b]), True),
+    "hsplit": ([f32(2, 6)], lambda L, a: L.stack(L.hsplit(a, 3)), True),
+    "vsplit": ([f32(4, 3)], lambda L, a: L.cat(L.vsplit(a, [1, 3])), True),
+    "movedim": ([f32(2, 3, 4, 5)], lambda L, a: L.movedim(a, (0, 3), (2, 0)), True),
+    "ravel": ([f32(2, 3)], lambda L, a: L.ravel(a.t()), True),
+    "fliplr": ([f32(3, 4)], lambda L, a: L.fliplr(a), True),
+    "flipud": ([f32(3, 4)], lambda L, a: L.flipud(a), True),
+    "rot90_1": ([f32(3, 4, 2)], lambda L, a: L.rot90(a, 1, [0, 1]), True),
+    "rot90_2": ([f32(3, 4)], lambda L, a: L.rot90(a, 2), True),
+    "rot90_3": ([f32(3, 4, 2)], lambda L, a: L.rot90(a, -1, [1, 2]), True),
+    "tile": ([f32(2, 3)], lambda L, a: L.tile(a, (2, 1, 2)), True),
+    "diagonal": ([f32(2, 4, 5)], lambda L, a: L.diagonal(a, 1, 1, 2), True),
+    "diagonal_neg": ([f32(4, 5)], lambda L, a: L.diagonal(a, -2), True),
+    "diag_vec": ([f32(4)], lambda L, a: L.diag(a, 1), True),
+    "diag_mat": ([f32(4, 3)], lambda L, a: L.diag(a, -1), True),
+    "diag_embed": ([f32(2, 3)], lambda L, a: L.diag_embed(a, -1), True),
+    "diagflat": ([f32(2, 2)], lambda L, a: L.diagflat(a), True),
+    "trace": ([f32(4, 4)], lambda L, a: L.trace(a), True),
+    "tril_indices": ([], lambda L: L.tril_indices(4, 3, 1), False),
+    "triu_indices": ([], lambda L: L.triu_indices(3, 5, -1), False),
+    "block_diag": ([f32(2, 3), f32(1), f32(2, 2)], lambda L, a, b, c: L.block_diag(a, b, c), True),
+    "cartesian_prod": ([f32(3), f32(2)], lambda L, a, b: L.cartesian_prod(a, b), True),
+    "vander": ([f32(4)], lambda L, a: L.vander(a, 3), False),  # torch 1.13's backward fails (in-place)
+    "index_add": ([f32(5, 3), f32(4, 3), np.array([0, 2, 2, 4])],
+                  lambda L, x, s, i: L.index_add(x, 0, i, s, alpha=2), True),
+    "index_fill": ([f32(3, 5), np.array([1, 3])], lambda L, x, i: L.index_fill(x, 1, i, -1.5), True),
+    "index_copy": ([f32(5, 3), f32(2, 3), np.array([4, 1])], lambda L, x, s, i: L.index_copy(x, 0, i, s), True),
+    "scatter": ([f32(3, 5), f32(3, 3), np.array([[0, 1, 2], [4, 3, 2], [1, 0, 4]])],
+                lambda L, x, s, i: L.scatter(x, 1, i, s), True),
+    "scatter_larger_src": ([f32(3, 5), f32(3, 5), np.array([[0, 1], [4, 3], [1, 0]])],  # torch 1.13 has no
+                           lambda L, x, s, i: L.scatter(x, 1, i, s), False),  # gradient for this form
+    "scatter_value": ([f32(3, 5), np.array([[0, 1], [4, 3], [1, 0]])], lambda L, x, i: L.scatter(x, 1, i, 2.5), True),
+    "scatter_add": ([f32(3, 5), f32(3, 2), np.array([[0, 0], [4, 3], [1, 1]])],
+                    lambda L, x, s, i: L.scatter(x, 1, i, s, reduce="add"), False),  # torch: no derivative
+    "take": ([f32(3, 4), np.array([[0, 5], [11, 3]])], lambda L, x, i: L.take(x, i), True),
+    "take_along_dim": ([f32(3, 4), np.array([[0], [3], [1]])], lambda L, x, i: L.take_along_dim(x, i, 1), True),
+    "isclose": ([np.array([1.0, 1.0, np.inf, np.nan, 1.0], np.float32),
+                 np.array([1.0 + 1e-6, 1.1, np.inf, np.nan, np.inf], np.float32)],
+                lambda L, a, b: L.stack([L.isclose(a, b), L.isclose(a, b, equal_nan=True)]), False),
+    "isin": ([ints(6, 3, 4), np.array([1, 4])], lambda L, x, t: L.isin(x, t), False),
+    "searchsorted": ([SORTED, f32(2, 3)], lambda L, s, v: L.stack([L.searchsorted(s, v),
+                                                                  L.searchsorted(s, v, right=True)]), False),
+    "searchsorted_rows": ([np.sort(f32(2, 5), 1), f32(2, 3)], lambda L, s, v: L.searchsorted(s, v), False),
+    "bucketize": ([f32(3, 4), SORTED], lambda L, v, b: L.bucketize(v, b, right=True), False),
+    "bincount": ([ints(7, 20)], lambda L, x: L.bincount(x, minlength=9), False),
+    "bincount_weights": ([ints(5, 20), f32(20)], lambda L, x, w: L.bincount(x, w), False),
+    "unique_consecutive": ([np.array([1, 1, 2, 2, 3, 1, 1, 2])],
+                           lambda L, x: L.stack(list(L.unique_consecutive(x, return_inverse=True,
+                                                                         return_counts=True)[1:2])), False),
+    "unique_consecutive_vals": ([np.array([1, 1, 2, 2, 3, 1, 1, 2])],
+                                lambda L, x: L.cat(list(L.unique_consecutive(x, return_counts=True))), False),
+    "kthvalue": ([f32(3, 7)], lambda L, x: L.kthvalue(x, 3, 1).values, True),
+    "kthvalue_idx": ([f32(3, 7)], lambda L, x: L.kthvalue(x, 2, 0, keepdim=True).indices, False),
+    "median": ([f32(4, 6)], lambda L, x: L.median(x), True),
+    "median_dim": ([f32(4, 6)], lambda L, x: L.median(x, 1).values, True),
+    "msort": ([f32(4, 3)], lambda L, x: L.msort(x), True),
+    "quantile": ([f32(3, 8)], lambda L, x: L.quantile(x, L.tensor([0.1, 0.5, 0.9]), dim=1, keepdim=True), True),
+    "quantile_flat": ([f32(3, 8)], lambda L, x: L.quantile(x, 0.3), True),
+    "quantile_modes": ([f32(9)], lambda L, x: L.stack([L.quantile(x, 0.37, interpolation=m) for m in
+                                                       ("lower", "higher", "midpoint", "nearest")]), True),
+    "var_mean": ([f32(3, 5)], lambda L, x: L.stack(list(L.var_mean(x, 1))), True),
+    "std_mean": ([f32(3, 5)], lambda L, x: L.stack(list(L.std_mean(x, 0, unbiased=False))), True),
+    "logcumsumexp": ([f32(3, 5) * 20], lambda L, x: L.logcumsumexp(x, 1), True),
+    "trapezoid": ([f32(3, 5)], lambda L, y: L.trapezoid(y, dx=0.5), True),
+    "trapezoid_x": ([f32(3, 5), np.sort(f32(5))], lambda L, y, x: L.trapezoid(y, x), True),
+    "cdist": ([f32(2, 4, 3), f32(2, 5, 3)], lambda L, a, b: L.cdist(a, b), True),
+    "cdist_p1": ([f32(4, 3), f32(5, 3)], lambda L, a, b: L.cdist(a, b, p=1), True),
+    "cdist_p3": ([f32(4, 3), f32(5, 3)], lambda L, a, b: L.cdist(a, b, p=3), True),
+    "cdist_same": ([f32(4, 3)], lambda L, a: L.cdist(a, a), True),
+    "dist": ([f32(3, 4), f32(3, 4)], lambda L, a, b: L.dist(a, b, 3), True),
+    "logspace": ([], lambda L: L.logspace(-1, 2, 7), False),
+    "logspace_base": ([], lambda L: L.logspace(0, 4, 5, base=2.0), False),
+}
+
+
+def _run(lib, arrays, call, grad):
+    ts = []
+    for a in arrays:
+        t = lib.tensor(a)
+        if grad and np.issubdtype(a.dtype, np.floating):
+            t.requires_grad_(True)
+        ts.append(t)
+    return ts, call(lib, *ts)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_composition_matches_torch(torch, name):
+    arrays, call, differentiable = CASES[name]
+    o_in, o_out = _run(oar, arrays, call, differentiable)
+    t_in, t_out = _run(torch, arrays, call, differentiable)
+    o, t = o_out.detach().numpy(), t_out.detach().numpy()
+    assert o.shape == t.shape, f"{name}: shape {o.shape}, torch's {t.shape}"
+    assert o.dtype == t.dtype or (o.dtype.kind == t.dtype.kind == "i"), f"{name}: dtype {o.dtype}, torch's {t.dtype}"
+    np.testing.assert_allclose(o.astype(np.float64), t.astype(np.float64), rtol=2e-5, atol=2e-6, equal_nan=True,
+                               err_msg=name)
+    if differentiable and t_out.dtype.is_floating_point:
+        g = R.standard_normal(t.shape).astype(t.dtype)
+        (o_out * oar.tensor(g)).sum().backward()
+        (t_out * torch.tensor(g)).sum().backward()
+        for k, (oi, ti) in enumerate(zip(o_in, t_in)):
+            if ti.grad is not None:
+                assert oi.grad is not None, f"{name}: no gradient for input {k}"
+                np.testing.assert_allclose(oi.grad.numpy(), ti.grad.numpy(), rtol=2e-4, atol=2e-5,
+                                           err_msg=f"{name} d/d input {k}")
+
+
+def test_allclose_equal_broadcast_shapes(torch):
+    a = f32(3, 4)
+    assert oar.allclose(oar.tensor(a), oar.tensor(a + 1e-7)) == torch.allclose(torch.tensor(a), torch.tensor(a + 1e-7))
+    assert oar.equal(oar.tensor(a), oar.tensor(a)) and not oar.equal(oar.tensor(a), oar.tensor(a[:2]))
+    assert tuple(oar.broadcast_shapes((3, 1), (4,), 1)) == tuple(torch.broadcast_shapes((3, 1), (4,), 1))
+    with pytest.raises(RuntimeError, match="Shape mismatch"):
+        oar.broadcast_shapes((3,), (4,))
+
+
+def test_inplace_forms():
+    """addcmul_ / addcdiv_ / lerp_ (what hand-written optimizers use) and the index updates in place"""
+    x, a, b = f32(3, 4), f32(3, 4), pos(3, 4)
+    t = oar.tensor(x)
+    t.addcmul_(oar.tensor(a), oar.tensor(b), value=0.5).addcdiv_(oar.tensor(a), oar.tensor(b), value=-1.0)
+    np.testing.assert_allclose(t.numpy(), x + 0.5 * a * b - a / b, rtol=1e-6, atol=1e-6)
+    t.lerp_(oar.zeros(3, 4), 0.25)
+    np.testing.assert_allclose(t.numpy(), 0.75 * (x + 0.5 * a * b - a / b), rtol=1e-5, atol=1e-6)
+    u = oar.zeros(4, 2)
+    u.index_add_(0, oar.tensor([1, 1, 3]), oar.ones(3, 2))
+    assert u[:, 0].tolist() == [0.0, 2.0, 0.0, 1.0]
+
+
+def test_sampling():
+    oar.manual_seed(5)
+    p = oar.tensor([[0.0, 1.0, 3.0], [2.0, 0.0, 2.0]])
+    with_r = oar.multinomial(p, 4000, replacement=True)
+    counts = oar.stack([oar.bincount(with_r[i], minlength=3) for i in range(2)]).to(oar.float32) / 4000
+    np.testing.assert_allclose(counts.numpy(), (p / p.sum(1, keepdim=True)).numpy(), atol=0.03)
+    without = oar.multinomial(p, 2)
+    for row, nonzero in zip(without.tolist(), ([1, 2], [0, 2])):
+        assert sorted(row) == nonzero  # every index once, zero weights never
+    with pytest.raises(RuntimeError, match="without replacement"):
+        oar.multinomial(p, 4)
+    assert tuple(oar.multinomial(oar.tensor([1.0, 2.0]), 3, True).shape) == (3,)
+    b = oar.bernoulli(oar.full((20000,), 0.3))
+    assert abs(b.mean().item() - 0.3) < 0.02 and set(b.unique().tolist()) <= {0.0, 1.0}
+    n = oar.normal(2.0, 3.0, size=(20000,))
+    assert abs(n.mean().item() - 2.0) < 0.1 and abs(n.std().item() - 3.0) < 0.1
+    assert math.isfinite(oar.normal(oar.zeros(3), oar.ones(3)).sum().item())
