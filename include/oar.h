@@ -362,6 +362,16 @@ OAR_API oar_tensor *oar_silu(oar_tensor *x);
 /* log(1 + e^(beta x)) / beta, or x where beta x > threshold (torch: 1, 20); beta must be nonzero. */
 OAR_API oar_tensor *oar_softplus(oar_tensor *x, double beta, double threshold);
 OAR_API oar_tensor *oar_erf(oar_tensor *x);
+OAR_API oar_tensor *oar_erfc(oar_tensor *x);
+OAR_API oar_tensor *oar_asin(oar_tensor *x);
+OAR_API oar_tensor *oar_acos(oar_tensor *x);
+OAR_API oar_tensor *oar_atan(oar_tensor *x);
+OAR_API oar_tensor *oar_sinh(oar_tensor *x);
+OAR_API oar_tensor *oar_asinh(oar_tensor *x);
+OAR_API oar_tensor *oar_atanh(oar_tensor *x);
+OAR_API oar_tensor *oar_expm1(oar_tensor *x);
+OAR_API oar_tensor *oar_exp2(oar_tensor *x);
+OAR_API oar_tensor *oar_atan2(oar_tensor *y, oar_tensor *x); /* the angle of (x, y), in (-pi, pi] */
 /* torch.clamp: NaN stays NaN, +-INFINITY means no bound, min > max gives max. Integer tensors
  * keep their dtype, so their bounds must be integers in the dtype's range. */
 OAR_API oar_tensor *oar_clip(oar_tensor *x, double min, double max);

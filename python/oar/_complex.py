@@ -149,7 +149,7 @@ class ComplexTensor:
         return complex_abs(self)
 
     def angle(self):
-        raise NotImplementedError("angle() of a complex tensor is not offered yet")
+        return _F().atan2(self.imag, self.real)
 
     def conj(self):
         return ComplexTensor(self.real, -self.imag)
@@ -190,11 +190,14 @@ class ComplexTensor:
         return _as_complex(other) / self
 
     def pow(self, exponent):
-        """z ** 2 (z * z); other powers need the angle, which is not offered"""
+        """a real power: z * z for 2, else polar |z|^p (cos p theta, sin p theta)"""
         if exponent == 2:
             return self * self
-        raise NotImplementedError("pow() of a complex tensor: only the exponent 2 is offered; for the power "
-                                  "spectrum take .abs().pow(p)")
+        if not isinstance(exponent, numbers.Real):
+            raise NotImplementedError("pow() of a complex tensor: only real exponents are offered")
+        F = _F()
+        r, theta = F.pow(complex_abs(self), exponent), F.mul(self.angle(), exponent)
+        return ComplexTensor(F.mul(r, F.cos(theta)), F.mul(r, F.sin(theta)))
 
     __pow__ = pow
 
@@ -549,4 +552,4 @@ def istft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tr
 _kinds.implements(ComplexTensor, {
     "abs": complex_abs, "pad": pad, "transpose": moved("transpose"), "flatten": moved("flatten"),
     "chunk": moved("chunk"), "reshape": moved("reshape"), "permute": moved("permute"), "squeeze": moved("squeeze"),
-    "unsqueeze": moved("unsqueeze"), "sum": moved("sum"), "mean": moved("mean")})
+    "unsqueeze": moved("unsqueeze"), "sum": moved("sum"), "mean": moved("mean"), "angle": moved("angle")})

@@ -10,6 +10,7 @@ from . import _C
 from . import _creation as C
 from . import _dtype as D
 from . import _functions as F
+from ._kinds import CLASSES as _OTHER, other as _other
 
 __all__ = []
 
@@ -112,6 +113,15 @@ def tan(input):
 def cosh(input):
     x = _float(input)
     return F.mul(F.add(F.exp(x), F.exp(F.neg(x))), 0.5)
+
+
+@_export
+def angle(input):
+    """the argument: 0 for x >= 0, pi for x < 0 (NaN stays NaN); a complex tensor's is atan2(imag, real)"""
+    if type(input) in _OTHER:
+        return _other("angle", input)
+    x = _float(input)
+    return F.where(isnan(x), x, F.where(F.lt(x, 0), _scalar_like(math.pi, x), C.zeros_like(x)))
 
 
 @_export
@@ -906,7 +916,7 @@ def poisson(input, generator=None):
 
 
 # Tensor methods of the same names (those Tensor does not have yet), and the in-place forms
-_METHODS = ["isnan", "isinf", "isposinf", "isneginf", "isfinite", "isreal", "signbit", "nan_to_num", "nansum",
+_METHODS = ["angle", "isnan", "isinf", "isposinf", "isneginf", "isfinite", "isreal", "signbit", "nan_to_num", "nansum",
             "nanmean", "reciprocal", "tan", "cosh", "deg2rad", "rad2deg", "frac", "hypot", "logaddexp", "logaddexp2",
             "logit", "xlogy", "sinc", "sgn", "heaviside", "float_power", "fmax", "fmin", "logical_xor", "lerp",
             "addcmul", "addcdiv", "addmv", "baddbmm", "mv", "vdot", "inner", "ger", "kron", "movedim", "moveaxis",

@@ -80,7 +80,7 @@ def _promote_pair(a, b):
 _REVERSED = {"sub": "rsub", "div": "rdiv", "pow": "rpow"}
 _COMMUTES = {"add", "mul", "maximum", "minimum", "eq", "ne"}
 _FLIPPED = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le"}
-_TRUE_DIV = {"div"}
+_TRUE_DIV = {"div", "atan2"}
 
 
 def _binary(name):
@@ -239,6 +239,9 @@ for _n in _UNARY:
 neg, abs, exp, log, log1p, sqrt, rsqrt = G["neg"], G["abs"], G["exp"], G["log"], G["log1p"], G["sqrt"], G["rsqrt"]
 square, sin, cos, tanh, sigmoid, relu = G["square"], G["sin"], G["cos"], G["tanh"], G["sigmoid"], G["relu"]
 silu, erf, sign, floor, ceil, logical_not = G["silu"], G["erf"], G["sign"], G["floor"], G["ceil"], G["logical_not"]
+erfc, expm1, exp2, sinh, atan2 = G["erfc"], G["expm1"], G["exp2"], G["sinh"], G["atan2"]
+asin, acos, atan, asinh, atanh = G["asin"], G["acos"], G["atan"], G["asinh"], G["atanh"]
+arcsin, arccos, arctan, arcsinh, arctanh, arctan2 = asin, acos, atan, asinh, atanh, atan2
 negative, absolute = neg, abs
 
 

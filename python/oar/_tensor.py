@@ -623,7 +623,8 @@ sort argsort reshape permute transpose t expand squeeze unsqueeze flatten unflat
 unbind narrow select flip tril triu index_select gather scatter_add masked_fill repeat nonzero masked_select
 matmul mm bmm dot outer multiply subtract true_divide divide greater greater_equal less less_equal not_equal
 negative absolute swapaxes swapdims count_nonzero where tensor_split repeat_interleave
-floor_divide remainder fmod trunc fix unique""".split()
+floor_divide remainder fmod trunc fix unique erfc expm1 exp2 sinh asin acos atan asinh atanh atan2 arcsin arccos
+arctan arcsinh arctanh arctan2""".split()
 for _name in _METHODS:
     if not hasattr(Tensor, _name) or _name in ("sum", "max", "min", "all", "any", "abs", "round"):
         setattr(Tensor, _name, getattr(F, _name))

@@ -75,7 +75,8 @@ def test_complex_arithmetic_and_shapes_are_torchs(torch):
     for what, got, want in [("add", oa + ob, ta + tb), ("sub", oa - ob, ta - tb), ("mul", oa * ob, ta * tb),
                             ("div", oa / ob, ta / tb), ("real times", oa * oar.from_numpy(r), ta * torch.from_numpy(r)),
                             ("scalar", 2.5 * oa - 1, 2.5 * ta - 1), ("conj", oa.conj(), ta.conj()),
-                            ("square", oa.pow(2), ta.pow(2)), ("transpose", oa.transpose(0, 1), ta.transpose(0, 1)),
+                            ("square", oa.pow(2), ta.pow(2)), ("power", oa.pow(1.5), ta.pow(1.5)),
+                            ("angle", oa.angle(), ta.angle()), ("torch.angle", oar.angle(oa), torch.angle(ta)), ("transpose", oa.transpose(0, 1), ta.transpose(0, 1)),
                             ("slice", oa[1:, ::2], ta[1:, ::2]), ("reshape", oa.reshape(4, 3), ta.reshape(4, 3)),
                             ("pad", oar.nn.functional.pad(oa, (1, 2)), torch.nn.functional.pad(ta, (1, 2))),
                             ("sum", oa.sum(1), ta.sum(1))]:

@@ -1,4 +1,5 @@
-"""torch functions oar writes as compositions (python/oar/_compositions.py), table-driven beside
+"""torch functions oar writes as compositions (python/oar/_compositions.py), and the elementwise math
+functions added with them as ops of the table (asin ... atan2, expm1, exp2, erfc), table-driven beside
 torch 1.13: each case runs the same call on both libraries from the same arrays; values must agree,
 and for float outputs of differentiable cases, the gradient of sum(out * g) for every float input."""
 import math
@@ -153,6 +154,22 @@ CASES = {
     "cdist_same": ([f32(4, 3)], lambda L, a: L.cdist(a, a), True),
     "dist": ([f32(3, 4), f32(3, 4)], lambda L, a, b: L.dist(a, b, 3), True),
     "logspace": ([], lambda L: L.logspace(-1, 2, 7), False),
+    # ops of the table (src/ops/unary.c, binary.c)
+    "asin": ([R.uniform(-0.95, 0.95, (3, 4)).astype(np.float32)], lambda L, x: L.asin(x), True),
+    "acos": ([R.uniform(-0.95, 0.95, (3, 4)).astype(np.float32)], lambda L, x: L.acos(x), True),
+    "atan": ([f32(3, 4) * 3], lambda L, x: L.atan(x), True),
+    "sinh": ([f32(3, 4) * 2], lambda L, x: L.sinh(x), True),
+    "asinh": ([f32(3, 4) * 5], lambda L, x: L.asinh(x), True),
+    "atanh": ([R.uniform(-0.9, 0.9, (3, 4)).astype(np.float32)], lambda L, x: L.atanh(x), True),
+    "expm1": ([np.array([1e-8, -1e-5, 0.5, -3.0], np.float32)], lambda L, x: L.expm1(x), True),
+    "exp2": ([f32(3, 4) * 4], lambda L, x: L.exp2(x), True),
+    "erfc": ([f32(3, 4) * 2], lambda L, x: L.erfc(x), True),
+    "atan2": ([f32(3, 4), f32(4)], lambda L, y, x: L.atan2(y, x), True),
+    "atan2_quadrants": ([np.array([0.0, 1.0, -1.0, 0.0, -0.0], np.float32), np.array([-1.0, -1.0, -1.0, 1.0, -1.0],
+                                                                                    np.float32)],
+                        lambda L, y, x: L.atan2(y, x), False),
+    "atan2_int": ([ints(5, 4), ints(5, 4) + 1], lambda L, y, x: L.atan2(y, x), False),
+    "angle_real": ([SPECIAL], lambda L, x: L.angle(x), False),
     "logspace_base": ([], lambda L: L.logspace(0, 4, 5, base=2.0), False),
 }
 

@@ -5,7 +5,7 @@
 #include <math.h>
 #include <string.h>
 
-typedef enum { B_ADD, B_SUB, B_MUL, B_DIV, B_POW, B_MAX, B_MIN, B_EQ, B_NE, B_LT, B_LE, B_GT, B_GE,
+typedef enum { B_ADD, B_SUB, B_MUL, B_DIV, B_POW, B_MAX, B_MIN, B_ATAN2, B_EQ, B_NE, B_LT, B_LE, B_GT, B_GE,
                B_AND, B_OR } bin_kind;
 
 static inline double apply_f(bin_kind k, double a, double b) {
@@ -17,6 +17,7 @@ static inline double apply_f(bin_kind k, double a, double b) {
     case B_POW: return pow(a, b);
     case B_MAX: return (a != a || b != b) ? NAN : (a > b ? a : b); /* NaN propagates, like torch */
     case B_MIN: return (a != a || b != b) ? NAN : (a < b ? a : b);
+    case B_ATAN2: return atan2(a, b);
     case B_EQ: return a == b;
     case B_NE: return a != b;
     case B_LT: return a < b;
@@ -49,6 +50,7 @@ static inline int64_t apply_i(bin_kind k, int64_t a, int64_t b) {
     case B_POW: return ipow(a, b);
     case B_MAX: return a > b ? a : b;
     case B_MIN: return a < b ? a : b;
+    case B_ATAN2: return 0; /* refused by binary_infer: floats only */
     case B_EQ: return a == b;
     case B_NE: return a != b;
     case B_LT: return a < b;
@@ -90,6 +92,9 @@ static oar_status binary_infer(const char *name, bin_kind k, oar_tensor *const *
             return oar_error(OAR_ERR_DTYPE, "div: expected floating inputs (true division), got %s; "
                                             "cast with oar_cast", oar_dtype_name(in[0]->dtype));
     }
+    if (k == B_ATAN2 && !oar_dtypes[in[0]->dtype].is_float)
+        return oar_error(OAR_ERR_DTYPE, "atan2: expected floating inputs, got %s; cast with oar_cast",
+                         oar_dtype_name(in[0]->dtype));
     if (in[0]->dtype == OAR_BOOL && !is_compare(k) && k != B_MAX && k != B_MIN)
         return oar_error(OAR_ERR_DTYPE, "%s: expected numeric inputs, got bool; use logical_and/or for "
                                         "booleans", name);
@@ -133,6 +138,14 @@ static oar_status pow_grad(oar_grad_ctx *g) {
     }
     return OAR_OK;
 }
+/* atan2(y, x): d/dy = x / (x^2 + y^2), d/dx = -y / (x^2 + y^2) */
+static oar_status atan2_grad(oar_grad_ctx *g) {
+    oar_tensor *y = g->in[0], *x = g->in[1];
+    oar_tensor *r2 = oar_add(oar_square(x), oar_square(y));
+    GRAD_TO(0, oar_div(oar_mul(g->gout[0], x), r2));
+    GRAD_TO(1, oar_neg(oar_div(oar_mul(g->gout[0], y), r2)));
+    return OAR_OK;
+}
 /* max/min: the gradient goes to the selected input; ties split it evenly, like torch. */
 static oar_status maxmin_grad(oar_grad_ctx *g) {
     oar_tensor *a = g->in[0], *b = g->in[1];
@@ -172,6 +185,7 @@ BINARY(div, B_DIV, div_grad, OAR_OPF_INPLACE_OK | OAR_OPF_AMP_PROMOTE)
 BINARY(pow, B_POW, pow_grad, OAR_OPF_INPLACE_OK | OAR_OPF_AMP_DENY_F16 | OAR_OPF_AMP_PROMOTE)
 BINARY(maximum, B_MAX, maxmin_grad, OAR_OPF_INPLACE_OK | OAR_OPF_AMP_PROMOTE)
 BINARY(minimum, B_MIN, maxmin_grad, OAR_OPF_INPLACE_OK | OAR_OPF_AMP_PROMOTE)
+BINARY(atan2, B_ATAN2, atan2_grad, OAR_OPF_INPLACE_OK | OAR_OPF_AMP_PROMOTE)
 BINARY(eq, B_EQ, NULL, OAR_OPF_NONDIFF | OAR_OPF_AMP_PROMOTE)
 BINARY(ne, B_NE, NULL, OAR_OPF_NONDIFF | OAR_OPF_AMP_PROMOTE)
 BINARY(lt, B_LT, NULL, OAR_OPF_NONDIFF | OAR_OPF_AMP_PROMOTE)

@@ -269,6 +269,47 @@ static oar_status erf_grad(oar_grad_ctx *g) {
     g->gin[0] = oar_mul(GOUT, d);
     return OAR_OK;
 }
+static oar_status asin_grad(oar_grad_ctx *g) {
+    /* 1 / sqrt(1 - x^2) */
+    g->gin[0] = oar_div(GOUT, oar_sqrt(oar_add_scalar(oar_neg(oar_square(X)), 1.0)));
+    return OAR_OK;
+}
+static oar_status acos_grad(oar_grad_ctx *g) {
+    g->gin[0] = oar_neg(oar_div(GOUT, oar_sqrt(oar_add_scalar(oar_neg(oar_square(X)), 1.0))));
+    return OAR_OK;
+}
+static oar_status atan_grad(oar_grad_ctx *g) {
+    g->gin[0] = oar_div(GOUT, oar_add_scalar(oar_square(X), 1.0));
+    return OAR_OK;
+}
+static oar_status sinh_grad(oar_grad_ctx *g) {
+    /* cosh x = (e^x + e^-x) / 2 */
+    oar_tensor *cosh = oar_mul_scalar(oar_add(oar_exp(X), oar_exp(oar_neg(X))), 0.5);
+    g->gin[0] = oar_mul(GOUT, cosh);
+    return OAR_OK;
+}
+static oar_status asinh_grad(oar_grad_ctx *g) {
+    g->gin[0] = oar_div(GOUT, oar_sqrt(oar_add_scalar(oar_square(X), 1.0)));
+    return OAR_OK;
+}
+static oar_status atanh_grad(oar_grad_ctx *g) {
+    g->gin[0] = oar_div(GOUT, oar_add_scalar(oar_neg(oar_square(X)), 1.0));
+    return OAR_OK;
+}
+static oar_status expm1_grad(oar_grad_ctx *g) {
+    g->gin[0] = oar_mul(GOUT, oar_add_scalar(Y, 1.0));
+    return OAR_OK;
+}
+static oar_status exp2_grad(oar_grad_ctx *g) {
+    g->gin[0] = oar_mul(GOUT, oar_mul_scalar(Y, 0.6931471805599453));
+    return OAR_OK;
+}
+static oar_status erfc_grad(oar_grad_ctx *g) {
+    /* -2/sqrt(pi) e^(-x^2) */
+    oar_tensor *d = oar_mul_scalar(oar_exp(oar_neg(oar_square(X))), -1.1283791670955126);
+    g->gin[0] = oar_mul(GOUT, d);
+    return OAR_OK;
+}
 static oar_status clip_grad(oar_grad_ctx *g) {
     /* torch.clamp: the gradient passes where min <= x <= max (bounds included) */
     oar_tensor *x = X;
@@ -306,6 +347,16 @@ UNARY(silu, x / (1.0 + exp(-x)), 0, NULL, silu_grad, 0, OAR_FLOAT_DTYPES, 0)
 UNARY(softplus, softplus_d(x, a), 0, softplus_check, softplus_grad, F16_FP32, OAR_FLOAT_DTYPES, 2,
       {"beta", OAR_ATTR_FLOAT, "1"}, {"threshold", OAR_ATTR_FLOAT, "20"})
 UNARY(erf, erf(x), 0, NULL, erf_grad, 0, OAR_FLOAT_DTYPES, 0)
+UNARY(erfc, erfc(x), 0, NULL, erfc_grad, 0, OAR_FLOAT_DTYPES, 0)
+/* the inverse trigonometric and the hyperbolic functions, and the exponentials torch lists apart */
+UNARY(asin, asin(x), 0, NULL, asin_grad, 0, OAR_FLOAT_DTYPES, 0)
+UNARY(acos, acos(x), 0, NULL, acos_grad, 0, OAR_FLOAT_DTYPES, 0)
+UNARY(atan, atan(x), 0, NULL, atan_grad, 0, OAR_FLOAT_DTYPES, 0)
+UNARY(sinh, sinh(x), 0, NULL, sinh_grad, F16_FP32, OAR_FLOAT_DTYPES, 0)
+UNARY(asinh, asinh(x), 0, NULL, asinh_grad, 0, OAR_FLOAT_DTYPES, 0)
+UNARY(atanh, atanh(x), 0, NULL, atanh_grad, 0, OAR_FLOAT_DTYPES, 0)
+UNARY(expm1, expm1(x), 0, NULL, expm1_grad, F16_FP32, OAR_FLOAT_DTYPES, 0)
+UNARY(exp2, exp2(x), 0, NULL, exp2_grad, F16_FP32, OAR_FLOAT_DTYPES, 0)
 UNARY(clip, clip_d(x, a), clip_int(x, a), clip_check, clip_grad, 0, NUMERIC_DTYPES, 2, FLOAT_ATTR("min"),
       FLOAT_ATTR("max"))
 /* sign(NaN) is 0 in torch 1.13 ((0 < x) - (x < 0)); sign of a bool is itself */
@@ -339,6 +390,15 @@ PUBLIC0(sigmoid)
 PUBLIC0(relu)
 PUBLIC0(silu)
 PUBLIC0(erf)
+PUBLIC0(erfc)
+PUBLIC0(asin)
+PUBLIC0(acos)
+PUBLIC0(atan)
+PUBLIC0(sinh)
+PUBLIC0(asinh)
+PUBLIC0(atanh)
+PUBLIC0(expm1)
+PUBLIC0(exp2)
 PUBLIC0(sign)
 PUBLIC0(floor)
 PUBLIC0(ceil)

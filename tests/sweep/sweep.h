@@ -32,6 +32,8 @@ enum {
     SWEEP_NO_STRIDED = 1u << 1,/* skip the non-contiguous pass */
     SWEEP_NO_BATCH = 1u << 2,  /* every input has a fixed shape (state such as an optimizer's hyper
                                   tensor): no batch to empty in the zero-size pass */
+    SWEEP_LONG_CHAIN = 1u << 3,/* the reference rounds each of many steps in bf16/f16, a via-f32 kernel once:
+                                  the low-precision pass allows 5 times its tolerance */
 };
 
 /* A bad-input case: call() must fail (return false) and the message must contain expect. */

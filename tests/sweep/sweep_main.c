@@ -126,6 +126,17 @@ static bool parse_attrs(const oar_op_def *d, const char *spec, oar_attr *out) {
 
 /* ---- inputs */
 static uint64_t g_seed;
+/* A case's inputs come from its own text (op, inputs, attributes), not its place in the table:
+ * adding a case leaves every other case's inputs as they were. FNV-1a, never 0 (xorshift's fixed point). */
+static uint64_t case_seed(const sweep_case *c) {
+    uint64_t h = 0xcbf29ce484222325ULL;
+    const char *parts[3] = {c->op, c->inputs, c->attrs ? c->attrs : ""};
+    for (int k = 0; k < 3; k++) {
+        for (const char *p = parts[k]; *p; p++) h = (h ^ (uint8_t)*p) * 0x100000001b3ULL;
+        h = (h ^ '|') * 0x100000001b3ULL;
+    }
+    return h ? h : 0x9E3779B97F4A7C15ULL;
+}
 static double urand(void) { /* xorshift; deterministic per case */
     g_seed ^= g_seed << 13;
     g_seed ^= g_seed >> 7;
@@ -618,7 +629,7 @@ static bool zero_variant(const input_spec *specs, int n_in, input_spec *out) {
 }
 
 static void run_zero(const sweep_case *c, int op, const input_spec *specs, int n_in, const oar_attr *attrs,
-                     int case_no, bool has_float_kind) {
+                     bool has_float_kind) {
     input_spec zs[OAR_MAX_INPUTS];
     if ((c->flags & SWEEP_NO_BATCH) || !zero_variant(specs, n_in, zs)) return;
     const oar_op_def *d = oar_op_table[op];
@@ -640,7 +651,7 @@ static void run_zero(const sweep_case *c, int op, const input_spec *specs, int n
     for (int p = 0; p < (has_float_kind ? 2 : 1); p++) {
         snprintf(label, sizeof label, "%s(%s | %s) zero-size batch %s", c->op, c->inputs, c->attrs ? c->attrs : "",
                  oar_dtype_name(pass_dt[p]));
-        g_seed = 0x9E3779B97F4A7C15ULL ^ (uint64_t)(case_no * 7919 + 1);
+        g_seed = case_seed(c);
         run_kernels(c, op, zs, n_in, attrs, pass_dt[p], label);
     }
     if (has_float_kind && !(d->flags & OAR_OPF_NONDIFF) && d->grad && !(c->flags & SWEEP_NO_GRAD) && !g_cuda_only) {
@@ -765,8 +776,8 @@ static bool has_fast_kernel(int op, oar_dtype dt) {
  * PyTorch's tolerances for those dtypes (bf16 1.6e-2, f16 1e-3, doubled: the kernels round an f32
  * result, the reference a double one). Cases the op's inference refuses at that dtype (inputs it
  * wants f32) are left out. */
-static void run_low_precision(const sweep_case *c, int op, const input_spec *specs, int n_in, const oar_attr *attrs,
-                              int case_no) {
+static void run_low_precision(const sweep_case *c, int op, const input_spec *specs, int n_in,
+                              const oar_attr *attrs) {
     static const oar_dtype dts[2] = {OAR_BF16, OAR_F16};
     for (int p = 0; p < 2; p++) {
         if (!has_fast_kernel(op, dts[p])) continue;
@@ -779,19 +790,19 @@ static void run_low_precision(const sweep_case *c, int op, const input_spec *spe
         oar_clear_error();
         if (!ok) continue;
         sweep_case lc = *c;
-        double tol = dts[p] == OAR_BF16 ? 3.2e-2 : 2e-3;
+        double tol = (dts[p] == OAR_BF16 ? 3.2e-2 : 2e-3) * (c->flags & SWEEP_LONG_CHAIN ? 5 : 1);
         if (lc.tol < tol) lc.tol = tol;
         char label[256];
         snprintf(label, sizeof label, "%s(%s | %s) %s", c->op, c->inputs, c->attrs ? c->attrs : "",
                  oar_dtype_name(dts[p]));
-        g_seed = 0x9E3779B97F4A7C15ULL ^ (uint64_t)(case_no * 7919 + 1);
+        g_seed = case_seed(c);
         g_tensor_scale_tol = g_cuda_only && (strncmp(c->op, "conv", 4) == 0 || strncmp(c->op, "attention", 9) == 0);
         run_kernels(&lc, op, specs, n_in, attrs, dts[p], label);
         g_tensor_scale_tol = false;
     }
 }
 
-static void run_case(const sweep_case *c, int case_no) {
+static void run_case(const sweep_case *c) {
     int op = oar_op_find(c->op);
     if (op < 0) {
         FAIL("case for unknown op '%s'", c->op);
@@ -813,10 +824,10 @@ static void run_case(const sweep_case *c, int case_no) {
     for (int p = 0; p < (has_float_kind ? 2 : 1); p++) {
         snprintf(label, sizeof label, "%s(%s | %s) %s", c->op, c->inputs, c->attrs ? c->attrs : "",
                  oar_dtype_name(pass_dt[p]));
-        g_seed = 0x9E3779B97F4A7C15ULL ^ (uint64_t)(case_no * 7919 + 1);
+        g_seed = case_seed(c);
         run_kernels(c, op, specs, n_in, attrs, pass_dt[p], label);
     }
-    if (has_float_kind && !g_no_low && (!g_cuda_only || g_cuda)) run_low_precision(c, op, specs, n_in, attrs, case_no);
+    if (has_float_kind && !g_no_low && (!g_cuda_only || g_cuda)) run_low_precision(c, op, specs, n_in, attrs);
     bool differentiable = has_float_kind && !(d->flags & OAR_OPF_NONDIFF) && d->grad && !(c->flags & SWEEP_NO_GRAD);
     bool empty = false; /* a case written with a zero-size batch counts as one of the pass */
     for (int i = 0; i < n_in; i++)
@@ -828,17 +839,17 @@ static void run_case(const sweep_case *c, int case_no) {
     if (g_cuda_only) {
         if (differentiable) {
             snprintf(label, sizeof label, "%s(%s | %s) gradient", c->op, c->inputs, c->attrs ? c->attrs : "");
-            cuda_grad_check(op, specs, n_in, attrs, 0x9E3779B97F4A7C15ULL ^ (uint64_t)(case_no * 7919 + 1), label);
+            cuda_grad_check(op, specs, n_in, attrs, case_seed(c), label);
         }
-        run_zero(c, op, specs, n_in, attrs, case_no, has_float_kind); /* empty batches on the GPU too */
+        run_zero(c, op, specs, n_in, attrs, has_float_kind); /* empty batches on the GPU too */
         return;
     }
     if (differentiable) {
         snprintf(label, sizeof label, "%s(%s | %s) gradient", c->op, c->inputs, c->attrs ? c->attrs : "");
-        g_seed = 0x9E3779B97F4A7C15ULL ^ (uint64_t)(case_no * 7919 + 1);
+        g_seed = case_seed(c);
         grad_check(c, op, specs, n_in, attrs, label);
     }
-    run_zero(c, op, specs, n_in, attrs, case_no, has_float_kind);
+    run_zero(c, op, specs, n_in, attrs, has_float_kind);
 }
 
 /* ---- CUDA coverage: every (op, f32) pair has a CUDA kernel, except the ops listed in the
@@ -997,7 +1008,7 @@ int main(int argc, char **argv) {
         for (const sweep_case *c = sweep_families[f].cases; c->op; c++, case_no++) {
             if (g_filter && strcmp(g_filter, c->op) != 0) continue;
             int before = g_failures;
-            run_case(c, case_no);
+            run_case(c);
             n_cases++;
             if (g_failures != before) fprintf(stderr, "  (case %d of family %s)\n", case_no, sweep_families[f].name);
         }

@@ -50,7 +50,10 @@ static const op_kind unary_ops[] = {
     {OAR_OP_elu, OAR_CU_ELU}, {OAR_OP_gelu, OAR_CU_GELU}, {OAR_OP_silu, OAR_CU_SILU},
     {OAR_OP_softplus, OAR_CU_SOFTPLUS}, {OAR_OP_erf, OAR_CU_ERF}, {OAR_OP_clip, OAR_CU_CLIP},
     {OAR_OP_sign, OAR_CU_SIGN}, {OAR_OP_floor, OAR_CU_FLOOR}, {OAR_OP_ceil, OAR_CU_CEIL},
-    {OAR_OP_round, OAR_CU_ROUND}, {OAR_OP_logical_not, OAR_CU_LOGICAL_NOT},
+    {OAR_OP_round, OAR_CU_ROUND}, {OAR_OP_logical_not, OAR_CU_LOGICAL_NOT}, {OAR_OP_erfc, OAR_CU_ERFC},
+    {OAR_OP_asin, OAR_CU_ASIN}, {OAR_OP_acos, OAR_CU_ACOS}, {OAR_OP_atan, OAR_CU_ATAN}, {OAR_OP_sinh, OAR_CU_SINH},
+    {OAR_OP_asinh, OAR_CU_ASINH}, {OAR_OP_atanh, OAR_CU_ATANH}, {OAR_OP_expm1, OAR_CU_EXPM1},
+    {OAR_OP_exp2, OAR_CU_EXP2},
 };
 #define N_UNARY (int)(sizeof unary_ops / sizeof unary_ops[0])
 
@@ -88,6 +91,8 @@ UNARY_FN(neg) UNARY_FN(abs) UNARY_FN(exp) UNARY_FN(log) UNARY_FN(log1p) UNARY_FN
 UNARY_FN(square) UNARY_FN(sin) UNARY_FN(cos) UNARY_FN(tanh) UNARY_FN(sigmoid) UNARY_FN(relu)
 UNARY_FN(leaky_relu) UNARY_FN(elu) UNARY_FN(gelu) UNARY_FN(silu) UNARY_FN(softplus) UNARY_FN(erf)
 UNARY_FN(clip) UNARY_FN(sign) UNARY_FN(floor) UNARY_FN(ceil) UNARY_FN(round) UNARY_FN(logical_not)
+UNARY_FN(erfc) UNARY_FN(asin) UNARY_FN(acos) UNARY_FN(atan) UNARY_FN(sinh) UNARY_FN(asinh) UNARY_FN(atanh)
+UNARY_FN(expm1) UNARY_FN(exp2)
 
 /* ---- binary */
 static const op_kind binary_ops[] = {
@@ -96,6 +101,7 @@ static const op_kind binary_ops[] = {
     {OAR_OP_ne, OAR_CU_NE}, {OAR_OP_lt, OAR_CU_LT}, {OAR_OP_le, OAR_CU_LE}, {OAR_OP_gt, OAR_CU_GT},
     {OAR_OP_ge, OAR_CU_GE}, {OAR_OP_logical_and, OAR_CU_AND}, {OAR_OP_logical_or, OAR_CU_OR},
     {OAR_OP_relu_backward, OAR_CU_RELU_BACKWARD}, {OAR_OP_gelu_backward, OAR_CU_GELU_BACKWARD},
+    {OAR_OP_atan2, OAR_CU_ATAN2},
 };
 #define N_BINARY (int)(sizeof binary_ops / sizeof binary_ops[0])
 
@@ -117,7 +123,7 @@ static oar_status run_binary(oar_op_id op, const oar_kctx *ctx, oar_tensor *cons
         return run_binary(OAR_OP_##NAME, ctx, in, out, a);                                               \
     }
 BINARY_FN(add) BINARY_FN(sub) BINARY_FN(mul) BINARY_FN(div) BINARY_FN(pow) BINARY_FN(maximum)
-BINARY_FN(minimum) BINARY_FN(eq) BINARY_FN(ne) BINARY_FN(lt) BINARY_FN(le) BINARY_FN(gt) BINARY_FN(ge)
+BINARY_FN(minimum) BINARY_FN(atan2) BINARY_FN(eq) BINARY_FN(ne) BINARY_FN(lt) BINARY_FN(le) BINARY_FN(gt) BINARY_FN(ge)
 BINARY_FN(logical_and) BINARY_FN(logical_or) BINARY_FN(relu_backward) BINARY_FN(gelu_backward)
 
 static oar_status cu_where(const oar_kctx *ctx, oar_tensor *const *in, int n_in, oar_tensor *const *out,
@@ -143,6 +149,7 @@ void oar_cuda_register_elementwise(void) {
     REG(neg) REG(abs) REG(exp) REG(log) REG(log1p) REG(sqrt) REG(rsqrt) REG(square) REG(sin) REG(cos)
     REG(tanh) REG(sigmoid) REG(relu) REG(leaky_relu) REG(elu) REG(gelu) REG(silu) REG(softplus) REG(erf)
     REG(clip) REG(sign) REG(floor) REG(ceil) REG(round) REG(logical_not)
+    REG(erfc) REG(asin) REG(acos) REG(atan) REG(sinh) REG(asinh) REG(atanh) REG(expm1) REG(exp2) REG(atan2)
     REG(add) REG(sub) REG(mul) REG(div) REG(pow) REG(maximum) REG(minimum) REG(eq) REG(ne) REG(lt) REG(le)
     REG(gt) REG(ge) REG(logical_and) REG(logical_or) REG(relu_backward) REG(gelu_backward) REG(where)
     oar_cuda_register(OAR_OP_increment, OAR_INT_DTYPES, cu_increment, NULL);

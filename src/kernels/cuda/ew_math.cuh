@@ -98,6 +98,15 @@ __device__ inline double unary_f(int k, double x, double a0, double a1) {
     case OAR_CU_CEIL: return ceil(x);
     case OAR_CU_ROUND: return round_half_even(x);
     case OAR_CU_LOGICAL_NOT: return x == 0;
+    case OAR_CU_ERFC: return erfc(x);
+    case OAR_CU_ASIN: return asin(x);
+    case OAR_CU_ACOS: return acos(x);
+    case OAR_CU_ATAN: return atan(x);
+    case OAR_CU_SINH: return sinh(x);
+    case OAR_CU_ASINH: return asinh(x);
+    case OAR_CU_ATANH: return atanh(x);
+    case OAR_CU_EXPM1: return expm1(x);
+    case OAR_CU_EXP2: return exp2(x);
     }
     return 0;
 }
@@ -145,6 +154,7 @@ __device__ inline double binary_f(int k, double a, double b, double attr) {
     case OAR_CU_OR: return (a != 0) || (b != 0);
     case OAR_CU_RELU_BACKWARD: return b > 0 ? a : 0.0;       // (grad, x)
     case OAR_CU_GELU_BACKWARD: return a * gelu_prime(b, attr != 0.0);
+    case OAR_CU_ATAN2: return atan2(a, b);
     }
     return 0;
 }
