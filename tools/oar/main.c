@@ -134,6 +134,7 @@ int main(int argc, char **argv) {
     if (strcmp(cmd, "infer") == 0) return oar_cmd_infer(argc - 1, argv + 1);
     if (strcmp(cmd, "inspect") == 0) return oar_cmd_inspect(argc - 1, argv + 1);
     if (strcmp(cmd, "launch") == 0) return oar_cmd_launch(argc - 1, argv + 1);
+    if (strcmp(cmd, "launch-rank") == 0) return oar_cmd_launch_rank(argc - 1, argv + 1); /* oar launch's */
     if (strcmp(cmd, "quantize") == 0) return oar_cmd_quantize(argc - 1, argv + 1);
     if (strcmp(cmd, "onnx-test") == 0) return oar_cmd_onnx_test(argc - 1, argv + 1);
     if (strcmp(cmd, "onnx-bench") == 0) return oar_cmd_onnx_bench(argc - 1, argv + 1);
