@@ -50,7 +50,8 @@ int oar_cmd_launch_rank(int argc, char **argv) {
         return 2;
     }
 #ifdef __linux__
-    /* mpirun gone (killed, or ended without stopping us): SIGTERM, which goes on to PROGRAM */
+    /* mpirun gone (killed, or ended without stopping us): SIGTERM, which goes on to PROGRAM. The
+     * signal follows the thread that forked us, Open MPI's event loop, which lives as long as the job */
     pid_t launcher = getppid();
     prctl(PR_SET_PDEATHSIG, SIGTERM);
     if (getppid() != launcher) return 128 + SIGTERM;

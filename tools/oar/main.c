@@ -36,7 +36,8 @@ static void usage(FILE *f) {
             "  profile --workload NAME [...]     profile training steps of a workload: timer table, op\n"
             "                                    tables, Chrome trace (run 'oar profile' for the options)\n"
             "  launch --nproc N [--hosts h:n,...] -- PROGRAM ARGS   run PROGRAM as N ranks under mpirun\n"
-            "                                    (table of ranks and endpoints; the job's exit status)\n"
+            "                                    (table of ranks and endpoints; --grace S; the first failed\n"
+            "                                    rank's exit status)\n"
             "  --version                         print the version\n"
             "  help                              this text\n");
 }
