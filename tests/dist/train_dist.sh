@@ -1,8 +1,10 @@
 #!/bin/sh
 # `oar train --nproc N` end to end on the UCI digits: 2 ranks follow one process at the same
 # global batch; only rank 0 prints; a run stopped at a checkpoint resumes with another N; a rank
-# SIGKILLed mid-training stops the job naming it, the checkpoint stays loadable, and --resume
-# finishes. Usage: train_dist.sh OAR_BINARY SHARED_DIR HAVE_MPI(0|1)
+# SIGKILLed mid-training is named by the survivor within 2 s, which then exits non-zero, the
+# checkpoint stays loadable, and --resume finishes; oar launch keeps a killed rank's survivors
+# until they end, forwards the first failure's status, and stops ranks that outlive --grace.
+# Usage: train_dist.sh OAR_BINARY SHARED_DIR HAVE_MPI(0|1)
 oar=$1
 shared=$2
 if [ "$3" != 1 ]; then echo "train_dist: skipped: oar was built without MPI"; exit 77; fi
@@ -28,6 +30,25 @@ rc=$?
   fail "oar launch did not export PADDLE_TRAINERS_NUM and OAR_DIST_PORT"
 "$oar" launch --nproc 2 --hosts here:1 -- true > "$dir/launch.log" 2>&1
 [ $? -eq 2 ] && grep -q "lists 1 processes, --nproc asks for 2" "$dir/launch.log" || fail "--hosts mismatch not refused"
+# a killed rank does not get the others torn down (mpirun's default): they end on their own, and the
+# job's status is the first failure's, whatever the later ones; the status lines never show
+"$oar" launch --nproc 3 -- sh -c 'case $OMPI_COMM_WORLD_RANK in 0) sleep 1; exit 3;; 1) kill -9 $$;; esac
+  sleep 2; echo "rank $OMPI_COMM_WORLD_RANK ran on"; exit 0' > "$dir/launch.log" 2>&1
+rc=$?
+[ $rc -eq 137 ] || fail "oar launch returned $rc where rank 1 was killed (SIGKILL) first, expected 137"
+grep -q "^rank 2 ran on" "$dir/launch.log" || fail "rank 2 did not run on after rank 1 was killed"
+grep -q "^oar launch: rank 1 was killed by signal 9" "$dir/launch.log" && grep -q "^oar launch: rank 0 exited with 3" \
+  "$dir/launch.log" || fail "oar launch did not name the failed ranks"
+! grep -q "oar-launch-status" "$dir/launch.log" || fail "a rank's status line reached the output"
+# a line that looks like a status line but lacks the job's token is a rank's own output
+"$oar" launch --nproc 2 -- sh -c 'printf "\036oar-launch-status 0123abcd 0 exit 9 1\n" >&2' > "$dir/launch.log" 2>&1
+rc=$?
+[ $rc -eq 0 ] && [ "$(grep -c "oar-launch-status 0123abcd" "$dir/launch.log")" -eq 2 ] || fail "a rank's own status-like line: rc $rc"
+# a rank that outlives --grace after a failure is stopped
+"$oar" launch --nproc 2 --grace 1 -- sh -c '[ $OMPI_COMM_WORLD_RANK = 0 ] && exit 4; exec sleep 60' > "$dir/launch.log" 2>&1
+rc=$?
+[ $rc -eq 4 ] && grep -q "rank 1 was killed by signal 15" "$dir/launch.log" && grep -q "stopping it (--grace)" \
+  "$dir/launch.log" || fail "--grace 1: rc $rc, the sleeping rank not stopped"
 
 # 2 ranks x 16 against 1 process x 32: the same run within fp32 rounding; only rank 0 prints
 "$oar" train $common --epochs 4 --quiet --checkpoint "$dir/one.safetensors" > "$dir/one.log" 2>&1 || fail "one process"
@@ -58,12 +79,24 @@ if ! kill_rank $job 0; then
   fail "could not find rank 0's process"; kill $job
 else
   start=$killed_at
+  # the time until the survivor has said so (2 s goal), polled every 10 ms
+  named=""
+  for i in $(seq 1 500); do
+    if grep -q "rank 1: dist: rank 0 (.*) died" "$dir/kill.log"; then named=$(( ($(date +%s%N) - start) / 1000000 )); break; fi
+    sleep 0.01
+  done
   wait $job; rc=$?
   took=$(( ($(date +%s%N) - start) / 1000000 ))
-  [ $rc -ne 0 ] || fail "the job exited 0 after a rank was killed"
-  grep -q "rank 1: dist: rank 0 (.*) died" "$dir/kill.log" || fail "the survivor did not name rank 0"
+  # oar launch names the killed rank and the survivor's own non-zero exit (the job's status is
+  # the failure its wrappers saw first: 137 unless rank 0's wrapper was starved past rank 1's end)
+  [ $rc -ne 0 ] || fail "the job exited 0 after rank 0 was killed"
+  grep -q "^oar launch: rank 0 was killed by signal 9" "$dir/kill.log" || fail "oar launch did not name the killed rank"
+  grep -q "^oar launch: rank 1 exited with [1-9]" "$dir/kill.log" || fail "the survivor did not exit non-zero"
+  if ! grep -q "rank 1: dist: rank 0 (.*) died" "$dir/kill.log"; then fail "the survivor did not name rank 0"
+  elif [ -z "$named" ] || [ "$named" -ge 2000 ]; then fail "the survivor named rank 0 after ${named:-over 5000} ms (limit 2000)"
+  fi
   [ $took -lt 5000 ] || fail "the job took $took ms to stop"
-  echo "train_dist: rank 0 killed; the job stopped after $took ms: $(grep -o 'rank 1: dist: rank 0 ([^)]*) died' "$dir/kill.log")"
+  echo "train_dist: rank 0 killed; the survivor named it after $named ms, the job stopped after $took ms: $(grep -o 'rank 1: dist: rank 0 ([^)]*) died' "$dir/kill.log")"
   "$oar" eval --model tiny --data digits --checkpoint "$dir/kill.safetensors" > /dev/null 2>&1 || fail "the checkpoint is damaged"
   ASAN_OPTIONS=$dp_asan "$oar" train $common --epochs 100000 --steps 1 --nproc 2 --resume --checkpoint "$dir/kill.safetensors" > "$dir/resume2.log" 2>&1 &&
     grep -q "resumed from" "$dir/resume2.log" || fail "resume after the kill"

@@ -10,7 +10,8 @@
 #   word2vec   (needs ../shared's Austen corpus) sync 2 + 1 gives the tables of one process bit for
 #              bit (every gradient row is one sample's); async and GEO within 5% of sync's loss on a
 #              fixed evaluation sample
-#   kill       the server SIGKILLed mid-training: both workers fail naming rank 0 within 2 s
+#   kill       the server SIGKILLed mid-training: both workers fail naming rank 0 within 2 s and
+#              exit non-zero on their own (oar launch keeps them until they report, and names each)
 # Usage: train_ps.sh OAR_BINARY SHARED_DIR HAVE_MPI(0|1) PART. Skips (77) without MPI or data.
 oar=$1
 shared=$2
@@ -90,7 +91,11 @@ kill)
       sleep 0.01
     done
     wait $job; rc=$?
+    # oar launch names the killed server and both workers' own non-zero exits; its status is the
+    # failure its wrappers saw first (137 unless the server's wrapper was starved past the workers' ends)
     [ $rc -ne 0 ] || fail "the job exited 0 after its server was killed"
+    grep -q '^oar launch: rank 0 was killed by signal 9' "$dir/kill.log" || fail "oar launch did not name the killed server"
+    [ "$(grep -c '^oar launch: rank [12] exited with [1-9]' "$dir/kill.log")" -eq 2 ] || fail "the workers did not both exit non-zero"
     if [ -z "$took" ]; then fail "the workers did not both name rank 0 within 5 s"
     elif [ "$took" -ge 2000 ]; then fail "the workers named the dead server after $took ms (limit 2000)"
     else echo "train_ps: server killed; both workers named it within $took ms:"; grep 'rank 0 .*died' "$dir/kill.log" | cut -c1-150; fi

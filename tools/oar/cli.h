@@ -17,9 +17,19 @@ int oar_cmd_export(int argc, char **argv);
 int oar_cmd_infer(int argc, char **argv);
 int oar_cmd_inspect(int argc, char **argv);
 /* cmd_launch.c: runs prog (NULL-terminated argv) as nproc ranks under mpirun (hosts "h1:n,h2:n"
- * or NULL for this host; port 0 finds free ones); returns the job's exit status. */
+ * or NULL for this host; port 0 finds free ones; grace_s: how long the other ranks may run on
+ * after one fails, 0 for the default); returns the job's exit status (the first failed rank's). */
 int oar_cmd_launch(int argc, char **argv);
-int oar_cli_launch(int nproc, const char *hosts, int port, char **prog);
+int oar_cli_launch(int nproc, const char *hosts, int port, int grace_s, char **prog);
+#define LAUNCH_DEFAULT_GRACE_S 10
+/* launch_rank.c: `oar launch-rank NONCE -- PROGRAM`, how oar launch starts each rank: runs
+ * PROGRAM and writes its status to stderr as LAUNCH_STATUS_MARK "oar-launch-status NONCE RANK
+ * exit|signal VALUE\n". launch_status.c: relays the job's stderr (err_fd) without those lines,
+ * stops the job (SIGTERM to mpirun) when ranks still run grace_s after the first failure, waits
+ * for mpirun and returns the job's status. */
+#define LAUNCH_STATUS_MARK '\036'
+int oar_cmd_launch_rank(int argc, char **argv);
+int launch_collect(int mpirun, int err_fd, int nproc, const char *nonce, int grace_s);
 int oar_cmd_quantize(int argc, char **argv);
 int oar_bench_quant(int argc, char **argv); /* bench_quant.c: oar bench --workload quant-infer */ /* cmd_quantize.c: post-training quantization */
 /* ONNX (cmd_onnx.c): the conformance runner, and `oar infer` / `oar inspect` on a .onnx file. */

@@ -36,7 +36,8 @@ static void usage(FILE *f) {
             "  profile --workload NAME [...]     profile training steps of a workload: timer table, op\n"
             "                                    tables, Chrome trace (run 'oar profile' for the options)\n"
             "  launch --nproc N [--hosts h:n,...] -- PROGRAM ARGS   run PROGRAM as N ranks under mpirun\n"
-            "                                    (table of ranks and endpoints; the job's exit status)\n"
+            "                                    (table of ranks and endpoints; --grace S; the first failed\n"
+            "                                    rank's exit status)\n"
             "  --version                         print the version\n"
             "  help                              this text\n");
 }
@@ -134,6 +135,7 @@ int main(int argc, char **argv) {
     if (strcmp(cmd, "infer") == 0) return oar_cmd_infer(argc - 1, argv + 1);
     if (strcmp(cmd, "inspect") == 0) return oar_cmd_inspect(argc - 1, argv + 1);
     if (strcmp(cmd, "launch") == 0) return oar_cmd_launch(argc - 1, argv + 1);
+    if (strcmp(cmd, "launch-rank") == 0) return oar_cmd_launch_rank(argc - 1, argv + 1); /* oar launch's */
     if (strcmp(cmd, "quantize") == 0) return oar_cmd_quantize(argc - 1, argv + 1);
     if (strcmp(cmd, "onnx-test") == 0) return oar_cmd_onnx_test(argc - 1, argv + 1);
     if (strcmp(cmd, "onnx-bench") == 0) return oar_cmd_onnx_bench(argc - 1, argv + 1);

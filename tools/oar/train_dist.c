@@ -35,7 +35,7 @@ int train_dist_relaunch(int argc, char **argv, int nproc) {
         }
         prog[k++] = argv[i];
     }
-    int rc = oar_cli_launch(nproc, NULL, 0, prog);
+    int rc = oar_cli_launch(nproc, NULL, 0, 0, prog);
     free(prog);
     return rc;
 }
