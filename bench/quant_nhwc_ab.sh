@@ -1,10 +1,10 @@
 #!/bin/sh
 # The NHWC int8 graph against the NCHW one (the quant_nhwc pass off) and against the program with
-# f32 residual additions (f32res: --float-residual, the block outputs f32 as before qadd), beside
+# int8 residual additions (qadd: --int8-residual, qadd of u8 codes instead of f32 block outputs), beside
 # oar's fp32 and PyTorch's static int8, in one run: CPU time per call, 1 thread, as
 # bench/quant_cpu_time.sh measures it (user + system time of two runs with C1 and C2 calls, the
 # difference per extra call, so setup, calibration and compilation cancel out). The variants
-# ($VARIANTS, default "fp32 nhwc f32res nchw torch") run alternately, ROUNDS times; one JSON line
+# ($VARIANTS, default "fp32 nhwc qadd nchw torch") run alternately, ROUNDS times; one JSON line
 # per variant and round, then the medians and the ratios of the median per-round ratios.
 # Usage: bench/quant_nhwc_ab.sh [BUILD_DIR] [MODEL] [BATCH] [ROUNDS] [C1] [C2] [OAR_ARGS]
 #   the ISA cap comes from the environment (OAR_CPU_ISA=avx2 ONEDNN_MAX_CPU_ISA=AVX2); OAR_ARGS
@@ -25,11 +25,11 @@ torch() { cpu /usr/bin/python3 "$here/quant_torch.py" --model "$model" --quant s
 per_call() { python3 -c "import sys; print(round(1e3 * (float(sys.argv[2]) - float(sys.argv[1])) / (2 * ($c2 - $c1)), 3))" "$1" "$2"; }
 out=$(mktemp)
 for r in $(seq "$rounds"); do
-  for v in ${VARIANTS:-fp32 nhwc f32res nchw torch}; do
+  for v in ${VARIANTS:-fp32 nhwc qadd nchw torch}; do
     case $v in
       fp32) a=$(oar --quant none --calls $c1); b=$(oar --quant none --calls $c2) ;;
       nhwc) a=$(oar --quant static --calls $c1); b=$(oar --quant static --calls $c2) ;;
-      f32res) a=$(oar --quant static --float-residual --calls $c1); b=$(oar --quant static --float-residual --calls $c2) ;;
+      qadd) a=$(oar --quant static --int8-residual --calls $c1); b=$(oar --quant static --int8-residual --calls $c2) ;;
       nchw) a=$(oar --quant static --disable-pass quant_nhwc --calls $c1)
             b=$(oar --quant static --disable-pass quant_nhwc --calls $c2) ;;
       torch) a=$(torch --calls $c1); b=$(torch --calls $c2) ;;
@@ -53,7 +53,7 @@ out = {"median_ms": med, "min_max_ms": rng}
 for a in vs:
     if a != "nhwc" and "nhwc" in vs: out[a + "_over_nhwc"] = ratio(a, "nhwc")
 for a in ("fp32",):
-    for b in ("f32res", "nchw"):
+    for b in ("qadd", "nchw"):
         if a in vs and b in vs: out[a + "_over_" + b] = ratio(a, b)
 print(json.dumps(out))
 EOF

@@ -32,9 +32,10 @@ static void resnet20(void) {
     export_fp32(m, 3, 16, path_in("resnet"));
     oar_tensor *cal[2] = {oar_randn((int64_t[]){8, 3, 16, 16}, 4, OAR_F32),
                           oar_randn((int64_t[]){8, 3, 16, 16}, 4, OAR_F32)};
-    for (int v = 0; v < 3; v++) { /* 8-bit weights, 7-bit, and 8-bit with f32 residuals (float_residual) */
-        int bits = v == 1 ? 7 : 8;
-        oar_quant_static_opts so = {.weight_bits = bits, .float_residual = v == 2};
+    for (int v = 0; v < 4; v++) { /* 8-bit weights, 7-bit, each with f32 and with int8 residuals */
+        int bits = v & 1 ? 7 : 8;
+        bool qres = v >= 2;
+        oar_quant_static_opts so = {.weight_bits = bits, .int8_residual = qres};
         oar_quant_layer layers[32];
         int n = 0;
         CHECK(oar_quantize_static_model(path_in("resnet"), path_in("resnet-int8"), cal, 2, &so, layers, 32, &n) ==
@@ -42,18 +43,18 @@ static void resnet20(void) {
         /* 21 int8 convs: all but the stem (3 input channels, the direct kernel's) NHWC */
         int nq = count_after_passes(path_in("resnet-int8"), OAR_OP_qconv2d_nhwc);
         int expect = 20;
-        /* the block tails in int8: 8 qadd (the last block's output is f32, for the global pool),
-           all NHWC; one dequantize (the last block's residual, on its twin); with float_residual
-           the residuals in the epilogues and the block outputs quantized (f32 in between) */
+        /* with int8 residuals the block tails are int8: 8 qadd (the last block's output is f32,
+           for the global pool), all NHWC; one dequantize (the last block's residual, on its
+           twin); with f32 ones the residuals are in the epilogues, the block outputs f32 */
         int nadd = count_after_passes(path_in("resnet-int8"), OAR_OP_qadd);
         int ndq = count_after_passes(path_in("resnet-int8"), OAR_OP_dequantize);
         int ncopy = count_after_passes(path_in("resnet-int8"), OAR_OP_contiguous);
-        printf("resnet20, %d-bit weights%s: %d of 21 int8 convs NHWC, %d qadd, %d dequantize, %d copies\n", bits,
-               v == 2 ? ", f32 residuals" : "", nq, nadd, ndq, ncopy);
+        printf("resnet20, %d-bit weights, %s residuals: %d of 21 int8 convs NHWC, %d qadd, %d dequantize, %d copies\n",
+               bits, qres ? "int8" : "f32", nq, nadd, ndq, ncopy);
         CHECK(nq == expect);
         CHECK(count_after_passes(path_in("resnet-int8"), OAR_OP_qconv2d) == 21 - expect);
-        CHECK(nadd == (v == 2 ? 0 : 8) && ndq == (v == 2 ? 0 : 1));
-        CHECK(ncopy == (v == 2 ? 3 : 2)); /* the stem's u8 output, the global pool's input (and the stem's f32 output) */
+        CHECK(nadd == (qres ? 8 : 0) && ndq == (qres ? 1 : 0));
+        CHECK(ncopy == (qres ? 2 : 3)); /* the stem's u8 output, the global pool's input (and the stem's f32 output) */
         for (int64_t b = 1; b <= 5; b += 4) {
             oar_tensor *x = oar_randn((int64_t[]){b, 3, 16, 16}, 4, OAR_F32);
             oar_tensor *y = predict(path_in("resnet-int8"), x, NULL), *ref = predict(path_in("resnet-int8"), x, "quant_nhwc");

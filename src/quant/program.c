@@ -60,7 +60,7 @@ typedef struct qctx {
     int n;
     const oar_quant_given *g; /* NULL: the qparams come from calibration */
     int weight_bits;          /* 8 or 7 */
-    qresid *r;                /* the residual additions made int8 (none with float_residual or given qparams) */
+    qresid *r;                /* the residual additions made int8 (with int8_residual, and no given qparams) */
     int n_r;
 } qctx;
 
@@ -552,7 +552,7 @@ static oar_status quant_program(oar_program *p, oar_tensor *const *batches, int 
     oar_program_compact(p);
     if ((st = find_targets(&c, &o, (const char(*)[128])names, n_names)) != OAR_OK) goto done;
     /* (QAT's given qparams cover the layers' inputs only: its adds were trained in f32) */
-    if (!g && !o.float_residual && (st = find_residuals(&c)) != OAR_OK) goto done;
+    if (!g && o.int8_residual && (st = find_residuals(&c)) != OAR_OK) goto done;
     for (int i = 0; g && i < g->n; i++) { /* every layer given qparams is a target */
         bool found = false;
         for (int k = 0; k < c.n && !found; k++) found = c.t[k].given == i;

@@ -35,7 +35,7 @@ static void usage(void) {
                     "         [--keep-last] [--out DIR] [--data D] [--batch B] [--threads T]\n"
                     "         [--weight-bits 8|7 (8 with VNNI/AMX; 7, exact and fast without them)]\n"
                     "         static, qat: [--reduce-range (7-bit activations: u8 [0, 127], torch's reduce_range)]\n"
-                    "         static: [--float-residual (residual additions in f32, not qadd of u8 codes)]\n"
+                    "         static: [--int8-residual (residual additions as qadd of u8 codes, not f32)]\n"
                     "         qat: [--epochs E (1)] [--steps S] [--lr LR (the recipe's / 10)] [--mode eager|static]\n"
                     "              [--control (the same fine-tune in fp32 too, to separate it from quantization)]\n"
                     "              [--lsq (input scales learned with LSQ after the first 10%% of the steps)]\n"
@@ -154,7 +154,7 @@ int oar_cmd_quantize(int argc, char **argv) {
     int calib = 8, qat_epochs = 1, weight_bits = oar_quant_fast_weight_bits();
     double qat_lr = 0;
     bool keep_first = false, keep_last = false, control = false, lsq = false, reduce_range = false, fuse_bn = false,
-         float_residual = false;
+         int8_residual = false;
     long long freeze_bn = 0;
     char **rest = malloc(sizeof(char *) * (size_t)(argc + 1));
     int nr = 0;
@@ -173,7 +173,7 @@ int oar_cmd_quantize(int argc, char **argv) {
         else if (!strcmp(argv[i], "--control")) control = true; /* qat: the same fine-tune in fp32 too */
         else if (!strcmp(argv[i], "--lsq")) lsq = true;         /* qat: learned input scales after 10% */
         else if (!strcmp(argv[i], "--reduce-range")) reduce_range = true; /* static, qat: 7-bit activations */
-        else if (!strcmp(argv[i], "--float-residual")) float_residual = true; /* static: f32 residual adds */
+        else if (!strcmp(argv[i], "--int8-residual")) int8_residual = true; /* static: qadd residuals */
         else if (!strcmp(argv[i], "--fuse-bn")) fuse_bn = true;           /* qat: ConvBn-fused */
         else if (!strcmp(argv[i], "--freeze-bn") && has) freeze_bn = atoll(argv[++i]);
         else rest[nr++] = argv[i];
@@ -187,8 +187,8 @@ int oar_cmd_quantize(int argc, char **argv) {
         free(rest);
         return 2;
     }
-    if (float_residual && !stat) {
-        fprintf(stderr, "oar quantize: expected --float-residual with --method static, got it with --method %s (QAT "
+    if (int8_residual && !stat) {
+        fprintf(stderr, "oar quantize: expected --int8-residual with --method static, got it with --method %s (QAT "
                         "and dynamic quantization keep residual additions in f32 anyway)\n", method ? method : "(none)");
         free(rest);
         return 2;
@@ -341,7 +341,7 @@ int oar_cmd_quantize(int argc, char **argv) {
             bytes = file_bytes(wpath);
         } else {
             oar_quant_static_opts so = {.observer = kinds[k], .keep_first = keep_first, .keep_last = keep_last,
-                                        .weight_bits = weight_bits, .float_residual = float_residual};
+                                        .weight_bits = weight_bits, .int8_residual = int8_residual};
             so.observer_opts.reduce_range = reduce_range;
             st = oar_quantize_static_model(fp32_path, path, cal, n_cal, &so, layers, 64, &n);
             if (st == OAR_OK) st = predictor_accuracy(path, &d, o.batch, &acc);
