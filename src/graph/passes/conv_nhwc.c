@@ -18,8 +18,9 @@
  * quant_nhwc is the same layouter on int8 programs (after fuse_quant): each qconv2d that
  * oneDNN's int8 kernel runs (qconv_dnnl.c: 16+ channels a group) becomes qconv2d_nhwc, whose
  * u8/i8 or f32 output is a twin; its input and f32 residual are twins too, so oneDNN's NHWC sums
- * feed the next convolution with no transpose either way. quantize and dequantize per tensor of
- * a twin run on the twin (elementwise), qmax_pool2d of a twin is max_pool2d_nhwc on its codes,
+ * feed the next convolution with no transpose either way. quantize and dequantize of a twin run
+ * on the twin (per tensor elementwise, per channel on its dim 3), and so do qlut and qadd (an int8
+ * residual block's sum), qmax_pool2d of a twin is max_pool2d_nhwc on its codes,
  * and the f32 rules above apply to the f32 twins, except the global pool's mean (summed in another
  * order): every result keeps the NCHW program's bits. A reader with no NHWC form (a direct-kernel
  * conv, the global pool) reads a contiguous copy of the NCHW view. Without VNNI, where oneDNN's
