@@ -13,7 +13,10 @@
 #include "test_util.h"
 
 #include "ops/quant.h"
+#include "ops/quant_add.h"
 #include "quant_program_util.h"
+
+enum { MIXED_OUT = 8, MIXED_COPIES = 4 };
 
 static void resnet20(void) {
     oar_scope_begin();
@@ -29,8 +32,10 @@ static void resnet20(void) {
     export_fp32(m, 3, 16, path_in("resnet"));
     oar_tensor *cal[2] = {oar_randn((int64_t[]){8, 3, 16, 16}, 4, OAR_F32),
                           oar_randn((int64_t[]){8, 3, 16, 16}, 4, OAR_F32)};
-    for (int bits = 8; bits >= 7; bits--) {
-        oar_quant_static_opts so = {.weight_bits = bits};
+    for (int v = 0; v < 4; v++) { /* 8-bit weights, 7-bit, each with f32 and with int8 residuals */
+        int bits = v & 1 ? 7 : 8;
+        bool qres = v >= 2;
+        oar_quant_static_opts so = {.weight_bits = bits, .int8_residual = qres};
         oar_quant_layer layers[32];
         int n = 0;
         CHECK(oar_quantize_static_model(path_in("resnet"), path_in("resnet-int8"), cal, 2, &so, layers, 32, &n) ==
@@ -38,9 +43,18 @@ static void resnet20(void) {
         /* 21 int8 convs: all but the stem (3 input channels, the direct kernel's) NHWC */
         int nq = count_after_passes(path_in("resnet-int8"), OAR_OP_qconv2d_nhwc);
         int expect = 20;
-        printf("resnet20, %d-bit weights: %d of 21 int8 convs NHWC\n", bits, nq);
+        /* with int8 residuals the block tails are int8: 8 qadd (the last block's output is f32,
+           for the global pool), all NHWC; one dequantize (the last block's residual, on its
+           twin); with f32 ones the residuals are in the epilogues, the block outputs f32 */
+        int nadd = count_after_passes(path_in("resnet-int8"), OAR_OP_qadd);
+        int ndq = count_after_passes(path_in("resnet-int8"), OAR_OP_dequantize);
+        int ncopy = count_after_passes(path_in("resnet-int8"), OAR_OP_contiguous);
+        printf("resnet20, %d-bit weights, %s residuals: %d of 21 int8 convs NHWC, %d qadd, %d dequantize, %d copies\n",
+               bits, qres ? "int8" : "f32", nq, nadd, ndq, ncopy);
         CHECK(nq == expect);
         CHECK(count_after_passes(path_in("resnet-int8"), OAR_OP_qconv2d) == 21 - expect);
+        CHECK(nadd == (qres ? 8 : 0) && ndq == (qres ? 1 : 0));
+        CHECK(ncopy == (qres ? 2 : 3)); /* the stem's u8 output, the global pool's input (and the stem's f32 output) */
         for (int64_t b = 1; b <= 5; b += 4) {
             oar_tensor *x = oar_randn((int64_t[]){b, 3, 16, 16}, 4, OAR_F32);
             oar_tensor *y = predict(path_in("resnet-int8"), x, NULL), *ref = predict(path_in("resnet-int8"), x, "quant_nhwc");
@@ -77,7 +91,7 @@ static void lenet(void) {
 
 /* The mixed graph's weights and qparams (constants of the trace). */
 typedef struct mixed {
-    oar_tensor *s, *z, *ys, *yz, *w1, *w2, *w3, *w4, *ws, *b16, *b8;
+    oar_tensor *s, *z, *ys, *yz, *w1, *w2, *w3, *w4, *ws, *b16, *b8, *table, *cs, *cz;
 } mixed;
 
 static oar_tensor *q8(oar_tensor *x, mixed *g, bool relu, oar_tensor *w, oar_tensor *bias, const oar_conv_opts *c,
@@ -89,7 +103,8 @@ static oar_tensor *q8(oar_tensor *x, mixed *g, bool relu, oar_tensor *w, oar_ten
 
 /* x f32 [N, 16, 8, 8] -> u8 a = conv1(x) read by an NHWC conv (f32 out, x as residual; and its
  * global average pool), a direct-kernel conv (8 outputs, u8), and a max pooling then a 1x1 conv
- * (u8) and its dequantize. */
+ * (u8) and its dequantize; a residual in int8: qadd(relu) of a and another conv of a (u8), then a
+ * qlut of the sum and its dequantize per channel; the f32 conv output quantized per channel. */
 static oar_status mixed_fn(void *user, oar_tensor *const *in, int n_in, oar_tensor **out, int n_out) {
     mixed *g = user;
     oar_conv_opts pad1 = {.padding = {1, 1}};
@@ -104,7 +119,13 @@ static oar_status mixed_fn(void *user, oar_tensor *const *in, int n_in, oar_tens
     out[2] = q8(p, g, true, g->w4, NULL, NULL, OAR_U8, NULL);
     out[3] = oar_dequantize(out[2], g->ys, g->yz, 0);
     out[4] = oar_adaptive_avg_pool2d(out[0], 1, 1); /* an f32 reader with no NHWC form */
-    for (int i = 0; i < 5; i++)
+    oar_tensor *b = q8(a, g, false, g->w2, NULL, &pad1, OAR_U8, NULL);
+    oar_tensor *qa[QA_N] = {a, g->ys, g->yz, b, g->ys, g->yz, g->s, g->z};
+    oar_attr at[2] = {oar_attr_int(OAR_QACT_RELU), oar_attr_dtype(OAR_U8)};
+    out[5] = oar_qlut(oar_op_call1(OAR_OP_qadd, qa, QA_N, at), g->table);
+    out[6] = oar_dequantize(out[5], g->cs, g->cz, 1);
+    out[7] = oar_quantize(out[0], g->cs, g->cz, 1, OAR_U8);
+    for (int i = 0; i < MIXED_OUT; i++)
         if (!out[i]) return oar_last_status();
     return OAR_OK;
 }
@@ -119,7 +140,10 @@ static void mixed_graph(bool w8) {
                .w2 = oar_randint(lo, hi, (int64_t[]){16, 16, 3, 3}, 4, OAR_I8),
                .w3 = oar_randint(lo, hi, (int64_t[]){8, 16, 3, 3}, 4, OAR_I8),
                .w4 = oar_randint(lo, hi, (int64_t[]){16, 16, 1, 1}, 4, OAR_I8),
-               .b16 = oar_randn((int64_t[]){16}, 1, OAR_F32), .b8 = oar_randn((int64_t[]){8}, 1, OAR_F32)};
+               .b16 = oar_randn((int64_t[]){16}, 1, OAR_F32), .b8 = oar_randn((int64_t[]){8}, 1, OAR_F32),
+               .table = oar_randint(0, 256, (int64_t[]){256}, 1, OAR_U8),
+               .cs = oar_add_scalar(oar_mul_scalar(oar_abs(oar_randn((int64_t[]){16}, 1, OAR_F32)), 0.03), 0.01),
+               .cz = oar_randint(0, 256, (int64_t[]){16}, 1, OAR_I32)};
     oar_input_spec spec = {OAR_F32, 4, {-1, 16, 8, 8}, "x"};
     oar_jit *f[2];
     for (int k = 0; k < 2; k++) {
@@ -129,21 +153,27 @@ static void mixed_graph(bool w8) {
         CHECK(f[k] != NULL);
     }
     for (int64_t b = 1; b <= 3; b += 2) {
-        oar_tensor *x = oar_randn((int64_t[]){b, 16, 8, 8}, 4, OAR_F32), *y[2][5] = {{0}};
-        for (int k = 0; k < 2; k++) CHECK(f[k] && oar_jit_call(f[k], &x, 1, y[k], 5) == OAR_OK);
-        for (int i = 0; i < 5; i++) CHECK(y[0][i] && y[1][i] && t_same_bits(y[0][i], y[1][i]));
+        oar_tensor *x = oar_randn((int64_t[]){b, 16, 8, 8}, 4, OAR_F32), *y[2][MIXED_OUT] = {{0}};
+        for (int k = 0; k < 2; k++) CHECK(f[k] && oar_jit_call(f[k], &x, 1, y[k], MIXED_OUT) == OAR_OK);
+        for (int i = 0; i < MIXED_OUT; i++) CHECK(y[0][i] && y[1][i] && t_same_bits(y[0][i], y[1][i]));
     }
-    /* the program: 3 convs NHWC, the 8-output one NCHW, the pooling NHWC */
+    /* the program: 4 convs NHWC, the 8-output one NCHW, the pooling NHWC; qadd, qlut and the
+       per-channel quantize and dequantize on the twins (each would read a contiguous copy of
+       an NCHW view else: the only copies are the input's conversion, the global pool's input,
+       the direct conv's input and the outputs' NCHW views) */
     char *dump = malloc(1 << 16);
     CHECK(dump && oar_jit_dump(f[0], 0, dump, 1 << 16) > 0);
-    int nhwc = 0, nchw = 0, pool = 0;
+    if (getenv("OAR_TEST_DUMP")) printf("%s\n", dump);
+    int nhwc = 0, nchw = 0, pool = 0, copies = 0;
     for (const char *s = dump; s && (s = strstr(s, "= q")) != NULL; s++) {
         nhwc += !strncmp(s, "= qconv2d_nhwc(", 15);
         nchw += !strncmp(s, "= qconv2d(", 10);
     }
     for (const char *s = dump; s && (s = strstr(s, "= max_pool2d_nhwc(")) != NULL; s++) pool++;
-    printf("mixed graph (%d-bit weights): %d convs NHWC, %d NCHW, %d NHWC poolings\n", w8 ? 8 : 7, nhwc, nchw, pool);
-    CHECK(nhwc == 3 && nchw == 1 && pool == 1);
+    for (const char *s = dump; s && (s = strstr(s, "= contiguous(")) != NULL; s++) copies++;
+    printf("mixed graph (%d-bit weights): %d convs NHWC, %d NCHW, %d NHWC poolings, %d copies\n", w8 ? 8 : 7, nhwc,
+           nchw, pool, copies);
+    CHECK(nhwc == 4 && nchw == 1 && pool == 1 && copies == MIXED_COPIES);
     free(dump);
     for (int k = 0; k < 2; k++) oar_jit_free(f[k]);
     oar_scope_end();

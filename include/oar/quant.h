@@ -133,6 +133,9 @@ typedef struct oar_quant_static_opts {
     const char *const *skip;         /* NULL-terminated module paths kept in fp32; may be NULL */
     int weight_bits;                 /* 8 (0 means 8), or 7: weights within [-63, 63], which CPUs without
                                         VNNI multiply exactly on oneDNN's fast int8 code (programs only) */
+    bool int8_residual;              /* programs: an add [+ relu] of a layer's output whose sum feeds int8
+                                        layers becomes qadd of u8 codes (no f32 block output; other rounding
+                                        points); default: residual additions in f32, in the epilogues */
 } oar_quant_static_opts;
 /* The weight_bits this CPU (within oar's ISA cap) runs int8 convolutions and linears fastest
  * with: 8 with VNNI or AMX, which multiply any int8 data exactly; 7 with AVX2 and no VNNI

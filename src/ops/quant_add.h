@@ -29,5 +29,7 @@ static inline int32_t oar_qadd_one(const oar_qadd_params_t *p, uint8_t a, uint8_
 
 /* Registers qadd's AVX2 kernel (src/kernels/cpu/qadd_avx2.c; nothing off x86). */
 void oar_cpu_register_qadd_fast(void);
+/* Its AVX-512 kernel (src/kernels/cpu/qadd_avx512.c), likewise. */
+void oar_cpu_register_qadd_avx512(void);
 
 #endif

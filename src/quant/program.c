@@ -25,6 +25,7 @@
 #include "graph/serialize.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "ops/quant.h"
+#include "ops/quant_add.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -46,12 +47,21 @@ typedef struct qtarget {
     int32_t xz;
 } qtarget;
 
+/* A residual addition made int8: add(a, b) [-> relu] -> y, one of a, b an int8 layer's output and
+ * y read by an int8 layer, becomes qadd(quantize(a), quantize(b); relu) -> u8 with y's qparams. */
+typedef struct qresid {
+    int node, relu, a, b, y; /* the add and relu nodes (relu -1: none), its operands and result (value ids) */
+    oar_observer *obs[2];    /* a's and b's observers; NULL where a target reads the operand (its qparams) */
+} qresid;
+
 typedef struct qctx {
     oar_program *p;
     qtarget *t;
     int n;
     const oar_quant_given *g; /* NULL: the qparams come from calibration */
     int weight_bits;          /* 8 or 7 */
+    qresid *r;                /* the residual additions made int8 (with int8_residual, and no given qparams) */
+    int n_r;
 } qctx;
 
 static int given_index(const oar_quant_given *g, const char *name) {
@@ -171,11 +181,64 @@ static oar_status find_targets(qctx *c, const oar_quant_static_opts *o, const ch
     return OAR_OK;
 }
 
+/* The first target reading v as its input, or NULL. */
+static qtarget *target_reading(const qctx *c, int v) {
+    for (int i = 0; i < c->n; i++)
+        if (c->t[i].x == v) return &c->t[i];
+    return NULL;
+}
+
+static bool target_output(const qctx *c, int v) {
+    for (int i = 0; i < c->n; i++)
+        if (c->t[i].y == v) return true;
+    return false;
+}
+
+static bool same_meta(const oar_value *a, const oar_value *b) {
+    return a->meta.dtype == OAR_F32 && b->meta.dtype == OAR_F32 && a->meta.ndim == b->meta.ndim &&
+           a->dyn_dims == b->dyn_dims && !memcmp(a->meta.shape, b->meta.shape, sizeof(int64_t) * (size_t)a->meta.ndim);
+}
+
+/* The residual additions to make int8: add(a, b) of two f32 values of the sum's shape, one of them
+ * a target's output, the sum (or the relu that alone reads it) read by a target (its int8 codes
+ * are needed anyway). Others (a transformer's residual between layer norms) stay f32. */
+static oar_status find_residuals(qctx *c) {
+    oar_program *p = c->p;
+    int *uses = malloc(sizeof(int) * (size_t)(p->n_values + 1));
+    c->r = calloc((size_t)p->n_nodes + 1, sizeof(qresid));
+    if (!uses || !c->r) {
+        free(uses);
+        return oar_error(OAR_ERR_OOM, "quantize_program: out of memory");
+    }
+    oar_program_use_counts(p, uses);
+    const oar_block *main = &p->blocks[OAR_MAIN_BLOCK];
+    for (int i = 0; i < main->n_nodes; i++) {
+        const oar_node *n = &p->nodes[main->nodes[i]];
+        if (n->dead || n->op != OAR_OP_add || n->n_in != 2 || n->in[0] == n->in[1]) continue;
+        int a = n->in[0], b = n->in[1], y = n->out[0], relu = -1;
+        if (!same_meta(&p->values[a], &p->values[y]) || !same_meta(&p->values[b], &p->values[y])) continue;
+        if (!target_output(c, a) && !target_output(c, b)) continue;
+        for (int k = i + 1; k < main->n_nodes && uses[y] == 1 && relu < 0; k++) { /* its one reader a relu? */
+            const oar_node *r = &p->nodes[main->nodes[k]];
+            if (!r->dead && r->op == OAR_OP_relu && r->in[0] == y) relu = main->nodes[k];
+        }
+        bool out = false; /* the sum itself a block output: keep it */
+        for (int k = 0; k < main->n_out; k++) out |= main->out[k] == y;
+        if (out) relu = -1;
+        int yv = relu >= 0 ? p->nodes[relu].out[0] : y;
+        if (out || !target_reading(c, yv)) continue;
+        c->r[c->n_r++] = (qresid){.node = main->nodes[i], .relu = relu, .a = a, .b = b, .y = yv};
+    }
+    free(uses);
+    return OAR_OK;
+}
+
 /* Calibration: observers on the targets' inputs; weights and biases the fold computes are fetched. */
 static oar_status calibrate(qctx *c, oar_tensor *const *batches, int n_batches, const char *kind,
                             const oar_observer_opts *oo, oar_tensor ***fetched, int *n_fetched) {
     oar_program *p = c->p;
-    int base = p->blocks[OAR_MAIN_BLOCK].n_out, n_out = base, *vals = malloc(sizeof(int) * (size_t)(3 * c->n + 1));
+    int base = p->blocks[OAR_MAIN_BLOCK].n_out, n_out = base;
+    int *vals = malloc(sizeof(int) * (size_t)(3 * c->n + 2 * c->n_r + 1));
     if (!vals) return oar_error(OAR_ERR_OOM, "quantize_program: out of memory");
     int n_vals = 0;
     for (int i = 0; i < c->n; i++) {
@@ -184,6 +247,11 @@ static oar_status calibrate(qctx *c, oar_tensor *const *batches, int n_batches, 
         if (p->values[t->w].kind == OAR_VAL_NODE) t->out_w = n_vals, vals[n_vals++] = t->w;
         if (t->b >= 0 && p->values[t->b].kind == OAR_VAL_NODE) t->out_b = n_vals, vals[n_vals++] = t->b;
     }
+    for (int i = 0; i < c->n_r; i++) /* residual operands no target reads (a conv's f32 output) */
+        for (int k = 0; k < 2; k++) {
+            int v = k ? c->r[i].b : c->r[i].a;
+            if (!target_reading(c, v)) vals[n_vals++] = v;
+        }
     n_out += n_vals;
     oar_program *cp = with_outputs(p, vals, n_vals);
     oar_tensor **out = calloc((size_t)n_out + 1, sizeof(oar_tensor *));
@@ -191,6 +259,10 @@ static oar_status calibrate(qctx *c, oar_tensor *const *batches, int n_batches, 
     if (cp && !out) st = oar_error(OAR_ERR_OOM, "quantize_program: out of memory");
     for (int i = 0; i < c->n && st == OAR_OK; i++)
         if (!(c->t[i].obs = oar_observer_create(kind, oo))) st = oar_last_status();
+    for (int i = 0; i < c->n_r && st == OAR_OK; i++)
+        for (int k = 0; k < 2 && st == OAR_OK; k++)
+            if (!target_reading(c, k ? c->r[i].b : c->r[i].a) && !(c->r[i].obs[k] = oar_observer_create(kind, oo)))
+                st = oar_last_status();
     bool grad = oar_set_grad_enabled(false);
     for (int b = 0; b < n_batches && st == OAR_OK; b++) {
         if ((st = run_once(cp, batches[b], out, n_out)) != OAR_OK) {
@@ -205,6 +277,10 @@ static oar_status calibrate(qctx *c, oar_tensor *const *batches, int n_batches, 
             if (t->out_w >= 0) k++;
             if (t->out_b >= 0) k++;
         }
+        for (int i = 0; i < c->n_r && st == OAR_OK; i++)
+            for (int j = 0; j < 2 && st == OAR_OK; j++)
+                if (c->r[i].obs[j] && (st = oar_observer_observe(c->r[i].obs[j], out[k++])) != OAR_OK)
+                    oar_error_prefix("quantize_program: residual addition %d, calibration batch %d", i, b);
         for (int j = 0; j < n_out; j++) {
             if (b == 0 && j >= base) continue; /* the first batch's are kept for the weights */
             oar_release(out[j]);
@@ -315,6 +391,94 @@ static oar_status rewrite(qctx *c, qtarget *t, oar_quant_layer *info, int *qout)
     return OAR_OK;
 }
 
+/* The u8 codes of an f32 value (by its id before the rewrite) and their qparams' values. */
+typedef struct qcodes {
+    int v, q, s, z;
+} qcodes;
+
+static const qcodes *codes_of(const qcodes *m, int n, int v) {
+    for (int i = 0; i < n; i++)
+        if (m[i].v == v) return &m[i];
+    return NULL;
+}
+
+/* Operand k of residual r as u8 codes: known codes (a qadd's result), a target's quantize of it,
+ * or a new quantize (its own observer's qparams) of its f32 value now (q_y: the targets' new outputs)
+ * at *pos. */
+static oar_status operand_codes(qctx *c, qresid *r, int k, const int *q_y, qcodes *m, int *n_m, int *pos,
+                                qcodes *out) {
+    oar_program *p = c->p;
+    int v = k ? r->b : r->a;
+    const qcodes *known = codes_of(m, *n_m, v);
+    const qtarget *t = target_reading(c, v);
+    if (known) *out = *known;
+    else if (t) *out = (qcodes){v, t->qx, t->vxs, t->vxz};
+    else {
+        oar_tensor *xs, *xz;
+        oar_status st = oar_observer_qparams(r->obs[k], &xs, &xz);
+        if (st != OAR_OK) return st;
+        char name[160];
+        snprintf(name, sizeof name, "residual%d.%s", (int)(r - c->r), k ? "b" : "a");
+        int cur = v;
+        for (int i = 0; i < c->n; i++)
+            if (c->t[i].y == v) cur = q_y[i];
+        int vs = add_param(p, xs, name, "scale"), vz = add_param(p, xz, name, "zero_point"), q;
+        if (vs < 0 || vz < 0) return oar_last_status();
+        oar_attr qa[2] = {oar_attr_int(0), oar_attr_dtype(OAR_U8)};
+        int qin[3] = {cur, vs, vz};
+        if (oar_pass_insert_node(p, OAR_MAIN_BLOCK, (*pos)++, OAR_OP_quantize, qin, 3, qa, &q) < 0)
+            return oar_last_status();
+        p->values[q].dyn_dims = p->values[cur].dyn_dims;
+        *out = (qcodes){v, q, vs, vz};
+    }
+    m[(*n_m)++] = *out;
+    return OAR_OK;
+}
+
+/* Each residual addition becomes qadd on u8 codes, giving y's codes with the qparams of the target
+ * that reads y: that target's quantize of y goes (its readers take the qadd's result), and any f32
+ * reader of y reads dequantize(codes). fuse_quant then puts the operands' quantizes into their
+ * convs' epilogues, so no f32 block output is left where only int8 layers read it. */
+static oar_status rewrite_residuals(qctx *c, const int *q_y) {
+    oar_program *p = c->p;
+    qcodes *m = calloc((size_t)(3 * c->n_r + 1), sizeof *m);
+    if (!m) return oar_error(OAR_ERR_OOM, "quantize_program: out of memory");
+    int n_m = 0;
+    oar_status st = OAR_OK;
+    for (int i = 0; i < c->n_r && st == OAR_OK; i++) {
+        qresid *r = &c->r[i];
+        qtarget *t = target_reading(c, r->y);
+        int pos = pos_in_main(p, r->node), qy, dq;
+        qcodes ca, cb;
+        if ((st = operand_codes(c, r, 0, q_y, m, &n_m, &pos, &ca)) != OAR_OK ||
+            (st = operand_codes(c, r, 1, q_y, m, &n_m, &pos, &cb)) != OAR_OK)
+            break;
+        int in[QA_N] = {ca.q, ca.s, ca.z, cb.q, cb.s, cb.z, t->vxs, t->vxz};
+        oar_attr at[2] = {oar_attr_int(r->relu >= 0 ? OAR_QACT_RELU : OAR_QACT_NONE), oar_attr_dtype(OAR_U8)};
+        if (oar_pass_insert_node(p, OAR_MAIN_BLOCK, pos++, OAR_OP_qadd, in, QA_N, at, &qy) < 0) {
+            st = oar_last_status();
+            break;
+        }
+        p->values[qy].dyn_dims = p->values[r->y].dyn_dims;
+        int din[3] = {qy, t->vxs, t->vxz};
+        oar_attr da = oar_attr_int(0);
+        if (oar_pass_insert_node(p, OAR_MAIN_BLOCK, pos, OAR_OP_dequantize, din, 3, &da, &dq) < 0) {
+            st = oar_last_status();
+            break;
+        }
+        p->values[dq].dyn_dims = p->values[r->y].dyn_dims;
+        int old_q = t->qx;
+        oar_program_replace_uses(p, r->y, dq); /* f32 readers (dead_code drops it when none is left) */
+        oar_program_replace_uses(p, old_q, qy);
+        for (int k = 0; k < c->n; k++) /* targets that shared that quantize read the codes */
+            if (c->t[k].qx == old_q) c->t[k].qx = qy;
+        m[n_m++] = (qcodes){r->y, qy, t->vxs, t->vxz};
+    }
+    free(m);
+    if (st != OAR_OK) oar_error_prefix("quantize_program: residual additions");
+    return st;
+}
+
 /* Output SQNR per layer: the f32 program and the quantized one on the calibration batches. */
 static oar_status output_sqnr(qctx *c, const oar_program *ref, const int *ref_y, const int *q_y,
                               oar_tensor *const *batches, int n_batches) {
@@ -387,6 +551,8 @@ static oar_status quant_program(oar_program *p, oar_tensor *const *batches, int 
     }
     oar_program_compact(p);
     if ((st = find_targets(&c, &o, (const char(*)[128])names, n_names)) != OAR_OK) goto done;
+    /* (QAT's given qparams cover the layers' inputs only: its adds were trained in f32) */
+    if (!g && o.int8_residual && (st = find_residuals(&c)) != OAR_OK) goto done;
     for (int i = 0; g && i < g->n; i++) { /* every layer given qparams is a target */
         bool found = false;
         for (int k = 0; k < c.n && !found; k++) found = c.t[k].given == i;
@@ -414,6 +580,7 @@ static oar_status quant_program(oar_program *p, oar_tensor *const *batches, int 
         ref_y[i] = c.t[i].y;
         st = rewrite(&c, &c.t[i], &info[i], &q_y[i]);
     }
+    if (st == OAR_OK && c.n_r) st = rewrite_residuals(&c, q_y);
     if (st == OAR_OK) oar_program_compact(p);
     if (st == OAR_OK && (st = oar_program_verify(p)) != OAR_OK) oar_error_prefix("quantize_program: the rewrite");
     if (st == OAR_OK) st = output_sqnr(&c, ref, ref_y, q_y, batches, n_batches);
@@ -427,6 +594,8 @@ static oar_status quant_program(oar_program *p, oar_tensor *const *batches, int 
     oar_scope_end();
 done:
     for (int i = 0; c.t && i < c.n; i++) oar_observer_free(c.t[i].obs);
+    for (int i = 0; c.r && i < c.n_r; i++) oar_observer_free(c.r[i].obs[0]), oar_observer_free(c.r[i].obs[1]);
+    free(c.r);
     for (int j = 0; j < n_fetched; j++) oar_release(fetched[j]);
     free(fetched);
     free(c.t);

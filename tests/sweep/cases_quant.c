@@ -213,6 +213,15 @@ const sweep_case sweep_cases_quant[] = {
              "c1f32:;c0i32:", "activation=0 dtype=i8"},
     {"qadd", "c1,3,5,7,-1,-3,-5,100,-100,127,-128,0,9,11,13,15,17i8:17;c0.5f32:;c0i32:;c255u8:17;c0.5f32:;c0i32:;"
              "c0.25f32:;c10i32:", "activation=1 dtype=u8"},
+    /* the fast kernels multiply by 1 / y_scale unless a lane lies near a half-integer: sums whose
+     * rounded product and rounded quotient fall on either side of one (163 / 0.75638056 = 215.5),
+     * lane 0 and lane 17 (the AVX2 kernel's third vector, the AVX-512 kernel's second) */
+    {"qadd", "c163,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,163,18,19u8:20;c1f32:;c0i32:;c0u8:20;c1f32:;c0i32:;"
+             "c0.756380558013916f32:;c0i32:", "activation=0 dtype=u8"},
+    {"qadd", "c219,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,219,18,19u8:20;c1f32:;c0i32:;c0u8:20;c1f32:;c0i32:;"
+             "c1.5368419885635376f32:;c0i32:", "activation=1 dtype=u8"},
+    {"qadd", "c182,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,182,18,19u8:20;c1f32:;c0i32:;c0u8:20;c1f32:;c0i32:;"
+             "c3.6767678260803223f32:;c0i32:", "activation=0 dtype=i8"},
     {"choose_qparams", "n:4x5", "dtype=u8 symmetric=0"},
     {"choose_qparams", "u:7", "dtype=i8 symmetric=1"},
     {"choose_qparams", "p:3x2", "dtype=u8 symmetric=1"},

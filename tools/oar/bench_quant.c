@@ -1,6 +1,6 @@
 /* `oar bench --workload quant-infer --model lenet|mlp|resnet20|lstm-lm|gpt-mini --quant
  * none|dynamic|static [--batch N] [--threads N] [--repeats R] [--calls C] [--weight-bits 8|7]
- * [--disable-pass a,b]`: a
+ * [--disable-pass a,b] [--int8-residual]`: a
  * zoo model's inference as deployed (random weights), exported and run by the predictor: none, the
  * fp32 model; dynamic, the model after oar_quantize_dynamic (Linear, and lstm-lm's LSTM); static
  * (image and feature models), the fp32 export quantized by oar_quantize_static_model (BN folded,
@@ -8,7 +8,8 @@
  * first, zero initial state, the zoo's 10000-word vocabulary), gpt-mini [N, 128]. Timed as R
  * repeats of C calls after a warm-up; prints one JSON object with the median milliseconds per call
  * and the fastest and slowest repeat. --disable-pass switches the predictor's passes off by name
- * (quant_nhwc: the int8 convs on NCHW, to compare layouts in one binary). bench/quant_compare.sh runs it beside PyTorch's int8
+ * (quant_nhwc: the int8 convs on NCHW, to compare layouts in one binary); --int8-residual quantizes
+ * with residual additions as qadd of u8 codes (oar_quant_static_opts.int8_residual). bench/quant_compare.sh runs it beside PyTorch's int8
  * (bench/quant_torch.py).
  */
 #include "cli.h"
@@ -38,7 +39,8 @@ static int cmp_double(const void *a, const void *b) {
 static const cli_flag FLAGS[] = {{"--workload", CLI_TEXT}, {"--json", CLI_NONE},    {"--model", CLI_TEXT},
                                  {"--quant", CLI_TEXT},    {"--batch", CLI_COUNT},  {"--threads", CLI_COUNT},
                                  {"--repeats", CLI_COUNT}, {"--calls", CLI_COUNT},
-                                 {"--weight-bits", CLI_COUNT}, {"--disable-pass", CLI_TEXT}};
+                                 {"--weight-bits", CLI_COUNT}, {"--disable-pass", CLI_TEXT},
+                                 {"--int8-residual", CLI_NONE}};
 
 int oar_bench_quant(int argc, char **argv) {
     if (cli_check_flags("bench --workload quant-infer", argc, argv, FLAGS, CLI_N_FLAGS(FLAGS), 0)) return 2;
@@ -105,7 +107,8 @@ int oar_bench_quant(int argc, char **argv) {
     if (ok && stat) {
         shape[0] = 32;
         oar_tensor *cal[2] = {oar_randn(shape, spec.ndim, OAR_F32), oar_randn(shape, spec.ndim, OAR_F32)};
-        oar_quant_static_opts so = {.weight_bits = weight_bits};
+        oar_quant_static_opts so = {.weight_bits = weight_bits,
+                                    .int8_residual = cli_has_flag(argc, argv, "--int8-residual") != 0};
         ok = oar_quantize_static_model(fp32, int8, cal, 2, &so, NULL, 0, &n_layers) == OAR_OK;
         if (!ok) fprintf(stderr, "oar bench: %s\n", oar_last_error());
     }

@@ -35,6 +35,7 @@ static void usage(void) {
                     "         [--keep-last] [--out DIR] [--data D] [--batch B] [--threads T]\n"
                     "         [--weight-bits 8|7 (8 with VNNI/AMX; 7, exact and fast without them)]\n"
                     "         static, qat: [--reduce-range (7-bit activations: u8 [0, 127], torch's reduce_range)]\n"
+                    "         static: [--int8-residual (residual additions as qadd of u8 codes, not f32)]\n"
                     "         qat: [--epochs E (1)] [--steps S] [--lr LR (the recipe's / 10)] [--mode eager|static]\n"
                     "              [--control (the same fine-tune in fp32 too, to separate it from quantization)]\n"
                     "              [--lsq (input scales learned with LSQ after the first 10%% of the steps)]\n"
@@ -152,7 +153,8 @@ int oar_cmd_quantize(int argc, char **argv) {
     const char *method = NULL, *observer = "minmax", *out_dir = NULL;
     int calib = 8, qat_epochs = 1, weight_bits = oar_quant_fast_weight_bits();
     double qat_lr = 0;
-    bool keep_first = false, keep_last = false, control = false, lsq = false, reduce_range = false, fuse_bn = false;
+    bool keep_first = false, keep_last = false, control = false, lsq = false, reduce_range = false, fuse_bn = false,
+         int8_residual = false;
     long long freeze_bn = 0;
     char **rest = malloc(sizeof(char *) * (size_t)(argc + 1));
     int nr = 0;
@@ -171,6 +173,7 @@ int oar_cmd_quantize(int argc, char **argv) {
         else if (!strcmp(argv[i], "--control")) control = true; /* qat: the same fine-tune in fp32 too */
         else if (!strcmp(argv[i], "--lsq")) lsq = true;         /* qat: learned input scales after 10% */
         else if (!strcmp(argv[i], "--reduce-range")) reduce_range = true; /* static, qat: 7-bit activations */
+        else if (!strcmp(argv[i], "--int8-residual")) int8_residual = true; /* static: qadd residuals */
         else if (!strcmp(argv[i], "--fuse-bn")) fuse_bn = true;           /* qat: ConvBn-fused */
         else if (!strcmp(argv[i], "--freeze-bn") && has) freeze_bn = atoll(argv[++i]);
         else rest[nr++] = argv[i];
@@ -181,6 +184,12 @@ int oar_cmd_quantize(int argc, char **argv) {
     if (weight_bits != 7 && weight_bits != 8) {
         fprintf(stderr, "oar quantize: expected --weight-bits 8 or 7, got %d; 7 is exact and fast on CPUs without "
                         "VNNI (this CPU's choice: %d)\n", weight_bits, oar_quant_fast_weight_bits());
+        free(rest);
+        return 2;
+    }
+    if (int8_residual && !stat) {
+        fprintf(stderr, "oar quantize: expected --int8-residual with --method static, got it with --method %s (QAT "
+                        "and dynamic quantization keep residual additions in f32 anyway)\n", method ? method : "(none)");
         free(rest);
         return 2;
     }
@@ -332,7 +341,7 @@ int oar_cmd_quantize(int argc, char **argv) {
             bytes = file_bytes(wpath);
         } else {
             oar_quant_static_opts so = {.observer = kinds[k], .keep_first = keep_first, .keep_last = keep_last,
-                                        .weight_bits = weight_bits};
+                                        .weight_bits = weight_bits, .int8_residual = int8_residual};
             so.observer_opts.reduce_range = reduce_range;
             st = oar_quantize_static_model(fp32_path, path, cal, n_cal, &so, layers, 64, &n);
             if (st == OAR_OK) st = predictor_accuracy(path, &d, o.batch, &acc);

@@ -18,8 +18,9 @@
  * quant_nhwc is the same layouter on int8 programs (after fuse_quant): each qconv2d that
  * oneDNN's int8 kernel runs (qconv_dnnl.c: 16+ channels a group) becomes qconv2d_nhwc, whose
  * u8/i8 or f32 output is a twin; its input and f32 residual are twins too, so oneDNN's NHWC sums
- * feed the next convolution with no transpose either way. quantize and dequantize per tensor of
- * a twin run on the twin (elementwise), qmax_pool2d of a twin is max_pool2d_nhwc on its codes,
+ * feed the next convolution with no transpose either way. quantize and dequantize of a twin run
+ * on the twin (per tensor elementwise, per channel on its dim 3), and so do qlut and qadd (an int8
+ * residual block's sum), qmax_pool2d of a twin is max_pool2d_nhwc on its codes,
  * and the f32 rules above apply to the f32 twins, except the global pool's mean (summed in another
  * order): every result keeps the NCHW program's bits. A reader with no NHWC form (a direct-kernel
  * conv, the global pool) reads a contiguous copy of the NCHW view. Without VNNI, where oneDNN's
@@ -28,6 +29,7 @@
 #include "graph/passes/passes.h"
 #include "kernels/cpu/conv_direct.h"
 #include "ops/quant.h"
+#include "ops/quant_add.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -156,17 +158,48 @@ static oar_status convert_q(layouter *l, int id, int pos) {
     return replace_by_twin(l, id, y, yt, pos);
 }
 
-/* quantize or dequantize per tensor (0-d scale and zero point) of a twin: elementwise, so it
- * runs on the twin and its result is one. */
+/* quantize or dequantize of a twin: per tensor (0-d scale and zero point) it is elementwise, so it
+ * runs on the twin and its result is one; per channel (1-d, on NCHW's dim 1) it runs on the twin's
+ * channel dim, 3. qlut of a twin (elementwise, a table of 256) likewise. Each value is computed as
+ * in the NCHW program, so the bits are its. */
 static oar_status requant_nhwc(layouter *l, int id) {
     oar_program *p = l->p;
     const oar_node *n = &p->nodes[id];
-    if (n->dead || n->block != OAR_MAIN_BLOCK || (n->op != OAR_OP_quantize && n->op != OAR_OP_dequantize)) return OAR_OK;
+    bool lut = n->op == OAR_OP_qlut;
+    if (n->dead || n->block != OAR_MAIN_BLOCK || (n->op != OAR_OP_quantize && n->op != OAR_OP_dequantize && !lut))
+        return OAR_OK;
     int t = twin_of(l, n->in[0]), y = n->out[0], pos = pos_in_block(&p->blocks[OAR_MAIN_BLOCK], id);
-    if (t < 0 || pos < 0 || p->values[n->in[1]].meta.ndim != 0 || p->values[n->in[2]].meta.ndim != 0) return OAR_OK;
+    if (t < 0 || pos < 0 || p->values[y].meta.ndim != 4) return OAR_OK;
+    oar_attr attrs[2];
+    memcpy(attrs, n->attrs, sizeof(oar_attr) * (lut ? 0 : n->op == OAR_OP_quantize ? 2 : 1));
+    if (!lut) {
+        int sd = p->values[n->in[1]].meta.ndim, zd = p->values[n->in[2]].meta.ndim;
+        int64_t axis = n->attrs[0].i < 0 ? n->attrs[0].i + 4 : n->attrs[0].i;
+        if (sd != zd || sd > 1 || (sd == 1 && axis != 1)) return OAR_OK;
+        if (sd == 1) attrs[0] = oar_attr_int(3);
+    }
     int in[3] = {t, n->in[1], n->in[2]}, yt;
-    if (oar_pass_insert_node(p, OAR_MAIN_BLOCK, pos++, n->op, in, 3, n->attrs, &yt) < 0) return oar_last_status();
+    if (oar_pass_insert_node(p, OAR_MAIN_BLOCK, pos++, n->op, in, lut ? 2 : 3, attrs, &yt) < 0) return oar_last_status();
     p->values[yt].dyn_dims = p->values[t].dyn_dims;
+    return replace_by_twin(l, id, y, yt, pos);
+}
+
+/* qadd of NCHW views (one at least of a twin: an int8 residual block's conv output and its input):
+ * qadd of the twins, elementwise, so the same bits; its result is a twin. */
+static oar_status qadd_nhwc(layouter *l, int id) {
+    oar_program *p = l->p;
+    const oar_node *n = &p->nodes[id];
+    if (n->dead || n->block != OAR_MAIN_BLOCK || n->op != OAR_OP_qadd) return OAR_OK;
+    int y = n->out[0], pos = pos_in_block(&p->blocks[OAR_MAIN_BLOCK], id), in[QA_N];
+    if (pos < 0 || p->values[y].meta.ndim != 4 || (twin_of(l, n->in[QA_A]) < 0 && twin_of(l, n->in[QA_B]) < 0))
+        return OAR_OK;
+    memcpy(in, n->in, sizeof in);
+    oar_attr attrs[2] = {n->attrs[0], n->attrs[1]};
+    if ((in[QA_A] = nhwc_operand(l, in[QA_A], &pos)) < 0 || (in[QA_B] = nhwc_operand(l, in[QA_B], &pos)) < 0)
+        return oar_last_status();
+    int yt;
+    if (oar_pass_insert_node(p, OAR_MAIN_BLOCK, pos++, OAR_OP_qadd, in, QA_N, attrs, &yt) < 0) return oar_last_status();
+    p->values[yt].dyn_dims = permute_dyn(p->values[y].dyn_dims, TO_NHWC);
     return replace_by_twin(l, id, y, yt, pos);
 }
 
@@ -363,7 +396,7 @@ static oar_status layout_pass(oar_program *p, bool q) {
         if (order[i] >= n_nodes) continue;
         if (is_root(&l, &p->nodes[order[i]])) st = convert(&l, order[i]);
         else if ((st = pool_nhwc(&l, order[i])) == OAR_OK && (st = max_pool_nhwc(&l, order[i])) == OAR_OK &&
-                 (!q || (st = requant_nhwc(&l, order[i])) == OAR_OK) &&
+                 (!q || ((st = requant_nhwc(&l, order[i])) == OAR_OK && (st = qadd_nhwc(&l, order[i])) == OAR_OK)) &&
                  (st = avg_pool_nhwc(&l, order[i])) == OAR_OK &&
                  (st = unary_nhwc(&l, order[i])) == OAR_OK && (st = concat_nhwc(&l, order[i])) == OAR_OK &&
                  (st = reshape_of_view(&l, order[i])) == OAR_OK && q)

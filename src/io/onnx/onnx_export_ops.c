@@ -6,6 +6,7 @@
 #include "io/onnx/onnx_export.h"
 #include "ops/fused_ew.h"
 #include "ops/quant.h"
+#include "ops/quant_add.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -680,6 +681,20 @@ static oar_status qop(oxe_graph *g, const oar_node *n) {
     return OK(qin[2] && oxe_node(g, "QuantizeLinear", qin, 3, &out, 1));
 }
 
+/* qadd: the QDQ chain it is defined as (DequantizeLinear of both, Add, Relu, QuantizeLinear), which
+ * the importer reads back as qadd. */
+static oar_status qadd_op(oxe_graph *g, const oar_node *n) {
+    oar_dtype dt = meta(g, n->out[0])->dtype;
+    bool relu = attr_i(n, "activation") == OAR_QACT_RELU;
+    const char *af = oxe_tmp(g), *bf = oxe_tmp(g), *sum = oxe_tmp(g), *r = relu ? oxe_tmp(g) : sum, *out = OUT(0);
+    const char *da[3] = {IN(QA_A), IN(QA_AS), zero_point_as(g, n->in[QA_AZP], meta(g, n->in[QA_A])->dtype)};
+    const char *db[3] = {IN(QA_B), IN(QA_BS), zero_point_as(g, n->in[QA_BZP], meta(g, n->in[QA_B])->dtype)};
+    const char *qy[3] = {r, IN(QA_YS), zero_point_as(g, n->in[QA_YZP], dt)};
+    return OK(da[2] && db[2] && qy[2] && oxe_node(g, "DequantizeLinear", da, 3, &af, 1) &&
+              oxe_node(g, "DequantizeLinear", db, 3, &bf, 1) && oxe_node2(g, "Add", af, bf, sum) &&
+              (!relu || oxe_node1(g, "Relu", sum, r)) && oxe_node(g, "QuantizeLinear", qy, 3, &out, 1));
+}
+
 /* qlut(x, table): Gather of the table at x's codes as int32 (i8 codes shifted by 128 to their entry). */
 static oar_status qlut_op(oxe_graph *g, const oar_node *n) {
     const char *idx = oxe_tmp(g);
@@ -721,7 +736,7 @@ static const struct {
     {OAR_OP_conv2d_act, conv2d_act}, {OAR_OP_batch_norm_act, batch_norm_act},
     {OAR_OP_fused_elementwise, fused_elementwise}, {OAR_OP_fused_attention, fused_attention},
     {OAR_OP_add_layer_norm, add_layer_norm}, {OAR_OP_quantize, quantize_op}, {OAR_OP_dequantize, quantize_op},
-    {OAR_OP_qlinear, qop}, {OAR_OP_qconv2d, qop}, {OAR_OP_qlut, qlut_op}, {OAR_OP_qmax_pool2d, pool}, {OAR_OP_max_pool2d_nhwc, max_pool_nhwc},
+    {OAR_OP_qlinear, qop}, {OAR_OP_qconv2d, qop}, {OAR_OP_qlut, qlut_op}, {OAR_OP_qadd, qadd_op}, {OAR_OP_qmax_pool2d, pool}, {OAR_OP_max_pool2d_nhwc, max_pool_nhwc},
     {OAR_OP_avg_pool2d_nhwc, max_pool_nhwc},
 };
 #define N_OPS (sizeof g_ops / sizeof *g_ops)

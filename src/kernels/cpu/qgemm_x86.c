@@ -718,6 +718,7 @@ void oar_cpu_register_quant(void) {
     oar_cpu_register_qmax_pool();
     oar_cpu_register_quantize_fast();
     oar_cpu_register_qadd_fast();
+    oar_cpu_register_qadd_avx512();
     uint32_t dts = OAR_DTYPE_BIT(OAR_U8) | OAR_DTYPE_BIT(OAR_I8);
     oar_register_kernel(OAR_OP_qlinear, (oar_kernel_entry){.device = OAR_CPU, .dtypes = dts, .impl = "avx512-vnni",
                                                            .priority = 20, .fn = qlinear_vnni, .supports = supports_vnni});
