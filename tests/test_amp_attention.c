@@ -94,6 +94,21 @@ static void check_gelu(oar_dtype dt, int64_t n, int tanh_form) {
     oar_scope_end();
 }
 
+/* sum and mean over dims of a contiguous low tensor: column sums (bias gradients: 32-column
+ * groups, then 4, then single columns) and row sums (64-value trees, then 8, then single) */
+static void check_reduce(oar_dtype dt, const int64_t *shape, int nd, const int *dims, int n_dims) {
+    oar_scope_begin();
+    oar_tensor *x = rand_low(shape, nd, dt, 2.0);
+    oar_attr a[2] = {oar_attr_dims(dims, n_dims), oar_attr_int(1)};
+    const char *impl[2];
+    int diffs = against_via_f32(OAR_OP_sum, &x, 1, a, 1, &impl[0]) + against_via_f32(OAR_OP_mean, &x, 1, a, 1, &impl[1]);
+    CHECK(diffs == 0);
+    CHECK((!strcmp(impl[0], "avx2-half") && !strcmp(impl[1], "avx2-half")) == half_expected());
+    printf("  %s sum and mean over %d of %d dims, %lld values (%s / %s): %d differences\n", oar_dtype_name(dt), n_dims,
+           nd, (long long)oar_numel(x), impl[0], impl[1], diffs);
+    oar_scope_end();
+}
+
 /* ---- a compiled O2 gpt-mini step, fuse_attention on and off */
 typedef struct o2_run {
     zoo_run z;
@@ -246,6 +261,11 @@ int main(void) {
             check_gelu(dt, 4099, t);
             check_gelu(dt, 70001, t); /* split over the pool */
         }
+        check_reduce(dt, (int64_t[]){2, 40, 768}, 3, (int[]){0, 1}, 2); /* gpt-mini's bias gradients */
+        check_reduce(dt, (int64_t[]){39, 37}, 2, (int[]){0}, 1);         /* 32 + 4 + 1 columns, 4k + 3 rows */
+        check_reduce(dt, (int64_t[]){5, 203}, 2, (int[]){1}, 1);         /* rows: 3 x 64 + 8 + 3 */
+        check_reduce(dt, (int64_t[]){3, 5, 7}, 3, (int[]){0, 2}, 2);     /* outer blocks */
+        check_reduce(dt, (int64_t[]){20000, 3}, 2, (int[]){0}, 1);       /* rows split into segments */
     }
     check_gpt_mini_o2();
     return test_summary("test_amp_attention");
