@@ -1,9 +1,10 @@
-/* O2 transformer steps on bf16/f16 (docs/amp.md, "O2 at the AVX2 cap: fused bf16 chains"):
+/* O2 transformer steps on bf16/f16 (docs/amp.md, "At the AVX2 cap: O2's transformer kernels"):
  *   - fused_attention and attention_backward on bf16/f16 q, k, v (strided head views, causal
  *     and masked, rows and widths with vector tails) give the bits of the f32 kernels on
  *     widened copies, rounded (the via-f32 path), and the avx2-half kernel is the one that runs
  *     where the cap allows it;
- *   - gelu and gelu_backward on bf16/f16 (both forms, vector tails) likewise;
+ *   - gelu and gelu_backward on bf16/f16 (both forms, vector tails) likewise, and sum and mean
+ *     (column sums as bias gradients take, row sums, every group size's tail);
  *   - the fuse_attention pass takes O2's bf16 chains (casts around the f32 softmax and its
  *     backward): a compiled O2 gpt-mini step has 4 fused_attention and 4 attention_backward
  *     nodes, no softmax and no cast left around them, and its losses, gradients and masters
@@ -268,5 +269,5 @@ int main(void) {
         check_reduce(dt, (int64_t[]){20000, 3}, 2, (int[]){0}, 1);       /* rows split into segments */
     }
     check_gpt_mini_o2();
-    return test_summary("test_amp_attention");
+    return test_summary("test_amp_transformer");
 }
