@@ -26,6 +26,13 @@
  * intermediate must have only these uses (ds: the two products). What does not match exactly
  * is left as it was: the forward fusion alone is still sound then.
  *
+ * Autocast O2 chains (q, k, v bf16 or f16): softmax is in the fp32 class, so the forward has
+ * cast(f32) before it and cast(low) after it (the product with v reads the latter), and the
+ * backward cast(f32) on dp, softmax_backward on the f32 p, cast(low) on ds. Those casts are
+ * part of the match; an f32 p read outside the match reads a cast of the fused node's p. The
+ * fused kernels keep scores, p and ds in f32 and round the outputs once: fewer roundings than
+ * the chain (tests/test_amp_transformer.c: as close to f32 as the unfused chain).
+ *
  * Soundness: the fused ops compute the same mathematical function (softmax rows with -inf
  * entries give 0 there, so where(mask, 0, .) after softmax_backward changes nothing: p is 0
  * on masked keys). Rounding differs (one row pass instead of three, products in another
