@@ -8,8 +8,8 @@
  *   - the fuse_attention pass takes O2's bf16 chains (casts around the f32 softmax and its
  *     backward): a compiled O2 gpt-mini step has 4 fused_attention and 4 attention_backward
  *     nodes, no softmax and no cast left around them, and its losses, gradients and masters
- *     stay within bf16 tolerance of the unfused program's (the fused node rounds at fewer
- *     places: below). */
+ *     are as close to the f32 step's as the unfused program's (the fused node rounds at other,
+ *     fewer places: below). */
 #include "fusion_test_util.h"
 #include "zoo_step_util.h"
 
