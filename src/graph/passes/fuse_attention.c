@@ -26,6 +26,13 @@
  * intermediate must have only these uses (ds: the two products). What does not match exactly
  * is left as it was: the forward fusion alone is still sound then.
  *
+ * Autocast O2 chains (q, k, v bf16 or f16): softmax is in the fp32 class, so the forward has
+ * cast(f32) before it and cast(low) after it (the product with v reads the latter), and the
+ * backward cast(f32) on dp, softmax_backward on the f32 p, cast(low) on ds. Those casts are
+ * part of the match; an f32 p read outside the match reads a cast of the fused node's p. The
+ * fused kernels keep scores, p and ds in f32 and round the outputs once: fewer roundings than
+ * the chain (tests/test_amp_transformer.c: as close to f32 as the unfused chain).
+ *
  * Soundness: the fused ops compute the same mathematical function (softmax rows with -inf
  * entries give 0 there, so where(mask, 0, .) after softmax_backward changes nothing: p is 0
  * on masked keys). Rounding differs (one row pass instead of three, products in another
@@ -96,6 +103,19 @@ static bool scalar_mul(const fa_ctx *c, const oar_node *n, int *x, double *s) {
     return false;
 }
 
+/* v made by a cast from dtype from (f16 or bf16) to f32 in blk, used once: its node, else NULL */
+static oar_node *widening_cast(const fa_ctx *c, int v, int blk) {
+    oar_node *n = producer(c, v, OAR_OP_cast, blk);
+    if (!n || c->uses[v] != 1 || c->p->values[v].meta.dtype != OAR_F32) return NULL;
+    oar_dtype from = c->p->values[n->in[0]].meta.dtype;
+    return from == OAR_BF16 || from == OAR_F16 ? n : NULL;
+}
+
+/* Whether node u casts to dtype dt */
+static bool casts_to(const oar_program *p, const oar_node *u, oar_dtype dt) {
+    return !u->dead && u->op == OAR_OP_cast && p->values[u->out[0]].meta.dtype == dt;
+}
+
 static bool last_dim(const oar_node *n, const oar_program *p) {
     int64_t d = n->attrs[0].i, nd = p->values[n->out[0]].meta.ndim;
     return d == -1 || d == nd - 1;
@@ -147,6 +167,7 @@ static void kill_view_if_unused(fa_ctx *c, int v, int blk) {
 /* ---- the forward chain ending at softmax node sm; on success *fused is the new node */
 typedef struct fwd_match {
     int mm1, mul, mf, sm, mm2; /* node ids; -1 for absent optional steps */
+    int widen, narrow;         /* O2's bf16/f16 chains: the casts around the f32 softmax, else -1 */
     int q, k, kt, v, mask;
     double scale;
 } fwd_match;
@@ -156,9 +177,14 @@ static bool match_forward(const fa_ctx *c, int sm_id, fwd_match *m) {
     const oar_node *sm = &p->nodes[sm_id];
     int blk = sm->block;
     if (sm->dead || sm->op != OAR_OP_softmax || !last_dim(sm, p)) return false;
-    *m = (fwd_match){-1, -1, -1, sm_id, -1, -1, -1, -1, -1, -1, 1.0};
+    *m = (fwd_match){-1, -1, -1, sm_id, -1, -1, -1, -1, -1, -1, -1, -1, 1.0};
     int x = sm->in[0];
     oar_node *n;
+    if ((n = widening_cast(c, x, blk))) { /* autocast's f32 softmax in a bf16/f16 chain */
+        m->widen = (int)(n - p->nodes);
+        x = n->in[0];
+    }
+    const oar_dtype dt = p->values[x].meta.dtype;
     if ((n = producer(c, x, OAR_OP_masked_fill, blk))) {
         if (c->uses[x] != 1 || n->attrs[0].f != -INFINITY) return false;
         const oar_meta *mk = &p->values[n->in[1]].meta, *s = &p->values[x].meta;
@@ -180,8 +206,15 @@ static bool match_forward(const fa_ctx *c, int sm_id, fwd_match *m) {
     m->q = n->in[0];
     m->kt = n->in[1];
     if (!swap_last2(c, m->kt, blk, &m->k)) return false;
-    /* the product with v: the first matmul(p, v) among p's uses */
+    /* the product with v: the first matmul(p, v) among p's uses (in a half chain: among the uses
+     * of p cast back to the chain's dtype) */
     int pv = sm->out[0];
+    for (int i = 0; m->widen >= 0 && i < p->blocks[blk].n_nodes && m->narrow < 0; i++) {
+        const oar_node *u = &p->nodes[p->blocks[blk].nodes[i]];
+        if (u->in && u->n_in == 1 && u->in[0] == pv && casts_to(p, u, dt)) m->narrow = p->blocks[blk].nodes[i];
+    }
+    if (m->widen >= 0 && m->narrow < 0) return false;
+    if (m->narrow >= 0) pv = p->nodes[m->narrow].out[0];
     for (int i = 0; i < p->blocks[blk].n_nodes && m->mm2 < 0; i++) {
         const oar_node *u = &p->nodes[p->blocks[blk].nodes[i]];
         if (!u->dead && u->op == OAR_OP_matmul && u->in[0] == pv && u->in[1] != pv) {
@@ -193,21 +226,22 @@ static bool match_forward(const fa_ctx *c, int sm_id, fwd_match *m) {
     /* shapes: equal batch dims (no broadcasting), which inference checks */
     const oar_meta *q = &p->values[m->q].meta, *k = &p->values[m->k].meta, *v = &p->values[m->v].meta;
     if (q->ndim < 2 || k->ndim != q->ndim || v->ndim != q->ndim) return false;
-    return true;
+    return q->dtype == dt && k->dtype == dt && v->dtype == dt; /* one chain dtype */
 }
 
 static int fuse_forward(fa_ctx *c, const fwd_match *m) {
     oar_program *p = c->p;
     int blk = p->nodes[m->sm].block;
     /* at softmax's place when v already exists there, else at the product's place when nothing
-     * between reads p */
+     * between reads p (in a half chain: p or its narrowing cast's output, but that cast) */
     int at = c->pos[m->sm], vdef = defined_at(c, m->v, blk);
+    int p32 = p->nodes[m->sm].out[0], p16 = m->narrow >= 0 ? p->nodes[m->narrow].out[0] : -1;
     if (vdef >= at) {
-        int pv = p->nodes[m->sm].out[0];
         for (int i = at + 1; i < c->pos[m->mm2]; i++) {
             const oar_node *u = &p->nodes[p->blocks[blk].nodes[i]];
+            if (u->dead || p->blocks[blk].nodes[i] == m->narrow) continue;
             for (int k = 0; k < u->n_in; k++)
-                if (!u->dead && u->in[k] == pv) return -1;
+                if (u->in[k] == p32 || (p16 >= 0 && u->in[k] == p16)) return -1;
         }
         at = c->pos[m->mm2];
     }
@@ -218,16 +252,27 @@ static int fuse_forward(fa_ctx *c, const fwd_match *m) {
         oar_clear_error();
         return -1; /* inference refused the shapes: leave the chain */
     }
-    int o_old = p->nodes[m->mm2].out[0], p_old = p->nodes[m->sm].out[0];
+    int o_old = p->nodes[m->mm2].out[0], p_old = p16 >= 0 ? p16 : p32;
     p->values[out[0]].dyn_dims = p->values[o_old].dyn_dims;
     p->values[out[1]].dyn_dims = p->values[p_old].dyn_dims;
     oar_program_replace_uses(p, o_old, out[0]);
     oar_program_replace_uses(p, p_old, out[1]);
+    if (p16 >= 0 && c->uses[p32] > 1) {
+        /* the f32 probabilities had readers besides the narrowing cast (softmax's backward): they
+         * read the fused node's, widened (the backward fusion below takes that cast in) */
+        int wide;
+        oar_attr f32 = oar_attr_dtype(OAR_F32);
+        if (insert_node(c, blk, at + 1, OAR_OP_cast, &out[1], 1, &f32, &wide) < 0) return -1;
+        p->values[wide].dyn_dims = p->values[p32].dyn_dims;
+        oar_program_replace_uses(p, p32, wide);
+    }
     kill_view_if_unused(c, m->kt, blk);
     kill_node(&p->nodes[m->mm1]);
     if (m->mul >= 0) kill_node(&p->nodes[m->mul]);
     if (m->mf >= 0) kill_node(&p->nodes[m->mf]);
+    if (m->widen >= 0) kill_node(&p->nodes[m->widen]);
     kill_node(&p->nodes[m->sm]);
+    if (m->narrow >= 0) kill_node(&p->nodes[m->narrow]);
     kill_node(&p->nodes[m->mm2]);
     return id;
 }
@@ -257,8 +302,10 @@ static bool fuse_backward(fa_ctx *c, int fa) {
     const oar_node *f = &p->nodes[fa];
     int blk = f->block, q = f->in[0], k = f->in[1], v = f->in[2], mask = f->in[3], pv = f->out[1];
     double scale = f->attrs[0].f;
-    /* p's uses: softmax_backward(dp, p) and permute(p) -> matmul(permute(p), g) */
-    int sb = -1, pt = -1, n_use = 0;
+    /* p's uses: softmax_backward(dp, p) and permute(p) -> matmul(permute(p), g); in a bf16/f16
+     * chain softmax_backward is f32 and reads p widened (pw), and the casts around it go too */
+    const bool half = p->values[pv].meta.dtype != OAR_F32;
+    int sb = -1, pt = -1, n_use = 0, pw = -1, dpw = -1, dsn = -1;
     const oar_block *b = &p->blocks[blk];
     for (int i = 0; i < b->n_nodes; i++) {
         const oar_node *u = &p->nodes[b->nodes[i]];
@@ -266,18 +313,31 @@ static bool fuse_backward(fa_ctx *c, int fa) {
         for (int s = 0; s < u->n_in; s++) {
             if (u->in[s] != pv) continue;
             n_use++;
-            if (u->op == OAR_OP_softmax_backward && s == 1 && last_dim(u, p)) sb = b->nodes[i];
+            if (half && casts_to(p, u, OAR_F32) && (sb = sole_user(c, u->out[0], blk)) >= 0) {
+                const oar_node *w = &p->nodes[sb];
+                if (w->op == OAR_OP_softmax_backward && w->in[1] == u->out[0] && w->in[0] != u->out[0] && last_dim(w, p))
+                    pw = b->nodes[i];
+                else
+                    sb = -1;
+            }
+            if (!half && u->op == OAR_OP_softmax_backward && s == 1 && last_dim(u, p)) sb = b->nodes[i];
             int src;
             if (u->op == OAR_OP_permute && swap_last2(c, u->out[0], blk, &src)) pt = b->nodes[i];
         }
     }
-    if (sb < 0 || pt < 0 || n_use != 2 || c->uses[pv] != 2) return false;
+    if (sb < 0 || pt < 0 || n_use != 2 || c->uses[pv] != 2 || (half && pw < 0)) return false;
     int mmv = sole_user(c, p->nodes[pt].out[0], blk);
     if (mmv < 0 || p->nodes[mmv].op != OAR_OP_matmul || p->nodes[mmv].in[0] != p->nodes[pt].out[0]) return false;
     int g = p->nodes[mmv].in[1];
-    /* dp = matmul(g, permute(v)), maybe through a reshape to the same shape */
+    /* dp = matmul(g, permute(v)), maybe through a reshape to the same shape (and widened) */
     int dp = p->nodes[sb].in[0], rs = -1;
-    oar_node *n = producer(c, dp, OAR_OP_reshape, blk);
+    oar_node *n;
+    if (half) {
+        if (!(n = widening_cast(c, dp, blk)) || p->values[n->in[0]].meta.dtype != p->values[pv].meta.dtype) return false;
+        dpw = (int)(n - p->nodes);
+        dp = n->in[0];
+    }
+    n = producer(c, dp, OAR_OP_reshape, blk);
     if (n) {
         if (c->uses[dp] != 1 || !same_shape(p, dp, n->in[0])) return false;
         rs = (int)(n - p->nodes);
@@ -288,9 +348,15 @@ static bool fuse_backward(fa_ctx *c, int fa) {
     if (!dpm || c->uses[dp] != 1 || dpm->in[0] != g || !swap_last2(c, dpm->in[1], blk, &vsrc) || vsrc != v)
         return false;
     int dpm_id = (int)(dpm - p->nodes), vt = dpm->in[1];
-    /* ds: [where(mask, 0, .)] [mul(., scale)] */
+    /* ds: [narrowed] [where(mask, 0, .)] [mul(., scale)] */
     int ds = p->nodes[sb].out[0], wh = -1, mu = -1;
     int user = sole_user(c, ds, blk);
+    if (half) {
+        if (user < 0 || !casts_to(p, &p->nodes[user], p->values[pv].meta.dtype)) return false;
+        dsn = user;
+        ds = p->nodes[user].out[0];
+        user = sole_user(c, ds, blk);
+    }
     if (user >= 0 && p->nodes[user].op == OAR_OP_where) {
         const oar_node *w = &p->nodes[user];
         if (mask < 0 || w->in[0] != mask || w->in[2] != ds || oar_pass_const_value(c->p, w->in[1]) != 0.0 ||
@@ -362,6 +428,11 @@ static bool fuse_backward(fa_ctx *c, int fa) {
     kill_node(&p->nodes[mmv]);
     kill_node(&p->nodes[dpm_id]);
     if (rs >= 0) kill_node(&p->nodes[rs]);
+    if (half) {
+        kill_node(&p->nodes[pw]);
+        kill_node(&p->nodes[dpw]);
+        kill_node(&p->nodes[dsn]);
+    }
     kill_node(&p->nodes[sb]);
     if (wh >= 0) kill_node(&p->nodes[wh]);
     if (mu >= 0) kill_node(&p->nodes[mu]);

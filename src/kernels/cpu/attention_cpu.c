@@ -7,6 +7,8 @@
  * softmax kernels do. Causal rows only touch keys j <= i: the rest are zero. */
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cpu/gemm_blas.h"
+#include "kernels/cpu/nn_half.h"
+#include "kernels/cpu/nn_kernels.h"
 #include "kernels/cpu/nn_simd.h"
 
 #include <math.h>
@@ -93,31 +95,34 @@ static int64_t block_extent(const int64_t *ext, int64_t i0, int64_t i1) {
     return n;
 }
 
+/* One batch entry: q [L, D], k [S, D], v [S, Dv] with row strides ldq, ldk, ldv into p [L, S]
+ * and o [L, Dv], dense. */
+static void forward_entry(const attn_job *j, const float *qb, int64_t ldq, const float *kb, int64_t ldk,
+                          const float *vb, int64_t ldv, float *p, float *o) {
+    const oar_tensor *mask = j->in[3];
+    const int64_t L = j->L, S = j->S, bm = block_rows(j);
+    for (int64_t i0 = 0; i0 < L; i0 += bm) {
+        int64_t i1 = i0 + bm < L ? i0 + bm : L, nb = block_extent(j->ext, i0, i1);
+        if (nb > 0) oar_gemm(OAR_F32, false, true, i1 - i0, nb, j->D, qb + i0 * ldq, ldq, kb, ldk, 0.0, p + i0 * S, S);
+        for (int64_t i = i0; i < i1; i++) {
+            const char *mrow = mask ? (const char *)oar_tensor_ptr(mask) + i * mask->strides[0] : NULL;
+            int64_t n = j->causal && i + 1 < nb ? i + 1 : nb;
+            scaled_softmax_row(p + i * S, n, S, j->scale, mrow, mask ? mask->strides[1] : 0);
+        }
+        if (nb > 0)
+            oar_gemm(OAR_F32, false, false, i1 - i0, j->Dv, nb, p + i0 * S, S, vb, ldv, 0.0, o + i0 * j->Dv, j->Dv);
+        else
+            for (int64_t x = i0 * j->Dv; x < i1 * j->Dv; x++) o[x] = NAN; /* every key masked */
+    }
+}
+
 static void forward_range(void *ctx, int64_t begin, int64_t end) {
     attn_job *j = ctx;
-    const oar_tensor *q = j->in[0], *k = j->in[1], *v = j->in[2], *mask = j->in[3];
-    const int64_t L = j->L, S = j->S, bm = block_rows(j);
-    for (int64_t b = begin; b < end; b++) {
-        float *p = (float *)oar_tensor_ptr(j->out[1]) + b * L * S;
-        float *o = (float *)oar_tensor_ptr(j->out[0]) + b * L * j->Dv;
-        const float *qb = base_of(q, b), *kb = base_of(k, b), *vb = base_of(v, b);
-        for (int64_t i0 = 0; i0 < L; i0 += bm) {
-            int64_t i1 = i0 + bm < L ? i0 + bm : L, nb = block_extent(j->ext, i0, i1);
-            if (nb > 0)
-                oar_gemm(OAR_F32, false, true, i1 - i0, nb, j->D, qb + i0 * ld_of(q), ld_of(q), kb, ld_of(k), 0.0,
-                         p + i0 * S, S);
-            for (int64_t i = i0; i < i1; i++) {
-                const char *mrow = mask ? (const char *)oar_tensor_ptr(mask) + i * mask->strides[0] : NULL;
-                int64_t n = j->causal && i + 1 < nb ? i + 1 : nb;
-                scaled_softmax_row(p + i * S, n, S, j->scale, mrow, mask ? mask->strides[1] : 0);
-            }
-            if (nb > 0)
-                oar_gemm(OAR_F32, false, false, i1 - i0, j->Dv, nb, p + i0 * S, S, vb, ld_of(v), 0.0,
-                         o + i0 * j->Dv, j->Dv);
-            else
-                for (int64_t x = i0 * j->Dv; x < i1 * j->Dv; x++) o[x] = NAN; /* every key masked */
-        }
-    }
+    const oar_tensor *q = j->in[0], *k = j->in[1], *v = j->in[2];
+    for (int64_t b = begin; b < end; b++)
+        forward_entry(j, base_of(q, b), ld_of(q), base_of(k, b), ld_of(k), base_of(v, b), ld_of(v),
+                      (float *)oar_tensor_ptr(j->out[1]) + b * j->L * j->S,
+                      (float *)oar_tensor_ptr(j->out[0]) + b * j->L * j->Dv);
 }
 
 /* ds <- scale * p * (dp - sum(dp * p)), in place over dp. */
@@ -146,10 +151,38 @@ static int64_t row_extent(const float *p, int64_t S) {
     return n;
 }
 
+/* One batch entry: g [L, Dv], q [L, D], k [S, D], v [S, Dv], p [L, S] (row strides ldg ... ldp)
+ * into dense dq [L, D], dk [S, D], dv [S, Dv]; ds [L, S] and ext [L] are scratch. */
+static void backward_entry(const attn_job *j, const float *gb, int64_t ldg, const float *qb, int64_t ldq,
+                           const float *kb, int64_t ldk, const float *vb, int64_t ldv, const float *pb, int64_t ldp,
+                           float *dq, float *dk, float *dv, float *ds, int64_t *ext) {
+    const int64_t L = j->L, S = j->S, D = j->D, Dv = j->Dv;
+    bool uniform = true;
+    for (int64_t i = 0; i < L; i++) uniform &= (ext[i] = row_extent(pb + i * ldp, S)) == S;
+    const int64_t rb = uniform ? L : ROW_BLOCK;
+    if (!uniform) {
+        memset(dk, 0, sizeof(float) * (size_t)(S * D));
+        memset(dv, 0, sizeof(float) * (size_t)(S * Dv));
+    }
+    for (int64_t i0 = 0; i0 < L; i0 += rb) {
+        int64_t i1 = i0 + rb < L ? i0 + rb : L, m = i1 - i0, nb = block_extent(ext, i0, i1);
+        double beta = uniform ? 0.0 : 1.0;
+        if (nb == 0) { /* rows with no probability mass: no gradient */
+            memset(dq + i0 * D, 0, sizeof(float) * (size_t)(m * D));
+            continue;
+        }
+        oar_gemm(OAR_F32, true, false, nb, Dv, m, pb + i0 * ldp, ldp, gb + i0 * ldg, ldg, beta, dv, Dv);
+        oar_gemm(OAR_F32, false, true, m, nb, Dv, gb + i0 * ldg, ldg, vb, ldv, 0.0, ds, S);
+        for (int64_t i = 0; i < m; i++) softmax_backward_scaled_row(ds + i * S, pb + (i0 + i) * ldp, nb, j->scale);
+        oar_gemm(OAR_F32, false, false, m, D, nb, ds, S, kb, ldk, 0.0, dq + i0 * D, D);
+        oar_gemm(OAR_F32, true, false, nb, D, m, ds, S, qb + i0 * ldq, ldq, beta, dk, D);
+    }
+}
+
 static void backward_range(void *ctx, int64_t begin, int64_t end) {
     attn_job *j = ctx;
     const oar_tensor *g = j->in[0], *q = j->in[1], *k = j->in[2], *v = j->in[3], *pt = j->in[4];
-    const int64_t L = j->L, S = j->S, D = j->D, Dv = j->Dv, ldp = ld_of(pt);
+    const int64_t L = j->L, S = j->S, D = j->D, Dv = j->Dv;
     float *ds = malloc(sizeof(float) * (size_t)(L * S)); /* a whole [L, S] when no row block is cut short */
     int64_t *ext = malloc(sizeof(int64_t) * (size_t)L);
     if (!ds || !ext) {
@@ -158,51 +191,112 @@ static void backward_range(void *ctx, int64_t begin, int64_t end) {
         j->failed = true;
         return;
     }
-    for (int64_t b = begin; b < end; b++) {
-        const float *gb = base_of(g, b), *qb = base_of(q, b), *kb = base_of(k, b), *vb = base_of(v, b);
-        const float *pb = base_of(pt, b);
-        float *dq = (float *)oar_tensor_ptr(j->out[0]) + b * L * D;
-        float *dk = (float *)oar_tensor_ptr(j->out[1]) + b * S * D;
-        float *dv = (float *)oar_tensor_ptr(j->out[2]) + b * S * Dv;
-        bool uniform = true;
-        for (int64_t i = 0; i < L; i++) uniform &= (ext[i] = row_extent(pb + i * ldp, S)) == S;
-        const int64_t rb = uniform ? L : ROW_BLOCK;
-        if (!uniform) {
-            memset(dk, 0, sizeof(float) * (size_t)(S * D));
-            memset(dv, 0, sizeof(float) * (size_t)(S * Dv));
-        }
-        for (int64_t i0 = 0; i0 < L; i0 += rb) {
-            int64_t i1 = i0 + rb < L ? i0 + rb : L, m = i1 - i0, nb = block_extent(ext, i0, i1);
-            double beta = uniform ? 0.0 : 1.0;
-            if (nb == 0) { /* rows with no probability mass: no gradient */
-                memset(dq + i0 * D, 0, sizeof(float) * (size_t)(m * D));
-                continue;
-            }
-            oar_gemm(OAR_F32, true, false, nb, Dv, m, pb + i0 * ldp, ldp, gb + i0 * ld_of(g), ld_of(g), beta, dv, Dv);
-            oar_gemm(OAR_F32, false, true, m, nb, Dv, gb + i0 * ld_of(g), ld_of(g), vb, ld_of(v), 0.0, ds, S);
-            for (int64_t i = 0; i < m; i++) softmax_backward_scaled_row(ds + i * S, pb + (i0 + i) * ldp, nb, j->scale);
-            oar_gemm(OAR_F32, false, false, m, D, nb, ds, S, kb, ld_of(k), 0.0, dq + i0 * D, D);
-            oar_gemm(OAR_F32, true, false, nb, D, m, ds, S, qb + i0 * ld_of(q), ld_of(q), beta, dk, D);
-        }
-    }
+    for (int64_t b = begin; b < end; b++)
+        backward_entry(j, base_of(g, b), ld_of(g), base_of(q, b), ld_of(q), base_of(k, b), ld_of(k), base_of(v, b),
+                       ld_of(v), base_of(pt, b), ld_of(pt), (float *)oar_tensor_ptr(j->out[0]) + b * L * D,
+                       (float *)oar_tensor_ptr(j->out[1]) + b * S * D, (float *)oar_tensor_ptr(j->out[2]) + b * S * Dv,
+                       ds, ext);
     free(ds);
     free(ext);
 }
 
-/* Head views read in place need unit column stride and BLAS-sized leading dims; empty sizes
- * and other layouts go to the reference. */
-static bool unit_rows(const oar_tensor *t) {
+/* ---- bf16/f16 q, k, v (O2 programs at the AVX2 cap, where no native bf16 GEMM runs): each
+ * batch entry is widened into f32 scratch, the f32 code above runs on it, and the results are
+ * rounded once into the outputs. That is what the via-f32 kernel computes, bit for bit (it
+ * widens whole tensors into dense f32 ones, whose row strides these copies have), without its
+ * passes over whole tensors: the rows are widened in registers and used while in cache. */
+static const void *half_base(const oar_tensor *t, int64_t b) {
+    return (const uint16_t *)oar_tensor_ptr(t) + batch_offset(t, b);
+}
+
+/* rows x cols of a 16-bit matrix (row stride ld, unit column stride) into dense f32 */
+static NN_AVX2H void widen_rows(const void *src, int64_t ld, int64_t rows, int64_t cols, int k, float *dst) {
+    const int64_t full = cols & ~(int64_t)7;
+    const __m256i tail = nn_tail_mask(cols - full);
+    for (int64_t r = 0; r < rows; r++, dst += cols) {
+        for (int64_t c = 0; c < full; c += 8) _mm256_storeu_ps(dst + c, nn_ld(src, r * ld + c, k));
+        if (full < cols) _mm256_maskstore_ps(dst + full, tail, nn_ld_tail(src, r * ld + full, cols - full, tail, 0.0f, k));
+    }
+}
+
+/* n dense f32 values rounded into dense 16-bit dst */
+static NN_AVX2H void round_into(const float *src, int64_t n, int k, void *dst) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) nn_st(dst, i, _mm256_loadu_ps(src + i), k);
+    if (i < n) {
+        const __m256i tail = nn_tail_mask(n - i);
+        nn_st_tail(dst, i, n - i, tail, _mm256_maskload_ps(src + i, tail), k);
+    }
+}
+
+static void forward_range_half(void *ctx, int64_t begin, int64_t end) {
+    attn_job *j = ctx;
+    const oar_tensor *q = j->in[0], *k = j->in[1], *v = j->in[2];
+    const int64_t L = j->L, S = j->S, D = j->D, Dv = j->Dv;
+    const int kind = nn_kind(q->dtype);
+    float *qf = malloc(sizeof(float) * (size_t)(L * D + S * D + S * Dv + L * S + L * Dv));
+    if (!qf) {
+        j->failed = true;
+        return;
+    }
+    float *kf = qf + L * D, *vf = kf + S * D, *pf = vf + S * Dv, *of = pf + L * S;
+    for (int64_t b = begin; b < end; b++) {
+        widen_rows(half_base(q, b), ld_of(q), L, D, kind, qf);
+        widen_rows(half_base(k, b), ld_of(k), S, D, kind, kf);
+        widen_rows(half_base(v, b), ld_of(v), S, Dv, kind, vf);
+        forward_entry(j, qf, D, kf, D, vf, Dv, pf, of);
+        round_into(pf, L * S, kind, (uint16_t *)oar_tensor_ptr(j->out[1]) + b * L * S);
+        round_into(of, L * Dv, kind, (uint16_t *)oar_tensor_ptr(j->out[0]) + b * L * Dv);
+    }
+    free(qf);
+}
+
+static void backward_range_half(void *ctx, int64_t begin, int64_t end) {
+    attn_job *j = ctx;
+    const oar_tensor *g = j->in[0], *q = j->in[1], *k = j->in[2], *v = j->in[3], *pt = j->in[4];
+    const int64_t L = j->L, S = j->S, D = j->D, Dv = j->Dv;
+    const int kind = nn_kind(q->dtype);
+    size_t floats = (size_t)(L * Dv + L * D + S * D + S * Dv + L * S + L * D + S * D + S * Dv + L * S);
+    float *gf = malloc(sizeof(float) * floats);
+    int64_t *ext = malloc(sizeof(int64_t) * (size_t)L);
+    if (!gf || !ext) {
+        free(gf);
+        free(ext);
+        j->failed = true;
+        return;
+    }
+    float *qf = gf + L * Dv, *kf = qf + L * D, *vf = kf + S * D, *pf = vf + S * Dv;
+    float *dq = pf + L * S, *dk = dq + L * D, *dv = dk + S * D, *ds = dv + S * Dv;
+    for (int64_t b = begin; b < end; b++) {
+        widen_rows(half_base(g, b), ld_of(g), L, Dv, kind, gf);
+        widen_rows(half_base(q, b), ld_of(q), L, D, kind, qf);
+        widen_rows(half_base(k, b), ld_of(k), S, D, kind, kf);
+        widen_rows(half_base(v, b), ld_of(v), S, Dv, kind, vf);
+        widen_rows(half_base(pt, b), ld_of(pt), L, S, kind, pf);
+        backward_entry(j, gf, Dv, qf, D, kf, D, vf, Dv, pf, S, dq, dk, dv, ds, ext);
+        round_into(dq, L * D, kind, (uint16_t *)oar_tensor_ptr(j->out[0]) + b * L * D);
+        round_into(dk, S * D, kind, (uint16_t *)oar_tensor_ptr(j->out[1]) + b * S * D);
+        round_into(dv, S * Dv, kind, (uint16_t *)oar_tensor_ptr(j->out[2]) + b * S * Dv);
+    }
+    free(gf);
+    free(ext);
+}
+
+/* Head views read in place need unit column stride and BLAS-sized leading dims (f32; 16-bit
+ * ones are copied); empty sizes and other layouts go to the reference (f32) or via-f32. */
+static bool unit_rows(const oar_tensor *t, oar_dtype dt) {
     int nd = t->ndim;
-    return t->dtype == OAR_F32 && t->strides[nd - 1] == 1 && t->strides[nd - 2] >= t->shape[nd - 1] &&
-           oar_gemm_fits(t->strides[nd - 2]) && t->numel > 0;
+    return t->dtype == dt && t->strides[nd - 1] == 1 && t->strides[nd - 2] >= t->shape[nd - 1] &&
+           (dt != OAR_F32 || oar_gemm_fits(t->strides[nd - 2])) && t->numel > 0;
 }
 
 static bool attention_ok(oar_tensor *const *in, int n_in, oar_tensor *const *out, int n_out, const oar_attr *a) {
     (void)out; (void)n_out; (void)a;
-    if (!oar_cpu_has_avx2()) return false;
+    const oar_dtype dt = in[0]->dtype;
+    if (!oar_cpu_has_avx2() || (dt == OAR_F16 && !oar_nn_has_f16c())) return false;
     int n_dense = n_in == 4 ? 3 : 5; /* fused_attention: q, k, v (and a mask read by strides) */
     for (int i = 0; i < n_dense; i++)
-        if (!unit_rows(in[i])) return false;
+        if (!unit_rows(in[i], dt)) return false;
     return true;
 }
 
@@ -234,16 +328,16 @@ static oar_status fused_attention_cpu(const oar_kctx *ctx, oar_tensor *const *in
         j.uniform &= n == j.S;
     }
     j.ext = ext;
-    oar_parallel_for(batches(in[0]), 1, forward_range, &j);
+    oar_parallel_for(batches(in[0]), 1, in[0]->dtype == OAR_F32 ? forward_range : forward_range_half, &j);
     free(ext);
-    return OAR_OK;
+    return j.failed ? oar_error(OAR_ERR_OOM, "fused_attention: out of memory") : OAR_OK;
 }
 
 static oar_status attention_backward_cpu(const oar_kctx *ctx, oar_tensor *const *in, int n_in,
                                          oar_tensor *const *out, int n_out, const oar_attr *a) {
     (void)ctx; (void)n_in; (void)n_out;
     attn_job j = job_for(in + 1, in, out, a[0].f, false);
-    oar_parallel_for(batches(in[1]), 1, backward_range, &j);
+    oar_parallel_for(batches(in[1]), 1, in[0]->dtype == OAR_F32 ? backward_range : backward_range_half, &j);
     return j.failed ? oar_error(OAR_ERR_OOM, "attention_backward: out of memory") : OAR_OK;
 }
 
@@ -253,6 +347,13 @@ void oar_cpu_register_attention(void) {
 #if defined(OAR_NN_SIMD) && defined(OAR_HAVE_OPENBLAS)
     oar_kernel_entry e = {.device = OAR_CPU, .dtypes = OAR_DTYPE_BIT(OAR_F32), .impl = "avx2-gemm", .priority = 10,
                           .fn = fused_attention_cpu, .supports = attention_ok};
+    oar_register_kernel(OAR_OP_fused_attention, e);
+    e.fn = attention_backward_cpu;
+    oar_register_kernel(OAR_OP_attention_backward, e);
+    /* bf16/f16: the f32 code on widened batch entries (the via-f32 kernel stays for other layouts) */
+    e.dtypes = OAR_DTYPE_BIT(OAR_BF16) | OAR_DTYPE_BIT(OAR_F16);
+    e.impl = OAR_IMPL_HALF_PARTIAL;
+    e.fn = fused_attention_cpu;
     oar_register_kernel(OAR_OP_fused_attention, e);
     e.fn = attention_backward_cpu;
     oar_register_kernel(OAR_OP_attention_backward, e);

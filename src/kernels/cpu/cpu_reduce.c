@@ -6,9 +6,12 @@
  * in double. I == 1 reduces contiguous rows (e.g. per-channel sums over N, H, W); I > 1
  * reduces down columns (e.g. a bias gradient over the batch). Work is split into tasks of
  * (output block, row segment, column tile); the split depends on the shape only, so results
- * do not depend on the number of threads. */
+ * do not depend on the number of threads. bf16/f16 inputs (sum and mean, kernel avx2-half) go
+ * through the same primitives loading 16-bit values (half_reduce.c) and round the f32 result:
+ * the bits of via-f32, without the f32 copy. */
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cpu/avx2_reduce.h"
+#include "kernels/cpu/nn_kernels.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -69,6 +72,20 @@ static bool reduce_supports(oar_tensor *const *in, int n_in, oar_tensor *const *
            out[0]->contiguous && x->numel > 0 && layout_of(x, &attrs[0], &l);
 }
 
+/* 0: f32, 1: bf16, 2: f16 (nn_half.h's kinds), -1: none of these */
+static int kind_of(oar_dtype dt) { return dt == OAR_F32 ? 0 : dt == OAR_BF16 ? 1 : dt == OAR_F16 ? 2 : -1; }
+
+static bool reduce_half_supports(oar_tensor *const *in, int n_in, oar_tensor *const *out, int n_out,
+                                 const oar_attr *attrs) {
+    (void)n_in; (void)n_out;
+    const oar_tensor *x = in[0];
+    const int k = kind_of(x->dtype);
+    rlayout l;
+    return oar_cpu_has_avx2() && (k == 1 || (k == 2 && oar_nn_has_f16c())) &&
+           out[0]->dtype == x->dtype && x->contiguous && out[0]->contiguous && x->numel > 0 &&
+           layout_of(x, &attrs[0], &l);
+}
+
 #define COL_TILE 256          /* columns per task (a multiple of the 32-column vector tile) */
 #define SEG_ROWS 8192         /* rows per task when there are few outputs to share out */
 #define FEW_TASKS 16          /* below this many (output, tile) tasks, split the rows too */
@@ -76,14 +93,22 @@ static bool reduce_supports(oar_tensor *const *in, int n_in, oar_tensor *const *
 
 typedef struct rjob {
     kkind kind;
-    const float *x;
-    float *y;
+    int dkind; /* kind_of the input and output dtype */
+    const void *x;
+    void *y;
     rlayout l;
     int64_t seg_len, n_seg, n_tile; /* segments of the Q * R rows each output column reduces */
     double *part; /* n_seg > 1: partial results, [O][n_seg][I] */
 } rjob;
 
 static double finish(const rjob *j, double v) { return j->kind == K_MEAN ? v / (double)(j->l.Q * j->l.R) : v; }
+
+/* output i <- v finished, as f32, then rounded to a 16-bit output's dtype */
+static void put(const rjob *j, int64_t i, double v) {
+    float f = (float)finish(j, v);
+    if (j->dkind == 0) ((float *)j->y)[i] = f;
+    else ((uint16_t *)j->y)[i] = j->dkind == 1 ? oar_f32_to_bf16(f) : oar_f32_to_f16(f);
+}
 
 static double combine(kkind k, double a, double b) {
     if (k == K_SUM || k == K_MEAN) return a + b;
@@ -123,8 +148,9 @@ static int64_t outer_offset(const rlayout *l, int64_t o) {
     return off;
 }
 
-/* Reduces rows [r0, r1) of the Q * R rows (I floats apart) at base, columns [0, nc), into acc. */
-static void reduce_rows(const rjob *j, const float *base, int64_t r0, int64_t r1, int64_t nc, double *acc) {
+/* Reduces rows [r0, r1) of the Q * R rows (I elements apart) at element base, columns [0, nc),
+ * into acc. */
+static void reduce_rows(const rjob *j, int64_t base, int64_t r0, int64_t r1, int64_t nc, double *acc) {
     const rlayout *l = &j->l;
     bool is_sum = j->kind == K_SUM || j->kind == K_MEAN, is_min = j->kind == K_MIN;
     double dtmp[COL_TILE];
@@ -134,9 +160,14 @@ static void reduce_rows(const rjob *j, const float *base, int64_t r0, int64_t r1
     int64_t rr = r0 % l->R;
     for (int64_t r = r0; r < r1; r += l->R - rr, rr = 0, qwalk_next(l, &w)) {
         int64_t n = l->R - rr < r1 - r ? l->R - rr : r1 - r;
-        const float *p = base + w.off + rr * l->I;
+        const int64_t at = base + w.off + rr * l->I;
+        const float *p = (const float *)j->x + at;
+        const uint16_t *h = (const uint16_t *)j->x + at;
         double *d = r == r0 ? acc : dtmp; /* the first piece is written in place */
-        if (l->I == 1) {
+        if (j->dkind != 0) { /* sum or mean */
+            if (l->I == 1) d[0] = oar_avx2_row_sum_half(h, n, j->dkind);
+            else oar_avx2_col_sum_half(h, n, l->I, nc, j->dkind, d);
+        } else if (l->I == 1) {
             d[0] = is_sum ? oar_avx2_row_sum_f32(p, n) : oar_avx2_row_extreme_f32(p, n, is_min);
         } else if (is_sum) {
             oar_avx2_col_sum_f32(p, n, l->I, nc, d);
@@ -157,9 +188,9 @@ static void run_tasks(void *ctx, int64_t begin, int64_t end) {
         int64_t o = t / (j->n_seg * j->n_tile), s = (t / j->n_tile) % j->n_seg, c = t % j->n_tile;
         int64_t rows = l->Q * l->R, r0 = s * j->seg_len, r1 = r0 + j->seg_len < rows ? r0 + j->seg_len : rows;
         int64_t c0 = c * COL_TILE, c1 = c0 + COL_TILE < l->I ? c0 + COL_TILE : l->I;
-        reduce_rows(j, j->x + outer_offset(l, o) + c0, r0, r1, c1 - c0, acc);
+        reduce_rows(j, outer_offset(l, o) + c0, r0, r1, c1 - c0, acc);
         if (j->n_seg == 1) {
-            for (int64_t k = 0; k < c1 - c0; k++) j->y[o * l->I + c0 + k] = (float)finish(j, acc[k]);
+            for (int64_t k = 0; k < c1 - c0; k++) put(j, o * l->I + c0 + k, acc[k]);
         } else {
             for (int64_t k = 0; k < c1 - c0; k++) j->part[(o * j->n_seg + s) * l->I + c0 + k] = acc[k];
         }
@@ -167,7 +198,7 @@ static void run_tasks(void *ctx, int64_t begin, int64_t end) {
 }
 
 static oar_status reduce_avx2(kkind kind, oar_tensor *const *in, oar_tensor *const *out, const oar_attr *a) {
-    rjob j = {.kind = kind, .x = (const float *)oar_tensor_ptr(in[0]), .y = (float *)oar_tensor_ptr(out[0])};
+    rjob j = {.kind = kind, .dkind = kind_of(in[0]->dtype), .x = oar_tensor_ptr(in[0]), .y = oar_tensor_ptr(out[0])};
     if (!layout_of(in[0], &a[0], &j.l)) return oar_last_status();
     const rlayout *l = &j.l;
     int64_t rows = l->Q * l->R;
@@ -188,7 +219,7 @@ static oar_status reduce_avx2(kkind kind, oar_tensor *const *in, oar_tensor *con
                 const double *p = j.part + o * j.n_seg * l->I + i;
                 double v = p[0];
                 for (int64_t s = 1; s < j.n_seg; s++) v = combine(kind, v, p[s * l->I]);
-                j.y[o * l->I + i] = (float)finish(&j, v);
+                put(&j, o * l->I + i, v);
             }
         }
         free(j.part);
@@ -215,6 +246,11 @@ static void add(oar_op_id op, oar_kernel_fn fn) {
 void oar_cpu_register_reduce(void) {
     add(OAR_OP_sum, sum_avx2);
     add(OAR_OP_mean, mean_avx2);
+    for (int i = 0; i < 2; i++)
+        oar_register_kernel(i ? OAR_OP_mean : OAR_OP_sum,
+                            (oar_kernel_entry){.device = OAR_CPU, .dtypes = OAR_DTYPE_BIT(OAR_BF16) | OAR_DTYPE_BIT(OAR_F16),
+                                               .impl = OAR_IMPL_HALF_PARTIAL, .priority = 10,
+                                               .fn = i ? mean_avx2 : sum_avx2, .supports = reduce_half_supports});
     add(OAR_OP_amax, amax_avx2);
     add(OAR_OP_amin, amin_avx2);
 }
