@@ -37,12 +37,6 @@ const sweep_case sweep_cases_linalg[] = {
     {"linear", "nbf16:2x3x20;nbf16:6x20;nbf16:6", "", 0, 2e-2},
     {"linear", "n:40x65;n:17x65;n:17", "", SWEEP_NO_GRAD},
     {"linear", "n:2x20x33;n:30x33;none", "", SWEEP_NO_GRAD},
-    /* one row (gemv_x86.c): four-row groups and single rows, vector pairs, a last vector, a
-     * masked remainder; a 3-d row without bias; rows split over threads */
-    {"linear", "n:1x37;n:9x37;n:9", ""},
-    {"linear", "n:24;n:7x24;n:7", ""},
-    {"linear", "n:1x1x20;n:5x20;none", ""},
-    {"linear", "n:1x1280;n:300x1280;n:300", "", SWEEP_NO_GRAD},
     {"einsum", "n:3x4;n:4x5", "equation=ij,jk->ik"},
     {"einsum", "n:3x4;n:4x5", "equation=ij,jk"},
     {"einsum", "n:2x3x4;n:2x4x5", "equation=bij,bjk->bik"},
