@@ -9,7 +9,8 @@ least, since waiting for a core is not counted; at 2 threads onnxruntime's spinn
 usage: python bench/onnx_vs_ort.py --oar build/oar [--models resnet18,...] [--batches 1,32]
        [--threads 1,2] [--steps 10] [--oar-before OTHER_OAR]
 --oar-before times a second oar binary (e.g. built before a change) in the same run, alternating
-with the first, and adds oar_before_ms and before_over_oar (> 1: the change made oar faster).
+with the first, and adds oar_before_ms and before_over_oar (> 1: the change made oar faster), and
+its CPU time per run (oar_before_cpu_ms, before_over_oar_cpu).
 Needs torch/torchvision (Debian's python3) and onnxruntime (PyPI), e.g. a venv made with
 `/usr/bin/python3 -m venv --system-site-packages V && V/bin/pip install onnxruntime`."""
 import argparse
@@ -84,7 +85,9 @@ def main():
                     "oar_load_ms": o["load_ms"], "oar_first_run_ms": o["first_run_ms"],
                     "onnxruntime": ort.__version__, "torch": torch.__version__, "loadavg": os.getloadavg()[0],
                     **({"oar_before_ms": ob["median_ms"], "oar_before_p10_p90": [ob["p10_ms"], ob["p90_ms"]],
-                        "before_over_oar": round(ob["median_ms"] / o["median_ms"], 3)} if ob else {})}), flush=True)
+                        "before_over_oar": round(ob["median_ms"] / o["median_ms"], 3)} if ob else {}),
+                    **({"oar_before_cpu_ms": ob["cpu_ms"], "before_over_oar_cpu": round(ob["cpu_ms"] / o["cpu_ms"], 3)}
+                       if ob and ob.get("cpu_ms") and o.get("cpu_ms") else {})}), flush=True)
 
 
 if __name__ == "__main__":

@@ -582,6 +582,16 @@ OAR_API oar_status oar_cpu_isa_from_name(const char *name, oar_cpu_isa *out);
 OAR_API const char *oar_cpu_model(void); /* the CPU's brand string; "" where unknown */
 /* The flags that matter to oar and its libraries, space-separated ("avx2 fma avx512f ..."). */
 OAR_API const char *oar_cpu_flags(void);
+/* Data cache sizes in bytes, one instance of each level (a core's L1d and L2; the L3 a core
+ * shares): Linux's sysfs, else CPUID, else 32 KiB / 1 MiB / 8 MiB. Choices sized to a cache
+ * read oar_get_cpu_caches (the batch tiles of compiled CPU programs: docs/static-graph.md) when
+ * they are made; oar_set_cpu_caches replaces the sizes for choices made afterwards (tests, or a
+ * CPU that reports them wrongly), NULL goes back to the detected ones; INVALID_ARG for a size
+ * <= 0. */
+typedef struct oar_cpu_caches { int64_t l1d, l2, l3; } oar_cpu_caches;
+OAR_API oar_cpu_caches oar_get_cpu_caches(void);
+OAR_API oar_cpu_caches oar_cpu_caches_detected(void);
+OAR_API oar_status oar_set_cpu_caches(const oar_cpu_caches *c);
 
 /* The optional libraries of this build, for bug reports (`oar info`): index 0..count-1 gives
  * OpenBLAS, oneDNN, cJSON, zlib, MPI and CUDA in that order. */

@@ -10,7 +10,11 @@
  *  - small tensors (the same chain at batch 2) and a sum over the batch make no tile;
  *  - the NHWC path the imported CNNs take (conv2d_act with layout nhwc and a residual, the
  *    oneDNN kernel; max_pool2d_nhwc with ceil_mode) is one tile too, its result read by a mean, bit-equal to eager at 1 and 2 threads; like every test here it also runs capped
- *    at avx2 and generic, so each ISA path's kernels run sliced. */
+ *    at avx2 and generic, so each ISA path's kernels run sliced;
+ *  - the sizes follow the caches (oar_set_cpu_caches): a 3.5x larger L2 gives slices of three
+ *    images a thread, an L3 large enough to hold the batch or an L2 four times an image makes
+ *    no tile, a small L2 one image a thread. The other cases pin the 2-core Zen 5's caches
+ *    (1 MiB L2, 32 MiB L3), so what they expect does not depend on the host. */
 #include "graph_test_util.h"
 
 #include "graph/exec.h"
@@ -136,7 +140,44 @@ static void test_nhwc(int threads, int64_t batch) {
     oar_scope_end();
 }
 
+static int64_t tile_sub(int threads, oar_cpu_caches caches) {
+    CHECK(oar_set_cpu_caches(&caches) == OAR_OK);
+    chain c = make_chain(17);
+    oar_memory_plan plan;
+    int64_t sub = -1;
+    CHECK(oar_plan_memory_tiled(c.p, threads, &plan) == OAR_OK);
+    if (plan.n_tiles == 1) sub = plan.tiles[0].sub;
+    else CHECK(plan.n_tiles == 0);
+    if (plan.n_tiles == 1) CHECK(oar_plan_check(c.p, &plan) == OAR_OK);
+    oar_plan_free(&plan);
+    oar_program_free(c.p);
+    return sub;
+}
+
+/* The chain's nodes read and write 1 MiB an image (conv: 512 KiB in, 512 KiB out) and 17 MiB
+ * over the batch. */
+static void test_caches(const oar_cpu_caches *zen5) {
+    const int64_t K = 1024, M = K * K;
+    for (int threads = 1; threads <= 2; threads++) {
+        CHECK(tile_sub(threads, *zen5) == threads);
+        CHECK(tile_sub(threads, (oar_cpu_caches){48 * K, 7 * M / 2, 32 * M}) == 3 * threads); /* 3 images a thread */
+        CHECK(tile_sub(threads, (oar_cpu_caches){48 * K, 256 * K, 32 * M}) == threads);   /* never under one */
+        CHECK(tile_sub(threads, (oar_cpu_caches){48 * K, 1 * M, 36 * M}) == -1);          /* the batch fits half the L3 */
+        CHECK(tile_sub(threads, (oar_cpu_caches){48 * K, 1 * M, 30 * M}) == threads);
+        CHECK(tile_sub(threads, (oar_cpu_caches){48 * K, 8 * M, 4 * M}) == -1); /* an image is under a quarter of the L2 */
+    }
+    CHECK(oar_set_cpu_caches(&(oar_cpu_caches){48 * K, 0, 32 * M}) == OAR_ERR_INVALID_ARG);
+    CHECK(oar_set_cpu_caches(NULL) == OAR_OK);
+    oar_cpu_caches d = oar_cpu_caches_detected(), g = oar_get_cpu_caches();
+    CHECK(d.l1d > 0 && d.l2 > 0 && d.l3 > 0 && g.l1d == d.l1d && g.l2 == d.l2 && g.l3 == d.l3);
+    CHECK(oar_set_cpu_caches(zen5) == OAR_OK);
+}
+
 int main(void) {
+    /* the caches these cases' sizes were chosen for (the tiles follow the host's otherwise) */
+    const oar_cpu_caches zen5 = {48 << 10, 1 << 20, 32 << 20};
+    CHECK(oar_set_cpu_caches(&zen5) == OAR_OK);
+    test_caches(&zen5);
     test_nhwc(1, 17);
     test_nhwc(2, 17);
     test_plan(1, 17);

@@ -119,6 +119,16 @@ static void transposes(oar_dtype dt, int64_t r, int64_t c) {
     check_contiguous("every second row and column", oar_slice(oar_slice(y, 1, 0, r, 2), 2, 0, c, 2));
 }
 
+/* An NCHW batch to NHWC (a model's input before its first conv) with few channels: tiles of
+ * 8 pixels by 3, 1 or 7 channels, dense or (19 channels: 8 + 8 + 3) the last of a row. */
+static void images(oar_dtype dt) {
+    const int64_t shapes[][4] = {{2, 3, 13, 11}, {1, 1, 8, 5}, {1, 7, 4, 6}, {1, 19, 9, 9}};
+    for (int i = 0; i < 4; i++) {
+        oar_tensor *x = random_bytes(shapes[i], 4, dt);
+        check_contiguous("NCHW to NHWC", oar_permute(x, (int[]){0, 2, 3, 1}, 4));
+    }
+}
+
 static void broadcasts(oar_dtype dt) {
     oar_tensor *row = random_bytes((int64_t[]){1, 50}, 2, dt), *col = random_bytes((int64_t[]){300, 1}, 2, dt);
     oar_tensor *one = random_bytes(NULL, 0, dt);
@@ -156,6 +166,9 @@ int main(void) {
         chunks(dt, 2, 5, 3, 7);
         transposes(dt, 37, 29);
         transposes(dt, 8, 16);       /* whole 8 x 8 tiles only */
+        transposes(dt, 3, 29);       /* 8 x 3 tiles, destination rows with no gap between them */
+        transposes(dt, 7, 16);
+        images(dt);
         broadcasts(dt);
         edges(dt);
         oar_scope_end();
@@ -166,6 +179,7 @@ int main(void) {
     chunks(OAR_F32, 8, 128, 4, 64);
     chunks(OAR_F16, 4, 100, 4, 33);
     transposes(OAR_F32, 300, 257);
+    transposes(OAR_F32, 3, 50000); /* an image's channels: threaded */
     transposes(OAR_F64, 129, 300);
     transposes(OAR_U8, 700, 333);
     oar_tensor *big = random_bytes((int64_t[]){300000}, 1, OAR_F32);

@@ -1,25 +1,35 @@
 /* Batch tiles (see batch_tiles.h): which nodes compute each image alone, which of them are
- * worth running a slice at a time, and the slice size.
+ * worth running a slice at a time, and the slice size, all from the CPU's cache sizes
+ * (oar_get_cpu_caches, read when the tiles are found):
  *
  * A node joins a tile when its images' tensors (batched inputs and outputs) over the whole
- * batch exceed TILE_MIN_BYTES (so at full batch they go through memory, not the caches), one
- * image's exceed TILE_IMAGE_BYTES (a slice of a few images then fills a core's cache; smaller
+ * batch exceed half the L3 (so at full batch they go through memory, not the caches), one
+ * image's exceed a quarter of the L2 (a slice of a few images then fills a core's cache; smaller
  * images, CIFAR's 32x32 in a training step, keep their whole-batch kernels), and
  * its weights are no larger than a slice's activations (each slice reads the weights again:
  * resnet18's late 3x3 convs, 2.4 MB of weights on 7x7 images, stay at full batch). A slice
- * holds as many images as keep one node's tensors within TILE_SLICE_BYTES, a multiple of the
- * thread count (each conv then gives every thread an image), at least one per thread. Runs of
- * two or more such nodes in a row become tiles: a single node gains nothing, the gain is the
- * next node reading a slice still in cache. */
+ * holds as many images as keep each thread's share of one node's tensors within its core's L2,
+ * a multiple of the thread count (each conv then gives every thread an image), at least one per
+ * thread. Runs of two or more such nodes in a row become tiles: a single node gains nothing,
+ * the gain is the next node reading a slice still in cache. On the 2-core Zen 5 these were
+ * first measured on (1 MiB L2, 32 MiB L3), the sizes are those of the fixed constants they
+ * replace: 16 MiB over the batch, 256 KiB an image, 1 MiB a thread's slice. */
 #include "graph/batch_tiles.h"
 #include "graph/hoist.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#define TILE_MIN_BYTES (16LL << 20)
-#define TILE_SLICE_BYTES (1LL << 20)
-#define TILE_IMAGE_BYTES (256LL << 10)
+/* the three sizes, from the caches */
+typedef struct tile_sizes {
+    int64_t min_bytes;   /* a node's tensors over the whole batch: at least this (half the L3) */
+    int64_t image_bytes; /* and for one image: at least this (a quarter of the L2) */
+    int64_t slice_bytes; /* a thread's share of a slice of one node: at most this (the L2) */
+} tile_sizes;
+
+static tile_sizes sizes_of(oar_cpu_caches c) {
+    return (tile_sizes){.min_bytes = c.l3 / 2, .image_bytes = c.l2 / 4, .slice_bytes = c.l2};
+}
 
 static int64_t value_bytes(const oar_value *v) {
     int64_t n = 1;
@@ -60,10 +70,9 @@ static bool fixed_value(const oar_program *p, const bool *hoisted, int v) {
     return val->kind == OAR_VAL_PARAM || val->kind == OAR_VAL_CONST || (val->kind == OAR_VAL_NODE && hoisted[val->node]);
 }
 
-static int64_t slice_images(int64_t act, int threads) {
-    int64_t k = act > 0 ? TILE_SLICE_BYTES / act : 1;
-    k = k / threads * threads;
-    return k < threads ? threads : k;
+static int64_t slice_images(const tile_sizes *ts, int64_t act, int threads) {
+    int64_t k = act > 0 ? ts->slice_bytes / act : 1; /* images per thread */
+    return k < 1 ? threads : k * threads;
 }
 
 oar_status oar_batch_tiles_find(const oar_program *p, const bool *hoisted, int threads, oar_batch_tile **tiles,
@@ -75,6 +84,7 @@ oar_status oar_batch_tiles_find(const oar_program *p, const bool *hoisted, int t
     const oar_meta *m0 = &p->values[mb->in[0]].meta;
     int64_t batch = m0->ndim > 0 ? m0->shape[0] : 0;
     if (batch < 2) return OAR_OK;
+    const tile_sizes ts = sizes_of(oar_get_cpu_caches());
     for (int i = 0; i < mb->n_in; i++) {
         const oar_meta *m = &p->values[mb->in[i]].meta;
         if (m->ndim > 0 && m->shape[0] == batch) batched[mb->in[i]] = 1;
@@ -116,8 +126,8 @@ oar_status oar_batch_tiles_find(const oar_program *p, const bool *hoisted, int t
                         batched[n->out[o]] = 1;
                         act += value_bytes(&p->values[n->out[o]]) / batch;
                     }
-                    int64_t sub = slice_images(act, threads);
-                    bool tileable = !n->inplace && act * batch >= TILE_MIN_BYTES && act >= TILE_IMAGE_BYTES &&
+                    int64_t sub = slice_images(&ts, act, threads);
+                    bool tileable = !n->inplace && act * batch >= ts.min_bytes && act >= ts.image_bytes &&
                                     weights <= act * sub && sub < batch;
                     if (tileable) {
                         if (run_len == 0) run_first = s, run_sub = sub;

@@ -1,6 +1,6 @@
 #!/bin/sh
 # oar info end to end: the text and JSON forms name the CPU, the ISA in use, every optional
-# library and the thread count; OAR_CPU_ISA caps the ISA (and oneDNN with it); bad values and
+# library, the cache sizes and the thread count; OAR_CPU_ISA caps the ISA (and oneDNN with it); bad values and
 # options are refused with the choices named.
 # Usage: info.sh OAR_BINARY
 set -eu
@@ -10,12 +10,12 @@ trap 'rm -rf "$dir"' EXIT
 has() { grep -q -- "$1" "$dir/out" || { echo "info: no '$1' in: $(cat "$dir/out")"; exit 1; }; }
 
 "$oar" info > "$dir/out"
-for f in "^cpu: " "^flags: " "^isa: " "^threads: " "^amp: " "OpenBLAS" "oneDNN" "cJSON" "zlib" "MPI" "CUDA"; do has "$f"; done
+for f in "^cpu: " "^flags: " "^isa: " "^caches:   L1d [1-9][0-9]* KiB, L2 [1-9][0-9]* KiB" "^threads: " "^amp: " "OpenBLAS" "oneDNN" "cJSON" "zlib" "MPI" "CUDA"; do has "$f"; done
 OAR_NUM_THREADS=1 "$oar" info > "$dir/out"
 has "^threads:  1$"
 
 "$oar" info --json > "$dir/out"
-for f in '"cpu": {"model": ' '"amp": {"bf16": ' '"flags": \[' '"native_isa": ' '"isa": ' '"threads": ' '"libraries": \[' '"above_cap": '; do has "$f"; done
+for f in '"cpu": {"model": ' '"amp": {"bf16": ' '"flags": \[' '"native_isa": ' '"isa": ' '"caches": {"l1d": [1-9]' '"threads": ' '"libraries": \[' '"above_cap": '; do has "$f"; done
 if command -v python3 > /dev/null; then
   python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); assert len(d["libraries"]) == 6, d' "$dir/out"
 fi

@@ -55,6 +55,9 @@ static void print_json(const oar_library_info *libs, int n) {
     json_string(oar_cpu_isa_name(cap));
     printf(", \"isa_source\": ");
     json_string(isa_source());
+    oar_cpu_caches c = oar_get_cpu_caches();
+    printf(", \"caches\": {\"l1d\": %lld, \"l2\": %lld, \"l3\": %lld}", (long long)c.l1d, (long long)c.l2,
+           (long long)c.l3);
     printf("}, \"amp\": {\"bf16\": ");
     json_string(oar_amp_cpu_path(OAR_BF16));
     printf(", \"f16\": ");
@@ -83,6 +86,9 @@ static void print_text(const oar_library_info *libs, int n) {
     printf("flags:    %s\n", oar_cpu_flags()[0] ? oar_cpu_flags() : "(none of those oar uses)");
     printf("isa:      %s (cap; %s); the CPU has %s\n", oar_cpu_isa_name(cap), isa_source(),
            oar_cpu_isa_name(oar_cpu_isa_native()));
+    oar_cpu_caches c = oar_get_cpu_caches();
+    printf("caches:   L1d %lld KiB, L2 %lld KiB (a core's), L3 %lld KiB\n", (long long)(c.l1d >> 10),
+           (long long)(c.l2 >> 10), (long long)(c.l3 >> 10));
     printf("threads:  %d\n", oar_get_num_threads());
     printf("amp:      bf16 %s; f16 %s\n", oar_amp_cpu_path(OAR_BF16), oar_amp_cpu_path(OAR_F16));
     printf("libraries:\n");

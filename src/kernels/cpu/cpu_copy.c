@@ -148,13 +148,70 @@ OAR_AVX2 static void transpose8x8_f32(char *d, int64_t ds, const char *s, int64_
     _mm256_storeu_ps((float *)(d + 6 * ds), _mm256_permute2f128_ps(u2, u6, 0x31));
     _mm256_storeu_ps((float *)(d + 7 * ds), _mm256_permute2f128_ps(u3, u7, 0x31));
 }
+
+/* An 8 x tc tile (tc < 8 source columns of 8 rows) whose destination rows follow each other
+ * with no gap (ds == tc floats: the whole block is tc columns wide, as an image's NCHW -> NHWC
+ * copy with 3 channels): the 8 tc-element rows are 8 * tc consecutive floats, i.e. tc vectors,
+ * and lane l of vector v is row (8v + l) / tc, column (8v + l) % tc of the source. Each output
+ * vector is assembled from the tc source vectors by lane permutes and blends (tables built once
+ * per block by narrow_tables). */
+typedef struct narrow_tables {
+    int tc;
+    __m256i idx[TILE], sel[TILE][TILE]; /* per output vector: source lanes; per source column: lanes it owns */
+} narrow_tables;
+
+OAR_AVX2 static void narrow_tables_make(narrow_tables *t, int tc) {
+    t->tc = tc;
+    for (int v = 0; v < tc; v++) {
+        int idx[TILE], sel[TILE][TILE];
+        for (int l = 0; l < TILE; l++) {
+            int f = v * TILE + l;
+            idx[l] = f / tc;
+            for (int j = 0; j < tc; j++) sel[j][l] = f % tc == j ? -1 : 0;
+        }
+        t->idx[v] = _mm256_loadu_si256((const __m256i *)idx);
+        for (int j = 0; j < tc; j++) t->sel[v][j] = _mm256_loadu_si256((const __m256i *)sel[j]);
+    }
+}
+
+OAR_AVX2 static void narrow_dense_f32(float *d, const char *s, int64_t ss, const narrow_tables *t) {
+    __m256 r[TILE];
+    for (int j = 0; j < t->tc; j++) r[j] = _mm256_loadu_ps((const float *)(s + j * ss));
+    for (int v = 0; v < t->tc; v++) {
+        __m256 acc = _mm256_permutevar8x32_ps(r[0], t->idx[v]);
+        for (int j = 1; j < t->tc; j++)
+            acc = _mm256_blendv_ps(acc, _mm256_permutevar8x32_ps(r[j], t->idx[v]), _mm256_castsi256_ps(t->sel[v][j]));
+        _mm256_storeu_ps(d + v * TILE, acc);
+    }
+}
+
+/* An 8 x tc tile with gaps between the destination rows (the last columns of a wider block,
+ * or a window of a concat's output): the 8 x 8 register transpose of the tc source vectors,
+ * then tc lanes of each row stored under a mask, so nothing past them is written. */
+OAR_AVX2 static void narrow_masked_f32(char *d, int64_t ds, const char *s, int64_t ss, int tc) {
+    float rows[TILE][TILE];
+    __m256 r[TILE];
+    for (int j = 0; j < TILE; j++) r[j] = j < tc ? _mm256_loadu_ps((const float *)(s + j * ss)) : _mm256_setzero_ps();
+    for (int j = 0; j < TILE; j++) _mm256_storeu_ps(rows[j], r[j]);
+    transpose8x8_f32((char *)rows, TILE * 4, (const char *)rows, TILE * 4);
+    const int lanes[2 * TILE] = {-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0};
+    __m256i mask = _mm256_loadu_si256((const __m256i *)(lanes + TILE - tc));
+    for (int i = 0; i < TILE; i++) _mm256_maskstore_ps((float *)(d + i * ds), mask, _mm256_loadu_ps(rows[i]));
+}
 #endif
 
 /* nr x nc block, destination dense along columns, source dense along rows: 8x8 tiles, whole
- * 4-byte tiles through registers, the edges and other sizes element by element (in tile
- * order, so both sides stay in cache). */
+ * 4-byte tiles through registers, so are 4-byte tiles of 8 rows and fewer columns (an image's
+ * 3 channels), the other edges and sizes element by element (in tile order, so both sides stay
+ * in cache). */
 static void copy_transpose(const copy_plan *p, char *d, const char *s, int64_t nr, int64_t nc, bool avx2) {
     int64_t es = p->es;
+#if defined(__x86_64__)
+    narrow_tables nt;
+    nt.tc = 0;
+    bool dense_narrow = avx2 && es == 4 && nc < TILE && p->rds == nc * es;
+    if (dense_narrow) narrow_tables_make(&nt, (int)nc);
+#endif
     for (int64_t r0 = 0; r0 < nr; r0 += TILE) {
         int64_t tr = nr - r0 < TILE ? nr - r0 : TILE;
         for (int64_t c0 = 0; c0 < nc; c0 += TILE) {
@@ -164,6 +221,11 @@ static void copy_transpose(const copy_plan *p, char *d, const char *s, int64_t n
 #if defined(__x86_64__)
             if (avx2 && es == 4 && tr == TILE && tc == TILE) {
                 transpose8x8_f32(dt, p->rds, st, p->css);
+                continue;
+            }
+            if (avx2 && es == 4 && tr == TILE) {
+                if (dense_narrow) narrow_dense_f32((float *)dt, st, p->css, &nt);
+                else narrow_masked_f32(dt, p->rds, st, p->css, (int)tc);
                 continue;
             }
 #else

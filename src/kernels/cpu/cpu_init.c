@@ -10,6 +10,7 @@ void oar_cpu_kernels_init(void) {
     oar_cpu_register_elementwise();
     oar_cpu_register_reduce();
     oar_cpu_register_gemm();
+    oar_cpu_register_gemv();
     oar_cpu_register_matmul_bf16();
     oar_cpu_register_conv();
     oar_cpu_register_nn();

@@ -24,6 +24,7 @@ void oar_cpu_register_masked_fill(void); /* index_masked_fill.c */
 void oar_cpu_register_unary_backward(void); /* avx2_unary_backward.c */
 void oar_cpu_register_pool2x2(void);   /* conv_pool2x2.c */
 void oar_cpu_register_pool_nhwc(void); /* pool_nhwc_x86.c: max_pool2d_nhwc on AVX2 / AVX-512 */
+void oar_cpu_register_gemv(void);      /* gemv_x86.c: linear of one row on AVX2 / AVX-512 */
 void oar_cpu_register_optim_multi(void); /* optim_multi.c */
 void oar_cpu_register_attention(void);  /* attention_cpu.c */
 void oar_cpu_register_attention_composed(void); /* attention_composed.c */
