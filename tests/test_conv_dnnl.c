@@ -222,7 +222,8 @@ static void test_nhwc_direct(void) {
 
 /* conv2d run by oneDNN's backward-data primitive on the transposed problem (conv_dnnl.c's
  * flip_rule: at oneDNN's AVX2 level, output of at most 16 channels and 32 columns, input of at
- * least 8 channels, stride 1, no bias): taken where the rule says, equal to the reference (a
+ * least 8 channels, or a 3 x 3 conv of 32-128 channels in and out at its measured widths;
+ * stride 1, no bias): taken where the rule says, equal to the reference (a
  * weight misplaced by the flip or the transpose is off by O(1)), the same bits at 1 and 2
  * threads (a batch of 5: parts of 3 and 2 images) and with weights packed once (tracked
  * storage) or flipped in the call (untracked), and declined where the rule declines. */
@@ -242,7 +243,14 @@ static void test_flipped_forward(void) {
         {5, 16, 8, 10, 31, 5, 3, 2, 1, 1, false, true},   /* 5 x 3, 29 columns */
         {5, 64, 16, 8, 8, 3, 3, 1, 1, 1, false, true},
         {5, 3, 16, 16, 16, 3, 3, 1, 1, 1, false, false},  /* a stem: 3 input channels */
-        {5, 16, 32, 16, 16, 3, 3, 1, 1, 1, false, false}, /* 32 output channels */
+        {5, 16, 32, 16, 16, 3, 3, 1, 1, 1, false, false}, /* 32 output channels from 16 */
+        {5, 32, 32, 16, 16, 3, 3, 1, 1, 1, false, true},  /* 32 -> 32 (ResNet-20's second stage) */
+        {5, 64, 64, 8, 8, 3, 3, 1, 1, 1, false, true},    /* 64 -> 64 (its third) */
+        {3, 96, 96, 7, 5, 3, 3, 0, 1, 1, false, true},    /* 96, pads 0 and 1 */
+        {5, 32, 32, 32, 32, 3, 3, 1, 1, 1, false, false}, /* 32 -> 32 on 32 columns */
+        {5, 128, 128, 8, 16, 3, 3, 1, 1, 1, false, false}, /* 128 on 16 columns */
+        {5, 40, 40, 8, 8, 3, 3, 1, 1, 1, false, false},   /* 40 channels */
+        {5, 32, 32, 8, 8, 5, 5, 2, 2, 1, false, false},   /* 5 x 5 with 32 channels */
         {5, 16, 16, 8, 40, 3, 3, 1, 1, 1, false, false},  /* 40 columns */
         {5, 16, 16, 16, 16, 3, 3, 1, 1, 1, true, false},  /* bias */
         {5, 16, 16, 16, 16, 3, 3, 1, 1, 2, false, false}, /* stride 2 */

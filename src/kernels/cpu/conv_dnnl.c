@@ -93,17 +93,29 @@ static const int k_flip_args[3] = {DNNL_ARG_DIFF_DST, DNNL_ARG_WEIGHTS, DNNL_ARG
  * measured with oneDNN 2.6 at its AVX2 level (jit:avx2 both ways, 1 thread, batch 32, CPU time;
  * docs/kernels-conv-dnnl.md): the backward-data kernel is 1.27-1.63x faster where the output has
  * at most 16 channels and at most 32 columns and the input at least 8 channels (ResNet-20's
- * 16-channel convs 1.63 -> 1.25 ms); with 32-128 output channels 1.0-1.09x, with 24 or 40
- * 0.81-0.94x, on 48 and 56 columns 0.86-0.96x, from 3 input channels (a stem) 0.47x, 1 x 1
- * kernels (jit_1x1 both ways) 1.00x. AVX-512 kernels unmeasured. */
+ * 16-channel convs 1.63 -> 1.25 ms); from 3 input channels (a stem) 0.47x, on 48 and 56 columns
+ * 0.86-0.96x, 1 x 1 kernels (jit_1x1 both ways) 1.00x. With more output channels only the
+ * 3 x 3 convs of k_flip_wide (as many channels in as out), 1.01-1.19x; 24 and 40 channels 0.81-0.98x, 32 at 32 columns 0.99x,
+ * 112 and 128 at 16 columns 0.88-1.0x. AVX-512 kernels unmeasured. */
+typedef struct flip_wide { int64_t c, max_cols; } flip_wide;
+/* c -> c channels, 3 x 3, pad 1, stride 1, batch 32; forward / backward-data at the widths
+ * measured: 32 (16 and 8 columns: 1.03, 1.06), 48 (16, 8: 1.04, 1.07), 64 (16, 8, 4: 1.03,
+ * 1.02-1.03, 1.13), 80 (8: 1.03), 96 (16, 8: 1.01, 1.07), 128 (8, 4: 1.06, 1.19). */
+static const flip_wide k_flip_wide[] = {{32, 16}, {48, 16}, {64, 16}, {80, 8}, {96, 16}, {128, 8}};
+
 static bool flip_rule(const dkey *k) {
     /* bf16 storage (io16) too: it must give the bits of the f32 call on widened inputs */
     if (k->kind != DK_FORWARD || k->bias || k->sum || k->relu || k->nhwc || k->bf16 || k->groups != 1)
         return false;
     for (int i = 0; i < 2; i++)
         if (k->s[i] != 1 || k->d[i] != 1 || k->pl[i] > k->w[2 + i] - 1 || k->pr[i] > k->w[2 + i] - 1) return false;
-    return k->x[1] >= 8 && k->w[0] <= 16 && k->y[3] <= 32 && k->w[2] * k->w[3] > 1 &&
-           oar_dnnl_isa() == OAR_CPU_ISA_AVX2;
+    if (k->x[1] < 8 || k->w[2] * k->w[3] <= 1 || oar_dnnl_isa() != OAR_CPU_ISA_AVX2) return false;
+    if (k->w[0] <= 16) return k->y[3] <= 32;
+    for (size_t i = 0; i < sizeof k_flip_wide / sizeof k_flip_wide[0]; i++)
+        if (k->w[0] == k_flip_wide[i].c && k->x[1] == k->w[0] && k->w[2] == 3 && k->w[3] == 3 &&
+            k->y[3] <= k_flip_wide[i].max_cols)
+            return true;
+    return false;
 }
 
 /* w [co, ci, kh, kw] into the flipped problem's t [ci, co, kh, kw], reversed in both spatial axes. */
