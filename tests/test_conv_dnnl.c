@@ -4,7 +4,8 @@
  *    check declines what it cannot do;
  *  - convs whose outputs go through it agree with the reference kernels, at 1 thread and at
  *    2 (the batch split in uneven parts, so two primitives), for conv2d and both backward ops;
- *  - the forward convs run as backward-data ones (flip_rule) agree with the reference. */
+ *  - the forward convs run as backward-data ones (flip_rule) agree with the reference;
+ *  - a backward op takes the dy the other one converted just before it, and only then. */
 #include "test_util.h"
 
 #include "kernels/cpu/bf16_native.h"
@@ -289,6 +290,74 @@ static void test_flipped_forward(void) {
     oar_set_num_threads(before);
 }
 
+/* The dy one backward conv converted, taken by the other one when it runs next (conv_dnnl_memo.h):
+ * taken for grad_input then grad_weight and the other way round, with the bits of a run that
+ * converts itself; not taken when another kernel ran in between (here one that rewrote dy), when
+ * dy's storage changed version without a kernel, or by the same op again. From oneDNN's AVX2
+ * level up, where these primitives convert dy (16 channels: nChw8c, nChw16c). */
+static void test_dy_kept(int threads) {
+    const oar_kernel_entry *gi = kernel(OAR_OP_conv2d_grad_input, "onednn"),
+                           *gw = kernel(OAR_OP_conv2d_grad_weight, "onednn"),
+                           *gw_ref = kernel(OAR_OP_conv2d_grad_weight, "reference");
+    if (!gi || !gw || !oar_dnnl_usable()) return;
+    CHECK(gw_ref != NULL);
+    int before = oar_get_num_threads();
+    CHECK(oar_set_num_threads(threads) == OAR_OK);
+    oar_scope_begin();
+    oar_manual_seed(23);
+    const int64_t xs[4] = {5, 16, 12, 12}, ws[4] = {16, 16, 3, 3};
+    oar_tensor *x = oar_randn(xs, 4, OAR_F32), *w = oar_randn(ws, 4, OAR_F32), *dy = oar_randn(xs, 4, OAR_F32);
+    oar_attr c[4] = {oar_attr_ints((int64_t[]){1, 1}, 2), oar_attr_ints((int64_t[]){1, 1}, 2),
+                     oar_attr_ints((int64_t[]){1, 1}, 2), oar_attr_int(1)};
+    oar_attr ai[5] = {oar_attr_ints(xs, 4), c[0], c[1], c[2], c[3]}, aw[5] = {oar_attr_ints(ws, 4), c[0], c[1], c[2], c[3]};
+    const bool converts = oar_dnnl_isa() >= OAR_CPU_ISA_AVX2;
+#define RUN_GI(o) CHECK(oar_op_run_kernel(OAR_OP_conv2d_grad_input, gi, (oar_tensor *[]){dy, w}, 2, &(o), 1, ai) == OAR_OK)
+#define RUN_GW(o) CHECK(oar_op_run_kernel(OAR_OP_conv2d_grad_weight, gw, (oar_tensor *[]){x, dy}, 2, &(o), 1, aw) == OAR_OK)
+    oar_tensor *dx[3], *dw[4], *other = oar_empty(xs, 4, OAR_F32), *want = oar_empty(ws, 4, OAR_F32);
+    for (int i = 0; i < 3; i++) dx[i] = oar_empty(xs, 4, OAR_F32);
+    for (int i = 0; i < 4; i++) dw[i] = oar_empty(ws, 4, OAR_F32);
+    /* converted by each op itself: another kernel call between them */
+    RUN_GI(dx[0]);
+    CHECK(oar_op_run_kernel(OAR_OP_conv2d_grad_input, gi, (oar_tensor *[]){x, w}, 2, &other, 1, ai) == OAR_OK);
+    int64_t taken = oar_dnnl_dy_taken();
+    RUN_GW(dw[0]);
+    CHECK(oar_dnnl_dy_taken() == taken);
+    /* grad_input then grad_weight, and grad_weight then grad_input: taken, the same bits */
+    RUN_GI(dx[1]);
+    RUN_GW(dw[1]);
+    CHECK(oar_dnnl_dy_taken() == taken + converts);
+    RUN_GW(dw[2]);
+    RUN_GI(dx[2]);
+    CHECK(oar_dnnl_dy_taken() == taken + 2 * converts);
+    CHECK(t_same_bits(dw[1], dw[0]) && t_same_bits(dw[2], dw[0]));
+    CHECK(t_same_bits(dx[1], dx[0]) && t_same_bits(dx[2], dx[0]));
+    /* the same op twice: not taken */
+    RUN_GI(dx[1]);
+    RUN_GI(dx[1]);
+    CHECK(oar_dnnl_dy_taken() == taken + 2 * converts);
+    /* dy rewritten in place by a kernel in between (negated): not taken, the new dy's gradient */
+    RUN_GI(dx[1]);
+    const oar_kernel_entry *neg = oar_select_kernel(OAR_OP_neg, &dy, 1, &dy, 1, NULL);
+    CHECK(neg != NULL && oar_op_run_kernel(OAR_OP_neg, neg, &dy, 1, &dy, 1, NULL) == OAR_OK);
+    RUN_GW(dw[3]);
+    CHECK(oar_dnnl_dy_taken() == taken + 2 * converts);
+    CHECK(oar_op_run_kernel(OAR_OP_conv2d_grad_weight, gw_ref, (oar_tensor *[]){x, dy}, 2, &want, 1, aw) == OAR_OK);
+    CHECK(near_ref(dw[3], want));
+    /* dy's storage at a new version, written without a kernel: not taken */
+    RUN_GI(dx[1]);
+    float *d = (float *)oar_tensor_ptr(dy);
+    for (int64_t i = 0; i < dy->numel; i++) d[i] *= 0.5f;
+    dy->storage->version++;
+    RUN_GW(dw[3]);
+    CHECK(oar_dnnl_dy_taken() == taken + 2 * converts);
+    CHECK(oar_op_run_kernel(OAR_OP_conv2d_grad_weight, gw_ref, (oar_tensor *[]){x, dy}, 2, &want, 1, aw) == OAR_OK);
+    CHECK(near_ref(dw[3], want));
+#undef RUN_GI
+#undef RUN_GW
+    oar_scope_end();
+    oar_set_num_threads(before);
+}
+
 /* A forward NHWC conv (conv2d_act, the imported CNNs' convs) of a batch smaller than the thread
  * count runs as row parts on the threads: the output bits are those of the 1-thread run (one
  * primitive per image), at 2 and 3 threads (3: a middle part without padding) and with a batch
@@ -390,6 +459,8 @@ int main(void) {
     test_against_reference(2);
     test_nhwc_direct();
     test_flipped_forward();
+    test_dy_kept(1);
+    test_dy_kept(2);
     test_rows_bitwise();
     return test_summary("test_conv_dnnl");
 }
