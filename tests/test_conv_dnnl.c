@@ -4,7 +4,8 @@
  *    check declines what it cannot do;
  *  - convs whose outputs go through it agree with the reference kernels, at 1 thread and at
  *    2 (the batch split in uneven parts, so two primitives), for conv2d and both backward ops;
- *  - the forward convs run as backward-data ones (flip_rule) agree with the reference. */
+ *  - the forward convs run as backward-data ones (flip_rule) agree with the reference;
+ *  - a backward op takes the dy the other one converted just before it, and only then. */
 #include "test_util.h"
 
 #include "kernels/cpu/bf16_native.h"
@@ -222,7 +223,8 @@ static void test_nhwc_direct(void) {
 
 /* conv2d run by oneDNN's backward-data primitive on the transposed problem (conv_dnnl.c's
  * flip_rule: at oneDNN's AVX2 level, output of at most 16 channels and 32 columns, input of at
- * least 8 channels, stride 1, no bias): taken where the rule says, equal to the reference (a
+ * least 8 channels, or a 3 x 3 conv of 32-128 channels in and out at its measured widths;
+ * stride 1, no bias): taken where the rule says, equal to the reference (a
  * weight misplaced by the flip or the transpose is off by O(1)), the same bits at 1 and 2
  * threads (a batch of 5: parts of 3 and 2 images) and with weights packed once (tracked
  * storage) or flipped in the call (untracked), and declined where the rule declines. */
@@ -242,7 +244,14 @@ static void test_flipped_forward(void) {
         {5, 16, 8, 10, 31, 5, 3, 2, 1, 1, false, true},   /* 5 x 3, 29 columns */
         {5, 64, 16, 8, 8, 3, 3, 1, 1, 1, false, true},
         {5, 3, 16, 16, 16, 3, 3, 1, 1, 1, false, false},  /* a stem: 3 input channels */
-        {5, 16, 32, 16, 16, 3, 3, 1, 1, 1, false, false}, /* 32 output channels */
+        {5, 16, 32, 16, 16, 3, 3, 1, 1, 1, false, false}, /* 32 output channels from 16 */
+        {5, 32, 32, 16, 16, 3, 3, 1, 1, 1, false, true},  /* 32 -> 32 (ResNet-20's second stage) */
+        {5, 64, 64, 8, 8, 3, 3, 1, 1, 1, false, true},    /* 64 -> 64 (its third) */
+        {3, 96, 96, 7, 5, 3, 3, 0, 1, 1, false, true},    /* 96, pads 0 and 1 */
+        {5, 32, 32, 32, 32, 3, 3, 1, 1, 1, false, false}, /* 32 -> 32 on 32 columns */
+        {5, 128, 128, 8, 16, 3, 3, 1, 1, 1, false, false}, /* 128 on 16 columns */
+        {5, 40, 40, 8, 8, 3, 3, 1, 1, 1, false, false},   /* 40 channels */
+        {5, 32, 32, 8, 8, 5, 5, 2, 2, 1, false, false},   /* 5 x 5 with 32 channels */
         {5, 16, 16, 8, 40, 3, 3, 1, 1, 1, false, false},  /* 40 columns */
         {5, 16, 16, 16, 16, 3, 3, 1, 1, 1, true, false},  /* bias */
         {5, 16, 16, 16, 16, 3, 3, 1, 1, 2, false, false}, /* stride 2 */
@@ -278,6 +287,74 @@ static void test_flipped_forward(void) {
         CHECK(t_same_bits(got[0], got[1]));
         oar_scope_end();
     }
+    oar_set_num_threads(before);
+}
+
+/* The dy one backward conv converted, taken by the other one when it runs next (conv_dnnl_memo.h):
+ * taken for grad_input then grad_weight and the other way round, with the bits of a run that
+ * converts itself; not taken when another kernel ran in between (here one that rewrote dy), when
+ * dy's storage changed version without a kernel, or by the same op again. From oneDNN's AVX2
+ * level up, where these primitives convert dy (16 channels: nChw8c, nChw16c). */
+static void test_dy_kept(int threads) {
+    const oar_kernel_entry *gi = kernel(OAR_OP_conv2d_grad_input, "onednn"),
+                           *gw = kernel(OAR_OP_conv2d_grad_weight, "onednn"),
+                           *gw_ref = kernel(OAR_OP_conv2d_grad_weight, "reference");
+    if (!gi || !gw || !oar_dnnl_usable()) return;
+    CHECK(gw_ref != NULL);
+    int before = oar_get_num_threads();
+    CHECK(oar_set_num_threads(threads) == OAR_OK);
+    oar_scope_begin();
+    oar_manual_seed(23);
+    const int64_t xs[4] = {5, 16, 12, 12}, ws[4] = {16, 16, 3, 3};
+    oar_tensor *x = oar_randn(xs, 4, OAR_F32), *w = oar_randn(ws, 4, OAR_F32), *dy = oar_randn(xs, 4, OAR_F32);
+    oar_attr c[4] = {oar_attr_ints((int64_t[]){1, 1}, 2), oar_attr_ints((int64_t[]){1, 1}, 2),
+                     oar_attr_ints((int64_t[]){1, 1}, 2), oar_attr_int(1)};
+    oar_attr ai[5] = {oar_attr_ints(xs, 4), c[0], c[1], c[2], c[3]}, aw[5] = {oar_attr_ints(ws, 4), c[0], c[1], c[2], c[3]};
+    const bool converts = oar_dnnl_isa() >= OAR_CPU_ISA_AVX2;
+#define RUN_GI(o) CHECK(oar_op_run_kernel(OAR_OP_conv2d_grad_input, gi, (oar_tensor *[]){dy, w}, 2, &(o), 1, ai) == OAR_OK)
+#define RUN_GW(o) CHECK(oar_op_run_kernel(OAR_OP_conv2d_grad_weight, gw, (oar_tensor *[]){x, dy}, 2, &(o), 1, aw) == OAR_OK)
+    oar_tensor *dx[3], *dw[4], *other = oar_empty(xs, 4, OAR_F32), *want = oar_empty(ws, 4, OAR_F32);
+    for (int i = 0; i < 3; i++) dx[i] = oar_empty(xs, 4, OAR_F32);
+    for (int i = 0; i < 4; i++) dw[i] = oar_empty(ws, 4, OAR_F32);
+    /* converted by each op itself: another kernel call between them */
+    RUN_GI(dx[0]);
+    CHECK(oar_op_run_kernel(OAR_OP_conv2d_grad_input, gi, (oar_tensor *[]){x, w}, 2, &other, 1, ai) == OAR_OK);
+    int64_t taken = oar_dnnl_dy_taken();
+    RUN_GW(dw[0]);
+    CHECK(oar_dnnl_dy_taken() == taken);
+    /* grad_input then grad_weight, and grad_weight then grad_input: taken, the same bits */
+    RUN_GI(dx[1]);
+    RUN_GW(dw[1]);
+    CHECK(oar_dnnl_dy_taken() == taken + converts);
+    RUN_GW(dw[2]);
+    RUN_GI(dx[2]);
+    CHECK(oar_dnnl_dy_taken() == taken + 2 * converts);
+    CHECK(t_same_bits(dw[1], dw[0]) && t_same_bits(dw[2], dw[0]));
+    CHECK(t_same_bits(dx[1], dx[0]) && t_same_bits(dx[2], dx[0]));
+    /* the same op twice: not taken */
+    RUN_GI(dx[1]);
+    RUN_GI(dx[1]);
+    CHECK(oar_dnnl_dy_taken() == taken + 2 * converts);
+    /* dy rewritten in place by a kernel in between (negated): not taken, the new dy's gradient */
+    RUN_GI(dx[1]);
+    const oar_kernel_entry *neg = oar_select_kernel(OAR_OP_neg, &dy, 1, &dy, 1, NULL);
+    CHECK(neg != NULL && oar_op_run_kernel(OAR_OP_neg, neg, &dy, 1, &dy, 1, NULL) == OAR_OK);
+    RUN_GW(dw[3]);
+    CHECK(oar_dnnl_dy_taken() == taken + 2 * converts);
+    CHECK(oar_op_run_kernel(OAR_OP_conv2d_grad_weight, gw_ref, (oar_tensor *[]){x, dy}, 2, &want, 1, aw) == OAR_OK);
+    CHECK(near_ref(dw[3], want));
+    /* dy's storage at a new version, written without a kernel: not taken */
+    RUN_GI(dx[1]);
+    float *d = (float *)oar_tensor_ptr(dy);
+    for (int64_t i = 0; i < dy->numel; i++) d[i] *= 0.5f;
+    dy->storage->version++;
+    RUN_GW(dw[3]);
+    CHECK(oar_dnnl_dy_taken() == taken + 2 * converts);
+    CHECK(oar_op_run_kernel(OAR_OP_conv2d_grad_weight, gw_ref, (oar_tensor *[]){x, dy}, 2, &want, 1, aw) == OAR_OK);
+    CHECK(near_ref(dw[3], want));
+#undef RUN_GI
+#undef RUN_GW
+    oar_scope_end();
     oar_set_num_threads(before);
 }
 
@@ -382,6 +459,8 @@ int main(void) {
     test_against_reference(2);
     test_nhwc_direct();
     test_flipped_forward();
+    test_dy_kept(1);
+    test_dy_kept(2);
     test_rows_bitwise();
     return test_summary("test_conv_dnnl");
 }

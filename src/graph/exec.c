@@ -18,6 +18,7 @@
 #include "base/device.h"
 
 #include "graph/hoist.h"
+#include "ops/kernel_calls.h"
 #include "profiler/profiler.h"
 
 #include <stdio.h>
@@ -158,6 +159,7 @@ static oar_status call_kernel(const instr *I, oar_tensor *const *in, oar_tensor 
     oar_status st;
     int hooks = oar_prof_hooks_on();
     if (OAR_LIKELY(I->direct && !hooks && !I->random)) {
+        oar_kernel_call_begin();
         st = I->fn(ctx, in, I->n_in, out, I->n_out, I->attrs);
         if (OAR_UNLIKELY(st != OAR_OK) && oar_last_status() == OAR_OK)
             oar_error(st, "%s: the %s kernel failed without a message", I->def->name, I->kernel->impl);
@@ -776,6 +778,7 @@ static oar_status run_phase(oar_exec *e, instr *I, const oar_kctx *ctx, oar_kpar
                                                         : I->n_out ? I->out[0]->numel : 0));
     I->params->phase = ph;
     I->params->used = 0;
+    oar_kernel_call_begin();
     oar_status st = I->fn(&c, I->in, I->n_in, I->out, I->n_out, I->attrs);
     if (st != OAR_OK && oar_last_status() == OAR_OK)
         oar_error(st, "%s: the %s kernel failed without a message", I->def->name, I->kernel->impl);
@@ -915,6 +918,7 @@ int oar_exec_graph_count(const oar_exec *e) {
 }
 
 oar_status oar_exec_run(oar_exec *e, oar_tensor *const *in, int n_in, oar_tensor **out, int n_out) {
+    oar_kernel_call_begin(); /* the inputs bound below may lie where a kernel's kept work came from */
     oar_status st = bind_inputs(e, in, n_in);
     if (st != OAR_OK) {
         unbind(e);

@@ -1,6 +1,7 @@
 /* The eager call path: validate -> infer -> allocate or view -> select kernel -> run -> record.
  * Kept short and allocation-light: it runs once per op call. */
 #include "ops/dispatch.h"
+#include "ops/kernel_calls.h"
 #include "base/device.h"
 #include "profiler/profiler.h"
 
@@ -84,6 +85,8 @@ oar_status oar_dispatch_record(oar_op_id op, oar_tensor *const *in, int n_in, co
     return OAR_OK;
 }
 
+uint64_t oar_kernel_calls_n; /* kernel_calls.h */
+
 /* A contiguous copy of x by the best `contiguous` kernel (the blocked, threaded layout copy on
  * CPU: a permuted view, e.g. the NCHW view of an NHWC conv's output read by a pooling, copies
  * several times faster than through the generic strided iterator). */
@@ -92,6 +95,7 @@ static oar_tensor *contiguous_copy(oar_tensor *x) {
     if (!t) return NULL;
     const oar_kernel_entry *k = oar_select_kernel(OAR_OP_contiguous, &x, 1, &t, 1, NULL);
     oar_kctx ctx = {.nthreads = oar_get_num_threads(), .device = x->device, .stream = oar_device_stream(x->device)};
+    if (k) oar_kernel_call_begin();
     if (!k || k->fn(&ctx, &x, 1, &t, 1, NULL) != OAR_OK) {
         oar_clear_error();
         if (oar_tensor_copy_strided(t, x) != OAR_OK) {
@@ -151,6 +155,7 @@ oar_status oar_op_run_kernel(oar_op_id op, const oar_kernel_entry *k, oar_tensor
     /* a kernel that composes other ops runs them as they are, without autocast's casts */
     const oar_amp_policy *amp = oar_amp_active;
     if (OAR_UNLIKELY(amp != NULL)) oar_amp_active = NULL;
+    oar_kernel_call_begin();
     oar_status st = k->fn(&ctx, args, n_in, out, n_out, attrs);
     oar_amp_active = amp;
     if (n_tmp)

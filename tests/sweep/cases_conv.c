@@ -32,6 +32,8 @@ const sweep_case sweep_cases_conv[] = {
      * backward-data primitive (conv_dnnl.c's flip_rule); pads 1, 0 and k - 1 */
     {"conv2d", "n:3x8x9x10;n:6x8x3x3;none", C2("1,1", "1,1", "1,1", "1"), SWEEP_NO_GRAD},
     {"conv2d", "n:2x12x7x11;n:16x12x3x5;none", C2("1,1", "0,4", "1,1", "1"), SWEEP_NO_GRAD},
+    /* and 3 x 3 convs of 32-128 channels in and out at the widths measured (k_flip_wide) */
+    {"conv2d", "n:2x32x6x7;n:32x32x3x3;none", C2("1,1", "1,1", "1,1", "1"), SWEEP_NO_GRAD},
     /* conv1d */
     {"conv1d", "n:2x3x8;n:4x3x3;n:4", C2("1", "1", "1", "1")},
     {"conv1d", "n:1x4x9;n:4x2x2;none", C2("2", "0", "2", "2")},

@@ -11,12 +11,14 @@
 #include "kernels/cpu/conv_dnnl.h"
 #include "kernels/cpu/bf16_native.h"
 #include "kernels/cpu/conv_dnnl_layout.h"
+#include "kernels/cpu/conv_dnnl_memo.h"
 #include "kernels/cpu/conv_rows.h"
 #include "kernels/cpu/dnnl_engine.h"
 #include "kernels/cpu/prim_cache.h"
 
 #ifdef OAR_HAVE_ONEDNN
 #include "kernels/cpu/cpu_kernels.h"
+#include "ops/kernel_calls.h"
 
 #include <oneapi/dnnl/dnnl.h>
 #include <pthread.h>
@@ -93,27 +95,41 @@ static const int k_flip_args[3] = {DNNL_ARG_DIFF_DST, DNNL_ARG_WEIGHTS, DNNL_ARG
  * measured with oneDNN 2.6 at its AVX2 level (jit:avx2 both ways, 1 thread, batch 32, CPU time;
  * docs/kernels-conv-dnnl.md): the backward-data kernel is 1.27-1.63x faster where the output has
  * at most 16 channels and at most 32 columns and the input at least 8 channels (ResNet-20's
- * 16-channel convs 1.63 -> 1.25 ms); with 32-128 output channels 1.0-1.09x, with 24 or 40
- * 0.81-0.94x, on 48 and 56 columns 0.86-0.96x, from 3 input channels (a stem) 0.47x, 1 x 1
- * kernels (jit_1x1 both ways) 1.00x. AVX-512 kernels unmeasured. */
+ * 16-channel convs 1.63 -> 1.25 ms); from 3 input channels (a stem) 0.47x, on 48 and 56 columns
+ * 0.86-0.96x, 1 x 1 kernels (jit_1x1 both ways) 1.00x. With more output channels only the
+ * 3 x 3 convs of k_flip_wide (as many channels in as out), 1.01-1.19x; 24 and 40 channels 0.81-0.98x, 32 at 32 columns 0.99x,
+ * 112 and 128 at 16 columns 0.88-1.0x. AVX-512 kernels unmeasured. */
+typedef struct flip_wide { int64_t c, max_cols; } flip_wide;
+/* c -> c channels, 3 x 3, pad 1, stride 1, batch 32; forward / backward-data at the widths
+ * measured: 32 (16 and 8 columns: 1.03, 1.06), 48 (16, 8: 1.04, 1.07), 64 (16, 8, 4: 1.03,
+ * 1.02-1.03, 1.13), 80 (8: 1.03), 96 (16, 8: 1.01, 1.07), 128 (8, 4: 1.06, 1.19). */
+static const flip_wide k_flip_wide[] = {{32, 16}, {48, 16}, {64, 16}, {80, 8}, {96, 16}, {128, 8}};
+
 static bool flip_rule(const dkey *k) {
     /* bf16 storage (io16) too: it must give the bits of the f32 call on widened inputs */
     if (k->kind != DK_FORWARD || k->bias || k->sum || k->relu || k->nhwc || k->bf16 || k->groups != 1)
         return false;
     for (int i = 0; i < 2; i++)
         if (k->s[i] != 1 || k->d[i] != 1 || k->pl[i] > k->w[2 + i] - 1 || k->pr[i] > k->w[2 + i] - 1) return false;
-    return k->x[1] >= 8 && k->w[0] <= 16 && k->y[3] <= 32 && k->w[2] * k->w[3] > 1 &&
-           oar_dnnl_isa() == OAR_CPU_ISA_AVX2;
+    if (k->x[1] < 8 || k->w[2] * k->w[3] <= 1 || oar_dnnl_isa() != OAR_CPU_ISA_AVX2) return false;
+    if (k->w[0] <= 16) return k->y[3] <= 32;
+    for (size_t i = 0; i < sizeof k_flip_wide / sizeof k_flip_wide[0]; i++)
+        if (k->w[0] == k_flip_wide[i].c && k->x[1] == k->w[0] && k->w[2] == 3 && k->w[3] == 3 &&
+            k->y[3] <= k_flip_wide[i].max_cols)
+            return true;
+    return false;
 }
 
-/* w [co, ci, kh, kw] into the flipped problem's t [ci, co, kh, kw], reversed in both spatial axes. */
+/* w [co, ci, kh, kw] into the flipped problem's t [ci, co, kh, kw], reversed in both spatial axes:
+ * each kernel of t is one kernel of w read backwards. */
 static void flip_weights(const float *restrict w, float *restrict t, const int64_t *ws) {
-    const int64_t co = ws[0], ci = ws[1], kh = ws[2], kw = ws[3];
-    for (int64_t o = 0; o < co; o++)
-        for (int64_t i = 0; i < ci; i++)
-            for (int64_t y = 0; y < kh; y++)
-                for (int64_t x = 0; x < kw; x++)
-                    t[((i * co + o) * kh + kh - 1 - y) * kw + kw - 1 - x] = w[((o * ci + i) * kh + y) * kw + x];
+    const int64_t co = ws[0], ci = ws[1], taps = ws[2] * ws[3];
+    for (int64_t i = 0; i < ci; i++)
+        for (int64_t o = 0; o < co; o++) {
+            const float *src = w + (o * ci + i) * taps + taps - 1;
+            float *dst = t + (i * co + o) * taps;
+            for (int64_t e = 0; e < taps; e++) dst[e] = src[-e];
+        }
 }
 
 
@@ -545,13 +561,16 @@ static oar_packed *packed_get(const char *op, dprim *p, const oar_tensor *w, oar
 }
 
 /* Runs p on the caller's buffers x, weight, y (and bias or NULL): converts the inputs the
- * primitive wants in another layout, runs it, converts its output back. */
-static oar_status execute(const char *op, dprim *p, void *const user[3], void *user_bias, void *res, void *wpacked) {
+ * primitive wants in another layout, runs it, converts its output back. dyc: a backward
+ * call's dy in the primitive's layout goes there (NULL: a buffer of its own), already there
+ * when dy_ready (run_call's dy_whole). */
+static oar_status execute(const char *op, dprim *p, void *const user[3], void *user_bias, void *res, void *wpacked,
+                          void *dyc, bool dy_ready) {
     enum { SCRATCH = 3, BIAS = 4, N_MEM = 8 }; /* 0..2 plain operands, 5..7 converted ones */
     dnnl_memory_t mem[N_MEM] = {0};
     dnnl_stream_t strm = NULL;
     void *tmp[4] = {0};
-    size_t tmp_bytes[4] = {p->op[0].bytes, wpacked ? 0 : p->op[1].bytes, p->op[2].bytes, p->scratch};
+    size_t tmp_bytes[4] = {p->op[0].bytes, wpacked ? 0 : p->op[1].bytes, dyc ? 0 : p->op[2].bytes, p->scratch};
     oar_status rc = OAR_OK;
     for (int i = 0; i < 4; i++)
         if (tmp_bytes[i] && !(tmp[i] = oar_alloc(tmp_bytes[i]))) rc = OAR_ERR_OOM;
@@ -587,7 +606,8 @@ static oar_status execute(const char *op, dprim *p, void *const user[3], void *u
     for (int i = 0; i < 3 && st == dnnl_success && rc == OAR_OK; i++) {
         st = dnnl_memory_create(&mem[i], &p->op[i].plain, oar_dnnl_engine(), bufs[i]);
         if (st == dnnl_success && p->op[i].reorder)
-            st = dnnl_memory_create(&mem[5 + i], &p->op[i].want, oar_dnnl_engine(), i == 1 && wpacked ? wpacked : tmp[i]);
+            st = dnnl_memory_create(&mem[5 + i], &p->op[i].want, oar_dnnl_engine(),
+                                    i == 1 && wpacked ? wpacked : i == 2 && dyc ? dyc : tmp[i]);
     }
     if (p->scratch && st == dnnl_success && rc == OAR_OK) st = dnnl_memory_create(&mem[SCRATCH], &smd, oar_dnnl_engine(), tmp[3]);
     if (bias && st == dnnl_success && rc == OAR_OK) st = dnnl_memory_create(&mem[BIAS], &p->md_b, oar_dnnl_engine(), bias);
@@ -604,7 +624,7 @@ static oar_status execute(const char *op, dprim *p, void *const user[3], void *u
         }
     }
     for (int i = 0; i < 3 && rc == OAR_OK; i++) /* inputs into the wanted layout */
-        if (p->op[i].reorder && i != out && !(i == 1 && wpacked)) {
+        if (p->op[i].reorder && i != out && !(i == 1 && wpacked) && !(i == 2 && dy_ready)) {
             if (p->op[i].chan) oar_plain_to_chan(&p->op[i].lay, bufs[i], tmp[i]);
             else
                 rc = run_prim(op, p->op[i].reorder, strm, 2,
@@ -646,6 +666,9 @@ typedef struct djob {
     float *partial;   /* grad_weight: parts - first gradients of wn floats */
     int64_t wn, first; /* first: the first part that writes a partial (0 in bf16, else 1) */
     int64_t xrow, yrow;              /* row split: bytes of one row of x / y (NHWC) */
+    char *dyc;                       /* backward: dy converted for all parts (dy_whole), or NULL */
+    int64_t dyc_image;               /* its bytes per image */
+    bool dy_ready;                   /* dyc holds the conversion already (the memo's) */
     oar_packed *rpacked[MAX_ROWS];   /* row split: each part's weights already reordered, or NULL */
     oar_status st[MAX_PARTS * MAX_ROWS];
 } djob;
@@ -661,7 +684,7 @@ static void run_rows(void *ctx, int64_t begin, int64_t end) {
         int64_t yo = img * j->yb + c->out0 * j->yrow;
         oar_packed *k = j->rpacked[r];
         j->st[t] = execute(j->op, pl->rp[r], (void *[3]){j->x + img * j->xb + c->in0 * j->xrow, j->w, j->y + yo},
-                           j->bias, j->res ? j->res + yo : NULL, k ? k->data : NULL);
+                           j->bias, j->res ? j->res + yo : NULL, k ? k->data : NULL, NULL, false);
     }
 }
 
@@ -689,9 +712,35 @@ static void run_parts(void *ctx, int64_t begin, int64_t end) {
         void *w = pl->kind == DK_GRAD_WEIGHT && i >= j->first ? (void *)(j->partial + (i - j->first) * j->wn) : j->w;
         oar_packed *k = j->packed[pl->split.r && i >= pl->split.r];
         oar_status st = execute(j->op, p, (void *[3]){j->x + n0 * j->xb, w, j->y + n0 * j->yb}, j->bias,
-                                j->res ? j->res + n0 * j->yb : NULL, k ? k->data : NULL);
+                                j->res ? j->res + n0 * j->yb : NULL, k ? k->data : NULL,
+                                j->dyc ? j->dyc + n0 * j->dyc_image : NULL, j->dy_ready);
         j->st[i] = st;
     }
+}
+
+/* A backward call's dy converted whole, so that the other backward op of the layer can take it
+ * (conv_dnnl_memo.h): where each part's primitive converts dy by oneDNN's reorder into a layout
+ * with images outermost and of one size, the parts' copies are slices of one buffer. Fills key
+ * and *image (bytes per image); false where dy is converted otherwise or not at all. */
+static bool dy_whole(const dplan *pl, const oar_tensor *dy, oar_dy_key *key, int64_t *image) {
+    memset(key, 0, sizeof *key);
+    if (pl->kind == DK_FORWARD || pl->rows > 1) return false;
+    for (int i = 0; i < (pl->split.r ? 2 : 1); i++) {
+        const dprim *p = pl->p[i];
+        const doperand *o = &p->op[2];
+        if (p->key.bf16 || p->key.io16 || !o->reorder || o->chan || o->want.format_kind != dnnl_blocked) return false;
+        int64_t per = (int64_t)o->bytes / p->key.y[0];
+        if (per * p->key.y[0] != (int64_t)o->bytes || o->want.format_desc.blocking.strides[0] * (int64_t)sizeof(float) != per ||
+            (i && per != *image))
+            return false;
+        *image = per;
+        key->want[i] = o->want;
+    }
+    key->src = oar_tensor_ptr(dy);
+    key->uid = dy->storage->uid, key->version = dy->storage->version, key->offset = dy->offset;
+    key->bytes = (size_t)(*image * dy->shape[0]);
+    key->kind = pl->kind;
+    return true;
 }
 
 static oar_status run_call(const char *op, dk_kind kind, oar_tensor *const *in, oar_tensor *const *out,
@@ -715,7 +764,18 @@ static oar_status run_call(const char *op, dk_kind kind, oar_tensor *const *in, 
     } else {
         for (int i = 0; i < 2 && st == OAR_OK && kind == DK_FORWARD; i++)
             if (pl.p[i]) j.packed[i] = packed_get(op, pl.p[i], w, &st);
+        /* dy: the previous call's conversion when it was the layer's other backward op */
+        uint64_t call = oar_kernel_calls_now();
+        oar_dy_key key;
+        if (st == OAR_OK && dy_whole(&pl, y, &key, &j.dyc_image)) {
+            j.dyc = oar_dy_memo_take(&key, call);
+            j.dy_ready = j.dyc != NULL;
+            if (!j.dyc && !(j.dyc = oar_alloc(key.bytes))) st = oar_error(OAR_ERR_OOM, "%s: out of memory", op);
+        }
         if (st == OAR_OK) oar_parallel_for(tasks, 1, run_parts, &j);
+        for (int64_t i = 0; i < tasks && st == OAR_OK; i++) st = j.st[i];
+        if (j.dyc && st == OAR_OK && !j.dy_ready) oar_dy_memo_keep(&key, call, j.dyc); /* for the other op */
+        else if (j.dyc) oar_free(j.dyc, key.bytes);
     }
     for (int i = 0; i < 2; i++) oar_packed_put(j.packed[i]);
     for (int i = 0; i < MAX_ROWS; i++)
@@ -818,6 +878,8 @@ int oar_dnnl_conv_flipped(oar_tensor *const *in, oar_tensor *out, const oar_attr
     return flipped;
 }
 
+int64_t oar_dnnl_dy_taken(void) { return oar_dy_memo_taken(); }
+
 int oar_dnnl_conv_act_rows(oar_tensor *const *in, oar_tensor *out, const oar_attr *a) {
     dplan pl;
     if (!oar_dnnl_usable() || !plan_make(&pl, DK_FORWARD, in, &out, a, true)) return -1;
@@ -873,5 +935,7 @@ int oar_dnnl_conv_flipped(oar_tensor *const *in, oar_tensor *out, const oar_attr
     (void)in, (void)out, (void)a;
     return -1;
 }
+
+int64_t oar_dnnl_dy_taken(void) { return -1; }
 
 #endif

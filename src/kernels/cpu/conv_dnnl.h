@@ -21,4 +21,8 @@ int oar_dnnl_conv_act_rows(oar_tensor *const *in, oar_tensor *out, const oar_att
  * -1 when oneDNN declines the call (or is absent). */
 int oar_dnnl_conv_flipped(oar_tensor *const *in, oar_tensor *out, const oar_attr *a);
 
+/* For tests of the kept dy (conv_dnnl_memo.h): how many backward calls so far took the dy the
+ * call before them had converted; -1 without oneDNN. */
+int64_t oar_dnnl_dy_taken(void);
+
 #endif

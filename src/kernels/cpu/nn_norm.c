@@ -34,6 +34,44 @@ NN_HINL void row_moments_k(const void *x, int64_t m, const int k, double *mean, 
     *var = v > 0 ? v : 0.0;
 }
 
+/* row_moments_k of two rows of m values (at x0 and x1) with the same operations on each, in two
+ * independent chains that the core overlaps (one row's sums are bound by the adds' latency). */
+NN_HINL void row_moments2_k(const void *x0, const void *x1, int64_t m, const int k, double *mean, double *var) {
+    const int64_t full = m & ~(int64_t)7, rest = m - full;
+    const __m256i tail = nn_tail_mask(rest);
+    nn_dacc s0 = nn_dacc_zero(), s1 = nn_dacc_zero(), q0 = nn_dacc_zero(), q1 = nn_dacc_zero();
+    for (int64_t i = 0; i < full; i += 8) {
+        nn_dacc_add(&s0, nn_ld(x0, i, k));
+        nn_dacc_add(&s1, nn_ld(x1, i, k));
+    }
+    if (rest) {
+        nn_dacc_add(&s0, nn_ld_tail(x0, full, rest, tail, 0.0f, k));
+        nn_dacc_add(&s1, nn_ld_tail(x1, full, rest, tail, 0.0f, k));
+    }
+    double mu0 = m ? nn_dacc_sum(s0) / (double)m : 0.0, mu1 = m ? nn_dacc_sum(s1) / (double)m : 0.0;
+    float mf0 = (float)mu0, mf1 = (float)mu1;
+    const __m256 vm0 = _mm256_set1_ps(mf0), vm1 = _mm256_set1_ps(mf1);
+    for (int64_t i = 0; i < full; i += 8) {
+        nn_dacc_add_sq(&q0, _mm256_sub_ps(nn_ld(x0, i, k), vm0));
+        nn_dacc_add_sq(&q1, _mm256_sub_ps(nn_ld(x1, i, k), vm1));
+    }
+    if (rest) {
+        nn_dacc_add_sq(&q0, _mm256_sub_ps(nn_ld_tail(x0, full, rest, tail, mf0, k), vm0));
+        nn_dacc_add_sq(&q1, _mm256_sub_ps(nn_ld_tail(x1, full, rest, tail, mf1, k), vm1));
+    }
+    double v0 = m ? nn_dacc_sum(q0) / (double)m - (mu0 - mf0) * (mu0 - mf0) : 0.0;
+    double v1 = m ? nn_dacc_sum(q1) / (double)m - (mu1 - mf1) * (mu1 - mf1) : 0.0;
+    mean[0] = mu0, mean[1] = mu1;
+    var[0] = v0 > 0 ? v0 : 0.0;
+    var[1] = v1 > 0 ? v1 : 0.0;
+}
+
+static NN_AVX2H void row_moments2(const void *x0, const void *x1, int64_t m, int k, double *mean, double *var) {
+    if (k == NN_BF16) row_moments2_k(x0, x1, m, NN_BF16, mean, var);
+    else if (k == NN_F16) row_moments2_k(x0, x1, m, NN_F16, mean, var);
+    else row_moments2_k(x0, x1, m, NN_F32, mean, var);
+}
+
 /* one copy per kind, each with its conversions inlined */
 static NN_AVX2H void row_moments(const void *x, int64_t m, int k, double *mean, double *var) {
     if (k == NN_BF16) row_moments_k(x, m, NN_BF16, mean, var);
@@ -215,18 +253,22 @@ NN_HINL __m256 bn_vec(__m256 x, __m256 mean, __m256 scale, __m256 shift, const b
 }
 
 /* Channel statistics when each channel is N planes of s contiguous values: plane moments are
- * merged one by one with Chan's update, which stays accurate for any mean. */
+ * merged one by one with Chan's update, which stays accurate for any mean. The planes' moments
+ * are computed two at a time (row_moments2: each plane's own sums, the same values). */
 static void bn_stats_planes(void *ctx, int64_t begin, int64_t end) {
     const bn_job *j = ctx;
     const size_t es = j->k == NN_F32 ? sizeof(float) : sizeof(uint16_t);
     for (int64_t ch = begin; ch < end; ch++) {
         double cnt = 0, mean = 0, m2 = 0, s = (double)j->s;
+        double mu[2] = {0, 0}, var[2] = {0, 0}; /* planes i and i + 1 from even i on */
         for (int64_t i = 0; i < j->n; i++) {
-            double mu, var;
-            row_moments((const char *)j->x + (size_t)((i * j->c + ch) * j->s) * es, j->s, j->k, &mu, &var);
-            double tot = cnt + s, delta = mu - mean;
+            const int at = (int)(i % 2);
+            const char *plane = (const char *)j->x + (size_t)((i * j->c + ch) * j->s) * es;
+            if (!at && i + 1 < j->n) row_moments2(plane, plane + (size_t)(j->c * j->s) * es, j->s, j->k, mu, var);
+            else if (!at) row_moments(plane, j->s, j->k, mu, var);
+            double tot = cnt + s, delta = mu[at] - mean;
             mean += delta * s / tot;
-            m2 += var * s + delta * delta * cnt * s / tot;
+            m2 += var[at] * s + delta * delta * cnt * s / tot;
             cnt = tot;
         }
         j->mean[ch] = mean;
