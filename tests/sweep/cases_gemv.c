@@ -1,7 +1,6 @@
 /* Sweep cases for linear of one row (src/kernels/cpu/gemv_x86.c): four-row groups and single
  * rows, pairs of vectors, a last vector, a masked remainder; a 1-d and a 3-d row, no bias; a
- * product split over the threads. A family of its own, last in sweep_families.def: the cases'
- * random inputs follow their numbers, so cases added among the others' would change theirs. */
+ * product split over the threads. */
 #include "sweep.h"
 
 const sweep_case sweep_cases_gemv[] = {
