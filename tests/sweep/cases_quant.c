@@ -192,6 +192,9 @@ const sweep_case sweep_cases_quant[] = {
     /* max_pool2d_nhwc on u8/i8 codes (qmax_pool2d of NHWC data, the quant_nhwc pass's) */
     {"max_pool2d_nhwc", "i0_256u8:2x8x6x19", "kernel=2,2 stride=2,2 padding=0,0 dilation=1,1 ceil_mode=0"},
     {"max_pool2d_nhwc", "i-128_128i8:1x9x8x5", "kernel=3,3 stride=2,1 padding=1,1 dilation=1,2 ceil_mode=1"},
+    /* the AVX2 byte kernel: 32-channel vectors and a scalar tail, padded edges (resnet18's stem pooling), i8 */
+    {"max_pool2d_nhwc", "i0_256u8:2x9x9x70", "kernel=3,3 stride=2,2 padding=1,1 dilation=1,1 ceil_mode=0"},
+    {"max_pool2d_nhwc", "i-128_128i8:1x8x7x40", "kernel=2,3 stride=1,2 padding=1,1 dilation=2,1 ceil_mode=0"},
     /* qmax_pool2d: LeNet's 2x2 windows; padding, stride, dilation and ceil_mode on s8 */
     {"qmax_pool2d", "i0_256u8:2x3x8x6", "kernel=2,2 stride=2,2 padding=0,0 dilation=1,1 ceil_mode=0"},
     {"qmax_pool2d", "i-128_128i8:2x3x9x7", "kernel=2,2 stride=2,2 padding=0,0 dilation=1,1 ceil_mode=0"},

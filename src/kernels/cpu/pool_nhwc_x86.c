@@ -1,4 +1,4 @@
-/* max_pool2d_nhwc and avg_pool2d_nhwc (below) on x86 (f32): the channels, contiguous in NHWC, are the vector lanes (16 with
+/* max_pool2d_nhwc and avg_pool2d_nhwc (below) on x86 (f32; max pooling of u8/i8 codes further down): the channels, contiguous in NHWC, are the vector lanes (16 with
  * AVX-512, 8 with AVX2; the last block masked), so every window tap is one vector load. Max
  * pooling takes one max per tap (vmaxps(v, best) is "v > best ? v : best": the reference's
  * strict choice, the first of equal values kept) and ORs an unordered-compare mask beside it;
@@ -178,6 +178,66 @@ static oar_status pn_fwd_avx2(const oar_kctx *ctx, oar_tensor *const *in, int n_
     return pn_run(in, out, a, pn_rows_avx2);
 }
 
+/* max_pool2d_nhwc on u8/i8 codes (the quant_nhwc pass's int8 poolings): 32 channels a vector,
+ * vpmaxub / vpmaxsb per tap (exact, so the reference's bits), the last partial block by scalars.
+ * Before it these ran the reference loop: 7.4 ms of torchvision's quantized resnet18's 12 ms. */
+typedef struct pn8_job {
+    const uint8_t *x;
+    uint8_t *y;
+    oar_pool_nhwc_geom g;
+    bool is_signed;
+} pn8_job;
+
+static PN_AVX2 void pn8_rows_avx2(void *ctx, int64_t b, int64_t e) {
+    const pn8_job *j = ctx;
+    const oar_pool_nhwc_geom *g = &j->g;
+    int64_t edge[PN_MAX_TAPS], rel[PN_MAX_TAPS];
+    for (int64_t r = b; r < e; r++) {
+        int64_t n = r / g->oh, oy = r % g->oh;
+        const uint8_t *imgn = j->x + n * g->h * g->w * g->c;
+        uint8_t *yrow = j->y + r * g->ow * g->c;
+        int nrel = pn_row_taps(g, oy, rel);
+        for (int64_t ox = 0; ox < g->ow; ox++) {
+            int64_t ix0;
+            int nt = nrel;
+            const uint8_t *img = imgn;
+            const int64_t *off = rel;
+            if (pn_inner_col(g, ox, &ix0)) img += ix0 * g->c;
+            else nt = pn_taps(g, oy, ox, edge), off = edge;
+            uint8_t *yp = yrow + ox * g->c;
+            int64_t c = 0;
+            for (; c + 32 <= g->c; c += 32) {
+                __m256i best = _mm256_loadu_si256((const __m256i *)(img + off[0] + c));
+                for (int t = 1; t < nt; t++) {
+                    __m256i v = _mm256_loadu_si256((const __m256i *)(img + off[t] + c));
+                    best = j->is_signed ? _mm256_max_epi8(best, v) : _mm256_max_epu8(best, v);
+                }
+                _mm256_storeu_si256((__m256i *)(yp + c), best);
+            }
+            for (; c < g->c; c++) { /* the tail */
+                int best = j->is_signed ? (int)(int8_t)img[off[0] + c] : img[off[0] + c];
+                for (int t = 1; t < nt; t++) {
+                    int v = j->is_signed ? (int)(int8_t)img[off[t] + c] : img[off[t] + c];
+                    if (v > best) best = v;
+                }
+                yp[c] = (uint8_t)best;
+            }
+        }
+    }
+}
+
+static oar_status pn8_fwd_avx2(const oar_kctx *ctx, oar_tensor *const *in, int n_in, oar_tensor *const *out,
+                               int n_out, const oar_attr *a) {
+    (void)ctx; (void)n_in; (void)n_out;
+    pn8_job j = {.x = (const uint8_t *)oar_tensor_ptr(in[0]), .y = (uint8_t *)oar_tensor_ptr(out[0]),
+                 .is_signed = in[0]->dtype == OAR_I8};
+    oar_status st = oar_pool_nhwc_read(in[0], a, &j.g);
+    if (st != OAR_OK) return st;
+    int64_t rows = j.g.n * j.g.oh, per_row = j.g.ow * j.g.c * j.g.k[0] * j.g.k[1];
+    if (rows > 0) oar_parallel_for(rows, 1 + 131072 / (per_row + 1), pn8_rows_avx2, &j);
+    return OAR_OK;
+}
+
 /* avg_pool2d_nhwc: per output position, the window and divisor of the reference, then each
  * channel's sum in double lanes over the window's rows then columns (the reference's order),
  * divided in double and rounded to f32 once: the reference's bits. */
@@ -298,6 +358,14 @@ static bool pn_ok_avx2(oar_tensor *const *in, int n_in, oar_tensor *const *out, 
     (void)n_in; (void)out; (void)n_out;
     return oar_cpu_has_avx2() && pn_ok(in, a);
 }
+
+/* every window must hold a tap (padding below the kernel, no ceil_mode window past the input);
+ * others go to the reference */
+static bool pn8_ok(oar_tensor *const *in, int n_in, oar_tensor *const *out, int n_out, const oar_attr *a) {
+    (void)n_in; (void)out; (void)n_out;
+    return oar_cpu_has_avx2() && pn_ok(in, a) && a[2].ints[0] < a[0].ints[0] && a[2].ints[1] < a[0].ints[1] &&
+           !a[4].i;
+}
 #endif
 
 void oar_cpu_register_pool_nhwc(void) {
@@ -307,6 +375,10 @@ void oar_cpu_register_pool_nhwc(void) {
     oar_register_kernel(OAR_OP_max_pool2d_nhwc, e);
     e.impl = "avx2", e.priority = 10, e.fn = pn_fwd_avx2, e.supports = pn_ok_avx2;
     oar_register_kernel(OAR_OP_max_pool2d_nhwc, e);
+    e.dtypes = OAR_DTYPE_BIT(OAR_U8) | OAR_DTYPE_BIT(OAR_I8), e.impl = "avx2-int8", e.fn = pn8_fwd_avx2;
+    e.supports = pn8_ok;
+    oar_register_kernel(OAR_OP_max_pool2d_nhwc, e);
+    e.dtypes = OAR_DTYPE_BIT(OAR_F32);
     e.impl = "avx512", e.priority = 20, e.fn = pa_fwd_512, e.supports = pa_ok_512;
     oar_register_kernel(OAR_OP_avg_pool2d_nhwc, e);
     e.impl = "avx2", e.priority = 10, e.fn = pa_fwd_avx2, e.supports = pa_ok_avx2;
