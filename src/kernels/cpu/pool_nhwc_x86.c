@@ -65,6 +65,19 @@ static bool pn_inner_col(const oar_pool_nhwc_geom *g, int64_t ox, int64_t *ix0) 
     return *ix0 >= 0 && *ix0 + (g->k[1] - 1) * g->d[1] < g->w;
 }
 
+/* Output column ox's taps: its row's (rel, shifted by *base, the window's first column) when the
+ * window lies inside the input's columns, else its own, found into edge (*base 0). Returns their count. */
+static int pn_col_taps(const oar_pool_nhwc_geom *g, int64_t oy, int64_t ox, const int64_t *rel, int nrel,
+                       int64_t *edge, const int64_t **off, int64_t *base) {
+    int64_t ix0;
+    if (pn_inner_col(g, ox, &ix0)) {
+        *off = rel, *base = ix0 * g->c;
+        return nrel;
+    }
+    *off = edge, *base = 0;
+    return pn_taps(g, oy, ox, edge);
+}
+
 /* The reference's rule for one vector's lanes (a later tap wins when greater or NaN), for a
  * window that held a NaN. */
 static void pn_exact(const float *img, const int64_t *off, int nt, int64_t c, int lanes, float *yp) {
@@ -88,12 +101,10 @@ static PN_AVX512 void pn_rows_512(void *ctx, int64_t b, int64_t e) {
         float *yrow = j->y + r * g->ow * g->c;
         int nrel = pn_row_taps(g, oy, rel);
         for (int64_t ox = 0; ox < g->ow; ox++) {
-            int64_t ix0;
-            int nt = nrel;
-            const float *img = imgn; /* taps at img + off[t] */
-            const int64_t *off = rel;
-            if (pn_inner_col(g, ox, &ix0)) img += ix0 * g->c;
-            else nt = pn_taps(g, oy, ox, edge), off = edge;
+            const int64_t *off;
+            int64_t base;
+            int nt = pn_col_taps(g, oy, ox, rel, nrel, edge, &off, &base);
+            const float *img = imgn + base; /* taps at img + off[t] */
             float *yp = yrow + ox * g->c;
             int64_t c = 0;
             for (; c + 16 <= g->c; c += 16) { /* plain loads: masked ones that miss the cache ran 3x slower on Zen 5 */
@@ -134,12 +145,10 @@ static PN_AVX2 void pn_rows_avx2(void *ctx, int64_t b, int64_t e) {
         float *yrow = j->y + r * g->ow * g->c;
         int nrel = pn_row_taps(g, oy, rel);
         for (int64_t ox = 0; ox < g->ow; ox++) {
-            int64_t ix0;
-            int nt = nrel;
-            const float *img = imgn; /* taps at img + off[t] */
-            const int64_t *off = rel;
-            if (pn_inner_col(g, ox, &ix0)) img += ix0 * g->c;
-            else nt = pn_taps(g, oy, ox, edge), off = edge;
+            const int64_t *off;
+            int64_t base;
+            int nt = pn_col_taps(g, oy, ox, rel, nrel, edge, &off, &base);
+            const float *img = imgn + base; /* taps at img + off[t] */
             float *yp = yrow + ox * g->c;
             int64_t c = 0;
             for (; c + 8 <= g->c; c += 8) {
@@ -198,12 +207,10 @@ static PN_AVX2 void pn8_rows_avx2(void *ctx, int64_t b, int64_t e) {
         uint8_t *yrow = j->y + r * g->ow * g->c;
         int nrel = pn_row_taps(g, oy, rel);
         for (int64_t ox = 0; ox < g->ow; ox++) {
-            int64_t ix0;
-            int nt = nrel;
-            const uint8_t *img = imgn;
-            const int64_t *off = rel;
-            if (pn_inner_col(g, ox, &ix0)) img += ix0 * g->c;
-            else nt = pn_taps(g, oy, ox, edge), off = edge;
+            const int64_t *off;
+            int64_t base;
+            int nt = pn_col_taps(g, oy, ox, rel, nrel, edge, &off, &base);
+            const uint8_t *img = imgn + base;
             uint8_t *yp = yrow + ox * g->c;
             int64_t c = 0;
             for (; c + 32 <= g->c; c += 32) {

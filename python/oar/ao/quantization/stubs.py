@@ -3,7 +3,7 @@ until convert() swaps them for Quantize / DeQuantize."""
 from ...nn.modules.module import Module
 
 
-class QuantStub(Module):
+class _Stub(Module):
     def __init__(self, qconfig=None):
         super().__init__()
         if qconfig:
@@ -13,14 +13,12 @@ class QuantStub(Module):
         return x
 
 
-class DeQuantStub(Module):
-    def __init__(self, qconfig=None):
-        super().__init__()
-        if qconfig:
-            self.qconfig = qconfig
+class QuantStub(_Stub):
+    """where quantization starts: convert() makes it a Quantize with the observed scale"""
 
-    def forward(self, x):
-        return x
+
+class DeQuantStub(_Stub):
+    """where it ends: convert() makes it a DeQuantize"""
 
 
 class QuantWrapper(Module):
