@@ -49,6 +49,10 @@ static int against_via_f32(oar_op_id op, oar_tensor *const *in, int n_in, const 
         if (!same) fprintf(stderr, "%s output %d differs from via-f32\n", oar_op_table[op]->name, i);
         diffs += !same;
     }
+    for (int i = 0; i < n_out; i++) { /* oar_op_call's outputs are the caller's, not the scope's */
+        oar_release(out[i]);
+        oar_release(ref[i]);
+    }
     return diffs;
 }
 
@@ -78,6 +82,8 @@ static void check_attention(oar_dtype dt, int64_t B, int64_t H, int64_t L, int64
     printf("  %s attention [%lld, %lld, %lld, %lld]%s%s (%s / %s): %d differences\n", oar_dtype_name(dt),
            (long long)B, (long long)H, (long long)L, (long long)D, mask ? " masked" : "", causal ? " causal" : "", impl,
            bimpl, diffs);
+    oar_release(o[0]);
+    oar_release(o[1]);
     oar_scope_end();
 }
 
