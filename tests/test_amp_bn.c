@@ -6,6 +6,7 @@
  * convolution output straight into batch_norm (no casts), and a compiled O2 bf16 step over a
  * conv -> batch_norm -> relu model giving the eager step's bits. */
 #include "test_util.h"
+#include "amp_o2_util.h"
 
 #include "golden_util.h"
 
@@ -283,21 +284,15 @@ typedef struct o2_run {
     oar_optimizer *o;
 } o2_run;
 
+static oar_tensor *o2_loss(void *user, oar_tensor *const *in) {
+    o2_run *r = user;
+    return oar_mse_loss(oar_forward(r->m, in[0]), in[1], OAR_REDUCE_MEAN);
+}
+
 static oar_status o2_step(void *user, oar_tensor *const *in, int n_in, oar_tensor **out, int n_out) {
     (void)n_in, (void)n_out;
     o2_run *r = user;
-    oar_optimizer_zero_grad(r->o);
-    oar_autocast_opts ac = oar_autocast_defaults();
-    ac.level = OAR_AMP_O2;
-    oar_status st = oar_autocast_begin(&ac);
-    if (st != OAR_OK) return st;
-    oar_tensor *loss = oar_mse_loss(oar_forward(r->m, in[0]), in[1], OAR_REDUCE_MEAN);
-    oar_autocast_end();
-    if (!loss) return oar_last_status();
-    if ((st = oar_backward(loss, NULL, false)) != OAR_OK) return st;
-    if ((st = oar_amp_masters_step(r->w, r->o, NULL, NULL)) != OAR_OK) return st;
-    out[0] = loss;
-    return OAR_OK;
+    return amp_o2_step(r->o, r->w, o2_loss, r, in, out);
 }
 
 static void o2_init(o2_run *r) {

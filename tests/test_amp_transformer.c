@@ -11,6 +11,7 @@
  *     are as close to the f32 step's as the unfused program's (the fused node rounds at other,
  *     fewer places: below). */
 #include "fusion_test_util.h"
+#include "amp_o2_util.h"
 #include "zoo_step_util.h"
 
 #include "kernels/cpu/cpu_kernels.h"
@@ -109,23 +110,17 @@ typedef struct o2_run {
     oar_optimizer *o;
 } o2_run;
 
+static oar_tensor *o2_loss(void *user, oar_tensor *const *in) {
+    o2_run *r = user;
+    int64_t s2[2] = {-1, r->z.vocab}, flat = -1;
+    oar_tensor *z = oar_forward(r->z.m, in[0]);
+    return oar_cross_entropy(oar_reshape(z, s2, 2), oar_reshape(in[1], &flat, 1), NULL);
+}
+
 static oar_status o2_step(void *user, oar_tensor *const *in, int n_in, oar_tensor **out, int n_out) {
     (void)n_in, (void)n_out;
     o2_run *r = user;
-    oar_optimizer_zero_grad(r->o);
-    oar_autocast_opts ac = oar_autocast_defaults();
-    ac.level = OAR_AMP_O2;
-    oar_status st = oar_autocast_begin(&ac);
-    if (st != OAR_OK) return st;
-    int64_t s2[2] = {-1, r->z.vocab}, flat = -1;
-    oar_tensor *z = oar_forward(r->z.m, in[0]);
-    oar_tensor *loss = oar_cross_entropy(oar_reshape(z, s2, 2), oar_reshape(in[1], &flat, 1), NULL);
-    oar_autocast_end();
-    if (!loss) return oar_last_status();
-    if ((st = oar_backward(loss, NULL, false)) != OAR_OK) return st;
-    if ((st = oar_amp_masters_step(r->w, r->o, NULL, NULL)) != OAR_OK) return st;
-    out[0] = loss;
-    return OAR_OK;
+    return amp_o2_step(r->o, r->w, o2_loss, r, in, out);
 }
 
 static oar_jit *o2_init(o2_run *r, bool fuse) {

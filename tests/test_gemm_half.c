@@ -15,6 +15,7 @@
  *   - O2: three bf16 steps of gpt-mini (bf16 parameters, f32 masters, SGD), eager and
  *     compiled, with the direct kernels give the losses and masters of the via-f32 path: bitwise
  *     where oar's kernel runs both, within bf16's rounding where the earlier path used a library. */
+#include "amp_o2_util.h"
 #include "kernels/cpu/bf16_native.h"
 #include "kernels/cpu/gemm_avx2.h"
 #include "kernels/cpu/gemm_blas.h"
@@ -262,22 +263,16 @@ typedef struct o2 {
     oar_jit *f;
 } o2;
 
+static oar_tensor *o2_loss(void *user, oar_tensor *const *in) {
+    o2 *r = user;
+    int64_t s2[2] = {-1, 256}, flat = -1;
+    return oar_cross_entropy(oar_reshape(oar_forward(r->m, in[0]), s2, 2), oar_reshape(in[1], &flat, 1), NULL);
+}
+
 static oar_status o2_step(void *user, oar_tensor *const *in, int n_in, oar_tensor **out, int n_out) {
     (void)n_in, (void)n_out;
     o2 *r = user;
-    oar_optimizer_zero_grad(r->o);
-    oar_autocast_opts ac = oar_autocast_defaults();
-    ac.level = OAR_AMP_O2;
-    oar_status st = oar_autocast_begin(&ac);
-    if (st != OAR_OK) return st;
-    int64_t s2[2] = {-1, 256}, flat = -1;
-    oar_tensor *loss = oar_cross_entropy(oar_reshape(oar_forward(r->m, in[0]), s2, 2), oar_reshape(in[1], &flat, 1), NULL);
-    oar_autocast_end();
-    if (!loss) return oar_last_status();
-    if ((st = oar_backward(loss, NULL, false)) != OAR_OK) return st;
-    if ((st = oar_amp_masters_step(r->w, r->o, NULL, NULL)) != OAR_OK) return st;
-    out[0] = loss;
-    return OAR_OK;
+    return amp_o2_step(r->o, r->w, o2_loss, r, in, out);
 }
 
 /* r stays where it is: the compiled step keeps its address */

@@ -389,20 +389,21 @@ def _real_or_complex(x, what):
     return x, None
 
 
-def fft(input, n=None, dim=-1, norm=None):
-    x = _fit(_last(input, dim), n, "fft")
+def _full_dft(input, n, dim, norm, inverse, what):
+    """fft / ifft: every bin of the (n-point) transform along dim"""
+    x = _fit(_last(input, dim), n, what)
     size = x.shape[-1]
-    re, im = _real_or_complex(x, "fft")
-    out = _dft(re, im, size, size, False) * _scale(norm, size, True, "fft")
+    re, im = _real_or_complex(x, what)
+    out = _dft(re, im, size, size, inverse) * _scale(norm, size, not inverse, what)
     return _last(out, dim)
+
+
+def fft(input, n=None, dim=-1, norm=None):
+    return _full_dft(input, n, dim, norm, False, "fft")
 
 
 def ifft(input, n=None, dim=-1, norm=None):
-    x = _fit(_last(input, dim), n, "ifft")
-    size = x.shape[-1]
-    re, im = _real_or_complex(x, "ifft")
-    out = _dft(re, im, size, size, True) * _scale(norm, size, False, "ifft")
-    return _last(out, dim)
+    return _full_dft(input, n, dim, norm, True, "ifft")
 
 
 def rfft(input, n=None, dim=-1, norm=None):

@@ -798,20 +798,21 @@ def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):
     return out.squeeze(0) if scalar_q else out
 
 
-@_export
-def var_mean(input, dim=None, unbiased=True, keepdim=False, *, correction=None):
+def _spread_mean(spread, input, dim, unbiased, keepdim, correction):
     u = unbiased if correction is None else bool(correction)
     if dim is None:
-        return F.var(input, unbiased=u), F.mean(input)
-    return F.var(input, dim, unbiased=u, keepdim=keepdim), F.mean(input, dim, keepdim)
+        return spread(input, unbiased=u), F.mean(input)
+    return spread(input, dim, unbiased=u, keepdim=keepdim), F.mean(input, dim, keepdim)
+
+
+@_export
+def var_mean(input, dim=None, unbiased=True, keepdim=False, *, correction=None):
+    return _spread_mean(F.var, input, dim, unbiased, keepdim, correction)
 
 
 @_export
 def std_mean(input, dim=None, unbiased=True, keepdim=False, *, correction=None):
-    u = unbiased if correction is None else bool(correction)
-    if dim is None:
-        return F.std(input, unbiased=u), F.mean(input)
-    return F.std(input, dim, unbiased=u, keepdim=keepdim), F.mean(input, dim, keepdim)
+    return _spread_mean(F.std, input, dim, unbiased, keepdim, correction)
 
 
 @_export

@@ -11,20 +11,12 @@
  * half-integer both round (and clamp, the bounds being integers) to the same code; beyond 1024
  * both clamp to the same end (the range is 255 codes wide). A vector with a lane nearer a
  * half-integer divides. Only for normal scales with a finite normal reciprocal (no 0 * inf). */
-#include "kernels/cpu/cpu_kernels.h"
-#include "ops/quant_add.h"
+#include "kernels/cpu/qadd_job.h"
 
 #if defined(__x86_64__) || defined(_M_X64)
 #include <immintrin.h>
 
 #define AVX2 __attribute__((target("avx2")))
-
-typedef struct qadd_job {
-    const uint8_t *a, *b;
-    uint8_t *y;
-    oar_qadd_params_t p;
-    bool fast; /* 1 / y_scale normal and finite: the multiplication may stand in for the division */
-} qadd_job;
 
 AVX2 static inline __attribute__((always_inline)) __m256 deq8(const uint8_t *x, bool is_signed, __m256i zp, __m256 s) {
     __m128i raw = _mm_loadl_epi64((const __m128i *)x);
@@ -74,18 +66,9 @@ AVX2 static void any_range(void *ctx, int64_t b0, int64_t e) {
     range8(j, b0, e, j->p.a_signed, j->p.b_signed, j->p.relu, j->fast);
 }
 
-static oar_status qadd_avx2(const oar_kctx *ctx, oar_tensor *const *in, int n_in, oar_tensor *const *out, int n_out,
-                            const oar_attr *a) {
-    qadd_job j = {.a = (const uint8_t *)oar_tensor_ptr(in[QA_A]), .b = (const uint8_t *)oar_tensor_ptr(in[QA_B]),
-                  .y = (uint8_t *)oar_tensor_ptr(out[0])};
-    if (oar_qadd_params(in, out, a, &j.p) != OAR_OK)
-        return oar_opdef_qadd.reference(ctx, in, n_in, out, n_out, a); /* its error */
-    float inv = 1.0f / j.p.sy;
-    j.fast = j.p.sy >= 1.17549435e-38f && inv >= 1.17549435e-38f && inv < 3.4e38f;
-    void (*fn)(void *, int64_t, int64_t) = any_range;
-    if (j.fast && !j.p.a_signed && !j.p.b_signed) fn = j.p.relu ? uu_relu : uu;
-    if (out[0]->numel) oar_parallel_for(out[0]->numel, 1 << 15, fn, &j);
-    return OAR_OK;
+static oar_status qadd_avx2(const oar_kctx *ctx, oar_tensor *const *in, int n_in, oar_tensor *const *out,
+                            int n_out, const oar_attr *a) {
+    return qadd_launch(ctx, in, n_in, out, n_out, a, any_range, uu, uu_relu);
 }
 
 static bool supports(oar_tensor *const *in, int n_in, oar_tensor *const *out, int n_out, const oar_attr *a) {

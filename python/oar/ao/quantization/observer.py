@@ -110,6 +110,17 @@ def _seen(min_val, max_val):
     return all(math.isfinite(v) for t in (min_val, max_val) for v in t.reshape(-1).tolist())
 
 
+def _moving_average(obs, lo, hi):
+    """the moving observers' update: the first batch's range, then an exponential moving average of
+    each batch's (per tensor or per channel alike: nothing observed yet is an empty or infinite range)"""
+    if not _seen(obs.min_val, obs.max_val):
+        obs.min_val, obs.max_val = lo, hi
+    else:
+        c = obs.averaging_constant
+        obs.min_val = obs.min_val + c * (lo - obs.min_val)
+        obs.max_val = obs.max_val + c * (hi - obs.max_val)
+
+
 class MinMaxObserver(_UniformObserver):
     """The running minimum and maximum of everything observed."""
 
@@ -139,13 +150,7 @@ class MovingAverageMinMaxObserver(MinMaxObserver):
         super().__init__(dtype, qscheme, reduce_range, quant_min, quant_max, None, eps)
         self.averaging_constant = averaging_constant
 
-    def _update(self, lo, hi):
-        if not _seen(self.min_val, self.max_val):
-            self.min_val, self.max_val = lo, hi
-        else:
-            c = self.averaging_constant
-            self.min_val = self.min_val + c * (lo - self.min_val)
-            self.max_val = self.max_val + c * (hi - self.max_val)
+    _update = _moving_average
 
 
 class PerChannelMinMaxObserver(_UniformObserver):
@@ -182,13 +187,7 @@ class MovingAveragePerChannelMinMaxObserver(PerChannelMinMaxObserver):
         super().__init__(ch_axis, dtype, qscheme, reduce_range, quant_min, quant_max, None, eps)
         self.averaging_constant = averaging_constant
 
-    def _update(self, lo, hi):
-        if self.min_val.numel() == 0:
-            self.min_val, self.max_val = lo, hi
-        else:
-            c = self.averaging_constant
-            self.min_val = self.min_val + c * (lo - self.min_val)
-            self.max_val = self.max_val + c * (hi - self.max_val)
+    _update = _moving_average
 
 
 class PlaceholderObserver(ObserverBase):

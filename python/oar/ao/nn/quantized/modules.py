@@ -48,7 +48,7 @@ class Quantize(Module):
         self.dtype = dtype
 
     def forward(self, X):
-        return Q.quantize_per_tensor(X, float(self.scale.item()), int(self.zero_point.item()), self.dtype)
+        return Q.quantize_per_tensor(X, self.scale, self.zero_point, self.dtype)
 
     @staticmethod
     def from_float(mod):
