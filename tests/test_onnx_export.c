@@ -184,6 +184,40 @@ static void test_many_ops(void) {
     oar_scope_end();
 }
 
+/* The inverse and hyperbolic functions map to ONNX ops one to one (the same bits back); log1p,
+ * expm1, exp2 and erfc, which ONNX lacks, to their definitions (the same values to rounding). */
+static oar_status direct_math(void *user, oar_tensor *const *in, int n_in, oar_tensor **out, int n_out) {
+    oar_tensor *x = in[0], *u = oar_mul_scalar(oar_tanh(x), 0.9); /* inside (-1, 1) */
+    oar_tensor *a = oar_add(oar_add(oar_asin(u), oar_acos(u)), oar_atanh(u));
+    out[0] = oar_add(a, oar_add(oar_atan(x), oar_add(oar_sinh(x), oar_asinh(x))));
+    return out[0] ? OAR_OK : oar_last_status();
+}
+static oar_status defined_math(void *user, oar_tensor *const *in, int n_in, oar_tensor **out, int n_out) {
+    oar_tensor *x = in[0];
+    out[0] = oar_add(oar_add(oar_log1p(oar_abs(x)), oar_expm1(x)), oar_add(oar_exp2(x), oar_erfc(x)));
+    return out[0] ? OAR_OK : oar_last_status();
+}
+
+static void test_math(const char *name, oar_static_fn fn, bool exact) {
+    oar_scope_begin();
+    oar_input_spec spec = {OAR_F32, 2, {-1, 8}, "x"};
+    oar_jit_opts jo = {.specs = &spec, .n_specs = 1};
+    oar_jit *f = oar_jit_to_static(fn, NULL, &jo);
+    int64_t sx[2] = {3, 8};
+    oar_tensor *x = oar_randn(sx, 2, OAR_F32), *y[1] = {0};
+    CHECK(oar_jit_call(f, &x, 1, y, 1) == OAR_OK);
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s.onnx", dir, name);
+    oar_status st = oar_onnx_save(f, path, NULL);
+    CHECK(st == OAR_OK);
+    if (st != OAR_OK) fprintf(stderr, "%s: %s\n", name, oar_last_error());
+    check_roundtrip(path, x, y[0], exact, exact ? 0 : 1e-5, name);
+    keep(name, path, x, y[0]);
+    oar_release(y[0]);
+    oar_jit_free(f);
+    oar_scope_end();
+}
+
 /* A zoo model's file saved after every default pass (NHWC conv2d_act, fused_elementwise,
  * linear_act with gelu...) exported with the fused ops decomposed: the same values to rounding. */
 static void test_fused_model_file(const char *name) {
@@ -819,6 +853,8 @@ int main(void) {
     test_zoo("mobilenet", true);
     test_zoo("gpt-mini", false);
     test_many_ops();
+    test_math("direct_math", direct_math, true);
+    test_math("defined_math", defined_math, false);
     test_model_file();
     test_fused_model_file("resnet20");
     test_fused_model_file("mobilenet");

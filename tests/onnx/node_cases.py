@@ -1,6 +1,7 @@
 """Writes the ONNX package's own backend node cases for the given operators (model.onnx and
 test_data_set_0/{input,output}_N.pb, as the backend runner reads them; expected outputs from
-ONNX's numpy reference) into OUT/<case>. Used for operators the shared conformance set lacks
+ONNX's numpy reference) into OUT/<case>, and a row per case (case, operator) in OUT/index.tsv,
+which `oar onnx-test` reads to count per operator. Used for operators the shared conformance set lacks
 (Resize, Upsample, If, Loop, the sequence and optional operators; one operator per run:
 collect_testcases caches its first answer). Sequence and optional data are written as the
 backend runner writes them (SequenceProto, OptionalProto). Usage: node_cases.py OUT OP [OP...].
@@ -24,6 +25,11 @@ from onnx.backend.test.case import node  # noqa: E402
 
 out = sys.argv[1]
 n = 0
+index_path = os.path.join(out, "index.tsv")
+index = {}
+if os.path.exists(index_path):
+    with open(index_path) as f:
+        index = dict(line.rstrip("\n").split("\t")[:2] for line in f.readlines()[1:] if "\t" in line)
 
 
 def proto(x, type_proto, name):
@@ -53,5 +59,11 @@ for op in sys.argv[2:]:
             with open(os.path.join(d, f"output_{j}.pb"), "wb") as f:
                 v = case.model.graph.output[j]
                 f.write(proto(y, v.type, v.name).SerializeToString())
+        index[case.name] = op
         n += 1
+os.makedirs(out, exist_ok=True)
+with open(index_path, "w") as f:
+    f.write("case\toperator\n")
+    for name in sorted(index):
+        f.write(f"{name}\t{index[name]}\n")
 print(f"node_cases: {n} cases for {', '.join(sys.argv[2:])} in {out}")

@@ -52,7 +52,8 @@ static const struct {
     {OAR_OP_maximum, "Max"},   {OAR_OP_minimum, "Min"},     {OAR_OP_eq, "Equal"},          {OAR_OP_lt, "Less"},
     {OAR_OP_le, "LessOrEqual"}, {OAR_OP_gt, "Greater"},     {OAR_OP_ge, "GreaterOrEqual"}, {OAR_OP_logical_and, "And"},
     {OAR_OP_logical_or, "Or"}, {OAR_OP_logical_not, "Not"}, {OAR_OP_where, "Where"},       {OAR_OP_matmul, "MatMul"},
-    {OAR_OP_contiguous, "Identity"},
+    {OAR_OP_contiguous, "Identity"}, {OAR_OP_asin, "Asin"},  {OAR_OP_acos, "Acos"},       {OAR_OP_atan, "Atan"},
+    {OAR_OP_sinh, "Sinh"},     {OAR_OP_asinh, "Asinh"},     {OAR_OP_atanh, "Atanh"},
 };
 
 static oar_status simple(oxe_graph *g, const oar_node *n) {
@@ -99,6 +100,17 @@ static bool emit_unary(oxe_graph *g, oar_op_id op, int approximate, const char *
     case OAR_OP_square: return oxe_node2(g, "Mul", x, x, y);
     case OAR_OP_rsqrt: t = oxe_tmp(g); return oxe_node1(g, "Sqrt", x, t) && oxe_node1(g, "Reciprocal", t, y);
     case OAR_OP_silu: t = oxe_tmp(g); return oxe_node1(g, "Sigmoid", x, t) && oxe_node2(g, "Mul", x, t, y);
+    /* ONNX has none of these four: written as their definitions (so to rounding, not bit for bit) */
+    case OAR_OP_log1p:
+        t = oxe_tmp(g);
+        return oxe_node2(g, "Add", x, oxe_const_scalar(g, 1.0, dt), t) && oxe_node1(g, "Log", t, y);
+    case OAR_OP_expm1:
+        t = oxe_tmp(g);
+        return oxe_node1(g, "Exp", x, t) && oxe_node2(g, "Sub", t, oxe_const_scalar(g, 1.0, dt), y);
+    case OAR_OP_exp2: return oxe_node2(g, "Pow", oxe_const_scalar(g, 2.0, dt), x, y);
+    case OAR_OP_erfc:
+        t = oxe_tmp(g);
+        return oxe_node1(g, "Erf", x, t) && oxe_node2(g, "Sub", oxe_const_scalar(g, 1.0, dt), t, y);
     case OAR_OP_gelu: return emit_gelu(g, x, y, dt, approximate == 1);
     default: return simple_name(op) && oxe_node1(g, simple_name(op), x, y);
     }
@@ -721,6 +733,9 @@ static const struct {
     {OAR_OP_gt, simple}, {OAR_OP_ge, simple}, {OAR_OP_logical_and, simple}, {OAR_OP_logical_or, simple},
     {OAR_OP_logical_not, simple}, {OAR_OP_where, simple}, {OAR_OP_matmul, simple}, {OAR_OP_contiguous, simple},
     {OAR_OP_ne, ne}, {OAR_OP_square, unary}, {OAR_OP_rsqrt, unary}, {OAR_OP_silu, unary},
+    {OAR_OP_asin, simple}, {OAR_OP_acos, simple}, {OAR_OP_atan, simple}, {OAR_OP_sinh, simple},
+    {OAR_OP_asinh, simple}, {OAR_OP_atanh, simple}, {OAR_OP_log1p, unary}, {OAR_OP_expm1, unary},
+    {OAR_OP_exp2, unary}, {OAR_OP_erfc, unary},
     {OAR_OP_leaky_relu, leaky_relu}, {OAR_OP_elu, elu}, {OAR_OP_gelu, unary}, {OAR_OP_clip, clip}, {OAR_OP_cast, cast},
     {OAR_OP_dropout, identity}, {OAR_OP_sum, reduce}, {OAR_OP_mean, reduce}, {OAR_OP_amax, reduce},
     {OAR_OP_amin, reduce}, {OAR_OP_prod, reduce}, {OAR_OP_argmax, arg_extreme}, {OAR_OP_argmin, arg_extreme},

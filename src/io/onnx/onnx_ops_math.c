@@ -108,7 +108,70 @@ UNARY(Ceil, oar_ceil)
 UNARY(Round, oar_round)
 UNARY(Sign, oar_sign)
 UNARY(Not, oar_logical_not)
+UNARY(Asin, oar_asin)
+UNARY(Acos, oar_acos)
+UNARY(Atan, oar_atan)
+UNARY(Sinh, oar_sinh)
+UNARY(Asinh, oar_asinh)
+UNARY(Atanh, oar_atanh)
 #undef UNARY
+
+/* The ones without an op of their own, composed of those that exist. */
+static oar_tensor *tan_of(oar_tensor *x) { return oar_div(oar_sin(x), oar_cos(x)); }
+static oar_tensor *cosh_of(oar_tensor *x) { return oar_mul_scalar(oar_add(oar_exp(x), oar_exp(oar_neg(x))), 0.5); }
+static oar_tensor *acosh_of(oar_tensor *x) { /* log(x + sqrt(x^2 - 1)), NaN below 1 as the reference */
+    return oar_log(oar_add(x, oar_sqrt(oar_sub_scalar(oar_square(x), 1.0))));
+}
+static oar_tensor *isnan_of(oar_tensor *x) { return oar_ne(x, x); }
+static oar_tensor *hardswish_of(oar_tensor *x) { /* x max(0, min(1, x/6 + 1/2)) */
+    return oar_mul(x, oar_clip(oar_add_scalar(oar_div_scalar(x, 6.0), 0.5), 0.0, 1.0));
+}
+#define COMPOSED(onnx, fn)                                                                           \
+    oar_status ox_##onnx(ox_ctx *c) {                                                                \
+        oar_tensor *x = OX_IN(c, 0);                                                                 \
+        return x ? ox_set(c, 0, fn(x)) : ox_fail(c, OAR_ERR_FORMAT, "expected an input");           \
+    }
+COMPOSED(Tan, tan_of)
+COMPOSED(Cosh, cosh_of)
+COMPOSED(Acosh, acosh_of)
+COMPOSED(IsNaN, isnan_of)
+COMPOSED(HardSwish, hardswish_of)
+#undef COMPOSED
+
+oar_status ox_IsInf(ox_ctx *c) {
+    oar_tensor *x = OX_IN(c, 0);
+    if (!x) return ox_fail(c, OAR_ERR_FORMAT, "expected an input");
+    bool pos = ox_attr_int(c, "detect_positive", 1) != 0, neg = ox_attr_int(c, "detect_negative", 1) != 0;
+    if (!pos && !neg) return ox_set(c, 0, oar_zeros(x->shape, x->ndim, OAR_BOOL));
+    oar_tensor *p = pos ? oar_eq_scalar(x, INFINITY) : NULL, *n = neg ? oar_eq_scalar(x, -INFINITY) : NULL;
+    return ox_set(c, 0, p && n ? oar_logical_or(p, n) : p ? p : n);
+}
+
+oar_status ox_Xor(ox_ctx *c) { return binary(c, oar_ne); } /* on bools, != is exclusive or */
+
+/* Mod: fmod = 1 truncates (C's fmod, the sign of a); 0 floors (Python's %, the sign of b, integers
+ * only). Composed in double, exact for the integers oar has up to 2^53 and as the reference's
+ * fmod to rounding for floats. */
+static oar_tensor *mod_of(oar_tensor *a, oar_tensor *b, bool trunc) {
+    oar_dtype dt = a->dtype;
+    oar_tensor *x = oar_cast(a, OAR_F64), *y = oar_cast(b, OAR_F64);
+    oar_tensor *q = oar_div(x, y);
+    if (q) q = trunc ? oar_mul(oar_sign(q), oar_floor(oar_abs(q))) : oar_floor(q);
+    oar_tensor *r = q ? oar_sub(x, oar_mul(q, y)) : NULL;
+    return r ? oar_cast(r, dt) : NULL;
+}
+oar_status ox_Mod(ox_ctx *c) {
+    oar_tensor *a = OX_IN(c, 0), *b = OX_IN(c, 1);
+    if (!a || !b) return ox_fail(c, OAR_ERR_FORMAT, "expected two inputs");
+    if (a->dtype != b->dtype)
+        return ox_fail(c, OAR_ERR_DTYPE, "expected inputs of one dtype, got %s and %s", oar_dtype_name(a->dtype),
+                       oar_dtype_name(b->dtype));
+    bool fmod = ox_attr_int(c, "fmod", 0) != 0;
+    if (!fmod && oar_dtype_is_float(a->dtype))
+        return ox_fail(c, OAR_ERR_INVALID_ARG, "fmod = 0 on %s inputs; ONNX requires fmod = 1 for floating types",
+                       oar_dtype_name(a->dtype));
+    return ox_set(c, 0, mod_of(a, b, fmod));
+}
 
 static oar_tensor *reciprocal(oar_tensor *x) { return oar_rdiv_scalar(x, 1.0); }
 static oar_tensor *softsign(oar_tensor *x) { return oar_div(x, oar_add_scalar(oar_abs(x), 1.0)); }
@@ -118,6 +181,28 @@ oar_status ox_Softsign(ox_ctx *c) { return OX_IN(c, 0) ? ox_set(c, 0, softsign(O
 oar_status ox_LeakyRelu(ox_ctx *c) { return ox_set(c, 0, oar_leaky_relu(OX_IN(c, 0), ox_attr_float(c, "alpha", 0.01))); }
 oar_status ox_Elu(ox_ctx *c) { return ox_set(c, 0, oar_elu(OX_IN(c, 0), ox_attr_float(c, "alpha", 1.0))); }
 oar_status ox_Softplus(ox_ctx *c) { return ox_set(c, 0, oar_softplus(OX_IN(c, 0), 1.0, INFINITY)); }
+
+oar_status ox_Celu(ox_ctx *c) { /* alpha elu(x / alpha) */
+    double alpha = ox_attr_float(c, "alpha", 1.0);
+    if (!OX_IN(c, 0)) return ox_fail(c, OAR_ERR_FORMAT, "expected an input");
+    if (alpha == 0.0) return ox_fail(c, OAR_ERR_INVALID_ARG, "expected a nonzero alpha, got 0");
+    return ox_set(c, 0, oar_mul_scalar(oar_elu(oar_div_scalar(OX_IN(c, 0), alpha), 1.0), alpha));
+}
+
+oar_status ox_ThresholdedRelu(ox_ctx *c) { /* x where x > alpha, else 0 */
+    oar_tensor *x = OX_IN(c, 0);
+    if (!x) return ox_fail(c, OAR_ERR_FORMAT, "expected an input");
+    return ox_set(c, 0, oar_masked_fill(x, oar_le_scalar(x, ox_attr_float(c, "alpha", 1.0)), 0.0));
+}
+
+oar_status ox_Shrink(ox_ctx *c) { /* x + bias below -lambd, x - bias above lambd, 0 between */
+    oar_tensor *x = OX_IN(c, 0);
+    if (!x) return ox_fail(c, OAR_ERR_FORMAT, "expected an input");
+    double lambd = ox_attr_float(c, "lambd", 0.5), bias = ox_attr_float(c, "bias", 0.0);
+    oar_tensor *lo = oar_lt_scalar(x, -lambd), *hi = oar_gt_scalar(x, lambd);
+    oar_tensor *y = oar_where(lo, oar_add_scalar(x, bias), oar_zeros_like(x));
+    return ox_set(c, 0, y ? oar_where(hi, oar_sub_scalar(x, bias), y) : NULL);
+}
 
 oar_status ox_Selu(ox_ctx *c) {
     double alpha = ox_attr_float(c, "alpha", 1.67326319217681884765625), gamma = ox_attr_float(c, "gamma", 1.05070102214813232421875);
@@ -193,7 +278,7 @@ oar_status ox_Softmax(ox_ctx *c) { return softmax_like(c, oar_softmax); }
 oar_status ox_LogSoftmax(ox_ctx *c) { return softmax_like(c, oar_log_softmax); }
 
 /* ---- reductions: axes as an attribute, or (ReduceSum from 13, the rest from 18) an input */
-typedef enum { R_SUM, R_MEAN, R_MAX, R_MIN, R_PROD, R_L2, R_LSE, R_SUMSQ } reduce_kind;
+typedef enum { R_SUM, R_MEAN, R_MAX, R_MIN, R_PROD, R_L1, R_L2, R_LSE, R_LOGSUM, R_SUMSQ } reduce_kind;
 
 static oar_status reduce(ox_ctx *c, reduce_kind kind, int axes_input_since) {
     oar_tensor *x = OX_IN(c, 0);
@@ -221,7 +306,8 @@ static oar_status reduce(ox_ctx *c, reduce_kind kind, int axes_input_since) {
             if (!r) shape[k++] = x->shape[d];
             else if (keep) shape[k++] = 1;
         }
-        double id = kind == R_MAX || kind == R_LSE ? -INFINITY : kind == R_MIN ? INFINITY : kind == R_PROD ? 1.0 : 0.0;
+        bool lowest = kind == R_MAX || kind == R_LSE || kind == R_LOGSUM;
+        double id = lowest ? -INFINITY : kind == R_MIN ? INFINITY : kind == R_PROD ? 1.0 : 0.0;
         return ox_set(c, 0, oar_full(shape, k, id, x->dtype));
     }
     oar_tensor *y;
@@ -231,7 +317,9 @@ static oar_status reduce(ox_ctx *c, reduce_kind kind, int axes_input_since) {
     case R_MAX: y = oar_amax(x, dims, n, keep); break;
     case R_MIN: y = oar_amin(x, dims, n, keep); break;
     case R_PROD: y = oar_prod(x, dims, n, keep); break;
+    case R_L1: y = oar_sum(oar_abs(x), dims, n, keep); break;
     case R_L2: y = oar_norm(x, 2.0, dims, n, keep); break;
+    case R_LOGSUM: y = oar_log(oar_sum(x, dims, n, keep)); break;
     case R_LSE: y = oar_logsumexp(x, dims, n, keep); break;
     default: y = oar_sum(oar_square(x), dims, n, keep); break;
     }
@@ -243,7 +331,9 @@ oar_status ox_ReduceMean(ox_ctx *c) { return reduce(c, R_MEAN, 18); }
 oar_status ox_ReduceMax(ox_ctx *c) { return reduce(c, R_MAX, 18); }
 oar_status ox_ReduceMin(ox_ctx *c) { return reduce(c, R_MIN, 18); }
 oar_status ox_ReduceProd(ox_ctx *c) { return reduce(c, R_PROD, 18); }
+oar_status ox_ReduceL1(ox_ctx *c) { return reduce(c, R_L1, 18); }
 oar_status ox_ReduceL2(ox_ctx *c) { return reduce(c, R_L2, 18); }
+oar_status ox_ReduceLogSum(ox_ctx *c) { return reduce(c, R_LOGSUM, 18); }
 oar_status ox_ReduceLogSumExp(ox_ctx *c) { return reduce(c, R_LSE, 18); }
 oar_status ox_ReduceSumSquare(ox_ctx *c) { return reduce(c, R_SUMSQ, 18); }
 

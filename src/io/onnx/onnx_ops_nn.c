@@ -447,6 +447,43 @@ oar_status ox_InstanceNormalization(ox_ctx *c) {
     return group_norm(c, x->shape[1], OX_IN(c, 1), OX_IN(c, 2), false);
 }
 
+/* (x - mean) / (sqrt(mean(x^2) - mean^2) + 1e-9) over axes, as ONNX's function body writes it */
+oar_status ox_MeanVarianceNormalization(ox_ctx *c) {
+    oar_tensor *x = OX_IN(c, 0);
+    if (!x) return ox_fail(c, OAR_ERR_FORMAT, "expected an input");
+    int64_t axes[OAR_MAX_DIMS] = {0, 2, 3};
+    int n = ox_attr(c, "axes") ? ox_attr_ints(c, "axes", axes, OAR_MAX_DIMS) : 3;
+    if (n < 0) return oar_last_status();
+    int dims[OAR_MAX_DIMS];
+    for (int i = 0; i < n; i++)
+        if ((dims[i] = ox_axis(c, axes[i], x->ndim, "axis")) < 0) return oar_last_status();
+    oar_tensor *mean = oar_mean(x, dims, n, true);
+    oar_tensor *var = mean ? oar_sub(oar_mean(oar_square(x), dims, n, true), oar_square(mean)) : NULL;
+    return ox_set(c, 0, var ? oar_div(oar_sub(x, mean), oar_add_scalar(oar_sqrt(var), 1e-9)) : NULL);
+}
+
+/* Local response normalization across channels: x / (bias + alpha / size * sum of x^2 over the
+ * channels c - floor((size - 1) / 2) .. c + ceil((size - 1) / 2))^beta, the sum as size shifted
+ * slices of the zero-padded squares. */
+oar_status ox_LRN(ox_ctx *c) {
+    oar_tensor *x = OX_IN(c, 0);
+    if (!x || x->ndim < 3) return ox_fail(c, OAR_ERR_SHAPE, "expected an input [N, C, spatial...]");
+    int64_t size = ox_attr_int(c, "size", 0);
+    if (size < 1) return ox_fail(c, OAR_ERR_INVALID_ARG, "expected the attribute size >= 1, got %lld", (long long)size);
+    double alpha = ox_attr_float(c, "alpha", 1e-4), beta = ox_attr_float(c, "beta", 0.75);
+    double bias = ox_attr_float(c, "bias", 1.0);
+    int64_t pads[2 * OAR_MAX_DIMS] = {0}, ch = x->shape[1];
+    int n_pads = 2 * (x->ndim - 1); /* from the last dim back to the channels */
+    pads[n_pads - 2] = (size - 1) / 2, pads[n_pads - 1] = size / 2;
+    oar_tensor *sq = oar_pad(oar_square(x), pads, n_pads, OAR_PAD_CONSTANT, 0.0), *sum = NULL;
+    for (int64_t k = 0; sq && k < size; k++) {
+        oar_tensor *s = oar_slice(sq, 1, k, k + ch, 1);
+        sum = sum ? oar_add(sum, s) : s;
+    }
+    oar_tensor *den = sum ? oar_pow_scalar(oar_add_scalar(oar_mul_scalar(sum, alpha / (double)size), bias), beta) : NULL;
+    return ox_set(c, 0, den ? oar_div(x, den) : NULL);
+}
+
 oar_status ox_Dropout(ox_ctx *c) {
     oar_tensor *x = OX_IN(c, 0);
     if (!x) return ox_fail(c, OAR_ERR_FORMAT, "expected an input");
