@@ -1,7 +1,7 @@
 """torch.autograd.Function on oar (python/oar/autograd/function.py over the core's
 custom_function op), beside the same classes on torch 1.13: gradients, several outputs, non-tensor
-arguments, non-differentiable outputs, unmaterialized gradients, once_differentiable, compiled
-steps, errors, and the ctx released with the graph."""
+arguments, non-differentiable outputs, unmaterialized gradients, once_differentiable, inputs modified in
+place (mark_dirty), compiled steps, errors, and the ctx released with the graph."""
 import gc
 import weakref
 
@@ -90,6 +90,76 @@ def test_functions_match_torch(torch):
         results.append([loss, y, p, s, idx, xt.grad, at.grad, bt.grad])
     for o, t in zip(*results):
         close(o, t, rtol=1e-5, atol=1e-6)
+
+
+def dirty_classes(lib):
+    class Relu_(lib.autograd.Function):  # modifies its input and returns it
+        @staticmethod
+        def forward(ctx, x):
+            x.clamp_(min=0)
+            ctx.mark_dirty(x)
+            ctx.save_for_backward(x)
+            return x
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return g * (x > 0).to(g.dtype)
+
+    class AddInto(lib.autograd.Function):  # two outputs, the second the dirty input
+        @staticmethod
+        def forward(ctx, x, w):
+            x.add_(w)
+            ctx.mark_dirty(x)
+            return w * 2, x
+
+        @staticmethod
+        def backward(ctx, g1, g2):
+            return g2, g1 * 2 + g2
+
+    class NotReturned(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            x.mul_(2)
+            ctx.mark_dirty(x)
+            return x.clone()
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+    return Relu_, AddInto, NotReturned
+
+
+def test_mark_dirty_matches_torch(torch):
+    a, x, w = (R.randn(5).astype(np.float32) for _ in range(3))
+    results = []
+    for lib in (oar, torch):
+        Relu_, AddInto, _ = dirty_classes(lib)
+        at, xt, wt = (lib.tensor(v, requires_grad=True) for v in (a, x, w))
+        b = at * 3
+        y = Relu_.apply(b)
+        assert y is b and y.grad_fn is not None
+        xc = xt.clone()
+        o1, o2 = AddInto.apply(xc, wt)
+        assert o2 is xc and o2.grad_fn is not None
+        loss = (y * lib.arange(5.0)).sum() + o1.sum() + (o2 * o2).sum()
+        loss.backward()
+        results.append([loss, y, o1, o2, at.grad, xt.grad, wt.grad])
+    for o, t in zip(*results):
+        close(o, t, rtol=1e-5, atol=1e-6)
+
+
+def test_mark_dirty_errors(torch):
+    for lib in (oar, torch):
+        Relu_, _, NotReturned = dirty_classes(lib)
+        with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
+            Relu_.apply(lib.tensor([1.0, -1.0], requires_grad=True))
+        with pytest.raises(RuntimeError, match="marked as dirty .* not returned as output"):
+            NotReturned.apply(lib.tensor([1.0, -1.0], requires_grad=True) * 1)
+    Relu_, _, _ = dirty_classes(oar)
+    v = oar.tensor([-2.0, 3.0])  # no gradient wanted: modified in place, returned as itself
+    assert Relu_.apply(v) is v and v.tolist() == [0.0, 3.0]
 
 
 def test_ctx_flags_and_unmaterialized_grads():

@@ -32,8 +32,8 @@ class FunctionCtx:
         self._materialize = bool(value)
 
     def mark_dirty(self, *tensors):
-        raise NotImplementedError("ctx.mark_dirty: a custom function that modifies its inputs in place is not "
-                                  "offered; return a new tensor instead")
+        """Declares inputs forward modified in place; apply returns them, their history now this node."""
+        self._dirty = getattr(self, "_dirty", ()) + tensors
 
     def mark_shared_storage(self, *pairs):
         pass  # torch's deprecated hint: storage sharing needs no declaration here
@@ -102,10 +102,16 @@ class Function:
                 cls.setup_context(ctx, args, outputs)
             else:
                 outputs = cls.forward(ctx, *args)
-        if not (_C.is_grad_enabled() and any(ctx.needs_input_grad)):
-            return outputs
         single = not isinstance(outputs, tuple)
         outs = (outputs,) if single else outputs
+        dirty = {id(t) for t in getattr(ctx, "_dirty", ())}
+        if dirty - {id(o) for o in outs}:
+            raise RuntimeError("Some elements marked as dirty during the forward method were not returned as output. "
+                               "The inputs that are modified inplace must all be outputs of the Function.")
+        if not (_C.is_grad_enabled() and any(ctx.needs_input_grad)):
+            return outputs
+        if any(id(a) in dirty and a.requires_grad and a.is_leaf for a in args if is_t(a)):
+            raise RuntimeError("a leaf Variable that requires grad has been used in an in-place operation.")
         skip = {id(t) for t in getattr(ctx, "_non_differentiable", ())}
         ctx._outputs = [(tuple(o.shape), o.dtype, o.device) if is_t(o) and o.is_floating_point() else (None,) * 3
                         for o in outs]
@@ -113,6 +119,8 @@ class Function:
         recorded = tuple(_C.custom_function(o, j, inputs, ctx)
                          if is_t(o) and o.is_floating_point() and id(o) not in skip else o
                          for j, o in enumerate(outs))
+        # a dirty input is returned as itself, its history moved onto this node (as torch rebases it)
+        recorded = tuple(o._set_(r) or o if id(o) in dirty and r is not o else r for o, r in zip(outs, recorded))
         return recorded[0] if single else recorded
 
 
