@@ -1,6 +1,7 @@
 #!/bin/sh
 # Real models exported by PyTorch (torchvision resnet18, mobilenet_v2, squeezenet1_1, a
-# TransformerEncoder classifier, a 2-layer LSTM; tests/onnx/torch_models.py, random seeded
+# TransformerEncoder classifier, a 2-layer LSTM, and nine more torchvision architectures below;
+# tests/onnx/torch_models.py, random seeded
 # weights) run by `oar infer model.onnx` and compared with PyTorch's outputs on the same input:
 # |oar - torch| <= 1e-3 |torch| + 1e-4 max|torch|. The CNNs also run at 1, 2 and 3 threads, which
 # must give the same bits (at batch 1 their convs run as row parts on the threads, conv_dnnl.c).
@@ -52,17 +53,30 @@ for m in squeezenet1_1 mobilenet_v2; do
   cp "$dir/b8/$m.t1.npy" "$dir/b8/$m.oar.npy"
   echo "$m (batch 8, tiles): the same bits at 1 and 2 threads"
 done
-"$py" - "$dir" <<'PY'
+# More architectures (torch_models.py's ZOO: squeeze-excite, HardSwish, channel shuffle, grouped
+# and 7x7 depthwise convs, shifted-window attention, dense concats, inception branches, a
+# segmentation head with Resize) at batch 1.
+zoo="efficientnet_b0 mobilenet_v3_small shufflenet_v2_x0_5 regnet_y_400mf convnext_tiny swin_t densenet121 googlenet
+lraspp_mobilenet_v3_large"
+mkdir "$dir/zoo"
+"$py" "$src/tests/onnx/torch_models.py" "$dir/zoo" --batch 1 --models "$(echo $zoo | tr ' ' ',')" 2> "$dir/export_zoo.log" ||
+  { cat "$dir/export_zoo.log"; exit 1; }
+for m in $zoo; do
+  "$oar" infer "$dir/zoo/$m.onnx" --input "$dir/zoo/$m.x.npy" --output "$dir/zoo/$m.oar.npy" > "$dir/zoo/$m.log" 2>&1 ||
+    { echo "onnx_real_models: oar infer $m.onnx failed:"; cat "$dir/zoo/$m.log"; exit 1; }
+done
+"$py" - "$dir" $zoo <<'PY'
 import sys
 import numpy as np
 d = sys.argv[1]
 bad = 0
-for m in ["resnet18", "mobilenet_v2", "squeezenet1_1", "transformer", "lstm", "b8/squeezenet1_1", "b8/mobilenet_v2"]:
+zoo = ["zoo/" + m for m in sys.argv[2:]]
+for m in ["resnet18", "mobilenet_v2", "squeezenet1_1", "transformer", "lstm", "b8/squeezenet1_1", "b8/mobilenet_v2"] + zoo:
     got, want = np.load(f"{d}/{m}.oar.npy"), np.load(f"{d}/{m}.y.npy")
     scale = float(np.abs(want).max())
     err = float(np.abs(got - want).max()) if got.shape == want.shape else float("inf")
     ok = got.shape == want.shape and np.allclose(got, want, rtol=1e-3, atol=1e-4 * scale)
-    print(f"{m:14s} shape {got.shape} max|oar - torch| {err:.3g} (max|torch| {scale:.3g}) {'ok' if ok else 'MISMATCH'}")
+    print(f"{m:30s} shape {got.shape} max|oar - torch| {err:.3g} (max|torch| {scale:.3g}) {'ok' if ok else 'MISMATCH'}")
     bad += not ok
 sys.exit(1 if bad else 0)
 PY

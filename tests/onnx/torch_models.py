@@ -72,10 +72,35 @@ def build_plain(name, batch, g):
         return TransformerClassifier(), torch.randint(0, 100, (batch, 16), generator=g)
     if name == "lstm":
         return LSTMClassifier(), torch.randn(batch, 12, 8, generator=g)
+    if name in ZOO:
+        return zoo_model(name), torch.randn(batch, 3, ZOO[name], ZOO[name], generator=g)
     raise SystemExit("unknown model " + name)
 
 
+class SegmentationOut(torch.nn.Module):
+    """A torchvision segmentation model's "out" map (the models return a dict)."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, x):
+        return self.model(x)["out"]
+
+
+def zoo_model(name):
+    if hasattr(torchvision.models.segmentation, name):
+        return SegmentationOut(getattr(torchvision.models.segmentation, name)(weights=None, weights_backbone=None))
+    return getattr(torchvision.models, name)(weights=None)
+
+
 MODELS = ["resnet18", "mobilenet_v2", "squeezenet1_1", "transformer", "lstm"]
+# More architectures, each for what it exports (input sizes kept small for the test's time):
+# squeeze-excite + SiLU, HardSwish/HardSigmoid, channel shuffle, grouped convs, depthwise 7x7 +
+# LayerNorm + GELU, shifted-window attention (roll, masks), dense concats, inception branches,
+# a segmentation head with bilinear Resize.
+ZOO = {"efficientnet_b0": 128, "mobilenet_v3_small": 128, "shufflenet_v2_x0_5": 128, "regnet_y_400mf": 128,
+       "convnext_tiny": 128, "swin_t": 224, "densenet121": 128, "googlenet": 128, "lraspp_mobilenet_v3_large": 128}
 
 
 def main():
