@@ -339,6 +339,50 @@ static void test_shape_folding(void) {
     oar_onnx_free(model);
 }
 
+/* Relu -> NonZero -> Transpose: the output's size depends on the data, so the model runs eagerly
+ * node by node: one row per positive input, its coordinates in row-major order; other data gives
+ * another size; no program to save; refused inside a traced function. */
+static oar_status run_in_trace(void *user, oar_tensor *const *in, int n_in, oar_tensor **out, int n_out) {
+    (void)n_in, (void)n_out;
+    return oar_onnx_run(user, in, 1, out, 1);
+}
+
+static void test_data_sized(void) {
+    mb m;
+    mb_init(&m, 13);
+    input(&m, "x", 1, "2,3");
+    node(&m, "Relu", "relu", "x", "r");
+    node(&m, "NonZero", "nonzero", "r", "nz");
+    attr_ints(node(&m, "Transpose", "transpose", "nz", "y"), "perm", (const int64_t[]){1, 0}, 2);
+    output(&m, "y", 7);
+    oar_onnx_model *model = load_mb(&m, "data_sized", NULL);
+    CHECK(model != NULL);
+    if (!model) return;
+    oar_scope_begin();
+    const float a[6] = {1, -1, 0, 0, 2, 3}, b[6] = {-1, -1, -1, -1, 5, -1};
+    int64_t xs[2] = {2, 3};
+    oar_tensor *x = oar_from_data(a, xs, 2, OAR_F32), *y = NULL;
+    CHECK(oar_onnx_run(model, &x, 1, &y, 1) == OAR_OK);
+    const int64_t want[6] = {0, 0, 1, 1, 1, 2};
+    CHECK(y && oar_ndim(y) == 2 && oar_size(y, 0) == 3 && oar_size(y, 1) == 2);
+    for (int i = 0; y && i < 6; i++) CHECK(t_at(y, i) == want[i]);
+    oar_tensor *x2 = oar_from_data(b, xs, 2, OAR_F32), *y2 = NULL;
+    CHECK(oar_onnx_run(model, &x2, 1, &y2, 1) == OAR_OK);
+    CHECK(y2 && oar_size(y2, 0) == 1 && t_at(y2, 0) == 1 && t_at(y2, 1) == 1);
+    CHECK(oar_onnx_save_program(model, "/nonexistent/never") == OAR_ERR_UNSUPPORTED);
+    CHECK(strstr(oar_last_error(), "runs eagerly") != NULL);
+    oar_input_spec spec = {OAR_F32, 2, {2, 3}, "x"};
+    oar_jit_opts jo = {.specs = &spec, .n_specs = 1};
+    oar_jit *f = oar_jit_to_static(run_in_trace, model, &jo);
+    oar_tensor *y3 = NULL;
+    CHECK(f && oar_jit_call(f, &x, 1, &y3, 1) != OAR_OK);
+    CHECK(strstr(oar_last_error(), "cannot be called inside a traced function") != NULL);
+    oar_jit_free(f);
+    oar_release(y), oar_release(y2);
+    oar_scope_end();
+    oar_onnx_free(model);
+}
+
 /* Conv + BatchNormalization + Relu + MaxPool + GlobalAveragePool + Flatten: against the same ops
  * called eagerly, and the program saved for the predictor gives the same bits. */
 static void test_cnn_predictor(void) {
@@ -608,6 +652,8 @@ int main(void) {
     test_mlp();
     arena_free();
     test_shape_folding();
+    arena_free();
+    test_data_sized();
     arena_free();
     test_cnn_predictor();
     arena_free();

@@ -35,7 +35,8 @@ int oar_bench_quant(int argc, char **argv); /* bench_quant.c: oar bench --worklo
 /* ONNX (cmd_onnx.c): the conformance runner, and `oar infer` / `oar inspect` on a .onnx file. */
 int oar_cmd_onnx_test(int argc, char **argv);
 int oar_cmd_onnx_bench(int argc, char **argv); /* cmd_onnx_bench.c */
-int cli_onnx_infer(const char *path, const char *const *inputs, int n_inputs, const char *out_file);
+int cli_onnx_infer(const char *path, const char *const *inputs, int n_inputs, const char *out_file,
+                   const char *out_dir);
 int cli_onnx_inspect(const char *path);
 /* Whether path names an ONNX model (ends in .onnx). */
 bool cli_is_onnx(const char *path);

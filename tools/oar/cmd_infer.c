@@ -12,10 +12,12 @@
 
 static void usage(void) {
     fprintf(stderr,
-            "usage: oar infer PATH --input FILE.npy [--output FILE.npy] [--rows N] [--threads N] [--device cpu|cuda]\n"
+            "usage: oar infer PATH --input FILE.npy [--output FILE.npy] [--outputs DIR] [--rows N] [--threads N]\n"
+            "                 [--device cpu|cuda]\n"
             "  PATH            the exported model: PATH.json and PATH.safetensors (PATH.json also accepted)\n"
             "  --input FILE    the model's input as .npy; for several inputs: --input NAME=FILE, repeated\n"
             "  --output FILE   saves the first output as .npy\n"
+            "  --outputs DIR   .onnx models: saves every output as DIR/output_K.npy (K from 0)\n"
             "  --rows N        2-D float outputs: rows whose argmax is printed (default 8)\n"
             "  --device D      where the model runs: cpu (default) or cuda (replayed as CUDA graphs)\n");
 }
@@ -53,12 +55,12 @@ static void print_argmax(oar_tensor *y, int64_t rows) {
 }
 
 int oar_cmd_infer(int argc, char **argv) {
-    const char *path = NULL, *out_file = NULL, *device = "cpu";
+    const char *path = NULL, *out_file = NULL, *out_dir = NULL, *device = "cpu";
     const char *inputs[MAX_INPUTS];
     int n_inputs = 0, threads = 0;
     int64_t rows = 8;
-    static const cli_flag flags[] = {{"--input", CLI_TEXT}, {"--output", CLI_TEXT}, {"--rows", CLI_INT},
-                                     {"--threads", CLI_COUNT}, {"--device", CLI_TEXT}};
+    static const cli_flag flags[] = {{"--input", CLI_TEXT}, {"--output", CLI_TEXT}, {"--outputs", CLI_TEXT},
+                                     {"--rows", CLI_INT}, {"--threads", CLI_COUNT}, {"--device", CLI_TEXT}};
     if (cli_check_flags("infer", argc, argv, flags, CLI_N_FLAGS(flags), 1)) return 2;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -70,6 +72,7 @@ int oar_cmd_infer(int argc, char **argv) {
             }
             inputs[n_inputs++] = v;
         } else if (FLAG("--output")) out_file = v;
+        else if (FLAG("--outputs")) out_dir = v;
         else if (FLAG("--rows")) rows = atoll(v);
         else if (FLAG("--threads")) threads = atoi(v);
         else if (FLAG("--device")) device = v;
@@ -99,7 +102,11 @@ int oar_cmd_infer(int argc, char **argv) {
         fprintf(stderr, "oar infer: --device cuda runs oar's exported models; ONNX files run on the host\n");
         return 2;
     }
-    if (cli_is_onnx(path)) return cli_onnx_infer(path, inputs, n_inputs, out_file);
+    if (cli_is_onnx(path)) return cli_onnx_infer(path, inputs, n_inputs, out_file, out_dir);
+    if (out_dir) {
+        fprintf(stderr, "oar infer: --outputs DIR is for .onnx models; use --output FILE.npy here\n");
+        return 2;
+    }
     char model[1024];
     cli_model_path(path, model, sizeof model);
     int rc = 1;

@@ -22,8 +22,9 @@ bool cli_is_onnx(const char *path) {
     return n > 5 && !strcmp(path + n - 5, ".onnx");
 }
 
-/* ---- oar infer model.onnx --input [NAME=]X.npy ... [--output Y.npy] */
-int cli_onnx_infer(const char *path, const char *const *inputs, int n_inputs, const char *out_file) {
+/* ---- oar infer model.onnx --input [NAME=]X.npy ... [--output Y.npy] [--outputs DIR] */
+int cli_onnx_infer(const char *path, const char *const *inputs, int n_inputs, const char *out_file,
+                   const char *out_dir) {
     int rc = 1;
     oar_scope_begin();
     oar_tensor *in[MAX_IO] = {0};
@@ -89,6 +90,16 @@ int cli_onnx_infer(const char *path, const char *const *inputs, int n_inputs, co
         }
         if (oar_npy_save(out_file, vout[0].tensor) != OAR_OK) goto done;
         printf("saved output '%s' to %s\n", oar_onnx_output_name(m, 0), out_file);
+    }
+    for (int k = 0; out_dir && k < n_out; k++) {
+        if (vout[k].kind != OAR_ONNX_TENSOR) {
+            oar_set_error(OAR_ERR_UNSUPPORTED, "output %d is not a tensor; --outputs saves tensors as .npy", k);
+            goto done;
+        }
+        char file[4096];
+        snprintf(file, sizeof file, "%.4000s/output_%d.npy", out_dir, k);
+        if (oar_npy_save(file, vout[k].tensor) != OAR_OK) goto done;
+        printf("saved output '%s' to %s\n", oar_onnx_output_name(m, k), file);
     }
     rc = 0;
 done:

@@ -17,7 +17,7 @@
 #include "onnx.pb-c.h"
 
 #define OX_MAX_IO JIT_MAX_IO
-#define OX_MAX_NODE_IO 64 /* inputs or outputs of one node (Concat, Sum, Split) */
+#define OX_MAX_NODE_IO 512 /* inputs or outputs of one node (Concat, Sum, Split) */
 
 #define OX_MAX_DEPTH 16 /* subgraphs nested in subgraphs */
 
@@ -84,6 +84,7 @@ struct oar_onnx_model {
     ox_io in[OX_MAX_IO], out[OX_MAX_IO];
     bool value_input[OX_MAX_IO]; /* the graph input feeds an input whose value must be known */
     bool seq_io;           /* an input or output is a sequence or optional (oar_onnx_run_values) */
+    bool eager;            /* has operators whose output sizes depend on the data: run node by node */
     int n_value_inputs;
     oar_onnx_opts opts;
     ox_variant variants[OX_MAX_VARIANTS];

@@ -79,6 +79,17 @@ static bool has_conditional_loop(const ox_graph *g) {
     return false;
 }
 
+/* Operators whose output sizes depend on the data (onnx_ops_dynamic.c), at any depth. */
+static bool has_data_sized(const ox_graph *g) {
+    for (int i = 0; i < g->n_nodes; i++) {
+        const char *op = g->nodes[i].p->op_type;
+        if (!strcmp(op, "NonZero") || !strcmp(op, "NonMaxSuppression")) return true;
+        for (int k = 0; k < g->nodes[i].n_sub; k++)
+            if (has_data_sized(g->nodes[i].sub[k])) return true;
+    }
+    return false;
+}
+
 static oar_onnx_model *load(Onnx__ModelProto *proto, const char *dir, const oar_onnx_opts *opts, const char *what) {
     oar_onnx_model *m = OAR_NEW(oar_onnx_model);
     if (!m) {
@@ -92,6 +103,11 @@ static oar_onnx_model *load(Onnx__ModelProto *proto, const char *dir, const oar_
     if (opts) m->opts = *opts;
     if (st == OAR_OK) find_value_inputs(m, &m->g);
     if (st == OAR_OK) m->seq_io = any_seq_io(m->in, m->n_in) || any_seq_io(m->out, m->n_out);
+    if (st == OAR_OK) m->eager = has_data_sized(&m->g);
+    if (st == OAR_OK && m->eager && m->seq_io)
+        st = oar_error(OAR_ERR_UNSUPPORTED, "onnx: the model has operators whose output sizes depend on the data "
+                                            "(NonZero, NonMaxSuppression) and sequence or optional inputs or "
+                                            "outputs; oar runs such models eagerly with tensor inputs and outputs only");
     /* static inputs: compile now (and run on zeros), so the whole translation is checked at
      * load; not with a Loop that stops on a condition, which on zeros may run forever */
     bool fixed = st == OAR_OK && !m->n_value_inputs && !has_conditional_loop(&m->g) && !any_seq_io(m->in, m->n_in);
@@ -317,11 +333,42 @@ static oar_status check_input(const oar_onnx_model *m, int i, const oar_tensor *
                      "onnx_run: input %d%s expects %s ('?': any size), got %s", i, what, want, got);
 }
 
+/* A model with operators whose output sizes depend on the data cannot be one fixed-shape
+ * program: it is interpreted node by node on every run, each translation running eagerly on
+ * oar's kernels (no trace, no passes; value inputs are simply known). Outputs as oar_jit_call
+ * gives them: new references, or the caller's scope's. */
+static oar_status run_eager(oar_onnx_model *m, oar_tensor *const *in, oar_tensor **out, int n_out) {
+    ox_variant v = {.m = m};
+    oar_tensor *rest[JIT_MAX_IO];
+    int n_rest = 0;
+    for (int i = 0; i < m->n_in; i++) {
+        if (m->value_input[i]) v.values[i] = in[i];
+        else rest[n_rest++] = in[i];
+    }
+    m->last = NULL;
+    if (oar_active_trace)
+        return oar_error(OAR_ERR_UNSUPPORTED, "onnx_run: the model has operators whose output sizes depend on the "
+                                              "data (NonZero, NonMaxSuppression), so it runs eagerly; it cannot be "
+                                              "called inside a traced function");
+    oar_scope_begin();
+    oar_status st = ox_interpret(&v, rest, n_rest, out, n_out);
+    for (int k = 0; k < n_out; k++)
+        if (st == OAR_OK) oar_keep(out[k]);
+        else out[k] = NULL;
+    oar_scope_end();
+    return st;
+}
+
 /* Runs the variant for these inputs: per graph input its tensor (NULL for a sequence or an empty
  * optional) and, for those, in_n (the length; -1: empty); flat: the jit's inputs. The outputs
  * come flattened into out (at most n_out); *n_got: how many. */
 static oar_status run_flat(oar_onnx_model *m, oar_tensor *const *tin, const int *in_n, oar_tensor *const *flat,
                            int n_flat, oar_tensor **out, int n_out, int *n_got) {
+    if (m->eager) {
+        *n_got = m->n_out;
+        return m->n_out > n_out ? oar_error(OAR_ERR_INTERNAL, "onnx_run: fewer output slots than outputs")
+                                : run_eager(m, tin, out, m->n_out);
+    }
     ox_variant *v = variant_for(m, tin, in_n);
     if (!v) return oar_last_status();
     oar_tensor *rest[JIT_MAX_IO];
@@ -505,6 +552,10 @@ int oar_onnx_dump(const oar_onnx_model *m, char *buf, size_t size) {
 
 oar_status oar_onnx_save_program(oar_onnx_model *m, const char *path) {
     if (!m) return oar_error(OAR_ERR_INVALID_ARG, "onnx_save_program: expected a model, got NULL");
+    if (m->eager)
+        return oar_error(OAR_ERR_UNSUPPORTED, "onnx_save_program: the model has operators whose output sizes depend "
+                                              "on the data (NonZero, NonMaxSuppression) and runs eagerly: there is no "
+                                              "fixed-shape program to save; run the .onnx file itself");
     if (!m->last)
         return oar_error(OAR_ERR_STATE, "onnx_save_program: the model has no compiled program yet; run it once with "
                                         "oar_onnx_run (example inputs) and then save");

@@ -159,7 +159,13 @@ oar_status ox_Concat(ox_ctx *c) {
     if (!n) return ox_fail(c, OAR_ERR_FORMAT, "expected inputs");
     int axis = ox_axis(c, ox_attr_int(c, "axis", c->opset < 4 ? 1 : 0), xs[0]->ndim, "axis");
     if (axis < 0) return oar_last_status();
-    return ox_set(c, 0, n == 1 ? oar_clone(xs[0]) : oar_concat(xs, n, axis));
+    if (n == 1) return ox_set(c, 0, oar_clone(xs[0]));
+    while (n > 64) { /* oar_concat takes at most 64 (OAR_MAX_INPUTS): join groups first, the same bytes */
+        int m = 0;
+        for (int k = 0; k < n; k += 64) xs[m++] = n - k > 1 ? oar_concat(xs + k, n - k < 64 ? n - k : 64, axis) : xs[k];
+        n = m;
+    }
+    return ox_set(c, 0, oar_concat(xs, n, axis));
 }
 
 oar_status ox_Split(ox_ctx *c) {
