@@ -635,6 +635,10 @@ def flatten(input, start_dim=0, end_dim=-1):
     if s > e:
         raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
     shape = list(input.shape)
+    if s > 0 and s < e and input.numel() and _C.is_tracing():
+        # the batch (dim 0) is the dim a compiled program most often leaves free (input specs,
+        # dynamic_axes): written -1, it stays free; the merged dims are written as their product
+        return reshape(input, [-1] + shape[1:s] + [math.prod(shape[s:e + 1])] + shape[e + 1:])
     # -1 keeps a traced dynamic dim dynamic; with no elements it is ambiguous, so give the product
     merged = shape[s] if s == e else -1 if input.numel() else math.prod(shape[s:e + 1])
     return reshape(input, shape[:s] + [merged] + shape[e + 1:])

@@ -86,9 +86,10 @@ def _user_line(exc):
 class StaticFunction:
     """A function compiled per input signature (see the module's doc)."""
 
-    def __init__(self, fn, input_spec=None, modules=()):
+    def __init__(self, fn, input_spec=None, modules=(), output_names=None):
         self._fn = fn
         self._spec = list(input_spec) if input_spec is not None else None
+        self._output_names = output_names  # for exported files (onnx.export)
         self._modules = _find_modules(fn, modules)
         self._jits = {}        # key (non-tensor args, training flags) -> (_C.Jit, n_out, is_tuple)
         self._optimizers = []
@@ -195,7 +196,7 @@ class StaticFunction:
             entry["tuple"] = isinstance(r, (tuple, list))
             return r
 
-        entry["jit"] = _C.Jit(traced, self._names, self._specs())
+        entry["jit"] = _C.Jit(traced, self._names, self._specs(), self._output_names)
         return entry
 
     # ---- the cache, for tests and users who want to see it

@@ -4,6 +4,7 @@
  * modules are captured exactly as C ones. oar.jit (Python) adds caching keys, fallback and
  * saving on top. */
 #include "common.h"
+#include "oar/onnx.h"
 
 #include <string.h>
 
@@ -104,8 +105,8 @@ static oar_status call_python(void *user, oar_tensor *const *in, int n_in, oar_t
  * name or None) or None. */
 static int jit_init(JitObject *self, PyObject *args, PyObject *kwargs) {
     (void)kwargs;
-    PyObject *fn, *names, *specs;
-    if (!PyArg_ParseTuple(args, "OOO", &fn, &names, &specs)) return -1;
+    PyObject *fn, *names, *specs, *out_names = Py_None;
+    if (!PyArg_ParseTuple(args, "OOO|O", &fn, &names, &specs, &out_names)) return -1;
     if (!PyCallable_Check(fn)) {
         PyErr_SetString(PyExc_TypeError, "to_static: expected a function");
         return -1;
@@ -144,7 +145,18 @@ static int jit_init(JitObject *self, PyObject *args, PyObject *kwargs) {
             sp[i].name = name == Py_None ? NULL : PyUnicode_AsUTF8(name);
         }
     }
-    oar_jit_opts o = {.specs = n_specs ? sp : NULL, .n_specs = n_specs, .state_sources = sources, .n_state_sources = 1};
+    const char *outs[JIT_MAX_OUT];
+    int n_outs = 0;
+    if (out_names != Py_None) { /* the outputs' names in exported files (ONNX) */
+        if (!PyList_Check(out_names) || PyList_GET_SIZE(out_names) > JIT_MAX_OUT) {
+            PyErr_Format(PyExc_ValueError, "to_static: expected a list of at most %d output names", JIT_MAX_OUT);
+            return -1;
+        }
+        for (; n_outs < (int)PyList_GET_SIZE(out_names); n_outs++)
+            if (!(outs[n_outs] = PyUnicode_AsUTF8(PyList_GET_ITEM(out_names, n_outs)))) return -1;
+    }
+    oar_jit_opts o = {.specs = n_specs ? sp : NULL, .n_specs = n_specs, .state_sources = sources, .n_state_sources = 1,
+                      .output_names = n_outs ? outs : NULL, .n_output_names = n_outs};
     oar_jit_free(self->jit);
     self->jit = oar_jit_to_static(call_python, self, &o);
     if (!self->jit) {
@@ -234,6 +246,16 @@ static PyObject *jit_save(JitObject *self, PyObject *arg) {
     Py_RETURN_NONE;
 }
 
+/* save_onnx(path, dim_param): the latest program as an ONNX model (oar_onnx_save), its inputs
+ * named by the input specs, its outputs by the constructor's output names. */
+static PyObject *jit_save_onnx(JitObject *self, PyObject *args) {
+    const char *path, *dim_param = NULL;
+    if (!PyArg_ParseTuple(args, "sz", &path, &dim_param)) return NULL;
+    oar_onnx_save_opts opts = {.dim_param = dim_param};
+    if (oarpy_check(oar_onnx_save(self->jit, path, &opts)) < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
 static int jit_traverse(JitObject *self, visitproc visit, void *arg) {
     Py_VISIT(self->fn);
     Py_VISIT(self->names);
@@ -263,6 +285,7 @@ static PyMethodDef jit_methods[] = {
     {"num_programs", (PyCFunction)jit_num_programs, METH_NOARGS, NULL},
     {"dump", (PyCFunction)jit_dump, METH_O, NULL},
     {"save", (PyCFunction)jit_save, METH_O, NULL},
+    {"save_onnx", (PyCFunction)jit_save_onnx, METH_VARARGS, "save_onnx(path, dim_param)"},
     {NULL, NULL, 0, NULL},
 };
 

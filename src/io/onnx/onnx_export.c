@@ -300,10 +300,12 @@ static oar_status mark_dynamic(const oar_program *p, uint32_t *dyn) {
     }
     if (!any) return OAR_OK;
     oar_program *trial = oar_program_specialize(p, metas, main->n_in);
-    if (!trial)
+    if (!trial) {
+        char why[512]; /* a copy: the error about to be set overwrites oar_last_error's buffer */
+        snprintf(why, sizeof why, "%s", oar_last_error());
         return oar_error(OAR_ERR_UNSUPPORTED, "%s: the inputs have dynamic dims but the program cannot run at other "
-                                              "sizes (%s); declare those dims fixed in the input specs", WHO,
-                         oar_last_error());
+                                              "sizes (%s); declare those dims fixed in the input specs", WHO, why);
+    }
     for (int v = 0; v < p->n_values && v < trial->n_values; v++)
         for (int d = 0; d < p->values[v].meta.ndim; d++)
             if (trial->values[v].meta.shape[d] != p->values[v].meta.shape[d]) dyn[v] |= 1u << d;
