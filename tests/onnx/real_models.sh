@@ -55,9 +55,10 @@ for m in squeezenet1_1 mobilenet_v2; do
 done
 # More architectures (torch_models.py's ZOO: squeeze-excite, HardSwish, channel shuffle, grouped
 # and 7x7 depthwise convs, shifted-window attention, dense concats, inception branches, a
-# segmentation head with Resize) at batch 1.
+# segmentation head with Resize; and MaxPool's Indices output, as torch exports return_indices) at
+# batch 1.
 zoo="efficientnet_b0 mobilenet_v3_small shufflenet_v2_x0_5 regnet_y_400mf convnext_tiny swin_t densenet121 googlenet
-lraspp_mobilenet_v3_large"
+lraspp_mobilenet_v3_large pool_indices"
 mkdir "$dir/zoo"
 "$py" "$src/tests/onnx/torch_models.py" "$dir/zoo" --batch 1 --models "$(echo $zoo | tr ' ' ',')" 2> "$dir/export_zoo.log" ||
   { cat "$dir/export_zoo.log"; exit 1; }

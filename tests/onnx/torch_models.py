@@ -72,9 +72,25 @@ def build_plain(name, batch, g):
         return TransformerClassifier(), torch.randint(0, 100, (batch, 16), generator=g)
     if name == "lstm":
         return LSTMClassifier(), torch.randn(batch, 12, 8, generator=g)
+    if name == "pool_indices":
+        return PoolIndices(), torch.randn(batch, 3, 16, 12, generator=g)
     if name in ZOO:
         return zoo_model(name), torch.randn(batch, 3, ZOO[name], ZOO[name], generator=g)
     raise SystemExit("unknown model " + name)
+
+
+class PoolIndices(torch.nn.Module):
+    """max_pool2d(return_indices=True) (SegNet's encoder): torch exports MaxPool's Indices output and
+    a second MaxPool to subtract each plane's offset; values and indices in one float output."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 8, 3, padding=1)
+        self.pool = torch.nn.MaxPool2d(3, 2, 1, return_indices=True)
+
+    def forward(self, x):
+        y, i = self.pool(torch.relu(self.conv(x)))
+        return torch.cat([y.flatten(1), i.flatten(1).float()], 1)
 
 
 class SegmentationOut(torch.nn.Module):

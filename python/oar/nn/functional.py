@@ -313,13 +313,89 @@ def max_pool2d(input, kernel_size, stride=None, padding=_d("max_pool2d", "paddin
                dilation=_d("max_pool2d", "dilation"), ceil_mode=_d("max_pool2d", "ceil_mode"), return_indices=False):
     if type(input) in _OTHER:
         return _other("max_pool2d", input, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
-    if return_indices:
-        raise NotImplementedError("max_pool2d: return_indices=True is not offered")
     k = _pair(kernel_size, "kernel_size", "max_pool2d")
     s = k if stride is None or stride == [] else _pair(stride, "stride", "max_pool2d")
-    return call("max_pool2d", (input,), {"kernel": k, "stride": s, "padding": _pair(padding, "padding", "max_pool2d"),
-                                         "dilation": _pair(dilation, "dilation", "max_pool2d"),
-                                         "ceil_mode": builtins.bool(ceil_mode)})
+    attrs = {"kernel": k, "stride": s, "padding": _pair(padding, "padding", "max_pool2d"),
+             "dilation": _pair(dilation, "dilation", "max_pool2d"), "ceil_mode": builtins.bool(ceil_mode)}
+    y = call("max_pool2d", (input,), attrs)
+    return (y, _max_pool2d_indices(input, attrs)) if return_indices else y
+
+
+def _max_pool2d_indices(input, attrs):
+    """torch's indices: each window's maximum as a flat index into its H x W plane, read by the
+    max_pool2d_gather op (max pooling's derivative) from a map of the plane's indices, so the
+    maximum chosen is the pooling's own (the first, NaN counting as the largest). The map is
+    f32 (exact up to 2^24 elements per plane) or f64 for f64 inputs; 16-bit inputs widen
+    exactly. No gradient: indices are integers."""
+    dt = D.float64 if input.dtype == D.float64 else D.float32
+    x = input.detach().to(dt)
+    h, w = x.shape[-2], x.shape[-1]
+    plane = _CR.arange(h * w, dtype=dt).reshape(h, w).expand(*x.shape).contiguous()
+    return call("max_pool2d_gather", (plane, x), attrs).to(D.int64)
+
+
+def max_unpool2d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    """The inverse of max_pool2d(return_indices=True): each value written at its index in a zero
+    plane of the pooling's input size (default (H - 1) stride - 2 padding + kernel, or
+    output_size's last two). Indices that repeat (overlapping windows choosing one element) write
+    the same value; the gradient reads the output's gradient at the indices, as torch's."""
+    if input.ndim not in (3, 4) or tuple(indices.shape) != tuple(input.shape):
+        raise RuntimeError(f"max_unpool2d: expected 3D or 4D input and indices of its shape, got input "
+                           f"{list(input.shape)} and indices {list(indices.shape)}")
+    k = _pair(kernel_size, "kernel_size", "max_unpool2d")
+    s = k if stride is None else _pair(stride, "stride", "max_unpool2d")
+    p = _pair(padding, "padding", "max_unpool2d")
+    h, w = input.shape[-2], input.shape[-1]
+    size = [(h - 1) * s[0] - 2 * p[0] + k[0], (w - 1) * s[1] - 2 * p[1] + k[1]]
+    if output_size is not None:
+        size = [int(v) for v in list(output_size)[-2:]]
+    lead = list(input.shape[:-2])
+    flat = indices.reshape(*lead, h * w)  # an index outside the output: scatter_add's error names it
+    return _Unpool.apply(input.reshape(*lead, h * w), flat, size[0] * size[1]).reshape(*lead, *size)
+
+
+def _unpool_class():
+    from ..autograd import Function
+
+    class Unpool(Function):
+        """Values written at their indices along the last dim of n zeros. Repeated indices carry
+        one element's value (overlapping windows choosing it): the sum over them divided by their
+        count, in f64 (exact for f32 and 16-bit values); the gradient reads the output's at the
+        indices, each repeat the whole of it, as torch's."""
+
+        @staticmethod
+        def forward(ctx, values, indices, n):
+            ctx.save_for_backward(indices)
+            shape = list(values.shape[:-1]) + [n]
+            wide = values.to(D.float64)
+            placed = _CR.zeros(*shape, dtype=D.float64).scatter_add(-1, indices, wide)
+            hits = _CR.zeros(*shape, dtype=D.float64).scatter_add(-1, indices, _CR.ones_like(wide))
+            return F.where(hits > 0, placed / hits.clamp(min=1), placed).to(values.dtype)
+
+        @staticmethod
+        def backward(ctx, grad):
+            (indices,) = ctx.saved_tensors
+            return grad.gather(-1, indices), None, None
+
+    return Unpool
+
+
+class _LazyUnpool:
+    def apply(self, *args):
+        global _Unpool
+        _Unpool = _unpool_class()
+        return _Unpool.apply(*args)
+
+
+_Unpool = _LazyUnpool()  # autograd imports nn.functional: the class is made at first use
+
+
+def max_unpool1d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    one = lambda v: v if v is None or isinstance(v, numbers.Integral) else list(v)[0]
+    size = None if output_size is None else (1, list(output_size)[-1])
+    y = max_unpool2d(input.unsqueeze(-2), indices.unsqueeze(-2), (1, one(kernel_size)),
+                     None if stride is None else (1, one(stride)), (0, one(padding)), size)
+    return y.squeeze(-2)
 
 
 def avg_pool2d(input, kernel_size, stride=None, padding=_d("avg_pool2d", "padding"),
@@ -346,6 +422,8 @@ def _pool1d(name, input, kernel_size, stride, padding, **kw):
     s = k if stride is None or stride == [] else one(stride, "stride")
     pool = max_pool2d if name == "max_pool1d" else avg_pool2d
     y = pool(input.unsqueeze(-2), (1, k), (1, s), (0, one(padding, "padding")), **kw)
+    if kw.get("return_indices"):  # a plane of height 1: the 2-d indices are the 1-d ones
+        return y[0].squeeze(-2), y[1].squeeze(-2)
     return y.squeeze(-2)
 
 

@@ -255,12 +255,30 @@ static oar_tensor *pool_by_slices(ox_ctx *c, oar_tensor *x, const geom *g, bool 
     return max ? oar_contiguous(acc) : oar_div(acc, cnt);
 }
 
+/* MaxPool's Indices: each window's maximum as a flat index into x [N, C, H, W] (row major, or
+ * column major within each plane: storage_order 1), read by max_pool2d_gather (max pooling's
+ * derivative, so the pooling's own choice of maximum) from a map of the plane's indices (f64:
+ * exact), plus each plane's offset. */
+static oar_tensor *pool_indices(oar_tensor *x, const oar_pool_opts *o, bool col_major) {
+    int64_t h = x->shape[2], w = x->shape[3], hw[2] = {h, w}, wh[2] = {w, h}, nc[1] = {x->shape[0] * x->shape[1]};
+    oar_tensor *xd = oar_cast(x, OAR_F64), *map = oar_arange(0, (double)(h * w), 1, OAR_F64);
+    map = col_major ? oar_transpose(oar_reshape(map, wh, 2), 0, 1) : oar_reshape(map, hw, 2);
+    oar_tensor *plane = oar_contiguous(oar_expand(map, x->shape, x->ndim));
+    oar_attr at[5] = {oar_attr_ints(o->kernel, 2), oar_attr_ints(o->stride, 2), oar_attr_ints(o->padding, 2),
+                      oar_attr_ints(o->dilation, 2), oar_attr_int(o->ceil_mode)};
+    oar_tensor *in[2] = {plane, xd};
+    oar_tensor *local = plane && xd ? oar_op_call1(OAR_OP_max_pool2d_gather, in, 2, at) : NULL;
+    if (!local) return NULL;
+    int64_t shape[4] = {x->shape[0], x->shape[1], 1, 1};
+    oar_tensor *offset = oar_reshape(oar_arange(0, (double)(nc[0] * h * w), (double)(h * w), OAR_F64), shape, 4);
+    return offset ? oar_cast(oar_add(local, offset), OAR_I64) : NULL;
+}
+
 static oar_status pool(ox_ctx *c, bool max) {
     oar_tensor *x = OX_IN(c, 0);
     if (!x) return ox_fail(c, OAR_ERR_FORMAT, "expected an input");
-    if (max && c->n_out > 1 && c->want[1])
-        return ox_unsupported(c, "output Indices is requested; oar's max pooling gives the values only");
-    if (ox_attr_int(c, "storage_order", 0)) return ox_unsupported(c, "storage_order=1; only 0 (row major) is supported");
+    bool indices = max && c->n_out > 1 && c->want[1];
+    bool col_major = ox_attr_int(c, "storage_order", 0) != 0; /* of Indices only */
     int64_t k[6];
     int nk = ox_attr_ints(c, "kernel_shape", k, 6);
     if (nk < 0) return oar_last_status();
@@ -275,6 +293,9 @@ static oar_status pool(ox_ctx *c, bool max) {
     bool include_pad = ox_attr_int(c, "count_include_pad", 0) != 0, ceil_mode = ox_attr_int(c, "ceil_mode", 0) != 0;
     bool dilated = false;
     for (int i = 0; i < g.n; i++) dilated |= g.dilation[i] != 1;
+    if (indices && (g.n == 3 || !symmetric(&g)))
+        return ox_unsupported(c, "output Indices of a %s; oar gives them for 1-D and 2-D pools with symmetric pads",
+                              g.n == 3 ? "3-D pool" : "pool with asymmetric pads");
     if (g.n == 3 || (!max && dilated)) {
         oar_dtype dt = x->dtype;
         if (max && !oar_dtype_is_float(dt)) x = oar_cast(x, OAR_F64);
@@ -305,7 +326,8 @@ static oar_status pool(ox_ctx *c, bool max) {
         o.padding[i] = unit ? 0 : g.pad_begin[j];
         o.dilation[i] = unit ? 1 : g.dilation[j];
     }
-    if (max && !one_d && fits) { /* oar's int8 pooling: of u8/i8 data, or of DequantizeLinear's */
+    if (indices && !fits) return ox_unsupported(c, "output Indices with pads wider than half the kernel");
+    if (max && !one_d && fits && !indices) { /* oar's int8 pooling: of u8/i8 data, or of DequantizeLinear's */
         oar_attr at[5] = {oar_attr_ints(o.kernel, 2), oar_attr_ints(o.stride, 2), oar_attr_ints(o.padding, 2),
                           oar_attr_ints(o.dilation, 2), oar_attr_int(o.ceil_mode)};
         oar_tensor *y = NULL;
@@ -320,11 +342,56 @@ static oar_status pool(ox_ctx *c, bool max) {
         if (one_d) real = oar_unsqueeze(real, 2);
         y = oar_div(y, oar_avg_pool2d(real, &o));
     }
-    if (y && one_d) y = oar_squeeze(y, 2);
+    oar_tensor *idx = y && indices ? pool_indices(x, &o, col_major) : NULL;
+    if (y && one_d) y = oar_squeeze(y, 2), idx = idx ? oar_squeeze(idx, 2) : NULL;
     if (y && y->dtype != dt) y = oar_cast(y, dt);
-    return ox_set(c, 0, y);
+    st = ox_set(c, 0, y);
+    return st == OAR_OK && indices ? ox_set(c, 1, idx) : st;
 }
 oar_status ox_MaxPool(ox_ctx *c) { return pool(c, true); }
+
+/* MaxUnpool: X's values written at the flat indices I into zeros of the output's shape (by
+ * default (in - 1) stride + kernel - pads per spatial dim, or output_shape). Repeated indices
+ * (overlapping windows choosing one element) carry one value: the sum over them divided by
+ * their count, in f64 (exact for the float types). */
+oar_status ox_MaxUnpool(ox_ctx *c) {
+    oar_tensor *x = OX_IN(c, 0), *idx = OX_IN(c, 1);
+    if (!x || !idx) return ox_fail(c, OAR_ERR_FORMAT, "expected inputs X and I");
+    if (x->ndim < 3 || idx->ndim != x->ndim || memcmp(idx->shape, x->shape, sizeof(int64_t) * (size_t)x->ndim))
+        return ox_fail(c, OAR_ERR_SHAPE, "expected X [N, C, spatial...] and I of its shape");
+    int n = x->ndim - 2;
+    int64_t k[OAR_MAX_DIMS], st[OAR_MAX_DIMS], pads[2 * OAR_MAX_DIMS] = {0}, shape[OAR_MAX_DIMS];
+    if (ox_attr_ints(c, "kernel_shape", k, OAR_MAX_DIMS) != n)
+        return ox_fail(c, OAR_ERR_FORMAT, "expected kernel_shape of %d values", n);
+    for (int i = 0; i < n; i++) st[i] = 1;
+    if (ox_attr(c, "strides") && ox_attr_ints(c, "strides", st, OAR_MAX_DIMS) != n)
+        return ox_fail(c, OAR_ERR_FORMAT, "expected strides of %d values", n);
+    if (ox_attr(c, "pads") && ox_attr_ints(c, "pads", pads, 2 * OAR_MAX_DIMS) != 2 * n)
+        return ox_fail(c, OAR_ERR_FORMAT, "expected pads of %d values", 2 * n);
+    shape[0] = x->shape[0], shape[1] = x->shape[1];
+    for (int i = 0; i < n; i++) shape[2 + i] = (x->shape[2 + i] - 1) * st[i] + k[i] - pads[i] - pads[n + i];
+    int64_t out_shape[OAR_MAX_DIMS], grow[2 * OAR_MAX_DIMS] = {0}; /* output_shape: zeros after each dim's end */
+    memcpy(out_shape, shape, sizeof shape);
+    if (OX_IN(c, 2) && ox_known_ints(c, 2, out_shape, OAR_MAX_DIMS) != x->ndim)
+        return ox_fail(c, OAR_ERR_SHAPE, "expected output_shape of %d values", x->ndim);
+    for (int d = 0; d < x->ndim; d++) {
+        if (out_shape[d] < shape[d] || (d < 2 && out_shape[d] != shape[d]))
+            return ox_fail(c, OAR_ERR_SHAPE, "output_shape[%d] = %lld; expected %s%lld (the indices address a tensor "
+                                             "of that size)", d, (long long)out_shape[d], d < 2 ? "" : "at least ",
+                           (long long)shape[d]);
+        grow[2 * (x->ndim - 1 - d) + 1] = out_shape[d] - shape[d]; /* oar_pad's pairs run from the last dim */
+    }
+    int64_t total = 1, flat = -1;
+    for (int d = 0; d < x->ndim; d++) total *= shape[d];
+    oar_tensor *v = oar_reshape(oar_cast(x, OAR_F64), &flat, 1), *i = oar_reshape(oar_cast(idx, OAR_I64), &flat, 1);
+    oar_tensor *zeros = oar_zeros(&total, 1, OAR_F64);
+    oar_tensor *placed = oar_scatter_add(zeros, 0, i, v), *hits = oar_scatter_add(zeros, 0, i, oar_ones_like(v));
+    oar_tensor *y = placed && hits ? oar_where(oar_gt_scalar(hits, 0.0), oar_div(placed, oar_maximum_scalar(hits, 1.0)),
+                                               placed)
+                                   : NULL;
+    y = y ? oar_reshape(oar_cast(y, x->dtype), shape, x->ndim) : NULL;
+    return ox_set(c, 0, y ? oar_pad(y, grow, 2 * n, OAR_PAD_CONSTANT, 0.0) : NULL);
+}
 oar_status ox_AveragePool(ox_ctx *c) { return pool(c, false); }
 
 static oar_status global_pool(ox_ctx *c, bool max) {
