@@ -123,6 +123,22 @@ int main(void) {
         oar_tensor *in[2] = {nb, ns};
         check_op(OAR_OP_nms, in, 2, a, 0, 1);
     }
+    /* nms over clusters far apart (batched NMS's class offsets: the x-culled path), at a positive
+     * and a zero threshold, and with a negative one and a NaN box (both the full scan) */
+    {
+        int64_t nc = 3000, shp[2] = {3000, 2};
+        oar_tensor *cls = oar_floor(uniform((int64_t[]){3000, 1}, 2, 0, 30));
+        oar_tensor *lo = oar_add(uniform(shp, 2, 0, 60), oar_mul_scalar(cls, 1000.0)), *wh = uniform(shp, 2, 1, 25);
+        oar_tensor *parts[2] = {lo, oar_add(lo, wh)};
+        oar_tensor *cb = oar_contiguous(oar_concat(parts, 2, 1)), *cs = oar_rand(&nc, 1, OAR_F32);
+        double thrs[3] = {0.45, 0, -0.1};
+        for (int t = 0; t < 3; t++) {
+            oar_attr a[1] = {oar_attr_float(thrs[t])};
+            check_op(OAR_OP_nms, (oar_tensor *[]){cb, cs}, 2, a, 0, 1);
+        }
+        ((float *)oar_data(cb))[17] = NAN;
+        check_op(OAR_OP_nms, (oar_tensor *[]){cb, cs}, 2, (oar_attr[]){oar_attr_float(0.45)}, 0, 1);
+    }
     /* a bad box through the fast kernel: the reference's message */
     bx[5] = 7; /* box 1 of batch 7 of 2 */
     oar_tensor *bad = oar_from_data(bx, (int64_t[]){k, 5}, 2, OAR_F32);

@@ -221,7 +221,7 @@ oar_tensor *ox_tensor_from_proto(Onnx__TensorProto *t, const char *dir, const ch
     else if (t->has_raw_data) {
         ok = t->raw_data.len == nbytes;
         if (ok && nbytes) memcpy(oar_tensor_ptr(x), t->raw_data.data, nbytes);
-        else oar_error(OAR_ERR_FORMAT, "onnx: %s: raw_data has %zu bytes, expected %zu (%lld %s values)", what,
+        else if (!ok) oar_error(OAR_ERR_FORMAT, "onnx: %s: raw_data has %zu bytes, expected %zu (%lld %s values)", what,
                        t->raw_data.len, nbytes, (long long)n, ox_onnx_type_name(t->data_type));
         if (ok && dt == OAR_BOOL) /* any nonzero byte is true; oar's bools are 0 or 1 */
             for (size_t i = 0; i < nbytes; i++) ((uint8_t *)oar_tensor_ptr(x))[i] = ((uint8_t *)oar_tensor_ptr(x))[i] != 0;
