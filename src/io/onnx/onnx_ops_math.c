@@ -114,7 +114,6 @@ UNARY(Atan, oar_atan)
 UNARY(Sinh, oar_sinh)
 UNARY(Asinh, oar_asinh)
 UNARY(Atanh, oar_atanh)
-#undef UNARY
 
 /* The ones without an op of their own, composed of those that exist. */
 static oar_tensor *tan_of(oar_tensor *x) { return oar_div(oar_sin(x), oar_cos(x)); }
@@ -126,17 +125,12 @@ static oar_tensor *isnan_of(oar_tensor *x) { return oar_ne(x, x); }
 static oar_tensor *hardswish_of(oar_tensor *x) { /* x max(0, min(1, x/6 + 1/2)) */
     return oar_mul(x, oar_clip(oar_add_scalar(oar_div_scalar(x, 6.0), 0.5), 0.0, 1.0));
 }
-#define COMPOSED(onnx, fn)                                                                           \
-    oar_status ox_##onnx(ox_ctx *c) {                                                                \
-        oar_tensor *x = OX_IN(c, 0);                                                                 \
-        return x ? ox_set(c, 0, fn(x)) : ox_fail(c, OAR_ERR_FORMAT, "expected an input");           \
-    }
-COMPOSED(Tan, tan_of)
-COMPOSED(Cosh, cosh_of)
-COMPOSED(Acosh, acosh_of)
-COMPOSED(IsNaN, isnan_of)
-COMPOSED(HardSwish, hardswish_of)
-#undef COMPOSED
+UNARY(Tan, tan_of)
+UNARY(Cosh, cosh_of)
+UNARY(Acosh, acosh_of)
+UNARY(IsNaN, isnan_of)
+UNARY(HardSwish, hardswish_of)
+#undef UNARY
 
 oar_status ox_IsInf(ox_ctx *c) {
     oar_tensor *x = OX_IN(c, 0);
