@@ -4,7 +4,11 @@
  * runs where the cap has AVX2:
  *   - gelu and gelu_backward, both forms: lengths with vector tails, past one conversion block
  *     (1024 values) and one parallel part (16384), values up to the activation's saturation and
- *     infinities and NaN. */
+ *     infinities and NaN;
+ *   - layer_norm and layer_norm_backward on bf16/f16 x and grad_out with f32 weight and bias
+ *     (autocast's mixed form; the avx2-mixed kernel): row widths with vector tails, up to the
+ *     row buffers' 4096 values (one past it runs via-f32), more rows than the backward's 8
+ *     parts, weight only. */
 #include "amp_via_f32_util.h"
 
 #include <math.h>
@@ -49,12 +53,40 @@ static void check_gelu(oar_dtype dt, int64_t n) {
     oar_scope_end();
 }
 
+static void check_layer_norm(oar_dtype dt, int64_t rows, int64_t m, bool bias) {
+    oar_scope_begin();
+    int64_t xs[2] = {rows, m}, ws[1] = {m};
+    oar_tensor *x = rand_low(xs, 2, dt, 3.0), *g = rand_low(xs, 2, dt, 1.0);
+    oar_tensor *w = oar_add_scalar(oar_mul_scalar(oar_randn(ws, 1, OAR_F32), 0.5), 1.0);
+    oar_tensor *b = bias ? oar_randn(ws, 1, OAR_F32) : NULL;
+    oar_attr a[2] = {oar_attr_int(1), oar_attr_float(1e-5)};
+    oar_tensor *in[3] = {oar_add_scalar(x, 0.25), w, b}, *stats[3];
+    int n = 3;
+    CHECK(oar_op_call(OAR_OP_layer_norm, in, 3, a, stats, &n) == OAR_OK);
+    const char *impl[2];
+    int diffs = against_via_f32(OAR_OP_layer_norm, in, 3, a, 3, &impl[0]);
+    oar_tensor *bin[5] = {g, in[0], w, stats[1], stats[2]};
+    diffs += against_via_f32(OAR_OP_layer_norm_backward, bin, 5, a, 3, &impl[1]);
+    for (int i = 0; i < 3; i++) oar_release(stats[i]);
+    bool mixed = !strcmp(impl[0], "avx2-mixed") && !strcmp(impl[1], "avx2-mixed");
+    CHECK(diffs == 0);
+    CHECK(mixed == (amp_half_expected() && m <= 4096));
+    printf("  %s layer_norm and backward, [%lld, %lld]%s (%s / %s): %d differences\n", oar_dtype_name(dt),
+           (long long)rows, (long long)m, bias ? "" : ", no bias", impl[0], impl[1], diffs);
+    oar_scope_end();
+}
+
 int main(void) {
     oar_manual_seed(7);
     for (oar_dtype dt = OAR_F16; dt <= OAR_BF16; dt++) {
         check_gelu(dt, 3);             /* a tail only */
         check_gelu(dt, 1029);          /* a block and a tail */
         check_gelu(dt, 8 * 1024 + 13); /* rows past one parallel part (16384 values) */
+        check_layer_norm(dt, 19, 256, true); /* gpt-mini's width; more rows than parts */
+        check_layer_norm(dt, 5, 37, true);   /* vector tails */
+        check_layer_norm(dt, 3, 13, false);
+        check_layer_norm(dt, 2, 4096, true); /* the largest row the kernels take */
+        check_layer_norm(dt, 2, 4097, true); /* via-f32 */
     }
     return test_summary("test_amp_o2_kernels");
 }
