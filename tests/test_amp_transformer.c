@@ -12,6 +12,7 @@
  *     fewer places: below). */
 #include "fusion_test_util.h"
 #include "amp_o2_util.h"
+#include "amp_via_f32_util.h"
 #include "zoo_step_util.h"
 
 #include "kernels/cpu/cpu_kernels.h"
@@ -22,39 +23,6 @@
 
 static oar_tensor *rand_low(const int64_t *shape, int nd, oar_dtype dt, double scale) {
     return oar_cast(oar_mul_scalar(oar_randn(shape, nd, OAR_F32), scale), dt);
-}
-
-static const char *kernel_of(oar_op_id op, oar_tensor *const *in, int n_in, oar_tensor *const *out, int n_out,
-                             const oar_attr *a) {
-    const oar_kernel_entry *k = oar_select_kernel(op, in, n_in, out, n_out, a);
-    oar_clear_error();
-    return k ? k->impl : "none";
-}
-
-/* the avx2-half kernels run wherever the cap has AVX2 (f16 also needs F16C, which every AVX2
- * CPU this runs on has) */
-static bool half_expected(void) { return oar_cpu_has_avx2(); }
-
-/* op on low inputs against the f32 op on widened copies, outputs rounded: differing tensors */
-static int against_via_f32(oar_op_id op, oar_tensor *const *in, int n_in, const oar_attr *a, int n_out,
-                           const char **impl) {
-    oar_tensor *out[4], *ref[4], *wide[8];
-    int n = n_out, diffs = 0;
-    CHECK(oar_op_call(op, in, n_in, a, out, &n) == OAR_OK);
-    *impl = kernel_of(op, in, n_in, out, n_out, a);
-    for (int i = 0; i < n_in; i++) wide[i] = in[i] && oar_dtype_of(in[i]) != OAR_BOOL ? oar_cast(in[i], OAR_F32) : in[i];
-    n = n_out;
-    CHECK(oar_op_call(op, wide, n_in, a, ref, &n) == OAR_OK);
-    for (int i = 0; i < n_out; i++) {
-        bool same = t_same_bits(out[i], oar_cast(ref[i], oar_dtype_of(out[i])));
-        if (!same) fprintf(stderr, "%s output %d differs from via-f32\n", oar_op_table[op]->name, i);
-        diffs += !same;
-    }
-    for (int i = 0; i < n_out; i++) { /* oar_op_call's outputs are the caller's, not the scope's */
-        oar_release(out[i]);
-        oar_release(ref[i]);
-    }
-    return diffs;
 }
 
 static void check_attention(oar_dtype dt, int64_t B, int64_t H, int64_t L, int64_t D, bool mask, bool causal) {
@@ -79,7 +47,7 @@ static void check_attention(oar_dtype dt, int64_t B, int64_t H, int64_t L, int64
     diffs += against_via_f32(OAR_OP_attention_backward, bin, 5, fa, 3, &bimpl);
     half &= !strcmp(bimpl, "avx2-half");
     CHECK(diffs == 0);
-    CHECK(half == half_expected());
+    CHECK(half == amp_half_expected());
     printf("  %s attention [%lld, %lld, %lld, %lld]%s%s (%s / %s): %d differences\n", oar_dtype_name(dt),
            (long long)B, (long long)H, (long long)L, (long long)D, mask ? " masked" : "", causal ? " causal" : "", impl,
            bimpl, diffs);
@@ -97,7 +65,7 @@ static void check_reduce(oar_dtype dt, const int64_t *shape, int nd, const int *
     const char *impl[2];
     int diffs = against_via_f32(OAR_OP_sum, &x, 1, a, 1, &impl[0]) + against_via_f32(OAR_OP_mean, &x, 1, a, 1, &impl[1]);
     CHECK(diffs == 0);
-    CHECK((!strcmp(impl[0], "avx2-half") && !strcmp(impl[1], "avx2-half")) == half_expected());
+    CHECK((!strcmp(impl[0], "avx2-half") && !strcmp(impl[1], "avx2-half")) == amp_half_expected());
     printf("  %s sum and mean over %d of %d dims, %lld values (%s / %s): %d differences\n", oar_dtype_name(dt), n_dims,
            nd, (long long)oar_numel(x), impl[0], impl[1], diffs);
     oar_scope_end();

@@ -172,9 +172,10 @@ static void check_grid(oar_dtype dt) {
                     count++;
                     problem_free(&p);
                 }
-    /* past one row block (192), one column block (512), two K blocks; bias-like beta 1 */
-    const int64_t big[][3] = {{197, 37, 300}, {20, 530, 40}, {200, 70, 20}};
-    for (int s = 0; s < 3; s++)
+    /* past one row block (192), one column block (512), two K blocks; bias-like beta 1; row
+     * blocks reusing op(B)'s kept panels of two column blocks */
+    const int64_t big[][3] = {{197, 37, 300}, {20, 530, 40}, {200, 70, 20}, {390, 530, 20}};
+    for (int s = 0; s < 4; s++)
         for (int t = 0; t < 4; t++) {
             problem p;
             problem_make(&p, dt, t & 1, t >> 1, big[s][0], big[s][1], big[s][2], t == 3 ? 1.0f : 0.0f);

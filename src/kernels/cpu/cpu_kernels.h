@@ -12,6 +12,7 @@ void oar_cpu_kernels_init(void);
 #define OAR_IMPL_HALF_MIXED "avx2-mixed"
 #define OAR_IMPL_HALF_PARTIAL "avx2-half"
 void oar_cpu_register_half_binary(void); /* half_binary.c */
+void oar_cpu_register_half_gelu(void);   /* half_gelu.c: gelu and gelu_backward */
 /* One registration function per file cpu_<family>.c. */
 void oar_cpu_register_elementwise(void);
 void oar_cpu_register_reduce(void);

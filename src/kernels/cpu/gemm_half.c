@@ -9,7 +9,10 @@
  * a [kc x nr] panel of op(B) is packed (widened), and the micro-kernel of gemm_avx2.c runs over
  * the row panels with that panel in L1. The block of C accumulates in an f32 stage across the K
  * blocks and is rounded into C once. Unlike the f32 kernel nothing is read in place (16-bit
- * values must be widened), so op(B)'s panels are packed once per row block.
+ * values must be widened): column blocks are the outer loop, and op(B)'s panels of a column
+ * block (every K block) are packed by its first row block and reused by the others, so a
+ * linear's weight is widened once per call, not once per 192 rows (5% of a compiled O2
+ * gpt-mini step at the AVX2 cap went to pack_b).
  * Every element gets oar_hgemm_plain's arithmetic, whatever the blocks or the tile width. */
 #include "kernels/cpu/gemm_half.h"
 
@@ -27,6 +30,9 @@
  * slower), with the packed A block (192 x 256 floats) and the stage (192 x 512) in L2 */
 #define MC 192
 #define NC 512
+/* op(B)'s packed column block (k x 512 floats) is kept for the other row blocks up to this
+ * size (k <= 2048); past it each row block packs its own panels again */
+#define B_KEEP_FLOATS ((int64_t)1 << 20)
 
 static float widen1(const void *p, int64_t i, oar_dtype dt) {
     uint16_t h = ((const uint16_t *)p)[i];
@@ -151,20 +157,22 @@ void oar_hgemm_own(int nr, oar_dtype dt, bool ta, bool tb, int64_t m, int64_t n,
     if (nr == 32 && n <= 16) nr = 16;
     oar_gemm_micro_fn micro = oar_gemm_micro(nr);
     int64_t kcb = k < KC ? k : KC, mcb = m < MC ? m : MC, ncb = n < NC ? n : NC;
-    size_t a_floats = (size_t)(((mcb + MR - 1) / MR * MR) * kcb + 8), b_floats = (size_t)(kcb * nr),
+    int64_t ncp = (ncb + nr - 1) / nr * nr; /* a column block's width in whole panels */
+    bool keep_b = m > MC && k * ncp <= B_KEEP_FLOATS;
+    size_t a_floats = (size_t)(((mcb + MR - 1) / MR * MR) * kcb + 8), b_floats = (size_t)(keep_b ? k * ncp : kcb * nr),
            t_floats = (size_t)(MR * nr), s_floats = (size_t)(mcb * ncb);
     float *buf = micro ? oar_gemm_scratch(a_floats + b_floats + t_floats + s_floats) : NULL;
     if (!buf) { /* no scratch (or no kernel): the same arithmetic, element by element */
         oar_hgemm_plain(dt, ta, tb, m, n, k, A, lda, B, ldb, beta, C, ldc);
         return;
     }
-    float *Ap = buf, *Bp = Ap + a_floats, *tile = Bp + b_floats, *S = tile + t_floats;
+    float *Ap = buf, *Bk = Ap + a_floats, *tile = Bk + b_floats, *S = tile + t_floats;
     const size_t es = sizeof(uint16_t);
     const char *a0 = A, *b0 = B;
-    for (int64_t ic = 0; ic < m; ic += MC) {
-        int64_t mc = m - ic < MC ? m - ic : MC;
-        for (int64_t jc = 0; jc < n; jc += NC) {
-            int64_t nc = n - jc < NC ? n - jc : NC, lds = nc;
+    for (int64_t jc = 0; jc < n; jc += NC) {
+        int64_t nc = n - jc < NC ? n - jc : NC, lds = nc;
+        for (int64_t ic = 0; ic < m; ic += MC) {
+            int64_t mc = m - ic < MC ? m - ic : MC;
             if (beta != 0.0f) load_c(dt, mc, nc, beta, (const char *)C + (ic * ldc + jc) * es, ldc, S, lds);
             else if (k == 0) memset(S, 0, sizeof(float) * (size_t)(mc * nc));
             for (int64_t pc = 0; pc < k; pc += KC) {
@@ -174,7 +182,9 @@ void oar_hgemm_own(int nr, oar_dtype dt, bool ta, bool tb, int64_t m, int64_t n,
                 const char *bk = b0 + (tb ? pc : pc * ldb) * es; /* op(B) from row pc */
                 for (int64_t j0 = 0; j0 < nc; j0 += nr) {
                     int64_t w = nc - j0 < nr ? nc - j0 : nr;
-                    pack_b(dt, tb, kc, jc + j0, w, nr, bk, ldb, Bp);
+                    /* kept: K block pc's panels start at pc * ncp, panel j0 / nr at j0 * kc in it */
+                    float *Bp = keep_b ? Bk + pc * ncp + j0 * kc : Bk;
+                    if (!keep_b || ic == 0) pack_b(dt, tb, kc, jc + j0, w, nr, bk, ldb, Bp);
                     for (int64_t i0 = 0; i0 < mc; i0 += MR) {
                         int64_t h = mc - i0 < MR ? mc - i0 : MR;
                         const float *a = Ap + i0 * kc; /* panel i0 / MR */

@@ -302,6 +302,7 @@ void oar_cpu_register_half_f32(void) {
                                                                   .dtypes = OAR_DTYPE_BIT(OAR_F32), .fn = sync_half,
                                                                   .supports = sync_supports});
     oar_cpu_register_half_binary(); /* before the loop below, which skips what it covers only in part */
+    oar_cpu_register_half_gelu();
     /* after every other backend: only ops left without a low-precision kernel get one */
     for (int op = 0; op < OAR_OP_COUNT; op++) {
         const oar_op_def *d = oar_op_table[op];

@@ -20,6 +20,12 @@ void oar_cpu_nn_register_dropout(void); /* nn_dropout.c */
  * one (nn_norm_backward.c). */
 void oar_nn_layer_norm_row(const float *x, const float *w, const float *b, float *y, float *mean_out,
                            float *rstd_out, int64_t m, double eps);
+/* layer_norm's row on bf16/f16 x and y (dtype dt) with f32 parameters: widened into xb (m
+ * floats), oar_nn_layer_norm_row into yb (m floats), rounded into y. The mixed layer_norm kernels
+ * take rows of up to OAR_NN_LN_HALF_MAX values (buffers on the stack). */
+#define OAR_NN_LN_HALF_MAX 4096
+void oar_nn_layer_norm_row_half(const void *x, const float *w, const float *b, void *y, float *mean_out,
+                                float *rstd_out, int64_t m, double eps, oar_dtype dt, float *xb, float *yb);
 oar_status oar_nn_layer_norm_backward_avx2(const oar_kctx *ctx, oar_tensor *const *in, int n_in,
                                           oar_tensor *const *out, int n_out, const oar_attr *a);
 #endif

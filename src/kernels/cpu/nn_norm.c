@@ -99,12 +99,19 @@ static NN_AVX2 void normalize_run(const float *x, float *y, int64_t n, float mea
     }
 }
 
-/* ---- layer_norm: rows of m values, each normalized on its own */
+/* ---- layer_norm: rows of m values, each normalized on its own. A bf16/f16 x with f32
+ * parameters (autocast's mixed layer_norm) is widened a row at a time into an f32 buffer on the
+ * stack, normalized by the f32 row routine and rounded out (the `cast` kernel's conversions):
+ * the bits of via-f32 without its f32 copies of x and y. Converting inside the row routine's
+ * loops was slower (docs/amp.md: its statistics passes are bound by their accumulation chains). */
 typedef struct ln_job {
-    const float *x, *w, *b;
-    float *y, *mean, *rstd;
+    const void *x;
+    const float *w, *b;
+    void *y;
+    float *mean, *rstd;
     int64_t m;
     double eps;
+    oar_dtype dt; /* of x and y */
 } ln_job;
 
 /* One row of layer_norm; the add_layer_norm kernel calls it too, so both round alike. */
@@ -118,10 +125,51 @@ void oar_nn_layer_norm_row(const float *x, const float *w, const float *b, float
     normalize_run(x, y, m, (float)mean, rstd, 0.0f, w, b);
 }
 
+/* One row of x of a low dtype through the f32 row routine; xb, yb: m floats of scratch. */
+void oar_nn_layer_norm_row_half(const void *x, const float *w, const float *b, void *y, float *mean_out,
+                                float *rstd_out, int64_t m, double eps, oar_dtype dt, float *xb, float *yb) {
+    oar_cpu_half_to_f32(xb, x, m, dt);
+    oar_nn_layer_norm_row(xb, w, b, yb, mean_out, rstd_out, m, eps);
+    oar_cpu_f32_to_half(y, yb, m, dt);
+}
+
+/* Two f32 rows (x0, x1) as oar_nn_layer_norm_row normalizes each (the same operations), their
+ * statistics in two interleaved chains (row_moments2): a row's sums are bound by latency. */
+static void ln_row_pair(const float *x0, const float *x1, const float *w, const float *b, float *y0, float *y1,
+                        float *mean_out, float *rstd_out, int64_t m, double eps) {
+    double mean[2], var[2];
+    row_moments2(x0, x1, m, NN_F32, mean, var);
+    for (int i = 0; i < 2; i++) {
+        float rstd = (float)(1.0 / sqrt(var[i] + eps));
+        mean_out[i] = (float)mean[i];
+        rstd_out[i] = rstd;
+        normalize_run(i ? x1 : x0, i ? y1 : y0, m, (float)mean[i], rstd, 0.0f, w, b);
+    }
+}
+
 static void ln_rows(void *ctx, int64_t begin, int64_t end) {
     const ln_job *j = ctx;
-    for (int64_t r = begin; r < end; r++)
-        oar_nn_layer_norm_row(j->x + r * j->m, j->w, j->b, j->y + r * j->m, j->mean + r, j->rstd + r, j->m, j->eps);
+    const int64_t m = j->m;
+    const bool half = j->dt != OAR_F32;
+    float xb[half ? 2 * OAR_NN_LN_HALF_MAX : 1], yb[half ? 2 * OAR_NN_LN_HALF_MAX : 1];
+    int64_t r = begin;
+    for (; r + 2 <= end; r += 2) {
+        if (!half) {
+            const float *x = (const float *)j->x + r * m;
+            float *y = (float *)j->y + r * m;
+            ln_row_pair(x, x + m, j->w, j->b, y, y + m, j->mean + r, j->rstd + r, m, j->eps);
+            continue;
+        }
+        oar_cpu_half_to_f32(xb, (const uint16_t *)j->x + r * m, 2 * m, j->dt);
+        ln_row_pair(xb, xb + m, j->w, j->b, yb, yb + m, j->mean + r, j->rstd + r, m, j->eps);
+        oar_cpu_f32_to_half((uint16_t *)j->y + r * m, yb, 2 * m, j->dt);
+    }
+    if (r < end && !half)
+        oar_nn_layer_norm_row((const float *)j->x + r * m, j->w, j->b, (float *)j->y + r * m, j->mean + r,
+                              j->rstd + r, m, j->eps);
+    else if (r < end)
+        oar_nn_layer_norm_row_half((const uint16_t *)j->x + r * m, j->w, j->b, (uint16_t *)j->y + r * m, j->mean + r,
+                                   j->rstd + r, m, j->eps, j->dt, xb, yb);
 }
 
 static oar_status layer_norm_avx2(const oar_kctx *ctx, oar_tensor *const *in, int n_in, oar_tensor *const *out,
@@ -137,9 +185,9 @@ static oar_status layer_norm_avx2(const oar_kctx *ctx, oar_tensor *const *in, in
             for (int64_t r = 0; r < out[o]->numel; r++) ((float *)oar_tensor_ptr(out[o]))[r] = NAN;
         return OAR_OK;
     }
-    ln_job j = {(const float *)oar_tensor_ptr(x), in[1] ? (const float *)oar_tensor_ptr(in[1]) : NULL,
-                in[2] ? (const float *)oar_tensor_ptr(in[2]) : NULL, (float *)oar_tensor_ptr(out[0]),
-                (float *)oar_tensor_ptr(out[1]), (float *)oar_tensor_ptr(out[2]), m, a[1].f};
+    ln_job j = {oar_tensor_ptr(x), in[1] ? (const float *)oar_tensor_ptr(in[1]) : NULL,
+                in[2] ? (const float *)oar_tensor_ptr(in[2]) : NULL, oar_tensor_ptr(out[0]),
+                (float *)oar_tensor_ptr(out[1]), (float *)oar_tensor_ptr(out[2]), m, a[1].f, x->dtype};
     oar_parallel_for(x->numel / m, 16384 / m + 1, ln_rows, &j);
     return OAR_OK;
 }
@@ -469,6 +517,22 @@ static bool bn_half_ok(oar_tensor *const *in, int n_in, oar_tensor *const *out, 
     return n_in != 7 || !in[5] || oar_nn_half_ok(in[5], k);
 }
 
+/* layer_norm on a dense bf16/f16 x (y of its dtype) with f32 weight and bias (either may be
+ * absent, not both: then the parameter dtype is x's and via-f32 runs), rows of at most
+ * OAR_NN_LN_HALF_MAX values (the row buffers) */
+static bool ln_half_ok(oar_tensor *const *in, int n_in, oar_tensor *const *out, int n_out, const oar_attr *a) {
+    (void)n_in; (void)n_out;
+    const int k = nn_kind(in[0]->dtype);
+    if (!oar_cpu_has_avx2() || k == NN_F32 || k < 0 || !oar_nn_half_ok(in[0], k) || !oar_nn_half_ok(out[0], k) ||
+        out[1]->dtype != OAR_F32 || out[2]->dtype != OAR_F32 || (!in[1] && !in[2]))
+        return false;
+    for (int i = 1; i < 3; i++)
+        if (in[i] && (in[i]->dtype != OAR_F32 || !in[i]->contiguous)) return false;
+    int64_t m = 1;
+    for (int d = in[0]->ndim - (int)a[0].i; d < in[0]->ndim; d++) m *= in[0]->shape[d];
+    return m <= OAR_NN_LN_HALF_MAX;
+}
+
 #endif
 
 void oar_cpu_nn_register_norm(void) {
@@ -491,5 +555,8 @@ void oar_cpu_nn_register_norm(void) {
     oar_register_kernel(OAR_OP_batch_norm, e);
     e.fn = batch_norm_act_avx2;
     oar_register_kernel(OAR_OP_batch_norm_act, e);
+    e.fn = layer_norm_avx2;
+    e.supports = ln_half_ok;
+    oar_register_kernel(OAR_OP_layer_norm, e);
 #endif
 }

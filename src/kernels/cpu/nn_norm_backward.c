@@ -5,7 +5,8 @@
  * has its own dweight/dbias partials, summed in part order at the end. With a sixth input
  * (layer_norm_backward_add) the residual gradient is added to each dx as it is written.
  * batch_norm_backward and batch_norm_act_backward also take bf16/f16 activations and gradients
- * with f32 weight and statistics (converted in registers, nn_half.h). */
+ * with f32 weight and statistics (converted in registers, nn_half.h); layer_norm_backward
+ * takes them a row at a time through f32 buffers (lnb_parts). */
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cpu/nn_half.h"
 #include "kernels/cpu/nn_kernels.h"
@@ -19,19 +20,21 @@
 #define F32(t) ((const float *)oar_tensor_ptr(t))
 
 typedef struct lnb_job {
-    const float *g, *x, *w, *mean, *rstd;
-    const float *res; /* layer_norm_backward_add: the residual gradient added to dx; else NULL */
-    float *dx, *part_w, *part_b; /* part_*: LN_PARTS rows of m partial sums */
+    const void *g, *x; /* of dtype dt, as dx and res */
+    const float *w, *mean, *rstd;
+    const void *res; /* layer_norm_backward_add: the residual gradient added to dx; else NULL */
+    void *dx;
+    float *part_w, *part_b; /* part_*: LN_PARTS rows of m partial sums */
     int64_t rows, m, parts;
+    oar_dtype dt;
 } lnb_job;
 
-static NN_AVX2 void lnb_row(const lnb_job *j, int64_t r, float *pw, float *pb) {
+/* One row of f32 g, x (and res) into dx, mean and rstd the row's. */
+static NN_AVX2 void lnb_row(const lnb_job *j, const float *g, const float *x, const float *res, float *dx, float mean,
+                            float rstd, float *pw, float *pb) {
     const int64_t m = j->m, full = m & ~(int64_t)7, rest = m - full;
     const __m256i tail = nn_tail_mask(rest);
-    const float *g = j->g + r * m, *x = j->x + r * m;
-    float *dx = j->dx + r * m;
-    const float *res = j->res ? j->res + r * m : NULL;
-    const __m256 vmean = _mm256_set1_ps(j->mean[r]), vrstd = _mm256_set1_ps(j->rstd[r]), one = _mm256_set1_ps(1.0f);
+    const __m256 vmean = _mm256_set1_ps(mean), vrstd = _mm256_set1_ps(rstd), one = _mm256_set1_ps(1.0f);
     nn_dacc s1 = nn_dacc_zero(), s2 = nn_dacc_zero();
     for (int64_t i = 0; i < m; i += 8) {
         bool last = i == full;
@@ -67,13 +70,32 @@ static NN_AVX2 void lnb_row(const lnb_job *j, int64_t r, float *pw, float *pb) {
     }
 }
 
+/* Rows of a bf16/f16 dtype are widened into f32 buffers on the stack (the `cast` kernel's
+ * conversions), go through the f32 row and dx is rounded out: the bits of via-f32 (same parts,
+ * same partial sums) without its f32 copies of g, x and dx. */
 static void lnb_parts(void *ctx, int64_t begin, int64_t end) {
     const lnb_job *j = ctx;
+    const int64_t m = j->m;
+    const bool half = j->dt != OAR_F32;
+    float gb[half ? OAR_NN_LN_HALF_MAX : 1], xb[half ? OAR_NN_LN_HALF_MAX : 1], rb[half && j->res ? OAR_NN_LN_HALF_MAX : 1],
+        db[half ? OAR_NN_LN_HALF_MAX : 1];
     for (int64_t p = begin; p < end; p++) {
-        float *pw = j->part_w + p * j->m, *pb = j->part_b + p * j->m;
-        memset(pw, 0, sizeof(float) * (size_t)j->m);
-        memset(pb, 0, sizeof(float) * (size_t)j->m);
-        for (int64_t r = p * j->rows / j->parts, e = (p + 1) * j->rows / j->parts; r < e; r++) lnb_row(j, r, pw, pb);
+        float *pw = j->part_w + p * m, *pb = j->part_b + p * m;
+        memset(pw, 0, sizeof(float) * (size_t)m);
+        memset(pb, 0, sizeof(float) * (size_t)m);
+        for (int64_t r = p * j->rows / j->parts, e = (p + 1) * j->rows / j->parts; r < e; r++) {
+            if (!half) {
+                lnb_row(j, (const float *)j->g + r * m, (const float *)j->x + r * m,
+                        j->res ? (const float *)j->res + r * m : NULL, (float *)j->dx + r * m, j->mean[r], j->rstd[r],
+                        pw, pb);
+                continue;
+            }
+            oar_cpu_half_to_f32(gb, (const uint16_t *)j->g + r * m, m, j->dt);
+            oar_cpu_half_to_f32(xb, (const uint16_t *)j->x + r * m, m, j->dt);
+            if (j->res) oar_cpu_half_to_f32(rb, (const uint16_t *)j->res + r * m, m, j->dt);
+            lnb_row(j, gb, xb, j->res ? rb : NULL, db, j->mean[r], j->rstd[r], pw, pb);
+            oar_cpu_f32_to_half((uint16_t *)j->dx + r * m, db, m, j->dt);
+        }
     }
 }
 
@@ -93,9 +115,9 @@ oar_status oar_nn_layer_norm_backward_avx2(const oar_kctx *ctx, oar_tensor *cons
     }
     float *part = malloc(sizeof(float) * (size_t)(2 * parts * m));
     if (!part) return oar_error(OAR_ERR_OOM, "layer_norm_backward: out of memory");
-    lnb_job j = {F32(in[0]), F32(x), in[2] ? F32(in[2]) : NULL, F32(in[3]), F32(in[4]),
-                 n_in > 5 ? F32(in[5]) : NULL, (float *)oar_tensor_ptr(out[0]),
-                 part, part + parts * m, rows, m, parts};
+    lnb_job j = {oar_tensor_ptr(in[0]), oar_tensor_ptr(x), in[2] ? F32(in[2]) : NULL, F32(in[3]), F32(in[4]),
+                 n_in > 5 ? oar_tensor_ptr(in[5]) : NULL, oar_tensor_ptr(out[0]),
+                 part, part + parts * m, rows, m, parts, x->dtype};
     oar_parallel_for(parts, 1, lnb_parts, &j);
     for (int64_t i = 0; i < m; i++) { /* parts in order: the same sums whatever the threads */
         double sw = 0, sb = 0;
@@ -246,6 +268,22 @@ static bool bnb_half_ok(oar_tensor *const *in, int n_in, oar_tensor *const *out,
     return n_in < 6 || oar_nn_half_ok(in[5], k);
 }
 
+/* layer_norm_backward (and _add) on bf16/f16 grad_out and x (and residual, dx) with f32 weight,
+ * mean and rstd, dense, rows of at most OAR_NN_LN_HALF_MAX values */
+static bool lnb_half_ok(oar_tensor *const *in, int n_in, oar_tensor *const *out, int n_out, const oar_attr *a) {
+    (void)n_out;
+    const int k = nn_kind(in[1]->dtype);
+    if (!oar_cpu_has_avx2() || k == NN_F32 || k < 0 || !oar_nn_half_ok(in[1], k) || !oar_nn_half_ok(in[0], k) ||
+        !oar_nn_half_ok(out[0], k) || out[1]->dtype != OAR_F32 || out[2]->dtype != OAR_F32)
+        return false;
+    for (int i = 2; i < 5; i++)
+        if (in[i] && (in[i]->dtype != OAR_F32 || !in[i]->contiguous)) return false;
+    if (!in[3] || !in[4] || (n_in > 5 && (!in[5] || !oar_nn_half_ok(in[5], k)))) return false;
+    int64_t m = 1;
+    for (int d = in[1]->ndim - (int)a[0].i; d < in[1]->ndim; d++) m *= in[1]->shape[d];
+    return m <= OAR_NN_LN_HALF_MAX;
+}
+
 #endif
 
 void oar_cpu_register_norm_backward(void) {
@@ -265,5 +303,8 @@ void oar_cpu_register_norm_backward(void) {
     oar_register_kernel(OAR_OP_batch_norm_backward, e);
     e.fn = batch_norm_act_backward_avx2;
     oar_register_kernel(OAR_OP_batch_norm_act_backward, e);
+    e.fn = oar_nn_layer_norm_backward_avx2;
+    e.supports = lnb_half_ok;
+    oar_register_kernel(OAR_OP_layer_norm_backward, e);
 #endif
 }
