@@ -6,6 +6,7 @@
 #ifndef OAR_KERNELS_CPU_QEPILOGUE_AVX512_H
 #define OAR_KERNELS_CPU_QEPILOGUE_AVX512_H
 
+#include "kernels/cpu/qquotient.h"
 #include "ops/quant.h"
 
 #include <immintrin.h>
@@ -66,6 +67,34 @@ oar_qepilogue16_rows(const oar_qepilogue *e, const int32_t *acc, int64_t rows, i
         }
         __m512 t = _mm512_min_ps(_mm512_max_ps(_mm512_mul_ps(v, inv), lo), hi);
         _mm_mask_storeu_epi8((char *)out + i, m, _mm512_cvtepi32_epi8(_mm512_add_epi32(_mm512_cvtps_epi32(t), zp)));
+    }
+}
+
+/* The same with an int8 residual (e->qr, qconv2d_nhwc's fused qadd): each value rounded to the
+ * conv's codes, then qadd's operations on them and the residual's codes res (read, like out, at
+ * i0 + r * ld), written as codes. relu, r_signed and fast are e->qr's, constants at each call. */
+OAR_QEPI_TARGET static inline __attribute__((always_inline)) void
+oar_qres16_rows(const oar_qepilogue *e, const int32_t *acc, int64_t rows, int64_t ld, __mmask16 m, __m512i sub,
+                __m512 comb, __m512 bias, const uint8_t *res, uint8_t *out, int64_t i0, bool relu, bool r_signed,
+                bool fast) {
+    const oar_qres *q = &e->qr;
+    const __m512 inv = _mm512_set1_ps(e->inv_y), lo = _mm512_set1_ps((float)(e->qmin - e->y_zp));
+    const __m512 hi = _mm512_set1_ps((float)(e->qmax - e->y_zp)), ys = _mm512_set1_ps(q->ys);
+    const __m512 rs = _mm512_set1_ps(q->rs), os = _mm512_set1_ps(q->os), inv_o = _mm512_set1_ps(q->inv_o);
+    const __m512 olo = _mm512_set1_ps(q->lo), ohi = _mm512_set1_ps(q->hi);
+    const __m512i rzp = _mm512_set1_epi32(q->rzp), ozp = _mm512_set1_epi32(q->ozp);
+    for (int64_t r = 0; r < rows; r++) {
+        int64_t i = i0 + r * ld;
+        __m512i a = _mm512_sub_epi32(_mm512_maskz_loadu_epi32(m, acc + r * ld), sub);
+        __m512 v = _mm512_fmadd_ps(_mm512_cvtepi32_ps(a), comb, bias);
+        __m512 t = _mm512_min_ps(_mm512_max_ps(_mm512_mul_ps(v, inv), lo), hi);
+        __m512 va = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtps_epi32(t)), ys); /* (code - y_zp) * y_scale */
+        __m128i rb = _mm_maskz_loadu_epi8(m, res + i);
+        __m512i ri = r_signed ? _mm512_cvtepi8_epi32(rb) : _mm512_cvtepu8_epi32(rb);
+        __m512 s = _mm512_add_ps(va, _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(ri, rzp)), rs));
+        if (relu) s = _mm512_max_ps(s, _mm512_setzero_ps());
+        __m512 u = _mm512_min_ps(_mm512_max_ps(oar_qquotient16(s, os, inv_o, fast), olo), ohi);
+        _mm_mask_storeu_epi8((char *)out + i, m, _mm512_cvtepi32_epi8(_mm512_add_epi32(_mm512_cvtps_epi32(u), ozp)));
     }
 }
 
