@@ -33,7 +33,7 @@ range16(const qadd_job *j, int64_t b0, int64_t e, bool as, bool bs, bool relu, b
     for (; i + 16 <= e; i += 16) {
         __m512 v = _mm512_add_ps(deq16(pa + i, as, za, sa), deq16(pb + i, bs, zb, sb));
         if (relu) v = _mm512_max_ps(v, _mm512_setzero_ps());
-        __m512 t = _mm512_min_ps(_mm512_max_ps(oar_qquotient16(v, sy, inv, fast), lo), hi);
+        __m512 t = oar_qclampdiv16(v, sy, inv, lo, hi, fast);
         __m512i q = _mm512_add_epi32(_mm512_cvtps_epi32(t), zy); /* within the output's range */
         _mm_storeu_si128((__m128i *)(py + i), _mm512_cvtepi32_epi8(q));
     }

@@ -308,13 +308,23 @@ OAR_QEPI_TARGET static void epilogue_nhwc(const qcall *c, const int32_t *acc, in
         __mmask16 m = lanes16(o - o0);
         __m512i vs = _mm512_maskz_loadu_epi32(m, sub + o0);
         __m512 vc = _mm512_maskz_loadu_ps(m, c->e.comb + o0), vb = _mm512_maskz_loadu_ps(m, bias + o0);
-#define ROWS16(r, a, f) oar_qepilogue16_rows(&c->e, acc + o0, rows, o, m, vs, vc, vb, c->res, c->out, i0 + o0, r, a, f)
-#define QRES16(r, s, f) oar_qres16_rows(&c->e, acc + o0, rows, o, m, vs, vc, vb, c->rq, c->out, i0 + o0, r, s, f)
-        if (c->rq) {
+#define ROWS16(r, a, f) oar_qepilogue16_rows(&c->e, acc + o0, rows, o, m, vs, vc, vb, c->res, c->out, i0 + o0, r, a, f, false)
+#define ROWS16_FULL(r, a, f)                                                                                         \
+    oar_qepilogue16_rows(&c->e, acc + o0, rows, o, m, vs, vc, vb, c->res, c->out, i0 + o0, r, a, f, true)
+#define QRES16(r, s, f) oar_qres16_rows(&c->e, acc + o0, rows, o, m, vs, vc, vb, c->rq, c->out, i0 + o0, r, s, f, false)
+#define QRES16_FULL(r, s, f)                                                                                         \
+    oar_qres16_rows(&c->e, acc + o0, rows, o, m, vs, vc, vb, c->rq, c->out, i0 + o0, r, s, f, true)
+        if (c->rq && m == 0xffff) {
+            QRES_FLAGS(QRES16_FULL)
+        } else if (c->rq) {
             QRES_FLAGS(QRES16)
+        } else if (m == 0xffff) {
+            NHWC_FLAGS(ROWS16_FULL)
         } else {
             NHWC_FLAGS(ROWS16)
         }
+#undef ROWS16_FULL
+#undef QRES16_FULL
 #undef QRES16
 #undef ROWS16
     }

@@ -131,7 +131,7 @@ oar_qres8_rows(const oar_qepilogue *e, const int32_t *acc, int64_t rows, int64_t
         __m256i a = _mm256_sub_epi32(_mm256_maskload_epi32(acc + r * ld, m), sub);
         __m256 v = _mm256_fmadd_ps(_mm256_cvtepi32_ps(a), comb, bias);
         __m256 t = _mm256_min_ps(_mm256_max_ps(_mm256_mul_ps(v, inv), lo), hi);
-        __m256 va = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtps_epi32(t)), ys); /* (code - y_zp) * y_scale */
+        __m256 va = _mm256_mul_ps(_mm256_round_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), ys); /* (code - y_zp) y_scale */
         __m128i rb;
         if (n == 8) {
             rb = _mm_loadl_epi64((const __m128i *)(res + i));
@@ -143,7 +143,7 @@ oar_qres8_rows(const oar_qepilogue *e, const int32_t *acc, int64_t rows, int64_t
         __m256i ri = r_signed ? _mm256_cvtepi8_epi32(rb) : _mm256_cvtepu8_epi32(rb);
         __m256 s = _mm256_add_ps(va, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(ri, rzp)), rs));
         if (relu) s = _mm256_max_ps(s, _mm256_setzero_ps());
-        __m256 u = _mm256_min_ps(_mm256_max_ps(oar_qquotient8(s, os, inv_o, fast), olo), ohi);
+        __m256 u = oar_qclampdiv8(s, os, inv_o, olo, ohi, fast);
         __m128i b = oar_qbytes8(_mm256_add_epi32(_mm256_cvtps_epi32(u), ozp));
         if (n == 8) {
             _mm_storel_epi64((__m128i *)(out + i), b);
