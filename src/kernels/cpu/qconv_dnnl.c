@@ -339,14 +339,22 @@ OAR_QEPI2_TARGET static void epilogue_nhwc_avx2(const qcall *c, const int32_t *a
         __m256i m = _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
         __m256i vs = _mm256_maskload_epi32(sub + o0, m);
         __m256 vc = _mm256_maskload_ps(c->e.comb + o0, m), vb = _mm256_maskload_ps(bias + o0, m);
-#define ROWS8(r, a, f) oar_qepilogue8_rows(&c->e, acc + o0, rows, o, n, m, vs, vc, vb, c->res, c->out, i0 + o0, r, a, f)
-#define QRES8(r, s, f) oar_qres8_rows(&c->e, acc + o0, rows, o, n, m, vs, vc, vb, c->rq, c->out, i0 + o0, r, s, f)
-        if (c->rq) {
+#define ROWS8(r, a, f) oar_qepilogue8_rows(&c->e, acc + o0, rows, o, n, m, vs, vc, vb, c->res, c->out, i0 + o0, r, a, f, false)
+#define ROWS8_FULL(r, a, f) oar_qepilogue8_rows(&c->e, acc + o0, rows, o, 8, m, vs, vc, vb, c->res, c->out, i0 + o0, r, a, f, true)
+#define QRES8(r, s, f) oar_qres8_rows(&c->e, acc + o0, rows, o, n, m, vs, vc, vb, c->rq, c->out, i0 + o0, r, s, f, false)
+#define QRES8_FULL(r, s, f) oar_qres8_rows(&c->e, acc + o0, rows, o, 8, m, vs, vc, vb, c->rq, c->out, i0 + o0, r, s, f, true)
+        if (c->rq && n == 8) {
+            QRES_FLAGS(QRES8_FULL)
+        } else if (c->rq) {
             QRES_FLAGS(QRES8)
+        } else if (n == 8) {
+            NHWC_FLAGS(ROWS8_FULL)
         } else {
             NHWC_FLAGS(ROWS8)
         }
+#undef QRES8_FULL
 #undef QRES8
+#undef ROWS8_FULL
 #undef ROWS8
     }
 }

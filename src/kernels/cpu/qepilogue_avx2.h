@@ -87,19 +87,21 @@ OAR_QEPI2_TARGET static inline __attribute__((always_inline)) void oar_transpose
 /* The same on NHWC sums (qconv2d_nhwc): n (1..8) consecutive output channels (lanes m) of each of
  * rows positions (acc's rows ld int32 apart); sub, comb and bias are those channels' corrections,
  * scales and biases. Output element i0 + r * ld of out (and of the residual res) for row r; the
- * flags are constants at each call (one loop per combination). */
+ * flags are constants at each call (one loop per combination); full: n == 8, no masked access. */
 OAR_QEPI2_TARGET static inline __attribute__((always_inline)) void
 oar_qepilogue8_rows(const oar_qepilogue *e, const int32_t *acc, int64_t rows, int64_t ld, int n, __m256i m,
                     __m256i sub, __m256 comb, __m256 bias, const float *res, void *out, int64_t i0, bool has_res,
-                    bool relu, bool f32) {
+                    bool relu, bool f32, bool full) {
     for (int64_t r = 0; r < rows; r++) {
         int64_t i = i0 + r * ld;
-        __m256i a = _mm256_sub_epi32(_mm256_maskload_epi32(acc + r * ld, m), sub);
+        __m256i a = _mm256_sub_epi32(
+            full ? _mm256_loadu_si256((const __m256i *)(acc + r * ld)) : _mm256_maskload_epi32(acc + r * ld, m), sub);
         __m256 v = _mm256_fmadd_ps(_mm256_cvtepi32_ps(a), comb, bias);
-        if (has_res) v = _mm256_add_ps(v, _mm256_maskload_ps(res + i, m));
+        if (has_res) v = _mm256_add_ps(v, full ? _mm256_loadu_ps(res + i) : _mm256_maskload_ps(res + i, m));
         if (relu) v = _mm256_max_ps(v, _mm256_setzero_ps());
         if (f32) {
-            _mm256_maskstore_ps((float *)out + i, m, v);
+            if (full) _mm256_storeu_ps((float *)out + i, v);
+            else _mm256_maskstore_ps((float *)out + i, m, v);
             continue;
         }
         __m128i b = oar_qrequant8(e, v);
@@ -115,11 +117,12 @@ oar_qepilogue8_rows(const oar_qepilogue *e, const int32_t *acc, int64_t rows, in
 
 /* The same with an int8 residual (e->qr, qconv2d_nhwc's fused qadd): each value rounded to the
  * conv's codes, then qadd's operations on them and the residual's codes res (read, like out, at
- * i0 + r * ld, n bytes), written as codes. relu, r_signed and fast are e->qr's, constants at each call. */
+ * i0 + r * ld, n bytes), written as codes. relu, r_signed and fast are e->qr's, constants at each
+ * call; full: n == 8, no masked access. */
 OAR_QEPI2_TARGET static inline __attribute__((always_inline)) void
 oar_qres8_rows(const oar_qepilogue *e, const int32_t *acc, int64_t rows, int64_t ld, int n, __m256i m, __m256i sub,
                __m256 comb, __m256 bias, const uint8_t *res, uint8_t *out, int64_t i0, bool relu, bool r_signed,
-               bool fast) {
+               bool fast, bool full) {
     const oar_qres *q = &e->qr;
     const __m256 inv = _mm256_set1_ps(e->inv_y), lo = _mm256_set1_ps((float)(e->qmin - e->y_zp));
     const __m256 hi = _mm256_set1_ps((float)(e->qmax - e->y_zp)), ys = _mm256_set1_ps(q->ys);
@@ -128,7 +131,8 @@ oar_qres8_rows(const oar_qepilogue *e, const int32_t *acc, int64_t rows, int64_t
     const __m256i rzp = _mm256_set1_epi32(q->rzp), ozp = _mm256_set1_epi32(q->ozp);
     for (int64_t r = 0; r < rows; r++) {
         int64_t i = i0 + r * ld;
-        __m256i a = _mm256_sub_epi32(_mm256_maskload_epi32(acc + r * ld, m), sub);
+        __m256i a = _mm256_sub_epi32(
+            full ? _mm256_loadu_si256((const __m256i *)(acc + r * ld)) : _mm256_maskload_epi32(acc + r * ld, m), sub);
         __m256 v = _mm256_fmadd_ps(_mm256_cvtepi32_ps(a), comb, bias);
         __m256 t = _mm256_min_ps(_mm256_max_ps(_mm256_mul_ps(v, inv), lo), hi);
         __m256 va = _mm256_mul_ps(_mm256_round_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), ys); /* (code - y_zp) y_scale */
