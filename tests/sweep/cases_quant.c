@@ -34,6 +34,10 @@ const sweep_case sweep_cases_quant[] = {
     {"dequantize", "i-128_128i8:3x4;c0.1,0.2,0.3,0.4f32:4;c0,1,-1,5i32:4", "axis=1"},
     {"dequantize", "i-128_128i8:3x4;c0.1,0.2,0.3f32:3;c0,1,-1i64:3", "axis=0"},
     {"dequantize", "i0_256u8:;c0.5f32:;c255i32:", "axis=0"},
+    /* the AVX2 kernel (per tensor): whole vectors and a tail, u8 and i8, an f64 scale */
+    {"dequantize", "i0_256u8:3x37;c0.0371f32:;c200i32:", "axis=0"},
+    {"dequantize", "i-128_128i8:2x3x5x5;c0.05f32:;c-3i32:", "axis=0"},
+    {"dequantize", "i-128_128i8:19;c0.3f64:;c127i64:", "axis=0"},
     {"fake_quant", "n:4x5;c0.1f32:;c3i32:", "axis=0 quant_min=0 quant_max=255", NG},
     {"fake_quant", "n:4x5;c0.1f32:;c0i32:", "axis=0 quant_min=-8 quant_max=7", NG},
     {"fake_quant", "n:3x4;c0.1,0.02,0.3f32:3;c0,-5,7i32:3", "axis=0 quant_min=-128 quant_max=127", NG},
