@@ -272,6 +272,18 @@ static void fused_epilogue(void) {
     }
     printf("int8 residual epilogue: %d of %d cases differ from qconv2d_nhwc + qadd\n", failed,
            (int)(sizeof cases / sizeof *cases));
+    /* a u8 residual without the output's parameters, or an f32 one with a residual scale: refused, named */
+    oar_tensor *x = oar_randint(0, 256, (int64_t[]){1, 4, 4, 16}, 4, OAR_U8), *s = oar_scalar(0.05, OAR_F32);
+    oar_tensor *z = oar_scalar(3, OAR_I32), *w = oar_randint(-64, 64, (int64_t[]){16, 16, 3, 3}, 4, OAR_I8);
+    oar_tensor *r8 = oar_randint(0, 256, (int64_t[]){1, 4, 4, 16}, 4, OAR_U8);
+    oar_tensor *rf = oar_randn((int64_t[]){1, 4, 4, 16}, 4, OAR_F32);
+    oar_attr ca[6] = {oar_attr_ints((int64_t[]){1, 1}, 2), oar_attr_ints((int64_t[]){1, 1}, 2),
+                      oar_attr_ints((int64_t[]){1, 1}, 2), oar_attr_int(1), oar_attr_int(OAR_QACT_RELU),
+                      oar_attr_dtype(OAR_U8)};
+    oar_tensor *no_out[QN_N] = {x, s, z, w, s, NULL, s, z, r8, s, z, NULL, NULL};
+    CHECK(oar_op_call1(OAR_OP_qconv2d_nhwc, no_out, QN_N, ca) == NULL && strstr(oar_last_error(), "out_scale"));
+    oar_tensor *f32_rs[QN_N] = {x, s, z, w, s, NULL, s, z, rf, s, NULL, NULL, NULL};
+    CHECK(oar_op_call1(OAR_OP_qconv2d_nhwc, f32_rs, QN_N, ca) == NULL && strstr(oar_last_error(), "residual_scale"));
     oar_scope_end();
 }
 

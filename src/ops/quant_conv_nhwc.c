@@ -93,7 +93,7 @@ oar_status oar_qepilogue_init_nhwc(oar_qepilogue *e, oar_tensor *const *in, oar_
     oar_status st = oar_qepilogue_init(e, in, y, plain);
     if (st != OAR_OK) return st;
     oar_qres *q = &e->qr;
-    q->ys = *(const float *)oar_tensor_ptr(in[QL_YS]);
+    q->ys = (float)oar_dtypes[in[QL_YS]->dtype].load(oar_tensor_ptr(in[QL_YS])); /* as the codes were made with */
     q->rs = *(const float *)oar_tensor_ptr(in[QN_RS]);
     q->os = *(const float *)oar_tensor_ptr(in[QN_OS]);
     int32_t rmin, rmax;
