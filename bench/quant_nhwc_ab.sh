@@ -1,6 +1,7 @@
 #!/bin/sh
 # The NHWC int8 graph against the NCHW one (the quant_nhwc pass off) and against the program with
-# int8 residual additions (qadd: --int8-residual, qadd of u8 codes instead of f32 block outputs), beside
+# int8 residual additions (qadd: --int8-residual, qadd of u8 codes instead of f32 block outputs, in
+# the epilogues of the convs by default; qsep: the same with the fuse_qadd pass off), beside
 # oar's fp32 and PyTorch's static int8, in one run: CPU time per call, 1 thread, as
 # bench/quant_cpu_time.sh measures it (user + system time of two runs with C1 and C2 calls, the
 # difference per extra call, so setup, calibration and compilation cancel out). The variants
@@ -30,6 +31,8 @@ for r in $(seq "$rounds"); do
       fp32) a=$(oar --quant none --calls $c1); b=$(oar --quant none --calls $c2) ;;
       nhwc) a=$(oar --quant static --calls $c1); b=$(oar --quant static --calls $c2) ;;
       qadd) a=$(oar --quant static --int8-residual --calls $c1); b=$(oar --quant static --int8-residual --calls $c2) ;;
+      qsep) a=$(oar --quant static --int8-residual --disable-pass fuse_qadd --calls $c1)
+            b=$(oar --quant static --int8-residual --disable-pass fuse_qadd --calls $c2) ;;
       nchw) a=$(oar --quant static --disable-pass quant_nhwc --calls $c1)
             b=$(oar --quant static --disable-pass quant_nhwc --calls $c2) ;;
       torch) a=$(torch --calls $c1); b=$(torch --calls $c2) ;;

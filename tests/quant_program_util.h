@@ -1,7 +1,7 @@
 /* Shared by the tests of quantized programs (test_quant_program.c, test_quant_nhwc.c): a
  * temporary folder for the model files, exporting a module's fp32 program, running a saved
  * program in the predictor with one pass switched off, and counting a program's nodes of an op
- * after the inference passes. Include after test_util.h. */
+ * after the inference passes (all, or all but one). Include after test_util.h. */
 #ifndef OAR_QUANT_PROGRAM_UTIL_H
 #define OAR_QUANT_PROGRAM_UTIL_H
 
@@ -75,6 +75,20 @@ static int count_after_passes(const char *path, oar_op_id op) {
     if (!p) return -1;
     int n = -1;
     if (oar_passes_run(p, oar_build_strategy_mask(NULL), false) == OAR_OK) {
+        n = 0;
+        for (int i = 0; i < p->n_nodes; i++) n += !p->nodes[i].dead && p->nodes[i].op == op;
+    }
+    oar_program_free(p);
+    return n;
+}
+
+/* Nodes of op after the default inference passes less the pass named off. */
+static int count_after_passes_without(const char *path, oar_op_id op, const char *off) {
+    oar_program *p = oar_program_load(path);
+    oar_build_strategy s = {0};
+    CHECK(p && oar_build_strategy_set(&s, off, false) == OAR_OK);
+    int n = -1;
+    if (p && oar_passes_run(p, oar_build_strategy_mask(&s), false) == OAR_OK) {
         n = 0;
         for (int i = 0; i < p->n_nodes; i++) n += !p->nodes[i].dead && p->nodes[i].op == op;
     }

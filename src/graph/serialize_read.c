@@ -429,6 +429,7 @@ static oar_status read_id_list(reader *r, const cJSON *obj, const char *key, con
 static int older_input_count(int op) {
     if (op == OAR_OP_batch_norm) return 5;
     if (op == OAR_OP_batch_norm_act) return 6;
+    if (op == OAR_OP_qconv2d_nhwc) return 9; /* before its int8 residual's four parameters */
     return -1;
 }
 

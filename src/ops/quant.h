@@ -81,14 +81,38 @@ static inline void oar_qparams_from_range(float lo, float hi, oar_dtype dt, bool
 /* qlinear's epilogue: acc (int32) -> fmaf(acc, x_scale * w_scale[n], bias[n]) (+ residual)
  * (relu) -> f32, or requantized to u8/i8 with y_scale/y_zp, or acc itself as i32. Written once, used by every
  * kernel: the fast kernels differ only in how they compute acc. */
+/* qconv2d_nhwc's int8 residual: qadd(its u8/i8 output, residual codes) done in its epilogue (the
+ * fuse_qadd pass). The conv's value is rounded to its codes as its output would be, then qadd's
+ * arithmetic (src/ops/quant_add.h) runs on those codes and the residual's. */
+typedef struct oar_qres {
+    float ys, rs, os, inv_o; /* the codes' y_scale, the residual's scale, the output's, 1 / the output's */
+    float lo, hi;            /* the output range less its zero point */
+    int32_t rzp, ozp;
+    bool on, relu, r_signed;
+    bool fast;               /* 1 / os normal and finite: qadd's multiplication may stand in for the division */
+} oar_qres;
+
 typedef struct oar_qepilogue {
     const float *comb;  /* [N]: x_scale * w_scale[n] (float product) */
     const float *bias;  /* [N] or NULL */
-    int act;
+    int act;            /* applied to the conv's value; with an int8 residual, none (qr.relu after the sum) */
     oar_dtype out_dtype;
     float inv_y;        /* 1 / y_scale (float) */
     int32_t y_zp, qmin, qmax;
+    oar_qres qr;        /* qconv2d_nhwc with an int8 residual (qr.on) */
 } oar_qepilogue;
+
+/* The output code of conv value v (the epilogue's value, no residual, no activation) with residual
+ * code r: v quantized to the conv's codes, then qadd(codes, r) (oar_qadd_one's operations). */
+static inline int32_t oar_qres_one(const oar_qepilogue *e, float v, uint8_t r) {
+    int32_t q = oar_quantize_f32(v, e->inv_y, e->y_zp, e->qmin, e->qmax);
+    int32_t ir = e->qr.r_signed ? (int32_t)(int8_t)r : (int32_t)r;
+    float va = (float)(q - e->y_zp) * e->qr.ys, vb = (float)(ir - e->qr.rzp) * e->qr.rs;
+    float s = va + vb;
+    if (e->qr.relu) s = oar_qmaxf(s, 0.0f);
+    float t = oar_qminf(oar_qmaxf(s / e->qr.os, e->qr.lo), e->qr.hi);
+    return (int32_t)nearbyintf(t) + e->qr.ozp;
+}
 
 /* The epilogue of one int32 sum of output channel ch (res: its residual, or NULL), then its store. */
 static inline float oar_qepilogue_value(const oar_qepilogue *e, int32_t acc, int64_t ch, const float *res) {
@@ -122,9 +146,15 @@ static inline void oar_qepilogue_row(const oar_qepilogue *e, const int32_t *acc,
 /* qlinear's prepared epilogue for a call (comb is malloc'ed: free with oar_qepilogue_free). */
 oar_status oar_qepilogue_init(oar_qepilogue *e, oar_tensor *const *in, oar_tensor *y, const oar_attr *a);
 void oar_qepilogue_free(oar_qepilogue *e);
+/* The same for qconv2d_nhwc (a: its activation and dtype attributes), with its int8 residual's
+ * parameters in e->qr when the residual is u8/i8 (src/ops/quant_conv_nhwc.c). */
+oar_status oar_qepilogue_init_nhwc(oar_qepilogue *e, oar_tensor *const *in, oar_tensor *y, const oar_attr *a);
 
 /* qlinear's and qconv2d's input positions */
 enum { QL_X, QL_XS, QL_XZP, QL_W, QL_WS, QL_BIAS, QL_YS, QL_YZP, QL_RES, QL_N };
+/* qconv2d_nhwc's further inputs, with a u8/i8 residual (QL_RES): its scale and zero point, and the
+ * output's (y_scale and y_zp then quantize the conv's own codes, which the sum dequantizes) */
+enum { QN_RS = QL_N, QN_RZP, QN_OS, QN_OZP, QN_N };
 
 /* qconv2d's geometry, from its attributes (stride, padding, dilation, groups) and shapes */
 typedef struct oar_qconv_geom {

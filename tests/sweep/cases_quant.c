@@ -34,6 +34,10 @@ const sweep_case sweep_cases_quant[] = {
     {"dequantize", "i-128_128i8:3x4;c0.1,0.2,0.3,0.4f32:4;c0,1,-1,5i32:4", "axis=1"},
     {"dequantize", "i-128_128i8:3x4;c0.1,0.2,0.3f32:3;c0,1,-1i64:3", "axis=0"},
     {"dequantize", "i0_256u8:;c0.5f32:;c255i32:", "axis=0"},
+    /* the AVX2 kernel (per tensor): whole vectors and a tail, u8 and i8, an f64 scale */
+    {"dequantize", "i0_256u8:3x37;c0.0371f32:;c200i32:", "axis=0"},
+    {"dequantize", "i-128_128i8:2x3x5x5;c0.05f32:;c-3i32:", "axis=0"},
+    {"dequantize", "i-128_128i8:19;c0.3f64:;c127i64:", "axis=0"},
     {"fake_quant", "n:4x5;c0.1f32:;c3i32:", "axis=0 quant_min=0 quant_max=255", NG},
     {"fake_quant", "n:4x5;c0.1f32:;c0i32:", "axis=0 quant_min=-8 quant_max=7", NG},
     {"fake_quant", "n:3x4;c0.1,0.02,0.3f32:3;c0,-5,7i32:3", "axis=0 quant_min=-128 quant_max=127", NG},
@@ -103,6 +107,8 @@ const sweep_case sweep_cases_quant[] = {
      "activation=2 dtype=f32"},
     {"qlinear", "i0_256u8:4x33" XQ_U8 ";i-128_128i8:8x33;c0.05f32:;none;none;none;none", "activation=3 dtype=f32"},
     /* qconv2d: padding (the zero point), stride, dilation, groups, depthwise, requantized and residual */
+/* qconv2d_nhwc without an int8 residual: residual_scale, residual_zero_point, out_scale, out_zero_point absent */
+#define NO_QRES ";none;none;none;none"
 #define CONV(st, pd, dl, g, act, dt) "stride=" st " padding=" pd " dilation=" dl " groups=" g " activation=" act " dtype=" dt
     {"qconv2d", "i0_256u8:2x3x7x6" XQ_U8 ";i-128_128i8:4x3x3x3;c0.01,0.02,0.03,0.04f32:4;nf32:4;none;none;none",
      CONV("1,1", "1,1", "1,1", "1", "0", "f32")},
@@ -122,7 +128,7 @@ const sweep_case sweep_cases_quant[] = {
      CONV("1,1", "0,1", "1,1", "1", "0", "f32")},
     {"qconv2d", "i0_256u8:1x2x5x70" XQ_U8 ";i-128_128i8:3x2x3x3;c0.01f32:;nf32:3;c0.05f32:;c10i32:;none",
      CONV("2,1", "1,1", "1,1", "1", "1", "u8")},
-    {"qconv2d", "c255u8:1x8x4x4;c0.001f32:;c0i32:;c127i8:3x8x3x3;c0.001f32:;none;none;none;none",
+    {"qconv2d", "c255u8:1x8x4x4;c0.001f32:;c0i32:;c127i8:3x8x3x3;c0.001f32:" NO_QRES,
      CONV("1,1", "0,0", "1,1", "1", "0", "f32")}, /* the saturation worst case */
     /* oneDNN's int8 convolution (16+ channels a group, VNNI/AMX): an odd batch over the parts,
      * 20 channels (a partial block of 16), 19 positions, groups, s8 with a residual, stride 2 */
@@ -141,7 +147,7 @@ const sweep_case sweep_cases_quant[] = {
      CONV("1,1", "1,1", "1,1", "1", "1", "u8")},
     {"qconv2d", "i-128_128i8:2x32x7x6" XQ_S8 ";i-64_64i8:32x16x3x3;c0.001f32:;none;c0.1f32:;c-3i32:;none",
      CONV("2,1", "1,0", "1,1", "2", "0", "i8")},
-    {"qconv2d", "c255u8:1x16x4x4;c0.001f32:;c0i32:;c-64i8:17x16x3x3;c0.001f32:;none;none;none;none",
+    {"qconv2d", "c255u8:1x16x4x4;c0.001f32:;c0i32:;c-64i8:17x16x3x3;c0.001f32:" NO_QRES,
      CONV("1,1", "0,0", "1,1", "1", "0", "f32")},
     /* the direct AVX2 kernel (fewer than 16 channels a group, 7-bit weights, vpmaddubsw; at the
      * AVX2 cap): LeNet's two convs (shifted planes), 1 and 3 input channels with stride 2 and
@@ -159,9 +165,9 @@ const sweep_case sweep_cases_quant[] = {
      CONV("1,1", "2,2", "2,2", "2", "1", "i8")},
     {"qconv2d", "i0_256u8:2x3x8x11" XQ_U8 ";i-64_64i8:6x3x2x3;c0.01f32:;nf32:6;none;none;nf32:2x6x8x5",
      CONV("1,2", "1,0", "2,1", "1", "0", "f32")}, /* shifted planes with a column stride */
-    {"qconv2d", "c255u8:1x3x5x5;c0.001f32:;c0i32:;c-64i8:4x3x3x3;c0.001f32:;none;none;none;none",
+    {"qconv2d", "c255u8:1x3x5x5;c0.001f32:;c0i32:;c-64i8:4x3x3x3;c0.001f32:" NO_QRES,
      CONV("1,1", "1,1", "1,1", "1", "0", "f32")},
-    {"qconv2d", "c255u8:1x6x5x5;c0.001f32:;c0i32:;c63i8:3x6x3x3;c0.001f32:;none;none;none;none",
+    {"qconv2d", "c255u8:1x6x5x5;c0.001f32:;c0i32:;c63i8:3x6x3x3;c0.001f32:" NO_QRES,
      CONV("1,1", "0,0", "1,1", "1", "0", "f32")},
     /* an ImageNet stem (3 -> 16+ channels, 7x7 stride 2): oneDNN's kernel rather than the direct one */
     {"qconv2d", "i0_256u8:1x3x13x12" XQ_U8 ";i-128_128i8:16x3x7x7;c0.001f32:;nf32:16;c0.05f32:;c10i32:;none",
@@ -171,24 +177,55 @@ const sweep_case sweep_cases_quant[] = {
      * vector of 20 channels over an odd batch, s8 with groups, stride and a residual, an unpadded
      * 1x1 stride-2 projection read in place, ResNet-20's first stage with its residual, 7-bit
      * weights (oneDNN's AVX2 code at the AVX2 cap), 3 input channels, dilation, the worst cases */
-    {"qconv2d_nhwc", "i0_256u8:3x5x4x16" XQ_U8 ";i-128_128i8:20x16x3x3;c0.001f32:;nf32:20;c0.05f32:;c10i32:;none",
+    {"qconv2d_nhwc", "i0_256u8:3x5x4x16" XQ_U8 ";i-128_128i8:20x16x3x3;c0.001f32:;nf32:20;c0.05f32:;c10i32:;none"
+                     NO_QRES,
      CONV("1,1", "1,1", "1,1", "1", "1", "u8")},
-    {"qconv2d_nhwc", "i-128_128i8:2x6x7x32" XQ_S8 ";i-128_128i8:32x16x3x3;c0.001f32:;none;c0.1f32:;c-3i32:;nf32:2x3x4x32",
+    {"qconv2d_nhwc", "i-128_128i8:2x6x7x32" XQ_S8 ";i-128_128i8:32x16x3x3;c0.001f32:;none;c0.1f32:;c-3i32:;nf32:2x3x4x32"
+                     NO_QRES,
      CONV("2,2", "1,1", "1,1", "2", "0", "i8")},
-    {"qconv2d_nhwc", "i0_256u8:2x8x8x16" XQ_U8 ";i-128_128i8:32x16x1x1;c0.001f32:;nf32:32;none;none;none",
+    {"qconv2d_nhwc", "i0_256u8:2x8x8x16" XQ_U8 ";i-128_128i8:32x16x1x1;c0.001f32:;nf32:32;none;none;none" NO_QRES,
      CONV("2,2", "0,0", "1,1", "1", "0", "f32")},
-    {"qconv2d_nhwc", "i0_256u8:5x32x32x16" XQ_U8 ";i-128_128i8:16x16x3x3;c0.001f32:;nf32:16;c0.05f32:;c10i32:;nf32:5x32x32x16",
+    {"qconv2d_nhwc", "i0_256u8:5x32x32x16" XQ_U8 ";i-128_128i8:16x16x3x3;c0.001f32:;nf32:16;c0.05f32:;c10i32:;nf32:5x32x32x16"
+                     NO_QRES,
      CONV("1,1", "1,1", "1,1", "1", "1", "u8")},
-    {"qconv2d_nhwc", "i0_256u8:3x6x5x16" XQ_U8 ";i-64_64i8:20x16x3x3;c0.001f32:;nf32:20;none;none;nf32:3x6x5x20",
+    {"qconv2d_nhwc", "i0_256u8:3x6x5x16" XQ_U8 ";i-64_64i8:20x16x3x3;c0.001f32:;nf32:20;none;none;nf32:3x6x5x20"
+                     NO_QRES,
      CONV("1,1", "1,1", "1,1", "1", "1", "f32")},
-    {"qconv2d_nhwc", "i0_256u8:2x9x8x3" XQ_U8 ";i-64_64i8:16x3x3x2;c0.01f32:;nf32:16;c0.05f32:;c10i32:;none",
+    {"qconv2d_nhwc", "i0_256u8:2x9x8x3" XQ_U8 ";i-64_64i8:16x3x3x2;c0.01f32:;nf32:16;c0.05f32:;c10i32:;none" NO_QRES,
      CONV("1,1", "2,1", "2,2", "1", "1", "u8")},
-    {"qconv2d_nhwc", "i0_256u8:1x9x9x17" XQ_U8 ";i-128_128i8:33x17x1x3;c0.001f32:;nf32:33;none;none;none",
+    {"qconv2d_nhwc", "i0_256u8:1x9x9x17" XQ_U8 ";i-128_128i8:33x17x1x3;c0.001f32:;nf32:33;none;none;none" NO_QRES,
      CONV("1,1", "0,2", "2,1", "1", "0", "f32")},
-    {"qconv2d_nhwc", "c255u8:1x4x4x16;c0.001f32:;c0i32:;c127i8:17x16x3x3;c0.001f32:;none;none;none;none",
+    {"qconv2d_nhwc", "c255u8:1x4x4x16;c0.001f32:;c0i32:;c127i8:17x16x3x3;c0.001f32:;none;none;none;none" NO_QRES,
      CONV("1,1", "0,0", "1,1", "1", "0", "f32")},
-    {"qconv2d_nhwc", "c255u8:1x4x4x16;c0.001f32:;c0i32:;c-64i8:17x16x3x3;c0.001f32:;none;none;none;none",
+    {"qconv2d_nhwc", "c255u8:1x4x4x16;c0.001f32:;c0i32:;c-64i8:17x16x3x3;c0.001f32:;none;none;none;none" NO_QRES,
      CONV("1,1", "0,0", "1,1", "1", "0", "f32")},
+    /* qconv2d_nhwc with an int8 residual (the fuse_qadd pass's qadd in the epilogue; then residual_scale,
+     * residual_zero_point, out_scale, out_zero_point): a partial vector of 20 channels with ReLU and a
+     * residual zero point far from the codes'; s8 codes and residual with groups and stride, no ReLU;
+     * ResNet-20's first stage with 7-bit weights (oneDNN's AVX2 code at the AVX2 cap); saturation at both
+     * u8 ends, of the conv's codes (y_scale 0.004) and of the sum (out_scale 0.01); sums whose product by
+     * 1 / out_scale and quotient round apart (163 / 0.75638056 = 215.5: the bias gives the codes, lanes 0
+     * and 17), which must divide */
+    {"qconv2d_nhwc", "i0_256u8:3x5x4x16" XQ_U8 ";i-128_128i8:20x16x3x3;c0.001f32:;nf32:20;c0.05f32:;c10i32:;"
+                     "i0_256u8:3x5x4x20;c0.04f32:;c200i32:;c0.07f32:;c5i32:",
+     CONV("1,1", "1,1", "1,1", "1", "1", "u8")},
+    {"qconv2d_nhwc", "i-128_128i8:2x6x7x32" XQ_S8 ";i-128_128i8:32x16x3x3;c0.001f32:;none;c0.1f32:;c-3i32:;"
+                     "i-128_128i8:2x3x4x32;c0.05f32:;c7i32:;c0.12f32:;c-10i32:",
+     CONV("2,2", "1,1", "1,1", "2", "0", "i8")},
+    {"qconv2d_nhwc", "i0_256u8:5x32x32x16" XQ_U8 ";i-64_64i8:16x16x3x3;c0.001f32:;nf32:16;c0.05f32:;c10i32:;"
+                     "i0_256u8:5x32x32x16;c0.03f32:;c0i32:;c0.06f32:;c0i32:",
+     CONV("1,1", "1,1", "1,1", "1", "1", "u8")},
+    {"qconv2d_nhwc", "i0_256u8:2x6x6x16" XQ_U8 ";i-128_128i8:24x16x3x3;c0.004f32:;nf32:24;c0.004f32:;c128i32:;"
+                     "i0_256u8:2x6x6x24;c0.02f32:;c100i32:;c0.01f32:;c128i32:",
+     CONV("1,1", "1,1", "1,1", "1", "0", "u8")},
+    {"qconv2d_nhwc", "c128u8:1x2x2x16" XQ_U8 ";i-128_128i8:20x16x1x1;c0.001f32:;"
+                     "c163,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,163,18,19f32:20;c1f32:;c0i32:;"
+                     "c0u8:1x2x2x20;c1f32:;c0i32:;c0.756380558013916f32:;c0i32:",
+     CONV("1,1", "0,0", "1,1", "1", "0", "u8")},
+    {"qconv2d_nhwc", "c128u8:1x2x2x16" XQ_U8 ";i-128_128i8:20x16x1x1;c0.001f32:;"
+                     "c219,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,219,18,19f32:20;c1f32:;c0i32:;"
+                     "c0u8:1x2x2x20;c1f32:;c0i32:;c1.5368419885635376f32:;c0i32:",
+     CONV("1,1", "0,0", "1,1", "1", "1", "u8")},
     /* max_pool2d_nhwc on u8/i8 codes (qmax_pool2d of NHWC data, the quant_nhwc pass's) */
     {"max_pool2d_nhwc", "i0_256u8:2x8x6x19", "kernel=2,2 stride=2,2 padding=0,0 dilation=1,1 ceil_mode=0"},
     {"max_pool2d_nhwc", "i-128_128i8:1x9x8x5", "kernel=3,3 stride=2,1 padding=1,1 dilation=1,2 ceil_mode=1"},

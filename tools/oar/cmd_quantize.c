@@ -36,6 +36,7 @@ static void usage(void) {
                     "         [--weight-bits 8|7 (8 with VNNI/AMX; 7, exact and fast without them)]\n"
                     "         static, qat: [--reduce-range (7-bit activations: u8 [0, 127], torch's reduce_range)]\n"
                     "         static: [--int8-residual (residual additions as qadd of u8 codes, not f32)]\n"
+                    "         static, qat: [--disable-pass A,B (the int8 program's evaluation without these passes)]\n"
                     "         qat: [--epochs E (1)] [--steps S] [--lr LR (the recipe's / 10)] [--mode eager|static]\n"
                     "              [--control (the same fine-tune in fp32 too, to separate it from quantization)]\n"
                     "              [--lsq (input scales learned with LSQ after the first 10%% of the steps)]\n"
@@ -100,9 +101,13 @@ static oar_status calib_batches(const train_data *d, int64_t batch, int n, oar_t
     return st;
 }
 
+/* The passes the predictor runs the int8 program with (--disable-pass: an A/B of a pass's effect
+ * on accuracy, e.g. fuse_qadd, which must have none). */
+static oar_build_strategy g_eval_strategy;
+
 /* Test accuracy of the exported model at path, run by the predictor. */
 static oar_status predictor_accuracy(const char *path, const train_data *d, int64_t batch, double *acc) {
-    oar_predictor *p = oar_predictor_create(&(oar_predictor_config){.model_path = path});
+    oar_predictor *p = oar_predictor_create(&(oar_predictor_config){.model_path = path, .strategy = g_eval_strategy});
     if (!p) return oar_last_status();
     oar_loader_opts lo = {.batch_size = batch, .transforms = d->n_transforms ? &d->norm : NULL,
                           .n_transforms = d->n_transforms};
@@ -176,6 +181,12 @@ int oar_cmd_quantize(int argc, char **argv) {
         else if (!strcmp(argv[i], "--int8-residual")) int8_residual = true; /* static: qadd residuals */
         else if (!strcmp(argv[i], "--fuse-bn")) fuse_bn = true;           /* qat: ConvBn-fused */
         else if (!strcmp(argv[i], "--freeze-bn") && has) freeze_bn = atoll(argv[++i]);
+        else if (!strcmp(argv[i], "--disable-pass") && has) {
+            if (cli_disable_passes(&g_eval_strategy, argv[++i])) {
+                free(rest);
+                return 2;
+            }
+        }
         else rest[nr++] = argv[i];
     }
     rest[nr] = NULL;

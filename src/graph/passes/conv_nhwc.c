@@ -146,13 +146,14 @@ static oar_status replace_by_twin(layouter *l, int id, int y, int yt, int pos) {
 static oar_status convert_q(layouter *l, int id, int pos) {
     oar_program *p = l->p;
     const oar_node *n = &p->nodes[id];
-    int in[QL_N], y = n->out[0], yt;
-    memcpy(in, n->in, sizeof in);
+    int in[QN_N], y = n->out[0], yt;
+    memcpy(in, n->in, sizeof(int) * QL_N);
+    for (int k = QL_N; k < QN_N; k++) in[k] = -1; /* no int8 residual (the fuse_qadd pass's) */
     oar_attr attrs[6];
     memcpy(attrs, n->attrs, sizeof attrs);
     if ((in[QL_X] = nhwc_operand(l, in[QL_X], &pos)) < 0) return oar_last_status();
     if (in[QL_RES] >= 0 && (in[QL_RES] = nhwc_operand(l, in[QL_RES], &pos)) < 0) return oar_last_status();
-    if (oar_pass_insert_node(p, OAR_MAIN_BLOCK, pos++, OAR_OP_qconv2d_nhwc, in, QL_N, attrs, &yt) < 0)
+    if (oar_pass_insert_node(p, OAR_MAIN_BLOCK, pos++, OAR_OP_qconv2d_nhwc, in, QN_N, attrs, &yt) < 0)
         return oar_last_status();
     p->values[yt].dyn_dims = permute_dyn(p->values[y].dyn_dims, TO_NHWC);
     return replace_by_twin(l, id, y, yt, pos);

@@ -27,6 +27,9 @@ static const oar_pass_info g_passes[] = {
     {"quant_nhwc", "runs int8 convolutions (qconv2d on oneDNN) on NHWC u8/i8 and f32 activations, with quantize, max "
      "pooling and residuals in between, so oneDNN's NHWC sums need no transposes (the same bits)", true, true,
      oar_pass_quant_nhwc, true},
+    {"fuse_qadd", "puts an int8 residual addition (qadd of u8/i8 codes) into the epilogue of the NHWC int8 convolution "
+     "that makes one of its operands (the same bits, no pass over the conv's codes)", true, true, oar_pass_fuse_qadd,
+     true},
     {"fuse_attention", "matmul, scale, mask, softmax, matmul (and their traced backward) become fused_attention "
      "(and attention_backward)", true, false, oar_pass_fuse_attention},
     {"fuse_linear_act", "runs linear followed by relu or gelu as one linear_act node (the activation applied "

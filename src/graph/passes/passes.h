@@ -62,6 +62,7 @@ oar_status oar_pass_fuse_conv_act(oar_program *p);    /* fuse_conv_act.c (infere
 oar_status oar_pass_fuse_quant(oar_program *p);       /* fuse_quant.c (inference only) */
 oar_status oar_pass_conv_nhwc(oar_program *p);        /* conv_nhwc.c (inference only) */
 oar_status oar_pass_quant_nhwc(oar_program *p);       /* conv_nhwc.c: the int8 convolutions (inference only) */
+oar_status oar_pass_fuse_qadd(oar_program *p);        /* fuse_qadd.c: qadd into qconv2d_nhwc (inference only) */
 oar_status oar_pass_concat_conv_split(oar_program *p); /* concat_conv.c: run by conv_nhwc */
 oar_status oar_pass_inplace(oar_program *p);          /* inplace.c: marks oar_node.inplace */
 oar_status oar_pass_fuse_linear_act(oar_program *p);  /* fuse_linear_act.c */

@@ -645,9 +645,12 @@ static oar_status quantize_op(oxe_graph *g, const oar_node *n) {
     return OK(o && (sm->ndim == 0 || oxe_attr_int(g, o, "axis", attr_i(n, "axis"))));
 }
 
-static oar_status qop(oxe_graph *g, const oar_node *n) {
+/* qconv2d / qlinear (conv: qconv2d's attributes) reading x (the name of NCHW data) and the f32
+ * residual res (NULL: none), with ReLU or not, writing out: the QDQ form above. */
+static oar_status qop_emit(oxe_graph *g, const oar_node *n, bool conv, const char *xin, const char *resin, bool relu,
+                           const char *out_name) {
     const oar_meta *x = meta(g, n->in[QL_X]), *w = meta(g, n->in[QL_W]);
-    bool conv = n->op == OAR_OP_qconv2d, relu = attr_i(n, "activation") == OAR_QACT_RELU, res = has_in(n, QL_RES);
+    bool res = resin != NULL;
     if (!conv && meta(g, n->out[0])->dtype == OAR_I32) { /* the raw sums (an imported MatMulInteger): itself */
         static const int64_t T[2] = {1, 0};
         const char *wt = oxe_tmp(g), *mi[3] = {IN(QL_X), wt, zero_point_as(g, n->in[QL_XZP], x->dtype)}, *out = OUT(0);
@@ -658,8 +661,8 @@ static oar_status qop(oxe_graph *g, const oar_node *n) {
     if (requant && !(has_in(n, QL_YS) && has_in(n, QL_YZP))) return refuse(g, n, "an int8 output without its scale");
     if (attr_i(n, "activation") >= OAR_QACT_GELU_ERF)
         return refuse(g, n, "a GELU in the int8 epilogue (export the program before the fuse_quant pass)");
-    const char *xf = oxe_tmp(g), *wf = oxe_tmp(g), *y = relu || res || requant ? oxe_tmp(g) : OUT(0);
-    const char *dx[3] = {IN(QL_X), IN(QL_XS), zero_point_as(g, n->in[QL_XZP], x->dtype)}, *dw[2] = {IN(QL_W), IN(QL_WS)};
+    const char *xf = oxe_tmp(g), *wf = oxe_tmp(g), *y = relu || res || requant ? oxe_tmp(g) : out_name;
+    const char *dx[3] = {xin, IN(QL_XS), zero_point_as(g, n->in[QL_XZP], x->dtype)}, *dw[2] = {IN(QL_W), IN(QL_WS)};
     Onnx__NodeProto *o;
     if (!dx[2] || !oxe_node(g, "DequantizeLinear", dx, 3, &xf, 1) || !(o = oxe_node(g, "DequantizeLinear", dw, 2, &wf, 1)) ||
         (meta(g, n->in[QL_WS])->ndim == 1 && !oxe_attr_int(g, o, "axis", 0)))
@@ -679,32 +682,67 @@ static oar_status qop(oxe_graph *g, const oar_node *n) {
             return fail(g);
     }
     if (res) {
-        const char *sum = relu || requant ? oxe_tmp(g) : OUT(0);
-        if (!oxe_node2(g, "Add", y, IN(QL_RES), sum)) return fail(g);
+        const char *sum = relu || requant ? oxe_tmp(g) : out_name;
+        if (!oxe_node2(g, "Add", y, resin, sum)) return fail(g);
         y = sum;
     }
     if (relu) {
-        const char *r = requant ? oxe_tmp(g) : OUT(0);
+        const char *r = requant ? oxe_tmp(g) : out_name;
         if (!oxe_node1(g, "Relu", y, r)) return fail(g);
         y = r;
     }
     if (!requant) return OAR_OK;
-    const char *qin[3] = {y, IN(QL_YS), zero_point_as(g, n->in[QL_YZP], meta(g, n->out[0])->dtype)}, *out = OUT(0);
-    return OK(qin[2] && oxe_node(g, "QuantizeLinear", qin, 3, &out, 1));
+    const char *qin[3] = {y, IN(QL_YS), zero_point_as(g, n->in[QL_YZP], meta(g, n->out[0])->dtype)};
+    return OK(qin[2] && oxe_node(g, "QuantizeLinear", qin, 3, &out_name, 1));
+}
+
+static oar_status qop(oxe_graph *g, const oar_node *n) {
+    return qop_emit(g, n, n->op == OAR_OP_qconv2d, IN(QL_X), has_in(n, QL_RES) ? IN(QL_RES) : NULL,
+                    attr_i(n, "activation") == OAR_QACT_RELU, OUT(0));
+}
+
+/* qadd's definition: DequantizeLinear of both, Add, [Relu], QuantizeLinear (names; zero points
+ * already of their data's dtype), which the importer reads back as qadd. */
+static bool qadd_emit(oxe_graph *g, const char *const da[3], const char *const db[3], const char *ys, const char *yzp,
+                      bool relu, const char *out) {
+    const char *af = oxe_tmp(g), *bf = oxe_tmp(g), *sum = oxe_tmp(g), *r = relu ? oxe_tmp(g) : sum;
+    const char *qy[3] = {r, ys, yzp};
+    return da[2] && db[2] && yzp && oxe_node(g, "DequantizeLinear", da, 3, &af, 1) &&
+           oxe_node(g, "DequantizeLinear", db, 3, &bf, 1) && oxe_node2(g, "Add", af, bf, sum) &&
+           (!relu || oxe_node1(g, "Relu", sum, r)) && oxe_node(g, "QuantizeLinear", qy, 3, &out, 1);
+}
+
+/* qconv2d_nhwc: its NHWC input transposed to NCHW, qconv2d's QDQ form, the result transposed back;
+ * an f32 residual transposed to NCHW for the Add; an int8 residual (fuse_qadd's) decomposed back
+ * into the conv's codes (no activation) and qadd's chain on the NHWC codes. */
+static oar_status qconv_nhwc(oxe_graph *g, const oar_node *n) {
+    static const int64_t TO_NCHW[4] = {0, 3, 1, 2}, TO_NHWC[4] = {0, 2, 3, 1};
+    bool relu = attr_i(n, "activation") == OAR_QACT_RELU, res = has_in(n, QL_RES);
+    bool qres = res && meta(g, n->in[QL_RES])->dtype != OAR_F32;
+    const char *xt = oxe_tmp(g), *rt = res && !qres ? oxe_tmp(g) : NULL, *yt = oxe_tmp(g);
+    const char *y = qres ? oxe_tmp(g) : OUT(0);
+    Onnx__NodeProto *o = oxe_node1(g, "Transpose", IN(QL_X), xt);
+    if (!o || !oxe_attr_ints(g, o, "perm", TO_NCHW, 4)) return fail(g);
+    if (rt && (!(o = oxe_node1(g, "Transpose", IN(QL_RES), rt)) || !oxe_attr_ints(g, o, "perm", TO_NCHW, 4)))
+        return fail(g);
+    oar_status st = qop_emit(g, n, true, xt, rt, relu && !qres, yt);
+    if (st != OAR_OK) return st;
+    o = oxe_node1(g, "Transpose", yt, y);
+    if (!o || !oxe_attr_ints(g, o, "perm", TO_NHWC, 4)) return fail(g);
+    if (!qres) return OAR_OK;
+    oar_dtype dt = meta(g, n->out[0])->dtype;
+    const char *dc[3] = {y, IN(QL_YS), zero_point_as(g, n->in[QL_YZP], dt)};
+    const char *dr[3] = {IN(QL_RES), IN(QN_RS), zero_point_as(g, n->in[QN_RZP], meta(g, n->in[QL_RES])->dtype)};
+    return OK(qadd_emit(g, dc, dr, IN(QN_OS), zero_point_as(g, n->in[QN_OZP], dt), relu, OUT(0)));
 }
 
 /* qadd: the QDQ chain it is defined as (DequantizeLinear of both, Add, Relu, QuantizeLinear), which
  * the importer reads back as qadd. */
 static oar_status qadd_op(oxe_graph *g, const oar_node *n) {
-    oar_dtype dt = meta(g, n->out[0])->dtype;
-    bool relu = attr_i(n, "activation") == OAR_QACT_RELU;
-    const char *af = oxe_tmp(g), *bf = oxe_tmp(g), *sum = oxe_tmp(g), *r = relu ? oxe_tmp(g) : sum, *out = OUT(0);
     const char *da[3] = {IN(QA_A), IN(QA_AS), zero_point_as(g, n->in[QA_AZP], meta(g, n->in[QA_A])->dtype)};
     const char *db[3] = {IN(QA_B), IN(QA_BS), zero_point_as(g, n->in[QA_BZP], meta(g, n->in[QA_B])->dtype)};
-    const char *qy[3] = {r, IN(QA_YS), zero_point_as(g, n->in[QA_YZP], dt)};
-    return OK(da[2] && db[2] && qy[2] && oxe_node(g, "DequantizeLinear", da, 3, &af, 1) &&
-              oxe_node(g, "DequantizeLinear", db, 3, &bf, 1) && oxe_node2(g, "Add", af, bf, sum) &&
-              (!relu || oxe_node1(g, "Relu", sum, r)) && oxe_node(g, "QuantizeLinear", qy, 3, &out, 1));
+    return OK(qadd_emit(g, da, db, IN(QA_YS), zero_point_as(g, n->in[QA_YZP], meta(g, n->out[0])->dtype),
+                        attr_i(n, "activation") == OAR_QACT_RELU, OUT(0)));
 }
 
 /* qlut(x, table): Gather of the table at x's codes as int32 (i8 codes shifted by 128 to their entry). */
@@ -751,7 +789,7 @@ static const struct {
     {OAR_OP_conv2d_act, conv2d_act}, {OAR_OP_batch_norm_act, batch_norm_act},
     {OAR_OP_fused_elementwise, fused_elementwise}, {OAR_OP_fused_attention, fused_attention},
     {OAR_OP_add_layer_norm, add_layer_norm}, {OAR_OP_quantize, quantize_op}, {OAR_OP_dequantize, quantize_op},
-    {OAR_OP_qlinear, qop}, {OAR_OP_qconv2d, qop}, {OAR_OP_qlut, qlut_op}, {OAR_OP_qadd, qadd_op}, {OAR_OP_qmax_pool2d, pool}, {OAR_OP_max_pool2d_nhwc, max_pool_nhwc},
+    {OAR_OP_qlinear, qop}, {OAR_OP_qconv2d, qop}, {OAR_OP_qconv2d_nhwc, qconv_nhwc}, {OAR_OP_qlut, qlut_op}, {OAR_OP_qadd, qadd_op}, {OAR_OP_qmax_pool2d, pool}, {OAR_OP_max_pool2d_nhwc, max_pool_nhwc},
     {OAR_OP_avg_pool2d_nhwc, max_pool_nhwc},
 };
 #define N_OPS (sizeof g_ops / sizeof *g_ops)

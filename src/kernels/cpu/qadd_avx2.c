@@ -5,16 +5,14 @@
  * mode, as nearbyintf), the zero point added: the bytes are the reference's.
  *
  * The division (a third of the time of ResNet-20's int8 residual additions: vdivps is several
- * times slower than vmulps) is a multiplication by 1 / y_scale wherever that gives the same code.
- * For |v / y_scale| < 1024, t = v * (1 / y_scale) lies within 2^-23 * 1024 * 1.01 < 1.3e-4 of the
- * exact quotient and the float quotient within 2^-14 of it, so where t is 1e-3 or more from every
- * half-integer both round (and clamp, the bounds being integers) to the same code; beyond 1024
- * both clamp to the same end (the range is 255 codes wide). A vector with a lane nearer a
- * half-integer divides. Only for normal scales with a finite normal reciprocal (no 0 * inf). */
+ * times slower than vmulps) is a multiplication by 1 / y_scale wherever that gives the same code
+ * (kernels/cpu/qquotient.h says why); a vector with a lane near a half-integer divides. */
 #include "kernels/cpu/qadd_job.h"
 
 #if defined(__x86_64__) || defined(_M_X64)
 #include <immintrin.h>
+
+#include "kernels/cpu/qquotient.h"
 
 #define AVX2 __attribute__((target("avx2")))
 
@@ -22,18 +20,6 @@ AVX2 static inline __attribute__((always_inline)) __m256 deq8(const uint8_t *x, 
     __m128i raw = _mm_loadl_epi64((const __m128i *)x);
     __m256i v = is_signed ? _mm256_cvtepi8_epi32(raw) : _mm256_cvtepu8_epi32(raw);
     return _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(v, zp)), s);
-}
-
-/* v / sy with the float division's rounding to an integer (above) */
-AVX2 static inline __attribute__((always_inline)) __m256 quotient8(__m256 v, __m256 sy, __m256 inv, bool fast) {
-    if (!fast) return _mm256_div_ps(v, sy);
-    __m256 t = _mm256_mul_ps(v, inv);
-    __m256 d = _mm256_and_ps(_mm256_sub_ps(t, _mm256_round_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)),
-                             _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff))); /* |t - round(t)| <= 0.5 */
-    __m256 near = _mm256_and_ps(_mm256_cmp_ps(d, _mm256_set1_ps(0.5f - 1e-3f), _CMP_GT_OQ),
-                                _mm256_cmp_ps(_mm256_and_ps(t, _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff))),
-                                              _mm256_set1_ps(1024.0f), _CMP_LT_OQ));
-    return _mm256_movemask_ps(near) ? _mm256_div_ps(v, sy) : t;
 }
 
 /* The loop with the flags as constants (always inlined into one loop per combination: a loop
@@ -51,7 +37,7 @@ AVX2 static inline __attribute__((always_inline)) void range8(const qadd_job *j,
     for (; i + 8 <= e; i += 8) {
         __m256 v = _mm256_add_ps(deq8(pa + i, as, za, sa), deq8(pb + i, bs, zb, sb));
         if (relu) v = _mm256_max_ps(v, _mm256_setzero_ps());
-        __m256 t = _mm256_min_ps(_mm256_max_ps(quotient8(v, sy, inv, fast), lo), hi);
+        __m256 t = oar_qclampdiv8(v, sy, inv, lo, hi, fast);
         __m256i q = _mm256_add_epi32(_mm256_cvtps_epi32(t), zy); /* within the output's range */
         __m128i w = _mm_packs_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
         _mm_storel_epi64((__m128i *)(py + i), u8 ? _mm_packus_epi16(w, w) : _mm_packs_epi16(w, w));

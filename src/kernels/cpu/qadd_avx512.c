@@ -10,6 +10,8 @@
 #if defined(__x86_64__) || defined(_M_X64)
 #include <immintrin.h>
 
+#include "kernels/cpu/qquotient.h"
+
 #define AVX512 __attribute__((target("avx512f,fma")))
 
 AVX512 static inline __attribute__((always_inline)) __m512 deq16(const uint8_t *x, bool is_signed, __m512i zp,
@@ -26,22 +28,12 @@ range16(const qadd_job *j, int64_t b0, int64_t e, bool as, bool bs, bool relu, b
     uint8_t *py = j->y;
     const __m512 sa = _mm512_set1_ps(p->sa), sb = _mm512_set1_ps(p->sb), sy = _mm512_set1_ps(p->sy);
     const __m512 inv = _mm512_set1_ps(1.0f / p->sy), lo = _mm512_set1_ps(p->lo), hi = _mm512_set1_ps(p->hi);
-    const __m512 near = _mm512_set1_ps(0.5f - 1e-3f), big = _mm512_set1_ps(1024.0f);
     const __m512i za = _mm512_set1_epi32(p->za), zb = _mm512_set1_epi32(p->zb), zy = _mm512_set1_epi32(p->zy);
     int64_t i = b0;
     for (; i + 16 <= e; i += 16) {
         __m512 v = _mm512_add_ps(deq16(pa + i, as, za, sa), deq16(pb + i, bs, zb, sb));
         if (relu) v = _mm512_max_ps(v, _mm512_setzero_ps());
-        __m512 t;
-        if (fast) {
-            t = _mm512_mul_ps(v, inv);
-            __m512 d = _mm512_abs_ps(_mm512_sub_ps(t, _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)));
-            __mmask16 k = _mm512_cmp_ps_mask(d, near, _CMP_GT_OQ) & _mm512_cmp_ps_mask(_mm512_abs_ps(t), big, _CMP_LT_OQ);
-            if (k) t = _mm512_div_ps(v, sy);
-        } else {
-            t = _mm512_div_ps(v, sy);
-        }
-        t = _mm512_min_ps(_mm512_max_ps(t, lo), hi);
+        __m512 t = oar_qclampdiv16(v, sy, inv, lo, hi, fast);
         __m512i q = _mm512_add_epi32(_mm512_cvtps_epi32(t), zy); /* within the output's range */
         _mm_storeu_si128((__m128i *)(py + i), _mm512_cvtepi32_epi8(q));
     }

@@ -195,9 +195,10 @@ typedef struct qcall {
     oar_packed *k[2];
     const uint8_t *x;
     const float *res;
+    const uint8_t *rq;       /* nhwc: the int8 residual's codes (e.qr.on) */
     void *out;
     int32_t xzp;
-    bool nhwc;               /* qconv2d_nhwc: x, res and out are NHWC */
+    bool nhwc;               /* qconv2d_nhwc: x, res, rq and out are NHWC */
     int32_t *sub[2];         /* nhwc: each channel's correction xzp * sum(w), for k[0] and k[1] */
     float *zeros;            /* nhwc: the bias of an op without one */
     oar_status st; /* the first failure */
@@ -286,6 +287,19 @@ OAR_QEPI2_TARGET static void epilogue_avx2(const qcall *c, const int32_t *acc, i
     default: call(true, true, true); break;                                                                         \
     }
 
+/* the int8 residual's flags (relu, signed residual, multiplication for the division) likewise */
+#define QRES_FLAGS(call)                                                                                             \
+    switch (c->e.qr.relu * 4 + c->e.qr.r_signed * 2 + c->e.qr.fast) {                                               \
+    case 0: call(false, false, false); break;                                                                       \
+    case 1: call(false, false, true); break;                                                                        \
+    case 2: call(false, true, false); break;                                                                        \
+    case 3: call(false, true, true); break;                                                                         \
+    case 4: call(true, false, false); break;                                                                        \
+    case 5: call(true, false, true); break;                                                                         \
+    case 6: call(true, true, false); break;                                                                         \
+    default: call(true, true, true); break;                                                                         \
+    }
+
 OAR_QEPI_TARGET static void epilogue_nhwc(const qcall *c, const int32_t *acc, int64_t b0, int64_t nb,
                                           const int32_t *sub) {
     int64_t rows = nb * c->g.oh * c->g.ow, o = c->g.o, i0 = b0 * c->g.oh * c->g.ow * o;
@@ -294,8 +308,24 @@ OAR_QEPI_TARGET static void epilogue_nhwc(const qcall *c, const int32_t *acc, in
         __mmask16 m = lanes16(o - o0);
         __m512i vs = _mm512_maskz_loadu_epi32(m, sub + o0);
         __m512 vc = _mm512_maskz_loadu_ps(m, c->e.comb + o0), vb = _mm512_maskz_loadu_ps(m, bias + o0);
-#define ROWS16(r, a, f) oar_qepilogue16_rows(&c->e, acc + o0, rows, o, m, vs, vc, vb, c->res, c->out, i0 + o0, r, a, f)
-        NHWC_FLAGS(ROWS16)
+#define ROWS16(r, a, f) oar_qepilogue16_rows(&c->e, acc + o0, rows, o, m, vs, vc, vb, c->res, c->out, i0 + o0, r, a, f, false)
+#define ROWS16_FULL(r, a, f)                                                                                         \
+    oar_qepilogue16_rows(&c->e, acc + o0, rows, o, m, vs, vc, vb, c->res, c->out, i0 + o0, r, a, f, true)
+#define QRES16(r, s, f) oar_qres16_rows(&c->e, acc + o0, rows, o, m, vs, vc, vb, c->rq, c->out, i0 + o0, r, s, f, false)
+#define QRES16_FULL(r, s, f)                                                                                         \
+    oar_qres16_rows(&c->e, acc + o0, rows, o, m, vs, vc, vb, c->rq, c->out, i0 + o0, r, s, f, true)
+        if (c->rq && m == 0xffff) {
+            QRES_FLAGS(QRES16_FULL)
+        } else if (c->rq) {
+            QRES_FLAGS(QRES16)
+        } else if (m == 0xffff) {
+            NHWC_FLAGS(ROWS16_FULL)
+        } else {
+            NHWC_FLAGS(ROWS16)
+        }
+#undef ROWS16_FULL
+#undef QRES16_FULL
+#undef QRES16
 #undef ROWS16
     }
 }
@@ -309,11 +339,26 @@ OAR_QEPI2_TARGET static void epilogue_nhwc_avx2(const qcall *c, const int32_t *a
         __m256i m = _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
         __m256i vs = _mm256_maskload_epi32(sub + o0, m);
         __m256 vc = _mm256_maskload_ps(c->e.comb + o0, m), vb = _mm256_maskload_ps(bias + o0, m);
-#define ROWS8(r, a, f) oar_qepilogue8_rows(&c->e, acc + o0, rows, o, n, m, vs, vc, vb, c->res, c->out, i0 + o0, r, a, f)
-        NHWC_FLAGS(ROWS8)
+#define ROWS8(r, a, f) oar_qepilogue8_rows(&c->e, acc + o0, rows, o, n, m, vs, vc, vb, c->res, c->out, i0 + o0, r, a, f, false)
+#define ROWS8_FULL(r, a, f) oar_qepilogue8_rows(&c->e, acc + o0, rows, o, 8, m, vs, vc, vb, c->res, c->out, i0 + o0, r, a, f, true)
+#define QRES8(r, s, f) oar_qres8_rows(&c->e, acc + o0, rows, o, n, m, vs, vc, vb, c->rq, c->out, i0 + o0, r, s, f, false)
+#define QRES8_FULL(r, s, f) oar_qres8_rows(&c->e, acc + o0, rows, o, 8, m, vs, vc, vb, c->rq, c->out, i0 + o0, r, s, f, true)
+        if (c->rq && n == 8) {
+            QRES_FLAGS(QRES8_FULL)
+        } else if (c->rq) {
+            QRES_FLAGS(QRES8)
+        } else if (n == 8) {
+            NHWC_FLAGS(ROWS8_FULL)
+        } else {
+            NHWC_FLAGS(ROWS8)
+        }
+#undef QRES8_FULL
+#undef QRES8
+#undef ROWS8_FULL
 #undef ROWS8
     }
 }
+#undef QRES_FLAGS
 #undef NHWC_FLAGS
 
 /* NHWC images into the frame: each image row copied inside it. */
@@ -475,12 +520,13 @@ static oar_status qconv_run(const oar_kctx *ctx, oar_tensor *const *in, int n_in
         return oar_error(OAR_ERR_UNSUPPORTED, "%s: oneDNN has no exact int8 kernel for these inputs",
                          nhwc ? "qconv2d_nhwc" : "qconv2d");
     }
-    if ((st = oar_qepilogue_init(&c.e, in, out[0], a + 4)) != OAR_OK) {
+    if ((st = (nhwc ? oar_qepilogue_init_nhwc : oar_qepilogue_init)(&c.e, in, out[0], a + 4)) != OAR_OK) {
         release(&c);
         return st;
     }
     c.x = (const uint8_t *)oar_tensor_ptr(in[QL_X]);
-    c.res = in[QL_RES] ? (const float *)oar_tensor_ptr(in[QL_RES]) : NULL;
+    c.res = in[QL_RES] && !c.e.qr.on ? (const float *)oar_tensor_ptr(in[QL_RES]) : NULL;
+    c.rq = c.e.qr.on ? (const uint8_t *)oar_tensor_ptr(in[QL_RES]) : NULL;
     c.out = oar_tensor_ptr(out[0]);
     c.xzp = (int32_t)oar_dtypes[in[QL_XZP]->dtype].load_i64(oar_tensor_ptr(in[QL_XZP]));
     bool exact = true;

@@ -633,6 +633,24 @@ static void im2col_nhwc_rows(void *ctx, int64_t b, int64_t e) {
     }
 }
 
+/* qconv2d_nhwc's rows with an int8 residual (e->qr): the scalar epilogue per code, as the GEMM's
+ * u8/i8 outputs (oar_qepilogue_row) */
+typedef struct qres_emit {
+    const oar_qepilogue *e;
+    const uint8_t *res;
+    uint8_t *out;
+    int64_t n; /* a row's codes */
+} qres_emit;
+
+EPI static void emit_qres(void *user, int64_t m0, int64_t m1, int64_t n0, int64_t n1, const int32_t *acc, int64_t ld) {
+    const qres_emit *q = user;
+    for (int64_t r = m0; r < m1; r++)
+        for (int64_t n = n0; n < n1; n++) {
+            float v = oar_qepilogue_value(q->e, acc[(r - m0) * ld + n - n0], n, NULL);
+            q->out[r * q->n + n] = (uint8_t)oar_qres_one(q->e, v, q->res[r * q->n + n]);
+        }
+}
+
 /* qconv2d_nhwc as im2col + the exact GEMM, where oneDNN's int8 code is not exact (8-bit weights
  * without VNNI) or not there: the GEMM's rows (positions) x columns (channels) are the NHWC
  * output itself, so qlinear's row epilogue writes it. The weight's K order becomes (ky, kx, c):
@@ -642,7 +660,7 @@ oar_status oar_qconv_gemm_nhwc(oar_tensor *const *in, oar_tensor *const *out, co
     oar_qconv_geom g;
     oar_qepilogue e;
     oar_status st = oar_qconv_nhwc_geom_get(in[QL_X], in[QL_W], a, &g);
-    if (st != OAR_OK || (st = oar_qepilogue_init(&e, in, out[0], a + 4)) != OAR_OK) return st;
+    if (st != OAR_OK || (st = oar_qepilogue_init_nhwc(&e, in, out[0], a + 4)) != OAR_OK) return st;
     int32_t xzp = (int32_t)oar_dtypes[in[QL_XZP]->dtype].load_i64(oar_tensor_ptr(in[QL_XZP]));
     int64_t cg = g.c / g.groups, og = g.o / g.groups, kg = cg * g.kh * g.kw, rows = g.n * g.oh * g.ow;
     uint8_t *col = malloc((size_t)(rows * kg > 0 ? rows * kg : 1));
@@ -657,7 +675,8 @@ oar_status oar_qconv_gemm_nhwc(oar_tensor *const *in, oar_tensor *const *out, co
         for (int64_t c = 0; c < cg; c++)
             for (int64_t t = 0; t < g.kh * g.kw; t++) wp[o * kg + t * cg + c] = w[(o * cg + c) * g.kh * g.kw + t];
     size_t osz = oar_dtypes[out[0]->dtype].size;
-    const float *res = in[QL_RES] ? (const float *)oar_tensor_ptr(in[QL_RES]) : NULL;
+    const float *res = in[QL_RES] && !e.qr.on ? (const float *)oar_tensor_ptr(in[QL_RES]) : NULL;
+    const uint8_t *rq = e.qr.on ? (const uint8_t *)oar_tensor_ptr(in[QL_RES]) : NULL;
     for (int64_t gr = 0; gr < g.groups && st == OAR_OK; gr++) {
         im2col_job ij = {.g = &g, .x = (const uint8_t *)oar_tensor_ptr(in[QL_X]), .col = col, .pad = (uint8_t)xzp,
                          .gr = gr, .cg = cg, .kg = kg};
@@ -667,9 +686,11 @@ oar_status oar_qconv_gemm_nhwc(oar_tensor *const *in, oar_tensor *const *out, co
         if (eg.bias) eg.bias += gr * og;
         linear_emit l = {.e = &eg, .res = res ? res + gr * og : NULL,
                          .out = (char *)oar_tensor_ptr(out[0]) + (size_t)(gr * og) * osz, .osz = osz, .n = g.o};
+        qres_emit qe = {.e = &eg, .res = rq ? rq + gr * og : NULL, .out = (uint8_t *)l.out, .n = g.o};
         oar_qweight_id wid = oar_qweight_id_of(in[QL_W], gr * og * kg);
         wid.offset = -1 - wid.offset;
-        st = oar_qgemm(vnni, col, in[QL_X]->dtype == OAR_I8, xzp, wp + gr * og * kg, &wid, rows, og, kg, emit_linear, &l);
+        st = oar_qgemm(vnni, col, in[QL_X]->dtype == OAR_I8, xzp, wp + gr * og * kg, &wid, rows, og, kg,
+                       rq ? emit_qres : emit_linear, rq ? (void *)&qe : (void *)&l);
     }
     free(col), free(wp);
     oar_qepilogue_free(&e);
