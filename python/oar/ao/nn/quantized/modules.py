@@ -7,6 +7,7 @@ from .... import _dtype as D
 from .... import _qtensor as Q
 from ...._ops import call
 from ....nn.modules.module import Module
+from . import _state as S
 
 _NONE, _RELU = 0, 1
 
@@ -86,6 +87,13 @@ class _WeightedModule(Module):
     def _out_params(self):
         return T.tensor(self.scale), T.tensor(self.zero_point, dtype=D.int32)
 
+    def _load_weight_bias(self, weight, bias, weight_key, bias_key, error_msgs):
+        """the checkpoint's weight and bias, each checked against this layer's geometry (both or neither taken)"""
+        w = S.qweight(weight, weight_key, self._qweight.shape, error_msgs)
+        ok, b = S.bias(bias, bias_key, self._qweight.shape[0], error_msgs)
+        if w is not None and ok:
+            self._qweight, self.bias_ = w, b
+
     @classmethod
     def _from_float(cls, mod, float_types):
         """(the module with the layer's geometry, its quantized weight, float bias, output scale, zero point)
@@ -150,6 +158,20 @@ class Conv2d(_WeightedModule):
         q._set(qweight, bias, scale, zero_point)
         return q
 
+    # torch's keys: weight (quantized), bias, scale, zero_point
+    def _save_to_state_dict(self, destination, prefix, keep_vars):
+        super()._save_to_state_dict(destination, prefix, keep_vars)
+        destination[prefix + "weight"], destination[prefix + "bias"] = self._qweight, self.bias_
+        S.save_out_params(destination, prefix, self.scale, self.zero_point)
+
+    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                              error_msgs):
+        weight, bias = (S.take(state_dict, prefix + k, missing_keys) for k in ("weight", "bias"))
+        self._load_weight_bias(weight, bias, prefix + "weight", prefix + "bias", error_msgs)
+        S.load_out_params(self, state_dict, prefix, missing_keys, error_msgs)
+        super()._load_from_state_dict(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                                      error_msgs)
+
     def extra_repr(self):
         return (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}, "
                 f"scale={self.scale}, zero_point={self.zero_point}, padding={self.padding}"
@@ -181,6 +203,32 @@ class Linear(_WeightedModule):
         q = cls(lin.in_features, lin.out_features, lin.bias is not None)
         q._set(qweight, bias, scale, zero_point)
         return q
+
+    # torch's keys: scale, zero_point, then its LinearPackedParams' dtype and (weight, bias) under _packed_params
+    def _save_to_state_dict(self, destination, prefix, keep_vars):
+        super()._save_to_state_dict(destination, prefix, keep_vars)
+        S.save_out_params(destination, prefix, self.scale, self.zero_point)
+        destination[prefix + "_packed_params.dtype"] = Q.qint8
+        destination[prefix + "_packed_params._packed_params"] = (self._qweight, self.bias_)
+
+    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                              error_msgs):
+        S.load_out_params(self, state_dict, prefix, missing_keys, error_msgs)
+        key = prefix + "_packed_params."
+        dtype = S.take(state_dict, key + "dtype", missing_keys)
+        if dtype is not S._MISSING and not S.is_qint8(dtype):
+            error_msgs.append(f"dtype mismatch for {key}dtype: the checkpoint's packed weights are {dtype}, oar's "
+                              "quantized Linear takes torch.qint8 (float16 dynamic quantization is not offered).")
+        packed = S.take(state_dict, key + "_packed_params", missing_keys)
+        if packed is not S._MISSING:
+            if isinstance(packed, (tuple, list)) and len(packed) == 2:
+                self._load_weight_bias(packed[0], packed[1], key + "_packed_params[0] (weight)",
+                                       key + "_packed_params[1] (bias)", error_msgs)
+            else:
+                error_msgs.append(f'While copying the parameter named "{key}_packed_params", expected a (weight, bias) '
+                                  f"pair from checkpoint but received {type(packed).__name__}.")
+        super()._load_from_state_dict(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                                      error_msgs)
 
     def extra_repr(self):
         return (f"in_features={self.in_features}, out_features={self.out_features}, scale={self.scale}, "
@@ -245,6 +293,17 @@ class LeakyReLU(_Lut):
 
     def _float(self, v):
         return T.nn.functional.leaky_relu(v, self.negative_slope)
+
+    # torch keeps LeakyReLU's output scale and zero point as buffers (Hardswish's and ELU's as attributes)
+    def _save_to_state_dict(self, destination, prefix, keep_vars):
+        super()._save_to_state_dict(destination, prefix, keep_vars)
+        S.save_out_params(destination, prefix, self.scale, self.zero_point)
+
+    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                              error_msgs):
+        S.load_out_params(self, state_dict, prefix, missing_keys, error_msgs)
+        super()._load_from_state_dict(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                                      error_msgs)
 
     @classmethod
     def from_float(cls, mod):
@@ -336,6 +395,16 @@ class QFunctional(Module):
         q.scale, q.zero_point = _qparams(mod.activation_post_process)
         return q
 
+    def _save_to_state_dict(self, destination, prefix, keep_vars):
+        super()._save_to_state_dict(destination, prefix, keep_vars)
+        S.save_out_params(destination, prefix, self.scale, self.zero_point)
+
+    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                              error_msgs):
+        S.load_out_params(self, state_dict, prefix, missing_keys, error_msgs)
+        super()._load_from_state_dict(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                                      error_msgs)
+
     def extra_repr(self):
         return f"scale={self.scale}, zero_point={self.zero_point}"
 
@@ -351,6 +420,7 @@ class BatchNorm2d(Module):
         self.num_features, self.eps, self.momentum = num_features, eps, momentum
         for name, fill in (("weight", 1.0), ("bias", 0.0), ("running_mean", 0.0), ("running_var", 1.0)):
             self.register_buffer(name, T.full((num_features,), fill))
+        self.register_buffer("num_batches_tracked", T.tensor(0, dtype=D.int64))  # torch's key; inference ignores it
         self.scale, self.zero_point = 1.0, 0
 
     def forward(self, input):
@@ -370,6 +440,18 @@ class BatchNorm2d(Module):
 
     def extra_repr(self):
         return f"{self.num_features}, eps={self.eps}, scale={self.scale}, zero_point={self.zero_point}"
+
+    # after the BatchNorm's buffers, torch's converted model keeps the observer's [1]-shaped qparams
+    def _save_to_state_dict(self, destination, prefix, keep_vars):
+        super()._save_to_state_dict(destination, prefix, keep_vars)
+        destination[prefix + "scale"] = T.tensor([float(self.scale)])
+        destination[prefix + "zero_point"] = T.tensor([int(self.zero_point)], dtype=D.int32)
+
+    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                              error_msgs):
+        S.load_out_params(self, state_dict, prefix, missing_keys, error_msgs)
+        super()._load_from_state_dict(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                                      error_msgs)
 
 
 class Dropout(Module):
