@@ -199,3 +199,17 @@ def test_dynamic_rnn_errors():
         oq(oar.randn(3, 2, 4).double())
     with pytest.raises(RuntimeError, match=r"rnn_qlayer_run \(LSTM\): expected x \[T>=1, N, I\]"):
         oq(oar.randn(3, 2, 5))
+
+
+def test_quantized_lstm_compiles():
+    """under oar.jit.to_static the quantized layers become int8 ops of one program, with the eager bits"""
+    m = OQ.quantize_dynamic(oar.nn.Sequential(oar.nn.LSTM(8, 12, 2, bidirectional=True)).eval())
+    x = oar.randn(5, 3, 8)
+    with oar.no_grad():
+        want = m(x)[0].numpy()
+        f = oar.jit.to_static(lambda x: m(x)[0])
+        got = f(x).numpy()
+    assert not f.fell_back
+    for op in ("choose_qparams(", "quantize(", "qlinear("):
+        assert op in f.program(), f"no {op[:-1]} in the compiled program"
+    np.testing.assert_array_equal(got, want)
