@@ -345,6 +345,9 @@ class Module:
             prefix = args[1] if len(args) > 1 else prefix
         if destination is None:
             destination = OrderedDict()
+            destination._metadata = OrderedDict()
+        if hasattr(destination, "_metadata"):  # torch's: each module's version, for _load_from_state_dict
+            destination._metadata[prefix[:-1]] = {"version": self._version}
         self._save_to_state_dict(destination, prefix, keep_vars)
         for name, m in self._modules.items():
             if m is not None:
@@ -391,11 +394,14 @@ class Module:
     def load_state_dict(self, state_dict, strict=True):
         if not hasattr(state_dict, "keys"):
             raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.")
+        metadata = getattr(state_dict, "_metadata", None) or {}
         state_dict = OrderedDict(state_dict)  # modules take their keys out of it: the caller's dict stays whole
         missing, unexpected, errors = [], [], []
 
         def load(module, prefix):
-            module._load_from_state_dict(state_dict, prefix, {}, True, missing, unexpected, errors)
+            # a dict without torch's metadata (built by hand, or from a file) is taken as of the module's version
+            local = metadata.get(prefix[:-1], {"version": module._version})
+            module._load_from_state_dict(state_dict, prefix, local, True, missing, unexpected, errors)
             for name, child in module._modules.items():
                 if child is not None:
                     load(child, prefix + name + ".")
