@@ -56,9 +56,9 @@ def _from_torch(torch, value):
     if value.is_quantized and value.qscheme() == torch.per_tensor_affine:
         return oar._make_per_tensor_quantized_tensor(codes(value), value.q_scale(), value.q_zero_point())
     if value.is_quantized:
-        return oar._make_per_channel_quantized_tensor(codes(value), oar.from_numpy(value.q_per_channel_scales().numpy()),
-                                                      oar.from_numpy(value.q_per_channel_zero_points().numpy()),
-                                                      value.q_per_channel_axis())
+        scales, zero_points = value.q_per_channel_scales().numpy(), value.q_per_channel_zero_points().numpy()
+        return oar._make_per_channel_quantized_tensor(codes(value), oar.from_numpy(scales),
+                                                      oar.from_numpy(zero_points), value.q_per_channel_axis())
     return oar.from_numpy(value.detach().numpy().copy())
 
 
@@ -191,7 +191,8 @@ def test_load_state_dict_errors():
     del sd["branch.scale"]
     sd["branch.extra"] = oar.ones(1)
     msg = _error(m, sd)
-    assert 'Missing key(s) in state_dict: "branch.scale"' in msg and 'Unexpected key(s) in state_dict: "branch.extra"' in msg
+    assert 'Missing key(s) in state_dict: "branch.scale"' in msg
+    assert 'Unexpected key(s) in state_dict: "branch.extra"' in msg
     sd = dict(good)
     sd["fc2._packed_params.stray"] = oar.ones(1)
     assert 'Unexpected key(s) in state_dict: "fc2._packed_params.stray"' in _error(m, sd)

@@ -62,8 +62,8 @@ def qweight(value, key, shape, error_msgs):
                           "before convert(), or quantize them with torch.quantize_per_tensor/quantize_per_channel.")
         return None
     if value.dtype is not Q.qint8:
-        error_msgs.append(f"dtype mismatch for {key}: copying a quantized tensor of dtype torch.{value.dtype.name} from "
-                          "checkpoint, the current model takes torch.qint8 weights.")
+        error_msgs.append(f"dtype mismatch for {key}: copying a quantized tensor of dtype torch.{value.dtype.name} "
+                          "from checkpoint, the current model takes torch.qint8 weights.")
         return None
     if tuple(value.shape) != tuple(shape):
         error_msgs.append(f"size mismatch for {key}: copying a param with shape {tuple(value.shape)} from checkpoint, "

@@ -29,13 +29,27 @@ def _qint8_only(dtype, who):
                                   "to torch.qint8")
 
 
-def _weight_observer(mod):
-    qconfig = getattr(mod, "qconfig", None)
-    if qconfig is None or qconfig.weight is None:
-        from ...quantization.qconfig import default_dynamic_qconfig
+class _Dynamic:
+    """what the dynamic layers and cells share: torch's names, the int8 products, from_float's checks"""
 
-        qconfig = default_dynamic_qconfig
-    return qconfig.weight
+    _affine = staticmethod(_dynamic_affine)
+
+    def _get_name(self):
+        return "DynamicQuantized" + type(self).__name__
+
+    @classmethod
+    def _weight_observer(cls, mod, float_base):
+        """the qconfig's weight observer (torch's default dynamic one without a qconfig), checked to be qint8"""
+        if type(mod).__name__ != cls.__name__ or not isinstance(mod, float_base):
+            raise TypeError(f"nn.quantized.dynamic.{cls.__name__}.from_float: expected nn.{cls.__name__}, got "
+                            f"{type(mod).__name__}")
+        qconfig = getattr(mod, "qconfig", None)
+        if qconfig is None or qconfig.weight is None:
+            from ...quantization.qconfig import default_dynamic_qconfig
+
+            qconfig = default_dynamic_qconfig
+        _qint8_only(qconfig.weight().dtype, f"quantize_dynamic ({cls.__name__})")
+        return qconfig.weight
 
 
 def _quantized(observer, w, b):
@@ -71,7 +85,7 @@ def _load_packed(value, key, current, names, error_msgs):
     return tuple(out) if ok else current
 
 
-class _DynamicRNNBase(R.RNNBase):
+class _DynamicRNNBase(_Dynamic, R.RNNBase):
     """the float layer's forward (layers, directions, batch_first, packed sequences) on int8 weights"""
 
     def __init__(self, input_size, hidden_size, num_layers=1, bias=True, batch_first=False, dropout=0.0,
@@ -87,11 +101,6 @@ class _DynamicRNNBase(R.RNNBase):
             (_empty_weight(g, input_size if layer == 0 else hidden_size * dirs), _empty_weight(g, hidden_size),
              C.zeros(g) if bias else None, C.zeros(g) if bias else None)
             for layer in range(num_layers) for _ in range(dirs)]
-
-    _affine = staticmethod(_dynamic_affine)
-
-    def _get_name(self):
-        return "DynamicQuantized" + type(self).__name__
 
     def _layer_weights(self, layer, direction):
         return self._all_weight_values[layer * (2 if self.bidirectional else 1) + direction]
@@ -152,11 +161,7 @@ class _DynamicRNNBase(R.RNNBase):
 
     @classmethod
     def from_float(cls, mod):
-        if type(mod).__name__ != cls.__name__ or not isinstance(mod, R.RNNBase):
-            raise TypeError(f"nn.quantized.dynamic.{cls.__name__}.from_float: expected nn.{cls.__name__}, got "
-                            f"{type(mod).__name__}")
-        observer = _weight_observer(mod)
-        _qint8_only(observer().dtype, f"quantize_dynamic ({cls.__name__})")
+        observer = cls._weight_observer(mod, R.RNNBase)
         q = cls(mod.input_size, mod.hidden_size, mod.num_layers, mod.bias, mod.batch_first, mod.dropout,
                 mod.bidirectional)
         dirs = 2 if mod.bidirectional else 1
@@ -194,7 +199,7 @@ class GRU(_DynamicRNNBase):
     _cell = R.GRU._cell
 
 
-class _DynamicCellBase(R.RNNCellBase):
+class _DynamicCellBase(_Dynamic, R.RNNCellBase):
     """one step of the float cell on int8 products: x and h each quantized over their own range"""
 
     def __init__(self, input_size, hidden_size, bias=True, nonlinearity="tanh", dtype=Q.qint8):
@@ -204,11 +209,6 @@ class _DynamicCellBase(R.RNNCellBase):
         g = self._layer_cls._gates * hidden_size
         self.weight_ih, self.weight_hh = _empty_weight(g, input_size), _empty_weight(g, hidden_size)
         self.bias_ih, self.bias_hh = (C.zeros(g), C.zeros(g)) if bias else (None, None)
-
-    _affine = staticmethod(_dynamic_affine)
-
-    def _get_name(self):
-        return "DynamicQuantized" + type(self).__name__
 
     # torch's keys: _packed_weight_ih and _packed_weight_hh (torch's are packed objects holding weight and bias;
     # oar's are (weight, bias) tuples)
@@ -231,11 +231,7 @@ class _DynamicCellBase(R.RNNCellBase):
 
     @classmethod
     def from_float(cls, mod):
-        if type(mod).__name__ != cls.__name__ or not isinstance(mod, R.RNNCellBase):
-            raise TypeError(f"nn.quantized.dynamic.{cls.__name__}.from_float: expected nn.{cls.__name__}, got "
-                            f"{type(mod).__name__}")
-        observer = _weight_observer(mod)
-        _qint8_only(observer().dtype, f"quantize_dynamic ({cls.__name__})")
+        observer = cls._weight_observer(mod, R.RNNCellBase)
         q = cls(mod.input_size, mod.hidden_size, mod.bias, mod.nonlinearity)
         q.weight_ih, q.bias_ih = _quantized(observer, mod.weight_ih, mod.bias_ih)
         q.weight_hh, q.bias_hh = _quantized(observer, mod.weight_hh, mod.bias_hh)

@@ -69,6 +69,23 @@ class DeQuantize(Module):
         return DeQuantize()
 
 
+class _OutParamsState:
+    """torch keeps these modules' output scale and zero point in the state_dict (0-d float32 / int64)"""
+
+    def _out_param_tensors(self):
+        return T.tensor(float(self.scale)), T.tensor(int(self.zero_point), dtype=D.int64)
+
+    def _save_to_state_dict(self, destination, prefix, keep_vars):
+        super()._save_to_state_dict(destination, prefix, keep_vars)
+        destination[prefix + "scale"], destination[prefix + "zero_point"] = self._out_param_tensors()
+
+    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                              error_msgs):
+        S.load_out_params(self, state_dict, prefix, missing_keys, error_msgs)
+        super()._load_from_state_dict(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                                      error_msgs)
+
+
 class _WeightedModule(Module):
     """Shared by Conv2d and Linear: a qint8 weight, a float bias, the output's scale and zero point."""
 
@@ -286,24 +303,13 @@ class ELU(_Lut):
         return cls(*_qparams(mod.activation_post_process), mod.alpha)
 
 
-class LeakyReLU(_Lut):
+class LeakyReLU(_OutParamsState, _Lut):  # torch keeps its scale in the state (Hardswish and ELU do not)
     def __init__(self, scale, zero_point, negative_slope=0.01, inplace=False, device=None, dtype=None):
         super().__init__(scale, zero_point)
         self.negative_slope = negative_slope
 
     def _float(self, v):
         return T.nn.functional.leaky_relu(v, self.negative_slope)
-
-    # torch keeps LeakyReLU's output scale and zero point as buffers (Hardswish's and ELU's as attributes)
-    def _save_to_state_dict(self, destination, prefix, keep_vars):
-        super()._save_to_state_dict(destination, prefix, keep_vars)
-        S.save_out_params(destination, prefix, self.scale, self.zero_point)
-
-    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
-                              error_msgs):
-        S.load_out_params(self, state_dict, prefix, missing_keys, error_msgs)
-        super()._load_from_state_dict(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
-                                      error_msgs)
 
     @classmethod
     def from_float(cls, mod):
@@ -346,7 +352,7 @@ class FXFloatFunctional(FloatFunctional):
         super().__init__()
 
 
-class QFunctional(Module):
+class QFunctional(_OutParamsState, Module):
     """FloatFunctional on quantized tensors: the result has this module's scale and zero point."""
 
     def __init__(self):
@@ -395,21 +401,11 @@ class QFunctional(Module):
         q.scale, q.zero_point = _qparams(mod.activation_post_process)
         return q
 
-    def _save_to_state_dict(self, destination, prefix, keep_vars):
-        super()._save_to_state_dict(destination, prefix, keep_vars)
-        S.save_out_params(destination, prefix, self.scale, self.zero_point)
-
-    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
-                              error_msgs):
-        S.load_out_params(self, state_dict, prefix, missing_keys, error_msgs)
-        super()._load_from_state_dict(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
-                                      error_msgs)
-
     def extra_repr(self):
         return f"scale={self.scale}, zero_point={self.zero_point}"
 
 
-class BatchNorm2d(Module):
+class BatchNorm2d(_OutParamsState, Module):
     """An inference BatchNorm on a quantized tensor (one left unfused): the normalization of its
     values, quantized with the observed output scale."""
 
@@ -441,17 +437,9 @@ class BatchNorm2d(Module):
     def extra_repr(self):
         return f"{self.num_features}, eps={self.eps}, scale={self.scale}, zero_point={self.zero_point}"
 
-    # after the BatchNorm's buffers, torch's converted model keeps the observer's [1]-shaped qparams
-    def _save_to_state_dict(self, destination, prefix, keep_vars):
-        super()._save_to_state_dict(destination, prefix, keep_vars)
-        destination[prefix + "scale"] = T.tensor([float(self.scale)])
-        destination[prefix + "zero_point"] = T.tensor([int(self.zero_point)], dtype=D.int32)
-
-    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
-                              error_msgs):
-        S.load_out_params(self, state_dict, prefix, missing_keys, error_msgs)
-        super()._load_from_state_dict(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
-                                      error_msgs)
+    def _out_param_tensors(self):
+        """after the BatchNorm's buffers, torch's converted model keeps the observer's [1]-shaped qparams"""
+        return T.tensor([float(self.scale)]), T.tensor([int(self.zero_point)], dtype=D.int32)
 
 
 class Dropout(Module):
