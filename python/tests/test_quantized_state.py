@@ -62,7 +62,15 @@ def _from_torch(torch, value):
     return oar.from_numpy(value.detach().numpy().copy())
 
 
-def test_converted_state_dict_has_torchs_keys():
+def _unfused(lib):
+    """a BatchNorm left unfused and the quantized activations, whose state torch keeps (LeakyReLU) or not"""
+    nn, Q = lib.nn, lib.ao.quantization
+    return nn.Sequential(Q.QuantStub(), nn.Conv2d(3, 4, 3), nn.BatchNorm2d(4), nn.LeakyReLU(0.1), nn.Hardswish(),
+                         nn.ELU(), Q.DeQuantStub()).eval()
+
+
+@pytest.mark.parametrize("model", ["small", "unfused"])
+def test_converted_state_dict_has_torchs_keys(model):
     """the same keys in the same order, each value of the same kind, shape, dtype and qscheme as torch's (onednn,
     per-channel weights: its bias-free conv keeps bias None, as oar's; qnnpack would give it zeros)"""
     torch = _torch_quant()
@@ -70,9 +78,19 @@ def test_converted_state_dict_has_torchs_keys():
         pytest.skip("torch here has no onednn engine")
     torch.backends.quantized.engine = "onednn"
     torch.manual_seed(0)
-    x = torch.randn(4, 3, 16, 16)
-    tm, _ = _flow(torch, _small_model(torch), _qconfig(torch.ao.quantization, True), x, x)
-    ours, theirs = _converted(0, True).state_dict(), tm.state_dict()
+    x = np.random.default_rng(0).standard_normal((4, 3, 16, 16)).astype(np.float32)
+    state = []
+    for lib in (torch, oar):
+        m = _small_model(lib) if model == "small" else _unfused(lib)
+        m.eval()
+        if model == "small":
+            m.fuse_model()
+        m.qconfig = _qconfig(lib.ao.quantization, True)
+        lib.ao.quantization.prepare(m, inplace=True)
+        with lib.no_grad():
+            m(lib.from_numpy(x))
+        state.append(lib.ao.quantization.convert(m).state_dict())
+    theirs, ours = state
     assert list(ours) == list(theirs)
     for k in theirs:
         assert _describe(ours[k]) == _describe(theirs[k]), k
