@@ -12,7 +12,9 @@ engine over oar's mode: above 1, oar is faster) and a Markdown table on stderr.
 
 With --model lstm or gru: torch's quantize_dynamic of one float LSTM/GRU (lstm-lm's 2 x 200 by
 default, 35 steps) beside oar's (nn.quantized.dynamic on the C core's int8 layer), both in this
-process, and the float layers of both for scale; the same interleaving and figures.
+process, and the float layers of both for scale; the same interleaving and figures. torch's
+qnnpack engine logs a reduce_range warning on stderr at each dynamic product (glog, before its
+flags are read): `2>&1 | grep -v qlinear_dynamic` keeps the JSON and the table.
 
 Usage: PYTHONPATH=build/python /usr/bin/python3 bench/python_quantized_vs_torch.py
            [--model resnet18] [--batches 1 8] [--size 224] [--threads 1] [--reps 5] [--steps 5]
