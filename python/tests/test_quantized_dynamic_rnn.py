@@ -14,7 +14,7 @@ import pytest
 
 import oar
 from conftest import np
-from test_quantized_state import _from_torch
+from test_quantized_state import _describe, _from_torch
 from test_torch_quantization import _t, _torch_quant
 
 OQ = oar.ao.quantization
@@ -152,9 +152,12 @@ def test_dynamic_rnn_state_dict():
     tm, om = _both(torch, make)
     tq, oq = torch.ao.quantization.quantize_dynamic(tm), OQ.quantize_dynamic(om)
     assert list(oq.state_dict()) == list(tq.state_dict())
-    cell_t = torch.ao.quantization.quantize_dynamic(torch.nn.Sequential(torch.nn.GRUCell(4, 6)))
-    cell_o = OQ.quantize_dynamic(oar.nn.Sequential(oar.nn.GRUCell(4, 6)))
-    assert list(cell_o.state_dict()) == list(cell_t.state_dict())
+    mixed = lambda nn: nn.Sequential(nn.Linear(4, 8), nn.GRU(8, 6), nn.LSTMCell(6, 5), nn.RNNCell(5, 3))
+    mixed_t, mixed_o = torch.ao.quantization.quantize_dynamic(mixed(torch.nn)), OQ.quantize_dynamic(mixed(oar.nn))
+    sd_t, sd_o = mixed_t.state_dict(), mixed_o.state_dict()
+    assert list(sd_o) == list(sd_t)
+    for k in ("0.scale", "0.zero_point", "0._packed_params.dtype", "0._packed_params._packed_params"):
+        assert _describe(sd_o[k]) == _describe(sd_t[k]), k
 
     x = np.random.default_rng(10).standard_normal((5, 2, 8)).astype(np.float32)
     other = OQ.quantize_dynamic(oar.nn.Sequential(make(oar.nn)).eval())  # other random weights
