@@ -45,12 +45,13 @@ def _check(name, got, want, float_out, oar_float_out):
     assert ours <= 1.5 * qerr + 1e-6, f"{name}: oar's quantization error {ours:.3g}, torch's {qerr:.3g}"
 
 
-LAYERS = {  # name: (module maker, input shape, initial state given)
-    "lstm_lm": (lambda nn: nn.LSTM(200, 200, 2), (35, 4, 200), False),
-    "gru_2x128": (lambda nn: nn.GRU(128, 128, 2), (20, 3, 128), False),
+LAYERS = {  # name: (module maker, input shape, initial state given, per-row weight scales)
+    "lstm_lm": (lambda nn: nn.LSTM(200, 200, 2), (35, 4, 200), False, False),
+    "gru_2x128": (lambda nn: nn.GRU(128, 128, 2), (20, 3, 128), False, False),
     "lstm_bidirectional_batch_first": (lambda nn: nn.LSTM(16, 24, 2, batch_first=True, bidirectional=True),
-                                       (3, 9, 16), True),
-    "gru_with_state": (lambda nn: nn.GRU(12, 10, 1), (7, 2, 12), True),
+                                       (3, 9, 16), True, False),
+    "gru_with_state": (lambda nn: nn.GRU(12, 10, 1), (7, 2, 12), True, False),
+    "lstm_per_channel": (lambda nn: nn.LSTM(16, 24, 2), (9, 3, 16), False, True),
 }
 
 
@@ -58,9 +59,12 @@ LAYERS = {  # name: (module maker, input shape, initial state given)
 def test_quantize_dynamic_layers_match_torch(name):
     torch = _torch_qnnpack()
     torch.manual_seed(3)
-    make, shape, with_state = LAYERS[name]
+    make, shape, with_state, per_channel = LAYERS[name]
     tm, om = _both(torch, make)
-    tq, oq = torch.ao.quantization.quantize_dynamic(tm), OQ.quantize_dynamic(om)
+    spec = lambda lib: ({type(tm[0] if lib is torch else om[0]): lib.ao.quantization.per_channel_dynamic_qconfig}
+                        if per_channel else None)
+    tq, oq = torch.ao.quantization.quantize_dynamic(tm, spec(torch)), OQ.quantize_dynamic(om, spec(oar))
+    assert str(oq[0].get_weight()["weight_ih_l0"].qscheme()) == str(tq[0].get_weight()["weight_ih_l0"].qscheme())
     assert type(oq[0]).__module__.startswith("oar.ao.nn.quantized.dynamic") and type(oq[0]).__name__ == \
         type(tq[0]).__name__
     assert repr(oq[0]) == repr(tq[0])
