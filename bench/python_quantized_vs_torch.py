@@ -10,8 +10,15 @@ noise hits them alike. A figure is the median over repetitions of each repetitio
 (wall ms), with the min-max spread. Prints one JSON object per line (the ratio is torch's best
 engine over oar's mode: above 1, oar is faster) and a Markdown table on stderr.
 
+With --model lstm or gru: torch's quantize_dynamic of one float LSTM/GRU (lstm-lm's 2 x 200 by
+default, 35 steps) beside oar's (nn.quantized.dynamic on the C core's int8 layer), both in this
+process, and the float layers of both for scale; the same interleaving and figures. torch's
+qnnpack engine logs a reduce_range warning on stderr at each dynamic product (glog, before its
+flags are read): `2>&1 | grep -v qlinear_dynamic` keeps the JSON and the table.
+
 Usage: PYTHONPATH=build/python /usr/bin/python3 bench/python_quantized_vs_torch.py
            [--model resnet18] [--batches 1 8] [--size 224] [--threads 1] [--reps 5] [--steps 5]
+       ... --model lstm|gru [--hidden 200] [--layers 2] [--seq 35] [--batches 1 8 32]
 """
 import argparse
 import json
@@ -65,6 +72,68 @@ def worker(request_path):
         print(f"{ms:.4f}", flush=True)
 
 
+def recurrent(args):
+    """dynamic int8 LSTM/GRU: torch's engines and its float layer, oar's int8 and float layers, per repetition
+    back to back"""
+    import numpy as np
+    import torch
+
+    import oar
+
+    sys.path.insert(0, TESTS)
+    from bench_common import cpu_name
+
+    kind = {"lstm": "LSTM", "gru": "GRU"}[args.model]
+    torch.set_num_threads(args.threads)
+    oar.set_num_threads(args.threads)
+    torch.manual_seed(0)
+    tm = torch.nn.Sequential(getattr(torch.nn, kind)(args.hidden, args.hidden, args.layers)).eval()
+    om = oar.nn.Sequential(getattr(oar.nn, kind)(args.hidden, args.hidden, args.layers)).eval()
+    om.load_state_dict({k: oar.from_numpy(v.detach().numpy().copy()) for k, v in tm.state_dict().items()})
+    engines = [e for e in ("qnnpack", "onednn", "fbgemm", "x86") if e in torch.backends.quantized.supported_engines]
+    tq = {}
+    for e in engines:
+        torch.backends.quantized.engine = e
+        tq[e] = torch.ao.quantization.quantize_dynamic(tm)
+    oq = oar.ao.quantization.quantize_dynamic(om)
+    rng = np.random.default_rng(0)
+    rows = []
+    for batch in args.batches:
+        x = rng.standard_normal((args.seq, batch, args.hidden)).astype(np.float32)
+        tx, ox = torch.from_numpy(x), oar.from_numpy(x)
+        runs = {e: (lambda e=e: tq[e](tx)) for e in engines}
+        runs.update({"torch float": lambda: tm(tx), "oar int8": lambda: oq(ox), "oar float": lambda: om(ox)})
+        times = {k: [] for k in runs}
+        load = [os.getloadavg()[0]]
+        with torch.no_grad(), oar.no_grad():
+            for _ in range(args.reps):
+                for k, fn in runs.items():
+                    if k in engines:
+                        torch.backends.quantized.engine = k
+                    fn()  # warm
+                    times[k].append(median_call(fn, args.steps))
+        load.append(os.getloadavg()[0])
+        med = {k: statistics.median(v) for k, v in times.items()}
+        best = min(engines, key=lambda e: med[e])
+        row = {"model": f"dynamic int8 {kind} {args.layers}x{args.hidden}", "batch": batch, "seq": args.seq,
+               "threads": args.threads, "oar_ms": round(med["oar int8"], 3),
+               "oar_spread_ms": [round(min(times["oar int8"]), 3), round(max(times["oar int8"]), 3)],
+               "torch_best_engine": best, "torch_ms": round(med[best], 3),
+               "torch_spread_ms": [round(min(times[best]), 3), round(max(times[best]), 3)],
+               "torch_engines_ms": {e: round(med[e], 3) for e in engines},
+               "ratio_torch_over_oar": round(med[best] / med["oar int8"], 3),
+               "oar_float_ms": round(med["oar float"], 3), "torch_float_ms": round(med["torch float"], 3),
+               "reps": args.reps, "steps": args.steps, "load": [round(v, 2) for v in load], "cpu": cpu_name()}
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    print("| batch | oar int8 ms | torch int8 ms (best engine) | torch / oar | oar float ms | torch float ms |",
+          file=sys.stderr)
+    print("|---|---|---|---|---|---|", file=sys.stderr)
+    for r in rows:
+        print(f"| {r['batch']} | {r['oar_ms']} | {r['torch_ms']} ({r['torch_best_engine']}) | "
+              f"{r['ratio_torch_over_oar']} | {r['oar_float_ms']} | {r['torch_float_ms']} |", file=sys.stderr)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--model", default="resnet18")
@@ -73,10 +142,15 @@ def main():
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--steps", type=int, default=5)
+    ap.add_argument("--hidden", type=int, default=200)
+    ap.add_argument("--layers", type=int, default=2)
+    ap.add_argument("--seq", type=int, default=35)
     ap.add_argument("--worker")
     args = ap.parse_args()
     if args.worker:
         return worker(args.worker)
+    if args.model in ("lstm", "gru"):
+        return recurrent(args)
 
     import numpy as np
     import torch

@@ -271,6 +271,48 @@ static void per_tensor(bool lstm) {
     oar_scope_end();
 }
 
+/* oar_rnn_qlayer_run (what Python's quantize_dynamic runs) on a quantized module's own weights gives
+ * the module's bits, per-row and per-tensor scales alike; its own checks refuse bad weights */
+static void layer_api(bool lstm) {
+    oar_scope_begin();
+    oar_manual_seed(12);
+    oar_no_grad_begin();
+    for (int per_tensor = 0; per_tensor < 2; per_tensor++) {
+        oar_module *m = (lstm ? oar_nn_lstm : oar_nn_gru)(6, 5, 1, false);
+        oar_module_train(m, false);
+        CHECK(oar_quantize_dynamic(m, &(oar_quant_dynamic_opts){.per_tensor = per_tensor}, NULL, 0, NULL) == OAR_OK);
+        int64_t sx[3] = {7, 3, 6};
+        oar_tensor *x = oar_randn(sx, 3, OAR_F32), *want[3] = {0}, *y = NULL, *h = NULL, *c = NULL;
+        CHECK(oar_forward_n(m, &x, 1, want, lstm ? 3 : 2) == OAR_OK);
+        oar_tensor *w_ih = oar_module_get(m, "weight_ih_l0"), *s_ih = oar_module_get(m, "weight_ih_scale_l0");
+        oar_tensor *w_hh = oar_module_get(m, "weight_hh_l0"), *s_hh = oar_module_get(m, "weight_hh_scale_l0");
+        oar_tensor *b_ih = oar_module_get(m, "bias_ih_l0"), *b_hh = oar_module_get(m, "bias_hh_l0");
+        oar_rnn_cell cell = lstm ? OAR_RNN_CELL_LSTM : OAR_RNN_CELL_GRU;
+        CHECK(oar_ndim(s_ih) == (per_tensor ? 0 : 1));
+        CHECK(oar_rnn_qlayer_run(cell, x, w_ih, s_ih, w_hh, s_hh, b_ih, b_hh, NULL, NULL, &y, &h, &c) == OAR_OK);
+        CHECK(y && t_same_bits(y, want[0]) && t_same_bits(h, oar_squeeze(want[1], 0)));
+        CHECK(!lstm || t_same_bits(c, oar_squeeze(want[2], 0)));
+        oar_release(y);
+        oar_release(h);
+        if (c) oar_release(c);
+        int64_t three = 3;
+        oar_tensor *wrong = oar_full(&three, 1, 0.1, OAR_F32), *f32 = oar_cast(w_ih, OAR_F32);
+        CHECK_ERR(oar_rnn_qlayer_run(cell, x, w_ih, wrong, w_hh, s_hh, b_ih, b_hh, NULL, NULL, &y, &h, &c),
+                  "expected w_ih_scale as f32 of shape [] (per tensor) or [");
+        CHECK_ERR(oar_rnn_qlayer_run(cell, x, f32, s_ih, w_hh, s_hh, b_ih, b_hh, NULL, NULL, &y, &h, &c),
+                  "expected i8 weights beside their scales, got f32");
+        CHECK_ERR(oar_rnn_qlayer_run(cell, x, w_ih, s_ih, w_hh, NULL, b_ih, b_hh, NULL, NULL, &y, &h, &c),
+                  "expected w_hh_scale, got NULL");
+        CHECK_ERR(oar_rnn_qlayer_run(cell, oar_cast(x, OAR_F64), w_ih, s_ih, w_hh, s_hh, b_ih, b_hh, NULL, NULL, &y, &h,
+                                     &c), "expected an f32 input");
+        CHECK_ERR(oar_rnn_qlayer_run((oar_rnn_cell)7, x, w_ih, s_ih, w_hh, s_hh, b_ih, b_hh, NULL, NULL, &y, &h, &c),
+                  "rnn_qlayer_run: expected the cell");
+        oar_module_free(m);
+    }
+    oar_no_grad_end();
+    oar_scope_end();
+}
+
 static void bad_input(void) {
     oar_scope_begin();
     oar_no_grad_begin();
@@ -393,6 +435,8 @@ int main(void) {
     layouts_and_files(false);
     per_tensor(true);
     per_tensor(false);
+    layer_api(true);
+    layer_api(false);
     bad_input();
     zoo_lstm_lm();
     choose_long();

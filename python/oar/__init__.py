@@ -37,9 +37,10 @@ from . import autograd  # noqa: F401
 from . import jit  # noqa: F401
 from .jit import cond, while_loop  # noqa: F401
 from ._mock import mock_torch  # noqa: F401
-from ._qtensor import (dequantize, per_channel_affine, per_channel_affine_float_qparams,  # noqa: F401
-                       per_channel_symmetric, per_tensor_affine, per_tensor_symmetric, qint8, qint32, qscheme,
-                       quantize_per_channel, quantize_per_tensor, quint8)
+from ._qtensor import (_make_per_channel_quantized_tensor, _make_per_tensor_quantized_tensor,  # noqa: F401
+                       dequantize, per_channel_affine, per_channel_affine_float_qparams, per_channel_symmetric,
+                       per_tensor_affine, per_tensor_symmetric, qint8, qint32, qscheme, quantize_per_channel,
+                       quantize_per_tensor, quint8)
 
 __version__ = _C.version
 FloatTensor = DoubleTensor = LongTensor = Tensor

@@ -270,6 +270,40 @@ def quantize_per_channel(input, scales, zero_points, axis, dtype):
     return QTensor(codes, s, z, axis, dtype)
 
 
+_BY_STORAGE = {D.uint8: quint8, D.int8: qint8, D.int32: qint32}
+
+
+def _codes(int_repr, what):
+    if not isinstance(int_repr, _C.TensorBase) or int_repr.dtype not in _BY_STORAGE:
+        got = int_repr.dtype if isinstance(int_repr, _C.TensorBase) else type(int_repr).__name__
+        raise TypeError(f"{what}: expected the integer codes as a uint8, int8 or int32 tensor (int_repr()), got {got}")
+    return int_repr.contiguous().clone(), _BY_STORAGE[int_repr.dtype]
+
+
+def _make_per_tensor_quantized_tensor(int_repr, scale, zero_point):
+    """torch._make_per_tensor_quantized_tensor: a quantized tensor from its codes as they are (no
+    rounding: what moves a quantized tensor between frameworks bit for bit); the dtype follows the
+    codes' (uint8 -> quint8, int8 -> qint8, int32 -> qint32)."""
+    codes, dtype = _codes(int_repr, "_make_per_tensor_quantized_tensor")
+    s = _as_tensor(scale, D.float32, "_make_per_tensor_quantized_tensor scale").reshape(())
+    z = _as_tensor(zero_point, D.int32, "_make_per_tensor_quantized_tensor zero_point").reshape(())
+    return QTensor(codes, s, z, None, dtype)
+
+
+def _make_per_channel_quantized_tensor(int_repr, scales, zero_points, axis):
+    """torch._make_per_channel_quantized_tensor: codes with one scale and zero point per index of axis."""
+    what = "_make_per_channel_quantized_tensor"
+    codes, dtype = _codes(int_repr, what)
+    axis = axis + codes.ndim if axis < 0 else axis
+    if not 0 <= axis < codes.ndim:
+        raise IndexError(f"{what}: axis {axis} is out of range for codes of {codes.ndim} dims")
+    s, z = _as_tensor(scales, D.float32, what + " scales"), _as_tensor(zero_points, D.int32, what + " zero_points")
+    if s.shape != (codes.shape[axis],) or z.shape != (codes.shape[axis],):
+        raise RuntimeError(f"{what}: expected {codes.shape[axis]} scales and zero points (the size of axis {axis}), "
+                           f"got shapes {tuple(s.shape)} and {tuple(z.shape)}")
+    return QTensor(codes, s.contiguous(), z.contiguous(), axis, dtype)
+
+
 def dequantize(input):
     if isinstance(input, (list, tuple)):
         return [dequantize(x) for x in input]

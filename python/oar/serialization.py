@@ -6,20 +6,26 @@ import struct
 from collections import OrderedDict
 
 from . import _dtype as D
+from . import _saved_entries as E
 
 _ST = {"float32": "F32", "float64": "F64", "float16": "F16", "bfloat16": "BF16", "int8": "I8", "uint8": "U8",
        "int32": "I32", "int64": "I64", "bool": "BOOL"}
 _FROM_ST = {v: k for k, v in _ST.items()}
 
 
-def _flatten(obj, prefix, out):
+def _flatten(obj, prefix, out, entries, order):
+    """out: key -> plain tensor; entries: key -> description of a structured entry; order: the keys as given"""
     from ._C import TensorBase
 
     if isinstance(obj, TensorBase):
         out[prefix] = obj
+        order.append(prefix)
     elif isinstance(obj, dict):
         for k, v in obj.items():
-            _flatten(v, f"{prefix}.{k}" if prefix else str(k), out)
+            _flatten(v, f"{prefix}.{k}" if prefix else str(k), out, entries, order)
+    elif E.is_entry(obj):  # a converted model's quantized weights, (weight, bias) pairs, ...
+        entries[prefix] = E.encode(prefix, obj, out)
+        order.append(prefix)
     else:
         raise TypeError(f"oar.save: expected a tensor or a (nested) dict of tensors, got {type(obj).__name__} at "
                         f"'{prefix}' (safetensors files hold tensors only)")
@@ -29,10 +35,8 @@ def save(obj, f, metadata=None):
     """Writes a tensor or a dict of tensors (state_dict) to f (a path or a binary file)."""
     import numpy as np
 
-    tensors = OrderedDict()
-    _flatten(obj, "", tensors)
-    if not isinstance(obj, dict):
-        tensors = OrderedDict([("tensor", obj)])
+    tensors, entries, order = OrderedDict(), {}, []
+    _flatten(obj if isinstance(obj, dict) else {"tensor": obj}, "", tensors, entries, order)
     header, blobs, off = {}, [], 0
     for name, t in tensors.items():
         t = t.detach().contiguous()
@@ -44,8 +48,11 @@ def save(obj, f, metadata=None):
         header[name] = {"dtype": _ST[t.dtype.name], "shape": list(t.shape), "data_offsets": [off, off + len(data)]}
         blobs.append(data)
         off += len(data)
-    if metadata:
-        header["__metadata__"] = {str(k): str(v) for k, v in metadata.items()}
+    meta = {str(k): str(v) for k, v in (metadata or {}).items()}
+    if entries:
+        meta[E.KEY] = E.metadata(order, entries)
+    if meta:
+        header["__metadata__"] = meta
     h = json.dumps(header, separators=(",", ":")).encode()
     h += b" " * (-len(h) % 8)
     fh = open(f, "wb") if isinstance(f, (str, bytes)) or hasattr(f, "__fspath__") else f
@@ -108,6 +115,9 @@ def load(f, map_location=None, weights_only=None):
                 raise ValueError(f"oar.load: tensor '{name}' has {arr.size} elements for shape {list(shape)}")
             t = from_numpy(arr.reshape(shape).copy())
         out[name] = t
+    entries = header.get("__metadata__", {}).get(E.KEY) if isinstance(header.get("__metadata__"), dict) else None
+    if entries is not None:
+        out = OrderedDict(E.restore(entries, out))
     if list(out) == ["tensor"]:
         return out["tensor"]
     return out

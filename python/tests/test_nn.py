@@ -90,6 +90,30 @@ def test_state_dict_strict_and_not():
         b.load_state_dict(bad)
 
 
+def test_load_state_dict_calls_each_modules_hook_with_its_version():
+    """torch's per-module _load_from_state_dict, given the version state_dict() recorded in its _metadata
+    (torchvision's mnasnet reads it); a dict without metadata is taken as of the module's own version"""
+    class Versioned(nn.Module):
+        _version = 3
+
+        def __init__(self):
+            super().__init__()
+            self.w = nn.Parameter(oar.zeros(2))
+            self.seen = []
+
+        def _load_from_state_dict(self, state_dict, prefix, local_metadata, *rest):
+            self.seen.append((prefix, local_metadata.get("version")))
+            super()._load_from_state_dict(state_dict, prefix, local_metadata, *rest)
+
+    m = nn.Sequential(Versioned())
+    sd = m.state_dict()
+    assert sd._metadata["0"] == {"version": 3}
+    sd._metadata["0"] = {"version": 1}
+    m.load_state_dict(sd)
+    m.load_state_dict({k: v for k, v in sd.items()})
+    assert m[0].seen == [("0.", 1), ("0.", 3)]
+
+
 def test_save_load_roundtrip(tmp_path):
     m = Block()
     path = str(tmp_path / "m.safetensors")

@@ -376,8 +376,8 @@ def test_qat_flow_matches_torch():
 
 
 def test_quantize_dynamic_matches_torch():
-    """Linear layers get int8 weights and quantize their input per call (torch's qnnpack: 8-bit inputs);
-    LSTM layers stay float on oar, with a warning; the output is torch's to float rounding."""
+    """Linear layers get int8 weights and quantize their input per call (torch's qnnpack: 8-bit inputs); the
+    output is torch's to float rounding (the recurrent layers: test_quantized_dynamic_rnn.py)."""
     torch = _torch_quant()
     torch.backends.quantized.engine = "qnnpack"
     torch.manual_seed(11)
@@ -391,8 +391,6 @@ def test_quantize_dynamic_matches_torch():
     x = np.random.default_rng(12).standard_normal((8, 16)).astype(np.float32)
     want = tq(_t(torch, x)).numpy()
     np.testing.assert_allclose(oq(oar.from_numpy(x)).numpy(), want, rtol=1e-5, atol=1e-6 * np.abs(want).max())
-    with pytest.warns(UserWarning, match="LSTM layers stay float32"):
-        OQ.quantize_dynamic(oar.nn.Sequential(oar.nn.Linear(4, 4), oar.nn.LSTM(4, 4)))
     with pytest.raises(NotImplementedError, match="float16"):
         OQ.quantize_dynamic(om, dtype=oar.float16)
 

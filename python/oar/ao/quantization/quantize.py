@@ -40,7 +40,8 @@ def _special_act_post_process():
 
 
 def _dynamic_mappings():
-    return {nn.Linear: nnqd.Linear, nni.LinearReLU: nnqd.LinearReLU}
+    return {nn.Linear: nnqd.Linear, nni.LinearReLU: nnqd.LinearReLU, nn.LSTM: nnqd.LSTM, nn.GRU: nnqd.GRU,
+            nn.LSTMCell: nnqd.LSTMCell, nn.GRUCell: nnqd.GRUCell, nn.RNNCell: nnqd.RNNCell}
 
 
 def get_default_dynamic_quant_module_mappings():
@@ -56,7 +57,9 @@ def get_default_qat_module_mappings():
 
 
 def get_default_qconfig_propagation_list():
-    return set(_static_mappings()) | set(_qat_mappings()) | set(_dynamic_mappings()) | {nn.Sequential}
+    """the modules prepare() observes: the recurrent layers only quantize dynamically (their outputs are tuples
+    an observer cannot take), and the dynamic Linear types are static ones too"""
+    return set(_static_mappings()) | set(_qat_mappings()) | {nn.Sequential}
 
 
 _NO_OBSERVER = (nn.Dropout,)
@@ -193,14 +196,9 @@ def quantize(model, run_fn, run_args, mapping=None, inplace=False):
     return model
 
 
-_RECURRENT = ("LSTM", "GRU", "LSTMCell", "GRUCell", "RNNCell")
-
-
 def quantize_dynamic(model, qconfig_spec=None, dtype=None, mapping=None, inplace=False):
-    """Linear layers (by default; or the types / qualified names in qconfig_spec) get int8 weights and
-    quantize their input per call. torch also quantizes LSTM / GRU and their cells here; on oar they
-    stay float32, with a warning (oar's own dynamic int8 recurrent layers are `oar quantize --method
-    dynamic` on C models, docs/quant.md)."""
+    """Linear, LSTM, GRU and the recurrent cells (by default; or the types / qualified names in qconfig_spec)
+    get int8 weights and quantize their inputs per call (nn.quantized.dynamic)."""
     from ... import _qtensor as Q
     from .qconfig import default_dynamic_qconfig
 
@@ -218,13 +216,6 @@ def quantize_dynamic(model, qconfig_spec=None, dtype=None, mapping=None, inplace
         model = copy.deepcopy(model)
     model.eval()
     propagate_qconfig_(model, qconfig_spec)
-    kept = sorted({type(m).__name__ for m in model.modules()
-                   if type(m).__name__ in _RECURRENT and _needs_observer(m)})
-    if kept:
-        import warnings
-
-        warnings.warn(f"quantize_dynamic: {', '.join(kept)} layers stay float32 on oar (only Linear layers are "
-                      "quantized dynamically from Python)")
     convert(model, mapping or _dynamic_mappings(), inplace=True)
     return model
 

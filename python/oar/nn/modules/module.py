@@ -345,40 +345,68 @@ class Module:
             prefix = args[1] if len(args) > 1 else prefix
         if destination is None:
             destination = OrderedDict()
+            destination._metadata = OrderedDict()
+        if hasattr(destination, "_metadata"):  # torch's: each module's version, for _load_from_state_dict
+            destination._metadata[prefix[:-1]] = {"version": self._version}
         self._save_to_state_dict(destination, prefix, keep_vars)
         for name, m in self._modules.items():
             if m is not None:
                 m.state_dict(destination=destination, prefix=prefix + name + ".", keep_vars=keep_vars)
         return destination
 
-    def load_state_dict(self, state_dict, strict=True):
+    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                              error_msgs):
+        """torch's per-module step of load_state_dict: this module's own parameters and persistent buffers
+        from state_dict[prefix + name]. Modules whose state is not plain tensors (the quantized ones) take
+        their own keys out of state_dict first, then call this."""
         from ..._grad_mode import no_grad
 
-        if not hasattr(state_dict, "keys"):
-            raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.")
-        own = self.state_dict(keep_vars=True)
-        missing = [k for k in own if k not in state_dict]
-        unexpected = [k for k in state_dict if k not in own]
-        errors = []
-        for k, dst in own.items():
-            if k not in state_dict:
+        local = OrderedDict((k, v) for k, v in itertools.chain(self._parameters.items(), self._buffers.items())
+                            if v is not None and k not in self._non_persistent_buffers_set)
+        for name, dst in local.items():
+            key = prefix + name
+            if key not in state_dict:
+                missing_keys.append(key)
                 continue
-            src = state_dict[k]
+            src = state_dict[key]
             if not isinstance(src, _C.TensorBase):
                 if hasattr(src, "__dlpack__") or hasattr(src, "__array_interface__"):
                     from ..._creation import tensor
 
                     src = tensor(src.detach().cpu().numpy() if hasattr(src, "detach") else src)
                 else:
-                    errors.append(f'While copying the parameter named "{k}", expected torch.Tensor or Tensor-like '
-                                  f"object from checkpoint but received {type(src)}")
+                    error_msgs.append(f'While copying the parameter named "{key}", expected torch.Tensor or '
+                                      f"Tensor-like object from checkpoint but received {type(src)}")
                     continue
             if tuple(src.shape) != tuple(dst.shape):
-                errors.append(f"size mismatch for {k}: copying a param with shape {src.shape} from checkpoint, the "
-                              f"shape in current model is {dst.shape}.")
+                error_msgs.append(f"size mismatch for {key}: copying a param with shape {src.shape} from checkpoint, "
+                                  f"the shape in current model is {dst.shape}.")
                 continue
             with no_grad():
                 dst.copy_(src.detach().to(dst.dtype))
+        if strict:
+            for key in state_dict:
+                if key.startswith(prefix):
+                    head = key[len(prefix):].split(".", 1)[0]
+                    if head not in self._modules and head not in local:
+                        unexpected_keys.append(key)
+
+    def load_state_dict(self, state_dict, strict=True):
+        if not hasattr(state_dict, "keys"):
+            raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.")
+        metadata = getattr(state_dict, "_metadata", None) or {}
+        state_dict = OrderedDict(state_dict)  # modules take their keys out of it: the caller's dict stays whole
+        missing, unexpected, errors = [], [], []
+
+        def load(module, prefix):
+            # a dict without torch's metadata (built by hand, or from a file) is taken as of the module's version
+            local = metadata.get(prefix[:-1], {"version": module._version})
+            module._load_from_state_dict(state_dict, prefix, local, True, missing, unexpected, errors)
+            for name, child in module._modules.items():
+                if child is not None:
+                    load(child, prefix + name + ".")
+
+        load(self, "")
         if strict:
             if unexpected:
                 errors.insert(0, "Unexpected key(s) in state_dict: " + ", ".join(f'"{k}"' for k in unexpected) + ". ")

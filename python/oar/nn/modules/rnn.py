@@ -54,6 +54,16 @@ class RNNBase(Module):
     def _cell(self, x, state, w_ih, w_hh, b_ih, b_hh):
         raise NotImplementedError
 
+    def _layer_weights(self, layer, direction):
+        """[weight_ih, weight_hh, bias_ih, bias_hh] of one layer and direction (biases None without bias)"""
+        sfx = f"_l{layer}" + ("_reverse" if direction else "")
+        return [getattr(self, k + sfx, None) for k in ("weight_ih", "weight_hh", "bias_ih", "bias_hh")]
+
+    @staticmethod
+    def _affine(x, h, w_ih, w_hh, b_ih, b_hh):
+        """the gates' input and recurrent products (the quantized layers put their int8 products here)"""
+        return NF.linear(x, w_ih, b_ih), NF.linear(h, w_hh, b_hh)
+
     def forward(self, input, hx=None):
         from ..utils.rnn import PackedSequence
 
@@ -72,8 +82,7 @@ class RNNBase(Module):
         for layer in range(self.num_layers):
             outs = []
             for d in range(dirs):
-                sfx = f"_l{layer}" + ("_reverse" if d else "")
-                w = [getattr(self, k + sfx, None) for k in ("weight_ih", "weight_hh", "bias_ih", "bias_hh")]
+                w = self._layer_weights(layer, d)
                 state = None if state0 is None else tuple(s[layer * dirs + d] for s in state0)
                 y, state = self._layer(layer_in, state, w, reverse=bool(d))
                 outs.append(y)
@@ -122,8 +131,7 @@ class RNNBase(Module):
         for layer in range(self.num_layers):
             outs = []
             for d in range(dirs):
-                sfx = f"_l{layer}" + ("_reverse" if d else "")
-                w = [getattr(self, k + sfx, None) for k in ("weight_ih", "weight_hh", "bias_ih", "bias_hh")]
+                w = self._layer_weights(layer, d)
                 state = None if state0 is None else tuple(s[layer * dirs + d] for s in state0)
                 y, state = self._packed_layer(layer_in, sizes, starts, state, w, reverse=bool(d))
                 outs.append(y)
@@ -169,15 +177,11 @@ class RNNBase(Module):
         return s
 
 
-def _affine(x, h, w_ih, w_hh, b_ih, b_hh):
-    return NF.linear(x, w_ih, b_ih), NF.linear(h, w_hh, b_hh)
-
-
 class RNN(RNNBase):
     _gates, _n_states = 1, 1
 
     def _cell(self, x, state, w_ih, w_hh, b_ih=None, b_hh=None):
-        a, b = _affine(x, state[0], w_ih, w_hh, b_ih, b_hh)
+        a, b = self._affine(x, state[0], w_ih, w_hh, b_ih, b_hh)
         return ((F.tanh if self.nonlinearity == "tanh" else F.relu)(a + b),)
 
 
@@ -190,7 +194,7 @@ class LSTM(RNNBase):
 
     def _cell(self, x, state, w_ih, w_hh, b_ih=None, b_hh=None):
         h, c = state
-        a, b = _affine(x, h, w_ih, w_hh, b_ih, b_hh)
+        a, b = self._affine(x, h, w_ih, w_hh, b_ih, b_hh)
         i, f, g, o = (a + b).chunk(4, 1)
         c = F.sigmoid(f) * c + F.sigmoid(i) * F.tanh(g)
         return F.sigmoid(o) * F.tanh(c), c
@@ -201,7 +205,7 @@ class GRU(RNNBase):
 
     def _cell(self, x, state, w_ih, w_hh, b_ih=None, b_hh=None):
         h = state[0]
-        a, b = _affine(x, h, w_ih, w_hh, b_ih, b_hh)
+        a, b = self._affine(x, h, w_ih, w_hh, b_ih, b_hh)
         ar, az, an = a.chunk(3, 1)
         br, bz, bn = b.chunk(3, 1)
         r, z = F.sigmoid(ar + br), F.sigmoid(az + bz)
@@ -214,6 +218,7 @@ class RNNCellBase(Module):
     function on weight_ih, weight_hh, bias_ih, bias_hh, initialised as theirs."""
 
     _layer_cls = None
+    _affine = RNNBase.__dict__["_affine"]  # the staticmethod itself
 
     def __init__(self, input_size, hidden_size, bias=True, nonlinearity="tanh", device=None, dtype=None):
         super().__init__()

@@ -7,17 +7,21 @@ from ...._ops import call
 from . import modules as nnq
 
 
+def linear(x, w, bias, activation=nnq._NONE, what="dynamic quantized Linear"):
+    """x (float32) quantized over its own range, times the qint8 weight w in int32, to float32 with the bias"""
+    if x.dtype is not D.float32:
+        raise TypeError(f"{what}: expected a float32 input, got {x.dtype!r}")
+    scale, zero_point = call("choose_qparams", (x,), {"dtype": D.uint8.code, "symmetric": 0})
+    codes = call("quantize", (x, scale, zero_point), {"axis": -1, "dtype": D.uint8.code})
+    return call("qlinear", (codes, scale, zero_point, w.codes, w._scale, bias, None, None, None),
+                {"activation": activation, "dtype": D.float32.code})
+
+
 class Linear(nnq.Linear):
     _FLOAT_MODULE = ("Linear",)
 
     def forward(self, x):
-        if x.dtype is not D.float32:
-            raise TypeError(f"dynamic quantized Linear: expected a float32 input, got {x.dtype!r}")
-        scale, zero_point = call("choose_qparams", (x,), {"dtype": D.uint8.code, "symmetric": 0})
-        codes = call("quantize", (x, scale, zero_point), {"axis": -1, "dtype": D.uint8.code})
-        w = self._qweight
-        return call("qlinear", (codes, scale, zero_point, w.codes, w._scale, self.bias_, None, None, None),
-                    {"activation": self._activation, "dtype": D.float32.code})
+        return linear(x, self._qweight, self.bias_, self._activation)
 
     @classmethod
     def from_float(cls, mod):
@@ -38,3 +42,6 @@ class Linear(nnq.Linear):
 
 class LinearReLU(Linear):
     _activation = nnq._RELU
+
+
+from .dynamic_rnn import GRU, GRUCell, LSTM, LSTMCell, RNNCell  # noqa: E402,F401  (they use linear above)

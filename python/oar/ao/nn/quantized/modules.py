@@ -7,6 +7,7 @@ from .... import _dtype as D
 from .... import _qtensor as Q
 from ...._ops import call
 from ....nn.modules.module import Module
+from . import _state as S
 
 _NONE, _RELU = 0, 1
 
@@ -68,6 +69,23 @@ class DeQuantize(Module):
         return DeQuantize()
 
 
+class _OutParamsState:
+    """torch keeps these modules' output scale and zero point in the state_dict (0-d float32 / int64)"""
+
+    def _out_param_tensors(self):
+        return T.tensor(float(self.scale)), T.tensor(int(self.zero_point), dtype=D.int64)
+
+    def _save_to_state_dict(self, destination, prefix, keep_vars):
+        super()._save_to_state_dict(destination, prefix, keep_vars)
+        destination[prefix + "scale"], destination[prefix + "zero_point"] = self._out_param_tensors()
+
+    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                              error_msgs):
+        S.load_out_params(self, state_dict, prefix, missing_keys, error_msgs)
+        super()._load_from_state_dict(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                                      error_msgs)
+
+
 class _WeightedModule(Module):
     """Shared by Conv2d and Linear: a qint8 weight, a float bias, the output's scale and zero point."""
 
@@ -85,6 +103,13 @@ class _WeightedModule(Module):
 
     def _out_params(self):
         return T.tensor(self.scale), T.tensor(self.zero_point, dtype=D.int32)
+
+    def _load_weight_bias(self, weight, bias, weight_key, bias_key, error_msgs):
+        """the checkpoint's weight and bias, each checked against this layer's geometry (both or neither taken)"""
+        w = S.qweight(weight, weight_key, self._qweight.shape, error_msgs)
+        ok, b = S.bias(bias, bias_key, self._qweight.shape[0], error_msgs)
+        if w is not None and ok:
+            self._qweight, self.bias_ = w, b
 
     @classmethod
     def _from_float(cls, mod, float_types):
@@ -150,6 +175,20 @@ class Conv2d(_WeightedModule):
         q._set(qweight, bias, scale, zero_point)
         return q
 
+    # torch's keys: weight (quantized), bias, scale, zero_point
+    def _save_to_state_dict(self, destination, prefix, keep_vars):
+        super()._save_to_state_dict(destination, prefix, keep_vars)
+        destination[prefix + "weight"], destination[prefix + "bias"] = self._qweight, self.bias_
+        S.save_out_params(destination, prefix, self.scale, self.zero_point)
+
+    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                              error_msgs):
+        weight, bias = (S.take(state_dict, prefix + k, missing_keys) for k in ("weight", "bias"))
+        self._load_weight_bias(weight, bias, prefix + "weight", prefix + "bias", error_msgs)
+        S.load_out_params(self, state_dict, prefix, missing_keys, error_msgs)
+        super()._load_from_state_dict(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                                      error_msgs)
+
     def extra_repr(self):
         return (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}, "
                 f"scale={self.scale}, zero_point={self.zero_point}, padding={self.padding}"
@@ -181,6 +220,32 @@ class Linear(_WeightedModule):
         q = cls(lin.in_features, lin.out_features, lin.bias is not None)
         q._set(qweight, bias, scale, zero_point)
         return q
+
+    # torch's keys: scale, zero_point, then its LinearPackedParams' dtype and (weight, bias) under _packed_params
+    def _save_to_state_dict(self, destination, prefix, keep_vars):
+        super()._save_to_state_dict(destination, prefix, keep_vars)
+        S.save_out_params(destination, prefix, self.scale, self.zero_point)
+        destination[prefix + "_packed_params.dtype"] = Q.qint8
+        destination[prefix + "_packed_params._packed_params"] = (self._qweight, self.bias_)
+
+    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                              error_msgs):
+        S.load_out_params(self, state_dict, prefix, missing_keys, error_msgs)
+        key = prefix + "_packed_params."
+        dtype = S.take(state_dict, key + "dtype", missing_keys)
+        if dtype is not S._MISSING and not S.is_qint8(dtype):
+            error_msgs.append(f"dtype mismatch for {key}dtype: the checkpoint's packed weights are {dtype}, oar's "
+                              "quantized Linear takes torch.qint8 (float16 dynamic quantization is not offered).")
+        packed = S.take(state_dict, key + "_packed_params", missing_keys)
+        if packed is not S._MISSING:
+            if isinstance(packed, (tuple, list)) and len(packed) == 2:
+                self._load_weight_bias(packed[0], packed[1], key + "_packed_params[0] (weight)",
+                                       key + "_packed_params[1] (bias)", error_msgs)
+            else:
+                error_msgs.append(f'While copying the parameter named "{key}_packed_params", expected a (weight, bias) '
+                                  f"pair from checkpoint but received {type(packed).__name__}.")
+        super()._load_from_state_dict(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                                      error_msgs)
 
     def extra_repr(self):
         return (f"in_features={self.in_features}, out_features={self.out_features}, scale={self.scale}, "
@@ -238,7 +303,7 @@ class ELU(_Lut):
         return cls(*_qparams(mod.activation_post_process), mod.alpha)
 
 
-class LeakyReLU(_Lut):
+class LeakyReLU(_OutParamsState, _Lut):  # torch keeps its scale in the state (Hardswish and ELU do not)
     def __init__(self, scale, zero_point, negative_slope=0.01, inplace=False, device=None, dtype=None):
         super().__init__(scale, zero_point)
         self.negative_slope = negative_slope
@@ -287,7 +352,7 @@ class FXFloatFunctional(FloatFunctional):
         super().__init__()
 
 
-class QFunctional(Module):
+class QFunctional(_OutParamsState, Module):
     """FloatFunctional on quantized tensors: the result has this module's scale and zero point."""
 
     def __init__(self):
@@ -340,7 +405,7 @@ class QFunctional(Module):
         return f"scale={self.scale}, zero_point={self.zero_point}"
 
 
-class BatchNorm2d(Module):
+class BatchNorm2d(_OutParamsState, Module):
     """An inference BatchNorm on a quantized tensor (one left unfused): the normalization of its
     values, quantized with the observed output scale."""
 
@@ -351,6 +416,7 @@ class BatchNorm2d(Module):
         self.num_features, self.eps, self.momentum = num_features, eps, momentum
         for name, fill in (("weight", 1.0), ("bias", 0.0), ("running_mean", 0.0), ("running_var", 1.0)):
             self.register_buffer(name, T.full((num_features,), fill))
+        self.register_buffer("num_batches_tracked", T.tensor(0, dtype=D.int64))  # torch's key; inference ignores it
         self.scale, self.zero_point = 1.0, 0
 
     def forward(self, input):
@@ -370,6 +436,10 @@ class BatchNorm2d(Module):
 
     def extra_repr(self):
         return f"{self.num_features}, eps={self.eps}, scale={self.scale}, zero_point={self.zero_point}"
+
+    def _out_param_tensors(self):
+        """after the BatchNorm's buffers, torch's converted model keeps the observer's [1]-shaped qparams"""
+        return T.tensor([float(self.scale)]), T.tensor([int(self.zero_point)], dtype=D.int32)
 
 
 class Dropout(Module):
