@@ -371,6 +371,21 @@ OAR_API oar_tensor *oar_asinh(oar_tensor *x);
 OAR_API oar_tensor *oar_atanh(oar_tensor *x);
 OAR_API oar_tensor *oar_expm1(oar_tensor *x);
 OAR_API oar_tensor *oar_exp2(oar_tensor *x);
+OAR_API oar_tensor *oar_acosh(oar_tensor *x);
+OAR_API oar_tensor *oar_cosh(oar_tensor *x);
+/* the gamma family, torch's poles: lgamma +inf at 0 and the negative integers, digamma +-inf at 0
+ * and NaN at the negative integers; polygamma(n, x) is digamma's n-th derivative (n >= 0) */
+OAR_API oar_tensor *oar_lgamma(oar_tensor *x);
+OAR_API oar_tensor *oar_digamma(oar_tensor *x);
+OAR_API oar_tensor *oar_polygamma(int64_t n, oar_tensor *x);
+OAR_API oar_tensor *oar_erfinv(oar_tensor *x); /* +-inf at +-1, NaN outside [-1, 1] */
+/* bitwise ops on integer tensors (and/or/xor take bool too); gcd and lcm are nonnegative */
+OAR_API oar_tensor *oar_bitwise_not(oar_tensor *x);
+OAR_API oar_tensor *oar_bitwise_and(oar_tensor *a, oar_tensor *b);
+OAR_API oar_tensor *oar_bitwise_or(oar_tensor *a, oar_tensor *b);
+OAR_API oar_tensor *oar_bitwise_xor(oar_tensor *a, oar_tensor *b);
+OAR_API oar_tensor *oar_gcd(oar_tensor *a, oar_tensor *b);
+OAR_API oar_tensor *oar_lcm(oar_tensor *a, oar_tensor *b);
 OAR_API oar_tensor *oar_atan2(oar_tensor *y, oar_tensor *x); /* the angle of (x, y), in (-pi, pi] */
 /* torch.clamp: NaN stays NaN, +-INFINITY means no bound, min > max gives max. Integer tensors
  * keep their dtype, so their bounds must be integers in the dtype's range. */

@@ -110,12 +110,6 @@ def tan(input):
 
 
 @_export
-def cosh(input):
-    x = _float(input)
-    return F.mul(F.add(F.exp(x), F.exp(F.neg(x))), 0.5)
-
-
-@_export
 def angle(input):
     """the argument: 0 for x >= 0, pi for x < 0 (NaN stays NaN); a complex tensor's is atan2(imag, real)"""
     if type(input) in _OTHER:
@@ -918,14 +912,14 @@ def poisson(input, generator=None):
 
 # Tensor methods of the same names (those Tensor does not have yet), and the in-place forms
 _METHODS = ["angle", "isnan", "isinf", "isposinf", "isneginf", "isfinite", "isreal", "signbit", "nan_to_num", "nansum",
-            "nanmean", "reciprocal", "tan", "cosh", "deg2rad", "rad2deg", "frac", "hypot", "logaddexp", "logaddexp2",
+            "nanmean", "reciprocal", "tan", "deg2rad", "rad2deg", "frac", "hypot", "logaddexp", "logaddexp2",
             "logit", "xlogy", "sinc", "sgn", "heaviside", "float_power", "fmax", "fmin", "logical_xor", "lerp",
             "addcmul", "addcdiv", "addmv", "baddbmm", "mv", "vdot", "inner", "ger", "kron", "movedim", "moveaxis",
             "swapaxes", "swapdims", "ravel", "fliplr", "flipud", "rot90", "tile", "diagonal", "diag_embed", "diag",
             "diagflat", "trace", "index_add", "index_fill", "index_copy", "scatter", "take", "take_along_dim",
             "isclose", "allclose", "equal", "isin", "bincount", "unique_consecutive", "kthvalue", "median", "msort",
             "quantile", "logcumsumexp", "bernoulli", "multinomial", "hsplit", "vsplit", "dsplit"]
-_INPLACE = ["nan_to_num", "reciprocal", "tan", "cosh", "deg2rad", "rad2deg", "frac", "hypot", "logit", "xlogy",
+_INPLACE = ["nan_to_num", "reciprocal", "tan", "deg2rad", "rad2deg", "frac", "hypot", "logit", "xlogy",
             "sinc", "sgn", "heaviside", "float_power", "logical_xor", "lerp", "addcmul", "addcdiv", "addmv",
             "baddbmm", "index_add", "index_fill", "index_copy", "scatter", "fmax", "fmin"]
 

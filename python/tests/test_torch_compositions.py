@@ -26,6 +26,12 @@ def ints(hi, *shape):
 
 SPECIAL = np.array([0.0, -0.0, 1.5, -2.0, np.nan, np.inf, -np.inf, 3.0], np.float32)
 SORTED = np.sort(f32(7))
+# the gamma family between its poles, negatives included (reflection), and at the poles themselves
+NEG_GAMMA = np.array([[-2.5, -0.5, 0.3, 4.2], [7.5, 12.25, -3.75, 1.5], [0.01, 25.0, -1.2, 2.0]], np.float32)
+POLES = np.array([0.0, -0.0, -1.0, -2.0, 1.0, 2.0, np.inf, -np.inf, np.nan], np.float32)
+INTS_A = np.array([[12, -12, 0, 7, -100], [255, -1, 33, 64, -64]], np.int64)
+INTS_B = np.array([[18, 18, -5, 0, 75], [-3, 9, 11, 48, 40]], np.int64)
+BOOLS = np.array([True, False, True, False])
 
 # name -> (inputs, call(lib, *tensors), differentiable)
 CASES = {
@@ -171,6 +177,46 @@ CASES = {
     "atan2_int": ([ints(5, 4), ints(5, 4) + 1], lambda L, y, x: L.atan2(y, x), False),
     "angle_real": ([SPECIAL], lambda L, x: L.angle(x), False),
     "logspace_base": ([], lambda L: L.logspace(0, 4, 5, base=2.0), False),
+    # the special functions of the op table: values and gradients, and their poles and domains
+    "acosh": ([pos(3, 4) * 5 + 1], lambda L, x: L.acosh(x), True),
+    "arccosh_domain": ([np.array([0.5, 1.0, 2.0, np.inf, np.nan], np.float32)], lambda L, x: L.arccosh(x), False),
+    "cosh_wide": ([np.array([-90.0, -3.0, 0.0, 2.5, 89.0, 100.0], np.float32)], lambda L, x: L.cosh(x), False),
+    "lgamma": ([NEG_GAMMA], lambda L, x: L.lgamma(x), True),
+    "lgamma_poles": ([POLES], lambda L, x: L.lgamma(x), False),
+    "lgamma_int": ([ints(6, 5) + 1], lambda L, x: L.lgamma(x), False),
+    "digamma": ([NEG_GAMMA], lambda L, x: L.digamma(x), True),
+    "digamma_poles": ([POLES], lambda L, x: L.digamma(x), False),
+    "digamma_int": ([ints(6, 5) - 2], lambda L, x: L.special.digamma(x), False),
+    "polygamma0": ([pos(5) * 4], lambda L, x: L.polygamma(0, x), True),
+    "polygamma1": ([NEG_GAMMA], lambda L, x: L.polygamma(1, x), True),
+    "polygamma2": ([NEG_GAMMA], lambda L, x: L.polygamma(2, x), True),
+    "polygamma3_method": ([pos(2, 3) * 3], lambda L, x: x.polygamma(3), True),
+    "polygamma_poles": ([POLES], lambda L, x: L.polygamma(2, x), False),
+    "erfinv": ([R.uniform(-0.95, 0.95, (3, 4)).astype(np.float32)], lambda L, x: L.erfinv(x), True),
+    "erfinv_tails": ([np.array([-0.999, 0.99, 0.9999, -0.5, 0.51], np.float32)], lambda L, x: L.erfinv(x), True),
+    "erfinv_domain": ([np.array([-1.0, 1.0, 0.0, -0.0, 1.5, -2.0, np.nan], np.float32)], lambda L, x: L.erfinv(x),
+                      False),
+    "bitwise_and": ([INTS_A, INTS_B], lambda L, a, b: L.bitwise_and(a, b), False),
+    "bitwise_or_i32": ([INTS_A.astype(np.int32), INTS_B[0].astype(np.int32)], lambda L, a, b: L.bitwise_or(a, b),
+                       False),
+    "bitwise_xor_scalar": ([INTS_A], lambda L, a: L.bitwise_xor(a, 5), False),
+    "bitwise_not": ([INTS_A], lambda L, a: L.bitwise_not(a), False),
+    "bitwise_not_u8": ([np.array([0, 5, 255], np.uint8)], lambda L, a: L.bitwise_not(a), False),
+    "bitwise_bool": ([BOOLS, BOOLS[::-1].copy()], lambda L, a, b: L.stack([a & b, a | b, a ^ b, ~a, L.bitwise_not(b)]),
+                     False),
+    "bitwise_operators": ([INTS_A, INTS_B], lambda L, a, b: (a & b) + (a | 6) * 2 + (3 ^ b) * 3 + ~a, False),
+    "gcd": ([INTS_A, INTS_B], lambda L, a, b: L.gcd(a, b), False),
+    "lcm": ([INTS_A, INTS_B], lambda L, a, b: L.lcm(a, b), False),
+    "special_multigammaln": ([pos(3, 4) + 2], lambda L, x: L.special.multigammaln(x, 3), True),
+    "special_ndtr_ndtri": ([R.uniform(0.05, 0.95, (2, 3)).astype(np.float32)],
+                           lambda L, x: L.special.ndtr(L.special.ndtri(x) * 0.7), True),
+    "special_xlog1py_entr": ([np.array([0.0, 1.0, 2.5, 0.0, -1.0], np.float32), np.array([np.nan, 3.0, 0.5, 1.0, 2.0],
+                                                                                         np.float32)],
+                             lambda L, x, y: L.stack([L.special.xlog1py(x, y), L.special.entr(x)]), False),
+    "special_erfcx_gammaln": ([f32(2, 3)], lambda L, x: L.special.erfcx(x) + L.special.gammaln(x.abs() + 0.5)
+                              + L.special.psi(x.abs() + 0.5), True),
+    "gcd_lcm_zeros": ([np.array([0, 0, -7, 12], np.int64), np.array([0, -5, 0, -18], np.int64)],
+                      lambda L, a, b: L.stack([L.gcd(a, b), L.lcm(a, b), a.gcd(b), a.lcm(b)]), False),
 }
 
 
