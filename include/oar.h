@@ -551,6 +551,14 @@ typedef enum oar_pad_mode { OAR_PAD_CONSTANT = 0, OAR_PAD_REFLECT, OAR_PAD_REPLI
 OAR_API oar_tensor *oar_pad(oar_tensor *x, const int64_t *pads, int n_pads, oar_pad_mode mode, double value);
 OAR_API oar_tensor *oar_flip(oar_tensor *x, const int *dims, int n_dims);
 OAR_API oar_tensor *oar_cumsum(oar_tensor *x, int dim);
+/* torch.cumprod; integers and bool give int64. Its gradient is exact where the input has zeros. */
+OAR_API oar_tensor *oar_cumprod(oar_tensor *x, int dim);
+/* The indices of torch.cummax / cummin (ties: the later index; NaN holds) and of torch.mode (the
+ * smallest of the most frequent values, its last position; dim removed). The values are
+ * oar_gather(x, dim, index) (unsqueezed along dim for argmode): differentiable through the gather. */
+OAR_API oar_tensor *oar_cumargmax(oar_tensor *x, int dim);
+OAR_API oar_tensor *oar_cumargmin(oar_tensor *x, int dim);
+OAR_API oar_tensor *oar_argmode(oar_tensor *x, int dim);
 /* k largest (or smallest) along dim: values and i64 indices (both new references). Ties
  * keep the lowest index first; NaN ranks above every number; sorted = false returns the
  * chosen elements in input order. */

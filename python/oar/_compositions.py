@@ -760,36 +760,74 @@ def msort(input):
     return F.sort(input, 0).values
 
 
-@_export
-def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):
+def _pick_quantiles(s, pos, interpolation):
+    """values of the sorted last dim of s at the float positions pos [..., Q], interpolated as torch"""
+    lo, hi = F.floor(pos).to(D.int64), F.ceil(pos).to(D.int64)
+    if interpolation == "linear":
+        low, high = F.gather(s, -1, lo), F.gather(s, -1, hi)
+        return F.add(low, F.mul(F.sub(high, low), F.sub(pos, lo.to(pos.dtype))))
+    if interpolation == "lower":
+        return F.gather(s, -1, lo)
+    if interpolation == "higher":
+        return F.gather(s, -1, hi)
+    if interpolation == "midpoint":
+        return F.mul(F.add(F.gather(s, -1, lo), F.gather(s, -1, hi)), 0.5)
+    if interpolation == "nearest":
+        return F.gather(s, -1, F.round(pos).to(D.int64))
+    raise ValueError(f"quantile() interpolation must be one of linear, lower, higher, midpoint or nearest. "
+                     f"Got {interpolation}")
+
+
+def _quantile(input, q, dim, keepdim, interpolation, ignore_nan):
     x = input.reshape(-1) if dim is None else movedim(input, dim, -1)
-    s = F.sort(x, -1).values
-    n = s.shape[-1]
+    s = F.sort(x, -1).values  # NaN sorts last
     qs = q if _is_t(q) else C.tensor(q, dtype=input.dtype)
     scalar_q = qs.ndim == 0
     qs = qs.reshape(-1)
-    pos = F.mul(qs, n - 1)
-    lo = F.floor(pos).to(D.int64)
-    hi = F.ceil(pos).to(D.int64)
-    low, high = F.index_select(s, -1, lo), F.index_select(s, -1, hi)
-    frac_ = F.sub(pos, lo.to(pos.dtype))
-    if interpolation == "linear":
-        out = F.add(low, F.mul(F.sub(high, low), frac_))
-    elif interpolation == "lower":
-        out = low
-    elif interpolation == "higher":
-        out = high
-    elif interpolation == "midpoint":
-        out = F.mul(F.add(low, high), 0.5)
-    elif interpolation == "nearest":
-        out = F.index_select(s, -1, F.round(pos).to(D.int64))
-    else:
-        raise ValueError(f"quantile() interpolation must be one of linear, lower, higher, midpoint or nearest. "
-                         f"Got {interpolation}")
+    batch = tuple(s.shape[:-1])
+    if ignore_nan:  # each line's own count of numbers; an all-NaN line picks position 0, a NaN
+        count = F.sum(F.logical_not(isnan(x)).to(D.int64), -1, True).to(qs.dtype)
+        pos = F.maximum(F.mul(F.sub(count, 1.0), qs), C.zeros((), dtype=qs.dtype))
+    else:  # a NaN anywhere in a line sorts to its end: the last position holds it
+        pos = F.mul(qs, s.shape[-1] - 1).expand(*batch, qs.shape[0])
+    out = _pick_quantiles(s, pos, interpolation)
+    if not ignore_nan:  # torch: NaN wherever the line has one
+        out = F.where(isnan(F.narrow(s, -1, s.shape[-1] - 1, 1)), _scalar_like(math.nan, out), out)
     out = movedim(out, -1, 0)  # the quantiles first, as torch
     if dim is not None and keepdim:
         out = out.unsqueeze(dim + 1 if dim >= 0 else dim)
     return out.squeeze(0) if scalar_q else out
+
+
+@_export
+def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):
+    return _quantile(input, q, dim, keepdim, interpolation, False)
+
+
+@_export
+def nanquantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):
+    """torch.nanquantile: each line's quantiles over its non-NaN values (NaN where it has none)"""
+    return _quantile(input, q, dim, keepdim, interpolation, True)
+
+
+@_export
+def nanmedian(input, dim=None, keepdim=False):
+    """torch.nanmedian: the lower middle of the non-NaN values (NaN where there are none)"""
+    if dim is None:
+        flat = input.reshape(-1)
+        count = int(F.logical_not(isnan(flat)).sum().item())
+        return F.sort(flat, 0).values[builtins.max((count - 1) // 2, 0)]
+    x = input.reshape(1) if input.ndim == 0 else input
+    order = F.sort(x, dim).indices
+    count = F.sum(F.logical_not(isnan(x)).to(D.int64), dim, True)
+    k = F.where(F.gt(count, 0), F.floor_divide(F.sub(count, 1), 2), C.zeros((), dtype=D.int64))
+    indices = F.gather(order, dim, k)
+    values = F.gather(x, dim, indices)
+    if not keepdim or input.ndim == 0:
+        values, indices = values.squeeze(dim), indices.squeeze(dim)
+    if input.ndim == 0:
+        values, indices = values.reshape(()), indices.reshape(())
+    return _values_indices(values, indices)
 
 
 def _spread_mean(spread, input, dim, unbiased, keepdim, correction):
@@ -918,7 +956,7 @@ _METHODS = ["angle", "isnan", "isinf", "isposinf", "isneginf", "isfinite", "isre
             "swapaxes", "swapdims", "ravel", "fliplr", "flipud", "rot90", "tile", "diagonal", "diag_embed", "diag",
             "diagflat", "trace", "index_add", "index_fill", "index_copy", "scatter", "take", "take_along_dim",
             "isclose", "allclose", "equal", "isin", "bincount", "unique_consecutive", "kthvalue", "median", "msort",
-            "quantile", "logcumsumexp", "bernoulli", "multinomial", "hsplit", "vsplit", "dsplit"]
+            "quantile", "nanquantile", "nanmedian", "logcumsumexp", "bernoulli", "multinomial", "hsplit", "vsplit", "dsplit"]
 _INPLACE = ["nan_to_num", "reciprocal", "tan", "deg2rad", "rad2deg", "frac", "hypot", "logit", "xlogy",
             "sinc", "sgn", "heaviside", "float_power", "logical_xor", "lerp", "addcmul", "addcdiv", "addmv",
             "baddbmm", "index_add", "index_fill", "index_copy", "scatter", "fmax", "fmin"]

@@ -431,6 +431,46 @@ def cumsum(input, dim, *, dtype=None):
     return call("cumsum", (input,), {"dim": dim, "reverse": 0})
 
 
+def cumprod(input, dim, *, dtype=None):
+    """torch.cumprod; its gradient is exact where the input has zeros (the op's rule)"""
+    if dtype is not None:
+        input = _cast(input, D.to_dtype(dtype))
+    return call("cumprod", (input,), {"dim": dim})
+
+
+def _take_indices(input, dim, index, keepdim=True):
+    """values of input at index along dim (gather: differentiable); 0-d inputs through one element"""
+    if input.ndim == 0:
+        return reshape(gather(reshape(input, (1,)), 0, reshape(index, (1,))), ())
+    if not keepdim:
+        return squeeze(gather(input, dim, unsqueeze(index, dim)), dim)
+    return gather(input, dim, index)
+
+
+def _cum_extreme(name, op):
+    def f(input, dim):
+        _check_tensor(input, name)
+        index = call(op, (input,), {"dim": dim})
+        return _ValuesIndices(_take_indices(input, dim, index), index)
+
+    f.__name__ = name
+    f.__doc__ = f"torch.{name}: (values, indices) of the running extreme; ties take the later index, NaN holds"
+    return f
+
+
+cummax, cummin = _cum_extreme("cummax", "cumargmax"), _cum_extreme("cummin", "cumargmin")
+
+
+def mode(input, dim=-1, keepdim=False):
+    """torch.mode: the most frequent value along dim (the smallest of equally frequent ones) and its last index"""
+    _check_tensor(input, "mode")
+    index = call("argmode", (input,), {"dim": dim})
+    values = _take_indices(input, dim, index, keepdim=False)
+    if keepdim and input.ndim:
+        values, index = unsqueeze(values, dim), unsqueeze(index, dim)
+    return _ValuesIndices(values, index)
+
+
 def topk(input, k, dim=-1, largest=True, sorted=True):
     v, i = call("topk", (input,), {"k": k, "dim": dim, "largest": builtins.bool(largest), "sorted": builtins.bool(sorted)})
     return _ValuesIndices(v, i)

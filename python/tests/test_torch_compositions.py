@@ -32,6 +32,12 @@ POLES = np.array([0.0, -0.0, -1.0, -2.0, 1.0, 2.0, np.inf, -np.inf, np.nan], np.
 INTS_A = np.array([[12, -12, 0, 7, -100], [255, -1, 33, 64, -64]], np.int64)
 INTS_B = np.array([[18, 18, -5, 0, 75], [-3, 9, 11, 48, 40]], np.int64)
 BOOLS = np.array([True, False, True, False])
+ZEROS_LINES = np.array([[1.5, 0.0, 2.0, -0.5, 1.25], [0.0, 3.0, 0.7, 1.2, -2.0], [0.5, 0.0, 2.0, 0.0, 1.5],
+                        [1.1, -0.9, 1.3, 0.8, 2.0]], np.float32)
+TIES_NAN = np.array([[1.0, 3.0, 3.0, 2.0, np.nan, 5.0, np.nan, 1.0], [2.0, 1.0, 1.0, 4.0, 4.0, 0.5, 6.0, 6.0]],
+                    np.float32)
+MODE_ROWS = np.array([[3.0, 1.0, 3.0, 1.0, 2.0], [5.0, 5.0, 4.0, 4.0, 4.0], [0.5, -1.0, 2.0, 0.25, 7.0]], np.float32)
+NAN_ROWS = np.array([[1.0, np.nan, 3.0, 2.0, -1.0], [np.nan, 0.5, np.nan, 4.0, 2.5], [np.nan] * 5], np.float32)
 
 # name -> (inputs, call(lib, *tensors), differentiable)
 CASES = {
@@ -215,6 +221,31 @@ CASES = {
                              lambda L, x, y: L.stack([L.special.xlog1py(x, y), L.special.entr(x)]), False),
     "special_erfcx_gammaln": ([f32(2, 3)], lambda L, x: L.special.erfcx(x) + L.special.gammaln(x.abs() + 0.5)
                               + L.special.psi(x.abs() + 0.5), True),
+    # scans and order statistics: zeros for cumprod's gradient, ties and NaN for cummax/cummin/mode
+    "cumprod": ([f32(3, 4)], lambda L, x: L.cumprod(x, 1), True),
+    "cumprod_zeros": ([ZEROS_LINES], lambda L, x: L.cumprod(x, 1), True),
+    "cumprod_zeros_dim0": ([ZEROS_LINES.T.copy()], lambda L, x: x.cumprod(0), True),
+    "cumprod_double_backward": ([ZEROS_LINES], lambda L, x: L.autograd.grad((L.cumprod(x, 1) ** 2).sum(), x,
+                                                                            create_graph=True)[0], True),
+    "cumprod_int": ([ints(4, 3, 4) - 1], lambda L, x: L.cumprod(x, 0), False),
+    "cummax": ([TIES_NAN], lambda L, x: L.cummax(x, 1).values, True),
+    "cummax_indices": ([TIES_NAN], lambda L, x: L.cummax(x, 1).indices, False),
+    "cummin": ([TIES_NAN.T.copy()], lambda L, x: L.cummin(x, 0).values, True),
+    "cummin_indices": ([TIES_NAN.T.copy()], lambda L, x: x.cummin(0).indices, False),
+    "cummax_int": ([ints(3, 2, 7)], lambda L, x: L.stack(list(L.cummax(x, -1))), False),
+    "mode": ([MODE_ROWS], lambda L, x: L.mode(x, 1).values, True),
+    "mode_indices": ([MODE_ROWS], lambda L, x: L.mode(x).indices, False),
+    "mode_keepdim_int": ([ints(3, 4, 9)], lambda L, x: L.stack(list(x.mode(0, keepdim=True))), False),
+    "nanmedian": ([NAN_ROWS], lambda L, x: L.nanmedian(x), True),
+    "nanmedian_dim": ([NAN_ROWS[:2]], lambda L, x: L.nanmedian(x, 1).values, True),
+    # an all-NaN line: NaN (torch's index there depends on its selection algorithm; oar's is 0)
+    "nanmedian_all_nan": ([NAN_ROWS], lambda L, x: L.nanmedian(x, 1).values, False),
+    "nanmedian_indices": ([NAN_ROWS[:2]], lambda L, x: L.nanmedian(x, 1, keepdim=True).indices, False),
+    "nanquantile": ([NAN_ROWS], lambda L, x: L.nanquantile(x, L.tensor([0.0, 0.25, 0.6, 1.0]), dim=1), True),
+    "nanquantile_flat_modes": ([NAN_ROWS], lambda L, x: L.stack([L.nanquantile(x, 0.4, interpolation=m) for m in
+                                                                 ("linear", "lower", "higher", "midpoint", "nearest")]),
+                               True),
+    "quantile_nan": ([NAN_ROWS], lambda L, x: L.quantile(x, 0.5, dim=1, keepdim=True), False),
     "gcd_lcm_zeros": ([np.array([0, 0, -7, 12], np.int64), np.array([0, -5, 0, -18], np.int64)],
                       lambda L, a, b: L.stack([L.gcd(a, b), L.lcm(a, b), a.gcd(b), a.lcm(b)]), False),
 }
