@@ -208,6 +208,10 @@ OAR_API oar_tensor *oar_transpose(oar_tensor *t, int dim0, int dim1);
 OAR_API oar_tensor *oar_slice(oar_tensor *t, int dim, int64_t start, int64_t end, int64_t step);
 OAR_API oar_tensor *oar_expand(oar_tensor *t, const int64_t *shape, int ndim); /* -1 keeps a dim */
 OAR_API oar_tensor *oar_squeeze(oar_tensor *t, int dim);
+/* torch.as_strided: a view of t's storage (sizes, nonnegative strides in elements, storage_offset -1:
+ * t's own); differentiable for a contiguous t when the view stays inside t's elements. */
+OAR_API oar_tensor *oar_as_strided(oar_tensor *t, const int64_t *size, const int64_t *stride, int ndim,
+                                   int64_t storage_offset);
 OAR_API oar_tensor *oar_unsqueeze(oar_tensor *t, int dim);
 
 /* Copies. */
@@ -546,6 +550,10 @@ OAR_API oar_tensor *oar_index_select(oar_tensor *x, int dim, oar_tensor *index);
 OAR_API oar_tensor *oar_gather(oar_tensor *x, int dim, oar_tensor *index);
 /* A copy of x with src added at index along dim (torch.Tensor.scatter_add). */
 OAR_API oar_tensor *oar_scatter_add(oar_tensor *x, int dim, oar_tensor *index, oar_tensor *src);
+/* torch.scatter_reduce: reduce is "sum", "prod", "mean", "amax" or "amin"; index and src of one shape;
+ * include_self false: the slots src reaches start from src alone. Differentiable in x and src. */
+OAR_API oar_tensor *oar_scatter_reduce(oar_tensor *x, int dim, oar_tensor *index, oar_tensor *src, const char *reduce,
+                                       bool include_self);
 typedef enum oar_pad_mode { OAR_PAD_CONSTANT = 0, OAR_PAD_REFLECT, OAR_PAD_REPLICATE } oar_pad_mode;
 /* pads: (before, after) pairs starting from the LAST dim, as torch.nn.functional.pad. */
 OAR_API oar_tensor *oar_pad(oar_tensor *x, const int64_t *pads, int n_pads, oar_pad_mode mode, double value);
