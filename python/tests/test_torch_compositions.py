@@ -37,6 +37,10 @@ ZEROS_LINES = np.array([[1.5, 0.0, 2.0, -0.5, 1.25], [0.0, 3.0, 0.7, 1.2, -2.0],
 TIES_NAN = np.array([[1.0, 3.0, 3.0, 2.0, np.nan, 5.0, np.nan, 1.0], [2.0, 1.0, 1.0, 4.0, 4.0, 0.5, 6.0, 6.0]],
                     np.float32)
 MODE_ROWS = np.array([[3.0, 1.0, 3.0, 1.0, 2.0], [5.0, 5.0, 4.0, 4.0, 4.0], [0.5, -1.0, 2.0, 0.25, 7.0]], np.float32)
+SR_SELF = np.array([[1.5, -2.0, 3.0, 0.5], [2.0, 0.0, -1.0, 4.0]], np.float32)
+SR_SRC = np.array([[3.0, 0.5, 3.0, -1.0, 0.0], [2.0, 5.0, -2.0, 0.0, 2.0]], np.float32)  # ties with each other and self
+SR_INDEX = np.array([[0, 2, 0, 2, 0], [0, 1, 1, 1, 3]], np.int64)  # slot 1 of row 0 and slot 2 of row 1 unreached
+MASK34 = np.array([[True, False, True, True], [False, False, True, False], [True, True, False, True]])
 NAN_ROWS = np.array([[1.0, np.nan, 3.0, 2.0, -1.0], [np.nan, 0.5, np.nan, 4.0, 2.5], [np.nan] * 5], np.float32)
 
 # name -> (inputs, call(lib, *tensors), differentiable)
@@ -246,6 +250,35 @@ CASES = {
                                                                  ("linear", "lower", "higher", "midpoint", "nearest")]),
                                True),
     "quantile_nan": ([NAN_ROWS], lambda L, x: L.quantile(x, 0.5, dim=1, keepdim=True), False),
+    # scatter_reduce: every reduction with and without the input, slots reached 0, 1 and 3 times (ties, zeros)
+    # (without the input, its value is moved off the src values: torch 1.13 still counts a tie with an
+    # excluded input when it splits an amax/amin gradient; oar gives the whole gradient to the src element)
+    **{f"scatter_reduce_{r}_{int(inc)}": ([SR_SELF if inc else SR_SELF + 0.25, SR_SRC],
+                                          lambda L, x, s, r=r, inc=inc: L.scatter_reduce(
+        x, 1, L.tensor(SR_INDEX), s, r, include_self=inc), True)
+       for r in ("sum", "prod", "mean", "amax", "amin") for inc in (True, False)},
+    "scatter_reduce_int_mean": ([ints(9, 2, 4) - 4, ints(9, 2, 5) - 4],
+                                lambda L, x, s: x.scatter_reduce(1, L.tensor(SR_INDEX), s, "mean"), False),
+    "scatter_multiply": ([SR_SELF, SR_SRC], lambda L, x, s: L.scatter(x, 1, L.tensor(SR_INDEX), s,
+                                                                     reduce="multiply"), False),
+    "masked_scatter": ([f32(3, 4), f32(12)], lambda L, x, s: x.masked_scatter(L.tensor(MASK34), s), True),
+    "masked_scatter_broadcast": ([f32(3, 4), f32(3, 4)], lambda L, x, s: L.masked_scatter(
+        x, L.tensor(MASK34[0]), s), True),
+    "as_strided_windows": ([f32(3, 4)], lambda L, x: L.as_strided(x, (3, 3), (2, 1), 1), True),
+    "as_strided_method": ([f32(12)], lambda L, x: x.as_strided((4, 3), (1, 4)) * 2, True),
+    "cross": ([f32(4, 3), f32(4, 3)], lambda L, a, b: L.cross(a, b), True),
+    "cross_dim_broadcast": ([f32(3, 5), f32(3, 1)], lambda L, a, b: L.cross(a, b, dim=0), True),
+    "linalg_cross": ([f32(2, 3, 3), f32(2, 1, 3)], lambda L, a, b: L.linalg.cross(a, b), True),
+    "cov": ([f32(3, 7)], lambda L, x: L.cov(x), True),
+    "cov_1d": ([f32(7)], lambda L, x: L.cov(x, correction=0), True),
+    "cov_weights": ([f32(3, 6), pos(6)], lambda L, x, a: L.cov(x, fweights=L.tensor([1, 2, 1, 3, 1, 2]),
+                                                               aweights=a), True),
+    "corrcoef": ([f32(4, 9)], lambda L, x: L.corrcoef(x), True),
+    "pdist": ([f32(5, 3)], lambda L, x: L.pdist(x), True),
+    "pdist_p1_inf": ([f32(4, 3)], lambda L, x: L.stack([L.pdist(x, 1), L.pdist(x, math.inf), L.pdist(x, 3)]), True),
+    "diff": ([f32(3, 5)], lambda L, x: L.diff(x, n=2, dim=1, prepend=L.zeros(3, 1)), True),
+    "linalg_vector_norm": ([f32(3, 4)], lambda L, x: L.stack([L.linalg.vector_norm(x), L.linalg.norm(x),
+                                                              L.linalg.matrix_norm(x)]), True),
     "gcd_lcm_zeros": ([np.array([0, 0, -7, 12], np.int64), np.array([0, -5, 0, -18], np.int64)],
                       lambda L, a, b: L.stack([L.gcd(a, b), L.lcm(a, b), a.gcd(b), a.lcm(b)]), False),
 }
