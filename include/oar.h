@@ -421,6 +421,12 @@ OAR_API oar_tensor *oar_argmin(oar_tensor *x, int dim, bool keepdim);
 /* 6.4 Linear algebra. */
 /* Batched matmul with broadcasting batch dims; 1-d operands follow torch.matmul. */
 OAR_API oar_tensor *oar_matmul(oar_tensor *a, oar_tensor *b);
+/* Linear algebra on LAPACK (builds with OpenBLAS; elsewhere these return NULL with an error): square
+ * f32/f64 matrices batched over leading dims. det's gradient needs invertible matrices; cholesky
+ * takes a symmetric positive-definite input and returns the lower factor. */
+OAR_API oar_tensor *oar_linalg_det(oar_tensor *a);
+OAR_API oar_tensor *oar_linalg_inv(oar_tensor *a);
+OAR_API oar_tensor *oar_linalg_cholesky(oar_tensor *a);
 /* x·weightᵀ + bias over the last dim of x (any leading dims); weight is [out, in], bias [out]
  * or NULL. */
 OAR_API oar_tensor *oar_linear(oar_tensor *x, oar_tensor *weight, oar_tensor *bias);

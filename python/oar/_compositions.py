@@ -714,6 +714,44 @@ def corrcoef(input):
 
 
 @_export
+def det(input):
+    from . import linalg
+
+    return linalg.det(input)
+
+
+@_export
+def logdet(input):
+    """log det: NaN for a negative determinant, -inf for a singular matrix, as torch"""
+    from . import linalg
+
+    sign, logabs = linalg.slogdet(input)
+    return F.where(F.lt(sign, 0), _scalar_like(math.nan, logabs), F.where(F.eq(sign, 0),
+                                                                          _scalar_like(-math.inf, logabs), logabs))
+
+
+@_export
+def slogdet(input):
+    from . import linalg
+
+    return linalg.slogdet(input)
+
+
+@_export
+def inverse(input):
+    from . import linalg
+
+    return linalg.inv(input)
+
+
+@_export
+def cholesky(input, upper=False):
+    from . import linalg
+
+    return linalg.cholesky(input, upper=upper)
+
+
+@_export
 def pdist(input, p=2):
     """torch.pdist: the p-norm distance of every pair of rows i < j, in row-major order"""
     n = input.shape[0]
@@ -1056,7 +1094,8 @@ _METHODS = ["angle", "isnan", "isinf", "isposinf", "isneginf", "isfinite", "isre
             "swapaxes", "swapdims", "ravel", "fliplr", "flipud", "rot90", "tile", "diagonal", "diag_embed", "diag",
             "diagflat", "trace", "index_add", "index_fill", "index_copy", "scatter", "take", "take_along_dim",
             "isclose", "allclose", "equal", "isin", "bincount", "unique_consecutive", "kthvalue", "median", "msort",
-            "scatter_reduce", "masked_scatter", "as_strided", "cross", "cov", "corrcoef",
+            "scatter_reduce", "masked_scatter", "as_strided", "cross", "cov", "corrcoef", "det", "logdet", "slogdet",
+            "inverse", "cholesky",
             "quantile", "nanquantile", "nanmedian", "logcumsumexp", "bernoulli", "multinomial", "hsplit", "vsplit", "dsplit"]
 _INPLACE = ["nan_to_num", "reciprocal", "tan", "deg2rad", "rad2deg", "frac", "hypot", "logit", "xlogy",
             "sinc", "sgn", "heaviside", "float_power", "logical_xor", "lerp", "addcmul", "addcdiv", "addmv",

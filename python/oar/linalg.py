@@ -1,9 +1,48 @@
-"""torch.linalg: the functions of it that oar offers (cross, vector_norm, matrix_norm's Frobenius
-norm, vecdot), as compositions of oar's ops."""
+"""torch.linalg: det, slogdet, inv, solve and cholesky on LAPACK (ops of the table in builds with
+OpenBLAS), and cross, vector_norm, matrix_norm's Frobenius norm and vecdot as compositions."""
+import collections
+
 from . import _compositions as K
 from . import _functions as F
+from ._ops import ID
 
-__all__ = ["cross", "vector_norm", "matrix_norm", "norm", "vecdot"]
+__all__ = ["cross", "vector_norm", "matrix_norm", "norm", "vecdot", "det", "slogdet", "inv", "solve", "cholesky"]
+_SignLogAbsDet = collections.namedtuple("slogdet", ["sign", "logabsdet"])
+
+
+def _lapack(name, A):
+    if name not in ID:
+        raise RuntimeError(f"linalg.{name[7:]}: this build has no LAPACK; rebuild oar with OpenBLAS")
+    A = A if A.dtype.is_floating_point else A.to(F.D.float32)
+    return F.call(name, (A,))
+
+
+def det(A):
+    return _lapack("linalg_det", A)
+
+
+def slogdet(A):
+    """(sign, log|det|); the sign is 0 for a singular matrix, as torch"""
+    return _SignLogAbsDet(*_lapack("linalg_slogdet", A))
+
+
+def inv(A):
+    return _lapack("linalg_inv", A)
+
+
+def solve(A, B, *, left=True):
+    """X with A X = B (X A = B when left=False), through inv(A); B may be a vector"""
+    Ai = inv(A)
+    if not left:
+        return F.matmul(B, Ai)
+    if B.ndim == A.ndim - 1:
+        return F.matmul(Ai, B.unsqueeze(-1)).squeeze(-1)
+    return F.matmul(Ai, B)
+
+
+def cholesky(A, *, upper=False):
+    L = _lapack("linalg_cholesky", A)
+    return L.transpose(-2, -1) if upper else L
 
 
 def cross(input, other, *, dim=-1):

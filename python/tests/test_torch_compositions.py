@@ -41,6 +41,7 @@ SR_SELF = np.array([[1.5, -2.0, 3.0, 0.5], [2.0, 0.0, -1.0, 4.0]], np.float32)
 SR_SRC = np.array([[3.0, 0.5, 3.0, -1.0, 0.0], [2.0, 5.0, -2.0, 0.0, 2.0]], np.float32)  # ties with each other and self
 SR_INDEX = np.array([[0, 2, 0, 2, 0], [0, 1, 1, 1, 3]], np.int64)  # slot 1 of row 0 and slot 2 of row 1 unreached
 MASK34 = np.array([[True, False, True, True], [False, False, True, False], [True, True, False, True]])
+SPD = np.array([[4.0, 1.0, 0.5], [1.0, 3.0, 0.2], [0.5, 0.2, 2.0]], np.float32)
 NAN_ROWS = np.array([[1.0, np.nan, 3.0, 2.0, -1.0], [np.nan, 0.5, np.nan, 4.0, 2.5], [np.nan] * 5], np.float32)
 
 # name -> (inputs, call(lib, *tensors), differentiable)
@@ -279,6 +280,24 @@ CASES = {
     "diff": ([f32(3, 5)], lambda L, x: L.diff(x, n=2, dim=1, prepend=L.zeros(3, 1)), True),
     "linalg_vector_norm": ([f32(3, 4)], lambda L, x: L.stack([L.linalg.vector_norm(x), L.linalg.norm(x),
                                                               L.linalg.matrix_norm(x)]), True),
+    # LAPACK (builds with OpenBLAS): values and gradients, batched; cholesky's gradient is torch's
+    # symmetrized rule, so it is checked here rather than by finite differences
+    **({
+        "linalg_det": ([f32(2, 4, 4)], lambda L, a: L.linalg.det(a), True),
+        "det_logdet": ([SPD + 0.1 * f32(3, 3)], lambda L, a: L.stack([L.det(a), L.logdet(a), a.det()]), True),
+        "logdet_negative_singular": ([np.array([[[0.0, 1.0], [1.0, 0.0]], [[1.0, 2.0], [2.0, 4.0]]], np.float32)],
+                                     lambda L, a: L.logdet(a), False),
+        "slogdet": ([f32(3, 3, 3)], lambda L, a: L.stack(list(L.linalg.slogdet(a))), True),
+        "slogdet_singular": ([np.array([[1.0, 2.0], [2.0, 4.0]], np.float64)], lambda L, a: L.stack(list(L.slogdet(a))),
+                             False),
+        "inv": ([f32(2, 3, 3) + 3 * np.eye(3, dtype=np.float32)], lambda L, a: L.linalg.inv(a), True),
+        "inverse_f64": ([SPD.astype(np.float64)], lambda L, a: L.inverse(a) @ a, True),
+        "solve": ([SPD, f32(3, 2)], lambda L, a, b: L.linalg.solve(a, b), True),
+        "solve_vector": ([SPD, f32(3)], lambda L, a, b: L.linalg.solve(a, b), True),
+        "cholesky": ([SPD], lambda L, a: L.linalg.cholesky(a), True),
+        "cholesky_upper_batched": ([np.stack([SPD, SPD * 2 + np.eye(3, dtype=np.float32)])],
+                                   lambda L, a: L.linalg.cholesky(a, upper=True), True),
+    } if "linalg_det" in oar._ops.ID else {}),
     "gcd_lcm_zeros": ([np.array([0, 0, -7, 12], np.int64), np.array([0, -5, 0, -18], np.int64)],
                       lambda L, a, b: L.stack([L.gcd(a, b), L.lcm(a, b), a.gcd(b), a.lcm(b)]), False),
 }
