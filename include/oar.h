@@ -208,6 +208,10 @@ OAR_API oar_tensor *oar_transpose(oar_tensor *t, int dim0, int dim1);
 OAR_API oar_tensor *oar_slice(oar_tensor *t, int dim, int64_t start, int64_t end, int64_t step);
 OAR_API oar_tensor *oar_expand(oar_tensor *t, const int64_t *shape, int ndim); /* -1 keeps a dim */
 OAR_API oar_tensor *oar_squeeze(oar_tensor *t, int dim);
+/* torch.as_strided: a view of t's storage (sizes, nonnegative strides in elements, storage_offset -1:
+ * t's own); differentiable for a contiguous t when the view stays inside t's elements. */
+OAR_API oar_tensor *oar_as_strided(oar_tensor *t, const int64_t *size, const int64_t *stride, int ndim,
+                                   int64_t storage_offset);
 OAR_API oar_tensor *oar_unsqueeze(oar_tensor *t, int dim);
 
 /* Copies. */
@@ -371,6 +375,21 @@ OAR_API oar_tensor *oar_asinh(oar_tensor *x);
 OAR_API oar_tensor *oar_atanh(oar_tensor *x);
 OAR_API oar_tensor *oar_expm1(oar_tensor *x);
 OAR_API oar_tensor *oar_exp2(oar_tensor *x);
+OAR_API oar_tensor *oar_acosh(oar_tensor *x);
+OAR_API oar_tensor *oar_cosh(oar_tensor *x);
+/* the gamma family, torch's poles: lgamma +inf at 0 and the negative integers, digamma +-inf at 0
+ * and NaN at the negative integers; polygamma(n, x) is digamma's n-th derivative (n >= 0) */
+OAR_API oar_tensor *oar_lgamma(oar_tensor *x);
+OAR_API oar_tensor *oar_digamma(oar_tensor *x);
+OAR_API oar_tensor *oar_polygamma(int64_t n, oar_tensor *x);
+OAR_API oar_tensor *oar_erfinv(oar_tensor *x); /* +-inf at +-1, NaN outside [-1, 1] */
+/* bitwise ops on integer tensors (and/or/xor take bool too); gcd and lcm are nonnegative */
+OAR_API oar_tensor *oar_bitwise_not(oar_tensor *x);
+OAR_API oar_tensor *oar_bitwise_and(oar_tensor *a, oar_tensor *b);
+OAR_API oar_tensor *oar_bitwise_or(oar_tensor *a, oar_tensor *b);
+OAR_API oar_tensor *oar_bitwise_xor(oar_tensor *a, oar_tensor *b);
+OAR_API oar_tensor *oar_gcd(oar_tensor *a, oar_tensor *b);
+OAR_API oar_tensor *oar_lcm(oar_tensor *a, oar_tensor *b);
 OAR_API oar_tensor *oar_atan2(oar_tensor *y, oar_tensor *x); /* the angle of (x, y), in (-pi, pi] */
 /* torch.clamp: NaN stays NaN, +-INFINITY means no bound, min > max gives max. Integer tensors
  * keep their dtype, so their bounds must be integers in the dtype's range. */
@@ -402,6 +421,12 @@ OAR_API oar_tensor *oar_argmin(oar_tensor *x, int dim, bool keepdim);
 /* 6.4 Linear algebra. */
 /* Batched matmul with broadcasting batch dims; 1-d operands follow torch.matmul. */
 OAR_API oar_tensor *oar_matmul(oar_tensor *a, oar_tensor *b);
+/* Linear algebra on LAPACK (builds with OpenBLAS; elsewhere these return NULL with an error): square
+ * f32/f64 matrices batched over leading dims. det's gradient needs invertible matrices; cholesky
+ * takes a symmetric positive-definite input and returns the lower factor. */
+OAR_API oar_tensor *oar_linalg_det(oar_tensor *a);
+OAR_API oar_tensor *oar_linalg_inv(oar_tensor *a);
+OAR_API oar_tensor *oar_linalg_cholesky(oar_tensor *a);
 /* x·weightᵀ + bias over the last dim of x (any leading dims); weight is [out, in], bias [out]
  * or NULL. */
 OAR_API oar_tensor *oar_linear(oar_tensor *x, oar_tensor *weight, oar_tensor *bias);
@@ -531,11 +556,23 @@ OAR_API oar_tensor *oar_index_select(oar_tensor *x, int dim, oar_tensor *index);
 OAR_API oar_tensor *oar_gather(oar_tensor *x, int dim, oar_tensor *index);
 /* A copy of x with src added at index along dim (torch.Tensor.scatter_add). */
 OAR_API oar_tensor *oar_scatter_add(oar_tensor *x, int dim, oar_tensor *index, oar_tensor *src);
+/* torch.scatter_reduce: reduce is "sum", "prod", "mean", "amax" or "amin"; index and src of one shape;
+ * include_self false: the slots src reaches start from src alone. Differentiable in x and src. */
+OAR_API oar_tensor *oar_scatter_reduce(oar_tensor *x, int dim, oar_tensor *index, oar_tensor *src, const char *reduce,
+                                       bool include_self);
 typedef enum oar_pad_mode { OAR_PAD_CONSTANT = 0, OAR_PAD_REFLECT, OAR_PAD_REPLICATE } oar_pad_mode;
 /* pads: (before, after) pairs starting from the LAST dim, as torch.nn.functional.pad. */
 OAR_API oar_tensor *oar_pad(oar_tensor *x, const int64_t *pads, int n_pads, oar_pad_mode mode, double value);
 OAR_API oar_tensor *oar_flip(oar_tensor *x, const int *dims, int n_dims);
 OAR_API oar_tensor *oar_cumsum(oar_tensor *x, int dim);
+/* torch.cumprod; integers and bool give int64. Its gradient is exact where the input has zeros. */
+OAR_API oar_tensor *oar_cumprod(oar_tensor *x, int dim);
+/* The indices of torch.cummax / cummin (ties: the later index; NaN holds) and of torch.mode (the
+ * smallest of the most frequent values, its last position; dim removed). The values are
+ * oar_gather(x, dim, index) (unsqueezed along dim for argmode): differentiable through the gather. */
+OAR_API oar_tensor *oar_cumargmax(oar_tensor *x, int dim);
+OAR_API oar_tensor *oar_cumargmin(oar_tensor *x, int dim);
+OAR_API oar_tensor *oar_argmode(oar_tensor *x, int dim);
 /* k largest (or smallest) along dim: values and i64 indices (both new references). Ties
  * keep the lowest index first; NaN ranks above every number; sorted = false returns the
  * chosen elements in input order. */

@@ -126,6 +126,8 @@ from . import distributed  # noqa: E402,F401
 from . import ao  # noqa: E402,F401
 from . import fft  # noqa: E402,F401
 from ._compat import onnx  # noqa: E402,F401  (torch.onnx.export on oar's exporter)
+from . import special  # noqa: E402,F401
+from . import linalg  # noqa: E402,F401
 from .ao import quantization  # noqa: E402,F401  (torch.quantization, the older name)
 nn.quantized, nn.intrinsic, nn.qat = ao.nn.quantized, ao.nn.intrinsic, ao.nn.qat  # torch.nn.quantized, ...
 

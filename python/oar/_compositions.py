@@ -110,12 +110,6 @@ def tan(input):
 
 
 @_export
-def cosh(input):
-    x = _float(input)
-    return F.mul(F.add(F.exp(x), F.exp(F.neg(x))), 0.5)
-
-
-@_export
 def angle(input):
     """the argument: 0 for x >= 0, pi for x < 0 (NaN stays NaN); a complex tensor's is atan2(imag, real)"""
     if type(input) in _OTHER:
@@ -623,12 +617,146 @@ def scatter(input, dim, index, src=None, value=None, *, reduce=None):
     if reduce == "add":
         return F.scatter_add(input, dim, index, src.to(input.dtype))
     if reduce == "multiply":
-        raise NotImplementedError("scatter(reduce='multiply') is not offered")
+        return scatter_reduce(input, dim, index, src.to(input.dtype), "prod")
     if reduce is not None:
         raise RuntimeError(f"reduce argument must be either add or multiply, got {reduce}")
     hit = F.ne(F.scatter_add(C.zeros_like(input), dim, index, C.ones(index.shape, dtype=input.dtype)), 0)
     placed = F.scatter_add(C.zeros_like(input), dim, index, src[tuple(slice(0, s) for s in index.shape)].to(input.dtype))
     return F.where(hit, placed, input)
+
+
+@_export
+def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
+    """torch.scatter_reduce: sum, prod, mean, amax or amin of the src elements index sends to each slot
+    (and of the input's value there, with include_self); src is cut to index's shape, as torch reads it"""
+    if tuple(src.shape) != tuple(index.shape):
+        src = src[tuple(slice(0, n) for n in index.shape)]
+    return F.call("scatter_reduce", (input, index, src), {"dim": dim, "reduce": reduce,
+                                                          "include_self": builtins.bool(include_self)})
+
+
+@_export
+def masked_scatter(input, mask, source):
+    """input with the positions where mask (broadcast) holds taken, in order, from source's elements"""
+    m = F.logical_and(mask.to(D.bool_), C.ones(input.shape, dtype=D.bool_)).reshape(-1)
+    need = int(F.sum(m.to(D.int64)).item())
+    if need > source.numel():
+        raise RuntimeError(f"masked_scatter: expected source with at least {need} elements (the ones in mask), "
+                           f"got {source.numel()}")
+    if need == 0:
+        return F.add(input, C.zeros((), dtype=input.dtype))
+    at = F.where(m, F.sub(F.cumsum(m.to(D.int64), 0), 1), C.zeros((), dtype=D.int64))
+    taken = F.index_select(source.reshape(-1).to(input.dtype), 0, at).reshape(*input.shape)
+    return F.where(m.reshape(*input.shape), taken, input)
+
+
+@_export
+def as_strided(input, size, stride, storage_offset=None):
+    """torch.as_strided: a view of input's storage (nonnegative strides in elements)"""
+    return F.call("as_strided", (input,), {"size": tuple(size), "stride": tuple(stride),
+                                           "storage_offset": -1 if storage_offset is None else int(storage_offset)})
+
+
+@_export
+def cross(input, other, dim=None):
+    """torch.cross: the cross product along a dim of size 3 (by default the first such dim, as torch 1.13)"""
+    a, b = broadcast_tensors(input, other)
+    if dim is None:
+        dim = next((d for d, n in enumerate(a.shape) if n == 3), None)
+        if dim is None:
+            raise RuntimeError("no dimension of size 3 in input")
+    if a.shape[dim] != 3:
+        raise RuntimeError(f"linalg.cross: inputs dimension {dim} must have length 3. Got {a.shape[dim]} and "
+                           f"{b.shape[dim]}")
+    nxt, prv = C.tensor([1, 2, 0]), C.tensor([2, 0, 1])
+    pick = lambda t, i: F.index_select(t, dim, i)
+    return F.sub(F.mul(pick(a, nxt), pick(b, prv)), F.mul(pick(a, prv), pick(b, nxt)))
+
+
+@_export
+def cov(input, *, correction=1, fweights=None, aweights=None):
+    """torch.cov: rows are variables, columns observations (a 1-d input is one variable)"""
+    x = _float(input if input.ndim == 2 else input.reshape(1, -1))
+    n = x.shape[1]
+    w = None
+    if fweights is not None:
+        w = fweights.to(x.dtype)
+    if aweights is not None:
+        w = aweights.to(x.dtype) if w is None else F.mul(w, aweights.to(x.dtype))
+    if w is None:
+        avg = F.mean(x, 1, True)
+        norm = float(n - correction)
+    else:
+        w_sum = F.sum(w)
+        avg = F.div(F.sum(F.mul(x, w), 1, True), w_sum)
+        if correction == 0:
+            norm = w_sum
+        elif aweights is None:
+            norm = F.sub(w_sum, correction)
+        else:
+            norm = F.sub(w_sum, F.div(F.mul(F.sum(F.mul(w, aweights.to(x.dtype))), correction), w_sum))
+        norm = F.maximum(norm, C.zeros((), dtype=x.dtype))
+    xm = F.sub(x, avg)
+    c = F.matmul(xm if w is None else F.mul(xm, w), xm.t())
+    c = F.div(c, builtins.max(norm, 0.0) if isinstance(norm, float) else norm)
+    return c.reshape(()) if input.ndim < 2 else c
+
+
+@_export
+def corrcoef(input):
+    """torch.corrcoef: the covariance scaled by the standard deviations, clipped to [-1, 1]"""
+    c = cov(input)
+    if c.ndim == 0:
+        return F.div(c, c)
+    sd = F.sqrt(diagonal(c))
+    c = F.div(F.div(c, sd.unsqueeze(1)), sd.unsqueeze(0))
+    return F.clamp(c, -1.0, 1.0)
+
+
+@_export
+def det(input):
+    from . import linalg
+
+    return linalg.det(input)
+
+
+@_export
+def logdet(input):
+    """log det: NaN for a negative determinant, -inf for a singular matrix, as torch"""
+    from . import linalg
+
+    sign, logabs = linalg.slogdet(input)
+    return F.where(F.lt(sign, 0), _scalar_like(math.nan, logabs), F.where(F.eq(sign, 0),
+                                                                          _scalar_like(-math.inf, logabs), logabs))
+
+
+@_export
+def slogdet(input):
+    from . import linalg
+
+    return linalg.slogdet(input)
+
+
+@_export
+def inverse(input):
+    from . import linalg
+
+    return linalg.inv(input)
+
+
+@_export
+def cholesky(input, upper=False):
+    from . import linalg
+
+    return linalg.cholesky(input, upper=upper)
+
+
+@_export
+def pdist(input, p=2):
+    """torch.pdist: the p-norm distance of every pair of rows i < j, in row-major order"""
+    n = input.shape[0]
+    pairs = _tri_indices(n, n, 1, True)
+    return _pnorm_last(F.sub(F.index_select(input, 0, pairs[0]), F.index_select(input, 0, pairs[1])), p)
 
 
 @_export
@@ -766,36 +894,74 @@ def msort(input):
     return F.sort(input, 0).values
 
 
-@_export
-def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):
+def _pick_quantiles(s, pos, interpolation):
+    """values of the sorted last dim of s at the float positions pos [..., Q], interpolated as torch"""
+    lo, hi = F.floor(pos).to(D.int64), F.ceil(pos).to(D.int64)
+    if interpolation == "linear":
+        low, high = F.gather(s, -1, lo), F.gather(s, -1, hi)
+        return F.add(low, F.mul(F.sub(high, low), F.sub(pos, lo.to(pos.dtype))))
+    if interpolation == "lower":
+        return F.gather(s, -1, lo)
+    if interpolation == "higher":
+        return F.gather(s, -1, hi)
+    if interpolation == "midpoint":
+        return F.mul(F.add(F.gather(s, -1, lo), F.gather(s, -1, hi)), 0.5)
+    if interpolation == "nearest":
+        return F.gather(s, -1, F.round(pos).to(D.int64))
+    raise ValueError(f"quantile() interpolation must be one of linear, lower, higher, midpoint or nearest. "
+                     f"Got {interpolation}")
+
+
+def _quantile(input, q, dim, keepdim, interpolation, ignore_nan):
     x = input.reshape(-1) if dim is None else movedim(input, dim, -1)
-    s = F.sort(x, -1).values
-    n = s.shape[-1]
+    s = F.sort(x, -1).values  # NaN sorts last
     qs = q if _is_t(q) else C.tensor(q, dtype=input.dtype)
     scalar_q = qs.ndim == 0
     qs = qs.reshape(-1)
-    pos = F.mul(qs, n - 1)
-    lo = F.floor(pos).to(D.int64)
-    hi = F.ceil(pos).to(D.int64)
-    low, high = F.index_select(s, -1, lo), F.index_select(s, -1, hi)
-    frac_ = F.sub(pos, lo.to(pos.dtype))
-    if interpolation == "linear":
-        out = F.add(low, F.mul(F.sub(high, low), frac_))
-    elif interpolation == "lower":
-        out = low
-    elif interpolation == "higher":
-        out = high
-    elif interpolation == "midpoint":
-        out = F.mul(F.add(low, high), 0.5)
-    elif interpolation == "nearest":
-        out = F.index_select(s, -1, F.round(pos).to(D.int64))
-    else:
-        raise ValueError(f"quantile() interpolation must be one of linear, lower, higher, midpoint or nearest. "
-                         f"Got {interpolation}")
+    batch = tuple(s.shape[:-1])
+    if ignore_nan:  # each line's own count of numbers; an all-NaN line picks position 0, a NaN
+        count = F.sum(F.logical_not(isnan(x)).to(D.int64), -1, True).to(qs.dtype)
+        pos = F.maximum(F.mul(F.sub(count, 1.0), qs), C.zeros((), dtype=qs.dtype))
+    else:  # a NaN anywhere in a line sorts to its end: the last position holds it
+        pos = F.mul(qs, s.shape[-1] - 1).expand(*batch, qs.shape[0])
+    out = _pick_quantiles(s, pos, interpolation)
+    if not ignore_nan:  # torch: NaN wherever the line has one
+        out = F.where(isnan(F.narrow(s, -1, s.shape[-1] - 1, 1)), _scalar_like(math.nan, out), out)
     out = movedim(out, -1, 0)  # the quantiles first, as torch
     if dim is not None and keepdim:
         out = out.unsqueeze(dim + 1 if dim >= 0 else dim)
     return out.squeeze(0) if scalar_q else out
+
+
+@_export
+def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):
+    return _quantile(input, q, dim, keepdim, interpolation, False)
+
+
+@_export
+def nanquantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):
+    """torch.nanquantile: each line's quantiles over its non-NaN values (NaN where it has none)"""
+    return _quantile(input, q, dim, keepdim, interpolation, True)
+
+
+@_export
+def nanmedian(input, dim=None, keepdim=False):
+    """torch.nanmedian: the lower middle of the non-NaN values (NaN where there are none)"""
+    if dim is None:
+        flat = input.reshape(-1)
+        count = int(F.logical_not(isnan(flat)).sum().item())
+        return F.sort(flat, 0).values[builtins.max((count - 1) // 2, 0)]
+    x = input.reshape(1) if input.ndim == 0 else input
+    order = F.sort(x, dim).indices
+    count = F.sum(F.logical_not(isnan(x)).to(D.int64), dim, True)
+    k = F.where(F.gt(count, 0), F.floor_divide(F.sub(count, 1), 2), C.zeros((), dtype=D.int64))
+    indices = F.gather(order, dim, k)
+    values = F.gather(x, dim, indices)
+    if not keepdim or input.ndim == 0:
+        values, indices = values.squeeze(dim), indices.squeeze(dim)
+    if input.ndim == 0:
+        values, indices = values.reshape(()), indices.reshape(())
+    return _values_indices(values, indices)
 
 
 def _spread_mean(spread, input, dim, unbiased, keepdim, correction):
@@ -841,9 +1007,13 @@ __all__.append("trapz")
 def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
     """the p-norm distance of every row of x1 to every row of x2 (directly: no mm shortcut, so no
     cancellation); the gradient at distance 0 is 0, as torch's"""
-    diff = F.sub(x1.unsqueeze(-2), x2.unsqueeze(-3))
+    return _pnorm_last(F.sub(x1.unsqueeze(-2), x2.unsqueeze(-3)), p)
+
+
+def _pnorm_last(diff, p):
+    """the p-norm over the last dim, with gradient 0 at 0 (cdist's and pdist's)"""
     if p == 0:
-        return F.sum(F.ne(diff, 0).to(x1.dtype), -1)
+        return F.sum(F.ne(diff, 0).to(diff.dtype), -1)
     if p == math.inf:
         return F.amax(F.abs(diff), -1)
     if p == 1:
@@ -918,16 +1088,18 @@ def poisson(input, generator=None):
 
 # Tensor methods of the same names (those Tensor does not have yet), and the in-place forms
 _METHODS = ["angle", "isnan", "isinf", "isposinf", "isneginf", "isfinite", "isreal", "signbit", "nan_to_num", "nansum",
-            "nanmean", "reciprocal", "tan", "cosh", "deg2rad", "rad2deg", "frac", "hypot", "logaddexp", "logaddexp2",
+            "nanmean", "reciprocal", "tan", "deg2rad", "rad2deg", "frac", "hypot", "logaddexp", "logaddexp2",
             "logit", "xlogy", "sinc", "sgn", "heaviside", "float_power", "fmax", "fmin", "logical_xor", "lerp",
             "addcmul", "addcdiv", "addmv", "baddbmm", "mv", "vdot", "inner", "ger", "kron", "movedim", "moveaxis",
             "swapaxes", "swapdims", "ravel", "fliplr", "flipud", "rot90", "tile", "diagonal", "diag_embed", "diag",
             "diagflat", "trace", "index_add", "index_fill", "index_copy", "scatter", "take", "take_along_dim",
             "isclose", "allclose", "equal", "isin", "bincount", "unique_consecutive", "kthvalue", "median", "msort",
-            "quantile", "logcumsumexp", "bernoulli", "multinomial", "hsplit", "vsplit", "dsplit"]
-_INPLACE = ["nan_to_num", "reciprocal", "tan", "cosh", "deg2rad", "rad2deg", "frac", "hypot", "logit", "xlogy",
+            "scatter_reduce", "masked_scatter", "as_strided", "cross", "cov", "corrcoef", "det", "logdet", "slogdet",
+            "inverse", "cholesky",
+            "quantile", "nanquantile", "nanmedian", "logcumsumexp", "bernoulli", "multinomial", "hsplit", "vsplit", "dsplit"]
+_INPLACE = ["nan_to_num", "reciprocal", "tan", "deg2rad", "rad2deg", "frac", "hypot", "logit", "xlogy",
             "sinc", "sgn", "heaviside", "float_power", "logical_xor", "lerp", "addcmul", "addcdiv", "addmv",
-            "baddbmm", "index_add", "index_fill", "index_copy", "scatter", "fmax", "fmin"]
+            "baddbmm", "index_add", "index_fill", "index_copy", "scatter", "scatter_reduce", "masked_scatter", "fmax", "fmin"]
 
 
 def add_methods(tensor_class, inplace):

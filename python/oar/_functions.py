@@ -78,7 +78,7 @@ def _promote_pair(a, b):
 
 # ---------------------------------------------------------------- elementwise binary
 _REVERSED = {"sub": "rsub", "div": "rdiv", "pow": "rpow"}
-_COMMUTES = {"add", "mul", "maximum", "minimum", "eq", "ne"}
+_COMMUTES = {"add", "mul", "maximum", "minimum", "eq", "ne", "bitwise_and", "bitwise_or", "bitwise_xor", "gcd", "lcm"}
 _FLIPPED = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le"}
 _TRUE_DIV = {"div", "atan2"}
 
@@ -141,6 +141,7 @@ def sub(input, other, *, alpha=1, out=None):
 mul, div, pow, maximum, minimum = G["mul"], G["div"], G["pow"], G["maximum"], G["minimum"]
 eq, ne, lt, le, gt, ge = G["eq"], G["ne"], G["lt"], G["le"], G["gt"], G["ge"]
 logical_and, logical_or = G["logical_and"], G["logical_or"]
+bitwise_and, bitwise_or, bitwise_xor, gcd, lcm = G["bitwise_and"], G["bitwise_or"], G["bitwise_xor"], G["gcd"], G["lcm"]
 greater, greater_equal, less, less_equal, not_equal = gt, ge, lt, le, ne
 
 
@@ -212,7 +213,7 @@ def rsub(input, other, alpha=1):
 
 
 # ---------------------------------------------------------------- elementwise unary
-_INT_OK = {"neg", "abs", "square", "relu", "sign", "floor", "ceil", "round", "logical_not"}
+_INT_OK = {"neg", "abs", "square", "relu", "sign", "floor", "ceil", "round", "logical_not", "bitwise_not"}
 
 
 def _unary(name):
@@ -242,7 +243,28 @@ silu, erf, sign, floor, ceil, logical_not = G["silu"], G["erf"], G["sign"], G["f
 erfc, expm1, exp2, sinh, atan2 = G["erfc"], G["expm1"], G["exp2"], G["sinh"], G["atan2"]
 asin, acos, atan, asinh, atanh = G["asin"], G["acos"], G["atan"], G["asinh"], G["atanh"]
 arcsin, arccos, arctan, arcsinh, arctanh, arctan2 = asin, acos, atan, asinh, atanh, atan2
+acosh, cosh, lgamma, digamma, erfinv = G["acosh"], G["cosh"], G["lgamma"], G["digamma"], G["erfinv"]
+arccosh = acosh
 negative, absolute = neg, abs
+
+
+def bitwise_not(input):
+    """torch.bitwise_not: ~x on integers, logical not on bool (the op takes integers only)"""
+    _check_tensor(input, "bitwise_not")
+    return logical_not(input) if _dt(input) is D.bool_ else G["bitwise_not"](input)
+
+
+def polygamma(n, input):
+    """torch.polygamma: the n-th derivative of digamma (n >= 0); integers promote to float32"""
+    if not isinstance(input, TensorBase):
+        return _other("polygamma", input)
+    if isinstance(n, bool) or not isinstance(n, numbers.Integral):
+        raise TypeError(f"polygamma(): argument 'n' must be int, not {type(n).__name__}")
+    if n < 0:
+        raise RuntimeError("polygamma(n, x) does not support negative n.")
+    if not _dt(input).is_floating_point:
+        input = _cast(input, D.float32)
+    return call("polygamma", (input,), {"n": int(n)})
 
 
 def log2(input):
@@ -407,6 +429,46 @@ def cumsum(input, dim, *, dtype=None):
     if dtype is not None:
         input = _cast(input, D.to_dtype(dtype))
     return call("cumsum", (input,), {"dim": dim, "reverse": 0})
+
+
+def cumprod(input, dim, *, dtype=None):
+    """torch.cumprod; its gradient is exact where the input has zeros (the op's rule)"""
+    if dtype is not None:
+        input = _cast(input, D.to_dtype(dtype))
+    return call("cumprod", (input,), {"dim": dim})
+
+
+def _take_indices(input, dim, index, keepdim=True):
+    """values of input at index along dim (gather: differentiable); 0-d inputs through one element"""
+    if input.ndim == 0:
+        return reshape(gather(reshape(input, (1,)), 0, reshape(index, (1,))), ())
+    if not keepdim:
+        return squeeze(gather(input, dim, unsqueeze(index, dim)), dim)
+    return gather(input, dim, index)
+
+
+def _cum_extreme(name, op):
+    def f(input, dim):
+        _check_tensor(input, name)
+        index = call(op, (input,), {"dim": dim})
+        return _ValuesIndices(_take_indices(input, dim, index), index)
+
+    f.__name__ = name
+    f.__doc__ = f"torch.{name}: (values, indices) of the running extreme; ties take the later index, NaN holds"
+    return f
+
+
+cummax, cummin = _cum_extreme("cummax", "cumargmax"), _cum_extreme("cummin", "cumargmin")
+
+
+def mode(input, dim=-1, keepdim=False):
+    """torch.mode: the most frequent value along dim (the smallest of equally frequent ones) and its last index"""
+    _check_tensor(input, "mode")
+    index = call("argmode", (input,), {"dim": dim})
+    values = _take_indices(input, dim, index, keepdim=False)
+    if keepdim and input.ndim:
+        values, index = unsqueeze(values, dim), unsqueeze(index, dim)
+    return _ValuesIndices(values, index)
 
 
 def topk(input, k, dim=-1, largest=True, sorted=True):

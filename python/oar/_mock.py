@@ -16,7 +16,8 @@ _NAMES = ("torch", "torch.nn", "torch.nn.functional", "torch.nn.init", "torch.nn
           "torch.nn.utils", "torch.nn.utils.rnn", "torch.optim", "torch.optim.lr_scheduler", "torch.utils",
           "torch.utils.data", "torch.autograd", "torch.autograd.function", "torch.jit", "torch.distributed",
           "torch.distributed.algorithms", "torch.distributed.algorithms.join", "torch.distributed.optim",
-          "torch.distributed.optim.zero_redundancy_optimizer", "torch.nn.parallel", "torch.utils.data.distributed")
+          "torch.distributed.optim.zero_redundancy_optimizer", "torch.nn.parallel", "torch.utils.data.distributed",
+          "torch.special", "torch.linalg")
 # torch's quantization namespaces, all served by oar.ao (torch 1.13 has the nn ones both under
 # torch.ao.nn and under their older torch.nn names): torch module name -> oar module name
 _QUANT_NN = ("quantized", "quantized.dynamic", "intrinsic", "intrinsic.quantized", "qat", "intrinsic.qat")

@@ -417,18 +417,25 @@ class Tensor(_C.TensorBase):
         return F.abs(self)
 
     def __invert__(self):
-        if self.dtype is not D.bool_:
-            raise TypeError("~ (bitwise not) is only offered for bool tensors")
-        return F.logical_not(self)
+        return F.bitwise_not(self)
 
     def __and__(self, o):
-        return F.logical_and(self, o)
+        return F.bitwise_and(self, o)
 
     def __or__(self, o):
-        return F.logical_or(self, o)
+        return F.bitwise_or(self, o)
 
     def __xor__(self, o):
-        return F.ne(self.bool(), o.bool() if _is_t(o) else builtins.bool(o))
+        return F.bitwise_xor(self, o)
+
+    def __rand__(self, o):
+        return F.bitwise_and(o, self)
+
+    def __ror__(self, o):
+        return F.bitwise_or(o, self)
+
+    def __rxor__(self, o):
+        return F.bitwise_xor(o, self)
 
     def __eq__(self, o):
         if o is None:
@@ -624,7 +631,8 @@ unbind narrow select flip tril triu index_select gather scatter_add masked_fill 
 matmul mm bmm dot outer multiply subtract true_divide divide greater greater_equal less less_equal not_equal
 negative absolute swapaxes swapdims count_nonzero where tensor_split repeat_interleave
 floor_divide remainder fmod trunc fix unique erfc expm1 exp2 sinh asin acos atan asinh atanh atan2 arcsin arccos
-arctan arcsinh arctanh arctan2""".split()
+arctan arcsinh arctanh arctan2 acosh arccosh cosh lgamma digamma erfinv bitwise_and bitwise_or bitwise_xor bitwise_not
+gcd lcm cumprod cummax cummin mode""".split()
 for _name in _METHODS:
     if not hasattr(Tensor, _name) or _name in ("sum", "max", "min", "all", "any", "abs", "round"):
         setattr(Tensor, _name, getattr(F, _name))
@@ -635,6 +643,10 @@ def _where_method(self, condition, other):
 
 
 Tensor.where = _where_method
+Tensor.polygamma = lambda self, n: F.polygamma(n, self)
+Tensor.polygamma_ = lambda self, n: _inplace(self, F.polygamma(n, self))
+for _name in "cumprod cosh acosh arccosh lgamma digamma erfinv bitwise_and bitwise_or bitwise_xor bitwise_not gcd lcm".split():
+    setattr(Tensor, _name + "_", lambda self, *args, _f=getattr(F, _name): _inplace(self, _f(self, *args)))
 Tensor.softmax = lambda self, dim, dtype=None: _nnf().softmax(self, dim, dtype=dtype)
 Tensor.log_softmax = lambda self, dim, dtype=None: _nnf().log_softmax(self, dim, dtype=dtype)
 

@@ -26,6 +26,23 @@ def ints(hi, *shape):
 
 SPECIAL = np.array([0.0, -0.0, 1.5, -2.0, np.nan, np.inf, -np.inf, 3.0], np.float32)
 SORTED = np.sort(f32(7))
+# the gamma family between its poles, negatives included (reflection), and at the poles themselves
+NEG_GAMMA = np.array([[-2.5, -0.5, 0.3, 4.2], [7.5, 12.25, -3.75, 1.5], [0.01, 25.0, -1.2, 2.0]], np.float32)
+POLES = np.array([0.0, -0.0, -1.0, -2.0, 1.0, 2.0, np.inf, -np.inf, np.nan], np.float32)
+INTS_A = np.array([[12, -12, 0, 7, -100], [255, -1, 33, 64, -64]], np.int64)
+INTS_B = np.array([[18, 18, -5, 0, 75], [-3, 9, 11, 48, 40]], np.int64)
+BOOLS = np.array([True, False, True, False])
+ZEROS_LINES = np.array([[1.5, 0.0, 2.0, -0.5, 1.25], [0.0, 3.0, 0.7, 1.2, -2.0], [0.5, 0.0, 2.0, 0.0, 1.5],
+                        [1.1, -0.9, 1.3, 0.8, 2.0]], np.float32)
+TIES_NAN = np.array([[1.0, 3.0, 3.0, 2.0, np.nan, 5.0, np.nan, 1.0], [2.0, 1.0, 1.0, 4.0, 4.0, 0.5, 6.0, 6.0]],
+                    np.float32)
+MODE_ROWS = np.array([[3.0, 1.0, 3.0, 1.0, 2.0], [5.0, 5.0, 4.0, 4.0, 4.0], [0.5, -1.0, 2.0, 0.25, 7.0]], np.float32)
+SR_SELF = np.array([[1.5, -2.0, 3.0, 0.5], [2.0, 0.0, -1.0, 4.0]], np.float32)
+SR_SRC = np.array([[3.0, 0.5, 3.0, -1.0, 0.0], [2.0, 5.0, -2.0, 0.0, 2.0]], np.float32)  # ties with each other and self
+SR_INDEX = np.array([[0, 2, 0, 2, 0], [0, 1, 1, 1, 3]], np.int64)  # slot 1 of row 0 and slot 2 of row 1 unreached
+MASK34 = np.array([[True, False, True, True], [False, False, True, False], [True, True, False, True]])
+SPD = np.array([[4.0, 1.0, 0.5], [1.0, 3.0, 0.2], [0.5, 0.2, 2.0]], np.float32)
+NAN_ROWS = np.array([[1.0, np.nan, 3.0, 2.0, -1.0], [np.nan, 0.5, np.nan, 4.0, 2.5], [np.nan] * 5], np.float32)
 
 # name -> (inputs, call(lib, *tensors), differentiable)
 CASES = {
@@ -171,6 +188,118 @@ CASES = {
     "atan2_int": ([ints(5, 4), ints(5, 4) + 1], lambda L, y, x: L.atan2(y, x), False),
     "angle_real": ([SPECIAL], lambda L, x: L.angle(x), False),
     "logspace_base": ([], lambda L: L.logspace(0, 4, 5, base=2.0), False),
+    # the special functions of the op table: values and gradients, and their poles and domains
+    "acosh": ([pos(3, 4) * 5 + 1], lambda L, x: L.acosh(x), True),
+    "arccosh_domain": ([np.array([0.5, 1.0, 2.0, np.inf, np.nan], np.float32)], lambda L, x: L.arccosh(x), False),
+    "cosh_wide": ([np.array([-90.0, -3.0, 0.0, 2.5, 89.0, 100.0], np.float32)], lambda L, x: L.cosh(x), False),
+    "lgamma": ([NEG_GAMMA], lambda L, x: L.lgamma(x), True),
+    "lgamma_poles": ([POLES], lambda L, x: L.lgamma(x), False),
+    "lgamma_int": ([ints(6, 5) + 1], lambda L, x: L.lgamma(x), False),
+    "digamma": ([NEG_GAMMA], lambda L, x: L.digamma(x), True),
+    "digamma_poles": ([POLES], lambda L, x: L.digamma(x), False),
+    "digamma_int": ([ints(6, 5) - 2], lambda L, x: L.special.digamma(x), False),
+    "polygamma0": ([pos(5) * 4], lambda L, x: L.polygamma(0, x), True),
+    "polygamma1": ([NEG_GAMMA], lambda L, x: L.polygamma(1, x), True),
+    "polygamma2": ([NEG_GAMMA], lambda L, x: L.polygamma(2, x), True),
+    "polygamma3_method": ([pos(2, 3) * 3], lambda L, x: x.polygamma(3), True),
+    "polygamma_poles": ([POLES], lambda L, x: L.polygamma(2, x), False),
+    "erfinv": ([R.uniform(-0.95, 0.95, (3, 4)).astype(np.float32)], lambda L, x: L.erfinv(x), True),
+    "erfinv_tails": ([np.array([-0.999, 0.99, 0.9999, -0.5, 0.51], np.float32)], lambda L, x: L.erfinv(x), True),
+    "erfinv_domain": ([np.array([-1.0, 1.0, 0.0, -0.0, 1.5, -2.0, np.nan], np.float32)], lambda L, x: L.erfinv(x),
+                      False),
+    "bitwise_and": ([INTS_A, INTS_B], lambda L, a, b: L.bitwise_and(a, b), False),
+    "bitwise_or_i32": ([INTS_A.astype(np.int32), INTS_B[0].astype(np.int32)], lambda L, a, b: L.bitwise_or(a, b),
+                       False),
+    "bitwise_xor_scalar": ([INTS_A], lambda L, a: L.bitwise_xor(a, 5), False),
+    "bitwise_not": ([INTS_A], lambda L, a: L.bitwise_not(a), False),
+    "bitwise_not_u8": ([np.array([0, 5, 255], np.uint8)], lambda L, a: L.bitwise_not(a), False),
+    "bitwise_bool": ([BOOLS, BOOLS[::-1].copy()], lambda L, a, b: L.stack([a & b, a | b, a ^ b, ~a, L.bitwise_not(b)]),
+                     False),
+    "bitwise_operators": ([INTS_A, INTS_B], lambda L, a, b: (a & b) + (a | 6) * 2 + (3 ^ b) * 3 + ~a, False),
+    "gcd": ([INTS_A, INTS_B], lambda L, a, b: L.gcd(a, b), False),
+    "lcm": ([INTS_A, INTS_B], lambda L, a, b: L.lcm(a, b), False),
+    "special_multigammaln": ([pos(3, 4) + 2], lambda L, x: L.special.multigammaln(x, 3), True),
+    "special_ndtr_ndtri": ([R.uniform(0.05, 0.95, (2, 3)).astype(np.float32)],
+                           lambda L, x: L.special.ndtr(L.special.ndtri(x) * 0.7), True),
+    "special_xlog1py_entr": ([np.array([0.0, 1.0, 2.5, 0.0, -1.0], np.float32), np.array([np.nan, 3.0, 0.5, 1.0, 2.0],
+                                                                                         np.float32)],
+                             lambda L, x, y: L.stack([L.special.xlog1py(x, y), L.special.entr(x)]), False),
+    "special_erfcx_gammaln": ([f32(2, 3)], lambda L, x: L.special.erfcx(x) + L.special.gammaln(x.abs() + 0.5)
+                              + L.special.psi(x.abs() + 0.5), True),
+    # scans and order statistics: zeros for cumprod's gradient, ties and NaN for cummax/cummin/mode
+    "cumprod": ([f32(3, 4)], lambda L, x: L.cumprod(x, 1), True),
+    "cumprod_zeros": ([ZEROS_LINES], lambda L, x: L.cumprod(x, 1), True),
+    "cumprod_zeros_dim0": ([ZEROS_LINES.T.copy()], lambda L, x: x.cumprod(0), True),
+    "cumprod_double_backward": ([ZEROS_LINES], lambda L, x: L.autograd.grad((L.cumprod(x, 1) ** 2).sum(), x,
+                                                                            create_graph=True)[0], True),
+    "cumprod_int": ([ints(4, 3, 4) - 1], lambda L, x: L.cumprod(x, 0), False),
+    "cummax": ([TIES_NAN], lambda L, x: L.cummax(x, 1).values, True),
+    "cummax_indices": ([TIES_NAN], lambda L, x: L.cummax(x, 1).indices, False),
+    "cummin": ([TIES_NAN.T.copy()], lambda L, x: L.cummin(x, 0).values, True),
+    "cummin_indices": ([TIES_NAN.T.copy()], lambda L, x: x.cummin(0).indices, False),
+    "cummax_int": ([ints(3, 2, 7)], lambda L, x: L.stack(list(L.cummax(x, -1))), False),
+    "mode": ([MODE_ROWS], lambda L, x: L.mode(x, 1).values, True),
+    "mode_indices": ([MODE_ROWS], lambda L, x: L.mode(x).indices, False),
+    "mode_keepdim_int": ([ints(3, 4, 9)], lambda L, x: L.stack(list(x.mode(0, keepdim=True))), False),
+    "nanmedian": ([NAN_ROWS], lambda L, x: L.nanmedian(x), True),
+    "nanmedian_dim": ([NAN_ROWS[:2]], lambda L, x: L.nanmedian(x, 1).values, True),
+    # an all-NaN line: NaN (torch's index there depends on its selection algorithm; oar's is 0)
+    "nanmedian_all_nan": ([NAN_ROWS], lambda L, x: L.nanmedian(x, 1).values, False),
+    "nanmedian_indices": ([NAN_ROWS[:2]], lambda L, x: L.nanmedian(x, 1, keepdim=True).indices, False),
+    "nanquantile": ([NAN_ROWS], lambda L, x: L.nanquantile(x, L.tensor([0.0, 0.25, 0.6, 1.0]), dim=1), True),
+    "nanquantile_flat_modes": ([NAN_ROWS], lambda L, x: L.stack([L.nanquantile(x, 0.4, interpolation=m) for m in
+                                                                 ("linear", "lower", "higher", "midpoint", "nearest")]),
+                               True),
+    "quantile_nan": ([NAN_ROWS], lambda L, x: L.quantile(x, 0.5, dim=1, keepdim=True), False),
+    # scatter_reduce: every reduction with and without the input, slots reached 0, 1 and 3 times (ties, zeros)
+    # (without the input, its value is moved off the src values: torch 1.13 still counts a tie with an
+    # excluded input when it splits an amax/amin gradient; oar gives the whole gradient to the src element)
+    **{f"scatter_reduce_{r}_{int(inc)}": ([SR_SELF if inc else SR_SELF + 0.25, SR_SRC],
+                                          lambda L, x, s, r=r, inc=inc: L.scatter_reduce(
+        x, 1, L.tensor(SR_INDEX), s, r, include_self=inc), True)
+       for r in ("sum", "prod", "mean", "amax", "amin") for inc in (True, False)},
+    "scatter_reduce_int_mean": ([ints(9, 2, 4) - 4, ints(9, 2, 5) - 4],
+                                lambda L, x, s: x.scatter_reduce(1, L.tensor(SR_INDEX), s, "mean"), False),
+    "scatter_multiply": ([SR_SELF, SR_SRC], lambda L, x, s: L.scatter(x, 1, L.tensor(SR_INDEX), s,
+                                                                     reduce="multiply"), False),
+    "masked_scatter": ([f32(3, 4), f32(12)], lambda L, x, s: x.masked_scatter(L.tensor(MASK34), s), True),
+    "masked_scatter_broadcast": ([f32(3, 4), f32(3, 4)], lambda L, x, s: L.masked_scatter(
+        x, L.tensor(MASK34[0]), s), True),
+    "as_strided_windows": ([f32(3, 4)], lambda L, x: L.as_strided(x, (3, 3), (2, 1), 1), True),
+    "as_strided_method": ([f32(12)], lambda L, x: x.as_strided((4, 3), (1, 4)) * 2, True),
+    "cross": ([f32(4, 3), f32(4, 3)], lambda L, a, b: L.cross(a, b), True),
+    "cross_dim_broadcast": ([f32(3, 5), f32(3, 1)], lambda L, a, b: L.cross(a, b, dim=0), True),
+    "linalg_cross": ([f32(2, 3, 3), f32(2, 1, 3)], lambda L, a, b: L.linalg.cross(a, b), True),
+    "cov": ([f32(3, 7)], lambda L, x: L.cov(x), True),
+    "cov_1d": ([f32(7)], lambda L, x: L.cov(x, correction=0), True),
+    "cov_weights": ([f32(3, 6), pos(6)], lambda L, x, a: L.cov(x, fweights=L.tensor([1, 2, 1, 3, 1, 2]),
+                                                               aweights=a), True),
+    "corrcoef": ([f32(4, 9)], lambda L, x: L.corrcoef(x), True),
+    "pdist": ([f32(5, 3)], lambda L, x: L.pdist(x), True),
+    "pdist_p1_inf": ([f32(4, 3)], lambda L, x: L.stack([L.pdist(x, 1), L.pdist(x, math.inf), L.pdist(x, 3)]), True),
+    "diff": ([f32(3, 5)], lambda L, x: L.diff(x, n=2, dim=1, prepend=L.zeros(3, 1)), True),
+    "linalg_vector_norm": ([f32(3, 4)], lambda L, x: L.stack([L.linalg.vector_norm(x), L.linalg.norm(x),
+                                                              L.linalg.matrix_norm(x)]), True),
+    # LAPACK (builds with OpenBLAS): values and gradients, batched; cholesky's gradient is torch's
+    # symmetrized rule, so it is checked here rather than by finite differences
+    **({
+        "linalg_det": ([f32(2, 4, 4)], lambda L, a: L.linalg.det(a), True),
+        "det_logdet": ([SPD + 0.1 * f32(3, 3)], lambda L, a: L.stack([L.det(a), L.logdet(a), a.det()]), True),
+        "logdet_negative_singular": ([np.array([[[0.0, 1.0], [1.0, 0.0]], [[1.0, 2.0], [2.0, 4.0]]], np.float32)],
+                                     lambda L, a: L.logdet(a), False),
+        "slogdet": ([f32(3, 3, 3)], lambda L, a: L.stack(list(L.linalg.slogdet(a))), True),
+        "slogdet_singular": ([np.array([[1.0, 2.0], [2.0, 4.0]], np.float64)], lambda L, a: L.stack(list(L.slogdet(a))),
+                             False),
+        "inv": ([f32(2, 3, 3) + 3 * np.eye(3, dtype=np.float32)], lambda L, a: L.linalg.inv(a), True),
+        "inverse_f64": ([SPD.astype(np.float64)], lambda L, a: L.inverse(a) @ a, True),
+        "solve": ([SPD, f32(3, 2)], lambda L, a, b: L.linalg.solve(a, b), True),
+        "solve_vector": ([SPD, f32(3)], lambda L, a, b: L.linalg.solve(a, b), True),
+        "cholesky": ([SPD], lambda L, a: L.linalg.cholesky(a), True),
+        "cholesky_upper_batched": ([np.stack([SPD, SPD * 2 + np.eye(3, dtype=np.float32)])],
+                                   lambda L, a: L.linalg.cholesky(a, upper=True), True),
+    } if "linalg_det" in oar._ops.ID else {}),
+    "gcd_lcm_zeros": ([np.array([0, 0, -7, 12], np.int64), np.array([0, -5, 0, -18], np.int64)],
+                      lambda L, a, b: L.stack([L.gcd(a, b), L.lcm(a, b), a.gcd(b), a.lcm(b)]), False),
 }
 
 

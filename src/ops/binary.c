@@ -1,11 +1,13 @@
 /* Elementwise binary ops with NumPy broadcasting. The reference kernels walk any strides
  * (broadcast dims have stride 0), computing floats in double and integers in int64. */
 #include "ops/op.h"
+#include "ops/special_math.h"
 
 #include <math.h>
 #include <string.h>
 
-typedef enum { B_ADD, B_SUB, B_MUL, B_DIV, B_POW, B_MAX, B_MIN, B_ATAN2, B_EQ, B_NE, B_LT, B_LE, B_GT, B_GE,
+typedef enum { B_ADD, B_SUB, B_MUL, B_DIV, B_POW, B_MAX, B_MIN, B_ATAN2, B_BAND, B_BOR, B_BXOR,
+               B_GCD, B_LCM, B_EQ, B_NE, B_LT, B_LE, B_GT, B_GE,
                B_AND, B_OR } bin_kind;
 
 static inline double apply_f(bin_kind k, double a, double b) {
@@ -18,6 +20,7 @@ static inline double apply_f(bin_kind k, double a, double b) {
     case B_MAX: return (a != a || b != b) ? NAN : (a > b ? a : b); /* NaN propagates, like torch */
     case B_MIN: return (a != a || b != b) ? NAN : (a < b ? a : b);
     case B_ATAN2: return atan2(a, b);
+    case B_BAND: case B_BOR: case B_BXOR: case B_GCD: case B_LCM: return 0; /* integers only (binary_infer) */
     case B_EQ: return a == b;
     case B_NE: return a != b;
     case B_LT: return a < b;
@@ -51,6 +54,11 @@ static inline int64_t apply_i(bin_kind k, int64_t a, int64_t b) {
     case B_MAX: return a > b ? a : b;
     case B_MIN: return a < b ? a : b;
     case B_ATAN2: return 0; /* refused by binary_infer: floats only */
+    case B_BAND: return a & b;
+    case B_BOR: return a | b;
+    case B_BXOR: return a ^ b;
+    case B_GCD: return oar_gcd_i(a, b);
+    case B_LCM: return oar_lcm_i(a, b);
     case B_EQ: return a == b;
     case B_NE: return a != b;
     case B_LT: return a < b;
@@ -95,7 +103,11 @@ static oar_status binary_infer(const char *name, bin_kind k, oar_tensor *const *
     if (k == B_ATAN2 && !oar_dtypes[in[0]->dtype].is_float)
         return oar_error(OAR_ERR_DTYPE, "atan2: expected floating inputs, got %s; cast with oar_cast",
                          oar_dtype_name(in[0]->dtype));
-    if (in[0]->dtype == OAR_BOOL && !is_compare(k) && k != B_MAX && k != B_MIN)
+    bool bitwise = k == B_BAND || k == B_BOR || k == B_BXOR;
+    if ((bitwise || k == B_GCD || k == B_LCM) && oar_dtypes[in[0]->dtype].is_float)
+        return oar_error(OAR_ERR_DTYPE, "%s: expected integer or bool inputs, got %s; it is defined on the bits "
+                                        "of integers only", name, oar_dtype_name(in[0]->dtype));
+    if (in[0]->dtype == OAR_BOOL && !is_compare(k) && k != B_MAX && k != B_MIN && !bitwise)
         return oar_error(OAR_ERR_DTYPE, "%s: expected numeric inputs, got bool; use logical_and/or for "
                                         "booleans", name);
     *n_out = 1;
@@ -186,6 +198,11 @@ BINARY(pow, B_POW, pow_grad, OAR_OPF_INPLACE_OK | OAR_OPF_AMP_DENY_F16 | OAR_OPF
 BINARY(maximum, B_MAX, maxmin_grad, OAR_OPF_INPLACE_OK | OAR_OPF_AMP_PROMOTE)
 BINARY(minimum, B_MIN, maxmin_grad, OAR_OPF_INPLACE_OK | OAR_OPF_AMP_PROMOTE)
 BINARY(atan2, B_ATAN2, atan2_grad, OAR_OPF_INPLACE_OK | OAR_OPF_AMP_PROMOTE)
+BINARY(bitwise_and, B_BAND, NULL, OAR_OPF_NONDIFF | OAR_OPF_INPLACE_OK)
+BINARY(bitwise_or, B_BOR, NULL, OAR_OPF_NONDIFF | OAR_OPF_INPLACE_OK)
+BINARY(bitwise_xor, B_BXOR, NULL, OAR_OPF_NONDIFF | OAR_OPF_INPLACE_OK)
+BINARY(gcd, B_GCD, NULL, OAR_OPF_NONDIFF | OAR_OPF_INPLACE_OK)
+BINARY(lcm, B_LCM, NULL, OAR_OPF_NONDIFF | OAR_OPF_INPLACE_OK)
 BINARY(eq, B_EQ, NULL, OAR_OPF_NONDIFF | OAR_OPF_AMP_PROMOTE)
 BINARY(ne, B_NE, NULL, OAR_OPF_NONDIFF | OAR_OPF_AMP_PROMOTE)
 BINARY(lt, B_LT, NULL, OAR_OPF_NONDIFF | OAR_OPF_AMP_PROMOTE)

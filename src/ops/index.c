@@ -1,9 +1,11 @@
 /* Selection by index tensors, masks and position: index_select (with index_select_backward,
- * its adjoint), gather, scatter_add, masked_fill, tril and triu. Indices are i64 or i32; the
+ * its adjoint), gather, scatter_add, scatter_reduce, masked_fill, tril and triu. Indices are i64 or i32; the
  * kernels check every index before using it, so a bad one is an error naming it, never a
  * wild memory access. As in torch, a 0-d tensor reads as shape [1] where dims are matched. */
 #include "ops/op.h"
 
+#include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* Size and stride of dim d, with a 0-d tensor read as shape [1]. */
@@ -328,6 +330,190 @@ const oar_op_def oar_opdef_scatter_add = {
     .flags = OAR_OPF_STRIDED | OAR_OPF_AMP_PROMOTE, .ref_dtypes = OAR_ALL_DTYPES,
     .infer = scatter_add_infer, .reference = scatter_add_ref, .grad = scatter_add_grad,
 };
+
+/* ================================================================ scatter_reduce */
+
+/* torch.scatter_reduce's reductions; include_self false: a slot that src reaches starts from its
+ * first src element instead of the input's value. */
+typedef enum { SR_SUM, SR_PROD, SR_MEAN, SR_AMAX, SR_AMIN, SR_COUNT } sr_kind;
+static const char *const sr_names[SR_COUNT] = {"sum", "prod", "mean", "amax", "amin"};
+
+static int sr_kind_of(const char *s) {
+    for (int k = 0; k < SR_COUNT; k++)
+        if (strcmp(s, sr_names[k]) == 0) return k;
+    return -1;
+}
+
+static oar_status scatter_reduce_infer(oar_tensor *const *in, int n_in, const oar_attr *a, oar_meta *out,
+                                       int *n_out) {
+    (void)n_in;
+    const oar_tensor *x = in[0], *idx = in[1], *src = in[2];
+    oar_status st = check_index("scatter_reduce", idx);
+    if (st != OAR_OK) return st;
+    if (sr_kind_of(a[1].s) < 0)
+        return oar_error(OAR_ERR_INVALID_ARG, "scatter_reduce: expected reduce to be one of sum, prod, mean, amax, "
+                                              "amin, got '%s'", a[1].s);
+    if (src->dtype != x->dtype || x->dtype == OAR_BOOL)
+        return oar_error(OAR_ERR_DTYPE, "scatter_reduce: expected src of the input's dtype %s (numeric), got %s; "
+                                        "convert it with oar_cast", oar_dtype_name(x->dtype), oar_dtype_name(src->dtype));
+    bool same = ndim1(idx) == ndim1(src) && ndim1(idx) == ndim1(x);
+    for (int k = 0; same && k < ndim1(idx); k++) same = size_at(idx, k) == size_at(src, k);
+    if (!same) {
+        char si[128], ss[128];
+        oar_format_shape(idx->shape, idx->ndim, si, sizeof si);
+        oar_format_shape(src->shape, src->ndim, ss, sizeof ss);
+        return oar_error(OAR_ERR_SHAPE, "scatter_reduce: expected index and src of one shape with the input's %d "
+                                        "dims, got %s and %s; narrow src to the index's shape", x->ndim, si, ss);
+    }
+    int d = oar_dim_index(a[0].i, x->ndim);
+    if (d < 0) return oar_dim_error("scatter_reduce", a[0].i, x->ndim);
+    if ((st = check_fits("scatter_reduce", x, idx, NULL, d)) != OAR_OK) return st;
+    oar_meta_from(out, x);
+    *n_out = 1;
+    return OAR_OK;
+}
+
+/* NaN wins max and min, as torch's */
+static double sr_combine_f(sr_kind k, double acc, double v) {
+    switch (k) {
+    case SR_PROD: return acc * v;
+    case SR_AMAX: return (acc != acc || v != v) ? NAN : (v > acc ? v : acc);
+    case SR_AMIN: return (acc != acc || v != v) ? NAN : (v < acc ? v : acc);
+    default: return acc + v;
+    }
+}
+static int64_t sr_combine_i(sr_kind k, int64_t acc, int64_t v) {
+    switch (k) {
+    case SR_PROD: return (int64_t)((uint64_t)acc * (uint64_t)v);
+    case SR_AMAX: return v > acc ? v : acc;
+    case SR_AMIN: return v < acc ? v : acc;
+    default: return (int64_t)((uint64_t)acc + (uint64_t)v);
+    }
+}
+static int64_t floor_div(int64_t a, int64_t b) {
+    int64_t q = a / b;
+    return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+
+/* out = x; each slot index reaches combines its src elements (in index order) into it; mean
+ * divides by the slot's count (floor division for integers, as torch). */
+static oar_status scatter_reduce_ref(const oar_kctx *ctx, oar_tensor *const *in, int n_in, oar_tensor *const *out,
+                                     int n_out, const oar_attr *a) {
+    (void)ctx; (void)n_in; (void)n_out;
+    oar_tensor *y = out[0], *idx = in[1];
+    oar_tensor_copy_strided(y, in[0]);
+    if (idx->numel == 0) return OAR_OK;
+    sr_kind kind = (sr_kind)sr_kind_of(a[1].s);
+    bool include_self = a[2].i != 0;
+    int d = oar_dim_index(a[0].i, y->ndim);
+    const oar_dtype_traits *tr = &oar_dtypes[y->dtype], *ti = &oar_dtypes[idx->dtype];
+    int64_t size = size_at(y, d), step = stride_at(y, d) * (int64_t)tr->size;
+    int64_t *count = calloc((size_t)(y->numel ? y->numel : 1), sizeof *count); /* src elements per slot of the contiguous y */
+    if (!count) return oar_error(OAR_ERR_OOM, "scatter_reduce: out of memory for %lld counters", (long long)y->numel);
+    oar_tensor yv = index_view(y, idx->shape, idx->ndim, d);
+    oar_tensor sv = index_view(in[2], idx->shape, idx->ndim, -1);
+    oar_tensor *ops[3] = {idx, &sv, &yv};
+    oar_iter it;
+    oar_iter_init(&it, idx->shape, idx->ndim, ops, 3);
+    char *base = oar_tensor_ptr(y);
+    do {
+        int64_t v = ti->load_i64(it.ptr[0]);
+        if (v < 0 || v >= size) {
+            free(count);
+            return range_error("scatter_reduce", v, d, size);
+        }
+        char *dst = it.ptr[2] + v * step;
+        int64_t slot = (dst - base) / (int64_t)tr->size;
+        bool first = count[slot]++ == 0 && !include_self;
+        if (tr->is_float) tr->store(dst, first ? tr->load(it.ptr[1]) : sr_combine_f(kind, tr->load(dst), tr->load(it.ptr[1])));
+        else tr->store_i64(dst, first ? tr->load_i64(it.ptr[1])
+                                      : sr_combine_i(kind, tr->load_i64(dst), tr->load_i64(it.ptr[1])));
+    } while (oar_iter_next(&it));
+    if (kind == SR_MEAN)
+        for (int64_t k = 0; k < y->numel; k++) {
+            if (!count[k]) continue;
+            int64_t n = count[k] + include_self;
+            char *p = base + k * (int64_t)tr->size;
+            if (tr->is_float) tr->store(p, tr->load(p) / (double)n);
+            else tr->store_i64(p, floor_div(tr->load_i64(p), n));
+        }
+    free(count);
+    return OAR_OK;
+}
+
+static oar_tensor *sr_call(oar_tensor *x, int dim, oar_tensor *index, oar_tensor *src, const char *reduce,
+                           bool include_self) {
+    oar_attr a[3] = {oar_attr_int(dim), oar_attr_str(reduce), oar_attr_int(include_self)};
+    oar_tensor *in[3] = {x, index, src};
+    return oar_op_call1(OAR_OP_scatter_reduce, in, 3, a);
+}
+
+/* Gradients in public ops (so double backward works). hit: slots src reaches; a slot without
+ * include_self gives its input no gradient. prod: the product of everything else in the slot,
+ * with zeros handled by counting them (the division only where the slot has none). amax/amin:
+ * the gradient is split evenly among the elements equal to the result, as torch. */
+static oar_status scatter_reduce_grad(oar_grad_ctx *g) {
+    oar_tensor *x = g->in[0], *idx = g->in[1], *src = g->in[2], *y = g->out[0], *go = g->gout[0];
+    int d = (int)g->attrs[0].i;
+    sr_kind kind = (sr_kind)sr_kind_of(g->attrs[1].s);
+    bool inc = g->attrs[2].i != 0;
+    oar_tensor *zeros = oar_zeros_like(x), *ones = oar_ones_like(x), *src_ones = oar_ones_like(src);
+    oar_tensor *n_src = oar_scatter_add(zeros, d, idx, src_ones);
+    oar_tensor *hit = oar_gt(n_src, zeros);
+    /* 1 where the input takes part in its slot's result */
+    oar_tensor *x_in = inc ? ones : oar_where(hit, zeros, ones);
+    oar_tensor *gx = NULL, *gs = NULL;
+    switch (kind) {
+    case SR_SUM:
+        gx = oar_mul(go, x_in);
+        gs = oar_gather(go, d, idx);
+        break;
+    case SR_MEAN: {
+        oar_tensor *per = oar_div(go, oar_add(n_src, x_in));
+        gx = oar_mul(per, x_in);
+        gs = oar_gather(per, d, idx);
+        break;
+    }
+    case SR_AMAX:
+    case SR_AMIN: {
+        oar_tensor *x_at = oar_mul(oar_cast(oar_eq(x, y), x->dtype), x_in);
+        oar_tensor *s_at = oar_cast(oar_eq(src, oar_gather(y, d, idx)), x->dtype);
+        oar_tensor *n = oar_maximum(oar_scatter_add(x_at, d, idx, s_at), ones);
+        oar_tensor *per = oar_div(go, n);
+        gx = oar_mul(per, x_at);
+        gs = oar_mul(oar_gather(per, d, idx), s_at);
+        break;
+    }
+    default: { /* SR_PROD */
+        gx = oar_mul(oar_mul(go, x_in), oar_where(hit, sr_call(ones, d, idx, src, "prod", true), ones));
+        oar_tensor *s_zero = oar_eq(src, oar_zeros_like(src));
+        oar_tensor *nonzero = oar_where(s_zero, src_ones, src);
+        oar_tensor *n_zero = oar_scatter_add(zeros, d, idx, oar_cast(s_zero, x->dtype));
+        oar_tensor *p_nonzero = sr_call(inc ? x : ones, d, idx, nonzero, "prod", true);
+        oar_tensor *pz = oar_gather(p_nonzero, d, idx), *nz = oar_gather(n_zero, d, idx);
+        oar_tensor *s_zeros = oar_zeros_like(src);
+        oar_tensor *others = oar_where(s_zero, oar_where(oar_eq(nz, src_ones), pz, s_zeros),
+                                       oar_where(oar_eq(nz, s_zeros), oar_div(pz, nonzero), s_zeros));
+        gs = oar_mul(oar_gather(go, d, idx), others);
+        break;
+    }
+    }
+    if (g->needs[0]) g->gin[0] = gx;
+    if (g->needs[2]) g->gin[2] = gs;
+    return (g->needs[0] && !gx) || (g->needs[2] && !gs) ? oar_last_status() : OAR_OK;
+}
+
+const oar_op_def oar_opdef_scatter_reduce = {
+    .name = "scatter_reduce", .n_inputs = 3, .n_outputs = 1, .n_attrs = 3,
+    .attrs = {{"dim", OAR_ATTR_INT}, {"reduce", OAR_ATTR_STR}, {"include_self", OAR_ATTR_INT, "1"}},
+    .flags = OAR_OPF_STRIDED | OAR_OPF_AMP_PROMOTE, .ref_dtypes = OAR_ALL_DTYPES & ~OAR_DTYPE_BIT(OAR_BOOL),
+    .infer = scatter_reduce_infer, .reference = scatter_reduce_ref, .grad = scatter_reduce_grad,
+};
+
+oar_tensor *oar_scatter_reduce(oar_tensor *x, int dim, oar_tensor *index, oar_tensor *src, const char *reduce,
+                               bool include_self) {
+    return sr_call(x, dim, index, src, reduce, include_self);
+}
 
 /* ================================================================ masked_fill */
 

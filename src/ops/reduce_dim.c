@@ -5,16 +5,6 @@
 
 #include <stdlib.h>
 
-/* Normalizes dim for x (a 0-d tensor accepts 0 and -1, like torch). */
-static oar_status dim_check(const char *name, const oar_tensor *x, int64_t dim, int *out) {
-    int nd = x->ndim ? x->ndim : 1;
-    if (dim < -nd || dim >= nd)
-        return oar_error(OAR_ERR_INVALID_ARG, "%s: expected dim in [%d, %d], got %lld", name, -nd, nd - 1,
-                         (long long)dim);
-    *out = x->ndim ? (int)(dim < 0 ? dim + nd : dim) : 0;
-    return OAR_OK;
-}
-
 static oar_status reject_bool(const char *name, const oar_tensor *x) {
     if (x->dtype != OAR_BOOL) return OAR_OK;
     return oar_error(OAR_ERR_DTYPE, "%s: expected a numeric tensor, got bool; cast it with oar_cast first", name);
@@ -28,7 +18,7 @@ static oar_status arg_infer(const char *name, oar_tensor *const *in, const oar_a
     const oar_tensor *x = in[0];
     oar_status st = reject_bool(name, x);
     int d;
-    if (st != OAR_OK || (st = dim_check(name, x, a[0].i, &d)) != OAR_OK) return st;
+    if (st != OAR_OK || (st = plan_dim_check(name, x, a[0].i, &d)) != OAR_OK) return st;
     if (x->ndim && x->shape[d] == 0) {
         char s[128];
         oar_format_shape(x->shape, x->ndim, s, sizeof s);
@@ -48,7 +38,7 @@ static oar_status arg_infer(const char *name, oar_tensor *const *in, const oar_a
 static oar_status arg_ref(bool is_min, oar_tensor *const *in, oar_tensor *const *out, const oar_attr *a) {
     const oar_tensor *x = in[0];
     int d;
-    oar_status st = dim_check(is_min ? "argmin" : "argmax", x, a[0].i, &d);
+    oar_status st = plan_dim_check(is_min ? "argmin" : "argmax", x, a[0].i, &d);
     if (st != OAR_OK) return st;
     reduce_plan p;
     reduce_plan_make(x, dim_mask(d, x->ndim), &p);
@@ -114,7 +104,7 @@ ARG_OP(argmin, true)
 static oar_status cumsum_infer(oar_tensor *const *in, int n_in, const oar_attr *a, oar_meta *out, int *n_out) {
     (void)n_in;
     int d;
-    oar_status st = dim_check("cumsum", in[0], a[0].i, &d);
+    oar_status st = plan_dim_check("cumsum", in[0], a[0].i, &d);
     if (st != OAR_OK) return st;
     oar_meta_from(out, in[0]);
     if (!oar_dtypes[in[0]->dtype].is_float) out->dtype = OAR_I64;
@@ -128,7 +118,7 @@ static oar_status cumsum_ref(const oar_kctx *ctx, oar_tensor *const *in, int n_i
     const oar_tensor *x = in[0];
     oar_tensor *y = out[0];
     int d;
-    oar_status st = dim_check("cumsum", x, a[0].i, &d);
+    oar_status st = plan_dim_check("cumsum", x, a[0].i, &d);
     if (st != OAR_OK) return st;
     reduce_plan px, py;
     reduce_plan_make(x, dim_mask(d, x->ndim), &px);
@@ -184,7 +174,7 @@ static oar_status topk_infer(oar_tensor *const *in, int n_in, const oar_attr *a,
     const oar_tensor *x = in[0];
     oar_status st = reject_bool("topk", x);
     int d;
-    if (st != OAR_OK || (st = dim_check("topk", x, a[1].i, &d)) != OAR_OK) return st;
+    if (st != OAR_OK || (st = plan_dim_check("topk", x, a[1].i, &d)) != OAR_OK) return st;
     int64_t n = x->ndim ? x->shape[d] : 1, k = a[0].i;
     if (k < 0 || k > n)
         return oar_error(OAR_ERR_INVALID_ARG, "topk: expected k in [0, %lld] (the size of dim %d), got %lld",
@@ -237,7 +227,7 @@ static oar_status topk_ref(const oar_kctx *ctx, oar_tensor *const *in, int n_in,
     (void)ctx; (void)n_in; (void)n_out;
     const oar_tensor *x = in[0];
     int d;
-    oar_status st = dim_check("topk", x, a[1].i, &d);
+    oar_status st = plan_dim_check("topk", x, a[1].i, &d);
     if (st != OAR_OK) return st;
     uint32_t mask = dim_mask(d, x->ndim);
     reduce_plan px, pv, pi;
@@ -336,7 +326,7 @@ static oar_status index_pair_check(const char *name, const oar_tensor *idx, cons
                                    int64_t dim, int *d_out) {
     oar_tensor probe = {.ndim = ndim};
     memcpy(probe.shape, shape, sizeof(int64_t) * (size_t)ndim);
-    oar_status st = dim_check(name, &probe, dim, d_out);
+    oar_status st = plan_dim_check(name, &probe, dim, d_out);
     if (st != OAR_OK) return st;
     if (idx->dtype != OAR_I64)
         return oar_error(OAR_ERR_DTYPE, "%s: expected i64 indices, got %s", name, oar_dtype_name(idx->dtype));
@@ -390,7 +380,7 @@ static oar_status topk_backward_ref(const oar_kctx *ctx, oar_tensor *const *in, 
     const oar_dtype_traits *tr = &oar_dtypes[y->dtype];
     memset(oar_tensor_ptr(y), 0, (size_t)y->numel * tr->size);
     int d;
-    oar_status st = dim_check("topk_backward", y, a[1].i, &d);
+    oar_status st = plan_dim_check("topk_backward", y, a[1].i, &d);
     if (st != OAR_OK) return st;
     uint32_t mask = dim_mask(d, y->ndim);
     reduce_plan py, pg, pi;
@@ -443,7 +433,7 @@ static oar_status topk_gather_ref(const oar_kctx *ctx, oar_tensor *const *in, in
     (void)ctx; (void)n_in; (void)n_out;
     const oar_tensor *x = in[0];
     int d;
-    oar_status st = dim_check("topk_gather", x, a[0].i, &d);
+    oar_status st = plan_dim_check("topk_gather", x, a[0].i, &d);
     if (st != OAR_OK) return st;
     uint32_t mask = dim_mask(d, x->ndim);
     reduce_plan px, py, pi;

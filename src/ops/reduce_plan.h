@@ -1,4 +1,4 @@
-/* Index plans shared by the reduction family (reduce.c, reduce_dim.c): a tensor's dims are
+/* Index plans shared by the reduction family (reduce.c, reduce_dim.c, scan.c): a tensor's dims are
  * split into kept (outer) and reduced (inner) index spaces, each walked with byte strides,
  * so the reference kernels read any layout. */
 #ifndef OAR_REDUCE_PLAN_H
@@ -67,6 +67,16 @@ static inline void space_walk_next(space_walk *w) {
         w->off -= p->inner_stride[d] * p->inner_shape[d];
         w->idx[d] = 0;
     }
+}
+
+/* Normalizes dim for x (a 0-d tensor accepts 0 and -1, like torch). */
+static inline oar_status plan_dim_check(const char *name, const oar_tensor *x, int64_t dim, int *out) {
+    int nd = x->ndim ? x->ndim : 1;
+    if (dim < -nd || dim >= nd)
+        return oar_error(OAR_ERR_INVALID_ARG, "%s: expected dim in [%d, %d], got %lld", name, -nd, nd - 1,
+                         (long long)dim);
+    *out = x->ndim ? (int)(dim < 0 ? dim + nd : dim) : 0;
+    return OAR_OK;
 }
 
 /* Mask of a single dim (none for a 0-d tensor, whose one element is its own "row"). */

@@ -2,6 +2,7 @@
  * (one kernel serves f32, f64, f16 and bf16) and integers in int64, so wide integers stay
  * exact. Semantics follow torch, NaN and signed-zero handling included. */
 #include "ops/op.h"
+#include "ops/special_math.h"
 
 #include <math.h>
 
@@ -31,6 +32,9 @@ static oar_status unary_infer(const char *name, uint32_t dtypes, unary_check che
     oar_dtype dt = in[0]->dtype;
     if (!(dtypes & OAR_DTYPE_BIT(dt))) {
         if (dtypes == OAR_FLOAT_DTYPES) return oar_check_float(name, in[0], "the input");
+        if (dtypes == OAR_INT_DTYPES)
+            return oar_error(OAR_ERR_DTYPE, "%s: expected an integer tensor, got %s; bitwise ops take no floats "
+                                            "(logical_not for bool)", name, oar_dtype_name(dt));
         return oar_error(OAR_ERR_DTYPE, "%s: expected a numeric tensor (float or integer), got %s; "
                                         "convert it with oar_cast", name, oar_dtype_name(dt));
     }
@@ -166,6 +170,13 @@ static oar_status clip_check(const oar_tensor *x, const oar_attr *a) {
                                                   "got %s=%.0f", oar_dtype_name(x->dtype), lo, hi, which, v);
     }
     return OAR_OK;
+}
+
+static oar_status polygamma_check(const oar_tensor *x, const oar_attr *a) {
+    (void)x;
+    if (a[0].i >= 0) return OAR_OK;
+    return oar_error(OAR_ERR_INVALID_ARG, "polygamma: expected n >= 0 (the order of the derivative of digamma), "
+                                          "got %lld", (long long)a[0].i);
 }
 
 /* ---- gradient rules (public ops only, so double backward works) */
@@ -310,6 +321,31 @@ static oar_status erfc_grad(oar_grad_ctx *g) {
     g->gin[0] = oar_mul(GOUT, d);
     return OAR_OK;
 }
+static oar_status acosh_grad(oar_grad_ctx *g) {
+    g->gin[0] = oar_div(GOUT, oar_sqrt(oar_add_scalar(oar_square(X), -1.0)));
+    return OAR_OK;
+}
+static oar_status cosh_grad(oar_grad_ctx *g) {
+    g->gin[0] = oar_mul(GOUT, oar_sinh(X));
+    return OAR_OK;
+}
+static oar_status lgamma_grad(oar_grad_ctx *g) {
+    g->gin[0] = oar_mul(GOUT, oar_digamma(X));
+    return OAR_OK;
+}
+static oar_status digamma_grad(oar_grad_ctx *g) {
+    g->gin[0] = oar_mul(GOUT, oar_polygamma(1, X));
+    return OAR_OK;
+}
+static oar_status polygamma_grad(oar_grad_ctx *g) {
+    g->gin[0] = oar_mul(GOUT, oar_polygamma(g->attrs[0].i + 1, X));
+    return OAR_OK;
+}
+static oar_status erfinv_grad(oar_grad_ctx *g) {
+    /* sqrt(pi)/2 e^(y^2) */
+    g->gin[0] = oar_mul(GOUT, oar_mul_scalar(oar_exp(oar_square(Y)), 0.88622692545275801));
+    return OAR_OK;
+}
 static oar_status clip_grad(oar_grad_ctx *g) {
     /* torch.clamp: the gradient passes where min <= x <= max (bounds included) */
     oar_tensor *x = X;
@@ -357,6 +393,16 @@ UNARY(asinh, asinh(x), 0, NULL, asinh_grad, 0, OAR_FLOAT_DTYPES, 0)
 UNARY(atanh, atanh(x), 0, NULL, atanh_grad, 0, OAR_FLOAT_DTYPES, 0)
 UNARY(expm1, expm1(x), 0, NULL, expm1_grad, F16_FP32, OAR_FLOAT_DTYPES, 0)
 UNARY(exp2, exp2(x), 0, NULL, exp2_grad, F16_FP32, OAR_FLOAT_DTYPES, 0)
+UNARY(acosh, acosh(x), 0, NULL, acosh_grad, F16_FP32, OAR_FLOAT_DTYPES, 0)
+UNARY(cosh, cosh(x), 0, NULL, cosh_grad, F16_FP32, OAR_FLOAT_DTYPES, 0)
+/* the gamma family (special_math.h); lgamma is C's, +inf at the poles as torch */
+UNARY(lgamma, lgamma(x), 0, NULL, lgamma_grad, F16_FP32, OAR_FLOAT_DTYPES, 0)
+UNARY(digamma, oar_digamma_d(x), 0, NULL, digamma_grad, F16_FP32, OAR_FLOAT_DTYPES, 0)
+UNARY(polygamma, oar_polygamma_d(a[0].i, x), 0, polygamma_check, polygamma_grad, F16_FP32, OAR_FLOAT_DTYPES, 1,
+      {"n", OAR_ATTR_INT})
+UNARY(erfinv, oar_erfinv_d(x), 0, NULL, erfinv_grad, F16_FP32, OAR_FLOAT_DTYPES, 0)
+/* integers only: a bool's bitwise not is logical_not (~1 is not a bool) */
+UNARY(bitwise_not, 0.0, ~x, NULL, NULL, NONDIFF, OAR_INT_DTYPES, 0)
 UNARY(clip, clip_d(x, a), clip_int(x, a), clip_check, clip_grad, 0, NUMERIC_DTYPES, 2, FLOAT_ATTR("min"),
       FLOAT_ATTR("max"))
 /* sign(NaN) is 0 in torch 1.13 ((0 < x) - (x < 0)); sign of a bool is itself */
@@ -399,11 +445,21 @@ PUBLIC0(asinh)
 PUBLIC0(atanh)
 PUBLIC0(expm1)
 PUBLIC0(exp2)
+PUBLIC0(acosh)
+PUBLIC0(cosh)
+PUBLIC0(lgamma)
+PUBLIC0(digamma)
+PUBLIC0(erfinv)
+PUBLIC0(bitwise_not)
 PUBLIC0(sign)
 PUBLIC0(floor)
 PUBLIC0(ceil)
 PUBLIC0(round)
 
+oar_tensor *oar_polygamma(int64_t n, oar_tensor *x) {
+    oar_attr a[1] = {oar_attr_int(n)};
+    return call_unary(OAR_OP_polygamma, x, a);
+}
 oar_tensor *oar_leaky_relu(oar_tensor *x, double negative_slope) {
     oar_attr a[1] = {oar_attr_float(negative_slope)};
     return call_unary(OAR_OP_leaky_relu, x, a);

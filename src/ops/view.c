@@ -1,7 +1,8 @@
-/* View ops: reshape, permute, slice, expand, squeeze, unsqueeze. They change only shape,
+/* View ops: reshape, permute, slice, expand, squeeze, unsqueeze, as_strided. They change only shape,
  * strides and offset; slice_backward is the (copying) gradient of slice. */
 #include "ops/op.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 static oar_status shape_error(const char *op, const char *what, const oar_tensor *x) {
@@ -200,6 +201,81 @@ const oar_op_def oar_opdef_slice = {
     .attrs = {{"dim", OAR_ATTR_INT}, {"start", OAR_ATTR_INT}, {"end", OAR_ATTR_INT}, {"step", OAR_ATTR_INT}},
     .flags = OAR_OPF_VIEW | OAR_OPF_STRIDED, .ref_dtypes = OAR_ALL_DTYPES,
     .infer = slice_infer, .view = slice_view, .grad = slice_grad,
+};
+
+/* ---- as_strided(x; size, stride, storage_offset): torch's view of x's storage at any sizes and
+ * nonnegative strides; storage_offset -1 keeps x's own. Its gradient (as torch's) adds each
+ * element's gradient to the input element at its storage position, so it needs a contiguous
+ * input and a view inside the input's elements. */
+static oar_status as_strided_infer(oar_tensor *const *in, int n_in, const oar_attr *a, oar_meta *out, int *n_out) {
+    (void)n_in;
+    const oar_tensor *x = in[0];
+    if (a[0].n != a[1].n)
+        return shape_error("as_strided", "expected one stride per size (mismatch in length of sizes and strides)", x);
+    int64_t off = a[2].i < 0 ? x->offset : a[2].i, last = off;
+    for (int d = 0; d < a[0].n; d++) {
+        if (a[0].ints[d] < 0 || a[1].ints[d] < 0)
+            return shape_error("as_strided", "expected nonnegative sizes and strides", x);
+        if (a[0].ints[d] == 0) last = -1;
+        if (last >= 0) last += (a[0].ints[d] - 1) * a[1].ints[d];
+        out->shape[d] = a[0].ints[d];
+    }
+    size_t es = oar_dtypes[x->dtype].size;
+    if (x->storage && last >= 0 && (uint64_t)last >= x->storage->nbytes / es)
+        return oar_error(OAR_ERR_SHAPE, "as_strided: expected the view inside the storage of %zu elements, but it "
+                                        "reaches element %lld; check the sizes, strides and storage_offset",
+                         x->storage->nbytes / es, (long long)last);
+    out->ndim = a[0].n;
+    out->dtype = x->dtype;
+    *n_out = 1;
+    return OAR_OK;
+}
+
+static oar_status as_strided_view(oar_tensor *const *in, int n_in, const oar_attr *a, oar_tensor *const *out,
+                                  int n_out) {
+    (void)n_in; (void)n_out;
+    for (int d = 0; d < a[1].n; d++) out[0]->strides[d] = a[1].ints[d];
+    out[0]->offset = a[2].i < 0 ? in[0]->offset : a[2].i;
+    return OAR_OK;
+}
+
+static oar_status as_strided_grad(oar_grad_ctx *g) {
+    const oar_tensor *x = g->in[0], *y = g->out[0];
+    if (!x->contiguous)
+        return oar_error(OAR_ERR_UNSUPPORTED, "as_strided: the gradient through a view of a non-contiguous input "
+                                              "is not offered; call .contiguous() on the input first");
+    int64_t *pos = malloc((size_t)(y->numel ? y->numel : 1) * sizeof *pos);
+    if (!pos) return oar_error(OAR_ERR_OOM, "as_strided: out of memory for %lld positions", (long long)y->numel);
+    int64_t off = (g->attrs[2].i < 0 ? x->offset : g->attrs[2].i) - x->offset;
+    for (int64_t i = 0; i < y->numel; i++) {
+        int64_t r = i, p = off;
+        for (int d = y->ndim - 1; d >= 0; d--) {
+            p += (r % y->shape[d]) * g->attrs[1].ints[d];
+            r /= y->shape[d];
+        }
+        if (p < 0 || p >= x->numel) {
+            free(pos);
+            return oar_error(OAR_ERR_UNSUPPORTED, "as_strided: the gradient needs the view inside the input's "
+                                                  "elements, but element %lld reads storage position %lld of %lld",
+                             (long long)i, (long long)(p + x->offset), (long long)x->numel);
+        }
+        pos[i] = p;
+    }
+    int64_t n = y->numel, nx = x->numel;
+    oar_tensor *idx = oar_to(oar_from_data(pos, &n, 1, OAR_I64), g->gout[0]->device);
+    free(pos);
+    oar_tensor *flat = oar_zeros(&nx, 1, g->gout[0]->dtype);
+    flat = oar_to(flat, g->gout[0]->device);
+    oar_tensor *sum = oar_scatter_add(flat, 0, idx, oar_reshape(g->gout[0], &n, 1));
+    g->gin[0] = sum ? oar_reshape(sum, x->shape, x->ndim) : NULL;
+    return g->gin[0] ? OAR_OK : oar_last_status();
+}
+
+const oar_op_def oar_opdef_as_strided = {
+    .name = "as_strided", .n_inputs = 1, .n_outputs = 1, .n_attrs = 3,
+    .attrs = {{"size", OAR_ATTR_INTS}, {"stride", OAR_ATTR_INTS}, {"storage_offset", OAR_ATTR_INT, "-1"}},
+    .flags = OAR_OPF_VIEW | OAR_OPF_STRIDED, .ref_dtypes = OAR_ALL_DTYPES,
+    .infer = as_strided_infer, .view = as_strided_view, .grad = as_strided_grad,
 };
 
 /* slice_backward(g; shape, dim, start, end, step): zeros of shape with g written at the slice. */
@@ -486,4 +562,15 @@ oar_tensor *oar_unsqueeze(oar_tensor *t, int dim) {
     oar_attr a = oar_attr_int(dim);
     oar_tensor *in[1] = {t};
     return oar_op_call1(OAR_OP_unsqueeze, in, 1, &a);
+}
+
+oar_tensor *oar_as_strided(oar_tensor *t, const int64_t *size, const int64_t *stride, int ndim, int64_t storage_offset) {
+    if (ndim < 0 || ndim > OAR_MAX_DIMS || (ndim && (!size || !stride))) {
+        oar_error(OAR_ERR_INVALID_ARG, "as_strided: expected 0..%d dims with their sizes and strides, got %d",
+                  OAR_MAX_DIMS, ndim);
+        return NULL;
+    }
+    oar_attr a[3] = {oar_attr_ints(size, ndim), oar_attr_ints(stride, ndim), oar_attr_int(storage_offset)};
+    oar_tensor *in[1] = {t};
+    return oar_op_call1(OAR_OP_as_strided, in, 1, a);
 }

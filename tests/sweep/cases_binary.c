@@ -17,6 +17,19 @@ const sweep_case sweep_cases_binary[] = {
     {"atan2", "n:3x4;n:3x4", ""},
     {"atan2", "n:2x3;n:3", ""},
     {"atan2", "n:;n:4", ""},
+    /* bitwise ops and gcd/lcm: integers of every width, bool for the bitwise ones, broadcasting */
+    {"bitwise_and", "i-100_100:3x4;i-100_100:3x4", ""},
+    {"bitwise_and", "i0_256u8:2x3;i0_256u8:3", ""},
+    {"bitwise_and", "b:6;b:6", ""},
+    {"bitwise_or", "i-100_100i32:3x4;i-100_100i32:4", ""},
+    {"bitwise_or", "b:2x3;b:", ""},
+    {"bitwise_xor", "i-128_128i8:3x4;i-128_128i8:3x4", ""},
+    {"bitwise_xor", "b:5;b:5", ""},
+    {"gcd", "i-60_60:3x4;i-60_60:3x4", ""},
+    {"gcd", "c0,12,-12,7i64:4;c0,18,0,-21i64:4", ""},
+    {"gcd", "i0_100i32:2x3;i0_100i32:3", ""},
+    {"lcm", "i-30_30:3x4;i-30_30:4", ""},
+    {"lcm", "c0,12,-4,100i8:4;c5,18,6,3i8:4", ""}, /* 300 wraps in i8 as torch's */
     {"maximum", "d:3x4;d:3x4", ""},
     {"maximum", "n:3x4;n:", ""},
     {"minimum", "d:2x3;d:3", ""},
@@ -70,6 +83,14 @@ static bool bad_where_cond(void) {
     int64_t a[1] = {3};
     return oar_where(oar_zeros(a, 1, OAR_F32), oar_zeros(a, 1, OAR_F32), oar_zeros(a, 1, OAR_F32)) != NULL;
 }
+static bool bad_bitwise_float(void) {
+    int64_t a[1] = {3};
+    return oar_bitwise_and(oar_zeros(a, 1, OAR_F32), oar_zeros(a, 1, OAR_F32)) != NULL;
+}
+static bool bad_gcd_bool(void) {
+    int64_t a[1] = {3};
+    return oar_gcd(oar_zeros(a, 1, OAR_BOOL), oar_zeros(a, 1, OAR_BOOL)) != NULL;
+}
 static bool null_input(void) {
     int64_t a[1] = {3};
     return oar_add(oar_zeros(a, 1, OAR_F32), NULL) != NULL;
@@ -80,5 +101,7 @@ const sweep_bad sweep_bad_binary[] = {
     {"mul of f32 and f64", bad_dtype, "got f32 (input 0) and f64 (input 1)"},
     {"where with a float condition", bad_where_cond, "expected cond to be bool"},
     {"add with a NULL input", null_input, "input 1 is NULL"},
+    {"bitwise_and of floats", bad_bitwise_float, "bitwise_and: expected integer or bool inputs, got f32"},
+    {"gcd of bools", bad_gcd_bool, "gcd: expected numeric inputs, got bool"},
     {0},
 };

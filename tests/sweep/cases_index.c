@@ -78,6 +78,23 @@ const sweep_case sweep_cases_index[] = {
     {"scatter_add", "n:3x4;i0_3:0x4;n:2x4", "dim=0"},
     {"scatter_add", "i0_9:3x4;i0_3i32:2x4;i0_9:2x4", "dim=0"},
     {"scatter_add", "b:3x2;i0_3:2x2;b:2x2", "dim=0"},
+    /* scatter_reduce: every reduction with and without the input; slots reached 0, 1 or more times.
+     * amax/amin take distinct src values ('d') so no ties make kinks for the finite differences */
+    {"scatter_reduce", "n:3x4;i0_3:5x4;n:5x4", "dim=0 reduce=sum include_self=1"},
+    {"scatter_reduce", "n:3x4;i0_3:5x4;n:5x4", "dim=0 reduce=sum include_self=0"},
+    {"scatter_reduce", "n:3x4;i0_4:3x6;n:3x6", "dim=1 reduce=mean include_self=1"},
+    {"scatter_reduce", "n:3x4;i0_4:3x6;n:3x6", "dim=-1 reduce=mean include_self=0"},
+    {"scatter_reduce", "n:3x4;i0_3:5x4;n:5x4", "dim=0 reduce=prod include_self=1"},
+    {"scatter_reduce", "n:2x6;i0_4:2x5;c1.5,0,2,0,-1:2x5", "dim=1 reduce=prod include_self=1"},
+    {"scatter_reduce", "c0,1,2,3:2x4;i0_2:2x6;c0,2,0.5,-1,3,1.5:2x6", "dim=1 reduce=prod include_self=0"},
+    {"scatter_reduce", "n:3x4;i0_3:5x4;d:5x4", "dim=0 reduce=amax include_self=1"},
+    {"scatter_reduce", "n:3x4;i0_3:5x4;d:5x4", "dim=0 reduce=amax include_self=0"},
+    {"scatter_reduce", "n:4x3;i0_3:4x5;d:4x5", "dim=1 reduce=amin include_self=1"},
+    {"scatter_reduce", "n:4x3;i0_3:4x5;d:4x5", "dim=1 reduce=amin include_self=0"},
+    {"scatter_reduce", "i-5_5:3x4;i0_3:4x4;i-5_5:4x4", "dim=0 reduce=mean include_self=1"},
+    {"scatter_reduce", "i-5_5i32:6;i0_6:8;i-5_5i32:8", "dim=0 reduce=amin include_self=0"},
+    {"scatter_reduce", "n:;i0_1:;n:", "dim=0 reduce=prod include_self=1"},
+    {"scatter_reduce", "n:3x4;i0_3:0x4;n:0x4", "dim=0 reduce=amax include_self=1"},
     /* masked_fill: x and mask broadcast together */
     {"masked_fill", "n:3x4;b:3x4", "value=-1.5"},
     {"masked_fill", "n:3x4;b:4", "value=0"},
@@ -218,7 +235,26 @@ static bool bad_flip_twice(void) {
     return oar_flip(zeros2(2, 3), d, 2) != NULL;
 }
 
+static bool bad_scatter_reduce_kind(void) {
+    int64_t v[2] = {0, 1};
+    return oar_scatter_reduce(zeros2(2, 3), 0, oar_from_data(v, (int64_t[]){2, 1}, 2, OAR_I64), zeros2(2, 1),
+                              "max", true) != NULL;
+}
+static bool bad_scatter_reduce_shape(void) {
+    int64_t v[2] = {0, 1};
+    return oar_scatter_reduce(zeros2(2, 3), 0, oar_from_data(v, (int64_t[]){2, 1}, 2, OAR_I64), zeros2(2, 3),
+                              "sum", true) != NULL;
+}
+static bool bad_scatter_reduce_range(void) {
+    int64_t v[2] = {0, 2};
+    return oar_scatter_reduce(zeros2(2, 3), 0, oar_from_data(v, (int64_t[]){2, 1}, 2, OAR_I64), zeros2(2, 1),
+                              "amin", false) != NULL;
+}
+
 const sweep_bad sweep_bad_index[] = {
+    {"scatter_reduce with reduce 'max'", bad_scatter_reduce_kind, "expected reduce to be one of sum, prod, mean, amax, amin, got 'max'"},
+    {"scatter_reduce with src wider than index", bad_scatter_reduce_shape, "expected index and src of one shape"},
+    {"scatter_reduce with index 2 on a dim of 2", bad_scatter_reduce_range, "scatter_reduce: expected indices in [0, 2) for dim 0"},
     {"concat of mismatched shapes", bad_concat_shape, "concat: expected input 1 to match input 0 in dim 1, got 5 != 4"},
     {"concat of 0-d tensors", bad_concat_scalar, "got a 0-d input 0; use oar_stack"},
     {"stack of different shapes", bad_stack_shape, "expected input 1 to have input 0's shape [2, 3], got [3, 2]"},

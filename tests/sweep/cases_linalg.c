@@ -3,6 +3,21 @@
 #include "sweep.h"
 
 const sweep_case sweep_cases_linalg[] = {
+#ifdef OAR_HAVE_OPENBLAS
+    /* LAPACK: batched, 1x1, empty; det/slogdet/inv gradients by finite differences. cholesky reads one
+     * triangle (finite differences see that) while its rule is torch's symmetrized one: checked
+     * against torch in python/tests instead */
+    {"linalg_det", "n:3x3", ""},
+    {"linalg_det", "n:2x4x4", ""},
+    {"linalg_det", "n:1x1", ""},
+    {"linalg_det", "n:2x0x0", ""},
+    {"linalg_slogdet", "n:3x3", ""},
+    {"linalg_slogdet", "n:3x2x2", ""},
+    {"linalg_inv", "n:3x3", ""},
+    {"linalg_inv", "n:2x4x4", ""},
+    {"linalg_cholesky", "c4,1,0.5,1,3,0.2,0.5,0.2,2:3x3", "", SWEEP_NO_GRAD},
+    {"linalg_cholesky", "c2,0.5,0.5,1:2x2x2", "", SWEEP_NO_GRAD},
+#endif
     {"matmul", "n:3x4;n:4x5", ""},
     {"matmul", "n:2x3x4;n:2x4x5", ""},
     {"matmul", "n:2x1x3x4;n:5x4x2", ""},
@@ -102,7 +117,31 @@ static bool es_count(void) { return oar_einsum("ij->ji", z(2, 3, 2), z(3, 0, 1))
 static bool es_null(void) { return oar_einsum("ij,jk->ik", z(2, 3, 2), NULL) != NULL; }
 static bool es_diag(void) { return oar_einsum("ii->i", z(2, 3, 2), NULL) != NULL; }
 
+#ifdef OAR_HAVE_OPENBLAS
+static oar_tensor *mat(const double *v, int64_t n) {
+    int64_t s[2] = {n, n};
+    return oar_from_data(v, s, 2, OAR_F64);
+}
+static bool bad_inv_singular(void) {
+    double v[4] = {1, 2, 2, 4};
+    return oar_linalg_inv(mat(v, 2)) != NULL;
+}
+static bool bad_cholesky_indefinite(void) {
+    double v[4] = {1, 2, 2, 1};
+    return oar_linalg_cholesky(mat(v, 2)) != NULL;
+}
+static bool bad_det_not_square(void) {
+    int64_t s[2] = {2, 3};
+    return oar_linalg_det(oar_zeros(s, 2, OAR_F32)) != NULL;
+}
+#endif
+
 const sweep_bad sweep_bad_linalg[] = {
+#ifdef OAR_HAVE_OPENBLAS
+    {"inverse of a singular matrix", bad_inv_singular, "linalg_inv: matrix 0 is singular (U[1, 1]"},
+    {"cholesky of an indefinite matrix", bad_cholesky_indefinite, "linalg_cholesky: the input is not positive-definite"},
+    {"det of a 2x3 matrix", bad_det_not_square, "linalg_det: expected square matrices in the last two dims"},
+#endif
     {"matmul of 2x3 and 4x5", mm_inner, "matmul: expected a.shape[-1] == b.shape[-2], got 3 != 4"},
     {"matmul of a scalar", mm_scalar, "expected both operands to have at least 1 dim, got 0D and 2D"},
     {"matmul with batch dims 2 and 3", mm_batch, "expected batch dims that broadcast"},

@@ -106,6 +106,28 @@ const sweep_case sweep_cases_unary[] = {
     {"expm1", "u:7", ""},
     {"exp2", "n:3x4", ""},
     {"exp2", "n:3x67", "", BIG},
+    /* acosh inside its domain x >= 1; cosh over both signs */
+    {"acosh", "c1.25,1.5,2.0,3.5,7.0,1.1:2x3", ""},
+    {"cosh", "n:3x4", ""},
+    {"cosh", "n:3x67", "", BIG},
+    /* the gamma family on positives, and on negatives between the poles (reflection) */
+    {"lgamma", "p:3x4", ""},
+    {"lgamma", "c-2.5,-0.5,0.3,4.2,7.5,12.25,-3.75:7", ""},
+    {"digamma", "p:3x4", ""},
+    {"digamma", "c-2.5,-0.5,0.3,4.2,7.5,12.25,-3.75,25.5:8", ""},
+    {"polygamma", "p:3x4", "n=1"},
+    {"polygamma", "c-2.5,-0.5,0.3,4.2,7.5,12.25,-3.75:7", "n=1"},
+    {"polygamma", "c-2.5,-0.5,0.3,4.2,7.5,12.25:6", "n=2"},
+    {"polygamma", "p:2x3", "n=3"},
+    {"polygamma", "p:5", "n=0"},
+    /* erfinv inside (-1, 1), and its tails (the erfc branch) */
+    {"erfinv", "u:3x4", ""},
+    {"erfinv", "c-0.999,-0.9,0.6,0.95,0.9999,-0.51:6", ""},
+    /* integers only, every width (wrapping as C's ~) */
+    {"bitwise_not", "i-50_50:3x4", ""},
+    {"bitwise_not", "i0_256u8:7", ""},
+    {"bitwise_not", "i-128_128i8:2x5", ""},
+    {"bitwise_not", "i-1000_1000i32:6", ""},
     {"clip", "d:3x4", "min=-0.5 max=0.75"},
     {"clip", "d:2x4", "min=-inf max=0.5"},
     {"clip", "d:2x4", "min=1 max=-1"}, /* min > max: every element is max, no gradient */
@@ -162,6 +184,9 @@ static bool bad_softplus_beta(void) { return oar_softplus(oar_scalar(1.0, OAR_F3
 static bool bad_clip_fraction(void) { return oar_clip(int_tensor(OAR_I64), 0.5, 2.0) != NULL; }
 static bool bad_clip_range(void) { return oar_clip(int_tensor(OAR_U8), -1.0, 2.0) != NULL; }
 static bool bad_null(void) { return oar_tanh(NULL) != NULL; }
+static bool bad_polygamma_order(void) { return oar_polygamma(-1, oar_scalar(1.0, OAR_F32)) != NULL; }
+static bool bad_bitwise_not_float(void) { return oar_bitwise_not(oar_scalar(1.0, OAR_F32)) != NULL; }
+static bool bad_lgamma_int(void) { return oar_lgamma(int_tensor(OAR_I32)) != NULL; }
 static bool bad_gelu_backward(oar_tensor *g, oar_tensor *x, int64_t approximate) {
     oar_attr a = oar_attr_int(approximate);
     oar_tensor *in[2] = {g, x};
@@ -198,6 +223,9 @@ const sweep_bad sweep_bad_unary[] = {
     {"clip of an i64 tensor at 0.5", bad_clip_fraction, "clip: expected integer bounds for integer dtype i64, got min=0.5"},
     {"clip of a u8 tensor at -1", bad_clip_range, "clip: expected bounds within the range of u8 [0, 255], got min=-1"},
     {"tanh of NULL", bad_null, "tanh: input 0 is NULL"},
+    {"polygamma of order -1", bad_polygamma_order, "polygamma: expected n >= 0"},
+    {"bitwise_not of a float", bad_bitwise_not_float, "bitwise_not: expected an integer tensor, got f32"},
+    {"lgamma of an i32 tensor", bad_lgamma_int, "lgamma: expected the input to have a floating dtype"},
     {"gelu_backward with an input of another shape", bad_gelu_backward_shape,
      "gelu_backward: expected the gradient and the input to have one shape, got [2, 3] and [3, 2]"},
     {"gelu_backward with an input of another dtype", bad_gelu_backward_dtype,

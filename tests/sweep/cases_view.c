@@ -20,6 +20,12 @@ const sweep_case sweep_cases_view[] = {
     {"squeeze", "n:3x2", "dim=0"},
     {"unsqueeze", "n:3x4", "dim=1"},
     {"unsqueeze", "n:3x4", "dim=-1"},
+    /* as_strided reads storage: the strided pass would view another storage order, so it is skipped.
+     * Overlapping windows (the gradient adds up) and a transposed read with an offset. */
+    {"as_strided", "n:3x4", "size=3,3 stride=2,1 storage_offset=1", SWEEP_NO_STRIDED | SWEEP_NO_BATCH},
+    {"as_strided", "n:12", "size=4,3 stride=1,4 storage_offset=-1", SWEEP_NO_STRIDED | SWEEP_NO_BATCH},
+    {"as_strided", "n:2x5", "size=2,2,3 stride=5,1,1 storage_offset=0", SWEEP_NO_STRIDED | SWEEP_NO_BATCH},
+    {"as_strided", "n:6", "size= stride= storage_offset=5", SWEEP_NO_STRIDED | SWEEP_NO_BATCH},
     {"slice_backward", "n:2x4", "shape=6,4 dim=0 start=1 end=5 step=2"},
     {"slice_backward", "n:6x2", "shape=6,4 dim=1 start=1 end=4 step=2"},
     {"slice_backward", "n:0x2", "shape=0,4 dim=1 start=1 end=4 step=2"},
@@ -44,7 +50,18 @@ static bool bad_slice_dim(void) {
     return oar_slice(oar_zeros(s, 2, OAR_F32), 5, 0, 1, 1) != NULL;
 }
 
+static bool bad_as_strided_outside(void) {
+    int64_t shape[1] = {6}, size[2] = {3, 3}, stride[2] = {2, 1};
+    return oar_as_strided(oar_zeros(shape, 1, OAR_F32), size, stride, 2, 0) != NULL;
+}
+static bool bad_as_strided_negative(void) {
+    int64_t shape[1] = {6}, size[1] = {2}, stride[1] = {-1};
+    return oar_as_strided(oar_zeros(shape, 1, OAR_F32), size, stride, 1, 3) != NULL;
+}
+
 const sweep_bad sweep_bad_view[] = {
+    {"as_strided past the storage", bad_as_strided_outside, "as_strided: expected the view inside the storage of 6 elements, but it reaches element 6"},
+    {"as_strided with a negative stride", bad_as_strided_negative, "as_strided: expected nonnegative sizes and strides"},
     {"reshape to a different element count", bad_reshape, "expected the new shape to hold 6 elements"},
     {"expand a dim of size 3 to 4", bad_expand, "expected each input dim to be 1 or equal"},
     {"view of a transposed tensor", bad_view_noncontig, "without a copy"},

@@ -53,7 +53,9 @@ static const op_kind unary_ops[] = {
     {OAR_OP_round, OAR_CU_ROUND}, {OAR_OP_logical_not, OAR_CU_LOGICAL_NOT}, {OAR_OP_erfc, OAR_CU_ERFC},
     {OAR_OP_asin, OAR_CU_ASIN}, {OAR_OP_acos, OAR_CU_ACOS}, {OAR_OP_atan, OAR_CU_ATAN}, {OAR_OP_sinh, OAR_CU_SINH},
     {OAR_OP_asinh, OAR_CU_ASINH}, {OAR_OP_atanh, OAR_CU_ATANH}, {OAR_OP_expm1, OAR_CU_EXPM1},
-    {OAR_OP_exp2, OAR_CU_EXP2},
+    {OAR_OP_exp2, OAR_CU_EXP2}, {OAR_OP_acosh, OAR_CU_ACOSH}, {OAR_OP_cosh, OAR_CU_COSH},
+    {OAR_OP_lgamma, OAR_CU_LGAMMA}, {OAR_OP_digamma, OAR_CU_DIGAMMA}, {OAR_OP_polygamma, OAR_CU_POLYGAMMA},
+    {OAR_OP_erfinv, OAR_CU_ERFINV}, {OAR_OP_bitwise_not, OAR_CU_BITWISE_NOT},
 };
 #define N_UNARY (int)(sizeof unary_ops / sizeof unary_ops[0])
 
@@ -92,7 +94,8 @@ UNARY_FN(square) UNARY_FN(sin) UNARY_FN(cos) UNARY_FN(tanh) UNARY_FN(sigmoid) UN
 UNARY_FN(leaky_relu) UNARY_FN(elu) UNARY_FN(gelu) UNARY_FN(silu) UNARY_FN(softplus) UNARY_FN(erf)
 UNARY_FN(clip) UNARY_FN(sign) UNARY_FN(floor) UNARY_FN(ceil) UNARY_FN(round) UNARY_FN(logical_not)
 UNARY_FN(erfc) UNARY_FN(asin) UNARY_FN(acos) UNARY_FN(atan) UNARY_FN(sinh) UNARY_FN(asinh) UNARY_FN(atanh)
-UNARY_FN(expm1) UNARY_FN(exp2)
+UNARY_FN(expm1) UNARY_FN(exp2) UNARY_FN(acosh) UNARY_FN(cosh) UNARY_FN(lgamma) UNARY_FN(digamma)
+UNARY_FN(polygamma) UNARY_FN(erfinv) UNARY_FN(bitwise_not)
 
 /* ---- binary */
 static const op_kind binary_ops[] = {
@@ -101,7 +104,8 @@ static const op_kind binary_ops[] = {
     {OAR_OP_ne, OAR_CU_NE}, {OAR_OP_lt, OAR_CU_LT}, {OAR_OP_le, OAR_CU_LE}, {OAR_OP_gt, OAR_CU_GT},
     {OAR_OP_ge, OAR_CU_GE}, {OAR_OP_logical_and, OAR_CU_AND}, {OAR_OP_logical_or, OAR_CU_OR},
     {OAR_OP_relu_backward, OAR_CU_RELU_BACKWARD}, {OAR_OP_gelu_backward, OAR_CU_GELU_BACKWARD},
-    {OAR_OP_atan2, OAR_CU_ATAN2},
+    {OAR_OP_atan2, OAR_CU_ATAN2}, {OAR_OP_bitwise_and, OAR_CU_BITWISE_AND}, {OAR_OP_bitwise_or, OAR_CU_BITWISE_OR},
+    {OAR_OP_bitwise_xor, OAR_CU_BITWISE_XOR}, {OAR_OP_gcd, OAR_CU_GCD}, {OAR_OP_lcm, OAR_CU_LCM},
 };
 #define N_BINARY (int)(sizeof binary_ops / sizeof binary_ops[0])
 
@@ -125,6 +129,7 @@ static oar_status run_binary(oar_op_id op, const oar_kctx *ctx, oar_tensor *cons
 BINARY_FN(add) BINARY_FN(sub) BINARY_FN(mul) BINARY_FN(div) BINARY_FN(pow) BINARY_FN(maximum)
 BINARY_FN(minimum) BINARY_FN(atan2) BINARY_FN(eq) BINARY_FN(ne) BINARY_FN(lt) BINARY_FN(le) BINARY_FN(gt) BINARY_FN(ge)
 BINARY_FN(logical_and) BINARY_FN(logical_or) BINARY_FN(relu_backward) BINARY_FN(gelu_backward)
+BINARY_FN(bitwise_and) BINARY_FN(bitwise_or) BINARY_FN(bitwise_xor) BINARY_FN(gcd) BINARY_FN(lcm)
 
 static oar_status cu_where(const oar_kctx *ctx, oar_tensor *const *in, int n_in, oar_tensor *const *out,
                            int n_out, const oar_attr *a) {
@@ -150,6 +155,8 @@ void oar_cuda_register_elementwise(void) {
     REG(tanh) REG(sigmoid) REG(relu) REG(leaky_relu) REG(elu) REG(gelu) REG(silu) REG(softplus) REG(erf)
     REG(clip) REG(sign) REG(floor) REG(ceil) REG(round) REG(logical_not)
     REG(erfc) REG(asin) REG(acos) REG(atan) REG(sinh) REG(asinh) REG(atanh) REG(expm1) REG(exp2) REG(atan2)
+    REG(acosh) REG(cosh) REG(lgamma) REG(digamma) REG(polygamma) REG(erfinv) REG(bitwise_not)
+    REG(bitwise_and) REG(bitwise_or) REG(bitwise_xor) REG(gcd) REG(lcm)
     REG(add) REG(sub) REG(mul) REG(div) REG(pow) REG(maximum) REG(minimum) REG(eq) REG(ne) REG(lt) REG(le)
     REG(gt) REG(ge) REG(logical_and) REG(logical_or) REG(relu_backward) REG(gelu_backward) REG(where)
     oar_cuda_register(OAR_OP_increment, OAR_INT_DTYPES, cu_increment, NULL);

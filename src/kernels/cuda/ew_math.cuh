@@ -5,6 +5,7 @@
 #pragma once
 #include "cuda_types.cuh"
 #include "launch_elementwise.h"
+#include "ops/special_math.h"
 
 #include <math.h>
 
@@ -107,6 +108,12 @@ __device__ inline double unary_f(int k, double x, double a0, double a1) {
     case OAR_CU_ATANH: return atanh(x);
     case OAR_CU_EXPM1: return expm1(x);
     case OAR_CU_EXP2: return exp2(x);
+    case OAR_CU_ACOSH: return acosh(x);
+    case OAR_CU_COSH: return cosh(x);
+    case OAR_CU_LGAMMA: return lgamma(x);
+    case OAR_CU_DIGAMMA: return oar_digamma_d(x);
+    case OAR_CU_POLYGAMMA: return oar_polygamma_d((int64_t)a0, x);
+    case OAR_CU_ERFINV: return oar_erfinv_d(x);
     }
     return 0;
 }
@@ -131,6 +138,7 @@ __device__ inline int64_t unary_i(int k, int64_t x, double a0, double a1) {
     }
     case OAR_CU_SIGN: return (0 < x) - (x < 0);
     case OAR_CU_LOGICAL_NOT: return x == 0;
+    case OAR_CU_BITWISE_NOT: return ~x;
     default: return x;  // floor, ceil, round: integers are integral
     }
 }
@@ -187,6 +195,11 @@ __device__ inline int64_t binary_i(int k, int64_t a, int64_t b) {
     case OAR_CU_GE: return a >= b;
     case OAR_CU_AND: return a && b;
     case OAR_CU_OR: return a || b;
+    case OAR_CU_BITWISE_AND: return a & b;
+    case OAR_CU_BITWISE_OR: return a | b;
+    case OAR_CU_BITWISE_XOR: return a ^ b;
+    case OAR_CU_GCD: return oar_gcd_i(a, b);
+    case OAR_CU_LCM: return oar_lcm_i(a, b);
     }
     return 0;
 }
