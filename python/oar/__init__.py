@@ -122,6 +122,7 @@ from . import nn  # noqa: E402,F401
 from . import optim  # noqa: E402,F401
 from . import utils  # noqa: E402,F401
 from . import distributed  # noqa: E402,F401
+from . import futures  # noqa: E402,F401
 from . import ao  # noqa: E402,F401
 from . import fft  # noqa: E402,F401
 from .ao import quantization  # noqa: E402,F401  (torch.quantization, the older name)

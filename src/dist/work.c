@@ -22,6 +22,7 @@ size_t oar_dist_dtype_size(oar_dtype dt) {
     switch (dt) {
     case OAR_F32: case OAR_I32: return 4;
     case OAR_F64: case OAR_I64: return 8;
+    case OAR_F16: case OAR_BF16: return 2; /* summed in f32, rounded back after each rank's add */
     default: return 0;
     }
 }
@@ -53,6 +54,22 @@ size_t oar_dist_dtype_size(oar_dtype dt) {
         }                                                                                      \
     } while (0)
 
+/* Half precision (a DDP compression hook's payload): each element is widened to f32, combined
+ * as above, and rounded back once, so a sum over ranks rounds after every rank's add, as gloo's
+ * half sum does (at 2 ranks: the exact sum rounded once). */
+static void combine_half(uint16_t *o, const uint16_t *x, const uint16_t *y, int64_t n, bool bf16, oar_dist_op op,
+                         int divide_by) {
+    float inv = 1.0f / (float)divide_by;
+    bool pow2 = !(divide_by & (divide_by - 1));
+    for (int64_t i = 0; i < n; i++) {
+        float a = bf16 ? oar_bf16_to_f32(x[i]) : oar_f16_to_f32(x[i]);
+        float b = bf16 ? oar_bf16_to_f32(y[i]) : oar_f16_to_f32(y[i]);
+        float r = op == OAR_DIST_MAX ? (b > a ? b : a) : op == OAR_DIST_MIN ? (b < a ? b : a) : a + b;
+        if (divide_by > 1 && (op == OAR_DIST_SUM || op == OAR_DIST_AVG)) r = pow2 ? r * inv : r / (float)divide_by;
+        o[i] = bf16 ? oar_f32_to_bf16(r) : oar_f32_to_f16(r);
+    }
+}
+
 void oar_dist_combine(void *dst, const void *a, const void *b, int64_t n, oar_dtype dt, oar_dist_op op, int divide_by) {
     if (op != OAR_DIST_AVG) divide_by = 1;
     switch (dt) {
@@ -60,6 +77,7 @@ void oar_dist_combine(void *dst, const void *a, const void *b, int64_t n, oar_dt
     case OAR_F64: COMBINE_LOOP(double, 1); break;
     case OAR_I32: COMBINE_LOOP(int32_t, 0); break;
     case OAR_I64: COMBINE_LOOP(int64_t, 0); break;
+    case OAR_F16: case OAR_BF16: combine_half(dst, a, b, n, dt == OAR_BF16, op, divide_by); break;
     default: break;
     }
 }
@@ -70,6 +88,13 @@ void oar_dist_scale_avg(void *buf, int64_t n, oar_dtype dt, int size) {
     case OAR_F64: for (int64_t i = 0; i < n; i++) ((double *)buf)[i] /= (double)size; break;
     case OAR_I32: for (int64_t i = 0; i < n; i++) ((int32_t *)buf)[i] /= size; break;
     case OAR_I64: for (int64_t i = 0; i < n; i++) ((int64_t *)buf)[i] /= size; break;
+    case OAR_F16: case OAR_BF16:
+        for (int64_t i = 0; i < n; i++) {
+            uint16_t *h = (uint16_t *)buf + i;
+            float v = (dt == OAR_BF16 ? oar_bf16_to_f32(*h) : oar_f16_to_f32(*h)) / (float)size;
+            *h = dt == OAR_BF16 ? oar_f32_to_bf16(v) : oar_f32_to_f16(v);
+        }
+        break;
     default: break;
     }
 }
@@ -168,8 +193,8 @@ static bool check_tensor(const char *who, const char *what, const oar_tensor *t)
     if (!t->contiguous) return oar_error(OAR_ERR_INVALID_ARG, "%s: expected %s contiguous; use oar_contiguous",
                                          who, what), false;
     if (t->device == OAR_CPU && !oar_dist_dtype_size(t->dtype)) /* device tensors: NCCL checks its types */
-        return oar_error(OAR_ERR_DTYPE, "%s: expected %s of dtype f32, f64, i32 or i64, got %s", who, what,
-                         oar_dtype_name(t->dtype)), false;
+        return oar_error(OAR_ERR_DTYPE, "%s: expected %s of dtype f32, f64, i32, i64, f16 or bf16, got %s", who,
+                         what, oar_dtype_name(t->dtype)), false;
     return true;
 }
 
@@ -184,8 +209,17 @@ static oar_comm *comm_for(const oar_dist_group *g, oar_device dev, const char *w
     return c;
 }
 
+/* MPI has no half-precision sum: halves on the host reduce only in oar's fixed order. */
+static bool check_half_reduce(const char *who, const oar_tensor *t, bool fixed_order) {
+    if (fixed_order || !t || t->device != OAR_CPU || (t->dtype != OAR_F16 && t->dtype != OAR_BF16)) return true;
+    oar_error(OAR_ERR_DTYPE, "%s: %s tensors are reduced in oar's fixed rank order only (MPI has no half-precision "
+              "sum); use the fixed-order allreduce, or reduce in f32", who, oar_dtype_name(t->dtype));
+    return false;
+}
+
 static oar_dist_work *submit_tensor(const oar_dist_group *g, const char *who, oar_coll_desc d, oar_tensor *t) {
     if (!oar_dist_group_comm(g, who) || !check_tensor(who, "the tensor", t)) return NULL;
+    if (d.kind == OAR_COLL_ALLREDUCE && !check_half_reduce(who, t, d.fixed_order)) return NULL;
     oar_comm *c = comm_for(g, t->device, who);
     if (!c) return NULL;
     d.buf = oar_tensor_ptr(t);
@@ -252,6 +286,7 @@ static oar_dist_work *two_tensor(const oar_dist_group *g, const char *who, oar_c
         return oar_error(OAR_ERR_INVALID_ARG, "%s: expected out and in on one device, got %s and %s", who,
                          oar_device_name(out->device), oar_device_name(in->device)), NULL;
     if (!(c = comm_for(g, out->device, who))) return NULL;
+    if (kind == OAR_COLL_REDUCE_SCATTER && !check_half_reduce(who, in, false)) return NULL;
     int64_t big = kind == OAR_COLL_ALLGATHER ? out->numel : in->numel;
     int64_t small = kind == OAR_COLL_ALLGATHER ? in->numel : out->numel;
     if (big != small * c->size)
