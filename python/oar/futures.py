@@ -7,12 +7,16 @@ collectives progress on oar's own communication thread, nothing in Python runs o
 the Future is completed (and its callbacks run, in the calling thread) by the first wait(), value()
 after a wait, or done() that finds the collective finished. So a hook's then() callbacks run where
 DistributedDataParallel waits for the bucket, at the end of backward, while the communication
-itself overlaps backward. A Future that nothing completes raises from wait() instead of hanging."""
+itself overlaps backward. Waiting for a Future made with Future() (one a callback will complete)
+completes the collectives' Futures still pending, oldest first, until it is done; if none of them
+completes it, wait() raises instead of hanging."""
 from typing import Generic, TypeVar
 
 __all__ = ["Future", "collect_all", "wait_all"]
 
 T = TypeVar("T")
+_pending = []   # collectives' Futures not completed yet, oldest first (held: their callbacks may be all
+                # that completes another Future)
 
 
 class Future(Generic[T]):
@@ -58,7 +62,15 @@ class Future(Generic[T]):
     def _of_work(cls, wait, is_completed, result):
         f = cls()
         f._source = (wait, is_completed, result)
+        if len(_pending) > 256:   # drop the completed ones (completing those whose collective finished)
+            _pending[:] = [p for p in _pending if not p.done()]
+        _pending.append(f)
         return f
+
+    def _drive_pending(self):
+        """A Future without a source: completes the pending collectives' Futures in order until it is done."""
+        while not self._done and _pending:
+            _pending.pop(0)._drive(block=True)
 
     def set_result(self, result):
         """Completes the Future with result and runs its callbacks."""
@@ -80,10 +92,12 @@ class Future(Generic[T]):
     def wait(self):
         """Blocks until the Future completes and returns its value (raises its exception)."""
         self._drive(block=True)
+        if not self._done and self._source is None:
+            self._drive_pending()
         if not self._done:
-            raise RuntimeError("Future.wait: nothing will complete this Future (it was made by Future() and "
-                               "set_result was never called); oar runs callbacks in the waiting thread, so a "
-                               "wait here would never return")
+            raise RuntimeError("Future.wait: nothing will complete this Future (it was made by Future() and no "
+                               "pending collective's callback calls its set_result); oar runs callbacks in the "
+                               "waiting thread, so a wait here would never return")
         if self._exception is not None:
             raise self._exception
         return self._value
@@ -117,6 +131,8 @@ class Future(Generic[T]):
 
         def wait_parent():   # the parent's completion runs `run`, which completes the child
             self._drive(block=True)
+            if not self._done and self._source is None:
+                self._drive_pending()
             if not self._done:
                 raise RuntimeError("Future.wait: the Future this one was chained to with then() never completes "
                                    "(nothing calls its set_result)")
@@ -148,6 +164,8 @@ def collect_all(futures):
     def wait():
         for f in futures:
             f._drive(block=True)
+            if not f._done and f._source is None:
+                f._drive_pending()
         if not all(f._done for f in futures):
             raise RuntimeError("collect_all: a Future in the list never completes (nothing calls its set_result)")
 
