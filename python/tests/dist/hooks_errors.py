@@ -183,6 +183,15 @@ def hooks_api(oar, dist, rank):
     dist.barrier()
 
 
+def powersgd(oar):
+    from oar.distributed.algorithms.ddp_comm_hooks.powerSGD_hook import PowerSGDState
+
+    expect(ValueError, ["start_powerSGD_iter` > 1"], lambda: PowerSGDState(None, start_powerSGD_iter=1))
+    expect(ValueError, ["matrix_approximation_rank >= 1"], lambda: PowerSGDState(None, matrix_approximation_rank=0))
+    s = PowerSGDState(None, start_powerSGD_iter=1, use_error_feedback=False, warm_start=False)
+    assert s.compression_stats() == (0, 0, 0)
+
+
 def zero_overlap(oar, dist, rank):
     from oar.distributed.algorithms.ddp_comm_hooks import default_hooks as hooks
     from oar.distributed.algorithms.ddp_comm_hooks.ddp_zero_hook import hook_with_zero_step
@@ -235,6 +244,7 @@ def errors():
     futures(oar)
     collectives(oar, dist, rank)
     hooks_api(oar, dist, rank)
+    powersgd(oar)
     zero_overlap(oar, dist, rank)
     print(f"hooks errors rank {rank}: OK")
     dist.destroy_process_group()

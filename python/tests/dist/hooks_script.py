@@ -6,8 +6,10 @@ torch` given oar by the switch); hooks.sh compares the runs (docs/dist.md, "Comm
   mpirun -np 2 python3 hooks_script.py oar VARIANT OUT   oar, the same script
   python3 hooks_script.py golden OUT FILE.json    PyTorch's run recorded (hooks_golden/, the reference
                                                   where torch is absent; made by this mode)
-  python3 hooks_script.py compare A B TOL         both ranks' losses within TOL (relative), parameters
-                                                  within TOL (absolute; 0: the same bits), ranks equal
+  python3 hooks_script.py compare A B TOL [extra]  both ranks' losses within TOL (relative), parameters
+                                                  within TOL (absolute; 0: the same bits), ranks equal, the
+                                                  same statistics (when both have them); with `extra`,
+                                                  the last two only
 
 VARIANT: none (DDP without a hook, the reference), allreduce, fp16, bf16 (default_hooks; PyTorch 1.13
 refuses bf16_compress_hook without CUDA and gloo has no bf16 sum, so its run uses a hook with the same
@@ -16,7 +18,10 @@ own: a sum allreduce whose then() divides into a new tensor, completed through a
 hook), unused (allreduce_hook where rank 1 skips a layer and no rank uses another, with
 find_unused_parameters=True; unused_plain: the same without the hook), zero (DDP + ZeroRedundancyOptimizer over Adam, step() after backward)
 and zero_overlap / zero_shard (overlap_with_ddp=True with hook_with_zero_step(allreduce_hook), whole
-buckets or shard_buckets=True; PyTorch 1.13 runs that only on NCCL, so its reference is its zero run)."""
+buckets or shard_buckets=True; PyTorch 1.13 runs that only on NCCL, so its reference is its zero run),
+powersgd_full (powerSGD_hook from the third step with a rank as large as every matrix: the exact
+average through the factors) and powersgd (rank 1: compressed; oar's first Q is not torch's, so only
+the compression statistics are compared with torch's)."""
 import os
 import sys
 
@@ -90,6 +95,16 @@ def run(torch, dist, DDP, rank, variant, is_oar):
 
             ddp.register_comm_hook(None, counted(hook_with_zero_step(hooks.allreduce_hook, ddp, opt,
                                                                      shard_buckets=variant == "zero_shard")))
+    elif variant.startswith("powersgd"):
+        from torch.distributed.algorithms.ddp_comm_hooks import powerSGD_hook as psgd
+
+        # full: a rank as large as every matrix and no rate floor, so the two factors carry the whole
+        # average (the same numbers as no hook, up to rounding); low: rank 1, torch's defaults otherwise
+        full = variant == "powersgd_full"
+        psgd_state = psgd.PowerSGDState(None, matrix_approximation_rank=8 if full else 1, start_powerSGD_iter=2,
+                                        min_compression_rate=0 if full else 2)
+        opt = torch.optim.SGD(ddp.parameters(), lr=0.05, momentum=0.9)
+        ddp.register_comm_hook(psgd_state, counted(psgd.powerSGD_hook))
     else:
         opt = torch.optim.SGD(ddp.parameters(), lr=0.05, momentum=0.9)
         hook = {"allreduce": hooks.allreduce_hook, "unused": hooks.allreduce_hook,
@@ -114,7 +129,10 @@ def run(torch, dist, DDP, rank, variant, is_oar):
     assert calls[0] >= STEPS if registered else calls[0] == 0, f"the hook ran {calls[0]} times in {STEPS} steps"
     params = [p.detach().numpy().copy() for p in model.parameters()]
     dist.barrier()
-    return losses, params, [float(calls[0])]
+    # PowerSGD's compression statistics (elements before and after, over the compressed steps): from the
+    # shapes and the settings alone, so oar's equal torch's
+    extra = list(psgd_state.compression_stats()[1:]) if variant.startswith("powersgd") else []
+    return losses, params, [float(v) for v in extra]
 '''
 
 
@@ -203,10 +221,14 @@ def golden(prefix, path):
                    "params": [[float(str(v)) for v in runs[0][f"p{k}"].ravel()] for k in range(n_params)]}, f)
 
 
-def compare(a, b, tol):
+def compare(a, b, tol, extra_only=False):
     worst_l = worst_p = 0.0
     for rank in range(2):
         x, y = load(a, rank), load(b, rank)
+        assert not (x["extra"].size and y["extra"].size) or np.array_equal(x["extra"], y["extra"]), \
+            f"rank {rank}: {x['extra'].tolist()} against {y['extra'].tolist()}"
+        if extra_only:
+            continue
         assert x["losses"].shape == y["losses"].shape, f"rank {rank}: {x['losses'].shape} losses against {y['losses'].shape}"
         worst_l = max(worst_l, float(np.max(np.abs(x["losses"] - y["losses"]) / np.maximum(np.abs(y["losses"]), 1e-6))))
         for k in sorted(k for k in y if k.startswith("p")):
@@ -214,6 +236,10 @@ def compare(a, b, tol):
     ranks = [load(b, r) for r in range(2)]
     keys = sorted(k for k in ranks[0] if k.startswith("p"))
     assert all(np.array_equal(ranks[0][k], ranks[1][k]) for k in keys), "the ranks end with different parameters"
+    if extra_only:
+        print(f"compare {a.split('/')[-1]} {b.split('/')[-1]}: the same statistics {ranks[0]['extra'].tolist()}; "
+              f"ranks equal")
+        return
     print(f"compare {a.split('/')[-1]} {b.split('/')[-1]}: losses {worst_l:.1e} (relative), parameters {worst_p:.1e} "
           f"(absolute); ranks equal")
     assert worst_l <= tol and worst_p <= tol, f"beyond {tol}: losses {worst_l}, parameters {worst_p}"
@@ -228,6 +254,6 @@ if __name__ == "__main__":
     elif mode == "golden":
         golden(sys.argv[2], sys.argv[3])
     elif mode == "compare":
-        compare(sys.argv[2], sys.argv[3], float(sys.argv[4]))
+        compare(sys.argv[2], sys.argv[3], float(sys.argv[4]), "extra" in sys.argv[5:])
     else:
         sys.exit(f"hooks_script: unknown mode {mode!r}; expected torch, oar, golden or compare")
