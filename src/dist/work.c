@@ -3,6 +3,7 @@
  * liveness channel) or a collective that stops progressing fails every wait the same way. */
 #include "dist/comm_nccl.h"
 #include "base/device.h"
+#include "kernels/cpu/cpu_kernels.h"
 #include "dist/liveness.h"
 #include "tensor/tensor.h"
 
@@ -55,18 +56,20 @@ size_t oar_dist_dtype_size(oar_dtype dt) {
     } while (0)
 
 /* Half precision (a DDP compression hook's payload): each element is widened to f32, combined
- * as above, and rounded back once, so a sum over ranks rounds after every rank's add, as gloo's
- * half sum does (at 2 ranks: the exact sum rounded once). */
-static void combine_half(uint16_t *o, const uint16_t *x, const uint16_t *y, int64_t n, bool bf16, oar_dist_op op,
+ * as f32 is, and rounded back (nearest even) once, so a sum over ranks rounds after every rank's
+ * add, as gloo's half sum does (at 2 ranks: the exact sum rounded once). The conversions are the
+ * cast op's vector loops, on chunks small enough to stay on this (the progress) thread. */
+#define HALF_CHUNK 1024
+static void combine_half(uint16_t *o, const uint16_t *x, const uint16_t *y, int64_t n, oar_dtype dt, oar_dist_op op,
                          int divide_by) {
-    float inv = 1.0f / (float)divide_by;
-    bool pow2 = !(divide_by & (divide_by - 1));
-    for (int64_t i = 0; i < n; i++) {
-        float a = bf16 ? oar_bf16_to_f32(x[i]) : oar_f16_to_f32(x[i]);
-        float b = bf16 ? oar_bf16_to_f32(y[i]) : oar_f16_to_f32(y[i]);
-        float r = op == OAR_DIST_MAX ? (b > a ? b : a) : op == OAR_DIST_MIN ? (b < a ? b : a) : a + b;
-        if (divide_by > 1 && (op == OAR_DIST_SUM || op == OAR_DIST_AVG)) r = pow2 ? r * inv : r / (float)divide_by;
-        o[i] = bf16 ? oar_f32_to_bf16(r) : oar_f32_to_f16(r);
+    float a[HALF_CHUNK], b[HALF_CHUNK];
+    for (int64_t s = 0; s < n; s += HALF_CHUNK) {
+        int64_t k = n - s < HALF_CHUNK ? n - s : HALF_CHUNK;
+        oar_cpu_half_to_f32(a, x + s, k, dt);
+        if (y) oar_cpu_half_to_f32(b, y + s, k, dt);
+        if (y) oar_dist_combine(a, a, b, k, OAR_F32, op, divide_by);
+        else oar_dist_scale_avg(a, k, OAR_F32, divide_by);
+        oar_cpu_f32_to_half(o + s, a, k, dt);
     }
 }
 
@@ -77,7 +80,7 @@ void oar_dist_combine(void *dst, const void *a, const void *b, int64_t n, oar_dt
     case OAR_F64: COMBINE_LOOP(double, 1); break;
     case OAR_I32: COMBINE_LOOP(int32_t, 0); break;
     case OAR_I64: COMBINE_LOOP(int64_t, 0); break;
-    case OAR_F16: case OAR_BF16: combine_half(dst, a, b, n, dt == OAR_BF16, op, divide_by); break;
+    case OAR_F16: case OAR_BF16: combine_half(dst, a, b, n, dt, op, divide_by); break;
     default: break;
     }
 }
@@ -88,13 +91,7 @@ void oar_dist_scale_avg(void *buf, int64_t n, oar_dtype dt, int size) {
     case OAR_F64: for (int64_t i = 0; i < n; i++) ((double *)buf)[i] /= (double)size; break;
     case OAR_I32: for (int64_t i = 0; i < n; i++) ((int32_t *)buf)[i] /= size; break;
     case OAR_I64: for (int64_t i = 0; i < n; i++) ((int64_t *)buf)[i] /= size; break;
-    case OAR_F16: case OAR_BF16:
-        for (int64_t i = 0; i < n; i++) {
-            uint16_t *h = (uint16_t *)buf + i;
-            float v = (dt == OAR_BF16 ? oar_bf16_to_f32(*h) : oar_f16_to_f32(*h)) / (float)size;
-            *h = dt == OAR_BF16 ? oar_f32_to_bf16(v) : oar_f32_to_f16(v);
-        }
-        break;
+    case OAR_F16: case OAR_BF16: combine_half(buf, buf, NULL, n, dt, OAR_DIST_AVG, size); break;
     default: break;
     }
 }

@@ -244,8 +244,8 @@ class DistributedDataParallel(Module, Joinable):
             raise RuntimeError(f"DistributedDataParallel: the communication hook's Future for bucket {index} holds "
                                f"a tensor of {value.numel()} elements; expected the bucket's {buffer.numel()}")
         if value.data_ptr() != buffer.data_ptr() or value.dtype != buffer.dtype:
-            with no_grad():
-                buffer.copy_(value.reshape(-1))
+            with no_grad():   # a cast first: the cast op's vector loop, where copy_ casts element by element
+                buffer.copy_(value.reshape(-1).to(buffer.dtype))
 
     def _finish_comm_hooks(self):
         """Waits for this step's hook Futures in bucket order and writes their values into the buckets

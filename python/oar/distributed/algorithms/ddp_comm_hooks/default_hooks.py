@@ -30,7 +30,7 @@ def _compress_hook(dtype, process_group, bucket):
 
     def decompress(fut):
         out = bucket.buffer()
-        out.copy_(fut.value()[0])
+        out.copy_(fut.value()[0].to(out.dtype))   # the cast op's vector loop, then a plain copy
         return out
 
     return fut.then(decompress)
@@ -53,7 +53,7 @@ def _compress_wrapper(dtype, hook, name):
 
         def decompress(fut):
             out = bucket.buffer()
-            out.copy_(fut.value())
+            out.copy_(fut.value().to(out.dtype))
             return out
 
         return fut.then(decompress)
