@@ -15,8 +15,8 @@ from typing import Generic, TypeVar
 __all__ = ["Future", "collect_all", "wait_all"]
 
 T = TypeVar("T")
-_pending = []   # collectives' Futures not completed yet, oldest first (held: their callbacks may be all
-                # that completes another Future)
+_pending = {}   # id -> a collective's Future not completed yet, oldest first (held: its callbacks may be
+                # all that completes another Future; dropped as it completes)
 
 
 class Future(Generic[T]):
@@ -37,6 +37,7 @@ class Future(Generic[T]):
             raise RuntimeError("Attempting to mark a completed Future as complete again. Note that a Future can "
                                "only be marked completed once.")
         self._done, self._value, self._exception = True, value, exception
+        _pending.pop(id(self), None)
         callbacks, self._callbacks = self._callbacks, []
         for fn in callbacks:
             fn(self)
@@ -62,15 +63,15 @@ class Future(Generic[T]):
     def _of_work(cls, wait, is_completed, result):
         f = cls()
         f._source = (wait, is_completed, result)
-        if len(_pending) > 256:   # drop the completed ones (completing those whose collective finished)
-            _pending[:] = [p for p in _pending if not p.done()]
-        _pending.append(f)
+        _pending[id(f)] = f
         return f
 
     def _drive_pending(self):
         """A Future without a source: completes the pending collectives' Futures in order until it is done."""
         while not self._done and _pending:
-            _pending.pop(0)._drive(block=True)
+            oldest = next(iter(_pending.values()))
+            oldest._drive(block=True)
+            _pending.pop(id(oldest), None)
 
     def set_result(self, result):
         """Completes the Future with result and runs its callbacks."""

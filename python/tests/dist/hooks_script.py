@@ -14,10 +14,10 @@ torch` given oar by the switch); hooks.sh compares the runs (docs/dist.md, "Comm
 VARIANT: none (DDP without a hook, the reference), allreduce, fp16, bf16 (default_hooks; PyTorch 1.13
 refuses bf16_compress_hook without CUDA and gloo has no bf16 sum, so its run uses a hook with the same
 arithmetic: bf16 values divided by 2, summed in f32, rounded to bf16), custom (a hook of the script's
-own: a sum allreduce whose then() divides into a new tensor, completed through a Future() made by the
-hook), unused (allreduce_hook where rank 1 skips a layer and no rank uses another, with
-find_unused_parameters=True; unused_plain: the same without the hook), zero (DDP + ZeroRedundancyOptimizer over Adam, step() after backward)
-and zero_overlap / zero_shard (overlap_with_ddp=True with hook_with_zero_step(allreduce_hook), whole
+own: a sum allreduce whose add_done_callback completes a Future() made by the hook with a new tensor,
+the sum divided), unused (allreduce_hook where rank 1 skips a layer and no rank uses another, with
+find_unused_parameters=True; unused_plain: the same without the hook), zero (DDP +
+ZeroRedundancyOptimizer over Adam, step() after backward) and zero_overlap / zero_shard (overlap_with_ddp=True with hook_with_zero_step(allreduce_hook), whole
 buckets or shard_buckets=True; PyTorch 1.13 runs that only on NCCL, so its reference is its zero run),
 powersgd_full (powerSGD_hook from the third step with a rank as large as every matrix: the exact
 average through the factors) and powersgd (rank 1: compressed; oar's first Q is not torch's, so only
@@ -229,8 +229,9 @@ def compare(a, b, tol, extra_only=False):
             f"rank {rank}: {x['extra'].tolist()} against {y['extra'].tolist()}"
         if extra_only:
             continue
-        assert x["losses"].shape == y["losses"].shape, f"rank {rank}: {x['losses'].shape} losses against {y['losses'].shape}"
-        worst_l = max(worst_l, float(np.max(np.abs(x["losses"] - y["losses"]) / np.maximum(np.abs(y["losses"]), 1e-6))))
+        lx, ly = x["losses"], y["losses"]
+        assert lx.shape == ly.shape, f"rank {rank}: {lx.shape} losses against {ly.shape}"
+        worst_l = max(worst_l, float(np.max(np.abs(lx - ly) / np.maximum(np.abs(ly), 1e-6))))
         for k in sorted(k for k in y if k.startswith("p")):
             worst_p = max(worst_p, float(np.max(np.abs(x[k].ravel().astype(np.float64) - y[k].ravel()))))
     ranks = [load(b, r) for r in range(2)]
