@@ -75,9 +75,9 @@ static void run_hooks(oar_dist_dp *dp, bool from_hook) {
         b->t_launch = oar_dist_now();
         oar_status st = dp->hook(dp, k, dp->hook_user);
         if (st != OAR_OK) {
-            char which[32];
-            snprintf(which, sizeof which, "%d", k);
-            hook_error(dp, st, "data_parallel: the communication hook failed on bucket %s", which);
+            char why[400];
+            snprintf(why, sizeof why, "%d: %s", k, oar_last_error());
+            hook_error(dp, st, "data_parallel: the communication hook failed on bucket %s", why);
             return;
         }
         if (from_hook) dp->stats.launched_in_backward++;
