@@ -56,7 +56,12 @@ static void collectives(void) {
     CHECK_ERR(oar_dist_allreduce(t, (oar_dist_op)9, true), "dist_allreduce: expected a reduce op");
     CHECK_ERR(oar_dist_allreduce(NULL, OAR_DIST_SUM, true), "dist_allreduce: the tensor is NULL");
     oar_tensor *bytes = oar_zeros((int64_t[]){4}, 1, OAR_U8);
-    CHECK_ERR(oar_dist_allreduce(bytes, OAR_DIST_SUM, true), "expected the tensor of dtype f32, f64, i32 or i64, got u8");
+    CHECK_ERR(oar_dist_allreduce(bytes, OAR_DIST_SUM, true),
+              "expected the tensor of dtype f32, f64, i32, i64, f16 or bf16, got u8");
+    /* halves: oar's fixed-order sum only (MPI has none) */
+    oar_tensor *half = oar_zeros((int64_t[]){4}, 1, OAR_F16);
+    CHECK(oar_dist_wait(oar_dist_allreduce(half, OAR_DIST_SUM, true)) == OAR_OK);
+    CHECK_ERR(oar_dist_allreduce(half, OAR_DIST_SUM, false), "f16 tensors are reduced in oar's fixed rank order only");
     oar_tensor *m2 = oar_zeros((int64_t[]){2, 3}, 2, OAR_F32), *tr = oar_transpose(m2, 0, 1);
     CHECK_ERR(oar_dist_allreduce(tr, OAR_DIST_SUM, false), "expected the tensor contiguous");
     oar_tensor *big = oar_zeros((int64_t[]){5}, 1, OAR_F32);
@@ -69,6 +74,7 @@ static void collectives(void) {
     oar_release(out);
     oar_release(out2);
     oar_release(bytes);
+    oar_release(half);
     oar_release(tr);
     oar_release(m2);
     oar_release(big);

@@ -176,6 +176,25 @@ typedef struct oar_dist_dp_join {
 OAR_API oar_status oar_dist_dp_join_notify(oar_dist_dp *dp, const oar_dist_dp_join *opts, int *active);
 OAR_API oar_status oar_dist_dp_join_shadow(oar_dist_dp *dp, const oar_dist_dp_join *opts, int *active);
 OAR_API oar_status oar_dist_dp_join_end(oar_dist_dp *dp, bool last_joiner);
+/* A communication hook (PyTorch DDP's register_comm_hook): with one set, data parallel no
+ * longer averages the buckets itself but calls hook(dp, i, user) for each bucket i, in bucket
+ * order on every rank: during backward as soon as bucket i and every bucket before it are full,
+ * and from oar_dist_dp_sync for the rest (their unused parameters' gradients are zeros there).
+ * The hook starts the bucket's communication on oar_dist_dp_bucket_buffer(dp, i) (the gradients,
+ * not divided by the world size) and its caller must have the final values in that buffer before
+ * the optimizer reads .grad (python's DistributedDataParallel waits for the hook's futures right
+ * after the sync). The sync itself then only allreduces which parameters got a gradient (one
+ * small fixed-order allreduce, started as the last hook returns), so a parameter no rank used
+ * still keeps no gradient. A hook's failure (non-OK status) fails the sync. Once per handle, as
+ * torch ("can only be called once"), between steps; eager only (a traced step with a hook set
+ * fails), and not with the join protocol. */
+typedef oar_status (*oar_dist_comm_hook)(oar_dist_dp *dp, int bucket, void *user);
+OAR_API oar_status oar_dist_dp_set_comm_hook(oar_dist_dp *dp, oar_dist_comm_hook hook, void *user);
+/* Bucket i's gradients as one flat f32 tensor of oar_dist_dp_bucket_numel(dp, i) elements, the
+ * parameters' slices one after the other (borrowed; NULL with an error for a bad i). */
+OAR_API oar_tensor *oar_dist_dp_bucket_buffer(const oar_dist_dp *dp, int i);
+/* The j-th parameter of bucket i (borrowed: the module's tensor); NULL with an error when out of range. */
+OAR_API oar_tensor *oar_dist_dp_bucket_param(const oar_dist_dp *dp, int i, int j);
 /* oar_backward(loss) followed by oar_dist_dp_sync. */
 OAR_API oar_status oar_dist_dp_backward(oar_dist_dp *dp, oar_tensor *loss);
 

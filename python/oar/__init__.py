@@ -123,6 +123,7 @@ from . import nn  # noqa: E402,F401
 from . import optim  # noqa: E402,F401
 from . import utils  # noqa: E402,F401
 from . import distributed  # noqa: E402,F401
+from . import futures  # noqa: E402,F401
 from . import ao  # noqa: E402,F401
 from . import fft  # noqa: E402,F401
 from ._compat import onnx  # noqa: E402,F401  (torch.onnx.export on oar's exporter)

@@ -17,7 +17,11 @@ _NAMES = ("torch", "torch.nn", "torch.nn.functional", "torch.nn.init", "torch.nn
           "torch.utils.data", "torch.autograd", "torch.autograd.function", "torch.jit", "torch.distributed",
           "torch.distributed.algorithms", "torch.distributed.algorithms.join", "torch.distributed.optim",
           "torch.distributed.optim.zero_redundancy_optimizer", "torch.nn.parallel", "torch.utils.data.distributed",
-          "torch.special", "torch.linalg")
+          "torch.special", "torch.linalg",
+          "torch.futures", "torch.distributed.algorithms.ddp_comm_hooks",
+          "torch.distributed.algorithms.ddp_comm_hooks.default_hooks",
+          "torch.distributed.algorithms.ddp_comm_hooks.ddp_zero_hook",
+          "torch.distributed.algorithms.ddp_comm_hooks.powerSGD_hook")
 # torch's quantization namespaces, all served by oar.ao (torch 1.13 has the nn ones both under
 # torch.ao.nn and under their older torch.nn names): torch module name -> oar module name
 _QUANT_NN = ("quantized", "quantized.dynamic", "intrinsic", "intrinsic.quantized", "qat", "intrinsic.qat")
@@ -57,7 +61,10 @@ class mock_torch:
         import oar.nn.modules.lazy  # noqa: F401
         import oar.optim.lr_scheduler, oar.utils.data  # noqa: F401,E401
         import oar.distributed, oar.distributed.algorithms, oar.nn.parallel, oar.utils.data_distributed  # noqa: F401,E401
-        import oar.distributed.optim  # noqa: F401
+        import oar.distributed.optim, oar.futures  # noqa: F401,E401
+        import oar.distributed.algorithms.ddp_comm_hooks.default_hooks  # noqa: F401
+        import oar.distributed.algorithms.ddp_comm_hooks.ddp_zero_hook  # noqa: F401
+        import oar.distributed.algorithms.ddp_comm_hooks.powerSGD_hook  # noqa: F401
         from . import _C, _compat
 
         mods = _oar_modules()

@@ -85,6 +85,7 @@ static MPI_Datatype mpi_type(oar_dtype dt) {
     case OAR_F32: return MPI_FLOAT;
     case OAR_F64: return MPI_DOUBLE;
     case OAR_I32: return MPI_INT32_T;
+    case OAR_F16: case OAR_BF16: return MPI_UINT16_T; /* moved as bits; oar sums them (fixed order) */
     default: return MPI_INT64_T;
     }
 }

@@ -52,6 +52,46 @@ static void launch(oar_dist_dp *dp, dp_bucket *b, bool from_hook) {
 
 static float *used_flags(dp_bucket *b) { return (float *)oar_tensor_ptr(b->buf) + b->numel; }
 
+/* Hook mode: every parameter's used flag, summed over ranks on a channel after the buckets'. */
+static void launch_flags(oar_dist_dp *dp) {
+    float *f = (float *)oar_tensor_ptr(dp->flags);
+    for (int k = 0; k < dp->n; k++) f[k] = used_flags(&dp->b[dp->params[k].bucket])[dp->params[k].slot];
+    oar_coll_desc d = {.kind = OAR_COLL_ALLREDUCE, .buf = f, .count = dp->n, .dtype = OAR_F32, .op = OAR_DIST_SUM,
+                       .tag = dp->nb, .fixed_order = true, .signature = dp->flags_sig,
+                       .label = "data_parallel: which parameters got a gradient (communication hook mode)"};
+    dp->flags_work = oar_dist_submit(dp->c, &d);
+    if (!dp->flags_work)
+        hook_error(dp, oar_last_status(), "data_parallel: could not start the used-flags allreduce: %s",
+                   oar_last_error());
+}
+
+/* Hook mode: runs the hooks of the buckets from next_hook on, in order, while they are full (all
+ * of them at the sync, which filled the rest), so every rank calls them in one order. */
+static void run_hooks(oar_dist_dp *dp, bool from_hook) {
+    while (dp->next_hook < dp->nb && dp->err == OAR_OK) {
+        dp_bucket *b = &dp->b[dp->next_hook];
+        if (from_hook && b->n_ready < b->n_params) return;
+        int k = dp->next_hook++;
+        b->t_launch = oar_dist_now();
+        oar_status st = dp->hook(dp, k, dp->hook_user);
+        if (st != OAR_OK) {
+            char why[400];
+            snprintf(why, sizeof why, "%d: %s", k, oar_last_error());
+            hook_error(dp, st, "data_parallel: the communication hook failed on bucket %s", why);
+            return;
+        }
+        if (from_hook) dp->stats.launched_in_backward++;
+        else dp->stats.launched_at_sync++;
+    }
+    if (dp->next_hook == dp->nb && !dp->flags_work && dp->err == OAR_OK) launch_flags(dp);
+}
+
+/* A full bucket: its allreduce (built-in), or the hooks now due. */
+static void bucket_full(oar_dist_dp *dp, dp_bucket *b, bool from_hook) {
+    if (dp->hook) run_hooks(dp, from_hook);
+    else launch(dp, b, from_hook);
+}
+
 static oar_tensor *grad_ready(oar_tensor *g, void *user) {
     dp_param *q = user;
     oar_dist_dp *dp = q->dp;
@@ -67,6 +107,11 @@ static oar_tensor *grad_ready(oar_tensor *g, void *user) {
         return NULL;
     }
     if (oar_is_tracing()) { /* a compiled step: a node per gradient, bucketed by the compiler */
+        if (dp->hook) {
+            hook_error(dp, OAR_ERR_UNSUPPORTED, "data_parallel: a step is traced (the gradient of '%s') but a "
+                       "communication hook is registered, and hooks run eagerly; run this step eagerly", q->name);
+            return NULL;
+        }
         if (dp->s.group) { /* the compiled allreduce ops run on the world's communicator */
             hook_error(dp, OAR_ERR_UNSUPPORTED, "data_parallel: a step over a process group is traced (the gradient "
                        "of '%s'), but compiled data parallel averages over the whole world; run this step "
@@ -101,7 +146,7 @@ static oar_tensor *grad_ready(oar_tensor *g, void *user) {
         }
         q->ready = true;
         used_flags(b)[q->slot] = 1.0f;
-        if (++b->n_ready == b->n_params) launch(dp, b, true);
+        if (++b->n_ready == b->n_params) bucket_full(dp, b, true);
         return oar_track(oar_tensor_alias(q->view));
     }
     if (q->ready || q->p->grad) {
@@ -117,7 +162,7 @@ static oar_tensor *grad_ready(oar_tensor *g, void *user) {
     }
     q->ready = true;
     used_flags(b)[q->slot] = 1.0f;
-    if (++b->n_ready == b->n_params) launch(dp, b, true);
+    if (++b->n_ready == b->n_params) bucket_full(dp, b, true);
     return oar_track(oar_tensor_alias(q->view)); /* .grad becomes the bucket's slice */
 }
 
@@ -219,7 +264,14 @@ static oar_status build_buckets(oar_dist_dp *dp) {
         }
         if (used < (int)sizeof b->label) snprintf(b->label + used, sizeof b->label - (size_t)used, ")");
         else memcpy(b->label + sizeof b->label - 5, "...)", 5);
+        if (!(b->grads = oar_tensor_alias(b->buf))) return oar_last_status();
+        b->grads->shape[0] = b->numel;
+        oar_tensor_set_contiguous_strides(b->grads);
+        oar_tensor_refresh(b->grads);
     }
+    if (!(dp->flags = oar_tensor_new(OAR_F32, (int64_t[]){dp->n ? dp->n : 1}, 1))) return oar_last_status();
+    dp->flags_sig = fnv(14695981039346656037ull, "used flags", 10);
+    for (int k = 0; k < dp->nb; k++) dp->flags_sig = fnv(dp->flags_sig, &dp->b[k].signature, sizeof(uint64_t));
     for (int k = 0; k < dp->n; k++) {
         dp_param *q = &dp->params[k];
         if ((q->hook = oar_register_hook(q->p, grad_ready, q)) < 0) return oar_last_status();
@@ -262,7 +314,58 @@ static void reset_step(oar_dist_dp *dp) {
         dp->b[k].n_ready = 0;
         memset(used_flags(&dp->b[k]), 0, sizeof(float) * (size_t)dp->b[k].n_params);
     }
+    dp->next_hook = 0;
     dp->err = OAR_OK;
+}
+
+/* A bucket not sent during backward: its parameters without a gradient of this backward get
+ * their no_sync sum (flag 1) or zeros (flag 0). */
+static void fill_unready(oar_dist_dp *dp, dp_bucket *b) {
+    for (int j = 0; j < b->n_params; j++) {
+        dp_param *q = &dp->params[b->first + j];
+        if (q->ready) continue;
+        if (q->p->grad && dp->accumulated) { /* used only in the no_sync backward calls */
+            oar_tensor *acc = q->p->grad;
+            q->p->grad = NULL;
+            if (oar_tensor_copy_strided(q->view, acc) != OAR_OK)
+                hook_error(dp, OAR_ERR_STATE, "dist_dp_sync: copying the accumulated gradient of '%s' failed",
+                           q->name);
+            oar_tensor_unref(acc);
+            used_flags(b)[j] = 1.0f;
+            continue;
+        }
+        if (q->p->grad)
+            hook_error(dp, OAR_ERR_STATE, "dist_dp_sync: parameter '%s' holds a gradient from before this "
+                       "backward; call oar_optimizer_zero_grad before each backward", q->name);
+        oar_tensor_fill(q->view, 0.0);
+    }
+}
+
+/* Every parameter some rank used gets .grad (a view of its bucket); used(k): the summed flag. */
+static oar_status give_grads(oar_dist_dp *dp, bool summed_flags) {
+    const float *summed = summed_flags ? (const float *)oar_tensor_ptr(dp->flags) : NULL;
+    for (int k = 0; k < dp->n; k++) {
+        dp_param *q = &dp->params[k];
+        bool anyone = (summed ? summed[k] : used_flags(&dp->b[q->bucket])[q->slot]) > 0.0f;
+        if (anyone && !q->p->grad && !(q->p->grad = oar_tensor_alias(q->view))) return oar_last_status();
+    }
+    return OAR_OK;
+}
+
+/* Hook mode's sync: the hooks still due, then the used flags (the hooks' futures are the caller's). */
+static oar_status sync_hooked(oar_dist_dp *dp, double t0) {
+    for (int k = dp->next_hook; k < dp->nb; k++) fill_unready(dp, &dp->b[k]);
+    run_hooks(dp, false);
+    if (!dp->flags_work) launch_flags(dp); /* even after a failed hook: the other ranks send theirs */
+    oar_status st = dp->flags_work ? oar_dist_wait(dp->flags_work) : oar_last_status();
+    dp->flags_work = NULL;
+    if (dp->err != OAR_OK) st = oar_error(dp->err, "%s", dp->err_msg);
+    if (st == OAR_OK) st = give_grads(dp, true);
+    reset_step(dp);
+    if (st != OAR_OK) return st;
+    dp->stats.exposed_seconds += oar_dist_now() - t0;
+    dp->stats.steps++;
+    return OAR_OK;
 }
 
 oar_status oar_dist_dp_sync(oar_dist_dp *dp) {
@@ -274,30 +377,14 @@ oar_status oar_dist_dp_sync(oar_dist_dp *dp) {
     }
     if (dp->no_sync) return OAR_OK; /* gradients stay local until a sync outside no_sync */
     double t0 = oar_dist_now();
+    if (dp->hook) return sync_hooked(dp, t0);
     oar_status join_st = oar_dp_join_settle(dp); /* join's counts of this step, sent before forward */
     /* every bucket is sent, even after an error here: the other ranks send theirs, and the
      * buckets of later steps must pair with the same step's */
     for (int k = 0; k < dp->nb; k++) {
         dp_bucket *b = &dp->b[k];
         if (b->work) continue;
-        for (int j = 0; j < b->n_params; j++) { /* unused here: zeros, flag 0 */
-            dp_param *q = &dp->params[b->first + j];
-            if (q->ready) continue;
-            if (q->p->grad && dp->accumulated) { /* used only in the no_sync backward calls */
-                oar_tensor *acc = q->p->grad;
-                q->p->grad = NULL;
-                if (oar_tensor_copy_strided(q->view, acc) != OAR_OK)
-                    hook_error(dp, OAR_ERR_STATE, "dist_dp_sync: copying the accumulated gradient of '%s' failed",
-                               q->name);
-                oar_tensor_unref(acc);
-                used_flags(b)[j] = 1.0f;
-                continue;
-            }
-            if (q->p->grad)
-                hook_error(dp, OAR_ERR_STATE, "dist_dp_sync: parameter '%s' holds a gradient from before this "
-                           "backward; call oar_optimizer_zero_grad before each backward", q->name);
-            oar_tensor_fill(q->view, 0.0);
-        }
+        fill_unready(dp, b);
         launch(dp, b, false);
     }
     oar_status st = OAR_OK;
@@ -323,18 +410,40 @@ oar_status oar_dist_dp_sync(oar_dist_dp *dp) {
         reset_step(dp);
         return join_st;
     }
-    for (int k = 0; k < dp->n; k++) {
-        dp_param *q = &dp->params[k];
-        bool anyone = used_flags(&dp->b[q->bucket])[q->slot] > 0.0f;
-        if (anyone && !q->p->grad && !(q->p->grad = oar_tensor_alias(q->view))) {
-            reset_step(dp);
-            return oar_last_status();
-        }
-    }
+    st = give_grads(dp, false);
     reset_step(dp);
+    if (st != OAR_OK) return st;
     dp->stats.exposed_seconds += oar_dist_now() - t0;
     dp->stats.steps++;
     return OAR_OK;
+}
+
+oar_status oar_dist_dp_set_comm_hook(oar_dist_dp *dp, oar_dist_comm_hook hook, void *user) {
+    if (!dp || !hook) return oar_error(OAR_ERR_INVALID_ARG, "dist_dp_set_comm_hook: expected a handle and a hook");
+    if (dp->hook)
+        return oar_error(OAR_ERR_STATE, "register_comm_hook or register_builtin_comm_hook can only be called once.");
+    bool mid_step = dp->accumulated;
+    for (int k = 0; k < dp->n; k++) mid_step |= dp->params[k].ready;
+    if (mid_step)
+        return oar_error(OAR_ERR_STATE, "dist_dp_set_comm_hook: a backward ran since the last sync (or under "
+                         "no_sync); register the hook between steps");
+    dp->hook = hook;
+    dp->hook_user = user;
+    return OAR_OK;
+}
+
+oar_tensor *oar_dist_dp_bucket_buffer(const oar_dist_dp *dp, int i) {
+    if (!dp || i < 0 || i >= dp->nb)
+        return oar_error(OAR_ERR_INVALID_ARG, "dist_dp_bucket_buffer: expected 0 <= i < %d, got %d", dp ? dp->nb : 0,
+                         i), NULL;
+    return dp->b[i].grads;
+}
+
+oar_tensor *oar_dist_dp_bucket_param(const oar_dist_dp *dp, int i, int j) {
+    if (!dp || i < 0 || i >= dp->nb || j < 0 || j >= dp->b[i].n_params)
+        return oar_error(OAR_ERR_INVALID_ARG, "dist_dp_bucket_param: expected a bucket in [0, %d) and a parameter "
+                         "of it, got bucket %d, parameter %d", dp ? dp->nb : 0, i, j), NULL;
+    return dp->params[dp->b[i].first + j].p;
 }
 
 oar_status oar_dist_dp_no_sync(oar_dist_dp *dp, bool on) {
@@ -382,8 +491,11 @@ void oar_dist_dp_free(oar_dist_dp *dp) {
     }
     for (int k = 0; k < dp->nb; k++) {
         if (dp->b[k].work) oar_dist_wait(dp->b[k].work); /* never free a buffer MPI still reads */
+        oar_tensor_unref(dp->b[k].grads);
         oar_tensor_unref(dp->b[k].buf);
     }
+    if (dp->flags_work) oar_dist_wait(dp->flags_work);
+    oar_tensor_unref(dp->flags);
     free(dp->params);
     free(dp->b);
     free(dp);

@@ -17,6 +17,7 @@ typedef struct dp_param {
 
 typedef struct dp_bucket {
     oar_tensor *buf;      /* f32 [numel + n_params]: gradients, then the used flags */
+    oar_tensor *grads;    /* a view of buf's first numel: what a communication hook gets */
     int64_t numel;
     int n_params, first, n_ready;
     uint64_t signature;
@@ -43,6 +44,12 @@ struct oar_dist_dp {
                             * size); 0: averaged over the group */
     oar_dist_work *join_work[2]; /* a training rank's join counts in flight (waited at the sync) */
     float join_val[2];
+    oar_dist_comm_hook hook;     /* set: buckets go to it, in order, instead of the built-in average */
+    void *hook_user;
+    int next_hook;               /* the next bucket whose hook runs this step */
+    oar_tensor *flags;           /* hook mode: f32 [n], every parameter's used flag, summed over ranks */
+    oar_dist_work *flags_work;
+    uint64_t flags_sig;
 };
 
 /* Waits for the join counts a training rank left in flight (dp_join.c); their error, if any. */

@@ -82,6 +82,9 @@ static oar_status common_rank(oar_dist_dp *dp, bool cond, int *out, const char *
  * now (divide_by_initial_world_size false) or an early termination must be known before forward. */
 oar_status oar_dist_dp_join_notify(oar_dist_dp *dp, const oar_dist_dp_join *opts, int *active) {
     if (!dp || !opts) return oar_error(OAR_ERR_INVALID_ARG, "dist_dp_join_notify: expected a handle and options");
+    if (dp->hook) return oar_error(OAR_ERR_UNSUPPORTED, "dist_dp_join: uneven inputs with a communication hook are "
+                                   "not offered (a joined rank would have to run the hook on zeros); train without "
+                                   "the hook, or give every rank the same number of batches");
     oar_status st = oar_dp_join_settle(dp); /* a forward without backward left them */
     if (st != OAR_OK) goto out;
     if (opts->counted_by_context) goto counted;
@@ -164,6 +167,9 @@ static oar_status shadow_buckets(oar_dist_dp *dp) {
 oar_status oar_dist_dp_join_shadow(oar_dist_dp *dp, const oar_dist_dp_join *opts, int *active) {
     if (!dp || !opts || !active)
         return oar_error(OAR_ERR_INVALID_ARG, "dist_dp_join_shadow: expected a handle, options and an output");
+    if (dp->hook) return oar_error(OAR_ERR_UNSUPPORTED, "dist_dp_join: uneven inputs with a communication hook are "
+                                   "not offered (a joined rank would have to run the hook on zeros); train without "
+                                   "the hook, or give every rank the same number of batches");
     float count = (float)opts->count;
     oar_status st = OAR_OK;
     if (opts->counted_by_context && opts->count <= 0)

@@ -3,6 +3,7 @@
  * liveness channel) or a collective that stops progressing fails every wait the same way. */
 #include "dist/comm_nccl.h"
 #include "base/device.h"
+#include "kernels/cpu/cpu_kernels.h"
 #include "dist/liveness.h"
 #include "tensor/tensor.h"
 
@@ -22,6 +23,7 @@ size_t oar_dist_dtype_size(oar_dtype dt) {
     switch (dt) {
     case OAR_F32: case OAR_I32: return 4;
     case OAR_F64: case OAR_I64: return 8;
+    case OAR_F16: case OAR_BF16: return 2; /* summed in f32, rounded back after each rank's add */
     default: return 0;
     }
 }
@@ -53,6 +55,24 @@ size_t oar_dist_dtype_size(oar_dtype dt) {
         }                                                                                      \
     } while (0)
 
+/* Half precision (a DDP compression hook's payload): each element is widened to f32, combined
+ * as f32 is, and rounded back (nearest even) once, so a sum over ranks rounds after every rank's
+ * add, as gloo's half sum does (at 2 ranks: the exact sum rounded once). The conversions are the
+ * cast op's vector loops, on chunks small enough to stay on this (the progress) thread. */
+#define HALF_CHUNK 1024
+static void combine_half(uint16_t *o, const uint16_t *x, const uint16_t *y, int64_t n, oar_dtype dt, oar_dist_op op,
+                         int divide_by) {
+    float a[HALF_CHUNK], b[HALF_CHUNK];
+    for (int64_t s = 0; s < n; s += HALF_CHUNK) {
+        int64_t k = n - s < HALF_CHUNK ? n - s : HALF_CHUNK;
+        oar_cpu_half_to_f32(a, x + s, k, dt);
+        if (y) oar_cpu_half_to_f32(b, y + s, k, dt);
+        if (y) oar_dist_combine(a, a, b, k, OAR_F32, op, divide_by);
+        else oar_dist_scale_avg(a, k, OAR_F32, divide_by);
+        oar_cpu_f32_to_half(o + s, a, k, dt);
+    }
+}
+
 void oar_dist_combine(void *dst, const void *a, const void *b, int64_t n, oar_dtype dt, oar_dist_op op, int divide_by) {
     if (op != OAR_DIST_AVG) divide_by = 1;
     switch (dt) {
@@ -60,6 +80,7 @@ void oar_dist_combine(void *dst, const void *a, const void *b, int64_t n, oar_dt
     case OAR_F64: COMBINE_LOOP(double, 1); break;
     case OAR_I32: COMBINE_LOOP(int32_t, 0); break;
     case OAR_I64: COMBINE_LOOP(int64_t, 0); break;
+    case OAR_F16: case OAR_BF16: combine_half(dst, a, b, n, dt, op, divide_by); break;
     default: break;
     }
 }
@@ -70,6 +91,7 @@ void oar_dist_scale_avg(void *buf, int64_t n, oar_dtype dt, int size) {
     case OAR_F64: for (int64_t i = 0; i < n; i++) ((double *)buf)[i] /= (double)size; break;
     case OAR_I32: for (int64_t i = 0; i < n; i++) ((int32_t *)buf)[i] /= size; break;
     case OAR_I64: for (int64_t i = 0; i < n; i++) ((int64_t *)buf)[i] /= size; break;
+    case OAR_F16: case OAR_BF16: combine_half(buf, buf, NULL, n, dt, OAR_DIST_AVG, size); break;
     default: break;
     }
 }
@@ -168,8 +190,8 @@ static bool check_tensor(const char *who, const char *what, const oar_tensor *t)
     if (!t->contiguous) return oar_error(OAR_ERR_INVALID_ARG, "%s: expected %s contiguous; use oar_contiguous",
                                          who, what), false;
     if (t->device == OAR_CPU && !oar_dist_dtype_size(t->dtype)) /* device tensors: NCCL checks its types */
-        return oar_error(OAR_ERR_DTYPE, "%s: expected %s of dtype f32, f64, i32 or i64, got %s", who, what,
-                         oar_dtype_name(t->dtype)), false;
+        return oar_error(OAR_ERR_DTYPE, "%s: expected %s of dtype f32, f64, i32, i64, f16 or bf16, got %s", who,
+                         what, oar_dtype_name(t->dtype)), false;
     return true;
 }
 
@@ -184,8 +206,17 @@ static oar_comm *comm_for(const oar_dist_group *g, oar_device dev, const char *w
     return c;
 }
 
+/* MPI has no half-precision sum: halves on the host reduce only in oar's fixed order. */
+static bool check_half_reduce(const char *who, const oar_tensor *t, bool fixed_order) {
+    if (fixed_order || !t || t->device != OAR_CPU || (t->dtype != OAR_F16 && t->dtype != OAR_BF16)) return true;
+    oar_error(OAR_ERR_DTYPE, "%s: %s tensors are reduced in oar's fixed rank order only (MPI has no half-precision "
+              "sum); use the fixed-order allreduce, or reduce in f32", who, oar_dtype_name(t->dtype));
+    return false;
+}
+
 static oar_dist_work *submit_tensor(const oar_dist_group *g, const char *who, oar_coll_desc d, oar_tensor *t) {
     if (!oar_dist_group_comm(g, who) || !check_tensor(who, "the tensor", t)) return NULL;
+    if (d.kind == OAR_COLL_ALLREDUCE && !check_half_reduce(who, t, d.fixed_order)) return NULL;
     oar_comm *c = comm_for(g, t->device, who);
     if (!c) return NULL;
     d.buf = oar_tensor_ptr(t);
@@ -252,6 +283,7 @@ static oar_dist_work *two_tensor(const oar_dist_group *g, const char *who, oar_c
         return oar_error(OAR_ERR_INVALID_ARG, "%s: expected out and in on one device, got %s and %s", who,
                          oar_device_name(out->device), oar_device_name(in->device)), NULL;
     if (!(c = comm_for(g, out->device, who))) return NULL;
+    if (kind == OAR_COLL_REDUCE_SCATTER && !check_half_reduce(who, in, false)) return NULL;
     int64_t big = kind == OAR_COLL_ALLGATHER ? out->numel : in->numel;
     int64_t small = kind == OAR_COLL_ALLGATHER ? in->numel : out->numel;
     if (big != small * c->size)

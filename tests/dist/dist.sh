@@ -38,6 +38,7 @@ for n in 2 3; do
   run $n unused; expect_ok "unused parameters, $n ranks"
 done
 run 2 buckets; expect_ok "bucket sizes and overlap"
+run 2 hooks; expect_ok "a communication hook in C"
 run 2 cbuckets; expect_ok "compiled data parallel: buckets and overlap"
 
 # N ranks at batch 8 against one process at batch 8N over 200 steps (the bound of docs/dist.md),

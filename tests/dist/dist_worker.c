@@ -16,6 +16,10 @@
  *                                process at batch N*B
  *   buckets                      bucket count and sizes as configured; every bucket launched
  *                                from a gradient hook (during backward), some communication hidden
+ *   hooks                        a communication hook in C (oar_dist_dp_set_comm_hook) averaging each
+ *                                bucket with its own allreduce: called in bucket order during
+ *                                backward, the parameters bit for bit those of the built-in average;
+ *                                its errors
  *   unused                       a parameter only rank 0 uses and one nobody uses: no hang, and the
  *                                gradients equal a plain allreduce of each rank's own
  *   kill KILLTIME                the last rank SIGKILLs itself mid-training; the others must stop
@@ -377,6 +381,95 @@ static int buckets(void) {
     oar_dist_dp_free(dp);
     oar_optimizer_free(opt);
     oar_module_free(m);
+    return 0;
+}
+
+/* The C side of a communication hook: each bucket's buffer averaged by an allreduce of its own. */
+typedef struct hook_ctx {
+    oar_dist_work *work[8];
+    int order[8], calls, fail_at;
+} hook_ctx;
+
+static oar_status avg_hook(oar_dist_dp *dp, int bucket, void *user) {
+    hook_ctx *h = user;
+    if (h->calls == h->fail_at) return oar_set_error(OAR_ERR_STATE, "avg_hook: told to fail");
+    h->order[h->calls++ % 8] = bucket;
+    oar_tensor *buf = oar_dist_dp_bucket_buffer(dp, bucket);
+    if (!buf || bucket >= 8) return oar_last_status();
+    h->work[bucket] = oar_dist_allreduce(buf, OAR_DIST_AVG, true);
+    return h->work[bucket] ? OAR_OK : oar_last_status();
+}
+
+static int hooks(void) {
+    oar_module *nets[2];
+    oar_dist_dp *dps[2];
+    oar_optimizer *opts[2];
+    oar_dist_strategy s = {.first_bucket_MB = 1024.0 / 1048576.0, .fuse_grad_size_in_MB = 4096.0 / 1048576.0};
+    hook_ctx h = {.fail_at = -1};
+    for (int k = 0; k < 2; k++) { /* the same model twice: [0] with the hook, [1] built-in */
+        oar_manual_seed(3);
+        oar_module *layers[] = {oar_nn_linear(8, 64, true), oar_nn_linear(64, 64, true), oar_nn_linear(64, 4, true)};
+        nets[k] = oar_nn_sequential(layers, 3);
+        dps[k] = oar_dist_data_parallel(nets[k], &s);
+        MUST(dps[k] ? OAR_OK : oar_last_status());
+        oar_optim_opts oo = oar_optim_defaults(OAR_OPTIM_SGD);
+        oo.lr = 0.05;
+        opts[k] = oar_optimizer_for(nets[k], &oo);
+    }
+    EXPECT(oar_dist_dp_set_comm_hook(dps[0], NULL, &h) != OAR_OK && strstr(oar_last_error(), "expected a handle"),
+           "a NULL hook");
+    MUST(oar_dist_dp_set_comm_hook(dps[0], avg_hook, &h));
+    EXPECT(oar_dist_dp_set_comm_hook(dps[0], avg_hook, &h) != OAR_OK && strstr(oar_last_error(), "only be called once"),
+           "a second hook");
+    EXPECT(!oar_dist_dp_bucket_buffer(dps[0], 4) && strstr(oar_last_error(), "expected 0 <= i < 4"), "bad bucket");
+    EXPECT(!oar_dist_dp_bucket_param(dps[0], 0, 1) && strstr(oar_last_error(), "parameter 1"), "bad parameter");
+    EXPECT(oar_dist_dp_bucket_param(dps[0], 0, 0) && oar_dist_dp_bucket_buffer(dps[0], 1) &&
+           oar_numel(oar_dist_dp_bucket_buffer(dps[0], 1)) == 320, "bucket 1's buffer: 320 elements");
+    for (int step = 0; step < 6; step++) {
+        oar_manual_seed(21 + (uint64_t)step * 7 + (uint64_t)oar_dist_rank());
+        oar_scope_begin();
+        oar_tensor *x = oar_randn((int64_t[]){64, 8}, 2, OAR_F32);
+        for (int k = 0; k < 2; k++) {
+            oar_optimizer_zero_grad(opts[k]);
+            h.calls = 0;
+            MUST(oar_dist_dp_backward(dps[k], oar_mean(oar_mul(oar_forward(nets[k], x), oar_forward(nets[k], x)),
+                                                       NULL, 0, false)));
+            if (k == 0) { /* the hook's works: waited for before the optimizer reads .grad */
+                for (int b = 0; b < 4; b++) MUST(oar_dist_wait(h.work[b]));
+                EXPECT(h.calls == 4 && h.order[0] == 0 && h.order[1] == 1 && h.order[2] == 2 && h.order[3] == 3,
+                       "hook calls %d, order %d %d %d %d", h.calls, h.order[0], h.order[1], h.order[2], h.order[3]);
+            }
+            MUST(oar_optimizer_step(opts[k]));
+        }
+        oar_scope_end();
+    }
+    oar_dist_dp_stats ds;
+    oar_dist_dp_get_stats(dps[0], &ds);
+    EXPECT(ds.launched_in_backward == 24 && ds.launched_at_sync == 0, "%lld hook calls in backward, %lld at sync",
+           (long long)ds.launched_in_backward, (long long)ds.launched_at_sync);
+    int64_t na, nb;
+    float *a = flat_params(nets[0], &na), *b = flat_params(nets[1], &nb);
+    EXPECT(na == nb && !memcmp(a, b, sizeof(float) * (size_t)na), "the hook's parameters differ from the built-in's");
+    free(a);
+    free(b);
+    /* a failing hook fails the sync with its message (every rank's fails alike here) */
+    h.fail_at = 1;
+    h.calls = 0;
+    oar_scope_begin();
+    oar_optimizer_zero_grad(opts[0]);
+    oar_tensor *x = oar_randn((int64_t[]){64, 8}, 2, OAR_F32);
+    oar_status st = oar_dist_dp_backward(dps[0], oar_mean(oar_forward(nets[0], x), NULL, 0, false));
+    EXPECT(st != OAR_OK && strstr(oar_last_error(), "communication hook failed on bucket 1: avg_hook: told to fail"),
+           "a failing hook");
+    if (h.work[0] && h.calls > 0) oar_dist_wait(h.work[0]);
+    oar_scope_end();
+    expect_identical_params(nets[0]);
+    if (oar_dist_rank() == 0) printf("hooks: a C hook in bucket order gives the built-in average's bits\n");
+    for (int k = 0; k < 2; k++) {
+        oar_dist_dp_free(dps[k]);
+        oar_optimizer_free(opts[k]);
+        oar_module_free(nets[k]);
+    }
     return 0;
 }
 
@@ -763,6 +856,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(mode, "compare") && argc >= 6) rc = compare(argv[2], argv[3], atof(argv[4]), atof(argv[5]));
     else if (!strcmp(mode, "sampler")) rc = sampler();
     else if (!strcmp(mode, "buckets")) rc = buckets();
+    else if (!strcmp(mode, "hooks")) rc = hooks();
     else if (!strcmp(mode, "unused")) rc = unused();
     else if (!strcmp(mode, "mismatch")) rc = mismatch();
     else if (!strcmp(mode, "stall")) rc = stall();

@@ -218,7 +218,10 @@ typedef struct {
     PyObject_HEAD
     oar_module *holder;
     oar_dist_dp *dp;
-    PyObject *group; /* the DistGroup, alive as long as the handle */
+    PyObject *group;  /* the DistGroup, alive as long as the handle */
+    PyObject *params; /* the (name, tensor) sequence it was made from (layout() indexes it) */
+    PyObject *hook;   /* hook(bucket index), the communication hook's Python side, or NULL */
+    PyObject *exc_type, *exc_value, *exc_tb; /* what the hook raised, raised again by sync */
 } DPObject;
 
 static oar_status holder_forward(oar_module *m, oar_tensor *const *in, int n_in, oar_tensor **out, int n_out) {
@@ -298,12 +301,19 @@ static int dp_init(DPObject *self, PyObject *args, PyObject *kw) {
     self->dp = dp;
     self->group = go && go != Py_None ? go : NULL;
     Py_XINCREF(self->group);
+    self->params = params;
+    Py_INCREF(params);
     return 0;
 }
 
 static void dp_dealloc(DPObject *self) {
     oar_dist_dp_free(self->dp);
     Py_XDECREF(self->group);
+    Py_XDECREF(self->params);
+    Py_XDECREF(self->hook);
+    Py_XDECREF(self->exc_type);
+    Py_XDECREF(self->exc_value);
+    Py_XDECREF(self->exc_tb);
     oar_module_free(self->holder);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
@@ -314,7 +324,8 @@ static void dp_dealloc(DPObject *self) {
         return NULL;                                                                            \
     }
 
-/* Averages the gradients of the last backward across ranks (oar_dist_dp_sync). */
+/* Averages the gradients of the last backward across ranks (oar_dist_dp_sync); with a hook, runs
+ * the hooks still due and raises what a hook raised during this step. */
 static PyObject *dp_sync(DPObject *self, PyObject *unused) {
     (void)unused;
     DP_SELF("DataParallel.sync");
@@ -322,8 +333,88 @@ static PyObject *dp_sync(DPObject *self, PyObject *unused) {
     Py_BEGIN_ALLOW_THREADS
     st = oar_dist_dp_sync(self->dp);
     Py_END_ALLOW_THREADS
+    if (self->exc_type) {
+        PyErr_Restore(self->exc_type, self->exc_value, self->exc_tb);
+        self->exc_type = self->exc_value = self->exc_tb = NULL;
+        return NULL;
+    }
     if (oarpy_check(st) < 0) return NULL;
     Py_RETURN_NONE;
+}
+
+/* The C hook: calls the Python side with the bucket's index (from backward, GIL held, or from the
+ * sync, GIL released). A Python exception is kept for sync to raise; backward goes on. */
+static oar_status comm_hook_call(oar_dist_dp *dp, int bucket, void *user) {
+    (void)dp;
+    DPObject *self = user;
+    PyGILState_STATE gil = PyGILState_Ensure();
+    void *scopes = oar_scope_suspend(); /* what the hook makes is owned by Python objects */
+    oar_status st = OAR_OK;
+    PyObject *r = PyObject_CallFunction(self->hook, "i", bucket);
+    if (!r) {
+        if (!self->exc_type) PyErr_Fetch(&self->exc_type, &self->exc_value, &self->exc_tb);
+        else PyErr_Clear();
+        st = oar_set_error(OAR_ERR_INVALID_ARG, "DistributedDataParallel: the communication hook raised on bucket %d",
+                           bucket);
+    }
+    Py_XDECREF(r);
+    oar_scope_resume(scopes);
+    PyGILState_Release(gil);
+    return st;
+}
+
+/* set_comm_hook(fn): fn(bucket index) runs as each bucket is due (oar_dist_dp_set_comm_hook). */
+static PyObject *dp_set_comm_hook(DPObject *self, PyObject *fn) {
+    DP_SELF("DataParallel.set_comm_hook");
+    if (!PyCallable_Check(fn)) {
+        PyErr_SetString(PyExc_TypeError, "Communication hook must be callable.");
+        return NULL;
+    }
+    if (oarpy_check(oar_dist_dp_set_comm_hook(self->dp, comm_hook_call, self)) < 0) return NULL;
+    Py_INCREF(fn);
+    self->hook = fn;
+    Py_RETURN_NONE;
+}
+
+/* bucket_buffer(i): bucket i's flat gradient tensor (a view of the bucket: writes land in .grad). */
+static PyObject *dp_bucket_buffer(DPObject *self, PyObject *arg) {
+    DP_SELF("DataParallel.bucket_buffer");
+    int i = PyLong_AsLong(arg);
+    if (i == -1 && PyErr_Occurred()) return NULL;
+    oar_tensor *t = oar_dist_dp_bucket_buffer(self->dp, i);
+    return t ? oarpy_wrap(oar_retain(t)) : oarpy_raise();
+}
+
+/* layout(): for each bucket, the indices of its parameters in the list DataParallel was made from. */
+static PyObject *dp_layout(DPObject *self, PyObject *unused) {
+    (void)unused;
+    DP_SELF("DataParallel.layout");
+    PyObject *seq = PySequence_Fast(self->params, "DataParallel.layout");
+    if (!seq) return NULL;
+    oar_dist_dp_stats s;
+    oar_dist_dp_get_stats(self->dp, &s);
+    PyObject *out = PyList_New(s.n_buckets);
+    for (int i = 0; out && i < s.n_buckets; i++) {
+        int n = oar_dist_dp_bucket_params(self->dp, i);
+        PyObject *idx = PyList_New(n);
+        if (!idx) {
+            Py_CLEAR(out);
+            break;
+        }
+        PyList_SET_ITEM(out, i, idx);
+        for (int j = 0; j < n; j++) {
+            oar_tensor *p = oar_dist_dp_bucket_param(self->dp, i, j);
+            Py_ssize_t at = -1;
+            for (Py_ssize_t k = 0; at < 0 && k < PySequence_Fast_GET_SIZE(seq); k++) {
+                PyObject *item = PySequence_Fast_GET_ITEM(seq, k);
+                PyObject *to = PyTuple_Check(item) && PyTuple_GET_SIZE(item) == 2 ? PyTuple_GET_ITEM(item, 1) : NULL;
+                if (to && PyObject_TypeCheck(to, &TensorBase_Type) && ((TensorObject *)to)->t == p) at = k;
+            }
+            PyList_SET_ITEM(idx, j, PyLong_FromSsize_t(at));
+        }
+    }
+    Py_DECREF(seq);
+    return out;
 }
 
 static PyObject *dp_no_sync(DPObject *self, PyObject *on) {
@@ -395,6 +486,9 @@ static PyMethodDef dp_methods[] = {
     {"sync", (PyCFunction)dp_sync, METH_NOARGS, "Averages the last backward's gradients across ranks."},
     {"no_sync", (PyCFunction)dp_no_sync, METH_O, "Gradient accumulation on or off."},
     {"stats", (PyCFunction)dp_stats, METH_NOARGS, "Buckets and overlap counters."},
+    {"set_comm_hook", (PyCFunction)dp_set_comm_hook, METH_O, "fn(bucket index) runs as each bucket is due."},
+    {"bucket_buffer", (PyCFunction)dp_bucket_buffer, METH_O, "Bucket i's flat gradient tensor."},
+    {"layout", (PyCFunction)dp_layout, METH_NOARGS, "Each bucket's parameters as indices of the given list."},
     {NULL, NULL, 0, NULL},
 };
 

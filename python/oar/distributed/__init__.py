@@ -20,7 +20,7 @@ __all__ = ["ReduceOp", "Work", "GroupMember", "group", "is_available", "is_initi
            "all_reduce", "broadcast", "all_gather", "all_gather_into_tensor", "reduce_scatter",
            "reduce_scatter_tensor", "send", "recv", "isend", "irecv", "monitored_barrier", "ProcessGroup",
            "get_group_rank", "get_global_rank", "get_process_group_ranks", "all_to_all", "all_to_all_single",
-           "broadcast_object_list", "all_gather_object"]
+           "broadcast_object_list", "all_gather_object", "GradBucket"]
 
 _BACKENDS = ("mpi", "gloo")   # both mean oar's MPI communicator on CPU tensors
 _state = {"backend": None}
@@ -79,10 +79,11 @@ class ProcessGroup:
 
 
 class Work:
-    """A collective in flight (torch's Work): wait() completes it and raises its error."""
+    """A collective in flight (torch's Work): wait() completes it and raises its error; get_future() gives
+    an oar.futures.Future of its output tensors (completed by a wait, see oar.futures)."""
 
-    def __init__(self, handle, then=None):
-        self._h, self._then = handle, then
+    def __init__(self, handle, then=None, result=None):
+        self._h, self._then, self._result = handle, then, result
 
     def wait(self, timeout=None):
         self._h.wait()
@@ -97,9 +98,54 @@ class Work:
     def is_success(self):
         return self.is_completed()
 
+    def get_future(self):
+        """A Future whose value is the list of the collective's output tensors (torch's), e.g. [tensor] for
+        all_reduce; offered for all_reduce, broadcast, all_gather_into_tensor, reduce_scatter_tensor and
+        barrier (torch has none for send and recv either)."""
+        if self._result is None:
+            raise RuntimeError("Work.get_future: offered for all_reduce, broadcast, all_gather_into_tensor, "
+                               "reduce_scatter_tensor and barrier; wait() on this work instead")
+        from ..futures import Future
 
-def _done(handle, async_op, then=None):
-    w = Work(handle, then)
+        return Future._of_work(self.wait, self.is_completed, list(self._result))
+
+
+class GradBucket:
+    """One gradient bucket of DistributedDataParallel, as a communication hook sees it (torch's
+    dist.GradBucket): buffer() is the bucket's flat gradient tensor (not divided by the world size;
+    writing it writes the parameters' .grad), gradients() its per-parameter views, parameters() the
+    parameters, index() its position (0 = the first reduced, holding the last layers), is_last()."""
+
+    def __init__(self, index, buffer, gradients, parameters, is_last):
+        self._index, self._buffer, self._gradients = index, buffer, gradients
+        self._parameters, self._is_last = parameters, is_last
+
+    def index(self):
+        return self._index
+
+    def buffer(self):
+        return self._buffer
+
+    def set_buffer(self, buffer):
+        """Replaces what buffer() returns (a compression wrapper's compressed copy); the bucket itself is
+        left alone: the hook's Future's value is what DistributedDataParallel writes into it."""
+        self._buffer = buffer
+
+    def gradients(self):
+        return list(self._gradients)
+
+    def parameters(self):
+        return list(self._parameters)
+
+    def is_last(self):
+        return self._is_last
+
+    def __repr__(self):
+        return f"<GradBucket {self._index} of {len(self._parameters)} parameters, {self._buffer.numel()} elements>"
+
+
+def _done(handle, async_op, then=None, result=None):
+    w = Work(handle, then, result)
     if async_op:
         return w
     w.wait()
@@ -357,7 +403,7 @@ def barrier(group=None, async_op=False, device_ids=None):
     ok, h = _prologue(group, "barrier")
     if not ok:
         return None
-    return _done(_C.dist_barrier(h), async_op)
+    return _done(_C.dist_barrier(h), async_op, result=[])
 
 
 def monitored_barrier(group=None, timeout=None, wait_all_ranks=False):
@@ -410,7 +456,8 @@ def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
     ok, h = _prologue(group, "all_reduce")
     if not ok:
         return None
-    return _done(_C.dist_allreduce(_dense(tensor, "all_reduce"), _op(op, "all_reduce"), True, h), async_op)
+    return _done(_C.dist_allreduce(_dense(tensor, "all_reduce"), _op(op, "all_reduce"), True, h), async_op,
+                 result=[tensor])
 
 
 def broadcast(tensor, src, group=None, async_op=False):
@@ -419,7 +466,7 @@ def broadcast(tensor, src, group=None, async_op=False):
     if not ok:
         return None
     root = _to_group_rank(group, src, "broadcast")
-    return _done(_C.dist_broadcast(_dense(tensor, "broadcast"), root, h), async_op)
+    return _done(_C.dist_broadcast(_dense(tensor, "broadcast"), root, h), async_op, result=[tensor])
 
 
 def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=False):
@@ -428,7 +475,8 @@ def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=Fal
     ok, h = _prologue(group, who)
     if not ok:
         return None
-    return _done(_C.dist_allgather(_dense(output_tensor, who), _dense(input_tensor, who), h), async_op)
+    return _done(_C.dist_allgather(_dense(output_tensor, who), _dense(input_tensor, who), h), async_op,
+                 result=[output_tensor])
 
 
 _all_gather_base = all_gather_into_tensor
@@ -465,7 +513,8 @@ def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=F
     ok, h = _prologue(group, who)
     if not ok:
         return None
-    return _done(_C.dist_reduce_scatter(_dense(output, who), _dense(input, who), _op(op, who), h), async_op)
+    return _done(_C.dist_reduce_scatter(_dense(output, who), _dense(input, who), _op(op, who), h), async_op,
+                 result=[output])
 
 
 _reduce_scatter_base = reduce_scatter_tensor

@@ -243,8 +243,9 @@ def errors():
     expect(TypeError, ["Tensors or dicts"], lambda: ZeRO([params[0], {"params": [params[1]]}],
                                                         optimizer_class=oar.optim.SGD, lr=0.1))
     expect(ValueError, ["'params' key"], lambda: ZeRO([{"lr": 0.1}], optimizer_class=oar.optim.SGD, lr=0.1))
-    expect(NotImplementedError, ["overlap_with_ddp=False"],
-           lambda: ZeRO(params, optimizer_class=oar.optim.SGD, overlap_with_ddp=True, lr=0.1))
+    expect(ValueError, ["single parameter group"],   # overlap_with_ddp=True: hooks_errors.py has the rest
+           lambda: ZeRO([{"params": [params[0]]}, {"params": [params[1]]}], optimizer_class=oar.optim.SGD,
+                        overlap_with_ddp=True, lr=0.1))
     expect(TypeError, ["optimizer_class"], lambda: ZeRO(params, optimizer_class=object, lr=0.1))
     zero = ZeRO(params, optimizer_class=oar.optim.Adam, lr=0.1)
     model(oar.ones(2, 4)).sum().backward()

@@ -25,6 +25,14 @@ from ..algorithms.join import Join, Joinable, JoinHook
 __all__ = ["ZeroRedundancyOptimizer"]
 
 
+class _OverlapInfo:
+    """overlap_with_ddp's state: the DDP model the hook serves, and per rank its (bucket, params) shares."""
+
+    def __init__(self):
+        self.ddp = None
+        self.assignments = []
+
+
 class _ZeROJoinHook(JoinHook):
     """A joined rank's share of each step of the ranks still training: its optimizer step and the
     parameter broadcasts (with the gradients it holds, as torch's hook)."""
@@ -48,15 +56,17 @@ class ZeroRedundancyOptimizer(Optimizer, Joinable):
 
     parameters_as_bucket_view: the parameters each rank owns become views of one flat buffer per rank,
     so a step broadcasts N buffers instead of one tensor per parameter (the parameters' identity, and so
-    every holder of them, is kept). overlap_with_ddp=True (the step inside DDP's communication hook) is
-    not offered."""
+    every holder of them, is kept).
+
+    overlap_with_ddp=True: the step runs inside DDP's communication hook made by
+    ddp_comm_hooks.ddp_zero_hook.hook_with_zero_step (register it on the DDP model); step() is then a
+    no-op with a warning, as in torch. The shards follow DDP's buckets (bucket i to rank i mod N, or
+    split across ranks with shard_buckets=True); one parameter group; the local optimizer is made when
+    the hook is (oar's buckets are final from DDP's construction, so unlike torch's, whose buckets are
+    rebuilt after the first backward, the first iterations update the parameters too)."""
 
     def __init__(self, params, optimizer_class, process_group=None, parameters_as_bucket_view=False,
                  overlap_with_ddp=False, **defaults):
-        if overlap_with_ddp:
-            raise NotImplementedError("ZeroRedundancyOptimizer: overlap_with_ddp=True (the step run inside DDP's "
-                                      "communication hook) is not offered by oar; pass overlap_with_ddp=False and "
-                                      "call step() after backward")
         if process_group is GroupMember.NON_GROUP_MEMBER:
             raise ValueError("ZeroRedundancyOptimizer: this rank is not a member of process_group (new_group gave "
                              "it NON_GROUP_MEMBER); make the optimizer only on the group's ranks")
@@ -79,8 +89,19 @@ class ZeroRedundancyOptimizer(Optimizer, Joinable):
             raise TypeError(f"ZeroRedundancyOptimizer: expected optimizer_class to be an oar.optim.Optimizer class "
                             f"(torch.optim.* under oar's torch switch), got {optimizer_class!r}")
         self._optim_constructor = optimizer_class
-        self.optim = optimizer_class(self._partition_parameters()[self.rank], **defaults)
-        self._sync_param_groups(self.optim.param_groups, self.param_groups)
+        self._overlap_with_ddp = bool(overlap_with_ddp)
+        if self._overlap_with_ddp:
+            if len(self.param_groups) != 1:
+                raise ValueError(f"ZeroRedundancyOptimizer with `overlap_with_ddp=True` only supports a single "
+                                 f"parameter group, got {len(self.param_groups)}")
+            if parameters_as_bucket_view:
+                warnings.warn("`parameters_as_bucket_view=True` will be ignored since `overlap_with_ddp=True`; "
+                              "instead, a different bucketing strategy will be used")
+                parameters_as_bucket_view = False
+            self._overlap_info = _OverlapInfo()   # the shards and the local optimizer come with the hook
+        else:
+            self.optim = optimizer_class(self._partition_parameters()[self.rank], **defaults)
+            self._sync_param_groups(self.optim.param_groups, self.param_groups)
         self.parameters_as_bucket_view = bool(parameters_as_bucket_view)
         self._buckets = []
         self._build_param_buckets()
@@ -174,6 +195,9 @@ class ZeroRedundancyOptimizer(Optimizer, Joinable):
     def add_param_group(self, param_group):
         """Adds a param group on every rank (call it on all ranks with the same group): its params are
         partitioned after the existing ones, so the shards already made stay where they are."""
+        if self.initialized and self._overlap_with_ddp:
+            raise RuntimeError("ZeroRedundancyOptimizer with `overlap_with_ddp=True` only supports a single "
+                               "parameter group")
         g = self._checked_group(param_group)
         self.param_groups.append(g)
         if not self.initialized:
@@ -263,9 +287,13 @@ class ZeroRedundancyOptimizer(Optimizer, Joinable):
 
     def step(self, closure=None, **kwargs):
         """Updates this rank's shard with the local optimizer, then broadcasts every rank's shard; returns
-        the closure's loss. Every rank of the group calls it (a joined rank's hook does)."""
+        the closure's loss. Every rank of the group calls it (a joined rank's hook does). With
+        overlap_with_ddp=True the DDP hook steps instead: this warns and returns None, as torch's."""
         from ... import jit
 
+        if self._overlap_with_ddp:
+            warnings.warn("`step()` should not be included in the training loop when `overlap_with_ddp=True`")
+            return None
         if jit._traces:
             raise RuntimeError("ZeroRedundancyOptimizer.step cannot run inside oar.jit.to_static (its parameter "
                                "broadcasts are eager collectives): compile the forward and backward, and call "
@@ -275,6 +303,79 @@ class ZeroRedundancyOptimizer(Optimizer, Joinable):
         if work is not None:
             work.wait()   # the join context's count, left in flight during the step
         return loss
+
+    # -- overlap with DDP (ddp_zero_hook.hook_with_zero_step) ------------------------------------
+
+    def _check_overlap_initialized(self):
+        if self._overlap_with_ddp and self._overlap_info.ddp is None:
+            raise RuntimeError("This method should not be called until this ZeroRedundancyOptimizer instance has "
+                               "been fully initialized (with overlap_with_ddp=True: register "
+                               "ddp_zero_hook.hook_with_zero_step(hook, ddp, zero) on the DDP model first)")
+
+    def _init_zero_for_overlap(self, ddp, shard_buckets):
+        """The shards from DDP's buckets, then the local optimizer over this rank's."""
+        info = self._overlap_info
+        if info.ddp is not None:
+            raise RuntimeError("hook_with_zero_step: this ZeroRedundancyOptimizer already steps inside a DDP "
+                               "hook; make one ZeroRedundancyOptimizer(overlap_with_ddp=True) per DDP model")
+        mine = {id(p) for p in self._all_params}
+        buckets = [params for _, _, params in ddp._hook_buckets]
+        for params in buckets:
+            for p in params:
+                if id(p) not in mine:
+                    name = next((n for n, q in ddp._named_params if q is p), "?")
+                    raise ValueError(f"hook_with_zero_step: the DDP model's parameter '{name}' is not among the "
+                                     f"ZeroRedundancyOptimizer's parameters; make it over ddp.parameters()")
+        n = self.world_size
+        info.assignments = [[] for _ in range(n)]   # per rank: (bucket index, its params there)
+        if not shard_buckets:
+            for k, params in enumerate(buckets):
+                info.assignments[k % n].append((k, list(params)))
+        else:   # torch's: buckets by increasing size, cut into runs below total/N, each to the lightest rank
+            threshold = sum(p.numel() for ps in buckets for p in ps) / n
+            size = [0] * n
+            for k, params in sorted(enumerate(buckets), key=lambda kv: sum(p.numel() for p in kv[1])):
+                taken, start, run = set(), 0, 0
+                for i, p in enumerate(params):
+                    if run + p.numel() >= threshold and i > start:
+                        r = min((r for r in range(n) if r not in taken), key=lambda r: size[r], default=0)
+                        info.assignments[r].append((k, list(params[start:i])))
+                        taken.add(r)
+                        size[r] += run
+                        start, run = i, 0
+                    run += p.numel()
+                r = min((r for r in range(n) if r not in taken), key=lambda r: size[r], default=0)
+                info.assignments[r].append((k, list(params[start:])))
+                size[r] += run
+            for a in info.assignments:
+                a.sort(key=lambda kv: kv[0])
+        group = self.param_groups[0]
+        self._clear_cache()
+        self._partition_cache = []
+        for r in range(n):
+            g = copy.copy(group)
+            g["params"] = [p for _, ps in info.assignments[r] for p in ps]
+            self._partition_cache.append([g])
+        self.optim = self._optim_constructor(self._partition_cache[self.rank], **self._optim_defaults)
+        self._sync_param_groups(self.optim.param_groups, self.param_groups)
+        info.ddp = ddp
+
+    def _overlap_step(self):
+        """The step of hook_with_zero_step, once every bucket's gradients are in .grad: this rank's shard
+        updated, then every bucket's parameters broadcast from their owners (bucket order), waited for."""
+        if self._get_is_trainable_mask() != self._is_trainable_mask:
+            raise RuntimeError("ZeroRedundancyOptimizer with `overlap_with_ddp=True` does not support changing "
+                               "parameter trainability at run time")
+        self._sync_param_groups(self.param_groups, self.optim.param_groups)
+        self.optim.step()
+        self._sync_param_groups(self.optim.param_groups, self.param_groups)
+        owners = sorted((k, r, ps) for r, a in enumerate(self._overlap_info.assignments) for k, ps in a)
+        works = []
+        for _, r, ps in owners:
+            src = get_global_rank(self.process_group, r)
+            works += [broadcast(p.detach(), src=src, group=self.process_group, async_op=True) for p in ps]
+        for w in works:
+            w.wait()
 
     # -- Joinable -----------------------------------------------------------------------------
 
@@ -294,6 +395,7 @@ class ZeroRedundancyOptimizer(Optimizer, Joinable):
     def consolidate_state_dict(self, to=0):
         """Gathers every rank's shard of the optimizer state on group rank `to` (every rank calls it);
         state_dict() on that rank then returns the whole state."""
+        self._check_overlap_initialized()
         if isinstance(to, bool) or not isinstance(to, int):
             raise TypeError(f"consolidate_state_dict: expected `to` to be an int (a rank of the process group), "
                             f"got {type(to).__name__} {to!r}")
@@ -344,6 +446,7 @@ class ZeroRedundancyOptimizer(Optimizer, Joinable):
     def load_state_dict(self, state_dict):
         """Loads the whole state (state_dict() of this class, or of a plain oar optimizer over the same
         params): each rank keeps the entries of its shard."""
+        self._check_overlap_initialized()
         saved_groups = state_dict["param_groups"]
         if len(saved_groups) != len(self.param_groups):
             raise ValueError(f"loaded state dict has a different number of parameter groups ({len(saved_groups)}) "

@@ -26,7 +26,13 @@ def _sync_pending():
     for ddp in waiting:
         if ddp is not None:
             ddp._settle_join()
-            ddp._dp.sync()
+            try:
+                ddp._dp.sync()
+            except BaseException:
+                ddp._hook_futures = []   # dropped: their collectives are waited for as they are freed
+                raise
+            if ddp._comm_hook is not None:
+                ddp._finish_comm_hooks()
 
 
 def _backward_then_sync(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
@@ -98,6 +104,11 @@ class DistributedDataParallel(Module, Joinable):
         self._join_work = None     # the join context's count of the ranks still training, in flight
         self._syncing = True       # False inside no_sync()
         self._pre_forward_done = False  # a compiled step ran _pre_forward for the call being traced
+        self._named_params = list(module.named_parameters())   # what _C.DataParallel's layout() indexes
+        self._comm_hook = self._comm_state = None
+        self._hook_buckets = []    # per bucket: (buffer, gradient views, parameters), with a hook
+        self._hook_futures = []    # this step's (bucket index, Future), in bucket order
+        self._hook_wait_seconds = 0.0
         _install_sync()
 
     def _pre_forward(self):
@@ -156,11 +167,114 @@ class DistributedDataParallel(Module, Joinable):
             self._dp.no_sync(False)
             self._syncing = True
 
+    # -- communication hooks (torch's register_comm_hook) ---------------------------------------
+
+    def register_comm_hook(self, state, hook):
+        """hook(state, bucket) -> Future: DDP hands each gradient bucket to hook instead of averaging it
+        (torch's register_comm_hook). bucket is a dist.GradBucket; the Future's value, a tensor of the
+        bucket's size, becomes the bucket's gradients (not divided by the world size for the hook: an
+        average is the hook's to take, as allreduce_hook does). Hooks run in bucket order on every rank:
+        during backward as soon as a bucket and the ones before it are full (so their communication
+        overlaps the rest of backward), at the end of backward for buckets holding parameters this rank
+        did not use (their gradients are zeros). The Futures are waited for, in bucket order, when
+        backward ends: their then() callbacks run there (see oar.futures). Once per model (torch's
+        RuntimeError otherwise), between steps; eager steps only, and not with join()."""
+        self._check_comm_hook(hook)
+        ref = weakref.ref(self)
+
+        def run(index):   # weak: the C handle holds this function, and the handle is the wrapper's
+            ddp = ref()
+            if ddp is not None:
+                ddp._run_comm_hook(index)
+
+        self._dp.set_comm_hook(run)
+        self._comm_hook, self._comm_state = hook, state
+        self._make_bucket_views()
+
+    def _make_bucket_views(self):
+        """Per bucket: its flat gradient tensor, the parameters' views of it and the parameters."""
+        if self._hook_buckets:
+            return
+        params = [p for _, p in self._named_params]
+        for k, members in enumerate(self._dp.layout()):
+            buffer = self._dp.bucket_buffer(k)
+            grads, off = [], 0
+            for i in members:
+                grads.append(buffer[off:off + params[i].numel()].view(tuple(params[i].shape)))
+                off += params[i].numel()
+            self._hook_buckets.append((buffer, grads, [params[i] for i in members]))
+
+    def _check_comm_hook(self, hook):
+        import inspect
+
+        from ... import Tensor
+        from ...futures import Future
+
+        if not callable(hook):
+            raise TypeError("Communication hook must be callable.")
+        sig = inspect.signature(hook)
+        if "bucket" in sig.parameters and sig.parameters["bucket"].annotation not in (inspect._empty,
+                                                                                       _dist.GradBucket):
+            raise ValueError("Communication hook: bucket annotation should be dist.GradBucket.")
+        if sig.return_annotation not in (inspect._empty, Future[Tensor]):
+            raise ValueError("Communication hook: return annotation should be torch.futures.Future[torch.Tensor].")
+
+    def _run_comm_hook(self, index):
+        from ...futures import Future
+
+        buffer, grads, params = self._hook_buckets[index]
+        bucket = _dist.GradBucket(index, buffer, grads, params, index == len(self._hook_buckets) - 1)
+        fut = self._comm_hook(self._comm_state, bucket)
+        if not isinstance(fut, Future):
+            raise RuntimeError(f"DDP communication hook's callback must return a torch.futures.Future object, but "
+                               f"got {type(fut).__module__}.{type(fut).__name__} (bucket {index}); return a "
+                               f"Future whose value is the bucket's new gradients")
+        self._hook_futures.append((index, fut))
+
+    def _absorb_bucket(self, index, value):
+        """value (a hook's result) becomes bucket index's gradients (copied unless it is the bucket)."""
+        from ... import no_grad
+
+        buffer = self._hook_buckets[index][0]
+        if not isinstance(value, _C.TensorBase):
+            raise RuntimeError(f"DistributedDataParallel: the communication hook's Future for bucket {index} holds "
+                               f"{type(value).__name__}; expected a Tensor of the bucket's {buffer.numel()} "
+                               f"elements (bucket.buffer()'s shape)")
+        if value.numel() != buffer.numel():
+            raise RuntimeError(f"DistributedDataParallel: the communication hook's Future for bucket {index} holds "
+                               f"a tensor of {value.numel()} elements; expected the bucket's {buffer.numel()}")
+        if value.data_ptr() != buffer.data_ptr() or value.dtype != buffer.dtype:
+            with no_grad():   # a cast first: the cast op's vector loop, where copy_ casts element by element
+                buffer.copy_(value.reshape(-1).to(buffer.dtype))
+
+    def _finish_comm_hooks(self):
+        """Waits for this step's hook Futures in bucket order and writes their values into the buckets
+        (every one is waited for, even after a failure, whose error is then raised)."""
+        import time
+
+        futures, self._hook_futures = self._hook_futures, []
+        t0 = time.perf_counter()
+        err = None
+        for index, fut in futures:
+            try:
+                value = fut.wait()
+                if err is None:
+                    self._absorb_bucket(index, value)
+            except Exception as e:  # noqa: BLE001 (the first error is raised once all are waited for)
+                err = err or e
+        self._hook_wait_seconds += time.perf_counter() - t0
+        if err is not None:
+            raise err
+
     def bucket_stats(self):
         """The buckets (elements, parameters) in launch order and the overlap counters: syncs, bucket
         allreduces started from gradient hooks (during backward) and at the sync, communication time,
-        and the time the syncs waited for it (not hidden behind backward)."""
-        return self._dp.stats()
+        and the time the syncs waited for it (not hidden behind backward). With a communication hook, the
+        counts are of hook calls, and hook_wait_seconds is the time spent waiting for the hooks' Futures
+        (and running their callbacks) after backward."""
+        stats = self._dp.stats()
+        stats["hook_wait_seconds"] = self._hook_wait_seconds
+        return stats
 
     def join(self, divide_by_initial_world_size=True, enable=True, throw_on_early_termination=False):
         """Uneven inputs (torch 1.13's DDP.join): Join([self], ...), a context manager around the training
