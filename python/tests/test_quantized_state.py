@@ -65,21 +65,20 @@ def _from_torch(torch, value):
 def _unfused(lib):
     """a BatchNorm left unfused and the quantized activations, whose state torch keeps (LeakyReLU) or not"""
     nn, Q = lib.nn, lib.ao.quantization
-    return nn.Sequential(Q.QuantStub(), nn.Conv2d(3, 4, 3), nn.BatchNorm2d(4), nn.LeakyReLU(0.1), nn.Hardswish(),
-                         nn.ELU(), Q.DeQuantStub()).eval()
+    return nn.Sequential(Q.QuantStub(), nn.Conv2d(3, 4, 3, dilation=2), nn.BatchNorm2d(4), nn.LeakyReLU(0.1),
+                         nn.Hardswish(), nn.ELU(), nn.ReLU6(), Q.DeQuantStub()).eval()
 
 
-@pytest.mark.parametrize("model", ["small", "unfused"])
-def test_converted_state_dict_has_torchs_keys(model):
-    """the same keys in the same order, each value of the same kind, shape, dtype and qscheme as torch's (onednn,
-    per-channel weights: its bias-free conv keeps bias None, as oar's; qnnpack would give it zeros)"""
+def _converted_pair(model):
+    """(torch's, oar's) converted model from the same float layers, flow and calibration batch (onednn,
+    per-channel weights)"""
     torch = _torch_quant()
     if "onednn" not in torch.backends.quantized.supported_engines:
         pytest.skip("torch here has no onednn engine")
     torch.backends.quantized.engine = "onednn"
     torch.manual_seed(0)
     x = np.random.default_rng(0).standard_normal((4, 3, 16, 16)).astype(np.float32)
-    state = []
+    converted = []
     for lib in (torch, oar):
         m = _small_model(lib) if model == "small" else _unfused(lib)
         m.eval()
@@ -89,11 +88,44 @@ def test_converted_state_dict_has_torchs_keys(model):
         lib.ao.quantization.prepare(m, inplace=True)
         with lib.no_grad():
             m(lib.from_numpy(x))
-        state.append(lib.ao.quantization.convert(m).state_dict())
+        converted.append(lib.ao.quantization.convert(m))
+    return converted
+
+
+@pytest.mark.parametrize("model", ["small", "unfused"])
+def test_converted_state_dict_has_torchs_keys(model):
+    """the same keys in the same order, each value of the same kind, shape, dtype and qscheme as torch's (onednn,
+    per-channel weights: its bias-free conv keeps bias None, as oar's; qnnpack would give it zeros)"""
+    state = [m.state_dict() for m in _converted_pair(model)]
     theirs, ours = state
     assert list(ours) == list(theirs)
     for k in theirs:
         assert _describe(ours[k]) == _describe(theirs[k]), k
+
+
+def _repr_shape(module):
+    """a model's repr with its numbers and library prefix blanked: the observed scales differ in their last
+    digits between the libraries' observers, the layout must not"""
+    import re
+    return re.sub(r"-?\d+(\.\d+)?(e-?\d+)?", "#", repr(module).replace("oar.", "torch."))
+
+
+@pytest.mark.parametrize("model", ["small", "unfused"])
+def test_converted_model_prints_as_torchs(model):
+    """QuantizedConvReLU2d(...), QuantizedLinear(...), QuantizedBatchNorm2d(...), QuantizedDropout(...): torch's
+    names, and its arguments in its order (a bias-free conv says so; default padding is left out)"""
+    theirs, ours = (_repr_shape(m) for m in _converted_pair(model))
+    assert ours == theirs
+
+
+def test_dynamic_model_prints_as_torchs():
+    torch = _torch_quant()
+    models = []
+    for lib in (torch, oar):
+        float_model = lib.nn.Sequential(lib.nn.Linear(4, 3), lib.nn.ReLU(), lib.nn.Linear(3, 2, bias=False))
+        models.append(lib.ao.quantization.quantize_dynamic(float_model, {lib.nn.Linear}))
+    theirs, ours = (_repr_shape(m) for m in models)
+    assert "DynamicQuantizedLinear" in ours and ours == theirs
 
 
 @pytest.mark.parametrize("per_channel", [False, True])

@@ -20,6 +20,9 @@ def linear(x, w, bias, activation=nnq._NONE, what="dynamic quantized Linear"):
 class Linear(nnq.Linear):
     _FLOAT_MODULE = ("Linear",)
 
+    def _get_name(self):
+        return "DynamicQuantized" + type(self).__name__
+
     def forward(self, x):
         return linear(x, self._qweight, self.bias_, self._activation)
 

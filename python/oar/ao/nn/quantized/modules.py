@@ -41,6 +41,13 @@ def _input(x, what):
     return x
 
 
+class _Named:
+    """torch prints a converted model's layers as Quantized<Name>(...) (DeQuantize and Quantize keep theirs)"""
+
+    def _get_name(self):
+        return "Quantized" + type(self).__name__
+
+
 class Quantize(Module):
     def __init__(self, scale, zero_point, dtype, factory_kwargs=None):
         super().__init__()
@@ -86,7 +93,7 @@ class _OutParamsState:
                                       error_msgs)
 
 
-class _WeightedModule(Module):
+class _WeightedModule(_Named, Module):
     """Shared by Conv2d and Linear: a qint8 weight, a float bias, the output's scale and zero point."""
 
     _activation = _NONE
@@ -189,10 +196,16 @@ class Conv2d(_WeightedModule):
         super()._load_from_state_dict(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
                                       error_msgs)
 
-    def extra_repr(self):
-        return (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}, "
-                f"scale={self.scale}, zero_point={self.zero_point}, padding={self.padding}"
-                + (f", groups={self.groups}" if self.groups != 1 else ""))
+    def extra_repr(self):  # torch's order; padding, dilation and groups only where not the default
+        s = (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}, "
+             f"scale={self.scale}, zero_point={self.zero_point}")
+        if any(self.padding):
+            s += f", padding={self.padding}"
+        if any(d != 1 for d in self.dilation):
+            s += f", dilation={self.dilation}"
+        if self.groups != 1:
+            s += f", groups={self.groups}"
+        return s + (", bias=False" if self.bias_ is None else "")
 
 
 class Linear(_WeightedModule):
@@ -252,7 +265,7 @@ class Linear(_WeightedModule):
                 f"zero_point={self.zero_point}, qscheme={self._qweight.qscheme()!r}")
 
 
-class _Lut(Module):
+class _Lut(_Named, Module):
     """An elementwise function of a quantized tensor as a 256-entry table (oar's qlut): each code's
     value through the float function, quantized with the output's parameters, as torch computes it."""
 
@@ -267,8 +280,8 @@ class _Lut(Module):
     def from_float(cls, mod):
         return cls(*_qparams(mod.activation_post_process))
 
-    def extra_repr(self):
-        return f"scale={self.scale}, zero_point={self.zero_point}"
+    def extra_repr(self):  # torch shows the float module's arguments, not the output grid
+        return ""
 
 
 class Hardswish(_Lut):
@@ -298,6 +311,9 @@ class ELU(_Lut):
     def _float(self, v):
         return T.nn.functional.elu(v, self.alpha)
 
+    def extra_repr(self):
+        return f"alpha={self.alpha}"
+
     @classmethod
     def from_float(cls, mod):
         return cls(*_qparams(mod.activation_post_process), mod.alpha)
@@ -310,6 +326,9 @@ class LeakyReLU(_OutParamsState, _Lut):  # torch keeps its scale in the state (H
 
     def _float(self, v):
         return T.nn.functional.leaky_relu(v, self.negative_slope)
+
+    def extra_repr(self):
+        return f"negative_slope={self.negative_slope}"
 
     @classmethod
     def from_float(cls, mod):
@@ -405,7 +424,7 @@ class QFunctional(_OutParamsState, Module):
         return f"scale={self.scale}, zero_point={self.zero_point}"
 
 
-class BatchNorm2d(_OutParamsState, Module):
+class BatchNorm2d(_Named, _OutParamsState, Module):
     """An inference BatchNorm on a quantized tensor (one left unfused): the normalization of its
     values, quantized with the observed output scale."""
 
@@ -434,23 +453,26 @@ class BatchNorm2d(_OutParamsState, Module):
         q.scale, q.zero_point = _qparams(mod.activation_post_process)
         return q
 
-    def extra_repr(self):
-        return f"{self.num_features}, eps={self.eps}, scale={self.scale}, zero_point={self.zero_point}"
+    def extra_repr(self):  # torch prints the float BatchNorm's arguments
+        return f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine=True, track_running_stats=True"
 
     def _out_param_tensors(self):
         """after the BatchNorm's buffers, torch's converted model keeps the observer's [1]-shaped qparams"""
         return T.tensor([float(self.scale)]), T.tensor([int(self.zero_point)], dtype=D.int32)
 
 
-class Dropout(Module):
+class Dropout(_Named, Module):
     """Dropout of a quantized model: the identity (quantized models only infer)."""
 
     def __init__(self, p=0.5, inplace=False):
         super().__init__()
-        self.p = p
+        self.p, self.inplace = p, inplace
 
     def forward(self, input):
         return input
+
+    def extra_repr(self):
+        return f"p={self.p}, inplace={self.inplace}"
 
     @classmethod
     def from_float(cls, mod):
