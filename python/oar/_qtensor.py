@@ -333,16 +333,33 @@ def _through_float(x, f):
     return requantize(f(x.dequantize()), x._scale, x._zero_point, x._dtype)
 
 
-def lut(x, f, scale, zero_point):
+_LUT_CACHE = {}  # (function key, input scale, zero point, output scale, zero point) -> table codes
+_LUT_CACHE_SIZE = 256
+
+
+def lut(x, f, scale, zero_point, key=None):
     """f applied to each code of x as a 256-entry table (oar's qlut): every code's value through the
-    float function, quantized with (scale, zero_point), as torch's quantized activations compute it."""
+    float function, quantized with (scale, zero_point), as torch's quantized activations compute it.
+    With a key naming f and its arguments, eager calls reuse the table of an input grid seen before
+    (building it is five small ops, costlier than the lookup itself); a trace always builds it, so
+    the program keeps the input's scale as the trace saw it."""
     x._per_tensor("a quantized activation")
     if x.dtype is not quint8:
         raise TypeError(f"a quantized activation: expected a torch.quint8 input, got {x.dtype!r}")
+    cache_key = None
+    if key is not None and not _C.is_tracing():
+        cache_key = (key, float(x._scale), int(x._zero_point), float(scale), int(zero_point))
+        cached = _LUT_CACHE.get(cache_key)
+        if cached is not None:
+            return QTensor(call("qlut", (x.codes, cached[0]), {}), cached[1], cached[2], None, quint8)
     from ._creation import arange
 
     values = QTensor(arange(256, dtype=D.uint8), x._scale, x._zero_point, None, quint8).dequantize()
     table = quantize_per_tensor(f(values), scale, zero_point, quint8)
+    if cache_key is not None:
+        if len(_LUT_CACHE) >= _LUT_CACHE_SIZE:
+            _LUT_CACHE.pop(next(iter(_LUT_CACHE)))  # the oldest entry
+        _LUT_CACHE[cache_key] = (table.codes, table._scale, table._zero_point)
     return QTensor(call("qlut", (x.codes, table.codes), {}), table._scale, table._zero_point, None, quint8)
 
 
@@ -352,7 +369,7 @@ def fixed_range(name, scale, zero_point):
     def impl(x, *args, **kwargs):
         from .nn import functional as Fn
 
-        return lut(x, getattr(Fn, name), scale, zero_point)
+        return lut(x, getattr(Fn, name), scale, zero_point, key=name)
 
     impl.__name__ = name
     return impl

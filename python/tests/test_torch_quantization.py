@@ -147,6 +147,46 @@ def test_quantized_tensors_are_torchs():
     assert [c.shape for c in q.chunk(2, 1)] == [c.shape for c in tq.chunk(2, 1)]
 
 
+def test_activation_tables_are_reused_only_for_their_grid():
+    """a quantized activation's 256-entry table is built once per (input grid, output grid, arguments) in
+    eager calls: a second call with the same grid reuses it; another input scale, output grid or alpha
+    gets its own table, each output torch's codes; a trace builds it as an op of its program"""
+    torch = _torch_quant()
+    from oar import _qtensor as Q
+
+    built = []
+
+    class CountingELU(oar.ao.nn.quantized.ELU):
+        def _float(self, v):
+            built.append(1)
+            return super()._float(v)
+
+    x = (np.random.default_rng(7).standard_normal((2, 3, 4, 4)) * 2).astype(np.float32)
+    Q._LUT_CACHE.clear()
+    m = CountingELU(0.03, 40, alpha=1.0)
+    for in_scale, alpha, out_scale, expect_built in ((0.05, 1.0, 0.03, 1), (0.05, 1.0, 0.03, 1), (0.02, 1.0, 0.03, 2),
+                                                      (0.02, 0.5, 0.03, 3), (0.02, 0.5, 0.04, 4), (0.05, 1.0, 0.03, 4)):
+        m.alpha, m.scale = alpha, out_scale
+        q = oar.quantize_per_tensor(oar.from_numpy(x), in_scale, 128, oar.quint8)
+        ours = m(q)
+        theirs = torch.ao.nn.quantized.ELU(out_scale, 40, alpha)(torch.quantize_per_tensor(_t(torch, x), in_scale, 128,
+                                                                                            torch.quint8))
+        np.testing.assert_array_equal(ours.int_repr().numpy(), theirs.int_repr().numpy())
+        assert len(built) == expect_built, (in_scale, alpha, out_scale)
+    sig = oar.nn.functional.sigmoid if hasattr(oar.nn.functional, "sigmoid") else oar.sigmoid
+    q = oar.quantize_per_tensor(oar.from_numpy(x), 0.05, 128, oar.quint8)
+    first, again = sig(q).int_repr().numpy(), sig(q).int_repr().numpy()
+    np.testing.assert_array_equal(first, again)
+    np.testing.assert_array_equal(first, torch.sigmoid(torch.quantize_per_tensor(_t(torch, x), 0.05, 128,
+                                                                                  torch.quint8)).int_repr().numpy())
+    traced = oar.jit.to_static(lambda v: m(oar.quantize_per_tensor(v, 0.05, 128, oar.quint8)).dequantize())
+    before = len(built)
+    np.testing.assert_array_equal(traced(oar.from_numpy(x)).numpy(),
+                                  m(oar.quantize_per_tensor(oar.from_numpy(x), 0.05, 128, oar.quint8)).dequantize()
+                                  .numpy())
+    assert len(built) == before + 1  # the trace built its own table; the eager call after it hit the cache
+
+
 def test_quantized_tensor_errors():
     q = oar.quantize_per_tensor(oar.randn(2, 3), 0.1, 0, oar.quint8)
     with pytest.raises(TypeError, match="quantized tensors are not supported here; dequantize"):

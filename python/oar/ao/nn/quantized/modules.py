@@ -274,7 +274,12 @@ class _Lut(_Named, Module):
         self.scale, self.zero_point = float(scale), int(zero_point)
 
     def forward(self, input):
-        return Q.lut(_input(input, type(self).__name__), self._float, self.scale, self.zero_point)
+        return Q.lut(_input(input, type(self).__name__), self._float, self.scale, self.zero_point,
+                     key=(type(self), self._lut_args()))
+
+    def _lut_args(self):
+        """what the table depends on besides the grids (a cached table is reused only when these match)"""
+        return ()
 
     @classmethod
     def from_float(cls, mod):
@@ -311,6 +316,9 @@ class ELU(_Lut):
     def _float(self, v):
         return T.nn.functional.elu(v, self.alpha)
 
+    def _lut_args(self):
+        return (self.alpha,)
+
     def extra_repr(self):
         return f"alpha={self.alpha}"
 
@@ -326,6 +334,9 @@ class LeakyReLU(_OutParamsState, _Lut):  # torch keeps its scale in the state (H
 
     def _float(self, v):
         return T.nn.functional.leaky_relu(v, self.negative_slope)
+
+    def _lut_args(self):
+        return (self.negative_slope,)
 
     def extra_repr(self):
         return f"negative_slope={self.negative_slope}"
