@@ -69,7 +69,7 @@ class mock_torch:
         import oar.distributed.algorithms.ddp_comm_hooks.ddp_zero_hook  # noqa: F401
         import oar.distributed.algorithms.ddp_comm_hooks.powerSGD_hook  # noqa: F401
         import oar.distributed.algorithms.ddp_comm_hooks.post_localSGD_hook  # noqa: F401
-        import oar.distributed.algorithms.model_averaging  # noqa: F401
+        import oar.distributed.algorithms.model_averaging.averagers  # noqa: F401
         from . import _C, _compat
 
         mods = _oar_modules()

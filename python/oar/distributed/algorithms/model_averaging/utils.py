@@ -1,6 +1,6 @@
 """Averaging parameters across a process group (torch 1.13's model_averaging.utils): the parameters
 flattened into one buffer, divided by the group's size, allreduced in one message, copied back."""
-from ... import GroupMember, _not_in, all_reduce, get_world_size
+from ... import GroupMember, all_reduce, get_world_size
 
 __all__ = ["average_parameters", "get_params_to_average", "average_parameters_or_parameter_groups"]
 
