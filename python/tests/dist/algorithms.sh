@@ -1,7 +1,8 @@
 #!/bin/sh
 # DDP's other algorithms under mpirun at 2 ranks (docs/dist.md, "Communication hooks"): hooks_script.py's
 # runs of hook_with_zero_step_interleaved (whole and sharded buckets), batched_powerSGD_hook, post-local SGD
-# (post_localSGD_hook with PeriodicModelAverager, and PostLocalSGDOptimizer without the local allreduce)
+# (post_localSGD_hook with PeriodicModelAverager, and PostLocalSGDOptimizer without the local allreduce),
+# DDP(static_graph=True) with a layer rank 1 skips
 # against each other (interleaved ZeRO gives plain ZeRO's bits, the two post-local SGD forms each other's;
 # the batched hook and local SGD do not give plain DDP's) and against PyTorch 1.13 with gloo running the
 # same script (or the golden values recorded from it), then algorithms_checks.py.
@@ -19,7 +20,7 @@ fails=0
 fail() { echo "python_ddp_algorithms: FAILED: $*"; sed 's/^/    /' "$dir/out"; fails=$((fails + 1)); }
 run() { timeout 180 "$mpiexec" $root --oversubscribe --bind-to none $xopt -np 2 "$py" "$@" >"$dir/out" 2>&1; }
 cmp() { "$py" "$script" compare "$@" >"$dir/out" 2>&1 && cat "$dir/out"; }
-variants="none zero zero_interleaved zero_interleaved_shard powersgd_batched localsgd localsgd_opt"
+variants="none zero zero_interleaved zero_interleaved_shard powersgd_batched localsgd localsgd_opt static"
 for v in $variants; do
   run "$script" oar $v "$dir/oar_$v" || fail "$v, oar"
 done
@@ -33,7 +34,7 @@ for v in powersgd_batched localsgd; do   # compressed, or local after the warm-u
   fi
 done
 # against PyTorch 1.13 (its interleaved ZeRO needs NCCL: the reference of both is its zero run)
-for v in zero_interleaved zero_interleaved_shard powersgd_batched localsgd localsgd_opt; do
+for v in zero_interleaved zero_interleaved_shard powersgd_batched localsgd localsgd_opt static; do
   ref=$v
   case $v in zero_*) ref=zero ;; esac
   if [ $have_torch -eq 1 ]; then

@@ -2,8 +2,10 @@
 hook_with_zero_step_interleaved steps bucket by bucket (the local optimizer called once per bucket
 this rank owns, the step counted once); PowerSGD's first Q is torch's draw (pinned values from
 torch.manual_seed(7), and torch itself where it is installed); batched_powerSGD_hook's padding, a
-rank above the square's side and its statistics; post-local SGD's subgroup made by new_subgroups(); the averagers',
-PostLocalSGDOptimizer's and new_subgroups' errors and state, as torch 1.13's.
+rank above the square's side and its statistics; post-local SGD's subgroup made by new_subgroups();
+the averagers', PostLocalSGDOptimizer's and new_subgroups' errors and state, as torch 1.13's;
+DDP(static_graph=True): the same gradients as without it, torch's error when the parameters used
+change, _set_static_graph's warnings.
 
   mpirun -np 2 python3 algorithms_checks.py"""
 import warnings
@@ -154,6 +156,48 @@ def subgroups(oar, dist, rank):
     assert mine is groups[1 - rank] and mine.size() == 1
 
 
+def static_graph(oar, dist, rank):
+    from oar.nn.parallel import DistributedDataParallel as DDP
+
+    class Skips(oar.nn.Module):   # rank 1 skips b (a static difference between ranks); `use_b` changes it
+        def __init__(self):
+            super().__init__()
+            oar.manual_seed(5)
+            self.a, self.b, self.c = oar.nn.Linear(4, 8), oar.nn.Linear(8, 8), oar.nn.Linear(8, 2)
+
+        def forward(self, x, use_b=True):
+            h = oar.tanh(self.a(x))
+            if use_b and rank == 0:
+                h = oar.tanh(self.b(h))
+            return self.c(h)
+
+    def train(ddp, uses):
+        for i, use_b in enumerate(uses):
+            for p in ddp.parameters():
+                p.grad = None
+            x = oar.from_numpy(np.random.RandomState(10 * i + rank).randn(3, 4).astype(np.float32))
+            (ddp(x, use_b) ** 2).mean().backward()
+        return [None if p.grad is None else p.grad.numpy().copy() for p in ddp.parameters()]
+
+    static = DDP(Skips(), static_graph=True)
+    assert static.static_graph
+    plain = DDP(Skips())
+    assert not plain.static_graph
+    got, want = train(static, [True] * 3), train(plain, [True] * 3)
+    assert all(np.array_equal(g, w) for g, w in zip(got, want)), "static_graph=True changed the gradients"
+    # b used (by rank 0) in the first steps, by no rank in the third: torch's error, naming b
+    changing = DDP(Skips(), static_graph=True)
+    expect(RuntimeError, ["training graph has changed", "static_graph", "'b.weight'"],
+           lambda: train(changing, [True, True, False]))
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        static._set_static_graph()
+        DDP(Skips(), find_unused_parameters=True)._set_static_graph()
+    said = [str(x.message) for x in w]
+    assert any("no need to set it again" in m for m in said) and any("find_unused_parameters=true" in m
+                                                                       for m in said), said
+
+
 def main():
     import oar
     import oar.distributed as dist
@@ -166,6 +210,7 @@ def main():
     batched_powersgd(oar, dist, rank)
     subgroups(oar, dist, rank)
     post_local(oar, dist, rank)
+    static_graph(oar, dist, rank)
     dist.barrier()
     print(f"algorithms checks rank {rank}: OK")
     dist.destroy_process_group()

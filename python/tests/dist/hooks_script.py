@@ -27,7 +27,7 @@ run hands the hook's matrix to torch's orthogonalization as a batch of one); zer
 zero_interleaved_shard (hook_with_zero_step_interleaved; torch's reference is its zero run); localsgd
 (post_localSGD_hook for 2 steps globally, then each rank alone, PeriodicModelAverager(2, 2) after
 each step) and localsgd_opt (no allreduce after the warm-up, PostLocalSGDOptimizer: the same
-arithmetic). algorithms.sh runs the last five."""
+arithmetic); static (DDP(static_graph=True) where rank 1 skips a layer). algorithms.sh runs the last six."""
 import os
 import sys
 
@@ -53,7 +53,7 @@ def run(torch, dist, DDP, rank, variant, is_oar):
         def forward(self, x):
             h = torch.tanh(self.a(x))
             h = torch.tanh(self.b(h))
-            if not variant.startswith("unused") or rank == 0:
+            if not (variant.startswith("unused") or variant == "static") or rank == 0:
                 h = torch.tanh(self.skip(h))
             return self.c(h)
 
@@ -68,7 +68,7 @@ def run(torch, dist, DDP, rank, variant, is_oar):
     small = {} if variant.startswith("powersgd") else {"bucket_cap_mb": 0.0002}
     if is_oar and small:
         small["first_bucket_mb"] = 0.0001
-    ddp = DDP(model, find_unused_parameters=variant.startswith("unused"), **small)
+    ddp = DDP(model, find_unused_parameters=variant.startswith("unused"), static_graph=variant == "static", **small)
     calls = [0]
 
     def counted(hook):
@@ -163,7 +163,7 @@ def run(torch, dist, DDP, rank, variant, is_oar):
         losses.append(loss.item())
     if variant.startswith("unused"):
         assert model.never.weight.grad is None, "a parameter no rank used got a gradient"
-    registered = overlap or (not zero_like and variant not in ("none", "unused_plain"))
+    registered = overlap or (not zero_like and variant not in ("none", "unused_plain", "static"))
     assert calls[0] >= STEPS if registered else calls[0] == 0, f"the hook ran {calls[0]} times in {STEPS} steps"
     params = [p.detach().numpy().copy() for p in model.parameters()]
     dist.barrier()
