@@ -4,7 +4,8 @@ mt19937 (torch's seeding is NumPy's legacy integer seeding); below 16 elements e
 53-bit uniforms by Box-Muller in double, the sine kept for the next value; from 16 on, 24-bit uniforms
 are transformed in blocks of 16 (the first eight give the radii, the next eight the angles), a last
 partial block redrawn over the tail. Values agree with torch's to a float32 rounding (torch's vector
-log/sin/cos against NumPy's)."""
+log/sin/cos against NumPy's). float32 only: torch draws float64 through other paths, so a float64
+bucket gets these values widened, not torch's float64 draw."""
 import numpy as np
 
 
