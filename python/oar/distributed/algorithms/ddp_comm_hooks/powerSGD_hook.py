@@ -12,11 +12,10 @@ allreduce_hook (plain averaging), so the first iterations train as without compr
 
 The first Q is torch's: drawn as torch.randn would after torch.manual_seed of the seed the state's
 RandomState gives (_torch_randn; oar's own stream is left alone, as torch forks its RNG), the
-matrices taken grouped by shape as torch does, so a run follows torch 1.13's. Differences, none in
-the arithmetic: orthonormalization is Gram-Schmidt at every rank (torch switches to a QR
-factorization above rank 2: the same column space, columns equal up to sign, which P Q^T does not
-see); batch_tensors_with_same_shape is accepted and does not batch (each matrix is handled alone;
-torch's batching only saves kernel launches).
+matrices taken grouped by shape as torch does, and orthonormalization is torch's (Gram-Schmidt up to
+rank 2, a Householder QR above), so a run follows torch 1.13's. batch_tensors_with_same_shape is
+accepted and does not batch (each matrix is handled alone; torch's batching only saves kernel
+launches).
 
 batched_powerSGD_hook compresses the whole bucket instead: the flat bucket, zero-padded to a square
 of side s = ceil(sqrt(numel)), is one matrix, sent as two s x r factors."""
@@ -32,9 +31,15 @@ __all__ = ["PowerSGDState", "powerSGD_hook", "batched_powerSGD_hook"]
 
 
 def _orthonormalize(p, epsilon):
-    """p's columns made orthonormal in place (Gram-Schmidt); epsilon keeps a zero column finite."""
-    from .... import norm, sum as osum
+    """p's columns made orthonormal in place, as torch does: Gram-Schmidt up to 2 columns (and for
+    half precision), where epsilon keeps a zero column finite; above, the Q of a Householder QR
+    factorization (LAPACK's, through NumPy, as torch's linalg.qr; epsilon is not used there)."""
+    from .... import float16, bfloat16, from_numpy, norm, sum as osum
 
+    if p.shape[1] > 2 and p.dtype not in (float16, bfloat16):
+        q = np.linalg.qr(p.numpy())[0]   # reduced: p's shape
+        p.copy_(from_numpy(np.ascontiguousarray(q, dtype=p.numpy().dtype)))
+        return
     for i in range(p.shape[1]):
         col = p[:, i:i + 1]
         scale = norm(col, dim=0, keepdim=True)
