@@ -3,10 +3,13 @@
 PyTorch with gloo (`python3 bench/ddp_hooks.py torch [REPS]`, 2 processes). One training step (an MLP
 256-1024-1024-10, batch 64 per rank, 1 thread per rank, 4 MB buckets) of DDP without a hook, with
 allreduce_hook, fp16_compress_hook, bf16_compress_hook (oar only: torch 1.13 refuses it without NCCL)
-and powerSGD_hook (rank 4, compressing from the third step; oar only: torch 1.13's did not finish a
-step within 100 s on gloo with this model) under SGD, and of DDP with
+powerSGD_hook and batched_powerSGD_hook (rank 4, compressing from the third step; oar only: torch
+1.13's powerSGD_hook did not finish a step within 100 s on gloo with this model, and its batched hook
+fails its own assertion) and post-local SGD (post_localSGD_hook without gradient allreduce after 2
+steps, PostLocalSGDOptimizer averaging the parameters every 4 steps) under SGD, and of DDP with
 ZeroRedundancyOptimizer (Adam) stepping after backward against overlap_with_ddp=True (oar only: the
-step inside hook_with_zero_step, which torch 1.13 runs on NCCL only). The variants are interleaved
+step inside hook_with_zero_step or hook_with_zero_step_interleaved, which torch 1.13 runs on NCCL
+only). The variants are interleaved
 (one step of each per round, a barrier before each, 3 rounds of warm-up), so load drifts hit them
 alike; rank 0 prints one JSON object: the medians in ms, their ratios to the hookless step (and
 overlapped ZeRO's to plain ZeRO's), the machine's load average before and after, and for oar the
@@ -22,27 +25,40 @@ def bench(torch, dist, DDP, reps, is_oar):
     from torch.distributed.algorithms.ddp_comm_hooks import powerSGD_hook as psgd
     from torch.distributed.optim import ZeroRedundancyOptimizer as ZeRO
 
-    variants = ["none", "allreduce", "fp16", "bf16", "powersgd", "zero", "zero_overlap"]
+    variants = ["none", "allreduce", "fp16", "bf16", "powersgd", "powersgd_batched", "localsgd", "zero",
+                "zero_overlap", "zero_interleaved"]
     if not is_oar:   # bf16 and overlap need NCCL in torch 1.13; its PowerSGD stalled here (see the docs)
-        variants = [v for v in variants if v not in ("bf16", "zero_overlap", "powersgd")]
+        variants = [v for v in variants if v not in ("bf16", "zero_overlap", "zero_interleaved", "powersgd",
+                                                     "powersgd_batched")]
 
     def make(variant):
         torch.manual_seed(0)
         net = torch.nn.Sequential(torch.nn.Linear(256, 1024), torch.nn.Tanh(), torch.nn.Linear(1024, 1024),
                                   torch.nn.Tanh(), torch.nn.Linear(1024, 10))
         ddp = DDP(net, bucket_cap_mb=4)
-        overlap = variant == "zero_overlap"
+        overlap = variant in ("zero_overlap", "zero_interleaved")
         if variant.startswith("zero"):
             opt = ZeRO(ddp.parameters(), optimizer_class=torch.optim.Adam, lr=1e-3, overlap_with_ddp=overlap)
             if overlap:
-                from torch.distributed.algorithms.ddp_comm_hooks.ddp_zero_hook import hook_with_zero_step
+                from torch.distributed.algorithms.ddp_comm_hooks import ddp_zero_hook
 
-                ddp.register_comm_hook(None, hook_with_zero_step(hooks.allreduce_hook, ddp, opt))
+                make_hook = ddp_zero_hook.hook_with_zero_step_interleaved if variant == "zero_interleaved" else \
+                    ddp_zero_hook.hook_with_zero_step
+                ddp.register_comm_hook(None, make_hook(hooks.allreduce_hook, ddp, opt))
         else:
             opt = torch.optim.SGD(ddp.parameters(), lr=1e-3)
-            if variant == "powersgd":
+            if variant.startswith("powersgd"):
                 ddp.register_comm_hook(psgd.PowerSGDState(None, matrix_approximation_rank=4, start_powerSGD_iter=2),
+                                       psgd.batched_powerSGD_hook if variant.endswith("batched") else
                                        psgd.powerSGD_hook)
+            elif variant == "localsgd":
+                from torch.distributed.algorithms.ddp_comm_hooks import post_localSGD_hook as post_local
+                from torch.distributed.algorithms.model_averaging import averagers
+                from torch.distributed.optim import PostLocalSGDOptimizer
+
+                ddp.register_comm_hook(post_local.PostLocalSGDState(None, None, 2, post_local_gradient_allreduce=False),
+                                       post_local.post_localSGD_hook)
+                opt = PostLocalSGDOptimizer(opt, averagers.PeriodicModelAverager(period=4, warmup_steps=2))
             elif variant != "none":
                 ddp.register_comm_hook(None, {"allreduce": hooks.allreduce_hook, "fp16": hooks.fp16_compress_hook,
                                               "bf16": hooks.bf16_compress_hook}[variant])
@@ -70,6 +86,7 @@ def bench(torch, dist, DDP, reps, is_oar):
            "ratio_to_none": {v: round(med[v] / med["none"], 3) for v in variants if not v.startswith("zero")}}
     if is_oar:
         out["zero_overlap_to_zero"] = round(med["zero_overlap"] / med["zero"], 3)
+        out["zero_interleaved_to_zero"] = round(med["zero_interleaved"] / med["zero"], 3)
         out["hook_wait_ms_per_step"] = {v: round(runs[v][0].bucket_stats()["hook_wait_seconds"] * 1e3 / (reps + 3), 3)
                                         for v in variants if v not in ("none", "zero")}
         out["buckets"] = len(runs["none"][0].bucket_stats()["buckets"])

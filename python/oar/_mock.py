@@ -21,7 +21,10 @@ _NAMES = ("torch", "torch.nn", "torch.nn.functional", "torch.nn.init", "torch.nn
           "torch.futures", "torch.distributed.algorithms.ddp_comm_hooks",
           "torch.distributed.algorithms.ddp_comm_hooks.default_hooks",
           "torch.distributed.algorithms.ddp_comm_hooks.ddp_zero_hook",
-          "torch.distributed.algorithms.ddp_comm_hooks.powerSGD_hook")
+          "torch.distributed.algorithms.ddp_comm_hooks.powerSGD_hook",
+          "torch.distributed.algorithms.ddp_comm_hooks.post_localSGD_hook",
+          "torch.distributed.algorithms.model_averaging", "torch.distributed.algorithms.model_averaging.averagers",
+          "torch.distributed.algorithms.model_averaging.utils", "torch.distributed.optim.post_localSGD_optimizer")
 # torch's quantization namespaces, all served by oar.ao (torch 1.13 has the nn ones both under
 # torch.ao.nn and under their older torch.nn names): torch module name -> oar module name
 _QUANT_NN = ("quantized", "quantized.dynamic", "intrinsic", "intrinsic.quantized", "qat", "intrinsic.qat")
@@ -65,6 +68,8 @@ class mock_torch:
         import oar.distributed.algorithms.ddp_comm_hooks.default_hooks  # noqa: F401
         import oar.distributed.algorithms.ddp_comm_hooks.ddp_zero_hook  # noqa: F401
         import oar.distributed.algorithms.ddp_comm_hooks.powerSGD_hook  # noqa: F401
+        import oar.distributed.algorithms.ddp_comm_hooks.post_localSGD_hook  # noqa: F401
+        import oar.distributed.algorithms.model_averaging.averagers  # noqa: F401
         from . import _C, _compat
 
         mods = _oar_modules()

@@ -188,6 +188,14 @@ static PyObject *steps(OptimObject *self, PyObject *u) {
     return PyLong_FromLongLong(oar_optimizer_steps(self->o));
 }
 
+static PyObject *set_steps(OptimObject *self, PyObject *arg) {
+    CHECK_O;
+    long long n = PyLong_AsLongLong(arg);
+    if (n == -1 && PyErr_Occurred()) return NULL;
+    if (oarpy_check(oar_optimizer_set_steps(self->o, n))) return NULL;
+    Py_RETURN_NONE;
+}
+
 static int optim_traverse(OptimObject *self, visitproc visit, void *arg) {
     Py_VISIT(self->params);
     return 0;
@@ -210,6 +218,7 @@ static PyMethodDef optim_methods[] = {
     {"state", (PyCFunction)state, METH_NOARGS, NULL},
     {"load_state", (PyCFunction)load_state, METH_VARARGS, NULL},
     {"steps", (PyCFunction)steps, METH_NOARGS, NULL},
+    {"set_steps", (PyCFunction)set_steps, METH_O, NULL},
     {NULL, NULL, 0, NULL},
 };
 

@@ -20,7 +20,8 @@ __all__ = ["ReduceOp", "Work", "GroupMember", "group", "is_available", "is_initi
            "all_reduce", "broadcast", "all_gather", "all_gather_into_tensor", "reduce_scatter",
            "reduce_scatter_tensor", "send", "recv", "isend", "irecv", "monitored_barrier", "ProcessGroup",
            "get_group_rank", "get_global_rank", "get_process_group_ranks", "all_to_all", "all_to_all_single",
-           "broadcast_object_list", "all_gather_object", "GradBucket"]
+           "broadcast_object_list", "all_gather_object", "GradBucket", "new_subgroups",
+           "new_subgroups_by_enumeration"]
 
 _BACKENDS = ("mpi", "gloo")   # both mean oar's MPI communicator on CPU tensors
 _state = {"backend": None}
@@ -389,6 +390,57 @@ def new_group(ranks=None, timeout=None, backend=None, pg_options=None):
     g = ProcessGroup(h, ranks, str(backend).lower() if backend is not None else _state["backend"])
     _groups.append(g)
     return g
+
+
+def _ranks_per_host():
+    """The number of ranks on this machine, as the launcher tells it (mpirun, oar launch or torchrun)."""
+    for name in ("OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "LOCAL_WORLD_SIZE"):
+        v = _os.environ.get(name, "")
+        if v.isdigit() and int(v) > 0:
+            return int(v)
+    return None
+
+
+def new_subgroups(group_size=None, group=None, timeout=None, backend=None, pg_options=None):
+    """torch's new_subgroups: the world cut into groups of group_size consecutive ranks (every rank calls
+    it); returns (this rank's subgroup, all of them). group_size=None: torch takes the number of CUDA
+    devices per machine and refuses without CUDA; oar's groups run on host tensors, so None means the
+    ranks on this machine (the launcher's local size), and no CUDA is needed. group is ignored, as in
+    torch 1.13."""
+    if group_size is None:
+        group_size = _ranks_per_host()
+        if group_size is None:
+            raise ValueError("new_subgroups: group_size=None means the ranks on this machine, and the launcher "
+                             "did not say how many there are (no OMPI_COMM_WORLD_LOCAL_SIZE or LOCAL_WORLD_SIZE); "
+                             "pass group_size")
+    if isinstance(group_size, bool) or not isinstance(group_size, int) or group_size <= 0:
+        raise ValueError(f"The arg 'group_size' must be greater than 0, got {group_size!r}")
+    n = get_world_size()
+    if n < group_size:
+        raise ValueError(f"The arg 'group_size' must not exceed the world size ({group_size} > {n})")
+    if n % group_size != 0:
+        raise ValueError(f"The world size must be divisible by 'group_size' ({n} % {group_size} != 0)")
+    return new_subgroups_by_enumeration([list(range(k, k + group_size)) for k in range(0, n, group_size)],
+                                        timeout=timeout, backend=backend, pg_options=pg_options)
+
+
+def new_subgroups_by_enumeration(ranks_per_subgroup_list, timeout=None, backend=None, pg_options=None):
+    """torch's new_subgroups_by_enumeration: one group per list of ranks (every rank calls it with the same
+    lists; a rank in two lists is a ValueError, as in torch); returns (this rank's subgroup or None, all
+    of them). Without CUDA, as new_subgroups."""
+    if not ranks_per_subgroup_list:
+        raise ValueError("The arg 'ranks_per_subgroup_list' cannot be empty")
+    me, mine, subgroups, seen = get_rank(), None, [], set()
+    for ranks in ranks_per_subgroup_list:
+        for r in ranks:
+            if r in seen:
+                raise ValueError(f"Rank {r} has appeared in both subgroup {sorted(seen)} and {list(ranks)}")
+        seen.update(ranks)
+        g = new_group(ranks=ranks, timeout=timeout, backend=backend, pg_options=pg_options)
+        subgroups.append(g)
+        if me in ranks:
+            mine = g
+    return mine, subgroups
 
 
 def _prologue(group, who):

@@ -34,22 +34,23 @@ for v in fp16 bf16; do
     fail "$v gave the uncompressed run's bits: nothing was compressed"
   fi
 done
-# PowerSGD: a rank as large as the matrices averages through the factors (rounding apart); rank 1 compresses
-cmp "$dir/oar_powersgd_full" "$dir/oar_none" 1e-5 || fail "PowerSGD at full rank against no hook (within 1e-5)"
+# PowerSGD: a rank as large as the matrices averages through the factors (QR keeps them exact to rounding,
+# where Gram-Schmidt lost 4e-6); rank 1 compresses
+cmp "$dir/oar_powersgd_full" "$dir/oar_none" 1e-6 || fail "PowerSGD at full rank against no hook (within 1e-6)"
 if "$py" "$script" compare "$dir/oar_powersgd" "$dir/oar_none" 1e-3 >"$dir/out" 2>&1; then
   fail "PowerSGD at rank 1 within 1e-3 of no hook: nothing was compressed"
 fi
 # against PyTorch 1.13 (its overlapped ZeRO needs NCCL: the reference of both overlap runs is its zero run)
 for v in $variants; do
-  ref=$v tol=1e-5 only=
-  case $v in zero_overlap|zero_shard) ref=zero ;; fp16|bf16) tol=1e-3 ;; powersgd) only=extra ;; esac
+  ref=$v tol=1e-5
+  case $v in zero_overlap|zero_shard) ref=zero ;; fp16|bf16) tol=1e-3 ;; powersgd_full) tol=1e-6 ;; esac
   if [ $have_torch -eq 1 ]; then
     if [ ! -f "$dir/torch_$ref.0.npz" ]; then
       timeout 300 "$torchpy" "$script" torch $ref "$dir/torch_$ref" >"$dir/out" 2>&1 || { fail "$ref, PyTorch"; continue; }
     fi
-    cmp "$dir/torch_$ref" "$dir/oar_$v" $tol $only || fail "$v against PyTorch (within $tol)"
+    cmp "$dir/torch_$ref" "$dir/oar_$v" $tol || fail "$v against PyTorch (within $tol)"
   else
-    cmp "$here/hooks_golden/$ref.json" "$dir/oar_$v" $tol $only || fail "$v against PyTorch's golden values (within $tol)"
+    cmp "$here/hooks_golden/$ref.json" "$dir/oar_$v" $tol || fail "$v against PyTorch's golden values (within $tol)"
   fi
 done
 run "$here/hooks_errors.py" && grep -v '^$' "$dir/out" | head -2 || fail "errors, GradBucket, Future, half-precision sums"

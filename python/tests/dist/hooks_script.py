@@ -1,6 +1,7 @@
-"""DDP communication hooks and ZeroRedundancyOptimizer(overlap_with_ddp=True): one torch script, run by
-PyTorch 1.13 (gloo, 2 processes from torch.multiprocessing) and by oar (2 ranks under mpirun, `import
-torch` given oar by the switch); hooks.sh compares the runs (docs/dist.md, "Communication hooks").
+"""DDP communication hooks, ZeroRedundancyOptimizer(overlap_with_ddp=True) and post-local SGD: one torch
+script, run by PyTorch 1.13 (gloo, 2 processes from torch.multiprocessing) and by oar (2 ranks under
+mpirun, `import torch` given oar by the switch); hooks.sh and algorithms.sh compare the runs (docs/dist.md,
+"Communication hooks").
 
   python3 hooks_script.py torch VARIANT OUT       PyTorch (writes OUT.<rank>.npz)
   mpirun -np 2 python3 hooks_script.py oar VARIANT OUT   oar, the same script
@@ -20,8 +21,13 @@ find_unused_parameters=True; unused_plain: the same without the hook), zero (DDP
 ZeroRedundancyOptimizer over Adam, step() after backward) and zero_overlap / zero_shard (overlap_with_ddp=True with hook_with_zero_step(allreduce_hook), whole
 buckets or shard_buckets=True; PyTorch 1.13 runs that only on NCCL, so its reference is its zero run),
 powersgd_full (powerSGD_hook from the third step with a rank as large as every matrix: the exact
-average through the factors) and powersgd (rank 1: compressed; oar's first Q is not torch's, so only
-the compression statistics are compared with torch's)."""
+average through the factors), powersgd (rank 1: compressed; oar draws torch's first Q, so the run
+follows torch's) and powersgd_batched (batched_powerSGD_hook at rank 2; torch 1.13's own asserts, so its
+run hands the hook's matrix to torch's orthogonalization as a batch of one); zero_interleaved /
+zero_interleaved_shard (hook_with_zero_step_interleaved; torch's reference is its zero run); localsgd
+(post_localSGD_hook for 2 steps globally, then each rank alone, PeriodicModelAverager(2, 2) after
+each step) and localsgd_opt (no allreduce after the warm-up, PostLocalSGDOptimizer: the same
+arithmetic); static (DDP(static_graph=True) where rank 1 skips a layer). algorithms.sh runs the last six."""
 import os
 import sys
 
@@ -47,7 +53,7 @@ def run(torch, dist, DDP, rank, variant, is_oar):
         def forward(self, x):
             h = torch.tanh(self.a(x))
             h = torch.tanh(self.b(h))
-            if not variant.startswith("unused") or rank == 0:
+            if not (variant.startswith("unused") or variant == "static") or rank == 0:
                 h = torch.tanh(self.skip(h))
             return self.c(h)
 
@@ -57,9 +63,12 @@ def run(torch, dist, DDP, rank, variant, is_oar):
         for p in model.parameters():
             p.copy_(torch.from_numpy((rng.randn(*tuple(p.shape)) * 0.4).astype(np.float32)))
     # small buckets (oar: 5 of them; torch's first bucket holds 1 MB until its rebuild): with 2 ranks the
-    # average does not depend on the layout
-    ddp = DDP(model, bucket_cap_mb=0.0002, find_unused_parameters=variant.startswith("unused"),
-              **({"first_bucket_mb": 0.0001} if is_oar else {}))
+    # average does not depend on the layout. PowerSGD's compression does: there both have torch's one
+    # bucket (every parameter, last layer first once torch has rebuilt it after the first step)
+    small = {} if variant.startswith("powersgd") else {"bucket_cap_mb": 0.0002}
+    if is_oar and small:
+        small["first_bucket_mb"] = 0.0001
+    ddp = DDP(model, find_unused_parameters=variant.startswith("unused"), static_graph=variant == "static", **small)
     calls = [0]
 
     def counted(hook):
@@ -85,26 +94,53 @@ def run(torch, dist, DDP, rank, variant, is_oar):
         return fut.then(back)
 
     zero_like = variant.startswith("zero")
-    overlap = variant in ("zero_overlap", "zero_shard") and is_oar
+    overlap = variant != "zero" and zero_like and is_oar
+    average = extra = None
     if zero_like:
         from torch.distributed.optim import ZeroRedundancyOptimizer as ZeRO
 
         opt = ZeRO(ddp.parameters(), optimizer_class=torch.optim.Adam, lr=0.01, overlap_with_ddp=overlap)
         if overlap:
-            from torch.distributed.algorithms.ddp_comm_hooks.ddp_zero_hook import hook_with_zero_step
+            from torch.distributed.algorithms.ddp_comm_hooks import ddp_zero_hook
 
-            ddp.register_comm_hook(None, counted(hook_with_zero_step(hooks.allreduce_hook, ddp, opt,
-                                                                     shard_buckets=variant == "zero_shard")))
+            make = ddp_zero_hook.hook_with_zero_step_interleaved if "interleaved" in variant else \
+                ddp_zero_hook.hook_with_zero_step
+            ddp.register_comm_hook(None, counted(make(hooks.allreduce_hook, ddp, opt,
+                                                      shard_buckets=variant.endswith("shard"))))
     elif variant.startswith("powersgd"):
         from torch.distributed.algorithms.ddp_comm_hooks import powerSGD_hook as psgd
 
         # full: a rank as large as every matrix and no rate floor, so the two factors carry the whole
         # average (the same numbers as no hook, up to rounding); low: rank 1, torch's defaults otherwise
-        full = variant == "powersgd_full"
-        psgd_state = psgd.PowerSGDState(None, matrix_approximation_rank=8 if full else 1, start_powerSGD_iter=2,
-                                        min_compression_rate=0 if full else 2)
+        # batched: the whole bucket as one square matrix, at rank 2
+        full, batched = variant == "powersgd_full", variant == "powersgd_batched"
+        if batched and not is_oar:
+            # torch 1.13's batched hook hands its batched orthogonalization one matrix (an AssertionError at
+            # the first compressed step): the matrix goes as a batch of one, what the hook means
+            orthogonalize = psgd._orthogonalize
+            psgd._orthogonalize = lambda m, epsilon=0: orthogonalize(m.unsqueeze(0) if m.dim() == 2 else m, epsilon)
+        psgd_state = psgd.PowerSGDState(None, matrix_approximation_rank=8 if full else 2 if batched else 1,
+                                        start_powerSGD_iter=2, min_compression_rate=0 if full else 2)
         opt = torch.optim.SGD(ddp.parameters(), lr=0.05, momentum=0.9)
-        ddp.register_comm_hook(psgd_state, counted(psgd.powerSGD_hook))
+        ddp.register_comm_hook(psgd_state, counted(psgd.batched_powerSGD_hook if batched else psgd.powerSGD_hook))
+    elif variant.startswith("localsgd"):
+        # post-local SGD: 2 steps of global averaging, then each rank alone (a subgroup of itself; or no
+        # allreduce at all, with the averaging inside PostLocalSGDOptimizer), parameters averaged every
+        # 2 steps from step 2 (so steps 2 and 4, and the ranks end equal)
+        from torch.distributed.algorithms.ddp_comm_hooks import post_localSGD_hook as post_local
+        from torch.distributed.algorithms.model_averaging import averagers
+
+        alone = [dist.new_group([r]) for r in range(n)][rank]
+        local_state = post_local.PostLocalSGDState(None, alone, start_localSGD_iter=2,
+                                                   post_local_gradient_allreduce=variant == "localsgd")
+        ddp.register_comm_hook(local_state, counted(post_local.post_localSGD_hook))
+        opt = torch.optim.SGD(ddp.parameters(), lr=0.05, momentum=0.9)
+        average = averagers.PeriodicModelAverager(period=2, warmup_steps=2)
+        if variant == "localsgd_opt":
+            from torch.distributed.optim import PostLocalSGDOptimizer
+
+            opt, average = PostLocalSGDOptimizer(opt, average), None
+        extra = lambda: [local_state.iter, (average or opt.averager).step]  # noqa: E731
     else:
         opt = torch.optim.SGD(ddp.parameters(), lr=0.05, momentum=0.9)
         hook = {"allreduce": hooks.allreduce_hook, "unused": hooks.allreduce_hook,
@@ -122,16 +158,20 @@ def run(torch, dist, DDP, rank, variant, is_oar):
         loss.backward()
         if not overlap:
             opt.step()
+        if average is not None:
+            average.average_parameters(model.parameters())
         losses.append(loss.item())
     if variant.startswith("unused"):
         assert model.never.weight.grad is None, "a parameter no rank used got a gradient"
-    registered = overlap or (not zero_like and variant not in ("none", "unused_plain"))
+    registered = overlap or (not zero_like and variant not in ("none", "unused_plain", "static"))
     assert calls[0] >= STEPS if registered else calls[0] == 0, f"the hook ran {calls[0]} times in {STEPS} steps"
     params = [p.detach().numpy().copy() for p in model.parameters()]
     dist.barrier()
     # PowerSGD's compression statistics (elements before and after, over the compressed steps): from the
     # shapes and the settings alone, so oar's equal torch's
-    extra = list(psgd_state.compression_stats()[1:]) if variant.startswith("powersgd") else []
+    # (localsgd: the state's and the averager's step counts)
+    extra = list(psgd_state.compression_stats()[1:]) if variant.startswith("powersgd") else \
+        extra() if extra is not None else []
     return losses, params, [float(v) for v in extra]
 '''
 
@@ -150,7 +190,7 @@ def torch_rank(rank, variant, out, init):
     dist.init_process_group("gloo", init_method=init, rank=rank, world_size=2)
     env = {"np": np, "STEPS": STEPS}
     exec(SCRIPT, env)
-    torch_variant = "zero" if variant in ("zero_overlap", "zero_shard") else variant
+    torch_variant = "zero" if variant.startswith("zero") else variant
     save(out, rank, *env["run"](torch, dist, DDP, rank, torch_variant, False))
     dist.destroy_process_group()
 

@@ -31,6 +31,8 @@ class _OverlapInfo:
     def __init__(self):
         self.ddp = None
         self.assignments = []
+        self.broadcasts = None   # hook_with_zero_step_interleaved: this step's broadcasts in flight
+        self.steps_before = 0    # ... and the local optimizer's step count before the step
 
 
 class _ZeROJoinHook(JoinHook):
@@ -376,6 +378,48 @@ class ZeroRedundancyOptimizer(Optimizer, Joinable):
             works += [broadcast(p.detach(), src=src, group=self.process_group, async_op=True) for p in ps]
         for w in works:
             w.wait()
+
+    def _overlap_bucket_step(self, index, is_last):
+        """hook_with_zero_step_interleaved's share of bucket index, once its average is in .grad: this
+        rank's parameters of the bucket updated by the local optimizer (the others' gradients hidden from
+        it for the call: each parameter's update is its own op, so the result is the whole step's), then
+        the bucket's parameters broadcast from their owners, left in flight while the next buckets step;
+        after the last bucket every broadcast is waited for and the step counts as one."""
+        info = self._overlap_info
+        c = getattr(self.optim, "_c", None)
+        if index == 0:   # a step begins (a failed one may have left broadcasts: they are waited for first)
+            for w in info.broadcasts or []:
+                w.wait()
+            if self._get_is_trainable_mask() != self._is_trainable_mask:
+                raise RuntimeError("ZeroRedundancyOptimizer with `overlap_with_ddp=True` does not support "
+                                   "changing parameter trainability at run time")
+            info.broadcasts = []
+            info.steps_before = c.steps() if c is not None else 0
+            self._sync_param_groups(self.param_groups, self.optim.param_groups)
+        mine = {id(p) for k, ps in info.assignments[self.rank] if k == index for p in ps}
+        if mine:
+            hidden = [(p, p.grad) for p in self.optim.param_groups[0]["params"]
+                      if id(p) not in mine and p.grad is not None]
+            for p, _ in hidden:
+                p.grad = None
+            try:
+                self.optim.step()
+            finally:
+                for p, grad in hidden:
+                    p.grad = grad
+        for r, a in enumerate(info.assignments):
+            src = get_global_rank(self.process_group, r)
+            for k, ps in a:
+                if k == index:
+                    info.broadcasts += [broadcast(p.detach(), src=src, group=self.process_group, async_op=True)
+                                        for p in ps]
+        if is_last:
+            works, info.broadcasts = info.broadcasts, None
+            for w in works:
+                w.wait()
+            if c is not None:
+                c.set_steps(info.steps_before + 1)
+            self._sync_param_groups(self.optim.param_groups, self.param_groups)
 
     # -- Joinable -----------------------------------------------------------------------------
 

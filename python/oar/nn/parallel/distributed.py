@@ -8,6 +8,7 @@ callback; here Tensor.backward syncs the wrappers whose forward ran since the la
 (the buckets not yet sent go with zeros for the parameters this rank did not use, so unused
 parameters never hang, with or without find_unused_parameters)."""
 import contextlib
+import warnings
 import weakref
 
 from ... import _C
@@ -33,6 +34,8 @@ def _sync_pending():
                 raise
             if ddp._comm_hook is not None:
                 ddp._finish_comm_hooks()
+            if ddp.static_graph and ddp._syncing:
+                ddp._check_static_graph()
 
 
 def _backward_then_sync(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
@@ -65,7 +68,11 @@ class DistributedDataParallel(Module, Joinable):
     gradient_as_bucket_view: always (the averaged .grad is a view of its bucket).
     broadcast_buffers: rank 0's buffers (BatchNorm statistics) overwrite the others' before
     every training forward, as in torch. Reductions run in a fixed rank order: a run repeats bit
-    for bit. device_ids/output_device: CPU tensors only (None)."""
+    for bit. device_ids/output_device: CPU tensors only (None). static_graph=True: the promise that
+    the parameters some rank uses stay the same every step; oar's DDP needs no graph walk either way
+    (everything torch's flag enables works without it), so what the flag adds is the check of that
+    promise: a synced backward whose set of parameters holding a gradient differs from the first one's
+    raises torch's RuntimeError, naming them."""
 
     def __init__(self, module, device_ids=None, output_device=None, dim=0, broadcast_buffers=True, process_group=None,
                  bucket_cap_mb=25, find_unused_parameters=False, check_reduction=False,
@@ -109,7 +116,39 @@ class DistributedDataParallel(Module, Joinable):
         self._hook_buckets = []    # per bucket: (buffer, gradient views, parameters), with a hook
         self._hook_futures = []    # this step's (bucket index, Future), in bucket order
         self._hook_wait_seconds = 0.0
+        self.static_graph = False
+        self._static_used = None   # static_graph: the parameters holding a gradient after the first sync
+        if static_graph:
+            self._set_static_graph()
         _install_sync()
+
+    def _set_static_graph(self):
+        """static_graph=True after construction (torch's private method, with its warnings)."""
+        if self.static_graph:
+            warnings.warn("You've set static_graph to be True, no need to set it again.")
+            return
+        self.static_graph = True
+        if self.find_unused_parameters:
+            warnings.warn("You passed find_unused_parameters=true to DistributedDataParallel, `_set_static_graph` "
+                          "will detect unused parameters automatically, so you do not need to set "
+                          "find_unused_parameters=true, just be sure these unused parameters will not change during "
+                          "training loop while calling `_set_static_graph`.")
+
+    def _check_static_graph(self):
+        """static_graph's promise, after a synced backward: the same parameters hold a gradient as after
+        the first one (those some rank used, gradients being dropped between steps by zero_grad)."""
+        used = frozenset(i for i, (_, p) in enumerate(self._named_params) if p.grad is not None)
+        if self._static_used is None:
+            self._static_used = used
+            return
+        if used != self._static_used:
+            names = lambda ix: [self._named_params[i][0] for i in sorted(ix)]  # noqa: E731
+            raise RuntimeError(f"DistributedDataParallel: your training graph has changed in this iteration: "
+                               f"parameters used in the first iteration and unused now: "
+                               f"{names(self._static_used - used)}, unused then and used now: "
+                               f"{names(used - self._static_used)}; this is not compatible with static_graph set to "
+                               f"True (make the model use the same parameters every step, or pass "
+                               f"static_graph=False)")
 
     def _pre_forward(self):
         """What torch's DDP does before each forward, eagerly: inside join(), the join's collectives

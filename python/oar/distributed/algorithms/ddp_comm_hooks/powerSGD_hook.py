@@ -10,25 +10,36 @@ with Q kept from the previous step (warm_start) and the part of M the approximat
 the next step's gradient (use_error_feedback). Until start_powerSGD_iter steps have run the hook is
 allreduce_hook (plain averaging), so the first iterations train as without compression.
 
-Differences from torch 1.13, none in the arithmetic the paper defines: the first Q is drawn from
-NumPy's normal generator seeded from the state's RandomState (oar's generator is not torch's, and
-oar's global stream is left alone, so the same seed gives the same Q on every rank but not torch's Q);
-orthonormalization is Gram-Schmidt at every rank (torch switches to a QR factorization above rank 2:
-the same column space, columns equal up to sign, which P Q^T does not see);
-batch_tensors_with_same_shape is accepted and does not batch (each matrix is handled alone; torch's
-batching only saves kernel launches)."""
+The first Q is torch's: drawn as torch.randn would after torch.manual_seed of the seed the state's
+RandomState gives (_torch_randn; oar's own stream is left alone, as torch forks its RNG), the
+matrices taken grouped by shape as torch does, and orthonormalization is torch's (Gram-Schmidt up to
+rank 2, a Householder QR above), so a run follows torch 1.13's. batch_tensors_with_same_shape is
+accepted and does not batch (each matrix is handled alone; torch's batching only saves kernel
+launches).
+
+batched_powerSGD_hook compresses the whole bucket instead: the flat bucket, zero-padded to a square
+of side s = ceil(sqrt(numel)), is one matrix, sent as two s x r factors."""
+import math
+
 import numpy as np
 
 from ... import all_reduce, group
 from . import default_hooks
+from ._torch_randn import TorchNormal
 
-__all__ = ["PowerSGDState", "powerSGD_hook"]
+__all__ = ["PowerSGDState", "powerSGD_hook", "batched_powerSGD_hook"]
 
 
 def _orthonormalize(p, epsilon):
-    """p's columns made orthonormal in place (Gram-Schmidt); epsilon keeps a zero column finite."""
-    from .... import norm, sum as osum
+    """p's columns made orthonormal in place, as torch does: Gram-Schmidt up to 2 columns (and for
+    half precision), where epsilon keeps a zero column finite; above, the Q of a Householder QR
+    factorization (LAPACK's, through NumPy, as torch's linalg.qr; epsilon is not used there)."""
+    from .... import float16, bfloat16, from_numpy, norm, sum as osum
 
+    if p.shape[1] > 2 and p.dtype not in (float16, bfloat16):
+        q = np.linalg.qr(p.numpy())[0]   # reduced: p's shape
+        p.copy_(from_numpy(np.ascontiguousarray(q, dtype=p.numpy().dtype)))
+        return
     for i in range(p.shape[1]):
         col = p[:, i:i + 1]
         scale = norm(col, dim=0, keepdim=True)
@@ -117,6 +128,10 @@ def powerSGD_hook(state, bucket):
         else:
             whole.append(t)
             state.total_numel_after_compression += full
+    by_shape = {}   # torch takes the matrices grouped by shape (first appearance first): its Qs' draw order
+    for m, r in matrices:
+        by_shape.setdefault(tuple(m.shape), []).append((m, r))
+    matrices = [mr for group_ in by_shape.values() for mr in group_]
     flat = cat([t.reshape(-1) for t in whole]) if whole else zeros(0, dtype=buffer.dtype)
 
     fresh = not state.warm_start or index not in state.p_memory_dict
@@ -130,9 +145,9 @@ def powerSGD_hook(state, bucket):
         p_at += m.shape[0] * r
         q_at += m.shape[1] * r
     if fresh:
-        draw = np.random.RandomState(state.rng.randint(1_000_000_000))   # the same on every rank
+        draw = TorchNormal(state.rng.randint(1_000_000_000))   # the same on every rank, and torch's
         for q in qs:
-            q.copy_(from_numpy(draw.standard_normal(tuple(q.shape)).astype(np.float32)))
+            q.copy_(from_numpy(draw.randn(tuple(q.shape))))
     for q in qs:
         _orthonormalize(q, state.orthogonalization_epsilon)
     for (m, _), p, q in zip(matrices, ps, qs):
@@ -167,3 +182,68 @@ def powerSGD_hook(state, bucket):
 
     first = all_reduce(flat, group=state.process_group, async_op=True).get_future()
     return first.then(allreduce_ps).then(allreduce_qs).then(decompress)
+
+
+def batched_powerSGD_hook(state, bucket):
+    """The bucket averaged over state.process_group through one rank-r approximation of the whole bucket:
+    its numel elements, zero-padded to s * s with s = ceil(sqrt(numel)), as an s x s matrix M; then
+    P = M Q, allreduce P, orthonormalize P, Q = M^T P, allreduce Q, M = P Q^T / N, the bucket being M's
+    first numel elements. Plain averaging for state.start_powerSGD_iter steps; warm start keeps each
+    bucket's Q (s x r) across steps; error feedback adds each bucket's padded residual to the next step's
+    M. Coarser than powerSGD_hook (one matrix for all a bucket's tensors, biases included), cheaper in
+    Python work. torch's arithmetic, with two differences where torch 1.13 fails: it asserts on its
+    first compressed step (its orthogonalization takes a batch of matrices since PowerSGD learned to
+    batch, and this hook hands it one matrix), and a rank above s would break its Gram-Schmidt; here the
+    factors have min(r, s) columns. oar's bucket cannot grow in place as torch's resize_ does, so M is
+    a padded copy written back."""
+    from .... import from_numpy, zeros
+
+    g = state.process_group if state.process_group is not None else group.WORLD
+    n_ranks = g.size()
+    buffer = bucket.buffer()
+    if state.iter < state.start_powerSGD_iter:
+        state.maybe_increase_iter(bucket)
+        return default_hooks._allreduce_fut(state.process_group, buffer)
+
+    total = buffer.numel()
+    side = math.ceil(math.sqrt(total))
+    r = min(side, state.matrix_approximation_rank)
+    state.total_numel_before_compression += total
+    state.total_numel_after_compression += side * state.matrix_approximation_rank * 2
+    padded = zeros(side * side, dtype=buffer.dtype)
+    padded[:total].copy_(buffer)
+    index = bucket.index()
+    if state.use_error_feedback:   # last step's residual (padding included) joins this step's gradient
+        if index in state.error_dict:
+            padded.add_(state.error_dict[index])
+        else:
+            state.error_dict[index] = zeros(side * side, dtype=buffer.dtype)
+        before = padded.clone()
+    matrix = padded.view(side, side)
+
+    if not state.warm_start or index not in state.p_memory_dict:
+        state.p_memory_dict[index] = zeros(side, r, dtype=buffer.dtype)
+        draw = TorchNormal(state.rng.randint(1_000_000_000))   # the same on every rank, and torch's
+        state.q_memory_dict[index] = from_numpy(draw.randn((side, r))).to(buffer.dtype)
+    p, q = state.p_memory_dict[index], state.q_memory_dict[index]
+    _orthonormalize(q, 0)   # torch's batched hook passes no epsilon
+    p.copy_(matrix @ q)
+
+    def compute_q(fut):
+        _orthonormalize(p, 0)
+        q.copy_(matrix.t() @ p)
+        return all_reduce(q, group=state.process_group, async_op=True).get_future().wait()[0]
+
+    def decompress(fut):
+        q.div_(n_ranks)   # the average's factor, kept for the warm start
+        matrix.copy_(p @ q.t())
+        if state.use_error_feedback:
+            state.error_dict[index] = before - padded
+        if not state.warm_start:
+            state.p_memory_dict.clear()
+            state.q_memory_dict.clear()
+        buffer.copy_(padded[:total])
+        state.maybe_increase_iter(bucket)
+        return buffer
+
+    return all_reduce(p, group=state.process_group, async_op=True).get_future().then(compute_q).then(decompress)
