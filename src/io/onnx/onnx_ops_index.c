@@ -130,8 +130,11 @@ oar_status ox_ScatterND(ox_ctx *c) {
         return ox_fail(c, OAR_ERR_SHAPE, "expected %lld updates (indices' leading dims x data's dims from %d), "
                        "got %lld", (long long)(m * rest), k, (long long)upd->numel);
     int64_t d2[2] = {rows, rest}, u2[2] = {m, rest}, l2[2] = {m, 1};
-    oar_tensor *index = oar_expand(oar_reshape(lin, l2, 2), u2, 2);
-    oar_tensor *y = index ? scatter(oar_reshape(data, d2, 2), 0, index, oar_reshape(upd, u2, 2), reduce) : NULL;
+    oar_tensor *index = oar_expand(oar_reshape(lin, l2, 2), u2, 2), *rows2 = oar_reshape(data, d2, 2);
+    oar_tensor *upd2 = oar_reshape(upd, u2, 2), *y = NULL;
+    if (index && rows2 && upd2) /* whole rows: the slice scatter without reduction */
+        y = !reduce && scatters_slices(rows2, 0, index) ? scatter_slices(rows2, 0, index, upd2)
+                                                        : scatter(rows2, 0, index, upd2, reduce);
     return ox_set(c, 0, y ? oar_reshape(y, data->shape, data->ndim) : NULL);
 }
 
