@@ -390,6 +390,11 @@ OAR_API oar_tensor *oar_bitwise_or(oar_tensor *a, oar_tensor *b);
 OAR_API oar_tensor *oar_bitwise_xor(oar_tensor *a, oar_tensor *b);
 OAR_API oar_tensor *oar_gcd(oar_tensor *a, oar_tensor *b);
 OAR_API oar_tensor *oar_lcm(oar_tensor *a, oar_tensor *b);
+/* a << b and a >> b on integer tensors (not bool), NumPy broadcasting; >> is arithmetic on signed
+ * types. A shift by b outside [0, width of the dtype) gives 0 (>> of a negative value: -1), as
+ * NumPy and torch >= 2.1 define it. */
+OAR_API oar_tensor *oar_bitwise_left_shift(oar_tensor *a, oar_tensor *b);
+OAR_API oar_tensor *oar_bitwise_right_shift(oar_tensor *a, oar_tensor *b);
 OAR_API oar_tensor *oar_atan2(oar_tensor *y, oar_tensor *x); /* the angle of (x, y), in (-pi, pi] */
 /* torch.clamp: NaN stays NaN, +-INFINITY means no bound, min > max gives max. Integer tensors
  * keep their dtype, so their bounds must be integers in the dtype's range. */

@@ -199,13 +199,51 @@ static oar_status defined_math(void *user, oar_tensor *const *in, int n_in, oar_
     return out[0] ? OAR_OK : oar_last_status();
 }
 
-static void test_math(const char *name, oar_static_fn fn, bool exact) {
+/* Integer bit ops: bitwise and/or/xor/not of i32 as ONNX's Bitwise ops, which are opset 18, so
+ * the file is opset 18 and the mean's axes an input, as opset 18's ReduceMean takes them. */
+static oar_status bits_i32(void *user, oar_tensor *const *in, int n_in, oar_tensor **out, int n_out) {
+    oar_tensor *x = in[0];
+    int64_t s[1] = {8};
+    oar_tensor *m1 = oar_full(s, 1, 0x5a5a, OAR_I32), *m2 = oar_full(s, 1, -0x100, OAR_I32);
+    oar_tensor *b = oar_bitwise_xor(oar_bitwise_or(oar_bitwise_and(x, m1), m2), oar_bitwise_not(x));
+    int dim = 1;
+    oar_tensor *xf = oar_cast(x, OAR_F32);
+    out[0] = oar_add(oar_cast(b, OAR_F32), oar_mean(xf, &dim, 1, true));
+    return out[0] ? OAR_OK : oar_last_status();
+}
+/* u8 shifts as BitShift (LEFT, RIGHT), by amounts within the width; bool and/or/xor as And/Or/Xor. */
+static oar_status shifts_u8(void *user, oar_tensor *const *in, int n_in, oar_tensor **out, int n_out) {
+    oar_tensor *x = in[0];
+    int64_t s[1] = {8};
+    oar_tensor *k = oar_cast(oar_arange(0, 8, 1, OAR_I64), OAR_U8); /* 0 to 7 */
+    oar_tensor *three = oar_full(s, 1, 3, OAR_U8);
+    oar_tensor *xi = oar_cast(x, OAR_I32); /* onnxruntime 1.16 compares no u8 */
+    oar_tensor *big = oar_gt_scalar(xi, 100.0), *odd = oar_ne_scalar(oar_cast(oar_bitwise_and(x, oar_full(s, 1, 1, OAR_U8)), OAR_I32), 0);
+    oar_tensor *y = oar_bitwise_or(oar_bitwise_left_shift(x, k), oar_bitwise_right_shift(x, three));
+    out[0] = oar_where(oar_bitwise_or(oar_bitwise_and(big, odd), oar_bitwise_xor(big, odd)), oar_bitwise_xor(y, x), y);
+    return out[0] ? OAR_OK : oar_last_status();
+}
+#ifdef OAR_HAVE_OPENBLAS
+/* linalg_det as Det ([..., 3, 3] -> [...]), plus cosh and acosh one to one. */
+static oar_status det_math(void *user, oar_tensor *const *in, int n_in, oar_tensor **out, int n_out) {
+    oar_tensor *x = in[0];
+    int dims[2] = {1, 2};
+    oar_tensor *c = oar_sum(oar_add(oar_cosh(x), oar_acosh(oar_add_scalar(oar_abs(x), 1.0))), dims, 2, false);
+    out[0] = oar_add(oar_linalg_det(x), c);
+    return out[0] ? OAR_OK : oar_last_status();
+}
+#endif
+
+/* fn compiled for x (dims -1 = dynamic) of the given shape and dtype, exported, re-imported: the
+ * same bits, or within 1e-5. */
+static void test_math_of(const char *name, oar_static_fn fn, bool exact, oar_dtype dt, int ndim, const int64_t *shape) {
     oar_scope_begin();
-    oar_input_spec spec = {OAR_F32, 2, {-1, 8}, "x"};
+    oar_input_spec spec = {dt, ndim, {-1}, "x"};
+    for (int d = 1; d < ndim; d++) spec.shape[d] = shape[d];
     oar_jit_opts jo = {.specs = &spec, .n_specs = 1};
     oar_jit *f = oar_jit_to_static(fn, NULL, &jo);
-    int64_t sx[2] = {3, 8};
-    oar_tensor *x = oar_randn(sx, 2, OAR_F32), *y[1] = {0};
+    oar_tensor *x = dt == OAR_F32 ? oar_randn(shape, ndim, dt) : oar_randint(dt == OAR_U8 ? 0 : -100000, dt == OAR_U8 ? 256 : 100000, shape, ndim, dt);
+    oar_tensor *y[1] = {0};
     CHECK(oar_jit_call(f, &x, 1, y, 1) == OAR_OK);
     char path[512];
     snprintf(path, sizeof path, "%s/%s.onnx", dir, name);
@@ -214,6 +252,32 @@ static void test_math(const char *name, oar_static_fn fn, bool exact) {
     if (st != OAR_OK) fprintf(stderr, "%s: %s\n", name, oar_last_error());
     check_roundtrip(path, x, y[0], exact, exact ? 0 : 1e-5, name);
     keep(name, path, x, y[0]);
+    oar_release(y[0]);
+    oar_jit_free(f);
+    oar_scope_end();
+}
+static void test_math(const char *name, oar_static_fn fn, bool exact) {
+    test_math_of(name, fn, exact, OAR_F32, 2, (int64_t[]){3, 8});
+}
+
+/* i32 shifts have no ONNX form (BitShift is unsigned only): refused, naming the op and dtype. */
+static oar_status shift_i32(void *user, oar_tensor *const *in, int n_in, oar_tensor **out, int n_out) {
+    out[0] = oar_bitwise_left_shift(in[0], in[0]);
+    return out[0] ? OAR_OK : oar_last_status();
+}
+static void test_bit_ops(void) {
+    test_math_of("bits_i32", bits_i32, true, OAR_I32, 2, (int64_t[]){3, 8});
+    test_math_of("shifts_u8", shifts_u8, true, OAR_U8, 2, (int64_t[]){5, 8});
+#ifdef OAR_HAVE_OPENBLAS
+    test_math_of("det_math", det_math, true, OAR_F32, 3, (int64_t[]){4, 3, 3});
+#endif
+    oar_scope_begin();
+    oar_jit *f = oar_jit_to_static(shift_i32, NULL, NULL);
+    oar_tensor *x = oar_randint(0, 8, (int64_t[]){4}, 1, OAR_I32), *y[1] = {0};
+    CHECK(oar_jit_call(f, &x, 1, y, 1) == OAR_OK);
+    char path[512];
+    snprintf(path, sizeof path, "%s/shift_i32.onnx", dir);
+    CHECK_ERR(oar_onnx_save(f, path, NULL), "(bitwise_left_shift): ONNX's BitShift takes unsigned integers only, got i32");
     oar_release(y[0]);
     oar_jit_free(f);
     oar_scope_end();
@@ -879,6 +943,7 @@ int main(void) {
     test_many_ops();
     test_math("direct_math", direct_math, true);
     test_math("defined_math", defined_math, false);
+    test_bit_ops();
     test_model_file();
     test_fused_model_file("resnet20");
     test_fused_model_file("mobilenet");

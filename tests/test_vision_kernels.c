@@ -103,14 +103,18 @@ int main(void) {
         memcpy(bx + i * 5, v, sizeof v);
     }
     oar_tensor *boxes = oar_from_data(bx, (int64_t[]){k, 5}, 2, OAR_F32);
+    /* 12 channels, and 37: the channels-last kernel's full vectors and tail (16 and 8 wide) */
     oar_tensor *rx = oar_randn((int64_t[]){2, 12, 20, 24}, 4, OAR_F32);
-    for (int ratio = -1; ratio <= 2; ratio += 3) {
-        int64_t size[2] = {5, 4}, shape[4] = {2, 12, 20, 24};
+    for (int t = 0; t < 4; t++) {
+        int ratio = t % 2 ? 2 : -1;
+        int64_t ch = t < 2 ? 12 : 37;
+        oar_tensor *xin = t < 2 ? rx : oar_randn((int64_t[]){2, ch, 20, 24}, 4, OAR_F32);
+        int64_t size[2] = {5, 4}, shape[4] = {2, ch, 20, 24};
         oar_attr a[5] = {oar_attr_ints(shape, 4), oar_attr_ints(size, 2), oar_attr_float(0.8), oar_attr_int(ratio),
                          oar_attr_int(ratio > 0)};
-        oar_tensor *fin[2] = {rx, boxes};
-        check_op(OAR_OP_roi_align, fin, 2, a + 1, 1e-5, 1);
-        oar_tensor *rgy = oar_randn((int64_t[]){k, 12, 5, 4}, 4, OAR_F32);
+        oar_tensor *fin[2] = {xin, boxes};
+        check_op(OAR_OP_roi_align, fin, 2, a + 1, 1e-5, 2); /* bins and channels */
+        oar_tensor *rgy = oar_randn((int64_t[]){k, ch, 5, 4}, 4, OAR_F32);
         oar_tensor *bin[2] = {rgy, boxes};
         check_op(OAR_OP_roi_align_backward, bin, 2, a, 1e-5, 1);
     }

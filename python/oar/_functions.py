@@ -142,6 +142,7 @@ mul, div, pow, maximum, minimum = G["mul"], G["div"], G["pow"], G["maximum"], G[
 eq, ne, lt, le, gt, ge = G["eq"], G["ne"], G["lt"], G["le"], G["gt"], G["ge"]
 logical_and, logical_or = G["logical_and"], G["logical_or"]
 bitwise_and, bitwise_or, bitwise_xor, gcd, lcm = G["bitwise_and"], G["bitwise_or"], G["bitwise_xor"], G["gcd"], G["lcm"]
+bitwise_left_shift, bitwise_right_shift = G["bitwise_left_shift"], G["bitwise_right_shift"]
 greater, greater_equal, less, less_equal, not_equal = gt, ge, lt, le, ne
 
 

@@ -437,6 +437,18 @@ class Tensor(_C.TensorBase):
     def __rxor__(self, o):
         return F.bitwise_xor(o, self)
 
+    def __lshift__(self, o):
+        return F.bitwise_left_shift(self, o)
+
+    def __rshift__(self, o):
+        return F.bitwise_right_shift(self, o)
+
+    def __rlshift__(self, o):
+        return F.bitwise_left_shift(o, self)
+
+    def __rrshift__(self, o):
+        return F.bitwise_right_shift(o, self)
+
     def __eq__(self, o):
         if o is None:
             return False
@@ -632,7 +644,7 @@ matmul mm bmm dot outer multiply subtract true_divide divide greater greater_equ
 negative absolute swapaxes swapdims count_nonzero where tensor_split repeat_interleave
 floor_divide remainder fmod trunc fix unique erfc expm1 exp2 sinh asin acos atan asinh atanh atan2 arcsin arccos
 arctan arcsinh arctanh arctan2 acosh arccosh cosh lgamma digamma erfinv bitwise_and bitwise_or bitwise_xor bitwise_not
-gcd lcm cumprod cummax cummin mode""".split()
+gcd lcm cumprod cummax cummin mode bitwise_left_shift bitwise_right_shift""".split()
 for _name in _METHODS:
     if not hasattr(Tensor, _name) or _name in ("sum", "max", "min", "all", "any", "abs", "round"):
         setattr(Tensor, _name, getattr(F, _name))
@@ -645,7 +657,8 @@ def _where_method(self, condition, other):
 Tensor.where = _where_method
 Tensor.polygamma = lambda self, n: F.polygamma(n, self)
 Tensor.polygamma_ = lambda self, n: _inplace(self, F.polygamma(n, self))
-for _name in "cumprod cosh acosh arccosh lgamma digamma erfinv bitwise_and bitwise_or bitwise_xor bitwise_not gcd lcm".split():
+for _name in ("cumprod cosh acosh arccosh lgamma digamma erfinv bitwise_and bitwise_or bitwise_xor bitwise_not gcd lcm "
+              "bitwise_left_shift bitwise_right_shift").split():
     setattr(Tensor, _name + "_", lambda self, *args, _f=getattr(F, _name): _inplace(self, _f(self, *args)))
 Tensor.softmax = lambda self, dim, dtype=None: _nnf().softmax(self, dim, dtype=dtype)
 Tensor.log_softmax = lambda self, dim, dtype=None: _nnf().log_softmax(self, dim, dtype=dtype)

@@ -216,6 +216,14 @@ CASES = {
     "bitwise_bool": ([BOOLS, BOOLS[::-1].copy()], lambda L, a, b: L.stack([a & b, a | b, a ^ b, ~a, L.bitwise_not(b)]),
                      False),
     "bitwise_operators": ([INTS_A, INTS_B], lambda L, a, b: (a & b) + (a | 6) * 2 + (3 ^ b) * 3 + ~a, False),
+    # shifts within the width (torch 1.13 leaves the others to C, where they are undefined)
+    "bitwise_shifts": ([INTS_A, INTS_B % 12], lambda L, a, b: L.stack([L.bitwise_left_shift(a, b),
+                                                                     L.bitwise_right_shift(a, b)]), False),
+    "bitwise_shift_operators_u8": ([np.array([1, 200, 255, 7], np.uint8), np.array([0, 1, 7, 3], np.uint8)],
+                                   lambda L, a, b: L.stack([a << b, a >> b, (a << 2) >> 1]), False),
+    "bitwise_shift_i8_i32": ([np.array([-128, -5, 100, 3], np.int8), np.array([-7, 1000, -70000, 5], np.int32)],
+                             lambda L, a, b: L.stack([(a >> 3).int(), (a << 1).int(), b >> 4, b << 9,
+                                                      L.bitwise_right_shift(b, 31)]), False),
     "gcd": ([INTS_A, INTS_B], lambda L, a, b: L.gcd(a, b), False),
     "lcm": ([INTS_A, INTS_B], lambda L, a, b: L.lcm(a, b), False),
     "special_multigammaln": ([pos(3, 4) + 2], lambda L, x: L.special.multigammaln(x, 3), True),
@@ -332,6 +340,22 @@ def test_composition_matches_torch(torch, name):
                 assert oi.grad is not None, f"{name}: no gradient for input {k}"
                 np.testing.assert_allclose(oi.grad.numpy(), ti.grad.numpy(), rtol=2e-4, atol=2e-5,
                                            err_msg=f"{name} d/d input {k}")
+
+
+def test_shifts_out_of_range_as_numpy():
+    """Shifts by the width or more, or by a negative amount, are defined as NumPy defines them (0, or -1
+    for >> of a negative value); torch 1.13 leaves them to C."""
+    for dt in (np.int8, np.uint8, np.int32, np.int64):
+        bits = np.iinfo(dt).bits
+        a = np.array([1, 3, 100, 127, 5, 64], dt)
+        if dt != np.uint8:
+            a = a * np.array([1, -1, 1, -1, 1, -1], dt)
+        b = np.array([0, bits - 1, bits, bits + 5, 1, 100], dt)
+        if dt != np.uint8:
+            b[4] = -1
+        for name, ref in (("bitwise_left_shift", np.left_shift), ("bitwise_right_shift", np.right_shift)):
+            got = getattr(oar, name)(oar.from_numpy(a), oar.from_numpy(b)).numpy()
+            np.testing.assert_array_equal(got, ref(a, b), err_msg=f"{name} {dt.__name__}")
 
 
 def test_allclose_equal_broadcast_shapes(torch):

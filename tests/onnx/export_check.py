@@ -2,7 +2,9 @@
 full_check (types and shapes inferred through the whole graph) and, when onnxruntime is
 importable, runs there on the saved input with the oar output as the expected one
 (|ort - oar| <= 1e-4 |oar| + 1e-5, or NAME.atol's absolute tolerance where the test wrote one: the
-quantized models, whose float QDQ arithmetic may land a step from oar's int8 sums). Usage: export_check.py DIR. Exit 77 without onnx."""
+quantized models, whose float QDQ arithmetic may land a step from oar's int8 sums). A model of an
+opset newer than the onnx package knows (opset 18 for integer bitwise ops; Debian's onnx 1.12 knows
+17) is left to a newer one and said so. Usage: export_check.py DIR. Exit 77 without onnx."""
 import glob
 import os
 import sys
@@ -23,12 +25,17 @@ paths = sorted(glob.glob(os.path.join(d, "*.onnx")))
 if not paths:
     print(f"onnx_export_check: no models in {d}")
     sys.exit(1)
-bad = 0
+bad = skipped = 0
 for path in paths:
     name = os.path.basename(path)[:-5]
     model = onnx.load(path)
-    onnx.checker.check_model(model, full_check=True)
     opset = {o.domain: o.version for o in model.opset_import}[""]
+    if opset > onnx.defs.onnx_opset_version():  # integer bitwise ops are opset 18 (onnx >= 1.13)
+        print(f"{name}: opset {opset}, newer than onnx {onnx.__version__} knows ({onnx.defs.onnx_opset_version()}): "
+              f"not checked by this python (OAR_ORT_PYTHON with onnx >= 1.13 checks it)")
+        skipped += 1
+        continue
+    onnx.checker.check_model(model, full_check=True)
     line = f"{name}: onnx.checker (full) ok, opset {opset}, {len(model.graph.node)} nodes"
     if ort is not None:
         x, y = np.load(os.path.join(d, name + ".x.npy")), np.load(os.path.join(d, name + ".y.npy"))

@@ -30,6 +30,16 @@ const sweep_case sweep_cases_binary[] = {
     {"gcd", "i0_100i32:2x3;i0_100i32:3", ""},
     {"lcm", "i-30_30:3x4;i-30_30:4", ""},
     {"lcm", "c0,12,-4,100i8:4;c5,18,6,3i8:4", ""}, /* 300 wraps in i8 as torch's */
+    /* shifts: every integer dtype, broadcasting, and shift amounts at and past the width and
+     * negative (0, or -1 for >> of a negative value) */
+    {"bitwise_left_shift", "i0_256u8:3x4;i0_9u8:3x4", ""},
+    {"bitwise_left_shift", "c1,3,100,-5,127,-1,1,5i8:8;c0,7,8,9,70,-1,-128,1i8:8", ""},
+    {"bitwise_left_shift", "i-1000_1000i32:2x3;c0,1,31,32i32:4x1x1", ""},
+    {"bitwise_left_shift", "c1,-3,7,1i64:4;c63,62,64,-1i64:4", ""},
+    {"bitwise_right_shift", "i0_256u8:2x3;i0_10u8:3", ""},
+    {"bitwise_right_shift", "c-128,-5,127,-1,64i8:5;c7,9,8,-2,6i8:5", ""},
+    {"bitwise_right_shift", "i-100000_100000i32:3x4;i0_33i32:3x4", ""},
+    {"bitwise_right_shift", "c-9223372036854775807,100,-1i64:3;c63,64,0i64:3", ""},
     {"maximum", "d:3x4;d:3x4", ""},
     {"maximum", "n:3x4;n:", ""},
     {"minimum", "d:2x3;d:3", ""},
@@ -91,6 +101,18 @@ static bool bad_gcd_bool(void) {
     int64_t a[1] = {3};
     return oar_gcd(oar_zeros(a, 1, OAR_BOOL), oar_zeros(a, 1, OAR_BOOL)) != NULL;
 }
+static bool bad_shift_float(void) {
+    int64_t a[1] = {3};
+    return oar_bitwise_left_shift(oar_zeros(a, 1, OAR_F32), oar_zeros(a, 1, OAR_F32)) != NULL;
+}
+static bool bad_shift_bool(void) {
+    int64_t a[1] = {3};
+    return oar_bitwise_right_shift(oar_zeros(a, 1, OAR_BOOL), oar_zeros(a, 1, OAR_BOOL)) != NULL;
+}
+static bool bad_shift_dtypes(void) {
+    int64_t a[1] = {3};
+    return oar_bitwise_right_shift(oar_zeros(a, 1, OAR_U8), oar_zeros(a, 1, OAR_I64)) != NULL;
+}
 static bool null_input(void) {
     int64_t a[1] = {3};
     return oar_add(oar_zeros(a, 1, OAR_F32), NULL) != NULL;
@@ -103,5 +125,8 @@ const sweep_bad sweep_bad_binary[] = {
     {"add with a NULL input", null_input, "input 1 is NULL"},
     {"bitwise_and of floats", bad_bitwise_float, "bitwise_and: expected integer or bool inputs, got f32"},
     {"gcd of bools", bad_gcd_bool, "gcd: expected numeric inputs, got bool"},
+    {"bitwise_left_shift of floats", bad_shift_float, "bitwise_left_shift: expected integer inputs (i8, u8, i32, i64), got f32"},
+    {"bitwise_right_shift of bools", bad_shift_bool, "bitwise_right_shift: expected integer inputs (i8, u8, i32, i64), got bool"},
+    {"bitwise_right_shift of u8 and i64", bad_shift_dtypes, "got u8 (input 0) and i64 (input 1)"},
     {0},
 };

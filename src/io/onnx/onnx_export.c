@@ -524,7 +524,7 @@ static oar_status export_program(const oar_program *p, const char *const *in_nam
         return oar_error(OAR_ERR_UNSUPPORTED, "%s: expected an inference program, got one that updates state in place "
                                               "(node %d, %s); export with the model in eval mode", WHO, w,
                          oar_op_table[p->nodes[w].op]->name);
-    oxe_graph g = {.p = p};
+    oxe_graph g = {.p = p, .opset = oxe_opset_needed(p)};
     uint32_t *dyn = calloc((size_t)p->n_values + 1, sizeof *dyn);
     g.arena = oar_arena_create(1 << 16);
     g.name = calloc((size_t)p->n_values + 1, sizeof *g.name);
@@ -588,11 +588,11 @@ static oar_status export_program(const oar_program *p, const char *const *in_nam
     graph.n_output = (size_t)main->n_out, graph.output = outs;
     Onnx__OperatorSetIdProto opset = ONNX__OPERATOR_SET_ID_PROTO__INIT, *opsets[1] = {&opset};
     opset.domain = "";
-    opset.has_version = true, opset.version = OXE_OPSET;
+    opset.has_version = true, opset.version = g.opset;
     char version[32];
     snprintf(version, sizeof version, "%d.%d.%d", OAR_VERSION_MAJOR, OAR_VERSION_MINOR, OAR_VERSION_PATCH);
     Onnx__ModelProto model = ONNX__MODEL_PROTO__INIT;
-    model.has_ir_version = true, model.ir_version = 8; /* the IR version of opset 17 (ONNX 1.12) */
+    model.has_ir_version = true, model.ir_version = 8; /* the IR version of opsets 17 and 18 (ONNX 1.12, 1.13) */
     model.n_opset_import = 1, model.opset_import = opsets;
     model.producer_name = "oar";
     model.producer_version = opts && opts->producer_version ? (char *)opts->producer_version : version;

@@ -9,6 +9,9 @@
 #include "onnx.pb-c.h"
 
 #define OXE_OPSET 17
+/* The opset of a program with integer bitwise ops (BitwiseAnd/Or/Xor/Not are opset 18): its
+ * reductions then take their axes as an input (oxe_opset_needed). */
+#define OXE_OPSET_BITWISE 18
 
 typedef struct oxe_graph {
     oar_arena *arena;
@@ -22,6 +25,7 @@ typedef struct oxe_graph {
     int cur;                      /* the oar node being translated (messages) */
     const char **retired;         /* names of values written twice (a loop's condition): their first names, still taken */
     int n_retired;
+    int opset;                    /* OXE_OPSET, or OXE_OPSET_BITWISE where the program needs it */
 } oxe_graph;
 
 /* Memory that lives until the model is written (zeroed); NULL sets OAR_ERR_OOM. */
@@ -57,6 +61,8 @@ int32_t oxe_onnx_dtype(oar_dtype dt);
 /* Writes node id of the program as ONNX nodes; an op without a mapping is refused with
  * OAR_ERR_UNSUPPORTED naming it and what is supported. */
 oar_status oxe_translate(oxe_graph *g, int node);
+/* The opset program p is written at: OXE_OPSET_BITWISE when a node is a bitwise op on integers. */
+int oxe_opset_needed(const oar_program *p);
 /* "abs, add, ..." : the ops that have a mapping, for messages. */
 void oxe_list_ops(char *buf, size_t size);
 

@@ -53,7 +53,11 @@ static const struct {
     {OAR_OP_le, "LessOrEqual"}, {OAR_OP_gt, "Greater"},     {OAR_OP_ge, "GreaterOrEqual"}, {OAR_OP_logical_and, "And"},
     {OAR_OP_logical_or, "Or"}, {OAR_OP_logical_not, "Not"}, {OAR_OP_where, "Where"},       {OAR_OP_matmul, "MatMul"},
     {OAR_OP_contiguous, "Identity"}, {OAR_OP_asin, "Asin"},  {OAR_OP_acos, "Acos"},       {OAR_OP_atan, "Atan"},
-    {OAR_OP_sinh, "Sinh"},     {OAR_OP_asinh, "Asinh"},     {OAR_OP_atanh, "Atanh"},
+#ifdef OAR_HAVE_OPENBLAS
+    {OAR_OP_linalg_det, "Det"}, /* [..., M, M] -> [...] in both */
+#endif
+    {OAR_OP_sinh, "Sinh"},     {OAR_OP_asinh, "Asinh"},     {OAR_OP_atanh, "Atanh"},     {OAR_OP_cosh, "Cosh"},
+    {OAR_OP_acosh, "Acosh"},
 };
 
 static oar_status simple(oxe_graph *g, const oar_node *n) {
@@ -121,6 +125,39 @@ static oar_status ne(oxe_graph *g, const oar_node *n) {
     return OK(oxe_node2(g, "Equal", IN(0), IN(1), t) && oxe_node1(g, "Not", t, OUT(0)));
 }
 
+/* bitwise ops: on bool the logical ops (opset 1), on integers the Bitwise ops of opset 18, which
+ * oxe_opset_needed asked for (bitwise_not takes integers only). */
+static oar_status bitwise(oxe_graph *g, const oar_node *n) {
+    bool logical = meta(g, n->in[0])->dtype == OAR_BOOL;
+    const char *op = n->op == OAR_OP_bitwise_and ? (logical ? "And" : "BitwiseAnd")
+                   : n->op == OAR_OP_bitwise_or  ? (logical ? "Or" : "BitwiseOr")
+                   : n->op == OAR_OP_bitwise_xor ? (logical ? "Xor" : "BitwiseXor")
+                                                  : "BitwiseNot";
+    return OK(n->n_in == 1 ? oxe_node1(g, op, IN(0), OUT(0)) : oxe_node2(g, op, IN(0), IN(1), OUT(0)));
+}
+
+/* BitShift is defined on unsigned types only (u8 in oar), with the same out-of-range rule. */
+static oar_status shift(oxe_graph *g, const oar_node *n) {
+    oar_dtype dt = meta(g, n->in[0])->dtype;
+    if (dt != OAR_U8) {
+        char why[96];
+        snprintf(why, sizeof why, "ONNX's BitShift takes unsigned integers only, got %s", oar_dtype_name(dt));
+        return refuse(g, n, why);
+    }
+    Onnx__NodeProto *o = oxe_node2(g, "BitShift", IN(0), IN(1), OUT(0));
+    return OK(o && oxe_attr_str(g, o, "direction", n->op == OAR_OP_bitwise_left_shift ? "LEFT" : "RIGHT"));
+}
+
+int oxe_opset_needed(const oar_program *p) {
+    for (int i = 0; i < p->n_nodes; i++) {
+        const oar_node *n = &p->nodes[i];
+        bool bw = n->op == OAR_OP_bitwise_and || n->op == OAR_OP_bitwise_or || n->op == OAR_OP_bitwise_xor ||
+                  n->op == OAR_OP_bitwise_not;
+        if (bw && p->values[n->in[0]].meta.dtype != OAR_BOOL) return OXE_OPSET_BITWISE;
+    }
+    return OXE_OPSET;
+}
+
 static oar_status unary(oxe_graph *g, const oar_node *n) {
     int approximate = n->op == OAR_OP_gelu ? (int)n->attrs[0].i : -1;
     return OK(emit_unary(g, n->op, approximate, IN(0), OUT(0), meta(g, n->in[0])->dtype));
@@ -164,7 +201,7 @@ static oar_status reduce(oxe_graph *g, const oar_node *n) {
     const oar_attr *dims = attr(n, "dims");
     bool keep = attr_i(n, "keepdim") != 0;
     Onnx__NodeProto *o;
-    if (n->op == OAR_OP_sum) { /* axes as an input from opset 13; none: every dim */
+    if (n->op == OAR_OP_sum || g->opset >= 18) { /* axes as an input (ReduceSum from opset 13, the rest 18) */
         const char *in[2] = {IN(0), dims->n ? oxe_const_ints(g, dims->ints, dims->n) : ""};
         const char *out = OUT(0);
         o = oxe_node(g, op, in, dims->n ? 2 : 1, &out, 1);
@@ -773,7 +810,12 @@ static const struct {
     {OAR_OP_ne, ne}, {OAR_OP_square, unary}, {OAR_OP_rsqrt, unary}, {OAR_OP_silu, unary},
     {OAR_OP_asin, simple}, {OAR_OP_acos, simple}, {OAR_OP_atan, simple}, {OAR_OP_sinh, simple},
     {OAR_OP_asinh, simple}, {OAR_OP_atanh, simple}, {OAR_OP_log1p, unary}, {OAR_OP_expm1, unary},
-    {OAR_OP_exp2, unary}, {OAR_OP_erfc, unary},
+    {OAR_OP_exp2, unary}, {OAR_OP_erfc, unary}, {OAR_OP_cosh, simple}, {OAR_OP_acosh, simple},
+    {OAR_OP_bitwise_and, bitwise}, {OAR_OP_bitwise_or, bitwise}, {OAR_OP_bitwise_xor, bitwise},
+    {OAR_OP_bitwise_not, bitwise}, {OAR_OP_bitwise_left_shift, shift}, {OAR_OP_bitwise_right_shift, shift},
+#ifdef OAR_HAVE_OPENBLAS
+    {OAR_OP_linalg_det, simple},
+#endif
     {OAR_OP_leaky_relu, leaky_relu}, {OAR_OP_elu, elu}, {OAR_OP_gelu, unary}, {OAR_OP_clip, clip}, {OAR_OP_cast, cast},
     {OAR_OP_dropout, identity}, {OAR_OP_sum, reduce}, {OAR_OP_mean, reduce}, {OAR_OP_amax, reduce},
     {OAR_OP_amin, reduce}, {OAR_OP_prod, reduce}, {OAR_OP_argmax, arg_extreme}, {OAR_OP_argmin, arg_extreme},

@@ -17,35 +17,82 @@ static int64_t prod(const int64_t *d, int from, int to) {
     return p;
 }
 
-/* The reduction attribute of the scatter operators; false (refused) for what oar does not compose. */
-static bool scatter_reduction(ox_ctx *c, bool *add) {
+/* The reduction attribute of the scatter operators as scatter_reduce's (NULL for none); false
+ * (refused) for one ONNX does not define. */
+static bool scatter_reduction(ox_ctx *c, const char **reduce) {
     char buf[16];
     const char *r = ox_attr_str(c, "reduction", "none", buf, sizeof buf);
-    *add = r && !strcmp(r, "add");
-    if (r && (*add || !strcmp(r, "none"))) return true;
-    ox_unsupported(c, "reduction '%s'; oar supports 'none' and 'add'", r ? r : "?");
+    static const char *const onnx[] = {"none", "add", "mul", "max", "min"};
+    static const char *const oar[] = {NULL, "sum", "prod", "amax", "amin"};
+    for (int k = 0; k < 5; k++)
+        if (r && !strcmp(r, onnx[k])) {
+            *reduce = oar[k];
+            return true;
+        }
+    ox_unsupported(c, "reduction '%s'; expected none, add, mul, max or min", r ? r : "?");
     return false;
 }
 
-/* data with updates written (or added) at index along dim; index and updates of one shape. */
-static oar_tensor *scatter(oar_tensor *data, int dim, oar_tensor *index, oar_tensor *updates, bool add) {
-    if (add) return oar_scatter_add(data, dim, index, updates);
-    oar_tensor *zeros = oar_zeros_like(data);
-    oar_tensor *hit = oar_scatter_add(zeros, dim, index, oar_ones_like(updates));
-    oar_tensor *placed = oar_scatter_add(zeros, dim, index, updates);
-    return hit && placed ? oar_where(oar_gt_scalar(hit, 0.0), placed, data) : NULL;
+/* data with updates combined by reduce with what index names along dim (one scatter_reduce), or
+ * without reduce written there: pos = the position in updates of the last update reaching each
+ * element (an amax scatter of their flat positions, -1 where none does), then that update where
+ * there is one. A repeated index keeps its last update, as ONNX's reference and onnxruntime do. */
+static oar_tensor *scatter(oar_tensor *data, int dim, oar_tensor *index, oar_tensor *updates, const char *reduce) {
+    if (reduce) return oar_scatter_reduce(data, dim, index, updates, reduce, true);
+    int64_t n = updates->numel, flat = data->numel;
+    if (n == 0) return oar_clone(data);
+    oar_tensor *at = oar_reshape(oar_arange(0.0, (double)n, 1.0, OAR_I64), updates->shape, updates->ndim);
+    oar_tensor *pos = at ? oar_scatter_reduce(oar_full(data->shape, data->ndim, -1.0, OAR_I64), dim, index, at, "amax",
+                                              false)
+                         : NULL;
+    if (!pos) return NULL;
+    int64_t all = -1;
+    oar_tensor *src = oar_index_select(oar_reshape(updates, &all, 1), 0, oar_reshape(oar_clip(pos, 0.0, (double)(n - 1)), &flat, 1));
+    return src ? oar_where(oar_ge_scalar(pos, 0.0), oar_reshape(src, data->shape, data->ndim), data) : NULL;
+}
+
+/* Whether idx (and upd, of its shape) covers data's other dims with one index per position along
+ * axis: idx the same along every other dim (stride 0, as an eager Expand of [k, 1, ...] gives:
+ * torchvision's multi-scale RoIAlign export scatters its levels' rows so). */
+static bool scatters_slices(const oar_tensor *data, int axis, const oar_tensor *idx) {
+    if (idx->ndim != data->ndim || idx->shape[axis] == 0) return false;
+    const int64_t *st = oar_strides(idx);
+    for (int d = 0; d < idx->ndim; d++)
+        if (d != axis && (idx->shape[d] != data->shape[d] || (st[d] != 0 && idx->shape[d] != 1))) return false;
+    return true;
+}
+
+/* That scatter without reduction as whole slices: pos[r] = the last j with idx[j] = r (or -1),
+ * then data's slice r replaced by upd's slice pos[r] where there is one (a where on a mask of
+ * axis's length). Work on the k indices, not on every element; a repeated index keeps its last
+ * update, as onnxruntime's sequential writes do. */
+static oar_tensor *scatter_slices(oar_tensor *data, int axis, oar_tensor *idx, oar_tensor *upd) {
+    int64_t k = idx->shape[axis], rows = data->shape[axis], mask[OAR_MAX_DIMS];
+    oar_tensor *i = idx;
+    for (int d = 0; d < idx->ndim && i; d++)
+        if (d != axis) i = oar_slice(i, d, 0, 1, 1);
+    i = i ? wrap_index(oar_reshape(i, &k, 1), rows) : NULL;
+    oar_tensor *pos = i ? oar_scatter_reduce(oar_full(&rows, 1, -1.0, OAR_I64), 0, i, oar_arange(0.0, (double)k, 1.0, OAR_I64),
+                                             "amax", false)
+                        : NULL;
+    if (!pos) return NULL;
+    for (int d = 0; d < data->ndim; d++) mask[d] = d == axis ? rows : 1;
+    oar_tensor *hit = oar_reshape(oar_ge_scalar(pos, 0.0), mask, data->ndim);
+    oar_tensor *src = oar_index_select(upd, axis, oar_clip(pos, 0.0, (double)(k - 1)));
+    return hit && src ? oar_where(hit, src, data) : NULL;
 }
 
 static oar_status scatter_elements(ox_ctx *c, bool has_reduction) {
     oar_tensor *data = OX_IN(c, 0), *idx = OX_IN(c, 1), *upd = OX_IN(c, 2);
     if (!data || !idx || !upd) return ox_fail(c, OAR_ERR_FORMAT, "expected inputs data, indices and updates");
-    bool add = false;
-    if (has_reduction && !scatter_reduction(c, &add)) return oar_last_status();
+    const char *reduce = NULL;
+    if (has_reduction && !scatter_reduction(c, &reduce)) return oar_last_status();
     int axis = ox_axis(c, ox_attr_int(c, "axis", 0), data->ndim, "axis");
     if (axis < 0) return oar_last_status();
     if (idx->ndim != upd->ndim || memcmp(idx->shape, upd->shape, sizeof(int64_t) * (size_t)idx->ndim))
         return ox_fail(c, OAR_ERR_SHAPE, "expected indices and updates of one shape");
-    return ox_set(c, 0, scatter(data, axis, wrap_index(idx, data->shape[axis]), upd, add));
+    if (!reduce && scatters_slices(data, axis, idx)) return ox_set(c, 0, scatter_slices(data, axis, idx, upd));
+    return ox_set(c, 0, scatter(data, axis, wrap_index(idx, data->shape[axis]), upd, reduce));
 }
 oar_status ox_ScatterElements(ox_ctx *c) { return scatter_elements(c, true); }
 oar_status ox_Scatter(ox_ctx *c) { return scatter_elements(c, false); } /* opsets 9-10's name */
@@ -71,8 +118,8 @@ static oar_tensor *linear_index(ox_ctx *c, const oar_tensor *data, oar_tensor *i
 oar_status ox_ScatterND(ox_ctx *c) {
     oar_tensor *data = OX_IN(c, 0), *idx = OX_IN(c, 1), *upd = OX_IN(c, 2);
     if (!data || !idx || !upd) return ox_fail(c, OAR_ERR_FORMAT, "expected inputs data, indices and updates");
-    bool add;
-    if (!scatter_reduction(c, &add)) return oar_last_status();
+    const char *reduce = NULL;
+    if (!scatter_reduction(c, &reduce)) return oar_last_status();
     if (idx->ndim < 1) return ox_fail(c, OAR_ERR_SHAPE, "expected indices of rank >= 1, got a scalar");
     oar_tensor *lin = linear_index(c, data, idx, 0);
     if (!lin) return oar_last_status();
@@ -83,8 +130,11 @@ oar_status ox_ScatterND(ox_ctx *c) {
         return ox_fail(c, OAR_ERR_SHAPE, "expected %lld updates (indices' leading dims x data's dims from %d), "
                        "got %lld", (long long)(m * rest), k, (long long)upd->numel);
     int64_t d2[2] = {rows, rest}, u2[2] = {m, rest}, l2[2] = {m, 1};
-    oar_tensor *index = oar_expand(oar_reshape(lin, l2, 2), u2, 2);
-    oar_tensor *y = index ? scatter(oar_reshape(data, d2, 2), 0, index, oar_reshape(upd, u2, 2), add) : NULL;
+    oar_tensor *index = oar_expand(oar_reshape(lin, l2, 2), u2, 2), *rows2 = oar_reshape(data, d2, 2);
+    oar_tensor *upd2 = oar_reshape(upd, u2, 2), *y = NULL;
+    if (index && rows2 && upd2) /* whole rows: the slice scatter without reduction */
+        y = !reduce && scatters_slices(rows2, 0, index) ? scatter_slices(rows2, 0, index, upd2)
+                                                        : scatter(rows2, 0, index, upd2, reduce);
     return ox_set(c, 0, y ? oar_reshape(y, data->shape, data->ndim) : NULL);
 }
 

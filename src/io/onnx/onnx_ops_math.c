@@ -114,20 +114,18 @@ UNARY(Atan, oar_atan)
 UNARY(Sinh, oar_sinh)
 UNARY(Asinh, oar_asinh)
 UNARY(Atanh, oar_atanh)
+UNARY(Cosh, oar_cosh)
+UNARY(Acosh, oar_acosh)
+UNARY(BitwiseNot, oar_bitwise_not)
+UNARY(Det, oar_linalg_det) /* [..., M, M] -> [...]; on OpenBLAS's LAPACK (refused, saying so, in builds without) */
 
 /* The ones without an op of their own, composed of those that exist. */
 static oar_tensor *tan_of(oar_tensor *x) { return oar_div(oar_sin(x), oar_cos(x)); }
-static oar_tensor *cosh_of(oar_tensor *x) { return oar_mul_scalar(oar_add(oar_exp(x), oar_exp(oar_neg(x))), 0.5); }
-static oar_tensor *acosh_of(oar_tensor *x) { /* log(x + sqrt(x^2 - 1)), NaN below 1 as the reference */
-    return oar_log(oar_add(x, oar_sqrt(oar_sub_scalar(oar_square(x), 1.0))));
-}
 static oar_tensor *isnan_of(oar_tensor *x) { return oar_ne(x, x); }
 static oar_tensor *hardswish_of(oar_tensor *x) { /* x max(0, min(1, x/6 + 1/2)) */
     return oar_mul(x, oar_clip(oar_add_scalar(oar_div_scalar(x, 6.0), 0.5), 0.0, 1.0));
 }
 UNARY(Tan, tan_of)
-UNARY(Cosh, cosh_of)
-UNARY(Acosh, acosh_of)
 UNARY(IsNaN, isnan_of)
 UNARY(HardSwish, hardswish_of)
 #undef UNARY
@@ -142,6 +140,22 @@ oar_status ox_IsInf(ox_ctx *c) {
 }
 
 oar_status ox_Xor(ox_ctx *c) { return binary(c, oar_ne); } /* on bools, != is exclusive or */
+oar_status ox_BitwiseAnd(ox_ctx *c) { return binary(c, oar_bitwise_and); }
+oar_status ox_BitwiseOr(ox_ctx *c) { return binary(c, oar_bitwise_or); }
+oar_status ox_BitwiseXor(ox_ctx *c) { return binary(c, oar_bitwise_xor); }
+
+/* BitShift (unsigned types in ONNX; oar has u8 of them): direction LEFT or RIGHT, required. */
+oar_status ox_BitShift(ox_ctx *c) {
+    char buf[16];
+    const char *dir = ox_attr_str(c, "direction", "", buf, sizeof buf);
+    if (strcmp(dir, "LEFT") && strcmp(dir, "RIGHT"))
+        return ox_fail(c, OAR_ERR_FORMAT, "expected attribute direction \"LEFT\" or \"RIGHT\", got \"%s\"", dir);
+    oar_tensor *a = OX_IN(c, 0);
+    if (a && a->dtype != OAR_U8) /* the signed types are not in BitShift's schema: their shifts differ */
+        return ox_fail(c, OAR_ERR_DTYPE, "expected unsigned integer inputs (uint8 to uint64), got %s",
+                       oar_dtype_name(a->dtype));
+    return binary(c, strcmp(dir, "LEFT") ? oar_bitwise_right_shift : oar_bitwise_left_shift);
+}
 
 /* Mod: fmod = 1 truncates (C's fmod, the sign of a); 0 floors (Python's %, the sign of b, integers
  * only). Composed in double, exact for the integers oar has up to 2^53 and as the reference's

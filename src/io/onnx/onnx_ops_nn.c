@@ -1,7 +1,8 @@
 /* ONNX convolution, pooling, normalization and loss operators, translated to oar's ops. oar's
  * convolutions and pooling are 1-D and 2-D with symmetric padding: ONNX's auto_pad and
  * asymmetric pads become an explicit pad op first. 3-D convolution folds the output depth into
- * the batch (one 2-D convolution per kernel depth, summed); 3-D pooling and average pooling
+ * the batch (one 2-D convolution per kernel depth, summed), and 3-D ConvTranspose likewise (one
+ * 2-D transposed convolution per kernel depth, each shifted to its depth); 3-D pooling and average pooling
  * with dilations take the extreme or the sum over the kernel's strided slices. */
 #include "io/onnx/onnx_ops.h"
 #include "ops/op.h"
@@ -143,27 +144,57 @@ oar_status ox_Conv(ox_ctx *c) {
     return ox_set(c, 0, ox_conv(c, OX_IN(c, 0), OX_IN(c, 1), OX_IN(c, 2)));
 }
 
+/* 3-D: x dilated along the depth by its stride (zeros between the slices), the depth folded into
+ * the batch and transposed-convolved in 2-D by each kernel depth w[:, :, kd]; each result lands kd
+ * dilations deeper, and their sum is the full (uncropped) output [N, M, Dfull, Hfull, Wfull]. */
+static oar_tensor *conv_transpose3d_by_depth(oar_tensor *x, oar_tensor *w, const oar_conv_opts *o, int64_t sd,
+                                             int64_t dd) {
+    int64_t N = x->shape[0], C = x->shape[1], D = x->shape[2], H = x->shape[3], W = x->shape[4], kD = w->shape[2];
+    if (sd > 1) { /* [N, C, D, sd, H, W] with zeros after each slice, then the first (D - 1) sd + 1 */
+        int64_t pads[6] = {0, 0, 0, 0, 0, sd - 1}, flat[5] = {N, C, D * sd, H, W};
+        x = oar_slice(oar_reshape(oar_pad(oar_unsqueeze(x, 3), pads, 6, OAR_PAD_CONSTANT, 0.0), flat, 5), 2, 0,
+                      (D - 1) * sd + 1, 1);
+        if (!x) return NULL;
+        D = x->shape[2];
+    }
+    int fold[5] = {0, 2, 1, 3, 4};
+    int64_t folded[4] = {N * D, C, H, W};
+    oar_tensor *xf = oar_reshape(oar_permute(x, fold, 5), folded, 4), *acc = NULL;
+    for (int64_t kd = 0; kd < kD && xf; kd++) {
+        oar_tensor *z = oar_conv_transpose2d(xf, oar_squeeze(oar_slice(w, 2, kd, kd + 1, 1), 2), NULL, o);
+        if (!z) return NULL;
+        int64_t unfolded[5] = {N, D, z->shape[1], z->shape[2], z->shape[3]};
+        int64_t pads[8] = {0, 0, 0, 0, 0, 0, kd * dd, (kD - 1 - kd) * dd}; /* dim 1, the depth */
+        z = oar_pad(oar_reshape(z, unfolded, 5), pads, 8, OAR_PAD_CONSTANT, 0.0);
+        acc = !z ? NULL : acc ? oar_add(acc, z) : z;
+        if (!acc) return NULL;
+    }
+    return acc ? oar_contiguous(oar_permute(acc, fold, 5)) : NULL;
+}
+
 oar_status ox_ConvTranspose(ox_ctx *c) {
     oar_tensor *x = OX_IN(c, 0), *w = OX_IN(c, 1), *b = OX_IN(c, 2);
     if (!x || !w) return ox_fail(c, OAR_ERR_FORMAT, "expected inputs X and W");
     if (w->ndim != x->ndim) return ox_fail(c, OAR_ERR_SHAPE, "expected W of rank %d, got %d", x->ndim, w->ndim);
     bool one_d = x->ndim == 3;
-    if (x->ndim != 3 && x->ndim != 4)
-        return ox_unsupported(c, "a %d-D input; oar supports 1 and 2 spatial dims", x->ndim);
+    if (x->ndim < 3 || x->ndim > 5)
+        return ox_unsupported(c, "a %d-D input; oar supports 1 to 3 spatial dims", x->ndim);
     int n = x->ndim - 2;
-    int64_t s[2] = {1, 1}, d[2] = {1, 1}, p[4] = {0}, op[2] = {0}, os[2];
-    int ns = ox_attr_ints(c, "strides", s, 2), nd = ox_attr_ints(c, "dilations", d, 2), np = ox_attr_ints(c, "pads", p, 4),
-        nop = ox_attr_ints(c, "output_padding", op, 2), nos = ox_attr_ints(c, "output_shape", os, 2);
+    int64_t s[3] = {1, 1, 1}, d[3] = {1, 1, 1}, p[6] = {0}, op[3] = {0}, os[3];
+    int ns = ox_attr_ints(c, "strides", s, 3), nd = ox_attr_ints(c, "dilations", d, 3), np = ox_attr_ints(c, "pads", p, 6),
+        nop = ox_attr_ints(c, "output_padding", op, 3), nos = ox_attr_ints(c, "output_shape", os, 3);
     if (ns < 0 || nd < 0 || np < 0 || nop < 0 || nos < 0) return oar_last_status();
     if ((ns && ns != n) || (nd && nd != n) || (np && np != 2 * n) || (nop && nop != n) || (nos && nos != n))
         return ox_fail(c, OAR_ERR_FORMAT, "expected strides, dilations, output_padding, output_shape of %d values "
                                           "and pads of %d", n, 2 * n);
+    for (int i = 0; i < n; i++)
+        if (s[i] < 1 || d[i] < 1) return ox_fail(c, OAR_ERR_INVALID_ARG, "expected strides and dilations >= 1");
     char buf[32];
     const char *auto_pad = ox_attr_str(c, "auto_pad", "NOTSET", buf, sizeof buf);
     bool same = !strcmp(auto_pad, "SAME_UPPER") || !strcmp(auto_pad, "SAME_LOWER");
     if (!same && strcmp(auto_pad, "NOTSET") && strcmp(auto_pad, "VALID"))
         return ox_unsupported(c, "auto_pad='%s'; supported: NOTSET, SAME_UPPER, SAME_LOWER, VALID", auto_pad);
-    int64_t begin[2], end[2], full[2];
+    int64_t begin[3], end[3], full[3];
     for (int i = 0; i < n; i++) {
         int64_t in = x->shape[2 + i], k = w->shape[2 + i];
         full[i] = (in - 1) * s[i] + (k - 1) * d[i] + 1;
@@ -182,23 +213,26 @@ oar_status ox_ConvTranspose(ox_ctx *c) {
         w = oar_unsqueeze(w, 2);
     }
     oar_conv_opts o = {.groups = ox_attr_int(c, "group", 1)};
-    for (int i = 0; i < n; i++) {
-        o.stride[one_d ? 1 : i] = s[i];
-        o.dilation[one_d ? 1 : i] = d[i];
+    for (int i = 0; i < n && i < 2; i++) { /* 1-D: the width; 3-D: height and width (the depth by slices) */
+        int j = one_d ? 1 : i;
+        int64_t si = n == 3 ? s[1 + i] : s[i], di = n == 3 ? d[1 + i] : d[i];
+        o.stride[j] = si;
+        o.dilation[j] = di;
     }
-    oar_tensor *y = x && w ? oar_conv_transpose2d(x, w, NULL, &o) : NULL;
+    oar_tensor *y = !x || !w ? NULL : n == 3 ? conv_transpose3d_by_depth(x, w, &o, s[0], d[0])
+                                              : oar_conv_transpose2d(x, w, NULL, &o);
     for (int i = 0; i < n && y; i++) { /* crop (or zero-extend) the full result to [begin, end) */
         int dim = one_d ? 3 : 2 + i;
         if (end[i] > full[i]) {
-            int64_t pads[4] = {0};
-            pads[dim == 3 ? 1 : 3] = end[i] - full[i];
-            y = oar_pad(y, pads, 4, OAR_PAD_CONSTANT, 0.0);
+            int64_t pads[6] = {0};
+            pads[2 * (y->ndim - 1 - dim) + 1] = end[i] - full[i];
+            y = oar_pad(y, pads, 2 * (y->ndim - 2), OAR_PAD_CONSTANT, 0.0);
         }
         if (y && (begin[i] || end[i] != y->shape[dim])) y = oar_slice(y, dim, begin[i], end[i], 1);
     }
     if (y && one_d) y = oar_squeeze(y, 2);
     if (y && b) {
-        int64_t bs[4] = {1, b->numel, 1, 1};
+        int64_t bs[5] = {1, b->numel, 1, 1, 1};
         y = oar_add(y, oar_reshape(b, bs, y->ndim));
     }
     return ox_set(c, 0, y);

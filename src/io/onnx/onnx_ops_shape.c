@@ -301,7 +301,10 @@ oar_status ox_Expand(ox_ctx *c) {
     if (!x || n < 0) return x ? oar_last_status() : ox_fail(c, OAR_ERR_FORMAT, "expected an input");
     if (!broadcast_shape(x->shape, x->ndim, shape, n, out, &k))
         return ox_fail(c, OAR_ERR_SHAPE, "the input does not broadcast to the requested shape");
-    return ox_set(c, 0, oar_contiguous(oar_expand(x, out, k)));
+    /* a compiled program gets its own buffer; an eager run (data-dependent sizes) keeps the
+     * broadcast view, which readers take strided, and ScatterElements sees as one per slice */
+    oar_tensor *y = oar_expand(x, out, k);
+    return ox_set(c, 0, c->m->eager ? y : oar_contiguous(y));
 }
 
 oar_status ox_Tile(ox_ctx *c) {
