@@ -7,6 +7,8 @@
  *   layer_norm_backward_add(grad_out, x, weight?, mean, rstd, residual; normalized_ndim)
  *       -> dx + residual, dweight, dbias      (layer_norm_backward's outputs, residual added)
  *
+ * Like layer_norm, both take bf16/f16 activations with f32 parameters (autocast's mixed class:
+ * add would keep two low operands low, layer_norm takes them with its f32 weight).
  * Each op means exactly its unfused pair: inference, reference kernel and gradient rule call
  * the ops' own definitions (add's rule is the identity to both operands), so every mode of
  * autograd sees the unfused ops. */
@@ -93,7 +95,7 @@ static oar_status aln_grad(oar_grad_ctx *g) {
 const oar_op_def oar_opdef_add_layer_norm = {
     .name = ALN, .n_inputs = 4, .n_outputs = 4, .n_visible = 2, .n_attrs = 2,
     .attrs = {{"normalized_ndim", OAR_ATTR_INT}, {"eps", OAR_ATTR_FLOAT}},
-    .flags = OAR_OPF_AMP_DENY, .ref_dtypes = OAR_FLOAT_DTYPES, .optional_inputs = 0xC,
+    .flags = OAR_OPF_AMP_MIXED, .ref_dtypes = OAR_FLOAT_DTYPES, .optional_inputs = 0xC,
     .infer = aln_infer, .reference = aln_ref, .grad = aln_grad,
 };
 
@@ -133,6 +135,6 @@ static oar_status lnba_grad(oar_grad_ctx *g) {
 const oar_op_def oar_opdef_layer_norm_backward_add = {
     .name = LNBA, .n_inputs = 6, .n_outputs = 3, .key_input = 1, .n_attrs = 1,
     .attrs = {{"normalized_ndim", OAR_ATTR_INT}},
-    .flags = OAR_OPF_AMP_DENY, .ref_dtypes = OAR_FLOAT_DTYPES, .optional_inputs = 0x4,
+    .flags = OAR_OPF_AMP_MIXED, .ref_dtypes = OAR_FLOAT_DTYPES, .optional_inputs = 0x4,
     .infer = lnba_infer, .reference = lnba_ref, .grad = lnba_grad,
 };

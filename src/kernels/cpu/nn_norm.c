@@ -134,9 +134,10 @@ void oar_nn_layer_norm_row_half(const void *x, const float *w, const float *b, v
 }
 
 /* Two f32 rows (x0, x1) as oar_nn_layer_norm_row normalizes each (the same operations), their
- * statistics in two interleaved chains (row_moments2): a row's sums are bound by latency. */
-static void ln_row_pair(const float *x0, const float *x1, const float *w, const float *b, float *y0, float *y1,
-                        float *mean_out, float *rstd_out, int64_t m, double eps) {
+ * statistics in two interleaved chains (row_moments2): a row's sums are bound by latency.
+ * The mixed add_layer_norm kernel (nn_add_layer_norm.c) calls it too. */
+void oar_nn_layer_norm_row_pair(const float *x0, const float *x1, const float *w, const float *b, float *y0, float *y1,
+                                float *mean_out, float *rstd_out, int64_t m, double eps) {
     double mean[2], var[2];
     row_moments2(x0, x1, m, NN_F32, mean, var);
     for (int i = 0; i < 2; i++) {
@@ -157,11 +158,11 @@ static void ln_rows(void *ctx, int64_t begin, int64_t end) {
         if (!half) {
             const float *x = (const float *)j->x + r * m;
             float *y = (float *)j->y + r * m;
-            ln_row_pair(x, x + m, j->w, j->b, y, y + m, j->mean + r, j->rstd + r, m, j->eps);
+            oar_nn_layer_norm_row_pair(x, x + m, j->w, j->b, y, y + m, j->mean + r, j->rstd + r, m, j->eps);
             continue;
         }
         oar_cpu_half_to_f32(xb, (const uint16_t *)j->x + r * m, 2 * m, j->dt);
-        ln_row_pair(xb, xb + m, j->w, j->b, yb, yb + m, j->mean + r, j->rstd + r, m, j->eps);
+        oar_nn_layer_norm_row_pair(xb, xb + m, j->w, j->b, yb, yb + m, j->mean + r, j->rstd + r, m, j->eps);
         oar_cpu_f32_to_half((uint16_t *)j->y + r * m, yb, 2 * m, j->dt);
     }
     if (r < end && !half)

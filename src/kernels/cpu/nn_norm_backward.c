@@ -72,7 +72,8 @@ static NN_AVX2 void lnb_row(const lnb_job *j, const float *g, const float *x, co
 
 /* Rows of a bf16/f16 dtype are widened into f32 buffers on the stack (the `cast` kernel's
  * conversions), go through the f32 row and dx is rounded out: the bits of via-f32 (same parts,
- * same partial sums) without its f32 copies of g, x and dx. */
+ * same partial sums) without its f32 copies of g, x and dx. A residual is added after dx is
+ * rounded, as the unfused layer_norm_backward and add round twice. */
 static void lnb_parts(void *ctx, int64_t begin, int64_t end) {
     const lnb_job *j = ctx;
     const int64_t m = j->m;
@@ -90,11 +91,18 @@ static void lnb_parts(void *ctx, int64_t begin, int64_t end) {
                         pw, pb);
                 continue;
             }
+            uint16_t *dx = (uint16_t *)j->dx + r * m;
             oar_cpu_half_to_f32(gb, (const uint16_t *)j->g + r * m, m, j->dt);
             oar_cpu_half_to_f32(xb, (const uint16_t *)j->x + r * m, m, j->dt);
-            if (j->res) oar_cpu_half_to_f32(rb, (const uint16_t *)j->res + r * m, m, j->dt);
-            lnb_row(j, gb, xb, j->res ? rb : NULL, db, j->mean[r], j->rstd[r], pw, pb);
-            oar_cpu_f32_to_half((uint16_t *)j->dx + r * m, db, m, j->dt);
+            lnb_row(j, gb, xb, NULL, db, j->mean[r], j->rstd[r], pw, pb);
+            oar_cpu_f32_to_half(dx, db, m, j->dt);
+            if (!j->res) continue;
+            /* layer_norm_backward_add: dx as layer_norm_backward rounds it, then the add's one
+             * f32 addition of the two low values, rounded (the avx2-half add's bits) */
+            oar_cpu_half_to_f32(db, dx, m, j->dt);
+            oar_cpu_half_to_f32(rb, (const uint16_t *)j->res + r * m, m, j->dt);
+            for (int64_t i = 0; i < m; i++) db[i] += rb[i];
+            oar_cpu_f32_to_half(dx, db, m, j->dt);
         }
     }
 }
@@ -306,5 +314,6 @@ void oar_cpu_register_norm_backward(void) {
     e.fn = oar_nn_layer_norm_backward_avx2;
     e.supports = lnb_half_ok;
     oar_register_kernel(OAR_OP_layer_norm_backward, e);
+    oar_register_kernel(OAR_OP_layer_norm_backward_add, e); /* its sixth input: the residual */
 #endif
 }
