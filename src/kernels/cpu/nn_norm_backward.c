@@ -9,6 +9,7 @@
  * takes them a row at a time through f32 buffers (lnb_parts). */
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cpu/nn_half.h"
+#include "kernels/cpu/nn_half512.h"
 #include "kernels/cpu/nn_kernels.h"
 
 #include <stdlib.h>
@@ -152,6 +153,7 @@ typedef struct bnb_job {
     float *dw, *db;
     int64_t n, c, s;
     int k;
+    bool x512; /* bf16/f16 dx 16 values at a time (the avx512 cap) */
 } bnb_job;
 
 NN_HINL __m256 bnb_grad(const bnb_job *j, int64_t at, bool last, int64_t rest, __m256i tail, const int k) {
@@ -161,6 +163,24 @@ NN_HINL __m256 bnb_grad(const bnb_job *j, int64_t at, bool last, int64_t rest, _
         gv = _mm256_and_ps(gv, _mm256_cmp_ps(yv, _mm256_setzero_ps(), _CMP_GT_OQ));
     }
     return gv;
+}
+
+/* pass 2 of bnb_channel 16 values at a time over one plane's full 16s (bf16/f16): the same
+ * operations per value; returns the first element left to the 8-lane loop */
+NN_X512INL int64_t bnb_dx16_k(const bnb_job *j, const void *g2, int64_t base, const float *mabc, const int k) {
+    const int64_t full = j->s & ~(int64_t)15;
+    const __m512 vm = _mm512_set1_ps(mabc[0]), a = _mm512_set1_ps(mabc[1]), b = _mm512_set1_ps(mabc[2]),
+                 c = _mm512_set1_ps(mabc[3]);
+    for (int64_t e = 0; e < full; e += 16) {
+        __m512 xc = _mm512_sub_ps(nn16_ld(j->x, base + e, k), vm);
+        nn16_st(j->dx, base + e, _mm512_fmadd_ps(nn16_ld(g2, base + e, k), a, _mm512_fmadd_ps(xc, b, c)), k);
+    }
+    return full;
+}
+
+/* mabc: mean and pass 2's a, b, c */
+static NN_X512 int64_t bnb_dx16(const bnb_job *j, const void *g2, int64_t base, const float *mabc) {
+    return j->k == NN_BF16 ? bnb_dx16_k(j, g2, base, mabc, NN_BF16) : bnb_dx16_k(j, g2, base, mabc, NN_F16);
 }
 
 #define BNB_CHUNK 128 /* values summed in float before each double accumulation */
@@ -208,11 +228,12 @@ NN_HINL void bnb_channel(const bnb_job *j, int64_t ch, const int k) {
     j->db[ch] = (float)b;
     j->dw[ch] = (float)w;
     const double m1 = cnt > 0 ? wv * b / cnt : 0.0, m2 = cnt > 0 ? wv * w / cnt : 0.0;
-    const __m256 va = _mm256_set1_ps((float)(wv * rstd)), vb = _mm256_set1_ps((float)(-rstd * rstd * m2));
-    const __m256 vc = _mm256_set1_ps((float)(-rstd * m1));
+    const float mabc[4] = {mean, (float)(wv * rstd), (float)(-rstd * rstd * m2), (float)(-rstd * m1)};
+    const __m256 va = _mm256_set1_ps(mabc[1]), vb = _mm256_set1_ps(mabc[2]), vc = _mm256_set1_ps(mabc[3]);
     for (int64_t i = 0; i < j->n; i++) {
         const int64_t base = (i * j->c + ch) * s;
-        for (int64_t e = 0; e < s; e += 8) {
+        const int64_t from = j->x512 ? bnb_dx16(j, g2, base, mabc) : 0;
+        for (int64_t e = from; e < s; e += 8) {
             bool last = e == full;
             __m256 gv = last ? nn_ld_tail(g2, base + e, rl, tail, 0.0f, k) : nn_ld(g2, base + e, k);
             __m256 xc = _mm256_sub_ps(last ? nn_ld_tail(j->x, base + e, rl, tail, mean, k) : nn_ld(j->x, base + e, k),
@@ -243,7 +264,7 @@ static void bnb_run(oar_tensor *const *in, oar_tensor *const *out, const oar_ten
     bnb_job j = {oar_tensor_ptr(in[0]), oar_tensor_ptr(x), relu_y ? oar_tensor_ptr(relu_y) : NULL,
                  in[2] ? F32(in[2]) : NULL, F32(in[3]), F32(in[4]), oar_tensor_ptr(out[0]), g_out,
                  (float *)oar_tensor_ptr(out[1]), (float *)oar_tensor_ptr(out[2]), x->shape[0], x->shape[1], s,
-                 nn_kind(x->dtype)};
+                 nn_kind(x->dtype), nn_kind(x->dtype) != NN_F32 && oar_cpu_has_avx512()};
     int64_t cnt = j.n * s;
     oar_parallel_for(j.c, 16384 / (cnt ? cnt : 1) + 1, bnb_channels, &j);
 }
