@@ -3,8 +3,9 @@
  * nearest even with NaN kept quiet; f16: the F16C conversions' AVX-512 forms). The loops that use
  * them are elementwise (each value's own fma, roundings and store), so they give the AVX2
  * loops' bits; at 8 lanes a bf16 rounding took 10 vector operations per 8 values, the bulk of
- * what the mixed kernels paid over the f32 ones (docs/amp.md, "resnet20 O2"). Sums stay in the
- * AVX2 code, whose lane order defines their bits. */
+ * what the mixed kernels paid over the f32 ones (docs/amp.md, "resnet20 O2"). Sums keep the AVX2
+ * code's 8-lane accumulators, whose order defines their bits (the backward feeds them each
+ * 16-value load's two halves in turn; the forward's statistics stay 8-lane). */
 #ifndef OAR_NN_HALF512_H
 #define OAR_NN_HALF512_H
 

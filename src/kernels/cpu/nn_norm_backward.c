@@ -183,6 +183,38 @@ static NN_X512 int64_t bnb_dx16(const bnb_job *j, const void *g2, int64_t base, 
     return j->k == NN_BF16 ? bnb_dx16_k(j, g2, base, mabc, NN_BF16) : bnb_dx16_k(j, g2, base, mabc, NN_F16);
 }
 
+/* pass 1 of bnb_channel 16 values at a time from element e while a full 16 fits below lim:
+ * the same loads, mask and masked-g store, and the float sums fed the two 8-value halves in
+ * order, so they add what the 8-lane loop adds in its order; returns the next element */
+NN_X512INL int64_t bnb_sums16_k(const bnb_job *j, void *gbuf, int64_t base, int64_t e, int64_t lim, float mean,
+                                __m256 *fb, __m256 *fw, const int k) {
+    const __m512 vm = _mm512_set1_ps(mean);
+    __m256 b = *fb, w = *fw;
+    for (; e + 16 <= lim; e += 16) {
+        __m512 gv = nn16_ld(j->g, base + e, k);
+        if (j->relu_y) gv = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(nn16_ld(j->relu_y, base + e, k), _mm512_setzero_ps(),
+                                                                   _CMP_GT_OQ), gv);
+        __m512 xc = _mm512_sub_ps(nn16_ld(j->x, base + e, k), vm);
+        __m256 g0 = _mm512_castps512_ps256(gv), x0 = _mm512_castps512_ps256(xc);
+        __m256 g1 = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(gv), 1));
+        __m256 x1 = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(xc), 1));
+        b = _mm256_add_ps(b, g0);
+        w = _mm256_fmadd_ps(g0, x0, w);
+        b = _mm256_add_ps(b, g1);
+        w = _mm256_fmadd_ps(g1, x1, w);
+        if (gbuf) nn16_st_exact(gbuf, base + e, gv, k);
+    }
+    *fb = b;
+    *fw = w;
+    return e;
+}
+
+static NN_X512 int64_t bnb_sums16(const bnb_job *j, void *gbuf, int64_t base, int64_t e, int64_t lim, float mean,
+                                  __m256 *fb, __m256 *fw) {
+    return j->k == NN_BF16 ? bnb_sums16_k(j, gbuf, base, e, lim, mean, fb, fw, NN_BF16)
+                           : bnb_sums16_k(j, gbuf, base, e, lim, mean, fb, fw, NN_F16);
+}
+
 #define BNB_CHUNK 128 /* values summed in float before each double accumulation */
 
 /* Pass 1 sums g and g * (x - mean) (rstd is applied to the sum), in float over runs of
@@ -207,7 +239,9 @@ NN_HINL void bnb_channel(const bnb_job *j, int64_t ch, const int k) {
         for (int64_t k0 = 0; k0 < s; k0 += BNB_CHUNK) {
             const int64_t k1 = k0 + BNB_CHUNK < s ? k0 + BNB_CHUNK : s;
             __m256 fb = _mm256_setzero_ps(), fw = _mm256_setzero_ps();
-            for (int64_t e = k0; e < k1; e += 8) {
+            int64_t e = k0;
+            if (j->x512) e = bnb_sums16(j, gbuf, base, k0, k1 < full ? k1 : full, mean, &fb, &fw);
+            for (; e < k1; e += 8) {
                 bool last = e == full;
                 __m256 gv = bnb_grad(j, base + e, last, rl, tail, k); /* tail lanes are 0: they add nothing */
                 __m256 xc = _mm256_sub_ps(last ? nn_ld_tail(j->x, base + e, rl, tail, mean, k)
