@@ -8,9 +8,9 @@
  * adds the residual to each dx value as it writes it: the one rounding the separate add did.
  *
  * On bf16/f16 a, b (sum, y) with f32 weight and bias (O2's mixed layer_norm), rows go in pairs:
- * a and b widened into f32 buffers on the stack, added in f32 and rounded into sum (the
- * avx2-half add's bits), the rounded sum widened again and normalized by the mixed layer_norm
- * kernel's row-pair routine, y rounded out: one pass over the row for what the unfused ops do
+ * a and b widened and added in registers, the sum rounded (the avx2-half add's bits) and stored
+ * both into sum and, widened, into an f32 buffer on the stack, which the mixed layer_norm
+ * kernel's row-pair routine normalizes; y rounded out: one pass over the row for what the unfused ops do
  * in two, each rounding where they round. The backward is the mixed layer_norm_backward kernel,
  * which rounds dx before adding the residual. Where these decline, add_layer_norm_composed.c
  * runs the unfused ops' kernels. */
@@ -79,13 +79,27 @@ typedef struct aln_half_job {
     oar_dtype dt;
 } aln_half_job;
 
-/* n values of sum = round(a + b), and xb = the rounded sum widened */
-static void add_round(const aln_half_job *j, int64_t at, int64_t n, float *xb, float *bb) {
-    oar_cpu_half_to_f32(xb, j->a + at, n, j->dt);
-    oar_cpu_half_to_f32(bb, j->b + at, n, j->dt);
-    for (int64_t i = 0; i < n; i++) xb[i] += bb[i];
-    oar_cpu_f32_to_half(j->sum + at, xb, n, j->dt);
-    oar_cpu_half_to_f32(xb, j->sum + at, n, j->dt);
+/* n values of sum = a + b rounded to kind k (the avx2-half add's operations), stored, and the
+ * rounded sums widened into xb (what layer_norm's widening of sum reads), in one pass */
+NN_HINL void add_round_k(const uint16_t *a, const uint16_t *b, uint16_t *sum, float *xb, int64_t n, const int k) {
+    const int64_t full = n & ~(int64_t)7, rest = n - full;
+    for (int64_t i = 0; i < full; i += 8) {
+        __m256 v = nn_round(_mm256_add_ps(nn_ld(a, i, k), nn_ld(b, i, k)), k);
+        nn_st_exact(sum, i, v, k);
+        _mm256_storeu_ps(xb + i, v);
+    }
+    if (rest) {
+        const __m256i tail = nn_tail_mask(rest);
+        __m256 v = nn_round(_mm256_add_ps(nn_ld_tail(a, full, rest, tail, 0.0f, k), nn_ld_tail(b, full, rest, tail, 0.0f, k)),
+                            k);
+        nn_st_tail_exact(sum, full, rest, tail, v, k);
+        _mm256_maskstore_ps(xb + full, tail, v);
+    }
+}
+
+static NN_AVX2H void add_round(const aln_half_job *j, int64_t at, int64_t n, float *xb) {
+    if (j->dt == OAR_BF16) add_round_k(j->a + at, j->b + at, j->sum + at, xb, n, NN_BF16);
+    else add_round_k(j->a + at, j->b + at, j->sum + at, xb, n, NN_F16);
 }
 
 static void aln_half_rows(void *ctx, int64_t begin, int64_t end) {
@@ -94,12 +108,12 @@ static void aln_half_rows(void *ctx, int64_t begin, int64_t end) {
     float xb[2 * OAR_NN_LN_HALF_MAX], bb[2 * OAR_NN_LN_HALF_MAX];
     int64_t r = begin;
     for (; r + 2 <= end; r += 2) {
-        add_round(j, r * m, 2 * m, xb, bb);
+        add_round(j, r * m, 2 * m, xb);
         oar_nn_layer_norm_row_pair(xb, xb + m, j->w, j->bias, bb, bb + m, j->mean + r, j->rstd + r, m, j->eps);
         oar_cpu_f32_to_half(j->y + r * m, bb, 2 * m, j->dt);
     }
     if (r < end) {
-        add_round(j, r * m, m, xb, bb);
+        add_round(j, r * m, m, xb);
         oar_nn_layer_norm_row(xb, j->w, j->bias, bb, j->mean + r, j->rstd + r, m, j->eps);
         oar_cpu_f32_to_half(j->y + r * m, bb, m, j->dt);
     }

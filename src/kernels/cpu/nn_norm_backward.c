@@ -71,6 +71,24 @@ static NN_AVX2 void lnb_row(const lnb_job *j, const float *g, const float *x, co
     }
 }
 
+/* layer_norm_backward_add's dx on a low kind k: d (f32) rounded as layer_norm_backward stores dx,
+ * then the add's one f32 addition of the two low values, rounded (the avx2-half add's bits) */
+NN_HINL void lnb_add_res_k(const float *d, const uint16_t *res, uint16_t *dx, int64_t n, const int k) {
+    const int64_t full = n & ~(int64_t)7, rest = n - full;
+    for (int64_t i = 0; i < full; i += 8)
+        nn_st(dx, i, _mm256_add_ps(nn_round(_mm256_loadu_ps(d + i), k), nn_ld(res, i, k)), k);
+    if (rest) {
+        const __m256i tail = nn_tail_mask(rest);
+        __m256 v = _mm256_add_ps(nn_round(_mm256_maskload_ps(d + full, tail), k), nn_ld_tail(res, full, rest, tail, 0.0f, k));
+        nn_st_tail(dx, full, rest, tail, v, k);
+    }
+}
+
+static NN_AVX2H void lnb_add_res(oar_dtype dt, const float *d, const uint16_t *res, uint16_t *dx, int64_t n) {
+    if (dt == OAR_BF16) lnb_add_res_k(d, res, dx, n, NN_BF16);
+    else lnb_add_res_k(d, res, dx, n, NN_F16);
+}
+
 /* Rows of a bf16/f16 dtype are widened into f32 buffers on the stack (the `cast` kernel's
  * conversions), go through the f32 row and dx is rounded out: the bits of via-f32 (same parts,
  * same partial sums) without its f32 copies of g, x and dx. A residual is added after dx is
@@ -79,8 +97,7 @@ static void lnb_parts(void *ctx, int64_t begin, int64_t end) {
     const lnb_job *j = ctx;
     const int64_t m = j->m;
     const bool half = j->dt != OAR_F32;
-    float gb[half ? OAR_NN_LN_HALF_MAX : 1], xb[half ? OAR_NN_LN_HALF_MAX : 1], rb[half && j->res ? OAR_NN_LN_HALF_MAX : 1],
-        db[half ? OAR_NN_LN_HALF_MAX : 1];
+    float gb[half ? OAR_NN_LN_HALF_MAX : 1], xb[half ? OAR_NN_LN_HALF_MAX : 1], db[half ? OAR_NN_LN_HALF_MAX : 1];
     for (int64_t p = begin; p < end; p++) {
         float *pw = j->part_w + p * m, *pb = j->part_b + p * m;
         memset(pw, 0, sizeof(float) * (size_t)m);
@@ -96,14 +113,8 @@ static void lnb_parts(void *ctx, int64_t begin, int64_t end) {
             oar_cpu_half_to_f32(gb, (const uint16_t *)j->g + r * m, m, j->dt);
             oar_cpu_half_to_f32(xb, (const uint16_t *)j->x + r * m, m, j->dt);
             lnb_row(j, gb, xb, NULL, db, j->mean[r], j->rstd[r], pw, pb);
-            oar_cpu_f32_to_half(dx, db, m, j->dt);
-            if (!j->res) continue;
-            /* layer_norm_backward_add: dx as layer_norm_backward rounds it, then the add's one
-             * f32 addition of the two low values, rounded (the avx2-half add's bits) */
-            oar_cpu_half_to_f32(db, dx, m, j->dt);
-            oar_cpu_half_to_f32(rb, (const uint16_t *)j->res + r * m, m, j->dt);
-            for (int64_t i = 0; i < m; i++) db[i] += rb[i];
-            oar_cpu_f32_to_half(dx, db, m, j->dt);
+            if (j->res) lnb_add_res(j->dt, db, (const uint16_t *)j->res + r * m, dx, m);
+            else oar_cpu_f32_to_half(dx, db, m, j->dt);
         }
     }
 }
