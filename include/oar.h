@@ -764,6 +764,10 @@ OAR_API oar_module *oar_nn_conv_transpose2d(int64_t in, int64_t out, int64_t ker
  * [N, C, L], BatchNorm2d [N, C, H, W]. */
 OAR_API oar_module *oar_nn_batch_norm1d(int64_t features, double eps, double momentum, bool affine, bool track);
 OAR_API oar_module *oar_nn_batch_norm2d(int64_t features, double eps, double momentum, bool affine, bool track);
+/* LayerNorm also takes two inputs a, b through oar_forward_n with two outputs: out[0] = the
+ * normalized a + b, out[1] = a + b (a pre-LN transformer's residual stream), in one pass over
+ * each row (op add_layer_norm) when a and b share shape and dtype, with the bits of add and the
+ * one-input form. */
 OAR_API oar_module *oar_nn_layer_norm(const int64_t *shape, int ndim, double eps, bool affine);
 OAR_API oar_module *oar_nn_group_norm(int64_t groups, int64_t channels, double eps, bool affine);
 OAR_API oar_module *oar_nn_dropout(double p);            /* the identity in evaluation */

@@ -81,9 +81,11 @@ static oar_module *attention(void) {
 static oar_status block_forward(oar_module *self, oar_tensor *const *in, int n_in, oar_tensor **out, int n_out) {
     zoo_kids *s = oar_module_state(self);
     oar_scope_begin();
-    oar_tensor *x = oar_add(in[0], zoo_run(s->k[1], zoo_run(s->k[0], in[0])));
-    oar_tensor *m = zoo_run(s->k[4], oar_gelu(zoo_run(s->k[3], zoo_run(s->k[2], x)), true));
-    return zoo_finish(out, oar_add(x, m));
+    /* x = in + attn(ln1(in)) and ln2(x) in one op: LayerNorm's two-input form */
+    oar_tensor *xa[2] = {in[0], zoo_run(s->k[1], zoo_run(s->k[0], in[0]))}, *yx[2] = {NULL, NULL};
+    if (oar_forward_n(s->k[2], xa, 2, yx, 2) != OAR_OK) return zoo_finish(out, NULL);
+    oar_tensor *m = zoo_run(s->k[4], oar_gelu(zoo_run(s->k[3], yx[0]), true));
+    return zoo_finish(out, oar_add(yx[1], m));
 }
 
 static const oar_module_ops BLOCK_OPS = {"GPTBlock", block_forward, free, NULL};

@@ -2,7 +2,7 @@
  * nn_norm_backward.c, the fuse_bn_act pass):
  *   - the mixed kernels give the bits of the f32 kernels on widened copies, rounded (what the
  *     via-f32 path gave before them), forward and backward, with planes of 81 values (vector
- *     tails) and [N, C] rows;
+ *     tails) and [N, C] rows, and with NaN (payloads in the low half) and inf parameters;
  *   - batch_norm_act on low inputs equals batch_norm, add and relu run one after another, and
  *     batch_norm_act_backward equals relu_backward then batch_norm_backward, bit for bit (the
  *     fused kernel rounds where the ops round);
@@ -32,11 +32,24 @@ static bool mixed_kernel_runs(oar_op_id op, oar_tensor *const *in, int n_in, oar
     return k && strcmp(k->impl, "avx2-mixed") == 0;
 }
 
-static void check_kernels(oar_dtype dt, const int64_t *xs, int nd) {
+/* f32 parameters of c channels; with specials, channels 1 to 3 get a NaN with payload bits in
+ * its low half (which a bf16 rounding without the NaN rule carries into the exponent: 0x7FC1
+ * instead of 0x7FC0), an infinity and a signaling NaN */
+static oar_tensor *param(int64_t c, bool weight, bool specials) {
+    oar_tensor *t = weight ? oar_add_scalar(oar_rand(&c, 1, OAR_F32), 0.5) : oar_randn(&c, 1, OAR_F32);
+    if (!specials || c < 4) return t;
+    float v[64];
+    CHECK(c <= 64 && oar_copy_to_buffer(t, v, sizeof(float) * (size_t)c, OAR_F32) == OAR_OK);
+    const uint32_t bits[3] = {weight ? 0x7FE01234u : 0x7FC0ABCDu, 0x7F800000u, weight ? 0xFF80C001u : 0x7F80E001u};
+    for (int i = 0; i < 3; i++) memcpy(&v[1 + i], &bits[i], sizeof(float));
+    return oar_from_data(v, &c, 1, OAR_F32);
+}
+
+static void check_kernels(oar_dtype dt, const int64_t *xs, int nd, bool specials) {
     oar_scope_begin();
     const int64_t c = xs[1];
     oar_tensor *x = rand_low(xs, nd, dt, 1.5, 0.7), *res = rand_low(xs, nd, dt, 1.0, -0.2);
-    oar_tensor *w = oar_add_scalar(oar_rand(&c, 1, OAR_F32), 0.5), *b = oar_randn(&c, 1, OAR_F32);
+    oar_tensor *w = param(c, true, specials), *b = param(c, false, specials);
     oar_tensor *rs[4][2];
     for (int k = 0; k < 4; k++) {
         rs[k][0] = oar_zeros(&c, 1, OAR_F32);
@@ -94,7 +107,8 @@ static void check_kernels(oar_dtype dt, const int64_t *xs, int nd) {
     }
     oar_release(dfused[3]);
     CHECK(diffs == 0);
-    printf("  %s %dd (%s kernel): %d differences\n", oar_dtype_name(dt), nd, mixed ? "mixed" : "fallback", diffs);
+    printf("  %s %dd%s (%s kernel): %d differences\n", oar_dtype_name(dt), nd,
+           specials ? ", NaN and inf parameters" : "", mixed ? "mixed" : "fallback", diffs);
     oar_scope_end();
 }
 
@@ -183,9 +197,10 @@ int main(void) {
     oar_manual_seed(5);
     const int64_t planes[4] = {4, 8, 9, 9}, rows[2] = {16, 21}, wide[4] = {2, 16, 32, 32};
     for (oar_dtype dt = OAR_F16; dt <= OAR_BF16; dt++) {
-        check_kernels(dt, planes, 4);
-        check_kernels(dt, rows, 2);
-        check_kernels(dt, wide, 4);
+        check_kernels(dt, planes, 4, false);
+        check_kernels(dt, rows, 2, false);
+        check_kernels(dt, wide, 4, false);
+        check_kernels(dt, planes, 4, true); /* the roundings' NaN rule (16 lanes at the avx512 cap) */
     }
     check_resnet20_o2();
     return test_summary("test_amp_bn_fused");

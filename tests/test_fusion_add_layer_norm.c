@@ -107,7 +107,8 @@ static void test_gpt_inference(void) {
     CHECK(oar_jit_call(f_on, &x, 1, on, 1) == OAR_OK && oar_jit_call(f_off, &x, 1, off, 1) == OAR_OK);
     CHECK(t_same_bits(eager, on[0]) && t_same_bits(off[0], on[0]));
     CHECK(fusion_count_op(f_on, OAR_OP_add_layer_norm) == 8 && fusion_count_op(f_on, OAR_OP_layer_norm) == 1);
-    CHECK(fusion_count_op(f_on, OAR_OP_layer_norm_backward_add) == 0 && fusion_count_op(f_off, OAR_OP_add_layer_norm) == 0);
+    /* with the pass off, the 4 blocks' ln2 still run LayerNorm's two-input form (the front end's fusion) */
+    CHECK(fusion_count_op(f_on, OAR_OP_layer_norm_backward_add) == 0 && fusion_count_op(f_off, OAR_OP_add_layer_norm) == 4);
     oar_release(on[0]);
     oar_release(off[0]);
     oar_jit_free(f_on);
@@ -192,7 +193,7 @@ static void test_gpt_training(int steps) {
      * no other reader) has its dx added to a residual gradient. */
     int fwd = fusion_count_op(fa, OAR_OP_add_layer_norm), bwd = fusion_count_op(fa, OAR_OP_layer_norm_backward_add);
     CHECK(diffs == 0 && fwd == 8 && bwd == 8);
-    CHECK(fusion_count_op(fb, OAR_OP_add_layer_norm) == 0 && fusion_count_op(fb, OAR_OP_layer_norm_backward_add) == 0);
+    CHECK(fusion_count_op(fb, OAR_OP_add_layer_norm) == 4 && fusion_count_op(fb, OAR_OP_layer_norm_backward_add) == 4);
     CHECK(oar_program_verify(fa->entries[0].program) == OAR_OK);
     printf("  gpt-mini %d AdamW steps: %d add_layer_norm, %d layer_norm_backward_add, %d differences\n", steps, fwd,
            bwd, diffs);

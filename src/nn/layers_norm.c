@@ -2,6 +2,7 @@
  * buffers and defaults (weight ones, bias zeros, running_mean zeros, running_var ones,
  * num_batches_tracked an i64 scalar). */
 #include "nn/layers_util.h"
+#include "ops/dispatch.h"
 
 #include "ops/batch_norm_factor.h"
 #include "ops/increment.h"
@@ -129,7 +130,10 @@ typedef struct ln_cfg {
     bool affine;
 } ln_cfg;
 
+static oar_status ln_forward_add(oar_module *m, oar_tensor *const *in, oar_tensor **out);
+
 static oar_status ln_forward(oar_module *m, oar_tensor *const *in, int n_in, oar_tensor **out, int n_out) {
+    if (n_in == 2 && n_out == 2 && in) return ln_forward_add(m, in, out);
     oar_status st = oar_layer_check_io(m, in, n_in, n_out);
     if (st != OAR_OK) return st;
     const ln_cfg *c = m->state;
@@ -143,6 +147,48 @@ static oar_status ln_forward(oar_module *m, oar_tensor *const *in, int n_in, oar
     if ((st = oar_layer_check_dtype(m, x, w)) != OAR_OK) return st;
     out[0] = oar_layer_norm(x, c->ndim, w, oar_module_local(m, "bias"), c->eps);
     return out[0] ? OAR_OK : oar_last_status();
+}
+
+/* Two inputs a, b, two outputs: y = LayerNorm(a + b) and the sum (a pre-LN transformer's residual
+ * stream), by add_layer_norm, whose kernels make one pass over each row for both (the unfused
+ * ops' bits), when a and b have one shape and dtype; otherwise by add and the one-input form.
+ * Under autocast a GPU input takes the unfused path: there add keeps bf16 operands bf16 where
+ * the mixed class would cast both to f32. */
+static oar_status ln_forward_add(oar_module *m, oar_tensor *const *in, oar_tensor **out) {
+    const ln_cfg *c = m->state;
+    oar_tensor *a = in[0], *b = in[1];
+    if (!a || !b) {
+        if (oar_last_status() != OAR_OK) return oar_last_status();
+        return oar_error(OAR_ERR_INVALID_ARG, "LayerNorm: expected two input tensors (a, b: normalizes a + b), got NULL");
+    }
+    bool fused = a->dtype == b->dtype && a->ndim == b->ndim && a->ndim >= c->ndim &&
+                 !memcmp(a->shape, b->shape, sizeof(int64_t) * (size_t)a->ndim) && oar_dtype_is_float(a->dtype) &&
+                 (a->device == OAR_CPU || !oar_amp_active);
+    if (!fused) {
+        oar_tensor *s = oar_add(a, b);
+        if (!s) return oar_last_status();
+        out[0] = NULL;
+        oar_status st = ln_forward(m, &s, 1, out, 1);
+        out[1] = st == OAR_OK ? s : NULL;
+        return st;
+    }
+    oar_tensor *w = oar_module_local(m, "weight");
+    if (memcmp(a->shape + a->ndim - c->ndim, c->shape, sizeof(int64_t) * (size_t)c->ndim)) {
+        char want[128], got[128];
+        oar_format_shape(c->shape, c->ndim, want, sizeof want);
+        return oar_error(OAR_ERR_SHAPE, "LayerNorm: expected inputs whose last dims are %s (normalized_shape), got "
+                                        "%s", want, oar_layer_shape_str(a, got, sizeof got));
+    }
+    oar_status st = oar_layer_check_dtype(m, a, w);
+    if (st != OAR_OK) return st;
+    oar_attr at[2] = {oar_attr_int(c->ndim), oar_attr_float(c->eps)};
+    oar_tensor *args[4] = {a, b, w, oar_module_local(m, "bias")}, *r[OAR_MAX_OUTPUTS];
+    int n = OAR_MAX_OUTPUTS;
+    if ((st = oar_op_call(OAR_OP_add_layer_norm, args, 4, at, r, &n)) != OAR_OK) return st;
+    for (int i = 2; i < n; i++) oar_tensor_unref(r[i]); /* mean, rstd: kept by the autograd node */
+    out[0] = oar_track(r[1]);
+    out[1] = oar_track(r[0]);
+    return OAR_OK;
 }
 
 static int ln_describe(const oar_module *m, char *buf, size_t size) {

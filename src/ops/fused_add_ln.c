@@ -7,6 +7,8 @@
  *   layer_norm_backward_add(grad_out, x, weight?, mean, rstd, residual; normalized_ndim)
  *       -> dx + residual, dweight, dbias      (layer_norm_backward's outputs, residual added)
  *
+ * Like layer_norm, both take bf16/f16 activations with f32 parameters (autocast's mixed class:
+ * add would keep two low operands low, layer_norm takes them with its f32 weight).
  * Each op means exactly its unfused pair: inference, reference kernel and gradient rule call
  * the ops' own definitions (add's rule is the identity to both operands), so every mode of
  * autograd sees the unfused ops. */
@@ -71,6 +73,22 @@ static oar_status aln_ref(const oar_kctx *ctx, oar_tensor *const *in, int n_in, 
 /* layer_norm's rule on (sum, weight, bias) gives d sum (plus the affine gradients); the add
  * passes d sum, with the gradient reaching sum directly, to both operands. */
 static oar_status aln_grad(oar_grad_ctx *g) {
+    oar_tensor *gs = g->gout[0], *s = g->out[0];
+    if (gs && g->gout[1] && !g->gout[2] && !g->gout[3] && gs->dtype == s->dtype && gs->ndim == s->ndim &&
+        !memcmp(gs->shape, s->shape, sizeof(int64_t) * (size_t)s->ndim)) {
+        /* the usual case (y's gradient and the residual stream's): layer_norm's one-op rule
+         * with the residual added in the same pass, the bits of that rule and the add below */
+        oar_tensor *in[6] = {g->gout[1], s, g->in[2], g->out[2], g->out[3], gs}, *d[3];
+        int n = 3;
+        oar_status st = oar_op_call(OAR_OP_layer_norm_backward_add, in, 6, g->attrs, d, &n);
+        if (st != OAR_OK) return st;
+        for (int i = 0; i < 3; i++) oar_track(d[i]);
+        if (g->needs[0]) g->gin[0] = d[0];
+        if (g->needs[1]) g->gin[1] = d[0];
+        if (g->in[2] && g->needs[2]) g->gin[2] = d[1];
+        if (g->in[3] && g->needs[3]) g->gin[3] = oar_reshape(d[2], g->in[3]->shape, g->in[3]->ndim);
+        return (g->needs[3] && g->in[3] && !g->gin[3]) ? oar_last_status() : OAR_OK;
+    }
     oar_tensor *ln_in[3] = {g->out[0], g->in[2], g->in[3]}, *ln_gin[3] = {0};
     bool ln_needs[3] = {g->needs[0] || g->needs[1], g->needs[2], g->needs[3]};
     oar_tensor *dsum = NULL;
@@ -93,7 +111,7 @@ static oar_status aln_grad(oar_grad_ctx *g) {
 const oar_op_def oar_opdef_add_layer_norm = {
     .name = ALN, .n_inputs = 4, .n_outputs = 4, .n_visible = 2, .n_attrs = 2,
     .attrs = {{"normalized_ndim", OAR_ATTR_INT}, {"eps", OAR_ATTR_FLOAT}},
-    .flags = OAR_OPF_AMP_DENY, .ref_dtypes = OAR_FLOAT_DTYPES, .optional_inputs = 0xC,
+    .flags = OAR_OPF_AMP_MIXED, .ref_dtypes = OAR_FLOAT_DTYPES, .optional_inputs = 0xC,
     .infer = aln_infer, .reference = aln_ref, .grad = aln_grad,
 };
 
@@ -133,6 +151,6 @@ static oar_status lnba_grad(oar_grad_ctx *g) {
 const oar_op_def oar_opdef_layer_norm_backward_add = {
     .name = LNBA, .n_inputs = 6, .n_outputs = 3, .key_input = 1, .n_attrs = 1,
     .attrs = {{"normalized_ndim", OAR_ATTR_INT}},
-    .flags = OAR_OPF_AMP_DENY, .ref_dtypes = OAR_FLOAT_DTYPES, .optional_inputs = 0x4,
+    .flags = OAR_OPF_AMP_MIXED, .ref_dtypes = OAR_FLOAT_DTYPES, .optional_inputs = 0x4,
     .infer = lnba_infer, .reference = lnba_ref, .grad = lnba_grad,
 };

@@ -1,6 +1,7 @@
 /* Sweep cases for the add + layer_norm fusion ops (src/ops/fused_add_ln.c): with and without
  * weight and bias, one and two normalized dims, row tails (m not a multiple of 8), rows split
- * over threads, an empty input; layer_norm_backward_add with rstd positive like layer_norm's. */
+ * over threads, an empty input; layer_norm_backward_add with rstd positive like layer_norm's;
+ * bf16/f16 activations with f32 parameters (O2's mixed form). */
 #include "sweep.h"
 
 #define BIG SWEEP_NO_GRAD
@@ -16,6 +17,14 @@ const sweep_case sweep_cases_fused_add_ln[] = {
     {"add_layer_norm", "n:64x300;n:64x300;n:300;n:300", LN1, BIG},
     {"add_layer_norm", "n:3x333x256;n:3x333x256;n:256;n:256", LN1, BIG},
     {"add_layer_norm", "n:5x7x3;n:5x7x3;none;none", LN2, BIG},
+    /* O2's mixed form: bf16/f16 activations, f32 parameters and statistics */
+    {"add_layer_norm", "nbf16:3x5;nbf16:3x5;nf32:5;nf32:5", LN1, 0, 3.2e-2},
+    {"add_layer_norm", "nbf16:7x300;nbf16:7x300;nf32:300;nf32:300", LN1, BIG, 3.2e-2},
+    {"add_layer_norm", "nf16:4x37;nf16:4x37;nf32:37;none", LN1, 0, 2e-3},
+    {"layer_norm_backward_add", "nbf16:4x6;nbf16:4x6;nf32:6;nf32:4x1;pf32:4x1;nbf16:4x6", "normalized_ndim=1", 0, 3.2e-2},
+    {"layer_norm_backward_add", "nf16:5x37;nf16:5x37;nf32:37;nf32:5x1;pf32:5x1;nf16:5x37", "normalized_ndim=1", 0, 2e-3},
+    {"layer_norm_backward_add", "nbf16:9x300;nbf16:9x300;nf32:300;nf32:9x1;pf32:9x1;nbf16:9x300", "normalized_ndim=1",
+     BIG, 3.2e-2},
     {"layer_norm_backward_add", "n:3x5;n:3x5;n:5;n:3x1;p:3x1;n:3x5", "normalized_ndim=1"},
     {"layer_norm_backward_add", "n:2x3x4;n:2x3x4;none;n:2x3x1;p:2x3x1;n:2x3x4", "normalized_ndim=1"},
     {"layer_norm_backward_add", "n:2x3x4;n:2x3x4;n:3x4;n:2x1x1;p:2x1x1;n:2x3x4", "normalized_ndim=2"},

@@ -6,8 +6,8 @@
  *   (dx, dw, db) = layer_norm_backward(g, x, w, mean, rstd); t = add(dx, r)   (or add(r, dx))
  *       -> (t, dw, db) = layer_norm_backward_add(g, x, w, mean, rstd, r)
  *
- * Conditions (main block, f32, both add operands of the result's shape: no broadcasting, so
- * gpt's token + position embedding add stays as it is):
+ * Conditions (main block, f32 or bf16/f16, both add operands of the result's shape and dtype:
+ * no broadcasting, so gpt's token + position embedding add stays as it is):
  *   forward: s keeps every other reader (the fused node still yields it); the layer_norm moves
  *     up to the add, so its weight and bias must be defined before the add and not written in
  *     place between the two nodes; s's memory is never mutated.
@@ -16,7 +16,9 @@
  *     defined there and not written before the add; otherwise to the add's position when no
  *     node before the add reads dw or db and no input of the backward is written in between.
  * Sound because each fused kernel does the unfused float arithmetic (one rounding for the add,
- * then the layer_norm kernels' own order, see nn_add_layer_norm.c): results are bitwise equal. */
+ * then the layer_norm kernels' own order, see nn_add_layer_norm.c; on bf16/f16 the mixed kernels
+ * round the sum and dx where the unfused ops do, and elsewhere add_layer_norm_composed.c runs the
+ * unfused ops' kernels): results are bitwise equal. */
 #include "graph/passes/passes.h"
 
 #include <stdlib.h>
@@ -65,14 +67,15 @@ static bool read_until(const fal_ctx *c, int v, int at, int skip) {
     return false;
 }
 
-/* An add of two f32 operands of exactly its output's shape. */
+/* An add of two operands of exactly its output's shape and dtype: f32, or bf16/f16 (O2's
+ * residual stream, whose fused kernels round where add and layer_norm round). */
 static bool plain_add(const oar_program *p, const oar_node *a) {
     if (a->dead || a->op != OAR_OP_add || a->n_in != 2) return false;
     const oar_meta *o = &p->values[a->out[0]].meta;
-    if (o->dtype != OAR_F32) return false;
+    if (o->dtype != OAR_F32 && o->dtype != OAR_BF16 && o->dtype != OAR_F16) return false;
     for (int k = 0; k < 2; k++) {
         const oar_meta *m = &p->values[a->in[k]].meta;
-        if (m->dtype != OAR_F32 || m->ndim != o->ndim || memcmp(m->shape, o->shape, sizeof(int64_t) * (size_t)o->ndim))
+        if (m->dtype != o->dtype || m->ndim != o->ndim || memcmp(m->shape, o->shape, sizeof(int64_t) * (size_t)o->ndim))
             return false;
     }
     return true;

@@ -29,6 +29,7 @@ void oar_cpu_kernels_init(void) {
     oar_cpu_register_linear_act_composed();
     oar_cpu_register_conv_act();
     oar_cpu_register_add_layer_norm();
+    oar_cpu_register_add_layer_norm_composed();
     oar_cpu_register_conv_direct();
     oar_cpu_register_pool_dnnl();
     oar_cpu_register_copy();

@@ -35,6 +35,7 @@ void oar_cpu_register_linear_act(void); /* avx2_linear_act.c */
 void oar_cpu_register_linear_act_composed(void); /* linear_act_composed.c */
 void oar_cpu_register_conv_act(void);  /* conv_act.c */
 void oar_cpu_register_add_layer_norm(void); /* nn_add_layer_norm.c */
+void oar_cpu_register_add_layer_norm_composed(void); /* add_layer_norm_composed.c */
 void oar_cpu_register_conv_direct(void); /* conv_direct.c */
 void oar_cpu_register_pool_dnnl(void);  /* pool_dnnl.c: adaptive_avg_pool2d on oneDNN (nothing without it) */
 void oar_cpu_register_copy(void);       /* cpu_copy.c */

@@ -24,6 +24,10 @@ void oar_nn_layer_norm_row(const float *x, const float *w, const float *b, float
  * floats), oar_nn_layer_norm_row into yb (m floats), rounded into y. The mixed layer_norm kernels
  * take rows of up to OAR_NN_LN_HALF_MAX values (buffers on the stack). */
 #define OAR_NN_LN_HALF_MAX 4096
+/* Two f32 rows of m values (x0, x1) normalized with oar_nn_layer_norm_row's operations, the
+ * statistics of both in interleaved chains: each row gets that routine's bits. */
+void oar_nn_layer_norm_row_pair(const float *x0, const float *x1, const float *w, const float *b, float *y0, float *y1,
+                                float *mean_out, float *rstd_out, int64_t m, double eps);
 void oar_nn_layer_norm_row_half(const void *x, const float *w, const float *b, void *y, float *mean_out,
                                 float *rstd_out, int64_t m, double eps, oar_dtype dt, float *xb, float *yb);
 oar_status oar_nn_layer_norm_backward_avx2(const oar_kctx *ctx, oar_tensor *const *in, int n_in,

@@ -7,6 +7,7 @@
  * results rounded in registers (nn_half.h), with the f32 kernel's arithmetic, so they give the
  * bits of the via-f32 path without its f32 copies. */
 #include "kernels/cpu/nn_half.h"
+#include "kernels/cpu/nn_half512.h"
 #include "kernels/cpu/nn_kernels.h"
 #include "ops/batch_norm_factor.h"
 
@@ -134,9 +135,10 @@ void oar_nn_layer_norm_row_half(const void *x, const float *w, const float *b, v
 }
 
 /* Two f32 rows (x0, x1) as oar_nn_layer_norm_row normalizes each (the same operations), their
- * statistics in two interleaved chains (row_moments2): a row's sums are bound by latency. */
-static void ln_row_pair(const float *x0, const float *x1, const float *w, const float *b, float *y0, float *y1,
-                        float *mean_out, float *rstd_out, int64_t m, double eps) {
+ * statistics in two interleaved chains (row_moments2): a row's sums are bound by latency.
+ * The mixed add_layer_norm kernel (nn_add_layer_norm.c) calls it too. */
+void oar_nn_layer_norm_row_pair(const float *x0, const float *x1, const float *w, const float *b, float *y0, float *y1,
+                                float *mean_out, float *rstd_out, int64_t m, double eps) {
     double mean[2], var[2];
     row_moments2(x0, x1, m, NN_F32, mean, var);
     for (int i = 0; i < 2; i++) {
@@ -157,11 +159,11 @@ static void ln_rows(void *ctx, int64_t begin, int64_t end) {
         if (!half) {
             const float *x = (const float *)j->x + r * m;
             float *y = (float *)j->y + r * m;
-            ln_row_pair(x, x + m, j->w, j->b, y, y + m, j->mean + r, j->rstd + r, m, j->eps);
+            oar_nn_layer_norm_row_pair(x, x + m, j->w, j->b, y, y + m, j->mean + r, j->rstd + r, m, j->eps);
             continue;
         }
         oar_cpu_half_to_f32(xb, (const uint16_t *)j->x + r * m, 2 * m, j->dt);
-        ln_row_pair(xb, xb + m, j->w, j->b, yb, yb + m, j->mean + r, j->rstd + r, m, j->eps);
+        oar_nn_layer_norm_row_pair(xb, xb + m, j->w, j->b, yb, yb + m, j->mean + r, j->rstd + r, m, j->eps);
         oar_cpu_f32_to_half((uint16_t *)j->y + r * m, yb, 2 * m, j->dt);
     }
     if (r < end && !half)
@@ -258,6 +260,7 @@ typedef struct bn_job {
     const void *res;                    /* batch_norm_act: added after the normalization, or NULL */
     bool relu;                          /* batch_norm_act: relu last */
     int k;                              /* the kind of x, y and res */
+    bool x512;                          /* bf16/f16 planes 16 values at a time (the avx512 cap) */
     const bn_setup *set;
 } bn_job;
 
@@ -351,20 +354,43 @@ static NN_AVX2H void bn_stats_cols(void *ctx, int64_t begin, int64_t end) {
     }
 }
 
+/* bn_vec's operations 16 values at a time over plane p's full 16s (bf16/f16); returns the first
+ * element left to the 8-lane loop below */
+NN_X512INL int64_t bn_apply_plane16_k(const bn_job *j, int64_t p, const int k) {
+    const int64_t ch = p % j->c, base = p * j->s, full = j->s & ~(int64_t)15;
+    const __m512 vm = _mm512_set1_ps(j->vmean[ch]), vs = _mm512_set1_ps(j->scale[ch]), vb = _mm512_set1_ps(j->shift[ch]);
+    for (int64_t i = 0; i < full; i += 16) {
+        __m512 v = _mm512_fmadd_ps(_mm512_sub_ps(nn16_ld(j->x, base + i, k), vm), vs, vb);
+        if (!j->res && !j->relu) {
+            nn16_st(j->y, base + i, v, k);
+            continue;
+        }
+        v = nn16_round(v, k);
+        if (j->res) v = nn16_round(_mm512_add_ps(v, nn16_ld(j->res, base + i, k)), k);
+        if (j->relu) v = _mm512_max_ps(_mm512_setzero_ps(), v);
+        nn16_st_exact(j->y, base + i, v, k);
+    }
+    return full;
+}
+
+static NN_X512 int64_t bn_apply_plane16(const bn_job *j, int64_t p) {
+    return j->k == NN_BF16 ? bn_apply_plane16_k(j, p, NN_BF16) : bn_apply_plane16_k(j, p, NN_F16);
+}
+
 /* y = (x - mean[c]) * scale[c] + shift[c] for one plane (s values of channel c) at a time. */
 NN_HINL void bn_apply_planes_k(const bn_job *j, int64_t begin, int64_t end, const int k) {
     const int64_t s = j->s, full = s & ~(int64_t)7, rest = s - full;
     const __m256i tail = nn_tail_mask(rest);
     for (int64_t p = begin; p < end; p++) {
-        const int64_t ch = p % j->c, base = p * s;
+        const int64_t ch = p % j->c, base = p * s, from = j->x512 ? bn_apply_plane16(j, p) : 0;
         const __m256 vm = _mm256_set1_ps(j->vmean[ch]), vs = _mm256_set1_ps(j->scale[ch]),
                      vb = _mm256_set1_ps(j->shift[ch]);
         if (j->res || j->relu) { /* bn_vec rounded its result: stored as it is */
-            for (int64_t i = 0; i < full; i += 8)
+            for (int64_t i = from; i < full; i += 8)
                 nn_st_exact(j->y, base + i, bn_vec(nn_ld(j->x, base + i, k), vm, vs, vb, j, base + i, false, 8, tail, k),
                             k);
         } else {
-            for (int64_t i = 0; i < full; i += 8)
+            for (int64_t i = from; i < full; i += 8)
                 nn_st(j->y, base + i, bn_vec(nn_ld(j->x, base + i, k), vm, vs, vb, j, base + i, false, 8, tail, k), k);
         }
         if (rest) {
@@ -438,7 +464,7 @@ static oar_status bn_forward(oar_tensor *const *in, oar_tensor *const *out, cons
     const bn_setup set = {w, b, rm, rv, (float *)oar_tensor_ptr(out[1]), (float *)oar_tensor_ptr(out[2]),
                           momentum, eps, cnt, training, update};
     bn_job j = {oar_tensor_ptr(x), oar_tensor_ptr(out[0]), n, c, s, mean, var, fmean, scale, shift, res, relu,
-                nn_kind(x->dtype), &set};
+                nn_kind(x->dtype), nn_kind(x->dtype) != NN_F32 && oar_cpu_has_avx512(), &set};
     if (training && cnt > 0 && s > 1) {
         oar_parallel_for(c, 16384 / cnt + 1, bn_train_channels, &j);
     } else {

@@ -9,6 +9,7 @@
  * takes them a row at a time through f32 buffers (lnb_parts). */
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cpu/nn_half.h"
+#include "kernels/cpu/nn_half512.h"
 #include "kernels/cpu/nn_kernels.h"
 
 #include <stdlib.h>
@@ -70,15 +71,33 @@ static NN_AVX2 void lnb_row(const lnb_job *j, const float *g, const float *x, co
     }
 }
 
+/* layer_norm_backward_add's dx on a low kind k: d (f32) rounded as layer_norm_backward stores dx,
+ * then the add's one f32 addition of the two low values, rounded (the avx2-half add's bits) */
+NN_HINL void lnb_add_res_k(const float *d, const uint16_t *res, uint16_t *dx, int64_t n, const int k) {
+    const int64_t full = n & ~(int64_t)7, rest = n - full;
+    for (int64_t i = 0; i < full; i += 8)
+        nn_st(dx, i, _mm256_add_ps(nn_round(_mm256_loadu_ps(d + i), k), nn_ld(res, i, k)), k);
+    if (rest) {
+        const __m256i tail = nn_tail_mask(rest);
+        __m256 v = _mm256_add_ps(nn_round(_mm256_maskload_ps(d + full, tail), k), nn_ld_tail(res, full, rest, tail, 0.0f, k));
+        nn_st_tail(dx, full, rest, tail, v, k);
+    }
+}
+
+static NN_AVX2H void lnb_add_res(oar_dtype dt, const float *d, const uint16_t *res, uint16_t *dx, int64_t n) {
+    if (dt == OAR_BF16) lnb_add_res_k(d, res, dx, n, NN_BF16);
+    else lnb_add_res_k(d, res, dx, n, NN_F16);
+}
+
 /* Rows of a bf16/f16 dtype are widened into f32 buffers on the stack (the `cast` kernel's
  * conversions), go through the f32 row and dx is rounded out: the bits of via-f32 (same parts,
- * same partial sums) without its f32 copies of g, x and dx. */
+ * same partial sums) without its f32 copies of g, x and dx. A residual is added after dx is
+ * rounded, as the unfused layer_norm_backward and add round twice. */
 static void lnb_parts(void *ctx, int64_t begin, int64_t end) {
     const lnb_job *j = ctx;
     const int64_t m = j->m;
     const bool half = j->dt != OAR_F32;
-    float gb[half ? OAR_NN_LN_HALF_MAX : 1], xb[half ? OAR_NN_LN_HALF_MAX : 1], rb[half && j->res ? OAR_NN_LN_HALF_MAX : 1],
-        db[half ? OAR_NN_LN_HALF_MAX : 1];
+    float gb[half ? OAR_NN_LN_HALF_MAX : 1], xb[half ? OAR_NN_LN_HALF_MAX : 1], db[half ? OAR_NN_LN_HALF_MAX : 1];
     for (int64_t p = begin; p < end; p++) {
         float *pw = j->part_w + p * m, *pb = j->part_b + p * m;
         memset(pw, 0, sizeof(float) * (size_t)m);
@@ -90,11 +109,12 @@ static void lnb_parts(void *ctx, int64_t begin, int64_t end) {
                         pw, pb);
                 continue;
             }
+            uint16_t *dx = (uint16_t *)j->dx + r * m;
             oar_cpu_half_to_f32(gb, (const uint16_t *)j->g + r * m, m, j->dt);
             oar_cpu_half_to_f32(xb, (const uint16_t *)j->x + r * m, m, j->dt);
-            if (j->res) oar_cpu_half_to_f32(rb, (const uint16_t *)j->res + r * m, m, j->dt);
-            lnb_row(j, gb, xb, j->res ? rb : NULL, db, j->mean[r], j->rstd[r], pw, pb);
-            oar_cpu_f32_to_half((uint16_t *)j->dx + r * m, db, m, j->dt);
+            lnb_row(j, gb, xb, NULL, db, j->mean[r], j->rstd[r], pw, pb);
+            if (j->res) lnb_add_res(j->dt, db, (const uint16_t *)j->res + r * m, dx, m);
+            else oar_cpu_f32_to_half(dx, db, m, j->dt);
         }
     }
 }
@@ -144,6 +164,7 @@ typedef struct bnb_job {
     float *dw, *db;
     int64_t n, c, s;
     int k;
+    bool x512; /* bf16/f16 dx 16 values at a time (the avx512 cap) */
 } bnb_job;
 
 NN_HINL __m256 bnb_grad(const bnb_job *j, int64_t at, bool last, int64_t rest, __m256i tail, const int k) {
@@ -153,6 +174,56 @@ NN_HINL __m256 bnb_grad(const bnb_job *j, int64_t at, bool last, int64_t rest, _
         gv = _mm256_and_ps(gv, _mm256_cmp_ps(yv, _mm256_setzero_ps(), _CMP_GT_OQ));
     }
     return gv;
+}
+
+/* pass 2 of bnb_channel 16 values at a time over one plane's full 16s (bf16/f16): the same
+ * operations per value; returns the first element left to the 8-lane loop */
+NN_X512INL int64_t bnb_dx16_k(const bnb_job *j, const void *g2, int64_t base, const float *mabc, const int k) {
+    const int64_t full = j->s & ~(int64_t)15;
+    const __m512 vm = _mm512_set1_ps(mabc[0]), a = _mm512_set1_ps(mabc[1]), b = _mm512_set1_ps(mabc[2]),
+                 c = _mm512_set1_ps(mabc[3]);
+    for (int64_t e = 0; e < full; e += 16) {
+        __m512 xc = _mm512_sub_ps(nn16_ld(j->x, base + e, k), vm);
+        nn16_st(j->dx, base + e, _mm512_fmadd_ps(nn16_ld(g2, base + e, k), a, _mm512_fmadd_ps(xc, b, c)), k);
+    }
+    return full;
+}
+
+/* mabc: mean and pass 2's a, b, c */
+static NN_X512 int64_t bnb_dx16(const bnb_job *j, const void *g2, int64_t base, const float *mabc) {
+    return j->k == NN_BF16 ? bnb_dx16_k(j, g2, base, mabc, NN_BF16) : bnb_dx16_k(j, g2, base, mabc, NN_F16);
+}
+
+/* pass 1 of bnb_channel 16 values at a time from element e while a full 16 fits below lim:
+ * the same loads, mask and masked-g store, and the float sums fed the two 8-value halves in
+ * order, so they add what the 8-lane loop adds in its order; returns the next element */
+NN_X512INL int64_t bnb_sums16_k(const bnb_job *j, void *gbuf, int64_t base, int64_t e, int64_t lim, float mean,
+                                __m256 *fb, __m256 *fw, const int k) {
+    const __m512 vm = _mm512_set1_ps(mean);
+    __m256 b = *fb, w = *fw;
+    for (; e + 16 <= lim; e += 16) {
+        __m512 gv = nn16_ld(j->g, base + e, k);
+        if (j->relu_y) gv = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(nn16_ld(j->relu_y, base + e, k), _mm512_setzero_ps(),
+                                                                   _CMP_GT_OQ), gv);
+        __m512 xc = _mm512_sub_ps(nn16_ld(j->x, base + e, k), vm);
+        __m256 g0 = _mm512_castps512_ps256(gv), x0 = _mm512_castps512_ps256(xc);
+        __m256 g1 = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(gv), 1));
+        __m256 x1 = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(xc), 1));
+        b = _mm256_add_ps(b, g0);
+        w = _mm256_fmadd_ps(g0, x0, w);
+        b = _mm256_add_ps(b, g1);
+        w = _mm256_fmadd_ps(g1, x1, w);
+        if (gbuf) nn16_st_exact(gbuf, base + e, gv, k);
+    }
+    *fb = b;
+    *fw = w;
+    return e;
+}
+
+static NN_X512 int64_t bnb_sums16(const bnb_job *j, void *gbuf, int64_t base, int64_t e, int64_t lim, float mean,
+                                  __m256 *fb, __m256 *fw) {
+    return j->k == NN_BF16 ? bnb_sums16_k(j, gbuf, base, e, lim, mean, fb, fw, NN_BF16)
+                           : bnb_sums16_k(j, gbuf, base, e, lim, mean, fb, fw, NN_F16);
 }
 
 #define BNB_CHUNK 128 /* values summed in float before each double accumulation */
@@ -179,7 +250,9 @@ NN_HINL void bnb_channel(const bnb_job *j, int64_t ch, const int k) {
         for (int64_t k0 = 0; k0 < s; k0 += BNB_CHUNK) {
             const int64_t k1 = k0 + BNB_CHUNK < s ? k0 + BNB_CHUNK : s;
             __m256 fb = _mm256_setzero_ps(), fw = _mm256_setzero_ps();
-            for (int64_t e = k0; e < k1; e += 8) {
+            int64_t e = k0;
+            if (j->x512) e = bnb_sums16(j, gbuf, base, k0, k1 < full ? k1 : full, mean, &fb, &fw);
+            for (; e < k1; e += 8) {
                 bool last = e == full;
                 __m256 gv = bnb_grad(j, base + e, last, rl, tail, k); /* tail lanes are 0: they add nothing */
                 __m256 xc = _mm256_sub_ps(last ? nn_ld_tail(j->x, base + e, rl, tail, mean, k)
@@ -200,11 +273,12 @@ NN_HINL void bnb_channel(const bnb_job *j, int64_t ch, const int k) {
     j->db[ch] = (float)b;
     j->dw[ch] = (float)w;
     const double m1 = cnt > 0 ? wv * b / cnt : 0.0, m2 = cnt > 0 ? wv * w / cnt : 0.0;
-    const __m256 va = _mm256_set1_ps((float)(wv * rstd)), vb = _mm256_set1_ps((float)(-rstd * rstd * m2));
-    const __m256 vc = _mm256_set1_ps((float)(-rstd * m1));
+    const float mabc[4] = {mean, (float)(wv * rstd), (float)(-rstd * rstd * m2), (float)(-rstd * m1)};
+    const __m256 va = _mm256_set1_ps(mabc[1]), vb = _mm256_set1_ps(mabc[2]), vc = _mm256_set1_ps(mabc[3]);
     for (int64_t i = 0; i < j->n; i++) {
         const int64_t base = (i * j->c + ch) * s;
-        for (int64_t e = 0; e < s; e += 8) {
+        const int64_t from = j->x512 ? bnb_dx16(j, g2, base, mabc) : 0;
+        for (int64_t e = from; e < s; e += 8) {
             bool last = e == full;
             __m256 gv = last ? nn_ld_tail(g2, base + e, rl, tail, 0.0f, k) : nn_ld(g2, base + e, k);
             __m256 xc = _mm256_sub_ps(last ? nn_ld_tail(j->x, base + e, rl, tail, mean, k) : nn_ld(j->x, base + e, k),
@@ -235,7 +309,7 @@ static void bnb_run(oar_tensor *const *in, oar_tensor *const *out, const oar_ten
     bnb_job j = {oar_tensor_ptr(in[0]), oar_tensor_ptr(x), relu_y ? oar_tensor_ptr(relu_y) : NULL,
                  in[2] ? F32(in[2]) : NULL, F32(in[3]), F32(in[4]), oar_tensor_ptr(out[0]), g_out,
                  (float *)oar_tensor_ptr(out[1]), (float *)oar_tensor_ptr(out[2]), x->shape[0], x->shape[1], s,
-                 nn_kind(x->dtype)};
+                 nn_kind(x->dtype), nn_kind(x->dtype) != NN_F32 && oar_cpu_has_avx512()};
     int64_t cnt = j.n * s;
     oar_parallel_for(j.c, 16384 / (cnt ? cnt : 1) + 1, bnb_channels, &j);
 }
@@ -306,5 +380,6 @@ void oar_cpu_register_norm_backward(void) {
     e.fn = oar_nn_layer_norm_backward_avx2;
     e.supports = lnb_half_ok;
     oar_register_kernel(OAR_OP_layer_norm_backward, e);
+    oar_register_kernel(OAR_OP_layer_norm_backward_add, e); /* its sixth input: the residual */
 #endif
 }
