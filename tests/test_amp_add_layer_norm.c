@@ -12,7 +12,7 @@
  *     bf16 and gives the bits of the program with the pass off: losses, master gradients and
  *     masters after two SGD steps. */
 #include "fusion_test_util.h"
-#include "amp_o2_util.h"
+#include "amp_o2_gpt_util.h"
 #include "amp_via_f32_util.h"
 #include "zoo_step_util.h"
 
@@ -119,44 +119,6 @@ static void check_module(oar_dtype dt, oar_dtype dt_b) {
 }
 
 /* ---- a compiled O2 gpt-mini step, the pass on and off */
-typedef struct o2_run {
-    zoo_run z;
-    oar_amp_masters *w;
-    oar_optimizer *o;
-} o2_run;
-
-static oar_tensor *o2_loss(void *user, oar_tensor *const *in) {
-    o2_run *r = user;
-    int64_t s2[2] = {-1, r->z.vocab}, flat = -1;
-    oar_tensor *z = oar_forward(r->z.m, in[0]);
-    return oar_cross_entropy(oar_reshape(z, s2, 2), oar_reshape(in[1], &flat, 1), NULL);
-}
-
-static oar_status o2_step(void *user, oar_tensor *const *in, int n_in, oar_tensor **out, int n_out) {
-    (void)n_in, (void)n_out;
-    o2_run *r = user;
-    return amp_o2_step(r->o, r->w, o2_loss, r, in, out);
-}
-
-static oar_jit *o2_init(o2_run *r, bool fuse) {
-    zoo_run_init_sgd(&r->z, "gpt-mini", 3);
-    oar_amp_decorate_opts d = oar_amp_decorate_defaults();
-    r->w = oar_amp_decorate(r->z.m, &d);
-    oar_optim_opts oo = oar_optim_defaults(OAR_OPTIM_SGD);
-    oo.lr = 0.05;
-    r->o = oar_amp_masters_optimizer(r->w, &oo);
-    const oar_state_source *src[1] = {oar_amp_masters_state_source(r->w)};
-    oar_jit_opts jo = {.module = r->z.m, .optimizer = r->o, .state_sources = src, .n_state_sources = 1};
-    CHECK(oar_build_strategy_set(&jo.strategy, "fuse_attention", false) == OAR_OK);
-    CHECK(oar_build_strategy_set(&jo.strategy, "fuse_add_layer_norm", fuse) == OAR_OK);
-    return oar_jit_to_static(o2_step, r, &jo);
-}
-
-static void o2_free(o2_run *r) {
-    oar_optimizer_free(r->o);
-    oar_amp_masters_free(r->w);
-    zoo_run_free(&r->z);
-}
 
 static int count_dtype(oar_jit *f, oar_op_id op, oar_dtype dt) {
     const oar_program *p = f->entries[0].program;
@@ -168,7 +130,8 @@ static int count_dtype(oar_jit *f, oar_op_id op, oar_dtype dt) {
 
 static void check_gpt_mini_o2(void) {
     o2_run a, b;
-    oar_jit *fa = o2_init(&a, true), *fb = o2_init(&b, false);
+    const char *passes[2] = {"fuse_attention", "fuse_add_layer_norm"};
+    oar_jit *fa = o2_init(&a, passes, (bool[]){false, true}, 2), *fb = o2_init(&b, passes, (bool[]){false, false}, 2);
     CHECK(fa && fb);
     oar_manual_seed(8);
     const oar_zoo_info *info = oar_zoo_find("gpt-mini");

@@ -11,7 +11,7 @@
  *     are as close to the f32 step's as the unfused program's (the fused node rounds at other,
  *     fewer places: below). */
 #include "fusion_test_util.h"
-#include "amp_o2_util.h"
+#include "amp_o2_gpt_util.h"
 #include "amp_via_f32_util.h"
 #include "zoo_step_util.h"
 
@@ -72,43 +72,6 @@ static void check_reduce(oar_dtype dt, const int64_t *shape, int nd, const int *
 }
 
 /* ---- a compiled O2 gpt-mini step, fuse_attention on and off */
-typedef struct o2_run {
-    zoo_run z;
-    oar_amp_masters *w;
-    oar_optimizer *o;
-} o2_run;
-
-static oar_tensor *o2_loss(void *user, oar_tensor *const *in) {
-    o2_run *r = user;
-    int64_t s2[2] = {-1, r->z.vocab}, flat = -1;
-    oar_tensor *z = oar_forward(r->z.m, in[0]);
-    return oar_cross_entropy(oar_reshape(z, s2, 2), oar_reshape(in[1], &flat, 1), NULL);
-}
-
-static oar_status o2_step(void *user, oar_tensor *const *in, int n_in, oar_tensor **out, int n_out) {
-    (void)n_in, (void)n_out;
-    o2_run *r = user;
-    return amp_o2_step(r->o, r->w, o2_loss, r, in, out);
-}
-
-static oar_jit *o2_init(o2_run *r, bool fuse) {
-    zoo_run_init_sgd(&r->z, "gpt-mini", 3);
-    oar_amp_decorate_opts d = oar_amp_decorate_defaults();
-    r->w = oar_amp_decorate(r->z.m, &d);
-    oar_optim_opts oo = oar_optim_defaults(OAR_OPTIM_SGD);
-    oo.lr = 0.05;
-    r->o = oar_amp_masters_optimizer(r->w, &oo);
-    const oar_state_source *src[1] = {oar_amp_masters_state_source(r->w)};
-    oar_jit_opts jo = {.module = r->z.m, .optimizer = r->o, .state_sources = src, .n_state_sources = 1};
-    CHECK(oar_build_strategy_set(&jo.strategy, "fuse_attention", fuse) == OAR_OK);
-    return oar_jit_to_static(o2_step, r, &jo);
-}
-
-static void o2_free(o2_run *r) {
-    oar_optimizer_free(r->o);
-    oar_amp_masters_free(r->w);
-    zoo_run_free(&r->z);
-}
 
 /* max |a - b| / max |b| over the elements (NaN on either side: 1e30) */
 static double rel_diff(oar_tensor *a, oar_tensor *b) {
@@ -159,7 +122,8 @@ static double master_grads_diff(oar_amp_masters *a, oar_amp_masters *b) {
 static void check_gpt_mini_o2(void) {
     o2_run a, b;
     zoo_run f;
-    oar_jit *fa = o2_init(&a, true), *fb = o2_init(&b, false);
+    const char *pass = "fuse_attention";
+    oar_jit *fa = o2_init(&a, &pass, (bool[]){true}, 1), *fb = o2_init(&b, &pass, (bool[]){false}, 1);
     oar_optim_opts oo = oar_optim_defaults(OAR_OPTIM_SGD);
     oo.lr = 0.05;
     zoo_run_init(&f, "gpt-mini", 3, &oo);
