@@ -6,19 +6,8 @@ half-precision allreduce sums; ZeroRedundancyOptimizer(overlap_with_ddp=True)'s 
 import warnings
 
 import numpy as np
+from dist_checks import expect
 
-
-def expect(kind, words, fn):
-    """fn() must raise kind with every word of words in its message."""
-    try:
-        fn()
-    except kind as e:
-        missing = [w for w in words if w not in str(e)]
-        assert not missing, f"{kind.__name__} without {missing}: {e}"
-        return str(e)
-    except Exception as e:  # noqa: BLE001 (the wrong kind is the failure reported)
-        raise AssertionError(f"expected {kind.__name__}, got {type(e).__name__}: {e}") from e
-    raise AssertionError(f"expected {kind.__name__} ({words}), nothing was raised")
 
 
 def net(oar):

@@ -32,6 +32,7 @@ import os
 import sys
 
 import numpy as np
+from dist_checks import load
 
 STEPS = 5
 SCRIPT = r'''
@@ -236,18 +237,6 @@ def run_oar(variant, out):
         save(out, dist.get_rank(), *env["run"](torch, dist, DDP, dist.get_rank(), variant, True))
         dist.destroy_process_group()
 
-
-def load(path, rank):
-    if not path.endswith(".json"):
-        z = np.load(f"{path}.{rank}.npz")
-        return {k: z[k] for k in z.files}
-    import json
-
-    with open(path) as f:
-        g = json.load(f)
-    out = {"losses": np.array(g["losses"][rank], dtype=np.float64), "extra": np.array(g["extra"][rank])}
-    out.update({f"p{k}": np.array(v, dtype=np.float32) for k, v in enumerate(g["params"])})
-    return out
 
 
 def golden(prefix, path):

@@ -25,6 +25,7 @@ import os
 import sys
 
 import numpy as np
+from dist_checks import expect, load
 
 STEPS = 6
 BATCHES = (5, 3, 4)
@@ -214,18 +215,6 @@ def run_oar(variant, n, out):
         dist.destroy_process_group()
 
 
-def expect(kind, words, fn):
-    """fn() must raise kind with every word of words in its message."""
-    try:
-        fn()
-    except kind as e:
-        missing = [w for w in words if w not in str(e)]
-        assert not missing, f"{kind.__name__} without {missing}: {e}"
-        return str(e)
-    except Exception as e:  # noqa: BLE001 (the wrong kind is the failure reported)
-        raise AssertionError(f"expected {kind.__name__}, got {type(e).__name__}: {e}") from e
-    raise AssertionError(f"expected {kind.__name__} ({words}), nothing was raised")
-
 
 def errors():
     """Bad input raises what torch 1.13 raises (types), with messages that say what to do."""
@@ -337,19 +326,6 @@ def group_run():
     print(f"zero group rank {rank}: OK")
     dist.destroy_process_group()
 
-
-def load(path, rank):
-    """A run's rank: OUT.rank.npz, or the golden values recorded from PyTorch (.json of `golden`)."""
-    if not path.endswith(".json"):
-        z = np.load(f"{path}.{rank}.npz")
-        return {k: z[k] for k in z.files}
-    import json
-
-    with open(path) as f:
-        g = json.load(f)
-    out = {"losses": np.array(g["losses"][rank], dtype=np.float64), "extra": np.array(g["extra"][rank])}
-    out.update({f"p{k}": np.array(v, dtype=np.float32) for k, v in enumerate(g["params"])})
-    return out
 
 
 def golden(prefix, n, path):
