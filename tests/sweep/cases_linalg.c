@@ -17,6 +17,52 @@ const sweep_case sweep_cases_linalg[] = {
     {"linalg_inv", "n:2x4x4", ""},
     {"linalg_cholesky", "c4,1,0.5,1,3,0.2,0.5,0.2,2:3x3", "", SWEEP_NO_GRAD},
     {"linalg_cholesky", "c2,0.5,0.5,1:2x2x2", "", SWEEP_NO_GRAD},
+    /* solves: gradients in A and B by finite differences; pivots are fixed (valid LAPACK rows) */
+    {"linalg_solve", "n:3x3;n:3x2", ""},
+    {"linalg_solve", "n:2x4x4;n:2x4x1", ""},
+    {"linalg_solve", "n:2x0x0;n:2x0x3", ""},
+    {"linalg_solve_triangular", "n:3x3;n:3x2", "upper=1"},
+    {"linalg_solve_triangular", "n:2x3x3;n:2x3x4", "upper=0"},
+    {"linalg_solve_triangular", "n:3x3;n:3x2", "upper=1 unitriangular=1"},
+    {"linalg_solve_triangular", "n:2x4x4;n:2x4x1", "upper=0 unitriangular=1"},
+    {"linalg_lu_factor", "n:4x4", ""},
+    {"linalg_lu_factor", "n:2x3x3", ""},
+    {"linalg_lu_factor", "n:3x5", "", SWEEP_NO_GRAD}, /* the rule is for square matrices */
+    {"linalg_lu_factor", "n:2x5x3", "", SWEEP_NO_GRAD},
+    {"linalg_lu_unpack", "n:3x3;c3,2,3i32:3", ""},
+    {"linalg_lu_unpack", "n:2x4x3;c2,3,3,2,2,3i32:2x3", ""},
+    {"linalg_lu_unpack", "n:3x5;c1,3,3i32:3", ""},
+    {"linalg_lu_solve", "n:3x3;c3,2,3i32:3;n:3x2", ""},
+    {"linalg_lu_solve", "n:2x3x3;c2,2,3,1,3,3i32:2x3;n:2x3x1", "adjoint=1"},
+    /* decompositions: sign-gauged vectors move smoothly under the small steps of finite
+     * differences. eigh reads one triangle while its rule is symmetric, like cholesky: its gradient
+     * is checked along symmetric directions and against torch in python/tests. The columns a full
+     * svd adds and the Q of a complete tall qr are not determined by A: no finite differences. */
+    {"linalg_eigh", "n:3x3", "", SWEEP_NO_GRAD},
+    {"linalg_eigh", "n:2x4x4", "upper=1", SWEEP_NO_GRAD},
+    {"linalg_svd", "n:3x3", ""},
+    {"linalg_svd", "n:4x3", "full_matrices=0"},
+    {"linalg_svd", "n:2x3x5", "full_matrices=0"},
+    {"linalg_svd", "n:2x4x3", "full_matrices=1", SWEEP_NO_GRAD},
+    {"linalg_svd", "n:0x3", "full_matrices=1", SWEEP_NO_GRAD},
+    {"linalg_qr", "n:4x3", ""},
+    {"linalg_qr", "n:2x3x3", "mode=complete"},
+    {"linalg_qr", "n:3x5", ""},
+    {"linalg_qr", "n:2x5x3", "mode=complete", SWEEP_NO_GRAD},
+    {"linalg_qr", "n:4x3", "mode=r", SWEEP_NO_GRAD},
+    /* least squares: tall (residuals), square, wide (minimum norm); both drivers */
+    {"linalg_lstsq", "n:5x3;n:5x2", ""},
+    {"linalg_lstsq", "n:2x3x3;n:2x3x1", "driver=gels"},
+    {"linalg_lstsq", "n:3x5;n:3x2", ""},
+    {"linalg_lstsq", "n:2x2x4;n:2x2x3", "driver=gels"},
+    /* matrix_exp: every Padé degree (1-norms from 0.01 to about 12, the last scaled and squared) */
+    {"linalg_matrix_exp", "c0.004,-0.002,0.001,0.003:2x2", ""},
+    {"linalg_matrix_exp", "c0.05,-0.02,0.1,0.03:2x2", ""},
+    {"linalg_matrix_exp", "c0.3,-0.2,0.1,0.25:2x2", ""},
+    {"linalg_matrix_exp", "c0.9,-0.5,0.4,0.8:2x2", ""},
+    {"linalg_matrix_exp", "n:3x3", ""},
+    {"linalg_matrix_exp", "c3,-2,1,2.5,1,-3,2,0.5,4:3x3", ""},
+    {"linalg_matrix_exp", "n:2x4x4", ""},
 #endif
     {"matmul", "n:3x4;n:4x5", ""},
     {"matmul", "n:2x3x4;n:2x4x5", ""},
