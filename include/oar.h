@@ -67,7 +67,7 @@ typedef enum oar_status {
     OAR_ERR_FORMAT,       /* malformed or truncated input data */
     OAR_ERR_UNSUPPORTED,  /* valid, but not implemented for these inputs */
     OAR_ERR_STATE,        /* wrong order of calls, e.g. backward through a freed graph */
-    OAR_ERR_NUMERIC,      /* NaN/Inf found by the check flag */
+    OAR_ERR_NUMERIC,      /* NaN/Inf found by the check flag; a singular or non-converging matrix */
     OAR_ERR_INTERNAL      /* a bug in oar; please report it */
 } oar_status;
 

@@ -301,7 +301,8 @@ def lstsq(A, B, rcond=None, *, driver=None):
         X, res = X.squeeze(-1), res.squeeze(-1)
     empty = C.empty(0, dtype=A.dtype)
     show_res = m > n and drv != "gelsy" and (drv == "gels" or bool((rank == n).all()))
-    return _Lstsq(X, res if show_res else empty, C.empty(0, dtype=F.D.int64) if drv == "gels" else rank,
+    # torch differentiates the solution only (the op's rule also covers residuals and singular values)
+    return _Lstsq(X, res.detach() if show_res else empty, C.empty(0, dtype=F.D.int64) if drv == "gels" else rank,
                   sv.detach() if drv in ("gelsd", "gelss") else empty)
 
 

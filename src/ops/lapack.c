@@ -50,9 +50,9 @@ static oar_status la_one(la_kind k, double *m, int n, int *ipiv, int64_t b, oar_
     if (k == LA_CHOLESKY) {
         dpotrf_("U", &n, m, &n, &info);
         if (info > 0)
-            return oar_error(OAR_ERR_INVALID_ARG, "linalg_cholesky: the input is not positive-definite (the leading "
-                                                  "minor of order %d of matrix %lld is not); check it is symmetric "
-                                                  "with positive eigenvalues", info, (long long)b);
+            return oar_error(OAR_ERR_NUMERIC, "linalg_cholesky: the input is not positive-definite (the leading "
+                                              "minor of order %d of matrix %lld is not); check it is symmetric "
+                                              "with positive eigenvalues", info, (long long)b);
         char *y = oar_tensor_ptr(out[0]) + b * (int64_t)n * n * (int64_t)es;
         for (int i = 0; i < n; i++)
             for (int j = 0; j < n; j++) t->store(y + ((int64_t)i * n + j) * (int64_t)es, j <= i ? m[(int64_t)i * n + j] : 0.0);
@@ -61,8 +61,8 @@ static oar_status la_one(la_kind k, double *m, int n, int *ipiv, int64_t b, oar_
     if (n) dgetrf_(&n, &n, m, &n, ipiv, &info);
     if (k == LA_INV) {
         if (info > 0)
-            return oar_error(OAR_ERR_INVALID_ARG, "linalg_inv: matrix %lld is singular (U[%d, %d] of its LU "
-                                                  "factorization is zero), so it has no inverse", (long long)b,
+            return oar_error(OAR_ERR_NUMERIC, "linalg_inv: matrix %lld is singular (U[%d, %d] of its LU "
+                                              "factorization is zero), so it has no inverse", (long long)b,
                              info - 1, info - 1);
         int lwork = n ? 64 * n : 1;
         double *work = malloc((size_t)lwork * sizeof *work);

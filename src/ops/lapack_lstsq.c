@@ -68,10 +68,10 @@ static oar_status lstsq_ref(const oar_kctx *ctx, oar_tensor *const *in, int n_in
             if (gelsd) dgelsd_(&m, &n, &k, a, &lda, b, &ldb, s, &rcond, &rank, work, &lwork, iwork, &info);
             else dgels_("N", &m, &n, &k, a, &lda, b, &ldb, work, &lwork, &info);
             if (info > 0) {
-                st = oar_error(OAR_ERR_INVALID_ARG, gelsd ? "linalg_lstsq: gelsd failed to converge on matrix %lld; "
-                                                            "check it for inf or nan"
-                                                          : "linalg_lstsq: matrix %lld is rank-deficient, which the "
-                                                            "driver gels cannot solve; use driver 'gelsd'",
+                st = oar_error(OAR_ERR_NUMERIC, gelsd ? "linalg_lstsq: gelsd failed to converge on matrix %lld; "
+                                                        "check it for inf or nan"
+                                                      : "linalg_lstsq: matrix %lld is rank-deficient, which the "
+                                                        "driver gels cannot solve; use driver 'gelsd'",
                                (long long)bi);
                 break;
             }

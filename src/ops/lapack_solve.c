@@ -34,8 +34,8 @@ static oar_status solve_ref(const oar_kctx *ctx, oar_tensor *const *in, int n_in
         la_load(in[1], b, x, n);
         dgesv_(&n, &k, a, &n, ipiv, x, &n, &info);
         if (info > 0)
-            st = oar_error(OAR_ERR_INVALID_ARG, "linalg_solve: The solver failed because the input matrix is singular "
-                                                "(matrix %lld: U[%d, %d] of its LU factorization is zero)",
+            st = oar_error(OAR_ERR_NUMERIC, "linalg_solve: The solver failed because the input matrix is singular "
+                                            "(matrix %lld: U[%d, %d] of its LU factorization is zero)",
                            (long long)b, info - 1, info - 1);
         else
             la_store(out[0], b, x, n);
@@ -162,9 +162,9 @@ static oar_status luf_ref(const oar_kctx *ctx, oar_tensor *const *in, int n_in, 
         inf[b] = info;
         la_store(out[0], b, a, m);
         if (info > 0 && attrs[0].i)
-            st = oar_error(OAR_ERR_INVALID_ARG, "linalg_lu_factor: U[%d,%d] of matrix %lld is zero and using it in "
-                                                "lu_solve would divide by zero; to factorize anyway call linalg.lu "
-                                                "or linalg.lu_factor_ex", info, info, (long long)b);
+            st = oar_error(OAR_ERR_NUMERIC, "linalg_lu_factor: U[%d,%d] of matrix %lld is zero and using it in "
+                                            "lu_solve would divide by zero; to factorize anyway call linalg.lu "
+                                            "or linalg.lu_factor_ex", info, info, (long long)b);
     }
     free(a);
     return st;

@@ -45,8 +45,8 @@ static oar_status eigh_ref(const oar_kctx *ctx, oar_tensor *const *in, int n_in,
         la_load(in[0], b, a, n);
         dsyevd_("V", uplo, &n, a, &n, w, work, &lwork, iwork, &liwork, &info);
         if (info > 0) {
-            st = oar_error(OAR_ERR_INVALID_ARG, "linalg_eigh: the algorithm failed to converge on matrix %lld (%d "
-                                                "off-diagonal elements did not converge); check it for inf or nan",
+            st = oar_error(OAR_ERR_NUMERIC, "linalg_eigh: the algorithm failed to converge on matrix %lld (%d "
+                                            "off-diagonal elements did not converge); check it for inf or nan",
                            (long long)b, info);
             break;
         }
@@ -136,8 +136,8 @@ static oar_status svd_ref(const oar_kctx *ctx, oar_tensor *const *in, int n_in, 
         la_load(in[0], b, a, m);
         dgesdd_(jobz, &m, &n, a, &m, s, u, &m, vt, &vrows, work, &lwork, iwork, &info);
         if (info > 0) {
-            st = oar_error(OAR_ERR_INVALID_ARG, "linalg_svd: the algorithm failed to converge on matrix %lld; check it "
-                                                "for inf or nan", (long long)b);
+            st = oar_error(OAR_ERR_NUMERIC, "linalg_svd: the algorithm failed to converge on matrix %lld; check it "
+                                            "for inf or nan", (long long)b);
             break;
         }
         la_store(out[0], b, u, m);
