@@ -282,3 +282,17 @@ def test_matrix_exp_rotation():
     t = 0.7
     e = oar.linalg.matrix_exp(oar.tensor([[0.0, -t], [t, 0.0]], dtype=oar.float64)).numpy()
     np.testing.assert_allclose(e, [[np.cos(t), -np.sin(t)], [np.sin(t), np.cos(t)]], atol=1e-14)
+
+
+def test_second_order_gradients_match_torch(torch):
+    """the rules are written with ops, so they differentiate again: the gradient of |dy/dA|^2"""
+    a, b = well(3), rnd(3, 2)
+    grads = []
+    for L in (oar, torch):
+        A = L.tensor(a, requires_grad=True)
+        y = (L.linalg.solve(A, L.tensor(b)) ** 2).sum() + (L.linalg.matrix_exp(A / 3) ** 2).sum() + \
+            L.linalg.svdvals(A).prod() + (L.linalg.qr(A).R ** 2).sum() + L.linalg.eigvalsh(A @ A.transpose(0, 1))[0]
+        g, = L.autograd.grad(y, A, create_graph=True)
+        (g ** 2).sum().backward()
+        grads.append(A.grad.numpy())
+    np.testing.assert_allclose(grads[0], grads[1], rtol=1e-8, atol=1e-8)
