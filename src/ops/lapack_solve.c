@@ -179,18 +179,37 @@ static oar_tensor *lu_grad_from_lu(oar_tensor *p, oar_tensor *l, oar_tensor *u, 
     return oar_matmul(p, y);
 }
 
+/* Rectangular A reduces to the square rule. Tall, P^T A = [L1; L2] U: dL2 = (dA2 - L2 dU) U^-1, so
+ * gA2 = gL2 U^-T and U's gradient loses L2^T gL2 U^-T. Wide, P^T A = L [U1 | U2]: dU2 = L^-1 (P^T dA2 -
+ * dL U2), so gA2 = P L^-T gU2 and L's gradient loses L^-T gU2 U2^T. */
 static oar_status luf_grad(oar_grad_ctx *g) {
     const oar_tensor *a = g->in[0];
     if (!g->gout[0]) return OAR_OK;
-    if (DIM(a, -1) != DIM(a, -2))
-        return oar_error(OAR_ERR_UNSUPPORTED, "linalg_lu_factor: the gradient is offered for square matrices, got "
-                                              "%lld x %lld ones; factor a square matrix to differentiate",
-                         (long long)DIM(a, -2), (long long)DIM(a, -1));
+    int64_t m = DIM(a, -2), n = DIM(a, -1), k = m < n ? m : n;
     oar_tensor *plu[3], *in[2] = {g->out[0], g->out[1]};
     oar_status st = la_call(OAR_OP_linalg_lu_unpack, in, 2, NULL, plu, 3);
     if (st != OAR_OK) return st;
-    oar_tensor *glu = g->gout[0];
-    g->gin[0] = lu_grad_from_lu(plu[0], plu[1], plu[2], oar_tril(glu, -1), oar_triu(glu, 0));
+    oar_tensor *p = plu[0], *l = plu[1], *u = plu[2], *glu = g->gout[0];
+    oar_tensor *gl = oar_tril(oar_slice(glu, -1, 0, k, 1), -1), *gu = oar_triu(oar_slice(glu, -2, 0, k, 1), 0);
+    if (m == n) {
+        g->gin[0] = lu_grad_from_lu(p, l, u, gl, gu);
+    } else if (m > n) {
+        oar_tensor *l1 = oar_slice(l, -2, 0, n, 1), *l2 = oar_slice(l, -2, n, m, 1);
+        oar_tensor *gl1 = oar_slice(gl, -2, 0, n, 1), *gl2 = oar_slice(gl, -2, n, m, 1);
+        oar_tensor *ga2 = la_mT(oar_linalg_solve_triangular(u, la_mT(gl2), true, false)); /* gL2 U^-T */
+        oar_tensor *gu2 = oar_sub(gu, oar_matmul(la_mT(l2), ga2));
+        oar_tensor *eye = la_eye_like(n, a->dtype), *ga1 = lu_grad_from_lu(eye, l1, u, gl1, gu2);
+        oar_tensor *parts[2] = {ga1, ga2};
+        g->gin[0] = ga1 && ga2 ? oar_matmul(p, oar_concat(parts, 2, -2)) : NULL;
+    } else {
+        oar_tensor *u1 = oar_slice(u, -1, 0, m, 1), *u2 = oar_slice(u, -1, m, n, 1);
+        oar_tensor *gu1 = oar_slice(gu, -1, 0, m, 1), *gu2 = oar_slice(gu, -1, m, n, 1);
+        oar_tensor *lt_gu2 = oar_linalg_solve_triangular(la_mT(l), gu2, true, true); /* L^-T gU2 */
+        oar_tensor *gl2 = oar_sub(gl, oar_matmul(lt_gu2, la_mT(u2)));
+        oar_tensor *eye = la_eye_like(m, a->dtype), *ga1 = lu_grad_from_lu(eye, l, u1, gl2, gu1);
+        oar_tensor *parts[2] = {ga1, lt_gu2};
+        g->gin[0] = ga1 && lt_gu2 ? oar_matmul(p, oar_concat(parts, 2, -1)) : NULL;
+    }
     return g->gin[0] ? OAR_OK : oar_last_status();
 }
 

@@ -27,8 +27,8 @@ const sweep_case sweep_cases_linalg[] = {
     {"linalg_solve_triangular", "n:2x4x4;n:2x4x1", "upper=0 unitriangular=1"},
     {"linalg_lu_factor", "n:4x4", ""},
     {"linalg_lu_factor", "n:2x3x3", ""},
-    {"linalg_lu_factor", "n:3x5", "", SWEEP_NO_GRAD}, /* the rule is for square matrices */
-    {"linalg_lu_factor", "n:2x5x3", "", SWEEP_NO_GRAD},
+    {"linalg_lu_factor", "n:3x5", ""},
+    {"linalg_lu_factor", "n:2x5x3", ""},
     {"linalg_lu_unpack", "n:3x3;c3,2,3i32:3", ""},
     {"linalg_lu_unpack", "n:2x4x3;c2,3,3,2,2,3i32:2x3", ""},
     {"linalg_lu_unpack", "n:3x5;c1,3,3i32:3", ""},
