@@ -443,8 +443,8 @@ OAR_API oar_status oar_linalg_eigh(oar_tensor *a, bool upper, oar_tensor **eigen
 OAR_API oar_status oar_linalg_svd(oar_tensor *a, bool full_matrices, oar_tensor **u, oar_tensor **s, oar_tensor **vh);
 /* A = Q R; mode "reduced" (NULL), "complete" or "r" (Q empty). */
 OAR_API oar_status oar_linalg_qr(oar_tensor *a, const char *mode, oar_tensor **q, oar_tensor **r);
-/* The least-squares (minimum-norm when rank-deficient) X of A X = B; driver "gelsd" (NULL) or "gels"
- * (full rank). Differentiable for full-rank A. */
+/* The least-squares (minimum-norm when rank-deficient) X of A X = B; LAPACK's driver "gelsy" (NULL,
+ * torch's default), "gelsd", "gelss" or "gels" (full rank only). Differentiable for full-rank A. */
 OAR_API oar_tensor *oar_linalg_lstsq(oar_tensor *a, oar_tensor *b, const char *driver);
 /* exp(A) of square matrices (scaling and squaring with a Padé approximant). */
 OAR_API oar_tensor *oar_linalg_matrix_exp(oar_tensor *a);

@@ -60,10 +60,12 @@ static void test_lstsq_and_exp(void) {
     double t[8] = {1, 0, 1, 1, 1, 2, 1, 3}, y[4] = {1, 2, 2, 4};
     oar_tensor *a = mat(t, 4, 2), *b = mat(y, 4, 1), *at = oar_transpose(a, 0, 1);
     oar_tensor *x = oar_linalg_lstsq(a, b, NULL), *xq = oar_linalg_lstsq(a, b, "gels");
+    oar_tensor *xd = oar_linalg_lstsq(a, b, "gelsd"), *xs = oar_linalg_lstsq(a, b, "gelss");
     /* the normal equations A^T (A x - b) = 0 */
     CHECK(x && max_diff(oar_matmul(at, oar_matmul(a, x)), oar_matmul(at, b)) < 1e-12);
-    CHECK(xq && max_diff(xq, x) < 1e-12);
-    CHECK_ERR(oar_linalg_lstsq(a, b, "gelsy"), "linalg_lstsq: expected driver 'gelsd' or 'gels', got 'gelsy'");
+    CHECK(xq && max_diff(xq, x) < 1e-12 && xd && max_diff(xd, x) < 1e-12 && xs && max_diff(xs, x) < 1e-12);
+    CHECK_ERR(oar_linalg_lstsq(a, b, "gelsx"),
+              "linalg_lstsq: expected driver 'gels', 'gelsy', 'gelsd' or 'gelss', got 'gelsx'");
     double g[4] = {0, -1, 1, 0};
     oar_tensor *e = oar_linalg_matrix_exp(mat(g, 2, 2));
     CHECK(e && fabs(t_at(e, 0) - cos(1.0)) < 1e-14 && fabs(t_at(e, 2) - sin(1.0)) < 1e-14);

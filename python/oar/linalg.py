@@ -278,8 +278,8 @@ def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None):
 
 
 def lstsq(A, B, rcond=None, *, driver=None):
-    """torch.linalg.lstsq: the least-squares solution (minimum norm when A is rank-deficient) by gelsd,
-    or gels (QR, full rank) when asked; 'gelsy' and 'gelss' (rank-revealing too) run as gelsd. What is
+    """torch.linalg.lstsq: the least-squares solution (minimum norm when A is rank-deficient) by LAPACK's
+    driver of that name (gelsy by default, as torch's CPU; gelsd, gelss; gels for full rank). What is
     shown beside the solution follows torch's CPU drivers."""
     _has("linalg_lstsq")
     drv = "gelsy" if driver is None else driver
@@ -295,7 +295,7 @@ def lstsq(A, B, rcond=None, *, driver=None):
     m, n = A.shape[-2], A.shape[-1]
     if rcond is None:
         rcond = F.D.finfo(A.dtype).eps * max(m, n)
-    X, res, rank, sv = F.call("linalg_lstsq", (A, B), {"driver": "gels" if drv == "gels" else "gelsd",
+    X, res, rank, sv = F.call("linalg_lstsq", (A, B), {"driver": drv,
                                                         "rcond": float(rcond)})
     if vec:
         X, res = X.squeeze(-1), res.squeeze(-1)

@@ -74,6 +74,14 @@ CASES = {
         [L.linalg.lstsq(a, b, driver="gelsd").residuals, L.linalg.lstsq(a, b, driver="gelsd").singular_values], -1),
         False),
     "lstsq_rank_deficient": ([np.ones((5, 3)), rnd(5, 2)], lambda L, a, b: L.linalg.lstsq(a, b).solution, False),
+    "lstsq_rank_deficient_wide_rank": ([np.ones((3, 5)), rnd(3, 2)], lambda L, a, b: L.linalg.lstsq(a, b).rank, False),
+    "lstsq_gelss_all": ([rnd(2, 6, 3), rnd(2, 6, 2)], lambda L, a, b: L.cat(
+        [L.linalg.lstsq(a, b, driver="gelss").residuals, L.linalg.lstsq(a, b, driver="gelss").singular_values], -1),
+        False),
+    "lstsq_gelss_solution": ([rnd(2, 6, 3), rnd(2, 6, 2)],
+                             lambda L, a, b: L.linalg.lstsq(a, b, driver="gelss").solution, True),
+    "lstsq_gelss_deficient": ([np.ones((5, 3)), rnd(5, 2)],
+                              lambda L, a, b: L.linalg.lstsq(a, b, driver="gelss").solution, False),
     # torch 1.13 cannot differentiate a vector right-hand side (its rule indexes dim -2)
     "lstsq_vector": ([rnd(5, 3), rnd(5)], lambda L, a, b: L.linalg.lstsq(a, b).solution, False),
     "pinv": ([rnd(2, 3, 5)], lambda L, a: L.linalg.pinv(a), True),

@@ -24,6 +24,10 @@ void dorgqr_(const int *m, const int *n, const int *k, double *a, const int *lda
              const int *lwork, int *info);
 void dgelsd_(const int *m, const int *n, const int *nrhs, double *a, const int *lda, double *b, const int *ldb,
              double *s, const double *rcond, int *rank, double *work, const int *lwork, int *iwork, int *info);
+void dgelsy_(const int *m, const int *n, const int *nrhs, double *a, const int *lda, double *b, const int *ldb,
+             int *jpvt, const double *rcond, int *rank, double *work, const int *lwork, int *info);
+void dgelss_(const int *m, const int *n, const int *nrhs, double *a, const int *lda, double *b, const int *ldb,
+             double *s, const double *rcond, int *rank, double *work, const int *lwork, int *info);
 void dgels_(const char *trans, const int *m, const int *n, const int *nrhs, double *a, const int *lda, double *b,
             const int *ldb, double *work, const int *lwork, int *info);
 void dgemm_(const char *ta, const char *tb, const int *m, const int *n, const int *k, const double *alpha,

@@ -1,7 +1,9 @@
 /* Least squares on LAPACK: min ||A X - B|| (the minimum-norm X when A is rank-deficient or wide) by
- * gelsd (SVD based, rank-revealing: rank and singular values) or gels (QR/LQ, full rank only).
- * Outputs: the solution, the squared residual norms per column (computed as |B - A X|^2; torch shows
- * them only for tall full-rank A), the rank (i64) and the singular values (gelsd; zeros for gels).
+ * torch's four CPU drivers: gelsy (complete orthogonal factorization with column pivoting,
+ * rank-revealing; torch's default), gelsd (SVD by divide and conquer) and gelss (SVD), both
+ * rank-revealing with singular values, or gels (QR/LQ, full rank only). Outputs: the solution, the
+ * squared residual norms per column (computed as |B - A X|^2; torch shows them only for tall
+ * full-rank A), the rank (i64; mn for gels) and the singular values (gelsd, gelss; zeros otherwise).
  * Built only with OpenBLAS (lapack.def). */
 #ifdef OAR_HAVE_OPENBLAS
 #include "ops/lapack_common.h"
@@ -11,14 +13,35 @@
 
 #define DIM(t, i) ((t)->shape[(t)->ndim + (i)])
 
+enum { GELS, GELSY, GELSD, GELSS };
+
+static int lstsq_driver(const char *name) {
+    static const char *const names[] = {"gels", "gelsy", "gelsd", "gelss"};
+    for (int i = 0; i < 4; i++)
+        if (!strcmp(name, names[i])) return i;
+    return -1;
+}
+
+/* One call of the driver (lwork -1: the workspace query, its size in work[0]). */
+static void lstsq_lapack(int drv, int m, int n, int k, double *a, int lda, double *b, int ldb, double *s,
+                         double rcond, int *rank, int *jpvt, double *work, int lwork, int *iwork, int *info) {
+    switch (drv) {
+    case GELSY: dgelsy_(&m, &n, &k, a, &lda, b, &ldb, jpvt, &rcond, rank, work, &lwork, info); break;
+    case GELSD: dgelsd_(&m, &n, &k, a, &lda, b, &ldb, s, &rcond, rank, work, &lwork, iwork, info); break;
+    case GELSS: dgelss_(&m, &n, &k, a, &lda, b, &ldb, s, &rcond, rank, work, &lwork, info); break;
+    default: dgels_("N", &m, &n, &k, a, &lda, b, &ldb, work, &lwork, info);
+    }
+}
+
 static oar_status lstsq_infer(oar_tensor *const *in, int n_in, const oar_attr *a, oar_meta *out, int *n_out) {
     (void)n_in;
     oar_status st = la_check_matrix("linalg_lstsq", in[0], "A", false);
     if (st == OAR_OK) st = la_check_matrix("linalg_lstsq", in[1], "B", false);
     if (st == OAR_OK) st = la_check_pair("linalg_lstsq", in[0], in[1], "B", true);
     if (st != OAR_OK) return st;
-    if (strcmp(a[0].s, "gelsd") && strcmp(a[0].s, "gels"))
-        return oar_error(OAR_ERR_INVALID_ARG, "linalg_lstsq: expected driver 'gelsd' or 'gels', got '%s'", a[0].s);
+    if (lstsq_driver(a[0].s) < 0)
+        return oar_error(OAR_ERR_INVALID_ARG, "linalg_lstsq: expected driver 'gels', 'gelsy', 'gelsd' or 'gelss', got "
+                         "'%s'", a[0].s);
     int nd = in[0]->ndim;
     int64_t m = DIM(in[0], -2), n = DIM(in[0], -1), k = DIM(in[1], -1);
     for (int i = 0; i < 4; i++) oar_meta_from(&out[i], in[1]);
@@ -38,20 +61,20 @@ static oar_status lstsq_ref(const oar_kctx *ctx, oar_tensor *const *in, int n_in
     (void)ctx; (void)n_in; (void)n_out;
     int m = (int)DIM(in[0], -2), n = (int)DIM(in[0], -1), k = (int)DIM(in[1], -1), mn = m < n ? m : n;
     int lda = m ? m : 1, ldb = m > n ? m : n, rank = 0, info = 0, lwork = -1, iq = 0;
-    bool gelsd = !strcmp(attrs[0].s, "gelsd");
+    int drv = lstsq_driver(attrs[0].s);
     double rcond = attrs[1].f, wq = 0;
     if (!ldb) ldb = 1;
     int64_t nb = la_batch(in[0]);
     double *a = la_alloc("linalg_lstsq", (int64_t)lda * n), *b = la_alloc("linalg_lstsq", (int64_t)ldb * k);
     double *a0 = la_alloc("linalg_lstsq", (int64_t)lda * n), *b0 = la_alloc("linalg_lstsq", (int64_t)lda * k);
     double *s = la_alloc("linalg_lstsq", mn), *work = NULL;
-    int *iwork = NULL;
+    int *iwork = NULL, *jpvt = malloc((size_t)(n > 1 ? n : 1) * sizeof *jpvt);
     oar_status st = a && b && a0 && b0 && s ? OAR_OK : oar_last_status();
+    if (st == OAR_OK && !jpvt) st = oar_error(OAR_ERR_OOM, "linalg_lstsq: out of memory for the column pivots");
     if (st == OAR_OK && mn && k) {
-        if (gelsd) dgelsd_(&m, &n, &k, a, &lda, b, &ldb, s, &rcond, &rank, &wq, &lwork, &iq, &info);
-        else dgels_("N", &m, &n, &k, a, &lda, b, &ldb, &wq, &lwork, &info);
+        lstsq_lapack(drv, m, n, k, a, lda, b, ldb, s, rcond, &rank, jpvt, &wq, -1, &iq, &info);
         lwork = (int)wq;
-        work = la_alloc("linalg_lstsq", lwork);
+        work = la_alloc("linalg_lstsq", lwork > 1 ? lwork : 1);
         iwork = malloc((size_t)(iq > 1 ? iq : 1) * sizeof *iwork);
         if (!work || !iwork) st = oar_error(OAR_ERR_OOM, "linalg_lstsq: out of memory for LAPACK's workspace");
     }
@@ -65,13 +88,13 @@ static oar_status lstsq_ref(const oar_kctx *ctx, oar_tensor *const *in, int n_in
         rank = mn;
         for (int i = 0; i < mn; i++) s[i] = 0;
         if (mn && k) {
-            if (gelsd) dgelsd_(&m, &n, &k, a, &lda, b, &ldb, s, &rcond, &rank, work, &lwork, iwork, &info);
-            else dgels_("N", &m, &n, &k, a, &lda, b, &ldb, work, &lwork, &info);
+            for (int c = 0; c < n; c++) jpvt[c] = 0; /* gelsy: every column free to move */
+            lstsq_lapack(drv, m, n, k, a, lda, b, ldb, s, rcond, &rank, jpvt, work, lwork, iwork, &info);
             if (info > 0) {
-                st = oar_error(OAR_ERR_NUMERIC, gelsd ? "linalg_lstsq: gelsd failed to converge on matrix %lld; "
-                                                        "check it for inf or nan"
-                                                      : "linalg_lstsq: matrix %lld is rank-deficient, which the "
-                                                        "driver gels cannot solve; use driver 'gelsd'",
+                st = oar_error(OAR_ERR_NUMERIC, drv == GELS ? "linalg_lstsq: matrix %lld is rank-deficient, which the "
+                                                              "driver gels cannot solve; use driver 'gelsy' or 'gelsd'"
+                                                            : "linalg_lstsq: the SVD failed to converge on matrix "
+                                                              "%lld; check it for inf or nan",
                                (long long)bi);
                 break;
             }
@@ -99,6 +122,7 @@ static oar_status lstsq_ref(const oar_kctx *ctx, oar_tensor *const *in, int n_in
     free(s);
     free(work);
     free(iwork);
+    free(jpvt);
     return st;
 }
 
@@ -128,7 +152,8 @@ static oar_status lstsq_grad(oar_grad_ctx *g) {
         oar_tensor *d = oar_neg(oar_matmul(rg, la_mT(x)));
         ga = ga ? oar_add(ga, d) : d;
     }
-    if (g->gout[3] && !strcmp(g->attrs[0].s, "gelsd")) { /* singular values: as svd's, U diag(gS) Vh */
+    int drv = lstsq_driver(g->attrs[0].s);
+    if (g->gout[3] && (drv == GELSD || drv == GELSS)) { /* singular values: as svd's, U diag(gS) Vh */
         oar_tensor *usv[3];
         oar_attr full = oar_attr_int(0);
         oar_status st = la_call(OAR_OP_linalg_svd, &a, 1, &full, usv, 3);
@@ -145,14 +170,14 @@ static oar_status lstsq_grad(oar_grad_ctx *g) {
 
 const oar_op_def oar_opdef_linalg_lstsq = {
     .name = "linalg_lstsq", .n_inputs = 2, .n_outputs = 4, .n_attrs = 2,
-    .attrs = {{"driver", OAR_ATTR_STR, "gelsd"}, {"rcond", OAR_ATTR_FLOAT, "-1"}},
+    .attrs = {{"driver", OAR_ATTR_STR, "gelsy"}, {"rcond", OAR_ATTR_FLOAT, "-1"}},
     .flags = OAR_OPF_AMP_DENY, .ref_dtypes = OAR_DTYPE_BIT(OAR_F32) | OAR_DTYPE_BIT(OAR_F64),
     .infer = lstsq_infer, .reference = lstsq_ref, .grad = lstsq_grad,
 };
 
 oar_tensor *oar_linalg_lstsq(oar_tensor *a, oar_tensor *b, const char *driver) {
     oar_tensor *in[2] = {a, b}, *o[4];
-    oar_attr at[2] = {oar_attr_str(driver ? driver : "gelsd"), oar_attr_float(-1)};
+    oar_attr at[2] = {oar_attr_str(driver ? driver : "gelsy"), oar_attr_float(-1)};
     return la_call(OAR_OP_linalg_lstsq, in, 2, at, o, 4) == OAR_OK ? o[0] : NULL;
 }
 #endif

@@ -54,6 +54,8 @@ const sweep_case sweep_cases_linalg[] = {
     {"linalg_lstsq", "n:5x3;n:5x2", ""},
     {"linalg_lstsq", "n:2x3x3;n:2x3x1", "driver=gels"},
     {"linalg_lstsq", "n:3x5;n:3x2", ""},
+    {"linalg_lstsq", "n:2x5x3;n:2x5x2", "driver=gelsd"},
+    {"linalg_lstsq", "n:3x5;n:3x2", "driver=gelss"},
     {"linalg_lstsq", "n:2x2x4;n:2x2x3", "driver=gels"},
     /* matrix_exp: every Padé degree (1-norms from 0.01 to about 12, the last scaled and squared) */
     {"linalg_matrix_exp", "c0.004,-0.002,0.001,0.003:2x2", ""},
