@@ -67,7 +67,7 @@ typedef enum oar_status {
     OAR_ERR_FORMAT,       /* malformed or truncated input data */
     OAR_ERR_UNSUPPORTED,  /* valid, but not implemented for these inputs */
     OAR_ERR_STATE,        /* wrong order of calls, e.g. backward through a freed graph */
-    OAR_ERR_NUMERIC,      /* NaN/Inf found by the check flag */
+    OAR_ERR_NUMERIC,      /* NaN/Inf found by the check flag; a singular or non-converging matrix */
     OAR_ERR_INTERNAL      /* a bug in oar; please report it */
 } oar_status;
 
@@ -432,6 +432,27 @@ OAR_API oar_tensor *oar_matmul(oar_tensor *a, oar_tensor *b);
 OAR_API oar_tensor *oar_linalg_det(oar_tensor *a);
 OAR_API oar_tensor *oar_linalg_inv(oar_tensor *a);
 OAR_API oar_tensor *oar_linalg_cholesky(oar_tensor *a);
+/* Solves A X = B for X (B [..., n, k] with A's batch dims); a singular A is an error. */
+OAR_API oar_tensor *oar_linalg_solve(oar_tensor *a, oar_tensor *b);
+/* Solves A X = B reading A's upper (or lower) triangle, its diagonal taken as ones when unitriangular. */
+OAR_API oar_tensor *oar_linalg_solve_triangular(oar_tensor *a, oar_tensor *b, bool upper, bool unitriangular);
+/* P L U = A (any m x n): LU packs L (unit diagonal, below) and U; pivots are i32, 1-based, LAPACK's.
+ * A zero pivot is an error. The two outputs are borrowed from the current scope. */
+OAR_API oar_status oar_linalg_lu_factor(oar_tensor *a, oar_tensor **lu, oar_tensor **pivots);
+/* Solves A X = B (A^T X = B when adjoint) from oar_linalg_lu_factor's outputs. */
+OAR_API oar_tensor *oar_linalg_lu_solve(oar_tensor *lu, oar_tensor *pivots, oar_tensor *b, bool adjoint);
+/* Symmetric A = V diag(L) V^T, L ascending, reading A's lower (upper when asked) triangle. Vectors are
+ * unique up to sign. Outputs borrowed from the current scope. */
+OAR_API oar_status oar_linalg_eigh(oar_tensor *a, bool upper, oar_tensor **eigenvalues, oar_tensor **eigenvectors);
+/* A = U diag(S) Vh, S descending; U [m, m], Vh [n, n] when full_matrices, else [m, k], [k, n]. */
+OAR_API oar_status oar_linalg_svd(oar_tensor *a, bool full_matrices, oar_tensor **u, oar_tensor **s, oar_tensor **vh);
+/* A = Q R; mode "reduced" (NULL), "complete" or "r" (Q empty). */
+OAR_API oar_status oar_linalg_qr(oar_tensor *a, const char *mode, oar_tensor **q, oar_tensor **r);
+/* The least-squares (minimum-norm when rank-deficient) X of A X = B; LAPACK's driver "gelsy" (NULL,
+ * torch's default), "gelsd", "gelss" or "gels" (full rank only). Differentiable for full-rank A. */
+OAR_API oar_tensor *oar_linalg_lstsq(oar_tensor *a, oar_tensor *b, const char *driver);
+/* exp(A) of square matrices (scaling and squaring with a Padé approximant). */
+OAR_API oar_tensor *oar_linalg_matrix_exp(oar_tensor *a);
 /* x·weightᵀ + bias over the last dim of x (any leading dims); weight is [out, in], bias [out]
  * or NULL. */
 OAR_API oar_tensor *oar_linear(oar_tensor *x, oar_tensor *weight, oar_tensor *bias);

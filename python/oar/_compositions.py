@@ -752,6 +752,96 @@ def cholesky(input, upper=False):
 
 
 @_export
+def cholesky_solve(input, input2, upper=False):
+    """X with A X = input where A = L L^T (U^T U when upper), L = input2: two triangular solves"""
+    from . import linalg
+
+    low = input2.transpose(-2, -1) if upper else input2
+    Y = linalg.solve_triangular(low, input, upper=False)
+    return linalg.solve_triangular(low.transpose(-2, -1), Y, upper=True)
+
+
+@_export
+def cholesky_inverse(input, upper=False):
+    n = input.shape[-1]
+    return cholesky_solve(C.eye(n, dtype=input.dtype).expand(*input.shape), input, upper)
+
+
+@_export
+def triangular_solve(input, A, upper=True, transpose=False, unitriangular=False):
+    """(X, A.clone()) with A X = input (A^T X = input when transpose), torch's older form"""
+    from . import linalg
+
+    M = A.transpose(-2, -1) if transpose else A
+    X = linalg.solve_triangular(M, input, upper=upper != transpose, unitriangular=unitriangular)
+    return _namedtuple("triangular_solve", ["solution", "cloned_coefficient"])(X, A.clone())
+
+
+@_export
+def matrix_exp(input):
+    from . import linalg
+
+    return linalg.matrix_exp(input)
+
+
+@_export
+def svd(input, some=True, compute_uv=True):
+    """torch.svd: (U, S, V) with V = Vh^T; some=False gives the full factors; without compute_uv, U and V
+    are zeros of the full shapes, as torch"""
+    from . import linalg
+
+    U, S, Vh = linalg.svd(input, full_matrices=not some)
+    if not compute_uv:
+        m, n = input.shape[-2], input.shape[-1]
+        return _namedtuple("svd", ["U", "S", "V"])(C.zeros(*input.shape[:-2], m, m, dtype=S.dtype), S.detach(),
+                                                   C.zeros(*input.shape[:-2], n, n, dtype=S.dtype))
+    return _namedtuple("svd", ["U", "S", "V"])(U, S, Vh.transpose(-2, -1))
+
+
+@_export
+def qr(input, some=True):
+    from . import linalg
+
+    return _namedtuple("qr", ["Q", "R"])(*linalg.qr(input, "reduced" if some else "complete"))
+
+
+@_export
+def pinverse(input, rcond=1e-15):
+    from . import linalg
+
+    return linalg.pinv(input, rtol=rcond)
+
+
+@_export
+def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True):
+    from . import linalg
+
+    return linalg.lu_unpack(LU_data, LU_pivots, unpack_data, unpack_pivots)
+
+
+@_export
+def lu(A, pivot=True, get_infos=False):
+    """torch.lu: (LU, pivots[, infos])"""
+    from . import linalg
+
+    LU, pivots, info = linalg.lu_factor_ex(A, pivot=pivot)
+    return (LU, pivots, info) if get_infos else (LU, pivots)
+
+
+@_export
+def lu_solve(b, LU_data, LU_pivots):
+    from . import linalg
+
+    return linalg.lu_solve(LU_data, LU_pivots, b)
+
+
+def _namedtuple(name, fields):
+    import collections
+
+    return collections.namedtuple(name, fields)
+
+
+@_export
 def pdist(input, p=2):
     """torch.pdist: the p-norm distance of every pair of rows i < j, in row-major order"""
     n = input.shape[0]
@@ -1087,7 +1177,8 @@ def poisson(input, generator=None):
 
 
 # Tensor methods of the same names (those Tensor does not have yet), and the in-place forms
-_METHODS = ["angle", "isnan", "isinf", "isposinf", "isneginf", "isfinite", "isreal", "signbit", "nan_to_num", "nansum",
+_METHODS = ["cholesky_solve", "cholesky_inverse", "triangular_solve", "matrix_exp", "svd", "qr", "pinverse",
+            "lu_solve", "angle", "isnan", "isinf", "isposinf", "isneginf", "isfinite", "isreal", "signbit", "nan_to_num", "nansum",
             "nanmean", "reciprocal", "tan", "deg2rad", "rad2deg", "frac", "hypot", "logaddexp", "logaddexp2",
             "logit", "xlogy", "sinc", "sgn", "heaviside", "float_power", "fmax", "fmin", "logical_xor", "lerp",
             "addcmul", "addcdiv", "addmv", "baddbmm", "mv", "vdot", "inner", "ger", "kron", "movedim", "moveaxis",

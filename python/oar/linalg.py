@@ -1,20 +1,68 @@
-"""torch.linalg: det, slogdet, inv, solve and cholesky on LAPACK (ops of the table in builds with
-OpenBLAS), and cross, vector_norm, matrix_norm's Frobenius norm and vecdot as compositions."""
+"""torch.linalg on LAPACK (ops of the table in builds with OpenBLAS: det, slogdet, inv, cholesky,
+solve, solve_triangular, lu_factor, lu_unpack, lu_solve, eigh, svd, qr, lstsq, matrix_exp), what is
+written over them (lu, eigvalsh, svdvals, pinv, matrix_rank, matrix_norm's spectral norms), and cross,
+vector_norm and vecdot as compositions. Operands broadcast over their batch dims here; the ops take
+matrices with equal batch dims."""
 import collections
 
 from . import _compositions as K
+from . import _creation as C
 from . import _functions as F
 from ._ops import ID
 
-__all__ = ["cross", "vector_norm", "matrix_norm", "norm", "vecdot", "det", "slogdet", "inv", "solve", "cholesky"]
+__all__ = ["cross", "vector_norm", "matrix_norm", "norm", "vecdot", "det", "slogdet", "inv", "solve", "cholesky",
+           "solve_triangular", "lu_factor", "lu_factor_ex", "lu", "lu_solve", "eigh", "eigvalsh", "svd", "svdvals",
+           "qr", "lstsq", "pinv", "matrix_rank", "matrix_exp", "LinAlgError"]
 _SignLogAbsDet = collections.namedtuple("slogdet", ["sign", "logabsdet"])
+_LUFactor = collections.namedtuple("linalg_lu_factor", ["LU", "pivots"])
+_LUFactorEx = collections.namedtuple("linalg_lu_factor_ex", ["LU", "pivots", "info"])
+_LU = collections.namedtuple("linalg_lu", ["P", "L", "U"])
+_Eigh = collections.namedtuple("linalg_eigh", ["eigenvalues", "eigenvectors"])
+_SVD = collections.namedtuple("linalg_svd", ["U", "S", "Vh"])
+_QR = collections.namedtuple("linalg_qr", ["Q", "R"])
+_Lstsq = collections.namedtuple("linalg_lstsq", ["solution", "residuals", "rank", "singular_values"])
+LinAlgError = RuntimeError  # torch.linalg.LinAlgError is a RuntimeError too; oar's errors are RuntimeErrors
 
 
-def _lapack(name, A):
+def _has(name):
     if name not in ID:
         raise RuntimeError(f"linalg.{name[7:]}: this build has no LAPACK; rebuild oar with OpenBLAS")
-    A = A if A.dtype.is_floating_point else A.to(F.D.float32)
-    return F.call(name, (A,))
+
+
+def _float(A):
+    return A if A.dtype.is_floating_point else A.to(F.D.float32)
+
+
+def _lapack(name, A, **attrs):
+    _has(name)
+    return F.call(name, (_float(A),), attrs or None)
+
+
+def _mT(x):
+    return x.transpose(-2, -1)
+
+
+def _batched(*ts):
+    """the matrices of ts (each [..., r, c]) expanded to one broadcast batch shape"""
+    batch = K.broadcast_shapes(*[t.shape[:-2] for t in ts])
+    return [t.expand(*batch, *t.shape[-2:]) if tuple(t.shape[:-2]) != tuple(batch) else t for t in ts]
+
+
+def _vector_rhs(A, B):
+    """torch's rule: B is a batch of vectors when it is 1-d or has A's shape without the last dim"""
+    return B.ndim == 1 or (B.ndim == A.ndim - 1 and tuple(B.shape) == tuple(A.shape[:-1]))
+
+
+def _solve2(name, A, B, attrs=None):
+    """an op solving A X = B, with B possibly vectors, over broadcast batch dims"""
+    _has(name)
+    A, B = _float(A), _float(B)
+    vec = _vector_rhs(A, B)
+    if vec:
+        B = B.unsqueeze(-1)
+    A, B = _batched(A, B)
+    X = F.call(name, (A, B), attrs)
+    return X.squeeze(-1) if vec else X
 
 
 def det(A):
@@ -30,14 +78,146 @@ def inv(A):
     return _lapack("linalg_inv", A)
 
 
-def solve(A, B, *, left=True):
-    """X with A X = B (X A = B when left=False), through inv(A); B may be a vector"""
-    Ai = inv(A)
+def solve(A, B, *, left=True, out=None):
+    """X with A X = B (X A = B when left=False) by LU with partial pivoting (gesv); a singular A raises
+    torch's message"""
+    if left:
+        X = _solve2("linalg_solve", A, B)
+    else:
+        X = _mT(_solve2("linalg_solve", _mT(A), _mT(B)))
+    return _out(X, out)
+
+
+def _out(X, out):
+    if out is None:
+        return X
+    out.copy_(X)
+    return out
+
+
+def solve_triangular(A, B, *, upper, left=True, unitriangular=False, out=None):
+    """X with A X = B (X A = B when left=False) reading one triangle of A (trsm); B is a matrix"""
+    if left:
+        X = _solve2("linalg_solve_triangular", A, B, {"upper": upper, "unitriangular": unitriangular})
+    else:
+        X = _mT(_solve2("linalg_solve_triangular", _mT(A), _mT(B),
+                        {"upper": not upper, "unitriangular": unitriangular}))
+    return _out(X, out)
+
+
+def lu_factor_ex(A, *, pivot=True, check_errors=False):
+    """(LU, pivots, info) of getrf: pivots are 1-based int32, info > 0 where U has a zero pivot"""
+    if not pivot:
+        raise RuntimeError("linalg.lu_factor: LU without pivoting is not implemented on the CPU")
+    return _LUFactorEx(*_lapack("linalg_lu_factor", A, check_errors=check_errors))
+
+
+def lu_factor(A, *, pivot=True):
+    LU, pivots, _ = lu_factor_ex(A, pivot=pivot, check_errors=True)
+    return _LUFactor(LU, pivots)
+
+
+def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True):
+    """torch.lu_unpack: (P, L, U) from lu_factor's outputs"""
+    _has("linalg_lu_unpack")
+    P, L, U = F.call("linalg_lu_unpack", (LU_data, LU_pivots))
+    empty = C.empty(0, dtype=LU_data.dtype)
+    return _LU(P if unpack_pivots else empty, L if unpack_data else empty, U if unpack_data else empty)
+
+
+def lu(A, *, pivot=True):
+    """(P, L, U) with A = P L U; differentiable for square A"""
+    LU, pivots, _ = lu_factor_ex(A, pivot=pivot)
+    return _LU(*lu_unpack(LU, pivots))
+
+
+def lu_solve(LU, pivots, B, *, left=True, adjoint=False, out=None):
+    """X with A X = B from A's lu_factor (A^T X = B when adjoint; X A = B when left=False)"""
+    _has("linalg_lu_solve")
     if not left:
-        return F.matmul(B, Ai)
-    if B.ndim == A.ndim - 1:
-        return F.matmul(Ai, B.unsqueeze(-1)).squeeze(-1)
-    return F.matmul(Ai, B)
+        return _out(_mT(lu_solve(LU, pivots, _mT(B), adjoint=not adjoint)), out)
+    B = _float(B)
+    batch = K.broadcast_shapes(LU.shape[:-2], B.shape[:-2])
+    if tuple(LU.shape[:-2]) != tuple(batch):
+        LU = LU.expand(*batch, *LU.shape[-2:])
+        pivots = pivots.expand(*batch, pivots.shape[-1])
+    if tuple(B.shape[:-2]) != tuple(batch):
+        B = B.expand(*batch, *B.shape[-2:])
+    return _out(F.call("linalg_lu_solve", (LU, pivots, B), {"adjoint": adjoint}), out)
+
+
+def eigh(A, UPLO="L"):
+    """(eigenvalues ascending, eigenvectors as columns) of symmetric A from its lower (UPLO='L') or
+    upper triangle (syevd); each vector is unique up to sign"""
+    if UPLO not in ("L", "U"):
+        raise RuntimeError(f"linalg.eigh: UPLO must be 'L' or 'U', got {UPLO!r}")
+    return _Eigh(*_lapack("linalg_eigh", A, upper=UPLO == "U"))
+
+
+def eigvalsh(A, UPLO="L"):
+    return eigh(A, UPLO).eigenvalues
+
+
+def svd(A, full_matrices=True, *, driver=None):
+    """(U, S, Vh) with A = U diag(S) Vh, S descending (gesdd); singular vectors are unique up to sign"""
+    if driver is not None:
+        raise RuntimeError("linalg.svd: keyword argument driver= is only supported on CUDA inputs with cuSOLVER "
+                           "backend.")
+    return _SVD(*_lapack("linalg_svd", A, full_matrices=full_matrices))
+
+
+def svdvals(A, *, driver=None):
+    return svd(A, False, driver=driver).S
+
+
+def qr(A, mode="reduced"):
+    """(Q, R) with A = Q R (geqrf + orgqr); mode 'reduced', 'complete' or 'r' (Q empty)"""
+    if mode not in ("reduced", "complete", "r"):
+        raise RuntimeError(f"qr received unrecognized mode '{mode}' but expected one of 'reduced' (default), 'r', "
+                           "or 'complete'")
+    return _QR(*_lapack("linalg_qr", A, mode=mode))
+
+
+def _tolerance(S_max, A, atol, rtol):
+    """torch's cutoff max(atol, rtol * S_max), rtol defaulting to eps * max(m, n) when neither is given"""
+    if rtol is None:
+        rtol = F.D.finfo(A.dtype).eps * max(A.shape[-2], A.shape[-1]) if atol is None or atol == 0 else 0.0
+    cut = S_max * rtol
+    if atol is not None:
+        cut = F.where(cut > atol, cut, atol if hasattr(atol, "shape") else K._scalar_like(float(atol), cut))
+    return cut
+
+
+def pinv(A, rcond=None, hermitian=False, *, atol=None, rtol=None, out=None):
+    """the pseudo-inverse through svd (eigh when hermitian): singular values at or below the cutoff
+    count as zero"""
+    A = _float(A)
+    if rcond is not None:
+        rtol = rcond
+    if hermitian:
+        L, V = eigh(A)
+        absL = L.abs()
+        keep = absL > _tolerance(absL.amax(-1, keepdim=True), A, atol, rtol)
+        inv_l = F.where(keep, 1.0 / F.where(keep, L, K._scalar_like(1.0, L)), K._scalar_like(0.0, L))
+        return _out(F.matmul(V * inv_l.unsqueeze(-2), _mT(V)), out)
+    U, S, Vh = svd(A, full_matrices=False)
+    if S.shape[-1] == 0:
+        return _out(C.zeros(*A.shape[:-2], A.shape[-1], A.shape[-2], dtype=A.dtype), out)
+    keep = S > _tolerance(S.amax(-1, keepdim=True), A, atol, rtol)
+    inv_s = F.where(keep, 1.0 / F.where(keep, S, K._scalar_like(1.0, S)), K._scalar_like(0.0, S))
+    return _out(F.matmul(_mT(Vh) * inv_s.unsqueeze(-2), _mT(U)), out)
+
+
+def matrix_rank(A, *, atol=None, rtol=None, hermitian=False, tol=None, out=None):
+    """the number of singular values (|eigenvalues| when hermitian) above torch's cutoff, as int64"""
+    A = _float(A)
+    if tol is not None:
+        atol, rtol = tol, 0.0
+    S = eigvalsh(A).abs() if hermitian else svdvals(A)
+    if S.shape[-1] == 0:
+        return _out(C.zeros(*A.shape[:-2], dtype=F.D.int64), out)
+    cut = _tolerance(S.amax(-1, keepdim=True), A, atol, rtol)
+    return _out((S > cut).sum(-1), out)
 
 
 def cholesky(A, *, upper=False):
@@ -59,17 +239,76 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
 
 
 def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):
-    if ord != "fro":
-        raise NotImplementedError(f"linalg.matrix_norm: ord={ord!r} is not offered (only 'fro')")
-    return vector_norm(A, 2, dim, keepdim, dtype=dtype)
+    """torch.linalg.matrix_norm: 'fro', 'nuc' (sum of singular values), 2 / -2 (largest / smallest),
+    inf / -inf (max / min row sum of |A|), 1 / -1 (max / min column sum)"""
+    if dtype is not None:
+        A = A.to(dtype)
+    if len(dim) != 2:
+        raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple. Got {tuple(dim)}")
+    d0, d1 = (d % A.ndim for d in dim)
+    if d0 == d1:
+        raise RuntimeError(f"linalg.matrix_norm: dims must be different. Got ({dim[0]}, {dim[1]})")
+    if ord == "fro":
+        return vector_norm(A, 2, (d0, d1), keepdim)
+    if ord in ("nuc", 2, -2):
+        S = svdvals(K.movedim(A, (d0, d1), (-2, -1)))
+        r = S.sum(-1) if ord == "nuc" else S.amax(-1) if ord == 2 else S.amin(-1)
+        return r.unsqueeze(min(d0, d1)).unsqueeze(max(d0, d1)) if keepdim else r
+    if ord in (float("inf"), float("-inf"), 1, -1):
+        summed, extreme = (d1, d0) if abs(ord) == float("inf") else (d0, d1)
+        r = A.abs().sum(summed, keepdim=True)
+        r = r.amax(extreme, keepdim=True) if ord > 0 else r.amin(extreme, keepdim=True)
+        return r if keepdim else r.squeeze(max(d0, d1)).squeeze(min(d0, d1))
+    raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
 
 
 def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None):
     """torch.linalg.norm: the 2-norm of the flattened input by default; a vector norm over one dim;
-    the Frobenius norm over two"""
-    if ord == "fro" or (ord is None and dim is not None and not isinstance(dim, int) and len(dim) == 2):
-        return matrix_norm(A, "fro", (-2, -1) if dim is None else dim, keepdim, dtype=dtype)
+    a matrix norm over two (or of a 2-d input when ord is given)"""
+    if isinstance(dim, int):
+        dim = (dim,)
+    if dim is None and ord is not None:
+        if A.ndim not in (1, 2):
+            raise RuntimeError(f"linalg.norm: If dim is not specified but ord is, the input must be 1D or 2D. "
+                               f"Got {A.ndim}D.")
+        dim = tuple(range(A.ndim))
+    if dim is not None and len(dim) == 2:
+        return matrix_norm(A, "fro" if ord is None else ord, dim, keepdim, dtype=dtype)
     return vector_norm(A, 2 if ord is None else ord, dim, keepdim, dtype=dtype)
+
+
+def lstsq(A, B, rcond=None, *, driver=None):
+    """torch.linalg.lstsq: the least-squares solution (minimum norm when A is rank-deficient) by LAPACK's
+    driver of that name (gelsy by default, as torch's CPU; gelsd, gelss; gels for full rank). What is
+    shown beside the solution follows torch's CPU drivers."""
+    _has("linalg_lstsq")
+    drv = "gelsy" if driver is None else driver
+    if drv not in ("gels", "gelsy", "gelsd", "gelss"):
+        raise RuntimeError(f"torch.linalg.lstsq: parameter `driver` should be one of (gels, gelsy, gelsd, gelss)")
+    A, B = _float(A), _float(B)
+    vec = B.ndim == A.ndim - 1
+    if vec:
+        B = B.unsqueeze(-1)
+    if A.shape[-2] != B.shape[-2]:
+        raise RuntimeError(f"torch.linalg.lstsq: input.size(-2) should match other.size(-2)")
+    A, B = _batched(A, B)
+    m, n = A.shape[-2], A.shape[-1]
+    if rcond is None:
+        rcond = F.D.finfo(A.dtype).eps * max(m, n)
+    X, res, rank, sv = F.call("linalg_lstsq", (A, B), {"driver": drv,
+                                                        "rcond": float(rcond)})
+    if vec:
+        X, res = X.squeeze(-1), res.squeeze(-1)
+    empty = C.empty(0, dtype=A.dtype)
+    show_res = m > n and drv != "gelsy" and (drv == "gels" or bool((rank == n).all()))
+    # torch differentiates the solution only (the op's rule also covers residuals and singular values)
+    return _Lstsq(X, res.detach() if show_res else empty, C.empty(0, dtype=F.D.int64) if drv == "gels" else rank,
+                  sv.detach() if drv in ("gelsd", "gelss") else empty)
+
+
+def matrix_exp(A):
+    """exp(A) by scaling and squaring with a Padé approximant"""
+    return _lapack("linalg_matrix_exp", A)
 
 
 def vecdot(x, y, *, dim=-1):

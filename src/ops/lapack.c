@@ -50,9 +50,9 @@ static oar_status la_one(la_kind k, double *m, int n, int *ipiv, int64_t b, oar_
     if (k == LA_CHOLESKY) {
         dpotrf_("U", &n, m, &n, &info);
         if (info > 0)
-            return oar_error(OAR_ERR_INVALID_ARG, "linalg_cholesky: the input is not positive-definite (the leading "
-                                                  "minor of order %d of matrix %lld is not); check it is symmetric "
-                                                  "with positive eigenvalues", info, (long long)b);
+            return oar_error(OAR_ERR_NUMERIC, "linalg_cholesky: the input is not positive-definite (the leading "
+                                              "minor of order %d of matrix %lld is not); check it is symmetric "
+                                              "with positive eigenvalues", info, (long long)b);
         char *y = oar_tensor_ptr(out[0]) + b * (int64_t)n * n * (int64_t)es;
         for (int i = 0; i < n; i++)
             for (int j = 0; j < n; j++) t->store(y + ((int64_t)i * n + j) * (int64_t)es, j <= i ? m[(int64_t)i * n + j] : 0.0);
@@ -61,8 +61,8 @@ static oar_status la_one(la_kind k, double *m, int n, int *ipiv, int64_t b, oar_
     if (n) dgetrf_(&n, &n, m, &n, ipiv, &info);
     if (k == LA_INV) {
         if (info > 0)
-            return oar_error(OAR_ERR_INVALID_ARG, "linalg_inv: matrix %lld is singular (U[%d, %d] of its LU "
-                                                  "factorization is zero), so it has no inverse", (long long)b,
+            return oar_error(OAR_ERR_NUMERIC, "linalg_inv: matrix %lld is singular (U[%d, %d] of its LU "
+                                              "factorization is zero), so it has no inverse", (long long)b,
                              info - 1, info - 1);
         int lwork = n ? 64 * n : 1;
         double *work = malloc((size_t)lwork * sizeof *work);
@@ -192,4 +192,38 @@ static oar_tensor *no_lapack(const char *name) {
 oar_tensor *oar_linalg_det(oar_tensor *a) { (void)a; return no_lapack("linalg_det"); }
 oar_tensor *oar_linalg_inv(oar_tensor *a) { (void)a; return no_lapack("linalg_inv"); }
 oar_tensor *oar_linalg_cholesky(oar_tensor *a) { (void)a; return no_lapack("linalg_cholesky"); }
+oar_tensor *oar_linalg_solve(oar_tensor *a, oar_tensor *b) { (void)a; (void)b; return no_lapack("linalg_solve"); }
+oar_tensor *oar_linalg_solve_triangular(oar_tensor *a, oar_tensor *b, bool upper, bool unitriangular) {
+    (void)a; (void)b; (void)upper; (void)unitriangular;
+    return no_lapack("linalg_solve_triangular");
+}
+oar_status oar_linalg_lu_factor(oar_tensor *a, oar_tensor **lu, oar_tensor **pivots) {
+    (void)a; (void)lu; (void)pivots;
+    no_lapack("linalg_lu_factor");
+    return oar_last_status();
+}
+oar_tensor *oar_linalg_lu_solve(oar_tensor *lu, oar_tensor *pivots, oar_tensor *b, bool adjoint) {
+    (void)lu; (void)pivots; (void)b; (void)adjoint;
+    return no_lapack("linalg_lu_solve");
+}
+oar_status oar_linalg_eigh(oar_tensor *a, bool upper, oar_tensor **eigenvalues, oar_tensor **eigenvectors) {
+    (void)a; (void)upper; (void)eigenvalues; (void)eigenvectors;
+    no_lapack("linalg_eigh");
+    return oar_last_status();
+}
+oar_status oar_linalg_svd(oar_tensor *a, bool full_matrices, oar_tensor **u, oar_tensor **s, oar_tensor **vh) {
+    (void)a; (void)full_matrices; (void)u; (void)s; (void)vh;
+    no_lapack("linalg_svd");
+    return oar_last_status();
+}
+oar_status oar_linalg_qr(oar_tensor *a, const char *mode, oar_tensor **q, oar_tensor **r) {
+    (void)a; (void)mode; (void)q; (void)r;
+    no_lapack("linalg_qr");
+    return oar_last_status();
+}
+oar_tensor *oar_linalg_lstsq(oar_tensor *a, oar_tensor *b, const char *driver) {
+    (void)a; (void)b; (void)driver;
+    return no_lapack("linalg_lstsq");
+}
+oar_tensor *oar_linalg_matrix_exp(oar_tensor *a) { (void)a; return no_lapack("linalg_matrix_exp"); }
 #endif
