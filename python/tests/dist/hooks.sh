@@ -10,14 +10,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 script="$here/hooks_script.py"
 . "$here/mpi_env.sh"
 mpi_env python_ddp_hooks 2
-torchpy=${OAR_TORCH_PYTHON:-/usr/bin/python3}
-have_torch=0
-if "$torchpy" -c "import numpy, torch.distributed as d; assert d.is_gloo_available()" 2>/dev/null; then have_torch=1; fi
-[ $have_torch -eq 1 ] || echo "python_ddp_hooks: PyTorch with gloo is absent for $torchpy: compared with the golden values in hooks_golden/"
-fails=0
-fail() { echo "python_ddp_hooks: FAILED: $*"; sed 's/^/    /' "$dir/out"; fails=$((fails + 1)); }
+torch_side python_ddp_hooks hooks_golden
 run() { timeout 180 "$mpiexec" $root --oversubscribe --bind-to none $xopt -np 2 "$py" "$@" >"$dir/out" 2>&1; }
-cmp() { "$py" "$script" compare "$@" >"$dir/out" 2>&1 && cat "$dir/out"; }
 variants="none allreduce fp16 bf16 custom unused unused_plain zero zero_overlap zero_shard powersgd_full powersgd"
 for v in $variants; do
   run "$script" oar $v "$dir/oar_$v" || fail "$v, oar"

@@ -9,14 +9,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 script="$here/zero_script.py"
 . "$here/mpi_env.sh"
 mpi_env python_zero 3
-torchpy=${OAR_TORCH_PYTHON:-/usr/bin/python3}
-have_torch=0
-if "$torchpy" -c "import numpy, torch.distributed as d; assert d.is_gloo_available()" 2>/dev/null; then have_torch=1; fi
-[ $have_torch -eq 1 ] || echo "python_zero: PyTorch with gloo is absent for $torchpy: compared with the golden values in zero_golden/"
-fails=0
-fail() { echo "python_zero: FAILED: $*"; sed 's/^/    /' "$dir/out"; fails=$((fails + 1)); }
+torch_side python_zero zero_golden
 run() { np=$1; shift; timeout 180 "$mpiexec" $root --oversubscribe --bind-to none $xopt -np "$np" "$py" "$script" "$@" >"$dir/out" 2>&1; }
-cmp() { "$py" "$script" compare "$@" >"$dir/out" 2>&1 && cat "$dir/out"; }
 for n in 2 3; do
   for v in plain zero bucket join; do
     run $n oar $v $n "$dir/oar_$v$n" || fail "$v at $n ranks, oar"
