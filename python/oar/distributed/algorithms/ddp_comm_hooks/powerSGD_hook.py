@@ -96,16 +96,24 @@ class PowerSGDState:
         return (before / after if after > 0 else 0, before, after)
 
 
+def _start(state, bucket):
+    """(the group's size, the bucket's buffer, the plain average's future while the first
+    state.start_powerSGD_iter steps average without compression, else None)"""
+    n_ranks = (state.process_group if state.process_group is not None else group.WORLD).size()
+    buffer = bucket.buffer()
+    if state.iter < state.start_powerSGD_iter:
+        state.maybe_increase_iter(bucket)
+        return n_ranks, buffer, default_hooks._allreduce_fut(state.process_group, buffer)
+    return n_ranks, buffer, None
+
+
 def powerSGD_hook(state, bucket):
     """The bucket averaged over state.process_group through rank-r factors (see the module's notes)."""
     from .... import cat, empty, from_numpy, zeros
 
-    g = state.process_group if state.process_group is not None else group.WORLD
-    n_ranks = g.size()
-    buffer = bucket.buffer()
-    if state.iter < state.start_powerSGD_iter:
-        state.maybe_increase_iter(bucket)
-        return default_hooks._allreduce_fut(state.process_group, buffer)
+    n_ranks, buffer, warm_up = _start(state, bucket)
+    if warm_up is not None:
+        return warm_up
 
     index = bucket.index()
     if state.use_error_feedback:   # last step's residual joins this step's gradient
@@ -198,12 +206,9 @@ def batched_powerSGD_hook(state, bucket):
     a padded copy written back."""
     from .... import from_numpy, zeros
 
-    g = state.process_group if state.process_group is not None else group.WORLD
-    n_ranks = g.size()
-    buffer = bucket.buffer()
-    if state.iter < state.start_powerSGD_iter:
-        state.maybe_increase_iter(bucket)
-        return default_hooks._allreduce_fut(state.process_group, buffer)
+    n_ranks, buffer, warm_up = _start(state, bucket)
+    if warm_up is not None:
+        return warm_up
 
     total = buffer.numel()
     side = math.ceil(math.sqrt(total))
