@@ -12,7 +12,8 @@ from ._ops import ID
 
 __all__ = ["cross", "vector_norm", "matrix_norm", "norm", "vecdot", "det", "slogdet", "inv", "solve", "cholesky",
            "solve_triangular", "lu_factor", "lu_factor_ex", "lu", "lu_solve", "eigh", "eigvalsh", "svd", "svdvals",
-           "qr", "lstsq", "pinv", "matrix_rank", "matrix_exp", "LinAlgError"]
+           "qr", "lstsq", "pinv", "matrix_rank", "matrix_exp", "matrix_power", "multi_dot", "cond", "inv_ex",
+           "solve_ex", "vander", "tensorinv", "tensorsolve", "diagonal", "matmul", "LinAlgError"]
 _SignLogAbsDet = collections.namedtuple("slogdet", ["sign", "logabsdet"])
 _LUFactor = collections.namedtuple("linalg_lu_factor", ["LU", "pivots"])
 _LUFactorEx = collections.namedtuple("linalg_lu_factor_ex", ["LU", "pivots", "info"])
@@ -21,6 +22,8 @@ _Eigh = collections.namedtuple("linalg_eigh", ["eigenvalues", "eigenvectors"])
 _SVD = collections.namedtuple("linalg_svd", ["U", "S", "Vh"])
 _QR = collections.namedtuple("linalg_qr", ["Q", "R"])
 _Lstsq = collections.namedtuple("linalg_lstsq", ["solution", "residuals", "rank", "singular_values"])
+_InvEx = collections.namedtuple("linalg_inv_ex", ["inverse", "info"])
+_SolveEx = collections.namedtuple("linalg_solve_ex", ["result", "info"])
 LinAlgError = RuntimeError  # torch.linalg.LinAlgError is a RuntimeError too; oar's errors are RuntimeErrors
 
 
@@ -313,3 +316,155 @@ def matrix_exp(A):
 
 def vecdot(x, y, *, dim=-1):
     return F.sum(F.mul(x, y), dim)
+
+
+def _square(name, A):
+    if A.ndim < 2 or A.shape[-1] != A.shape[-2]:
+        raise RuntimeError(f"linalg.{name}: A must be batches of square matrices, but they are "
+                           f"{A.shape[-2] if A.ndim > 1 else 1} by {A.shape[-1] if A.ndim else 1} matrices")
+
+
+def _eye_like(A):
+    n = A.shape[-1]
+    return C.eye(n, dtype=A.dtype).expand(*A.shape[:-2], n, n)
+
+
+def matrix_power(A, n):
+    """A to the integer power n by repeated squaring (n < 0: of inv(A); n = 0: the identity)"""
+    _square("matrix_power", A)
+    if not isinstance(n, int) or isinstance(n, bool):
+        raise TypeError(f"linalg.matrix_power: expected an int exponent, got {type(n).__name__}")
+    if n == 0:
+        return _eye_like(A).clone()
+    base, n = (inv(A), -n) if n < 0 else (A, n)
+    result = None
+    while n:
+        if n & 1:
+            result = base if result is None else F.matmul(result, base)
+        n >>= 1
+        if n:
+            base = F.matmul(base, base)
+    return result
+
+
+def multi_dot(tensors, *, out=None):
+    """the product of a chain of matrices (the first may be a row vector, the last a column vector),
+    multiplied in the order with the fewest scalar products, as torch's"""
+    ts = list(tensors)
+    if len(ts) < 2:
+        raise RuntimeError(f"multi_dot(): expected at least 2 tensors but got {len(ts)}")
+    first_vec, last_vec = ts[0].ndim == 1, ts[-1].ndim == 1
+    if first_vec:
+        ts[0] = ts[0].unsqueeze(0)
+    if last_vec:
+        ts[-1] = ts[-1].unsqueeze(-1)
+    for i, t in enumerate(ts):
+        if t.ndim != 2:
+            raise RuntimeError(f"multi_dot(): tensor {i} must be 2D but got {t.ndim}D")
+    dims = [ts[0].shape[0]] + [t.shape[1] for t in ts]
+    k = len(ts)
+    cost = [[0] * k for _ in range(k)]
+    split = [[0] * k for _ in range(k)]
+    for length in range(1, k):  # the classic matrix-chain order
+        for i in range(k - length):
+            j = i + length
+            cost[i][j] = None
+            for m in range(i, j):
+                c = cost[i][m] + cost[m + 1][j] + dims[i] * dims[m + 1] * dims[j + 1]
+                if cost[i][j] is None or c < cost[i][j]:
+                    cost[i][j], split[i][j] = c, m
+
+    def product(i, j):
+        return ts[i] if i == j else F.matmul(product(i, split[i][j]), product(split[i][j] + 1, j))
+
+    r = product(0, k - 1)
+    if first_vec:
+        r = r.squeeze(0)
+    if last_vec:
+        r = r.squeeze(-1)
+    return _out(r, out)
+
+
+def cond(A, p=None):
+    """the condition number: the ratio of extreme singular values (p None, 2, -2), else
+    norm(A, p) * norm(inv(A), p) for square A"""
+    A = _float(A)
+    if p is None or p in (2, -2):
+        S = svdvals(A)
+        hi, lo = S.amax(-1), S.amin(-1)
+        return hi / lo if p != -2 else lo / hi
+    _square("cond", A)
+    return matrix_norm(A, p) * matrix_norm(inv(A), p)
+
+
+def inv_ex(A, *, check_errors=False):
+    """(inverse, info): info > 0 for a singular matrix (its zero pivot's 1-based index), where inv raises"""
+    _square("inv_ex", A)
+    LU, pivots, info = lu_factor_ex(A)
+    if check_errors:
+        _singular("linalg.inv_ex", info, "The diagonal element {} is zero, the inversion could not be completed "
+                  "because the input matrix is singular.")
+    return _InvEx(lu_solve(LU, pivots, _eye_like(LU)), info)
+
+
+def _singular(who, info, message):
+    """torch's error for the first singular matrix of a batch (info: getrf's per matrix)"""
+    flat = info.reshape(-1).tolist()
+    bad = next((i for i, v in enumerate(flat) if v > 0), None)
+    if bad is not None:
+        where = f"(Batch element {bad}): " if info.ndim else ""
+        raise RuntimeError(f"{who}: {where}" + message.format(flat[bad]))
+
+
+def solve_ex(A, B, *, left=True, check_errors=False):
+    """(result, info) of solve, info > 0 for a singular A instead of an error"""
+    _square("solve_ex", A)
+    LU, pivots, info = lu_factor_ex(A)
+    if check_errors:
+        _singular("torch.linalg.solve_ex", info, "The solver failed because the input matrix is singular.")
+    vec = left and _vector_rhs(A, B)
+    X = lu_solve(LU, pivots, B.unsqueeze(-1) if vec else B, left=left)
+    return _SolveEx(X.squeeze(-1) if vec else X, info)
+
+
+def vander(x, *, N=None):
+    """the Vandermonde matrix of x's last dim: columns x^0, x^1, ..., x^(N-1)"""
+    n = x.shape[-1] if N is None else N
+    if n < 1:
+        raise RuntimeError("linalg.vander: N must be greater than 1.")
+    return x.unsqueeze(-1) ** C.arange(n, dtype=x.dtype)
+
+
+def _numel(shape):
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+def tensorinv(A, ind=2):
+    """the inverse of A viewed as a matrix of shape[:ind] x shape[ind:] rows and columns"""
+    if ind <= 0:
+        raise RuntimeError(f"Expected a strictly positive integer for 'ind', but got {ind}")
+    rows, cols = tuple(A.shape[:ind]), tuple(A.shape[ind:])
+    if _numel(rows) != _numel(cols):
+        raise RuntimeError(f"Expected self to satisfy the requirement prod(self.shape[ind:]) == "
+                           f"prod(self.shape[:ind]), but got {_numel(cols)} != {_numel(rows)}")
+    return inv(A.reshape(_numel(rows), _numel(cols))).reshape(*cols, *rows)
+
+
+def tensorsolve(A, B, dims=None):
+    """X with tensordot(A, X, X.ndim) = B, X of shape A.shape[B.ndim:] (dims of A moved to the end first)"""
+    if dims is not None:
+        keep = [d % A.ndim for d in dims]
+        A = A.permute(*[d for d in range(A.ndim) if d not in keep], *keep)
+    rest = tuple(A.shape[B.ndim:])
+    return solve(A.reshape(_numel(tuple(B.shape)), _numel(rest)), B.reshape(-1)).reshape(*rest)
+
+
+def diagonal(A, *, offset=0, dim1=-2, dim2=-1):
+    return K.diagonal(A, offset, dim1, dim2)
+
+
+def matmul(input, other, *, out=None):
+    return _out(F.matmul(input, other), out)

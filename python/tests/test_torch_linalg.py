@@ -84,6 +84,32 @@ CASES = {
                               lambda L, a, b: L.linalg.lstsq(a, b, driver="gelss").solution, False),
     # torch 1.13 cannot differentiate a vector right-hand side (its rule indexes dim -2)
     "lstsq_vector": ([rnd(5, 3), rnd(5)], lambda L, a, b: L.linalg.lstsq(a, b).solution, False),
+    "matrix_power_5": ([rnd(2, 3, 3) * 0.5], lambda L, a: L.linalg.matrix_power(a, 5), True),
+    "matrix_power_neg": ([well(3)], lambda L, a: L.linalg.matrix_power(a, -3), True),
+    "matrix_power_0": ([rnd(2, 3, 3)], lambda L, a: L.linalg.matrix_power(a, 0), False),
+    "multi_dot": ([rnd(3), rnd(3, 8), rnd(8, 2), rnd(2, 5), rnd(5)],
+                  lambda L, a, b, c, d, e: L.linalg.multi_dot([a, b, c, d, e]), True),
+    "multi_dot_matrices_f32": ([rnd(4, 9, dtype=np.float32), rnd(9, 2, dtype=np.float32), rnd(2, 6, dtype=np.float32)],
+                               lambda L, a, b, c: L.linalg.multi_dot([a, b, c]), True),
+    "cond": ([well(4, (2,))], lambda L, a: L.linalg.cond(a), True),
+    "cond_m2_rect": ([rnd(5, 3)], lambda L, a: L.linalg.cond(a, -2), True),
+    # torch 1.13 cannot differentiate cond with a norm order (its inv_ex output is modified in place)
+    "cond_fro": ([well(3)], lambda L, a: L.linalg.cond(a, "fro"), False),
+    "cond_inf": ([well(3, (2,))], lambda L, a: L.linalg.cond(a, float("inf")), False),
+    "cond_nuc_m1": ([well(3)], lambda L, a: L.linalg.cond(a, "nuc") + L.linalg.cond(a, -1), False),
+    "inv_ex": ([well(3, (2,))], lambda L, a: L.linalg.inv_ex(a).inverse, True),
+    "inv_ex_info": ([np.stack([np.ones((3, 3)), well(3)])], lambda L, a: L.linalg.inv_ex(a).info, False),
+    "solve_ex": ([well(3), rnd(3)], lambda L, a, b: L.linalg.solve_ex(a, b).result, True),
+    "solve_ex_info": ([np.stack([well(3), np.zeros((3, 3))]), rnd(2, 3, 2)],
+                      lambda L, a, b: L.linalg.solve_ex(a, b).info, False),
+    "vander": ([rnd(2, 4)], lambda L, x: L.linalg.vander(x), True),
+    "vander_N": ([rnd(3)], lambda L, x: L.linalg.vander(x, N=5), True),
+    "tensorinv": ([well(6).reshape(2, 3, 6)], lambda L, a: L.linalg.tensorinv(a, ind=2), True),
+    "tensorsolve": ([well(6).reshape(2, 3, 6), rnd(2, 3)], lambda L, a, b: L.linalg.tensorsolve(a, b), True),
+    "tensorsolve_dims": ([well(6).reshape(6, 2, 3).transpose(1, 2, 0).copy(), rnd(6)],
+                         lambda L, a, b: L.linalg.tensorsolve(a, b, dims=(0, 1)), True),
+    "diagonal": ([rnd(2, 3, 4)], lambda L, a: L.linalg.diagonal(a, offset=1), True),
+    "matmul": ([rnd(2, 3, 4), rnd(4, 2)], lambda L, a, b: L.linalg.matmul(a, b), True),
     "pinv": ([rnd(2, 3, 5)], lambda L, a: L.linalg.pinv(a), True),
     # torch differentiates pinv(hermitian=True) as a general pinv; oar through eigh, which reads one
     # triangle: the two agree along symmetric directions (test_pinv_hermitian_gradient)
@@ -264,6 +290,18 @@ def test_errors_name_the_problem():
         oar.linalg.lstsq(oar.ones(4, 2), oar.randn(4, 1), driver="gels")
     with pytest.raises(RuntimeError, match="Order 3 not supported"):
         oar.linalg.matrix_norm(oar.randn(3, 3), 3)
+    with pytest.raises(RuntimeError, match="must be batches of square matrices, but they are 2 by 3"):
+        oar.linalg.matrix_power(oar.randn(2, 3), 2)
+    with pytest.raises(RuntimeError, match="expected at least 2 tensors but got 1"):
+        oar.linalg.multi_dot([oar.randn(2, 2)])
+    with pytest.raises(RuntimeError, match="tensor 1 must be 2D but got 3D"):
+        oar.linalg.multi_dot([oar.randn(2, 2), oar.randn(1, 2, 2)])
+    with pytest.raises(RuntimeError, match=r"prod\(self.shape\[ind:\]\) == prod\(self.shape\[:ind\]\), but got 3 != 2"):
+        oar.linalg.tensorinv(oar.randn(2, 3), ind=1)
+    with pytest.raises(RuntimeError, match="solve_ex: The solver failed because the input matrix is singular"):
+        oar.linalg.solve_ex(oar.zeros(2, 2), oar.randn(2), check_errors=True)
+    with pytest.raises(RuntimeError, match=r"\(Batch element 1\): The diagonal element 2 is zero"):
+        oar.linalg.inv_ex(oar.stack([oar.eye(2), oar.tensor([[1.0, 1.0], [1.0, 1.0]])]), check_errors=True)
     with pytest.raises(TypeError, match="expected B to have the matrix's dtype f64, got f32"):
         oar.linalg.solve(oar.randn(2, 2, dtype=oar.float64), oar.randn(2, 1))
 
