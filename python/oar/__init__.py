@@ -135,6 +135,11 @@ nn.quantized, nn.intrinsic, nn.qat = ao.nn.quantized, ao.nn.intrinsic, ao.nn.qat
 softmax, log_softmax, dropout = nn.functional.softmax, nn.functional.log_softmax, nn.functional.dropout
 conv2d, layer_norm, batch_norm = nn.functional.conv2d, nn.functional.layer_norm, nn.functional.batch_norm
 
+from . import _inplace_names  # noqa: E402
+from ._tensor import _inplace as _write_into  # noqa: E402
+
+_inplace_names.install(globals(), Tensor, _write_into)
+
 import os as _os  # noqa: E402
 
 if _os.environ.get("OAR_MOCK_TORCH") == "1":  # `import torch` gives oar from here on
