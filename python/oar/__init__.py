@@ -6,7 +6,6 @@
 
 Tensors, ops and autograd run in oar's C core (libOAR); this package binds its public C API
 (the oar._C extension) and adds torch's names, signatures and Python objects."""
-import builtins as _builtins
 
 from . import _C
 from ._dtype import (bfloat16, bool_ as bool, dtype, float16, float32, float64, int8, int32, int64,  # noqa: F401
@@ -47,12 +46,7 @@ FloatTensor = DoubleTensor = LongTensor = Tensor
 _default_dtype = float32
 
 
-def manual_seed(seed):
-    """Seeds oar's generator (Philox: results do not depend on the thread count)."""
-    _C.manual_seed(_builtins.int(seed))
-
-
-seed = manual_seed
+from .random import fork_rng, get_rng_state, initial_seed, manual_seed, seed, set_rng_state  # noqa: E402,F401
 
 
 def set_num_threads(n):

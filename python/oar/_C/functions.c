@@ -200,6 +200,19 @@ static PyObject *manual_seed(PyObject *m, PyObject *v) {
     Py_RETURN_NONE;
 }
 
+/* The generator's whole state: Philox's seed and how many draws were taken since (a pair of ints). */
+static PyObject *rng_get_state(PyObject *m, PyObject *u) {
+    oar_rng_state s = oar_rng_get_state();
+    return Py_BuildValue("(KK)", (unsigned long long)s.seed, (unsigned long long)s.offset);
+}
+
+static PyObject *rng_set_state(PyObject *m, PyObject *args) {
+    unsigned long long seed, offset;
+    if (!PyArg_ParseTuple(args, "KK", &seed, &offset)) return NULL;
+    oar_rng_set_state((oar_rng_state){seed, offset});
+    Py_RETURN_NONE;
+}
+
 static PyObject *set_num_threads(PyObject *m, PyObject *v) {
     long n = PyLong_AsLong(v);
     if (n == -1 && PyErr_Occurred()) return NULL;
@@ -375,6 +388,8 @@ static PyMethodDef methods[] = {
     {"set_grad_enabled", set_grad_enabled, METH_O, NULL},
     {"is_grad_enabled", is_grad_enabled, METH_NOARGS, NULL},
     {"manual_seed", manual_seed, METH_O, NULL},
+    {"rng_get_state", rng_get_state, METH_NOARGS, NULL},
+    {"rng_set_state", rng_set_state, METH_VARARGS, NULL},
     {"set_num_threads", set_num_threads, METH_O, NULL},
     {"get_num_threads", get_num_threads, METH_NOARGS, NULL},
     {"autograd_grad", autograd_grad, METH_VARARGS, NULL},

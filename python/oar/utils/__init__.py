@@ -1,2 +1,3 @@
 from . import data  # noqa: F401
 from . import data_distributed  # noqa: F401  (oar.utils.data.distributed)
+from . import checkpoint  # noqa: F401  (torch.utils.checkpoint)
