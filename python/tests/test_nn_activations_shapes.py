@@ -86,6 +86,8 @@ CASES = {
     "reflection_pad2d": ([f32(2, 3, 4, 5)], lambda L, x: L.nn.ReflectionPad2d(2)(x), True),
     "replication_pad1d": ([f32(2, 3, 5)], lambda L, x: L.nn.ReplicationPad1d(3)(x), True),
     "replication_pad2d": ([f32(2, 3, 4, 5)], lambda L, x: L.nn.ReplicationPad2d((1, 0, 3, 2))(x), True),
+    "reflection_pad3d": ([f32(1, 2, 3, 4, 5)], lambda L, x: L.nn.ReflectionPad3d((1, 2, 2, 1, 0, 2))(x), True),
+    "replication_pad3d": ([f32(2, 3, 4, 5)], lambda L, x: L.nn.ReplicationPad3d(1)(x), True),
     "adaptive_avg_pool1d": ([f32(2, 3, 12)], lambda L, x: L.nn.functional.adaptive_avg_pool1d(x, 4), True),
     "adaptive_avg_pool1d_uneven": ([f32(2, 3, 10)], lambda L, x: L.nn.AdaptiveAvgPool1d(3)(x), True),
     "adaptive_avg_pool1d_unbatched": ([f32(3, 8)], lambda L, x: L.nn.AdaptiveAvgPool1d(1)(x), True),
@@ -145,7 +147,8 @@ MODULES = [
     "Upsample(scale_factor=(2, 3))", "UpsamplingNearest2d(size=7)", "UpsamplingBilinear2d(scale_factor=2)",
     "ConstantPad1d(2, 3.5)", "ConstantPad2d((1, 2, 3, 4), 0)", "ConstantPad3d(1, -1.0)", "ZeroPad2d(2)",
     "ZeroPad2d((1, 0, 2, 3))", "ReflectionPad1d(3)", "ReflectionPad2d((1, 2, 0, 1))", "ReplicationPad1d((2, 1))",
-    "ReplicationPad2d(1)", "AdaptiveAvgPool1d(5)", "Dropout1d()", "Dropout2d(0.3)", "Dropout3d(0.1, True)",
+    "ReplicationPad2d(1)", "ReflectionPad3d(1)", "ReplicationPad3d((1, 0, 2, 1, 0, 3))",
+    "AdaptiveAvgPool1d(5)", "Dropout1d()", "Dropout2d(0.3)", "Dropout3d(0.1, True)",
     "AlphaDropout(0.2)", "FeatureAlphaDropout()", "LPPool1d(2, 3)", "LPPool2d(1.5, (2, 3), stride=1)",
     "Sequential(SELU(), PixelShuffle(2), ZeroPad2d(1))",
 ]

@@ -238,12 +238,20 @@ class ReflectionPad2d(_ModePadNd):
     _sides, _mode = 4, "reflect"
 
 
+class ReflectionPad3d(_ModePadNd):
+    _sides, _mode = 6, "reflect"
+
+
 class ReplicationPad1d(_ModePadNd):
     _sides, _mode = 2, "replicate"
 
 
 class ReplicationPad2d(_ModePadNd):
     _sides, _mode = 4, "replicate"
+
+
+class ReplicationPad3d(_ModePadNd):
+    _sides, _mode = 6, "replicate"
 
 
 class AdaptiveAvgPool1d(Module):
@@ -317,6 +325,7 @@ class LPPool2d(_LPPoolNd):
 __all__ = ["Threshold", "RReLU", "SELU", "CELU", "Hardshrink", "Softshrink", "Softsign", "Tanhshrink", "LogSigmoid",
            "Softmin", "Softmax2d", "PixelShuffle", "PixelUnshuffle", "ChannelShuffle", "Upsample",
            "UpsamplingNearest2d", "UpsamplingBilinear2d", "ConstantPad1d", "ConstantPad2d", "ConstantPad3d",
-           "ZeroPad2d", "ReflectionPad1d", "ReflectionPad2d", "ReplicationPad1d", "ReplicationPad2d",
+           "ZeroPad2d", "ReflectionPad1d", "ReflectionPad2d", "ReflectionPad3d", "ReplicationPad1d",
+           "ReplicationPad2d", "ReplicationPad3d",
            "AdaptiveAvgPool1d", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", "FeatureAlphaDropout",
            "LPPool1d", "LPPool2d"]
