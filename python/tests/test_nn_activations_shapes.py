@@ -119,6 +119,7 @@ def _run(lib, arrays, call, grad):
     return ts, call(lib, *ts)
 
 
+@pytest.mark.filterwarnings("ignore:nn.functional.upsample", "ignore:dropout2d. Received a 3D")
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_matches_torch(torch, name):
     arrays, call, differentiable = CASES[name]
@@ -200,6 +201,30 @@ def test_rrelu_training_slopes():
     assert oar.nn.RReLU()(pos_x).tolist() == [1.0] * 5  # training mode: positives pass
     oar.manual_seed(3)
     assert np.array_equal(oar.nn.functional.rrelu(x, 0.1, 0.3, training=True).numpy(), y.numpy())
+    xg = oar.tensor(f32(50), requires_grad=True)
+    out = oar.nn.functional.rrelu(xg, 0.1, 0.3, training=True)
+    out.sum().backward()  # the gradient is each element's own slope (1 for positives)
+    np.testing.assert_allclose(xg.grad.numpy(), (out / xg).detach().numpy(), rtol=1e-6)
+
+
+def test_inplace_writes_the_input():
+    F = oar.nn.functional
+    for fn, args in ((F.selu_, ()), (F.celu_, (0.5,)), (F.elu_, ()), (F.leaky_relu_, (0.2,)),
+                     (F.hardtanh_, (-0.5, 0.5)), (F.threshold_, (0.1, 9.0))):
+        a = f32(3, 4)
+        x = oar.tensor(a)
+        assert fn(x, *args) is x
+        expect = getattr(F, fn.__name__[:-1])(oar.tensor(a), *args)
+        np.testing.assert_array_equal(x.numpy(), expect.numpy(), err_msg=fn.__name__)
+    x = oar.tensor(KINKS)
+    oar.nn.Threshold(0.1, 9.0, inplace=True)(x)
+    assert np.array_equal(x.numpy(), np.where(KINKS > 0.1, KINKS, 9.0))
+
+
+def test_upsample_functions_warn_as_torch():
+    for fn in ("upsample", "upsample_nearest", "upsample_bilinear"):
+        with pytest.warns(UserWarning, match=f"nn.functional.{fn} is deprecated"):
+            getattr(oar.nn.functional, fn)(oar.zeros(1, 1, 2, 2), scale_factor=2)
 
 
 @pytest.mark.parametrize("fn,shape,feature", [("dropout1d", (40, 50, 6), 2), ("dropout2d", (40, 50, 3, 2), 2),

@@ -846,6 +846,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
 # ---- activations and shape functions (nnact)
 from .._tensor import _inplace  # noqa: E402  (torch's in-place rules: no leaf, autograd sees the new value)
 from .._compositions import bernoulli as _bernoulli  # noqa: E402  (oar's generator)
+import warnings as _warnings  # noqa: E402
 
 _SELU_ALPHA, _SELU_SCALE = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
 
@@ -967,15 +968,22 @@ def channel_shuffle(input, groups):
 native_channel_shuffle = channel_shuffle
 
 
+def _deprecated(fn):
+    _warnings.warn(f"nn.functional.{fn} is deprecated. Use nn.functional.interpolate instead.", stacklevel=3)
+
+
 def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
+    _deprecated("upsample")
     return interpolate(input, size, scale_factor, mode, align_corners)
 
 
 def upsample_nearest(input, size=None, scale_factor=None):
+    _deprecated("upsample_nearest")
     return interpolate(input, size, scale_factor, mode="nearest")
 
 
 def upsample_bilinear(input, size=None, scale_factor=None):
+    _deprecated("upsample_bilinear")
     return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
 
 
