@@ -285,3 +285,29 @@ def test_bad_input_errors():
         F.dropout3d(oar.zeros(1, 2, 2, 2, 2), 1.5)
     with pytest.raises(RuntimeError, match="leaf"):
         F.selu_(oar.zeros(3, requires_grad=True))
+
+
+def _small_sr_net(L):
+    nn = L.nn
+    return nn.Sequential(nn.ReflectionPad2d(1), nn.Conv2d(3, 8, 3), nn.SELU(), nn.Conv2d(8, 12, 3, padding=1),
+                         nn.PixelShuffle(2), nn.CELU(0.5), nn.ReplicationPad2d((2, 0, 0, 2)), nn.Conv2d(3, 4, 3),
+                         nn.Softsign(), nn.UpsamplingBilinear2d(scale_factor=2), nn.LPPool2d(2, 2),
+                         nn.Hardshrink(0.05), nn.PixelUnshuffle(2), nn.ZeroPad2d(1), nn.Tanhshrink(), nn.Softmax2d())
+
+
+def test_small_network_with_torch_weights(torch):
+    """The layers together in a model, torch's weights loaded: the output and every gradient."""
+    torch.manual_seed(0)
+    t_net = _small_sr_net(torch)
+    o_net = _small_sr_net(oar)
+    o_net.load_state_dict({k: oar.tensor(v.detach().numpy()) for k, v in t_net.state_dict().items()})
+    assert repr(o_net) == repr(t_net)
+    x = f32(2, 3, 6, 6)
+    t_out, o_out = t_net(torch.tensor(x)), o_net(oar.tensor(x))
+    np.testing.assert_allclose(o_out.detach().numpy(), t_out.detach().numpy(), rtol=1e-4, atol=1e-6)
+    g = f32(*t_out.shape)
+    (t_out * torch.tensor(g)).sum().backward()
+    (o_out * oar.tensor(g)).sum().backward()
+    o_params = dict(o_net.named_parameters())
+    for name, p in t_net.named_parameters():
+        np.testing.assert_allclose(o_params[name].grad.numpy(), p.grad.numpy(), rtol=1e-3, atol=1e-6, err_msg=name)
