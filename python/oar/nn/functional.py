@@ -841,3 +841,252 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         raise NotImplementedError("scaled_dot_product_attention: only bool masks (True = keep) are offered")
     mask = None if attn_mask is None else F.logical_not(attn_mask)
     return call("fused_attention", (query, key, value, mask), {"scale": scale, "causal": builtins.bool(is_causal)})
+
+
+# ---- activations and shape functions (nnact)
+from .._tensor import _inplace  # noqa: E402  (torch's in-place rules: no leaf, autograd sees the new value)
+from .._compositions import bernoulli as _bernoulli  # noqa: E402  (oar's generator)
+import warnings as _warnings  # noqa: E402
+
+_SELU_ALPHA, _SELU_SCALE = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
+
+
+def selu(input, inplace=False):
+    out = elu(input, _SELU_ALPHA) * _SELU_SCALE
+    return _inplace(input, out) if inplace else out
+
+
+def celu(input, alpha=1.0, inplace=False):
+    """alpha * elu(x / alpha): x above zero, alpha * (exp(x / alpha) - 1) below."""
+    if alpha == 0:
+        raise RuntimeError("ZeroDivisionError: celu's alpha must not be 0")
+    out = elu(input / alpha, 1.0) * alpha
+    return _inplace(input, out) if inplace else out
+
+
+def softsign(input):
+    return input / (F.abs(input) + 1)
+
+
+def softshrink(input, lambd=0.5):
+    if lambd < 0:
+        raise RuntimeError(f"softshrink: lambda must be greater or equal to 0, but found to be {lambd}.")
+    zero = _CR.zeros_like(input)
+    return F.where(input > lambd, input - lambd, F.where(input < -lambd, input + lambd, zero))
+
+
+def hardshrink(input, lambd=0.5):
+    return F.where(F.logical_or(input > lambd, input < -lambd), input, _CR.zeros_like(input))
+
+
+def tanhshrink(input):
+    return input - F.tanh(input)
+
+
+def threshold(input, threshold, value, inplace=False):
+    """x where x > threshold, else value."""
+    out = F.where(input > threshold, input, _CR.full_like(input, value))
+    return _inplace(input, out) if inplace else out
+
+
+def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
+    """Leaky ReLU with the mean slope (lower + upper) / 2 in eval mode; in training, each negative
+    element gets its own slope, uniform in [lower, upper), from oar's generator."""
+    if training:
+        slope = _CR.rand_like(input) * (upper - lower) + lower
+        out = F.where(input >= 0, input, input * slope.detach())
+    else:
+        out = leaky_relu(input, (lower + upper) / 2)
+    return _inplace(input, out) if inplace else out
+
+
+def _inplace_form(fn):
+    def f(input, *args, **kwargs):
+        return _inplace(input, fn(input, *args, **kwargs))
+
+    f.__name__ = fn.__name__ + "_"
+    return f
+
+
+selu_ = _inplace_form(selu)
+celu_ = _inplace_form(celu)
+elu_ = _inplace_form(elu)
+leaky_relu_ = _inplace_form(leaky_relu)
+hardtanh_ = _inplace_form(hardtanh)
+threshold_ = _inplace_form(threshold)
+rrelu_ = _inplace_form(rrelu)
+
+
+def _check_factor(input, factor, fn, what):
+    if not isinstance(factor, numbers.Integral) or factor <= 0:
+        raise RuntimeError(f"{fn}: expected {what} to be a positive int, got {factor}")
+    if input.ndim < 3:
+        raise RuntimeError(f"{fn}: expected an input of at least 3 dims (*, C, H, W), got {input.ndim}-D")
+
+
+def pixel_shuffle(input, upscale_factor):
+    """(*, C r^2, H, W) -> (*, C, H r, W r): channel c*r*r + i*r + j becomes pixel (h*r + i, w*r + j)."""
+    r = upscale_factor
+    _check_factor(input, r, "pixel_shuffle", "upscale_factor")
+    *lead, c, h, w = input.shape
+    if c % (r * r):
+        raise RuntimeError(f"pixel_shuffle expects its input's 'channel' dimension to be divisible by the square "
+                           f"of upscale_factor, but input.size(-3)={c} is not divisible by {r * r}")
+    n = len(lead)
+    x = input.reshape(*lead, c // (r * r), r, r, h, w)
+    x = x.permute(*range(n), n, n + 3, n + 1, n + 4, n + 2)
+    return x.reshape(*lead, c // (r * r), h * r, w * r)
+
+
+def pixel_unshuffle(input, downscale_factor):
+    """pixel_shuffle's inverse: (*, C, H r, W r) -> (*, C r^2, H, W)."""
+    r = downscale_factor
+    _check_factor(input, r, "pixel_unshuffle", "downscale_factor")
+    *lead, c, h, w = input.shape
+    if h % r or w % r:
+        raise RuntimeError(f"pixel_unshuffle expects height ({h}) and width ({w}) to be divisible by "
+                           f"downscale_factor ({r})")
+    n = len(lead)
+    x = input.reshape(*lead, c, h // r, r, w // r, r)
+    x = x.permute(*range(n), n, n + 2, n + 4, n + 1, n + 3)
+    return x.reshape(*lead, c * r * r, h // r, w // r)
+
+
+def channel_shuffle(input, groups):
+    """(N, g * k, *) -> channels reordered as a (k, g) transpose of the (g, k) grid."""
+    if input.ndim < 3:
+        raise RuntimeError(f"channel_shuffle expects input to have at least 3 dimensions, but got input with "
+                           f"sizes {list(input.shape)}")
+    n, c = input.shape[0], input.shape[1]
+    if not isinstance(groups, numbers.Integral) or groups <= 0 or c % groups:
+        raise RuntimeError(f"channel_shuffle: expected groups to be a positive int dividing the {c} channels, "
+                           f"got {groups}")
+    rest = list(input.shape[2:])
+    return input.reshape(n, groups, c // groups, *rest).transpose(1, 2).reshape(n, c, *rest)
+
+
+native_channel_shuffle = channel_shuffle
+
+
+def _deprecated(fn):
+    _warnings.warn(f"nn.functional.{fn} is deprecated. Use nn.functional.interpolate instead.", stacklevel=3)
+
+
+def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
+    _deprecated("upsample")
+    return interpolate(input, size, scale_factor, mode, align_corners)
+
+
+def upsample_nearest(input, size=None, scale_factor=None):
+    _deprecated("upsample_nearest")
+    return interpolate(input, size, scale_factor, mode="nearest")
+
+
+def upsample_bilinear(input, size=None, scale_factor=None):
+    _deprecated("upsample_bilinear")
+    return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
+
+
+def adaptive_avg_pool1d(input, output_size):
+    """adaptive_avg_pool2d over (*, C, 1, L)."""
+    if input.ndim not in (2, 3):
+        raise RuntimeError(f"adaptive_avg_pool1d: expected a 2-D (C, L) or 3-D (N, C, L) input, got "
+                           f"{input.ndim}-D")
+    o = output_size if isinstance(output_size, numbers.Integral) else output_size[0]
+    x = input.unsqueeze(-2)
+    y = adaptive_avg_pool2d(x if x.ndim == 4 else x.unsqueeze(0), (1, o)).squeeze(-2)
+    return y if input.ndim == 3 else y.squeeze(0)
+
+
+def _check_p(p):
+    if p < 0.0 or p > 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+
+
+def _feature_noise(input, p, batched):
+    """Bernoulli(1 - p) per channel (dim 1, or 0 unbatched), as the input's dtype, broadcast over the
+    features."""
+    lead = 2 if batched else 1
+    shape = list(input.shape[:lead]) + [1] * (input.ndim - lead)
+    return _bernoulli(_CR.full(shape, 1.0 - p, dtype=input.dtype, device=input.device))
+
+
+def _feature_dropout(input, p, training, inplace, batched):
+    _check_p(p)
+    if not training or p == 0:
+        return input
+    out = input * 0.0 if p == 1 else input * (_feature_noise(input, p, batched) / (1.0 - p))
+    return _inplace(input, out) if inplace else out
+
+
+def _feature_dims(input, dims, fn):
+    if input.ndim not in (dims + 1, dims + 2):
+        raise RuntimeError(f"{fn}: Expected {dims + 1}D or {dims + 2}D input, but received a {input.ndim}D input. "
+                           f"Note that {fn} exists to provide channel-wise dropout on inputs with {dims} spatial "
+                           f"dimension(s), a channel dimension, and an optional batch dimension")
+    return input.ndim == dims + 2
+
+
+def dropout1d(input, p=0.5, training=True, inplace=False):
+    return _feature_dropout(input, p, training, inplace, _feature_dims(input, 1, "dropout1d"))
+
+
+def dropout2d(input, p=0.5, training=True, inplace=False):
+    # torch 1.13 reads a 3-D input as (N, C, L) (1-d channel dropout), with a warning
+    if input.ndim not in (3, 4):
+        _feature_dims(input, 2, "dropout2d")
+    return _feature_dropout(input, p, training, inplace, True)
+
+
+def dropout3d(input, p=0.5, training=True, inplace=False):
+    return _feature_dropout(input, p, training, inplace, _feature_dims(input, 3, "dropout3d"))
+
+
+_ALPHA_PRIME = 1.7580993408473766  # SELU's scale * alpha: the value a dropped unit takes is -this
+
+
+def _alpha_dropout(input, p, training, inplace, feature):
+    """Dropped units set to SELU's negative saturation, then an affine map a x + b that keeps zero mean
+    and unit variance (torch's formula)."""
+    _check_p(p)
+    if not training or p == 0:
+        return input
+    if p == 1:
+        out = input * 0.0
+    else:
+        if feature:
+            if input.ndim < 2:
+                raise RuntimeError("feature_alpha_dropout: expected an input of at least 2 dims (N, C, *)")
+            noise = _feature_noise(input, p, True)
+        else:
+            noise = _bernoulli(_CR.full_like(input, 1.0 - p))
+        a = 1.0 / math.sqrt((_ALPHA_PRIME ** 2 * p + 1) * (1 - p))
+        b = (noise - 1) * (_ALPHA_PRIME * a) + _ALPHA_PRIME * a * p
+        out = input * (noise * a) + b
+    return _inplace(input, out) if inplace else out
+
+
+def alpha_dropout(input, p=0.5, training=False, inplace=False):
+    return _alpha_dropout(input, p, training, inplace, False)
+
+
+def feature_alpha_dropout(input, p=0.5, training=False, inplace=False):
+    return _alpha_dropout(input, p, training, inplace, True)
+
+
+def _lp_finish(out, norm_type, taps):
+    # torch's sign(out) * relu(|out|): out itself, with the same (zero-at-zero) gradient
+    return (F.sign(out) * relu(F.abs(out)) * taps).pow(1.0 / norm_type)
+
+
+def lp_pool1d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    """(sum over the window of x^p)^(1/p), as the window's mean of x^p times its size."""
+    k = kernel_size if isinstance(kernel_size, numbers.Integral) else kernel_size[0]
+    out = avg_pool1d(input.pow(norm_type), k, k if stride is None else stride, 0, ceil_mode)
+    return _lp_finish(out, norm_type, k)
+
+
+def lp_pool2d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    kh, kw = _pair(kernel_size, "kernel_size", "lp_pool2d")
+    out = avg_pool2d(input.pow(norm_type), (kh, kw), (kh, kw) if stride is None else stride, 0, ceil_mode)
+    return _lp_finish(out, norm_type, kh * kw)

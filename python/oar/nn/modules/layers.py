@@ -392,9 +392,6 @@ class Dropout(Module):
         return f"p={self.p}, inplace={self.inplace}"
 
 
-Dropout2d = Dropout1d = Dropout
-
-
 def _activation(name, fn, params=(), repr_fmt=""):
     def __init__(self, *args, **kwargs):
         Module.__init__(self)
