@@ -3,3 +3,4 @@ from .layers import *  # noqa: F401,F403
 from .rnn import GRU, LSTM, RNN, RNNBase, GRUCell, LSTMCell, RNNCell, RNNCellBase  # noqa: F401
 from .transformer import (MultiheadAttention, Transformer, TransformerDecoder, TransformerDecoderLayer,  # noqa: F401
                           TransformerEncoder, TransformerEncoderLayer)
+from .loss_more import *  # noqa: F401,F403
