@@ -225,3 +225,53 @@ def test_bad_input_is_a_clear_error():
         F.pdist(x[0])
     with pytest.raises(ValueError, match="margin to be greater than 0"):
         oar.nn.TripletMarginWithDistanceLoss(margin=0)
+
+
+BAG_IDX = np.array([3, 3, 7, 0, 2, 9, 2, 5, 2], np.int64)  # a row twice in one bag; padding 2 fills bag 2 [4:5]
+BAG_OFF = np.array([0, 3, 3, 4, 5], np.int64)               # bag 1 is empty
+# name -> (inputs, call(lib, *tensors, mode=...), gradient inputs): every mode runs each
+BAGS = {
+    "2d": ([ints(10, 3, 4), f32(10, 4)], lambda L, i, w, **m: L.nn.functional.embedding_bag(i, w, **m), (1,)),
+    "offsets": ([BAG_IDX, f32(10, 4), BAG_OFF], lambda L, i, w, o, **m: L.nn.functional.embedding_bag(i, w, o, **m),
+                (1,)),
+    "last_offset": ([BAG_IDX, f32(10, 4), np.array([0, 2, 2, 6, 9], np.int64)],
+                    lambda L, i, w, o, **m: L.nn.functional.embedding_bag(i, w, o, include_last_offset=True, **m),
+                    (1,)),
+    "padding": ([BAG_IDX, f32(10, 4), BAG_OFF],
+                lambda L, i, w, o, **m: L.nn.functional.embedding_bag(i, w, o, padding_idx=2, **m), (1,)),
+    "padding_negative_2d": ([np.array([[9, 1, 9], [9, 9, 9], [4, 9, 0]], np.int64), f32(10, 3)],
+                            lambda L, i, w, **m: L.nn.functional.embedding_bag(i, w, padding_idx=-1, **m), (1,)),
+}
+
+
+@pytest.mark.parametrize("mode", ["sum", "mean", "max"])
+@pytest.mark.parametrize("name", sorted(BAGS))
+def test_embedding_bag_matches_torch(torch, name, mode):
+    arrays, call, grad = BAGS[name]
+    _check(torch, f"embedding_bag {name} {mode}", arrays, lambda L, *ts: call(L, *ts, mode=mode), grad)
+
+
+def test_embedding_bag_per_sample_weights_and_module(torch):
+    w = f32(10, 4)
+    _check(torch, "per_sample_weights", [BAG_IDX, w, BAG_OFF, pos(9)],
+           lambda L, i, w, o, p: L.nn.functional.embedding_bag(i, w, o, mode="sum", per_sample_weights=p), (1, 3))
+    for kw in ({}, {"mode": "max", "padding_idx": -2}, {"mode": "sum", "include_last_offset": True, "norm_type": 1.0}):
+        o_m = oar.nn.EmbeddingBag.from_pretrained(oar.tensor(w), freeze=False, **kw)
+        t_m = torch.nn.EmbeddingBag.from_pretrained(torch.tensor(w), freeze=False, **kw)
+        assert repr(o_m) == repr(t_m)
+        _check(torch, repr(t_m), [BAG_IDX, BAG_OFF],
+               lambda L, i, o: (o_m if L is oar else t_m)(i, o), ())
+        o_m(oar.tensor(BAG_IDX), oar.tensor(BAG_OFF)).sum().backward()
+        t_m(torch.tensor(BAG_IDX), torch.tensor(BAG_OFF)).sum().backward()
+        np.testing.assert_allclose(o_m.weight.grad.numpy(), t_m.weight.grad.numpy(), rtol=1e-5, atol=1e-6)
+    m = oar.nn.EmbeddingBag(30, 5, padding_idx=3)
+    assert repr(m) == repr(torch.nn.EmbeddingBag(30, 5, padding_idx=3)) == "EmbeddingBag(30, 5, mode=mean, padding_idx=3)"
+    weight = m.weight.detach().numpy()
+    assert not weight[3].any() and abs(weight.std() - 1) < 0.3  # torch's init: normal, the padding row zero
+    with pytest.raises(NotImplementedError, match="only supported for mode='sum'"):
+        oar.nn.functional.embedding_bag(oar.tensor(BAG_IDX), oar.tensor(w), oar.tensor(BAG_OFF),
+                                        per_sample_weights=oar.tensor(pos(9)))
+    with pytest.raises(ValueError, match="offsets has to be None"):
+        oar.nn.functional.embedding_bag(oar.tensor(ints(10, 2, 3)), oar.tensor(w), oar.tensor(BAG_OFF))
+    with pytest.raises(ValueError, match="needs offsets"):
+        oar.nn.functional.embedding_bag(oar.tensor(BAG_IDX), oar.tensor(w))

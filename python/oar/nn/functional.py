@@ -1001,3 +1001,56 @@ def bilinear(input1, input2, weight, bias=None):
     if bias is not None:
         out = out + bias
     return out.reshape(*lead, weight.shape[0])
+
+
+def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale_grad_by_freq=False, mode="mean",
+                  sparse=False, per_sample_weights=None, include_last_offset=False, padding_idx=None):
+    """torch's bags of embeddings: bag b holds input[offsets[b]:offsets[b+1]] (or each row of a 2D
+    input); entries equal to padding_idx are left out; an empty bag gives zeros. Composed as a
+    (bags x entries) membership matrix times the looked-up rows, or a masked max over them."""
+    if max_norm is not None:
+        raise NotImplementedError("embedding_bag: max_norm is not offered (it renormalizes weight in place)")
+    if mode not in ("sum", "mean", "max"):
+        raise ValueError(f"embedding_bag: mode has to be one of sum, mean or max, got {mode!r}")
+    if per_sample_weights is not None and mode != "sum":
+        raise NotImplementedError(f"embedding_bag: per_sample_weights was not None. per_sample_weights is only "
+                                  f"supported for mode='sum' (got mode='{mode}')")
+    if per_sample_weights is not None and tuple(per_sample_weights.shape) != tuple(input.shape):
+        raise ValueError(f"embedding_bag: expected per_sample_weights of the input's shape {list(input.shape)}, "
+                         f"got {list(per_sample_weights.shape)}")
+    if input.ndim == 2:
+        if offsets is not None:
+            raise ValueError("embedding_bag: if input is 2D, then offsets has to be None, as input is treated as a "
+                             "mini-batch of fixed length sequences")
+        offsets = _CR.arange(0, input.numel(), input.shape[1])
+        include_last_offset = False
+    elif input.ndim == 1:
+        if offsets is None or offsets.ndim != 1:
+            raise ValueError("embedding_bag: a 1D input needs offsets, a 1D tensor of the bags' starts")
+    else:
+        raise ValueError(f"embedding_bag: input has to be 1D or 2D, got {input.ndim}D")
+    if padding_idx is not None and padding_idx < 0:
+        padding_idx += weight.shape[0]
+    idx = input.reshape(-1)
+    n, dt = idx.shape[0], weight.dtype
+    starts = offsets[:-1] if include_last_offset else offsets
+    pos = _CR.arange(n).unsqueeze(0)
+    after = (pos >= starts.unsqueeze(1)).to(D.int64)   # [bags, n]: entry i lies at or past bag b's start
+    member = after - F.cat([after[1:], _CR.zeros(1, n, dtype=D.int64)], 0)  # past b's start, not past b+1's
+    if include_last_offset:
+        member = member * (pos < offsets[-1:].unsqueeze(1)).to(D.int64)
+    keep = member.to(D.bool_)
+    if padding_idx is not None:
+        keep = F.logical_and(keep, (idx != padding_idx).unsqueeze(0))
+    rows = weight.index_select(0, idx)                  # [n, dim]
+    if mode == "max":
+        big = F.where(keep.unsqueeze(2), rows.unsqueeze(0), _CR.full((1, 1, 1), -math.inf, dtype=dt))
+        full = keep.any(1, keepdim=True)
+        return F.where(full, F.amax(big, 1), _CR.zeros(1, 1, dtype=dt))
+    m = keep.to(dt)
+    if per_sample_weights is not None:
+        m = m * per_sample_weights.reshape(1, n).to(dt)
+    out = m @ rows
+    if mode == "mean":
+        out = out / F.clamp_min(keep.to(dt).sum(1, keepdim=True), 1)
+    return out
