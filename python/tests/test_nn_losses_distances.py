@@ -265,7 +265,8 @@ def test_embedding_bag_per_sample_weights_and_module(torch):
         t_m(torch.tensor(BAG_IDX), torch.tensor(BAG_OFF)).sum().backward()
         np.testing.assert_allclose(o_m.weight.grad.numpy(), t_m.weight.grad.numpy(), rtol=1e-5, atol=1e-6)
     m = oar.nn.EmbeddingBag(30, 5, padding_idx=3)
-    assert repr(m) == repr(torch.nn.EmbeddingBag(30, 5, padding_idx=3)) == "EmbeddingBag(30, 5, mode=mean, padding_idx=3)"
+    assert repr(m) == repr(torch.nn.EmbeddingBag(30, 5, padding_idx=3)) == \
+        "EmbeddingBag(30, 5, mode=mean, padding_idx=3)"
     weight = m.weight.detach().numpy()
     assert not weight[3].any() and abs(weight.std() - 1) < 0.3  # torch's init: normal, the padding row zero
     with pytest.raises(NotImplementedError, match="only supported for mode='sum'"):

@@ -913,7 +913,8 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
     if weight is not None:
         h = h * weight.to(rows.dtype).index_select(0, tgt.reshape(-1)).unsqueeze(1)
     loss = h.sum(1) / c
-    return _reduce(loss.reshape(target.shape) if input.ndim == 1 else loss, r)  # torch's: a 1D input keeps the target's shape
+    # torch's: the losses of a 1D input take the target's shape
+    return _reduce(loss.reshape(target.shape) if input.ndim == 1 else loss, r)
 
 
 def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):

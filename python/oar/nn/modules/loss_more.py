@@ -113,7 +113,8 @@ class TripletMarginWithDistanceLoss(_Loss):
     def __init__(self, *, distance_function=None, margin=1.0, swap=False, reduction="mean"):
         super().__init__(None, None, reduction)
         if margin <= 0:
-            raise ValueError(f"TripletMarginWithDistanceLoss: expected margin to be greater than 0, got {margin} instead")
+            raise ValueError(f"TripletMarginWithDistanceLoss: expected margin to be greater than 0, "
+                             f"got {margin} instead")
         self.distance_function = distance_function if distance_function is not None else PairwiseDistance()
         self.margin, self.swap = margin, swap
 
