@@ -1090,3 +1090,217 @@ def lp_pool2d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
     kh, kw = _pair(kernel_size, "kernel_size", "lp_pool2d")
     out = avg_pool2d(input.pow(norm_type), (kh, kw), (kh, kw) if stride is None else stride, 0, ceil_mode)
     return _lp_finish(out, norm_type, kh * kw)
+
+
+# ---- losses and distances (nnloss)
+# torch 1.13's formulas (aten/src/ATen/native/Loss.cpp, Distance.cpp, torch/nn/functional.py) composed from
+# differentiable oar ops, so autograd gives their gradients.
+
+def _same_ndim(fn, **tensors):
+    dims = {k: t.ndim for k, t in tensors.items()}
+    if len(set(dims.values())) != 1:
+        raise RuntimeError(f"{fn}: expected inputs with the same number of dimensions, got "
+                           + ", ".join(f"{k}: {d}D" for k, d in dims.items()))
+
+
+def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    return _reduce(softplus(-target * input), _reduction(reduction, size_average, reduce))
+
+
+def margin_ranking_loss(input1, input2, target, margin=0, size_average=None, reduce=None, reduction="mean"):
+    _same_ndim("margin_ranking_loss", input1=input1, input2=input2, target=target)
+    loss = F.clamp_min(-target * (input1 - input2) + margin, 0)
+    return _reduce(loss, _reduction(reduction, size_average, reduce))
+
+
+def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None, reduction="mean"):
+    zero = _CR.zeros_like(input)
+    loss = F.where(target != 1, F.clamp_min(margin - input, 0), zero) + F.where(target != -1, input, zero)
+    return _reduce(loss, _reduction(reduction, size_average, reduce))
+
+
+def cosine_embedding_loss(input1, input2, target, margin=0, size_average=None, reduce=None, reduction="mean"):
+    if input1.ndim not in (1, 2) or tuple(input1.shape) != tuple(input2.shape):
+        raise RuntimeError(f"cosine_embedding_loss: expected two 1D or 2D inputs of one shape, got "
+                           f"{list(input1.shape)} and {list(input2.shape)}")
+    d = input1.ndim - 1
+    eps = 1e-12  # torch's EPSILON on the squared magnitudes
+    cos = (input1 * input2).sum(d) / F.sqrt(((input1 * input1).sum(d) + eps) * ((input2 * input2).sum(d) + eps))
+    zero = _CR.zeros_like(cos)
+    loss = F.where(target == 1, 1 - cos, zero) + F.where(target == -1, F.clamp_min(cos - margin, 0), zero)
+    return _reduce(loss, _reduction(reduction, size_average, reduce))
+
+
+def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
+    loss = -(target * logsigmoid(input) + (1 - target) * logsigmoid(-input))
+    if weight is not None:
+        loss = loss * weight
+    loss = loss.sum(input.ndim - 1) / input.shape[-1]
+    return _reduce(loss, _reduction(reduction, size_average, reduce))
+
+
+def _rows(input, fn):
+    """(C,) or (N, C) scores as (N, C)"""
+    if input.ndim not in (1, 2):
+        raise ValueError(f"{fn}: expected a 1D or 2D input (C) or (N, C), got {input.ndim}D; "
+                         f"reshape the scores to (N, C)")
+    return input.unsqueeze(0) if input.ndim == 1 else input
+
+
+def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=None, reduce=None, reduction="mean"):
+    if p not in (1, 2):
+        raise ValueError(f"multi_margin_loss: only p == 1 and p == 2 supported, got p={p}")
+    r = _reduction(reduction, size_average, reduce)
+    rows = _rows(input, "multi_margin_loss")
+    n, c = rows.shape
+    if target.numel() != n or target.ndim > 1:
+        raise ValueError(f"multi_margin_loss: expected one class index per sample ({n}), got a target of shape "
+                         f"{list(target.shape)}")
+    tgt = target.reshape(n, 1)
+    z = F.clamp_min(rows - rows.gather(1, tgt) + margin, 0)
+    h = (z if p == 1 else z * z) * (1 - one_hot(tgt.reshape(-1), c).to(rows.dtype))  # the target's own term is out
+    if weight is not None:
+        h = h * weight.to(rows.dtype).index_select(0, tgt.reshape(-1)).unsqueeze(1)
+    loss = h.sum(1) / c
+    # torch's: the losses of a 1D input take the target's shape
+    return _reduce(loss.reshape(target.shape) if input.ndim == 1 else loss, r)
+
+
+def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    r = _reduction(reduction, size_average, reduce)
+    rows = _rows(input, "multilabel_margin_loss")
+    if tuple(target.shape) != tuple(input.shape):
+        raise ValueError(f"multilabel_margin_loss: expected a target of the input's shape {list(input.shape)}, "
+                         f"got {list(target.shape)}")
+    tgt = target.reshape(rows.shape)
+    n, c = rows.shape
+    valid = (tgt == -1).to(D.int64).cumsum(1) == 0  # the targets before the first -1
+    safe = F.where(valid, tgt, _CR.zeros_like(tgt))
+    fvalid = valid.to(rows.dtype)
+    is_target = F.clamp_max((one_hot(safe, c).to(rows.dtype) * fvalid.unsqueeze(2)).sum(1), 1)
+    xy = rows.gather(1, safe)                    # score of each target j
+    pair = F.clamp_min(1 - xy.unsqueeze(2) + rows.unsqueeze(1), 0)  # [n, j, i]
+    loss = (pair * fvalid.unsqueeze(2) * (1 - is_target).unsqueeze(1)).sum(2).sum(1) / c
+    return _reduce(loss if input.ndim == 2 else loss.reshape(()), r)
+
+
+def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"):
+    if tuple(var.shape) != tuple(input.shape):
+        if tuple(input.shape[:-1]) == tuple(var.shape):
+            var = var.unsqueeze(-1)  # one variance per sample: homoscedastic
+        elif not (tuple(input.shape[:-1]) == tuple(var.shape[:-1]) and var.shape[-1] == 1):
+            raise ValueError("var is of incorrect size")
+    r = _reduction(reduction)
+    if bool((var < 0).any()):
+        raise ValueError("var has negative entry/entries")
+    var = var + (F.clamp_min(var, eps) - var).detach()  # torch clamps under no_grad: the gradient passes through
+    loss = 0.5 * (F.log(var) + (input - target) ** 2 / var)
+    if full:
+        loss = loss + 0.5 * math.log(2 * math.pi)
+    return _reduce(loss, r)
+
+
+def poisson_nll_loss(input, target, log_input=True, full=False, size_average=None, eps=1e-8, reduce=None,
+                     reduction="mean"):
+    r = _reduction(reduction, size_average, reduce)
+    loss = F.exp(input) - target * input if log_input else input - target * F.log(input + eps)
+    if full:  # Stirling's approximation of log(target!), for targets above 1
+        big = target > 1
+        t = F.where(big, target, _CR.ones_like(target))
+        loss = loss + F.where(big, t * F.log(t) - t + 0.5 * F.log(2 * math.pi * t), _CR.zeros_like(t))
+    return _reduce(loss, r)
+
+
+def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
+    return F.norm(x1 - x2 + eps, p, builtins.max(x1.ndim, x2.ndim) - 1, keepdim)
+
+
+def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, swap=False, size_average=None,
+                        reduce=None, reduction="mean"):
+    _same_ndim("triplet_margin_loss", anchor=anchor, positive=positive, negative=negative)
+    return _triplet(anchor, positive, negative, lambda a, b: pairwise_distance(a, b, p, eps), margin, swap,
+                    _reduction(reduction, size_average, reduce))
+
+
+def _triplet(anchor, positive, negative, dist, margin, swap, r):
+    d_pos, d_neg = dist(anchor, positive), dist(anchor, negative)
+    if swap:
+        d_neg = F.minimum(d_neg, dist(positive, negative))
+    return _reduce(F.clamp_min(margin + d_pos - d_neg, 0), r)
+
+
+def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_function=None, margin=1.0, swap=False,
+                                      reduction="mean"):
+    _same_ndim("triplet_margin_with_distance_loss", anchor=anchor, positive=positive, negative=negative)
+    return _triplet(anchor, positive, negative, distance_function or pairwise_distance, margin, swap,
+                    _reduction(reduction))
+
+
+def pdist(input, p=2):
+    from .._compositions import pdist as _pdist  # torch.pdist, already a composition of the package
+    if input.ndim != 2:
+        raise RuntimeError(f"pdist only supports 2D tensors, got: {input.ndim}D")
+    return _pdist(input, p)
+
+
+def bilinear(input1, input2, weight, bias=None):
+    """y = x1^T A x2 + b over the last dimension; any leading dimensions."""
+    lead = tuple(input1.shape[:-1])
+    x1, x2 = input1.reshape(-1, input1.shape[-1]), input2.reshape(-1, input2.shape[-1])
+    out = (F.einsum("bi,oij->boj", x1, weight) * x2.unsqueeze(1)).sum(2)
+    if bias is not None:
+        out = out + bias
+    return out.reshape(*lead, weight.shape[0])
+
+
+def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale_grad_by_freq=False, mode="mean",
+                  sparse=False, per_sample_weights=None, include_last_offset=False, padding_idx=None):
+    """torch's bags of embeddings: bag b holds input[offsets[b]:offsets[b+1]] (or each row of a 2D
+    input); entries equal to padding_idx are left out; an empty bag gives zeros. Composed as a
+    (bags x entries) membership matrix times the looked-up rows, or a masked max over them."""
+    if max_norm is not None:
+        raise NotImplementedError("embedding_bag: max_norm is not offered (it renormalizes weight in place)")
+    if mode not in ("sum", "mean", "max"):
+        raise ValueError(f"embedding_bag: mode has to be one of sum, mean or max, got {mode!r}")
+    if per_sample_weights is not None and mode != "sum":
+        raise NotImplementedError(f"embedding_bag: per_sample_weights was not None. per_sample_weights is only "
+                                  f"supported for mode='sum' (got mode='{mode}')")
+    if per_sample_weights is not None and tuple(per_sample_weights.shape) != tuple(input.shape):
+        raise ValueError(f"embedding_bag: expected per_sample_weights of the input's shape {list(input.shape)}, "
+                         f"got {list(per_sample_weights.shape)}")
+    if input.ndim == 2:
+        if offsets is not None:
+            raise ValueError("embedding_bag: if input is 2D, then offsets has to be None, as input is treated as a "
+                             "mini-batch of fixed length sequences")
+        offsets = _CR.arange(0, input.numel(), input.shape[1])
+        include_last_offset = False
+    elif input.ndim == 1:
+        if offsets is None or offsets.ndim != 1:
+            raise ValueError("embedding_bag: a 1D input needs offsets, a 1D tensor of the bags' starts")
+    else:
+        raise ValueError(f"embedding_bag: input has to be 1D or 2D, got {input.ndim}D")
+    if padding_idx is not None and padding_idx < 0:
+        padding_idx += weight.shape[0]
+    idx = input.reshape(-1)
+    n, dt = idx.shape[0], weight.dtype
+    starts = offsets[:-1] if include_last_offset else offsets
+    pos = _CR.arange(n).unsqueeze(0)
+    after = (pos >= starts.unsqueeze(1)).to(D.int64)   # [bags, n]: entry i lies at or past bag b's start
+    member = after - F.cat([after[1:], _CR.zeros(1, n, dtype=D.int64)], 0)  # past b's start, not past b+1's
+    if include_last_offset:
+        member = member * (pos < offsets[-1:].unsqueeze(1)).to(D.int64)
+    keep = member.to(D.bool_)
+    if padding_idx is not None:
+        keep = F.logical_and(keep, (idx != padding_idx).unsqueeze(0))
+    rows = weight.index_select(0, idx)                  # [n, dim]
+    if mode == "max":
+        big = F.where(keep.unsqueeze(2), rows.unsqueeze(0), _CR.full((1, 1, 1), -math.inf, dtype=dt))
+        full = keep.any(1, keepdim=True)
+        return F.where(full, F.amax(big, 1), _CR.zeros(1, 1, dtype=dt))
+    m = keep.to(dt)
+    if per_sample_weights is not None:
+        m = m * per_sample_weights.reshape(1, n).to(dt)
+    out = m @ rows
+    if mode == "mean":
+        out = out / F.clamp_min(keep.to(dt).sum(1, keepdim=True), 1)
+    return out

@@ -4,3 +4,4 @@ from .rnn import GRU, LSTM, RNN, RNNBase, GRUCell, LSTMCell, RNNCell, RNNCellBas
 from .transformer import (MultiheadAttention, Transformer, TransformerDecoder, TransformerDecoderLayer,  # noqa: F401
                           TransformerEncoder, TransformerEncoderLayer)
 from .activation_shape import *  # noqa: F401,F403
+from .loss_more import *  # noqa: F401,F403
