@@ -1176,6 +1176,146 @@ def poisson(input, generator=None):
     raise NotImplementedError("torch.poisson is not offered")
 
 
+# ---- more of torch's top-level functions
+import collections as _collections  # noqa: E402
+import itertools as _itertools  # noqa: E402
+
+_AminMax = _collections.namedtuple("aminmax", ["min", "max"])
+_Frexp = _collections.namedtuple("frexp", ["mantissa", "exponent"])
+
+
+@_export
+def aminmax(input, *, dim=None, keepdim=False):
+    """(min, max) over dim (all elements when None), as two reductions"""
+    if dim is None:
+        if keepdim:
+            return _AminMax(F.amin(input, tuple(range(input.ndim)), True), F.amax(input, tuple(range(input.ndim)), True))
+        return _AminMax(F.amin(input.reshape(-1), 0), F.amax(input.reshape(-1), 0))
+    return _AminMax(F.amin(input, dim, keepdim), F.amax(input, dim, keepdim))
+
+
+@_export
+def argwhere(input):
+    """the indices of the non-zero elements, one row each (nonzero's layout)"""
+    return F.nonzero(input)
+
+
+@_export
+def combinations(input, r=2, with_replacement=False):
+    """the r-element combinations of a 1-d tensor's elements, one per row, in itertools' order"""
+    if input.ndim != 1:
+        raise RuntimeError(f"Expect a 1D vector, but got shape {list(input.shape)}")
+    if r < 0:
+        raise RuntimeError(f"Expect a non-negative number, but got {r}")
+    if r == 0:
+        return C.empty(0, dtype=input.dtype)
+    pick = _itertools.combinations_with_replacement if with_replacement else _itertools.combinations
+    rows = list(pick(range(input.shape[0]), r))
+    if not rows:
+        return C.empty(0, r, dtype=input.dtype)
+    index = C.tensor([i for row in rows for i in row], dtype=D.int64)
+    return F.index_select(input, 0, index).reshape(len(rows), r)
+
+
+@_export
+def copysign(input, other):
+    """|input| with other's sign (-0.0 counts as negative), a float result"""
+    x = _float(input)
+    neg = signbit(other) if _is_t(other) else (math.copysign(1.0, other) < 0)
+    if not _is_t(neg):
+        return F.neg(F.abs(x)) if neg else F.abs(x)
+    return F.where(neg, F.neg(F.abs(x)), F.abs(x))
+
+
+@_export
+def frexp(input):
+    """(mantissa in [0.5, 1) in magnitude, int32 exponent) with input = mantissa * 2**exponent; 0 gives
+    (0, 0). Normal and subnormal floats; inf and nan keep their value with exponent 0."""
+    if not input.dtype.is_floating_point:
+        raise RuntimeError("torch.frexp() only supports floating-point dtypes")
+    a = F.abs(input)
+    finite = F.logical_and(isfinite(input), F.ne(input, 0))
+    safe = F.where(finite, a, _scalar_like(1.0, a))
+    e = F.add(F.floor(F.log2(safe)), 1)
+    m = F.div(input, F.pow(_scalar_like(2.0, e), e))
+    # log2's rounding may put a power of two one step off: bring the magnitude into [0.5, 1)
+    big = F.ge(F.abs(m), 1)
+    m, e = F.where(big, F.mul(m, 0.5), m), F.where(big, F.add(e, 1), e)
+    small = F.logical_and(F.lt(F.abs(m), 0.5), finite)
+    m, e = F.where(small, F.mul(m, 2.0), m), F.where(small, F.sub(e, 1), e)
+    m = F.where(finite, m, input)
+    e = F.where(finite, e, _scalar_like(0.0, e))
+    return _Frexp(m, e.to(D.int32))
+
+
+@_export
+def ldexp(input, other):
+    """input * 2**other"""
+    x = _float(input)
+    two = _scalar_like(2.0, x)
+    return F.mul(x, F.pow(two, other.to(x.dtype) if _is_t(other) else float(other)))
+
+
+@_export
+def addr(input, vec1, vec2, *, beta=1, alpha=1):
+    """beta * input + alpha * outer(vec1, vec2)"""
+    return _beta_alpha(input, F.outer(vec1, vec2), beta, alpha)
+
+
+@_export
+def addbmm(input, batch1, batch2, *, beta=1, alpha=1):
+    """beta * input + alpha * the sum over the batch of batch1[i] @ batch2[i]"""
+    return _beta_alpha(input, F.sum(F.bmm(batch1, batch2), 0), beta, alpha)
+
+
+@_export
+def renorm(input, p, dim, maxnorm):
+    """each slice along dim whose p-norm exceeds maxnorm scaled down to norm maxnorm"""
+    d = dim % input.ndim
+    others = tuple(i for i in range(input.ndim) if i != d)
+    norm = F.pow(F.sum(F.pow(F.abs(input), p), others, True), 1.0 / p)
+    factor = F.where(F.gt(norm, maxnorm), F.div(maxnorm, F.add(norm, 1e-7)), _scalar_like(1.0, norm))
+    return F.mul(input, factor)
+
+
+@_export
+def cumulative_trapezoid(y, x=None, *, dx=None, dim=-1):
+    """the running trapezoid-rule integral along dim (one element shorter than y)"""
+    n = y.shape[dim]
+    left, right = F.narrow(y, dim, 0, n - 1), F.narrow(y, dim, 1, n - 1)
+    if x is not None:
+        step = F.diff(x, dim=dim if x.ndim == y.ndim else -1)
+        return F.cumsum(F.mul(F.mul(F.add(left, right), step), 0.5), dim)
+    return F.mul(F.cumsum(F.add(left, right), dim), 0.5 * (1.0 if dx is None else dx))
+
+
+@_export
+def is_nonzero(input):
+    """the truth of a one-element tensor"""
+    if input.numel() == 0:
+        raise RuntimeError("Boolean value of Tensor with no values is ambiguous")
+    if input.numel() > 1:
+        raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
+    return builtins.bool(input.reshape(-1)[0].item() != 0)
+
+
+@_export
+def is_same_size(input, other):
+    return tuple(input.shape) == tuple(other.shape)
+
+
+@_export
+def is_signed(input):
+    return input.dtype not in (D.uint8, D.bool_)
+
+
+@_export
+def positive(input):
+    if input.dtype is D.bool_:
+        raise RuntimeError("The `+` operator, on a bool tensor is not supported.")
+    return input
+
+
 # Tensor methods of the same names (those Tensor does not have yet), and the in-place forms
 _METHODS = ["cholesky_solve", "cholesky_inverse", "triangular_solve", "matrix_exp", "svd", "qr", "pinverse",
             "lu_solve", "angle", "isnan", "isinf", "isposinf", "isneginf", "isfinite", "isreal", "signbit", "nan_to_num", "nansum",
@@ -1187,10 +1327,13 @@ _METHODS = ["cholesky_solve", "cholesky_inverse", "triangular_solve", "matrix_ex
             "isclose", "allclose", "equal", "isin", "bincount", "unique_consecutive", "kthvalue", "median", "msort",
             "scatter_reduce", "masked_scatter", "as_strided", "cross", "cov", "corrcoef", "det", "logdet", "slogdet",
             "inverse", "cholesky",
-            "quantile", "nanquantile", "nanmedian", "logcumsumexp", "bernoulli", "multinomial", "hsplit", "vsplit", "dsplit"]
+            "quantile", "nanquantile", "nanmedian", "logcumsumexp", "bernoulli", "multinomial", "hsplit", "vsplit", "dsplit",
+            "aminmax", "argwhere", "copysign", "frexp", "ldexp", "addr", "addbmm", "renorm", "is_nonzero",
+            "is_same_size", "is_signed", "positive"]
 _INPLACE = ["nan_to_num", "reciprocal", "tan", "deg2rad", "rad2deg", "frac", "hypot", "logit", "xlogy",
             "sinc", "sgn", "heaviside", "float_power", "logical_xor", "lerp", "addcmul", "addcdiv", "addmv",
-            "baddbmm", "index_add", "index_fill", "index_copy", "scatter", "scatter_reduce", "masked_scatter", "fmax", "fmin"]
+            "baddbmm", "index_add", "index_fill", "index_copy", "scatter", "scatter_reduce", "masked_scatter", "fmax", "fmin",
+            "copysign", "ldexp", "addr", "addbmm", "renorm"]
 
 
 def add_methods(tensor_class, inplace):

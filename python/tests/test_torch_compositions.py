@@ -278,6 +278,24 @@ CASES = {
     "cross": ([f32(4, 3), f32(4, 3)], lambda L, a, b: L.cross(a, b), True),
     "cross_dim_broadcast": ([f32(3, 5), f32(3, 1)], lambda L, a, b: L.cross(a, b, dim=0), True),
     "linalg_cross": ([f32(2, 3, 3), f32(2, 1, 3)], lambda L, a, b: L.linalg.cross(a, b), True),
+    "aminmax": ([f32(3, 5)], lambda L, x: L.stack(list(L.aminmax(x, dim=1))), False),  # torch: no derivative
+    "aminmax_all_keepdim": ([f32(2, 3)], lambda L, x: L.cat([t.reshape(-1) for t in L.aminmax(x, keepdim=True)]), False),
+    "aminmax_method": ([f32(4)], lambda L, x: L.stack(list(x.aminmax())), False),
+    "argwhere": ([np.array([[0.0, 1.0, 0.0], [2.0, 0.0, 3.0]], np.float32)], lambda L, x: L.argwhere(x), False),
+    "combinations": ([f32(4)], lambda L, x: L.combinations(x), True),
+    "combinations_r3_repl": ([f32(3)], lambda L, x: L.combinations(x, 3, with_replacement=True), True),
+    "copysign": ([f32(3, 4)], lambda L, x: L.copysign(x, L.tensor([1.0, -1.0, 0.0, -0.0])), True),
+    "copysign_scalar_int": ([ints(5, 4)], lambda L, x: L.copysign(x, -2.0), False),
+    "frexp": ([np.array([0.0, 1.0, -3.5, 0.5, 1024.0, 1e-30, 7.25e20, -0.75], np.float32)],
+              lambda L, x: L.stack([L.frexp(x).mantissa, L.frexp(x).exponent.to(L.float32)]), False),
+    "ldexp": ([f32(2, 3), ints(5, 2, 3)], lambda L, x, e: L.ldexp(x, e), True),
+    "addr": ([f32(3, 4), f32(3), f32(4)], lambda L, m, a, b: L.addr(m, a, b, beta=0.5, alpha=2.0), True),
+    "addbmm": ([f32(3, 4), f32(2, 3, 5), f32(2, 5, 4)], lambda L, m, a, b: L.addbmm(m, a, b, alpha=0.5), True),
+    "renorm": ([f32(3, 4) * 3], lambda L, x: L.renorm(x, 2, 0, 1.5), True),
+    "renorm_p1_dim1": ([f32(2, 3, 4) * 3], lambda L, x: x.renorm(1, 1, 2.0), True),
+    "cumulative_trapezoid": ([f32(3, 5)], lambda L, y: L.cumulative_trapezoid(y, dx=0.5), True),
+    "cumulative_trapezoid_x": ([f32(2, 4), np.array([0.0, 0.5, 1.5, 2.0], np.float32)],
+                               lambda L, y, x: L.cumulative_trapezoid(y, x), True),
     "cov": ([f32(3, 7)], lambda L, x: L.cov(x), True),
     "cov_1d": ([f32(7)], lambda L, x: L.cov(x, correction=0), True),
     "cov_weights": ([f32(3, 6), pos(6)], lambda L, x, a: L.cov(x, fweights=L.tensor([1, 2, 1, 3, 1, 2]),
@@ -397,3 +415,22 @@ def test_sampling():
     n = oar.normal(2.0, 3.0, size=(20000,))
     assert abs(n.mean().item() - 2.0) < 0.1 and abs(n.std().item() - 3.0) < 0.1
     assert math.isfinite(oar.normal(oar.zeros(3), oar.ones(3)).sum().item())
+
+
+def test_predicates_and_their_errors(torch):
+    for lib in (oar, torch):
+        assert lib.is_nonzero(lib.tensor([2.5])) and not lib.is_nonzero(lib.tensor(0))
+        assert lib.is_same_size(lib.ones(2, 3), lib.zeros(2, 3)) and not lib.is_same_size(lib.ones(2), lib.ones(3))
+        assert lib.is_signed(lib.ones(1)) and lib.is_signed(lib.ones(1, dtype=lib.int8))
+        assert not lib.is_signed(lib.ones(1, dtype=lib.uint8)) and not lib.is_signed(lib.ones(1, dtype=lib.bool))
+        x = lib.ones(2)
+        assert lib.positive(x) is x
+        with pytest.raises(RuntimeError, match="more than one value is ambiguous"):
+            lib.is_nonzero(lib.ones(2))
+        with pytest.raises(RuntimeError, match="no values is ambiguous"):
+            lib.is_nonzero(lib.ones(0))
+        with pytest.raises(RuntimeError, match="Expect a 1D vector"):
+            lib.combinations(lib.ones(2, 2))
+        with pytest.raises(RuntimeError, match="only supports floating-point dtypes"):
+            lib.frexp(lib.ones(2, dtype=lib.int64))
+    assert tuple(oar.combinations(oar.ones(1), 2).shape) == tuple(torch.combinations(torch.ones(1), 2).shape)
