@@ -1304,3 +1304,6 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
     if mode == "mean":
         out = out / F.clamp_min(keep.to(dt).sum(1, keepdim=True), 1)
     return out
+
+
+from ._ctc import ctc_loss  # noqa: E402,F401  (the CTC forward recursion as a composition)

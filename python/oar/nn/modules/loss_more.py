@@ -12,7 +12,7 @@ from .module import Module
 __all__ = ["SoftMarginLoss", "MarginRankingLoss", "HingeEmbeddingLoss", "CosineEmbeddingLoss",
            "MultiLabelSoftMarginLoss", "MultiMarginLoss", "MultiLabelMarginLoss", "GaussianNLLLoss",
            "PoissonNLLLoss", "TripletMarginLoss", "TripletMarginWithDistanceLoss", "HuberLoss",
-           "PairwiseDistance", "CosineSimilarity", "Bilinear", "EmbeddingBag"]
+           "PairwiseDistance", "CosineSimilarity", "Bilinear", "EmbeddingBag", "CTCLoss"]
 
 
 class _WeightedLoss(_Loss):
@@ -234,3 +234,13 @@ class EmbeddingBag(Module):
                 embeddings, include_last_offset, padding_idx)
         m.weight.requires_grad = not freeze
         return m
+
+
+class CTCLoss(_Loss):
+    def __init__(self, blank=0, reduction="mean", zero_infinity=False):
+        super().__init__(reduction=reduction)
+        self.blank, self.zero_infinity = blank, zero_infinity
+
+    def forward(self, log_probs, targets, input_lengths, target_lengths):
+        return NF.ctc_loss(log_probs, targets, input_lengths, target_lengths, self.blank, self.reduction,
+                           self.zero_infinity)
