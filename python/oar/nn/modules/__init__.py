@@ -5,3 +5,4 @@ from .transformer import (MultiheadAttention, Transformer, TransformerDecoder, T
                           TransformerEncoder, TransformerEncoderLayer)
 from .activation_shape import *  # noqa: F401,F403
 from .loss_more import *  # noqa: F401,F403
+from .containers_param import *  # noqa: F401,F403

@@ -721,26 +721,6 @@ class ModuleDict(Module):
         return self._modules.pop(key)
 
 
-class ParameterList(Module):
-    def __init__(self, values=None):
-        super().__init__()
-        for v in values or []:
-            self.append(v)
-
-    def append(self, value):
-        self.register_parameter(str(len(self._parameters)), value if isinstance(value, Parameter) else Parameter(value))
-        return self
-
-    def __getitem__(self, idx):
-        return list(self._parameters.values())[idx]
-
-    def __len__(self):
-        return len(self._parameters)
-
-    def __iter__(self):
-        return iter(self._parameters.values())
-
-
 # ---------------------------------------------------------------- losses
 class _Loss(Module):
     def __init__(self, size_average=None, reduce=None, reduction="mean"):
