@@ -2,7 +2,7 @@
 from . import functional, init, utils  # noqa: F401
 from .modules import *  # noqa: F401,F403
 from .modules.module import Module  # noqa: F401
-from .parameter import Parameter  # noqa: F401
+from .parameter import Parameter, UninitializedBuffer, UninitializedParameter  # noqa: F401
 from .graph import Graph  # noqa: F401
 from . import modules  # noqa: F401
 from . import parameter  # noqa: F401

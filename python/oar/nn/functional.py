@@ -161,6 +161,8 @@ def _conv_padding(padding, weight, dilation, fn):
 
 def conv2d(input, weight, bias=None, stride=_d("conv2d", "stride"), padding=_d("conv2d", "padding"),
            dilation=_d("conv2d", "dilation"), groups=_d("conv2d", "groups")):
+    if input.dim() == 3:  # unbatched [C, H, W], as torch takes it
+        return conv2d(input.unsqueeze(0), weight, bias, stride, padding, dilation, groups).squeeze(0)
     dilation = _pair(dilation, "dilation", "conv2d")
     padding = _pair(_conv_padding(padding, weight, dilation, "conv2d"), "padding", "conv2d")
     return call("conv2d", (input, weight, bias), {"stride": _pair(stride, "stride", "conv2d"), "padding": padding,
@@ -285,6 +287,8 @@ def adaptive_avg_pool3d(input, output_size):
 
 def conv1d(input, weight, bias=None, stride=_d("conv1d", "stride"), padding=_d("conv1d", "padding"),
            dilation=_d("conv1d", "dilation"), groups=_d("conv1d", "groups")):
+    if input.dim() == 2:  # unbatched [C, L]
+        return conv1d(input.unsqueeze(0), weight, bias, stride, padding, dilation, groups).squeeze(0)
     one = lambda v: [int(v if isinstance(v, numbers.Integral) else v[0])]
     if isinstance(padding, str):
         padding = _conv_padding(padding, weight, one(dilation), "conv1d")[0]

@@ -6,3 +6,4 @@ from .transformer import (MultiheadAttention, Transformer, TransformerDecoder, T
 from .activation_shape import *  # noqa: F401,F403
 from .loss_more import *  # noqa: F401,F403
 from .containers_param import *  # noqa: F401,F403
+from .lazy_layers import *  # noqa: F401,F403
