@@ -1311,3 +1311,37 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
 
 
 from ._ctc import ctc_loss  # noqa: E402,F401  (the CTC forward recursion as a composition)
+
+
+def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
+    """x / (k + alpha * mean of x^2 over `size` neighbouring channels)^beta, the window zero-padded
+    (size // 2 channels before, (size - 1) // 2 after), as torch's"""
+    if input.dim() < 3:
+        raise ValueError(f"Expected 3D or higher dimensionality input (got {input.dim()} dimensions)")
+    if input.numel() == 0:
+        return input
+    sq = F.mul(input, input)
+    c = input.shape[1]
+    pads = [0, 0] * (input.dim() - 2) + [size // 2, (size - 1) // 2]
+    padded = pad(sq, pads)
+    window = None
+    for j in range(size):
+        part = F.narrow(padded, 1, j, c)
+        window = part if window is None else F.add(window, part)
+    div = F.pow(F.add(F.mul(window, alpha / size), k), beta)
+    return F.div(input, div)
+
+
+def gumbel_softmax(logits, tau=1.0, hard=False, eps=1e-10, dim=-1):
+    """softmax((logits + Gumbel noise) / tau) over dim; hard: the one-hot of its argmax in the forward,
+    the soft sample's gradient in the backward (straight-through), as torch's"""
+    u = F.clamp(_CR.rand(*logits.shape, dtype=logits.dtype), min=1e-20, max=1.0 - 1e-7)
+    gumbels = F.neg(F.log(F.neg(F.log(u))))
+    y_soft = softmax(F.div(F.add(logits, gumbels), tau), dim)
+    if not hard:
+        return y_soft
+    from .._compositions import scatter
+
+    index = F.argmax(y_soft, dim, True)
+    y_hard = scatter(F.mul(y_soft.detach(), 0.0), dim, index, value=1.0)
+    return F.add(F.sub(y_hard, y_soft.detach()), y_soft)

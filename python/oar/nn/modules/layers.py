@@ -270,17 +270,16 @@ class BatchNorm3d(_BatchNorm):
     _expect = (5,)
 
 
-def _absent(name, what):
-    """A layer oar has no kernels for: model files name it (as a default argument, in isinstance
-    checks), and building one says so."""
+class LocalResponseNorm(Module):
+    def __init__(self, size, alpha=1e-4, beta=0.75, k=1.0):
+        super().__init__()
+        self.size, self.alpha, self.beta, self.k = size, alpha, beta, k
 
-    def __init__(self, *args, **kwargs):
-        raise NotImplementedError(f"nn.{name}: {what} are not offered by oar")
+    def forward(self, input):
+        return NF.local_response_norm(input, self.size, self.alpha, self.beta, self.k)
 
-    return type(name, (Module,), {"__init__": __init__, "__doc__": f"Not offered by oar: {what}."})
-
-
-LocalResponseNorm = _absent("LocalResponseNorm", "local response normalizations")
+    def extra_repr(self):
+        return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"
 
 
 class LayerNorm(Module):
@@ -345,6 +344,10 @@ class InstanceNorm1d(_InstanceNorm):
 
 class InstanceNorm2d(_InstanceNorm):
     _expect = (4,)
+
+
+class InstanceNorm3d(_InstanceNorm):
+    _expect = (5,)
 
 
 class Embedding(Module):
@@ -776,6 +779,9 @@ class NLLLoss(_Loss):
 
     def forward(self, input, target):
         return NF.nll_loss(input, target, self.weight, ignore_index=self.ignore_index, reduction=self.reduction)
+
+
+NLLLoss2d = type("NLLLoss2d", (NLLLoss,), {"__doc__": "torch's older name of NLLLoss for images"})
 
 
 class CrossEntropyLoss(_Loss):
