@@ -259,10 +259,14 @@ def test_embedding_bag_per_sample_weights_and_module(torch):
         o_m = oar.nn.EmbeddingBag.from_pretrained(oar.tensor(w), freeze=False, **kw)
         t_m = torch.nn.EmbeddingBag.from_pretrained(torch.tensor(w), freeze=False, **kw)
         assert repr(o_m) == repr(t_m)
-        _check(torch, repr(t_m), [BAG_IDX, BAG_OFF],
+        # with include_last_offset the last offset closes the last bag: here at the end of the input, since
+        # torch 1.13's backward leaves the weight rows of entries past it uninitialized (its gradient there
+        # is whatever memory held; oar's is 0)
+        off = np.append(BAG_OFF, len(BAG_IDX)) if kw.get("include_last_offset") else BAG_OFF
+        _check(torch, repr(t_m), [BAG_IDX, off],
                lambda L, i, o: (o_m if L is oar else t_m)(i, o), ())
-        o_m(oar.tensor(BAG_IDX), oar.tensor(BAG_OFF)).sum().backward()
-        t_m(torch.tensor(BAG_IDX), torch.tensor(BAG_OFF)).sum().backward()
+        o_m(oar.tensor(BAG_IDX), oar.tensor(off)).sum().backward()
+        t_m(torch.tensor(BAG_IDX), torch.tensor(off)).sum().backward()
         np.testing.assert_allclose(o_m.weight.grad.numpy(), t_m.weight.grad.numpy(), rtol=1e-5, atol=1e-6)
     m = oar.nn.EmbeddingBag(30, 5, padding_idx=3)
     assert repr(m) == repr(torch.nn.EmbeddingBag(30, 5, padding_idx=3)) == \
