@@ -451,13 +451,50 @@ def adaptive_avg_pool2d(input, output_size):
 
 
 def adaptive_max_pool2d(input, output_size, return_indices=False):
+    """the max over torch's adaptive windows (rows floor(i*H/oh) to ceil((i+1)*H/oh), columns alike):
+    one max pooling when the sizes divide, else a max per output cell; indices flat over H*W"""
     if isinstance(output_size, numbers.Integral):
         output_size = (output_size, output_size)
+    if input.ndim not in (3, 4):
+        raise RuntimeError(f"adaptive_max_pool2d(): Expected 3D or 4D tensor, but got: {list(input.shape)}")
     h, w = input.shape[-2:]
     oh, ow = [input.shape[-2 + i] if s is None else int(s) for i, s in enumerate(output_size)]
-    if h % oh or w % ow:
-        raise NotImplementedError("adaptive_max_pool2d: only output sizes that divide the input are offered")
-    return max_pool2d(input, (h // oh, w // ow))
+    if not return_indices and h % oh == 0 and w % ow == 0:
+        return max_pool2d(input, (h // oh, w // ow))
+    rows = [(i * h // oh, -(-(i + 1) * h // oh)) for i in range(oh)]
+    cols = [(j * w // ow, -(-(j + 1) * w // ow)) for j in range(ow)]
+    values, indices = [], []
+    for r0, r1 in rows:
+        for c0, c1 in cols:
+            win = F.narrow(F.narrow(input, -2, r0, r1 - r0), -1, c0, c1 - c0).flatten(-2)
+            values.append(F.amax(win, -1) if not return_indices else None)
+            if return_indices:
+                at = F.argmax(win, -1, True)
+                values[-1] = F.gather(win, -1, at).squeeze(-1)
+                cw = c1 - c0
+                indices.append(F.add(F.mul(F.add(F.floor_divide(at, cw), r0), w), F.add(F.remainder(at, cw), c0))
+                               .squeeze(-1))
+    out = F.stack(values, -1).reshape(*input.shape[:-2], oh, ow)
+    if not return_indices:
+        return out
+    return out, F.stack(indices, -1).reshape(*input.shape[:-2], oh, ow)
+
+
+def adaptive_max_pool1d(input, output_size, return_indices=False):
+    """adaptive_max_pool2d over (*, C, 1, L)"""
+    if input.ndim not in (2, 3):
+        raise RuntimeError(f"adaptive_max_pool1d(): Expected 2D or 3D tensor, but got: {list(input.shape)}")
+    o = output_size if isinstance(output_size, numbers.Integral) else output_size[0]
+    res = adaptive_max_pool2d(input.unsqueeze(-2), (1, o), return_indices)
+    return tuple(r.squeeze(-2) for r in res) if return_indices else res.squeeze(-2)
+
+
+def adaptive_max_pool1d_with_indices(input, output_size, return_indices=True):
+    return adaptive_max_pool1d(input, output_size, True)
+
+
+def adaptive_max_pool2d_with_indices(input, output_size, return_indices=True):
+    return adaptive_max_pool2d(input, output_size, True)
 
 
 def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=_d("batch_norm", "training"),

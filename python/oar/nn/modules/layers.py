@@ -602,8 +602,17 @@ class AdaptiveAvgPool2d(Module):
 
 
 class AdaptiveMaxPool2d(AdaptiveAvgPool2d):
+    def __init__(self, output_size, return_indices=False):
+        super().__init__(output_size)
+        self.return_indices = return_indices
+
     def forward(self, input):
-        return NF.adaptive_max_pool2d(input, self.output_size)
+        return NF.adaptive_max_pool2d(input, self.output_size, self.return_indices)
+
+
+class AdaptiveMaxPool1d(AdaptiveMaxPool2d):
+    def forward(self, input):
+        return NF.adaptive_max_pool1d(input, self.output_size, self.return_indices)
 
 
 # ---------------------------------------------------------------- containers
