@@ -19,6 +19,7 @@ CASES = {
     "LazyConv3d": (lambda nn: nn.LazyConv3d(2, 2), (1, 3, 4, 4, 4)),
     "LazyConvTranspose1d": (lambda nn: nn.LazyConvTranspose1d(3, 3, stride=2), (2, 4, 5)),
     "LazyConvTranspose2d": (lambda nn: nn.LazyConvTranspose2d(2, 3, output_padding=1, stride=2), (1, 3, 4, 4)),
+    "LazyConvTranspose3d": (lambda nn: nn.LazyConvTranspose3d(2, 2, stride=2), (1, 3, 2, 3, 2)),
     "LazyBatchNorm1d": (lambda nn: nn.LazyBatchNorm1d(), (6, 5)),
     "LazyBatchNorm2d_eval_free": (lambda nn: nn.LazyBatchNorm2d(affine=False, track_running_stats=False),
                                   (2, 3, 4, 4)),

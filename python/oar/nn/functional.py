@@ -303,6 +303,41 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
         "dilation": _pair(dilation, "dilation", "conv_transpose2d"), "groups": groups})
 
 
+def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+    """3-d transposed convolution as kD 2-d ones: for depth tap k, every input depth plane (folded
+    into the batch) goes through the tap's 2-d transposed convolution and lands at output depth
+    d * stride + k * dilation; the taps are summed, then the depth is cropped by padding (and grown
+    by output_padding), as the definition reads. Every gradient is conv_transpose2d's and index_add's."""
+    from .._compositions import index_add
+
+    if input.dim() == 4:  # unbatched [C, D, H, W]
+        return conv_transpose3d(input.unsqueeze(0), weight, bias, stride, padding, output_padding, groups,
+                                dilation).squeeze(0)
+    if input.dim() != 5 or weight.dim() != 5:
+        raise RuntimeError(f"conv_transpose3d: expected a 5-D input and weight, got {input.dim()}-D and "
+                           f"{weight.dim()}-D")
+    s, p, op, d = (_triple(v, what, "conv_transpose3d") for v, what in
+                   ((stride, "stride"), (padding, "padding"), (output_padding, "output_padding"),
+                    (dilation, "dilation")))
+    n, c_in, depth, h, w = input.shape
+    k_d = weight.shape[2]
+    c_out = weight.shape[1] * groups
+    planes = input.permute(0, 2, 1, 3, 4).reshape(n * depth, c_in, h, w)
+    full = (depth - 1) * s[0] + d[0] * (k_d - 1) + 1 + op[0]
+    out = None
+    for k in range(k_d):
+        y = conv_transpose2d(planes, weight[:, :, k], None, s[1:], p[1:], op[1:], groups, d[1:])
+        y = y.reshape(n, depth, c_out, y.shape[-2], y.shape[-1])
+        if out is None:
+            out = _CR.zeros(n, full, c_out, y.shape[-2], y.shape[-1], dtype=y.dtype)
+        at = _CR.arange(depth, dtype=D.int64) * s[0] + k * d[0]
+        out = index_add(out, 1, at, y)
+    out = F.narrow(out, 1, p[0], full - 2 * p[0]).permute(0, 2, 1, 3, 4)
+    if bias is not None:
+        out = F.add(out, bias.reshape(1, -1, 1, 1, 1))
+    return out
+
+
 def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
     """The 2-d transposed convolution over [N, C, 1, L] with a kernel of height 1."""
     one = lambda v: int(v if isinstance(v, numbers.Integral) else v[0])

@@ -190,6 +190,19 @@ class ConvTranspose2d(_ConvNd):
                                    self.groups, self.dilation)
 
 
+class ConvTranspose3d(_ConvNd):
+    _dims = 3
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, output_padding=0, groups=1,
+                 bias=True, dilation=1, padding_mode="zeros", device=None, dtype=None):
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias,
+                         padding_mode, device, dtype, transposed=True, output_padding=output_padding)
+
+    def forward(self, input, output_size=None):
+        return NF.conv_transpose3d(input, self.weight, self.bias, self.stride, self.padding, self.output_padding,
+                                   self.groups, self.dilation)
+
+
 class ConvTranspose1d(_ConvNd):
     _dims = 1
 

@@ -6,11 +6,11 @@ from ... import _dtype as D
 from ..._grad_mode import no_grad
 from ..parameter import UninitializedBuffer, UninitializedParameter
 from .layers import (BatchNorm1d, BatchNorm2d, BatchNorm3d, Conv1d, Conv2d, Conv3d, ConvTranspose1d,
-                     ConvTranspose2d, Linear)
+                     ConvTranspose2d, ConvTranspose3d, Linear)
 from .lazy import LazyModuleMixin
 
 __all__ = ["LazyLinear", "LazyConv1d", "LazyConv2d", "LazyConv3d", "LazyConvTranspose1d", "LazyConvTranspose2d",
-           "LazyBatchNorm1d", "LazyBatchNorm2d", "LazyBatchNorm3d"]
+           "LazyConvTranspose3d", "LazyBatchNorm1d", "LazyBatchNorm2d", "LazyBatchNorm3d"]
 
 
 class LazyLinear(LazyModuleMixin, Linear):
@@ -96,7 +96,8 @@ def _lazy_conv_transpose(base):
 
 
 LazyConv1d, LazyConv2d, LazyConv3d = (_lazy_conv(b) for b in (Conv1d, Conv2d, Conv3d))
-LazyConvTranspose1d, LazyConvTranspose2d = (_lazy_conv_transpose(b) for b in (ConvTranspose1d, ConvTranspose2d))
+LazyConvTranspose1d, LazyConvTranspose2d, LazyConvTranspose3d = (
+    _lazy_conv_transpose(b) for b in (ConvTranspose1d, ConvTranspose2d, ConvTranspose3d))
 
 
 class _LazyNorm(LazyModuleMixin):
