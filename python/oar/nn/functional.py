@@ -1417,3 +1417,4 @@ def gumbel_softmax(logits, tau=1.0, hard=False, eps=1e-10, dim=-1):
     index = F.argmax(y_soft, dim, True)
     y_hard = scatter(F.mul(y_soft.detach(), 0.0), dim, index, value=1.0)
     return F.add(F.sub(y_hard, y_soft.detach()), y_soft)
+from ._mha import multi_head_attention_forward  # noqa: E402,F401

@@ -3,28 +3,16 @@ and decoder layers and stacks, and nn.Transformer with torch 1.13's constructor 
 parameter names, initialisation and forward semantics (masks, batch_first, norm_first,
 need_weights), composed from oar's ops so every gradient is the ops' own."""
 import copy
-import math
 
 from ... import _creation as C
-from ... import _dtype as D
 from ... import _functions as F
 from .. import functional as NF
 from .. import init
 from ..parameter import Parameter
 from .layers import Dropout, LayerNorm, Linear, ModuleList, _dt
 from .module import Module
+from .._mha import multi_head_attention_forward
 from ..._ops import default as _d  # defaults from the op table
-
-
-def _additive_mask(mask, dtype, what):
-    """A bool mask (True: may not attend) or a float mask (added to the scores) as a float mask."""
-    if mask is None:
-        return None
-    if mask.dtype is D.bool_:
-        return F.masked_fill(C.zeros(*mask.shape, dtype=dtype), mask, float("-inf"))
-    if not mask.is_floating_point():
-        raise TypeError(f"MultiheadAttention: expected {what} to be bool or floating, got {mask.dtype}")
-    return mask.to(dtype)
 
 
 class MultiheadAttention(Module):
@@ -74,75 +62,24 @@ class MultiheadAttention(Module):
             init.xavier_normal_(self.bias_k)
             init.xavier_normal_(self.bias_v)
 
-    def _projections(self):
-        w = self.in_proj_weight.chunk(3) if self._qkv_same_embed_dim else \
-            (self.q_proj_weight, self.k_proj_weight, self.v_proj_weight)
-        return w, self.in_proj_bias.chunk(3) if self.in_proj_bias is not None else (None, None, None)
-
     def forward(self, query, key, value, key_padding_mask=None, need_weights=True, attn_mask=None,
                 average_attn_weights=True):
         batched = query.dim() == 3
-        if not batched:
-            query, key, value = query.unsqueeze(1), key.unsqueeze(1), value.unsqueeze(1)
-            if key_padding_mask is not None:
-                key_padding_mask = key_padding_mask.unsqueeze(0)
-        elif self.batch_first:  # work in (L, N, E), torch's layout
+        if self.batch_first and batched:  # work in (L, N, E), torch's layout
             query, key, value = (t.transpose(0, 1) for t in (query, key, value))
-        L, N, E = query.shape
-        S, H, d = key.shape[0], self.num_heads, self.head_dim
-        if E != self.embed_dim:
-            raise AssertionError(f"was expecting embedding dimension of {self.embed_dim}, but got {E}")
         if key.shape[-1] != self.kdim or value.shape[-1] != self.vdim:
             raise AssertionError(f"expected key and value of {self.kdim} and {self.vdim} features (kdim, vdim), "
                                  f"got {key.shape[-1]} and {value.shape[-1]}")
-        w, b = self._projections()
-        q, k, v = (NF.linear(x, w[i], b[i]) for i, x in enumerate((query, key, value)))  # (len, N, E)
-        mask = _additive_mask(attn_mask, q.dtype, "attn_mask")
-        if mask is not None:
-            want = (L, S) if mask.dim() == 2 else (N * H, L, S)
-            if tuple(mask.shape) != want:
-                raise RuntimeError(f"The shape of the {mask.dim()}D attn_mask is {tuple(mask.shape)}, but should be "
-                                   f"{want}.")
-        pad = _additive_mask(key_padding_mask, q.dtype, "key_padding_mask")
-        if pad is not None and tuple(pad.shape) != (N, S):
-            raise AssertionError(f"expecting key_padding_mask shape of {(N, S)}, but got {tuple(pad.shape)}")
-        if self.bias_k is not None:  # the learned key and value join the sequence; masks let them be seen
-            k = F.cat([k, self.bias_k.expand(1, N, E)], 0)
-            v = F.cat([v, self.bias_v.expand(1, N, E)], 0)
-            mask, pad = _open_column(mask), _open_column(pad)
-        k, v = (t.reshape(t.shape[0], N, H, d).permute(1, 2, 0, 3) for t in (k, v))  # (N, H, S', d)
-        q = q.reshape(L, N, H, d).permute(1, 2, 0, 3)
-        if self.add_zero_attn:  # a zero key and value at the end of the sequence
-            k, v = (F.cat([t, C.zeros(N, H, 1, d, dtype=t.dtype)], 2) for t in (k, v))
-            mask, pad = _open_column(mask), _open_column(pad)
-        S = k.shape[2]
-        scores = F.matmul(q * (1.0 / math.sqrt(d)), k.transpose(-2, -1))  # (N, H, L, S)
-        if mask is not None:
-            scores = scores + mask.reshape(-1, H, L, S) if mask.dim() == 3 else scores + mask
-        if pad is not None:
-            scores = scores + pad.reshape(N, 1, 1, S)
-        attn = NF.softmax(scores, -1)
-        if self.training and self.dropout > 0.0:
-            attn = NF.dropout(attn, self.dropout)
-        out = F.matmul(attn, v).permute(2, 0, 1, 3).reshape(L, N, E)  # (L, N, E)
-        out = self.out_proj(out)
+        out, weights = multi_head_attention_forward(
+            query, key, value, self.embed_dim, self.num_heads, self.in_proj_weight, self.in_proj_bias, self.bias_k,
+            self.bias_v, self.add_zero_attn, self.dropout, self.out_proj.weight, self.out_proj.bias,
+            training=self.training, key_padding_mask=key_padding_mask, need_weights=need_weights,
+            attn_mask=attn_mask, use_separate_proj_weight=not self._qkv_same_embed_dim,
+            q_proj_weight=self.q_proj_weight, k_proj_weight=self.k_proj_weight, v_proj_weight=self.v_proj_weight,
+            average_attn_weights=average_attn_weights)
         if self.batch_first and batched:
             out = out.transpose(0, 1)
-        if not batched:
-            out = out.squeeze(1)
-        weights = None
-        if need_weights:
-            weights = attn.mean(1) if average_attn_weights else attn
-            if not batched:
-                weights = weights.squeeze(0)
         return out, weights
-
-
-def _open_column(mask):
-    """An additive mask with one more key position at the end, which every query may attend."""
-    if mask is None:
-        return None
-    return F.cat([mask, C.zeros(*mask.shape[:-1], 1, dtype=mask.dtype)], -1)
 
 
 def _activation_fn(activation):
