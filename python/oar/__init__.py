@@ -30,6 +30,8 @@ from ._creation import bartlett_window, blackman_window, hamming_window, hann_wi
 from ._compositions import *  # noqa: F401,F403
 from . import _compositions, _tensor
 _compositions.add_methods(Tensor, _tensor._inplace)
+from . import _tensor_more  # noqa: E402
+_tensor_more.add_methods(Tensor)
 from ._grad_mode import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled  # noqa: F401
 from .serialization import load, save  # noqa: F401
 from . import autograd  # noqa: F401
