@@ -1081,12 +1081,17 @@ def logcumsumexp(input, dim):
 
 @_export
 def trapezoid(y, x=None, *, dx=None, dim=-1):
+    return _trapezoid_rule(F.sum, y, x, dx, dim)
+
+
+def _trapezoid_rule(accumulate, y, x, dx, dim):
+    """the trapezoids' areas along dim, summed (trapezoid) or running (cumulative_trapezoid)"""
     n = y.shape[dim]
     left, right = F.narrow(y, dim, 0, n - 1), F.narrow(y, dim, 1, n - 1)
     if x is not None:
         step = F.diff(x, dim=dim if x.ndim == y.ndim else -1)
-        return F.sum(F.mul(F.mul(F.add(left, right), step), 0.5), dim)
-    return F.mul(F.sum(F.add(left, right), dim), 0.5 * (1.0 if dx is None else dx))
+        return accumulate(F.mul(F.mul(F.add(left, right), step), 0.5), dim)
+    return F.mul(accumulate(F.add(left, right), dim), 0.5 * (1.0 if dx is None else dx))
 
 
 trapz = trapezoid
@@ -1281,12 +1286,7 @@ def renorm(input, p, dim, maxnorm):
 @_export
 def cumulative_trapezoid(y, x=None, *, dx=None, dim=-1):
     """the running trapezoid-rule integral along dim (one element shorter than y)"""
-    n = y.shape[dim]
-    left, right = F.narrow(y, dim, 0, n - 1), F.narrow(y, dim, 1, n - 1)
-    if x is not None:
-        step = F.diff(x, dim=dim if x.ndim == y.ndim else -1)
-        return F.cumsum(F.mul(F.mul(F.add(left, right), step), 0.5), dim)
-    return F.mul(F.cumsum(F.add(left, right), dim), 0.5 * (1.0 if dx is None else dx))
+    return _trapezoid_rule(F.cumsum, y, x, dx, dim)
 
 
 @_export

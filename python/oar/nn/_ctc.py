@@ -72,13 +72,13 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
     alpha = F.where(F.logical_and(start, valid), emit, low)
     pad1 = F.mul(C.ones(N, 1, dtype=lp.dtype), _UNREACHABLE)
     pad2 = F.mul(C.ones(N, 2, dtype=lp.dtype), _UNREACHABLE)
+    frames = C.tensor([[n] for n in in_len], dtype=D.int64)  # [N, 1]: a sample's states move while t < its length
     for t in range(1, T):
         prev1 = F.cat([pad1, alpha[:, :-1]], 1)
         prev2 = F.where(skip_t, F.cat([pad2, alpha[:, :-2]], 1), low) if L > 2 else low
         step = F.add(_log_add(_log_add(alpha, prev1), prev2), F.gather(lp[t], 1, ext_t))
         step = F.where(valid, step, low)
-        active = C.tensor([[t < in_len[n]] for n in range(N)], dtype=D.bool_)
-        alpha = F.where(active, step, alpha)
+        alpha = F.where(F.gt(frames, t), step, alpha)
     last = C.tensor([[2 * s] for s in tg_len], dtype=D.int64)
     before = C.tensor([[max(2 * s - 1, 0)] for s in tg_len], dtype=D.int64)
     end = F.gather(alpha, 1, last).squeeze(1)
