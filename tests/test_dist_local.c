@@ -57,7 +57,14 @@ static void collectives(void) {
     CHECK_ERR(oar_dist_allreduce(NULL, OAR_DIST_SUM, true), "dist_allreduce: the tensor is NULL");
     oar_tensor *bytes = oar_zeros((int64_t[]){4}, 1, OAR_U8);
     CHECK_ERR(oar_dist_allreduce(bytes, OAR_DIST_SUM, true),
-              "expected the tensor of dtype f32, f64, i32, i64, f16 or bf16, got u8");
+              "expected the tensor of dtype f32, f64, i32, i64, f16 or bf16 (the dtypes oar reduces), got u8");
+    oar_tensor *bytes_out = oar_zeros((int64_t[]){4}, 1, OAR_U8), *bytes_out2 = oar_zeros((int64_t[]){4}, 1, OAR_U8);
+    ((uint8_t *)oar_data(bytes))[3] = 200; /* bytes are moved (allgather, broadcast), never reduced */
+    CHECK(oar_dist_wait(oar_dist_allgather(bytes_out, bytes)) == OAR_OK && ((uint8_t *)oar_data(bytes_out))[3] == 200);
+    CHECK(oar_dist_wait(oar_dist_broadcast(bytes, 0)) == OAR_OK);
+    CHECK_ERR(oar_dist_reduce_scatter(bytes_out2, bytes, OAR_DIST_SUM), "(the dtypes oar reduces), got u8");
+    oar_release(bytes_out);
+    oar_release(bytes_out2);
     /* halves: oar's fixed-order sum only (MPI has none) */
     oar_tensor *half = oar_zeros((int64_t[]){4}, 1, OAR_F16);
     CHECK(oar_dist_wait(oar_dist_allreduce(half, OAR_DIST_SUM, true)) == OAR_OK);

@@ -104,6 +104,8 @@ oar_status oar_dist_wait_timed(oar_dist_work *w, double *t_done);
 void oar_dist_combine(void *dst, const void *a, const void *b, int64_t n, oar_dtype dt, oar_dist_op op, int divide_by);
 void oar_dist_scale_avg(void *buf, int64_t n, oar_dtype dt, int size);
 size_t oar_dist_dtype_size(oar_dtype dt);
+/* whether collectives may reduce dt (the byte dtypes i8/u8/bool are only moved) */
+bool oar_dist_dtype_reduces(oar_dtype dt);
 
 /* init.c: the world communicator (NULL before init); the collective timeout in seconds. */
 oar_comm *oar_dist_world_comm(void);

@@ -86,6 +86,8 @@ static MPI_Datatype mpi_type(oar_dtype dt) {
     case OAR_F64: return MPI_DOUBLE;
     case OAR_I32: return MPI_INT32_T;
     case OAR_F16: case OAR_BF16: return MPI_UINT16_T; /* moved as bits; oar sums them (fixed order) */
+    case OAR_I8: return MPI_INT8_T;                     /* the byte dtypes: moved, never reduced */
+    case OAR_U8: case OAR_BOOL: return MPI_UINT8_T;
     default: return MPI_INT64_T;
     }
 }

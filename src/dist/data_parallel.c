@@ -183,7 +183,7 @@ static oar_status agree_and_broadcast(oar_dist_dp *dp, uint64_t model_sig, int64
     for (int i = 0; st == OAR_OK && i < np + nbuf; i++) {
         const char *name;
         oar_tensor *t = i < np ? oar_module_parameter(dp->m, i, &name) : oar_module_buffer(dp->m, i - np, &name);
-        if (!oar_dist_dtype_size(t->dtype)) continue; /* bool/u8 buffers: flags, not learned state */
+        if (!oar_dist_dtype_reduces(t->dtype)) continue; /* bool/u8 buffers: flags, not learned state */
         oar_coll_desc bd = {.kind = OAR_COLL_BROADCAST, .buf = oar_tensor_ptr(t), .count = t->numel,
                             .dtype = t->dtype, .peer = 0, .label = name};
         st = oar_dist_wait(oar_dist_submit(dp->c, &bd));

@@ -59,7 +59,7 @@ static oar_status broadcast_state(oar_dist_dp *dp, int src, bool params) {
     for (int i = params ? 0 : np; st == OAR_OK && i < np + nbuf; i++) {
         const char *name;
         oar_tensor *t = i < np ? oar_module_parameter(dp->m, i, &name) : oar_module_buffer(dp->m, i - np, &name);
-        if (!oar_dist_dtype_size(t->dtype)) continue;
+        if (!oar_dist_dtype_reduces(t->dtype)) continue;
         oar_coll_desc bd = {.kind = OAR_COLL_BROADCAST, .buf = oar_tensor_ptr(t), .count = t->numel,
                             .dtype = t->dtype, .peer = src, .label = name};
         st = oar_dist_wait(oar_dist_submit(dp->c, &bd));

@@ -24,8 +24,13 @@ size_t oar_dist_dtype_size(oar_dtype dt) {
     case OAR_F32: case OAR_I32: return 4;
     case OAR_F64: case OAR_I64: return 8;
     case OAR_F16: case OAR_BF16: return 2; /* summed in f32, rounded back after each rank's add */
+    case OAR_I8: case OAR_U8: case OAR_BOOL: return 1; /* moved, never reduced */
     default: return 0;
     }
+}
+
+bool oar_dist_dtype_reduces(oar_dtype dt) {
+    return oar_dist_dtype_size(dt) > 1;
 }
 
 /* dst = a op b elementwise (a: the contributions so far, b: the next rank's, as the rank-order
@@ -182,16 +187,20 @@ oar_status oar_dist_wait_timed(oar_dist_work *w, double *t_done) {
 
 /* ---- the public collectives on tensors */
 
-static bool check_tensor(const char *who, const char *what, const oar_tensor *t) {
+/* reduces: the collective sums (or maxes...) the tensor, which the byte dtypes do not take. */
+static bool check_tensor(const char *who, const char *what, const oar_tensor *t, bool reduces) {
     if (!OAR_HANDLE_OK(t)) return oar_handle_error(who, what, -1, t), false;
     if (!t) return oar_error(OAR_ERR_INVALID_ARG, "%s: %s is NULL", who, what), false;
     if (!t->storage) return oar_error(OAR_ERR_STATE, "%s: %s is symbolic (tracing); collectives in compiled "
                                                      "programs are not supported yet", who, what), false;
     if (!t->contiguous) return oar_error(OAR_ERR_INVALID_ARG, "%s: expected %s contiguous; use oar_contiguous",
                                          who, what), false;
-    if (t->device == OAR_CPU && !oar_dist_dtype_size(t->dtype)) /* device tensors: NCCL checks its types */
-        return oar_error(OAR_ERR_DTYPE, "%s: expected %s of dtype f32, f64, i32, i64, f16 or bf16, got %s", who,
-                         what, oar_dtype_name(t->dtype)), false;
+    if (t->device == OAR_CPU && reduces && !oar_dist_dtype_reduces(t->dtype)) /* device tensors: NCCL checks */
+        return oar_error(OAR_ERR_DTYPE, "%s: expected %s of dtype f32, f64, i32, i64, f16 or bf16 (the dtypes "
+                         "oar reduces), got %s", who, what, oar_dtype_name(t->dtype)), false;
+    if (t->device == OAR_CPU && !oar_dist_dtype_size(t->dtype))
+        return oar_error(OAR_ERR_DTYPE, "%s: expected %s of dtype f32, f64, f16, bf16, i8, u8, i32, i64 or bool, "
+                         "got %s", who, what, oar_dtype_name(t->dtype)), false;
     return true;
 }
 
@@ -215,7 +224,7 @@ static bool check_half_reduce(const char *who, const oar_tensor *t, bool fixed_o
 }
 
 static oar_dist_work *submit_tensor(const oar_dist_group *g, const char *who, oar_coll_desc d, oar_tensor *t) {
-    if (!oar_dist_group_comm(g, who) || !check_tensor(who, "the tensor", t)) return NULL;
+    if (!oar_dist_group_comm(g, who) || !check_tensor(who, "the tensor", t, d.kind == OAR_COLL_ALLREDUCE)) return NULL;
     if (d.kind == OAR_COLL_ALLREDUCE && !check_half_reduce(who, t, d.fixed_order)) return NULL;
     oar_comm *c = comm_for(g, t->device, who);
     if (!c) return NULL;
@@ -258,7 +267,7 @@ oar_dist_work *oar_dist_group_allreduce_labeled(const oar_dist_group *g, oar_ten
     if (!label || !label[0]) return oar_error(OAR_ERR_INVALID_ARG, "dist_allreduce_labeled: expected a label"), NULL;
     if (!check_op(label, op)) return NULL;
     oar_comm *c = oar_dist_group_comm(g, label);
-    if (!c || !check_tensor(label, "the tensor", t) || !(c = comm_for(g, t->device, label))) return NULL;
+    if (!c || !check_tensor(label, "the tensor", t, true) || !(c = comm_for(g, t->device, label))) return NULL;
     uint64_t h = 1469598103934665603ull; /* FNV-1a of the label, so another step's check fails */
     for (const char *p = label; *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211ull;
     oar_coll_desc d = {.kind = OAR_COLL_ALLREDUCE, .op = op, .fixed_order = true, .tag = oar_dist_next_channel(c),
@@ -275,7 +284,8 @@ oar_dist_work *oar_dist_group_broadcast(const oar_dist_group *g, oar_tensor *t, 
 static oar_dist_work *two_tensor(const oar_dist_group *g, const char *who, oar_coll_kind kind, oar_tensor *out,
                                  oar_tensor *in, oar_dist_op op) {
     oar_comm *c = oar_dist_group_comm(g, who);
-    if (!c || !check_tensor(who, "out", out) || !check_tensor(who, "in", in)) return NULL;
+    bool reduces = kind == OAR_COLL_REDUCE_SCATTER;
+    if (!c || !check_tensor(who, "out", out, reduces) || !check_tensor(who, "in", in, reduces)) return NULL;
     if (out->dtype != in->dtype)
         return oar_error(OAR_ERR_DTYPE, "%s: expected out and in of one dtype, got %s and %s", who,
                          oar_dtype_name(out->dtype), oar_dtype_name(in->dtype)), NULL;

@@ -21,7 +21,7 @@ __all__ = ["ReduceOp", "Work", "GroupMember", "group", "is_available", "is_initi
            "reduce_scatter_tensor", "send", "recv", "isend", "irecv", "monitored_barrier", "ProcessGroup",
            "get_group_rank", "get_global_rank", "get_process_group_ranks", "all_to_all", "all_to_all_single",
            "broadcast_object_list", "all_gather_object", "GradBucket", "new_subgroups",
-           "new_subgroups_by_enumeration"]
+           "new_subgroups_by_enumeration", "BuiltinCommHookType"]
 
 _BACKENDS = ("mpi", "gloo")   # both mean oar's MPI communicator on CPU tensors
 _state = {"backend": None}
@@ -31,6 +31,12 @@ class ReduceOp:
     """The reductions (torch.distributed.ReduceOp's names); PRODUCT and the bitwise ones are not offered."""
     SUM, AVG, MAX, MIN = "sum", "avg", "max", "min"
     PRODUCT, BAND, BOR, BXOR, PREMUL_SUM = "product", "band", "bor", "bxor", "premul_sum"
+
+
+class BuiltinCommHookType:
+    """The communication hooks DistributedDataParallel._register_builtin_comm_hook takes (torch's enum):
+    ALLREDUCE averages as DDP does without a hook, FP16_COMPRESS allreduces the bucket in float16."""
+    ALLREDUCE, FP16_COMPRESS = "ALLREDUCE", "FP16_COMPRESS"
 
 
 class _World:

@@ -5,7 +5,9 @@
 # DDP(static_graph=True) with a layer rank 1 skips
 # against each other (interleaved ZeRO gives plain ZeRO's bits, the two post-local SGD forms each other's;
 # the batched hook and local SGD do not give plain DDP's) and against PyTorch 1.13 with gloo running the
-# same script (or the golden values recorded from it), then algorithms_checks.py.
+# same script (or the golden values recorded from it), then algorithms_checks.py; then more_hooks_checks.py's
+# noop, quantization and built-in hooks (2 ranks) and HierarchicalModelAverager (4 ranks) against NumPy
+# models of their arithmetic (torch 1.13 offers them only with CUDA).
 # Usage: algorithms.sh PYTHON PACKAGE_DIR MPIEXEC [PRELOAD]. Skips (77) with a message without MPI or numpy.
 py=$1 pkg=$2 mpiexec=$3 preload=$4
 here=$(cd "$(dirname "$0")" && pwd)
@@ -13,7 +15,8 @@ script="$here/hooks_script.py"
 . "$here/mpi_env.sh"
 mpi_env python_ddp_algorithms 2
 torch_side python_ddp_algorithms hooks_golden
-run() { timeout 180 "$mpiexec" $root --oversubscribe --bind-to none $xopt -np 2 "$py" "$@" >"$dir/out" 2>&1; }
+run() { runn 2 "$@"; }
+runn() { n=$1; shift; timeout 180 "$mpiexec" $root --oversubscribe --bind-to none $xopt -np "$n" "$py" "$@" >"$dir/out" 2>&1; }
 variants="none zero zero_interleaved zero_interleaved_shard powersgd_batched localsgd localsgd_opt static"
 for v in $variants; do
   run "$script" oar $v "$dir/oar_$v" || fail "$v, oar"
@@ -41,5 +44,8 @@ for v in zero_interleaved zero_interleaved_shard powersgd_batched localsgd local
   fi
 done
 run "$here/algorithms_checks.py" && grep -v '^$' "$dir/out" | head -2 || fail "interleaving, torch's draw, subgroups, averagers, errors"
+# the hooks and averagers torch offers only with CUDA/NCCL, against NumPy models of their arithmetic
+run "$here/more_hooks_checks.py" hooks && grep -v '^$' "$dir/out" | head -2 || fail "noop, quantization and built-in hooks"
+runn 4 "$here/more_hooks_checks.py" hierarchical && grep -v '^$' "$dir/out" | head -2 || fail "HierarchicalModelAverager (4 ranks)"
 if [ $fails -ne 0 ]; then echo "python_ddp_algorithms: $fails failed"; exit 1; fi
 echo "python_ddp_algorithms: all passed"

@@ -230,6 +230,19 @@ class DistributedDataParallel(Module, Joinable):
         self._comm_hook, self._comm_state = hook, state
         self._make_bucket_views()
 
+    def _register_builtin_comm_hook(self, comm_hook_type):
+        """torch's built-in hooks by dist.BuiltinCommHookType: ALLREDUCE is allreduce_hook, FP16_COMPRESS
+        fp16_compress_hook (torch runs C++ copies of them; oar's hooks are one mechanism either way).
+        Once per model, as register_comm_hook."""
+        from ...distributed.algorithms.ddp_comm_hooks import default_hooks
+
+        hooks = {_dist.BuiltinCommHookType.ALLREDUCE: default_hooks.allreduce_hook,
+                 _dist.BuiltinCommHookType.FP16_COMPRESS: default_hooks.fp16_compress_hook}
+        if comm_hook_type not in hooks:
+            raise ValueError(f"_register_builtin_comm_hook: expected dist.BuiltinCommHookType.ALLREDUCE or "
+                             f"FP16_COMPRESS, got {comm_hook_type!r}")
+        self.register_comm_hook(None, hooks[comm_hook_type])
+
     def _make_bucket_views(self):
         """Per bucket: its flat gradient tensor, the parameters' views of it and the parameters."""
         if self._hook_buckets:
