@@ -136,6 +136,10 @@ from ._tensor import _inplace as _write_into  # noqa: E402
 
 _inplace_names.install(globals(), Tensor, _write_into)
 
+from . import _torch_more  # noqa: E402
+
+_torch_more.install(globals(), Tensor)
+
 import os as _os  # noqa: E402
 
 if _os.environ.get("OAR_MOCK_TORCH") == "1":  # `import torch` gives oar from here on

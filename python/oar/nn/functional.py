@@ -678,9 +678,44 @@ def dropout(input, p=_d("dropout", "p"), training=_d("dropout", "training"), inp
 
 
 def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False, sparse=False):
+    """weight's rows at input. padding_idx: that row is looked up but gets no gradient; max_norm: the
+    rows looked up are first renormalized in place to that norm (norm_type), as torch's; scale_grad_by_freq:
+    each row's gradient divided by how often the batch looks it up."""
+    n = weight.shape[0]
+    if padding_idx is not None:
+        if not -n <= padding_idx < n:
+            raise AssertionError("Padding_idx must be within num_embeddings")
+        padding_idx %= n
     if max_norm is not None:
-        raise NotImplementedError("embedding: max_norm is not offered")
-    return call("embedding", (weight, input))
+        _embedding_renorm_(weight, input, max_norm, norm_type)
+    out = call("embedding", (weight, input))
+    if not (out.requires_grad and (padding_idx is not None or scale_grad_by_freq)):
+        return out
+    # the value stays out's exactly (out - held is 0); the gradient is scaled per looked-up position
+    held = out.detach()
+    scale = _CR.ones(tuple(input.shape), dtype=out.dtype)
+    if scale_grad_by_freq:
+        from .._compositions import bincount
+
+        counts = bincount(input.reshape(-1).to(D.int64), minlength=n)
+        scale = scale / counts[input.to(D.int64)].to(out.dtype)
+    if padding_idx is not None:
+        scale = F.where(input == padding_idx, _CR.zeros_like(scale), scale)
+    return held + (out - held) * scale.unsqueeze(-1)
+
+
+def _embedding_renorm_(weight, input, max_norm, norm_type):
+    """torch.embedding_renorm_: rows of weight that input names and whose norm exceeds max_norm scaled
+    down to it (by max_norm / (norm + 1e-7)), in place and outside autograd."""
+    from .._grad_mode import no_grad
+
+    with no_grad():
+        rows = F.unique(input.reshape(-1).to(D.int64))
+        picked = weight[rows]
+        norms = F.norm(picked, norm_type, dim=1, keepdim=True)
+        factor = F.where(norms > max_norm, max_norm / (norms + 1e-7), _CR.ones_like(norms))
+        weight.detach()[rows] = picked * factor   # the storage itself, as torch renormalizes in place
+    return weight
 
 
 def one_hot(tensor, num_classes=-1):

@@ -368,6 +368,10 @@ class Embedding(Module):
                  scale_grad_by_freq=False, sparse=False, _weight=None, device=None, dtype=None):
         super().__init__()
         self.num_embeddings, self.embedding_dim, self.padding_idx = num_embeddings, embedding_dim, padding_idx
+        self.max_norm, self.norm_type, self.scale_grad_by_freq = max_norm, norm_type, scale_grad_by_freq
+        self.sparse = sparse
+        if padding_idx is not None and not -num_embeddings <= padding_idx < num_embeddings:
+            raise AssertionError("Padding_idx must be within num_embeddings")
         if padding_idx is not None and padding_idx < 0:
             self.padding_idx = num_embeddings + padding_idx
         if _weight is None:
@@ -381,15 +385,28 @@ class Embedding(Module):
             self.weight = Parameter(_weight)
 
     def forward(self, input):
-        return NF.embedding(input, self.weight, self.padding_idx)
+        return NF.embedding(input, self.weight, self.padding_idx, self.max_norm, self.norm_type,
+                            self.scale_grad_by_freq, self.sparse)
 
     def extra_repr(self):
         s = f"{self.num_embeddings}, {self.embedding_dim}"
-        return s + (f", padding_idx={self.padding_idx}" if self.padding_idx is not None else "")
+        if self.padding_idx is not None:
+            s += f", padding_idx={self.padding_idx}"
+        if self.max_norm is not None:
+            s += f", max_norm={self.max_norm}"
+        if self.norm_type != 2:
+            s += f", norm_type={self.norm_type}"
+        if self.scale_grad_by_freq:
+            s += ", scale_grad_by_freq=True"
+        return s + (", sparse=True" if self.sparse else "")
 
     @classmethod
-    def from_pretrained(cls, embeddings, freeze=True, padding_idx=None, **kw):
-        m = cls(embeddings.shape[0], embeddings.shape[1], padding_idx=padding_idx, _weight=embeddings)
+    def from_pretrained(cls, embeddings, freeze=True, padding_idx=None, max_norm=None, norm_type=2.0,
+                        scale_grad_by_freq=False, sparse=False):
+        if embeddings.dim() != 2:
+            raise AssertionError("Embeddings parameter is expected to be 2-dimensional")
+        m = cls(embeddings.shape[0], embeddings.shape[1], padding_idx=padding_idx, max_norm=max_norm,
+                norm_type=norm_type, scale_grad_by_freq=scale_grad_by_freq, sparse=sparse, _weight=embeddings)
         m.weight.requires_grad = not freeze
         return m
 
