@@ -387,6 +387,7 @@ def install(namespace, tensor_class):
     top["mvlgamma"] = lambda input, p: namespace["special"].multigammaln(input, p)
     top["bilinear"] = namespace["nn"].functional.bilinear
     top["adaptive_max_pool1d"] = namespace["nn"].functional.adaptive_max_pool1d
+    top["max_pool1d_with_indices"] = namespace["nn"].functional.max_pool1d_with_indices
     top["detach"] = lambda input: input.detach()
     top["detach_"] = lambda input: input.detach_()
     top["zero_"] = lambda input: input.zero_()

@@ -6,4 +6,4 @@ from .parameter import Parameter, UninitializedBuffer, UninitializedParameter  #
 from .graph import Graph  # noqa: F401
 from . import modules  # noqa: F401
 from . import parameter  # noqa: F401
-from .parallel import SyncBatchNorm  # noqa: F401  (and oar.nn.parallel)
+from .parallel import DataParallel, SyncBatchNorm  # noqa: F401  (and oar.nn.parallel)

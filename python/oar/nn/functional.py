@@ -557,9 +557,29 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=_d("group_norm", "
 
 def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None, use_input_stats=True,
                   momentum=_d("batch_norm", "momentum"), eps=_d("group_norm", "eps")):
-    if running_mean is not None or running_var is not None or not use_input_stats:
-        raise NotImplementedError("instance_norm: running statistics are not offered (each sample's own "
-                                  "statistics are used)")
+    """Each sample's channels normalized over their positions (group_norm with a group per channel). With
+    running_mean/running_var and use_input_stats, those are updated in place by momentum with the batch's
+    mean of the instances' means and unbiased variances (torch's rule); use_input_stats=False normalizes
+    with them instead."""
+    if (running_mean is None) != (running_var is None):
+        raise ValueError("instance_norm: expected running_mean and running_var together, or neither")
+    if not use_input_stats:
+        if running_mean is None:
+            raise ValueError("Expected running_mean and running_var to be defined when use_input_stats is false")
+        return batch_norm(input, running_mean, running_var, weight, bias, False, 0.0, eps)
+    if running_mean is not None:
+        from .._grad_mode import no_grad
+
+        if momentum is None:
+            raise ValueError("instance_norm: momentum=None (a cumulative average) is not offered with running "
+                             "statistics; pass a number")
+        with no_grad():
+            x = input.detach().reshape(input.shape[0], input.shape[1], -1)
+            n = x.shape[2]
+            mean = x.mean(dim=2)
+            var = x.var(dim=2, unbiased=False) * (n / max(n - 1, 1))
+            running_mean.mul_(1 - momentum).add_(mean.mean(dim=0).to(running_mean.dtype) * momentum)
+            running_var.mul_(1 - momentum).add_(var.mean(dim=0).to(running_var.dtype) * momentum)
     return call("group_norm", (input, weight, bias), {"groups": input.shape[1], "eps": eps})
 
 
@@ -1453,3 +1473,22 @@ def gumbel_softmax(logits, tau=1.0, hard=False, eps=1e-10, dim=-1):
     y_hard = scatter(F.mul(y_soft.detach(), 0.0), dim, index, value=1.0)
     return F.add(F.sub(y_hard, y_soft.detach()), y_soft)
 from ._mha import multi_head_attention_forward  # noqa: E402,F401
+
+from ._fractional_pool import (fractional_max_pool2d, fractional_max_pool2d_with_indices,  # noqa: E402,F401
+                               fractional_max_pool3d, fractional_max_pool3d_with_indices)
+
+
+def max_pool1d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+                            return_indices=True):
+    return max_pool1d(input, kernel_size, stride, padding, dilation, ceil_mode=ceil_mode, return_indices=True)
+
+
+def max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+                            return_indices=True):
+    return max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode=ceil_mode, return_indices=True)
+
+
+def conv_tbc(input, weight, bias, pad=0):
+    from .._torch_more import conv_tbc as _conv_tbc
+
+    return _conv_tbc(input, weight, bias, pad)

@@ -7,3 +7,5 @@ from .activation_shape import *  # noqa: F401,F403
 from .loss_more import *  # noqa: F401,F403
 from .containers_param import *  # noqa: F401,F403
 from .lazy_layers import *  # noqa: F401,F403
+from .fractional_pool import *  # noqa: F401,F403
+from .adaptive_softmax import *  # noqa: F401,F403

@@ -7,6 +7,7 @@ from collections import OrderedDict
 from ... import _creation as C
 from ... import _dtype as D
 from ... import _functions as F
+from ..._grad_mode import no_grad
 from ..._ops import call
 from ..._ops import default as _d  # defaults from the op table (src/ops)
 from .. import functional as NF
@@ -333,18 +334,44 @@ class _InstanceNorm(Module):
     def __init__(self, num_features, eps=_d("group_norm", "eps"), momentum=_d("batch_norm", "momentum"), affine=False,
                  track_running_stats=False, device=None, dtype=None):
         super().__init__()
-        if track_running_stats:
-            raise NotImplementedError(f"{type(self).__name__}: track_running_stats=True is not offered (the "
-                                      "normalization always uses each sample's statistics)")
         self.num_features, self.eps, self.momentum = num_features, eps, momentum
         self.affine, self.track_running_stats = affine, track_running_stats
         _norm_affine(self, affine, num_features, dtype)
+        if track_running_stats:   # torch's buffers: updated in training, used in eval
+            self.register_buffer("running_mean", C.zeros(num_features, dtype=_dt(dtype)))
+            self.register_buffer("running_var", _ones_as_c_layers((num_features,), dtype))
+            self.register_buffer("num_batches_tracked", C.tensor(0, dtype=D.int64))
+        else:
+            self.register_buffer("running_mean", None)
+            self.register_buffer("running_var", None)
+            self.register_buffer("num_batches_tracked", None)
 
     def forward(self, input):
-        if input.dim() not in self._expect:
-            raise ValueError(f"{type(self).__name__}: expected a {self._expect[0]}D input (N, C, ...), got "
-                             f"{input.dim()}D")
-        return NF.instance_norm(input, weight=self.weight, bias=self.bias, eps=self.eps)
+        if input.dim() not in self._expect and input.dim() != self._expect[0] - 1:
+            raise ValueError(f"{type(self).__name__}: expected a {self._expect[0]}D input (N, C, ...) or "
+                             f"{self._expect[0] - 1}D (C, ...), got {input.dim()}D")
+        if input.dim() == self._expect[0] - 1:   # one sample without its batch dim
+            return self.forward(input.unsqueeze(0)).squeeze(0)
+        if input.shape[1] != self.num_features and self.affine:
+            raise ValueError(f"expected input's size at dim=1 to match num_features ({self.num_features}), but "
+                             f"got: {input.shape[1]}.")
+        # (torch's instance norms leave num_batches_tracked at 0: the buffer exists for the state_dict)
+        use_running = self.track_running_stats and not self.training
+        return NF.instance_norm(input, self.running_mean, self.running_var, self.weight, self.bias,
+                                not use_running, self.momentum, self.eps)
+
+    def reset_running_stats(self):
+        if self.track_running_stats:
+            with no_grad():
+                self.running_mean.zero_()
+                self.running_var.fill_(1)
+                self.num_batches_tracked.zero_()
+
+    def reset_parameters(self):
+        self.reset_running_stats()
+        if self.affine:
+            init.ones_(self.weight)
+            init.zeros_(self.bias)
 
     def extra_repr(self):
         return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "

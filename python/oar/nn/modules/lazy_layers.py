@@ -6,11 +6,12 @@ from ... import _dtype as D
 from ..._grad_mode import no_grad
 from ..parameter import UninitializedBuffer, UninitializedParameter
 from .layers import (BatchNorm1d, BatchNorm2d, BatchNorm3d, Conv1d, Conv2d, Conv3d, ConvTranspose1d,
-                     ConvTranspose2d, ConvTranspose3d, Linear)
+                     ConvTranspose2d, ConvTranspose3d, InstanceNorm1d, InstanceNorm2d, InstanceNorm3d, Linear)
 from .lazy import LazyModuleMixin
 
 __all__ = ["LazyLinear", "LazyConv1d", "LazyConv2d", "LazyConv3d", "LazyConvTranspose1d", "LazyConvTranspose2d",
-           "LazyConvTranspose3d", "LazyBatchNorm1d", "LazyBatchNorm2d", "LazyBatchNorm3d"]
+           "LazyConvTranspose3d", "LazyBatchNorm1d", "LazyBatchNorm2d", "LazyBatchNorm3d", "LazyInstanceNorm1d",
+           "LazyInstanceNorm2d", "LazyInstanceNorm3d"]
 
 
 class LazyLinear(LazyModuleMixin, Linear):
@@ -139,3 +140,5 @@ def _lazy_norm(base):
 
 
 LazyBatchNorm1d, LazyBatchNorm2d, LazyBatchNorm3d = (_lazy_norm(b) for b in (BatchNorm1d, BatchNorm2d, BatchNorm3d))
+LazyInstanceNorm1d, LazyInstanceNorm2d, LazyInstanceNorm3d = (
+    _lazy_norm(b) for b in (InstanceNorm1d, InstanceNorm2d, InstanceNorm3d))
