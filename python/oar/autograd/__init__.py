@@ -1,6 +1,7 @@
-"""oar.autograd: grad, backward, and the grad-mode switches."""
+"""oar.autograd: grad, backward, the grad-mode switches, Function, functional (vjp, jvp, jacobian,
+hessian, vhp, hvp), gradcheck / gradgradcheck and the deprecated Variable."""
 from .. import _C
-from .._grad_mode import enable_grad, no_grad, set_grad_enabled  # noqa: F401
+from .._grad_mode import enable_grad, inference_mode, no_grad, set_grad_enabled  # noqa: F401
 
 
 def _seq(x):
@@ -29,3 +30,20 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
 
 from . import function  # noqa: E402
 from .function import Function, FunctionCtx, once_differentiable  # noqa: E402,F401
+from . import functional  # noqa: E402,F401
+from .gradcheck import GradcheckError, gradcheck, gradgradcheck  # noqa: E402,F401
+
+
+class _VariableMeta(type):
+    def __instancecheck__(cls, other):
+        from .._tensor import Tensor
+
+        return isinstance(other, Tensor)
+
+
+class Variable(metaclass=_VariableMeta):
+    """torch.autograd.Variable (deprecated there): Variable(t, requires_grad=False) is t itself (with
+    requires_grad set when asked), and every tensor is an instance."""
+
+    def __new__(cls, data, requires_grad=False, volatile=False):
+        return data.requires_grad_(True) if requires_grad else data
