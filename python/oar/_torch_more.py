@@ -359,6 +359,30 @@ _VIEW_COPIES = {"alias": lambda t: t, "detach": lambda t: t.detach(), "diagonal"
 
 
 # ---------------------------------------------------------------- Tensor methods
+def _resize_(self, *sizes):
+    """Tensor.resize_: the tensor takes the new shape over its elements in row-major order; growing adds
+    zeros (torch leaves them uninitialized)."""
+    if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)):
+        sizes = tuple(sizes[0])
+    if self.requires_grad:
+        raise RuntimeError("cannot resize variables that require grad")
+    n = math.prod(sizes)
+    flat = self.reshape(-1)
+    if n > flat.numel():
+        flat = F.cat([flat, C.zeros(n - flat.numel(), dtype=self.dtype)])
+    self._set_(flat[:n].reshape(*sizes).clone())
+    return self
+
+
+def _view_in_place(op):
+    """t_, transpose_, swapaxes_: the tensor becomes the view op's result (torch's in-place view ops)."""
+    def method(self, *args):
+        self._set_(op(self, *args))
+        return self
+
+    return method
+
+
 def _dist(self, other, p=2):
     return F.norm(self - other, p)
 
@@ -411,7 +435,11 @@ def install(namespace, tensor_class):
                "adjoint": lambda self: self.transpose(-2, -1), "resolve_conj": lambda self: self,
                "resolve_neg": lambda self: self, "conj": lambda self: self, "conj_physical": lambda self: self.clone(),
                "is_conj": lambda self: False, "is_neg": lambda self: False, "is_complex": lambda self: False,
-               "char": lambda self: self.to(D.int8)}
+               "char": lambda self: self.to(D.int8), "resize_": _resize_,
+               "resize_as_": lambda self, other: _resize_(self, tuple(other.shape)),
+               "t_": _view_in_place(lambda t: t.t()), "transpose_": _view_in_place(lambda t, a, b: t.transpose(a, b)),
+               "swapaxes_": _view_in_place(lambda t, a, b: t.transpose(a, b)),
+               "swapdims_": _view_in_place(lambda t, a, b: t.transpose(a, b))}
     for name, fn in methods.items():
         if not hasattr(tensor_class, name):
             setattr(tensor_class, name, fn)
@@ -422,7 +450,8 @@ def install(namespace, tensor_class):
         if not hasattr(tensor_class, name + "_"):
             setattr(tensor_class, name + "_", _in_place(getattr(F, op)))
     for name, get in (("mH", lambda self: self.transpose(-2, -1)), ("H", _conj_t), ("is_cpu", lambda self: self._device == 0),
-                      ("is_sparse", lambda self: False)):
+                      ("is_sparse", lambda self: False), ("itemsize", lambda self: self.dtype.itemsize),
+                      ("nbytes", lambda self: self.numel() * self.dtype.itemsize)):
         if not hasattr(tensor_class, name):
             setattr(tensor_class, name, property(get))
 

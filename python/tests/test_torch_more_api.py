@@ -248,3 +248,22 @@ def test_embedding_options_match_torch(kwargs):
     assert res[0][3] == res[1][3]
     with pytest.raises(AssertionError, match="Padding_idx must be within num_embeddings"):
         oar.nn.Embedding(3, 2, padding_idx=3)
+
+
+def test_in_place_view_ops_and_resize():
+    torch = torch_or_skip()
+    for name, args in (("t_", ()), ("transpose_", (0, 1)), ("swapaxes_", (1, 0)), ("swapdims_", (0, 1)),
+                       ("resize_", (2, 10)), ("resize_", ((3, 3),)), ("resize_", (25,))):
+        res = []
+        for lib in (oar, torch):
+            t = lib.from_numpy(A.copy()).clone()   # (torch cannot grow a NumPy array's storage)
+            r = getattr(t, name)(*args)
+            assert r is t
+            res.append((tuple(t.shape), t.numpy().ravel()[:20].copy()))
+        assert res[0][0] == res[1][0], name
+        np.testing.assert_array_equal(res[0][1], res[1][1])   # (growing: the first 20 are the old ones)
+    t = oar.from_numpy(A.copy())
+    t.resize_as_(oar.ones(5, 4))
+    assert tuple(t.shape) == (5, 4) and t.nbytes == 80 and t.itemsize == 4
+    with pytest.raises(RuntimeError, match="cannot resize variables that require grad"):
+        oar.ones(3, requires_grad=True).resize_(2)
