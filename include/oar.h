@@ -297,6 +297,13 @@ typedef oar_status (*oar_custom_backward)(void *user, int output, oar_tensor *gr
 OAR_API oar_tensor *oar_custom_function(oar_tensor *y, int output, oar_tensor *const *inputs, int n_inputs,
                                         oar_custom_backward backward, void (*release)(void *user), void *user);
 
+/* Anomaly detection (torch.autograd.detect_anomaly): when on, every gradient rule's results are
+ * scanned during backward, and the first rule that returns a NaN fails the backward with
+ * OAR_ERR_NUMERIC: "Function '<op>Backward' returned nan values in its <i>th output." (torch's
+ * words; i is the op's input). Process-wide, off by default; costs one pass over each gradient. */
+OAR_API void oar_set_detect_anomaly(bool on);
+OAR_API bool oar_detect_anomaly_enabled(void);
+
 /* Grad mode is per thread; it is on by default. */
 OAR_API bool oar_grad_enabled(void);
 OAR_API bool oar_set_grad_enabled(bool enabled);  /* returns the previous mode */

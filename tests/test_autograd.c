@@ -171,7 +171,26 @@ static void test_rule_failure_is_an_error(void) {
     oar_scope_end();
 }
 
+/* Anomaly detection: a rule returning NaN fails the backward, naming the op and its input. */
+static void test_detect_anomaly(void) {
+    oar_scope_begin();
+    oar_tensor *x = leaf((double[]){0, 1}, 2);
+    oar_tensor *y = oar_sum(oar_div(x, x), NULL, 0, false); /* d/dy (x / y) = -x / y^2: 0/0 at 0 */
+    CHECK(!oar_detect_anomaly_enabled());
+    CHECK(oar_backward(y, NULL, true) == OAR_OK && isnan(t_at(oar_grad_get(x), 0))); /* off: NaN flows */
+    oar_zero_grad(x);
+    oar_set_detect_anomaly(true);
+    CHECK(oar_detect_anomaly_enabled());
+    CHECK(oar_backward(y, NULL, true) == OAR_ERR_NUMERIC);
+    CHECK(strstr(oar_last_error(), "Function 'divBackward' returned nan values in its 1th output.") != NULL);
+    oar_tensor *z = oar_sum(oar_mul(x, x), NULL, 0, false); /* finite gradients pass */
+    CHECK(oar_backward(z, NULL, false) == OAR_OK && t_at(oar_grad_get(x), 1) == 2.0);
+    oar_set_detect_anomaly(false);
+    oar_scope_end();
+}
+
 int main(void) {
+    test_detect_anomaly();
     test_basic_and_accumulate();
     test_diamond_and_broadcast();
     test_no_grad_and_detach();

@@ -77,6 +77,22 @@ def set_num_interop_threads(n):
     _state["interop_threads"] = n
 
 
+def is_anomaly_enabled():
+    from . import _C
+
+    return _C.is_anomaly_enabled()
+
+
+def set_anomaly_enabled(enabled, check_nan=True):
+    from . import _C
+
+    _C.set_detect_anomaly(bool(enabled) and check_nan)
+
+
+def is_anomaly_check_nan_enabled():
+    return is_anomaly_enabled()
+
+
 # ---------------------------------------------------------------- dtype queries
 def _category(d):
     return 2 if d.is_floating_point else 0 if d is D.bool_ else 1

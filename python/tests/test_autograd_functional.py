@@ -129,3 +129,32 @@ def test_gradcheck_passes_and_catches_a_wrong_backward():
     assert isinstance(oar.ones(2), oar.autograd.Variable)
     v = oar.autograd.Variable(oar.ones(2), requires_grad=True)
     assert v.requires_grad and isinstance(v, oar.Tensor)
+
+
+def test_detect_anomaly_names_the_op_like_torch():
+    torch = torch_or_skip()
+    msgs = []
+    for L in (oar, torch):
+        x = L.tensor([0.0, 1.0], requires_grad=True)
+        with pytest.warns(UserWarning, match="Anomaly Detection has been enabled"):
+            with L.autograd.detect_anomaly():
+                assert L.is_anomaly_enabled()
+                y = (x / x).sum()   # 0/0: the backward of div makes NaN
+                with pytest.raises(RuntimeError) as e:
+                    y.backward()
+                msgs.append(str(e.value))
+        assert not L.is_anomaly_enabled()
+    # the divisor's gradient -x/y^2 is 0/0 (the dividend's, 1/y, is inf: not an anomaly)
+    assert "Function 'divBackward' returned nan values in its 1th output." in msgs[0], msgs[0]
+    assert "Function 'DivBackward0' returned nan values in its 1th output." in msgs[1]
+    x = oar.tensor([0.0, 1.0], requires_grad=True)
+    (x / x).sum().backward()   # off: NaN gradients come through, as torch's
+    assert np.isnan(x.grad.numpy()[0])
+    oar.autograd.set_detect_anomaly(True)
+    try:
+        z = oar.tensor([0.0], requires_grad=True)
+        (z ** 0.5).sum().backward()   # an infinite gradient is not an anomaly (torch agrees)
+        with pytest.raises(RuntimeError, match="Function 'sqrtBackward' returned nan values in its 0th output"):
+            (z.sqrt() * 0).sum().backward()   # 0 * d sqrt(0) = 0 * inf
+    finally:
+        oar.autograd.set_detect_anomaly(False)

@@ -201,6 +201,19 @@ static oar_status check_saved(oar_node *n) {
 }
 
 /* Runs one node's gradient rule and sends the results along its edges. */
+static int g_detect_anomaly;
+void oar_set_detect_anomaly(bool on) { __atomic_store_n(&g_detect_anomaly, on ? 1 : 0, __ATOMIC_RELAXED); }
+bool oar_detect_anomaly_enabled(void) { return __atomic_load_n(&g_detect_anomaly, __ATOMIC_RELAXED) != 0; }
+
+/* Anomaly detection: the first gradient of this rule holding a NaN fails the backward. */
+static oar_status check_anomaly(const oar_op_def *d, oar_tensor *const *gin, const bool *needs, int n_in) {
+    for (int i = 0; i < n_in; i++)
+        if (needs[i] && gin[i] && oar_count_nan(gin[i]) > 0)
+            return oar_error(OAR_ERR_NUMERIC, "Function '%sBackward' returned nan values in its %dth output.",
+                             d->name, i);
+    return OAR_OK;
+}
+
 static oar_status run_node(engine *e, oar_node *n, oar_node **ready, int *n_ready) {
     run_info *ri = n->run;
     const oar_op_def *d = oar_op_table[n->op];
@@ -252,6 +265,7 @@ static oar_status run_node(engine *e, oar_node *n, oar_node **ready, int *n_read
             for (int i = 0; i < n->n_in && st == OAR_OK; i++)
                 if (needs[i] && !gin[i] && oar_error_serial() != errors)
                     st = oar_last_status() != OAR_OK ? oar_last_status() : OAR_ERR_INTERNAL;
+            if (st == OAR_OK && oar_detect_anomaly_enabled()) st = check_anomaly(d, gin, needs, n->n_in);
             for (int i = 0; i < n->n_in; i++) {
                 if (st == OAR_OK && gin[i] && needs[i]) oar_retain(gin[i]);
                 else gin[i] = NULL;

@@ -97,6 +97,11 @@ static bad_count scan(oar_tensor *t) {
     return c;
 }
 
+int64_t oar_count_nan(oar_tensor *t) {
+    if (!t || !t->storage || !oar_dtypes[t->dtype].is_float || t->numel == 0) return 0;
+    return scan(t).nan;
+}
+
 /* ", input 1 [4, 3] f32: min -1 max 2 mean 0.25 (1 NaN, 0 Inf)" */
 static int describe_input(char *buf, size_t size, int i, oar_tensor *x) {
     char shape[96];

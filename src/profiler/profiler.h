@@ -111,6 +111,9 @@ double oar_prof_flops(const char *name, oar_tensor *const *in, int n_in, oar_ten
 oar_status oar_check_outputs(const char *op_name, oar_tensor *const *in, int n_in, oar_tensor *const *out,
                              int n_out);
 
+/* How many NaN values t holds (any float dtype, strided or on a device; 0 for other dtypes). */
+int64_t oar_count_nan(oar_tensor *t);
+
 /* How many times oar_check_outputs failed on this thread: a caller that runs ops whose
  * failures it would not otherwise see (gradient rules treat a NULL result as a zero
  * gradient) compares it before and after. */

@@ -193,6 +193,15 @@ static PyObject *set_grad_enabled(PyObject *m, PyObject *v) {
 
 static PyObject *is_grad_enabled(PyObject *m, PyObject *u) { return PyBool_FromLong(oar_grad_enabled()); }
 
+static PyObject *set_detect_anomaly(PyObject *m, PyObject *v) {
+    int b = PyObject_IsTrue(v);
+    if (b < 0) return NULL;
+    oar_set_detect_anomaly(b);
+    Py_RETURN_NONE;
+}
+
+static PyObject *is_anomaly_enabled(PyObject *m, PyObject *u) { return PyBool_FromLong(oar_detect_anomaly_enabled()); }
+
 static PyObject *manual_seed(PyObject *m, PyObject *v) {
     unsigned long long s = PyLong_AsUnsignedLongLongMask(v);
     if (PyErr_Occurred()) return NULL;
@@ -387,6 +396,8 @@ static PyMethodDef methods[] = {
     {"split", split, METH_VARARGS, NULL},
     {"set_grad_enabled", set_grad_enabled, METH_O, NULL},
     {"is_grad_enabled", is_grad_enabled, METH_NOARGS, NULL},
+    {"set_detect_anomaly", set_detect_anomaly, METH_O, NULL},
+    {"is_anomaly_enabled", is_anomaly_enabled, METH_NOARGS, NULL},
     {"manual_seed", manual_seed, METH_O, NULL},
     {"rng_get_state", rng_get_state, METH_NOARGS, NULL},
     {"rng_set_state", rng_set_state, METH_VARARGS, NULL},

@@ -1,5 +1,5 @@
 """oar.autograd: grad, backward, the grad-mode switches, Function, functional (vjp, jvp, jacobian,
-hessian, vhp, hvp), gradcheck / gradgradcheck and the deprecated Variable."""
+hessian, vhp, hvp), gradcheck / gradgradcheck, anomaly detection and the deprecated Variable."""
 from .. import _C
 from .._grad_mode import enable_grad, inference_mode, no_grad, set_grad_enabled  # noqa: F401
 
@@ -30,7 +30,8 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
 
 from . import function  # noqa: E402
 from .function import Function, FunctionCtx, once_differentiable  # noqa: E402,F401
-from . import functional  # noqa: E402,F401
+from . import anomaly_mode, functional  # noqa: E402,F401
+from .anomaly_mode import detect_anomaly, set_detect_anomaly  # noqa: E402,F401
 from .gradcheck import GradcheckError, gradcheck, gradgradcheck  # noqa: E402,F401
 
 
