@@ -390,6 +390,23 @@ def _resize_(self, *sizes):
     return self
 
 
+def _elementwise_python(name, self, fn, *others):
+    """apply_ / map_ / map2_: fn called on each element (Python numbers), the results written into self;
+    CPU tensors outside autograd only, as torch's."""
+    import numpy as np
+
+    if self._device != 0:
+        raise TypeError(f"{name} is only implemented on CPU tensors")
+    if self.requires_grad:
+        raise RuntimeError(f"{name}: a tensor that requires grad cannot be changed by a Python function; "
+                           f"use .detach() or no_grad")
+    arrays = [self.numpy()] + [np.broadcast_to(o.numpy(), tuple(self.shape)) for o in others]
+    out = np.array([fn(*(a.item() for a in vals)) for vals in zip(*(a.reshape(-1) for a in arrays))])
+    from ._tensor import _inplace
+
+    return _inplace(self, C.tensor(out.reshape(tuple(self.shape)) if out.size else arrays[0], dtype=self.dtype))
+
+
 def _view_in_place(op):
     """t_, transpose_, swapaxes_: the tensor becomes the view op's result (torch's in-place view ops)."""
     def method(self, *args):
@@ -452,6 +469,9 @@ def install(namespace, tensor_class):
                "resolve_neg": lambda self: self, "conj": lambda self: self, "conj_physical": lambda self: self.clone(),
                "is_conj": lambda self: False, "is_neg": lambda self: False, "is_complex": lambda self: False,
                "char": lambda self: self.to(D.int8), "resize_": _resize_,
+               "apply_": lambda self, fn: _elementwise_python("apply_", self, fn),
+               "map_": lambda self, other, fn: _elementwise_python("map_", self, fn, other),
+               "map2_": lambda self, a, b, fn: _elementwise_python("map2_", self, fn, a, b),
                "resize_as_": lambda self, other: _resize_(self, tuple(other.shape)),
                "t_": _view_in_place(lambda t: t.t()), "transpose_": _view_in_place(lambda t, a, b: t.transpose(a, b)),
                "swapaxes_": _view_in_place(lambda t, a, b: t.transpose(a, b)),

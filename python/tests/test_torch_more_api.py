@@ -267,3 +267,18 @@ def test_in_place_view_ops_and_resize():
     assert tuple(t.shape) == (5, 4) and t.nbytes == 80 and t.itemsize == 4
     with pytest.raises(RuntimeError, match="cannot resize variables that require grad"):
         oar.ones(3, requires_grad=True).resize_(2)
+
+
+def test_python_elementwise_methods():
+    torch = torch_or_skip()
+    res = []
+    for lib in (oar, torch):
+        t = lib.arange(6.0).reshape(2, 3)
+        r = t.apply_(lambda v: v * v - 1)
+        assert r is t
+        t.map_(lib.tensor([1.0, 2.0, 3.0]), lambda a, b: a + 10 * b)
+        t.map2_(lib.ones(2, 3), lib.full((2, 1), 2.0), lambda a, b, c: a * c - b)
+        res.append(t.numpy().copy())
+    np.testing.assert_array_equal(res[0], res[1])
+    with pytest.raises(RuntimeError, match="requires grad"):
+        oar.ones(2, requires_grad=True).apply_(lambda v: v)
