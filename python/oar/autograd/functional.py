@@ -168,17 +168,26 @@ def hessian(func, inputs, create_graph=False, strict=False, vectorize=False, out
     return res
 
 
+def _gradient_and_v(func, inputs, v, create_graph, strict, fn):
+    """What vhp and hvp share: the prepared inputs, the one-element output, v, and the gradient with
+    its graph kept (so it can be differentiated again)."""
+    ins, in_tuple = _as_tuple(inputs, "inputs", fn)
+    ins = _prepare(ins, create_graph)
+    outs, out_tuple = _as_tuple(func(*ins), "outputs of the user-provided function", fn)
+    if out_tuple or outs[0].numel() != 1:
+        raise RuntimeError(f"The function given to {fn} should return a single Tensor with a single element.")
+    if v is None and len(ins) == 1 and ins[0].numel() == 1:
+        vs = (C.ones_like(ins[0]),)
+    else:
+        vs = _check_v(v, ins, "inputs", fn)
+    g = _grads(outs, ins, (C.ones_like(outs[0]),), True, strict, fn)
+    return ins, in_tuple, outs, vs, g
+
+
 def vhp(func, inputs, v=None, create_graph=False, strict=False):
     """(func(inputs), v^T H) for a function with a one-element output."""
     with enable_grad():
-        ins, in_tuple = _as_tuple(inputs, "inputs", "vhp")
-        ins = _prepare(ins, create_graph)
-        outs, out_tuple = _as_tuple(func(*ins), "outputs of the user-provided function", "vhp")
-        if out_tuple or outs[0].numel() != 1:
-            raise RuntimeError("The function given to vhp should return a single Tensor with a single element.")
-        vs = (C.ones_like(ins[0]),) if v is None and ins[0].numel() == 1 and len(ins) == 1 else \
-            _check_v(v, ins, "inputs", "vhp")
-        g = _grads(outs, ins, (C.ones_like(outs[0]),), True, strict, "vhp")
+        ins, in_tuple, outs, vs, g = _gradient_and_v(func, inputs, v, create_graph, strict, "vhp")
         res = _grads(g, ins, vs, create_graph, strict, "vhp", what="jacobian")
     return _finish(outs, False, create_graph), _finish(res, in_tuple, create_graph)
 
@@ -186,14 +195,7 @@ def vhp(func, inputs, v=None, create_graph=False, strict=False):
 def hvp(func, inputs, v=None, create_graph=False, strict=False):
     """(func(inputs), H v): the double-vjp identity on the gradient (equal to vhp for a symmetric H)."""
     with enable_grad():
-        ins, in_tuple = _as_tuple(inputs, "inputs", "hvp")
-        ins = _prepare(ins, create_graph)
-        outs, out_tuple = _as_tuple(func(*ins), "outputs of the user-provided function", "hvp")
-        if out_tuple or outs[0].numel() != 1:
-            raise RuntimeError("The function given to hvp should return a single Tensor with a single element.")
-        vs = (C.ones_like(ins[0]),) if v is None and ins[0].numel() == 1 and len(ins) == 1 else \
-            _check_v(v, ins, "inputs", "hvp")
-        g = _grads(outs, ins, (C.ones_like(outs[0]),), True, strict, "hvp")
+        ins, in_tuple, outs, vs, g = _gradient_and_v(func, inputs, v, create_graph, strict, "hvp")
         us = tuple(C.zeros_like(x).requires_grad_(True) for x in ins)
         gu = _grads(g, ins, us, True, strict, "hvp", what="jacobian")
         res = _grads(gu, us, vs, create_graph, strict, "hvp", what="double backward")

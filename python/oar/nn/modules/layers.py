@@ -7,7 +7,6 @@ from collections import OrderedDict
 from ... import _creation as C
 from ... import _dtype as D
 from ... import _functions as F
-from ..._grad_mode import no_grad
 from ..._ops import call
 from ..._ops import default as _d  # defaults from the op table (src/ops)
 from .. import functional as NF
@@ -217,11 +216,11 @@ class ConvTranspose1d(_ConvNd):
                                    self.groups, self.dilation)
 
 
-class _BatchNorm(Module):
-    _expect = (2, 3)
+class _NormBase(Module):
+    """What batch and instance norms share (torch's _NormBase): the affine parameters, the running
+    statistics as buffers (None when not tracked), and their resets."""
 
-    def __init__(self, num_features, eps=_d("batch_norm", "eps"), momentum=_d("batch_norm", "momentum"), affine=True,
-                 track_running_stats=True, device=None, dtype=None):
+    def __init__(self, num_features, eps, momentum, affine, track_running_stats, dtype):
         super().__init__()
         self.num_features, self.eps, self.momentum = num_features, eps, momentum
         self.affine, self.track_running_stats = affine, track_running_stats
@@ -246,6 +245,14 @@ class _BatchNorm(Module):
         if self.affine:
             init.ones_(self.weight)
             init.zeros_(self.bias)
+
+
+class _BatchNorm(_NormBase):
+    _expect = (2, 3)
+
+    def __init__(self, num_features, eps=_d("batch_norm", "eps"), momentum=_d("batch_norm", "momentum"), affine=True,
+                 track_running_stats=True, device=None, dtype=None):
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, dtype)
 
     def forward(self, input):
         if input.dim() not in self._expect:
@@ -326,25 +333,14 @@ class GroupNorm(Module):
         return f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}"
 
 
-class _InstanceNorm(Module):
+class _InstanceNorm(_NormBase):
     """Each sample's channels normalized over their own positions: group_norm with one group per
     channel (torch's defaults: no affine, no running statistics)."""
     _expect = (4,)
 
     def __init__(self, num_features, eps=_d("group_norm", "eps"), momentum=_d("batch_norm", "momentum"), affine=False,
                  track_running_stats=False, device=None, dtype=None):
-        super().__init__()
-        self.num_features, self.eps, self.momentum = num_features, eps, momentum
-        self.affine, self.track_running_stats = affine, track_running_stats
-        _norm_affine(self, affine, num_features, dtype)
-        if track_running_stats:   # torch's buffers: updated in training, used in eval
-            self.register_buffer("running_mean", C.zeros(num_features, dtype=_dt(dtype)))
-            self.register_buffer("running_var", _ones_as_c_layers((num_features,), dtype))
-            self.register_buffer("num_batches_tracked", C.tensor(0, dtype=D.int64))
-        else:
-            self.register_buffer("running_mean", None)
-            self.register_buffer("running_var", None)
-            self.register_buffer("num_batches_tracked", None)
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, dtype)
 
     def forward(self, input):
         if input.dim() not in self._expect and input.dim() != self._expect[0] - 1:
@@ -359,19 +355,6 @@ class _InstanceNorm(Module):
         use_running = self.track_running_stats and not self.training
         return NF.instance_norm(input, self.running_mean, self.running_var, self.weight, self.bias,
                                 not use_running, self.momentum, self.eps)
-
-    def reset_running_stats(self):
-        if self.track_running_stats:
-            with no_grad():
-                self.running_mean.zero_()
-                self.running_var.fill_(1)
-                self.num_batches_tracked.zero_()
-
-    def reset_parameters(self):
-        self.reset_running_stats()
-        if self.affine:
-            init.ones_(self.weight)
-            init.zeros_(self.bias)
 
     def extra_repr(self):
         return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "
