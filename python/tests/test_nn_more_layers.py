@@ -122,3 +122,35 @@ def test_data_parallel_and_aliases():
     tbc = [lib.conv_tbc(lib.from_numpy(x[0, :, :, 0].T.copy().reshape(4, 1, 6)), lib.ones(2, 6, 3), lib.zeros(3), 1)
            for lib in (oar, torch)]
     np.testing.assert_allclose(tbc[0].numpy(), tbc[1].numpy(), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("shape,out", [((2, 3, 6, 7, 5), (3, 2, 4)), ((3, 5, 5, 5), 2), ((1, 2, 4, 6, 8), (2, 3, 4))])
+def test_adaptive_max_pool3d_matches_torch(shape, out):
+    torch = torch_or_skip()
+    x = R.standard_normal(shape).astype(np.float32)
+    res = []
+    for lib, xx in zip((oar, torch), pair(torch, x)):
+        v, i = lib.nn.AdaptiveMaxPool3d(out, return_indices=True)(xx)
+        (v * v).sum().backward()
+        res.append((v.detach().numpy(), i.numpy(), xx.grad.numpy(),
+                    lib.nn.functional.adaptive_max_pool3d(xx, out).detach().numpy()))
+    for a, b in zip(*res):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_max_unpool3d_matches_torch():
+    torch = torch_or_skip()
+    x = R.standard_normal((2, 3, 4, 6, 6)).astype(np.float32)
+    v, i = torch.nn.functional.max_pool3d(torch.from_numpy(x), 2, return_indices=True)
+    res = []
+    for lib in (oar, torch):
+        vv = lib.from_numpy(v.numpy().copy()).requires_grad_()
+        y = lib.nn.MaxUnpool3d(2)(vv, lib.from_numpy(i.numpy().copy()))
+        y2 = lib.nn.functional.max_unpool3d(vv, lib.from_numpy(i.numpy().copy()), 2, output_size=(5, 7, 7))
+        (y * 2 + 0).sum().backward()
+        res.append((y.detach().numpy(), y2.detach().numpy(), vv.grad.numpy(), repr(lib.nn.MaxUnpool3d(2, 1)) + repr(lib.nn.MaxUnpool2d((2, 3), 1, (1, 0))) + repr(lib.nn.MaxUnpool1d(2))))
+    for a, b in zip(res[0][:3], res[1][:3]):
+        np.testing.assert_array_equal(a, b)
+    assert res[0][3] == res[1][3]
+    with pytest.raises(RuntimeError, match="indices of its shape"):
+        oar.nn.functional.max_unpool3d(oar.ones(1, 1, 2, 2, 2), oar.zeros(1, 1, 2, 2, dtype=oar.int64), 2)

@@ -1492,3 +1492,59 @@ def conv_tbc(input, weight, bias, pad=0):
     from .._torch_more import conv_tbc as _conv_tbc
 
     return _conv_tbc(input, weight, bias, pad)
+
+
+def adaptive_max_pool3d(input, output_size, return_indices=False):
+    """the max over torch's adaptive windows in depth, rows and columns (start floor(i*n/o), end
+    ceil((i+1)*n/o)): one max pooling when the sizes divide and no indices are asked, else a max per
+    output cell; indices flat over D*H*W"""
+    if isinstance(output_size, numbers.Integral) or output_size is None:
+        output_size = (output_size,) * 3
+    if input.ndim not in (4, 5):
+        raise RuntimeError(f"adaptive_max_pool3d(): Expected 4D or 5D tensor, but got: {list(input.shape)}")
+    dims = tuple(input.shape[-3:])
+    outs = [dims[i] if s is None else int(s) for i, s in enumerate(output_size)]
+    if not return_indices and all(n % o == 0 for n, o in zip(dims, outs)):
+        return max_pool3d(input, tuple(n // o for n, o in zip(dims, outs)))
+    spans = [[(i * n // o, -(-(i + 1) * n // o)) for i in range(o)] for n, o in zip(dims, outs)]
+    values, indices = [], []
+    for d0, d1 in spans[0]:
+        for r0, r1 in spans[1]:
+            for c0, c1 in spans[2]:
+                win = F.narrow(F.narrow(F.narrow(input, -3, d0, d1 - d0), -2, r0, r1 - r0), -1, c0, c1 - c0)
+                win = win.flatten(-3)
+                at = F.argmax(win, -1, True)
+                values.append(F.gather(win, -1, at).squeeze(-1))
+                if return_indices:   # the window's (depth, row, column) of the max, placed in the volume
+                    hw = (r1 - r0) * (c1 - c0)
+                    dd, rest = F.floor_divide(at, hw), F.remainder(at, hw)
+                    rr, cc = F.floor_divide(rest, c1 - c0), F.remainder(rest, c1 - c0)
+                    flat_at = (dd + d0) * (dims[1] * dims[2]) + (rr + r0) * dims[2] + (cc + c0)
+                    indices.append(flat_at.squeeze(-1))
+    out = F.stack(values, -1).reshape(*input.shape[:-3], *outs)
+    if not return_indices:
+        return out
+    return out, F.stack(indices, -1).reshape(*input.shape[:-3], *outs)
+
+
+def adaptive_max_pool3d_with_indices(input, output_size, return_indices=True):
+    return adaptive_max_pool3d(input, output_size, True)
+
+
+def max_unpool3d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    """The inverse of max_pool3d(return_indices=True), as max_unpool2d over D*H*W: the default size is
+    (n - 1) stride - 2 padding + kernel per dim, or output_size's last three."""
+    if input.ndim not in (4, 5) or tuple(indices.shape) != tuple(input.shape):
+        raise RuntimeError(f"max_unpool3d: expected 4D or 5D input and indices of its shape, got input "
+                           f"{list(input.shape)} and indices {list(indices.shape)}")
+    k = _triple(kernel_size, "kernel_size", "max_unpool3d")
+    s = k if stride is None else _triple(stride, "stride", "max_unpool3d")
+    p = _triple(padding, "padding", "max_unpool3d")
+    dims = tuple(input.shape[-3:])
+    size = [(n - 1) * s[i] - 2 * p[i] + k[i] for i, n in enumerate(dims)]
+    if output_size is not None:
+        size = [int(v) for v in list(output_size)[-3:]]
+    lead = list(input.shape[:-3])
+    n_in = dims[0] * dims[1] * dims[2]
+    out = _Unpool.apply(input.reshape(*lead, n_in), indices.reshape(*lead, n_in), size[0] * size[1] * size[2])
+    return out.reshape(*lead, *size)

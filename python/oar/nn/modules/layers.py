@@ -597,9 +597,15 @@ class MaxPool2d(Module):
 
 
 class MaxUnpool2d(Module):
+    _n = 2   # the sizes are kept as tuples of this many values, as torch's (and its repr) keep them
+
     def __init__(self, kernel_size, stride=None, padding=0):
         super().__init__()
-        self.kernel_size, self.stride, self.padding = kernel_size, kernel_size if stride is None else stride, padding
+        n = self._n
+        as_tuple = lambda v: tuple(v) if isinstance(v, (tuple, list)) else (v,) * n
+        self.kernel_size = as_tuple(kernel_size)
+        self.stride = self.kernel_size if stride is None else as_tuple(stride)
+        self.padding = as_tuple(padding)
 
     def forward(self, input, indices, output_size=None):
         return NF.max_unpool2d(input, indices, self.kernel_size, self.stride, self.padding, output_size)
@@ -609,6 +615,8 @@ class MaxUnpool2d(Module):
 
 
 class MaxUnpool1d(MaxUnpool2d):
+    _n = 1
+
     def forward(self, input, indices, output_size=None):
         return NF.max_unpool1d(input, indices, self.kernel_size, self.stride, self.padding, output_size)
 
@@ -653,6 +661,18 @@ class AdaptiveMaxPool2d(AdaptiveAvgPool2d):
 class AdaptiveMaxPool1d(AdaptiveMaxPool2d):
     def forward(self, input):
         return NF.adaptive_max_pool1d(input, self.output_size, self.return_indices)
+
+
+class AdaptiveMaxPool3d(AdaptiveMaxPool2d):
+    def forward(self, input):
+        return NF.adaptive_max_pool3d(input, self.output_size, self.return_indices)
+
+
+class MaxUnpool3d(MaxUnpool2d):
+    _n = 3
+
+    def forward(self, input, indices, output_size=None):
+        return NF.max_unpool3d(input, indices, self.kernel_size, self.stride, self.padding, output_size)
 
 
 # ---------------------------------------------------------------- containers
