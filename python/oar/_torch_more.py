@@ -293,6 +293,67 @@ def histogram(input, bins=100, *, range=None, weight=None, density=False):
     return histogram_result(hist.to(input.dtype), edges.to(input.dtype))
 
 
+# ---------------------------------------------------------------- numerical gradient
+def gradient(input, *, spacing=1, dim=None, edge_order=1):
+    """torch.gradient: the derivative estimated along each dim by central differences (second order,
+    exact for quadratics, also for uneven coordinates) inside and one-sided differences of order
+    edge_order (1 or 2) at the ends. spacing: one number, a number per dim, or a 1-d tensor of
+    coordinates per dim. A tuple with one tensor per dim."""
+    from ._tensor import Tensor
+
+    dims = list(builtins.range(input.ndim)) if dim is None else [dim] if isinstance(dim, int) else list(dim)
+    dims = [d % input.ndim for d in dims]
+    if edge_order not in (1, 2):
+        raise RuntimeError(f"torch.gradient only supports edge_order=1 and edge_order=2, got {edge_order}")
+    if isinstance(spacing, (int, float)) or isinstance(spacing, Tensor) and spacing.ndim == 0:
+        spacing = [spacing] * len(dims)
+    spacing = list(spacing)
+    if len(spacing) != len(dims):
+        raise RuntimeError(f"torch.gradient expected spacing to be unspecified, a scalar, or a list of length "
+                           f"{len(dims)} (the dims), but got a list of length {len(spacing)}")
+    out = []
+    for d, h in zip(dims, spacing):
+        n = input.shape[d]
+        if n < edge_order + 1:
+            raise RuntimeError(f"torch.gradient expected each dimension size to be at least edge_order+1, got "
+                               f"size {n} at dim {d}")
+        out.append(_gradient_1d(input, d, n, h, edge_order))
+    return tuple(out)
+
+
+def _gradient_1d(f, d, n, h, edge_order):
+    from ._tensor import Tensor
+
+    at = lambda start, length=1: F.narrow(f, d, start, length)
+    shape = [1] * f.ndim
+    shape[d] = -1
+    if isinstance(h, Tensor) and h.ndim == 1:   # coordinates: uneven steps
+        x = h.to(f.dtype if f.is_floating_point() else D.float32)
+        steps = (x[1:] - x[:-1])
+        hl, hr = steps[:-1].reshape(shape), steps[1:].reshape(shape)
+        inner = (hl * hl * at(2, n - 2) - hr * hr * at(0, n - 2) + (hr * hr - hl * hl) * at(1, n - 2)) / (
+            hl * hr * (hl + hr))
+        a1, a2 = steps[0], steps[1] if n > 2 else steps[0]
+        b1, b2 = steps[-2] if n > 2 else steps[-1], steps[-1]
+        if edge_order == 1:
+            first = (at(1) - at(0)) / a1
+            last = (at(n - 1) - at(n - 2)) / b2
+        else:
+            first = (-(2 * a1 + a2) / (a1 * (a1 + a2)) * at(0) + (a1 + a2) / (a1 * a2) * at(1)
+                     - a1 / (a2 * (a1 + a2)) * at(2))
+            last = (b2 / (b1 * (b1 + b2)) * at(n - 3) - (b1 + b2) / (b1 * b2) * at(n - 2)
+                    + (2 * b2 + b1) / (b2 * (b1 + b2)) * at(n - 1))
+    else:
+        h = float(h)
+        inner = (at(2, n - 2) - at(0, n - 2)) / (2 * h)
+        if edge_order == 1:
+            first, last = (at(1) - at(0)) / h, (at(n - 1) - at(n - 2)) / h
+        else:
+            first = (-3 * at(0) + 4 * at(1) - at(2)) / (2 * h)
+            last = (3 * at(n - 1) - 4 * at(n - 2) + at(n - 3)) / (2 * h)
+    return F.cat([first, inner, last], d) if n > 2 else F.cat([first, last], d)
+
+
 # ---------------------------------------------------------------- top-level signatures
 def constant_pad_nd(input, pad, value=0):
     from .nn import functional as NF
@@ -351,6 +412,35 @@ def split_with_sizes(input, split_sizes, dim=0):
         raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {input.shape[dim]} (input "
                            f"tensor's size at dimension {dim}), but got split_sizes={list(split_sizes)}")
     return input.split(list(split_sizes), dim)
+
+
+def nextafter(input, other):
+    """The next representable value after input toward other, elementwise (NumPy's nextafter; not
+    differentiable, as torch's)."""
+    import numpy as np
+
+    b = other.detach().numpy() if hasattr(other, "numpy") else other
+    return C.tensor(np.nextafter(input.detach().numpy(), np.asarray(b, dtype=input.detach().numpy().dtype)),
+                    dtype=input.dtype)
+
+
+def empty_strided(size, stride, *, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
+    """An uninitialized tensor with the given strides: a view over a buffer just large enough."""
+    if len(size) != len(stride):
+        raise RuntimeError(f"mismatch in length of strides and shape: {len(size)} and {len(stride)}")
+    need = 1 + builtins.sum((n - 1) * st for n, st in zip(size, stride)) if all(size) else 0
+    base = C.empty(need, dtype=dtype)
+    out = base.as_strided(tuple(size), tuple(stride)) if need else C.empty(*size, dtype=dtype)
+    return out.requires_grad_(requires_grad) if requires_grad else out
+
+
+def set_default_tensor_type(t):
+    """torch.FloatTensor (oar's default already) is accepted; other types name a default dtype oar keeps
+    at float32."""
+    name = t if isinstance(t, str) else getattr(t, "__name__", str(t))
+    if name.split(".")[-1] not in ("FloatTensor", "Tensor"):
+        raise NotImplementedError(f"set_default_tensor_type: oar's default tensor type is torch.FloatTensor "
+                                  f"(float32, on the CPU), got {name}")
 
 
 def _copying(fn):
@@ -448,6 +538,17 @@ def install(namespace, tensor_class):
     top["detach"] = lambda input: input.detach()
     top["detach_"] = lambda input: input.detach_()
     top["zero_"] = lambda input: input.zero_()
+    top["fill_"] = lambda input, value: input.fill_(value)
+    top["index_put"] = lambda input, indices, values, accumulate=False: input.index_put(indices, values, accumulate)
+    top["index_put_"] = lambda input, indices, values, accumulate=False: input.index_put_(indices, values, accumulate)
+    top["resize_as_"] = lambda input, other: input.resize_as_(other)
+    for name in ("clamp_", "gcd_", "lcm_", "ldexp_", "addmv_"):
+        top[name] = lambda input, *args, _m=name, **kwargs: getattr(input, _m)(*args, **kwargs)
+    for name in ("conj", "resolve_conj", "resolve_neg", "is_conj", "is_neg", "adjoint"):
+        top[name] = lambda input, _m=name: getattr(input, _m)()
+    top["is_inference"] = lambda input: False
+    top["get_device"] = lambda input: -1 if input._device == 0 else 0
+    top["is_storage"] = lambda obj: False
     top["unsafe_split"] = lambda input, split_size, dim=0: input.split(split_size, dim)
     top["unsafe_chunk"] = lambda input, chunks, dim=0: input.chunk(chunks, dim)
     top["unsafe_split_with_sizes"] = split_with_sizes
@@ -463,7 +564,7 @@ def install(namespace, tensor_class):
                "unsafe_split": top["unsafe_split"], "unsafe_chunk": top["unsafe_chunk"],
                "slice_scatter": slice_scatter, "select_scatter": select_scatter,
                "diagonal_scatter": diagonal_scatter, "put": put, "index_reduce": index_reduce,
-               "histogram": histogram, "prelu": namespace["nn"].functional.prelu,
+               "histogram": histogram, "nextafter": nextafter, "prelu": namespace["nn"].functional.prelu,
                "hardshrink": namespace["nn"].functional.hardshrink,
                "adjoint": lambda self: self.transpose(-2, -1), "resolve_conj": lambda self: self,
                "resolve_neg": lambda self: self, "conj": lambda self: self, "conj_physical": lambda self: self.clone(),

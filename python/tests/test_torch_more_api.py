@@ -282,3 +282,41 @@ def test_python_elementwise_methods():
     np.testing.assert_array_equal(res[0], res[1])
     with pytest.raises(RuntimeError, match="requires grad"):
         oar.ones(2, requires_grad=True).apply_(lambda v: v)
+
+
+@pytest.mark.parametrize("kwargs", [dict(), dict(spacing=2.0), dict(edge_order=2), dict(dim=1),
+                                    dict(spacing=[0.5, 3.0]), dict(dim=0, edge_order=2, spacing=1.5),
+                                    dict(coords=True), dict(coords=True, edge_order=2)])
+def test_gradient_matches_torch(kwargs):
+    torch = torch_or_skip()
+    f = (R.standard_normal((5, 6)) * 3).astype(np.float64)
+    cx, cy = np.cumsum(R.random(5) + 0.2), np.cumsum(R.random(6) + 0.2)
+    res = []
+    for lib in (oar, torch):
+        kw = dict(kwargs)
+        if kw.pop("coords", False):
+            kw["spacing"] = (lib.from_numpy(cx.copy()), lib.from_numpy(cy.copy()))
+        x = lib.from_numpy(f.copy()).requires_grad_()
+        gs = lib.gradient(x, **kw)
+        sum(((g * g).sum() for g in gs), lib.zeros(())).backward()
+        res.append(([g.detach().numpy() for g in gs], x.grad.numpy()))
+    for a, b in zip(res[0][0], res[1][0]):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(res[0][1], res[1][1], rtol=1e-10, atol=1e-10)
+
+
+def test_small_top_level_functions():
+    torch = torch_or_skip()
+    a = np.array([1.0, 0.0, -2.5], np.float32)
+    np.testing.assert_array_equal(oar.nextafter(oar.from_numpy(a), oar.ones(3)).numpy(),
+                                  torch.nextafter(torch.from_numpy(a), torch.ones(3)).numpy())
+    e = oar.empty_strided((2, 3), (1, 2))
+    assert tuple(e.shape) == (2, 3) and tuple(e.stride()) == (1, 2)
+    t = oar.zeros(3)
+    assert oar.fill_(t, 2.0) is t and t.numpy().tolist() == [2.0, 2.0, 2.0]
+    assert oar.clamp_(t, max=1.0) is t and t.numpy().tolist() == [1.0, 1.0, 1.0]
+    assert oar.get_device(t) == torch.get_device(torch.zeros(3)) and not oar.is_inference(t)
+    oar.set_default_tensor_type(oar.FloatTensor)
+    oar.set_default_tensor_type("torch.FloatTensor")
+    with pytest.raises(NotImplementedError, match="default tensor type"):
+        oar.set_default_tensor_type("torch.DoubleTensor")
