@@ -125,6 +125,7 @@ from . import fft  # noqa: E402,F401
 from ._compat import onnx  # noqa: E402,F401  (torch.onnx.export on oar's exporter)
 from . import special  # noqa: E402,F401
 from . import linalg  # noqa: E402,F401
+from . import distributions  # noqa: E402,F401
 from .ao import quantization  # noqa: E402,F401  (torch.quantization, the older name)
 nn.quantized, nn.intrinsic, nn.qat = ao.nn.quantized, ao.nn.intrinsic, ao.nn.qat  # torch.nn.quantized, ...
 

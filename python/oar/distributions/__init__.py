@@ -1,0 +1,13 @@
+"""oar.distributions (torch.distributions): probability distributions with torch's names, shapes,
+parameter validation, reparameterized sampling and KL divergences, written on oar's ops (so
+log_prob, entropy and rsample are differentiable and traceable). docs/python.md lists them."""
+from . import constraints  # noqa: F401
+from .continuous import Exponential, Laplace, Normal, Uniform  # noqa: F401
+from .discrete import Bernoulli, Categorical, OneHotCategorical  # noqa: F401
+from .distribution import Distribution  # noqa: F401
+from .independent import Independent  # noqa: F401
+from .kl import kl_divergence, register_kl  # noqa: F401
+from .multivariate_normal import MultivariateNormal  # noqa: F401
+
+__all__ = ["Distribution", "Normal", "Uniform", "Exponential", "Laplace", "Bernoulli", "Categorical",
+           "OneHotCategorical", "MultivariateNormal", "Independent", "kl_divergence", "register_kl", "constraints"]

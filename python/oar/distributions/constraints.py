@@ -1,0 +1,140 @@
+"""torch.distributions.constraints: where a parameter or a value may lie. check(value) is a boolean
+tensor (elementwise, or per event for the event constraints); reprs are torch's."""
+__all__ = ["Constraint", "real", "positive", "nonnegative", "unit_interval", "boolean", "nonnegative_integer",
+           "simplex", "lower_cholesky", "positive_definite", "real_vector", "greater_than", "greater_than_eq",
+           "interval", "half_open_interval", "integer_interval", "dependent", "dependent_property"]
+
+
+class Constraint:
+    is_discrete = False
+    event_dim = 0
+
+    def check(self, value):
+        raise NotImplementedError
+
+    def __repr__(self):
+        return type(self).__name__.lstrip("_") + "()"
+
+
+class _Real(Constraint):
+    def check(self, value):
+        return value == value   # everything but NaN
+
+
+class _GreaterThan(Constraint):
+    def __init__(self, lower_bound):
+        self.lower_bound = lower_bound
+
+    def check(self, value):
+        return value > self.lower_bound
+
+    def __repr__(self):
+        return f"GreaterThan(lower_bound={self.lower_bound})"
+
+
+class _GreaterThanEq(_GreaterThan):
+    def check(self, value):
+        return value >= self.lower_bound
+
+    def __repr__(self):
+        return f"GreaterThanEq(lower_bound={self.lower_bound})"
+
+
+class _Interval(Constraint):
+    def __init__(self, lower_bound, upper_bound):
+        self.lower_bound, self.upper_bound = lower_bound, upper_bound
+
+    def check(self, value):
+        return (value >= self.lower_bound) & (value <= self.upper_bound)
+
+    def __repr__(self):
+        return f"Interval(lower_bound={self.lower_bound}, upper_bound={self.upper_bound})"
+
+
+class _HalfOpenInterval(_Interval):
+    def check(self, value):
+        return (value >= self.lower_bound) & (value < self.upper_bound)
+
+    def __repr__(self):
+        return f"HalfOpenInterval(lower_bound={self.lower_bound}, upper_bound={self.upper_bound})"
+
+
+class _IntegerInterval(_Interval):
+    is_discrete = True
+
+    def check(self, value):
+        return (value % 1 == 0) & (value >= self.lower_bound) & (value <= self.upper_bound)
+
+    def __repr__(self):
+        return f"IntegerInterval(lower_bound={self.lower_bound}, upper_bound={self.upper_bound})"
+
+
+class _IntegerGreaterThan(Constraint):
+    is_discrete = True
+
+    def __init__(self, lower_bound):
+        self.lower_bound = lower_bound
+
+    def check(self, value):
+        return (value % 1 == 0) & (value >= self.lower_bound)
+
+    def __repr__(self):
+        return f"IntegerGreaterThan(lower_bound={self.lower_bound})"
+
+
+class _Boolean(Constraint):
+    is_discrete = True
+
+    def check(self, value):
+        return (value == 0) | (value == 1)
+
+
+class _Simplex(Constraint):
+    event_dim = 1
+
+    def check(self, value):
+        return (value >= 0).all(-1) & ((value.sum(-1) - 1).abs() < 1e-6)
+
+
+class _RealVector(Constraint):
+    event_dim = 1
+
+    def check(self, value):
+        return (value == value).all(-1)
+
+
+class _LowerCholesky(Constraint):
+    event_dim = 2
+
+    def check(self, value):
+        lower = (value.tril() == value).flatten(-2).all(-1)
+        return lower & (value.diagonal(dim1=-2, dim2=-1) > 0).all(-1)
+
+
+class _PositiveDefinite(Constraint):
+    event_dim = 2
+
+    def check(self, value):
+        from .. import linalg
+
+        sym = ((value - value.mT).abs() < 1e-6).flatten(-2).all(-1)
+        return sym & (linalg.eigvalsh(value) > 0).all(-1)
+
+
+class _Dependent(Constraint):
+    """A constraint that depends on other parameters (Uniform's low and high): not checked itself."""
+
+    def check(self, value):
+        raise ValueError("Cannot determine validity of dependent constraint")
+
+
+def dependent_property(fn):
+    return property(fn)
+
+
+real, positive, nonnegative = _Real(), _GreaterThan(0.0), _GreaterThanEq(0.0)
+unit_interval, boolean, nonnegative_integer = _Interval(0.0, 1.0), _Boolean(), _IntegerGreaterThan(0)
+simplex, real_vector, lower_cholesky, positive_definite = _Simplex(), _RealVector(), _LowerCholesky(), _PositiveDefinite()
+dependent = _Dependent()
+greater_than, greater_than_eq, interval = _GreaterThan, _GreaterThanEq, _Interval
+half_open_interval, integer_interval = _HalfOpenInterval, _IntegerInterval
