@@ -577,6 +577,16 @@ def install(namespace, tensor_class):
                "t_": _view_in_place(lambda t: t.t()), "transpose_": _view_in_place(lambda t, a, b: t.transpose(a, b)),
                "swapaxes_": _view_in_place(lambda t, a, b: t.transpose(a, b)),
                "swapdims_": _view_in_place(lambda t, a, b: t.transpose(a, b))}
+    methods.update({
+        "stft": lambda self, *args, **kwargs: namespace["stft"](self, *args, **kwargs),
+        "istft": lambda self, *args, **kwargs: namespace["istft"](self, *args, **kwargs),
+        "narrow_copy": lambda self, dim, start, length: self.narrow(dim, start, length).clone(),
+        "unsafe_split_with_sizes": split_with_sizes, "to_dense": lambda self: self,
+        "new_empty_strided": lambda self, size, stride, dtype=None, **kw: empty_strided(
+            size, stride, dtype=dtype or self.dtype), "is_inference": lambda self: False,
+        "is_shared": lambda self: False, "is_pinned": lambda self: False, "has_names": lambda self: False,
+        "cfloat": lambda self: namespace["complex"](self.float(), C.zeros_like(self.float())),
+        "cdouble": lambda self: namespace["complex"](self.double(), C.zeros_like(self.double()))})
     for name, fn in methods.items():
         if not hasattr(tensor_class, name):
             setattr(tensor_class, name, fn)
@@ -588,9 +598,17 @@ def install(namespace, tensor_class):
             setattr(tensor_class, name + "_", _in_place(getattr(F, op)))
     for name, get in (("mH", lambda self: self.transpose(-2, -1)), ("H", _conj_t), ("is_cpu", lambda self: self._device == 0),
                       ("is_sparse", lambda self: False), ("itemsize", lambda self: self.dtype.itemsize),
-                      ("nbytes", lambda self: self.numel() * self.dtype.itemsize)):
+                      ("nbytes", lambda self: self.numel() * self.dtype.itemsize),
+                      ("real", lambda self: self), ("imag", _no_imag), ("layout", lambda self: namespace["strided"]),
+                      ("names", lambda self: (None,) * self.ndim),
+                      *((flag, lambda self: False) for flag in ("is_meta", "is_mps", "is_xpu", "is_ipu", "is_vulkan",
+                                                                "is_mkldnn", "is_nested", "is_ort", "is_sparse_csr"))):
         if not hasattr(tensor_class, name):
             setattr(tensor_class, name, property(get))
+
+
+def _no_imag(self):
+    raise RuntimeError("imag is not implemented for tensors with non-complex dtypes.")
 
 
 def _conj_t(self):

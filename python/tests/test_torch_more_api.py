@@ -320,3 +320,24 @@ def test_small_top_level_functions():
     oar.set_default_tensor_type("torch.FloatTensor")
     with pytest.raises(NotImplementedError, match="default tensor type"):
         oar.set_default_tensor_type("torch.DoubleTensor")
+
+
+def test_tensor_flags_and_small_methods_match_torch():
+    torch = torch_or_skip()
+    res = []
+    for lib in (oar, torch):
+        t = lib.from_numpy(A.copy())
+        flags = [t.is_meta, t.is_mps, t.is_nested, t.is_sparse_csr, t.is_inference(), t.is_shared(),
+                 t.is_pinned(), t.has_names(), t.names, t.real is t, str(t.layout).split(".")[-1]]
+        with pytest.raises(RuntimeError, match="imag is not implemented for tensors with non-complex dtypes"):
+            t.imag
+        vals = [t.narrow_copy(1, 1, 3).numpy(), t.to_dense().numpy(), t.new_empty_strided((2, 3), (3, 1)).shape,
+                [s.numpy() for s in t.unsafe_split_with_sizes([1, 3], 0)]]
+        res.append((flags, vals, str(t.cfloat().dtype).split(".")[-1]))
+    assert res[0][0] == res[1][0] and res[0][2] == res[1][2]
+    np.testing.assert_array_equal(res[0][1][0], res[1][1][0])
+    assert tuple(res[0][1][2]) == tuple(res[1][1][2])
+    x = R.standard_normal(300).astype(np.float32)
+    so = oar.from_numpy(x).stft(64, window=oar.hann_window(64), return_complex=True)
+    st = torch.from_numpy(x).stft(64, window=torch.hann_window(64), return_complex=True)
+    np.testing.assert_allclose(so.real.numpy(), st.real.numpy(), rtol=1e-4, atol=1e-4)
