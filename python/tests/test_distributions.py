@@ -179,3 +179,43 @@ def test_validation_errors_match_torch():
     with pytest.raises(ValueError, match="to be within the support"):
         oar.distributions.Exponential(oar.ones(2)).log_prob(-oar.ones(2))
     oar.distributions.Normal(oar.zeros(2), -oar.ones(2), validate_args=False)   # unchecked when asked
+
+
+TRANSFORMED = {
+    "LogNormal": (lambda L, p: L.distributions.LogNormal(p[0], p[1]), np.exp(R.standard_normal((2, 3)))),
+    "affine tanh": (lambda L, p: L.distributions.TransformedDistribution(
+        L.distributions.Normal(p[0], p[1]), [L.distributions.AffineTransform(0.5, 2.0), L.distributions.TanhTransform()]),
+        np.tanh(R.standard_normal((2, 3)))),
+    "sigmoid": (lambda L, p: L.distributions.TransformedDistribution(
+        L.distributions.Normal(p[0], p[1]), L.distributions.SigmoidTransform()), R.random((2, 3)) * 0.9 + 0.05),
+    "compose exp power": (lambda L, p: L.distributions.TransformedDistribution(
+        L.distributions.Normal(p[0], p[1]), L.distributions.ComposeTransform(
+            [L.distributions.ExpTransform(), L.distributions.PowerTransform(2.0)])), np.exp(R.standard_normal((2, 3)))),
+    "affine event": (lambda L, p: L.distributions.TransformedDistribution(
+        L.distributions.Independent(L.distributions.Normal(p[0], p[1]), 1),
+        L.distributions.AffineTransform(p[0], p[1], event_dim=1)), R.standard_normal((2, 3))),
+}
+
+
+@pytest.mark.parametrize("name", sorted(TRANSFORMED))
+def test_transformed_distributions_match_torch(name):
+    torch = torch_or_skip()
+    make, value = TRANSFORMED[name]
+    res = []
+    for L in (oar, torch):
+        ps = [L.from_numpy(LOC.copy()).requires_grad_(), L.from_numpy(SCALE.copy()).requires_grad_()]
+        d = make(L, ps)
+        lp = d.log_prob(L.from_numpy(value.copy()))
+        lp.sum().backward()
+        out = [lp.detach().numpy(), ps[0].grad.numpy(), ps[1].grad.numpy(), tuple(d.batch_shape), tuple(d.event_shape),
+               tuple(d.rsample((4,)).shape)]
+        if name == "LogNormal":
+            q = L.from_numpy(np.full((2, 3), 0.3))
+            out += [d.mean.detach().numpy(), d.variance.detach().numpy(), d.entropy().detach().numpy(),
+                    d.cdf(L.from_numpy(value.copy())).detach().numpy(), d.icdf(q).detach().numpy()]
+        res.append(out)
+    for a, b in zip(*res):
+        if isinstance(a, tuple):
+            assert a == b
+        else:
+            np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12)

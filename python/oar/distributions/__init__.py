@@ -8,6 +8,12 @@ from .distribution import Distribution  # noqa: F401
 from .independent import Independent  # noqa: F401
 from .kl import kl_divergence, register_kl  # noqa: F401
 from .multivariate_normal import MultivariateNormal  # noqa: F401
+from . import transforms  # noqa: F401
+from .transformed_distribution import LogNormal, TransformedDistribution  # noqa: F401
+from .transforms import (AffineTransform, ComposeTransform, ExpTransform, PowerTransform,  # noqa: F401
+                         SigmoidTransform, TanhTransform, Transform)
 
 __all__ = ["Distribution", "Normal", "Uniform", "Exponential", "Laplace", "Bernoulli", "Categorical",
-           "OneHotCategorical", "MultivariateNormal", "Independent", "kl_divergence", "register_kl", "constraints"]
+           "OneHotCategorical", "MultivariateNormal", "Independent", "kl_divergence", "register_kl", "constraints",
+           "TransformedDistribution", "LogNormal", "transforms", "Transform", "ExpTransform", "AffineTransform",
+           "SigmoidTransform", "TanhTransform", "PowerTransform", "ComposeTransform"]

@@ -1,0 +1,96 @@
+"""TransformedDistribution (a base distribution pushed through transforms: samples transformed,
+log_prob(y) = base.log_prob(x) - log|dy/dx| at x = inverse(y)) and LogNormal = exp(Normal)."""
+from .._tensor import Size
+from . import constraints
+from .continuous import Normal
+from .distribution import Distribution
+from .transforms import ExpTransform, Transform
+
+__all__ = ["TransformedDistribution", "LogNormal"]
+
+
+class TransformedDistribution(Distribution):
+    arg_constraints = {}
+
+    def __init__(self, base_distribution, transforms, validate_args=None):
+        self.transforms = [transforms] if isinstance(transforms, Transform) else list(transforms)
+        for t in self.transforms:
+            if not isinstance(t, Transform):
+                raise ValueError(f"transforms must be a Transform or a list of Transforms, but was {transforms}")
+        self.base_dist = base_distribution
+        event_dim = max([len(base_distribution.event_shape)] + [t.event_dim for t in self.transforms])
+        shape = tuple(base_distribution.batch_shape) + tuple(base_distribution.event_shape)
+        super().__init__(Size(shape[:len(shape) - event_dim]), Size(shape[len(shape) - event_dim:]),
+                         validate_args=validate_args)
+
+    has_rsample = property(lambda self: self.base_dist.has_rsample)
+
+    @property
+    def support(self):
+        return self.transforms[-1].codomain if self.transforms else self.base_dist.support
+
+    def sample(self, sample_shape=Size()):
+        x = self.base_dist.sample(sample_shape)
+        for t in self.transforms:
+            x = t(x)
+        return x
+
+    def rsample(self, sample_shape=Size()):
+        x = self.base_dist.rsample(sample_shape)
+        for t in self.transforms:
+            x = t(x)
+        return x
+
+    def log_prob(self, value):
+        event_dim = len(self._event_shape)
+        result, y = 0, value
+        for t in reversed(self.transforms):
+            x = t.inv(y)
+            ldj = t.log_abs_det_jacobian(x, y)
+            extra = event_dim - t.event_dim
+            result = result - (ldj.reshape(*ldj.shape[:ldj.ndim - extra], -1).sum(-1) if extra else ldj)
+            y = x
+        base = self.base_dist.log_prob(y)
+        extra = event_dim - len(self.base_dist.event_shape)
+        return result + (base.reshape(*base.shape[:base.ndim - extra], -1).sum(-1) if extra else base)
+
+    def cdf(self, value):
+        for t in reversed(self.transforms):
+            value = t.inv(value)
+        cdf = self.base_dist.cdf(value)
+        sign = 1
+        for t in self.transforms:
+            sign = sign * t.sign
+        return cdf if isinstance(sign, int) and sign == 1 else sign * (cdf - 0.5) + 0.5
+
+    def icdf(self, value):
+        value = self.base_dist.icdf(value)
+        for t in self.transforms:
+            value = t(value)
+        return value
+
+    def __repr__(self):
+        return f"{type(self).__name__}()"
+
+
+class LogNormal(TransformedDistribution):
+    arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
+    support = constraints.positive
+    has_rsample = True
+
+    def __init__(self, loc, scale, validate_args=None):
+        super().__init__(Normal(loc, scale, validate_args=validate_args), ExpTransform(), validate_args=validate_args)
+
+    loc = property(lambda self: self.base_dist.loc)
+    scale = property(lambda self: self.base_dist.scale)
+    mean = property(lambda self: (self.loc + self.scale.pow(2) / 2).exp())
+    mode = property(lambda self: (self.loc - self.scale.pow(2)).exp())
+    variance = property(lambda self: (self.scale.pow(2).exp() - 1) * (2 * self.loc + self.scale.pow(2)).exp())
+
+    def entropy(self):
+        return self.base_dist.entropy() + self.loc
+
+    def __repr__(self):
+        return repr(self.base_dist).replace("Normal", "LogNormal", 1)
+
+

@@ -1,0 +1,186 @@
+"""torch.distributions.transforms: invertible maps with the log of their Jacobian's determinant, for
+TransformedDistribution: ExpTransform, AffineTransform, SigmoidTransform, TanhTransform, PowerTransform,
+ComposeTransform (and each one's inverse through .inv)."""
+import math
+
+from . import constraints
+
+__all__ = ["Transform", "ExpTransform", "AffineTransform", "SigmoidTransform", "TanhTransform", "PowerTransform",
+           "ComposeTransform", "identity_transform"]
+
+
+class Transform:
+    """y = T(x); inv(y) = x; log_abs_det_jacobian(x, y) = log |dy/dx| (elementwise; event_dim > 0 sums)."""
+    bijective = True
+    sign = 1
+    event_dim = 0
+    domain = codomain = constraints.real
+
+    @property
+    def inv(self):
+        return _InverseTransform(self)
+
+    def __call__(self, x):
+        return self._call(x)
+
+    def _inverse(self, y):
+        raise NotImplementedError
+
+    def log_abs_det_jacobian(self, x, y):
+        raise NotImplementedError
+
+    def __repr__(self):
+        return type(self).__name__ + "()"
+
+
+class _InverseTransform(Transform):
+    def __init__(self, transform):
+        self._inv = transform
+        self.event_dim = transform.event_dim
+        self.sign = transform.sign
+        self.domain, self.codomain = transform.codomain, transform.domain
+
+    @property
+    def inv(self):
+        return self._inv
+
+    def __call__(self, x):
+        return self._inv._inverse(x)
+
+    def _inverse(self, y):
+        return self._inv(y)
+
+    def log_abs_det_jacobian(self, x, y):
+        return -self._inv.log_abs_det_jacobian(y, x)
+
+
+def _sum_rightmost(value, dims):
+    return value.reshape(*value.shape[:value.ndim - dims], -1).sum(-1) if dims else value
+
+
+class ExpTransform(Transform):
+    codomain = constraints.positive
+
+    def _call(self, x):
+        return x.exp()
+
+    def _inverse(self, y):
+        return y.log()
+
+    def log_abs_det_jacobian(self, x, y):
+        return x
+
+
+class AffineTransform(Transform):
+    """y = loc + scale x; event_dim rightmost dims form one event (their log-determinants summed)."""
+
+    def __init__(self, loc, scale, event_dim=0):
+        self.loc, self.scale, self.event_dim = loc, scale, event_dim
+
+    @property
+    def sign(self):
+        if isinstance(self.scale, (int, float)):
+            return 1 if self.scale > 0 else -1
+        return self.scale.sign()
+
+    def _call(self, x):
+        return self.loc + self.scale * x
+
+    def _inverse(self, y):
+        return (y - self.loc) / self.scale
+
+    def log_abs_det_jacobian(self, x, y):
+        from .. import full_like
+
+        if isinstance(self.scale, (int, float)):
+            result = full_like(x, math.log(abs(self.scale)))
+        else:
+            result = self.scale.abs().log().expand(*x.shape) if x.ndim else self.scale.abs().log()
+        return _sum_rightmost(result, self.event_dim)
+
+
+class SigmoidTransform(Transform):
+    codomain = constraints.unit_interval
+
+    def _call(self, x):
+        from .. import finfo
+
+        eps = finfo(x.dtype).tiny
+        return x.sigmoid().clamp(min=eps, max=1 - finfo(x.dtype).eps)
+
+    def _inverse(self, y):
+        from .. import finfo
+
+        eps = finfo(y.dtype).eps
+        y = y.clamp(min=finfo(y.dtype).tiny, max=1 - eps)
+        return y.log() - (-y).log1p()
+
+    def log_abs_det_jacobian(self, x, y):
+        from ..nn import functional as NF
+
+        return -NF.softplus(-x) - NF.softplus(x)
+
+
+class TanhTransform(Transform):
+    codomain = constraints.interval(-1.0, 1.0)
+
+    def _call(self, x):
+        return x.tanh()
+
+    def _inverse(self, y):
+        return 0.5 * ((1 + y).log() - (1 - y).log())   # atanh; no clamping, as torch
+
+    def log_abs_det_jacobian(self, x, y):
+        from ..nn import functional as NF
+
+        return 2.0 * (math.log(2.0) - x - NF.softplus(-2.0 * x))   # log(1 - tanh(x)^2), stably
+
+
+class PowerTransform(Transform):
+    domain = codomain = constraints.positive
+
+    def __init__(self, exponent):
+        self.exponent = exponent
+
+    def _call(self, x):
+        return x.pow(self.exponent)
+
+    def _inverse(self, y):
+        return y.pow(1 / self.exponent)
+
+    def log_abs_det_jacobian(self, x, y):
+        e = self.exponent
+        return (e * y / x).abs().log()
+
+
+class ComposeTransform(Transform):
+    """The transforms applied in order; log-determinants summed."""
+
+    def __init__(self, parts):
+        self.parts = list(parts)
+        self.event_dim = max((p.event_dim for p in self.parts), default=0)
+
+    def _call(self, x):
+        for p in self.parts:
+            x = p(x)
+        return x
+
+    def _inverse(self, y):
+        for p in reversed(self.parts):
+            y = p.inv(y)
+        return y
+
+    def log_abs_det_jacobian(self, x, y):
+        if not self.parts:
+            from .. import zeros_like
+
+            return zeros_like(x)
+        total = 0
+        for p in self.parts:
+            nxt = p(x)
+            total = total + _sum_rightmost(p.log_abs_det_jacobian(x, nxt), self.event_dim - p.event_dim)
+            x = nxt
+        return total
+
+
+identity_transform = ComposeTransform([])
