@@ -1178,7 +1178,58 @@ def multinomial(input, num_samples, replacement=False, *, generator=None):
 
 @_export
 def poisson(input, generator=None):
-    raise NotImplementedError("torch.poisson is not offered")
+    """Poisson draws with the rates in input (oar's generator; not differentiable, as torch's): Knuth's
+    product of uniforms below rate 10, Hormann's transformed rejection (PTRS) above, each as a vectorized
+    loop that redraws only the elements not yet accepted."""
+    if generator is not None:
+        raise NotImplementedError("poisson: generator= is not offered (oar's generator is global)")
+    from ._grad_mode import no_grad
+
+    with no_grad():
+        rate = input.detach().to(D.float64)
+        if bool((rate < 0).any()) or bool(rate.isnan().any()):
+            raise RuntimeError("invalid Poisson rate, expected rate to be non-negative")
+        out = C.zeros_like(rate)
+        small = rate < 10
+        if bool(small.any()):
+            out = F.where(small, _poisson_knuth(F.where(small, rate, C.zeros_like(rate))), out)
+        if bool((~small).any()):
+            out = F.where(small, out, _poisson_ptrs(F.where(small, C.full_like(rate, 10.0), rate)))
+        return out.to(input.dtype)
+
+
+def _poisson_knuth(rate):
+    limit, prod = (-rate).exp(), C.rand(*rate.shape, dtype=D.float64) if rate.ndim else C.rand(1, dtype=D.float64)[0]
+    count = C.zeros_like(rate)
+    active = prod > limit
+    while bool(active.any()):
+        count = count + active.to(D.float64)
+        u = C.rand(*rate.shape, dtype=D.float64) if rate.ndim else C.rand(1, dtype=D.float64)[0]
+        prod = F.where(active, prod * u, prod)
+        active = prod > limit
+    return count
+
+
+def _poisson_ptrs(rate):
+    """Hormann (1993), "The transformed rejection method for generating Poisson random variables"."""
+    sq, log_rate = rate.sqrt(), rate.log()
+    b = 0.931 + 2.53 * sq
+    a = -0.059 + 0.02483 * b
+    inv_alpha = 1.1239 + 1.1328 / (b - 3.4)
+    vr = 0.9277 - 3.6224 / (b - 2)
+    result, pending = C.zeros_like(rate), C.ones_like(rate).to(D.bool_)
+    draw = lambda: C.rand(*rate.shape, dtype=D.float64) if rate.ndim else C.rand(1, dtype=D.float64)[0]
+    while bool(pending.any()):
+        u, v = draw() - 0.5, draw()
+        us = 0.5 - u.abs()
+        k = ((2 * a / us + b) * u + rate + 0.43).floor()
+        quick = (us >= 0.07) & (v <= vr)
+        bad = (k < 0) | ((us < 0.013) & (v > us))
+        slow = (v.log() + inv_alpha.log() - (a / (us * us) + b).log()) <= (-rate + k * log_rate - (k + 1).lgamma())
+        accept = pending & (quick | (~bad & slow))
+        result = F.where(accept, k, result)
+        pending = pending & ~accept
+    return result
 
 
 # ---- more of torch's top-level functions

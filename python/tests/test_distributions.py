@@ -219,3 +219,47 @@ def test_transformed_distributions_match_torch(name):
             assert a == b
         else:
             np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12)
+
+
+COUNTS = {
+    "Poisson": (lambda L, p: L.distributions.Poisson(p[0]), [SCALE * 3], np.array([[0, 1, 2], [5, 3, 0]], float),
+                ["log_prob", "mean", "variance"]),
+    "Binomial probs": (lambda L, p: L.distributions.Binomial(7, probs=p[0]), [PROBS], np.array([[0, 3, 7], [2, 6, 1]], float),
+                       ["log_prob", "mean", "variance", "entropy"]),
+    "Binomial logits": (lambda L, p: L.distributions.Binomial(5, logits=p[0]), [LOC], np.array([[0, 3, 5], [2, 4, 1]], float),
+                        ["log_prob", "entropy"]),
+}
+CASES.update(COUNTS)
+
+
+@pytest.mark.parametrize("name,how", [(n, h) for n, c in COUNTS.items() for h in c[3]])
+def test_count_distributions_match_torch(name, how):
+    test_values_and_gradients_match_torch(name, how)
+
+
+def test_count_samples_and_poisson():
+    import math
+
+    torch = torch_or_skip()
+    d = oar.distributions
+    oar.manual_seed(3)
+    n = 40000
+    for rate in (0.7, 4.0, 25.0, 300.0):   # Knuth's method below 10, transformed rejection above
+        x = oar.poisson(oar.full((n,), rate)).numpy()
+        assert (x == np.round(x)).all() and x.min() >= 0
+        ks = np.arange(int(rate + 6 * rate ** 0.5) + 3)
+        pmf = np.exp(ks * math.log(rate) - rate - np.array([math.lgamma(k + 1) for k in ks]))
+        freq = np.bincount(x.astype(int), minlength=len(ks))[:len(ks)] / n
+        assert np.abs(freq - pmf).max() < 0.012, (rate, np.abs(freq - pmf).max())
+    b = d.Binomial(oar.tensor([3.0, 10.0]), probs=oar.tensor([0.2, 0.7])).sample((n,)).numpy()
+    np.testing.assert_allclose(b.mean(0), [0.6, 7.0], atol=0.05)
+    np.testing.assert_allclose(b.var(0), [0.48, 2.1], rtol=0.05)
+    assert (b[:, 0] <= 3).all() and (b[:, 1] <= 10).all()
+    kl = [L.distributions.kl_divergence(L.distributions.Poisson(L.tensor([2.0, 5.0])),
+                                        L.distributions.Poisson(L.tensor([3.0, 1.0]))).numpy() for L in (oar, torch)]
+    np.testing.assert_allclose(kl[0], kl[1], rtol=1e-6)
+    kl = [L.distributions.kl_divergence(L.distributions.Binomial(4, L.tensor([0.2, 0.6])),
+                                        L.distributions.Binomial(4, L.tensor([0.5, 0.1]))).numpy() for L in (oar, torch)]
+    np.testing.assert_allclose(kl[0], kl[1], rtol=1e-6)
+    with pytest.raises(RuntimeError, match="expected rate to be non-negative"):
+        oar.poisson(oar.tensor([-1.0]))

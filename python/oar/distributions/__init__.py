@@ -3,6 +3,7 @@ parameter validation, reparameterized sampling and KL divergences, written on oa
 log_prob, entropy and rsample are differentiable and traceable). docs/python.md lists them."""
 from . import constraints  # noqa: F401
 from .continuous import Exponential, Laplace, Normal, Uniform  # noqa: F401
+from .counts import Binomial, Poisson  # noqa: F401
 from .discrete import Bernoulli, Categorical, OneHotCategorical  # noqa: F401
 from .distribution import Distribution  # noqa: F401
 from .independent import Independent  # noqa: F401
@@ -16,4 +17,4 @@ from .transforms import (AffineTransform, ComposeTransform, ExpTransform, PowerT
 __all__ = ["Distribution", "Normal", "Uniform", "Exponential", "Laplace", "Bernoulli", "Categorical",
            "OneHotCategorical", "MultivariateNormal", "Independent", "kl_divergence", "register_kl", "constraints",
            "TransformedDistribution", "LogNormal", "transforms", "Transform", "ExpTransform", "AffineTransform",
-           "SigmoidTransform", "TanhTransform", "PowerTransform", "ComposeTransform"]
+           "SigmoidTransform", "TanhTransform", "PowerTransform", "ComposeTransform", "Poisson", "Binomial"]

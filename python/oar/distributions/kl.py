@@ -2,6 +2,7 @@
 registered for the types' classes wins, as torch's lookup)."""
 
 from .continuous import Exponential, Laplace, Normal, Uniform
+from .counts import Binomial, Poisson
 from .discrete import Bernoulli, Categorical, OneHotCategorical
 from .independent import Independent
 from .multivariate_normal import MultivariateNormal
@@ -107,3 +108,19 @@ def _kl_independent_independent(p, q):
     return p._sum_rightmost(kl_divergence(p.base_dist, q.base_dist))
 
 
+
+
+@register_kl(Poisson, Poisson)
+def _kl_poisson_poisson(p, q):
+    return p.rate * (p.rate.log() - q.rate.log()) - (p.rate - q.rate)
+
+
+@register_kl(Binomial, Binomial)
+def _kl_binomial_binomial(p, q):
+    from ..nn import functional as NF
+
+    if not bool((p.total_count == q.total_count).all()):
+        raise NotImplementedError("KL between Binomials where q.total_count > p.total_count is not implemented")
+    t1 = p.probs * (NF.softplus(-q.logits) - NF.softplus(-p.logits))
+    t2 = (1 - p.probs) * (NF.softplus(q.logits) - NF.softplus(p.logits))
+    return p.total_count * (t1 + t2)
