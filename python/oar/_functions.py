@@ -978,9 +978,37 @@ def outer(input, vec2):
 def einsum(equation, *operands):
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])
-    if len(operands) not in (1, 2):
-        raise NotImplementedError(f"einsum: oar takes one or two operands, got {len(operands)}")
+    if len(operands) > 2:
+        return _einsum_chain(equation, operands)
     return call("einsum", (operands[0], operands[1] if len(operands) == 2 else None), {"equation": equation})
+
+
+def _einsum_chain(equation, operands):
+    """Three or more operands: contracted left to right, two at a time (torch's order without
+    opt_einsum); each intermediate keeps the letters a later operand or the output still needs."""
+    eq = equation.replace(" ", "")
+    lhs, arrow, rhs = eq.partition("->")
+    terms = lhs.split(",")
+    if len(terms) != len(operands):
+        raise ValueError(f"einsum(): more operands were provided than specified in the equation"
+                         if len(operands) > len(terms) else
+                         "einsum(): fewer operands were provided than specified in the equation")
+    if not arrow:   # implicit output: the ellipsis, then the letters used once, in alphabetical order
+        letters = "".join(t.replace("...", "") for t in terms)
+        rhs = ("..." if builtins.any("..." in t for t in terms) else "") + "".join(
+            builtins.sorted(c for c in builtins.set(letters) if letters.count(c) == 1))
+    acc, acc_term = operands[0], terms[0]
+    for k in range(1, len(terms)):
+        later = "".join(terms[k + 1:]) + rhs
+        seen = []
+        for c in (acc_term + terms[k]).replace("...", ""):
+            if c not in seen and c in later:
+                seen.append(c)
+        ellipsis = "..." if "..." in acc_term or "..." in terms[k] else ""
+        out_term = rhs if k == len(terms) - 1 else ellipsis + "".join(seen)
+        acc = call("einsum", (acc, operands[k]), {"equation": f"{acc_term},{terms[k]}->{out_term}"})
+        acc_term = out_term
+    return acc
 
 
 def addmm(input, mat1, mat2, *, beta=1, alpha=1):

@@ -154,3 +154,66 @@ def test_max_unpool3d_matches_torch():
     assert res[0][3] == res[1][3]
     with pytest.raises(RuntimeError, match="indices of its shape"):
         oar.nn.functional.max_unpool3d(oar.ones(1, 1, 2, 2, 2), oar.zeros(1, 1, 2, 2, dtype=oar.int64), 2)
+
+
+INTERP = [((1, 2, 7), dict(scale_factor=2.5, mode="linear")), ((2, 1, 5), dict(size=3, mode="linear", align_corners=True)),
+          ((1, 2, 3, 4, 5), dict(size=(5, 3, 8), mode="trilinear")),
+          ((1, 1, 4, 3, 2), dict(scale_factor=2, mode="trilinear", align_corners=True)),
+          ((1, 2, 8, 6), dict(size=(3, 4), mode="area")), ((1, 2, 9), dict(size=4, mode="area")),
+          ((1, 1, 6, 6), dict(scale_factor=1.5, mode="bilinear"))]
+
+
+@pytest.mark.parametrize("shape,kw", INTERP)
+def test_interpolate_modes_match_torch(shape, kw):
+    torch = torch_or_skip()
+    x = R.standard_normal(shape).astype(np.float64)
+    res = []
+    for lib, xx in zip((oar, torch), pair(torch, x)):
+        y = lib.nn.functional.interpolate(xx, **kw)
+        (y * y).sum().backward()
+        res.append((y.detach().numpy(), xx.grad.numpy()))
+    for a, b in zip(*res):
+        np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)
+    with pytest.raises(NotImplementedError, match="trilinear mode needs 5D input"):
+        oar.nn.functional.interpolate(oar.ones(1, 1, 4, 4), scale_factor=2, mode="trilinear")
+
+
+@pytest.mark.parametrize("mode", ["circular", "reflect", "replicate"])
+def test_conv_padding_modes_and_circular_pad_match_torch(mode):
+    torch = torch_or_skip()
+    x = R.standard_normal((2, 3, 6, 5)).astype(np.float32)
+    tconv = torch.nn.Conv2d(3, 4, 3, padding=(2, 1), padding_mode=mode)
+    oconv = oar.nn.Conv2d(3, 4, 3, padding=(2, 1), padding_mode=mode)
+    oconv.load_state_dict({k: oar.from_numpy(v.detach().numpy().copy()) for k, v in tconv.state_dict().items()})
+    res = []
+    for lib, conv, xx in zip((oar, torch), (oconv, tconv), pair(torch, x)):
+        y = conv(xx)
+        (y * y).sum().backward()
+        pads = lib.nn.functional.pad(xx, (1, 2, 2, 0), mode="circular")
+        res.append((y.detach().numpy(), xx.grad.numpy(), conv.weight.grad.numpy(), pads.detach().numpy(), repr(conv)))
+    for a, b in zip(res[0][:4], res[1][:4]):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
+    assert res[0][4] == res[1][4]
+    with pytest.raises(ValueError, match="padding_mode must be one of"):
+        oar.nn.Conv2d(1, 1, 3, padding_mode="mirror")
+    with pytest.raises(ValueError, match='Only "zeros" padding mode is supported for ConvTranspose2d'):
+        oar.nn.ConvTranspose2d(1, 1, 3, padding_mode="circular")
+    with pytest.raises(ValueError, match="wrapping around more than once"):
+        oar.nn.functional.pad(oar.ones(1, 1, 2, 2), (3, 0), mode="circular")
+
+
+@pytest.mark.parametrize("eq,shapes", [("ij,jk,kl->il", [(2, 3), (3, 4), (4, 5)]), ("ij,jk,kl", [(2, 3), (3, 4), (4, 5)]),
+                                       ("bij,bjk,bkl->bil", [(2, 3, 4), (2, 4, 5), (2, 5, 2)]),
+                                       ("i,i,i->", [(4,), (4,), (4,)]), ("...ij,jk,k->...i", [(2, 3, 4), (4, 5), (5,)]),
+                                       ("ab,bc,cd,de->ae", [(2, 3), (3, 4), (4, 5), (5, 2)])])
+def test_einsum_of_many_operands_matches_torch(eq, shapes):
+    torch = torch_or_skip()
+    arrays = [R.standard_normal(s) for s in shapes]
+    res = []
+    for lib in (oar, torch):
+        ts = [lib.from_numpy(a.copy()).requires_grad_() for a in arrays]
+        y = lib.einsum(eq, *ts)
+        (y * y).sum().backward()
+        res.append([y.detach().numpy()] + [t.grad.numpy() for t in ts])
+    for a, b in zip(*res):
+        np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)

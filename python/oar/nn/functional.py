@@ -593,8 +593,9 @@ def _source_positions(n_in, n_out, align_corners, scale_factor):
     return (np.arange(n_out) + 0.5) * scale - 0.5
 
 
-def _linear_weights(n_in, n_out, align_corners, scale_factor):
-    """The (n_out, n_in) matrix of 1-d linear interpolation, with torch's source positions."""
+def _linear_weights(n_in, n_out, align_corners, scale_factor, wide=False):
+    """The (n_out, n_in) matrix of 1-d linear interpolation, with torch's source positions; the
+    weights in float32, or float64 when wide (torch interpolates float64 data in float64)."""
     import numpy as np
 
     src = _source_positions(n_in, n_out, align_corners, scale_factor)
@@ -602,8 +603,9 @@ def _linear_weights(n_in, n_out, align_corners, scale_factor):
         src = np.maximum(src, 0.0)
     i0 = np.minimum(np.floor(src).astype(np.int64), n_in - 1)
     i1 = np.minimum(i0 + 1, n_in - 1)
-    lam = (src - i0).astype(np.float32)
-    w = np.zeros((n_out, n_in), np.float32)
+    kind = np.float64 if wide else np.float32
+    lam = (src - i0).astype(kind)
+    w = np.zeros((n_out, n_in), kind)
     np.add.at(w, (np.arange(n_out), i0), 1.0 - lam)
     np.add.at(w, (np.arange(n_out), i1), lam)
     return w
@@ -639,9 +641,10 @@ def _nearest_index(n_in, n_out, scale_factor, exact):
 
 def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None, recompute_scale_factor=None,
                 antialias=False):
-    """'nearest' and 'nearest-exact' (repeats for whole factors, else a gather per dim), 'bilinear'
-    and 'bicubic' (separable: a matrix product per spatial dim, the interpolation weights as
-    matrices); 'linear', 'trilinear', 'area' and antialias are not offered."""
+    """'nearest' and 'nearest-exact' (repeats for whole factors, else a gather per dim), 'linear',
+    'bilinear', 'trilinear' and 'bicubic' (separable: a matrix product per spatial dim, the
+    interpolation weights as matrices), 'area' (adaptive average pooling to the output size);
+    antialias is not offered."""
     spatial = list(input.shape[2:])
     if size is not None:
         size = [size] * len(spatial) if isinstance(size, int) else list(size)
@@ -656,19 +659,32 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     if len(factors) != len(spatial):
         raise ValueError(f"interpolate: expected {len(spatial)} sizes or factors for input of shape "
                          f"{list(input.shape)}, got {len(factors)}")
-    if mode in ("bilinear", "bicubic"):
-        if input.ndim != 4 or antialias:
-            raise NotImplementedError(f"interpolate: '{mode}' is offered for 4-d inputs without antialias")
-        weights = _linear_weights if mode == "bilinear" else _cubic_weights
-        wh = weights(spatial[0], size[0], bool(align_corners), given[0])
-        ww = weights(spatial[1], size[1], bool(align_corners), given[1])
-        dt = input.dtype
-        dev = input.device
-        return F.matmul(F.matmul(_CR.tensor(wh, dtype=dt, device=dev), input), _CR.tensor(ww.T.copy(), dtype=dt,
-                                                                                         device=dev))
+    dims_of = {"linear": 3, "bilinear": 4, "bicubic": 4, "trilinear": 5}
+    if mode in dims_of:
+        if input.ndim != dims_of[mode]:
+            raise NotImplementedError(f"Got {input.ndim}D input, but {mode} mode needs {dims_of[mode]}D input")
+        if antialias:
+            raise NotImplementedError(f"interpolate: antialias=True is not offered for '{mode}'")
+        wide = input.dtype == D.float64
+        weights = _cubic_weights if mode == "bicubic" else \
+            (lambda *a: _linear_weights(*a, wide=wide))
+        out = input
+        for k in range(len(spatial)):   # separable: one matrix product per spatial dim
+            w = _CR.tensor(weights(spatial[k], size[k], bool(align_corners), given[k]).T.copy(), dtype=input.dtype,
+                           device=input.device)
+            out = F.matmul(out.movedim(2 + k, -1), w).movedim(-1, 2 + k)
+        return out
+    if mode == "area":   # torch's area mode is adaptive average pooling to the output size
+        if align_corners is not None:
+            raise ValueError("align_corners option can only be set with the interpolating modes: linear | bilinear "
+                             "| bicubic | trilinear")
+        pool = {3: adaptive_avg_pool1d, 4: adaptive_avg_pool2d, 5: adaptive_avg_pool3d}.get(input.ndim)
+        if pool is None:
+            raise NotImplementedError(f"interpolate: 'area' takes 3-5D inputs, got {input.ndim}D")
+        return pool(input, size if len(size) > 1 else size[0])
     if mode not in ("nearest", "nearest-exact"):
         raise NotImplementedError(f"interpolate: mode '{mode}' is not offered ('nearest', 'nearest-exact', "
-                                  "'bilinear' and 'bicubic' are)")
+                                  "'linear', 'bilinear', 'bicubic', 'trilinear' and 'area' are)")
     out = input
     for k, f in enumerate(factors):
         d = 2 + k
@@ -745,10 +761,33 @@ def one_hot(tensor, num_classes=-1):
 def pad(input, pad, mode="constant", value=None):
     if type(input) in _OTHER:
         return _other("pad", input, pad, mode, value)
+    if mode == "circular":
+        return _pad_circular(input, list(pad))
     modes = {"constant": 0, "reflect": 1, "replicate": 2}
     if mode not in modes:
-        raise NotImplementedError(f"pad: mode '{mode}' is not offered (constant, reflect, replicate are)")
+        raise NotImplementedError(f"pad: mode '{mode}' is not offered (constant, reflect, replicate, circular are)")
     return call("pad", (input,), {"pads": list(pad), "mode": modes[mode], "value": 0.0 if value is None else value})
+
+
+def _pad_circular(input, pads):
+    """Each padded dim (pairs from the last dim backwards) wrapped around: the last `before` elements
+    ahead, the first `after` behind; so the gradient of a wrapped element adds up, as torch's."""
+    if len(pads) % 2 or len(pads) // 2 > input.ndim - 2:
+        raise ValueError(f"Padding length should be even and at most twice the number of spatial dims, got "
+                         f"{len(pads)} for a {input.ndim}D input")
+    out = input
+    for k in range(len(pads) // 2):
+        d, before, after = input.ndim - 1 - k, pads[2 * k], pads[2 * k + 1]
+        n = out.shape[d]
+        if before > n or after > n or before < 0 or after < 0:
+            raise ValueError(f"Padding value causes wrapping around more than once: expected 0 <= padding <= "
+                             f"{n} at dim {d}, got ({before}, {after})")
+        parts = [F.narrow(out, d, n - before, before)] if before else []
+        parts.append(out)
+        if after:
+            parts.append(F.narrow(out, d, 0, after))
+        out = F.cat(parts, d) if len(parts) > 1 else out
+    return out
 
 
 def _fold_geometry(fn, kernel_size, dilation, padding, stride):
@@ -821,11 +860,6 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
         out = blk if out is None else out + blk
     out = out[:, ph:ph + h, pw:pw + w].reshape(n, c, h, w)
     return out if batched else out.squeeze(0)
-
-
-def _weighted_unsupported(weight, fn):
-    if weight is not None:
-        raise NotImplementedError(f"{fn}: class weights are not offered yet")
 
 
 def _class_last(input, target):

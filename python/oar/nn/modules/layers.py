@@ -98,8 +98,11 @@ class _ConvNd(Module):
             raise ValueError("in_channels must be divisible by groups")
         if out_channels % groups:
             raise ValueError("out_channels must be divisible by groups")
-        if padding_mode != "zeros":
-            raise NotImplementedError(f"{type(self).__name__}: padding_mode '{padding_mode}' is not offered")
+        if padding_mode not in ("zeros", "reflect", "replicate", "circular"):
+            raise ValueError(f"padding_mode must be one of ['zeros', 'reflect', 'replicate', 'circular'], but got "
+                             f"padding_mode='{padding_mode}'")
+        if transposed and padding_mode != "zeros":
+            raise ValueError(f'Only "zeros" padding mode is supported for {type(self).__name__}')
         self.in_channels, self.out_channels, self.groups = in_channels, out_channels, groups
         self.kernel_size, self.stride, self.dilation = tup(kernel_size), tup(stride), tup(dilation)
         self.padding = padding if isinstance(padding, str) else tup(padding)
@@ -109,6 +112,17 @@ class _ConvNd(Module):
 
     def reset_parameters(self):
         _reset_weight_and_bias(self.weight, self.bias)
+
+    def _conv(self, fn, input):
+        """fn with the layer's geometry; a padding_mode other than zeros pads explicitly first, as torch's."""
+        if self.padding_mode == "zeros":
+            return fn(input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
+        if isinstance(self.padding, str):
+            raise NotImplementedError(f"{type(self).__name__}: padding='{self.padding}' with padding_mode="
+                                      f"'{self.padding_mode}' is not offered; give the padding as numbers")
+        pads = [p for p in reversed(self.padding) for _ in range(2)]
+        return fn(NF.pad(input, pads, mode=self.padding_mode), self.weight, self.bias, self.stride, 0,
+                  self.dilation, self.groups)
 
     def extra_repr(self):
         s = f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}"
@@ -122,6 +136,8 @@ class _ConvNd(Module):
             s += f", groups={self.groups}"
         if self.bias is None:
             s += ", bias=False"
+        if self.padding_mode != "zeros":
+            s += f", padding_mode={self.padding_mode}"
         return s
 
 
@@ -129,14 +145,14 @@ class Conv1d(_ConvNd):
     _dims = 1
 
     def forward(self, input):
-        return NF.conv1d(input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
+        return self._conv(NF.conv1d, input)
 
 
 class Conv3d(_ConvNd):
     _dims = 3
 
     def forward(self, input):
-        return NF.conv3d(input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
+        return self._conv(NF.conv3d, input)
 
 
 class MaxPool3d(Module):
@@ -176,7 +192,7 @@ class AdaptiveAvgPool3d(Module):
 
 class Conv2d(_ConvNd):
     def forward(self, input):
-        return NF.conv2d(input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
+        return self._conv(NF.conv2d, input)
 
 
 class ConvTranspose2d(_ConvNd):
