@@ -365,3 +365,45 @@ def script(obj, *args, **kwargs):
 
 def trace(func, *args, **kwargs):
     raise RuntimeError("torch.jit.trace: TorchScript is not offered by oar; compile with oar.jit.to_static")
+
+
+# ---- TorchScript's typing helpers and futures, which model files use outside scripting too
+def annotate(the_type, the_value):
+    """torch.jit.annotate: the value itself (the type is for the TorchScript compiler)."""
+    return the_value
+
+
+import collections as _collections  # noqa: E402
+
+# torch.jit.Attribute(value, type): outside scripting a (value, type) pair, as torch's namedtuple
+Attribute = _collections.namedtuple("Attribute", ["value", "type"])
+
+
+def interface(obj):
+    """torch.jit.interface: the class itself (an interface only matters to the TorchScript compiler)."""
+    return obj
+
+
+def script_if_tracing(fn):
+    """torch.jit.script_if_tracing: fn runs as Python (oar does not script)."""
+    return fn
+
+
+def fork(func, *args, **kwargs):
+    """torch.jit.fork: runs func now and returns a completed Future of its result (torch's fork runs it
+    asynchronously only inside TorchScript; eager torch runs it inline too)."""
+    from .futures import Future
+
+    fut = Future()
+    fut.set_result(func(*args, **kwargs))
+    return fut
+
+
+def wait(future):
+    return future.wait()
+
+
+try:
+    from typing import Final  # noqa: F401,E402  (torch.jit.Final)
+except ImportError:  # pragma: no cover
+    Final = None

@@ -341,3 +341,12 @@ def test_tensor_flags_and_small_methods_match_torch():
     so = oar.from_numpy(x).stft(64, window=oar.hann_window(64), return_complex=True)
     st = torch.from_numpy(x).stft(64, window=torch.hann_window(64), return_complex=True)
     np.testing.assert_allclose(so.real.numpy(), st.real.numpy(), rtol=1e-4, atol=1e-4)
+
+
+def test_jit_typing_helpers_and_fork():
+    torch = torch_or_skip()
+    for lib in (oar, torch):
+        assert lib.jit.annotate(list, [1]) == [1] and lib.jit.Attribute(3, int).value == 3
+        fut = lib.jit.fork(lambda a, b: a + b, lib.ones(2), b=lib.ones(2))
+        assert lib.jit.wait(fut).tolist() == [2.0, 2.0]
+        assert lib.jit.interface(dict) is dict and lib.jit.script_if_tracing(len) is len
