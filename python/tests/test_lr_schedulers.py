@@ -167,11 +167,11 @@ def test_fractional_epochs_of_warm_restarts():
     seqs = []
     for lib in (oar, torch):
         opt = _opt(lib, "sgd")
-        sched = lib.optim.lr_scheduler.CosineAnnealingWarmRestarts(opt, T_0=4, T_mult=2, eta_min=0.005)
+        sched = lib.optim.lr_scheduler.CosineAnnealingWarmRestarts(opt, T_0=3, T_mult=3, eta_min=0.005)
         seq = []
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            for epoch in range(12):
+            for epoch in range(15):
                 for b in range(4):   # per batch, as torch's documentation shows
                     opt.step()
                     sched.step(epoch + b / 4)
@@ -180,6 +180,19 @@ def test_fractional_epochs_of_warm_restarts():
     assert _close(seqs[0], seqs[1])
     with pytest.raises(ValueError, match="Expected non-negative epoch, but got -1"):
         sched.step(-1)
+
+
+def test_lambda_state_keeps_callable_objects():
+    torch = torch_or_skip()
+    saved = []
+    for lib in (oar, torch):
+        sched = lib.optim.lr_scheduler.LambdaLR(_opt(lib, "sgd"), [lambda e: 1.0, _Scale(0.8)])
+        sd = sched.state_dict()
+        saved.append(sd["lr_lambdas"])
+        other = lib.optim.lr_scheduler.LambdaLR(_opt(lib, "sgd"), [lambda e: 1.0, _Scale(0.5)])
+        other.load_state_dict(sd)
+        assert other.lr_lambdas[1].r == 0.8 and "lr_lambdas" in sd
+    assert saved[0] == saved[1] == [None, {"r": 0.8}]
 
 
 def test_closed_forms_with_epoch_argument():

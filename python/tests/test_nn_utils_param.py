@@ -62,6 +62,17 @@ def _scaled(lib):
     return Scale()
 
 
+def _shift(lib):
+    class Shift(lib.nn.Module):
+        def forward(self, X):
+            return X + 1.0
+
+        def right_inverse(self, A):
+            return A - 1.0
+
+    return Shift()
+
+
 def _product(lib):
     """Two originals (right_inverse returns a pair): original0 @ original1."""
     class Product(lib.nn.Module):
@@ -81,6 +92,7 @@ def test_parametrize_as_torch():
     for lib, m in ((oar, o), (torch, t)):
         P(lib).register_parametrization(m, "weight", _symmetric(lib))
         P(lib).register_parametrization(m, "weight", _scaled(lib))
+        P(lib).register_parametrization(m, "weight", _shift(lib))   # the chain's order matters
     assert type(o).__name__ == type(t).__name__ == "ParametrizedLinear"
     assert list(o.state_dict()) == list(t.state_dict())
     assert [n for n, _ in o.named_parameters()] == [n for n, _ in t.named_parameters()]
@@ -198,9 +210,10 @@ def test_orthogonal_as_torch(shape, orth_map):
     _close(o.parametrizations.weight.original.grad, tp.original.grad, 1e-8)
 
 
-def test_orthogonal_without_trivialization():
+@pytest.mark.parametrize("shape", [(6, 4), (4, 4), (3, 5)])
+def test_orthogonal_without_trivialization(shape):
     torch = torch_or_skip()
-    o, t = _pair(torch, lambda lib: lib.nn.Linear(4, 6).double())
+    o, t = _pair(torch, lambda lib: lib.nn.Linear(shape[1], shape[0]).double())
     for lib, m in ((oar, o), (torch, t)):
         lib.nn.utils.parametrizations.orthogonal(m, orthogonal_map="householder", use_trivialization=False)
     assert list(o.state_dict()) == list(t.state_dict())
@@ -235,6 +248,10 @@ def test_spectral_norm_parametrization_as_torch(make, dim):
         _close(o.weight, t.weight, 1e-10)
         _close(op._u, tp._u, 1e-10)
         _close(o.parametrizations.weight.original.grad, t.parametrizations.weight.original.grad, 1e-8)
+    for lib, m in ((oar, o), (torch, t)):   # two forwards, one backward
+        m.zero_grad()
+        (m(lib.from_numpy(x)).sum() + (m(lib.from_numpy(x)) ** 2).sum()).backward()
+    _close(o.parametrizations.weight.original.grad, t.parametrizations.weight.original.grad, 1e-8)
     o.eval()
     u = _n(op._u).copy()
     o(oar.from_numpy(x))
@@ -260,6 +277,11 @@ def test_spectral_norm_hook_as_torch():
         _close(o.weight_u, t.weight_u, 1e-10)
         _close(o.weight_v, t.weight_v, 1e-10)
         _close(o.weight_orig.grad, t.weight_orig.grad, 1e-8)
+    # two forwards, one backward: each graph keeps its own step's u and v
+    for lib, m in ((oar, o), (torch, t)):
+        m.zero_grad()
+        (m(lib.from_numpy(x)).sum() + (m(lib.from_numpy(x)) ** 2).sum()).backward()
+    _close(o.weight_orig.grad, t.weight_orig.grad, 1e-8)
     for lib, m in ((oar, o), (torch, t)):
         m.eval()
         m(lib.from_numpy(x))
@@ -354,8 +376,13 @@ def test_functional_call_as_torch():
 
 def test_skip_init_clip_grad_norm_and_vectors():
     torch = torch_or_skip()
-    m = oar.nn.utils.skip_init(oar.nn.Linear, 6, 3, bias=True)
-    assert type(m) is oar.nn.Linear and m.weight.shape == (3, 6) and m.bias.shape == (3,)
+    for lib in (oar, torch):   # no random draws (torch builds on the meta device)
+        state = lib.get_rng_state()
+        m = lib.nn.utils.skip_init(lib.nn.Linear, 6, 3, bias=True)
+        assert type(m) is lib.nn.Linear and m.weight.shape == (3, 6) and m.bias.shape == (3,)
+        assert lib.equal(lib.get_rng_state(), state)
+        lib.nn.Linear(6, 3)
+        assert not lib.equal(lib.get_rng_state(), state)
     a = oar.nn.Linear(2, 2).weight.detach().clone()
     assert not np.array_equal(_n(oar.nn.Linear(2, 2).weight), _n(a))   # initializers work again afterwards
     for lib in (oar, torch):
