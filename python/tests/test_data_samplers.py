@@ -51,6 +51,18 @@ def test_distributed_sampler_shuffled_as_torch(n, replicas, drop_last):
         assert ours != _dist_indices(oar, n, replicas, True, drop_last, seed=6, epoch=2)
 
 
+def test_distributed_sampler_reads_the_process_group(monkeypatch):
+    dist = oar.distributed
+    with pytest.raises(RuntimeError, match="expected num_replicas and rank, or an initialized process group"):
+        oar.utils.data.distributed.DistributedSampler(list(range(10)))
+    monkeypatch.setattr(dist, "is_initialized", lambda: True)
+    monkeypatch.setattr(dist, "get_world_size", lambda group=None: 3)
+    monkeypatch.setattr(dist, "get_rank", lambda group=None: 1)
+    s = oar.utils.data.distributed.DistributedSampler(list(range(10)), shuffle=False)
+    assert (s.num_replicas, s.rank, list(s)) == (3, 1, [1, 4, 7, 0])
+    assert oar.utils.data.distributed.DistributedSampler(list(range(10)), rank=2, shuffle=False).rank == 2
+
+
 def test_distributed_sampler_errors():
     torch = torch_or_skip()
     for lib in (oar, torch):

@@ -5,6 +5,7 @@ torch's warnings and errors."""
 import math
 import warnings
 
+import numpy as np
 import pytest
 
 import oar
@@ -322,3 +323,35 @@ def test_schedule_reaches_the_c_optimizer():
         sched.step()
         expect -= lr
         assert math.isclose(p.item(), expect, rel_tol=1e-12)
+
+
+@pytest.mark.parametrize("kind,make", [
+    ("adam", lambda lib, o: _sched(lib).OneCycleLR(o, max_lr=0.3, total_steps=15)),
+    ("sgd", lambda lib, o: _sched(lib).CyclicLR(o, 0.01, 0.2, step_size_up=3, mode="triangular2")),
+    ("sgd", lambda lib, o: _sched(lib).OneCycleLR(o, max_lr=0.2, total_steps=15, three_phase=True)),
+    ("adam", lambda lib, o: _sched(lib).SequentialLR(
+        o, [_sched(lib).LinearLR(o, 0.2, total_iters=4), _sched(lib).CosineAnnealingWarmRestarts(o, 4)], [4]))])
+def test_training_trajectory_matches_torch(kind, make):
+    """The momentum and betas the cyclic schedules write reach the C optimizer: 14 steps on a
+    quadratic give torch's parameters."""
+    torch = torch_or_skip()
+    target = np.linspace(-1.0, 2.0, 5)
+    finals = []
+    for lib in (oar, torch):
+        w = lib.nn.Parameter(lib.zeros(5, dtype=lib.float64))
+        v = lib.nn.Parameter(lib.ones(3, dtype=lib.float64))
+        groups = [{"params": [w]}, {"params": [v], "lr": 0.05}]
+        opt = lib.optim.SGD(groups, lr=0.1, momentum=0.9) if kind == "sgd" else \
+            lib.optim.Adam(groups, lr=0.1, betas=(0.9, 0.99))
+        sched = make(lib, opt)
+        tt = lib.from_numpy(target)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            for _ in range(14):
+                loss = ((w - tt) ** 2).sum() + (v ** 4).sum()
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+                sched.step()
+        finals.append(np.concatenate([w.detach().numpy(), v.detach().numpy()]))
+    assert np.allclose(finals[0], finals[1], rtol=1e-9, atol=1e-12), finals

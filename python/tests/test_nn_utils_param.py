@@ -164,6 +164,24 @@ def test_parametrize_removal_and_sequences():
     assert errs[0] == errs[2] and errs[1] == errs[3]
 
 
+def test_parametrized_module_copies_and_refuses_pickle():
+    import copy
+    import pickle
+
+    torch = torch_or_skip()
+    for lib in (oar, torch):
+        m = lib.nn.Linear(3, 3).double()
+        lib.nn.utils.parametrize.register_parametrization(m, "weight", _symmetric(lib))
+        twin = copy.deepcopy(m)
+        assert type(twin) is type(m) and twin.parametrizations.weight.original is not m.parametrizations.weight.original
+        x = lib.ones(2, 3, dtype=lib.float64)
+        assert np.array_equal(_n(twin(x)), _n(m(x)))
+        with pytest.raises(RuntimeError, match="Serialization of parametrized modules is only supported through "):
+            pickle.dumps(m)
+        with pytest.raises(KeyError, match="attribute 'weight' already exists"):
+            m.weight = lib.nn.Parameter(lib.ones(3, 3, dtype=lib.float64))
+
+
 def test_parametrized_module_trains():
     """An optimizer over the original steps the parametrized weight, which stays symmetric."""
     m = oar.nn.Linear(3, 3)

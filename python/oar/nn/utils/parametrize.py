@@ -148,9 +148,25 @@ def _getstate(self):
                        "#saving-loading-a-general-checkpoint-for-inference-and-or-resuming-training")
 
 
+def _deepcopy(self, memo):
+    """copy.deepcopy without pickling (which parametrized modules refuse): a new instance of the
+    same class with a deep copy of the attributes."""
+    import copy
+
+    if id(self) in memo:
+        return memo[id(self)]
+    twin = self.__new__(type(self))
+    memo[id(self)] = twin
+    twin.__dict__ = copy.deepcopy(self.__dict__, memo)
+    return twin
+
+
 def _inject_new_class(module):
     cls = type(module)
-    module.__class__ = type(f"Parametrized{cls.__name__}", (cls,), {"__getstate__": _getstate})
+    attrs = {"__getstate__": _getstate}
+    if not hasattr(cls, "__deepcopy__"):
+        attrs["__deepcopy__"] = _deepcopy
+    module.__class__ = type(f"Parametrized{cls.__name__}", (cls,), attrs)
 
 
 def _inject_property(module, name):
