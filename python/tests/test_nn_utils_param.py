@@ -461,3 +461,20 @@ def test_dirac_and_sparse_errors_and_sparse_statistics():
             nz = arr[arr != 0]
             assert abs(nz.std() - 0.5) < 0.1 and abs(nz.mean()) < 0.1
         assert zs["oar"] == zs["torch"] == [int(np.ceil(sparsity * rows))] * cols
+
+
+def test_torch_switch_resolves_the_new_modules():
+    import importlib
+    import sys
+
+    names = ["nn.utils.parametrize", "nn.utils.parametrizations", "nn.utils.stateless", "nn.utils.fusion",
+             "nn.utils.convert_parameters"]
+    with oar.mock_torch():
+        for n in names:
+            assert importlib.import_module("torch." + n) is sys.modules["oar." + n]
+        from torch.nn.utils import spectral_norm
+        from torch.utils.data import ChainDataset, WeightedRandomSampler
+        from torch.optim.lr_scheduler import OneCycleLR
+        assert spectral_norm is oar.nn.utils.spectral_norm and OneCycleLR is oar.optim.lr_scheduler.OneCycleLR
+        assert WeightedRandomSampler is oar.utils.data.WeightedRandomSampler and ChainDataset.__module__ == \
+            "oar.utils.data_more"
