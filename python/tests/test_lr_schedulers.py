@@ -355,3 +355,21 @@ def test_training_trajectory_matches_torch(kind, make):
                 sched.step()
         finals.append(np.concatenate([w.detach().numpy(), v.detach().numpy()]))
     assert np.allclose(finals[0], finals[1], rtol=1e-9, atol=1e-12), finals
+
+
+def test_verbose_prints_as_torch(capsys):
+    torch = torch_or_skip()
+    outs = []
+    for lib in (oar, torch):
+        opt = _opt(lib, "sgd")
+        s = lib.optim.lr_scheduler.StepLR(opt, 2, verbose=True)
+        p = lib.optim.lr_scheduler.ReduceLROnPlateau(opt, patience=0, verbose=True)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            for i in range(4):
+                opt.step()
+                s.step()
+                p.step(1.0)
+            s.step(7.5)
+        outs.append(capsys.readouterr().out)
+    assert outs[0] == outs[1] and "reducing learning rate of group 1" in outs[0] and "Epoch 7.50" in outs[0]
