@@ -478,3 +478,21 @@ def test_torch_switch_resolves_the_new_modules():
         assert spectral_norm is oar.nn.utils.spectral_norm and OneCycleLR is oar.optim.lr_scheduler.OneCycleLR
         assert WeightedRandomSampler is oar.utils.data.WeightedRandomSampler and ChainDataset.__module__ == \
             "oar.utils.data_more"
+
+
+def test_torch_state_dicts_load_into_normalized_modules():
+    """A torch checkpoint of a spectral-normed (both forms) or orthogonal module loads into oar's
+    and gives torch's outputs in eval mode."""
+    torch = torch_or_skip()
+    x = np.random.RandomState(0).randn(3, 5)
+    wraps = [lambda lib, m: lib.nn.utils.spectral_norm(m),
+             lambda lib, m: lib.nn.utils.parametrizations.spectral_norm(m),
+             lambda lib, m: lib.nn.utils.parametrizations.orthogonal(m)]
+    for wrap in wraps:
+        torch.manual_seed(1)
+        t = wrap(torch, torch.nn.Linear(5, 4).double())
+        t(torch.from_numpy(x))   # a training step moves u and v
+        t.eval()
+        o = wrap(oar, oar.nn.Linear(5, 4).double()).eval()
+        o.load_state_dict({k: _o(v) for k, v in t.state_dict().items()})
+        _close(o(oar.from_numpy(x)), t(torch.from_numpy(x)), 1e-10)
