@@ -189,7 +189,8 @@ class DataLoader:
             if batch_size is not None:
                 batch_sampler = BatchSampler(sampler, batch_size, drop_last)
         self.sampler, self.batch_sampler = sampler, batch_sampler
-        # unbatched samples get torch's default_convert (numpy arrays into tensors; data_more.py)
+        from .data_more import default_convert   # unbatched samples: numpy arrays into tensors, as torch
+
         self.collate_fn = collate_fn or (default_collate if batch_sampler is not None else default_convert)
 
     def __iter__(self):
