@@ -129,6 +129,39 @@ def orthogonal_(tensor, gain=1):
     return tensor
 
 
+def dirac_(tensor, groups=1):
+    """The identity of a convolution: 1 at the kernel's centre where output channel (within its
+    group) equals input channel, 0 elsewhere."""
+    d = tensor.ndim
+    if d not in (3, 4, 5):
+        raise ValueError("Only tensors with 3, 4, or 5 dimensions are supported")
+    if tensor.shape[0] % groups != 0:
+        raise ValueError("dim 0 must be divisible by groups")
+    per_group = tensor.shape[0] // groups
+    centre = tuple(s // 2 for s in tensor.shape[2:])
+    with no_grad():
+        tensor.zero_()
+        for g in range(groups):
+            for c in range(min(per_group, tensor.shape[1])):
+                tensor[(g * per_group + c, c) + centre] = 1
+    return tensor
+
+
+def sparse_(tensor, sparsity, std=0.01):
+    """N(0, std) with ceil(sparsity * rows) entries of each column zeroed (rows drawn at random)."""
+    from .._creation import randperm
+
+    if tensor.ndim != 2:
+        raise ValueError("Only tensors with 2 dimensions are supported")
+    rows, cols = tensor.shape
+    zeros = int(math.ceil(sparsity * rows))
+    with no_grad():
+        normal_(tensor, 0, std)
+        for c in range(cols):
+            tensor[randperm(rows)[:zeros], c] = 0
+    return tensor
+
+
 uniform, normal, constant = uniform_, normal_, constant_
 xavier_uniform, xavier_normal, kaiming_uniform, kaiming_normal = (xavier_uniform_, xavier_normal_, kaiming_uniform_,
                                                                   kaiming_normal_)

@@ -189,7 +189,9 @@ class DataLoader:
             if batch_size is not None:
                 batch_sampler = BatchSampler(sampler, batch_size, drop_last)
         self.sampler, self.batch_sampler = sampler, batch_sampler
-        self.collate_fn = collate_fn or (default_collate if batch_sampler is not None else (lambda x: x))
+        from .data_more import default_convert   # unbatched samples: numpy arrays into tensors, as torch
+
+        self.collate_fn = collate_fn or (default_collate if batch_sampler is not None else default_convert)
 
     def __iter__(self):
         if self.num_workers > 0:

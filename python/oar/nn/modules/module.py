@@ -65,6 +65,8 @@ class Module:
         self._check_init()
         if "." in name or name == "":
             raise KeyError(f'parameter name can\'t contain "." or be empty, got "{name}"')
+        if isinstance(getattr(type(self), name, None), property):   # a parametrized tensor's name, as torch
+            raise KeyError(f"attribute '{name}' already exists")
         if param is not None and not isinstance(param, Parameter):
             raise TypeError(f"cannot assign '{type(param).__name__}' object to parameter '{name}' "
                             "(torch.nn.Parameter or None required)")

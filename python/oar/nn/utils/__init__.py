@@ -1,4 +1,5 @@
-"""oar.nn.utils: gradient clipping and parameter vectors."""
+"""oar.nn.utils: gradient clipping, parameter vectors, weight and spectral norm, parametrizations,
+conv/linear + batch-norm fusion, functional_call, skip_init."""
 from ... import _C
 from ... import _functions as F
 
@@ -19,6 +20,15 @@ def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=Fals
     return total.float()
 
 
+def clip_grad_norm(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False):
+    """torch's deprecated name of clip_grad_norm_ (it warns as torch's)."""
+    import warnings
+
+    warnings.warn("torch.nn.utils.clip_grad_norm is now deprecated in favor of torch.nn.utils.clip_grad_norm_.",
+                  stacklevel=2)
+    return clip_grad_norm_(parameters, max_norm, norm_type, error_if_nonfinite)
+
+
 def clip_grad_value_(parameters, clip_value):
     for p in _params(parameters):
         p.grad.clamp_(-clip_value, clip_value)
@@ -31,6 +41,8 @@ def parameters_to_vector(parameters):
 def vector_to_parameters(vec, parameters):
     from ..._grad_mode import no_grad
 
+    if not isinstance(vec, _C.TensorBase):
+        raise TypeError(f"expected torch.Tensor, but got: {type(vec).__name__}")
     off = 0
     with no_grad():
         for p in parameters:
@@ -94,4 +106,33 @@ def remove_weight_norm(module, name="weight"):
     raise ValueError(f"weight_norm of '{name}' not found in {module}")
 
 
+def skip_init(module_cls, *args, **kwargs):
+    """module_cls(*args, **kwargs) without drawing its initial values (torch's contract: the
+    parameters' values are unspecified). oar has no meta device: the module is built with the
+    random initializers of nn.init turned into no-ops for the call."""
+    import inspect
+
+    from .. import init
+    from ..modules.module import Module
+
+    if not (isinstance(module_cls, type) and issubclass(module_cls, Module)):
+        raise RuntimeError(f"Expected a Module; got {module_cls}")
+    if "device" not in inspect.signature(module_cls).parameters:
+        raise RuntimeError("Module must support a 'device' arg to skip initialization")
+    names = ("uniform_", "normal_", "trunc_normal_", "xavier_uniform_", "xavier_normal_", "kaiming_uniform_",
+             "kaiming_normal_", "orthogonal_", "sparse_")
+    saved = {n: getattr(init, n) for n in names if hasattr(init, n)}
+    try:
+        for n in saved:
+            setattr(init, n, lambda tensor, *a, **k: tensor)
+        return module_cls(*args, **kwargs)
+    finally:
+        for n, f in saved.items():
+            setattr(init, n, f)
+
+
 from . import rnn  # noqa: E402,F401  (torch.nn.utils.rnn: packed sequences)
+from . import parametrize, parametrizations, stateless, fusion  # noqa: E402,F401
+from .spectral_norm import remove_spectral_norm, spectral_norm  # noqa: E402,F401
+from .fusion import fuse_conv_bn_eval, fuse_conv_bn_weights, fuse_linear_bn_eval, fuse_linear_bn_weights  # noqa
+from . import convert_parameters  # noqa: E402,F401
