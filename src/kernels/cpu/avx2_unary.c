@@ -1,4 +1,5 @@
-/* AVX2/FMA f32 kernels for unary elementwise ops on contiguous tensors. Each op is one vector
+/* AVX2/FMA f32 kernels for unary elementwise ops on contiguous tensors (and inputs whose rows are
+ * contiguous: see unary_rows_job). Each op is one vector
  * expression of v (8 inputs) and parameters p0, p1 (taken from its attributes); the loop runs
  * in chunks of OAR_EW_GRAIN elements on the thread pool, with a masked tail. */
 #include "kernels/cpu/avx2_elementwise.h"
@@ -31,9 +32,46 @@ typedef struct unary_job {
         }                                                                       \
     }
 
+/* An input whose rows (last dim) are contiguous but spaced apart: a slice of gates [:, k*h:(k+1)*h],
+ * a column block, a view with padding (what recurrent cells and attention splits make). Rows run
+ * one at a time through the same vector loop, so each element gets the contiguous path's bits. */
+typedef struct unary_rows_job {
+    oar_range_fn fn;
+    const float *x;
+    float *y;
+    int64_t row, n_outer;
+    int64_t shape[OAR_MAX_DIMS], stride[OAR_MAX_DIMS]; /* the outer dims (all but the last) */
+    float p0, p1;
+} unary_rows_job;
+
+static void unary_rows_range(void *vjob, int64_t begin, int64_t end) {
+    const unary_rows_job *r = vjob;
+    for (int64_t q = begin; q < end; q++) {
+        int64_t off = 0, rest = q;
+        for (int64_t d = r->n_outer - 1; d >= 0; d--) {
+            off += (rest % r->shape[d]) * r->stride[d];
+            rest /= r->shape[d];
+        }
+        unary_job j = {r->x + off, r->y + q * r->row, r->p0, r->p1};
+        r->fn(&j, 0, r->row);
+    }
+}
+
 static oar_status run_unary(oar_range_fn fn, oar_tensor *const *in, oar_tensor *const *out, float p0, float p1) {
-    unary_job j = {(const float *)oar_tensor_ptr(in[0]), (float *)oar_tensor_ptr(out[0]), p0, p1};
-    oar_parallel_for(out[0]->numel, OAR_EW_GRAIN, fn, &j);
+    const oar_tensor *x = in[0];
+    if (x->contiguous) {
+        unary_job j = {(const float *)oar_tensor_ptr(in[0]), (float *)oar_tensor_ptr(out[0]), p0, p1};
+        oar_parallel_for(out[0]->numel, OAR_EW_GRAIN, fn, &j);
+        return OAR_OK;
+    }
+    unary_rows_job r = {.fn = fn, .x = (const float *)oar_tensor_ptr(in[0]), .y = (float *)oar_tensor_ptr(out[0]),
+                        .row = x->shape[x->ndim - 1], .n_outer = x->ndim - 1, .p0 = p0, .p1 = p1};
+    for (int d = 0; d < x->ndim - 1; d++) {
+        r.shape[d] = x->shape[d];
+        r.stride[d] = x->strides[d];
+    }
+    int64_t rows = x->numel / r.row;
+    oar_parallel_for(rows, OAR_EW_GRAIN / r.row + 1, unary_rows_range, &r);
     return OAR_OK;
 }
 
@@ -88,7 +126,9 @@ static oar_status gelu_avx2(const oar_kctx *ctx, oar_tensor *const *in, int n_in
 static bool unary_supports(oar_tensor *const *in, int n_in, oar_tensor *const *out, int n_out,
                            const oar_attr *a) {
     (void)n_in; (void)n_out; (void)a;
-    return oar_cpu_has_avx2() && in[0]->dtype == OAR_F32 && in[0]->contiguous && out[0]->contiguous;
+    const oar_tensor *x = in[0];
+    bool rows = x->ndim >= 2 && x->strides[x->ndim - 1] == 1 && x->shape[x->ndim - 1] >= 8 && x->numel > 0;
+    return oar_cpu_has_avx2() && x->dtype == OAR_F32 && (x->contiguous || rows) && out[0]->contiguous;
 }
 
 void oar_avx2_register_unary(void) {

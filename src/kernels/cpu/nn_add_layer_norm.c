@@ -61,12 +61,36 @@ static oar_status add_layer_norm_avx2(const oar_kctx *ctx, oar_tensor *const *in
             for (int64_t r = 0; r < out[o]->numel; r++) ((float *)oar_tensor_ptr(out[o]))[r] = NAN;
         return OAR_OK;
     }
-    aln_job j = {(const float *)oar_tensor_ptr(in[0]), (const float *)oar_tensor_ptr(in[1]),
+    /* strided activations (a residual branch's transposed view, as attention with batch_first
+     * makes) are read from dense copies: a copy costs far less than the reference's per-element
+     * strided walk, and the rows then take the same vector path */
+    oar_tensor *dense[2] = {NULL, NULL};
+    for (int i = 0; i < 2; i++)
+        if (!in[i]->contiguous && !(dense[i] = oar_tensor_contiguous_copy(in[i]))) {
+            oar_tensor_unref(dense[0]);
+            return oar_last_status() != OAR_OK ? oar_last_status() : OAR_ERR_OOM;
+        }
+    const oar_tensor *xa = dense[0] ? dense[0] : in[0], *xb = dense[1] ? dense[1] : in[1];
+    aln_job j = {(const float *)oar_tensor_ptr(xa), (const float *)oar_tensor_ptr(xb),
                  in[2] ? (const float *)oar_tensor_ptr(in[2]) : NULL, in[3] ? (const float *)oar_tensor_ptr(in[3]) : NULL,
                  (float *)oar_tensor_ptr(out[0]), (float *)oar_tensor_ptr(out[1]), (float *)oar_tensor_ptr(out[2]),
                  (float *)oar_tensor_ptr(out[3]), m, a[1].f};
     oar_parallel_for(x->numel / m, 16384 / m + 1, aln_rows, &j);
+    oar_tensor_unref(dense[0]);
+    oar_tensor_unref(dense[1]);
     return OAR_OK;
+}
+
+/* f32 activations in any layout (strided ones are copied dense), dense f32 weight and bias, AVX2;
+ * the outputs are dense (the dispatcher allocates them). */
+static bool aln_f32_ok(oar_tensor *const *in, int n_in, oar_tensor *const *out, int n_out, const oar_attr *a) {
+    (void)n_in; (void)a;
+    if (!oar_cpu_has_avx2() || in[0]->dtype != OAR_F32 || in[1]->dtype != OAR_F32) return false;
+    for (int i = 2; i < 4; i++)
+        if (in[i] && (in[i]->dtype != OAR_F32 || !in[i]->contiguous)) return false;
+    for (int o = 0; o < n_out; o++)
+        if (out[o] && !out[o]->contiguous) return false;
+    return in[0]->numel == in[1]->numel;
 }
 
 typedef struct aln_half_job {
@@ -161,8 +185,9 @@ static bool aln_half_ok(oar_tensor *const *in, int n_in, oar_tensor *const *out,
 void oar_cpu_register_add_layer_norm(void) {
 #ifdef OAR_NN_SIMD
     oar_kernel_entry e = {.device = OAR_CPU, .dtypes = OAR_DTYPE_BIT(OAR_F32), .impl = "avx2", .priority = 10,
-                          .fn = add_layer_norm_avx2, .supports = oar_nn_dense_f32_ok};
+                          .fn = add_layer_norm_avx2, .supports = aln_f32_ok};
     oar_register_kernel(OAR_OP_add_layer_norm, e);
+    e.supports = oar_nn_dense_f32_ok;
     e.fn = oar_nn_layer_norm_backward_avx2;
     oar_register_kernel(OAR_OP_layer_norm_backward_add, e);
     e.impl = OAR_IMPL_HALF_MIXED;
