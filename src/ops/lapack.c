@@ -227,4 +227,37 @@ oar_tensor *oar_linalg_lstsq(oar_tensor *a, oar_tensor *b, const char *driver) {
     return no_lapack("linalg_lstsq");
 }
 oar_tensor *oar_linalg_matrix_exp(oar_tensor *a) { (void)a; return no_lapack("linalg_matrix_exp"); }
+oar_status oar_linalg_cholesky_ex(oar_tensor *a, oar_tensor **l, oar_tensor **info) {
+    (void)a; (void)l; (void)info;
+    no_lapack("linalg_cholesky_ex");
+    return oar_last_status();
+}
+oar_status oar_linalg_ldl_factor(oar_tensor *a, oar_tensor **ld, oar_tensor **pivots, oar_tensor **info) {
+    (void)a; (void)ld; (void)pivots; (void)info;
+    no_lapack("linalg_ldl_factor");
+    return oar_last_status();
+}
+oar_tensor *oar_linalg_ldl_solve(oar_tensor *ld, oar_tensor *pivots, oar_tensor *b) {
+    (void)ld; (void)pivots; (void)b;
+    return no_lapack("linalg_ldl_solve");
+}
+oar_status oar_linalg_geqrf(oar_tensor *a, oar_tensor **qr, oar_tensor **tau) {
+    (void)a; (void)qr; (void)tau;
+    no_lapack("linalg_geqrf");
+    return oar_last_status();
+}
+oar_tensor *oar_linalg_householder_product(oar_tensor *a, oar_tensor *tau) {
+    (void)a; (void)tau;
+    return no_lapack("linalg_householder_product");
+}
+oar_tensor *oar_linalg_ormqr(oar_tensor *a, oar_tensor *tau, oar_tensor *c, bool left, bool transpose) {
+    (void)a; (void)tau; (void)c; (void)left; (void)transpose;
+    return no_lapack("linalg_ormqr");
+}
+oar_status oar_linalg_eig(oar_tensor *a, oar_tensor **l_re, oar_tensor **l_im, oar_tensor **v_re,
+                          oar_tensor **v_im) {
+    (void)a; (void)l_re; (void)l_im; (void)v_re; (void)v_im;
+    no_lapack("linalg_eig");
+    return oar_last_status();
+}
 #endif

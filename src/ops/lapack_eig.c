@@ -164,4 +164,16 @@ const oar_op_def oar_opdef_linalg_eig = {
     .ref_dtypes = OAR_DTYPE_BIT(OAR_F32) | OAR_DTYPE_BIT(OAR_F64), .infer = eig_infer, .reference = eig_ref,
     .grad = eig_grad,
 };
+
+oar_status oar_linalg_eig(oar_tensor *a, oar_tensor **l_re, oar_tensor **l_im, oar_tensor **v_re,
+                          oar_tensor **v_im) {
+    oar_tensor *o[4];
+    oar_status st = la_call(OAR_OP_linalg_eig, &a, 1, NULL, o, 4);
+    if (st != OAR_OK) return st;
+    *l_re = o[0];
+    *l_im = o[1];
+    *v_re = o[2];
+    *v_im = o[3];
+    return OAR_OK;
+}
 #endif

@@ -144,7 +144,8 @@ static oar_status hp_grad(oar_grad_ctx *g) {
         for (int64_t i = k - 1; i >= 0; i--) {
             v[i] = oar_slice(vs, -1, i, i + 1, 1);
             t[i] = oar_unsqueeze(oar_slice(tau, -1, i, i + 1, 1), -1);
-            x[i] = oar_sub(x[i + 1], oar_mul(t[i], oar_matmul(v[i], oar_matmul(la_mT(v[i]), x[i + 1]))));
+            /* tau scales the 1 x n row, not the m x n product (a broadcast over the matrix costs more) */
+            x[i] = oar_sub(x[i + 1], oar_matmul(v[i], oar_mul(t[i], oar_matmul(la_mT(v[i]), x[i + 1]))));
         }
         oar_tensor *gx = gq;
         for (int64_t i = 0; i < k; i++) {
@@ -152,7 +153,7 @@ static oar_status hp_grad(oar_grad_ctx *g) {
             gt[i] = oar_neg(oar_sum(oar_mul(u, w), (int[]){-2, -1}, 2, false));
             oar_tensor *s = oar_add(oar_matmul(gx, la_mT(w)), oar_matmul(x[i + 1], la_mT(u)));
             gv[i] = oar_neg(oar_mul(t[i], s));
-            gx = oar_sub(gx, oar_mul(t[i], oar_matmul(v[i], u)));
+            gx = oar_sub(gx, oar_matmul(v[i], oar_mul(t[i], u)));
         }
         int parts = (int)k;
         if (n > k) gv[parts++] = oar_zeros_like(oar_slice(a, -1, k, n, 1));
@@ -237,4 +238,24 @@ const oar_op_def oar_opdef_linalg_ormqr = {
     .attrs = {{"left", OAR_ATTR_INT, "true"}, {"transpose", OAR_ATTR_INT, "false"}}, .flags = OAR_OPF_AMP_DENY,
     .ref_dtypes = LA_DTYPES, .infer = ormqr_infer, .reference = ormqr_ref, .grad = ormqr_grad,
 };
+
+oar_status oar_linalg_geqrf(oar_tensor *a, oar_tensor **qr, oar_tensor **tau) {
+    oar_tensor *o[2];
+    oar_status st = la_call(OAR_OP_linalg_geqrf, &a, 1, NULL, o, 2);
+    if (st != OAR_OK) return st;
+    *qr = o[0];
+    *tau = o[1];
+    return OAR_OK;
+}
+
+oar_tensor *oar_linalg_householder_product(oar_tensor *a, oar_tensor *tau) {
+    oar_tensor *in[2] = {a, tau};
+    return oar_op_call1(OAR_OP_linalg_householder_product, in, 2, NULL);
+}
+
+oar_tensor *oar_linalg_ormqr(oar_tensor *a, oar_tensor *tau, oar_tensor *c, bool left, bool transpose) {
+    oar_tensor *in[3] = {a, tau, c};
+    oar_attr at[2] = {oar_attr_int(left), oar_attr_int(transpose)};
+    return oar_op_call1(OAR_OP_linalg_ormqr, in, 3, at);
+}
 #endif

@@ -185,4 +185,28 @@ const oar_op_def oar_opdef_linalg_ldl_solve = {
     .name = "linalg_ldl_solve", .n_inputs = 3, .n_outputs = 1, .flags = OAR_OPF_AMP_DENY, .ref_dtypes = LA_DTYPES,
     .infer = ldls_infer, .reference = ldls_ref, .grad = ldls_grad,
 };
+
+oar_status oar_linalg_cholesky_ex(oar_tensor *a, oar_tensor **l, oar_tensor **info) {
+    oar_tensor *o[2];
+    oar_status st = la_call(OAR_OP_linalg_cholesky_ex, &a, 1, NULL, o, 2);
+    if (st != OAR_OK) return st;
+    *l = o[0];
+    *info = o[1];
+    return OAR_OK;
+}
+
+oar_status oar_linalg_ldl_factor(oar_tensor *a, oar_tensor **ld, oar_tensor **pivots, oar_tensor **info) {
+    oar_tensor *o[3];
+    oar_status st = la_call(OAR_OP_linalg_ldl_factor, &a, 1, NULL, o, 3);
+    if (st != OAR_OK) return st;
+    *ld = o[0];
+    *pivots = o[1];
+    *info = o[2];
+    return OAR_OK;
+}
+
+oar_tensor *oar_linalg_ldl_solve(oar_tensor *ld, oar_tensor *pivots, oar_tensor *b) {
+    oar_tensor *in[3] = {ld, pivots, b};
+    return oar_op_call1(OAR_OP_linalg_ldl_solve, in, 3, NULL);
+}
 #endif
