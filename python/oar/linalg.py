@@ -478,7 +478,7 @@ def matmul(input, other, *, out=None):
     return _out(F.matmul(input, other), out)
 
 
-def cholesky_ex(A, *, upper=False, check_errors=False, out=None):
+def cholesky_ex(A, *, upper=False, check_errors=False):
     """(L, info) of potrf reading A's lower triangle: info k > 0 where the leading minor of order k
     is not positive-definite (L then holds what the factorization reached), instead of an error"""
     L, info = _lapack("linalg_cholesky_ex", A)
@@ -488,7 +488,7 @@ def cholesky_ex(A, *, upper=False, check_errors=False, out=None):
     return _CholeskyEx(_mT(L) if upper else L, info)
 
 
-def ldl_factor_ex(A, *, hermitian=False, check_errors=False, out=None):
+def ldl_factor_ex(A, *, hermitian=False, check_errors=False):
     """(LD, pivots, info) of sytrf (Bunch-Kaufman) on A's lower triangle: LD holds unit-lower L below
     the diagonal and the 1x1 / 2x2 blocks of D on and beside it; pivots are LAPACK's (1-based, a
     negative pair marks a 2x2 block); info k > 0 where D[k-1, k-1] is zero. hermitian is the same
@@ -505,7 +505,7 @@ def _ldl_singular(who, info):
               "element {} of D is zero).")
 
 
-def ldl_factor(A, *, hermitian=False, out=None):
+def ldl_factor(A, *, hermitian=False):
     LD, pivots, info = ldl_factor_ex(A, hermitian=hermitian)
     _ldl_singular("torch.linalg.ldl_factor", info)
     return _LDLFactor(LD, pivots)
@@ -573,7 +573,7 @@ def _real_matrix(who, A):
     return _float(A)
 
 
-def eig(A, *, out=None):
+def eig(A):
     """(eigenvalues, eigenvectors) of a real square A by geev, as complex tensors (complex64 for
     float32): A V = V diag(L), LAPACK's order, each vector of unit norm with its largest component
     real. Differentiable (torch's rule) for losses that do not depend on the vectors' phases."""
@@ -586,7 +586,7 @@ def eig(A, *, out=None):
     return _Eig(ComplexTensor(lr, li), ComplexTensor(vr, vi))
 
 
-def eigvals(A, *, out=None):
+def eigvals(A):
     return eig(A).eigenvalues
 
 

@@ -127,6 +127,12 @@ def test_factorizations_reconstruct():
     np.testing.assert_allclose(full.numpy()[..., :3], q.numpy(), atol=1e-12)
     np.testing.assert_allclose(oar.ormqr(h, tau, oar.tensor(c), transpose=True).numpy(),
                                np.swapaxes(full.numpy(), -1, -2) @ c, atol=1e-12)
+    # the tensor methods are the same functions
+    h2, tau2 = oar.tensor(m).geqrf()
+    np.testing.assert_array_equal(h2.numpy(), h.numpy())
+    np.testing.assert_array_equal(h2.orgqr(tau2).numpy(), q.numpy())
+    np.testing.assert_array_equal(h2.ormqr(tau2, oar.tensor(c), transpose=True).numpy(),
+                                  oar.ormqr(h, tau, oar.tensor(c), transpose=True).numpy())
 
 
 def _sorted(z):
