@@ -460,6 +460,25 @@ OAR_API oar_status oar_linalg_qr(oar_tensor *a, const char *mode, oar_tensor **q
 OAR_API oar_tensor *oar_linalg_lstsq(oar_tensor *a, oar_tensor *b, const char *driver);
 /* exp(A) of square matrices (scaling and squaring with a Padé approximant). */
 OAR_API oar_tensor *oar_linalg_matrix_exp(oar_tensor *a);
+/* Cholesky reading A's lower triangle without failing: info (i32 per matrix) is k > 0 where the
+ * leading minor of order k is not positive-definite. Outputs borrowed from the current scope. */
+OAR_API oar_status oar_linalg_cholesky_ex(oar_tensor *a, oar_tensor **l, oar_tensor **info);
+/* Symmetric indefinite A = P L D L^T P^T from its lower triangle (Bunch-Kaufman, sytrf): LD packs L
+ * and D's 1x1/2x2 blocks, pivots (i32) are LAPACK's, info k > 0 where D[k-1, k-1] is zero. */
+OAR_API oar_status oar_linalg_ldl_factor(oar_tensor *a, oar_tensor **ld, oar_tensor **pivots, oar_tensor **info);
+/* Solves A X = B from oar_linalg_ldl_factor's LD and pivots. */
+OAR_API oar_tensor *oar_linalg_ldl_solve(oar_tensor *ld, oar_tensor *pivots, oar_tensor *b);
+/* A = Q R with Q as Householder reflectors (geqrf): qr holds R on and above the diagonal and the
+ * reflectors below; tau [..., min(m, n)]. */
+OAR_API oar_status oar_linalg_geqrf(oar_tensor *a, oar_tensor **qr, oar_tensor **tau);
+/* The first n columns of the product of the reflectors in a [..., m, n] (m >= n) with tau [..., k]. */
+OAR_API oar_tensor *oar_linalg_householder_product(oar_tensor *a, oar_tensor *tau);
+/* Q C (C Q when !left; Q^T when transpose) for Q the product of a's reflectors, without forming Q. */
+OAR_API oar_tensor *oar_linalg_ormqr(oar_tensor *a, oar_tensor *tau, oar_tensor *c, bool left, bool transpose);
+/* The general eigenproblem A V = V diag(L) of real square A (geev): L and V are complex, returned as
+ * their real and imaginary parts; vectors of unit norm, LAPACK's order. Outputs borrowed. */
+OAR_API oar_status oar_linalg_eig(oar_tensor *a, oar_tensor **l_re, oar_tensor **l_im, oar_tensor **v_re,
+                                  oar_tensor **v_im);
 /* x·weightᵀ + bias over the last dim of x (any leading dims); weight is [out, in], bias [out]
  * or NULL. */
 OAR_API oar_tensor *oar_linear(oar_tensor *x, oar_tensor *weight, oar_tensor *bias);

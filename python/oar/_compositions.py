@@ -835,6 +835,27 @@ def lu_solve(b, LU_data, LU_pivots):
     return linalg.lu_solve(LU_data, LU_pivots, b)
 
 
+@_export
+def geqrf(input):
+    from . import linalg
+
+    return linalg._geqrf(input)
+
+
+@_export
+def orgqr(input, tau):
+    from . import linalg
+
+    return linalg.householder_product(input, tau)
+
+
+@_export
+def ormqr(input, input2, input3, left=True, transpose=False):
+    from . import linalg
+
+    return linalg._ormqr(input, input2, input3, left, transpose)
+
+
 def _namedtuple(name, fields):
     import collections
 
@@ -1377,7 +1398,7 @@ _METHODS = ["cholesky_solve", "cholesky_inverse", "triangular_solve", "matrix_ex
             "diagflat", "trace", "index_add", "index_fill", "index_copy", "scatter", "take", "take_along_dim",
             "isclose", "allclose", "equal", "isin", "bincount", "unique_consecutive", "kthvalue", "median", "msort",
             "scatter_reduce", "masked_scatter", "as_strided", "cross", "cov", "corrcoef", "det", "logdet", "slogdet",
-            "inverse", "cholesky",
+            "inverse", "cholesky", "geqrf", "orgqr", "ormqr",
             "quantile", "nanquantile", "nanmedian", "logcumsumexp", "bernoulli", "multinomial", "hsplit", "vsplit", "dsplit",
             "aminmax", "argwhere", "copysign", "frexp", "ldexp", "addr", "addbmm", "renorm", "is_nonzero",
             "is_same_size", "is_signed", "positive"]

@@ -1,7 +1,9 @@
 """torch.linalg on LAPACK (ops of the table in builds with OpenBLAS: det, slogdet, inv, cholesky,
-solve, solve_triangular, lu_factor, lu_unpack, lu_solve, eigh, svd, qr, lstsq, matrix_exp), what is
+solve, solve_triangular, lu_factor, lu_unpack, lu_solve, eigh, svd, qr, lstsq, matrix_exp, cholesky_ex,
+ldl_factor, ldl_solve, geqrf, householder_product, ormqr, eig), what is
 written over them (lu, eigvalsh, svdvals, pinv, matrix_rank, matrix_norm's spectral norms), and cross,
-vector_norm and vecdot as compositions. Operands broadcast over their batch dims here; the ops take
+vector_norm and vecdot as compositions. eig and eigvals return oar's complex tensors (pairs of real
+ones, _complex.py), so their gradients reach a real input through the parts. Operands broadcast over their batch dims here; the ops take
 matrices with equal batch dims."""
 import collections
 
@@ -13,7 +15,8 @@ from ._ops import ID
 __all__ = ["cross", "vector_norm", "matrix_norm", "norm", "vecdot", "det", "slogdet", "inv", "solve", "cholesky",
            "solve_triangular", "lu_factor", "lu_factor_ex", "lu", "lu_solve", "eigh", "eigvalsh", "svd", "svdvals",
            "qr", "lstsq", "pinv", "matrix_rank", "matrix_exp", "matrix_power", "multi_dot", "cond", "inv_ex",
-           "solve_ex", "vander", "tensorinv", "tensorsolve", "diagonal", "matmul", "LinAlgError"]
+           "solve_ex", "vander", "tensorinv", "tensorsolve", "diagonal", "matmul", "LinAlgError", "cholesky_ex",
+           "ldl_factor", "ldl_factor_ex", "ldl_solve", "householder_product", "eig", "eigvals"]
 _SignLogAbsDet = collections.namedtuple("slogdet", ["sign", "logabsdet"])
 _LUFactor = collections.namedtuple("linalg_lu_factor", ["LU", "pivots"])
 _LUFactorEx = collections.namedtuple("linalg_lu_factor_ex", ["LU", "pivots", "info"])
@@ -24,6 +27,11 @@ _QR = collections.namedtuple("linalg_qr", ["Q", "R"])
 _Lstsq = collections.namedtuple("linalg_lstsq", ["solution", "residuals", "rank", "singular_values"])
 _InvEx = collections.namedtuple("linalg_inv_ex", ["inverse", "info"])
 _SolveEx = collections.namedtuple("linalg_solve_ex", ["result", "info"])
+_CholeskyEx = collections.namedtuple("linalg_cholesky_ex", ["L", "info"])
+_LDLFactor = collections.namedtuple("linalg_ldl_factor", ["LD", "pivots"])
+_LDLFactorEx = collections.namedtuple("linalg_ldl_factor_ex", ["LD", "pivots", "info"])
+_Eig = collections.namedtuple("linalg_eig", ["eigenvalues", "eigenvectors"])
+_Geqrf = collections.namedtuple("geqrf", ["a", "tau"])
 LinAlgError = RuntimeError  # torch.linalg.LinAlgError is a RuntimeError too; oar's errors are RuntimeErrors
 
 
@@ -468,3 +476,155 @@ def diagonal(A, *, offset=0, dim1=-2, dim2=-1):
 
 def matmul(input, other, *, out=None):
     return _out(F.matmul(input, other), out)
+
+
+def cholesky_ex(A, *, upper=False, check_errors=False):
+    """(L, info) of potrf reading A's lower triangle: info k > 0 where the leading minor of order k
+    is not positive-definite (L then holds what the factorization reached), instead of an error"""
+    L, info = _lapack("linalg_cholesky_ex", A)
+    if check_errors:
+        _singular("linalg.cholesky_ex", info, "The factorization could not be completed because the input is not "
+                  "positive-definite (the leading minor of order {} is not positive-definite).")
+    return _CholeskyEx(_mT(L) if upper else L, info)
+
+
+def ldl_factor_ex(A, *, hermitian=False, check_errors=False):
+    """(LD, pivots, info) of sytrf (Bunch-Kaufman) on A's lower triangle: LD holds unit-lower L below
+    the diagonal and the 1x1 / 2x2 blocks of D on and beside it; pivots are LAPACK's (1-based, a
+    negative pair marks a 2x2 block); info k > 0 where D[k-1, k-1] is zero. hermitian is the same
+    factorization for real A."""
+    LD, pivots, info = _lapack("linalg_ldl_factor", A)
+    if check_errors:
+        _ldl_singular("torch.linalg.ldl_factor_ex", info)
+    return _LDLFactorEx(LD, pivots, info)
+
+
+def _ldl_singular(who, info):
+    # torch 1.13 fails an internal assert here ("Unknown error code"); this names the cause
+    _singular(who, info, "The factorization could not be completed because the input is singular (the diagonal "
+              "element {} of D is zero).")
+
+
+def ldl_factor(A, *, hermitian=False):
+    LD, pivots, info = ldl_factor_ex(A, hermitian=hermitian)
+    _ldl_singular("torch.linalg.ldl_factor", info)
+    return _LDLFactor(LD, pivots)
+
+
+def ldl_solve(LD, pivots, B, *, hermitian=False, out=None):
+    """X with A X = B from A's ldl_factor (sytrs); B is a matrix (..., n, k), batch dims broadcast"""
+    _has("linalg_ldl_solve")
+    if B.dtype is not LD.dtype:
+        raise RuntimeError(f"Expected b and A to have the same dtype, but found b of type {_scalar_type(B)} and A of "
+                           f"type {_scalar_type(LD)} instead.")
+    if pivots.dtype is not F.D.int32:  # torch takes int64 pivots too
+        pivots = pivots.to(F.D.int32)
+    batch = K.broadcast_shapes(LD.shape[:-2], B.shape[:-2])
+    if tuple(LD.shape[:-2]) != tuple(batch):
+        LD = LD.expand(*batch, *LD.shape[-2:])
+        pivots = pivots.expand(*batch, pivots.shape[-1])
+    if tuple(B.shape[:-2]) != tuple(batch):
+        B = B.expand(*batch, *B.shape[-2:])
+    return _out(F.call("linalg_ldl_solve", (LD, pivots, B)), out)
+
+
+_SCALAR_TYPE = {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16", "int64": "Long",
+                "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}
+
+
+def _scalar_type(t):
+    """torch's name of t's dtype in its messages (Float, Double, Long...)"""
+    return _SCALAR_TYPE.get(t.dtype.name, t.dtype.name)
+
+
+def _check_reflectors(who, A, tau):
+    """torch's checks of the reflectors' input and tau (no broadcasting)"""
+    if A.ndim < 2:
+        raise RuntimeError(f"{who}: input must have at least 2 dimensions.")
+    if A.ndim - tau.ndim != 1:
+        raise RuntimeError(f"{who}: Expected tau to have one dimension less than input, but got tau.ndim equal to "
+                           f"{tau.ndim} and input.ndim is equal to {A.ndim}")
+    if tuple(tau.shape[:-1]) != tuple(A.shape[:-2]):
+        raise RuntimeError(f"{who}: Expected batch dimensions of tau to be equal to input.shape[:-2], but got "
+                           f"{list(tau.shape[:-1])}")
+    if tau.dtype is not A.dtype:
+        raise RuntimeError(f"{who}: tau dtype {_scalar_type(tau)} does not match input dtype {_scalar_type(A)}")
+
+
+def householder_product(A, tau, *, out=None):
+    """the first n columns of H_1 ... H_k, H_i = I - tau_i v_i v_i^T, v_i column i of A below the
+    diagonal with 1 on it (orgqr): geqrf's outputs give qr's Q"""
+    _has("linalg_householder_product")
+    who = "torch.linalg.householder_product"
+    if A.ndim >= 2 and A.shape[-2] < A.shape[-1]:
+        raise RuntimeError(f"{who}: input.shape[-2] must be greater than or equal to input.shape[-1]")
+    if A.ndim >= 2 and tau.ndim >= 1 and A.shape[-1] < tau.shape[-1]:
+        raise RuntimeError(f"{who}: input.shape[-1] must be greater than or equal to tau.shape[-1]")
+    _check_reflectors(who, A, tau)
+    return _out(F.call("linalg_householder_product", (A, tau)), out)
+
+
+def _real_matrix(who, A):
+    from ._complex import ComplexTensor
+
+    if isinstance(A, ComplexTensor):
+        raise RuntimeError(f"{who}: complex inputs are not offered (oar's complex tensors are pairs of real ones); "
+                           "pass a real matrix")
+    return _float(A)
+
+
+def eig(A):
+    """(eigenvalues, eigenvectors) of a real square A by geev, as complex tensors (complex64 for
+    float32): A V = V diag(L), LAPACK's order, each vector of unit norm with its largest component
+    real. Differentiable (torch's rule) for losses that do not depend on the vectors' phases."""
+    from ._complex import ComplexTensor
+
+    _has("linalg_eig")
+    A = _real_matrix("linalg.eig", A)
+    _square("eig", A)
+    lr, li, vr, vi = F.call("linalg_eig", (A,))
+    return _Eig(ComplexTensor(lr, li), ComplexTensor(vr, vi))
+
+
+def eigvals(A):
+    return eig(A).eigenvalues
+
+
+def _geqrf(A):
+    """torch.geqrf: (a, tau), R on and above a's diagonal and the Householder reflectors below"""
+    _has("linalg_geqrf")
+    if A.ndim < 2:
+        raise RuntimeError("torch.geqrf: input must have at least 2 dimensions.")
+    return _Geqrf(*F.call("linalg_geqrf", (_float(A),)))
+
+
+def _ormqr(A, tau, C, left=True, transpose=False):
+    """torch.ormqr: Q C (C Q when not left; Q^T when transpose), Q the product of A's reflectors"""
+    _has("linalg_ormqr")
+    who = "torch.ormqr"
+    if A.ndim < 2 or C.ndim < 2:
+        raise RuntimeError(f"{who}: {'input' if A.ndim < 2 else 'other'} must have at least 2 dimensions.")
+    side = -2 if left else -1
+    if C.shape[side] < tau.shape[-1]:
+        raise RuntimeError(f"{who}: other.shape[{side}] must be greater than or equal to tau.shape[-1]")
+    if C.shape[side] != A.shape[-2]:
+        raise RuntimeError(f"{who}: other.shape[{side}] must be equal to input.shape[-2]")
+    if tau.shape[-1] > A.shape[-1]:
+        raise RuntimeError(f"{who}: tau.shape[-1] must be less than or equal to input.shape[-1]")
+    if A.ndim - tau.ndim != 1:
+        raise RuntimeError(f"{who}: Expected tau to have one dimension less than input, but got tau.ndim equal to "
+                           f"{tau.ndim} and input.ndim is equal to {A.ndim}")
+    if C.ndim != A.ndim:
+        raise RuntimeError(f"{who}: Expected other to have the same number of dimensions as input, but got "
+                           f"other.ndim equal to {C.ndim} and input.ndim is equal to {A.ndim}")
+    if tuple(C.shape[:-2]) != tuple(A.shape[:-2]):
+        raise RuntimeError(f"{who}: Expected batch dimensions of other to be equal to input.shape[:-2], but got "
+                           f"{list(C.shape[:-2])}")
+    if tuple(tau.shape[:-1]) != tuple(A.shape[:-2]):
+        raise RuntimeError(f"{who}: Expected batch dimensions of tau to be equal to input.shape[:-2], but got "
+                           f"{list(tau.shape[:-1])}")
+    for name, t in (("tau", tau), ("other", C)):  # torch's wording, "dtype" and the name unspaced
+        if t.dtype is not A.dtype:
+            raise RuntimeError(f"{who}: Expected input and {name} to have the same dtype, but input has dtype"
+                               f"{_scalar_type(A)} and {name} has dtype {_scalar_type(t)}")
+    return F.call("linalg_ormqr", (A, tau, C), {"left": left, "transpose": transpose})

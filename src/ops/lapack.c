@@ -5,15 +5,13 @@
  * which is the lower factor read row-major. The gradients are written in these ops and matmul,
  * so they differentiate again. Built only with OpenBLAS (lapack.def). */
 #ifdef OAR_HAVE_OPENBLAS
-#include "ops/op.h"
+#include "ops/lapack_common.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-void dgetrf_(const int *m, const int *n, double *a, const int *lda, int *ipiv, int *info);
 void dgetri_(const int *n, double *a, const int *lda, const int *ipiv, double *work, const int *lwork, int *info);
-void dpotrf_(const char *uplo, const int *n, double *a, const int *lda, int *info);
 
 typedef enum { LA_DET, LA_SLOGDET, LA_INV, LA_CHOLESKY } la_kind;
 static const char *const la_names[] = {"linalg_det", "linalg_slogdet", "linalg_inv", "linalg_cholesky"};
@@ -148,12 +146,15 @@ static oar_status inv_grad(oar_grad_ctx *g) {
 }
 /* torch's rule: S = L^-T phi(L^T gL) L^-1, phi keeping the lower triangle with the diagonal
  * halved; gA = (S + S^T) / 2 */
-static oar_status cholesky_grad(oar_grad_ctx *g) {
-    oar_tensor *l = g->out[0], *x = oar_matmul(mT(l), g->gout[0]);
+oar_tensor *la_cholesky_grad(oar_tensor *l, oar_tensor *gl) {
+    oar_tensor *x = oar_matmul(mT(l), gl);
     oar_tensor *phi = oar_mul_scalar(oar_add(oar_tril(x, 0), oar_tril(x, -1)), 0.5);
     oar_tensor *linv = oar_linalg_inv(l);
     oar_tensor *s = oar_matmul(oar_matmul(mT(linv), phi), linv);
-    g->gin[0] = oar_mul_scalar(oar_add(s, mT(s)), 0.5);
+    return oar_mul_scalar(oar_add(s, mT(s)), 0.5);
+}
+static oar_status cholesky_grad(oar_grad_ctx *g) {
+    g->gin[0] = la_cholesky_grad(g->out[0], g->gout[0]);
     return g->gin[0] ? OAR_OK : oar_last_status();
 }
 
@@ -226,4 +227,37 @@ oar_tensor *oar_linalg_lstsq(oar_tensor *a, oar_tensor *b, const char *driver) {
     return no_lapack("linalg_lstsq");
 }
 oar_tensor *oar_linalg_matrix_exp(oar_tensor *a) { (void)a; return no_lapack("linalg_matrix_exp"); }
+oar_status oar_linalg_cholesky_ex(oar_tensor *a, oar_tensor **l, oar_tensor **info) {
+    (void)a; (void)l; (void)info;
+    no_lapack("linalg_cholesky_ex");
+    return oar_last_status();
+}
+oar_status oar_linalg_ldl_factor(oar_tensor *a, oar_tensor **ld, oar_tensor **pivots, oar_tensor **info) {
+    (void)a; (void)ld; (void)pivots; (void)info;
+    no_lapack("linalg_ldl_factor");
+    return oar_last_status();
+}
+oar_tensor *oar_linalg_ldl_solve(oar_tensor *ld, oar_tensor *pivots, oar_tensor *b) {
+    (void)ld; (void)pivots; (void)b;
+    return no_lapack("linalg_ldl_solve");
+}
+oar_status oar_linalg_geqrf(oar_tensor *a, oar_tensor **qr, oar_tensor **tau) {
+    (void)a; (void)qr; (void)tau;
+    no_lapack("linalg_geqrf");
+    return oar_last_status();
+}
+oar_tensor *oar_linalg_householder_product(oar_tensor *a, oar_tensor *tau) {
+    (void)a; (void)tau;
+    return no_lapack("linalg_householder_product");
+}
+oar_tensor *oar_linalg_ormqr(oar_tensor *a, oar_tensor *tau, oar_tensor *c, bool left, bool transpose) {
+    (void)a; (void)tau; (void)c; (void)left; (void)transpose;
+    return no_lapack("linalg_ormqr");
+}
+oar_status oar_linalg_eig(oar_tensor *a, oar_tensor **l_re, oar_tensor **l_im, oar_tensor **v_re,
+                          oar_tensor **v_im) {
+    (void)a; (void)l_re; (void)l_im; (void)v_re; (void)v_im;
+    no_lapack("linalg_eig");
+    return oar_last_status();
+}
 #endif

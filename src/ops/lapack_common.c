@@ -77,6 +77,10 @@ oar_status la_call(oar_op_id op, oar_tensor *const *in, int n_in, const oar_attr
     return OAR_OK;
 }
 
+oar_status la_no_derivative(const char *torch_name) {
+    return oar_error(OAR_ERR_UNSUPPORTED, "the derivative for '%s' is not implemented.", torch_name);
+}
+
 oar_tensor *la_mT(oar_tensor *x) { return oar_transpose(x, -1, -2); }
 oar_tensor *la_eye_like(int64_t k, oar_dtype dt) { return oar_eye(k, k, dt); }
 oar_tensor *la_diag_embed(oar_tensor *v) {

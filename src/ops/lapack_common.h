@@ -30,6 +30,15 @@ void dgelss_(const int *m, const int *n, const int *nrhs, double *a, const int *
              double *s, const double *rcond, int *rank, double *work, const int *lwork, int *info);
 void dgels_(const char *trans, const int *m, const int *n, const int *nrhs, double *a, const int *lda, double *b,
             const int *ldb, double *work, const int *lwork, int *info);
+void dpotrf_(const char *uplo, const int *n, double *a, const int *lda, int *info);
+void dsytrf_(const char *uplo, const int *n, double *a, const int *lda, int *ipiv, double *work, const int *lwork,
+             int *info);
+void dsytrs_(const char *uplo, const int *n, const int *nrhs, const double *a, const int *lda, const int *ipiv,
+             double *b, const int *ldb, int *info);
+void dormqr_(const char *side, const char *trans, const int *m, const int *n, const int *k, const double *a,
+             const int *lda, const double *tau, double *c, const int *ldc, double *work, const int *lwork, int *info);
+void dgeev_(const char *jobvl, const char *jobvr, const int *n, double *a, const int *lda, double *wr, double *wi,
+            double *vl, const int *ldvl, double *vr, const int *ldvr, double *work, const int *lwork, int *info);
 void dgemm_(const char *ta, const char *tb, const int *m, const int *n, const int *k, const double *alpha,
             const double *a, const int *lda, const double *b, const int *ldb, const double *beta, double *c,
             const int *ldc);
@@ -54,5 +63,9 @@ oar_status la_call(oar_op_id op, oar_tensor *const *in, int n_in, const oar_attr
 oar_tensor *la_mT(oar_tensor *x);                     /* swaps the last two dims */
 oar_tensor *la_diag_embed(oar_tensor *v);             /* [..., k] -> [..., k, k] */
 oar_tensor *la_eye_like(int64_t k, oar_dtype dt);
+/* torch's cholesky rule (lapack.c), shared by linalg_cholesky and linalg_cholesky_ex */
+oar_tensor *la_cholesky_grad(oar_tensor *l, oar_tensor *gl);
+/* The refusal of an op torch 1.13 does not differentiate (geqrf, ormqr), in torch's words. */
+oar_status la_no_derivative(const char *torch_name);
 #endif
 #endif

@@ -2,6 +2,8 @@
  * check) exercise the GEMM kernels: folded batches, per-batch loops, packed layouts. */
 #include "sweep.h"
 
+#include <math.h>
+
 const sweep_case sweep_cases_linalg[] = {
 #ifdef OAR_HAVE_OPENBLAS
     /* LAPACK: batched, 1x1, empty; det/slogdet/inv gradients by finite differences. cholesky reads one
@@ -65,6 +67,31 @@ const sweep_case sweep_cases_linalg[] = {
     {"linalg_matrix_exp", "n:3x3", ""},
     {"linalg_matrix_exp", "c3,-2,1,2.5,1,-3,2,0.5,4:3x3", ""},
     {"linalg_matrix_exp", "n:2x4x4", ""},
+    /* cholesky_ex reads one triangle, like cholesky (its rule is cholesky's): no finite
+     * differences; the second case fails at order 2 (info, no error). ldl_factor and ldl_solve have
+     * no derivative in torch 1.13 (nor here): values only, with 1x1 and 2x2 pivots (a zero
+     * diagonal forces a 2x2 block); ldl_solve's LD is any factor with pivots sytrf could give */
+    {"linalg_cholesky_ex", "c4,1,0.5,1,3,0.2,0.5,0.2,2:2x3x3", "", SWEEP_NO_GRAD},
+    {"linalg_cholesky_ex", "c1,2,2,1:2x2x2", "", SWEEP_NO_GRAD},
+    {"linalg_ldl_factor", "c1,2,3,2,-1,0.5,3,0.5,0.2:2x3x3", "", SWEEP_NO_GRAD},
+    {"linalg_ldl_factor", "c0,1,2,1,0,3,2,3,0:3x3", "", SWEEP_NO_GRAD},
+    {"linalg_ldl_solve", "n:2x3x3;c1,2,3i32:2x3;n:2x3x2", "", SWEEP_NO_GRAD},
+    {"linalg_ldl_solve", "n:3x3;c-2,-2,3i32:3;n:3x1", "", SWEEP_NO_GRAD},
+    /* Householder products: tau of every length up to n (k < n leaves columns of I), gradients in
+     * both inputs by finite differences; geqrf and ormqr have no derivative in torch 1.13 */
+    {"linalg_householder_product", "n:4x3;n:3", ""},
+    {"linalg_householder_product", "n:2x5x3;n:2x2", ""},
+    {"linalg_householder_product", "n:3x3;n:3", ""},
+    {"linalg_geqrf", "n:2x4x3", "", SWEEP_NO_GRAD},
+    {"linalg_geqrf", "n:3x5", "", SWEEP_NO_GRAD},
+    {"linalg_ormqr", "n:2x4x3;n:2x3;n:2x4x2", "left=1 transpose=0", SWEEP_NO_GRAD},
+    {"linalg_ormqr", "n:4x2;n:2;n:3x4", "left=0 transpose=1", SWEEP_NO_GRAD},
+    /* eig: complex pairs and real eigenvalues. A random cotangent of the vectors depends on their
+     * phase, which torch's rule refuses: gradients by finite differences in python/tests, on losses
+     * that do not depend on it */
+    {"linalg_eig", "n:2x4x4", "", SWEEP_NO_GRAD},
+    {"linalg_eig", "c2,1,0.5,0.3,-1,0.2,0.1,0.4,3:3x3", "", SWEEP_NO_GRAD},
+    {"linalg_eig", "n:1x1", "", SWEEP_NO_GRAD},
 #endif
     {"matmul", "n:3x4;n:4x5", ""},
     {"matmul", "n:2x3x4;n:2x4x5", ""},
@@ -178,6 +205,21 @@ static bool bad_cholesky_indefinite(void) {
     double v[4] = {1, 2, 2, 1};
     return oar_linalg_cholesky(mat(v, 2)) != NULL;
 }
+static bool bad_householder_wide(void) {
+    int64_t s[2] = {2, 3}, k[1] = {2};
+    oar_tensor *in[2] = {oar_zeros(s, 2, OAR_F64), oar_zeros(k, 1, OAR_F64)};
+    return oar_op_call1(OAR_OP_linalg_householder_product, in, 2, NULL) != NULL;
+}
+static bool bad_ormqr_rows(void) {
+    int64_t s[2] = {4, 2}, k[1] = {2}, c[2] = {3, 2};
+    oar_tensor *in[3] = {oar_zeros(s, 2, OAR_F64), oar_zeros(k, 1, OAR_F64), oar_zeros(c, 2, OAR_F64)};
+    oar_attr at[2] = {oar_attr_int(1), oar_attr_int(0)};
+    return oar_op_call1(OAR_OP_linalg_ormqr, in, 3, at) != NULL;
+}
+static bool bad_eig_nan(void) {
+    double v[4] = {1, NAN, 0, 1};
+    return oar_op_call1(OAR_OP_linalg_eig, (oar_tensor *[]){mat(v, 2)}, 1, NULL) != NULL;
+}
 static bool bad_det_not_square(void) {
     int64_t s[2] = {2, 3};
     return oar_linalg_det(oar_zeros(s, 2, OAR_F32)) != NULL;
@@ -189,6 +231,10 @@ const sweep_bad sweep_bad_linalg[] = {
     {"inverse of a singular matrix", bad_inv_singular, "linalg_inv: matrix 0 is singular (U[1, 1]"},
     {"cholesky of an indefinite matrix", bad_cholesky_indefinite, "linalg_cholesky: the input is not positive-definite"},
     {"det of a 2x3 matrix", bad_det_not_square, "linalg_det: expected square matrices in the last two dims"},
+    {"householder_product of a wide input", bad_householder_wide,
+     "linalg_householder_product: expected input.shape[-2] >= input.shape[-1]"},
+    {"ormqr with Q of the wrong size", bad_ormqr_rows, "linalg_ormqr: expected input.shape[-2] == other.shape[-2]"},
+    {"eig of a matrix with a nan", bad_eig_nan, "linalg_eig: input tensor should not contain infs or NaNs (matrix 0)"},
 #endif
     {"matmul of 2x3 and 4x5", mm_inner, "matmul: expected a.shape[-1] == b.shape[-2], got 3 != 4"},
     {"matmul of a scalar", mm_scalar, "expected both operands to have at least 1 dim, got 0D and 2D"},

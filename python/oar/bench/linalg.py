@@ -1,4 +1,5 @@
-"""python -m oar.bench.linalg [--n N] [--batch B] [--repeats R] [--iters I] [--dtype float32|float64]:
+"""python -m oar.bench.linalg [--n N] [--batch B] [--repeats R] [--iters I] [--dtype float32|float64]
+[--only NAME,...]:
 torch.linalg on oar (LAPACK through OpenBLAS) beside PyTorch in the same process, one thread each.
 Each function runs forward, and forward + backward of a sign-invariant loss, on the same batch of
 n x n matrices; the libraries alternate per repeat so load hits both. Prints JSON: per function
@@ -21,7 +22,17 @@ CALLS = {
     "lu_factor": lambda L, a, b: L.linalg.lu_factor(a)[0],
     "lstsq": lambda L, a, b: L.linalg.lstsq(a, b).solution,
     "matrix_exp": lambda L, a, b: L.linalg.matrix_exp(a / a.shape[-1] ** 0.5),
+    "cholesky_ex": lambda L, a, b: L.linalg.cholesky_ex(a @ a.transpose(-2, -1)).L,
+    "householder_product": lambda L, a, b: L.linalg.householder_product(a, b[..., 0] * 0.1),
+    # phase- and order-invariant: eigenvalues' real parts and the vectors' moduli weighted by them
+    "eig": lambda L, a, b: _eig_loss(*L.linalg.eig(a)),
+    "ldl_factor": lambda L, a, b: L.linalg.ldl_factor(a + a.transpose(-2, -1)).LD,
 }
+FORWARD_ONLY = {"ldl_factor"}  # torch 1.13 has no derivative for it
+
+
+def _eig_loss(lam, v):
+    return (v.real * v.real + v.imag * v.imag) * lam.real.unsqueeze(-2)
 
 
 def timed(fn, iters):
@@ -39,6 +50,7 @@ def main(argv=None):
     p.add_argument("--repeats", type=int, default=7)
     p.add_argument("--iters", type=int, default=5)
     p.add_argument("--dtype", default="float64", choices=("float32", "float64"))
+    p.add_argument("--only", default="", help="comma-separated function names (default: all)")
     args = p.parse_args(argv)
     import torch
 
@@ -52,8 +64,11 @@ def main(argv=None):
     out = {"bench": "linalg", "n": args.n, "batch": args.batch, "dtype": args.dtype, "repeats": args.repeats,
            "iters": args.iters, "cpu": platform.processor() or platform.machine(),
            "load_avg_1m": os.getloadavg()[0], "results": {}}
+    only = set(filter(None, args.only.split(",")))
     for name, call in CALLS.items():
-        for mode in ("forward", "backward"):
+        if only and name not in only:
+            continue
+        for mode in ("forward",) if name in FORWARD_ONLY else ("forward", "backward"):
             runs = {"oar": [], "torch": []}
             for _ in range(args.repeats):
                 for lib_name, lib in (("oar", oar), ("torch", torch)):
