@@ -252,7 +252,7 @@ def test_compiled_function_under_autocast_equals_eager():
     assert g(x).dtype == oar.float32
 
 
-def _train(compiled, dtype, steps=6, scaler=None):
+def _train(compiled, dtype, steps=6, scaler=None, autocast=True):
     oar.manual_seed(0)
     m = nn.Sequential(nn.Linear(16, 64), nn.ReLU(), nn.Linear(64, 4))
     opt = oar.optim.SGD(m.parameters(), lr=0.1, momentum=0.9)
@@ -261,7 +261,7 @@ def _train(compiled, dtype, steps=6, scaler=None):
 
     def step(a, b):
         opt.zero_grad()
-        with oar.autocast("cpu", dtype=dtype):
+        with oar.autocast("cpu", dtype=dtype, enabled=autocast):
             loss = F.cross_entropy(m(a), b)
         if scaler is None:
             loss.backward()
@@ -285,6 +285,8 @@ def test_compiled_training_step_under_autocast_equals_eager(dtype):
     assert cl == el
     assert all(bool((a == b).all()) for a, b in zip(cp, ep))
     assert el[-1] < el[0]
+    f32, _ = _train(False, dt, autocast=False)
+    assert el != f32  # the region was in effect
 
 
 def test_compiled_scaled_step_equals_eager():
@@ -471,5 +473,6 @@ def test_mixed_precision_training_from_python(dtype):
     assert all(np.isfinite(losses))
     assert losses[-1] < 0.5 * losses[0]
     assert abs(losses[-1] - f32[-1]) < 0.1 * f32[0]
+    assert losses != f32  # the region was in effect
     if dtype == "float16":
         assert sc.get_scale() >= 2.0 ** 16  # no step was skipped: the scale only grew
