@@ -476,3 +476,41 @@ def test_mixed_precision_training_from_python(dtype):
     assert losses != f32  # the region was in effect
     if dtype == "float16":
         assert sc.get_scale() >= 2.0 ** 16  # no step was skipped: the scale only grew
+
+
+def test_grad_scaler_with_own_step_and_two_optimizers():
+    """An optimizer subclass with its own step() is stepped through it (skipped on inf); two
+    optimizers are unscaled and stepped one after the other, the other order refused."""
+    class Counting(oar.optim.SGD):
+        calls = 0
+
+        def step(self, closure=None):
+            Counting.calls += 1
+            return super().step(closure)
+
+    m, x, y = _mlp_and_batch()
+    opt = Counting(m.parameters(), lr=0.1)
+    sc = oar.cuda.amp.GradScaler(init_scale=64.0)
+    before = [p.detach().clone() for p in m.parameters()]
+    _scaled_backward(sc, m, x, y, bad=True)
+    assert sc.step(opt) is None and Counting.calls == 0
+    sc.update()
+    assert sc.get_scale() == 32.0 and all(bool((a == p).all()) for a, p in zip(before, m.parameters()))
+    opt.zero_grad()
+    _scaled_backward(sc, m, x, y)
+    sc.step(opt)
+    sc.update()
+    assert Counting.calls == 1 and not all(bool((a == p).all()) for a, p in zip(before, m.parameters()))
+
+    o1 = oar.optim.SGD(m[0].parameters(), lr=0.1)
+    o2 = oar.optim.SGD(m[2].parameters(), lr=0.1)
+    for order_ok in (True, False):
+        o1.zero_grad(), o2.zero_grad()
+        _scaled_backward(sc, m, x, y)
+        if order_ok:
+            sc.unscale_(o1), sc.step(o1), sc.unscale_(o2), sc.step(o2)
+        else:
+            sc.unscale_(o1), sc.unscale_(o2)
+            with pytest.raises(RuntimeError, match="another optimizer was unscaled"):
+                sc.step(o1)
+        sc.update()
