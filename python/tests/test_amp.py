@@ -514,3 +514,33 @@ def test_grad_scaler_with_own_step_and_two_optimizers():
             with pytest.raises(RuntimeError, match="another optimizer was unscaled"):
                 sc.step(o1)
         sc.update()
+
+
+def test_custom_fwd_bwd_as_torch(torch):
+    """torch.cuda.amp.custom_fwd / custom_bwd on a custom Function: forward records whether CUDA
+    autocast was on, backward runs under that state; cast_inputs casts CUDA tensors only (a
+    no-op here, as in torch); the results are torch's."""
+    def run(lib):
+        class Sq(lib.autograd.Function):
+            @staticmethod
+            @lib.cuda.amp.custom_fwd(cast_inputs=lib.float16)
+            def forward(ctx, x):
+                ctx.save_for_backward(x)
+                return x * x
+
+            @staticmethod
+            @lib.cuda.amp.custom_bwd
+            def backward(ctx, g):
+                (x,) = ctx.saved_tensors
+                return 2 * x * g
+
+        x = lib.tensor([1.0, -2.0, 3.0], requires_grad=True)
+        with lib.autocast("cpu"):
+            y = Sq.apply(x)
+        y.sum().backward()
+        return y.dtype, y.detach().numpy(), x.grad.numpy()
+
+    (od, oy, og), (td, ty, tg) = run(oar), run(torch)
+    assert str(od).split(".")[-1] == str(td).split(".")[-1] == "float32"
+    np.testing.assert_array_equal(oy, ty)
+    np.testing.assert_array_equal(og, tg)
