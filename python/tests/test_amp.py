@@ -170,6 +170,9 @@ def test_namespaces_and_mock():
 
         assert GradScaler is oar.amp.GradScaler and autocast is oar.cuda.amp.autocast
         assert cpu_autocast is oar.cpu.amp.autocast and T.autocast is oar.autocast
+        from torch.amp.autocast_mode import autocast as amp_autocast
+
+        assert amp_autocast is oar.autocast
 
 
 class Net(nn.Module):
