@@ -300,6 +300,37 @@ def test_compiled_scaled_step_equals_eager():
     assert sc.get_scale() == 1024.0 * 2 ** 3  # grown every 2 good steps, also in the compiled runs
 
 
+def test_compiled_scaled_step_after_load_state_dict():
+    """A checkpointed scaler state loaded while a compiled step uses the scaler reaches the
+    program (the state is loaded into the scaler's own tensors)."""
+    def run(compiled):
+        sc = oar.cuda.amp.GradScaler(init_scale=1024.0, growth_interval=2)
+        oar.manual_seed(0)
+        m = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 4))
+        opt = oar.optim.SGD(m.parameters(), lr=0.1)
+        x, y = oar.randn(8, 16), oar.randint(0, 4, (8,))
+
+        def step(a, b):
+            opt.zero_grad()
+            with oar.autocast("cpu", dtype=oar.float16):
+                loss = F.cross_entropy(m(a), b)
+            sc.scale(loss).backward()
+            sc.step(opt)
+            sc.update()
+            return loss
+
+        f = oar.jit.to_static(step) if compiled else step
+        f(x, y), f(x, y)
+        sc.load_state_dict({"scale": 4.0, "growth_factor": 2.0, "backoff_factor": 0.5, "growth_interval": 2,
+                            "_growth_tracker": 1})
+        f(x, y)
+        return sc.state_dict(), [p.detach().clone() for p in m.parameters()]
+
+    (esd, ep), (csd, cp) = run(False), run(True)
+    assert esd == csd and esd["scale"] == 8.0 and esd["_growth_tracker"] == 0
+    assert all(bool((a == b).all()) for a, b in zip(cp, ep))
+
+
 def _mlp_and_batch(seed=0):
     oar.manual_seed(seed)
     m = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 3))

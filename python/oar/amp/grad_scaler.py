@@ -142,26 +142,32 @@ class GradScaler:
     def get_scale(self):
         return self._c.get_scale() if self._enabled else 1.0
 
+    def _set_options(self, growth_factor, backoff_factor, growth_interval):
+        """The C scaler's options are fixed at creation: a change makes a new one that takes the
+        old one's state (a compiled step that used the old one must be compiled again)."""
+        new = (float(growth_factor), float(backoff_factor), int(growth_interval))
+        if new != (float(self._growth_factor), float(self._backoff_factor), int(self._growth_interval)):
+            self._c.set_options(*new)
+        self._growth_factor, self._backoff_factor, self._growth_interval = growth_factor, backoff_factor, \
+            growth_interval
+
     def get_growth_factor(self):
         return self._growth_factor
 
     def set_growth_factor(self, new_factor):
-        self._c.set_options(float(new_factor), float(self._backoff_factor), int(self._growth_interval))
-        self._growth_factor = new_factor
+        self._set_options(new_factor, self._backoff_factor, self._growth_interval)
 
     def get_backoff_factor(self):
         return self._backoff_factor
 
     def set_backoff_factor(self, new_factor):
-        self._c.set_options(float(self._growth_factor), float(new_factor), int(self._growth_interval))
-        self._backoff_factor = new_factor
+        self._set_options(self._growth_factor, new_factor, self._growth_interval)
 
     def get_growth_interval(self):
         return self._growth_interval
 
     def set_growth_interval(self, new_interval):
-        self._c.set_options(float(self._growth_factor), float(self._backoff_factor), int(new_interval))
-        self._growth_interval = new_interval
+        self._set_options(self._growth_factor, self._backoff_factor, new_interval)
 
     def _get_growth_tracker(self):
         return self._c.counts()[0] if self._enabled else 0
@@ -184,10 +190,6 @@ class GradScaler:
         import oar
 
         self._init_scale = state_dict["scale"]
-        self._c.set_options(float(state_dict["growth_factor"]), float(state_dict["backoff_factor"]),
-                            int(state_dict["growth_interval"]))
-        self._growth_factor = state_dict["growth_factor"]
-        self._backoff_factor = state_dict["backoff_factor"]
-        self._growth_interval = state_dict["growth_interval"]
+        self._set_options(state_dict["growth_factor"], state_dict["backoff_factor"], state_dict["growth_interval"])
         self._c.load_state("scale", oar.tensor(float(state_dict["scale"]), dtype=oar.float32))
         self._c.load_state("growth_tracker", oar.tensor(int(state_dict["_growth_tracker"]), dtype=oar.int64))
