@@ -141,6 +141,19 @@ from . import _torch_more  # noqa: E402
 
 _torch_more.install(globals(), Tensor)
 
+from . import amp, cpu  # noqa: E402,F401  (torch.amp, torch.cpu.amp, torch.cuda.amp: mixed precision)
+from .amp.autocast_mode import (autocast, autocast_decrement_nesting, autocast_increment_nesting,  # noqa: E402,F401
+                                clear_autocast_cache, get_autocast_cpu_dtype, get_autocast_gpu_dtype,
+                                is_autocast_cache_enabled, is_autocast_cpu_enabled, is_autocast_enabled,
+                                set_autocast_cache_enabled, set_autocast_cpu_dtype, set_autocast_cpu_enabled,
+                                set_autocast_enabled, set_autocast_gpu_dtype)
+
+cuda.amp = amp.cuda
+import sys as _sys  # noqa: E402
+
+_sys.modules["oar.cuda"] = cuda  # so `import oar.cuda.amp` (and, under the switch, torch.cuda.amp) resolves
+_sys.modules["oar.cuda.amp"] = amp.cuda
+
 import os as _os  # noqa: E402
 
 if _os.environ.get("OAR_MOCK_TORCH") == "1":  # `import torch` gives oar from here on

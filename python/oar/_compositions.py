@@ -246,7 +246,8 @@ def addmv(input, mat, vec, *, beta=1, alpha=1):
 
 @_export
 def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):
-    return _beta_alpha(input, F.bmm(batch1, batch2), beta, alpha)
+    prod = F.bmm(batch1, batch2)
+    return _beta_alpha(F._amp_low_like(input, prod), prod, beta, alpha)
 
 
 @_export
@@ -1342,7 +1343,8 @@ def addr(input, vec1, vec2, *, beta=1, alpha=1):
 @_export
 def addbmm(input, batch1, batch2, *, beta=1, alpha=1):
     """beta * input + alpha * the sum over the batch of batch1[i] @ batch2[i]"""
-    return _beta_alpha(input, F.sum(F.bmm(batch1, batch2), 0), beta, alpha)
+    prod = F.sum(F.bmm(batch1, batch2), 0)
+    return _beta_alpha(F._amp_low_like(input, prod), prod, beta, alpha)
 
 
 @_export

@@ -1011,5 +1011,16 @@ def _einsum_chain(equation, operands):
     return acc
 
 
+def _amp_low_like(input, prod):
+    """input cast to prod's f16/bf16 when autocast made prod low: torch's autocast runs addmm,
+    baddbmm and addbmm whole in the low dtype, where the composition's add would promote."""
+    if prod.dtype != input.dtype and prod.dtype in (D.float16, D.bfloat16) and input.dtype == D.float32 and \
+            _C.autocast_enabled():
+        return input.to(prod.dtype)
+    return input
+
+
 def addmm(input, mat1, mat2, *, beta=1, alpha=1):
-    return add(mul(input, beta) if beta != 1 else input, mul(mm(mat1, mat2), alpha) if alpha != 1 else mm(mat1, mat2))
+    prod = mm(mat1, mat2)
+    input = _amp_low_like(input, prod)
+    return add(mul(input, beta) if beta != 1 else input, mul(prod, alpha) if alpha != 1 else prod)

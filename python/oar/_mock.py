@@ -27,7 +27,8 @@ _NAMES = ("torch", "torch.nn", "torch.nn.functional", "torch.nn.init", "torch.nn
           "torch.distributed.algorithms.ddp_comm_hooks.powerSGD_hook",
           "torch.distributed.algorithms.ddp_comm_hooks.post_localSGD_hook",
           "torch.distributed.algorithms.model_averaging", "torch.distributed.algorithms.model_averaging.averagers",
-          "torch.distributed.algorithms.model_averaging.utils", "torch.distributed.optim.post_localSGD_optimizer")
+          "torch.distributed.algorithms.model_averaging.utils", "torch.distributed.optim.post_localSGD_optimizer",
+          "torch.amp", "torch.amp.autocast_mode", "torch.cpu", "torch.cpu.amp", "torch.cuda", "torch.cuda.amp")
 # torch's quantization namespaces, all served by oar.ao (torch 1.13 has the nn ones both under
 # torch.ao.nn and under their older torch.nn names): torch module name -> oar module name
 _QUANT_NN = ("quantized", "quantized.dynamic", "intrinsic", "intrinsic.quantized", "qat", "intrinsic.qat")

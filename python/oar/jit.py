@@ -83,6 +83,12 @@ def _user_line(exc):
     return "an unknown line"
 
 
+def _autocast_key():
+    from .amp.autocast_mode import _state_key
+
+    return _state_key()
+
+
 class StaticFunction:
     """A function compiled per input signature (see the module's doc)."""
 
@@ -128,7 +134,8 @@ class StaticFunction:
 
         tensors = tuple(a for a in args if is_tensor(a))
         others = tuple((i, a) for i, a in enumerate(args) if not is_tensor(a))
-        key = (repr(others), tuple(m.training for m in self._modules))
+        # the autocast state decides which casts a trace records, so each state has its program
+        key = (repr(others), tuple(m.training for m in self._modules), _autocast_key())
         entry = self._jits.get(key)
         if entry is None:
             entry = self._jits[key] = self._new_entry(args)

@@ -40,6 +40,10 @@ int oarpy_dist_group_init(PyObject *m);
 int oarpy_tensor_init(PyObject *m);
 extern PyObject *oarpy_tensor_class;
 
+/* optim.c: the C optimizer of an _C.Optimizer object (borrowed); NULL with TypeError naming
+ * what and the received type otherwise. */
+oar_optimizer *oarpy_optimizer(PyObject *o, const char *what);
+
 /* ops.c: the op table and the generic call. */
 int oarpy_ops_init(PyObject *m);
 

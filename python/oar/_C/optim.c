@@ -233,6 +233,17 @@ static PyTypeObject Optim_Type = {
     .tp_new = PyType_GenericNew,
 };
 
+oar_optimizer *oarpy_optimizer(PyObject *o, const char *what) {
+    if (!PyObject_TypeCheck(o, &Optim_Type)) {
+        PyErr_Format(PyExc_TypeError, "%s: expected an oar._C.Optimizer (an oar.optim optimizer's C optimizer), got %.100s",
+                     what, Py_TYPE(o)->tp_name);
+        return NULL;
+    }
+    OptimObject *self = (OptimObject *)o;
+    if (!self->o) PyErr_Format(PyExc_RuntimeError, "%s: the optimizer is not initialized", what);
+    return self->o;
+}
+
 int oarpy_optim_init(PyObject *m) {
     if (PyType_Ready(&Optim_Type) < 0) return -1;
     Py_INCREF(&Optim_Type);

@@ -1,0 +1,2 @@
+"""oar.cpu (torch.cpu): its amp namespace."""
+from . import amp  # noqa: F401
