@@ -1,2 +1,3 @@
 from . import lr_scheduler  # noqa: F401
-from .optimizer import LAMB, SGD, Adagrad, Adam, AdamW, Optimizer, RMSprop  # noqa: F401
+from .optimizer import (ASGD, LAMB, SGD, Adadelta, Adagrad, Adam, Adamax, AdamW, NAdam, Optimizer,  # noqa: F401
+                        RAdam, RMSprop, Rprop)
