@@ -472,17 +472,17 @@ static oar_tensor *scalar_param(float v) {
  * 19-element parameter against 19 one-element parameters holding the same values. LAMB's
  * trust ratio is per tensor, so there only its moments are compared. */
 static void test_vector_matches_scalar(oar_optim_opts opts) {
-    enum { N = 19 };
-    float init[N], grads[3][N];
+    enum { N = 19, S = 7 }; /* 7 steps: RAdam's rectified branch runs from step 6 */
+    float init[N], grads[S][N];
     for (int i = 0; i < N; i++) {
         init[i] = (float)(0.1 * (i % 7) - 0.35 + 0.01 * i);
-        for (int s = 0; s < 3; s++) grads[s][i] = (float)(((i * 37 + s * 11) % 17) / 8.0 - 1.0);
+        for (int s = 0; s < S; s++) grads[s][i] = (float)(((i * 37 + s * 11) % 17) / 8.0 - 1.0);
     }
     oar_tensor *big = vec(init, N), *small[N];
     oar_set_requires_grad(big, true);
     for (int i = 0; i < N; i++) small[i] = scalar_param(init[i]);
     oar_optimizer *ob = oar_optimizer_new(&big, 1, &opts), *os = oar_optimizer_new(small, N, &opts);
-    for (int s = 0; s < 3; s++) {
+    for (int s = 0; s < S; s++) {
         t_give_grad(big, vec(grads[s], N));
         for (int i = 0; i < N; i++) t_give_grad(small[i], vec(&grads[s][i], 1));
         CHECK(oar_optimizer_step(ob) == OAR_OK && oar_optimizer_step(os) == OAR_OK);
@@ -520,6 +520,19 @@ static void test_vector_paths(void) {
     test_vector_matches_scalar(o);
     o = oar_optim_defaults(OAR_OPTIM_LAMB);
     o.weight_decay = 0.01;
+    test_vector_matches_scalar(o);
+    /* the added kinds with AVX2 loops (the others' portable loops vectorize as they are) */
+    o = oar_optim_defaults(OAR_OPTIM_ADADELTA);
+    test_vector_matches_scalar(o);
+    o.weight_decay = 0.1, o.maximize = true;
+    test_vector_matches_scalar(o);
+    o = oar_optim_defaults(OAR_OPTIM_NADAM);
+    o.lr = 0.05, o.weight_decay = 0.1;
+    test_vector_matches_scalar(o);
+    o = oar_optim_defaults(OAR_OPTIM_RADAM);
+    o.lr = 0.05, o.weight_decay = 0.1;
+    test_vector_matches_scalar(o);
+    o.beta2 = 0.9; /* rho_t > 5 at steps 6 and 7 */
     test_vector_matches_scalar(o);
 }
 

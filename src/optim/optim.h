@@ -203,6 +203,9 @@ void oar_optim_sgd_f32_avx2(void *ctx, int64_t begin, int64_t end);
 void oar_optim_adam_f32_avx2(void *ctx, int64_t begin, int64_t end);
 void oar_optim_rmsprop_f32_avx2(void *ctx, int64_t begin, int64_t end);
 void oar_optim_adagrad_f32_avx2(void *ctx, int64_t begin, int64_t end);
+void oar_optim_adadelta_f32_avx2(void *ctx, int64_t begin, int64_t end);
+void oar_optim_nadam_f32_avx2(void *ctx, int64_t begin, int64_t end);
+void oar_optim_radam_f32_avx2(void *ctx, int64_t begin, int64_t end);
 void oar_optim_lamb_moments_f32_avx2(void *ctx, int64_t block_begin, int64_t block_end);
 void oar_optim_lamb_apply_f32_avx2(void *ctx, int64_t begin, int64_t end);
 #endif

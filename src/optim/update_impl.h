@@ -371,7 +371,7 @@ void FN(oar_optim_plan)(const oar_optim_update *u, oar_optim_plan *pl, double *s
         c->k1 = o->rho, c->k1c = 1 - o->rho;
         c->lr_neg = -o->lr;
         c->flag1 = o->maximize;
-        pl->run = FN(adadelta_range);
+        pl->run = PICK(adadelta);
         break;
     case OAR_OPTIM_ADAMAX:
         c->a = u->s[OAR_SLOT_EXP_AVG];
@@ -392,7 +392,7 @@ void FN(oar_optim_plan)(const oar_optim_update *u, oar_optim_plan *pl, double *s
         float prod_next = u->mu_product * (float)mu * (float)mu_next; /* f32 tensor arithmetic, as torch */
         c->lr_neg = -o->lr * (1. - mu) / (1. - (double)u->mu_product);
         c->extra = -o->lr * mu_next / (1. - (double)prod_next);
-        pl->run = FN(nadam_range);
+        pl->run = PICK(nadam);
         break;
     }
     case OAR_OPTIM_RADAM: {
@@ -410,7 +410,7 @@ void FN(oar_optim_plan)(const oar_optim_update *u, oar_optim_plan *pl, double *s
             c->scale = sqrt(bc2);
             c->extra = sqrt((rho_t - 4) * (rho_t - 2) * rho_inf / ((rho_inf - 4) * (rho_inf - 2) * rho_t));
         }
-        pl->run = FN(radam_range);
+        pl->run = PICK(radam);
         break;
     }
     case OAR_OPTIM_ASGD: {
