@@ -860,7 +860,7 @@ OAR_API oar_module *oar_nn_gru(int64_t input, int64_t hidden, int layers, bool b
 
 /* ---------------------------------------------------------------- 9. optimizers */
 
-/* Updates follow torch.optim 1.13 (foreach=False, maximize=False) exactly; LAMB, which torch
+/* Updates follow torch.optim 1.13 (foreach=False; maximize only where noted) exactly; LAMB, which torch
  * lacks, is defined below. They run in place on the parameters' storage outside autograd, one
  * fused loop per tensor (threaded for large ones). Parameters must be contiguous f32 or f64 CPU
  * leaf tensors; a gradient must have its parameter's shape and dtype. State buffers are made
