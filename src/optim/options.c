@@ -59,8 +59,9 @@ oar_status oar_optim_check(const oar_optim_opts *o, bool creating) {
     NEED(nonneg(o->lr), "lr >= 0", o->lr);
     NEED(nonneg(o->weight_decay), "weight_decay >= 0", o->weight_decay);
     if (o->maximize && !has_maximize(o->kind))
-        return oar_error(OAR_ERR_INVALID_ARG, "%s: expected maximize false, got true (oar offers maximize for Adadelta, "
-                                              "Adamax, ASGD and Rprop%s); minimize the negated loss instead", who,
+        return oar_error(OAR_ERR_INVALID_ARG, "%s: expected maximize false, got true (oar offers maximize for "
+                                              "Adadelta, Adamax, ASGD and Rprop%s); minimize the negated loss instead",
+                         who,
                          o->kind == OAR_OPTIM_NADAM || o->kind == OAR_OPTIM_RADAM ? "; torch 1.13's has none" : "");
     switch (o->kind) {
     case OAR_OPTIM_SGD:

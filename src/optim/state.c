@@ -183,9 +183,10 @@ oar_status oar_optimizer_load_state(oar_optimizer *o, const char *name, const oa
         memcmp(value->shape, p->shape, sizeof(int64_t) * (size_t)want_nd))
         return oar_error(s == OAR_SLOT_STEP || value->dtype == want_dt ? OAR_ERR_SHAPE : OAR_ERR_DTYPE,
                          "%s: expected '%s' to be %s %s (%s), got %s %s", who, name, oar_dtype_name(want_dt), want,
-                         s == OAR_SLOT_STEP ? "a step count" : oar_slot_is_scalar(s) ? "a scalar" : "like its parameter",
-                         oar_dtype_name(value->dtype),
-                         got);
+                         s == OAR_SLOT_STEP          ? "a step count"
+                         : oar_slot_is_scalar(s) ? "a scalar"
+                                                 : "like its parameter",
+                         oar_dtype_name(value->dtype), got);
     if (s == OAR_SLOT_STEP) { /* the step count is read on the host, wherever the value lives */
         int64_t step = 0;
         if (value->device == OAR_CPU) {

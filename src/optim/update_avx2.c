@@ -58,7 +58,8 @@ AVX2 void oar_optim_adam_f32_avx2(void *ctx, int64_t begin, int64_t end) {
         if (l2) gi = _mm256_add_ps(gi, _mm256_mul_ps(wd, pi));
         if (decoupled) pi = _mm256_mul_ps(pi, wd);
         __m256 mi = _mm256_add_ps(_mm256_mul_ps(_mm256_loadu_ps(m + i), b1), _mm256_mul_ps(b1c, gi));
-        __m256 vi = _mm256_add_ps(_mm256_mul_ps(_mm256_loadu_ps(v + i), b2), _mm256_mul_ps(_mm256_mul_ps(b2c, gi), gi));
+        __m256 vi =
+            _mm256_add_ps(_mm256_mul_ps(_mm256_loadu_ps(v + i), b2), _mm256_mul_ps(_mm256_mul_ps(b2c, gi), gi));
         _mm256_storeu_ps(m + i, mi);
         _mm256_storeu_ps(v + i, vi);
         if (amsgrad) {
@@ -142,12 +143,14 @@ AVX2 void oar_optim_adadelta_f32_avx2(void *ctx, int64_t begin, int64_t end) {
         __m256 gi = _mm256_loadu_ps(g + i), pi = _mm256_loadu_ps(p + i);
         if (maximize) gi = negate(gi);
         if (wd_on) gi = _mm256_add_ps(gi, _mm256_mul_ps(wd, pi));
-        __m256 si = _mm256_add_ps(_mm256_mul_ps(_mm256_loadu_ps(sq + i), rho), _mm256_mul_ps(_mm256_mul_ps(rho_c, gi), gi));
+        __m256 si =
+            _mm256_add_ps(_mm256_mul_ps(_mm256_loadu_ps(sq + i), rho), _mm256_mul_ps(_mm256_mul_ps(rho_c, gi), gi));
         _mm256_storeu_ps(sq + i, si);
         __m256 ai = _mm256_loadu_ps(acc + i);
         __m256 delta = _mm256_mul_ps(_mm256_div_ps(_mm256_sqrt_ps(_mm256_add_ps(ai, eps)),
                                                    _mm256_sqrt_ps(_mm256_add_ps(si, eps))), gi);
-        _mm256_storeu_ps(acc + i, _mm256_add_ps(_mm256_mul_ps(ai, rho), _mm256_mul_ps(_mm256_mul_ps(rho_c, delta), delta)));
+        __m256 acc_new = _mm256_add_ps(_mm256_mul_ps(ai, rho), _mm256_mul_ps(_mm256_mul_ps(rho_c, delta), delta));
+        _mm256_storeu_ps(acc + i, acc_new);
         _mm256_storeu_ps(p + i, _mm256_add_ps(pi, _mm256_mul_ps(lr_neg, delta)));
     }
     adadelta_range_f32_tail(ctx, i, end);
@@ -165,7 +168,8 @@ AVX2 void oar_optim_nadam_f32_avx2(void *ctx, int64_t begin, int64_t end) {
         __m256 gi = _mm256_loadu_ps(g + i), pi = _mm256_loadu_ps(p + i);
         if (wd_on) gi = _mm256_add_ps(gi, _mm256_mul_ps(wd, pi));
         __m256 mi = _mm256_add_ps(_mm256_mul_ps(_mm256_loadu_ps(m + i), b1), _mm256_mul_ps(b1c, gi));
-        __m256 vi = _mm256_add_ps(_mm256_mul_ps(_mm256_loadu_ps(v + i), b2), _mm256_mul_ps(_mm256_mul_ps(b2c, gi), gi));
+        __m256 vi =
+            _mm256_add_ps(_mm256_mul_ps(_mm256_loadu_ps(v + i), b2), _mm256_mul_ps(_mm256_mul_ps(b2c, gi), gi));
         _mm256_storeu_ps(m + i, mi);
         _mm256_storeu_ps(v + i, vi);
         __m256 denom = _mm256_add_ps(_mm256_sqrt_ps(_mm256_div_ps(vi, bc2)), eps);
@@ -188,7 +192,8 @@ AVX2 void oar_optim_radam_f32_avx2(void *ctx, int64_t begin, int64_t end) {
         __m256 gi = _mm256_loadu_ps(g + i), pi = _mm256_loadu_ps(p + i);
         if (wd_on) gi = _mm256_add_ps(gi, _mm256_mul_ps(wd, pi));
         __m256 mi = _mm256_add_ps(_mm256_mul_ps(_mm256_loadu_ps(m + i), b1), _mm256_mul_ps(b1c, gi));
-        __m256 vi = _mm256_add_ps(_mm256_mul_ps(_mm256_loadu_ps(v + i), b2), _mm256_mul_ps(_mm256_mul_ps(b2c, gi), gi));
+        __m256 vi =
+            _mm256_add_ps(_mm256_mul_ps(_mm256_loadu_ps(v + i), b2), _mm256_mul_ps(_mm256_mul_ps(b2c, gi), gi));
         _mm256_storeu_ps(m + i, mi);
         _mm256_storeu_ps(v + i, vi);
         __m256 x = _mm256_mul_ps(_mm256_div_ps(mi, bc1), lr);

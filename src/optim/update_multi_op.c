@@ -39,8 +39,9 @@ static oar_status multi_infer(oar_tensor *const *in, int n_in, const oar_attr *a
     (void)out;
     int64_t kind = a[0].i, slots = a[1].i;
     if (kind < 0 || kind >= N_KINDS)
-        return OAR_FAIL(OAR_ERR_INVALID_ARG, NAME, "expected kind in [0, %d] (OAR_OPTIM_SGD to OAR_OPTIM_RPROP), got %lld",
-                        N_KINDS - 1, (long long)kind);
+        return OAR_FAIL(OAR_ERR_INVALID_ARG, NAME,
+                        "expected kind in [0, %d] (OAR_OPTIM_SGD to OAR_OPTIM_RPROP), got %lld", N_KINDS - 1,
+                        (long long)kind);
     if (slots < 0 || slots >= (1 << OAR_SLOT_COUNT))
         return OAR_FAIL(OAR_ERR_INVALID_ARG, NAME, "expected slots to be a mask of the %d state slots, got %lld",
                         OAR_SLOT_COUNT, (long long)slots);

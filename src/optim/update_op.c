@@ -7,9 +7,9 @@
  * fresh-buffer flag, see optim.h), then the state slots in oar_slot order: 3 step (i64 scalar),
  * 4 momentum_buffer, 5 exp_avg, 6 exp_avg_sq, 7 max_exp_avg_sq, 8 square_avg, 9 grad_avg,
  * 10 sum, 11 acc_delta, 12 exp_inf, 13 mu_product, 14 eta, 15 mu, 16 ax, 17 prev, 18 step_size;
- * a slot the kind never uses must be NULL. Attribute: kind. No outputs. The kernel
- * writes param and the slots, increments step, updates the scalar slots and clears the hyper's fresh flag once it has
- * filled SGD's buffer; everything that changes between steps is read from these tensors when
+ * a slot the kind never uses must be NULL. Attribute: kind. No outputs. The kernel writes param
+ * and the slots, increments step, updates the scalar slots and clears the hyper's fresh flag
+ * once it has filled SGD's buffer; everything that changes between steps is read from these tensors when
  * the kernel runs, nothing from the host. */
 #include "ops/op.h"
 #include "optim/optim.h"
@@ -55,8 +55,9 @@ static oar_status update_infer(oar_tensor *const *in, int n_in, const oar_attr *
     (void)out;
     int64_t kind = a[0].i;
     if (kind < 0 || kind >= N_KINDS)
-        return OAR_FAIL(OAR_ERR_INVALID_ARG, NAME, "expected kind in [0, %d] (OAR_OPTIM_SGD to OAR_OPTIM_RPROP), got %lld",
-                        N_KINDS - 1, (long long)kind);
+        return OAR_FAIL(OAR_ERR_INVALID_ARG, NAME,
+                        "expected kind in [0, %d] (OAR_OPTIM_SGD to OAR_OPTIM_RPROP), got %lld", N_KINDS - 1,
+                        (long long)kind);
     const char *who = oar_optim_kind_name((oar_optim_kind)kind);
     const oar_tensor *p = in[IN_PARAM], *g = in[IN_GRAD], *h = in[IN_HYPER];
     char want[160], got[160];
@@ -102,7 +103,8 @@ static oar_status update_infer(oar_tensor *const *in, int n_in, const oar_attr *
             shape_str(t, got, sizeof got);
             return OAR_FAIL(t->dtype != dt ? OAR_ERR_DTYPE : OAR_ERR_SHAPE, NAME,
                             "expected the %s state to be %s %s%s, got %s %s", oar_slot_names[s], oar_dtype_name(dt),
-                            is_step ? "[]" : want, s == OAR_SLOT_STEP ? " (a step count)" : is_step ? " (a scalar)" : " like param",
+                            is_step ? "[]" : want,
+                            s == OAR_SLOT_STEP ? " (a step count)" : is_step ? " (a scalar)" : " like param",
                             oar_dtype_name(t->dtype), got);
         }
         if (!t->contiguous)
@@ -229,8 +231,8 @@ oar_status oar_optim_update_call(oar_optim_kind kind, oar_tensor *param, oar_ten
         {.kind = OAR_ATTR_INT, .i = 6}, {.kind = OAR_ATTR_INT, .i = 7},  {.kind = OAR_ATTR_INT, .i = 8},
         {.kind = OAR_ATTR_INT, .i = 9}, {.kind = OAR_ATTR_INT, .i = 10}, {.kind = OAR_ATTR_INT, .i = 11}};
     if ((unsigned)kind >= N_KINDS)
-        return OAR_FAIL(OAR_ERR_INVALID_ARG, NAME, "expected kind in [0, %d] (OAR_OPTIM_SGD to OAR_OPTIM_RPROP), got %d",
-                        N_KINDS - 1, (int)kind);
+        return OAR_FAIL(OAR_ERR_INVALID_ARG, NAME,
+                        "expected kind in [0, %d] (OAR_OPTIM_SGD to OAR_OPTIM_RPROP), got %d", N_KINDS - 1, (int)kind);
     oar_tensor *in[N_IN] = {param, grad, hyper};
     for (int s = 0; s < OAR_SLOT_COUNT; s++) in[IN_SLOT0 + s] = slot[s];
     oar_tensor *out[1];

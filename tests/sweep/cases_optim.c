@@ -78,25 +78,39 @@ const sweep_case sweep_cases_optim[] = {
     {"optimizer_update", "n:40000;n:40000;" H_LAMB ";" STEP ";none;n:40000;p:40000;none;none;none;none" NONE8, "kind=5"},
     {"optimizer_update", "n:0x2;n:0x2;" H_LAMB ";" STEP ";none;n:0x2;p:0x2;none;none;none;none" NONE8, "kind=5"},
     /* Adadelta with weight decay and maximize; defaults */
-    {"optimizer_update", "n:2x3;n:2x3;" H_ADADELTA ";" STEP ";none;none;none;none;p:2x3;none;none;p:2x3;none;none;none;none;none;none;none", "kind=6"},
-    {"optimizer_update", "n:70001;n:70001;" H_ADADELTA ";" STEP ";none;none;none;none;p:70001;none;none;p:70001;none;none;none;none;none;none;none", "kind=6"},
-    {"optimizer_update", "n:5;n:5;" H_ADADELTA_DEF ";" STEP ";none;none;none;none;p:5;none;none;p:5;none;none;none;none;none;none;none", "kind=6"},
+    {"optimizer_update", "n:2x3;n:2x3;" H_ADADELTA ";" STEP ";"
+     "none;none;none;none;p:2x3;none;none;p:2x3;none;none;none;none;none;none;none", "kind=6"},
+    {"optimizer_update", "n:70001;n:70001;" H_ADADELTA ";" STEP ";"
+     "none;none;none;none;p:70001;none;none;p:70001;none;none;none;none;none;none;none", "kind=6"},
+    {"optimizer_update", "n:5;n:5;" H_ADADELTA_DEF ";" STEP ";"
+     "none;none;none;none;p:5;none;none;p:5;none;none;none;none;none;none;none", "kind=6"},
     /* Adamax with weight decay and maximize */
-    {"optimizer_update", "n:4x5;n:4x5;" H_ADAMAX ";" STEP ";none;n:4x5;none;none;none;none;none;none;p:4x5;none;none;none;none;none;none", "kind=7"},
-    {"optimizer_update", "n:40001;n:40001;" H_ADAMAX ";" STEP ";none;n:40001;none;none;none;none;none;none;p:40001;none;none;none;none;none;none", "kind=7"},
+    {"optimizer_update", "n:4x5;n:4x5;" H_ADAMAX ";" STEP ";"
+     "none;n:4x5;none;none;none;none;none;none;p:4x5;none;none;none;none;none;none", "kind=7"},
+    {"optimizer_update", "n:40001;n:40001;" H_ADAMAX ";" STEP ";"
+     "none;n:40001;none;none;none;none;none;none;p:40001;none;none;none;none;none;none", "kind=7"},
     /* NAdam: mu_product an f32 scalar */
-    {"optimizer_update", "n:3x3;n:3x3;" H_NADAM ";" STEP ";none;n:3x3;p:3x3;none;none;none;none;none;none;c0.8f32:;none;none;none;none;none", "kind=8"},
-    {"optimizer_update", "n:40001;n:40001;" H_NADAM ";" STEP ";none;n:40001;p:40001;none;none;none;none;none;none;c0.8f32:;none;none;none;none;none", "kind=8"},
+    {"optimizer_update", "n:3x3;n:3x3;" H_NADAM ";" STEP ";"
+     "none;n:3x3;p:3x3;none;none;none;none;none;none;c0.8f32:;none;none;none;none;none", "kind=8"},
+    {"optimizer_update", "n:40001;n:40001;" H_NADAM ";" STEP ";"
+     "none;n:40001;p:40001;none;none;none;none;none;none;c0.8f32:;none;none;none;none;none", "kind=8"},
     /* RAdam before (steps 1-5) and after (10-19) rectification */
-    {"optimizer_update", "n:2x3;n:2x3;" H_RADAM ";" STEP ";none;n:2x3;p:2x3;none;none;none;none;none;none;none;none;none;none;none;none", "kind=9"},
-    {"optimizer_update", "n:4x3;n:4x3;" H_RADAM ";i10_20:;none;n:4x3;p:4x3;none;none;none;none;none;none;none;none;none;none;none;none", "kind=9"},
+    {"optimizer_update", "n:2x3;n:2x3;" H_RADAM ";" STEP ";"
+     "none;n:2x3;p:2x3;none;none;none;none;none;none;none;none;none;none;none;none", "kind=9"},
+    {"optimizer_update", "n:4x3;n:4x3;" H_RADAM ";i10_20:;"
+     "none;n:4x3;p:4x3;none;none;none;none;none;none;none;none;none;none;none;none", "kind=9"},
     /* ASGD averaging (mu < 1) and copying (mu 1), with maximize and weight decay */
-    {"optimizer_update", "n:2x3;n:2x3;" H_ASGD ";" STEP ";none;none;none;none;none;none;none;none;none;none;pf32:;c0.5f32:;n:2x3;none;none", "kind=10"},
-    {"optimizer_update", "n:40001;n:40001;" H_ASGD ";" STEP ";none;none;none;none;none;none;none;none;none;none;pf32:;c0.5f32:;n:40001;none;none", "kind=10"},
-    {"optimizer_update", "n:7;n:7;" H_ASGD ";" STEP ";none;none;none;none;none;none;none;none;none;none;pf32:;c1f32:;n:7;none;none", "kind=10"},
+    {"optimizer_update", "n:2x3;n:2x3;" H_ASGD ";" STEP ";"
+     "none;none;none;none;none;none;none;none;none;none;pf32:;c0.5f32:;n:2x3;none;none", "kind=10"},
+    {"optimizer_update", "n:40001;n:40001;" H_ASGD ";" STEP ";"
+     "none;none;none;none;none;none;none;none;none;none;pf32:;c0.5f32:;n:40001;none;none", "kind=10"},
+    {"optimizer_update", "n:7;n:7;" H_ASGD ";" STEP ";"
+     "none;none;none;none;none;none;none;none;none;none;pf32:;c1f32:;n:7;none;none", "kind=10"},
     /* Rprop: signs of g * prev both ways, step sizes clamped */
-    {"optimizer_update", "n:4x5;n:4x5;" H_RPROP ";" STEP ";none;none;none;none;none;none;none;none;none;none;none;none;none;n:4x5;p:4x5", "kind=11"},
-    {"optimizer_update", "n:40001;n:40001;" H_RPROP ";" STEP ";none;none;none;none;none;none;none;none;none;none;none;none;none;n:40001;p:40001", "kind=11"},
+    {"optimizer_update", "n:4x5;n:4x5;" H_RPROP ";" STEP ";"
+     "none;none;none;none;none;none;none;none;none;none;none;none;none;n:4x5;p:4x5", "kind=11"},
+    {"optimizer_update", "n:40001;n:40001;" H_RPROP ";" STEP ";"
+     "none;none;none;none;none;none;none;none;none;none;none;none;none;n:40001;p:40001", "kind=11"},
     /* vector_norm: every p, empty and 0-d tensors, sizes past one block */
     {"vector_norm", "n:3x4", "p=2"},
     {"vector_norm", "n:2x3x2", "p=1"},
