@@ -879,7 +879,7 @@ OAR_API oar_module *oar_nn_gru(int64_t input, int64_t hidden, int layers, bool b
 
 /* ---------------------------------------------------------------- 9. optimizers */
 
-/* Updates follow torch.optim 1.13 (foreach=False, maximize=False) exactly; LAMB, which torch
+/* Updates follow torch.optim 1.13 (foreach=False; maximize only where noted) exactly; LAMB, which torch
  * lacks, is defined below. They run in place on the parameters' storage outside autograd, one
  * fused loop per tensor (threaded for large ones). Parameters must be contiguous f32 or f64 CPU
  * leaf tensors; a gradient must have its parameter's shape and dtype. State buffers are made
@@ -887,7 +887,8 @@ OAR_API oar_module *oar_nn_gru(int64_t input, int64_t hidden, int layers, bool b
  * non-contiguous gradient is the exception: it is copied first). */
 typedef struct oar_optimizer oar_optimizer;
 typedef enum oar_optim_kind {
-    OAR_OPTIM_SGD = 0, OAR_OPTIM_ADAM, OAR_OPTIM_ADAMW, OAR_OPTIM_RMSPROP, OAR_OPTIM_ADAGRAD, OAR_OPTIM_LAMB
+    OAR_OPTIM_SGD = 0, OAR_OPTIM_ADAM, OAR_OPTIM_ADAMW, OAR_OPTIM_RMSPROP, OAR_OPTIM_ADAGRAD, OAR_OPTIM_LAMB,
+    OAR_OPTIM_ADADELTA, OAR_OPTIM_ADAMAX, OAR_OPTIM_NADAM, OAR_OPTIM_RADAM, OAR_OPTIM_ASGD, OAR_OPTIM_RPROP
 } oar_optim_kind;
 
 /* Hyper-parameters. Unless explicit_values is set, a zero field takes the torch default of the
@@ -899,12 +900,20 @@ typedef enum oar_optim_kind {
  *   RMSprop  1e-2    -      -       1e-8    0.99   0
  *   Adagrad  1e-2    -      -       1e-10   -      0
  *   LAMB     1e-3    0.9    0.999   1e-6    -      0
+ *   Adadelta 1.0     -      -       1e-6    -      0    rho 0.9
+ *   Adamax   2e-3    0.9    0.999   1e-8    -      0
+ *   NAdam    2e-3    0.9    0.999   1e-8    -      0    momentum_decay 4e-3
+ *   RAdam    1e-3    0.9    0.999   1e-8    -      0
+ *   ASGD     1e-2    -      -       -       0.75   0    lambd 1e-4, t0 1e6
+ *   Rprop    1e-2    -      -       -       -      -    etas (0.5, 1.2), step_sizes (1e-6, 50)
  * Every other field defaults to 0 / false, as in torch. oar_optim_defaults returns that table's
  * row with explicit_values set, so every field is then used as given, zero included (e.g.
  * AdamW without weight decay, or Adam with beta1 = 0).
  * Checked as torch does: lr, momentum, weight_decay, eps, alpha, lr_decay and
  * initial_accumulator >= 0 and finite; 0 <= beta1, beta2 < 1; nesterov needs momentum > 0 and
- * dampening 0. A value of the wrong sign is an error ("Adam: expected 0 <= beta1 < 1, got 1.5").
+ * dampening 0; 0 <= rho <= 1; momentum_decay >= 0; 0 < etaminus < 1 < etaplus; maximize only for
+ * the kinds whose torch 1.13 class oar follows with it (Adadelta, Adamax, ASGD, Rprop). A value of
+ * the wrong sign is an error ("Adam: expected 0 <= beta1 < 1, got 1.5").
  *
  * The updates, per parameter p with gradient g and step count t (after the increment), as in
  * torch: SGD (first-step buffer = g, no dampening on that step), Adam (L2: g += wd p), AdamW
@@ -912,7 +921,10 @@ typedef enum oar_optim_kind {
  * LAMB (You et al. 2019, Algorithm 2, with the identity scaling function):
  *   m = beta1 m + (1 - beta1) g;  v = beta2 v + (1 - beta2) g^2
  *   u = (m / (1 - beta1^t)) / (sqrt(v / (1 - beta2^t)) + eps) + weight_decay p
- *   p -= lr * r u,  r = ||p|| / ||u|| (Euclidean norms over the tensor), r = 1 if either is 0 */
+ *   p -= lr * r u,  r = ||p|| / ||u|| (Euclidean norms over the tensor), r = 1 if either is 0
+ * Adadelta, Adamax, NAdam, RAdam, ASGD and Rprop follow torch 1.13's single-tensor code, as the
+ * others do: ASGD's eta and mu and NAdam's mu_product are f32 scalars as in torch. These six run
+ * on the CPU (a parameter on another device is refused when the optimizer is made). */
 typedef struct oar_optim_opts {
     oar_optim_kind kind;
     double lr;
@@ -924,6 +936,12 @@ typedef struct oar_optim_opts {
     double alpha;                /* RMSprop smoothing */
     bool centered;               /* RMSprop */
     double lr_decay, initial_accumulator; /* Adagrad */
+    bool maximize;               /* Adadelta, Adamax, ASGD, Rprop: ascend the gradient */
+    double rho;                  /* Adadelta */
+    double momentum_decay;       /* NAdam */
+    double lambd, t0;            /* ASGD (alpha is its eta power) */
+    double etaminus, etaplus;    /* Rprop */
+    double step_size_min, step_size_max; /* Rprop */
     bool explicit_values;        /* every field is used as given (set by oar_optim_defaults) */
 } oar_optim_opts;
 OAR_API oar_optim_opts oar_optim_defaults(oar_optim_kind kind);
@@ -967,8 +985,15 @@ OAR_API int64_t oar_optimizer_steps(const oar_optimizer *o);
  *   RMSprop  step, square_avg, momentum_buffer (momentum > 0), grad_avg (centered)
  *   Adagrad  step, sum
  *   LAMB     step, exp_avg, exp_avg_sq
- * "step" is an i64 scalar (the parameter's own update count); the others have the parameter's
- * shape and dtype. Listed by parameter, then in the order above. */
+ *   Adadelta step, square_avg, acc_delta
+ *   Adamax   step, exp_avg, exp_inf
+ *   NAdam    step, exp_avg, exp_avg_sq, mu_product
+ *   RAdam    step, exp_avg, exp_avg_sq
+ *   ASGD     step, eta, mu, ax
+ *   Rprop    step, prev, step_size
+ * "step" is an i64 scalar (the parameter's own update count); mu_product, eta and mu are f32
+ * scalars; the others have the parameter's shape and dtype. Listed by parameter, then in the
+ * order of oar_slot (src/ops/optim_layout.h). */
 OAR_API int oar_optimizer_num_state(oar_optimizer *o);
 OAR_API oar_tensor *oar_optimizer_state(oar_optimizer *o, int i, const char **name); /* borrowed */
 /* Copies value into the named slot (creating the parameter's state, zero-filled, if it has none

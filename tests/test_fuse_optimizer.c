@@ -179,12 +179,26 @@ static int configs(oar_optim_opts *c, const char **names) {
     o = oar_optim_defaults(OAR_OPTIM_LAMB);
     o.weight_decay = 0.01;
     names[n] = "LAMB", c[n++] = o;
+    o = oar_optim_defaults(OAR_OPTIM_ADADELTA);
+    o.weight_decay = 0.01, o.maximize = true;
+    names[n] = "Adadelta", c[n++] = o;
+    o = oar_optim_defaults(OAR_OPTIM_ADAMAX);
+    names[n] = "Adamax", c[n++] = o;
+    o = oar_optim_defaults(OAR_OPTIM_NADAM);
+    names[n] = "NAdam", c[n++] = o;
+    o = oar_optim_defaults(OAR_OPTIM_RADAM);
+    names[n] = "RAdam", c[n++] = o;
+    o = oar_optim_defaults(OAR_OPTIM_ASGD);
+    o.t0 = 1;
+    names[n] = "ASGD", c[n++] = o;
+    o = oar_optim_defaults(OAR_OPTIM_RPROP);
+    names[n] = "Rprop", c[n++] = o;
     return n;
 }
 
 static void test_every_kind(void) {
-    oar_optim_opts c[16];
-    const char *names[16];
+    oar_optim_opts c[24];
+    const char *names[24];
     int n = configs(c, names);
     for (int i = 0; i < n; i++) {
         int multi = -1, single = -1, per_param = 2; /* param, hyper, then the slots used */
@@ -236,8 +250,8 @@ static void run_loop(oar_optim_plan *pl, int64_t n, bool by_element) {
 /* Two copies of one update (param, grad, slots), one run whole and one element by element. */
 static void test_split_anywhere(void) {
     oar_scope_begin();
-    oar_optim_opts c[16];
-    const char *names[16];
+    oar_optim_opts c[24];
+    const char *names[24];
     int n_cfg = configs(c, names);
     const int64_t sizes[2] = {37, 1003};
     for (int ci = 0; ci < n_cfg; ci++)

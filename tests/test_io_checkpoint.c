@@ -384,6 +384,14 @@ int main(void) {
     adamw.lr = 1e-2;
     adamw.amsgrad = true;
     test_resume("AdamW with amsgrad", adamw);
+    /* the kinds with scalar state (NAdam's mu_product, ASGD's eta and mu: f32 []) and the rest */
+    static const char *const added[] = {"Adadelta", "Adamax", "NAdam", "RAdam", "ASGD (averaging from step 3)",
+                                        "Rprop"};
+    for (int k = OAR_OPTIM_ADADELTA; k <= OAR_OPTIM_RPROP; k++) {
+        oar_optim_opts o = oar_optim_defaults((oar_optim_kind)k);
+        if (k == OAR_OPTIM_ASGD) o.t0 = 2;
+        test_resume(added[k - OAR_OPTIM_ADADELTA], o);
+    }
     test_optimizer_mismatch();
     io_rmtree(dir);
     return test_summary("test_io_checkpoint");

@@ -213,6 +213,72 @@ static void test_load_state_errors(void) {
     for (int k = 0; k < 2; k++) oar_release(p[k]);
 }
 
+/* Adadelta to Rprop: torch 1.13's defaults, checks and slots; scalar slots load as f32 []. */
+static void test_added_kinds(void) {
+    oar_optim_opts d = oar_optim_defaults(OAR_OPTIM_ADADELTA);
+    CHECK(d.lr == 1.0 && d.rho == 0.9 && d.eps == 1e-6 && d.weight_decay == 0 && !d.maximize);
+    d = oar_optim_defaults(OAR_OPTIM_ADAMAX);
+    CHECK(d.lr == 2e-3 && d.beta1 == 0.9 && d.beta2 == 0.999 && d.eps == 1e-8);
+    d = oar_optim_defaults(OAR_OPTIM_NADAM);
+    CHECK(d.lr == 2e-3 && d.beta1 == 0.9 && d.beta2 == 0.999 && d.eps == 1e-8 && d.momentum_decay == 4e-3);
+    d = oar_optim_defaults(OAR_OPTIM_RADAM);
+    CHECK(d.lr == 1e-3 && d.beta1 == 0.9 && d.beta2 == 0.999 && d.eps == 1e-8);
+    d = oar_optim_defaults(OAR_OPTIM_ASGD);
+    CHECK(d.lr == 1e-2 && d.lambd == 1e-4 && d.alpha == 0.75 && d.t0 == 1e6);
+    d = oar_optim_defaults(OAR_OPTIM_RPROP);
+    CHECK(d.lr == 1e-2 && d.etaminus == 0.5 && d.etaplus == 1.2 && d.step_size_min == 1e-6 && d.step_size_max == 50);
+
+    oar_tensor *p = param((int64_t[]){3}, 1, 1.0);
+    /* zero fields take the kind's defaults */
+    oar_optimizer *o = oar_optimizer_new(&p, 1, &(oar_optim_opts){.kind = OAR_OPTIM_RPROP, .etaplus = 2});
+    oar_optim_opts *g = oar_optimizer_group_opts(o, 0);
+    CHECK(g && g->lr == 1e-2 && g->etaminus == 0.5 && g->etaplus == 2 && g->step_size_max == 50);
+    oar_optimizer_free(o);
+    CHECK_ERR(oar_optimizer_new(&p, 1, &(oar_optim_opts){.kind = OAR_OPTIM_ADADELTA, .rho = 1.5}),
+              "Adadelta: expected 0 <= rho <= 1, got 1.5");
+    CHECK_ERR(oar_optimizer_new(&p, 1, &(oar_optim_opts){.kind = OAR_OPTIM_NADAM, .momentum_decay = -1}),
+              "NAdam: expected momentum_decay >= 0, got -1");
+    CHECK_ERR(oar_optimizer_new(&p, 1, &(oar_optim_opts){.kind = OAR_OPTIM_RADAM, .beta2 = 1}),
+              "RAdam: expected 0 <= beta2 < 1, got 1");
+    CHECK_ERR(oar_optimizer_new(&p, 1, &(oar_optim_opts){.kind = OAR_OPTIM_RPROP, .etaminus = 1.5}),
+              "Rprop: expected 0 < etaminus < 1, got 1.5");
+    CHECK_ERR(oar_optimizer_new(&p, 1, &(oar_optim_opts){.kind = OAR_OPTIM_RPROP, .weight_decay = 0.1}),
+              "Rprop: expected weight_decay 0 (torch 1.13's Rprop has none), got 0.1");
+    CHECK_ERR(oar_optimizer_new(&p, 1, &(oar_optim_opts){.kind = OAR_OPTIM_ASGD, .lambd = NAN}),
+              "ASGD: expected a finite lambd, got nan");
+    CHECK_ERR(oar_optimizer_new(&p, 1, &(oar_optim_opts){.kind = OAR_OPTIM_ADAM, .maximize = true}),
+              "Adam: expected maximize false, got true (oar offers maximize for Adadelta, Adamax, ASGD and Rprop); "
+              "minimize the negated loss instead");
+    CHECK_ERR(oar_optimizer_new(&p, 1, &(oar_optim_opts){.kind = OAR_OPTIM_NADAM, .maximize = true}),
+              "and Rprop; torch 1.13's has none)");
+
+    /* ASGD's slots: step, eta (lr at first), mu (1) and ax; eta and mu are f32 scalars */
+    o = oar_optimizer_new(&p, 1, &(oar_optim_opts){.kind = OAR_OPTIM_ASGD, .lr = 0.5});
+    oar_tensor *f64s = oar_scalar(0.25, OAR_F64), *f32s = oar_scalar(0.25, OAR_F32);
+    CHECK_ERR(oar_optimizer_load_state(o, "0.eta", f64s), "ASGD: expected '0.eta' to be f32 [] (a scalar), got f64 []");
+    CHECK_ERR(oar_optimizer_load_state(o, "0.exp_avg", f32s), "one of step, eta, mu, ax, got '0.exp_avg'");
+    t_give_grad(p, oar_ones_like(p));
+    CHECK(oar_optimizer_step(o) == OAR_OK);
+    const char *want[4] = {"0.step", "0.eta", "0.mu", "0.ax"};
+    CHECK(oar_optimizer_num_state(o) == 4);
+    for (int i = 0; i < 4 && i < oar_optimizer_num_state(o); i++) {
+        const char *name;
+        oar_tensor *t = oar_optimizer_state(o, i, &name);
+        CHECK(!strcmp(name, want[i]));
+        CHECK(oar_ndim(t) == (i == 3 ? 1 : 0) && oar_dtype_of(t) == (i == 0 ? OAR_I64 : i == 3 ? OAR_F32 : OAR_F32));
+    }
+    double eta = 0;
+    /* after step 1: eta = lr / (1 + lambd lr)^alpha, in f32 as torch keeps it */
+    CHECK(oar_item(oar_optimizer_state(o, 1, NULL), &eta) == OAR_OK &&
+          eta == (double)(float)(0.5 / pow(1 + 1e-4 * 0.5, 0.75)));
+    CHECK(oar_optimizer_load_state(o, "0.eta", f32s) == OAR_OK);
+    CHECK(oar_item(oar_optimizer_state(o, 1, NULL), &eta) == OAR_OK && eta == 0.25);
+    oar_optimizer_free(o);
+    oar_release(f64s);
+    oar_release(f32s);
+    oar_release(p);
+}
+
 static void test_groups(void) {
     float zeros[3] = {0, 0, 0}, ones[3] = {1, 1, 1};
     oar_tensor *a = vec(zeros, 3), *b = vec(zeros, 3), *c = vec(zeros, 3), *g = vec(ones, 3);
@@ -360,7 +426,7 @@ static oar_tensor *run_big(oar_optim_kind kind) {
     oar_tensor *p = t_leaf_copy(init);
     oar_optim_opts opts = oar_optim_defaults(kind);
     opts.lr = 0.01;
-    opts.weight_decay = 0.01;
+    opts.weight_decay = kind == OAR_OPTIM_RPROP ? 0 : 0.01; /* Rprop has none */
     opts.momentum = kind == OAR_OPTIM_SGD ? 0.9 : 0;
     oar_optimizer *o = oar_optimizer_new(&p, 1, &opts);
     for (int s = 0; s < 3; s++) {
@@ -376,7 +442,7 @@ static oar_tensor *run_big(oar_optim_kind kind) {
 
 /* Every result is the same for any number of threads (LAMB's and clipping's norms too). */
 static void test_threads_agree(void) {
-    enum { N = OAR_OPTIM_LAMB + 1 };
+    enum { N = OAR_OPTIM_RPROP + 1 };
     oar_tensor *res[2][N];
     double norms[2][N];
     int threads[2] = {4, 1}; /* 4 first: the pool is only ever shrunk here */
@@ -406,17 +472,17 @@ static oar_tensor *scalar_param(float v) {
  * 19-element parameter against 19 one-element parameters holding the same values. LAMB's
  * trust ratio is per tensor, so there only its moments are compared. */
 static void test_vector_matches_scalar(oar_optim_opts opts) {
-    enum { N = 19 };
-    float init[N], grads[3][N];
+    enum { N = 19, S = 7 }; /* 7 steps: RAdam's rectified branch runs from step 6 */
+    float init[N], grads[S][N];
     for (int i = 0; i < N; i++) {
         init[i] = (float)(0.1 * (i % 7) - 0.35 + 0.01 * i);
-        for (int s = 0; s < 3; s++) grads[s][i] = (float)(((i * 37 + s * 11) % 17) / 8.0 - 1.0);
+        for (int s = 0; s < S; s++) grads[s][i] = (float)(((i * 37 + s * 11) % 17) / 8.0 - 1.0);
     }
     oar_tensor *big = vec(init, N), *small[N];
     oar_set_requires_grad(big, true);
     for (int i = 0; i < N; i++) small[i] = scalar_param(init[i]);
     oar_optimizer *ob = oar_optimizer_new(&big, 1, &opts), *os = oar_optimizer_new(small, N, &opts);
-    for (int s = 0; s < 3; s++) {
+    for (int s = 0; s < S; s++) {
         t_give_grad(big, vec(grads[s], N));
         for (int i = 0; i < N; i++) t_give_grad(small[i], vec(&grads[s][i], 1));
         CHECK(oar_optimizer_step(ob) == OAR_OK && oar_optimizer_step(os) == OAR_OK);
@@ -454,6 +520,19 @@ static void test_vector_paths(void) {
     test_vector_matches_scalar(o);
     o = oar_optim_defaults(OAR_OPTIM_LAMB);
     o.weight_decay = 0.01;
+    test_vector_matches_scalar(o);
+    /* the added kinds with AVX2 loops (the others' portable loops vectorize as they are) */
+    o = oar_optim_defaults(OAR_OPTIM_ADADELTA);
+    test_vector_matches_scalar(o);
+    o.weight_decay = 0.1, o.maximize = true;
+    test_vector_matches_scalar(o);
+    o = oar_optim_defaults(OAR_OPTIM_NADAM);
+    o.lr = 0.05, o.weight_decay = 0.1;
+    test_vector_matches_scalar(o);
+    o = oar_optim_defaults(OAR_OPTIM_RADAM);
+    o.lr = 0.05, o.weight_decay = 0.1;
+    test_vector_matches_scalar(o);
+    o.beta2 = 0.9; /* rho_t > 5 at steps 6 and 7 */
     test_vector_matches_scalar(o);
 }
 
@@ -617,12 +696,13 @@ int main(void) {
     test_bad_options();
     test_bad_params();
     test_state_names();
-    for (int k = OAR_OPTIM_SGD; k <= OAR_OPTIM_LAMB; k++) test_load_state_round_trip((oar_optim_kind)k);
+    for (int k = OAR_OPTIM_SGD; k <= OAR_OPTIM_RPROP; k++) test_load_state_round_trip((oar_optim_kind)k);
     test_load_state_errors();
+    test_added_kinds();
     test_groups();
     test_zero_grad_and_skips();
     test_bad_grads();
-    for (int k = OAR_OPTIM_SGD; k <= OAR_OPTIM_LAMB; k++) test_no_allocation_growth((oar_optim_kind)k);
+    for (int k = OAR_OPTIM_SGD; k <= OAR_OPTIM_RPROP; k++) test_no_allocation_growth((oar_optim_kind)k);
     test_optimizer_for();
     test_vector_paths();
     test_lamb_reference();

@@ -45,6 +45,24 @@ static int configs(config *c) {
     o = oar_optim_defaults(OAR_OPTIM_LAMB);
     o.weight_decay = 0.01;
     c[n++] = (config){"LAMB", o};
+    o = oar_optim_defaults(OAR_OPTIM_ADADELTA);
+    o.weight_decay = 0.01, o.maximize = true;
+    c[n++] = (config){"Adadelta wd maximize", o};
+    o = oar_optim_defaults(OAR_OPTIM_ADAMAX);
+    o.weight_decay = 0.01;
+    c[n++] = (config){"Adamax wd", o};
+    o = oar_optim_defaults(OAR_OPTIM_NADAM);
+    o.weight_decay = 0.01;
+    c[n++] = (config){"NAdam wd", o};
+    o = oar_optim_defaults(OAR_OPTIM_RADAM);
+    o.beta2 = 0.5; /* rho_inf 3: never rectified */
+    c[n++] = (config){"RAdam", o};
+    o = oar_optim_defaults(OAR_OPTIM_ASGD);
+    o.t0 = 1, o.lr = 0.05;
+    c[n++] = (config){"ASGD averaging", o};
+    o = oar_optim_defaults(OAR_OPTIM_RPROP);
+    o.maximize = true;
+    c[n++] = (config){"Rprop maximize", o};
     return n;
 }
 
@@ -62,9 +80,8 @@ static void test_op_matches_step(const config *c) {
     oar_tensor *slot[OAR_SLOT_COUNT] = {0};
     for (int s = 0; s < OAR_SLOT_COUNT; s++)
         if (oar_optim_slot_used(&c->opts, (oar_slot)s))
-            slot[s] = s == OAR_SLOT_STEP ? oar_zeros(NULL, 0, OAR_I64)
-                                         : oar_full(shape, 2, s == OAR_SLOT_SUM ? c->opts.initial_accumulator : 0,
-                                                    OAR_F32);
+            slot[s] = oar_full(shape, oar_slot_is_scalar(s) ? 0 : 2, oar_optim_slot_init(&c->opts, (oar_slot)s),
+                               oar_optim_slot_dtype(s, OAR_F32));
     int64_t nh = OAR_HYPER_COUNT;
     oar_tensor *hyper = oar_zeros(&nh, 1, OAR_F64);
     oar_optim_write_hyper(oar_data(hyper), oar_optimizer_group_opts(o, 0));
@@ -347,7 +364,7 @@ static void test_two_steps(void) {
 
 int main(void) {
     oar_init();
-    config cs[16];
+    config cs[24];
     int n = configs(cs);
     for (int i = 0; i < n; i++) test_op_matches_step(&cs[i]);
     bool all_same = true;

@@ -11,6 +11,9 @@ oar_status ps_rows_init(ps_rows *r, const oar_optim_opts *in, int64_t rows, int6
     if (r->o.kind == OAR_OPTIM_LAMB)
         return oar_error(OAR_ERR_INVALID_ARG, "ps table '%s': LAMB cannot update a table row by row (its trust ratio "
                          "is a norm over the whole table); use SGD, Adam, AdamW, RMSprop or Adagrad", table);
+    if (r->o.kind > OAR_OPTIM_LAMB) /* their scalar state (ASGD's eta, NAdam's mu_product) is per tensor */
+        return oar_error(OAR_ERR_UNSUPPORTED, "ps table '%s': %s is not offered for parameter-server tables; use SGD, "
+                         "Adam, AdamW, RMSprop or Adagrad", table, oar_optim_kind_name(r->o.kind));
     r->rows = rows, r->dim = dim;
     size_t cells = (size_t)(rows ? rows : 1) * (size_t)dim;
     bool ok = (r->touched = calloc((size_t)(rows ? rows : 1), 1)) && (r->list = malloc(sizeof(int64_t) * (size_t)(rows ? rows : 1)));

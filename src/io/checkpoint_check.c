@@ -112,8 +112,8 @@ static oar_status check_optimizer_state(oar_tensor_dict *d, oar_optimizer *o, oa
         in_file[pi] |= 1u << s;
         const oar_tensor *par = o->params[pi].t, *f = d->tensors[i];
         bool step = s == OAR_SLOT_STEP;
-        oar_dtype want_dt = step ? OAR_I64 : par->dtype;
-        int want_nd = step ? 0 : par->ndim;
+        oar_dtype want_dt = oar_optim_slot_dtype(s, par->dtype);
+        int want_nd = oar_slot_is_scalar(s) ? 0 : par->ndim;
         if (!same_layout(f, want_dt, par->shape, want_nd)) {
             describe(f, 0, NULL, 0, a, sizeof a);
             describe(NULL, want_dt, par->shape, want_nd, b, sizeof b);

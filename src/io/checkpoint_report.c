@@ -88,6 +88,12 @@ const char *oar_ckpt_optim_name(oar_optim_kind kind) {
     case OAR_OPTIM_RMSPROP: return "rmsprop";
     case OAR_OPTIM_ADAGRAD: return "adagrad";
     case OAR_OPTIM_LAMB: return "lamb";
+    case OAR_OPTIM_ADADELTA: return "adadelta";
+    case OAR_OPTIM_ADAMAX: return "adamax";
+    case OAR_OPTIM_NADAM: return "nadam";
+    case OAR_OPTIM_RADAM: return "radam";
+    case OAR_OPTIM_ASGD: return "asgd";
+    case OAR_OPTIM_RPROP: return "rprop";
     }
     return "unknown";
 }

@@ -4,6 +4,7 @@
 #ifndef OAR_OPS_OPTIM_LAYOUT_H
 #define OAR_OPS_OPTIM_LAYOUT_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 /* State slots, in the order they are listed (and named) by oar_optimizer_state. */
@@ -16,8 +17,22 @@ typedef enum oar_slot {
     OAR_SLOT_SQUARE_AVG,
     OAR_SLOT_GRAD_AVG,
     OAR_SLOT_SUM,
+    OAR_SLOT_ACC_DELTA,       /* Adadelta */
+    OAR_SLOT_EXP_INF,         /* Adamax */
+    OAR_SLOT_MU_PRODUCT,      /* NAdam: an f32 scalar, as torch's default-dtype tensor */
+    OAR_SLOT_ETA,             /* ASGD: an f32 scalar */
+    OAR_SLOT_MU,              /* ASGD: an f32 scalar */
+    OAR_SLOT_AX,              /* ASGD */
+    OAR_SLOT_PREV,            /* Rprop */
+    OAR_SLOT_STEP_SIZE,       /* Rprop */
     OAR_SLOT_COUNT
 } oar_slot;
+
+/* Slots that are scalars kept on the host (read and written by the launching code, like the
+ * step count) rather than tensors of their parameter's shape. */
+static inline bool oar_slot_is_scalar(int s) {
+    return s == OAR_SLOT_STEP || s == OAR_SLOT_MU_PRODUCT || s == OAR_SLOT_ETA || s == OAR_SLOT_MU;
+}
 
 extern const char *const oar_slot_names[OAR_SLOT_COUNT];
 

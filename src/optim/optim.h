@@ -28,6 +28,16 @@ typedef enum oar_hyper {
     OAR_HYPER_FRESH_MOMENTUM, /* SGD: the momentum buffer is still to be filled with d_p */
     OAR_HYPER_SKIP,           /* set by amp_skip_step (a loss scaler found inf/nan): the next update
                                  of this parameter changes nothing and clears the flag */
+    /* options, as the first block (after the two flags, so older layouts keep their places) */
+    OAR_HYPER_MAXIMIZE,
+    OAR_HYPER_RHO,
+    OAR_HYPER_MOMENTUM_DECAY,
+    OAR_HYPER_LAMBD,
+    OAR_HYPER_T0,
+    OAR_HYPER_ETAMINUS,
+    OAR_HYPER_ETAPLUS,
+    OAR_HYPER_STEP_SIZE_MIN,
+    OAR_HYPER_STEP_SIZE_MAX,
     OAR_HYPER_COUNT
 } oar_hyper;
 
@@ -96,6 +106,17 @@ oar_status oar_optim_resolve(const oar_optim_opts *in, oar_optim_opts *out, bool
 oar_status oar_optim_check(const oar_optim_opts *o, bool creating);
 /* Whether a slot is used by a parameter under these options. */
 bool oar_optim_slot_used(const oar_optim_opts *o, oar_slot slot);
+/* The slots of the kinds whose slots do not depend on options (Adadelta to Rprop): all needed. */
+bool oar_optim_kind_slot(oar_optim_kind kind, oar_slot s);
+/* A slot's value before the first update: 0, Adagrad's initial accumulator, 1 for NAdam's
+ * mu_product and ASGD's mu, lr for ASGD's eta and Rprop's step sizes. */
+double oar_optim_slot_init(const oar_optim_opts *o, oar_slot s);
+/* Kinds with no CUDA kernels (their optimizers refuse parameters off the CPU). */
+bool oar_optim_kind_cpu_only(oar_optim_kind kind);
+/* The dtype and rank of a slot for a parameter (scalars: rank 0). */
+static inline oar_dtype oar_optim_slot_dtype(int s, oar_dtype param) {
+    return s == OAR_SLOT_STEP ? OAR_I64 : oar_slot_is_scalar(s) ? OAR_F32 : param;
+}
 
 /* ---- state (state.c) */
 /* Makes every slot the options use that does not exist yet: zeros (Adagrad's sum: the initial
@@ -132,6 +153,10 @@ typedef struct oar_optim_update {
     int64_t t;                  /* the parameter's step count after this update's increment */
     bool fresh_momentum;        /* SGD: the momentum buffer is filled with d_p on this step */
     bool skip;                  /* OAR_HYPER_SKIP was set: n is 0 and commit only clears the flag */
+    /* the scalar slots' values after this update (NAdam's mu_product, ASGD's eta and mu),
+     * computed on the host by _fill, stored by _commit; mu_product's new value is also what
+     * NAdam's loop uses */
+    float mu_product, eta, mu;
 } oar_optim_update;
 
 void oar_optim_update_f32(const oar_optim_update *u);
@@ -155,7 +180,7 @@ typedef struct oar_optim_ctx {
     void *p;
     const void *g;
     void *a, *b, *c;
-    double lr_neg, wd, k1, k1c, k2, k2c, eps, scale, bc1, bc2;
+    double lr_neg, wd, k1, k1c, k2, k2c, eps, scale, bc1, bc2, lr, extra;
     bool wd_on, flag1, flag2, flag3;
     int64_t n, block;
     double *sum_p2, *sum_u2; /* LAMB: per-block partial squared norms */
@@ -178,6 +203,9 @@ void oar_optim_sgd_f32_avx2(void *ctx, int64_t begin, int64_t end);
 void oar_optim_adam_f32_avx2(void *ctx, int64_t begin, int64_t end);
 void oar_optim_rmsprop_f32_avx2(void *ctx, int64_t begin, int64_t end);
 void oar_optim_adagrad_f32_avx2(void *ctx, int64_t begin, int64_t end);
+void oar_optim_adadelta_f32_avx2(void *ctx, int64_t begin, int64_t end);
+void oar_optim_nadam_f32_avx2(void *ctx, int64_t begin, int64_t end);
+void oar_optim_radam_f32_avx2(void *ctx, int64_t begin, int64_t end);
 void oar_optim_lamb_moments_f32_avx2(void *ctx, int64_t block_begin, int64_t block_end);
 void oar_optim_lamb_apply_f32_avx2(void *ctx, int64_t begin, int64_t end);
 #endif

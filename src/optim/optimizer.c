@@ -18,6 +18,11 @@ static oar_status check_param(const oar_optimizer *o, oar_tensor *const *params,
     if (t->grad_fn)
         return oar_error(OAR_ERR_INVALID_ARG, "%s: expected parameter %d to be a leaf tensor, got one computed "
                                               "by an op (use oar_detach)", who, index);
+    if (t->device != OAR_CPU && oar_optim_kind_cpu_only(o->kind))
+        return oar_error(OAR_ERR_UNSUPPORTED, "%s: expected parameter %d on the CPU (%s has no kernels on other "
+                                              "devices yet), got one on another device; move it with oar_to(t, "
+                                              "OAR_CPU) or use SGD, Adam, AdamW, RMSprop, Adagrad or LAMB",
+                         who, index, who);
     if (!t->contiguous)
         return oar_error(OAR_ERR_INVALID_ARG, "%s: expected parameter %d to be contiguous, got a strided view "
                                               "(optimize the tensor it views, or a contiguous copy)", who, index);

@@ -7,6 +7,7 @@
 
 const char *const oar_slot_names[OAR_SLOT_COUNT] = {
     "step", "momentum_buffer", "exp_avg", "exp_avg_sq", "max_exp_avg_sq", "square_avg", "grad_avg", "sum",
+    "acc_delta", "exp_inf", "mu_product", "eta", "mu", "ax", "prev", "step_size",
 };
 
 /* State is made with real data even while a step is being traced (the update op then binds it
@@ -19,13 +20,18 @@ static oar_tensor *make_slot(const oar_optimizer *o, const oar_optim_param *p, o
         if (t) t->trace_id = 0;
         return t;
     }
+    double v = oar_optim_slot_init(opts, s);
+    if (oar_slot_is_scalar(s)) { /* f32, on the host with the step count */
+        oar_tensor *t = oar_tensor_new(OAR_F32, NULL, 0);
+        if (t) *(float *)oar_tensor_ptr(t) = (float)v, t->trace_id = 0;
+        return t;
+    }
     /* the slots live with their parameter (the update kernels run on its device); the step
      * count and the hyper tensor stay on the host, where the launching code reads them */
     oar_tensor *t = oar_tensor_new_on(p->t->device, p->t->dtype, p->t->shape, p->t->ndim);
     if (!t) return NULL;
     t->trace_id = 0;
-    /* zeros; SGD's momentum buffer is then filled by its first update (OAR_HYPER_FRESH_MOMENTUM) */
-    double v = s == OAR_SLOT_SUM ? opts->initial_accumulator : 0.0;
+    /* SGD's momentum buffer is then filled by its first update (OAR_HYPER_FRESH_MOMENTUM) */
     if (t->device != OAR_CPU) {
         if (oar_tensor_fill(t, v) != OAR_OK) {
             oar_tensor_unref(t);
@@ -68,7 +74,7 @@ void oar_optim_reset_state(oar_optimizer *o, int param) {
     const oar_optim_opts *opts = o->groups[p->group];
     for (int s = 0; s < OAR_SLOT_COUNT; s++) {
         if (!p->slot[s]) continue;
-        oar_tensor_fill(p->slot[s], s == OAR_SLOT_SUM ? opts->initial_accumulator : 0.0); /* on its device */
+        oar_tensor_fill(p->slot[s], oar_optim_slot_init(opts, (oar_slot)s)); /* on its device */
         p->slot[s]->storage->version++;
     }
     if (p->slot[OAR_SLOT_MOMENTUM_BUFFER] && o->kind == OAR_OPTIM_SGD)
@@ -165,8 +171,8 @@ oar_status oar_optimizer_load_state(oar_optimizer *o, const char *name, const oa
     oar_status st = parse_name(o, name, &i, &s);
     if (st != OAR_OK) return st;
     oar_tensor *p = o->params[i].t;
-    oar_dtype want_dt = s == OAR_SLOT_STEP ? OAR_I64 : p->dtype;
-    int want_nd = s == OAR_SLOT_STEP ? 0 : p->ndim;
+    oar_dtype want_dt = oar_optim_slot_dtype(s, p->dtype);
+    int want_nd = oar_slot_is_scalar(s) ? 0 : p->ndim;
     char want[160], got[160];
     oar_format_shape(p->shape, want_nd, want, sizeof want);
     if (!value || !value->storage)
@@ -177,8 +183,10 @@ oar_status oar_optimizer_load_state(oar_optimizer *o, const char *name, const oa
         memcmp(value->shape, p->shape, sizeof(int64_t) * (size_t)want_nd))
         return oar_error(s == OAR_SLOT_STEP || value->dtype == want_dt ? OAR_ERR_SHAPE : OAR_ERR_DTYPE,
                          "%s: expected '%s' to be %s %s (%s), got %s %s", who, name, oar_dtype_name(want_dt), want,
-                         s == OAR_SLOT_STEP ? "a step count" : "like its parameter", oar_dtype_name(value->dtype),
-                         got);
+                         s == OAR_SLOT_STEP          ? "a step count"
+                         : oar_slot_is_scalar(s) ? "a scalar"
+                                                 : "like its parameter",
+                         oar_dtype_name(value->dtype), got);
     if (s == OAR_SLOT_STEP) { /* the step count is read on the host, wherever the value lives */
         int64_t step = 0;
         if (value->device == OAR_CPU) {

@@ -58,7 +58,8 @@ AVX2 void oar_optim_adam_f32_avx2(void *ctx, int64_t begin, int64_t end) {
         if (l2) gi = _mm256_add_ps(gi, _mm256_mul_ps(wd, pi));
         if (decoupled) pi = _mm256_mul_ps(pi, wd);
         __m256 mi = _mm256_add_ps(_mm256_mul_ps(_mm256_loadu_ps(m + i), b1), _mm256_mul_ps(b1c, gi));
-        __m256 vi = _mm256_add_ps(_mm256_mul_ps(_mm256_loadu_ps(v + i), b2), _mm256_mul_ps(_mm256_mul_ps(b2c, gi), gi));
+        __m256 vi =
+            _mm256_add_ps(_mm256_mul_ps(_mm256_loadu_ps(v + i), b2), _mm256_mul_ps(_mm256_mul_ps(b2c, gi), gi));
         _mm256_storeu_ps(m + i, mi);
         _mm256_storeu_ps(v + i, vi);
         if (amsgrad) {
@@ -125,6 +126,84 @@ AVX2 void oar_optim_adagrad_f32_avx2(void *ctx, int64_t begin, int64_t end) {
         _mm256_storeu_ps(p + i, _mm256_add_ps(pi, _mm256_div_ps(_mm256_mul_ps(lr_neg, gi), std)));
     }
     adagrad_range_f32_tail(ctx, i, end);
+}
+
+/* -x exactly (zeros change sign), as the portable loops' unary minus */
+AVX2 static inline __m256 negate(__m256 x) { return _mm256_xor_ps(x, _mm256_set1_ps(-0.0f)); }
+
+AVX2 void oar_optim_adadelta_f32_avx2(void *ctx, int64_t begin, int64_t end) {
+    const oar_optim_ctx *c = ctx;
+    float *p = c->p, *sq = c->a, *acc = c->b;
+    const float *g = c->g;
+    const __m256 lr_neg = bcast(c->lr_neg), wd = bcast(c->wd), rho = bcast(c->k1), rho_c = bcast(c->k1c);
+    const __m256 eps = bcast(c->eps);
+    const bool wd_on = c->wd_on, maximize = c->flag1;
+    int64_t i = begin;
+    for (; i + 8 <= end; i += 8) {
+        __m256 gi = _mm256_loadu_ps(g + i), pi = _mm256_loadu_ps(p + i);
+        if (maximize) gi = negate(gi);
+        if (wd_on) gi = _mm256_add_ps(gi, _mm256_mul_ps(wd, pi));
+        __m256 si =
+            _mm256_add_ps(_mm256_mul_ps(_mm256_loadu_ps(sq + i), rho), _mm256_mul_ps(_mm256_mul_ps(rho_c, gi), gi));
+        _mm256_storeu_ps(sq + i, si);
+        __m256 ai = _mm256_loadu_ps(acc + i);
+        __m256 delta = _mm256_mul_ps(_mm256_div_ps(_mm256_sqrt_ps(_mm256_add_ps(ai, eps)),
+                                                   _mm256_sqrt_ps(_mm256_add_ps(si, eps))), gi);
+        __m256 acc_new = _mm256_add_ps(_mm256_mul_ps(ai, rho), _mm256_mul_ps(_mm256_mul_ps(rho_c, delta), delta));
+        _mm256_storeu_ps(acc + i, acc_new);
+        _mm256_storeu_ps(p + i, _mm256_add_ps(pi, _mm256_mul_ps(lr_neg, delta)));
+    }
+    adadelta_range_f32_tail(ctx, i, end);
+}
+
+AVX2 void oar_optim_nadam_f32_avx2(void *ctx, int64_t begin, int64_t end) {
+    const oar_optim_ctx *c = ctx;
+    float *p = c->p, *m = c->a, *v = c->b;
+    const float *g = c->g;
+    const __m256 wd = bcast(c->wd), b1 = bcast(c->k1), b1c = bcast(c->k1c), b2 = bcast(c->k2), b2c = bcast(c->k2c);
+    const __m256 bc2 = bcast(c->bc2), eps = bcast(c->eps), cg = bcast(c->lr_neg), cm = bcast(c->extra);
+    const bool wd_on = c->wd_on;
+    int64_t i = begin;
+    for (; i + 8 <= end; i += 8) {
+        __m256 gi = _mm256_loadu_ps(g + i), pi = _mm256_loadu_ps(p + i);
+        if (wd_on) gi = _mm256_add_ps(gi, _mm256_mul_ps(wd, pi));
+        __m256 mi = _mm256_add_ps(_mm256_mul_ps(_mm256_loadu_ps(m + i), b1), _mm256_mul_ps(b1c, gi));
+        __m256 vi =
+            _mm256_add_ps(_mm256_mul_ps(_mm256_loadu_ps(v + i), b2), _mm256_mul_ps(_mm256_mul_ps(b2c, gi), gi));
+        _mm256_storeu_ps(m + i, mi);
+        _mm256_storeu_ps(v + i, vi);
+        __m256 denom = _mm256_add_ps(_mm256_sqrt_ps(_mm256_div_ps(vi, bc2)), eps);
+        pi = _mm256_add_ps(pi, _mm256_div_ps(_mm256_mul_ps(cg, gi), denom));
+        _mm256_storeu_ps(p + i, _mm256_add_ps(pi, _mm256_div_ps(_mm256_mul_ps(cm, mi), denom)));
+    }
+    nadam_range_f32_tail(ctx, i, end);
+}
+
+AVX2 void oar_optim_radam_f32_avx2(void *ctx, int64_t begin, int64_t end) {
+    const oar_optim_ctx *c = ctx;
+    float *p = c->p, *m = c->a, *v = c->b;
+    const float *g = c->g;
+    const __m256 wd = bcast(c->wd), b1 = bcast(c->k1), b1c = bcast(c->k1c), b2 = bcast(c->k2), b2c = bcast(c->k2c);
+    const __m256 bc1 = bcast(c->bc1), lr = bcast(c->lr), eps = bcast(c->eps), bc2_sqrt = bcast(c->scale);
+    const __m256 rect = bcast(c->extra);
+    const bool wd_on = c->wd_on, rectified = c->flag2;
+    int64_t i = begin;
+    for (; i + 8 <= end; i += 8) {
+        __m256 gi = _mm256_loadu_ps(g + i), pi = _mm256_loadu_ps(p + i);
+        if (wd_on) gi = _mm256_add_ps(gi, _mm256_mul_ps(wd, pi));
+        __m256 mi = _mm256_add_ps(_mm256_mul_ps(_mm256_loadu_ps(m + i), b1), _mm256_mul_ps(b1c, gi));
+        __m256 vi =
+            _mm256_add_ps(_mm256_mul_ps(_mm256_loadu_ps(v + i), b2), _mm256_mul_ps(_mm256_mul_ps(b2c, gi), gi));
+        _mm256_storeu_ps(m + i, mi);
+        _mm256_storeu_ps(v + i, vi);
+        __m256 x = _mm256_mul_ps(_mm256_div_ps(mi, bc1), lr);
+        if (rectified) {
+            __m256 adaptive = _mm256_div_ps(bc2_sqrt, _mm256_add_ps(_mm256_sqrt_ps(vi), eps));
+            x = _mm256_mul_ps(_mm256_mul_ps(x, adaptive), rect);
+        }
+        _mm256_storeu_ps(p + i, _mm256_sub_ps(pi, x));
+    }
+    radam_range_f32_tail(ctx, i, end);
 }
 
 /* u = (m / bc1) / (sqrt(v / bc2) + eps) + wd p */

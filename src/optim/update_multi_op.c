@@ -20,7 +20,7 @@
 #include <string.h>
 
 #define NAME "optimizer_update_multi"
-#define N_KINDS (OAR_OPTIM_LAMB + 1)
+#define N_KINDS (OAR_OPTIM_RPROP + 1)
 
 void oar_optim_multi_single(oar_tensor *const *in, int n_in, int64_t slots, int i, oar_tensor *one[3 + OAR_SLOT_COUNT]) {
     int g = oar_optim_multi_group(slots), at = i * g + 2;
@@ -39,8 +39,9 @@ static oar_status multi_infer(oar_tensor *const *in, int n_in, const oar_attr *a
     (void)out;
     int64_t kind = a[0].i, slots = a[1].i;
     if (kind < 0 || kind >= N_KINDS)
-        return OAR_FAIL(OAR_ERR_INVALID_ARG, NAME, "expected kind in [0, %d] (OAR_OPTIM_SGD to OAR_OPTIM_LAMB), got %lld",
-                        N_KINDS - 1, (long long)kind);
+        return OAR_FAIL(OAR_ERR_INVALID_ARG, NAME,
+                        "expected kind in [0, %d] (OAR_OPTIM_SGD to OAR_OPTIM_RPROP), got %lld", N_KINDS - 1,
+                        (long long)kind);
     if (slots < 0 || slots >= (1 << OAR_SLOT_COUNT))
         return OAR_FAIL(OAR_ERR_INVALID_ARG, NAME, "expected slots to be a mask of the %d state slots, got %lld",
                         OAR_SLOT_COUNT, (long long)slots);
@@ -87,7 +88,9 @@ oar_status oar_optim_multi_read(oar_tensor *const *in, int n_in, oar_optim_kind 
         /* parameters of one group hold the same options: those checked for the previous
          * parameter (the same kind and slots) hold for this one */
         const double *h = (const double *)oar_tensor_ptr(one[2]);
-        if (prev && !memcmp(h, prev, sizeof(double) * OAR_HYPER_FRESH_MOMENTUM)) {
+        if (prev && !memcmp(h, prev, sizeof(double) * OAR_HYPER_FRESH_MOMENTUM) &&
+            !memcmp(h + OAR_HYPER_MAXIMIZE, prev + OAR_HYPER_MAXIMIZE,
+                    sizeof(double) * (OAR_HYPER_COUNT - OAR_HYPER_MAXIMIZE))) {
             oar_optim_update_fill(one, u[i - 1].o, &u[i]);
             continue;
         }

@@ -6,9 +6,10 @@
  * Inputs: 0 param, 1 grad, 2 hyper (f64 [OAR_HYPER_COUNT]: the group's options and SGD's
  * fresh-buffer flag, see optim.h), then the state slots in oar_slot order: 3 step (i64 scalar),
  * 4 momentum_buffer, 5 exp_avg, 6 exp_avg_sq, 7 max_exp_avg_sq, 8 square_avg, 9 grad_avg,
- * 10 sum; a slot the kind never uses must be NULL. Attribute: kind. No outputs. The kernel
- * writes param and the slots, increments step and clears the hyper's fresh flag once it has
- * filled SGD's buffer; everything that changes between steps is read from these tensors when
+ * 10 sum, 11 acc_delta, 12 exp_inf, 13 mu_product, 14 eta, 15 mu, 16 ax, 17 prev, 18 step_size;
+ * a slot the kind never uses must be NULL. Attribute: kind. No outputs. The kernel writes param
+ * and the slots, increments step, updates the scalar slots and clears the hyper's fresh flag
+ * once it has filled SGD's buffer; everything that changes between steps is read from these tensors when
  * the kernel runs, nothing from the host. */
 #include "ops/op.h"
 #include "optim/optim.h"
@@ -22,7 +23,7 @@
 #define IN_HYPER 2
 #define IN_SLOT0 3
 #define N_IN (IN_SLOT0 + OAR_SLOT_COUNT)
-#define N_KINDS (OAR_OPTIM_LAMB + 1)
+#define N_KINDS (OAR_OPTIM_RPROP + 1)
 
 /* Slots a kind may use under some options, and those it always uses. */
 static bool kind_may_use(oar_optim_kind k, int s) {
@@ -36,6 +37,7 @@ static bool kind_may_use(oar_optim_kind k, int s) {
                s == OAR_SLOT_MOMENTUM_BUFFER;
     case OAR_OPTIM_ADAGRAD: return s == OAR_SLOT_STEP || s == OAR_SLOT_SUM;
     case OAR_OPTIM_LAMB: return s == OAR_SLOT_STEP || s == OAR_SLOT_EXP_AVG || s == OAR_SLOT_EXP_AVG_SQ;
+    default: return oar_optim_kind_slot(k, (oar_slot)s);
     }
     return false;
 }
@@ -53,8 +55,9 @@ static oar_status update_infer(oar_tensor *const *in, int n_in, const oar_attr *
     (void)out;
     int64_t kind = a[0].i;
     if (kind < 0 || kind >= N_KINDS)
-        return OAR_FAIL(OAR_ERR_INVALID_ARG, NAME, "expected kind in [0, %d] (OAR_OPTIM_SGD to OAR_OPTIM_LAMB), got %lld",
-                        N_KINDS - 1, (long long)kind);
+        return OAR_FAIL(OAR_ERR_INVALID_ARG, NAME,
+                        "expected kind in [0, %d] (OAR_OPTIM_SGD to OAR_OPTIM_RPROP), got %lld", N_KINDS - 1,
+                        (long long)kind);
     const char *who = oar_optim_kind_name((oar_optim_kind)kind);
     const oar_tensor *p = in[IN_PARAM], *g = in[IN_GRAD], *h = in[IN_HYPER];
     char want[160], got[160];
@@ -92,15 +95,16 @@ static oar_status update_infer(oar_tensor *const *in, int n_in, const oar_attr *
             return OAR_FAIL(OAR_ERR_INVALID_ARG, NAME, "expected no %s state (input %d): %s does not use it, got %s %s",
                             oar_slot_names[s], IN_SLOT0 + s, who, oar_dtype_name(t->dtype), got);
         }
-        bool is_step = s == OAR_SLOT_STEP;
-        oar_dtype dt = is_step ? OAR_I64 : p->dtype;
+        bool is_step = oar_slot_is_scalar(s);
+        oar_dtype dt = oar_optim_slot_dtype(s, p->dtype);
         int nd = is_step ? 0 : p->ndim;
         if (t->dtype != dt || t->ndim != nd || memcmp(t->shape, p->shape, sizeof(int64_t) * (size_t)nd)) {
             shape_str(p, want, sizeof want);
             shape_str(t, got, sizeof got);
             return OAR_FAIL(t->dtype != dt ? OAR_ERR_DTYPE : OAR_ERR_SHAPE, NAME,
                             "expected the %s state to be %s %s%s, got %s %s", oar_slot_names[s], oar_dtype_name(dt),
-                            is_step ? "[]" : want, is_step ? " (a step count)" : " like param",
+                            is_step ? "[]" : want,
+                            s == OAR_SLOT_STEP ? " (a step count)" : is_step ? " (a scalar)" : " like param",
                             oar_dtype_name(t->dtype), got);
         }
         if (!t->contiguous)
@@ -158,6 +162,15 @@ void oar_optim_update_fill(oar_tensor *const *in, const oar_optim_opts *o, oar_o
                             .fresh_momentum = fresh, .skip = skip};
     for (int s = 0; s < OAR_SLOT_COUNT; s++) u->s[s] = in[IN_SLOT0 + s] ? oar_tensor_ptr(in[IN_SLOT0 + s]) : NULL;
     if (u->s[OAR_SLOT_STEP]) u->t = *(int64_t *)u->s[OAR_SLOT_STEP] + 1; /* stored by _commit */
+    if (skip) return;
+    double t = (double)u->t;
+    if (o->kind == OAR_OPTIM_NADAM) { /* torch: mu_product *= mu, an f32 tensor times a float */
+        double mu = o->beta1 * (1. - 0.5 * pow(0.96, t * o->momentum_decay));
+        u->mu_product = *(const float *)u->s[OAR_SLOT_MU_PRODUCT] * (float)mu;
+    } else if (o->kind == OAR_OPTIM_ASGD) { /* the values the next update uses */
+        u->eta = (float)(o->lr / pow(1 + o->lambd * o->lr * t, o->alpha));
+        u->mu = (float)(1 / fmax(1, t - o->t0));
+    }
 }
 
 void oar_optim_update_commit(const oar_optim_update *u, oar_tensor *const *in) {
@@ -166,6 +179,8 @@ void oar_optim_update_commit(const oar_optim_update *u, oar_tensor *const *in) {
         return;
     }
     if (u->s[OAR_SLOT_STEP]) *(int64_t *)u->s[OAR_SLOT_STEP] = u->t;
+    if (u->o->kind == OAR_OPTIM_NADAM) *(float *)u->s[OAR_SLOT_MU_PRODUCT] = u->mu_product;
+    if (u->o->kind == OAR_OPTIM_ASGD) *(float *)u->s[OAR_SLOT_ETA] = u->eta, *(float *)u->s[OAR_SLOT_MU] = u->mu;
     if (u->fresh_momentum) ((double *)oar_tensor_ptr(in[IN_HYPER]))[OAR_HYPER_FRESH_MOMENTUM] = 0;
     in[IN_PARAM]->storage->version++; /* an in-place write, as torch's param.add_ */
 }
@@ -203,18 +218,21 @@ const oar_op_def oar_opdef_optimizer_update = {
     .mutated_inputs = (1u << IN_PARAM) | (1u << IN_HYPER) | (((1u << OAR_SLOT_COUNT) - 1) << IN_SLOT0),
     /* the hyper tensor and the step count are read and written by the launching code on the
      * host, whatever device param is on */
-    .host_inputs = (1u << IN_HYPER) | (1u << (IN_SLOT0 + OAR_SLOT_STEP)),
+    .host_inputs = (1u << IN_HYPER) | (1u << (IN_SLOT0 + OAR_SLOT_STEP)) | (1u << (IN_SLOT0 + OAR_SLOT_MU_PRODUCT)) |
+                   (1u << (IN_SLOT0 + OAR_SLOT_ETA)) | (1u << (IN_SLOT0 + OAR_SLOT_MU)),
     .infer = update_infer, .reference = update_ref,
 };
 
 oar_status oar_optim_update_call(oar_optim_kind kind, oar_tensor *param, oar_tensor *grad, oar_tensor *hyper,
                                  oar_tensor *const slot[OAR_SLOT_COUNT]) {
-    static const oar_attr kinds[N_KINDS] = {{.kind = OAR_ATTR_INT, .i = 0}, {.kind = OAR_ATTR_INT, .i = 1},
-                                            {.kind = OAR_ATTR_INT, .i = 2}, {.kind = OAR_ATTR_INT, .i = 3},
-                                            {.kind = OAR_ATTR_INT, .i = 4}, {.kind = OAR_ATTR_INT, .i = 5}};
+    static const oar_attr kinds[N_KINDS] = {
+        {.kind = OAR_ATTR_INT, .i = 0}, {.kind = OAR_ATTR_INT, .i = 1},  {.kind = OAR_ATTR_INT, .i = 2},
+        {.kind = OAR_ATTR_INT, .i = 3}, {.kind = OAR_ATTR_INT, .i = 4},  {.kind = OAR_ATTR_INT, .i = 5},
+        {.kind = OAR_ATTR_INT, .i = 6}, {.kind = OAR_ATTR_INT, .i = 7},  {.kind = OAR_ATTR_INT, .i = 8},
+        {.kind = OAR_ATTR_INT, .i = 9}, {.kind = OAR_ATTR_INT, .i = 10}, {.kind = OAR_ATTR_INT, .i = 11}};
     if ((unsigned)kind >= N_KINDS)
-        return OAR_FAIL(OAR_ERR_INVALID_ARG, NAME, "expected kind in [0, %d] (OAR_OPTIM_SGD to OAR_OPTIM_LAMB), got %d",
-                        N_KINDS - 1, (int)kind);
+        return OAR_FAIL(OAR_ERR_INVALID_ARG, NAME,
+                        "expected kind in [0, %d] (OAR_OPTIM_SGD to OAR_OPTIM_RPROP), got %d", N_KINDS - 1, (int)kind);
     oar_tensor *in[N_IN] = {param, grad, hyper};
     for (int s = 0; s < OAR_SLOT_COUNT; s++) in[IN_SLOT0 + s] = slot[s];
     oar_tensor *out[1];
@@ -238,6 +256,15 @@ void oar_optim_write_hyper(double *h, const oar_optim_opts *g) {
     h[OAR_HYPER_CENTERED] = g->centered;
     h[OAR_HYPER_LR_DECAY] = g->lr_decay;
     h[OAR_HYPER_INITIAL_ACCUMULATOR] = g->initial_accumulator;
+    h[OAR_HYPER_MAXIMIZE] = g->maximize;
+    h[OAR_HYPER_RHO] = g->rho;
+    h[OAR_HYPER_MOMENTUM_DECAY] = g->momentum_decay;
+    h[OAR_HYPER_LAMBD] = g->lambd;
+    h[OAR_HYPER_T0] = g->t0;
+    h[OAR_HYPER_ETAMINUS] = g->etaminus;
+    h[OAR_HYPER_ETAPLUS] = g->etaplus;
+    h[OAR_HYPER_STEP_SIZE_MIN] = g->step_size_min;
+    h[OAR_HYPER_STEP_SIZE_MAX] = g->step_size_max;
 }
 
 void oar_optim_read_hyper(const double *h, oar_optim_kind kind, oar_optim_opts *o) {
@@ -256,6 +283,15 @@ void oar_optim_read_hyper(const double *h, oar_optim_kind kind, oar_optim_opts *
         .centered = h[OAR_HYPER_CENTERED] != 0,
         .lr_decay = h[OAR_HYPER_LR_DECAY],
         .initial_accumulator = h[OAR_HYPER_INITIAL_ACCUMULATOR],
+        .maximize = h[OAR_HYPER_MAXIMIZE] != 0,
+        .rho = h[OAR_HYPER_RHO],
+        .momentum_decay = h[OAR_HYPER_MOMENTUM_DECAY],
+        .lambd = h[OAR_HYPER_LAMBD],
+        .t0 = h[OAR_HYPER_T0],
+        .etaminus = h[OAR_HYPER_ETAMINUS],
+        .etaplus = h[OAR_HYPER_ETAPLUS],
+        .step_size_min = h[OAR_HYPER_STEP_SIZE_MIN],
+        .step_size_max = h[OAR_HYPER_STEP_SIZE_MAX],
         .explicit_values = true,
     };
 }

@@ -30,7 +30,8 @@ import torch
 torch.manual_seed(7)
 STEPS = 5
 SCHED_STEPS = 12
-KINDS = {"sgd": 0, "adam": 1, "adamw": 2, "rmsprop": 3, "adagrad": 4, "lamb": 5}
+KINDS = {"sgd": 0, "adam": 1, "adamw": 2, "rmsprop": 3, "adagrad": 4, "lamb": 5, "adadelta": 6, "adamax": 7,
+         "nadam": 8, "radam": 9, "asgd": 10, "rprop": 11}
 SCHED_KINDS = {"step": 0, "multistep": 1, "exponential": 2, "cosine": 3, "warmup_cosine": 4, "one_cycle": 5,
                "plateau": 6}
 
@@ -103,6 +104,18 @@ def make_torch(kind, params, o):
         return torch.optim.Adagrad(params, **kw)
     if kind == "lamb":
         return Lamb(params, o["lr"], (o["beta1"], o["beta2"]), o["eps"], o["weight_decay"])
+    if kind in ("adadelta", "adamax", "nadam", "radam", "asgd", "rprop"):
+        cls = {"adadelta": torch.optim.Adadelta, "adamax": torch.optim.Adamax, "nadam": torch.optim.NAdam,
+               "radam": torch.optim.RAdam, "asgd": torch.optim.ASGD, "rprop": torch.optim.Rprop}[kind]
+        kw = {k: o[k] for k in ("lr", "rho", "eps", "weight_decay", "momentum_decay", "lambd", "alpha", "t0",
+                                "maximize") if k in o}
+        if "beta1" in o:
+            kw["betas"] = (o["beta1"], o["beta2"])
+        if "etaminus" in o:
+            kw["etas"] = (o["etaminus"], o["etaplus"])
+        if "step_size_min" in o:
+            kw["step_sizes"] = (o["step_size_min"], o["step_size_max"])
+        return cls(params, **kw)
     raise ValueError(kind)
 
 
@@ -111,12 +124,12 @@ def away_from_zero(*shape):
     return x * torch.where(torch.rand(*shape) < 0.5, -1.0, 1.0)
 
 
-def optim_case(label, kind, o, explicit=True, dtype=torch.float32, skip=False, zero_param=False):
+def optim_case(label, kind, o, explicit=True, dtype=torch.float32, skip=False, zero_param=False, steps=STEPS):
     """skip: parameter 1 has no gradient at step 2; zero_param: parameter 1 starts at zero."""
     init = [away_from_zero(2, 3).to(dtype), away_from_zero(4).to(dtype)]
     if zero_param:
         init[1].zero_()
-    grads = [[torch.randn(2, 3).to(dtype), torch.randn(4).to(dtype)] for _ in range(STEPS)]
+    grads = [[torch.randn(2, 3).to(dtype), torch.randn(4).to(dtype)] for _ in range(steps)]
     if skip:
         grads[2][1] = None
     params = [p.clone().requires_grad_(True) for p in init]
@@ -124,7 +137,7 @@ def optim_case(label, kind, o, explicit=True, dtype=torch.float32, skip=False, z
     fields = {"kind": KINDS[kind], "explicit_values": explicit, **o}
     lines = [f"optim {label} | {opts_text(fields)}"]
     lines += [f"param {i} {fmt(p)}" for i, p in enumerate(init)]
-    for s in range(STEPS):
+    for s in range(steps):
         for i, p in enumerate(params):
             p.grad = None if grads[s][i] is None else grads[s][i].clone()
             lines.append(f"grad {s} {i} " + ("none" if grads[s][i] is None else fmt(grads[s][i])))
@@ -221,6 +234,36 @@ def main():
                                                "weight_decay": 0.01}, skip=True))
     cases.append(optim_case("lamb_zero_param", "lamb", {"lr": 0.05, "beta1": 0.8, "beta2": 0.99, "eps": 1e-6,
                                                           "weight_decay": 0.0}, zero_param=True))
+    # ---- Adadelta, Adamax, NAdam, RAdam, ASGD, Rprop (appended: the cases above keep their values)
+    for k in ("adadelta", "adamax", "nadam", "radam", "asgd", "rprop"):
+        cases.append(optim_case(f"{k}_defaults", k, {}, explicit=False, skip=True))
+    cases.append(optim_case("adadelta_wd_max", "adadelta", {"lr": 0.5, "rho": 0.8, "eps": 1e-5, "weight_decay": 0.1,
+                                                              "maximize": True}))
+    cases.append(optim_case("adadelta_f64", "adadelta", {"lr": 1.0, "rho": 0.9, "eps": 1e-6}, dtype=torch.float64))
+    cases.append(optim_case("adamax_wd_max", "adamax", {"lr": 0.05, "beta1": 0.8, "beta2": 0.99, "eps": 1e-8,
+                                                          "weight_decay": 0.1, "maximize": True}, skip=True))
+    cases.append(optim_case("adamax_f64", "adamax", {"lr": 0.05, "beta1": 0.9, "beta2": 0.999, "eps": 1e-8},
+                            dtype=torch.float64))
+    cases.append(optim_case("nadam_wd", "nadam", {"lr": 0.05, "beta1": 0.9, "beta2": 0.99, "eps": 1e-8,
+                                                    "weight_decay": 0.1, "momentum_decay": 0.01}))
+    cases.append(optim_case("nadam_f64", "nadam", {"lr": 0.05, "beta1": 0.9, "beta2": 0.999, "eps": 1e-8,
+                                                     "momentum_decay": 4e-3}, dtype=torch.float64))
+    # beta2 0.9: rho_t passes 5 at step 6 of 8, so both of RAdam's branches run
+    cases.append(optim_case("radam_rectified_wd", "radam", {"lr": 0.05, "beta1": 0.9, "beta2": 0.9, "eps": 1e-8,
+                                                              "weight_decay": 0.1}, skip=True, steps=8))
+    cases.append(optim_case("radam_rectified_f64", "radam", {"lr": 0.05, "beta1": 0.8, "beta2": 0.9, "eps": 1e-8},
+                            dtype=torch.float64, steps=8))
+    # t0 2: the average starts moving (mu < 1) from step 3
+    cases.append(optim_case("asgd_averaging_wd_max", "asgd", {"lr": 0.1, "lambd": 0.01, "alpha": 0.75, "t0": 2.0,
+                                                                "weight_decay": 0.1, "maximize": True}, skip=True))
+    cases.append(optim_case("asgd_averaging_f64", "asgd", {"lr": 0.1, "lambd": 0.001, "alpha": 0.5, "t0": 1.0},
+                            dtype=torch.float64))
+    cases.append(optim_case("rprop_bounds_max", "rprop", {"lr": 0.1, "etaminus": 0.3, "etaplus": 1.5,
+                                                            "step_size_min": 0.05, "step_size_max": 0.2,
+                                                            "maximize": True}))
+    cases.append(optim_case("rprop_f64", "rprop", {"lr": 0.01, "etaminus": 0.5, "etaplus": 1.2,
+                                                     "step_size_min": 1e-6, "step_size_max": 50.0},
+                            dtype=torch.float64))
     # ---- schedules
     cases.append(sched_case("step", "step", {"step_size": 3, "gamma": 0.5}, lambda o: lr.StepLR(o, 3, gamma=0.5)))
     cases.append(sched_case("multistep", "multistep", {"milestones": [9, 2, 5, 5], "n_milestones": 4, "gamma": 0.1},

@@ -1,14 +1,14 @@
 /* Sweep cases for the compiled loss scaler's ops (src/ops/amp_step.c). amp_begin_unscale: scale,
  * inv_scale and found (both written): 1/scale rounded once, found cleared. amp_unscale_grads:
  * found (written), inv_scale, gradients -> unscaled copies; planted inf/nan set found. amp_skip_step: found,
- * skipped (i64, written), then optimizer hyper tensors (f64 [16], written): nothing on a clean
+ * skipped (i64, written), then optimizer hyper tensors (f64 [25], written): nothing on a clean
  * step; on a bad one the count and every hyper's skip flag (its last entry) are set.
  * amp_sync_param: a low parameter (written) <- its f32 master, rounded. Also the f16/bf16
  * binary kernels of compiled AMP steps. */
 #include "sweep.h"
 
 #define NG SWEEP_NO_GRAD
-#define HYPER "c0,0.1,0.9,0,0,0,0,0,0,0,0,0,0,0,1,0f64:16"
+#define HYPER "c0,0.1,0.9,0,0,0,0,0,0,0,0,0,0,0,1,0,0,0,0,0,0,0,0,0,0f64:25"
 
 const sweep_case sweep_cases_amp_step[] = {
     {"amp_begin_unscale", "c65536f32:;c7f32:;c1f32:", "", NG},
@@ -71,6 +71,6 @@ const sweep_bad sweep_bad_amp_step[] = {
     {"amp_skip_step with an f32 count", skip_f32_count,
      "amp_skip_step: expected input 1 (skipped) to be a 0-d i64 tensor, got f32 []"},
     {"amp_skip_step with a short hyper", skip_short_hyper,
-     "amp_skip_step: expected input 2 to be an optimizer's contiguous f64 [16] hyper tensor, got f64 [4]"},
+     "amp_skip_step: expected input 2 to be an optimizer's contiguous f64 [25] hyper tensor, got f64 [4]"},
     {0},
 };

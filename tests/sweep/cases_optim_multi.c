@@ -1,7 +1,9 @@
 /* Sweep cases: optimizer_update_multi (src/optim/update_multi_op.c), several parameters'
  * optimizer_update as one op. Inputs 0..31 are the state it writes (per parameter: param,
  * hyper, then the slots of the `slots` mask in oar_slot order: 1 step, 2 momentum_buffer,
- * 4 exp_avg, 8 exp_avg_sq, 16 max_exp_avg_sq, 32 square_avg, 64 grad_avg, 128 sum), absent
+ * 4 exp_avg, 8 exp_avg_sq, 16 max_exp_avg_sq, 32 square_avg, 64 grad_avg, 128 sum, 256
+ * acc_delta, 512 exp_inf, 1024 mu_product, 2048 eta, 4096 mu, 8192 ax, 16384 prev, 32768
+ * step_size), absent
  * after the last parameter; then one gradient per parameter. The sweep compares the fused
  * kernel (one dispatch over all parameters' elements) with the reference (the updates one by
  * one), on sizes that put thread-chunk boundaries inside and across parameters. The hyper
@@ -12,16 +14,23 @@
 #include <string.h>
 
 /*                  kind lr    mom damp nest wd   b1  b2    eps   ams alpha cen lr_decay init fresh */
-#define H_SGD       "c0,0.1,0,0,0,0.01,0,0,0,0,0,0,0,0,0,0f64:16"
-#define H_SGD_M     "c0,0.1,0.9,0,0,0.01,0,0,0,0,0,0,0,0,0,0f64:16"
-#define H_SGD_FRESH "c0,0.1,0.9,0,0,0,0,0,0,0,0,0,0,0,1,0f64:16"
-#define H_SGD_NEST  "c0,0.05,0.8,0,1,0,0,0,0,0,0,0,0,0,0,0f64:16"
-#define H_ADAM      "c1,0.001,0,0,0,0,0.9,0.999,1e-08,0,0,0,0,0,0,0f64:16"
-#define H_ADAM_LR   "c1,0.01,0,0,0,0,0.9,0.999,1e-08,0,0,0,0,0,0,0f64:16"
-#define H_ADAMW_AMS "c2,0.01,0,0,0,0.1,0.9,0.999,1e-08,1,0,0,0,0,0,0f64:16"
-#define H_RMS_CM    "c3,0.01,0.9,0,0,0.01,0,0,1e-08,0,0.5,1,0,0,0,0f64:16"
-#define H_ADAGRAD   "c4,0.01,0,0,0,0.01,0,0,1e-10,0,0,0,0.01,0,0,0f64:16"
-#define H_LAMB      "c5,0.001,0,0,0,0.01,0.9,0.999,1e-06,0,0,0,0,0,0,0f64:16"
+#define H_SGD       "c0,0.1,0,0,0,0.01,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0f64:25"
+#define H_SGD_M     "c0,0.1,0.9,0,0,0.01,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0f64:25"
+#define H_SGD_FRESH "c0,0.1,0.9,0,0,0,0,0,0,0,0,0,0,0,1,0,0,0,0,0,0,0,0,0,0f64:25"
+#define H_SGD_NEST  "c0,0.05,0.8,0,1,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0f64:25"
+#define H_ADAM      "c1,0.001,0,0,0,0,0.9,0.999,1e-08,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0f64:25"
+#define H_ADAM_LR   "c1,0.01,0,0,0,0,0.9,0.999,1e-08,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0f64:25"
+#define H_ADAMW_AMS "c2,0.01,0,0,0,0.1,0.9,0.999,1e-08,1,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0f64:25"
+#define H_RMS_CM    "c3,0.01,0.9,0,0,0.01,0,0,1e-08,0,0.5,1,0,0,0,0,0,0,0,0,0,0,0,0,0f64:25"
+#define H_ADAGRAD   "c4,0.01,0,0,0,0.01,0,0,1e-10,0,0,0,0.01,0,0,0,0,0,0,0,0,0,0,0,0f64:25"
+#define H_LAMB      "c5,0.001,0,0,0,0.01,0.9,0.999,1e-06,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0f64:25"
+#define H_ADADELTA  "c6,0.5,0,0,0,0.01,0,0,1e-06,0,0,0,0,0,0,0,1,0.8,0,0,0,0,0,0,0f64:25"
+#define H_ADAMAX    "c7,0.002,0,0,0,0.01,0.9,0.999,1e-08,0,0,0,0,0,0,0,1,0,0,0,0,0,0,0,0f64:25"
+#define H_NADAM     "c8,0.002,0,0,0,0.01,0.9,0.999,1e-08,0,0,0,0,0,0,0,0,0,0.004,0,0,0,0,0,0f64:25"
+#define H_RADAM     "c9,0.001,0,0,0,0.01,0.9,0.9,1e-08,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0f64:25"
+#define H_ASGD      "c10,0.01,0,0,0,0.01,0,0,0,0,0.75,0,0,0,0,0,1,0,0,0.0001,3,0,0,0,0f64:25"
+#define H_ASGD_MIN  "c10,0.01,0,0,0,0.01,0,0,0,0,0.75,0,0,0,0,0,0,0,0,0.0001,3,0,0,0,0f64:25"
+#define H_RPROP     "c11,0.01,0,0,0,0,0,0,0,0,0,0,0,0,0,0,1,0,0,0,0,0.5,1.2,0.3,1.5f64:25"
 #define STEP "i0_5:"
 /* absent state inputs: N<k> is k of them, each followed by ';' */
 #define N1 "none;"
@@ -74,6 +83,29 @@ const sweep_case sweep_cases_optim_multi[] = {
     {"optimizer_update_multi",
      "n:40000;" H_LAMB ";" STEP ";n:40000;p:40000;n:2x3;" H_LAMB ";" STEP ";n:2x3;p:2x3;" N16 N4 N2 "n:40000;n:2x3",
      "kind=5 slots=13", SWEEP_NO_GRAD},
+    /* Adadelta to Rprop, two parameters each, one past the threads' grain; ASGD's second
+     * parameter differs from the first only in maximize (its options are read again) */
+    {"optimizer_update_multi",
+     "n:40001;" H_ADADELTA ";" STEP ";p:40001;p:40001;n:5;" H_ADADELTA ";" STEP ";p:5;p:5;" N16 N4 N2
+     "n:40001;n:5",
+     "kind=6 slots=289", SWEEP_NO_GRAD},
+    {"optimizer_update_multi",
+     "n:7;" H_ADAMAX ";" STEP ";n:7;p:7;n:40001;" H_ADAMAX ";" STEP ";n:40001;p:40001;" N16 N4 N2 "n:7;n:40001",
+     "kind=7 slots=517", SWEEP_NO_GRAD},
+    {"optimizer_update_multi",
+     "n:40001;" H_NADAM ";" STEP ";n:40001;p:40001;c0.8f32:;n:3;" H_NADAM ";" STEP ";n:3;p:3;c0.5f32:;" N16 N4
+     "n:40001;n:3",
+     "kind=8 slots=1037", SWEEP_NO_GRAD},
+    {"optimizer_update_multi",
+     "n:6;" H_RADAM ";i10_20:;n:6;p:6;n:40001;" H_RADAM ";" STEP ";n:40001;p:40001;" N16 N4 N2 "n:6;n:40001",
+     "kind=9 slots=13", SWEEP_NO_GRAD},
+    {"optimizer_update_multi",
+     "n:40001;" H_ASGD ";" STEP ";pf32:;c0.5f32:;n:40001;n:9;" H_ASGD_MIN ";" STEP ";pf32:;c1f32:;n:9;" N16 N4
+     "n:40001;n:9",
+     "kind=10 slots=14337", SWEEP_NO_GRAD},
+    {"optimizer_update_multi",
+     "n:4x5;" H_RPROP ";" STEP ";n:4x5;p:4x5;n:40001;" H_RPROP ";" STEP ";n:40001;p:40001;" N16 N4 N2 "n:4x5;n:40001",
+     "kind=11 slots=49153", SWEEP_NO_GRAD},
     {0},
 };
 
@@ -126,7 +158,7 @@ static bool bad_slots_mask(void) {
 static bool bad_kind(void) {
     oar_tensor *in[OAR_OPTIM_MULTI_STATE + 1] = {t1(3, OAR_F32), hyper(OAR_OPTIM_SGD, 0.1)}, *out[1];
     in[OAR_OPTIM_MULTI_STATE] = t1(3, OAR_F32);
-    oar_attr a[2] = {oar_attr_int(7), oar_attr_int(0)};
+    oar_attr a[2] = {oar_attr_int(17), oar_attr_int(0)};
     int n_out = 1;
     return oar_op_call(OAR_OP_optimizer_update_multi, in, OAR_OPTIM_MULTI_STATE + 1, a, out, &n_out) == OAR_OK;
 }
@@ -149,8 +181,8 @@ const sweep_bad sweep_bad_optim_multi[] = {
     {"optimizer_update_multi of one parameter twice", bad_same_param,
      "optimizer_update_multi: expected state inputs in distinct memory, got inputs 0 and 2 sharing a buffer"},
     {"optimizer_update_multi with a bad slots mask", bad_slots_mask,
-     "optimizer_update_multi: expected slots to be a mask of the 8 state slots, got 256"},
-    {"optimizer_update_multi of an unknown kind", bad_kind, "optimizer_update_multi: expected kind in [0, 5]"},
+     "optimizer_update_multi: expected slots to be a mask of the 16 state slots, got 65536"},
+    {"optimizer_update_multi of an unknown kind", bad_kind, "optimizer_update_multi: expected kind in [0, 11]"},
     {"optimizer_update_multi with a negative lr on parameter 1", bad_lr_writes_nothing,
      "optimizer_update_multi: parameter 1: optimizer_update: SGD: expected lr >= 0, got -1"},
     {0},

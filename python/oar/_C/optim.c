@@ -28,6 +28,8 @@ static int opts_from_dict(PyObject *d, oar_optim_opts *o) {
     }
     SET_f(lr) SET_f(momentum) SET_f(dampening) SET_b(nesterov) SET_f(weight_decay) SET_f(beta1) SET_f(beta2)
     SET_f(eps) SET_b(amsgrad) SET_f(alpha) SET_b(centered) SET_f(lr_decay)
+    SET_b(maximize) SET_f(rho) SET_f(momentum_decay) SET_f(lambd) SET_f(t0) SET_f(etaminus) SET_f(etaplus)
+    SET_f(step_size_min) SET_f(step_size_max)
     if ((v = PyDict_GetItemString(d, "initial_accumulator_value"))) {
         double x = PyFloat_AsDouble(v);
         if (x == -1.0 && PyErr_Occurred()) return -1;
@@ -37,12 +39,25 @@ static int opts_from_dict(PyObject *d, oar_optim_opts *o) {
 }
 
 static PyObject *opts_to_dict(const oar_optim_opts *o) {
-    return Py_BuildValue("{s:d,s:d,s:d,s:O,s:d,s:d,s:d,s:d,s:O,s:d,s:O,s:d,s:d}", "lr", o->lr, "momentum", o->momentum,
-                         "dampening", o->dampening, "nesterov", o->nesterov ? Py_True : Py_False, "weight_decay",
-                         o->weight_decay, "beta1", o->beta1, "beta2", o->beta2, "eps", o->eps, "amsgrad",
-                         o->amsgrad ? Py_True : Py_False, "alpha", o->alpha, "centered",
-                         o->centered ? Py_True : Py_False, "lr_decay", o->lr_decay, "initial_accumulator_value",
-                         o->initial_accumulator);
+    PyObject *d = Py_BuildValue("{s:d,s:d,s:d,s:O,s:d,s:d,s:d,s:d,s:O,s:d,s:O,s:d,s:d}", "lr", o->lr, "momentum",
+                                o->momentum, "dampening", o->dampening, "nesterov", o->nesterov ? Py_True : Py_False,
+                                "weight_decay", o->weight_decay, "beta1", o->beta1, "beta2", o->beta2, "eps", o->eps,
+                                "amsgrad", o->amsgrad ? Py_True : Py_False, "alpha", o->alpha, "centered",
+                                o->centered ? Py_True : Py_False, "lr_decay", o->lr_decay,
+                                "initial_accumulator_value", o->initial_accumulator);
+    PyObject *more = d ? Py_BuildValue("{s:O,s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:d}", "maximize",
+                                       o->maximize ? Py_True : Py_False, "rho", o->rho, "momentum_decay",
+                                       o->momentum_decay, "lambd", o->lambd, "t0", o->t0, "etaminus", o->etaminus,
+                                       "etaplus", o->etaplus, "step_size_min", o->step_size_min, "step_size_max",
+                                       o->step_size_max)
+                       : NULL;
+    if (!more || PyDict_Update(d, more) < 0) {
+        Py_XDECREF(more);
+        Py_XDECREF(d);
+        return NULL;
+    }
+    Py_DECREF(more);
+    return d;
 }
 
 static int collect(PyObject *params, oar_tensor ***arr, Py_ssize_t *n) {

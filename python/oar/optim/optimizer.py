@@ -3,13 +3,15 @@ parameter, torch 1.13's update rules). param_groups are plain dicts as in torch:
 (an LR scheduler does) and the next step uses the new values."""
 from .. import _C
 
-_KINDS = {"SGD": 0, "Adam": 1, "AdamW": 2, "RMSprop": 3, "Adagrad": 4, "LAMB": 5}
+_KINDS = {"SGD": 0, "Adam": 1, "AdamW": 2, "RMSprop": 3, "Adagrad": 4, "LAMB": 5, "Adadelta": 6, "Adamax": 7,
+          "NAdam": 8, "RAdam": 9, "ASGD": 10, "Rprop": 11}
 
 
 class Optimizer:
     _kind = None
     _c_keys = ("lr", "momentum", "dampening", "nesterov", "weight_decay", "eps", "amsgrad", "alpha", "centered",
-               "lr_decay", "initial_accumulator_value")
+               "lr_decay", "initial_accumulator_value", "rho", "momentum_decay", "lambd", "t0")
+    _maximize = False   # whether the C kind offers maximize (torch 1.13 has it for more)
 
     def __init__(self, params, defaults):
         if isinstance(params, _C.TensorBase):
@@ -32,8 +34,14 @@ class Optimizer:
         o = {k: group[k] for k in self._c_keys if k in group}
         if "betas" in group:
             o["beta1"], o["beta2"] = group["betas"]
+        if "etas" in group:
+            o["etaminus"], o["etaplus"] = group["etas"]
+        if "step_sizes" in group:
+            o["step_size_min"], o["step_size_max"] = group["step_sizes"]
+        if self._maximize:
+            o["maximize"] = bool(group.get("maximize", False))
         for k in ("maximize", "foreach", "capturable", "differentiable", "fused"):
-            if group.get(k):
+            if group.get(k) and k not in o:
                 raise NotImplementedError(f"{type(self).__name__}: {k}=True is not offered")
         return o
 
@@ -175,3 +183,87 @@ class LAMB(Adam):
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-6, weight_decay=0):
         super().__init__(params, lr, betas, eps, weight_decay)
+
+
+def _check_betas(betas):
+    if not 0.0 <= betas[0] < 1.0:
+        raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
+    if not 0.0 <= betas[1] < 1.0:
+        raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
+
+
+def _check_nonneg(**values):
+    names = {"lr": "learning rate", "eps": "epsilon value", "weight_decay": "weight_decay value",
+             "momentum_decay": "momentum_decay value"}
+    for k, v in values.items():
+        if not 0.0 <= v:
+            raise ValueError(f"Invalid {names[k]}: {v}")
+
+
+class Adadelta(Optimizer):
+    _kind = "Adadelta"
+    _maximize = True
+
+    def __init__(self, params, lr=1.0, rho=0.9, eps=1e-6, weight_decay=0, foreach=None, *, maximize=False):
+        _check_nonneg(lr=lr, eps=eps, weight_decay=weight_decay)
+        if not 0.0 <= rho <= 1.0:
+            raise ValueError(f"Invalid rho value: {rho}")
+        super().__init__(params, dict(lr=lr, rho=rho, eps=eps, weight_decay=weight_decay, maximize=maximize,
+                                      foreach=foreach))
+
+
+class Adamax(Optimizer):
+    _kind = "Adamax"
+    _maximize = True
+
+    def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, foreach=None, *,
+                 maximize=False):
+        _check_nonneg(lr=lr, eps=eps)
+        _check_betas(betas)
+        _check_nonneg(weight_decay=weight_decay)
+        super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, foreach=foreach,
+                                      maximize=maximize))
+
+
+class NAdam(Optimizer):
+    _kind = "NAdam"
+
+    def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, momentum_decay=4e-3,
+                 foreach=None):
+        _check_nonneg(lr=lr, eps=eps)
+        _check_betas(betas)
+        _check_nonneg(weight_decay=weight_decay, momentum_decay=momentum_decay)
+        super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
+                                      momentum_decay=momentum_decay, foreach=foreach))
+
+
+class RAdam(Optimizer):
+    _kind = "RAdam"
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, foreach=None):
+        _check_nonneg(lr=lr, eps=eps)
+        _check_betas(betas)
+        _check_nonneg(weight_decay=weight_decay)
+        super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, foreach=foreach))
+
+
+class ASGD(Optimizer):
+    _kind = "ASGD"
+    _maximize = True
+
+    def __init__(self, params, lr=1e-2, lambd=1e-4, alpha=0.75, t0=1e6, weight_decay=0, foreach=None,
+                 maximize=False):
+        _check_nonneg(lr=lr, weight_decay=weight_decay)
+        super().__init__(params, dict(lr=lr, lambd=lambd, alpha=alpha, t0=t0, weight_decay=weight_decay,
+                                      foreach=foreach, maximize=maximize))
+
+
+class Rprop(Optimizer):
+    _kind = "Rprop"
+    _maximize = True
+
+    def __init__(self, params, lr=1e-2, etas=(0.5, 1.2), step_sizes=(1e-6, 50), foreach=None, maximize=False):
+        _check_nonneg(lr=lr)
+        if not 0.0 < etas[0] < 1.0 < etas[1]:
+            raise ValueError(f"Invalid eta values: {etas[0]}, {etas[1]}")
+        super().__init__(params, dict(lr=lr, etas=etas, step_sizes=step_sizes, foreach=foreach, maximize=maximize))

@@ -22,8 +22,8 @@ static int cu_kind(oar_optim_kind k) {
     case OAR_OPTIM_RMSPROP: return OAR_CU_OPT_RMSPROP;
     case OAR_OPTIM_ADAGRAD: return OAR_CU_OPT_ADAGRAD;
     case OAR_OPTIM_LAMB: return OAR_CU_OPT_LAMB;
+    default: return -1; /* the CPU-only kinds (Adadelta to Rprop): refused by the supports functions */
     }
-    return -1;
 }
 
 /* The scalars and pointers of one parameter's loops (u from oar_optim_update_read), computed by
@@ -130,19 +130,19 @@ static bool one_on_devices(oar_tensor *const *one) {
     for (int i = 0; i < 3 + OAR_SLOT_COUNT; i++) {
         const oar_tensor *t = one[i];
         if (!t) continue;
-        bool host = i == IN_HYPER || i == IN_SLOT0 + OAR_SLOT_STEP;
+        bool host = i == IN_HYPER || (i >= IN_SLOT0 && oar_slot_is_scalar(i - IN_SLOT0));
         if (t->device != (host ? OAR_CPU : OAR_CUDA)) return false;
     }
     return true;
 }
 static bool sup_update(oar_tensor *const *in, int n_in, oar_tensor *const *out, int n_out, const oar_attr *a) {
-    (void)n_in; (void)out; (void)n_out; (void)a;
-    return one_on_devices(in);
+    (void)n_in; (void)out; (void)n_out;
+    return !oar_optim_kind_cpu_only((oar_optim_kind)a[0].i) && one_on_devices(in);
 }
 static bool sup_update_multi(oar_tensor *const *in, int n_in, oar_tensor *const *out, int n_out, const oar_attr *a) {
     (void)out; (void)n_out;
     int n = n_in - OAR_OPTIM_MULTI_STATE;
-    if (n < 1 || n > OAR_OPTIM_MULTI_MAX) return false;
+    if (n < 1 || n > OAR_OPTIM_MULTI_MAX || oar_optim_kind_cpu_only((oar_optim_kind)a[0].i)) return false;
     for (int i = 0; i < n; i++) {
         oar_tensor *one[3 + OAR_SLOT_COUNT];
         oar_optim_multi_single(in, n_in, a[1].i, i, one);
