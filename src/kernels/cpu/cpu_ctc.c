@@ -13,7 +13,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The per-frame loops of one instruction set (portable C, or AVX2 with FMA). */
+typedef struct ctc_steps {
+    /* one alpha step: a[s] over [lo, hi) from p, the previous frame's alpha ([-2, L) valid) */
+    void (*alpha)(const double *p, const double *skip_add, const double *em, int64_t lo, int64_t hi, double *a);
+    /* one beta step: b[s] over [lo, hi) from q, the next frame's beta (two -inf pads after L) */
+    void (*beta)(const double *q, const double *skip_add, const double *em, int64_t lo, int64_t hi, double *b);
+    /* w[s] = exp(a[s] + b[s] - em[s] - ll), 0 where a[s] + b[s] is -inf */
+    void (*post)(const double *a, const double *b, const double *em, double ll, int64_t lo, int64_t hi, double *w);
+} ctc_steps;
+
 typedef struct ctc_job {
+    const ctc_steps *steps;
     const oar_ctc_batch *b;
     const void *lp;
     bool f64, zero_inf;
@@ -31,12 +42,13 @@ typedef struct ctc_work {
     double *em;        /* forward: this frame's emissions; backward: every frame's, [T][L] */
     double *beta;      /* backward: [T][L + 2], two -inf pads after each row */
     double *acc;       /* backward: one frame's gradient by class [C] */
+    double *w;         /* backward: one frame's state posteriors [L] */
     void *block;
 } ctc_work;
 
 static bool work_alloc(ctc_work *w, const oar_ctc_batch *b, bool backward) {
     size_t L = (size_t)(2 * b->max_len + 1), T = (size_t)(b->T > 0 ? b->T : 1), C = (size_t)b->C;
-    size_t doubles = (L + 4) + 2 * (L + 2) + (backward ? T * L + T * (L + 2) + C : L);
+    size_t doubles = (L + 4) + 2 * (L + 2) + (backward ? T * L + T * (L + 2) + C + L : L);
     w->block = malloc(sizeof(double) * doubles + (sizeof(int64_t) + sizeof(bool)) * L);
     if (!w->block) return false;
     double *d = w->block;
@@ -46,6 +58,7 @@ static bool work_alloc(ctc_work *w, const oar_ctc_batch *b, bool backward) {
     w->em = w->p + L;
     w->beta = backward ? w->em + T * L : NULL;
     w->acc = backward ? w->beta + T * (L + 2) : NULL;
+    w->w = backward ? w->acc + C : NULL;
     w->ext = (int64_t *)(d + doubles);
     w->skip = (bool *)(w->ext + L);
     return true;
@@ -94,7 +107,7 @@ static int64_t prepare(const ctc_job *j, int64_t n, ctc_work *w) {
 }
 
 /* One alpha step: a[s] over the band from p, the previous frame's alpha, and the emissions em. */
-static inline void alpha_step(const double *p, const double *skip_add, const double *em, int64_t lo, int64_t hi,
+static void alpha_step_c(const double *p, const double *skip_add, const double *em, int64_t lo, int64_t hi,
                               double *a) {
     for (int64_t s = lo; s < hi; s++) {
         double c = p[s - 2] + skip_add[s]; /* -inf at every blank: two terms there (a branch of period 2) */
@@ -103,13 +116,113 @@ static inline void alpha_step(const double *p, const double *skip_add, const dou
 }
 
 /* One beta step, from the next frame's beta q (two -inf pads after its row). */
-static inline void beta_step(const double *q, const double *skip_add, const double *em, int64_t lo, int64_t hi,
+static void beta_step_c(const double *q, const double *skip_add, const double *em, int64_t lo, int64_t hi,
                              double *b) {
     for (int64_t s = lo; s < hi; s++) {
         double c = q[s + 2] + skip_add[s + 2];
         b[s] = (c == -INFINITY ? lse2(q[s], q[s + 1]) : lse3(q[s], q[s + 1], c)) + em[s];
     }
 }
+
+static void post_c(const double *a, const double *b, const double *em, double ll, int64_t lo, int64_t hi,
+                   double *w) {
+    for (int64_t s = lo; s < hi; s++) {
+        double ab = a[s] + b[s];
+        w[s] = ab == -INFINITY ? 0.0 : exp(ab - em[s] - ll); /* -inf: off every alignment (also when p = 0) */
+    }
+}
+
+static const ctc_steps steps_c = {alpha_step_c, beta_step_c, post_c};
+
+/* ---- AVX2 with FMA: four states at a time. e^x and log v in double, from their polynomials:
+ * e^x = 2^n e^r, n = round(x / ln 2), |r| <= ln 2 / 2, e^r to degree 12 (truncation < 2e-16);
+ * log v for the sums 1 + e^x + e^y in [1, 3] only: v = 2^k w with w in [0.75, 1.5], and
+ * log w = 2 atanh(s), s = (w - 1) / (w + 1), |s| <= 0.2, as 2 s (1 + s^2 / 3 + ... + s^22 / 23). */
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define AVX2_FN __attribute__((target("avx2,fma")))
+
+AVX2_FN static inline __m256d exp4(__m256d x) {
+    const __m256d ln2_hi = _mm256_set1_pd(6.93147180369123816490e-01), ln2_lo = _mm256_set1_pd(1.90821492927058770002e-10);
+    __m256d xc = _mm256_min_pd(_mm256_max_pd(x, _mm256_set1_pd(-745.0)), _mm256_set1_pd(709.0));
+    __m256d n = _mm256_round_pd(_mm256_mul_pd(xc, _mm256_set1_pd(1.44269504088896338700)),
+                                _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256d r = _mm256_fnmadd_pd(n, ln2_hi, xc);
+    r = _mm256_fnmadd_pd(n, ln2_lo, r);
+    static const double inv_fact[13] = {1.0, 1.0, 1.0 / 2, 1.0 / 6, 1.0 / 24, 1.0 / 120, 1.0 / 720, 1.0 / 5040,
+                                        1.0 / 40320, 1.0 / 362880, 1.0 / 3628800, 1.0 / 39916800, 1.0 / 479001600};
+    __m256d q = _mm256_set1_pd(inv_fact[12]);
+    for (int k = 11; k >= 0; k--) q = _mm256_fmadd_pd(q, r, _mm256_set1_pd(inv_fact[k]));
+    /* 2^n as two factors, so n down to -1075 (subnormal results) stays representable */
+    __m128i ni = _mm256_cvtpd_epi32(n), n1 = _mm_srai_epi32(ni, 1), n2 = _mm_sub_epi32(ni, n1);
+    __m256i bias = _mm256_set1_epi64x(1023);
+    __m256d s1 = _mm256_castsi256_pd(_mm256_slli_epi64(_mm256_add_epi64(_mm256_cvtepi32_epi64(n1), bias), 52));
+    __m256d s2 = _mm256_castsi256_pd(_mm256_slli_epi64(_mm256_add_epi64(_mm256_cvtepi32_epi64(n2), bias), 52));
+    __m256d y = _mm256_mul_pd(_mm256_mul_pd(q, s1), s2);
+    y = _mm256_blendv_pd(y, _mm256_setzero_pd(), _mm256_cmp_pd(x, _mm256_set1_pd(-745.0), _CMP_LT_OQ)); /* -inf: 0 */
+    return _mm256_blendv_pd(y, x, _mm256_cmp_pd(x, x, _CMP_UNORD_Q)); /* NaN stays */
+}
+
+/* log v for v in [1, 3] */
+AVX2_FN static inline __m256d log4_1_3(__m256d v) {
+    __m256d big = _mm256_cmp_pd(v, _mm256_set1_pd(1.5), _CMP_GE_OQ);
+    __m256d w = _mm256_blendv_pd(v, _mm256_mul_pd(v, _mm256_set1_pd(0.5)), big);
+    __m256d one = _mm256_set1_pd(1.0);
+    __m256d s = _mm256_div_pd(_mm256_sub_pd(w, one), _mm256_add_pd(w, one)), z = _mm256_mul_pd(s, s);
+    __m256d q = _mm256_set1_pd(1.0 / 23);
+    for (int k = 21; k >= 1; k -= 2) q = _mm256_fmadd_pd(q, z, _mm256_set1_pd(1.0 / k));
+    __m256d lw = _mm256_mul_pd(_mm256_add_pd(s, s), q);
+    return _mm256_add_pd(lw, _mm256_and_pd(big, _mm256_set1_pd(0.69314718055994530942)));
+}
+
+/* log(e^x0 + e^x1 + e^x2) + e, and NaN where any term is NaN */
+AVX2_FN static inline __m256d lse3_4(__m256d x0, __m256d x1, __m256d x2, __m256d e) {
+    __m256d hi = _mm256_max_pd(x0, x1), y = _mm256_min_pd(x0, x1);
+    __m256d m = _mm256_max_pd(hi, x2), x = _mm256_min_pd(hi, x2);
+    __m256d ninf = _mm256_set1_pd(-INFINITY);
+    __m256d shift = _mm256_blendv_pd(m, _mm256_setzero_pd(), _mm256_cmp_pd(m, ninf, _CMP_EQ_OQ)); /* all -inf: 0 */
+    __m256d sum = _mm256_add_pd(_mm256_add_pd(_mm256_set1_pd(1.0), exp4(_mm256_sub_pd(x, shift))),
+                                exp4(_mm256_sub_pd(y, shift)));
+    __m256d r = _mm256_add_pd(_mm256_add_pd(m, log4_1_3(sum)), e);
+    __m256d nan = _mm256_or_pd(_mm256_cmp_pd(x0, x1, _CMP_UNORD_Q), _mm256_cmp_pd(x2, x2, _CMP_UNORD_Q));
+    return _mm256_blendv_pd(r, _mm256_set1_pd(NAN), nan);
+}
+
+AVX2_FN static void alpha_step_avx2(const double *p, const double *skip_add, const double *em, int64_t lo, int64_t hi,
+                                    double *a) {
+    int64_t s = lo;
+    for (; s + 4 <= hi; s += 4) {
+        __m256d x2 = _mm256_add_pd(_mm256_loadu_pd(p + s - 2), _mm256_loadu_pd(skip_add + s));
+        _mm256_storeu_pd(a + s, lse3_4(_mm256_loadu_pd(p + s), _mm256_loadu_pd(p + s - 1), x2, _mm256_loadu_pd(em + s)));
+    }
+    alpha_step_c(p, skip_add, em, s, hi, a);
+}
+
+AVX2_FN static void beta_step_avx2(const double *q, const double *skip_add, const double *em, int64_t lo, int64_t hi,
+                                   double *b) {
+    int64_t s = lo;
+    for (; s + 4 <= hi; s += 4) {
+        __m256d x2 = _mm256_add_pd(_mm256_loadu_pd(q + s + 2), _mm256_loadu_pd(skip_add + s + 2));
+        _mm256_storeu_pd(b + s, lse3_4(_mm256_loadu_pd(q + s), _mm256_loadu_pd(q + s + 1), x2, _mm256_loadu_pd(em + s)));
+    }
+    beta_step_c(q, skip_add, em, s, hi, b);
+}
+
+AVX2_FN static void post_avx2(const double *a, const double *b, const double *em, double ll, int64_t lo, int64_t hi,
+                              double *w) {
+    int64_t s = lo;
+    __m256d vll = _mm256_set1_pd(ll), ninf = _mm256_set1_pd(-INFINITY);
+    for (; s + 4 <= hi; s += 4) {
+        __m256d ab = _mm256_add_pd(_mm256_loadu_pd(a + s), _mm256_loadu_pd(b + s));
+        __m256d v = exp4(_mm256_sub_pd(_mm256_sub_pd(ab, _mm256_loadu_pd(em + s)), vll));
+        _mm256_storeu_pd(w + s, _mm256_blendv_pd(v, _mm256_setzero_pd(), _mm256_cmp_pd(ab, ninf, _CMP_EQ_OQ)));
+    }
+    post_c(a, b, em, ll, s, hi, w);
+}
+
+static const ctc_steps steps_avx2 = {alpha_step_avx2, beta_step_avx2, post_avx2};
+#define OAR_CTC_AVX2 1
+#endif
 
 static void swap(double **x, double **y) {
     double *t = *x;
@@ -130,7 +243,7 @@ static double forward_sample(const ctc_job *j, int64_t n, ctc_work *w) {
         int64_t lo = band_lo(t, T, L);
         hi = band_hi(t, L);
         gather(j, t, n, w->ext, lo, hi, w->em);
-        alpha_step(p, w->skip_add, w->em, lo, hi, a);
+        j->steps->alpha(p, w->skip_add, w->em, lo, hi, a);
     }
     return L > 1 ? lse2(a[L - 1], a[L - 2]) : a[0];
 }
@@ -175,7 +288,7 @@ static void backward_sample(const ctc_job *j, int64_t n, ctc_work *w) {
     for (int64_t t = T - 2; t >= 0; t--) {
         const double *q = beta + (t + 1) * R, *e = em + t * L;
         double *b = beta + t * R;
-        beta_step(q, w->skip_add, e, band_lo(t, T, L), band_hi(t, L), b);
+        j->steps->beta(q, w->skip_add, e, band_lo(t, T, L), band_hi(t, L), b);
     }
     double ll = L > 1 ? lse2(beta[0], beta[1]) : beta[0];
     if (ll == -INFINITY) { /* no alignment: zero_infinity gives zeros, torch's kernel NaN otherwise */
@@ -191,12 +304,10 @@ static void backward_sample(const ctc_job *j, int64_t n, ctc_work *w) {
             for (int64_t s = lo; s < hi; s++) a[s] = e[s];
         } else {
             swap(&a, &p);
-            alpha_step(p, w->skip_add, e, lo, hi, a);
+            j->steps->alpha(p, w->skip_add, e, lo, hi, a);
         }
-        for (int64_t s = lo; s < hi; s++) {
-            double ab = a[s] + b[s];
-            if (ab != -INFINITY) acc[w->ext[s]] += exp(ab - e[s] - ll);
-        }
+        j->steps->post(a, b, e, ll, lo, hi, w->w);
+        for (int64_t s = lo; s < hi; s++) acc[w->ext[s]] += w->w[s];
         store_row(j, t, n, acc, g, false);
         for (int64_t s = lo; s < hi; s++) acc[w->ext[s]] = 0;
     }
@@ -214,12 +325,12 @@ static void backward_task(void *ctx, int64_t n0, int64_t n1) {
 }
 
 /* ---- drivers */
-static oar_status run(const char *op, oar_tensor *const *in, oar_tensor *out, const void *g, const oar_attr *a,
-                      oar_range_fn task) {
+static oar_status run(const ctc_steps *steps, const char *op, oar_tensor *const *in, oar_tensor *out, const void *g,
+                      const oar_attr *a, oar_range_fn task) {
     oar_ctc_batch b;
     oar_status st = oar_ctc_batch_init(op, &b, in[0], in[1], in[2], in[3], a[0].i);
     if (st != OAR_OK) return st;
-    ctc_job j = {.b = &b, .lp = oar_tensor_ptr(in[0]), .f64 = in[0]->dtype == OAR_F64, .zero_inf = a[1].i != 0,
+    ctc_job j = {.steps = steps, .b = &b, .lp = oar_tensor_ptr(in[0]), .f64 = in[0]->dtype == OAR_F64, .zero_inf = a[1].i != 0,
                  .g = g, .out = oar_tensor_ptr(out)};
     if (b.N > 0 && !(j.failed = oar_malloc(sizeof(bool) * (size_t)b.N))) st = OAR_ERR_OOM;
     if (st == OAR_OK) oar_parallel_for(b.N, 1, task, &j);
@@ -230,22 +341,38 @@ static oar_status run(const char *op, oar_tensor *const *in, oar_tensor *out, co
     return st;
 }
 
-static oar_status ctc_forward(const oar_kctx *ctx, oar_tensor *const *in, int n_in, oar_tensor *const *out,
-                              int n_out, const oar_attr *a) {
-    (void)ctx; (void)n_in; (void)n_out;
-    return run("ctc_loss", in, out[0], NULL, a, forward_task);
-}
+/* KERNELS(suffix, steps): the forward and backward kernels of one instruction set */
+#define KERNELS(SUFFIX, STEPS)                                                                                 \
+    static oar_status forward_##SUFFIX(const oar_kctx *ctx, oar_tensor *const *in, int n_in,                 \
+                                       oar_tensor *const *out, int n_out, const oar_attr *a) {               \
+        return run(&STEPS, "ctc_loss", in, out[0], NULL, a, forward_task);                                    \
+    }                                                                                                        \
+    static oar_status backward_##SUFFIX(const oar_kctx *ctx, oar_tensor *const *in, int n_in,                \
+                                        oar_tensor *const *out, int n_out, const oar_attr *a) {              \
+        return run(&STEPS, "ctc_loss_backward", in + 1, out[0], oar_tensor_ptr(in[0]), a, backward_task);    \
+    }
 
-static oar_status ctc_backward(const oar_kctx *ctx, oar_tensor *const *in, int n_in, oar_tensor *const *out,
-                               int n_out, const oar_attr *a) {
-    (void)ctx; (void)n_in; (void)n_out;
-    return run("ctc_loss_backward", in + 1, out[0], oar_tensor_ptr(in[0]), a, backward_task);
+KERNELS(c, steps_c)
+#ifdef OAR_CTC_AVX2
+KERNELS(avx2, steps_avx2)
+/* asks the CPU switch at dispatch time, so a cap set after registration holds */
+static bool avx2_supports(oar_tensor *const *in, int n_in, oar_tensor *const *out, int n_out, const oar_attr *a) {
+    return oar_cpu_has_avx2();
+}
+#endif
+
+static void register_pair(const char *impl, int priority, oar_kernel_fn fwd, oar_kernel_fn bwd, oar_supports_fn sup) {
+    uint32_t dts = OAR_DTYPE_BIT(OAR_F32) | OAR_DTYPE_BIT(OAR_F64);
+    oar_register_kernel(OAR_OP_ctc_loss, (oar_kernel_entry){.device = OAR_CPU, .dtypes = dts, .impl = impl,
+                                                            .priority = priority, .fn = fwd, .supports = sup});
+    oar_register_kernel(OAR_OP_ctc_loss_backward, (oar_kernel_entry){.device = OAR_CPU, .dtypes = dts, .impl = impl,
+                                                                     .priority = priority, .fn = bwd, .supports = sup});
 }
 
 void oar_cpu_register_ctc(void) {
-    uint32_t dts = OAR_DTYPE_BIT(OAR_F32) | OAR_DTYPE_BIT(OAR_F64);
-    oar_register_kernel(OAR_OP_ctc_loss, (oar_kernel_entry){.device = OAR_CPU, .dtypes = dts, .impl = "c",
-                                                            .priority = 5, .fn = ctc_forward});
-    oar_register_kernel(OAR_OP_ctc_loss_backward, (oar_kernel_entry){.device = OAR_CPU, .dtypes = dts, .impl = "c",
-                                                                     .priority = 5, .fn = ctc_backward});
+    /* the portable build serves machines without AVX2, and the sweep checks both against the reference */
+    register_pair("c", 5, forward_c, backward_c, NULL);
+#ifdef OAR_CTC_AVX2
+    register_pair("avx2", 10, forward_avx2, backward_avx2, avx2_supports);
+#endif
 }
