@@ -588,6 +588,15 @@ OAR_API oar_tensor *oar_l1_loss(oar_tensor *input, oar_tensor *target, oar_reduc
 OAR_API oar_tensor *oar_smooth_l1_loss(oar_tensor *input, oar_tensor *target, oar_reduction r, double beta);
 /* Numerically stable for any logits; target probabilities in [0, 1]. */
 OAR_API oar_tensor *oar_bce_with_logits(oar_tensor *logits, oar_tensor *target, oar_reduction r);
+/* The CTC loss of each sample, [N] (torch's ctc_loss with reduction 'none'): log_probs [T, N, C]
+ * f32/f64; targets i32/i64, padded [N, S] or the samples' labels concatenated [sum of lengths];
+ * input_lengths and target_lengths i32/i64 [N]. Labels lie in [0, C) and are not the blank. A
+ * target no alignment fits gives inf, or 0 (and a zero gradient) with zero_infinity. The
+ * gradient is the exact derivative with respect to log_probs (torch's kernel adds exp(log_probs);
+ * through log_softmax the two agree). Reduce with ops: torch's 'mean' divides each loss by its
+ * target length (at least 1) before the mean. */
+OAR_API oar_tensor *oar_ctc_loss(oar_tensor *log_probs, oar_tensor *targets, oar_tensor *input_lengths,
+                                 oar_tensor *target_lengths, int64_t blank, bool zero_infinity);
 
 /* Classification accuracy: the fraction of samples whose target class is among the k largest
  * logits (k = 1: argmax == target, the first maximum on ties, like torch), as an f64 scalar

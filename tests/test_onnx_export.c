@@ -887,6 +887,15 @@ static oar_status unmapped_fn(void *user, oar_tensor *const *in, int n_in, oar_t
     return out[0] ? OAR_OK : oar_last_status();
 }
 
+/* ctc_loss of log_probs [3, 2, 4] against constant targets: ONNX has no CTC operator. */
+static oar_status ctc_fn(void *user, oar_tensor *const *in, int n_in, oar_tensor **out, int n_out) {
+    int64_t rows[2] = {1, 2}, frames[2] = {3, 2}, labels[2] = {1, 1};
+    oar_tensor *t = oar_from_data(rows, (int64_t[]){2, 1}, 2, OAR_I64);
+    oar_tensor *il = oar_from_data(frames, (int64_t[]){2}, 1, OAR_I64), *tl = oar_from_data(labels, (int64_t[]){2}, 1, OAR_I64);
+    out[0] = oar_ctc_loss(in[0], t, il, tl, 0, false);
+    return out[0] ? OAR_OK : oar_last_status();
+}
+
 static oar_status bn_train_fn(void *user, oar_tensor *const *in, int n_in, oar_tensor **out, int n_out) {
     oar_tensor **s = user;
     out[0] = oar_batch_norm(in[0], NULL, NULL, s[0], s[1], true, 0.1, 1e-5);
@@ -912,6 +921,13 @@ static void test_refused(void) {
     if (fp) fclose(fp);
     CHECK_ERR(oar_onnx_save(NULL, path, NULL), "expected a compiled function");
     CHECK_ERR(oar_onnx_save(f, "", NULL), "expected a file path");
+    oar_release(y[0]);
+    oar_jit_free(f);
+    /* an op refused with its reason */
+    f = oar_jit_to_static(ctc_fn, NULL, NULL);
+    oar_tensor *lp = oar_randn((int64_t[]){3, 2, 4}, 3, OAR_F32);
+    CHECK(oar_jit_call(f, &lp, 1, y, 1) == OAR_OK);
+    CHECK_ERR(oar_onnx_save(f, path, NULL), "(ctc_loss): ONNX (opset 17) has no CTC loss operator");
     oar_release(y[0]);
     oar_jit_free(f);
     /* training: batch norm updating its running statistics */

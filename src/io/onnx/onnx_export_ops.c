@@ -843,10 +843,20 @@ void oxe_list_ops(char *buf, size_t size) {
         len += (size_t)snprintf(buf + len, size - len, "%s%s", i ? ", " : "", oar_op_table[g_ops[i].op]->name);
 }
 
+/* ops with no ONNX counterpart to write them as, and why (the generic message lists the others) */
+static const struct {
+    oar_op_id op;
+    const char *why;
+} g_refused[] = {
+    {OAR_OP_ctc_loss, "ONNX (opset 17) has no CTC loss operator; export the model without its loss"},
+};
+
 oar_status oxe_translate(oxe_graph *g, int node) {
     const oar_node *n = &g->p->nodes[node];
     for (size_t i = 0; i < N_OPS; i++)
         if (g_ops[i].op == n->op) return g_ops[i].fn(g, n);
+    for (size_t i = 0; i < sizeof g_refused / sizeof *g_refused; i++)
+        if (g_refused[i].op == n->op) return refuse(g, n, g_refused[i].why);
     char ops[2048];
     oxe_list_ops(ops, sizeof ops);
     return oar_error(OAR_ERR_UNSUPPORTED, "onnx_save: node %d (%s) has no ONNX mapping; the export supports %s", node,

@@ -15,6 +15,7 @@ void oar_cpu_kernels_init(void) {
     oar_cpu_register_conv();
     oar_cpu_register_nn();
     oar_cpu_register_loss();
+    oar_cpu_register_ctc();
     oar_cpu_register_index();
     oar_cpu_register_masked_fill();
     oar_cpu_register_unary_backward();

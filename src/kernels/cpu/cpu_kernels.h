@@ -20,6 +20,7 @@ void oar_cpu_register_gemm(void);
 void oar_cpu_register_conv(void);
 void oar_cpu_register_nn(void);
 void oar_cpu_register_loss(void);
+void oar_cpu_register_ctc(void);
 void oar_cpu_register_index(void);
 void oar_cpu_register_masked_fill(void); /* index_masked_fill.c */
 void oar_cpu_register_unary_backward(void); /* avx2_unary_backward.c */
