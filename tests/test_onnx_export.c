@@ -378,6 +378,60 @@ static void test_group_norm(int ndim, bool affine) {
     oar_scope_end();
 }
 
+/* The 3-d ops of the video models (conv3d with bias, strided in H and W; max_pool3d; a grouped
+ * conv_transpose3d with output_padding; avg_pool3d with padding counted) export as
+ * Conv, MaxPool, ConvTranspose and AveragePool of 5-D tensors and re-import onto the same ops:
+ * the same bits at the traced batch and at another. */
+static oar_tensor *g_vol_w[4];
+static oar_status video_fn(void *user, oar_tensor *const *in, int n_in, oar_tensor **out, int n_out) {
+    (void)user, (void)n_in, (void)n_out;
+    int64_t one[3] = {1, 1, 1}, pad1[3] = {1, 1, 1}, s122[3] = {1, 2, 2}, k122[3] = {1, 2, 2}, two[3] = {2, 2, 2};
+    int64_t op[3] = {1, 0, 1}, zero[3] = {0, 0, 0}, k3[3] = {3, 3, 3};
+    oar_attr ca[4] = {oar_attr_ints(s122, 3), oar_attr_ints(pad1, 3), oar_attr_ints(one, 3), oar_attr_int(1)};
+    oar_attr ma[5] = {oar_attr_ints(k122, 3), oar_attr_ints(k122, 3), oar_attr_ints(zero, 3), oar_attr_ints(one, 3),
+                      oar_attr_int(0)};
+    oar_attr ta[5] = {oar_attr_ints(two, 3), oar_attr_ints(pad1, 3), oar_attr_ints(op, 3), oar_attr_ints(one, 3),
+                      oar_attr_int(2)};
+    oar_attr aa[6] = {oar_attr_ints(k3, 3), oar_attr_ints(two, 3), oar_attr_ints(pad1, 3), oar_attr_int(0),
+                      oar_attr_int(1), oar_attr_int(0)};
+    oar_tensor *c[3] = {in[0], g_vol_w[0], g_vol_w[1]};
+    oar_tensor *y = oar_relu(oar_op_call1(OAR_OP_conv3d, c, 3, ca));
+    y = oar_op_call1(OAR_OP_max_pool3d, &y, 1, ma);
+    oar_tensor *t[3] = {y, g_vol_w[2], g_vol_w[3]};
+    y = oar_op_call1(OAR_OP_conv_transpose3d, t, 3, ta);
+    out[0] = oar_op_call1(OAR_OP_avg_pool3d, &y, 1, aa);
+    return out[0] ? OAR_OK : oar_last_status();
+}
+
+static void test_video_ops(void) {
+    oar_scope_begin();
+    int64_t ws[4][5] = {{8, 3, 3, 3, 3}, {8}, {8, 2, 3, 3, 3}, {4}};
+    int nd[4] = {5, 1, 5, 1};
+    for (int k = 0; k < 4; k++) oar_keep(g_vol_w[k] = oar_randn(ws[k], nd[k], OAR_F32));
+    oar_input_spec spec = {OAR_F32, 5, {-1, 3, 4, 10, 10}, "x"};
+    oar_jit_opts jo = {.specs = &spec, .n_specs = 1};
+    oar_jit *f = oar_jit_to_static(video_fn, NULL, &jo);
+    oar_tensor *x2 = oar_randn((int64_t[]){2, 3, 4, 10, 10}, 5, OAR_F32), *x3 = oar_randn((int64_t[]){3, 3, 4, 10, 10}, 5, OAR_F32);
+    oar_tensor *y2[1] = {0}, *y3[1] = {0};
+    CHECK(oar_jit_call(f, &x2, 1, y2, 1) == OAR_OK);
+    CHECK(oar_jit_call(f, &x3, 1, y3, 1) == OAR_OK);
+    char path[512];
+    snprintf(path, sizeof path, "%s/video_ops.onnx", dir);
+    oar_status st = oar_onnx_save(f, path, NULL);
+    CHECK(st == OAR_OK);
+    if (st != OAR_OK) fprintf(stderr, "video_ops: %s\n", oar_last_error());
+    if (y2[0] && y3[0] && st == OAR_OK) {
+        check_roundtrip(path, x2, y2[0], true, 0, "video_ops");
+        check_roundtrip(path, x3, y3[0], true, 0, "video_ops");
+        keep("video_ops", path, x3, y3[0]);
+    }
+    oar_release(y2[0]);
+    oar_release(y3[0]);
+    oar_jit_free(f);
+    for (int k = 0; k < 4; k++) oar_release(g_vol_w[k]);
+    oar_scope_end();
+}
+
 /* conv -> relu -> flatten -> linear (no pooling): conv_nhwc runs the conv and relu in NHWC and
  * the flatten, traced as a view of a contiguous tensor, must read a contiguous copy of their
  * NCHW view (it failed with "this layout cannot be viewed" before). Compiled = eager, and the
@@ -968,6 +1022,7 @@ int main(void) {
     test_group_norm(4, false);
     test_group_norm(2, true);
     test_conv_flatten();
+    test_video_ops();
     test_conv_pool_nhwc(false);
     test_conv_pool_nhwc(true);
     test_conv_flatten_nhwc();

@@ -1,4 +1,4 @@
-"""F.conv_transpose3d / nn.ConvTranspose3d (kD 2-d transposed convolutions) beside torch 1.13:
+"""F.conv_transpose3d / nn.ConvTranspose3d (the conv_transpose3d op) beside torch 1.13:
 outputs and the gradients of input, weight and bias over strides, padding, output_padding,
 dilation and groups; the lazy form; an unbatched input."""
 import numpy as np

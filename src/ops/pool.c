@@ -1,18 +1,33 @@
-/* 2-d pooling over the last two dims of [C, H, W] or [N, C, H, W] tensors, with PyTorch's
- * output sizes (ceil_mode), window clipping (count_include_pad) and adaptive bins.
- * Backward ops: max pooling scatters the gradient to each window's argmax (recomputed from x,
- * so nothing but x is saved) and its second-order partner gathers from the argmax; average
- * pooling and its backward are adjoint linear maps, so each one's rule is the other. */
+/* Pooling over the last two (2-d) or three (3-d) dims of [C, (D,) H, W] or [N, C, (D,) H, W]
+ * tensors, with PyTorch's output sizes (ceil_mode), window clipping (count_include_pad) and
+ * adaptive bins (2-d). The 2-d and 3-d ops are one code with the rank as a parameter: a 2-d
+ * window is a 3-d one of unit depth. Backward ops: max pooling scatters the gradient to each
+ * window's argmax (recomputed from x, so nothing but x is saved) and its second-order partner
+ * gathers from the argmax; average pooling and its backward are adjoint linear maps, so each
+ * one's rule is the other. */
 #include "ops/op.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
+/* Spatial entries are [depth, height, width]; a 2-d pool has a unit leading one. */
 typedef struct pgeom {
-    int64_t planes, h, w, oh, ow;
-    int64_t kh, kw, sh, sw, ph, pw, dh, dw;
+    int nsp;        /* 2 or 3 */
+    int64_t planes; /* the leading (batch and channel) dims' product */
+    int64_t sp[3], o[3], k[3], s[3], p[3], d[3];
+    int64_t divisor; /* avg_pool3d's divisor_override; 0: none */
     bool ceil_mode, include_pad;
 } pgeom;
+
+/* The ops of each rank, for the gradient rules. */
+static const oar_op_id MAX_BWD[2] = {OAR_OP_max_pool2d_backward, OAR_OP_max_pool3d_backward};
+static const oar_op_id MAX_GATHER[2] = {OAR_OP_max_pool2d_gather, OAR_OP_max_pool3d_gather};
+static const oar_op_id AVG[2] = {OAR_OP_avg_pool2d, OAR_OP_avg_pool3d};
+static const oar_op_id AVG_BWD[2] = {OAR_OP_avg_pool2d_backward, OAR_OP_avg_pool3d_backward};
+/* a rule's rank: from its window attribute (the input's rank cannot tell an unbatched 3-d
+ * pool from a batched 2-d one) */
+static int rank_ix(const oar_attr *kernel) { return kernel->n == 3; }
 
 /* torch's pooling_output_shape: floor (or ceil) division, and with ceil_mode no window may
  * start beyond the input and its left padding. */
@@ -26,71 +41,97 @@ static int64_t pool_out_size(int64_t in, int64_t k, int64_t s, int64_t p, int64_
     return out > INT64_MAX ? INT64_MAX : out < INT64_MIN ? INT64_MIN : (int64_t)out;
 }
 
-static oar_status check_input_shape(const char *op, const char *name, const int64_t *xs, int nd) {
+/* "2 x 3" (or "1 x 2 x 3") for messages. */
+static const char *by(const int64_t *v, int n, char *buf, size_t size) {
+    int at = 0;
+    buf[0] = 0;
+    for (int i = 0; i < n && at >= 0 && (size_t)at < size; i++)
+        at += snprintf(buf + at, size - (size_t)at, i ? " x %lld" : "%lld", (long long)v[i]);
+    return buf;
+}
+
+static oar_status check_input_shape(const char *op, const char *name, const int64_t *xs, int nd, int nsp) {
     char s[128];
     oar_format_shape(xs, nd, s, sizeof s);
-    if (nd != 3 && nd != 4)
-        return oar_error(OAR_ERR_SHAPE, "%s: expected %s to be 3-d [C, H, W] or 4-d [N, C, H, W], got shape %s",
-                         op, name, s);
-    for (int d = nd - 3; d < nd; d++)
+    if (nd != nsp + 1 && nd != nsp + 2)
+        return oar_error(OAR_ERR_SHAPE, "%s: expected %s to be %s, got shape %s", op, name,
+                         nsp == 2 ? "3-d [C, H, W] or 4-d [N, C, H, W]" : "4-d [C, D, H, W] or 5-d [N, C, D, H, W]", s);
+    for (int d = nd - nsp - 1; d < nd; d++)
         if (xs[d] < 1)
-            return oar_error(OAR_ERR_SHAPE, "%s: expected %s to have non-zero channels, height and width, got "
-                                            "shape %s", op, name, s);
+            return oar_error(OAR_ERR_SHAPE, "%s: expected %s to have non-zero channels%s, height and width, got "
+                                            "shape %s", op, name, nsp == 3 ? ", depth" : "", s);
     return OAR_OK;
 }
 
-static oar_status read_pair(const char *op, const char *what, const oar_attr *a, int64_t min, int64_t *out) {
+static oar_status read_list(const char *op, const char *what, const oar_attr *a, int nsp, int64_t min, int64_t *out) {
     char s[128];
     oar_format_shape(a->ints, a->n, s, sizeof s);
-    if (a->n != 2)
-        return oar_error(OAR_ERR_INVALID_ARG, "%s: expected %s to have 2 entries (height, width), got %s", op, what, s);
-    if (a->ints[0] < min || a->ints[1] < min)
-        return oar_error(OAR_ERR_INVALID_ARG, "%s: expected %s entries >= %lld, got %s", op, what, (long long)min, s);
-    out[0] = a->ints[0], out[1] = a->ints[1];
+    if (a->n != nsp)
+        return oar_error(OAR_ERR_INVALID_ARG, "%s: expected %s to have %d entries (%s), got %s", op, what, nsp,
+                         nsp == 2 ? "height, width" : "depth, height, width", s);
+    for (int i = 0; i < nsp; i++)
+        if (a->ints[i] < min)
+            return oar_error(OAR_ERR_INVALID_ARG, "%s: expected %s entries >= %lld, got %s", op, what, (long long)min, s);
+    memcpy(out, a->ints, sizeof(int64_t) * (size_t)nsp);
     return OAR_OK;
 }
 
 /* Window parameters (dil NULL: 1) for an input of shape xs, checked as torch checks them. */
-static oar_status pool_geom(const char *op, const char *xname, const int64_t *xs, int nd, const oar_attr *ker,
-                            const oar_attr *str, const oar_attr *pad, const oar_attr *dil, bool ceil_mode,
-                            pgeom *g) {
+static oar_status pool_geom(const char *op, const char *xname, const int64_t *xs, int nd, int nsp,
+                            const oar_attr *ker, const oar_attr *str, const oar_attr *pad, const oar_attr *dil,
+                            bool ceil_mode, pgeom *g) {
     oar_status st;
-    int64_t k[2] = {1, 1}, s[2] = {1, 1}, p[2] = {0, 0}, d[2] = {1, 1};
-    if ((st = check_input_shape(op, xname, xs, nd)) != OAR_OK) return st;
-    if ((st = read_pair(op, "kernel", ker, 1, k)) != OAR_OK) return st;
-    if ((st = read_pair(op, "stride", str, 1, s)) != OAR_OK) return st;
-    if ((st = read_pair(op, "padding", pad, 0, p)) != OAR_OK) return st;
-    if (dil && (st = read_pair(op, "dilation", dil, 1, d)) != OAR_OK) return st;
-    if (p[0] > k[0] / 2 || p[1] > k[1] / 2)
-        return oar_error(OAR_ERR_INVALID_ARG, "%s: expected padding at most half the kernel, got padding "
-                                              "[%lld, %lld] for kernel [%lld, %lld]; pad the input with oar_pad "
-                                              "for more", op, (long long)p[0], (long long)p[1], (long long)k[0],
-                         (long long)k[1]);
-    g->h = xs[nd - 2], g->w = xs[nd - 1];
+    const int lead = 3 - nsp;
+    memset(g, 0, sizeof *g);
+    g->nsp = nsp;
+    for (int i = 0; i < 3; i++) g->sp[i] = g->k[i] = g->s[i] = g->d[i] = 1;
+    if ((st = check_input_shape(op, xname, xs, nd, nsp)) != OAR_OK) return st;
+    if ((st = read_list(op, "kernel", ker, nsp, 1, g->k + lead)) != OAR_OK) return st;
+    if ((st = read_list(op, "stride", str, nsp, 1, g->s + lead)) != OAR_OK) return st;
+    if ((st = read_list(op, "padding", pad, nsp, 0, g->p + lead)) != OAR_OK) return st;
+    if (dil && (st = read_list(op, "dilation", dil, nsp, 1, g->d + lead)) != OAR_OK) return st;
+    char a[64], b[64], c[64], e[64];
+    for (int i = lead; i < 3; i++)
+        if (g->p[i] > g->k[i] / 2) {
+            oar_format_shape(g->p + lead, nsp, a, sizeof a);
+            oar_format_shape(g->k + lead, nsp, b, sizeof b);
+            return oar_error(OAR_ERR_INVALID_ARG, "%s: expected padding at most half the kernel, got padding %s for "
+                                                  "kernel %s; pad the input with oar_pad for more", op, a, b);
+        }
     g->planes = 1;
-    for (int i = 0; i < nd - 2; i++) g->planes *= xs[i];
-    g->kh = k[0], g->kw = k[1], g->sh = s[0], g->sw = s[1], g->ph = p[0], g->pw = p[1], g->dh = d[0], g->dw = d[1];
+    for (int i = 0; i < nd - nsp; i++) g->planes *= xs[i];
+    bool huge = false, empty = false;
+    for (int i = lead; i < 3; i++) {
+        g->sp[i] = xs[nd - 3 + i];
+        g->o[i] = pool_out_size(g->sp[i], g->k[i], g->s[i], g->p[i], g->d[i], ceil_mode);
+        huge |= g->o[i] == INT64_MAX;
+        empty |= g->o[i] < 1;
+    }
+    g->o[0] = lead ? 1 : g->o[0];
     g->ceil_mode = ceil_mode;
-    g->oh = pool_out_size(g->h, k[0], s[0], p[0], d[0], ceil_mode);
-    g->ow = pool_out_size(g->w, k[1], s[1], p[1], d[1], ceil_mode);
-    if (g->oh == INT64_MAX || g->ow == INT64_MAX)
-        return oar_error(OAR_ERR_SHAPE, "%s: expected an output size below 2^63, got a larger one from input "
-                                        "%lld x %lld with padding [%lld, %lld]", op, (long long)g->h, (long long)g->w,
-                         (long long)p[0], (long long)p[1]);
-    if (g->oh < 1 || g->ow < 1)
-        return oar_error(OAR_ERR_SHAPE, "%s: expected an output of at least 1 x 1, got %lld x %lld from input "
-                                        "%lld x %lld with kernel [%lld, %lld], padding [%lld, %lld], dilation "
-                                        "[%lld, %lld]; use a smaller kernel or more padding", op,
-                         (long long)g->oh, (long long)g->ow, (long long)g->h, (long long)g->w, (long long)k[0],
-                         (long long)k[1], (long long)p[0], (long long)p[1], (long long)d[0], (long long)d[1]);
+    if (huge) {
+        oar_format_shape(g->p + lead, nsp, b, sizeof b);
+        return oar_error(OAR_ERR_SHAPE, "%s: expected an output size below 2^63, got a larger one from input %s with "
+                                        "padding %s", op, by(g->sp + lead, nsp, a, sizeof a), b);
+    }
+    if (empty) {
+        oar_format_shape(g->k + lead, nsp, c, sizeof c);
+        oar_format_shape(g->p + lead, nsp, e, sizeof e);
+        char f[64], h[64], dl[64];
+        oar_format_shape(g->d + lead, nsp, dl, sizeof dl);
+        return oar_error(OAR_ERR_SHAPE, "%s: expected an output of at least %s, got %s from input %s with kernel %s, "
+                                        "padding %s, dilation %s; use a smaller kernel or more padding", op,
+                         nsp == 2 ? "1 x 1" : "1 x 1 x 1", by(g->o + lead, nsp, f, sizeof f),
+                         by(g->sp + lead, nsp, h, sizeof h), c, e, dl);
+    }
     return OAR_OK;
 }
 
-static void pooled_meta(oar_meta *m, oar_dtype dt, const int64_t *xs, int nd, int64_t oh, int64_t ow) {
+static void pooled_meta(oar_meta *m, oar_dtype dt, const int64_t *xs, int nd, const pgeom *g) {
     m->dtype = dt;
     m->ndim = nd;
     memcpy(m->shape, xs, sizeof(int64_t) * (size_t)nd);
-    m->shape[nd - 2] = oh, m->shape[nd - 1] = ow;
+    for (int i = 0; i < g->nsp; i++) m->shape[nd - g->nsp + i] = g->o[3 - g->nsp + i];
 }
 
 /* t's shape must equal want (an output or input shape the op computed). */
@@ -126,61 +167,87 @@ static void store_doubles(oar_tensor *t, double *p) {
     oar_free(p, sizeof(double) * (size_t)t->numel);
 }
 
+static int64_t in_volume(const pgeom *g) { return g->sp[0] * g->sp[1] * g->sp[2]; }
+static int64_t out_volume(const pgeom *g) { return g->o[0] * g->o[1] * g->o[2]; }
+
+/* Visits every output position (plane p, flat index o in its output volume) with its
+ * coordinates. */
+#define FOR_OUTPUTS(g, P, O, oz, oy, ox)                                  \
+    for (int64_t P = 0; P < (g)->planes; P++)                               \
+        for (int64_t oz = 0, O = 0; oz < (g)->o[0]; oz++)                   \
+            for (int64_t oy = 0; oy < (g)->o[1]; oy++)                      \
+                for (int64_t ox = 0; ox < (g)->o[2]; ox++, O++)
+
+/* Table entries of the 2-d and 3-d op of one kind, each fixing its rank and name. */
+#define RANKED_INFER(fn, tag, nsp, name)                                                                          \
+    static oar_status fn##_##tag(oar_tensor *const *in, int n_in, const oar_attr *a, oar_meta *out, int *n_out) { \
+        (void)n_in;                                                                                               \
+        return fn(name, nsp, in, a, out, n_out);                                                                  \
+    }
+#define RANKED_REF(fn, tag, nsp, name)                                                                           \
+    static oar_status fn##_##tag(const oar_kctx *ctx, oar_tensor *const *in, int n_in, oar_tensor *const *out,    \
+                                 int n_out, const oar_attr *a) {                                                 \
+        (void)ctx; (void)n_in; (void)n_out;                                                                      \
+        return fn(name, nsp, in, out, a);                                                                        \
+    }
+
 /* ================================================================ max pooling */
-/* attrs: kernel, stride, padding, dilation, ceil_mode; x is input 0 of max_pool2d and input 1
+/* attrs: kernel, stride, padding, dilation, ceil_mode; x is input 0 of max_poolNd and input 1
  * of its backward ops. */
-static oar_status max_geom(const char *op, const oar_tensor *x, const oar_attr *a, pgeom *g) {
-    return pool_geom(op, "x", x->shape, x->ndim, &a[0], &a[1], &a[2], &a[3], a[4].i != 0, g);
+static oar_status max_geom(const char *op, int nsp, const oar_tensor *x, const oar_attr *a, pgeom *g) {
+    return pool_geom(op, "x", x->shape, x->ndim, nsp, &a[0], &a[1], &a[2], &a[3], a[4].i != 0, g);
 }
 
-/* Index in the plane of the window's maximum, chosen as torch does: the first largest value,
- * a NaN winning; -1 when the window holds no input element. */
-static int64_t window_argmax(const pgeom *g, const oar_dtype_traits *tr, const char *plane, int64_t oy, int64_t ox) {
+/* Index in the plane's volume of the window's maximum, chosen as torch does: the first largest
+ * value, a NaN winning; -1 when the window holds no input element. */
+static int64_t window_argmax(const pgeom *g, const oar_dtype_traits *tr, const char *plane, int64_t oz, int64_t oy,
+                             int64_t ox) {
     int64_t best_i = -1;
     double best = -INFINITY;
-    for (int64_t ky = 0; ky < g->kh; ky++) {
-        int64_t iy = oy * g->sh - g->ph + ky * g->dh;
-        if (iy < 0 || iy >= g->h) continue;
-        for (int64_t kx = 0; kx < g->kw; kx++) {
-            int64_t ix = ox * g->sw - g->pw + kx * g->dw;
-            if (ix < 0 || ix >= g->w) continue;
-            double v = tr->load(plane + (iy * g->w + ix) * (int64_t)tr->size);
-            if (best_i < 0 || v > best || isnan(v)) {
-                best = v;
-                best_i = iy * g->w + ix;
+    for (int64_t kz = 0; kz < g->k[0]; kz++) {
+        int64_t iz = oz * g->s[0] - g->p[0] + kz * g->d[0];
+        if (iz < 0 || iz >= g->sp[0]) continue;
+        for (int64_t ky = 0; ky < g->k[1]; ky++) {
+            int64_t iy = oy * g->s[1] - g->p[1] + ky * g->d[1];
+            if (iy < 0 || iy >= g->sp[1]) continue;
+            for (int64_t kx = 0; kx < g->k[2]; kx++) {
+                int64_t ix = ox * g->s[2] - g->p[2] + kx * g->d[2];
+                if (ix < 0 || ix >= g->sp[2]) continue;
+                int64_t i = (iz * g->sp[1] + iy) * g->sp[2] + ix;
+                double v = tr->load(plane + i * (int64_t)tr->size);
+                if (best_i < 0 || v > best || isnan(v)) {
+                    best = v;
+                    best_i = i;
+                }
             }
         }
     }
     return best_i;
 }
 
-static oar_status max_pool_infer(oar_tensor *const *in, int n_in, const oar_attr *a, oar_meta *out, int *n_out) {
-    (void)n_in;
+static oar_status max_pool_infer(const char *op, int nsp, oar_tensor *const *in, const oar_attr *a, oar_meta *out,
+                                 int *n_out) {
     pgeom g;
-    oar_status st = oar_check_float("max_pool2d", in[0], "x");
-    if (st == OAR_OK) st = max_geom("max_pool2d", in[0], a, &g);
+    oar_status st = oar_check_float(op, in[0], "x");
+    if (st == OAR_OK) st = max_geom(op, nsp, in[0], a, &g);
     if (st != OAR_OK) return st;
-    pooled_meta(out, in[0]->dtype, in[0]->shape, in[0]->ndim, g.oh, g.ow);
+    pooled_meta(out, in[0]->dtype, in[0]->shape, in[0]->ndim, &g);
     *n_out = 1;
     return OAR_OK;
 }
 
-static oar_status max_pool_ref(const oar_kctx *ctx, oar_tensor *const *in, int n_in, oar_tensor *const *out,
-                               int n_out, const oar_attr *a) {
-    (void)ctx; (void)n_in; (void)n_out;
+static oar_status max_pool_ref(const char *op, int nsp, oar_tensor *const *in, oar_tensor *const *out,
+                               const oar_attr *a) {
     pgeom g;
-    max_geom("max_pool2d", in[0], a, &g);
+    max_geom(op, nsp, in[0], a, &g);
     const oar_dtype_traits *tr = &oar_dtypes[in[0]->dtype];
-    int64_t es = (int64_t)tr->size;
+    int64_t es = (int64_t)tr->size, iv = in_volume(&g), ov = out_volume(&g);
     const char *x = oar_tensor_ptr(in[0]);
     char *y = oar_tensor_ptr(out[0]);
-    for (int64_t p = 0; p < g.planes; p++) {
-        const char *xp = x + p * g.h * g.w * es;
-        for (int64_t oy = 0; oy < g.oh; oy++)
-            for (int64_t ox = 0; ox < g.ow; ox++) {
-                int64_t i = window_argmax(&g, tr, xp, oy, ox);
-                tr->store(y + ((p * g.oh + oy) * g.ow + ox) * es, i < 0 ? -INFINITY : tr->load(xp + i * es));
-            }
+    FOR_OUTPUTS(&g, p, o, oz, oy, ox) {
+        const char *xp = x + p * iv * es;
+        int64_t i = window_argmax(&g, tr, xp, oz, oy, ox);
+        tr->store(y + (p * ov + o) * es, i < 0 ? -INFINITY : tr->load(xp + i * es));
     }
     return OAR_OK;
 }
@@ -191,213 +258,264 @@ static oar_tensor *max_call(oar_op_id op, oar_tensor *a0, oar_tensor *x, const o
 }
 
 static oar_status max_pool_grad(oar_grad_ctx *g) {
-    g->gin[0] = max_call(OAR_OP_max_pool2d_backward, g->gout[0], g->in[0], g->attrs);
+    g->gin[0] = max_call(MAX_BWD[rank_ix(&g->attrs[0])], g->gout[0], g->in[0], g->attrs);
     return g->gin[0] ? OAR_OK : oar_last_status();
 }
 
 /* torch's defaults but stride's (torch: the kernel size, which a table value cannot say) */
-#define MAX_ATTRS {"kernel", OAR_ATTR_INTS}, {"stride", OAR_ATTR_INTS}, {"padding", OAR_ATTR_INTS, "0,0"}, \
-                  {"dilation", OAR_ATTR_INTS, "1,1"}, {"ceil_mode", OAR_ATTR_INT, "false"}
+#define MAX_ATTRS(ZERO, ONE) {"kernel", OAR_ATTR_INTS}, {"stride", OAR_ATTR_INTS}, {"padding", OAR_ATTR_INTS, ZERO}, \
+                  {"dilation", OAR_ATTR_INTS, ONE}, {"ceil_mode", OAR_ATTR_INT, "false"}
+
+RANKED_INFER(max_pool_infer, 2, 2, "max_pool2d")
+RANKED_INFER(max_pool_infer, 3, 3, "max_pool3d")
+RANKED_REF(max_pool_ref, 2, 2, "max_pool2d")
+RANKED_REF(max_pool_ref, 3, 3, "max_pool3d")
 
 const oar_op_def oar_opdef_max_pool2d = {
-    .name = "max_pool2d", .n_inputs = 1, .n_outputs = 1, .n_attrs = 5, .attrs = {MAX_ATTRS},
+    .name = "max_pool2d", .n_inputs = 1, .n_outputs = 1, .n_attrs = 5, .attrs = {MAX_ATTRS("0,0", "1,1")},
     .ref_dtypes = OAR_FLOAT_DTYPES,
-    .infer = max_pool_infer, .reference = max_pool_ref, .grad = max_pool_grad,
+    .infer = max_pool_infer_2, .reference = max_pool_ref_2, .grad = max_pool_grad,
 };
 
-/* ---- max_pool2d_backward(grad, x): grad added at each window's argmax in x. The result is
- * linear in grad (adjoint: max_pool2d_gather) and piecewise constant in x (zero gradient). */
-static oar_status max_bwd_infer(oar_tensor *const *in, int n_in, const oar_attr *a, oar_meta *out, int *n_out) {
-    (void)n_in;
-    const char *op = "max_pool2d_backward";
+const oar_op_def oar_opdef_max_pool3d = {
+    .name = "max_pool3d", .n_inputs = 1, .n_outputs = 1, .n_attrs = 5, .attrs = {MAX_ATTRS("0,0,0", "1,1,1")},
+    .ref_dtypes = OAR_FLOAT_DTYPES,
+    .infer = max_pool_infer_3, .reference = max_pool_ref_3, .grad = max_pool_grad,
+};
+
+/* ---- max_poolNd_backward(grad, x): grad added at each window's argmax in x. The result is
+ * linear in grad (adjoint: max_poolNd_gather) and piecewise constant in x (zero gradient). */
+static oar_status max_bwd_infer(const char *op, int nsp, oar_tensor *const *in, const oar_attr *a, oar_meta *out,
+                                int *n_out) {
     pgeom g;
     oar_status st = check_pair_dtypes(op, in, "grad", "x");
-    if (st == OAR_OK) st = max_geom(op, in[1], a, &g);
+    if (st == OAR_OK) st = max_geom(op, nsp, in[1], a, &g);
     if (st != OAR_OK) return st;
     oar_meta m;
-    pooled_meta(&m, in[1]->dtype, in[1]->shape, in[1]->ndim, g.oh, g.ow);
-    if ((st = check_shape_is(op, "grad", in[0], m.shape, m.ndim, "max_pool2d's output for x")) != OAR_OK) return st;
+    pooled_meta(&m, in[1]->dtype, in[1]->shape, in[1]->ndim, &g);
+    if ((st = check_shape_is(op, "grad", in[0], m.shape, m.ndim, "the pooling's output for x")) != OAR_OK) return st;
     oar_meta_from(out, in[1]);
     *n_out = 1;
     return OAR_OK;
 }
 
-static oar_status max_bwd_ref(const oar_kctx *ctx, oar_tensor *const *in, int n_in, oar_tensor *const *out,
-                              int n_out, const oar_attr *a) {
-    (void)ctx; (void)n_in; (void)n_out;
+static oar_status max_bwd_ref(const char *op, int nsp, oar_tensor *const *in, oar_tensor *const *out,
+                              const oar_attr *a) {
     pgeom g;
-    max_geom("max_pool2d_backward", in[1], a, &g);
+    max_geom(op, nsp, in[1], a, &g);
     const oar_dtype_traits *tr = &oar_dtypes[in[1]->dtype];
-    int64_t es = (int64_t)tr->size;
+    int64_t es = (int64_t)tr->size, iv = in_volume(&g), ov = out_volume(&g);
     double *dx = zeroed_doubles(out[0]->numel);
     if (!dx) return OAR_ERR_OOM;
     const char *gy = oar_tensor_ptr(in[0]), *x = oar_tensor_ptr(in[1]);
-    for (int64_t p = 0; p < g.planes; p++)
-        for (int64_t oy = 0; oy < g.oh; oy++)
-            for (int64_t ox = 0; ox < g.ow; ox++) {
-                int64_t i = window_argmax(&g, tr, x + p * g.h * g.w * es, oy, ox);
-                if (i >= 0) dx[p * g.h * g.w + i] += tr->load(gy + ((p * g.oh + oy) * g.ow + ox) * es);
-            }
+    FOR_OUTPUTS(&g, p, o, oz, oy, ox) {
+        int64_t i = window_argmax(&g, tr, x + p * iv * es, oz, oy, ox);
+        if (i >= 0) dx[p * iv + i] += tr->load(gy + (p * ov + o) * es);
+    }
     store_doubles(out[0], dx);
     return OAR_OK;
 }
 
 static oar_status max_bwd_grad(oar_grad_ctx *g) {
     if (g->needs[0]) {
-        g->gin[0] = max_call(OAR_OP_max_pool2d_gather, g->gout[0], g->in[1], g->attrs);
+        g->gin[0] = max_call(MAX_GATHER[rank_ix(&g->attrs[0])], g->gout[0], g->in[1], g->attrs);
         if (!g->gin[0]) return oar_last_status();
     }
     return OAR_OK;
 }
 
+RANKED_INFER(max_bwd_infer, 2, 2, "max_pool2d_backward")
+RANKED_INFER(max_bwd_infer, 3, 3, "max_pool3d_backward")
+RANKED_REF(max_bwd_ref, 2, 2, "max_pool2d_backward")
+RANKED_REF(max_bwd_ref, 3, 3, "max_pool3d_backward")
+
 const oar_op_def oar_opdef_max_pool2d_backward = {
-    .name = "max_pool2d_backward", .n_inputs = 2, .n_outputs = 1, .n_attrs = 5, .attrs = {MAX_ATTRS},
+    .name = "max_pool2d_backward", .n_inputs = 2, .n_outputs = 1, .n_attrs = 5, .attrs = {MAX_ATTRS("0,0", "1,1")},
     .ref_dtypes = OAR_FLOAT_DTYPES,
-    .infer = max_bwd_infer, .reference = max_bwd_ref, .grad = max_bwd_grad,
+    .infer = max_bwd_infer_2, .reference = max_bwd_ref_2, .grad = max_bwd_grad,
 };
 
-/* ---- max_pool2d_gather(v, x): v read at each window's argmax in x (v has x's shape). It is
- * max_pool2d's derivative in direction v, and the adjoint of max_pool2d_backward. */
-static oar_status max_gather_infer(oar_tensor *const *in, int n_in, const oar_attr *a, oar_meta *out, int *n_out) {
-    (void)n_in;
-    const char *op = "max_pool2d_gather";
+const oar_op_def oar_opdef_max_pool3d_backward = {
+    .name = "max_pool3d_backward", .n_inputs = 2, .n_outputs = 1, .n_attrs = 5, .attrs = {MAX_ATTRS("0,0,0", "1,1,1")},
+    .ref_dtypes = OAR_FLOAT_DTYPES,
+    .infer = max_bwd_infer_3, .reference = max_bwd_ref_3, .grad = max_bwd_grad,
+};
+
+/* ---- max_poolNd_gather(v, x): v read at each window's argmax in x (v has x's shape). It is
+ * max_poolNd's derivative in direction v, and the adjoint of max_poolNd_backward. */
+static oar_status max_gather_infer(const char *op, int nsp, oar_tensor *const *in, const oar_attr *a, oar_meta *out,
+                                   int *n_out) {
     pgeom g;
     oar_status st = check_pair_dtypes(op, in, "v", "x");
-    if (st == OAR_OK) st = max_geom(op, in[1], a, &g);
+    if (st == OAR_OK) st = max_geom(op, nsp, in[1], a, &g);
     if (st == OAR_OK) st = check_shape_is(op, "v", in[0], in[1]->shape, in[1]->ndim, "x's shape");
     if (st != OAR_OK) return st;
-    pooled_meta(out, in[1]->dtype, in[1]->shape, in[1]->ndim, g.oh, g.ow);
+    pooled_meta(out, in[1]->dtype, in[1]->shape, in[1]->ndim, &g);
     *n_out = 1;
     return OAR_OK;
 }
 
-static oar_status max_gather_ref(const oar_kctx *ctx, oar_tensor *const *in, int n_in, oar_tensor *const *out,
-                                 int n_out, const oar_attr *a) {
-    (void)ctx; (void)n_in; (void)n_out;
+static oar_status max_gather_ref(const char *op, int nsp, oar_tensor *const *in, oar_tensor *const *out,
+                                 const oar_attr *a) {
     pgeom g;
-    max_geom("max_pool2d_gather", in[1], a, &g);
+    max_geom(op, nsp, in[1], a, &g);
     const oar_dtype_traits *tr = &oar_dtypes[in[1]->dtype];
-    int64_t es = (int64_t)tr->size;
+    int64_t es = (int64_t)tr->size, iv = in_volume(&g), ov = out_volume(&g);
     const char *v = oar_tensor_ptr(in[0]), *x = oar_tensor_ptr(in[1]);
     char *y = oar_tensor_ptr(out[0]);
-    for (int64_t p = 0; p < g.planes; p++)
-        for (int64_t oy = 0; oy < g.oh; oy++)
-            for (int64_t ox = 0; ox < g.ow; ox++) {
-                int64_t i = window_argmax(&g, tr, x + p * g.h * g.w * es, oy, ox);
-                tr->store(y + ((p * g.oh + oy) * g.ow + ox) * es, i < 0 ? 0.0 : tr->load(v + (p * g.h * g.w + i) * es));
-            }
+    FOR_OUTPUTS(&g, p, o, oz, oy, ox) {
+        int64_t i = window_argmax(&g, tr, x + p * iv * es, oz, oy, ox);
+        tr->store(y + (p * ov + o) * es, i < 0 ? 0.0 : tr->load(v + (p * iv + i) * es));
+    }
     return OAR_OK;
 }
 
 static oar_status max_gather_grad(oar_grad_ctx *g) {
     if (g->needs[0]) {
-        g->gin[0] = max_call(OAR_OP_max_pool2d_backward, g->gout[0], g->in[1], g->attrs);
+        g->gin[0] = max_call(MAX_BWD[rank_ix(&g->attrs[0])], g->gout[0], g->in[1], g->attrs);
         if (!g->gin[0]) return oar_last_status();
     }
     return OAR_OK;
 }
 
+RANKED_INFER(max_gather_infer, 2, 2, "max_pool2d_gather")
+RANKED_INFER(max_gather_infer, 3, 3, "max_pool3d_gather")
+RANKED_REF(max_gather_ref, 2, 2, "max_pool2d_gather")
+RANKED_REF(max_gather_ref, 3, 3, "max_pool3d_gather")
+
 const oar_op_def oar_opdef_max_pool2d_gather = {
-    .name = "max_pool2d_gather", .n_inputs = 2, .n_outputs = 1, .n_attrs = 5, .attrs = {MAX_ATTRS},
+    .name = "max_pool2d_gather", .n_inputs = 2, .n_outputs = 1, .n_attrs = 5, .attrs = {MAX_ATTRS("0,0", "1,1")},
     .ref_dtypes = OAR_FLOAT_DTYPES,
-    .infer = max_gather_infer, .reference = max_gather_ref, .grad = max_gather_grad,
+    .infer = max_gather_infer_2, .reference = max_gather_ref_2, .grad = max_gather_grad,
+};
+
+const oar_op_def oar_opdef_max_pool3d_gather = {
+    .name = "max_pool3d_gather", .n_inputs = 2, .n_outputs = 1, .n_attrs = 5, .attrs = {MAX_ATTRS("0,0,0", "1,1,1")},
+    .ref_dtypes = OAR_FLOAT_DTYPES,
+    .infer = max_gather_infer_3, .reference = max_gather_ref_3, .grad = max_gather_grad,
 };
 
 /* ================================================================ average pooling */
-/* attrs: kernel, stride, padding, ceil_mode, count_include_pad (after input_shape in the
- * backward op). */
-static oar_status avg_geom(const char *op, const char *xname, const int64_t *xs, int nd, const oar_attr *a, pgeom *g) {
-    oar_status st = pool_geom(op, xname, xs, nd, &a[0], &a[1], &a[2], NULL, a[3].i != 0, g);
+/* attrs: kernel, stride, padding, ceil_mode, count_include_pad, and (3-d) divisor_override;
+ * after input_shape in the backward op. */
+static oar_status avg_geom(const char *op, int nsp, const char *xname, const int64_t *xs, int nd, const oar_attr *a,
+                           pgeom *g) {
+    oar_status st = pool_geom(op, xname, xs, nd, nsp, &a[0], &a[1], &a[2], NULL, a[3].i != 0, g);
     g->include_pad = a[4].i != 0;
+    if (st == OAR_OK && nsp == 3) {
+        if (a[5].i < 0)
+            return oar_error(OAR_ERR_INVALID_ARG, "%s: expected divisor_override >= 1 (or 0 for none), got %lld", op,
+                             (long long)a[5].i);
+        g->divisor = a[5].i;
+    }
     return st;
 }
 
-/* The window of output (oy, ox) clipped to the input, and its divisor, as torch computes
- * them: with count_include_pad the divisor counts padding but not the part of a ceil_mode
- * window that hangs past the padding. Returns false for a window with no input element. */
-static bool avg_window(const pgeom *g, int64_t oy, int64_t ox, int64_t *y0, int64_t *y1, int64_t *x0, int64_t *x1,
-                       double *divisor) {
-    int64_t hs = oy * g->sh - g->ph, ws = ox * g->sw - g->pw;
-    int64_t he = hs + g->kh < g->h + g->ph ? hs + g->kh : g->h + g->ph;
-    int64_t we = ws + g->kw < g->w + g->pw ? ws + g->kw : g->w + g->pw;
-    int64_t padded = (he - hs) * (we - ws);
-    *y0 = hs > 0 ? hs : 0, *x0 = ws > 0 ? ws : 0;
-    *y1 = he < g->h ? he : g->h, *x1 = we < g->w ? we : g->w;
-    if (*y0 >= *y1 || *x0 >= *x1) return false;
-    *divisor = (double)(g->include_pad ? padded : (*y1 - *y0) * (*x1 - *x0));
+/* The window of output (oz, oy, ox) clipped to the input ([lo, hi) per dim), and its divisor, as
+ * torch computes them: with count_include_pad the divisor counts padding but not the part of a
+ * ceil_mode window that hangs past the padding; divisor_override replaces it. Returns false for
+ * a window with no input element. */
+static bool avg_window(const pgeom *g, const int64_t *at, int64_t *lo, int64_t *hi, double *divisor) {
+    int64_t padded = 1, inside = 1;
+    for (int i = 0; i < 3; i++) {
+        int64_t start = at[i] * g->s[i] - g->p[i];
+        int64_t end = start + g->k[i] < g->sp[i] + g->p[i] ? start + g->k[i] : g->sp[i] + g->p[i];
+        padded *= end - start;
+        lo[i] = start > 0 ? start : 0;
+        hi[i] = end < g->sp[i] ? end : g->sp[i];
+        if (lo[i] >= hi[i]) return false;
+        inside *= hi[i] - lo[i];
+    }
+    *divisor = (double)(g->divisor ? g->divisor : g->include_pad ? padded : inside);
     return true;
 }
 
-static oar_status avg_pool_infer(oar_tensor *const *in, int n_in, const oar_attr *a, oar_meta *out, int *n_out) {
-    (void)n_in;
+/* Visits the input elements (flat index in the plane's volume) of a clipped window. */
+#define FOR_WINDOW(g, LO, HI, I)                                  \
+    for (int64_t iz = LO[0]; iz < HI[0]; iz++)                    \
+        for (int64_t iy = LO[1]; iy < HI[1]; iy++)                \
+            for (int64_t ix = LO[2], I = (iz * (g)->sp[1] + iy) * (g)->sp[2] + ix; ix < HI[2]; ix++, I++)
+
+static oar_status avg_pool_infer(const char *op, int nsp, oar_tensor *const *in, const oar_attr *a, oar_meta *out,
+                                 int *n_out) {
     pgeom g;
-    oar_status st = oar_check_float("avg_pool2d", in[0], "x");
-    if (st == OAR_OK) st = avg_geom("avg_pool2d", "x", in[0]->shape, in[0]->ndim, a, &g);
+    oar_status st = oar_check_float(op, in[0], "x");
+    if (st == OAR_OK) st = avg_geom(op, nsp, "x", in[0]->shape, in[0]->ndim, a, &g);
     if (st != OAR_OK) return st;
-    pooled_meta(out, in[0]->dtype, in[0]->shape, in[0]->ndim, g.oh, g.ow);
+    pooled_meta(out, in[0]->dtype, in[0]->shape, in[0]->ndim, &g);
     *n_out = 1;
     return OAR_OK;
 }
 
-static oar_status avg_pool_ref(const oar_kctx *ctx, oar_tensor *const *in, int n_in, oar_tensor *const *out,
-                               int n_out, const oar_attr *a) {
-    (void)ctx; (void)n_in; (void)n_out;
+static oar_status avg_pool_ref(const char *op, int nsp, oar_tensor *const *in, oar_tensor *const *out,
+                               const oar_attr *a) {
     pgeom g;
-    avg_geom("avg_pool2d", "x", in[0]->shape, in[0]->ndim, a, &g);
+    avg_geom(op, nsp, "x", in[0]->shape, in[0]->ndim, a, &g);
     const oar_dtype_traits *tr = &oar_dtypes[in[0]->dtype];
-    int64_t es = (int64_t)tr->size;
+    int64_t es = (int64_t)tr->size, iv = in_volume(&g), ov = out_volume(&g);
     const char *x = oar_tensor_ptr(in[0]);
     char *y = oar_tensor_ptr(out[0]);
-    for (int64_t p = 0; p < g.planes; p++)
-        for (int64_t oy = 0; oy < g.oh; oy++)
-            for (int64_t ox = 0; ox < g.ow; ox++) {
-                int64_t y0, y1, x0, x1;
-                double div, acc = 0;
-                if (avg_window(&g, oy, ox, &y0, &y1, &x0, &x1, &div)) {
-                    for (int64_t iy = y0; iy < y1; iy++)
-                        for (int64_t ix = x0; ix < x1; ix++) acc += tr->load(x + ((p * g.h + iy) * g.w + ix) * es);
-                    acc /= div;
-                }
-                tr->store(y + ((p * g.oh + oy) * g.ow + ox) * es, acc);
-            }
+    FOR_OUTPUTS(&g, p, o, oz, oy, ox) {
+        int64_t lo[3], hi[3];
+        double div, acc = 0;
+        if (avg_window(&g, (int64_t[3]){oz, oy, ox}, lo, hi, &div)) {
+            FOR_WINDOW(&g, lo, hi, i) acc += tr->load(x + (p * iv + i) * es);
+            acc /= div;
+        }
+        tr->store(y + (p * ov + o) * es, acc);
+    }
     return OAR_OK;
 }
 
 static oar_status avg_pool_grad(oar_grad_ctx *g) {
     const oar_tensor *x = g->in[0];
-    oar_attr a[6] = {oar_attr_ints(x->shape, x->ndim), g->attrs[0], g->attrs[1], g->attrs[2], g->attrs[3], g->attrs[4]};
+    int r = rank_ix(&g->attrs[0]);
+    oar_attr a[7] = {oar_attr_ints(x->shape, x->ndim), g->attrs[0], g->attrs[1], g->attrs[2], g->attrs[3], g->attrs[4]};
+    if (r) a[6] = g->attrs[5]; /* avg_pool3d's divisor_override */
     oar_tensor *in[1] = {g->gout[0]};
-    g->gin[0] = oar_op_call1(OAR_OP_avg_pool2d_backward, in, 1, a);
+    g->gin[0] = oar_op_call1(AVG_BWD[r], in, 1, a);
     return g->gin[0] ? OAR_OK : oar_last_status();
 }
 
-#define AVG_ATTRS {"kernel", OAR_ATTR_INTS}, {"stride", OAR_ATTR_INTS}, {"padding", OAR_ATTR_INTS, "0,0"}, \
+#define AVG_ATTRS(ZERO) {"kernel", OAR_ATTR_INTS}, {"stride", OAR_ATTR_INTS}, {"padding", OAR_ATTR_INTS, ZERO}, \
                   {"ceil_mode", OAR_ATTR_INT, "false"}, {"count_include_pad", OAR_ATTR_INT, "true"}
 
+RANKED_INFER(avg_pool_infer, 2, 2, "avg_pool2d")
+RANKED_INFER(avg_pool_infer, 3, 3, "avg_pool3d")
+RANKED_REF(avg_pool_ref, 2, 2, "avg_pool2d")
+RANKED_REF(avg_pool_ref, 3, 3, "avg_pool3d")
+
 const oar_op_def oar_opdef_avg_pool2d = {
-    .name = "avg_pool2d", .n_inputs = 1, .n_outputs = 1, .n_attrs = 5, .attrs = {AVG_ATTRS},
+    .name = "avg_pool2d", .n_inputs = 1, .n_outputs = 1, .n_attrs = 5, .attrs = {AVG_ATTRS("0,0")},
     .ref_dtypes = OAR_FLOAT_DTYPES,
-    .infer = avg_pool_infer, .reference = avg_pool_ref, .grad = avg_pool_grad,
+    .infer = avg_pool_infer_2, .reference = avg_pool_ref_2, .grad = avg_pool_grad,
 };
 
-/* ---- avg_pool2d_backward(grad; input_shape, ...): each output's gradient spread evenly over
- * its window, onto zeros of input_shape. The adjoint of avg_pool2d. */
-static oar_status avg_bwd_geom(oar_tensor *const *in, const oar_attr *a, pgeom *g) {
-    const char *op = "avg_pool2d_backward";
+const oar_op_def oar_opdef_avg_pool3d = {
+    .name = "avg_pool3d", .n_inputs = 1, .n_outputs = 1, .n_attrs = 6,
+    .attrs = {AVG_ATTRS("0,0,0"), {"divisor_override", OAR_ATTR_INT, "0"}},
+    .ref_dtypes = OAR_FLOAT_DTYPES,
+    .infer = avg_pool_infer_3, .reference = avg_pool_ref_3, .grad = avg_pool_grad,
+};
+
+/* ---- avg_poolNd_backward(grad; input_shape, ...): each output's gradient spread evenly over
+ * its window, onto zeros of input_shape. The adjoint of avg_poolNd. */
+static oar_status avg_bwd_geom(const char *op, int nsp, oar_tensor *const *in, const oar_attr *a, pgeom *g) {
     oar_status st = oar_check_float(op, in[0], "grad");
     if (st != OAR_OK) return st;
-    if (a[0].n < 3 || a[0].n > 4)
-        return oar_error(OAR_ERR_INVALID_ARG, "%s: expected input_shape to have 3 or 4 entries, got %d", op, a[0].n);
-    if ((st = avg_geom(op, "input_shape", a[0].ints, a[0].n, a + 1, g)) != OAR_OK) return st;
+    if (a[0].n < nsp + 1 || a[0].n > nsp + 2)
+        return oar_error(OAR_ERR_INVALID_ARG, "%s: expected input_shape to have %d or %d entries, got %d", op, nsp + 1,
+                         nsp + 2, a[0].n);
+    if ((st = avg_geom(op, nsp, "input_shape", a[0].ints, a[0].n, a + 1, g)) != OAR_OK) return st;
     oar_meta m;
-    pooled_meta(&m, in[0]->dtype, a[0].ints, a[0].n, g->oh, g->ow);
-    return check_shape_is(op, "grad", in[0], m.shape, m.ndim, "avg_pool2d's output for input_shape");
+    pooled_meta(&m, in[0]->dtype, a[0].ints, a[0].n, g);
+    return check_shape_is(op, "grad", in[0], m.shape, m.ndim, "the pooling's output for input_shape");
 }
 
-static oar_status avg_bwd_infer(oar_tensor *const *in, int n_in, const oar_attr *a, oar_meta *out, int *n_out) {
-    (void)n_in;
+static oar_status avg_bwd_infer(const char *op, int nsp, oar_tensor *const *in, const oar_attr *a, oar_meta *out,
+                                int *n_out) {
     pgeom g;
-    oar_status st = avg_bwd_geom(in, a, &g);
+    oar_status st = avg_bwd_geom(op, nsp, in, a, &g);
     if (st != OAR_OK) return st;
     out->dtype = in[0]->dtype;
     out->ndim = a[0].n;
@@ -406,41 +524,49 @@ static oar_status avg_bwd_infer(oar_tensor *const *in, int n_in, const oar_attr 
     return OAR_OK;
 }
 
-static oar_status avg_bwd_ref(const oar_kctx *ctx, oar_tensor *const *in, int n_in, oar_tensor *const *out,
-                              int n_out, const oar_attr *a) {
-    (void)ctx; (void)n_in; (void)n_out;
+static oar_status avg_bwd_ref(const char *op, int nsp, oar_tensor *const *in, oar_tensor *const *out,
+                              const oar_attr *a) {
     pgeom g;
-    avg_bwd_geom(in, a, &g);
+    avg_bwd_geom(op, nsp, in, a, &g);
     const oar_dtype_traits *tr = &oar_dtypes[in[0]->dtype];
-    int64_t es = (int64_t)tr->size;
+    int64_t es = (int64_t)tr->size, iv = in_volume(&g), ov = out_volume(&g);
     double *dx = zeroed_doubles(out[0]->numel);
     if (!dx) return OAR_ERR_OOM;
     const char *gy = oar_tensor_ptr(in[0]);
-    for (int64_t p = 0; p < g.planes; p++)
-        for (int64_t oy = 0; oy < g.oh; oy++)
-            for (int64_t ox = 0; ox < g.ow; ox++) {
-                int64_t y0, y1, x0, x1;
-                double div;
-                if (!avg_window(&g, oy, ox, &y0, &y1, &x0, &x1, &div)) continue;
-                double v = tr->load(gy + ((p * g.oh + oy) * g.ow + ox) * es) / div;
-                for (int64_t iy = y0; iy < y1; iy++)
-                    for (int64_t ix = x0; ix < x1; ix++) dx[(p * g.h + iy) * g.w + ix] += v;
-            }
+    FOR_OUTPUTS(&g, p, o, oz, oy, ox) {
+        int64_t lo[3], hi[3];
+        double div;
+        if (!avg_window(&g, (int64_t[3]){oz, oy, ox}, lo, hi, &div)) continue;
+        double v = tr->load(gy + (p * ov + o) * es) / div;
+        FOR_WINDOW(&g, lo, hi, i) dx[p * iv + i] += v;
+    }
     store_doubles(out[0], dx);
     return OAR_OK;
 }
 
 static oar_status avg_bwd_grad(oar_grad_ctx *g) {
     oar_tensor *in[1] = {g->gout[0]};
-    g->gin[0] = oar_op_call1(OAR_OP_avg_pool2d, in, 1, g->attrs + 1);
+    g->gin[0] = oar_op_call1(AVG[rank_ix(&g->attrs[1])], in, 1, g->attrs + 1);
     return g->gin[0] ? OAR_OK : oar_last_status();
 }
 
+RANKED_INFER(avg_bwd_infer, 2, 2, "avg_pool2d_backward")
+RANKED_INFER(avg_bwd_infer, 3, 3, "avg_pool3d_backward")
+RANKED_REF(avg_bwd_ref, 2, 2, "avg_pool2d_backward")
+RANKED_REF(avg_bwd_ref, 3, 3, "avg_pool3d_backward")
+
 const oar_op_def oar_opdef_avg_pool2d_backward = {
     .name = "avg_pool2d_backward", .n_inputs = 1, .n_outputs = 1, .n_attrs = 6,
-    .attrs = {{"input_shape", OAR_ATTR_INTS}, AVG_ATTRS},
+    .attrs = {{"input_shape", OAR_ATTR_INTS}, AVG_ATTRS("0,0")},
     .ref_dtypes = OAR_FLOAT_DTYPES,
-    .infer = avg_bwd_infer, .reference = avg_bwd_ref, .grad = avg_bwd_grad,
+    .infer = avg_bwd_infer_2, .reference = avg_bwd_ref_2, .grad = avg_bwd_grad,
+};
+
+const oar_op_def oar_opdef_avg_pool3d_backward = {
+    .name = "avg_pool3d_backward", .n_inputs = 1, .n_outputs = 1, .n_attrs = 7,
+    .attrs = {{"input_shape", OAR_ATTR_INTS}, AVG_ATTRS("0,0,0"), {"divisor_override", OAR_ATTR_INT, "0"}},
+    .ref_dtypes = OAR_FLOAT_DTYPES,
+    .infer = avg_bwd_infer_3, .reference = avg_bwd_ref_3, .grad = avg_bwd_grad,
 };
 
 /* ================================================================ adaptive average pooling */
@@ -449,10 +575,10 @@ static int64_t bin_start(int64_t i, int64_t s, int64_t n) { return i * s / n; }
 static int64_t bin_end(int64_t i, int64_t s, int64_t n) { return ((i + 1) * s + n - 1) / n; }
 
 static oar_status adaptive_check(const char *op, const char *xname, const int64_t *xs, int nd, const oar_attr *size) {
-    oar_status st = check_input_shape(op, xname, xs, nd);
+    oar_status st = check_input_shape(op, xname, xs, nd, 2);
     if (st != OAR_OK) return st;
     int64_t o[2];
-    return read_pair(op, "output_size", size, 0, o);
+    return read_list(op, "output_size", size, 2, 0, o);
 }
 
 static oar_status adaptive_infer(oar_tensor *const *in, int n_in, const oar_attr *a, oar_meta *out, int *n_out) {
@@ -461,7 +587,8 @@ static oar_status adaptive_infer(oar_tensor *const *in, int n_in, const oar_attr
     oar_status st = oar_check_float(op, in[0], "x");
     if (st == OAR_OK) st = adaptive_check(op, "x", in[0]->shape, in[0]->ndim, &a[0]);
     if (st != OAR_OK) return st;
-    pooled_meta(out, in[0]->dtype, in[0]->shape, in[0]->ndim, a[0].ints[0], a[0].ints[1]);
+    pgeom g = {.nsp = 2, .o = {1, a[0].ints[0], a[0].ints[1]}};
+    pooled_meta(out, in[0]->dtype, in[0]->shape, in[0]->ndim, &g);
     *n_out = 1;
     return OAR_OK;
 }
@@ -525,7 +652,7 @@ static oar_status adaptive_bwd_infer(oar_tensor *const *in, int n_in, const oar_
     if (st != OAR_OK) return st;
     if (a[0].n < 3 || a[0].n > 4)
         return oar_error(OAR_ERR_INVALID_ARG, "%s: expected input_shape to have 3 or 4 entries, got %d", op, a[0].n);
-    if ((st = check_input_shape(op, "input_shape", a[0].ints, a[0].n)) != OAR_OK) return st;
+    if ((st = check_input_shape(op, "input_shape", a[0].ints, a[0].n, 2)) != OAR_OK) return st;
     if (gy->ndim != a[0].n || memcmp(gy->shape, a[0].ints, sizeof(int64_t) * (size_t)(gy->ndim - 2))) {
         char s[128], t[128];
         oar_format_shape(gy->shape, gy->ndim, s, sizeof s);

@@ -148,7 +148,7 @@ def linear(input, weight, bias=None):
 def _conv_padding(padding, weight, dilation, fn):
     if isinstance(padding, str):
         if padding == "valid":
-            return [0, 0]
+            return [0] * len(dilation)
         if padding == "same":
             k = weight.shape[2:]
             pads = [d * (s - 1) for d, s in zip(dilation, k)]
@@ -176,101 +176,49 @@ def _triple(v, what, fn):
     return t
 
 
-def _depth_taps(input, k, s, p, d, fill, fn, ceil_mode=False):
-    """The 3-d ops as 2-d ones: input (N, C, D, H, W) [or (C, D, H, W)] padded in depth with fill;
-    for each depth tap of the window, the planes it reads at every output depth, folded into the
-    batch as (N * Dout, C, H, W). Returns (taps, fold_back): fold_back turns an (N * Dout, ...)
-    result back into (N, ..., Dout, ...) (unbatched as given)."""
-    unbatched = input.dim() == 4
-    x = input.unsqueeze(0) if unbatched else input
-    if x.dim() != 5:
-        raise RuntimeError(f"{fn}: expected a 5-D input (N, C, D, H, W) or a 4-D unbatched one, got {input.dim()}-D")
-    N, C, D = x.shape[0], x.shape[1], x.shape[2] + 2 * p[0]
-    span = d[0] * (k[0] - 1) + 1
-    Dout = (D - span + (s[0] - 1 if ceil_mode else 0)) // s[0] + 1
-    if ceil_mode and (Dout - 1) * s[0] >= x.shape[2] + p[0]:
-        Dout -= 1  # torch: the last window must start inside the input or its left padding
-    if Dout < 1:
-        raise RuntimeError(f"{fn}: the padded depth {D} is smaller than the window's depth {span}")
-    extra = max(0, (Dout - 1) * s[0] + span - D)  # ceil_mode's last window may pass the padding
-    if p[0] or extra:
-        x = pad(x, [0, 0, 0, 0, p[0], p[0] + extra], value=fill)
-    taps = []
-    for tap in range(k[0]):
-        planes = x[:, :, tap * d[0]:tap * d[0] + s[0] * (Dout - 1) + 1:s[0]]  # (N, C, Dout, H, W)
-        taps.append(planes.transpose(1, 2).reshape(N * Dout, C, x.shape[3], x.shape[4]))
-
-    def fold_back(y):
-        y = y.reshape(N, Dout, *y.shape[1:]).transpose(1, 2).contiguous()
-        return y.squeeze(0) if unbatched else y
-
-    return taps, fold_back
-
-
-def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
-    """3-d convolution as kD 2-d convolutions: for depth tap k, the input's depth planes that tap
-    reads are folded into the batch and convolved with the tap's 2-d kernel; the taps are summed.
-    Every gradient is conv2d's (and the slicing's)."""
+def conv3d(input, weight, bias=None, stride=_d("conv3d", "stride"), padding=_d("conv3d", "padding"),
+           dilation=_d("conv3d", "dilation"), groups=_d("conv3d", "groups")):
+    """The conv3d op (src/ops/conv.c; oneDNN's 3-d convolution on the CPU)."""
+    if input.dim() not in (4, 5):
+        raise RuntimeError(f"conv3d: expected a 5-D input (N, C, D, H, W) or a 4-D unbatched one, got {input.dim()}-D")
+    if input.dim() == 4:  # unbatched [C, D, H, W], as torch takes it
+        return conv3d(input.unsqueeze(0), weight, bias, stride, padding, dilation, groups).squeeze(0)
     if weight.dim() != 5:
         raise RuntimeError(f"conv3d: expected a 5-D weight (out, in/groups, kD, kH, kW), got {weight.dim()}-D")
     s, d = _triple(stride, "stride", "conv3d"), _triple(dilation, "dilation", "conv3d")
-    k = tuple(weight.shape[2:])
     if isinstance(padding, str):
-        if padding == "valid":
-            padding = 0
-        elif padding == "same" and s == (1, 1, 1) and all(di * (ki - 1) % 2 == 0 for di, ki in zip(d, k)):
-            padding = tuple(di * (ki - 1) // 2 for di, ki in zip(d, k))
-        else:
-            raise ValueError(f"conv3d: padding '{padding}' is offered as 'valid', or 'same' with stride 1 and an "
-                             f"even total padding per dim")
-    p = _triple(padding, "padding", "conv3d")
-    taps, fold_back = _depth_taps(input, k, s, p, d, 0.0, "conv3d")
-    out = None
-    for i, planes in enumerate(taps):
-        y = conv2d(planes, weight[:, :, i], None, s[1:], p[1:], d[1:], groups)
-        out = y if out is None else out + y
-    out = fold_back(out)
-    if bias is not None:
-        out = out + bias.reshape(-1, 1, 1, 1)
-    return out
+        padding = _conv_padding(padding, weight, d, "conv3d")
+    return call("conv3d", (input, weight, bias), {"stride": list(s), "padding": list(_triple(padding, "padding", "conv3d")),
+                                                  "dilation": list(d), "groups": groups})
 
 
 def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
-    """The maximum over the depth taps of each tap's 2-d max pooling (depth padded with -inf)."""
-    if return_indices:
-        raise NotImplementedError("max_pool3d: return_indices=True is not offered")
+    """The max_pool3d op (src/ops/pool.c); indices as max_pool2d's, over each D x H x W volume."""
     k = _triple(kernel_size, "kernel_size", "max_pool3d")
     s = k if stride is None or stride == [] else _triple(stride, "stride", "max_pool3d")
-    p, d = _triple(padding, "padding", "max_pool3d"), _triple(dilation, "dilation", "max_pool3d")
-    taps, fold_back = _depth_taps(input, k, s, p, d, float("-inf"), "max_pool3d", ceil_mode)
-    out = None
-    for planes in taps:
-        y = max_pool2d(planes, k[1:], s[1:], p[1:], d[1:], ceil_mode)
-        out = y if out is None else F.maximum(out, y)
-    return fold_back(out)
+    attrs = {"kernel": list(k), "stride": list(s), "padding": list(_triple(padding, "padding", "max_pool3d")),
+             "dilation": list(_triple(dilation, "dilation", "max_pool3d")), "ceil_mode": builtins.bool(ceil_mode)}
+    y = call("max_pool3d", (input,), attrs)
+    return (y, _max_pool_indices("max_pool3d_gather", input, attrs, 3)) if return_indices else y
 
 
 def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
                divisor_override=None):
-    """The mean over the depth taps of each tap's 2-d average pooling (padding counted, as torch's
-    default count_include_pad=True)."""
-    if divisor_override is not None or ceil_mode or (not count_include_pad and padding != 0):
-        raise NotImplementedError("avg_pool3d: ceil_mode, divisor_override and count_include_pad=False with "
-                                  "padding are not offered")
+    """The avg_pool3d op (src/ops/pool.c), with all of torch's options."""
     k = _triple(kernel_size, "kernel_size", "avg_pool3d")
     s = k if stride is None or stride == [] else _triple(stride, "stride", "avg_pool3d")
-    p = _triple(padding, "padding", "avg_pool3d")
-    taps, fold_back = _depth_taps(input, k, s, p, (1, 1, 1), 0.0, "avg_pool3d")
-    out = None
-    for planes in taps:
-        y = avg_pool2d(planes, k[1:], s[1:], p[1:])
-        out = y if out is None else out + y
-    return fold_back(out * (1.0 / k[0]))
+    if divisor_override is not None and int(divisor_override) < 1:
+        raise RuntimeError(f"avg_pool3d: divisor must be not zero, got {divisor_override}")
+    return call("avg_pool3d", (input,), {"kernel": list(k), "stride": list(s),
+                                         "padding": list(_triple(padding, "padding", "avg_pool3d")),
+                                         "ceil_mode": builtins.bool(ceil_mode),
+                                         "count_include_pad": builtins.bool(count_include_pad),
+                                         "divisor_override": int(divisor_override or 0)})
 
 
 def adaptive_avg_pool3d(input, output_size):
-    """Means over equal blocks of (D, H, W); the output size must divide the input's (as the
-    global pool (1, 1, 1) of the video models does)."""
+    """avg_pool3d with window = stride = input / output size: the output size must divide the
+    input's (as the global pool (1, 1, 1) of the video models does)."""
     size = (output_size,) * 3 if isinstance(output_size, numbers.Integral) or output_size is None else \
         tuple(output_size)
     dims = input.shape[-3:]
@@ -278,11 +226,8 @@ def adaptive_avg_pool3d(input, output_size):
     if any(o < 1 or n % o for n, o in zip(dims, size)):
         raise NotImplementedError(f"adaptive_avg_pool3d: output size {size} must divide the input's {tuple(dims)} "
                                   f"(uneven windows are not offered)")
-    lead = tuple(input.shape[:-3])
-    blocks = input.reshape(*lead, size[0], dims[0] // size[0], size[1], dims[1] // size[1], size[2],
-                           dims[2] // size[2])
-    n = len(lead)
-    return blocks.mean([n + 1, n + 3, n + 5])
+    window = [n // o for n, o in zip(dims, size)]
+    return avg_pool3d(input, window, window)
 
 
 def conv1d(input, weight, bias=None, stride=_d("conv1d", "stride"), padding=_d("conv1d", "padding"),
@@ -304,38 +249,18 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
 
 
 def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
-    """3-d transposed convolution as kD 2-d ones: for depth tap k, every input depth plane (folded
-    into the batch) goes through the tap's 2-d transposed convolution and lands at output depth
-    d * stride + k * dilation; the taps are summed, then the depth is cropped by padding (and grown
-    by output_padding), as the definition reads. Every gradient is conv_transpose2d's and index_add's."""
-    from .._compositions import index_add
-
+    """The conv_transpose3d op: conv3d's adjoint in its input (src/ops/conv.c)."""
     if input.dim() == 4:  # unbatched [C, D, H, W]
         return conv_transpose3d(input.unsqueeze(0), weight, bias, stride, padding, output_padding, groups,
                                 dilation).squeeze(0)
     if input.dim() != 5 or weight.dim() != 5:
         raise RuntimeError(f"conv_transpose3d: expected a 5-D input and weight, got {input.dim()}-D and "
                            f"{weight.dim()}-D")
-    s, p, op, d = (_triple(v, what, "conv_transpose3d") for v, what in
+    s, p, op, d = (list(_triple(v, what, "conv_transpose3d")) for v, what in
                    ((stride, "stride"), (padding, "padding"), (output_padding, "output_padding"),
                     (dilation, "dilation")))
-    n, c_in, depth, h, w = input.shape
-    k_d = weight.shape[2]
-    c_out = weight.shape[1] * groups
-    planes = input.permute(0, 2, 1, 3, 4).reshape(n * depth, c_in, h, w)
-    full = (depth - 1) * s[0] + d[0] * (k_d - 1) + 1 + op[0]
-    out = None
-    for k in range(k_d):
-        y = conv_transpose2d(planes, weight[:, :, k], None, s[1:], p[1:], op[1:], groups, d[1:])
-        y = y.reshape(n, depth, c_out, y.shape[-2], y.shape[-1])
-        if out is None:
-            out = _CR.zeros(n, full, c_out, y.shape[-2], y.shape[-1], dtype=y.dtype)
-        at = _CR.arange(depth, dtype=D.int64) * s[0] + k * d[0]
-        out = index_add(out, 1, at, y)
-    out = F.narrow(out, 1, p[0], full - 2 * p[0]).permute(0, 2, 1, 3, 4)
-    if bias is not None:
-        out = F.add(out, bias.reshape(1, -1, 1, 1, 1))
-    return out
+    return call("conv_transpose3d", (input, weight, bias), {"stride": s, "padding": p, "output_padding": op,
+                                                            "dilation": d, "groups": groups})
 
 
 def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
@@ -357,20 +282,20 @@ def max_pool2d(input, kernel_size, stride=None, padding=_d("max_pool2d", "paddin
     attrs = {"kernel": k, "stride": s, "padding": _pair(padding, "padding", "max_pool2d"),
              "dilation": _pair(dilation, "dilation", "max_pool2d"), "ceil_mode": builtins.bool(ceil_mode)}
     y = call("max_pool2d", (input,), attrs)
-    return (y, _max_pool2d_indices(input, attrs)) if return_indices else y
+    return (y, _max_pool_indices("max_pool2d_gather", input, attrs, 2)) if return_indices else y
 
 
-def _max_pool2d_indices(input, attrs):
-    """torch's indices: each window's maximum as a flat index into its H x W plane, read by the
-    max_pool2d_gather op (max pooling's derivative) from a map of the plane's indices, so the
-    maximum chosen is the pooling's own (the first, NaN counting as the largest). The map is
-    f32 (exact up to 2^24 elements per plane) or f64 for f64 inputs; 16-bit inputs widen
-    exactly. No gradient: indices are integers."""
+def _max_pool_indices(gather, input, attrs, nsp):
+    """torch's indices: each window's maximum as a flat index into its H x W plane (D x H x W
+    volume for 3-d), read by the gather op (max pooling's derivative) from a map of the plane's
+    indices, so the maximum chosen is the pooling's own (the first, NaN counting as the largest).
+    The map is f32 (exact up to 2^24 elements per plane) or f64 for f64 inputs; 16-bit inputs
+    widen exactly. No gradient: indices are integers."""
     dt = D.float64 if input.dtype == D.float64 else D.float32
     x = input.detach().to(dt)
-    h, w = x.shape[-2], x.shape[-1]
-    plane = _CR.arange(h * w, dtype=dt).reshape(h, w).expand(*x.shape).contiguous()
-    return call("max_pool2d_gather", (plane, x), attrs).to(D.int64)
+    dims = x.shape[-nsp:]
+    plane = _CR.arange(math.prod(dims), dtype=dt).reshape(*dims).expand(*x.shape).contiguous()
+    return call(gather, (plane, x), attrs).to(D.int64)
 
 
 def max_unpool2d(input, indices, kernel_size, stride=None, padding=0, output_size=None):

@@ -386,7 +386,7 @@ static oar_status linear_op(oxe_graph *g, const oar_node *n) { return linear(g, 
 /* The spatial attributes of conv and pooling: ONNX pads are begins then ends. */
 static bool spatial(oxe_graph *g, Onnx__NodeProto *o, const oar_node *n, int nsp, bool conv) {
     const oar_attr *s = attr(n, "stride"), *p = attr(n, "padding"), *d = attr(n, "dilation");
-    int64_t pads[4], one[2] = {1, 1};
+    int64_t pads[6], one[3] = {1, 1, 1};
     for (int i = 0; i < nsp; i++) pads[i] = pads[nsp + i] = p->ints[i];
     bool ok = o && oxe_attr_ints(g, o, "strides", s->n ? s->ints : one, nsp) && oxe_attr_ints(g, o, "pads", pads, 2 * nsp);
     if (ok && d) ok = oxe_attr_ints(g, o, "dilations", d->n ? d->ints : one, nsp);
@@ -406,21 +406,29 @@ static oar_status conv_op(oxe_graph *g, const oar_node *n) { return conv(g, n, O
 
 static oar_status conv_transpose(oxe_graph *g, const oar_node *n) {
     const oar_meta *w = meta(g, n->in[1]);
+    int nsp = w->ndim - 2; /* conv_transpose2d or conv_transpose3d */
     const char *in[3] = {IN(0), IN(1), n->n_in > 2 && n->in[2] >= 0 ? IN(2) : NULL};
     const char *out = OUT(0);
     Onnx__NodeProto *o = oxe_node(g, "ConvTranspose", in, in[2] ? 3 : 2, &out, 1);
     const oar_attr *op = attr(n, "output_padding");
-    int64_t zero[2] = {0, 0};
-    return OK(o && oxe_attr_ints(g, o, "kernel_shape", w->shape + 2, 2) && spatial(g, o, n, 2, true) &&
-              oxe_attr_ints(g, o, "output_padding", op->n ? op->ints : zero, 2));
+    int64_t zero[3] = {0, 0, 0};
+    return OK(o && oxe_attr_ints(g, o, "kernel_shape", w->shape + 2, nsp) && spatial(g, o, n, nsp, true) &&
+              oxe_attr_ints(g, o, "output_padding", op->n ? op->ints : zero, nsp));
 }
 
 static oar_status pool(oxe_graph *g, const oar_node *n) {
-    if (meta(g, n->in[0])->ndim != 4) return refuse(g, n, "expected a 4-D input [N, C, H, W] (ONNX pools batches)");
-    bool max = n->op == OAR_OP_max_pool2d || n->op == OAR_OP_qmax_pool2d; /* ONNX's MaxPool takes u8/i8 */
+    bool three = n->op == OAR_OP_max_pool3d || n->op == OAR_OP_avg_pool3d;
+    int nsp = three ? 3 : 2;
+    if (meta(g, n->in[0])->ndim != nsp + 2)
+        return refuse(g, n, three ? "expected a 5-D input [N, C, D, H, W] (ONNX pools batches)"
+                                  : "expected a 4-D input [N, C, H, W] (ONNX pools batches)");
+    if (n->op == OAR_OP_avg_pool3d && attr_i(n, "divisor_override"))
+        return refuse(g, n, "divisor_override (ONNX's AveragePool divides by the window's count)");
+    /* ONNX's MaxPool takes u8/i8 */
+    bool max = n->op == OAR_OP_max_pool2d || n->op == OAR_OP_qmax_pool2d || n->op == OAR_OP_max_pool3d;
     Onnx__NodeProto *o = oxe_node1(g, max ? "MaxPool" : "AveragePool", IN(0), OUT(0));
     const oar_attr *k = attr(n, "kernel");
-    bool ok = o && oxe_attr_ints(g, o, "kernel_shape", k->ints, 2) && spatial(g, o, n, 2, false) &&
+    bool ok = o && oxe_attr_ints(g, o, "kernel_shape", k->ints, nsp) && spatial(g, o, n, nsp, false) &&
               oxe_attr_int(g, o, "ceil_mode", attr_i(n, "ceil_mode"));
     if (ok && !max) ok = oxe_attr_int(g, o, "count_include_pad", attr_i(n, "count_include_pad"));
     return OK(ok);
@@ -826,7 +834,8 @@ static const struct {
     {OAR_OP_gather, gather}, {OAR_OP_masked_fill, masked_fill}, {OAR_OP_tril, trilu}, {OAR_OP_triu, trilu},
     {OAR_OP_pad, pad}, {OAR_OP_topk, topk}, {OAR_OP_einsum, einsum}, {OAR_OP_linear, linear_op},
     {OAR_OP_conv1d, conv_op}, {OAR_OP_conv2d, conv_op}, {OAR_OP_conv_transpose2d, conv_transpose},
-    {OAR_OP_max_pool2d, pool}, {OAR_OP_avg_pool2d, pool}, {OAR_OP_adaptive_avg_pool2d, adaptive_pool},
+    {OAR_OP_max_pool2d, pool}, {OAR_OP_avg_pool2d, pool},
+    {OAR_OP_conv3d, conv_op}, {OAR_OP_conv_transpose3d, conv_transpose}, {OAR_OP_max_pool3d, pool}, {OAR_OP_avg_pool3d, pool}, {OAR_OP_adaptive_avg_pool2d, adaptive_pool},
     {OAR_OP_batch_norm, batch_norm_op}, {OAR_OP_layer_norm, layer_norm}, {OAR_OP_group_norm, group_norm}, {OAR_OP_linear_act, linear_act},
     {OAR_OP_conv2d_act, conv2d_act}, {OAR_OP_batch_norm_act, batch_norm_act},
     {OAR_OP_fused_elementwise, fused_elementwise}, {OAR_OP_fused_attention, fused_attention},

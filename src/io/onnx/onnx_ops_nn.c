@@ -1,9 +1,8 @@
 /* ONNX convolution, pooling, normalization and loss operators, translated to oar's ops. oar's
- * convolutions and pooling are 1-D and 2-D with symmetric padding: ONNX's auto_pad and
- * asymmetric pads become an explicit pad op first. 3-D convolution folds the output depth into
- * the batch (one 2-D convolution per kernel depth, summed), and 3-D ConvTranspose likewise (one
- * 2-D transposed convolution per kernel depth, each shifted to its depth); 3-D pooling and average pooling
- * with dilations take the extreme or the sum over the kernel's strided slices. */
+ * convolutions and pooling are 1-D to 3-D with symmetric padding: ONNX's auto_pad and
+ * asymmetric pads become an explicit pad op first. Pools that oar's cannot express (average
+ * pooling with dilations, pads wider than half the kernel with ceil_mode, in 3-D also asymmetric
+ * pads) take the extreme or the sum over the kernel's strided slices. */
 #include "io/onnx/onnx_ops.h"
 #include "ops/op.h"
 
@@ -70,37 +69,13 @@ static oar_tensor *pad_explicitly(oar_tensor *x, geom *g, double v) {
     return oar_pad(x, pads, 2 * g->n, OAR_PAD_CONSTANT, v);
 }
 
-/* 3-D: x padded, then for each kernel depth kd the input depths it meets, folded into the batch,
- * convolved in 2-D with w[:, :, kd]; the sum over kd, unfolded. */
-static oar_tensor *conv3d_by_depth(ox_ctx *c, oar_tensor *x, oar_tensor *w, oar_tensor *b, geom *g) {
-    if (!(x = pad_explicitly(x, g, 0.0))) return NULL;
-    int64_t N = x->shape[0], C = x->shape[1], D = x->shape[2], kD = w->shape[2], M = w->shape[0];
-    int64_t span = (kD - 1) * g->dilation[0] + 1;
-    if (D < span) {
-        ox_fail(c, OAR_ERR_SHAPE, "the kernel's depth span %lld exceeds the padded input depth %lld", (long long)span,
-                (long long)D);
-        return NULL;
-    }
-    int64_t Do = (D - span) / g->stride[0] + 1;
-    oar_conv_opts o = {.groups = ox_attr_int(c, "group", 1)};
-    for (int i = 0; i < 2; i++) o.stride[i] = g->stride[1 + i], o.dilation[i] = g->dilation[1 + i];
-    int fold[5] = {0, 2, 1, 3, 4};
-    oar_tensor *acc = NULL;
-    for (int64_t kd = 0; kd < kD; kd++) {
-        int64_t start = kd * g->dilation[0];
-        oar_tensor *xs = oar_permute(oar_slice(x, 2, start, start + (Do - 1) * g->stride[0] + 1, g->stride[0]), fold, 5);
-        int64_t flat[4] = {N * Do, C, x->shape[3], x->shape[4]};
-        oar_tensor *y = oar_conv2d(oar_reshape(xs, flat, 4), oar_squeeze(oar_slice(w, 2, kd, kd + 1, 1), 2), NULL, &o);
-        acc = !y ? NULL : acc ? oar_add(acc, y) : y;
-        if (!acc) return NULL;
-    }
-    int64_t unfolded[5] = {N, Do, M, acc->shape[2], acc->shape[3]};
-    oar_tensor *y = oar_contiguous(oar_permute(oar_reshape(acc, unfolded, 5), fold, 5));
-    if (y && b) {
-        int64_t bs[5] = {1, M, 1, 1, 1};
-        y = oar_add(y, oar_reshape(b, bs, 5));
-    }
-    return y;
+/* 3-D: oar's conv3d op. */
+static oar_tensor *conv3d(ox_ctx *c, oar_tensor *x, oar_tensor *w, oar_tensor *b, geom *g) {
+    if (!symmetric(g) && !(x = pad_explicitly(x, g, 0.0))) return NULL;
+    oar_attr a[4] = {oar_attr_ints(g->stride, 3), oar_attr_ints(g->pad_begin, 3), oar_attr_ints(g->dilation, 3),
+                     oar_attr_int(ox_attr_int(c, "group", 1))};
+    oar_tensor *in[3] = {x, w, b};
+    return oar_op_call1(OAR_OP_conv3d, in, 3, a);
 }
 
 oar_tensor *ox_conv(ox_ctx *c, oar_tensor *x, oar_tensor *w, oar_tensor *b) {
@@ -114,7 +89,7 @@ oar_tensor *ox_conv(ox_ctx *c, oar_tensor *x, oar_tensor *w, oar_tensor *b) {
     }
     geom g;
     if (read_geom(c, x, w->shape + 2, &g) != OAR_OK) return NULL;
-    if (g.n == 3) return conv3d_by_depth(c, x, w, b, &g);
+    if (g.n == 3) return conv3d(c, x, w, b, &g);
     if (!symmetric(&g) && !(x = pad_explicitly(x, &g, 0.0))) return NULL;
     oar_conv_opts o = {.groups = ox_attr_int(c, "group", 1)};
     for (int i = 0; i < g.n; i++) {
@@ -144,32 +119,13 @@ oar_status ox_Conv(ox_ctx *c) {
     return ox_set(c, 0, ox_conv(c, OX_IN(c, 0), OX_IN(c, 1), OX_IN(c, 2)));
 }
 
-/* 3-D: x dilated along the depth by its stride (zeros between the slices), the depth folded into
- * the batch and transposed-convolved in 2-D by each kernel depth w[:, :, kd]; each result lands kd
- * dilations deeper, and their sum is the full (uncropped) output [N, M, Dfull, Hfull, Wfull]. */
-static oar_tensor *conv_transpose3d_by_depth(oar_tensor *x, oar_tensor *w, const oar_conv_opts *o, int64_t sd,
-                                             int64_t dd) {
-    int64_t N = x->shape[0], C = x->shape[1], D = x->shape[2], H = x->shape[3], W = x->shape[4], kD = w->shape[2];
-    if (sd > 1) { /* [N, C, D, sd, H, W] with zeros after each slice, then the first (D - 1) sd + 1 */
-        int64_t pads[6] = {0, 0, 0, 0, 0, sd - 1}, flat[5] = {N, C, D * sd, H, W};
-        x = oar_slice(oar_reshape(oar_pad(oar_unsqueeze(x, 3), pads, 6, OAR_PAD_CONSTANT, 0.0), flat, 5), 2, 0,
-                      (D - 1) * sd + 1, 1);
-        if (!x) return NULL;
-        D = x->shape[2];
-    }
-    int fold[5] = {0, 2, 1, 3, 4};
-    int64_t folded[4] = {N * D, C, H, W};
-    oar_tensor *xf = oar_reshape(oar_permute(x, fold, 5), folded, 4), *acc = NULL;
-    for (int64_t kd = 0; kd < kD && xf; kd++) {
-        oar_tensor *z = oar_conv_transpose2d(xf, oar_squeeze(oar_slice(w, 2, kd, kd + 1, 1), 2), NULL, o);
-        if (!z) return NULL;
-        int64_t unfolded[5] = {N, D, z->shape[1], z->shape[2], z->shape[3]};
-        int64_t pads[8] = {0, 0, 0, 0, 0, 0, kd * dd, (kD - 1 - kd) * dd}; /* dim 1, the depth */
-        z = oar_pad(oar_reshape(z, unfolded, 5), pads, 8, OAR_PAD_CONSTANT, 0.0);
-        acc = !z ? NULL : acc ? oar_add(acc, z) : z;
-        if (!acc) return NULL;
-    }
-    return acc ? oar_contiguous(oar_permute(acc, fold, 5)) : NULL;
+/* 3-D: oar's conv_transpose3d op, uncropped (no padding): [N, M, Dfull, Hfull, Wfull]. */
+static oar_tensor *conv_transpose3d(oar_tensor *x, oar_tensor *w, const int64_t *s, const int64_t *d, int64_t groups) {
+    int64_t zero[3] = {0, 0, 0};
+    oar_attr a[5] = {oar_attr_ints(s, 3), oar_attr_ints(zero, 3), oar_attr_ints(zero, 3), oar_attr_ints(d, 3),
+                     oar_attr_int(groups)};
+    oar_tensor *in[3] = {x, w, NULL};
+    return oar_op_call1(OAR_OP_conv_transpose3d, in, 3, a);
 }
 
 oar_status ox_ConvTranspose(ox_ctx *c) {
@@ -213,13 +169,12 @@ oar_status ox_ConvTranspose(ox_ctx *c) {
         w = oar_unsqueeze(w, 2);
     }
     oar_conv_opts o = {.groups = ox_attr_int(c, "group", 1)};
-    for (int i = 0; i < n && i < 2; i++) { /* 1-D: the width; 3-D: height and width (the depth by slices) */
+    for (int i = 0; i < n && i < 2; i++) { /* 1-D: the width */
         int j = one_d ? 1 : i;
-        int64_t si = n == 3 ? s[1 + i] : s[i], di = n == 3 ? d[1 + i] : d[i];
-        o.stride[j] = si;
-        o.dilation[j] = di;
+        o.stride[j] = s[i];
+        o.dilation[j] = d[i];
     }
-    oar_tensor *y = !x || !w ? NULL : n == 3 ? conv_transpose3d_by_depth(x, w, &o, s[0], d[0])
+    oar_tensor *y = !x || !w ? NULL : n == 3 ? conv_transpose3d(x, w, s, d, o.groups)
                                               : oar_conv_transpose2d(x, w, NULL, &o);
     for (int i = 0; i < n && y; i++) { /* crop (or zero-extend) the full result to [begin, end) */
         int dim = one_d ? 3 : 2 + i;
@@ -240,7 +195,8 @@ oar_status ox_ConvTranspose(ox_ctx *c) {
 
 /* Pooling over n spatial dims by strided slices: the windows' extreme (max) or sum, divided by
  * the count of what the window may count (average; count_include_pad decides whether the pads
- * do, never the extension ceil_mode adds). Used for 3-D and for average pooling with dilations. */
+ * do, never the extension ceil_mode adds). Used for average pooling with dilations and for the
+ * 3-D pools pool3d_fits declines. */
 static oar_tensor *pool_by_slices(ox_ctx *c, oar_tensor *x, const geom *g, bool max, bool include_pad, bool ceil_mode) {
     int n = g->n;
     int64_t out[3], extra[3], pads[6] = {0}, mask_pads[6] = {0}, ones_shape[OAR_MAX_DIMS];
@@ -289,6 +245,27 @@ static oar_tensor *pool_by_slices(ox_ctx *c, oar_tensor *x, const geom *g, bool 
     return max ? oar_contiguous(acc) : oar_div(acc, cnt);
 }
 
+/* 3-D pooling by oar's max_pool3d / avg_pool3d where they express the node: symmetric pads of
+ * at most half the kernel, and no dilation for averages. */
+static bool pool3d_fits(const geom *g, bool max) {
+    for (int i = 0; i < 3; i++)
+        if (g->pad_begin[i] != g->pad_end[i] || 2 * g->pad_begin[i] > g->kernel[i] || (!max && g->dilation[i] != 1))
+            return false;
+    return true;
+}
+
+static oar_tensor *pool3d(oar_tensor *x, const geom *g, bool max, bool include_pad, bool ceil_mode) {
+    oar_tensor *in[1] = {x};
+    if (max) {
+        oar_attr a[5] = {oar_attr_ints(g->kernel, 3), oar_attr_ints(g->stride, 3), oar_attr_ints(g->pad_begin, 3),
+                         oar_attr_ints(g->dilation, 3), oar_attr_int(ceil_mode)};
+        return oar_op_call1(OAR_OP_max_pool3d, in, 1, a);
+    }
+    oar_attr a[6] = {oar_attr_ints(g->kernel, 3), oar_attr_ints(g->stride, 3), oar_attr_ints(g->pad_begin, 3),
+                     oar_attr_int(ceil_mode), oar_attr_int(include_pad), oar_attr_int(0)};
+    return oar_op_call1(OAR_OP_avg_pool3d, in, 1, a);
+}
+
 /* MaxPool's Indices: each window's maximum as a flat index into x [N, C, H, W] (row major, or
  * column major within each plane: storage_order 1), read by max_pool2d_gather (max pooling's
  * derivative, so the pooling's own choice of maximum) from a map of the plane's indices (f64:
@@ -333,7 +310,8 @@ static oar_status pool(ox_ctx *c, bool max) {
     if (g.n == 3 || (!max && dilated)) {
         oar_dtype dt = x->dtype;
         if (max && !oar_dtype_is_float(dt)) x = oar_cast(x, OAR_F64);
-        oar_tensor *y = x ? pool_by_slices(c, x, &g, max, include_pad, ceil_mode) : NULL;
+        oar_tensor *y = !x ? NULL : g.n == 3 && pool3d_fits(&g, max) ? pool3d(x, &g, max, include_pad, ceil_mode)
+                                                                      : pool_by_slices(c, x, &g, max, include_pad, ceil_mode);
         return ox_set(c, 0, y && y->dtype != dt ? oar_cast(y, dt) : y);
     }
     bool fits = symmetric(&g);

@@ -1,5 +1,5 @@
-/* oneDNN kernels (f32) for conv2d and its two backward ops. oar's buffers are plain NCHW /
- * OIHW; the primitive may choose blocked layouts (format "any"), and then each call reorders
+/* oneDNN kernels (f32) for conv2d / conv3d, their two backward ops and conv_transpose3d. oar's
+ * buffers are plain NCHW / OIHW (NCDHW / OIDHW); the primitive may choose blocked layouts (format "any"), and then each call reorders
  * into and out of them: on ResNet-20 and LeNet steps that is 2x faster than plain layouts,
  * whose oneDNN kernel is gemm-based like our im2col one. Outputs in NHWC-like layouts come
  * back through our transpose (conv_dnnl_layout.c), faster than oneDNN's reorder in that
@@ -45,8 +45,9 @@ typedef struct dkey {
     int64_t nhwc;      /* x and y are NHWC in memory (conv2d_act layout=nhwc) */
     int64_t flip;      /* a forward run by the backward-data primitive of the transposed problem
                           (flip_rule: where oneDNN's is faster than its forward kernel) */
-    int64_t x[4], w[4], y[4]; /* x [n, ci, h, w], weight [co, ci / groups, kh, kw], y [n, co, oh, ow] */
-    int64_t s[2], pl[2], pr[2], d[2], groups;
+    int64_t nsp;       /* spatial dims: 2, or 3 (conv3d: no flip, rows, NHWC or post-ops) */
+    int64_t x[5], w[5], y[5]; /* x [n, ci, (d,) h, w], weight [co, ci / groups, (kd,) kh, kw], y [n, co, (od,) oh, ow] */
+    int64_t s[3], pl[3], pr[3], d[3], groups;
 } dkey;
 
 /* One of the three operands (x, weight, y) as the caller holds it (plain) and as the
@@ -107,7 +108,7 @@ static const flip_wide k_flip_wide[] = {{32, 16}, {48, 16}, {64, 16}, {80, 8}, {
 
 static bool flip_rule(const dkey *k) {
     /* bf16 storage (io16) too: it must give the bits of the f32 call on widened inputs */
-    if (k->kind != DK_FORWARD || k->bias || k->sum || k->relu || k->nhwc || k->bf16 || k->groups != 1)
+    if (k->kind != DK_FORWARD || k->nsp != 2 || k->bias || k->sum || k->relu || k->nhwc || k->bf16 || k->groups != 1)
         return false;
     for (int i = 0; i < 2; i++)
         if (k->s[i] != 1 || k->d[i] != 1 || k->pl[i] > k->w[2 + i] - 1 || k->pr[i] > k->w[2 + i] - 1) return false;
@@ -236,20 +237,23 @@ static dprim *dprim_build(const dkey *k) {
     if (!p) return NULL;
     p->key = *k;
     int64_t g = k->groups;
-    dnnl_dims_t x = {k->x[0], k->x[1], k->x[2], k->x[3]}, y = {k->y[0], k->y[1], k->y[2], k->y[3]};
-    dnnl_dims_t w = {g, k->w[0] / g, k->w[1], k->w[2], k->w[3]}, w4 = {k->w[0], k->w[1], k->w[2], k->w[3]};
-    dnnl_dims_t wt = {k->w[1], k->w[0], k->w[2], k->w[3]}; /* the flipped problem's (flip_rule) */
+    const int nd = 2 + (int)k->nsp; /* 4 or 5 */
+    dnnl_dims_t x, y, w, w4, s, pl, pr, d;
+    for (int i = 0; i < nd; i++) x[i] = k->x[i], y[i] = k->y[i], w4[i] = k->w[i], w[i + 1] = k->w[i];
+    w[0] = g, w[1] = k->w[0] / g;
+    for (int i = 0; i < k->nsp; i++)
+        s[i] = k->s[i], pl[i] = k->pl[i], pr[i] = k->pr[i], d[i] = k->d[i] - 1; /* oneDNN counts dilation from 0 */
+    dnnl_dims_t wt = {k->w[1], k->w[0], k->w[2], k->w[3]}; /* the flipped problem's (flip_rule; 2-d only) */
     dnnl_dims_t b = {k->w[0]};
-    dnnl_dims_t s = {k->s[0], k->s[1]}, pl = {k->pl[0], k->pl[1]}, pr = {k->pr[0], k->pr[1]};
-    dnnl_dims_t d = {k->d[0] - 1, k->d[1] - 1}; /* oneDNN counts dilation from 0 */
     dnnl_memory_desc_t ax, aw, ay, awf; /* "any": the primitive picks the layouts it runs fastest on */
-    /* groups > 1: the 5-d goihw view of the same OIHW buffer */
-    dnnl_format_tag_t act_tag = k->nhwc ? dnnl_nhwc : dnnl_nchw; /* dims are NCHW either way */
+    /* groups > 1: the goihw (goidhw) view of the same OIHW (OIDHW) buffer */
+    dnnl_format_tag_t act_tag = k->nhwc ? dnnl_nhwc : nd == 5 ? dnnl_ncdhw : dnnl_nchw; /* dims are NC.. either way */
+    dnnl_format_tag_t w_tag = nd == 5 ? dnnl_oidhw : dnnl_oihw, gw_tag = nd == 5 ? dnnl_goidhw : dnnl_goihw;
     dnnl_data_type_t dt = k->bf16 ? dnnl_bf16 : dnnl_f32, wdt = k->kind == DK_GRAD_WEIGHT ? dnnl_f32 : dt;
-    bool ok = dnnl_memory_desc_init_by_tag(&p->op[0].plain, 4, x, dt, act_tag) == dnnl_success &&
-              dnnl_memory_desc_init_by_tag(&p->op[2].plain, 4, y, dt, act_tag) == dnnl_success &&
-              (g > 1 ? dnnl_memory_desc_init_by_tag(&p->op[1].plain, 5, w, wdt, dnnl_goihw)
-                     : dnnl_memory_desc_init_by_tag(&p->op[1].plain, 4, k->flip ? wt : w4, wdt, dnnl_oihw)) ==
+    bool ok = dnnl_memory_desc_init_by_tag(&p->op[0].plain, nd, x, dt, act_tag) == dnnl_success &&
+              dnnl_memory_desc_init_by_tag(&p->op[2].plain, nd, y, dt, act_tag) == dnnl_success &&
+              (g > 1 ? dnnl_memory_desc_init_by_tag(&p->op[1].plain, nd + 1, w, wdt, gw_tag)
+                     : dnnl_memory_desc_init_by_tag(&p->op[1].plain, nd, k->flip ? wt : w4, wdt, w_tag)) ==
                   dnnl_success &&
               dnnl_memory_desc_init_by_tag(&p->md_b, 1, b, dt, dnnl_x) == dnnl_success;
     dnnl_primitive_attr_t attr = NULL;
@@ -278,12 +282,12 @@ static dprim *dprim_build(const dkey *k) {
     }
     for (int attempt = 0; ok && !k->flip && !fpd && attempt < 2; attempt++, direct_nhwc = false) {
         dnnl_format_tag_t act_any = direct_nhwc ? dnnl_nhwc : dnnl_format_tag_any;
-        ok = dnnl_memory_desc_init_by_tag(&ax, 4, x, dt, act_any) == dnnl_success &&
-             dnnl_memory_desc_init_by_tag(&ay, 4, y, dt, act_any) == dnnl_success &&
-             (g > 1 ? dnnl_memory_desc_init_by_tag(&aw, 5, w, wdt, dnnl_format_tag_any)
-                    : dnnl_memory_desc_init_by_tag(&aw, 4, w4, wdt, dnnl_format_tag_any)) == dnnl_success &&
-             (g > 1 ? dnnl_memory_desc_init_by_tag(&awf, 5, w, dt, dnnl_format_tag_any) /* the forward hint's */
-                    : dnnl_memory_desc_init_by_tag(&awf, 4, w4, dt, dnnl_format_tag_any)) == dnnl_success;
+        ok = dnnl_memory_desc_init_by_tag(&ax, nd, x, dt, act_any) == dnnl_success &&
+             dnnl_memory_desc_init_by_tag(&ay, nd, y, dt, act_any) == dnnl_success &&
+             (g > 1 ? dnnl_memory_desc_init_by_tag(&aw, nd + 1, w, wdt, dnnl_format_tag_any)
+                    : dnnl_memory_desc_init_by_tag(&aw, nd, w4, wdt, dnnl_format_tag_any)) == dnnl_success &&
+             (g > 1 ? dnnl_memory_desc_init_by_tag(&awf, nd + 1, w, dt, dnnl_format_tag_any) /* the forward hint's */
+                    : dnnl_memory_desc_init_by_tag(&awf, nd, w4, dt, dnnl_format_tag_any)) == dnnl_success;
         ok = ok && dnnl_dilated_convolution_forward_desc_init(&fd, fwd ? dnnl_forward_inference : dnnl_forward_training,
                                                               dnnl_convolution_direct, &ax, &awf,
                                                               k->bias ? &p->md_b : NULL, &ay, s, d, pl, pr) ==
@@ -363,18 +367,18 @@ static bool plain_of(const oar_tensor *t, int ndim, oar_dtype dt) {
     return !t || (t->dtype == dt && t->contiguous && t->ndim == ndim);
 }
 
-/* Fills the key from x / weight / y shapes and the attributes (stride, padding, dilation,
- * groups); false where oneDNN cannot express the call or it is empty. */
-static bool key_make(dkey *k, dk_kind kind, bool bias, const int64_t *xs, const int64_t *ws, const int64_t *ys,
-                     const oar_attr *a) {
+/* Fills the key from x / weight / y shapes (2 + nsp dims) and the attributes (stride, padding,
+ * dilation, groups); false where oneDNN cannot express the call or it is empty. */
+static bool key_make(dkey *k, dk_kind kind, bool bias, int nsp, const int64_t *xs, const int64_t *ws,
+                     const int64_t *ys, const oar_attr *a) {
     memset(k, 0, sizeof *k);
-    k->kind = kind, k->bias = bias, k->groups = a[3].i;
-    if (a[0].n != 2 || a[1].n != 2 || a[2].n != 2) return false;
-    for (int i = 0; i < 4; i++) {
+    k->kind = kind, k->bias = bias, k->groups = a[3].i, k->nsp = nsp;
+    if (a[0].n != nsp || a[1].n != nsp || a[2].n != nsp) return false;
+    for (int i = 0; i < 2 + nsp; i++) {
         k->x[i] = xs[i], k->w[i] = ws[i], k->y[i] = ys[i];
         if (xs[i] < 1 || ws[i] < 1 || ys[i] < 1) return false;
     }
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < nsp; i++) {
         k->s[i] = a[0].ints[i], k->pl[i] = a[1].ints[i], k->d[i] = a[2].ints[i];
         k->pr[i] = pad_right(xs[2 + i], ws[2 + i], k->s[i], k->pl[i], k->d[i], ys[2 + i]);
         if (k->pr[i] < 0) return false;
@@ -467,17 +471,19 @@ static bool plan_make(dplan *pl, dk_kind kind, oar_tensor *const *in, oar_tensor
     oar_dtype dt = x->dtype; /* f32, or bf16: native where the CPU computes it, else stored (io16) */
     if (dt != OAR_F32 && dt != OAR_BF16) return false;
     bool io16 = dt == OAR_BF16 && !oar_cpu_bf16_native();
-    if (!plain_of(x, 4, dt) || !plain_of(w, 4, dt) || !plain_of(y, 4, dt) || !plain_of(b, 1, dt)) return false;
+    const int nd = w->ndim; /* 4: conv2d's, 5: conv3d's */
+    if (nd != 4 && nd != 5) return false;
+    if (!plain_of(x, nd, dt) || !plain_of(w, nd, dt) || !plain_of(y, nd, dt) || !plain_of(b, 1, dt)) return false;
     dkey k;
     bool nhwc = fused && !strcmp(a[5].s, "nhwc");
-    int64_t xs[4], ys[4]; /* NCHW order for oneDNN's dims */
-    for (int d = 0; d < 4; d++) {
+    int64_t xs[5], ys[5]; /* NC.. order for oneDNN's dims */
+    for (int d = 0; d < nd; d++) {
         static const int from_nhwc[4] = {0, 3, 1, 2};
         xs[d] = x->shape[nhwc ? from_nhwc[d] : d];
         ys[d] = y->shape[nhwc ? from_nhwc[d] : d];
     }
     if (fused && !nhwc && strcmp(a[5].s, "nchw") != 0) return false;
-    if (!key_make(&k, kind, b != NULL, xs, w->shape, ys, conv)) return false;
+    if (!key_make(&k, kind, b != NULL, nd - 2, xs, w->shape, ys, conv)) return false;
     k.nhwc = nhwc;
     k.bf16 = dt == OAR_BF16 && !io16;
     k.io16 = io16;
@@ -792,11 +798,15 @@ static oar_status run_call(const char *op, dk_kind kind, oar_tensor *const *in, 
     return st;
 }
 
-/* ---- the kernels */
+/* ---- the kernels (one for the 2-d and 3-d op of each kind: the weight's rank tells them apart) */
+static const char *op_name(const oar_tensor *w, const char *name2, const char *name3) {
+    return w->ndim == 5 ? name3 : name2;
+}
+
 static oar_status conv2d_dnnl(const oar_kctx *ctx, oar_tensor *const *in, int n_in, oar_tensor *const *out,
                               int n_out, const oar_attr *a) {
     (void)ctx; (void)n_in; (void)n_out;
-    return run_call("conv2d", DK_FORWARD, in, out, a, in[0], in[1], out[0], in[2], false);
+    return run_call(op_name(in[1], "conv2d", "conv3d"), DK_FORWARD, in, out, a, in[0], in[1], out[0], in[2], false);
 }
 
 static oar_status conv2d_act_dnnl(const oar_kctx *ctx, oar_tensor *const *in, int n_in, oar_tensor *const *out,
@@ -808,13 +818,39 @@ static oar_status conv2d_act_dnnl(const oar_kctx *ctx, oar_tensor *const *in, in
 static oar_status grad_input_dnnl(const oar_kctx *ctx, oar_tensor *const *in, int n_in, oar_tensor *const *out,
                                   int n_out, const oar_attr *a) {
     (void)ctx; (void)n_in; (void)n_out;
-    return run_call("conv2d_grad_input", DK_GRAD_INPUT, in, out, a, out[0], in[1], in[0], NULL, false);
+    return run_call(op_name(in[1], "conv2d_grad_input", "conv3d_grad_input"), DK_GRAD_INPUT, in, out, a, out[0],
+                    in[1], in[0], NULL, false);
 }
 
 static oar_status grad_weight_dnnl(const oar_kctx *ctx, oar_tensor *const *in, int n_in, oar_tensor *const *out,
                                    int n_out, const oar_attr *a) {
     (void)ctx; (void)n_in; (void)n_out;
-    return run_call("conv2d_grad_weight", DK_GRAD_WEIGHT, in, out, a, in[0], out[0], in[1], NULL, false);
+    return run_call(op_name(out[0], "conv2d_grad_weight", "conv3d_grad_weight"), DK_GRAD_WEIGHT, in, out, a, in[0],
+                    out[0], in[1], NULL, false);
+}
+
+/* conv_transpose3d(x, weight, bias?; stride, padding, output_padding, dilation, groups) is
+ * conv3d's backward-data with x as the grad (ops/conv.c), then the bias per channel: its
+ * attributes as conv3d_grad_input's (the leading shape attribute is not read). f32 only; bf16
+ * runs through the via-f32 kernel. */
+static void transpose_attrs(const oar_attr *a, oar_attr *t) {
+    t[0] = oar_attr_int(0), t[1] = a[0], t[2] = a[1], t[3] = a[3], t[4] = a[4];
+}
+
+static oar_status transpose3d_dnnl(const oar_kctx *ctx, oar_tensor *const *in, int n_in, oar_tensor *const *out,
+                                   int n_out, const oar_attr *a) {
+    (void)ctx; (void)n_in; (void)n_out;
+    oar_attr t[5];
+    transpose_attrs(a, t);
+    oar_status st = run_call("conv_transpose3d", DK_GRAD_INPUT, in, out, t, out[0], in[1], in[0], NULL, false);
+    if (st != OAR_OK || !in[2]) return st;
+    const oar_tensor *y = out[0];
+    float *py = (float *)oar_tensor_ptr(y);
+    const float *pb = (const float *)oar_tensor_ptr(in[2]);
+    int64_t c = y->shape[1], plane = y->numel / (y->shape[0] * c);
+    for (int64_t i = 0; i < y->shape[0] * c; i++)
+        for (int64_t e = 0; e < plane; e++) py[i * plane + e] += pb[i % c];
+    return OAR_OK;
 }
 
 static bool supports_kind(dk_kind kind, oar_tensor *const *in, oar_tensor *const *out, const oar_attr *a,
@@ -846,6 +882,13 @@ static bool grad_weight_supports(oar_tensor *const *in, int n_in, oar_tensor *co
     (void)n_in; (void)n_out;
     /* oneDNN sums the batch in per-thread partials: a different sum for each thread count */
     return !oar_get_deterministic() && supports_kind(DK_GRAD_WEIGHT, in, out, a, false);
+}
+static bool transpose3d_supports(oar_tensor *const *in, int n_in, oar_tensor *const *out, int n_out,
+                                 const oar_attr *a) {
+    (void)n_in; (void)n_out;
+    oar_attr t[5];
+    transpose_attrs(a, t);
+    return in[0]->dtype == OAR_F32 && supports_kind(DK_GRAD_INPUT, in, out, t, false);
 }
 
 /* The bf16 entries split by the CPU, so a profile names the path that ran: native bf16, or bf16
@@ -900,11 +943,18 @@ void oar_cpu_conv_register_dnnl(void) {
          grad_input_supports_io16},
         {OAR_OP_conv2d_grad_weight, grad_weight_dnnl, grad_weight_supports, grad_weight_supports_native,
          grad_weight_supports_io16},
+        {OAR_OP_conv3d, conv2d_dnnl, conv2d_supports, conv2d_supports_native, conv2d_supports_io16},
+        {OAR_OP_conv3d_grad_input, grad_input_dnnl, grad_input_supports, grad_input_supports_native,
+         grad_input_supports_io16},
+        {OAR_OP_conv3d_grad_weight, grad_weight_dnnl, grad_weight_supports, grad_weight_supports_native,
+         grad_weight_supports_io16},
+        {OAR_OP_conv_transpose3d, transpose3d_dnnl, transpose3d_supports, NULL, NULL},
     };
     for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
         oar_register_kernel(k[i].op, (oar_kernel_entry){.device = OAR_CPU, .dtypes = OAR_DTYPE_BIT(OAR_F32),
                                                         .impl = "onednn", .priority = 20, .fn = k[i].fn,
                                                         .supports = k[i].sup});
+        if (!k[i].native) continue;
         /* native bf16 (AVX512_BF16 / AMX) only */
         oar_register_kernel(k[i].op, (oar_kernel_entry){.device = OAR_CPU, .dtypes = OAR_DTYPE_BIT(OAR_BF16),
                                                         .impl = OAR_IMPL_BF16_NATIVE, .priority = 20, .fn = k[i].fn,

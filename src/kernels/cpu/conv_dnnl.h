@@ -1,4 +1,4 @@
-/* oneDNN kernels (f32) for conv2d, conv2d_grad_input and conv2d_grad_weight. */
+/* oneDNN kernels (f32, bf16) for conv2d / conv3d and their backward ops, and (f32) conv_transpose3d. */
 #ifndef OAR_CONV_DNNL_H
 #define OAR_CONV_DNNL_H
 

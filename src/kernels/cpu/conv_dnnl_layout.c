@@ -11,15 +11,17 @@
 bool oar_chan_layout_of(const void *dnnl_md, oar_chan_layout *l) {
 #if defined(__x86_64__)
     const dnnl_memory_desc_t *md = dnnl_md;
-    if (!oar_cpu_has_avx2() || md->ndims != 4 || (md->data_type != dnnl_f32 && md->data_type != dnnl_bf16) ||
+    const int nd = md->ndims; /* 4 (NCHW), or 5 (NCDHW: a pixel is a (d, h, w) point) */
+    if (!oar_cpu_has_avx2() || (nd != 4 && nd != 5) || (md->data_type != dnnl_f32 && md->data_type != dnnl_bf16) ||
         md->format_kind != dnnl_blocked || md->offset0 != 0)
         return false;
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < nd; i++)
         if (md->padded_dims[i] != md->dims[i] || md->padded_offsets[i] != 0) return false;
     const dnnl_blocking_desc_t *b = &md->format_desc.blocking;
     memset(l, 0, sizeof *l);
-    l->n = md->dims[0], l->c = md->dims[1], l->pixels = md->dims[2] * md->dims[3];
-    l->n_stride = b->strides[0], l->block_stride = b->strides[1], l->pixel_stride = b->strides[3];
+    l->n = md->dims[0], l->c = md->dims[1], l->pixels = 1;
+    for (int i = 2; i < nd; i++) l->pixels *= md->dims[i];
+    l->n_stride = b->strides[0], l->block_stride = b->strides[1], l->pixel_stride = b->strides[nd - 1];
     l->esize = md->data_type == dnnl_bf16 ? 2 : 4;
     if (b->inner_nblks == 0) { /* NHWC-like: channels adjacent */
         if (b->strides[1] != 1) return false;
@@ -29,8 +31,10 @@ bool oar_chan_layout_of(const void *dnnl_md, oar_chan_layout *l) {
     } else {
         return false;
     }
-    /* pixels of a row follow each other's at pixel_stride, and rows each other's */
-    if (md->dims[2] > 1 && b->strides[2] != md->dims[3] * b->strides[3]) return false;
+    /* pixels of a row follow each other's at pixel_stride, rows each other's, and planes too */
+    int64_t next = b->strides[nd - 1];
+    for (int i = nd - 1; i >= 2; next *= md->dims[i], i--)
+        if (md->dims[i] > 1 && b->strides[i] != next) return false;
     return l->c % 8 == 0 && l->pixels >= 1 && l->n >= 1;
 #else
     (void)dnnl_md, (void)l;

@@ -12,12 +12,12 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-/* Where element (n, c, pixel p) of an [n, c, h, w] tensor lies, for layouts whose channels
+/* Where element (n, c, pixel p) of an [n, c, h, w] (or [n, c, d, h, w]) tensor lies, for layouts whose channels
  * come in contiguous runs of 8 or more:
  *   n * n_stride + (c / block) * block_stride + c % block + p * pixel_stride
  * (NHWC: block 1, block_stride 1; nChw16c: block 16, pixel_stride 16). */
 typedef struct oar_chan_layout {
-    int64_t n, c, pixels;  /* batch, channels, h * w */
+    int64_t n, c, pixels;  /* batch, channels, h * w (d * h * w) */
     int64_t n_stride, block_stride, pixel_stride;
     int64_t block;
     int64_t esize; /* bytes per element: 2 (bf16), else (0 or 4) f32 */
