@@ -112,8 +112,8 @@ def test_data_parallel_and_aliases():
     assert repr(dp) == repr(torch.nn.DataParallel(torch.nn.Linear(4, 2)))
     inp = oar.ones(3, 4)
     np.testing.assert_array_equal(dp(inp).detach().numpy(), dp.module(inp).detach().numpy())
-    for n in (1, 2):
-        shape = (2, 3, 8) if n == 1 else (2, 3, 8, 8)
+    for n in (1, 2, 3):
+        shape = {1: (2, 3, 8), 2: (2, 3, 8, 8), 3: (2, 3, 4, 6, 6)}[n]
         a = R.standard_normal(shape).astype(np.float32)
         vo, io = getattr(oar.nn.functional, f"max_pool{n}d_with_indices")(oar.from_numpy(a), 2)
         vt, it = getattr(torch.nn.functional, f"max_pool{n}d_with_indices")(torch.from_numpy(a), 2)

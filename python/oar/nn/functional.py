@@ -1507,3 +1507,8 @@ def max_unpool3d(input, indices, kernel_size, stride=None, padding=0, output_siz
     n_in = dims[0] * dims[1] * dims[2]
     out = _Unpool.apply(input.reshape(*lead, n_in), indices.reshape(*lead, n_in), size[0] * size[1] * size[2])
     return out.reshape(*lead, *size)
+
+
+def max_pool3d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+                            return_indices=True):
+    return max_pool3d(input, kernel_size, stride, padding, dilation, ceil_mode=ceil_mode, return_indices=True)
