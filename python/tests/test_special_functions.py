@@ -53,7 +53,8 @@ LIMITS = {"i0": {np.inf: np.inf, -np.inf: np.inf}, "i1": {np.inf: np.inf, -np.in
 # and absolute error relative to the envelope (the oscillating functions' amplitude) everywhere
 MPMATH = {
     "i0": (lambda m, v: m.besseli(0, v), 8), "i1": (lambda m, v: m.besseli(1, v), 8),
-    "i0e": (lambda m, v: m.besseli(0, v) * m.exp(-abs(v)), 8), "i1e": (lambda m, v: m.besseli(1, v) * m.exp(-abs(v)), 8),
+    "i0e": (lambda m, v: m.besseli(0, v) * m.exp(-abs(v)), 8),
+    "i1e": (lambda m, v: m.besseli(1, v) * m.exp(-abs(v)), 8),
     "modified_bessel_k0": (lambda m, v: m.besselk(0, v), 8), "modified_bessel_k1": (lambda m, v: m.besselk(1, v), 8),
     "scaled_modified_bessel_k0": (lambda m, v: m.besselk(0, v) * m.exp(v), 8),
     "scaled_modified_bessel_k1": (lambda m, v: m.besselk(1, v) * m.exp(v), 8),
@@ -135,10 +136,12 @@ def test_unary_values_match_mpmath(name):
         env = abs(w)
         if osc and (v < 0 if name == "airy_ai" else abs(v) > 1):
             env = min(1.0, abs(v) ** -0.5 if name != "airy_ai" else 0.6 * abs(v) ** -0.25)
-            assert err <= 4 * 2.0 ** -53 * env, f"{name}({v!r}) = {g!r}, mpmath {w!r}: {err / env / 2**-53:.1f} ulps of the envelope"
+            assert err <= 4 * 2.0 ** -53 * env, \
+                f"{name}({v!r}) = {g!r}, mpmath {w!r}: {err / env / 2**-53:.1f} ulps of the envelope"
             if abs(w) < 0.1 * env:
                 continue  # next to a zero: the absolute bound above is the meaningful one
-        assert err <= ulps * 2.0 ** -53 * abs(w), f"{name}({v!r}) = {g!r}, mpmath {w!r}: {err / abs(w) / 2**-53:.1f} ulps"
+        assert err <= ulps * 2.0 ** -53 * abs(w), \
+            f"{name}({v!r}) = {g!r}, mpmath {w!r}: {err / abs(w) / 2**-53:.1f} ulps"
 
 
 @pytest.mark.parametrize("name", sorted(POLY))

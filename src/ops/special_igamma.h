@@ -113,7 +113,8 @@ OAR_HD static inline double oar_igammac_cf(double a, double x) {
     return oar_igamma_factor(a, x) / f;
 }
 
-/* Q for a < 1, x < 0.75 (past it the two parts cancel): 1 - x^a/Gamma(a+1) - a x^a/Gamma(a+1) sum_k>=1 (-x)^k / (k! (a+k)) */
+/* Q for a < 1, x < 0.75 (past it the two parts cancel):
+ * 1 - x^a/Gamma(a+1) - a x^a/Gamma(a+1) sum_k>=1 (-x)^k / (k! (a+k)) */
 OAR_HD static inline double oar_igammac_small_a(double a, double x) {
     double e = a * log(x) - oar_lgamma1p(a);
     double s = 0.0, t = 1.0;
