@@ -397,6 +397,46 @@ OAR_API oar_tensor *oar_bitwise_or(oar_tensor *a, oar_tensor *b);
 OAR_API oar_tensor *oar_bitwise_xor(oar_tensor *a, oar_tensor *b);
 OAR_API oar_tensor *oar_gcd(oar_tensor *a, oar_tensor *b);
 OAR_API oar_tensor *oar_lcm(oar_tensor *a, oar_tensor *b);
+/* torch.special's Bessel functions, in double whatever the float dtype (src/ops/special_bessel.h):
+ * i0, i1 (and modified_bessel_i0/i1, the same values without a gradient), their scaled forms
+ * i0e = e^-|x| i0 and i1e; K0, K1 (+inf at 0, NaN below) and e^x K0, e^x K1; J0, J1; Y0, Y1 (-inf at
+ * 0, NaN below); sin(x)/x; Airy's Ai. Only i0, i0e, i1 and i1e are differentiable (as in torch). */
+OAR_API oar_tensor *oar_i0(oar_tensor *x);
+OAR_API oar_tensor *oar_i0e(oar_tensor *x);
+OAR_API oar_tensor *oar_i1(oar_tensor *x);
+OAR_API oar_tensor *oar_i1e(oar_tensor *x);
+OAR_API oar_tensor *oar_modified_bessel_i0(oar_tensor *x);
+OAR_API oar_tensor *oar_modified_bessel_i1(oar_tensor *x);
+OAR_API oar_tensor *oar_modified_bessel_k0(oar_tensor *x);
+OAR_API oar_tensor *oar_modified_bessel_k1(oar_tensor *x);
+OAR_API oar_tensor *oar_scaled_modified_bessel_k0(oar_tensor *x);
+OAR_API oar_tensor *oar_scaled_modified_bessel_k1(oar_tensor *x);
+OAR_API oar_tensor *oar_bessel_j0(oar_tensor *x);
+OAR_API oar_tensor *oar_bessel_j1(oar_tensor *x);
+OAR_API oar_tensor *oar_bessel_y0(oar_tensor *x);
+OAR_API oar_tensor *oar_bessel_y1(oar_tensor *x);
+OAR_API oar_tensor *oar_spherical_bessel_j0(oar_tensor *x);
+OAR_API oar_tensor *oar_airy_ai(oar_tensor *x);
+/* the regularized incomplete gamma functions P(a, x) and Q(a, x) = 1 - P (torch.igamma, igammac),
+ * differentiable in x only; Hurwitz's zeta(x, q) = sum_k (k + q)^-x, differentiable in q only */
+OAR_API oar_tensor *oar_gammainc(oar_tensor *a, oar_tensor *x);
+OAR_API oar_tensor *oar_gammaincc(oar_tensor *a, oar_tensor *x);
+OAR_API oar_tensor *oar_zeta(oar_tensor *x, oar_tensor *q);
+/* orthogonal polynomials p_n(x), the degree n a float tensor broadcast with x (truncated; 0 below 0),
+ * as torch.special: Chebyshev T, U, V, W and the shifted ones (p_n(2x - 1)), Hermite H and He,
+ * Laguerre L, Legendre P. Not differentiable. */
+OAR_API oar_tensor *oar_chebyshev_polynomial_t(oar_tensor *x, oar_tensor *n);
+OAR_API oar_tensor *oar_chebyshev_polynomial_u(oar_tensor *x, oar_tensor *n);
+OAR_API oar_tensor *oar_chebyshev_polynomial_v(oar_tensor *x, oar_tensor *n);
+OAR_API oar_tensor *oar_chebyshev_polynomial_w(oar_tensor *x, oar_tensor *n);
+OAR_API oar_tensor *oar_shifted_chebyshev_polynomial_t(oar_tensor *x, oar_tensor *n);
+OAR_API oar_tensor *oar_shifted_chebyshev_polynomial_u(oar_tensor *x, oar_tensor *n);
+OAR_API oar_tensor *oar_shifted_chebyshev_polynomial_v(oar_tensor *x, oar_tensor *n);
+OAR_API oar_tensor *oar_shifted_chebyshev_polynomial_w(oar_tensor *x, oar_tensor *n);
+OAR_API oar_tensor *oar_hermite_polynomial_h(oar_tensor *x, oar_tensor *n);
+OAR_API oar_tensor *oar_hermite_polynomial_he(oar_tensor *x, oar_tensor *n);
+OAR_API oar_tensor *oar_laguerre_polynomial_l(oar_tensor *x, oar_tensor *n);
+OAR_API oar_tensor *oar_legendre_polynomial_p(oar_tensor *x, oar_tensor *n);
 /* a << b and a >> b on integer tensors (not bool), NumPy broadcasting; >> is arithmetic on signed
  * types. A shift by b outside [0, width of the dtype) gives 0 (>> of a negative value: -1), as
  * NumPy and torch >= 2.1 define it. */

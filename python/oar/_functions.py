@@ -80,7 +80,11 @@ def _promote_pair(a, b):
 _REVERSED = {"sub": "rsub", "div": "rdiv", "pow": "rpow"}
 _COMMUTES = {"add", "mul", "maximum", "minimum", "eq", "ne", "bitwise_and", "bitwise_or", "bitwise_xor", "gcd", "lcm"}
 _FLIPPED = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le"}
-_TRUE_DIV = {"div", "atan2"}
+# ops whose integer inputs promote to the default float type (torch.special's binary functions too)
+_TRUE_DIV = {"div", "atan2", "zeta", "chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polynomial_v",
+             "chebyshev_polynomial_w", "shifted_chebyshev_polynomial_t", "shifted_chebyshev_polynomial_u",
+             "shifted_chebyshev_polynomial_v", "shifted_chebyshev_polynomial_w", "hermite_polynomial_h",
+             "hermite_polynomial_he", "laguerre_polynomial_l", "legendre_polynomial_p"}
 
 
 def _binary(name):
@@ -247,6 +251,29 @@ arcsin, arccos, arctan, arcsinh, arctanh, arctan2 = asin, acos, atan, asinh, ata
 acosh, cosh, lgamma, digamma, erfinv = G["acosh"], G["cosh"], G["lgamma"], G["digamma"], G["erfinv"]
 arccosh = acosh
 negative, absolute = neg, abs
+i0 = G["i0"]
+
+
+def _igamma(name, op):
+    def f(input, other, *, out=None):
+        """torch.igamma / igammac: the regularized incomplete gamma functions P(a, x) and Q(a, x) = 1 - P of
+        two tensors (torch takes no numbers), differentiable in x only"""
+        if out is not None:
+            raise TypeError(f"{name}(): out= is not offered; assign the result")
+        _check_tensor(input, name, "input")
+        _check_tensor(other, name, "other")
+        a, x = _promote_pair(input, other)
+        if not _dt(a).is_floating_point:
+            raise RuntimeError(f"{name}: expected a floating input, got {_dt(input)} and {_dt(other)} (torch has no "
+                               f"integer kernel either); cast one of them to a float dtype")
+        return _call(ID[op], (a, x))
+
+    f.__name__ = name
+    return f
+
+
+igamma = _igamma("igamma", "gammainc")
+igammac = _igamma("igammac", "gammaincc")
 
 
 def bitwise_not(input):

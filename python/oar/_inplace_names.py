@@ -7,10 +7,10 @@ once the package is complete, so every function of the name is found wherever it
 INPLACE = """abs acos arccos acosh arccosh asin arcsin asinh arcsinh atan arctan atanh arctanh ceil clamp_min
 clamp_max clip cos cosh deg2rad rad2deg erf erfc exp exp2 expm1 fix floor frac log log10 log1p log2 logit
 nan_to_num negative neg reciprocal round rsqrt sigmoid sin sinc sinh sqrt square tan tanh trunc xlogy
-relu""".split()
+relu i0""".split()
 # ... and those torch has as Tensor methods only
 INPLACE_METHODS = """absolute atan2 arctan2 erfinv lgamma digamma sign sgn fmod remainder floor_divide hypot
-logical_and logical_or logical_not logical_xor true_divide multiply subtract divide""".split()
+logical_and logical_or logical_not logical_xor true_divide multiply subtract divide igamma igammac""".split()
 
 # torch.<fn> that is torch.nn.functional.<fn> with the same arguments (the top-level losses, embedding
 # and instance_norm take other arguments in torch: not aliased)

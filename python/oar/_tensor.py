@@ -644,7 +644,7 @@ matmul mm bmm dot outer multiply subtract true_divide divide greater greater_equ
 negative absolute swapaxes swapdims count_nonzero where tensor_split repeat_interleave
 floor_divide remainder fmod trunc fix unique erfc expm1 exp2 sinh asin acos atan asinh atanh atan2 arcsin arccos
 arctan arcsinh arctanh arctan2 acosh arccosh cosh lgamma digamma erfinv bitwise_and bitwise_or bitwise_xor bitwise_not
-gcd lcm cumprod cummax cummin mode bitwise_left_shift bitwise_right_shift""".split()
+gcd lcm cumprod cummax cummin mode bitwise_left_shift bitwise_right_shift i0 igamma igammac""".split()
 for _name in _METHODS:
     if not hasattr(Tensor, _name) or _name in ("sum", "max", "min", "all", "any", "abs", "round"):
         setattr(Tensor, _name, getattr(F, _name))

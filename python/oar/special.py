@@ -1,5 +1,6 @@
 """torch.special: the special functions under their torch.special names (the op table's digamma,
-polygamma, lgamma, erfinv and the erf family, and compositions of them)."""
+polygamma, lgamma, erfinv and the erf family; the Bessel functions, Airy's Ai, the incomplete gamma
+functions, zeta and the orthogonal polynomials of src/ops/special.c; and compositions of them)."""
 import math
 
 from . import _functions as F
@@ -8,7 +9,13 @@ from ._creation import full as _full
 
 __all__ = ["digamma", "psi", "polygamma", "gammaln", "multigammaln", "erf", "erfc", "erfinv", "erfcx", "ndtr",
            "ndtri", "log_ndtr", "expit", "logit", "xlogy", "xlog1py", "exp2", "expm1", "log1p", "sinc", "round",
-           "logsumexp", "softmax", "log_softmax", "entr"]
+           "logsumexp", "softmax", "log_softmax", "entr", "i0", "i0e", "i1", "i1e", "modified_bessel_i0",
+           "modified_bessel_i1", "modified_bessel_k0", "modified_bessel_k1", "scaled_modified_bessel_k0",
+           "scaled_modified_bessel_k1", "bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1", "spherical_bessel_j0",
+           "airy_ai", "gammainc", "gammaincc", "zeta", "chebyshev_polynomial_t", "chebyshev_polynomial_u",
+           "chebyshev_polynomial_v", "chebyshev_polynomial_w", "shifted_chebyshev_polynomial_t",
+           "shifted_chebyshev_polynomial_u", "shifted_chebyshev_polynomial_v", "shifted_chebyshev_polynomial_w",
+           "hermite_polynomial_h", "hermite_polynomial_he", "laguerre_polynomial_l", "legendre_polynomial_p"]
 
 digamma = psi = F.digamma
 polygamma = F.polygamma
@@ -18,6 +25,27 @@ expit = F.sigmoid
 exp2, expm1, log1p, round = F.exp2, F.expm1, F.log1p, F.round
 logit, xlogy, sinc = K.logit, K.xlogy, K.sinc
 logsumexp = F.logsumexp
+
+# the op table's (src/ops/special.c): integers promote to float32 as in torch; the binary ones take a
+# number on either side, except gammainc / gammaincc (torch.igamma / igammac: tensors only)
+i0 = F.i0
+i0e, i1, i1e = F.G["i0e"], F.G["i1"], F.G["i1e"]
+modified_bessel_i0, modified_bessel_i1 = F.G["modified_bessel_i0"], F.G["modified_bessel_i1"]
+modified_bessel_k0, modified_bessel_k1 = F.G["modified_bessel_k0"], F.G["modified_bessel_k1"]
+scaled_modified_bessel_k0 = F.G["scaled_modified_bessel_k0"]
+scaled_modified_bessel_k1 = F.G["scaled_modified_bessel_k1"]
+bessel_j0, bessel_j1, bessel_y0, bessel_y1 = F.G["bessel_j0"], F.G["bessel_j1"], F.G["bessel_y0"], F.G["bessel_y1"]
+spherical_bessel_j0, airy_ai = F.G["spherical_bessel_j0"], F.G["airy_ai"]
+gammainc, gammaincc = F.igamma, F.igammac
+zeta = F.G["zeta"]
+chebyshev_polynomial_t, chebyshev_polynomial_u = F.G["chebyshev_polynomial_t"], F.G["chebyshev_polynomial_u"]
+chebyshev_polynomial_v, chebyshev_polynomial_w = F.G["chebyshev_polynomial_v"], F.G["chebyshev_polynomial_w"]
+shifted_chebyshev_polynomial_t = F.G["shifted_chebyshev_polynomial_t"]
+shifted_chebyshev_polynomial_u = F.G["shifted_chebyshev_polynomial_u"]
+shifted_chebyshev_polynomial_v = F.G["shifted_chebyshev_polynomial_v"]
+shifted_chebyshev_polynomial_w = F.G["shifted_chebyshev_polynomial_w"]
+hermite_polynomial_h, hermite_polynomial_he = F.G["hermite_polynomial_h"], F.G["hermite_polynomial_he"]
+laguerre_polynomial_l, legendre_polynomial_p = F.G["laguerre_polynomial_l"], F.G["legendre_polynomial_p"]
 
 
 def multigammaln(input, p):

@@ -13,7 +13,7 @@ X = (R.standard_normal((3, 4)) * 0.9).astype(np.float32)
 POS = (R.random((3, 4)) * 0.8 + 0.1).astype(np.float32)  # in (0, 1): every domain below
 OTHER = (R.random((3, 4)) + 0.5).astype(np.float32)
 BINARY = {"atan2", "arctan2", "fmod", "remainder", "floor_divide", "hypot", "logical_and", "logical_or",
-          "logical_xor", "xlogy", "true_divide", "multiply", "subtract", "divide"}
+          "logical_xor", "xlogy", "true_divide", "multiply", "subtract", "divide", "igamma", "igammac"}
 from oar._inplace_names import FROM_FUNCTIONAL, INPLACE, INPLACE_METHODS  # noqa: E402
 
 
@@ -23,7 +23,7 @@ def test_inplace_method_and_function_match_torch(name):
     data = POS if name in ("acosh", "arccosh") else X
     if name in ("acosh", "arccosh"):
         data = data + 1.0
-    if name in ("logit", "log", "log10", "log2", "rsqrt", "sqrt", "xlogy"):
+    if name in ("logit", "log", "log10", "log2", "rsqrt", "sqrt", "xlogy", "igamma", "igammac"):
         data = POS
     args_o = (oar.from_numpy(OTHER.copy()),) if name in BINARY else ()
     args_t = (torch.from_numpy(OTHER.copy()),) if name in BINARY else ()

@@ -34,6 +34,8 @@ enum {
                                   tensor): no batch to empty in the zero-size pass */
     SWEEP_LONG_CHAIN = 1u << 3,/* the reference rounds each of many steps in bf16/f16, a via-f32 kernel once:
                                   the low-precision pass allows 5 times its tolerance */
+    SWEEP_GRAD_NOT_IN0 = 1u << 4,/* input 0 has no derivative (torch defines none: gammainc's a, zeta's x): the
+                                  check differentiates the other inputs; a bad case asserts the refusal */
 };
 
 /* A bad-input case: call() must fail (return false) and the message must contain expect. */

@@ -518,7 +518,7 @@ static void grad_check(const sweep_case *c, int op, const input_spec *specs, int
     int n_float = 0;
     for (int i = 0; i < n_in; i++) {
         in[i] = make_input(&specs[i], OAR_F64);
-        if (in[i] && in[i]->dtype == OAR_F64 && in[i]->numel > 0) {
+        if (in[i] && in[i]->dtype == OAR_F64 && in[i]->numel > 0 && !(i == 0 && (c->flags & SWEEP_GRAD_NOT_IN0))) {
             in[i]->requires_grad = true;
             n_float++;
         }
@@ -675,7 +675,7 @@ static void report_zero(void) {
 /* ---- the gradient rule run on the GPU (every op of the backward on CUDA kernels) against the
  * same rule on the host, in float64: loss = sum_k sum(out_k * w_k) */
 static bool gradients_on(oar_device dev, int op, const input_spec *specs, int n_in, const oar_attr *attrs,
-                         uint64_t seed, oar_tensor **grads, const char *label) {
+                         uint64_t seed, unsigned flags, oar_tensor **grads, const char *label) {
     const oar_op_def *d = oar_op_table[op];
     oar_tensor *in[OAR_MAX_INPUTS] = {0}, *out[OAR_MAX_OUTPUTS];
     bool any_float = false; /* an emptied case has nothing to differentiate: nothing to compare */
@@ -692,7 +692,8 @@ static bool gradients_on(oar_device dev, int op, const input_spec *specs, int n_
         bool host = i < 32 && ((d->host_inputs >> i) & 1u);
         in[i] = dev == OAR_CPU || host || !h ? oar_retain(h) : to_gpu(h);
         oar_tensor_unref(h);
-        if (in[i] && in[i]->dtype == OAR_F64 && in[i]->numel > 0) in[i]->requires_grad = true;
+        if (in[i] && in[i]->dtype == OAR_F64 && in[i]->numel > 0 && !(i == 0 && (flags & SWEEP_GRAD_NOT_IN0)))
+            in[i]->requires_grad = true;
     }
     bool ok = false;
     int no = OAR_MAX_OUTPUTS;
@@ -735,15 +736,15 @@ done:
 }
 
 static void cuda_grad_check(int op, const input_spec *specs, int n_in, const oar_attr *attrs, uint64_t seed,
-                            const char *label) {
+                            unsigned flags, const char *label) {
     const oar_kernel_entry *ks;
     int nk = oar_op_kernels((oar_op_id)op, &ks);
     bool runs_f64 = false; /* an op without a CUDA f64 kernel is a listed gap (cuda_coverage) */
     for (int k = 0; k < nk; k++) runs_f64 |= ks[k].device == OAR_CUDA && (ks[k].dtypes & OAR_DTYPE_BIT(OAR_F64));
     if (!runs_f64) return;
     oar_tensor *want[OAR_MAX_INPUTS + 1] = {0}, *got[OAR_MAX_INPUTS + 1] = {0};
-    if (!gradients_on(OAR_CPU, op, specs, n_in, attrs, seed, want, label)) return;
-    if (gradients_on(OAR_CUDA, op, specs, n_in, attrs, seed, got, label)) {
+    if (!gradients_on(OAR_CPU, op, specs, n_in, attrs, seed, flags, want, label)) return;
+    if (gradients_on(OAR_CUDA, op, specs, n_in, attrs, seed, flags, got, label)) {
         g_cuda_checked++;
         for (int k = 0; want[k] || got[k]; k++) {
             char w[300];
@@ -839,7 +840,7 @@ static void run_case(const sweep_case *c) {
     if (g_cuda_only) {
         if (differentiable) {
             snprintf(label, sizeof label, "%s(%s | %s) gradient", c->op, c->inputs, c->attrs ? c->attrs : "");
-            cuda_grad_check(op, specs, n_in, attrs, case_seed(c), label);
+            cuda_grad_check(op, specs, n_in, attrs, case_seed(c), c->flags, label);
         }
         run_zero(c, op, specs, n_in, attrs, has_float_kind); /* empty batches on the GPU too */
         return;

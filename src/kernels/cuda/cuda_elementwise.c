@@ -2,13 +2,13 @@
  * comparisons, logical ops, where, and the relu/gelu backward ops. Each op maps to a kind of
  * one launcher (elementwise.cu); this file packs operands as strided views at the output's
  * shape. */
-#include "cuda_backend.h"
-#include "launch_elementwise.h"
+#include "cuda_ew_pack.h"
 
 #include <string.h>
 
-/* Operands at the output's shape: strides in elements, 0 on broadcast dims. */
-static bool pack(oar_cu_ew *e, oar_tensor *const *in, int n_in, oar_tensor *y) {
+/* Operands at the output's shape: strides in elements, 0 on broadcast dims (launch_elementwise.h;
+ * cuda_special.c packs its operands with it too). */
+bool oar_cu_ew_pack(oar_cu_ew *e, oar_tensor *const *in, int n_in, oar_tensor *y) {
     memset(e, 0, sizeof *e);
     if (y->ndim > OAR_CU_MAX_DIMS) return false;
     e->ndim = y->ndim;
@@ -75,8 +75,8 @@ static void unary_attrs(oar_op_id op, const oar_attr *a, double *out) {
 static oar_status run_unary(oar_op_id op, const oar_kctx *ctx, oar_tensor *const *in, oar_tensor *const *out,
                             const oar_attr *a) {
     oar_cu_ew e;
-    if (!pack(&e, in, 1, out[0])) return oar_error(OAR_ERR_UNSUPPORTED, "%s: too many dims for the GPU kernel",
-                                                   oar_op_table[op]->name);
+    if (!oar_cu_ew_pack(&e, in, 1, out[0]))
+        return oar_error(OAR_ERR_UNSUPPORTED, "%s: too many dims for the GPU kernel", oar_op_table[op]->name);
     e.in_dtype = in[0]->dtype;
     unary_attrs(op, a, e.attr);
     int err = oar_cu_unary(kind_of(unary_ops, N_UNARY, op), &e, ctx->stream);
@@ -112,8 +112,8 @@ static const op_kind binary_ops[] = {
 static oar_status run_binary(oar_op_id op, const oar_kctx *ctx, oar_tensor *const *in, oar_tensor *const *out,
                              const oar_attr *a) {
     oar_cu_ew e;
-    if (!pack(&e, in, 2, out[0])) return oar_error(OAR_ERR_UNSUPPORTED, "%s: too many dims for the GPU kernel",
-                                                   oar_op_table[op]->name);
+    if (!oar_cu_ew_pack(&e, in, 2, out[0]))
+        return oar_error(OAR_ERR_UNSUPPORTED, "%s: too many dims for the GPU kernel", oar_op_table[op]->name);
     e.in_dtype = in[0]->dtype;
     if (op == OAR_OP_gelu_backward) e.attr[0] = (double)a[0].i;
     int err = oar_cu_binary(kind_of(binary_ops, N_BINARY, op), &e, ctx->stream);
@@ -135,7 +135,8 @@ static oar_status cu_where(const oar_kctx *ctx, oar_tensor *const *in, int n_in,
                            int n_out, const oar_attr *a) {
     (void)n_in; (void)n_out; (void)a;
     oar_cu_ew e;
-    if (!pack(&e, in, 3, out[0])) return oar_error(OAR_ERR_UNSUPPORTED, "where: too many dims for the GPU kernel");
+    if (!oar_cu_ew_pack(&e, in, 3, out[0]))
+        return oar_error(OAR_ERR_UNSUPPORTED, "where: too many dims for the GPU kernel");
     e.in_dtype = in[1]->dtype;
     return oar_cuda_status((cudaError_t)oar_cu_where(&e, ctx->stream), "where");
 }
