@@ -91,13 +91,18 @@ OAR_API void oar_set_warning_handler(oar_warning_fn fn, void *user);
 
 /* ---------------------------------------------------------------- 2. data types */
 
+/* The numeric values are stored in files and by bindings: new dtypes are only ever appended.
+ * i16, u16, u32 and u64 (interchange with ONNX, NumPy and torch.int16) are taken by casts, copies,
+ * the shape and index ops, elementwise arithmetic, comparisons and bitwise ops, abs/neg, where,
+ * sum/amax/amin/argmax/argmin and topk; other ops refuse them (docs/dtypes.md lists which). */
 typedef enum oar_dtype {
     OAR_F32 = 0, OAR_F64, OAR_F16, OAR_BF16,
     OAR_I8, OAR_U8, OAR_I32, OAR_I64, OAR_BOOL,
+    OAR_I16, OAR_U16, OAR_U32, OAR_U64,
     OAR_DTYPE_COUNT
 } oar_dtype;
 
-OAR_API const char *oar_dtype_name(oar_dtype dt);  /* "f32", "bf16", ... */
+OAR_API const char *oar_dtype_name(oar_dtype dt);  /* "f32", "bf16", "u64", ... */
 OAR_API size_t oar_dtype_size(oar_dtype dt);       /* bytes per element */
 OAR_API bool oar_dtype_is_float(oar_dtype dt);
 /* Scalar conversions; f32 -> f16/bf16 round to nearest even, NaN stays NaN. */
@@ -317,6 +322,13 @@ OAR_API oar_tensor *oar_add(oar_tensor *a, oar_tensor *b);
 OAR_API oar_tensor *oar_sub(oar_tensor *a, oar_tensor *b);
 OAR_API oar_tensor *oar_mul(oar_tensor *a, oar_tensor *b);
 OAR_API oar_tensor *oar_div(oar_tensor *a, oar_tensor *b);
+/* Rounded division: div_trunc rounds a / b toward zero (C's integer division, ONNX's Div of
+ * integers, torch.div(rounding_mode="trunc")), div_floor toward -inf (torch.floor_divide, Python's
+ * //). Integers divide exactly (u64 as unsigned; INT64_MIN / -1 wraps) and x / 0 is 0, NumPy's
+ * value (torch raises; oar's Python layer does); floats give trunc / floor of the float
+ * quotient. No gradient. */
+OAR_API oar_tensor *oar_div_trunc(oar_tensor *a, oar_tensor *b);
+OAR_API oar_tensor *oar_div_floor(oar_tensor *a, oar_tensor *b);
 OAR_API oar_tensor *oar_pow(oar_tensor *a, oar_tensor *b);
 OAR_API oar_tensor *oar_maximum(oar_tensor *a, oar_tensor *b);
 OAR_API oar_tensor *oar_minimum(oar_tensor *a, oar_tensor *b);

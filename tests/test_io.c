@@ -23,6 +23,9 @@ static oar_tensor *sample(oar_dtype dt, const int64_t *shape, int ndim) {
     case OAR_I32: return oar_randint(-2000000000, 2000000000, shape, ndim, OAR_I32);
     case OAR_I64: return oar_randint(-(1LL << 60), 1LL << 60, shape, ndim, OAR_I64);
     case OAR_BOOL: return oar_gt(oar_randn(shape, ndim, OAR_F32), oar_zeros(shape, ndim, OAR_F32));
+    /* integer casts wrap: the full range of each, u64 above 2^63 included */
+    case OAR_I16: case OAR_U16: case OAR_U32: case OAR_U64:
+        return oar_cast(oar_randint(INT64_MIN / 2, INT64_MAX / 2, shape, ndim, OAR_I64), dt);
     default: return NULL;
     }
 }

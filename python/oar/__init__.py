@@ -11,7 +11,7 @@ from . import _C
 from ._dtype import (bfloat16, bool_ as bool, dtype, float16, float32, float64, int8, int32, int64,  # noqa: F401
                      uint8)
 from ._dtype import float32 as float, float64 as double, float16 as half, int64 as long, int32 as int  # noqa: F401
-from ._dtype import int16, int16 as short  # noqa: F401  (a name only: no such tensors)
+from ._dtype import int16, int16 as short, uint16, uint32, uint64  # noqa: F401
 from ._complex import (complex, complex64, complex128, imag, is_complex, istft, polar, real, stft,  # noqa: F401
                        view_as_complex, view_as_real)
 from ._complex import complex64 as cfloat, complex128 as cdouble  # noqa: F401

@@ -88,12 +88,11 @@ def _np_contiguous(a):
     import numpy as np
 
     a = np.asarray(a)
-    if a.dtype == np.float64 or a.dtype in (np.float32, np.float16, np.int64, np.int32, np.int8, np.uint8, np.bool_):
+    if a.dtype == np.float64 or a.dtype in (np.float32, np.float16, np.int64, np.int32, np.int16, np.int8, np.uint8,
+                                            np.uint16, np.uint32, np.uint64, np.bool_):
         return np.asarray(a, order="C")  # ascontiguousarray would make a 0-d array 1-d
-    if a.dtype.kind in "iu":
-        return np.asarray(a.astype(np.int64), order="C")
     raise TypeError(f"can't convert np.ndarray of type {a.dtype}. The only supported types are: float64, float32, "
-                    f"float16, int64, int32, int8, uint8, and bool.")
+                    f"float16, int64, int32, int16, int8, uint64, uint32, uint16, uint8, and bool.")
 
 
 def from_numpy(ndarray):

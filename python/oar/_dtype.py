@@ -38,34 +38,22 @@ uint8 = _make("uint8", "u8", signed=False)
 int32 = _make("int32", "i32")
 int64 = _make("int64", "i64")
 bool_ = _make("bool", "bool", signed=False)
-
-
-
-class _AbsentDtype(dtype):
-    """A torch dtype oar has no tensors of: the name exists (model files build tables of dtypes
-    at import), and making a tensor of it says so."""
-
-    __slots__ = ()
-
-    def __init__(self, name, itemsize, is_float, signed):
-        self.name, self.itemsize, self.is_floating_point, self.is_signed = name, itemsize, is_float, signed
-
-    @property
-    def code(self):
-        raise TypeError(f"oar has no {self.name} tensors (oar's dtypes: float32, float64, float16, bfloat16, "
-                        "int8, uint8, int32, int64, bool); cast to one of them")
-
-
-int16 = _AbsentDtype("int16", 2, False, True)
+# torch.int16 and torch 2.x's uint16/uint32/uint64: casts, copies, shape and index ops, arithmetic,
+# comparisons and bitwise ops, sum/amax/amin/argmax/topk take them; other ops refuse them
+int16 = _make("int16", "i16")
+uint16 = _make("uint16", "u16", signed=False)
+uint32 = _make("uint32", "u32", signed=False)
+uint64 = _make("uint64", "u64", signed=False)
 
 BY_CODE = [None] * len(_info)
-for _d in (float32, float64, float16, bfloat16, int8, uint8, int32, int64, bool_):
+for _d in (float32, float64, float16, bfloat16, int8, uint8, int32, int64, bool_, int16, uint16, uint32, uint64):
     BY_CODE[_d.code] = _d
 
 ALIASES = {
     "float32": float32, "float": float32, "float64": float64, "double": float64, "float16": float16,
     "half": float16, "bfloat16": bfloat16, "int8": int8, "uint8": uint8, "int32": int32, "int": int32,
-    "int64": int64, "long": int64, "bool": bool_, "int16": int16, "short": int16,
+    "int64": int64, "long": int64, "bool": bool_, "int16": int16, "short": int16, "uint16": uint16,
+    "uint32": uint32, "uint64": uint64,
 }  # and the quantized (_qtensor) and complex (_complex) dtypes, which add themselves
 
 
@@ -74,7 +62,8 @@ def _by_name(name):
 
 
 _NUMPY = {"float32": float32, "float64": float64, "float16": float16, "int8": int8, "uint8": uint8,
-          "int32": int32, "int64": int64, "bool": bool_}
+          "int32": int32, "int64": int64, "bool": bool_, "int16": int16, "uint16": uint16, "uint32": uint32,
+          "uint64": uint64}
 
 
 def to_dtype(d, what="dtype"):
@@ -104,8 +93,12 @@ def promote(a, b):
         return a if ra > rb else b
     if {a, b} == {float16, bfloat16}:
         return float32
-    if {a, b} == {uint8, int8}:
-        return int32  # torch gives int16, which oar lacks: the next wider type
+    if ra == 1 and a.is_signed != b.is_signed:
+        u, s = (a, b) if b.is_signed else (b, a)
+        if u is not uint8:  # torch 2.x: "Promotion for uint16, uint32, uint64 types is not supported"
+            raise TypeError(f"promotion of {u.name} with {s.name} is not supported (as in torch 2.x); cast one "
+                            "of them first")
+        return s if s.itemsize > 1 else int16  # uint8 with int8 gives int16, as in torch
     return a if a.itemsize >= b.itemsize else b
 
 

@@ -164,18 +164,16 @@ def _quotient_dtype(input, other):
 
 
 def _rounded_div(input, other, mode):
-    """floor / trunc division. Integers divide exactly through float64 (the rounded quotient of
-    integers below 2^53 never crosses an integer), then come back to their integer type."""
+    """floor / trunc division: floats round the true quotient; integers divide exactly in their
+    own type (the div_floor / div_trunc ops, uint64 as unsigned)."""
     rd = _quotient_dtype(input, other)
     if rd.is_floating_point:
         q = _true_div(input, other)
-    else:
-        if (_is_t(other) and bool(eq(other, 0).any())) or (not _is_t(other) and other == 0):
-            raise RuntimeError("ZeroDivisionError: integer division by zero")
-        wide = lambda v: _cast(v, D.float64) if _is_t(v) else float(v)
-        q = _true_div(wide(input), wide(other))
-    q = floor(q) if mode == "floor" else where(lt(q, 0), ceil(q), floor(q))
-    return q if rd.is_floating_point else _cast(q, rd)
+        return floor(q) if mode == "floor" else where(lt(q, 0), ceil(q), floor(q))
+    if (_is_t(other) and bool(eq(other, 0).any())) or (not _is_t(other) and other == 0):
+        raise RuntimeError("ZeroDivisionError: integer division by zero")
+    a, b = (_cast(v, rd) if _is_t(v) else _scalar_tensor(v, rd) for v in (input, other))
+    return call("div_floor" if mode == "floor" else "div_trunc", (a, b))
 
 
 def div(input, other, *, rounding_mode=None, out=None):

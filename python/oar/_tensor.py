@@ -198,7 +198,8 @@ class Tensor(_C.TensorBase):
     def type(self, dtype=None):
         if dtype is None:
             return "oar." + {"float32": "FloatTensor", "float64": "DoubleTensor", "int64": "LongTensor",
-                             "int32": "IntTensor", "bool": "BoolTensor"}.get(self.dtype.name, self.dtype.name)
+                             "int32": "IntTensor", "int16": "ShortTensor", "bool": "BoolTensor"}.get(self.dtype.name,
+                                                                                                     self.dtype.name)
         return self.to(dtype)
 
     # ---- autograd

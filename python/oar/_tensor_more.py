@@ -129,7 +129,7 @@ def random_(self, from_=0, to=None, *, generator=None):
         from_, to = (0, from_) if from_ else (0, None)
     if to is None:
         to = {D.float32: 2 ** 24 + 1, D.float64: 2 ** 53 + 1, D.float16: 2 ** 11 + 1, D.bfloat16: 2 ** 8 + 1,
-              D.int64: 2 ** 63 - 1, D.int32: 2 ** 31 - 1, D.int8: 2 ** 7 - 1, D.uint8: 2 ** 8 - 1,
+              D.int64: 2 ** 63 - 1, D.int32: 2 ** 31 - 1, D.int16: 2 ** 15 - 1, D.int8: 2 ** 7 - 1, D.uint8: 2 ** 8 - 1,
               D.bool_: 2}.get(self.dtype, 2 ** 24 + 1)
     u = C.rand(*self.shape, dtype=D.float64)
     return _fill(self, F.add(F.floor(F.mul(u, float(to - from_))), float(from_)))

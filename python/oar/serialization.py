@@ -9,7 +9,8 @@ from . import _dtype as D
 from . import _saved_entries as E
 
 _ST = {"float32": "F32", "float64": "F64", "float16": "F16", "bfloat16": "BF16", "int8": "I8", "uint8": "U8",
-       "int32": "I32", "int64": "I64", "bool": "BOOL"}
+       "int32": "I32", "int64": "I64", "bool": "BOOL", "int16": "I16", "uint16": "U16", "uint32": "U32",
+       "uint64": "U64"}
 _FROM_ST = {v: k for k, v in _ST.items()}
 
 

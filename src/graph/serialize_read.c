@@ -143,8 +143,8 @@ static oar_status get_dtype(const reader *r, const cJSON *obj, const char *where
             *dt = (oar_dtype)k;
             return OAR_OK;
         }
-    return fail(r, OAR_ERR_FORMAT, "%s: dtype '%.40s' is not one oar knows (f32, f64, f16, bf16, i8, u8, i32, i64, "
-                                   "bool)", where, v->valuestring);
+    return fail(r, OAR_ERR_FORMAT, "%s: dtype '%.40s' is not one oar knows (f32, f64, f16, bf16, i8, u8, i16, u16, "
+                                   "i32, u32, i64, u64, bool)", where, v->valuestring);
 }
 
 static oar_status get_meta(const reader *r, const cJSON *obj, const char *where, bool dynamic_ok, oar_meta *m,
@@ -301,7 +301,7 @@ static const char *attr_kind_name(oar_attr_kind k) {
     case OAR_ATTR_FLOAT: return "a number (or \"inf\", \"-inf\", \"nan\")";
     case OAR_ATTR_INTS: return "an array of integers";
     case OAR_ATTR_STR: return "a string";
-    case OAR_ATTR_DTYPE: return "a dtype name (f32, f64, f16, bf16, i8, u8, i32, i64, bool)";
+    case OAR_ATTR_DTYPE: return "a dtype name (f32, f64, f16, bf16, i8, u8, i16, u16, i32, u32, i64, u64, bool)";
     default: return "nothing";
     }
 }

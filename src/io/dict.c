@@ -118,8 +118,10 @@ const char *oar_dict_meta_at(const oar_tensor_dict *d, int i, const char **key) 
 /* safetensors dtype names, indexed by oar_dtype. */
 static const char *const st_names[OAR_DTYPE_COUNT] = {
     [OAR_F32] = "F32", [OAR_F64] = "F64", [OAR_F16] = "F16", [OAR_BF16] = "BF16", [OAR_I8] = "I8",
-    [OAR_U8] = "U8",   [OAR_I32] = "I32", [OAR_I64] = "I64", [OAR_BOOL] = "BOOL",
+    [OAR_U8] = "U8",   [OAR_I32] = "I32", [OAR_I64] = "I64", [OAR_BOOL] = "BOOL", [OAR_I16] = "I16",
+    [OAR_U16] = "U16", [OAR_U32] = "U32", [OAR_U64] = "U64",
 };
+_Static_assert(sizeof st_names / sizeof *st_names == OAR_DTYPE_COUNT, "a safetensors name per dtype");
 
 const char *oar_st_dtype_name(oar_dtype dt) { return oar_dtype_valid(dt) ? st_names[dt] : "?"; }
 

@@ -85,13 +85,14 @@ static const struct {
     int size;
     oar_dtype dt;
 } kinds[] = {{'f', 2, OAR_F16}, {'f', 4, OAR_F32}, {'f', 8, OAR_F64}, {'i', 1, OAR_I8}, {'u', 1, OAR_U8},
-             {'i', 4, OAR_I32}, {'i', 8, OAR_I64}, {'b', 1, OAR_BOOL}};
+             {'i', 4, OAR_I32}, {'i', 8, OAR_I64}, {'b', 1, OAR_BOOL}, {'i', 2, OAR_I16}, {'u', 2, OAR_U16},
+             {'u', 4, OAR_U32}, {'u', 8, OAR_U64}};
 
 static oar_status parse_descr(cursor *c, const char *d, oar_npy_header *h) {
     char order = d[0];
     if (order != '<' && order != '>' && order != '|' && order != '=')
         return oar_io_fail(c->s, OAR_ERR_UNSUPPORTED, "dtype '%s' is not a simple NumPy type oar reads "
-                                                      "(f2, f4, f8, i1, u1, i4, i8, b1)", d);
+                                                      "(f2, f4, f8, i1, u1, i2, u2, i4, u4, i8, u8, b1)", d);
     char kind = d[1];
     int size = 0;
     const char *q = d + 2;
@@ -104,7 +105,7 @@ static oar_status parse_descr(cursor *c, const char *d, oar_npy_header *h) {
         return OAR_OK;
     }
     return oar_io_fail(c->s, OAR_ERR_UNSUPPORTED, "dtype '%s' has no oar equivalent; oar reads f2, f4, f8, i1, u1, "
-                                                  "i4, i8 and b1", d);
+                                                  "i2, u2, i4, u4, i8, u8 and b1", d);
 }
 
 oar_status oar_npy_parse_header(const oar_io_source *s, const char *text, size_t n, oar_npy_header *h) {
@@ -156,6 +157,10 @@ const char *oar_npy_descr(oar_dtype dt) {
     case OAR_I32: return "<i4";
     case OAR_I64: return "<i8";
     case OAR_BOOL: return "|b1";
+    case OAR_I16: return "<i2";
+    case OAR_U16: return "<u2";
+    case OAR_U32: return "<u4";
+    case OAR_U64: return "<u8";
     default: return NULL;
     }
 }

@@ -25,7 +25,7 @@ typedef struct st_entry {
 
 /* safetensors dtypes that oar has no type for: such files are valid but unsupported. */
 static bool other_st_dtype(const char *name) {
-    static const char *const others[] = {"I16", "U16", "U32", "U64", "F8_E4M3", "F8_E5M2", "F8_E8M0",
+    static const char *const others[] = {"F8_E4M3", "F8_E5M2", "F8_E8M0",
                                          "F6_E2M3", "F6_E3M2", "F4", "C64", "F8_E4M3FNUZ", "F8_E5M2FNUZ"};
     for (size_t i = 0; i < sizeof others / sizeof *others; i++)
         if (!strcmp(name, others[i])) return true;
@@ -100,7 +100,8 @@ static oar_status parse_entry(const oar_io_source *s, const cJSON *e, st_entry *
     if (!oar_st_dtype_parse(dtype->valuestring, &out->dtype)) {
         bool known = other_st_dtype(dtype->valuestring);
         return oar_io_fail(s, known ? OAR_ERR_UNSUPPORTED : OAR_ERR_FORMAT,
-                           "tensor '%.200s' has %s dtype '%.40s'; oar reads F32, F64, F16, BF16, I8, U8, I32, I64 and BOOL",
+                           "tensor '%.200s' has %s dtype '%.40s'; oar reads F32, F64, F16, BF16, I8, U8, I16, U16, "
+                           "I32, U32, I64, U64 and BOOL",
                            name, known ? "the safetensors" : "the unknown", dtype->valuestring);
     }
     if (!cJSON_IsArray(shape))

@@ -42,7 +42,8 @@ static oar_status parse_value(const oar_op_def *d, int i, const char *v, size_t 
         oar_dtype dt;
         if (!oar_dtype_from_name(val, &dt))
             return oar_error(OAR_ERR_FORMAT, "%s: expected attribute '%s' to be a dtype name (f32, f64, f16, "
-                                             "bf16, i8, u8, i32, i64, bool), got '%s'", d->name, d->attrs[i].name, val);
+                                             "bf16, i8, u8, i16, u16, i32, u32, i64, u64, bool), got '%s'", d->name,
+                             d->attrs[i].name, val);
         *out = oar_attr_dtype(dt);
         end = val + len;
         break;

@@ -1,5 +1,6 @@
 /* Elementwise binary ops with NumPy broadcasting. The reference kernels walk any strides
- * (broadcast dims have stride 0), computing floats in double and integers in int64. */
+ * (broadcast dims have stride 0), computing floats in double, integers in int64 (u64 in uint64,
+ * apply_u). pow, atan2, gcd and lcm refuse the interchange integers (i16, u16, u32, u64). */
 #include "ops/op.h"
 #include "ops/special_math.h"
 
@@ -7,8 +8,8 @@
 #include <string.h>
 
 typedef enum { B_ADD, B_SUB, B_MUL, B_DIV, B_POW, B_MAX, B_MIN, B_ATAN2, B_BAND, B_BOR, B_BXOR,
-               B_GCD, B_LCM, B_EQ, B_NE, B_LT, B_LE, B_GT, B_GE,
-               B_AND, B_OR } bin_kind;
+               B_GCD, B_LCM, B_TDIV, B_FDIV, B_EQ, B_NE, B_LT, B_LE, B_GT, B_GE,
+               B_AND, B_OR } bin_kind; /* comparisons last: is_compare */
 
 static inline double apply_f(bin_kind k, double a, double b) {
     switch (k) {
@@ -21,6 +22,8 @@ static inline double apply_f(bin_kind k, double a, double b) {
     case B_MIN: return (a != a || b != b) ? NAN : (a < b ? a : b);
     case B_ATAN2: return atan2(a, b);
     case B_BAND: case B_BOR: case B_BXOR: case B_GCD: case B_LCM: return 0; /* integers only (binary_infer) */
+    case B_TDIV: return trunc(a / b);
+    case B_FDIV: return floor(a / b);
     case B_EQ: return a == b;
     case B_NE: return a != b;
     case B_LT: return a < b;
@@ -59,6 +62,14 @@ static inline int64_t apply_i(bin_kind k, int64_t a, int64_t b) {
     case B_BXOR: return a ^ b;
     case B_GCD: return oar_gcd_i(a, b);
     case B_LCM: return oar_lcm_i(a, b);
+    case B_TDIV: /* x / 0 is 0 (NumPy's value: programs run on placeholder zeros when loaded and
+                  * traced, so it cannot fail); INT64_MIN / -1 wraps, as torch */
+    case B_FDIV: {
+        if (b == 0) return 0;
+        if (a == INT64_MIN && b == -1) return a;
+        int64_t q = a / b;
+        return k == B_FDIV && a % b != 0 && (a < 0) != (b < 0) ? q - 1 : q;
+    }
     case B_EQ: return a == b;
     case B_NE: return a != b;
     case B_LT: return a < b;
@@ -71,6 +82,31 @@ static inline int64_t apply_i(bin_kind k, int64_t a, int64_t b) {
     return 0;
 }
 
+/* u64 in uint64_t arithmetic: the int64 evaluator would order 2^63 below 0 and divide it as a
+ * negative number. Only the kinds u64 takes (bitwise, arithmetic, max/min, comparisons). */
+static inline uint64_t apply_u(bin_kind k, uint64_t a, uint64_t b) {
+    switch (k) {
+    case B_ADD: return a + b;
+    case B_SUB: return a - b;
+    case B_MUL: return a * b;
+    case B_DIV: case B_TDIV: case B_FDIV: return b == 0 ? 0 : a / b;
+    case B_MAX: return a > b ? a : b;
+    case B_MIN: return a < b ? a : b;
+    case B_BAND: return a & b;
+    case B_BOR: return a | b;
+    case B_BXOR: return a ^ b;
+    case B_EQ: return a == b;
+    case B_NE: return a != b;
+    case B_LT: return a < b;
+    case B_LE: return a <= b;
+    case B_GT: return a > b;
+    case B_GE: return a >= b;
+    case B_AND: return a && b;
+    case B_OR: return a || b;
+    default: return 0; /* pow, atan2, gcd, lcm: not registered for u64 */
+    }
+}
+
 static oar_status binary_ref(bin_kind k, oar_tensor *const *in, oar_tensor *const *out) {
     oar_tensor *y = out[0];
     if (y->numel == 0) return OAR_OK;
@@ -80,6 +116,9 @@ static oar_status binary_ref(bin_kind k, oar_tensor *const *in, oar_tensor *cons
     const oar_dtype_traits *ti = &oar_dtypes[in[0]->dtype], *to = &oar_dtypes[y->dtype];
     if (ti->is_float) {
         do to->store(it.ptr[0], apply_f(k, ti->load(it.ptr[1]), ti->load(it.ptr[2])));
+        while (oar_iter_next(&it));
+    } else if (oar_dtype_bits_u64(in[0]->dtype)) {
+        do to->store_i64(it.ptr[0], (int64_t)apply_u(k, *(const uint64_t *)it.ptr[1], *(const uint64_t *)it.ptr[2]));
         while (oar_iter_next(&it));
     } else {
         do to->store_i64(it.ptr[0], apply_i(k, ti->load_i64(it.ptr[1]), ti->load_i64(it.ptr[2])));
@@ -169,7 +208,7 @@ static oar_status maxmin_grad(oar_grad_ctx *g) {
     return OAR_OK;
 }
 
-#define BINARY(NAME, KIND, GRAD, FLAGS)                                                         \
+#define BINARY(NAME, KIND, GRAD, FLAGS, DTYPES)                                                 \
     static oar_status NAME##_infer(oar_tensor *const *in, int n_in, const oar_attr *a,          \
                                    oar_meta *out, int *n_out) {                                 \
         (void)n_in; (void)a;                                                                    \
@@ -182,7 +221,7 @@ static oar_status maxmin_grad(oar_grad_ctx *g) {
     }                                                                                           \
     const oar_op_def oar_opdef_##NAME = {                                                       \
         .name = #NAME, .n_inputs = 2, .n_outputs = 1,                                           \
-        .flags = OAR_OPF_ELEMENTWISE | OAR_OPF_STRIDED | (FLAGS), .ref_dtypes = OAR_ALL_DTYPES, \
+        .flags = OAR_OPF_ELEMENTWISE | OAR_OPF_STRIDED | (FLAGS), .ref_dtypes = (DTYPES),         \
         .infer = NAME##_infer, .reference = NAME##_ref, .grad = GRAD,                           \
     };                                                                                          \
     oar_tensor *oar_##NAME(oar_tensor *a, oar_tensor *b) {                                      \
@@ -190,27 +229,29 @@ static oar_status maxmin_grad(oar_grad_ctx *g) {
         return oar_op_call1(OAR_OP_##NAME, in, 2, NULL);                                        \
     }
 
-BINARY(add, B_ADD, add_grad, OAR_OPF_INPLACE_OK | OAR_OPF_AMP_PROMOTE)
-BINARY(sub, B_SUB, sub_grad, OAR_OPF_INPLACE_OK | OAR_OPF_AMP_PROMOTE)
-BINARY(mul, B_MUL, mul_grad, OAR_OPF_INPLACE_OK | OAR_OPF_AMP_PROMOTE)
-BINARY(div, B_DIV, div_grad, OAR_OPF_INPLACE_OK | OAR_OPF_AMP_PROMOTE)
-BINARY(pow, B_POW, pow_grad, OAR_OPF_INPLACE_OK | OAR_OPF_AMP_DENY_F16 | OAR_OPF_AMP_PROMOTE)
-BINARY(maximum, B_MAX, maxmin_grad, OAR_OPF_INPLACE_OK | OAR_OPF_AMP_PROMOTE)
-BINARY(minimum, B_MIN, maxmin_grad, OAR_OPF_INPLACE_OK | OAR_OPF_AMP_PROMOTE)
-BINARY(atan2, B_ATAN2, atan2_grad, OAR_OPF_INPLACE_OK | OAR_OPF_AMP_PROMOTE)
-BINARY(bitwise_and, B_BAND, NULL, OAR_OPF_NONDIFF | OAR_OPF_INPLACE_OK)
-BINARY(bitwise_or, B_BOR, NULL, OAR_OPF_NONDIFF | OAR_OPF_INPLACE_OK)
-BINARY(bitwise_xor, B_BXOR, NULL, OAR_OPF_NONDIFF | OAR_OPF_INPLACE_OK)
-BINARY(gcd, B_GCD, NULL, OAR_OPF_NONDIFF | OAR_OPF_INPLACE_OK)
-BINARY(lcm, B_LCM, NULL, OAR_OPF_NONDIFF | OAR_OPF_INPLACE_OK)
-BINARY(eq, B_EQ, NULL, OAR_OPF_NONDIFF | OAR_OPF_AMP_PROMOTE)
-BINARY(ne, B_NE, NULL, OAR_OPF_NONDIFF | OAR_OPF_AMP_PROMOTE)
-BINARY(lt, B_LT, NULL, OAR_OPF_NONDIFF | OAR_OPF_AMP_PROMOTE)
-BINARY(le, B_LE, NULL, OAR_OPF_NONDIFF | OAR_OPF_AMP_PROMOTE)
-BINARY(gt, B_GT, NULL, OAR_OPF_NONDIFF | OAR_OPF_AMP_PROMOTE)
-BINARY(ge, B_GE, NULL, OAR_OPF_NONDIFF | OAR_OPF_AMP_PROMOTE)
-BINARY(logical_and, B_AND, NULL, OAR_OPF_NONDIFF | OAR_OPF_AMP_PROMOTE)
-BINARY(logical_or, B_OR, NULL, OAR_OPF_NONDIFF | OAR_OPF_AMP_PROMOTE)
+BINARY(add, B_ADD, add_grad, OAR_OPF_INPLACE_OK | OAR_OPF_AMP_PROMOTE, OAR_ALL_DTYPES)
+BINARY(sub, B_SUB, sub_grad, OAR_OPF_INPLACE_OK | OAR_OPF_AMP_PROMOTE, OAR_ALL_DTYPES)
+BINARY(mul, B_MUL, mul_grad, OAR_OPF_INPLACE_OK | OAR_OPF_AMP_PROMOTE, OAR_ALL_DTYPES)
+BINARY(div, B_DIV, div_grad, OAR_OPF_INPLACE_OK | OAR_OPF_AMP_PROMOTE, OAR_ALL_DTYPES)
+BINARY(pow, B_POW, pow_grad, OAR_OPF_INPLACE_OK | OAR_OPF_AMP_DENY_F16 | OAR_OPF_AMP_PROMOTE, OAR_BASE_DTYPES)
+BINARY(maximum, B_MAX, maxmin_grad, OAR_OPF_INPLACE_OK | OAR_OPF_AMP_PROMOTE, OAR_ALL_DTYPES)
+BINARY(minimum, B_MIN, maxmin_grad, OAR_OPF_INPLACE_OK | OAR_OPF_AMP_PROMOTE, OAR_ALL_DTYPES)
+BINARY(atan2, B_ATAN2, atan2_grad, OAR_OPF_INPLACE_OK | OAR_OPF_AMP_PROMOTE, OAR_BASE_DTYPES)
+BINARY(bitwise_and, B_BAND, NULL, OAR_OPF_NONDIFF | OAR_OPF_INPLACE_OK, OAR_ALL_DTYPES)
+BINARY(bitwise_or, B_BOR, NULL, OAR_OPF_NONDIFF | OAR_OPF_INPLACE_OK, OAR_ALL_DTYPES)
+BINARY(bitwise_xor, B_BXOR, NULL, OAR_OPF_NONDIFF | OAR_OPF_INPLACE_OK, OAR_ALL_DTYPES)
+BINARY(gcd, B_GCD, NULL, OAR_OPF_NONDIFF | OAR_OPF_INPLACE_OK, OAR_BASE_DTYPES)
+BINARY(lcm, B_LCM, NULL, OAR_OPF_NONDIFF | OAR_OPF_INPLACE_OK, OAR_BASE_DTYPES)
+BINARY(div_trunc, B_TDIV, NULL, OAR_OPF_NONDIFF | OAR_OPF_INPLACE_OK, OAR_ALL_DTYPES)
+BINARY(div_floor, B_FDIV, NULL, OAR_OPF_NONDIFF | OAR_OPF_INPLACE_OK, OAR_ALL_DTYPES)
+BINARY(eq, B_EQ, NULL, OAR_OPF_NONDIFF | OAR_OPF_AMP_PROMOTE, OAR_ALL_DTYPES)
+BINARY(ne, B_NE, NULL, OAR_OPF_NONDIFF | OAR_OPF_AMP_PROMOTE, OAR_ALL_DTYPES)
+BINARY(lt, B_LT, NULL, OAR_OPF_NONDIFF | OAR_OPF_AMP_PROMOTE, OAR_ALL_DTYPES)
+BINARY(le, B_LE, NULL, OAR_OPF_NONDIFF | OAR_OPF_AMP_PROMOTE, OAR_ALL_DTYPES)
+BINARY(gt, B_GT, NULL, OAR_OPF_NONDIFF | OAR_OPF_AMP_PROMOTE, OAR_ALL_DTYPES)
+BINARY(ge, B_GE, NULL, OAR_OPF_NONDIFF | OAR_OPF_AMP_PROMOTE, OAR_ALL_DTYPES)
+BINARY(logical_and, B_AND, NULL, OAR_OPF_NONDIFF | OAR_OPF_AMP_PROMOTE, OAR_ALL_DTYPES)
+BINARY(logical_or, B_OR, NULL, OAR_OPF_NONDIFF | OAR_OPF_AMP_PROMOTE, OAR_ALL_DTYPES)
 
 /* ---- logical_not */
 static oar_status not_infer(oar_tensor *const *in, int n_in, const oar_attr *a, oar_meta *out, int *n_out) {

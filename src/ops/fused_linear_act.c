@@ -70,6 +70,6 @@ static oar_status la_grad(oar_grad_ctx *g) {
 const oar_op_def oar_opdef_linear_act = {
     .name = LA, .n_inputs = 3, .n_outputs = 1, .optional_inputs = 1u << 2, .n_attrs = 1,
     .attrs = {{"activation", OAR_ATTR_INT}},
-    .flags = OAR_OPF_AMP_ALLOW, .ref_dtypes = OAR_ALL_DTYPES & ~OAR_DTYPE_BIT(OAR_BOOL),
+    .flags = OAR_OPF_AMP_ALLOW, .ref_dtypes = OAR_BASE_DTYPES & ~OAR_DTYPE_BIT(OAR_BOOL),
     .infer = la_infer, .reference = la_ref, .grad = la_grad,
 };

@@ -506,7 +506,7 @@ static oar_status scatter_reduce_grad(oar_grad_ctx *g) {
 const oar_op_def oar_opdef_scatter_reduce = {
     .name = "scatter_reduce", .n_inputs = 3, .n_outputs = 1, .n_attrs = 3,
     .attrs = {{"dim", OAR_ATTR_INT}, {"reduce", OAR_ATTR_STR}, {"include_self", OAR_ATTR_INT, "1"}},
-    .flags = OAR_OPF_STRIDED | OAR_OPF_AMP_PROMOTE, .ref_dtypes = OAR_ALL_DTYPES & ~OAR_DTYPE_BIT(OAR_BOOL),
+    .flags = OAR_OPF_STRIDED | OAR_OPF_AMP_PROMOTE, .ref_dtypes = OAR_BASE_DTYPES & ~OAR_DTYPE_BIT(OAR_BOOL),
     .infer = scatter_reduce_infer, .reference = scatter_reduce_ref, .grad = scatter_reduce_grad,
 };
 
@@ -603,7 +603,7 @@ static oar_status tri_ref(bool lower, oar_tensor *x, oar_tensor *y, int64_t diag
     }                                                                                                       \
     const oar_op_def oar_opdef_##NAME = {                                                                   \
         .name = #NAME, .n_inputs = 1, .n_outputs = 1, .n_attrs = 1, .attrs = {{"diagonal", OAR_ATTR_INT}},  \
-        .flags = OAR_OPF_STRIDED, .ref_dtypes = OAR_ALL_DTYPES,                                              \
+        .flags = OAR_OPF_STRIDED, .ref_dtypes = OAR_BASE_DTYPES,                                             \
         .infer = NAME##_infer, .reference = NAME##_ref, .grad = NAME##_grad,                                 \
     };                                                                                                      \
     oar_tensor *oar_##NAME(oar_tensor *x, int64_t diagonal) {                                               \

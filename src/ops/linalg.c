@@ -159,7 +159,7 @@ static oar_status matmul_grad(oar_grad_ctx *g) {
 const oar_op_def oar_opdef_matmul = {
     .name = "matmul", .n_inputs = 2, .n_outputs = 1,
     .flags = OAR_OPF_STRIDED | OAR_OPF_AMP_ALLOW | OAR_OPF_QUANTIZABLE,
-    .ref_dtypes = OAR_ALL_DTYPES & ~OAR_DTYPE_BIT(OAR_BOOL),
+    .ref_dtypes = OAR_BASE_DTYPES & ~OAR_DTYPE_BIT(OAR_BOOL),
     .infer = matmul_infer, .reference = matmul_ref, .grad = matmul_grad,
 };
 
@@ -240,7 +240,7 @@ const oar_op_def oar_opdef_linear = {
     .name = "linear", .n_inputs = 3, .n_outputs = 1, .optional_inputs = 1u << 2,
     .unsaved_inputs = 1u << 2, /* the rule needs only the bias's shape, which the weight gives */
     .flags = OAR_OPF_AMP_ALLOW | OAR_OPF_QUANTIZABLE,
-    .ref_dtypes = OAR_ALL_DTYPES & ~OAR_DTYPE_BIT(OAR_BOOL),
+    .ref_dtypes = OAR_BASE_DTYPES & ~OAR_DTYPE_BIT(OAR_BOOL),
     .infer = linear_infer, .reference = linear_ref, .grad = linear_grad,
 };
 
@@ -602,7 +602,7 @@ const oar_op_def oar_opdef_einsum = {
     .name = "einsum", .n_inputs = 2, .n_outputs = 1, .optional_inputs = 1u << 1,
     .n_attrs = 1, .attrs = {{"equation", OAR_ATTR_STR}},
     .flags = OAR_OPF_STRIDED | OAR_OPF_AMP_ALLOW,
-    .ref_dtypes = OAR_ALL_DTYPES & ~OAR_DTYPE_BIT(OAR_BOOL),
+    .ref_dtypes = OAR_BASE_DTYPES & ~OAR_DTYPE_BIT(OAR_BOOL),
     .infer = einsum_infer, .reference = einsum_ref, .grad = einsum_grad,
 };
 

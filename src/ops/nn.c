@@ -389,7 +389,7 @@ static oar_status embedding_grad(oar_grad_ctx *g) {
 
 const oar_op_def oar_opdef_embedding = {
     .name = "embedding", .n_inputs = 2, .n_outputs = 1, .key_input = 0,
-    .flags = 0, .ref_dtypes = OAR_ALL_DTYPES,
+    .flags = 0, .ref_dtypes = OAR_BASE_DTYPES,
     .infer = embedding_infer, .reference = embedding_ref, .grad = embedding_grad,
 };
 

@@ -31,9 +31,11 @@ static rparams params_of(rkind k, const oar_attr *a) {
 }
 
 /* torch: integer and bool sums/products accumulate in int64; logsumexp of integers gives the
- * default float dtype; everything else keeps the input dtype. */
+ * default float dtype; everything else keeps the input dtype. u16/u32/u64 sum to u64 (NumPy's
+ * rule; torch has no sum of them), so a u64 total above INT64_MAX keeps its value. */
 static oar_dtype out_dtype(rkind k, oar_dtype dt) {
     if (oar_dtypes[dt].is_float) return dt;
+    if ((k == R_SUM || k == R_PROD) && (dt == OAR_U16 || dt == OAR_U32 || dt == OAR_U64)) return OAR_U64;
     if (k == R_SUM || k == R_PROD) return OAR_I64;
     if (k == R_LSE) return OAR_F32;
     return dt;
@@ -162,16 +164,19 @@ static double group_f(const rparams *r, const double *v, int64_t n) {
     return NAN;
 }
 
-/* Integer results: sums and products wrap like int64 arithmetic in torch. */
-static int64_t group_i(rkind k, const int64_t *v, int64_t n) {
+/* Integer results: sums and products wrap like int64 arithmetic in torch. uns: v holds u64
+ * bits (dtype.c), so the extremes compare as uint64_t. */
+static int64_t group_i(rkind k, const int64_t *v, int64_t n, bool uns) {
     uint64_t acc = k == R_PROD ? 1 : 0;
     int64_t m = n ? v[0] : 0;
     for (int64_t i = 0; i < n; i++) {
+        bool above = uns ? (uint64_t)v[i] > (uint64_t)m : v[i] > m;
+        bool below = uns ? (uint64_t)v[i] < (uint64_t)m : v[i] < m;
         switch (k) {
         case R_SUM: acc += (uint64_t)v[i]; break;
         case R_PROD: acc *= (uint64_t)v[i]; break;
-        case R_AMAX: m = v[i] > m ? v[i] : m; break;
-        case R_AMIN: m = v[i] < m ? v[i] : m; break;
+        case R_AMAX: m = above ? v[i] : m; break;
+        case R_AMIN: m = below ? v[i] : m; break;
         default: break;
         }
     }
@@ -196,7 +201,8 @@ static oar_status reduce_run(const rparams *rp, const oar_tensor *x, uint32_t ma
         if (as_int) {
             int64_t *b = buf;
             for (int64_t i = 0; i < p.inner_numel; i++, space_walk_next(&w)) b[i] = tx->load_i64(xo + w.off);
-            ty->store_i64(yp + o * (int64_t)ty->size, group_i(rp->kind, b, p.inner_numel));
+            int64_t r = group_i(rp->kind, b, p.inner_numel, oar_dtype_bits_u64(x->dtype));
+            ty->store_i64(yp + o * (int64_t)ty->size, r);
         } else {
             double *b = buf;
             for (int64_t i = 0; i < p.inner_numel; i++, space_walk_next(&w)) b[i] = tx->load(xo + w.off);
@@ -375,12 +381,12 @@ REDUCTION(sum, R_SUM, OAR_ALL_DTYPES, OAR_OPF_AMP_DENY, DIMS_KEEPDIM)
 REDUCTION(mean, R_MEAN, OAR_FLOAT_DTYPES, OAR_OPF_AMP_DENY, DIMS_KEEPDIM)
 REDUCTION(amax, R_AMAX, OAR_ALL_DTYPES, 0, DIMS_KEEPDIM)
 REDUCTION(amin, R_AMIN, OAR_ALL_DTYPES, 0, DIMS_KEEPDIM)
-REDUCTION(prod, R_PROD, OAR_ALL_DTYPES, OAR_OPF_AMP_DENY, DIMS_KEEPDIM)
+REDUCTION(prod, R_PROD, OAR_BASE_DTYPES, OAR_OPF_AMP_DENY, DIMS_KEEPDIM)
 REDUCTION(var, R_VAR, OAR_FLOAT_DTYPES, OAR_OPF_AMP_DENY, {"dims", OAR_ATTR_INTS}, {"correction", OAR_ATTR_INT, "1"},
           {"keepdim", OAR_ATTR_INT, "false"})
 REDUCTION(std, R_STD, OAR_FLOAT_DTYPES, OAR_OPF_AMP_DENY, {"dims", OAR_ATTR_INTS}, {"correction", OAR_ATTR_INT, "1"},
           {"keepdim", OAR_ATTR_INT, "false"})
-REDUCTION(logsumexp, R_LSE, OAR_ALL_DTYPES, OAR_OPF_AMP_DENY, DIMS_KEEPDIM)
+REDUCTION(logsumexp, R_LSE, OAR_BASE_DTYPES, OAR_OPF_AMP_DENY, DIMS_KEEPDIM)
 REDUCTION(norm, R_NORM, OAR_FLOAT_DTYPES, OAR_OPF_AMP_DENY, {"p", OAR_ATTR_FLOAT, "2"}, {"dims", OAR_ATTR_INTS},
           {"keepdim", OAR_ATTR_INT, "false"})
 

@@ -58,6 +58,15 @@ static oar_status arg_ref(bool is_min, oar_tensor *const *in, oar_tensor *const 
                     best_i = i;
                 }
             }
+        } else if (oar_dtype_bits_u64(x->dtype)) { /* u64 compares unsigned (its load_i64 is the bits) */
+            uint64_t best = *(const uint64_t *)xo;
+            for (int64_t i = 1; i < n; i++) {
+                uint64_t v = *(const uint64_t *)(xo + i * stride);
+                if (is_min ? v < best : v > best) {
+                    best = v;
+                    best_i = i;
+                }
+            }
         } else {
             int64_t best = tr->load_i64(xo);
             for (int64_t i = 1; i < n; i++) {
@@ -162,7 +171,7 @@ static oar_status cumsum_grad(oar_grad_ctx *g) {
 const oar_op_def oar_opdef_cumsum = {
     .name = "cumsum", .n_inputs = 1, .n_outputs = 1, .n_attrs = 2,
     .attrs = {{"dim", OAR_ATTR_INT}, {"reverse", OAR_ATTR_INT}},
-    .flags = OAR_OPF_STRIDED | OAR_OPF_AMP_DENY, .ref_dtypes = OAR_ALL_DTYPES,
+    .flags = OAR_OPF_STRIDED | OAR_OPF_AMP_DENY, .ref_dtypes = OAR_BASE_DTYPES,
     .infer = cumsum_infer, .reference = cumsum_ref, .grad = cumsum_grad,
 };
 
@@ -191,7 +200,7 @@ static oar_status topk_infer(oar_tensor *const *in, int n_in, const oar_attr *a,
 typedef struct topk_keys {
     const double *f;
     const int64_t *i;
-    bool largest;
+    bool largest, uns; /* uns: i holds u64 bits, compared as uint64_t */
 } topk_keys;
 
 static bool ranks_before(const topk_keys *k, int64_t a, int64_t b) {
@@ -199,6 +208,10 @@ static bool ranks_before(const topk_keys *k, int64_t a, int64_t b) {
         double x = k->f[a], y = k->f[b];
         bool xn = x != x, yn = y != y;
         if (xn || yn) return k->largest ? xn && !yn : !xn && yn;
+        return k->largest ? x > y : x < y;
+    }
+    if (k->uns) {
+        uint64_t x = (uint64_t)k->i[a], y = (uint64_t)k->i[b];
         return k->largest ? x > y : x < y;
     }
     return k->largest ? k->i[a] > k->i[b] : k->i[a] < k->i[b];
@@ -244,7 +257,7 @@ static oar_status topk_ref(const oar_kctx *ctx, oar_tensor *const *in, int n_in,
     int64_t *pos = (int64_t *)work, *tmp = pos + n;
     double *fkey = tr->is_float ? (double *)(work + sizeof(int64_t) * 2 * (size_t)n) : NULL;
     int64_t *ikey = tr->is_float ? NULL : tmp + n;
-    topk_keys keys = {.f = fkey, .i = ikey, .largest = a[2].i != 0};
+    topk_keys keys = {.f = fkey, .i = ikey, .largest = a[2].i != 0, .uns = oar_dtype_bits_u64(x->dtype)};
     int64_t sx = line_stride(&px), sv = line_stride(&pv), si = line_stride(&pi);
     for (int64_t o = 0; o < px.outer_numel; o++) {
         const char *xo = oar_tensor_ptr(x) + plan_outer_offset(&px, o);

@@ -90,7 +90,7 @@ static oar_status cumprod_grad(oar_grad_ctx *g) {
 
 const oar_op_def oar_opdef_cumprod = {
     .name = "cumprod", .n_inputs = 1, .n_outputs = 1, .n_attrs = 1, .attrs = {{"dim", OAR_ATTR_INT}},
-    .flags = OAR_OPF_STRIDED | OAR_OPF_AMP_DENY, .ref_dtypes = OAR_ALL_DTYPES,
+    .flags = OAR_OPF_STRIDED | OAR_OPF_AMP_DENY, .ref_dtypes = OAR_BASE_DTYPES,
     .infer = cumprod_infer, .reference = cumprod_ref, .grad = cumprod_grad,
 };
 
@@ -146,7 +146,7 @@ static void cumarg_line(const oar_tensor *x, const char *xl, int64_t sx, char *y
     }                                                                                                     \
     const oar_op_def oar_opdef_##NAME = {                                                                 \
         .name = #NAME, .n_inputs = 1, .n_outputs = 1, .n_attrs = 1, .attrs = {{"dim", OAR_ATTR_INT}},     \
-        .flags = OAR_OPF_STRIDED | OAR_OPF_NONDIFF, .ref_dtypes = OAR_ALL_DTYPES,                         \
+        .flags = OAR_OPF_STRIDED | OAR_OPF_NONDIFF, .ref_dtypes = OAR_BASE_DTYPES,                        \
         .infer = NAME##_infer, .reference = NAME##_ref,                                                   \
     };                                                                                                    \
     oar_tensor *oar_##NAME(oar_tensor *x, int dim) {                                                      \
@@ -239,7 +239,7 @@ static oar_status argmode_ref(const oar_kctx *ctx, oar_tensor *const *in, int n_
 
 const oar_op_def oar_opdef_argmode = {
     .name = "argmode", .n_inputs = 1, .n_outputs = 1, .n_attrs = 1, .attrs = {{"dim", OAR_ATTR_INT}},
-    .flags = OAR_OPF_STRIDED | OAR_OPF_NONDIFF, .ref_dtypes = OAR_ALL_DTYPES,
+    .flags = OAR_OPF_STRIDED | OAR_OPF_NONDIFF, .ref_dtypes = OAR_BASE_DTYPES,
     .infer = argmode_infer, .reference = argmode_ref,
 };
 

@@ -8,7 +8,7 @@ static oar_status shift_infer(const char *name, oar_tensor *const *in, oar_meta 
     if (st != OAR_OK) return st;
     oar_dtype dt = in[0]->dtype;
     if (oar_dtypes[dt].is_float || dt == OAR_BOOL)
-        return oar_error(OAR_ERR_DTYPE, "%s: expected integer inputs (i8, u8, i32, i64), got %s; shifts are defined "
+        return oar_error(OAR_ERR_DTYPE, "%s: expected integer inputs (i8, u8, i16, u16, i32, u32, i64, u64), got %s; shifts are defined "
                                         "on the bits of integers only", name, oar_dtype_name(dt));
     *n_out = 1;
     return oar_infer_broadcast(name, in, 2, dt, out);
@@ -30,6 +30,13 @@ static oar_status shift_ref(bool left, oar_tensor *const *in, oar_tensor *const 
     oar_iter_init(&it, y->shape, y->ndim, ops, 3);
     const oar_dtype_traits *t = &oar_dtypes[y->dtype];
     int bits = (int)t->size * 8;
+    if (oar_dtype_bits_u64(y->dtype)) { /* logical shifts of the unsigned value */
+        do {
+            uint64_t a = *(const uint64_t *)it.ptr[1], b = *(const uint64_t *)it.ptr[2];
+            *(uint64_t *)it.ptr[0] = b >= 64 ? 0 : left ? a << b : a >> b;
+        } while (oar_iter_next(&it));
+        return OAR_OK;
+    }
     do t->store_i64(it.ptr[0], shift_one(left, t->load_i64(it.ptr[1]), t->load_i64(it.ptr[2]), bits));
     while (oar_iter_next(&it));
     return OAR_OK;
@@ -49,7 +56,7 @@ static oar_status shift_ref(bool left, oar_tensor *const *in, oar_tensor *const 
     const oar_op_def oar_opdef_##NAME = {                                                                        \
         .name = #NAME, .n_inputs = 2, .n_outputs = 1,                                                            \
         .flags = OAR_OPF_ELEMENTWISE | OAR_OPF_STRIDED | OAR_OPF_NONDIFF | OAR_OPF_INPLACE_OK,                   \
-        .ref_dtypes = OAR_INT_DTYPES, .infer = NAME##_infer, .reference = NAME##_ref,                            \
+        .ref_dtypes = OAR_INT_DTYPES | OAR_EXT_INT_DTYPES, .infer = NAME##_infer, .reference = NAME##_ref,       \
     };                                                                                                           \
     oar_tensor *oar_##NAME(oar_tensor *a, oar_tensor *b) {                                                       \
         oar_tensor *in[2] = {a, b};                                                                              \

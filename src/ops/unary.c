@@ -7,7 +7,8 @@
 #include <math.h>
 
 typedef double (*unary_f)(double x, const oar_attr *a);
-typedef int64_t (*unary_i)(int64_t x, const oar_attr *a);
+/* uns: the dtype is unsigned (x then holds a u64 above INT64_MAX as its bits, see dtype.c) */
+typedef int64_t (*unary_i)(int64_t x, const oar_attr *a, bool uns);
 /* Extra attribute checks of an op (NULL: none), run after the dtype check. */
 typedef oar_status (*unary_check)(const oar_tensor *x, const oar_attr *a);
 
@@ -22,7 +23,8 @@ static oar_status unary_ref(unary_f f, unary_i fi, oar_tensor *const *in, oar_te
     if (ti->is_float) {
         do to->store(it.ptr[0], f(ti->load(it.ptr[1]), a)); while (oar_iter_next(&it));
     } else {
-        do to->store_i64(it.ptr[0], fi(ti->load_i64(it.ptr[1]), a)); while (oar_iter_next(&it));
+        bool uns = !ti->is_signed;
+        do to->store_i64(it.ptr[0], fi(ti->load_i64(it.ptr[1]), a, uns)); while (oar_iter_next(&it));
     }
     return OAR_OK;
 }
@@ -32,9 +34,13 @@ static oar_status unary_infer(const char *name, uint32_t dtypes, unary_check che
     oar_dtype dt = in[0]->dtype;
     if (!(dtypes & OAR_DTYPE_BIT(dt))) {
         if (dtypes == OAR_FLOAT_DTYPES) return oar_check_float(name, in[0], "the input");
-        if (dtypes == OAR_INT_DTYPES)
+        if (!(dtypes & OAR_FLOAT_DTYPES))
             return oar_error(OAR_ERR_DTYPE, "%s: expected an integer tensor, got %s; bitwise ops take no floats "
                                             "(logical_not for bool)", name, oar_dtype_name(dt));
+        if (OAR_EXT_INT_DTYPES & OAR_DTYPE_BIT(dt))
+            return oar_error(OAR_ERR_DTYPE, "%s: takes no %s tensors (i16, u16, u32 and u64 reach the ops "
+                                            "docs/dtypes.md lists); convert it with oar_cast to i32, i64 or a float",
+                             name, oar_dtype_name(dt));
         return oar_error(OAR_ERR_DTYPE, "%s: expected a numeric tensor (float or integer), got %s; "
                                         "convert it with oar_cast", name, oar_dtype_name(dt));
     }
@@ -47,11 +53,14 @@ static oar_status unary_infer(const char *name, uint32_t dtypes, unary_check che
     return OAR_OK;
 }
 
-/* UNARY(name, float expression of x and attrs a, int64 expression (0 if float only), attr check,
- *       grad rule, flags, dtypes, n_attrs, schema...) */
+/* UNARY(name, float expression of x and attrs a, int64 expression of x, a and uns (0 if float
+ *       only), attr check, grad rule, flags, dtypes, n_attrs, schema...) */
 #define UNARY(NAME, FEXPR, IEXPR, CHECK, GRAD, FLAGS, DTYPES, NATTRS, ...)                      \
     static double NAME##_f(double x, const oar_attr *a) { (void)a; return FEXPR; }               \
-    static int64_t NAME##_i(int64_t x, const oar_attr *a) { (void)a; (void)x; return IEXPR; }    \
+    static int64_t NAME##_i(int64_t x, const oar_attr *a, bool uns) {                            \
+        (void)a; (void)x; (void)uns;                                                             \
+        return IEXPR;                                                                            \
+    }                                                                                            \
     static oar_status NAME##_infer(oar_tensor *const *in, int n_in, const oar_attr *a,           \
                                    oar_meta *out, int *n_out) {                                  \
         (void)n_in;                                                                              \
@@ -361,8 +370,9 @@ static oar_status clip_grad(oar_grad_ctx *g) {
 #define F16_FP32 OAR_OPF_AMP_DENY_F16
 #define NONDIFF OAR_OPF_NONDIFF
 
-UNARY(neg, -x, ineg(x), NULL, neg_grad, 0, NUMERIC_DTYPES, 0)
-UNARY(abs, fabs(x), x < 0 ? ineg(x) : x, NULL, abs_grad, 0, NUMERIC_DTYPES, 0)
+/* neg wraps unsigned values (NumPy's -x of a uint); abs of an unsigned value is the value */
+UNARY(neg, -x, ineg(x), NULL, neg_grad, 0, NUMERIC_DTYPES | OAR_EXT_INT_DTYPES, 0)
+UNARY(abs, fabs(x), uns || x >= 0 ? x : ineg(x), NULL, abs_grad, 0, NUMERIC_DTYPES | OAR_EXT_INT_DTYPES, 0)
 UNARY(exp, exp(x), 0, NULL, exp_grad, F16_FP32, OAR_FLOAT_DTYPES, 0)
 UNARY(log, log(x), 0, NULL, log_grad, F16_FP32, OAR_FLOAT_DTYPES, 0)
 UNARY(log1p, log1p(x), 0, NULL, log1p_grad, F16_FP32, OAR_FLOAT_DTYPES, 0)
@@ -402,7 +412,7 @@ UNARY(polygamma, oar_polygamma_d(a[0].i, x), 0, polygamma_check, polygamma_grad,
       {"n", OAR_ATTR_INT})
 UNARY(erfinv, oar_erfinv_d(x), 0, NULL, erfinv_grad, F16_FP32, OAR_FLOAT_DTYPES, 0)
 /* integers only: a bool's bitwise not is logical_not (~1 is not a bool) */
-UNARY(bitwise_not, 0.0, ~x, NULL, NULL, NONDIFF, OAR_INT_DTYPES, 0)
+UNARY(bitwise_not, 0.0, ~x, NULL, NULL, NONDIFF, OAR_INT_DTYPES | OAR_EXT_INT_DTYPES, 0)
 UNARY(clip, clip_d(x, a), clip_int(x, a), clip_check, clip_grad, 0, NUMERIC_DTYPES, 2, FLOAT_ATTR("min"),
       FLOAT_ATTR("max"))
 /* sign(NaN) is 0 in torch 1.13 ((0 < x) - (x < 0)); sign of a bool is itself */

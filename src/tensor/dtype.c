@@ -81,6 +81,20 @@ DEF_INT(i8, int8_t, -128.0, 127.0)
 DEF_INT(u8, uint8_t, 0.0, 255.0)
 DEF_INT(i32, int32_t, -2147483648.0, 2147483647.0)
 DEF_INT(i64, int64_t, -9.2233720368547758e18, 9.2233720368547748e18)
+DEF_INT(i16, int16_t, -32768.0, 32767.0)
+DEF_INT(u16, uint16_t, 0.0, 65535.0)
+DEF_INT(u32, uint32_t, 0.0, 4294967295.0)
+
+/* u64 travels through int64 as its bits (load_i64 of 2^63 is INT64_MIN): wrapping arithmetic,
+ * bitwise ops and integer casts stay exact that way; what orders or divides reads it as
+ * uint64_t (oar_dtype_bits_u64). Its double conversions are unsigned: NaN and negatives give
+ * 0, values from 2^64 on give UINT64_MAX (the clamp every integer dtype has). */
+static double u64_load(const void *p) { return (double)*(const uint64_t *)p; }
+static void u64_store(void *p, double v) {
+    *(uint64_t *)p = !(v > 0) ? 0 : v >= 18446744073709551616.0 ? UINT64_MAX : (uint64_t)v;
+}
+static int64_t u64_load_i64(const void *p) { return (int64_t)*(const uint64_t *)p; }
+static void u64_store_i64(void *p, int64_t v) { *(uint64_t *)p = (uint64_t)v; }
 
 static double bool_load(const void *p) { return *(const uint8_t *)p ? 1.0 : 0.0; }
 static void bool_store(void *p, double v) { *(uint8_t *)p = v != 0.0; }
@@ -98,6 +112,10 @@ const oar_dtype_traits oar_dtypes[OAR_DTYPE_COUNT] = {
     [OAR_I32] = ROW(i32, int32_t, false, true),
     [OAR_I64] = ROW(i64, int64_t, false, true),
     [OAR_BOOL] = ROW(bool, uint8_t, false, false),
+    [OAR_I16] = ROW(i16, int16_t, false, true),
+    [OAR_U16] = ROW(u16, uint16_t, false, false),
+    [OAR_U32] = ROW(u32, uint32_t, false, false),
+    [OAR_U64] = ROW(u64, uint64_t, false, false),
 };
 _Static_assert(sizeof oar_dtypes / sizeof oar_dtypes[0] == OAR_DTYPE_COUNT,
                "one traits row per dtype");

@@ -26,6 +26,7 @@ static void put(out *o, const char *fmt, ...) {
 static void put_value(out *o, const oar_tensor *t, const char *p, bool int_like, int prec) {
     const oar_dtype_traits *tr = &oar_dtypes[t->dtype];
     if (t->dtype == OAR_BOOL) put(o, "%s", *(const uint8_t *)p ? "true" : "false");
+    else if (oar_dtype_bits_u64(t->dtype)) put(o, "%llu", (unsigned long long)*(const uint64_t *)p);
     else if (!tr->is_float) put(o, "%lld", (long long)tr->load_i64(p));
     else {
         double v = tr->load(p);

@@ -19,6 +19,15 @@ extern const oar_dtype_traits oar_dtypes[OAR_DTYPE_COUNT];
 #define OAR_FLOAT_DTYPES (OAR_DTYPE_BIT(OAR_F32) | OAR_DTYPE_BIT(OAR_F64) | OAR_DTYPE_BIT(OAR_F16) | OAR_DTYPE_BIT(OAR_BF16))
 #define OAR_INT_DTYPES (OAR_DTYPE_BIT(OAR_I8) | OAR_DTYPE_BIT(OAR_U8) | OAR_DTYPE_BIT(OAR_I32) | OAR_DTYPE_BIT(OAR_I64))
 #define OAR_ALL_DTYPES ((1u << OAR_DTYPE_COUNT) - 1)
+/* The integer dtypes kept for interchange (ONNX, NumPy, torch.int16): casts, copies, shape and
+ * index ops, elementwise arithmetic/comparison/bitwise ops, abs/neg, where, sum/amax/amin,
+ * argmax/argmin and topk take them (docs/dtypes.md); OAR_INT_DTYPES and OAR_BASE_DTYPES leave
+ * them out, so an op declaring those refuses them with the usual "no kernel for dtype" error. */
+#define OAR_EXT_INT_DTYPES (OAR_DTYPE_BIT(OAR_I16) | OAR_DTYPE_BIT(OAR_U16) | OAR_DTYPE_BIT(OAR_U32) | OAR_DTYPE_BIT(OAR_U64))
+#define OAR_BASE_DTYPES (OAR_ALL_DTYPES & ~OAR_EXT_INT_DTYPES)
+/* u64 is the one dtype whose load_i64 is not its value (above INT64_MAX it is the bits): code
+ * that compares, divides or shifts integers must take the uint64_t path for it. */
+static inline bool oar_dtype_bits_u64(oar_dtype dt) { return dt == OAR_U64; }
 bool oar_dtype_valid(oar_dtype dt);
 /* The dtype named name ("f32", "i64", ...); false if there is none. */
 bool oar_dtype_from_name(const char *name, oar_dtype *out);

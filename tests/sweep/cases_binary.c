@@ -30,6 +30,15 @@ const sweep_case sweep_cases_binary[] = {
     {"gcd", "i0_100i32:2x3;i0_100i32:3", ""},
     {"lcm", "i-30_30:3x4;i-30_30:4", ""},
     {"lcm", "c0,12,-4,100i8:4;c5,18,6,3i8:4", ""}, /* 300 wraps in i8 as torch's */
+    /* rounded division: floats round the quotient; integers exact, signs of both kinds, INT_MIN / -1 */
+    {"div_trunc", "n:3x4;p:4", ""},
+    {"div_floor", "n:3x4;n:3x4", ""},
+    {"div_trunc", "c-7,7,-7,7,0,-128,127i8:7;c2,2,-2,-2,5,-1,-1i8:7", ""},
+    {"div_floor", "c-7,7,-7,7,0,-128,127i8:7;c2,2,-2,-2,5,-1,-1i8:7", ""},
+    {"div_floor", "i-1000_1000:3x4;c-7,3,5,-2i64:4", ""},
+    {"div_trunc", "c-9223372036854775807,9223372036854775807,-1i64:3;c-1,2,3i64:3", ""},
+    {"div_floor", "i0_256u8:2x3;i1_20u8:3", ""},
+    {"div_trunc", "i-100000_100000i32:6;c-3,4i32:2x1", ""},
     /* shifts: every integer dtype, broadcasting, and shift amounts at and past the width and
      * negative (0, or -1 for >> of a negative value) */
     {"bitwise_left_shift", "i0_256u8:3x4;i0_9u8:3x4", ""},
@@ -125,8 +134,8 @@ const sweep_bad sweep_bad_binary[] = {
     {"add with a NULL input", null_input, "input 1 is NULL"},
     {"bitwise_and of floats", bad_bitwise_float, "bitwise_and: expected integer or bool inputs, got f32"},
     {"gcd of bools", bad_gcd_bool, "gcd: expected numeric inputs, got bool"},
-    {"bitwise_left_shift of floats", bad_shift_float, "bitwise_left_shift: expected integer inputs (i8, u8, i32, i64), got f32"},
-    {"bitwise_right_shift of bools", bad_shift_bool, "bitwise_right_shift: expected integer inputs (i8, u8, i32, i64), got bool"},
+    {"bitwise_left_shift of floats", bad_shift_float, "bitwise_left_shift: expected integer inputs (i8, u8, i16, u16, i32, u32, i64, u64), got f32"},
+    {"bitwise_right_shift of bools", bad_shift_bool, "bitwise_right_shift: expected integer inputs (i8, u8, i16, u16, i32, u32, i64, u64), got bool"},
     {"bitwise_right_shift of u8 and i64", bad_shift_dtypes, "got u8 (input 0) and i64 (input 1)"},
     {0},
 };

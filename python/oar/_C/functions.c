@@ -82,7 +82,14 @@ static PyObject *from_flat(PyObject *m, PyObject *args) {
                 continue;
             }
             long long v = PyLong_AsLongLong(e);
-            if (v == -1 && PyErr_Occurred()) goto bad;
+            if (v == -1 && PyErr_Occurred()) {
+                /* a uint64 value above 2^63 - 1 travels as its bits: the i64 -> u64 cast keeps them */
+                if (dt != OAR_U64 || !PyErr_ExceptionMatches(PyExc_OverflowError)) goto bad;
+                PyErr_Clear();
+                unsigned long long u = PyLong_AsUnsignedLongLong(e);
+                if (u == (unsigned long long)-1 && PyErr_Occurred()) goto bad;
+                memcpy(&v, &u, sizeof v);
+            }
             ((int64_t *)buf)[i] = dt == OAR_BOOL ? (v != 0) : v;
         }
     }

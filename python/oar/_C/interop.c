@@ -9,6 +9,7 @@
 static const char *const formats[OAR_DTYPE_COUNT] = {
     [OAR_F32] = "f", [OAR_F64] = "d", [OAR_F16] = "e", [OAR_BF16] = NULL,
     [OAR_I8] = "b", [OAR_U8] = "B", [OAR_I32] = "i", [OAR_I64] = "q", [OAR_BOOL] = "?",
+    [OAR_I16] = "h", [OAR_U16] = "H", [OAR_U32] = "I", [OAR_U64] = "Q",
 };
 
 int oarpy_dtype_from_format(const char *fmt, Py_ssize_t itemsize) {
@@ -22,8 +23,12 @@ int oarpy_dtype_from_format(const char *fmt, Py_ssize_t itemsize) {
     case 'b': return OAR_I8;
     case 'B': return OAR_U8;
     case '?': return OAR_BOOL;
+    case 'h': return itemsize == 2 ? OAR_I16 : -1;
+    case 'H': return itemsize == 2 ? OAR_U16 : -1;
     case 'i': case 'l': case 'q':
         return itemsize == 4 ? OAR_I32 : itemsize == 8 ? OAR_I64 : -1;
+    case 'I': case 'L': case 'Q':
+        return itemsize == 4 ? OAR_U32 : itemsize == 8 ? OAR_U64 : -1;
     default: return -1;
     }
 }
@@ -148,6 +153,8 @@ static const DLDataType dl_types[OAR_DTYPE_COUNT] = {
     [OAR_F32] = {kDLFloat, 32, 1}, [OAR_F64] = {kDLFloat, 64, 1}, [OAR_F16] = {kDLFloat, 16, 1},
     [OAR_BF16] = {kDLBfloat, 16, 1}, [OAR_I8] = {kDLInt, 8, 1}, [OAR_U8] = {kDLUInt, 8, 1},
     [OAR_I32] = {kDLInt, 32, 1}, [OAR_I64] = {kDLInt, 64, 1}, [OAR_BOOL] = {kDLBool, 8, 1},
+    [OAR_I16] = {kDLInt, 16, 1}, [OAR_U16] = {kDLUInt, 16, 1}, [OAR_U32] = {kDLUInt, 32, 1},
+    [OAR_U64] = {kDLUInt, 64, 1},
 };
 
 typedef struct {

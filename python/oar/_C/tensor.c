@@ -208,7 +208,9 @@ static PyObject *m_item(PyObject *self, PyObject *u) {
     if (dt == OAR_BOOL || !oar_dtype_is_float(dt)) {
         int64_t v;
         if (oarpy_check(oar_copy_to_buffer(t, &v, sizeof v, OAR_I64))) return NULL;
-        return dt == OAR_BOOL ? PyBool_FromLong(v != 0) : PyLong_FromLongLong(v);
+        return dt == OAR_BOOL ? PyBool_FromLong(v != 0)
+               : dt == OAR_U64 ? PyLong_FromUnsignedLongLong((uint64_t)v) /* the i64 copy holds the bits */
+                               : PyLong_FromLongLong(v);
     }
     double v;
     if (oarpy_check(oar_item(t, &v))) return NULL;
@@ -231,6 +233,7 @@ static PyObject *m_flat_list(PyObject *self, PyObject *u) {
     for (int64_t i = 0; list && i < n; i++) {
         PyObject *v = is_float ? PyFloat_FromDouble(((double *)buf)[i])
                       : dt == OAR_BOOL ? PyBool_FromLong(((int64_t *)buf)[i] != 0)
+                      : dt == OAR_U64  ? PyLong_FromUnsignedLongLong(((uint64_t *)buf)[i])
                                        : PyLong_FromLongLong(((int64_t *)buf)[i]);
         PyList_SET_ITEM(list, i, v);
     }

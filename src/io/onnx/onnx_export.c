@@ -183,6 +183,10 @@ int32_t oxe_onnx_dtype(oar_dtype dt) {
     case OAR_I32: return ONNX__TENSOR_PROTO__DATA_TYPE__INT32;
     case OAR_I64: return ONNX__TENSOR_PROTO__DATA_TYPE__INT64;
     case OAR_BOOL: return ONNX__TENSOR_PROTO__DATA_TYPE__BOOL;
+    case OAR_I16: return ONNX__TENSOR_PROTO__DATA_TYPE__INT16;
+    case OAR_U16: return ONNX__TENSOR_PROTO__DATA_TYPE__UINT16;
+    case OAR_U32: return ONNX__TENSOR_PROTO__DATA_TYPE__UINT32;
+    case OAR_U64: return ONNX__TENSOR_PROTO__DATA_TYPE__UINT64;
     default: return 0;
     }
 }

@@ -123,7 +123,8 @@ oar_status ox_read_io(const Onnx__ValueInfoProto *v, ox_io *io, const char *what
     if (!tt->has_elem_type && (type_optional || io->kind != OX_TENSOR)) return OAR_OK;
     if (!ox_dtype_from_onnx(tt->elem_type, &io->dtype))
         return oar_error(OAR_ERR_UNSUPPORTED, "onnx: %s '%.200s' has dtype %s; oar supports float, double, float16, "
-                                              "bfloat16, int8, uint8, int32, int64 and bool", what, v->name,
+                                              "bfloat16, int8, uint8, int16, uint16, int32, uint32, int64, uint64 "
+                                              "and bool", what, v->name,
                          ox_onnx_type_name(tt->elem_type));
     io->ndim = -1; /* no shape given: any rank */
     if (!tt->shape) return OAR_OK;

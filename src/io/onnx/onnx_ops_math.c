@@ -40,11 +40,9 @@ oar_status ox_GreaterOrEqual(ox_ctx *c) { return binary(c, oar_ge); }
 oar_status ox_And(ox_ctx *c) { return binary(c, oar_logical_and); }
 oar_status ox_Or(ox_ctx *c) { return binary(c, oar_logical_or); }
 
-/* Integer division truncates toward zero in ONNX (C semantics). */
+/* Integer division truncates toward zero in ONNX (C semantics), exactly in every width. */
 static oar_tensor *div_trunc(oar_tensor *a, oar_tensor *b) {
-    if (oar_dtype_is_float(a->dtype)) return oar_div(a, b);
-    oar_tensor *q = oar_div(oar_cast(a, OAR_F64), oar_cast(b, OAR_F64));
-    return q ? oar_cast(q, a->dtype) : NULL; /* the cast truncates toward zero */
+    return oar_dtype_is_float(a->dtype) ? oar_div(a, b) : oar_div_trunc(a, b);
 }
 oar_status ox_Div(ox_ctx *c) { return binary(c, div_trunc); }
 
@@ -144,24 +142,29 @@ oar_status ox_BitwiseAnd(ox_ctx *c) { return binary(c, oar_bitwise_and); }
 oar_status ox_BitwiseOr(ox_ctx *c) { return binary(c, oar_bitwise_or); }
 oar_status ox_BitwiseXor(ox_ctx *c) { return binary(c, oar_bitwise_xor); }
 
-/* BitShift (unsigned types in ONNX; oar has u8 of them): direction LEFT or RIGHT, required. */
+/* BitShift (unsigned types in ONNX): direction LEFT or RIGHT, required. */
 oar_status ox_BitShift(ox_ctx *c) {
     char buf[16];
     const char *dir = ox_attr_str(c, "direction", "", buf, sizeof buf);
     if (strcmp(dir, "LEFT") && strcmp(dir, "RIGHT"))
         return ox_fail(c, OAR_ERR_FORMAT, "expected attribute direction \"LEFT\" or \"RIGHT\", got \"%s\"", dir);
     oar_tensor *a = OX_IN(c, 0);
-    if (a && a->dtype != OAR_U8) /* the signed types are not in BitShift's schema: their shifts differ */
+    /* the signed types are not in BitShift's schema: their shifts differ */
+    if (a && a->dtype != OAR_U8 && a->dtype != OAR_U16 && a->dtype != OAR_U32 && a->dtype != OAR_U64)
         return ox_fail(c, OAR_ERR_DTYPE, "expected unsigned integer inputs (uint8 to uint64), got %s",
                        oar_dtype_name(a->dtype));
     return binary(c, strcmp(dir, "LEFT") ? oar_bitwise_right_shift : oar_bitwise_left_shift);
 }
 
 /* Mod: fmod = 1 truncates (C's fmod, the sign of a); 0 floors (Python's %, the sign of b, integers
- * only). Composed in double, exact for the integers oar has up to 2^53 and as the reference's
- * fmod to rounding for floats. */
+ * only). Integers: a - q b with the rounded integer quotient, exact in every width; floats in
+ * double, as the reference's fmod to rounding. */
 static oar_tensor *mod_of(oar_tensor *a, oar_tensor *b, bool trunc) {
     oar_dtype dt = a->dtype;
+    if (!oar_dtype_is_float(dt)) {
+        oar_tensor *q = trunc ? oar_div_trunc(a, b) : oar_div_floor(a, b);
+        return q ? oar_sub(a, oar_mul(q, b)) : NULL;
+    }
     oar_tensor *x = oar_cast(a, OAR_F64), *y = oar_cast(b, OAR_F64);
     oar_tensor *q = oar_div(x, y);
     if (q) q = trunc ? oar_mul(oar_sign(q), oar_floor(oar_abs(q))) : oar_floor(q);

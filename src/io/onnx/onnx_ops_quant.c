@@ -1,8 +1,9 @@
 /* ONNX quantization operators as compositions of oar's ops, computed in double (exact for the
  * 8-bit integer products and sums involved): DequantizeLinear, QuantizeLinear (round half to
  * even, saturate), DynamicQuantizeLinear, MatMulInteger, ConvInteger, QLinearMatMul,
- * QLinearConv. Scales per tensor, per axis, or per block; int8 and uint8 data (oar has no
- * narrower or wider quantized types). */
+ * QLinearConv. Scales per tensor, per axis, or per block; int8 and uint8 data, and int16/uint16
+ * for QuantizeLinear and DequantizeLinear (the integer products stay 8-bit: oar's quantized
+ * kernels are). */
 #include "io/onnx/onnx_ops.h"
 
 #include <math.h>
@@ -84,18 +85,23 @@ oar_status ox_check_zp(ox_ctx *c, const oar_tensor *x, const oar_tensor *zp, con
     return OAR_OK;
 }
 
-/* round half to even, + zero point, saturated to dt's range, as dt */
+/* round half to even, + zero point, saturated to dt's range (u8, i8, u16 or i16), as dt */
 oar_tensor *ox_qround(oar_tensor *v, oar_tensor *zp, oar_dtype dt) {
     oar_tensor *q = oar_round(v);
     if (q && zp) q = oar_add(q, f64(zp));
-    if (q) q = dt == OAR_U8 ? oar_clip(q, 0, 255) : oar_clip(q, -128, 127);
+    double lo = dt == OAR_U8 || dt == OAR_U16 ? 0 : dt == OAR_I16 ? -32768 : -128;
+    double hi = dt == OAR_U8 ? 255 : dt == OAR_U16 ? 65535 : dt == OAR_I16 ? 32767 : 127;
+    if (q) q = oar_clip(q, lo, hi);
     return q ? oar_cast(q, dt) : NULL;
 }
+
+static bool qdq_16(oar_dtype dt) { return dt == OAR_I16 || dt == OAR_U16; }
 
 oar_status ox_DequantizeLinear(ox_ctx *c) {
     oar_tensor *x = OX_IN(c, 0), *scale = OX_IN(c, 1), *zp = OX_IN(c, 2);
     if (!x || !scale) return ox_fail(c, OAR_ERR_FORMAT, "expected inputs x and x_scale");
-    oar_status st = x->dtype == OAR_I32 ? OAR_OK : ox_check_int8(c, x, "x"); /* int32: a quantized bias */
+    /* int32: a quantized bias; int16/uint16: 16-bit activations (opset 21) */
+    oar_status st = x->dtype == OAR_I32 || qdq_16(x->dtype) ? OAR_OK : ox_check_int8(c, x, "x");
     if (st == OAR_OK) st = ox_check_zp(c, x, zp, "x_zero_point");
     if (st == OAR_OK) st = ox_check_scale(c, scale, "x_scale");
     if (st != OAR_OK) return st;
@@ -117,10 +123,11 @@ oar_status ox_QuantizeLinear(ox_ctx *c) {
     oar_dtype dt = zp ? zp->dtype : OAR_U8;
     int64_t odt = ox_attr_int(c, "output_dtype", 0);
     if (odt && !ox_dtype_from_onnx((int32_t)odt, &dt))
-        return ox_unsupported(c, "output_dtype %s; oar's quantized types are int8 and uint8",
+        return ox_unsupported(c, "output_dtype %s; QuantizeLinear gives int8, uint8, int16 or uint16 here",
                               ox_onnx_type_name((int32_t)odt));
-    if (dt != OAR_U8 && dt != OAR_I8)
-        return ox_unsupported(c, "output dtype %s; oar's quantized types are int8 and uint8", oar_dtype_name(dt));
+    if (dt != OAR_U8 && dt != OAR_I8 && !qdq_16(dt))
+        return ox_unsupported(c, "output dtype %s; QuantizeLinear gives int8, uint8, int16 or uint16 here",
+                              oar_dtype_name(dt));
     /* x / scale in x's precision, as the reference computes it, then rounded */
     oar_tensor *s = per_axis(c, scale, x, true), *z = zp ? per_axis(c, zp, x, true) : NULL;
     if (!s || (zp && !z)) return oar_last_status();

@@ -1,5 +1,6 @@
 /* TensorProto -> tensor: dims checked, data from raw_data (little-endian bytes), the typed
- * fields (float_data, int32_data, int64_data, double_data, uint64_data) or an external data
+ * fields (float_data, int32_data, int64_data, double_data, uint64_data: uint32 and uint64; int32_data:
+ * the narrower integers, float16/bfloat16 bits and bool, per onnx.proto) or an external data
  * file next to the model, each checked against the size the dims imply. */
 #include "io/onnx/onnx_internal.h"
 
@@ -31,6 +32,10 @@ bool ox_dtype_from_onnx(int32_t t, oar_dtype *out) {
     case ONNX__TENSOR_PROTO__DATA_TYPE__INT32: *out = OAR_I32; return true;
     case ONNX__TENSOR_PROTO__DATA_TYPE__INT64: *out = OAR_I64; return true;
     case ONNX__TENSOR_PROTO__DATA_TYPE__BOOL: *out = OAR_BOOL; return true;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__INT16: *out = OAR_I16; return true;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT16: *out = OAR_U16; return true;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT32: *out = OAR_U32; return true;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT64: *out = OAR_U64; return true;
     default: return false;
     }
 }
@@ -123,6 +128,7 @@ static bool copy_typed(const Onnx__TensorProto *t, oar_tensor *x, int64_t n, con
     case OAR_F32: have = t->n_float_data, field = "float_data"; break;
     case OAR_F64: have = t->n_double_data, field = "double_data"; break;
     case OAR_I64: have = t->n_int64_data, field = "int64_data"; break;
+    case OAR_U32: case OAR_U64: have = t->n_uint64_data, field = "uint64_data"; break;
     default: have = t->n_int32_data, field = "int32_data"; break;
     }
     if ((int64_t)have != n) {
@@ -143,6 +149,7 @@ static bool copy_typed(const Onnx__TensorProto *t, oar_tensor *x, int64_t n, con
             break;
         }
         case OAR_BOOL: *(uint8_t *)p = t->int32_data[i] != 0; break;
+        case OAR_U32: case OAR_U64: tr->store_i64(p, (int64_t)t->uint64_data[i]); break; /* the bits; u32 keeps the low half */
         default: tr->store_i64(p, t->int32_data[i]); break;
         }
     }
@@ -158,7 +165,8 @@ oar_tensor *ox_tensor_from_proto(Onnx__TensorProto *t, const char *dir, const ch
     oar_dtype dt;
     if (!ox_dtype_from_onnx(t->data_type, &dt)) {
         oar_error(OAR_ERR_UNSUPPORTED, "onnx: %s has dtype %s (%d); oar supports float, double, float16, bfloat16, "
-                                       "int8, uint8, int32, int64 and bool", what, ox_onnx_type_name(t->data_type),
+                                       "int8, uint8, int16, uint16, int32, uint32, int64, uint64 and bool", what,
+                  ox_onnx_type_name(t->data_type),
                   (int)t->data_type);
         return NULL;
     }
@@ -206,7 +214,8 @@ oar_tensor *ox_tensor_from_proto(Onnx__TensorProto *t, const char *dir, const ch
     }
     if (!external && !t->has_raw_data) {
         size_t have = dt == OAR_F32 ? t->n_float_data : dt == OAR_F64 ? t->n_double_data
-                    : dt == OAR_I64 ? t->n_int64_data : t->n_int32_data;
+                    : dt == OAR_I64 ? t->n_int64_data : dt == OAR_U32 || dt == OAR_U64 ? t->n_uint64_data
+                    : t->n_int32_data;
         if ((int64_t)have != n) {
             oar_error(OAR_ERR_FORMAT, "onnx: %s: expected %lld values (its dims) in raw_data or a typed field, got "
                                       "%zu", what, (long long)n, have);

@@ -404,7 +404,7 @@ static oar_status stack_kernel(const oar_kctx *ctx, oar_tensor *const *in, int n
 
 void oar_cpu_register_copy(void) {
     /* below the memcpy join (cpu_index.c), which takes concat / stack of dense inputs */
-    oar_kernel_entry e = {.device = OAR_CPU, .dtypes = OAR_ALL_DTYPES, .impl = "copy", .priority = 5,
+    oar_kernel_entry e = {.device = OAR_CPU, .dtypes = OAR_BASE_DTYPES, .impl = "copy", .priority = 5,
                           .fn = contiguous_kernel, .supports = same_dtype_inputs};
     oar_register_kernel(OAR_OP_contiguous, e);
     e.fn = concat_kernel;

@@ -125,7 +125,7 @@ static oar_status take_kernel(const oar_kctx *ctx, oar_tensor *const *in, int n_
 }
 
 void oar_cpu_register_index(void) {
-    oar_kernel_entry join = {.device = OAR_CPU, .dtypes = OAR_ALL_DTYPES, .impl = "memcpy", .priority = 10,
+    oar_kernel_entry join = {.device = OAR_CPU, .dtypes = OAR_BASE_DTYPES, .impl = "memcpy", .priority = 10,
                              .fn = join_kernel, .supports = all_contiguous};
     oar_register_kernel(OAR_OP_concat, join);
     oar_register_kernel(OAR_OP_stack, join);

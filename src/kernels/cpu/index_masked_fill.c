@@ -152,7 +152,7 @@ static oar_status masked_fill_fast(const oar_kctx *ctx, oar_tensor *const *in, i
 }
 
 void oar_cpu_register_masked_fill(void) {
-    oar_register_kernel(OAR_OP_masked_fill, (oar_kernel_entry){.device = OAR_CPU, .dtypes = OAR_ALL_DTYPES,
+    oar_register_kernel(OAR_OP_masked_fill, (oar_kernel_entry){.device = OAR_CPU, .dtypes = OAR_BASE_DTYPES,
                                                                .impl = "block", .priority = 10,
                                                                .fn = masked_fill_fast,
                                                                .supports = masked_fill_supports});

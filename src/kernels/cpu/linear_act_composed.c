@@ -43,7 +43,7 @@ static bool linear_act_composed_supports(oar_tensor *const *in, int n_in, oar_te
 
 void oar_cpu_register_linear_act_composed(void) {
     oar_register_kernel(OAR_OP_linear_act, (oar_kernel_entry){.device = OAR_CPU,
-                                                              .dtypes = OAR_ALL_DTYPES & ~OAR_DTYPE_BIT(OAR_BOOL),
+                                                              .dtypes = OAR_BASE_DTYPES & ~OAR_DTYPE_BIT(OAR_BOOL),
                                                               .impl = "composed",
                                                               .priority = 5,
                                                               .fn = linear_act_composed,

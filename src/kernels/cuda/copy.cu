@@ -39,6 +39,10 @@ __device__ __forceinline__ double load_f(const void *p, int dt, int64_t i) {
     case U8: return (double)((const uint8_t *)p)[i];
     case I32: return (double)((const int32_t *)p)[i];
     case I64: return (double)((const int64_t *)p)[i];
+    case I16: return (double)((const int16_t *)p)[i];
+    case U16: return (double)((const uint16_t *)p)[i];
+    case U32: return (double)((const uint32_t *)p)[i];
+    case U64: return (double)((const uint64_t *)p)[i];
     default: return ((const uint8_t *)p)[i] ? 1.0 : 0.0;
     }
 }
@@ -49,6 +53,10 @@ __device__ __forceinline__ int64_t load_i(const void *p, int dt, int64_t i) {
     case U8: return ((const uint8_t *)p)[i];
     case I32: return ((const int32_t *)p)[i];
     case I64: return ((const int64_t *)p)[i];
+    case I16: return ((const int16_t *)p)[i];
+    case U16: return ((const uint16_t *)p)[i];
+    case U32: return ((const uint32_t *)p)[i];
+    case U64: return (int64_t)((const uint64_t *)p)[i]; // the bits, as the CPU's load_i64
     default: return ((const uint8_t *)p)[i] ? 1 : 0;
     }
 }
@@ -70,6 +78,10 @@ __device__ __forceinline__ void store_f(void *p, int dt, int64_t i, double v) {
     case U8: ((uint8_t *)p)[i] = (uint8_t)clamp_i64(v, 0.0, 255.0); break;
     case I32: ((int32_t *)p)[i] = (int32_t)clamp_i64(v, -2147483648.0, 2147483647.0); break;
     case I64: ((int64_t *)p)[i] = clamp_i64(v, -9.2233720368547758e18, 9.2233720368547748e18); break;
+    case I16: ((int16_t *)p)[i] = (int16_t)clamp_i64(v, -32768.0, 32767.0); break;
+    case U16: ((uint16_t *)p)[i] = (uint16_t)clamp_i64(v, 0.0, 65535.0); break;
+    case U32: ((uint32_t *)p)[i] = (uint32_t)clamp_i64(v, 0.0, 4294967295.0); break;
+    case U64: ((uint64_t *)p)[i] = !(v > 0) ? 0 : v >= 18446744073709551616.0 ? ~0ull : (uint64_t)v; break;
     default: ((uint8_t *)p)[i] = v != 0.0; break;
     }
 }
@@ -80,6 +92,10 @@ __device__ __forceinline__ void store_i(void *p, int dt, int64_t i, int64_t v) {
     case U8: ((uint8_t *)p)[i] = (uint8_t)v; break;
     case I32: ((int32_t *)p)[i] = (int32_t)v; break;
     case I64: ((int64_t *)p)[i] = v; break;
+    case I16: ((int16_t *)p)[i] = (int16_t)v; break;
+    case U16: ((uint16_t *)p)[i] = (uint16_t)v; break;
+    case U32: ((uint32_t *)p)[i] = (uint32_t)v; break;
+    case U64: ((uint64_t *)p)[i] = (uint64_t)v; break;
     default: ((uint8_t *)p)[i] = v != 0; break;
     }
 }
@@ -116,7 +132,7 @@ __global__ void fill_convert_kernel(void *dst, int dt, double v, int64_t n) {
 }
 
 int dtype_size(int dt) {
-    static const int sizes[] = {4, 8, 2, 2, 1, 1, 4, 8, 1};
+    static const int sizes[] = {4, 8, 2, 2, 1, 1, 4, 8, 1, 2, 2, 4, 8};
     return sizes[dt];
 }
 

@@ -463,7 +463,7 @@ static bool gather_supports(oar_tensor *const *in, int n_in, oar_tensor *const *
 }
 
 void oar_cuda_register_index(void) {
-    const uint32_t all = OAR_ALL_DTYPES, no_bool = OAR_ALL_DTYPES & ~OAR_DTYPE_BIT(OAR_BOOL);
+    const uint32_t all = OAR_BASE_DTYPES, no_bool = OAR_BASE_DTYPES & ~OAR_DTYPE_BIT(OAR_BOOL);
     oar_cuda_register(OAR_OP_index_select, all, index_select_cuda, index_select_supports);
     oar_cuda_register(OAR_OP_index_select_backward, SUMS, index_select_backward_cuda, index_select_supports);
     oar_cuda_register(OAR_OP_gather, all, gather_cuda, gather_supports);

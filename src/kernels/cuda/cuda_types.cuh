@@ -1,6 +1,6 @@
 // Device-side helpers shared by the .cu files: oar's dtypes as C++ types, conversions
 // through float/double, and grid sizing. oar's dtype numbering (oar.h): f32 f64 f16 bf16 i8
-// u8 i32 i64 bool.
+// u8 i32 i64 bool i16 u16 u32 u64.
 #pragma once
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -9,7 +9,7 @@
 
 namespace oarcu {
 
-enum Dtype { F32 = 0, F64, F16, BF16, I8, U8, I32, I64, BOOL };
+enum Dtype { F32 = 0, F64, F16, BF16, I8, U8, I32, I64, BOOL, I16, U16, U32, U64 };
 
 template <typename T> struct Acc { typedef float type; };   // the type arithmetic runs in
 template <> struct Acc<double> { typedef double type; };

@@ -560,7 +560,7 @@ extern "C" int oar_cu_index_select(void *y, const void *x, int esize, const void
 extern "C" int oar_cu_index_add(void *y, const void *g, int dtype, const void *idx, int idx_dtype, int64_t outer,
                                 int64_t size, int64_t inner, int64_t m, unsigned long long *err, void *stream) {
     cudaStream_t s = (cudaStream_t)stream;
-    static const int sizes[] = {4, 8, 2, 2, 1, 1, 4, 8, 1};
+    static const int sizes[] = {4, 8, 2, 2, 1, 1, 4, 8, 1, 2, 2, 4, 8};
     int64_t ny = outer * size * inner;
     if (ny <= 0) return 0;
     cudaError_t e = cudaMemsetAsync(y, 0, (size_t)ny * (size_t)sizes[dtype], s);
