@@ -97,12 +97,7 @@ class SWALR(LRScheduler):
         if not isinstance(anneal_epochs, int) or anneal_epochs < 0:
             raise ValueError(f"anneal_epochs must be equal or greater than 0, got {anneal_epochs}")
         self.anneal_epochs = anneal_epochs
-        self._step_count = 0
-        super().__init__(optimizer, last_epoch)
-
-    def step(self, epoch=None):
-        self._step_count += 1
-        super().step(epoch)
+        super().__init__(optimizer, last_epoch)   # (LRScheduler counts the steps, as torch's)
 
     @staticmethod
     def _from(lr, swa_lr, alpha):
