@@ -21,8 +21,8 @@ def _config(seed):
     labels = [c for c in range(C) if c != blank]
     rows = [[int(x) for x in R.choice(labels, size=int(R.integers(0, max(1, T // 2) + 2)))] for _ in range(N)]
     in_len = [int(R.integers(1, T + 1)) for _ in range(N)]
-    if seed % 4 == 0:  # no frames for the empty targets (a non-empty one: test_no_frames)
-        in_len = [0 if not r else n for r, n in zip(rows, in_len)]
+    # (no zero-frame samples here: torch 1.13 reads uninitialized memory for an empty target with no
+    # frames - 0 in the release run, 0.37 under the sanitizer build; oar's 0 is checked in test_no_frames)
     opts = {"concat": seed % 2 == 1, "zero_infinity": seed % 5 < 2, "f64": seed % 3 == 2,
             "i32": seed % 4 == 1, "reduction": ("none", "mean", "sum")[seed % 3]}
     return R.standard_normal((T, N, C)), rows, in_len, blank, opts
