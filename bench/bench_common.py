@@ -1,4 +1,5 @@
-"""Helpers the ONNX benchmarks share (onnx_vs_ort.py, onnx_quant.py): the CPU's name and a timer."""
+"""Helpers the benchmarks share (onnx_vs_ort.py, onnx_quant.py, ctc_vs_torch.py, vision_vs_torchvision.py):
+the CPU's name and the timers."""
 import platform
 import time
 
@@ -32,3 +33,18 @@ def timed_cpu(fn, steps):
     cpu = (time.process_time() - c0) * 1e3 / max(steps, 1)
     ts.sort()
     return ts[len(ts) // 2], ts[len(ts) // 10], ts[min(len(ts) - 1, (len(ts) * 9) // 10)], cpu
+
+
+def timed_medians(fn, steps):
+    """Median wall ms and median process CPU ms over `steps` timed calls of fn after a warm-up (each
+    call timed both ways: the CPU median is the steady measure on a loaded machine)."""
+    import statistics
+
+    fn()  # warm-up
+    wall, cpu = [], []
+    for _ in range(steps):
+        t0, c0 = time.perf_counter(), time.process_time()
+        fn()
+        wall.append((time.perf_counter() - t0) * 1e3)
+        cpu.append((time.process_time() - c0) * 1e3)
+    return statistics.median(wall), statistics.median(cpu)

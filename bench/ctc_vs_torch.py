@@ -17,12 +17,11 @@ import json
 import os
 import statistics
 import sys
-import time
 
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_common import cpu_name  # noqa: E402
+from bench_common import cpu_name, timed_medians as timed  # noqa: E402
 
 
 def make(lib, logits, targets, in_len, tg_len, backward):
@@ -38,16 +37,6 @@ def make(lib, logits, targets, in_len, tg_len, backward):
         return loss
     return call
 
-
-def timed(call, steps):
-    call()  # warm-up
-    wall, cpu = [], []
-    for _ in range(steps):
-        t0, c0 = time.perf_counter(), time.process_time()
-        call()
-        wall.append((time.perf_counter() - t0) * 1e3)
-        cpu.append((time.process_time() - c0) * 1e3)
-    return statistics.median(wall), statistics.median(cpu)
 
 
 def main():

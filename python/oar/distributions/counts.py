@@ -4,7 +4,8 @@ from .. import _creation as C
 from .._grad_mode import no_grad
 from .._tensor import Size
 from . import constraints
-from .distribution import Distribution, broadcast_all, lazy_property, logits_to_probs, probs_to_logits
+from .distribution import (Distribution, broadcast_all, lazy_property, logits_to_probs, probs_to_logits,
+                           set_probs_or_logits)
 
 __all__ = ["Poisson", "Binomial"]
 
@@ -45,17 +46,8 @@ class Binomial(Distribution):
     has_enumerate_support = True
 
     def __init__(self, total_count=1, probs=None, logits=None, validate_args=None):
-        if (probs is None) == (logits is None):
-            raise ValueError("Either `probs` or `logits` must be specified, but not both.")
-        if probs is not None:
-            self.total_count, self.probs = broadcast_all(total_count, probs)
-            self.total_count = self.total_count.to(self.probs.dtype)
-            shape = self.probs.size()
-        else:
-            self.total_count, self.logits = broadcast_all(total_count, logits)
-            self.total_count = self.total_count.to(self.logits.dtype)
-            shape = self.logits.size()
-        super().__init__(shape, validate_args=validate_args)
+        (self.total_count,) = set_probs_or_logits(self, probs, logits, total_count)
+        super().__init__(self.total_count.size(), validate_args=validate_args)
 
     @lazy_property
     def logits(self):

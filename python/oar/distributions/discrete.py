@@ -6,7 +6,8 @@ from .. import _dtype as D
 from .._grad_mode import no_grad
 from .._tensor import Size
 from . import constraints
-from .distribution import Distribution, broadcast_all, lazy_property, logits_to_probs, probs_to_logits
+from .distribution import (Distribution, broadcast_all, lazy_property, logits_to_probs, probs_to_logits,
+                           set_probs_or_logits)
 
 __all__ = ["Bernoulli", "Categorical", "OneHotCategorical"]
 
@@ -22,14 +23,8 @@ class Bernoulli(Distribution):
     has_enumerate_support = True
 
     def __init__(self, probs=None, logits=None, validate_args=None):
-        _one_of(probs, logits)
-        if probs is not None:
-            (self.probs,) = broadcast_all(probs)
-            shape = self.probs.size()
-        else:
-            (self.logits,) = broadcast_all(logits)
-            shape = self.logits.size()
-        super().__init__(shape, validate_args=validate_args)
+        set_probs_or_logits(self, probs, logits)
+        super().__init__(self.__dict__["probs" if probs is not None else "logits"].size(), validate_args=validate_args)
 
     @lazy_property
     def logits(self):

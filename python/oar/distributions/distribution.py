@@ -8,7 +8,8 @@ from .._grad_mode import no_grad
 from .._tensor import Size, Tensor
 from . import constraints
 
-__all__ = ["Distribution", "broadcast_all", "probs_to_logits", "logits_to_probs", "lazy_property"]
+__all__ = ["Distribution", "broadcast_all", "probs_to_logits", "logits_to_probs", "lazy_property",
+           "set_probs_or_logits"]
 
 
 class lazy_property:
@@ -34,6 +35,17 @@ def broadcast_all(*values):
     dtype = next((v.dtype for v in values if isinstance(v, Tensor) and v.is_floating_point()), D.float32)
     tensors = [v if isinstance(v, Tensor) else C.tensor(float(v), dtype=dtype) for v in values]
     return broadcast_tensors(*tensors)
+
+
+def set_probs_or_logits(dist, probs, logits, *others):
+    """The given one of probs/logits (exactly one) set on dist, broadcast with others, which are returned
+    in its dtype (Bernoulli's and Binomial's parameters; the other of the pair is a lazy_property)."""
+    if (probs is None) == (logits is None):
+        raise ValueError("Either `probs` or `logits` must be specified, but not both.")
+    name, value = ("probs", probs) if probs is not None else ("logits", logits)
+    *rest, param = broadcast_all(*others, value)
+    setattr(dist, name, param)
+    return [r.to(param.dtype) for r in rest]
 
 
 def probs_to_logits(probs, is_binary=False):
