@@ -12,9 +12,10 @@ data=(dataset-fashion-mnist)  # the main job's data: /usr/share/datasets/fashion
 # use; python3-torch is the oracle the parity tests compare with (they skip without it), and
 # python3-torchvision gives the real models the ONNX tests export; python3-torchvision and
 # python3-torchaudio hold the model files test_torchvision.py / test_torchaudio.py run unmodified;
-# python3-onnx's checker checks the models oar exports (onnx_export_check)
+# python3-onnx's checker checks the models oar exports (onnx_export_check); python3-mpmath gives
+# the true values test_special_functions.py compares torch.special's ops with
 python=(python3-dev python3-numpy python3-pytest python3-setuptools python3-pip python3-torch python3-torchvision
-        python3-torchaudio python3-onnx)
+        python3-torchaudio python3-onnx python3-mpmath)
 
 missing=()
 for p in "${required[@]}" "${optional[@]}" "${data[@]}" "${python[@]}"; do
