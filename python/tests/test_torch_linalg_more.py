@@ -198,7 +198,9 @@ def _ormqr(L, a_shape, t_shape, c_shape, left=True, c_dtype="float32"):
 
 
 def _rotation():
-    a = np.diag([1.0, 1.0, 2.0]) + 0.1 * rnd(3, 3)
+    # a fixed matrix: with some perturbations the eigenvectors' phase term falls under torch's own
+    # tolerance and torch does not refuse, so a draw from the shared generator made eig_phase flaky
+    a = np.diag([1.0, 1.0, 2.0]) + 0.1 * np.random.default_rng(11).standard_normal((3, 3))
     a[0, 1], a[1, 0] = -1.0, 1.0  # a complex pair near 1 +- i
     return a
 
