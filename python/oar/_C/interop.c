@@ -185,6 +185,11 @@ PyObject *oarpy_dlpack(PyObject *self, PyObject *args, PyObject *kw) {
         PyErr_SetString(PyExc_RuntimeError, "Can't export tensors that require gradient, use tensor.detach()");
         return NULL;
     }
+    if (dl_types[oar_dtype_of(t)].bits == 0) { /* the low-bit dtypes: not in this DLPack version */
+        PyErr_Format(PyExc_BufferError, "__dlpack__: oar's %s has no DLPack type here; cast it first (.to(oar.float32))",
+                     oar_dtype_name(oar_dtype_of(t)));
+        return NULL;
+    }
     Exported *e = calloc(1, sizeof *e);
     if (!e) return PyErr_NoMemory();
     int nd = oar_ndim(t);
