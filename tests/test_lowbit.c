@@ -191,6 +191,36 @@ static void test_tensors(void) {
     oar_tensor *e5 = oar_cast(f8, OAR_F8E5M2);
     CHECK(e5 && ((const uint8_t *)oar_data(e5))[5] == oar_lowbit_encode(OAR_F8E5M2, 17.0, false) &&
           isnan(oar_lowbit_decode(OAR_F8E5M2, ((const uint8_t *)oar_data(e5))[2])));
+    /* the data-movement ops move codes: each result equals the same op on the decoded f32 values */
+    {
+        const float v[6] = {1.5f, -2.0f, 0.25f, 6.0f, -0.5f, 3.0f};
+        oar_dtype dts[3] = {OAR_F4E2M1, OAR_F8E5M2FNUZ, OAR_I4};
+        for (int k = 0; k < 3; k++) {
+            oar_tensor *a = oar_cast(oar_reshape(vec(v, 6, OAR_F32), (int64_t[]){2, 3}, 2), dts[k]);
+            oar_tensor *a32 = oar_cast(a, OAR_F32); /* the values a holds */
+            int64_t idx_v[2] = {2, 0};
+            oar_tensor *idx = oar_from_data(idx_v, (int64_t[]){2}, 1, OAR_I64);
+            oar_tensor *gidx = oar_zeros((int64_t[]){2, 3}, 2, OAR_I64);
+            oar_tensor *mask = oar_gt_scalar(a32, 0.0);
+            int flip[1] = {1};
+            oar_tensor *got[8] = {oar_pad(a, (int64_t[]){1, 2}, 2, OAR_PAD_CONSTANT, 1.0), oar_stack((oar_tensor *[]){a, a}, 2, 1),
+                                  oar_flip(a, flip, 1), oar_index_select(a, 1, idx), oar_gather(a, 1, gidx),
+                                  oar_masked_fill(a, mask, -1.0), oar_where(mask, a, oar_flip(a, flip, 1)),
+                                  oar_slice(a, 1, 0, 3, 2)};
+            oar_tensor *ref[8] = {oar_pad(a32, (int64_t[]){1, 2}, 2, OAR_PAD_CONSTANT, 1.0), oar_stack((oar_tensor *[]){a32, a32}, 2, 1),
+                                  oar_flip(a32, flip, 1), oar_index_select(a32, 1, idx), oar_gather(a32, 1, gidx),
+                                  oar_masked_fill(a32, mask, -1.0), oar_where(mask, a32, oar_flip(a32, flip, 1)),
+                                  oar_slice(a32, 1, 0, 3, 2)};
+            for (int j = 0; j < 8; j++) {
+                CHECK(got[j] && oar_dtype_of(got[j]) == dts[k]);
+                CHECK(got[j] && ref[j] && t_same_bits(oar_cast(got[j], OAR_F32), ref[j]));
+            }
+            CHECK(oar_full((int64_t[]){2}, 1, 3.0, dts[k]) && t_at(oar_full((int64_t[]){2}, 1, 3.0, dts[k]), 1) == 3.0);
+            char buf[256];
+            oar_format(a, buf, sizeof buf);
+            CHECK(strstr(buf, oar_dtype_name(dts[k])) != NULL);
+        }
+    }
     /* arithmetic refuses them, naming the dtype */
     CHECK_ERR(oar_add(f8, f8), "f8e4m3fn");
     CHECK_ERR(oar_sum(i4, NULL, 0, false), "i4");
