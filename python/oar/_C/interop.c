@@ -43,8 +43,9 @@ static int getbuffer(PyObject *self, Py_buffer *view, int flags) {
         return -1;
     }
     if (!formats[dt]) {
-        PyErr_Format(PyExc_TypeError, "Got unsupported ScalarType %s: numpy has no bfloat16; convert with "
-                                      "Tensor.float() first", oar_dtype_name(dt));
+        PyErr_Format(PyExc_TypeError, "Got unsupported ScalarType %s: numpy has no %s; convert with "
+                                      "Tensor.float() first", oar_dtype_name(dt),
+                     dt == OAR_BF16 ? "bfloat16" : oar_dtype_name(dt));
         return -1;
     }
     int nd = oar_ndim(t);
