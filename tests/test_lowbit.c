@@ -250,6 +250,23 @@ static void test_safetensors(void) {
     remove(path);
 }
 
+/* On a GPU: casts to and from the low-bit types and their copies give the CPU's bytes (skipped
+ * without one: the CUDA build runs the host-staged reference copy for them). */
+static void test_cuda(void) {
+    if (oar_cuda_device_count() <= 0) {
+        printf("test_lowbit: skipped the CUDA casts: no GPU\n");
+        return;
+    }
+    oar_tensor *x = oar_mul_scalar(oar_randn((int64_t[]){4, 33}, 2, OAR_F32), 100.0), *xg = oar_to(x, OAR_CUDA);
+    for (int d = OAR_F8E4M3FN; d < OAR_DTYPE_COUNT; d++) {
+        oar_tensor *cpu = oar_cast(x, (oar_dtype)d), *gpu = oar_cast(xg, (oar_dtype)d);
+        oar_tensor *back = gpu ? oar_to(oar_contiguous(oar_permute(gpu, (int[]){1, 0}, 2)), OAR_CPU) : NULL;
+        CHECK(back && t_same_bits(back, oar_contiguous(oar_permute(cpu, (int[]){1, 0}, 2))));
+        oar_tensor *wide = gpu ? oar_to(oar_cast(gpu, OAR_F32), OAR_CPU) : NULL;
+        CHECK(wide && t_same_bits(wide, oar_cast(cpu, OAR_F32)));
+    }
+}
+
 int main(void) {
     oar_scope_begin();
     test_decode_all_codes();
@@ -259,6 +276,7 @@ int main(void) {
     test_ints();
     test_tensors();
     test_safetensors();
+    test_cuda();
     oar_scope_end();
     return test_summary("test_lowbit");
 }
