@@ -99,6 +99,11 @@ typedef enum oar_dtype {
     OAR_F32 = 0, OAR_F64, OAR_F16, OAR_BF16,
     OAR_I8, OAR_U8, OAR_I32, OAR_I64, OAR_BOOL,
     OAR_I16, OAR_U16, OAR_U32, OAR_U64,
+    /* Low-bit storage types (ONNX's float8/float4/int4/int2, torch 2.x's float8): one element
+     * per byte in memory (files pack the 4- and 2-bit ones); casts, copies and the shape and
+     * index ops take them, arithmetic refuses them (docs/dtypes.md). */
+    OAR_F8E4M3FN, OAR_F8E4M3FNUZ, OAR_F8E5M2, OAR_F8E5M2FNUZ, OAR_F8E8M0, OAR_F4E2M1,
+    OAR_I4, OAR_U4, OAR_I2, OAR_U2,
     OAR_DTYPE_COUNT
 } oar_dtype;
 
@@ -110,6 +115,18 @@ OAR_API uint16_t oar_f32_to_f16(float x);
 OAR_API float oar_f16_to_f32(uint16_t h);
 OAR_API uint16_t oar_f32_to_bf16(float x);
 OAR_API float oar_bf16_to_f32(uint16_t h);
+/* The low-bit dtypes' codes (the byte oar stores: the format's bits, or the integer's value):
+ * decode gives the exact value (NaN for NaN codes, 0 for a dtype that is not low-bit);
+ * encode rounds floats to nearest even (f8e8m0: up, to the next power of two, ONNX's default)
+ * and, out of range, gives the largest finite value when saturate, else inf where the format
+ * has it (f8e5m2) or NaN (f4e2m1 always saturates). Integers: saturate rounds half to even and
+ * clips (QuantizeLinear's rule), else truncates toward zero and wraps (Cast's); NaN gives 0.
+ * oar_cast does not saturate (torch's rule); ONNX's Cast saturates floats by default. */
+OAR_API double oar_lowbit_decode(oar_dtype dt, uint8_t code);
+OAR_API uint8_t oar_lowbit_encode(oar_dtype dt, double x, bool saturate);
+OAR_API bool oar_dtype_is_lowbit(oar_dtype dt);
+OAR_API int oar_dtype_bits(oar_dtype dt);          /* bits of information: 4 for u4, 16 for f16 */
+OAR_API double oar_lowbit_max(oar_dtype dt);       /* the largest finite value (0 if not low-bit) */
 
 typedef enum oar_device { OAR_CPU = 0, OAR_CUDA = 1 } oar_device;
 /* CUDA: whether this build has it, how many GPUs this machine has (0 without a GPU or a

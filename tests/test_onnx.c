@@ -675,8 +675,59 @@ static void test_typed_int_fields(void) {
     }
 }
 
+/* The low-bit types (onnx.proto): float8 codes one per int32_data or raw byte; int4/uint4/
+ * float4e2m1 two per byte and int2/uint2 four, first element in the lowest bits, in raw_data
+ * and in int32_data alike; a size that does not match the packed count is refused. */
+static void test_packed_lowbit_fields(void) {
+    int64_t five[1] = {5};
+    /* int4 [-8, 7, -1, 3, 5]: bytes 0x78 (7 high, -8 = 0x8 low), 0x3F, 0x05 */
+    uint8_t raw_i4[3] = {0x78, 0x3F, 0x05};
+    const int8_t want_i4[5] = {-8, 7, -1, 3, 5};
+    Onnx__TensorProto t = ONNX__TENSOR_PROTO__INIT;
+    t.n_dims = 1, t.dims = five, t.data_type = ONNX__TENSOR_PROTO__DATA_TYPE__INT4;
+    t.has_raw_data = 1, t.raw_data.len = 3, t.raw_data.data = raw_i4;
+    oar_tensor *x = ox_tensor_from_proto(&t, NULL, "w", true);
+    CHECK(x && x->dtype == OAR_I4 && !memcmp(oar_tensor_ptr(x), want_i4, 5));
+    if (x) oar_tensor_unref(x);
+    t.raw_data.len = 5; /* one byte per element is not ONNX's layout */
+    CHECK_ERR(ox_tensor_from_proto(&t, NULL, "w", false), "raw_data has 5 bytes, expected 3");
+    int32_t i32_i4[3] = {0x78, 0x3F, 0x05};
+    t.has_raw_data = 0, t.n_int32_data = 3, t.int32_data = i32_i4;
+    x = ox_tensor_from_proto(&t, NULL, "w", false);
+    CHECK(x && !memcmp(oar_tensor_ptr(x), want_i4, 5));
+    if (x) oar_tensor_unref(x);
+    t.n_int32_data = 5;
+    CHECK_ERR(ox_tensor_from_proto(&t, NULL, "w", false), "expected 3 values (its dims, packed)");
+    /* uint2 [1, 2, 3, 0, 3]: 0x39, 0x03 */
+    uint8_t raw_u2[2] = {0x39, 0x03};
+    const uint8_t want_u2[5] = {1, 2, 3, 0, 3};
+    Onnx__TensorProto u = ONNX__TENSOR_PROTO__INIT;
+    u.n_dims = 1, u.dims = five, u.data_type = ONNX__TENSOR_PROTO__DATA_TYPE__UINT2;
+    u.has_raw_data = 1, u.raw_data.len = 2, u.raw_data.data = raw_u2;
+    x = ox_tensor_from_proto(&u, NULL, "w", false);
+    CHECK(x && x->dtype == OAR_U2 && !memcmp(oar_tensor_ptr(x), want_u2, 5));
+    if (x) oar_tensor_unref(x);
+    /* int2 sign-extends: 0b11 is -1, 0b10 is -2 */
+    u.data_type = ONNX__TENSOR_PROTO__DATA_TYPE__INT2;
+    const int8_t want_i2[5] = {1, -2, -1, 0, -1};
+    x = ox_tensor_from_proto(&u, NULL, "w", false);
+    CHECK(x && x->dtype == OAR_I2 && !memcmp(oar_tensor_ptr(x), want_i2, 5));
+    if (x) oar_tensor_unref(x);
+    /* float8 codes in int32_data: one each, the bits as they are */
+    int32_t codes[3] = {0x7E, 0xFE, 0x80};
+    int64_t three[1] = {3};
+    Onnx__TensorProto f = ONNX__TENSOR_PROTO__INIT;
+    f.n_dims = 1, f.dims = three, f.data_type = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT8E4M3FNUZ;
+    f.n_int32_data = 3, f.int32_data = codes;
+    x = ox_tensor_from_proto(&f, NULL, "w", false);
+    const uint8_t *c = x ? (const uint8_t *)oar_tensor_ptr(x) : NULL;
+    CHECK(x && x->dtype == OAR_F8E4M3FNUZ && c[0] == 0x7E && c[1] == 0xFE && c[2] == 0x80);
+    if (x) oar_tensor_unref(x);
+}
+
 int main(void) {
     corpus_dir = getenv("OAR_WRITE_ONNX_CORPUS");
+    test_packed_lowbit_fields();
     test_stolen_initializer_tracked();
     test_typed_int_fields();
     test_mlp();

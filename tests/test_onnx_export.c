@@ -283,6 +283,68 @@ static void test_bit_ops(void) {
     oar_scope_end();
 }
 
+/* The low-bit dtypes: x scaled into each one's range and beyond (float8 overflow is NaN or inf:
+ * oar's cast does not saturate, so the file's Casts must say saturate=0; the integers wrap),
+ * moved while low-bit (permute, flip, contiguous copy), cast back; plus low-bit constants the
+ * file holds as initializers (int4 and float4e2m1 packed two per byte, an odd count; uint2 four
+ * per byte). The file is opset 25 / IR 13 (int2 is the newest type); re-imported: the same bits. */
+static oar_status lowbit_casts(void *user, oar_tensor *const *in, int n_in, oar_tensor **out, int n_out) {
+    oar_tensor *x = in[0], *parts[OAR_DTYPE_COUNT + 3];
+    int n = 0, perm[2] = {1, 0}, flip[1] = {1};
+    for (int dt = 0; dt < OAR_DTYPE_COUNT; dt++) {
+        if (!oar_dtype_is_lowbit((oar_dtype)dt)) continue;
+        double scale = oar_dtype_is_float((oar_dtype)dt) ? 2 * oar_lowbit_max((oar_dtype)dt) : 10.0;
+        if (dt == OAR_F8E8M0) scale = 1e30;
+        oar_tensor *q = oar_cast(oar_mul_scalar(x, scale), (oar_dtype)dt);
+        oar_tensor *moved = oar_contiguous(oar_flip(oar_permute(q, perm, 2), flip, 1));
+        parts[n++] = oar_permute(oar_cast(moved, OAR_F32), perm, 2);
+    }
+    oar_tensor *i4 = oar_cast(oar_arange(-9, 8, 1, OAR_F32), OAR_I4);   /* 17: -9 wraps to 7 */
+    oar_tensor *f4 = oar_cast(oar_arange(-3, 3.5, 0.5, OAR_F32), OAR_F4E2M1); /* 13 */
+    oar_tensor *u2 = oar_cast(oar_arange(0, 6, 1, OAR_I64), OAR_U2);    /* 6: 4 and 5 wrap */
+    oar_tensor *consts[3] = {i4, f4, u2};
+    int dim = 1;
+    oar_tensor *row = oar_sum(x, &dim, 1, true); /* [B, 1] */
+    for (int k = 0; k < 3; k++) { /* where(row > 0, constant, 3 row): the constant stays low-bit */
+        oar_dtype dt = oar_dtype_of(consts[k]);
+        oar_tensor *w = oar_where(oar_gt_scalar(row, 0.0), consts[k], oar_cast(oar_mul_scalar(row, 3.0), dt));
+        parts[n++] = oar_cast(w, OAR_F32);
+    }
+    out[0] = oar_concat(parts, n, 1);
+    return out[0] ? OAR_OK : oar_last_status();
+}
+
+static void test_lowbit(void) {
+    oar_scope_begin();
+    oar_input_spec spec = {OAR_F32, 2, {-1, 8}, "x"};
+    oar_jit_opts jo = {.specs = &spec, .n_specs = 1};
+    oar_jit *f = oar_jit_to_static(lowbit_casts, NULL, &jo);
+    oar_tensor *x = oar_randn((int64_t[]){6, 8}, 2, OAR_F32), *y[1] = {0};
+    CHECK(oar_jit_call(f, &x, 1, y, 1) == OAR_OK);
+    char path[512];
+    snprintf(path, sizeof path, "%s/lowbit.onnx", dir);
+    oar_status st = oar_onnx_save(f, path, NULL);
+    CHECK(st == OAR_OK);
+    if (st != OAR_OK) fprintf(stderr, "lowbit: %s\n", oar_last_error());
+    check_roundtrip(path, x, y[0], true, 0, "lowbit");
+    /* overflow reached NaN (e4m3fn, the fnuz types) and inf (e5m2) in the original */
+    int nan = 0, inf = 0;
+    for (int64_t i = 0; y[0] && i < oar_numel(y[0]); i++) {
+        double v = t_at(y[0], i);
+        nan += isnan(v), inf += isinf(v);
+    }
+    CHECK(nan > 0 && inf > 0);
+    /* the file: opset 25 and IR 13 */
+    oar_onnx_model *m = oar_onnx_load(path, NULL);
+    char buf[4096];
+    CHECK(m && oar_onnx_describe(m, buf, sizeof buf) > 0);
+    if (m) printf("test_onnx_export: lowbit: %.200s\n", buf);
+    oar_onnx_free(m);
+    oar_release(y[0]);
+    oar_jit_free(f);
+    oar_scope_end();
+}
+
 /* A zoo model's file saved after every default pass (NHWC conv2d_act, fused_elementwise,
  * linear_act with gelu...) exported with the fused ops decomposed: the same values to rounding. */
 static void test_fused_model_file(const char *name) {
@@ -1014,6 +1076,7 @@ int main(void) {
     test_math("direct_math", direct_math, true);
     test_math("defined_math", defined_math, false);
     test_bit_ops();
+    test_lowbit();
     test_model_file();
     test_fused_model_file("resnet20");
     test_fused_model_file("mobilenet");

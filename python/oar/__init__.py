@@ -12,6 +12,8 @@ from ._dtype import (bfloat16, bool_ as bool, dtype, float16, float32, float64, 
                      uint8)
 from ._dtype import float32 as float, float64 as double, float16 as half, int64 as long, int32 as int  # noqa: F401
 from ._dtype import int16, int16 as short, uint16, uint32, uint64  # noqa: F401
+from ._dtype import float8_e4m3fn, float8_e4m3fnuz, float8_e5m2, float8_e5m2fnuz, float8_e8m0fnu  # noqa: F401
+from ._dtype import float4_e2m1fn, int4, uint4, int2, uint2  # noqa: F401
 from ._complex import (complex, complex64, complex128, imag, is_complex, istft, polar, real, stft,  # noqa: F401
                        view_as_complex, view_as_real)
 from ._complex import complex64 as cfloat, complex128 as cdouble  # noqa: F401

@@ -44,9 +44,24 @@ int16 = _make("int16", "i16")
 uint16 = _make("uint16", "u16", signed=False)
 uint32 = _make("uint32", "u32", signed=False)
 uint64 = _make("uint64", "u64", signed=False)
+# the low-bit storage types (ONNX's float8/float4/int4/int2), torch 2.x's names; one element per
+# byte; casts, copies, shape and index ops take them, arithmetic refuses them (docs/dtypes.md).
+# float4_e2m1fn is ml_dtypes' name (torch's float4_e2m1fn_x2 is a packed pair).
+float8_e4m3fn = _make("float8_e4m3fn", "f8e4m3fn")
+float8_e4m3fnuz = _make("float8_e4m3fnuz", "f8e4m3fnuz")
+float8_e5m2 = _make("float8_e5m2", "f8e5m2")
+float8_e5m2fnuz = _make("float8_e5m2fnuz", "f8e5m2fnuz")
+float8_e8m0fnu = _make("float8_e8m0fnu", "f8e8m0", signed=False)
+float4_e2m1fn = _make("float4_e2m1fn", "f4e2m1")
+int4 = _make("int4", "i4")
+uint4 = _make("uint4", "u4", signed=False)
+int2 = _make("int2", "i2")
+uint2 = _make("uint2", "u2", signed=False)
+LOWBIT = (float8_e4m3fn, float8_e4m3fnuz, float8_e5m2, float8_e5m2fnuz, float8_e8m0fnu, float4_e2m1fn, int4, uint4,
+          int2, uint2)
 
 BY_CODE = [None] * len(_info)
-for _d in (float32, float64, float16, bfloat16, int8, uint8, int32, int64, bool_, int16, uint16, uint32, uint64):
+for _d in (float32, float64, float16, bfloat16, int8, uint8, int32, int64, bool_, int16, uint16, uint32, uint64) + LOWBIT:
     BY_CODE[_d.code] = _d
 
 ALIASES = {
@@ -54,6 +69,7 @@ ALIASES = {
     "half": float16, "bfloat16": bfloat16, "int8": int8, "uint8": uint8, "int32": int32, "int": int32,
     "int64": int64, "long": int64, "bool": bool_, "int16": int16, "short": int16, "uint16": uint16,
     "uint32": uint32, "uint64": uint64,
+    **{d.name: d for d in LOWBIT},
 }  # and the quantized (_qtensor) and complex (_complex) dtypes, which add themselves
 
 

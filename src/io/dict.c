@@ -120,14 +120,19 @@ static const char *const st_names[OAR_DTYPE_COUNT] = {
     [OAR_F32] = "F32", [OAR_F64] = "F64", [OAR_F16] = "F16", [OAR_BF16] = "BF16", [OAR_I8] = "I8",
     [OAR_U8] = "U8",   [OAR_I32] = "I32", [OAR_I64] = "I64", [OAR_BOOL] = "BOOL", [OAR_I16] = "I16",
     [OAR_U16] = "U16", [OAR_U32] = "U32", [OAR_U64] = "U64",
+    /* float8 as safetensors names them; f4e2m1 and the 4- and 2-bit integers have no name
+     * (safetensors' F4 is packed, two to a byte), so saving them is refused */
+    [OAR_F8E4M3FN] = "F8_E4M3", [OAR_F8E4M3FNUZ] = "F8_E4M3FNUZ", [OAR_F8E5M2] = "F8_E5M2",
+    [OAR_F8E5M2FNUZ] = "F8_E5M2FNUZ", [OAR_F8E8M0] = "F8_E8M0",
 };
 _Static_assert(sizeof st_names / sizeof *st_names == OAR_DTYPE_COUNT, "a safetensors name per dtype");
 
+/* NULL for a dtype safetensors cannot hold */
 const char *oar_st_dtype_name(oar_dtype dt) { return oar_dtype_valid(dt) ? st_names[dt] : "?"; }
 
 bool oar_st_dtype_parse(const char *name, oar_dtype *dt) {
     for (int i = 0; i < OAR_DTYPE_COUNT; i++)
-        if (!strcmp(name, st_names[i])) {
+        if (st_names[i] && !strcmp(name, st_names[i])) {
             *dt = (oar_dtype)i;
             return true;
         }

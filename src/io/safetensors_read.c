@@ -25,8 +25,7 @@ typedef struct st_entry {
 
 /* safetensors dtypes that oar has no type for: such files are valid but unsupported. */
 static bool other_st_dtype(const char *name) {
-    static const char *const others[] = {"F8_E4M3", "F8_E5M2", "F8_E8M0",
-                                         "F6_E2M3", "F6_E3M2", "F4", "C64", "F8_E4M3FNUZ", "F8_E5M2FNUZ"};
+    static const char *const others[] = {"F6_E2M3", "F6_E3M2", "F4", "C64"};
     for (size_t i = 0; i < sizeof others / sizeof *others; i++)
         if (!strcmp(name, others[i])) return true;
     return false;

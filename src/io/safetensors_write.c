@@ -40,6 +40,11 @@ static oar_status check_args(const char *path, const char *const *names, oar_ten
         if (!OAR_HANDLE_OK(t)) return oar_handle_error(WHO, "tensor", i, t);
         if (!t->storage)
             return oar_error(OAR_ERR_STATE, "%s: tensor '%.200s' is symbolic (traced) and has no data", WHO, names[i]);
+        if (!oar_st_dtype_name(t->dtype))
+            return oar_error(OAR_ERR_UNSUPPORTED, "%s: tensor '%.200s' is %s, which safetensors has no name for "
+                                                  "(it packs 4-bit types two to a byte; oar stores one per byte); "
+                                                  "cast it to a wider dtype (oar_cast) to save it", WHO, names[i],
+                             oar_dtype_name(t->dtype));
         /* a GPU tensor is written from a host copy (oar_io_write_tensor) */
     }
     int dup = oar_io_find_duplicate(names, n);

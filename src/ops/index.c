@@ -183,7 +183,7 @@ static oar_status isb_grad(oar_grad_ctx *g) {
 const oar_op_def oar_opdef_index_select_backward = {
     .name = "index_select_backward", .n_inputs = 2, .n_outputs = 1, .n_attrs = 2,
     .attrs = {{"shape", OAR_ATTR_INTS}, {"dim", OAR_ATTR_INT}},
-    .flags = OAR_OPF_STRIDED, .ref_dtypes = OAR_ALL_DTYPES & ~OAR_DTYPE_BIT(OAR_BOOL),
+    .flags = OAR_OPF_STRIDED, .ref_dtypes = OAR_NUMERIC_DTYPES & ~OAR_DTYPE_BIT(OAR_BOOL),
     .infer = isb_infer, .reference = isb_ref, .grad = isb_grad,
 };
 
@@ -327,7 +327,7 @@ static oar_status scatter_add_grad(oar_grad_ctx *g) {
 
 const oar_op_def oar_opdef_scatter_add = {
     .name = "scatter_add", .n_inputs = 3, .n_outputs = 1, .n_attrs = 1, .attrs = {{"dim", OAR_ATTR_INT}},
-    .flags = OAR_OPF_STRIDED | OAR_OPF_AMP_PROMOTE, .ref_dtypes = OAR_ALL_DTYPES,
+    .flags = OAR_OPF_STRIDED | OAR_OPF_AMP_PROMOTE, .ref_dtypes = OAR_NUMERIC_DTYPES,
     .infer = scatter_add_infer, .reference = scatter_add_ref, .grad = scatter_add_grad,
 };
 

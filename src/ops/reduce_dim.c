@@ -97,7 +97,7 @@ static oar_status arg_ref(bool is_min, oar_tensor *const *in, oar_tensor *const 
         .name = #NAME, .n_inputs = 1, .n_outputs = 1, .n_attrs = 2,                                  \
         .attrs = {{"dim", OAR_ATTR_INT}, {"keepdim", OAR_ATTR_INT}},                                 \
         .flags = OAR_OPF_STRIDED | OAR_OPF_NONDIFF,                                                  \
-        .ref_dtypes = OAR_ALL_DTYPES & ~OAR_DTYPE_BIT(OAR_BOOL),                                     \
+        .ref_dtypes = OAR_NUMERIC_DTYPES & ~OAR_DTYPE_BIT(OAR_BOOL),                                     \
         .infer = NAME##_infer, .reference = NAME##_ref,                                              \
     };                                                                                               \
     oar_tensor *oar_##NAME(oar_tensor *x, int dim, bool keepdim) {                                   \
@@ -314,7 +314,7 @@ static oar_status topk_grad(oar_grad_ctx *g) {
 const oar_op_def oar_opdef_topk = {
     .name = "topk", .n_inputs = 1, .n_outputs = 2, .n_attrs = 4,
     .attrs = {{"k", OAR_ATTR_INT}, {"dim", OAR_ATTR_INT}, {"largest", OAR_ATTR_INT}, {"sorted", OAR_ATTR_INT}},
-    .flags = OAR_OPF_STRIDED, .ref_dtypes = OAR_ALL_DTYPES & ~OAR_DTYPE_BIT(OAR_BOOL),
+    .flags = OAR_OPF_STRIDED, .ref_dtypes = OAR_NUMERIC_DTYPES & ~OAR_DTYPE_BIT(OAR_BOOL),
     .infer = topk_infer, .reference = topk_ref, .grad = topk_grad,
 };
 

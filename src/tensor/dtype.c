@@ -101,6 +101,8 @@ static void bool_store(void *p, double v) { *(uint8_t *)p = v != 0.0; }
 static int64_t bool_load_i64(const void *p) { return *(const uint8_t *)p ? 1 : 0; }
 static void bool_store_i64(void *p, int64_t v) { *(uint8_t *)p = v != 0; }
 
+/* a low-bit dtype: one byte per element, its access in lowbit.c */
+#define LOWBIT_ROW(NAME, FL, SG) {#NAME, 1, FL, SG, oar_##NAME##_load, oar_##NAME##_store, oar_##NAME##_load_i64, oar_##NAME##_store_i64}
 #define ROW(NAME, T, FL, SG) {#NAME, sizeof(T), FL, SG, NAME##_load, NAME##_store, NAME##_load_i64, NAME##_store_i64}
 const oar_dtype_traits oar_dtypes[OAR_DTYPE_COUNT] = {
     [OAR_F32] = ROW(f32, float, true, true),
@@ -116,6 +118,16 @@ const oar_dtype_traits oar_dtypes[OAR_DTYPE_COUNT] = {
     [OAR_U16] = ROW(u16, uint16_t, false, false),
     [OAR_U32] = ROW(u32, uint32_t, false, false),
     [OAR_U64] = ROW(u64, uint64_t, false, false),
+    [OAR_F8E4M3FN] = LOWBIT_ROW(f8e4m3fn, true, true),
+    [OAR_F8E4M3FNUZ] = LOWBIT_ROW(f8e4m3fnuz, true, true),
+    [OAR_F8E5M2] = LOWBIT_ROW(f8e5m2, true, true),
+    [OAR_F8E5M2FNUZ] = LOWBIT_ROW(f8e5m2fnuz, true, true),
+    [OAR_F8E8M0] = LOWBIT_ROW(f8e8m0, true, false),
+    [OAR_F4E2M1] = LOWBIT_ROW(f4e2m1, true, true),
+    [OAR_I4] = LOWBIT_ROW(i4, false, true),
+    [OAR_U4] = LOWBIT_ROW(u4, false, false),
+    [OAR_I2] = LOWBIT_ROW(i2, false, true),
+    [OAR_U2] = LOWBIT_ROW(u2, false, false),
 };
 _Static_assert(sizeof oar_dtypes / sizeof oar_dtypes[0] == OAR_DTYPE_COUNT,
                "one traits row per dtype");

@@ -24,7 +24,21 @@ extern const oar_dtype_traits oar_dtypes[OAR_DTYPE_COUNT];
  * argmax/argmin and topk take them (docs/dtypes.md); OAR_INT_DTYPES and OAR_BASE_DTYPES leave
  * them out, so an op declaring those refuses them with the usual "no kernel for dtype" error. */
 #define OAR_EXT_INT_DTYPES (OAR_DTYPE_BIT(OAR_I16) | OAR_DTYPE_BIT(OAR_U16) | OAR_DTYPE_BIT(OAR_U32) | OAR_DTYPE_BIT(OAR_U64))
-#define OAR_BASE_DTYPES (OAR_ALL_DTYPES & ~OAR_EXT_INT_DTYPES)
+/* The low-bit storage dtypes (float8, float4, int4, int2: lowbit.c): casts, copies and the ops
+ * that move data take them (OAR_ALL_DTYPES); arithmetic declares OAR_NUMERIC_DTYPES, which
+ * leaves them out, so it refuses them with the usual "no kernel for dtype" error. */
+#define OAR_LOWBIT_DTYPES (((1u << (OAR_U2 + 1)) - 1) & ~((1u << OAR_F8E4M3FN) - 1))
+#define OAR_NUMERIC_DTYPES (OAR_ALL_DTYPES & ~OAR_LOWBIT_DTYPES)
+#define OAR_BASE_DTYPES (OAR_ALL_DTYPES & ~OAR_EXT_INT_DTYPES & ~OAR_LOWBIT_DTYPES)
+/* the traits rows' element access of the low-bit dtypes (lowbit.c) */
+#define OAR_LOWBIT_ACCESS(NAME)                                                                      \
+    double oar_##NAME##_load(const void *p);                                                         \
+    void oar_##NAME##_store(void *p, double v);                                                      \
+    int64_t oar_##NAME##_load_i64(const void *p);                                                    \
+    void oar_##NAME##_store_i64(void *p, int64_t v);
+OAR_LOWBIT_ACCESS(f8e4m3fn) OAR_LOWBIT_ACCESS(f8e4m3fnuz) OAR_LOWBIT_ACCESS(f8e5m2) OAR_LOWBIT_ACCESS(f8e5m2fnuz)
+OAR_LOWBIT_ACCESS(f8e8m0) OAR_LOWBIT_ACCESS(f4e2m1) OAR_LOWBIT_ACCESS(i4) OAR_LOWBIT_ACCESS(u4)
+OAR_LOWBIT_ACCESS(i2) OAR_LOWBIT_ACCESS(u2)
 /* u64 is the one dtype whose load_i64 is not its value (above INT64_MAX it is the bits): code
  * that compares, divides or shifts integers must take the uint64_t path for it. */
 static inline bool oar_dtype_bits_u64(oar_dtype dt) { return dt == OAR_U64; }

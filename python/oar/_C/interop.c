@@ -43,8 +43,9 @@ static int getbuffer(PyObject *self, Py_buffer *view, int flags) {
         return -1;
     }
     if (!formats[dt]) {
-        PyErr_Format(PyExc_TypeError, "Got unsupported ScalarType %s: numpy has no bfloat16; convert with "
-                                      "Tensor.float() first", oar_dtype_name(dt));
+        PyErr_Format(PyExc_TypeError, "Got unsupported ScalarType %s: numpy has no %s; convert with "
+                                      "Tensor.float() first", oar_dtype_name(dt),
+                     dt == OAR_BF16 ? "bfloat16" : oar_dtype_name(dt));
         return -1;
     }
     int nd = oar_ndim(t);
@@ -183,6 +184,11 @@ PyObject *oarpy_dlpack(PyObject *self, PyObject *args, PyObject *kw) {
     if (!t) return NULL;
     if (oar_requires_grad(t)) {
         PyErr_SetString(PyExc_RuntimeError, "Can't export tensors that require gradient, use tensor.detach()");
+        return NULL;
+    }
+    if (dl_types[oar_dtype_of(t)].bits == 0) { /* the low-bit dtypes: not in this DLPack version */
+        PyErr_Format(PyExc_BufferError, "__dlpack__: oar's %s has no DLPack type here; cast it first (.to(oar.float32))",
+                     oar_dtype_name(oar_dtype_of(t)));
         return NULL;
     }
     Exported *e = calloc(1, sizeof *e);

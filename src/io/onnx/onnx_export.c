@@ -9,6 +9,7 @@
  * same kernels. A model file already holds what its passes made; its fused ops are written as
  * their decomposition where onnx_export_ops.c knows one. */
 #include "io/onnx/onnx_export.h"
+#include "io/onnx/onnx_lowbit.h"
 
 #include "graph/exec.h"
 #include "graph/export.h"
@@ -187,6 +188,16 @@ int32_t oxe_onnx_dtype(oar_dtype dt) {
     case OAR_U16: return ONNX__TENSOR_PROTO__DATA_TYPE__UINT16;
     case OAR_U32: return ONNX__TENSOR_PROTO__DATA_TYPE__UINT32;
     case OAR_U64: return ONNX__TENSOR_PROTO__DATA_TYPE__UINT64;
+    case OAR_F8E4M3FN: return ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT8E4M3FN;
+    case OAR_F8E4M3FNUZ: return ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT8E4M3FNUZ;
+    case OAR_F8E5M2: return ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT8E5M2;
+    case OAR_F8E5M2FNUZ: return ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT8E5M2FNUZ;
+    case OAR_F8E8M0: return ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT8E8M0;
+    case OAR_F4E2M1: return ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT4E2M1;
+    case OAR_I4: return ONNX__TENSOR_PROTO__DATA_TYPE__INT4;
+    case OAR_U4: return ONNX__TENSOR_PROTO__DATA_TYPE__UINT4;
+    case OAR_I2: return ONNX__TENSOR_PROTO__DATA_TYPE__INT2;
+    case OAR_U2: return ONNX__TENSOR_PROTO__DATA_TYPE__UINT2;
     default: return 0;
     }
 }
@@ -225,9 +236,11 @@ bool oxe_init_tensor(oxe_graph *g, const char *name, const oar_tensor *t) {
                                               "before exporting", WHO, name) == OAR_OK;
     oar_tensor *c = oar_contiguous((oar_tensor *)t);
     if (!c) return false;
-    size_t nbytes = (size_t)t->numel * oar_dtype_size(t->dtype);
+    size_t nbytes = ox_packed_bytes(t->dtype, t->numel); /* 4- and 2-bit types packed, as ONNX wants */
     Onnx__TensorProto *p = new_init(g, name, t->dtype, t->shape, t->ndim, nbytes);
-    if (p && nbytes) memcpy(p->raw_data.data, oar_data(c), nbytes); /* x86 and ARM: little-endian, as ONNX */
+    if (p && nbytes && nbytes != (size_t)t->numel * oar_dtype_size(t->dtype))
+        ox_pack(t->dtype, oar_data(c), t->numel, p->raw_data.data);
+    else if (p && nbytes) memcpy(p->raw_data.data, oar_data(c), nbytes); /* x86 and ARM: little-endian, as ONNX */
     oar_release(c);
     return p != NULL;
 }
@@ -596,7 +609,7 @@ static oar_status export_program(const oar_program *p, const char *const *in_nam
     char version[32];
     snprintf(version, sizeof version, "%d.%d.%d", OAR_VERSION_MAJOR, OAR_VERSION_MINOR, OAR_VERSION_PATCH);
     Onnx__ModelProto model = ONNX__MODEL_PROTO__INIT;
-    model.has_ir_version = true, model.ir_version = 8; /* the IR version of opsets 17 and 18 (ONNX 1.12, 1.13) */
+    model.has_ir_version = true, model.ir_version = oxe_ir_version(g.opset);
     model.n_opset_import = 1, model.opset_import = opsets;
     model.producer_name = "oar";
     model.producer_version = opts && opts->producer_version ? (char *)opts->producer_version : version;

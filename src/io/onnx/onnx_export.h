@@ -62,7 +62,8 @@ int32_t oxe_onnx_dtype(oar_dtype dt);
  * OAR_ERR_UNSUPPORTED naming it and what is supported. */
 oar_status oxe_translate(oxe_graph *g, int node);
 /* The opset program p is written at: OXE_OPSET_BITWISE when a node is a bitwise op on integers. */
-int oxe_opset_needed(const oar_program *p);
+int oxe_opset_needed(const oar_program *p); /* 17, 18 (bitwise ops), or 19-25 (the low-bit dtypes) */
+int oxe_ir_version(int opset);
 /* "abs, add, ..." : the ops that have a mapping, for messages. */
 void oxe_list_ops(char *buf, size_t size);
 

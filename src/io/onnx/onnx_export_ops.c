@@ -148,14 +148,39 @@ static oar_status shift(oxe_graph *g, const oar_node *n) {
     return OK(o && oxe_attr_str(g, o, "direction", n->op == OAR_OP_bitwise_left_shift ? "LEFT" : "RIGHT"));
 }
 
+/* The opset that introduced a dtype (0: any): float8 with Cast-19, int4/uint4 21, float4e2m1
+ * 23, float8e8m0 24, int2/uint2 25. */
+static int dtype_opset(oar_dtype dt) {
+    switch (dt) {
+    case OAR_F8E4M3FN: case OAR_F8E4M3FNUZ: case OAR_F8E5M2: case OAR_F8E5M2FNUZ: return 19;
+    case OAR_I4: case OAR_U4: return 21;
+    case OAR_F4E2M1: return 23;
+    case OAR_F8E8M0: return 24;
+    case OAR_I2: case OAR_U2: return 25;
+    default: return 0;
+    }
+}
+
 int oxe_opset_needed(const oar_program *p) {
+    int opset = OXE_OPSET;
     for (int i = 0; i < p->n_nodes; i++) {
         const oar_node *n = &p->nodes[i];
         bool bw = n->op == OAR_OP_bitwise_and || n->op == OAR_OP_bitwise_or || n->op == OAR_OP_bitwise_xor ||
                   n->op == OAR_OP_bitwise_not;
-        if (bw && p->values[n->in[0]].meta.dtype != OAR_BOOL) return OXE_OPSET_BITWISE;
+        if (bw && p->values[n->in[0]].meta.dtype != OAR_BOOL && opset < OXE_OPSET_BITWISE) opset = OXE_OPSET_BITWISE;
     }
-    return OXE_OPSET;
+    for (int v = 0; v < p->n_values; v++) {
+        int need = dtype_opset(p->values[v].meta.dtype);
+        if (need > opset) opset = need;
+    }
+    return opset;
+}
+
+/* The IR version that goes with an opset: 8 for 17 and 18 (ONNX 1.12, 1.13), 9 for 19-20 (the
+ * float8 types), 10 for 21-22 (int4), 11 for 23 (float4), 12 for 24 (float8e8m0), 13 for 25
+ * (int2). */
+int oxe_ir_version(int opset) {
+    return opset <= 18 ? 8 : opset <= 20 ? 9 : opset <= 22 ? 10 : opset == 23 ? 11 : opset == 24 ? 12 : 13;
 }
 
 static oar_status unary(oxe_graph *g, const oar_node *n) {
@@ -185,7 +210,10 @@ static oar_status cast(oxe_graph *g, const oar_node *n) {
     int32_t to = oxe_onnx_dtype((oar_dtype)n->attrs[0].i);
     if (!to) return refuse(g, n, "the target dtype has no ONNX type");
     Onnx__NodeProto *o = oxe_node1(g, "Cast", IN(0), OUT(0));
-    return OK(o && oxe_attr_int(g, o, "to", to));
+    /* oar's cast gives a float8 overflow inf or NaN (torch's rule): ONNX's saturate=0 */
+    oar_dtype dt = (oar_dtype)n->attrs[0].i;
+    bool f8 = oar_dtype_is_lowbit(dt) && oar_dtype_is_float(dt) && dt != OAR_F4E2M1;
+    return OK(o && oxe_attr_int(g, o, "to", to) && (!f8 || oxe_attr_int(g, o, "saturate", 0)));
 }
 
 static oar_status identity(oxe_graph *g, const oar_node *n) {

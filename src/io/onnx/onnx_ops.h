@@ -38,6 +38,8 @@ oar_status ox_check_int8(ox_ctx *c, const oar_tensor *t, const char *what);
 oar_status ox_check_scale(ox_ctx *c, oar_tensor *s, const char *what);
 oar_status ox_check_zp(ox_ctx *c, const oar_tensor *x, const oar_tensor *zp, const char *what);
 oar_tensor *ox_qround(oar_tensor *v, oar_tensor *zp, oar_dtype dt);
+/* ONNX's Cast of x to dt (saturate: Cast's attribute, default 1) (onnx_ops_math.c) */
+oar_tensor *ox_cast_onnx(oar_tensor *x, oar_dtype dt, bool saturate);
 /* DynamicQuantizeLinear's arithmetic on f32 x: *y u8, *scale f32 and *zp u8 (both 0-d). */
 oar_status ox_dynamic_quantize(ox_ctx *c, oar_tensor *x, oar_tensor **y, oar_tensor **scale, oar_tensor **zp);
 

@@ -257,19 +257,44 @@ oar_status ox_Clip(ox_ctx *c) {
     return ox_set(c, 0, y);
 }
 
+/* ONNX's conversion to dt: oar's cast, which gives overflow to a float8 inf or NaN (torch's
+ * rule), is ONNX's saturate=0; saturate=1 (the default) clips to the format's largest finite
+ * value first (so inf gives it too), NaN staying NaN. float4e2m1 and the integers always
+ * saturate; a float8 source is widened to f32 (exactly) for the clip, which takes no low-bit
+ * types. */
+oar_tensor *ox_cast_onnx(oar_tensor *x, oar_dtype dt, bool saturate) {
+    if (!x) return NULL;
+    bool f8 = dt == OAR_F8E4M3FN || dt == OAR_F8E4M3FNUZ || dt == OAR_F8E5M2 || dt == OAR_F8E5M2FNUZ || dt == OAR_F8E8M0;
+    if (!f8 || !saturate || x->dtype == dt || x->dtype == OAR_BOOL) return oar_cast(x, dt);
+    double m = oar_lowbit_max(dt);
+    if (oar_dtype_is_lowbit(x->dtype)) x = oar_cast(x, OAR_F32);
+    if (!oar_dtype_is_float(x->dtype) && m > 9.2e18) m = 9.2e18; /* an integer's bound within int64 */
+    return x ? oar_cast(oar_clip(x, -m, m), dt) : NULL;
+}
+
+static oar_status cast_to(ox_ctx *c, oar_tensor *x, oar_dtype dt) {
+    bool saturate = ox_attr_int(c, "saturate", 1) != 0;
+    char mode[16];
+    const char *round = ox_attr_str(c, "round_mode", "up", mode, sizeof mode);
+    if (dt == OAR_F8E8M0 && round && strcmp(round, "up"))
+        return ox_unsupported(c, "round_mode '%s' to float8e8m0; oar rounds up (ONNX's default)", round);
+    return ox_set(c, 0, ox_cast_onnx(x, dt, saturate));
+}
+
 oar_status ox_Cast(ox_ctx *c) {
     int64_t to = ox_attr_int(c, "to", 0);
     oar_dtype dt;
     if (!ox_dtype_from_onnx((int32_t)to, &dt))
-        return ox_unsupported(c, "cast to %s; oar supports float, double, float16, bfloat16, int8, uint8, int32, "
-                                 "int64 and bool", ox_onnx_type_name((int32_t)to));
+        return ox_unsupported(c, "cast to %s; oar supports float, double, float16, bfloat16, the float8 and float4 "
+                                 "types, int8/16/32/64, uint8/16/32/64, int4, uint4, int2, uint2 and bool",
+                              ox_onnx_type_name((int32_t)to));
     oar_tensor *x = OX_IN(c, 0);
-    return x ? ox_set(c, 0, oar_cast(x, dt)) : ox_fail(c, OAR_ERR_FORMAT, "expected an input");
+    return x ? cast_to(c, x, dt) : ox_fail(c, OAR_ERR_FORMAT, "expected an input");
 }
 
 oar_status ox_CastLike(ox_ctx *c) {
     oar_tensor *x = OX_IN(c, 0), *like = OX_IN(c, 1);
-    return x && like ? ox_set(c, 0, oar_cast(x, like->dtype)) : ox_fail(c, OAR_ERR_FORMAT, "expected two inputs");
+    return x && like ? cast_to(c, x, like->dtype) : ox_fail(c, OAR_ERR_FORMAT, "expected two inputs");
 }
 
 /* ---- softmax: before opset 13 over the dims from axis on, as one flattened dim */

@@ -85,23 +85,29 @@ oar_status ox_check_zp(ox_ctx *c, const oar_tensor *x, const oar_tensor *zp, con
     return OAR_OK;
 }
 
-/* round half to even, + zero point, saturated to dt's range (u8, i8, u16 or i16), as dt */
+/* round half to even, + zero point, saturated to dt's range (u8, i8, u16, i16, i4, u4, i2 or
+ * u2), as dt */
 oar_tensor *ox_qround(oar_tensor *v, oar_tensor *zp, oar_dtype dt) {
     oar_tensor *q = oar_round(v);
     if (q && zp) q = oar_add(q, f64(zp));
-    double lo = dt == OAR_U8 || dt == OAR_U16 ? 0 : dt == OAR_I16 ? -32768 : -128;
-    double hi = dt == OAR_U8 ? 255 : dt == OAR_U16 ? 65535 : dt == OAR_I16 ? 32767 : 127;
+    double lo = dt == OAR_U8 || dt == OAR_U16 || dt == OAR_U4 || dt == OAR_U2 ? 0 : dt == OAR_I16 ? -32768
+              : dt == OAR_I4 ? -8 : dt == OAR_I2 ? -2 : -128;
+    double hi = dt == OAR_U8 ? 255 : dt == OAR_U16 ? 65535 : dt == OAR_I16 ? 32767 : oar_dtype_is_lowbit(dt)
+              ? oar_lowbit_max(dt) : 127;
     if (q) q = oar_clip(q, lo, hi);
     return q ? oar_cast(q, dt) : NULL;
 }
 
 static bool qdq_16(oar_dtype dt) { return dt == OAR_I16 || dt == OAR_U16; }
+/* float8 (not e8m0, a scale type), float4e2m1, int4/uint4, int2/uint2: opsets 19-25 */
+static bool qdq_lowbit(oar_dtype dt) { return oar_dtype_is_lowbit(dt) && dt != OAR_F8E8M0; }
+static bool qdq_int_lowbit(oar_dtype dt) { return dt == OAR_I4 || dt == OAR_U4 || dt == OAR_I2 || dt == OAR_U2; }
 
 oar_status ox_DequantizeLinear(ox_ctx *c) {
     oar_tensor *x = OX_IN(c, 0), *scale = OX_IN(c, 1), *zp = OX_IN(c, 2);
     if (!x || !scale) return ox_fail(c, OAR_ERR_FORMAT, "expected inputs x and x_scale");
     /* int32: a quantized bias; int16/uint16: 16-bit activations (opset 21) */
-    oar_status st = x->dtype == OAR_I32 || qdq_16(x->dtype) ? OAR_OK : ox_check_int8(c, x, "x");
+    oar_status st = x->dtype == OAR_I32 || qdq_16(x->dtype) || qdq_lowbit(x->dtype) ? OAR_OK : ox_check_int8(c, x, "x");
     if (st == OAR_OK) st = ox_check_zp(c, x, zp, "x_zero_point");
     if (st == OAR_OK) st = ox_check_scale(c, scale, "x_scale");
     if (st != OAR_OK) return st;
@@ -123,15 +129,19 @@ oar_status ox_QuantizeLinear(ox_ctx *c) {
     oar_dtype dt = zp ? zp->dtype : OAR_U8;
     int64_t odt = ox_attr_int(c, "output_dtype", 0);
     if (odt && !ox_dtype_from_onnx((int32_t)odt, &dt))
-        return ox_unsupported(c, "output_dtype %s; QuantizeLinear gives int8, uint8, int16 or uint16 here",
-                              ox_onnx_type_name((int32_t)odt));
-    if (dt != OAR_U8 && dt != OAR_I8 && !qdq_16(dt))
-        return ox_unsupported(c, "output dtype %s; QuantizeLinear gives int8, uint8, int16 or uint16 here",
-                              oar_dtype_name(dt));
+        return ox_unsupported(c, "output_dtype %s; QuantizeLinear gives int8, uint8, int16, uint16, float8, float4, "
+                                 "int4, uint4, int2 or uint2 here", ox_onnx_type_name((int32_t)odt));
+    if (dt != OAR_U8 && dt != OAR_I8 && !qdq_16(dt) && !qdq_lowbit(dt))
+        return ox_unsupported(c, "output dtype %s; QuantizeLinear gives int8, uint8, int16, uint16, float8, float4, "
+                                 "int4, uint4, int2 or uint2 here", oar_dtype_name(dt));
     /* x / scale in x's precision, as the reference computes it, then rounded */
     oar_tensor *s = per_axis(c, scale, x, true), *z = zp ? per_axis(c, zp, x, true) : NULL;
     if (!s || (zp && !z)) return oar_last_status();
     oar_tensor *v = oar_div(x, s->dtype == x->dtype ? s : oar_cast(s, x->dtype));
+    if (qdq_lowbit(dt) && !qdq_int_lowbit(dt)) { /* a float type: x / scale (+ zero point) converted */
+        if (v && z) v = oar_add(f64(v), f64(z));
+        return ox_set(c, 0, ox_cast_onnx(v, dt, ox_attr_int(c, "saturate", 1) != 0));
+    }
     return ox_set(c, 0, v ? ox_qround(f64(v), z, dt) : NULL);
 }
 

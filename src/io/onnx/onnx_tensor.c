@@ -3,6 +3,7 @@
  * the narrower integers, float16/bfloat16 bits and bool, per onnx.proto) or an external data
  * file next to the model, each checked against the size the dims imply. */
 #include "io/onnx/onnx_internal.h"
+#include "io/onnx/onnx_lowbit.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,6 +37,16 @@ bool ox_dtype_from_onnx(int32_t t, oar_dtype *out) {
     case ONNX__TENSOR_PROTO__DATA_TYPE__UINT16: *out = OAR_U16; return true;
     case ONNX__TENSOR_PROTO__DATA_TYPE__UINT32: *out = OAR_U32; return true;
     case ONNX__TENSOR_PROTO__DATA_TYPE__UINT64: *out = OAR_U64; return true;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT8E4M3FN: *out = OAR_F8E4M3FN; return true;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT8E4M3FNUZ: *out = OAR_F8E4M3FNUZ; return true;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT8E5M2: *out = OAR_F8E5M2; return true;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT8E5M2FNUZ: *out = OAR_F8E5M2FNUZ; return true;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT8E8M0: *out = OAR_F8E8M0; return true;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT4E2M1: *out = OAR_F4E2M1; return true;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__INT4: *out = OAR_I4; return true;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT4: *out = OAR_U4; return true;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__INT2: *out = OAR_I2; return true;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT2: *out = OAR_U2; return true;
     default: return false;
     }
 }
@@ -131,10 +142,24 @@ static bool copy_typed(const Onnx__TensorProto *t, oar_tensor *x, int64_t n, con
     case OAR_U32: case OAR_U64: have = t->n_uint64_data, field = "uint64_data"; break;
     default: have = t->n_int32_data, field = "int32_data"; break;
     }
-    if ((int64_t)have != n) {
-        oar_error(OAR_ERR_FORMAT, "onnx: %s: expected %lld values (its dims) in %s or raw_data, got %zu", what,
-                  (long long)n, field, have);
+    int bits = ox_elem_bits(x->dtype);
+    int64_t want = bits < 8 ? (n + 8 / bits - 1) / (8 / bits) : n; /* sub-byte: 8 / bits per int32 */
+    if ((int64_t)have != want) {
+        oar_error(OAR_ERR_FORMAT, "onnx: %s: expected %lld values (its dims%s) in %s or raw_data, got %zu", what,
+                  (long long)want, bits < 8 ? ", packed" : "", field, have);
         return false;
+    }
+    if (oar_dtype_is_lowbit(x->dtype)) { /* the codes' bits, one byte per int32 (packed below 8 bits) */
+        uint8_t *bytes = malloc((size_t)want + 1);
+        if (!bytes) {
+            oar_error(OAR_ERR_OOM, "onnx: %s: out of memory", what);
+            return false;
+        }
+        for (int64_t i = 0; i < want; i++) bytes[i] = (uint8_t)t->int32_data[i];
+        if (bits < 8) ox_unpack(x->dtype, bytes, n, (uint8_t *)dst);
+        else memcpy(dst, bytes, (size_t)n);
+        free(bytes);
+        return true;
     }
     for (int64_t i = 0; i < n; i++) {
         char *p = dst + (size_t)i * es;
@@ -165,7 +190,8 @@ oar_tensor *ox_tensor_from_proto(Onnx__TensorProto *t, const char *dir, const ch
     oar_dtype dt;
     if (!ox_dtype_from_onnx(t->data_type, &dt)) {
         oar_error(OAR_ERR_UNSUPPORTED, "onnx: %s has dtype %s (%d); oar supports float, double, float16, bfloat16, "
-                                       "int8, uint8, int16, uint16, int32, uint32, int64, uint64 and bool", what,
+                                       "the float8 and float4 types, int8, uint8, int16, uint16, int32, uint32, "
+                                       "int64, uint64, int4, uint4, int2, uint2 and bool", what,
                   ox_onnx_type_name(t->data_type),
                   (int)t->data_type);
         return NULL;
@@ -192,9 +218,11 @@ oar_tensor *ox_tensor_from_proto(Onnx__TensorProto *t, const char *dir, const ch
         }
         n *= shape[d];
     }
-    size_t nbytes = (size_t)n * es;
+    /* nbytes: in the file (4- and 2-bit types packed); the tensor holds n * es */
+    size_t nbytes = ox_packed_bytes(dt, n);
+    bool packed = nbytes != (size_t)n * es;
     bool external = t->has_data_location && t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
-    if (steal && !external && t->has_raw_data && nbytes && t->raw_data.len == nbytes && dt != OAR_BOOL &&
+    if (steal && !external && t->has_raw_data && nbytes && t->raw_data.len == nbytes && dt != OAR_BOOL && !packed &&
         (uintptr_t)t->raw_data.data % es == 0) { /* the tensor takes the parsed bytes: no copy */
         oar_tensor *x = oar_from_blob(t->raw_data.data, shape, (int)t->n_dims, dt, free_blob, NULL);
         if (!x) return NULL;
@@ -216,9 +244,10 @@ oar_tensor *ox_tensor_from_proto(Onnx__TensorProto *t, const char *dir, const ch
         size_t have = dt == OAR_F32 ? t->n_float_data : dt == OAR_F64 ? t->n_double_data
                     : dt == OAR_I64 ? t->n_int64_data : dt == OAR_U32 || dt == OAR_U64 ? t->n_uint64_data
                     : t->n_int32_data;
-        if ((int64_t)have != n) {
-            oar_error(OAR_ERR_FORMAT, "onnx: %s: expected %lld values (its dims) in raw_data or a typed field, got "
-                                      "%zu", what, (long long)n, have);
+        int64_t per = packed ? 8 / ox_elem_bits(dt) : 1, want = (n + per - 1) / per;
+        if ((int64_t)have != want) {
+            oar_error(OAR_ERR_FORMAT, "onnx: %s: expected %lld values (its dims%s) in raw_data or a typed field, got "
+                                      "%zu", what, (long long)want, packed ? ", packed" : "", have);
             return NULL;
         }
     }
@@ -226,7 +255,20 @@ oar_tensor *ox_tensor_from_proto(Onnx__TensorProto *t, const char *dir, const ch
     oar_tensor *x = oar_tensor_new(dt, shape, (int)t->n_dims);
     if (!x) return NULL;
     bool ok;
-    if (external) ok = read_external(t, dir, what, oar_tensor_ptr(x), nbytes);
+    if (packed && (external || t->has_raw_data)) { /* unpacked into one byte per element */
+        uint8_t *buf = malloc(nbytes + 1);
+        ok = buf != NULL;
+        if (!ok) oar_error(OAR_ERR_OOM, "onnx: %s: out of memory", what);
+        if (ok && external) ok = read_external(t, dir, what, buf, nbytes);
+        else if (ok) {
+            ok = t->raw_data.len == nbytes;
+            if (ok) memcpy(buf, t->raw_data.data, nbytes);
+            else oar_error(OAR_ERR_FORMAT, "onnx: %s: raw_data has %zu bytes, expected %zu (%lld %s values, packed)",
+                           what, t->raw_data.len, nbytes, (long long)n, ox_onnx_type_name(t->data_type));
+        }
+        if (ok) ox_unpack(dt, buf, n, (uint8_t *)oar_tensor_ptr(x));
+        free(buf);
+    } else if (external) ok = read_external(t, dir, what, oar_tensor_ptr(x), nbytes);
     else if (t->has_raw_data) {
         ok = t->raw_data.len == nbytes;
         if (ok && nbytes) memcpy(oar_tensor_ptr(x), t->raw_data.data, nbytes);
