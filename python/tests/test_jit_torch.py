@@ -3,6 +3,7 @@ over oar's tracer and predictor. Real models (an MLP, a CNN with BatchNorm in ev
 a transformer encoder layer) are traced in oar and in torch 1.13 with the same weights and must
 agree, at the traced batch and at another; saved models run in another process with no model
 code; torch's warnings and errors where oar meets the same situation."""
+import copy
 import io
 import os
 import subprocess
@@ -487,3 +488,48 @@ def test_fixed_batch_programs_refuse_other_shapes(tmp_path):
     np.testing.assert_allclose(loaded(x).numpy(), pairs(x).numpy(), rtol=1e-6)
     with pytest.raises(RuntimeError, match="fixed at export"):
         loaded(oar.randn(6, 3))
+
+
+def test_traced_module_follows_train_and_eval(torch):
+    """A traced module's program is keyed by every submodule's mode: .train() traces a training program
+    (BatchNorm on batch statistics), never reusing the eval one (torch would keep the traced mode)."""
+    tm, om, shape, _ = twin(torch, "cnn")
+    x = oar.tensor(np.random.randn(*shape).astype(np.float32))
+    ot = oar.jit.trace(om, x)
+    with oar.no_grad():
+        evaluated = ot(x).numpy()
+        ot.train()
+        assert om.training and om.bn1.training
+        trained = ot(x).numpy()
+        om_copy = make_models(oar)["cnn"][0]()
+        om_copy.load_state_dict(dict(om.state_dict()))
+        om_copy.train()
+    assert not np.allclose(evaluated, trained, atol=1e-3)
+    with oar.no_grad():
+        np.testing.assert_allclose(trained, om_copy(x).numpy(), rtol=RTOL, atol=ATOL)
+    ot.eval()
+    om.bn1.train()  # one submodule's mode alone changes the signature too
+    with oar.no_grad():
+        ref = copy.deepcopy(om)
+        got, want = ot(x).numpy(), ref(x).numpy()
+    np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL)
+    assert not np.allclose(got, evaluated, atol=1e-3)
+
+
+def test_interrupted_save_leaves_the_old_file(tmp_path, monkeypatch):
+    m = oar.nn.Linear(3, 2).eval()
+    traced = oar.jit.trace(m, oar.randn(2, 3))
+    path = tmp_path / "m.pt"
+    oar.jit.save(traced, str(path))
+    before = path.read_bytes()
+    with oar.no_grad():
+        m.weight.add_(1.0)
+
+    def failing_fsync(fd):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(os, "fsync", failing_fsync)
+    with pytest.raises(OSError, match="disk full"):
+        oar.jit.save(traced, str(path))
+    monkeypatch.undo()
+    assert path.read_bytes() == before and sorted(os.listdir(tmp_path)) == ["m.pt"]
