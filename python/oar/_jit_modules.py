@@ -190,7 +190,7 @@ def trace(func, example_inputs=None, optimize=None, check_trace=True, check_inpu
         raise RuntimeError("torch.jit.trace: expected example_inputs (a tensor or a tuple of tensors), got None")
     if isinstance(func, Module):
         return trace_module(func, {"forward": example_inputs}, None, check_trace,
-                            {"forward": c for c in check_inputs} if check_inputs else None, check_tolerance, strict)
+                            [{"forward": c} for c in check_inputs] if check_inputs else None, check_tolerance, strict)
     if not callable(func):
         raise TypeError(f"torch.jit.trace: expected a function or a Module, got {type(func).__name__}")
     name = getattr(func, "__name__", "traced function")

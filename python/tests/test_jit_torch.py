@@ -208,6 +208,16 @@ def test_check_trace_warns_on_mismatch(torch):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         oar.jit.trace(noisy, oar.ones(4), check_trace=False)
+        # check_inputs of other shapes: each is traced for its shape and checked, silently when equal
+        m = oar.nn.Sequential(oar.nn.Linear(3, 3), oar.nn.ReLU()).eval()
+        oar.jit.trace(m, oar.ones(2, 3), check_inputs=[oar.randn(5, 3), (oar.randn(1, 3),)])
+
+    class Noisy(oar.nn.Module):
+        def forward(self, x):
+            return x * oar.rand_like(x)
+
+    with pytest.warns(oar.jit.TracerWarning, match=r"Output nr 1\."):
+        oar.jit.trace(Noisy(), oar.ones(2), check_inputs=[oar.ones(3)])
 
 
 def test_is_tracing_and_errors_as_torch_words_them(torch):
@@ -533,3 +543,19 @@ def test_interrupted_save_leaves_the_old_file(tmp_path, monkeypatch):
         oar.jit.save(traced, str(path))
     monkeypatch.undo()
     assert path.read_bytes() == before and sorted(os.listdir(tmp_path)) == ["m.pt"]
+
+
+def test_map_location_cuda(tmp_path):
+    m = oar.nn.Linear(3, 2).eval()
+    x = oar.randn(4, 3)
+    path = tmp_path / "m.pt"
+    oar.jit.save(oar.jit.trace(m, x), str(path))
+    if not oar.cuda.is_available():
+        with pytest.raises(RuntimeError, match="torch.cuda.is_available\\(\\) is False"):
+            oar.jit.load(str(path), map_location="cuda")
+        return
+    loaded = oar.jit.load(str(path), map_location="cuda")  # the predictor runs on the GPU
+    out = loaded(x)
+    assert out.device.type == "cuda"
+    with oar.no_grad():
+        np.testing.assert_allclose(out.cpu().numpy(), m(x).numpy(), rtol=1e-5, atol=1e-6)
