@@ -245,6 +245,13 @@ class LoadedModule(RecursiveScriptModule):
     def __getattr__(self, name):
         return Module.__getattr__(self, name)
 
+    def __deepcopy__(self, memo):
+        """A copy with a predictor of its own (sharing the read-only weights), so copies may run on
+        different threads."""
+        twin = LoadedModule(self._predictor.clone(), self._meta, self._program, self.original_name, self._weights)
+        twin.__dict__["training"] = self.training
+        return twin
+
     def train(self, mode=True):
         return Module.train(self, mode)
 

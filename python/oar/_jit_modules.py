@@ -96,6 +96,20 @@ class ScriptModule(Module):
         self._original.training = mode
         return super().train(mode)
 
+    def __deepcopy__(self, memo):
+        """A copy over a deep copy of the original module, its programs traced anew at their first call."""
+        original = copy.deepcopy(self._original, memo)
+        calls = {}
+        for name, old in self._calls.items():
+            fn = original if old.fn is self._original else getattr(original, name)
+            calls[name] = CompiledCall(fn, (original,), old.mode, old.name, old.strict)
+        twin = type(self)(original, calls)
+        for k, v in self.__dict__.items():
+            if k not in twin.__dict__:
+                twin.__dict__[k] = copy.deepcopy(v, memo)
+        twin.__dict__["original_name"] = self.original_name
+        return twin
+
     def _get_name(self):
         return self.original_name
 

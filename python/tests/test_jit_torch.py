@@ -559,3 +559,22 @@ def test_map_location_cuda(tmp_path):
     assert out.device.type == "cuda"
     with oar.no_grad():
         np.testing.assert_allclose(out.cpu().numpy(), m(x).numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_deepcopy(tmp_path):
+    m = oar.nn.Sequential(oar.nn.Linear(3, 4), oar.nn.ReLU()).eval()
+    x = oar.randn(2, 3)
+    traced = oar.jit.trace(m, x)
+    twin = copy.deepcopy(traced)
+    assert type(twin) is type(traced) and all(a is not b for a, b in zip(twin.parameters(), m.parameters()))
+    with oar.no_grad():
+        want = m(x).numpy()
+        np.testing.assert_array_equal(twin(x).numpy(), want)
+        m[0].bias.add_(1.0)  # the copy's weights are its own
+        np.testing.assert_array_equal(twin(x).numpy(), want)
+    path = tmp_path / "m.pt"
+    oar.jit.save(twin, str(path))
+    loaded = oar.jit.load(str(path))
+    other = copy.deepcopy(loaded)  # its own predictor over the same weights
+    np.testing.assert_array_equal(other(x).numpy(), want)
+    np.testing.assert_array_equal(loaded(x).numpy(), want)

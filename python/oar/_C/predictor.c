@@ -81,6 +81,20 @@ static PyObject *predictor_run(PredictorObject *self, PyObject *arg) {
     return r;
 }
 
+/* clone(): a predictor sharing the loaded program and weights, with its own inputs, outputs and
+ * executors (oar_predictor_clone), for copies of a loaded module. */
+static PyObject *predictor_clone(PredictorObject *self, PyObject *unused) {
+    (void)unused;
+    if (!self->p) return PyErr_Format(PyExc_RuntimeError, "Predictor: not loaded");
+    PredictorObject *c = (PredictorObject *)PyType_GenericNew(Py_TYPE(self), NULL, NULL);
+    if (!c) return NULL;
+    if (!(c->p = oar_predictor_clone(self->p))) {
+        Py_DECREF(c);
+        return oarpy_raise();
+    }
+    return (PyObject *)c;
+}
+
 static void predictor_dealloc(PredictorObject *self) {
     oar_predictor_free(self->p);
     Py_TYPE(self)->tp_free((PyObject *)self);
@@ -89,6 +103,7 @@ static void predictor_dealloc(PredictorObject *self) {
 static PyMethodDef predictor_methods[] = {
     {"input_names", (PyCFunction)predictor_input_names, METH_NOARGS, NULL},
     {"output_names", (PyCFunction)predictor_output_names, METH_NOARGS, NULL},
+    {"clone", (PyCFunction)predictor_clone, METH_NOARGS, "clone() -> a Predictor sharing the weights"},
     {"run", (PyCFunction)predictor_run, METH_O, "run(inputs) -> outputs, both tuples in the model's order"},
     {NULL, NULL, 0, NULL},
 };
