@@ -184,9 +184,8 @@ def load(f, map_location=None, _extra_files=None):
         except (ValueError, KeyError, TypeError) as exc:
             raise _not_a_model(where, f"its jit.json is not valid: {exc}") from None
         if _extra_files is not None:
-            for k in _extra_files:
-                if "extra/" + k in names:
-                    _extra_files[k] = z.read("extra/" + k)
+            for k in _extra_files:  # as torch: the saved bytes, b"" for a name not saved
+                _extra_files[k] = z.read("extra/" + k) if "extra/" + k in names else b""
         with tempfile.TemporaryDirectory(prefix="oar_jit_") as tmp:
             for m in _MEMBERS[:2]:
                 with open(os.path.join(tmp, m), "wb") as out:

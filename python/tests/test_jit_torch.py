@@ -578,3 +578,26 @@ def test_deepcopy(tmp_path):
     other = copy.deepcopy(loaded)  # its own predictor over the same weights
     np.testing.assert_array_equal(other(x).numpy(), want)
     np.testing.assert_array_equal(loaded(x).numpy(), want)
+
+
+def test_extra_files_and_two_file_exports(torch, tmp_path):
+    m = oar.nn.Linear(3, 2).eval()
+    x = oar.randn(4, 3)
+    with oar.no_grad():
+        want = m(x).numpy()
+    buf = io.BytesIO()
+    oar.jit.save(oar.jit.trace(m, x), buf, _extra_files={"meta.txt": "hello"})
+    buf.seek(0)
+    extra = {"meta.txt": "", "absent": ""}
+    oar.jit.load(buf, _extra_files=extra)
+    tbuf = io.BytesIO()
+    torch.jit.save(torch.jit.trace(torch.nn.Linear(3, 2), torch.ones(1, 3)), tbuf, _extra_files={"meta.txt": "hello"})
+    tbuf.seek(0)
+    textra = {"meta.txt": "", "absent": ""}
+    torch.jit.load(tbuf, _extra_files=textra)
+    assert extra == textra == {"meta.txt": b"hello", "absent": b""}
+    # oar.jit.save's two files (Paddle's style, the C predictor's format) load too
+    base = tmp_path / "linear"
+    oar.jit.save(m, str(base), input_spec=[oar.jit.InputSpec([None, 3])])
+    for name in (str(base), str(base) + ".json"):
+        np.testing.assert_allclose(oar.jit.load(name)(x).numpy(), want, rtol=1e-6)
