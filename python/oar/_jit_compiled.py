@@ -182,6 +182,7 @@ class CompiledCall:
         self.out_specs = {}      # signature -> output structure
         self.pending_out = None  # the structure the latest trace returned
         self.last = None         # (signature, shapes and dtypes, in_spec) of the latest compiled call
+        self.last_inputs = None  # and its tensors
         self.eager_reason = None
         self.static = StaticFunction(self._flat_fn, None, modules, on_fallback=self._fell_back)
         self.modules = self.static._modules
@@ -259,6 +260,7 @@ class CompiledCall:
         if self.pending_out is not None:
             self.out_specs[sig] = self.pending_out
         self.last = (sig, [(tuple(t.shape), t.dtype) for t in flat], spec)
+        self.last_inputs = flat  # torch.jit.save checks a program with a dynamic batch on them
         return rebuild(self.out_specs[sig], out)
 
     def program(self):

@@ -15,7 +15,7 @@ import tempfile
 import zipfile
 
 from . import _C
-from ._jit_compiled import count_tensors, flatten, rebuild, spec_from_json, spec_to_json
+from ._jit_compiled import _Unsupported, count_tensors, flatten, rebuild, spec_from_json, spec_to_json
 from ._jit_modules import RecursiveScriptModule, ScriptFunction, ScriptModule
 from .nn.modules.module import Module
 
@@ -25,8 +25,9 @@ _MEMBERS = ("model.json", "model.safetensors", "jit.json")
 
 def _export(call, base):
     """Writes call's latest program as base.json + base.safetensors, with the batch (dim 0 of
-    every input) left dynamic when the program allows it, else at the traced shapes."""
-    from . import no_grad, zeros
+    every input) left dynamic when the program gives the Python function's results at another
+    batch size, else at the traced shapes (the predictor then refuses other shapes)."""
+    from . import no_grad
     from .jit import InputSpec, StaticFunction
 
     if call.static.fell_back:
@@ -36,23 +37,43 @@ def _export(call, base):
         raise RuntimeError(f"torch.jit.save: {call.name} has no program yet: call it once (with no gradient "
                            "wanted) before saving")
     sig, shapes, spec = call.last
+    examples = call.last_inputs
     call.in_spec = spec
     for dynamic in (True, False):
+        if dynamic and not all(len(s) for s, _ in shapes):
+            continue
         specs = [InputSpec([-1 if (dynamic and d == 0) else n for d, n in enumerate(s)], dt, f"input{i}")
                  for i, (s, dt) in enumerate(shapes)]
-        if dynamic and not any(len(s) for s, _ in shapes):
-            continue
         sf = StaticFunction(call._flat_fn, specs, call.modules, on_fallback=call._fell_back)
         try:
             with no_grad():
-                sf(sig, *[zeros(*s, dtype=dt) for s, dt in shapes])
+                sf(sig, *examples)
             sf.save(base)
-            return
+            if not dynamic or _serves_another_batch(call, base, examples, spec):
+                return
         except RuntimeError as exc:
-            # a program whose sizes cannot vary (a reshape to the traced batch...) is saved at
-            # the traced shapes; the predictor then refuses other shapes with a message
             if not dynamic:
                 raise RuntimeError(f"torch.jit.save: {call.name}: {exc}") from None
+
+
+def _serves_another_batch(call, base, examples, spec):
+    """Whether the saved program, at batch 2B+1 (the example rows repeated: valid data, token ids
+    included), gives what the Python function gives. The export's own checks catch sizes in shape
+    attributes; this also catches a size read at tracing and used as a number (x * x.shape[0])."""
+    from . import allclose, cat, no_grad
+
+    bigger = [cat([t, t, t[:1]]) for t in examples]
+    try:
+        got = _C.Predictor(base, 0).run(tuple(bigger))
+        with no_grad():
+            want = []
+            flatten(call.fn(*rebuild(spec, bigger)), want, True, "output")
+    except RuntimeError:
+        return False
+    want = [w for w in want if hasattr(w, "shape")]
+    return len(got) == len(want) and all(
+        tuple(g.shape) == tuple(w.shape) and allclose(g.double(), w.double(), rtol=1e-3, atol=1e-4, equal_nan=True)
+        for g, w in zip(got, want))
 
 
 def save(m, f, _extra_files=None):
@@ -232,9 +253,9 @@ class LoadedModule(RecursiveScriptModule):
             raise RuntimeError(f"{self.original_name}: a loaded model runs its saved inference program only; call "
                                ".eval() on it (it was saved in eval mode)")
         flat = []
-        try:
-            spec = flatten(tuple(args), flat, False, "input")
-        except Exception:
+        try:  # compared as saved (namedtuples as tuples; constant arguments must be the saved ones)
+            spec = spec_from_json(spec_to_json(flatten(tuple(args), flat, True, "input")))
+        except _Unsupported:
             spec = None
         if spec != self._in_spec:
             raise RuntimeError(f"{self.original_name}: expected inputs shaped as {self._meta['inputs']} (the traced "

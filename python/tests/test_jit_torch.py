@@ -601,3 +601,22 @@ def test_extra_files_and_two_file_exports(torch, tmp_path):
     oar.jit.save(m, str(base), input_spec=[oar.jit.InputSpec([None, 3])])
     for name in (str(base), str(base) + ".json"):
         np.testing.assert_allclose(oar.jit.load(name)(x).numpy(), want, rtol=1e-6)
+
+
+def test_saved_script_function_with_a_constant_argument(tmp_path):
+    @oar.jit.script
+    def scale(x, k: int):
+        return x * k + x.shape[0]
+
+    x = oar.randn(3, 2)
+    with oar.no_grad():
+        scale(x, 4)
+    path = tmp_path / "scale.pt"
+    oar.jit.save(scale, str(path))
+    loaded = oar.jit.load(str(path))
+    np.testing.assert_allclose(loaded(x, 4).numpy(), (x * 4 + 3).numpy(), rtol=1e-6)
+    x5 = oar.randn(5, 2)  # x.shape[0] was read at tracing: not a size the program can vary, so it is fixed
+    with pytest.raises(RuntimeError):
+        loaded(x5, 4)
+    with pytest.raises(RuntimeError, match="expected inputs shaped as"):
+        loaded(x, 5)  # the constant the program was saved with is part of it
