@@ -158,14 +158,20 @@ def conversion_kind(exc):
     return kind
 
 
-def requires_grad_anywhere(tensors, modules):
-    from ._grad_mode import is_grad_enabled
-
-    if not is_grad_enabled():
-        return False
-    if any(t.requires_grad for t in tensors):
-        return True
-    return any(p.requires_grad for m in modules for p in m.parameters())
+def module_state(modules):
+    """What a program depends on in its modules, walked once per call: every submodule's mode,
+    the identity of every parameter and buffer (the program binds those tensors: a replaced one,
+    after .to(dtype) or an assignment, needs a new trace), and whether a parameter requires grad."""
+    modes, ids, grad = [], [], False
+    for top in modules:
+        for m in top.modules():
+            modes.append(m.training)
+            for p in m._parameters.values():
+                if p is not None:
+                    ids.append(id(p))
+                    grad = grad or p.requires_grad
+            ids.extend(id(b) for b in m._buffers.values() if b is not None)
+    return tuple(modes), tuple(ids), grad
 
 
 class CompiledCall:
@@ -179,11 +185,11 @@ class CompiledCall:
         self.name = name
         self.strict = strict
         self.in_spec = None      # of the call in progress: flat_fn rebuilds the arguments from it
-        self.out_specs = {}      # signature -> output structure
+        self.out_specs = {}      # key (structure, modes, state) -> output structure (one for every shape)
         self.pending_out = None  # the structure the latest trace returned
         self.last = None         # (signature, shapes and dtypes, in_spec) of the latest compiled call
         self.last_inputs = None  # and its tensors
-        self.eager_reason = None
+        self.eager_reason = None  # set when fn cannot run as programs: it then runs eagerly
         self.static = StaticFunction(self._flat_fn, None, modules, on_fallback=self._fell_back)
         self.modules = self.static._modules
 
@@ -240,31 +246,42 @@ class CompiledCall:
             return None, None
         return flat, spec
 
-    def signature(self, flat, spec):
-        modes = tuple(m.training for top in self.modules for m in top.modules())
-        return (repr(spec), tuple((tuple(t.shape), str(t.dtype)) for t in flat), modes)
-
     def __call__(self, *args):
-        flat, spec = self.flat_inputs(args)
-        if flat is None or self.static.fell_back or requires_grad_anywhere(flat, self.modules):
-            return self.fn(*args)
-        return self.run_compiled(flat, spec)
+        from ._grad_mode import is_grad_enabled
 
-    def run_compiled(self, flat, spec):
-        sig = self.signature(flat, spec)
+        flat, spec = self.flat_inputs(args)
+        if flat is None or self.eager_reason is not None:
+            return self.fn(*args)
+        modes, ids, params_grad = module_state(self.modules)
+        if is_grad_enabled() and (params_grad or any(t.requires_grad for t in flat)):
+            return self.fn(*args)  # a program's outputs are not part of an autograd graph
+        return self.run_compiled(flat, spec, (modes, ids))
+
+    def run_compiled(self, flat, spec, state=None):
+        """Runs the program for these inputs (traced at the signature's first call). The key
+        holds what is not a shape (the C tracer's cache handles shapes and devices itself)."""
+        if state is None:
+            state = module_state(self.modules)[:2]
+        key = (repr(spec),) + state
         self.in_spec = spec
         self.pending_out = None
-        out = self.static(sig, *flat)
+        out = self.static(key, *flat)
         if self.static.fell_back:  # this very call found the read and ran _flat_fn eagerly
             return rebuild(self.pending_out, out)
-        if self.pending_out is not None:
-            self.out_specs[sig] = self.pending_out
-        self.last = (sig, [(tuple(t.shape), t.dtype) for t in flat], spec)
+        if self.pending_out is not None:  # traced now
+            known = self.out_specs.setdefault(key, self.pending_out)
+            if known != self.pending_out:
+                self.eager_reason = "its outputs' nesting changes with the inputs' shapes"
+                if self.mode == "trace":
+                    warnings.warn(f"{self.name} returns a different nesting of outputs for inputs of other shapes; "
+                                  "it runs eagerly from now on", TracerWarning, stacklevel=user_stacklevel())
+                return rebuild(self.pending_out, out)
+        self.last = (key, [(tuple(t.shape), t.dtype) for t in flat], spec)
         self.last_inputs = flat  # torch.jit.save checks a program with a dynamic batch on them
-        return rebuild(self.out_specs[sig], out)
+        return rebuild(self.out_specs[key], out)
 
     def program(self):
-        if self.static.fell_back:
+        if self.eager_reason is not None:
             raise RuntimeError(f"{self.name} has no program: {self.eager_reason}, so it runs eagerly")
         if self.last is None:
             raise RuntimeError(f"{self.name} has no program yet: call it once (with no gradient wanted)")

@@ -30,7 +30,7 @@ def _export(call, base):
     from . import no_grad
     from .jit import InputSpec, StaticFunction
 
-    if call.static.fell_back:
+    if call.eager_reason is not None:
         raise RuntimeError(f"torch.jit.save: {call.name} cannot be saved as a program: {call.eager_reason}, so it "
                            "runs eagerly (branch with torch.cond to make it one program)")
     if call.last is None:

@@ -4,7 +4,7 @@ and ScriptFunction. How calls run: _jit_compiled.py; files: _jit_files.py."""
 import copy
 import warnings
 
-from ._jit_compiled import CompiledCall, TracerWarning, requires_grad_anywhere, user_stacklevel  # noqa: F401
+from ._jit_compiled import CompiledCall, TracerWarning, user_stacklevel  # noqa: F401
 from .nn.modules.module import Module
 
 
@@ -89,6 +89,8 @@ class ScriptModule(Module):
         try:
             return super().__getattr__(name)
         except AttributeError:
+            if "_original" not in self.__dict__:
+                raise
             return getattr(self.__dict__["_original"], name)  # plain attributes and Python methods
 
     def train(self, mode=True):
@@ -180,7 +182,7 @@ def _first_run(call, fn, inputs, check_trace, check_inputs, tolerance):
     flat, spec = call.flat_inputs(inputs)
     with no_grad():
         call.run_compiled(flat, spec)
-    if check_trace and not call.static.fell_back:
+    if check_trace and call.eager_reason is None:
         for example in (check_inputs or [inputs]):
             _compare(call, fn, _as_tuple(example), tolerance, "Python function")
 
@@ -297,7 +299,7 @@ def freeze(mod, preserved_attrs=None, optimize_numerics=True):
     for name, old in mod._calls.items():
         fn = original if name == "forward" else getattr(original, name)
         calls[name] = CompiledCall(fn, (original,), old.mode, old.name, old.strict)
-        if old.last is not None and not old.static.fell_back:  # compile now, as torch freezes now
+        if old.last is not None and old.eager_reason is None:  # compile now, as torch freezes now
             from . import zeros
 
             _, shapes, spec = old.last

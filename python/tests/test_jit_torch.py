@@ -620,3 +620,26 @@ def test_saved_script_function_with_a_constant_argument(tmp_path):
         loaded(x5, 4)
     with pytest.raises(RuntimeError, match="expected inputs shaped as"):
         loaded(x, 5)  # the constant the program was saved with is part of it
+
+
+def test_replaced_parameters_and_shape_dependent_nesting(torch):
+    tm, om, shape, _ = twin(torch, "mlp")
+    x = oar.randn(*shape)
+    ot = oar.jit.trace(om, x)
+    om.fc2 = oar.nn.Linear(16, 3).eval()  # the program bound the old tensors: the new ones need a new trace
+    om.fc1.weight = oar.nn.Parameter(oar.randn(16, 6))
+    with oar.no_grad():
+        np.testing.assert_array_equal(ot(x).numpy(), om(x).numpy())
+        ot.double()  # new Parameter objects of another dtype
+        xd = x.double()
+        np.testing.assert_array_equal(ot(xd).numpy(), om(xd).numpy())
+
+    def pairs_when_wide(x):
+        return (x, x * 2) if x.shape[1] > 1 else (x,)
+
+    tf = oar.jit.trace(pairs_when_wide, oar.ones(2, 3))
+    with oar.no_grad(), pytest.warns(oar.jit.TracerWarning, match="different nesting of outputs"):
+        narrow = tf(oar.ones(2, 1))
+    assert isinstance(narrow, tuple) and len(narrow) == 1
+    with oar.no_grad():
+        assert len(tf(oar.ones(2, 3))) == 2
