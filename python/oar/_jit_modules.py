@@ -300,10 +300,10 @@ def freeze(mod, preserved_attrs=None, optimize_numerics=True):
         fn = original if name == "forward" else getattr(original, name)
         calls[name] = CompiledCall(fn, (original,), old.mode, old.name, old.strict)
         if old.last is not None and old.eager_reason is None:  # compile now, as torch freezes now
-            from . import zeros
+            from . import no_grad
 
-            _, shapes, spec = old.last
-            calls[name].run_compiled([zeros(*s, dtype=dt) for s, dt in shapes], spec)
+            with no_grad():
+                calls[name].run_compiled(old.last_inputs, old.last[2])
     frozen = RecursiveScriptModule(original, calls)
     frozen.__dict__["_frozen"] = True
     frozen.__dict__["original_name"] = mod.original_name
