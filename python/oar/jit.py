@@ -267,8 +267,8 @@ def save(layer, path, input_spec=None, _extra_files=None):
         layer.save(path)
         return
     if not isinstance(layer, Module):
-        raise TypeError(f"jit.save: expected a ScriptModule or ScriptFunction (from torch.jit.trace or script), a Module "
-                        f"with input_spec, or a to_static function, got {type(layer).__name__}")
+        raise TypeError(f"jit.save: expected a ScriptModule or ScriptFunction (from torch.jit.trace or script), "
+                        f"a Module with input_spec, or a to_static function, got {type(layer).__name__}")
     if not input_spec:
         raise ValueError("jit.save: a Module needs input_spec (the shapes and dtypes of its inputs)")
     from . import zeros
@@ -389,6 +389,10 @@ _LAZY = {"trace": "_jit_modules", "trace_module": "_jit_modules", "script": "_ji
          "ScriptModule": "_jit_modules", "ScriptFunction": "_jit_modules", "TracedModule": "_jit_modules",
          "TopLevelTracedModule": "_jit_modules", "RecursiveScriptModule": "_jit_modules",
          "TracerWarning": "_jit_compiled", "load": "_jit_files"}
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))
 
 
 def __getattr__(name):
