@@ -190,8 +190,12 @@ class CompiledCall:
         self.last = None         # (signature, shapes and dtypes, in_spec) of the latest compiled call
         self.last_inputs = None  # and its tensors
         self.eager_reason = None  # set when fn cannot run as programs: it then runs eagerly
-        self.static = StaticFunction(self._flat_fn, None, modules, on_fallback=self._fell_back)
-        self.modules = self.static._modules
+        from .jit import _find_modules
+
+        # the modules fn uses (its own, a bound method's, in its closure or globals): they name the
+        # program's tensors, and their parameters decide whether a call wants gradients
+        self.modules = _find_modules(fn, modules)
+        self.static = StaticFunction(self._flat_fn, None, self.modules, on_fallback=self._fell_back)
 
     # runs under the C tracer only: the program's function of flat tensors
     def _flat_fn(self, key, *flat):

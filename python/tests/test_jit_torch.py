@@ -643,3 +643,33 @@ def test_replaced_parameters_and_shape_dependent_nesting(torch):
     assert isinstance(narrow, tuple) and len(narrow) == 1
     with oar.no_grad():
         assert len(tf(oar.ones(2, 3))) == 2
+
+
+LAYER = oar.nn.Linear(3, 3)
+
+
+def uses_global_layer(x):
+    return LAYER(x).relu() * 2
+
+
+def test_functions_find_their_modules():
+    """A traced function using a module (global, closure, bound method) names its parameters in the
+    program, runs eagerly when they want gradients, and inlines a traced module it calls."""
+    x = oar.randn(2, 3)
+    traced = oar.jit.trace(uses_global_layer, x)
+    assert 'param "weight"' in traced.code
+    out = traced(x)  # LAYER's parameters require grad: eager, so backward works
+    assert out.requires_grad
+    out.sum().backward()
+    assert LAYER.weight.grad is not None
+    inner = oar.jit.trace(oar.nn.Linear(3, 3).eval(), x)
+
+    def outer(v):
+        return inner(v) * 2
+
+    traces = inner._calls["forward"].static.num_traces()
+    nested = oar.jit.trace(outer, x)
+    assert inner._calls["forward"].static.num_traces() == traces  # its Python ran inside outer's trace
+    with oar.no_grad():
+        np.testing.assert_allclose(nested(x).numpy(), outer(x).numpy(), rtol=1e-6)
+    assert "linear" in nested.code and 'param "weight"' in nested.code  # inlined, named by outer's closure
