@@ -162,16 +162,21 @@ def module_state(modules):
     """What a program depends on in its modules, walked once per call: every submodule's mode,
     the identity of every parameter and buffer (the program binds those tensors: a replaced one,
     after .to(dtype) or an assignment, needs a new trace), and whether a parameter requires grad."""
-    modes, ids, grad = [], [], False
+    mods = []
     for top in modules:
-        for m in top.modules():
-            modes.append(m.training)
-            for p in m._parameters.values():
-                if p is not None:
-                    ids.append(id(p))
-                    grad = grad or p.requires_grad
-            ids.extend(id(b) for b in m._buffers.values() if b is not None)
-    return tuple(modes), tuple(ids), grad
+        _walk(top, mods)
+    params = [p for m in mods for p in m._parameters.values() if p is not None]
+    ids = [id(p) for p in params]
+    ids += [id(b) for m in mods for b in m._buffers.values() if b is not None]
+    return tuple([m.training for m in mods]), tuple(ids), any([p.requires_grad for p in params])
+
+
+def _walk(m, out):
+    """m and its submodules, depth first (Module.modules() without its names and memo: this runs per call)."""
+    out.append(m)
+    for c in m._modules.values():
+        if c is not None:
+            _walk(c, out)
 
 
 class CompiledCall:
@@ -186,6 +191,7 @@ class CompiledCall:
         self.strict = strict
         self.in_spec = None      # of the call in progress: flat_fn rebuilds the arguments from it
         self.out_specs = {}      # key (structure, modes, state) -> output structure (one for every shape)
+        self.tokens = {}         # key -> the number StaticFunction sees
         self.pending_out = None  # the structure the latest trace returned
         self.last = None         # (signature, shapes and dtypes, in_spec) of the latest compiled call
         self.last_inputs = None  # and its tensors
@@ -266,10 +272,11 @@ class CompiledCall:
         holds what is not a shape (the C tracer's cache handles shapes and devices itself)."""
         if state is None:
             state = module_state(self.modules)[:2]
-        key = (repr(spec),) + state
+        key = (spec,) + state
+        token = self.tokens.setdefault(key, len(self.tokens))  # a small int: StaticFunction keys by repr
         self.in_spec = spec
         self.pending_out = None
-        out = self.static(key, *flat)
+        out = self.static(token, *flat)
         if self.static.fell_back:  # this very call found the read and ran _flat_fn eagerly
             return rebuild(self.pending_out, out)
         if self.pending_out is not None:  # traced now

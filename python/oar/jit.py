@@ -257,7 +257,7 @@ def save(layer, path, input_spec=None, _extra_files=None):
     from .nn.modules.module import Module
     from ._jit_modules import ScriptFunction, ScriptModule
 
-    if builtins_isinstance(layer, (ScriptModule, ScriptFunction)):
+    if isinstance(layer, (ScriptModule, ScriptFunction)):
         from ._jit_files import save as save_archive
 
         save_archive(layer, path, _extra_files=_extra_files)
@@ -344,7 +344,7 @@ def is_scripting():
 
 
 def _mark(fn, modifier):
-    target = fn.fget if builtins_isinstance(fn, property) else fn
+    target = fn.fget if isinstance(fn, property) else fn
     target._torchscript_modifier = modifier
     return fn
 
@@ -363,7 +363,7 @@ def ignore(drop=False, **kwargs):
     """torch.jit.ignore, as a decorator with or without (drop=...): the function stays Python."""
     if callable(drop):
         return _mark(drop, "ignore")
-    if not builtins_isinstance(drop, bool):
+    if not isinstance(drop, bool):
         raise RuntimeError(f"Argument to @torch.jit.ignore must be a bool or a function but got {drop}")
     if kwargs.get("drop_on_export") or drop:
         warnings.warn("ignore(True) has been deprecated. TorchScript will now drop the function call on "
@@ -378,17 +378,14 @@ def _identity(fn):
 
 _script_if_tracing = _overload_method = _overload = _identity
 
-import builtins as _builtins  # noqa: E402
-
-builtins_isinstance = _builtins.isinstance
-
 # torch.jit.trace / script / save / load / freeze and their classes live in _jit_modules.py and
 # _jit_files.py, which need oar.nn (loaded after this module): they are looked up on first use.
 _LAZY = {"trace": "_jit_modules", "trace_module": "_jit_modules", "script": "_jit_modules",
          "freeze": "_jit_modules", "optimize_for_inference": "_jit_modules", "is_tracing": "_jit_modules",
          "ScriptModule": "_jit_modules", "ScriptFunction": "_jit_modules", "TracedModule": "_jit_modules",
          "TopLevelTracedModule": "_jit_modules", "RecursiveScriptModule": "_jit_modules",
-         "TracerWarning": "_jit_compiled", "load": "_jit_files"}
+         "TracerWarning": "_jit_compiled", "load": "_jit_files",
+         "isinstance": "_jit_isinstance"}  # (kept out of this module, whose own code means the builtin)
 
 
 def __dir__():
@@ -403,32 +400,6 @@ def __getattr__(name):
     value = getattr(importlib.import_module("oar." + _LAZY[name]), name)
     globals()[name] = value
     return value
-
-
-def isinstance(obj, target_type):
-    """torch.jit.isinstance: isinstance that also checks the contents of typing's containers
-    (List[int], Dict[str, Tensor], Optional[str], Tuple[int, ...], Union[...])."""
-    import builtins
-    import typing
-
-    origin, args = typing.get_origin(target_type), typing.get_args(target_type)
-    if origin is None:
-        return builtins.isinstance(obj, target_type)
-    if origin is typing.Union:
-        return any(isinstance(obj, a) for a in args)
-    if not builtins.isinstance(obj, origin):
-        return False
-    if origin in (list, set, frozenset):
-        return not args or all(isinstance(v, args[0]) for v in obj)
-    if origin is dict:
-        return not args or all(isinstance(k, args[0]) and isinstance(v, args[1]) for k, v in obj.items())
-    if origin is tuple:
-        if not args:
-            return True
-        if len(args) == 2 and args[1] is Ellipsis:
-            return all(isinstance(v, args[0]) for v in obj)
-        return len(obj) == len(args) and all(isinstance(v, a) for v, a in zip(obj, args))
-    return True
 
 
 # ---- TorchScript's typing helpers and futures, which model files use outside scripting too
