@@ -83,11 +83,8 @@ def save(m, f, _extra_files=None):
         if m.training and not isinstance(m, LoadedModule):
             raise RuntimeError("torch.jit.save: oar saves inference programs: call .eval() on the module, run it "
                                "once, then save (a training-mode program updates state, which a loaded model cannot)")
-        if isinstance(m, LoadedModule):
-            call = None
-        else:
-            call = m._calls["forward"]
-        name = m.original_name
+        call = None if isinstance(m, LoadedModule) else m._forward_call()
+        name = m._get_name()
     elif isinstance(m, ScriptFunction):
         call, name = m._call, m.name
     else:

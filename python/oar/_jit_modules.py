@@ -62,9 +62,80 @@ def _bind(fn, args, kwargs):
 
 
 class ScriptModule(Module):
-    """A module whose methods run compiled (torch.jit.ScriptModule). It shares the parameters,
-    buffers and submodules of the module it was made from (as torch's traced modules do), so
-    training or loading a state_dict into either is seen by both."""
+    """torch.jit.ScriptModule: the base of every compiled module. Subclassed directly (torch's
+    older API), it is an ordinary module whose methods decorated with @torch.jit.script_method
+    run compiled (by the rules of torch.jit.script)."""
+
+    def __init__(self):
+        super().__init__()
+        self.__dict__["_calls"] = {}
+
+    def _forward_call(self):
+        call = self._calls.get("forward")
+        if call is None:
+            method = getattr(type(self), "forward", None)
+            if not isinstance(method, _ScriptMethod):
+                raise RuntimeError(f"{type(self).__name__}.forward is not compiled: it runs as Python (decorate it "
+                                   "with @torch.jit.script_method)")
+            call = method.__get__(self)._call
+        return call
+
+    def __deepcopy__(self, memo):
+        """A copy of the module; its programs are traced anew at their first call."""
+        twin = type(self).__new__(type(self))
+        memo[id(self)] = twin
+        for k, v in self.__dict__.items():
+            twin.__dict__[k] = {} if k == "_calls" else copy.deepcopy(v, memo)
+        return twin
+
+    @property
+    def code(self):
+        return self._forward_call().program()
+
+    @property
+    def graph(self):
+        return _Graph(self.code)
+
+    inlined_graph = graph
+
+    def save(self, f, **kwargs):
+        from ._jit_files import save
+
+        save(self, f, **kwargs)
+
+
+class _ScriptMethod:
+    """What @torch.jit.script_method makes of a method of a ScriptModule subclass: per instance, the
+    method compiled as torch.jit.script compiles functions."""
+
+    def __init__(self, fn):
+        self.fn = fn
+        self.name = fn.__name__
+        self.__doc__ = fn.__doc__
+
+    def __set_name__(self, owner, name):
+        self.name = name
+
+    def __get__(self, obj, objtype=None):
+        if obj is None:
+            return self
+        calls = obj.__dict__["_calls"]
+        call = calls.get(self.name)
+        if call is None:
+            call = calls[self.name] = CompiledCall(self.fn.__get__(obj), (obj,), "script",
+                                                   f"{type(obj).__name__}.{self.name}")
+        return ScriptFunction(call)
+
+
+def script_method(fn):
+    """torch.jit.script_method (for ScriptModule subclasses)."""
+    return _ScriptMethod(fn)
+
+
+class _Compiled(ScriptModule):
+    """A compiled view of a module (what trace, script and freeze return). It shares the
+    parameters, buffers and submodules of the module it was made from (as torch's traced modules
+    do), so training or loading a state_dict into either is seen by both."""
 
     def __init__(self, original, calls):
         super().__init__()
@@ -118,27 +189,12 @@ class ScriptModule(Module):
     def extra_repr(self):
         return f"original_name={self.original_name}"
 
-    @property
-    def code(self):
-        return self._calls["forward"].program()
 
-    @property
-    def graph(self):
-        return _Graph(self.code)
-
-    inlined_graph = graph
-
-    def save(self, f, **kwargs):
-        from ._jit_files import save
-
-        save(self, f, **kwargs)
-
-
-class RecursiveScriptModule(ScriptModule):
+class RecursiveScriptModule(_Compiled):
     """torch.jit.script's modules (and freeze's, and torch.jit.load's in torch)."""
 
 
-class TracedModule(ScriptModule):
+class TracedModule(_Compiled):
     pass
 
 
@@ -292,6 +348,12 @@ def freeze(mod, preserved_attrs=None, optimize_numerics=True):
                            "Please call .eval() on your module before freezing.")
     if getattr(mod, "_frozen", False):
         return mod
+    if not isinstance(mod, _Compiled):  # a ScriptModule subclass: the copy is the module itself
+        frozen = copy.deepcopy(mod)
+        for p in frozen.parameters():
+            p.requires_grad_(False)
+        frozen.__dict__["_frozen"] = True
+        return frozen
     original = copy.deepcopy(mod._original)
     for p in original.parameters():
         p.requires_grad_(False)

@@ -384,6 +384,7 @@ _LAZY = {"trace": "_jit_modules", "trace_module": "_jit_modules", "script": "_ji
          "freeze": "_jit_modules", "optimize_for_inference": "_jit_modules", "is_tracing": "_jit_modules",
          "ScriptModule": "_jit_modules", "ScriptFunction": "_jit_modules", "TracedModule": "_jit_modules",
          "TopLevelTracedModule": "_jit_modules", "RecursiveScriptModule": "_jit_modules",
+         "script_method": "_jit_modules",
          "TracerWarning": "_jit_compiled", "load": "_jit_files",
          "isinstance": "_jit_isinstance"}  # (kept out of this module, whose own code means the builtin)
 

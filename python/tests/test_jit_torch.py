@@ -673,3 +673,43 @@ def test_functions_find_their_modules():
     with oar.no_grad():
         np.testing.assert_allclose(nested(x).numpy(), outer(x).numpy(), rtol=1e-6)
     assert "linear" in nested.code and 'param "weight"' in nested.code  # inlined, named by outer's closure
+
+
+def legacy_class(t):
+    class Legacy(t.jit.ScriptModule):
+        """torch's older API: a ScriptModule subclass with script methods."""
+
+        def __init__(self):
+            super().__init__()
+            self.fc = t.nn.Linear(4, 2)
+
+        @t.jit.script_method
+        def forward(self, x):
+            return t.relu(self.fc(x)) * 2
+
+    return Legacy
+
+
+def test_script_module_subclass_with_script_methods(torch, tmp_path):
+    torch.manual_seed(0)
+    tm = legacy_class(torch)().eval()
+    om = legacy_class(oar)().eval()
+    om.load_state_dict({k: oar.tensor(v.detach().numpy()) for k, v in tm.state_dict().items()})
+    x = np.random.randn(3, 4).astype(np.float32)
+    with oar.no_grad():
+        got = om(oar.tensor(x)).numpy()
+    np.testing.assert_allclose(got, tm(torch.tensor(x)).detach().numpy(), rtol=1e-5, atol=1e-6)
+    assert "linear" in om.code and isinstance(om, oar.jit.ScriptModule)
+    assert oar.jit.script(om) is om
+    path = tmp_path / "legacy.pt"
+    oar.jit.save(om, str(path))
+    loaded = oar.jit.load(str(path))
+    assert loaded.original_name == "Legacy"
+    np.testing.assert_allclose(loaded(oar.tensor(x)).numpy(), got, rtol=1e-6)
+    frozen = oar.jit.freeze(om)
+    out = frozen(oar.tensor(x))
+    assert not out.requires_grad and frozen.fc.weight is not om.fc.weight
+    np.testing.assert_allclose(out.numpy(), got, rtol=1e-6)
+    out = om(oar.tensor(x))  # gradients wanted: eager, so they flow
+    out.sum().backward()
+    assert om.fc.weight.grad is not None
