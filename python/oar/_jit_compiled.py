@@ -234,9 +234,16 @@ class CompiledCall:
         return tuple(out)
 
     def _fell_back(self, exc):
-        from .jit import _user_line
+        from .jit import _is_write, _user_line
 
         where = _user_line(exc)
+        if _is_write(exc):
+            self.eager_reason = f"it writes into a tensor in place at {where} in a way a program cannot"
+            if self.mode == "trace":
+                reason = str(exc).split(": ", 1)[-1].split(";")[0]
+                warnings.warn(f"{self.name} runs eagerly (its Python code, at every call): at {where}, {reason}",
+                              TracerWarning, stacklevel=user_stacklevel())
+            return
         self.eager_reason = f"it reads a tensor's value at {where}"
         if self.mode == "trace":
             kind = conversion_kind(exc)

@@ -68,7 +68,15 @@ def _find_modules(fn, extra):
 
 
 def _symbolic_read(exc):
-    return isinstance(exc, RuntimeError) and "is symbolic" in str(exc)
+    """Whether exc is the tracer refusing a read of a traced value, or an in-place write a program
+    cannot make (into a view, a tensor with views, an argument, state made outside): running the
+    function eagerly gives the right result then."""
+    msg = str(exc)
+    return isinstance(exc, RuntimeError) and ("is symbolic" in msg or "being traced by oar_jit_to_static" in msg)
+
+
+def _is_write(exc):
+    return "writing" in str(exc)
 
 
 def _user_line(exc):
@@ -158,7 +166,8 @@ class StaticFunction:
             if self._on_fallback is not None:
                 self._on_fallback(exc)
             else:
-                warnings.warn(f"to_static: {getattr(self._fn, '__qualname__', self._fn)} reads a tensor's value at "
+                what = "writes into a tensor in place" if _is_write(exc) else "reads a tensor's value"
+                warnings.warn(f"to_static: {getattr(self._fn, '__qualname__', self._fn)} {what} at "
                           f"{_user_line(exc)}, so it cannot become one program; it runs eagerly from now on "
                               f"(branch with oar.cond or oar.while_loop to keep it compiled)", stacklevel=2)
             self._eager = True

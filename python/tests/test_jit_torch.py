@@ -60,7 +60,23 @@ def make_models(t):
         def forward(self, x):
             return self.layer(x)
 
+    class ResBlock(nn.Module):
+        """torchvision's BasicBlock pattern: in-place ReLU and `out += identity`."""
+
+        def __init__(self):
+            super().__init__()
+            self.conv1, self.bn1 = nn.Conv2d(4, 4, 3, padding=1, bias=False), nn.BatchNorm2d(4)
+            self.conv2, self.bn2 = nn.Conv2d(4, 4, 3, padding=1, bias=False), nn.BatchNorm2d(4)
+            self.relu = nn.ReLU(inplace=True)
+
+        def forward(self, x):
+            out = self.relu(self.bn1(self.conv1(x)))
+            out = self.bn2(self.conv2(out))
+            out += x
+            return self.relu(out)
+
     return {"mlp": (MLP, (4, 6), (9, 6)), "cnn": (CNN, (2, 3, 10, 10), (5, 3, 10, 10)),
+            "resblock": (ResBlock, (2, 4, 6, 6), (3, 4, 6, 6)),
             "lstm": (LSTMNet, (3, 4, 5), (6, 4, 5)), "encoder": (Encoder, (2, 5, 16), (3, 5, 16))}
 
 
@@ -93,7 +109,7 @@ def flat_np(out):
     return [out.detach().numpy()]
 
 
-MODELS = ["mlp", "cnn", "lstm", "encoder"]
+MODELS = ["mlp", "cnn", "resblock", "lstm", "encoder"]
 
 
 @pytest.mark.parametrize("name", MODELS)
@@ -102,9 +118,10 @@ def test_trace_matches_torch(torch, name):
     x = np.random.randn(*shape).astype(np.float32)
     x2 = np.random.randn(*other).astype(np.float32)
     tt = torch_trace(torch, tm, torch.tensor(x), check_trace=False)  # (torch fails its own check on the encoder)
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(), oar.no_grad():  # (in-place ops are traced without gradients)
         warnings.simplefilter("error")  # nothing on these models makes oar's tracer warn
         ot = oar.jit.trace(om, oar.tensor(x))
+    assert ot._calls["forward"].eager_reason is None  # one program, in-place ops included
     assert isinstance(ot, oar.jit.TopLevelTracedModule) and isinstance(ot, oar.jit.ScriptModule)
     assert isinstance(ot, oar.jit.TracedModule) and ot.original_name == type(om).__name__
     for xi in (x, x2):  # the traced batch and another (traced again for its shape)
