@@ -4,7 +4,7 @@ and ScriptFunction. How calls run: _jit_compiled.py; files: _jit_files.py."""
 import copy
 import warnings
 
-from ._jit_compiled import CompiledCall, TracerWarning, user_stacklevel  # noqa: F401
+from ._jit_compiled import CompiledCall, TracerWarning, flatten, user_stacklevel
 from .nn.modules.module import Module
 
 
@@ -214,8 +214,6 @@ def _compare(call, fn, inputs, tolerance, what):
         got = call(*inputs)
         want = fn(*inputs)
     got_flat, want_flat = [], []
-    from ._jit_compiled import flatten
-
     flatten(got, got_flat, True, "output")
     flatten(want, want_flat, True, "output")
     for i, (g, w) in enumerate(zip(got_flat, want_flat)):
