@@ -192,6 +192,7 @@ class CompiledCall:
         self.in_spec = None      # of the call in progress: flat_fn rebuilds the arguments from it
         self.out_specs = {}      # key (structure, modes, state) -> output structure (one for every shape)
         self.tokens = {}         # key -> the number StaticFunction sees
+        self.lock = threading.RLock()
         self.pending_out = None  # the structure the latest trace returned
         self.last = None         # (signature, shapes and dtypes, in_spec) of the latest compiled call
         self.last_inputs = None  # and its tensors
@@ -280,6 +281,10 @@ class CompiledCall:
         if state is None:
             state = module_state(self.modules)[:2]
         key = (spec,) + state
+        with self.lock:  # threads share the call's state and the program's executor: one call at a time
+            return self._run_locked(flat, spec, key)
+
+    def _run_locked(self, flat, spec, key):
         token = self.tokens.setdefault(key, len(self.tokens))  # a small int: StaticFunction keys by repr
         self.in_spec = spec
         self.pending_out = None

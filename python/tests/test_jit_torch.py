@@ -730,3 +730,41 @@ def test_script_module_subclass_with_script_methods(torch, tmp_path):
     out = om(oar.tensor(x))  # gradients wanted: eager, so they flow
     out.sum().backward()
     assert om.fc.weight.grad is not None
+
+
+def test_threads_share_a_traced_function():
+    """Calls from several threads at once, with traces happening meanwhile (more shapes than the cache
+    keeps) and two nestings of the inputs: each call must rebuild its own arguments."""
+    import threading
+
+    def f(a):
+        return a * 2 if isinstance(a, oar.Tensor) else a[0] - a[1]
+
+    traced = oar.jit.trace(f, oar.randn(3, 2))
+    cases = [oar.randn(b, 2) for b in range(1, 13)]
+    cases += [(oar.randn(b, 2), oar.randn(b, 2)) for b in range(1, 13)]
+    with oar.no_grad():
+        want = [f(c).numpy() for c in cases]
+    errors = []
+
+    def worker(k):
+        try:
+            with oar.no_grad():
+                for _ in range(3):
+                    for i in range(len(cases)):
+                        j = (i * 7 + k) % len(cases)
+                        np.testing.assert_array_equal(traced(cases[j]).numpy(), want[j])
+        except Exception as exc:  # reported below
+            errors.append(exc)
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads often, inside a call too
+    try:
+        threads = [threading.Thread(target=worker, args=(k,)) for k in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert not errors, errors[0]
