@@ -263,8 +263,7 @@ class LoadedModule(RecursiveScriptModule):
         return Module.__getattr__(self, name)
 
     def __deepcopy__(self, memo):
-        """A copy with a predictor of its own (sharing the read-only weights), so copies may run on
-        different threads."""
+        """A copy with a predictor of its own (a clone: the read-only weights shared, its own buffers)."""
         twin = LoadedModule(self._predictor.clone(), self._meta, self._program, self.original_name, self._weights)
         twin.__dict__["training"] = self.training
         return twin
