@@ -99,9 +99,9 @@ static void test_refusals(void) {
     oar_no_grad_end();
 }
 
-/* With gradients wanted, a write into a traced tensor that requires grad (it depends on a
- * parameter) is refused: autograd would not see the new value. The binding computes a new tensor
- * instead. */
+/* With gradients on, a write into a traced tensor is refused (an autograd node may have saved it,
+ * and a symbolic tensor has no version counter to catch that): here y depends on a parameter. The
+ * Python binding rebinds instead when gradients are wanted. */
 static oar_status write_with_grad(void *user, oar_tensor *const *in, int n_in, oar_tensor **out, int n_out) {
     (void)n_in, (void)n_out;
     oar_tensor *y = oar_mul(in[0], (oar_tensor *)user), *z = oar_add_scalar(y, 1.0);

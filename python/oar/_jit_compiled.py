@@ -281,7 +281,10 @@ class CompiledCall:
         if state is None:
             state = module_state(self.modules)[:2]
         key = (spec,) + state
-        with self.lock:  # threads share the call's state and the program's executor: one call at a time
+        from ._grad_mode import no_grad
+
+        # (traced without gradients, which it runs without: in-place ops then become program values)
+        with self.lock, no_grad():  # threads share the call's state and the program's executor: one call at a time
             return self._run_locked(flat, spec, key)
 
     def _run_locked(self, flat, spec, key):

@@ -418,7 +418,9 @@ oar_status oar_trace_end(oar_trace *t, oar_status status, oar_tensor *const *out
 static oar_status trace_assign(oar_tensor *dst, const oar_tensor *src) {
     oar_trace *t = tl_trace;
     if (!t || dst->trace_id != t->id) return oar_symbolic_error("copy_", dst);
-    if (oar_grad_enabled() && (dst->requires_grad || src->requires_grad))
+    /* with gradients on, an autograd node may have saved dst (w * dst saves it for w's gradient), and
+     * a symbolic tensor has no version counter to tell it was overwritten: refused */
+    if (oar_grad_enabled())
         return oar_error(OAR_ERR_STATE, "copy_: writing in place into a tensor made by '%s' in a function being "
                                         "traced by oar_jit_to_static is supported without gradients only (under "
                                         "no_grad); compute a new tensor instead", dst->trace_op ? dst->trace_op : "?");
