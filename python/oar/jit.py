@@ -68,7 +68,15 @@ def _find_modules(fn, extra):
 
 
 def _symbolic_read(exc):
-    return isinstance(exc, RuntimeError) and "is symbolic" in str(exc)
+    """Whether exc is the tracer refusing a read of a traced value, or an in-place write a program
+    cannot make (into a view, a tensor with views, an argument, state made outside): running the
+    function eagerly gives the right result then."""
+    msg = str(exc)
+    return isinstance(exc, RuntimeError) and ("is symbolic" in msg or "being traced by oar_jit_to_static" in msg)
+
+
+def _is_write(exc):
+    return "writing" in str(exc)
 
 
 def _user_line(exc):
@@ -92,8 +100,9 @@ def _autocast_key():
 class StaticFunction:
     """A function compiled per input signature (see the module's doc)."""
 
-    def __init__(self, fn, input_spec=None, modules=(), output_names=None):
+    def __init__(self, fn, input_spec=None, modules=(), output_names=None, on_fallback=None):
         self._fn = fn
+        self._on_fallback = on_fallback  # called with the exception instead of the warning below
         self._spec = list(input_spec) if input_spec is not None else None
         self._output_names = output_names  # for exported files (onnx.export)
         self._modules = _find_modules(fn, modules)
@@ -154,9 +163,13 @@ class StaticFunction:
         except RuntimeError as exc:
             if not _symbolic_read(exc):
                 raise
-            warnings.warn(f"to_static: {getattr(self._fn, '__qualname__', self._fn)} reads a tensor's value at "
+            if self._on_fallback is not None:
+                self._on_fallback(exc)
+            else:
+                what = "writes into a tensor in place" if _is_write(exc) else "reads a tensor's value"
+                warnings.warn(f"to_static: {getattr(self._fn, '__qualname__', self._fn)} {what} at "
                           f"{_user_line(exc)}, so it cannot become one program; it runs eagerly from now on "
-                          f"(branch with oar.cond or oar.while_loop to keep it compiled)", stacklevel=2)
+                              f"(branch with oar.cond or oar.while_loop to keep it compiled)", stacklevel=2)
             self._eager = True
             return self._fn(*args)
         finally:
@@ -244,17 +257,27 @@ def to_static(function=None, input_spec=None, modules=()):
     return wrap(function) if function is not None else wrap
 
 
-def save(layer, path, input_spec=None):
+def save(layer, path, input_spec=None, _extra_files=None):
     """Exports a compiled function or a Module as oar's model files (path.json +
     path.safetensors), which `oar infer` and the C predictor run. A Module is compiled in eval
-    mode from input_spec (dims of any size stay dynamic)."""
+    mode from input_spec (dims of any size stay dynamic). torch.jit.save(m, f) of a traced or
+    scripted m writes one archive (f a path or a binary file) that torch.jit.load runs:
+    _jit_files.py."""
     from .nn.modules.module import Module
+    from ._jit_modules import ScriptFunction, ScriptModule
+
+    if isinstance(layer, (ScriptModule, ScriptFunction)):
+        from ._jit_files import save as save_archive
+
+        save_archive(layer, path, _extra_files=_extra_files)
+        return
 
     if isinstance(layer, StaticFunction):
         layer.save(path)
         return
     if not isinstance(layer, Module):
-        raise TypeError(f"jit.save: expected a Module or a to_static function, got {type(layer).__name__}")
+        raise TypeError(f"jit.save: expected a ScriptModule or ScriptFunction (from torch.jit.trace or script), "
+                        f"a Module with input_spec, or a to_static function, got {type(layer).__name__}")
     if not input_spec:
         raise ValueError("jit.save: a Module needs input_spec (the shapes and dtypes of its inputs)")
     from . import zeros
@@ -322,56 +345,71 @@ def while_loop(cond_fn, body_fn, carried_inputs):
     return _C.while_loop(cond_fn, body_fn, values, _keep_list())
 
 
-# ---- TorchScript's names, which PyTorch model files use to mark code for torch.jit.script.
-# oar never runs TorchScript: no script is compiling and no torch.jit trace is running, and the
-# markers leave the Python functions as they are (oar compiles with to_static instead).
+# ---- torch.jit's markers. oar's script compiles by tracing, so marked code stays Python: what the
+# markers change is which methods torch.jit.script compiles (export) and which it leaves alone.
 def is_scripting():
+    """False: oar never runs TorchScript, so code under `if not torch.jit.is_scripting():` runs."""
     return False
 
 
-def is_tracing():
-    return False
-
-
-def unused(fn):
+def _mark(fn, modifier):
+    target = fn.fget if isinstance(fn, property) else fn
+    target._torchscript_modifier = modifier
     return fn
 
 
-ignore = export = _script_if_tracing = _overload_method = _overload = unused
+def export(fn):
+    """torch.jit.export: torch.jit.script compiles this method too (beside forward)."""
+    return _mark(fn, "export")
 
 
-def isinstance(obj, target_type):
-    """torch.jit.isinstance: isinstance that also checks the contents of typing's containers
-    (List[int], Dict[str, Tensor], Optional[str], Tuple[int, ...], Union[...])."""
-    import builtins
-    import typing
-
-    origin, args = typing.get_origin(target_type), typing.get_args(target_type)
-    if origin is None:
-        return builtins.isinstance(obj, target_type)
-    if origin is typing.Union:
-        return any(isinstance(obj, a) for a in args)
-    if not builtins.isinstance(obj, origin):
-        return False
-    if origin in (list, set, frozenset):
-        return not args or all(isinstance(v, args[0]) for v in obj)
-    if origin is dict:
-        return not args or all(isinstance(k, args[0]) and isinstance(v, args[1]) for k, v in obj.items())
-    if origin is tuple:
-        if not args:
-            return True
-        if len(args) == 2 and args[1] is Ellipsis:
-            return all(isinstance(v, args[0]) for v in obj)
-        return len(obj) == len(args) and all(isinstance(v, a) for v, a in zip(obj, args))
-    return True
+def unused(fn):
+    """torch.jit.unused: torch.jit.script leaves this method out of compilation (oar runs it as Python)."""
+    return _mark(fn, "unused")
 
 
-def script(obj, *args, **kwargs):
-    raise RuntimeError("torch.jit.script: TorchScript is not offered by oar; compile with oar.jit.to_static")
+def ignore(drop=False, **kwargs):
+    """torch.jit.ignore, as a decorator with or without (drop=...): the function stays Python."""
+    if callable(drop):
+        return _mark(drop, "ignore")
+    if not isinstance(drop, bool):
+        raise RuntimeError(f"Argument to @torch.jit.ignore must be a bool or a function but got {drop}")
+    if kwargs.get("drop_on_export") or drop:
+        warnings.warn("ignore(True) has been deprecated. TorchScript will now drop the function call on "
+                      "compilation. Use torch.jit.unused now. {}", category=FutureWarning)
+        return lambda fn: _mark(fn, "unused")
+    return lambda fn: _mark(fn, "ignore")
 
 
-def trace(func, *args, **kwargs):
-    raise RuntimeError("torch.jit.trace: TorchScript is not offered by oar; compile with oar.jit.to_static")
+def _identity(fn):
+    return fn
+
+
+_script_if_tracing = _overload_method = _overload = _identity
+
+# torch.jit.trace / script / save / load / freeze and their classes live in _jit_modules.py and
+# _jit_files.py, which need oar.nn (loaded after this module): they are looked up on first use.
+_LAZY = {"trace": "_jit_modules", "trace_module": "_jit_modules", "script": "_jit_modules",
+         "freeze": "_jit_modules", "optimize_for_inference": "_jit_modules", "is_tracing": "_jit_modules",
+         "ScriptModule": "_jit_modules", "ScriptFunction": "_jit_modules", "TracedModule": "_jit_modules",
+         "TopLevelTracedModule": "_jit_modules", "RecursiveScriptModule": "_jit_modules",
+         "script_method": "_jit_modules",
+         "TracerWarning": "_jit_compiled", "load": "_jit_files",
+         "isinstance": "_jit_isinstance"}  # (kept out of this module, whose own code means the builtin)
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))
+
+
+def __getattr__(name):
+    if name not in _LAZY:
+        raise AttributeError(f"module 'oar.jit' has no attribute '{name}'")
+    import importlib
+
+    value = getattr(importlib.import_module("oar." + _LAZY[name]), name)
+    globals()[name] = value
+    return value
 
 
 # ---- TorchScript's typing helpers and futures, which model files use outside scripting too

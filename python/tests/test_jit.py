@@ -215,7 +215,7 @@ def test_errors():
         oar.jit.to_static(lambda x: x).program()
     with pytest.raises(ValueError, match="input_spec"):
         oar.jit.save(mlp(), "/tmp/never")
-    with pytest.raises(TypeError, match="Module or a to_static"):
+    with pytest.raises(TypeError, match="a Module with input_spec, or a to_static function"):
         oar.jit.save(42, "/tmp/never")
     with pytest.raises(NotImplementedError, match="build"):
         nn.Graph()(oar.ones(1))

@@ -408,7 +408,69 @@ oar_status oar_trace_end(oar_trace *t, oar_status status, oar_tensor *const *out
     return st;
 }
 
-void oar_graph_init(void) { oar_dispatch_set_tracer(oar_trace_op); }
+/* copy_(dst, src) while tracing, dst a symbolic tensor this trace made (an in-place op under no_grad:
+ * `out += identity`, `y.relu_()`, `y.zero_()`). A program value is written once, so dst now stands
+ * for a new value, src cast and broadcast to dst's dtype and shape and copied (a node, never an
+ * alias of a parameter a later op could write): what eager copy_ leaves in dst, seen by every
+ * holder of dst as the written data would be. Refused where the write would have to reach another
+ * tensor: dst is a view (its base would keep the old values), views of dst exist (so would they),
+ * or dst is an argument of the function (the program does not write its caller's tensors). */
+static oar_status trace_assign(oar_tensor *dst, const oar_tensor *src) {
+    oar_trace *t = tl_trace;
+    if (!t || dst->trace_id != t->id) return oar_symbolic_error("copy_", dst);
+    /* with gradients on, an autograd node may have saved dst (w * dst saves it for w's gradient), and
+     * a symbolic tensor has no version counter to tell it was overwritten: refused */
+    if (oar_grad_enabled())
+        return oar_error(OAR_ERR_STATE, "copy_: writing in place into a tensor made by '%s' in a function being "
+                                        "traced by oar_jit_to_static is supported without gradients only (under "
+                                        "no_grad); compute a new tensor instead", dst->trace_op ? dst->trace_op : "?");
+    const oar_program *p = t->prog;
+    int old = dst->trace_value;
+    const oar_value *ov = &p->values[old];
+    const char *made_by = dst->trace_op ? dst->trace_op : "an op";
+    if (ov->kind != OAR_VAL_NODE)
+        return oar_error(OAR_ERR_STATE, "copy_: writing in place into an argument of a function being traced by "
+                                        "oar_jit_to_static: the program does not write its caller's tensors; "
+                                        "compute a new tensor and return it instead");
+    if (oar_op_table[p->nodes[ov->node].op]->flags & OAR_OPF_VIEW)
+        return oar_error(OAR_ERR_STATE, "copy_: writing in place into a view (made by '%s') in a function being "
+                                        "traced by oar_jit_to_static: the write would have to reach the tensor it "
+                                        "views; compute a new tensor instead (torch.where, cat)", made_by);
+    for (int i = 0; i < p->n_nodes; i++) {
+        const oar_node *n = &p->nodes[i];
+        if (!n->dead && n->n_in > 0 && n->in[0] == old && (oar_op_table[n->op]->flags & OAR_OPF_VIEW))
+            return oar_error(OAR_ERR_STATE, "copy_: writing in place into a tensor (made by '%s') that has views "
+                                            "(one made by '%s') in a function being traced by oar_jit_to_static: "
+                                            "the views would keep the old values; compute a new tensor instead",
+                             made_by, oar_op_table[n->op]->name);
+    }
+    oar_tensor *c = oar_retain((oar_tensor *)src), *x;
+    if (c->dtype != dst->dtype) {
+        x = oar_cast(c, dst->dtype);
+        oar_tensor_unref(c);
+        if (!(c = x)) return oar_last_status();
+    }
+    if (c->ndim != dst->ndim || memcmp(c->shape, dst->shape, sizeof(int64_t) * (size_t)dst->ndim)) {
+        x = oar_expand(c, dst->shape, dst->ndim); /* oar_copy_ checked that src broadcasts to dst */
+        oar_tensor_unref(c);
+        if (!(c = x)) return oar_last_status();
+    }
+    x = oar_clone(c);
+    oar_tensor_unref(c);
+    if (!x) return oar_last_status();
+    dst->trace_value = x->trace_value;
+    dst->offset = x->offset;
+    memcpy(dst->strides, x->strides, sizeof dst->strides);
+    dst->contiguous = x->contiguous;
+    dst->trace_op = x->trace_op;
+    oar_tensor_unref(x); /* the trace keeps x's symbol for its value */
+    return OAR_OK;
+}
+
+void oar_graph_init(void) {
+    oar_dispatch_set_tracer(oar_trace_op);
+    oar_dispatch_set_trace_assign(trace_assign);
+}
 
 oar_status oar_trace_emit(oar_trace *t, oar_op_id op, oar_tensor *const *in, int n_in, const oar_attr *attrs,
                           const oar_meta *meta, int n_out, const int *blocks, int n_blocks, oar_tensor **out) {

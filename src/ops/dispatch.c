@@ -12,6 +12,12 @@ static oar_record_fn g_recorder;
 void oar_dispatch_set_recorder(oar_record_fn fn) { g_recorder = fn; }
 static oar_trace_fn g_tracer;
 void oar_dispatch_set_tracer(oar_trace_fn fn) { g_tracer = fn; }
+static oar_trace_assign_fn g_trace_assign;
+void oar_dispatch_set_trace_assign(oar_trace_assign_fn fn) { g_trace_assign = fn; }
+oar_status oar_dispatch_trace_assign(oar_tensor *dst, const oar_tensor *src) {
+    if (oar_active_trace && g_trace_assign) return g_trace_assign(dst, src);
+    return oar_symbolic_error("copy_", dst);
+}
 
 static oar_status check_inputs(const oar_op_def *d, oar_tensor *const *in, int n_in, bool symbolic_ok) {
     if (d->n_inputs >= 0 ? n_in != d->n_inputs : (n_in < 1 || n_in > OAR_MAX_INPUTS))

@@ -16,6 +16,11 @@ oar_status oar_dispatch_record(oar_op_id op, oar_tensor *const *in, int n_in, co
 typedef oar_status (*oar_trace_fn)(oar_op_id op, oar_tensor *const *in, int n_in, const oar_attr *attrs,
                                    oar_tensor **out, int *n_out);
 void oar_dispatch_set_tracer(oar_trace_fn fn);
+/* copy_ into a symbolic tensor while a trace is active (graph layer: the tensor then stands for a
+ * new value); without a tracer installed, the symbolic-read error. */
+typedef oar_status (*oar_trace_assign_fn)(oar_tensor *dst, const oar_tensor *src);
+void oar_dispatch_set_trace_assign(oar_trace_assign_fn fn);
+oar_status oar_dispatch_trace_assign(oar_tensor *dst, const oar_tensor *src);
 /* oar_op_infer that accepts symbolic inputs. */
 oar_status oar_op_infer_symbolic(oar_op_id op, oar_tensor *const *in, int n_in, const oar_attr *attrs,
                                  oar_meta *out, int *n_out);

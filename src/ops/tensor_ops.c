@@ -1,5 +1,6 @@
 /* Copies and casts as ops (so they are differentiable and traceable), plus the public
  * element access helpers built on them. */
+#include "ops/dispatch.h"
 #include "ops/op.h"
 
 #include <string.h>
@@ -132,9 +133,6 @@ oar_status oar_copy_(oar_tensor *dst, const oar_tensor *src) {
     OAR_CHECK_HANDLE("copy_ (dst)", dst, oar_last_status());
     OAR_CHECK_HANDLE("copy_ (src)", src, oar_last_status());
     if (!dst || !src) return oar_error(OAR_ERR_INVALID_ARG, "copy_: expected two tensors, got NULL");
-    if (!dst->storage || !src->storage) return oar_symbolic_error("copy_", dst->storage ? src : dst);
-    oar_status wst = oar_trace_check_write("copy_", dst);
-    if (wst != OAR_OK) return wst;
     int64_t shape[OAR_MAX_DIMS];
     int nd;
     if (!oar_broadcast_shapes(dst->shape, dst->ndim, src->shape, src->ndim, shape, &nd) || nd != dst->ndim ||
@@ -144,6 +142,14 @@ oar_status oar_copy_(oar_tensor *dst, const oar_tensor *src) {
         oar_format_shape(src->shape, src->ndim, b, sizeof b);
         return oar_error(OAR_ERR_SHAPE, "copy_: expected src to broadcast to dst's shape %s, got %s", a, b);
     }
+    if (!dst->storage) return oar_dispatch_trace_assign(dst, src); /* a tensor made in a traced function */
+    oar_status wst = oar_trace_check_write("copy_", dst);
+    if (wst != OAR_OK) return wst;
+    if (!src->storage)
+        return oar_error(OAR_ERR_STATE, "copy_: writing a value computed by '%s' into a tensor that holds data (made "
+                                        "with data inside the function being traced by oar_jit_to_static, such as "
+                                        "zeros) is not something a program records; build the tensor from ops "
+                                        "(cat, stack, where) instead", src->trace_op ? src->trace_op : "an op");
     if (dst->requires_grad && !dst->grad_fn && oar_grad_enabled())
         return oar_error(OAR_ERR_STATE, "copy_: dst is a leaf that requires grad; modify it inside "
                                         "oar_no_grad_begin/end (as optimizers do)");
@@ -164,7 +170,7 @@ oar_status oar_copy_(oar_tensor *dst, const oar_tensor *src) {
 oar_status oar_fill_(oar_tensor *dst, double value) {
     OAR_CHECK_HANDLE("fill_", dst, oar_last_status());
     if (!dst) return oar_error(OAR_ERR_INVALID_ARG, "fill_: tensor is NULL");
-    if (!dst->storage) return oar_symbolic_error("fill_", dst);
+    if (!dst->storage && !oar_active_trace) return oar_symbolic_error("fill_", dst);
     oar_tensor *s = oar_tensor_new(dst->dtype, NULL, 0);
     if (!s) return oar_last_status();
     oar_dtypes[dst->dtype].store(oar_tensor_ptr(s), value);

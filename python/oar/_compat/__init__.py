@@ -39,7 +39,8 @@ def _log_api_usage_once(event):
 
 
 def _get_tracing_state():
-    """torch._C._get_tracing_state: None, since no torch.jit trace is ever running under oar."""
+    """torch._C._get_tracing_state: None: oar's torch.jit.trace records with oar's tracer, which keeps no
+    TorchScript tracing state (torch.jit.is_tracing() says whether one runs)."""
     return None
 
 
