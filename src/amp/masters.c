@@ -107,9 +107,12 @@ static oar_amp_masters *masters_alloc(int n, oar_dtype dtype) {
 static oar_status masters_check(const oar_tensor *p, const char *path, const char *fn) {
     if (!p) return oar_error(OAR_ERR_INVALID_ARG, "%s: expected a tensor, got NULL for '%s'", fn, path);
     if (p->dtype != OAR_F32) {
-        if (oar_dtype_is_float(p->dtype))
+        if (p->dtype == OAR_F16 || p->dtype == OAR_BF16)
             return oar_error(OAR_ERR_DTYPE, "%s: expected f32 parameters, got %s for '%s'; decorate a module once", fn,
                              oar_dtype_name(p->dtype), path);
+        if (oar_dtype_is_float(p->dtype))
+            return oar_error(OAR_ERR_DTYPE, "%s: expected f32 parameters, got %s for '%s' (make it f32 first, or "
+                             "keep it out)", fn, oar_dtype_name(p->dtype), path);
         return oar_error(OAR_ERR_DTYPE, "%s: expected f32 parameters, got %s for '%s' (not a floating-point "
                          "parameter: leave it out or make it f32)", fn, oar_dtype_name(p->dtype), path);
     }
