@@ -131,6 +131,7 @@ def test_masters_round_trip_through_state_dict(tmp_path):
     assert not oar.equal(msd["0.weight"], m[0].weight.float())  # finer than the bf16 parameter
     for k, d in (("model", msd), ("masters", osd["master_weights"]), ("state", osd["state"])):
         oar.save(d, str(tmp_path / f"{k}.pt"))   # safetensors files: one flat dict each
+    at_save = [p.detach().clone() for p in m.parameters()]
     want = steps(m, opt, 3)
     m2, opt2 = make()
     ck = {k: dict(oar.load(str(tmp_path / f"{k}.pt"))) for k in ("model", "masters", "state")}
@@ -141,6 +142,12 @@ def test_masters_round_trip_through_state_dict(tmp_path):
     assert steps(m2, opt2, 3) == want
     for a, b in zip(m.parameters(), m2.parameters()):
         assert oar.equal(a, b)
+    # the optimizer's state alone restores the masters and rounds them into the parameters
+    m4, opt4 = make()
+    opt4.load_state_dict(ck["opt"])
+    for n, t in opt4.state_dict()["master_weights"].items():
+        assert oar.equal(t, ck["masters"][n]), n
+    assert all(oar.equal(a, b) for a, b in zip(m4.parameters(), at_save))
     # the model's state alone restores the masters too
     m3, opt3 = make()
     m3.load_state_dict(ck["model"])
