@@ -327,3 +327,26 @@ def test_bad_inputs():
     with pytest.raises(RuntimeError, match="has stepped already"):
         oar.amp.decorate(stepped, sopt)
     assert stepped[0].weight.dtype == oar.float32  # the refusal converted nothing
+
+
+def test_clip_master_grads_after_unscale():
+    """After unscale_ the true gradients are on the masters: clipping master_params bounds the step."""
+    m = mlp()
+    opt = oar.optim.SGD(m.parameters(), lr=0.5)
+    m, opt = oar.amp.decorate(m, opt, dtype="float16")
+    assert len(oar.amp.master_params(opt)) == len(list(m.parameters()))
+    assert all(t.dtype == oar.float32 for t in oar.amp.master_params(opt))
+    sc = oar.amp.GradScaler(init_loss_scaling=512.0)
+    x, y = data("mlp")
+    before = [t.detach().clone() for t in oar.amp.master_params(opt)]
+    with oar.amp.auto_cast(level="O2", dtype="float16"):
+        loss = F.cross_entropy(m(x), y)
+    sc.scale(loss).backward()
+    sc.unscale_(opt)
+    norm = nn.utils.clip_grad_norm_(oar.amp.master_params(opt), 1e-3)
+    assert 1e-3 < float(norm) < 100   # the unscaled norm (the scaled one would be 512 times larger)
+    sc.step(opt)
+    sc.update()
+    moved = sum(float(((t.detach() - b) ** 2).sum()) for t, b in zip(oar.amp.master_params(opt), before)) ** 0.5
+    assert abs(moved - 0.5 * 1e-3) < 1e-5
+    assert m[0].weight.grad is None   # the gradients went to the masters

@@ -147,6 +147,15 @@ def _model_state_hooks(model, masters, prefix, save_dtype):
     model.__dict__["load_state_dict"] = load_state_dict
 
 
+def master_params(optimizer):
+    """The f32 tensors the optimizer updates: O2's masters after decorate (where the gradients are
+    after the scaler's unscale_ or the step: clip these), else its parameters."""
+    amp = getattr(optimizer, "_amp", None)
+    if amp is None:
+        return [p for g in optimizer.param_groups for p in g["params"]]
+    return [t for _, t in amp.named_masters()]
+
+
 def decorate(models, optimizers=None, level="O2", dtype="float16", master_weight=None, save_dtype=None,
              master_grad=False, excluded_layers=None):
     """paddle.amp.decorate. level "O1" returns the arguments unchanged; "O2" converts the models'
