@@ -350,3 +350,17 @@ def test_clip_master_grads_after_unscale():
     moved = sum(float(((t.detach() - b) ** 2).sum()) for t, b in zip(oar.amp.master_params(opt), before)) ** 0.5
     assert abs(moved - 0.5 * 1e-3) < 1e-5
     assert m[0].weight.grad is None   # the gradients went to the masters
+
+
+def test_deepcopy_of_a_decorated_model():
+    """A copy (an EMA or SWA model) is a plain model with the low parameters: no masters of its own."""
+    import copy
+
+    m = mlp()
+    opt = oar.optim.SGD(m.parameters(), lr=0.1)
+    oar.amp.decorate(m, opt, dtype="bfloat16", save_dtype="float32")
+    c = copy.deepcopy(m)
+    assert c[0].weight.dtype == oar.bfloat16 and oar.equal(c[0].weight, m[0].weight)
+    assert c.state_dict()["0.weight"].dtype == oar.bfloat16 and m.state_dict()["0.weight"].dtype == oar.float32
+    c.load_state_dict(m.state_dict())   # f32 values, rounded into the copy's parameters
+    assert oar.equal(c[0].weight, m[0].weight)

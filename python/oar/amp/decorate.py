@@ -100,10 +100,16 @@ def _checked_dtype(dtype):
 class _Masters:
     """One decorate call's masters: the C object, and the (name, parameter) pairs it was made of."""
 
-    def __init__(self, params, names, keep, dtype):
+    def __init__(self, params, names, keep, dtype, save_dtype):
         self._c = _C.AmpMasters(params, names, keep, dtype.code)
         self._named_params = list(zip(names, params))
-        self.dtype = dtype
+        self.dtype, self.save_dtype = dtype, save_dtype
+        self.master_of = {id(p): m for p, (_, m) in zip(params, self.named_masters())}
+
+    def __deepcopy__(self, memo):
+        """A deep copy of a decorated model is a plain model with low parameters: the masters (and
+        the optimizer updating them) stay the original's."""
+        return None
 
     def named_masters(self):
         return self._c.masters()
@@ -115,36 +121,32 @@ class _Masters:
         self._c.sync_params()
 
 
-def _model_state_hooks(model, masters, prefix, save_dtype):
-    """model.state_dict() gives the f32 masters (cast to save_dtype) in place of the low parameters;
-    load_state_dict restores the masters from f32 values, then rounds them into the parameters."""
+def _save_masters(model, destination, prefix):
+    """Module.state_dict's hook on a decorated model with save_dtype: each low parameter's f32
+    master, cast to save_dtype, in place of the parameter."""
+    masters = model.__dict__.get("_amp_o2")
+    if masters is None or masters.save_dtype is None:
+        return
+    for k, p in model.named_parameters():
+        m = masters.master_of.get(id(p))
+        if m is not None and prefix + k in destination:
+            destination[prefix + k] = m.detach().clone().to(masters.save_dtype)
+
+
+def _load_masters(model, state_dict):
+    """Module.load_state_dict's hook: the masters take the loaded values exactly (f32), then are
+    rounded into the low parameters (which the plain load rounded already from the same values)."""
     from .._grad_mode import no_grad
 
-    by_param = {id(p): m for (n, m), (_, p) in zip(masters.named_masters(), masters._named_params)}
-    own = {k: v for k, v in model.named_parameters() if id(v) in by_param}
-    plain_save, plain_load = model.state_dict, model.load_state_dict
-
-    def state_dict(*args, **kwargs):
-        d = plain_save(*args, **kwargs)
-        if save_dtype is not None:
-            pre = kwargs.get("prefix", args[1] if len(args) > 1 else "")
-            for k, p in own.items():
-                if pre + k in d:
-                    d[pre + k] = by_param[id(p)].detach().clone().to(save_dtype)
-        return d
-
-    def load_state_dict(state_dict, strict=True):
-        r = plain_load(state_dict, strict)
-        with no_grad():
-            for k, p in own.items():
-                m = by_param[id(p)]
-                if k in state_dict and m is not p:
-                    m.copy_(state_dict[k].detach().to(float32))
-        masters.sync_params()
-        return r
-
-    model.__dict__["state_dict"] = state_dict
-    model.__dict__["load_state_dict"] = load_state_dict
+    masters = model.__dict__.get("_amp_o2")
+    if masters is None:
+        return
+    with no_grad():
+        for k, p in model.named_parameters():
+            m = masters.master_of.get(id(p))
+            if m is not None and k in state_dict and p.dtype != float32:
+                m.copy_(state_dict[k].detach().to(float32))
+    masters.sync_params()
 
 
 def master_params(optimizer):
@@ -187,13 +189,11 @@ def decorate(models, optimizers=None, level="O2", dtype="float16", master_weight
         params, names, keep = _plan(model_list, excluded_layers)
         for o in opt_list:
             _check_optimizer(o, {id(p) for p in params})
-        masters = _Masters(params, names, keep, low)
-        master_of = {id(p): m for p, (_, m) in zip(params, masters.named_masters())}
+        masters = _Masters(params, names, keep, low, _SAVE_DTYPES.get(save_dtype))
         for o in opt_list:
-            _attach(o, masters, master_of)
-        for i, m in enumerate(model_list):
-            m.__dict__["_amp_o2"] = masters
-            _model_state_hooks(m, masters, f"{i}." if len(model_list) > 1 else "", _SAVE_DTYPES.get(save_dtype))
+            _attach(o, masters, masters.master_of)
+        for m in model_list:
+            m.__dict__.update(_amp_o2=masters, _state_dict_hook=_save_masters, _load_state_dict_hook=_load_masters)
     if optimizers is None:
         return models
     return models, optimizers
