@@ -254,14 +254,15 @@ def test_auto_cast_levels_nesting_and_lists():
     assert f(x, w).dtype == oar.bfloat16 and (x @ w).dtype == oar.float32
 
 
+@pytest.mark.parametrize("kind", ["mlp", "cnn"])
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
-def test_compiled_o2_step_equals_eager(dtype):
+def test_compiled_o2_step_equals_eager(kind, dtype):
     def run(compiled):
-        m = mlp()
+        m = mlp() if kind == "mlp" else cnn()
         opt = oar.optim.Adam(m.parameters(), lr=0.01)
         m, opt = oar.amp.decorate(m, opt, dtype=dtype)
         sc = oar.amp.GradScaler(init_loss_scaling=1024.0, incr_every_n_steps=3, enable=dtype == "float16")
-        x, y = data("mlp")
+        x, y = data(kind)
 
         def step(x, y):
             opt.zero_grad()
@@ -274,11 +275,12 @@ def test_compiled_o2_step_equals_eager(dtype):
 
         fn = oar.jit.to_static(step) if compiled else step
         losses = [fn(x, y).item() for _ in range(6)]
-        return losses, [p.clone() for p in m.parameters()], opt.state_dict()["master_weights"], sc.get_scale()
+        return losses, [t.clone() for t in m.state_dict().values()], opt.state_dict()["master_weights"], \
+            sc.get_scale()
 
     (le, pe, me, se), (lc, pc, mc, sc_) = run(False), run(True)
     assert le == lc and se == sc_
-    assert all(a.dtype == b.dtype and oar.equal(a, b) for a, b in zip(pe, pc))
+    assert all(a.dtype == b.dtype and oar.equal(a, b) for a, b in zip(pe, pc))   # parameters, running stats
     assert all(oar.equal(me[k], mc[k]) for k in me)
     if dtype == "float16":
         assert se == 4096.0  # grew twice (every 3 good steps) in eager and compiled alike
@@ -364,3 +366,24 @@ def test_deepcopy_of_a_decorated_model():
     assert c.state_dict()["0.weight"].dtype == oar.bfloat16 and m.state_dict()["0.weight"].dtype == oar.float32
     c.load_state_dict(m.state_dict())   # f32 values, rounded into the copy's parameters
     assert oar.equal(c[0].weight, m[0].weight)
+
+
+def test_lists_of_models_and_optimizers():
+    """decorate returns what it was given (lists stay lists); two optimizers over two models step
+    their own masters, and the master names carry the model's index."""
+    a, b = mlp(), cnn()
+    oa, ob = oar.optim.SGD(a.parameters(), lr=0.1), oar.optim.Adam(b.parameters(), lr=0.01)
+    models, opts = oar.amp.decorate([a, b], [oa, ob], dtype="bfloat16")
+    assert models == [a, b] and opts == [oa, ob]
+    assert a[0].weight.dtype == oar.bfloat16 and b[0].weight.dtype == oar.bfloat16
+    assert set(oa.state_dict()["master_weights"]) >= {"0.0.weight", "1.0.weight"}
+    (xa, ya), (xb, yb) = data("mlp"), data("cnn")
+    b_before = b[0].weight.clone()
+    with oar.amp.auto_cast(level="O2", dtype="bfloat16"):
+        loss = F.cross_entropy(a(xa), ya) + F.cross_entropy(b(xb), yb)
+    loss.backward()
+    a_before = a[0].weight.clone()
+    oa.step()
+    assert not oar.equal(a[0].weight, a_before) and oar.equal(b[0].weight, b_before)
+    ob.step()
+    assert not oar.equal(b[0].weight, b_before)
