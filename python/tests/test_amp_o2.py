@@ -322,6 +322,8 @@ def test_bad_inputs():
     with pytest.raises(TypeError, match="expected f32 parameters, got f64 for 'weight' .make it f32 first"):
         oar.amp.decorate(d)
     assert d.weight.dtype == oar.float64
+    with pytest.raises(RuntimeError, match="add_param_group: this optimizer was decorated"):
+        opt.add_param_group({"params": [nn.Parameter(oar.zeros(2))]})
     stepped = mlp()
     sopt = oar.optim.SGD(stepped.parameters(), lr=0.1)
     F.cross_entropy(stepped(data("mlp")[0]), data("mlp")[1]).backward()
@@ -387,3 +389,23 @@ def test_lists_of_models_and_optimizers():
     assert not oar.equal(a[0].weight, a_before) and oar.equal(b[0].weight, b_before)
     ob.step()
     assert not oar.equal(b[0].weight, b_before)
+
+
+def test_lr_schedule_reaches_the_masters_update():
+    """An lr schedule edits param_groups; the rebuilt C optimizer over the masters takes it."""
+    def moved(gamma):
+        m = mlp()
+        opt = oar.optim.SGD(m.parameters(), lr=0.1)
+        m, opt = oar.amp.decorate(m, opt, dtype="bfloat16")
+        sched = oar.optim.lr_scheduler.StepLR(opt, step_size=1, gamma=gamma)
+        x, y = data("mlp")
+        for _ in range(2):
+            opt.zero_grad()
+            with oar.amp.auto_cast(level="O2", dtype="bfloat16"):
+                F.cross_entropy(m(x), y).backward()
+            before = oar.amp.master_params(opt)[0].detach().clone()
+            opt.step()
+            sched.step()
+        return float((oar.amp.master_params(opt)[0].detach() - before).abs().sum())
+
+    assert moved(0.0) == 0.0 and moved(1.0) > 0.0   # the second step runs at lr 0.1 * gamma
