@@ -3,7 +3,8 @@
 process at one thread each: (1) the cost of entering and leaving an autocast region
 (`with autocast("cpu"): pass`), (2) a training step of an MLP (width x 3 Linear, batch B) in
 f32, under CPU bf16 autocast, and (oar) under f16 autocast with the GradScaler, eager and
-compiled (oar.jit.to_static). Repetitions interleave every configuration so machine noise hits
+compiled (oar.jit.to_static), and (oar) O2 with Paddle's API (oar.amp.decorate: bf16/f16
+parameters with f32 masters, auto_cast level O2; f16 with the GradScaler). Repetitions interleave every configuration so machine noise hits
 them alike; a figure is the median over repetitions of each repetition's median call: wall
 time, and process CPU time per call (the steadier one on a loaded machine). One JSON object per
 line.
@@ -31,6 +32,29 @@ def per_call(fn, steps):
         fn()
         walls.append(time.perf_counter() - t)
     return statistics.median(walls) * 1e3, (time.process_time() - c0) / steps * 1e3
+
+
+def mlp_step_o2(oar, width, batch, dtype, compiled):
+    """oar's O2 step: parameters in dtype, the SGD update on f32 masters, f16 with loss scaling."""
+    nn, F = oar.nn, oar.nn.functional
+    oar.manual_seed(0)
+    m = nn.Sequential(nn.Linear(width, width), nn.ReLU(), nn.Linear(width, width), nn.ReLU(), nn.Linear(width, 10))
+    opt = oar.optim.SGD(m.parameters(), lr=0.01, momentum=0.9)
+    m, opt = oar.amp.decorate(m, opt, level="O2", dtype=dtype)
+    x, y = oar.randn(batch, width), oar.randint(0, 10, (batch,))
+    sc = oar.amp.GradScaler(enable=dtype == "float16")
+
+    def step(a, b):
+        opt.zero_grad()
+        with oar.amp.auto_cast(level="O2", dtype=dtype):
+            loss = F.cross_entropy(m(a), b)
+        sc.scale(loss).backward()
+        sc.step(opt)
+        sc.update()
+        return loss
+
+    f = oar.jit.to_static(step) if compiled else step
+    return lambda: f(x, y)
 
 
 def mlp_step(lib, width, batch, dtype, scaler, compiled):
@@ -87,6 +111,10 @@ def main():
             for compiled in ((False, True) if libname == "oar" else (False,)):
                 key = (f"mlp_step_{name}", libname + (" compiled" if compiled else ""))
                 cases[key] = mlp_step(lib, a.width, a.batch, d, dt == "float16", compiled)
+    for name, dt in (("o2_bf16", "bfloat16"), ("o2_f16_scaler", "float16")):
+        for compiled in (False, True):
+            cases[(f"mlp_step_{name}", "oar" + (" compiled" if compiled else ""))] = \
+                mlp_step_o2(oar, a.width, a.batch, dt, compiled)
     res = {k: [] for k in cases}
     for _ in range(a.reps):
         for k, fn in cases.items():

@@ -385,6 +385,59 @@ static void test_o2(void) {
     oar_scope_end();
 }
 
+/* O2 over a parameter list (oar.amp.decorate from Python): kept parameters are their own masters,
+ * an SGD-with-momentum step runs on the f32 masters and rounds them into the f16 parameters,
+ * and refusals (a second decorate, an integer parameter, a repeat) convert nothing. */
+static void test_o2_params(void) {
+    oar_scope_begin();
+    oar_tensor *w = mat(4, 3, 0.3, 0.2, true), *b = mat(1, 3, 0.7, 0.1, true), *g = mat(1, 3, 0.5, 0.9, true);
+    oar_tensor *ps[3] = {w, b, g};
+    const char *names[3] = {"fc.weight", "fc.bias", "norm.weight"};
+    bool keep[3] = {false, false, true};
+    oar_tensor *w0 = oar_detach(oar_clone(w));
+    oar_amp_masters *am = oar_amp_decorate_params(ps, names, keep, 3, OAR_F16);
+    CHECK(am && oar_amp_masters_count(am) == 3);
+    CHECK(oar_dtype_of(w) == OAR_F16 && oar_dtype_of(b) == OAR_F16 && oar_dtype_of(g) == OAR_F32);
+    const char *name;
+    oar_tensor *mw = oar_amp_master(am, 0, &name);
+    CHECK(oar_dtype_of(mw) == OAR_F32 && !strcmp(name, "fc.weight") && t_same_bits(mw, w0));
+    CHECK(oar_amp_master(am, 2, &name) == g && !strcmp(name, "norm.weight"));
+    oar_optim_opts oo = oar_optim_defaults(OAR_OPTIM_SGD);
+    oo.lr = 0.1;
+    oo.momentum = 0.9;
+    oar_optimizer *opt = oar_amp_masters_optimizer(am, &oo);
+    oar_tensor *x = mat(2, 4, 0.9, 0.3, false);
+    for (int step = 0; step < 3; step++) {
+        oar_scope_begin();
+        oar_optimizer_zero_grad(opt);
+        oar_autocast_opts ac = oar_autocast_defaults();
+        ac.level = OAR_AMP_O2;
+        ac.dtype = OAR_F16;
+        CHECK(oar_autocast_begin(&ac) == OAR_OK);
+        oar_tensor *y = oar_add(oar_mul(oar_add(oar_matmul(x, w), b), g), b);
+        oar_autocast_end();
+        CHECK(oar_backward(oar_sum(oar_cast(y, OAR_F32), NULL, 0, false), NULL, false) == OAR_OK);
+        CHECK(oar_amp_masters_step(am, opt, NULL, NULL) == OAR_OK);
+        CHECK(!oar_grad_get(w) && oar_grad_get(mw) && oar_dtype_of(oar_grad_get(mw)) == OAR_F32);
+        oar_scope_end();
+    }
+    CHECK(!t_same_bits(mw, w0));                       /* the masters moved */
+    CHECK(t_same_bits(oar_cast(mw, OAR_F16), w));       /* and the parameters are them rounded */
+    CHECK_ERR(oar_amp_decorate_params(ps, names, NULL, 3, OAR_BF16),
+              "oar_amp_decorate_params: expected f32 parameters, got f16 for 'fc.weight'; decorate a module once");
+    oar_tensor *f = mat(2, 2, 0.1, 0.1, true), *ids = oar_cast(mat(2, 2, 0.1, 0.1, false), OAR_I64);
+    oar_tensor *bad[2] = {f, ids};
+    CHECK_ERR(oar_amp_decorate_params(bad, NULL, NULL, 2, OAR_BF16), "got i64 for '1' (not a floating-point");
+    CHECK(oar_dtype_of(f) == OAR_F32); /* nothing converted */
+    oar_tensor *twice[2] = {f, f};
+    CHECK_ERR(oar_amp_decorate_params(twice, NULL, NULL, 2, OAR_BF16), "parameter '1' is listed twice (at 0 and 1)");
+    CHECK(oar_dtype_of(f) == OAR_F32);
+    CHECK_ERR(oar_amp_decorate_params(bad, NULL, NULL, 1, OAR_F32), "expected dtype f16 or bf16, got f32");
+    oar_optimizer_free(opt);
+    oar_amp_masters_free(am);
+    oar_scope_end();
+}
+
 /* ---- an O2 f16 run with a scaler resumes from its checkpoint bit for bit */
 typedef struct o2_run {
     oar_module *m;
@@ -592,6 +645,7 @@ int main(void) {
     test_scaler_golden();
     test_scaler_floor_static();
     test_o2();
+    test_o2_params();
     test_compiled(OAR_BF16);
     test_compiled(OAR_F16);
     test_cast_pass();

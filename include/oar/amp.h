@@ -144,6 +144,13 @@ OAR_API oar_amp_decorate_opts oar_amp_decorate_defaults(void); /* bf16, norms ke
  * oar_amp_masters_step moves the low gradients to the masters, steps, and writes the masters
  * back to the parameters. Parameters kept f32 are their own masters. */
 OAR_API oar_amp_masters *oar_amp_decorate(oar_module *m, const oar_amp_decorate_opts *opts);
+/* The same over a list of parameters (frontends whose modules are not oar_modules: the Python
+ * package's oar.amp.decorate): params[i] is converted in place unless keep[i] (keep NULL: none
+ * kept); names[i] (names or an entry NULL: its index) names it in errors and checkpoints. Every
+ * parameter must be f32 (a low one means a second decorate) and listed once; a refusal converts
+ * none. */
+OAR_API oar_amp_masters *oar_amp_decorate_params(oar_tensor *const *params, const char *const *names, const bool *keep,
+                                                 int n, oar_dtype dtype);
 OAR_API void oar_amp_masters_free(oar_amp_masters *w);
 OAR_API int oar_amp_masters_count(const oar_amp_masters *w);
 /* Master i (f32, borrowed) and the parameter's path in the module. */

@@ -7,6 +7,7 @@
 #include "ops/op.h"
 #include "optim/optim.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -84,6 +85,59 @@ void oar_amp_masters_free(oar_amp_masters *w) {
     free(w);
 }
 
+static oar_amp_masters *masters_alloc(int n, oar_dtype dtype) {
+    oar_amp_masters *w = calloc(1, sizeof *w);
+    if (w) {
+        w->dtype = dtype;
+        w->source = (oar_state_source){.owner = w, .count = source_count, .tensor = source_tensor, .prefix = "master."};
+        w->param = calloc((size_t)n + 1, sizeof *w->param);
+        w->master = calloc((size_t)n + 1, sizeof *w->master);
+        w->name = calloc((size_t)n + 1, sizeof *w->name);
+    }
+    if (!w || !w->param || !w->master || !w->name) {
+        oar_amp_masters_free(w);
+        oar_error(OAR_ERR_OOM, "oar_amp_decorate: out of memory");
+        return NULL;
+    }
+    return w;
+}
+
+/* Whether p can be decorated: checked for every parameter before any is converted, so a refusal
+ * leaves them all as they were. */
+static oar_status masters_check(const oar_tensor *p, const char *path, const char *fn) {
+    if (!p) return oar_error(OAR_ERR_INVALID_ARG, "%s: expected a tensor, got NULL for '%s'", fn, path);
+    if (p->dtype != OAR_F32) {
+        if (p->dtype == OAR_F16 || p->dtype == OAR_BF16)
+            return oar_error(OAR_ERR_DTYPE, "%s: expected f32 parameters, got %s for '%s'; decorate a module once", fn,
+                             oar_dtype_name(p->dtype), path);
+        if (oar_dtype_is_float(p->dtype))
+            return oar_error(OAR_ERR_DTYPE, "%s: expected f32 parameters, got %s for '%s' (make it f32 first, or "
+                             "keep it out)", fn, oar_dtype_name(p->dtype), path);
+        return oar_error(OAR_ERR_DTYPE, "%s: expected f32 parameters, got %s for '%s' (not a floating-point "
+                         "parameter: leave it out or make it f32)", fn, oar_dtype_name(p->dtype), path);
+    }
+    return OAR_OK;
+}
+
+/* Adds p to w: converted to w->dtype with an f32 master, or its own master when keep. */
+static oar_status masters_add(oar_amp_masters *w, oar_tensor *p, const char *path, bool keep, const char *fn) {
+    int k = w->n;
+    char *name = strdup(path);
+    if (!name) return oar_error(OAR_ERR_OOM, "%s: out of memory", fn);
+    oar_tensor *master = keep ? oar_retain(p) : oar_tensor_contiguous_copy(p);
+    if (!master) {
+        free(name);
+        return oar_last_status();
+    }
+    w->param[k] = oar_retain(p);
+    w->master[k] = master;
+    w->name[k] = name;
+    w->n++;
+    if (keep) return OAR_OK;
+    master->requires_grad = true;
+    return convert_in_place(p, w->dtype);
+}
+
 oar_amp_masters *oar_amp_decorate(oar_module *m, const oar_amp_decorate_opts *opts) {
     oar_init();
     oar_amp_decorate_opts o = opts ? *opts : oar_amp_decorate_defaults();
@@ -96,44 +150,56 @@ oar_amp_masters *oar_amp_decorate(oar_module *m, const oar_amp_decorate_opts *op
         return NULL;
     }
     int np = oar_module_num_parameters(m);
-    oar_amp_masters *w = calloc(1, sizeof *w);
-    if (w) {
-        w->dtype = o.dtype;
-        w->source = (oar_state_source){.owner = w, .count = source_count, .tensor = source_tensor, .prefix = "master."};
-        w->param = calloc((size_t)np + 1, sizeof *w->param);
-        w->master = calloc((size_t)np + 1, sizeof *w->master);
-        w->name = calloc((size_t)np + 1, sizeof *w->name);
-    }
-    if (!w || !w->param || !w->master || !w->name) {
-        oar_amp_masters_free(w);
-        oar_error(OAR_ERR_OOM, "oar_amp_decorate: out of memory");
-        return NULL;
-    }
     for (int i = 0; i < np; i++) {
         const char *path = NULL;
         oar_tensor *p = oar_module_parameter(m, i, &path);
+        if (p && p->requires_grad && masters_check(p, path ? path : "", "oar_amp_decorate") != OAR_OK) return NULL;
+    }
+    oar_amp_masters *w = masters_alloc(np, o.dtype);
+    for (int i = 0; w && i < np; i++) {
+        const char *path = NULL;
+        oar_tensor *p = oar_module_parameter(m, i, &path);
         if (!p || !p->requires_grad) continue;
-        if (p->dtype != OAR_F32) {
-            oar_error(OAR_ERR_DTYPE, "oar_amp_decorate: expected f32 parameters, got %s for '%s'; decorate a module once",
-                      oar_dtype_name(p->dtype), path);
+        if (masters_add(w, p, path ? path : "", kept(&o, m, path ? path : ""), "oar_amp_decorate") != OAR_OK) {
             oar_amp_masters_free(w);
             return NULL;
         }
-        int k = w->n++;
-        w->param[k] = oar_retain(p);
-        w->name[k] = strdup(path ? path : "");
-        if (kept(&o, m, path ? path : "")) {
-            w->master[k] = oar_retain(p);
-            continue;
-        }
-        oar_tensor *master = oar_tensor_contiguous_copy(p);
-        if (!master || !w->name[k] || convert_in_place(p, o.dtype) != OAR_OK) {
-            oar_tensor_unref(master);
+    }
+    return w;
+}
+
+oar_amp_masters *oar_amp_decorate_params(oar_tensor *const *params, const char *const *names, const bool *keep, int n,
+                                         oar_dtype dtype) {
+    oar_init();
+    const char *fn = "oar_amp_decorate_params";
+    if (n < 0 || (n > 0 && !params)) {
+        oar_error(OAR_ERR_INVALID_ARG, "%s: expected n >= 0 parameters, got n = %d with params %s", fn, n,
+                  params ? "given" : "NULL");
+        return NULL;
+    }
+    if (dtype != OAR_F16 && dtype != OAR_BF16) {
+        oar_error(OAR_ERR_DTYPE, "%s: expected dtype f16 or bf16, got %s", fn, oar_dtype_name(dtype));
+        return NULL;
+    }
+    char fallback[32];
+    for (int i = 0; i < n; i++) {
+        snprintf(fallback, sizeof fallback, "%d", i);
+        const char *path = names && names[i] ? names[i] : fallback;
+        if (masters_check(params[i], path, fn) != OAR_OK) return NULL;
+        for (int j = 0; j < i; j++)
+            if (params[j] == params[i]) {
+                oar_error(OAR_ERR_INVALID_ARG, "%s: parameter '%s' is listed twice (at %d and %d); list each once", fn,
+                          path, j, i);
+                return NULL;
+            }
+    }
+    oar_amp_masters *w = masters_alloc(n, dtype);
+    for (int i = 0; w && i < n; i++) {
+        snprintf(fallback, sizeof fallback, "%d", i);
+        if (masters_add(w, params[i], names && names[i] ? names[i] : fallback, keep && keep[i], fn) != OAR_OK) {
             oar_amp_masters_free(w);
             return NULL;
         }
-        master->requires_grad = true;
-        w->master[k] = master;
     }
     return w;
 }

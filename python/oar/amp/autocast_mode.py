@@ -57,7 +57,7 @@ def _apply():
     low, fp32, follow = (list(x.get(k) or ()) for k in ("custom_low", "custom_fp32", "custom_follow"))
     if dev == "cpu" and dt is bfloat16 and x.get("lists", "torch") == "torch":
         follow = [n for n in _TORCH_CPU_BF16_FOLLOW if n not in low and n not in fp32] + follow
-    _C.autocast_begin(True, dt.code, 1, _POLICIES[x.get("cpu_policy", "table")], low, fp32, follow)
+    _C.autocast_begin(True, dt.code, x.get("level", 1), _POLICIES[x.get("cpu_policy", "table")], low, fp32, follow)
     s.held = True
 
 
@@ -67,7 +67,7 @@ def _state_key():
     if not s.held:
         return None
     x = s.extra
-    return (_C.autocast_dtype(), x.get("cpu_policy"), x.get("lists"), *(tuple(x.get(k) or ()) for k in
+    return (_C.autocast_dtype(), x.get("level", 1), x.get("cpu_policy"), x.get("lists"), *(tuple(x.get(k) or ()) for k in
                                                        ("custom_low", "custom_fp32", "custom_follow")))
 
 

@@ -7,6 +7,7 @@ from collections import abc
 from enum import Enum
 
 from .. import _C
+from .paddle_scaler import PaddleScalerNames, scaler_options
 
 
 class OptState(Enum):
@@ -25,10 +26,30 @@ def _c_optimizer(optimizer, fn):
                     f"scaler unscales and skips), got {type(optimizer).__name__}")
 
 
-class GradScaler:
-    def __init__(self, init_scale=2.0 ** 16, growth_factor=2.0, backoff_factor=0.5, growth_interval=2000,
-                 enabled=True):
-        self._enabled = bool(enabled)
+def _sync_grads(optimizer):
+    """O2 (oar.amp.decorate): the low gradients, widened, to the f32 masters the C optimizer holds."""
+    amp = getattr(optimizer, "_amp", None)
+    if amp is not None:
+        amp.sync_grads()
+
+
+class GradScaler(PaddleScalerNames):
+    """torch.cuda.amp.GradScaler(init_scale=65536.0, growth_factor=2.0, backoff_factor=0.5,
+    growth_interval=2000, enabled=True), also paddle.amp.GradScaler(enable=True,
+    init_loss_scaling=65536.0, incr_ratio=2.0, decr_ratio=0.5, incr_every_n_steps=2000,
+    decr_every_n_nan_or_inf=1, use_dynamic_loss_scaling=True): either's keywords; positional
+    arguments in torch's order, or Paddle's when the first is a bool (enable)."""
+
+    def __init__(self, *args, **kwargs):
+        o = scaler_options(args, kwargs)
+        init_scale, growth_factor, backoff_factor = o["init_scale"], o["growth_factor"], o["backoff_factor"]
+        growth_interval = o["growth_interval"]
+        self._enabled = bool(o["enabled"])
+        self._dynamic = bool(o["use_dynamic_loss_scaling"])
+        self._paddle_keys = o["paddle"]  # state_dict with Paddle's keys (made with Paddle's names)
+        self._decr_every_n = o["decr_every_n_nan_or_inf"]
+        self._decr_count = 0      # inf/nan steps since the last backoff (decr_every_n_nan_or_inf > 1)
+        self._skipped_seen = 0    # the C scaler's skipped count at the last update
         if self._enabled:
             assert growth_factor > 1.0, "The growth factor must be > 1.0."
             assert backoff_factor < 1.0, "The backoff factor must be < 1.0."
@@ -37,7 +58,7 @@ class GradScaler:
             self._backoff_factor = backoff_factor
             self._growth_interval = growth_interval
             self._c = _C.GradScaler(float(init_scale), float(growth_factor), float(backoff_factor),
-                                    int(growth_interval))
+                                    int(growth_interval), self._dynamic)
             self._stages = {}            # id(optimizer) -> OptState since the last update()
             self._last_unscaled = None   # the C scaler remembers only the optimizer it unscaled last
 
@@ -71,6 +92,7 @@ class GradScaler:
             raise RuntimeError("unscale_() is being called after step().")
         c = _c_optimizer(optimizer, "unscale_")
         if c is not None:
+            _sync_grads(optimizer)
             self._c.unscale(c)
         self._stages[id(optimizer)] = OptState.UNSCALED
         self._last_unscaled = id(optimizer)
@@ -99,7 +121,11 @@ class GradScaler:
         from .. import jit
 
         jit._note_optimizer(optimizer)
-        self._c.step(c)
+        _sync_grads(optimizer)
+        skipped = self._c.step(c)
+        amp = getattr(optimizer, "_amp", None)
+        if amp is not None and not skipped:  # traced, a skip is the program's: the sync rounds unchanged masters
+            amp.sync_params()
         self._stages[id(optimizer)] = OptState.STEPPED
         return None
 
@@ -110,8 +136,10 @@ class GradScaler:
 
         if stage is OptState.READY:
             self.unscale_(optimizer)
-        finite = all(bool(isfinite(p.grad).all()) for g in optimizer.param_groups for p in g["params"]
-                     if p.grad is not None)
+        amp = getattr(optimizer, "_amp", None)
+        grads = ([m.grad for _, m in amp.named_masters()] if amp is not None else
+                 [p.grad for g in optimizer.param_groups for p in g["params"]])
+        finite = all(bool(isfinite(t).all()) for t in grads if t is not None)
         self._stages[id(optimizer)] = OptState.STEPPED
         return optimizer.step(*args, **kwargs) if finite else None
 
@@ -135,7 +163,10 @@ class GradScaler:
             self._c.load_state("growth_tracker", oar.tensor(tracker, dtype=oar.int64))
         else:
             assert self._stages, "No inf checks were recorded prior to update."
-            self._c.update()
+            if self._decr_every_n > 1 and self._dynamic:
+                self._update_every_n()
+            else:
+                self._c.update()
         self._stages = {}
         self._last_unscaled = None
 
@@ -179,7 +210,8 @@ class GradScaler:
         if not self._enabled:
             return {}
         return {"scale": self.get_scale(), "growth_factor": self._growth_factor, "backoff_factor": self._backoff_factor,
-                "growth_interval": self._growth_interval, "_growth_tracker": self._get_growth_tracker()}
+                "growth_interval": self._growth_interval, "_growth_tracker": self._get_growth_tracker(),
+                **(self._paddle_state() if self._paddle_keys else {})}
 
     def load_state_dict(self, state_dict):
         if not self._enabled:
@@ -189,6 +221,11 @@ class GradScaler:
                                "instance of GradScaler.")
         import oar
 
+        if "growth_factor" not in state_dict and "incr_ratio" in state_dict:  # saved by Paddle's names only
+            return self._load_paddle_state(state_dict)
+        if "decr_every_n_nan_or_inf" in state_dict:
+            self.set_decr_every_n_nan_or_inf(int(state_dict["decr_every_n_nan_or_inf"]))
+            self._decr_count = int(state_dict.get("decr_count", 0))
         self._init_scale = state_dict["scale"]
         self._set_options(state_dict["growth_factor"], state_dict["backoff_factor"], state_dict["growth_interval"])
         self._c.load_state("scale", oar.tensor(float(state_dict["scale"]), dtype=oar.float32))

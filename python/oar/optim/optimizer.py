@@ -12,6 +12,7 @@ class Optimizer:
     _c_keys = ("lr", "momentum", "dampening", "nesterov", "weight_decay", "eps", "amsgrad", "alpha", "centered",
                "lr_decay", "initial_accumulator_value", "rho", "momentum_decay", "lambd", "t0")
     _maximize = False   # whether the C kind offers maximize (torch 1.13 has it for more)
+    _amp = None         # O2's f32 masters (oar.amp.decorate): the C optimizer updates them
 
     def __init__(self, params, defaults):
         if isinstance(params, _C.TensorBase):
@@ -46,6 +47,9 @@ class Optimizer:
         return o
 
     def add_param_group(self, param_group):
+        if self._amp is not None:
+            raise RuntimeError(f"{type(self).__name__}.add_param_group: this optimizer was decorated by oar.amp.decorate "
+                               "(it updates f32 masters of its parameters); add every group before decorate")
         g = self._checked_group(param_group)
         if g.get("lr") is None:
             raise ValueError(f"{type(self).__name__}: a learning rate (lr) is required")
@@ -79,6 +83,10 @@ class Optimizer:
         """Drops every gradient (oar accumulates into a fresh one at the next backward)."""
         if self._c is not None:
             self._c.zero_grad()
+        if self._amp is not None:  # low gradients not yet moved to the masters (a backward without a step)
+            for g in self.param_groups:
+                for p in g["params"]:
+                    p.grad = None
 
     def step(self, closure=None):
         loss = None
@@ -92,7 +100,11 @@ class Optimizer:
 
         jit._note_optimizer(self)  # a compiled step syncs the groups before each of its runs
         if self._c is not None:
+            if self._amp is not None:
+                self._amp.sync_grads()   # the low gradients, widened, become the masters'
             self._c.step()
+            if self._amp is not None:
+                self._amp.sync_params()  # the updated masters, rounded, into the low parameters
         return loss
 
     def _sync_groups(self):
@@ -105,8 +117,11 @@ class Optimizer:
         groups = [{k: v for k, v in g.items() if k != "params"} for g in self.param_groups]
         if self._c is None:
             return {"state": {}, "param_groups": groups, "steps": 0}
-        return {"state": {k: v.clone() for k, v in self._c.state().items()}, "param_groups": groups,
-                "steps": self._c.steps()}
+        d = {"state": {k: v.clone() for k, v in self._c.state().items()}, "param_groups": groups,
+             "steps": self._c.steps()}
+        if self._amp is not None:  # O2: the f32 masters (Paddle's optimizer state_dict holds them too)
+            d["master_weights"] = {n: m.detach().clone() for n, m in self._amp.named_masters()}
+        return d
 
     def load_state_dict(self, state_dict):
         for g, saved in zip(self.param_groups, state_dict["param_groups"]):
@@ -116,6 +131,23 @@ class Optimizer:
                              f"parameters), got {sorted(state_dict['state'])[:4]}")
         for name, t in state_dict["state"].items():
             self._c.load_state(name, t)
+        if self._amp is not None and "master_weights" in state_dict:
+            self._load_masters(state_dict["master_weights"])
+
+    def _load_masters(self, saved):
+        from .._grad_mode import no_grad
+
+        mine = dict(self._amp.named_masters())
+        if set(saved) != set(mine):
+            raise ValueError(f"{type(self).__name__}.load_state_dict: expected master weights for "
+                             f"{sorted(mine)[:4]}..., got {sorted(saved)[:4]}...")
+        with no_grad():
+            for n, m in mine.items():
+                if tuple(saved[n].shape) != tuple(m.shape):
+                    raise ValueError(f"{type(self).__name__}.load_state_dict: master weight {n!r} has shape "
+                                     f"{tuple(saved[n].shape)}, expected {tuple(m.shape)}")
+                m.copy_(saved[n])
+        self._amp.sync_params()
 
     def __repr__(self):
         s = type(self).__name__ + " ("

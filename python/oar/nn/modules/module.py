@@ -354,6 +354,9 @@ class Module:
         for name, m in self._modules.items():
             if m is not None:
                 m.state_dict(destination=destination, prefix=prefix + name + ".", keep_vars=keep_vars)
+        hook = self.__dict__.get("_state_dict_hook")  # oar.amp.decorate's: f32 masters for low parameters
+        if hook is not None:
+            hook(self, destination, prefix)
         return destination
 
     def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
@@ -416,6 +419,9 @@ class Module:
                 errors.insert(0, "Missing key(s) in state_dict: " + ", ".join(f'"{k}"' for k in missing) + ". ")
         if errors:
             raise RuntimeError(f"Error(s) in loading state_dict for {type(self).__name__}:\n\t" + "\n\t".join(errors))
+        hook = self.__dict__.get("_load_state_dict_hook")  # oar.amp.decorate's: the masters from the values
+        if hook is not None:
+            hook(self, state_dict)
         return _IncompatibleKeys(missing, unexpected)
 
     # ---- printing
