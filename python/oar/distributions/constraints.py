@@ -2,7 +2,8 @@
 tensor (elementwise, or per event for the event constraints); reprs are torch's."""
 __all__ = ["Constraint", "real", "positive", "nonnegative", "unit_interval", "boolean", "nonnegative_integer",
            "simplex", "lower_cholesky", "positive_definite", "real_vector", "greater_than", "greater_than_eq",
-           "interval", "half_open_interval", "integer_interval", "dependent", "dependent_property"]
+           "interval", "half_open_interval", "integer_interval", "dependent", "dependent_property", "independent",
+           "positive_integer"]
 
 
 class Constraint:
@@ -121,6 +122,27 @@ class _PositiveDefinite(Constraint):
         return sym & (linalg.eigvalsh(value) > 0).all(-1)
 
 
+class _IndependentConstraint(Constraint):
+    """base_constraint over the rightmost reinterpreted_batch_ndims dims taken together (all must hold)."""
+
+    def __init__(self, base_constraint, reinterpreted_batch_ndims):
+        self.base_constraint, self.reinterpreted_batch_ndims = base_constraint, reinterpreted_batch_ndims
+        self.is_discrete = base_constraint.is_discrete
+        self.event_dim = base_constraint.event_dim + reinterpreted_batch_ndims
+
+    def check(self, value):
+        result = self.base_constraint.check(value)
+        if result.dim() < self.reinterpreted_batch_ndims:
+            expected = self.base_constraint.event_dim + self.reinterpreted_batch_ndims
+            raise ValueError(f"Expected value.dim() >= {expected} but got {value.dim()}")
+        for _ in range(self.reinterpreted_batch_ndims):
+            result = result.all(-1)
+        return result
+
+    def __repr__(self):
+        return f"IndependentConstraint({self.base_constraint!r}, {self.reinterpreted_batch_ndims})"
+
+
 class _Dependent(Constraint):
     """A constraint that depends on other parameters (Uniform's low and high): not checked itself."""
 
@@ -138,3 +160,4 @@ simplex, real_vector, lower_cholesky, positive_definite = _Simplex(), _RealVecto
 dependent = _Dependent()
 greater_than, greater_than_eq, interval = _GreaterThan, _GreaterThanEq, _Interval
 half_open_interval, integer_interval = _HalfOpenInterval, _IntegerInterval
+independent, positive_integer = _IndependentConstraint, _IntegerGreaterThan(1)

@@ -1,7 +1,10 @@
 """kl_divergence(p, q) and register_kl: closed forms by the pair of types (the most specific pair
 registered for the types' classes wins, as torch's lookup)."""
+import math
 
+from .beta import Beta, Dirichlet
 from .continuous import Exponential, Laplace, Normal, Uniform
+from .gamma import Gamma
 from .counts import Binomial, Poisson
 from .discrete import Bernoulli, Categorical, OneHotCategorical
 from .independent import Independent
@@ -124,3 +127,137 @@ def _kl_binomial_binomial(p, q):
     t1 = p.probs * (NF.softplus(-q.logits) - NF.softplus(-p.logits))
     t2 = (1 - p.probs) * (NF.softplus(q.logits) - NF.softplus(p.logits))
     return p.total_count * (t1 + t2)
+
+
+# ---- the Gamma family (torch's closed forms; inf where p's support reaches outside q's)
+_EULER = 0.57721566490153286061
+
+
+def _inf_like(t):
+    from .. import full_like
+
+    return full_like(t, math.inf)
+
+
+def _inf_where(cond, result):
+    from .. import where
+
+    return where(cond, _inf_like(result), result)
+
+
+def _xlogx(x):
+    return x * x.log()
+
+
+@register_kl(Gamma, Gamma)
+def _kl_gamma_gamma(p, q):
+    a, b = p.concentration, p.rate
+    return q.concentration * (b / q.rate).log() + q.concentration.lgamma() - a.lgamma() + \
+        (a - q.concentration) * a.digamma() + (q.rate - b) * (a / b)
+
+
+@register_kl(Beta, Beta)
+def _kl_beta_beta(p, q):
+    sp, sq = p.concentration1 + p.concentration0, q.concentration1 + q.concentration0
+    t1 = q.concentration1.lgamma() + q.concentration0.lgamma() + sp.lgamma()
+    t2 = p.concentration1.lgamma() + p.concentration0.lgamma() + sq.lgamma()
+    t3 = (p.concentration1 - q.concentration1) * p.concentration1.digamma()
+    t4 = (p.concentration0 - q.concentration0) * p.concentration0.digamma()
+    return t1 - t2 + t3 + t4 + (sq - sp) * sp.digamma()
+
+
+@register_kl(Dirichlet, Dirichlet)
+def _kl_dirichlet_dirichlet(p, q):
+    sp, sq = p.concentration.sum(-1), q.concentration.sum(-1)
+    t2 = (p.concentration.lgamma() - q.concentration.lgamma()).sum(-1)
+    t4 = p.concentration.digamma() - sp.digamma().unsqueeze(-1)
+    return sp.lgamma() - sq.lgamma() - t2 + ((p.concentration - q.concentration) * t4).sum(-1)
+
+
+@register_kl(Exponential, Gamma)
+def _kl_exponential_gamma(p, q):
+    ratio = q.rate / p.rate
+    return -q.concentration * ratio.log() + ratio + q.concentration.lgamma() + q.concentration * _EULER - \
+        (1 + _EULER)
+
+
+@register_kl(Gamma, Exponential)
+def _kl_gamma_exponential(p, q):
+    return -p.entropy() - q.rate.log() + q.rate * p.concentration / p.rate
+
+
+@register_kl(Gamma, Normal)
+def _kl_gamma_normal(p, q):
+    var, b2, a = q.scale.pow(2), p.rate.pow(2), p.concentration
+    t1 = 0.5 * (b2 * var * 2 * math.pi).log() - a - a.lgamma()
+    t2 = 0.5 * (a.pow(2) + a) / b2
+    return t1 + (a - 1) * a.digamma() + (t2 - q.loc * a / p.rate + 0.5 * q.loc.pow(2)) / var
+
+
+@register_kl(Beta, Gamma)
+def _kl_beta_gamma(p, q):
+    c1, c0 = p.concentration1, p.concentration0
+    t2 = q.concentration.lgamma() - q.concentration * q.rate.log()
+    t3 = (q.concentration - 1) * (c1.digamma() - (c1 + c0).digamma())
+    return -p.entropy() + t2 - t3 + q.rate * c1 / (c1 + c0)
+
+
+@register_kl(Beta, Exponential)
+def _kl_beta_exponential(p, q):
+    return -p.entropy() - q.rate.log() + q.rate * (p.concentration1 / (p.concentration1 + p.concentration0))
+
+
+@register_kl(Beta, Normal)
+def _kl_beta_normal(p, q):
+    total = p.concentration1 + p.concentration0
+    mean, var = p.concentration1 / total, q.scale.pow(2)
+    t3 = (mean * (1 - mean) / (total + 1) + mean.pow(2)) * 0.5
+    return -p.entropy() + 0.5 * (var * 2 * math.pi).log() + (t3 - q.loc * mean + q.loc.pow(2) * 0.5) / var
+
+
+@register_kl(Beta, Uniform)
+def _kl_beta_uniform(p, q):
+    result = -p.entropy() + (q.high - q.low).log()
+    return _inf_where((q.low > 0) | (q.high < 1), result)
+
+
+@register_kl(Uniform, Beta)
+def _kl_uniform_beta(p, q):
+    width = p.high - p.low
+    t2 = (q.concentration1 - 1) * (_xlogx(p.high) - _xlogx(p.low) - width) / width
+    t3 = (q.concentration0 - 1) * (_xlogx(1 - p.high) - _xlogx(1 - p.low) + width) / width
+    t4 = q.concentration1.lgamma() + q.concentration0.lgamma() - (q.concentration1 + q.concentration0).lgamma()
+    return _inf_where((p.high > 1) | (p.low < 0), t3 + t4 - width.log() - t2)
+
+
+@register_kl(Uniform, Gamma)
+def _kl_uniform_gamma(p, q):
+    width = p.high - p.low
+    t2 = q.concentration.lgamma() - q.concentration * q.rate.log()
+    t3 = (1 - q.concentration) * (_xlogx(p.high) - _xlogx(p.low) - width) / width
+    return _inf_where(p.low < 0, -width.log() + t2 + t3 + q.rate * (p.high + p.low) / 2)
+
+
+@register_kl(Gamma, Beta)
+@register_kl(Gamma, Uniform)
+def _kl_gamma_infinity(p, q):
+    return _inf_like(p.concentration)
+
+
+@register_kl(Exponential, Beta)
+@register_kl(Exponential, Uniform)
+def _kl_exponential_infinity(p, q):
+    return _inf_like(p.rate)
+
+
+@register_kl(Normal, Beta)
+@register_kl(Normal, Exponential)
+@register_kl(Normal, Gamma)
+@register_kl(Normal, Uniform)
+@register_kl(Laplace, Beta)
+@register_kl(Laplace, Exponential)
+@register_kl(Laplace, Gamma)
+@register_kl(Laplace, Uniform)
+def _kl_real_infinity(p, q):
+    return _inf_like(p.loc)
+
