@@ -3,10 +3,12 @@ parameter validation, reparameterized sampling and KL divergences, written on oa
 log_prob, entropy and rsample are differentiable and traceable). docs/python.md lists them."""
 from . import constraints  # noqa: F401
 from .beta import Beta, Dirichlet  # noqa: F401
-from .continuous import Exponential, Laplace, Normal, Uniform  # noqa: F401
-from .counts import Binomial, Poisson  # noqa: F401
+from .continuous import Cauchy, Exponential, Laplace, Normal, Uniform  # noqa: F401
+from .counts import Binomial, Geometric, NegativeBinomial, Poisson  # noqa: F401
 from .discrete import Bernoulli, Categorical, OneHotCategorical  # noqa: F401
 from .distribution import Distribution  # noqa: F401
+from .extreme_value import Gumbel, Pareto, Weibull  # noqa: F401
+from .folded import HalfCauchy, HalfNormal  # noqa: F401
 from .gamma import Chi2, Gamma  # noqa: F401
 from .independent import Independent  # noqa: F401
 from .kl import kl_divergence, register_kl  # noqa: F401
@@ -14,11 +16,12 @@ from .multivariate_normal import MultivariateNormal  # noqa: F401
 from .student import FisherSnedecor, StudentT  # noqa: F401
 from . import transforms  # noqa: F401
 from .transformed_distribution import LogNormal, TransformedDistribution  # noqa: F401
-from .transforms import (AffineTransform, ComposeTransform, ExpTransform, PowerTransform,  # noqa: F401
-                         SigmoidTransform, TanhTransform, Transform)
+from .transforms import (AbsTransform, AffineTransform, ComposeTransform, ExpTransform,  # noqa: F401
+                         PowerTransform, SigmoidTransform, TanhTransform, Transform)
 
 __all__ = ["Distribution", "Normal", "Uniform", "Exponential", "Laplace", "Bernoulli", "Categorical",
            "OneHotCategorical", "MultivariateNormal", "Independent", "kl_divergence", "register_kl", "constraints",
            "TransformedDistribution", "LogNormal", "transforms", "Transform", "ExpTransform", "AffineTransform",
            "SigmoidTransform", "TanhTransform", "PowerTransform", "ComposeTransform", "Poisson", "Binomial",
-           "Gamma", "Chi2", "Beta", "Dirichlet", "StudentT", "FisherSnedecor"]
+           "Gamma", "Chi2", "Beta", "Dirichlet", "StudentT", "FisherSnedecor", "Cauchy", "HalfNormal", "HalfCauchy",
+           "Gumbel", "Weibull", "Pareto", "Geometric", "NegativeBinomial", "AbsTransform"]

@@ -3,9 +3,11 @@ registered for the types' classes wins, as torch's lookup)."""
 import math
 
 from .beta import Beta, Dirichlet
-from .continuous import Exponential, Laplace, Normal, Uniform
+from .continuous import Cauchy, Exponential, Laplace, Normal, Uniform
+from .counts import Binomial, Geometric, Poisson
+from .extreme_value import Gumbel, Pareto
+from .folded import HalfNormal
 from .gamma import Gamma
-from .counts import Binomial, Poisson
 from .discrete import Bernoulli, Categorical, OneHotCategorical
 from .independent import Independent
 from .multivariate_normal import MultivariateNormal
@@ -260,4 +262,130 @@ def _kl_exponential_infinity(p, q):
 @register_kl(Laplace, Uniform)
 def _kl_real_infinity(p, q):
     return _inf_like(p.loc)
+
+
+# ---- Cauchy, HalfNormal, Gumbel, Pareto, Geometric
+@register_kl(Cauchy, Cauchy)
+def _kl_cauchy_cauchy(p, q):
+    return ((p.scale + q.scale).pow(2) + (p.loc - q.loc).pow(2)).log() - (4 * p.scale * q.scale).log()
+
+
+@register_kl(HalfNormal, HalfNormal)
+def _kl_halfnormal_halfnormal(p, q):
+    return _kl_normal_normal(p.base_dist, q.base_dist)
+
+
+@register_kl(Gumbel, Gumbel)
+def _kl_gumbel_gumbel(p, q):
+    r, lq, lp = p.scale / q.scale, q.loc / q.scale, p.loc / q.scale
+    return -r.log() - lq + lp + r * _EULER + (lq + (1 + r).lgamma() - lp).exp() - (1 + _EULER)
+
+
+@register_kl(Pareto, Pareto)
+def _kl_pareto_pareto(p, q):
+    ratio = q.alpha / p.alpha
+    result = q.alpha * (p.scale / q.scale).log() - ratio.log() + ratio - 1
+    return _inf_where(p.scale < q.scale, result)   # p's support starts below q's
+
+
+@register_kl(Geometric, Geometric)
+def _kl_geometric_geometric(p, q):
+    return -p.entropy() - (-q.probs).log1p() / p.probs - q.logits
+
+
+@register_kl(Exponential, Gumbel)
+def _kl_exponential_gumbel(p, q):
+    sr, lr = p.rate * q.scale, q.loc / q.scale
+    return sr.log() - 1 - lr + lr.exp() * sr / (sr + 1) + sr.reciprocal()
+
+
+@register_kl(Gamma, Gumbel)
+def _kl_gamma_gumbel(p, q):
+    a, bs, lr = p.concentration, p.rate * q.scale, q.loc / q.scale
+    t1 = (a - 1) * a.digamma() - a.lgamma() - a
+    return t1 + bs.log() + a / bs + lr.exp() * (1 + bs.reciprocal()).pow(-a) - lr
+
+
+@register_kl(Gumbel, Normal)
+def _kl_gumbel_normal(p, q):
+    r = p.scale / q.scale
+    t3 = ((p.loc + p.scale * _EULER - q.loc) / q.scale).pow(2) * 0.5
+    return -(r / math.sqrt(2 * math.pi)).log() + (math.pi * r * 0.5).pow(2) / 3 + t3 - (_EULER + 1)
+
+
+@register_kl(Normal, Gumbel)
+def _kl_normal_gumbel(p, q):
+    m, v, lr = p.loc / q.scale, (p.scale / q.scale).pow(2), q.loc / q.scale
+    return -0.5 * v.log() + m - lr + (-m + 0.5 * v + lr).exp() - 0.5 * (1 + math.log(2 * math.pi))
+
+
+@register_kl(Uniform, Gumbel)
+def _kl_uniform_gumbel(p, q):
+    c = q.scale / (p.high - p.low)
+    hi, lo = (p.high - q.loc) / q.scale, (p.low - q.loc) / q.scale
+    return c.log() + 0.5 * (hi + lo) - c * ((-hi).exp() - (-lo).exp())
+
+
+@register_kl(Pareto, Exponential)
+def _kl_pareto_exponential(p, q):
+    sr = p.scale * q.rate
+    result = (p.alpha / sr).log() - p.alpha.reciprocal() + p.alpha * sr / (p.alpha - 1) - 1
+    return _inf_where(p.alpha <= 1, result)
+
+
+@register_kl(Pareto, Gamma)
+def _kl_pareto_gamma(p, q):
+    common = p.scale.log() + p.alpha.reciprocal()
+    t2 = q.concentration.lgamma() - q.concentration * q.rate.log()
+    t4 = q.rate * p.alpha * p.scale / (p.alpha - 1)
+    return _inf_where(p.alpha <= 1, p.alpha.log() - common + t2 + (1 - q.concentration) * common + t4 - 1)
+
+
+@register_kl(Pareto, Normal)
+def _kl_pareto_normal(p, q):
+    var2, common = 2 * q.scale.pow(2), p.scale / (p.alpha - 1)
+    t1 = (math.sqrt(2 * math.pi) * q.scale * p.alpha / p.scale).log()
+    t3 = p.alpha * common.pow(2) / (p.alpha - 2)
+    t4 = (p.alpha * common - q.loc).pow(2)
+    return _inf_where(p.alpha <= 2, t1 - p.alpha.reciprocal() + (t3 + t4) / var2 - 1)
+
+
+@register_kl(Uniform, Pareto)
+def _kl_uniform_pareto(p, q):
+    width = p.high - p.low
+    t1 = (q.alpha * q.scale.pow(q.alpha) * width).log()
+    t2 = (_xlogx(p.high) - _xlogx(p.low) - width) / width
+    return _inf_where(p.low < q.scale, t2 * (q.alpha + 1) - t1)
+
+
+@register_kl(Gumbel, Beta)
+@register_kl(Gumbel, Exponential)
+@register_kl(Gumbel, Gamma)
+@register_kl(Gumbel, Pareto)
+@register_kl(Gumbel, Uniform)
+@register_kl(Normal, Pareto)
+@register_kl(Laplace, Pareto)
+def _kl_real_line_infinity(p, q):
+    return _inf_like(p.loc)
+
+
+@register_kl(Pareto, Beta)
+@register_kl(Pareto, Uniform)
+def _kl_pareto_infinity(p, q):
+    return _inf_like(p.scale)
+
+
+@register_kl(Exponential, Pareto)
+def _kl_exponential_pareto(p, q):
+    return _inf_like(p.rate)
+
+
+@register_kl(Gamma, Pareto)
+def _kl_gamma_pareto(p, q):
+    return _inf_like(p.concentration)
+
+
+@register_kl(Beta, Pareto)
+def _kl_beta_pareto(p, q):
+    return _inf_like(p.concentration1)
 

@@ -41,7 +41,21 @@ class TransformedDistribution(Distribution):
             x = t(x)
         return x
 
+    def expand(self, batch_shape, _instance=None):
+        """the base distribution expanded to the shape the transforms map onto batch_shape (all of oar's
+        transforms keep shapes); the transforms' parameters broadcast"""
+        new = _instance if _instance is not None else type(self).__new__(type(self))
+        batch_shape = Size(batch_shape)
+        shape = tuple(batch_shape) + tuple(self._event_shape)
+        new.base_dist = self.base_dist.expand(Size(shape[:len(shape) - len(self.base_dist.event_shape)]))
+        new.transforms = self.transforms
+        Distribution.__init__(new, batch_shape, self._event_shape, validate_args=False)
+        new._validate_args = self._validate_args
+        return new
+
     def log_prob(self, value):
+        if self._validate_args:
+            self._validate_sample(value)
         event_dim = len(self._event_shape)
         result, y = 0, value
         for t in reversed(self.transforms):

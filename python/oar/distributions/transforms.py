@@ -6,7 +6,7 @@ import math
 from . import constraints
 
 __all__ = ["Transform", "ExpTransform", "AffineTransform", "SigmoidTransform", "TanhTransform", "PowerTransform",
-           "ComposeTransform", "identity_transform"]
+           "ComposeTransform", "AbsTransform", "identity_transform"]
 
 
 class Transform:
@@ -69,6 +69,18 @@ class ExpTransform(Transform):
 
     def log_abs_det_jacobian(self, x, y):
         return x
+
+
+class AbsTransform(Transform):
+    """y = |x|: not invertible; its inverse takes the nonnegative branch (HalfNormal, HalfCauchy)"""
+    bijective = False
+    codomain = constraints.positive
+
+    def _call(self, x):
+        return x.abs()
+
+    def _inverse(self, y):
+        return y
 
 
 class AffineTransform(Transform):

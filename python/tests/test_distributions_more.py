@@ -1,0 +1,223 @@
+"""More of oar.distributions beside torch.distributions 1.13: Cauchy, HalfNormal, HalfCauchy, Gumbel,
+Weibull, Pareto, Geometric and NegativeBinomial. Statistics and their parameter gradients in f64 (1e-9),
+the KL pairs torch registers among them and with the rest, shapes / expand / reprs / validation, and
+draws compared by distribution (Kolmogorov-Smirnov distances against the exact CDFs, frequencies against
+the pmf), never bit for bit."""
+import math
+
+import numpy as np
+import pytest
+
+import oar
+from conftest import torch_or_skip
+
+R = np.random.default_rng(11)
+LOC, SCALE = R.standard_normal((2, 3)), R.random((2, 3)) + 0.5
+CONC = R.random((2, 3)) * 3 + 0.4
+ALPHA = np.array([[0.7, 1.5, 2.5], [3.0, 4.5, 9.0]])
+PROBS = R.random((2, 3)) * 0.8 + 0.1
+POS = R.random((4, 2, 3)) * 4 + 0.05
+REAL = R.standard_normal((4, 2, 3)) * 2
+COUNTS = np.array([[0, 1, 4], [7, 2, 0]], float)
+Q = R.random((2, 3)) * 0.9 + 0.05
+
+# name -> (constructor(L, params), parameter arrays, values for log_prob / cdf, methods)
+CASES = {
+    "Cauchy": (lambda L, p: L.distributions.Cauchy(p[0], p[1]), [LOC, SCALE], REAL,
+               ["log_prob", "cdf", "icdf", "entropy", "mean", "variance", "mode"]),
+    "HalfNormal": (lambda L, p: L.distributions.HalfNormal(p[0]), [SCALE], np.abs(REAL),
+                   ["log_prob", "cdf", "icdf", "entropy", "mean", "variance", "mode"]),
+    "HalfCauchy": (lambda L, p: L.distributions.HalfCauchy(p[0]), [SCALE], np.abs(REAL),
+                   ["log_prob", "cdf", "icdf", "entropy", "mean", "variance", "mode"]),
+    "Gumbel": (lambda L, p: L.distributions.Gumbel(p[0], p[1]), [LOC, SCALE], REAL,
+               ["log_prob", "entropy", "mean", "variance", "stddev", "mode"]),
+    "Weibull": (lambda L, p: L.distributions.Weibull(p[0], p[1]), [SCALE, CONC], POS,
+                ["log_prob", "entropy", "mean", "variance", "mode"]),
+    "Pareto": (lambda L, p: L.distributions.Pareto(p[0], p[1]), [SCALE * 0.05, ALPHA], POS,
+               ["log_prob", "entropy", "mean", "variance", "mode", "cdf", "icdf"]),
+    "Geometric probs": (lambda L, p: L.distributions.Geometric(probs=p[0]), [PROBS], COUNTS,
+                        ["log_prob", "entropy", "mean", "variance", "mode"]),
+    "Geometric logits": (lambda L, p: L.distributions.Geometric(logits=p[0]), [LOC], COUNTS, ["log_prob", "entropy"]),
+    "NegativeBinomial": (lambda L, p: L.distributions.NegativeBinomial(p[0], probs=p[1]), [CONC, PROBS], COUNTS,
+                         ["log_prob", "mean", "variance", "mode"]),
+    "NegativeBinomial logits": (lambda L, p: L.distributions.NegativeBinomial(p[0], logits=p[1]), [CONC, LOC], COUNTS,
+                                ["log_prob", "mean"]),
+}
+
+
+def evaluate(L, name, how):
+    make, params, value, _ = CASES[name]
+    ts = [L.from_numpy(p.copy()).requires_grad_() for p in params]
+    d = make(L, ts)
+    if how in ("log_prob", "cdf"):
+        out = getattr(d, how)(L.from_numpy(value.copy()))
+    elif how == "icdf":
+        out = d.icdf(L.from_numpy(Q.copy()))
+    else:
+        out = d.entropy() if how == "entropy" else getattr(d, how)
+    grads = []
+    if out.requires_grad:
+        finite = out.detach().isfinite()
+        w = (L.arange(float(out.numel())).reshape(tuple(out.shape)) + 1) * finite.to(out.dtype)
+        (L.where(finite, out, L.zeros_like(out)) * w).sum().backward()
+        grads = [t.grad.numpy() if t.grad is not None else np.zeros_like(p) for t, p in zip(ts, params)]
+    return out.detach().numpy(), grads, (tuple(d.batch_shape), tuple(d.event_shape))
+
+
+@pytest.mark.parametrize("name,how", [(n, h) for n, c in CASES.items() for h in c[3]])
+def test_values_and_gradients_match_torch(name, how):
+    torch = torch_or_skip()
+    o, t = evaluate(oar, name, how), evaluate(torch, name, how)
+    np.testing.assert_allclose(o[0], t[0], rtol=1e-9, atol=1e-12)
+    for go, gt in zip(o[1], t[1]):
+        np.testing.assert_allclose(go, gt, rtol=1e-8, atol=1e-10)
+    assert o[2] == t[2]
+
+
+def _pairs(L):
+    D, f = L.distributions, L.from_numpy
+    par = lambda s=1.0, a=ALPHA: D.Pareto(f(SCALE * s), f(a))
+    gum = lambda s=1.0: D.Gumbel(f(LOC * s), f(SCALE))
+    unit = D.Uniform(f(Q * 0.3 + 2), f(Q * 0.3 + 2.5))
+    return {
+        "Cauchy Cauchy": (D.Cauchy(f(LOC), f(SCALE)), D.Cauchy(f(LOC * 0.3), f(SCALE * 2))),
+        "HalfNormal HalfNormal": (D.HalfNormal(f(SCALE)), D.HalfNormal(f(SCALE[::-1].copy()))),
+        "Gumbel Gumbel": (gum(), gum(-0.5)), "Pareto Pareto": (par(), par(0.8, ALPHA * 0.5)),
+        "Pareto Pareto outside": (par(), par(1.3)),
+        "Geometric Geometric": (D.Geometric(f(PROBS)), D.Geometric(f(PROBS[::-1].copy()))),
+        "Exponential Gumbel": (D.Exponential(f(SCALE)), gum()), "Gamma Gumbel": (D.Gamma(f(CONC), f(SCALE)), gum()),
+        "Gumbel Normal": (gum(), D.Normal(f(LOC), f(SCALE))), "Normal Gumbel": (D.Normal(f(LOC), f(SCALE)), gum()),
+        "Uniform Gumbel": (unit, gum()), "Pareto Exponential": (par(), D.Exponential(f(SCALE))),
+        "Pareto Gamma": (par(), D.Gamma(f(CONC), f(SCALE))), "Pareto Normal": (par(), D.Normal(f(LOC), f(SCALE))),
+        "Uniform Pareto": (unit, par(0.5)), "Uniform Pareto outside": (D.Uniform(f(Q * 0), f(Q + 1)), par()),
+        "Gumbel Gamma": (gum(), D.Gamma(f(CONC), f(SCALE))), "Normal Pareto": (D.Normal(f(LOC), f(SCALE)), par()),
+        "Pareto Uniform": (par(), unit), "Exponential Pareto": (D.Exponential(f(SCALE)), par()),
+        "Beta Pareto": (D.Beta(f(CONC), f(SCALE)), par()), "Gamma Pareto": (D.Gamma(f(CONC), f(SCALE)), par()),
+    }
+
+
+@pytest.mark.parametrize("name", sorted(_pairs(oar)))
+def test_kl_divergence_matches_torch(name):
+    torch = torch_or_skip()
+    res = [L.distributions.kl_divergence(*_pairs(L)[name]).numpy() for L in (oar, torch)]
+    np.testing.assert_allclose(res[0], res[1], rtol=1e-9, atol=1e-12)
+
+
+def _ks(x, cdf):
+    x = np.sort(x)
+    c, n = cdf(x), len(x)
+    return max((np.arange(1, n + 1) / n - c).max(), (c - np.arange(n) / n).max())
+
+
+N = 20000
+KS_BOUND = 1.95 / math.sqrt(N)   # exceeded with probability 1e-3 by a correct sampler
+
+
+def test_continuous_draws_follow_their_cdfs():
+    D = oar.distributions
+    checks = [
+        (D.Cauchy(0.5, 2.0), lambda v: 0.5 + np.arctan((v - 0.5) / 2) / math.pi),
+        (D.HalfNormal(1.5), lambda v: np.array([math.erf(t / (1.5 * math.sqrt(2))) for t in v])),
+        (D.HalfCauchy(0.7), lambda v: 2 * np.arctan(v / 0.7) / math.pi),
+        (D.Gumbel(1.0, 2.0), lambda v: np.exp(-np.exp(-(v - 1.0) / 2.0))),
+        (D.Weibull(2.0, 0.8), lambda v: 1 - np.exp(-(v / 2.0) ** 0.8)),
+        (D.Pareto(1.5, 2.5), lambda v: 1 - (1.5 / v) ** 2.5),
+    ]
+    for d, cdf in checks:
+        x = d.sample((N,)).numpy()
+        assert x.shape == (N,)
+        assert _ks(x, cdf) < KS_BOUND, d
+        r = d.rsample((N,))   # the reparameterized path draws the same distribution
+        assert _ks(r.numpy(), cdf) < KS_BOUND, d
+
+
+def test_count_draws_follow_their_pmfs():
+    D = oar.distributions
+    p = 0.3
+    x = D.Geometric(oar.tensor(p)).sample((N,)).numpy()
+    assert (x == np.round(x)).all() and x.min() >= 0
+    k = np.arange(12)
+    freq = np.bincount(x.astype(int), minlength=12)[:12] / N
+    np.testing.assert_allclose(freq, p * (1 - p) ** k, atol=0.012)
+    # NegativeBinomial(r, p): mean r p / (1 - p), variance r p / (1 - p)^2, pmf by lgamma
+    r, p = 3.5, 0.4
+    x = D.NegativeBinomial(r, oar.tensor(p)).sample((N,)).numpy()
+    assert (x == np.round(x)).all() and x.min() >= 0
+    k = np.arange(15)
+    pmf = np.exp([math.lgamma(r + i) - math.lgamma(i + 1) - math.lgamma(r) + r * math.log(1 - p) + i * math.log(p)
+                  for i in k])
+    freq = np.bincount(x.astype(int), minlength=15)[:15] / N
+    np.testing.assert_allclose(freq, pmf, atol=0.012)
+    m, v = r * p / (1 - p), r * p / (1 - p) ** 2
+    assert abs(x.mean() - m) < 5 * math.sqrt(v / N)
+
+
+def test_rsample_gradients():
+    """d x / d loc = 1 and d x / d scale = (x - loc) / scale for the location-scale draws; Weibull and Pareto
+    through their transforms: d x / d scale = x / scale"""
+    D = oar.distributions
+    for make in (lambda l, s: D.Cauchy(l, s), lambda l, s: D.Gumbel(l, s)):
+        loc, scale = oar.full((6,), 0.3, requires_grad=True), oar.full((6,), 1.7, requires_grad=True)
+        x = make(loc, scale).rsample()
+        x.sum().backward()
+        np.testing.assert_allclose(loc.grad.numpy(), np.ones(6))
+        np.testing.assert_allclose(scale.grad.numpy(), (x.detach().numpy() - 0.3) / 1.7, rtol=1e-5, atol=1e-6)
+    for make in (lambda s: D.Weibull(s, 1.3), lambda s: D.Pareto(s, 2.0), lambda s: D.HalfNormal(s)):
+        scale = oar.full((6,), 1.7, dtype=oar.float64, requires_grad=True)
+        x = make(scale).rsample()
+        x.sum().backward()
+        np.testing.assert_allclose(scale.grad.numpy(), x.detach().numpy() / 1.7, rtol=1e-9)
+
+
+def test_shapes_expand_supports_and_reprs():
+    torch = torch_or_skip()
+    makes = {
+        "Cauchy": lambda L: L.distributions.Cauchy(L.zeros(2, 3), 1.0),
+        "Cauchy scalar": lambda L: L.distributions.Cauchy(0.0, 1.0),
+        "HalfNormal": lambda L: L.distributions.HalfNormal(L.ones(3)),
+        "HalfCauchy": lambda L: L.distributions.HalfCauchy(2.0),
+        "Gumbel": lambda L: L.distributions.Gumbel(L.zeros(3), 2.0),
+        "Weibull": lambda L: L.distributions.Weibull(L.ones(2, 1), L.ones(3) * 2),
+        "Pareto": lambda L: L.distributions.Pareto(1.0, L.ones(3) * 3),
+        "Geometric": lambda L: L.distributions.Geometric(L.full((3,), 0.3)),
+        "Geometric logits": lambda L: L.distributions.Geometric(logits=L.zeros(2, 2)),
+        "NegativeBinomial": lambda L: L.distributions.NegativeBinomial(L.ones(3) * 2, L.full((3,), 0.3)),
+    }
+    for name, make in makes.items():
+        o, t = make(oar), make(torch)
+        assert repr(o).replace("oar.", "torch.") == repr(t), name
+        assert (tuple(o.batch_shape), tuple(o.event_shape)) == (tuple(t.batch_shape), tuple(t.event_shape)), name
+        assert o.has_rsample == t.has_rsample, name
+        if name != "Pareto":   # a dependent support: its repr holds the scale tensor
+            assert repr(o.support) == repr(t.support), name
+        assert {k: repr(v) for k, v in o.arg_constraints.items()} == {k: repr(v) for k, v in t.arg_constraints.items()}
+        for shape in ((), (4,), (2, 5)):
+            assert tuple(o.sample(shape).shape) == tuple(t.sample(shape).shape), (name, shape)
+        big = (6,) + tuple(o.batch_shape)
+        oe, te = o.expand(big), t.expand(big)
+        assert type(oe) is type(o) and tuple(oe.batch_shape) == tuple(te.batch_shape), name
+        assert tuple(oe.sample((2,)).shape) == tuple(te.sample((2,)).shape), name
+        np.testing.assert_allclose(oe.mean.numpy(), te.mean.numpy(), rtol=1e-6)
+    assert not oar.distributions.Geometric(oar.full((2,), 0.5)).has_rsample
+
+
+def test_validation_errors_match_torch():
+    torch = torch_or_skip()
+    for make in (lambda L: L.distributions.Cauchy(L.zeros(2), -L.ones(2)),
+                 lambda L: L.distributions.HalfNormal(L.zeros(2)),
+                 lambda L: L.distributions.Gumbel(L.zeros(2), L.zeros(2)),
+                 lambda L: L.distributions.Weibull(L.ones(2), -L.ones(2)),
+                 lambda L: L.distributions.Pareto(L.ones(2), L.zeros(2)),
+                 lambda L: L.distributions.Geometric(L.tensor([0.5, 1.5])),
+                 lambda L: L.distributions.Geometric(L.tensor([0.5, 0.0])),
+                 lambda L: L.distributions.NegativeBinomial(-L.ones(2), L.full((2,), 0.5)),
+                 lambda L: L.distributions.NegativeBinomial(L.ones(2), L.ones(2)),
+                 lambda L: L.distributions.HalfNormal(L.ones(2)).log_prob(-L.ones(2)),
+                 lambda L: L.distributions.Pareto(L.ones(2), L.ones(2)).log_prob(L.full((2,), 0.5)),
+                 lambda L: L.distributions.Geometric(L.full((2,), 0.5)).log_prob(L.full((2,), 0.5))):
+        msgs = []
+        for L in (oar, torch):
+            with pytest.raises(ValueError) as e:
+                make(L)
+            msgs.append(str(e.value).split("found invalid values")[0].replace("oar.", "torch."))
+        assert msgs[0] == msgs[1]
