@@ -2,7 +2,7 @@
 parameter validation, reparameterized sampling and KL divergences, written on oar's ops (so
 log_prob, entropy and rsample are differentiable and traceable). docs/python.md lists them."""
 from . import constraints  # noqa: F401
-from .beta import Beta, Dirichlet  # noqa: F401
+from .beta import Beta, Dirichlet, Kumaraswamy  # noqa: F401
 from .continuous import Cauchy, Exponential, Laplace, Normal, Uniform  # noqa: F401
 from .counts import Binomial, Geometric, NegativeBinomial, Poisson  # noqa: F401
 from .discrete import Bernoulli, Categorical, OneHotCategorical  # noqa: F401
@@ -12,7 +12,10 @@ from .folded import HalfCauchy, HalfNormal  # noqa: F401
 from .gamma import Chi2, Gamma  # noqa: F401
 from .independent import Independent  # noqa: F401
 from .kl import kl_divergence, register_kl  # noqa: F401
+from .mixture import MixtureSameFamily  # noqa: F401
+from .multinomial import Multinomial  # noqa: F401
 from .multivariate_normal import MultivariateNormal  # noqa: F401
+from .relaxed import RelaxedBernoulli, RelaxedOneHotCategorical  # noqa: F401
 from .student import FisherSnedecor, StudentT  # noqa: F401
 from . import transforms  # noqa: F401
 from .transformed_distribution import LogNormal, TransformedDistribution  # noqa: F401
@@ -24,4 +27,5 @@ __all__ = ["Distribution", "Normal", "Uniform", "Exponential", "Laplace", "Berno
            "TransformedDistribution", "LogNormal", "transforms", "Transform", "ExpTransform", "AffineTransform",
            "SigmoidTransform", "TanhTransform", "PowerTransform", "ComposeTransform", "Poisson", "Binomial",
            "Gamma", "Chi2", "Beta", "Dirichlet", "StudentT", "FisherSnedecor", "Cauchy", "HalfNormal", "HalfCauchy",
-           "Gumbel", "Weibull", "Pareto", "Geometric", "NegativeBinomial", "AbsTransform"]
+           "Gumbel", "Weibull", "Pareto", "Geometric", "NegativeBinomial", "AbsTransform", "Kumaraswamy",
+           "Multinomial", "MixtureSameFamily", "RelaxedBernoulli", "RelaxedOneHotCategorical"]

@@ -1,13 +1,16 @@
-"""Dirichlet(concentration) over the simplex and Beta(concentration1, concentration0) = the first
-coordinate of a two-category Dirichlet, as torch 1.13. rsample normalizes Gamma(alpha_i, 1) draws, so its
+"""Dirichlet(concentration) over the simplex, Beta(concentration1, concentration0) = the first
+coordinate of a two-category Dirichlet, and Kumaraswamy (a Beta look-alike with a closed-form CDF, built
+from a Uniform by transforms as torch 1.13 does). rsample normalizes Gamma(alpha_i, 1) draws, so its
 gradient is the Gamma draws' implicit one carried through the normalization (torch's _dirichlet_grad is
 another estimator of the same expectation: equal in distribution, not draw for draw)."""
 from .. import _creation as C
 from .._tensor import Size
 from . import constraints
 from .distribution import Distribution, broadcast_all
+from .transformed_distribution import TransformedDistribution
+from .transforms import AffineTransform, PowerTransform
 
-__all__ = ["Dirichlet", "Beta"]
+__all__ = ["Dirichlet", "Beta", "Kumaraswamy"]
 
 
 class Dirichlet(Distribution):
@@ -107,3 +110,52 @@ class Beta(Distribution):
 
     def entropy(self):
         return self._dirichlet.entropy()
+
+
+def _kumaraswamy_moment(a, b, n):
+    """E[x^n] = b B(1 + n/a, b)"""
+    arg = 1 + n / a
+    return b * (arg.lgamma() + b.lgamma() - (arg + b).lgamma()).exp()
+
+
+class Kumaraswamy(TransformedDistribution):
+    """(1 - U^(1/concentration0))^(1/concentration1), U uniform on [0, 1)"""
+    arg_constraints = {"concentration1": constraints.positive, "concentration0": constraints.positive}
+    support = constraints.unit_interval
+    has_rsample = True
+
+    def __init__(self, concentration1, concentration0, validate_args=None):
+        from .continuous import Uniform
+
+        self.concentration1, self.concentration0 = broadcast_all(concentration1, concentration0)
+        base = Uniform(C.zeros_like(self.concentration0), C.ones_like(self.concentration0), validate_args=validate_args)
+        transforms = [PowerTransform(self.concentration0.reciprocal()), AffineTransform(1.0, -1.0),
+                      PowerTransform(self.concentration1.reciprocal())]
+        super().__init__(base, transforms, validate_args=validate_args)
+
+    def expand(self, batch_shape, _instance=None):
+        new = super().expand(batch_shape, _instance)
+        new.concentration1 = self.concentration1.expand(*batch_shape)
+        new.concentration0 = self.concentration0.expand(*batch_shape)
+        return new
+
+    mean = property(lambda self: _kumaraswamy_moment(self.concentration1, self.concentration0, 1))
+    variance = property(lambda self: _kumaraswamy_moment(self.concentration1, self.concentration0, 2) -
+                        self.mean.pow(2))
+
+    @property
+    def mode(self):
+        from .. import where
+
+        a, b = self.concentration1, self.concentration0
+        log_mode = b.reciprocal() * (-b).log1p() - (-b * a).log1p()   # torch 1.13's expression, kept as it is
+        return where((b < 1) | (a < 1), C.full_like(log_mode, float("nan")), log_mode).exp()
+
+    def entropy(self):
+        a, b = self.concentration1, self.concentration0
+        h0 = (b + 1).digamma() + 0.57721566490153286061
+        return (1 - b.reciprocal()) + (1 - a.reciprocal()) * h0 - a.log() - b.log()
+
+    def __repr__(self):
+        return Distribution.__repr__(self)
+

@@ -3,7 +3,7 @@ tensor (elementwise, or per event for the event constraints); reprs are torch's.
 __all__ = ["Constraint", "real", "positive", "nonnegative", "unit_interval", "boolean", "nonnegative_integer",
            "simplex", "lower_cholesky", "positive_definite", "real_vector", "greater_than", "greater_than_eq",
            "interval", "half_open_interval", "integer_interval", "dependent", "dependent_property", "independent",
-           "positive_integer"]
+           "positive_integer", "multinomial"]
 
 
 class Constraint:
@@ -97,13 +97,6 @@ class _Simplex(Constraint):
         return (value >= 0).all(-1) & ((value.sum(-1) - 1).abs() < 1e-6)
 
 
-class _RealVector(Constraint):
-    event_dim = 1
-
-    def check(self, value):
-        return (value == value).all(-1)
-
-
 class _LowerCholesky(Constraint):
     event_dim = 2
 
@@ -120,6 +113,18 @@ class _PositiveDefinite(Constraint):
 
         sym = ((value - value.mT).abs() < 1e-6).flatten(-2).all(-1)
         return sym & (linalg.eigvalsh(value) > 0).all(-1)
+
+
+class _Multinomial(Constraint):
+    """nonnegative integer counts summing to at most upper_bound (torch checks the weaker bound too)"""
+    is_discrete = True
+    event_dim = 1
+
+    def __init__(self, upper_bound):
+        self.upper_bound = upper_bound
+
+    def check(self, x):
+        return (x >= 0).all(-1) & (x.sum(-1) <= self.upper_bound)
 
 
 class _IndependentConstraint(Constraint):
@@ -156,8 +161,9 @@ def dependent_property(fn):
 
 real, positive, nonnegative = _Real(), _GreaterThan(0.0), _GreaterThanEq(0.0)
 unit_interval, boolean, nonnegative_integer = _Interval(0.0, 1.0), _Boolean(), _IntegerGreaterThan(0)
-simplex, real_vector, lower_cholesky, positive_definite = _Simplex(), _RealVector(), _LowerCholesky(), _PositiveDefinite()
+simplex, lower_cholesky, positive_definite = _Simplex(), _LowerCholesky(), _PositiveDefinite()
 dependent = _Dependent()
 greater_than, greater_than_eq, interval = _GreaterThan, _GreaterThanEq, _Interval
 half_open_interval, integer_interval = _HalfOpenInterval, _IntegerInterval
-independent, positive_integer = _IndependentConstraint, _IntegerGreaterThan(1)
+independent, positive_integer, multinomial = _IndependentConstraint, _IntegerGreaterThan(1), _Multinomial
+real_vector = independent(real, 1)

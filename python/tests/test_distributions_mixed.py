@@ -1,0 +1,170 @@
+"""Kumaraswamy, Multinomial, MixtureSameFamily and the relaxed (Concrete) distributions of
+oar.distributions beside torch.distributions 1.13: statistics, log densities and their parameter
+gradients in f64 (1e-9), shapes / expand / reprs / validation, and draws checked by distribution
+(Kolmogorov-Smirnov distances against exact CDFs, moments), never bit for bit."""
+import math
+
+import numpy as np
+import pytest
+
+import oar
+from conftest import torch_or_skip
+
+R = np.random.default_rng(5)
+C1, C0 = R.random((2, 3)) * 3 + 0.3, R.random((2, 3)) * 3 + 0.3
+UNIT = R.random((4, 2, 3)) * 0.9 + 0.05
+P3 = R.random((2, 3)) + 0.1
+COUNTS = np.array([[[1, 0, 4], [2, 2, 1]], [[0, 0, 5], [5, 0, 0]]], float)   # [2 samples, 2 batch, 3]
+LOGITS = R.standard_normal((2, 3))
+TEMP = np.array(0.7)
+MIXW, MLOC, MSCALE = R.random((2, 3)) + 0.2, R.standard_normal((2, 3)), R.random((2, 3)) + 0.4
+XS = R.standard_normal((5, 2))
+SIMPLEX = R.random((4, 2, 3)) + 0.05
+SIMPLEX = SIMPLEX / SIMPLEX.sum(-1, keepdims=True)
+
+CASES = {
+    "Kumaraswamy": (lambda L, p: L.distributions.Kumaraswamy(p[0], p[1]), [C1, C0], UNIT,
+                    ["log_prob", "entropy", "mean", "variance", "mode"]),
+    "Multinomial probs": (lambda L, p: L.distributions.Multinomial(5, probs=p[0]), [P3], COUNTS,
+                          ["log_prob", "entropy", "mean", "variance"]),
+    "Multinomial logits": (lambda L, p: L.distributions.Multinomial(5, logits=p[0]), [LOGITS], COUNTS,
+                           ["log_prob", "mean"]),
+    "MixtureSameFamily": (lambda L, p: L.distributions.MixtureSameFamily(
+        L.distributions.Categorical(probs=p[0]), L.distributions.Normal(p[1], p[2])), [MIXW, MLOC, MSCALE], XS,
+        ["log_prob", "cdf", "mean", "variance"]),
+    "MixtureSameFamily events": (lambda L, p: L.distributions.MixtureSameFamily(
+        L.distributions.Categorical(logits=p[0][0]), L.distributions.Independent(L.distributions.Normal(
+            p[1].reshape(3, 2), p[2].reshape(3, 2)), 1)), [MIXW, MLOC, MSCALE], XS, ["log_prob", "mean", "variance"]),
+    "RelaxedBernoulli": (lambda L, p: L.distributions.RelaxedBernoulli(p[0], probs=p[1]), [TEMP, P3 / 1.2], UNIT,
+                         ["log_prob"]),
+    "LogitRelaxedBernoulli": (lambda L, p: L.distributions.RelaxedBernoulli(p[0], logits=p[1]).base_dist,
+                              [TEMP, LOGITS], R.standard_normal((4, 2, 3)), ["log_prob"]),
+    "RelaxedOneHotCategorical": (lambda L, p: L.distributions.RelaxedOneHotCategorical(p[0], logits=p[1]),
+                                 [TEMP, LOGITS], SIMPLEX, ["log_prob"]),
+}
+
+
+def evaluate(L, name, how):
+    make, params, value, _ = CASES[name]
+    ts = [L.from_numpy(np.array(p, dtype=np.float64)).requires_grad_() for p in params]
+    d = make(L, ts)
+    if how in ("log_prob", "cdf"):
+        out = getattr(d, how)(L.from_numpy(value.copy()))
+    else:
+        out = d.entropy() if how == "entropy" else getattr(d, how)
+    grads = []
+    if out.requires_grad:
+        finite = out.detach().isfinite()
+        w = (L.arange(float(out.numel())).reshape(tuple(out.shape)) + 1) * finite.to(out.dtype)
+        (L.where(finite, out, L.zeros_like(out)) * w).sum().backward()
+        grads = [t.grad.numpy() if t.grad is not None else np.zeros(np.shape(p)) for t, p in zip(ts, params)]
+    return out.detach().numpy(), grads, (tuple(d.batch_shape), tuple(d.event_shape))
+
+
+@pytest.mark.parametrize("name,how", [(n, h) for n, c in CASES.items() for h in c[3]])
+def test_values_and_gradients_match_torch(name, how):
+    torch = torch_or_skip()
+    o, t = evaluate(oar, name, how), evaluate(torch, name, how)
+    # torch's Multinomial entropy takes lgamma(n + 1) of an int64 tensor, so in float32 (1e-8 off); oar's is f64
+    rtol = 1e-7 if (name, how) == ("Multinomial probs", "entropy") else 1e-9
+    np.testing.assert_allclose(o[0], t[0], rtol=rtol, atol=1e-12)
+    for go, gt in zip(o[1], t[1]):
+        np.testing.assert_allclose(go, gt, rtol=1e-8, atol=1e-10)
+    assert o[2] == t[2]
+
+
+N = 20000
+KS_BOUND = 1.95 / math.sqrt(N)
+
+
+def _ks(x, cdf):
+    x = np.sort(x)
+    c, n = cdf(x), len(x)
+    return max((np.arange(1, n + 1) / n - c).max(), (c - np.arange(n) / n).max())
+
+
+def test_draws_follow_their_distributions():
+    D, T = oar.distributions, oar.tensor
+    # Kumaraswamy's CDF 1 - (1 - x^a)^b
+    x = D.Kumaraswamy(T(0.6), T(2.5)).rsample((N,)).numpy()
+    assert _ks(x, lambda v: 1 - (1 - v ** 0.6) ** 2.5) < KS_BOUND
+    # a mixture of two normals: its CDF is the weighted sum
+    mix = D.MixtureSameFamily(D.Categorical(T([0.3, 0.7])), D.Normal(T([-2.0, 1.0]), T([0.5, 1.5])))
+    phi = lambda v, m, s: 0.5 * (1 + np.array([math.erf(t) for t in (v - m) / (s * math.sqrt(2))]))
+    x = mix.sample((N,)).numpy()
+    assert x.shape == (N,)
+    assert _ks(x, lambda v: 0.3 * phi(v, -2.0, 0.5) + 0.7 * phi(v, 1.0, 1.5)) < KS_BOUND
+    # Multinomial: counts sum to n, means n p, variances n p (1 - p)
+    p = np.array([0.2, 0.5, 0.3])
+    x = D.Multinomial(6, T(p)).sample((N,)).numpy()
+    assert x.shape == (N, 3) and (x.sum(-1) == 6).all()
+    np.testing.assert_allclose(x.mean(0), 6 * p, atol=5 * math.sqrt(6 * 0.25 / N))
+    np.testing.assert_allclose(x.var(0), 6 * p * (1 - p), rtol=0.06)
+    # RelaxedBernoulli: P(X < 1/2) = 1 - p (the logistic noise's sign), whatever the temperature;
+    # LogitRelaxedBernoulli(t, logits l) is logistic with location l / t and scale 1 / t
+    x = D.RelaxedBernoulli(T(0.4), probs=T(0.3)).rsample((N,)).numpy()
+    assert abs((x < 0.5).mean() - 0.7) < 5 * math.sqrt(0.21 / N)
+    x = D.RelaxedBernoulli(T(0.5), logits=T(0.8)).base_dist.rsample((N,)).numpy()
+    assert _ks(x, lambda v: 1 / (1 + np.exp(-(v - 1.6) * 0.5))) < KS_BOUND
+    # RelaxedOneHotCategorical: argmax of a draw is Categorical(probs) (the Gumbel-max trick)
+    p = np.array([0.1, 0.6, 0.3])
+    x = D.RelaxedOneHotCategorical(T(0.3), probs=T(p)).rsample((N,)).numpy()
+    assert np.allclose(x.sum(-1), 1, atol=1e-5)
+    np.testing.assert_allclose(np.bincount(x.argmax(-1), minlength=3) / N, p, atol=5 * math.sqrt(0.25 / N))
+
+
+def test_relaxed_rsample_is_differentiable():
+    D = oar.distributions
+    logits = oar.zeros(3, dtype=oar.float64, requires_grad=True)
+    x = D.RelaxedOneHotCategorical(oar.tensor(0.5, dtype=oar.float64), logits=logits).rsample((200,))
+    x[:, 0].sum().backward()
+    g = logits.grad.numpy()   # raising logit 0 raises x_0 and lowers the rest: the gradient sums to 0
+    assert g[0] > 0 and g[1] < 0 and g[2] < 0 and abs(g.sum()) < 1e-9
+
+
+def test_shapes_expand_and_reprs():
+    torch = torch_or_skip()
+    makes = {
+        "Kumaraswamy": lambda L: L.distributions.Kumaraswamy(L.ones(3), L.ones(3) * 2),
+        "Multinomial": lambda L: L.distributions.Multinomial(4, L.ones(2, 3)),
+        "RelaxedBernoulli": lambda L: L.distributions.RelaxedBernoulli(L.tensor(0.5), L.full((3,), 0.3)),
+        "LogitRelaxedBernoulli": lambda L: L.distributions.RelaxedBernoulli(L.tensor(0.5), L.full((3,), 0.3)).base_dist,
+        "RelaxedOneHotCategorical": lambda L: L.distributions.RelaxedOneHotCategorical(L.tensor(0.5), L.ones(2, 3)),
+        "ExpRelaxedCategorical": lambda L: L.distributions.RelaxedOneHotCategorical(L.tensor(0.5), L.ones(2, 3)).base_dist,
+        "MixtureSameFamily": lambda L: L.distributions.MixtureSameFamily(
+            L.distributions.Categorical(L.ones(2, 3)), L.distributions.Normal(L.zeros(2, 3), L.ones(2, 3))),
+    }
+    for name, make in makes.items():
+        o, t = make(oar), make(torch)
+        assert repr(o).replace("oar.", "torch.") == repr(t), name
+        assert (tuple(o.batch_shape), tuple(o.event_shape)) == (tuple(t.batch_shape), tuple(t.event_shape)), name
+        assert o.has_rsample == t.has_rsample, name
+        assert {k: repr(v) for k, v in o.arg_constraints.items()} == {k: repr(v) for k, v in t.arg_constraints.items()}
+        for shape in ((), (4,), (2, 5)):
+            assert tuple(o.sample(shape).shape) == tuple(t.sample(shape).shape), (name, shape)
+        big = (6,) + tuple(o.batch_shape)
+        oe, te = o.expand(big), t.expand(big)
+        assert type(oe) is type(o) and tuple(oe.batch_shape) == tuple(te.batch_shape), name
+        assert tuple(oe.sample((2,)).shape) == tuple(te.sample((2,)).shape), name
+    assert repr(oar.distributions.constraints.multinomial(3)) == repr(torch.distributions.constraints.multinomial(3))
+
+
+def test_validation_errors_match_torch():
+    torch = torch_or_skip()
+    for make, exc in ((lambda L: L.distributions.Kumaraswamy(L.ones(2), -L.ones(2)), ValueError),
+                      (lambda L: L.distributions.Multinomial(3, L.tensor([0.5, -0.5])), ValueError),
+                      (lambda L: L.distributions.Multinomial(3, L.ones(3)).log_prob(L.tensor([3.0, 1.0, 0.0])),
+                       ValueError),
+                      (lambda L: L.distributions.Multinomial(L.tensor(3), L.ones(3)), NotImplementedError),
+                      (lambda L: L.distributions.RelaxedBernoulli(L.tensor(0.5), L.tensor([1.5])), ValueError),
+                      (lambda L: L.distributions.MixtureSameFamily(
+                          L.distributions.Categorical(L.ones(2)), L.distributions.Normal(L.zeros(3), 1.0)), ValueError),
+                      (lambda L: L.distributions.MixtureSameFamily(
+                          L.distributions.Normal(L.zeros(3), 1.0), L.distributions.Normal(L.zeros(3), 1.0)),
+                       ValueError)):
+        msgs = []
+        for L in (oar, torch):
+            with pytest.raises(exc) as e:
+                make(L)
+            msgs.append(str(e.value).split("found invalid values")[0].replace("oar.", "torch."))
+        assert msgs[0] == msgs[1]
