@@ -1,5 +1,5 @@
-"""Kumaraswamy, Multinomial, MixtureSameFamily and the relaxed (Concrete) distributions of
-oar.distributions beside torch.distributions 1.13: statistics, log densities and their parameter
+"""Kumaraswamy, Multinomial, MixtureSameFamily, the relaxed (Concrete) distributions,
+LowRankMultivariateNormal, VonMises and OneHotCategoricalStraightThrough of oar.distributions beside torch.distributions 1.13: statistics, log densities and their parameter
 gradients in f64 (1e-9), shapes / expand / reprs / validation, and draws checked by distribution
 (Kolmogorov-Smirnov distances against exact CDFs, moments), never bit for bit."""
 import math
@@ -21,6 +21,10 @@ MIXW, MLOC, MSCALE = R.random((2, 3)) + 0.2, R.standard_normal((2, 3)), R.random
 XS = R.standard_normal((5, 2))
 SIMPLEX = R.random((4, 2, 3)) + 0.05
 SIMPLEX = SIMPLEX / SIMPLEX.sum(-1, keepdims=True)
+LR_LOC, LR_W, LR_D = R.standard_normal((2, 4)), R.standard_normal((2, 4, 2)), R.random((2, 4)) + 0.4
+_A = R.standard_normal((4, 4))
+COV4 = _A @ _A.T + np.eye(4)
+ANGLES = R.random((3, 2)) * 2 * np.pi - np.pi
 
 CASES = {
     "Kumaraswamy": (lambda L, p: L.distributions.Kumaraswamy(p[0], p[1]), [C1, C0], UNIT,
@@ -41,6 +45,14 @@ CASES = {
                               [TEMP, LOGITS], R.standard_normal((4, 2, 3)), ["log_prob"]),
     "RelaxedOneHotCategorical": (lambda L, p: L.distributions.RelaxedOneHotCategorical(p[0], logits=p[1]),
                                  [TEMP, LOGITS], SIMPLEX, ["log_prob"]),
+    "LowRankMultivariateNormal": (lambda L, p: L.distributions.LowRankMultivariateNormal(p[0], p[1], p[2]),
+                                  [LR_LOC, LR_W, LR_D], R.standard_normal((3, 2, 4)),
+                                  ["log_prob", "entropy", "mean", "variance", "covariance_matrix",
+                                   "precision_matrix", "scale_tril"]),
+    "LowRankMultivariateNormal broadcast": (lambda L, p: L.distributions.LowRankMultivariateNormal(
+        p[0][0], p[1], p[2][1]), [LR_LOC, LR_W, LR_D], R.standard_normal((4,)), ["log_prob", "entropy", "variance"]),
+    "VonMises": (lambda L, p: L.distributions.VonMises(p[0], p[1]), [R.standard_normal((2,)), np.array([0.4, 6.0])],
+                 ANGLES, ["log_prob", "mean", "variance"]),
 }
 
 
@@ -113,6 +125,48 @@ def test_draws_follow_their_distributions():
     np.testing.assert_allclose(np.bincount(x.argmax(-1), minlength=3) / N, p, atol=5 * math.sqrt(0.25 / N))
 
 
+def _lowrank_pairs(L):
+    D, f = L.distributions, L.from_numpy
+    p = D.LowRankMultivariateNormal(f(LR_LOC), f(LR_W), f(LR_D))
+    q = D.LowRankMultivariateNormal(f(LR_LOC * 0.3), f(LR_W[::-1].copy()), f(LR_D * 2))
+    m = D.MultivariateNormal(f(LR_LOC[0]), f(COV4))
+    return {"lowrank lowrank": (p, q), "mvn lowrank": (m, q), "lowrank mvn": (p, m)}
+
+
+@pytest.mark.parametrize("name", ["lowrank lowrank", "mvn lowrank", "lowrank mvn"])
+def test_lowrank_kl_matches_torch(name):
+    torch = torch_or_skip()
+    res = [L.distributions.kl_divergence(*_lowrank_pairs(L)[name]).numpy() for L in (oar, torch)]
+    np.testing.assert_allclose(res[0], res[1], rtol=1e-9, atol=1e-12)
+
+
+def test_lowrank_vonmises_straight_through_draws():
+    D, T = oar.distributions, oar.tensor
+    # LowRankMultivariateNormal: the sample covariance is W W^T + diag(D)
+    w, d = LR_W[0], LR_D[0]
+    x = D.LowRankMultivariateNormal(T(LR_LOC[0]), T(w), T(d)).rsample((N,)).numpy()
+    np.testing.assert_allclose(np.cov(x.T), w @ w.T + np.diag(d), atol=0.12)
+    np.testing.assert_allclose(x.mean(0), LR_LOC[0], atol=0.05)
+    # VonMises: KS distance from the CDF integrated from the density on a fine grid
+    loc, kappa = 0.7, 2.5
+    x = D.VonMises(T(loc, dtype=oar.float64), T(kappa, dtype=oar.float64)).sample((N,)).numpy()
+    assert x.min() >= -math.pi and x.max() < math.pi
+    grid = np.linspace(-math.pi, math.pi, 20001)
+    dens = np.exp(kappa * np.cos(grid - loc))
+    cdf = np.concatenate([[0], np.cumsum((dens[1:] + dens[:-1]) / 2 * np.diff(grid))])
+    cdf /= cdf[-1]
+    assert _ks(x, lambda v: np.interp(v, grid, cdf)) < KS_BOUND
+    # straight-through: the value is a one-hot draw, the gradient that of probs
+    probs = T([0.2, 0.5, 0.3], dtype=oar.float64, requires_grad=True)
+    st = D.OneHotCategoricalStraightThrough(probs=probs)
+    s = st.rsample((N,))
+    v = s.detach().numpy()
+    assert set(np.unique(v)) == {0.0, 1.0} and (v.sum(-1) == 1).all()
+    np.testing.assert_allclose(v.mean(0), [0.2, 0.5, 0.3], atol=5 * math.sqrt(0.25 / N))
+    (s * T([1.0, 2.0, 3.0], dtype=oar.float64)).sum().backward()
+    np.testing.assert_allclose(probs.grad.numpy(), N * (np.array([1.0, 2.0, 3.0]) - 2.1), rtol=1e-9)
+
+
 def test_relaxed_rsample_is_differentiable():
     D = oar.distributions
     logits = oar.zeros(3, dtype=oar.float64, requires_grad=True)
@@ -133,6 +187,11 @@ def test_shapes_expand_and_reprs():
         "ExpRelaxedCategorical": lambda L: L.distributions.RelaxedOneHotCategorical(L.tensor(0.5), L.ones(2, 3)).base_dist,
         "MixtureSameFamily": lambda L: L.distributions.MixtureSameFamily(
             L.distributions.Categorical(L.ones(2, 3)), L.distributions.Normal(L.zeros(2, 3), L.ones(2, 3))),
+        "LowRankMultivariateNormal": lambda L: L.distributions.LowRankMultivariateNormal(
+            L.zeros(2, 3), L.ones(3, 1), L.ones(3)),
+        "VonMises": lambda L: L.distributions.VonMises(L.zeros(3), 2.0),
+        "OneHotCategoricalStraightThrough": lambda L: L.distributions.OneHotCategoricalStraightThrough(L.ones(2, 3)),
+        "OneHotCategorical": lambda L: L.distributions.OneHotCategorical(logits=L.ones(2, 3)),
     }
     for name, make in makes.items():
         o, t = make(oar), make(torch)
@@ -161,7 +220,16 @@ def test_validation_errors_match_torch():
                           L.distributions.Categorical(L.ones(2)), L.distributions.Normal(L.zeros(3), 1.0)), ValueError),
                       (lambda L: L.distributions.MixtureSameFamily(
                           L.distributions.Normal(L.zeros(3), 1.0), L.distributions.Normal(L.zeros(3), 1.0)),
-                       ValueError)):
+                       ValueError),
+                      (lambda L: L.distributions.LowRankMultivariateNormal(L.zeros(3), L.ones(3, 1) * 0.1, -L.ones(3) * 0.1),
+                       ValueError),
+                      (lambda L: L.distributions.LowRankMultivariateNormal(L.zeros(3), L.ones(2, 1), L.ones(3)),
+                       ValueError),
+                      (lambda L: L.distributions.LowRankMultivariateNormal(L.zeros(3), L.ones(3, 1), L.ones(2)),
+                       ValueError),
+                      (lambda L: L.distributions.LowRankMultivariateNormal(L.zeros(3), L.ones(3), L.ones(3)),
+                       ValueError),
+                      (lambda L: L.distributions.VonMises(L.zeros(2), L.zeros(2)), ValueError)):
         msgs = []
         for L in (oar, torch):
             with pytest.raises(exc) as e:

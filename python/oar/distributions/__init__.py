@@ -5,13 +5,14 @@ from . import constraints  # noqa: F401
 from .beta import Beta, Dirichlet, Kumaraswamy  # noqa: F401
 from .continuous import Cauchy, Exponential, Laplace, Normal, Uniform  # noqa: F401
 from .counts import Binomial, Geometric, NegativeBinomial, Poisson  # noqa: F401
-from .discrete import Bernoulli, Categorical, OneHotCategorical  # noqa: F401
+from .discrete import Bernoulli, Categorical, OneHotCategorical, OneHotCategoricalStraightThrough  # noqa: F401
 from .distribution import Distribution  # noqa: F401
 from .extreme_value import Gumbel, Pareto, Weibull  # noqa: F401
 from .folded import HalfCauchy, HalfNormal  # noqa: F401
 from .gamma import Chi2, Gamma  # noqa: F401
 from .independent import Independent  # noqa: F401
 from .kl import kl_divergence, register_kl  # noqa: F401
+from .lowrank_multivariate_normal import LowRankMultivariateNormal  # noqa: F401
 from .mixture import MixtureSameFamily  # noqa: F401
 from .multinomial import Multinomial  # noqa: F401
 from .multivariate_normal import MultivariateNormal  # noqa: F401
@@ -19,6 +20,7 @@ from .relaxed import RelaxedBernoulli, RelaxedOneHotCategorical  # noqa: F401
 from .student import FisherSnedecor, StudentT  # noqa: F401
 from . import transforms  # noqa: F401
 from .transformed_distribution import LogNormal, TransformedDistribution  # noqa: F401
+from .von_mises import VonMises  # noqa: F401
 from .transforms import (AbsTransform, AffineTransform, ComposeTransform, ExpTransform,  # noqa: F401
                          PowerTransform, SigmoidTransform, TanhTransform, Transform)
 
@@ -28,4 +30,5 @@ __all__ = ["Distribution", "Normal", "Uniform", "Exponential", "Laplace", "Berno
            "SigmoidTransform", "TanhTransform", "PowerTransform", "ComposeTransform", "Poisson", "Binomial",
            "Gamma", "Chi2", "Beta", "Dirichlet", "StudentT", "FisherSnedecor", "Cauchy", "HalfNormal", "HalfCauchy",
            "Gumbel", "Weibull", "Pareto", "Geometric", "NegativeBinomial", "AbsTransform", "Kumaraswamy",
-           "Multinomial", "MixtureSameFamily", "RelaxedBernoulli", "RelaxedOneHotCategorical"]
+           "Multinomial", "MixtureSameFamily", "RelaxedBernoulli", "RelaxedOneHotCategorical",
+           "LowRankMultivariateNormal", "OneHotCategoricalStraightThrough", "VonMises"]

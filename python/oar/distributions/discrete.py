@@ -9,7 +9,7 @@ from . import constraints
 from .distribution import (Distribution, broadcast_all, lazy_property, logits_to_probs, probs_to_logits,
                            set_probs_or_logits)
 
-__all__ = ["Bernoulli", "Categorical", "OneHotCategorical"]
+__all__ = ["Bernoulli", "Categorical", "OneHotCategorical", "OneHotCategoricalStraightThrough"]
 
 
 def _one_of(probs, logits):
@@ -195,11 +195,26 @@ class OneHotCategorical(Distribution):
     def entropy(self):
         return self._categorical.entropy()
 
+    def expand(self, batch_shape, _instance=None):
+        new = type(self).__new__(type(self))
+        new._categorical = self._categorical.expand(batch_shape)
+        Distribution.__init__(new, Size(batch_shape), self._event_shape, validate_args=False)
+        new._validate_args = self._validate_args
+        return new
+
     def enumerate_support(self, expand=True):
         n = self._event_shape[0]
         values = C.eye(n, dtype=self.probs.dtype).reshape((n,) + (1,) * len(self._batch_shape) + (n,))
         return values.expand(n, *self._batch_shape, n) if expand else values
 
-    def __repr__(self):
-        return f"OneHotCategorical(probs: {self.probs.size()})" if "probs" in self._categorical.__dict__ else \
-            f"OneHotCategorical(logits: {self.logits.size()})"
+
+class OneHotCategoricalStraightThrough(OneHotCategorical):
+    """OneHotCategorical whose rsample passes the gradient straight through to probs (Bengio et al. 2013):
+    the draw's value with the probabilities' gradient"""
+    has_rsample = True
+
+    def rsample(self, sample_shape=Size()):
+        samples = self.sample(sample_shape)
+        probs = self._categorical.probs
+        return samples + (probs - probs.detach())
+

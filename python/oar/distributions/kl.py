@@ -10,6 +10,7 @@ from .folded import HalfNormal
 from .gamma import Gamma
 from .discrete import Bernoulli, Categorical, OneHotCategorical
 from .independent import Independent
+from .lowrank_multivariate_normal import LowRankMultivariateNormal, _lowrank_logdet, _lowrank_mahalanobis
 from .multivariate_normal import MultivariateNormal
 
 __all__ = ["kl_divergence", "register_kl"]
@@ -388,4 +389,69 @@ def _kl_gamma_pareto(p, q):
 @register_kl(Beta, Pareto)
 def _kl_beta_pareto(p, q):
     return _inf_like(p.concentration1)
+
+
+# ---- low-rank multivariate normals: the trace of inv(q cov) p cov expanded by Woodbury's identity,
+# inv(qW qW^T + qD) = inv(qD) - A^T A with A = inv(q capacitance tril) qW^T inv(qD)
+def _trace_xxt(x):
+    return x.pow(2).flatten(-2).sum(-1)
+
+
+def _same_event(p, q):
+    if tuple(p.event_shape) != tuple(q.event_shape):
+        raise ValueError("KL-divergence between two (Low Rank) Multivariate Normals with different event shapes "
+                         "cannot be computed")
+
+
+def _woodbury_a(q):
+    from .. import linalg
+
+    return linalg.solve_triangular(q._capacitance_tril, q._unbroadcasted_cov_factor.mT /
+                                   q._unbroadcasted_cov_diag.unsqueeze(-2), upper=False)
+
+
+def _q_lowrank_terms(p, q):
+    _same_event(p, q)
+    log_det_q = _lowrank_logdet(q._unbroadcasted_cov_diag, q._capacitance_tril)
+    maha = _lowrank_mahalanobis(q._unbroadcasted_cov_factor, q._unbroadcasted_cov_diag, q.loc - p.loc,
+                                q._capacitance_tril)
+    return log_det_q, maha, _woodbury_a(q)
+
+
+@register_kl(LowRankMultivariateNormal, LowRankMultivariateNormal)
+def _kl_lowrank_lowrank(p, q):
+    log_det_q, maha, a = _q_lowrank_terms(p, q)
+    pw, pd, qd = p._unbroadcasted_cov_factor, p._unbroadcasted_cov_diag, q._unbroadcasted_cov_diag
+    term1 = log_det_q - _lowrank_logdet(pd, p._capacitance_tril)
+    term2 = (pd / qd).sum(-1) + _trace_xxt(pw * qd.rsqrt().unsqueeze(-1)) - \
+        _trace_xxt(a * pd.sqrt().unsqueeze(-2)) - _trace_xxt(a @ pw)
+    return 0.5 * (term1 + term2 + maha - p.event_shape[0])
+
+
+@register_kl(MultivariateNormal, LowRankMultivariateNormal)
+def _kl_mvn_lowrank(p, q):
+    log_det_q, maha, a = _q_lowrank_terms(p, q)
+    lp = p._unbroadcasted_scale_tril
+    term1 = log_det_q - 2 * lp.diagonal(dim1=-2, dim2=-1).log().sum(-1)
+    term2 = _trace_xxt(lp * q._unbroadcasted_cov_diag.rsqrt().unsqueeze(-1)) - _trace_xxt(a @ lp)
+    return 0.5 * (term1 + term2 + maha - p.event_shape[0])
+
+
+@register_kl(LowRankMultivariateNormal, MultivariateNormal)
+def _kl_lowrank_mvn(p, q):
+    from .. import broadcast_shapes, diag_embed, linalg
+
+    _same_event(p, q)
+    lq, n = q._unbroadcasted_scale_tril, p.event_shape[0]
+    term1 = 2 * lq.diagonal(dim1=-2, dim2=-1).log().sum(-1) - _lowrank_logdet(p._unbroadcasted_cov_diag,
+                                                                              p._capacitance_tril)
+    batch = broadcast_shapes(tuple(lq.shape[:-2]), tuple(p._unbroadcasted_cov_factor.shape[:-2]))
+    diff = (q.loc - p.loc).expand(*batch, n) if batch else q.loc - p.loc
+    lqb = lq.expand(*batch, n, n)
+    term3 = linalg.solve_triangular(lqb, diff.unsqueeze(-1), upper=False).pow(2).flatten(-2).sum(-1)
+    pw = p._unbroadcasted_cov_factor.expand(*batch, n, p.cov_factor.shape[-1])
+    pd = diag_embed(p._unbroadcasted_cov_diag.sqrt()).expand(*batch, n, n)
+    term2 = _trace_xxt(linalg.solve_triangular(lqb, pw, upper=False)) + \
+        _trace_xxt(linalg.solve_triangular(lqb, pd, upper=False))
+    return 0.5 * (term1 + term2 + term3 - n)
 
