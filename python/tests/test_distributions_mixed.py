@@ -1,5 +1,6 @@
 """Kumaraswamy, Multinomial, MixtureSameFamily, the relaxed (Concrete) distributions,
-LowRankMultivariateNormal, VonMises and OneHotCategoricalStraightThrough of oar.distributions beside torch.distributions 1.13: statistics, log densities and their parameter
+LowRankMultivariateNormal, VonMises, OneHotCategoricalStraightThrough, ContinuousBernoulli and LogisticNormal
+(with the softplus / softmax / stick-breaking transforms) of oar.distributions beside torch.distributions 1.13: statistics, log densities and their parameter
 gradients in f64 (1e-9), shapes / expand / reprs / validation, and draws checked by distribution
 (Kolmogorov-Smirnov distances against exact CDFs, moments), never bit for bit."""
 import math
@@ -25,6 +26,9 @@ LR_LOC, LR_W, LR_D = R.standard_normal((2, 4)), R.standard_normal((2, 4, 2)), R.
 _A = R.standard_normal((4, 4))
 COV4 = _A @ _A.T + np.eye(4)
 ANGLES = R.random((3, 2)) * 2 * np.pi - np.pi
+CB_PROBS = np.array([[0.05, 0.4995, 0.3], [0.5005, 0.7, 0.97]])   # both sides of, and inside, the lims
+SIMPLEX4 = R.random((3, 2, 4)) + 0.05
+SIMPLEX4 = SIMPLEX4 / SIMPLEX4.sum(-1, keepdims=True)
 
 CASES = {
     "Kumaraswamy": (lambda L, p: L.distributions.Kumaraswamy(p[0], p[1]), [C1, C0], UNIT,
@@ -53,6 +57,15 @@ CASES = {
         p[0][0], p[1], p[2][1]), [LR_LOC, LR_W, LR_D], R.standard_normal((4,)), ["log_prob", "entropy", "variance"]),
     "VonMises": (lambda L, p: L.distributions.VonMises(p[0], p[1]), [R.standard_normal((2,)), np.array([0.4, 6.0])],
                  ANGLES, ["log_prob", "mean", "variance"]),
+    "ContinuousBernoulli": (lambda L, p: L.distributions.ContinuousBernoulli(probs=p[0]), [CB_PROBS], UNIT,
+                            ["log_prob", "cdf", "icdf", "entropy", "mean", "variance", "stddev"]),
+    "ContinuousBernoulli logits": (lambda L, p: L.distributions.ContinuousBernoulli(logits=p[0]), [LOGITS], UNIT,
+                                   ["log_prob", "entropy", "mean"]),
+    "LogisticNormal": (lambda L, p: L.distributions.LogisticNormal(p[0], p[1]), [LOGITS, C1], SIMPLEX4,
+                       ["log_prob"]),
+    "softplus": (lambda L, p: L.distributions.TransformedDistribution(
+        L.distributions.Normal(p[0], p[1]), L.distributions.SoftplusTransform()), [LOGITS, C1], UNIT * 3,
+        ["log_prob"]),
 }
 
 
@@ -62,6 +75,8 @@ def evaluate(L, name, how):
     d = make(L, ts)
     if how in ("log_prob", "cdf"):
         out = getattr(d, how)(L.from_numpy(value.copy()))
+    elif how == "icdf":
+        out = d.icdf(L.from_numpy(UNIT[0].copy()))
     else:
         out = d.entropy() if how == "entropy" else getattr(d, how)
     grads = []
@@ -140,6 +155,73 @@ def test_lowrank_kl_matches_torch(name):
     np.testing.assert_allclose(res[0], res[1], rtol=1e-9, atol=1e-12)
 
 
+def _more_pairs(L):
+    D, f = L.distributions, L.from_numpy
+    cb = lambda s=1.0: D.ContinuousBernoulli(f(CB_PROBS * s))
+    return {
+        "cb cb": (cb(), cb(0.9)), "cb exponential": (cb(), D.Exponential(f(C1))),
+        "cb normal": (cb(), D.Normal(f(LOGITS), f(C1))), "cb uniform": (cb(), D.Uniform(f(-C1), f(1 + C0))),
+        "cb uniform inf": (cb(), D.Uniform(f(C1 * 0), f(1 + C0))), "uniform cb": (D.Uniform(f(UNIT[0] * 0.5),
+                                                                                    f(UNIT[0] * 0.5 + 0.3)), cb()),
+        "beta cb": (D.Beta(f(C1), f(C0)), cb()), "normal cb": (D.Normal(f(LOGITS), f(C1)), cb()),
+        "lognormal lognormal": (D.LogNormal(f(LOGITS), f(C1)), D.LogNormal(f(LOGITS * 0.5), f(C0))),
+        "logisticnormal": (D.LogisticNormal(f(LOGITS), f(C1)), D.LogisticNormal(f(LOGITS * 0), f(C0))),
+    }
+
+
+@pytest.mark.parametrize("name", sorted(_more_pairs(oar)))
+def test_more_kl_pairs_match_torch(name):
+    torch = torch_or_skip()
+    res = [L.distributions.kl_divergence(*_more_pairs(L)[name]).numpy() for L in (oar, torch)]
+    np.testing.assert_allclose(res[0], res[1], rtol=1e-9, atol=1e-12)
+
+
+def test_transformed_kl_needs_equal_transforms():
+    D = oar.distributions
+    p = D.TransformedDistribution(D.Normal(0.0, 1.0), D.AffineTransform(1.0, 2.0))
+    assert D.kl_divergence(p, D.TransformedDistribution(D.Normal(0.5, 1.0), D.AffineTransform(1.0, 2.0))).item() > 0
+    with pytest.raises(NotImplementedError):
+        D.kl_divergence(p, D.TransformedDistribution(D.Normal(0.5, 1.0), D.AffineTransform(1.0, 3.0)))
+
+
+def test_simplex_transforms_and_cb_draws():
+    D, T = oar.distributions, oar.tensor
+    x = oar.from_numpy(LOGITS.copy())
+    sb = D.StickBreakingTransform()
+    y = sb(x)
+    assert tuple(y.shape) == (2, 4) and np.allclose(y.sum(-1).numpy(), 1)
+    np.testing.assert_allclose(sb.inv(y).numpy(), LOGITS, rtol=1e-9)
+    assert sb.forward_shape((2, 3)) == (2, 4) and sb.inv.forward_shape((2, 4)) == (2, 3)
+    sm = D.SoftmaxTransform()(x).numpy()
+    np.testing.assert_allclose(sm, np.exp(LOGITS) / np.exp(LOGITS).sum(-1, keepdims=True), rtol=1e-12)
+    # stick-breaking's log-determinant against the Jacobian of its first K coordinates (central differences)
+    xv = oar.from_numpy(LOGITS[0].copy())
+    jac = np.stack([_row(sb, LOGITS[0], i) for i in range(3)])
+    np.testing.assert_allclose(sb.log_abs_det_jacobian(xv, sb(xv)).item(), math.log(abs(np.linalg.det(jac))),
+                               rtol=1e-9)
+    # ContinuousBernoulli: KS from its CDF, away from and at p = 1/2
+    for p in (0.2, 0.5, 0.9):
+        d = D.ContinuousBernoulli(T(p, dtype=oar.float64))
+        x = d.rsample((N,)).numpy()
+        assert _ks(x, lambda v: d.cdf(oar.from_numpy(v.copy())).numpy()) < KS_BOUND, p
+    # LogisticNormal: the draws' logits after stick-breaking's inverse are the normal draws
+    x = D.LogisticNormal(T([0.5, -1.0]), T([1.0, 0.3])).sample((N,))
+    z = sb.inv(x.to(oar.float64)).numpy()
+    np.testing.assert_allclose(z.mean(0), [0.5, -1.0], atol=0.05)
+    np.testing.assert_allclose(z.std(0), [1.0, 0.3], rtol=0.05)
+
+
+def _row(t, x0, i, h=1e-6):
+    """row i of t's Jacobian by central differences"""
+    row = []
+    for j in range(len(x0)):
+        e = np.zeros_like(x0)
+        e[j] = h
+        up, dn = t(oar.from_numpy(x0 + e)).numpy()[i], t(oar.from_numpy(x0 - e)).numpy()[i]
+        row.append((up - dn) / (2 * h))
+    return np.array(row)
+
+
 def test_lowrank_vonmises_straight_through_draws():
     D, T = oar.distributions, oar.tensor
     # LowRankMultivariateNormal: the sample covariance is W W^T + diag(D)
@@ -192,6 +274,9 @@ def test_shapes_expand_and_reprs():
         "VonMises": lambda L: L.distributions.VonMises(L.zeros(3), 2.0),
         "OneHotCategoricalStraightThrough": lambda L: L.distributions.OneHotCategoricalStraightThrough(L.ones(2, 3)),
         "OneHotCategorical": lambda L: L.distributions.OneHotCategorical(logits=L.ones(2, 3)),
+        "ContinuousBernoulli": lambda L: L.distributions.ContinuousBernoulli(L.full((3,), 0.3)),
+        "LogisticNormal": lambda L: L.distributions.LogisticNormal(L.zeros(2, 3), L.ones(3)),
+        "LogisticNormal scalar": lambda L: L.distributions.LogisticNormal(0.0, 1.0),
     }
     for name, make in makes.items():
         o, t = make(oar), make(torch)
@@ -229,7 +314,11 @@ def test_validation_errors_match_torch():
                        ValueError),
                       (lambda L: L.distributions.LowRankMultivariateNormal(L.zeros(3), L.ones(3), L.ones(3)),
                        ValueError),
-                      (lambda L: L.distributions.VonMises(L.zeros(2), L.zeros(2)), ValueError)):
+                      (lambda L: L.distributions.VonMises(L.zeros(2), L.zeros(2)), ValueError),
+                      (lambda L: L.distributions.ContinuousBernoulli(L.tensor([1.5]), validate_args=True), ValueError),
+                      (lambda L: L.distributions.ContinuousBernoulli(L.tensor([0.5])).log_prob(L.tensor([1.5])),
+                       ValueError),
+                      (lambda L: L.distributions.LogisticNormal(L.zeros(2), -L.ones(2)), ValueError)):
         msgs = []
         for L in (oar, torch):
             with pytest.raises(exc) as e:

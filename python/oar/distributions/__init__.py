@@ -4,6 +4,7 @@ log_prob, entropy and rsample are differentiable and traceable). docs/python.md 
 from . import constraints  # noqa: F401
 from .beta import Beta, Dirichlet, Kumaraswamy  # noqa: F401
 from .continuous import Cauchy, Exponential, Laplace, Normal, Uniform  # noqa: F401
+from .continuous_bernoulli import ContinuousBernoulli  # noqa: F401
 from .counts import Binomial, Geometric, NegativeBinomial, Poisson  # noqa: F401
 from .discrete import Bernoulli, Categorical, OneHotCategorical, OneHotCategoricalStraightThrough  # noqa: F401
 from .distribution import Distribution  # noqa: F401
@@ -19,10 +20,11 @@ from .multivariate_normal import MultivariateNormal  # noqa: F401
 from .relaxed import RelaxedBernoulli, RelaxedOneHotCategorical  # noqa: F401
 from .student import FisherSnedecor, StudentT  # noqa: F401
 from . import transforms  # noqa: F401
-from .transformed_distribution import LogNormal, TransformedDistribution  # noqa: F401
+from .transformed_distribution import LogisticNormal, LogNormal, TransformedDistribution  # noqa: F401
 from .von_mises import VonMises  # noqa: F401
 from .transforms import (AbsTransform, AffineTransform, ComposeTransform, ExpTransform,  # noqa: F401
-                         PowerTransform, SigmoidTransform, TanhTransform, Transform)
+                         PowerTransform, SigmoidTransform, SoftmaxTransform, SoftplusTransform,
+                         StickBreakingTransform, TanhTransform, Transform)
 
 __all__ = ["Distribution", "Normal", "Uniform", "Exponential", "Laplace", "Bernoulli", "Categorical",
            "OneHotCategorical", "MultivariateNormal", "Independent", "kl_divergence", "register_kl", "constraints",
@@ -31,4 +33,5 @@ __all__ = ["Distribution", "Normal", "Uniform", "Exponential", "Laplace", "Berno
            "Gamma", "Chi2", "Beta", "Dirichlet", "StudentT", "FisherSnedecor", "Cauchy", "HalfNormal", "HalfCauchy",
            "Gumbel", "Weibull", "Pareto", "Geometric", "NegativeBinomial", "AbsTransform", "Kumaraswamy",
            "Multinomial", "MixtureSameFamily", "RelaxedBernoulli", "RelaxedOneHotCategorical",
-           "LowRankMultivariateNormal", "OneHotCategoricalStraightThrough", "VonMises"]
+           "LowRankMultivariateNormal", "OneHotCategoricalStraightThrough", "VonMises", "LogisticNormal",
+           "SoftmaxTransform", "SoftplusTransform", "StickBreakingTransform", "ContinuousBernoulli"]

@@ -4,6 +4,7 @@ import math
 
 from .beta import Beta, Dirichlet
 from .continuous import Cauchy, Exponential, Laplace, Normal, Uniform
+from .continuous_bernoulli import ContinuousBernoulli
 from .counts import Binomial, Geometric, Poisson
 from .extreme_value import Gumbel, Pareto
 from .folded import HalfNormal
@@ -12,6 +13,7 @@ from .discrete import Bernoulli, Categorical, OneHotCategorical
 from .independent import Independent
 from .lowrank_multivariate_normal import LowRankMultivariateNormal, _lowrank_logdet, _lowrank_mahalanobis
 from .multivariate_normal import MultivariateNormal
+from .transformed_distribution import TransformedDistribution
 
 __all__ = ["kl_divergence", "register_kl"]
 
@@ -454,4 +456,75 @@ def _kl_lowrank_mvn(p, q):
     term2 = _trace_xxt(linalg.solve_triangular(lqb, pw, upper=False)) + \
         _trace_xxt(linalg.solve_triangular(lqb, pd, upper=False))
     return 0.5 * (term1 + term2 + term3 - n)
+
+
+@register_kl(TransformedDistribution, TransformedDistribution)
+def _kl_transformed_transformed(p, q):
+    """equal transforms (torch's equality: same kinds, same parameters) leave KL unchanged"""
+    if p.transforms != q.transforms or tuple(p.event_shape) != tuple(q.event_shape):
+        raise NotImplementedError
+    return kl_divergence(p.base_dist, q.base_dist)
+
+
+# ---- ContinuousBernoulli (on [0, 1]: inf against a distribution whose support misses part of it)
+@register_kl(ContinuousBernoulli, ContinuousBernoulli)
+def _kl_cb_cb(p, q):
+    return p.mean * (p.logits - q.logits) + p._cont_bern_log_norm() + (-p.probs).log1p() - \
+        q._cont_bern_log_norm() - (-q.probs).log1p()
+
+
+@register_kl(ContinuousBernoulli, Exponential)
+def _kl_cb_exponential(p, q):
+    return -p.entropy() - q.rate.log() + q.rate * p.mean
+
+
+@register_kl(ContinuousBernoulli, Normal)
+def _kl_cb_normal(p, q):
+    t2 = 0.5 * (math.log(2.0 * math.pi) + (q.loc / q.scale).pow(2)) + q.scale.log()
+    t3 = (p.variance + p.mean.pow(2) - 2.0 * q.loc * p.mean) / (2.0 * q.scale.pow(2))
+    return -p.entropy() + t2 + t3
+
+
+@register_kl(ContinuousBernoulli, Uniform)
+def _kl_cb_uniform(p, q):
+    # torch 1.13 marks inf where q.low >= 0 or q.high <= 1 (a Uniform covering [0, 1] exactly counts too)
+    return _inf_where((q.low >= 0) | (q.high <= 1), -p.entropy() + (q.high - q.low).log())
+
+
+@register_kl(Uniform, ContinuousBernoulli)
+def _kl_uniform_cb(p, q):
+    result = -p.entropy() - p.mean * q.logits - (-q.probs).log1p() - q._cont_bern_log_norm()
+    return _inf_where((p.high >= 1) | (p.low <= 0), result)
+
+
+@register_kl(ContinuousBernoulli, Pareto)
+def _kl_cb_infinity(p, q):
+    return _inf_like(p.probs)
+
+
+@register_kl(Beta, ContinuousBernoulli)
+def _kl_beta_cb(p, q):
+    return -p.entropy() - p.mean * q.logits - (-q.probs).log1p() - q._cont_bern_log_norm()
+
+
+@register_kl(Exponential, ContinuousBernoulli)
+def _kl_exponential_cb(p, q):
+    return _inf_like(p.rate)
+
+
+@register_kl(Gamma, ContinuousBernoulli)
+def _kl_gamma_cb(p, q):
+    return _inf_like(p.concentration)
+
+
+@register_kl(Normal, ContinuousBernoulli)
+@register_kl(Laplace, ContinuousBernoulli)
+@register_kl(Gumbel, ContinuousBernoulli)
+def _kl_real_cb(p, q):
+    return _inf_like(p.loc)
+
+
+@register_kl(Pareto, ContinuousBernoulli)
+def _kl_pareto_cb(p, q):
+    return _inf_like(p.scale)
 
