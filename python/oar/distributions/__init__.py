@@ -8,6 +8,7 @@ from .continuous_bernoulli import ContinuousBernoulli  # noqa: F401
 from .counts import Binomial, Geometric, NegativeBinomial, Poisson  # noqa: F401
 from .discrete import Bernoulli, Categorical, OneHotCategorical, OneHotCategoricalStraightThrough  # noqa: F401
 from .distribution import Distribution  # noqa: F401
+from .exp_family import ExponentialFamily  # noqa: F401
 from .extreme_value import Gumbel, Pareto, Weibull  # noqa: F401
 from .folded import HalfCauchy, HalfNormal  # noqa: F401
 from .gamma import Chi2, Gamma  # noqa: F401
@@ -34,4 +35,4 @@ __all__ = ["Distribution", "Normal", "Uniform", "Exponential", "Laplace", "Berno
            "Gumbel", "Weibull", "Pareto", "Geometric", "NegativeBinomial", "AbsTransform", "Kumaraswamy",
            "Multinomial", "MixtureSameFamily", "RelaxedBernoulli", "RelaxedOneHotCategorical",
            "LowRankMultivariateNormal", "OneHotCategoricalStraightThrough", "VonMises", "LogisticNormal",
-           "SoftmaxTransform", "SoftplusTransform", "StickBreakingTransform", "ContinuousBernoulli"]
+           "SoftmaxTransform", "SoftplusTransform", "StickBreakingTransform", "ContinuousBernoulli", "ExponentialFamily"]

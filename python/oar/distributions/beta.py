@@ -7,13 +7,14 @@ from .. import _creation as C
 from .._tensor import Size
 from . import constraints
 from .distribution import Distribution, broadcast_all
+from .exp_family import ExponentialFamily
 from .transformed_distribution import TransformedDistribution
 from .transforms import AffineTransform, PowerTransform
 
 __all__ = ["Dirichlet", "Beta", "Kumaraswamy"]
 
 
-class Dirichlet(Distribution):
+class Dirichlet(ExponentialFamily):
     arg_constraints = {"concentration": constraints.independent(constraints.positive, 1)}
     support = constraints.simplex
     has_rsample = True
@@ -68,8 +69,13 @@ class Dirichlet(Distribution):
         k, a0 = a.shape[-1], a.sum(-1)
         return a.lgamma().sum(-1) - a0.lgamma() - (k - a0) * a0.digamma() - ((a - 1.0) * a.digamma()).sum(-1)
 
+    _natural_params = property(lambda self: (self.concentration,))
 
-class Beta(Distribution):
+    def _log_normalizer(self, x):
+        return x.lgamma().sum(-1) - x.sum(-1).lgamma()
+
+
+class Beta(ExponentialFamily):
     arg_constraints = {"concentration1": constraints.positive, "concentration0": constraints.positive}
     support = constraints.unit_interval
     has_rsample = True
@@ -110,6 +116,11 @@ class Beta(Distribution):
 
     def entropy(self):
         return self._dirichlet.entropy()
+
+    _natural_params = property(lambda self: (self.concentration1, self.concentration0))
+
+    def _log_normalizer(self, x, y):
+        return x.lgamma() + y.lgamma() - (x + y).lgamma()
 
 
 def _kumaraswamy_moment(a, b, n):

@@ -7,6 +7,7 @@ from .. import _dtype as D
 from .._tensor import Size
 from . import constraints
 from .distribution import _LOG_SQRT_2PI, Distribution, broadcast_all
+from .exp_family import ExponentialFamily
 
 __all__ = ["Normal", "Uniform", "Exponential", "Laplace", "Cauchy"]
 
@@ -40,7 +41,7 @@ def _rand(shape, dtype):
     return C.rand(*shape, dtype=dtype) if shape else C.rand(1, dtype=dtype).reshape(())
 
 
-class Normal(_Scalarish):
+class Normal(_Scalarish, ExponentialFamily):
     arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
     support = constraints.real
     has_rsample = True
@@ -73,6 +74,12 @@ class Normal(_Scalarish):
 
     def entropy(self):
         return 0.5 + 0.5 * math.log(2 * math.pi) + self.scale.log()
+
+    _mean_carrier_measure = 0
+    _natural_params = property(lambda self: (self.loc / self.scale.pow(2), -0.5 * self.scale.pow(2).reciprocal()))
+
+    def _log_normalizer(self, x, y):
+        return -0.25 * x.pow(2) / y + 0.5 * (-math.pi / y).log()
 
 
 class Uniform(_Scalarish):
@@ -123,7 +130,7 @@ class Uniform(_Scalarish):
         return f"Uniform({shown})"
 
 
-class Exponential(_Scalarish):
+class Exponential(_Scalarish, ExponentialFamily):
     arg_constraints = {"rate": constraints.positive}
     support = constraints.nonnegative
     has_rsample = True
@@ -157,6 +164,12 @@ class Exponential(_Scalarish):
 
     def entropy(self):
         return 1.0 - self.rate.log()
+
+    _mean_carrier_measure = 0
+    _natural_params = property(lambda self: (-self.rate,))
+
+    def _log_normalizer(self, x):
+        return -(-x).log()
 
 
 class Laplace(_Scalarish):

@@ -9,6 +9,7 @@ from .._tensor import Size
 from . import constraints
 from .continuous import _rand
 from .distribution import Distribution, broadcast_all, lazy_property, logits_to_probs, probs_to_logits
+from .exp_family import ExponentialFamily
 from .relaxed import clamp_probs
 
 __all__ = ["ContinuousBernoulli"]
@@ -20,10 +21,11 @@ def _where(cond, a, b):
     return where(cond, a, b)
 
 
-class ContinuousBernoulli(Distribution):
+class ContinuousBernoulli(ExponentialFamily):
     arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
     support = constraints.unit_interval
     has_rsample = True
+    _mean_carrier_measure = 0
 
     def __init__(self, probs=None, logits=None, lims=(0.499, 0.501), validate_args=None):
         if (probs is None) == (logits is None):
@@ -120,3 +122,14 @@ class ContinuousBernoulli(Distribution):
     def entropy(self):
         log0, log1 = (-self.probs).log1p(), self.probs.log()
         return self.mean * (log0 - log1) - self._cont_bern_log_norm() - log0
+
+    _natural_params = property(lambda self: (self.logits,))
+
+    def _log_normalizer(self, x):
+        """log((e^x - 1) / x), by its series 0.5 x + x^2/24 - x^4/2880 near x = 0 (torch's lims)"""
+        lo, hi = self._lims[0] - 0.5, self._lims[1] - 0.5
+        outside = (x <= lo) | (x > hi)
+        cut = _where(outside, x, C.full_like(x, lo))
+        log_norm = (cut.exp() - 1.0).abs().log() - cut.abs().log()
+        taylor = 0.5 * x + x.pow(2) / 24.0 - x.pow(4) / 2880.0
+        return _where(outside, log_norm, taylor)

@@ -10,11 +10,12 @@ from .._tensor import Size
 from . import constraints
 from .distribution import (Distribution, broadcast_all, lazy_property, logits_to_probs, probs_to_logits,
                            set_probs_or_logits)
+from .exp_family import ExponentialFamily
 
 __all__ = ["Poisson", "Binomial", "Geometric", "NegativeBinomial"]
 
 
-class Poisson(Distribution):
+class Poisson(ExponentialFamily):
     arg_constraints = {"rate": constraints.nonnegative}
     support = constraints.nonnegative_integer
 
@@ -42,6 +43,11 @@ class Poisson(Distribution):
 
     def expand(self, batch_shape, _instance=None):
         return Poisson(self.rate.expand(*batch_shape), validate_args=False)
+
+    _natural_params = property(lambda self: (self.rate.log(),))
+
+    def _log_normalizer(self, x):
+        return x.exp()
 
 
 class Binomial(Distribution):

@@ -8,6 +8,7 @@ from .._tensor import Size
 from . import constraints
 from .distribution import (Distribution, broadcast_all, lazy_property, logits_to_probs, probs_to_logits,
                            set_probs_or_logits)
+from .exp_family import ExponentialFamily
 
 __all__ = ["Bernoulli", "Categorical", "OneHotCategorical", "OneHotCategoricalStraightThrough"]
 
@@ -17,7 +18,7 @@ def _one_of(probs, logits):
         raise ValueError("Either `probs` or `logits` must be specified, but not both.")
 
 
-class Bernoulli(Distribution):
+class Bernoulli(ExponentialFamily):
     arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
     support = constraints.boolean
     has_enumerate_support = True
@@ -59,6 +60,12 @@ class Bernoulli(Distribution):
         from ..nn import functional as NF
 
         return NF.binary_cross_entropy_with_logits(self.logits, self.probs, reduction="none")
+
+    _mean_carrier_measure = 0
+    _natural_params = property(lambda self: (self.logits,))
+
+    def _log_normalizer(self, x):
+        return x.exp().log1p()
 
     def enumerate_support(self, expand=True):
         values = C.arange(2, dtype=self.probs.dtype).reshape((-1,) + (1,) * len(self._batch_shape))

@@ -5,6 +5,7 @@ from .. import _dtype as D
 from .._tensor import Size
 from . import constraints
 from .distribution import Distribution, broadcast_all
+from .exp_family import ExponentialFamily
 
 __all__ = ["Gamma", "Chi2"]
 
@@ -15,7 +16,7 @@ def _tiny_floor(value):
     return value + (value.detach().clamp(min=D.finfo(value.dtype).tiny) - value.detach())
 
 
-class Gamma(Distribution):
+class Gamma(ExponentialFamily):
     arg_constraints = {"concentration": constraints.positive, "rate": constraints.positive}
     support = constraints.nonnegative
     has_rsample = True
@@ -55,6 +56,12 @@ class Gamma(Distribution):
     def entropy(self):
         a = self.concentration
         return a - self.rate.log() + a.lgamma() + (1.0 - a) * a.digamma()
+
+    _mean_carrier_measure = 0
+    _natural_params = property(lambda self: (self.concentration - 1, -self.rate))
+
+    def _log_normalizer(self, x, y):
+        return (x + 1).lgamma() + (x + 1) * (-y.reciprocal()).log()
 
 
 class Chi2(Gamma):

@@ -10,6 +10,7 @@ from .extreme_value import Gumbel, Pareto
 from .folded import HalfNormal
 from .gamma import Gamma
 from .discrete import Bernoulli, Categorical, OneHotCategorical
+from .exp_family import ExponentialFamily
 from .independent import Independent
 from .lowrank_multivariate_normal import LowRankMultivariateNormal, _lowrank_logdet, _lowrank_mahalanobis
 from .multivariate_normal import MultivariateNormal
@@ -527,4 +528,25 @@ def _kl_real_cb(p, q):
 @register_kl(Pareto, ContinuousBernoulli)
 def _kl_pareto_cb(p, q):
     return _inf_like(p.scale)
+
+
+@register_kl(ExponentialFamily, ExponentialFamily)
+def _kl_expfamily_expfamily(p, q):
+    """the Bregman divergence of the log normalizer A between the natural parameters:
+    A(theta_q) - A(theta_p) - <theta_q - theta_p, grad A(theta_p)>, for two of one family"""
+    from .. import autograd
+
+    if type(p) is not type(q):
+        raise NotImplementedError("The cross KL-divergence between different exponential families cannot be "
+                                  "computed using Bregman divergences")
+    p_thetas = [t.detach().requires_grad_() for t in p._natural_params]
+    q_thetas = q._natural_params
+    a_p = p._log_normalizer(*p_thetas)
+    grads = autograd.grad(a_p.sum(), p_thetas, create_graph=True)
+    result = q._log_normalizer(*q_thetas) - a_p
+    for tp, tq, g in zip(p_thetas, q_thetas, grads):
+        term = (tq - tp) * g
+        k = len(q.event_shape)
+        result = result - (term.reshape(*term.shape[:term.ndim - k], -1).sum(-1) if k else term)
+    return result
 
