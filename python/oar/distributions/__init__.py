@@ -23,6 +23,7 @@ from .student import FisherSnedecor, StudentT  # noqa: F401
 from . import transforms  # noqa: F401
 from .transformed_distribution import LogisticNormal, LogNormal, TransformedDistribution  # noqa: F401
 from .von_mises import VonMises  # noqa: F401
+from .wishart import Wishart  # noqa: F401
 from .transforms import (AbsTransform, AffineTransform, ComposeTransform, ExpTransform,  # noqa: F401
                          PowerTransform, SigmoidTransform, SoftmaxTransform, SoftplusTransform,
                          StickBreakingTransform, TanhTransform, Transform)
@@ -35,4 +36,4 @@ __all__ = ["Distribution", "Normal", "Uniform", "Exponential", "Laplace", "Berno
            "Gumbel", "Weibull", "Pareto", "Geometric", "NegativeBinomial", "AbsTransform", "Kumaraswamy",
            "Multinomial", "MixtureSameFamily", "RelaxedBernoulli", "RelaxedOneHotCategorical",
            "LowRankMultivariateNormal", "OneHotCategoricalStraightThrough", "VonMises", "LogisticNormal",
-           "SoftmaxTransform", "SoftplusTransform", "StickBreakingTransform", "ContinuousBernoulli", "ExponentialFamily"]
+           "SoftmaxTransform", "SoftplusTransform", "StickBreakingTransform", "ContinuousBernoulli", "ExponentialFamily", "Wishart"]
