@@ -3,7 +3,7 @@ tensor (elementwise, or per event for the event constraints); reprs are torch's.
 __all__ = ["Constraint", "real", "positive", "nonnegative", "unit_interval", "boolean", "nonnegative_integer",
            "simplex", "lower_cholesky", "positive_definite", "real_vector", "greater_than", "greater_than_eq",
            "interval", "half_open_interval", "integer_interval", "dependent", "dependent_property", "independent",
-           "positive_integer", "multinomial"]
+           "positive_integer", "multinomial", "corr_cholesky"]
 
 
 class Constraint:
@@ -105,6 +105,18 @@ class _LowerCholesky(Constraint):
         return lower & (value.diagonal(dim1=-2, dim2=-1) > 0).all(-1)
 
 
+class _CorrCholesky(Constraint):
+    """lower triangular with a positive diagonal and rows of unit length (a correlation matrix's factor)"""
+    event_dim = 2
+
+    def check(self, value):
+        from .. import finfo
+
+        tol = finfo(value.dtype).eps * value.shape[-1] * 10
+        unit_rows = ((value.detach().pow(2).sum(-1).sqrt() - 1.0).abs() <= tol).all(-1)
+        return _LowerCholesky().check(value) & unit_rows
+
+
 class _PositiveDefinite(Constraint):
     event_dim = 2
 
@@ -167,3 +179,4 @@ greater_than, greater_than_eq, interval = _GreaterThan, _GreaterThanEq, _Interva
 half_open_interval, integer_interval = _HalfOpenInterval, _IntegerInterval
 independent, positive_integer, multinomial = _IndependentConstraint, _IntegerGreaterThan(1), _Multinomial
 real_vector = independent(real, 1)
+corr_cholesky = _CorrCholesky()
