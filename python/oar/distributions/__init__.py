@@ -38,3 +38,8 @@ __all__ = ["Distribution", "Normal", "Uniform", "Exponential", "Laplace", "Berno
            "Multinomial", "MixtureSameFamily", "RelaxedBernoulli", "RelaxedOneHotCategorical",
            "LowRankMultivariateNormal", "OneHotCategoricalStraightThrough", "VonMises", "LogisticNormal",
            "SoftmaxTransform", "SoftplusTransform", "StickBreakingTransform", "ContinuousBernoulli", "ExponentialFamily", "Wishart", "LKJCholesky"]
+
+from . import _torch_modules  # noqa: E402
+
+_torch_modules.install(__import__(__name__, fromlist=["_"]))   # torch's module names: normal, utils, ...
+

@@ -3,7 +3,8 @@ tensor (elementwise, or per event for the event constraints); reprs are torch's.
 __all__ = ["Constraint", "real", "positive", "nonnegative", "unit_interval", "boolean", "nonnegative_integer",
            "simplex", "lower_cholesky", "positive_definite", "real_vector", "greater_than", "greater_than_eq",
            "interval", "half_open_interval", "integer_interval", "dependent", "dependent_property", "independent",
-           "positive_integer", "multinomial", "corr_cholesky"]
+           "positive_integer", "multinomial", "corr_cholesky", "less_than", "lower_triangular", "square", "symmetric",
+           "positive_semidefinite", "one_hot", "is_dependent"]
 
 
 class Constraint:
@@ -39,6 +40,17 @@ class _GreaterThanEq(_GreaterThan):
 
     def __repr__(self):
         return f"GreaterThanEq(lower_bound={self.lower_bound})"
+
+
+class _LessThan(Constraint):
+    def __init__(self, upper_bound):
+        self.upper_bound = upper_bound
+
+    def check(self, value):
+        return value < self.upper_bound
+
+    def __repr__(self):
+        return f"LessThan(upper_bound={self.upper_bound})"
 
 
 class _Interval(Constraint):
@@ -103,6 +115,54 @@ class _LowerCholesky(Constraint):
     def check(self, value):
         lower = (value.tril() == value).flatten(-2).all(-1)
         return lower & (value.diagonal(dim1=-2, dim2=-1) > 0).all(-1)
+
+
+class _LowerTriangular(Constraint):
+    event_dim = 2
+
+    def check(self, value):
+        return (value.tril() == value).flatten(-2).all(-1)
+
+
+class _Square(Constraint):
+    event_dim = 2
+
+    def check(self, value):
+        from .. import full
+
+        return full(tuple(value.shape[:-2]), value.shape[-2] == value.shape[-1], dtype=_bool())
+
+
+class _Symmetric(_Square):
+    def check(self, value):
+        square = super().check(value)
+        if not bool(square.all()):
+            return square
+        return ((value - value.mT).abs() <= 1e-6 + 1e-5 * value.mT.abs()).all(-2).all(-1)   # isclose, atol 1e-6
+
+
+class _PositiveSemidefinite(_Symmetric):
+    def check(self, value):
+        from .. import linalg
+
+        sym = super().check(value)
+        if not bool(sym.all()):
+            return sym
+        return (linalg.eigvalsh(value) >= 0).all(-1)
+
+
+class _OneHot(Constraint):
+    is_discrete = True
+    event_dim = 1
+
+    def check(self, value):
+        return ((value == 0) | (value == 1)).all(-1) & (value.sum(-1) == 1)
+
+
+def _bool():
+    from .. import _dtype
+
+    return _dtype.bool_
 
 
 class _CorrCholesky(Constraint):
@@ -171,6 +231,10 @@ def dependent_property(fn):
     return property(fn)
 
 
+def is_dependent(constraint):
+    return isinstance(constraint, _Dependent)
+
+
 real, positive, nonnegative = _Real(), _GreaterThan(0.0), _GreaterThanEq(0.0)
 unit_interval, boolean, nonnegative_integer = _Interval(0.0, 1.0), _Boolean(), _IntegerGreaterThan(0)
 simplex, lower_cholesky, positive_definite = _Simplex(), _LowerCholesky(), _PositiveDefinite()
@@ -180,3 +244,5 @@ half_open_interval, integer_interval = _HalfOpenInterval, _IntegerInterval
 independent, positive_integer, multinomial = _IndependentConstraint, _IntegerGreaterThan(1), _Multinomial
 real_vector = independent(real, 1)
 corr_cholesky = _CorrCholesky()
+less_than, lower_triangular, square, symmetric = _LessThan, _LowerTriangular(), _Square(), _Symmetric()
+positive_semidefinite, one_hot = _PositiveSemidefinite(), _OneHot()

@@ -174,7 +174,7 @@ def broadcast_all_long(value, logits):
 
 class OneHotCategorical(Distribution):
     arg_constraints = {"probs": constraints.simplex, "logits": constraints.real_vector}
-    support = constraints.simplex   # torch's one_hot constraint: a simplex with a single 1
+    support = constraints.one_hot
     has_enumerate_support = True
 
     def __init__(self, probs=None, logits=None, validate_args=None):
