@@ -23,6 +23,11 @@ from .relaxed import RelaxedBernoulli, RelaxedOneHotCategorical  # noqa: F401
 from .student import FisherSnedecor, StudentT  # noqa: F401
 from . import transforms  # noqa: F401
 from .transformed_distribution import LogisticNormal, LogNormal, TransformedDistribution  # noqa: F401
+from .transforms_structural import (CumulativeDistributionTransform, IndependentTransform,  # noqa: F401
+                                    LowerCholeskyTransform, ReshapeTransform)
+from .constraint_registry import biject_to, transform_to  # noqa: F401
+from . import constraint_registry  # noqa: F401
+from .transforms import identity_transform  # noqa: F401
 from .von_mises import VonMises  # noqa: F401
 from .wishart import Wishart  # noqa: F401
 from .transforms import (AbsTransform, AffineTransform, ComposeTransform, ExpTransform,  # noqa: F401
@@ -37,7 +42,9 @@ __all__ = ["Distribution", "Normal", "Uniform", "Exponential", "Laplace", "Berno
            "Gumbel", "Weibull", "Pareto", "Geometric", "NegativeBinomial", "AbsTransform", "Kumaraswamy",
            "Multinomial", "MixtureSameFamily", "RelaxedBernoulli", "RelaxedOneHotCategorical",
            "LowRankMultivariateNormal", "OneHotCategoricalStraightThrough", "VonMises", "LogisticNormal",
-           "SoftmaxTransform", "SoftplusTransform", "StickBreakingTransform", "ContinuousBernoulli", "ExponentialFamily", "Wishart", "LKJCholesky"]
+           "SoftmaxTransform", "SoftplusTransform", "StickBreakingTransform", "ContinuousBernoulli", "ExponentialFamily", "Wishart", "LKJCholesky", "IndependentTransform",
+           "ReshapeTransform", "LowerCholeskyTransform", "CumulativeDistributionTransform", "biject_to", "transform_to",
+           "identity_transform"]
 
 from . import _torch_modules  # noqa: E402
 

@@ -20,7 +20,9 @@ class TransformedDistribution(Distribution):
             if not isinstance(t, Transform):
                 raise ValueError(f"transforms must be a Transform or a list of Transforms, but was {transforms}")
         self.base_dist = base_distribution
-        event_dim = max([len(base_distribution.event_shape)] + [t.event_dim for t in self.transforms])
+        event_dim = len(base_distribution.event_shape)
+        for t in self.transforms:   # a transform's output event may have other dims than its input's (reshape)
+            event_dim = max(event_dim, t.event_dim) + t.codomain_event_dim - t.event_dim
         shape = tuple(base_distribution.batch_shape) + tuple(base_distribution.event_shape)
         for t in self.transforms:
             shape = t.forward_shape(shape)   # stick-breaking adds one to the event size
@@ -67,6 +69,7 @@ class TransformedDistribution(Distribution):
         for t in reversed(self.transforms):
             x = t.inv(y)
             ldj = t.log_abs_det_jacobian(x, y)
+            event_dim += t.event_dim - t.codomain_event_dim
             extra = event_dim - t.event_dim
             result = result - (ldj.reshape(*ldj.shape[:ldj.ndim - extra], -1).sum(-1) if extra else ldj)
             y = x

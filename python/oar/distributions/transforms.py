@@ -41,6 +41,11 @@ class Transform:
     def inverse_shape(self, shape):
         return tuple(shape)
 
+    @property
+    def codomain_event_dim(self):
+        """event dims of the output (event_dim is the input's; they differ for a reshape)"""
+        return self.event_dim
+
     def _inverse(self, y):
         raise NotImplementedError
 
@@ -54,7 +59,7 @@ class Transform:
 class _InverseTransform(Transform):
     def __init__(self, transform):
         self._inv = transform
-        self.event_dim = transform.event_dim
+        self.event_dim = transform.codomain_event_dim
         self.sign = transform.sign
         self.domain, self.codomain = transform.codomain, transform.domain
 
@@ -73,6 +78,10 @@ class _InverseTransform(Transform):
 
     def __eq__(self, other):
         return isinstance(other, _InverseTransform) and self._inv == other._inv
+
+    @property
+    def codomain_event_dim(self):
+        return self._inv.event_dim
 
     __hash__ = object.__hash__
 
@@ -225,6 +234,9 @@ class ComposeTransform(Transform):
     def __eq__(self, other):
         return isinstance(other, ComposeTransform) and self.parts == other.parts
 
+    def __repr__(self):   # torch's layout: one part a line
+        return "ComposeTransform(\n    " + ",\n    ".join(repr(p) for p in self.parts) + "\n)"
+
     __hash__ = object.__hash__
 
     def forward_shape(self, shape):
@@ -282,6 +294,7 @@ class SoftmaxTransform(Transform):
     """softmax over the last dim: not bijective (its inverse is a log, up to a constant); no Jacobian"""
     codomain = constraints.simplex
     event_dim = 1
+    bijective = False
 
     def _call(self, x):
         probs = (x - x.max(-1, True)[0]).exp()
@@ -334,3 +347,12 @@ class StickBreakingTransform(Transform):
 
 
 identity_transform = ComposeTransform([])
+
+
+def __getattr__(name):   # the structural transforms live in transforms_structural (they import this module)
+    from . import transforms_structural
+
+    if name in transforms_structural.__all__:
+        return getattr(transforms_structural, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
