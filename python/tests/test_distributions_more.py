@@ -231,8 +231,8 @@ def test_torch_module_paths_and_remaining_constraints():
     torch = torch_or_skip()
     names = [n for n in dir(torch.distributions) if not n.startswith("_")]
     missing = [n for n in names if not hasattr(oar.distributions, n)]
-    # what oar leaves out, by name (docs/python.md): three transforms (and the cat / stack constraints)
-    assert set(missing) == {"CatTransform", "CorrCholeskyTransform", "StackTransform"}, missing
+    # what oar leaves out, by name (docs/python.md): two transforms (and the cat / stack constraints)
+    assert set(missing) == {"CatTransform", "StackTransform"}, missing
     for mod in ("normal", "studentT", "relaxed_categorical", "one_hot_categorical", "chi2", "gamma", "beta"):
         o, t = importlib.import_module("oar.distributions." + mod), importlib.import_module("torch.distributions." + mod)
         public = [n for n in getattr(t, "__all__", []) if n[0].isupper()]
@@ -316,6 +316,24 @@ def test_structural_transforms():
                                    t.log_abs_det_jacobian(torch.from_numpy(x.copy()), yt).numpy(), rtol=1e-9)
         assert o.forward_shape((4, 2, 3)) == tuple(t.forward_shape(torch.Size((4, 2, 3))))
     assert repr(pairs[0][0]) == repr(pairs[0][1])
+    # CorrCholeskyTransform: 6 reals to a 4 x 4 correlation factor, as torch's; the image is one, and the
+    # log-determinant is that of the Jacobian onto the factor's strictly lower entries (central differences)
+    v = R.standard_normal((3, 6))
+    o, t = D.CorrCholeskyTransform(), TD.CorrCholeskyTransform()
+    yo, yt = o(oar.from_numpy(v.copy())), t(torch.from_numpy(v.copy()))
+    np.testing.assert_allclose(yo.numpy(), yt.numpy(), rtol=1e-12, atol=1e-15)
+    assert bool(D.constraints.corr_cholesky.check(yo).all())
+    np.testing.assert_allclose(o.inv(yo).numpy(), v, rtol=1e-9)
+    ldj = o.log_abs_det_jacobian(oar.from_numpy(v.copy()), yo).numpy()
+    np.testing.assert_allclose(ldj, t.log_abs_det_jacobian(torch.from_numpy(v.copy()), yt).numpy(), rtol=1e-12)
+    low = [(i, j) for i in range(4) for j in range(i)]
+    f = lambda u: o(oar.from_numpy(u)).numpy()[[i for i, _ in low], [j for _, j in low]]
+    jac = np.stack([(f(v[0] + h) - f(v[0] - h)) / 2e-6 for h in np.eye(6) * 1e-6], 1)
+    np.testing.assert_allclose(ldj[0], math.log(abs(np.linalg.det(jac))), rtol=1e-7)
+    assert o.forward_shape((3, 6)) == (3, 4, 4) and o.inverse_shape((3, 4, 4)) == (3, 6)
+    with pytest.raises(ValueError, match="not a flattend lower-diagonal number"):
+        o.forward_shape((3, 5))
+    assert repr(D.biject_to(D.constraints.corr_cholesky)) == "CorrCholeskyTransform()"
     with pytest.raises(ValueError, match="different numbers of elements"):
         D.ReshapeTransform((2, 3), (5,))
     # a reshape changes the event shape of the distribution it transforms

@@ -5,7 +5,7 @@ constraint's class, as torch's; register adds more."""
 import numbers
 
 from . import constraints, transforms
-from .transforms_structural import IndependentTransform, LowerCholeskyTransform
+from .transforms_structural import CorrCholeskyTransform, IndependentTransform, LowerCholeskyTransform
 
 __all__ = ["ConstraintRegistry", "biject_to", "transform_to"]
 
@@ -95,3 +95,9 @@ def _transform_simplex(c):
 @transform_to.register(constraints.lower_cholesky)
 def _transform_lower_cholesky(c):
     return LowerCholeskyTransform()
+
+
+@_both(constraints.corr_cholesky)
+def _to_corr_cholesky(c):
+    return CorrCholeskyTransform()
+

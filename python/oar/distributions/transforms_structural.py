@@ -1,13 +1,17 @@
 """Transforms that wrap, reshape or assemble others (torch.distributions.transforms' names):
+CorrCholeskyTransform (a vector of n(n-1)/2 reals to the Cholesky factor of a correlation matrix),
 IndependentTransform (a base transform whose log-determinant sums over extra rightmost dims),
 ReshapeTransform (unit Jacobian), LowerCholeskyTransform (unconstrained square matrices to lower
 triangular ones with a positive diagonal, by exp on the diagonal) and CumulativeDistributionTransform
 (a distribution's CDF, e.g. for copulas)."""
+import math
+
 from .._tensor import Size
 from . import constraints
 from .transforms import Transform, _sum_rightmost
 
-__all__ = ["IndependentTransform", "ReshapeTransform", "LowerCholeskyTransform", "CumulativeDistributionTransform"]
+__all__ = ["IndependentTransform", "ReshapeTransform", "LowerCholeskyTransform", "CumulativeDistributionTransform",
+           "CorrCholeskyTransform"]
 
 
 class IndependentTransform(Transform):
@@ -130,3 +134,75 @@ class CumulativeDistributionTransform(Transform):
 
     def log_abs_det_jacobian(self, x, y):
         return self.distribution.log_prob(x)
+
+
+def _tril_selector(n, diag, dtype):
+    """S [k, n * n] with a 1 at (k, i n + j) for the k-th (i, j), j - i <= diag, in row order: vec @ S fills a
+    matrix's strictly lower part, mat.flatten @ S^T reads it back (both differentiable)"""
+    from .. import tensor
+
+    cells = [i * n + j for i in range(n) for j in range(n) if j - i <= diag]
+    rows = [[1.0 if c == cell else 0.0 for c in range(n * n)] for cell in cells]
+    return tensor(rows, dtype=dtype).reshape(len(cells), n * n)
+
+
+def _vec_to_tril(vec, n, diag):
+    return (vec @ _tril_selector(n, diag, vec.dtype)).reshape(*vec.shape[:-1], n, n)
+
+
+def _tril_to_vec(mat, diag):
+    n = mat.shape[-1]
+    return mat.reshape(*mat.shape[:-2], n * n) @ _tril_selector(n, diag, mat.dtype).mT
+
+
+class CorrCholeskyTransform(Transform):
+    """row i of the factor: tanh of its i inputs as signed stick-breaking fractions of the unit length left,
+    the diagonal taking the rest"""
+    domain = constraints.real_vector
+    codomain = constraints.corr_cholesky
+    bijective = True
+    event_dim = 1
+    codomain_event_dim = 2
+
+    def _call(self, x):
+        from .. import cat, eye, finfo, ones
+
+        eps = finfo(x.dtype).eps
+        n = self.forward_shape(tuple(x.shape))[-1]
+        r = _vec_to_tril(x.tanh().clamp(min=-1 + eps, max=1 - eps), n, -1)
+        left = (1 - r.pow(2)).sqrt().cumprod(-1)
+        left = cat([ones(*left.shape[:-1], 1, dtype=x.dtype), left[..., :-1]], -1)
+        return (r + eye(n, dtype=x.dtype)) * left
+
+    def _inverse(self, y):
+        from .. import cat, ones
+
+        rest = 1 - (y * y).cumsum(-1)
+        rest = cat([ones(*rest.shape[:-1], 1, dtype=y.dtype), rest[..., :-1]], -1)
+        t = _tril_to_vec(y, -1) / _tril_to_vec(rest, -1).sqrt()
+        return ((1 + t) / (1 - t)).log() / 2   # atanh
+
+    def log_abs_det_jacobian(self, x, y):
+        from ..nn import functional as NF
+
+        stick = 0.5 * _tril_to_vec(1 - (y * y).cumsum(-1), -2).log().sum(-1)
+        tanh = -2 * (x + NF.softplus(-2 * x) - math.log(2.0)).sum(-1)
+        return stick + tanh
+
+    def forward_shape(self, shape):
+        if len(shape) < 1:
+            raise ValueError("Too few dimensions on input")
+        n_in = shape[-1]
+        d = round((0.25 + 2 * n_in) ** 0.5 + 0.5)
+        if d * (d - 1) // 2 != n_in:
+            raise ValueError("Input is not a flattend lower-diagonal number")
+        return tuple(shape[:-1]) + (d, d)
+
+    def inverse_shape(self, shape):
+        if len(shape) < 2:
+            raise ValueError("Too few dimensions on input")
+        if shape[-2] != shape[-1]:
+            raise ValueError("Input is not square")
+        d = shape[-1]
+        return tuple(shape[:-2]) + (d * (d - 1) // 2,)
+
