@@ -231,8 +231,7 @@ def test_torch_module_paths_and_remaining_constraints():
     torch = torch_or_skip()
     names = [n for n in dir(torch.distributions) if not n.startswith("_")]
     missing = [n for n in names if not hasattr(oar.distributions, n)]
-    # what oar leaves out, by name (docs/python.md): two transforms (and the cat / stack constraints)
-    assert set(missing) == {"CatTransform", "StackTransform"}, missing
+    assert not missing, missing   # every public name of torch.distributions 1.13
     for mod in ("normal", "studentT", "relaxed_categorical", "one_hot_categorical", "chi2", "gamma", "beta"):
         o, t = importlib.import_module("oar.distributions." + mod), importlib.import_module("torch.distributions." + mod)
         public = [n for n in getattr(t, "__all__", []) if n[0].isupper()]
@@ -346,3 +345,30 @@ def test_structural_transforms():
                                    D.ReshapeTransform((6,), (2, 3)))
     np.testing.assert_allclose(td.log_prob(oar.from_numpy(v)).numpy(), tt.log_prob(torch.from_numpy(v)).numpy(),
                                rtol=1e-12)
+
+
+def test_cat_and_stack_transforms_and_constraints():
+    torch = torch_or_skip()
+    x = R.standard_normal((4, 5))
+    res = []
+    for L in (oar, torch):
+        D = L.distributions
+        T, C = D.transforms, D.constraints
+        c = T.CatTransform([T.ExpTransform(), T.identity_transform, T.SigmoidTransform()], dim=-1, lengths=[2, 2, 1])
+        s = T.StackTransform([T.ExpTransform(), T.AffineTransform(1.0, 2.0)], dim=0)
+        y, z = c(L.from_numpy(x.copy())), s(L.from_numpy(x[:2].copy()))
+        k = C.cat([C.positive, C.real], dim=-1, lengths=[2, 3])
+        st = C.stack([C.positive, C.real], dim=0)
+        res.append([y.numpy(), c.inv(y).numpy(), c.log_abs_det_jacobian(L.from_numpy(x.copy()), y).numpy(),
+                    z.numpy(), s.inv(z).numpy(), s.log_abs_det_jacobian(L.from_numpy(x[:2].copy()), z).numpy(),
+                    k.check(L.from_numpy(x.copy())).numpy(), st.check(L.from_numpy(x[:2].copy())).numpy(),
+                    D.biject_to(k)(L.from_numpy(x.copy())).numpy(), D.transform_to(st)(L.from_numpy(x[:2].copy())).numpy(),
+                    k.event_dim, st.event_dim])
+    for a, b in zip(*res):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-15)
+    T = oar.distributions.transforms
+    with pytest.raises(ValueError, match="expected size 5 along dim -1"):
+        T.CatTransform([T.ExpTransform(), T.ExpTransform()], dim=-1, lengths=[2, 3])(oar.zeros(4, 4))
+    with pytest.raises(ValueError, match="one length per transform"):
+        T.CatTransform([T.ExpTransform()], lengths=[1, 2])
+

@@ -23,6 +23,7 @@ from .relaxed import RelaxedBernoulli, RelaxedOneHotCategorical  # noqa: F401
 from .student import FisherSnedecor, StudentT  # noqa: F401
 from . import transforms  # noqa: F401
 from .transformed_distribution import LogisticNormal, LogNormal, TransformedDistribution  # noqa: F401
+from .transforms_assembled import CatTransform, StackTransform  # noqa: F401
 from .transforms_structural import (CorrCholeskyTransform, CumulativeDistributionTransform,  # noqa: F401
                                     IndependentTransform, LowerCholeskyTransform, ReshapeTransform)
 from .constraint_registry import biject_to, transform_to  # noqa: F401
@@ -43,7 +44,7 @@ __all__ = ["Distribution", "Normal", "Uniform", "Exponential", "Laplace", "Berno
            "Multinomial", "MixtureSameFamily", "RelaxedBernoulli", "RelaxedOneHotCategorical",
            "LowRankMultivariateNormal", "OneHotCategoricalStraightThrough", "VonMises", "LogisticNormal",
            "SoftmaxTransform", "SoftplusTransform", "StickBreakingTransform", "ContinuousBernoulli", "ExponentialFamily", "Wishart", "LKJCholesky", "IndependentTransform",
-           "ReshapeTransform", "LowerCholeskyTransform", "CumulativeDistributionTransform", "CorrCholeskyTransform", "biject_to", "transform_to",
+           "ReshapeTransform", "LowerCholeskyTransform", "CumulativeDistributionTransform", "CorrCholeskyTransform", "CatTransform", "StackTransform", "biject_to", "transform_to",
            "identity_transform"]
 
 from . import _torch_modules  # noqa: E402

@@ -5,6 +5,7 @@ constraint's class, as torch's; register adds more."""
 import numbers
 
 from . import constraints, transforms
+from .transforms_assembled import CatTransform, StackTransform
 from .transforms_structural import CorrCholeskyTransform, IndependentTransform, LowerCholeskyTransform
 
 __all__ = ["ConstraintRegistry", "biject_to", "transform_to"]
@@ -100,4 +101,24 @@ def _transform_lower_cholesky(c):
 @_both(constraints.corr_cholesky)
 def _to_corr_cholesky(c):
     return CorrCholeskyTransform()
+
+
+@biject_to.register(constraints.cat)
+def _biject_cat(c):
+    return CatTransform([biject_to(part) for part in c.cseq], c.dim, c.lengths)
+
+
+@transform_to.register(constraints.cat)
+def _transform_cat(c):
+    return CatTransform([transform_to(part) for part in c.cseq], c.dim, c.lengths)
+
+
+@biject_to.register(constraints.stack)
+def _biject_stack(c):
+    return StackTransform([biject_to(part) for part in c.cseq], c.dim)
+
+
+@transform_to.register(constraints.stack)
+def _transform_stack(c):
+    return StackTransform([transform_to(part) for part in c.cseq], c.dim)
 

@@ -4,7 +4,7 @@ __all__ = ["Constraint", "real", "positive", "nonnegative", "unit_interval", "bo
            "simplex", "lower_cholesky", "positive_definite", "real_vector", "greater_than", "greater_than_eq",
            "interval", "half_open_interval", "integer_interval", "dependent", "dependent_property", "independent",
            "positive_integer", "multinomial", "corr_cholesky", "less_than", "lower_triangular", "square", "symmetric",
-           "positive_semidefinite", "one_hot", "is_dependent"]
+           "positive_semidefinite", "one_hot", "is_dependent", "cat", "stack"]
 
 
 class Constraint:
@@ -159,6 +159,47 @@ class _OneHot(Constraint):
         return ((value == 0) | (value == 1)).all(-1) & (value.sum(-1) == 1)
 
 
+class _Cat(Constraint):
+    """cseq[i] on the i-th slice of lengths[i] along dim (torch.cat's layout)"""
+
+    def __init__(self, cseq, dim=0, lengths=None):
+        self.cseq = list(cseq)
+        self.lengths = list(lengths) if lengths is not None else [1] * len(self.cseq)
+        self.dim = dim
+
+    is_discrete = property(lambda self: any(c.is_discrete for c in self.cseq))
+    event_dim = property(lambda self: max(c.event_dim for c in self.cseq))
+
+    def check(self, value):
+        from .. import cat
+
+        checks, start = [], 0
+        for c, n in zip(self.cseq, self.lengths):
+            checks.append(c.check(value.narrow(self.dim, start, n)))
+            start += n
+        return cat(checks, self.dim)
+
+
+class _Stack(Constraint):
+    """cseq[i] on the i-th index along dim (torch.stack's layout)"""
+
+    def __init__(self, cseq, dim=0):
+        self.cseq, self.dim = list(cseq), dim
+
+    is_discrete = property(lambda self: any(c.is_discrete for c in self.cseq))
+
+    @property
+    def event_dim(self):
+        dim = max(c.event_dim for c in self.cseq)
+        return dim + 1 if self.dim + dim < 0 else dim
+
+    def check(self, value):
+        from .. import stack
+
+        return stack([c.check(value.select(self.dim, i)) for i, c in zip(range(value.shape[self.dim]), self.cseq)],
+                     self.dim)
+
+
 def _bool():
     from .. import _dtype
 
@@ -246,3 +287,4 @@ real_vector = independent(real, 1)
 corr_cholesky = _CorrCholesky()
 less_than, lower_triangular, square, symmetric = _LessThan, _LowerTriangular(), _Square(), _Symmetric()
 positive_semidefinite, one_hot = _PositiveSemidefinite(), _OneHot()
+cat, stack = _Cat, _Stack

@@ -349,10 +349,11 @@ class StickBreakingTransform(Transform):
 identity_transform = ComposeTransform([])
 
 
-def __getattr__(name):   # the structural transforms live in transforms_structural (they import this module)
-    from . import transforms_structural
+def __getattr__(name):   # the structural and assembled transforms live in their own files (they import this one)
+    from . import transforms_assembled, transforms_structural
 
-    if name in transforms_structural.__all__:
-        return getattr(transforms_structural, name)
+    for mod in (transforms_structural, transforms_assembled):
+        if name in mod.__all__:
+            return getattr(mod, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
