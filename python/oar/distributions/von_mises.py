@@ -65,8 +65,8 @@ class VonMises(Distribution):
         with no_grad():
             loc, kappa, r = (t.expand(*shape) if shape else t for t in (self.loc, self.concentration,
                                                                         self._proposal_r))
-            x, done = C.zeros(*shape, dtype=loc.dtype) if shape else C.zeros((), dtype=loc.dtype), None
-            done = x != x   # all False
+            x = C.zeros(shape, dtype=loc.dtype)
+            done = x != x   # all False: nothing accepted yet
             while not bool(done.all()):
                 u1, u2, u3 = (_rand(shape, loc.dtype) for _ in range(3))
                 z = (math.pi * u1).cos()
