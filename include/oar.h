@@ -451,6 +451,11 @@ OAR_API oar_tensor *oar_airy_ai(oar_tensor *x);
 OAR_API oar_tensor *oar_gammainc(oar_tensor *a, oar_tensor *x);
 OAR_API oar_tensor *oar_gammaincc(oar_tensor *a, oar_tensor *x);
 OAR_API oar_tensor *oar_zeta(oar_tensor *x, oar_tensor *q);
+/* Gamma(alpha, 1) draws, one per element of alpha (f32/f64; torch._standard_gamma; NaN for alpha <= 0),
+ * from the global generator; differentiable in alpha through oar_standard_gamma_grad(alpha, x), the
+ * reparameterization derivative dx/dalpha of a draw x at its quantile (torch._standard_gamma_grad) */
+OAR_API oar_tensor *oar_standard_gamma(oar_tensor *alpha);
+OAR_API oar_tensor *oar_standard_gamma_grad(oar_tensor *alpha, oar_tensor *x);
 /* orthogonal polynomials p_n(x), the degree n a float tensor broadcast with x (truncated; 0 below 0),
  * as torch.special: Chebyshev T, U, V, W and the shifted ones (p_n(2x - 1)), Hermite H and He,
  * Laguerre L, Legendre P. Not differentiable. */

@@ -1220,6 +1220,31 @@ def poisson(input, generator=None):
         return out.to(input.dtype)
 
 
+@_export
+def _standard_gamma(input, generator=None):
+    """torch._standard_gamma: a Gamma(alpha, 1) draw per element of alpha (the standard_gamma op: Marsaglia and
+    Tsang on oar's generator), differentiable in alpha by the implicit reparameterization gradient"""
+    if generator is not None:
+        raise NotImplementedError("_standard_gamma: generator= is not offered (oar's generator is global)")
+    if not _is_t(input):
+        raise TypeError(f"_standard_gamma(): argument 'input' must be Tensor, not {type(input).__name__}")
+    return F.call("standard_gamma", (input,))
+
+
+@_export
+def _standard_gamma_grad(input, output):
+    """torch._standard_gamma_grad: d output / d alpha of Gamma(alpha, 1) draws output at their quantiles"""
+    return F.call("standard_gamma_grad", (input, output))
+
+
+@_export
+def _sample_dirichlet(input, generator=None):
+    """torch._sample_dirichlet: Gamma(alpha_i, 1) draws normalized over the last dim (differentiable through
+    the Gamma draws' reparameterization gradient)"""
+    g = _standard_gamma(input, generator)
+    return g / g.sum(-1, True)
+
+
 def _poisson_knuth(rate):
     limit, prod = (-rate).exp(), C.rand(*rate.shape, dtype=D.float64) if rate.ndim else C.rand(1, dtype=D.float64)[0]
     count = C.zeros_like(rate)

@@ -1,4 +1,4 @@
-"""Normal, Uniform, Exponential, Laplace: location-scale families with reparameterized samples
+"""Normal, Uniform, Exponential, Laplace, Cauchy: location-scale families with reparameterized samples
 (loc + scale * standard noise), closed-form log densities, CDFs, inverse CDFs and entropies."""
 import math
 
@@ -7,8 +7,9 @@ from .. import _dtype as D
 from .._tensor import Size
 from . import constraints
 from .distribution import _LOG_SQRT_2PI, Distribution, broadcast_all
+from .exp_family import ExponentialFamily
 
-__all__ = ["Normal", "Uniform", "Exponential", "Laplace"]
+__all__ = ["Normal", "Uniform", "Exponential", "Laplace", "Cauchy"]
 
 
 class _Scalarish(Distribution):
@@ -40,7 +41,7 @@ def _rand(shape, dtype):
     return C.rand(*shape, dtype=dtype) if shape else C.rand(1, dtype=dtype).reshape(())
 
 
-class Normal(_Scalarish):
+class Normal(_Scalarish, ExponentialFamily):
     arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
     support = constraints.real
     has_rsample = True
@@ -73,6 +74,12 @@ class Normal(_Scalarish):
 
     def entropy(self):
         return 0.5 + 0.5 * math.log(2 * math.pi) + self.scale.log()
+
+    _mean_carrier_measure = 0
+    _natural_params = property(lambda self: (self.loc / self.scale.pow(2), -0.5 * self.scale.pow(2).reciprocal()))
+
+    def _log_normalizer(self, x, y):
+        return -0.25 * x.pow(2) / y + 0.5 * (-math.pi / y).log()
 
 
 class Uniform(_Scalarish):
@@ -123,7 +130,7 @@ class Uniform(_Scalarish):
         return f"Uniform({shown})"
 
 
-class Exponential(_Scalarish):
+class Exponential(_Scalarish, ExponentialFamily):
     arg_constraints = {"rate": constraints.positive}
     support = constraints.nonnegative
     has_rsample = True
@@ -157,6 +164,12 @@ class Exponential(_Scalarish):
 
     def entropy(self):
         return 1.0 - self.rate.log()
+
+    _mean_carrier_measure = 0
+    _natural_params = property(lambda self: (-self.rate,))
+
+    def _log_normalizer(self, x):
+        return -(-x).log()
 
 
 class Laplace(_Scalarish):
@@ -194,3 +207,39 @@ class Laplace(_Scalarish):
 
     def entropy(self):
         return 1 + (2 * self.scale).log()
+
+
+class Cauchy(_Scalarish):
+    arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
+    support = constraints.real
+    has_rsample = True
+    _first = "loc"
+
+    def __init__(self, loc, scale, validate_args=None):
+        self.loc, self.scale = broadcast_all(loc, scale)
+        super().__init__(self._shape_of(loc, scale), validate_args=validate_args)
+
+    mode = property(lambda self: self.loc)
+    mean = property(lambda self: C.full(tuple(self._extended_shape()), math.nan, dtype=self.loc.dtype))
+    variance = property(lambda self: C.full(tuple(self._extended_shape()), math.inf, dtype=self.loc.dtype))
+
+    def rsample(self, sample_shape=Size()):
+        u = self._noise(sample_shape, _rand)
+        return self.loc + (math.pi * (u - 0.5)).tan() * self.scale   # the inverse CDF of standard noise
+
+    def log_prob(self, value):
+        if self._validate_args:
+            self._validate_sample(value)
+        return -math.log(math.pi) - self.scale.log() - (1 + ((value - self.loc) / self.scale) ** 2).log()
+
+    def cdf(self, value):
+        if self._validate_args:
+            self._validate_sample(value)
+        return ((value - self.loc) / self.scale).atan() / math.pi + 0.5
+
+    def icdf(self, value):
+        return (math.pi * (value - 0.5)).tan() * self.scale + self.loc
+
+    def entropy(self):
+        return math.log(4 * math.pi) + self.scale.log()
+

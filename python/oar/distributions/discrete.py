@@ -8,8 +8,9 @@ from .._tensor import Size
 from . import constraints
 from .distribution import (Distribution, broadcast_all, lazy_property, logits_to_probs, probs_to_logits,
                            set_probs_or_logits)
+from .exp_family import ExponentialFamily
 
-__all__ = ["Bernoulli", "Categorical", "OneHotCategorical"]
+__all__ = ["Bernoulli", "Categorical", "OneHotCategorical", "OneHotCategoricalStraightThrough"]
 
 
 def _one_of(probs, logits):
@@ -17,7 +18,7 @@ def _one_of(probs, logits):
         raise ValueError("Either `probs` or `logits` must be specified, but not both.")
 
 
-class Bernoulli(Distribution):
+class Bernoulli(ExponentialFamily):
     arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
     support = constraints.boolean
     has_enumerate_support = True
@@ -59,6 +60,12 @@ class Bernoulli(Distribution):
         from ..nn import functional as NF
 
         return NF.binary_cross_entropy_with_logits(self.logits, self.probs, reduction="none")
+
+    _mean_carrier_measure = 0
+    _natural_params = property(lambda self: (self.logits,))
+
+    def _log_normalizer(self, x):
+        return x.exp().log1p()
 
     def enumerate_support(self, expand=True):
         values = C.arange(2, dtype=self.probs.dtype).reshape((-1,) + (1,) * len(self._batch_shape))
@@ -167,7 +174,7 @@ def broadcast_all_long(value, logits):
 
 class OneHotCategorical(Distribution):
     arg_constraints = {"probs": constraints.simplex, "logits": constraints.real_vector}
-    support = constraints.simplex   # torch's one_hot constraint: a simplex with a single 1
+    support = constraints.one_hot
     has_enumerate_support = True
 
     def __init__(self, probs=None, logits=None, validate_args=None):
@@ -195,11 +202,26 @@ class OneHotCategorical(Distribution):
     def entropy(self):
         return self._categorical.entropy()
 
+    def expand(self, batch_shape, _instance=None):
+        new = type(self).__new__(type(self))
+        new._categorical = self._categorical.expand(batch_shape)
+        Distribution.__init__(new, Size(batch_shape), self._event_shape, validate_args=False)
+        new._validate_args = self._validate_args
+        return new
+
     def enumerate_support(self, expand=True):
         n = self._event_shape[0]
         values = C.eye(n, dtype=self.probs.dtype).reshape((n,) + (1,) * len(self._batch_shape) + (n,))
         return values.expand(n, *self._batch_shape, n) if expand else values
 
-    def __repr__(self):
-        return f"OneHotCategorical(probs: {self.probs.size()})" if "probs" in self._categorical.__dict__ else \
-            f"OneHotCategorical(logits: {self.logits.size()})"
+
+class OneHotCategoricalStraightThrough(OneHotCategorical):
+    """OneHotCategorical whose rsample passes the gradient straight through to probs (Bengio et al. 2013):
+    the draw's value with the probabilities' gradient"""
+    has_rsample = True
+
+    def rsample(self, sample_shape=Size()):
+        samples = self.sample(sample_shape)
+        probs = self._categorical.probs
+        return samples + (probs - probs.detach())
+

@@ -151,8 +151,8 @@ class Distribution:
             raise ValueError("The value argument to log_prob must be a Tensor")
         event_dim = len(self._event_shape)
         if tuple(value.shape[value.ndim - event_dim:]) != tuple(self._event_shape):
-            raise ValueError(f"The right-most size of value must match event_shape: {tuple(value.shape)} vs "
-                             f"{tuple(self._event_shape)}.")
+            raise ValueError(f"The right-most size of value must match event_shape: {value.size()} vs "
+                             f"{self._event_shape}.")
         support = self.support
         if support is not None and support is not constraints.dependent:
             valid = support.check(value)
@@ -163,9 +163,16 @@ class Distribution:
 
     def __repr__(self):
         names = [k for k in self.arg_constraints if k in self.__dict__]
-        shown = ", ".join(f"{k}: {self.__dict__[k].item() if self.__dict__[k].ndim == 0 else self.__dict__[k].size()}"
-                          for k in names)
+        shown = ", ".join(f"{k}: {_param_text(self.__dict__[k])}" for k in names)
         return f"{type(self).__name__}({shown})"
+
+
+def _param_text(t):
+    """torch's repr of a parameter: a one-element tensor shows its value (a 0-d one as a number), others
+    their size"""
+    if t.numel() != 1:
+        return str(t.size())
+    return str(t.item()) if t.ndim == 0 else str(t)
 
 
 _LOG_SQRT_2PI = math.log(math.sqrt(2 * math.pi))
