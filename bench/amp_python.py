@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
-"""Mixed precision from Python (docs/amp.md, "From Python"), oar beside torch 1.13 in one
-process at one thread each: (1) the cost of entering and leaving an autocast region
-(`with autocast("cpu"): pass`), (2) a training step of an MLP (width x 3 Linear, batch B) in
-f32, under CPU bf16 autocast, and (oar) under f16 autocast with the GradScaler, eager and
-compiled (oar.jit.to_static), and (oar) O2 with Paddle's API (oar.amp.decorate: bf16/f16
-parameters with f32 masters, auto_cast level O2; f16 with the GradScaler). Repetitions interleave every configuration so machine noise hits
-them alike; a figure is the median over repetitions of each repetition's median call: wall
+"""Mixed precision from Python (docs/amp.md, "From Python"), oar beside torch 1.13 in one process at
+one thread each: (1) the cost of entering and leaving an autocast region (`with autocast("cpu"):
+pass`), (2) a training step of an MLP (width x 3 Linear, batch B) in f32, under CPU bf16 autocast,
+and (oar) under f16 autocast with the GradScaler, eager and compiled (oar.jit.to_static), and
+(oar) O2 with Paddle's API (oar.amp.decorate: bf16/f16 parameters with f32 masters, auto_cast
+level O2; f16 with the GradScaler). Repetitions interleave every configuration so machine noise
+hits them alike; a figure is the median over repetitions of each repetition's median call: wall
 time, and process CPU time per call (the steadier one on a loaded machine). One JSON object per
 line.
 

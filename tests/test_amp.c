@@ -422,6 +422,17 @@ static void test_o2_params(void) {
         oar_scope_end();
     }
     CHECK(!t_same_bits(mw, w0));                       /* the masters moved */
+    /* two backward passes with a sync between them: the master's gradient is their sum in f32 */
+    oar_optimizer_zero_grad(opt);
+    oar_tensor *g1 = NULL;
+    for (int pass = 0; pass < 2; pass++) {
+        oar_tensor *y = oar_matmul(oar_cast(x, OAR_F16), w);
+        CHECK(oar_backward(oar_sum(oar_cast(y, OAR_F32), NULL, 0, false), NULL, false) == OAR_OK);
+        if (pass == 0) g1 = oar_cast(oar_grad_get(w), OAR_F32);
+        CHECK(oar_amp_masters_sync_grads(am) == OAR_OK);
+    }
+    CHECK(t_same_bits(oar_grad_get(mw), oar_add(g1, g1)));
+    oar_optimizer_zero_grad(opt);
     CHECK(t_same_bits(oar_cast(mw, OAR_F16), w));       /* and the parameters are them rounded */
     CHECK_ERR(oar_amp_decorate_params(ps, names, NULL, 3, OAR_BF16),
               "oar_amp_decorate_params: expected f32 parameters, got f16 for 'fc.weight'; decorate a module once");

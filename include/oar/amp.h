@@ -157,8 +157,8 @@ OAR_API int oar_amp_masters_count(const oar_amp_masters *w);
 OAR_API oar_tensor *oar_amp_master(oar_amp_masters *w, int i, const char **name);
 /* An optimizer over the masters (caller frees it before the masters). */
 OAR_API oar_optimizer *oar_amp_masters_optimizer(oar_amp_masters *w, const oar_optim_opts *opts);
-/* Moves each low parameter's gradient, cast to f32, to its master's .grad (the parameter's is
- * dropped: the optimizer's zero_grad clears the masters'). */
+/* Moves each low parameter's gradient, cast to f32, to its master's .grad, added to a gradient the
+ * master holds already (the parameter's is dropped: the optimizer's zero_grad clears the masters'). */
 OAR_API oar_status oar_amp_masters_sync_grads(oar_amp_masters *w);
 /* Writes the masters back into the low parameters (rounded to nearest even). */
 OAR_API oar_status oar_amp_masters_sync_params(oar_amp_masters *w);

@@ -245,6 +245,9 @@ oar_status oar_amp_masters_sync_grads(oar_amp_masters *w) {
         if (scoped) oar_scope_begin();
         oar_no_grad_begin();
         oar_tensor *c = oar_cast(p->grad, OAR_F32);
+        /* a master holding a gradient not yet stepped on (a sync earlier this step, for another
+         * optimizer or before more backward passes) adds the new one, in f32, as leaves do */
+        if (c && m->grad) c = oar_add(m->grad, c);
         oar_no_grad_end();
         if (c) {
             oar_tensor_unref(m->grad);

@@ -57,7 +57,8 @@ def _check_optimizer(optimizer, param_ids):
     from ..optim.optimizer import _KINDS, Optimizer
 
     if not isinstance(optimizer, Optimizer) or optimizer._kind not in _KINDS:
-        raise TypeError(f"decorate: expected oar.optim optimizers (SGD, Adam, AdamW...), got {type(optimizer).__name__}")
+        raise TypeError(f"decorate: expected oar.optim optimizers (SGD, Adam, AdamW...), got "
+                        f"{type(optimizer).__name__}")
     if optimizer._amp is not None:
         raise RuntimeError(f"decorate: {type(optimizer).__name__} is decorated already; decorate each optimizer once")
     if optimizer._c is not None and optimizer._c.steps() > 0:

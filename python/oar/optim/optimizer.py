@@ -48,8 +48,9 @@ class Optimizer:
 
     def add_param_group(self, param_group):
         if self._amp is not None:
-            raise RuntimeError(f"{type(self).__name__}.add_param_group: this optimizer was decorated by oar.amp.decorate "
-                               "(it updates f32 masters of its parameters); add every group before decorate")
+            raise RuntimeError(f"{type(self).__name__}.add_param_group: this optimizer was decorated by "
+                               "oar.amp.decorate (it updates f32 masters of its parameters); add every group before "
+                               "decorate")
         g = self._checked_group(param_group)
         if g.get("lr") is None:
             raise ValueError(f"{type(self).__name__}: a learning rate (lr) is required")
