@@ -6,7 +6,8 @@
  *    1e-5 relative;
  *  - autograd through oar_standard_gamma gives standard_gamma_grad at the draws;
  *  - draws: mean a and variance a for small, unit and large a (5-sigma bounds), the same bits at one
- *    and at four threads and after reseeding, and independent successive calls. */
+ *    and at four threads and after reseeding, and independent successive calls;
+ *  - the gradient kernel's threaded contiguous path and its strided walk give the same bits. */
 #include "test_util.h"
 
 #include <float.h>
@@ -155,7 +156,24 @@ static void test_autograd(void) {
     oar_scope_end();
 }
 
+/* the threaded contiguous path and the strided walk (broadcast alpha, transposed draws) agree bit for bit */
+static void test_layouts_agree(void) {
+    oar_scope_begin();
+    int64_t col[2] = {300, 1}, full[2] = {300, 40};
+    oar_tensor *alpha = oar_add_scalar(oar_standard_gamma(oar_full(col, 2, 2.0, OAR_F64)), 0.05);
+    oar_tensor *alpha_full = oar_contiguous(oar_expand(alpha, full, 2));
+    oar_tensor *x = oar_standard_gamma(alpha_full);
+    oar_tensor *fast = oar_standard_gamma_grad(alpha_full, x);
+    oar_tensor *broadcast = oar_standard_gamma_grad(alpha, x);
+    oar_tensor *xt = oar_transpose(oar_contiguous(oar_transpose(x, 0, 1)), 0, 1); /* x's values, strided */
+    oar_tensor *strided = oar_standard_gamma_grad(alpha_full, xt);
+    CHECK(t_same_bits(fast, broadcast));
+    CHECK(t_same_bits(fast, oar_contiguous(strided)));
+    oar_scope_end();
+}
+
 int main(void) {
+    test_layouts_agree();
     test_grad_vs_cdf();
     test_draws();
     test_determinism();

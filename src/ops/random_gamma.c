@@ -92,11 +92,33 @@ static oar_status standard_gamma_grad_infer(oar_tensor *const *in, int n_in, con
     return oar_infer_broadcast("standard_gamma_grad", in, n_in, in[0]->dtype, out);
 }
 
+typedef struct grad_job {
+    const oar_tensor *alpha, *x;
+    oar_tensor *y;
+} grad_job;
+
+static void grad_range(void *p, int64_t begin, int64_t end) {
+    const grad_job *j = p;
+    const oar_dtype_traits *tr = &oar_dtypes[j->y->dtype];
+    const int64_t es = (int64_t)tr->size;
+    const char *ap = oar_tensor_ptr(j->alpha), *xp = oar_tensor_ptr(j->x);
+    char *yp = oar_tensor_ptr(j->y);
+    for (int64_t i = begin; i < end; i++)
+        tr->store(yp + i * es, oar_gamma_sample_grad_d(tr->load(ap + i * es), tr->load(xp + i * es)));
+}
+
 static oar_status standard_gamma_grad_ref(const oar_kctx *ctx, oar_tensor *const *in, int n_in,
                                           oar_tensor *const *out, int n_out, const oar_attr *a) {
     (void)ctx; (void)n_out; (void)a;
     oar_tensor *y = out[0];
     if (y->numel == 0) return OAR_OK;
+    /* the common case (a backward pass: alpha and the draws alike, contiguous) across the threads: each
+     * element costs up to a few hundred series or fraction terms; anything else by the strided walk */
+    if (in[0]->contiguous && in[1]->contiguous && in[0]->numel == y->numel && in[1]->numel == y->numel) {
+        grad_job j = {in[0], in[1], y};
+        oar_parallel_for(y->numel, 64, grad_range, &j);
+        return OAR_OK;
+    }
     oar_tensor *ops[3] = {y, in[0], in[1]};
     oar_iter it;
     oar_iter_init(&it, y->shape, y->ndim, ops, n_in + 1);
