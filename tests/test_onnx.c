@@ -109,6 +109,10 @@ static void attr_i(Onnx__NodeProto *n, const char *name, int64_t v) {
     a->has_i = 1;
     a->i = v;
 }
+static Onnx__NodeProto *attr_i_ret(Onnx__NodeProto *n, const char *name, int64_t v) {
+    attr_i(n, name, v);
+    return n;
+}
 static void attr_ints(Onnx__NodeProto *n, const char *name, const int64_t *v, size_t k) {
     Onnx__AttributeProto *a = attr(n, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS);
     a->ints = A(sizeof(int64_t) * (k + 1));
@@ -725,8 +729,61 @@ static void test_packed_lowbit_fields(void) {
     if (x) oar_tensor_unref(x);
 }
 
+/* Cast and CastLike to float8 by the saturate attribute (default 1: the largest finite value;
+ * 0: NaN or inf per format), float8e8m0's round_mode (only "up", the default, is oar's), in one
+ * compiled model; the codes expected are oar_lowbit_encode's (test_lowbit checks it against the
+ * formats' bit fields). */
+static void test_cast_saturate(void) {
+    mb m;
+    mb_init(&m, 24);
+    input(&m, "x", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, "6");
+    input(&m, "like", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT8E5M2, "1");
+    node(&m, "CastLike", "a", "x,like", "sat");
+    attr_i(node(&m, "CastLike", "b", "x,like", "nosat"), "saturate", 0);
+    attr_i(attr_i_ret(node(&m, "Cast", "c", "x", "fnuz"), "to", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT8E4M3FNUZ),
+           "saturate", 0);
+    attr_i(node(&m, "Cast", "d", "x", "e8m0"), "to", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT8E8M0);
+    output(&m, "sat", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT8E5M2);
+    output(&m, "nosat", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT8E5M2);
+    output(&m, "fnuz", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT8E4M3FNUZ);
+    output(&m, "e8m0", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT8E8M0);
+    oar_onnx_model *model = load_mb(&m, "cast_saturate", NULL);
+    CHECK(model != NULL);
+    if (!model) return;
+    oar_scope_begin();
+    const float xv[6] = {1e6f, -1e6f, INFINITY, NAN, 1.1f, -0.0f};
+    oar_tensor *in[2] = {oar_from_data(xv, (int64_t[]){6}, 1, OAR_F32),
+                         oar_cast(oar_from_data((float[]){1.0f}, (int64_t[]){1}, 1, OAR_F32), OAR_F8E5M2)};
+    oar_tensor *out[4] = {0};
+    CHECK(oar_onnx_run(model, in, 2, out, 4) == OAR_OK);
+    const oar_dtype dts[4] = {OAR_F8E5M2, OAR_F8E5M2, OAR_F8E4M3FNUZ, OAR_F8E8M0};
+    const bool sat[4] = {true, false, false, true};
+    for (int k = 0; k < 4; k++) {
+        CHECK(out[k] && oar_dtype_of(out[k]) == dts[k]);
+        const uint8_t *c = out[k] ? (const uint8_t *)oar_data(out[k]) : NULL;
+        for (int i = 0; c && i < 6; i++) CHECK(c[i] == oar_lowbit_encode(dts[k], xv[i], sat[k]));
+    }
+    /* the values themselves: saturated 57344, not saturated inf; fnuz overflow is NaN (0x80) */
+    CHECK(out[0] && t_at(out[0], 0) == 57344.0 && t_at(out[0], 2) == 57344.0 && isnan(t_at(out[0], 3)));
+    CHECK(out[1] && isinf(t_at(out[1], 0)) && t_at(out[1], 1) < 0 && isinf(t_at(out[1], 2)));
+    CHECK(out[2] && ((const uint8_t *)oar_data(out[2]))[0] == 0x80 && ((const uint8_t *)oar_data(out[2]))[5] == 0);
+    oar_scope_end();
+    oar_onnx_free(model);
+    /* round_mode "down" or "nearest" to e8m0: refused, naming it */
+    mb r;
+    mb_init(&r, 24);
+    input(&r, "x", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, "2");
+    Onnx__NodeProto *n = node(&r, "Cast", "c", "x", "y");
+    attr_i(n, "to", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT8E8M0);
+    attr_s(n, "round_mode", "nearest");
+    output(&r, "y", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT8E8M0);
+    expect_refused(&r, "cast_round_mode", OAR_ERR_UNSUPPORTED, "round_mode 'nearest'", "rounds up");
+}
+
 int main(void) {
     corpus_dir = getenv("OAR_WRITE_ONNX_CORPUS");
+    test_cast_saturate();
+    arena_free();
     test_packed_lowbit_fields();
     test_stolen_initializer_tracked();
     test_typed_int_fields();

@@ -1,7 +1,9 @@
 /* TensorProto -> tensor: dims checked, data from raw_data (little-endian bytes), the typed
  * fields (float_data, int32_data, int64_data, double_data, uint64_data: uint32 and uint64; int32_data:
- * the narrower integers, float16/bfloat16 bits and bool, per onnx.proto) or an external data
- * file next to the model, each checked against the size the dims imply. */
+ * the narrower integers, float16/bfloat16 bits and bool, per onnx.proto; the float8 codes one
+ * per int32, the 4- and 2-bit types packed as in raw_data) or an external data file next to the
+ * model, each checked against the size the dims imply (packed for the 4- and 2-bit types, which
+ * the tensor then holds one per byte: onnx_lowbit.c). */
 #include "io/onnx/onnx_internal.h"
 #include "io/onnx/onnx_lowbit.h"
 
