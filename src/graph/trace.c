@@ -410,8 +410,8 @@ oar_status oar_trace_end(oar_trace *t, oar_status status, oar_tensor *const *out
 
 /* copy_(dst, src) while tracing, dst a symbolic tensor this trace made (an in-place op under no_grad:
  * `out += identity`, `y.relu_()`, `y.zero_()`). A program value is written once, so dst now stands
- * for a new value, src cast and broadcast to dst's dtype and shape and copied (a node, never an
- * alias of a parameter a later op could write): what eager copy_ leaves in dst, seen by every
+ * for a new value, src cast and broadcast to dst's dtype and shape (copied unless it is a fresh
+ * node result: never an alias of state a later op could write): what eager copy_ leaves in dst, seen by every
  * holder of dst as the written data would be. Refused where the write would have to reach another
  * tensor: dst is a view (its base would keep the old values), views of dst exist (so would they),
  * or dst is an argument of the function (the program does not write its caller's tensors). */
@@ -455,7 +455,12 @@ static oar_status trace_assign(oar_tensor *dst, const oar_tensor *src) {
         oar_tensor_unref(c);
         if (!(c = x)) return oar_last_status();
     }
-    x = oar_clone(c);
+    /* a fresh node result (the residual's `add`) is taken as it is: values are never written, so
+     * sharing one is safe; state, constants and views are copied */
+    const oar_value *cv = c->storage ? NULL : &p->values[c->trace_value];
+    bool fresh = cv && c != dst && cv->kind == OAR_VAL_NODE && c->contiguous &&
+                 !(oar_op_table[p->nodes[cv->node].op]->flags & OAR_OPF_VIEW);
+    x = fresh ? oar_retain(c) : oar_clone(c);
     oar_tensor_unref(c);
     if (!x) return oar_last_status();
     dst->trace_value = x->trace_value;
