@@ -196,6 +196,20 @@ static oar_tensor *make_strided(oar_tensor *src) {
     return v;
 }
 
+/* The same tensor with its first dim of size > 1 repeated by stride 0 (every slice along it is
+ * the first): the layout expand/broadcast views give; NULL when no dim can take it. */
+static oar_tensor *make_broadcast(oar_tensor *src) {
+    if (!src || src->numel == 0) return NULL;
+    for (int d = 0; d < src->ndim; d++)
+        if (src->shape[d] > 1) {
+            oar_tensor *v = oar_tensor_alias(src);
+            v->strides[d] = 0;
+            oar_tensor_refresh(v);
+            return v;
+        }
+    return NULL;
+}
+
 /* ---- guarded outputs */
 static void guarded_free(void *data, void *ctx) {
     (void)ctx;
@@ -376,6 +390,40 @@ static void run_cuda_kernel(const oar_op_def *d, int op, const oar_kernel_entry 
     for (int o = 0; o < n_out; o++) oar_tensor_unref(gout[o]);
 }
 
+/* Input i as a stride-0 (expanded) view, eagerly, against the same values made contiguous: a fast
+ * kernel handed the view as if it were dense reads past its storage (matmul's folded GEMM once
+ * did). Values an op refuses (a matrix with equal rows made singular) are skipped. */
+static void check_broadcast_input(int op, oar_tensor *const *in, int n_in, int i, const oar_attr *attrs, double tol,
+                                  const char *label) {
+    oar_tensor *view = make_broadcast(in[i]);
+    if (!view) return;
+    oar_tensor *dense = oar_tensor_contiguous_copy(view), *args[OAR_MAX_INPUTS], *want[OAR_MAX_OUTPUTS],
+               *got[OAR_MAX_OUTPUTS];
+    int nw = OAR_MAX_OUTPUTS, ng = OAR_MAX_OUTPUTS;
+    for (int j = 0; j < n_in; j++) args[j] = in[j];
+    bool prev = oar_set_grad_enabled(false);
+    args[i] = dense;
+    oar_rng_set_state(FIXED_RNG);
+    if (oar_op_call((oar_op_id)op, args, n_in, attrs, want, &nw) == OAR_OK) {
+        char what[320];
+        snprintf(what, sizeof what, "%.256s [eager, input %d broadcast]", label, i);
+        args[i] = view;
+        oar_rng_set_state(FIXED_RNG);
+        if (oar_op_call((oar_op_id)op, args, n_in, attrs, got, &ng) != OAR_OK) {
+            FAIL("%s: failed: %s", what, oar_last_error());
+        } else {
+            for (int o = 0; o < ng; o++) {
+                same_values(what, got[o], want[o], tol);
+                oar_tensor_unref(got[o]);
+            }
+        }
+        for (int o = 0; o < nw; o++) oar_tensor_unref(want[o]);
+    }
+    oar_set_grad_enabled(prev);
+    oar_tensor_unref(dense);
+    oar_tensor_unref(view);
+}
+
 /* ---- one pass of a case at one float dtype: kernels vs reference, then strided eager path */
 static void run_kernels(const sweep_case *c, int op, const input_spec *specs, int n_in, const oar_attr *attrs,
                         oar_dtype dt, const char *label) {
@@ -478,6 +526,8 @@ static void run_kernels(const sweep_case *c, int op, const input_spec *specs, in
         oar_set_grad_enabled(prev);
         for (int i = 0; i < n_in; i++) oar_tensor_unref(sin[i]);
     }
+    if (!(c->flags & SWEEP_NO_STRIDED) && !g_cuda_only && !d->mutated_inputs)
+        for (int i = 0; i < n_in; i++) check_broadcast_input(op, in, n_in, i, attrs, tol, label);
 free_ref:
     for (int o = 0; o < n_out; o++) oar_tensor_unref(ref[o]);
 done:

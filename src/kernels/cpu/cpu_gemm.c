@@ -56,9 +56,10 @@ static bool matmul_blas_supports(oar_tensor *const *in, int n_in, oar_tensor *co
 }
 
 /* When b is the same for every batch and a's rows run on with one stride across the batch
- * dims (a contiguous [.., m, k] times a matrix), the whole batch is one GEMM of nbatch*m rows. */
+ * dims (a contiguous [.., m, k] times a matrix), the whole batch is one GEMM of nbatch*m rows.
+ * A b that needs packing (an expanded view: stride 0) goes through mm_batches, which packs it. */
 static bool can_fold(const mm_plan *p) {
-    if (!batch_invariant(p->b_bs, p->nb) || p->a.trans || p->a.pack) return false;
+    if (!batch_invariant(p->b_bs, p->nb) || p->a.trans || p->a.pack || p->b.pack) return false;
     int64_t expect = p->a.ld * p->a.rows;
     for (int d = p->nb - 1; d >= 0; d--) {
         if (p->batch[d] == 1) continue;
