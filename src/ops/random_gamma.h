@@ -24,6 +24,7 @@
 #ifndef OAR_RANDOM_GAMMA_H
 #define OAR_RANDOM_GAMMA_H
 
+#include "ops/special_igamma.h"
 #include "ops/special_math.h"
 
 #include <math.h>
@@ -50,20 +51,7 @@ static inline double oar_gamma_grad_series(double a, double x) {
  * forward pass only finds the depth n at which it converges; the fraction and its derivative are then
  * taken backward from depth 2n + 40 (special_igamma.h explains why). */
 static inline double oar_gamma_grad_cf(double a, double x) {
-    const double tiny = 1e-300;
-    double b = x + 1.0 - a, c = 1.0 / tiny, d = 1.0 / b;
-    int n = 1;
-    for (; n < OAR_GAMMA_MAX_TERMS; n++) {
-        double an = -n * (n - a);
-        b += 2.0;
-        d = an * d + b;
-        if (fabs(d) < tiny) d = tiny;
-        c = b + an / c;
-        if (fabs(c) < tiny) c = tiny;
-        d = 1.0 / d;
-        if (fabs(d * c - 1.0) < 1e-16) break;
-    }
-    int depth = 2 * n + 40;
+    int depth = 2 * oar_igammac_cf_depth(a, x) + 40;
     double f = x + 2.0 * depth + 1.0 - a, g = -1.0;
     for (int i = depth; i >= 1; i--) {
         double an = i * (i - a);

@@ -88,12 +88,10 @@ OAR_HD static inline double oar_igamma_series(double a, double x) {
     return oar_igamma_factor(a, x) / a * s;
 }
 
-/* Q by the continued fraction (x >= a): Gamma(a, x) = e^-x x^a / (x + 1 - a - 1(1-a) / (x + 3 - a - ...)).
- * Lentz's forward evaluation stops once a step's factor rounds to 1, which near x = 1 is long before
- * the fraction has converged (the remaining factors, each within an ulp of 1, still move it by 1e-14);
- * so Lentz only measures the depth n, and the fraction is evaluated backward from depth 2n + 20,
- * where it agrees with mpmath to an ulp over the range tried (a from 1e-4 to 1e4). */
-OAR_HD static inline double oar_igammac_cf(double a, double x) {
+/* The depth n at which Lentz's forward evaluation of the upper-tail fraction below stops (a step's
+ * factor rounds to 1): the fraction itself is then taken backward from a deeper start (why: below).
+ * random_gamma.h's reparameterization gradient differentiates the same fraction. */
+OAR_HD static inline int oar_igammac_cf_depth(double a, double x) {
     const double tiny = 1e-300;
     double b = x + 1.0 - a, c = 1.0 / tiny, d = 1.0 / b;
     int n = 1;
@@ -107,7 +105,16 @@ OAR_HD static inline double oar_igammac_cf(double a, double x) {
         d = 1.0 / d;
         if (fabs(d * c - 1.0) < 1e-16) break;
     }
-    int depth = 2 * n + 20;
+    return n;
+}
+
+/* Q by the continued fraction (x >= a): Gamma(a, x) = e^-x x^a / (x + 1 - a - 1(1-a) / (x + 3 - a - ...)).
+ * Lentz's forward evaluation stops once a step's factor rounds to 1, which near x = 1 is long before
+ * the fraction has converged (the remaining factors, each within an ulp of 1, still move it by 1e-14);
+ * so Lentz only measures the depth n, and the fraction is evaluated backward from depth 2n + 20,
+ * where it agrees with mpmath to an ulp over the range tried (a from 1e-4 to 1e4). */
+OAR_HD static inline double oar_igammac_cf(double a, double x) {
+    int depth = 2 * oar_igammac_cf_depth(a, x) + 20;
     double f = x + 2.0 * depth + 1.0 - a;
     for (int i = depth; i >= 1; i--) f = (x + 2.0 * (i - 1) + 1.0 - a) - i * (i - a) / f;
     return oar_igamma_factor(a, x) / f;
