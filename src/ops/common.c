@@ -54,11 +54,13 @@ oar_status oar_check_same_dtype(const char *opname, oar_tensor *const *in, int n
     return OAR_OK;
 }
 
+/* The compute floats only: the low-bit floats (f8, f4) are storage types, floats by their traits
+ * but without arithmetic kernels (docs/dtypes.md) */
 oar_status oar_check_float(const char *opname, const oar_tensor *t, const char *what) {
-    if (oar_dtypes[t->dtype].is_float) return OAR_OK;
+    if (OAR_FLOAT_DTYPES & OAR_DTYPE_BIT(t->dtype)) return OAR_OK;
     return oar_error(OAR_ERR_DTYPE, "%s: expected %s to have a floating dtype (f32, f64, f16, bf16), "
-                                    "got %s; convert it with oar_cast", opname, what,
-                     oar_dtype_name(t->dtype));
+                                    "got %s%s; convert it with oar_cast", opname, what, oar_dtype_name(t->dtype),
+                     oar_dtype_is_lowbit(t->dtype) ? " (a storage-only low-bit dtype)" : "");
 }
 
 oar_status oar_dims_mask(const char *opname, const oar_attr *dims, int ndim, uint32_t *mask) {

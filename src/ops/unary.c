@@ -33,7 +33,7 @@ static oar_status unary_infer(const char *name, uint32_t dtypes, unary_check che
                               const oar_attr *a, oar_meta *out, int *n_out) {
     oar_dtype dt = in[0]->dtype;
     if (!(dtypes & OAR_DTYPE_BIT(dt))) {
-        if (dtypes == OAR_FLOAT_DTYPES) return oar_check_float(name, in[0], "the input");
+        if (dtypes == OAR_FLOAT_DTYPES) return oar_check_float(name, in[0], "the input"); /* fails: dt is not one */
         if (!(dtypes & OAR_FLOAT_DTYPES))
             return oar_error(OAR_ERR_DTYPE, "%s: expected an integer tensor, got %s; bitwise ops take no floats "
                                             "(logical_not for bool)", name, oar_dtype_name(dt));
