@@ -408,6 +408,13 @@ oar_status oar_trace_end(oar_trace *t, oar_status status, oar_tensor *const *out
     return st;
 }
 
+/* An op's result as an internal reference: out of the caller's scope, which would release it a
+ * second time at its end, and released here with oar_tensor_unref */
+static oar_tensor *owned(oar_tensor *x) {
+    if (x) oar_scope_forget(x);
+    return x;
+}
+
 /* copy_(dst, src) while tracing, dst a symbolic tensor this trace made (an in-place op under no_grad:
  * `out += identity`, `y.relu_()`, `y.zero_()`). A program value is written once, so dst now stands
  * for a new value, src cast and broadcast to dst's dtype and shape (copied unless it is a fresh
@@ -446,12 +453,12 @@ static oar_status trace_assign(oar_tensor *dst, const oar_tensor *src) {
     }
     oar_tensor *c = oar_retain((oar_tensor *)src), *x;
     if (c->dtype != dst->dtype) {
-        x = oar_cast(c, dst->dtype);
+        x = owned(oar_cast(c, dst->dtype));
         oar_tensor_unref(c);
         if (!(c = x)) return oar_last_status();
     }
     if (c->ndim != dst->ndim || memcmp(c->shape, dst->shape, sizeof(int64_t) * (size_t)dst->ndim)) {
-        x = oar_expand(c, dst->shape, dst->ndim); /* oar_copy_ checked that src broadcasts to dst */
+        x = owned(oar_expand(c, dst->shape, dst->ndim)); /* oar_copy_ checked that src broadcasts to dst */
         oar_tensor_unref(c);
         if (!(c = x)) return oar_last_status();
     }
@@ -460,7 +467,7 @@ static oar_status trace_assign(oar_tensor *dst, const oar_tensor *src) {
     const oar_value *cv = c->storage ? NULL : &p->values[c->trace_value];
     bool fresh = cv && c != dst && cv->kind == OAR_VAL_NODE && c->contiguous &&
                  !(oar_op_table[p->nodes[cv->node].op]->flags & OAR_OPF_VIEW);
-    x = fresh ? oar_retain(c) : oar_clone(c);
+    x = fresh ? oar_retain(c) : owned(oar_clone(c));
     oar_tensor_unref(c);
     if (!x) return oar_last_status();
     dst->trace_value = x->trace_value;
