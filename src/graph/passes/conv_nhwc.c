@@ -392,7 +392,7 @@ static oar_status layout_pass(oar_program *p, bool q) {
     int n_main = p->blocks[OAR_MAIN_BLOCK].n_nodes;
     int *order = malloc(sizeof(int) * (size_t)(n_main + 1));
     if (!order) return oar_error(OAR_ERR_OOM, "conv_nhwc: out of memory");
-    memcpy(order, p->blocks[OAR_MAIN_BLOCK].nodes, sizeof(int) * (size_t)n_main);
+    if (n_main) memcpy(order, p->blocks[OAR_MAIN_BLOCK].nodes, sizeof(int) * (size_t)n_main); /* none: NULL */
     for (int i = 0; i < n_main && st == OAR_OK; i++) {
         if (order[i] >= n_nodes) continue;
         if (is_root(&l, &p->nodes[order[i]])) st = convert(&l, order[i]);
